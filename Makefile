@@ -1,0 +1,44 @@
+# Thin entry points; the build itself is CMake. `make run` and `make test` do every
+# setup step themselves (deps are installed with apt-get when missing).
+SHELL := /bin/bash
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+
+DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
+  libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
+  python3-h5py python3-jsonschema gnuplot-nox
+
+.PHONY: deps build asan run test clean
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DENPU_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/enpu buckets jobs/demo.json
+	$(BUILD)/enpu graph jobs/demo.json --phase prefill --batch 1 --seq 1024
+	$(BUILD)/enpu graph jobs/demo.json --phase decode --batch 8 --seq 2048
+
+test: build asan
+	@echo "== unit + integration tests (Release) =="
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@echo "== unit tests under ASan + UBSan =="
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

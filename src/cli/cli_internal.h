@@ -1,0 +1,25 @@
+/* cli_internal.h — the subcommands of `enpu` and the helpers they share (argument
+ * parsing, JSON output). Each subcommand lives in cmd_<name>.c and returns the process
+ * exit status: 0 ok, 1 the command failed (message already printed), 2 usage error. */
+#ifndef ENPU_CLI_INTERNAL_H
+#define ENPU_CLI_INTERNAL_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+typedef struct {
+  const char *name;
+  int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+  const char *summary;
+} cli_command;
+
+int cli_cmd_buckets(int argc, char **argv);
+int cli_cmd_graph(int argc, char **argv);
+
+/* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
+int cli_print_json(json_t *doc);
+
+/* Print "enpu <cmd>: <msg>" on stderr and return 1. */
+int cli_fail(const char *cmd, const char *msg);
+
+#endif /* ENPU_CLI_INTERNAL_H */

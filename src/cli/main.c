@@ -1,0 +1,30 @@
+/* main.c — `enpu`: a thin dispatcher over the subcommand table. All work happens in
+ * the modules; a subcommand parses its arguments, calls them, and prints. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_internal.h"
+
+static const cli_command commands[] = {
+    {"buckets", cli_cmd_buckets, "expand a job's bucket grid (batch x seq x slack per phase)"},
+    {"graph", cli_cmd_graph, "print the per-chip operator graph of one bucket"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: enpu <command> [options]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\n`enpu <command> --help` shows a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "enpu: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

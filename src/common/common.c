@@ -1,0 +1,163 @@
+/* common.c — error messages, logging, allocation, file and path helpers, hashing.
+ * No global mutable state: every function works only on what it is given. */
+#include "common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+const char *enpu_strerror(int code) {
+  switch (code) {
+  case ENPU_OK: return "ok";
+  case ENPU_ERR_INVALID: return "invalid input";
+  case ENPU_ERR_NOMEM: return "out of memory";
+  case ENPU_ERR_IO: return "I/O error";
+  case ENPU_ERR_PARSE: return "parse error";
+  case ENPU_ERR_RANGE: return "value out of range";
+  case ENPU_ERR_NOT_FOUND: return "not found";
+  case ENPU_ERR_FORMAT: return "bad file format";
+  case ENPU_ERR_INFEASIBLE: return "infeasible";
+  case ENPU_ERR_INTERNAL: return "internal error";
+  default: return "unknown error";
+  }
+}
+
+int enpu_errorf(enpu_err *err, int code, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+void enpu_err_prefix(enpu_err *err, const char *fmt, ...) {
+  if (!err) return;
+  char prefix[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  char joined[ENPU_ERR_MSG_LEN];
+  snprintf(joined, sizeof joined, "%s%s", prefix, err->msg);
+  memcpy(err->msg, joined, sizeof err->msg);
+}
+
+void enpu_log(const enpu_logger *lg, enpu_log_level level, const char *fmt, ...) {
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  if (lg && level > lg->level) return;
+  FILE *out = (lg && lg->out) ? lg->out : stderr;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(out, "[%s] ", names[level]);
+  vfprintf(out, fmt, ap);
+  fputc('\n', out);
+  va_end(ap);
+}
+
+void *enpu_calloc(size_t n, size_t size) {
+  if (size && n > SIZE_MAX / size) return NULL;
+  return calloc(n ? n : 1, size ? size : 1);
+}
+
+int enpu_grow(void **ptr, size_t *cap, size_t need, size_t elem_size) {
+  if (need <= *cap) return ENPU_OK;
+  size_t ncap = *cap ? *cap : 8;
+  while (ncap < need) {
+    if (ncap > SIZE_MAX / 2) return ENPU_ERR_NOMEM;
+    ncap *= 2;
+  }
+  if (elem_size && ncap > SIZE_MAX / elem_size) return ENPU_ERR_NOMEM;
+  void *p = realloc(*ptr, ncap * elem_size);
+  if (!p) return ENPU_ERR_NOMEM;
+  *ptr = p;
+  *cap = ncap;
+  return ENPU_OK;
+}
+
+int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err) {
+  *data = NULL;
+  if (len) *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return enpu_errorf(err, ENPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 0, used = 0;
+  char *buf = NULL;
+  for (;;) {
+    if (enpu_grow((void **)&buf, &cap, used + 65536 + 1, 1) < 0) {
+      free(buf);
+      fclose(f);
+      return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory while reading", path);
+    }
+    size_t got = fread(buf + used, 1, cap - used - 1, f);
+    used += got;
+    if (got == 0) break;
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    free(buf);
+    return enpu_errorf(err, ENPU_ERR_IO, "%s: read error", path);
+  }
+  buf[used] = '\0';
+  *data = buf;
+  if (len) *len = used;
+  return ENPU_OK;
+}
+
+int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len,
+                       enpu_err *err) {
+  int n;
+  const char *slash = strrchr(base_file, '/');
+  if (rel[0] == '/' || !slash)
+    n = snprintf(out, out_len, "%s", rel);
+  else
+    n = snprintf(out, out_len, "%.*s/%s", (int)(slash - base_file), base_file, rel);
+  if (n < 0 || (size_t)n >= out_len)
+    return enpu_errorf(err, ENPU_ERR_RANGE, "path too long: %s relative to %s", rel, base_file);
+  return ENPU_OK;
+}
+
+uint64_t enpu_hash64(const void *data, size_t len, uint64_t seed) {
+  return XXH3_64bits_withSeed(data, len, seed);
+}
+
+/* The incremental hasher chains XXH3 over each field: h' = XXH3(field, seed = h).
+ * It is not the same value as hashing the concatenation, and does not need to be. */
+void enpu_hasher_init(enpu_hasher *hs, uint64_t seed) { hs->h = seed ^ 0x656e70752d666172ULL; }
+
+void enpu_hasher_bytes(enpu_hasher *hs, const void *data, size_t len) {
+  hs->h = XXH3_64bits_withSeed(data, len, hs->h);
+}
+
+void enpu_hasher_i64(enpu_hasher *hs, int64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+  enpu_hasher_bytes(hs, b, sizeof b);
+}
+
+void enpu_hasher_f64(enpu_hasher *hs, double v) {
+  if (v == 0.0) v = 0.0; /* -0.0 and 0.0 are the same content */
+  if (isnan(v)) v = NAN;
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  enpu_hasher_i64(hs, (int64_t)u);
+}
+
+void enpu_hasher_str(enpu_hasher *hs, const char *s) {
+  size_t n = strlen(s);
+  enpu_hasher_i64(hs, (int64_t)n);
+  enpu_hasher_bytes(hs, s, n);
+}
+
+uint64_t enpu_hasher_digest(const enpu_hasher *hs) { return hs->h; }
+
+double enpu_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

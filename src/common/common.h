@@ -1,0 +1,107 @@
+/* common.h — what every module shares: stable error codes with a message buffer,
+ * logging to a caller-chosen stream, checked allocation, growable arrays, file
+ * reading, content hashing (xxHash XXH3-64) and a monotonic clock.
+ *
+ * Invariants: nothing here keeps global mutable state; every function that can fail
+ * returns 0 or a negative ENPU_ERR_* code and, when given an enpu_err, fills it.
+ * The module prefix is `enpu_` (the project namespace) because common sits below
+ * every other module. */
+#ifndef ENPU_COMMON_H
+#define ENPU_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Stable error codes. Never renumber: they appear in stores and exit summaries. */
+enum {
+  ENPU_OK = 0,
+  ENPU_ERR_INVALID = -1,    /* bad argument or bad input value */
+  ENPU_ERR_NOMEM = -2,      /* allocation failed */
+  ENPU_ERR_IO = -3,         /* a file could not be opened, read or written */
+  ENPU_ERR_PARSE = -4,      /* malformed syntax (JSON, CSV, command line) */
+  ENPU_ERR_RANGE = -5,      /* a value outside its allowed range */
+  ENPU_ERR_NOT_FOUND = -6,  /* lookup failed: no covering bucket, unknown op id */
+  ENPU_ERR_FORMAT = -7,     /* a file of the wrong format, version, or corrupt */
+  ENPU_ERR_INFEASIBLE = -8, /* no plan/bucket satisfies the constraints */
+  ENPU_ERR_INTERNAL = -9    /* a broken invariant: a bug */
+};
+
+#define ENPU_ERR_MSG_LEN 1024
+
+/* An error report: the code and a human-readable message naming what went wrong,
+ * where (file:line:column, JSON path) and what was expected. */
+typedef struct {
+  int code;
+  char msg[ENPU_ERR_MSG_LEN];
+} enpu_err;
+
+/* Name of an error code ("invalid input", ...); never NULL. */
+const char *enpu_strerror(int code);
+
+/* Fill err (may be NULL) with code and a printf-style message.
+ * @return code, so callers can `return enpu_errorf(err, ENPU_ERR_RANGE, ...)`. */
+int enpu_errorf(enpu_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prepend context ("loading jobs/x.json: ") to an already-filled message. */
+void enpu_err_prefix(enpu_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* zstd-style helpers that keep the happy path readable. */
+#define ENPU_RETURN_IF(cond, err, code, ...)                                                       \
+  do {                                                                                             \
+    if (cond) return enpu_errorf((err), (code), __VA_ARGS__);                                      \
+  } while (0)
+#define ENPU_FORWARD(expr)                                                                         \
+  do {                                                                                             \
+    int enpu_rc_ = (expr);                                                                         \
+    if (enpu_rc_ < 0) return enpu_rc_;                                                             \
+  } while (0)
+
+/* Logging: messages at or above `level` go to `out` (stderr when NULL). */
+typedef enum { ENPU_LOG_ERROR = 0, ENPU_LOG_WARN, ENPU_LOG_INFO, ENPU_LOG_DEBUG } enpu_log_level;
+typedef struct {
+  FILE *out;
+  enpu_log_level level;
+} enpu_logger;
+void enpu_log(const enpu_logger *lg, enpu_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* calloc that checks n*size for overflow; NULL on failure. */
+void *enpu_calloc(size_t n, size_t size);
+
+/* Grow *ptr (an array of elem_size elements with capacity *cap) to hold at least
+ * `need` elements, doubling. On failure *ptr and *cap are unchanged.
+ * @return 0 or ENPU_ERR_NOMEM. */
+int enpu_grow(void **ptr, size_t *cap, size_t need, size_t elem_size);
+
+/* Read a whole file into a NUL-terminated heap buffer (*data, free() it).
+ * @return 0, or ENPU_ERR_IO with the path and errno text in err. */
+int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err);
+
+/* Resolve `rel` against the directory of `base_file` (absolute `rel` is kept).
+ * @return 0, or ENPU_ERR_RANGE when out_len is too small. */
+int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len,
+                       enpu_err *err);
+
+/* 64-bit content hash (XXH3). Signatures and provenance hashes are built with it. */
+uint64_t enpu_hash64(const void *data, size_t len, uint64_t seed);
+
+/* Incremental hashing of several fields into one signature. The state is a plain
+ * struct so it can live on the stack; feed fields with explicit widths so the hash
+ * does not depend on padding. */
+typedef struct {
+  uint64_t h;
+} enpu_hasher;
+void enpu_hasher_init(enpu_hasher *hs, uint64_t seed);
+void enpu_hasher_bytes(enpu_hasher *hs, const void *data, size_t len);
+void enpu_hasher_i64(enpu_hasher *hs, int64_t v);
+void enpu_hasher_f64(enpu_hasher *hs, double v);
+void enpu_hasher_str(enpu_hasher *hs, const char *s);
+uint64_t enpu_hasher_digest(const enpu_hasher *hs);
+
+/* Seconds from a monotonic clock (for durations and rates only). */
+double enpu_now_s(void);
+
+#endif /* ENPU_COMMON_H */

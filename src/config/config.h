@@ -1,0 +1,293 @@
+/* config.h — job, model, chip and cluster descriptions: loaded from JSON (jansson),
+ * validated once, with derived constant tables computed at load; const afterwards.
+ *
+ * Every input error names file:line:column, the JSON path ($.phases.prefill.batch[3])
+ * and what was expected ("expected a positive integer, got -4"). Unknown keys are
+ * errors. A job references its model/chip/cluster files by path relative to the job
+ * file; a chip references its CSV power tables relative to the chip file.
+ *
+ * The JSON layout of each file is written next to its struct below and, formally, in
+ * schemas/<kind>.schema.json. Units are in the key names. */
+#ifndef ENPU_CONFIG_H
+#define ENPU_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+
+#define CONFIG_NAME_LEN 64
+#define CONFIG_PATH_LEN 1024
+
+/* ---------------------------------------------------------------------------------
+ * Phases, components, policies: the small closed vocabularies of the project. */
+
+typedef enum { CONFIG_PREFILL = 0, CONFIG_DECODE = 1, CONFIG_NPHASE = 2 } config_phase;
+
+/* The five scalable components, in DVFS plan order (SA, VU, SRAM, HBM, ICI). The
+ * frontend (FE) is not searched: it runs at max(f_SA, f_VU, f_SRAM). */
+typedef enum {
+  CONFIG_SA = 0,
+  CONFIG_VU = 1,
+  CONFIG_SRAM = 2,
+  CONFIG_HBM = 3,
+  CONFIG_ICI = 4,
+  CONFIG_NCOMP = 5
+} config_component;
+
+typedef enum {
+  CONFIG_POLICY_NODVFS = 0,
+  CONFIG_POLICY_DVFS_C = 1,
+  CONFIG_POLICY_ENPU_C = 2,
+  CONFIG_POLICY_ENPU_ALL = 3,
+  CONFIG_POLICY_IDEAL = 4,
+  CONFIG_NPOLICY = 5
+} config_policy;
+
+const char *config_phase_name(config_phase p);         /* "prefill", "decode" */
+const char *config_component_name(config_component c); /* "sa", "vu", "sram", "hbm", "ici" */
+const char *config_policy_name(config_policy p);       /* "nodvfs", "dvfs-c", ... */
+/* @return 0 and *out, or ENPU_ERR_NOT_FOUND for an unknown name. */
+int config_phase_parse(const char *name, config_phase *out);
+int config_policy_parse(const char *name, config_policy *out);
+
+/* ---------------------------------------------------------------------------------
+ * Model (jobs/models/*.json)
+ *
+ * { "name": "llama3-70b", "hidden": 8192, "layers": 80, "vocab": 128256,
+ *   "dtype_bytes": 2,
+ *   "attention": { "kind": "gqa", "heads": 64, "kv_heads": 8, "head_dim": 128 },
+ *   "ffn": { "intermediate": 28672 } }
+ * MLA (DeepSeek):
+ *   "attention": { "kind": "mla", "heads": 128, "q_lora_rank": 1536,
+ *                  "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+ *                  "qk_rope_head_dim": 64, "v_head_dim": 128 },
+ *   "ffn": { "intermediate": 12288 },          (dense layers)
+ *   "moe": { "routed_experts": 160, "shared_experts": 2, "experts_per_token": 6,
+ *            "expert_intermediate": 1536, "first_dense_layers": 1 }
+ * q_lora_rank 0 means no low-rank query projection. */
+
+typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
+
+typedef struct {
+  char name[CONFIG_NAME_LEN];
+  char path[CONFIG_PATH_LEN];
+  int hidden;
+  int layers;
+  int vocab;
+  int dtype_bytes;
+  config_attention_kind attention;
+  int heads;
+  int kv_heads; /* GQA only; MLA: equals heads (every head has its own K/V) */
+  int head_dim; /* GQA only */
+  int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; /* MLA */
+  int ffn_intermediate;
+  bool moe; /* true when the "moe" object is present */
+  int routed_experts, shared_experts, experts_per_token, expert_intermediate,
+      first_dense_layers;
+
+  /* Derived at load (counts, not bytes; whole model, not per chip). */
+  double params_total;  /* embeddings + LM head (untied) + all layers, incl. norms */
+  double params_active; /* per token: dense + shared + experts_per_token routed */
+  double params_routed;  /* all routed-expert weights (sharded by EP × TP); 0 if dense */
+  /* KV-cache bytes per token, all layers, whole model: GQA 2*layers*kv_heads*head_dim*
+   * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). */
+  double kv_bytes_per_token;
+  uint64_t hash; /* content hash of the file */
+} config_model;
+
+/* ---------------------------------------------------------------------------------
+ * Chip (jobs/chips/*.json), Table 6 of the paper
+ *
+ * { "name": "tpuv5p", "tflops_bf16": 459,
+ *   "sa":   { "count": 8, "dim": 128 },
+ *   "vu":   { "count": 6, "sublanes": 8, "lanes": 128, "vregs": 32,
+ *             "shadow_vregs": 4, "vreg_bytes": 4096 },
+ *   "sram": { "bytes": 134217728, "ports": 6, "port_bytes_per_cycle": 4096 },
+ *   "hbm":  { "bytes": 95e9, "gbps": 2765, "latency_ns": 500 },
+ *   "ici":  { "topology": "torus3d", "links": 6, "link_gbps": 100, "latency_ns": 1000 },
+ *   "dcn":  { "gbps": 50 },
+ *   "clock": { "step_mhz": 50, "states": 34 },
+ *   "ivr":  { "vin_v": 0.75, "vout_min_v": 0.45, "vout_max_v": 0.7,
+ *             "step_mv": 54, "step_ns": 4, "scaling_time_ns": 20 },
+ *   "fifo_sync_cycles": 5,
+ *   "other_static_w": 44.83, "tdp_w": 350,
+ *   "tables": { "sa": "tpuv5p/sa_vf_power.csv", "vu": ..., "sram": ..., "hbm": ...,
+ *               "ici": ..., "ivr_dvfs": ..., "ivr_fixed": ... } }
+ *
+ * CSV tables (header line, then rows; errors name file:line:column):
+ *   V/f:  voltage_V, frequency_GHz | bandwidth_GBps, static_W, dynamic_W
+ *   IVR:  scaling_time_ns, activity_factor, voltage_V, efficiency_pct
+ * Checks at load: levels non-decreasing, voltages within [vout_min_v, vout_max_v] and
+ * non-decreasing with level, the top level covers the chip's peak (states*step for
+ * SA/VU/SRAM; gbps for HBM; links*link_gbps for ICI... as the table defines), the
+ * IVR table has the chosen scaling_time_ns, efficiencies in (0, 100]. */
+
+typedef struct {
+  double voltage_v;
+  double level; /* GHz for SA/VU/SRAM, GB/s for HBM/ICI (the CSV's second column) */
+  double static_w;
+  double dynamic_w;
+} config_vf_point;
+
+typedef struct {
+  config_vf_point *points; /* sorted by level, as in the file */
+  int count;
+} config_vf_table;
+
+typedef struct {
+  double scaling_time_ns;
+  double activity;   /* 0..1 */
+  double voltage_v;
+  double efficiency; /* fraction 0..1 (the CSV has percent) */
+} config_ivr_point;
+
+typedef struct {
+  config_ivr_point *points;
+  int count;
+} config_ivr_table;
+
+typedef struct {
+  char name[CONFIG_NAME_LEN];
+  char path[CONFIG_PATH_LEN];
+  double tflops_bf16;
+  int sa_count, sa_dim;
+  int vu_count, vu_sublanes, vu_lanes, vregs, shadow_vregs, vreg_bytes;
+  double sram_bytes;
+  int sram_ports, sram_port_bytes_per_cycle;
+  double hbm_bytes, hbm_gbps, hbm_latency_ns;
+  char ici_topology[CONFIG_NAME_LEN];
+  int ici_links;
+  double ici_link_gbps, ici_latency_ns;
+  double dcn_gbps;
+  double freq_step_mhz;
+  int freq_states; /* states 1..freq_states are step..states*step MHz; 0 = gated */
+  double ivr_vin_v, ivr_vout_min_v, ivr_vout_max_v;
+  double ivr_step_mv, ivr_step_ns, ivr_scaling_time_ns;
+  int fifo_sync_cycles;
+  double other_static_w, tdp_w;
+  config_vf_table vf[CONFIG_NCOMP];
+  config_ivr_table ivr_dvfs, ivr_fixed;
+
+  /* Derived at load. */
+  double max_freq_ghz; /* freq_states * freq_step_mhz / 1000 */
+  uint64_t hash;       /* chip JSON + every table's bytes */
+} config_chip;
+
+/* Frequency of a state in GHz (0 for the gated state 0). */
+double config_state_ghz(const config_chip *chip, int state);
+
+/* ---------------------------------------------------------------------------------
+ * Cluster (jobs/clusters/*.json), Tables 2 and 3 of the paper
+ *
+ * { "name": "llama3-70b", "model": "llama3-70b",
+ *   "prefill": { "nodes": 24, "chips": 4, "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } },
+ *   "decode":  { "nodes": 8,  "chips": 4, "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } },
+ *   "slo": [ { "name": "P33",  "prefill_max_tokens": 1291, "decode_max_tokens": 1313,
+ *              "ttft_ms": 725,  "tpot_ms": 91 }, ... ],       (sorted, last is P100)
+ *   "batching": { "max_batch": 256, "max_batch_tokens": 16384 } }
+ * Checks: chips == dp*tp*pp*ep; class bounds strictly increasing. */
+
+typedef struct {
+  int dp, tp, pp, ep;
+} config_parallel;
+
+typedef struct {
+  int nodes;
+  int chips;
+  config_parallel parallel;
+} config_node;
+
+#define CONFIG_MAX_SLO_CLASSES 8
+
+typedef struct {
+  char name[CONFIG_NAME_LEN];
+  int prefill_max_tokens; /* class covers input lengths up to this */
+  int decode_max_tokens;  /* class covers total (KV) lengths up to this */
+  double ttft_ms;
+  double tpot_ms;
+} config_slo_class;
+
+typedef struct {
+  char name[CONFIG_NAME_LEN];
+  char path[CONFIG_PATH_LEN];
+  char model_name[CONFIG_NAME_LEN];
+  config_node node[CONFIG_NPHASE];
+  config_slo_class slo[CONFIG_MAX_SLO_CLASSES];
+  int slo_count;
+  int max_batch;
+  int max_batch_tokens;
+  uint64_t hash;
+} config_cluster;
+
+/* ---------------------------------------------------------------------------------
+ * Job (jobs/*.json)
+ *
+ * { "name": "llama3-70b",
+ *   "model": "models/llama3-70b.json", "chip": "chips/tpuv5p.json",
+ *   "cluster": "clusters/llama3-70b.json",
+ *   "store": "../results/llama3-70b/plans.h5",             (relative to the job file)
+ *   "phases": {
+ *     "prefill": { "batch": [1, 2, 4, 8, 16, 32, 64, 128],          explicit list
+ *                  "seq": { "rule": "paper", "max": 131072 } },     or the §3.4 rule
+ *     "decode":  { "batch": { "rule": "paper", "max": 256 },
+ *                  "seq": [1024, 2048, 4096],
+ *                  "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } } },  optional
+ *   "slacks": [0, 0.02, 0.05, 0.10],                         fractions, sorted, unique
+ *   "policies": ["nodvfs", "dvfs-c", "enpu-all"],
+ *   "moe": { "capacity_factor": "worst" }                    or a number >= 1
+ * }
+ * A phase may be omitted (not compiled). Explicit lists must be strictly increasing
+ * positive integers. A phase's parallelism defaults to the cluster node's; an override
+ * must multiply to the node's chip count. TP must divide attention heads and FFN
+ * sizes; EP must divide routed experts. */
+
+typedef struct {
+  bool rule;     /* true: expand with the §3.4 rule up to rule_max */
+  int rule_max;
+  int *values;   /* explicit list (rule == false), strictly increasing */
+  int count;
+} config_axis;
+
+typedef struct {
+  bool enabled;
+  config_axis batch;
+  config_axis seq;
+  config_parallel parallel; /* effective: override or the cluster node's */
+  int chips;                /* chips per node for this phase */
+} config_phase_grid;
+
+typedef struct {
+  char name[CONFIG_NAME_LEN];
+  char path[CONFIG_PATH_LEN];
+  char store_path[CONFIG_PATH_LEN]; /* resolved relative to the job file */
+  config_model model;
+  config_chip chip;
+  config_cluster cluster;
+  config_phase_grid phase[CONFIG_NPHASE];
+  double *slacks;
+  int slack_count;
+  config_policy policies[CONFIG_NPOLICY];
+  int policy_count;
+  double moe_capacity_factor; /* 0 = worst case (every token may hit one expert) */
+
+  /* The raw documents, kept for provenance (store attributes). */
+  char *job_json, *model_json, *chip_json, *cluster_json;
+  uint64_t hash; /* job document + the hashes of what it references */
+} config_job;
+
+/* Load and validate. On failure *out is NULL and err names file:line:column, the JSON
+ * path and what was expected; nothing is left allocated. */
+int config_job_load(const char *path, config_job **out, enpu_err *err);
+void config_job_free(config_job *job);
+
+int config_model_load(const char *path, config_model **out, enpu_err *err);
+void config_model_free(config_model *model);
+
+int config_chip_load(const char *path, config_chip **out, enpu_err *err);
+void config_chip_free(config_chip *chip);
+
+int config_cluster_load(const char *path, config_cluster **out, enpu_err *err);
+void config_cluster_free(config_cluster *cluster);
+
+#endif /* ENPU_CONFIG_H */

@@ -1,0 +1,90 @@
+/* test_common.c — error formatting, growable arrays, paths, file reading, hashing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static void test_errorf_returns_code_and_formats(void **state) {
+  (void)state;
+  enpu_err err = {0};
+  assert_int_equal(enpu_errorf(&err, ENPU_ERR_RANGE, "got %d", -4), ENPU_ERR_RANGE);
+  assert_int_equal(err.code, ENPU_ERR_RANGE);
+  assert_string_equal(err.msg, "got -4");
+  enpu_err_prefix(&err, "%s: ", "job.json");
+  assert_string_equal(err.msg, "job.json: got -4");
+  assert_int_equal(enpu_errorf(NULL, ENPU_ERR_IO, "ignored"), ENPU_ERR_IO);
+  assert_string_equal(enpu_strerror(ENPU_ERR_PARSE), "parse error");
+  assert_string_equal(enpu_strerror(12345), "unknown error");
+}
+
+static void test_grow_keeps_contents(void **state) {
+  (void)state;
+  int *a = NULL;
+  size_t cap = 0;
+  for (int i = 0; i < 1000; i++) {
+    assert_int_equal(enpu_grow((void **)&a, &cap, (size_t)i + 1, sizeof *a), 0);
+    a[i] = i;
+  }
+  assert_true(cap >= 1000);
+  for (int i = 0; i < 1000; i++) assert_int_equal(a[i], i);
+  free(a);
+  assert_null(enpu_calloc(SIZE_MAX / 2, 4));
+}
+
+static void test_path_relative(void **state) {
+  (void)state;
+  char out[64];
+  assert_int_equal(enpu_path_relative("jobs/demo.json", "models/a.json", out, sizeof out, NULL), 0);
+  assert_string_equal(out, "jobs/models/a.json");
+  assert_int_equal(enpu_path_relative("demo.json", "models/a.json", out, sizeof out, NULL), 0);
+  assert_string_equal(out, "models/a.json");
+  assert_int_equal(enpu_path_relative("jobs/demo.json", "/abs/a.json", out, sizeof out, NULL), 0);
+  assert_string_equal(out, "/abs/a.json");
+  char tiny[8];
+  assert_int_equal(enpu_path_relative("jobs/demo.json", "models/a.json", tiny, sizeof tiny, NULL),
+                   ENPU_ERR_RANGE);
+}
+
+static void test_read_missing_file_names_it(void **state) {
+  (void)state;
+  enpu_err err = {0};
+  char *data = NULL;
+  assert_int_equal(enpu_read_file("/nonexistent/x.json", &data, NULL, &err), ENPU_ERR_IO);
+  assert_null(data);
+  assert_non_null(strstr(err.msg, "/nonexistent/x.json"));
+}
+
+static void test_hasher_is_field_sensitive(void **state) {
+  (void)state;
+  enpu_hasher a, b;
+  enpu_hasher_init(&a, 0);
+  enpu_hasher_init(&b, 0);
+  enpu_hasher_str(&a, "ab");
+  enpu_hasher_str(&a, "c");
+  enpu_hasher_str(&b, "a");
+  enpu_hasher_str(&b, "bc");
+  assert_true(enpu_hasher_digest(&a) != enpu_hasher_digest(&b));
+  enpu_hasher_init(&a, 0);
+  enpu_hasher_init(&b, 0);
+  enpu_hasher_f64(&a, 0.0);
+  enpu_hasher_f64(&b, -0.0);
+  assert_true(enpu_hasher_digest(&a) == enpu_hasher_digest(&b));
+  assert_true(enpu_hash64("x", 1, 0) == enpu_hash64("x", 1, 0));
+  assert_true(enpu_hash64("x", 1, 0) != enpu_hash64("y", 1, 0));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_errorf_returns_code_and_formats),
+      cmocka_unit_test(test_grow_keeps_contents),
+      cmocka_unit_test(test_path_relative),
+      cmocka_unit_test(test_read_missing_file_names_it),
+      cmocka_unit_test(test_hasher_is_field_sensitive),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
