@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""check_schemas.py — shows that the JSON Schemas in schemas/ are real.
+
+Usage: /usr/bin/python3 check_schemas.py SOURCE_ROOT
+(Debian's python3, which has python3-jsonschema; another python3 on PATH may not.)
+
+1. Every schemas/*.schema.json is itself a valid draft 2020-12 schema.
+2. Every shipped *.json under jobs/ validates against the schema of its folder
+   (models/, chips/, clusters/, or jobs/ itself for job files); a JSON file in any
+   other folder is a failure, so nothing ships unchecked. The files a job or chip
+   references exist, and tables listed in a SHA256SUMS match it (they are copies).
+3. Deliberately bad documents (shipped files with one mutation each: unknown key,
+   negative or zero value, wrong type, missing required key, unknown enum value...)
+   are rejected, so the schemas are strict rather than accept-anything.
+Prints one line per check and a final "N passed, M failed"; exits 1 on any failure.
+"""
+import hashlib
+import json
+import pathlib
+import sys
+
+import jsonschema
+
+VALIDATOR = jsonschema.Draft202012Validator
+KINDS = ("job", "model", "chip", "cluster")
+FOLDER_KIND = {"models": "model", "chips": "chip", "clusters": "cluster"}
+
+# (name, kind, shipped file under jobs/, JSON path to change, new value or DELETE,
+#  JSON path the schema must blame). Each mutation breaks exactly one rule; the
+# mutated document must be rejected, and for that rule, not by accident elsewhere.
+DELETE = object()
+BAD_DOCUMENTS = [
+    ("job unknown top-level key", "job", "demo.json", ("slack",), [0.1], "$"),
+    ("job unknown key in a phase", "job", "demo.json", ("phases", "prefill", "batches"), [1],
+     "$.phases.prefill"),
+    ("job negative batch", "job", "demo.json", ("phases", "prefill", "batch", 1), -4,
+     "$.phases.prefill.batch[1]"),
+    ("job zero sequence length", "job", "demo.json", ("phases", "decode", "seq", 0), 0,
+     "$.phases.decode.seq[0]"),
+    ("job batch of wrong type", "job", "demo.json", ("phases", "decode", "batch", 0), "8",
+     "$.phases.decode.batch[0]"),
+    ("job seq axis of wrong type", "job", "demo.json", ("phases", "decode", "seq"), 4096,
+     "$.phases.decode.seq"),
+    ("job missing store", "job", "demo.json", ("store",), DELETE, "$"),
+    ("job missing seq axis", "job", "demo.json", ("phases", "prefill", "seq"), DELETE,
+     "$.phases.prefill"),
+    ("job no phase at all", "job", "demo.json", ("phases",), {}, "$.phases"),
+    ("job unknown grid rule", "job", "llama3-70b.json", ("phases", "prefill", "seq", "rule"), "vllm",
+     "$.phases.prefill.seq.rule"),
+    ("job grid rule without max", "job", "llama3-70b.json", ("phases", "decode", "seq", "max"), DELETE,
+     "$.phases.decode.seq"),
+    ("job duplicate bucket", "job", "demo.json", ("phases", "prefill", "batch"), [1, 4, 4],
+     "$.phases.prefill.batch"),
+    ("job negative slack", "job", "demo.json", ("slacks",), [-0.02, 0], "$.slacks[0]"),
+    ("job slack in percent, not a fraction", "job", "demo.json", ("slacks",), [0, 20], "$.slacks[1]"),
+    ("job unknown policy", "job", "demo.json", ("policies",), ["nodvfs", "enpu"], "$.policies[1]"),
+    ("job capacity factor below 1", "job", "demo.json", ("moe", "capacity_factor"), 0.5,
+     "$.moe.capacity_factor"),
+    ("job capacity factor unknown word", "job", "demo.json", ("moe", "capacity_factor"), "best",
+     "$.moe.capacity_factor"),
+    ("job parallel override with tp 0", "job", "demo.json", ("phases", "decode", "parallel"),
+     {"dp": 1, "tp": 0, "pp": 1, "ep": 1}, "$.phases.decode.parallel.tp"),
+    ("model GQA missing kv_heads", "model", "models/llama3-70b.json", ("attention", "kv_heads"), DELETE,
+     "$.attention"),
+    ("model MLA key on GQA attention", "model", "models/llama3-70b.json", ("attention", "q_lora_rank"),
+     1536, "$.attention"),
+    ("model unknown attention kind", "model", "models/deepseek-v3-671b.json", ("attention", "kind"),
+     "mha", "$.attention.kind"),
+    ("model negative layers", "model", "models/llama3-70b.json", ("layers",), -80, "$.layers"),
+    ("model moe missing experts_per_token", "model", "models/deepseek-v2-236b.json",
+     ("moe", "experts_per_token"), DELETE, "$.moe"),
+    ("chip zero frequency states", "chip", "chips/tpuv5p.json", ("clock", "states"), 0, "$.clock.states"),
+    ("chip zero frequency step", "chip", "chips/tpuv5p.json", ("clock", "step_mhz"), 0,
+     "$.clock.step_mhz"),
+    ("chip bandwidth of wrong type", "chip", "chips/tpuv5p.json", ("hbm", "gbps"), "2755", "$.hbm.gbps"),
+    ("chip missing regulator table", "chip", "chips/tpuv5p.json", ("tables", "ivr_fixed"), DELETE,
+     "$.tables"),
+    ("chip unknown key in ici", "chip", "chips/tpuv5p.json", ("ici", "latency_us"), 1, "$.ici"),
+    ("cluster tp 0", "cluster", "clusters/llama3-70b.json", ("decode", "parallel", "tp"), 0,
+     "$.decode.parallel.tp"),
+    ("cluster unknown key in an SLO class", "cluster", "clusters/llama3-70b.json", ("slo", 0, "ttft_s"),
+     0.7, "$.slo[0]"),
+    ("cluster missing batching", "cluster", "clusters/llama3-70b.json", ("batching",), DELETE, "$"),
+    ("cluster no SLO class", "cluster", "clusters/llama3-70b.json", ("slo",), [], "$.slo"),
+]
+
+
+def mutate(doc, path, value):
+    """Set (or delete, for DELETE) the value at path, a tuple of keys and indices."""
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is DELETE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+
+
+def describe(error):
+    return f"{error.json_path}: {error.message}"
+
+
+class Report:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def result(self, ok, what, details=()):
+        print(f"{'PASS' if ok else 'FAIL'}  {what}")
+        for line in details:
+            print(f"      {line}")
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+
+def load_schemas(root, report):
+    schemas = {}
+    for kind in KINDS:
+        path = root / "schemas" / f"{kind}.schema.json"
+        rel = path.relative_to(root)
+        try:
+            schema = json.loads(path.read_text())
+            VALIDATOR.check_schema(schema)
+        except (OSError, ValueError, jsonschema.SchemaError) as exc:
+            report.result(False, f"{rel} (schema)", [str(exc).splitlines()[0]])
+            continue
+        schemas[kind] = VALIDATOR(schema)
+        report.result(True, f"{rel} (schema)")
+    return schemas
+
+
+def kind_of(jobs, path):
+    parts = path.relative_to(jobs).parts
+    if len(parts) == 1:
+        return "job"
+    if len(parts) == 2:
+        return FOLDER_KIND.get(parts[0])
+    return None
+
+
+def referenced_files(kind, path, doc):
+    """Files the document points at, relative to its own folder (config.h)."""
+    if kind == "job":
+        return [path.parent / doc[key] for key in ("model", "chip", "cluster")]
+    if kind == "chip":
+        return [path.parent / table for table in doc["tables"].values()]
+    return []
+
+
+def check_shipped(root, schemas, report):
+    jobs = root / "jobs"
+    files = sorted(jobs.rglob("*.json"))
+    if not files:
+        report.result(False, "jobs/: no JSON files found")
+    for path in files:
+        rel = path.relative_to(root)
+        kind = kind_of(jobs, path)
+        if kind is None:
+            report.result(False, f"{rel}: no schema for files in this folder")
+            continue
+        if kind not in schemas:
+            report.result(False, f"{rel} ({kind}): its schema did not load")
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except ValueError as exc:
+            report.result(False, f"{rel} ({kind}): not JSON: {exc}")
+            continue
+        errors = [describe(e) for e in schemas[kind].iter_errors(doc)]
+        if not errors:
+            errors = [f"missing referenced file {ref.relative_to(root)}"
+                      for ref in referenced_files(kind, path, doc) if not ref.is_file()]
+        report.result(not errors, f"{rel} ({kind})", errors)
+
+
+def check_checksums(root, report):
+    for sums in sorted((root / "jobs").rglob("SHA256SUMS")):
+        bad = []
+        for line in sums.read_text().splitlines():
+            digest, name = line.split(maxsplit=1)
+            target = sums.parent / name
+            if not target.is_file():
+                bad.append(f"{name}: missing")
+            elif hashlib.sha256(target.read_bytes()).hexdigest() != digest:
+                bad.append(f"{name}: content differs from SHA256SUMS")
+        report.result(not bad, f"{sums.relative_to(root)} (checksums)", bad)
+
+
+def check_bad_documents(root, schemas, report):
+    for name, kind, base, path, value, blamed in BAD_DOCUMENTS:
+        what = f"bad document '{name}'"
+        if kind not in schemas:
+            report.result(False, f"{what}: {kind} schema did not load")
+            continue
+        doc = json.loads((root / "jobs" / base).read_text())
+        mutate(doc, path, value)
+        error = jsonschema.exceptions.best_match(schemas[kind].iter_errors(doc))
+        if error is None:
+            report.result(False, f"{what} was accepted by the {kind} schema")
+        elif error.json_path != blamed:
+            report.result(False, f"{what} rejected at the wrong place (expected {blamed})",
+                          [describe(error)])
+        else:
+            report.result(True, f"{what} rejected: {describe(error)}")
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} SOURCE_ROOT", file=sys.stderr)
+        return 2
+    root = pathlib.Path(argv[1]).resolve()
+    report = Report()
+    schemas = load_schemas(root, report)
+    check_shipped(root, schemas, report)
+    check_checksums(root, report)
+    check_bad_documents(root, schemas, report)
+    print(f"{report.passed} passed, {report.failed} failed")
+    return 0 if report.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
