@@ -1,0 +1,437 @@
+/* power.c — per-component, per-state power tables and regulator efficiency built once from
+ * a chip's V/f and IVR tables, and the energy functions that only look them up.
+ *
+ * Invariants after power_model_create: rows[c * (S+1) + s] holds the level, voltage,
+ * static and full-utilisation dynamic power (whole component, HBM mode applied) of
+ * component c at state s in 0..S; eta[(c * (S+1) + s) * na + k] is this model's
+ * regulator efficiency at that state's voltage and the k-th activity of the regulator
+ * grid (activities sorted ascending). Nothing is written after create, so a model can be
+ * shared across threads. The modelling choices are listed in power.h. */
+#include "power.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Share of the memory controller in the HBM table's power at max bandwidth (the README of
+ * the shipped tables: MC/PHY split 40/60). The PHY/I-O part is (1 - share)/share times
+ * the MC part when both follow the same V/f relation (POWER_HBM_FULL). */
+#define POWER_HBM_MC_SHARE 0.4
+
+/* Relative tolerance for comparing levels: 34 × 0.05 GHz is 1.7000000000000002 in
+ * binary, and must still be covered by a 1.7 GHz row. */
+#define POWER_LEVEL_RTOL 1e-9
+
+typedef struct {
+  double level;     /* GHz (SA/VU/SRAM) or GB/s (HBM/ICI) */
+  double voltage_v;
+  double static_w;  /* whole component */
+  double dynamic_w; /* whole component, utilisation 1, busy the whole time */
+} power_row;
+
+/* A regulator efficiency grid: eff[k * nv + j] at activity act[k] and voltage volt[j]. */
+typedef struct {
+  int na, nv;
+  double *act;
+  double *volt;
+  double *eff;
+} power_grid;
+
+struct power_model {
+  power_hbm_mode hbm_mode;
+  power_regulator regulator;
+  int peak_state;
+  int count[CONFIG_NCOMP];
+  double other_static_w, tdp_w;
+  double step_mv, step_ns;
+  power_grid reg;
+  power_row *rows; /* CONFIG_NCOMP × (peak_state + 1) */
+  double *eta;     /* CONFIG_NCOMP × (peak_state + 1) × reg.na */
+};
+
+/* ---------------------------------------------------------------------------------
+ * V/f tables: bands are maximal runs of rows with equal voltage (rows sorted by level,
+ * voltage non-decreasing: checked by config at load). */
+
+static int band_end(const config_vf_table *t, int first) {
+  int i = first;
+  while (i + 1 < t->count && t->points[i + 1].voltage_v == t->points[first].voltage_v) i++;
+  return i;
+}
+
+static int covers(double top, double level) { return top >= level * (1.0 - POWER_LEVEL_RTOL); }
+
+/* First row of the lowest band whose top covers `level`; the top band when none does
+ * (HBM/ICI peaks a hair above the last row). */
+static int band_for_level(const config_vf_table *t, double level) {
+  int first = 0;
+  for (;;) {
+    int last = band_end(t, first);
+    if (covers(t->points[last].level, level) || last + 1 >= t->count) return first;
+    first = last + 1;
+  }
+}
+
+static int top_band(const config_vf_table *t) {
+  int first = 0;
+  while (band_end(t, first) + 1 < t->count) first = band_end(t, first) + 1;
+  return first;
+}
+
+/* Dynamic power of one unit at `level` in the band starting at row `first`: linear in
+ * the level through the origin (the README's "scales linearly with frequency"),
+ * anchored on the band's lowest row at or above the level so every row is reproduced
+ * exactly; above the band's last row, anchored on that row. */
+static double band_dynamic_w(const config_vf_table *t, int first, double level) {
+  if (level <= 0.0) return 0.0;
+  int last = band_end(t, first);
+  int p = last;
+  for (int i = first; i <= last; i++) {
+    if (t->points[i].level > 0.0 && covers(t->points[i].level, level)) {
+      p = i;
+      break;
+    }
+  }
+  if (t->points[p].level <= 0.0) return 0.0; /* a band made only of the 0 GHz row */
+  return level * t->points[p].dynamic_w / t->points[p].level;
+}
+
+static double state_level(const config_chip *chip, config_component c, int state) {
+  double frac = (double)state / chip->freq_states;
+  switch (c) {
+  case CONFIG_HBM: return frac * chip->hbm_gbps;
+  case CONFIG_ICI: return frac * chip->ici_links * chip->ici_link_gbps;
+  default: return config_state_ghz(chip, state);
+  }
+}
+
+static int fill_rows(power_model *pm, const config_chip *chip, config_component c,
+                     enpu_err *err) {
+  const config_vf_table *t = &chip->vf[c];
+  ENPU_RETURN_IF(t->count <= 0 || t->points == NULL, err, ENPU_ERR_INVALID,
+                 "chip %s: the %s V/f table is empty", chip->name, config_component_name(c));
+  int top = top_band(t);
+  for (int s = 0; s <= pm->peak_state; s++) {
+    power_row *r = &pm->rows[c * (pm->peak_state + 1) + s];
+    r->level = state_level(chip, c, s);
+    /* Gated: the rail sits at the lowest voltage (band 0), static power still drawn. */
+    int b = s == 0 ? 0 : band_for_level(t, r->level);
+    r->voltage_v = t->points[b].voltage_v;
+    r->static_w = t->points[b].static_w;
+    r->dynamic_w = band_dynamic_w(t, b, r->level);
+    if (c == CONFIG_HBM && pm->hbm_mode == POWER_HBM_FULL) {
+      /* The ctrl-only table is MC(V, L) + PHY(L), PHY fixed at its top-voltage value, so
+       * the MC's saving at this level is D = P(V_top, L) - P(V, L); an I/O that follows
+       * the MC's V/f relation is (1 - share)/share times the MC and saves that times D
+       * more. Derivation in power.h. */
+      double phy_per_mc = (1.0 - POWER_HBM_MC_SHARE) / POWER_HBM_MC_SHARE;
+      r->static_w -= phy_per_mc * (t->points[top].static_w - r->static_w);
+      r->dynamic_w -= phy_per_mc * (band_dynamic_w(t, top, r->level) - r->dynamic_w);
+      ENPU_RETURN_IF(r->static_w < 0.0 || r->dynamic_w < 0.0, err, ENPU_ERR_RANGE,
+                     "chip %s: the full HBM model gives negative power at state %d "
+                     "(static %g W, dynamic %g W): the HBM table is inconsistent with a "
+                     "%g controller share",
+                     chip->name, s, r->static_w, r->dynamic_w, POWER_HBM_MC_SHARE);
+    }
+    r->static_w *= pm->count[c];
+    r->dynamic_w *= pm->count[c];
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Regulator efficiency grid */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sort and deduplicate v[0..n) in place; returns the number of distinct values. */
+static int sort_unique(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (m == 0 || v[i] != v[m - 1]) v[m++] = v[i];
+  return m;
+}
+
+static int find_value(const double *v, int n, double x) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == x) return i;
+  return -1;
+}
+
+static void grid_free(power_grid *g) {
+  free(g->act);
+  free(g->volt);
+  free(g->eff);
+}
+
+/* Build the grid from the rows of `t` at scaling time `time_ns` (every row when
+ * `any_time`: the fixed regulator has a single, nominal scaling time). */
+static int grid_build(power_grid *g, const config_ivr_table *t, const char *what,
+                      bool any_time, double time_ns, enpu_err *err) {
+  int n = 0;
+  for (int i = 0; i < t->count; i++)
+    if (any_time || t->points[i].scaling_time_ns == time_ns) n++;
+  ENPU_RETURN_IF(n == 0, err, ENPU_ERR_INVALID,
+                 "the %s regulator table has no rows at scaling_time_ns %g", what, time_ns);
+  g->act = enpu_calloc((size_t)n, sizeof *g->act);
+  g->volt = enpu_calloc((size_t)n, sizeof *g->volt);
+  g->eff = enpu_calloc((size_t)n, sizeof *g->eff);
+  ENPU_RETURN_IF(!g->act || !g->volt || !g->eff, err, ENPU_ERR_NOMEM, "out of memory");
+  int k = 0;
+  for (int i = 0; i < t->count; i++) {
+    if (!(any_time || t->points[i].scaling_time_ns == time_ns)) continue;
+    g->act[k] = t->points[i].activity;
+    g->volt[k] = t->points[i].voltage_v;
+    k++;
+  }
+  g->na = sort_unique(g->act, n);
+  g->nv = sort_unique(g->volt, n);
+  ENPU_RETURN_IF(g->na * g->nv != n, err, ENPU_ERR_INVALID,
+                 "the %s regulator table at scaling_time_ns %g is not a full grid: %d rows "
+                 "for %d activities × %d voltages",
+                 what, time_ns, n, g->na, g->nv);
+  bool *seen = enpu_calloc((size_t)n, sizeof *seen);
+  ENPU_RETURN_IF(!seen, err, ENPU_ERR_NOMEM, "out of memory");
+  int rc = 0;
+  for (int i = 0; i < t->count && rc == 0; i++) {
+    const config_ivr_point *p = &t->points[i];
+    if (!(any_time || p->scaling_time_ns == time_ns)) continue;
+    int cell = find_value(g->act, g->na, p->activity) * g->nv +
+               find_value(g->volt, g->nv, p->voltage_v);
+    if (seen[cell])
+      rc = enpu_errorf(err, ENPU_ERR_INVALID,
+                       "the %s regulator table repeats activity %g, voltage %g V", what,
+                       p->activity, p->voltage_v);
+    seen[cell] = true;
+    g->eff[cell] = p->efficiency;
+  }
+  free(seen);
+  return rc;
+}
+
+/* Index i and weight w such that x ≈ (1-w)·v[i] + w·v[i+1], clamped to [v[0], v[n-1]]. */
+static void bracket(const double *v, int n, double x, int *i, double *w) {
+  if (n == 1 || x <= v[0]) {
+    *i = 0;
+    *w = 0.0;
+    return;
+  }
+  if (x >= v[n - 1]) {
+    *i = n - 2;
+    *w = 1.0;
+    return;
+  }
+  int j = 0;
+  while (v[j + 1] < x) j++;
+  *i = j;
+  *w = (x - v[j]) / (v[j + 1] - v[j]);
+}
+
+static double grid_eval(const power_grid *g, double voltage_v, double activity) {
+  int ia, iv;
+  double wa, wv;
+  bracket(g->act, g->na, activity, &ia, &wa);
+  bracket(g->volt, g->nv, voltage_v, &iv, &wv);
+  int ia1 = g->na > 1 ? ia + 1 : ia, iv1 = g->nv > 1 ? iv + 1 : iv;
+  const double *e = g->eff;
+  double lo = (1.0 - wv) * e[ia * g->nv + iv] + wv * e[ia * g->nv + iv1];
+  double hi = (1.0 - wv) * e[ia1 * g->nv + iv] + wv * e[ia1 * g->nv + iv1];
+  return (1.0 - wa) * lo + wa * hi;
+}
+
+/* η of one state's precomputed row (η at each grid activity) at `activity`. */
+static double row_eta(const power_model *pm, const double *eta_row, double activity) {
+  int i;
+  double w;
+  bracket(pm->reg.act, pm->reg.na, activity, &i, &w);
+  return w == 0.0 ? eta_row[i] : (1.0 - w) * eta_row[i] + w * eta_row[i + 1];
+}
+
+static const double *eta_row_of(const power_model *pm, config_component c, int state) {
+  return &pm->eta[((size_t)c * (pm->peak_state + 1) + state) * pm->reg.na];
+}
+
+/* ---------------------------------------------------------------------------------
+ * Create / free */
+
+int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
+                       power_regulator regulator, power_model **out, enpu_err *err) {
+  *out = NULL;
+  ENPU_RETURN_IF(chip == NULL, err, ENPU_ERR_INVALID, "power_model_create: no chip");
+  ENPU_RETURN_IF(hbm_mode != POWER_HBM_CTRL_ONLY && hbm_mode != POWER_HBM_FULL, err,
+                 ENPU_ERR_INVALID, "power_model_create: unknown HBM mode %d", (int)hbm_mode);
+  ENPU_RETURN_IF(regulator != POWER_REG_DVFS && regulator != POWER_REG_FIXED, err,
+                 ENPU_ERR_INVALID, "power_model_create: unknown regulator %d", (int)regulator);
+  ENPU_RETURN_IF(chip->freq_states <= 0 || chip->ivr_step_mv <= 0.0, err, ENPU_ERR_RANGE,
+                 "chip %s: freq_states %d and ivr step_mv %g must be positive", chip->name,
+                 chip->freq_states, chip->ivr_step_mv);
+  power_model *pm = enpu_calloc(1, sizeof *pm);
+  ENPU_RETURN_IF(!pm, err, ENPU_ERR_NOMEM, "out of memory");
+  pm->hbm_mode = hbm_mode;
+  pm->regulator = regulator;
+  pm->peak_state = chip->freq_states;
+  for (int c = 0; c < CONFIG_NCOMP; c++) pm->count[c] = 1;
+  pm->count[CONFIG_SA] = chip->sa_count;
+  pm->count[CONFIG_VU] = chip->vu_count;
+  pm->other_static_w = chip->other_static_w;
+  pm->tdp_w = chip->tdp_w;
+  pm->step_mv = chip->ivr_step_mv;
+  pm->step_ns = chip->ivr_step_ns;
+
+  size_t nstates = (size_t)pm->peak_state + 1;
+  int rc = regulator == POWER_REG_DVFS
+               ? grid_build(&pm->reg, &chip->ivr_dvfs, "DVFS", false,
+                            chip->ivr_scaling_time_ns, err)
+               : grid_build(&pm->reg, &chip->ivr_fixed, "fixed", true, 0.0, err);
+  if (rc == 0) {
+    pm->rows = enpu_calloc(CONFIG_NCOMP * nstates, sizeof *pm->rows);
+    pm->eta = enpu_calloc(CONFIG_NCOMP * nstates * (size_t)pm->reg.na, sizeof *pm->eta);
+    if (!pm->rows || !pm->eta) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  }
+  for (int c = 0; c < CONFIG_NCOMP && rc == 0; c++) rc = fill_rows(pm, chip, c, err);
+  if (rc < 0) {
+    enpu_err_prefix(err, "power model for chip %s: ", chip->name);
+    power_model_free(pm);
+    return rc;
+  }
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    for (int s = 0; s <= pm->peak_state; s++) {
+      double *row = &pm->eta[((size_t)c * nstates + s) * pm->reg.na];
+      for (int k = 0; k < pm->reg.na; k++)
+        row[k] = grid_eval(&pm->reg, pm->rows[c * nstates + s].voltage_v, pm->reg.act[k]);
+    }
+  }
+  *out = pm;
+  return 0;
+}
+
+void power_model_free(power_model *pm) {
+  if (!pm) return;
+  grid_free(&pm->reg);
+  free(pm->rows);
+  free(pm->eta);
+  free(pm);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Lookups */
+
+power_hbm_mode power_model_hbm_mode(const power_model *pm) { return pm->hbm_mode; }
+power_regulator power_model_regulator(const power_model *pm) { return pm->regulator; }
+int power_peak_state(const power_model *pm) { return pm->peak_state; }
+
+static const power_row *row_of(const power_model *pm, config_component c, int state) {
+  return &pm->rows[(size_t)c * (pm->peak_state + 1) + state];
+}
+
+double power_level(const power_model *pm, config_component c, int state) {
+  return row_of(pm, c, state)->level;
+}
+double power_voltage_v(const power_model *pm, config_component c, int state) {
+  return row_of(pm, c, state)->voltage_v;
+}
+double power_static_w(const power_model *pm, config_component c, int state) {
+  return row_of(pm, c, state)->static_w;
+}
+double power_dynamic_w(const power_model *pm, config_component c, int state) {
+  return row_of(pm, c, state)->dynamic_w;
+}
+int power_unit_count(const power_model *pm, config_component c) { return pm->count[c]; }
+
+double power_efficiency(const power_model *pm, double voltage_v, double activity) {
+  return grid_eval(&pm->reg, voltage_v, activity);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Energy */
+
+int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
+                 double time_ns, double utilization, power_energy_nj *e, enpu_err *err) {
+  ENPU_RETURN_IF((unsigned)c >= CONFIG_NCOMP || state < 0 || state > pm->peak_state, err,
+                 ENPU_ERR_INVALID, "power_energy: component %d state %d out of range",
+                 (int)c, state);
+  ENPU_RETURN_IF(pm->regulator == POWER_REG_FIXED && state != pm->peak_state, err,
+                 ENPU_ERR_INVALID,
+                 "power_energy: %s at state %d under the fixed regulator (NoDVFS runs "
+                 "every component at state %d)",
+                 config_component_name(c), state, pm->peak_state);
+  /* The relative slack lets a busy time computed as a sum of pieces equal the total. */
+  ENPU_RETURN_IF(!(time_ns >= 0.0) || !(busy_ns >= 0.0) ||
+                     busy_ns > time_ns * (1.0 + POWER_LEVEL_RTOL) ||
+                     !(utilization >= 0.0 && utilization <= 1.0 + POWER_LEVEL_RTOL),
+                 err, ENPU_ERR_INVALID,
+                 "power_energy: %s needs 0 <= busy_ns (%g) <= time_ns (%g) and "
+                 "utilization (%g) in [0, 1]",
+                 config_component_name(c), busy_ns, time_ns, utilization);
+  if (time_ns == 0.0) {
+    *e = (power_energy_nj){0};
+    return 0;
+  }
+  const power_row *r = row_of(pm, c, state);
+  /* Activity seen by the regulator: the fraction of the operator the component
+   * switches; a gated component does not switch whatever busy_ns says. */
+  double activity = state == 0 ? 0.0 : fmin(busy_ns / time_ns, 1.0);
+  double eta = row_eta(pm, eta_row_of(pm, c, state), activity);
+  e->dynamic_nj = r->dynamic_w * busy_ns * utilization / eta;
+  e->static_nj = r->static_w * time_ns / eta;
+  e->total_nj = e->dynamic_nj + e->static_nj;
+  return 0;
+}
+
+double power_other_energy(const power_model *pm, double time_ns) {
+  return pm->other_static_w * time_ns;
+}
+
+int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
+                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP],
+                    double time_ns, power_breakdown *out, enpu_err *err) {
+  *out = (power_breakdown){0};
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    power_energy_nj e = {0};
+    ENPU_FORWARD(power_energy(pm, (config_component)c, state[c], busy_ns[c], time_ns,
+                              utilization[c], &e, err));
+    out->energy_nj[c] = e.total_nj;
+    out->dynamic_nj += e.dynamic_nj;
+    out->static_nj += e.static_nj;
+  }
+  out->energy_nj[POWER_SLOT_FE] = 0.0; /* folded into "other": see power.h */
+  out->energy_nj[POWER_SLOT_OTHER] = power_other_energy(pm, time_ns);
+  out->static_nj += out->energy_nj[POWER_SLOT_OTHER];
+  out->total_nj = out->dynamic_nj + out->static_nj;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Transitions and peak */
+
+double power_transition_ns(const power_model *pm, double v_from_v, double v_to_v) {
+  double dv_mv = fabs(v_to_v - v_from_v) * 1000.0;
+  /* The tolerance keeps a whole number of steps (0.108 V = 2 × 54 mV) from rounding up. */
+  double steps = ceil(dv_mv / pm->step_mv - 1e-9);
+  return steps > 0.0 ? steps * pm->step_ns : 0.0;
+}
+
+double power_transition_energy(const power_model *pm, config_component c, int from, int to) {
+  const power_row *a = row_of(pm, c, from), *b = row_of(pm, c, to);
+  double t_ns = power_transition_ns(pm, a->voltage_v, b->voltage_v);
+  if (t_ns == 0.0) return 0.0;
+  int hi = a->voltage_v >= b->voltage_v ? from : to;
+  return row_of(pm, c, hi)->static_w * t_ns / row_eta(pm, eta_row_of(pm, c, hi), 0.0);
+}
+
+void power_peak_chip(const power_model *pm, power_peak *out) {
+  *out = (power_peak){0};
+  int s = pm->peak_state;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    const power_row *r = row_of(pm, (config_component)c, s);
+    out->component_w[c] =
+        (r->static_w + r->dynamic_w) / row_eta(pm, eta_row_of(pm, (config_component)c, s), 1.0);
+    out->total_w += out->component_w[c];
+  }
+  out->other_w = pm->other_static_w;
+  out->total_w += out->other_w;
+  out->tdp_w = pm->tdp_w;
+}

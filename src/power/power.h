@@ -1,0 +1,161 @@
+/* power.h — component power and energy of the NPU from the chip's V/f tables: voltage of a
+ * frequency state, static and dynamic power per state, regulator efficiency, the energy
+ * of one component over an operator, V/f transition delay and energy (DESIGN.md §4).
+ *
+ * A power_model is built once from a loaded chip (config_chip) and is immutable after
+ * power_model_create, so one model may be shared by any number of threads. Everything
+ * that depends only on (component, state) is precomputed into tables at create time:
+ * the energy functions are table lookups plus a few multiplications.
+ *
+ * States: 0 is clock-gated, 1..S (S = chip->freq_states, 34 on TPUv5p) are
+ * state × freq_step_mhz for SA/VU/SRAM and state/S × peak bandwidth for HBM (hbm_gbps)
+ * and ICI (ici_links × ici_link_gbps): the controller clock maps linearly to bandwidth.
+ *
+ * Modelling choices (the why is in power.c next to the code):
+ *  - Voltage of a state: the lowest voltage band whose top level (GHz or GB/s) covers the
+ *    state's level. A level above the table's last row (HBM: Table 6's 2765 GB/s vs a
+ *    2755 GB/s row; ICI: 6 × 100 = 600 vs 599.57 GB/s) uses the top band.
+ *  - Static power depends on the band (voltage) only. Dynamic power at full utilisation
+ *    is linear in the level through the origin within a band: P = level × P_p/level_p,
+ *    p the band's lowest row at or above the level (exact on every table row).
+ *  - SA and VU rows are per unit: powers here are for the whole component
+ *    (× sa_count, × vu_count).
+ *  - Gated state 0: no dynamic power; static power at the lowest voltage.
+ *  - Regulator efficiency η(V, activity): the DVFS IVR table at chip->ivr_scaling_time_ns,
+ *    bilinear in activity and voltage, clamped at the table's edges; or the fixed
+ *    regulator (one voltage, by activity) for NoDVFS. activity = busy_ns / time_ns
+ *    (the fraction of the operator the component is switching; 0 when gated).
+ *  - HBM `ctrl-only` (POWER_HBM_CTRL_ONLY) is the shipped table as is: only the memory
+ *    controller (MC) scales, the PHY/I-O is fixed. `full` (POWER_HBM_FULL, HBM4-style)
+ *    also scales the I/O. Derivation: the table's README splits its power MC/PHY 40/60
+ *    at max bandwidth, i.e. at the top voltage V_top the MC is 40 % and the PHY 60 % of
+ *    P_ctrl(V_top, L) (static and dynamic alike; L = the state's bandwidth). The PHY is
+ *    fixed in the table, so at any band V
+ *        MC(V, L)  = P_ctrl(V, L) − 0.6 · P_ctrl(V_top, L),
+ *    P_ctrl(V_top, L) being the top band evaluated at the same L. An I/O that follows
+ *    the MC's V/f relation is 60/40 = 1.5 × the MC at every (V, L), so
+ *        P_full(V, L) = MC(V, L) / 0.4
+ *                     = P_ctrl(V, L) − 1.5 · (P_ctrl(V_top, L) − P_ctrl(V, L)).
+ *    Both models agree at the top band and full < ctrl-only below it. DRAM-core energy
+ *    is not a separate term of the shipped table (its simulator models the DRAM die
+ *    apart from MC/PHY), so it is fixed — here absent — in both models: it changes no
+ *    plan choice, only the absolute HBM energy.
+ *  - ICI: only the controller scales; the table is used as is.
+ *  - Frontend (FE): the tables have no FE curve. FE power is folded into the chip's
+ *    "other" static power (other_static_w, the rest of the chip in the simulator the
+ *    tables come from), so the FE slot of a breakdown is 0 by construction. This is
+ *    conservative for DVFS: no saving is credited for slowing the FE.
+ *  - "Other" static power is charged for the whole operator time at the wall
+ *    (other_static_w is a chip-level figure, not divided by a regulator efficiency).
+ *  - NoDVFS (POWER_REG_FIXED): every component runs at the peak state; the energy
+ *    functions reject any other state.
+ *
+ * Units: time in ns, power in W, energy in nJ (W × ns), voltage in V. */
+#ifndef ENPU_POWER_H
+#define ENPU_POWER_H
+
+#include "common.h"
+#include "config.h"
+
+typedef enum {
+  POWER_HBM_CTRL_ONLY = 0, /* only the memory controller scales (dvfs-c, enpu-c) */
+  POWER_HBM_FULL = 1       /* controller and I/O scale (enpu-all, ideal) */
+} power_hbm_mode;
+
+typedef enum {
+  POWER_REG_DVFS = 0, /* DVFS-capable IVR at the chip's scaling time */
+  POWER_REG_FIXED = 1 /* fixed-voltage regulator, NoDVFS: peak states only */
+} power_regulator;
+
+/* Slots of an operator's energy breakdown, in report order: the five components
+ * (config_component), then the frontend (always 0, see above) and "other". */
+enum { POWER_SLOT_FE = CONFIG_NCOMP, POWER_SLOT_OTHER = CONFIG_NCOMP + 1, POWER_NSLOT };
+
+/* Energy of one component over an interval, at the wall (regulator loss included in
+ * both parts): total_nj = dynamic_nj + static_nj. */
+typedef struct {
+  double dynamic_nj;
+  double static_nj;
+  double total_nj;
+} power_energy_nj;
+
+/* Energy of one operator on one chip. energy_nj is indexed by config_component for the
+ * five components, then POWER_SLOT_FE and POWER_SLOT_OTHER. dynamic_nj/static_nj sum
+ * the five components' parts (other counts as static); total_nj sums every slot. */
+typedef struct {
+  double energy_nj[POWER_NSLOT];
+  double dynamic_nj;
+  double static_nj;
+  double total_nj;
+} power_breakdown;
+
+/* Chip power with every component at its peak state and fully utilised (activity 1,
+ * utilisation 1), against the chip's TDP. component_w is at the wall (÷ η). */
+typedef struct {
+  double component_w[CONFIG_NCOMP];
+  double other_w;
+  double total_w;
+  double tdp_w;
+} power_peak;
+
+typedef struct power_model power_model;
+
+/* Build the per-component, per-state tables for `chip`. The model copies what it needs:
+ * the chip may be freed afterwards. Fails with ENPU_ERR_INVALID / ENPU_ERR_RANGE when a
+ * table is empty, the DVFS IVR table has no rows at chip->ivr_scaling_time_ns, or its
+ * (activity, voltage) rows do not form a full grid.
+ * @return 0 and *out, or a negative ENPU_ERR_* with *out NULL and err filled. */
+int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
+                       power_regulator regulator, power_model **out, enpu_err *err);
+void power_model_free(power_model *pm); /* NULL is a no-op */
+
+power_hbm_mode power_model_hbm_mode(const power_model *pm);
+power_regulator power_model_regulator(const power_model *pm);
+int power_peak_state(const power_model *pm); /* chip->freq_states (34) */
+
+/* Per-state table lookups; state must be in 0..power_peak_state(pm) (not checked: these
+ * are hot-path accessors; pass a valid state). Powers are for the whole component. */
+double power_level(const power_model *pm, config_component c, int state); /* GHz or GB/s */
+double power_voltage_v(const power_model *pm, config_component c, int state);
+double power_static_w(const power_model *pm, config_component c, int state);
+double power_dynamic_w(const power_model *pm, config_component c, int state); /* u = 1 */
+int power_unit_count(const power_model *pm, config_component c); /* 8 SA, 6 VU, else 1 */
+
+/* Regulator efficiency (fraction in (0, 1]) of this model's regulator at a voltage and
+ * activity, interpolated and clamped as described above. */
+double power_efficiency(const power_model *pm, double voltage_v, double activity);
+
+/* Energy of component c at `state` over an operator of time_ns during which it is busy
+ * for busy_ns (0 <= busy_ns <= time_ns) with FLOP utilisation `utilization` in [0, 1]
+ * (SA/VU; pass 1 for the others):
+ *   E = (P_dyn(state) · busy_ns · u + P_static(state) · time_ns) / η(V(state), busy/time)
+ * @return 0, or ENPU_ERR_INVALID (bad component/state/times, or a non-peak state under
+ * the fixed regulator) with err filled (err may be NULL). */
+int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
+                 double time_ns, double utilization, power_energy_nj *e, enpu_err *err);
+
+/* "Other" static chip power (other_static_w) over time_ns, in nJ. */
+double power_other_energy(const power_model *pm, double time_ns);
+
+/* Energy of one operator: power_energy for each component with its state, busy time and
+ * utilisation (arrays indexed by config_component), FE (0) and other. */
+int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
+                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP],
+                    double time_ns, power_breakdown *out, enpu_err *err);
+
+/* V/f transition delay between two rail voltages: ceil(|ΔV| / ivr_step_mv) × ivr_step_ns
+ * (Table 6: 4 ns per 54 mV step), 0 when the voltages are equal. */
+double power_transition_ns(const power_model *pm, double v_from_v, double v_to_v);
+
+/* Energy charged to component c for a transition from state `from` to state `to`: its
+ * static power at the higher of the two voltages for the transition time, divided by the
+ * regulator efficiency at that voltage and activity 0 (the component does no work while
+ * its rail moves). Charging the rail capacitance (½C ΔV²) is not modelled: the tables
+ * give no capacitance. 0 when the voltages are
+ * equal. States as for power_voltage_v. */
+double power_transition_energy(const power_model *pm, config_component c, int from, int to);
+
+/* Peak chip power at full utilisation, per component and in total, beside the TDP. */
+void power_peak_chip(const power_model *pm, power_peak *out);
+
+#endif /* ENPU_POWER_H */

@@ -1,0 +1,345 @@
+/* test_power.c — unit tests of the power module on the shipped TPUv5p chip
+ * (jobs/chips/tpuv5p.json and its CSV tables).
+ *
+ * Expected values are read off the CSV rows by hand (quoted next to each check) or follow
+ * from the definitions in power.h, never from the module's own output. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "power.h"
+
+#define CHIP_PATH ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json"
+#define TOL 1e-9
+
+typedef struct {
+  config_chip *chip;
+  power_model *ctrl;  /* DVFS IVR, HBM ctrl-only */
+  power_model *full;  /* DVFS IVR, HBM full */
+  power_model *fixed; /* NoDVFS: fixed regulator */
+} fixture;
+
+static int setup(void **state) {
+  static fixture f;
+  enpu_err err = {0};
+  memset(&f, 0, sizeof f);
+  if (config_chip_load(CHIP_PATH, &f.chip, &err) < 0) {
+    fprintf(stderr, "%s\n", err.msg);
+    return -1;
+  }
+  if (power_model_create(f.chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &f.ctrl, &err) < 0 ||
+      power_model_create(f.chip, POWER_HBM_FULL, POWER_REG_DVFS, &f.full, &err) < 0 ||
+      power_model_create(f.chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &f.fixed, &err) < 0) {
+    fprintf(stderr, "%s\n", err.msg);
+    return -1;
+  }
+  *state = &f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  power_model_free(f->ctrl);
+  power_model_free(f->full);
+  power_model_free(f->fixed);
+  config_chip_free(f->chip);
+  return 0;
+}
+
+static void assert_close(double got, double want, double rtol) {
+  if (fabs(got - want) > rtol * fmax(1.0, fabs(want))) {
+    fprintf(stderr, "got %.12g, want %.12g\n", got, want);
+    fail();
+  }
+}
+
+/* Hand-picked band edges from the CSVs: SA/VU 0.45 V band tops at 0.600240096 GHz,
+ * SRAM's at 0.5 GHz, HBM's at 810.294118 GB/s and 0.5 V's at 1215.441176 GB/s (states 9
+ * and 11 are inside those bands for any peak between 2700 and 2800 GB/s). */
+static void test_voltage_band_edges(void **state) {
+  fixture *f = *state;
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 0), 0.45, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 12), 0.45, TOL); /* 0.60 GHz */
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 13), 0.50, TOL); /* 0.65 GHz */
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 27), 0.60, TOL); /* 1.35 ≤ 1.351351351 */
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 33), 0.70, TOL); /* 1.65 > 1.602564103 */
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 34), 0.70, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_VU, 23), 0.60, TOL); /* 1.15 > 1.149425287 */
+  assert_close(power_voltage_v(f->ctrl, CONFIG_VU, 22), 0.55, TOL); /* 1.10 ≤ 1.149425287 */
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SRAM, 10), 0.45, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SRAM, 11), 0.50, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_HBM, 9), 0.45, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_HBM, 11), 0.50, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_HBM, 34), 0.70, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_ICI, 34), 0.70, TOL); /* 600 > 599.57: top */
+  assert_close(power_level(f->ctrl, CONFIG_HBM, 17), f->chip->hbm_gbps / 2, TOL);
+  assert_close(power_level(f->ctrl, CONFIG_SA, 20), 1.0, TOL);
+}
+
+/* The definition, checked on every state of every component against the raw table: the
+ * voltage is a table voltage, the state's level is within that band's top, and above the
+ * top of every lower band (unless the level exceeds the whole table). */
+static void test_voltage_is_lowest_covering_band(void **state) {
+  fixture *f = *state;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    const config_vf_table *t = &f->chip->vf[c];
+    double table_top = t->points[t->count - 1].level;
+    for (int s = 1; s <= power_peak_state(f->ctrl); s++) {
+      double v = power_voltage_v(f->ctrl, (config_component)c, s);
+      double level = power_level(f->ctrl, (config_component)c, s);
+      double band_top = -1.0, below_top = -1.0;
+      for (int i = 0; i < t->count; i++) {
+        if (t->points[i].voltage_v == v) band_top = t->points[i].level;
+        if (t->points[i].voltage_v < v) below_top = t->points[i].level;
+      }
+      assert_true(band_top >= 0.0); /* v is a voltage of the table */
+      if (level <= table_top) assert_true(level <= band_top * (1 + 1e-9));
+      assert_true(level > below_top * (1 + 1e-9));
+    }
+  }
+}
+
+static void test_monotone_in_state(void **state) {
+  fixture *f = *state;
+  power_model *models[] = {f->ctrl, f->full};
+  for (int m = 0; m < 2; m++) {
+    for (int c = 0; c < CONFIG_NCOMP; c++) {
+      for (int s = 1; s <= power_peak_state(models[m]); s++) {
+        config_component cc = (config_component)c;
+        assert_true(power_voltage_v(models[m], cc, s) >= power_voltage_v(models[m], cc, s - 1));
+        assert_true(power_static_w(models[m], cc, s) >= power_static_w(models[m], cc, s - 1));
+        assert_true(power_dynamic_w(models[m], cc, s) > power_dynamic_w(models[m], cc, s - 1));
+      }
+    }
+  }
+}
+
+/* Table rows are reproduced exactly; SA/VU rows are per unit (8 SAs, 6 VUs). */
+static void test_table_rows_and_counts(void **state) {
+  fixture *f = *state;
+  assert_int_equal(power_unit_count(f->ctrl, CONFIG_SA), 8);
+  assert_int_equal(power_unit_count(f->ctrl, CONFIG_VU), 6);
+  assert_int_equal(power_unit_count(f->ctrl, CONFIG_SRAM), 1);
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_SA, 1), 8 * 0.244, TOL);     /* 0.05 GHz row */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_SA, 34), 8 * 21.3248, TOL);  /* 1.7 GHz row */
+  assert_close(power_static_w(f->ctrl, CONFIG_SA, 34), 8 * 1.35868996, TOL);
+  assert_close(power_static_w(f->ctrl, CONFIG_SA, 0), 8 * 0.5883612773214286, TOL);
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_VU, 34), 6 * 5.1, TOL);
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_SRAM, 20), 23.6, TOL);       /* 1.0 GHz row */
+  /* HBM peak (Table 6: 2765 GB/s) in the top band, linear from its 2755 GB/s row. */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 34), 33.808835 * f->chip->hbm_gbps / 2755,
+               TOL);
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 0), 0.0, TOL);
+  /* Between rows: SA 0.65 GHz is below the 0.5 V band's first row (0.650195059 GHz,
+   * 3.97 W): linear through the origin within the band. */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_SA, 13), 8 * 3.97 * 0.65 / 0.650195059, TOL);
+  /* ICI peak 600 GB/s is above the last row (599.57, 10.591053 W): same band, linear. */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_ICI, 34), 10.591053 * 600 / 599.57, TOL);
+}
+
+/* η: 20 ns DVFS table rows hit exactly, bilinear between, clamped outside. */
+static void test_efficiency_dvfs(void **state) {
+  fixture *f = *state;
+  assert_close(power_efficiency(f->ctrl, 0.7, 1.0), 0.8625, TOL); /* 20,1.0,0.7,86.25 */
+  assert_close(power_efficiency(f->ctrl, 0.45, 0.0), 0.72, TOL);  /* 20,0.0,0.45,72.0 */
+  assert_close(power_efficiency(f->ctrl, 0.55, 0.3), 0.80, TOL);  /* 20,0.3,0.55,80.0 */
+  /* Centre of the cell (0.45..0.5 V) × (0.0..0.1): mean of 72, 73.75, 73, 75. */
+  assert_close(power_efficiency(f->ctrl, 0.475, 0.05), (72 + 73.75 + 73 + 75) / 400.0, TOL);
+  /* Along activity only at 0.55 V: 0.2 → 78.5, 0.3 → 80.0. */
+  assert_close(power_efficiency(f->ctrl, 0.55, 0.25), 0.7925, TOL);
+  assert_close(power_efficiency(f->ctrl, 0.30, -0.5), 0.72, TOL);  /* clamped low */
+  assert_close(power_efficiency(f->ctrl, 0.90, 2.0), 0.8625, TOL); /* clamped high */
+}
+
+static void test_efficiency_fixed(void **state) {
+  fixture *f = *state;
+  assert_close(power_efficiency(f->fixed, 0.7, 0.5), 0.875, TOL); /* 0,0.5,0.7,87.5 */
+  assert_close(power_efficiency(f->fixed, 0.45, 0.05), 0.76, TOL); /* (67 + 85) / 2 */
+  assert_close(power_efficiency(f->fixed, 0.7, 1.0), 0.90, TOL);
+}
+
+static void test_energy_by_hand(void **state) {
+  fixture *f = *state;
+  power_energy_nj e;
+  enpu_err err = {0};
+  /* SA at 1.7 GHz, busy 600 of 1000 ns at 50 % FLOP utilisation: activity 0.6,
+   * η(0.7 V, 0.6) = 85.5 %. */
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 34, 600, 1000, 0.5, &e, &err), 0);
+  assert_close(e.dynamic_nj, 8 * 21.3248 * 600 * 0.5 / 0.855, TOL);
+  assert_close(e.static_nj, 8 * 1.35868996 * 1000 / 0.855, TOL);
+  assert_close(e.total_nj, e.dynamic_nj + e.static_nj, TOL);
+  /* VU at 1.0 GHz (0.55 V band, row 1.77 W), busy 250 of 1000 ns: η 79.25 %. */
+  assert_int_equal(power_energy(f->ctrl, CONFIG_VU, 20, 250, 1000, 1.0, &e, &err), 0);
+  assert_close(e.total_nj, 6 * (1.77 * 250 + 0.29324533058274116 * 1000) / 0.7925, TOL);
+  /* Zero-length operator: no energy. */
+  assert_int_equal(power_energy(f->ctrl, CONFIG_HBM, 5, 0, 0, 1.0, &e, &err), 0);
+  assert_close(e.total_nj, 0.0, TOL);
+}
+
+static void test_gated_static_only(void **state) {
+  fixture *f = *state;
+  power_energy_nj e;
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 0, 0, 5000, 1.0, &e, NULL), 0);
+  assert_close(e.dynamic_nj, 0.0, TOL);
+  /* Lowest voltage (0.45 V) static at activity 0: η 72 %. */
+  assert_close(e.static_nj, 8 * 0.5883612773214286 * 5000 / 0.72, TOL);
+}
+
+static void test_energy_rejects_bad_input(void **state) {
+  fixture *f = *state;
+  power_energy_nj e;
+  enpu_err err = {0};
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 35, 0, 10, 1, &e, &err), ENPU_ERR_INVALID);
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, -1, 0, 10, 1, &e, &err), ENPU_ERR_INVALID);
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 3, 11, 10, 1, &e, &err), ENPU_ERR_INVALID);
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 3, 5, 10, 1.5, &e, &err), ENPU_ERR_INVALID);
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 3, -1, 10, 1, &e, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "busy_ns"));
+  /* NoDVFS: peak only. */
+  assert_int_equal(power_energy(f->fixed, CONFIG_SA, 20, 5, 10, 1, &e, &err), ENPU_ERR_INVALID);
+  assert_int_equal(power_energy(f->fixed, CONFIG_SA, 34, 5, 10, 1, &e, &err), 0);
+  assert_close(e.total_nj, 8 * (21.3248 * 5 + 1.35868996 * 10) / 0.875, TOL); /* fixed, act 0.5 */
+}
+
+/* Table 6: 4 ns per 54 mV step, whole steps. */
+static void test_transition_delay(void **state) {
+  fixture *f = *state;
+  assert_close(power_transition_ns(f->ctrl, 0.45, 0.70), 20.0, TOL); /* 250/54 → 5 steps */
+  assert_close(power_transition_ns(f->ctrl, 0.70, 0.45), 20.0, TOL);
+  assert_close(power_transition_ns(f->ctrl, 0.45, 0.50), 4.0, TOL);  /* 50/54 → 1 step */
+  assert_close(power_transition_ns(f->ctrl, 0.45, 0.558), 8.0, TOL); /* exactly 2 steps */
+  assert_close(power_transition_ns(f->ctrl, 0.45, 0.60), 12.0, TOL); /* 150/54 → 3 steps */
+  assert_close(power_transition_ns(f->ctrl, 0.6, 0.6), 0.0, TOL);
+  /* Between states: SA gated (0.45 V) to peak (0.7 V). */
+  double v0 = power_voltage_v(f->ctrl, CONFIG_SA, 0), v34 = power_voltage_v(f->ctrl, CONFIG_SA, 34);
+  assert_close(power_transition_ns(f->ctrl, v0, v34), 20.0, TOL);
+}
+
+static void test_transition_energy(void **state) {
+  fixture *f = *state;
+  /* Static power at the higher voltage (0.7 V) for 20 ns, η(0.7 V, activity 0) = 80 %. */
+  double want = 8 * 1.35868996 * 20 / 0.80;
+  assert_close(power_transition_energy(f->ctrl, CONFIG_SA, 0, 34), want, TOL);
+  assert_close(power_transition_energy(f->ctrl, CONFIG_SA, 34, 0), want, TOL);
+  /* Same band (states 1 and 12 are both 0.45 V): no transition. */
+  assert_close(power_transition_energy(f->ctrl, CONFIG_SA, 1, 12), 0.0, TOL);
+}
+
+/* Full HBM: the MC is 40 % of the ctrl-only table at the top voltage, so
+ * MC(V) = P_ctrl(V) − 0.6 · P_ctrl(V_top) and full = MC(V) / 0.4 (PHY = 1.5 × MC). */
+static void test_hbm_full_vs_ctrl(void **state) {
+  fixture *f = *state;
+  assert_close(power_static_w(f->full, CONFIG_HBM, 9), (21.861016 - 0.6 * 25.660103) / 0.4,
+               TOL);
+  double level = power_level(f->ctrl, CONFIG_HBM, 9); /* 0.45 V band */
+  double top_dyn = level * 33.808835 / 2755.0; /* top band at the same bandwidth */
+  double ctrl_dyn = level * 7.968341 / 810.294118;
+  assert_close(power_dynamic_w(f->full, CONFIG_HBM, 9), (ctrl_dyn - 0.6 * top_dyn) / 0.4,
+               1e-7);
+  for (int s = 0; s <= power_peak_state(f->ctrl); s++) {
+    power_energy_nj ec, ef;
+    assert_int_equal(power_energy(f->ctrl, CONFIG_HBM, s, 700, 1000, 1.0, &ec, NULL), 0);
+    assert_int_equal(power_energy(f->full, CONFIG_HBM, s, 700, 1000, 1.0, &ef, NULL), 0);
+    if (power_voltage_v(f->ctrl, CONFIG_HBM, s) < 0.7 - 1e-12)
+      assert_true(ef.total_nj < ec.total_nj);
+    else
+      assert_close(ef.total_nj, ec.total_nj, TOL);
+  }
+  /* The other components do not depend on the HBM mode. */
+  assert_close(power_static_w(f->full, CONFIG_ICI, 10), power_static_w(f->ctrl, CONFIG_ICI, 10),
+               TOL);
+}
+
+static void test_op_energy_breakdown(void **state) {
+  fixture *f = *state;
+  int st[CONFIG_NCOMP] = {34, 20, 25, 30, 0};
+  double busy[CONFIG_NCOMP] = {800, 300, 900, 1000, 0};
+  double util[CONFIG_NCOMP] = {0.9, 0.5, 1, 1, 1};
+  power_breakdown b;
+  assert_int_equal(power_op_energy(f->ctrl, st, busy, util, 1000, &b, NULL), 0);
+  double sum = 0.0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    power_energy_nj e;
+    assert_int_equal(power_energy(f->ctrl, (config_component)c, st[c], busy[c], 1000, util[c],
+                                  &e, NULL),
+                     0);
+    assert_close(b.energy_nj[c], e.total_nj, TOL);
+    sum += e.total_nj;
+  }
+  assert_close(b.energy_nj[POWER_SLOT_FE], 0.0, TOL);
+  assert_close(b.energy_nj[POWER_SLOT_OTHER], 44.83 * 1000, TOL);
+  assert_close(b.total_nj, sum + 44.83 * 1000, TOL);
+  assert_close(b.dynamic_nj + b.static_nj, b.total_nj, TOL);
+}
+
+/* Peak chip power at full utilisation, by hand from the top rows of each table.
+ * Printed beside the TDP but not asserted below it: with every component fully busy at
+ * once the shipped tables sum to about 425 W before any regulator loss (SA alone
+ * 8 × 22.7 W), above the 350 W TDP. No operator reaches that point (each is bound by
+ * one resource), so the comparison is reported, not enforced. */
+static void test_peak_chip_power(void **state) {
+  fixture *f = *state;
+  power_peak p;
+  power_peak_chip(f->ctrl, &p);
+  double raw = 8 * (1.35868996 + 21.3248) + 6 * (0.475076728 + 5.1) + (24.21353615 + 65.0) +
+               (25.660103 + 33.808835 * f->chip->hbm_gbps / 2755) +
+               (6.114105 + 10.591053 * 600 / 599.57);
+  assert_close(p.total_w, raw / 0.8625 + 44.83, TOL);
+  assert_close(p.tdp_w, 350.0, TOL);
+  power_peak pf;
+  power_peak_chip(f->fixed, &pf); /* fixed regulator: 90 % at activity 1 */
+  assert_close(pf.total_w, raw / 0.90 + 44.83, TOL);
+  printf("peak chip power, every component at peak and fully busy: %.1f W (DVFS IVR), "
+         "%.1f W (fixed regulator), %.1f W before regulator loss; TDP %.0f W\n",
+         p.total_w, pf.total_w, raw + 44.83, p.tdp_w);
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    printf("  %-4s %6.1f W\n", config_component_name((config_component)c), p.component_w[c]);
+  printf("  other %5.1f W\n", p.other_w);
+}
+
+static void test_create_errors(void **state) {
+  fixture *f = *state;
+  enpu_err err = {0};
+  power_model *pm = (power_model *)1;
+  config_chip bad = *f->chip; /* shallow: shares the tables, not freed here */
+  bad.ivr_scaling_time_ns = 7;
+  assert_int_equal(power_model_create(&bad, POWER_HBM_FULL, POWER_REG_DVFS, &pm, &err),
+                   ENPU_ERR_INVALID);
+  assert_null(pm);
+  assert_non_null(strstr(err.msg, "scaling_time_ns 7"));
+  /* The fixed regulator ignores the scaling time. */
+  assert_int_equal(power_model_create(&bad, POWER_HBM_FULL, POWER_REG_FIXED, &pm, &err), 0);
+  power_model_free(pm);
+  bad = *f->chip;
+  bad.ivr_scaling_time_ns = 2; /* another table of the file */
+  assert_int_equal(power_model_create(&bad, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &pm, &err), 0);
+  assert_close(power_efficiency(pm, 0.7, 1.0), 0.7775, TOL); /* 2,1.0,0.7,77.75 */
+  power_model_free(pm);
+  power_model_free(NULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_voltage_band_edges),
+      cmocka_unit_test(test_voltage_is_lowest_covering_band),
+      cmocka_unit_test(test_monotone_in_state),
+      cmocka_unit_test(test_table_rows_and_counts),
+      cmocka_unit_test(test_efficiency_dvfs),
+      cmocka_unit_test(test_efficiency_fixed),
+      cmocka_unit_test(test_energy_by_hand),
+      cmocka_unit_test(test_gated_static_only),
+      cmocka_unit_test(test_energy_rejects_bad_input),
+      cmocka_unit_test(test_transition_delay),
+      cmocka_unit_test(test_transition_energy),
+      cmocka_unit_test(test_hbm_full_vs_ctrl),
+      cmocka_unit_test(test_op_energy_breakdown),
+      cmocka_unit_test(test_peak_chip_power),
+      cmocka_unit_test(test_create_errors),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
