@@ -1,0 +1,534 @@
+/* graph.c — builds the per-chip operator list of one forward pass (see graph.h for the
+ * modelling choices). A builder appends ops segment by segment; every op helper
+ * derives FLOPs, vector ops and compulsory HBM/ICI bytes from its shape in one place,
+ * so the same shape always gives the same numbers and the same signature.
+ *
+ * Invariants of a built graph: segments are contiguous, in execution order, cover
+ * every op exactly once, and have repeat >= 1; every op's multiplicity equals its
+ * segment's repeat; totals are the sums of the op figures × multiplicity. */
+#include "graph.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* VU element operations per output element. They are estimates of the vector work of
+ * each kind, kept here so the cost model sees consistent counts:
+ * RMSNorm: square, accumulate, scale by rsqrt, multiply by the weight;
+ * RoPE: x·cos, rotate(x)·sin, add;
+ * SwiGLU: silu(g) = g·sigmoid(g) (exp, add, reciprocal, multiply), times up;
+ * softmax per attention score: scale, running max, subtract, exp, accumulate;
+ * router per expert logit: sigmoid/softmax (exp, add, divide), plus one compare per
+ * chosen expert for the top-k selection. */
+#define NORM_OPS_PER_ELEM 4.0
+#define ROPE_OPS_PER_ELEM 3.0
+#define SWIGLU_OPS_PER_ELEM 5.0
+#define SOFTMAX_OPS_PER_SCORE 5.0
+#define ROUTER_OPS_PER_LOGIT 3.0
+/* Token ids read by the embedding gather (int32). */
+#define TOKEN_ID_BYTES 4.0
+/* Version of the signature recipe: bump when the hashed fields or their meaning change. */
+#define GRAPH_SIGNATURE_SEED 0x6772617068763031ULL /* "graphv01" */
+
+struct graph {
+  graph_op *ops;
+  size_t cap;
+  int count;
+  graph_segment segments[4];
+  int segment_count;
+  graph_totals totals;
+  graph_info info;
+};
+
+typedef struct {
+  graph *g;
+  const config_model *model;
+  int tp, ep;
+  double capacity_factor;
+  bool capacity_dependent; /* the ops being added depend on the capacity factor */
+  double dtype;            /* bytes per element */
+  double max_activation_bytes;
+} builder;
+
+const char *graph_kind_name(graph_op_kind kind) {
+  static const char *const names[GRAPH_NKIND] = {
+      "matmul",    "attention", "norm",      "rope",           "elementwise", "router",
+      "embedding", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+  return (unsigned)kind < GRAPH_NKIND ? names[kind] : "unknown";
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* GQA KV heads held by one chip: kv_heads/tp, or 1 replicated head when tp > kv_heads. */
+static int64_t gqa_kv_heads_per_chip(const config_model *m, int tp) {
+  return m->kv_heads >= tp ? m->kv_heads / tp : 1;
+}
+
+static uint64_t op_signature(const builder *bld, const graph_op *op) {
+  const graph_shape *s = &op->shape;
+  enpu_hasher hs;
+  enpu_hasher_init(&hs, GRAPH_SIGNATURE_SEED);
+  const int64_t fields[] = {op->kind,      s->b,           s->m,         s->k,
+                            s->n,          s->v,           s->kv_group,  s->causal,
+                            s->kv_shared,  s->rhs_is_weight, s->ranks,   s->in_tensors,
+                            s->out_tensors, s->dtype_bytes, bld->tp,     bld->ep};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) enpu_hasher_i64(&hs, fields[i]);
+  enpu_hasher_f64(&hs, s->vector_ops_per_elem);
+  enpu_hasher_f64(&hs, bld->capacity_dependent ? bld->capacity_factor : -1.0);
+  return enpu_hasher_digest(&hs);
+}
+
+/* Append `op` (figures filled by the caller); activation_bytes is its activation
+ * working set, for the peak-footprint estimate. */
+static int push(builder *bld, const char *name, graph_op op, double activation_bytes,
+                enpu_err *err) {
+  graph *g = bld->g;
+  if (enpu_grow((void **)&g->ops, &g->cap, (size_t)g->count + 1, sizeof *g->ops) < 0)
+    return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory building the operator graph");
+  op.id = g->count;
+  snprintf(op.name, sizeof op.name, "%s", name);
+  op.shape.dtype_bytes = (int)bld->dtype;
+  op.signature = op_signature(bld, &op);
+  g->ops[g->count++] = op;
+  if (activation_bytes > bld->max_activation_bytes) bld->max_activation_bytes = activation_bytes;
+  return 0;
+}
+
+/* b × ([m,k] @ [k,n]); the rhs is a weight or an activation. */
+static int add_matmul(builder *bld, const char *name, int64_t b, int64_t m, int64_t k, int64_t n,
+                      bool rhs_is_weight, enpu_err *err) {
+  const double d = bld->dtype;
+  graph_op op = {.kind = GRAPH_MATMUL,
+                 .shape = {.b = b, .m = m, .k = k, .n = n, .rhs_is_weight = rhs_is_weight}};
+  const double lhs = (double)b * m * k * d, rhs = (double)b * k * n * d, out = (double)b * m * n * d;
+  op.flops = 2.0 * b * m * k * n;
+  op.hbm_read_bytes = lhs + rhs;
+  op.hbm_write_bytes = out;
+  op.weight_bytes = rhs_is_weight ? rhs : 0.0;
+  return push(bld, name, op, lhs + out + (rhs_is_weight ? 0.0 : rhs), err);
+}
+
+/* Vector-only ops over s.m rows of s.n elements: s.in_tensors tensors read,
+ * s.out_tensors written, plus `extra_read` bytes (norm weight, RoPE table) of which
+ * `weight` bytes are model weights. */
+static int add_vector(builder *bld, const char *name, graph_op_kind kind, graph_shape s,
+                      double extra_read, double weight, enpu_err *err) {
+  const double d = bld->dtype, elems = (double)s.m * s.n;
+  graph_op op = {.kind = kind, .shape = s};
+  op.vector_ops = elems * s.vector_ops_per_elem;
+  op.hbm_read_bytes = s.in_tensors * elems * d + extra_read;
+  op.hbm_write_bytes = s.out_tensors * elems * d;
+  op.weight_bytes = weight;
+  return push(bld, name, op, (s.in_tensors + s.out_tensors) * elems * d, err);
+}
+
+static int add_elementwise(builder *bld, const char *name, int64_t m, int64_t n, int in,
+                           double ops_per_elem, enpu_err *err) {
+  graph_shape s = {.m = m, .n = n, .in_tensors = in, .out_tensors = 1,
+                   .vector_ops_per_elem = ops_per_elem};
+  return add_vector(bld, name, GRAPH_ELEMENTWISE, s, 0.0, 0.0, err);
+}
+
+static int add_norm(builder *bld, const char *name, int64_t m, int64_t n, enpu_err *err) {
+  const double w = (double)n * bld->dtype;
+  graph_shape s = {.m = m, .n = n, .in_tensors = 1, .out_tensors = 1,
+                   .vector_ops_per_elem = NORM_OPS_PER_ELEM};
+  return add_vector(bld, name, GRAPH_NORM, s, w, w, err);
+}
+
+/* RoPE over m rows of n elements, reading a cos/sin row of `table` elements per row. */
+static int add_rope(builder *bld, int64_t m, int64_t n, int64_t table, enpu_err *err) {
+  graph_shape s = {.m = m, .n = n, .k = table, .in_tensors = 1, .out_tensors = 1,
+                   .vector_ops_per_elem = ROPE_OPS_PER_ELEM};
+  return add_vector(bld, "attn.rope", GRAPH_ROPE, s, (double)m * table * bld->dtype, 0.0, err);
+}
+
+typedef struct {
+  int64_t b, kv_group, m, n, k, v;
+  bool causal, kv_shared, kv_from_cache;
+} attention_args;
+
+/* Flash attention: per (request, kv head) b, kv_group query heads, m queries over n keys.
+ * Causal prefill with m == n queries at the end of the keys: query i sees n - m + i + 1
+ * keys, i.e. m·n − m(m−1)/2 scores per query head. */
+static int add_attention(builder *bld, const char *name, attention_args a, enpu_err *err) {
+  const double d = bld->dtype;
+  const double scores = a.causal ? (double)a.m * a.n - (double)a.m * (a.m - 1) / 2.0
+                                 : (double)a.m * a.n;
+  const double heads = (double)a.b * a.kv_group;
+  graph_op op = {.kind = GRAPH_ATTENTION,
+                 .shape = {.b = a.b, .m = a.m, .n = a.n, .k = a.k, .v = a.v,
+                           .kv_group = (int)a.kv_group, .causal = a.causal,
+                           .kv_shared = a.kv_shared}};
+  const double q = heads * a.m * a.k * d, o = heads * a.m * a.v * d;
+  const double kv = (double)a.b * a.n * (a.kv_shared ? a.k : a.k + a.v) * d;
+  op.flops = 2.0 * heads * scores * (a.k + a.v);
+  op.vector_ops = heads * (scores * SOFTMAX_OPS_PER_SCORE + (double)a.m * a.v);
+  op.hbm_read_bytes = q + kv;
+  op.hbm_write_bytes = o;
+  return push(bld, name, op, q + o + (a.kv_from_cache ? 0.0 : kv), err);
+}
+
+static int add_router(builder *bld, int64_t m, int64_t experts, int64_t topk, enpu_err *err) {
+  const double d = bld->dtype;
+  graph_op op = {.kind = GRAPH_ROUTER,
+                 .shape = {.m = m, .n = experts, .k = topk,
+                           .vector_ops_per_elem = ROUTER_OPS_PER_LOGIT + (double)topk}};
+  op.vector_ops = (double)m * experts * op.shape.vector_ops_per_elem;
+  op.hbm_read_bytes = (double)m * experts * d;
+  /* expert index (int32) and gate weight per chosen expert */
+  op.hbm_write_bytes = (double)m * topk * (TOKEN_ID_BYTES + d);
+  return push(bld, "moe.router_topk", op, op.hbm_read_bytes + op.hbm_write_bytes, err);
+}
+
+static int add_embed(builder *bld, int64_t m, int64_t n, enpu_err *err) {
+  const double rows = (double)m * n * bld->dtype;
+  graph_op op = {.kind = GRAPH_EMBED, .shape = {.m = m, .n = n}};
+  op.hbm_read_bytes = rows + (double)m * TOKEN_ID_BYTES;
+  op.hbm_write_bytes = rows;
+  op.weight_bytes = rows;
+  return push(bld, "embed.gather", op, rows, err);
+}
+
+/* A collective over `ranks` chips on a payload of `payload_bytes` per chip (the full
+ * buffer); nothing to do on one rank. */
+static int add_collective(builder *bld, const char *name, graph_op_kind kind, int ranks,
+                          double payload_bytes, enpu_err *err) {
+  if (ranks <= 1) return 0;
+  const double share = (double)(ranks - 1) / ranks;
+  graph_op op = {.kind = kind, .shape = {.n = (int64_t)payload_bytes, .ranks = ranks}};
+  op.hbm_read_bytes = payload_bytes;
+  op.hbm_write_bytes = payload_bytes;
+  switch (kind) {
+  case GRAPH_ALLREDUCE:
+    op.ici_bytes = 2.0 * share * payload_bytes;
+    op.vector_ops = share * payload_bytes / bld->dtype; /* the reduce-scatter half adds */
+    break;
+  case GRAPH_REDUCE_SCATTER:
+    op.ici_bytes = share * payload_bytes;
+    op.vector_ops = share * payload_bytes / bld->dtype;
+    op.hbm_write_bytes = payload_bytes / ranks;
+    break;
+  case GRAPH_ALLGATHER:
+    op.ici_bytes = share * payload_bytes;
+    op.hbm_read_bytes = payload_bytes / ranks;
+    break;
+  default: /* GRAPH_ALLTOALL */
+    op.ici_bytes = share * payload_bytes;
+    break;
+  }
+  return push(bld, name, op, op.hbm_read_bytes + op.hbm_write_bytes, err);
+}
+
+/* Close the segment that started at op `first` and give its ops their multiplicity. */
+static void end_segment(graph *g, const char *name, int first, int64_t repeat) {
+  graph_segment *s = &g->segments[g->segment_count++];
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->first_op = first;
+  s->op_count = g->count - first;
+  s->repeat = repeat;
+  for (int i = first; i < g->count; i++) g->ops[i].multiplicity = repeat;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Layer bodies */
+
+static int add_gqa_attention(builder *bld, const graph_info *in, enpu_err *err) {
+  const config_model *m = bld->model;
+  const int64_t T = in->chip_tokens, hd = m->head_dim;
+  const int64_t q_heads = m->heads / bld->tp;
+  const int64_t kv_heads = gqa_kv_heads_per_chip(m, bld->tp);
+  ENPU_FORWARD(add_norm(bld, "attn.norm", T, m->hidden, err));
+  ENPU_FORWARD(add_matmul(bld, "attn.qkv_proj", 1, T, m->hidden, (q_heads + 2 * kv_heads) * hd,
+                          true, err));
+  ENPU_FORWARD(add_rope(bld, T, (q_heads + kv_heads) * hd, hd, err));
+  /* K and V rows copied into the cache: a DMA, no vector work */
+  ENPU_FORWARD(add_elementwise(bld, "attn.kv_cache_write", T, 2 * kv_heads * hd, 1, 0.0, err));
+  const bool prefill = in->phase == CONFIG_PREFILL;
+  attention_args a = {.b = in->chip_requests * kv_heads, .kv_group = q_heads / kv_heads,
+                      .m = prefill ? in->seq : 1, .n = in->seq, .k = hd, .v = hd,
+                      .causal = prefill, .kv_from_cache = !prefill};
+  ENPU_FORWARD(add_attention(bld, prefill ? "attn.flash" : "attn.decode", a, err));
+  return add_matmul(bld, "attn.o_proj", 1, T, q_heads * hd, m->hidden, true, err);
+}
+
+static int add_mla_attention(builder *bld, const graph_info *in, enpu_err *err) {
+  const config_model *m = bld->model;
+  const int64_t T = in->chip_tokens, heads = m->heads / bld->tp;
+  const int64_t nope = m->qk_nope_head_dim, rope = m->qk_rope_head_dim, vd = m->v_head_dim;
+  const int64_t lora = m->kv_lora_rank, qk = nope + rope;
+  ENPU_FORWARD(add_norm(bld, "attn.norm", T, m->hidden, err));
+  if (m->q_lora_rank > 0) {
+    ENPU_FORWARD(add_matmul(bld, "attn.q_a_proj", 1, T, m->hidden, m->q_lora_rank, true, err));
+    ENPU_FORWARD(add_norm(bld, "attn.q_norm", T, m->q_lora_rank, err));
+    ENPU_FORWARD(add_matmul(bld, "attn.q_b_proj", 1, T, m->q_lora_rank, heads * qk, true, err));
+  } else {
+    ENPU_FORWARD(add_matmul(bld, "attn.q_proj", 1, T, m->hidden, heads * qk, true, err));
+  }
+  ENPU_FORWARD(add_matmul(bld, "attn.kv_a_proj", 1, T, m->hidden, lora + rope, true, err));
+  ENPU_FORWARD(add_norm(bld, "attn.kv_norm", T, lora, err));
+  ENPU_FORWARD(add_rope(bld, T, (heads + 1) * rope, rope, err));
+  ENPU_FORWARD(add_elementwise(bld, "attn.kv_cache_write", T, lora + rope, 1, 0.0, err));
+  if (in->phase == CONFIG_PREFILL) {
+    ENPU_FORWARD(add_matmul(bld, "attn.kv_b_proj", 1, T, lora, heads * (nope + vd), true, err));
+    attention_args a = {.b = in->chip_requests * heads, .kv_group = 1, .m = in->seq,
+                        .n = in->seq, .k = qk, .v = vd, .causal = true};
+    ENPU_FORWARD(add_attention(bld, "attn.flash", a, err));
+  } else {
+    ENPU_FORWARD(add_matmul(bld, "attn.q_absorb", heads, T, nope, lora, true, err));
+    attention_args a = {.b = in->chip_requests, .kv_group = heads, .m = 1, .n = in->seq,
+                        .k = lora + rope, .v = lora, .kv_shared = true, .kv_from_cache = true};
+    ENPU_FORWARD(add_attention(bld, "attn.decode_latent", a, err));
+    ENPU_FORWARD(add_matmul(bld, "attn.v_up", heads, T, lora, vd, true, err));
+  }
+  return add_matmul(bld, "attn.o_proj", 1, T, heads * vd, m->hidden, true, err);
+}
+
+/* Gate/up matmul, SwiGLU and down over `experts` × m tokens (experts = 1: dense FFN);
+ * op names are `prefix` + "gate_up" / "swiglu" / "down". */
+static int add_swiglu_mlp(builder *bld, const char *prefix, int64_t experts, int64_t m,
+                          int64_t inter, enpu_err *err) {
+  const int64_t hidden = bld->model->hidden;
+  char name[64];
+  snprintf(name, sizeof name, "%sgate_up", prefix);
+  ENPU_FORWARD(add_matmul(bld, name, experts, m, hidden, 2 * inter, true, err));
+  snprintf(name, sizeof name, "%sswiglu", prefix);
+  ENPU_FORWARD(add_elementwise(bld, name, experts * m, inter, 2, SWIGLU_OPS_PER_ELEM, err));
+  snprintf(name, sizeof name, "%sdown", prefix);
+  return add_matmul(bld, name, experts, m, inter, hidden, true, err);
+}
+
+static int add_residual(builder *bld, const char *name, int64_t T, enpu_err *err) {
+  return add_elementwise(bld, name, T, bld->model->hidden, 2, 1.0, err);
+}
+
+static int add_tp_allreduce(builder *bld, const char *name, int64_t T, enpu_err *err) {
+  return add_collective(bld, name, GRAPH_ALLREDUCE, bld->tp,
+                        (double)T * bld->model->hidden * bld->dtype, err);
+}
+
+static int add_moe(builder *bld, const graph_info *in, enpu_err *err) {
+  const config_model *m = bld->model;
+  const int64_t T = in->chip_tokens, k = m->experts_per_token, hidden = m->hidden;
+  const double d = bld->dtype;
+  ENPU_FORWARD(add_norm(bld, "ffn.norm", T, hidden, err));
+  ENPU_FORWARD(add_matmul(bld, "moe.router", 1, T, hidden, m->routed_experts, true, err));
+  ENPU_FORWARD(add_router(bld, T, m->routed_experts, k, err));
+  ENPU_FORWARD(add_collective(bld, "moe.dispatch", GRAPH_ALLTOALL, bld->ep,
+                              (double)T * k * hidden * d, err));
+  bld->capacity_dependent = true;
+  ENPU_FORWARD(add_swiglu_mlp(bld, "moe.expert_", in->experts_active, in->expert_tokens,
+                              m->expert_intermediate / bld->tp, err));
+  ENPU_FORWARD(add_collective(bld, "moe.combine", GRAPH_ALLTOALL, bld->ep,
+                              (double)in->experts_active * in->expert_tokens * hidden * d, err));
+  bld->capacity_dependent = false;
+  if (m->shared_experts > 0)
+    ENPU_FORWARD(add_swiglu_mlp(bld, "moe.shared_", 1, T,
+                                (int64_t)m->shared_experts * m->expert_intermediate / bld->tp,
+                                err));
+  /* gate-weighted sum of the k routed outputs (+ the shared output) per token */
+  const int in_tensors = (int)k + (m->shared_experts > 0);
+  ENPU_FORWARD(add_elementwise(bld, "moe.weighted_sum", T, hidden, in_tensors, 2.0 * in_tensors,
+                               err));
+  ENPU_FORWARD(add_tp_allreduce(bld, "ffn.allreduce", T, err));
+  return add_residual(bld, "ffn.residual", T, err);
+}
+
+static int add_layer(builder *bld, const graph_info *in, bool moe, enpu_err *err) {
+  const int64_t T = in->chip_tokens;
+  if (bld->model->attention == CONFIG_ATTN_MLA)
+    ENPU_FORWARD(add_mla_attention(bld, in, err));
+  else
+    ENPU_FORWARD(add_gqa_attention(bld, in, err));
+  ENPU_FORWARD(add_tp_allreduce(bld, "attn.allreduce", T, err));
+  ENPU_FORWARD(add_residual(bld, "attn.residual", T, err));
+  if (moe) return add_moe(bld, in, err);
+  ENPU_FORWARD(add_norm(bld, "ffn.norm", T, bld->model->hidden, err));
+  ENPU_FORWARD(add_swiglu_mlp(bld, "ffn.", 1, T, bld->model->ffn_intermediate / bld->tp, err));
+  ENPU_FORWARD(add_tp_allreduce(bld, "ffn.allreduce", T, err));
+  return add_residual(bld, "ffn.residual", T, err);
+}
+
+static int add_head(builder *bld, const graph_info *in, enpu_err *err) {
+  const config_model *m = bld->model;
+  const int64_t rows = in->chip_requests, vocab = ceil_div(m->vocab, bld->tp);
+  ENPU_FORWARD(add_norm(bld, "head.final_norm", in->chip_tokens, m->hidden, err));
+  ENPU_FORWARD(add_matmul(bld, "head.lm_head", 1, rows, m->hidden, vocab, true, err));
+  return add_collective(bld, "head.logits_allgather", GRAPH_ALLGATHER, bld->tp,
+                        (double)rows * m->vocab * bld->dtype, err);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Validation and bucket arithmetic */
+
+static int check_inputs(const config_job *job, config_phase phase, int batch, int seq,
+                        enpu_err *err) {
+  ENPU_RETURN_IF(!job, err, ENPU_ERR_INVALID, "no job");
+  ENPU_RETURN_IF((unsigned)phase >= CONFIG_NPHASE, err, ENPU_ERR_INVALID,
+                 "unknown phase %d", (int)phase);
+  ENPU_RETURN_IF(!job->phase[phase].enabled, err, ENPU_ERR_INVALID,
+                 "job '%s' has no %s phase", job->name, config_phase_name(phase));
+  ENPU_RETURN_IF(batch < 1, err, ENPU_ERR_RANGE, "batch must be >= 1, got %d", batch);
+  ENPU_RETURN_IF(seq < 1, err, ENPU_ERR_RANGE, "seq must be >= 1, got %d", seq);
+  const config_parallel *p = &job->phase[phase].parallel;
+  ENPU_RETURN_IF(p->dp < 1 || p->tp < 1 || p->pp < 1 || p->ep < 1, err, ENPU_ERR_INVALID,
+                 "parallel degrees must be >= 1, got dp %d tp %d pp %d ep %d", p->dp,
+                 p->tp, p->pp, p->ep);
+  const config_model *m = &job->model;
+  ENPU_RETURN_IF(m->hidden < 1 || m->layers < 1 || m->vocab < 1 || m->dtype_bytes < 1 ||
+                     m->heads < 1,
+                 err, ENPU_ERR_INVALID, "model '%s' has a non-positive size", m->name);
+  ENPU_RETURN_IF(m->heads % p->tp, err, ENPU_ERR_INVALID,
+                 "tp %d does not divide %d attention heads", p->tp, m->heads);
+  if (m->attention == CONFIG_ATTN_GQA) {
+    ENPU_RETURN_IF(m->kv_heads < 1 || m->head_dim < 1 || m->heads % m->kv_heads, err,
+                   ENPU_ERR_INVALID, "bad GQA heads %d / kv heads %d / head dim %d",
+                   m->heads, m->kv_heads, m->head_dim);
+    ENPU_RETURN_IF(m->kv_heads % p->tp && p->tp % m->kv_heads, err, ENPU_ERR_INVALID,
+                   "tp %d and %d kv heads: one must divide the other", p->tp,
+                   m->kv_heads);
+  } else {
+    ENPU_RETURN_IF(m->kv_lora_rank < 1 || m->qk_nope_head_dim < 1 || m->qk_rope_head_dim < 1 ||
+                       m->v_head_dim < 1 || m->q_lora_rank < 0,
+                   err, ENPU_ERR_INVALID, "bad MLA dimensions in model '%s'", m->name);
+  }
+  const bool dense_layers = !m->moe || m->first_dense_layers > 0;
+  ENPU_RETURN_IF(dense_layers && (m->ffn_intermediate < 1 || m->ffn_intermediate % p->tp), err,
+                 ENPU_ERR_INVALID, "tp %d does not divide FFN intermediate %d", p->tp,
+                 m->ffn_intermediate);
+  if (m->moe) {
+    ENPU_RETURN_IF(m->routed_experts < 1 || m->routed_experts % p->ep, err, ENPU_ERR_INVALID,
+                   "ep %d does not divide %d routed experts", p->ep, m->routed_experts);
+    ENPU_RETURN_IF(m->experts_per_token < 1 || m->shared_experts < 0 ||
+                       m->expert_intermediate < 1 || m->expert_intermediate % p->tp ||
+                       m->first_dense_layers < 0 || m->first_dense_layers > m->layers,
+                   err, ENPU_ERR_INVALID,
+                   "bad MoE sizes in model '%s' (tp %d must divide expert "
+                   "intermediate %d)",
+                   m->name, p->tp, m->expert_intermediate);
+  } else {
+    ENPU_RETURN_IF(p->ep != 1, err, ENPU_ERR_INVALID,
+                   "ep %d on the dense model '%s'", p->ep, m->name);
+  }
+  ENPU_RETURN_IF(!(job->moe_capacity_factor >= 0), err, ENPU_ERR_INVALID,
+                 "capacity factor must be >= 0 (0 = worst case), got %g",
+                 job->moe_capacity_factor);
+  return 0;
+}
+
+/* Token counts, layer counts, expert load and KV bytes per token of the bucket. */
+static void bucket_info(const config_job *job, config_phase phase, int batch, int seq,
+                        graph_info *in) {
+  const config_model *m = &job->model;
+  const config_parallel *p = &job->phase[phase].parallel;
+  const int64_t per_request = phase == CONFIG_PREFILL ? seq : 1;
+  *in = (graph_info){.phase = phase, .batch = batch, .seq = seq, .parallel = *p};
+  in->tokens = (int64_t)batch * per_request;
+  in->chip_requests = ceil_div(batch, p->ep);
+  in->chip_tokens = in->chip_requests * per_request;
+  const int64_t dense = m->moe ? m->first_dense_layers : m->layers;
+  in->dense_layers = ceil_div(dense, p->pp);
+  in->moe_layers = ceil_div(m->layers - dense, p->pp);
+  const int64_t layers = in->dense_layers + in->moe_layers;
+  const double d = m->dtype_bytes;
+  if (m->attention == CONFIG_ATTN_MLA)
+    in->kv_bytes_per_token = (double)layers * (m->kv_lora_rank + m->qk_rope_head_dim) * d;
+  else
+    in->kv_bytes_per_token = 2.0 * layers * gqa_kv_heads_per_chip(m, p->tp) * m->head_dim * d;
+  if (!m->moe) return;
+  const int64_t experts_local = m->routed_experts / p->ep, k = m->experts_per_token;
+  const int64_t pairs = in->tokens * min64(k, experts_local);
+  in->experts_active = min64(experts_local, pairs);
+  int64_t tokens = min64(in->tokens, ceil_div(pairs, in->experts_active));
+  if (job->moe_capacity_factor > 0) {
+    const double cap = ceil(job->moe_capacity_factor * (double)in->tokens * k / m->routed_experts);
+    if (cap < (double)tokens) tokens = (int64_t)cap;
+  }
+  in->expert_tokens = tokens;
+}
+
+static void compute_totals(graph *g, const builder *bld) {
+  graph_totals *t = &g->totals;
+  *t = (graph_totals){0};
+  for (int i = 0; i < g->count; i++) {
+    const graph_op *op = &g->ops[i];
+    const double mult = (double)op->multiplicity;
+    t->flops += op->flops * mult;
+    t->vector_ops += op->vector_ops * mult;
+    t->hbm_read_bytes += op->hbm_read_bytes * mult;
+    t->hbm_write_bytes += op->hbm_write_bytes * mult;
+    t->weight_bytes += op->weight_bytes * mult;
+    t->ici_bytes += op->ici_bytes * mult;
+  }
+  const graph_info *in = &g->info;
+  t->kv_cache_bytes = (double)in->chip_requests * in->seq * in->kv_bytes_per_token;
+  t->activation_bytes =
+      (double)in->chip_tokens * bld->model->hidden * bld->dtype + bld->max_activation_bytes;
+}
+
+static int build(builder *bld, enpu_err *err) {
+  graph *g = bld->g;
+  const graph_info *in = &g->info;
+  int first = g->count;
+  ENPU_FORWARD(add_embed(bld, in->chip_tokens, bld->model->hidden, err));
+  end_segment(g, "embed", first, 1);
+  if (in->dense_layers > 0) {
+    first = g->count;
+    ENPU_FORWARD(add_layer(bld, in, false, err));
+    end_segment(g, "dense_layer", first, in->dense_layers);
+  }
+  if (in->moe_layers > 0) {
+    first = g->count;
+    ENPU_FORWARD(add_layer(bld, in, true, err));
+    end_segment(g, "moe_layer", first, in->moe_layers);
+  }
+  first = g->count;
+  ENPU_FORWARD(add_head(bld, in, err));
+  end_segment(g, "head", first, 1);
+  compute_totals(g, bld);
+  return 0;
+}
+
+int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
+                enpu_err *err) {
+  ENPU_RETURN_IF(!out, err, ENPU_ERR_INVALID, "no output pointer");
+  *out = NULL;
+  ENPU_FORWARD(check_inputs(job, phase, batch, seq, err));
+  graph *g = enpu_calloc(1, sizeof *g);
+  ENPU_RETURN_IF(!g, err, ENPU_ERR_NOMEM, "out of memory building the operator graph");
+  bucket_info(job, phase, batch, seq, &g->info);
+  const config_parallel *p = &job->phase[phase].parallel;
+  builder bld = {.g = g, .model = &job->model, .tp = p->tp, .ep = p->ep,
+                 .capacity_factor = job->moe_capacity_factor,
+                 .dtype = job->model.dtype_bytes};
+  const int rc = build(&bld, err);
+  if (rc < 0) {
+    graph_free(g);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}
+
+void graph_free(graph *g) {
+  if (!g) return;
+  free(g->ops);
+  free(g);
+}
+
+int graph_op_count(const graph *g) { return g->count; }
+
+const graph_op *graph_op_at(const graph *g, int id) {
+  return id >= 0 && id < g->count ? &g->ops[id] : NULL;
+}
+
+int graph_segment_count(const graph *g) { return g->segment_count; }
+
+const graph_segment *graph_segment_at(const graph *g, int i) {
+  return i >= 0 && i < g->segment_count ? &g->segments[i] : NULL;
+}
+
+const graph_totals *graph_get_totals(const graph *g) { return &g->totals; }
+
+const graph_info *graph_get_info(const graph *g) { return &g->info; }
