@@ -1,0 +1,99 @@
+/* cost.h — the operator cost model: (operator, DVFS plan, pipeline) → time, per-component
+ * busy time and utilisation, and energy per component (DESIGN.md §3, §4).
+ *
+ * Two levels (paper §3.5): the tile level turns an operator (graph.h) into work per
+ * component (SA tile passes, VU element operations, SRAM traffic, HBM bytes in
+ * double-buffered blocks, ICI collective steps); the instruction level turns that work
+ * into a small VLIW kernel and executes it with per-domain clocks, async FIFO crossings
+ * (Eq. 1), a frontend scoreboard and the VU shadow register file, trying a few schedule
+ * variants (unroll, software-pipeline depth) and keeping the fastest.
+ *
+ * Contract:
+ *  - A plan is five frequency states (SA, VU, SRAM, HBM, ICI), each 0..freq_states
+ *    (0 = clock-gated). The frontend (FE) runs at max(SA, VU, SRAM). Components that share
+ *    a V/f domain run at the highest state among them (FE counts with its own state).
+ *  - A cost_ctx belongs to one thread. It memoises everything derived from an operator
+ *    alone (tiling, kernel variants, shadow register allocation), keyed by a content hash
+ *    of the operator; after an operator's first evaluation, cost_eval allocates nothing.
+ *  - Raising one component's state never increases the time (max-plus event model).
+ *  - Units: ns, nJ, bytes; states are integers. */
+#ifndef ENPU_COST_H
+#define ENPU_COST_H
+
+#include <stdint.h>
+
+#include "common.h"
+#include "config.h"
+#include "graph.h"
+#include "power.h"
+
+/* Units of the chip that own a clock: the five plan components (config_component order)
+ * and the frontend. */
+enum { COST_FE = CONFIG_NCOMP, COST_NUNIT = CONFIG_NCOMP + 1 };
+
+typedef struct {
+  int state[CONFIG_NCOMP]; /* SA, VU, SRAM, HBM, ICI; 0..chip->freq_states */
+} cost_plan;
+
+typedef enum {
+  COST_PIPE_NODVFS = 0, /* original pipeline: one core clock, sync FIFOs, no crossing */
+  COST_PIPE_ENPU = 1,   /* async FIFOs between units in different domains (Eq. 1) */
+  COST_PIPE_IDEAL = 2   /* a clock per unit, crossing for free */
+} cost_pipeline_kind;
+
+/* How the chip runs an operator: the V/f domain of each unit (indexed by
+ * config_component, then COST_FE), whether crossing a domain boundary costs time, and
+ * the power model (regulator, HBM mode) that prices it. Build with the functions below. */
+typedef struct {
+  cost_pipeline_kind kind;
+  int domain[COST_NUNIT];
+  const power_model *power; /* not owned; must outlive every cost_eval using it */
+} cost_pipeline;
+
+/* NoDVFS: FE, SA, VU and SRAM share one clock; HBM and ICI keep their controllers'. */
+void cost_pipeline_nodvfs(cost_pipeline *p, const power_model *pm);
+/* eNPU with 5 domains (every unit its own, eNPU-All), 4 ({FE,SA,VU} one compute domain)
+ * or 3 ({FE,SA,VU,SRAM} one core domain), §4.6.
+ * @return 0, or ENPU_ERR_INVALID for another domain count. */
+int cost_pipeline_enpu(cost_pipeline *p, int domains, const power_model *pm, enpu_err *err);
+/* Ideal: a clock per unit and no crossing cost. */
+void cost_pipeline_ideal(cost_pipeline *p, const power_model *pm);
+
+typedef struct {
+  double time_ns;
+  double busy_ns[COST_NUNIT];     /* SA, VU, SRAM, HBM, ICI, FE (issue cycles) */
+  double utilization[COST_NUNIT]; /* busy_ns / time_ns */
+  double flop_utilization[CONFIG_NCOMP]; /* useful work / capacity while busy (SA, VU) */
+  double energy_nj[POWER_NSLOT];  /* sa, vu, sram, hbm, ici, fe, other */
+  double energy_total_nj;
+  double fe_stall_ns;  /* FE waiting on its scoreboard (producers retiring to it) */
+  double core_ns;      /* SA/VU/SRAM kernel alone, before overlap with DMA and ICI */
+  int state[COST_NUNIT]; /* effective state of each unit after domain sharing */
+  int unroll;            /* chosen schedule variant */
+  int sw_depth;
+} cost_result;
+
+typedef struct cost_ctx cost_ctx;
+
+/* A context for `chip` (copied: the chip need not outlive the context).
+ * @return 0 and *out, or ENPU_ERR_INVALID (chip parameters unusable) / ENPU_ERR_NOMEM. */
+int cost_ctx_create(const config_chip *chip, cost_ctx **out, enpu_err *err);
+void cost_ctx_free(cost_ctx *ctx); /* NULL is a no-op */
+
+/* Evaluate one operator under one plan and pipeline.
+ * @return 0 and *out, or ENPU_ERR_RANGE (a state outside 0..freq_states, or a unit with
+ * work whose state is 0: a gated unit never finishes), ENPU_ERR_INVALID (bad shape, or
+ * the power model rejects the states, e.g. non-peak under the fixed regulator),
+ * ENPU_ERR_NOMEM (first evaluation of an operator only). */
+int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
+              const cost_pipeline *pipeline, cost_result *out, enpu_err *err);
+
+/* Memo statistics: operators memoised and allocations made since creation (an
+ * allocation happens only on an operator's first evaluation or when the memo grows). */
+void cost_ctx_stats(const cost_ctx *ctx, int64_t *ops_memoised, int64_t *allocations);
+
+/* Minimum depth of an async FIFO between domains of periods ti and to (Eq. 2):
+ * ceil((5·ti + 5·to) / max(ti, to)); 10 when ti == to. Periods in any common unit. */
+int cost_fifo_depth(double ti, double to);
+
+#endif /* ENPU_COST_H */

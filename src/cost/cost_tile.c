@@ -1,0 +1,172 @@
+/* cost_tile.c — tile level: the work an operator puts on each component of the chip,
+ * independent of frequencies (paper §3.5, "request-level simulation").
+ *
+ *  SA    weight-stationary 128×128 tiles: a pass loads one weight tile (one vreg per
+ *        cycle) and streams one M block of LHS rows through it, padded to whole vregs
+ *        (sublanes); a pass costs max(rows, weight load) cycles, so decode (few rows)
+ *        pays the padding and the weight load. Passes spread over the arrays.
+ *  VU    the graph's element operations over rows padded to sublanes and columns to
+ *        lanes, all VUs in parallel (vu_count × sublanes × lanes per cycle).
+ *  SRAM  operand reads and result writes of the core loop plus the DMA traffic in and
+ *        out, through all ports in parallel.
+ *  HBM   the graph's bytes, moved in double-buffered blocks sized to SRAM.
+ *  ICI   the graph's bytes per chip over the links of the torus axes the group spans
+ *        (both directions of each), with a latency per step of the ring algorithm
+ *        (LogGP-style: per step latency + bytes / link bandwidth).
+ * The core loop (SA/VU/SRAM) is cut into iterations of one pass per SA (matmul,
+ * attention) or one vreg per VU (vector operators); each stage's total work is spread
+ * evenly over the iterations. */
+#include <math.h>
+#include <string.h>
+
+#include "cost_internal.h"
+
+static double ceil_div(double a, double b) { return ceil(a / b); }
+static double round_up(double a, double m) { return ceil(a / m) * m; }
+
+/* SA work of `count` independent products [rows, kk] @ [kk, nn] of which a fraction
+ * `frac` of the tiles is computed (causal masking skips the rest). */
+typedef struct {
+  double passes, cycles, macs_capacity;
+} sa_work;
+
+static sa_work sa_matmul(const config_chip *chip, double count, double rows, double kk,
+                         double nn, double frac, int dtype) {
+  sa_work w;
+  double dim = chip->sa_dim;
+  double wload = fmax(1, dim * dim * dtype / chip->vreg_bytes);
+  double mblocks = ceil_div(rows, COST_SA_MBLOCK_ROWS);
+  double rows_blk = round_up(ceil_div(rows, mblocks), chip->vu_sublanes);
+  w.passes = ceil(count * ceil_div(kk, dim) * ceil_div(nn, dim) * mblocks * frac);
+  w.cycles = ceil_div(w.passes, chip->sa_count) * fmax(rows_blk, wload);
+  w.macs_capacity = w.cycles * chip->sa_count * dim * dim;
+  return w;
+}
+
+static void add_stage(cost_tile *t, int unit, int chain, double cycles) {
+  if (cycles <= 0) return;
+  t->stage[t->nstage++] = (cost_stage){unit, chain, cycles};
+}
+
+/* VU chain length of the vector operators: the dependent operations per element. */
+static int vector_chain(const graph_op *op) {
+  switch (op->kind) {
+  case GRAPH_NORM: return 4;   /* square, row sum, rsqrt, scale (γ fused) */
+  case GRAPH_ROPE: return 3;   /* two products and a sum per pair */
+  case GRAPH_ROUTER: return 6; /* max, sub, exp, sum, divide, top-k select */
+  default: {
+    double c = round(op->shape.vector_ops_per_elem);
+    return (int)fmin(COST_MAX_CHAIN, fmax(1, c));
+  }
+  }
+}
+
+int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu_err *err) {
+  const graph_shape *sh = &op->shape;
+  ENPU_RETURN_IF(op->kind < 0 || op->kind >= GRAPH_NKIND, err, ENPU_ERR_INVALID,
+                 "op %d: unknown kind %d", op->id, (int)op->kind);
+  ENPU_RETURN_IF(sh->b < 0 || sh->m < 0 || sh->k < 0 || sh->n < 0 || sh->v < 0, err,
+                 ENPU_ERR_INVALID, "op %d (%s): negative dimension", op->id, op->name);
+  ENPU_RETURN_IF(op->flops < 0 || op->vector_ops < 0 || op->hbm_read_bytes < 0 ||
+                     op->hbm_write_bytes < 0 || op->ici_bytes < 0,
+                 err, ENPU_ERR_INVALID, "op %d (%s): negative work", op->id, op->name);
+  memset(t, 0, sizeof *t);
+  int dtype = sh->dtype_bytes > 0 ? sh->dtype_bytes : 2;
+  double lanes = (double)chip->vu_count * chip->vu_sublanes * chip->vu_lanes;
+  double sram_bw = (double)chip->sram_ports * chip->sram_port_bytes_per_cycle;
+  double b = (double)(sh->b > 0 ? sh->b : 1), m = (double)sh->m, k = (double)sh->k,
+         n = (double)sh->n, v = (double)sh->v;
+
+  /* VU: element operations over the padded rows × columns of the output. */
+  int collective = op->kind >= GRAPH_ALLREDUCE;
+  double rows = m * (op->kind == GRAPH_ATTENTION ? b * fmax(1, sh->kv_group) : b);
+  double elems = rows * n;
+  double elems_pad = round_up(rows, chip->vu_sublanes) * round_up(n, chip->vu_lanes);
+  double pad = elems > 0 && !collective ? elems_pad / elems : 1; /* payload is flat */
+  t->vu_cycles = ceil(op->vector_ops * pad / lanes);
+  t->vu_util = t->vu_cycles > 0 ? fmin(1, op->vector_ops / (t->vu_cycles * lanes)) : 0;
+
+  t->hbm_bytes = op->hbm_read_bytes + op->hbm_write_bytes;
+  double sram_rd = op->hbm_write_bytes, sram_wr = op->hbm_read_bytes; /* DMA side */
+  double sa_passes = 0, macs_capacity = 0;
+
+  switch (op->kind) {
+  case GRAPH_MATMUL: {
+    sa_work w = sa_matmul(chip, b, m, k, n, 1, dtype);
+    t->sa_cycles = w.cycles;
+    sa_passes = w.passes;
+    macs_capacity = w.macs_capacity;
+    sram_rd += b * m * k * dtype * ceil_div(n, chip->sa_dim) /* LHS once per N tile */
+               + (sh->rhs_is_weight ? 1 : b) * k * n * dtype;
+    sram_wr += b * m * n * dtype;
+    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
+    add_stage(t, CONFIG_SA, 1, t->sa_cycles);
+    add_stage(t, CONFIG_VU, 1, t->vu_cycles);
+    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
+    break;
+  }
+  case GRAPH_ATTENTION: {
+    double qrows = m * fmax(1, sh->kv_group);
+    double frac = sh->causal && m > 1 ? 0.5 * (1 + 1 / ceil_div(n, chip->sa_dim)) : 1;
+    sa_work qk = sa_matmul(chip, b, qrows, k, n, frac, dtype);
+    sa_work pv = sa_matmul(chip, b, qrows, n, v, frac, dtype);
+    t->sa_cycles = qk.cycles + pv.cycles;
+    sa_passes = qk.passes + pv.passes;
+    macs_capacity = qk.macs_capacity + pv.macs_capacity;
+    double qblocks = ceil_div(qrows, COST_SA_MBLOCK_ROWS);
+    sram_rd += b * (qrows * k + qblocks * n * (k + v)) * dtype;
+    sram_wr += b * qrows * v * dtype;
+    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
+    add_stage(t, CONFIG_SA, 1, qk.cycles);
+    add_stage(t, CONFIG_VU, 4, 0.8 * t->vu_cycles); /* max, subtract, exp, row sum */
+    add_stage(t, CONFIG_SA, 1, pv.cycles);
+    add_stage(t, CONFIG_VU, 1, 0.2 * t->vu_cycles); /* rescale the running output */
+    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
+    break;
+  }
+  case GRAPH_ALLREDUCE:
+  case GRAPH_ALLGATHER:
+  case GRAPH_REDUCE_SCATTER:
+  case GRAPH_ALLTOALL: {
+    double p = sh->ranks > 1 ? sh->ranks : 1;
+    double axes = p > 1 ? fmin(3, ceil(log(p) / log(COST_TORUS_AXIS) - 1e-9)) : 0;
+    t->ici_links = fmax(1, fmin(chip->ici_links, 2 * axes));
+    t->ici_steps = (op->kind == GRAPH_ALLREDUCE ? 2 : 1) * (p - 1);
+    t->ici_bytes = p > 1 ? op->ici_bytes : 0;
+    sram_rd += t->ici_bytes;
+    sram_wr += t->ici_bytes;
+    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
+    add_stage(t, CONFIG_VU, 1, t->vu_cycles);
+    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
+    break;
+  }
+  default: { /* vector operators and the embedding gather */
+    double bytes = elems * dtype;
+    sram_rd += bytes * (op->kind == GRAPH_ELEMENTWISE ? fmax(1, sh->in_tensors) : 1);
+    sram_wr += bytes * (op->kind == GRAPH_ELEMENTWISE ? fmax(1, sh->out_tensors) : 1);
+    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
+    add_stage(t, CONFIG_VU, vector_chain(op), t->vu_cycles);
+    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
+    break;
+  }
+  }
+  t->sram_cycles = (sram_rd + sram_wr) / sram_bw;
+  t->sa_util = macs_capacity > 0 ? fmin(1, op->flops / 2 / macs_capacity) : 0;
+  if (t->hbm_bytes > 0)
+    t->hbm_blocks = fmax(ceil_div(t->hbm_bytes, chip->sram_bytes / 4),
+                         fmin(COST_DMA_MIN_BLOCKS,
+                              ceil_div(t->hbm_bytes, COST_DMA_MIN_BLOCK_BYTES)));
+  /* Iterations: one pass per SA, else one vreg per VU per chain command (or one SRAM
+   * cycle of all ports). */
+  int vu_chain = 0;
+  for (int s = 0; s < t->nstage; s++)
+    if (t->stage[s].unit == CONFIG_VU) vu_chain += t->stage[s].chain;
+  if (sa_passes > 0)
+    t->iters = (int64_t)ceil_div(sa_passes, chip->sa_count);
+  else if (vu_chain > 0)
+    t->iters = (int64_t)ceil_div(t->vu_cycles, vu_chain);
+  else
+    t->iters = (int64_t)ceil(t->sram_cycles);
+  if (t->iters < 1) t->iters = 1;
+  return 0;
+}

@@ -1,0 +1,434 @@
+/* test_cost.c — unit tests of the cost model: Eq. 2, the Figure 7 timeline through the
+ * same executor real operators use, monotonicity in every clock, rooflines at peak,
+ * energy bookkeeping and the no-allocation hot path. The chip is the shipped TPUv5p. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cost_internal.h"
+
+typedef struct {
+  config_chip *chip;
+  power_model *pm_dvfs, *pm_fixed;
+  cost_ctx *ctx;
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  enpu_err err = {0};
+  if (config_chip_load(ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json", &f->chip, &err) ||
+      power_model_create(f->chip, POWER_HBM_FULL, POWER_REG_DVFS, &f->pm_dvfs, &err) ||
+      power_model_create(f->chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &f->pm_fixed, &err) ||
+      cost_ctx_create(f->chip, &f->ctx, &err)) {
+    fprintf(stderr, "setup: %s\n", err.msg);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  cost_ctx_free(f->ctx);
+  power_model_free(f->pm_dvfs);
+  power_model_free(f->pm_fixed);
+  config_chip_free(f->chip);
+  free(f);
+  return 0;
+}
+
+static cost_plan peak(const fixture *f) {
+  cost_plan p;
+  for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = f->chip->freq_states;
+  return p;
+}
+
+/* ---- operators built by hand with the graph's conventions (per chip, bf16) ---- */
+
+static graph_op matmul_op(int64_t m, int64_t k, int64_t n) {
+  graph_op op = {.kind = GRAPH_MATMUL, .name = "matmul"};
+  op.shape = (graph_shape){.b = 1, .m = m, .k = k, .n = n, .rhs_is_weight = 1, .dtype_bytes = 2};
+  op.flops = 2.0 * m * k * n;
+  op.weight_bytes = 2.0 * k * n;
+  op.hbm_read_bytes = op.weight_bytes + 2.0 * m * k;
+  op.hbm_write_bytes = 2.0 * m * n;
+  return op;
+}
+
+/* Decode attention: `req` requests × kv_heads K/V heads, GQA group g, KV length n. */
+static graph_op decode_attention_op(int64_t req, int64_t kv_heads, int g, int64_t n) {
+  graph_op op = {.kind = GRAPH_ATTENTION, .name = "attention"};
+  int64_t b = req * kv_heads;
+  op.shape = (graph_shape){.b = b, .m = 1, .k = 128, .n = n, .v = 128, .kv_group = g,
+                           .dtype_bytes = 2};
+  op.flops = 2.0 * b * g * n * (128 + 128);
+  op.vector_ops = 5.0 * b * g * n;
+  op.hbm_read_bytes = 2.0 * b * n * 256 + 2.0 * b * g * 128;
+  op.hbm_write_bytes = 2.0 * b * g * 128;
+  return op;
+}
+
+static graph_op vector_op(graph_op_kind kind, int64_t m, int64_t n, double ops_per_elem) {
+  graph_op op = {.kind = kind, .name = "vector"};
+  op.shape = (graph_shape){.b = 1, .m = m, .n = n, .in_tensors = 2, .out_tensors = 1,
+                           .vector_ops_per_elem = ops_per_elem, .dtype_bytes = 2};
+  op.vector_ops = ops_per_elem * m * n;
+  op.hbm_read_bytes = 2.0 * m * n * (kind == GRAPH_ELEMENTWISE ? 2 : 1);
+  op.hbm_write_bytes = 2.0 * m * n;
+  return op;
+}
+
+static graph_op collective_op(graph_op_kind kind, int ranks, double bytes) {
+  graph_op op = {.kind = kind, .name = "collective"};
+  op.shape = (graph_shape){.b = 1, .m = 1, .n = (int64_t)bytes, .ranks = ranks, .dtype_bytes = 2};
+  double share = (ranks - 1.0) / ranks;
+  op.ici_bytes = (kind == GRAPH_ALLREDUCE ? 2 : 1) * share * bytes;
+  op.vector_ops = kind == GRAPH_ALLREDUCE || kind == GRAPH_REDUCE_SCATTER ? share * bytes / 2 : 0;
+  op.hbm_read_bytes = bytes;
+  op.hbm_write_bytes = bytes;
+  return op;
+}
+
+/* ---- Eq. 2 ---- */
+
+static void test_fifo_depth(void **state) {
+  (void)state;
+  assert_int_equal(cost_fifo_depth(1, 1), 10);            /* worst case, §3.1 */
+  assert_int_equal(cost_fifo_depth(0.588, 0.588), 10);
+  assert_int_equal(cost_fifo_depth(1, 2), 8);             /* (5 + 10) / 2 = 7.5 → 8 */
+  assert_int_equal(cost_fifo_depth(2, 1), 8);
+  assert_int_equal(cost_fifo_depth(1, 4), 7);             /* 25 / 4 = 6.25 → 7 */
+  assert_int_equal(cost_fifo_depth(1, 34), 6);            /* 175 / 34 = 5.15 → 6 */
+  for (double r = 1; r < 40; r += 0.37) {                 /* always in (5, 10] */
+    int d = cost_fifo_depth(1, r);
+    assert_true(d > 5 && d <= 10);
+    assert_int_equal(d, (int)ceil((5 + 5 * r) / r - 1e-12));
+  }
+}
+
+/* ---- Figure 7 ----
+ * Assumptions, as in the paper's Figure 7: two chains of dependent VU commands
+ * (I0→I2→I4…, I1→I3→I5…), dependency distance 2; every VU command occupies the VU for
+ * one VU cycle with a one-cycle latency; domain crossing costs one cycle of the
+ * receiving domain each way ("only clock phase alignment"); the FE issues at most one
+ * VU command per cycle (one VU slot per bundle) and spends one FE cycle dispatching it.
+ * (a) VU at the FE frequency, no crossing; (b) VU at half frequency, crossing, no
+ * forwarding: every consumer waits for its producer's round trip; (c) as (b) with the
+ * shadow register file. IPC is commands per FE cycle in the steady state, measured as
+ * the extra commands over the extra time between a 48- and a 96-command stream. The
+ * paper reads 0.31 for (b) off its figure; our event times (no sub-cycle phase
+ * wait) give a period of 6 FE cycles per pair, IPC 1/3, and a one-cycle alignment wait
+ * on each crossing would give 2/7: the figure's 0.31 lies between, so (b) is checked
+ * to be within ±0.03 of 0.31. */
+
+static double fig7_time(int ncmd, double t_vu, int crossing, int n_shadow) {
+  static cost_kernel k;
+  memset(&k, 0, sizeof k);
+  k.ncmd = k.nreg = k.nslot = ncmd;
+  k.nstage = k.unroll = k.sw_depth = 1;
+  k.iters = 1;
+  for (int i = 0; i < ncmd; i++) {
+    cost_cmd *c = &k.cmd[i];
+    c->dst = (int16_t)i;
+    c->src[0] = (int16_t)(i >= 2 ? i - 2 : -1);
+    c->src[1] = -1;
+    c->unit = CONFIG_VU;
+    c->bundle_start = 1;
+    c->occ_cycles = c->lat_cycles = 1;
+  }
+  cost_kernel_alloc_shadow(&k, n_shadow);
+  cost_timing tm = {0};
+  for (int u = 0; u < COST_NUNIT; u++) tm.period_ns[u] = 1;
+  tm.period_ns[CONFIG_VU] = t_vu;
+  if (crossing) {
+    tm.cross_in_ns[CONFIG_VU] = 1 * t_vu;
+    tm.cross_out_ns[CONFIG_VU] = 1 * tm.period_ns[COST_FE];
+  }
+  static cost_sim sim;
+  cost_run r;
+  cost_kernel_run(&k, &tm, &sim, &r);
+  return r.time_ns;
+}
+
+static double fig7_ipc(double t_vu, int crossing, int n_shadow) {
+  return 48 / (fig7_time(96, t_vu, crossing, n_shadow) - fig7_time(48, t_vu, crossing, n_shadow));
+}
+
+static void test_figure7(void **state) {
+  (void)state;
+  double a = fig7_ipc(1, 0, 0), b = fig7_ipc(2, 1, 0), c = fig7_ipc(2, 1, 4);
+  printf("Figure 7 IPC: (a) %.3f  (b) %.3f  (c) %.3f\n", a, b, c);
+  assert_true(fabs(a - 1.0) < 1e-9);
+  assert_true(fabs(b - 0.31) <= 0.03);
+  assert_true(fabs(c - 0.5) < 1e-9);
+  /* Forwarding needs registers: with none, (c) is (b). One is not enough for two
+   * interleaved chains (live ranges overlap), two are. */
+  assert_true(fabs(fig7_ipc(2, 1, 0) - b) < 1e-9);
+  assert_true(fig7_ipc(2, 1, 1) < 0.5 - 1e-6);
+  assert_true(fabs(fig7_ipc(2, 1, 2) - 0.5) < 1e-9);
+  /* Without crossing, a half-speed VU is simply throughput-bound. */
+  assert_true(fabs(fig7_ipc(2, 0, 0) - 0.5) < 1e-9);
+}
+
+/* ---- rooflines at peak under NoDVFS ---- */
+
+static double roofline(const cost_result *r) {
+  double m = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) m = fmax(m, r->busy_ns[c]);
+  return m;
+}
+
+static void test_roofline_matmul(void **state) {
+  fixture *f = *state;
+  cost_pipeline pl;
+  cost_pipeline_nodvfs(&pl, f->pm_fixed);
+  cost_plan p = peak(f);
+  const int64_t shapes[][3] = {{4096, 8192, 2560}, {8192, 8192, 7168}, {4096, 28672 / 4, 8192},
+                               {2048, 8192, 8192}};
+  double peak_flops_per_ns = f->chip->sa_count * 2.0 * f->chip->sa_dim * f->chip->sa_dim *
+                             config_state_ghz(f->chip, f->chip->freq_states);
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    graph_op op = matmul_op(shapes[i][0], shapes[i][1], shapes[i][2]);
+    cost_result r;
+    enpu_err err = {0};
+    assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, &err), 0);
+    double flops_ns = op.flops / peak_flops_per_ns; /* independent compute roofline */
+    printf("matmul %ldx%ldx%ld: time %.1f us, SA busy %.1f us, FLOP roofline %.1f us\n",
+           (long)shapes[i][0], (long)shapes[i][1], (long)shapes[i][2], r.time_ns / 1e3,
+           r.busy_ns[CONFIG_SA] / 1e3, flops_ns / 1e3);
+    assert_true(fabs(r.busy_ns[CONFIG_SA] - flops_ns) <= 0.01 * flops_ns);
+    assert_true(r.busy_ns[CONFIG_SA] >= r.busy_ns[CONFIG_HBM]); /* compute-bound */
+    assert_true(r.time_ns >= roofline(&r) * (1 - 1e-12));
+    assert_true(r.time_ns <= 1.05 * roofline(&r));
+    assert_true(r.flop_utilization[CONFIG_SA] > 0.99);
+  }
+  /* Decode, one token: the row is padded to a whole vreg (sublanes rows) per pass. */
+  graph_op dec = matmul_op(1, 8192, 8192);
+  cost_result r;
+  assert_int_equal(cost_eval(f->ctx, &dec, &p, &pl, &r, NULL), 0);
+  assert_true(fabs(r.flop_utilization[CONFIG_SA] - 1.0 / f->chip->vu_sublanes) < 1e-9);
+  assert_true(r.busy_ns[CONFIG_HBM] > r.busy_ns[CONFIG_SA]); /* memory-bound */
+  assert_true(r.time_ns <= 1.05 * roofline(&r));
+}
+
+static void test_roofline_decode_attention(void **state) {
+  fixture *f = *state;
+  cost_pipeline pl;
+  cost_pipeline_nodvfs(&pl, f->pm_fixed);
+  cost_plan p = peak(f);
+  const int64_t cases[][2] = {{64, 4096}, {128, 2048}, {32, 8192}, {256, 1024}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    graph_op op = decode_attention_op(cases[i][0], 2, 8, cases[i][1]);
+    cost_result r;
+    assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, NULL), 0);
+    double bytes_ns = (op.hbm_read_bytes + op.hbm_write_bytes) / f->chip->hbm_gbps;
+    printf("decode attention b=%ld kv=%ld: time %.1f us, HBM roofline %.1f us\n",
+           (long)cases[i][0], (long)cases[i][1], r.time_ns / 1e3, bytes_ns / 1e3);
+    assert_true(fabs(r.busy_ns[CONFIG_HBM] - bytes_ns) <= 1e-9 * bytes_ns);
+    assert_true(roofline(&r) == r.busy_ns[CONFIG_HBM]); /* memory-bound */
+    assert_true(r.time_ns <= 1.05 * bytes_ns);
+  }
+}
+
+/* ---- monotonicity ---- */
+
+static uint64_t rng_next(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+static int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi) {
+  return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+static graph_op random_op(uint64_t *s, int kind) {
+  switch (kind) {
+  case GRAPH_MATMUL: return matmul_op(rng_range(s, 1, 4096), rng_range(s, 64, 8192),
+                                      rng_range(s, 64, 8192));
+  case GRAPH_ATTENTION: {
+    graph_op op = decode_attention_op(rng_range(s, 1, 64), 2, 8, rng_range(s, 128, 8192));
+    if (rng_next(s) & 1) { /* prefill: causal, m = n */
+      op.shape.m = op.shape.n = rng_range(s, 128, 4096);
+      op.shape.causal = 1;
+      op.flops *= (double)op.shape.m / 2;
+    }
+    return op;
+  }
+  case GRAPH_NORM: return vector_op(GRAPH_NORM, rng_range(s, 1, 4096), 8192, 4);
+  case GRAPH_ROPE: return vector_op(GRAPH_ROPE, rng_range(s, 1, 4096), 2048, 3);
+  case GRAPH_ELEMENTWISE:
+    return vector_op(GRAPH_ELEMENTWISE, rng_range(s, 1, 4096), rng_range(s, 128, 28672 / 4),
+                     (double)rng_range(s, 1, 6));
+  case GRAPH_ROUTER: return vector_op(GRAPH_ROUTER, rng_range(s, 1, 4096), 256, 6);
+  case GRAPH_EMBED: return vector_op(GRAPH_EMBED, rng_range(s, 1, 4096), 8192, 0);
+  default:
+    return collective_op((graph_op_kind)kind, (int)rng_range(s, 2, 64),
+                         (double)rng_range(s, 1024, 64 << 20));
+  }
+}
+
+static void test_monotone(void **state) {
+  fixture *f = *state;
+  cost_pipeline pls[4];
+  assert_int_equal(cost_pipeline_enpu(&pls[0], 5, f->pm_dvfs, NULL), 0);
+  assert_int_equal(cost_pipeline_enpu(&pls[1], 4, f->pm_dvfs, NULL), 0);
+  assert_int_equal(cost_pipeline_enpu(&pls[2], 3, f->pm_dvfs, NULL), 0);
+  cost_pipeline_ideal(&pls[3], f->pm_dvfs);
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  int checks = 0;
+  for (int kind = 0; kind < GRAPH_NKIND; kind++) {
+    for (int trial = 0; trial < 12; trial++) {
+      graph_op op = random_op(&s, kind);
+      const cost_pipeline *pl = &pls[trial % 4];
+      cost_plan p;
+      for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = (int)rng_range(&s, 1, 34);
+      cost_result base, up;
+      enpu_err err = {0};
+      assert_int_equal(cost_eval(f->ctx, &op, &p, pl, &base, &err), 0);
+      for (int c = 0; c < CONFIG_NCOMP; c++) {
+        if (p.state[c] == 34) continue;
+        cost_plan q = p;
+        q.state[c] = (int)rng_range(&s, p.state[c] + 1, 34);
+        assert_int_equal(cost_eval(f->ctx, &op, &q, pl, &up, &err), 0);
+        if (up.time_ns > base.time_ns * (1 + 1e-9))
+          fail_msg("%s: raising %s %d→%d: %.6f > %.6f ns", graph_kind_name(op.kind),
+                   config_component_name((config_component)c), p.state[c], q.state[c],
+                   up.time_ns, base.time_ns);
+        checks++;
+      }
+    }
+  }
+  assert_true(checks > 300);
+}
+
+/* ---- energy and pipelines ---- */
+
+static void test_energy_sums(void **state) {
+  fixture *f = *state;
+  cost_pipeline pl;
+  cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL);
+  uint64_t s = 42;
+  for (int kind = 0; kind < GRAPH_NKIND; kind++) {
+    graph_op op = random_op(&s, kind);
+    cost_plan p = {{20, 25, 30, 18, 34}};
+    cost_result r;
+    assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, NULL), 0);
+    double sum = 0;
+    for (int i = 0; i < POWER_NSLOT; i++) {
+      assert_true(r.energy_nj[i] >= 0);
+      sum += r.energy_nj[i];
+    }
+    assert_true(r.energy_total_nj > 0);
+    assert_true(fabs(sum - r.energy_total_nj) <= 1e-9 * r.energy_total_nj);
+    /* Every component draws static power for the whole operator. */
+    for (int c = 0; c < CONFIG_NCOMP; c++) assert_true(r.energy_nj[c] > 0);
+    for (int u = 0; u < COST_NUNIT; u++) assert_true(r.utilization[u] <= 1 + 1e-12);
+    /* FE runs at max(SA, VU, SRAM). */
+    assert_int_equal(r.state[COST_FE], 30);
+  }
+}
+
+static void test_pipelines(void **state) {
+  fixture *f = *state;
+  cost_pipeline nodvfs, enpu, ideal, enpu3;
+  cost_pipeline_nodvfs(&nodvfs, f->pm_dvfs);
+  cost_pipeline_ideal(&ideal, f->pm_dvfs);
+  assert_int_equal(cost_pipeline_enpu(&enpu, 5, f->pm_dvfs, NULL), 0);
+  assert_int_equal(cost_pipeline_enpu(&enpu3, 3, f->pm_dvfs, NULL), 0);
+  assert_int_equal(cost_pipeline_enpu(&enpu3, 2, f->pm_dvfs, NULL) == ENPU_ERR_INVALID, 1);
+  assert_int_equal(cost_pipeline_enpu(&enpu3, 3, f->pm_dvfs, NULL), 0);
+  cost_plan p = peak(f);
+  /* A VU-chain operator: crossing costs, forwarding and scheduling recover most of it. */
+  graph_op norm = vector_op(GRAPH_NORM, 64, 8192, 4);
+  cost_result rn, re, ri, r3;
+  assert_int_equal(cost_eval(f->ctx, &norm, &p, &nodvfs, &rn, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &p, &enpu, &re, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &p, &ideal, &ri, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &p, &enpu3, &r3, NULL), 0);
+  printf("norm 64x8192 at peak: nodvfs %.2f us, enpu %.2f us (stall %.2f), ideal %.2f us\n",
+         rn.time_ns / 1e3, re.time_ns / 1e3, re.fe_stall_ns / 1e3, ri.time_ns / 1e3);
+  assert_true(re.time_ns >= ri.time_ns);
+  assert_true(fabs(ri.time_ns - rn.time_ns) <= 1e-9 * rn.time_ns); /* same clocks */
+  assert_true(re.fe_stall_ns > 0);
+  /* 3 domains: the core has one clock, so the core kernel is NoDVFS's. */
+  assert_true(fabs(r3.core_ns - rn.core_ns) <= 1e-9 * rn.core_ns);
+  /* Shared domains run at the fastest member's state. */
+  cost_plan q = {{10, 20, 30, 34, 34}};
+  assert_int_equal(cost_eval(f->ctx, &norm, &q, &enpu3, &r3, NULL), 0);
+  assert_int_equal(r3.state[CONFIG_SA], 30);
+  assert_int_equal(r3.state[CONFIG_VU], 30);
+  /* Gated unit with work, state out of range, fixed regulator off-peak: errors. */
+  cost_plan gated = p;
+  gated.state[CONFIG_HBM] = 0;
+  enpu_err err = {0};
+  assert_int_equal(cost_eval(f->ctx, &norm, &gated, &enpu, &re, &err), ENPU_ERR_RANGE);
+  assert_non_null(strstr(err.msg, "hbm"));
+  cost_plan bad = p;
+  bad.state[CONFIG_VU] = 35;
+  assert_int_equal(cost_eval(f->ctx, &norm, &bad, &enpu, &re, &err), ENPU_ERR_RANGE);
+  cost_pipeline fixed;
+  cost_pipeline_nodvfs(&fixed, f->pm_fixed);
+  assert_true(cost_eval(f->ctx, &norm, &q, &fixed, &re, &err) < 0);
+  /* An ICI-only collective slows with ICI; a gated SA is fine when SA has no work. */
+  graph_op ar = collective_op(GRAPH_ALLREDUCE, 4, 16 << 20);
+  cost_plan slow_ici = p, no_sa = p;
+  slow_ici.state[CONFIG_ICI] = 17;
+  no_sa.state[CONFIG_SA] = 0;
+  cost_result a1, a2, a3;
+  assert_int_equal(cost_eval(f->ctx, &ar, &p, &enpu, &a1, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &ar, &slow_ici, &enpu, &a2, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &ar, &no_sa, &enpu, &a3, NULL), 0);
+  assert_true(a2.time_ns > 1.8 * a1.time_ns - 6 * f->chip->ici_latency_ns);
+  assert_true(fabs(a2.busy_ns[CONFIG_ICI] - 2 * a1.busy_ns[CONFIG_ICI]) <=
+              1e-9 * a2.busy_ns[CONFIG_ICI]);
+}
+
+static void test_no_alloc_after_first_eval(void **state) {
+  fixture *f = *state;
+  cost_ctx *ctx;
+  assert_int_equal(cost_ctx_create(f->chip, &ctx, NULL), 0);
+  cost_pipeline pl;
+  cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL);
+  uint64_t s = 7;
+  graph_op ops[GRAPH_NKIND];
+  for (int kind = 0; kind < GRAPH_NKIND; kind++) ops[kind] = random_op(&s, kind);
+  cost_result r;
+  cost_plan p = peak(f);
+  for (int kind = 0; kind < GRAPH_NKIND; kind++)
+    assert_int_equal(cost_eval(ctx, &ops[kind], &p, &pl, &r, NULL), 0);
+  int64_t nops, allocs;
+  cost_ctx_stats(ctx, &nops, &allocs);
+  assert_int_equal(nops, GRAPH_NKIND);
+  for (int i = 0; i < 2000; i++) {
+    for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = (int)rng_range(&s, 1, 34);
+    assert_int_equal(cost_eval(ctx, &ops[i % GRAPH_NKIND], &p, &pl, &r, NULL), 0);
+  }
+  int64_t nops2, allocs2;
+  cost_ctx_stats(ctx, &nops2, &allocs2);
+  assert_int_equal(nops2, nops);
+  assert_int_equal(allocs2, allocs);
+  cost_ctx_free(ctx);
+  cost_ctx_free(NULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fifo_depth),
+      cmocka_unit_test(test_figure7),
+      cmocka_unit_test(test_roofline_matmul),
+      cmocka_unit_test(test_roofline_decode_attention),
+      cmocka_unit_test(test_monotone),
+      cmocka_unit_test(test_energy_sums),
+      cmocka_unit_test(test_pipelines),
+      cmocka_unit_test(test_no_alloc_after_first_eval),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
