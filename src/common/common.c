@@ -43,9 +43,13 @@ void enpu_err_prefix(enpu_err *err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
-  char joined[ENPU_ERR_MSG_LEN];
-  snprintf(joined, sizeof joined, "%s%s", prefix, err->msg);
-  memcpy(err->msg, joined, sizeof err->msg);
+  /* Keep the prefix whole and truncate the tail of the old message if needed. */
+  size_t plen = strlen(prefix), mlen = strlen(err->msg);
+  if (plen >= sizeof err->msg) plen = sizeof err->msg - 1;
+  if (plen + mlen >= sizeof err->msg) mlen = sizeof err->msg - 1 - plen;
+  memmove(err->msg + plen, err->msg, mlen);
+  memcpy(err->msg, prefix, plen);
+  err->msg[plen + mlen] = '\0';
 }
 
 void enpu_log(const enpu_logger *lg, enpu_log_level level, const char *fmt, ...) {

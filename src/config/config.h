@@ -52,7 +52,7 @@ int config_phase_parse(const char *name, config_phase *out);
 int config_policy_parse(const char *name, config_policy *out);
 
 /* ---------------------------------------------------------------------------------
- * Model (jobs/models/*.json)
+ * Model (jobs/models/<name>.json)
  *
  * { "name": "llama3-70b", "hidden": 8192, "layers": 80, "vocab": 128256,
  *   "dtype_bytes": 2,
@@ -97,7 +97,7 @@ typedef struct {
 } config_model;
 
 /* ---------------------------------------------------------------------------------
- * Chip (jobs/chips/*.json), Table 6 of the paper
+ * Chip (jobs/chips/<name>.json), Table 6 of the paper
  *
  * { "name": "tpuv5p", "tflops_bf16": 459,
  *   "sa":   { "count": 8, "dim": 128 },
@@ -178,7 +178,7 @@ typedef struct {
 double config_state_ghz(const config_chip *chip, int state);
 
 /* ---------------------------------------------------------------------------------
- * Cluster (jobs/clusters/*.json), Tables 2 and 3 of the paper
+ * Cluster (jobs/clusters/<name>.json), Tables 2 and 3 of the paper
  *
  * { "name": "llama3-70b", "model": "llama3-70b",
  *   "prefill": { "nodes": 24, "chips": 4, "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } },
@@ -221,7 +221,7 @@ typedef struct {
 } config_cluster;
 
 /* ---------------------------------------------------------------------------------
- * Job (jobs/*.json)
+ * Job (jobs/<name>.json)
  *
  * { "name": "llama3-70b",
  *   "model": "models/llama3-70b.json", "chip": "chips/tpuv5p.json",

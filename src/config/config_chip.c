@@ -1,0 +1,415 @@
+/* config_chip.c — chip files (jobs/chips/<name>.json) and their CSV power tables.
+ *
+ * The tables are read once, checked (levels non-decreasing, voltages inside the IVR's
+ * output band and non-decreasing with level, the top level covering the chip's peak,
+ * IVR efficiencies in (0, 100] %) and kept as arrays in file order. CSV errors name
+ * file:line:column like JSON errors, with the column's header name in place of a path. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+#define CSV_NCOL 4
+
+/* The shipped tables were sampled from NeuSim and top out just below the nominal peaks
+ * (HBM 2755 of 2765 GB/s, ICI 599.57 of 600 GB/s); a top level within this fraction of
+ * the peak covers it, and the power model extrapolates the top band. */
+#define PEAK_COVER_TOLERANCE 0.01
+
+static const char *const chip_keys[] = {"name",
+                                        "tflops_bf16",
+                                        "sa",
+                                        "vu",
+                                        "sram",
+                                        "hbm",
+                                        "ici",
+                                        "dcn",
+                                        "clock",
+                                        "ivr",
+                                        "fifo_sync_cycles",
+                                        "other_static_w",
+                                        "tdp_w",
+                                        "tables"};
+static const char *const sa_keys[] = {"count", "dim"};
+static const char *const vu_keys[] = {"count", "sublanes",     "lanes",
+                                      "vregs", "shadow_vregs", "vreg_bytes"};
+static const char *const sram_keys[] = {"bytes", "ports", "port_bytes_per_cycle"};
+static const char *const hbm_keys[] = {"bytes", "gbps", "latency_ns"};
+static const char *const ici_keys[] = {"topology", "links", "link_gbps", "latency_ns"};
+static const char *const dcn_keys[] = {"gbps"};
+static const char *const clock_keys[] = {"step_mhz", "states"};
+static const char *const ivr_keys[] = {"vin_v",   "vout_min_v", "vout_max_v",
+                                       "step_mv", "step_ns",    "scaling_time_ns"};
+static const char *const table_keys[] = {"sa", "vu", "sram", "hbm", "ici", "ivr_dvfs", "ivr_fixed"};
+static const char *const vf_freq_cols[CSV_NCOL] = {"voltage_V", "frequency_GHz", "static_W",
+                                                   "dynamic_W"};
+static const char *const vf_bw_cols[CSV_NCOL] = {"voltage_V", "bandwidth_GBps", "static_W",
+                                                 "dynamic_W"};
+static const char *const ivr_cols[CSV_NCOL] = {"scaling_time_ns", "activity_factor", "voltage_V",
+                                               "efficiency_pct"};
+
+/* ---------------------------------------------------------------------------------
+ * CSV: a header line naming the columns, then rows of CSV_NCOL numbers. */
+
+typedef struct {
+  double v[CSV_NCOL];
+  int line;
+  int col[CSV_NCOL]; /* 1-based column of each field, for messages */
+} csv_row;
+
+typedef struct {
+  char file[CONFIG_PATH_LEN];
+  const char *const *names;
+  csv_row *rows;
+  int count;
+} csv_table;
+
+static int csv_fail(const csv_table *t, int line, int col, enpu_err *err, int code, const char *fmt,
+                    ...) __attribute__((format(printf, 6, 7)));
+static int csv_fail(const csv_table *t, int line, int col, enpu_err *err, int code, const char *fmt,
+                    ...) {
+  char what[ENPU_ERR_MSG_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return enpu_errorf(err, code, "%s:%d:%d: %s", t->file, line, col, what);
+}
+
+static int csv_fail_cell(const csv_table *t, const csv_row *r, int c, enpu_err *err,
+                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int csv_fail_cell(const csv_table *t, const csv_row *r, int c, enpu_err *err,
+                         const char *fmt, ...) {
+  char what[ENPU_ERR_MSG_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return csv_fail(t, r->line, r->col[c], err, ENPU_ERR_RANGE, "%s: %s", t->names[c], what);
+}
+
+/* Split one line (no newline) into fields; parse them as the header or as numbers. */
+static int csv_line(csv_table *t, char *line, int lineno, bool header, csv_row *row,
+                    enpu_err *err) {
+  int n = 0;
+  char *p = line;
+  for (;;) {
+    char *end = p + strcspn(p, ",");
+    bool last = *end == '\0';
+    *end = '\0';
+    int col = (int)(p - line) + 1;
+    if (n == CSV_NCOL)
+      return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE, "expected %d columns, got more",
+                      CSV_NCOL);
+    while (*p == ' ') p++;
+    if (header) {
+      if (strcmp(p, t->names[n]) != 0)
+        return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE,
+                        "expected header column '%s', got '%s'", t->names[n], p);
+    } else {
+      char *stop;
+      errno = 0;
+      double v = strtod(p, &stop);
+      while (*stop == ' ') stop++;
+      if (stop == p || *stop != '\0' || errno == ERANGE || !isfinite(v))
+        return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE,
+                        "%s: expected a finite number, got '%s'", t->names[n], p);
+      row->v[n] = v;
+      row->col[n] = col;
+    }
+    n++;
+    if (last) {
+      if (n < CSV_NCOL)
+        return csv_fail(t, lineno, (int)(end - line) + 1, err, ENPU_ERR_PARSE,
+                        "expected %d columns, got %d", CSV_NCOL, n);
+      return ENPU_OK;
+    }
+    p = end + 1;
+  }
+}
+
+static int csv_parse(csv_table *t, char *text, enpu_err *err) {
+  size_t cap = 0;
+  int lineno = 0;
+  for (char *line = text; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\r') line[len - 1] = '\0';
+    lineno++;
+    if (lineno == 1) {
+      ENPU_FORWARD(csv_line(t, line, lineno, true, NULL, err));
+    } else if (line[strspn(line, " \t")] != '\0') { /* blank lines carry no row */
+      if (enpu_grow((void **)&t->rows, &cap, (size_t)t->count + 1, sizeof *t->rows) < 0)
+        return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", t->file);
+      csv_row *r = &t->rows[t->count];
+      r->line = lineno;
+      ENPU_FORWARD(csv_line(t, line, lineno, false, r, err));
+      t->count++;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  if (t->count == 0)
+    return csv_fail(t, lineno + 1, 1, err, ENPU_ERR_PARSE, "expected at least one data row");
+  return ENPU_OK;
+}
+
+/* Read the table that chip member $.tables.<key> names (relative to the chip file) and
+ * feed its bytes to the chip hash. IO errors are reported at that member. */
+static int csv_read(const config_doc *doc, const config_path *tables_path, const json_t *tables,
+                    const char *key, const char *const *names, csv_table *t, enpu_hasher *hs,
+                    enpu_err *err) {
+  char rel[CONFIG_PATH_LEN];
+  config_path kp = CONFIG_KEY(tables_path, key);
+  ENPU_FORWARD(config_get_string(doc, tables_path, tables, key, rel, sizeof rel, err));
+  if (enpu_path_relative(doc->file, rel, t->file, sizeof t->file, NULL) < 0)
+    return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "path too long");
+  t->names = names;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = enpu_read_file(t->file, &text, &len, err);
+  if (rc < 0) {
+    char where[768];
+    config_where(doc, &kp, where, sizeof where);
+    enpu_err_prefix(err, "%s: ", where);
+    return rc;
+  }
+  enpu_hasher_bytes(hs, text, len);
+  rc = csv_parse(t, text, err);
+  free(text);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Table checks */
+
+static int check_voltage(const config_chip *c, const csv_table *t, const csv_row *r, int col,
+                         enpu_err *err) {
+  double v = r->v[col];
+  if (v < c->ivr_vout_min_v || v > c->ivr_vout_max_v)
+    return csv_fail_cell(t, r, col, err,
+                         "expected a voltage in [%g, %g] (the chip's ivr.vout_min_v, "
+                         "vout_max_v), got %g",
+                         c->ivr_vout_min_v, c->ivr_vout_max_v, v);
+  return ENPU_OK;
+}
+
+static int vf_table(const config_chip *c, const csv_table *t, double peak, const char *peak_what,
+                    config_vf_table *out, enpu_err *err) {
+  for (int i = 0; i < t->count; i++) {
+    const csv_row *r = &t->rows[i], *prev = i ? &t->rows[i - 1] : NULL;
+    ENPU_FORWARD(check_voltage(c, t, r, 0, err));
+    for (int col = 1; col < CSV_NCOL; col++)
+      if (r->v[col] < 0)
+        return csv_fail_cell(t, r, col, err, "expected a non-negative number, got %g", r->v[col]);
+    if (prev && r->v[1] < prev->v[1])
+      return csv_fail_cell(t, r, 1, err,
+                           "expected levels non-decreasing: at least %g (line %d), got %g",
+                           prev->v[1], prev->line, r->v[1]);
+    if (prev && r->v[0] < prev->v[0])
+      return csv_fail_cell(t, r, 0, err,
+                           "expected voltages non-decreasing with level: at least %g (line %d), "
+                           "got %g",
+                           prev->v[0], prev->line, r->v[0]);
+  }
+  const csv_row *top = &t->rows[t->count - 1];
+  if (top->v[1] < peak * (1.0 - PEAK_COVER_TOLERANCE))
+    return csv_fail_cell(t, top, 1, err,
+                         "expected the top level to cover the chip's peak %g (%s), "
+                         "got %g",
+                         peak, peak_what, top->v[1]);
+  out->points = enpu_calloc((size_t)t->count, sizeof *out->points);
+  if (!out->points) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", t->file);
+  out->count = t->count;
+  for (int i = 0; i < t->count; i++)
+    out->points[i] =
+        (config_vf_point){t->rows[i].v[0], t->rows[i].v[1], t->rows[i].v[2], t->rows[i].v[3]};
+  return ENPU_OK;
+}
+
+static int ivr_table(const config_chip *c, const csv_table *t, config_ivr_table *out,
+                     enpu_err *err) {
+  for (int i = 0; i < t->count; i++) {
+    const csv_row *r = &t->rows[i];
+    if (r->v[0] < 0)
+      return csv_fail_cell(t, r, 0, err, "expected a non-negative number, got %g", r->v[0]);
+    if (r->v[1] < 0 || r->v[1] > 1)
+      return csv_fail_cell(t, r, 1, err, "expected a number in [0, 1], got %g", r->v[1]);
+    ENPU_FORWARD(check_voltage(c, t, r, 2, err));
+    if (r->v[3] <= 0 || r->v[3] > 100)
+      return csv_fail_cell(t, r, 3, err, "expected a percentage in (0, 100], got %g", r->v[3]);
+  }
+  out->points = enpu_calloc((size_t)t->count, sizeof *out->points);
+  if (!out->points) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", t->file);
+  out->count = t->count;
+  for (int i = 0; i < t->count; i++)
+    out->points[i] = (config_ivr_point){t->rows[i].v[0], t->rows[i].v[1], t->rows[i].v[2],
+                                        t->rows[i].v[3] / 100.0};
+  return ENPU_OK;
+}
+
+/* The DVFS regulator table must have rows for the chip's chosen transition time. */
+static int check_scaling_time(const config_doc *doc, const config_path *root, const config_chip *c,
+                              const csv_table *t, enpu_err *err) {
+  char have[256];
+  size_t used = 0;
+  have[0] = '\0';
+  for (int i = 0; i < t->count; i++) {
+    if (t->rows[i].v[0] == c->ivr_scaling_time_ns) return ENPU_OK;
+    if ((i == 0 || t->rows[i].v[0] != t->rows[i - 1].v[0]) && used < sizeof have)
+      used += (size_t)snprintf(have + used, sizeof have - used, "%s%g", used ? ", " : "",
+                               t->rows[i].v[0]);
+  }
+  config_path ip = CONFIG_KEY(root, "ivr");
+  config_path sp = CONFIG_KEY(&ip, "scaling_time_ns");
+  return config_fail(doc, &sp, err, ENPU_ERR_RANGE,
+                     "expected a scaling time present in %s (%s), got %g", t->file, have,
+                     c->ivr_scaling_time_ns);
+}
+
+/* ---------------------------------------------------------------------------------
+ * The chip document */
+
+/* Check that member `key` of the root is an object with exactly the given keys. */
+static int sub_object(const config_doc *doc, const config_path *root, const char *key,
+                      const char *const *keys, size_t nkeys, config_path *p, const json_t **obj,
+                      enpu_err *err) {
+  *p = CONFIG_KEY(root, key);
+  *obj = json_object_get(doc->root, key);
+  return config_object(doc, p, *obj, keys, nkeys, err);
+}
+
+static int parse_scalars(const config_doc *doc, const config_path *root, config_chip *c,
+                         enpu_err *err) {
+  const json_t *o = doc->root, *s;
+  config_path p;
+  ENPU_FORWARD(config_get_string(doc, root, o, "name", c->name, sizeof c->name, err));
+  ENPU_FORWARD(
+      config_get_number(doc, root, o, "tflops_bf16", 0, true, INFINITY, &c->tflops_bf16, err));
+  ENPU_FORWARD(sub_object(doc, root, "sa", sa_keys, NKEYS(sa_keys), &p, &s, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "count", 1, &c->sa_count, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "dim", 1, &c->sa_dim, err));
+  ENPU_FORWARD(sub_object(doc, root, "vu", vu_keys, NKEYS(vu_keys), &p, &s, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "count", 1, &c->vu_count, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "sublanes", 1, &c->vu_sublanes, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "lanes", 1, &c->vu_lanes, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "vregs", 1, &c->vregs, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "shadow_vregs", 0, &c->shadow_vregs, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "vreg_bytes", 1, &c->vreg_bytes, err));
+  ENPU_FORWARD(sub_object(doc, root, "sram", sram_keys, NKEYS(sram_keys), &p, &s, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", 0, true, INFINITY, &c->sram_bytes, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "ports", 1, &c->sram_ports, err));
+  ENPU_FORWARD(
+      config_get_int(doc, &p, s, "port_bytes_per_cycle", 1, &c->sram_port_bytes_per_cycle, err));
+  ENPU_FORWARD(sub_object(doc, root, "hbm", hbm_keys, NKEYS(hbm_keys), &p, &s, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", 0, true, INFINITY, &c->hbm_bytes, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", 0, true, INFINITY, &c->hbm_gbps, err));
+  ENPU_FORWARD(
+      config_get_number(doc, &p, s, "latency_ns", 0, false, INFINITY, &c->hbm_latency_ns, err));
+  ENPU_FORWARD(sub_object(doc, root, "ici", ici_keys, NKEYS(ici_keys), &p, &s, err));
+  ENPU_FORWARD(
+      config_get_string(doc, &p, s, "topology", c->ici_topology, sizeof c->ici_topology, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "links", 1, &c->ici_links, err));
+  ENPU_FORWARD(
+      config_get_number(doc, &p, s, "link_gbps", 0, true, INFINITY, &c->ici_link_gbps, err));
+  ENPU_FORWARD(
+      config_get_number(doc, &p, s, "latency_ns", 0, false, INFINITY, &c->ici_latency_ns, err));
+  ENPU_FORWARD(sub_object(doc, root, "dcn", dcn_keys, NKEYS(dcn_keys), &p, &s, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", 0, true, INFINITY, &c->dcn_gbps, err));
+  ENPU_FORWARD(sub_object(doc, root, "clock", clock_keys, NKEYS(clock_keys), &p, &s, err));
+  ENPU_FORWARD(
+      config_get_number(doc, &p, s, "step_mhz", 0, true, INFINITY, &c->freq_step_mhz, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "states", 1, &c->freq_states, err));
+  ENPU_FORWARD(sub_object(doc, root, "ivr", ivr_keys, NKEYS(ivr_keys), &p, &s, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "vin_v", 0, true, INFINITY, &c->ivr_vin_v, err));
+  ENPU_FORWARD(
+      config_get_number(doc, &p, s, "vout_min_v", 0, true, INFINITY, &c->ivr_vout_min_v, err));
+  /* A buck regulator cannot output more than its input, nor a band below its minimum. */
+  ENPU_FORWARD(config_get_number(doc, &p, s, "vout_max_v", c->ivr_vout_min_v, true, c->ivr_vin_v,
+                                 &c->ivr_vout_max_v, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "step_mv", 0, true, INFINITY, &c->ivr_step_mv, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "step_ns", 0, true, INFINITY, &c->ivr_step_ns, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "scaling_time_ns", 0, true, INFINITY,
+                                 &c->ivr_scaling_time_ns, err));
+  ENPU_FORWARD(config_get_int(doc, root, o, "fifo_sync_cycles", 0, &c->fifo_sync_cycles, err));
+  ENPU_FORWARD(config_get_number(doc, root, o, "other_static_w", 0, false, INFINITY,
+                                 &c->other_static_w, err));
+  ENPU_FORWARD(config_get_number(doc, root, o, "tdp_w", 0, true, INFINITY, &c->tdp_w, err));
+  c->max_freq_ghz = c->freq_states * c->freq_step_mhz / 1000.0;
+  return ENPU_OK;
+}
+
+static int parse_tables(const config_doc *doc, const config_path *root, config_chip *c,
+                        enpu_hasher *hs, enpu_err *err) {
+  config_path tp;
+  const json_t *tables;
+  ENPU_FORWARD(sub_object(doc, root, "tables", table_keys, NKEYS(table_keys), &tp, &tables, err));
+  const double peak[CONFIG_NCOMP] = {c->max_freq_ghz, c->max_freq_ghz, c->max_freq_ghz, c->hbm_gbps,
+                                     c->ici_links * c->ici_link_gbps};
+  const char *const peak_what[CONFIG_NCOMP] = {
+      "GHz, clock.states x step_mhz", "GHz, clock.states x step_mhz",
+      "GHz, clock.states x step_mhz", "GB/s, hbm.gbps", "GB/s, ici.links x link_gbps"};
+  int rc = ENPU_OK;
+  for (int k = 0; k < CONFIG_NCOMP + 2 && rc == ENPU_OK; k++) {
+    bool vf = k < CONFIG_NCOMP, bw = k == CONFIG_HBM || k == CONFIG_ICI;
+    csv_table t = {0};
+    rc = csv_read(doc, &tp, tables, table_keys[k], vf ? (bw ? vf_bw_cols : vf_freq_cols) : ivr_cols,
+                  &t, hs, err);
+    if (rc == ENPU_OK && vf) rc = vf_table(c, &t, peak[k], peak_what[k], &c->vf[k], err);
+    if (rc == ENPU_OK && k == CONFIG_NCOMP) rc = check_scaling_time(doc, root, c, &t, err);
+    if (rc == ENPU_OK && !vf)
+      rc = ivr_table(c, &t, k == CONFIG_NCOMP ? &c->ivr_dvfs : &c->ivr_fixed, err);
+    free(t.rows);
+  }
+  return rc;
+}
+
+int config_chip_parse(const config_doc *doc, config_chip *c, enpu_err *err) {
+  config_path root = CONFIG_ROOT;
+  ENPU_FORWARD(config_object(doc, &root, doc->root, chip_keys, NKEYS(chip_keys), err));
+  snprintf(c->path, sizeof c->path, "%s", doc->file);
+  ENPU_FORWARD(parse_scalars(doc, &root, c, err));
+  enpu_hasher hs;
+  enpu_hasher_init(&hs, 0);
+  enpu_hasher_bytes(&hs, doc->text, doc->len);
+  ENPU_FORWARD(parse_tables(doc, &root, c, &hs, err));
+  c->hash = enpu_hasher_digest(&hs);
+  return ENPU_OK;
+}
+
+void config_chip_clear(config_chip *c) {
+  for (int k = 0; k < CONFIG_NCOMP; k++) free(c->vf[k].points);
+  free(c->ivr_dvfs.points);
+  free(c->ivr_fixed.points);
+  memset(c, 0, sizeof *c);
+}
+
+int config_chip_load(const char *path, config_chip **out, enpu_err *err) {
+  *out = NULL;
+  config_chip *c = enpu_calloc(1, sizeof *c);
+  if (!c) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  config_doc doc;
+  int rc = config_doc_open(&doc, path, err);
+  if (rc == ENPU_OK) rc = config_chip_parse(&doc, c, err);
+  config_doc_close(&doc);
+  if (rc < 0) {
+    config_chip_free(c);
+    return rc;
+  }
+  *out = c;
+  return ENPU_OK;
+}
+
+void config_chip_free(config_chip *chip) {
+  if (!chip) return;
+  config_chip_clear(chip);
+  free(chip);
+}
+
+double config_state_ghz(const config_chip *chip, int state) {
+  if (state < 0 || state > chip->freq_states) return NAN; /* a caller bug: make it visible */
+  return state * chip->freq_step_mhz / 1000.0;
+}

@@ -1,0 +1,130 @@
+/* config_cluster.c — cluster files (jobs/clusters/<name>.json): prefill/decode nodes with their
+ * parallelism (paper Table 3) and the SLO length classes (Table 2).
+ * Invariants after load: every node's chips == dp*tp*pp*ep; SLO class bounds strictly
+ * increase, so a length maps to the first class whose bound covers it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const cluster_keys[] = {"name", "model", "prefill", "decode", "slo", "batching"};
+static const char *const node_keys[] = {"nodes", "chips", "parallel"};
+static const char *const parallel_keys[] = {"dp", "tp", "pp", "ep"};
+static const char *const slo_keys[] = {"name", "prefill_max_tokens", "decode_max_tokens", "ttft_ms",
+                                       "tpot_ms"};
+static const char *const batching_keys[] = {"max_batch", "max_batch_tokens"};
+
+int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
+                          config_parallel *out, enpu_err *err) {
+  ENPU_FORWARD(config_object(doc, p, v, parallel_keys, NKEYS(parallel_keys), err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "dp", 1, &out->dp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "tp", 1, &out->tp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "pp", 1, &out->pp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "ep", 1, &out->ep, err));
+  return ENPU_OK;
+}
+
+int config_parallel_check_chips(const config_doc *doc, const config_path *p,
+                                const config_parallel *par, int chips, enpu_err *err) {
+  long long product = (long long)par->dp * par->tp * par->pp * par->ep;
+  if (product != chips)
+    return config_fail(
+        doc, p, err, ENPU_ERR_RANGE,
+        "expected dp*tp*pp*ep to equal the node's chips (%d), got %d*%d*%d*%d = %lld", chips,
+        par->dp, par->tp, par->pp, par->ep, product);
+  return ENPU_OK;
+}
+
+static int parse_node(const config_doc *doc, const config_path *root, const char *key,
+                      config_node *node, enpu_err *err) {
+  config_path np = CONFIG_KEY(root, key);
+  const json_t *n = json_object_get(doc->root, key);
+  ENPU_FORWARD(config_object(doc, &np, n, node_keys, NKEYS(node_keys), err));
+  ENPU_FORWARD(config_get_int(doc, &np, n, "nodes", 1, &node->nodes, err));
+  ENPU_FORWARD(config_get_int(doc, &np, n, "chips", 1, &node->chips, err));
+  config_path pp = CONFIG_KEY(&np, "parallel");
+  ENPU_FORWARD(
+      config_parallel_parse(doc, &pp, json_object_get(n, "parallel"), &node->parallel, err));
+  return config_parallel_check_chips(doc, &pp, &node->parallel, node->chips, err);
+}
+
+/* A class bound must exceed the previous class's: classes are ordered by length. */
+static int check_bound(const config_doc *doc, const config_path *sp, size_t i, const char *key,
+                       int prev, int cur, enpu_err *err) {
+  if (i == 0 || cur > prev) return ENPU_OK;
+  config_path cp = CONFIG_INDEX(sp, i), kp = CONFIG_KEY(&cp, key);
+  config_path pp = CONFIG_INDEX(sp, i - 1), pk = CONFIG_KEY(&pp, key);
+  char where[768];
+  config_where(doc, &pk, where, sizeof where);
+  return config_fail(doc, &kp, err, ENPU_ERR_RANGE,
+                     "expected more than the previous class's %d (%s), got %d", prev, where, cur);
+}
+
+static int parse_slo(const config_doc *doc, const config_path *root, config_cluster *c,
+                     enpu_err *err) {
+  config_path sp = CONFIG_KEY(root, "slo");
+  const json_t *slo = json_object_get(doc->root, "slo");
+  size_t n;
+  ENPU_FORWARD(config_array(doc, &sp, slo, &n, err));
+  if (n > CONFIG_MAX_SLO_CLASSES)
+    return config_fail(doc, &sp, err, ENPU_ERR_RANGE, "expected at most %d classes, got %zu",
+                       CONFIG_MAX_SLO_CLASSES, n);
+  for (size_t i = 0; i < n; i++) {
+    config_path ep = CONFIG_INDEX(&sp, i);
+    const json_t *e = json_array_get(slo, i);
+    config_slo_class *k = &c->slo[i];
+    ENPU_FORWARD(config_object(doc, &ep, e, slo_keys, NKEYS(slo_keys), err));
+    ENPU_FORWARD(config_get_string(doc, &ep, e, "name", k->name, sizeof k->name, err));
+    ENPU_FORWARD(config_get_int(doc, &ep, e, "prefill_max_tokens", 1, &k->prefill_max_tokens, err));
+    ENPU_FORWARD(config_get_int(doc, &ep, e, "decode_max_tokens", 1, &k->decode_max_tokens, err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "ttft_ms", 0, true, INFINITY, &k->ttft_ms, err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "tpot_ms", 0, true, INFINITY, &k->tpot_ms, err));
+    const config_slo_class *prev = i ? &c->slo[i - 1] : k;
+    ENPU_FORWARD(check_bound(doc, &sp, i, "prefill_max_tokens", prev->prefill_max_tokens,
+                             k->prefill_max_tokens, err));
+    ENPU_FORWARD(check_bound(doc, &sp, i, "decode_max_tokens", prev->decode_max_tokens,
+                             k->decode_max_tokens, err));
+  }
+  c->slo_count = (int)n;
+  return ENPU_OK;
+}
+
+int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err) {
+  config_path root = CONFIG_ROOT;
+  ENPU_FORWARD(config_object(doc, &root, doc->root, cluster_keys, NKEYS(cluster_keys), err));
+  snprintf(c->path, sizeof c->path, "%s", doc->file);
+  ENPU_FORWARD(config_get_string(doc, &root, doc->root, "name", c->name, sizeof c->name, err));
+  ENPU_FORWARD(
+      config_get_string(doc, &root, doc->root, "model", c->model_name, sizeof c->model_name, err));
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++)
+    ENPU_FORWARD(parse_node(doc, &root, config_phase_names[ph], &c->node[ph], err));
+  ENPU_FORWARD(parse_slo(doc, &root, c, err));
+  config_path bp = CONFIG_KEY(&root, "batching");
+  const json_t *b = json_object_get(doc->root, "batching");
+  ENPU_FORWARD(config_object(doc, &bp, b, batching_keys, NKEYS(batching_keys), err));
+  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch", 1, &c->max_batch, err));
+  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch_tokens", 1, &c->max_batch_tokens, err));
+  c->hash = enpu_hash64(doc->text, doc->len, 0);
+  return ENPU_OK;
+}
+
+int config_cluster_load(const char *path, config_cluster **out, enpu_err *err) {
+  *out = NULL;
+  config_cluster *c = enpu_calloc(1, sizeof *c);
+  if (!c) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  config_doc doc;
+  int rc = config_doc_open(&doc, path, err);
+  if (rc == ENPU_OK) rc = config_cluster_parse(&doc, c, err);
+  config_doc_close(&doc);
+  if (rc < 0) {
+    free(c);
+    return rc;
+  }
+  *out = c;
+  return ENPU_OK;
+}
+
+void config_cluster_free(config_cluster *cluster) { free(cluster); }

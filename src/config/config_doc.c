@@ -1,0 +1,437 @@
+/* config_doc.c — JSON documents, JSON paths and the typed getters of every loader.
+ *
+ * jansson reports line/column only for syntax errors. For a semantic error we find the
+ * value again in the original text with a small scanner that walks the path: the text is
+ * valid JSON (jansson accepted it, duplicate keys rejected), so the scanner only needs to
+ * skip values and compare keys (escapes decoded). This runs on the error path only.
+ * Columns count UTF-8 characters from 1, as jansson's do. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+int config_doc_open(config_doc *doc, const char *path, enpu_err *err) {
+  memset(doc, 0, sizeof *doc);
+  if (snprintf(doc->file, sizeof doc->file, "%s", path) >= (int)sizeof doc->file)
+    return enpu_errorf(err, ENPU_ERR_RANGE, "%s: path too long", path);
+  ENPU_FORWARD(enpu_read_file(path, &doc->text, &doc->len, err));
+  json_error_t jerr;
+  doc->root = json_loadb(doc->text, doc->len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!doc->root) {
+    enpu_errorf(err, ENPU_ERR_PARSE, "%s:%d:%d: syntax error: %s", path, jerr.line, jerr.column,
+                jerr.text);
+    config_doc_close(doc);
+    return ENPU_ERR_PARSE;
+  }
+  return ENPU_OK;
+}
+
+void config_doc_close(config_doc *doc) {
+  json_decref(doc->root);
+  free(doc->text);
+  doc->root = NULL;
+  doc->text = NULL;
+}
+
+char *config_doc_take_text(config_doc *doc) {
+  char *t = doc->text;
+  doc->text = NULL;
+  return t;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Paths and positions */
+
+static bool is_identifier(const char *s) {
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_'))
+      return false;
+  return true;
+}
+
+/* Appends at buf[used]; once truncated, `used` may pass cap and nothing more is written. */
+static size_t path_append(const config_path *p, char *buf, size_t cap, size_t used) {
+  if (p->parent) used = path_append(p->parent, buf, cap, used);
+  char *at = buf + (used < cap ? used : cap);
+  size_t room = used < cap ? cap - used : 0;
+  if (!p->parent)
+    used += (size_t)snprintf(at, room, "$");
+  else if (!p->key)
+    used += (size_t)snprintf(at, room, "[%zu]", p->index);
+  else if (is_identifier(p->key))
+    used += (size_t)snprintf(at, room, ".%s", p->key);
+  else
+    used += (size_t)snprintf(at, room, "[\"%s\"]", p->key);
+  return used;
+}
+
+/* Render a JSON path ("$.phases.prefill.batch[3]"), truncated to cap. */
+static void path_str(const config_path *p, char *buf, size_t cap) {
+  if (cap == 0) return;
+  buf[0] = '\0';
+  path_append(p, buf, cap, 0);
+}
+
+typedef struct {
+  const char *s;
+  size_t n;
+  size_t i;
+} scanner;
+
+static void scan_ws(scanner *sc) {
+  while (sc->i < sc->n && strchr(" \t\r\n", sc->s[sc->i]) && sc->s[sc->i]) sc->i++;
+}
+
+static int hex4(const char *s) {
+  int v = 0;
+  for (int k = 0; k < 4; k++) {
+    char c = s[k];
+    v <<= 4;
+    if (c >= '0' && c <= '9')
+      v |= c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v |= c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      v |= c - 'A' + 10;
+    else
+      return -1;
+  }
+  return v;
+}
+
+/* Decode one character of a string body at sc->i into UTF-8 bytes; advance past it. */
+static int scan_char(scanner *sc, unsigned char out[4]) {
+  char c = sc->s[sc->i];
+  if (c != '\\') {
+    out[0] = (unsigned char)c;
+    sc->i++;
+    return 1;
+  }
+  char e = sc->i + 1 < sc->n ? sc->s[sc->i + 1] : '\0';
+  sc->i += 2;
+  switch (e) {
+  case 'b': out[0] = '\b'; return 1;
+  case 'f': out[0] = '\f'; return 1;
+  case 'n': out[0] = '\n'; return 1;
+  case 'r': out[0] = '\r'; return 1;
+  case 't': out[0] = '\t'; return 1;
+  case 'u': break;
+  default: out[0] = (unsigned char)e; return 1; /* \" \\ \/ */
+  }
+  if (sc->i + 4 > sc->n) return 0;
+  long cp = hex4(sc->s + sc->i);
+  sc->i += 4;
+  if (cp >= 0xD800 && cp < 0xDC00 && sc->i + 6 <= sc->n && sc->s[sc->i] == '\\' &&
+      sc->s[sc->i + 1] == 'u') {
+    long lo = hex4(sc->s + sc->i + 2);
+    if (lo >= 0xDC00 && lo < 0xE000) {
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      sc->i += 6;
+    }
+  }
+  if (cp < 0) return 0;
+  if (cp < 0x80) {
+    out[0] = (unsigned char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (unsigned char)(0xC0 | (cp >> 6));
+    out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (unsigned char)(0xE0 | (cp >> 12));
+    out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (unsigned char)(0xF0 | (cp >> 18));
+  out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* At an opening quote: consume the string; report whether its decoded text is `key`. */
+static bool scan_string_equals(scanner *sc, const char *key) {
+  size_t klen = key ? strlen(key) : 0, k = 0;
+  bool equal = key != NULL;
+  sc->i++;
+  while (sc->i < sc->n && sc->s[sc->i] != '"') {
+    unsigned char ch[4];
+    int got = scan_char(sc, ch);
+    for (int j = 0; j < got; j++, k++)
+      if (k >= klen || (unsigned char)key[k] != ch[j]) equal = false;
+  }
+  sc->i++; /* closing quote */
+  return equal && k == klen;
+}
+
+static void scan_skip_value(scanner *sc) {
+  int depth = 0;
+  do {
+    if (sc->i >= sc->n) return;
+    char c = sc->s[sc->i];
+    if (c == '"') {
+      scan_string_equals(sc, NULL);
+    } else if (c == '{' || c == '[') {
+      depth++;
+      sc->i++;
+    } else if (c == '}' || c == ']') {
+      depth--;
+      sc->i++;
+    } else if (depth > 0) {
+      sc->i++; /* ',', ':', whitespace or scalar characters inside a container */
+    } else {
+      while (sc->i < sc->n && !strchr(",}] \t\r\n", sc->s[sc->i])) sc->i++;
+    }
+  } while (depth > 0);
+}
+
+/* Offset of the value at p (key_only: of its key, for unknown-key errors).
+ * @return false when the path is not in the text (only on an internal mismatch). */
+static bool scan_find(scanner *sc, const config_path *p, bool key_only) {
+  if (!p->parent) {
+    sc->i = 0;
+    scan_ws(sc);
+    return true;
+  }
+  if (!scan_find(sc, p->parent, false)) return false;
+  char open = p->key ? '{' : '[', close = p->key ? '}' : ']';
+  if (sc->i >= sc->n || sc->s[sc->i] != open) return false;
+  sc->i++;
+  for (size_t idx = 0;; idx++) {
+    scan_ws(sc);
+    if (sc->i >= sc->n || sc->s[sc->i] == close) return false;
+    bool match = p->key ? false : idx == p->index;
+    if (p->key) {
+      size_t key_at = sc->i;
+      match = scan_string_equals(sc, p->key);
+      scan_ws(sc);
+      sc->i++; /* ':' */
+      scan_ws(sc);
+      if (match && key_only) sc->i = key_at;
+    }
+    if (match) return true;
+    scan_skip_value(sc);
+    scan_ws(sc);
+    if (sc->i < sc->n && sc->s[sc->i] == ',') sc->i++;
+  }
+}
+
+static void line_column(const char *text, size_t off, int *line, int *column) {
+  int l = 1, c = 0;
+  for (size_t i = 0; i <= off && text[i]; i++) {
+    if (text[i] == '\n') {
+      if (i == off) break;
+      l++;
+      c = 0;
+    } else if (((unsigned char)text[i] & 0xC0) != 0x80) {
+      c++;
+    }
+  }
+  *line = l;
+  *column = c;
+}
+
+/* Missing members are reported at the object that lacks them. */
+static void where_impl(const config_doc *doc, const config_path *p, bool key_only, char *buf,
+                       size_t cap) {
+  scanner sc = {doc->text, doc->len, 0};
+  int line = 0, column = 0;
+  if (doc->text && scan_find(&sc, p, key_only)) line_column(doc->text, sc.i, &line, &column);
+  char path[512];
+  path_str(p, path, sizeof path);
+  snprintf(buf, cap, "%s:%d:%d: %s", doc->file, line, column, path);
+}
+
+void config_where(const config_doc *doc, const config_path *p, char *buf, size_t cap) {
+  where_impl(doc, p, false, buf, cap);
+}
+
+static int fail_v(const config_doc *doc, const config_path *p, bool key_only, enpu_err *err,
+                  int code, const char *fmt, va_list ap) {
+  if (!err) return code;
+  char where[768], what[ENPU_ERR_MSG_LEN];
+  where_impl(doc, p, key_only, where, sizeof where);
+  vsnprintf(what, sizeof what, fmt, ap);
+  return enpu_errorf(err, code, "%s: %s", where, what);
+}
+
+int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int code,
+                const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(doc, p, false, err, code, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* An unknown key: at the key itself, where the typo is. */
+static int fail_key(const config_doc *doc, const config_path *p, enpu_err *err, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+static int fail_key(const config_doc *doc, const config_path *p, enpu_err *err, const char *fmt,
+                    ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(doc, p, true, err, ENPU_ERR_INVALID, fmt, ap);
+  va_end(ap);
+  return ENPU_ERR_INVALID;
+}
+
+/* A missing member: at the object, naming the key and what it should hold. */
+static int fail_missing(const config_doc *doc, const config_path *p, enpu_err *err,
+                        const char *expected) {
+  return config_fail(doc, p->parent, err, ENPU_ERR_INVALID,
+                     "missing required key '%s' (expected %s)", p->key, expected);
+}
+
+void config_describe(const json_t *v, char *buf, size_t cap) {
+  if (json_is_object(v)) {
+    snprintf(buf, cap, "an object");
+  } else if (json_is_array(v)) {
+    snprintf(buf, cap, "an array");
+  } else if (json_is_real(v)) {
+    snprintf(buf, cap, "%.15g", json_real_value(v)); /* 0.05, not 0.050000000000000003 */
+  } else {
+    char tmp[80];
+    size_t n = json_dumpb(v, tmp, sizeof tmp, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (n > sizeof tmp)
+      snprintf(buf, cap, "%.60s...", tmp);
+    else
+      snprintf(buf, cap, "%.*s", (int)n, tmp);
+  }
+}
+
+static int fail_expected(const config_doc *doc, const config_path *p, const json_t *v,
+                         enpu_err *err, int code, const char *expected) {
+  char got[96];
+  config_describe(v, got, sizeof got);
+  return config_fail(doc, p, err, code, "expected %s, got %s", expected, got);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Typed getters */
+
+int config_object(const config_doc *doc, const config_path *p, const json_t *v,
+                  const char *const *keys, size_t nkeys, enpu_err *err) {
+  if (!v) return fail_missing(doc, p, err, "an object");
+  if (!json_is_object(v)) return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, "an object");
+  const char *key;
+  json_t *member;
+  json_object_foreach((json_t *)v, key, member) {
+    size_t k = 0;
+    while (k < nkeys && strcmp(keys[k], key) != 0) k++;
+    if (k < nkeys) continue;
+    char list[512];
+    size_t used = 0;
+    list[0] = '\0';
+    for (size_t j = 0; j < nkeys && used < sizeof list; j++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "", keys[j]);
+    config_path kp = CONFIG_KEY(p, key);
+    return fail_key(doc, &kp, err, "unknown key '%s'; expected one of: %s", key, list);
+  }
+  return ENPU_OK;
+}
+
+int config_int(const config_doc *doc, const config_path *p, const json_t *v, int min, int *out,
+               enpu_err *err) {
+  char expected[64];
+  if (min == 1)
+    snprintf(expected, sizeof expected, "a positive integer");
+  else if (min == 0)
+    snprintf(expected, sizeof expected, "a non-negative integer");
+  else
+    snprintf(expected, sizeof expected, "an integer >= %d", min);
+  if (!v) return fail_missing(doc, p, err, expected);
+  if (!json_is_integer(v)) return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, expected);
+  json_int_t x = json_integer_value(v);
+  if (x < min) return fail_expected(doc, p, v, err, ENPU_ERR_RANGE, expected);
+  if (x > INT_MAX) {
+    snprintf(expected + strlen(expected), sizeof expected - strlen(expected), " <= %d", INT_MAX);
+    return fail_expected(doc, p, v, err, ENPU_ERR_RANGE, expected);
+  }
+  *out = (int)x;
+  return ENPU_OK;
+}
+
+int config_number(const config_doc *doc, const config_path *p, const json_t *v, double min,
+                  bool min_open, double max, double *out, enpu_err *err) {
+  char expected[96];
+  if (isinf(max) && min == 0)
+    snprintf(expected, sizeof expected, "a %s number", min_open ? "positive" : "non-negative");
+  else if (isinf(max))
+    snprintf(expected, sizeof expected, "a number %s %g", min_open ? ">" : ">=", min);
+  else
+    snprintf(expected, sizeof expected, "a number in %c%g, %g]", min_open ? '(' : '[', min, max);
+  if (!v) return fail_missing(doc, p, err, expected);
+  if (!json_is_number(v)) return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, expected);
+  double x = json_number_value(v);
+  if (x < min || (min_open && x == min) || x > max)
+    return fail_expected(doc, p, v, err, ENPU_ERR_RANGE, expected);
+  *out = x;
+  return ENPU_OK;
+}
+
+int config_string(const config_doc *doc, const config_path *p, const json_t *v, char *buf,
+                  size_t cap, enpu_err *err) {
+  char expected[64];
+  snprintf(expected, sizeof expected, "a non-empty string of at most %zu bytes", cap - 1);
+  if (!v) return fail_missing(doc, p, err, expected);
+  if (!json_is_string(v)) return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, expected);
+  size_t n = json_string_length(v);
+  if (n == 0 || n >= cap || strlen(json_string_value(v)) != n)
+    return fail_expected(doc, p, v, err, ENPU_ERR_RANGE, expected);
+  memcpy(buf, json_string_value(v), n + 1);
+  return ENPU_OK;
+}
+
+int config_enum(const config_doc *doc, const config_path *p, const json_t *v,
+                const char *const *names, int count, int *out, enpu_err *err) {
+  char expected[256];
+  size_t used = (size_t)snprintf(expected, sizeof expected, "one of: ");
+  for (int j = 0; j < count && used < sizeof expected; j++)
+    used +=
+        (size_t)snprintf(expected + used, sizeof expected - used, "%s%s", j ? ", " : "", names[j]);
+  if (!v) return fail_missing(doc, p, err, expected);
+  if (json_is_string(v))
+    for (int j = 0; j < count; j++)
+      if (strcmp(json_string_value(v), names[j]) == 0) {
+        *out = j;
+        return ENPU_OK;
+      }
+  return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, expected);
+}
+
+int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
+                 enpu_err *err) {
+  if (!v) return fail_missing(doc, p, err, "a non-empty array");
+  if (!json_is_array(v) || json_array_size(v) == 0)
+    return fail_expected(doc, p, v, err, json_is_array(v) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID,
+                         "a non-empty array");
+  *count = json_array_size(v);
+  return ENPU_OK;
+}
+
+int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                   const char *key, int min, int *out, enpu_err *err) {
+  config_path p = CONFIG_KEY(obj_path, key);
+  return config_int(doc, &p, json_object_get(obj, key), min, out, err);
+}
+
+int config_get_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, double min, bool min_open, double max, double *out,
+                      enpu_err *err) {
+  config_path p = CONFIG_KEY(obj_path, key);
+  return config_number(doc, &p, json_object_get(obj, key), min, min_open, max, out, err);
+}
+
+int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, char *buf, size_t cap, enpu_err *err) {
+  config_path p = CONFIG_KEY(obj_path, key);
+  return config_string(doc, &p, json_object_get(obj, key), buf, cap, err);
+}

@@ -1,0 +1,98 @@
+/* config_internal.h — private to src/config: a loaded JSON document, JSON paths, and the
+ * typed, self-reporting getters every loader uses.
+ *
+ * Invariants: a config_doc owns its text and its jansson tree; the text is the exact file
+ * content, so an error position can be recovered from it. Positions are computed only on
+ * the error path (config_locate scans the text again), never while loading valid input.
+ * A config_path is a chain of stack frames from a value up to the root "$"; it is never
+ * stored beyond the call that built it. */
+#ifndef ENPU_CONFIG_INTERNAL_H
+#define ENPU_CONFIG_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+typedef struct {
+  char file[CONFIG_PATH_LEN]; /* as opened; every message starts with it */
+  char *text;                 /* the whole document, NUL-terminated */
+  size_t len;
+  json_t *root;
+} config_doc;
+
+/* One step of a JSON path: an object member (key != NULL) or an array element. */
+typedef struct config_path {
+  const struct config_path *parent; /* NULL for the root "$" */
+  const char *key;
+  size_t index;
+} config_path;
+
+#define CONFIG_ROOT ((config_path){NULL, NULL, 0})
+#define CONFIG_KEY(parent_, key_) ((config_path){(parent_), (key_), 0})
+#define CONFIG_INDEX(parent_, i_) ((config_path){(parent_), NULL, (i_)})
+
+/* Read and parse `path` (duplicate keys are syntax errors, so every path names one
+ * value). @return 0, ENPU_ERR_IO (cannot read) or ENPU_ERR_PARSE (file:line:column of
+ * jansson's syntax error); on failure the doc holds nothing. */
+int config_doc_open(config_doc *doc, const char *path, enpu_err *err);
+void config_doc_close(config_doc *doc);
+/* Hand the text over to the caller (provenance); the doc no longer frees it. */
+char *config_doc_take_text(config_doc *doc);
+
+/* "file:line:column: $.a.b[3]" for the value at p. */
+void config_where(const config_doc *doc, const config_path *p, char *buf, size_t cap);
+/* Fill err with "file:line:column: $.path: " + message. @return code. */
+int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int code,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A short rendering of a value for "got ..." ("-4", "\"abc\"", "an object"). */
+void config_describe(const json_t *v, char *buf, size_t cap);
+
+/* Typed getters. v == NULL means the member p->key is missing: reported at p->parent.
+ * Each reports "expected <what>, got <value>" at p and returns a negative code. */
+int config_object(const config_doc *doc, const config_path *p, const json_t *v,
+                  const char *const *keys, size_t nkeys, enpu_err *err);
+/* Integer >= min (and <= INT_MAX). */
+int config_int(const config_doc *doc, const config_path *p, const json_t *v, int min, int *out,
+               enpu_err *err);
+/* Number in [min, max] ((min, max] when min_open); max may be INFINITY. */
+int config_number(const config_doc *doc, const config_path *p, const json_t *v, double min,
+                  bool min_open, double max, double *out, enpu_err *err);
+/* Non-empty string of at most cap-1 bytes. */
+int config_string(const config_doc *doc, const config_path *p, const json_t *v, char *buf,
+                  size_t cap, enpu_err *err);
+/* A string among names[0..count): *out is its index. */
+int config_enum(const config_doc *doc, const config_path *p, const json_t *v,
+                const char *const *names, int count, int *out, enpu_err *err);
+/* Non-empty array; *out borrows it. */
+int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
+                 enpu_err *err);
+
+/* Member-level shorthands: look `key` up in obj (already checked to be an object). */
+int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                   const char *key, int min, int *out, enpu_err *err);
+int config_get_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, double min, bool min_open, double max, double *out,
+                      enpu_err *err);
+int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, char *buf, size_t cap, enpu_err *err);
+
+/* The vocabularies as the files spell them, indexed by the enums. */
+extern const char *const config_phase_names[CONFIG_NPHASE];
+extern const char *const config_policy_names[CONFIG_NPOLICY];
+
+/* Loaders of already-opened documents, shared by the public *_load and the job. They
+ * fill a zeroed struct; on failure the caller frees it with the *_clear function. */
+int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err);
+int config_chip_parse(const config_doc *doc, config_chip *c, enpu_err *err);
+void config_chip_clear(config_chip *c);
+int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err);
+/* A {dp, tp, pp, ep} object (cluster nodes and job overrides), and the check that it
+ * multiplies to a node's chip count (reported at p). */
+int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
+                          config_parallel *out, enpu_err *err);
+int config_parallel_check_chips(const config_doc *doc, const config_path *p,
+                                const config_parallel *par, int chips, enpu_err *err);
+
+#endif /* ENPU_CONFIG_INTERNAL_H */

@@ -1,0 +1,298 @@
+/* config_job.c — job files (jobs/<name>.json): the bucket grid per phase, slacks, policies,
+ * and the model/chip/cluster they reference (paths relative to the job file).
+ *
+ * Invariants after load: explicit axes and slacks strictly increase; policies are
+ * distinct; each enabled phase has an effective parallelism whose product is the node's
+ * chip count, whose TP divides the attention heads and FFN/expert widths and whose EP
+ * divides the routed experts. Cross-file errors point at the file and key that set the
+ * offending value (the job's override, or else the cluster's node). The referenced
+ * documents stay open until the end so such errors can still be located. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const job_keys[] = {"name",   "model",  "chip",     "cluster", "store",
+                                       "phases", "slacks", "policies", "moe"};
+static const char *const phase_keys[] = {"batch", "seq", "parallel"};
+static const char *const rule_keys[] = {"rule", "max"};
+static const char *const rule_names[] = {"paper"};
+static const char *const moe_keys[] = {"capacity_factor"};
+
+#define AXIS_EXPECTED "an array of positive integers or {\"rule\": \"paper\", \"max\": N}"
+
+/* Element i of a list is not above element i-1: name both positions. */
+static int fail_not_increasing(const config_doc *doc, const config_path *list, size_t i,
+                               double prev, double cur, enpu_err *err) {
+  config_path cp = CONFIG_INDEX(list, i), pp = CONFIG_INDEX(list, i - 1);
+  char where[768];
+  config_where(doc, &pp, where, sizeof where);
+  return config_fail(doc, &cp, err, ENPU_ERR_RANGE,
+                     "expected a strictly increasing list: more than %.10g (%s), got %.10g%s", prev,
+                     where, cur, cur == prev ? " (a duplicate)" : "");
+}
+
+static int parse_axis(const config_doc *doc, const config_path *phase_path, const json_t *phase,
+                      const char *key, config_axis *ax, enpu_err *err) {
+  config_path p = CONFIG_KEY(phase_path, key);
+  const json_t *v = json_object_get(phase, key);
+  if (!v)
+    return config_fail(doc, phase_path, err, ENPU_ERR_INVALID,
+                       "missing required key '%s' (expected %s)", key, AXIS_EXPECTED);
+  if (json_is_object(v)) {
+    int rule;
+    ENPU_FORWARD(config_object(doc, &p, v, rule_keys, NKEYS(rule_keys), err));
+    config_path rp = CONFIG_KEY(&p, "rule");
+    ENPU_FORWARD(config_enum(doc, &rp, json_object_get(v, "rule"), rule_names, 1, &rule, err));
+    ax->rule = true;
+    return config_get_int(doc, &p, v, "max", 1, &ax->rule_max, err);
+  }
+  if (!json_is_array(v)) {
+    char got[96];
+    config_describe(v, got, sizeof got);
+    return config_fail(doc, &p, err, ENPU_ERR_INVALID, "expected %s, got %s", AXIS_EXPECTED, got);
+  }
+  size_t n;
+  ENPU_FORWARD(config_array(doc, &p, v, &n, err));
+  ax->values = enpu_calloc(n, sizeof *ax->values);
+  if (!ax->values) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
+  for (size_t i = 0; i < n; i++) {
+    config_path ep = CONFIG_INDEX(&p, i);
+    ENPU_FORWARD(config_int(doc, &ep, json_array_get(v, i), 1, &ax->values[i], err));
+    if (i > 0 && ax->values[i] <= ax->values[i - 1])
+      return fail_not_increasing(doc, &p, i, ax->values[i - 1], ax->values[i], err);
+    ax->count = (int)i + 1;
+  }
+  return ENPU_OK;
+}
+
+/* Where a phase's parallelism came from, for locating divisibility errors. */
+typedef struct {
+  const config_doc *doc;
+  config_path path; /* the parallel object */
+} parallel_origin;
+
+static int check_divides(const parallel_origin *o, const char *key, int degree, int size,
+                         const char *what, const config_model *m, enpu_err *err) {
+  if (size % degree == 0) return ENPU_OK;
+  config_path kp = CONFIG_KEY(&o->path, key);
+  return config_fail(o->doc, &kp, err, ENPU_ERR_RANGE,
+                     "expected a divisor of the model's %s (%d, %s), got %d", what, size, m->path,
+                     degree);
+}
+
+static int check_parallel(const parallel_origin *o, const config_parallel *par,
+                          const config_model *m, enpu_err *err) {
+  ENPU_FORWARD(check_divides(o, "tp", par->tp, m->heads, "attention heads", m, err));
+  ENPU_FORWARD(
+      check_divides(o, "tp", par->tp, m->ffn_intermediate, "FFN intermediate size", m, err));
+  if (!m->moe) {
+    if (par->ep == 1) return ENPU_OK;
+    config_path kp = CONFIG_KEY(&o->path, "ep");
+    return config_fail(o->doc, &kp, err, ENPU_ERR_RANGE,
+                       "expected 1 for a model without experts (%s), got %d", m->path, par->ep);
+  }
+  ENPU_FORWARD(
+      check_divides(o, "tp", par->tp, m->expert_intermediate, "expert intermediate size", m, err));
+  return check_divides(o, "ep", par->ep, m->routed_experts, "routed experts", m, err);
+}
+
+static int parse_phase(const config_doc *doc, const config_doc *cluster_doc,
+                       const config_path *phases_path, const json_t *phases, config_phase ph,
+                       config_job *job, enpu_err *err) {
+  const char *name = config_phase_names[ph];
+  const json_t *v = json_object_get(phases, name);
+  if (!v) return ENPU_OK;
+  config_path pp = CONFIG_KEY(phases_path, name);
+  config_phase_grid *g = &job->phase[ph];
+  ENPU_FORWARD(config_object(doc, &pp, v, phase_keys, NKEYS(phase_keys), err));
+  g->enabled = true;
+  ENPU_FORWARD(parse_axis(doc, &pp, v, "batch", &g->batch, err));
+  ENPU_FORWARD(parse_axis(doc, &pp, v, "seq", &g->seq, err));
+  const config_node *node = &job->cluster.node[ph];
+  g->chips = node->chips;
+  config_path cluster_root = CONFIG_ROOT, cluster_node = CONFIG_KEY(&cluster_root, name);
+  parallel_origin o = {cluster_doc, CONFIG_KEY(&cluster_node, "parallel")};
+  const json_t *override = json_object_get(v, "parallel");
+  if (override) {
+    o = (parallel_origin){doc, CONFIG_KEY(&pp, "parallel")};
+    ENPU_FORWARD(config_parallel_parse(doc, &o.path, override, &g->parallel, err));
+    ENPU_FORWARD(config_parallel_check_chips(doc, &o.path, &g->parallel, node->chips, err));
+  } else {
+    g->parallel = node->parallel;
+  }
+  return check_parallel(&o, &g->parallel, &job->model, err);
+}
+
+static int parse_slacks(const config_doc *doc, const config_path *root, config_job *job,
+                        enpu_err *err) {
+  config_path sp = CONFIG_KEY(root, "slacks");
+  const json_t *v = json_object_get(doc->root, "slacks");
+  size_t n;
+  ENPU_FORWARD(config_array(doc, &sp, v, &n, err));
+  job->slacks = enpu_calloc(n, sizeof *job->slacks);
+  if (!job->slacks) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
+  for (size_t i = 0; i < n; i++) {
+    config_path ep = CONFIG_INDEX(&sp, i);
+    ENPU_FORWARD(config_number(doc, &ep, json_array_get(v, i), 0, false, 10, &job->slacks[i], err));
+    if (i > 0 && job->slacks[i] <= job->slacks[i - 1])
+      return fail_not_increasing(doc, &sp, i, job->slacks[i - 1], job->slacks[i], err);
+    job->slack_count = (int)i + 1;
+  }
+  return ENPU_OK;
+}
+
+static int parse_policies(const config_doc *doc, const config_path *root, config_job *job,
+                          enpu_err *err) {
+  config_path pp = CONFIG_KEY(root, "policies");
+  const json_t *v = json_object_get(doc->root, "policies");
+  size_t n;
+  ENPU_FORWARD(config_array(doc, &pp, v, &n, err));
+  for (size_t i = 0; i < n; i++) {
+    config_path ep = CONFIG_INDEX(&pp, i);
+    int pol;
+    ENPU_FORWARD(config_enum(doc, &ep, json_array_get(v, i), config_policy_names, CONFIG_NPOLICY,
+                             &pol, err));
+    for (size_t j = 0; j < i; j++)
+      if ((int)job->policies[j] == pol) {
+        config_path first = CONFIG_INDEX(&pp, j);
+        char where[768];
+        config_where(doc, &first, where, sizeof where);
+        return config_fail(doc, &ep, err, ENPU_ERR_INVALID,
+                           "expected each policy once, got \"%s\" again (first at %s)",
+                           config_policy_names[pol], where);
+      }
+    job->policies[i] = (config_policy)pol; /* i < CONFIG_NPOLICY: all distinct */
+    job->policy_count = (int)i + 1;
+  }
+  return ENPU_OK;
+}
+
+static int parse_moe(const config_doc *doc, const config_path *root, config_job *job,
+                     enpu_err *err) {
+  const json_t *v = json_object_get(doc->root, "moe");
+  job->moe_capacity_factor = 0; /* worst case unless the job says otherwise */
+  if (!v) return ENPU_OK;
+  config_path mp = CONFIG_KEY(root, "moe");
+  ENPU_FORWARD(config_object(doc, &mp, v, moe_keys, NKEYS(moe_keys), err));
+  config_path cp = CONFIG_KEY(&mp, "capacity_factor");
+  const json_t *cf = json_object_get(v, "capacity_factor");
+  if (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0) return ENPU_OK;
+  if (json_is_number(cf) && json_number_value(cf) >= 1) {
+    job->moe_capacity_factor = json_number_value(cf);
+    return ENPU_OK;
+  }
+  const char *expected = "\"worst\" or a number >= 1";
+  if (!cf)
+    return config_fail(doc, &mp, err, ENPU_ERR_INVALID,
+                       "missing required key 'capacity_factor' (expected %s)", expected);
+  char got[96];
+  config_describe(cf, got, sizeof got);
+  return config_fail(doc, &cp, err, ENPU_ERR_RANGE, "expected %s, got %s", expected, got);
+}
+
+/* Open the file that job member `key` names, relative to the job file. A file that
+ * cannot be read is reported at that member; errors inside it name the file itself. */
+static int open_ref(const config_doc *doc, const config_path *root, const char *key,
+                    config_doc *ref, enpu_err *err) {
+  char rel[CONFIG_PATH_LEN], path[CONFIG_PATH_LEN];
+  config_path kp = CONFIG_KEY(root, key);
+  ENPU_FORWARD(config_get_string(doc, root, doc->root, key, rel, sizeof rel, err));
+  if (enpu_path_relative(doc->file, rel, path, sizeof path, NULL) < 0)
+    return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
+  int rc = config_doc_open(ref, path, err);
+  if (rc == ENPU_ERR_IO) {
+    char where[768];
+    config_where(doc, &kp, where, sizeof where);
+    enpu_err_prefix(err, "%s: ", where);
+  }
+  return rc;
+}
+
+static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job, enpu_err *err) {
+  config_path root = CONFIG_ROOT;
+  const json_t *o = doc->root;
+  ENPU_FORWARD(config_object(doc, &root, o, job_keys, NKEYS(job_keys), err));
+  snprintf(job->path, sizeof job->path, "%s", doc->file);
+  ENPU_FORWARD(config_get_string(doc, &root, o, "name", job->name, sizeof job->name, err));
+  char store[CONFIG_PATH_LEN];
+  ENPU_FORWARD(config_get_string(doc, &root, o, "store", store, sizeof store, err));
+  if (enpu_path_relative(doc->file, store, job->store_path, sizeof job->store_path, NULL) < 0) {
+    config_path sp = CONFIG_KEY(&root, "store");
+    return config_fail(doc, &sp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", store);
+  }
+  ENPU_FORWARD(open_ref(doc, &root, "model", &refs[0], err));
+  ENPU_FORWARD(config_model_parse(&refs[0], &job->model, err));
+  ENPU_FORWARD(open_ref(doc, &root, "chip", &refs[1], err));
+  ENPU_FORWARD(config_chip_parse(&refs[1], &job->chip, err));
+  ENPU_FORWARD(open_ref(doc, &root, "cluster", &refs[2], err));
+  ENPU_FORWARD(config_cluster_parse(&refs[2], &job->cluster, err));
+  if (strcmp(job->cluster.model_name, job->model.name) != 0) {
+    config_path cp = CONFIG_KEY(&root, "cluster");
+    return config_fail(doc, &cp, err, ENPU_ERR_INVALID,
+                       "expected a cluster for model \"%s\" (%s), got one for \"%s\" (%s)",
+                       job->model.name, job->model.path, job->cluster.model_name,
+                       job->cluster.path);
+  }
+  config_path pp = CONFIG_KEY(&root, "phases");
+  const json_t *phases = json_object_get(o, "phases");
+  ENPU_FORWARD(config_object(doc, &pp, phases, config_phase_names, CONFIG_NPHASE, err));
+  if (json_object_size(phases) == 0)
+    return config_fail(doc, &pp, err, ENPU_ERR_INVALID,
+                       "expected at least one of: prefill, decode, got an empty object");
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++)
+    ENPU_FORWARD(parse_phase(doc, &refs[2], &pp, phases, (config_phase)ph, job, err));
+  ENPU_FORWARD(parse_slacks(doc, &root, job, err));
+  ENPU_FORWARD(parse_policies(doc, &root, job, err));
+  ENPU_FORWARD(parse_moe(doc, &root, job, err));
+  enpu_hasher hs;
+  enpu_hasher_init(&hs, 0);
+  enpu_hasher_bytes(&hs, doc->text, doc->len);
+  enpu_hasher_i64(&hs, (int64_t)job->model.hash);
+  enpu_hasher_i64(&hs, (int64_t)job->chip.hash);
+  enpu_hasher_i64(&hs, (int64_t)job->cluster.hash);
+  job->hash = enpu_hasher_digest(&hs);
+  return ENPU_OK;
+}
+
+int config_job_load(const char *path, config_job **out, enpu_err *err) {
+  *out = NULL;
+  config_job *job = enpu_calloc(1, sizeof *job);
+  if (!job) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  config_doc doc, refs[3];
+  memset(refs, 0, sizeof refs);
+  int rc = config_doc_open(&doc, path, err);
+  if (rc == ENPU_OK) {
+    rc = parse_job(&doc, refs, job, err);
+    job->job_json = config_doc_take_text(&doc);
+    job->model_json = config_doc_take_text(&refs[0]);
+    job->chip_json = config_doc_take_text(&refs[1]);
+    job->cluster_json = config_doc_take_text(&refs[2]);
+  }
+  config_doc_close(&doc);
+  for (int i = 0; i < 3; i++) config_doc_close(&refs[i]);
+  if (rc < 0) {
+    config_job_free(job);
+    return rc;
+  }
+  *out = job;
+  return ENPU_OK;
+}
+
+void config_job_free(config_job *job) {
+  if (!job) return;
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
+    free(job->phase[ph].batch.values);
+    free(job->phase[ph].seq.values);
+  }
+  free(job->slacks);
+  config_chip_clear(&job->chip);
+  free(job->job_json);
+  free(job->model_json);
+  free(job->chip_json);
+  free(job->cluster_json);
+  free(job);
+}

@@ -1,0 +1,169 @@
+/* config_model.c — model files (jobs/models/<name>.json): validation and derived sizes.
+ *
+ * Parameter counts follow the public Llama 3 and DeepSeek-V2/V3 architectures: untied
+ * embedding and LM head, RMSNorm weights (two per layer, one final, plus MLA's q/kv
+ * low-rank norms), SwiGLU FFNs (3 matrices), MLA low-rank projections, a router per MoE
+ * layer, and dense FFNs in the first_dense_layers. Checked against the published sizes
+ * in tests/unit/test_config.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+static const char *const model_keys[] = {"name",        "hidden",    "layers", "vocab",
+                                         "dtype_bytes", "attention", "ffn",    "moe"};
+static const char *const attention_kinds[] = {"gqa", "mla"};
+static const char *const gqa_keys[] = {"kind", "heads", "kv_heads", "head_dim"};
+static const char *const mla_keys[] = {
+    "kind",      "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim"};
+static const char *const ffn_keys[] = {"intermediate"};
+static const char *const moe_keys[] = {"routed_experts", "shared_experts", "experts_per_token",
+                                       "expert_intermediate", "first_dense_layers"};
+
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+
+static int parse_attention(const config_doc *doc, const config_path *root, const json_t *obj,
+                           config_model *m, enpu_err *err) {
+  config_path ap = CONFIG_KEY(root, "attention");
+  const json_t *a = json_object_get(obj, "attention");
+  if (!json_is_object(a)) return config_object(doc, &ap, a, NULL, 0, err);
+  config_path kp = CONFIG_KEY(&ap, "kind");
+  int kind;
+  ENPU_FORWARD(config_enum(doc, &kp, json_object_get(a, "kind"), attention_kinds, 2, &kind, err));
+  m->attention = (config_attention_kind)kind;
+  /* Each kind admits only its own fields: a GQA head_dim on an MLA model is a mistake. */
+  if (m->attention == CONFIG_ATTN_GQA)
+    ENPU_FORWARD(config_object(doc, &ap, a, gqa_keys, NKEYS(gqa_keys), err));
+  else
+    ENPU_FORWARD(config_object(doc, &ap, a, mla_keys, NKEYS(mla_keys), err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "heads", 1, &m->heads, err));
+  if (m->attention == CONFIG_ATTN_GQA) {
+    ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_heads", 1, &m->kv_heads, err));
+    ENPU_FORWARD(config_get_int(doc, &ap, a, "head_dim", 1, &m->head_dim, err));
+    if (m->heads % m->kv_heads != 0) {
+      config_path p = CONFIG_KEY(&ap, "kv_heads");
+      return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected a divisor of heads (%d), got %d",
+                         m->heads, m->kv_heads);
+    }
+    return ENPU_OK;
+  }
+  m->kv_heads = m->heads;
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "q_lora_rank", 0, &m->q_lora_rank, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_lora_rank", 1, &m->kv_lora_rank, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_nope_head_dim", 1, &m->qk_nope_head_dim, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_rope_head_dim", 1, &m->qk_rope_head_dim, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "v_head_dim", 1, &m->v_head_dim, err));
+  return ENPU_OK;
+}
+
+static int parse_moe(const config_doc *doc, const config_path *root, const json_t *moe,
+                     config_model *m, enpu_err *err) {
+  config_path mp = CONFIG_KEY(root, "moe");
+  ENPU_FORWARD(config_object(doc, &mp, moe, moe_keys, NKEYS(moe_keys), err));
+  m->moe = true;
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "routed_experts", 1, &m->routed_experts, err));
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "shared_experts", 0, &m->shared_experts, err));
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "experts_per_token", 1, &m->experts_per_token, err));
+  ENPU_FORWARD(
+      config_get_int(doc, &mp, moe, "expert_intermediate", 1, &m->expert_intermediate, err));
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "first_dense_layers", 0, &m->first_dense_layers, err));
+  if (m->experts_per_token > m->routed_experts) {
+    config_path p = CONFIG_KEY(&mp, "experts_per_token");
+    return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected at most routed_experts (%d), got %d",
+                       m->routed_experts, m->experts_per_token);
+  }
+  if (m->first_dense_layers >= m->layers) {
+    config_path p = CONFIG_KEY(&mp, "first_dense_layers");
+    return config_fail(doc, &p, err, ENPU_ERR_RANGE,
+                       "expected fewer than layers (%d) so that some layer is MoE, got %d",
+                       m->layers, m->first_dense_layers);
+  }
+  return ENPU_OK;
+}
+
+/* Weights of one attention block (projections and its internal norms). */
+static double attention_params(const config_model *m) {
+  double h = m->hidden, heads = m->heads;
+  if (m->attention == CONFIG_ATTN_GQA)
+    return h * heads * m->head_dim               /* q */
+           + 2.0 * h * m->kv_heads * m->head_dim /* k, v */
+           + heads * m->head_dim * h;            /* o */
+  double qk = m->qk_nope_head_dim + m->qk_rope_head_dim;
+  double q = m->q_lora_rank > 0 ? h * m->q_lora_rank + m->q_lora_rank       /* q_a + q_a_norm */
+                                      + (double)m->q_lora_rank * heads * qk /* q_b */
+                                : h * heads * qk;
+  double kv = h * (m->kv_lora_rank + m->qk_rope_head_dim) /* kv_a (latent + rope key) */
+              + m->kv_lora_rank                           /* kv_a_norm */
+              + (double)m->kv_lora_rank * heads * (m->qk_nope_head_dim + m->v_head_dim);
+  return q + kv + heads * m->v_head_dim * h; /* + o */
+}
+
+static void derive(config_model *m) {
+  double h = m->hidden;
+  double attn = attention_params(m) + 2.0 * h; /* + pre-attention and pre-FFN RMSNorm */
+  double dense_ffn = 3.0 * h * m->ffn_intermediate;
+  double embed = (double)m->vocab * h;
+  double head = (double)m->vocab * h + h; /* LM head + final norm */
+  int dense_layers = m->moe ? m->first_dense_layers : m->layers;
+  int moe_layers = m->layers - dense_layers;
+  double expert = 3.0 * h * m->expert_intermediate;
+  double router = h * m->routed_experts;
+  m->params_routed = (double)moe_layers * m->routed_experts * expert;
+  double moe_fixed = (double)moe_layers * (router + m->shared_experts * expert);
+  double common = m->layers * attn + dense_layers * dense_ffn + head;
+  m->params_total = embed + common + moe_fixed + m->params_routed;
+  /* Active = weights a token multiplies with: the embedding table is a lookup (one row,
+   * no FLOPs), so it is left out and 2 x params_active is the weight FLOPs per token. */
+  m->params_active = common + moe_fixed + (double)moe_layers * m->experts_per_token * expert;
+  if (m->attention == CONFIG_ATTN_GQA)
+    m->kv_bytes_per_token = 2.0 * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
+  else
+    m->kv_bytes_per_token =
+        (double)m->layers * (m->kv_lora_rank + m->qk_rope_head_dim) * m->dtype_bytes;
+}
+
+int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
+  config_path root = CONFIG_ROOT;
+  const json_t *o = doc->root;
+  ENPU_FORWARD(config_object(doc, &root, o, model_keys, NKEYS(model_keys), err));
+  snprintf(m->path, sizeof m->path, "%s", doc->file);
+  ENPU_FORWARD(config_get_string(doc, &root, o, "name", m->name, sizeof m->name, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "hidden", 1, &m->hidden, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "layers", 1, &m->layers, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "vocab", 1, &m->vocab, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "dtype_bytes", 1, &m->dtype_bytes, err));
+  if (m->dtype_bytes != 1 && m->dtype_bytes != 2 && m->dtype_bytes != 4) {
+    config_path p = CONFIG_KEY(&root, "dtype_bytes");
+    return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected 1, 2 or 4, got %d", m->dtype_bytes);
+  }
+  ENPU_FORWARD(parse_attention(doc, &root, o, m, err));
+  config_path fp = CONFIG_KEY(&root, "ffn");
+  const json_t *ffn = json_object_get(o, "ffn");
+  ENPU_FORWARD(config_object(doc, &fp, ffn, ffn_keys, NKEYS(ffn_keys), err));
+  ENPU_FORWARD(config_get_int(doc, &fp, ffn, "intermediate", 1, &m->ffn_intermediate, err));
+  const json_t *moe = json_object_get(o, "moe");
+  if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));
+  derive(m);
+  m->hash = enpu_hash64(doc->text, doc->len, 0);
+  return ENPU_OK;
+}
+
+int config_model_load(const char *path, config_model **out, enpu_err *err) {
+  *out = NULL;
+  config_model *m = enpu_calloc(1, sizeof *m);
+  if (!m) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  config_doc doc;
+  int rc = config_doc_open(&doc, path, err);
+  if (rc == ENPU_OK) rc = config_model_parse(&doc, m, err);
+  config_doc_close(&doc);
+  if (rc < 0) {
+    free(m);
+    return rc;
+  }
+  *out = m;
+  return ENPU_OK;
+}
+
+void config_model_free(config_model *model) { free(model); }

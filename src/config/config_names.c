@@ -1,0 +1,45 @@
+/* config_names.c — names of the closed vocabularies (phases, components, policies).
+ * The strings are part of the file formats and the store layout: never rename them. */
+#include <string.h>
+
+#include "config_internal.h"
+
+const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
+static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
+const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
+                                                         "ideal"};
+
+const char *config_phase_name(config_phase p) {
+  return (unsigned)p < CONFIG_NPHASE ? config_phase_names[p] : "?";
+}
+
+const char *config_component_name(config_component c) {
+  return (unsigned)c < CONFIG_NCOMP ? component_names[c] : "?";
+}
+
+const char *config_policy_name(config_policy p) {
+  return (unsigned)p < CONFIG_NPOLICY ? config_policy_names[p] : "?";
+}
+
+static int parse_name(const char *name, const char *const *names, int count, int *out) {
+  for (int i = 0; name && i < count; i++)
+    if (strcmp(name, names[i]) == 0) {
+      *out = i;
+      return ENPU_OK;
+    }
+  return ENPU_ERR_NOT_FOUND;
+}
+
+int config_phase_parse(const char *name, config_phase *out) {
+  int i;
+  ENPU_FORWARD(parse_name(name, config_phase_names, CONFIG_NPHASE, &i));
+  *out = (config_phase)i;
+  return ENPU_OK;
+}
+
+int config_policy_parse(const char *name, config_policy *out) {
+  int i;
+  ENPU_FORWARD(parse_name(name, config_policy_names, CONFIG_NPOLICY, &i));
+  *out = (config_policy)i;
+  return ENPU_OK;
+}
