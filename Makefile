@@ -7,9 +7,11 @@ JOBS ?= $(shell nproc)
 
 DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
-  python3-h5py python3-jsonschema gnuplot-nox
+  python3-h5py python3-jsonschema gnuplot-nox clang libclang-rt-14-dev
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
 
-.PHONY: deps build asan run test clean
+.PHONY: deps build asan fuzz run test clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -29,12 +31,20 @@ asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DENPU_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
+# Each libFuzzer target runs for FUZZ_SECONDS from a corpus seeded with the shipped inputs.
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config
+	@mkdir -p $(FUZZ_BUILD)/corpus-config
+	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | tail -n 3
+
 run: build
 	$(BUILD)/enpu buckets jobs/demo.json
 	$(BUILD)/enpu graph jobs/demo.json --phase prefill --batch 1 --seq 1024
 	$(BUILD)/enpu graph jobs/demo.json --phase decode --batch 8 --seq 2048
 
-test: build asan
+test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@echo "== unit tests under ASan + UBSan =="
