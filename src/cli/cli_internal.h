@@ -15,11 +15,20 @@ typedef struct {
 
 int cli_cmd_buckets(int argc, char **argv);
 int cli_cmd_graph(int argc, char **argv);
+int cli_cmd_op(int argc, char **argv);
+int cli_cmd_compile(int argc, char **argv);
 
 /* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
 int cli_print_json(json_t *doc);
 
 /* Print "enpu <cmd>: <msg>" on stderr and return 1. */
 int cli_fail(const char *cmd, const char *msg);
+
+/* Parse a whole decimal int (no trailing characters, within int range); 0 or -1. */
+int cli_parse_int(const char *s, int *out);
+
+/* Print "enpu <cmd>: <message>" and the command's usage on stderr; @return 2. */
+int cli_usage_error(const char *cmd, void (*usage)(FILE *), const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif /* ENPU_CLI_INTERNAL_H */

@@ -1,4 +1,7 @@
-/* cli_util.c — output helpers shared by the subcommands. */
+/* cli_util.c — helpers shared by the subcommands: JSON output, errors, argument parsing. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
 #include "cli_internal.h"
@@ -15,4 +18,24 @@ int cli_print_json(json_t *doc) {
 int cli_fail(const char *cmd, const char *msg) {
   fprintf(stderr, "enpu %s: %s\n", cmd, msg);
   return 1;
+}
+
+int cli_parse_int(const char *s, int *out) {
+  char *end = NULL;
+  errno = 0;
+  const long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < INT_MIN || v > INT_MAX) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+int cli_usage_error(const char *cmd, void (*usage)(FILE *), const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "enpu %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  usage(stderr);
+  return 2;
 }

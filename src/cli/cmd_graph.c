@@ -1,22 +1,23 @@
-/* cmd_graph.c — `enpu graph JOB --phase prefill|decode --batch B --seq S [--json]`: the
- * per-chip operator graph of one bucket (ops with shapes, FLOPs, HBM/ICI bytes,
- * multiplicity and signature; segments; totals). The graph module does the work; this
- * file parses arguments and prints. JSON field names are a contract for scripts
- * (issue 2, item 7); a shape lists only the fields meaningful for its op kind. */
-#include <errno.h>
+/* cmd_graph.c — `enpu graph JOB --phase prefill|decode --batch B --seq S [--time]
+ * [--json]`: the per-chip operator graph of one bucket (ops with shapes, FLOPs, HBM/ICI
+ * bytes, multiplicity and signature; segments; totals), and with --time each op's NoDVFS
+ * time and energy from the cost model and their forward-pass totals. The graph and cost
+ * modules do the work; this file parses arguments and prints. JSON field names are a
+ * contract for scripts (issue 2, item 7; issue 3, item 5); a shape lists only the fields
+ * meaningful for its op kind. */
 #include <inttypes.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli_internal.h"
 #include "config.h"
+#include "cost.h"
 #include "graph.h"
+#include "power.h"
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: enpu graph JOB --phase prefill|decode --batch B --seq S [--json]\n"
+          "usage: enpu graph JOB --phase prefill|decode --batch B --seq S [--time] [--json]\n"
           "\n"
           "Print the per-chip operator graph of one forward pass of job file JOB for the\n"
           "bucket (phase, batch B, sequence length S): prefill covers B prompts of S\n"
@@ -28,6 +29,9 @@ static void usage(FILE *out) {
           "  --phase P   prefill or decode\n"
           "  --batch B   requests in the batch (>= 1)\n"
           "  --seq S     prompt length (prefill) or KV length (decode) (>= 1)\n"
+          "  --time      add each op's NoDVFS time_ns and energy_nj (one execution: all\n"
+          "              components at peak, fixed regulator, ctrl-only HBM) and their\n"
+          "              totals over the forward pass (x multiplicity)\n"
           "  --json      print one JSON document on stdout instead of a table\n"
           "  -h, --help  show this help\n");
 }
@@ -82,9 +86,55 @@ static int shape_fields(const graph_op *op, shape_field *f) {
 }
 
 /* ---------------------------------------------------------------------------------
- * Human output */
+ * --time: the NoDVFS cost of every op */
 
-static void print_human(const config_job *job, const graph *g) {
+typedef struct {
+  double time_ns, energy_nj, dynamic_nj, static_nj;
+  double energy_by_slot_nj[POWER_NSLOT]; /* sa, vu, sram, hbm, ici, fe, other */
+} time_totals;
+
+/* Evaluate every op of g once under NoDVFS (all-peak plan, fixed regulator, ctrl-only
+ * HBM) into res[id] and sum the results x multiplicity into *tot.
+ * @return 0, or a negative ENPU_ERR_* with err filled. */
+static int time_ops(const config_job *job, const graph *g, cost_result *res, time_totals *tot,
+                    enpu_err *err) {
+  power_model *pm = NULL;
+  cost_ctx *ctx = NULL;
+  cost_pipeline pl;
+  cost_plan plan;
+  for (int c = 0; c < CONFIG_NCOMP; c++) plan.state[c] = job->chip.freq_states;
+  memset(tot, 0, sizeof *tot);
+  int rc = power_model_create(&job->chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &pm, err);
+  if (!rc) rc = cost_ctx_create(&job->chip, &ctx, err);
+  if (!rc) cost_pipeline_nodvfs(&pl, pm);
+  for (int i = 0; !rc && i < graph_op_count(g); i++) {
+    const graph_op *op = graph_op_at(g, i);
+    rc = cost_eval(ctx, op, &plan, &pl, &res[i], err);
+    if (rc) break;
+    const double mult = (double)op->multiplicity;
+    tot->time_ns += mult * res[i].time_ns;
+    tot->energy_nj += mult * res[i].energy_total_nj;
+    tot->dynamic_nj += mult * res[i].energy_dynamic_nj;
+    tot->static_nj += mult * res[i].energy_static_nj;
+    for (int k = 0; k < POWER_NSLOT; k++)
+      tot->energy_by_slot_nj[k] += mult * res[i].energy_nj[k];
+  }
+  cost_ctx_free(ctx);
+  power_model_free(pm);
+  return rc;
+}
+
+static const char *slot_name(int k) {
+  return k == POWER_SLOT_FE      ? "fe"
+         : k == POWER_SLOT_OTHER ? "other"
+                                 : config_component_name((config_component)k);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Human output (res and tot NULL without --time) */
+
+static void print_human(const config_job *job, const graph *g, const cost_result *res,
+                        const time_totals *tot) {
   const graph_info *in = graph_get_info(g);
   const config_parallel *p = &in->parallel;
   printf("job %s: model %s, %s, batch %d, seq %d, dp %d tp %d pp %d ep %d\n", job->name,
@@ -96,14 +146,18 @@ static void print_human(const config_job *job, const graph *g) {
     printf("; %" PRId64 " routed experts x %" PRId64 " tokens (capacity factor %s%g)",
            in->experts_active, in->expert_tokens,
            job->moe_capacity_factor > 0 ? "" : "worst case, ", job->moe_capacity_factor);
-  printf("\n\n%4s  %-22s %-14s %10s %10s %9s %5s  %-16s  %s\n", "id", "name", "kind", "GFLOP",
-         "HBM MB", "ICI MB", "mult", "signature", "shape");
+  printf("\n\n%4s  %-22s %-14s %10s %10s %9s %5s  ", "id", "name", "kind", "GFLOP", "HBM MB",
+         "ICI MB", "mult");
+  if (res) printf("%10s %11s  ", "time us", "energy uJ");
+  printf("%-16s  %s\n", "signature", "shape");
   for (int i = 0; i < graph_op_count(g); i++) {
     const graph_op *op = graph_op_at(g, i);
-    printf("%4d  %-22s %-14s %10.3f %10.3f %9.3f %5" PRId64 "  %016" PRIx64 " ", op->id,
-           op->name, graph_kind_name(op->kind), op->flops / 1e9,
+    printf("%4d  %-22s %-14s %10.3f %10.3f %9.3f %5" PRId64 "  ", op->id, op->name,
+           graph_kind_name(op->kind), op->flops / 1e9,
            (op->hbm_read_bytes + op->hbm_write_bytes) / 1e6, op->ici_bytes / 1e6,
-           op->multiplicity, op->signature);
+           op->multiplicity);
+    if (res) printf("%10.3f %11.3f  ", res[i].time_ns / 1e3, res[i].energy_total_nj / 1e3);
+    printf("%016" PRIx64 " ", op->signature);
     shape_field f[SHAPE_MAX_FIELDS];
     const int n = shape_fields(op, f);
     for (int j = 0; j < n; j++)
@@ -123,6 +177,14 @@ static void print_human(const config_job *job, const graph *g) {
          t->flops / 1e12, t->flops / 1e9 / (double)in->tokens, t->vector_ops / 1e9,
          t->hbm_read_bytes / 1e9, t->hbm_write_bytes / 1e9, t->weight_bytes / 1e9,
          t->ici_bytes / 1e9, t->kv_cache_bytes / 1e9, t->activation_bytes / 1e9);
+  if (!tot) return;
+  printf("NoDVFS forward pass per chip: %.3f ms, %.3f J (dynamic %.1f%%, static %.1f%%);\n"
+         "  energy by component:",
+         tot->time_ns / 1e6, tot->energy_nj / 1e9, 100 * tot->dynamic_nj / tot->energy_nj,
+         100 * tot->static_nj / tot->energy_nj);
+  for (int k = 0; k < POWER_NSLOT; k++)
+    printf(" %s %.1f%%", slot_name(k), 100 * tot->energy_by_slot_nj[k] / tot->energy_nj);
+  printf("\n");
 }
 
 /* ---------------------------------------------------------------------------------
@@ -143,22 +205,49 @@ static json_t *shape_json(const graph_op *op) {
   return o;
 }
 
-static json_t *op_json(const graph_op *op) {
+/* One op; with its NoDVFS time and energy when r is not NULL (--time). */
+static json_t *op_json(const graph_op *op, const cost_result *r) {
   char sig[17];
   snprintf(sig, sizeof sig, "%016" PRIx64, op->signature);
-  return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:s}", "id",
+  json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:s}", "id",
                    op->id, "name", op->name, "kind", graph_kind_name(op->kind), "shape",
                    shape_json(op), "flops", op->flops, "vector_ops", op->vector_ops,
                    "hbm_bytes", op->hbm_read_bytes + op->hbm_write_bytes, "hbm_read_bytes",
                    op->hbm_read_bytes, "hbm_write_bytes", op->hbm_write_bytes, "weight_bytes",
                    op->weight_bytes, "ici_bytes", op->ici_bytes, "multiplicity",
                    (json_int_t)op->multiplicity, "signature", sig);
+  if (o && r &&
+      (json_object_set_new(o, "time_ns", json_real(r->time_ns)) < 0 ||
+       json_object_set_new(o, "energy_nj", json_real(r->energy_total_nj)) < 0)) {
+    json_decref(o);
+    o = NULL;
+  }
+  return o;
 }
 
-static json_t *graph_json(const config_job *job, const graph *g) {
+/* Add the forward-pass totals of --time to the "totals" object. @return 0 or -1. */
+static int time_totals_json(json_t *totals, const time_totals *tot) {
+  json_t *by = json_object();
+  for (int k = 0; by && k < POWER_NSLOT; k++) {
+    if (json_object_set_new(by, slot_name(k), json_real(tot->energy_by_slot_nj[k])) < 0) {
+      json_decref(by);
+      by = NULL;
+    }
+  }
+  json_t *add = json_pack("{s:f, s:f, s:f, s:f, s:o}", "time_ns", tot->time_ns, "energy_nj",
+                          tot->energy_nj, "energy_dynamic_nj", tot->dynamic_nj,
+                          "energy_static_nj", tot->static_nj, "energy_nj_by_component", by);
+  const int rc = add ? json_object_update(totals, add) : -1;
+  json_decref(add);
+  return rc;
+}
+
+/* The graph document; res and tot NULL without --time. */
+static json_t *graph_json(const config_job *job, const graph *g, const cost_result *res,
+                          const time_totals *tot) {
   json_t *ops = json_array();
   for (int i = 0; ops && i < graph_op_count(g); i++) {
-    if (json_array_append_new(ops, op_json(graph_op_at(g, i))) < 0) {
+    if (json_array_append_new(ops, op_json(graph_op_at(g, i), res ? &res[i] : NULL)) < 0) {
       json_decref(ops);
       ops = NULL;
     }
@@ -197,38 +286,19 @@ static json_t *graph_json(const config_job *job, const graph *g) {
       doc = NULL;
     }
   }
+  if (doc && tot && time_totals_json(json_object_get(doc, "totals"), tot) < 0) {
+    json_decref(doc);
+    doc = NULL;
+  }
   return doc;
 }
 
 /* ---------------------------------------------------------------------------------
  * Entry point */
 
-/* Parse a whole decimal int; 0 or -1. */
-static int parse_int(const char *s, int *out) {
-  char *end = NULL;
-  errno = 0;
-  const long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < INT_MIN || v > INT_MAX) return -1;
-  *out = (int)v;
-  return 0;
-}
-
-/* Print "enpu graph: <message>" and the usage on stderr; @return 2 (usage error). */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "enpu graph: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  usage(stderr);
-  return 2;
-}
-
 int cli_cmd_graph(int argc, char **argv) {
   const char *path = NULL, *phase_name = NULL;
-  int batch = 0, seq = 0, have_batch = 0, have_seq = 0, as_json = 0;
+  int batch = 0, seq = 0, have_batch = 0, have_seq = 0, as_json = 0, with_time = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -237,31 +307,35 @@ int cli_cmd_graph(int argc, char **argv) {
     }
     if (!strcmp(a, "--json")) {
       as_json = 1;
+    } else if (!strcmp(a, "--time")) {
+      with_time = 1;
     } else if (!strcmp(a, "--phase") || !strcmp(a, "--batch") || !strcmp(a, "--seq")) {
-      if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+      if (i + 1 >= argc)
+        return cli_usage_error("graph", usage, "option '%s' needs a value", a);
       const char *v = argv[++i];
       if (!strcmp(a, "--phase")) {
         phase_name = v;
-      } else if (parse_int(v, !strcmp(a, "--batch") ? &batch : &seq) < 0) {
-        return usage_error("%s expects an integer, got '%s'", a, v);
+      } else if (cli_parse_int(v, !strcmp(a, "--batch") ? &batch : &seq) < 0) {
+        return cli_usage_error("graph", usage, "%s expects an integer, got '%s'", a, v);
       } else {
         *(!strcmp(a, "--batch") ? &have_batch : &have_seq) = 1;
       }
     } else if (a[0] == '-' && a[1] != '\0') {
-      return usage_error("unknown option '%s'", a);
+      return cli_usage_error("graph", usage, "unknown option '%s'", a);
     } else if (path) {
-      return usage_error("more than one job file ('%s')", a);
+      return cli_usage_error("graph", usage, "more than one job file ('%s')", a);
     } else {
       path = a;
     }
   }
-  if (!path) return usage_error("missing job file");
-  if (!phase_name) return usage_error("missing --phase");
-  if (!have_batch) return usage_error("missing --batch");
-  if (!have_seq) return usage_error("missing --seq");
+  if (!path) return cli_usage_error("graph", usage, "missing job file");
+  if (!phase_name) return cli_usage_error("graph", usage, "missing --phase");
+  if (!have_batch) return cli_usage_error("graph", usage, "missing --batch");
+  if (!have_seq) return cli_usage_error("graph", usage, "missing --seq");
   config_phase phase;
   if (config_phase_parse(phase_name, &phase) < 0)
-    return usage_error("--phase expects prefill or decode, got '%s'", phase_name);
+    return cli_usage_error("graph", usage, "--phase expects prefill or decode, got '%s'",
+                           phase_name);
 
   enpu_err err = {0};
   config_job *job = NULL;
@@ -272,13 +346,21 @@ int cli_cmd_graph(int argc, char **argv) {
     return cli_fail("graph", err.msg);
   }
   int rc = 0;
-  if (as_json) {
-    json_t *doc = graph_json(job, g);
+  cost_result *res = NULL;
+  time_totals tot;
+  if (with_time) {
+    res = calloc((size_t)graph_op_count(g), sizeof *res);
+    if (!res) rc = cli_fail("graph", "out of memory");
+    else if (time_ops(job, g, res, &tot, &err) < 0) rc = cli_fail("graph", err.msg);
+  }
+  if (!rc && as_json) {
+    json_t *doc = graph_json(job, g, res, res ? &tot : NULL);
     rc = doc ? cli_print_json(doc) : cli_fail("graph", "out of memory building the JSON");
     json_decref(doc);
-  } else {
-    print_human(job, g);
+  } else if (!rc) {
+    print_human(job, g, res, res ? &tot : NULL);
   }
+  free(res);
   graph_free(g);
   config_job_free(job);
   return rc;

@@ -8,6 +8,8 @@
 static const cli_command commands[] = {
     {"buckets", cli_cmd_buckets, "expand a job's bucket grid (batch x seq x slack per phase)"},
     {"graph", cli_cmd_graph, "print the per-chip operator graph of one bucket"},
+    {"op", cli_cmd_op, "time and energy of one operator under one DVFS plan"},
+    {"compile", cli_cmd_compile, "compile one bucket's DVFS plans at the job's slacks"},
 };
 
 static void usage(FILE *out) {

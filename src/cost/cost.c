@@ -284,5 +284,7 @@ int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
                                out->time_ns, &pb, err));
   memcpy(out->energy_nj, pb.energy_nj, sizeof out->energy_nj);
   out->energy_total_nj = pb.total_nj;
+  out->energy_dynamic_nj = pb.dynamic_nj;
+  out->energy_static_nj = pb.static_nj;
   return 0;
 }

@@ -66,6 +66,8 @@ typedef struct {
   double flop_utilization[CONFIG_NCOMP]; /* useful work / capacity while busy (SA, VU) */
   double energy_nj[POWER_NSLOT];  /* sa, vu, sram, hbm, ici, fe, other */
   double energy_total_nj;
+  double energy_dynamic_nj; /* energy_total_nj split as power_breakdown does: switching */
+  double energy_static_nj;  /* of the five components / their leakage plus "other" */
   double fe_stall_ns;  /* FE waiting on its scoreboard (producers retiring to it) */
   double core_ns;      /* SA/VU/SRAM kernel alone, before overlap with DMA and ICI */
   int state[COST_NUNIT]; /* effective state of each unit after domain sharing */

@@ -1,0 +1,263 @@
+/* cmd_compile.c — `enpu compile JOB --phase P --batch B --seq S [--policy NAME|all]
+ * [--request walk|greedy] [--domains 5|4|3] [--threads N] [--json] [--vfset]`: compile
+ * one bucket for one policy or all of the job's, at the job's slacks, and print per slack
+ * the budget, time, energy, savings vs NoDVFS, lower bound and gap, evaluations and
+ * search time; --vfset adds each plan's vf.set stream, checked by decoding and replaying
+ * it. The search module does the work; this file parses and prints. JSON field names are
+ * a contract for scripts (issue 4, item 6).
+ *
+ * Exit status: 0 ok; 1 the job, graph or a compilation failed; 2 usage error. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_internal.h"
+#include "config.h"
+#include "cost.h"
+#include "graph.h"
+#include "search.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: enpu compile JOB --phase prefill|decode --batch B --seq S\n"
+          "                    [--policy NAME|all] [--request walk|greedy] [--domains 5|4|3]\n"
+          "                    [--threads N] [--json] [--vfset]\n"
+          "\n"
+          "Compile the DVFS plans of one bucket at the job's slacks: op-level Pareto search,\n"
+          "request-level walk, finalisation on the real operator order with V/f transitions.\n"
+          "Budget at slack p: max(T_nodvfs, T_peak) + p * T_nodvfs.\n"
+          "\n"
+          "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
+          "  --policy NAME  nodvfs, dvfs-c, enpu-c, enpu-all, ideal (exhaustive: slow), or all\n"
+          "                 (default: the job's policies)\n"
+          "  --request M    walk (default: hull walk with LP bound) or greedy (the paper's)\n"
+          "  --domains D    eNPU V/f domains for enpu-c/enpu-all: 5 (default), 4 or 3\n"
+          "  --threads N    threads of the exhaustive op-level search (ideal), default 1\n"
+          "  --json         print one JSON document on stdout instead of tables\n"
+          "  --vfset        add every plan's vf.set stream (48-bit states + 6-bit mask)\n"
+          "  -h, --help     show this help\n");
+}
+
+typedef struct {
+  const char *path, *phase, *policy, *request;
+  int batch, seq, domains, threads;
+  int have_batch, have_seq, json, vfset;
+} compile_args;
+
+/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, compile_args *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(s, "--json") || !strcmp(s, "--vfset")) {
+      *(s[2] == 'j' ? &a->json : &a->vfset) = 1;
+      continue;
+    }
+    const char **text = !strcmp(s, "--phase")     ? &a->phase
+                        : !strcmp(s, "--policy")  ? &a->policy
+                        : !strcmp(s, "--request") ? &a->request
+                                                  : NULL;
+    int *num = !strcmp(s, "--batch")     ? &a->batch
+               : !strcmp(s, "--seq")     ? &a->seq
+               : !strcmp(s, "--domains") ? &a->domains
+               : !strcmp(s, "--threads") ? &a->threads
+                                         : NULL;
+    if (text || num) {
+      if (i + 1 >= argc) return cli_usage_error("compile", usage, "option '%s' needs a value", s);
+      const char *v = argv[++i];
+      if (text) {
+        *text = v;
+      } else if (cli_parse_int(v, num) < 0) {
+        return cli_usage_error("compile", usage, "%s expects an integer, got '%s'", s, v);
+      } else {
+        a->have_batch |= num == &a->batch;
+        a->have_seq |= num == &a->seq;
+      }
+    } else if (s[0] == '-' && s[1] != '\0') {
+      return cli_usage_error("compile", usage, "unknown option '%s'", s);
+    } else if (a->path) {
+      return cli_usage_error("compile", usage, "more than one job file ('%s')", s);
+    } else {
+      a->path = s;
+    }
+  }
+  if (!a->path) return cli_usage_error("compile", usage, "missing job file");
+  if (!a->phase) return cli_usage_error("compile", usage, "missing --phase");
+  if (!a->have_batch) return cli_usage_error("compile", usage, "missing --batch");
+  if (!a->have_seq) return cli_usage_error("compile", usage, "missing --seq");
+  if (strcmp(a->request, "walk") && strcmp(a->request, "greedy"))
+    return cli_usage_error("compile", usage, "--request expects walk or greedy, got '%s'",
+                           a->request);
+  if (a->domains < 3 || a->domains > 5)
+    return cli_usage_error("compile", usage, "--domains expects 5, 4 or 3, got %d", a->domains);
+  if (a->threads < 1)
+    return cli_usage_error("compile", usage, "--threads expects a positive integer, got %d",
+                           a->threads);
+  return -1;
+}
+
+/* ---------------------------------------------------------------------------------
+ * vf.set streams */
+
+typedef struct {
+  search_vfset_cmd *cmds;
+  int64_t count;
+} vf_stream;
+
+static int make_stream(const search_slack_plan *pl, vf_stream *vs, enpu_err *err) {
+  vs->cmds = calloc((size_t)pl->instances, sizeof *vs->cmds);
+  ENPU_RETURN_IF(!vs->cmds, err, ENPU_ERR_NOMEM, "out of memory (vf.set stream)");
+  const int(*st)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])pl->state;
+  ENPU_FORWARD(search_vfset_stream(st, pl->instances, vs->cmds, &vs->count, err));
+  return search_vfset_check(st, pl->instances, vs->cmds, vs->count, err);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Output */
+
+static double gap_of(const search_slack_plan *pl) {
+  return pl->energy_nj > 0 ? 1.0 - pl->lower_bound_nj / pl->energy_nj : 0.0;
+}
+
+static int print_human(const search_bucket_result *r, int vfset, enpu_err *err) {
+  printf("\n%s: T_nodvfs %.3f ms, T_peak %.3f ms, E_nodvfs %.3f mJ; all-peak %.3f ms "
+         "%.3f mJ; %d ops searched, %" PRId64 " op evals in %.3f s, walk %" PRId64 " moves\n",
+         config_policy_name(r->policy), r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6,
+         r->e_nodvfs_nj / 1e6, r->policy_peak_time_ns / 1e6, r->policy_peak_energy_nj / 1e6,
+         r->unique_ops, r->op_evals, r->op_search_s, r->walk_moves);
+  printf("%7s %11s %11s %12s %8s %12s %7s %9s %9s %9s\n", "slack", "budget ms", "time ms",
+         "energy mJ", "saving", "bound mJ", "gap", "op evals", "req evals", "search s");
+  for (int k = 0; k < r->nplans; k++) {
+    const search_slack_plan *pl = &r->plans[k];
+    printf("%6.1f%% %11.4f %11.4f %12.4f %7.2f%% %12.4f %6.2f%% %9" PRId64 " %9" PRId64
+           " %9.3f\n",
+           100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->energy_nj / 1e6,
+           100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * gap_of(pl),
+           pl->op_evals, pl->request_evals, pl->search_s);
+  }
+  for (int k = 0; vfset && k < r->nplans; k++) {
+    vf_stream vs = {0};
+    const int rc = make_stream(&r->plans[k], &vs, err);
+    if (rc == 0) {
+      printf("vf.set at slack %g%%: %" PRId64 " commands over %" PRId64
+             " op instances (decode + replay ok)\n",
+             100 * r->plans[k].slack, vs.count, r->plans[k].instances);
+      for (int64_t c = 0; c < vs.count; c++)
+        printf("  @%-6" PRId64 " vf.set 0x%014" PRIx64 "\n", vs.cmds[c].instance, vs.cmds[c].word);
+    }
+    free(vs.cmds);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err) {
+  json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "slack", pl->slack,
+                        "budget_ns", pl->budget_ns, "time_ns", pl->time_ns, "energy_nj",
+                        pl->energy_nj, "lower_bound_nj", pl->lower_bound_nj,
+                        "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", gap_of(pl),
+                        "op_evals", (json_int_t)pl->op_evals, "request_evals",
+                        (json_int_t)pl->request_evals, "search_s", pl->search_s);
+  if (!o || !vfset) return o;
+  vf_stream vs = {0};
+  json_t *arr = make_stream(pl, &vs, err) == 0 ? json_array() : NULL;
+  for (int64_t c = 0; arr && c < vs.count; c++) {
+    json_t *cmd = json_pack("{s:I, s:I}", "instance", (json_int_t)vs.cmds[c].instance, "word",
+                            (json_int_t)vs.cmds[c].word);
+    if (json_array_append_new(arr, cmd) < 0) json_decref(arr), arr = NULL;
+  }
+  free(vs.cmds);
+  if (!arr || json_object_set_new(o, "vfset", arr) < 0) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *policy_json(const search_bucket_result *r, int vfset, enpu_err *err) {
+  json_t *slacks = json_array();
+  for (int k = 0; slacks && k < r->nplans; k++)
+    if (json_array_append_new(slacks, slack_json(&r->plans[k], vfset, err)) < 0)
+      json_decref(slacks), slacks = NULL;
+  return json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:i, s:I, s:f, s:I}", "slacks", slacks,
+                   "t_nodvfs_ns", r->t_nodvfs_ns, "e_nodvfs_nj", r->e_nodvfs_nj, "t_peak_ns",
+                   r->t_peak_ns, "peak_time_ns", r->policy_peak_time_ns, "peak_energy_nj",
+                   r->policy_peak_energy_nj, "unique_ops", r->unique_ops, "op_evals",
+                   (json_int_t)r->op_evals, "op_search_s", r->op_search_s, "walk_moves",
+                   (json_int_t)r->walk_moves);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Main */
+
+int cli_cmd_compile(int argc, char **argv) {
+  compile_args a = {.policy = "all", .request = "walk", .domains = 5, .threads = 1};
+  const int st = parse_args(argc, argv, &a);
+  if (st >= 0) return st;
+  config_phase phase;
+  if (config_phase_parse(a.phase, &phase) < 0)
+    return cli_usage_error("compile", usage, "--phase expects prefill or decode, got '%s'",
+                           a.phase);
+  config_policy one = CONFIG_POLICY_NODVFS;
+  if (strcmp(a.policy, "all") && config_policy_parse(a.policy, &one) < 0)
+    return cli_usage_error("compile", usage, "unknown --policy '%s'", a.policy);
+
+  enpu_err err = {0};
+  config_job *job = NULL;
+  graph *g = NULL;
+  cost_ctx *cost = NULL;
+  search_ctx *sx = NULL;
+  json_t *doc = NULL, *pols = NULL;
+  int status = 0;
+  if (config_job_load(a.path, &job, &err) < 0 ||
+      graph_build(job, phase, a.batch, a.seq, &g, &err) < 0 ||
+      cost_ctx_create(&job->chip, &cost, &err) < 0 || search_ctx_create(&job->chip, &sx, &err) < 0) {
+    status = cli_fail("compile", err.msg);
+    goto done;
+  }
+  search_options opt;
+  search_options_default(&opt);
+  opt.request = strcmp(a.request, "greedy") ? SEARCH_REQ_WALK : SEARCH_REQ_GREEDY;
+  opt.enpu_domains = a.domains;
+  opt.threads = a.threads;
+  const config_policy *list = strcmp(a.policy, "all") ? &one : job->policies;
+  const int npol = strcmp(a.policy, "all") ? 1 : job->policy_count;
+  if (a.json) {
+    pols = json_object();
+    doc = json_pack("{s:s, s:s, s:i, s:i, s:O}", "job", job->name, "phase",
+                    config_phase_name(phase), "batch", a.batch, "seq", a.seq, "policies", pols);
+  } else {
+    printf("job %s: %s, batch %d, seq %d, %d ops; slacks", job->name, config_phase_name(phase),
+           a.batch, a.seq, graph_op_count(g));
+    for (int k = 0; k < job->slack_count; k++) printf(" %g%%", 100 * job->slacks[k]);
+    printf("\n");
+  }
+  for (int p = 0; p < npol && status == 0; p++) {
+    search_bucket_result r;
+    if (search_compile_bucket(sx, cost, g, list[p], job->slacks, job->slack_count, &opt, &r,
+                              &err) < 0) {
+      status = cli_fail("compile", err.msg);
+      break;
+    }
+    if (a.json) {
+      json_t *pj = policy_json(&r, a.vfset, &err);
+      if (!pj || json_object_set_new(pols, config_policy_name(list[p]), pj) < 0)
+        status = cli_fail("compile", err.code ? err.msg : "cannot build JSON output");
+    } else if (print_human(&r, a.vfset, &err) < 0) {
+      status = cli_fail("compile", err.msg);
+    }
+    search_bucket_result_free(&r);
+  }
+  if (status == 0 && a.json) status = doc ? cli_print_json(doc) : cli_fail("compile", "JSON");
+done:
+  json_decref(doc);
+  json_decref(pols);
+  search_ctx_free(sx);
+  cost_ctx_free(cost);
+  graph_free(g);
+  config_job_free(job);
+  return status;
+}

@@ -1,0 +1,324 @@
+/* cmd_op.c — `enpu op JOB --phase P --batch B --seq S --op ID --plan SA,VU,SRAM,HBM,ICI
+ * [--pipeline nodvfs|enpu|ideal] [--domains 5|4|3] [--hbm ctrl-only|full] [--json]`:
+ * one operator of a bucket's graph (ids as printed by `enpu graph`) under one DVFS plan,
+ * through the cost model: time, per-unit busy time and utilisation, energy breakdown.
+ * The cost and power modules do the work; this file parses, checks and prints.
+ *
+ * Exit status: 0 ok; 1 the job, graph, op id, plan or evaluation was rejected (message
+ * on stderr: an unknown op id names the valid range, a bad plan names the position);
+ * 2 usage error. JSON field names are a contract for scripts (issue 3, item 5). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_internal.h"
+#include "config.h"
+#include "cost.h"
+#include "graph.h"
+#include "power.h"
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: enpu op JOB --phase prefill|decode --batch B --seq S --op ID\n"
+               "               --plan SA,VU,SRAM,HBM,ICI [--pipeline nodvfs|enpu|ideal]\n"
+               "               [--domains 5|4|3] [--hbm ctrl-only|full] [--json]\n"
+               "\n"
+               "Evaluate one operator of the bucket's per-chip graph (ID as printed by\n"
+               "`enpu graph`) under a DVFS plan and print its time, the busy time and\n"
+               "utilisation of every unit, and its energy per component.\n"
+               "\n"
+               "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
+               "  --op ID       operator id in the graph\n"
+               "  --plan S,S,S,S,S  frequency states of SA, VU, SRAM, HBM, ICI: 0 (gated) to\n"
+               "                the chip's peak (34 on TPUv5p)\n"
+               "  --pipeline P  enpu (default): async FIFOs between V/f domains;\n"
+               "                nodvfs: the original pipeline, fixed regulator, all-peak plan\n"
+               "                only; ideal: a clock per unit, crossing for free\n"
+               "  --domains D   eNPU V/f domains: 5 (default, every unit its own), 4\n"
+               "                ({FE,SA,VU} share one) or 3 ({FE,SA,VU,SRAM} share one)\n"
+               "  --hbm M       ctrl-only (default: only the memory controller scales) or full\n"
+               "                (controller and I/O scale)\n"
+               "  --json        print one JSON document on stdout instead of a table\n"
+               "  -h, --help    show this help\n");
+}
+
+typedef struct {
+  const char *path, *phase, *plan, *pipeline, *hbm;
+  int batch, seq, op, domains;
+  int have_batch, have_seq, have_op, have_domains, json;
+} op_args;
+
+/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, op_args *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(s, "--json")) {
+      a->json = 1;
+      continue;
+    }
+    const char **text = !strcmp(s, "--phase")      ? &a->phase
+                        : !strcmp(s, "--plan")     ? &a->plan
+                        : !strcmp(s, "--pipeline") ? &a->pipeline
+                        : !strcmp(s, "--hbm")      ? &a->hbm
+                                                   : NULL;
+    int *num = !strcmp(s, "--batch")     ? &a->batch
+               : !strcmp(s, "--seq")     ? &a->seq
+               : !strcmp(s, "--op")      ? &a->op
+               : !strcmp(s, "--domains") ? &a->domains
+                                         : NULL;
+    /* Which "given" flag num sets (read only when num is not NULL). */
+    int *have = num == &a->batch ? &a->have_batch
+                : num == &a->seq ? &a->have_seq
+                : num == &a->op  ? &a->have_op
+                                 : &a->have_domains;
+    if (text || num) {
+      if (i + 1 >= argc) return cli_usage_error("op", usage, "option '%s' needs a value", s);
+      const char *v = argv[++i];
+      if (text) {
+        *text = v;
+      } else if (cli_parse_int(v, num) < 0) {
+        return cli_usage_error("op", usage, "%s expects an integer, got '%s'", s, v);
+      } else {
+        *have = 1;
+      }
+    } else if (s[0] == '-' && s[1] != '\0') {
+      return cli_usage_error("op", usage, "unknown option '%s'", s);
+    } else if (a->path) {
+      return cli_usage_error("op", usage, "more than one job file ('%s')", s);
+    } else {
+      a->path = s;
+    }
+  }
+  if (!a->path) return cli_usage_error("op", usage, "missing job file");
+  if (!a->phase) return cli_usage_error("op", usage, "missing --phase");
+  if (!a->have_batch) return cli_usage_error("op", usage, "missing --batch");
+  if (!a->have_seq) return cli_usage_error("op", usage, "missing --seq");
+  if (!a->have_op) return cli_usage_error("op", usage, "missing --op");
+  if (!a->plan) return cli_usage_error("op", usage, "missing --plan");
+  if (strcmp(a->pipeline, "nodvfs") && strcmp(a->pipeline, "enpu") && strcmp(a->pipeline, "ideal"))
+    return cli_usage_error("op", usage, "--pipeline expects nodvfs, enpu or ideal, got '%s'",
+                           a->pipeline);
+  if (a->have_domains && strcmp(a->pipeline, "enpu"))
+    return cli_usage_error("op", usage, "--domains applies to --pipeline enpu only (got '%s')",
+                           a->pipeline);
+  if (a->domains < 3 || a->domains > 5)
+    return cli_usage_error("op", usage, "--domains expects 5, 4 or 3, got %d", a->domains);
+  if (strcmp(a->hbm, "ctrl-only") && strcmp(a->hbm, "full"))
+    return cli_usage_error("op", usage, "--hbm expects ctrl-only or full, got '%s'", a->hbm);
+  return -1;
+}
+
+/* Parse "SA,VU,SRAM,HBM,ICI" into states 0..peak. @return 0, or -1 with msg naming the
+ * 1-based position and component of the first bad entry. */
+static int parse_plan(const char *text, int peak, cost_plan *plan, char *msg, size_t len) {
+  const char *p = text;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    const char *name = config_component_name((config_component)c);
+    const size_t n = strcspn(p, ",");
+    char item[32];
+    int v;
+    if (n == 0 || n >= sizeof item) {
+      snprintf(msg, len, "--plan '%s': position %d (%s) is %s: expected a state 0..%d", text, c + 1,
+               name, n ? "too long" : "missing", peak);
+      return -1;
+    }
+    memcpy(item, p, n);
+    item[n] = '\0';
+    if (cli_parse_int(item, &v) < 0 || v < 0 || v > peak) {
+      snprintf(msg, len, "--plan '%s': position %d (%s) is '%s': expected a state 0..%d", text,
+               c + 1, name, item, peak);
+      return -1;
+    }
+    plan->state[c] = v;
+    p += n;
+    if (c + 1 < CONFIG_NCOMP && *p++ != ',') {
+      snprintf(msg, len, "--plan '%s' has %d states: expected %d (SA,VU,SRAM,HBM,ICI)", text, c + 1,
+               CONFIG_NCOMP);
+      return -1;
+    }
+  }
+  if (*p) {
+    snprintf(msg, len, "--plan '%s' has more than %d states (SA,VU,SRAM,HBM,ICI)", text,
+             CONFIG_NCOMP);
+    return -1;
+  }
+  return 0;
+}
+
+static const char *unit_name(int u) {
+  return u == COST_FE            ? "fe"
+         : u == POWER_SLOT_OTHER ? "other"
+                                 : config_component_name((config_component)u);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Output */
+
+static void print_human(const config_job *job, const graph *g, const graph_op *op, const op_args *a,
+                        const cost_plan *plan, const cost_result *r) {
+  const graph_info *in = graph_get_info(g);
+  printf("op %d (%s, %s) of %s %s, batch %d, seq %d; multiplicity %lld\n", op->id, op->name,
+         graph_kind_name(op->kind), job->name, config_phase_name(in->phase), in->batch, in->seq,
+         (long long)op->multiplicity);
+  printf("pipeline %s", a->pipeline);
+  if (!strcmp(a->pipeline, "enpu")) printf(" (%d domains)", a->domains);
+  printf(", HBM %s; plan", a->hbm);
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    printf(" %s=%d", unit_name(c), plan->state[c]);
+  printf("\ntime %.3f us (core kernel %.3f us, FE stalls %.3f us); schedule unroll %d, "
+         "software-pipeline depth %d\n\n",
+         r->time_ns / 1e3, r->core_ns / 1e3, r->fe_stall_ns / 1e3, r->unroll, r->sw_depth);
+  printf("%-6s %5s %9s %11s %7s %9s %12s %7s\n", "unit", "state", "clock", "busy us", "util",
+         "flop util", "energy uJ", "share");
+  for (int u = 0; u < POWER_NSLOT; u++) {
+    const double e = r->energy_nj[u];
+    const double share = r->energy_total_nj > 0 ? 100 * e / r->energy_total_nj : 0;
+    if (u == POWER_SLOT_OTHER) {
+      printf("%-6s %5s %9s %11s %7s %9s %12.4f %6.1f%%\n", unit_name(u), "-", "-", "-", "-", "-",
+             e / 1e3, share);
+      continue;
+    }
+    char clock[16], flop[16];
+    const int s = r->state[u];
+    if (u == CONFIG_HBM || u == CONFIG_ICI)
+      snprintf(clock, sizeof clock, "%d/%d bw", s, job->chip.freq_states);
+    else
+      snprintf(clock, sizeof clock, "%.2f GHz", config_state_ghz(&job->chip, s));
+    if (u == CONFIG_SA || u == CONFIG_VU)
+      snprintf(flop, sizeof flop, "%.1f%%", 100 * r->flop_utilization[u]);
+    else
+      snprintf(flop, sizeof flop, "-");
+    printf("%-6s %5d %9s %11.3f %6.1f%% %9s %12.4f %6.1f%%\n", unit_name(u), s, clock,
+           r->busy_ns[u] / 1e3, 100 * r->utilization[u], flop, e / 1e3, share);
+  }
+  printf("\nenergy %.4f uJ (dynamic %.1f%%, static %.1f%%), average power %.1f W\n",
+         r->energy_total_nj / 1e3, 100 * r->energy_dynamic_nj / r->energy_total_nj,
+         100 * r->energy_static_nj / r->energy_total_nj,
+         r->time_ns > 0 ? r->energy_total_nj / r->time_ns : 0);
+}
+
+/* An object {unit name: values[u]} for units first..last, as JSON integers when
+ * as_int. NULL on allocation failure. */
+static json_t *unit_object(const double *values, int first, int last, int as_int) {
+  json_t *o = json_object();
+  for (int u = first; o && u <= last; u++) {
+    json_t *v = as_int ? json_integer((json_int_t)values[u]) : json_real(values[u]);
+    if (json_object_set_new(o, unit_name(u), v) < 0) {
+      json_decref(o);
+      o = NULL;
+    }
+  }
+  return o;
+}
+
+static json_t *result_json(const config_job *job, const graph *g, const graph_op *op,
+                           const op_args *a, const cost_plan *plan, const cost_result *r) {
+  const graph_info *in = graph_get_info(g);
+  double plan_d[CONFIG_NCOMP], state_d[COST_NUNIT];
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    plan_d[c] = plan->state[c];
+  for (int u = 0; u < COST_NUNIT; u++)
+    state_d[u] = r->state[u];
+  json_t *doc = json_pack(
+      "{s:s, s:s, s:s, s:i, s:i, s:{s:i, s:s, s:s, s:I}, s:s, s:s, s:o, s:o, s:f, s:f, "
+      "s:f, s:i, s:i, s:o, s:o, s:o, s:f, s:f, s:f, s:o}",
+      "job", job->name, "model", job->model.name, "phase", config_phase_name(in->phase), "batch",
+      in->batch, "seq", in->seq, "op", "id", op->id, "name", op->name, "kind",
+      graph_kind_name(op->kind), "multiplicity", (json_int_t)op->multiplicity, "pipeline",
+      a->pipeline, "hbm", a->hbm, "plan", unit_object(plan_d, 0, CONFIG_NCOMP - 1, 1), "state",
+      unit_object(state_d, 0, COST_FE, 1), "time_ns", r->time_ns, "core_ns", r->core_ns,
+      "fe_stall_ns", r->fe_stall_ns, "unroll", r->unroll, "sw_depth", r->sw_depth, "busy_ns",
+      unit_object(r->busy_ns, 0, COST_FE, 0), "utilization",
+      unit_object(r->utilization, 0, COST_FE, 0), "flop_utilization",
+      unit_object(r->flop_utilization, CONFIG_SA, CONFIG_VU, 0), "energy_nj", r->energy_total_nj,
+      "energy_dynamic_nj", r->energy_dynamic_nj, "energy_static_nj", r->energy_static_nj,
+      "energy_nj_by_component", unit_object(r->energy_nj, 0, POWER_NSLOT - 1, 0));
+  if (doc && !strcmp(a->pipeline, "enpu") &&
+      json_object_set_new(doc, "domains", json_integer(a->domains)) < 0) {
+    json_decref(doc);
+    doc = NULL;
+  }
+  return doc;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Entry point */
+
+/* Evaluate the op of `a` on a loaded job and graph; print; @return the exit status. */
+static int run(const config_job *job, const graph *g, const op_args *a) {
+  char msg[256];
+  const int nops = graph_op_count(g);
+  if (a->op < 0 || a->op >= nops) {
+    snprintf(msg, sizeof msg, "op %d does not exist: this graph has ops 0..%d", a->op, nops - 1);
+    return cli_fail("op", msg);
+  }
+  const int peak = job->chip.freq_states;
+  cost_plan plan;
+  if (parse_plan(a->plan, peak, &plan, msg, sizeof msg) < 0) return cli_fail("op", msg);
+  const int nodvfs = !strcmp(a->pipeline, "nodvfs");
+  for (int c = 0; nodvfs && c < CONFIG_NCOMP; c++) {
+    if (plan.state[c] != peak) {
+      snprintf(msg, sizeof msg,
+               "--pipeline nodvfs has no DVFS: every component runs at its peak state, so "
+               "--plan must be %d,%d,%d,%d,%d (%s is %d)",
+               peak, peak, peak, peak, peak, unit_name(c), plan.state[c]);
+      return cli_fail("op", msg);
+    }
+  }
+
+  enpu_err err = {0};
+  power_model *pm = NULL;
+  cost_ctx *ctx = NULL;
+  cost_pipeline pl;
+  cost_result r;
+  int rc =
+      power_model_create(&job->chip, strcmp(a->hbm, "full") ? POWER_HBM_CTRL_ONLY : POWER_HBM_FULL,
+                         nodvfs ? POWER_REG_FIXED : POWER_REG_DVFS, &pm, &err);
+  if (!rc) rc = cost_ctx_create(&job->chip, &ctx, &err);
+  if (!rc) {
+    if (nodvfs)
+      cost_pipeline_nodvfs(&pl, pm);
+    else if (!strcmp(a->pipeline, "ideal"))
+      cost_pipeline_ideal(&pl, pm);
+    else
+      rc = cost_pipeline_enpu(&pl, a->domains, pm, &err);
+  }
+  if (!rc) rc = cost_eval(ctx, graph_op_at(g, a->op), &plan, &pl, &r, &err);
+  int status = 0;
+  if (rc) {
+    status = cli_fail("op", err.msg);
+  } else if (a->json) {
+    json_t *doc = result_json(job, g, graph_op_at(g, a->op), a, &plan, &r);
+    status = doc ? cli_print_json(doc) : cli_fail("op", "out of memory building the JSON");
+    json_decref(doc);
+  } else {
+    print_human(job, g, graph_op_at(g, a->op), a, &plan, &r);
+  }
+  cost_ctx_free(ctx);
+  power_model_free(pm);
+  return status;
+}
+
+int cli_cmd_op(int argc, char **argv) {
+  op_args a = {.pipeline = "enpu", .hbm = "ctrl-only", .domains = 5};
+  const int early = parse_args(argc, argv, &a);
+  if (early >= 0) return early;
+  config_phase phase;
+  if (config_phase_parse(a.phase, &phase) < 0)
+    return cli_usage_error("op", usage, "--phase expects prefill or decode, got '%s'", a.phase);
+
+  enpu_err err = {0};
+  config_job *job = NULL;
+  if (config_job_load(a.path, &job, &err) < 0) return cli_fail("op", err.msg);
+  graph *g = NULL;
+  int status;
+  if (graph_build(job, phase, a.batch, a.seq, &g, &err) < 0)
+    status = cli_fail("op", err.msg);
+  else
+    status = run(job, g, &a);
+  graph_free(g);
+  config_job_free(job);
+  return status;
+}

@@ -1,0 +1,272 @@
+/* search.h — DVFS plan search (DESIGN.md §5, paper §3.3): per-operator Pareto sets of
+ * (time, energy) over frequency states, the request-level walk over their lower convex
+ * hulls (one walk serves every slack and carries an LP lower bound), the paper's plain
+ * greedy, plan finalisation on the real operator order with V/f transitions, plan
+ * invariants, the vf.set encoding, and the compilation of one bucket for one policy.
+ *
+ * Contract:
+ *  - The op-level search sees an operator only through an evaluator callback
+ *    (search_eval_fn), so it runs on synthetic cost functions in tests and on cost_eval
+ *    in the farm. Evaluations are memoised per operator and counted.
+ *  - A Pareto set is sorted by time (strictly increasing) with strictly decreasing energy;
+ *    its first point is the fastest, and is never slower than the all-peak plan.
+ *  - Walk moves are in instances: an op with multiplicity m moves one instance at a time;
+ *    m identical moves are recorded as one step with a count, and any count-prefix of a
+ *    step is a valid plan.
+ *  - Units: ns, nJ; states are integers 1..peak (0, gated, is never searched). */
+#ifndef ENPU_SEARCH_H
+#define ENPU_SEARCH_H
+
+#include <stdint.h>
+
+#include "common.h"
+#include "config.h"
+#include "cost.h"
+#include "graph.h"
+#include "power.h"
+
+/* ---------------------------------------------------------------------------------
+ * Domains: which components the op-level search moves, and together. */
+
+typedef enum {
+  SEARCH_OP_GREEDY = 0,    /* Algorithm 1 (gradient descent from the lowest states) */
+  SEARCH_OP_EXHAUSTIVE = 1 /* every state combination of the searched domains: the
+                              34-point sweep of dvfs-c (1 domain), 34^5 for `ideal` */
+} search_op_method;
+
+typedef struct {
+  int ndomains;                /* searched domains d, 0..CONFIG_NCOMP (0: all-peak only) */
+  int domain_of[CONFIG_NCOMP]; /* searched domain of each component, or -1: fixed at peak */
+  int peak_state;              /* states 1..peak_state (chip->freq_states) */
+  search_op_method method;
+} search_domains;
+
+/* eNPU with 5, 4 ({SA,VU} one domain) or 3 ({SA,VU,SRAM} one domain) searched domains
+ * (§4.6); `method` picks Algorithm 1 or the exhaustive search (`ideal`).
+ * @return 0, or ENPU_ERR_INVALID for another count or a peak_state outside 1..255. */
+int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
+                        search_op_method method, enpu_err *err);
+/* dvfs-c: {SA,VU,SRAM} one domain swept over every state, HBM and ICI at peak. */
+int search_domains_dvfs_c(search_domains *d, int peak_state, enpu_err *err);
+/* nodvfs: nothing searched, the single all-peak plan. */
+int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Operator level */
+
+/* Evaluate one plan of one operator: time and total energy. Must be deterministic.
+ * @return 0, or a negative ENPU_ERR_* with err filled (err may be NULL). */
+typedef int (*search_eval_fn)(void *user, const int state[CONFIG_NCOMP], double *time_ns,
+                              double *energy_nj, enpu_err *err);
+
+typedef struct {
+  int state[CONFIG_NCOMP];
+  double time_ns;
+  double energy_nj;
+} search_point;
+
+typedef struct {
+  search_point *points; /* owned; sorted by time, energy strictly decreasing */
+  int count;
+  int64_t evals;        /* distinct plans evaluated (memo misses) */
+  int64_t steps;        /* Algorithm 1 iterations (plans selected after the start) */
+} search_pareto;
+
+void search_pareto_free(search_pareto *p); /* frees p->points; NULL and empty are no-ops */
+
+/* Scratch for the op-level search: the evaluation memo (open addressing, keyed by the
+ * five states), reused across operators so a search allocates only its result. One per
+ * thread. */
+typedef struct search_memo search_memo;
+int search_memo_create(search_memo **out, enpu_err *err);
+void search_memo_free(search_memo *m); /* NULL is a no-op */
+
+/* Pareto set of one operator under `dom`. Greedy: Algorithm 1 from the lowest state of
+ * every searched domain; each step evaluates the up to 2^d - 1 candidates that raise a
+ * non-empty subset of the domains below peak by one state and moves to the one with the
+ * smallest ΔE/|ΔT| among those with ΔT < 0 (lowering both makes ΔE/|ΔT| negative, so such
+ * a candidate beats every one that costs energy); it stops when no candidate is faster
+ * or every domain is at peak. The all-peak plan is evaluated too (a memo hit when the
+ * descent reaches it), so the fastest Pareto point is never slower than all-peak.
+ * Exhaustive: every combination, split over `nthreads` threads, users[t] for thread t
+ * (the greedy uses users[0] only). Components outside the searched domains stay at peak.
+ * On success *out owns its points; on failure *out is empty.
+ * @return 0, or the evaluator's error, ENPU_ERR_INVALID (bad domains), ENPU_ERR_NOMEM. */
+int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
+                     void *const *users, int nthreads, search_pareto *out, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Request level: the walk over lower convex hulls, the plain greedy, and prefixes. */
+
+typedef struct {
+  const search_point *points; /* a Pareto set (search_pareto order) */
+  int count;                  /* >= 1 */
+  int64_t multiplicity;       /* instances of the op in one forward pass, >= 1 */
+} search_req_op;
+
+/* One recorded move: `count` instances of op `op` go from Pareto point `from` to `to`;
+ * per instance the time grows by dtime_ns (> 0) and the energy changes by denergy_nj
+ * (< 0). time_ns/energy_nj are the request totals after the whole step (no transitions);
+ * moves_before counts the instance moves made before this step. */
+typedef struct {
+  int op, from, to;
+  int64_t count;
+  double dtime_ns, denergy_nj;
+  double time_ns, energy_nj;
+  int64_t moves_before;
+} search_walk_step;
+
+typedef struct search_walk search_walk;
+
+/* The walk: every op instance at its fastest point, then repeatedly the move along an
+ * op's lower convex hull that saves the most energy per added time (all m instances of
+ * an op share a hull segment's rate, so they move as one counted step), until the total
+ * time (no transitions) reaches time_cap_ns or every hull is exhausted.
+ * @return 0, or ENPU_ERR_INVALID (empty set, multiplicity < 1), ENPU_ERR_NOMEM. */
+int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
+                      search_walk **out, enpu_err *err);
+/* The paper's plain greedy over Pareto points (no hull), for one budget: from the fastest
+ * points, repeatedly move one instance to its op's next Pareto point with the best
+ * energy saved per added time among the moves that still fit in budget_ns; stop when
+ * none fits or saves energy. Recorded as a walk (consecutive identical moves merged). */
+int search_greedy_build(const search_req_op *ops, int nops, double budget_ns,
+                        search_walk **out, enpu_err *err);
+void search_walk_free(search_walk *w); /* NULL is a no-op */
+
+double search_walk_start_time_ns(const search_walk *w);
+double search_walk_start_energy_nj(const search_walk *w);
+int search_walk_step_count(const search_walk *w);
+const search_walk_step *search_walk_step_at(const search_walk *w, int i);
+int64_t search_walk_moves(const search_walk *w); /* instance moves in the whole walk */
+
+/* The longest prefix of the walk within budget_ns, in instance moves, its time and energy
+ * (no transitions), and the LP-relaxation lower bound on energy for that budget (the
+ * prefix plus the fraction of the next instance move that still fits). The bound holds
+ * for hull walks only (search_walk_build); on a plain greedy walk it is just the
+ * interpolation and must not be used as a bound. */
+typedef struct {
+  int64_t moves;
+  double time_ns, energy_nj, lower_bound_nj;
+} search_prefix;
+
+/* @return 0, ENPU_ERR_INFEASIBLE when even the start exceeds budget_ns, or
+ * ENPU_ERR_RANGE when the walk was capped below budget_ns (its bound would be unknown). */
+int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *out,
+                       enpu_err *err);
+
+/* Point index of every instance after the first `moves` instance moves: pos[off_i + r]
+ * for instance r of op i, off_i the sum of the multiplicities of ops 0..i-1. A step
+ * moves the lowest-numbered instances still at its `from` point. */
+int search_walk_positions(const search_walk *w, int64_t moves, int *pos, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Plans, invariants, vf.set */
+
+/* One slack's compiled plan. */
+typedef struct {
+  double slack;
+  double budget_ns;
+  double time_ns;          /* on the real operator order, transitions included */
+  double energy_nj;        /* idem */
+  double lower_bound_nj;   /* LP relaxation over the op-level Pareto sets */
+  double savings_vs_nodvfs; /* 1 - energy / E_nodvfs */
+  int64_t op_evals;        /* op-level evaluations of the policy (shared by its slacks) */
+  int64_t request_evals;   /* request-level plans visited: walk moves + finalisations */
+  double search_s;         /* op-level search (shared) + this slack's request level */
+  int64_t walk_moves;      /* instance moves of the chosen walk prefix (-1: all-peak) */
+  int (*state)[CONFIG_NCOMP]; /* per op instance in execution order; owned by the result */
+  int64_t instances;
+} search_slack_plan;
+
+/* Plan invariants (DESIGN.md §11) over the slacks of one policy in increasing order:
+ * time <= budget, energy non-increasing as slack grows, energy <= peak_energy_nj (the
+ * policy's all-peak plan), lower bound <= energy. Relative tolerance 1e-9.
+ * @return 0, or ENPU_ERR_INTERNAL naming the slack and the broken invariant. */
+int search_check_invariants(const search_slack_plan *plans, int n, double peak_energy_nj,
+                            enpu_err *err);
+
+/* vf.set, register variant (DESIGN.md §1, paper §3.2): states of the six clocked units
+ * in the order FE, SA, VU, SRAM, HBM, ICI, 8 bits each in bits 0..47 (FE lowest), and the
+ * mask of changed units in bits 48..53 (bit 48 + u for unit u). Fields of units outside
+ * the mask are 0. */
+enum { SEARCH_VF_FE = 0, SEARCH_VF_NUNIT = 6 };
+#define SEARCH_VF_MASK_ALL 0x3Fu
+
+/* @return 0, or ENPU_ERR_RANGE for a state outside 0..255 or a mask beyond 6 bits. */
+int search_vfset_encode(const int state[SEARCH_VF_NUNIT], unsigned mask, uint64_t *word,
+                        enpu_err *err);
+/* @return 0, or ENPU_ERR_FORMAT for bits above 53 or a non-zero field outside the mask.
+ * Fields outside the mask come back as -1 (unchanged). */
+int search_vfset_decode(uint64_t word, int state[SEARCH_VF_NUNIT], unsigned *mask,
+                        enpu_err *err);
+
+typedef struct {
+  int64_t instance; /* the op instance (execution order) the command precedes */
+  uint64_t word;
+} search_vfset_cmd;
+
+/* The vf.set stream of a plan: one command before the first instance (every unit) and
+ * one at each later boundary where any unit's state changes (FE = max of SA, VU, SRAM).
+ * out must hold `instances` commands; *count receives how many were written. */
+int search_vfset_stream(const int (*state)[CONFIG_NCOMP], int64_t instances,
+                        search_vfset_cmd *out, int64_t *count, enpu_err *err);
+
+/* Decode a stream and replay it over `instances` instances: every command must decode,
+ * commands must be in increasing instance order starting at 0 with every unit set, and
+ * the replayed units must equal the plan's (FE = max of SA, VU, SRAM).
+ * @return 0, or ENPU_ERR_FORMAT naming the first mismatch. */
+int search_vfset_check(const int (*state)[CONFIG_NCOMP], int64_t instances,
+                       const search_vfset_cmd *cmds, int64_t count, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Compiling one bucket for one policy */
+
+typedef enum {
+  SEARCH_REQ_WALK = 0,  /* hull walk + LP bound (default) */
+  SEARCH_REQ_GREEDY = 1 /* the paper's greedy over Pareto points, one run per slack */
+} search_req_method;
+
+typedef struct {
+  search_req_method request;
+  int enpu_domains;     /* 5 (default), 4 or 3 for enpu-c / enpu-all */
+  double walk_cap_slack; /* walk continues to this slack at least (default 0.5) */
+  int threads;           /* exhaustive op-level search (`ideal`) */
+} search_options;
+
+void search_options_default(search_options *o);
+
+/* Search context: the chip's power models (fixed regulator; DVFS IVR with HBM ctrl-only
+ * and full) and the op-level memo. One per thread; the chip must outlive it (the
+ * exhaustive search creates a cost context per extra thread from it). */
+typedef struct search_ctx search_ctx;
+int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err);
+void search_ctx_free(search_ctx *s); /* NULL is a no-op */
+
+typedef struct {
+  config_policy policy;
+  double t_nodvfs_ns, e_nodvfs_nj; /* NoDVFS forward pass */
+  double t_peak_ns;                /* eNPU (5-domain) pipeline at all-peak */
+  double policy_peak_time_ns, policy_peak_energy_nj; /* the policy's all-peak plan */
+  int64_t op_evals;
+  int unique_ops;                  /* ops searched (distinct signatures) */
+  double op_search_s;
+  int64_t walk_moves;              /* instance moves in the walk (hull walk only) */
+  search_slack_plan *plans;        /* one per slack, in the given (increasing) order */
+  int nplans;
+} search_bucket_result;
+
+void search_bucket_result_free(search_bucket_result *r); /* frees members; NULL no-op */
+
+/* Compile one bucket (graph g) for one policy at the given slacks (increasing, >= 0):
+ * budgets T_budget(p) = max(T_nodvfs, T_peak) + p·T_nodvfs, op-level Pareto sets per
+ * distinct op signature, the request-level search, finalisation on the real operator
+ * order (V/f transition time and energy between consecutive ops whose voltages differ;
+ * none for `ideal`), stepping back along the walk until the plan fits, and the plan
+ * invariants. `cost` is the caller's per-thread cost context.
+ * @return 0, or the cost model's error, ENPU_ERR_INVALID (bad slacks/options),
+ * ENPU_ERR_INTERNAL (an invariant broke), ENPU_ERR_NOMEM. */
+int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                          const double *slacks, int nslack, const search_options *opt,
+                          search_bucket_result *out, enpu_err *err);
+
+#endif /* ENPU_SEARCH_H */

@@ -1,0 +1,404 @@
+/* search_bucket.c — compiling one bucket for one policy: policy → domains, pipeline and
+ * power model; the evaluator that wraps cost_eval; op-level Pareto sets per distinct op
+ * signature; the request-level search; finalisation on the real operator order with V/f
+ * transitions; the plan invariants.
+ *
+ * Invariants of a returned result: every plan fits its budget with transitions included,
+ * energy does not grow with slack, no plan is worse than the policy's all-peak plan, and
+ * the lower bound (LP relaxation over the same Pareto sets) is below every plan — checked
+ * by search_check_invariants before returning. Finalisation only ever picks among plans
+ * that fit: a walk prefix (stepping back while transitions push it over), the all-peak
+ * plan (no transitions), or the previous slack's plan. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+
+struct search_ctx {
+  const config_chip *chip;
+  power_model *fixed; /* NoDVFS: fixed regulator, peak only */
+  power_model *ctrl;  /* DVFS IVR, HBM controller only */
+  power_model *full;  /* DVFS IVR, HBM controller + I/O */
+  search_memo *memo;
+};
+
+void search_options_default(search_options *o) {
+  *o = (search_options){.request = SEARCH_REQ_WALK, .enpu_domains = 5, .walk_cap_slack = 0.5,
+                        .threads = 1};
+}
+
+int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err) {
+  search_ctx *s = enpu_calloc(1, sizeof *s);
+  ENPU_RETURN_IF(!s, err, ENPU_ERR_NOMEM, "out of memory (search context)");
+  s->chip = chip;
+  int rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &s->fixed, err);
+  if (rc == 0) rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &s->ctrl, err);
+  if (rc == 0) rc = power_model_create(chip, POWER_HBM_FULL, POWER_REG_DVFS, &s->full, err);
+  if (rc == 0) rc = search_memo_create(&s->memo, err);
+  if (rc < 0) {
+    search_ctx_free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+void search_ctx_free(search_ctx *s) {
+  if (!s) return;
+  power_model_free(s->fixed);
+  power_model_free(s->ctrl);
+  power_model_free(s->full);
+  search_memo_free(s->memo);
+  free(s);
+}
+
+void search_bucket_result_free(search_bucket_result *r) {
+  if (!r) return;
+  for (int i = 0; i < r->nplans; i++) free(r->plans[i].state);
+  free(r->plans);
+  r->plans = NULL;
+  r->nplans = 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Policy → search setup (DESIGN.md §1 policies table) */
+
+typedef struct {
+  search_domains dom;
+  cost_pipeline pipe;
+  const power_model *pm;
+  int transitions; /* V/f transitions priced between ops (not for `ideal`) */
+} policy_setup;
+
+static int policy_setup_make(const search_ctx *s, config_policy policy, const search_options *o,
+                             policy_setup *ps, enpu_err *err) {
+  const int peak = s->chip->freq_states;
+  ps->transitions = 1;
+  switch (policy) {
+  case CONFIG_POLICY_NODVFS:
+    ps->pm = s->fixed;
+    cost_pipeline_nodvfs(&ps->pipe, ps->pm);
+    return search_domains_nodvfs(&ps->dom, peak, err);
+  case CONFIG_POLICY_DVFS_C:
+    ps->pm = s->ctrl;
+    cost_pipeline_nodvfs(&ps->pipe, ps->pm); /* one core clock, no crossing inside */
+    return search_domains_dvfs_c(&ps->dom, peak, err);
+  case CONFIG_POLICY_ENPU_C:
+  case CONFIG_POLICY_ENPU_ALL:
+    ps->pm = policy == CONFIG_POLICY_ENPU_C ? s->ctrl : s->full;
+    ENPU_FORWARD(cost_pipeline_enpu(&ps->pipe, o->enpu_domains, ps->pm, err));
+    return search_domains_enpu(&ps->dom, o->enpu_domains, peak, SEARCH_OP_GREEDY, err);
+  case CONFIG_POLICY_IDEAL:
+    ps->pm = s->full;
+    ps->transitions = 0;
+    cost_pipeline_ideal(&ps->pipe, ps->pm);
+    return search_domains_enpu(&ps->dom, 5, peak, SEARCH_OP_EXHAUSTIVE, err);
+  default:
+    return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  }
+}
+
+/* ---------------------------------------------------------------------------------
+ * The evaluator over cost_eval */
+
+typedef struct {
+  cost_ctx *cost;
+  const graph_op *op;
+  const cost_pipeline *pipe;
+} cost_user;
+
+static int cost_user_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns,
+                          double *energy_nj, enpu_err *err) {
+  const cost_user *u = user;
+  cost_plan plan;
+  memcpy(plan.state, state, sizeof plan.state);
+  cost_result r;
+  ENPU_FORWARD(cost_eval(u->cost, u->op, &plan, u->pipe, &r, err));
+  *time_ns = r.time_ns;
+  *energy_nj = r.energy_total_nj;
+  return 0;
+}
+
+static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak,
+                     double *time_ns, double *energy_nj, enpu_err *err) {
+  const int state[CONFIG_NCOMP] = {peak, peak, peak, peak, peak};
+  cost_user u = {cost, op, pipe};
+  return cost_user_eval(&u, state, time_ns, energy_nj, err);
+}
+
+/* Pareto set of one op; the exhaustive search gets a cost context per extra thread. */
+static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const policy_setup *ps,
+                     int threads, search_pareto *out, enpu_err *err) {
+  if (ps->dom.method != SEARCH_OP_EXHAUSTIVE || ps->dom.ndomains == 0) threads = 1;
+  cost_user *users = enpu_calloc((size_t)threads, sizeof *users);
+  void **uptr = enpu_calloc((size_t)threads, sizeof *uptr);
+  int rc = users && uptr ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (evaluators)");
+  for (int t = 0; rc == 0 && t < threads; t++) {
+    users[t] = (cost_user){t == 0 ? cost : NULL, op, &ps->pipe};
+    if (t > 0) rc = cost_ctx_create(s->chip, &users[t].cost, err);
+    uptr[t] = &users[t];
+  }
+  if (rc == 0) rc = search_op_pareto(s->memo, &ps->dom, cost_user_eval, uptr, threads, out, err);
+  for (int t = 1; users && t < threads; t++) cost_ctx_free(users[t].cost);
+  free(users);
+  free(uptr);
+  if (rc < 0) enpu_err_prefix(err, "op %d (%s): ", op->id, op->name);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Finalisation on the real operator order */
+
+/* V/f transition between two consecutive instances: every rail moves in parallel, the
+ * chip waits for the slowest (tn); each component pays its transition energy and its
+ * static energy for the rest of tn, "other" static power runs for tn. */
+static int transition(const power_model *pm, const int a[CONFIG_NCOMP], const int b[CONFIG_NCOMP],
+                      double *tn_ns, double *en_nj, enpu_err *err) {
+  double own[CONFIG_NCOMP], tn = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    own[c] = power_transition_ns(pm, power_voltage_v(pm, (config_component)c, a[c]),
+                                 power_voltage_v(pm, (config_component)c, b[c]));
+    if (own[c] > tn) tn = own[c];
+  }
+  *tn_ns = tn;
+  *en_nj = 0;
+  if (tn <= 0) return 0;
+  double en = power_other_energy(pm, tn);
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    en += power_transition_energy(pm, (config_component)c, a[c], b[c]);
+    if (tn - own[c] <= 0) continue;
+    power_energy_nj pe;
+    ENPU_FORWARD(power_energy(pm, (config_component)c, b[c], 0, tn - own[c], 1, &pe, err));
+    en += pe.total_nj;
+  }
+  *en_nj = en;
+  return 0;
+}
+
+typedef struct {
+  const graph *g;
+  const search_pareto *const *sets; /* per graph op */
+  const int64_t *offset;            /* per graph op: first instance in walk numbering */
+  int64_t instances;
+  const power_model *pm;
+  int transitions;
+} request;
+
+/* Time and energy of the plan that puts instance r of op i at point pos[offset_i + r];
+ * states in execution order into `state`. */
+static int finalise(const request *rq, const int *pos, int (*state)[CONFIG_NCOMP],
+                    double *time_ns, double *energy_nj, enpu_err *err) {
+  double t = 0, e = 0;
+  int64_t x = 0;
+  for (int si = 0; si < graph_segment_count(rq->g); si++) {
+    const graph_segment *seg = graph_segment_at(rq->g, si);
+    for (int64_t r = 0; r < seg->repeat; r++) {
+      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++, x++) {
+        const search_point *p = &rq->sets[i]->points[pos[rq->offset[i] + r]];
+        memcpy(state[x], p->state, sizeof state[x]);
+        t += p->time_ns;
+        e += p->energy_nj;
+        if (x == 0 || !rq->transitions) continue;
+        double tn, en;
+        ENPU_FORWARD(transition(rq->pm, state[x - 1], state[x], &tn, &en, err));
+        t += tn;
+        e += en;
+      }
+    }
+  }
+  *time_ns = t;
+  *energy_nj = e;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * One bucket, one policy */
+
+typedef struct {
+  search_pareto *sets;      /* per graph op; shared sets are owned by their first op */
+  const search_pareto **set_of;
+  search_req_op *req;
+  int64_t *offset;
+  int *pos;
+  int (*peak_state)[CONFIG_NCOMP];
+  search_walk *hull, *greedy;
+} scratch;
+
+static void scratch_free(scratch *sc, int nops) {
+  for (int i = 0; sc->sets && i < nops; i++) search_pareto_free(&sc->sets[i]);
+  free(sc->sets);
+  free(sc->set_of);
+  free(sc->req);
+  free(sc->offset);
+  free(sc->pos);
+  free(sc->peak_state);
+  search_walk_free(sc->hull);
+  search_walk_free(sc->greedy);
+}
+
+static int check_graph(const graph *g, int64_t *instances, enpu_err *err) {
+  *instances = 0;
+  for (int si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+      ENPU_RETURN_IF(graph_op_at(g, i)->multiplicity != seg->repeat, err, ENPU_ERR_INVALID,
+                     "op %d: multiplicity %lld differs from its segment's repeat %lld", i,
+                     (long long)graph_op_at(g, i)->multiplicity, (long long)seg->repeat);
+    *instances += seg->repeat * seg->op_count;
+  }
+  return 0;
+}
+
+/* Plan of one slack: the walk's prefix within the budget, stepped back until it fits with
+ * transitions; the all-peak plan if it is cheaper or nothing else fits. */
+static int plan_slack(const request *rq, scratch *sc, const search_walk *w, double budget_ns,
+                      const search_bucket_result *res, search_slack_plan *pl, enpu_err *err) {
+  search_prefix pf;
+  ENPU_FORWARD(search_walk_prefix(w, budget_ns, &pf, err));
+  pl->request_evals = pf.moves + 1;
+  pl->walk_moves = -1;
+  pl->time_ns = res->policy_peak_time_ns;
+  pl->energy_nj = res->policy_peak_energy_nj;
+  for (int64_t m = pf.moves; m >= 0; m--) {
+    double t, e;
+    ENPU_FORWARD(search_walk_positions(w, m, sc->pos, err));
+    ENPU_FORWARD(finalise(rq, sc->pos, pl->state, &t, &e, err));
+    pl->request_evals++;
+    if (t > budget_ns) continue;
+    if (e < pl->energy_nj) pl->time_ns = t, pl->energy_nj = e, pl->walk_moves = m;
+    break;
+  }
+  if (pl->walk_moves < 0) {
+    ENPU_RETURN_IF(res->policy_peak_time_ns > budget_ns, err, ENPU_ERR_INFEASIBLE,
+                   "slack %g: no plan fits the budget %.1f ns (all-peak takes %.1f ns)",
+                   pl->slack, budget_ns, res->policy_peak_time_ns);
+    memcpy(pl->state, sc->peak_state, (size_t)rq->instances * sizeof *pl->state);
+  }
+  return 0;
+}
+
+int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                          const double *slacks, int nslack, const search_options *opt,
+                          search_bucket_result *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  out->policy = policy;
+  search_options defaults;
+  if (!opt) search_options_default(&defaults), opt = &defaults;
+  ENPU_RETURN_IF(nslack < 1, err, ENPU_ERR_INVALID, "no slacks to compile");
+  for (int k = 0; k < nslack; k++)
+    ENPU_RETURN_IF(!(slacks[k] >= 0) || (k && !(slacks[k] > slacks[k - 1])), err,
+                   ENPU_ERR_INVALID, "slacks must be >= 0 and increasing (slack %d: %g)", k,
+                   slacks[k]);
+  ENPU_RETURN_IF(opt->threads < 1 || !(opt->walk_cap_slack >= 0), err, ENPU_ERR_INVALID,
+                 "bad search options (threads %d, walk cap slack %g)", opt->threads,
+                 opt->walk_cap_slack);
+  policy_setup ps;
+  ENPU_FORWARD(policy_setup_make(s, policy, opt, &ps, err));
+  int64_t instances;
+  ENPU_FORWARD(check_graph(g, &instances, err));
+  const int nops = graph_op_count(g), peak = s->chip->freq_states;
+  cost_pipeline nodvfs, enpu5;
+  cost_pipeline_nodvfs(&nodvfs, s->fixed);
+  ENPU_FORWARD(cost_pipeline_enpu(&enpu5, 5, s->ctrl, err));
+
+  scratch sc = {0};
+  sc.sets = enpu_calloc((size_t)nops, sizeof *sc.sets);
+  sc.set_of = enpu_calloc((size_t)nops, sizeof *sc.set_of);
+  sc.req = enpu_calloc((size_t)nops, sizeof *sc.req);
+  sc.offset = enpu_calloc((size_t)nops, sizeof *sc.offset);
+  sc.pos = enpu_calloc((size_t)instances, sizeof *sc.pos);
+  sc.peak_state = enpu_calloc((size_t)instances, sizeof *sc.peak_state);
+  out->plans = enpu_calloc((size_t)nslack, sizeof *out->plans);
+  int rc = sc.sets && sc.set_of && sc.req && sc.offset && sc.pos && sc.peak_state && out->plans
+               ? 0
+               : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)",
+                             (long long)instances);
+  if (rc == 0) out->nplans = nslack;
+  for (int k = 0; rc == 0 && k < nslack; k++) {
+    out->plans[k].state = enpu_calloc((size_t)instances, sizeof *out->plans[k].state);
+    out->plans[k].instances = instances;
+    if (!out->plans[k].state) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (plans)");
+  }
+  for (int64_t x = 0; rc == 0 && x < instances; x++)
+    for (int c = 0; c < CONFIG_NCOMP; c++) sc.peak_state[x][c] = peak;
+
+  /* Reference times and the policy's all-peak plan (not counted as search evaluations). */
+  for (int i = 0; rc == 0 && i < nops; i++) {
+    const graph_op *op = graph_op_at(g, i);
+    const double m = (double)op->multiplicity;
+    double t = 0, e = 0;
+    rc = eval_peak(cost, op, &nodvfs, peak, &t, &e, err);
+    out->t_nodvfs_ns += m * t, out->e_nodvfs_nj += m * e;
+    if (rc == 0) rc = eval_peak(cost, op, &enpu5, peak, &t, &e, err);
+    out->t_peak_ns += m * t;
+    if (rc == 0) rc = eval_peak(cost, op, &ps.pipe, peak, &t, &e, err);
+    out->policy_peak_time_ns += m * t, out->policy_peak_energy_nj += m * e;
+  }
+
+  /* Op level: one search per distinct signature. */
+  const double t_op0 = enpu_now_s();
+  int64_t inst = 0;
+  for (int i = 0; rc == 0 && i < nops; i++) {
+    const graph_op *op = graph_op_at(g, i);
+    for (int j = 0; j < i && !sc.set_of[i]; j++)
+      if (graph_op_at(g, j)->signature == op->signature) sc.set_of[i] = sc.set_of[j];
+    if (!sc.set_of[i]) {
+      rc = op_pareto(s, cost, op, &ps, opt->threads, &sc.sets[i], err);
+      sc.set_of[i] = &sc.sets[i];
+      out->op_evals += sc.sets[i].evals;
+      out->unique_ops++;
+    }
+    sc.req[i] = (search_req_op){sc.set_of[i]->points, sc.set_of[i]->count, op->multiplicity};
+    sc.offset[i] = inst;
+    inst += op->multiplicity;
+  }
+  out->op_search_s = enpu_now_s() - t_op0;
+
+  /* Request level. */
+  const double t_walk0 = enpu_now_s();
+  const double base_ns = fmax(out->t_nodvfs_ns, out->t_peak_ns);
+  const double cap_ns =
+      base_ns + fmax(opt->walk_cap_slack, slacks[nslack - 1]) * out->t_nodvfs_ns;
+  if (rc == 0) rc = search_walk_build(sc.req, nops, cap_ns, &sc.hull, err);
+  if (rc == 0) out->walk_moves = search_walk_moves(sc.hull);
+  const double walk_s = enpu_now_s() - t_walk0;
+  const request rq = {g, sc.set_of, sc.offset, instances, ps.pm, ps.transitions};
+  for (int k = 0; rc == 0 && k < nslack; k++) {
+    const double t0 = enpu_now_s();
+    search_slack_plan *pl = &out->plans[k];
+    pl->slack = slacks[k];
+    pl->budget_ns = base_ns + slacks[k] * out->t_nodvfs_ns;
+    search_prefix bound;
+    rc = search_walk_prefix(sc.hull, pl->budget_ns, &bound, err);
+    if (rc < 0) break;
+    pl->lower_bound_nj = bound.lower_bound_nj;
+    const search_walk *w = sc.hull;
+    if (opt->request == SEARCH_REQ_GREEDY) {
+      search_walk_free(sc.greedy);
+      sc.greedy = NULL;
+      rc = search_greedy_build(sc.req, nops, pl->budget_ns, &sc.greedy, err);
+      w = sc.greedy;
+    }
+    if (rc == 0) rc = plan_slack(&rq, &sc, w, pl->budget_ns, out, pl, err);
+    if (rc == 0 && k > 0 && pl->energy_nj > out->plans[k - 1].energy_nj) {
+      /* Transitions made this prefix dearer than the smaller slack's plan, which fits. */
+      const search_slack_plan *prev = &out->plans[k - 1];
+      pl->time_ns = prev->time_ns;
+      pl->energy_nj = prev->energy_nj;
+      pl->walk_moves = prev->walk_moves;
+      memcpy(pl->state, prev->state, (size_t)instances * sizeof *pl->state);
+    }
+    pl->savings_vs_nodvfs = 1.0 - pl->energy_nj / out->e_nodvfs_nj;
+    pl->op_evals = out->op_evals;
+    pl->search_s = out->op_search_s + walk_s + (enpu_now_s() - t0);
+  }
+  if (rc == 0)
+    rc = search_check_invariants(out->plans, nslack, out->policy_peak_energy_nj, err);
+  scratch_free(&sc, nops);
+  if (rc < 0) {
+    enpu_err_prefix(err, "%s: ", config_policy_name(policy));
+    search_bucket_result_free(out);
+  }
+  return rc;
+}

@@ -1,0 +1,381 @@
+/* search_op.c — operator-level search: domain descriptions, the evaluation memo,
+ * Algorithm 1 (paper §3.3), the exhaustive search (dvfs-c's sweep, `ideal`) and the
+ * Pareto front they all feed.
+ *
+ * Invariants: a front is sorted by time, strictly increasing, with strictly decreasing
+ * energy; of two plans with equal time and energy the one with the lexicographically
+ * smaller state vector is kept, so the front does not depend on insertion order (and the
+ * exhaustive result not on the thread count). The memo holds the evaluations of the
+ * current operator only: entries of earlier operators carry an older generation and
+ * count as empty, so switching operators costs nothing. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+
+/* ---------------------------------------------------------------------------------
+ * Domains */
+
+static int domains_check_peak(int peak_state, enpu_err *err) {
+  ENPU_RETURN_IF(peak_state < 1 || peak_state > 255, err, ENPU_ERR_INVALID,
+                 "peak state %d outside 1..255 (vf.set has 8 bits per domain)", peak_state);
+  return 0;
+}
+
+int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
+                        search_op_method method, enpu_err *err) {
+  ENPU_FORWARD(domains_check_peak(peak_state, err));
+  /* Component → domain per §4.6; SA, VU, SRAM, HBM, ICI order. */
+  static const int map5[CONFIG_NCOMP] = {0, 1, 2, 3, 4};
+  static const int map4[CONFIG_NCOMP] = {0, 0, 1, 2, 3};
+  static const int map3[CONFIG_NCOMP] = {0, 0, 0, 1, 2};
+  const int *map = ndomains == 5 ? map5 : ndomains == 4 ? map4 : ndomains == 3 ? map3 : NULL;
+  ENPU_RETURN_IF(!map, err, ENPU_ERR_INVALID, "eNPU domain count %d: expected 5, 4 or 3",
+                 ndomains);
+  d->ndomains = ndomains;
+  memcpy(d->domain_of, map, sizeof d->domain_of);
+  d->peak_state = peak_state;
+  d->method = method;
+  return 0;
+}
+
+int search_domains_dvfs_c(search_domains *d, int peak_state, enpu_err *err) {
+  ENPU_FORWARD(domains_check_peak(peak_state, err));
+  static const int map[CONFIG_NCOMP] = {0, 0, 0, -1, -1};
+  d->ndomains = 1;
+  memcpy(d->domain_of, map, sizeof d->domain_of);
+  d->peak_state = peak_state;
+  d->method = SEARCH_OP_EXHAUSTIVE;
+  return 0;
+}
+
+int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err) {
+  ENPU_FORWARD(domains_check_peak(peak_state, err));
+  d->ndomains = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) d->domain_of[c] = -1;
+  d->peak_state = peak_state;
+  d->method = SEARCH_OP_EXHAUSTIVE; /* one combination: the all-peak plan */
+  return 0;
+}
+
+static int domains_validate(const search_domains *d, enpu_err *err) {
+  ENPU_FORWARD(domains_check_peak(d->peak_state, err));
+  ENPU_RETURN_IF(d->ndomains < 0 || d->ndomains > CONFIG_NCOMP, err, ENPU_ERR_INVALID,
+                 "searched domain count %d outside 0..%d", d->ndomains, CONFIG_NCOMP);
+  int used[CONFIG_NCOMP] = {0};
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    const int k = d->domain_of[c];
+    ENPU_RETURN_IF(k < -1 || k >= d->ndomains, err, ENPU_ERR_INVALID,
+                   "component %s in domain %d of %d", config_component_name((config_component)c),
+                   k, d->ndomains);
+    if (k >= 0) used[k] = 1;
+  }
+  for (int k = 0; k < d->ndomains; k++)
+    ENPU_RETURN_IF(!used[k], err, ENPU_ERR_INVALID, "searched domain %d has no component", k);
+  return 0;
+}
+
+/* Component states of a plan given the state of each searched domain. */
+static void domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP],
+                           int state[CONFIG_NCOMP]) {
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    state[c] = d->domain_of[c] < 0 ? d->peak_state : dstate[d->domain_of[c]];
+}
+
+/* ---------------------------------------------------------------------------------
+ * Pareto front */
+
+typedef struct {
+  search_point *pts;
+  size_t n, cap;
+} front;
+
+static int state_cmp(const int *a, const int *b) {
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    if (a[c] != b[c]) return a[c] < b[c] ? -1 : 1;
+  return 0;
+}
+
+/* Insert p unless a point of the front dominates it; drop the points p dominates. */
+static int front_insert(front *f, const search_point *p) {
+  size_t lo = 0, hi = f->n; /* lo: first point slower than p */
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (f->pts[mid].time_ns <= p->time_ns)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  size_t ins = lo;
+  if (lo > 0) {
+    const search_point *q = &f->pts[lo - 1]; /* the cheapest point not slower than p */
+    if (q->energy_nj < p->energy_nj) return 0;
+    if (q->energy_nj == p->energy_nj &&
+        (q->time_ns < p->time_ns || state_cmp(q->state, p->state) <= 0))
+      return 0;
+    if (q->time_ns == p->time_ns) ins = lo - 1; /* p replaces q */
+  }
+  size_t end = ins; /* points [ins, end) are dominated by p */
+  while (end < f->n && f->pts[end].energy_nj >= p->energy_nj) end++;
+  if (end == ins) {
+    if (enpu_grow((void **)&f->pts, &f->cap, f->n + 1, sizeof *f->pts) < 0)
+      return ENPU_ERR_NOMEM;
+    memmove(&f->pts[ins + 1], &f->pts[ins], (f->n - ins) * sizeof *f->pts);
+    f->n++;
+  } else {
+    memmove(&f->pts[ins + 1], &f->pts[end], (f->n - end) * sizeof *f->pts);
+    f->n -= end - ins - 1;
+  }
+  f->pts[ins] = *p;
+  return 0;
+}
+
+static int front_insert_checked(front *f, const search_point *p, enpu_err *err) {
+  ENPU_RETURN_IF(front_insert(f, p) < 0, err, ENPU_ERR_NOMEM, "out of memory (Pareto front)");
+  return 0;
+}
+
+void search_pareto_free(search_pareto *p) {
+  if (!p) return;
+  free(p->points);
+  p->points = NULL;
+  p->count = 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Memo */
+
+typedef struct {
+  uint64_t key;
+  uint32_t gen;
+  double time_ns, energy_nj;
+} memo_entry;
+
+struct search_memo {
+  memo_entry *slots;
+  size_t cap; /* power of two */
+  int shift;  /* 64 - log2(cap) */
+  uint32_t gen;
+};
+
+int search_memo_create(search_memo **out, enpu_err *err) {
+  *out = enpu_calloc(1, sizeof **out);
+  ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "out of memory (search memo)");
+  return 0;
+}
+
+void search_memo_free(search_memo *m) {
+  if (!m) return;
+  free(m->slots);
+  free(m);
+}
+
+/* Make room for `evals` evaluations at load <= 1/2 and start a new operator. */
+static int memo_begin(search_memo *m, int64_t evals, enpu_err *err) {
+  size_t need = 64;
+  int log2 = 6;
+  while ((int64_t)need < 2 * evals) need <<= 1, log2++;
+  if (need > m->cap) {
+    memo_entry *s = enpu_calloc(need, sizeof *s);
+    ENPU_RETURN_IF(!s, err, ENPU_ERR_NOMEM, "out of memory (search memo of %zu slots)", need);
+    free(m->slots);
+    m->slots = s;
+    m->cap = need;
+    m->shift = 64 - log2;
+    m->gen = 0;
+  }
+  if (++m->gen == 0) { /* generation wrapped: really clear once every 2^32 operators */
+    memset(m->slots, 0, m->cap * sizeof *m->slots);
+    m->gen = 1;
+  }
+  return 0;
+}
+
+static uint64_t memo_key(const int state[CONFIG_NCOMP]) {
+  uint64_t k = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) k = k << 8 | (uint64_t)state[c];
+  return k;
+}
+
+/* The slot of `key`: its entry, or the empty slot where it belongs. */
+static memo_entry *memo_slot(search_memo *m, uint64_t key) {
+  size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> m->shift);
+  for (;;) {
+    memo_entry *e = &m->slots[i];
+    if (e->gen != m->gen || e->key == key) return e;
+    i = (i + 1) & (m->cap - 1);
+  }
+}
+
+typedef struct {
+  search_memo *memo;
+  const search_domains *dom;
+  search_eval_fn eval;
+  void *user;
+  int64_t evals;
+} greedy_run;
+
+static int greedy_eval(greedy_run *g, const int dstate[CONFIG_NCOMP], search_point *p,
+                       enpu_err *err) {
+  domains_expand(g->dom, dstate, p->state);
+  const uint64_t key = memo_key(p->state);
+  memo_entry *e = memo_slot(g->memo, key);
+  if (e->gen != g->memo->gen) {
+    ENPU_FORWARD(g->eval(g->user, p->state, &e->time_ns, &e->energy_nj, err));
+    e->key = key;
+    e->gen = g->memo->gen;
+    g->evals++;
+  }
+  p->time_ns = e->time_ns;
+  p->energy_nj = e->energy_nj;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Algorithm 1 */
+
+static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_fn eval,
+                     void *user, front *f, search_pareto *out, enpu_err *err) {
+  const int d = dom->ndomains, peak = dom->peak_state;
+  /* Worst case: one domain raised per step, 2^d - 1 candidates each, + start and peak. */
+  ENPU_FORWARD(memo_begin(memo, (int64_t)d * peak * ((1 << d) - 1) + 2, err));
+  greedy_run g = {memo, dom, eval, user, 0};
+  int cur[CONFIG_NCOMP], top[CONFIG_NCOMP];
+  for (int k = 0; k < CONFIG_NCOMP; k++) cur[k] = 1, top[k] = peak;
+  search_point pc;
+  ENPU_FORWARD(greedy_eval(&g, cur, &pc, err));
+  ENPU_FORWARD(front_insert_checked(f, &pc, err));
+  for (;;) {
+    unsigned below = 0; /* domains that can still be raised */
+    for (int k = 0; k < d; k++)
+      if (cur[k] < peak) below |= 1u << k;
+    if (!below) break;
+    double best_grad = 0;
+    int best_mask = 0;
+    search_point best = pc;
+    for (unsigned mask = 1; mask < (1u << d); mask++) {
+      if (mask & ~below) continue;
+      int cand[CONFIG_NCOMP];
+      for (int k = 0; k < CONFIG_NCOMP; k++) cand[k] = cur[k] + (k < d && (mask >> k & 1u));
+      search_point pn;
+      ENPU_FORWARD(greedy_eval(&g, cand, &pn, err));
+      const double dt = pn.time_ns - pc.time_ns, de = pn.energy_nj - pc.energy_nj;
+      if (dt >= 0) continue;
+      const double grad = de / -dt;
+      if (!best_mask || grad < best_grad) best_grad = grad, best_mask = (int)mask, best = pn;
+    }
+    if (!best_mask) break;
+    for (int k = 0; k < d; k++) cur[k] += best_mask >> k & 1;
+    pc = best;
+    out->steps++;
+    ENPU_FORWARD(front_insert_checked(f, &pc, err));
+  }
+  search_point pp; /* the all-peak plan: a memo hit when the descent got there */
+  ENPU_FORWARD(greedy_eval(&g, top, &pp, err));
+  ENPU_FORWARD(front_insert_checked(f, &pp, err));
+  out->evals = g.evals;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Exhaustive: combination i of the d searched domains has digit k = domain k's state - 1
+ * in base peak_state; thread t takes i ≡ t (mod nthreads). */
+
+typedef struct {
+  const search_domains *dom;
+  search_eval_fn eval;
+  void *user;
+  int64_t first, stride, total;
+  atomic_int *stop;
+  front f;
+  int64_t evals;
+  int rc;
+  enpu_err err;
+} exh_task;
+
+static void *exh_run(void *arg) {
+  exh_task *t = arg;
+  const int d = t->dom->ndomains, peak = t->dom->peak_state;
+  for (int64_t i = t->first; i < t->total; i += t->stride) {
+    if (atomic_load_explicit(t->stop, memory_order_relaxed)) break;
+    int dstate[CONFIG_NCOMP] = {0};
+    int64_t rest = i;
+    for (int k = 0; k < d; k++) dstate[k] = (int)(rest % peak) + 1, rest /= peak;
+    search_point p;
+    domains_expand(t->dom, dstate, p.state);
+    t->rc = t->eval(t->user, p.state, &p.time_ns, &p.energy_nj, &t->err);
+    if (t->rc == 0 && front_insert(&t->f, &p) < 0)
+      t->rc = enpu_errorf(&t->err, ENPU_ERR_NOMEM, "out of memory (Pareto front)");
+    if (t->rc < 0) {
+      atomic_store(t->stop, 1);
+      break;
+    }
+    t->evals++;
+  }
+  return NULL;
+}
+
+static int op_exhaustive(const search_domains *dom, search_eval_fn eval, void *const *users,
+                         int nthreads, front *f, search_pareto *out, enpu_err *err) {
+  int64_t total = 1;
+  for (int k = 0; k < dom->ndomains; k++) total *= dom->peak_state;
+  if (nthreads > total) nthreads = (int)total;
+  exh_task *tasks = enpu_calloc((size_t)nthreads, sizeof *tasks);
+  pthread_t *tids = enpu_calloc((size_t)nthreads, sizeof *tids);
+  atomic_int stop = 0;
+  int rc = 0;
+  if (!tasks || !tids) {
+    rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (exhaustive search)");
+    goto done;
+  }
+  int started = 0;
+  for (int t = 0; t < nthreads; t++) {
+    tasks[t] = (exh_task){.dom = dom, .eval = eval, .user = users[t], .first = t,
+                          .stride = nthreads, .total = total, .stop = &stop};
+    if (t == 0) continue; /* thread 0's share runs on the caller's thread */
+    if (pthread_create(&tids[t], NULL, exh_run, &tasks[t]) != 0) {
+      atomic_store(&stop, 1);
+      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "cannot start search thread %d", t);
+      break;
+    }
+    started = t;
+  }
+  if (rc == 0) exh_run(&tasks[0]);
+  for (int t = 1; t <= started; t++) pthread_join(tids[t], NULL);
+  for (int t = 0; t < nthreads && rc == 0; t++) {
+    out->evals += tasks[t].evals;
+    if (tasks[t].rc < 0) {
+      if (err) *err = tasks[t].err;
+      rc = tasks[t].rc;
+    }
+    for (size_t i = 0; rc == 0 && i < tasks[t].f.n; i++)
+      rc = front_insert_checked(f, &tasks[t].f.pts[i], err);
+  }
+done:
+  for (int t = 0; tasks && t < nthreads; t++) free(tasks[t].f.pts);
+  free(tasks);
+  free(tids);
+  return rc;
+}
+
+int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
+                     void *const *users, int nthreads, search_pareto *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  ENPU_FORWARD(domains_validate(dom, err));
+  ENPU_RETURN_IF(nthreads < 1, err, ENPU_ERR_INVALID, "thread count %d < 1", nthreads);
+  front f = {0};
+  const int rc = dom->method == SEARCH_OP_GREEDY && dom->ndomains > 0
+                     ? op_greedy(memo, dom, eval, users[0], &f, out, err)
+                     : op_exhaustive(dom, eval, users, nthreads, &f, out, err);
+  if (rc < 0 || f.n > INT_MAX) {
+    free(f.pts);
+    memset(out, 0, sizeof *out);
+    return rc < 0 ? rc : enpu_errorf(err, ENPU_ERR_RANGE, "Pareto set of %zu points", f.n);
+  }
+  out->points = f.pts;
+  out->count = (int)f.n;
+  return 0;
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""Calibration of the cost model against the paper (issue 3, "Must show"), printed.
+
+1. Single-request TTFT (prefill, batch 1, input length P33/P66/P100 = 1291/2777/7691)
+   and TPOT (decode, batch 1, total length 1313/2802/9071) of the four models on their
+   Table 3 nodes (the jobs carry them), from `enpu graph --time --json` (NoDVFS: all
+   components at peak), beside Table 2 / 5 (Table 2's SLOs are 5x these; the cluster
+   files carry Table 2).
+2. Energy sanity for Llama3-70B 4096/512 (NoDVFS): prefill batch 1 seq 4096 and decode
+   batch 1 seq 4096+256 (the middle of the 512 generated tokens): static and dynamic
+   share of chip energy and per-component shares, beside Figure 2's ranges.
+
+Asserted (robust, independent of our own output): every time positive and at least its
+roofline bound (FLOPs at peak FLOPS, weight bytes at peak HBM bandwidth); TTFT
+increasing with length and TPOT not decreasing; every TTFT and the dense 4-chip
+Llama3-70B TPOT within a factor of 3 of the paper's; energy shares summing to 1.
+The rest (the ratios, the ±25 % goal) is printed; results/calibration.md discusses it.
+
+usage: test_calibration.py ENPU_BINARY SOURCE_DIR"""
+import json
+import os
+import subprocess
+import sys
+
+enpu, src = sys.argv[1], sys.argv[2]
+MODELS = ("llama3-70b", "llama3.1-405b", "deepseek-v2-236b", "deepseek-v3-671b")
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name} {detail}")
+
+
+def graph_time(job, phase, seq):
+    r = subprocess.run([enpu, "graph", job, "--phase", phase, "--batch", "1", "--seq", str(seq),
+                        "--time", "--json"], capture_output=True, text=True, cwd=src)
+    if r.returncode != 0:
+        raise SystemExit(f"{job} {phase} {seq}: exit {r.returncode}: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def load(path):
+    with open(os.path.join(src, path)) as f:
+        return json.load(f)
+
+
+chip = load("jobs/chips/tpuv5p.json")
+peak_flops = chip["tflops_bf16"] * 1e12
+peak_hbm = chip["hbm"]["gbps"] * 1e9
+
+rows = []
+over_hbm = set()  # models whose weights + KV cache exceed a chip's HBM (prefill reads them all)
+for model in MODELS:
+    job = f"jobs/{model}.json"
+    cluster = load(f"jobs/clusters/{model}.json")
+    hbm_per_chip = chip["hbm"]["bytes"]
+    for metric, phase, key_len, key_ms in (("TTFT", "prefill", "prefill_max_tokens", "ttft_ms"),
+                                           ("TPOT", "decode", "decode_max_tokens", "tpot_ms")):
+        node = cluster[phase]
+        prev = None
+        for slo in cluster["slo"]:
+            seq = slo[key_len]
+            g = graph_time(job, phase, seq)
+            t = g["totals"]
+            ours_ms = t["time_ns"] / 1e6
+            paper_ms = slo[key_ms] / 5
+            bound_ms = max(t["flops"] / peak_flops, t["weight_bytes"] / peak_hbm) * 1e3
+            if phase == "prefill" and t["weight_bytes"] + t["kv_cache_bytes"] > hbm_per_chip:
+                over_hbm.add(model)
+            rows.append((model, metric, slo["name"], seq, node["chips"], ours_ms, paper_ms))
+            tag = f"{model} {metric} {slo['name']}"
+            check(f"{tag}: positive and >= roofline bound {bound_ms:.3f} ms",
+                  ours_ms > 0 and ours_ms >= bound_ms * (1 - 1e-9), f"{ours_ms:.3f} ms")
+            if metric == "TTFT" or model == "llama3-70b":
+                check(f"{tag}: within a factor of 3 of Table 2 / 5",
+                      paper_ms / 3 <= ours_ms <= 3 * paper_ms, f"{ours_ms:.3f} vs {paper_ms:.3f}")
+            if prev is not None:
+                if metric == "TTFT":
+                    check(f"{tag}: TTFT increases with input length", ours_ms > prev)
+                else:
+                    check(f"{tag}: TPOT does not decrease with total length", ours_ms >= prev)
+            prev = ours_ms
+
+print("\nSingle-request TTFT / TPOT, NoDVFS, batch 1, Table 3 nodes, vs Table 2 / 5")
+print(f"{'model':<18} {'metric':<5} {'class':<5} {'length':>6} {'chips':>5} "
+      f"{'ours ms':>10} {'paper ms':>10} {'ratio':>6}  note")
+for model, metric, cls, seq, chips, ours, paper in rows:
+    ratio = ours / paper
+    note = "" if abs(ratio - 1) <= 0.25 else "outside +-25%"
+    if model in over_hbm:
+        note += ("; " if note else "") + "weights+KV exceed HBM"
+    print(f"{model:<18} {metric:<5} {cls:<5} {seq:>6} {chips:>5} {ours:>10.3f} {paper:>10.3f} "
+          f"{ratio:>6.2f}  {note}")
+
+print("\nEnergy sanity: Llama3-70B 4096/512, NoDVFS, batch 1, per chip (Figure 2: dynamic "
+      "18-61 %, static 27-55 % of chip energy)")
+slots = ("sa", "vu", "sram", "hbm", "ici", "fe", "other")
+print("(static includes the chip's 'other' power; 'st. comp' is the components' static alone)")
+print(f"{'phase':<28} {'time ms':>9} {'energy J':>9} {'static':>7} {'st. comp':>8} {'dynamic':>8}  "
+      + " ".join(f"{s:>6}" for s in slots))
+for label, phase, seq in (("prefill seq 4096", "prefill", 4096),
+                          ("decode seq 4352 (mid-gen.)", "decode", 4096 + 256)):
+    t = graph_time("jobs/llama3-70b.json", phase, seq)["totals"]
+    e = t["energy_nj"]
+    by = t["energy_nj_by_component"]
+    check(f"energy {phase}: static + dynamic = total",
+          abs(t["energy_static_nj"] + t["energy_dynamic_nj"] - e) <= 1e-9 * e)
+    check(f"energy {phase}: components sum to total", abs(sum(by.values()) - e) <= 1e-9 * e)
+    check(f"energy {phase}: static share strictly between 0 and 1",
+          0 < t["energy_static_nj"] < e)
+    print(f"{label:<28} {t['time_ns'] / 1e6:>9.3f} {e / 1e9:>9.3f} "
+          f"{100 * t['energy_static_nj'] / e:>6.1f}% "
+          f"{100 * (t['energy_static_nj'] - by['other']) / e:>7.1f}% "
+          f"{100 * t['energy_dynamic_nj'] / e:>7.1f}%  "
+          + " ".join(f"{100 * by[s] / e:>5.1f}%" for s in slots))
+
+print(f"\n{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
