@@ -42,7 +42,8 @@ fuzz: deps
 run: build
 	$(BUILD)/enpu buckets jobs/demo.json
 	$(BUILD)/enpu graph jobs/demo.json --phase prefill --batch 1 --seq 1024
-	$(BUILD)/enpu graph jobs/demo.json --phase decode --batch 8 --seq 2048
+	$(BUILD)/enpu graph jobs/demo.json --phase decode --batch 8 --seq 2048 --time
+	$(BUILD)/enpu compile jobs/demo.json --phase decode --batch 8 --seq 2048 --policy all
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="
