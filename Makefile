@@ -31,13 +31,17 @@ asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DENPU_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# Each libFuzzer target runs for FUZZ_SECONDS from a corpus seeded with the shipped inputs.
-fuzz: deps
+# Each libFuzzer target runs for FUZZ_SECONDS from a corpus seeded with real inputs:
+# the shipped JSON files for the loaders, a store written by the unit test for the reader.
+fuzz: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config
-	@mkdir -p $(FUZZ_BUILD)/corpus-config
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store
+	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store
+	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | tail -n 3
+	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | tail -n 1
+	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+	  $(FUZZ_BUILD)/corpus-store 2>&1 | tail -n 1
 
 run: build
 	$(BUILD)/enpu buckets jobs/demo.json

@@ -1,0 +1,103 @@
+/* planstore.h — the plan store reader (libenpu_planstore), installed as
+ * <enpu/planstore.h> for serving runtimes. No MPI, no other enpu module needed.
+ *
+ * Open a store once; every lookup after that works on memory (tables are loaded and
+ * validated at open, buckets sorted for binary search), takes well under a microsecond
+ * and never touches the file. Every index read from the file is bounds-checked at open:
+ * a corrupt or crafted store fails planstore_open with ENPU_ERR_FORMAT and a message,
+ * never a crash. Functions return 0 or a negative ENPU_ERR_* code (common.h) and fill
+ * the optional enpu_err. A planstore handle is read-only after open: concurrent lookups
+ * from several threads are safe. */
+#ifndef ENPU_PLANSTORE_H
+#define ENPU_PLANSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PLANSTORE_PREFILL 0
+#define PLANSTORE_DECODE 1
+#define PLANSTORE_NSTATE 5 /* frequency states of an op: SA, VU, SRAM, HBM, ICI */
+
+typedef struct planstore planstore;
+
+/* The plan for one batch at one target time. */
+typedef struct {
+  uint32_t policy;          /* index of the policy (planstore_policy_name) */
+  uint32_t bucket;          /* row of the policy's bucket table */
+  int phase;                /* PLANSTORE_PREFILL / PLANSTORE_DECODE */
+  int32_t batch, seq;       /* the padded bucket */
+  double t_nodvfs_ns;       /* NoDVFS time of the bucket */
+  double t_peak_ns;         /* eNPU pipeline at all-peak */
+  double e_nodvfs_nj;       /* NoDVFS energy of the bucket */
+  double target_ns;         /* the target the plan was chosen for */
+  uint64_t walk_prefix;     /* walk steps applied: the longest prefix with time <= target */
+  uint64_t walk_steps;      /* the bucket's whole walk */
+  double time_ns;           /* expected time of one forward pass */
+  double energy_nj;         /* expected energy of one forward pass */
+  double lower_bound_nj;    /* LP-relaxation bound on energy at target_ns */
+  double savings_vs_nodvfs; /* 1 - energy_nj / e_nodvfs_nj */
+} planstore_plan;
+
+/* Frequency states of one op of a plan. The walk moves the instances of an op from one
+ * Pareto point to the next, so at any prefix an op has `lead_instances` instances at
+ * its lead point and the rest at its trail point (the same point when all moved). */
+typedef struct {
+  uint32_t op;              /* row of the policy's op table */
+  uint64_t signature;
+  const char *name;         /* valid until planstore_close */
+  uint64_t instances;       /* instances of the op in one forward pass */
+  uint64_t lead_instances;  /* 1..instances */
+  uint32_t lead_pareto, trail_pareto;
+  uint8_t lead_states[PLANSTORE_NSTATE], trail_states[PLANSTORE_NSTATE];
+  double lead_time_ns, trail_time_ns; /* one instance at that point */
+} planstore_op_states;
+
+/* Open and validate a store (registers the zstd filter in-process).
+ * @return 0; ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT (not a plan store, wrong
+ * format_version, corrupt or out-of-range contents), ENPU_ERR_NOMEM. *out is NULL on
+ * failure. */
+int planstore_open(const char *path, planstore **out, enpu_err *err);
+void planstore_close(planstore *ps); /* NULL is a no-op */
+
+size_t planstore_policy_count(const planstore *ps);
+const char *planstore_policy_name(const planstore *ps, size_t i); /* NULL when out of range */
+
+/* The plan of policy `policy` (NULL = the first policy in name order) for a batch of
+ * `batch` requests of `seq` tokens, padded up to the smallest covering bucket (smallest
+ * batch >= batch with a sequence bucket >= seq, then the smallest such seq), for the
+ * exact target time: the longest walk prefix whose time is <= target_ns.
+ * @return 0;
+ *   ENPU_ERR_NOT_FOUND: unknown policy, or no covering bucket (the message names the
+ *     largest batch and seq of the phase), or the bucket's compilation failed;
+ *   ENPU_ERR_INFEASIBLE: the bucket does not fit the chips (capacity), or target_ns is
+ *     below the fastest plan — in that case *plan is still filled with the fastest plan
+ *     (walk prefix 0), which a runtime may use when it prefers late to nothing;
+ *   ENPU_ERR_INVALID: bad arguments. */
+int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
+                     double target_ns, planstore_plan *plan, enpu_err *err);
+
+/* planstore_lookup at the bucket's slack budget:
+ * target = max(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns (slack as a fraction). */
+int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch,
+                           int seq, double slack, planstore_plan *plan, enpu_err *err);
+
+/* Number of distinct ops of the plan's bucket (the size planstore_plan_states needs). */
+size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan);
+
+/* Per-op frequency states implied by the plan's walk prefix, in op-table order.
+ * @return 0, or ENPU_ERR_RANGE when cap < planstore_plan_op_count (nothing written),
+ * ENPU_ERR_INVALID for a plan that does not come from this store. */
+int planstore_plan_states(const planstore *ps, const planstore_plan *plan,
+                          planstore_op_states *out, size_t cap, size_t *n, enpu_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENPU_PLANSTORE_H */
