@@ -39,9 +39,9 @@ fuzz: build
 	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | tail -n 1
+	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-	  $(FUZZ_BUILD)/corpus-store 2>&1 | tail -n 1
+	  $(FUZZ_BUILD)/corpus-store 2>&1 | grep -E '^Done [0-9]+ runs'
 
 run: build
 	$(BUILD)/enpu buckets jobs/demo.json
