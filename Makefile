@@ -9,7 +9,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
   python3-h5py python3-jsonschema gnuplot-nox clang libclang-rt-14-dev
 FUZZ_BUILD ?= build-fuzz
-FUZZ_SECONDS ?= 20
+FUZZ_RUNS ?= 4000
 
 .PHONY: deps build asan fuzz run test clean
 
@@ -31,16 +31,18 @@ asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DENPU_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# Each libFuzzer target runs for FUZZ_SECONDS from a corpus seeded with real inputs:
+# Each libFuzzer target runs FUZZ_RUNS inputs with a fixed seed (so CI is reproducible)
+# from a corpus seeded with real inputs:
 # the shipped JSON files for the loaders, a store written by the unit test for the reader.
 fuzz: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store
+	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store
 	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
-	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
-	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-store 2>&1 | grep -E '^Done [0-9]+ runs'
 
 run: build
