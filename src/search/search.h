@@ -253,9 +253,33 @@ typedef struct {
   int64_t walk_moves;              /* instance moves in the walk (hull walk only) */
   search_slack_plan *plans;        /* one per slack, in the given (increasing) order */
   int nplans;
+  search_walk *walk;               /* the hull walk over the graph's ops (owned) */
 } search_bucket_result;
 
 void search_bucket_result_free(search_bucket_result *r); /* frees members; NULL no-op */
+
+/* The op level of one policy for one op: its Pareto set under the policy's domains and
+ * pipeline (what the farm's `op` task computes once per signature). The memo of `s` is
+ * reused, so one search_ctx serves one thread.
+ * @return 0, or the cost model's error, ENPU_ERR_INVALID, ENPU_ERR_NOMEM. */
+int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                      const search_options *opt, search_pareto *out, enpu_err *err);
+
+/* The full cost result (per-slot energies, utilisations) of one plan of one op under the
+ * policy's pipeline and power model: the breakdown behind a Pareto point. */
+int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                        const search_options *opt, const int state[CONFIG_NCOMP],
+                        cost_result *out, enpu_err *err);
+
+/* The request level of one bucket given its ops' Pareto sets (sets[i] for graph op i,
+ * computed by search_op_compile for the same policy and options; equal signatures may
+ * share a set): reference times, the walk, each slack's finalised plan, the invariants.
+ * op_evals/unique_ops/op_search_s are left 0 (the caller did the op level).
+ * @return as search_compile_bucket. */
+int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
+                               config_policy policy, const search_pareto *const *sets,
+                               const double *slacks, int nslack, const search_options *opt,
+                               search_bucket_result *out, enpu_err *err);
 
 /* Compile one bucket (graph g) for one policy at the given slacks (increasing, >= 0):
  * budgets T_budget(p) = max(T_nodvfs, T_peak) + p·T_nodvfs, op-level Pareto sets per

@@ -56,6 +56,8 @@ void search_ctx_free(search_ctx *s) {
 void search_bucket_result_free(search_bucket_result *r) {
   if (!r) return;
   for (int i = 0; i < r->nplans; i++) free(r->plans[i].state);
+  search_walk_free(r->walk);
+  r->walk = NULL;
   free(r->plans);
   r->plans = NULL;
   r->nplans = 0;
@@ -216,8 +218,6 @@ static int finalise(const request *rq, const int *pos, int (*state)[CONFIG_NCOMP
  * One bucket, one policy */
 
 typedef struct {
-  search_pareto *sets;      /* per graph op; shared sets are owned by their first op */
-  const search_pareto **set_of;
   search_req_op *req;
   int64_t *offset;
   int *pos;
@@ -225,10 +225,7 @@ typedef struct {
   search_walk *hull, *greedy;
 } scratch;
 
-static void scratch_free(scratch *sc, int nops) {
-  for (int i = 0; sc->sets && i < nops; i++) search_pareto_free(&sc->sets[i]);
-  free(sc->sets);
-  free(sc->set_of);
+static void scratch_free(scratch *sc) {
   free(sc->req);
   free(sc->offset);
   free(sc->pos);
@@ -278,9 +275,75 @@ static int plan_slack(const request *rq, scratch *sc, const search_walk *w, doub
   return 0;
 }
 
+int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                      const search_options *opt, search_pareto *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  search_options defaults;
+  if (!opt) search_options_default(&defaults), opt = &defaults;
+  ENPU_RETURN_IF(opt->threads < 1, err, ENPU_ERR_INVALID, "bad search options (threads %d)",
+                 opt->threads);
+  policy_setup ps;
+  ENPU_FORWARD(policy_setup_make(s, policy, opt, &ps, err));
+  return op_pareto(s, cost, op, &ps, opt->threads, out, err);
+}
+
+int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                        const search_options *opt, const int state[CONFIG_NCOMP],
+                        cost_result *out, enpu_err *err) {
+  search_options defaults;
+  if (!opt) search_options_default(&defaults), opt = &defaults;
+  policy_setup ps;
+  ENPU_FORWARD(policy_setup_make(s, policy, opt, &ps, err));
+  cost_plan plan;
+  memcpy(plan.state, state, sizeof plan.state);
+  return cost_eval(cost, op, &plan, &ps.pipe, out, err);
+}
+
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                           const double *slacks, int nslack, const search_options *opt,
                           search_bucket_result *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  search_options defaults;
+  if (!opt) search_options_default(&defaults), opt = &defaults;
+  const int nops = graph_op_count(g);
+  search_pareto *sets = enpu_calloc((size_t)nops + 1, sizeof *sets);
+  const search_pareto **set_of = enpu_calloc((size_t)nops + 1, sizeof *set_of);
+  int rc = sets && set_of ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+  int64_t op_evals = 0;
+  int unique = 0;
+  const double t_op0 = enpu_now_s();
+  for (int i = 0; rc == 0 && i < nops; i++) {
+    const graph_op *op = graph_op_at(g, i);
+    for (int j = 0; j < i && !set_of[i]; j++)
+      if (graph_op_at(g, j)->signature == op->signature) set_of[i] = set_of[j];
+    if (set_of[i]) continue;
+    rc = search_op_compile(s, cost, op, policy, opt, &sets[i], err);
+    set_of[i] = &sets[i];
+    op_evals += sets[i].evals;
+    unique++;
+  }
+  const double op_s = enpu_now_s() - t_op0;
+  if (rc < 0) enpu_err_prefix(err, "%s: ", config_policy_name(policy));
+  if (rc == 0) rc = search_compile_bucket_sets(s, cost, g, policy, set_of, slacks, nslack, opt, out, err);
+  if (rc == 0) {
+    out->op_evals = op_evals;
+    out->unique_ops = unique;
+    out->op_search_s = op_s;
+    for (int k = 0; k < out->nplans; k++) {
+      out->plans[k].op_evals = op_evals;
+      out->plans[k].search_s += op_s;
+    }
+  }
+  for (int i = 0; sets && i < nops; i++) search_pareto_free(&sets[i]);
+  free(sets);
+  free(set_of);
+  return rc;
+}
+
+int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
+                               config_policy policy, const search_pareto *const *sets,
+                               const double *slacks, int nslack, const search_options *opt,
+                               search_bucket_result *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   out->policy = policy;
   search_options defaults;
@@ -303,14 +366,12 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
   ENPU_FORWARD(cost_pipeline_enpu(&enpu5, 5, s->ctrl, err));
 
   scratch sc = {0};
-  sc.sets = enpu_calloc((size_t)nops, sizeof *sc.sets);
-  sc.set_of = enpu_calloc((size_t)nops, sizeof *sc.set_of);
   sc.req = enpu_calloc((size_t)nops, sizeof *sc.req);
   sc.offset = enpu_calloc((size_t)nops, sizeof *sc.offset);
   sc.pos = enpu_calloc((size_t)instances, sizeof *sc.pos);
   sc.peak_state = enpu_calloc((size_t)instances, sizeof *sc.peak_state);
   out->plans = enpu_calloc((size_t)nslack, sizeof *out->plans);
-  int rc = sc.sets && sc.set_of && sc.req && sc.offset && sc.pos && sc.peak_state && out->plans
+  int rc = sc.req && sc.offset && sc.pos && sc.peak_state && out->plans
                ? 0
                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)",
                              (long long)instances);
@@ -336,24 +397,18 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
     out->policy_peak_time_ns += m * t, out->policy_peak_energy_nj += m * e;
   }
 
-  /* Op level: one search per distinct signature. */
-  const double t_op0 = enpu_now_s();
+  /* The op-level Pareto sets, one per graph op (shared between equal signatures). */
   int64_t inst = 0;
   for (int i = 0; rc == 0 && i < nops; i++) {
     const graph_op *op = graph_op_at(g, i);
-    for (int j = 0; j < i && !sc.set_of[i]; j++)
-      if (graph_op_at(g, j)->signature == op->signature) sc.set_of[i] = sc.set_of[j];
-    if (!sc.set_of[i]) {
-      rc = op_pareto(s, cost, op, &ps, opt->threads, &sc.sets[i], err);
-      sc.set_of[i] = &sc.sets[i];
-      out->op_evals += sc.sets[i].evals;
-      out->unique_ops++;
+    if (!sets[i] || sets[i]->count < 1) {
+      rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): no Pareto set", i, op->name);
+      break;
     }
-    sc.req[i] = (search_req_op){sc.set_of[i]->points, sc.set_of[i]->count, op->multiplicity};
+    sc.req[i] = (search_req_op){sets[i]->points, sets[i]->count, op->multiplicity};
     sc.offset[i] = inst;
     inst += op->multiplicity;
   }
-  out->op_search_s = enpu_now_s() - t_op0;
 
   /* Request level. */
   const double t_walk0 = enpu_now_s();
@@ -362,18 +417,20 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
       base_ns + fmax(opt->walk_cap_slack, slacks[nslack - 1]) * out->t_nodvfs_ns;
   if (rc == 0) rc = search_walk_build(sc.req, nops, cap_ns, &sc.hull, err);
   if (rc == 0) out->walk_moves = search_walk_moves(sc.hull);
+  out->walk = sc.hull; /* the result owns the walk (the store records it) */
+  sc.hull = NULL;
   const double walk_s = enpu_now_s() - t_walk0;
-  const request rq = {g, sc.set_of, sc.offset, instances, ps.pm, ps.transitions};
+  const request rq = {g, sets, sc.offset, instances, ps.pm, ps.transitions};
   for (int k = 0; rc == 0 && k < nslack; k++) {
     const double t0 = enpu_now_s();
     search_slack_plan *pl = &out->plans[k];
     pl->slack = slacks[k];
     pl->budget_ns = base_ns + slacks[k] * out->t_nodvfs_ns;
     search_prefix bound;
-    rc = search_walk_prefix(sc.hull, pl->budget_ns, &bound, err);
+    rc = search_walk_prefix(out->walk, pl->budget_ns, &bound, err);
     if (rc < 0) break;
     pl->lower_bound_nj = bound.lower_bound_nj;
-    const search_walk *w = sc.hull;
+    const search_walk *w = out->walk;
     if (opt->request == SEARCH_REQ_GREEDY) {
       search_walk_free(sc.greedy);
       sc.greedy = NULL;
@@ -390,12 +447,11 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
       memcpy(pl->state, prev->state, (size_t)instances * sizeof *pl->state);
     }
     pl->savings_vs_nodvfs = 1.0 - pl->energy_nj / out->e_nodvfs_nj;
-    pl->op_evals = out->op_evals;
-    pl->search_s = out->op_search_s + walk_s + (enpu_now_s() - t0);
+    pl->search_s = walk_s + (enpu_now_s() - t0);
   }
   if (rc == 0)
     rc = search_check_invariants(out->plans, nslack, out->policy_peak_energy_nj, err);
-  scratch_free(&sc, nops);
+  scratch_free(&sc);
   if (rc < 0) {
     enpu_err_prefix(err, "%s: ", config_policy_name(policy));
     search_bucket_result_free(out);
