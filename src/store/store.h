@@ -54,6 +54,9 @@ typedef struct {
 typedef struct {
   uint8_t phase;              /* STORE_PHASE_* */
   uint8_t status;             /* STORE_BUCKET_* */
+  uint64_t input_hash;        /* hash of everything the bucket's plans depend on (its
+                                 ops' signatures and multiplicities, slacks, options):
+                                 a rerun re-walks the bucket only when it changes */
   int32_t batch;
   int32_t seq;
   double t_nodvfs_ns;         /* NoDVFS time of one forward pass */
@@ -112,6 +115,8 @@ typedef struct {
   uint64_t cost_model_hash, chip_hash, model_hash, job_hash;
   const char *tool_version;   /* e.g. "0.1.0" */
   const char *job_json, *model_json, *chip_json, *cluster_json; /* may be NULL */
+  const char *added_buckets_json; /* buckets added with `enpu farm --add-buckets`: a JSON
+                                     array of {"phase","batch","seq"}; may be NULL */
 } store_provenance;
 
 typedef enum {
@@ -152,5 +157,33 @@ int store_writer_commit(store_writer *w, enpu_err *err);
 
 /* Free the writer; an uncommitted writer removes its temporary file. NULL is a no-op. */
 void store_writer_free(store_writer *w);
+
+/* ---------------------------------------------------------------------------------
+ * Whole-store reading (farm resume/incremental, `enpu store info/diff`). Same checks as
+ * planstore_open: a corrupt or crafted store is ENPU_ERR_FORMAT, never a crash. */
+
+typedef struct {
+  char name[STORE_NAME_LEN];
+  store_op_rec *ops;                 size_t nops;
+  store_pareto_rec *pareto;          size_t npareto;
+  store_bucket_rec *buckets;         size_t nbuckets;
+  store_bucket_op_rec *bucket_ops;   size_t nbucket_ops;
+  store_walk_rec *walk;              size_t nwalk;
+  store_plan_rec *plans;             size_t nplans;
+  store_plan_state_rec *plan_states; size_t nplan_states;
+} store_policy_tables;
+
+typedef struct {
+  uint32_t format_version;
+  uint64_t cost_model_hash, chip_hash, model_hash, job_hash;
+  char *tool_version, *created_utc;  /* malloc'd; "" when absent */
+  char *job_json, *model_json, *chip_json, *cluster_json, *added_buckets_json; /* or NULL */
+  store_policy_tables *policies;     /* in name order */
+  size_t npolicies;
+} store_contents;
+
+/* @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT, ENPU_ERR_NOMEM. */
+int store_load(const char *path, store_contents **out, enpu_err *err);
+void store_contents_free(store_contents *c); /* NULL is a no-op */
 
 #endif /* ENPU_STORE_H */

@@ -1,0 +1,148 @@
+/* farm_internal.h — the farm's private contracts: the results that workers send to the
+ * master and the master journals (op results and bucket results), their byte encoding
+ * (one codec for MPI messages and journal records), the append-only journal, and the
+ * master's result state that becomes the HDF5 store at each checkpoint.
+ *
+ * Invariants:
+ *  - An op result is keyed by (policy, key); key = the op's store signature: a hash of
+ *    the graph signature, the chip tables, the cost-model version and the policy's
+ *    search options. Equal keys mean identical results, whatever rank computed them.
+ *  - A bucket result is keyed by (policy, phase, batch, seq) and carries input_hash
+ *    (its ops' keys and multiplicities, the slacks, the policy options): a result whose
+ *    input_hash differs from the current one is stale and is recomputed.
+ *  - Indices inside a bucket result are local: walk/plan-state `op` index op_keys[],
+ *    walk/plan-state `pareto` is a point index within that op's Pareto set, plan-state
+ *    `plan` indexes plans[]; store rows are assigned only at checkpoint.
+ *  - Decoding never trusts its input: lengths and indices are bounds-checked, a bad
+ *    record is ENPU_ERR_FORMAT, never a crash. */
+#ifndef ENPU_FARM_INTERNAL_H
+#define ENPU_FARM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "config.h"
+#include "store.h"
+
+/* ---------------------------------------------------------------------------------
+ * Results */
+
+typedef struct {
+  uint32_t policy;             /* config_policy */
+  uint64_t key;                /* store ops.signature */
+  uint32_t kind;               /* graph_op_kind */
+  char name[STORE_NAME_LEN];
+  uint64_t evaluations;
+  uint32_t npoints;            /* >= 1 */
+  store_pareto_rec *points;    /* time ascending; `op` field unused (0) */
+} farm_op_result;
+
+typedef struct {
+  uint32_t policy;
+  store_bucket_rec bucket;     /* phase, status, batch, seq, input_hash, times, message;
+                                  the *_first/*_count ranges are unused (0) */
+  uint32_t nops;
+  uint64_t *op_keys;           /* the bucket's distinct ops, ascending */
+  uint64_t *multiplicity;      /* per op_keys entry, >= 1 */
+  uint64_t nwalk;
+  store_walk_rec *walk;        /* bucket unused; op, pareto local (see above) */
+  uint32_t nplans;
+  store_plan_rec *plans;       /* bucket unused; states_first relative to states[] */
+  uint64_t nstates;
+  store_plan_state_rec *states;
+} farm_bucket_result;
+
+void farm_op_result_free(farm_op_result *r);         /* frees members; NULL no-op */
+void farm_bucket_result_free(farm_bucket_result *r); /* frees members; NULL no-op */
+
+/* ---------------------------------------------------------------------------------
+ * Codec: little-endian, fixed-width fields; one record = one result. */
+
+enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2 };
+
+typedef struct {
+  unsigned char *data;
+  size_t len, cap;
+} farm_buf;
+
+void farm_buf_free(farm_buf *b); /* frees data; NULL no-op */
+
+/* Append the encoding of a result to b. @return 0 or ENPU_ERR_NOMEM. */
+int farm_op_result_encode(const farm_op_result *r, farm_buf *b, enpu_err *err);
+int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err *err);
+/* Decode exactly `bytes` bytes into *r (owned by the caller afterwards).
+ * @return 0, or ENPU_ERR_FORMAT (truncated, trailing bytes, out-of-range index or
+ * count), ENPU_ERR_NOMEM; on failure *r is empty. */
+int farm_op_result_decode(const void *data, size_t bytes, farm_op_result *r, enpu_err *err);
+int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r,
+                              enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Journal: `<store>.journal`, a header then records of (kind, length, checksum,
+ * zstd-compressed payload). A crash can leave a torn last record; replay stops there. */
+
+typedef struct farm_journal farm_journal;
+
+typedef int (*farm_journal_fn)(void *user, uint32_t kind, const void *payload, size_t bytes,
+                               enpu_err *err);
+
+/* Call fn for every intact record of `path` in order (a missing file has none); stop at
+ * the first torn or corrupt record and report the bytes after it in *dropped_bytes.
+ * A file that is not a journal (bad header) is ENPU_ERR_FORMAT. fn's error stops the
+ * replay and is returned. */
+int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, int64_t *records,
+                        int64_t *dropped_bytes, enpu_err *err);
+/* Open for appending (creating it with its header); a torn tail is truncated first so
+ * new records follow the last intact one. */
+int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
+/* Compress and buffer one record (written at the next sync, or when the buffer fills). */
+int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
+                        enpu_err *err);
+/* Write buffered records and fsync. */
+int farm_journal_sync(farm_journal *j, enpu_err *err);
+/* After a checkpoint made every record redundant: truncate to the header and fsync. */
+int farm_journal_reset(farm_journal *j, enpu_err *err);
+void farm_journal_free(farm_journal *j); /* does not sync; NULL no-op */
+
+/* ---------------------------------------------------------------------------------
+ * State: every result the master knows (from the previous store, the journal, workers). */
+
+typedef struct farm_state farm_state;
+
+int farm_state_create(farm_state **out, enpu_err *err);
+void farm_state_free(farm_state *s); /* NULL no-op */
+
+/* Load a previous store's results (a missing file loads nothing): each policy's ops
+ * become op results, each bucket (with its ops, walk, plans, plan states) a bucket
+ * result. *added_json receives the store's added_buckets attribute (malloc'd, or NULL). */
+int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets,
+                          char **added_json, enpu_err *err);
+/* Take ownership of a result's arrays (r is emptied). A result with a key already known
+ * replaces the old one (bucket results: same policy/phase/batch/seq). */
+int farm_state_add_op(farm_state *s, farm_op_result *r, enpu_err *err);
+int farm_state_add_bucket(farm_state *s, farm_bucket_result *r, enpu_err *err);
+/* Lookups; NULL when unknown (a bucket also when its input_hash differs). */
+const farm_op_result *farm_state_find_op(const farm_state *s, uint32_t policy, uint64_t key);
+const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t policy,
+                                                 int phase, int batch, int seq,
+                                                 uint64_t input_hash);
+
+/* What the current job wants in the store: per policy the op keys of its grid and its
+ * buckets (phase, batch, seq, input_hash). Known results outside it are not written. */
+typedef struct {
+  uint32_t policy;
+  const uint64_t *op_keys;
+  size_t nops;
+  const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash are read */
+  size_t nbuckets;
+} farm_wanted;
+
+/* Write the wanted, known results as a store at `path` (store_writer: temp + fsync +
+ * rename): ops sorted by key, buckets by (phase, batch, seq), rows assigned here, so
+ * the content depends only on the results, never on arrival order or rank count.
+ * A bucket whose ops are not all known is skipped. */
+int farm_state_checkpoint(const farm_state *s, const char *path, const store_provenance *prov,
+                          const farm_wanted *wanted, int nwanted, enpu_err *err);
+
+#endif /* ENPU_FARM_INTERNAL_H */
