@@ -19,30 +19,17 @@ The rest (the ratios, the ±25 % goal) is printed; results/calibration.md discus
 usage: test_calibration.py ENPU_BINARY SOURCE_DIR"""
 import json
 import os
-import subprocess
 import sys
+
+from harness import Harness
 
 enpu, src = sys.argv[1], sys.argv[2]
 MODELS = ("llama3-70b", "llama3.1-405b", "deepseek-v2-236b", "deepseek-v3-671b")
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
+h = Harness(enpu, src)
 
 
 def graph_time(job, phase, seq):
-    r = subprocess.run([enpu, "graph", job, "--phase", phase, "--batch", "1", "--seq", str(seq),
-                        "--time", "--json"], capture_output=True, text=True, cwd=src)
-    if r.returncode != 0:
-        raise SystemExit(f"{job} {phase} {seq}: exit {r.returncode}: {r.stderr}")
-    return json.loads(r.stdout)
+    return h.run_json("graph", job, "--phase", phase, "--batch", "1", "--seq", str(seq), "--time")
 
 
 def load(path):
@@ -75,16 +62,16 @@ for model in MODELS:
                 over_hbm.add(model)
             rows.append((model, metric, slo["name"], seq, node["chips"], ours_ms, paper_ms))
             tag = f"{model} {metric} {slo['name']}"
-            check(f"{tag}: positive and >= roofline bound {bound_ms:.3f} ms",
+            h.check(f"{tag}: positive and >= roofline bound {bound_ms:.3f} ms",
                   ours_ms > 0 and ours_ms >= bound_ms * (1 - 1e-9), f"{ours_ms:.3f} ms")
             if metric == "TTFT" or model == "llama3-70b":
-                check(f"{tag}: within a factor of 3 of Table 2 / 5",
+                h.check(f"{tag}: within a factor of 3 of Table 2 / 5",
                       paper_ms / 3 <= ours_ms <= 3 * paper_ms, f"{ours_ms:.3f} vs {paper_ms:.3f}")
             if prev is not None:
                 if metric == "TTFT":
-                    check(f"{tag}: TTFT increases with input length", ours_ms > prev)
+                    h.check(f"{tag}: TTFT increases with input length", ours_ms > prev)
                 else:
-                    check(f"{tag}: TPOT does not decrease with total length", ours_ms >= prev)
+                    h.check(f"{tag}: TPOT does not decrease with total length", ours_ms >= prev)
             prev = ours_ms
 
 print("\nSingle-request TTFT / TPOT, NoDVFS, batch 1, Table 3 nodes, vs Table 2 / 5")
@@ -109,10 +96,10 @@ for label, phase, seq in (("prefill seq 4096", "prefill", 4096),
     t = graph_time("jobs/llama3-70b.json", phase, seq)["totals"]
     e = t["energy_nj"]
     by = t["energy_nj_by_component"]
-    check(f"energy {phase}: static + dynamic = total",
+    h.check(f"energy {phase}: static + dynamic = total",
           abs(t["energy_static_nj"] + t["energy_dynamic_nj"] - e) <= 1e-9 * e)
-    check(f"energy {phase}: components sum to total", abs(sum(by.values()) - e) <= 1e-9 * e)
-    check(f"energy {phase}: static share strictly between 0 and 1",
+    h.check(f"energy {phase}: components sum to total", abs(sum(by.values()) - e) <= 1e-9 * e)
+    h.check(f"energy {phase}: static share strictly between 0 and 1",
           0 < t["energy_static_nj"] < e)
     print(f"{label:<28} {t['time_ns'] / 1e6:>9.3f} {e / 1e9:>9.3f} "
           f"{100 * t['energy_static_nj'] / e:>6.1f}% "
@@ -120,5 +107,4 @@ for label, phase, seq in (("prefill seq 4096", "prefill", 4096),
           f"{100 * t['energy_dynamic_nj'] / e:>7.1f}%  "
           + " ".join(f"{100 * by[s] / e:>5.1f}%" for s in slots))
 
-print(f"\n{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+h.finish()

@@ -3,79 +3,58 @@
 names, internal consistency of the numbers, and the exit status and message of bad input.
 
 usage: test_cost_cli.py ENPU_BINARY SOURCE_DIR"""
-import json
-import subprocess
 import sys
+
+from harness import Harness
 
 enpu, src = sys.argv[1], sys.argv[2]
 JOB = "jobs/llama3-70b.json"
 BUCKET = ("--phase", "decode", "--batch", "1", "--seq", "4096")
 PEAK = "34,34,34,34,34"
 UNITS = ("sa", "vu", "sram", "hbm", "ici", "fe")
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
-
-
-def run(*args):
-    return subprocess.run([enpu, *args], capture_output=True, text=True, cwd=src)
-
-
-def run_json(*args):
-    r = run(*args, "--json")
-    if r.returncode != 0:
-        raise SystemExit(f"{args}: exit {r.returncode}: {r.stderr}")
-    return json.loads(r.stdout)
+h = Harness(enpu, src)
 
 
 def op(op_id, plan, *extra):
-    return run_json("op", JOB, *BUCKET, "--op", str(op_id), "--plan", plan, *extra)
+    return h.run_json("op", JOB, *BUCKET, "--op", str(op_id), "--plan", plan, *extra)
 
 
-g = run_json("graph", JOB, *BUCKET, "--time")
+g = h.run_json("graph", JOB, *BUCKET, "--time")
 ops = g["ops"]
-check("graph --time: every op has time_ns and energy_nj > 0",
+h.check("graph --time: every op has time_ns and energy_nj > 0",
       all(o["time_ns"] > 0 and o["energy_nj"] > 0 for o in ops))
 t = g["totals"]
-check("graph --time: totals time_ns = sum of op time x multiplicity",
+h.check("graph --time: totals time_ns = sum of op time x multiplicity",
       abs(t["time_ns"] - sum(o["time_ns"] * o["multiplicity"] for o in ops)) <= 1e-9 * t["time_ns"])
-check("graph --time: totals energy_nj = sum of op energy x multiplicity",
+h.check("graph --time: totals energy_nj = sum of op energy x multiplicity",
       abs(t["energy_nj"] - sum(o["energy_nj"] * o["multiplicity"] for o in ops))
       <= 1e-9 * t["energy_nj"])
-check("graph without --time has no time fields",
-      "time_ns" not in run_json("graph", JOB, *BUCKET)["ops"][0])
+h.check("graph without --time has no time fields",
+      "time_ns" not in h.run_json("graph", JOB, *BUCKET)["ops"][0])
 
 ffn = next(o for o in ops if o["name"] == "ffn.gate_up")
 r = op(ffn["id"], PEAK, "--pipeline", "nodvfs")
-check("op: JSON fields", {"time_ns", "energy_nj", "busy_ns", "energy_nj_by_component", "utilization",
+h.check("op: JSON fields", {"time_ns", "energy_nj", "busy_ns", "energy_nj_by_component", "utilization",
                           "fe_stall_ns", "unroll", "sw_depth"} <= set(r), str(sorted(r)))
-check("op: busy_ns keyed by unit", set(r["busy_ns"]) == set(UNITS), str(r["busy_ns"]))
-check("op: energy keyed sa/vu/sram/hbm/ici/fe/other",
+h.check("op: busy_ns keyed by unit", set(r["busy_ns"]) == set(UNITS), str(r["busy_ns"]))
+h.check("op: energy keyed sa/vu/sram/hbm/ici/fe/other",
       set(r["energy_nj_by_component"]) == set(UNITS) | {"other"})
-check("op nodvfs at peak = graph --time for the same op",
+h.check("op nodvfs at peak = graph --time for the same op",
       r["time_ns"] == ffn["time_ns"] and r["energy_nj"] == ffn["energy_nj"],
       f"{r['time_ns']} vs {ffn['time_ns']}")
-check("op: energy_nj = sum by component", abs(sum(r["energy_nj_by_component"].values())
+h.check("op: energy_nj = sum by component", abs(sum(r["energy_nj_by_component"].values())
                                                 - r["energy_nj"]) <= 1e-9 * r["energy_nj"])
-check("op: busy <= time and utilization = busy / time",
+h.check("op: busy <= time and utilization = busy / time",
       all(r["busy_ns"][u] <= r["time_ns"] * (1 + 1e-12) and
           abs(r["utilization"][u] - r["busy_ns"][u] / r["time_ns"]) < 1e-9 for u in UNITS))
-check("op: decode gate_up is HBM-bound (HBM utilisation > 90 %)", r["utilization"]["hbm"] > 0.9,
+h.check("op: decode gate_up is HBM-bound (HBM utilisation > 90 %)", r["utilization"]["hbm"] > 0.9,
       str(r["utilization"]))
 slow = op(ffn["id"], "34,34,34,17,34")
 fast = op(ffn["id"], PEAK)
-check("op: halving the HBM state slows an HBM-bound op", slow["time_ns"] > 1.5 * fast["time_ns"],
+h.check("op: halving the HBM state slows an HBM-bound op", slow["time_ns"] > 1.5 * fast["time_ns"],
       f"{slow['time_ns']} vs {fast['time_ns']}")
 for extra in (("--pipeline", "ideal"), ("--domains", "3"), ("--domains", "4", "--hbm", "full")):
-    check(f"op {' '.join(extra)} runs", op(ffn["id"], "20,20,20,20,20", *extra)["time_ns"] > 0)
+    h.check(f"op {' '.join(extra)} runs", op(ffn["id"], "20,20,20,20,20", *extra)["time_ns"] > 0)
 
 last = len(ops) - 1
 for name, args, code, needle in (
@@ -91,9 +70,8 @@ for name, args, code, needle in (
          "--pipeline"),
         ("bad domain count is a usage error", ("--op", "1", "--plan", PEAK, "--domains", "2"), 2,
          "--domains")):
-    p = run("op", JOB, *BUCKET, *args)
-    check(f"op error: {name}", p.returncode == code and needle in p.stderr,
+    p = h.run("op", JOB, *BUCKET, *args)
+    h.check(f"op error: {name}", p.returncode == code and needle in p.stderr,
           f"exit {p.returncode}: {p.stderr.strip()[:200]}")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+h.finish()

@@ -1,0 +1,42 @@
+"""Shared helpers of the integration tests: a pass/fail counter that prints one line per
+check, and runners of the real `enpu` binary. A test script does
+
+    from harness import Harness
+    h = Harness(sys.argv[1], sys.argv[2])   # ENPU_BINARY SOURCE_DIR
+    h.check("name", condition, "detail shown on failure")
+    ...
+    h.finish()                               # prints the counts, exits 1 on any failure
+
+`run` executes in the source directory so job paths like jobs/demo.json resolve."""
+import json
+import subprocess
+import sys
+
+
+class Harness:
+    def __init__(self, enpu, src):
+        self.enpu, self.src = enpu, src
+        self.passed = self.failed = 0
+
+    def check(self, name, cond, detail=""):
+        if cond:
+            self.passed += 1
+            print(f"ok   {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL {name} {detail}")
+        return cond
+
+    def run(self, *args, **kw):
+        kw.setdefault("cwd", self.src)
+        return subprocess.run([self.enpu, *args], capture_output=True, text=True, **kw)
+
+    def run_json(self, *args):
+        r = self.run(*args, "--json")
+        if r.returncode != 0:
+            raise SystemExit(f"{args}: exit {r.returncode}: {r.stderr}")
+        return json.loads(r.stdout)
+
+    def finish(self):
+        print(f"\n{self.passed} passed, {self.failed} failed")
+        sys.exit(1 if self.failed else 0)
