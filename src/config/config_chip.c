@@ -387,20 +387,17 @@ void config_chip_clear(config_chip *c) {
   memset(c, 0, sizeof *c);
 }
 
+static int parse_chip(const config_doc *doc, void *chip, enpu_err *err) {
+  return config_chip_parse(doc, chip, err);
+}
+
+static void clear_chip(void *c) { config_chip_clear(c); }
+
 int config_chip_load(const char *path, config_chip **out, enpu_err *err) {
-  *out = NULL;
-  config_chip *c = enpu_calloc(1, sizeof *c);
-  if (!c) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
-  config_doc doc;
-  int rc = config_doc_open(&doc, path, err);
-  if (rc == ENPU_OK) rc = config_chip_parse(&doc, c, err);
-  config_doc_close(&doc);
-  if (rc < 0) {
-    config_chip_free(c);
-    return rc;
-  }
-  *out = c;
-  return ENPU_OK;
+  void *chip = NULL;
+  int rc = config_load_file(path, sizeof **out, parse_chip, clear_chip, &chip, err);
+  *out = chip;
+  return rc;
 }
 
 void config_chip_free(config_chip *chip) {

@@ -111,20 +111,15 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   return ENPU_OK;
 }
 
+static int parse_cluster(const config_doc *doc, void *cluster, enpu_err *err) {
+  return config_cluster_parse(doc, cluster, err);
+}
+
 int config_cluster_load(const char *path, config_cluster **out, enpu_err *err) {
-  *out = NULL;
-  config_cluster *c = enpu_calloc(1, sizeof *c);
-  if (!c) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
-  config_doc doc;
-  int rc = config_doc_open(&doc, path, err);
-  if (rc == ENPU_OK) rc = config_cluster_parse(&doc, c, err);
-  config_doc_close(&doc);
-  if (rc < 0) {
-    free(c);
-    return rc;
-  }
-  *out = c;
-  return ENPU_OK;
+  void *cluster = NULL;
+  int rc = config_load_file(path, sizeof **out, parse_cluster, NULL, &cluster, err);
+  *out = cluster;
+  return rc;
 }
 
 void config_cluster_free(config_cluster *cluster) { free(cluster); }

@@ -435,3 +435,22 @@ int config_get_string(const config_doc *doc, const config_path *obj_path, const 
   config_path p = CONFIG_KEY(obj_path, key);
   return config_string(doc, &p, json_object_get(obj, key), buf, cap, err);
 }
+
+int config_load_file(const char *path, size_t size,
+                     int (*parse)(const config_doc *doc, void *out, enpu_err *err),
+                     void (*clear)(void *obj), void **out, enpu_err *err) {
+  *out = NULL;
+  void *obj = enpu_calloc(1, size);
+  if (!obj) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  config_doc doc;
+  int rc = config_doc_open(&doc, path, err);
+  if (rc == ENPU_OK) rc = parse(&doc, obj, err);
+  config_doc_close(&doc);
+  if (rc < 0) {
+    if (clear) clear(obj);
+    free(obj);
+    return rc;
+  }
+  *out = obj;
+  return ENPU_OK;
+}

@@ -82,6 +82,12 @@ int config_get_string(const config_doc *doc, const config_path *obj_path, const 
 extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];
 
+/* The public *_load functions: allocate a zeroed struct of `size` bytes, parse `path`
+ * into it; on failure call clear (may be NULL) on it, free it, and leave *out NULL. */
+int config_load_file(const char *path, size_t size,
+                     int (*parse)(const config_doc *doc, void *out, enpu_err *err),
+                     void (*clear)(void *obj), void **out, enpu_err *err);
+
 /* Loaders of already-opened documents, shared by the public *_load and the job. They
  * fill a zeroed struct; on failure the caller frees it with the *_clear function. */
 int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err);

@@ -150,20 +150,15 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   return ENPU_OK;
 }
 
+static int parse_model(const config_doc *doc, void *model, enpu_err *err) {
+  return config_model_parse(doc, model, err);
+}
+
 int config_model_load(const char *path, config_model **out, enpu_err *err) {
-  *out = NULL;
-  config_model *m = enpu_calloc(1, sizeof *m);
-  if (!m) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
-  config_doc doc;
-  int rc = config_doc_open(&doc, path, err);
-  if (rc == ENPU_OK) rc = config_model_parse(&doc, m, err);
-  config_doc_close(&doc);
-  if (rc < 0) {
-    free(m);
-    return rc;
-  }
-  *out = m;
-  return ENPU_OK;
+  void *model = NULL;
+  int rc = config_load_file(path, sizeof **out, parse_model, NULL, &model, err);
+  *out = model;
+  return rc;
 }
 
 void config_model_free(config_model *model) { free(model); }
