@@ -1,6 +1,7 @@
 /* cli_util.c — helpers shared by the subcommands: JSON output, errors, argument parsing. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -26,6 +27,15 @@ int cli_parse_int(const char *s, int *out) {
   const long v = strtol(s, &end, 10);
   if (errno || end == s || *end || v < INT_MIN || v > INT_MAX) return -1;
   *out = (int)v;
+  return 0;
+}
+
+int cli_parse_double(const char *s, double *out) {
+  char *end = NULL;
+  errno = 0;
+  const double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v)) return -1;
+  *out = v;
   return 0;
 }
 

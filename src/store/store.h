@@ -2,7 +2,7 @@
  * schemas/planstore.md, provenance, and a writer that publishes the store atomically.
  * The reader API is planstore.h (installed as <enpu/planstore.h>).
  *
- * Invariants of a store (checked by the reader, see planstore.c):
+ * Invariants of a store (checked by both readers, see store_read.c):
  *  - one group per policy, /policies/<name>/, holding the tables below;
  *  - every index stored in a record points into a table of the same policy and is
  *    < that table's row count; every [first, first+count) range lies inside its table;
@@ -110,6 +110,35 @@ typedef struct {
   uint8_t states[STORE_NSTATE];
 } store_plan_state_rec;
 
+/* validation: one re-simulated plan of a bucket sampled by `enpu validate` (validate.h),
+ * in sample order; replaced as a whole by each validation. */
+typedef struct {
+  uint32_t bucket;            /* index into buckets */
+  uint32_t plan;              /* index into plans (a plan of that bucket) */
+  uint32_t stratum;           /* sample stratum: (phase · 3 + batch range) · 3 + seq range */
+  uint8_t phase;              /* the bucket's key, for readers of this table alone */
+  uint8_t pass;               /* 1: every check held */
+  int32_t batch, seq;
+  double slack, budget_ns;
+  double stored_time_ns, stored_energy_nj; /* the plans row */
+  double sim_time_ns, sim_energy_nj;       /* re-simulated; NaN when it could not run */
+  char message[STORE_MSG_LEN];             /* why it failed; "" when it passed */
+} store_validation_rec;
+
+/* validation_replay: the trace replay of the policy run by the last validation (one row). */
+typedef struct {
+  uint64_t requests, served, slo_met;
+  double slo_attainment;      /* slo_met / requests */
+  double energy_nj, prefill_energy_nj, decode_energy_nj; /* busy + idle chips */
+  double savings_vs_nodvfs;   /* 1 - energy / nodvfs's energy on the trace; NaN without nodvfs */
+  double ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, tpot_p99_ns;
+  uint64_t batches, slowed, locked; /* both phases: run, on a slower plan, locked to peak */
+  uint64_t seed;              /* of the sample */
+  uint32_t sample;            /* buckets per policy asked for */
+  double tolerance;           /* relative, of the time and energy comparison */
+  char trace[STORE_MSG_LEN];  /* the trace file as given */
+} store_validation_replay_rec;
+
 /* Provenance, stored as root attributes. Hashes are enpu_hash64 of the inputs. */
 typedef struct {
   uint64_t cost_model_hash, chip_hash, model_hash, job_hash;
@@ -127,8 +156,13 @@ typedef enum {
   STORE_T_WALK,
   STORE_T_PLANS,
   STORE_T_PLAN_STATES,
+  STORE_T_VALIDATION,        /* written by `enpu validate`; absent (empty) otherwise */
+  STORE_T_VALIDATION_REPLAY,
   STORE_NTABLE
 } store_table;
+
+/* The HDF5 dataset name of a table ("ops", "walk", ...), or NULL out of range. */
+const char *store_table_name(store_table t);
 
 /* Register the zstd filter (id 32015) with HDF5 in this process; idempotent.
  * @return 0, or ENPU_ERR_INTERNAL when HDF5 refuses it. */
@@ -171,7 +205,13 @@ typedef struct {
   store_walk_rec *walk;              size_t nwalk;
   store_plan_rec *plans;             size_t nplans;
   store_plan_state_rec *plan_states; size_t nplan_states;
+  store_validation_rec *validation;  size_t nvalidation;       /* store_load only */
+  store_validation_replay_rec *validation_replay; size_t nvalidation_replay; /* idem */
 } store_policy_tables;
+
+/* Table t of a loaded policy as (records of the matching store_*_rec, *rows), e.g. to
+ * write it again with store_writer_append; NULL and 0 rows when t is out of range. */
+const void *store_policy_table(const store_policy_tables *p, store_table t, size_t *rows);
 
 typedef struct {
   uint32_t format_version;
@@ -185,5 +225,59 @@ typedef struct {
 /* @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT, ENPU_ERR_NOMEM. */
 int store_load(const char *path, store_contents **out, enpu_err *err);
 void store_contents_free(store_contents *c); /* NULL is a no-op */
+
+/* Sizes of one table: uncompressed (rows x the file's row bytes) and as stored in the
+ * file (H5Dget_storage_size, after shuffle + zstd). */
+typedef struct {
+  uint64_t table_bytes, stored_bytes;
+} store_table_size;
+
+/* The sizes of every table of the store at `path`, whose contents `c` were loaded from
+ * it: out[i][t] for policy c->policies[i] and table t (zero for a missing table).
+ * @return 0, or ENPU_ERR_IO/FORMAT when the file or a table cannot be opened. */
+int store_sizes(const char *path, const store_contents *c, store_table_size (*out)[STORE_NTABLE],
+                enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Comparing two stores by content (`enpu store diff`). Rows are matched by key — a
+ * policy by name, a bucket by (phase, batch, seq), an op by signature — and compared on
+ * what they mean (indices into other tables are followed: an op by its signature, a
+ * Pareto point by its position in its op's range); then every table is compared row by
+ * row in full, so a store holding the same content in another order differs too.
+ * created_utc and tool_version are not content. */
+
+typedef enum {
+  STORE_DIFF_PROVENANCE = 0, /* a root attribute: hashes, the input JSON documents */
+  STORE_DIFF_POLICY,         /* a policy only in one store */
+  STORE_DIFF_BUCKET,
+  STORE_DIFF_OP,
+  STORE_DIFF_TABLE           /* row-by-row: row count, or the first row that differs */
+} store_diff_what;
+
+typedef enum { STORE_DIFF_ADDED = 0, STORE_DIFF_REMOVED, STORE_DIFF_CHANGED } store_diff_kind;
+
+typedef struct {
+  store_diff_what what;
+  store_diff_kind kind;            /* added = only in B, removed = only in A */
+  const char *policy;              /* NULL for provenance */
+  uint8_t phase;                   /* STORE_DIFF_BUCKET: the key */
+  int32_t batch, seq;
+  uint64_t signature;              /* STORE_DIFF_OP: the key, and one of its names */
+  const char *name;
+  store_table table;               /* STORE_DIFF_TABLE */
+  uint64_t rows_a, rows_b;         /*   row counts */
+  uint64_t first_row, rows_differ; /*   equal counts: first differing row, how many */
+  char fields[256];                /* changed: the differing columns or parts ("walk",
+                                      "pareto", "plans"), comma-separated; provenance:
+                                      the attribute */
+} store_diff_entry;
+
+/* Call `fn` (may be NULL) once per difference between a and b: provenance first, then
+ * policies only in one store, then per common policy its buckets, ops and tables.
+ * *count receives the number of differences (0: the contents are identical).
+ * @return 0, or ENPU_ERR_NOMEM. */
+int store_diff(const store_contents *a, const store_contents *b,
+               void (*fn)(const store_diff_entry *d, void *user), void *user, size_t *count,
+               enpu_err *err);
 
 #endif /* ENPU_STORE_H */

@@ -1,16 +1,19 @@
-/* store_internal.h — what the store writer and the reader share: the column layout of
+/* store_internal.h — what the store writer and the readers share: the column layout of
  * every table (one descriptor drives both the HDF5 types and the documentation in
- * schemas/planstore.md), the HDF5 names, and the zstd filter class.
+ * schemas/planstore.md), the HDF5 names, the zstd filter class, and the one code path
+ * that reads and validates a store (used by planstore_open and store_load).
  * Not installed; planstore.h is the public header. */
 #ifndef ENPU_STORE_INTERNAL_H
 #define ENPU_STORE_INTERNAL_H
 
 #include <hdf5.h>
 
+#include "planstore.h"
 #include "store.h"
 
 #define STORE_POLICIES_GROUP "policies"
 #define STORE_ATTR_FORMAT_VERSION "format_version"
+#define STORE_ATTR_ADDED_BUCKETS "added_buckets" /* optional */
 
 typedef enum { STORE_F_U8, STORE_F_U32, STORE_F_I32, STORE_F_U64, STORE_F_F64, STORE_F_STR } store_field_kind;
 
@@ -38,5 +41,43 @@ int store_table_types(store_table t, hid_t *mem, hid_t *file, enpu_err *err);
 /* The zstd filter (id 32015): cd_values[0] = level, cd_values[1] (set by the filter's
  * set_local) = uncompressed chunk bytes, the bound a decompressed chunk may not exceed. */
 extern const H5Z_class2_t store_zstd_class;
+
+/* ---- reading (store_read.c) ------------------------------------------------------- */
+
+/* A policy read from a store: its tables, and the bucket index built while validating. */
+typedef struct {
+  store_policy_tables t;
+  uint32_t *order;                  /* bucket rows sorted by (phase, batch, seq), unique */
+  int32_t max_batch[2], max_seq[2]; /* per phase, over all its buckets */
+} store_policy;
+
+/* Open `path` read-only, check format_version, then load and validate every policy
+ * (name order) with the checks listed in store_read.c. plan_states rows are loaded and
+ * checked only when `with_plan_states` (otherwise t.plan_states is NULL and
+ * t.nplan_states only counts them). On success *file is the open file, for the caller's
+ * attributes (the caller closes it). Call it inside H5E_BEGIN_TRY.
+ * @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT, ENPU_ERR_NOMEM; on failure
+ * nothing is left open or allocated. */
+int store_read(const char *path, int with_plan_states, hid_t *file, store_policy **out, size_t *n,
+               enpu_err *err);
+void store_policies_free(store_policy *p, size_t n); /* NULL is a no-op */
+/* Free the row arrays of one policy's tables and zero their counts (not the struct). */
+void store_policy_tables_free(store_policy_tables *p);
+
+/* (phase, batch, seq) order of buckets: <0, 0, >0. */
+int store_bucket_cmp(const store_bucket_rec *a, const store_bucket_rec *b);
+
+/* The bucket rows of p sorted by (phase, batch, seq) into a new array (free() it).
+ * @return 0, or ENPU_ERR_NOMEM. */
+int store_bucket_order(const store_policy_tables *p, uint32_t **order, enpu_err *err);
+
+/* Table t of a policy: its row array (records of store_tables[t]) and row count. */
+void **store_table_slot(store_policy_tables *p, store_table t, size_t **rows);
+
+/* Replay the first `prefix` walk steps of bucket `bi` (a bucket of a validated policy)
+ * into st[0..ops_count): the one definition of what a walk prefix means.
+ * @return 0, or ENPU_ERR_FORMAT for a walk that breaks the rules of schemas/planstore.md. */
+int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix, planstore_op_states *st,
+                      enpu_err *err);
 
 #endif /* ENPU_STORE_INTERNAL_H */

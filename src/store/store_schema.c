@@ -39,6 +39,7 @@ static const store_field bucket_fields[] = {
     FIELD(store_bucket_rec, walk_count, STORE_F_U64, 1),
     FIELD(store_bucket_rec, plan_first, STORE_F_U32, 1),
     FIELD(store_bucket_rec, plan_count, STORE_F_U32, 1),
+    FIELD(store_bucket_rec, input_hash, STORE_F_U64, 1),
     FIELD(store_bucket_rec, message, STORE_F_STR, STORE_MSG_LEN),
 };
 static const store_field bucket_op_fields[] = {
@@ -73,6 +74,44 @@ static const store_field plan_state_fields[] = {
     FIELD(store_plan_state_rec, states, STORE_F_U8, STORE_NSTATE),
 };
 
+static const store_field validation_fields[] = {
+    FIELD(store_validation_rec, bucket, STORE_F_U32, 1),
+    FIELD(store_validation_rec, plan, STORE_F_U32, 1),
+    FIELD(store_validation_rec, stratum, STORE_F_U32, 1),
+    FIELD(store_validation_rec, phase, STORE_F_U8, 1),
+    FIELD(store_validation_rec, pass, STORE_F_U8, 1),
+    FIELD(store_validation_rec, batch, STORE_F_I32, 1),
+    FIELD(store_validation_rec, seq, STORE_F_I32, 1),
+    FIELD(store_validation_rec, slack, STORE_F_F64, 1),
+    FIELD(store_validation_rec, budget_ns, STORE_F_F64, 1),
+    FIELD(store_validation_rec, stored_time_ns, STORE_F_F64, 1),
+    FIELD(store_validation_rec, stored_energy_nj, STORE_F_F64, 1),
+    FIELD(store_validation_rec, sim_time_ns, STORE_F_F64, 1),
+    FIELD(store_validation_rec, sim_energy_nj, STORE_F_F64, 1),
+    FIELD(store_validation_rec, message, STORE_F_STR, STORE_MSG_LEN),
+};
+static const store_field validation_replay_fields[] = {
+    FIELD(store_validation_replay_rec, requests, STORE_F_U64, 1),
+    FIELD(store_validation_replay_rec, served, STORE_F_U64, 1),
+    FIELD(store_validation_replay_rec, slo_met, STORE_F_U64, 1),
+    FIELD(store_validation_replay_rec, slo_attainment, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, energy_nj, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, prefill_energy_nj, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, decode_energy_nj, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, savings_vs_nodvfs, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, ttft_p50_ns, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, ttft_p99_ns, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, tpot_p50_ns, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, tpot_p99_ns, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, batches, STORE_F_U64, 1),
+    FIELD(store_validation_replay_rec, slowed, STORE_F_U64, 1),
+    FIELD(store_validation_replay_rec, locked, STORE_F_U64, 1),
+    FIELD(store_validation_replay_rec, seed, STORE_F_U64, 1),
+    FIELD(store_validation_replay_rec, sample, STORE_F_U32, 1),
+    FIELD(store_validation_replay_rec, tolerance, STORE_F_F64, 1),
+    FIELD(store_validation_replay_rec, trace, STORE_F_STR, STORE_MSG_LEN),
+};
+
 #define TABLE(name, rec, fields) {name, sizeof(rec), fields, sizeof fields / sizeof fields[0]}
 const store_table_desc store_tables[STORE_NTABLE] = {
     [STORE_T_OPS] = TABLE("ops", store_op_rec, ops_fields),
@@ -82,7 +121,14 @@ const store_table_desc store_tables[STORE_NTABLE] = {
     [STORE_T_WALK] = TABLE("walk", store_walk_rec, walk_fields),
     [STORE_T_PLANS] = TABLE("plans", store_plan_rec, plan_fields),
     [STORE_T_PLAN_STATES] = TABLE("plan_states", store_plan_state_rec, plan_state_fields),
+    [STORE_T_VALIDATION] = TABLE("validation", store_validation_rec, validation_fields),
+    [STORE_T_VALIDATION_REPLAY] = TABLE("validation_replay", store_validation_replay_rec,
+                                        validation_replay_fields),
 };
+
+const char *store_table_name(store_table t) {
+  return (unsigned)t < STORE_NTABLE ? store_tables[t].name : NULL;
+}
 
 /* The scalar type of a column in memory (native) or in the file (little-endian). */
 static hid_t scalar_type(store_field_kind kind, int file) {

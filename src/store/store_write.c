@@ -71,7 +71,9 @@ static int write_provenance(hid_t file, const store_provenance *prov, enpu_err *
   ENPU_FORWARD(write_attr_str(file, "job_json", prov->job_json, err));
   ENPU_FORWARD(write_attr_str(file, "model_json", prov->model_json, err));
   ENPU_FORWARD(write_attr_str(file, "chip_json", prov->chip_json, err));
-  return write_attr_str(file, "cluster_json", prov->cluster_json, err);
+  ENPU_FORWARD(write_attr_str(file, "cluster_json", prov->cluster_json, err));
+  if (!prov->added_buckets_json) return ENPU_OK; /* optional: only stores that were extended */
+  return write_attr_str(file, STORE_ATTR_ADDED_BUCKETS, prov->added_buckets_json, err);
 }
 
 int store_writer_create(const char *path, const store_provenance *prov, int zstd_level,

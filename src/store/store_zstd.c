@@ -5,9 +5,9 @@
  *
  * Invariants: every zstd return code is checked; a chunk read from a file is trusted
  * for nothing — its frame must be a single frame that fills the whole chunk, declare its
- * content size, and that size must not exceed the bound (cd_values[1], the chunk's
- * uncompressed bytes recorded at dataset creation, or STORE_ZSTD_MAX_BYTES for files
- * written by other tools). On any failure the filter returns 0 and leaves *buf as it
+ * content size, and that size must equal cd_values[1] (the chunk's uncompressed bytes
+ * recorded at dataset creation) or, for files written by other tools without it, not
+ * exceed STORE_ZSTD_MAX_BYTES. On any failure the filter returns 0 and leaves *buf as it
  * was, which is how HDF5 expects a filter to fail. */
 #include <limits.h>
 #include <stdlib.h>
@@ -25,7 +25,9 @@ static size_t zstd_decompress_chunk(size_t cd_nelmts, const unsigned cd_values[]
   if (ZSTD_findFrameCompressedSize(*buf, nbytes) != nbytes) return 0; /* error or trailing bytes */
   unsigned long long size = ZSTD_getFrameContentSize(*buf, nbytes);
   if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR) return 0;
-  if (size == 0 || size > bound) return 0;
+  /* HDF5 filters whole chunks, and copies a chunk's size out of whatever comes back: a
+   * frame of any other size than the recorded chunk is corrupt. */
+  if (size == 0 || size > bound || (cd_nelmts >= 2 && size != bound)) return 0;
   void *out = malloc((size_t)size);
   if (!out) return 0;
   size_t got = ZSTD_decompress(out, (size_t)size, *buf, nbytes);

@@ -1,7 +1,9 @@
-/* fuzz_store.c — libFuzzer target over the plan store reader: the input bytes become a
+/* fuzz_store.c — libFuzzer target over the plan store readers: the input bytes become a
  * file that planstore_open must either refuse with an error or accept as a store whose
- * lookups and per-op states stay inside their tables. Seed it with real stores
- * (`test_store --write seed.h5`) so mutations reach the tables, not just the superblock.
+ * lookups and per-op states stay inside their tables; store_load (same reading code,
+ * plus plan_states and attributes) must refuse whatever planstore_open refuses. Seed it
+ * with real stores (`test_store --write seed.h5`) so mutations reach the tables, not
+ * just the superblock.
  *
  * HDF5 itself is not instrumented; its internal leak after an object header fails its
  * checksum (HDF5 1.10.8) is suppressed below, so LeakSanitizer still checks our code. */
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "planstore.h"
+#include "store.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -35,7 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (fclose(fp) != 0 || wrote != size) return 0;
   planstore *ps = NULL;
   enpu_err err = {0};
-  if (planstore_open(store_path, &ps, &err) != 0) {
+  int open_rc = planstore_open(store_path, &ps, &err);
+  /* store_load shares planstore_open's reading code and adds plan_states and the
+   * provenance attributes: it may refuse more, never less. */
+  store_contents *c = NULL;
+  enpu_err lerr = {0};
+  int load_rc = store_load(store_path, &c, &lerr);
+  if ((load_rc != 0) != (c == NULL) || (load_rc != 0 && !lerr.msg[0]) || (open_rc != 0 && load_rc == 0)) abort();
+  store_contents_free(c);
+  if (open_rc != 0) {
     if (ps || !err.msg[0]) abort(); /* a failure must leave no handle and say why */
     return 0;
   }

@@ -1,9 +1,11 @@
 /* test_store.c — the HDF5 plan store: write a small synthetic store (three ops with
  * three Pareto points each, a grid of buckets with walks and plans), read it back
  * through planstore.h, check padding, walk-prefix lookups and per-op states against an
- * independent replay done here, check that zstd (filter 32015) really compresses, that
- * publication is atomic, and that truncated, bit-flipped and crafted stores give clean
- * errors. With --write PATH it only writes the store (for the integration test).
+ * independent replay done here, read it whole with store_load (every field equals what
+ * was written) and compare stores with store_diff, check that zstd (filter 32015)
+ * really compresses, that publication is atomic, and that truncated, bit-flipped and
+ * crafted stores (indices and storage layouts) give clean errors from both readers.
+ * With --write PATH it only writes the store (for the integration test).
  * Expected values are computed by this file's own bookkeeping from the
  * fixture, never copied from the reader's output. */
 #include <setjmp.h>
@@ -20,6 +22,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "planstore.h"
 #include "store.h"
@@ -127,7 +130,7 @@ static void make_fixture(fixture *f) {
   for (size_t row = 0; row < NGRID; row++) {
     store_bucket_rec *b = &f->buckets[f->nbuckets++];
     *b = (store_bucket_rec){.phase = grid[row].phase, .status = grid[row].status, .batch = grid[row].batch,
-                            .seq = grid[row].seq};
+                            .seq = grid[row].seq, .input_hash = 0xfeed0000u + row};
     if (b->status != STORE_BUCKET_OK) {
       snprintf(b->message, sizeof b->message, "%s",
                b->status == STORE_BUCKET_FAILED ? "numerical trouble" : "KV cache exceeds HBM");
@@ -174,8 +177,9 @@ static void make_fixture(fixture *f) {
 
 static const store_provenance test_prov = {
     .cost_model_hash = 11, .chip_hash = 22, .model_hash = 33, .job_hash = 44,
-    .tool_version = "test", .job_json = "{\"name\": \"unit\"}", .model_json = "{}",
-    .chip_json = "{}", .cluster_json = "{}"};
+    .tool_version = "test", .job_json = "{\"name\": \"unit\"}", .model_json = "{\"m\": 1}",
+    .chip_json = "{\"c\": 2}", .cluster_json = "{}",
+    .added_buckets_json = "[{\"phase\": \"decode\", \"batch\": 24, \"seq\": 3000}]"};
 
 static int write_fixture(const char *path, const fixture *f, int level, enpu_err *err) {
   store_writer *w = NULL;
@@ -393,6 +397,220 @@ static void test_plan_states(void **state) {
 }
 
 /* ---------------------------------------------------------------------------------
+ * store_load: the whole store back, field by field */
+
+static void check_ops(const store_op_rec *got, const store_op_rec *want, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(got[i].signature, want[i].signature);
+    assert_int_equal(got[i].kind, want[i].kind);
+    assert_int_equal(got[i].pareto_first, want[i].pareto_first);
+    assert_int_equal(got[i].pareto_count, want[i].pareto_count);
+    assert_int_equal(got[i].evaluations, want[i].evaluations);
+    assert_string_equal(got[i].name, want[i].name);
+  }
+}
+
+static void check_pareto(const store_pareto_rec *got, const store_pareto_rec *want, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(got[i].op, want[i].op);
+    assert_memory_equal(got[i].states, want[i].states, STORE_NSTATE);
+    assert_near(got[i].time_ns, want[i].time_ns, 0);
+    assert_near(got[i].energy_nj, want[i].energy_nj, 0);
+    for (int c = 0; c < STORE_NENERGY; c++) assert_near(got[i].energy_by_slot_nj[c], want[i].energy_by_slot_nj[c], 0);
+  }
+}
+
+static void check_buckets(const store_bucket_rec *got, const store_bucket_rec *want, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const store_bucket_rec *g = &got[i], *w = &want[i];
+    assert_int_equal(g->phase, w->phase);
+    assert_int_equal(g->status, w->status);
+    assert_int_equal(g->input_hash, w->input_hash);
+    assert_int_equal(g->batch, w->batch);
+    assert_int_equal(g->seq, w->seq);
+    assert_near(g->t_nodvfs_ns, w->t_nodvfs_ns, 0);
+    assert_near(g->t_peak_ns, w->t_peak_ns, 0);
+    assert_near(g->e_nodvfs_nj, w->e_nodvfs_nj, 0);
+    assert_near(g->walk_start_time_ns, w->walk_start_time_ns, 0);
+    assert_near(g->walk_start_energy_nj, w->walk_start_energy_nj, 0);
+    assert_int_equal(g->ops_first, w->ops_first);
+    assert_int_equal(g->ops_count, w->ops_count);
+    assert_int_equal(g->walk_first, w->walk_first);
+    assert_int_equal(g->walk_count, w->walk_count);
+    assert_int_equal(g->plan_first, w->plan_first);
+    assert_int_equal(g->plan_count, w->plan_count);
+    assert_string_equal(g->message, w->message);
+  }
+}
+
+static void check_rest(const store_policy_tables *p, const fixture *f) {
+  for (size_t i = 0; i < f->nbops; i++) {
+    assert_int_equal(p->bucket_ops[i].bucket, f->bops[i].bucket);
+    assert_int_equal(p->bucket_ops[i].op, f->bops[i].op);
+    assert_int_equal(p->bucket_ops[i].multiplicity, f->bops[i].multiplicity);
+  }
+  for (size_t i = 0; i < f->nwalk; i++) {
+    const store_walk_rec *g = &p->walk[i], *w = &f->walk[i];
+    assert_int_equal(g->bucket, w->bucket);
+    assert_int_equal(g->op, w->op);
+    assert_int_equal(g->pareto, w->pareto);
+    assert_int_equal(g->instances, w->instances);
+    assert_near(g->time_ns, w->time_ns, 0);
+    assert_near(g->energy_nj, w->energy_nj, 0);
+  }
+  for (size_t i = 0; i < f->nplans; i++) {
+    const store_plan_rec *g = &p->plans[i], *w = &f->plans[i];
+    assert_int_equal(g->bucket, w->bucket);
+    const double got[] = {g->slack, g->budget_ns, g->time_ns, g->energy_nj, g->lower_bound_nj, g->savings_vs_nodvfs};
+    const double want[] = {w->slack, w->budget_ns, w->time_ns, w->energy_nj, w->lower_bound_nj, w->savings_vs_nodvfs};
+    for (int k = 0; k < 6; k++) assert_near(got[k], want[k], 0);
+    assert_int_equal(g->walk_prefix, w->walk_prefix);
+    assert_int_equal(g->states_first, w->states_first);
+    assert_int_equal(g->states_count, w->states_count);
+  }
+  for (size_t i = 0; i < f->npstates; i++) {
+    assert_int_equal(p->plan_states[i].plan, f->pstates[i].plan);
+    assert_int_equal(p->plan_states[i].op, f->pstates[i].op);
+    assert_int_equal(p->plan_states[i].pareto, f->pstates[i].pareto);
+    assert_memory_equal(p->plan_states[i].states, f->pstates[i].states, STORE_NSTATE);
+  }
+}
+
+static void test_store_load_round_trip(void **state) {
+  ctx *c = *state;
+  store_contents *s = NULL;
+  enpu_err err = {0};
+  assert_int_equal(store_load(c->path, &s, &err), 0);
+  assert_int_equal(s->format_version, STORE_FORMAT_VERSION);
+  assert_int_equal(s->cost_model_hash, test_prov.cost_model_hash);
+  assert_int_equal(s->chip_hash, test_prov.chip_hash);
+  assert_int_equal(s->model_hash, test_prov.model_hash);
+  assert_int_equal(s->job_hash, test_prov.job_hash);
+  assert_string_equal(s->tool_version, test_prov.tool_version);
+  assert_int_equal(strlen(s->created_utc), 20); /* YYYY-MM-DDTHH:MM:SSZ */
+  assert_string_equal(s->job_json, test_prov.job_json);
+  assert_string_equal(s->model_json, test_prov.model_json);
+  assert_string_equal(s->chip_json, test_prov.chip_json);
+  assert_string_equal(s->cluster_json, test_prov.cluster_json);
+  assert_string_equal(s->added_buckets_json, test_prov.added_buckets_json);
+  assert_int_equal(s->npolicies, 1);
+  const store_policy_tables *p = &s->policies[0];
+  assert_string_equal(p->name, POLICY);
+  const fixture *f = &c->f;
+  assert_int_equal(p->nops, NOPS);
+  assert_int_equal(p->npareto, NOPS * NPTS);
+  assert_int_equal(p->nbuckets, f->nbuckets);
+  assert_int_equal(p->nbucket_ops, f->nbops);
+  assert_int_equal(p->nwalk, f->nwalk);
+  assert_int_equal(p->nplans, f->nplans);
+  assert_int_equal(p->nplan_states, f->npstates);
+  check_ops(p->ops, f->ops, NOPS);
+  check_pareto(p->pareto, f->pareto, NOPS * NPTS);
+  check_buckets(p->buckets, f->buckets, f->nbuckets);
+  check_rest(p, f);
+  store_contents_free(s);
+  store_contents_free(NULL);
+
+  /* Without --add-buckets the attribute is absent, and comes back as NULL. */
+  char path[160];
+  snprintf(path, sizeof path, "%s/no-added.h5", c->dir);
+  store_writer *w = NULL;
+  store_provenance prov = test_prov;
+  prov.added_buckets_json = NULL;
+  assert_int_equal(store_writer_create(path, &prov, 3, &w, &err), 0);
+  assert_int_equal(store_writer_commit(w, &err), 0);
+  store_writer_free(w);
+  assert_int_equal(store_load(path, &s, &err), 0);
+  assert_null(s->added_buckets_json);
+  assert_int_equal(s->npolicies, 0);
+  store_contents_free(s);
+}
+
+/* store_diff on the loaded fixture: a copy is identical (created_utc differs), and one
+ * changed value is reported by key and row by row. */
+typedef struct {
+  store_diff_entry e[8];
+  size_t n;
+} diff_log;
+
+static void log_diff(const store_diff_entry *d, void *user) {
+  diff_log *log = user;
+  if (log->n < 8) log->e[log->n++] = *d;
+}
+
+static void test_store_diff(void **state) {
+  ctx *c = *state;
+  char path[160];
+  snprintf(path, sizeof path, "%s/diff.h5", c->dir);
+  fixture *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  make_fixture(f);
+  enpu_err err = {0};
+  store_contents *a = NULL, *b = NULL;
+  diff_log log = {.n = 0};
+  size_t count = 99;
+  assert_int_equal(write_fixture(path, f, 1, &err), 0); /* another level: other bytes, same content */
+  assert_int_equal(store_load(c->path, &a, &err), 0);
+  assert_int_equal(store_load(path, &b, &err), 0);
+  assert_int_equal(store_diff(a, b, log_diff, &log, &count, &err), 0);
+  assert_int_equal(count, 0);
+  store_contents_free(b);
+
+  f->walk[f->buckets[3].walk_first + 2].energy_nj += 1; /* bucket row 3: prefill b4 s128 */
+  f->ops[1].evaluations = 51;
+  assert_int_equal(write_fixture(path, f, 3, &err), 0);
+  assert_int_equal(store_load(path, &b, &err), 0);
+  assert_int_equal(store_diff(a, b, log_diff, &log, &count, &err), 0);
+  assert_int_equal(count, 4);
+  assert_int_equal(log.e[0].what, STORE_DIFF_BUCKET);
+  assert_int_equal(log.e[0].kind, STORE_DIFF_CHANGED);
+  assert_int_equal(log.e[0].phase, STORE_PHASE_PREFILL);
+  assert_int_equal(log.e[0].batch, 4);
+  assert_int_equal(log.e[0].seq, 128);
+  assert_string_equal(log.e[0].fields, "walk");
+  assert_int_equal(log.e[1].what, STORE_DIFF_OP);
+  assert_int_equal(log.e[1].signature, 0x1001);
+  assert_string_equal(log.e[1].fields, "evaluations");
+  assert_int_equal(log.e[2].what, STORE_DIFF_TABLE);
+  assert_int_equal(log.e[2].table, STORE_T_OPS);
+  assert_int_equal(log.e[2].first_row, 1);
+  assert_int_equal(log.e[3].table, STORE_T_WALK);
+  assert_int_equal(log.e[3].first_row, f->buckets[3].walk_first + 2);
+  assert_int_equal(log.e[3].rows_differ, 1);
+  store_contents_free(b);
+
+  /* A bucket only in B, and a policy only in B. */
+  make_fixture(f);
+  f->buckets[6].seq = 4096; /* decode b8 s256 (failed) becomes b8 s4096 */
+  store_writer *w = NULL;
+  assert_int_equal(write_fixture(path, f, 3, &err), 0);
+  assert_int_equal(store_load(path, &b, &err), 0);
+  log.n = 0;
+  assert_int_equal(store_diff(a, b, log_diff, &log, &count, &err), 0);
+  assert_int_equal(count, 3); /* removed s256, added s4096, buckets row 6 */
+  assert_int_equal(log.e[0].kind, STORE_DIFF_REMOVED);
+  assert_int_equal(log.e[0].seq, 256);
+  assert_int_equal(log.e[1].kind, STORE_DIFF_ADDED);
+  assert_int_equal(log.e[1].seq, 4096);
+  assert_int_equal(log.e[2].table, STORE_T_BUCKETS);
+  store_contents_free(b);
+  assert_int_equal(store_writer_create(path, &test_prov, 3, &w, &err), 0);
+  assert_int_equal(store_writer_append(w, "dvfs-c", STORE_T_OPS, f->ops, 0, &err), 0);
+  assert_int_equal(store_writer_commit(w, &err), 0);
+  store_writer_free(w);
+  assert_int_equal(store_load(path, &b, &err), 0);
+  log.n = 0;
+  assert_int_equal(store_diff(b, a, log_diff, &log, &count, &err), 0);
+  assert_int_equal(count, 1);
+  assert_int_equal(log.e[0].what, STORE_DIFF_POLICY);
+  assert_int_equal(log.e[0].kind, STORE_DIFF_ADDED);
+  assert_string_equal(log.e[0].policy, POLICY);
+  store_contents_free(b);
+  store_contents_free(a);
+  free(f);
+}
+
+/* ---------------------------------------------------------------------------------
  * zstd, sizes, publication */
 
 static void test_zstd_filter_in_pipeline(void **state) {
@@ -522,6 +740,7 @@ static void test_writer_rejects_bad_input(void **state) {
 /* ---------------------------------------------------------------------------------
  * Corrupt and crafted stores */
 
+/* Both readers (planstore_open and store_load share one code path) refuse the file. */
 static void expect_open_fails(const char *path, int code, const char *needle) {
   planstore *ps = NULL;
   enpu_err err = {0};
@@ -530,20 +749,32 @@ static void expect_open_fails(const char *path, int code, const char *needle) {
     fail_msg("open %s: rc %d (want %d), message '%s' (want '%s')", path, rc, code, err.msg, needle ? needle : "");
   assert_null(ps);
   assert_true(strlen(err.msg) > 0);
+  store_contents *s = NULL;
+  enpu_err lerr = {0};
+  rc = store_load(path, &s, &lerr);
+  if (rc != code || (needle && !strstr(lerr.msg, needle)))
+    fail_msg("store_load %s: rc %d (want %d), message '%s' (want '%s')", path, rc, code, lerr.msg,
+             needle ? needle : "");
+  assert_null(s);
 }
 
-/* Write the fixture after `mutate` broke one index; the reader must refuse it. */
-static void crafted(ctx *c, void (*mutate)(fixture *), const char *needle) {
+/* Write the fixture, after `mutate` broke one index, to <dir>/crafted.h5. */
+static void write_crafted(const ctx *c, void (*mutate)(fixture *), char path[160]) {
   fixture *f = calloc(1, sizeof *f);
   assert_non_null(f);
   make_fixture(f);
   mutate(f);
-  char path[160];
-  snprintf(path, sizeof path, "%s/crafted.h5", c->dir);
+  snprintf(path, 160, "%s/crafted.h5", c->dir);
   enpu_err err = {0};
   assert_int_equal(write_fixture(path, f, 3, &err), 0);
-  expect_open_fails(path, ENPU_ERR_FORMAT, needle);
   free(f);
+}
+
+/* Both readers must refuse the crafted store. */
+static void crafted(ctx *c, void (*mutate)(fixture *), const char *needle) {
+  char path[160];
+  write_crafted(c, mutate, path);
+  expect_open_fails(path, ENPU_ERR_FORMAT, needle);
 }
 
 static void m_pareto_range(fixture *f) { f->ops[2].pareto_first = 8; }
@@ -565,6 +796,24 @@ static void m_plan_states(fixture *f) { f->plans[1].states_first = f->npstates; 
 static void m_phase(fixture *f) { f->buckets[0].phase = 2; }
 static void m_duplicate(fixture *f) { f->buckets[1].batch = 1, f->buckets[1].seq = 128; }
 static void m_nan(fixture *f) { f->buckets[0].t_nodvfs_ns = NAN; }
+static void m_pstate_plan(fixture *f) { f->pstates[4].plan = 0; }
+static void m_pstate_op(fixture *f) { f->pstates[0].op = NOPS; }
+static void m_pstate_pareto(fixture *f) { f->pstates[1].pareto = 0; } /* a point of op 0, row of op 1 */
+
+/* plan_states rows are loaded (and checked) by store_load only: planstore_open, which
+ * never reads them, still opens such a store. */
+static void crafted_plan_states(ctx *c, void (*mutate)(fixture *), const char *needle) {
+  char path[160];
+  write_crafted(c, mutate, path);
+  enpu_err err = {0};
+  store_contents *s = NULL;
+  assert_int_equal(store_load(path, &s, &err), ENPU_ERR_FORMAT);
+  assert_non_null(strstr(err.msg, needle));
+  assert_null(s);
+  planstore *ps = NULL;
+  assert_int_equal(planstore_open(path, &ps, &err), 0);
+  planstore_close(ps);
+}
 
 static void test_crafted_indices(void **state) {
   ctx *c = *state;
@@ -587,6 +836,100 @@ static void test_crafted_indices(void **state) {
   crafted(c, m_phase, "bad phase");
   crafted(c, m_duplicate, "appears twice");
   crafted(c, m_nan, "non-finite");
+  crafted_plan_states(c, m_pstate_plan, "plan_states row 4: wrong plan");
+  crafted_plan_states(c, m_pstate_op, "plan_states row 0");
+  crafted_plan_states(c, m_pstate_pareto, "pareto 0 not its point");
+}
+
+/* ---------------------------------------------------------------------------------
+ * Crafted layouts: checked before anything is read, so no size in the file makes the
+ * reader (or HDF5 for it) allocate more than the file justifies. */
+
+typedef enum {
+  L_HUGE_CHUNK,
+  L_DEFLATE,
+  L_UNBACKED_ROWS,
+  L_ZSTD_BOUND,
+  L_EXTERNAL,
+  L_SKIPPED_FILTER, /* a chunk whose index says zstd was skipped (HDF5 would overrun it) */
+  L_SHORT_FRAME     /* a zstd frame of fewer bytes than the chunk */
+} layout_case;
+
+/* Replace /policies/enpu-all/walk of a fresh fixture store by an empty dataset of the
+ * same type whose storage is crafted as `lc` says (the checks come before any read). */
+static void craft_walk_layout(const ctx *c, const char *path, layout_case lc) {
+  enpu_err err = {0};
+  assert_int_equal(write_fixture(path, &c->f, 3, &err), 0);
+  hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t g = H5Gopen2(file, "/policies/" POLICY, H5P_DEFAULT);
+  hid_t old = H5Dopen2(g, "walk", H5P_DEFAULT);
+  hid_t type = H5Dget_type(old);
+  H5Dclose(old);
+  assert_true(H5Ldelete(g, "walk", H5P_DEFAULT) >= 0);
+  hsize_t rows = c->f.nwalk, chunk = 16, unlimited = H5S_UNLIMITED;
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (lc == L_HUGE_CHUNK) chunk = 1u << 20;
+  if (lc != L_EXTERNAL) assert_true(H5Pset_chunk(dcpl, 1, &chunk) >= 0);
+  if (lc == L_DEFLATE) assert_true(H5Pset_deflate(dcpl, 1) >= 0);
+  if (lc == L_SKIPPED_FILTER || lc == L_SHORT_FRAME) {
+    const unsigned level = 3;
+    assert_true(H5Pset_shuffle(dcpl) >= 0);
+    assert_true(H5Pset_filter(dcpl, 32015, H5Z_FLAG_MANDATORY, 1, &level) >= 0);
+  }
+  if (lc == L_ZSTD_BOUND) {
+    /* With the filter unregistered its set_local cannot correct the bound: the file
+     * claims 2 GiB chunks (optional filter, so HDF5 writes the chunks unfiltered). */
+    assert_true(H5Zunregister(32015) >= 0);
+    const unsigned values[2] = {3, 1u << 31};
+    assert_true(H5Pset_filter(dcpl, 32015, H5Z_FLAG_OPTIONAL, 2, values) >= 0);
+  }
+  if (lc == L_EXTERNAL) {
+    char ext[180];
+    snprintf(ext, sizeof ext, "%s.ext", path);
+    assert_true(H5Pset_external(dcpl, ext, 0, rows * H5Tget_size(type)) >= 0);
+  }
+  hid_t space = H5Screate_simple(1, &rows, lc == L_EXTERNAL ? NULL : &unlimited);
+  hid_t ds = H5Dcreate2(g, "walk", type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  assert_true(ds >= 0);
+  if (lc == L_UNBACKED_ROWS) { /* 100 million rows, none of them written */
+    hsize_t many = 100000000;
+    assert_true(H5Dset_extent(ds, &many) >= 0);
+  }
+  if (lc == L_SKIPPED_FILTER || lc == L_SHORT_FRAME) { /* both chunks written raw */
+    unsigned char frame[64] = {0}, zeros[24] = {0};
+    size_t bytes = ZSTD_compress(frame, sizeof frame, zeros, sizeof zeros, 3);
+    assert_false(ZSTD_isError(bytes));
+    for (hsize_t at = 0; at < rows; at += chunk)
+      assert_true(H5Dwrite_chunk(ds, H5P_DEFAULT, lc == L_SKIPPED_FILTER ? 2u : 0u, &at, bytes, frame) >= 0);
+  }
+  H5Dclose(ds);
+  H5Sclose(space);
+  H5Pclose(dcpl);
+  H5Tclose(type);
+  H5Gclose(g);
+  H5Fclose(file);
+}
+
+static void test_crafted_layouts(void **state) {
+  ctx *c = *state;
+  char path[160];
+  snprintf(path, sizeof path, "%s/layout.h5", c->dir);
+  const struct {
+    layout_case lc;
+    const char *needle;
+  } cases[] = {
+      {L_HUGE_CHUNK, "table walk: chunks of 1048576 rows"},
+      {L_DEFLATE, "table walk: filter 1 is not shuffle"},
+      {L_UNBACKED_ROWS, "table walk: 100000000 rows"},
+      {L_ZSTD_BOUND, "table walk: zstd chunk bound 2147483648 is not the chunk size"},
+      {L_EXTERNAL, "table walk: data stored outside the file"},
+      {L_SKIPPED_FILTER, "table walk: the chunk at row 0"},
+      {L_SHORT_FRAME, "table walk: cannot read it"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    craft_walk_layout(c, path, cases[i].lc);
+    expect_open_fails(path, ENPU_ERR_FORMAT, cases[i].needle);
+  }
 }
 
 static void test_not_a_store(void **state) {
@@ -645,10 +988,10 @@ static void test_truncated(void **state) {
 }
 
 /* Flipped bytes anywhere: the open either fails cleanly or yields a store that still
- * answers lookups (a flip in unused space); it never crashes (ASan build). The loop runs
- * in a child process that leaves with _exit: HDF5 1.10.8 leaks internal memory after an
- * object header fails its checksum, which would otherwise fail LeakSanitizer for the
- * whole program; the parent stays leak-checked. */
+ * answers lookups (a flip in unused space); store_load likewise; neither ever crashes
+ * (ASan build). The loop runs in a child process that leaves with _exit: HDF5 1.10.8
+ * leaks internal memory after an object header fails its checksum, which would
+ * otherwise fail LeakSanitizer for the whole program; the parent stays leak-checked. */
 static int flip_loop(const char *src, const char *path, int counts[2]) {
   long size = file_bytes(src);
   for (long at = 0; at < size; at += size / 300 + 1) {
@@ -666,6 +1009,10 @@ static int flip_loop(const char *src, const char *path, int counts[2]) {
       if ((rc != ENPU_ERR_FORMAT && rc != ENPU_ERR_IO) || ps || !err.msg[0]) return 3;
       counts[0]++;
     }
+    store_contents *s = NULL;
+    rc = store_load(path, &s, &err);
+    store_contents_free(s);
+    if (rc != 0 && rc != ENPU_ERR_FORMAT && rc != ENPU_ERR_IO) return 4;
   }
   return 0;
 }
@@ -759,7 +1106,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compression_shrinks),
       cmocka_unit_test(test_atomic_publication),
       cmocka_unit_test(test_writer_rejects_bad_input),
+      cmocka_unit_test(test_store_load_round_trip),
+      cmocka_unit_test(test_store_diff),
       cmocka_unit_test(test_crafted_indices),
+      cmocka_unit_test(test_crafted_layouts),
       cmocka_unit_test(test_not_a_store),
       cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_flipped_bytes),

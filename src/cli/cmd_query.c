@@ -1,0 +1,220 @@
+/* cmd_query.c — `enpu query STORE --phase P --batch B --seq S (--target-ms T | --slack X)
+ * [--policy NAME] [--json] [--vfset]`: what a serving runtime asks the plan store, through
+ * the same reader it links (planstore.h): the padded bucket, the walk prefix for the
+ * exact target, expected time and energy, savings, the lower bound and per-op frequency
+ * states (lead and trail point); --vfset adds each op's vf.set words (all six units,
+ * FE = max(SA, VU, SRAM), encoded by the search module). JSON field names are a
+ * contract for scripts; u64 signatures are hex strings (JSON integers are signed).
+ *
+ * Exit status: 0 ok; 1 the store cannot be read, or no plan (no covering bucket, a
+ * failed or infeasible bucket, a target below the fastest plan), message on stderr;
+ * 2 usage error. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_internal.h"
+#include "planstore.h"
+#include "search.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: enpu query STORE --phase prefill|decode --batch B --seq S\n"
+          "                  (--target-ms T | --slack X) [--policy NAME] [--json] [--vfset]\n"
+          "\n"
+          "Look up the plan for a batch of B requests of S tokens in a plan store, padded to\n"
+          "the smallest covering bucket, at an exact target time (the longest walk prefix\n"
+          "within it) or at a slack X (a fraction: target = max(T_nodvfs, T_peak) + X*T_nodvfs).\n"
+          "\n"
+          "  --policy NAME  a policy of the store (default: the first by name)\n"
+          "  --json         print one JSON document on stdout\n"
+          "  --vfset        add the vf.set words of every op's lead and trail states\n"
+          "  -h, --help     show this help\n");
+}
+
+typedef struct {
+  const char *path, *phase, *policy;
+  int batch, seq, have_batch, have_seq, have_target, have_slack, json, vfset;
+  double target_ms, slack;
+} query_args;
+
+/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, query_args *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(s, "--json") || !strcmp(s, "--vfset")) {
+      *(s[2] == 'j' ? &a->json : &a->vfset) = 1;
+      continue;
+    }
+    const char **text = !strcmp(s, "--phase") ? &a->phase : !strcmp(s, "--policy") ? &a->policy : NULL;
+    int *num = !strcmp(s, "--batch") ? &a->batch : !strcmp(s, "--seq") ? &a->seq : NULL;
+    double *real = !strcmp(s, "--target-ms") ? &a->target_ms : !strcmp(s, "--slack") ? &a->slack : NULL;
+    if (text || num || real) {
+      if (i + 1 >= argc) return cli_usage_error("query", usage, "option '%s' needs a value", s);
+      const char *v = argv[++i];
+      if (text) {
+        *text = v;
+      } else if (num && cli_parse_int(v, num) < 0) {
+        return cli_usage_error("query", usage, "%s expects an integer, got '%s'", s, v);
+      } else if (real && cli_parse_double(v, real) < 0) {
+        return cli_usage_error("query", usage, "%s expects a number, got '%s'", s, v);
+      }
+      a->have_batch |= num == &a->batch;
+      a->have_seq |= num == &a->seq;
+      a->have_target |= real == &a->target_ms;
+      a->have_slack |= real == &a->slack;
+    } else if (s[0] == '-' && s[1] != '\0') {
+      return cli_usage_error("query", usage, "unknown option '%s'", s);
+    } else if (a->path) {
+      return cli_usage_error("query", usage, "more than one store ('%s')", s);
+    } else {
+      a->path = s;
+    }
+  }
+  if (!a->path) return cli_usage_error("query", usage, "missing store file");
+  if (!a->phase) return cli_usage_error("query", usage, "missing --phase");
+  if (strcmp(a->phase, "prefill") && strcmp(a->phase, "decode"))
+    return cli_usage_error("query", usage, "--phase expects prefill or decode, got '%s'", a->phase);
+  if (!a->have_batch) return cli_usage_error("query", usage, "missing --batch");
+  if (!a->have_seq) return cli_usage_error("query", usage, "missing --seq");
+  if (a->batch < 1 || a->seq < 1)
+    return cli_usage_error("query", usage, "--batch and --seq expect integers >= 1, got %d and %d", a->batch,
+                           a->seq);
+  if (a->have_target == a->have_slack)
+    return cli_usage_error("query", usage, "give exactly one of --target-ms and --slack");
+  if (a->have_target && !(a->target_ms > 0))
+    return cli_usage_error("query", usage, "--target-ms expects a time > 0, got %g", a->target_ms);
+  if (a->have_slack && !(a->slack >= 0))
+    return cli_usage_error("query", usage, "--slack expects a fraction >= 0 (0.05 = 5%%), got %g", a->slack);
+  return -1;
+}
+
+/* The vf.set word of one op state set: a one-instance stream sets every unit once. */
+static int vfset_word(const uint8_t states[PLANSTORE_NSTATE], uint64_t *word, enpu_err *err) {
+  int st[1][CONFIG_NCOMP];
+  for (int c = 0; c < CONFIG_NCOMP; c++) st[0][c] = states[c];
+  search_vfset_cmd cmd;
+  int64_t count = 0;
+  ENPU_FORWARD(search_vfset_stream((const int(*)[CONFIG_NCOMP])st, 1, &cmd, &count, err));
+  ENPU_RETURN_IF(count != 1, err, ENPU_ERR_INTERNAL, "vf.set: %lld commands for one instance", (long long)count);
+  *word = cmd.word;
+  return 0;
+}
+
+static json_t *states_json(const uint8_t states[PLANSTORE_NSTATE]) {
+  json_t *a = json_array();
+  for (int c = 0; a && c < PLANSTORE_NSTATE; c++)
+    if (json_array_append_new(a, json_integer(states[c])) < 0) json_decref(a), a = NULL;
+  return a;
+}
+
+static json_t *op_json(const planstore_op_states *s, int vfset, enpu_err *err) {
+  char sig[24];
+  snprintf(sig, sizeof sig, "0x%016" PRIx64, s->signature);
+  json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:f, s:f}", "op", (json_int_t)s->op,
+                        "signature", sig, "name", s->name, "instances", (json_int_t)s->instances,
+                        "lead_instances", (json_int_t)s->lead_instances, "lead_pareto",
+                        (json_int_t)s->lead_pareto, "trail_pareto", (json_int_t)s->trail_pareto, "lead_states",
+                        states_json(s->lead_states), "trail_states", states_json(s->trail_states),
+                        "lead_time_ns", s->lead_time_ns, "trail_time_ns", s->trail_time_ns);
+  if (!o || !vfset) return o;
+  uint64_t lead = 0, trail = 0;
+  if (vfset_word(s->lead_states, &lead, err) < 0 || vfset_word(s->trail_states, &trail, err) < 0 ||
+      json_object_set_new(o, "lead_vfset", json_integer((json_int_t)lead)) < 0 ||
+      json_object_set_new(o, "trail_vfset", json_integer((json_int_t)trail)) < 0) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static int print_json(const query_args *a, const char *policy, const planstore_plan *pl,
+                      const planstore_op_states *st, size_t n, enpu_err *err) {
+  json_t *ops = json_array();
+  for (size_t i = 0; ops && i < n; i++)
+    if (json_array_append_new(ops, op_json(&st[i], a->vfset, err)) < 0) json_decref(ops), ops = NULL;
+  json_t *doc = json_pack(
+      "{s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, "
+      "s:f, s:o}",
+      "store", a->path, "policy", policy, "phase", a->phase, "request", "batch", a->batch, "seq", a->seq,
+      "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns", pl->target_ns,
+      "slack", a->have_slack ? json_real(a->slack) : json_null(), "walk_prefix", (json_int_t)pl->walk_prefix,
+      "walk_steps", (json_int_t)pl->walk_steps, "time_ns", pl->time_ns, "energy_nj", pl->energy_nj,
+      "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "t_nodvfs_ns",
+      pl->t_nodvfs_ns, "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops);
+  if (!doc) return cli_fail("query", err->code ? err->msg : "cannot build JSON output");
+  int rc = cli_print_json(doc);
+  json_decref(doc);
+  return rc;
+}
+
+static void print_states(const uint8_t s[PLANSTORE_NSTATE]) {
+  printf("%2u %2u %2u %2u %2u", s[0], s[1], s[2], s[3], s[4]);
+}
+
+static int print_human(const query_args *a, const char *policy, const planstore_plan *pl,
+                       const planstore_op_states *st, size_t n, enpu_err *err) {
+  printf("policy %s, %s bucket batch %d seq %d (request batch %d seq %d)\n", policy, a->phase, pl->batch, pl->seq,
+         a->batch, a->seq);
+  printf("target %.6f ms", pl->target_ns / 1e6);
+  if (a->have_slack) printf(" (slack %g%%)", 100 * a->slack);
+  printf(": walk prefix %" PRIu64 " of %" PRIu64 " steps\n", pl->walk_prefix, pl->walk_steps);
+  printf("time %.6f ms, energy %.6f mJ, lower bound %.6f mJ, savings %.2f%% vs NoDVFS\n", pl->time_ns / 1e6,
+         pl->energy_nj / 1e6, pl->lower_bound_nj / 1e6, 100 * pl->savings_vs_nodvfs);
+  printf("T_nodvfs %.6f ms, T_peak %.6f ms, E_nodvfs %.6f mJ\n", pl->t_nodvfs_ns / 1e6, pl->t_peak_ns / 1e6,
+         pl->e_nodvfs_nj / 1e6);
+  printf("\n%-28s %9s %9s  %-14s  %-14s%s\n", "op (SA VU SRAM HBM ICI)", "instances", "at lead", "lead states",
+         "trail states", a->vfset ? "  lead vf.set       trail vf.set" : "");
+  for (size_t i = 0; i < n; i++) {
+    printf("%-28.28s %9" PRIu64 " %9" PRIu64 "  ", st[i].name, st[i].instances, st[i].lead_instances);
+    print_states(st[i].lead_states);
+    printf("  ");
+    print_states(st[i].trail_states);
+    if (a->vfset) {
+      uint64_t lead = 0, trail = 0;
+      if (vfset_word(st[i].lead_states, &lead, err) < 0 || vfset_word(st[i].trail_states, &trail, err) < 0)
+        return cli_fail("query", err->msg);
+      printf("  0x%014" PRIx64 "  0x%014" PRIx64, lead, trail);
+    }
+    printf("\n");
+  }
+  return 0;
+}
+
+int cli_cmd_query(int argc, char **argv) {
+  query_args a = {0};
+  const int st = parse_args(argc, argv, &a);
+  if (st >= 0) return st;
+  const int phase = strcmp(a.phase, "prefill") ? PLANSTORE_DECODE : PLANSTORE_PREFILL;
+  enpu_err err = {0};
+  planstore *ps = NULL;
+  planstore_op_states *states = NULL;
+  int status = 0;
+  if (planstore_open(a.path, &ps, &err) < 0) {
+    status = cli_fail("query", err.msg);
+    goto done;
+  }
+  planstore_plan plan;
+  const int rc = a.have_slack ? planstore_lookup_slack(ps, a.policy, phase, a.batch, a.seq, a.slack, &plan, &err)
+                              : planstore_lookup(ps, a.policy, phase, a.batch, a.seq, a.target_ms * 1e6, &plan, &err);
+  if (rc < 0) {
+    status = cli_fail("query", err.msg);
+    goto done;
+  }
+  size_t n = planstore_plan_op_count(ps, &plan);
+  states = calloc(n ? n : 1, sizeof *states);
+  if (!states || planstore_plan_states(ps, &plan, states, n, &n, &err) < 0) {
+    status = cli_fail("query", states ? err.msg : "out of memory");
+    goto done;
+  }
+  const char *policy = planstore_policy_name(ps, plan.policy);
+  status = a.json ? print_json(&a, policy, &plan, states, n, &err) : print_human(&a, policy, &plan, states, n, &err);
+done:
+  free(states);
+  planstore_close(ps);
+  return status;
+}

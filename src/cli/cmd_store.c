@@ -1,0 +1,279 @@
+/* cmd_store.c — `enpu store info STORE [--json]` and `enpu store diff A B [--json]`:
+ * what a plan store holds (provenance, per policy its counts and on-disk sizes with the
+ * factor shuffle + zstd saves) and what changed between two stores, per policy, bucket
+ * and op (store_diff does the comparing; this file parses and prints). created_utc and
+ * tool_version are not content: two stores that differ only there are identical.
+ *
+ * Exit status: info 0 ok, 1 the store cannot be read; diff like diff(1): 0 identical,
+ * 1 different, 2 error (usage, or a store that cannot be read). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli_internal.h"
+#include "store.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: enpu store info STORE [--json]\n"
+          "       enpu store diff A B [--json]\n"
+          "\n"
+          "info: format version, provenance (input hashes, tool version, creation time, added\n"
+          "      buckets), per policy the ops, Pareto points, buckets by status, walk steps and\n"
+          "      plans, and the tables' bytes uncompressed and on disk (the zstd factor).\n"
+          "diff: what differs between two stores by content, per policy, bucket (phase, batch,\n"
+          "      seq) and op (signature), then table by table row by row; creation time and\n"
+          "      tool version do not count. Exit 0 identical, 1 different, 2 error.\n"
+          "\n"
+          "  --json      print one JSON document on stdout\n"
+          "  -h, --help  show this help\n");
+}
+
+static const char *const phase_names[2] = {"prefill", "decode"};
+
+/* Positional arguments (want of them) and --json; @return -1 to go on, or the exit status
+ * (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, const char **paths, int want, int *json) {
+  int n = 0;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--json")) *json = 1;
+    else if (argv[i][0] == '-' && argv[i][1] != '\0')
+      return cli_usage_error("store", usage, "unknown option '%s'", argv[i]);
+    else if (n == want)
+      return cli_usage_error("store", usage, "too many arguments ('%s')", argv[i]);
+    else paths[n++] = argv[i];
+  }
+  if (n < want)
+    return cli_usage_error("store", usage, "%s needs %d store file%s", argv[1], want, want > 1 ? "s" : "") ;
+  return -1;
+}
+
+static void hex64(char out[20], uint64_t v) { snprintf(out, 20, "0x%016" PRIx64, v); }
+
+/* ---- info ---------------------------------------------------------------------- */
+
+typedef struct {
+  size_t by_status[3];
+  uint64_t table_bytes, stored_bytes;
+} policy_summary;
+
+static policy_summary summarise(const store_policy_tables *p, const store_table_size sizes[STORE_NTABLE]) {
+  policy_summary s = {{0}, 0, 0};
+  for (size_t i = 0; i < p->nbuckets; i++) s.by_status[p->buckets[i].status]++; /* validated: 0..2 */
+  for (int t = 0; t < STORE_NTABLE; t++) {
+    s.table_bytes += sizes[t].table_bytes;
+    s.stored_bytes += sizes[t].stored_bytes;
+  }
+  return s;
+}
+
+static double factor(uint64_t table_bytes, uint64_t stored_bytes) {
+  return stored_bytes ? (double)table_bytes / (double)stored_bytes : 0.0;
+}
+
+static json_t *info_json(const char *path, const store_contents *c, store_table_size (*sizes)[STORE_NTABLE],
+                         long long file_bytes) {
+  json_t *pols = json_array();
+  uint64_t table_bytes = 0, stored_bytes = 0;
+  for (size_t i = 0; pols && i < c->npolicies; i++) {
+    const store_policy_tables *p = &c->policies[i];
+    policy_summary s = summarise(p, sizes[i]);
+    table_bytes += s.table_bytes;
+    stored_bytes += s.stored_bytes;
+    json_t *pj = json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:f}", "name",
+                           p->name, "ops", (json_int_t)p->nops, "pareto_points", (json_int_t)p->npareto, "buckets",
+                           "total", (json_int_t)p->nbuckets, "ok", (json_int_t)s.by_status[STORE_BUCKET_OK],
+                           "infeasible_capacity", (json_int_t)s.by_status[STORE_BUCKET_INFEASIBLE_CAPACITY],
+                           "failed", (json_int_t)s.by_status[STORE_BUCKET_FAILED], "bucket_ops",
+                           (json_int_t)p->nbucket_ops, "walk_steps", (json_int_t)p->nwalk, "plans",
+                           (json_int_t)p->nplans, "plan_states", (json_int_t)p->nplan_states, "table_bytes",
+                           (json_int_t)s.table_bytes, "zstd_factor", factor(s.table_bytes, s.stored_bytes));
+    if (!pj || json_object_set_new(pj, "stored_bytes", json_integer((json_int_t)s.stored_bytes)) < 0 ||
+        json_array_append_new(pols, pj) < 0)
+      json_decref(pols), pols = NULL;
+  }
+  char h[4][20];
+  hex64(h[0], c->cost_model_hash), hex64(h[1], c->chip_hash), hex64(h[2], c->model_hash), hex64(h[3], c->job_hash);
+  json_t *added = c->added_buckets_json ? json_loads(c->added_buckets_json, 0, NULL) : json_null();
+  if (!added) added = json_string(c->added_buckets_json); /* not JSON: shown verbatim */
+  return json_pack("{s:s, s:I, s:I, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:o, s:I, s:I, s:f}", "store", path,
+                   "format_version", (json_int_t)c->format_version, "file_bytes", (json_int_t)file_bytes,
+                   "tool_version", c->tool_version, "created_utc", c->created_utc, "hashes", "cost_model", h[0],
+                   "chip", h[1], "model", h[2], "job", h[3], "added_buckets", added, "policies", pols,
+                   "table_bytes", (json_int_t)table_bytes, "stored_bytes", (json_int_t)stored_bytes,
+                   "zstd_factor", factor(table_bytes, stored_bytes));
+}
+
+static void info_human(const char *path, const store_contents *c, store_table_size (*sizes)[STORE_NTABLE],
+                       long long file_bytes) {
+  printf("store %s: format_version %u, %lld bytes on disk\n", path, c->format_version, file_bytes);
+  printf("written by enpu %s at %s\n", c->tool_version[0] ? c->tool_version : "(unknown)",
+         c->created_utc[0] ? c->created_utc : "(unknown time)");
+  printf("hashes: cost model 0x%016" PRIx64 ", chip 0x%016" PRIx64 ", model 0x%016" PRIx64 ", job 0x%016" PRIx64
+         "\n",
+         c->cost_model_hash, c->chip_hash, c->model_hash, c->job_hash);
+  printf("added buckets: %s\n", c->added_buckets_json ? c->added_buckets_json : "none");
+  uint64_t table_bytes = 0, stored_bytes = 0;
+  printf("\n%-10s %7s %9s %8s %6s %11s %7s %10s %10s %12s %12s %7s\n", "policy", "ops", "pareto", "buckets", "ok",
+         "infeasible", "failed", "walk", "plans", "table bytes", "stored", "zstd");
+  for (size_t i = 0; i < c->npolicies; i++) {
+    const store_policy_tables *p = &c->policies[i];
+    policy_summary s = summarise(p, sizes[i]);
+    table_bytes += s.table_bytes;
+    stored_bytes += s.stored_bytes;
+    printf("%-10s %7zu %9zu %8zu %6zu %11zu %7zu %10zu %10zu %12" PRIu64 " %12" PRIu64 " %6.1fx\n", p->name, p->nops,
+           p->npareto, p->nbuckets, s.by_status[STORE_BUCKET_OK], s.by_status[STORE_BUCKET_INFEASIBLE_CAPACITY],
+           s.by_status[STORE_BUCKET_FAILED], p->nwalk, p->nplans, s.table_bytes, s.stored_bytes,
+           factor(s.table_bytes, s.stored_bytes));
+  }
+  printf("total: %" PRIu64 " table bytes stored in %" PRIu64 " (zstd factor %.1fx)\n", table_bytes, stored_bytes,
+         factor(table_bytes, stored_bytes));
+}
+
+static int store_info(int argc, char **argv) {
+  const char *path = NULL;
+  int json = 0;
+  const int st = parse_args(argc, argv, &path, 1, &json);
+  if (st >= 0) return st;
+  enpu_err err = {0};
+  store_contents *c = NULL;
+  store_table_size (*sizes)[STORE_NTABLE] = NULL;
+  struct stat sb;
+  int status = 0;
+  if (store_load(path, &c, &err) < 0) {
+    status = cli_fail("store info", err.msg);
+  } else if (!(sizes = calloc(c->npolicies ? c->npolicies : 1, sizeof *sizes))) {
+    status = cli_fail("store info", "out of memory");
+  } else if (store_sizes(path, c, sizes, &err) < 0 || stat(path, &sb) != 0) {
+    status = cli_fail("store info", err.code ? err.msg : "cannot stat the store");
+  } else if (json) {
+    json_t *doc = info_json(path, c, sizes, (long long)sb.st_size);
+    status = doc ? cli_print_json(doc) : cli_fail("store info", "cannot build JSON output");
+    json_decref(doc);
+  } else {
+    info_human(path, c, sizes, (long long)sb.st_size);
+  }
+  free(sizes);
+  store_contents_free(c);
+  return status;
+}
+
+/* ---- diff ---------------------------------------------------------------------- */
+
+static const char *const kind_names[3] = {"added", "removed", "changed"};
+static const char *const what_names[5] = {"provenance", "policy", "bucket", "op", "table"};
+
+/* One difference as a JSON object; NULL when out of memory. */
+static json_t *diff_entry_json(const store_diff_entry *d) {
+  json_t *o = json_pack("{s:s, s:s}", "what", what_names[d->what], "change", kind_names[d->kind]);
+  char sig[20];
+  switch (d->what) {
+  case STORE_DIFF_PROVENANCE:
+    if (o && json_object_set_new(o, "attribute", json_string(d->fields)) < 0) json_decref(o), o = NULL;
+    return o;
+  case STORE_DIFF_POLICY: break;
+  case STORE_DIFF_BUCKET:
+    if (o && json_object_update_new(o, json_pack("{s:s, s:i, s:i}", "phase", phase_names[d->phase], "batch", d->batch,
+                                             "seq", d->seq)) < 0)
+      json_decref(o), o = NULL;
+    break;
+  case STORE_DIFF_OP:
+    hex64(sig, d->signature);
+    if (o && json_object_update_new(o, json_pack("{s:s, s:s}", "signature", sig, "name", d->name)) < 0)
+      json_decref(o), o = NULL;
+    break;
+  case STORE_DIFF_TABLE:
+    if (o && json_object_update_new(o, json_pack("{s:s, s:I, s:I, s:I, s:I}", "table", store_table_name(d->table),
+                                                 "rows_a", (json_int_t)d->rows_a, "rows_b", (json_int_t)d->rows_b,
+                                                 "first_row", (json_int_t)d->first_row, "rows_differ",
+                                                 (json_int_t)d->rows_differ)) < 0)
+      json_decref(o), o = NULL;
+    break;
+  }
+  if (o && json_object_set_new(o, "policy", json_string(d->policy)) < 0) json_decref(o), o = NULL;
+  if (o && d->fields[0] && json_object_set_new(o, "fields", json_string(d->fields)) < 0) json_decref(o), o = NULL;
+  return o;
+}
+
+static void diff_entry_print(const store_diff_entry *d) {
+  switch (d->what) {
+  case STORE_DIFF_PROVENANCE: printf("provenance: %s changed\n", d->fields); return;
+  case STORE_DIFF_POLICY: printf("policy %s: %s\n", d->policy, kind_names[d->kind]); return;
+  case STORE_DIFF_BUCKET:
+    printf("policy %s: bucket %s batch %d seq %d: %s", d->policy, phase_names[d->phase], d->batch, d->seq,
+           kind_names[d->kind]);
+    break;
+  case STORE_DIFF_OP:
+    printf("policy %s: op 0x%016" PRIx64 " (%s): %s", d->policy, d->signature, d->name, kind_names[d->kind]);
+    break;
+  case STORE_DIFF_TABLE:
+    printf("policy %s: table %s: ", d->policy, store_table_name(d->table));
+    if (d->rows_a != d->rows_b) printf("%" PRIu64 " rows in A, %" PRIu64 " in B\n", d->rows_a, d->rows_b);
+    else printf("%" PRIu64 " rows differ, first row %" PRIu64 " (%s)\n", d->rows_differ, d->first_row, d->fields);
+    return;
+  }
+  printf(d->fields[0] ? " (%s)\n" : "\n", d->fields);
+}
+
+typedef struct {
+  json_t *list; /* --json: the entries; NULL: print them */
+  int failed;
+} diff_out;
+
+static void on_diff(const store_diff_entry *d, void *user) {
+  diff_out *out = user;
+  if (!out->list) {
+    diff_entry_print(d);
+  } else if (json_array_append_new(out->list, diff_entry_json(d)) < 0) {
+    out->failed = 1;
+  }
+}
+
+static int store_diff_cmd(int argc, char **argv) {
+  const char *paths[2] = {NULL, NULL};
+  int json = 0;
+  const int st = parse_args(argc, argv, paths, 2, &json);
+  if (st >= 0) return st;
+  enpu_err err = {0};
+  store_contents *a = NULL, *b = NULL;
+  diff_out out = {json ? json_array() : NULL, 0};
+  size_t count = 0;
+  int status = 0;
+  if (store_load(paths[0], &a, &err) < 0 || store_load(paths[1], &b, &err) < 0 ||
+      store_diff(a, b, on_diff, &out, &count, &err) < 0) {
+    cli_fail("store diff", err.msg);
+    status = 2;
+  } else if (json && (out.failed || !out.list)) {
+    cli_fail("store diff", "cannot build JSON output");
+    status = 2;
+  } else if (json) {
+    json_t *doc = json_pack("{s:s, s:s, s:b, s:I, s:O}", "a", paths[0], "b", paths[1], "identical", count == 0,
+                            "count", (json_int_t)count, "differences", out.list);
+    status = doc && cli_print_json(doc) == 0 ? (count ? 1 : 0) : 2;
+    json_decref(doc);
+  } else {
+    if (count == 0) printf("identical: %s and %s hold the same content\n", paths[0], paths[1]);
+    else printf("%zu difference%s\n", count, count == 1 ? "" : "s");
+    status = count ? 1 : 0;
+  }
+  json_decref(out.list);
+  store_contents_free(a);
+  store_contents_free(b);
+  return status;
+}
+
+int cli_cmd_store(int argc, char **argv) {
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    usage(stdout);
+    return 0;
+  }
+  if (argc >= 2 && !strcmp(argv[1], "info")) return store_info(argc, argv);
+  if (argc >= 2 && !strcmp(argv[1], "diff")) return store_diff_cmd(argc, argv);
+  return cli_usage_error("store", usage, argc < 2 ? "missing subcommand (info or diff)" : "unknown subcommand '%s'",
+                         argc < 2 ? "" : argv[1]);
+}

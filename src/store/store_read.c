@@ -1,0 +1,537 @@
+/* store_read.c — the one code path that reads a plan store: open the file, check its
+ * format_version, load every table of every policy into memory and validate every index
+ * and range once. planstore_open (the serving reader) and store_load (the farm and
+ * `enpu store`) both call store_read; nothing else reads tables.
+ *
+ * Before a table is read, its layout is checked against the file (a crafted store must
+ * not make HDF5 or this file allocate more than the file can justify): a 1-D compound of
+ * at most STORE_MAX_RECORD_BYTES per row and UINT32_MAX rows; stored bytes within the
+ * file size; contiguous, compact or chunked storage in the file itself (no virtual or
+ * external data); chunks of at most STORE_MAX_CHUNK_BYTES; only shuffle and zstd
+ * filters, zstd with its chunk-size bound equal to the real chunk size; the
+ * uncompressed table at most STORE_MAX_ZSTD_RATIO times its stored bytes (1x without
+ * zstd); and every chunk present, inside the file, with no filter skipped.
+ *
+ * Invariants after store_read succeeds (so lookups need no further checks):
+ *  - every op/pareto/bucket/walk/plan index and [first, first+count) range read from the
+ *    file lies inside its table (64-bit arithmetic, no overflow);
+ *  - an op's Pareto points belong to it and are sorted by time; every bucket's ops are
+ *    strictly increasing; replaying any bucket's whole walk is consistent
+ *    (store_walk_replay accepts it), and its cumulative times are finite and
+ *    non-decreasing;
+ *  - when loaded, every plan_states row belongs to the plan whose range holds it, names
+ *    an op of the table and a Pareto point of that op (or STORE_NO_INDEX);
+ *  - `order` lists the buckets sorted by (phase, batch, seq) without duplicates;
+ *  - strings read from the file are NUL-terminated. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+#define STORE_MAX_POLICIES 64
+#define STORE_MAX_RECORD_BYTES 4096       /* a file row; the store's rows are < 300 bytes */
+#define STORE_MAX_CHUNK_BYTES (4u << 20)  /* the writer makes ~64 KiB chunks */
+#define STORE_MAX_ZSTD_RATIO 4096         /* uncompressed bytes per stored byte; real stores
+                                             stay far below (see schemas/planstore.md) */
+#define STORE_MAX_FILTER_VALUES 8
+#define STORE_MIN_CHUNK_STORED 8 /* bytes: a zstd frame is longer */
+#define STORE_CONVERT_BUFFER ((size_t)1 << 20) /* HDF5's default type conversion buffer */
+
+#define BAD(...) enpu_errorf(err, ENPU_ERR_FORMAT, __VA_ARGS__)
+
+/* ---- loading ------------------------------------------------------------------- */
+
+void **store_table_slot(store_policy_tables *p, store_table t, size_t **rows) {
+  switch (t) {
+  case STORE_T_OPS: *rows = &p->nops; return (void **)&p->ops;
+  case STORE_T_PARETO: *rows = &p->npareto; return (void **)&p->pareto;
+  case STORE_T_BUCKETS: *rows = &p->nbuckets; return (void **)&p->buckets;
+  case STORE_T_BUCKET_OPS: *rows = &p->nbucket_ops; return (void **)&p->bucket_ops;
+  case STORE_T_WALK: *rows = &p->nwalk; return (void **)&p->walk;
+  case STORE_T_PLANS: *rows = &p->nplans; return (void **)&p->plans;
+  case STORE_T_VALIDATION: *rows = &p->nvalidation; return (void **)&p->validation;
+  case STORE_T_VALIDATION_REPLAY: *rows = &p->nvalidation_replay; return (void **)&p->validation_replay;
+  default: *rows = &p->nplan_states; return (void **)&p->plan_states;
+  }
+}
+
+const void *store_policy_table(const store_policy_tables *p, store_table t, size_t *rows) {
+  *rows = 0;
+  if ((unsigned)t >= STORE_NTABLE) return NULL;
+  size_t *n = NULL;
+  void **slot = store_table_slot((store_policy_tables *)p, t, &n); /* read only here */
+  *rows = *n;
+  return *slot;
+}
+
+/* Make every fixed string column of the rows NUL-terminated, whatever the file held. */
+static void terminate_strings(store_table t, char *rows, size_t n) {
+  const store_table_desc *d = &store_tables[t];
+  for (size_t f = 0; f < d->nfields; f++) {
+    if (d->fields[f].kind != STORE_F_STR) continue;
+    for (size_t i = 0; i < n; i++) rows[i * d->record_bytes + d->fields[f].offset + d->fields[f].count - 1] = '\0';
+  }
+}
+
+/* The filter pipeline of a chunked table: shuffle and zstd only, zstd bounded by the
+ * real chunk size. *zstd says whether zstd is in it. */
+static int check_filters(hid_t dcpl, uint64_t chunk_bytes, int *zstd, const char *what, enpu_err *err) {
+  int nfilters = H5Pget_nfilters(dcpl);
+  ENPU_RETURN_IF(nfilters < 0, err, ENPU_ERR_FORMAT, "%s: unreadable filter pipeline", what);
+  *zstd = 0;
+  for (int i = 0; i < nfilters; i++) {
+    unsigned flags = 0, values[STORE_MAX_FILTER_VALUES] = {0};
+    size_t nvalues = STORE_MAX_FILTER_VALUES;
+    H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &nvalues, values, 0, NULL, NULL);
+    if (id == H5Z_FILTER_SHUFFLE) continue;
+    ENPU_RETURN_IF(id != STORE_ZSTD_FILTER_ID, err, ENPU_ERR_FORMAT,
+                   "%s: filter %d is not shuffle (%d) or zstd (%d)", what, (int)id, H5Z_FILTER_SHUFFLE,
+                   STORE_ZSTD_FILTER_ID);
+    ENPU_RETURN_IF(nvalues < 2 || values[1] != chunk_bytes, err, ENPU_ERR_FORMAT,
+                   "%s: zstd chunk bound %u is not the chunk size %llu bytes", what,
+                   nvalues < 2 ? 0u : values[1], (unsigned long long)chunk_bytes);
+    *zstd = 1;
+  }
+  return ENPU_OK;
+}
+
+/* Every chunk of a chunked table is in the file (the writer writes every row), went
+ * through the whole filter pipeline (HDF5 copies a chunk whose index says "filters
+ * skipped" as if it were chunk-sized), lies inside the file, and without filters holds
+ * exactly one chunk. One index lookup per chunk, after the count is bounded by the
+ * stored bytes (a stored chunk takes at least STORE_MIN_CHUNK_STORED bytes). */
+static int check_chunks(hid_t ds, uint64_t rows, hsize_t chunk, uint64_t chunk_bytes, int filtered,
+                        uint64_t stored, uint64_t file_bytes, const char *what, enpu_err *err) {
+  uint64_t nchunks = rows / chunk + (rows % chunk != 0);
+  ENPU_RETURN_IF(nchunks > stored / STORE_MIN_CHUNK_STORED, err, ENPU_ERR_FORMAT,
+                 "%s: %llu chunks cannot be stored in %llu bytes", what, (unsigned long long)nchunks,
+                 (unsigned long long)stored);
+  for (hsize_t at = 0; at < rows; at += chunk) {
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    ENPU_RETURN_IF(H5Dget_chunk_info_by_coord(ds, &at, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF, err,
+                   ENPU_ERR_FORMAT, "%s: the chunk at row %llu is missing", what, (unsigned long long)at);
+    ENPU_RETURN_IF(mask != 0 || size > file_bytes || (!filtered && size != chunk_bytes), err, ENPU_ERR_FORMAT,
+                   "%s: the chunk at row %llu (%llu bytes, filter mask 0x%x) is not a whole filtered chunk",
+                   what, (unsigned long long)at, (unsigned long long)size, mask);
+  }
+  return ENPU_OK;
+}
+
+/* The checks of the file comment, before anything is read: `rows` rows of `record_bytes`
+ * in a file of `file_bytes`. */
+static int check_layout(hid_t ds, uint64_t rows, size_t record_bytes, uint64_t file_bytes, const char *what,
+                        enpu_err *err) {
+  ENPU_RETURN_IF(record_bytes == 0 || record_bytes > STORE_MAX_RECORD_BYTES, err, ENPU_ERR_FORMAT,
+                 "%s: rows of %zu bytes (limit %d)", what, record_bytes, STORE_MAX_RECORD_BYTES);
+  uint64_t stored = H5Dget_storage_size(ds);
+  ENPU_RETURN_IF(stored > file_bytes, err, ENPU_ERR_FORMAT, "%s: %llu stored bytes in a file of %llu", what,
+                 (unsigned long long)stored, (unsigned long long)file_bytes);
+  hid_t dcpl = H5Dget_create_plist(ds);
+  ENPU_RETURN_IF(dcpl < 0, err, ENPU_ERR_FORMAT, "%s: unreadable storage properties", what);
+  H5D_layout_t layout = H5Pget_layout(dcpl);
+  int external = H5Pget_external_count(dcpl), nfilters = H5Pget_nfilters(dcpl), zstd = 0, rc = ENPU_OK;
+  hsize_t chunk = 0;
+  if (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT && layout != H5D_CHUNKED)
+    rc = BAD("%s: storage layout %d is not contiguous, compact or chunked", what, (int)layout);
+  else if (external != 0)
+    rc = BAD("%s: data stored outside the file", what);
+  else if (layout == H5D_CHUNKED && (H5Pget_chunk(dcpl, 1, &chunk) != 1 || chunk == 0 ||
+                                     chunk > STORE_MAX_CHUNK_BYTES / record_bytes))
+    rc = BAD("%s: chunks of %llu rows of %zu bytes (limit %u bytes)", what, (unsigned long long)chunk,
+             record_bytes, STORE_MAX_CHUNK_BYTES);
+  else if (layout == H5D_CHUNKED)
+    rc = check_filters(dcpl, chunk * record_bytes, &zstd, what, err);
+  H5Pclose(dcpl);
+  ENPU_FORWARD(rc);
+  /* rows <= UINT32_MAX and record_bytes <= 4096: no overflow. */
+  uint64_t table_bytes = rows * record_bytes, limit = zstd ? stored * STORE_MAX_ZSTD_RATIO : stored;
+  ENPU_RETURN_IF(table_bytes > limit, err, ENPU_ERR_FORMAT,
+                 "%s: %llu rows (%llu bytes) cannot come from %llu stored bytes", what,
+                 (unsigned long long)rows, (unsigned long long)table_bytes, (unsigned long long)stored);
+  if (layout != H5D_CHUNKED) return ENPU_OK;
+  return check_chunks(ds, rows, chunk, chunk * record_bytes, nfilters > 0, stored, file_bytes, what, err);
+}
+
+/* Read one table of a policy group; a missing dataset is an empty table. */
+static int load_table(hid_t group, store_policy_tables *p, store_table t, int load_rows, uint64_t file_bytes,
+                      enpu_err *err) {
+  const char *name = store_tables[t].name;
+  char what[STORE_NAME_LEN + 32];
+  snprintf(what, sizeof what, "policy %s: table %s", p->name, name);
+  htri_t exists = H5Lexists(group, name, H5P_DEFAULT);
+  ENPU_RETURN_IF(exists < 0, err, ENPU_ERR_FORMAT, "%s: cannot look it up", what);
+  if (!exists) return ENPU_OK;
+  hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);
+  ENPU_RETURN_IF(ds < 0, err, ENPU_ERR_FORMAT, "%s is not a dataset", what);
+  hid_t space = H5Dget_space(ds), ftype = H5Dget_type(ds);
+  hsize_t dims = 0;
+  int rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+  if (rank == 1) H5Sget_simple_extent_dims(space, &dims, NULL);
+  int rc = ENPU_OK;
+  if (rank != 1 || ftype < 0 || H5Tget_class(ftype) != H5T_COMPOUND)
+    rc = BAD("%s is not a 1-D compound dataset", what);
+  else if (dims > UINT32_MAX)
+    rc = BAD("%s has %llu rows (limit %u)", what, (unsigned long long)dims, UINT32_MAX);
+  else
+    rc = check_layout(ds, dims, H5Tget_size(ftype), file_bytes, what, err);
+  size_t *count = NULL;
+  void **slot = store_table_slot(p, t, &count);
+  *count = rc == ENPU_OK ? (size_t)dims : 0;
+  if (rc == ENPU_OK && load_rows && dims > 0) {
+    char *rows = enpu_calloc((size_t)dims, store_tables[t].record_bytes);
+    hid_t mem = H5I_INVALID_HID;
+    if (!rows) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "%s: no memory for %llu rows", what, (unsigned long long)dims);
+    else rc = store_table_types(t, &mem, NULL, err);
+    /* HDF5 clears its 1 MiB conversion and background buffers on every read: sized to
+     * the table instead, opening a store of many small tables costs a tenth. */
+    size_t row_bytes = store_tables[t].record_bytes > H5Tget_size(ftype) ? store_tables[t].record_bytes
+                                                                           : H5Tget_size(ftype);
+    size_t buffer = (size_t)dims < STORE_CONVERT_BUFFER / row_bytes ? (size_t)dims * row_bytes : STORE_CONVERT_BUFFER;
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (rc == ENPU_OK && (dxpl < 0 || H5Pset_buffer(dxpl, buffer, NULL, NULL) < 0))
+      rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "%s: cannot set up the read", what);
+    if (rc == ENPU_OK && H5Dread(ds, mem, H5S_ALL, H5S_ALL, dxpl, rows) < 0)
+      rc = BAD("%s: cannot read it (corrupt, or its columns differ)", what);
+    if (dxpl >= 0) H5Pclose(dxpl);
+    if (mem >= 0) H5Tclose(mem);
+    if (rc == ENPU_OK) terminate_strings(t, rows, (size_t)dims);
+    if (rc == ENPU_OK) *slot = rows;
+    else free(rows);
+  }
+  if (ftype >= 0) H5Tclose(ftype);
+  if (space >= 0) H5Sclose(space);
+  H5Dclose(ds);
+  return rc;
+}
+
+/* ---- validation ---------------------------------------------------------------- */
+
+/* Is [first, first+count) inside a table of `rows` rows? */
+static int range_ok(uint64_t first, uint64_t count, size_t rows) {
+  return first <= rows && count <= rows - first;
+}
+
+static int validate_ops(const store_policy_tables *p, enpu_err *err) {
+  for (size_t i = 0; i < p->npareto; i++)
+    if (p->pareto[i].op >= p->nops || !isfinite(p->pareto[i].time_ns) || !(p->pareto[i].time_ns >= 0) ||
+        !isfinite(p->pareto[i].energy_nj))
+      return BAD("policy %s: pareto row %zu: op %u out of range or bad time/energy", p->name, i,
+                 p->pareto[i].op);
+  for (size_t i = 0; i < p->nops; i++) {
+    const store_op_rec *o = &p->ops[i];
+    if (o->pareto_count == 0 || !range_ok(o->pareto_first, o->pareto_count, p->npareto))
+      return BAD("policy %s: op %zu: pareto range [%u, +%u) outside the %zu points", p->name, i,
+                 o->pareto_first, o->pareto_count, p->npareto);
+    for (uint32_t k = 0; k < o->pareto_count; k++) {
+      const store_pareto_rec *pt = &p->pareto[o->pareto_first + k];
+      if (pt->op != i || (k > 0 && pt->time_ns < pt[-1].time_ns))
+        return BAD("policy %s: op %zu: pareto point %u belongs to op %u or is out of time order", p->name, i,
+                   o->pareto_first + k, pt->op);
+    }
+  }
+  return ENPU_OK;
+}
+
+/* Position of `op` among the bucket's ops (binary search), or -1. */
+static long bucket_op_pos(const store_policy_tables *p, const store_bucket_rec *b, uint32_t op) {
+  size_t lo = 0, hi = b->ops_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    uint32_t v = p->bucket_ops[b->ops_first + mid].op;
+    if (v == op) return (long)mid;
+    if (v < op) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+/* A step that moves instances to the op's lead point adds them there; a step to a later
+ * point is allowed only when every instance is at the lead. */
+int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix, planstore_op_states *st,
+                      enpu_err *err) {
+  const store_bucket_rec *b = &p->buckets[bi];
+  for (uint32_t i = 0; i < b->ops_count; i++) {
+    const store_bucket_op_rec *bo = &p->bucket_ops[b->ops_first + i];
+    const store_op_rec *o = &p->ops[bo->op];
+    st[i] = (planstore_op_states){.op = bo->op, .signature = o->signature, .name = o->name,
+                                  .instances = bo->multiplicity, .lead_instances = bo->multiplicity,
+                                  .lead_pareto = o->pareto_first, .trail_pareto = o->pareto_first};
+  }
+  for (uint64_t k = 0; k < prefix; k++) {
+    const store_walk_rec *w = &p->walk[b->walk_first + k];
+    long pos = bucket_op_pos(p, b, w->op);
+    if (pos < 0) return BAD("policy %s: walk row %llu: op %u is not an op of bucket %u", p->name,
+                            (unsigned long long)(b->walk_first + k), w->op, bi);
+    planstore_op_states *s = &st[pos];
+    const store_op_rec *o = &p->ops[w->op];
+    if (w->pareto >= (uint64_t)o->pareto_first + o->pareto_count || w->pareto < s->lead_pareto ||
+        w->instances == 0)
+      return BAD("policy %s: walk row %llu: pareto %u outside op %u's remaining points, or no instances",
+                 p->name, (unsigned long long)(b->walk_first + k), w->pareto, w->op);
+    if (w->pareto == s->lead_pareto && s->lead_pareto != s->trail_pareto) {
+      if (w->instances > s->instances - s->lead_instances)
+        return BAD("policy %s: walk row %llu: moves more instances of op %u than it has", p->name,
+                   (unsigned long long)(b->walk_first + k), w->op);
+      s->lead_instances += w->instances;
+    } else {
+      if (s->lead_instances != s->instances || w->instances > s->instances || w->pareto == s->lead_pareto)
+        return BAD("policy %s: walk row %llu: op %u moves on before all its instances moved", p->name,
+                   (unsigned long long)(b->walk_first + k), w->op);
+      s->trail_pareto = s->lead_pareto;
+      s->lead_pareto = w->pareto;
+      s->lead_instances = w->instances;
+    }
+  }
+  for (uint32_t i = 0; i < b->ops_count; i++) {
+    const store_pareto_rec *lead = &p->pareto[st[i].lead_pareto], *trail = &p->pareto[st[i].trail_pareto];
+    memcpy(st[i].lead_states, lead->states, PLANSTORE_NSTATE);
+    memcpy(st[i].trail_states, trail->states, PLANSTORE_NSTATE);
+    st[i].lead_time_ns = lead->time_ns;
+    st[i].trail_time_ns = trail->time_ns;
+  }
+  return ENPU_OK;
+}
+
+static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch,
+                           enpu_err *err) {
+  const store_bucket_rec *b = &p->buckets[bi];
+  if (b->phase > STORE_PHASE_DECODE || b->status > STORE_BUCKET_FAILED || b->batch < 1 || b->seq < 1)
+    return BAD("policy %s: bucket %u: bad phase %u, status %u, batch %d or seq %d", p->name, bi, b->phase,
+               b->status, b->batch, b->seq);
+  if (!range_ok(b->ops_first, b->ops_count, p->nbucket_ops) || !range_ok(b->walk_first, b->walk_count, p->nwalk) ||
+      !range_ok(b->plan_first, b->plan_count, p->nplans))
+    return BAD("policy %s: bucket %u: ops, walk or plan range outside its table", p->name, bi);
+  if (!isfinite(b->t_nodvfs_ns) || !isfinite(b->t_peak_ns) || !isfinite(b->e_nodvfs_nj) ||
+      !isfinite(b->walk_start_time_ns) || !isfinite(b->walk_start_energy_nj))
+    return BAD("policy %s: bucket %u: non-finite time or energy", p->name, bi);
+  for (uint32_t i = 0; i < b->ops_count; i++) {
+    const store_bucket_op_rec *bo = &p->bucket_ops[b->ops_first + i];
+    if (bo->bucket != bi || bo->op >= p->nops || bo->multiplicity == 0 || (i > 0 && bo->op <= bo[-1].op))
+      return BAD("policy %s: bucket_ops row %u: wrong bucket, op %u out of range or order, or no instances",
+                 p->name, b->ops_first + i, bo->op);
+  }
+  double t = b->walk_start_time_ns;
+  for (uint64_t k = 0; k < b->walk_count; k++) {
+    const store_walk_rec *w = &p->walk[b->walk_first + k];
+    if (w->bucket != bi || !isfinite(w->time_ns) || !isfinite(w->energy_nj) || w->time_ns < t)
+      return BAD("policy %s: walk row %llu: wrong bucket, or time not finite and non-decreasing", p->name,
+                 (unsigned long long)(b->walk_first + k));
+    t = w->time_ns;
+  }
+  for (uint32_t k = 0; k < b->plan_count; k++) {
+    const store_plan_rec *pl = &p->plans[b->plan_first + k];
+    if (pl->bucket != bi || pl->walk_prefix > b->walk_count ||
+        !range_ok(pl->states_first, pl->states_count, p->nplan_states))
+      return BAD("policy %s: plan %u: wrong bucket, walk prefix or plan_states range out of range", p->name,
+                 b->plan_first + k);
+  }
+  return store_walk_replay(p, bi, b->walk_count, scratch, err);
+}
+
+/* Loaded plan_states rows: each belongs to the plan whose range holds it. */
+static int validate_plan_states(const store_policy_tables *p, enpu_err *err) {
+  for (size_t k = 0; k < p->nplans; k++)
+    for (uint64_t i = 0; i < p->plans[k].states_count; i++) {
+      const store_plan_state_rec *s = &p->plan_states[p->plans[k].states_first + i];
+      const store_op_rec *o = s->op < p->nops ? &p->ops[s->op] : NULL;
+      int point_ok = s->pareto == STORE_NO_INDEX ||
+                     (o && s->pareto >= o->pareto_first && s->pareto - o->pareto_first < o->pareto_count);
+      if (s->plan != k || !o || !point_ok)
+        return BAD("policy %s: plan_states row %llu: wrong plan, op %u out of range or pareto %u not its point",
+                   p->name, (unsigned long long)(p->plans[k].states_first + i), s->op, s->pareto);
+    }
+  return ENPU_OK;
+}
+
+/* Validation rows point at a plan of their bucket (store_load; planstore_open loads none). */
+static int validate_validation(const store_policy_tables *p, enpu_err *err) {
+  for (size_t i = 0; i < p->nvalidation; i++) {
+    const store_validation_rec *v = &p->validation[i];
+    const store_bucket_rec *b = v->bucket < p->nbuckets ? &p->buckets[v->bucket] : NULL;
+    if (!b || v->plan < b->plan_first || v->plan - b->plan_first >= b->plan_count)
+      return BAD("policy %s: validation row %zu: bucket %u out of range or plan %u not its plan", p->name, i,
+                 v->bucket, v->plan);
+  }
+  return ENPU_OK;
+}
+
+int store_bucket_cmp(const store_bucket_rec *a, const store_bucket_rec *b) {
+  if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1;
+  if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
+  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+  return 0;
+}
+
+/* qsort has no context pointer in C17, so the bucket index sorts (key, row) pairs. */
+typedef struct {
+  store_bucket_rec key;
+  uint32_t row;
+} bucket_key;
+
+static int bucket_key_cmp(const void *a, const void *b) {
+  const bucket_key *x = a, *y = b;
+  return store_bucket_cmp(&x->key, &y->key);
+}
+
+int store_bucket_order(const store_policy_tables *p, uint32_t **order, enpu_err *err) {
+  size_t n = p->nbuckets;
+  bucket_key *keys = enpu_calloc(n, sizeof *keys);
+  *order = enpu_calloc(n, sizeof **order);
+  if (!keys || !*order) {
+    free(keys);
+    free(*order);
+    *order = NULL;
+    return enpu_errorf(err, ENPU_ERR_NOMEM, "policy %s: no memory for the bucket index", p->name);
+  }
+  for (size_t i = 0; i < n; i++) keys[i] = (bucket_key){p->buckets[i], (uint32_t)i};
+  qsort(keys, n, sizeof *keys, bucket_key_cmp);
+  for (size_t i = 0; i < n; i++) (*order)[i] = keys[i].row;
+  free(keys);
+  return ENPU_OK;
+}
+
+static int index_buckets(store_policy *sp, enpu_err *err) {
+  const store_policy_tables *p = &sp->t;
+  ENPU_FORWARD(store_bucket_order(p, &sp->order, err));
+  for (size_t i = 0; i < p->nbuckets; i++) {
+    const store_bucket_rec *b = &p->buckets[sp->order[i]];
+    if (i > 0 && store_bucket_cmp(&p->buckets[sp->order[i - 1]], b) == 0)
+      return BAD("policy %s: bucket phase %u batch %d seq %d appears twice", p->name, b->phase, b->batch, b->seq);
+    if (b->batch > sp->max_batch[b->phase]) sp->max_batch[b->phase] = b->batch;
+    if (b->seq > sp->max_seq[b->phase]) sp->max_seq[b->phase] = b->seq;
+  }
+  return ENPU_OK;
+}
+
+static int validate_policy(store_policy *sp, enpu_err *err) {
+  const store_policy_tables *p = &sp->t;
+  ENPU_FORWARD(validate_ops(p, err));
+  /* Scratch for replaying walks; a bucket whose ops range exceeds bucket_ops is rejected
+   * by validate_bucket before its walk is replayed, so this bound is enough. */
+  size_t max_ops = 1;
+  for (size_t i = 0; i < p->nbuckets; i++)
+    if (p->buckets[i].ops_count > max_ops) max_ops = p->buckets[i].ops_count;
+  if (max_ops > p->nbucket_ops) max_ops = p->nbucket_ops + 1;
+  planstore_op_states *scratch = enpu_calloc(max_ops, sizeof *scratch);
+  ENPU_RETURN_IF(!scratch, err, ENPU_ERR_NOMEM, "policy %s: out of memory", p->name);
+  int rc = ENPU_OK;
+  for (size_t i = 0; i < p->nbuckets && rc == ENPU_OK; i++) rc = validate_bucket(p, (uint32_t)i, scratch, err);
+  free(scratch);
+  ENPU_FORWARD(rc);
+  if (p->plan_states) ENPU_FORWARD(validate_plan_states(p, err));
+  if (p->validation) ENPU_FORWARD(validate_validation(p, err));
+  return index_buckets(sp, err);
+}
+
+/* ---- open ---------------------------------------------------------------------- */
+
+static int check_format_version(hid_t file, enpu_err *err) {
+  htri_t exists = H5Aexists(file, STORE_ATTR_FORMAT_VERSION);
+  ENPU_RETURN_IF(exists <= 0, err, ENPU_ERR_FORMAT, "not a plan store (no %s attribute)",
+                 STORE_ATTR_FORMAT_VERSION);
+  hid_t attr = H5Aopen(file, STORE_ATTR_FORMAT_VERSION, H5P_DEFAULT);
+  hid_t type = attr < 0 ? -1 : H5Aget_type(attr), space = attr < 0 ? -1 : H5Aget_space(attr);
+  unsigned version = 0;
+  herr_t rc = (type < 0 || space < 0 || H5Tget_class(type) != H5T_INTEGER ||
+               H5Sget_simple_extent_npoints(space) != 1)
+                  ? -1
+                  : H5Aread(attr, H5T_NATIVE_UINT, &version);
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
+  if (attr >= 0) H5Aclose(attr);
+  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_FORMAT, "unreadable %s attribute", STORE_ATTR_FORMAT_VERSION);
+  ENPU_RETURN_IF(version != STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
+                 "format_version %u, this reader reads %u", version, STORE_FORMAT_VERSION);
+  return ENPU_OK;
+}
+
+static int load_policy(hid_t policies, hsize_t idx, store_policy *sp, int with_plan_states, uint64_t file_bytes,
+                       enpu_err *err) {
+  store_policy_tables *p = &sp->t;
+  ssize_t len = H5Lget_name_by_idx(policies, ".", H5_INDEX_NAME, H5_ITER_INC, idx, p->name, sizeof p->name,
+                                   H5P_DEFAULT);
+  ENPU_RETURN_IF(len <= 0 || (size_t)len >= sizeof p->name, err, ENPU_ERR_FORMAT,
+                 "policy %llu: missing or too long name", (unsigned long long)idx);
+  hid_t g = H5Gopen2(policies, p->name, H5P_DEFAULT);
+  ENPU_RETURN_IF(g < 0, err, ENPU_ERR_FORMAT, "policy %s is not a group", p->name);
+  int rc = ENPU_OK;
+  for (int t = 0; t < STORE_NTABLE && rc == ENPU_OK; t++)
+    rc = load_table(g, p, (store_table)t, t < STORE_T_PLAN_STATES || with_plan_states, file_bytes, err);
+  H5Gclose(g);
+  ENPU_FORWARD(rc);
+  return validate_policy(sp, err);
+}
+
+static int read_policies(hid_t file, int with_plan_states, store_policy **out, size_t *n, enpu_err *err) {
+  hsize_t file_bytes = 0;
+  ENPU_RETURN_IF(H5Fget_filesize(file, &file_bytes) < 0, err, ENPU_ERR_FORMAT, "cannot tell the file size");
+  hid_t policies = H5Gopen2(file, STORE_POLICIES_GROUP, H5P_DEFAULT);
+  H5G_info_t info = {0};
+  int rc = ENPU_OK;
+  if (policies < 0 || H5Gget_info(policies, &info) < 0)
+    rc = enpu_errorf(err, ENPU_ERR_FORMAT, "no readable /%s group", STORE_POLICIES_GROUP);
+  else if (info.nlinks > STORE_MAX_POLICIES)
+    rc = enpu_errorf(err, ENPU_ERR_FORMAT, "%llu policies (limit %d)", (unsigned long long)info.nlinks,
+                     STORE_MAX_POLICIES);
+  if (rc == ENPU_OK && info.nlinks > 0) {
+    *out = enpu_calloc(info.nlinks, sizeof **out);
+    if (!*out) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  }
+  for (hsize_t i = 0; rc == ENPU_OK && i < info.nlinks; i++) {
+    *n = (size_t)i + 1;
+    rc = load_policy(policies, i, &(*out)[i], with_plan_states, file_bytes, err);
+  }
+  if (policies >= 0) H5Gclose(policies);
+  return rc;
+}
+
+int store_read(const char *path, int with_plan_states, hid_t *file_out, store_policy **out, size_t *n,
+               enpu_err *err) {
+  *out = NULL;
+  *n = 0;
+  if (file_out) *file_out = H5I_INVALID_HID;
+  ENPU_FORWARD(store_zstd_register(err));
+  FILE *fp = fopen(path, "rb"); /* for the system's reason when it cannot be read */
+  ENPU_RETURN_IF(!fp, err, ENPU_ERR_IO, "cannot open: %s", strerror(errno));
+  fclose(fp);
+  htri_t is_hdf5 = H5Fis_hdf5(path);
+  ENPU_RETURN_IF(is_hdf5 < 0, err, ENPU_ERR_IO, "cannot open");
+  ENPU_RETURN_IF(is_hdf5 == 0, err, ENPU_ERR_FORMAT, "not an HDF5 file");
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  ENPU_RETURN_IF(file < 0, err, ENPU_ERR_FORMAT, "HDF5 cannot open it (truncated or corrupt)");
+  int rc = check_format_version(file, err);
+  if (rc == ENPU_OK) rc = read_policies(file, with_plan_states, out, n, err);
+  if (rc < 0 || !file_out) H5Fclose(file);
+  if (rc < 0) {
+    store_policies_free(*out, *n);
+    *out = NULL;
+    *n = 0;
+    return rc;
+  }
+  if (file_out) *file_out = file;
+  return ENPU_OK;
+}
+
+void store_policy_tables_free(store_policy_tables *p) {
+  for (int t = 0; t < STORE_NTABLE; t++) {
+    size_t *rows = NULL;
+    void **slot = store_table_slot(p, (store_table)t, &rows);
+    free(*slot);
+    *slot = NULL;
+    *rows = 0;
+  }
+}
+
+void store_policies_free(store_policy *p, size_t n) {
+  if (!p) return;
+  for (size_t i = 0; i < n; i++) {
+    store_policy_tables_free(&p[i].t);
+    free(p[i].order);
+  }
+  free(p);
+}
