@@ -27,6 +27,10 @@
 #include "graph.h"
 #include "power.h"
 
+/* Version of the cost model's behaviour: part of every plan store op key, so changing
+ * what cost_eval computes (bump this) makes the farm recompute every signature. */
+#define COST_MODEL_VERSION "cost-1"
+
 /* Units of the chip that own a clock: the five plan components (config_component order)
  * and the frontend. */
 enum { COST_FE = CONFIG_NCOMP, COST_NUNIT = CONFIG_NCOMP + 1 };

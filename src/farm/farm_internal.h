@@ -41,7 +41,7 @@ typedef struct {
 typedef struct {
   uint32_t policy;
   store_bucket_rec bucket;     /* phase, status, batch, seq, input_hash, times, message;
-                                  the *_first/*_count ranges are unused (0) */
+                                  the *_first, *_count ranges are unused (0) */
   uint32_t nops;
   uint64_t *op_keys;           /* the bucket's distinct ops, ascending */
   uint64_t *multiplicity;      /* per op_keys entry, >= 1 */

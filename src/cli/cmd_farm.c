@@ -1,0 +1,136 @@
+/* cmd_farm.c — `[mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets
+ * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--progress-s SEC] [--results DIR]
+ * [--quiet]`: compile the job's whole grid into its HDF5 plan store with the farm module.
+ * Every rank runs this command; only rank 0 prints.
+ *
+ * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
+ * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
+ * by SIGTERM/SIGUSR1 after a checkpoint — running the same command again resumes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_internal.h"
+#include "farm.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: [mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
+          "                    [--checkpoint-s SEC] [--progress-s SEC] [--results DIR] [--quiet]\n"
+          "\n"
+          "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
+          "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
+          "Only what the store and its journal do not already hold is computed.\n"
+          "\n"
+          "  --store PATH        the store (default: the job's \"store\"); journal: PATH.journal\n"
+          "  --add-buckets SPEC  extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
+          "                      kept in the store, so later runs keep compiling it)\n"
+          "  --checkpoint-s SEC  rewrite the store every SEC seconds (default 60)\n"
+          "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
+          "  --results DIR       summary.md goes to DIR/<job>/ (default: results)\n"
+          "  --quiet             no progress lines\n"
+          "  -h, --help          show this help\n"
+          "\n"
+          "Exit status: 0 done, 1 some tasks failed, 2 usage or input error, 3 interrupted by\n"
+          "SIGTERM/SIGUSR1 (checkpointed; run the same command again to resume). Under mpirun\n"
+          "send SIGUSR1 to mpirun: it forwards it to the ranks.\n");
+}
+
+/* "phase=P,batch=B,seq=S" in any order; 0 or -1. */
+static int parse_bucket(const char *spec, farm_bucket_spec *b) {
+  char buf[256];
+  if (strlen(spec) >= sizeof buf) return -1;
+  strcpy(buf, spec);
+  int have = 0;
+  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    if (!eq) return -1;
+    *eq = '\0';
+    const char *v = eq + 1;
+    if (!strcmp(kv, "phase") && config_phase_parse(v, &b->phase) == 0) have |= 1;
+    else if (!strcmp(kv, "batch") && cli_parse_int(v, &b->batch) == 0 && b->batch > 0) have |= 2;
+    else if (!strcmp(kv, "seq") && cli_parse_int(v, &b->seq) == 0 && b->seq > 0) have |= 4;
+    else return -1;
+  }
+  return have == 7 ? 0 : -1;
+}
+
+static int parse_seconds(const char *s, double *out) {
+  char *end;
+  const double v = strtod(s, &end);
+  if (end == s || *end != '\0' || !(v > 0) || v > 1e9) return -1;
+  *out = v;
+  return 0;
+}
+
+/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
+static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *add) {
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(s, "--quiet")) {
+      o->quiet = 1;
+      continue;
+    }
+    const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
+                      !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
+                      !strcmp(s, "--results");
+    if (takes) {
+      if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
+      const char *v = argv[++i];
+      if (!strcmp(s, "--store")) {
+        o->store_path = v;
+      } else if (!strcmp(s, "--results")) {
+        o->results_dir = v;
+      } else if (!strcmp(s, "--add-buckets")) {
+        if (parse_bucket(v, &add[o->nadd]) < 0)
+          return cli_usage_error("farm", usage,
+                                 "--add-buckets expects phase=prefill|decode,batch=B,seq=S with "
+                                 "positive B and S, got '%s'", v);
+        o->nadd++;
+      } else if (parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s
+                                                                : &o->progress_s) < 0) {
+        return cli_usage_error("farm", usage, "%s expects a positive number of seconds, got '%s'",
+                               s, v);
+      }
+    } else if (s[0] == '-' && s[1] != '\0') {
+      return cli_usage_error("farm", usage, "unknown option '%s'", s);
+    } else if (o->job_path) {
+      return cli_usage_error("farm", usage, "more than one job file ('%s')", s);
+    } else {
+      o->job_path = s;
+    }
+  }
+  if (!o->job_path) return cli_usage_error("farm", usage, "missing job file");
+  return -1;
+}
+
+int cli_cmd_farm(int argc, char **argv) {
+  farm_options o;
+  farm_options_default(&o);
+  /* Each --add-buckets takes two argv slots, so argc bounds their number. */
+  farm_bucket_spec *add = calloc((size_t)argc, sizeof *add);
+  if (!add) return cli_fail("farm", "out of memory");
+  o.add = add;
+  const int st = parse_args(argc, argv, &o, add);
+  if (st >= 0) {
+    free(add);
+    return st;
+  }
+  farm_summary sum;
+  enpu_err err = {0};
+  const int rc = farm_run(&o, &sum, &err);
+  free(add);
+  if (rc < 0) {
+    if (sum.rank == 0) cli_fail("farm", err.msg);
+    return sum.input_error ? 2 : 1;
+  }
+  if (sum.rank == 0) {
+    printf("\n");
+    farm_summary_print(&sum, stdout);
+    fflush(stdout);
+  }
+  return (int)sum.outcome;
+}

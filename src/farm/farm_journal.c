@@ -1,0 +1,354 @@
+/* farm_journal.c — the append-only journal beside the store (`<store>.journal`): every
+ * result the master receives is appended here and synced at least every few seconds, so
+ * a crash loses at most the work since the last sync.
+ *
+ * Format (little-endian):
+ *   header  "ENPUJRNL", u32 version (1), u32 0                               16 bytes
+ *   record  u32 kind, u32 compressed bytes, u64 checksum, one zstd frame     16 + n bytes
+ * The checksum is enpu_hash64 (XXH3) of the compressed bytes seeded with (kind << 32 |
+ * length), so a flipped bit in the kind or the length fails it too. The frame declares
+ * its decompressed size, at most FARM_JOURNAL_MAX_RECORD bytes.
+ *
+ * Invariants:
+ *  - A record is intact when its bytes are all present, its checksum matches and it
+ *    decompresses to exactly the size its frame declares; replay and open use the same
+ *    test (journal_scan), so open truncates exactly what replay would drop.
+ *  - The file on disk is always the header followed by intact records, except for a torn
+ *    last record after a crash or a failed write (a failed write truncates back to the
+ *    last intact end when it can, so later records never follow a torn one).
+ *  - Records are buffered in memory until sync (or until the buffer exceeds
+ *    JOURNAL_FLUSH_BYTES); only sync makes them durable. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "farm_internal.h"
+
+#define JOURNAL_MAGIC "ENPUJRNL"
+#define JOURNAL_VERSION 1u
+#define JOURNAL_ZSTD_LEVEL 1 /* fsync dominates; a fast level keeps the master light */
+enum { HEADER_BYTES = 16, RECORD_HEAD_BYTES = 16 };
+/* Largest decompressed record: far above any bucket's walk, low enough that a crafted
+ * frame cannot make replay allocate much. */
+#define FARM_JOURNAL_MAX_RECORD ((size_t)64 << 20)
+#define JOURNAL_FLUSH_BYTES ((size_t)4 << 20)
+
+struct farm_journal {
+  int fd;
+  char *path;
+  off_t end;           /* end of the last record written to the file */
+  farm_buf pending;    /* encoded records not yet written */
+  ZSTD_CCtx *cctx;
+};
+
+/* Scratch reused across records while scanning. */
+typedef struct {
+  farm_buf comp, plain;
+  ZSTD_DCtx *dctx;
+} scan_scratch;
+
+static void put_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+
+static uint64_t get_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+static void make_header(unsigned char h[HEADER_BYTES]) {
+  memcpy(h, JOURNAL_MAGIC, 8);
+  put_le32(h + 8, JOURNAL_VERSION);
+  put_le32(h + 12, 0);
+}
+
+static uint64_t record_checksum(uint32_t kind, const void *comp, uint32_t comp_bytes) {
+  return enpu_hash64(comp, comp_bytes, ((uint64_t)kind << 32) | comp_bytes);
+}
+
+/* Read exactly n bytes at off. @return 0, 1 at end of file, or -1 (errno set). */
+static int pread_full(int fd, void *buf, size_t n, off_t off) {
+  unsigned char *p = buf;
+  while (n > 0) {
+    ssize_t got = pread(fd, p, n, off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return -1;
+    if (got == 0) return 1;
+    p += got;
+    n -= (size_t)got;
+    off += got;
+  }
+  return 0;
+}
+
+static int pwrite_full(int fd, const void *buf, size_t n, off_t off) {
+  const unsigned char *p = buf;
+  while (n > 0) {
+    ssize_t put = pwrite(fd, p, n, off);
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) return -1;
+    p += put;
+    n -= (size_t)put;
+    off += put;
+  }
+  return 0;
+}
+
+static int grow_buf(farm_buf *b, size_t need, const char *path, enpu_err *err) {
+  ENPU_RETURN_IF(enpu_grow((void **)&b->data, &b->cap, need, 1) < 0, err, ENPU_ERR_NOMEM,
+                 "%s: no memory for a %zu-byte journal record", path, need);
+  return ENPU_OK;
+}
+
+/* Check the header of a file of `size` bytes. @return 0 (intact), 1 (a torn header: the
+ * file is shorter than a header and holds a prefix of one), or ENPU_ERR_FORMAT/IO. */
+static int check_header(int fd, off_t size, const char *path, enpu_err *err) {
+  unsigned char want[HEADER_BYTES], got[HEADER_BYTES];
+  make_header(want);
+  size_t n = size < HEADER_BYTES ? (size_t)size : HEADER_BYTES;
+  ENPU_RETURN_IF(pread_full(fd, got, n, 0) != 0, err, ENPU_ERR_IO, "%s: cannot read: %s", path,
+                 strerror(errno));
+  if (memcmp(got, want, n) != 0)
+    return enpu_errorf(err, ENPU_ERR_FORMAT,
+                       "%s: not a farm journal (expected magic %s version %u at offset 0)", path,
+                       JOURNAL_MAGIC, JOURNAL_VERSION);
+  return n < HEADER_BYTES ? 1 : ENPU_OK;
+}
+
+/* Is the record at `off` intact? Fills sc->plain with its payload. @return 1 intact,
+ * 0 torn or corrupt, or a negative error (I/O, memory). */
+static int read_record(int fd, off_t off, off_t size, scan_scratch *sc, uint32_t *kind,
+                       uint32_t *comp_len, const char *path, enpu_err *err) {
+  unsigned char head[RECORD_HEAD_BYTES];
+  if (size - off < RECORD_HEAD_BYTES) return 0;
+  ENPU_RETURN_IF(pread_full(fd, head, sizeof head, off) < 0, err, ENPU_ERR_IO,
+                 "%s: cannot read at %lld: %s", path, (long long)off, strerror(errno));
+  *kind = get_le32(head);
+  uint32_t comp_bytes = *comp_len = get_le32(head + 4);
+  uint64_t sum = get_le64(head + 8);
+  if ((uint64_t)comp_bytes > (uint64_t)(size - off - RECORD_HEAD_BYTES) ||
+      comp_bytes > ZSTD_compressBound(FARM_JOURNAL_MAX_RECORD))
+    return 0;
+  ENPU_FORWARD(grow_buf(&sc->comp, comp_bytes ? comp_bytes : 1, path, err));
+  ENPU_RETURN_IF(pread_full(fd, sc->comp.data, comp_bytes, off + RECORD_HEAD_BYTES) < 0, err,
+                 ENPU_ERR_IO, "%s: cannot read at %lld: %s", path, (long long)off, strerror(errno));
+  if (record_checksum(*kind, sc->comp.data, comp_bytes) != sum) return 0;
+  unsigned long long plain = ZSTD_getFrameContentSize(sc->comp.data, comp_bytes);
+  size_t frame = ZSTD_findFrameCompressedSize(sc->comp.data, comp_bytes);
+  if (plain == ZSTD_CONTENTSIZE_ERROR || plain == ZSTD_CONTENTSIZE_UNKNOWN ||
+      plain > FARM_JOURNAL_MAX_RECORD || ZSTD_isError(frame) || frame != comp_bytes)
+    return 0;
+  ENPU_FORWARD(grow_buf(&sc->plain, plain ? (size_t)plain : 1, path, err));
+  size_t got = ZSTD_decompressDCtx(sc->dctx, sc->plain.data, (size_t)plain, sc->comp.data, comp_bytes);
+  if (ZSTD_isError(got) || got != plain) return 0;
+  sc->plain.len = got;
+  return 1;
+}
+
+/* Walk the records of an open journal of `size` bytes (header already checked), calling
+ * fn (if any) for each intact one; *good_end receives the end of the intact prefix. */
+static int journal_scan(int fd, off_t size, const char *path, farm_journal_fn fn, void *user,
+                        int64_t *records, off_t *good_end, enpu_err *err) {
+  scan_scratch sc = {.dctx = ZSTD_createDCtx()};
+  ENPU_RETURN_IF(!sc.dctx, err, ENPU_ERR_NOMEM, "%s: no memory for zstd", path);
+  off_t off = HEADER_BYTES;
+  int64_t n = 0;
+  int rc = ENPU_OK;
+  for (;;) {
+    uint32_t kind = 0, comp_len = 0;
+    int intact = read_record(fd, off, size, &sc, &kind, &comp_len, path, err);
+    if (intact <= 0) {
+      rc = intact;
+      break;
+    }
+    if (fn && (rc = fn(user, kind, sc.plain.data, sc.plain.len, err)) < 0) {
+      enpu_err_prefix(err, "%s: record %lld at offset %lld: ", path, (long long)n, (long long)off);
+      break;
+    }
+    n++;
+    off += RECORD_HEAD_BYTES + (off_t)comp_len;
+  }
+  farm_buf_free(&sc.comp);
+  farm_buf_free(&sc.plain);
+  ZSTD_freeDCtx(sc.dctx);
+  if (records) *records = n;
+  *good_end = off;
+  return rc;
+}
+
+/* Open `path` read-only for replay. @return 0, 1 when it does not exist, or ENPU_ERR_IO. */
+static int open_existing(const char *path, int *fd, off_t *size, enpu_err *err) {
+  *fd = open(path, O_RDONLY);
+  if (*fd < 0 && errno == ENOENT) return 1;
+  ENPU_RETURN_IF(*fd < 0, err, ENPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(*fd, &st) != 0) {
+    int saved = errno;
+    close(*fd);
+    *fd = -1;
+    return enpu_errorf(err, ENPU_ERR_IO, "%s: cannot stat: %s", path, strerror(saved));
+  }
+  *size = st.st_size;
+  return ENPU_OK;
+}
+
+int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, int64_t *records,
+                        int64_t *dropped_bytes, enpu_err *err) {
+  if (records) *records = 0;
+  if (dropped_bytes) *dropped_bytes = 0;
+  int fd;
+  off_t size = 0, good_end = 0;
+  int rc = open_existing(path, &fd, &size, err);
+  if (rc != ENPU_OK) return rc > 0 ? ENPU_OK : rc;
+  rc = check_header(fd, size, path, err);
+  if (rc == ENPU_OK) rc = journal_scan(fd, size, path, fn, user, records, &good_end, err);
+  else if (rc > 0) rc = ENPU_OK; /* a torn header: a crash right after creation, no records */
+  close(fd);
+  if (dropped_bytes) *dropped_bytes = (int64_t)(size - good_end);
+  return rc;
+}
+
+/* fsync the directory holding `path`, so a newly created file survives a crash. */
+static int fsync_parent(const char *path, enpu_err *err) {
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+  ENPU_RETURN_IF(!dir, err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  int fd = open(dir, O_RDONLY);
+  int rc = fd < 0 ? -1 : fsync(fd);
+  int saved = errno;
+  if (fd >= 0) close(fd);
+  free(dir);
+  ENPU_RETURN_IF(rc != 0, err, ENPU_ERR_IO, "%s: cannot fsync its directory: %s", path,
+                 strerror(saved));
+  return ENPU_OK;
+}
+
+/* Make the file exactly `bytes` long and durable. */
+static int truncate_sync(int fd, off_t bytes, const char *path, enpu_err *err) {
+  ENPU_RETURN_IF(ftruncate(fd, bytes) != 0 || fsync(fd) != 0, err, ENPU_ERR_IO,
+                 "%s: cannot truncate to %lld bytes: %s", path, (long long)bytes, strerror(errno));
+  return ENPU_OK;
+}
+
+/* Bring an open journal file to "header + intact records" and find its end. */
+static int prepare_file(farm_journal *j, enpu_err *err) {
+  struct stat st;
+  ENPU_RETURN_IF(fstat(j->fd, &st) != 0, err, ENPU_ERR_IO, "%s: cannot stat: %s", j->path,
+                 strerror(errno));
+  int rc = check_header(j->fd, st.st_size, j->path, err);
+  if (rc < 0) return rc;
+  if (rc > 0) { /* new, or torn before its header was complete: write the header */
+    unsigned char h[HEADER_BYTES];
+    make_header(h);
+    ENPU_FORWARD(truncate_sync(j->fd, 0, j->path, err));
+    ENPU_RETURN_IF(pwrite_full(j->fd, h, sizeof h, 0) != 0, err, ENPU_ERR_IO,
+                   "%s: cannot write the header: %s", j->path, strerror(errno));
+    ENPU_FORWARD(truncate_sync(j->fd, HEADER_BYTES, j->path, err));
+    j->end = HEADER_BYTES;
+    return fsync_parent(j->path, err);
+  }
+  off_t good_end;
+  ENPU_FORWARD(journal_scan(j->fd, st.st_size, j->path, NULL, NULL, NULL, &good_end, err));
+  if (good_end < st.st_size) ENPU_FORWARD(truncate_sync(j->fd, good_end, j->path, err));
+  j->end = good_end;
+  return ENPU_OK;
+}
+
+int farm_journal_open(const char *path, farm_journal **out, enpu_err *err) {
+  *out = NULL;
+  farm_journal *j = calloc(1, sizeof *j);
+  ENPU_RETURN_IF(!j, err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  j->path = strdup(path);
+  j->cctx = ZSTD_createCCtx();
+  j->fd = -1;
+  int rc = j->path && j->cctx ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  if (rc == ENPU_OK) {
+    j->fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (j->fd < 0) rc = enpu_errorf(err, ENPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  }
+  if (rc == ENPU_OK) rc = prepare_file(j, err);
+  if (rc == ENPU_OK) {
+    size_t set = ZSTD_CCtx_setParameter(j->cctx, ZSTD_c_compressionLevel, JOURNAL_ZSTD_LEVEL);
+    if (!ZSTD_isError(set)) set = ZSTD_CCtx_setParameter(j->cctx, ZSTD_c_contentSizeFlag, 1);
+    if (ZSTD_isError(set))
+      rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "%s: zstd: %s", path, ZSTD_getErrorName(set));
+  }
+  if (rc != ENPU_OK) {
+    farm_journal_free(j);
+    return rc;
+  }
+  *out = j;
+  return ENPU_OK;
+}
+
+/* Write the pending records after the last intact one. On failure the file is cut back
+ * to that end (so no record ever follows a torn one) and the records stay pending. */
+static int write_pending(farm_journal *j, enpu_err *err) {
+  if (j->pending.len == 0) return ENPU_OK;
+  if (pwrite_full(j->fd, j->pending.data, j->pending.len, j->end) != 0) {
+    int saved = errno;
+    int cut = ftruncate(j->fd, j->end); /* if this fails too, replay stops at the torn record */
+    return enpu_errorf(err, ENPU_ERR_IO, "%s: cannot append %zu bytes: %s (torn tail %s)", j->path,
+                       j->pending.len, strerror(saved), cut == 0 ? "removed" : "left in place");
+  }
+  j->end += (off_t)j->pending.len;
+  j->pending.len = 0;
+  return ENPU_OK;
+}
+
+int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
+                        enpu_err *err) {
+  ENPU_RETURN_IF(bytes > FARM_JOURNAL_MAX_RECORD, err, ENPU_ERR_RANGE,
+                 "%s: a %zu-byte record exceeds the journal's limit of %zu bytes", j->path, bytes,
+                 FARM_JOURNAL_MAX_RECORD);
+  size_t bound = ZSTD_compressBound(bytes);
+  size_t at = j->pending.len;
+  ENPU_FORWARD(grow_buf(&j->pending, at + RECORD_HEAD_BYTES + bound, j->path, err));
+  unsigned char *rec = j->pending.data + at;
+  size_t comp = ZSTD_compress2(j->cctx, rec + RECORD_HEAD_BYTES, bound, bytes ? payload : "", bytes);
+  ENPU_RETURN_IF(ZSTD_isError(comp), err, ENPU_ERR_INTERNAL, "%s: zstd: %s", j->path,
+                 ZSTD_getErrorName(comp));
+  put_le32(rec, kind);
+  put_le32(rec + 4, (uint32_t)comp); /* comp <= bound of 64 MiB: fits */
+  put_le64(rec + 8, record_checksum(kind, rec + RECORD_HEAD_BYTES, (uint32_t)comp));
+  j->pending.len = at + RECORD_HEAD_BYTES + comp;
+  return j->pending.len >= JOURNAL_FLUSH_BYTES ? write_pending(j, err) : ENPU_OK;
+}
+
+int farm_journal_sync(farm_journal *j, enpu_err *err) {
+  ENPU_FORWARD(write_pending(j, err));
+  ENPU_RETURN_IF(fdatasync(j->fd) != 0, err, ENPU_ERR_IO, "%s: cannot sync: %s", j->path,
+                 strerror(errno));
+  return ENPU_OK;
+}
+
+int farm_journal_reset(farm_journal *j, enpu_err *err) {
+  j->pending.len = 0; /* buffered records are covered by the checkpoint as well */
+  ENPU_FORWARD(truncate_sync(j->fd, HEADER_BYTES, j->path, err));
+  j->end = HEADER_BYTES;
+  return ENPU_OK;
+}
+
+void farm_journal_free(farm_journal *j) {
+  if (!j) return;
+  if (j->fd >= 0) close(j->fd);
+  ZSTD_freeCCtx(j->cctx);
+  farm_buf_free(&j->pending);
+  free(j->path);
+  free(j);
+}

@@ -1,0 +1,75 @@
+/* farm_task_internal.h — the farm's tasks: the hashes that key results (op key, bucket
+ * input hash), the byte format of task batches (master → worker) and result batches
+ * (worker → master), and the executor that runs a batch on any rank. No MPI here: the
+ * executor turns bytes into bytes, so the single-rank master runs exactly what a worker
+ * runs.
+ *
+ * Invariants:
+ *  - farm_op_key and farm_bucket_input_hash depend only on the job's content (graph op
+ *    signature, chip tables, cost-model version, policy, search options, slacks), never
+ *    on paths, ranks or time: equal keys give bit-identical results.
+ *  - Task and result batches are produced and consumed by the same binary; the reader
+ *    still checks every length and count (a bad batch is ENPU_ERR_FORMAT).
+ *  - A task that fails becomes a failure record with its message; only a malformed batch
+ *    makes farm_exec_batch fail. */
+#ifndef ENPU_FARM_TASK_INTERNAL_H
+#define ENPU_FARM_TASK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "farm_internal.h"
+#include "graph.h"
+#include "search.h"
+
+enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2 };
+enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET */
+
+/* The search options the farm compiles with (the defaults; part of every key). */
+void farm_search_options(search_options *opt);
+
+/* Key of one graph op under one policy: its graph signature, the chip tables, the
+ * cost-model version, the policy and the search options. */
+uint64_t farm_op_key(const config_job *job, config_policy policy, const search_options *opt,
+                     const graph_op *op);
+
+/* Input hash of one bucket under one policy: its ops' keys and multiplicities in
+ * execution order, its segments, the slacks, the chip, the search options. */
+uint64_t farm_bucket_input_hash(const config_job *job, config_policy policy,
+                                const search_options *opt, const graph *g);
+
+/* Append an op task / a bucket task (with the Pareto sets of its distinct ops, sorted
+ * by key) to a task batch. @return 0 or ENPU_ERR_NOMEM. */
+int farm_task_put_op(farm_buf *b, uint32_t id, config_policy policy, uint64_t key,
+                     config_phase phase, int batch, int seq, int op_index, enpu_err *err);
+int farm_task_put_bucket(farm_buf *b, uint32_t id, config_policy policy, uint64_t input_hash,
+                         config_phase phase, int batch, int seq,
+                         const farm_op_result *const *sets, uint32_t nsets, enpu_err *err);
+
+/* One result of a result batch; payload (a codec record) and message point into it. */
+typedef struct {
+  uint32_t id;
+  uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET or FARM_RES_FAILED */
+  double compute_s;
+  uint64_t evaluations;
+  const void *payload;
+  size_t bytes;
+  char message[STORE_MSG_LEN];
+} farm_task_result;
+
+/* Read the result at *off of a result batch and advance *off.
+ * @return 1 (a result), 0 (end of batch), ENPU_ERR_FORMAT. */
+int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r,
+                     enpu_err *err);
+
+/* The executor: the job, one cost and search context, a small graph cache. */
+typedef struct farm_exec farm_exec;
+
+int farm_exec_create(const char *job_path, farm_exec **out, enpu_err *err);
+void farm_exec_free(farm_exec *x); /* NULL no-op */
+
+/* Run every task of a task batch, appending one result per task to `out`.
+ * @return 0, or ENPU_ERR_FORMAT (malformed batch) / ENPU_ERR_NOMEM. */
+int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out, enpu_err *err);
+
+#endif /* ENPU_FARM_TASK_INTERNAL_H */

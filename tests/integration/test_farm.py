@@ -1,0 +1,221 @@
+"""`enpu farm` with the real mpirun and the real HDF5 store, on jobs/demo.json:
+- -np 1, 2 and 4 give stores with identical content (`enpu store diff`, exit 0);
+- kill -9 of the whole farm at random moments, restarted each time, ends with the same
+  store, and a restart after a journal sync reuses work;
+- SIGUSR1 to mpirun gives exit 3, and the same command then finishes the same store;
+- a rerun computes nothing; --add-buckets extends the grid and is remembered;
+- changing the FFN size recomputes exactly the ops whose signatures changed (derived
+  independently from `enpu graph --json`) and re-walks every bucket, reusing the rest;
+- a reader (`enpu store info`, which validates the whole store) run over and over while
+  a farm writes always reads a complete store;
+- bad input exits 2 without writing anything.
+Usage: test_farm.py ENPU SOURCE_DIR"""
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness  # noqa: E402
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def farm_cmd(h, np_, store, tmp, job=None, extra=()):
+    job = job or os.path.join(h.src, "jobs", "demo.json")
+    cmd = [h.enpu, "farm", job, "--store", store, "--results", os.path.join(tmp, "results"),
+           "--progress-s", "0.5", *extra]
+    return ["mpirun", "-np", str(np_), *cmd] if np_ > 1 else cmd
+
+
+def farm(h, np_, store, tmp, **kw):
+    return subprocess.run(farm_cmd(h, np_, store, tmp, **kw), capture_output=True, text=True,
+                          env=ENV, cwd=tmp)
+
+
+def start(h, np_, store, tmp, **kw):
+    return subprocess.Popen(farm_cmd(h, np_, store, tmp, **kw), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp,
+                            start_new_session=True)
+
+
+def field(out, name):
+    """Numbers of one summary row, e.g. field(out, 'tasks') -> [to do, op, bucket, ...]."""
+    m = re.search(r"^\| %s \| (.*) \|$" % re.escape(name), out, re.M)
+    return [int(x) for x in re.findall(r"\d+", m.group(1))] if m else None
+
+
+def same(h, a, b):
+    r = h.run("store", "diff", a, b)
+    return r.returncode == 0, r.stdout[-400:] + r.stderr[-400:]
+
+
+def signatures(h, job):
+    """Graph signatures of every bucket of the demo grid, from `enpu graph --json`."""
+    sigs = set()
+    for phase, batches, seqs in (("prefill", (1, 4), (1024, 4096)), ("decode", (8, 32), (2048, 8192))):
+        for b in batches:
+            for s in seqs:
+                d = h.run_json("graph", job, "--phase", phase, "--batch", str(b), "--seq", str(s))
+                sigs |= {op["signature"] for op in d["ops"]}
+    return sigs
+
+
+def main():
+    h = Harness(sys.argv[1], sys.argv[2])
+    tmp = tempfile.mkdtemp(prefix="enpu-farm-")
+    rnd = random.Random(int(os.environ.get("FARM_TEST_SEED", "5")))
+    ref = os.path.join(tmp, "ref.h5")
+
+    # Reference: one rank, no launcher.
+    r = farm(h, 1, ref, tmp)
+    h.check("np1 exit 0", r.returncode == 0, r.stderr[-600:])
+    tasks = field(r.stdout, "tasks")
+    h.check("np1 computed every task", tasks and tasks[0] > 0 and field(r.stdout, "recomputed") == [tasks[0]],
+            r.stdout)
+    h.check("np1 progress lines on stderr", re.search(r"farm: \d+/\d+ tasks \(.*%\), .*evals/s, ETA", r.stderr),
+            r.stderr[-300:])
+    md = os.path.join(tmp, "results", "demo", "summary.md")
+    h.check("summary.md written", os.path.exists(md) and "buckets" in open(md).read())
+    h.check("buckets all ok", field(r.stdout, "buckets (x policies)") == [32, 0, 0], r.stdout)
+    h.check("journal reset after the final checkpoint", os.path.getsize(ref + ".journal") <= 64)
+
+    # -np 2 and 4: same content.
+    for n in (2, 4):
+        s = os.path.join(tmp, f"np{n}.h5")
+        r = farm(h, n, s, tmp)
+        h.check(f"np{n} exit 0", r.returncode == 0, r.stderr[-600:])
+        h.check(f"np{n} store identical to np1", *same(h, ref, s))
+
+    # A rerun computes nothing.
+    r = farm(h, 1, ref, tmp)
+    h.check("rerun exit 0", r.returncode == 0, r.stderr[-300:])
+    h.check("rerun has no tasks", field(r.stdout, "tasks")[0] == 0 and field(r.stdout, "recomputed") == [0],
+            r.stdout)
+    h.check("rerun reused everything from the store", field(r.stdout, "reused")[0] == tasks[0], r.stdout)
+
+    # kill -9 of the whole farm (mpirun and its ranks) at random moments.
+    k = os.path.join(tmp, "killed.h5")
+    kills = 0
+    for attempt in range(8):
+        if kills >= 3:
+            break
+        p = start(h, 2, k, tmp, extra=("--checkpoint-s", "0.7"))
+        at = rnd.uniform(1.0, 2.0)  # mpirun takes ~0.7 s to start the ranks
+        try:
+            p.communicate(timeout=at)  # finished before the kill: the next start reuses it
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            kills += 1
+            print(f"     kill -9 after {at:.2f} s")
+    r = farm(h, 2, k, tmp)
+    h.check("after kills: finishes", r.returncode == 0, r.stderr[-600:])
+    h.check("at least 3 kills happened", kills >= 3, f"kills {kills}")
+    reused = field(r.stdout, "reused")
+    h.check("after kills: reused work from store or journal", reused and sum(reused) > 0, r.stdout)
+    h.check("after kills: store identical to np1", *same(h, ref, k))
+
+    # A kill just after the first journal sync: the restart takes the results from the
+    # journal (no checkpoint yet: --checkpoint-s is long).
+    j = os.path.join(tmp, "journal.h5")
+    p = start(h, 1, j, tmp, extra=("--checkpoint-s", "600"))
+    time.sleep(2.0)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
+    r = farm(h, 1, j, tmp)
+    reused = field(r.stdout, "reused")
+    h.check("kill after a journal sync: restart reuses journal work", reused and reused[1] > 0, r.stdout)
+    h.check("kill after a journal sync: store identical", *same(h, ref, j))
+
+    # SIGUSR1 to mpirun: checkpoint, exit 3; the same command finishes.
+    u = os.path.join(tmp, "usr1.h5")
+    p = start(h, 2, u, tmp)
+    time.sleep(2.0)
+    p.send_signal(signal.SIGUSR1)
+    out, err = p.communicate(timeout=60)
+    h.check("SIGUSR1: exit 3", p.returncode == 3, f"exit {p.returncode}: {err[-400:]}")
+    h.check("SIGUSR1: summary says interrupted", "interrupted" in out, out)
+    h.check("SIGUSR1: store readable after the stop", h.run("store", "info", u).returncode == 0)
+    r = farm(h, 2, u, tmp)
+    h.check("SIGUSR1: the same command finishes", r.returncode == 0, r.stderr[-400:])
+    h.check("SIGUSR1: resumed with reuse", sum(field(r.stdout, "reused")) > 0, r.stdout)
+    h.check("SIGUSR1: store identical to np1", *same(h, ref, u))
+
+    # A reader during a running farm always sees a complete, valid store.
+    c = os.path.join(tmp, "reader.h5")
+    p = start(h, 1, c, tmp, extra=("--checkpoint-s", "0.2"))
+    reads = bad = 0
+    while p.poll() is None:
+        if os.path.exists(c):
+            q = h.run("store", "info", c)
+            reads += 1
+            bad += q.returncode != 0
+            if q.returncode != 0:
+                print(q.stderr[-300:])
+        time.sleep(0.05)
+    p.communicate()
+    h.check("reader during the farm: every open valid", reads >= 5 and bad == 0, f"{reads} reads, {bad} bad")
+
+    # --add-buckets extends the grid and is remembered by later runs.
+    a = os.path.join(tmp, "added.h5")
+    shutil.copy(ref, a)
+    r = farm(h, 1, a, tmp, extra=("--add-buckets", "phase=decode,batch=24,seq=3000"))
+    h.check("add-buckets: exit 0", r.returncode == 0, r.stderr[-300:])
+    t = field(r.stdout, "tasks")
+    h.check("add-buckets: 4 bucket tasks (one per policy)", t and t[2] == 4, r.stdout)
+    h.check("add-buckets: 36 buckets", field(r.stdout, "buckets (x policies)") == [36, 0, 0], r.stdout)
+    r = farm(h, 1, a, tmp)
+    h.check("add-buckets: remembered by a plain rerun", field(r.stdout, "tasks")[0] == 0 and
+            field(r.stdout, "buckets (x policies)") == [36, 0, 0], r.stdout)
+    q = h.run("query", a, "--phase", "decode", "--batch", "20", "--seq", "2900", "--slack", "0.05", "--json")
+    h.check("add-buckets: query pads to the added bucket", q.returncode == 0 and '"batch": 24' in q.stdout,
+            q.stdout[:300] + q.stderr[-300:])
+
+    # Changing the FFN size recomputes exactly the changed signatures.
+    jobs = os.path.join(tmp, "jobs")
+    shutil.copytree(os.path.join(h.src, "jobs"), jobs)
+    model = os.path.join(jobs, "models", "llama3-70b.json")
+    text = open(model).read()
+    h.check("model has the FFN size to change", '"intermediate": 28672' in text)
+    open(model, "w").write(text.replace('"intermediate": 28672', '"intermediate": 24576'))
+    job = os.path.join(jobs, "demo.json")
+    old, new = signatures(h, os.path.join(h.src, "jobs", "demo.json")), signatures(h, job)
+    changed = new - old
+    m = os.path.join(tmp, "model.h5")
+    shutil.copy(ref, m)
+    r = farm(h, 1, m, tmp, job=job)
+    h.check("model change: exit 0", r.returncode == 0, r.stderr[-300:])
+    t = field(r.stdout, "tasks")
+    print(f"     {len(changed)} of {len(new)} signatures changed; tasks {t}")
+    h.check("model change: some but not all signatures changed", 0 < len(changed) < len(new))
+    h.check("model change: op tasks = changed signatures x 4 policies", t and t[1] == 4 * len(changed),
+            r.stdout)
+    h.check("model change: every bucket re-walked (all contain the FFN)", t and t[2] == 32, r.stdout)
+    h.check("model change: unchanged ops (attention) reused", field(r.stdout, "reused")[0] ==
+            4 * (len(new) - len(changed)), r.stdout)
+    d = h.run("store", "diff", ref, m)
+    h.check("model change: the stores differ", d.returncode == 1, d.stdout[-300:])
+
+    # Bad input: exit 2, nothing written.
+    b = os.path.join(tmp, "bad.h5")
+    r = farm(h, 1, b, tmp, job=os.path.join(tmp, "missing.json"))
+    h.check("missing job: exit 2", r.returncode == 2 and "missing.json" in r.stderr, r.stderr[-300:])
+    r = farm(h, 1, b, tmp, extra=("--add-buckets", "phase=decode,batch=0,seq=5"))
+    h.check("bad --add-buckets: exit 2", r.returncode == 2 and "--add-buckets" in r.stderr, r.stderr[-300:])
+    r = farm(h, 1, b, tmp, extra=("--checkpoint-s", "-1"))
+    h.check("bad --checkpoint-s: exit 2", r.returncode == 2, r.stderr[-300:])
+    h.check("bad input wrote nothing", not os.path.exists(b) and not os.path.exists(b + ".journal"))
+
+    shutil.rmtree(tmp)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,858 @@
+/* test_farm.c — the farm's data layer without MPI: the result codec (round trips, every
+ * truncation, out-of-range indices and counts), the journal (append/sync/replay, a torn
+ * tail, a flipped byte, reset) and the result state (checkpoints that do not depend on
+ * insertion order, load_store giving back the checkpointed results, stale buckets).
+ * Results are compared through their canonical encoding, which covers every field.
+ *
+ *   test_farm                 run the tests
+ *   test_farm --write DIR     write fuzz seeds (seed.journal, seed.op, seed.bucket)
+ *   test_farm --bench [N]     journal append+sync throughput for bucket-sized records */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "farm_internal.h"
+
+#define NPTS 3
+#define POLICY CONFIG_POLICY_ENPU_ALL
+
+/* ---------------------------------------------------------------------------------
+ * Fixtures */
+
+static farm_op_result make_op(uint32_t policy, uint64_t key) {
+  farm_op_result r = {.policy = policy, .key = key, .kind = (uint32_t)(key % 3),
+                      .evaluations = 1000 + key % 97, .npoints = NPTS};
+  snprintf(r.name, sizeof r.name, "layer.op%llu", (unsigned long long)(key % 1000));
+  r.points = calloc(NPTS, sizeof *r.points);
+  assert_non_null(r.points);
+  for (int p = 0; p < NPTS; p++) {
+    store_pareto_rec *pt = &r.points[p];
+    for (int s = 0; s < STORE_NSTATE; s++) pt->states[s] = (uint8_t)(34 - 3 * p - s);
+    pt->time_ns = 100.0 * (double)(key % 7 + 1) * (1.0 + 0.5 * p);
+    pt->energy_nj = 1000.0 * (double)(key % 5 + 1) * (1.0 - 0.2 * p);
+    for (int k = 0; k < STORE_NENERGY; k++) pt->energy_by_slot_nj[k] = pt->energy_nj / (k + 2);
+  }
+  return r;
+}
+
+/* A bucket over ascending keys[0..nops): per op a walk of three steps (one instance to
+ * point 1, the rest to point 1, one instance to point 2), two plans with one state per
+ * op (the second plan has one state that is not a Pareto point). */
+static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int seq,
+                                      const uint64_t *keys, uint32_t nops, uint64_t input_hash) {
+  farm_bucket_result r = {.policy = policy, .nops = nops, .nwalk = 3ull * nops, .nplans = 2,
+                          .nstates = 2ull * nops};
+  store_bucket_rec *b = &r.bucket;
+  b->phase = (uint8_t)phase;
+  b->batch = batch;
+  b->seq = seq;
+  b->input_hash = input_hash;
+  b->t_nodvfs_ns = 1e6 + batch;
+  b->t_peak_ns = 9e5;
+  b->e_nodvfs_nj = 5e6 + seq;
+  b->walk_start_time_ns = 8e5;
+  b->walk_start_energy_nj = 4e6;
+  r.op_keys = calloc(nops ? nops : 1, sizeof *r.op_keys);
+  r.multiplicity = calloc(nops ? nops : 1, sizeof *r.multiplicity);
+  r.walk = calloc(r.nwalk ? r.nwalk : 1, sizeof *r.walk);
+  r.plans = calloc(2, sizeof *r.plans);
+  r.states = calloc(r.nstates ? r.nstates : 1, sizeof *r.states);
+  assert_true(r.op_keys && r.multiplicity && r.walk && r.plans && r.states);
+  double t = b->walk_start_time_ns, e = b->walk_start_energy_nj;
+  for (uint32_t i = 0; i < nops; i++) {
+    r.op_keys[i] = keys[i];
+    r.multiplicity[i] = 2 + i;
+    const struct {
+      uint32_t pareto;
+      uint64_t instances;
+    } steps[3] = {{1, 1}, {1, 1 + i}, {2, 1}};
+    for (int k = 0; k < 3; k++) {
+      t += 10.0 * (k + 1);
+      e -= 5.0 * (k + 1);
+      r.walk[3 * i + k] = (store_walk_rec){.op = i, .pareto = steps[k].pareto,
+                                           .instances = steps[k].instances, .time_ns = t,
+                                           .energy_nj = e};
+    }
+  }
+  for (uint32_t k = 0; k < 2; k++) {
+    r.plans[k] = (store_plan_rec){.slack = 0.05 * (k + 1), .budget_ns = 1.05e6 + k,
+                                  .time_ns = 1e6 + 100 * k, .energy_nj = 4e6 - k,
+                                  .lower_bound_nj = 3.9e6, .savings_vs_nodvfs = 0.1 * (k + 1),
+                                  .walk_prefix = k ? r.nwalk : 0, .states_first = k * nops,
+                                  .states_count = nops};
+    for (uint32_t i = 0; i < nops; i++) {
+      store_plan_state_rec *st = &r.states[k * nops + i];
+      st->plan = k;
+      st->op = i;
+      st->pareto = k == 0 ? 0 : i == 0 ? STORE_NO_INDEX : 2;
+      for (int s = 0; s < STORE_NSTATE; s++) st->states[s] = (uint8_t)(10 + k + s);
+    }
+  }
+  return r;
+}
+
+/* An infeasible bucket: status and message, nothing else. */
+static farm_bucket_result make_infeasible(uint32_t policy, int phase, int batch, int seq,
+                                          uint64_t input_hash) {
+  farm_bucket_result r = {.policy = policy};
+  r.bucket = (store_bucket_rec){.phase = (uint8_t)phase, .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
+                                .batch = batch, .seq = seq, .input_hash = input_hash};
+  snprintf(r.bucket.message, sizeof r.bucket.message, "KV cache needs %d GiB, HBM has 96", batch);
+  return r;
+}
+
+static farm_buf encode_op(const farm_op_result *r) {
+  farm_buf b = {0};
+  enpu_err err = {0};
+  assert_int_equal(farm_op_result_encode(r, &b, &err), 0);
+  return b;
+}
+
+static farm_buf encode_bucket(const farm_bucket_result *r) {
+  farm_buf b = {0};
+  enpu_err err = {0};
+  assert_int_equal(farm_bucket_result_encode(r, &b, &err), 0);
+  return b;
+}
+
+static void assert_same_bytes(const farm_buf *a, const farm_buf *b) {
+  assert_int_equal(a->len, b->len);
+  assert_memory_equal(a->data, b->data, a->len);
+}
+
+static const uint64_t keys3[3] = {11, 22, 33};
+
+/* ---------------------------------------------------------------------------------
+ * Codec */
+
+static void test_codec_op_round_trip(void **state) {
+  farm_op_result r = make_op(POLICY, 12345), d;
+  farm_buf b = encode_op(&r);
+  enpu_err err = {0};
+  assert_int_equal(farm_op_result_decode(b.data, b.len, &d, &err), 0);
+  assert_int_equal(d.policy, POLICY);
+  assert_true(d.key == 12345);
+  assert_string_equal(d.name, r.name);
+  assert_int_equal(d.npoints, NPTS);
+  for (int p = 0; p < NPTS; p++) {
+    assert_memory_equal(d.points[p].states, r.points[p].states, STORE_NSTATE);
+    assert_true(d.points[p].time_ns == r.points[p].time_ns);
+    assert_true(d.points[p].energy_by_slot_nj[6] == r.points[p].energy_by_slot_nj[6]);
+  }
+  farm_buf again = encode_op(&d);
+  assert_same_bytes(&b, &again);
+  farm_buf_free(&again);
+  farm_buf_free(&b);
+  farm_op_result_free(&d);
+  farm_op_result_free(&r);
+  farm_op_result_free(NULL);
+  farm_buf_free(NULL);
+}
+
+static void test_codec_bucket_round_trip(void **state) {
+  farm_bucket_result r = make_bucket(POLICY, STORE_PHASE_DECODE, 8, 2048, keys3, 3, 77), d;
+  farm_buf b = encode_bucket(&r);
+  enpu_err err = {0};
+  assert_int_equal(farm_bucket_result_decode(b.data, b.len, &d, &err), 0);
+  assert_int_equal(d.nops, 3);
+  assert_true(d.nwalk == 9 && d.nplans == 2 && d.nstates == 6);
+  assert_true(d.bucket.input_hash == 77 && d.bucket.batch == 8 && d.bucket.seq == 2048);
+  assert_true(d.op_keys[2] == 33 && d.multiplicity[2] == 4);
+  assert_true(d.walk[8].pareto == 2 && d.walk[4].instances == 2);
+  assert_true(d.plans[1].walk_prefix == 9 && d.plans[1].states_first == 3);
+  assert_int_equal(d.states[3].pareto, STORE_NO_INDEX);
+  farm_buf again = encode_bucket(&d);
+  assert_same_bytes(&b, &again);
+  farm_buf_free(&again);
+  farm_bucket_result_free(&d);
+  /* An infeasible bucket (no ops) keeps its status and message. */
+  farm_bucket_result inf = make_infeasible(POLICY, 0, 64, 131072, 5);
+  farm_buf bi = encode_bucket(&inf);
+  assert_int_equal(farm_bucket_result_decode(bi.data, bi.len, &d, &err), 0);
+  assert_int_equal(d.bucket.status, STORE_BUCKET_INFEASIBLE_CAPACITY);
+  assert_string_equal(d.bucket.message, inf.bucket.message);
+  assert_int_equal(d.nops, 0);
+  farm_bucket_result_free(&d);
+  farm_bucket_result_free(&inf);
+  farm_buf_free(&bi);
+  farm_buf_free(&b);
+  farm_bucket_result_free(&r);
+}
+
+static int is_empty(const void *p, size_t n) {
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++)
+    if (c[i]) return 0;
+  return 1;
+}
+
+static void test_codec_truncations(void **state) {
+  farm_op_result op = make_op(POLICY, 99);
+  farm_bucket_result bk = make_bucket(POLICY, 0, 4, 512, keys3, 3, 1);
+  farm_buf bo = encode_op(&op), bb = encode_bucket(&bk);
+  enpu_err err = {0};
+  for (size_t n = 0; n < bo.len; n++) {
+    farm_op_result d;
+    assert_int_equal(farm_op_result_decode(bo.data, n, &d, &err), ENPU_ERR_FORMAT);
+    assert_true(is_empty(&d, sizeof d));
+  }
+  for (size_t n = 0; n < bb.len; n++) {
+    farm_bucket_result d;
+    assert_int_equal(farm_bucket_result_decode(bb.data, n, &d, &err), ENPU_ERR_FORMAT);
+    assert_true(is_empty(&d, sizeof d));
+  }
+  /* One trailing byte is an error too, and says so. */
+  bo.data = realloc(bo.data, bo.len + 1);
+  assert_non_null(bo.data);
+  bo.data[bo.len] = 0;
+  farm_op_result d;
+  assert_int_equal(farm_op_result_decode(bo.data, bo.len + 1, &d, &err), ENPU_ERR_FORMAT);
+  assert_non_null(strstr(err.msg, "trailing"));
+  /* An op record decoded as a bucket record fails cleanly. */
+  farm_bucket_result wrong;
+  assert_int_equal(farm_bucket_result_decode(bo.data, bo.len, &wrong, &err), ENPU_ERR_FORMAT);
+  farm_buf_free(&bo);
+  farm_buf_free(&bb);
+  farm_op_result_free(&op);
+  farm_bucket_result_free(&bk);
+}
+
+/* Encode a modified bucket and check that decoding refuses it with a message. */
+static void expect_bad_bucket(const farm_bucket_result *r, const char *what) {
+  farm_buf b = encode_bucket(r);
+  farm_bucket_result d;
+  enpu_err err = {0};
+  int rc = farm_bucket_result_decode(b.data, b.len, &d, &err);
+  if (rc != ENPU_ERR_FORMAT) fail_msg("%s: decode gave %d, expected ENPU_ERR_FORMAT", what, rc);
+  assert_true(err.msg[0] != '\0');
+  farm_buf_free(&b);
+}
+
+static void test_codec_bad_indices(void **state) {
+  farm_bucket_result r = make_bucket(POLICY, 1, 2, 64, keys3, 3, 9);
+  r.walk[4].op = 3;
+  expect_bad_bucket(&r, "walk op == nops");
+  r.walk[4].op = 1;
+  r.states[5].plan = 2;
+  expect_bad_bucket(&r, "state plan == nplans");
+  r.states[5].plan = 1;
+  r.states[0].op = 7;
+  expect_bad_bucket(&r, "state op out of range");
+  r.states[0].op = 0;
+  r.plans[1].states_first = 4; /* 4 + 3 > 6 */
+  expect_bad_bucket(&r, "plan states past the end");
+  r.plans[1].states_first = 3;
+  r.plans[0].walk_prefix = 10;
+  expect_bad_bucket(&r, "walk prefix past the walk");
+  r.plans[0].walk_prefix = 0;
+  r.op_keys[1] = 11;
+  expect_bad_bucket(&r, "op keys not ascending");
+  r.op_keys[1] = 22;
+  r.multiplicity[0] = 0;
+  expect_bad_bucket(&r, "zero multiplicity");
+  r.multiplicity[0] = 2;
+  r.bucket.phase = 2;
+  expect_bad_bucket(&r, "phase out of range");
+  r.bucket.phase = 1;
+  r.bucket.message[STORE_MSG_LEN - 1] = 'x'; /* the encoder terminates it: still decodes */
+  farm_buf ok = encode_bucket(&r);
+  farm_bucket_result d;
+  enpu_err err = {0};
+  assert_int_equal(farm_bucket_result_decode(ok.data, ok.len, &d, &err), 0);
+  farm_bucket_result_free(&d);
+
+  /* Huge counts are refused before anything is allocated: patch nwalk (after the
+   * 222-byte head, the u32 op count and 3 ops of 16 bytes) and nstates (the last u64
+   * before the states). */
+  size_t nwalk_at = 222 + 4 + 3 * 16;
+  memset(ok.data + nwalk_at, 0xff, 8);
+  assert_int_equal(farm_bucket_result_decode(ok.data, ok.len, &d, &err), ENPU_ERR_FORMAT);
+  assert_non_null(strstr(err.msg, "walk steps"));
+  farm_buf_free(&ok);
+  farm_bucket_result_free(&r);
+
+  /* Ops: a name without a terminator, padding that is not zero, points out of time
+   * order, no points at all, a policy out of range. */
+  farm_op_result op = make_op(POLICY, 5);
+  farm_buf bo = encode_op(&op);
+  farm_op_result od;
+  size_t name_at = 4 + 8 + 4;
+  bo.data[name_at + STORE_NAME_LEN - 1] = 'x';
+  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
+  bo.data[name_at + STORE_NAME_LEN - 1] = 0;
+  bo.data[name_at + STORE_NAME_LEN - 2] = 'y';
+  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
+  farm_buf_free(&bo);
+  double t = op.points[1].time_ns;
+  op.points[1].time_ns = op.points[0].time_ns - 1;
+  bo = encode_op(&op);
+  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
+  farm_buf_free(&bo);
+  op.points[1].time_ns = t;
+  op.npoints = 0;
+  bo = encode_op(&op);
+  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
+  farm_buf_free(&bo);
+  op.npoints = NPTS;
+  op.policy = CONFIG_NPOLICY;
+  bo = encode_op(&op);
+  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
+  farm_buf_free(&bo);
+  farm_op_result_free(&op);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Journal */
+
+typedef struct {
+  char dir[64];
+  char path[128];    /* a store */
+  char journal[160]; /* its journal */
+} tmp_fixture;
+
+static int tmp_setup(void **state) {
+  tmp_fixture *f = calloc(1, sizeof *f);
+  if (!f) return -1;
+  snprintf(f->dir, sizeof f->dir, "/tmp/test_farm.XXXXXX");
+  if (!mkdtemp(f->dir)) return -1;
+  snprintf(f->path, sizeof f->path, "%s/plans.h5", f->dir);
+  snprintf(f->journal, sizeof f->journal, "%s.journal", f->path);
+  *state = f;
+  return 0;
+}
+
+static int tmp_teardown(void **state) {
+  tmp_fixture *f = *state;
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+  int rc = system(cmd);
+  free(f);
+  return rc == 0 ? 0 : -1;
+}
+
+/* Replay callback: collects (kind, payload) pairs. */
+typedef struct {
+  int n;
+  uint32_t kinds[16];
+  farm_buf payloads[16];
+  int fail_at; /* return an error at this record; -1 never */
+} collected;
+
+static int collect(void *user, uint32_t kind, const void *payload, size_t bytes, enpu_err *err) {
+  collected *c = user;
+  if (c->n == c->fail_at) return enpu_errorf(err, ENPU_ERR_INVALID, "stop here");
+  assert_true(c->n < 16);
+  c->kinds[c->n] = kind;
+  farm_buf *b = &c->payloads[c->n++];
+  b->data = malloc(bytes ? bytes : 1);
+  assert_non_null(b->data);
+  memcpy(b->data, payload, bytes);
+  b->len = bytes;
+  return 0;
+}
+
+static void collected_free(collected *c) {
+  for (int i = 0; i < c->n; i++) farm_buf_free(&c->payloads[i]);
+  c->n = 0;
+}
+
+/* Record i of the test journals: a bucket or an op result, encoded. */
+static farm_buf record_payload(int i, uint32_t *kind) {
+  if (i % 2) {
+    farm_op_result r = make_op(POLICY, 100 + (uint64_t)i);
+    farm_buf b = encode_op(&r);
+    farm_op_result_free(&r);
+    *kind = FARM_REC_OP;
+    return b;
+  }
+  farm_bucket_result r = make_bucket(POLICY, 1, 1 + i, 1024, keys3, 3, (uint64_t)i);
+  farm_buf b = encode_bucket(&r);
+  farm_bucket_result_free(&r);
+  *kind = FARM_REC_BUCKET;
+  return b;
+}
+
+static void append_records(const char *path, int first, int n, int sync_each) {
+  farm_journal *j = NULL;
+  enpu_err err = {0};
+  assert_int_equal(farm_journal_open(path, &j, &err), 0);
+  for (int i = first; i < first + n; i++) {
+    uint32_t kind;
+    farm_buf b = record_payload(i, &kind);
+    assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0);
+    if (sync_each) assert_int_equal(farm_journal_sync(j, &err), 0);
+    farm_buf_free(&b);
+  }
+  assert_int_equal(farm_journal_sync(j, &err), 0);
+  farm_journal_free(j);
+}
+
+/* Replay and check that records [0, n) are exactly record_payload(0..n). */
+static void expect_records(const char *path, int n, int64_t dropped) {
+  collected c = {.fail_at = -1};
+  int64_t records = -1, drop = -1;
+  enpu_err err = {0};
+  assert_int_equal(farm_journal_replay(path, collect, &c, &records, &drop, &err), 0);
+  assert_int_equal(records, n);
+  assert_int_equal(c.n, n);
+  assert_int_equal(drop, dropped);
+  for (int i = 0; i < n; i++) {
+    uint32_t kind;
+    farm_buf b = record_payload(i, &kind);
+    assert_int_equal(c.kinds[i], kind);
+    assert_same_bytes(&b, &c.payloads[i]);
+    farm_buf_free(&b);
+  }
+  collected_free(&c);
+}
+
+static long file_size(const char *path) {
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  return (long)st.st_size;
+}
+
+static void test_journal_append_replay(void **state) {
+  const char *jpath = ((tmp_fixture *)*state)->journal;
+  expect_records(jpath, 0, 0); /* missing file: nothing */
+  append_records(jpath, 0, 4, 0);
+  expect_records(jpath, 4, 0);
+  append_records(jpath, 4, 2, 1); /* reopen appends after the existing records */
+  expect_records(jpath, 6, 0);
+  /* The callback's error stops the replay and is returned with the record named. */
+  collected c = {.fail_at = 2};
+  enpu_err err = {0};
+  int64_t records = 0, drop = 0;
+  assert_int_equal(farm_journal_replay(jpath, collect, &c, &records, &drop, &err), ENPU_ERR_INVALID);
+  assert_int_equal(c.n, 2);
+  assert_non_null(strstr(err.msg, "record 2"));
+  collected_free(&c);
+}
+
+static void test_journal_torn_tail(void **state) {
+  const char *jpath = ((tmp_fixture *)*state)->journal;
+  append_records(jpath, 0, 2, 1);
+  long two = file_size(jpath);
+  append_records(jpath, 2, 1, 1);
+  long three = file_size(jpath);
+  assert_true(three > two + 16);
+  /* Cut the third record at every kind of place: inside its header, inside its payload,
+   * one byte short. */
+  const long cuts[] = {two + 3, two + 16, two + (three - two) / 2, three - 1};
+  for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+    assert_int_equal(truncate(jpath, cuts[k]), 0);
+    expect_records(jpath, 2, cuts[k] - two);
+    /* open truncates the torn tail; the next record follows the intact ones */
+    append_records(jpath, 2, 1, 0);
+    assert_int_equal(file_size(jpath), three);
+    expect_records(jpath, 3, 0);
+  }
+  /* A journal torn inside its own header (a crash right after creation). */
+  assert_int_equal(truncate(jpath, 5), 0);
+  expect_records(jpath, 0, 5);
+  append_records(jpath, 0, 1, 0);
+  expect_records(jpath, 1, 0);
+}
+
+static void flip_byte(const char *path, long at) {
+  FILE *fp = fopen(path, "r+b");
+  assert_non_null(fp);
+  assert_int_equal(fseek(fp, at, SEEK_SET), 0);
+  int c = fgetc(fp);
+  assert_true(c != EOF);
+  assert_int_equal(fseek(fp, at, SEEK_SET), 0);
+  assert_int_equal(fputc(c ^ 0x20, fp), c ^ 0x20);
+  assert_int_equal(fclose(fp), 0);
+}
+
+static void test_journal_flipped_byte(void **state) {
+  const char *jpath = ((tmp_fixture *)*state)->journal;
+  append_records(jpath, 0, 1, 1);
+  long one = file_size(jpath);
+  append_records(jpath, 1, 3, 1);
+  long all = file_size(jpath);
+  /* A byte of the second record's payload, then of its kind, then of its length. */
+  const long where[] = {one + 16 + 5, one, one + 4};
+  for (size_t k = 0; k < sizeof where / sizeof where[0]; k++) {
+    flip_byte(jpath, where[k]);
+    expect_records(jpath, 1, all - one);
+    flip_byte(jpath, where[k]);
+    expect_records(jpath, 4, 0);
+  }
+  /* A bad header is not a journal: a clear error, not an empty replay. */
+  flip_byte(jpath, 2);
+  int64_t records = 0, drop = 0;
+  enpu_err err = {0};
+  assert_int_equal(farm_journal_replay(jpath, collect, &(collected){.fail_at = -1}, &records, &drop,
+                                       &err),
+                   ENPU_ERR_FORMAT);
+  assert_non_null(strstr(err.msg, "not a farm journal"));
+  farm_journal *j = NULL;
+  assert_int_equal(farm_journal_open(jpath, &j, &err), ENPU_ERR_FORMAT);
+  assert_null(j);
+}
+
+static void test_journal_reset(void **state) {
+  const char *jpath = ((tmp_fixture *)*state)->journal;
+  farm_journal *j = NULL;
+  enpu_err err = {0};
+  assert_int_equal(farm_journal_open(jpath, &j, &err), 0);
+  for (int i = 0; i < 3; i++) {
+    uint32_t kind;
+    farm_buf b = record_payload(i, &kind);
+    assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0);
+    farm_buf_free(&b);
+  }
+  assert_int_equal(farm_journal_sync(j, &err), 0);
+  uint32_t kind;
+  farm_buf b = record_payload(3, &kind);
+  assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0); /* still buffered */
+  assert_int_equal(farm_journal_reset(j, &err), 0);
+  assert_int_equal(file_size(jpath), 16);
+  assert_int_equal(farm_journal_sync(j, &err), 0); /* the buffered record went with the reset */
+  expect_records(jpath, 0, 0);
+  b.len = 0;
+  farm_buf_free(&b);
+  b = record_payload(0, &kind);
+  assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0);
+  assert_int_equal(farm_journal_sync(j, &err), 0);
+  expect_records(jpath, 1, 0);
+  farm_buf_free(&b);
+  farm_journal_free(j);
+  farm_journal_free(NULL);
+}
+
+/* ---------------------------------------------------------------------------------
+ * State */
+
+static const store_provenance prov = {.cost_model_hash = 1, .chip_hash = 2, .model_hash = 3,
+                                      .job_hash = 4, .tool_version = "test",
+                                      .added_buckets_json = "[{\"phase\":\"decode\",\"batch\":24,\"seq\":3000}]"};
+
+/* The results of the state tests: ops 11..55 of POLICY (44 never computed), two of
+ * NODVFS, four buckets of POLICY and one of NODVFS. */
+enum { NRESULT = 11 };
+
+static void add_result(farm_state *s, int i) {
+  static const uint64_t keys_a[2] = {11, 22}, keys_b[3] = {22, 33, 55}, keys_c[2] = {33, 44};
+  enpu_err err = {0};
+  farm_op_result op;
+  farm_bucket_result bk;
+  switch (i) {
+  case 0: case 1: case 2: case 3:
+    op = make_op(POLICY, (uint64_t)(11 * (i + 1) + (i == 3) * 11)); /* 11 22 33 55 */
+    assert_int_equal(farm_state_add_op(s, &op, &err), 0);
+    assert_null(op.points);
+    return;
+  case 4: case 5:
+    op = make_op(CONFIG_POLICY_NODVFS, 11 * (uint64_t)(i - 3));
+    assert_int_equal(farm_state_add_op(s, &op, &err), 0);
+    return;
+  case 6: bk = make_bucket(POLICY, 1, 8, 2048, keys_a, 2, 100); break;
+  case 7: bk = make_bucket(POLICY, 0, 1, 512, keys_b, 3, 200); break;
+  case 8: bk = make_bucket(POLICY, 1, 1, 4096, keys_c, 2, 300); break; /* op 44 unknown */
+  case 9: bk = make_infeasible(POLICY, 1, 256, 131072, 400); break;
+  default: bk = make_bucket(CONFIG_POLICY_NODVFS, 1, 8, 2048, keys_a, 2, 500); break;
+  }
+  assert_int_equal(farm_state_add_bucket(s, &bk, &err), 0);
+  assert_null(bk.walk);
+}
+
+static const uint64_t want_ops[] = {55, 11, 33, 22, 44, 11};
+static const store_bucket_rec want_buckets[] = {
+    {.phase = 1, .batch = 1, .seq = 4096, .input_hash = 300},
+    {.phase = 1, .batch = 256, .seq = 131072, .input_hash = 400},
+    {.phase = 1, .batch = 8, .seq = 2048, .input_hash = 100},
+    {.phase = 0, .batch = 1, .seq = 512, .input_hash = 200},
+    {.phase = 0, .batch = 2, .seq = 512, .input_hash = 250}, /* never computed */
+};
+static const uint64_t want_ops_nodvfs[] = {22, 11};
+static const store_bucket_rec want_nodvfs[] = {{.phase = 1, .batch = 8, .seq = 2048, .input_hash = 500}};
+
+static void checkpoint(const farm_state *s, const char *path, int reverse_policies) {
+  farm_wanted w[2] = {
+      {.policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = want_buckets, .nbuckets = 5},
+      {.policy = CONFIG_POLICY_NODVFS, .op_keys = want_ops_nodvfs, .nops = 2, .buckets = want_nodvfs,
+       .nbuckets = 1}};
+  if (reverse_policies) {
+    farm_wanted t = w[0];
+    w[0] = w[1];
+    w[1] = t;
+  }
+  enpu_err err = {0};
+  int rc = farm_state_checkpoint(s, path, &prov, w, 2, &err);
+  if (rc != 0) fail_msg("checkpoint: %s", err.msg);
+}
+
+static store_contents *load(const char *path) {
+  store_contents *c = NULL;
+  enpu_err err = {0};
+  int rc = store_load(path, &c, &err);
+  if (rc != 0) fail_msg("store_load: %s", err.msg);
+  return c;
+}
+
+#define SAME_TABLE(a, b, field, count)                                                             \
+  do {                                                                                             \
+    assert_int_equal((a)->count, (b)->count);                                                      \
+    if ((a)->count) assert_memory_equal((a)->field, (b)->field, (a)->count * sizeof *(a)->field);  \
+  } while (0)
+
+static void test_state_order_independent(void **state) {
+  tmp_fixture *f = *state;
+  char path_b[160];
+  snprintf(path_b, sizeof path_b, "%s/other.h5", f->dir);
+  farm_state *s1 = NULL, *s2 = NULL;
+  enpu_err err = {0};
+  assert_int_equal(farm_state_create(&s1, &err), 0);
+  assert_int_equal(farm_state_create(&s2, &err), 0);
+  for (int i = 0; i < NRESULT; i++) add_result(s1, i);
+  /* Reverse order, with some results delivered twice (a replay after a restart). */
+  for (int i = NRESULT - 1; i >= 0; i--) add_result(s2, i);
+  for (int i = 0; i < NRESULT; i += 3) add_result(s2, i);
+  checkpoint(s1, f->path, 0);
+  checkpoint(s2, path_b, 1);
+  store_contents *a = load(f->path), *b = load(path_b);
+  assert_int_equal(a->npolicies, 2);
+  assert_int_equal(b->npolicies, 2);
+  assert_string_equal(a->added_buckets_json, prov.added_buckets_json);
+  for (size_t p = 0; p < a->npolicies; p++) {
+    const store_policy_tables *x = &a->policies[p], *y = &b->policies[p];
+    assert_string_equal(x->name, y->name);
+    SAME_TABLE(x, y, ops, nops);
+    SAME_TABLE(x, y, pareto, npareto);
+    SAME_TABLE(x, y, buckets, nbuckets);
+    SAME_TABLE(x, y, bucket_ops, nbucket_ops);
+    SAME_TABLE(x, y, walk, nwalk);
+    SAME_TABLE(x, y, plans, nplans);
+    SAME_TABLE(x, y, plan_states, nplan_states);
+  }
+  /* What was written: enpu-all has the four known wanted ops in key order, three buckets
+   * (the one with unknown op 44 and the never-computed one are skipped) in (phase, batch,
+   * seq) order; the infeasible one has no ops and keeps its message. */
+  const store_policy_tables *t = NULL;
+  for (size_t p = 0; p < a->npolicies; p++)
+    if (strcmp(a->policies[p].name, config_policy_name(POLICY)) == 0) t = &a->policies[p];
+  assert_non_null(t);
+  assert_int_equal(t->nops, 4);
+  for (size_t i = 1; i < t->nops; i++) assert_true(t->ops[i - 1].signature < t->ops[i].signature);
+  assert_int_equal(t->npareto, 4 * NPTS);
+  assert_int_equal(t->nbuckets, 3);
+  assert_true(t->buckets[0].phase == 0 && t->buckets[0].seq == 512);
+  assert_true(t->buckets[1].phase == 1 && t->buckets[1].batch == 8);
+  assert_int_equal(t->buckets[2].status, STORE_BUCKET_INFEASIBLE_CAPACITY);
+  assert_int_equal(t->buckets[2].ops_count, 0);
+  assert_non_null(strstr(t->buckets[2].message, "KV cache needs 256 GiB"));
+  assert_int_equal(t->nbucket_ops, 3 + 2);
+  assert_int_equal(t->nwalk, 3 * (3 + 2));
+  assert_int_equal(t->nplan_states, 2 * (3 + 2));
+  /* Global rows: bucket 1's first walk step moves op 11 (row 0) to its point 1. */
+  const store_walk_rec *w = &t->walk[t->buckets[1].walk_first];
+  assert_int_equal(w->op, 0);
+  assert_int_equal(w->pareto, t->ops[0].pareto_first + 1);
+  store_contents_free(a);
+  store_contents_free(b);
+  farm_state_free(s1);
+  farm_state_free(s2);
+  farm_state_free(NULL);
+}
+
+static void test_state_load_round_trip(void **state) {
+  tmp_fixture *f = *state;
+  farm_state *s = NULL, *back = NULL;
+  enpu_err err = {0};
+  assert_int_equal(farm_state_create(&s, &err), 0);
+  for (int i = 0; i < NRESULT; i++) add_result(s, i);
+  checkpoint(s, f->path, 0);
+  assert_int_equal(farm_state_create(&back, &err), 0);
+  int64_t nops = 0, nbuckets = 0;
+  char *added = NULL;
+  int rc = farm_state_load_store(back, f->path, &nops, &nbuckets, &added, &err);
+  if (rc != 0) fail_msg("load_store: %s", err.msg);
+  assert_int_equal(nops, 4 + 2);
+  assert_int_equal(nbuckets, 3 + 1);
+  assert_non_null(added);
+  assert_string_equal(added, prov.added_buckets_json);
+  free(added);
+  /* Every written result comes back equal (same canonical encoding). */
+  const uint64_t ops[] = {11, 22, 33, 55};
+  for (size_t i = 0; i < 4; i++) {
+    const farm_op_result *x = farm_state_find_op(s, POLICY, ops[i]), *y = farm_state_find_op(back, POLICY, ops[i]);
+    assert_non_null(x);
+    assert_non_null(y);
+    farm_buf bx = encode_op(x), by = encode_op(y);
+    assert_same_bytes(&bx, &by);
+    farm_buf_free(&bx);
+    farm_buf_free(&by);
+  }
+  for (size_t i = 0; i < 4; i++) {
+    const store_bucket_rec *wb = &want_buckets[i == 0 ? 3 : i];
+    const farm_bucket_result *x = farm_state_find_bucket(s, POLICY, wb->phase, wb->batch, wb->seq, wb->input_hash);
+    const farm_bucket_result *y = farm_state_find_bucket(back, POLICY, wb->phase, wb->batch, wb->seq, wb->input_hash);
+    assert_non_null(x);
+    assert_non_null(y);
+    farm_buf bx = encode_bucket(x), by = encode_bucket(y);
+    assert_same_bytes(&bx, &by);
+    farm_buf_free(&bx);
+    farm_buf_free(&by);
+  }
+  /* Skipped results are not in the store; a stale input hash is not found. */
+  assert_null(farm_state_find_bucket(back, POLICY, 1, 1, 4096, 300));
+  assert_non_null(farm_state_find_bucket(back, POLICY, 1, 8, 2048, 100));
+  assert_null(farm_state_find_bucket(back, POLICY, 1, 8, 2048, 101));
+  assert_null(farm_state_find_bucket(back, POLICY, 7, 8, 2048, 100));
+  assert_null(farm_state_find_op(back, POLICY, 44));
+  assert_null(farm_state_find_op(back, CONFIG_POLICY_DVFS_C, 11));
+  assert_non_null(farm_state_find_bucket(back, CONFIG_POLICY_NODVFS, 1, 8, 2048, 500));
+  /* A checkpoint of the loaded state has the same tables as the first one. */
+  char again[160];
+  snprintf(again, sizeof again, "%s/again.h5", f->dir);
+  checkpoint(back, again, 0);
+  store_contents *a = load(f->path), *b = load(again);
+  for (size_t p = 0; p < a->npolicies; p++) {
+    SAME_TABLE(&a->policies[p], &b->policies[p], walk, nwalk);
+    SAME_TABLE(&a->policies[p], &b->policies[p], plan_states, nplan_states);
+    SAME_TABLE(&a->policies[p], &b->policies[p], buckets, nbuckets);
+  }
+  store_contents_free(a);
+  store_contents_free(b);
+  /* A missing store loads nothing; a file that is not a store is an error. */
+  char missing[160];
+  snprintf(missing, sizeof missing, "%s/none.h5", f->dir);
+  assert_int_equal(farm_state_load_store(back, missing, &nops, &nbuckets, &added, &err), 0);
+  assert_true(nops == 0 && nbuckets == 0 && added == NULL);
+  FILE *fp = fopen(missing, "w");
+  assert_non_null(fp);
+  fputs("not hdf5\n", fp);
+  fclose(fp);
+  assert_true(farm_state_load_store(back, missing, &nops, &nbuckets, &added, &err) < 0);
+  assert_non_null(strstr(err.msg, missing));
+  farm_state_free(s);
+  farm_state_free(back);
+}
+
+static void test_state_checkpoint_rejects(void **state) {
+  tmp_fixture *f = *state;
+  farm_state *s = NULL;
+  enpu_err err = {0};
+  assert_int_equal(farm_state_create(&s, &err), 0);
+  for (int i = 0; i < NRESULT; i++) add_result(s, i);
+  /* A bucket whose walk points past its op's Pareto set is refused, not written. */
+  farm_bucket_result bad = make_bucket(POLICY, 1, 16, 2048, keys3, 3, 600);
+  bad.walk[0].pareto = NPTS;
+  assert_int_equal(farm_state_add_bucket(s, &bad, &err), 0);
+  store_bucket_rec wb = {.phase = 1, .batch = 16, .seq = 2048, .input_hash = 600};
+  farm_wanted w = {.policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = &wb, .nbuckets = 1};
+  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
+  assert_non_null(strstr(err.msg, "1/16/2048"));
+  assert_int_equal(access(f->path, F_OK), -1); /* nothing published */
+  /* The same policy twice, or a bucket wanted twice, is the caller's bug. */
+  farm_wanted twice[2] = {w, w};
+  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, twice, 2, &err), ENPU_ERR_INVALID);
+  store_bucket_rec dup[2] = {want_buckets[2], want_buckets[2]};
+  w.buckets = dup;
+  w.nbuckets = 2;
+  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, &w, 1, &err), ENPU_ERR_INVALID);
+  farm_state_free(s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Fuzz seeds and the journal benchmark */
+
+static int write_file(const char *path, const void *data, size_t n) {
+  FILE *fp = fopen(path, "wb");
+  if (!fp) return -1;
+  size_t put = fwrite(data, 1, n, fp);
+  return fclose(fp) == 0 && put == n ? 0 : -1;
+}
+
+static int write_seeds(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/seed.journal", dir);
+  unlink(path);
+  append_records(path, 0, 3, 0);
+  uint32_t kind;
+  farm_buf op = record_payload(1, &kind), bucket = record_payload(0, &kind);
+  snprintf(path, sizeof path, "%s/seed.op", dir);
+  int rc = write_file(path, op.data, op.len);
+  snprintf(path, sizeof path, "%s/seed.bucket", dir);
+  if (rc == 0) rc = write_file(path, bucket.data, bucket.len);
+  farm_buf_free(&op);
+  farm_buf_free(&bucket);
+  return rc == 0 ? 0 : 1;
+}
+
+/* A bucket result of a decode graph's size: 40 distinct ops, 120 walk steps, two plans of
+ * 40 per-op states (about 6 KB encoded). */
+static farm_buf bench_record(void) {
+  uint64_t keys[40];
+  for (int i = 0; i < 40; i++) keys[i] = 1000003ull * (uint64_t)(i + 1);
+  farm_bucket_result r = make_bucket(POLICY, 1, 64, 8192, keys, 40, 42);
+  farm_buf b = encode_bucket(&r);
+  farm_bucket_result_free(&r);
+  return b;
+}
+
+static int bench(int n) {
+  char path[] = "/tmp/test_farm_bench.XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return 1;
+  close(fd);
+  unlink(path);
+  farm_buf rec = bench_record();
+  enpu_err err = {0};
+  const struct {
+    const char *what;
+    int sync_every;
+  } modes[] = {{"sync after every record", 1}, {"sync every 100 records", 100}};
+  for (size_t m = 0; m < 2; m++) {
+    farm_journal *j = NULL;
+    if (farm_journal_open(path, &j, &err) != 0) return 1;
+    double t0 = enpu_now_s();
+    for (int i = 0; i < n; i++) {
+      if (farm_journal_append(j, FARM_REC_BUCKET, rec.data, rec.len, &err) != 0) return 1;
+      if ((i + 1) % modes[m].sync_every == 0 && farm_journal_sync(j, &err) != 0) return 1;
+    }
+    if (farm_journal_sync(j, &err) != 0) return 1;
+    double dt = enpu_now_s() - t0;
+    long disk = file_size(path);
+    farm_journal_free(j);
+    int64_t records = 0, dropped = 0;
+    double t1 = enpu_now_s();
+    if (farm_journal_replay(path, NULL, NULL, &records, &dropped, &err) != 0 || records != n) return 1;
+    double replay = enpu_now_s() - t1;
+    printf("journal, %s: %d records of %zu bytes in %.3f s: %.0f records/s, %.1f MB/s "
+           "(payload), %.1f MB on disk (zstd x%.1f); replay %.0f records/s\n",
+           modes[m].what, n, rec.len, dt, n / dt, n * (double)rec.len / dt / 1e6, disk / 1e6,
+           n * (double)rec.len / (double)disk, n / replay);
+    unlink(path);
+  }
+  farm_buf_free(&rec);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--write") == 0) return write_seeds(argv[2]);
+  if (argc >= 2 && strcmp(argv[1], "--bench") == 0) return bench(argc > 2 ? atoi(argv[2]) : 2000);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_codec_op_round_trip),
+      cmocka_unit_test(test_codec_bucket_round_trip),
+      cmocka_unit_test(test_codec_truncations),
+      cmocka_unit_test(test_codec_bad_indices),
+      cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_journal_reset, tmp_setup, tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_state_order_independent, tmp_setup, tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_state_load_round_trip, tmp_setup, tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_state_checkpoint_rejects, tmp_setup, tmp_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
