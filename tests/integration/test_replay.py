@@ -1,0 +1,176 @@
+"""`enpu replay` on the real binary: the JSON summary contract, conservation read back from
+the output CSVs, byte-identical outputs for a seed, safeguard 2 at five times the trace
+rate, bad trace rows, usage errors; then a replay of a real `enpu farm` store of the small
+job tests/integration/replay/farm-small.json (its grid covers the first 200 trace
+requests). The big stores come from `test_replay --write-store` (the analytical model of
+tests/integration/replay/synth_store.h).
+
+With ENPU_REPLAY_STORE=<a llama3-70b store of the full grid> it also replays the whole
+conv trace with nodvfs on Table 3's nodes and checks SLO attainment >= 99 %.
+
+usage: test_replay.py ENPU SOURCE_DIR TEST_REPLAY"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness  # noqa: E402
+
+h = Harness(sys.argv[1], sys.argv[2])
+test_replay = sys.argv[3]
+TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
+CLUSTER = "jobs/clusters/llama3-70b.json"
+tmp = tempfile.mkdtemp(prefix="test_replay_")
+store = os.path.join(tmp, "synth.h5")
+subprocess.run([test_replay, "--write-store", store], check=True)
+
+
+def replay(*args, store_path=store, trace=TRACE):
+    return h.run("replay", "--store", store_path, "--trace", trace, "--cluster", CLUSTER, *args)
+
+
+def files(d):
+    return {f: open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))}
+
+
+def trace_head(n):
+    path = os.path.join(tmp, f"head{n}.csv")
+    with open(os.path.join(h.src, TRACE)) as src, open(path, "w") as out:
+        for i, line in enumerate(src):
+            if i > n:
+                break
+            out.write(line)
+    return path
+
+
+# ---- the whole trace, every policy: summary contract and conservation ---------------
+out1 = os.path.join(tmp, "out1")
+r = replay("--out", out1, "--json")
+h.check("replay exits 0", r.returncode == 0, r.stderr)
+doc = json.loads(r.stdout)
+pol = doc["policies"]
+h.check("summary: 19366 requests", doc["requests"] == 19366, doc["requests"])
+h.check("summary: the store's three policies", sorted(pol) == ["dvfs-c", "enpu-all", "nodvfs"], sorted(pol))
+h.check("summary: baseline nodvfs", doc["baseline"] == "nodvfs")
+keys = {"requests", "served", "slo_attainment", "energy_savings", "ttft_ms", "tpot_ms", "batches", "kv_transfer"}
+h.check("summary: per-policy keys", all(keys <= set(p) for p in pol.values()), [sorted(p) for p in pol.values()])
+nd, ea, dc = pol["nodvfs"], pol["enpu-all"], pol["dvfs-c"]
+h.check("nodvfs SLO attainment >= 99 % (synthetic store, Table 3 nodes)", nd["slo_attainment"] >= 0.99,
+        nd["slo_attainment"])
+print(f"     synthetic store, conv trace, Table 3: SLO attainment nodvfs {nd['slo_attainment']:.4f}, "
+      f"enpu-all {ea['slo_attainment']:.4f}; energy savings enpu-all {ea['energy_savings']}, "
+      f"dvfs-c {dc['energy_savings']}")
+for ph in ("prefill", "decode"):
+    h.check(f"enpu-all saves more than dvfs-c in {ph}",
+            ea["energy_savings"][ph] > dc["energy_savings"][ph] > 0, (ea["energy_savings"], dc["energy_savings"]))
+h.check("nodvfs never slows a batch", nd["batches"]["prefill"]["slowed"] + nd["batches"]["decode"]["slowed"] == 0)
+h.check("percentiles ordered", all(p["ttft_ms"]["p50"] <= p["ttft_ms"]["p99"] for p in pol.values()))
+
+for name, p in pol.items():
+    rows = list(csv.DictReader(open(os.path.join(out1, f"requests_{name}.csv"))))
+    ids = [int(row["id"]) for row in rows]
+    h.check(f"{name}: every request once in the CSV", ids == list(range(19366)))
+    h.check(f"{name}: every request served", all(row["status"] == "done" for row in rows))
+    energy = sum(float(row["energy_j"]) for row in rows)
+    busy = p["busy_energy_j"]["total"]
+    h.check(f"{name}: request energies add up to the batches'", abs(energy - busy) <= 1e-6 * busy, (energy, busy))
+    total = p["energy_j"]["total"]
+    h.check(f"{name}: energy = batches + idle", abs(busy + p["idle_energy_j"]["total"] - total) <= 1e-9 * total)
+    wins = list(csv.DictReader(open(os.path.join(out1, f"windows_{name}.csv"))))
+    wsum = sum(float(w["prefill_energy_j"]) + float(w["decode_energy_j"]) for w in wins)
+    h.check(f"{name}: windows add up to the total energy", abs(wsum - total) <= 1e-6 * total, (wsum, total))
+    h.check(f"{name}: windows count every arrival", sum(int(w["arrivals"]) for w in wins) == 19366)
+    gen = sum(int(row["generated_tokens"]) for row in rows)
+    h.check(f"{name}: decode made every token but the first",
+            p["tokens"]["decode_generated"] + 19366 == gen, (p["tokens"], gen))
+
+# ---- same seed, same bytes -----------------------------------------------------------
+out2 = os.path.join(tmp, "out2")
+r = replay("--out", out2)
+h.check("second run exits 0", r.returncode == 0, r.stderr)
+h.check("same inputs: byte-identical output files", files(out1) == files(out2))
+head = trace_head(3000)
+seeded = []
+for k, seed in enumerate(("3", "3", "4")):
+    d = os.path.join(tmp, f"seed{k}")
+    r = replay("--rate", "1.5", "--seed", seed, "--policy", "enpu-all", "--out", d, trace=head)
+    h.check(f"--rate 1.5 --seed {seed} exits 0", r.returncode == 0, r.stderr)
+    seeded.append(files(d))
+h.check("same seed: byte-identical outputs", seeded[0] == seeded[1])
+h.check("another seed: different outputs", seeded[0] != seeded[2])
+
+# ---- five times the rate: safeguard 2 locks batches to peak ---------------------------
+out5 = os.path.join(tmp, "out5")
+r = replay("--rate", "5", "--policy", "enpu-all", "--json", "--out", out5)
+h.check("--rate 5 exits 0", r.returncode == 0, r.stderr)
+p5 = json.loads(r.stdout)["policies"]["enpu-all"]
+locked = p5["batches"]["prefill"]["locked"] + p5["batches"]["decode"]["locked"]
+h.check("5x rate: safeguard 2 engages", locked > 0, p5["batches"])
+print(f"     5x rate: {p5['requests']} requests, SLO attainment {p5['slo_attainment']:.4f}, "
+      f"locked {p5['batches']['prefill']['locked']}/{p5['batches']['decode']['locked']} of "
+      f"{p5['batches']['prefill']['total']}/{p5['batches']['decode']['total']} prefill/decode batches")
+wins = list(csv.DictReader(open(os.path.join(out5, "windows_enpu-all.csv"))))
+h.check("5x rate: the windows show the locked batches",
+        sum(int(w["prefill_locked"]) + int(w["decode_locked"]) for w in wins) == locked)
+
+# ---- bad input ---------------------------------------------------------------------------
+bad = os.path.join(tmp, "bad.csv")
+with open(bad, "w") as f:
+    f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n"
+            "2023-11-16 18:15:50.99,39x,109\n2023-11-16 18:15:51.22,879,55\n")
+r = replay("--policy", "nodvfs", trace=bad)
+h.check("bad row: exit 1", r.returncode == 1, r.returncode)
+h.check("bad row: file, line and column", f"{bad}:3:26: expected ',' after ContextTokens" in r.stderr, r.stderr)
+r = replay("--policy", "nodvfs", "--skip-bad-rows", "--json", trace=bad)
+h.check("--skip-bad-rows: exit 0", r.returncode == 0, r.stderr)
+h.check("--skip-bad-rows: counted", "skipped 1 bad rows" in r.stderr, r.stderr)
+h.check("--skip-bad-rows: the good rows run", r.returncode == 0 and json.loads(r.stdout)["requests"] == 2)
+r = h.run("replay", "--store", store, "--cluster", CLUSTER)
+h.check("missing --trace: usage error 2", r.returncode == 2 and "missing --trace" in r.stderr, r.stderr)
+r = replay("--rate", "-2")
+h.check("negative --rate: usage error 2", r.returncode == 2, r.stderr)
+r = replay("--policy", "ideal")
+h.check("unknown policy: exit 1 naming it", r.returncode == 1 and "ideal" in r.stderr, r.stderr)
+r = replay(store_path=os.path.join(tmp, "missing.h5"))
+h.check("missing store: exit 1 naming it", r.returncode == 1 and "missing.h5" in r.stderr, r.stderr)
+
+# ---- a real farm store -------------------------------------------------------------------
+if h.run("farm", "--help").returncode == 0:
+    farm_store = os.path.join(tmp, "farm", "plans.h5")
+    os.makedirs(os.path.dirname(farm_store))
+    job = "tests/integration/replay/farm-small.json"
+    r = h.run("farm", job, "--store", farm_store, "--results", os.path.join(tmp, "farm", "results"), "--quiet")
+    h.check("farm of the small job exits 0", r.returncode == 0, r.stderr[-2000:])
+    r = replay("--json", store_path=farm_store, trace=trace_head(200))
+    h.check("replay of the farm store exits 0", r.returncode == 0, r.stderr)
+    if r.returncode == 0:
+        fp = json.loads(r.stdout)["policies"]
+        h.check("farm store: 200 served, none uncovered",
+                all(p["served"] == 200 and p["uncovered"] == 0 for p in fp.values()), fp)
+        h.check("farm store: nodvfs SLO attainment >= 99 %", fp["nodvfs"]["slo_attainment"] >= 0.99)
+        sav = fp["enpu-all"]["busy_energy_savings"]
+        h.check("farm store: enpu-all saves busy energy in both phases", sav["prefill"] > 0 and sav["decode"] > 0, sav)
+        print(f"     farm store (first 200 requests): enpu-all busy-energy savings {sav}, "
+              f"with idle {fp['enpu-all']['energy_savings']}")
+else:
+    print("skip: `enpu farm` is not in this build")
+
+# ---- a real llama3-70b store, when given -----------------------------------------------
+real = os.environ.get("ENPU_REPLAY_STORE")
+if real:
+    r = replay("--policy", "nodvfs", "--json", store_path=real)
+    h.check("real store: replay exits 0", r.returncode == 0, r.stderr)
+    if r.returncode == 0:
+        p = json.loads(r.stdout)["policies"]["nodvfs"]
+        print(f"     real store {real}: nodvfs SLO attainment {p['slo_attainment']:.4f} "
+              f"(TTFT p99 {p['ttft_ms']['p99']:.1f} ms, TPOT p99 {p['tpot_ms']['p99']:.1f} ms, "
+              f"uncovered {p['uncovered']})")
+        h.check("real store: nodvfs SLO attainment >= 99 % on Table 3's nodes", p["slo_attainment"] >= 0.99)
+else:
+    print("skip: ENPU_REPLAY_STORE not set (a llama3-70b store of the full grid)")
+
+subprocess.run(["rm", "-rf", tmp], check=False)
+h.finish()
