@@ -1,0 +1,122 @@
+/* report.h — the report of a plan store (issue 6, DESIGN.md §8): a markdown file with
+ * tables and gnuplot PNG plots in the shape of the paper's figures:
+ *   Figure 11  energy savings vs SLO slack per policy and phase (mean, min, max over
+ *              the ok buckets);
+ *   Figure 12  energy of a plan by component slot for representative buckets;
+ *   Figure 19  chosen frequency state vs the component's utilisation at peak, per op
+ *              (recomputed with the cost model: needs the job file);
+ *   Figure 22  energy over time from a replay's per-window CSV (`enpu replay --out`).
+ *
+ * The aggregation functions work on a loaded store (store_load) and are pure: the same
+ * store gives the same rows. report_write adds the files: data (*.dat) and gnuplot
+ * scripts (*.gp) next to the PNGs, gnuplot run as a child process, report.md last.
+ * Energies are per forward pass of a bucket (nJ in the rows, mJ in the report). */
+#ifndef ENPU_REPORT_H
+#define ENPU_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "config.h"
+#include "planstore.h"
+#include "store.h"
+
+/* ---------------------------------------------------------------------------------
+ * Figure 11: savings vs slack */
+
+typedef struct {
+  char policy[STORE_NAME_LEN];
+  int phase;             /* STORE_PHASE_* */
+  double slack;          /* fraction of T_nodvfs */
+  size_t buckets;        /* ok buckets with a plan at this slack */
+  double mean, min, max; /* savings_vs_nodvfs over those plans (fractions) */
+} report_savings_row;
+
+/* One row per (policy, phase, slack) present among the plans of ok buckets, ordered by
+ * policy (store order), phase, slack. *out is malloc'd (NULL when *n is 0).
+ * @return 0, or ENPU_ERR_NOMEM. */
+int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Representative buckets */
+
+typedef struct {
+  int phase;
+  int32_t batch, seq;
+} report_bucket_key;
+
+/* The representative bucket of `phase`: among the buckets that are ok in every policy of
+ * the store, the median by NoDVFS time (first policy's t_nodvfs_ns; the lower median of
+ * an even count; ties broken by batch, then seq).
+ * @return 0; ENPU_ERR_NOT_FOUND when no bucket of the phase is ok in every policy;
+ * ENPU_ERR_NOMEM. */
+int report_pick_bucket(const store_contents *c, int phase, report_bucket_key *out, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Figure 12: energy by component */
+
+typedef struct {
+  char policy[STORE_NAME_LEN];
+  report_bucket_key bucket;
+  double slack;
+  uint64_t walk_prefix;
+  double slot_nj[STORE_NENERGY]; /* sum over the bucket's ops of instances at each of
+                                    the op's points (lead and trail, from the plan's walk
+                                    prefix) x that point's energy_by_slot_nj */
+  double slots_total_nj;         /* the sum of slot_nj */
+  double plan_energy_nj;         /* the plan record: real op order, V/f transitions */
+  double e_nodvfs_nj;            /* the bucket's NoDVFS energy */
+} report_breakdown_row;
+
+/* One row per (policy, stored slack) of bucket `key`, policies in store order, slacks
+ * ascending; a policy without that ok bucket has no rows. `ps` is the same store opened
+ * with planstore_open: its walk replay decides where every instance is.
+ * @return 0; ENPU_ERR_NOT_FOUND when no policy has the bucket ok; ENPU_ERR_FORMAT when
+ * `ps` and `c` disagree; ENPU_ERR_NOMEM. */
+int report_breakdown(const store_contents *c, const planstore *ps, const report_bucket_key *key,
+                     report_breakdown_row **out, size_t *n, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Figure 19: chosen frequency vs utilisation at peak */
+
+typedef struct {
+  char op[STORE_NAME_LEN];       /* the store op's name */
+  report_bucket_key bucket;
+  uint64_t instances;
+  uint8_t state[STORE_NSTATE];   /* lead point of the plan: SA, VU, SRAM, HBM, ICI */
+  double util_peak[STORE_NSTATE]; /* busy/time of each component, NoDVFS at all-peak */
+  int matched;                   /* 1: a graph op of the job's bucket has this name and,
+                                    under the policy at `state`, the stored time (rel.
+                                    1e-6); 0: no such op (utilisations are 0) */
+} report_freq_row;
+
+/* The ops of `policy`'s plan for bucket `key` at its stored slack closest to `slack`,
+ * in op-table order, with utilisations recomputed from `job` (graph_build + cost model).
+ * *slack_used receives that slack.
+ * @return 0; ENPU_ERR_NOT_FOUND (no such policy/ok bucket/plan, or a policy name the
+ * config does not know); the graph's or cost model's error; ENPU_ERR_NOMEM. */
+int report_freq_util(const store_contents *c, const planstore *ps, const config_job *job,
+                     const char *policy, const report_bucket_key *key, double slack,
+                     report_freq_row **out, size_t *n, double *slack_used, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * The whole report */
+
+typedef struct {
+  const char *store_path;
+  const char *out_dir;     /* NULL: results/<job name>/ (the name in the store's job_json) */
+  const char *replay_dir;  /* NULL: no Figure 22 */
+  const config_job *job;   /* NULL: Figure 19 is skipped with a note */
+  const char *gnuplot;     /* program to run, NULL: "gnuplot" from PATH */
+  double freq_slack;       /* slack for Figure 19 (closest stored one); < 0: the largest */
+} report_options;
+
+/* Write <out_dir>/report.md, the PNGs and their .dat/.gp files (creating out_dir and its
+ * parents). *md_path (may be NULL) receives the report's path (malloc'd).
+ * @return 0; ENPU_ERR_IO/FORMAT from the store; ENPU_ERR_NOT_FOUND when gnuplot cannot
+ * be run; ENPU_ERR_INTERNAL when gnuplot fails on a script (its message is quoted);
+ * ENPU_ERR_PARSE for a replay CSV without the expected columns; ENPU_ERR_IO. */
+int report_write(const report_options *o, char **md_path, enpu_err *err);
+
+#endif /* ENPU_REPORT_H */

@@ -1,0 +1,301 @@
+/* report_aggregate.c — the numbers behind the report's tables and plots, computed from a
+ * loaded store: savings per (policy, phase, slack), the representative bucket of a
+ * phase, a plan's energy by component slot, and chosen states vs utilisation at peak.
+ *
+ * Where each op instance sits at a walk prefix (lead/trail points) is decided by the
+ * store reader's walk replay (planstore_plan_states), never re-derived here; store_load
+ * has validated every index of `store_contents`, so rows index their tables safely, and
+ * the rows the reader returns are checked against `c` because they come from a second
+ * open of the file. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "search.h"
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static int bucket_ok(const store_bucket_rec *b) { return b->status == STORE_BUCKET_OK && b->plan_count > 0; }
+
+/* Row of bucket (phase, batch, seq) in policy p, or -1. */
+static long find_bucket(const store_policy_tables *p, int phase, int32_t batch, int32_t seq) {
+  for (size_t i = 0; i < p->nbuckets; i++)
+    if (p->buckets[i].phase == phase && p->buckets[i].batch == batch && p->buckets[i].seq == seq)
+      return (long)i;
+  return -1;
+}
+
+static const store_policy_tables *find_policy(const store_contents *c, const char *name) {
+  for (size_t i = 0; i < c->npolicies; i++)
+    if (!strcmp(c->policies[i].name, name)) return &c->policies[i];
+  return NULL;
+}
+
+/* Index of policy `name` in the reader, or -1. */
+static long reader_policy(const planstore *ps, const char *name) {
+  for (size_t i = 0; i < planstore_policy_count(ps); i++)
+    if (!strcmp(planstore_policy_name(ps, i), name)) return (long)i;
+  return -1;
+}
+
+/* The reader's op states of plan `pl` (row `bucket` of policy `p`) into a malloc'd array. */
+static int plan_op_states(const planstore *ps, const store_policy_tables *p, uint32_t bucket,
+                          const store_plan_rec *pl, planstore_op_states **out, size_t *n, enpu_err *err) {
+  long pi = reader_policy(ps, p->name);
+  ENPU_RETURN_IF(pi < 0, err, ENPU_ERR_FORMAT, "the store reader has no policy %s", p->name);
+  planstore_plan q = {.policy = (uint32_t)pi, .bucket = bucket, .walk_prefix = pl->walk_prefix};
+  size_t cap = p->buckets[bucket].ops_count;
+  *out = enpu_calloc(cap ? cap : 1, sizeof **out);
+  ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "out of memory (op states)");
+  int rc = planstore_plan_states(ps, &q, *out, cap, n, err);
+  for (size_t i = 0; rc == 0 && i < *n; i++)
+    if ((*out)[i].op >= p->nops || (*out)[i].lead_pareto >= p->npareto || (*out)[i].trail_pareto >= p->npareto)
+      rc = enpu_errorf(err, ENPU_ERR_FORMAT, "policy %s: the reader's op %u or pareto row %u is outside the loaded tables",
+                       p->name, (*out)[i].op, (*out)[i].lead_pareto);
+  if (rc < 0) free(*out), *out = NULL;
+  return rc;
+}
+
+/* ---- Figure 11 ----------------------------------------------------------------- */
+
+static int savings_cmp(const void *a, const void *b) {
+  const report_savings_row *x = a, *y = b;
+  if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
+  return x->slack < y->slack ? -1 : x->slack > y->slack;
+}
+
+int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err) {
+  *out = NULL;
+  *n = 0;
+  report_savings_row *rows = NULL;
+  size_t cap = 0, count = 0;
+  for (size_t pi = 0; pi < c->npolicies; pi++) {
+    const store_policy_tables *p = &c->policies[pi];
+    const size_t first = count;
+    for (size_t k = 0; k < p->nplans; k++) {
+      const store_plan_rec *pl = &p->plans[k];
+      const store_bucket_rec *b = &p->buckets[pl->bucket];
+      if (b->status != STORE_BUCKET_OK) continue;
+      size_t r = first;
+      while (r < count && !(rows[r].phase == b->phase && rows[r].slack == pl->slack)) r++;
+      if (r == count) {
+        if (enpu_grow((void **)&rows, &cap, count + 1, sizeof *rows) < 0) {
+          free(rows);
+          return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (savings rows)");
+        }
+        rows[count] = (report_savings_row){.phase = b->phase, .slack = pl->slack, .min = INFINITY,
+                                           .max = -INFINITY};
+        snprintf(rows[count].policy, sizeof rows[count].policy, "%s", p->name);
+        count++;
+      }
+      rows[r].buckets++;
+      rows[r].mean += pl->savings_vs_nodvfs; /* a sum until divided below */
+      rows[r].min = fmin(rows[r].min, pl->savings_vs_nodvfs);
+      rows[r].max = fmax(rows[r].max, pl->savings_vs_nodvfs);
+    }
+    for (size_t r = first; r < count; r++) rows[r].mean /= (double)rows[r].buckets;
+    qsort(rows + first, count - first, sizeof *rows, savings_cmp);
+  }
+  *out = rows;
+  *n = count;
+  return ENPU_OK;
+}
+
+/* ---- representative bucket ------------------------------------------------------ */
+
+typedef struct {
+  double t_nodvfs_ns;
+  int32_t batch, seq;
+} bucket_size;
+
+static int size_cmp(const void *a, const void *b) {
+  const bucket_size *x = a, *y = b;
+  if (x->t_nodvfs_ns != y->t_nodvfs_ns) return x->t_nodvfs_ns < y->t_nodvfs_ns ? -1 : 1;
+  if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+int report_pick_bucket(const store_contents *c, int phase, report_bucket_key *out, enpu_err *err) {
+  const char *phase_name = phase == STORE_PHASE_PREFILL ? "prefill" : "decode";
+  ENPU_RETURN_IF(c->npolicies == 0, err, ENPU_ERR_NOT_FOUND, "the store has no policies");
+  const store_policy_tables *p0 = &c->policies[0];
+  bucket_size *cand = enpu_calloc(p0->nbuckets + 1, sizeof *cand);
+  ENPU_RETURN_IF(!cand, err, ENPU_ERR_NOMEM, "out of memory (buckets)");
+  size_t n = 0;
+  for (size_t i = 0; i < p0->nbuckets; i++) {
+    const store_bucket_rec *b = &p0->buckets[i];
+    int everywhere = b->phase == phase && bucket_ok(b);
+    for (size_t pi = 1; everywhere && pi < c->npolicies; pi++) {
+      long row = find_bucket(&c->policies[pi], phase, b->batch, b->seq);
+      everywhere = row >= 0 && bucket_ok(&c->policies[pi].buckets[row]);
+    }
+    if (everywhere) cand[n++] = (bucket_size){b->t_nodvfs_ns, b->batch, b->seq};
+  }
+  int rc = ENPU_OK;
+  if (n == 0) {
+    rc = enpu_errorf(err, ENPU_ERR_NOT_FOUND, "no %s bucket is compiled (ok) in every policy", phase_name);
+  } else {
+    qsort(cand, n, sizeof *cand, size_cmp);
+    const bucket_size *m = &cand[(n - 1) / 2];
+    *out = (report_bucket_key){.phase = phase, .batch = m->batch, .seq = m->seq};
+  }
+  free(cand);
+  return rc;
+}
+
+/* ---- Figure 12 ----------------------------------------------------------------- */
+
+static int breakdown_slack_cmp(const void *a, const void *b) {
+  const report_breakdown_row *x = a, *y = b;
+  return x->slack < y->slack ? -1 : x->slack > y->slack;
+}
+
+/* Slot energies of one plan: every instance of every op at its lead or trail point. */
+static int plan_slots(const planstore *ps, const store_policy_tables *p, uint32_t bucket,
+                      const store_plan_rec *pl, report_breakdown_row *row, enpu_err *err) {
+  planstore_op_states *st = NULL;
+  size_t nst = 0;
+  ENPU_FORWARD(plan_op_states(ps, p, bucket, pl, &st, &nst, err));
+  for (size_t i = 0; i < nst; i++) {
+    const store_pareto_rec *lead = &p->pareto[st[i].lead_pareto], *trail = &p->pareto[st[i].trail_pareto];
+    const double nlead = (double)st[i].lead_instances, ntrail = (double)(st[i].instances - st[i].lead_instances);
+    for (int s = 0; s < STORE_NENERGY; s++)
+      row->slot_nj[s] += nlead * lead->energy_by_slot_nj[s] + ntrail * trail->energy_by_slot_nj[s];
+  }
+  free(st);
+  for (int s = 0; s < STORE_NENERGY; s++) row->slots_total_nj += row->slot_nj[s];
+  return ENPU_OK;
+}
+
+int report_breakdown(const store_contents *c, const planstore *ps, const report_bucket_key *key,
+                     report_breakdown_row **out, size_t *n, enpu_err *err) {
+  *out = NULL;
+  *n = 0;
+  size_t cap = 0, count = 0;
+  report_breakdown_row *rows = NULL;
+  int rc = ENPU_OK;
+  for (size_t pi = 0; pi < c->npolicies && rc == ENPU_OK; pi++) {
+    const store_policy_tables *p = &c->policies[pi];
+    long bi = find_bucket(p, key->phase, key->batch, key->seq);
+    if (bi < 0 || !bucket_ok(&p->buckets[bi])) continue;
+    const store_bucket_rec *b = &p->buckets[bi];
+    const size_t first = count;
+    for (uint32_t k = 0; k < b->plan_count && rc == ENPU_OK; k++) {
+      const store_plan_rec *pl = &p->plans[b->plan_first + k];
+      if (enpu_grow((void **)&rows, &cap, count + 1, sizeof *rows) < 0) {
+        rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (breakdown rows)");
+        break;
+      }
+      report_breakdown_row *r = &rows[count];
+      *r = (report_breakdown_row){.bucket = *key, .slack = pl->slack, .walk_prefix = pl->walk_prefix,
+                                  .plan_energy_nj = pl->energy_nj, .e_nodvfs_nj = b->e_nodvfs_nj};
+      snprintf(r->policy, sizeof r->policy, "%s", p->name);
+      rc = plan_slots(ps, p, (uint32_t)bi, pl, r, err);
+      if (rc == ENPU_OK) count++;
+    }
+    qsort(rows + first, count - first, sizeof *rows, breakdown_slack_cmp);
+  }
+  if (rc == ENPU_OK && count == 0)
+    rc = enpu_errorf(err, ENPU_ERR_NOT_FOUND, "no policy has the %s bucket batch %d seq %d compiled",
+                     key->phase == STORE_PHASE_PREFILL ? "prefill" : "decode", key->batch, key->seq);
+  if (rc < 0) {
+    free(rows);
+    return rc;
+  }
+  *out = rows;
+  *n = count;
+  return ENPU_OK;
+}
+
+/* ---- Figure 19 ----------------------------------------------------------------- */
+
+/* The plan of bucket row bi whose slack is closest to `want` (want < 0: the largest). */
+static const store_plan_rec *closest_plan(const store_policy_tables *p, const store_bucket_rec *b, double want) {
+  const store_plan_rec *best = NULL;
+  for (uint32_t k = 0; k < b->plan_count; k++) {
+    const store_plan_rec *pl = &p->plans[b->plan_first + k];
+    if (!best || (want < 0 ? pl->slack > best->slack : fabs(pl->slack - want) < fabs(best->slack - want)))
+      best = pl;
+  }
+  return best;
+}
+
+typedef struct {
+  search_ctx *search;
+  cost_ctx *cost;
+  search_options opt;
+  config_policy policy;
+  int peak[CONFIG_NCOMP];
+} freq_ctx;
+
+/* Find the graph op behind store op state `st` (same name and kind, and the stored time
+ * at the lead states) and fill the row's utilisations at peak. A cost-model refusal of
+ * a candidate (a state it cannot run) only means that candidate is not the op. */
+static int match_op(freq_ctx *fc, const graph *g, const store_op_rec *sop, const planstore_op_states *st,
+                    report_freq_row *row, enpu_err *err) {
+  int state[CONFIG_NCOMP];
+  for (int k = 0; k < CONFIG_NCOMP; k++) state[k] = st->lead_states[k];
+  for (int j = 0; j < graph_op_count(g) && !row->matched; j++) {
+    const graph_op *op = graph_op_at(g, j);
+    if (strcmp(op->name, sop->name) || (uint32_t)op->kind != sop->kind) continue;
+    cost_result at;
+    enpu_err local = {0};
+    int rc = search_op_breakdown(fc->search, fc->cost, op, fc->policy, &fc->opt, state, &at, &local);
+    if (rc == ENPU_ERR_RANGE || rc == ENPU_ERR_INVALID) continue;
+    if (rc < 0) return enpu_errorf(err, rc, "op %s: %s", sop->name, local.msg);
+    if (!(fabs(at.time_ns - st->lead_time_ns) <= 1e-6 * st->lead_time_ns)) continue;
+    cost_result peak;
+    ENPU_FORWARD(search_op_breakdown(fc->search, fc->cost, op, CONFIG_POLICY_NODVFS, &fc->opt, fc->peak, &peak, err));
+    for (int k = 0; k < CONFIG_NCOMP; k++) row->util_peak[k] = peak.utilization[k];
+    row->matched = 1;
+  }
+  return ENPU_OK;
+}
+
+int report_freq_util(const store_contents *c, const planstore *ps, const config_job *job, const char *policy,
+                     const report_bucket_key *key, double slack, report_freq_row **out, size_t *n,
+                     double *slack_used, enpu_err *err) {
+  *out = NULL;
+  *n = 0;
+  freq_ctx fc = {0};
+  ENPU_RETURN_IF(config_policy_parse(policy, &fc.policy) < 0, err, ENPU_ERR_NOT_FOUND,
+                 "policy %s is not one the cost model knows", policy);
+  const store_policy_tables *p = find_policy(c, policy);
+  ENPU_RETURN_IF(!p, err, ENPU_ERR_NOT_FOUND, "the store has no policy %s", policy);
+  long bi = find_bucket(p, key->phase, key->batch, key->seq);
+  ENPU_RETURN_IF(bi < 0 || !bucket_ok(&p->buckets[bi]), err, ENPU_ERR_NOT_FOUND,
+                 "policy %s has no compiled bucket batch %d seq %d", policy, key->batch, key->seq);
+  const store_plan_rec *pl = closest_plan(p, &p->buckets[bi], slack);
+  *slack_used = pl->slack;
+  planstore_op_states *st = NULL;
+  size_t nst = 0;
+  graph *g = NULL;
+  report_freq_row *rows = NULL;
+  int rc = plan_op_states(ps, p, (uint32_t)bi, pl, &st, &nst, err);
+  if (rc == 0) rc = graph_build(job, (config_phase)key->phase, key->batch, key->seq, &g, err);
+  if (rc == 0) rc = cost_ctx_create(&job->chip, &fc.cost, err);
+  if (rc == 0) rc = search_ctx_create(&job->chip, &fc.search, err);
+  if (rc == 0 && !(rows = enpu_calloc(nst ? nst : 1, sizeof *rows)))
+    rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (frequency rows)");
+  search_options_default(&fc.opt);
+  for (int k = 0; k < CONFIG_NCOMP; k++) fc.peak[k] = job->chip.freq_states;
+  for (size_t i = 0; rc == 0 && i < nst; i++) {
+    report_freq_row *r = &rows[i];
+    *r = (report_freq_row){.bucket = *key, .instances = st[i].instances};
+    snprintf(r->op, sizeof r->op, "%s", st[i].name);
+    memcpy(r->state, st[i].lead_states, sizeof r->state);
+    rc = match_op(&fc, g, &p->ops[st[i].op], &st[i], r, err);
+  }
+  search_ctx_free(fc.search);
+  cost_ctx_free(fc.cost);
+  graph_free(g);
+  free(st);
+  if (rc < 0) {
+    free(rows);
+    return rc;
+  }
+  *out = rows;
+  *n = nst;
+  return ENPU_OK;
+}

@@ -1,0 +1,43 @@
+/* report_internal.h — what the report's files share: the context of one report run, the
+ * output-file helpers, the gnuplot runner and the replay section. Not installed. */
+#ifndef ENPU_REPORT_INTERNAL_H
+#define ENPU_REPORT_INTERNAL_H
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "report.h"
+
+typedef struct {
+  const store_contents *c;
+  const planstore *ps;
+  const config_job *job;   /* NULL: no Figure 19 */
+  const char *gnuplot;     /* program name or path */
+  const char *dir;         /* output directory as given */
+  char absdir[PATH_MAX];   /* the same, absolute (gnuplot runs there) */
+  report_bucket_key median[2]; /* per phase, the bucket of Figures 12 and 19 ... */
+  enpu_err median_why[2];      /* ... when median_why[ph].code is 0, else why none */
+} report_ctx;
+
+/* Open <dir>/<name> for writing / close it checking every write.
+ * @return 0, or ENPU_ERR_IO naming the file. */
+int report_file_open(const char *dir, const char *name, FILE **f, enpu_err *err);
+int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err);
+
+/* The first lines of every gnuplot script: the PNG terminal (960 x height pixels), `png`
+ * as output, a title. */
+void report_gp_preamble(FILE *gp, const char *png, int height, const char *title);
+
+/* Run `program` on <absdir>/<script> in absdir (stdout/stderr appended to gnuplot.log)
+ * and check that it wrote a non-empty <absdir>/<png>.
+ * @return 0; ENPU_ERR_NOT_FOUND (program not on PATH), ENPU_ERR_INTERNAL (gnuplot
+ * failed or wrote no PNG; the message quotes its first line of output), ENPU_ERR_IO. */
+int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png,
+                       enpu_err *err);
+
+/* Section 4 (Figure 22) from a replay output directory, or a note when dir is NULL.
+ * @return 0; ENPU_ERR_IO (no windows_*.csv in dir), ENPU_ERR_PARSE (a CSV without the
+ * expected columns or with a bad number, naming file, line and column). */
+int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);
+
+#endif /* ENPU_REPORT_INTERNAL_H */

@@ -1,0 +1,527 @@
+/* report_write.c — report.md, its data files, gnuplot scripts and PNGs for one store.
+ *
+ * Every figure is a pair <name>.dat + <name>.gp written next to <name>.png; the scripts
+ * use relative file names, so `cd OUT && gnuplot <name>.gp` redraws a plot by hand.
+ * gnuplot runs as a child process (posix_spawnp, stdout and stderr to gnuplot.log);
+ * a missing program or a failing script is an error naming the script, and a PNG that
+ * gnuplot did not write is an error too. report.md is written last, so a report that
+ * exists refers to plots that exist. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "report_internal.h"
+
+extern char **environ; /* passed to gnuplot unchanged (POSIX declares it nowhere) */
+
+static const char *const slot_names[STORE_NENERGY] = {"SA", "VU", "SRAM", "HBM", "ICI", "FE", "other"};
+static const char *const phase_names[2] = {"prefill", "decode"};
+
+/* ---- files ---------------------------------------------------------------------- */
+
+static int mkdir_p(const char *dir, enpu_err *err) {
+  char path[PATH_MAX];
+  ENPU_RETURN_IF(snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path, err, ENPU_ERR_RANGE,
+                 "output directory name too long: %s", dir);
+  for (char *s = path + 1;; s++) {
+    const int end = *s == '\0';
+    if (*s == '/' || end) {
+      *s = '\0';
+      if (mkdir(path, 0777) < 0 && errno != EEXIST)
+        return enpu_errorf(err, ENPU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+      if (end) break;
+      *s = '/';
+    }
+  }
+  struct stat st;
+  ENPU_RETURN_IF(stat(dir, &st) < 0 || !S_ISDIR(st.st_mode), err, ENPU_ERR_IO, "%s is not a directory", dir);
+  return ENPU_OK;
+}
+
+/* `dir` made absolute against the working directory (gnuplot runs elsewhere). */
+static int absolute_dir(const char *dir, char *out, size_t len, enpu_err *err) {
+  char cwd[PATH_MAX];
+  ENPU_RETURN_IF(dir[0] != '/' && !getcwd(cwd, sizeof cwd), err, ENPU_ERR_IO, "cannot get the working directory: %s",
+                 strerror(errno));
+  const int n = dir[0] == '/' ? snprintf(out, len, "%s", dir) : snprintf(out, len, "%s/%s", cwd, dir);
+  ENPU_RETURN_IF(n < 0 || (size_t)n >= len, err, ENPU_ERR_RANGE, "output directory name too long: %s", dir);
+  return ENPU_OK;
+}
+
+int report_file_open(const char *dir, const char *name, FILE **f, enpu_err *err) {
+  char path[PATH_MAX];
+  ENPU_RETURN_IF(snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path, err, ENPU_ERR_RANGE,
+                 "path too long: %s/%s", dir, name);
+  *f = fopen(path, "w");
+  ENPU_RETURN_IF(!*f, err, ENPU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  return ENPU_OK;
+}
+
+int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err) {
+  const int bad = ferror(f);
+  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "writing %s/%s failed", dir, name);
+  return ENPU_OK;
+}
+
+/* The gnuplot preamble shared by every script: PNG terminal and output file. */
+void report_gp_preamble(FILE *gp, const char *png, int height, const char *title) {
+  fprintf(gp,
+          "# Drawn by `enpu report`; run from this directory: gnuplot %.*s.gp\n"
+          "set terminal pngcairo size 960,%d noenhanced font 'sans,10'\n"
+          "set output '%s'\n"
+          "set datafile missing 'NaN'\n"
+          "set grid\n"
+          "set title '%s'\n",
+          (int)(strlen(png) - 4), png, height, png, title);
+}
+
+/* ---- gnuplot -------------------------------------------------------------------- */
+
+/* First line of gnuplot.log, for an error message. */
+static void log_first_line(const char *log, char *out, size_t len) {
+  out[0] = '\0';
+  FILE *f = fopen(log, "r");
+  if (!f) return;
+  while (fgets(out, (int)len, f) && strspn(out, " \t\r\n") == strlen(out)) {
+  }
+  fclose(f);
+  out[strcspn(out, "\r\n")] = '\0';
+}
+
+int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png,
+                       enpu_err *err) {
+  char cd[PATH_MAX + 16], log[PATH_MAX], gp[PATH_MAX], out[PATH_MAX];
+  size_t k = (size_t)snprintf(cd, sizeof cd, "cd '");
+  for (const char *s = absdir; *s && k + 4 < sizeof cd; s++) /* '' is a quote inside '...' */
+    k += (size_t)snprintf(cd + k, sizeof cd - k, *s == '\'' ? "''" : "%c", *s);
+  ENPU_RETURN_IF(k + 2 >= sizeof cd, err, ENPU_ERR_RANGE, "output directory name too long");
+  snprintf(cd + k, sizeof cd - k, "'");
+  snprintf(log, sizeof log, "%s/gnuplot.log", absdir);
+  snprintf(gp, sizeof gp, "%s/%s", absdir, script);
+  snprintf(out, sizeof out, "%s/%s", absdir, png);
+  remove(out);
+
+  posix_spawn_file_actions_t fa;
+  ENPU_RETURN_IF(posix_spawn_file_actions_init(&fa) != 0, err, ENPU_ERR_NOMEM, "cannot prepare gnuplot");
+  int rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (rc == 0) rc = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+  pid_t pid = 0;
+  char *argv[] = {(char *)program, "-e", cd, gp, NULL};
+  if (rc == 0) rc = posix_spawnp(&pid, program, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ENPU_RETURN_IF(rc == ENOENT, err, ENPU_ERR_NOT_FOUND,
+                 "cannot run '%s': not found on PATH (the plots need gnuplot; Debian: apt-get install gnuplot-nox)",
+                 program);
+  ENPU_RETURN_IF(rc != 0, err, ENPU_ERR_IO, "cannot run '%s': %s", program, strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    ENPU_RETURN_IF(errno != EINTR, err, ENPU_ERR_IO, "waiting for gnuplot: %s", strerror(errno));
+  char first[256];
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    log_first_line(log, first, sizeof first);
+    return enpu_errorf(err, ENPU_ERR_INTERNAL, "gnuplot failed on %s (status %d): %s (see %s)", gp,
+                       WIFEXITED(status) ? WEXITSTATUS(status) : -1, first, log);
+  }
+  struct stat st;
+  ENPU_RETURN_IF(stat(out, &st) < 0 || st.st_size == 0, err, ENPU_ERR_INTERNAL,
+                 "gnuplot ran %s but wrote no %s (see %s)", gp, out, log);
+  return ENPU_OK;
+}
+
+/* ---- Figure 11 ------------------------------------------------------------------- */
+
+/* Distinct slacks of `phase` among the rows, ascending, into a malloc'd array. */
+static int phase_slacks(const report_savings_row *rows, size_t n, int phase, double **out, size_t *ns) {
+  *ns = 0;
+  *out = enpu_calloc(n + 1, sizeof **out);
+  if (!*out) return ENPU_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    if (rows[i].phase != phase) continue;
+    size_t j = 0;
+    while (j < *ns && (*out)[j] < rows[i].slack) j++;
+    if (j < *ns && (*out)[j] == rows[i].slack) continue;
+    memmove(*out + j + 1, *out + j, (*ns - j) * sizeof **out);
+    (*out)[j] = rows[i].slack;
+    (*ns)++;
+  }
+  return ENPU_OK;
+}
+
+static const report_savings_row *savings_at(const report_savings_row *rows, size_t n, const char *policy,
+                                            int phase, double slack) {
+  for (size_t i = 0; i < n; i++)
+    if (rows[i].phase == phase && rows[i].slack == slack && !strcmp(rows[i].policy, policy)) return &rows[i];
+  return NULL;
+}
+
+/* savings_<phase>.dat/.gp/.png: one line per policy, error bars from min to max. */
+static int plot_savings(const report_ctx *r, const report_savings_row *rows, size_t n, int phase, int *drawn,
+                        enpu_err *err) {
+  *drawn = 0;
+  double *slacks = NULL;
+  size_t ns = 0;
+  ENPU_RETURN_IF(phase_slacks(rows, n, phase, &slacks, &ns) < 0, err, ENPU_ERR_NOMEM, "out of memory");
+  if (ns == 0) {
+    free(slacks);
+    return ENPU_OK;
+  }
+  char dat[64], gpn[64], png[64], title[128];
+  snprintf(dat, sizeof dat, "savings_%s.dat", phase_names[phase]);
+  snprintf(gpn, sizeof gpn, "savings_%s.gp", phase_names[phase]);
+  snprintf(png, sizeof png, "savings_%s.png", phase_names[phase]);
+  FILE *f = NULL;
+  int rc = report_file_open(r->dir, dat, &f, err);
+  if (rc == 0) {
+    fprintf(f, "# %s: energy savings vs NoDVFS (%%) over the ok buckets, per policy: mean min max\n# slack_pct",
+            phase_names[phase]);
+    for (size_t p = 0; p < r->c->npolicies; p++)
+      fprintf(f, " %s_mean %s_min %s_max", r->c->policies[p].name, r->c->policies[p].name, r->c->policies[p].name);
+    fprintf(f, "\n");
+    for (size_t s = 0; s < ns; s++) {
+      fprintf(f, "%.6g", 100 * slacks[s]);
+      for (size_t p = 0; p < r->c->npolicies; p++) {
+        const report_savings_row *row = savings_at(rows, n, r->c->policies[p].name, phase, slacks[s]);
+        if (row) fprintf(f, " %.6f %.6f %.6f", 100 * row->mean, 100 * row->min, 100 * row->max);
+        else fprintf(f, " NaN NaN NaN");
+      }
+      fprintf(f, "\n");
+    }
+    rc = report_file_close(f, r->dir, dat, err);
+  }
+  if (rc == 0) rc = report_file_open(r->dir, gpn, &f, err);
+  if (rc == 0) {
+    snprintf(title, sizeof title, "%s: energy savings vs SLO slack (mean over buckets, bars min..max)",
+             phase_names[phase]);
+    report_gp_preamble(f, png, 560, title);
+    fprintf(f, "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
+               "set key outside right top\nset offsets 0.3, 0.3, 0, 0\nplot");
+    for (size_t p = 0; p < r->c->npolicies; p++)
+      fprintf(f, "%s '%s' using 1:%zu:%zu:%zu with yerrorlines lw 2 pt 7 title '%s'", p ? ", \\\n    " : " ",
+              dat, 2 + 3 * p, 3 + 3 * p, 4 + 3 * p, r->c->policies[p].name);
+    fprintf(f, "\n");
+    rc = report_file_close(f, r->dir, gpn, err);
+  }
+  free(slacks);
+  if (rc == 0) rc = report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
+  *drawn = rc == 0;
+  return rc;
+}
+
+static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const int drawn[2]) {
+  fprintf(md, "## 1. Energy savings vs SLO slack (Figure 11)\n\n"
+              "Per policy and phase, the energy saved against NoDVFS by the stored plan of every "
+              "compiled bucket at each slack (mean over buckets, error bars from min to max).\n\n");
+  for (int ph = 0; ph < 2; ph++)
+    if (drawn[ph]) fprintf(md, "![%s savings vs slack](savings_%s.png)\n\n", phase_names[ph], phase_names[ph]);
+  fprintf(md, "| policy | phase | slack (%%) | buckets | mean saving (%%) | min (%%) | max (%%) |\n"
+              "|---|---|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < n; i++)
+    fprintf(md, "| %s | %s | %g | %zu | %.4f | %.4f | %.4f |\n", rows[i].policy, phase_names[rows[i].phase],
+            100 * rows[i].slack, rows[i].buckets, 100 * rows[i].mean, 100 * rows[i].min, 100 * rows[i].max);
+  if (n == 0) fprintf(md, "| – | – | – | 0 | – | – | – |\n");
+  fprintf(md, "\n");
+}
+
+/* ---- Figure 12 ------------------------------------------------------------------- */
+
+static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows, size_t n, int phase,
+                          enpu_err *err) {
+  char dat[64], gpn[64], png[64], title[160];
+  snprintf(dat, sizeof dat, "breakdown_%s.dat", phase_names[phase]);
+  snprintf(gpn, sizeof gpn, "breakdown_%s.gp", phase_names[phase]);
+  snprintf(png, sizeof png, "breakdown_%s.png", phase_names[phase]);
+  FILE *f = NULL;
+  ENPU_FORWARD(report_file_open(r->dir, dat, &f, err));
+  fprintf(f, "# %s bucket batch %d seq %d: energy per forward pass by component (mJ)\n# label",
+          phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq);
+  for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %s", slot_names[s]);
+  fprintf(f, "\n");
+  for (size_t i = 0; i < n; i++) {
+    fprintf(f, "\"%s %g%%\"", rows[i].policy, 100 * rows[i].slack);
+    for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %.9g", rows[i].slot_nj[s] / 1e6);
+    fprintf(f, "\n");
+  }
+  ENPU_FORWARD(report_file_close(f, r->dir, dat, err));
+  ENPU_FORWARD(report_file_open(r->dir, gpn, &f, err));
+  snprintf(title, sizeof title, "%s, batch %d, seq %d: energy by component per policy and slack", phase_names[phase],
+           rows[0].bucket.batch, rows[0].bucket.seq);
+  report_gp_preamble(f, png, 560, title);
+  fprintf(f, "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
+             "set boxwidth 0.75\nset bmargin 6\nset xtics rotate by -40 scale 0\nset ylabel 'energy per forward pass (mJ)'\n"
+             "set yrange [0:*]\nset key outside right top\nplot");
+  for (int s = 0; s < STORE_NENERGY; s++)
+    fprintf(f, "%s '%s' using %d%s title '%s'", s ? ", \\\n    " : " ", dat, 2 + s, s ? "" : ":xtic(1)",
+            slot_names[s]);
+  fprintf(f, "\n");
+  ENPU_FORWARD(report_file_close(f, r->dir, gpn, err));
+  return report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
+}
+
+static void md_breakdown(FILE *md, const report_breakdown_row *rows, size_t n, int phase) {
+  fprintf(md, "### %s: batch %d, seq %d\n\n![%s energy by component](breakdown_%s.png)\n\n", phase_names[phase],
+          rows[0].bucket.batch, rows[0].bucket.seq, phase_names[phase], phase_names[phase]);
+  fprintf(md, "| policy | slack (%%) | walk prefix |");
+  for (int s = 0; s < STORE_NENERGY; s++) fprintf(md, " %s (mJ) |", slot_names[s]);
+  fprintf(md, " Σ slots (mJ) | plan (mJ) | NoDVFS (mJ) | saving (%%) |\n|---|---:|---:|");
+  for (int s = 0; s < STORE_NENERGY + 4; s++) fprintf(md, "---:|");
+  fprintf(md, "\n");
+  for (size_t i = 0; i < n; i++) {
+    const report_breakdown_row *b = &rows[i];
+    fprintf(md, "| %s | %g | %llu |", b->policy, 100 * b->slack, (unsigned long long)b->walk_prefix);
+    for (int s = 0; s < STORE_NENERGY; s++) fprintf(md, " %.6g |", b->slot_nj[s] / 1e6);
+    fprintf(md, " %.6g | %.6g | %.6g | %.3f |\n", b->slots_total_nj / 1e6, b->plan_energy_nj / 1e6,
+            b->e_nodvfs_nj / 1e6, b->e_nodvfs_nj > 0 ? 100 * (1 - b->plan_energy_nj / b->e_nodvfs_nj) : 0.0);
+  }
+  fprintf(md, "\n");
+}
+
+/* Does phase `ph` have a median bucket? If not, say why under a heading. */
+static int has_median(const report_ctx *r, FILE *md, int ph) {
+  if (r->median_why[ph].code == 0) return 1;
+  fprintf(md, "### %s\n\nNot shown: %s.\n\n", phase_names[ph], r->median_why[ph].msg);
+  return 0;
+}
+
+/* Figure 12 for both phases; a phase without a common ok bucket gets a note. */
+static int section_breakdown(const report_ctx *r, FILE *md, enpu_err *err) {
+  fprintf(md, "## 2. Energy by component (Figure 12)\n\n"
+              "For the median bucket of each phase (by NoDVFS time, among buckets compiled in every "
+              "policy), the energy of one forward pass by component: every op instance at the Pareto "
+              "point the plan's walk prefix puts it on, times that point's per-component energy. "
+              "`plan` is the stored plan energy on the real operator order; it exceeds Σ slots by "
+              "the V/f transition energy.\n\n");
+  for (int ph = 0; ph < 2; ph++) {
+    if (!has_median(r, md, ph)) continue;
+    report_breakdown_row *rows = NULL;
+    size_t n = 0;
+    ENPU_FORWARD(report_breakdown(r->c, r->ps, &r->median[ph], &rows, &n, err));
+    int rc = plot_breakdown(r, rows, n, ph, err);
+    if (rc == 0) md_breakdown(md, rows, n, ph);
+    free(rows);
+    ENPU_FORWARD(rc);
+  }
+  return ENPU_OK;
+}
+
+/* ---- Figure 19 ------------------------------------------------------------------- */
+
+/* The policy Figure 19 shows: enpu-all when present, else the last one (store order). */
+static const char *freq_policy(const store_contents *c) {
+  for (size_t i = 0; i < c->npolicies; i++)
+    if (!strcmp(c->policies[i].name, "enpu-all")) return c->policies[i].name;
+  return c->npolicies ? c->policies[c->npolicies - 1].name : NULL;
+}
+
+static int plot_freq(const report_ctx *r, const report_freq_row *rows, size_t n, int phase, const char *policy,
+                     double slack, enpu_err *err) {
+  char dat[64], gpn[64], png[64], title[192];
+  snprintf(dat, sizeof dat, "freq_util_%s.dat", phase_names[phase]);
+  snprintf(gpn, sizeof gpn, "freq_util_%s.gp", phase_names[phase]);
+  snprintf(png, sizeof png, "freq_util_%s.png", phase_names[phase]);
+  FILE *f = NULL;
+  ENPU_FORWARD(report_file_open(r->dir, dat, &f, err));
+  fprintf(f, "# %s, policy %s, slack %g%%: per op, utilisation at peak (%%) and chosen state / peak state\n"
+             "# op util_sa util_vu util_sram util_hbm util_ici f_sa f_vu f_sram f_hbm f_ici\n",
+          phase_names[phase], policy, 100 * slack);
+  const double peak = r->job->chip.freq_states;
+  for (size_t i = 0; i < n; i++) {
+    if (!rows[i].matched) continue;
+    fprintf(f, "\"%s\"", rows[i].op);
+    for (int k = 0; k < STORE_NSTATE; k++) fprintf(f, " %.6f", 100 * rows[i].util_peak[k]);
+    for (int k = 0; k < STORE_NSTATE; k++) fprintf(f, " %.6f", rows[i].state[k] / peak);
+    fprintf(f, "\n");
+  }
+  ENPU_FORWARD(report_file_close(f, r->dir, dat, err));
+  ENPU_FORWARD(report_file_open(r->dir, gpn, &f, err));
+  snprintf(title, sizeof title, "%s, batch %d, seq %d, %s at %g%% slack: chosen frequency vs utilisation at peak",
+           phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq, policy, 100 * slack);
+  report_gp_preamble(f, png, 560, title);
+  fprintf(f, "set xlabel 'utilisation at peak, NoDVFS (%% busy)'\nset ylabel 'chosen frequency (fraction of peak)'\n"
+             "set xrange [0:100]\nset yrange [0:1.05]\nset key outside right top\nplot");
+  for (int k = 0; k < STORE_NSTATE; k++)
+    fprintf(f, "%s '%s' using %d:%d with points pt %d ps 1.4 title '%s'", k ? ", \\\n    " : " ", dat, 2 + k,
+            7 + k, 5 + 2 * k, slot_names[k]);
+  fprintf(f, "\n");
+  ENPU_FORWARD(report_file_close(f, r->dir, gpn, err));
+  return report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
+}
+
+static size_t count_unmatched(const report_freq_row *rows, size_t n) {
+  size_t unmatched = 0;
+  for (size_t i = 0; i < n; i++) unmatched += !rows[i].matched;
+  return unmatched;
+}
+
+static void md_freq(FILE *md, const report_freq_row *rows, size_t n, int phase, double slack) {
+  const size_t unmatched = count_unmatched(rows, n);
+  fprintf(md, "### %s: batch %d, seq %d, slack %g %%\n\n", phase_names[phase], rows[0].bucket.batch,
+          rows[0].bucket.seq, 100 * slack);
+  if (unmatched < n) fprintf(md, "![%s frequency vs utilisation](freq_util_%s.png)\n\n", phase_names[phase], phase_names[phase]);
+  if (unmatched)
+    fprintf(md, "%zu of %zu ops could not be matched to an op of the job's graph with the stored time (a "
+                "different job, chip or cost model than the store's?); they are not plotted.\n\n",
+            unmatched, n);
+  fprintf(md, "| op | instances | util SA (%%) | util VU (%%) | util SRAM (%%) | util HBM (%%) | util ICI (%%) | "
+              "state SA | state VU | state SRAM | state HBM | state ICI |\n|---|---:|---:|---:|---:|---:|---:|"
+              "---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < n; i++) {
+    fprintf(md, "| %s | %llu |", rows[i].op, (unsigned long long)rows[i].instances);
+    for (int k = 0; k < STORE_NSTATE; k++)
+      rows[i].matched ? fprintf(md, " %.1f |", 100 * rows[i].util_peak[k]) : fprintf(md, " – |");
+    for (int k = 0; k < STORE_NSTATE; k++) fprintf(md, " %u |", rows[i].state[k]);
+    fprintf(md, "\n");
+  }
+  fprintf(md, "\n");
+}
+
+static int section_freq(const report_ctx *r, FILE *md, double want_slack, enpu_err *err) {
+  const char *policy = freq_policy(r->c);
+  fprintf(md, "## 3. Chosen frequency vs utilisation at peak (Figure 19)\n\n"
+              "For each op of the median buckets, the frequency state the %s plan chose for each "
+              "component (as a fraction of the peak state) against that component's busy fraction when "
+              "the op runs at peak without DVFS, recomputed with the cost model from the job file.\n\n",
+          policy ? policy : "(none)");
+  if (!r->job) {
+    fprintf(md, "Not shown: it needs the job file (`enpu report STORE --job JOB.json`), because the chip's "
+                "power tables are files the store does not hold.\n\n");
+    return ENPU_OK;
+  }
+  if (r->job->hash != r->c->job_hash)
+    fprintf(md, "Note: the job file's hash (0x%016llx) differs from the store's job_hash (0x%016llx); ops are "
+                "matched by name and by the stored time, so only ops that still cost the same are shown.\n\n",
+            (unsigned long long)r->job->hash, (unsigned long long)r->c->job_hash);
+  for (int ph = 0; ph < 2 && policy; ph++) {
+    if (!has_median(r, md, ph)) continue;
+    report_freq_row *rows = NULL;
+    size_t n = 0;
+    double slack = 0;
+    ENPU_FORWARD(
+        report_freq_util(r->c, r->ps, r->job, policy, &r->median[ph], want_slack, &rows, &n, &slack, err));
+    /* nothing to plot when no op matched (gnuplot refuses a plot without points) */
+    int rc = n > count_unmatched(rows, n) ? plot_freq(r, rows, n, ph, policy, slack, err) : 0;
+    if (rc == 0 && n) md_freq(md, rows, n, ph, slack);
+    free(rows);
+    ENPU_FORWARD(rc);
+  }
+  return ENPU_OK;
+}
+
+/* ---- the report ------------------------------------------------------------------ */
+
+/* The job name from the store's job_json; only [A-Za-z0-9._-], not starting with '.',
+ * because it becomes a directory name. */
+static int job_name(const store_contents *c, char *out, size_t len, enpu_err *err) {
+  json_error_t jerr;
+  json_t *doc = c->job_json ? json_loads(c->job_json, 0, &jerr) : NULL;
+  const char *name = json_string_value(json_object_get(doc, "name"));
+  int rc = ENPU_OK;
+  if (!name || !*name || name[0] == '.' || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789._-") != strlen(name))
+    rc = enpu_errorf(err, ENPU_ERR_FORMAT, "the store's job_json has no usable \"name\" (give --out DIR)");
+  else if (snprintf(out, len, "%s", name) >= (int)len)
+    rc = enpu_errorf(err, ENPU_ERR_RANGE, "job name too long");
+  json_decref(doc);
+  return rc;
+}
+
+static void md_header(FILE *md, const report_ctx *r, const char *name, const char *store_path) {
+  char now[32];
+  time_t t = time(NULL);
+  struct tm tm;
+  strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+  const store_contents *c = r->c;
+  fprintf(md, "# Plan store report: %s\n\n", name);
+  fprintf(md, "- Store: `%s` (format %u, written by enpu %s at %s)\n", store_path, c->format_version,
+          c->tool_version && *c->tool_version ? c->tool_version : "?",
+          c->created_utc && *c->created_utc ? c->created_utc : "?");
+  fprintf(md, "- Hashes: cost model `%016llx`, chip `%016llx`, model `%016llx`, job `%016llx`\n",
+          (unsigned long long)c->cost_model_hash, (unsigned long long)c->chip_hash,
+          (unsigned long long)c->model_hash, (unsigned long long)c->job_hash);
+  fprintf(md, "- Report written %s by `enpu report`; energies are per forward pass of a bucket.\n\n", now);
+  fprintf(md, "| policy | ops | buckets ok | infeasible (capacity) | failed | plans |\n"
+              "|---|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < c->npolicies; i++) {
+    const store_policy_tables *p = &c->policies[i];
+    size_t st[3] = {0};
+    for (size_t b = 0; b < p->nbuckets; b++)
+      if (p->buckets[b].status < 3) st[p->buckets[b].status]++;
+    fprintf(md, "| %s | %zu | %zu | %zu | %zu | %zu |\n", p->name, p->nops, st[0], st[1], st[2], p->nplans);
+  }
+  fprintf(md, "\n");
+}
+
+static int write_report(report_ctx *r, const report_options *o, const char *name, enpu_err *err) {
+  report_savings_row *sav = NULL;
+  size_t nsav = 0;
+  int drawn[2] = {0, 0};
+  ENPU_FORWARD(report_savings(r->c, &sav, &nsav, err));
+  int rc = ENPU_OK;
+  for (int ph = 0; ph < 2 && rc == 0; ph++) rc = plot_savings(r, sav, nsav, ph, &drawn[ph], err);
+  /* report.md goes to a temporary name and is renamed at the end: a report.md that
+   * exists is complete and its plots exist. */
+  FILE *md = NULL;
+  if (rc == 0) rc = report_file_open(r->dir, "report.md.tmp", &md, err);
+  if (rc == 0) {
+    md_header(md, r, name, o->store_path);
+    md_savings(md, sav, nsav, drawn);
+    rc = section_breakdown(r, md, err);
+    if (rc == 0) rc = section_freq(r, md, o->freq_slack, err);
+    if (rc == 0) rc = report_replay_section(r, md, o->replay_dir, err);
+    const int crc = report_file_close(md, r->dir, "report.md.tmp", rc == 0 ? err : NULL);
+    if (rc == 0) rc = crc;
+  }
+  free(sav);
+  char tmp[PATH_MAX], final[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s/report.md.tmp", r->dir);
+  snprintf(final, sizeof final, "%s/report.md", r->dir);
+  if (rc == 0 && rename(tmp, final) < 0)
+    rc = enpu_errorf(err, ENPU_ERR_IO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
+  if (rc < 0) remove(tmp);
+  return rc;
+}
+
+int report_write(const report_options *o, char **md_path, enpu_err *err) {
+  if (md_path) *md_path = NULL;
+  ENPU_RETURN_IF(!o || !o->store_path, err, ENPU_ERR_INVALID, "report_write: no store");
+  report_ctx r = {.job = o->job, .gnuplot = o->gnuplot ? o->gnuplot : "gnuplot"};
+  store_contents *c = NULL;
+  planstore *ps = NULL;
+  char name[STORE_NAME_LEN] = "", dir[PATH_MAX];
+  int rc = store_load(o->store_path, &c, err);
+  if (rc == 0) rc = planstore_open(o->store_path, &ps, err);
+  if (rc == 0 && job_name(c, name, sizeof name, o->out_dir ? NULL : err) < 0 && !o->out_dir)
+    rc = ENPU_ERR_FORMAT;
+  if (rc == 0 && !name[0]) snprintf(name, sizeof name, "(unnamed job)");
+  if (rc == 0 && (o->out_dir ? snprintf(dir, sizeof dir, "%s", o->out_dir)
+                             : snprintf(dir, sizeof dir, "results/%s", name)) >= (int)sizeof dir)
+    rc = enpu_errorf(err, ENPU_ERR_RANGE, "output directory name too long");
+  if (rc == 0) rc = mkdir_p(dir, err);
+  if (rc == 0) rc = absolute_dir(dir, r.absdir, sizeof r.absdir, err);
+  if (rc == 0) {
+    r.c = c, r.ps = ps, r.dir = dir;
+    for (int ph = 0; ph < 2 && rc == 0; ph++) /* "no such bucket" is a note in the report */
+      if (report_pick_bucket(c, ph, &r.median[ph], &r.median_why[ph]) == ENPU_ERR_NOMEM)
+        rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  }
+  if (rc == 0) rc = write_report(&r, o, name, err);
+  if (rc == 0 && md_path) {
+    size_t len = strlen(dir) + sizeof "/report.md";
+    *md_path = malloc(len);
+    if (*md_path) snprintf(*md_path, len, "%s/report.md", dir);
+    else rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  }
+  planstore_close(ps);
+  store_contents_free(c);
+  return rc;
+}

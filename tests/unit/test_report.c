@@ -1,0 +1,400 @@
+/* test_report.c — the report's aggregation on stores written here with known values:
+ * savings per (policy, phase, slack) over ok buckets only, the representative (median)
+ * bucket among buckets ok in every policy, energy by component slot at a walk prefix
+ * with instances split between two points, Figure 19's op matching against the real
+ * cost model (demo job), and a clear error when gnuplot cannot be run.
+ * Expected values come from this file's formulas, never from the report's output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "search.h"
+
+#define assert_near(a, b, eps)                                                                     \
+  do {                                                                                             \
+    double a_ = (a), b_ = (b);                                                                     \
+    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g (within %g)", a_, b_, (double)(eps));  \
+  } while (0)
+
+/* ---------------------------------------------------------------------------------
+ * A policy's tables, filled by the helpers below */
+
+typedef struct {
+  const char *name;
+  store_op_rec ops[64];
+  store_pareto_rec pareto[128];
+  store_bucket_rec buckets[8];
+  store_bucket_op_rec bops[64];
+  store_walk_rec walk[64];
+  store_plan_rec plans[16];
+  size_t nops, npareto, nbuckets, nbops, nwalk, nplans;
+} pol_fx;
+
+static const store_provenance prov = {.cost_model_hash = 1, .chip_hash = 2, .model_hash = 3, .job_hash = 4,
+                                      .tool_version = "test", .job_json = "{\"name\": \"report-unit\"}"};
+
+static int write_store(const char *path, pol_fx *const *pols, size_t n) {
+  enpu_err err = {0};
+  store_writer *w = NULL;
+  int rc = store_writer_create(path, &prov, 1, &w, &err);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    const pol_fx *p = pols[i];
+    const struct {
+      store_table t;
+      const void *rows;
+      size_t n;
+    } t[] = {{STORE_T_OPS, p->ops, p->nops},           {STORE_T_PARETO, p->pareto, p->npareto},
+             {STORE_T_BUCKETS, p->buckets, p->nbuckets}, {STORE_T_BUCKET_OPS, p->bops, p->nbops},
+             {STORE_T_WALK, p->walk, p->nwalk},        {STORE_T_PLANS, p->plans, p->nplans}};
+    for (size_t k = 0; rc == 0 && k < sizeof t / sizeof t[0]; k++)
+      if (t[k].n) rc = store_writer_append(w, p->name, t[k].t, t[k].rows, t[k].n, &err);
+  }
+  if (rc == 0) rc = store_writer_commit(w, &err);
+  store_writer_free(w);
+  if (rc) fprintf(stderr, "write_store: %s\n", err.msg);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Synthetic store: op 0 has 3 points, op 1 has 2; slot s of point k of op i costs
+ * (i+1)(s+1)(10-3k) nJ and the point takes 100 (i+1)(1+0.5k) ns. Every ok bucket runs 4
+ * instances of op 0 and 2 of op 1 and takes the same walk. */
+
+static double pt_time(int i, int k) { return 100.0 * (i + 1) * (1 + 0.5 * k); }
+static double slot_e(int i, int k, int s) { return (i + 1.0) * (s + 1.0) * (10.0 - 3.0 * k); }
+
+static const struct {
+  int op, from, to;
+  uint64_t n;
+} walk_steps[] = {{0, 0, 1, 3}, {0, 0, 1, 1}, {1, 0, 1, 2}, {0, 1, 2, 2}};
+#define NSTEPS (sizeof walk_steps / sizeof walk_steps[0])
+enum { MULT0 = 4, MULT1 = 2 };
+
+static void add_ops(pol_fx *p) {
+  const int npts[2] = {3, 2};
+  for (int i = 0; i < 2; i++) {
+    p->ops[i] = (store_op_rec){.signature = 100u + (uint64_t)i, .kind = 0, .pareto_first = (uint32_t)p->npareto,
+                               .pareto_count = (uint32_t)npts[i], .evaluations = 1};
+    snprintf(p->ops[i].name, sizeof p->ops[i].name, "op%d", i);
+    for (int k = 0; k < npts[i]; k++) {
+      store_pareto_rec *pt = &p->pareto[p->npareto++];
+      *pt = (store_pareto_rec){.op = (uint32_t)i, .time_ns = pt_time(i, k)};
+      for (int s = 0; s < STORE_NENERGY; s++) pt->energy_by_slot_nj[s] = slot_e(i, k, s), pt->energy_nj += slot_e(i, k, s);
+      for (int c = 0; c < STORE_NSTATE; c++) pt->states[c] = (uint8_t)(34 - 5 * k);
+    }
+  }
+  p->nops = 2;
+}
+
+/* A bucket; ok buckets get the walk and plans at slack 0 (prefix 1) and 0.05 (prefix 4)
+ * with the given savings. A failed bucket gets one plan (savings 0.99) that must be
+ * ignored. */
+static void add_bucket(pol_fx *p, int phase, int batch, int seq, int status, double t_nodvfs, double sav0,
+                       double sav5) {
+  const uint32_t row = (uint32_t)p->nbuckets++;
+  store_bucket_rec *b = &p->buckets[row];
+  *b = (store_bucket_rec){.phase = (uint8_t)phase, .status = (uint8_t)status, .batch = batch, .seq = seq,
+                          .t_nodvfs_ns = t_nodvfs, .t_peak_ns = t_nodvfs, .e_nodvfs_nj = 1000,
+                          .plan_first = (uint32_t)p->nplans};
+  if (status == STORE_BUCKET_FAILED) {
+    p->plans[p->nplans++] = (store_plan_rec){.bucket = row, .slack = 0, .savings_vs_nodvfs = 0.99};
+    b->plan_count = 1;
+    return;
+  }
+  if (status != STORE_BUCKET_OK) return;
+  b->ops_first = (uint32_t)p->nbops;
+  b->ops_count = 2;
+  p->bops[p->nbops++] = (store_bucket_op_rec){row, 0, MULT0};
+  p->bops[p->nbops++] = (store_bucket_op_rec){row, 1, MULT1};
+  double t = MULT0 * pt_time(0, 0) + MULT1 * pt_time(1, 0);
+  b->walk_start_time_ns = t;
+  b->walk_first = p->nwalk;
+  b->walk_count = NSTEPS;
+  const uint32_t first[2] = {0, 3};
+  for (size_t k = 0; k < NSTEPS; k++) {
+    t += walk_steps[k].n * (pt_time(walk_steps[k].op, walk_steps[k].to) - pt_time(walk_steps[k].op, walk_steps[k].from));
+    p->walk[p->nwalk++] = (store_walk_rec){row, (uint32_t)walk_steps[k].op,
+                                           first[walk_steps[k].op] + (uint32_t)walk_steps[k].to, walk_steps[k].n, t, 0};
+  }
+  const double sav[2] = {sav0, sav5};
+  const uint64_t prefix[2] = {1, 4};
+  for (int k = 0; k < 2; k++)
+    p->plans[p->nplans++] = (store_plan_rec){.bucket = row, .slack = 0.05 * k, .walk_prefix = prefix[k],
+                                             .savings_vs_nodvfs = sav[k], .energy_nj = 1000 * (1 - sav[k])};
+  b->plan_count = 2;
+}
+
+typedef struct {
+  char dir[64], path[128];
+  store_contents *c;
+  planstore *ps;
+} ctx;
+
+static pol_fx fx_enpu, fx_nodvfs;
+
+static int setup(void **state) {
+  ctx *c = calloc(1, sizeof *c);
+  if (!c) return -1;
+  snprintf(c->dir, sizeof c->dir, "/tmp/test_report.XXXXXX");
+  if (!mkdtemp(c->dir)) return -1;
+  snprintf(c->path, sizeof c->path, "%s/plans.h5", c->dir);
+  fx_enpu = (pol_fx){.name = "enpu-all"};
+  fx_nodvfs = (pol_fx){.name = "nodvfs"};
+  add_ops(&fx_enpu);
+  add_ops(&fx_nodvfs);
+  add_bucket(&fx_enpu, STORE_PHASE_PREFILL, 1, 128, STORE_BUCKET_OK, 1000, 0.10, 0.15);
+  add_bucket(&fx_enpu, STORE_PHASE_PREFILL, 1, 512, STORE_BUCKET_OK, 3000, 0.20, 0.25);
+  add_bucket(&fx_enpu, STORE_PHASE_PREFILL, 4, 128, STORE_BUCKET_OK, 2000, 0.30, 0.50);
+  add_bucket(&fx_enpu, STORE_PHASE_DECODE, 1, 1024, STORE_BUCKET_OK, 500, 0.05, 0.07);
+  add_bucket(&fx_enpu, STORE_PHASE_DECODE, 8, 256, STORE_BUCKET_FAILED, 0, 0, 0);
+  add_bucket(&fx_nodvfs, STORE_PHASE_PREFILL, 1, 128, STORE_BUCKET_OK, 1000, 0, 0);
+  add_bucket(&fx_nodvfs, STORE_PHASE_PREFILL, 1, 512, STORE_BUCKET_OK, 3000, 0, 0);
+  add_bucket(&fx_nodvfs, STORE_PHASE_PREFILL, 4, 128, STORE_BUCKET_INFEASIBLE_CAPACITY, 2000, 0, 0);
+  add_bucket(&fx_nodvfs, STORE_PHASE_DECODE, 1, 1024, STORE_BUCKET_OK, 500, 0, 0);
+  pol_fx *pols[] = {&fx_nodvfs, &fx_enpu};
+  enpu_err err = {0};
+  if (write_store(c->path, pols, 2) || store_load(c->path, &c->c, &err) || planstore_open(c->path, &c->ps, &err)) {
+    fprintf(stderr, "setup: %s\n", err.msg);
+    return -1;
+  }
+  *state = c;
+  return 0;
+}
+
+static int teardown(void **state) {
+  ctx *c = *state;
+  planstore_close(c->ps);
+  store_contents_free(c->c);
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
+  int rc = system(cmd);
+  free(c);
+  return rc == 0 ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Figure 11, representative buckets, Figure 12 */
+
+static void check_row(const report_savings_row *r, const char *policy, int phase, double slack, size_t n,
+                      double mean, double min, double max) {
+  assert_string_equal(r->policy, policy);
+  assert_int_equal(r->phase, phase);
+  assert_near(r->slack, slack, 0);
+  assert_int_equal(r->buckets, n);
+  assert_near(r->mean, mean, 1e-12);
+  assert_near(r->min, min, 1e-12);
+  assert_near(r->max, max, 1e-12);
+}
+
+static void test_savings(void **state) {
+  ctx *c = *state;
+  report_savings_row *rows = NULL;
+  size_t n = 0;
+  enpu_err err = {0};
+  assert_int_equal(report_savings(c->c, &rows, &n, &err), 0);
+  assert_int_equal(n, 8);
+  /* store order: enpu-all before nodvfs; the failed decode bucket's 0.99 is left out */
+  check_row(&rows[0], "enpu-all", STORE_PHASE_PREFILL, 0, 3, 0.2, 0.1, 0.3);
+  check_row(&rows[1], "enpu-all", STORE_PHASE_PREFILL, 0.05, 3, 0.3, 0.15, 0.5);
+  check_row(&rows[2], "enpu-all", STORE_PHASE_DECODE, 0, 1, 0.05, 0.05, 0.05);
+  check_row(&rows[3], "enpu-all", STORE_PHASE_DECODE, 0.05, 1, 0.07, 0.07, 0.07);
+  check_row(&rows[4], "nodvfs", STORE_PHASE_PREFILL, 0, 2, 0, 0, 0);
+  check_row(&rows[7], "nodvfs", STORE_PHASE_DECODE, 0.05, 1, 0, 0, 0);
+  free(rows);
+}
+
+static void test_pick_bucket(void **state) {
+  ctx *c = *state;
+  report_bucket_key k;
+  enpu_err err = {0};
+  /* (4,128) is infeasible under nodvfs, so the candidates are t=1000 and t=3000: the
+   * lower median is (1,128) */
+  assert_int_equal(report_pick_bucket(c->c, STORE_PHASE_PREFILL, &k, &err), 0);
+  assert_int_equal(k.batch, 1);
+  assert_int_equal(k.seq, 128);
+  assert_int_equal(report_pick_bucket(c->c, STORE_PHASE_DECODE, &k, &err), 0);
+  assert_int_equal(k.batch, 1);
+  assert_int_equal(k.seq, 1024);
+  store_contents none = {0};
+  assert_int_equal(report_pick_bucket(&none, STORE_PHASE_DECODE, &k, &err), ENPU_ERR_NOT_FOUND);
+}
+
+static void test_breakdown(void **state) {
+  ctx *c = *state;
+  report_bucket_key key = {STORE_PHASE_PREFILL, 1, 128};
+  report_breakdown_row *rows = NULL;
+  size_t n = 0;
+  enpu_err err = {0};
+  assert_int_equal(report_breakdown(c->c, c->ps, &key, &rows, &n, &err), 0);
+  assert_int_equal(n, 4); /* two policies x two slacks */
+  for (size_t r = 0; r < n; r++) {
+    assert_string_equal(rows[r].policy, r < 2 ? "enpu-all" : "nodvfs");
+    assert_near(rows[r].slack, r % 2 ? 0.05 : 0, 0);
+    double total = 0;
+    for (int s = 0; s < STORE_NENERGY; s++) {
+      /* prefix 1: op 0 has 3 instances at point 1, 1 at point 0; op 1 both at point 0.
+       * prefix 4: op 0 has 2 at point 2 (lead) and 2 at point 1; op 1 both at point 1. */
+      double want = r % 2 == 0 ? 3 * slot_e(0, 1, s) + slot_e(0, 0, s) + 2 * slot_e(1, 0, s)
+                               : 2 * slot_e(0, 2, s) + 2 * slot_e(0, 1, s) + 2 * slot_e(1, 1, s);
+      assert_near(rows[r].slot_nj[s], want, 1e-9);
+      total += want;
+    }
+    assert_near(rows[r].slots_total_nj, total, 1e-9);
+    assert_near(rows[r].e_nodvfs_nj, 1000, 0);
+  }
+  assert_near(rows[1].plan_energy_nj, 1000 * (1 - 0.15), 1e-9);
+  free(rows);
+  report_bucket_key missing = {STORE_PHASE_DECODE, 8, 256}; /* failed everywhere */
+  assert_int_equal(report_breakdown(c->c, c->ps, &missing, &rows, &n, &err), ENPU_ERR_NOT_FOUND);
+  assert_null(rows);
+}
+
+static void test_missing_gnuplot(void **state) {
+  ctx *c = *state;
+  char out[160];
+  snprintf(out, sizeof out, "%s/out", c->dir);
+  report_options o = {.store_path = c->path, .out_dir = out, .gnuplot = "/nonexistent/gnuplot", .freq_slack = -1};
+  enpu_err err = {0};
+  char *md = NULL;
+  assert_int_equal(report_write(&o, &md, &err), ENPU_ERR_NOT_FOUND);
+  assert_non_null(strstr(err.msg, "gnuplot"));
+  assert_null(md);
+  snprintf(out, sizeof out, "%s/out/report.md", c->dir);
+  assert_int_equal(access(out, F_OK), -1); /* no report without its plots */
+}
+
+/* ---------------------------------------------------------------------------------
+ * Figure 19 on the demo job: a store whose ops are the graph's, with times from the
+ * cost model, plus one op no graph op has. */
+
+static void test_freq_util(void **state) {
+  ctx *c = *state;
+  enpu_err err = {0};
+  config_job *job = NULL;
+  graph *g = NULL;
+  cost_ctx *cost = NULL;
+  search_ctx *sx = NULL;
+  assert_int_equal(config_job_load(ENPU_SOURCE_DIR "/jobs/demo.json", &job, &err), 0);
+  assert_int_equal(graph_build(job, CONFIG_DECODE, 8, 2048, &g, &err), 0);
+  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
+  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  const int peak = job->chip.freq_states;
+  const int low[CONFIG_NCOMP] = {peak / 2, peak / 3, peak - 4, peak, peak};
+  int top[CONFIG_NCOMP];
+  for (int k = 0; k < CONFIG_NCOMP; k++) top[k] = peak;
+
+  static pol_fx p;
+  p = (pol_fx){.name = "enpu-all"};
+  double util[64][CONFIG_NCOMP];
+  store_bucket_rec *b = &p.buckets[p.nbuckets++];
+  *b = (store_bucket_rec){.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .batch = 8, .seq = 2048,
+                          .t_nodvfs_ns = 1, .t_peak_ns = 1, .e_nodvfs_nj = 1};
+  double t = 0;
+  for (int j = 0; j < graph_op_count(g); j++) {
+    const graph_op *op = graph_op_at(g, j);
+    int seen = 0;
+    for (size_t i = 0; i < p.nops; i++) seen |= p.ops[i].signature == op->signature;
+    if (seen) continue;
+    assert_true(p.nops < 63);
+    const size_t i = p.nops++;
+    p.ops[i] = (store_op_rec){.signature = op->signature, .kind = (uint32_t)op->kind,
+                              .pareto_first = (uint32_t)p.npareto, .pareto_count = 2};
+    snprintf(p.ops[i].name, sizeof p.ops[i].name, "%s", op->name);
+    for (int k = 0; k < 2; k++) {
+      cost_result r;
+      assert_int_equal(search_op_breakdown(sx, cost, op, CONFIG_POLICY_ENPU_ALL, NULL, k ? low : top, &r, &err), 0);
+      store_pareto_rec *pt = &p.pareto[p.npareto++];
+      *pt = (store_pareto_rec){.op = (uint32_t)i, .time_ns = r.time_ns, .energy_nj = r.energy_total_nj};
+      for (int s = 0; s < CONFIG_NCOMP; s++) pt->states[s] = (uint8_t)(k ? low : top)[s];
+      if (k == 0) t += (double)op->multiplicity * r.time_ns;
+    }
+    cost_result pk;
+    assert_int_equal(search_op_breakdown(sx, cost, op, CONFIG_POLICY_NODVFS, NULL, top, &pk, &err), 0);
+    memcpy(util[i], pk.utilization, sizeof util[i]);
+    p.bops[p.nbops++] = (store_bucket_op_rec){0, (uint32_t)i, (uint64_t)op->multiplicity};
+  }
+  /* an op the graph does not have: same kind as a matmul, a name no op has */
+  const size_t bogus = p.nops++;
+  p.ops[bogus] = (store_op_rec){.signature = 1, .kind = GRAPH_MATMUL, .pareto_first = (uint32_t)p.npareto,
+                                .pareto_count = 1, .name = "no.such.op"};
+  p.pareto[p.npareto++] = (store_pareto_rec){.op = (uint32_t)bogus, .time_ns = 1234, .states = {1, 1, 1, 1, 1}};
+  p.bops[p.nbops++] = (store_bucket_op_rec){0, (uint32_t)bogus, 1};
+  t += 1234;
+  b->walk_start_time_ns = t;
+  b->ops_count = (uint32_t)p.nbops;
+  /* every real op moves all its instances to its slower point */
+  for (size_t i = 0; i < bogus; i++) {
+    const store_pareto_rec *a = &p.pareto[p.ops[i].pareto_first];
+    t += (double)p.bops[i].multiplicity * (a[1].time_ns - a[0].time_ns);
+    p.walk[p.nwalk++] = (store_walk_rec){0, (uint32_t)i, p.ops[i].pareto_first + 1, p.bops[i].multiplicity, t, 0};
+  }
+  b->walk_count = p.nwalk;
+  p.plans[p.nplans++] = (store_plan_rec){.bucket = 0, .slack = 0.02, .walk_prefix = 0};
+  p.plans[p.nplans++] = (store_plan_rec){.bucket = 0, .slack = 0.3, .walk_prefix = p.nwalk};
+  b->plan_count = 2;
+
+  char path[160];
+  snprintf(path, sizeof path, "%s/freq.h5", c->dir);
+  pol_fx *pols[] = {&p};
+  assert_int_equal(write_store(path, pols, 1), 0);
+  store_contents *sc = NULL;
+  planstore *ps = NULL;
+  assert_int_equal(store_load(path, &sc, &err), 0);
+  assert_int_equal(planstore_open(path, &ps, &err), 0);
+  report_bucket_key key = {STORE_PHASE_DECODE, 8, 2048};
+  report_freq_row *rows = NULL;
+  size_t n = 0;
+  double used = -1;
+  /* slack 25 %: the closest stored slack is 30 %, the plan with every op slowed */
+  assert_int_equal(report_freq_util(sc, ps, job, "enpu-all", &key, 0.25, &rows, &n, &used, &err), 0);
+  assert_near(used, 0.3, 0);
+  assert_int_equal(n, p.nops);
+  double busiest = 0;
+  for (size_t i = 0; i < bogus; i++) {
+    assert_string_equal(rows[i].op, p.ops[i].name);
+    assert_int_equal(rows[i].matched, 1);
+    assert_int_equal(rows[i].instances, p.bops[i].multiplicity);
+    for (int k = 0; k < CONFIG_NCOMP; k++) {
+      assert_int_equal(rows[i].state[k], low[k]);
+      assert_near(rows[i].util_peak[k], util[i][k], 1e-12);
+      assert_true(rows[i].util_peak[k] >= 0 && rows[i].util_peak[k] <= 1 + 1e-9);
+      busiest = fmax(busiest, rows[i].util_peak[k]);
+    }
+  }
+  assert_true(busiest > 0.5); /* every op keeps some component busy at peak */
+  assert_int_equal(rows[bogus].matched, 0);
+  free(rows);
+  /* slack 0 %: the closest is 2 %, walk prefix 0: every op at its fastest (peak) point */
+  assert_int_equal(report_freq_util(sc, ps, job, "enpu-all", &key, 0, &rows, &n, &used, &err), 0);
+  assert_near(used, 0.02, 0);
+  for (size_t i = 0; i < bogus; i++) {
+    assert_int_equal(rows[i].matched, 1);
+    assert_int_equal(rows[i].state[0], peak);
+  }
+  free(rows);
+  assert_int_equal(report_freq_util(sc, ps, job, "dvfs-c", &key, 0, &rows, &n, &used, &err), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(report_freq_util(sc, ps, job, "bogus", &key, 0, &rows, &n, &used, &err), ENPU_ERR_NOT_FOUND);
+
+  planstore_close(ps);
+  store_contents_free(sc);
+  search_ctx_free(sx);
+  cost_ctx_free(cost);
+  graph_free(g);
+  config_job_free(job);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_savings),   cmocka_unit_test(test_pick_bucket),    cmocka_unit_test(test_breakdown),
+      cmocka_unit_test(test_freq_util), cmocka_unit_test(test_missing_gnuplot),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
