@@ -257,6 +257,18 @@ typedef struct {
   int chips;                /* chips per node for this phase */
 } config_phase_grid;
 
+/* The job's optional "validation" section: `enpu farm` validates the store at the end of
+ * a run (`enpu validate` with the job's cluster).
+ *   "validation": { "trace": "traces/conv.csv",   (relative to the job file)
+ *                   "sample": 24,                 buckets per policy (default 24)
+ *                   "seed": 1 }                   seed of the sample (default 1) */
+typedef struct {
+  bool enabled;
+  char trace_path[CONFIG_PATH_LEN]; /* resolved relative to the job file */
+  int sample;                       /* >= 1 */
+  uint64_t seed;
+} config_validation;
+
 typedef struct {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
@@ -270,6 +282,7 @@ typedef struct {
   config_policy policies[CONFIG_NPOLICY];
   int policy_count;
   double moe_capacity_factor; /* 0 = worst case (every token may hit one expert) */
+  config_validation validation; /* enabled only when the job has the section */
 
   /* The raw documents, kept for provenance (store attributes). */
   char *job_json, *model_json, *chip_json, *cluster_json;

@@ -16,11 +16,12 @@
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const job_keys[] = {"name",   "model",  "chip",     "cluster", "store",
-                                       "phases", "slacks", "policies", "moe"};
+                                       "phases", "slacks", "policies", "moe",     "validation"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
 static const char *const rule_names[] = {"paper"};
 static const char *const moe_keys[] = {"capacity_factor"};
+static const char *const validation_keys[] = {"trace", "sample", "seed"};
 
 #define AXIS_EXPECTED "an array of positive integers or {\"rule\": \"paper\", \"max\": N}"
 
@@ -194,6 +195,29 @@ static int parse_moe(const config_doc *doc, const config_path *root, config_job 
   return config_fail(doc, &cp, err, ENPU_ERR_RANGE, "expected %s, got %s", expected, got);
 }
 
+static int parse_validation(const config_doc *doc, const config_path *root, config_job *job,
+                            enpu_err *err) {
+  const json_t *v = json_object_get(doc->root, "validation");
+  config_validation *val = &job->validation;
+  *val = (config_validation){.sample = 24, .seed = 1};
+  if (!v) return ENPU_OK;
+  config_path vp = CONFIG_KEY(root, "validation");
+  ENPU_FORWARD(config_object(doc, &vp, v, validation_keys, NKEYS(validation_keys), err));
+  char rel[CONFIG_PATH_LEN];
+  ENPU_FORWARD(config_get_string(doc, &vp, v, "trace", rel, sizeof rel, err));
+  if (enpu_path_relative(doc->file, rel, val->trace_path, sizeof val->trace_path, NULL) < 0) {
+    config_path tp = CONFIG_KEY(&vp, "trace");
+    return config_fail(doc, &tp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
+  }
+  if (json_object_get(v, "sample"))
+    ENPU_FORWARD(config_get_int(doc, &vp, v, "sample", 1, &val->sample, err));
+  int seed = 1;
+  if (json_object_get(v, "seed")) ENPU_FORWARD(config_get_int(doc, &vp, v, "seed", 0, &seed, err));
+  val->seed = (uint64_t)seed;
+  val->enabled = true;
+  return ENPU_OK;
+}
+
 /* Open the file that job member `key` names, relative to the job file. A file that
  * cannot be read is reported at that member; errors inside it name the file itself. */
 static int open_ref(const config_doc *doc, const config_path *root, const char *key,
@@ -248,6 +272,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   ENPU_FORWARD(parse_slacks(doc, &root, job, err));
   ENPU_FORWARD(parse_policies(doc, &root, job, err));
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
+  ENPU_FORWARD(parse_validation(doc, &root, job, err));
   enpu_hasher hs;
   enpu_hasher_init(&hs, 0);
   enpu_hasher_bytes(&hs, doc->text, doc->len);

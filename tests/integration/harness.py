@@ -13,6 +13,22 @@ import subprocess
 import sys
 
 
+def md_rows(md, header_start):
+    """Rows (lists of cells) of every markdown table whose header starts with header_start."""
+    rows, inside = [], False
+    for line in md.splitlines():
+        if line.startswith(header_start):
+            inside = True
+            continue
+        if inside and line.startswith("|---"):
+            continue
+        if inside and line.startswith("|"):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+        else:
+            inside = False
+    return rows
+
+
 class Harness:
     def __init__(self, enpu, src):
         self.enpu, self.src = enpu, src

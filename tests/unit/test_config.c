@@ -691,6 +691,16 @@ static const bad_case bad_cases[] = {
      .offset = 10,
      .path = "$.phases",
      .expect = "expected at least one of: prefill, decode"},
+    {.name = "validation sample below 1",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n"
+           "  \"validation\": { \"trace\": \"t.csv\", \"sample\": 0 }\n",
+     .code = ENPU_ERR_RANGE,
+     .needle = "0 }",
+     .path = "$.validation.sample",
+     .expect = "expected a positive integer, got 0",
+     .ends = true},
 };
 #define NBAD (sizeof bad_cases / sizeof bad_cases[0])
 
@@ -802,6 +812,34 @@ static void test_small_job_loads(void **state) {
   assert_true(job->hash != 0 && job->chip.hash != 0);
   config_job_free(job);
   config_job_free(NULL);
+  fixture_free(fx);
+}
+
+/* The optional validation section: absent → disabled; present → trace resolved against
+ * the job file, sample and seed as given (defaults 24 and 1). */
+static void test_validation_section(void **state) {
+  (void)state;
+  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
+  char path[512], want[600];
+  fixture_path(fx, "job.json", path, sizeof path);
+  config_job *job = NULL;
+  enpu_err err = {0};
+  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  assert_false(job->validation.enabled);
+  config_job_free(job);
+  fixture_free(fx);
+  fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+                      "\"moe\": { \"capacity_factor\": \"worst\" },\n"
+                      "  \"validation\": { \"trace\": \"traces/t.csv\", \"sample\": 16, \"seed\": 7 }\n",
+                      NULL, NULL);
+  fixture_path(fx, "job.json", path, sizeof path);
+  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  assert_true(job->validation.enabled);
+  snprintf(want, sizeof want, "%s/traces/t.csv", fx->dir);
+  assert_string_equal(job->validation.trace_path, want);
+  assert_int_equal(job->validation.sample, 16);
+  assert_int_equal(job->validation.seed, 7);
+  config_job_free(job);
   fixture_free(fx);
 }
 
@@ -997,6 +1035,7 @@ int main(void) {
       cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names),
       cmocka_unit_test(test_shipped_jobs_load),  cmocka_unit_test(test_published_model_sizes),
       cmocka_unit_test(test_shipped_chip),       cmocka_unit_test(test_shipped_clusters),
+      cmocka_unit_test(test_validation_section),
   };
   enum { NFIXED = sizeof fixed / sizeof fixed[0] };
   struct CMUnitTest tests[NFIXED + NBAD];

@@ -1,0 +1,268 @@
+/* validate_plan.c — re-simulating the stored plans of one bucket (validate.h): the
+ * bucket's graph rebuilt from the job, the store's ops matched to graph ops, every op
+ * instance placed on the point its plan gives it, and search_plan_simulate on the real
+ * operator order with V/f transitions.
+ *
+ * Invariants: the store has been validated by store_load (every index in range), so rows
+ * index their tables safely; instances are numbered as search_walk_positions numbers
+ * them (graph op i's layer r is instance off_i + r), which is the order the farm's walk
+ * moved them in. A mismatch between store and rebuild fails the plans with a message; it
+ * is never an error of the call. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "graph.h"
+#include "search.h"
+#include "validate.h"
+
+_Static_assert(STORE_NSTATE == CONFIG_NCOMP, "a stored plan has one state per component");
+
+struct validate_ctx {
+  const config_job *job;
+  search_ctx *search;
+  cost_ctx *cost;
+};
+
+int validate_ctx_create(const config_job *job, validate_ctx **out, enpu_err *err) {
+  *out = NULL;
+  validate_ctx *v = enpu_calloc(1, sizeof *v);
+  ENPU_RETURN_IF(!v, err, ENPU_ERR_NOMEM, "out of memory (validation context)");
+  v->job = job;
+  int rc = search_ctx_create(&job->chip, &v->search, err);
+  if (rc == 0) rc = cost_ctx_create(&job->chip, &v->cost, err);
+  if (rc < 0) {
+    validate_ctx_free(v);
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+
+void validate_ctx_free(validate_ctx *v) {
+  if (!v) return;
+  search_ctx_free(v->search);
+  cost_ctx_free(v->cost);
+  free(v);
+}
+
+static int close_to(double a, double b, double tol) {
+  return fabs(a - b) <= tol * fmax(fabs(a), fabs(b));
+}
+
+/* Per bucket: the graph, which graph ops each store op stands for, and scratch. */
+typedef struct {
+  graph *g;
+  int nops;               /* graph ops */
+  int64_t *offset;        /* per graph op: first instance (walk numbering) */
+  int64_t instances;
+  int *key_of;            /* per graph op: index into the bucket's store ops, or -1 */
+  uint32_t *pos;          /* per instance: pareto row, or STORE_NO_INDEX (peak fallback) */
+  int (*state)[CONFIG_NCOMP];
+} bucket_map;
+
+static void map_free(bucket_map *m) {
+  graph_free(m->g);
+  free(m->offset);
+  free(m->key_of);
+  free(m->pos);
+  free(m->state);
+}
+
+/* Does graph op `op` reproduce store op `so`'s fastest Pareto point under the policy? */
+static int same_op(validate_ctx *v, config_policy policy, const store_policy_tables *t,
+                   uint32_t so, const graph_op *op, double tol, int *same, enpu_err *err) {
+  const store_pareto_rec *p = &t->pareto[t->ops[so].pareto_first];
+  int st[CONFIG_NCOMP];
+  for (int c = 0; c < CONFIG_NCOMP; c++) st[c] = p->states[c];
+  cost_result r;
+  ENPU_FORWARD(search_op_breakdown(v->search, v->cost, op, policy, NULL, st, &r, err));
+  *same = close_to(r.time_ns, p->time_ns, tol) && close_to(r.energy_total_nj, p->energy_nj, tol);
+  return 0;
+}
+
+/* Build the graph and match ops. *why is set (and 0 returned) when the store and the
+ * rebuild disagree. */
+static int map_bucket(validate_ctx *v, config_policy policy, const store_policy_tables *t,
+                      const store_bucket_rec *b, double tol, bucket_map *m, char *why,
+                      size_t why_cap, enpu_err *err) {
+  enpu_err gerr = {0};
+  if (graph_build(v->job, (config_phase)b->phase, b->batch, b->seq, &m->g, &gerr) < 0) {
+    snprintf(why, why_cap, "graph: %.150s", gerr.msg);
+    return 0;
+  }
+  m->nops = graph_op_count(m->g);
+  m->offset = enpu_calloc((size_t)m->nops + 1, sizeof *m->offset);
+  m->key_of = enpu_calloc((size_t)m->nops + 1, sizeof *m->key_of);
+  ENPU_RETURN_IF(!m->offset || !m->key_of, err, ENPU_ERR_NOMEM, "out of memory (graph map)");
+  for (int i = 0; i < m->nops; i++) {
+    m->offset[i + 1] = m->offset[i] + graph_op_at(m->g, i)->multiplicity;
+    m->key_of[i] = -1;
+  }
+  m->instances = m->offset[m->nops];
+  m->pos = enpu_calloc((size_t)m->instances + 1, sizeof *m->pos);
+  m->state = enpu_calloc((size_t)m->instances + 1, sizeof *m->state);
+  ENPU_RETURN_IF(!m->pos || !m->state, err, ENPU_ERR_NOMEM, "out of memory (plan states)");
+  /* Graph ops with equal signatures share one store op (the farm's key adds only the
+   * policy and options to the signature). Each store op takes the first unmatched group
+   * of its kind and multiplicity that reproduces its fastest point. */
+  for (uint32_t k = 0; k < b->ops_count; k++) {
+    const store_bucket_op_rec *bo = &t->bucket_ops[b->ops_first + k];
+    const store_op_rec *so = &t->ops[bo->op];
+    int found = 0;
+    for (int i = 0; i < m->nops && !found; i++) {
+      const graph_op *op = graph_op_at(m->g, i);
+      if (m->key_of[i] >= 0 || (uint32_t)op->kind != so->kind) continue;
+      uint64_t mult = 0;
+      for (int j = i; j < m->nops; j++)
+        if (graph_op_at(m->g, j)->signature == op->signature) mult += (uint64_t)graph_op_at(m->g, j)->multiplicity;
+      if (mult != bo->multiplicity) continue;
+      ENPU_FORWARD(same_op(v, policy, t, bo->op, op, tol, &found, err));
+      for (int j = i; found && j < m->nops; j++)
+        if (graph_op_at(m->g, j)->signature == op->signature) m->key_of[j] = (int)k;
+    }
+    if (!found) {
+      snprintf(why, why_cap, "store op %u (%s, %llu instances) matches no op of the rebuilt graph",
+               bo->op, so->name, (unsigned long long)bo->multiplicity);
+      return 0;
+    }
+  }
+  for (int i = 0; i < m->nops; i++)
+    if (m->key_of[i] < 0) {
+      snprintf(why, why_cap, "graph op %d (%s) has no store op", i, graph_op_at(m->g, i)->name);
+      return 0;
+    }
+  return 0;
+}
+
+/* Move `n` of store op k's instances, the lowest-numbered at `from`, to `to`. */
+static int move_instances(bucket_map *m, int k, uint32_t from, uint32_t to, uint64_t n) {
+  for (int i = 0; i < m->nops && n > 0; i++) {
+    if (m->key_of[i] != k) continue;
+    for (int64_t x = m->offset[i]; x < m->offset[i + 1] && n > 0; x++)
+      if (m->pos[x] == from) m->pos[x] = to, n--;
+  }
+  return n == 0 ? 0 : -1;
+}
+
+/* Place every instance for plan `pl`; *why when the store is inconsistent. */
+static void place(const store_policy_tables *t, const store_bucket_rec *b,
+                  const store_plan_rec *pl, bucket_map *m, uint32_t *lead, uint32_t *trail,
+                  char *why, size_t why_cap) {
+  for (uint32_t k = 0; k < b->ops_count; k++) {
+    const store_op_rec *so = &t->ops[t->bucket_ops[b->ops_first + k].op];
+    lead[k] = trail[k] = so->pareto_first;
+  }
+  for (int i = 0; i < m->nops; i++)
+    for (int64_t x = m->offset[i]; x < m->offset[i + 1]; x++) m->pos[x] = lead[m->key_of[i]];
+  for (uint64_t s = 0; s < pl->walk_prefix; s++) {
+    const store_walk_rec *w = &t->walk[b->walk_first + s];
+    int k = -1;
+    for (uint32_t j = 0; j < b->ops_count && k < 0; j++)
+      if (t->bucket_ops[b->ops_first + j].op == w->op) k = (int)j;
+    const uint32_t from = k < 0 ? 0 : w->pareto == lead[k] && lead[k] != trail[k] ? trail[k] : lead[k];
+    if (k < 0 || move_instances(m, k, from, w->pareto, w->instances) < 0) {
+      snprintf(why, why_cap, "walk step %llu moves %llu instances of op %u that are not at point %u",
+               (unsigned long long)s, (unsigned long long)w->instances, w->op, from);
+      return;
+    }
+    if (w->pareto != lead[k]) trail[k] = lead[k], lead[k] = w->pareto;
+  }
+}
+
+/* The plan_states rows must name exactly the points the prefix puts each op on (or the
+ * all-peak fallback: STORE_NO_INDEX rows, whose states are then used as they are). */
+static void apply_rows(const store_policy_tables *t, const store_bucket_rec *b,
+                       const store_plan_rec *pl, bucket_map *m, char *why, size_t why_cap) {
+  for (uint64_t r = 0; r < pl->states_count && !why[0]; r++) {
+    const store_plan_state_rec *ps = &t->plan_states[pl->states_first + r];
+    int k = -1;
+    for (uint32_t j = 0; j < b->ops_count && k < 0; j++)
+      if (t->bucket_ops[b->ops_first + j].op == ps->op) k = (int)j;
+    int used = 0;
+    for (int i = 0; k >= 0 && i < m->nops; i++) {
+      if (m->key_of[i] != k) continue;
+      for (int64_t x = m->offset[i]; x < m->offset[i + 1]; x++) {
+        if (ps->pareto == STORE_NO_INDEX) {
+          m->pos[x] = STORE_NO_INDEX;
+          for (int c = 0; c < CONFIG_NCOMP; c++) m->state[x][c] = ps->states[c];
+        }
+        used |= m->pos[x] == ps->pareto;
+      }
+    }
+    const int same_states =
+        ps->pareto == STORE_NO_INDEX || !memcmp(ps->states, t->pareto[ps->pareto].states, STORE_NSTATE);
+    if (k < 0 || !used || !same_states)
+      snprintf(why, why_cap, "plan_states row %llu (op %u, point %u) disagrees with walk prefix %llu",
+               (unsigned long long)(pl->states_first + r), ps->op, ps->pareto,
+               (unsigned long long)pl->walk_prefix);
+  }
+  for (int64_t x = 0; x < m->instances && !why[0]; x++) {
+    if (m->pos[x] == STORE_NO_INDEX) continue;
+    int listed = 0;
+    for (uint64_t r = 0; r < pl->states_count && !listed; r++)
+      listed = t->plan_states[pl->states_first + r].pareto == m->pos[x];
+    if (!listed)
+      snprintf(why, why_cap, "walk prefix %llu uses point %u, which plan_states does not list",
+               (unsigned long long)pl->walk_prefix, m->pos[x]);
+    for (int c = 0; c < CONFIG_NCOMP; c++) m->state[x][c] = t->pareto[m->pos[x]].states[c];
+  }
+}
+
+int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t bucket,
+                    uint32_t stratum, double tolerance, store_validation_rec *out, size_t cap,
+                    enpu_err *err) {
+  const store_bucket_rec *b = &t->buckets[bucket];
+  ENPU_RETURN_IF(b->plan_count > cap, err, ENPU_ERR_RANGE,
+                 "bucket %u has %u plans, room for %zu", bucket, b->plan_count, cap);
+  config_policy policy;
+  ENPU_RETURN_IF(config_policy_parse(t->name, &policy) < 0, err, ENPU_ERR_NOT_FOUND,
+                 "unknown policy '%s' in the store", t->name);
+  char why[STORE_MSG_LEN] = "";
+  bucket_map m = {0};
+  uint32_t *lead = enpu_calloc((size_t)b->ops_count + 1, sizeof *lead);
+  uint32_t *trail = enpu_calloc((size_t)b->ops_count + 1, sizeof *trail);
+  int rc = lead && trail ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
+  if (rc == 0) rc = map_bucket(v, policy, t, b, tolerance, &m, why, sizeof why, err);
+  const double base_ns = fmax(b->t_nodvfs_ns, b->t_peak_ns);
+  for (uint32_t p = 0; rc == 0 && p < b->plan_count; p++) {
+    const store_plan_rec *pl = &t->plans[b->plan_first + p];
+    store_validation_rec *o = &out[p];
+    *o = (store_validation_rec){.bucket = bucket, .plan = b->plan_first + p, .stratum = stratum,
+                               .phase = b->phase, .batch = b->batch, .seq = b->seq,
+                               .slack = pl->slack, .budget_ns = pl->budget_ns,
+                               .stored_time_ns = pl->time_ns, .stored_energy_nj = pl->energy_nj,
+                               .sim_time_ns = NAN, .sim_energy_nj = NAN};
+    char msg[STORE_MSG_LEN] = "";
+    snprintf(msg, sizeof msg, "%s", why);
+    if (!msg[0]) place(t, b, pl, &m, lead, trail, msg, sizeof msg);
+    if (!msg[0]) apply_rows(t, b, pl, &m, msg, sizeof msg);
+    if (!msg[0]) {
+      enpu_err serr = {0};
+      if (search_plan_simulate(v->search, v->cost, m.g, policy, NULL,
+                               (const int(*)[CONFIG_NCOMP])m.state, &o->sim_time_ns,
+                               &o->sim_energy_nj, &serr) < 0)
+        snprintf(msg, sizeof msg, "re-simulation: %.140s", serr.msg);
+    }
+    /* The checks, most telling first. */
+    if (!msg[0] && !close_to(pl->budget_ns, base_ns + pl->slack * b->t_nodvfs_ns, tolerance))
+      snprintf(msg, sizeof msg, "budget %.6g ns is not max(T_nodvfs, T_peak) + slack x T_nodvfs = %.6g ns",
+               pl->budget_ns, base_ns + pl->slack * b->t_nodvfs_ns);
+    if (!msg[0] && o->sim_time_ns > pl->budget_ns * (1 + tolerance))
+      snprintf(msg, sizeof msg, "re-simulated time %.6g ns exceeds the budget %.6g ns",
+               o->sim_time_ns, pl->budget_ns);
+    if (!msg[0] && !close_to(o->sim_time_ns, pl->time_ns, tolerance))
+      snprintf(msg, sizeof msg, "re-simulated time %.9g ns differs from the stored %.9g ns",
+               o->sim_time_ns, pl->time_ns);
+    if (!msg[0] && !close_to(o->sim_energy_nj, pl->energy_nj, tolerance))
+      snprintf(msg, sizeof msg, "re-simulated energy %.9g nJ differs from the stored %.9g nJ",
+               o->sim_energy_nj, pl->energy_nj);
+    o->pass = !msg[0];
+    memcpy(o->message, msg, sizeof o->message);
+  }
+  map_free(&m);
+  free(lead);
+  free(trail);
+  return rc;
+}

@@ -1,0 +1,261 @@
+/* validate_run.c — a whole validation (validate.h): the sample and re-simulation per
+ * policy, the replay of every policy on the trace, the store rewritten with its
+ * validation tables, and the markdown report.
+ *
+ * Invariants: the store is rewritten only after everything was computed, from its own
+ * loaded contents (store_load) through store_writer (temp file, fsync, rename): every
+ * table but the validation ones and every content attribute is copied as read, so
+ * `enpu store diff` against the previous store shows only the validation tables. A
+ * failure before the commit leaves the store as it was. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "planstore.h"
+#include "replay.h"
+#include "validate.h"
+
+void validate_args_default(validate_args *a) {
+  *a = (validate_args){.sample = VALIDATE_DEFAULT_SAMPLE, .seed = 1,
+                       .tolerance = VALIDATE_DEFAULT_TOLERANCE};
+}
+
+/* Per policy of the store: the checked plans, the strata sampled, the replay. */
+typedef struct {
+  store_validation_rec *rows;
+  size_t nrows, cap;
+  size_t picked[VALIDATE_NSTRATA], present[VALIDATE_NSTRATA];
+  replay_result *replay;
+  store_validation_replay_rec summary;
+} policy_run;
+
+static void runs_free(policy_run *r, size_t n) {
+  for (size_t i = 0; r && i < n; i++) {
+    free(r[i].rows);
+    replay_result_free(r[i].replay);
+  }
+  free(r);
+}
+
+static int check_policy(validate_ctx *v, const validate_args *a, const store_policy_tables *t,
+                        policy_run *r, validate_outcome *out, enpu_err *err) {
+  validate_pick *picks = enpu_calloc((size_t)a->sample + 1, sizeof *picks);
+  ENPU_RETURN_IF(!picks, err, ENPU_ERR_NOMEM, "out of memory (sample)");
+  size_t n = 0;
+  int rc = validate_sample(t, a->sample, a->seed, picks, &n, err);
+  /* Every sampleable bucket once, for the per-stratum counts of the report. */
+  validate_pick *all = rc == 0 ? enpu_calloc(t->nbuckets + 1, sizeof *all) : NULL;
+  size_t nall = 0;
+  if (rc == 0 && !all) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (strata)");
+  if (rc == 0 && t->nbuckets) rc = validate_sample(t, (int)t->nbuckets, a->seed, all, &nall, err);
+  for (size_t i = 0; rc == 0 && i < nall; i++) r->present[all[i].stratum]++;
+  free(all);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    const store_bucket_rec *b = &t->buckets[picks[i].bucket];
+    if (enpu_grow((void **)&r->rows, &r->cap, r->nrows + b->plan_count, sizeof *r->rows) < 0) {
+      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (validation rows)");
+      break;
+    }
+    rc = validate_bucket(v, t, picks[i].bucket, picks[i].stratum, a->tolerance, r->rows + r->nrows,
+                         r->cap - r->nrows, err);
+    if (rc < 0) break;
+    r->picked[picks[i].stratum]++;
+    for (uint32_t p = 0; p < b->plan_count; p++) {
+      const store_validation_rec *o = &r->rows[r->nrows + p];
+      out->plans++;
+      if (o->pass) {
+        out->passed++;
+        continue;
+      }
+      out->failed++;
+      if (!out->first_failure[0])
+        snprintf(out->first_failure, sizeof out->first_failure,
+                 "%s %s batch %d seq %d slack %g: %s", t->name,
+                 config_phase_name((config_phase)o->phase), o->batch, o->seq, o->slack, o->message);
+    }
+    r->nrows += b->plan_count;
+    out->buckets++;
+  }
+  free(picks);
+  if (rc < 0) enpu_err_prefix(err, "policy %s: ", t->name);
+  return rc;
+}
+
+static void summarise(const validate_args *a, const replay_summary *s, const replay_summary *base,
+                      store_validation_replay_rec *o) {
+  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
+  *o = (store_validation_replay_rec){
+      .requests = s->requests, .served = s->served, .slo_met = s->slo_met,
+      .slo_attainment = s->slo_attainment, .energy_nj = s->energy_nj,
+      .prefill_energy_nj = p->energy_nj, .decode_energy_nj = d->energy_nj,
+      .savings_vs_nodvfs = base ? 1 - s->energy_nj / base->energy_nj : NAN,
+      .ttft_p50_ns = s->ttft_p50_ns, .ttft_p99_ns = s->ttft_p99_ns,
+      .tpot_p50_ns = s->tpot_p50_ns, .tpot_p99_ns = s->tpot_p99_ns,
+      .batches = p->batches + d->batches, .slowed = p->slowed + d->slowed,
+      .locked = p->locked + d->locked, .seed = a->seed, .sample = (uint32_t)a->sample,
+      .tolerance = a->tolerance};
+  snprintf(o->trace, sizeof o->trace, "%s", a->trace_path);
+}
+
+static int replay_all(const validate_args *a, const store_contents *c, policy_run *runs,
+                      enpu_err *err) {
+  replay_setup setup;
+  ENPU_FORWARD(replay_setup_init(&setup, a->cluster, &a->job->model, &a->job->chip, err));
+  replay_trace *trace = NULL;
+  ENPU_FORWARD(replay_trace_load(a->trace_path, false, &trace, err));
+  planstore *ps = NULL;
+  int rc = planstore_open(a->store_path, &ps, err);
+  for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
+    rc = replay_run(ps, c->policies[i].name, trace, &setup, &runs[i].replay, err);
+    if (rc < 0) enpu_err_prefix(err, "replay of policy %s: ", c->policies[i].name);
+  }
+  const replay_summary *base = NULL;
+  for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
+    if (!strcmp(c->policies[i].name, "nodvfs")) base = replay_result_summary(runs[i].replay);
+  for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
+    summarise(a, replay_result_summary(runs[i].replay), base, &runs[i].summary);
+  planstore_close(ps);
+  replay_trace_free(trace);
+  return rc;
+}
+
+/* The store again, with the validation tables replaced. */
+static int rewrite_store(const char *path, const store_contents *c, const policy_run *runs,
+                         enpu_err *err) {
+  const store_provenance prov = {
+      .cost_model_hash = c->cost_model_hash, .chip_hash = c->chip_hash,
+      .model_hash = c->model_hash, .job_hash = c->job_hash, .tool_version = c->tool_version,
+      .job_json = c->job_json, .model_json = c->model_json, .chip_json = c->chip_json,
+      .cluster_json = c->cluster_json, .added_buckets_json = c->added_buckets_json};
+  store_writer *w = NULL;
+  ENPU_FORWARD(store_writer_create(path, &prov, 0, &w, err));
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
+    const store_policy_tables *t = &c->policies[i];
+    for (int k = 0; rc == 0 && k < STORE_NTABLE; k++) {
+      const store_table tab = (store_table)k;
+      size_t n = 0;
+      const void *rows = store_policy_table(t, tab, &n);
+      if (tab == STORE_T_VALIDATION) rows = runs[i].rows, n = runs[i].nrows;
+      if (tab == STORE_T_VALIDATION_REPLAY) rows = &runs[i].summary, n = 1;
+      rc = store_writer_append(w, t->name, tab, rows, n, err);
+    }
+  }
+  if (rc == 0) rc = store_writer_commit(w, err);
+  store_writer_free(w);
+  return rc;
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parent_dirs(const char *path, enpu_err *err) {
+  char buf[CONFIG_PATH_LEN];
+  ENPU_RETURN_IF(strlen(path) >= sizeof buf, err, ENPU_ERR_RANGE, "path too long: %s", path);
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+      return enpu_errorf(err, ENPU_ERR_IO, "%s: %s", buf, strerror(errno));
+    *p = '/';
+  }
+  return 0;
+}
+
+static void write_markdown(FILE *f, const validate_args *a, const store_contents *c,
+                           const policy_run *runs, const validate_outcome *out) {
+  fprintf(f, "# Validation of `%s` (job %s)\n\n", a->store_path, a->job->name);
+  fprintf(f, "- Job: %s\n- Trace: `%s`; cluster: %s (%d prefill + %d decode nodes)\n",
+          a->job_source ? a->job_source : a->job->path, a->trace_path, a->cluster->name,
+          a->cluster->node[CONFIG_PREFILL].nodes, a->cluster->node[CONFIG_DECODE].nodes);
+  fprintf(f, "- Sample: up to %d buckets per policy, seed %llu, strata phase x batch range x "
+             "seq range (%d ranges each); every stored slack of a sampled bucket is checked\n",
+          a->sample, (unsigned long long)a->seed, VALIDATE_RANGES);
+  fprintf(f, "- Check: each plan re-simulated on the real operator order with the full cost "
+             "model and V/f transitions; pass when the re-simulated time is within the budget "
+             "and time and energy equal the stored values within a relative %g\n",
+          a->tolerance);
+  fprintf(f, "- Result: **%s** — %zu plans in %zu buckets of %zu policies: %zu passed, "
+             "%zu failed\n\n",
+          out->failed ? "FAIL" : "PASS", out->plans, out->buckets, out->policies, out->passed,
+          out->failed);
+  fprintf(f, "## Sample per stratum\n\n| policy | stratum | buckets | sampled |\n|---|---|---:|---:|\n");
+  for (size_t i = 0; i < c->npolicies; i++)
+    for (uint32_t s = 0; s < VALIDATE_NSTRATA; s++) {
+      if (!runs[i].present[s]) continue;
+      char label[128];
+      validate_stratum_label(&c->policies[i], s, label, sizeof label);
+      fprintf(f, "| %s | %s | %zu | %zu |\n", c->policies[i].name, label, runs[i].present[s],
+              runs[i].picked[s]);
+    }
+  fprintf(f, "\n## Re-simulated plans\n\nTimes in ms, energies in mJ (one forward pass).\n\n"
+             "| policy | phase | batch | seq | slack | budget | stored time | re-sim time | "
+             "stored energy | re-sim energy | result |\n"
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  for (size_t i = 0; i < c->npolicies; i++)
+    for (size_t k = 0; k < runs[i].nrows; k++) {
+      const store_validation_rec *o = &runs[i].rows[k];
+      fprintf(f, "| %s | %s | %d | %d | %g | %.6f | %.6f | %.6f | %.6f | %.6f | %s%s%s |\n",
+              c->policies[i].name, config_phase_name((config_phase)o->phase), o->batch, o->seq,
+              o->slack, o->budget_ns * 1e-6, o->stored_time_ns * 1e-6, o->sim_time_ns * 1e-6,
+              o->stored_energy_nj * 1e-6, o->sim_energy_nj * 1e-6, o->pass ? "pass" : "FAIL",
+              o->pass ? "" : ": ", o->message);
+    }
+  fprintf(f, "\n## Replay of the trace per policy\n\n%llu requests. Energy over the whole "
+             "replay (busy + idle chips); savings vs nodvfs on the same trace.\n\n"
+             "| policy | served | SLO attainment | energy (kJ) | savings vs nodvfs | "
+             "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | batches | slowed | locked |\n"
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+          c->npolicies ? (unsigned long long)runs[0].summary.requests : 0ull);
+  for (size_t i = 0; i < c->npolicies; i++) {
+    const store_validation_replay_rec *s = &runs[i].summary;
+    fprintf(f, "| %s | %llu | %.2f %% | %.1f | %.2f %% | %.1f / %.1f | %.1f / %.1f | %llu | %llu | %llu |\n",
+            c->policies[i].name, (unsigned long long)s->served, 100 * s->slo_attainment,
+            s->energy_nj * 1e-12, 100 * s->savings_vs_nodvfs, s->ttft_p50_ns * 1e-6,
+            s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6,
+            (unsigned long long)s->batches, (unsigned long long)s->slowed,
+            (unsigned long long)s->locked);
+  }
+  if (out->failed) fprintf(f, "\nFirst failure: %s\n", out->first_failure);
+}
+
+static int write_report(const validate_args *a, const store_contents *c, const policy_run *runs,
+                        const validate_outcome *out, enpu_err *err) {
+  ENPU_FORWARD(make_parent_dirs(a->report_path, err));
+  FILE *f = fopen(a->report_path, "w");
+  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: %s", a->report_path, strerror(errno));
+  write_markdown(f, a, c, runs, out);
+  const int bad = ferror(f);
+  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "%s: write failed", a->report_path);
+  return 0;
+}
+
+int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  const double t0 = enpu_now_s();
+  ENPU_RETURN_IF(a->sample < 1 || !(a->tolerance >= 0), err, ENPU_ERR_INVALID,
+                 "bad validation options (sample %d, tolerance %g)", a->sample, a->tolerance);
+  store_contents *c = NULL;
+  ENPU_FORWARD(store_load(a->store_path, &c, err));
+  validate_ctx *v = NULL;
+  policy_run *runs = enpu_calloc(c->npolicies + 1, sizeof *runs);
+  int rc = runs ? validate_ctx_create(a->job, &v, err)
+                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (policies)");
+  out->policies = c->npolicies;
+  for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
+    rc = check_policy(v, a, &c->policies[i], &runs[i], out, err);
+    if (rc == 0 && a->log)
+      fprintf(a->log, "validate: %s: %zu plans re-simulated\n", c->policies[i].name, runs[i].nrows);
+  }
+  out->resim_s = enpu_now_s() - t0;
+  if (rc == 0) rc = replay_all(a, c, runs, err);
+  out->replay_s = enpu_now_s() - t0 - out->resim_s;
+  if (rc == 0) rc = rewrite_store(a->store_path, c, runs, err);
+  if (rc == 0 && a->report_path) rc = write_report(a, c, runs, out, err);
+  out->total_s = enpu_now_s() - t0;
+  validate_ctx_free(v);
+  runs_free(runs, c->npolicies);
+  store_contents_free(c);
+  return rc;
+}
