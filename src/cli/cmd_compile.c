@@ -1,5 +1,6 @@
 /* cmd_compile.c — `enpu compile JOB --phase P --batch B --seq S [--policy NAME|all]
- * [--request walk|greedy] [--domains 5|4|3] [--threads N] [--json] [--vfset]`: compile
+ * [--request walk|greedy|ga] [--lift] [--trim] [--domains 5|4|3] [--threads N] [--sample-ops N]
+ * [--json] [--vfset]`: compile
  * one bucket for one policy or all of the job's, at the job's slacks, and print per slack
  * the budget, time, energy, savings vs NoDVFS, lower bound and gap, evaluations and
  * search time; --vfset adds each plan's vf.set stream, checked by decoding and replaying
@@ -20,8 +21,9 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: enpu compile JOB --phase prefill|decode --batch B --seq S\n"
-          "                    [--policy NAME|all] [--request walk|greedy] [--domains 5|4|3]\n"
-          "                    [--threads N] [--json] [--vfset]\n"
+          "                    [--policy NAME|all] [--request walk|greedy|ga] [--lift] [--trim]\n"
+          "                    [--domains 5|4|3] [--threads N] [--sample-ops N] [--json]\n"
+          "                    [--vfset]\n"
           "\n"
           "Compile the DVFS plans of one bucket at the job's slacks: op-level Pareto search,\n"
           "request-level walk, finalisation on the real operator order with V/f transitions.\n"
@@ -30,7 +32,15 @@ static void usage(FILE *out) {
           "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
           "  --policy NAME  nodvfs, dvfs-c, enpu-c, enpu-all, ideal (exhaustive: slow), or all\n"
           "                 (default: the job's policies)\n"
-          "  --request M    walk (default: hull walk with LP bound) or greedy (the paper's)\n"
+          "  --request M    walk (default: hull walk with LP bound), greedy (the paper's)\n"
+          "                 or ga (DVFS-C's genetic algorithm: 1000 x 500, warm-started)\n"
+          "  --lift         transition-aware finalisation: also try the plan with V/f rails\n"
+          "                 lifted to one voltage band (plans the store cannot record yet)\n"
+          "  --trim         Algorithm 1 + the trim pass (lower one domain at a time from each\n"
+          "                 Pareto point while time holds and energy does not grow)\n"
+          "  --sample-ops N with --policy ideal: exhaustive search on N sampled ops only\n"
+          "                 (Algorithm 1 on the ideal pipeline for the others); prints the\n"
+          "                 sampled ops' greedy-vs-exact energy gap\n"
           "  --domains D    eNPU V/f domains for enpu-c/enpu-all: 5 (default), 4 or 3\n"
           "  --threads N    threads of the exhaustive op-level search (ideal), default 1\n"
           "  --json         print one JSON document on stdout instead of tables\n"
@@ -40,8 +50,8 @@ static void usage(FILE *out) {
 
 typedef struct {
   const char *path, *phase, *policy, *request;
-  int batch, seq, domains, threads;
-  int have_batch, have_seq, json, vfset;
+  int batch, seq, domains, threads, sample_ops;
+  int have_batch, have_seq, json, vfset, lift, trim;
 } compile_args;
 
 /* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
@@ -52,8 +62,9 @@ static int parse_args(int argc, char **argv, compile_args *a) {
       usage(stdout);
       return 0;
     }
-    if (!strcmp(s, "--json") || !strcmp(s, "--vfset")) {
-      *(s[2] == 'j' ? &a->json : &a->vfset) = 1;
+    if (!strcmp(s, "--json") || !strcmp(s, "--vfset") || !strcmp(s, "--lift") ||
+        !strcmp(s, "--trim")) {
+      *(s[2] == 'j' ? &a->json : s[2] == 'v' ? &a->vfset : s[2] == 'l' ? &a->lift : &a->trim) = 1;
       continue;
     }
     const char **text = !strcmp(s, "--phase")     ? &a->phase
@@ -64,6 +75,7 @@ static int parse_args(int argc, char **argv, compile_args *a) {
                : !strcmp(s, "--seq")     ? &a->seq
                : !strcmp(s, "--domains") ? &a->domains
                : !strcmp(s, "--threads") ? &a->threads
+               : !strcmp(s, "--sample-ops") ? &a->sample_ops
                                          : NULL;
     if (text || num) {
       if (i + 1 >= argc) return cli_usage_error("compile", usage, "option '%s' needs a value", s);
@@ -88,9 +100,11 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   if (!a->phase) return cli_usage_error("compile", usage, "missing --phase");
   if (!a->have_batch) return cli_usage_error("compile", usage, "missing --batch");
   if (!a->have_seq) return cli_usage_error("compile", usage, "missing --seq");
-  if (strcmp(a->request, "walk") && strcmp(a->request, "greedy"))
-    return cli_usage_error("compile", usage, "--request expects walk or greedy, got '%s'",
+  if (strcmp(a->request, "walk") && strcmp(a->request, "greedy") && strcmp(a->request, "ga"))
+    return cli_usage_error("compile", usage, "--request expects walk, greedy or ga, got '%s'",
                            a->request);
+  if (a->sample_ops < 0 || (a->sample_ops && strcmp(a->policy, "ideal")))
+    return cli_usage_error("compile", usage, "--sample-ops expects N >= 1 with --policy ideal");
   if (a->domains < 3 || a->domains > 5)
     return cli_usage_error("compile", usage, "--domains expects 5, 4 or 3, got %d", a->domains);
   if (a->threads < 1)
@@ -191,6 +205,73 @@ static json_t *policy_json(const search_bucket_result *r, int vfset, enpu_err *e
 }
 
 /* ---------------------------------------------------------------------------------
+ * --policy ideal --sample-ops N */
+
+/* `ideal` with the exhaustive op-level search on n of the distinct ops only (evenly spaced
+ * over them in graph order) and Algorithm 1 on the ideal pipeline for the rest; prints
+ * (stderr under --json) each sampled op's greedy-vs-exact gap; then the request level. */
+static int compile_sampled(search_ctx *sx, cost_ctx *cost, const graph *g, const config_job *job,
+                           const search_options *opt, int n, int json,
+                           search_bucket_result *out, enpu_err *err) {
+  const int nops = graph_op_count(g);
+  search_pareto *sets = calloc((size_t)nops, sizeof *sets);
+  const search_pareto **set_of = calloc((size_t)nops, sizeof *set_of);
+  int *uniq = calloc((size_t)nops, sizeof *uniq);
+  int rc = sets && set_of && uniq ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  int nu = 0;
+  for (int i = 0; rc == 0 && i < nops; i++) {
+    for (int j = 0; j < i && !set_of[i]; j++)
+      if (graph_op_at(g, j)->signature == graph_op_at(g, i)->signature) set_of[i] = set_of[j];
+    if (set_of[i]) continue;
+    set_of[i] = &sets[i];
+    uniq[nu++] = i;
+  }
+  if (n > nu) n = nu;
+  FILE *log = json ? stderr : stdout;
+  const double t_op0 = enpu_now_s();
+  for (int u = 0; rc == 0 && u < nu; u++) {
+    const int i = uniq[u];
+    /* Sample u when it is the first distinct op at or after k·nu/n for some k < n. */
+    int sampled = 0;
+    for (int k = 0; k < n && !sampled; k++) sampled = u == (int)((int64_t)k * nu / n);
+    search_options o = *opt;
+    o.ideal_method = SEARCH_OP_GREEDY;
+    search_pareto greedy = {0};
+    rc = search_op_compile(sx, cost, graph_op_at(g, i), CONFIG_POLICY_IDEAL, &o, &greedy, err);
+    if (rc == 0 && sampled) {
+      o.ideal_method = SEARCH_OP_EXHAUSTIVE;
+      const double t0 = enpu_now_s();
+      rc = search_op_compile(sx, cost, graph_op_at(g, i), CONFIG_POLICY_IDEAL, &o, &sets[i], err);
+      search_gap gap;
+      if (rc == 0) rc = search_pareto_gap(&sets[i], &greedy, NULL, &gap, err);
+      if (rc == 0)
+        fprintf(log, "ideal: op %d (%s) exhaustive: %d points, %" PRId64 " plans, %.1f s; "
+                "greedy gap max %.3f%% mean %.3f%%, hypervolume ratio %.5f\n", i,
+                graph_op_at(g, i)->name, sets[i].count, sets[i].evals, enpu_now_s() - t0,
+                100 * gap.max_gap, 100 * gap.mean_gap, gap.hv_ratio);
+      search_pareto_free(&greedy);
+    } else if (rc == 0) {
+      sets[i] = greedy;
+    }
+  }
+  const double op_s = enpu_now_s() - t_op0;
+  if (rc == 0)
+    rc = search_compile_bucket_sets(sx, cost, g, CONFIG_POLICY_IDEAL, set_of, job->slacks,
+                                    job->slack_count, opt, out, err);
+  if (rc == 0) out->op_search_s = op_s;
+  for (int i = 0; sets && i < nops; i++) {
+    if (rc == 0 && set_of[i] == &sets[i]) out->op_evals += sets[i].evals, out->unique_ops++;
+    search_pareto_free(&sets[i]);
+  }
+  for (int k = 0; rc == 0 && k < out->nplans; k++)
+    out->plans[k].op_evals = out->op_evals, out->plans[k].search_s += op_s;
+  free(sets);
+  free(set_of);
+  free(uniq);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------
  * Main */
 
 int cli_cmd_compile(int argc, char **argv) {
@@ -220,7 +301,11 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   search_options opt;
   search_options_default(&opt);
-  opt.request = strcmp(a.request, "greedy") ? SEARCH_REQ_WALK : SEARCH_REQ_GREEDY;
+  opt.request = !strcmp(a.request, "greedy") ? SEARCH_REQ_GREEDY
+                : !strcmp(a.request, "ga")   ? SEARCH_REQ_GA
+                                             : SEARCH_REQ_WALK;
+  opt.transition_aware = a.lift;
+  opt.op_trim = a.trim;
   opt.enpu_domains = a.domains;
   opt.threads = a.threads;
   const config_policy *list = strcmp(a.policy, "all") ? &one : job->policies;
@@ -237,8 +322,9 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   for (int p = 0; p < npol && status == 0; p++) {
     search_bucket_result r;
-    if (search_compile_bucket(sx, cost, g, list[p], job->slacks, job->slack_count, &opt, &r,
-                              &err) < 0) {
+    if ((a.sample_ops ? compile_sampled(sx, cost, g, job, &opt, a.sample_ops, a.json, &r, &err)
+                      : search_compile_bucket(sx, cost, g, list[p], job->slacks,
+                                              job->slack_count, &opt, &r, &err)) < 0) {
       status = cli_fail("compile", err.msg);
       break;
     }

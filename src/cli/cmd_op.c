@@ -2,7 +2,10 @@
  * [--pipeline nodvfs|enpu|ideal] [--domains 5|4|3] [--hbm ctrl-only|full] [--json]`:
  * one operator of a bucket's graph (ids as printed by `enpu graph`) under one DVFS plan,
  * through the cost model: time, per-unit busy time and utilisation, energy breakdown.
- * The cost and power modules do the work; this file parses, checks and prints.
+ * `enpu op ... --op ID --exhaustive [--threads N] [--json]` instead prints the op's exact
+ * Pareto set (all 34^5 plans, the `ideal` policy's no-crossing pipeline) beside Algorithm
+ * 1's on the same pipeline, with the energy gap at matched time and the hypervolume ratio.
+ * The cost, power and search modules do the work; this file parses, checks and prints.
  *
  * Exit status: 0 ok; 1 the job, graph, op id, plan or evaluation was rejected (message
  * on stderr: an unknown op id names the valid range, a bad plan names the position);
@@ -15,11 +18,14 @@
 #include "cost.h"
 #include "graph.h"
 #include "power.h"
+#include "search.h"
 
 static void usage(FILE *out) {
   fprintf(out, "usage: enpu op JOB --phase prefill|decode --batch B --seq S --op ID\n"
                "               --plan SA,VU,SRAM,HBM,ICI [--pipeline nodvfs|enpu|ideal]\n"
                "               [--domains 5|4|3] [--hbm ctrl-only|full] [--json]\n"
+               "       enpu op JOB --phase P --batch B --seq S --op ID --exhaustive\n"
+               "               [--threads N] [--json]\n"
                "\n"
                "Evaluate one operator of the bucket's per-chip graph (ID as printed by\n"
                "`enpu graph`) under a DVFS plan and print its time, the busy time and\n"
@@ -36,14 +42,18 @@ static void usage(FILE *out) {
                "                ({FE,SA,VU} share one) or 3 ({FE,SA,VU,SRAM} share one)\n"
                "  --hbm M       ctrl-only (default: only the memory controller scales) or full\n"
                "                (controller and I/O scale)\n"
+               "  --exhaustive  instead of --plan: the exact Pareto set over all plans on the\n"
+               "                `ideal` pipeline (no crossing, full HBM scaling) beside\n"
+               "                Algorithm 1's, with the energy gap at matched time (minutes)\n"
+               "  --threads N   threads of the exhaustive search (default 1)\n"
                "  --json        print one JSON document on stdout instead of a table\n"
                "  -h, --help    show this help\n");
 }
 
 typedef struct {
   const char *path, *phase, *plan, *pipeline, *hbm;
-  int batch, seq, op, domains;
-  int have_batch, have_seq, have_op, have_domains, json;
+  int batch, seq, op, domains, threads;
+  int have_batch, have_seq, have_op, have_domains, have_threads, json, exhaustive;
 } op_args;
 
 /* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
@@ -54,8 +64,8 @@ static int parse_args(int argc, char **argv, op_args *a) {
       usage(stdout);
       return 0;
     }
-    if (!strcmp(s, "--json")) {
-      a->json = 1;
+    if (!strcmp(s, "--json") || !strcmp(s, "--exhaustive")) {
+      *(s[2] == 'j' ? &a->json : &a->exhaustive) = 1;
       continue;
     }
     const char **text = !strcmp(s, "--phase")      ? &a->phase
@@ -67,12 +77,14 @@ static int parse_args(int argc, char **argv, op_args *a) {
                : !strcmp(s, "--seq")     ? &a->seq
                : !strcmp(s, "--op")      ? &a->op
                : !strcmp(s, "--domains") ? &a->domains
+               : !strcmp(s, "--threads") ? &a->threads
                                          : NULL;
     /* Which "given" flag num sets (read only when num is not NULL). */
-    int *have = num == &a->batch ? &a->have_batch
-                : num == &a->seq ? &a->have_seq
-                : num == &a->op  ? &a->have_op
-                                 : &a->have_domains;
+    int *have = num == &a->batch     ? &a->have_batch
+                : num == &a->seq     ? &a->have_seq
+                : num == &a->op      ? &a->have_op
+                : num == &a->threads ? &a->have_threads
+                                     : &a->have_domains;
     if (text || num) {
       if (i + 1 >= argc) return cli_usage_error("op", usage, "option '%s' needs a value", s);
       const char *v = argv[++i];
@@ -96,7 +108,15 @@ static int parse_args(int argc, char **argv, op_args *a) {
   if (!a->have_batch) return cli_usage_error("op", usage, "missing --batch");
   if (!a->have_seq) return cli_usage_error("op", usage, "missing --seq");
   if (!a->have_op) return cli_usage_error("op", usage, "missing --op");
-  if (!a->plan) return cli_usage_error("op", usage, "missing --plan");
+  if (a->exhaustive && (a->plan || a->have_domains))
+    return cli_usage_error("op", usage, "--exhaustive searches every plan on the ideal "
+                           "pipeline: drop --%s", a->plan ? "plan" : "domains");
+  if (a->have_threads && !a->exhaustive)
+    return cli_usage_error("op", usage, "--threads applies to --exhaustive only");
+  if (a->threads < 1)
+    return cli_usage_error("op", usage, "--threads expects a positive integer, got %d",
+                           a->threads);
+  if (!a->plan && !a->exhaustive) return cli_usage_error("op", usage, "missing --plan");
   if (strcmp(a->pipeline, "nodvfs") && strcmp(a->pipeline, "enpu") && strcmp(a->pipeline, "ideal"))
     return cli_usage_error("op", usage, "--pipeline expects nodvfs, enpu or ideal, got '%s'",
                            a->pipeline);
@@ -244,6 +264,118 @@ static json_t *result_json(const config_job *job, const graph *g, const graph_op
 }
 
 /* ---------------------------------------------------------------------------------
+ * --exhaustive: exact vs Algorithm 1 */
+
+static json_t *pareto_json(const search_pareto *p, const double *gap, double search_s) {
+  json_t *pts = json_array();
+  for (int i = 0; pts && i < p->count; i++) {
+    const search_point *q = &p->points[i];
+    json_t *o = json_pack("{s:[i,i,i,i,i], s:f, s:f}", "state", q->state[0], q->state[1],
+                          q->state[2], q->state[3], q->state[4], "time_ns", q->time_ns,
+                          "energy_nj", q->energy_nj);
+    if (o && gap && json_object_set_new(o, "gap", json_real(gap[i])) < 0) json_decref(o), o = NULL;
+    if (json_array_append_new(pts, o) < 0) json_decref(pts), pts = NULL;
+  }
+  return json_pack("{s:o, s:I, s:f}", "points", pts, "evals", (json_int_t)p->evals, "search_s",
+                   search_s);
+}
+
+static void print_point(const search_point *q) {
+  printf("%2d,%2d,%2d,%2d,%2d %12.3f %13.4f", q->state[0], q->state[1], q->state[2], q->state[3],
+         q->state[4], q->time_ns / 1e3, q->energy_nj / 1e3);
+}
+
+/* Both Pareto sets side by side, row i of each; the greedy side with its gap. */
+static void print_exhaustive(const graph_op *op, const search_pareto *ex, const search_pareto *gr,
+                             const double *gap, const search_gap *sum, double ex_s,
+                             double gr_s, int threads) {
+  printf("op %d (%s, %s), multiplicity %lld; ideal pipeline (no crossing, HBM full)\n", op->id,
+         op->name, graph_kind_name(op->kind), (long long)op->multiplicity);
+  printf("exact: %d points, %lld plans in %.1f s on %d thread%s; Algorithm 1: %d points, "
+         "%lld plans in %.4f s\n\n",
+         ex->count, (long long)ex->evals, ex_s, threads, threads == 1 ? "" : "s", gr->count,
+         (long long)gr->evals, gr_s);
+  printf("%-14s %12s %13s | %-14s %12s %13s %8s\n", "exact plan", "time us", "energy uJ",
+         "greedy plan", "time us", "energy uJ", "gap");
+  const int rows = ex->count > gr->count ? ex->count : gr->count;
+  for (int i = 0; i < rows; i++) {
+    if (i < ex->count) print_point(&ex->points[i]);
+    else printf("%-14s %12s %13s", "", "", "");
+    printf(" | ");
+    if (i < gr->count) {
+      print_point(&gr->points[i]);
+      printf(" %7.3f%%", 100 * gap[i]);
+    }
+    printf("\n");
+  }
+  printf("\nenergy gap at matched time: max %.3f%% (greedy point %d), mean %.3f%%; "
+         "hypervolume ratio %.5f\n",
+         100 * sum->max_gap, sum->worst, 100 * sum->mean_gap, sum->hv_ratio);
+}
+
+static int run_exhaustive(const config_job *job, const graph *g, const op_args *a) {
+  const graph_op *op = graph_op_at(g, a->op);
+  enpu_err err = {0};
+  search_ctx *sx = NULL;
+  cost_ctx *cost = NULL;
+  search_pareto ex = {0}, gr = {0}, tr = {0};
+  double *gap = NULL, ex_s = 0, gr_s = 0;
+  search_gap sum, tsum;
+  search_options opt;
+  search_options_default(&opt);
+  opt.threads = a->threads;
+  int rc = search_ctx_create(&job->chip, &sx, &err);
+  if (!rc) rc = cost_ctx_create(&job->chip, &cost, &err);
+  if (!rc) {
+    const double t0 = enpu_now_s();
+    rc = search_op_compile(sx, cost, op, CONFIG_POLICY_IDEAL, &opt, &ex, &err);
+    ex_s = enpu_now_s() - t0;
+  }
+  if (!rc) {
+    opt.ideal_method = SEARCH_OP_GREEDY;
+    const double t0 = enpu_now_s();
+    rc = search_op_compile(sx, cost, op, CONFIG_POLICY_IDEAL, &opt, &gr, &err);
+    gr_s = enpu_now_s() - t0;
+  }
+  if (!rc && !(gap = calloc((size_t)gr.count, sizeof *gap)))
+    rc = enpu_errorf(&err, ENPU_ERR_NOMEM, "out of memory (gaps)");
+  if (!rc) rc = search_pareto_gap(&ex, &gr, gap, &sum, &err);
+  opt.op_trim = 1; /* Algorithm 1 + the trim pass, summarised beside */
+  if (!rc) rc = search_op_compile(sx, cost, op, CONFIG_POLICY_IDEAL, &opt, &tr, &err);
+  if (!rc) rc = search_pareto_gap(&ex, &tr, NULL, &tsum, &err);
+  int status = 0;
+  if (rc) {
+    status = cli_fail("op", err.msg);
+  } else if (a->json) {
+    const graph_info *in = graph_get_info(g);
+    json_t *doc = json_pack(
+        "{s:s, s:s, s:i, s:i, s:{s:i, s:s, s:s, s:I}, s:s, s:i, s:o, s:o, s:f, s:f, s:i, s:f, "
+        "s:{s:i, s:I, s:f, s:f, s:f}}",
+        "job", job->name, "phase", config_phase_name(in->phase), "batch", in->batch, "seq",
+        in->seq, "op", "id", op->id, "name", op->name, "kind", graph_kind_name(op->kind),
+        "multiplicity", (json_int_t)op->multiplicity, "pipeline", "ideal", "threads", a->threads,
+        "exact", pareto_json(&ex, NULL, ex_s), "greedy", pareto_json(&gr, gap, gr_s), "max_gap",
+        sum.max_gap, "mean_gap", sum.mean_gap, "worst", sum.worst, "hv_ratio", sum.hv_ratio,
+        "trim", "points", tr.count, "evals", (json_int_t)tr.evals, "max_gap", tsum.max_gap,
+        "mean_gap", tsum.mean_gap, "hv_ratio", tsum.hv_ratio);
+    status = doc ? cli_print_json(doc) : cli_fail("op", "out of memory building the JSON");
+    json_decref(doc);
+  } else {
+    print_exhaustive(op, &ex, &gr, gap, &sum, ex_s, gr_s, a->threads);
+    printf("with the trim pass after Algorithm 1: %d points, %lld plans; gap max %.3f%%, mean "
+           "%.3f%%; hypervolume ratio %.5f\n",
+           tr.count, (long long)tr.evals, 100 * tsum.max_gap, 100 * tsum.mean_gap, tsum.hv_ratio);
+  }
+  free(gap);
+  search_pareto_free(&ex);
+  search_pareto_free(&gr);
+  search_pareto_free(&tr);
+  cost_ctx_free(cost);
+  search_ctx_free(sx);
+  return status;
+}
+
+/* ---------------------------------------------------------------------------------
  * Entry point */
 
 /* Evaluate the op of `a` on a loaded job and graph; print; @return the exit status. */
@@ -254,6 +386,7 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
     snprintf(msg, sizeof msg, "op %d does not exist: this graph has ops 0..%d", a->op, nops - 1);
     return cli_fail("op", msg);
   }
+  if (a->exhaustive) return run_exhaustive(job, g, a);
   const int peak = job->chip.freq_states;
   cost_plan plan;
   if (parse_plan(a->plan, peak, &plan, msg, sizeof msg) < 0) return cli_fail("op", msg);
@@ -302,7 +435,7 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
 }
 
 int cli_cmd_op(int argc, char **argv) {
-  op_args a = {.pipeline = "enpu", .hbm = "ctrl-only", .domains = 5};
+  op_args a = {.pipeline = "enpu", .hbm = "ctrl-only", .domains = 5, .threads = 1};
   const int early = parse_args(argc, argv, &a);
   if (early >= 0) return early;
   config_phase phase;

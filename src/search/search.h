@@ -1,7 +1,8 @@
 /* search.h — DVFS plan search (DESIGN.md §5, paper §3.3): per-operator Pareto sets of
- * (time, energy) over frequency states, the request-level walk over their lower convex
- * hulls (one walk serves every slack and carries an LP lower bound), the paper's plain
- * greedy, plan finalisation on the real operator order with V/f transitions, plan
+ * (time, energy) over frequency states and their distance to the exact set, the
+ * request-level walk over their lower convex hulls (one walk serves every slack and
+ * carries an LP lower bound), the paper's plain greedy and DVFS-C genetic algorithm, plan
+ * finalisation on the real operator order with V/f transitions, plan
  * invariants, the vf.set encoding, and the compilation of one bucket for one policy.
  *
  * Contract:
@@ -39,6 +40,8 @@ typedef struct {
   int domain_of[CONFIG_NCOMP]; /* searched domain of each component, or -1: fixed at peak */
   int peak_state;              /* states 1..peak_state (chip->freq_states) */
   search_op_method method;
+  int trim; /* greedy only (addition, issue 4): after Algorithm 1, lower one domain at a
+               time from each Pareto point while the time holds and energy drops */
 } search_domains;
 
 /* eNPU with 5, 4 ({SA,VU} one domain) or 3 ({SA,VU,SRAM} one domain) searched domains
@@ -95,6 +98,23 @@ void search_memo_free(search_memo *m); /* NULL is a no-op */
 int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
                      void *const *users, int nthreads, search_pareto *out, enpu_err *err);
 
+/* How close an approximate Pareto set (Algorithm 1) is to the exact one (exhaustive, same
+ * evaluator): for approximate point i, gap[i] = E_i / E*(T_i) - 1, E*(T) the exact
+ * minimum energy at time <= T; and the ratio of the areas the two sets dominate up to the
+ * reference point (1.1 × the largest time, 1.1 × the largest energy of either set), which
+ * is <= 1 when `exact` really is exact. */
+typedef struct {
+  double max_gap, mean_gap; /* over the approximate points */
+  int worst;                /* index of the approximate point with max_gap */
+  double hv_ratio;          /* hypervolume(approx) / hypervolume(exact) */
+} search_gap;
+
+/* gap may be NULL (summary only), else it holds approx->count values.
+ * @return 0, or ENPU_ERR_INVALID when a set is empty or an approximate point is faster
+ * than every exact point (so `exact` cannot be exact). */
+int search_pareto_gap(const search_pareto *exact, const search_pareto *approx, double *gap,
+                      search_gap *out, enpu_err *err);
+
 /* ---------------------------------------------------------------------------------
  * Request level: the walk over lower convex hulls, the plain greedy, and prefixes. */
 
@@ -132,6 +152,29 @@ int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
 int search_greedy_build(const search_req_op *ops, int nops, double budget_ns,
                         search_walk **out, enpu_err *err);
 void search_walk_free(search_walk *w); /* NULL is a no-op */
+
+/* The genetic algorithm of the paper's DVFS-C baseline (§4.3, after ascend_dvfs): a genome
+ * holds one gene per search_req_op (a Pareto point index shared by all its instances);
+ * fitness = energy + a penalty for time over budget_ns (no transitions), so any genome
+ * over budget is worse than every one within it. Population `population`, `generations`
+ * generations of binary tournament selection, uniform crossover, per-gene mutation
+ * (probability 1/ngenes: a neighbouring point or a random one) and one elite. The first
+ * individual is `seed` (a previous slack's best, warm start) or, when NULL, every gene at
+ * its fastest point; the rest are mutations of it (half) and random genomes (half).
+ * Deterministic for a given rng_seed. best[] receives the best genome (never worse than
+ * the seed: the elite survives); *evals the genomes evaluated.
+ * @return 0, ENPU_ERR_INVALID (bad ops or parameters), ENPU_ERR_NOMEM. */
+typedef struct {
+  int population, generations;
+  uint64_t rng_seed;
+} search_ga_params;
+
+int search_ga_run(const search_req_op *ops, int nops, double budget_ns,
+                  const search_ga_params *prm, const int *seed, int *best, int64_t *evals,
+                  enpu_err *err);
+/* Time and energy of a genome (every instance of op i at point genes[i]). */
+void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes,
+                           double *time_ns, double *energy_nj);
 
 double search_walk_start_time_ns(const search_walk *w);
 double search_walk_start_energy_nj(const search_walk *w);
@@ -176,6 +219,12 @@ typedef struct {
   int64_t walk_moves;      /* instance moves of the chosen walk prefix (-1: all-peak) */
   int (*state)[CONFIG_NCOMP]; /* per op instance in execution order; owned by the result */
   int64_t instances;
+  /* Additions (issue 4): searched domains whose rails finalisation lifted (bit k: domain
+   * k), local-search moves applied after the walk prefix or GA plan, and whether the plan
+   * came from the GA. All 0: `state` is the walk prefix walk_moves (or all-peak). */
+  unsigned lifted_mask;
+  int64_t polish_moves;
+  int from_ga;
 } search_slack_plan;
 
 /* Plan invariants (DESIGN.md §11) over the slacks of one policy in increasing order:
@@ -222,8 +271,9 @@ int search_vfset_check(const int (*state)[CONFIG_NCOMP], int64_t instances,
  * Compiling one bucket for one policy */
 
 typedef enum {
-  SEARCH_REQ_WALK = 0,  /* hull walk + LP bound (default) */
-  SEARCH_REQ_GREEDY = 1 /* the paper's greedy over Pareto points, one run per slack */
+  SEARCH_REQ_WALK = 0,   /* hull walk + LP bound (default) */
+  SEARCH_REQ_GREEDY = 1, /* the paper's greedy over Pareto points, one run per slack */
+  SEARCH_REQ_GA = 2      /* the paper's DVFS-C genetic algorithm, warm-started per slack */
 } search_req_method;
 
 typedef struct {
@@ -231,6 +281,22 @@ typedef struct {
   int enpu_domains;     /* 5 (default), 4 or 3 for enpu-c / enpu-all */
   double walk_cap_slack; /* walk continues to this slack at least (default 0.5) */
   int threads;           /* exhaustive op-level search (`ideal`) */
+  /* Additions (issue 4): the GA's parameters (defaults: the paper's 1000 × 500, seed 1)
+   * and its genome granularity: the instances of one graph op (its repeated layers) are
+   * split into at most ga_groups runs of consecutive layers, one gene each (default 8). */
+  search_ga_params ga;
+  int ga_groups;
+  /* `ideal`'s op-level method: exhaustive (default) or Algorithm 1 on the ideal pipeline
+   * (the greedy side of an exact-vs-greedy comparison, or the unsampled ops). */
+  search_op_method ideal_method;
+  /* Algorithm 1 + the trim pass (search_domains.trim) for enpu-c, enpu-all and `ideal`'s
+   * greedy side; off by default (the paper's Algorithm 1 as is). */
+  int op_trim;
+  /* Transition-aware finalisation (rail lifting + local search), off by default: its
+   * plans are not walk prefixes, which is all the plan store records (a plan with
+   * lifted_mask, polish_moves or from_ga set has walk_moves -1 and only `state` says what
+   * it is). See search_compile_bucket. */
+  int transition_aware;
 } search_options;
 
 void search_options_default(search_options *o);
@@ -286,11 +352,30 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
  * distinct op signature, the request-level search, finalisation on the real operator
  * order (V/f transition time and energy between consecutive ops whose voltages differ;
  * none for `ideal`), stepping back along the walk until the plan fits, and the plan
- * invariants. `cost` is the caller's per-thread cost context.
+ * invariants. With opt->transition_aware, finalisation also (1) tries the walk prefix (or
+ * GA/greedy plan) with rails lifted — for every subset of the searched domains, each
+ * instance's state in a lifted domain is raised to the lowest state of the highest
+ * voltage band that domain uses in the plan, so its rail never changes voltage (frequency
+ * changes within a band cost no transition) — and keeps the cheapest candidate that fits;
+ * (2) improves the plan taken by a local search on the real order with transitions
+ * priced: shift one run of layers of one op by one Pareto point while that lowers the
+ * energy and fits. `cost` is the caller's per-thread cost context.
  * @return 0, or the cost model's error, ENPU_ERR_INVALID (bad slacks/options),
  * ENPU_ERR_INTERNAL (an invariant broke), ENPU_ERR_NOMEM. */
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                           const double *slacks, int nslack, const search_options *opt,
                           search_bucket_result *out, enpu_err *err);
+
+/* Re-simulate a plan from its states alone (what `enpu validate` checks a stored plan
+ * with): every op instance evaluated by the cost model under the policy's pipeline and
+ * power model, in the real operator order, plus the V/f transitions between consecutive
+ * instances that finalisation prices (none for `ideal`) — the same totals finalisation
+ * computes. state[off_i + r] holds the states of instance r (layer r) of graph op i,
+ * off_i the sum of the multiplicities of ops 0..i-1 (search_walk_positions numbering).
+ * @return 0, or the cost model's error naming the op and layer, ENPU_ERR_INVALID (bad
+ * graph or policy), ENPU_ERR_NOMEM. */
+int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                         const search_options *opt, const int (*state)[CONFIG_NCOMP],
+                         double *time_ns, double *energy_nj, enpu_err *err);
 
 #endif /* ENPU_SEARCH_H */

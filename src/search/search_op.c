@@ -1,6 +1,6 @@
 /* search_op.c — operator-level search: domain descriptions, the evaluation memo,
- * Algorithm 1 (paper §3.3), the exhaustive search (dvfs-c's sweep, `ideal`) and the
- * Pareto front they all feed.
+ * Algorithm 1 (paper §3.3) and its optional trim pass, the exhaustive search (dvfs-c's
+ * sweep, `ideal`), the Pareto front they all feed, and the exact-vs-greedy gap.
  *
  * Invariants: a front is sorted by time, strictly increasing, with strictly decreasing
  * energy; of two plans with equal time and energy the one with the lexicographically
@@ -9,6 +9,7 @@
  * current operator only: entries of earlier operators carry an older generation and
  * count as empty, so switching operators costs nothing. */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
   memcpy(d->domain_of, map, sizeof d->domain_of);
   d->peak_state = peak_state;
   d->method = method;
+  d->trim = 0;
   return 0;
 }
 
@@ -49,6 +51,7 @@ int search_domains_dvfs_c(search_domains *d, int peak_state, enpu_err *err) {
   memcpy(d->domain_of, map, sizeof d->domain_of);
   d->peak_state = peak_state;
   d->method = SEARCH_OP_EXHAUSTIVE;
+  d->trim = 0;
   return 0;
 }
 
@@ -58,6 +61,7 @@ int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++) d->domain_of[c] = -1;
   d->peak_state = peak_state;
   d->method = SEARCH_OP_EXHAUSTIVE; /* one combination: the all-peak plan */
+  d->trim = 0;
   return 0;
 }
 
@@ -218,10 +222,32 @@ typedef struct {
   int64_t evals;
 } greedy_run;
 
+/* Double the memo when `entries` reach half of it, keeping the current operator's entries
+ * (the trim pass can evaluate more plans than memo_begin planned for). */
+static int memo_reserve(search_memo *m, int64_t entries, enpu_err *err) {
+  if (2 * entries < (int64_t)m->cap) return 0;
+  search_memo old = *m;
+  m->slots = enpu_calloc(2 * old.cap, sizeof *m->slots);
+  ENPU_RETURN_IF(!m->slots, err, (m->slots = old.slots, ENPU_ERR_NOMEM),
+                 "out of memory (search memo of %zu slots)", 2 * old.cap);
+  m->cap = 2 * old.cap;
+  m->shift = old.shift - 1;
+  m->gen = 1;
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.slots[i].gen == old.gen) {
+      memo_entry *e = memo_slot(m, old.slots[i].key);
+      *e = old.slots[i];
+      e->gen = 1;
+    }
+  free(old.slots);
+  return 0;
+}
+
 static int greedy_eval(greedy_run *g, const int dstate[CONFIG_NCOMP], search_point *p,
                        enpu_err *err) {
   domains_expand(g->dom, dstate, p->state);
   const uint64_t key = memo_key(p->state);
+  ENPU_FORWARD(memo_reserve(g->memo, g->evals + 1, err));
   memo_entry *e = memo_slot(g->memo, key);
   if (e->gen != g->memo->gen) {
     ENPU_FORWARD(g->eval(g->user, p->state, &e->time_ns, &e->energy_nj, err));
@@ -236,6 +262,53 @@ static int greedy_eval(greedy_run *g, const int dstate[CONFIG_NCOMP], search_poi
 
 /* ---------------------------------------------------------------------------------
  * Algorithm 1 */
+
+/* The trim pass (search_domains.trim): Algorithm 1 only ever raises states, so a domain
+ * raised early (e.g. SA, to speed up the frontend clock while SRAM was slow) stays high
+ * after it stopped mattering. From each Pareto point, lower one domain at a time while
+ * that keeps the time and does not cost energy, and try handing a domain's state to
+ * another one (j takes k's state if higher, k drops to 1: the frontend clocks at
+ * max(SA, VU, SRAM), and an idle VU may clock it cheaper than an idle SA); every accepted
+ * plan weakly dominates the one before. */
+static int op_trim(greedy_run *g, front *f, enpu_err *err) {
+  const search_domains *dom = g->dom;
+  const size_t n = f->n;
+  search_point *start = enpu_calloc(n ? n : 1, sizeof *start);
+  ENPU_RETURN_IF(!start, err, ENPU_ERR_NOMEM, "out of memory (trim)");
+  memcpy(start, f->pts, n * sizeof *start);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    search_point cur = start[i];
+    int ds[CONFIG_NCOMP] = {0};
+    for (int c = 0; c < CONFIG_NCOMP; c++)
+      if (dom->domain_of[c] >= 0) ds[dom->domain_of[c]] = cur.state[c];
+    for (int improved = 1; improved && rc == 0;) {
+      improved = 0;
+      for (int mv = 0; mv < dom->ndomains * dom->ndomains && rc == 0; mv++) {
+        const int k = mv % dom->ndomains, j = mv / dom->ndomains; /* j == k: lower k by one */
+        if (ds[k] <= 1 || (j != k && ds[j] >= ds[k])) continue;
+        int next[CONFIG_NCOMP];
+        memcpy(next, ds, sizeof next);
+        if (j == k) next[k]--;
+        else next[j] = ds[k], next[k] = 1;
+        search_point cand;
+        rc = greedy_eval(g, next, &cand, err);
+        /* A one-state lowering at equal energy is accepted too: idle units inside one
+         * voltage band cost the same, and the saving waits at the band's bottom. Every
+         * acceptance lowers the state sum or strictly lowers energy, so this ends. */
+        if (rc == 0 && cand.time_ns <= cur.time_ns &&
+            (j == k ? cand.energy_nj <= cur.energy_nj : cand.energy_nj < cur.energy_nj)) {
+          cur = cand;
+          improved = 1;
+          memcpy(ds, next, sizeof ds);
+          rc = front_insert_checked(f, &cur, err);
+        }
+      }
+    }
+  }
+  free(start);
+  return rc;
+}
 
 static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_fn eval,
                      void *user, front *f, search_pareto *out, enpu_err *err) {
@@ -276,6 +349,7 @@ static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_f
   search_point pp; /* the all-peak plan: a memo hit when the descent got there */
   ENPU_FORWARD(greedy_eval(&g, top, &pp, err));
   ENPU_FORWARD(front_insert_checked(f, &pp, err));
+  if (dom->trim) ENPU_FORWARD(op_trim(&g, f, err));
   out->evals = g.evals;
   return 0;
 }
@@ -377,5 +451,49 @@ int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_f
   }
   out->points = f.pts;
   out->count = (int)f.n;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Exact vs approximate Pareto sets */
+
+/* Area dominated by a Pareto set (time-sorted, energy decreasing) up to (ref_t, ref_e). */
+static double hypervolume(const search_pareto *p, double ref_t, double ref_e) {
+  double hv = 0;
+  for (int i = 0; i < p->count; i++) {
+    const double t_next = i + 1 < p->count ? p->points[i + 1].time_ns : ref_t;
+    hv += (t_next - p->points[i].time_ns) * (ref_e - p->points[i].energy_nj);
+  }
+  return hv;
+}
+
+int search_pareto_gap(const search_pareto *exact, const search_pareto *approx, double *gap,
+                      search_gap *out, enpu_err *err) {
+  ENPU_RETURN_IF(exact->count < 1 || approx->count < 1, err, ENPU_ERR_INVALID,
+                 "empty Pareto set (exact %d points, approximate %d)", exact->count,
+                 approx->count);
+  *out = (search_gap){0};
+  double ref_t = 0, ref_e = 0, sum = 0;
+  int j = 0; /* exact points [0, j) are not slower than the current approximate point */
+  for (int i = 0; i < approx->count; i++) {
+    const search_point *a = &approx->points[i];
+    while (j < exact->count && exact->points[j].time_ns <= a->time_ns) j++;
+    ENPU_RETURN_IF(j == 0, err, ENPU_ERR_INVALID,
+                   "approximate point %d (%.3f ns) is faster than every exact point", i,
+                   a->time_ns);
+    const double g = a->energy_nj / exact->points[j - 1].energy_nj - 1.0;
+    if (gap) gap[i] = g;
+    sum += g;
+    if (i == 0 || g > out->max_gap) out->max_gap = g, out->worst = i;
+  }
+  out->mean_gap = sum / approx->count;
+  const search_pareto *sets[2] = {exact, approx};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < sets[k]->count; i++) {
+      ref_t = fmax(ref_t, 1.1 * sets[k]->points[i].time_ns);
+      ref_e = fmax(ref_e, 1.1 * sets[k]->points[i].energy_nj);
+    }
+  const double hv_exact = hypervolume(exact, ref_t, ref_e);
+  out->hv_ratio = hv_exact > 0 ? hypervolume(approx, ref_t, ref_e) / hv_exact : 1.0;
   return 0;
 }

@@ -170,7 +170,7 @@ static int lex_less(const int *a, const int *b) {
 
 static void test_exhaustive_pareto_filter(void **state) {
   enum { PEAK = 9, N = PEAK * PEAK };
-  search_domains dom = {2, {0, 1, -1, -1, -1}, PEAK, SEARCH_OP_EXHAUSTIVE};
+  search_domains dom = {2, {0, 1, -1, -1, -1}, PEAK, SEARCH_OP_EXHAUSTIVE, 0};
   search_point all[N];
   for (int i = 0; i < N; i++) {
     const int st[CONFIG_NCOMP] = {i % PEAK + 1, i / PEAK + 1, PEAK, PEAK, PEAK};
@@ -613,6 +613,195 @@ static void test_real_op_enpu_all(void **state) {
   config_job_free(job);
 }
 
+/* ---------------------------------------------------------------------------------
+ * Exact vs approximate Pareto sets, GA */
+
+static void test_pareto_gap(void **state) {
+  search_point ex[3] = {{{0}, 1, 10}, {{0}, 2, 6}, {{0}, 4, 3}};
+  search_point ap[3] = {{{0}, 1, 11}, {{0}, 3, 6}, {{0}, 4, 3}};
+  const search_pareto e = {ex, 3, 0, 0}, a = {ap, 3, 0, 0};
+  double gap[3];
+  search_gap sum;
+  enpu_err err = {0};
+  assert_int_equal(search_pareto_gap(&e, &a, gap, &sum, &err), 0);
+  assert_true(fabs(gap[0] - 0.1) < 1e-12); /* 11 vs 10 at t = 1 */
+  assert_true(fabs(gap[1]) < 1e-12);       /* 6 at t = 3 vs the exact 6 at t = 2 */
+  assert_true(fabs(gap[2]) < 1e-12);
+  assert_int_equal(sum.worst, 0);
+  assert_true(fabs(sum.max_gap - 0.1) < 1e-12 && fabs(sum.mean_gap - 0.1 / 3) < 1e-12);
+  /* Reference (4.4, 12.1): exact 2.1 + 12.2 + 3.64, approximate 2.2 + 6.1 + 3.64. */
+  assert_true(fabs(sum.hv_ratio - 11.94 / 17.94) < 1e-9);
+  assert_int_equal(search_pareto_gap(&e, &e, NULL, &sum, &err), 0);
+  assert_true(sum.max_gap == 0 && fabs(sum.hv_ratio - 1) < 1e-12);
+  /* An "approximate" point faster than every exact one: the exact set is not exact. */
+  ap[0].time_ns = 0.5;
+  assert_int_equal(search_pareto_gap(&e, &a, NULL, &sum, &err), ENPU_ERR_INVALID);
+}
+
+/* The trim pass on a real op where Algorithm 1 leaves a domain high for nothing: the
+ * logits all-gather, whose frontend clock follows SRAM at peak, so the SA raised early in
+ * the descent no longer matters (`enpu op ... --exhaustive` shows a 5 % gap there). */
+static void test_trim(void **state) {
+  enpu_err err = {0};
+  config_job *job;
+  if (config_job_load(JOB_PATH, &job, &err) < 0) fail_msg("%s", err.msg);
+  graph *g;
+  assert_int_equal(graph_build(job, CONFIG_PREFILL, 1, 4096, &g, &err), 0);
+  const graph_op *op = graph_op_at(g, graph_op_count(g) - 1);
+  assert_int_equal(op->kind, GRAPH_ALLGATHER);
+  cost_ctx *cost;
+  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
+  search_ctx *sx;
+  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  search_options o;
+  search_options_default(&o);
+  o.ideal_method = SEARCH_OP_GREEDY;
+  search_pareto plain, trimmed;
+  assert_int_equal(search_op_compile(sx, cost, op, CONFIG_POLICY_IDEAL, &o, &plain, &err), 0);
+  o.op_trim = 1;
+  assert_int_equal(search_op_compile(sx, cost, op, CONFIG_POLICY_IDEAL, &o, &trimmed, &err), 0);
+  assert_true(trimmed.evals > plain.evals);
+  /* The fastest point keeps its time and sheds energy; every plain point is matched. */
+  assert_true(trimmed.points[0].time_ns <= plain.points[0].time_ns);
+  assert_true(trimmed.points[0].energy_nj < 0.99 * plain.points[0].energy_nj);
+  for (int i = 0; i < plain.count; i++) {
+    int covered = 0;
+    for (int j = 0; j < trimmed.count && !covered; j++)
+      covered = trimmed.points[j].time_ns <= plain.points[i].time_ns &&
+                trimmed.points[j].energy_nj <= plain.points[i].energy_nj;
+    assert_true(covered);
+  }
+  /* Against each other as "exact" and "approximate": the plain set is the worse one. */
+  search_gap gp;
+  assert_int_equal(search_pareto_gap(&trimmed, &plain, NULL, &gp, &err), 0);
+  assert_true(gp.max_gap > 0.01 && gp.hv_ratio <= 1 + 1e-12);
+  search_pareto_free(&plain);
+  search_pareto_free(&trimmed);
+  search_ctx_free(sx);
+  cost_ctx_free(cost);
+  graph_free(g);
+  config_job_free(job);
+}
+
+/* Five ops of four Pareto points each (convex-ish, distinct rates), multiplicities 1..2. */
+static void ga_ops(search_point pts[5][4], search_req_op ops[5]) {
+  for (int i = 0; i < 5; i++) {
+    for (int k = 0; k < 4; k++)
+      pts[i][k] = (search_point){{0}, 10.0 + i + 3.0 * k + 0.1 * k * k * i,
+                                 100.0 - 7.0 * k * (i + 1) + 1.3 * k * k};
+    ops[i] = (search_req_op){pts[i], 4, 1 + i % 2};
+  }
+}
+
+static void test_ga(void **state) {
+  search_point pts[5][4];
+  search_req_op ops[5];
+  ga_ops(pts, ops);
+  double t_fast, e_fast;
+  const int fast[5] = {0, 0, 0, 0, 0};
+  search_ga_genome_cost(ops, 5, fast, &t_fast, &e_fast);
+  const double budget = t_fast + 14.0;
+  /* Brute force over the 4^5 genomes. */
+  double best_e = INFINITY;
+  for (int code = 0; code < 1024; code++) {
+    int g[5];
+    for (int i = 0, c = code; i < 5; i++, c /= 4) g[i] = c % 4;
+    double t, e;
+    search_ga_genome_cost(ops, 5, g, &t, &e);
+    if (t <= budget && e < best_e) best_e = e;
+  }
+  const search_ga_params prm = {60, 40, 7};
+  enpu_err err = {0};
+  int a[5], b[5];
+  int64_t ea, eb;
+  assert_int_equal(search_ga_run(ops, 5, budget, &prm, NULL, a, &ea, &err), 0);
+  assert_int_equal(search_ga_run(ops, 5, budget, &prm, NULL, b, &eb, &err), 0);
+  assert_memory_equal(a, b, sizeof a); /* same seed, same plan */
+  assert_int_equal(ea, eb);
+  assert_int_equal(ea, 60 + 40 * 59);
+  double t, e;
+  search_ga_genome_cost(ops, 5, a, &t, &e);
+  assert_true(t <= budget && e >= best_e - 1e-9);
+  /* Warm start from a feasible but poor genome: never worse than it, even with no
+   * generations at all, and with generations it reaches the optimum of this tiny space. */
+  const int seed[5] = {1, 0, 0, 1, 0};
+  double ts, es;
+  search_ga_genome_cost(ops, 5, seed, &ts, &es);
+  assert_true(ts <= budget);
+  for (int gens = 0; gens <= 40; gens += 40) {
+    const search_ga_params p2 = {60, gens, 99};
+    assert_int_equal(search_ga_run(ops, 5, budget, &p2, seed, b, &eb, &err), 0);
+    search_ga_genome_cost(ops, 5, b, &t, &e);
+    assert_true(t <= budget && e <= es);
+    if (gens) assert_true(fabs(e - best_e) < 1e-9);
+  }
+  /* Bad input. */
+  const search_ga_params bad = {1, 10, 1};
+  assert_int_equal(search_ga_run(ops, 5, budget, &bad, NULL, b, &eb, &err), ENPU_ERR_INVALID);
+  const int wrong[5] = {0, 0, 4, 0, 0};
+  assert_int_equal(search_ga_run(ops, 5, budget, &prm, wrong, b, &eb, &err), ENPU_ERR_INVALID);
+}
+
+/* The GA and rail lifting on a real bucket: plans fit, invariants hold (checked inside),
+ * and lifting never makes a slack's plan dearer. */
+static void test_real_bucket_ga_lift(void **state) {
+  enpu_err err = {0};
+  config_job *job;
+  if (config_job_load(JOB_PATH, &job, &err) < 0) fail_msg("%s", err.msg);
+  graph *g;
+  assert_int_equal(graph_build(job, CONFIG_DECODE, 1, 1024, &g, &err), 0);
+  cost_ctx *cost;
+  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
+  search_ctx *sx;
+  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  const double slacks[3] = {0, 0.02, 0.10};
+  search_options o;
+  search_options_default(&o);
+  assert_int_equal(o.ga.population, 1000);
+  assert_int_equal(o.ga.generations, 500);
+  o.ga = (search_ga_params){80, 30, 3};
+  o.request = SEARCH_REQ_GA;
+  search_bucket_result r1, r2, w0, w1;
+  if (search_compile_bucket(sx, cost, g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r1, &err) < 0)
+    fail_msg("%s", err.msg);
+  assert_int_equal(search_compile_bucket(sx, cost, g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r2,
+                                         &err), 0);
+  int any_ga = 0;
+  for (int k = 0; k < 3; k++) {
+    assert_true(r1.plans[k].energy_nj == r2.plans[k].energy_nj); /* deterministic */
+    assert_true(r1.plans[k].time_ns <= r1.plans[k].budget_ns);
+    assert_true(r1.plans[k].request_evals >= 80 + 30 * 79);
+    any_ga |= r1.plans[k].from_ga;
+    search_vfset_cmd *cmds = calloc((size_t)r1.plans[k].instances, sizeof *cmds);
+    int64_t n;
+    const int(*st)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])r1.plans[k].state;
+    assert_int_equal(search_vfset_stream(st, r1.plans[k].instances, cmds, &n, &err), 0);
+    assert_int_equal(search_vfset_check(st, r1.plans[k].instances, cmds, n, &err), 0);
+    free(cmds);
+  }
+  assert_true(any_ga);
+  search_bucket_result_free(&r1);
+  search_bucket_result_free(&r2);
+  search_options_default(&o);
+  assert_int_equal(search_compile_bucket(sx, cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o,
+                                         &w0, &err), 0);
+  o.transition_aware = 1;
+  if (search_compile_bucket(sx, cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o, &w1, &err) < 0)
+    fail_msg("%s", err.msg);
+  for (int k = 0; k < 3; k++) {
+    assert_true(w1.plans[k].energy_nj <= w0.plans[k].energy_nj);
+    assert_true(w1.plans[k].request_evals > w0.plans[k].request_evals); /* lifts were tried */
+    if (!w1.plans[k].lifted_mask && !w1.plans[k].polish_moves)
+      assert_true(w1.plans[k].energy_nj == w0.plans[k].energy_nj);
+  }
+  search_bucket_result_free(&w0);
+  search_bucket_result_free(&w1);
+  search_ctx_free(sx);
+  cost_ctx_free(cost);
+  graph_free(g);
+  config_job_free(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_domains),
@@ -626,6 +815,10 @@ int main(void) {
       cmocka_unit_test(test_vfset_round_trip),
       cmocka_unit_test(test_vfset_stream),
       cmocka_unit_test(test_real_op_enpu_all),
+      cmocka_unit_test(test_pareto_gap),
+      cmocka_unit_test(test_trim),
+      cmocka_unit_test(test_ga),
+      cmocka_unit_test(test_real_bucket_ga_lift),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
