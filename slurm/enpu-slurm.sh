@@ -1,0 +1,89 @@
+# enpu-slurm.sh — shell functions shared by the enpu sbatch scripts in this folder; they
+# source it (it is not submitted itself). Bash only.
+#
+# Invariants: the farm always runs in the background of the batch shell so that the
+# shell's traps fire while it works (bash defers a trap until a foreground command ends);
+# the warning signal is forwarded to the launcher (srun and mpirun both pass SIGUSR1 on
+# to every rank); a run that stopped resumably (farm exit status 3) requeues its own job,
+# and the next start resumes from the store and journal.
+
+# Sets ENPU_BIN to the enpu binary: $ENPU_BIN, else `enpu` on PATH, else the submit
+# directory's build/enpu (a source checkout). Exits 2 when none is executable.
+enpu_slurm_find_bin() {
+  if [ -z "${ENPU_BIN:-}" ]; then
+    if command -v enpu >/dev/null 2>&1; then
+      ENPU_BIN=$(command -v enpu)
+    else
+      ENPU_BIN="${SLURM_SUBMIT_DIR:-$PWD}/build/enpu"
+    fi
+  fi
+  if [ ! -x "$ENPU_BIN" ]; then
+    echo "enpu-slurm: no enpu binary at '$ENPU_BIN' (set ENPU_BIN, put enpu on PATH, or submit from a checkout with build/enpu)" >&2
+    exit 2
+  fi
+  export ENPU_BIN
+}
+
+# Sets the array ENPU_LAUNCH to the command prefix that starts one farm rank per Slurm
+# task: ENPU_LAUNCHER=srun|mpirun|none, default srun when the job has several tasks.
+enpu_slurm_launcher() {
+  local launcher=${ENPU_LAUNCHER:-}
+  if [ -z "$launcher" ]; then
+    if [ "${SLURM_NTASKS:-1}" -gt 1 ]; then launcher=srun; else launcher=none; fi
+  fi
+  case "$launcher" in
+    srun)   ENPU_LAUNCH=(srun "--mpi=${ENPU_SRUN_MPI:-pmix}" --kill-on-bad-exit=0) ;;
+    mpirun) ENPU_LAUNCH=(mpirun) ;;  # Open MPI reads the rank count from the allocation
+    none)   ENPU_LAUNCH=() ;;
+    *) echo "enpu-slurm: ENPU_LAUNCHER must be srun, mpirun or none, got '$launcher'" >&2
+       exit 2 ;;
+  esac
+}
+
+# Runs `enpu farm "$@"` under the launcher, forwarding SIGUSR1 (Slurm's warning signal,
+# `--signal=B:USR1@secs`) and SIGTERM to it. Returns the farm's exit status; on status 3
+# (checkpointed, resumable) it requeues this job first unless ENPU_MAX_REQUEUES restarts
+# were already used, and then the caller should exit.
+enpu_slurm_farm() {
+  enpu_slurm_find_bin
+  enpu_slurm_launcher
+  local stop_signal="" signals=0 seen farm_pid="" status
+  trap 'stop_signal=USR1; signals=$((signals + 1)); [ -n "$farm_pid" ] && kill -USR1 "$farm_pid" 2>/dev/null' USR1
+  trap 'stop_signal=TERM; signals=$((signals + 1)); [ -n "$farm_pid" ] && kill -TERM "$farm_pid" 2>/dev/null' TERM
+  echo "enpu-slurm: job ${SLURM_JOB_ID:-none} start $(date -u +%FT%TZ) restart ${SLURM_RESTART_COUNT:-0}:" \
+       "${ENPU_LAUNCH[*]} $ENPU_BIN farm $*" >&2
+  "${ENPU_LAUNCH[@]}" "$ENPU_BIN" farm "$@" &
+  farm_pid=$!
+  # A signal that came before the launch is passed on now.
+  [ -n "$stop_signal" ] && kill "-$stop_signal" "$farm_pid" 2>/dev/null
+  # wait returns early (status > 128) when a trapped signal arrives; waiting again blocks
+  # until the farm exits, or returns its stored status if it already has.
+  while :; do
+    seen=$signals
+    wait "$farm_pid"
+    status=$?
+    if [ "$status" -le 128 ] || [ "$signals" -eq "$seen" ]; then break; fi
+  done
+  trap - USR1 TERM
+  echo "enpu-slurm: farm exit status $status${stop_signal:+ after SIG$stop_signal} at $(date -u +%FT%TZ)" >&2
+  if [ "$status" -eq 3 ]; then
+    enpu_slurm_requeue
+  fi
+  return "$status"
+}
+
+# Requeues this job so that the next start resumes the farm; an array task is named
+# ARRAYID_TASK (its SLURM_JOB_ID may be the array's own id, which would requeue every
+# task). Slurm delays the restart by the credential lifetime.
+enpu_slurm_requeue() {
+  local max=${ENPU_MAX_REQUEUES:-20} id=${SLURM_JOB_ID:-}
+  [ -n "${SLURM_ARRAY_TASK_ID:-}" ] && id="${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
+  if [ -z "${SLURM_JOB_ID:-}" ]; then
+    echo "enpu-slurm: not under Slurm; rerun the same command to resume" >&2
+  elif [ "${SLURM_RESTART_COUNT:-0}" -ge "$max" ]; then
+    echo "enpu-slurm: not requeueing: $max restarts used (ENPU_MAX_REQUEUES); resubmit to resume" >&2
+  else
+    echo "enpu-slurm: checkpointed; requeueing job $id to resume" >&2
+    scontrol requeue "$id"
+  fi
+}

@@ -1,0 +1,291 @@
+"""The sbatch scripts of slurm/ against a real single-node Slurm and the real `enpu farm`.
+
+Each scenario starts its own local Slurm (slurm_cluster.LocalSlurm: munged, slurmctld,
+slurmd on localhost under a temporary directory), runs, and tears the daemons down by
+PID, also on failure:
+  demo     sbatch farm.sbatch (2 tasks, srun + PMIx) on jobs/demo.json completes, logs
+           progress lines, and its store answers `enpu query`;
+  requeue  a job with --time=1 (Slurm's minimum) and --signal=B:USR1@20 on a job of about
+           a minute of compute (2 tasks, mpirun): the batch shell receives the warning
+           signal, the farm checkpoints (exit 3), the job requeues itself and finishes on a
+           later start, reusing the checkpointed work; the store is identical
+           (`enpu store diff`, exit 0) to an uninterrupted run made alongside;
+  array    models-array.sbatch over a list of two small job files gives two stores, and an
+           array index past the list fails with a clear message;
+  regen    regen.sbatch after an FFN size change recomputes exactly the op signatures that
+           changed (derived independently from `enpu graph`) and prints the store diff;
+  validate validate.sbatch on a demo store passes and writes validation.md.
+
+When Slurm cannot start (not root, daemons missing, no munge) the scenario prints SKIP and
+exits 77 (CTest's SKIP_RETURN_CODE), unless CI is set (CI=1/true) or ENPU_REQUIRE_SLURM=1:
+then it fails, because there Slurm must run. ENPU_SLURM_KEEP=1 keeps the scratch and
+Slurm directories for a post-mortem.
+Usage: test_slurm.py ENPU SOURCE_DIR SCENARIO"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from harness import Harness  # noqa: E402
+from slurm_cluster import LocalSlurm, SlurmUnavailable  # noqa: E402
+from test_farm import field, signatures  # noqa: E402
+
+SKIP = 77
+
+
+def required():
+    return (os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+            or os.environ.get("ENPU_REQUIRE_SLURM") == "1")
+
+
+class Scenario:
+    """One test run: a scratch directory with a copy of jobs/ (so job files can be
+    edited and relative paths still resolve) and the environment sbatch exports."""
+
+    def __init__(self, h, slurm):
+        self.h, self.slurm = h, slurm
+        self.tmp = tempfile.mkdtemp(prefix="enpu-slurm-test-")
+        self.jobs = os.path.join(self.tmp, "jobs")
+        shutil.copytree(os.path.join(h.src, "jobs"), self.jobs)
+        self.env = dict(os.environ, ENPU_BIN=h.enpu, OMPI_ALLOW_RUN_AS_ROOT="1",
+                        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+    def script(self, name):
+        return os.path.join(self.h.src, "slurm", name)
+
+    def submit(self, script, args, options=(), env=None):
+        return self.slurm.sbatch(self.script(script), args=args, options=list(options),
+                                 cwd=self.tmp, env=env or self.env)
+
+    def log(self, name):
+        path = os.path.join(self.tmp, name)
+        return open(path, errors="replace").read() if os.path.exists(path) else ""
+
+    def write_job(self, name, **changes):
+        """A job file in the copied jobs/ derived from demo.json."""
+        job = json.load(open(os.path.join(self.jobs, "demo.json")))
+        job.update(name=name, **changes)
+        path = os.path.join(self.jobs, name + ".json")
+        json.dump(job, open(path, "w"), indent=2)
+        return path
+
+    def done_ok(self, what, info, logtext):
+        states = {k: (v.get("JobState"), v.get("ExitCode")) for k, v in info.items()}
+        return self.h.check(f"{what}: COMPLETED, exit 0",
+                            all(s == ("COMPLETED", "0:0") for s in states.values()),
+                            f"{states}\n{logtext[-1500:]}")
+
+    def cleanup(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def summaries(logtext):
+    """The farm summaries in a job log, oldest first (one per start of the job)."""
+    return ["# Farm summary" + part for part in logtext.split("# Farm summary")[1:]]
+
+
+def test_demo(s):
+    h = s.h
+    store = os.path.join(s.tmp, "demo.h5")
+    jid = s.submit("farm.sbatch", [os.path.join(s.jobs, "demo.json"), "--store", store,
+                                   "--results", os.path.join(s.tmp, "results"), "--progress-s", "1"],
+                   ["--ntasks=2", "--output=farm-%j.out"])
+    info = s.slurm.wait_job(jid, 150)
+    log = s.log(f"farm-{jid}.out")
+    s.done_ok("demo", info, log)
+    h.check("demo: progress lines in the job log",
+            re.search(r"^farm: \d+/\d+ tasks \([\d.]+%\)", log, re.M), log[-800:])
+    sums = summaries(log)
+    h.check("demo: one summary, 2 ranks (srun started both)",
+            len(sums) == 1 and field(sums[0], "ranks") == [2], log[-800:])
+    h.check("demo: summary.md written",
+            os.path.exists(os.path.join(s.tmp, "results", "demo", "summary.md")))
+    q = h.run("query", store, "--phase", "decode", "--batch", "8", "--seq", "2048",
+              "--slack", "0.05", "--json")
+    ok = q.returncode == 0
+    if ok:
+        d = json.loads(q.stdout)
+        ok = d["bucket"]["batch"] == 8 and d["energy_nj"] > 0 and d["ops"]
+    h.check("demo: the store answers enpu query", ok, q.stdout[:300] + q.stderr[-300:])
+
+
+def test_requeue(s):
+    h = s.h
+    # About a minute of single-core compute on an idle machine: longer than the latest
+    # warning (Slurm checks limits every 30 s, so @20 with --time=1 arrives 10-40 s after
+    # each start), so at least the first start is interrupted. Two ranks under mpirun (one
+    # computes), which forwards the batch shell's SIGUSR1 to both; demo covers srun.
+    job = s.write_job("long", store="long.h5", phases={
+        "prefill": {"batch": [1, 2, 3, 4, 6, 8, 12, 16, 24, 32],
+                    "seq": {"rule": "paper", "max": 32768}},
+        "decode": {"batch": [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
+                   "seq": {"rule": "paper", "max": 32768}}})
+    store, ref = os.path.join(s.tmp, "slurm.h5"), os.path.join(s.tmp, "ref.h5")
+    jid = s.submit("farm.sbatch", [job, "--store", store, "--results",
+                                   os.path.join(s.tmp, "results"), "--progress-s", "5"],
+                   ["--ntasks=2", "--time=1", "--signal=B:USR1@20", "--output=farm-%j.out"],
+                   env=dict(s.env, ENPU_LAUNCHER="mpirun"))
+    # The uninterrupted reference, alongside on the other core.
+    reference = subprocess.Popen([h.enpu, "farm", job, "--store", ref, "--results",
+                                  os.path.join(s.tmp, "ref-results"), "--quiet"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 cwd=s.tmp)
+    try:
+        info = s.slurm.wait_job(jid, 330)
+        ref_out, ref_err = reference.communicate(timeout=300)
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+    log = s.log(f"farm-{jid}.out")
+    s.done_ok("requeue", info, log)
+    restarts = int(info[jid].get("Restarts", "0"))
+    interrupted = len(re.findall(r"farm exit status 3 after SIGUSR1", log))
+    print(f"     {restarts} restart(s), {interrupted} checkpoint(s) on the warning signal")
+    h.check("requeue: the warning signal reached the farm, which exited 3", interrupted >= 1,
+            log[-1500:])
+    h.check("requeue: the job requeued itself and restarted",
+            restarts >= 1 and restarts == len(re.findall(r"requeueing job", log)), log[-1500:])
+    h.check("requeue: the last start finished the farm",
+            re.findall(r"farm exit status (\d+)", log)[-1:] == ["0"], log[-800:])
+    sums = summaries(log)
+    last = sums[-1] if sums else ""
+    reused = field(last, "reused") or [0, 0]
+    h.check("requeue: the last start reused checkpointed work",
+            "| outcome | done |" in last and sum(reused[:2]) > 0, last)
+    h.check("requeue: the uninterrupted reference run exit 0", reference.returncode == 0,
+            ref_err[-500:])
+    d = h.run("store", "diff", ref, store)
+    h.check("requeue: store identical to the uninterrupted run (store diff exit 0)",
+            d.returncode == 0, d.stdout[-600:] + d.stderr[-300:])
+
+
+def test_array(s):
+    h = s.h
+    small = {"prefill": {"batch": [1], "seq": [1024]}, "decode": {"batch": [8], "seq": [2048]}}
+    s.write_job("arr-a", store="arr-a.h5", phases=small, policies=["nodvfs", "enpu-all"])
+    s.write_job("arr-b", store="arr-b.h5", phases=small, policies=["nodvfs", "enpu-all"],
+                model="models/llama3.1-405b.json", cluster="clusters/llama3.1-405b.json")
+    with open(os.path.join(s.tmp, "models.txt"), "w") as f:
+        f.write("# two small jobs\njobs/arr-a.json\n\n  jobs/arr-b.json  \n")
+    jid = s.submit("models-array.sbatch",
+                   ["models.txt", "--", "--results", os.path.join(s.tmp, "results")],
+                   ["--array=0-2"])
+    info = s.slurm.wait_job(jid, 150)
+    tasks = {v.get("ArrayTaskId"): v for v in info.values()}
+    logs = {t: s.log(f"enpu-array-{jid}_{t}.out") for t in ("0", "1", "2")}
+    s.done_ok("array", {t: tasks.get(t, {}) for t in ("0", "1")}, logs["0"] + logs["1"])
+    stores = [os.path.join(s.jobs, n) for n in ("arr-a.h5", "arr-b.h5")]
+    for t, path in zip(("0", "1"), stores):
+        r = h.run("store", "info", path, "--json")
+        h.check(f"array: task {t} wrote its job's store {os.path.basename(path)}",
+                r.returncode == 0 and "arr-" in logs[t], r.stderr[-300:])
+    d = h.run("store", "diff", *stores)
+    h.check("array: the two stores differ (two models)", d.returncode == 1, d.stderr[-300:])
+    bad = tasks.get("2", {})
+    h.check("array: task 2 past the list fails (exit 2) with a clear message",
+            bad.get("ExitCode") == "2:0" and "array task 2 has no job" in logs["2"],
+            f"{bad.get('JobState')} {bad.get('ExitCode')} {logs['2'][-300:]}")
+
+
+def test_regen(s):
+    h = s.h
+    job = os.path.join(s.jobs, "demo.json")
+    # No --store: regen.sbatch finds the job's "store" itself (../results/demo/plans.h5).
+    store = os.path.join(s.tmp, "results", "demo", "plans.h5")
+    args = [job, "--results", os.path.join(s.tmp, "results")]
+    first = s.submit("regen.sbatch", args)
+    s.done_ok("regen first run", s.slurm.wait_job(first, 120), s.log(f"enpu-regen-{first}.out"))
+    log1 = s.log(f"enpu-regen-{first}.out")
+    h.check("regen: first run computed everything",
+            "no store before this run" in log1 and os.path.exists(store), log1[-600:])
+
+    model = os.path.join(s.jobs, "models", "llama3-70b.json")
+    text = open(model).read()
+    old = signatures(h, job)
+    open(model, "w").write(text.replace('"intermediate": 28672', '"intermediate": 24576'))
+    new = signatures(h, job)
+    changed = new - old
+    second = s.submit("regen.sbatch", args)
+    s.done_ok("regen after the model change", s.slurm.wait_job(second, 120),
+              s.log(f"enpu-regen-{second}.out"))
+    log2 = s.log(f"enpu-regen-{second}.out")
+    sums = summaries(log2)
+    t = field(sums[-1], "tasks") if sums else None
+    print(f"     {len(changed)} of {len(new)} signatures changed; tasks {t}")
+    h.check("regen: some but not all signatures changed", 0 < len(changed) < len(new))
+    h.check("regen: recomputed op tasks = changed signatures x 4 policies",
+            t and t[1] == 4 * len(changed), log2[-1200:])
+    h.check("regen: every bucket re-walked (all contain the FFN)", t and t[2] == 32, log2[-1200:])
+    diff = log2.split("== regen: what changed")[-1]
+    h.check("regen: prints the store diff (FFN ops added, attention untouched)",
+            re.search(r"op 0x[0-9a-f]+ \(ffn\.\w+\): added", diff)
+            and not re.search(r"\(attn\.\w+\)", diff)
+            and re.search(r"^\d+ differences$", diff, re.M), diff[-1200:])
+    h.check("regen: the snapshot is removed", not os.path.exists(store + ".before-regen"))
+
+
+def test_validate(s):
+    h = s.h
+    store = os.path.join(s.tmp, "demo.h5")
+    r = h.run("farm", os.path.join(s.jobs, "demo.json"), "--store", store, "--results",
+              os.path.join(s.tmp, "results"), "--quiet")
+    h.check("validate: demo store compiled", r.returncode == 0, r.stderr[-300:])
+    jid = s.submit("validate.sbatch",
+                   [store, "--trace", os.path.join(h.src, "jobs", "traces",
+                                                   "AzureLLMInferenceTrace_conv.csv"),
+                    "--cluster", os.path.join(s.jobs, "clusters", "llama3-70b.json"),
+                    "--sample", "2", "--out", os.path.join(s.tmp, "vres")])
+    info = s.slurm.wait_job(jid, 120)
+    log = s.log(f"enpu-validate-{jid}.out")
+    s.done_ok("validate", info, log)
+    h.check("validate: every sampled plan passed, in the job log",
+            re.search(r"^PASS: \d+ plans", log, re.M), log[-800:])
+    h.check("validate: validation.md written",
+            os.path.exists(os.path.join(s.tmp, "vres", "demo", "validation.md")))
+
+
+SCENARIOS = {"demo": test_demo, "requeue": test_requeue, "array": test_array,
+             "regen": test_regen, "validate": test_validate}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
+        sys.exit(f"usage: test_slurm.py ENPU SOURCE_DIR {{{'|'.join(SCENARIOS)}}}")
+    h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
+    name = sys.argv[3]
+    # CTest's timeout terminates us: unwind so that the daemons are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    keep = os.environ.get("ENPU_SLURM_KEEP") == "1"   # leave the files for a post-mortem
+    slurm = LocalSlurm(keep=keep)
+    try:
+        slurm.start()
+    except SlurmUnavailable as e:
+        if required():
+            h.check("local Slurm starts (required: CI or ENPU_REQUIRE_SLURM=1)", False, str(e))
+            h.finish()
+        print(f"SKIP: local Slurm cannot start here, Slurm tests not run: {e}")
+        sys.exit(SKIP)
+    s = Scenario(h, slurm)
+    try:
+        SCENARIOS[name](s)
+    except Exception:  # a broken scenario is a failure with its trace, after teardown
+        h.check(f"{name}: ran to the end", False, traceback.format_exc() + slurm.logs())
+    finally:
+        slurm.stop()
+        if keep:
+            print(f"kept: {s.tmp} {slurm.root}")
+        else:
+            s.cleanup()
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
