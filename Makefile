@@ -7,7 +7,8 @@ JOBS ?= $(shell nproc)
 
 DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
-  python3-h5py python3-jsonschema gnuplot-nox clang libclang-rt-14-dev
+  python3-h5py python3-jsonschema gnuplot-nox clang libclang-rt-14-dev \
+  slurm-wlm munge libpmix2
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
@@ -36,20 +37,26 @@ asan: deps
 # the shipped JSON files for the loaders, a store written by the unit test for the reader.
 fuzz: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store
-	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store
-	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store fuzz_journal
+	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
+	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
+	@$(BUILD)/tests/unit/test_farm --write $(FUZZ_BUILD)/corpus-journal
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-store 2>&1 | grep -E '^Done [0-9]+ runs'
+	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_journal -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
+	  $(FUZZ_BUILD)/corpus-journal 2>&1 | grep -E '^Done [0-9]+ runs'
+
+# The farm over every local core (hardware threads count as slots, so -np $(JOBS) needs
+# no oversubscription); as root Open MPI wants its two confirmation variables.
+MPI_ENV := $(if $(filter 0,$(shell id -u)),OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
 
 run: build
 	$(BUILD)/enpu buckets jobs/demo.json
-	$(BUILD)/enpu graph jobs/demo.json --phase prefill --batch 1 --seq 1024
-	$(BUILD)/enpu graph jobs/demo.json --phase decode --batch 8 --seq 2048 --time
-	$(BUILD)/enpu compile jobs/demo.json --phase decode --batch 8 --seq 2048 --policy all
+	$(MPI_ENV) mpirun -np $(JOBS) --use-hwthread-cpus $(BUILD)/enpu farm jobs/demo.json
+	$(BUILD)/enpu query results/demo/plans.h5 --phase decode --batch 8 --seq 2048 --slack 0.05 --policy enpu-all
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="

@@ -17,6 +17,12 @@ int cli_cmd_buckets(int argc, char **argv);
 int cli_cmd_graph(int argc, char **argv);
 int cli_cmd_op(int argc, char **argv);
 int cli_cmd_compile(int argc, char **argv);
+int cli_cmd_farm(int argc, char **argv);
+int cli_cmd_store(int argc, char **argv);
+int cli_cmd_query(int argc, char **argv);
+int cli_cmd_replay(int argc, char **argv);
+int cli_cmd_report(int argc, char **argv);
+int cli_cmd_validate(int argc, char **argv);
 
 /* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
 int cli_print_json(json_t *doc);
@@ -26,6 +32,9 @@ int cli_fail(const char *cmd, const char *msg);
 
 /* Parse a whole decimal int (no trailing characters, within int range); 0 or -1. */
 int cli_parse_int(const char *s, int *out);
+
+/* Parse a whole finite decimal number (no trailing characters); 0 or -1. */
+int cli_parse_double(const char *s, double *out);
 
 /* Print "enpu <cmd>: <message>" and the command's usage on stderr; @return 2. */
 int cli_usage_error(const char *cmd, void (*usage)(FILE *), const char *fmt, ...)

@@ -10,6 +10,12 @@ static const cli_command commands[] = {
     {"graph", cli_cmd_graph, "print the per-chip operator graph of one bucket"},
     {"op", cli_cmd_op, "time and energy of one operator under one DVFS plan"},
     {"compile", cli_cmd_compile, "compile one bucket's DVFS plans at the job's slacks"},
+    {"farm", cli_cmd_farm, "compile a job's whole grid into its HDF5 plan store (MPI)"},
+    {"store", cli_cmd_store, "plan store contents (info) and differences between two stores (diff)"},
+    {"query", cli_cmd_query, "look up the plan for a batch and a target time in a plan store"},
+    {"replay", cli_cmd_replay, "replay an LLM trace on the cluster with the store's plans per policy"},
+    {"report", cli_cmd_report, "markdown report with gnuplot plots of a plan store (and a replay)"},
+    {"validate", cli_cmd_validate, "re-simulate a sample of a store's plans, replay every policy, record it"},
 };
 
 static void usage(FILE *out) {
