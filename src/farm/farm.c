@@ -1047,6 +1047,9 @@ int farm_run(const farm_options *opt, farm_summary *sum, enpu_err *err) {
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGUSR1, &sa, &old_usr1);
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sum, err);
+  /* Workers leave only when rank 0 is done with its summary and validation: a worker
+   * exiting with status 3 first would make mpirun kill rank 0 mid-way. */
+  MPI_Barrier(m.comm);
   if (m.rank == 0) master_free(&m);
   sigaction(SIGTERM, &old_term, NULL);
   sigaction(SIGUSR1, &old_usr1, NULL);
