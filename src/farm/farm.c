@@ -22,6 +22,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +132,7 @@ typedef struct {
   int *deps;
   farm_state *state;
   farm_journal *journal;
+  int lock_fd;                         /* flock'd <store>.lock, or -1 */
   char *added_json;
   uint64_t **wanted_keys;
   store_bucket_rec **wanted_buckets;
@@ -524,6 +527,29 @@ static int mkdir_p(const char *path, size_t len, enpu_err *err) {
   return 0;
 }
 
+/* One farm per store: a second one would write the same temporary file and journal, and
+ * the ranks of a farm whose mpirun was killed can outlive it for a while. flock (not
+ * fcntl) belongs to the open file description and the kernel drops it when the process
+ * dies, however it dies; so wait a little for a dying farm before giving up. */
+static int lock_store(master *m, enpu_err *err) {
+  enum { LOCK_WAIT_S = 30 };
+  char path[sizeof m->store_path + 8];
+  snprintf(path, sizeof path, "%s.lock", m->store_path);
+  m->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ENPU_RETURN_IF(m->lock_fd < 0, err, ENPU_ERR_IO, "%s: %s", path, strerror(errno));
+  const double start = enpu_now_s();
+  for (int told = 0; flock(m->lock_fd, LOCK_EX | LOCK_NB) != 0;) {
+    ENPU_RETURN_IF(errno != EWOULDBLOCK && errno != EINTR, err, ENPU_ERR_IO, "%s: flock: %s",
+                   path, strerror(errno));
+    ENPU_RETURN_IF(enpu_now_s() - start > LOCK_WAIT_S, err, ENPU_ERR_IO,
+                   "%s: another farm is writing this store (waited %d s)", path, LOCK_WAIT_S);
+    if (!told++ && !m->o.quiet)
+      fprintf(m->o.log, "farm: %s: waiting for another farm on this store to finish\n", path);
+    nanosleep(&(struct timespec){0, 100000000L}, NULL);
+  }
+  return 0;
+}
+
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
   farm_search_options(&m->opt);
@@ -534,6 +560,10 @@ static int master_setup(master *m, enpu_err *err) {
   memcpy(m->store_path, store, strlen(store) + 1);
   snprintf(m->sum->store_path, sizeof m->sum->store_path, "%s", m->store_path);
   snprintf(m->journal_path, sizeof m->journal_path, "%s.journal", m->store_path);
+  const char *slash = strrchr(m->store_path, '/');
+  if (slash && slash > m->store_path)
+    ENPU_FORWARD(mkdir_p(m->store_path, (size_t)(slash - m->store_path), err));
+  ENPU_FORWARD(lock_store(m, err));
   ENPU_FORWARD(farm_state_create(&m->state, err));
   int64_t nops = 0, nbuckets = 0;
   ENPU_FORWARD(farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err));
@@ -548,9 +578,6 @@ static int master_setup(master *m, enpu_err *err) {
   if (dropped > 0 && !m->o.quiet)
     fprintf(m->o.log, "farm: %s: dropped a torn tail of %lld bytes after %lld records\n",
             m->journal_path, (long long)dropped, (long long)records);
-  const char *slash = strrchr(m->store_path, '/');
-  if (slash && slash > m->store_path)
-    ENPU_FORWARD(mkdir_p(m->store_path, (size_t)(slash - m->store_path), err));
   ENPU_FORWARD(farm_journal_open(m->journal_path, &m->journal, err));
   ENPU_FORWARD(build_queue(m, err));
   summary_counts(m);
@@ -573,6 +600,7 @@ static void master_free(master *m) {
   free(m->queue);
   free(m->added_json);
   farm_journal_free(m->journal);
+  if (m->lock_fd >= 0) close(m->lock_fd);
   farm_state_free(m->state);
   farm_exec_free(m->exec);
   config_job_free(m->job);
@@ -1033,7 +1061,7 @@ int farm_run(const farm_options *opt, farm_summary *sum, enpu_err *err) {
                    "MPI_Init failed");
     own = 1;
   }
-  master m = {.o = *opt, .sum = sum};
+  master m = {.o = *opt, .sum = sum, .lock_fd = -1};
   if (!m.o.log) m.o.log = stderr;
   if (!m.o.results_dir) m.o.results_dir = "results";
   MPI_Comm_dup(MPI_COMM_WORLD, &m.comm);

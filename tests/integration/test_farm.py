@@ -45,6 +45,20 @@ def start(h, np_, store, tmp, **kw):
                             start_new_session=True)
 
 
+def kill_farm(p, store):
+    """kill -9 of the whole farm: mpirun's process group, and the ranks, which Open MPI
+    starts in process groups of their own (they would otherwise run on as orphans)."""
+    os.killpg(p.pid, signal.SIGKILL)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if store.encode() in f.read().split(b"\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            pass
+    p.communicate()
+
+
 def field(out, name):
     """Numbers of one summary row, e.g. field(out, 'tasks') -> [to do, op, bucket, ...]."""
     m = re.search(r"^\| %s \| (.*) \|$" % re.escape(name), out, re.M)
@@ -111,8 +125,7 @@ def main():
         try:
             p.communicate(timeout=at)  # finished before the kill: the next start reuses it
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
+            kill_farm(p, k)
             kills += 1
             print(f"     kill -9 after {at:.2f} s")
     r = farm(h, 2, k, tmp)
@@ -127,12 +140,22 @@ def main():
     j = os.path.join(tmp, "journal.h5")
     p = start(h, 1, j, tmp, extra=("--checkpoint-s", "600"))
     time.sleep(2.0)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.communicate()
+    kill_farm(p, j)
     r = farm(h, 1, j, tmp)
     reused = field(r.stdout, "reused")
     h.check("kill after a journal sync: restart reuses journal work", reused and reused[1] > 0, r.stdout)
     h.check("kill after a journal sync: store identical", *same(h, ref, j))
+
+    # Two farms on one store: the second waits for the first's lock, then has nothing to do.
+    two = os.path.join(tmp, "two.h5")
+    first = start(h, 1, two, tmp)
+    time.sleep(0.5)
+    r = farm(h, 1, two, tmp)
+    first.communicate()
+    h.check("second farm waited for the first", "waiting for another farm" in r.stderr, r.stderr[-300:])
+    h.check("second farm: exit 0, nothing recomputed", r.returncode == 0 and
+            field(r.stdout, "recomputed") == [0], r.stdout[-400:])
+    h.check("two farms: store identical", *same(h, ref, two))
 
     # SIGUSR1 to mpirun: checkpoint, exit 3; the same command finishes.
     u = os.path.join(tmp, "usr1.h5")
