@@ -5,6 +5,7 @@
 #define ENPU_CLI_INTERNAL_H
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct {
@@ -35,6 +36,10 @@ int cli_parse_int(const char *s, int *out);
 
 /* Parse a whole finite decimal number (no trailing characters); 0 or -1. */
 int cli_parse_double(const char *s, double *out);
+
+/* Parse a whole non-negative decimal integer within uint64_t (no sign, no trailing
+ * characters); 0 or -1. */
+int cli_parse_u64(const char *s, uint64_t *out);
 
 /* Print "enpu <cmd>: <message>" and the command's usage on stderr; @return 2. */
 int cli_usage_error(const char *cmd, void (*usage)(FILE *), const char *fmt, ...)

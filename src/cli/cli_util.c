@@ -39,6 +39,17 @@ int cli_parse_double(const char *s, double *out) {
   return 0;
 }
 
+int cli_parse_u64(const char *s, uint64_t *out) {
+  /* strtoull would wrap a leading '-' into a huge value; reject it up front */
+  if (s[0] == '-') return -1;
+  char *end = NULL;
+  errno = 0;
+  const unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
 int cli_usage_error(const char *cmd, void (*usage)(FILE *), const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -5,8 +5,6 @@
  * per-window CSVs and summary.json. The replay module does the work.
  *
  * Exit status: 0 ok; 1 a file or the replay failed; 2 usage error. */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,17 +47,10 @@ static void usage(FILE *out) {
 
 typedef struct {
   const char *store, *trace, *cluster, *policy, *model, *chip, *out;
-  unsigned long long seed;
+  uint64_t seed;
   double rate, warp;
   int day, skip_bad, json;
 } replay_args;
-
-static int parse_double(const char *s, double *out) {
-  char *end = NULL;
-  errno = 0;
-  *out = strtod(s, &end);
-  return errno || end == s || *end || !isfinite(*out) ? -1 : 0;
-}
 
 /* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
 static int parse_args(int argc, char **argv, replay_args *a) {
@@ -93,15 +84,11 @@ static int parse_args(int argc, char **argv, replay_args *a) {
     if (text) {
       *text = v;
     } else if (num) {
-      if (parse_double(v, num) < 0 || (num == &a->rate ? *num < 0 : *num <= 0))
+      if (cli_parse_double(v, num) < 0 || (num == &a->rate ? *num < 0 : *num <= 0))
         return cli_usage_error("replay", usage, "%s expects a number %s, got '%s'", s,
                                num == &a->rate ? ">= 0" : "> 0", v);
-    } else {
-      char *end = NULL;
-      errno = 0;
-      a->seed = strtoull(v, &end, 10);
-      if (errno || end == v || *end || v[0] == '-')
-        return cli_usage_error("replay", usage, "--seed expects a non-negative integer, got '%s'", v);
+    } else if (cli_parse_u64(v, &a->seed) < 0) {
+      return cli_usage_error("replay", usage, "--seed expects a non-negative integer, got '%s'", v);
     }
   }
   if (!a->store) return cli_usage_error("replay", usage, "missing --store");
@@ -154,6 +141,14 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   return ENPU_OK;
 }
 
+/* The savings column: percent saved against the nodvfs energy, or "-" where there is no
+ * nodvfs run in this replay (or it used no energy) to compare with. */
+static void savings_cell(char *out, size_t len, double energy_nj, const replay_summary *base, int phase) {
+  const double base_nj = base ? base->phase[phase].energy_nj : 0;
+  if (base_nj > 0) snprintf(out, len, "%.2f", 100 * (1 - energy_nj / base_nj));
+  else snprintf(out, len, "-");
+}
+
 static void print_table(const replay_inputs *in) {
   const replay_summary *base = NULL;
   for (size_t i = 0; i < in->nruns; i++)
@@ -166,9 +161,10 @@ static void print_table(const replay_inputs *in) {
   for (size_t i = 0; i < in->nruns; i++) {
     const replay_summary *s = replay_result_summary(in->runs[i]);
     const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
-    double sp = base ? 100 * (1 - p->energy_nj / base->phase[REPLAY_PREFILL].energy_nj) : NAN;
-    double sd = base ? 100 * (1 - d->energy_nj / base->phase[REPLAY_DECODE].energy_nj) : NAN;
-    printf("%-9s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %10.1f %10.1f %8.2f %8.2f %4llu/%-4llu %4llu/%-4llu\n",
+    char sp[32], sd[32];
+    savings_cell(sp, sizeof sp, p->energy_nj, base, REPLAY_PREFILL);
+    savings_cell(sd, sizeof sd, d->energy_nj, base, REPLAY_DECODE);
+    printf("%-9s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %10.1f %10.1f %8s %8s %4llu/%-4llu %4llu/%-4llu\n",
            s->policy, (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment,
            s->ttft_p50_ns * 1e-6, s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6,
            p->energy_nj * 1e-12, d->energy_nj * 1e-12, sp, sd, (unsigned long long)(p->slowed + d->slowed),

@@ -5,7 +5,6 @@
  *
  * Exit status: 0 every sampled plan passed; 1 a plan failed (the report says which) or a
  * file or the replay failed; 2 usage error. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +43,7 @@ static void usage(FILE *out) {
 typedef struct {
   const char *store, *trace, *cluster, *job, *out;
   int sample, json;
-  unsigned long long seed;
+  uint64_t seed;
 } validate_cli;
 
 /* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
@@ -79,12 +78,8 @@ static int parse_args(int argc, char **argv, validate_cli *a) {
     } else if (is_sample) {
       if (cli_parse_int(v, &a->sample) < 0 || a->sample < 1)
         return cli_usage_error("validate", usage, "--sample expects an integer >= 1, got '%s'", v);
-    } else {
-      char *end = NULL;
-      errno = 0;
-      a->seed = strtoull(v, &end, 10);
-      if (errno || end == v || *end || v[0] == '-')
-        return cli_usage_error("validate", usage, "--seed expects a non-negative integer, got '%s'", v);
+    } else if (cli_parse_u64(v, &a->seed) < 0) {
+      return cli_usage_error("validate", usage, "--seed expects a non-negative integer, got '%s'", v);
     }
   }
   if (!a->store) return cli_usage_error("validate", usage, "missing STORE");

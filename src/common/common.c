@@ -3,9 +3,11 @@
 #include "common.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -123,6 +125,26 @@ int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t
     n = snprintf(out, out_len, "%.*s/%s", (int)(slash - base_file), base_file, rel);
   if (n < 0 || (size_t)n >= out_len)
     return enpu_errorf(err, ENPU_ERR_RANGE, "path too long: %s relative to %s", rel, base_file);
+  return ENPU_OK;
+}
+
+int enpu_mkdir_p(const char *dir, enpu_err *err) {
+  char path[PATH_MAX];
+  ENPU_RETURN_IF(!dir[0], err, ENPU_ERR_INVALID, "empty directory name");
+  ENPU_RETURN_IF(snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path, err, ENPU_ERR_RANGE,
+                 "directory name too long: %s", dir);
+  /* one mkdir per component, from the root down; an existing one is fine (EEXIST) */
+  for (char *s = path + 1;; s++) {
+    if (*s != '/' && *s != '\0') continue;
+    const char c = *s;
+    *s = '\0';
+    if (mkdir(path, 0777) < 0 && errno != EEXIST)
+      return enpu_errorf(err, ENPU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+    *s = c;
+    if (c == '\0') break;
+  }
+  struct stat st;
+  ENPU_RETURN_IF(stat(dir, &st) < 0 || !S_ISDIR(st.st_mode), err, ENPU_ERR_IO, "%s is not a directory", dir);
   return ENPU_OK;
 }
 

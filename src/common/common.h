@@ -85,6 +85,12 @@ int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err);
 int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len,
                        enpu_err *err);
 
+/* Create directory `dir` and its missing parents (mkdir -p, mode 0777 before umask).
+ * @return 0; ENPU_ERR_INVALID for an empty name, ENPU_ERR_RANGE when it is too long,
+ * ENPU_ERR_IO (naming the component and errno text) when a component cannot be made or
+ * `dir` exists but is not a directory. */
+int enpu_mkdir_p(const char *dir, enpu_err *err);
+
 /* 64-bit content hash (XXH3). Signatures and provenance hashes are built with it. */
 uint64_t enpu_hash64(const void *data, size_t len, uint64_t seed);
 

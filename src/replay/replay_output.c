@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "replay_internal.h"
 
@@ -94,22 +93,6 @@ int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out
 
 /* ---- files ------------------------------------------------------------------------- */
 
-static int make_dirs(const char *dir, enpu_err *err) {
-  char path[1024];
-  ENPU_RETURN_IF(snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path, err, ENPU_ERR_RANGE,
-                 "output directory name too long: %s", dir);
-  for (char *p = path + 1;; p++) {
-    if (*p != '/' && *p != '\0') continue;
-    const char c = *p;
-    *p = '\0';
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return enpu_errorf(err, ENPU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
-    *p = c;
-    if (c == '\0') break;
-  }
-  return ENPU_OK;
-}
-
 static void put_num(FILE *f, double x, double scale) {
   if (isfinite(x)) fprintf(f, ",%.10g", x * scale);
   else fputc(',', f);
@@ -167,7 +150,7 @@ static int write_file(const char *dir, const char *name, const char *policy, con
 }
 
 int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, enpu_err *err) {
-  ENPU_FORWARD(make_dirs(dir, err));
+  ENPU_FORWARD(enpu_mkdir_p(dir, err));
   for (size_t i = 0; i < n; i++) {
     ENPU_FORWARD(write_file(dir, "requests", runs[i]->summary.policy, runs[i], write_requests, NULL, err));
     ENPU_FORWARD(write_file(dir, "windows", runs[i]->summary.policy, runs[i], write_windows, NULL, err));

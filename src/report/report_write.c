@@ -29,25 +29,6 @@ static const char *const phase_names[2] = {"prefill", "decode"};
 
 /* ---- files ---------------------------------------------------------------------- */
 
-static int mkdir_p(const char *dir, enpu_err *err) {
-  char path[PATH_MAX];
-  ENPU_RETURN_IF(snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path, err, ENPU_ERR_RANGE,
-                 "output directory name too long: %s", dir);
-  for (char *s = path + 1;; s++) {
-    const int end = *s == '\0';
-    if (*s == '/' || end) {
-      *s = '\0';
-      if (mkdir(path, 0777) < 0 && errno != EEXIST)
-        return enpu_errorf(err, ENPU_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
-      if (end) break;
-      *s = '/';
-    }
-  }
-  struct stat st;
-  ENPU_RETURN_IF(stat(dir, &st) < 0 || !S_ISDIR(st.st_mode), err, ENPU_ERR_IO, "%s is not a directory", dir);
-  return ENPU_OK;
-}
-
 /* `dir` made absolute against the working directory (gnuplot runs elsewhere). */
 static int absolute_dir(const char *dir, char *out, size_t len, enpu_err *err) {
   char cwd[PATH_MAX];
@@ -506,7 +487,7 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   if (rc == 0 && (o->out_dir ? snprintf(dir, sizeof dir, "%s", o->out_dir)
                              : snprintf(dir, sizeof dir, "results/%s", name)) >= (int)sizeof dir)
     rc = enpu_errorf(err, ENPU_ERR_RANGE, "output directory name too long");
-  if (rc == 0) rc = mkdir_p(dir, err);
+  if (rc == 0) rc = enpu_mkdir_p(dir, err);
   if (rc == 0) rc = absolute_dir(dir, r.absdir, sizeof r.absdir, err);
   if (rc == 0) {
     r.c = c, r.ps = ps, r.dir = dir;

@@ -36,9 +36,8 @@ int main(int argc, char **argv) {
     }
   }
   static const char *const policies[] = {"nodvfs", "dvfs-c", "enpu-all"};
-  char dir[] = "/tmp/bench_replay.XXXXXX", store[64];
-  if (!mkdtemp(dir)) return 1;
-  snprintf(store, sizeof store, "%s/plans.h5", dir);
+  char dir[STORE_FIXTURE_DIR_LEN], store[STORE_FIXTURE_PATH_LEN];
+  if (store_fixture_dir_make("bench_replay", dir, store) != 0) return 1;
   enpu_err err = {0};
   planstore *ps = NULL;
   config_cluster *cl = NULL;
@@ -81,7 +80,5 @@ int main(int argc, char **argv) {
   config_model_free(model);
   config_cluster_free(cl);
   planstore_close(ps);
-  unlink(store);
-  rmdir(dir);
-  return 0;
+  return store_fixture_dir_remove(dir) == 0 ? 0 : 1;
 }

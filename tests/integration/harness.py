@@ -43,6 +43,10 @@ class Harness:
             print(f"FAIL {name} {detail}")
         return cond
 
+    def fail(self, name, detail=""):
+        """A check that failed where it was found (the test has no separate condition)."""
+        return self.check(name, False, detail)
+
     def run(self, *args, **kw):
         kw.setdefault("cwd", self.src)
         return subprocess.run([self.enpu, *args], capture_output=True, text=True, **kw)

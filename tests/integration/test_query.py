@@ -25,23 +25,13 @@ import subprocess
 import sys
 import tempfile
 
+from harness import Harness
+
 REL = 1e-11  # --json prints reals with 12 significant digits
 
 
 def close(a, b):
     return abs(a - b) <= REL * max(1.0, abs(a), abs(b))
-
-
-class Checker:
-    def __init__(self, enpu, plugin_dir):
-        self.enpu, self.failures = enpu, []
-        self.env = dict(os.environ, HDF5_PLUGIN_PATH=plugin_dir)
-
-    def fail(self, msg):
-        self.failures.append(msg)
-
-    def run(self, *args):
-        return subprocess.run([self.enpu, *args], capture_output=True, text=True, env=self.env, check=False)
 
 
 READ_TABLES = """
@@ -66,7 +56,7 @@ print(json.dumps(out))
 
 def h5py_tables(chk, store):
     got = subprocess.run(["/usr/bin/python3", "-c", READ_TABLES, store], capture_output=True, text=True,
-                         env=chk.env, check=True)
+                         check=True)
     return json.loads(got.stdout)
 
 
@@ -124,7 +114,7 @@ def vfset_word(states):
 def h5dump_rows(chk, store, dataset, first, count):
     """The rows h5dump prints of a compound dataset, each as its list of scalars."""
     out = subprocess.run(["h5dump", "-d", dataset, "-s", str(first), "-c", str(count), "-m", "%.17g", store],
-                         capture_output=True, text=True, env=chk.env, check=False).stdout
+                         capture_output=True, text=True, check=False).stdout
     body = out.split("DATA {", 1)[1] if "DATA {" in out else ""
     return [re.findall(r'"[^"]*"|[-0-9.eE+]+', rec.split(":", 1)[1] if ":" in rec else rec)
             for rec in re.findall(r"\{([^{}]*)\}", re.sub(r"\[\s*([^\]]*)\]", lambda m: m.group(1), body))]
@@ -234,7 +224,7 @@ def check_diff(chk, store, tmp, tables, pol):
     bi = next(i for i, b in enumerate(buckets) if b["walk_count"] > 0)
     b = buckets[bi]
     row = b["walk_first"] + b["walk_count"] - 1  # the last step: later steps stay non-decreasing
-    subprocess.run(["/usr/bin/python3", "-c", EDIT_WALK, copy, f"/policies/{pol}/walk", str(row)], env=chk.env,
+    subprocess.run(["/usr/bin/python3", "-c", EDIT_WALK, copy, f"/policies/{pol}/walk", str(row)],
                    check=True)
     got = chk.run("store", "diff", store, copy)
     phase = ["prefill", "decode"][b["phase"]]
@@ -303,7 +293,8 @@ def check_store(chk, store, tmp):
 
 def main():
     enpu, test_store, plugin_dir, source_dir = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3]), sys.argv[4]
-    chk = Checker(enpu, plugin_dir)
+    os.environ["HDF5_PLUGIN_PATH"] = plugin_dir  # for enpu, h5py and h5dump alike
+    chk = Harness(enpu, source_dir)
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "plans.h5")
         subprocess.run([test_store, "--write", store], check=True)
@@ -319,11 +310,8 @@ def main():
                 print(chk.run("store", "info", farm_store).stdout)
         else:
             print("note: this build has no `enpu farm`; checked the synthetic store only")
-    for f in chk.failures:
-        print("FAIL:", f)
-    print("ok" if not chk.failures else f"{len(chk.failures)} failure(s)")
-    return 1 if chk.failures else 0
+    chk.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

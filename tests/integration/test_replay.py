@@ -115,6 +115,19 @@ print(f"     5x rate: {p5['requests']} requests, SLO attainment {p5['slo_attainm
 wins = list(csv.DictReader(open(os.path.join(out5, "windows_enpu-all.csv"))))
 h.check("5x rate: the windows show the locked batches",
         sum(int(w["prefill_locked"]) + int(w["decode_locked"]) for w in wins) == locked)
+h.check("one policy without nodvfs: energy_savings null in JSON", p5["energy_savings"] is None,
+        p5["energy_savings"])
+
+# ---- no nodvfs run to compare with: the table's savings columns print "-" ------------
+r = replay("--policy", "enpu-all", trace=trace_head(200))
+row = next((ln.split() for ln in r.stdout.splitlines() if ln.startswith("enpu-all ")), [])
+h.check("one policy without nodvfs: table exits 0", r.returncode == 0, r.stderr)
+h.check("one policy without nodvfs: savings columns are '-', no nan",
+        row[10:12] == ["-", "-"] and "nan" not in r.stdout.lower(), r.stdout)
+r = replay("--policy", "all", trace=trace_head(200))
+row = next((ln.split() for ln in r.stdout.splitlines() if ln.startswith("enpu-all ")), [])
+h.check("with nodvfs: the savings columns are numbers", len(row) > 11 and all(
+    c.replace(".", "", 1).lstrip("-").isdigit() for c in row[10:12]), r.stdout)
 
 # ---- bad input ---------------------------------------------------------------------------
 bad = os.path.join(tmp, "bad.csv")

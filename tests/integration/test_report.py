@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness
+from harness import Harness, md_rows
 
 enpu, src, test_store, plugins = (os.path.abspath(a) for a in sys.argv[1:5])
 h = Harness(enpu, src)
@@ -59,22 +59,6 @@ print(json.dumps(out))
     if r.returncode != 0:
         raise SystemExit(f"h5py could not read {store}: {r.stderr[-500:]}")
     return json.loads(r.stdout)
-
-
-def md_rows(md, header_start):
-    """Rows (lists of cells) of every markdown table whose header starts with header_start."""
-    rows, inside = [], False
-    for line in md.splitlines():
-        if line.startswith(header_start):
-            inside = True
-            continue
-        if inside and line.startswith("|---"):
-            continue
-        if inside and line.startswith("|"):
-            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
-        else:
-            inside = False
-    return rows
 
 
 def expected_savings(t):

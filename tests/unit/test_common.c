@@ -1,11 +1,15 @@
-/* test_common.c — error formatting, growable arrays, paths, file reading, hashing. */
+/* test_common.c — error formatting, growable arrays, paths, file reading, mkdir -p,
+ * hashing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -59,6 +63,46 @@ static void test_read_missing_file_names_it(void **state) {
   assert_non_null(strstr(err.msg, "/nonexistent/x.json"));
 }
 
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void test_mkdir_p(void **state) {
+  (void)state;
+  char base[] = "/tmp/test_common.XXXXXX", path[256], cmd[300];
+  enpu_err err = {0};
+  assert_non_null(mkdtemp(base));
+  /* parents made on the way; an existing tree and a trailing slash are fine */
+  snprintf(path, sizeof path, "%s/a/b/c", base);
+  assert_int_equal(enpu_mkdir_p(path, &err), 0);
+  assert_true(is_dir(path));
+  assert_int_equal(enpu_mkdir_p(path, &err), 0);
+  snprintf(path, sizeof path, "%s/a/d/", base);
+  assert_int_equal(enpu_mkdir_p(path, &err), 0);
+  assert_true(is_dir(path));
+  /* a file in the way: as the target, and as a parent (named in the message) */
+  snprintf(path, sizeof path, "%s/file", base);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(enpu_mkdir_p(path, &err), ENPU_ERR_IO);
+  assert_non_null(strstr(err.msg, "is not a directory"));
+  snprintf(path, sizeof path, "%s/file/x", base);
+  assert_int_equal(enpu_mkdir_p(path, &err), ENPU_ERR_IO);
+  assert_non_null(strstr(err.msg, "cannot create directory"));
+  assert_non_null(strstr(err.msg, path));
+  assert_int_equal(enpu_mkdir_p("", &err), ENPU_ERR_INVALID);
+  char *long_name = malloc(8192);
+  assert_non_null(long_name);
+  memset(long_name, 'x', 8191);
+  long_name[8191] = '\0';
+  assert_int_equal(enpu_mkdir_p(long_name, &err), ENPU_ERR_RANGE);
+  free(long_name);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  assert_int_equal(system(cmd), 0);
+}
+
 static void test_hasher_is_field_sensitive(void **state) {
   (void)state;
   enpu_hasher a, b;
@@ -84,6 +128,7 @@ int main(void) {
       cmocka_unit_test(test_grow_keeps_contents),
       cmocka_unit_test(test_path_relative),
       cmocka_unit_test(test_read_missing_file_names_it),
+      cmocka_unit_test(test_mkdir_p),
       cmocka_unit_test(test_hasher_is_field_sensitive),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "farm_internal.h"
+#include "store_fixture.h"
 
 #define NPTS 3
 #define POLICY CONFIG_POLICY_ENPU_ALL
@@ -312,17 +313,15 @@ static void test_codec_bad_indices(void **state) {
  * Journal */
 
 typedef struct {
-  char dir[64];
-  char path[128];    /* a store */
+  char dir[STORE_FIXTURE_DIR_LEN];
+  char path[STORE_FIXTURE_PATH_LEN]; /* a store */
   char journal[160]; /* its journal */
 } tmp_fixture;
 
 static int tmp_setup(void **state) {
   tmp_fixture *f = calloc(1, sizeof *f);
   if (!f) return -1;
-  snprintf(f->dir, sizeof f->dir, "/tmp/test_farm.XXXXXX");
-  if (!mkdtemp(f->dir)) return -1;
-  snprintf(f->path, sizeof f->path, "%s/plans.h5", f->dir);
+  if (store_fixture_dir_make("test_farm", f->dir, f->path) != 0) return -1;
   snprintf(f->journal, sizeof f->journal, "%s.journal", f->path);
   *state = f;
   return 0;
@@ -330,11 +329,9 @@ static int tmp_setup(void **state) {
 
 static int tmp_teardown(void **state) {
   tmp_fixture *f = *state;
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-  int rc = system(cmd);
+  int rc = store_fixture_dir_remove(f->dir);
   free(f);
-  return rc == 0 ? 0 : -1;
+  return rc;
 }
 
 /* Replay callback: collects (kind, payload) pairs. */

@@ -25,16 +25,10 @@
 #define MODEL_PATH ENPU_SOURCE_DIR "/jobs/models/llama3-70b.json"
 #define CHIP_PATH ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json"
 
-#define assert_near(a, b, eps)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g (within %g)", a_, b_, (double)(eps));  \
-  } while (0)
-
 static const char *const all_policies[] = {"dvfs-c", "enpu-all", "nodvfs"};
 
 typedef struct {
-  char dir[64], store[128];
+  char dir[STORE_FIXTURE_DIR_LEN], store[STORE_FIXTURE_PATH_LEN];
   planstore *ps;
   config_cluster *cluster;
   config_model *model;
@@ -47,9 +41,7 @@ static int setup(void **state) {
   ctx *c = calloc(1, sizeof *c);
   enpu_err err = {0};
   if (!c) return -1;
-  snprintf(c->dir, sizeof c->dir, "/tmp/test_replay.XXXXXX");
-  if (!mkdtemp(c->dir)) return -1;
-  snprintf(c->store, sizeof c->store, "%s/plans.h5", c->dir);
+  if (store_fixture_dir_make("test_replay", c->dir, c->store) != 0) return -1;
   if (synth_store_write(c->store, all_policies, 3, &err) || planstore_open(c->store, &c->ps, &err) ||
       config_cluster_load(CLUSTER_PATH, &c->cluster, &err) || config_model_load(MODEL_PATH, &c->model, &err) ||
       config_chip_load(CHIP_PATH, &c->chip, &err) ||
@@ -69,11 +61,9 @@ static int teardown(void **state) {
   config_model_free(c->model);
   config_chip_free(c->chip);
   replay_trace_free(c->trace);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
-  int rc = system(cmd);
+  int rc = store_fixture_dir_remove(c->dir);
   free(c);
-  return rc == 0 ? 0 : -1;
+  return rc;
 }
 
 /* The first n requests of the conv trace (a view: no copy of the requests). */

@@ -17,12 +17,7 @@
 
 #include "report.h"
 #include "search.h"
-
-#define assert_near(a, b, eps)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g (within %g)", a_, b_, (double)(eps));  \
-  } while (0)
+#include "store_fixture.h"
 
 /* ---------------------------------------------------------------------------------
  * A policy's tables, filled by the helpers below */
@@ -42,23 +37,18 @@ static const store_provenance prov = {.cost_model_hash = 1, .chip_hash = 2, .mod
                                       .tool_version = "test", .job_json = "{\"name\": \"report-unit\"}"};
 
 static int write_store(const char *path, pol_fx *const *pols, size_t n) {
+  store_fixture_policy views[2];
   enpu_err err = {0};
-  store_writer *w = NULL;
-  int rc = store_writer_create(path, &prov, 1, &w, &err);
-  for (size_t i = 0; rc == 0 && i < n; i++) {
+  if (n > sizeof views / sizeof views[0]) return -1;
+  for (size_t i = 0; i < n; i++) {
     const pol_fx *p = pols[i];
-    const struct {
-      store_table t;
-      const void *rows;
-      size_t n;
-    } t[] = {{STORE_T_OPS, p->ops, p->nops},           {STORE_T_PARETO, p->pareto, p->npareto},
-             {STORE_T_BUCKETS, p->buckets, p->nbuckets}, {STORE_T_BUCKET_OPS, p->bops, p->nbops},
-             {STORE_T_WALK, p->walk, p->nwalk},        {STORE_T_PLANS, p->plans, p->nplans}};
-    for (size_t k = 0; rc == 0 && k < sizeof t / sizeof t[0]; k++)
-      if (t[k].n) rc = store_writer_append(w, p->name, t[k].t, t[k].rows, t[k].n, &err);
+    views[i] = (store_fixture_policy){.policy = p->name, .ops = p->ops, .pareto = p->pareto,
+                                      .buckets = p->buckets, .bops = p->bops, .walk = p->walk,
+                                      .plans = p->plans, .nops = p->nops, .npareto = p->npareto,
+                                      .nbuckets = p->nbuckets, .nbops = p->nbops, .nwalk = p->nwalk,
+                                      .nplans = p->nplans};
   }
-  if (rc == 0) rc = store_writer_commit(w, &err);
-  store_writer_free(w);
+  int rc = store_fixture_write(path, &prov, 1, views, n, &err);
   if (rc) fprintf(stderr, "write_store: %s\n", err.msg);
   return rc;
 }
@@ -133,7 +123,7 @@ static void add_bucket(pol_fx *p, int phase, int batch, int seq, int status, dou
 }
 
 typedef struct {
-  char dir[64], path[128];
+  char dir[STORE_FIXTURE_DIR_LEN], path[STORE_FIXTURE_PATH_LEN];
   store_contents *c;
   planstore *ps;
 } ctx;
@@ -143,9 +133,7 @@ static pol_fx fx_enpu, fx_nodvfs;
 static int setup(void **state) {
   ctx *c = calloc(1, sizeof *c);
   if (!c) return -1;
-  snprintf(c->dir, sizeof c->dir, "/tmp/test_report.XXXXXX");
-  if (!mkdtemp(c->dir)) return -1;
-  snprintf(c->path, sizeof c->path, "%s/plans.h5", c->dir);
+  if (store_fixture_dir_make("test_report", c->dir, c->path) != 0) return -1;
   fx_enpu = (pol_fx){.name = "enpu-all"};
   fx_nodvfs = (pol_fx){.name = "nodvfs"};
   add_ops(&fx_enpu);
@@ -173,11 +161,9 @@ static int teardown(void **state) {
   ctx *c = *state;
   planstore_close(c->ps);
   store_contents_free(c->c);
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
-  int rc = system(cmd);
+  int rc = store_fixture_dir_remove(c->dir);
   free(c);
-  return rc == 0 ? 0 : -1;
+  return rc;
 }
 
 /* ---------------------------------------------------------------------------------

@@ -26,19 +26,13 @@
 
 #include "planstore.h"
 #include "store.h"
+#include "store_fixture.h"
 
 #define NOPS 3
 #define NPTS 3
 #define MAX_BUCKETS 8
 #define MAX_STEPS 8
 #define POLICY "enpu-all"
-
-/* cmocka 1.1 has only a float comparison; times here need double precision. */
-#define assert_near(a, b, eps)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g (within %g)", a_, b_, (double)(eps));  \
-  } while (0)
 
 /* ---------------------------------------------------------------------------------
  * The synthetic store */
@@ -182,29 +176,20 @@ static const store_provenance test_prov = {
     .added_buckets_json = "[{\"phase\": \"decode\", \"batch\": 24, \"seq\": 3000}]"};
 
 static int write_fixture(const char *path, const fixture *f, int level, enpu_err *err) {
-  store_writer *w = NULL;
-  int rc = store_writer_create(path, &test_prov, level, &w, err);
-  const struct {
-    store_table t;
-    const void *rows;
-    size_t n;
-  } tables[] = {{STORE_T_OPS, f->ops, NOPS},           {STORE_T_PARETO, f->pareto, NOPS * NPTS},
-                {STORE_T_BUCKETS, f->buckets, f->nbuckets}, {STORE_T_BUCKET_OPS, f->bops, f->nbops},
-                {STORE_T_WALK, f->walk, f->nwalk},      {STORE_T_PLANS, f->plans, f->nplans},
-                {STORE_T_PLAN_STATES, f->pstates, f->npstates}};
-  for (size_t i = 0; rc == 0 && i < sizeof tables / sizeof tables[0]; i++)
-    rc = store_writer_append(w, POLICY, tables[i].t, tables[i].rows, tables[i].n, err);
-  if (rc == 0) rc = store_writer_commit(w, err);
-  store_writer_free(w);
-  return rc;
+  const store_fixture_policy pol = {.policy = POLICY, .ops = f->ops, .pareto = f->pareto, .buckets = f->buckets,
+                                    .bops = f->bops, .walk = f->walk, .plans = f->plans, .pstates = f->pstates,
+                                    .nops = NOPS, .npareto = NOPS * NPTS, .nbuckets = f->nbuckets,
+                                    .nbops = f->nbops, .nwalk = f->nwalk, .nplans = f->nplans,
+                                    .npstates = f->npstates};
+  return store_fixture_write(path, &test_prov, level, &pol, 1, err);
 }
 
 /* ---------------------------------------------------------------------------------
  * Fixture: a temporary directory with the written store */
 
 typedef struct {
-  char dir[64];
-  char path[128];
+  char dir[STORE_FIXTURE_DIR_LEN];
+  char path[STORE_FIXTURE_PATH_LEN];
   fixture f;
   planstore *ps;
 } ctx;
@@ -212,9 +197,7 @@ typedef struct {
 static int setup(void **state) {
   ctx *c = calloc(1, sizeof *c);
   if (!c) return -1;
-  snprintf(c->dir, sizeof c->dir, "/tmp/test_store.XXXXXX");
-  if (!mkdtemp(c->dir)) return -1;
-  snprintf(c->path, sizeof c->path, "%s/plans.h5", c->dir);
+  if (store_fixture_dir_make("test_store", c->dir, c->path) != 0) return -1;
   make_fixture(&c->f);
   enpu_err err = {0};
   if (write_fixture(c->path, &c->f, 3, &err) != 0 || planstore_open(c->path, &c->ps, &err) != 0) {
@@ -228,11 +211,9 @@ static int setup(void **state) {
 static int teardown(void **state) {
   ctx *c = *state;
   planstore_close(c->ps);
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
-  int rc = system(cmd);
+  int rc = store_fixture_dir_remove(c->dir);
   free(c);
-  return rc == 0 ? 0 : -1;
+  return rc;
 }
 
 /* ---------------------------------------------------------------------------------

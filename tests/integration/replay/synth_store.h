@@ -1,5 +1,5 @@
 /* synth_store.h — a synthetic plan store for replay tests and the replay benchmark,
- * written with the store writer (store.h). Included by tests/unit/test_replay.c and
+ * written with the store writer through tests/unit/store_fixture.h. Included by tests/unit/test_replay.c and
  * tests/bench/bench_replay.c; all functions are static.
  *
  * The analytical model (Llama3-70B on a 4-chip TPUv5p node, roughly as results/
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "../../unit/store_fixture.h"
 
 #define SYNTH_MAX_SEQ 16384
 #define SYNTH_NPTS 4
@@ -164,28 +165,25 @@ static int synth_policy(synth_tables *t, const double *energy_mult) {
  * @return 0 or the writer's error. */
 static int synth_store_write(const char *path, const char *const *policies, size_t npolicies, enpu_err *err) {
   static const store_provenance prov = {.tool_version = "synthetic", .job_json = "{\"name\": \"synthetic\"}"};
-  store_writer *w = NULL;
-  int rc = store_writer_create(path, &prov, 1, &w, err);
+  synth_tables *t = calloc(npolicies ? npolicies : 1, sizeof *t);
+  store_fixture_policy *views = calloc(npolicies ? npolicies : 1, sizeof *views);
+  int rc = t && views ? 0 : -1;
   for (size_t i = 0; rc == 0 && i < npolicies; i++) {
-    synth_tables t;
     const double *em = !strcmp(policies[i], "enpu-all") ? synth_energy_enpu
                        : !strcmp(policies[i], "dvfs-c") ? synth_energy_dvfs
                                                          : NULL;
-    if (synth_policy(&t, em) != 0) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (synthetic store)");
-    const struct {
-      store_table table;
-      const void *rows;
-      size_t n;
-    } tabs[] = {{STORE_T_OPS, t.ops, t.nops},           {STORE_T_PARETO, t.pareto, t.npareto},
-                {STORE_T_BUCKETS, t.buckets, t.nbuckets}, {STORE_T_BUCKET_OPS, t.bops, t.nbops},
-                {STORE_T_WALK, t.walk, t.nwalk},        {STORE_T_PLANS, t.plans, t.nplans},
-                {STORE_T_PLAN_STATES, t.pstates, t.npstates}};
-    for (size_t k = 0; rc == 0 && k < sizeof tabs / sizeof tabs[0]; k++)
-      rc = store_writer_append(w, policies[i], tabs[k].table, tabs[k].rows, tabs[k].n, err);
-    synth_tables_free(&t);
+    rc = synth_policy(&t[i], em);
+    views[i] = (store_fixture_policy){.policy = policies[i], .ops = t[i].ops, .pareto = t[i].pareto,
+                                      .buckets = t[i].buckets, .bops = t[i].bops, .walk = t[i].walk,
+                                      .plans = t[i].plans, .pstates = t[i].pstates, .nops = t[i].nops,
+                                      .npareto = t[i].npareto, .nbuckets = t[i].nbuckets, .nbops = t[i].nbops,
+                                      .nwalk = t[i].nwalk, .nplans = t[i].nplans, .npstates = t[i].npstates};
   }
-  if (rc == 0) rc = store_writer_commit(w, err);
-  store_writer_free(w);
+  if (rc != 0) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (synthetic store)");
+  else rc = store_fixture_write(path, &prov, 1, views, npolicies, err);
+  for (size_t i = 0; t && i < npolicies; i++) synth_tables_free(&t[i]);
+  free(t);
+  free(views);
   return rc;
 }
 
