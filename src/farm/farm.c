@@ -510,23 +510,6 @@ static void summary_counts(master *m) {
   for (int i = 0; i < m->nops; i++) s->unique_ops[m->ops[i].policy]++;
 }
 
-/* Create the directory made of the first `len` bytes of `path` and its parents. */
-static int mkdir_p(const char *path, size_t len, enpu_err *err) {
-  char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8];
-  ENPU_RETURN_IF(len >= sizeof dir, err, ENPU_ERR_RANGE, "path too long: %s", path);
-  memcpy(dir, path, len);
-  dir[len] = '\0';
-  for (size_t i = 1; i <= len; i++) {
-    if (dir[i] != '/' && dir[i] != '\0') continue;
-    const char c = dir[i];
-    dir[i] = '\0';
-    ENPU_RETURN_IF(mkdir(dir, 0777) < 0 && errno != EEXIST, err, ENPU_ERR_IO,
-                   "cannot create directory %s: %s", dir, strerror(errno));
-    dir[i] = c;
-  }
-  return 0;
-}
-
 /* One farm per store: a second one would write the same temporary file and journal, and
  * the ranks of a farm whose mpirun was killed can outlive it for a while. flock (not
  * fcntl) belongs to the open file description and the kernel drops it when the process
@@ -561,8 +544,11 @@ static int master_setup(master *m, enpu_err *err) {
   snprintf(m->sum->store_path, sizeof m->sum->store_path, "%s", m->store_path);
   snprintf(m->journal_path, sizeof m->journal_path, "%s.journal", m->store_path);
   const char *slash = strrchr(m->store_path, '/');
-  if (slash && slash > m->store_path)
-    ENPU_FORWARD(mkdir_p(m->store_path, (size_t)(slash - m->store_path), err));
+  if (slash && slash > m->store_path) {
+    char dir[sizeof m->store_path];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - m->store_path), m->store_path);
+    ENPU_FORWARD(enpu_mkdir_p(dir, err));
+  }
   ENPU_FORWARD(lock_store(m, err));
   ENPU_FORWARD(farm_state_create(&m->state, err));
   int64_t nops = 0, nbuckets = 0;
@@ -910,7 +896,7 @@ static int master_loop_inline(master *m, clocks *c, enpu_err *err) {
 static int write_summary_md(const master *m, enpu_err *err) {
   char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8], path[sizeof dir + 16];
   snprintf(dir, sizeof dir, "%s/%s", m->o.results_dir, m->job->name);
-  ENPU_FORWARD(mkdir_p(dir, strlen(dir), err));
+  ENPU_FORWARD(enpu_mkdir_p(dir, err));
   snprintf(path, sizeof path, "%s/summary.md", dir);
   FILE *f = fopen(path, "w");
   ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
