@@ -194,7 +194,7 @@ int cli_cmd_query(int argc, char **argv) {
   planstore *ps = NULL;
   planstore_op_states *states = NULL;
   int status = 0;
-  if (planstore_open(a.path, &ps, &err) < 0) {
+  if (planstore_open_policy(a.path, a.policy, &ps, &err) < 0) {
     status = cli_fail("query", err.msg);
     goto done;
   }

@@ -19,7 +19,8 @@ struct planstore {
 
 /* ---- open / close -------------------------------------------------------------- */
 
-int planstore_open(const char *path, planstore **out, enpu_err *err) {
+/* all: every policy; otherwise only `policy` (NULL: the first in name order). */
+static int open_store(const char *path, int all, const char *policy, planstore **out, enpu_err *err) {
   ENPU_RETURN_IF(!out, err, ENPU_ERR_INVALID, "planstore_open: no output handle");
   *out = NULL;
   ENPU_RETURN_IF(!path, err, ENPU_ERR_INVALID, "planstore_open: no path");
@@ -28,7 +29,10 @@ int planstore_open(const char *path, planstore **out, enpu_err *err) {
   int rc = ENPU_OK;
   /* A crafted file is an expected input here: report it through err, not HDF5's stderr
    * error stack. */
-  H5E_BEGIN_TRY { rc = store_read(path, 0, NULL, &ps->policies, &ps->npolicies, err); }
+  H5E_BEGIN_TRY {
+    rc = all ? store_read(path, 0, NULL, &ps->policies, &ps->npolicies, err)
+             : store_read_policy(path, policy, &ps->policies, &ps->npolicies, err);
+  }
   H5E_END_TRY;
   if (rc < 0) {
     enpu_err_prefix(err, "plan store %s: ", path);
@@ -37,6 +41,14 @@ int planstore_open(const char *path, planstore **out, enpu_err *err) {
   }
   *out = ps;
   return ENPU_OK;
+}
+
+int planstore_open(const char *path, planstore **out, enpu_err *err) {
+  return open_store(path, 1, NULL, out, err);
+}
+
+int planstore_open_policy(const char *path, const char *policy, planstore **out, enpu_err *err) {
+  return open_store(path, 0, policy, out, err);
 }
 
 void planstore_close(planstore *ps) {

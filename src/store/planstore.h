@@ -63,6 +63,10 @@ typedef struct {
  * format_version, corrupt or out-of-range contents), ENPU_ERR_NOMEM. *out is NULL on
  * failure. */
 int planstore_open(const char *path, planstore **out, enpu_err *err);
+/* planstore_open of one policy only (NULL: the first in name order): the other
+ * policies' tables are not read, so a runtime serving one policy opens faster.
+ * @return as planstore_open, or ENPU_ERR_NOT_FOUND when the store has no such policy. */
+int planstore_open_policy(const char *path, const char *policy, planstore **out, enpu_err *err);
 void planstore_close(planstore *ps); /* NULL is a no-op */
 
 size_t planstore_policy_count(const planstore *ps);

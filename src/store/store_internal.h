@@ -60,6 +60,11 @@ typedef struct {
  * nothing is left open or allocated. */
 int store_read(const char *path, int with_plan_states, hid_t *file, store_policy **out, size_t *n,
                enpu_err *err);
+/* store_read of one policy only, `policy` (NULL: the first in name order); the others
+ * are not loaded (a runtime that serves one policy opens faster).
+ * @return as store_read, or ENPU_ERR_NOT_FOUND when the store has no such policy. */
+int store_read_policy(const char *path, const char *policy, store_policy **out, size_t *n,
+                      enpu_err *err);
 void store_policies_free(store_policy *p, size_t n); /* NULL is a no-op */
 /* Free the row arrays of one policy's tables and zero their counts (not the struct). */
 void store_policy_tables_free(store_policy_tables *p);

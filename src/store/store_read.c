@@ -450,13 +450,19 @@ static int check_format_version(hid_t file, enpu_err *err) {
   return ENPU_OK;
 }
 
+/* The name of policy number idx (name order) into name[STORE_NAME_LEN]. */
+static int policy_name(hid_t policies, hsize_t idx, char *name, enpu_err *err) {
+  ssize_t len = H5Lget_name_by_idx(policies, ".", H5_INDEX_NAME, H5_ITER_INC, idx, name, STORE_NAME_LEN,
+                                   H5P_DEFAULT);
+  ENPU_RETURN_IF(len <= 0 || (size_t)len >= STORE_NAME_LEN, err, ENPU_ERR_FORMAT,
+                 "policy %llu: missing or too long name", (unsigned long long)idx);
+  return ENPU_OK;
+}
+
 static int load_policy(hid_t policies, hsize_t idx, store_policy *sp, int with_plan_states, uint64_t file_bytes,
                        enpu_err *err) {
   store_policy_tables *p = &sp->t;
-  ssize_t len = H5Lget_name_by_idx(policies, ".", H5_INDEX_NAME, H5_ITER_INC, idx, p->name, sizeof p->name,
-                                   H5P_DEFAULT);
-  ENPU_RETURN_IF(len <= 0 || (size_t)len >= sizeof p->name, err, ENPU_ERR_FORMAT,
-                 "policy %llu: missing or too long name", (unsigned long long)idx);
+  ENPU_FORWARD(policy_name(policies, idx, p->name, err));
   hid_t g = H5Gopen2(policies, p->name, H5P_DEFAULT);
   ENPU_RETURN_IF(g < 0, err, ENPU_ERR_FORMAT, "policy %s is not a group", p->name);
   int rc = ENPU_OK;
@@ -467,7 +473,14 @@ static int load_policy(hid_t policies, hsize_t idx, store_policy *sp, int with_p
   return validate_policy(sp, err);
 }
 
-static int read_policies(hid_t file, int with_plan_states, store_policy **out, size_t *n, enpu_err *err) {
+/* Policies to load: all (all != 0), else the one named `name` (NULL: the first). */
+typedef struct {
+  int all;
+  const char *name;
+} policy_filter;
+
+static int read_policies(hid_t file, int with_plan_states, const policy_filter *f, store_policy **out,
+                         size_t *n, enpu_err *err) {
   hsize_t file_bytes = 0;
   ENPU_RETURN_IF(H5Fget_filesize(file, &file_bytes) < 0, err, ENPU_ERR_FORMAT, "cannot tell the file size");
   hid_t policies = H5Gopen2(file, STORE_POLICIES_GROUP, H5P_DEFAULT);
@@ -482,16 +495,25 @@ static int read_policies(hid_t file, int with_plan_states, store_policy **out, s
     *out = enpu_calloc(info.nlinks, sizeof **out);
     if (!*out) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
+  hsize_t wanted = info.nlinks; /* the one policy a filter picks */
+  for (hsize_t i = 0; rc == ENPU_OK && !f->all && i < info.nlinks && wanted == info.nlinks; i++) {
+    char name[STORE_NAME_LEN];
+    rc = policy_name(policies, i, name, err);
+    if (rc == ENPU_OK && (!f->name || strcmp(name, f->name) == 0)) wanted = i;
+  }
+  if (rc == ENPU_OK && !f->all && wanted == info.nlinks)
+    rc = enpu_errorf(err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", f->name ? f->name : "");
   for (hsize_t i = 0; rc == ENPU_OK && i < info.nlinks; i++) {
-    *n = (size_t)i + 1;
-    rc = load_policy(policies, i, &(*out)[i], with_plan_states, file_bytes, err);
+    if (!f->all && i != wanted) continue;
+    rc = load_policy(policies, i, &(*out)[*n], with_plan_states, file_bytes, err);
+    ++*n;
   }
   if (policies >= 0) H5Gclose(policies);
   return rc;
 }
 
-int store_read(const char *path, int with_plan_states, hid_t *file_out, store_policy **out, size_t *n,
-               enpu_err *err) {
+static int read_store(const char *path, int with_plan_states, const policy_filter *f, hid_t *file_out,
+                      store_policy **out, size_t *n, enpu_err *err) {
   *out = NULL;
   *n = 0;
   if (file_out) *file_out = H5I_INVALID_HID;
@@ -505,7 +527,7 @@ int store_read(const char *path, int with_plan_states, hid_t *file_out, store_po
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   ENPU_RETURN_IF(file < 0, err, ENPU_ERR_FORMAT, "HDF5 cannot open it (truncated or corrupt)");
   int rc = check_format_version(file, err);
-  if (rc == ENPU_OK) rc = read_policies(file, with_plan_states, out, n, err);
+  if (rc == ENPU_OK) rc = read_policies(file, with_plan_states, f, out, n, err);
   if (rc < 0 || !file_out) H5Fclose(file);
   if (rc < 0) {
     store_policies_free(*out, *n);
@@ -515,6 +537,18 @@ int store_read(const char *path, int with_plan_states, hid_t *file_out, store_po
   }
   if (file_out) *file_out = file;
   return ENPU_OK;
+}
+
+int store_read(const char *path, int with_plan_states, hid_t *file_out, store_policy **out, size_t *n,
+               enpu_err *err) {
+  const policy_filter all = {1, NULL};
+  return read_store(path, with_plan_states, &all, file_out, out, n, err);
+}
+
+int store_read_policy(const char *path, const char *policy, store_policy **out, size_t *n,
+                      enpu_err *err) {
+  const policy_filter one = {0, policy};
+  return read_store(path, 0, &one, NULL, out, n, err);
 }
 
 void store_policy_tables_free(store_policy_tables *p) {

@@ -226,6 +226,31 @@ static void test_policies(void **state) {
   assert_null(planstore_policy_name(c->ps, 1));
 }
 
+/* Opening one policy: by name, the first by default, and a clear error for a name the
+ * store does not have. */
+static void test_open_policy(void **state) {
+  ctx *c = *state;
+  const char *names[] = {POLICY, NULL};
+  for (size_t i = 0; i < 2; i++) {
+    planstore *one = NULL;
+    enpu_err err = {0};
+    assert_int_equal(planstore_open_policy(c->path, names[i], &one, &err), 0);
+    assert_int_equal(planstore_policy_count(one), 1);
+    assert_string_equal(planstore_policy_name(one, 0), POLICY);
+    planstore_plan a, b;
+    assert_int_equal(planstore_lookup_slack(one, NULL, PLANSTORE_DECODE, 1, 1000, 0.05, &a, &err), 0);
+    assert_int_equal(planstore_lookup_slack(c->ps, POLICY, PLANSTORE_DECODE, 1, 1000, 0.05, &b, &err), 0);
+    assert_int_equal(a.walk_prefix, b.walk_prefix);
+    assert_true(a.energy_nj == b.energy_nj);
+    planstore_close(one);
+  }
+  planstore *none = NULL;
+  enpu_err err = {0};
+  assert_int_equal(planstore_open_policy(c->path, "no-such-policy", &none, &err), ENPU_ERR_NOT_FOUND);
+  assert_null(none);
+  assert_non_null(strstr(err.msg, "no-such-policy"));
+}
+
 /* Row of the grid entry (phase, batch, seq). */
 static size_t grid_row(int phase, int batch, int seq) {
   for (size_t r = 0; r < NGRID; r++)
@@ -1077,6 +1102,7 @@ int main(int argc, char **argv) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_policies),
+      cmocka_unit_test(test_open_policy),
       cmocka_unit_test(test_exact_hit_and_padding),
       cmocka_unit_test(test_beyond_largest_and_bad_buckets),
       cmocka_unit_test(test_walk_prefix_targets),
