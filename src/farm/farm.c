@@ -24,6 +24,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -893,6 +894,14 @@ static int master_loop_inline(master *m, clocks *c, enpu_err *err) {
   return rc;
 }
 
+/* CPU seconds (user + system) this process has used: the master's own cost. */
+static double process_cpu_s(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+         (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 static int write_summary_md(const master *m, enpu_err *err) {
   char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8], path[sizeof dir + 16];
   snprintf(dir, sizeof dir, "%s/%s", m->o.results_dir, m->job->name);
@@ -990,6 +999,7 @@ static int run_master(master *m, enpu_err *err) {
   progress(m, enpu_now_s() - c.start, c.live, 1);
   count_buckets(m);
   m->sum->wall_s = enpu_now_s() - c.start;
+  m->sum->master_cpu_s = process_cpu_s();
   ENPU_FORWARD(write_summary_md(m, err));
   return validate_store(m, err);
 }
@@ -1095,4 +1105,6 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   fprintf(out, "| evaluations | %lld |\n", (long long)s->evaluations);
   fprintf(out, "| core-seconds | %.2f |\n", s->core_s);
   fprintf(out, "| wall time | %.2f s |\n", s->wall_s);
+  fprintf(out, "| master CPU | %.2f s (%.1f %% of one core) |\n", s->master_cpu_s,
+          s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0);
 }

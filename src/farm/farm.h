@@ -61,6 +61,8 @@ typedef struct {
   int64_t evaluations;                /* op-level evaluations of this run */
   double core_s;                      /* compute seconds summed over ranks */
   double wall_s;
+  double master_cpu_s;                /* CPU time of rank 0 (setup, scheduling, journal,
+                                         checkpoints; with one rank also the compute) */
 } farm_summary;
 
 /* Run the farm (every rank calls it). Master-side input errors (bad job, bad added
