@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan fuzz run test clean
+.PHONY: deps build asan fuzz run reference test clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -57,6 +57,23 @@ run: build
 	$(BUILD)/enpu buckets jobs/demo.json
 	$(MPI_ENV) mpirun -np $(JOBS) --use-hwthread-cpus $(BUILD)/enpu farm jobs/demo.json
 	$(BUILD)/enpu query results/demo/plans.h5 --phase decode --batch 8 --seq 2048 --slack 0.05 --policy enpu-all
+
+# The committed reference results of the full Llama3-70B job (results/llama3-70b/): the
+# farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x) and of a 24-hour day,
+# validation of a sample of plans, and the report with its plots. ~5 min on 2 cores.
+REF := results/llama3-70b
+REPLAY := $(BUILD)/enpu replay --store $(REF)/plans.h5 \
+  --trace jobs/traces/AzureLLMInferenceTrace_conv.csv --cluster jobs/clusters/llama3-70b.json
+
+reference: build
+	$(MPI_ENV) mpirun -np 3 --oversubscribe $(BUILD)/enpu farm jobs/llama3-70b.json --progress-s 30
+	$(REPLAY) --out $(REF)/replay-hour
+	$(REPLAY) --rate 5 --out $(REF)/replay-5x
+	$(REPLAY) --rate 8 --out $(REF)/replay-8x
+	$(REPLAY) --day --out $(REF)/replay-day
+	$(BUILD)/enpu validate $(REF)/plans.h5 --trace jobs/traces/AzureLLMInferenceTrace_conv.csv \
+	  --cluster jobs/clusters/llama3-70b.json --sample 24
+	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="
