@@ -29,9 +29,17 @@ void farm_search_options(search_options *opt) { search_options_default(opt); }
 static void hash_options(enpu_hasher *h, const config_job *job, const search_options *opt) {
   enpu_hasher_i64(h, (int64_t)job->chip.hash);
   enpu_hasher_str(h, COST_MODEL_VERSION);
+  /* Every option that changes a Pareto set or a plan (threads only change speed). */
   enpu_hasher_i64(h, opt->request);
   enpu_hasher_i64(h, opt->enpu_domains);
   enpu_hasher_f64(h, opt->walk_cap_slack);
+  enpu_hasher_i64(h, opt->ga.population);
+  enpu_hasher_i64(h, opt->ga.generations);
+  enpu_hasher_i64(h, (int64_t)opt->ga.rng_seed);
+  enpu_hasher_i64(h, opt->ga_groups);
+  enpu_hasher_i64(h, opt->ideal_method);
+  enpu_hasher_i64(h, opt->op_trim);
+  enpu_hasher_i64(h, opt->transition_aware);
 }
 
 uint64_t farm_op_key(const config_job *job, config_policy policy, const search_options *opt,
