@@ -40,8 +40,9 @@ typedef struct {
   int domain_of[CONFIG_NCOMP]; /* searched domain of each component, or -1: fixed at peak */
   int peak_state;              /* states 1..peak_state (chip->freq_states) */
   search_op_method method;
-  int trim; /* greedy only (addition, issue 4): after Algorithm 1, lower one domain at a
-               time from each Pareto point while the time holds and energy drops */
+  int trim; /* greedy only (addition, issue 4): after Algorithm 1, a small local search
+               from each Pareto point (one domain down, hand-overs, pair moves, repaired
+               hand-overs) accepting plans as fast and cheaper; see search_op.c */
 } search_domains;
 
 /* eNPU with 5, 4 ({SA,VU} one domain) or 3 ({SA,VU,SRAM} one domain) searched domains

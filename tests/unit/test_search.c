@@ -683,6 +683,60 @@ static void test_trim(void **state) {
   config_job_free(job);
 }
 
+/* The roofline with one planted plan off the diagonal: (19,21,20,20,20) runs as fast as
+ * the diagonal's (20,...,20) for 0.5 nJ less (too little to dominate s = 19). Algorithm 1
+ * walks the diagonal and never sees it (its candidates differ by at most one state);
+ * single trim moves cannot reach it either (lowering one domain of a diagonal plan slows
+ * it, and hand-overs need unequal states), but the pair move "SA down 1, VU up 1" can. */
+static const int planted_state[CONFIG_NCOMP] = {19, 21, 20, 20, 20};
+
+static int planted_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e,
+                        enpu_err *err) {
+  ENPU_FORWARD(roofline_eval(user, s, t, e, err));
+  const roofline *r = user;
+  if (!memcmp(s, planted_state, sizeof planted_state)) /* the diagonal's s = 20, 0.5 nJ less */
+    *t = r->a / 20, *e = r->p * *t + r->delta * 20 * CONFIG_NCOMP - 0.5;
+  return 0;
+}
+
+static void test_trim_pair_moves(void **state) {
+  search_memo *memo;
+  enpu_err err = {0};
+  assert_int_equal(search_memo_create(&memo, &err), 0);
+  search_domains dom;
+  assert_int_equal(search_domains_enpu(&dom, 5, 34, SEARCH_OP_GREEDY, &err), 0);
+  search_pareto p[3];
+  int64_t calls[3];
+  for (int run = 0; run < 3; run++) {
+    dom.trim = run > 0; /* run 2 repeats run 1: the result must not change */
+    roofline r = {1000.0, 1.0, 0.8, 0};
+    void *users[1] = {&r};
+    assert_int_equal(search_op_pareto(memo, &dom, planted_eval, users, 1, &p[run], &err), 0);
+    calls[run] = r.calls;
+    assert_int_equal(p[run].evals, calls[run]); /* memoised: no plan evaluated twice */
+  }
+  /* Without the trim: the diagonal s = 34..16, s = 20 at index 14. */
+  assert_int_equal(p[0].count, 19);
+  for (int c = 0; c < CONFIG_NCOMP; c++) assert_int_equal(p[0].points[14].state[c], 20);
+  /* With it: the planted plan replaces (20,...,20), nothing else changes. */
+  assert_int_equal(p[1].count, 19);
+  assert_memory_equal(p[1].points[14].state, planted_state, sizeof planted_state);
+  assert_true(fabs(p[1].points[14].time_ns - 50.0) < 1e-12);
+  assert_true(fabs(p[1].points[14].energy_nj - (p[0].points[14].energy_nj - 0.5)) < 1e-9);
+  for (int i = 0; i < 19; i++)
+    if (i != 14) assert_memory_equal(p[1].points[i].state, p[0].points[i].state,
+                                     sizeof p[0].points[i].state);
+  /* Bounded work: per Pareto point and accepted move (one here), at most 5 lowerings,
+   * 20 hand-overs, 20 pair moves and 3 repair steps of 15 raises. */
+  assert_true(calls[1] > calls[0]);
+  assert_true(calls[1] - calls[0] <= (19 + 1) * (5 + 20 + 20 + 45));
+  assert_int_equal(p[2].count, p[1].count);
+  assert_int_equal(calls[2], calls[1]);
+  assert_memory_equal(p[2].points, p[1].points, (size_t)p[1].count * sizeof *p[1].points);
+  for (int run = 0; run < 3; run++) search_pareto_free(&p[run]);
+  search_memo_free(memo);
+}
+
 /* Five ops of four Pareto points each (convex-ish, distinct rates), multiplicities 1..2. */
 static void ga_ops(search_point pts[5][4], search_req_op ops[5]) {
   for (int i = 0; i < 5; i++) {
@@ -817,6 +871,7 @@ int main(void) {
       cmocka_unit_test(test_real_op_enpu_all),
       cmocka_unit_test(test_pareto_gap),
       cmocka_unit_test(test_trim),
+      cmocka_unit_test(test_trim_pair_moves),
       cmocka_unit_test(test_ga),
       cmocka_unit_test(test_real_bucket_ga_lift),
   };
