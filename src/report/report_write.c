@@ -146,6 +146,17 @@ static const report_savings_row *savings_at(const report_savings_row *rows, size
   return NULL;
 }
 
+/* The three files of one phase's figure: <stem>_<phase>.dat, .gp and .png. */
+typedef struct {
+  char dat[64], gp[64], png[64];
+} plot_files;
+
+static void plot_files_name(plot_files *pf, const char *stem, int phase) {
+  snprintf(pf->dat, sizeof pf->dat, "%s_%s.dat", stem, phase_names[phase]);
+  snprintf(pf->gp, sizeof pf->gp, "%s_%s.gp", stem, phase_names[phase]);
+  snprintf(pf->png, sizeof pf->png, "%s_%s.png", stem, phase_names[phase]);
+}
+
 /* savings_<phase>.dat/.gp/.png: one line per policy, error bars from min to max. */
 static int plot_savings(const report_ctx *r, const report_savings_row *rows, size_t n, int phase, int *drawn,
                         enpu_err *err) {
@@ -157,10 +168,10 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
     free(slacks);
     return ENPU_OK;
   }
-  char dat[64], gpn[64], png[64], title[128];
-  snprintf(dat, sizeof dat, "savings_%s.dat", phase_names[phase]);
-  snprintf(gpn, sizeof gpn, "savings_%s.gp", phase_names[phase]);
-  snprintf(png, sizeof png, "savings_%s.png", phase_names[phase]);
+  char title[128];
+  plot_files pf;
+  plot_files_name(&pf, "savings", phase);
+  const char *dat = pf.dat, *gpn = pf.gp, *png = pf.png;
   FILE *f = NULL;
   int rc = report_file_open(r->dir, dat, &f, err);
   if (rc == 0) {
@@ -218,10 +229,10 @@ static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const
 
 static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows, size_t n, int phase,
                           enpu_err *err) {
-  char dat[64], gpn[64], png[64], title[160];
-  snprintf(dat, sizeof dat, "breakdown_%s.dat", phase_names[phase]);
-  snprintf(gpn, sizeof gpn, "breakdown_%s.gp", phase_names[phase]);
-  snprintf(png, sizeof png, "breakdown_%s.png", phase_names[phase]);
+  char title[160];
+  plot_files pf;
+  plot_files_name(&pf, "breakdown", phase);
+  const char *dat = pf.dat, *gpn = pf.gp, *png = pf.png;
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, dat, &f, err));
   fprintf(f, "# %s bucket batch %d seq %d: energy per forward pass by component (mJ)\n# label",
@@ -306,10 +317,10 @@ static const char *freq_policy(const store_contents *c) {
 
 static int plot_freq(const report_ctx *r, const report_freq_row *rows, size_t n, int phase, const char *policy,
                      double slack, enpu_err *err) {
-  char dat[64], gpn[64], png[64], title[192];
-  snprintf(dat, sizeof dat, "freq_util_%s.dat", phase_names[phase]);
-  snprintf(gpn, sizeof gpn, "freq_util_%s.gp", phase_names[phase]);
-  snprintf(png, sizeof png, "freq_util_%s.png", phase_names[phase]);
+  char title[192];
+  plot_files pf;
+  plot_files_name(&pf, "freq_util", phase);
+  const char *dat = pf.dat, *gpn = pf.gp, *png = pf.png;
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, dat, &f, err));
   fprintf(f, "# %s, policy %s, slack %g%%: per op, utilisation at peak (%%) and chosen state / peak state\n"
