@@ -26,16 +26,10 @@ static int domains_check_peak(int peak_state, enpu_err *err) {
   return 0;
 }
 
-int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
-                        search_op_method method, enpu_err *err) {
+/* Fill d: `ndomains` searched domains, component c in domain map[c] (-1: at peak). */
+static int domains_set(search_domains *d, int ndomains, const int map[CONFIG_NCOMP], int peak_state,
+                       search_op_method method, enpu_err *err) {
   ENPU_FORWARD(domains_check_peak(peak_state, err));
-  /* Component → domain per §4.6; SA, VU, SRAM, HBM, ICI order. */
-  static const int map5[CONFIG_NCOMP] = {0, 1, 2, 3, 4};
-  static const int map4[CONFIG_NCOMP] = {0, 0, 1, 2, 3};
-  static const int map3[CONFIG_NCOMP] = {0, 0, 0, 1, 2};
-  const int *map = ndomains == 5 ? map5 : ndomains == 4 ? map4 : ndomains == 3 ? map3 : NULL;
-  ENPU_RETURN_IF(!map, err, ENPU_ERR_INVALID, "eNPU domain count %d: expected 5, 4 or 3",
-                 ndomains);
   d->ndomains = ndomains;
   memcpy(d->domain_of, map, sizeof d->domain_of);
   d->peak_state = peak_state;
@@ -44,25 +38,27 @@ int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
   return 0;
 }
 
+int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
+                        search_op_method method, enpu_err *err) {
+  /* Component → domain per §4.6; SA, VU, SRAM, HBM, ICI order. */
+  static const int map5[CONFIG_NCOMP] = {0, 1, 2, 3, 4};
+  static const int map4[CONFIG_NCOMP] = {0, 0, 1, 2, 3};
+  static const int map3[CONFIG_NCOMP] = {0, 0, 0, 1, 2};
+  const int *map = ndomains == 5 ? map5 : ndomains == 4 ? map4 : ndomains == 3 ? map3 : NULL;
+  ENPU_RETURN_IF(!map, err, ENPU_ERR_INVALID, "eNPU domain count %d: expected 5, 4 or 3",
+                 ndomains);
+  return domains_set(d, ndomains, map, peak_state, method, err);
+}
+
 int search_domains_dvfs_c(search_domains *d, int peak_state, enpu_err *err) {
-  ENPU_FORWARD(domains_check_peak(peak_state, err));
   static const int map[CONFIG_NCOMP] = {0, 0, 0, -1, -1};
-  d->ndomains = 1;
-  memcpy(d->domain_of, map, sizeof d->domain_of);
-  d->peak_state = peak_state;
-  d->method = SEARCH_OP_EXHAUSTIVE;
-  d->trim = 0;
-  return 0;
+  return domains_set(d, 1, map, peak_state, SEARCH_OP_EXHAUSTIVE, err);
 }
 
 int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err) {
-  ENPU_FORWARD(domains_check_peak(peak_state, err));
-  d->ndomains = 0;
-  for (int c = 0; c < CONFIG_NCOMP; c++) d->domain_of[c] = -1;
-  d->peak_state = peak_state;
-  d->method = SEARCH_OP_EXHAUSTIVE; /* one combination: the all-peak plan */
-  d->trim = 0;
-  return 0;
+  static const int map[CONFIG_NCOMP] = {-1, -1, -1, -1, -1};
+  /* One combination: the all-peak plan. */
+  return domains_set(d, 0, map, peak_state, SEARCH_OP_EXHAUSTIVE, err);
 }
 
 static int domains_validate(const search_domains *d, enpu_err *err) {
