@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "planstore.h"
 
 #define STORE_FORMAT_VERSION 1u
 #define STORE_NSTATE 5     /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
@@ -225,6 +226,12 @@ typedef struct {
 /* @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT, ENPU_ERR_NOMEM. */
 int store_load(const char *path, store_contents **out, enpu_err *err);
 void store_contents_free(store_contents *c); /* NULL is a no-op */
+
+/* Replay the first `prefix` walk steps of bucket `bi` (a bucket of a loaded, validated policy)
+ * into st[0..ops_count): the one definition of what a walk prefix means.
+ * @return 0, or ENPU_ERR_FORMAT for a walk that breaks the rules of schemas/planstore.md. */
+int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix, planstore_op_states *st,
+                      enpu_err *err);
 
 /* Sizes of one table: uncompressed (rows x the file's row bytes) and as stored in the
  * file (H5Dget_storage_size, after shuffle + zstd). */

@@ -79,10 +79,4 @@ int store_bucket_order(const store_policy_tables *p, uint32_t **order, enpu_err 
 /* Table t of a policy: its row array (records of store_tables[t]) and row count. */
 void **store_table_slot(store_policy_tables *p, store_table t, size_t **rows);
 
-/* Replay the first `prefix` walk steps of bucket `bi` (a bucket of a validated policy)
- * into st[0..ops_count): the one definition of what a walk prefix means.
- * @return 0, or ENPU_ERR_FORMAT for a walk that breaks the rules of schemas/planstore.md. */
-int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix, planstore_op_states *st,
-                      enpu_err *err);
-
 #endif /* ENPU_STORE_INTERNAL_H */

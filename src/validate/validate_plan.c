@@ -137,37 +137,23 @@ static int map_bucket(validate_ctx *v, config_policy policy, const store_policy_
 }
 
 /* Move `n` of store op k's instances, the lowest-numbered at `from`, to `to`. */
-static int move_instances(bucket_map *m, int k, uint32_t from, uint32_t to, uint64_t n) {
-  for (int i = 0; i < m->nops && n > 0; i++) {
-    if (m->key_of[i] != k) continue;
-    for (int64_t x = m->offset[i]; x < m->offset[i + 1] && n > 0; x++)
-      if (m->pos[x] == from) m->pos[x] = to, n--;
+/* Place every instance for plan `pl` by the store's own walk replay: of an op's instances
+ * (walk numbering, graph ops in order) the first lead_instances are at its lead point
+ * (each walk step moves the lowest-numbered instances), the rest at its trail point. */
+static void place(const store_policy_tables *t, uint32_t bucket, const store_plan_rec *pl,
+                  bucket_map *m, planstore_op_states *st, char *why, size_t why_cap) {
+  enpu_err e = {0};
+  if (store_walk_replay(t, bucket, pl->walk_prefix, st, &e) < 0) {
+    snprintf(why, why_cap, "walk prefix %llu: %.120s", (unsigned long long)pl->walk_prefix, e.msg);
+    return;
   }
-  return n == 0 ? 0 : -1;
-}
-
-/* Place every instance for plan `pl`; *why when the store is inconsistent. */
-static void place(const store_policy_tables *t, const store_bucket_rec *b,
-                  const store_plan_rec *pl, bucket_map *m, uint32_t *lead, uint32_t *trail,
-                  char *why, size_t why_cap) {
-  for (uint32_t k = 0; k < b->ops_count; k++) {
-    const store_op_rec *so = &t->ops[t->bucket_ops[b->ops_first + k].op];
-    lead[k] = trail[k] = so->pareto_first;
-  }
-  for (int i = 0; i < m->nops; i++)
-    for (int64_t x = m->offset[i]; x < m->offset[i + 1]; x++) m->pos[x] = lead[m->key_of[i]];
-  for (uint64_t s = 0; s < pl->walk_prefix; s++) {
-    const store_walk_rec *w = &t->walk[b->walk_first + s];
-    int k = -1;
-    for (uint32_t j = 0; j < b->ops_count && k < 0; j++)
-      if (t->bucket_ops[b->ops_first + j].op == w->op) k = (int)j;
-    const uint32_t from = k < 0 ? 0 : w->pareto == lead[k] && lead[k] != trail[k] ? trail[k] : lead[k];
-    if (k < 0 || move_instances(m, k, from, w->pareto, w->instances) < 0) {
-      snprintf(why, why_cap, "walk step %llu moves %llu instances of op %u that are not at point %u",
-               (unsigned long long)s, (unsigned long long)w->instances, w->op, from);
-      return;
+  for (uint32_t k = 0; k < t->buckets[bucket].ops_count; k++) {
+    uint64_t n = 0;
+    for (int i = 0; i < m->nops; i++) {
+      if (m->key_of[i] != (int)k) continue;
+      for (int64_t x = m->offset[i]; x < m->offset[i + 1]; x++, n++)
+        m->pos[x] = n < st[k].lead_instances ? st[k].lead_pareto : st[k].trail_pareto;
     }
-    if (w->pareto != lead[k]) trail[k] = lead[k], lead[k] = w->pareto;
   }
 }
 
@@ -221,9 +207,8 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
                  "unknown policy '%s' in the store", t->name);
   char why[STORE_MSG_LEN] = "";
   bucket_map m = {0};
-  uint32_t *lead = enpu_calloc((size_t)b->ops_count + 1, sizeof *lead);
-  uint32_t *trail = enpu_calloc((size_t)b->ops_count + 1, sizeof *trail);
-  int rc = lead && trail ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
+  planstore_op_states *st = enpu_calloc((size_t)b->ops_count + 1, sizeof *st);
+  int rc = st ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
   if (rc == 0) rc = map_bucket(v, policy, t, b, tolerance, &m, why, sizeof why, err);
   const double base_ns = fmax(b->t_nodvfs_ns, b->t_peak_ns);
   for (uint32_t p = 0; rc == 0 && p < b->plan_count; p++) {
@@ -236,7 +221,7 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
                                .sim_time_ns = NAN, .sim_energy_nj = NAN};
     char msg[STORE_MSG_LEN] = "";
     snprintf(msg, sizeof msg, "%s", why);
-    if (!msg[0]) place(t, b, pl, &m, lead, trail, msg, sizeof msg);
+    if (!msg[0]) place(t, bucket, pl, &m, st, msg, sizeof msg);
     if (!msg[0]) apply_rows(t, b, pl, &m, msg, sizeof msg);
     if (!msg[0]) {
       enpu_err serr = {0};
@@ -262,7 +247,6 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
     memcpy(o->message, msg, sizeof o->message);
   }
   map_free(&m);
-  free(lead);
-  free(trail);
+  free(st);
   return rc;
 }
