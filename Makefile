@@ -34,20 +34,26 @@ asan: deps
 
 # Each libFuzzer target runs FUZZ_RUNS inputs with a fixed seed (so CI is reproducible)
 # from a corpus seeded with real inputs:
-# the shipped JSON files for the loaders, a store written by the unit test for the reader.
+# the shipped JSON files for the loaders, a store written by the unit test for the reader,
+# the head of the shipped trace (and rows with UTC offsets) for the trace reader.
 fuzz: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store fuzz_journal
-	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
-	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store fuzz_journal fuzz_trace
+	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal $(FUZZ_BUILD)/corpus-trace
+	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal $(FUZZ_BUILD)/corpus-trace
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
 	@$(BUILD)/tests/unit/test_farm --write $(FUZZ_BUILD)/corpus-journal
+	@head -40 jobs/traces/AzureLLMInferenceTrace_conv.csv > $(FUZZ_BUILD)/corpus-trace/head.csv
+	@printf 'TIMESTAMP,ContextTokens,GeneratedTokens\r\n2024-05-10 00:00:00.009930+00:00,12,3\r\n2024-05-10 00:00:01-05:30,7,1\r\n' \
+	  > $(FUZZ_BUILD)/corpus-trace/offsets.csv
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-store 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_journal -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-journal 2>&1 | grep -E '^Done [0-9]+ runs'
+	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_trace -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
+	  $(FUZZ_BUILD)/corpus-trace 2>&1 | grep -E '^Done [0-9]+ runs'
 
 # The farm over every local core (hardware threads count as slots, so -np $(JOBS) needs
 # no oversubscription); as root Open MPI wants its two confirmation variables.
