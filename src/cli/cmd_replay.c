@@ -283,17 +283,19 @@ static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_er
 /* ---- --rates: the sweep ---------------------------------------------------------------- */
 
 static void print_sweep(const replay_sweep *s) {
-  printf("%8s %9s %-9s %7s %9s %9s %9s %9s %6s %6s\n", "rate", "requests", "policy", "SLO %", "save busy",
-         "save idle", "prefill %", "decode %", "sg1 %", "lock %");
+  printf("%8s %9s %-9s %7s %9s %9s %15s %15s %6s %6s\n", "rate", "requests", "policy", "SLO %", "save busy",
+         "save idle", "prefill % (max)", "decode % (max)", "sg1 %", "lock %");
   for (size_t r = 0; r < s->nrates; r++)
     for (size_t p = 0; p < s->npolicies; p++) {
       const replay_sweep_cell *c = &s->cells[r * s->npolicies + p];
-      printf("%8g %9zu %-9s %7.2f %9.2f %9.2f %9.2f %9.2f %6.2f %6.2f\n", s->rates[r], s->requests[r], s->policies[p],
-             100 * c->slo_attainment, 100 * c->savings_busy, 100 * c->savings, 100 * c->util[0], 100 * c->util[1],
-             100 * c->safeguard1_share, 100 * c->locked_share);
+      printf("%8g %9zu %-9s %7.2f %9.2f %9.2f %7.2f (%5.1f) %7.2f (%5.1f) %6.2f %6.2f\n", s->rates[r], s->requests[r],
+             s->policies[p], 100 * c->slo_attainment, 100 * c->savings_busy, 100 * c->savings, 100 * c->util[0],
+             100 * c->util_busiest[0], 100 * c->util[1], 100 * c->util_busiest[1], 100 * c->safeguard1_share,
+             100 * c->locked_share);
     }
   printf("\nprefill %%: prefill node-time busy; decode %%: decode batch slots filled (mean members /\n"
-         "max batch). Capacity, the highest rate with >= %.0f %% SLO attainment there and below:\n",
+         "max batch); over the run, and (max) in the busiest 5-minute window. Capacity, the highest\n"
+         "rate with >= %.0f %% SLO attainment there and below:\n",
          100 * REPLAY_CAPACITY_ATTAINMENT);
   for (size_t p = 0; p < s->npolicies; p++)
     printf("  %-9s %s%g\n", s->policies[p], s->capacity[p] > 0 ? "" : "none of the rates tried, ", s->capacity[p]);

@@ -250,6 +250,9 @@ const replay_window *replay_result_windows(const replay_result *r, size_t *count
  * continuous batching keeps a decode node running while it holds a single request, so
  * its busy time says nothing about load. */
 void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]);
+/* The same per five-minute window, the busiest full window of each pool (a bursty trace
+ * can saturate a pool for minutes while its mean looks light); 0 without a full window. */
+void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]);
 
 /* ---------------------------------------------------------------------------------
  * Outputs */
@@ -282,6 +285,7 @@ typedef struct {
   double slo_attainment;
   double savings_busy, savings;     /* vs nodvfs at the same rate; NaN without nodvfs */
   double util[REPLAY_NPHASE];       /* replay_utilisation */
+  double util_busiest[REPLAY_NPHASE]; /* replay_busiest_window */
   double locked_share, safeguard1_share; /* of all batches */
 } replay_sweep_cell;
 
@@ -304,8 +308,9 @@ int replay_sweep_run(const planstore *ps, const char *const *policies, size_t np
 void replay_sweep_free(replay_sweep *s); /* NULL is a no-op */
 
 /* { "rates": [...], "requests": [...], "policies": { NAME: { "slo_attainment": [...],
- *   "savings_busy", "savings", "util_prefill", "util_decode", "locked_share",
- *   "safeguard1_share": [...], "capacity_rate" } } } (NaN as null). */
+ *   "savings_busy", "savings", "util_prefill", "util_decode", "util_prefill_busiest",
+ *   "util_decode_busiest", "locked_share", "safeguard1_share": [...], "capacity_rate" } } }
+ * (NaN as null). */
 int replay_sweep_json(const replay_sweep *s, json_t **out, enpu_err *err);
 
 #endif /* ENPU_REPLAY_H */

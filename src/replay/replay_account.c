@@ -297,11 +297,26 @@ int replay_align_horizon(replay_result *const *runs, size_t n, enpu_err *err) {
   return ENPU_OK;
 }
 
-void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]) {
-  const config_cluster *cl = r->cluster;
-  const double h = r->summary.horizon_ns;
+/* Utilisation of busy node-time / decode slot-time over `span_ns`. */
+static void utilisation(const config_cluster *cl, double busy_prefill_ns, double occupancy_ns, double span_ns,
+                        double util[REPLAY_NPHASE]) {
   const int slots = cl->max_batch < cl->max_batch_tokens ? cl->max_batch : cl->max_batch_tokens;
-  util[REPLAY_PREFILL] = h > 0 ? r->summary.phase[REPLAY_PREFILL].busy_node_ns / (cl->node[CONFIG_PREFILL].nodes * h) : 0;
-  util[REPLAY_DECODE] =
-      h > 0 ? r->summary.phase[REPLAY_DECODE].occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * h) : 0;
+  util[REPLAY_PREFILL] = span_ns > 0 ? busy_prefill_ns / (cl->node[CONFIG_PREFILL].nodes * span_ns) : 0;
+  util[REPLAY_DECODE] = span_ns > 0 ? occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * span_ns) : 0;
+}
+
+void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]) {
+  utilisation(r->cluster, r->summary.phase[REPLAY_PREFILL].busy_node_ns, r->summary.phase[REPLAY_DECODE].occupancy_ns,
+              r->summary.horizon_ns, util);
+}
+
+void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]) {
+  util[0] = util[1] = 0;
+  for (size_t k = 0; k < r->nwindows; k++) {
+    const replay_window *w = &r->windows[k];
+    if (w->length_ns < REPLAY_WINDOW_NS) continue; /* the cut last window */
+    double u[REPLAY_NPHASE];
+    utilisation(r->cluster, w->busy_node_ns[REPLAY_PREFILL], w->occupancy_ns, w->length_ns, u);
+    for (int ph = 0; ph < REPLAY_NPHASE; ph++) util[ph] = fmax(util[ph], u[ph]);
+  }
 }

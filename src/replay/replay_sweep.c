@@ -41,6 +41,7 @@ static void reduce(replay_sweep *s, size_t ri, replay_result *const *runs) {
     c->savings_busy = base ? 1 - busy / (base->phase[0].busy_energy_nj + base->phase[1].busy_energy_nj) : NAN;
     c->savings = base ? 1 - m->energy_nj / base->energy_nj : NAN;
     replay_utilisation(runs[p], c->util);
+    replay_busiest_window(runs[p], c->util_busiest);
     const uint64_t batches = a[0].batches + a[1].batches;
     c->locked_share = replay_ratio(a[0].locked + a[1].locked, batches);
     c->safeguard1_share = replay_ratio(a[0].safeguard1 + a[1].safeguard1, batches);
@@ -118,15 +119,16 @@ int replay_sweep_run(const planstore *ps, const char *const *policies, size_t np
 
 /* One policy's series: each field of its cells, in rate order. */
 static json_t *policy_series(const replay_sweep *s, size_t p) {
-  static const char *const names[] = {"slo_attainment", "savings_busy", "savings", "util_prefill", "util_decode",
-                                      "locked_share", "safeguard1_share"};
+  static const char *const names[] = {"slo_attainment",       "savings_busy",        "savings",
+                                      "util_prefill",         "util_decode",         "util_prefill_busiest",
+                                      "util_decode_busiest",  "locked_share",        "safeguard1_share"};
   json_t *o = json_object();
   for (size_t f = 0; o && f < sizeof names / sizeof names[0]; f++) {
     json_t *a = json_array();
     for (size_t r = 0; a && r < s->nrates; r++) {
       const replay_sweep_cell *c = &s->cells[r * s->npolicies + p];
-      const double v[] = {c->slo_attainment, c->savings_busy,  c->savings,         c->util[0],
-                          c->util[1],        c->locked_share, c->safeguard1_share};
+      const double v[] = {c->slo_attainment,  c->savings_busy,    c->savings,      c->util[0],       c->util[1],
+                          c->util_busiest[0], c->util_busiest[1], c->locked_share, c->safeguard1_share};
       json_array_append_new(a, replay_json_number(v[f]));
     }
     if (!a || json_object_set_new(o, names[f], a) < 0) {

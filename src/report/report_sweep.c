@@ -7,9 +7,10 @@
 
 #include "report_internal.h"
 
-#define SWEEP_FIELDS 5
-static const char *const fields[SWEEP_FIELDS] = {"slo_attainment", "savings_busy", "savings", "util_prefill",
-                                                 "util_decode"};
+#define SWEEP_FIELDS 7
+static const char *const fields[SWEEP_FIELDS] = {"slo_attainment", "savings_busy",         "savings",
+                                                 "util_prefill",   "util_decode",          "util_prefill_busiest",
+                                                 "util_decode_busiest"};
 
 static double num_at(const json_t *series, size_t i) {
   const json_t *v = json_array_get(series, i);
@@ -23,10 +24,10 @@ static int write_dat(const char *dir, const json_t *sweep, enpu_err *err) {
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(dir, "sweep.dat", &f, err));
   fprintf(f, "# load sweep: rate, then per policy (%%): SLO attainment, savings busy-only, savings with idle,"
-             " prefill busy, decode slots filled\n# rate");
+             " prefill busy, decode slots filled, the same two in the busiest 5-minute window\n# rate");
   const char *name;
   const json_t *p;
-  json_object_foreach((json_t *)pols, name, p) fprintf(f, " %s(5)", name);
+  json_object_foreach((json_t *)pols, name, p) fprintf(f, " %s(%d)", name, SWEEP_FIELDS);
   fprintf(f, "\n");
   for (size_t r = 0; r < json_array_size(rates); r++) {
     fprintf(f, "%g", num_at(rates, r));
@@ -67,17 +68,20 @@ int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu
   gp_panel(f, pols, 0, false, "SLO attainment", "SLO attainment (%)");
   gp_panel(f, pols, 1, true, "energy savings vs nodvfs, busy batches only", "savings (%)");
   gp_panel(f, pols, 2, true, "energy savings vs nodvfs, with idle chips and KV transfers", "savings (%)");
-  fprintf(f, "set title 'pool utilisation (solid: prefill node-time busy; dashed: decode batch slots filled)'\n"
-             "set ylabel 'utilisation (%%)'\nplot");
+  /* Utilisation hardly depends on the policy: nodvfs's (or the first policy's). */
+  size_t i = 0, base = 0;
   const char *name;
   const json_t *p;
-  size_t i = 0;
   json_object_foreach((json_t *)pols, name, p) {
-    fprintf(f, "%s 'sweep.dat' using 1:%zu with linespoints lw 2 title '%s prefill', \\\n    'sweep.dat' using 1:%zu "
-               "with linespoints dt 2 lw 2 title '%s decode'",
-            i ? ", \\\n    " : " ", 2 + SWEEP_FIELDS * i + 3, name, 2 + SWEEP_FIELDS * i + 4, name);
+    if (!strcmp(name, "nodvfs")) base = i;
     i++;
   }
+  static const char *const what[4] = {"prefill busy", "decode slots filled", "prefill busy, busiest window",
+                                      "decode slots, busiest window"};
+  fprintf(f, "set title 'pool utilisation'\nset ylabel 'utilisation (%%)'\nplot");
+  for (int k = 0; k < 4; k++)
+    fprintf(f, "%s 'sweep.dat' using 1:%zu with linespoints lw 2 %s title '%s'", k ? ", \\\n    " : " ",
+            2 + SWEEP_FIELDS * base + 3 + (size_t)k, k < 2 ? "" : "dt 2", what[k]);
   fprintf(f, "\nunset multiplot\n");
   ENPU_FORWARD(report_file_close(f, dir, "sweep.gp", err));
   return report_run_gnuplot(gnuplot ? gnuplot : "gnuplot", absdir, "sweep.gp", "sweep.png", err);

@@ -221,6 +221,30 @@ if h.run("farm", "--help").returncode == 0:
 else:
     print("skip: `enpu farm` is not in this build")
 
+# ---- the sweep of the whole trace: SLOs hold below 70 % utilisation ----------------------
+def check_sweep_slos(label, store_path, rates):
+    """nodvfs >= 99 % wherever the busiest pool (in its busiest 5-minute window) is below
+    70 %, and every DVFS policy within 0.5 points of nodvfs there."""
+    r = replay("--rates", rates, "--json", store_path=store_path)
+    if not h.check(f"{label}: sweep {rates} exits 0", r.returncode == 0, r.stderr):
+        return
+    sw = json.loads(r.stdout)
+    nd = sw["policies"]["nodvfs"]
+    light = [i for i in range(len(sw["rates"]))
+             if max(nd["util_prefill_busiest"][i], nd["util_decode_busiest"][i]) < 0.7]
+    h.check(f"{label}: some rates keep the busiest pool below 70 %", len(light) >= 3, sw["rates"])
+    for i in light:
+        att = {p: v["slo_attainment"][i] for p, v in sw["policies"].items()}
+        print(f"     {label}, rate {sw['rates'][i]:g}: busiest window prefill "
+              f"{100 * nd['util_prefill_busiest'][i]:.1f} %, decode {100 * nd['util_decode_busiest'][i]:.1f} %; "
+              f"SLO attainment {att}")
+        h.check(f"{label}, rate {sw['rates'][i]:g}: nodvfs >= 99 %", att["nodvfs"] >= 0.99, att)
+        h.check(f"{label}, rate {sw['rates'][i]:g}: DVFS policies within 0.5 points of nodvfs",
+                all(a >= att["nodvfs"] - 0.005 for a in att.values()), att)
+
+
+check_sweep_slos("synthetic store", store, "0.5,1,2,3,5,8")
+
 # ---- a real llama3-70b store, when given -----------------------------------------------
 real = os.environ.get("ENPU_REPLAY_STORE")
 if real:
@@ -232,6 +256,7 @@ if real:
               f"(TTFT p99 {p['ttft_ms']['p99']:.1f} ms, TPOT p99 {p['tpot_ms']['p99']:.1f} ms, "
               f"uncovered {p['uncovered']})")
         h.check("real store: nodvfs SLO attainment >= 99 % on Table 3's nodes", p["slo_attainment"] >= 0.99)
+    check_sweep_slos("real store", real, "0.5,1,2,3,5,8,12,16")
 else:
     print("skip: ENPU_REPLAY_STORE not set (a llama3-70b store of the full grid)")
 
