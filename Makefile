@@ -65,8 +65,9 @@ run: build
 	$(BUILD)/enpu query results/demo/plans.h5 --phase decode --batch 8 --seq 2048 --slack 0.05 --policy enpu-all
 
 # The committed reference results of the full Llama3-70B job (results/llama3-70b/): the
-# farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x) and of a 24-hour day,
-# validation of a sample of plans, and the report with its plots. ~5 min on 2 cores.
+# farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x, 16x) and of a 24-hour
+# day, the load sweep, validation of a sample of plans, and the report with its plots.
+# ~5 min on 2 cores.
 REF := results/llama3-70b
 REPLAY := $(BUILD)/enpu replay --store $(REF)/plans.h5 \
   --trace jobs/traces/AzureLLMInferenceTrace_conv.csv --cluster jobs/clusters/llama3-70b.json
@@ -76,7 +77,9 @@ reference: build
 	$(REPLAY) --out $(REF)/replay-hour
 	$(REPLAY) --rate 5 --out $(REF)/replay-5x
 	$(REPLAY) --rate 8 --out $(REF)/replay-8x
+	$(REPLAY) --rate 16 --out $(REF)/replay-16x
 	$(REPLAY) --day --out $(REF)/replay-day
+	mkdir -p $(REF)/sweep && $(REPLAY) --rates 0.5,1,2,3,5,8,12,16,24 --out $(REF)/sweep > $(REF)/sweep/sweep.txt
 	$(BUILD)/enpu validate $(REF)/plans.h5 --trace jobs/traces/AzureLLMInferenceTrace_conv.csv \
 	  --cluster jobs/clusters/llama3-70b.json --sample 24
 	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day

@@ -16,6 +16,14 @@ static int policy_index(const char *name) {
   return -1;
 }
 
+/* The fixture's cluster with other node counts (0: unchanged) and its set-up. */
+static void resized(ctx *c, config_cluster *cl, replay_setup *s, int prefill_nodes, int decode_nodes) {
+  *cl = *c->cluster;
+  if (prefill_nodes) cl->node[CONFIG_PREFILL].nodes = prefill_nodes;
+  if (decode_nodes) cl->node[CONFIG_DECODE].nodes = decode_nodes;
+  setup_for(c, cl, s);
+}
+
 static void check_conservation(const replay_result *r, const replay_trace *t, const replay_setup *s) {
   const replay_summary *sm = replay_result_summary(r);
   const replay_request_result *q = replay_result_requests(r);
@@ -183,10 +191,9 @@ void test_common_horizon(void **state) {
  * round slow down enough that the last request misses.) */
 void test_prefill_batches_padded(void **state) {
   ctx *c = *state;
-  config_cluster cl = *c->cluster;
-  cl.node[CONFIG_PREFILL].nodes = 3;
+  config_cluster cl;
   replay_setup s;
-  setup_for(c, &cl, &s);
+  resized(c, &cl, &s, 3, 0);
   char text[2048] = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
   for (int i = 0; i < 3; i++) strcat(text, "2023-11-16 18:00:00.000,1000,2\n");
   for (int i = 0; i < 10; i++) strcat(text, "2023-11-16 18:00:00.001,1026,2\n");
@@ -208,11 +215,9 @@ void test_prefill_batches_padded(void **state) {
 
 /* One prefill node taking one request at a time, a 400 ms TTFT SLO. */
 static void one_node_cluster(ctx *c, config_cluster *cl, replay_setup *s, double ttft_ms) {
-  *cl = *c->cluster;
-  cl->node[CONFIG_PREFILL].nodes = 1;
+  resized(c, cl, s, 1, 0);
   cl->max_batch = 1;
   for (int k = 0; ttft_ms > 0 && k < cl->slo_count; k++) cl->slo[k].ttft_ms = ttft_ms;
-  setup_for(c, cl, s);
 }
 
 /* r0 runs alone (slowest plan); when r1 starts, r2 waits behind it, so r1's plan is
@@ -299,11 +304,9 @@ void test_safeguard1_scans_queue(void **state) {
  * locks prefill on its own TTFT misses. */
 void test_safeguard2(void **state) {
   ctx *c = *state;
-  config_cluster cl = *c->cluster;
-  cl.node[CONFIG_PREFILL].nodes = 3;
-  cl.node[CONFIG_DECODE].nodes = 1;
+  config_cluster cl;
   replay_setup s;
-  setup_for(c, &cl, &s);
+  resized(c, &cl, &s, 3, 1);
   replay_trace head = head_of(c->trace, 1500), *t = NULL;
   replay_shape sh = {.rate = 5, .warp = 1, .seed = 1};
   enpu_err err = {0};
@@ -416,11 +419,9 @@ void test_sleep(void **state) {
  * energy per byte of both. */
 void test_kv_contention(void **state) {
   ctx *c = *state;
-  config_cluster cl = *c->cluster;
-  cl.node[CONFIG_PREFILL].nodes = 2;
-  cl.node[CONFIG_DECODE].nodes = 1;
+  config_cluster cl;
   replay_setup s;
-  setup_for(c, &cl, &s);
+  resized(c, &cl, &s, 2, 1);
   replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,1000,3\n"
                              "2023-11-16 18:00:00,1000,3\n");
   replay_result *r = run(c, "nodvfs", t, &s);
