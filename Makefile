@@ -66,8 +66,8 @@ run: build
 
 # The committed reference results of the full Llama3-70B job (results/llama3-70b/): the
 # farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x, 16x) and of a 24-hour
-# day, the load sweep, validation of a sample of plans, and the report with its plots.
-# ~5 min on 2 cores.
+# day (1x, and 12x: the load Table 3's nodes are provisioned for), the load sweep,
+# validation of a sample of plans, and the report with its plots. ~6 min on 2 cores.
 REF := results/llama3-70b
 REPLAY := $(BUILD)/enpu replay --store $(REF)/plans.h5 \
   --trace jobs/traces/AzureLLMInferenceTrace_conv.csv --cluster jobs/clusters/llama3-70b.json
@@ -79,10 +79,11 @@ reference: build
 	$(REPLAY) --rate 8 --out $(REF)/replay-8x
 	$(REPLAY) --rate 16 --out $(REF)/replay-16x
 	$(REPLAY) --day --out $(REF)/replay-day
+	$(REPLAY) --day --rate 12 --windows-only --out $(REF)/replay-day-12x
 	mkdir -p $(REF)/sweep && $(REPLAY) --rates 0.5,1,2,3,5,8,12,16,24 --out $(REF)/sweep > $(REF)/sweep/sweep.txt
 	$(BUILD)/enpu validate $(REF)/plans.h5 --trace jobs/traces/AzureLLMInferenceTrace_conv.csv \
 	  --cluster jobs/clusters/llama3-70b.json --sample 24
-	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day
+	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day-12x
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="

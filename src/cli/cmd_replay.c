@@ -1,9 +1,9 @@
 /* cmd_replay.c — `enpu replay --store S --trace T --cluster C [--policy NAME|all]
  * [--seed N] [--rate X | --rates X,Y,...] [--warp W] [--day] [--skip-bad-rows] [--model M]
- * [--chip F] [--threads N] [--out DIR] [--json]`: replay a trace on the cluster with the
- * plans of every policy in the store (or one), print the summary and, with --out, write
- * the per-request and per-window CSVs and summary.json; with --rates, a load sweep
- * (table, sweep.json and a gnuplot plot). The replay module does the work.
+ * [--chip F] [--threads N] [--out DIR [--windows-only]] [--json]`: replay a trace on the
+ * cluster with the plans of every policy in the store (or one), print the summary and,
+ * with --out, write the per-request and per-window CSVs and summary.json; with --rates,
+ * a load sweep (table, sweep.json and a gnuplot plot). The replay module does the work.
  *
  * Exit status: 0 ok; 1 a file or the replay failed, or the store does not fit the
  * cluster; 2 usage error. */
@@ -23,7 +23,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: enpu replay --store S --trace T --cluster C [--policy NAME|all] [--seed N]\n"
           "                   [--rate X | --rates X,Y,...] [--warp W] [--day] [--skip-bad-rows]\n"
-          "                   [--model M] [--chip F] [--threads N] [--out DIR] [--json]\n"
+          "                   [--model M] [--chip F] [--threads N] [--out DIR [--windows-only]]\n"
+          "                   [--json]\n"
           "\n"
           "Replay an LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens) on the\n"
           "cluster's prefill/decode nodes with continuous batching, KV transfer over DCN, idle\n"
@@ -54,6 +55,7 @@ static void usage(FILE *out) {
           "  --threads N      policies replayed side by side (default: the online CPUs)\n"
           "  --out DIR        write requests_<policy>.csv, windows_<policy>.csv, summary.json\n"
           "                   (with --rates: sweep.json, sweep.dat/.gp/.png)\n"
+          "  --windows-only   with --out, no requests_<policy>.csv (~150 bytes a request)\n"
           "  --json           print the summary (or the sweep) as one JSON document\n"
           "  -h, --help       show this help\n");
 }
@@ -64,7 +66,7 @@ typedef struct {
   double rate, warp;
   double rates[MAX_RATES];
   size_t nrates;
-  int day, skip_bad, json, rate_given;
+  int day, skip_bad, json, rate_given, windows_only;
 } replay_args;
 
 static int parse_rates(const char *v, replay_args *a) {
@@ -120,7 +122,11 @@ static int parse_args(int argc, char **argv, replay_args *a) {
       usage(stdout);
       return 0;
     }
-    int *flag = !strcmp(s, "--json") ? &a->json : !strcmp(s, "--day") ? &a->day : !strcmp(s, "--skip-bad-rows") ? &a->skip_bad : NULL;
+    int *flag = !strcmp(s, "--json")            ? &a->json
+                : !strcmp(s, "--day")           ? &a->day
+                : !strcmp(s, "--skip-bad-rows") ? &a->skip_bad
+                : !strcmp(s, "--windows-only")  ? &a->windows_only
+                                                : NULL;
     if (flag) {
       *flag = 1;
       continue;
@@ -262,7 +268,9 @@ static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_er
   in->runs = calloc(in->npolicies, sizeof *in->runs);
   ENPU_RETURN_IF(!in->runs, err, ENPU_ERR_NOMEM, "out of memory");
   ENPU_FORWARD(replay_run_policies(in->ps, in->policies, in->npolicies, in->trace, &in->setup, threads, in->runs, err));
-  if (a->out) ENPU_FORWARD(replay_write_outputs(a->out, (const replay_result *const *)in->runs, in->npolicies, err));
+  if (a->out)
+    ENPU_FORWARD(replay_write_outputs(a->out, (const replay_result *const *)in->runs, in->npolicies, !a->windows_only,
+                                      err));
   for (size_t i = 0; i < in->npolicies; i++) {
     const replay_summary *s = replay_result_summary(in->runs[i]);
     if (s->uncovered)

@@ -190,6 +190,7 @@ typedef struct {
   double occupancy_ns;    /* decode: Σ members × iteration time */
   uint64_t batches;       /* prefill batches / decode iterations */
   uint64_t slowed;        /* ran a plan slower than the fastest (walk prefix > 0) */
+  uint64_t slowest;       /* ran the slowest plan of its bucket (the whole walk) */
   uint64_t safeguard1;    /* given a less aggressive plan by safeguard 1 */
   uint64_t safeguard1_fastest; /* ... down to the fastest (its own target allowed slower) */
   uint64_t locked;        /* run while safeguard 2 locked the chips to peak */
@@ -264,16 +265,17 @@ void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]);
  *   "idle_energy_j": {prefill, decode, total}, "kv_energy_j", "energy_savings" (with
  *   idle; total includes KV) and "busy_energy_savings" {prefill, decode, total} (vs
  *   nodvfs; null without a nodvfs run), "utilisation", "ttft_ms"/"tpot_ms": {p50, p99},
- *   "batches": {prefill: {total, slowed, safeguard1, safeguard1_fastest, locked, late},
+ *   "batches": {prefill: {total, slowed, slowest, safeguard1, safeguard1_fastest, locked, late},
  *   decode: {...}}, "periods": {"peak", "off_peak"}: per §4.8's hours (windows by
  *   their start's time of day), "kv_transfer", "tokens", ... } } }
  * @return 0; ENPU_ERR_INVALID when the runs' horizons differ; ENPU_ERR_NOMEM. */
 int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out, enpu_err *err);
 
-/* Write under `dir` (created if missing): requests_<policy>.csv, windows_<policy>.csv
- * for every run, and summary.json (replay_summary_json).
+/* Write under `dir` (created if missing): windows_<policy>.csv for every run (and
+ * requests_<policy>.csv when per_request: ~150 bytes a request), and summary.json
+ * (replay_summary_json).
  * @return 0, ENPU_ERR_IO naming the file, or replay_summary_json's errors. */
-int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n,
+int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, bool per_request,
                          enpu_err *err);
 
 /* ---------------------------------------------------------------------------------

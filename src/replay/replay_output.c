@@ -99,8 +99,9 @@ static json_t *batches_json(const replay_summary *s) {
   for (int ph = 0; b && ph < REPLAY_NPHASE; ph++) {
     const replay_phase_stats *st = &s->phase[ph];
     json_object_set_new(b, ph ? "decode" : "prefill",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)st->batches, "slowed",
-                                  (json_int_t)st->slowed, "safeguard1", (json_int_t)st->safeguard1,
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)st->batches, "slowed",
+                                  (json_int_t)st->slowed, "slowest", (json_int_t)st->slowest, "safeguard1",
+                                  (json_int_t)st->safeguard1,
                                   "safeguard1_fastest", (json_int_t)st->safeguard1_fastest, "locked",
                                   (json_int_t)st->locked, "late", (json_int_t)st->late));
   }
@@ -279,7 +280,8 @@ static int write_file(const char *dir, const char *name, const char *policy, con
   return ENPU_OK;
 }
 
-int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, enpu_err *err) {
+int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, bool per_request,
+                         enpu_err *err) {
   json_t *doc = NULL;
   ENPU_FORWARD(replay_summary_json(runs, n, &doc, err));
   char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
@@ -287,7 +289,7 @@ int replay_write_outputs(const char *dir, const replay_result *const *runs, size
   ENPU_RETURN_IF(!text, err, ENPU_ERR_NOMEM, "out of memory (summary text)");
   int rc = enpu_mkdir_p(dir, err);
   for (size_t i = 0; rc == ENPU_OK && i < n; i++) {
-    rc = write_file(dir, "requests", runs[i]->summary.policy, runs[i], write_requests, NULL, err);
+    if (per_request) rc = write_file(dir, "requests", runs[i]->summary.policy, runs[i], write_requests, NULL, err);
     if (rc == ENPU_OK) rc = write_file(dir, "windows", runs[i]->summary.policy, runs[i], write_windows, NULL, err);
   }
   size_t len = strlen(text);

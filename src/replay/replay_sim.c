@@ -121,6 +121,7 @@ int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns,
     }
   }
   ph->slowed += c->pl.walk_prefix > 0;
+  ph->slowest += c->pl.walk_prefix > 0 && c->pl.walk_prefix == c->pl.walk_steps;
   return ENPU_OK;
 }
 

@@ -497,7 +497,8 @@ void test_determinism_and_outputs(void **state) {
     replay_result *runs[NPOL];
     run_all(c, t, &c->setup, k ? 3 : 1, runs);
     snprintf(dirs[k], sizeof dirs[k], "%s/out%d/nested", c->dir, k);
-    if (replay_write_outputs(dirs[k], (const replay_result *const *)runs, NPOL, &err) != 0) fail_msg("%s", err.msg);
+    if (replay_write_outputs(dirs[k], (const replay_result *const *)runs, NPOL, true, &err) != 0)
+      fail_msg("%s", err.msg);
     check_summary_doc((const replay_result *const *)runs, t->count);
     free_all(runs);
   }
@@ -519,7 +520,8 @@ void test_determinism_and_outputs(void **state) {
   free(text);
   /* An output directory that cannot be made is an error naming it. */
   replay_result *one = run(c, "nodvfs", t, &c->setup);
-  assert_int_equal(replay_write_outputs("/proc/no/such", (const replay_result *const *)&one, 1, &err), ENPU_ERR_IO);
+  assert_int_equal(replay_write_outputs("/proc/no/such", (const replay_result *const *)&one, 1, true, &err),
+                   ENPU_ERR_IO);
   assert_non_null(strstr(err.msg, "/proc/no"));
   replay_result_free(one);
   replay_trace_free(t);
