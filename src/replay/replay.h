@@ -36,7 +36,8 @@
 #define REPLAY_YEAR_MAX 2100
 #define REPLAY_SPAN_MAX_S (31.0 * 86400) /* a trace covers at most a month */
 #define REPLAY_TOKENS_MAX 2097152         /* 2M tokens: twice the longest context of §3.4 */
-#define REPLAY_REQUESTS_MAX 30000000      /* a shaped trace: a week of Azure's busier service */
+#define REPLAY_REQUESTS_MAX 30000000      /* a shaped trace: a week of Azure's busier service;
+                                            a run holds ~180 bytes per request and policy */
 
 typedef struct {
   double arrival_ns;
@@ -56,9 +57,9 @@ typedef struct {
 /* Parse a trace from memory; `name` is used in messages (file:line:column: ...). A bad
  * row is an error naming its line and column and what was expected, unless
  * skip_bad_rows, which skips it and counts it. Blank lines are ignored. A year outside
- * [REPLAY_YEAR_MIN, REPLAY_YEAR_MAX], a token count above REPLAY_TOKENS_MAX, or rows
- * spanning more than REPLAY_SPAN_MAX_S (the row farthest from the median is named) are
- * errors, never skipped.
+ * [REPLAY_YEAR_MIN, REPLAY_YEAR_MAX] or a token count above REPLAY_TOKENS_MAX makes a
+ * row bad. Rows spanning more than REPLAY_SPAN_MAX_S are an error of the trace (naming
+ * the row farthest from the median), even with skip_bad_rows.
  * @return 0 and *out; ENPU_ERR_PARSE (syntax), ENPU_ERR_RANGE (a value out of range),
  * ENPU_ERR_INVALID (no data rows), ENPU_ERR_NOMEM. *out is NULL on failure. */
 int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows,

@@ -24,7 +24,9 @@
  *    violate SLO"): the target is capped so that each of the first `safeguard1_scan`
  *    waiting requests could still start after this batch and finish at its own fastest
  *    plan alone before its deadline. A cap below the fastest plan runs the fastest
- *    ("safeguard1_fastest"), not counted late.
+ *    ("safeguard1_fastest"), not counted late. Each queued request is checked as if it
+ *    ran next (the paper's "directly"): a queue longer than the free nodes can serve in
+ *    one round may still see its last requests miss.
  *  - Safeguard 2 (replay_account.c): while locked, every batch runs the fastest plan.
  * Ties are broken by index and by event sequence number: the run is deterministic. */
 #include <math.h>
