@@ -263,8 +263,9 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
   ENPU_RETURN_IF(chip == NULL, err, ENPU_ERR_INVALID, "power_model_create: no chip");
   ENPU_RETURN_IF(hbm_mode != POWER_HBM_CTRL_ONLY && hbm_mode != POWER_HBM_FULL, err,
                  ENPU_ERR_INVALID, "power_model_create: unknown HBM mode %d", (int)hbm_mode);
-  ENPU_RETURN_IF(regulator != POWER_REG_DVFS && regulator != POWER_REG_FIXED, err,
-                 ENPU_ERR_INVALID, "power_model_create: unknown regulator %d", (int)regulator);
+  ENPU_RETURN_IF(regulator != POWER_REG_DVFS && regulator != POWER_REG_FIXED &&
+                     regulator != POWER_REG_CHIPWIDE,
+                 err, ENPU_ERR_INVALID, "power_model_create: unknown regulator %d", (int)regulator);
   ENPU_RETURN_IF(chip->freq_states <= 0 || chip->ivr_step_mv <= 0.0, err, ENPU_ERR_RANGE,
                  "chip %s: freq_states %d and ivr step_mv %g must be positive", chip->name,
                  chip->freq_states, chip->ivr_step_mv);

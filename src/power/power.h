@@ -49,6 +49,13 @@
  *    (other_static_w is a chip-level figure, not divided by a regulator efficiency).
  *  - NoDVFS (POWER_REG_FIXED): every component runs at the peak state; the energy
  *    functions reject any other state.
+ *  - Chip-wide V/f (POWER_REG_CHIPWIDE, the `uniform` policy of online governors): every
+ *    component on one rail behind the NoDVFS board regulator, whose output voltage a
+ *    governor sets every control period, as a GPU's DVFS does through its board
+ *    regulator (PELM §3). The chip's data give that regulator's efficiency by activity
+ *    at one voltage only (0.7 V), so the same efficiency is used at every state: its
+ *    dependence on the output voltage is unknown. At the peak state this model and
+ *    NoDVFS's are the same numbers.
  *
  * Units: time in ns, power in W, energy in nJ (W × ns), voltage in V. */
 #ifndef ENPU_POWER_H
@@ -63,8 +70,11 @@ typedef enum {
 } power_hbm_mode;
 
 typedef enum {
-  POWER_REG_DVFS = 0, /* DVFS-capable IVR at the chip's scaling time */
-  POWER_REG_FIXED = 1 /* fixed-voltage regulator, NoDVFS: peak states only */
+  POWER_REG_DVFS = 0,    /* DVFS-capable IVR at the chip's scaling time */
+  POWER_REG_FIXED = 1,   /* fixed-voltage regulator, NoDVFS: peak states only */
+  POWER_REG_CHIPWIDE = 2 /* one chip-wide rail on the NoDVFS board regulator whose output
+                            an online governor moves (a GPU's frequency): the fixed
+                            regulator's efficiency by activity at every state */
 } power_regulator;
 
 /* Slots of an operator's energy breakdown, in report order: the five components
