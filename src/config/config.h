@@ -35,13 +35,16 @@ typedef enum {
   CONFIG_NCOMP = 5
 } config_component;
 
+/* uniform is no DVFS plan: one chip-wide V/f state for every component and op, one plan
+ * per state, the table online governors run batches from (search.h, replay.h). */
 typedef enum {
   CONFIG_POLICY_NODVFS = 0,
   CONFIG_POLICY_DVFS_C = 1,
   CONFIG_POLICY_ENPU_C = 2,
   CONFIG_POLICY_ENPU_ALL = 3,
   CONFIG_POLICY_IDEAL = 4,
-  CONFIG_NPOLICY = 5
+  CONFIG_POLICY_UNIFORM = 5,
+  CONFIG_NPOLICY = 6
 } config_policy;
 
 const char *config_phase_name(config_phase p);         /* "prefill", "decode" */
@@ -65,7 +68,25 @@ int config_policy_parse(const char *name, config_policy *out);
  *   "ffn": { "intermediate": 12288 },          (dense layers)
  *   "moe": { "routed_experts": 160, "shared_experts": 2, "experts_per_token": 6,
  *            "expert_intermediate": 1536, "first_dense_layers": 1 }
- * q_lora_rank 0 means no low-rank query projection. */
+ * q_lora_rank 0 means no low-rank query projection.
+ * Optional, self-speculative decoding (the replay's draft/verify passes, replay.h):
+ *   "speculative": { "acceptance": [ { "exit_layers": 20, "rate": 0.63 }, ... ] }
+ * one row per draft exit depth (strictly increasing, below layers): the probability that
+ * the full model accepts a token drafted through the first exit_layers layers, given
+ * the drafts before it were accepted. Without the section: exits at 1/4, 1/2 and 3/4 of
+ * the layers with the default curve of config_spec_default_rate (jobs/README.md gives
+ * its source). */
+
+#define CONFIG_MAX_SPEC_EXITS 8
+
+typedef struct {
+  int exit_layers;
+  double rate; /* 0..1 */
+} config_spec_exit;
+
+/* The default acceptance rate of a draft exiting after `fraction` of the layers:
+ * piecewise linear through (0, 0), (1/4, 0.63) and (1, 1). */
+double config_spec_default_rate(double fraction);
 
 typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
 
@@ -93,6 +114,9 @@ typedef struct {
   /* KV-cache bytes per token, all layers, whole model: GQA 2*layers*kv_heads*head_dim*
    * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). */
   double kv_bytes_per_token;
+  config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
+  int spec_exit_count;
+  bool spec_default; /* no "speculative" section: the default table */
   uint64_t hash; /* content hash of the file */
 } config_model;
 
