@@ -15,13 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "search_internal.h"
 
 struct search_ctx {
   const config_chip *chip;
   power_model *fixed; /* NoDVFS: fixed regulator, peak only */
   power_model *ctrl;  /* DVFS IVR, HBM controller only */
   power_model *full;  /* DVFS IVR, HBM controller + I/O */
+  power_model *chipwide; /* uniform: one chip-wide rail on the NoDVFS regulator */
   search_memo *memo;
 };
 
@@ -38,6 +39,7 @@ int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err) 
   int rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &s->fixed, err);
   if (rc == 0) rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &s->ctrl, err);
   if (rc == 0) rc = power_model_create(chip, POWER_HBM_FULL, POWER_REG_DVFS, &s->full, err);
+  if (rc == 0) rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE, &s->chipwide, err);
   if (rc == 0) rc = search_memo_create(&s->memo, err);
   if (rc < 0) {
     search_ctx_free(s);
@@ -52,6 +54,7 @@ void search_ctx_free(search_ctx *s) {
   power_model_free(s->fixed);
   power_model_free(s->ctrl);
   power_model_free(s->full);
+  power_model_free(s->chipwide);
   search_memo_free(s->memo);
   free(s);
 }
@@ -102,6 +105,11 @@ static int policy_setup_make(const search_ctx *s, config_policy policy, const se
     cost_pipeline_ideal(&ps->pipe, ps->pm);
     ENPU_FORWARD(search_domains_enpu(&ps->dom, 5, peak, o->ideal_method, err));
     ps->dom.trim = o->op_trim;
+    return 0;
+  case CONFIG_POLICY_UNIFORM: /* one domain of all five, every state (search_uniform.c) */
+    ps->pm = s->chipwide;
+    cost_pipeline_nodvfs(&ps->pipe, ps->pm);
+    ps->dom = (search_domains){.ndomains = 1, .peak_state = peak, .method = SEARCH_OP_EXHAUSTIVE};
     return 0;
   default:
     return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
@@ -548,6 +556,7 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
                  opt->threads);
   policy_setup ps;
   ENPU_FORWARD(policy_setup_make(s, policy, opt, &ps, err));
+  if (policy == CONFIG_POLICY_UNIFORM) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
   return op_pareto(s, cost, op, &ps, opt->threads, out, err);
 }
 
@@ -604,6 +613,28 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
   return rc;
 }
 
+/* Reference times of a bucket (NoDVFS, the 5-domain eNPU pipeline at all-peak) and the
+ * policy's all-peak plan; not counted as search evaluations. */
+static int reference_times(const search_ctx *s, cost_ctx *cost, const graph *g, const cost_pipeline *policy_pipe,
+                           search_bucket_result *out, enpu_err *err) {
+  const int peak = s->chip->freq_states;
+  cost_pipeline nodvfs, enpu5;
+  cost_pipeline_nodvfs(&nodvfs, s->fixed);
+  ENPU_FORWARD(cost_pipeline_enpu(&enpu5, 5, s->ctrl, err));
+  for (int i = 0; i < graph_op_count(g); i++) {
+    const graph_op *op = graph_op_at(g, i);
+    const double m = (double)op->multiplicity;
+    double t = 0, e = 0;
+    ENPU_FORWARD(eval_peak(cost, op, &nodvfs, peak, &t, &e, err));
+    out->t_nodvfs_ns += m * t, out->e_nodvfs_nj += m * e;
+    ENPU_FORWARD(eval_peak(cost, op, &enpu5, peak, &t, &e, err));
+    out->t_peak_ns += m * t;
+    ENPU_FORWARD(eval_peak(cost, op, policy_pipe, peak, &t, &e, err));
+    out->policy_peak_time_ns += m * t, out->policy_peak_energy_nj += m * e;
+  }
+  return 0;
+}
+
 int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
                                config_policy policy, const search_pareto *const *sets,
                                const double *slacks, int nslack, const search_options *opt,
@@ -627,9 +658,10 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
   int64_t instances;
   ENPU_FORWARD(check_graph(g, &instances, err));
   const int nops = graph_op_count(g), peak = s->chip->freq_states;
-  cost_pipeline nodvfs, enpu5;
-  cost_pipeline_nodvfs(&nodvfs, s->fixed);
-  ENPU_FORWARD(cost_pipeline_enpu(&enpu5, 5, s->ctrl, err));
+  if (policy == CONFIG_POLICY_UNIFORM) {
+    ENPU_FORWARD(reference_times(s, cost, g, &ps.pipe, out, err));
+    return search_uniform_bucket(g, sets, peak, slacks, nslack, out, err);
+  }
 
   scratch sc = {0};
   sc.req = enpu_calloc((size_t)nops, sizeof *sc.req);
@@ -666,18 +698,7 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
       for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) sc.op_of[x++] = i;
   }
 
-  /* Reference times and the policy's all-peak plan (not counted as search evaluations). */
-  for (int i = 0; rc == 0 && i < nops; i++) {
-    const graph_op *op = graph_op_at(g, i);
-    const double m = (double)op->multiplicity;
-    double t = 0, e = 0;
-    rc = eval_peak(cost, op, &nodvfs, peak, &t, &e, err);
-    out->t_nodvfs_ns += m * t, out->e_nodvfs_nj += m * e;
-    if (rc == 0) rc = eval_peak(cost, op, &enpu5, peak, &t, &e, err);
-    out->t_peak_ns += m * t;
-    if (rc == 0) rc = eval_peak(cost, op, &ps.pipe, peak, &t, &e, err);
-    out->policy_peak_time_ns += m * t, out->policy_peak_energy_nj += m * e;
-  }
+  if (rc == 0) rc = reference_times(s, cost, g, &ps.pipe, out, err);
 
   /* The op-level Pareto sets, one per graph op (shared between equal signatures). */
   int64_t inst = 0;
