@@ -196,6 +196,13 @@ static int parse_args(int argc, char **argv, replay_args *a) {
   if (a->nrates && a->rate_given) return cli_usage_error("replay", usage, "give --rate or --rates, not both");
   if (a->nrates && (a->governors || a->spec_given))
     return cli_usage_error("replay", usage, "--governors and --spec replay one rate, not a --rates sweep");
+  char names[512];
+  snprintf(names, sizeof names, "%s", a->governors ? a->governors : "");
+  for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    replay_governor g;
+    enpu_err err = {0};
+    if (replay_governor_parse(tok, &g, &err) != ENPU_OK) return cli_usage_error("replay", usage, "%s", err.msg);
+  }
   const bool pelm = a->governors && strstr(a->governors, "pelm");
   if ((a->train || a->save_net || a->load_net) && !pelm)
     return cli_usage_error("replay", usage, "--train, --save-net and --load-net need the pelm governor");

@@ -58,7 +58,7 @@ int decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err) {
   q->energy_nj += bytes * s->cl->dcn_energy_pj_per_byte * 1e-3;
   dn->inbound++;
   s->st[i].node = best;
-  return heap_push(&s->heap, end, EV_KV_DONE, i, err);
+  return heap_push(&s->heap, end, EV_KV_DONE, i, 0, err);
 }
 
 /* Longest total length request i reaches in decode (KV of its last iteration). */
@@ -216,9 +216,9 @@ int decode_kv_done(sim *s, int32_t i, enpu_err *err) {
 
 /* Members whose last token this iteration made leave; the node's aggregates are rebuilt
  * from those who stay. */
-int decode_done(sim *s, int node, enpu_err *err) {
+int decode_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   decode_node *dn = &s->dnodes[node];
-  if (!batch_ends_now(s, &dn->batch)) return ENPU_OK; /* a state change moved its end */
+  if (batch != dn->batch.id) return ENPU_OK; /* a state change moved its end */
   if (s->gov) gov_batch_ended(s, global_node(s, node), &dn->batch);
   ENPU_FORWARD(account_batch(s, REPLAY_DECODE, &dn->batch, err));
   if (s->uniform) spec_count(s, &dn->batch, dn->n);

@@ -109,9 +109,12 @@ int gov_choose(sim *s, size_t node, double target_ns, node_batch *b, enpu_err *e
   return ENPU_OK;
 }
 
-/* The node's batch runs at `state` from now: the rest of its work at that state's pace. */
+/* The node's batch runs at `state` from now: the rest of its work at that state's pace.
+ * A batch ending at this very instant is left alone (its end event is due now: the tick
+ * runs before the events of its time). */
 static int retime(sim *s, size_t k, int state, enpu_err *err) {
   node_batch *b = batch_of(s, k);
+  if (b->end_ns <= s->now_ns) return ENPU_OK;
   const double frac = (s->now_ns - b->mark_ns) / b->unit_ns;
   b->done_frac += frac;
   b->done_nj += frac * b->unit_nj;
@@ -122,8 +125,7 @@ static int retime(sim *s, size_t k, int state, enpu_err *err) {
   b->end_ns = s->now_ns + left * b->unit_ns;
   b->energy_nj = b->done_nj + left * b->unit_nj;
   const size_t np = nprefill(s);
-  return heap_push(&s->heap, b->end_ns, k < np ? EV_PREFILL_DONE : EV_DECODE_DONE, (int32_t)(k < np ? k : k - np),
-                   err);
+  return batch_push_done(s, phase_of(s, k), (int)(k < np ? k : k - np), b, err);
 }
 
 /* Apply a decision: a busy node's batch is re-timed, an idle node's idle time so far is
@@ -184,7 +186,7 @@ static int ondemand_state(const sim *s, const gov_node *g) {
 }
 
 static int pid_state(const sim *s, gov_node *g) {
-  const double e = (g->batches ? g->margin : 1) - PID_SETPOINT;
+  const double e = (g->batches ? fmax(-1, g->margin) : 1) - PID_SETPOINT;
   g->pid_u = fmax(0, fmin(1, g->pid_u - PID_KP * (e - g->pid_prev) - PID_KI * e));
   g->pid_prev = e;
   return 1 + (int)lround(g->pid_u * (s->setup->peak_state - 1));

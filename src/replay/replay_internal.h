@@ -32,6 +32,7 @@ enum { EV_PREFILL_DONE = 0, EV_KV_DONE = 1, EV_DECODE_DONE = 2 };
 typedef struct {
   double time_ns;
   uint64_t seq;
+  uint64_t batch; /* done events: the batch (node_batch.id) they end */
   int kind;
   int32_t id; /* node (done events) or request (KV done) */
 } sim_event;
@@ -72,6 +73,7 @@ typedef struct {
 /* The batch a node runs; committed to the accounts when it ends, since a governor's
  * state change mid-batch changes its end and energy. */
 typedef struct {
+  uint64_t id;  /* its done event's: a new one at every start and re-timing */
   plan_choice c;
   double start_ns, end_ns, energy_nj; /* energy of the whole node */
   double target_ns;                   /* governor runs: its SLO target (QoE signal) */
@@ -163,6 +165,7 @@ typedef struct {
   size_t pq_head, pq_tail;
   double now_ns;
   event_heap heap;
+  uint64_t batch_ids;    /* node_batch.id of the last done event pushed */
   prefill_node *pnodes;
   int *assigned;         /* dispatch scratch: nodes given a batch */
   decode_node *dnodes;
@@ -212,7 +215,9 @@ int finish_request(sim *s, int32_t i, enpu_err *err);
 int finish_run(sim *s, enpu_err *err);
 
 /* ---- replay_sim.c -------------------------------------------------------------- */
-int heap_push(event_heap *h, double time_ns, int kind, int32_t id, enpu_err *err);
+int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err);
+/* Push the done event of node `node`'s batch b at b->end_ns, under a new b->id. */
+int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err);
 /* The fastest plan of the bucket covering (n, seq): 1 covered, 0 not (`why`, may be
  * NULL, gets the store's message), < 0 error. */
 int fastest_plan(const sim *s, int phase, int n, int seq, planstore_plan *pl, enpu_err *why, enpu_err *err);
@@ -224,16 +229,16 @@ int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns,
 /* Start node `node`'s batch b (its c, start, energy, members set; end from c.pl.time_ns
  * or, under a governor, from its work at the node's state) and push its done event. */
 int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err);
-/* Is an EV_*_DONE event at the current time the node's batch's end (not a stale end a
- * state change moved)? */
-bool batch_ends_now(const sim *s, const node_batch *b);
+
 
 /* ---- replay_decode.c ----------------------------------------------------------- */
 /* Route request i (prefilled on prefill node `pnode`) to a decode node and start its
  * KV transfer. */
 int decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err);
 int decode_kv_done(sim *s, int32_t i, enpu_err *err);
-int decode_done(sim *s, int node, enpu_err *err);
+/* The done event of batch `batch` of decode node `node` (ignored when a re-timing made
+ * it stale). */
+int decode_done(sim *s, int node, uint64_t batch, enpu_err *err);
 
 /* ---- replay_uniform.c ---------------------------------------------------------- */
 /* The fastest plan of the bucket covering (n, seq) in `policy`: as fastest_plan. */

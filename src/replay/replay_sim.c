@@ -42,11 +42,11 @@ static int ev_less(const sim_event *a, const sim_event *b) {
   return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
 }
 
-int heap_push(event_heap *h, double time_ns, int kind, int32_t id, enpu_err *err) {
+int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err) {
   if (enpu_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (event queue)");
   size_t i = h->n++;
-  sim_event e = {time_ns, h->next_seq++, kind, id};
+  sim_event e = {time_ns, h->next_seq++, batch, kind, id};
   while (i > 0 && ev_less(&e, &h->v[(i - 1) / 2])) {
     h->v[i] = h->v[(i - 1) / 2];
     i = (i - 1) / 2;
@@ -136,10 +136,13 @@ int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
   } else {
     b->end_ns = b->start_ns + b->c.pl.time_ns;
   }
-  return heap_push(&s->heap, b->end_ns, phase == REPLAY_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, err);
+  return batch_push_done(s, phase, node, b, err);
 }
 
-bool batch_ends_now(const sim *s, const node_batch *b) { return s->now_ns == b->end_ns; }
+int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
+  b->id = ++s->batch_ids;
+  return heap_push(&s->heap, b->end_ns, phase == REPLAY_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, b->id, err);
+}
 
 /* ---- SLOs and admission ----------------------------------------------------------- */
 
@@ -301,9 +304,9 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
   return ENPU_OK;
 }
 
-static int prefill_done(sim *s, int node, enpu_err *err) {
+static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   prefill_node *pn = &s->pnodes[node];
-  if (!batch_ends_now(s, &pn->batch)) return ENPU_OK; /* a state change moved its end */
+  if (batch != pn->batch.id) return ENPU_OK; /* a state change moved its end */
   if (s->gov) gov_batch_ended(s, (size_t)node, &pn->batch);
   ENPU_FORWARD(account_batch(s, REPLAY_PREFILL, &pn->batch, err));
   const bool per_phase = s->cl->scheduler.safeguard2 == CONFIG_SG2_PER_PHASE;
@@ -414,8 +417,8 @@ static int sim_loop(sim *s, enpu_err *err) {
     if (s->heap.n > 0 && s->heap.v[0].time_ns <= ta) {
       sim_event e = heap_pop(&s->heap);
       s->now_ns = e.time_ns;
-      int rc = e.kind == EV_PREFILL_DONE  ? prefill_done(s, e.id, err)
-               : e.kind == EV_DECODE_DONE ? decode_done(s, e.id, err)
+      int rc = e.kind == EV_PREFILL_DONE  ? prefill_done(s, e.id, e.batch, err)
+               : e.kind == EV_DECODE_DONE ? decode_done(s, e.id, e.batch, err)
                                           : decode_kv_done(s, e.id, err);
       ENPU_FORWARD(rc);
       continue;

@@ -44,4 +44,12 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
  * expected columns or with a bad number, naming file, line and column). */
 int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);
 
+/* Section 5 (online governors vs the compiled plans) when the replay in dir has runs
+ * with an "online" object; nothing otherwise.
+ * @return 0; ENPU_ERR_IO / ENPU_ERR_PARSE for an actions_<run>.csv it cannot read. */
+int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);
+
+/* Split one CSV line in place (CR removed); *nf receives the field count (at most cap). */
+void report_split_csv(char *line, char **fields, size_t cap, size_t *nf);
+
 #endif /* ENPU_REPORT_INTERNAL_H */

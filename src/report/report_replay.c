@@ -45,8 +45,8 @@ typedef struct {
   size_t n;
 } window_series;
 
-/* Split one CSV line in place; *nf receives the field count (at most cap). */
-static void split_csv(char *line, char **fields, size_t cap, size_t *nf) {
+void report_split_csv(char *line, char **fields, size_t cap, size_t *nf) {
+  line[strcspn(line, "\r")] = '\0';
   *nf = 0;
   for (char *s = line; *nf < cap;) {
     fields[(*nf)++] = s;
@@ -60,7 +60,7 @@ static int parse_header(const char *path, char *line, long col[NCOL], enpu_err *
   char *fields[128];
   size_t nf = 0;
   line[strcspn(line, "\r")] = '\0';
-  split_csv(line, fields, 128, &nf);
+  report_split_csv(line, fields, 128, &nf);
   for (int k = 0; k < NCOL; k++) {
     col[k] = -1;
     for (size_t f = 0; f < nf; f++)
@@ -74,7 +74,7 @@ static int parse_row(const char *path, size_t line_no, char *line, const long co
                      enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
-  split_csv(line, fields, 128, &nf);
+  report_split_csv(line, fields, 128, &nf);
   for (int k = 0; k < NCOL; k++) {
     ENPU_RETURN_IF((size_t)col[k] >= nf, err, ENPU_ERR_PARSE, "%s:%zu: %zu fields, column '%s' is field %ld", path,
                    line_no, nf, col_names[k], col[k] + 1);
