@@ -20,9 +20,9 @@ int search_uniform_sweep(cost_ctx *cost, const graph_op *op, const cost_pipeline
 /* The uniform request level of graph g given every op's sweep (sets[i] for graph op i):
  * the rounds walk, and per slack the state with the least energy among those whose pass
  * fits the budget (energy is not monotone in the state: static power). `out` comes with
- * policy, t_nodvfs_ns, e_nodvfs_nj, t_peak_ns filled; the rest is filled here. A uniform
- * pass has no V/f transition (one state throughout), so a plan's time and energy are its
- * instances' sums in execution order.
+ * policy, the reference times and the all-peak plan filled; the rest is filled here. A
+ * uniform pass has no V/f transition (one state throughout), so a plan's time and energy
+ * are its ops' sums.
  * @return 0, ENPU_ERR_INVALID (a set that is not a sweep of `peak` states),
  * ENPU_ERR_INTERNAL (invariants), ENPU_ERR_NOMEM. */
 int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int peak, const double *slacks,

@@ -40,17 +40,15 @@ int search_uniform_sweep(cost_ctx *cost, const graph_op *op, const cost_pipeline
   return 0;
 }
 
-/* Time and energy of the pass with every instance at point k, in execution order. */
+/* Time and energy of the pass with every instance at point k (a uniform pass has no V/f
+ * transition: its ops' sum, as the walk adds them). */
 static void round_totals(const graph *g, const search_pareto *const *sets, int k, double *time_ns,
                          double *energy_nj) {
   double t = 0, e = 0;
-  for (int si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
-        t += sets[i]->points[k].time_ns;
-        e += sets[i]->points[k].energy_nj;
-      }
+  for (int i = 0; i < graph_op_count(g); i++) {
+    const double m = (double)graph_op_at(g, i)->multiplicity;
+    t += m * sets[i]->points[k].time_ns;
+    e += m * sets[i]->points[k].energy_nj;
   }
   *time_ns = t;
   *energy_nj = e;
@@ -92,8 +90,6 @@ int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int 
   if (rc == 0) {
     out->nplans = nslack;
     out->walk_moves = search_walk_moves(out->walk);
-    out->policy_peak_time_ns = t[0];
-    out->policy_peak_energy_nj = e[0];
   }
   const double base_ns = fmax(out->t_nodvfs_ns, out->t_peak_ns);
   for (int j = 0; rc == 0 && j < nslack; j++) {
