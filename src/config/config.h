@@ -104,8 +104,9 @@ typedef struct {
  *   "vu":   { "count": 6, "sublanes": 8, "lanes": 128, "vregs": 32,
  *             "shadow_vregs": 4, "vreg_bytes": 4096 },
  *   "sram": { "bytes": 134217728, "ports": 6, "port_bytes_per_cycle": 4096 },
- *   "hbm":  { "bytes": 95e9, "gbps": 2765, "latency_ns": 500 },
- *   "ici":  { "topology": "torus3d", "links": 6, "link_gbps": 100, "latency_ns": 1000 },
+ *   "hbm":  { "bytes": 95e9, "gbps": 2765, "latency_ns": 500, "controller_share": 0.4 },
+ *   "ici":  { "topology": "torus3d", "links": 6, "link_gbps": 100, "latency_ns": 3330,
+ *             "controller_share": 0.4 },
  *   "dcn":  { "gbps": 50 },
  *   "clock": { "step_mhz": 50, "states": 34 },
  *   "ivr":  { "vin_v": 0.75, "vout_min_v": 0.45, "vout_max_v": 0.7,
@@ -113,13 +114,22 @@ typedef struct {
  *   "fifo_sync_cycles": 5,
  *   "other_static_w": 44.83, "tdp_w": 350,
  *   "tables": { "sa": "tpuv5p/sa_vf_power.csv", "vu": ..., "sram": ..., "hbm": ...,
- *               "ici": ..., "ivr_dvfs": ..., "ivr_fixed": ... } }
+ *               "hbm_io": ..., "hbm_dram": ..., "ici": ..., "ivr_dvfs": ...,
+ *               "ivr_fixed": ... } }
+ *
+ * HBM and ICI power is split into parts (power.h): the `hbm` and `ici` tables give the
+ * controller + PHY with only the controller scaling; controller_share is the
+ * controller's share of them at their top voltage. The HBM PHY is then replaced by the
+ * I/O link (`hbm_io`, its own voltage by bandwidth) and the DRAM core (`hbm_dram`,
+ * fixed voltage); the ICI PHY stays at its top-voltage power. ici.latency_ns is the
+ * latency of one step of a collective.
  *
  * CSV tables (header line, then rows; errors name file:line:column):
  *   V/f:  voltage_V, frequency_GHz | bandwidth_GBps, static_W, dynamic_W
  *   IVR:  scaling_time_ns, activity_factor, voltage_V, efficiency_pct
- * Checks at load: levels non-decreasing, voltages within [vout_min_v, vout_max_v] and
- * non-decreasing with level, the top level covers the chip's peak (states*step for
+ * Checks at load: levels non-decreasing, voltages non-decreasing with level and, for the
+ * tables on the chip's regulators (all but hbm_io, hbm_dram), within
+ * [vout_min_v, vout_max_v], the top level covers the chip's peak (states*step for
  * SA/VU/SRAM; gbps for HBM; links*link_gbps for ICI... as the table defines), the
  * IVR table has the chosen scaling_time_ns, efficiencies in (0, 100]. */
 
@@ -155,10 +165,10 @@ typedef struct {
   int vu_count, vu_sublanes, vu_lanes, vregs, shadow_vregs, vreg_bytes;
   double sram_bytes;
   int sram_ports, sram_port_bytes_per_cycle;
-  double hbm_bytes, hbm_gbps, hbm_latency_ns;
+  double hbm_bytes, hbm_gbps, hbm_latency_ns, hbm_controller_share;
   char ici_topology[CONFIG_NAME_LEN];
   int ici_links;
-  double ici_link_gbps, ici_latency_ns;
+  double ici_link_gbps, ici_latency_ns, ici_controller_share;
   double dcn_gbps;
   double freq_step_mhz;
   int freq_states; /* states 1..freq_states are step..states*step MHz; 0 = gated */
@@ -167,6 +177,7 @@ typedef struct {
   int fifo_sync_cycles;
   double other_static_w, tdp_w;
   config_vf_table vf[CONFIG_NCOMP];
+  config_vf_table hbm_io, hbm_dram; /* the HBM PHY's parts (bandwidth levels) */
   config_ivr_table ivr_dvfs, ivr_fixed;
 
   /* Derived at load. */

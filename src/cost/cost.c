@@ -89,6 +89,8 @@ int cost_ctx_create(const config_chip *chip, cost_ctx **out, enpu_err *err) {
   memset(ctx->chip.vf, 0, sizeof ctx->chip.vf);
   memset(&ctx->chip.ivr_dvfs, 0, sizeof ctx->chip.ivr_dvfs);
   memset(&ctx->chip.ivr_fixed, 0, sizeof ctx->chip.ivr_fixed);
+  memset(&ctx->chip.hbm_io, 0, sizeof ctx->chip.hbm_io);
+  memset(&ctx->chip.hbm_dram, 0, sizeof ctx->chip.hbm_dram);
   *out = ctx;
   return 0;
 }
