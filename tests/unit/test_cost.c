@@ -391,6 +391,63 @@ static void test_pipelines(void **state) {
               1e-9 * a2.busy_ns[CONFIG_ICI]);
 }
 
+/* Per-rail transitions (§3.2): a decode matmul (one token) is HBM-bound, so the HBM
+ * controller's rail moving 0.45 → 0.7 V (5 steps × 4 ns) delays it, while the SA's —
+ * off the critical path — does not; a rail that keeps its voltage costs nothing. */
+static void test_transition_on_non_critical_rail(void **state) {
+  fixture *f = *state;
+  cost_pipeline pl;
+  assert_int_equal(cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL), 0);
+  graph_op op = matmul_op(1, 8192, 8192);
+  cost_plan p = peak(f), sa_low = p, hbm_low = p, same_band = p;
+  sa_low.state[CONFIG_SA] = 1; /* 0.45 V */
+  hbm_low.state[CONFIG_HBM] = 1;
+  same_band.state[CONFIG_SA] = 33; /* 1.65 GHz: the same 0.7 V band as peak */
+  cost_result r, rs, rh, rb;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, NULL), 0);
+  assert_true(r.own_ns[CONFIG_HBM] > 10 * r.own_ns[CONFIG_SA]); /* SA off the critical path */
+  assert_int_equal(cost_eval_after(f->ctx, &op, &sa_low, &p, &pl, &rs, NULL), 0);
+  assert_true(rs.time_ns == r.time_ns && rs.transition_ns == 0);
+  assert_int_equal(cost_eval_after(f->ctx, &op, &hbm_low, &p, &pl, &rh, NULL), 0);
+  /* HBM bound: its delay shifts every block, so the whole 20 ns shows. */
+  assert_true(fabs(rh.time_ns - (r.time_ns + 20.0)) <= 1e-9 * rh.time_ns);
+  assert_true(rh.cp_time_ns == r.cp_time_ns); /* transitions are overhead, not cp */
+  /* A falling rail leaks at its old voltage while it moves: extra energy, no time. */
+  cost_result down, plain;
+  assert_int_equal(cost_eval_after(f->ctx, &op, &p, &sa_low, &pl, &down, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &op, &sa_low, &pl, &plain, NULL), 0);
+  assert_true(down.time_ns == plain.time_ns && down.energy_total_nj > plain.energy_total_nj);
+  assert_int_equal(cost_eval_after(f->ctx, &op, &same_band, &p, &pl, &rb, NULL), 0);
+  assert_true(rb.time_ns == r.time_ns && rb.energy_total_nj == r.energy_total_nj);
+}
+
+/* Critical-path time: the NoDVFS time bit for bit at peak (any pipeline); unchanged when
+ * a component off the critical path is slowed while it stays off it; grown by exactly
+ * the critical component's own-time growth when that one is slowed. */
+static void test_critical_path_time(void **state) {
+  fixture *f = *state;
+  cost_pipeline nod, en;
+  cost_pipeline_nodvfs(&nod, f->pm_fixed);
+  assert_int_equal(cost_pipeline_enpu(&en, 5, f->pm_dvfs, NULL), 0);
+  graph_op op = matmul_op(4096, 8192, 2560);
+  cost_plan p = peak(f), hbm_low = p, sa_low = p;
+  hbm_low.state[CONFIG_HBM] = 20;
+  sa_low.state[CONFIG_SA] = 30;
+  cost_result rn, re, rh, rs;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &nod, &rn, NULL), 0);
+  assert_true(rn.cp_time_ns == rn.time_ns);
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &en, &re, NULL), 0);
+  assert_true(re.cp_time_ns == rn.time_ns && re.time_ns > rn.time_ns); /* crossings */
+  assert_int_equal(cost_eval(f->ctx, &op, &hbm_low, &en, &rh, NULL), 0);
+  assert_true(rh.own_ns[CONFIG_HBM] < rh.own_ns[CONFIG_SA]);
+  assert_true(rh.cp_time_ns == rn.cp_time_ns && rh.energy_total_nj < re.energy_total_nj);
+  assert_int_equal(cost_eval(f->ctx, &op, &sa_low, &en, &rs, NULL), 0);
+  const double sa_peak = re.own_ns[CONFIG_SA];
+  assert_true(fabs(rs.own_ns[CONFIG_SA] - sa_peak * 34 / 30) <= 1e-9 * sa_peak);
+  assert_true(fabs(rs.cp_time_ns - (rn.time_ns + rs.own_ns[CONFIG_SA] - sa_peak)) <=
+              1e-9 * rn.time_ns);
+}
+
 static void test_no_alloc_after_first_eval(void **state) {
   fixture *f = *state;
   cost_ctx *ctx;
@@ -428,6 +485,8 @@ int main(void) {
       cmocka_unit_test(test_monotone),
       cmocka_unit_test(test_energy_sums),
       cmocka_unit_test(test_pipelines),
+      cmocka_unit_test(test_transition_on_non_critical_rail),
+      cmocka_unit_test(test_critical_path_time),
       cmocka_unit_test(test_no_alloc_after_first_eval),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
