@@ -35,14 +35,26 @@ typedef enum {
   CONFIG_NCOMP = 5
 } config_component;
 
+/* dvfs-c is the paper's DVFS-C baseline (§4.1: compute domain only, the GA of §4.3 at
+ * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. */
 typedef enum {
   CONFIG_POLICY_NODVFS = 0,
   CONFIG_POLICY_DVFS_C = 1,
   CONFIG_POLICY_ENPU_C = 2,
   CONFIG_POLICY_ENPU_ALL = 3,
   CONFIG_POLICY_IDEAL = 4,
-  CONFIG_NPOLICY = 5
+  CONFIG_POLICY_DVFS_C_WALK = 5,
+  CONFIG_NPOLICY = 6
 } config_policy;
+
+/* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):
+ * strict: every cost of the plan (V/f transitions, domain crossings, pipeline fill) fits
+ *   max(T_nodvfs, T_peak) + slack · T_nodvfs — the guarantee a serving runtime needs;
+ * paper: the plan's critical-path time (cost.h) fits (1 + slack) · T_nodvfs, and the
+ *   rest is reported as its overhead (paper §4.2, §4.4). */
+typedef enum { CONFIG_BUDGET_STRICT = 0, CONFIG_BUDGET_PAPER = 1, CONFIG_NBUDGET = 2 } config_budget;
+const char *config_budget_name(config_budget b); /* "strict", "paper" */
+int config_budget_parse(const char *name, config_budget *out);
 
 const char *config_phase_name(config_phase p);         /* "prefill", "decode" */
 const char *config_component_name(config_component c); /* "sa", "vu", "sram", "hbm", "ici" */
@@ -246,6 +258,7 @@ typedef struct {
  *                  "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } } },  optional
  *   "slacks": [0, 0.02, 0.05, 0.10],                         fractions, sorted, unique
  *   "policies": ["nodvfs", "dvfs-c", "enpu-all"],
+ *   "budget": "strict",                        or "paper" (optional, default strict)
  *   "moe": { "capacity_factor": "worst" }                    or a number >= 1
  * }
  * A phase may be omitted (not compiled). Explicit lists must be strictly increasing
@@ -292,6 +305,7 @@ typedef struct {
   int slack_count;
   config_policy policies[CONFIG_NPOLICY];
   int policy_count;
+  config_budget budget; /* "budget": "strict" (default) or "paper" */
   double moe_capacity_factor; /* 0 = worst case (every token may hit one expert) */
   config_validation validation; /* enabled only when the job has the section */
 

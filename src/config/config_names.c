@@ -1,4 +1,5 @@
-/* config_names.c — names of the closed vocabularies (phases, components, policies).
+/* config_names.c — names of the closed vocabularies (phases, components, policies, budget
+ * modes).
  * The strings are part of the file formats and the store layout: never rename them. */
 #include <string.h>
 
@@ -7,7 +8,8 @@
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
-                                                         "ideal"};
+                                                         "ideal",  "dvfs-c-walk"};
+const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 
 const char *config_phase_name(config_phase p) {
   return (unsigned)p < CONFIG_NPHASE ? config_phase_names[p] : "?";
@@ -19,6 +21,10 @@ const char *config_component_name(config_component c) {
 
 const char *config_policy_name(config_policy p) {
   return (unsigned)p < CONFIG_NPOLICY ? config_policy_names[p] : "?";
+}
+
+const char *config_budget_name(config_budget b) {
+  return (unsigned)b < CONFIG_NBUDGET ? config_budget_names[b] : "?";
 }
 
 static int parse_name(const char *name, const char *const *names, int count, int *out) {
@@ -41,5 +47,12 @@ int config_policy_parse(const char *name, config_policy *out) {
   int i;
   ENPU_FORWARD(parse_name(name, config_policy_names, CONFIG_NPOLICY, &i));
   *out = (config_policy)i;
+  return ENPU_OK;
+}
+
+int config_budget_parse(const char *name, config_budget *out) {
+  int i;
+  ENPU_FORWARD(parse_name(name, config_budget_names, CONFIG_NBUDGET, &i));
+  *out = (config_budget)i;
   return ENPU_OK;
 }

@@ -299,20 +299,25 @@ static int check_states(const config_chip *chip, const cost_plan *plan, enpu_err
   return 0;
 }
 
+/* The voltage of each component's rail: a domain sits at its highest member's voltage. */
+static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT],
+                          double rail_v[CONFIG_NCOMP]) {
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    rail_v[c] = 0;
+    for (int w = 0; w < CONFIG_NCOMP; w++)
+      if (pl->domain[w] == pl->domain[c])
+        rail_v[c] = fmax(rail_v[c], power_voltage_v(pl->power, (config_component)w, eff[w]));
+  }
+}
+
 /* Per-rail transition delays entering an op planned `eff` after one planned `prev_eff`:
- * each domain's rail moves by its highest member's voltage, every member waits for it. */
+ * every member of a domain waits for its rail. */
 static void rail_delays(const cost_pipeline *pl, const int prev_eff[COST_NUNIT],
                         const int eff[COST_NUNIT], double delay_ns[CONFIG_NCOMP]) {
-  const power_model *pm = pl->power;
-  for (int c = 0; c < CONFIG_NCOMP; c++) {
-    double v0 = 0, v1 = 0;
-    for (int w = 0; w < CONFIG_NCOMP; w++) {
-      if (pl->domain[w] != pl->domain[c]) continue;
-      v0 = fmax(v0, power_voltage_v(pm, (config_component)w, prev_eff[w]));
-      v1 = fmax(v1, power_voltage_v(pm, (config_component)w, eff[w]));
-    }
-    delay_ns[c] = power_transition_ns(pm, v0, v1);
-  }
+  double v0[CONFIG_NCOMP], v1[CONFIG_NCOMP];
+  rail_voltages(pl, prev_eff, v0);
+  rail_voltages(pl, eff, v1);
+  for (int c = 0; c < CONFIG_NCOMP; c++) delay_ns[c] = power_transition_ns(pl->power, v0[c], v1[c]);
 }
 
 /* Energy of the timed op at out->time_ns, plus the moving rails' extra leakage. */
@@ -321,9 +326,11 @@ static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_ef
   for (int c = 0; c < CONFIG_NCOMP; c++) out->flop_utilization[c] = 1;
   out->flop_utilization[CONFIG_SA] = t->sa_util;
   out->flop_utilization[CONFIG_VU] = t->vu_util;
+  double rail_v[CONFIG_NCOMP];
+  rail_voltages(pl, out->state, rail_v);
   power_breakdown pb;
-  ENPU_FORWARD(power_op_energy(pl->power, out->state, out->busy_ns, out->flop_utilization,
-                               out->time_ns, &pb, err));
+  ENPU_FORWARD(power_op_energy(pl->power, out->state, rail_v, out->busy_ns,
+                               out->flop_utilization, out->time_ns, &pb, err));
   for (int c = 0; prev_eff && c < CONFIG_NCOMP; c++) {
     double extra = power_transition_energy(pl->power, (config_component)c, prev_eff[c],
                                            out->state[c]);

@@ -24,7 +24,10 @@
 /* ---------------------------------------------------------------------------------
  * Keys */
 
-void farm_search_options(search_options *opt) { search_options_default(opt); }
+void farm_search_options(const config_job *job, search_options *opt) {
+  search_options_default(opt);
+  opt->budget = job->budget;
+}
 
 static void hash_options(enpu_hasher *h, const config_job *job, const search_options *opt) {
   enpu_hasher_i64(h, (int64_t)job->chip.hash);
@@ -40,6 +43,8 @@ static void hash_options(enpu_hasher *h, const config_job *job, const search_opt
   enpu_hasher_i64(h, opt->ideal_method);
   enpu_hasher_i64(h, opt->op_trim);
   enpu_hasher_i64(h, opt->transition_aware);
+  enpu_hasher_i64(h, opt->budget);
+  enpu_hasher_i64(h, opt->transitions);
 }
 
 uint64_t farm_op_key(const config_job *job, config_policy policy, const search_options *opt,
@@ -169,8 +174,8 @@ struct farm_exec {
 int farm_exec_create(const char *job_path, farm_exec **out, enpu_err *err) {
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
-  farm_search_options(&x->opt);
   int rc = config_job_load(job_path, &x->job, err);
+  if (rc == 0) farm_search_options(x->job, &x->opt);
   if (rc == 0) rc = cost_ctx_create(&x->job->chip, &x->cost, err);
   if (rc == 0) rc = search_ctx_create(&x->job->chip, &x->search, err);
   if (rc < 0) {
@@ -370,6 +375,7 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   r->policy = t->policy;
   store_bucket_rec *b = &r->bucket;
   b->phase = (uint8_t)t->phase, b->status = STORE_BUCKET_OK, b->input_hash = t->key;
+  b->budget = (uint8_t)sr->budget;
   b->batch = t->batch, b->seq = t->seq;
   b->t_nodvfs_ns = sr->t_nodvfs_ns, b->t_peak_ns = sr->t_peak_ns, b->e_nodvfs_nj = sr->e_nodvfs_nj;
   b->walk_start_time_ns = search_walk_start_time_ns(sr->walk);
@@ -379,8 +385,10 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   ENPU_RETURN_IF(!r->plans, err, ENPU_ERR_NOMEM, "out of memory (plans)");
   for (int k = 0; k < sr->nplans; k++) {
     const search_slack_plan *p = &sr->plans[k];
-    r->plans[k] = (store_plan_rec){.slack = p->slack, .budget_ns = p->budget_ns,
-                                   .time_ns = p->time_ns, .energy_nj = p->energy_nj,
+    r->plans[k] = (store_plan_rec){.budget = (uint8_t)p->budget, .slack = p->slack,
+                                   .budget_ns = p->budget_ns, .time_ns = p->time_ns,
+                                   .energy_nj = p->energy_nj, .cp_time_ns = p->cp_time_ns,
+                                   .overhead_pct = p->overhead_pct,
                                    .lower_bound_nj = p->lower_bound_nj,
                                    .savings_vs_nodvfs = p->savings_vs_nodvfs};
   }

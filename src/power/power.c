@@ -25,6 +25,16 @@ typedef struct {
   double fixed_static_w, fixed_dynamic_w; /* HBM I/O + DRAM, ICI PHY: fixed regulator */
 } power_row;
 
+/* SA/VU/SRAM state s powered at a higher rail (a domain shared with a member that needs
+ * more voltage at the same frequency): the state's level in each band of the component's
+ * table. */
+#define POWER_NRAILCOMP ((int)CONFIG_SRAM + 1)
+#define POWER_MAXBANDS 16
+
+typedef struct {
+  double voltage_v, static_w, dynamic_w; /* whole component */
+} power_rail_row;
+
 /* A regulator efficiency grid: eff[k * nv + j] at activity act[k] and voltage volt[j]. */
 typedef struct {
   int na, nv;
@@ -45,6 +55,8 @@ struct power_model {
   power_row *rows;        /* CONFIG_NCOMP × (peak_state + 1) */
   double *eta;            /* CONFIG_NCOMP × (peak_state + 1) × (its rail's grid).na */
   double *fixed_eta;      /* fixed.na: the fixed regulator at its (only) voltage */
+  int nbands[POWER_NRAILCOMP];
+  power_rail_row *rail;   /* POWER_NRAILCOMP × (peak_state + 1) × POWER_MAXBANDS */
 };
 
 /* ---------------------------------------------------------------------------------
@@ -143,6 +155,29 @@ static void hbm_phy(const power_model *pm, const config_chip *chip, power_row *r
   r->fixed_dynamic_w = d_io + d_dram;
 }
 
+/* Every band of an SA/VU/SRAM table at each state's level (the rail rows). */
+static int fill_rail_rows(power_model *pm, const config_chip *chip, config_component c,
+                          enpu_err *err) {
+  const config_vf_table *t = &chip->vf[c];
+  int nb = 0;
+  for (int first = 0; first < t->count; first = band_end(t, first) + 1) nb++;
+  ENPU_RETURN_IF(nb > POWER_MAXBANDS, err, ENPU_ERR_RANGE,
+                 "chip %s: the %s table has %d voltage bands, at most %d supported", chip->name,
+                 config_component_name(c), nb, POWER_MAXBANDS);
+  pm->nbands[c] = nb;
+  for (int s = 0; s <= pm->peak_state; s++) {
+    power_rail_row *r = &pm->rail[((size_t)c * (pm->peak_state + 1) + s) * POWER_MAXBANDS];
+    const double level = state_level(chip, c, s);
+    for (int b = 0, first = 0; b < nb; b++, first = band_end(t, first) + 1) {
+      r[b].voltage_v = t->points[first].voltage_v;
+      band_power(t, first, level, &r[b].static_w, &r[b].dynamic_w);
+      r[b].static_w *= pm->count[c];
+      r[b].dynamic_w *= pm->count[c];
+    }
+  }
+  return 0;
+}
+
 static int fill_rows(power_model *pm, const config_chip *chip, config_component c,
                      enpu_err *err) {
   const config_vf_table *t = &chip->vf[c];
@@ -166,7 +201,7 @@ static int fill_rows(power_model *pm, const config_chip *chip, config_component 
     r->static_w *= pm->count[c];
     r->dynamic_w *= pm->count[c];
   }
-  return 0;
+  return (int)c < POWER_NRAILCOMP ? fill_rail_rows(pm, chip, c, err) : 0;
 }
 
 /* ---------------------------------------------------------------------------------
@@ -332,7 +367,9 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
     pm->rows = enpu_calloc(CONFIG_NCOMP * nstates, sizeof *pm->rows);
     pm->eta = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta);
     pm->fixed_eta = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta);
-    if (!pm->rows || !pm->eta || !pm->fixed_eta) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+    pm->rail = enpu_calloc(POWER_NRAILCOMP * nstates * POWER_MAXBANDS, sizeof *pm->rail);
+    if (!pm->rows || !pm->eta || !pm->fixed_eta || !pm->rail)
+      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int c = 0; c < CONFIG_NCOMP && rc == 0; c++) rc = fill_rows(pm, chip, c, err);
   if (rc < 0) {
@@ -352,6 +389,7 @@ void power_model_free(power_model *pm) {
   free(pm->rows);
   free(pm->eta);
   free(pm->fixed_eta);
+  free(pm->rail);
   free(pm);
 }
 
@@ -393,11 +431,31 @@ double power_fixed_efficiency(const power_model *pm, double activity) {
 /* ---------------------------------------------------------------------------------
  * Energy */
 
+/* The rail row of c at `state` for a rail at rail_v (the first band at or above it), NULL
+ * when rail_v is c's own voltage. */
+static const power_rail_row *rail_row(const power_model *pm, config_component c, int state,
+                                      double rail_v) {
+  if (rail_v <= row_of(pm, c, state)->voltage_v + 1e-12 || (int)c >= POWER_NRAILCOMP) return NULL;
+  const power_rail_row *r = &pm->rail[((size_t)c * (pm->peak_state + 1) + state) * POWER_MAXBANDS];
+  int b = 0;
+  while (b < pm->nbands[c] - 1 && r[b].voltage_v < rail_v - 1e-12) b++;
+  return &r[b];
+}
+
 int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
                  double time_ns, double utilization, power_energy_nj *e, enpu_err *err) {
+  return power_energy_rail(pm, c, state, 0.0, busy_ns, time_ns, utilization, e, err);
+}
+
+int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v,
+                      double busy_ns, double time_ns, double utilization, power_energy_nj *e,
+                      enpu_err *err) {
   ENPU_RETURN_IF((unsigned)c >= CONFIG_NCOMP || state < 0 || state > pm->peak_state, err,
                  ENPU_ERR_INVALID, "power_energy: component %d state %d out of range",
                  (int)c, state);
+  ENPU_RETURN_IF(rail_v > row_of(pm, c, state)->voltage_v + 1e-12 && (int)c >= POWER_NRAILCOMP, err,
+                 ENPU_ERR_INVALID, "power_energy: %s is never on a shared rail",
+                 config_component_name(c));
   ENPU_RETURN_IF(!pm->on_dvfs[c] && state != pm->peak_state, err, ENPU_ERR_INVALID,
                  "power_energy: %s at state %d on the fixed regulator (it runs at state %d "
                  "only)",
@@ -418,10 +476,17 @@ int power_energy(const power_model *pm, config_component c, int state, double bu
   /* Activity seen by the regulators: the fraction of the operator the component
    * switches; a gated component does not switch whatever busy_ns says. */
   double activity = state == 0 ? 0.0 : fmin(busy_ns / time_ns, 1.0);
-  double eta = row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
   double work_ns = busy_ns * utilization;
-  e->dynamic_nj = r->dynamic_w * work_ns / eta;
-  e->static_nj = r->static_w * time_ns / eta;
+  const power_rail_row *hi = rail_row(pm, c, state, rail_v);
+  if (hi) {
+    double eta = grid_eval(rail_grid(pm, c), hi->voltage_v, activity);
+    e->dynamic_nj = hi->dynamic_w * work_ns / eta;
+    e->static_nj = hi->static_w * time_ns / eta;
+  } else {
+    double eta = row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
+    e->dynamic_nj = r->dynamic_w * work_ns / eta;
+    e->static_nj = r->static_w * time_ns / eta;
+  }
   if (r->fixed_static_w > 0.0 || r->fixed_dynamic_w > 0.0) {
     double eta_fixed = row_eta(&pm->fixed, pm->fixed_eta, activity);
     e->dynamic_nj += r->fixed_dynamic_w * work_ns / eta_fixed;
@@ -436,13 +501,14 @@ double power_other_energy(const power_model *pm, double time_ns) {
 }
 
 int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
-                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP],
-                    double time_ns, power_breakdown *out, enpu_err *err) {
+                    const double *rail_v, const double busy_ns[CONFIG_NCOMP],
+                    const double utilization[CONFIG_NCOMP], double time_ns,
+                    power_breakdown *out, enpu_err *err) {
   *out = (power_breakdown){0};
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     power_energy_nj e = {0};
-    ENPU_FORWARD(power_energy(pm, (config_component)c, state[c], busy_ns[c], time_ns,
-                              utilization[c], &e, err));
+    ENPU_FORWARD(power_energy_rail(pm, (config_component)c, state[c], rail_v ? rail_v[c] : 0.0,
+                                   busy_ns[c], time_ns, utilization[c], &e, err));
     out->energy_nj[c] = e.total_nj;
     out->dynamic_nj += e.dynamic_nj;
     out->static_nj += e.static_nj;

@@ -21,6 +21,10 @@
  *  - SA and VU rows are per unit: powers here are for the whole component
  *    (× sa_count, × vu_count).
  *  - Gated state 0: no dynamic power; static power at the lowest voltage.
+ *  - A shared rail (DVFS-C's compute domain, eNPU with 3 or 4 domains) sits at the
+ *    highest voltage any member needs at its frequency; a member below it is priced in
+ *    its own table's band for that voltage at its frequency (linear through the origin
+ *    within the band, as above), as the tables' source couples a shared domain.
  *  - HBM and ICI are split into a controller, which is the component's DVFS rail, and
  *    parts that keep their own supply (the chip's power data and its source:
  *    jobs/chips/tpuv5p/README.md). The `hbm` and `ici` tables give controller + PHY with
@@ -142,14 +146,23 @@ double power_fixed_efficiency(const power_model *pm, double activity);
 int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
                  double time_ns, double utilization, power_energy_nj *e, enpu_err *err);
 
+/* power_energy for a component whose rail is at rail_v (>= its own voltage at `state`:
+ * a domain shared with a member needing more; <= its own: as power_energy). Only SA, VU
+ * and SRAM may share a rail (ENPU_ERR_INVALID otherwise). */
+int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v,
+                      double busy_ns, double time_ns, double utilization, power_energy_nj *e,
+                      enpu_err *err);
+
 /* "Other" static chip power (other_static_w) over time_ns, in nJ. */
 double power_other_energy(const power_model *pm, double time_ns);
 
-/* Energy of one operator: power_energy for each component with its state, busy time and
+/* Energy of one operator: power_energy_rail for each component with its state, rail
+ * voltage (rail_v may be NULL: every component on its own rail), busy time and
  * utilisation (arrays indexed by config_component), FE (0) and other. */
 int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
-                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP],
-                    double time_ns, power_breakdown *out, enpu_err *err);
+                    const double *rail_v, const double busy_ns[CONFIG_NCOMP],
+                    const double utilization[CONFIG_NCOMP], double time_ns,
+                    power_breakdown *out, enpu_err *err);
 
 /* V/f transition delay between two rail voltages: ceil(|ΔV| / ivr_step_mv) × ivr_step_ns
  * (Table 6: 4 ns per 54 mV step), 0 when the voltages are equal. */

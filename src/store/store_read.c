@@ -300,9 +300,10 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
 static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch,
                            enpu_err *err) {
   const store_bucket_rec *b = &p->buckets[bi];
-  if (b->phase > STORE_PHASE_DECODE || b->status > STORE_BUCKET_FAILED || b->batch < 1 || b->seq < 1)
-    return BAD("policy %s: bucket %u: bad phase %u, status %u, batch %d or seq %d", p->name, bi, b->phase,
-               b->status, b->batch, b->seq);
+  if (b->phase > STORE_PHASE_DECODE || b->status > STORE_BUCKET_FAILED || b->budget > STORE_BUDGET_PAPER ||
+      b->batch < 1 || b->seq < 1)
+    return BAD("policy %s: bucket %u: bad phase %u, status %u, budget mode %u, batch %d or seq %d", p->name, bi,
+               b->phase, b->status, b->budget, b->batch, b->seq);
   if (!range_ok(b->ops_first, b->ops_count, p->nbucket_ops) || !range_ok(b->walk_first, b->walk_count, p->nwalk) ||
       !range_ok(b->plan_first, b->plan_count, p->nplans))
     return BAD("policy %s: bucket %u: ops, walk or plan range outside its table", p->name, bi);
@@ -329,6 +330,10 @@ static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_
         !range_ok(pl->states_first, pl->states_count, p->nplan_states))
       return BAD("policy %s: plan %u: wrong bucket, walk prefix or plan_states range out of range", p->name,
                  b->plan_first + k);
+    if (pl->budget != b->budget || !isfinite(pl->cp_time_ns) || !isfinite(pl->overhead_pct))
+      return BAD("policy %s: plan %u: budget mode %u differs from its bucket's %u, or non-finite critical path "
+                 "or overhead",
+                 p->name, b->plan_first + k, pl->budget, b->budget);
   }
   return store_walk_replay(p, bi, b->walk_count, scratch, err);
 }
@@ -445,6 +450,10 @@ static int check_format_version(hid_t file, enpu_err *err) {
   if (type >= 0) H5Tclose(type);
   if (attr >= 0) H5Aclose(attr);
   ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_FORMAT, "unreadable %s attribute", STORE_ATTR_FORMAT_VERSION);
+  ENPU_RETURN_IF(version < STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
+                 "format_version %u, written before this reader's format %u (budget modes, per-rail V/f "
+                 "transitions): recompile it with this enpu (`enpu farm JOB --store NEW`) or move it away",
+                 version, STORE_FORMAT_VERSION);
   ENPU_RETURN_IF(version != STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
                  "format_version %u, this reader reads %u", version, STORE_FORMAT_VERSION);
   return ENPU_OK;

@@ -370,7 +370,7 @@ static const bad_case bad_cases[] = {
      .needle = "\"slaks\"",
      .path = "$.slaks",
      .expect = "unknown key 'slaks'; expected one of: name, model, chip, cluster, store, phases, "
-               "slacks, policies, moe"},
+               "slacks, policies, budget, moe"},
     {.name = "missing key (tp)",
      .file = "clusters/dense.json",
      .from = "\"dp\": 1, \"tp\": 4, ",
@@ -500,7 +500,15 @@ static const bad_case bad_cases[] = {
      .code = ENPU_ERR_INVALID,
      .needle = "\"dvfs-x\"",
      .path = "$.policies[1]",
-     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, got \"dvfs-x\""},
+     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, dvfs-c-walk, got \"dvfs-x\""},
+    {.name = "bad budget mode",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"lax\"\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"lax\"",
+     .path = "$.budget",
+     .expect = "expected one of: strict, paper, got \"lax\""},
     {.name = "duplicate policy",
      .file = "job.json",
      .from = "\"enpu-all\"]",
@@ -865,6 +873,16 @@ static void test_validation_section(void **state) {
   assert_string_equal(job->validation.trace_path, want);
   assert_int_equal(job->validation.sample, 16);
   assert_int_equal(job->validation.seed, 7);
+  assert_int_equal(job->budget, CONFIG_BUDGET_STRICT); /* the default */
+  config_job_free(job);
+  fixture_free(fx);
+  fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+                      "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"paper\"\n", NULL,
+                      NULL);
+  fixture_path(fx, "job.json", path, sizeof path);
+  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(job->budget, CONFIG_BUDGET_PAPER);
+  assert_string_equal(config_budget_name(job->budget), "paper");
   config_job_free(job);
   fixture_free(fx);
 }

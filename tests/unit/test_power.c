@@ -290,13 +290,32 @@ static void test_hbm_full_vs_ctrl(void **state) {
                TOL);
 }
 
+/* A shared rail: SA at 0.55 GHz needs 0.45 V, SRAM at 0.55 GHz 0.5 V; on one rail the SA
+ * runs at 0.5 V, priced in its 0.5 V band (first row 0.650195059 GHz, 3.97 W; static
+ * 0.7066 W), through η(0.5 V, activity). At its own voltage the rail row is not used. */
+static void test_shared_rail(void **state) {
+  fixture *f = *state;
+  power_energy_nj own, shared, same;
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 11), 0.45, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SRAM, 11), 0.50, TOL);
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 11, 500, 1000, 1.0, &own, NULL), 0);
+  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_SA, 11, 0.5, 500, 1000, 1.0, &shared, NULL), 0);
+  assert_close(shared.total_nj,
+               8 * (3.97 * 0.55 / 0.650195059 * 500 + 0.7066400908035716 * 1000) / 0.80, TOL);
+  assert_true(shared.total_nj > own.total_nj);
+  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_SA, 11, 0.45, 500, 1000, 1.0, &same, NULL), 0);
+  assert_close(same.total_nj, own.total_nj, TOL);
+  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_HBM, 11, 0.7, 500, 1000, 1.0, &same, NULL),
+                   ENPU_ERR_INVALID);
+}
+
 static void test_op_energy_breakdown(void **state) {
   fixture *f = *state;
   int st[CONFIG_NCOMP] = {34, 20, 25, 30, 0};
   double busy[CONFIG_NCOMP] = {800, 300, 900, 1000, 0};
   double util[CONFIG_NCOMP] = {0.9, 0.5, 1, 1, 1};
   power_breakdown b;
-  assert_int_equal(power_op_energy(f->ctrl, st, busy, util, 1000, &b, NULL), 0);
+  assert_int_equal(power_op_energy(f->ctrl, st, NULL, busy, util, 1000, &b, NULL), 0);
   double sum = 0.0;
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     power_energy_nj e;
@@ -376,6 +395,7 @@ int main(void) {
       cmocka_unit_test(test_transition_delay),
       cmocka_unit_test(test_transition_energy),
       cmocka_unit_test(test_hbm_full_vs_ctrl),
+      cmocka_unit_test(test_shared_rail),
       cmocka_unit_test(test_op_energy_breakdown),
       cmocka_unit_test(test_peak_chip_power),
       cmocka_unit_test(test_create_errors),
