@@ -25,7 +25,7 @@ enum {
   BUCKET_OP_BYTES = 8 + 8,
   WALK_BYTES = 4 + 4 + 8 + 8 + 8,
   PLAN_BYTES = 1 + 8 * 8 + 3 * 8,
-  STATE_BYTES = 4 + 4 + 4 + STORE_NSTATE
+  STATE_BYTES = 4 + 4 + 4 + STORE_NSTATE + 8
 };
 
 void farm_op_result_free(farm_op_result *r) {
@@ -182,6 +182,7 @@ int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err
     p = put_u32(p, s->pareto);
     memcpy(p, s->states, STORE_NSTATE);
     p += STORE_NSTATE;
+    p = put_u64(p, s->instances);
   }
   return ENPU_OK;
 }
@@ -365,7 +366,8 @@ static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
                              "plan states", err));
   for (uint32_t i = 0; i < r->nplans; i++) {
     const store_plan_rec *pl = &r->plans[i];
-    if (pl->walk_prefix > r->nwalk || pl->states_first > r->nstates ||
+    if ((pl->walk_prefix > r->nwalk && pl->walk_prefix != STORE_NO_PREFIX) ||
+        pl->states_first > r->nstates ||
         pl->states_count > r->nstates - pl->states_first || pl->budget != bk->budget)
       return BAD("bucket %u/%d/%d: plan %u: walk prefix %llu or states [%llu, +%llu) outside the "
                  "%llu steps and %llu states, or its budget mode is not the bucket's",
@@ -380,10 +382,11 @@ static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
     s->op = get_u32(rd);
     s->pareto = get_u32(rd);
     memcpy(s->states, take(rd, STORE_NSTATE), STORE_NSTATE);
-    if (s->plan >= r->nplans || s->op >= r->nops)
+    s->instances = get_u64(rd);
+    if (s->plan >= r->nplans || s->op >= r->nops || s->instances == 0)
       return BAD("bucket %u/%d/%d: plan state %llu: plan %u or op %u outside the result's %u "
-                 "plans and %u ops", bk->phase, bk->batch, bk->seq, (unsigned long long)i,
-                 s->plan, s->op, r->nplans, r->nops);
+                 "plans and %u ops, or no instances", bk->phase, bk->batch, bk->seq,
+                 (unsigned long long)i, s->plan, s->op, r->nplans, r->nops);
   }
   return ENPU_OK;
 }

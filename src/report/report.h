@@ -70,11 +70,11 @@ typedef struct {
 } report_breakdown_row;
 
 /* One row per (policy, stored slack) of bucket `key`, policies in store order, slacks
- * ascending; a policy without that ok bucket has no rows. `ps` is the same store opened
- * with planstore_open: its walk replay decides where every instance is.
- * @return 0; ENPU_ERR_NOT_FOUND when no policy has the bucket ok; ENPU_ERR_FORMAT when
- * `ps` and `c` disagree; ENPU_ERR_NOMEM. */
-int report_breakdown(const store_contents *c, const planstore *ps, const report_bucket_key *key,
+ * ascending; a policy without that ok bucket has no rows. Each plan's plan_states runs
+ * say where every instance is (a run that is no Pareto point counts its op's fastest
+ * point's per-slot energies).
+ * @return 0; ENPU_ERR_NOT_FOUND when no policy has the bucket ok; ENPU_ERR_NOMEM. */
+int report_breakdown(const store_contents *c, const report_bucket_key *key,
                      report_breakdown_row **out, size_t *n, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
@@ -96,9 +96,9 @@ typedef struct {
  * *slack_used receives that slack.
  * @return 0; ENPU_ERR_NOT_FOUND (no such policy/ok bucket/plan, or a policy name the
  * config does not know); the graph's or cost model's error; ENPU_ERR_NOMEM. */
-int report_freq_util(const store_contents *c, const planstore *ps, const config_job *job,
-                     const char *policy, const report_bucket_key *key, double slack,
-                     report_freq_row **out, size_t *n, double *slack_used, enpu_err *err);
+int report_freq_util(const store_contents *c, const config_job *job, const char *policy,
+                     const report_bucket_key *key, double slack, report_freq_row **out, size_t *n,
+                     double *slack_used, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * The whole report */

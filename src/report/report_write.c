@@ -297,7 +297,7 @@ static int section_breakdown(const report_ctx *r, FILE *md, enpu_err *err) {
     if (!has_median(r, md, ph)) continue;
     report_breakdown_row *rows = NULL;
     size_t n = 0;
-    ENPU_FORWARD(report_breakdown(r->c, r->ps, &r->median[ph], &rows, &n, err));
+    ENPU_FORWARD(report_breakdown(r->c, &r->median[ph], &rows, &n, err));
     int rc = plot_breakdown(r, rows, n, ph, err);
     if (rc == 0) md_breakdown(md, rows, n, ph);
     free(rows);
@@ -399,7 +399,7 @@ static int section_freq(const report_ctx *r, FILE *md, double want_slack, enpu_e
     size_t n = 0;
     double slack = 0;
     ENPU_FORWARD(
-        report_freq_util(r->c, r->ps, r->job, policy, &r->median[ph], want_slack, &rows, &n, &slack, err));
+        report_freq_util(r->c, r->job, policy, &r->median[ph], want_slack, &rows, &n, &slack, err));
     /* nothing to plot when no op matched (gnuplot refuses a plot without points) */
     int rc = n > count_unmatched(rows, n) ? plot_freq(r, rows, n, ph, policy, slack, err) : 0;
     if (rc == 0 && n) md_freq(md, rows, n, ph, slack);
@@ -488,10 +488,8 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   ENPU_RETURN_IF(!o || !o->store_path, err, ENPU_ERR_INVALID, "report_write: no store");
   report_ctx r = {.job = o->job, .gnuplot = o->gnuplot ? o->gnuplot : "gnuplot"};
   store_contents *c = NULL;
-  planstore *ps = NULL;
   char name[STORE_NAME_LEN] = "", dir[PATH_MAX];
   int rc = store_load(o->store_path, &c, err);
-  if (rc == 0) rc = planstore_open(o->store_path, &ps, err);
   if (rc == 0 && job_name(c, name, sizeof name, o->out_dir ? NULL : err) < 0 && !o->out_dir)
     rc = ENPU_ERR_FORMAT;
   if (rc == 0 && !name[0]) snprintf(name, sizeof name, "(unnamed job)");
@@ -501,7 +499,7 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   if (rc == 0) rc = enpu_mkdir_p(dir, err);
   if (rc == 0) rc = absolute_dir(dir, r.absdir, sizeof r.absdir, err);
   if (rc == 0) {
-    r.c = c, r.ps = ps, r.dir = dir;
+    r.c = c, r.dir = dir;
     for (int ph = 0; ph < 2 && rc == 0; ph++) /* "no such bucket" is a note in the report */
       if (report_pick_bucket(c, ph, &r.median[ph], &r.median_why[ph]) == ENPU_ERR_NOMEM)
         rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
@@ -513,7 +511,6 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
     if (*md_path) snprintf(*md_path, len, "%s/report.md", dir);
     else rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
-  planstore_close(ps);
   store_contents_free(c);
   return rc;
 }

@@ -29,6 +29,8 @@
 #define STORE_MSG_LEN 160  /* bucket status message */
 #define STORE_ZSTD_FILTER_ID 32015 /* the registered Zstandard HDF5 filter */
 #define STORE_NO_INDEX UINT32_MAX  /* plan_states row that is not a Pareto point */
+#define STORE_NO_PREFIX UINT64_MAX /* plans.walk_prefix of a plan that is no walk prefix
+                                      (the GA's, a rail-lifted one, the all-peak fallback) */
 
 /* Phases and bucket status, as stored (u8 columns). Phase numbers equal config_phase. */
 enum { STORE_PHASE_PREFILL = 0, STORE_PHASE_DECODE = 1 };
@@ -110,16 +112,20 @@ typedef struct {
   double overhead_pct;        /* 100 · (time_ns − cp_time_ns) / t_nodvfs_ns */
   double lower_bound_nj;
   double savings_vs_nodvfs;   /* 1 - energy_nj / e_nodvfs_nj */
-  uint64_t walk_prefix;       /* steps of the bucket's walk applied */
-  uint64_t states_first, states_count; /* plan_states range, real operator order */
+  uint64_t walk_prefix;       /* steps of the bucket's walk applied, or STORE_NO_PREFIX */
+  uint64_t states_first, states_count; /* plan_states range */
 } store_plan_rec;
 
-/* plan_states: per operator of a plan in real execution order. */
+/* plan_states: the plan's ops as runs of instances. A plan's rows follow its bucket's ops
+ * (bucket_ops order); an op's rows follow its instances (layer order; graph ops that
+ * share the store op one after the other) and their `instances` add up to its
+ * multiplicity. A walk-prefix plan has at most two runs per op (lead, then trail). */
 typedef struct {
   uint32_t plan;              /* index into plans */
   uint32_t op;                /* index into ops */
   uint32_t pareto;            /* Pareto point used, or STORE_NO_INDEX */
   uint8_t states[STORE_NSTATE];
+  uint64_t instances;         /* >= 1: the run's length */
 } store_plan_state_rec;
 
 /* validation: one re-simulated plan of a bucket sampled by `enpu validate` (validate.h),

@@ -326,7 +326,7 @@ static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_
   }
   for (uint32_t k = 0; k < b->plan_count; k++) {
     const store_plan_rec *pl = &p->plans[b->plan_first + k];
-    if (pl->bucket != bi || pl->walk_prefix > b->walk_count ||
+    if (pl->bucket != bi || (pl->walk_prefix > b->walk_count && pl->walk_prefix != STORE_NO_PREFIX) ||
         !range_ok(pl->states_first, pl->states_count, p->nplan_states))
       return BAD("policy %s: plan %u: wrong bucket, walk prefix or plan_states range out of range", p->name,
                  b->plan_first + k);
@@ -338,18 +338,36 @@ static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_
   return store_walk_replay(p, bi, b->walk_count, scratch, err);
 }
 
-/* Loaded plan_states rows: each belongs to the plan whose range holds it. */
+/* Loaded plan_states rows: each belongs to the plan whose range holds it; a plan's runs
+ * follow its bucket's ops and cover each op's instances exactly. */
 static int validate_plan_states(const store_policy_tables *p, enpu_err *err) {
-  for (size_t k = 0; k < p->nplans; k++)
-    for (uint64_t i = 0; i < p->plans[k].states_count; i++) {
-      const store_plan_state_rec *s = &p->plan_states[p->plans[k].states_first + i];
+  for (size_t k = 0; k < p->nplans; k++) {
+    const store_plan_rec *pl = &p->plans[k];
+    const store_bucket_rec *b = &p->buckets[pl->bucket]; /* checked by validate_bucket */
+    uint32_t j = 0;  /* the bucket op the runs are at */
+    uint64_t n = 0;  /* its instances covered so far */
+    for (uint64_t i = 0; i < pl->states_count; i++) {
+      const uint64_t row = pl->states_first + i;
+      const store_plan_state_rec *s = &p->plan_states[row];
       const store_op_rec *o = s->op < p->nops ? &p->ops[s->op] : NULL;
       int point_ok = s->pareto == STORE_NO_INDEX ||
                      (o && s->pareto >= o->pareto_first && s->pareto - o->pareto_first < o->pareto_count);
-      if (s->plan != k || !o || !point_ok)
-        return BAD("policy %s: plan_states row %llu: wrong plan, op %u out of range or pareto %u not its point",
-                   p->name, (unsigned long long)(p->plans[k].states_first + i), s->op, s->pareto);
+      if (s->plan != k || !o || !point_ok || s->instances == 0)
+        return BAD("policy %s: plan_states row %llu: wrong plan, op %u out of range, pareto %u not its point, or "
+                   "no instances",
+                   p->name, (unsigned long long)row, s->op, s->pareto);
+      while (j < b->ops_count && p->bucket_ops[b->ops_first + j].op != s->op &&
+             n == p->bucket_ops[b->ops_first + j].multiplicity)
+        j++, n = 0;
+      if (j == b->ops_count || p->bucket_ops[b->ops_first + j].op != s->op ||
+          s->instances > p->bucket_ops[b->ops_first + j].multiplicity - n)
+        return BAD("policy %s: plan_states row %llu: op %u out of its bucket's order, or more instances than it has",
+                   p->name, (unsigned long long)row, s->op);
+      n += s->instances;
     }
+    if (b->ops_count && (j != b->ops_count - 1 || n != p->bucket_ops[b->ops_first + j].multiplicity))
+      return BAD("policy %s: plan %zu: its plan_states runs do not cover every op's instances", p->name, k);
+  }
   return ENPU_OK;
 }
 

@@ -76,6 +76,7 @@ static const store_field plan_state_fields[] = {
     FIELD(store_plan_state_rec, op, STORE_F_U32, 1),
     FIELD(store_plan_state_rec, pareto, STORE_F_U32, 1),
     FIELD(store_plan_state_rec, states, STORE_F_U8, STORE_NSTATE),
+    FIELD(store_plan_state_rec, instances, STORE_F_U64, 1),
 };
 
 static const store_field validation_fields[] = {

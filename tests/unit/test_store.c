@@ -163,7 +163,8 @@ static void make_fixture(fixture *f) {
       pl->savings_vs_nodvfs = 1 - pl->energy_nj / b->e_nodvfs_nj;
       for (int i = 0; i < NOPS; i++)
         f->pstates[f->npstates++] = (store_plan_state_rec){(uint32_t)f->nplans, (uint32_t)i,
-                                                           (uint32_t)(i * NPTS), {34, 34, 34, 34, 34}};
+                                                           (uint32_t)(i * NPTS), {34, 34, 34, 34, 34},
+                                                           multiplicity(i, row)};
       f->nplans++;
     }
   }

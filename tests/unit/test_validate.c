@@ -188,7 +188,7 @@ static int setup_plans(void **state) {
                                    .cp_time_ns = time_ns, /* all-peak: its NoDVFS time */
                                    .states_first = t->nplan_states, .states_count = t->nops};
     for (uint32_t k = 0; k < t->nops; k++)
-      t->plan_states[t->nplan_states++] = (store_plan_state_rec){p, k, k, {0}};
+      t->plan_states[t->nplan_states++] = (store_plan_state_rec){p, k, k, {0}, t->bucket_ops[k].multiplicity};
     for (uint32_t k = 0; k < t->nops; k++)
       memcpy(t->plan_states[p * t->nops + k].states, t->pareto[k].states, STORE_NSTATE);
   }
