@@ -29,12 +29,15 @@ typedef struct {
   char policy[STORE_NAME_LEN];
   int phase;             /* STORE_PHASE_* */
   double slack;          /* fraction of T_nodvfs */
+  int budget;            /* STORE_BUDGET_* the plans were compiled in (a row never mixes) */
   size_t buckets;        /* ok buckets with a plan at this slack */
   double mean, min, max; /* savings_vs_nodvfs over those plans (fractions) */
+  double overhead_mean, overhead_max; /* the plans' overhead_pct (% of T_nodvfs): time
+                                         beyond the critical path, what paper mode reports */
 } report_savings_row;
 
-/* One row per (policy, phase, slack) present among the plans of ok buckets, ordered by
- * policy (store order), phase, slack. *out is malloc'd (NULL when *n is 0).
+/* One row per (policy, phase, slack, budget mode) present among the plans of ok buckets,
+ * ordered by policy (store order), phase, slack, mode. *out is malloc'd (NULL when *n is 0).
  * @return 0, or ENPU_ERR_NOMEM. */
 int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err);
 

@@ -67,7 +67,8 @@ static int plan_op_states(const store_policy_tables *p, const store_bucket_rec *
 static int savings_cmp(const void *a, const void *b) {
   const report_savings_row *x = a, *y = b;
   if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
-  return x->slack < y->slack ? -1 : x->slack > y->slack;
+  if (x->slack != y->slack) return x->slack < y->slack ? -1 : 1;
+  return (x->budget > y->budget) - (x->budget < y->budget);
 }
 
 int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err) {
@@ -83,14 +84,15 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
       const store_bucket_rec *b = &p->buckets[pl->bucket];
       if (b->status != STORE_BUCKET_OK) continue;
       size_t r = first;
-      while (r < count && !(rows[r].phase == b->phase && rows[r].slack == pl->slack)) r++;
+      while (r < count && !(rows[r].phase == b->phase && rows[r].slack == pl->slack && rows[r].budget == pl->budget))
+        r++;
       if (r == count) {
         if (enpu_grow((void **)&rows, &cap, count + 1, sizeof *rows) < 0) {
           free(rows);
           return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (savings rows)");
         }
-        rows[count] = (report_savings_row){.phase = b->phase, .slack = pl->slack, .min = INFINITY,
-                                           .max = -INFINITY};
+        rows[count] = (report_savings_row){.phase = b->phase, .slack = pl->slack, .budget = pl->budget,
+                                           .min = INFINITY, .max = -INFINITY, .overhead_max = -INFINITY};
         snprintf(rows[count].policy, sizeof rows[count].policy, "%s", p->name);
         count++;
       }
@@ -98,8 +100,11 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
       rows[r].mean += pl->savings_vs_nodvfs; /* a sum until divided below */
       rows[r].min = fmin(rows[r].min, pl->savings_vs_nodvfs);
       rows[r].max = fmax(rows[r].max, pl->savings_vs_nodvfs);
+      rows[r].overhead_mean += pl->overhead_pct; /* a sum, as mean */
+      rows[r].overhead_max = fmax(rows[r].overhead_max, pl->overhead_pct);
     }
-    for (size_t r = first; r < count; r++) rows[r].mean /= (double)rows[r].buckets;
+    for (size_t r = first; r < count; r++)
+      rows[r].mean /= (double)rows[r].buckets, rows[r].overhead_mean /= (double)rows[r].buckets;
     qsort(rows + first, count - first, sizeof *rows, savings_cmp);
   }
   *out = rows;

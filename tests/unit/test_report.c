@@ -127,7 +127,8 @@ static void add_bucket(pol_fx *p, int phase, int batch, int seq, int status, dou
     const uint32_t plan = (uint32_t)p->nplans;
     p->plans[p->nplans++] = (store_plan_rec){.bucket = row, .slack = 0.05 * k, .walk_prefix = prefix[k],
                                              .savings_vs_nodvfs = sav[k], .energy_nj = 1000 * (1 - sav[k]),
-                                             .states_first = p->npstates, .states_count = 3};
+                                             .overhead_pct = sav[k] / 10, .states_first = p->npstates,
+                                             .states_count = 3};
     for (int r = 0; r < 3; r++) {
       const uint32_t pt = first[runs[k][r].op] + (uint32_t)runs[k][r].pt;
       store_plan_state_rec *s = &p->pstates[p->npstates++];
@@ -193,6 +194,9 @@ static void check_row(const report_savings_row *r, const char *policy, int phase
   assert_near(r->mean, mean, 1e-12);
   assert_near(r->min, min, 1e-12);
   assert_near(r->max, max, 1e-12);
+  assert_int_equal(r->budget, STORE_BUDGET_STRICT);
+  assert_near(r->overhead_max, max / 10, 1e-12); /* the fixture's overhead is saving / 10 */
+  assert_near(r->overhead_mean, mean / 10, 1e-12);
 }
 
 static void test_savings(void **state) {
@@ -209,6 +213,36 @@ static void test_savings(void **state) {
   check_row(&rows[3], "enpu-all", STORE_PHASE_DECODE, 0.05, 1, 0.07, 0.07, 0.07);
   check_row(&rows[4], "nodvfs", STORE_PHASE_PREFILL, 0, 2, 0, 0, 0);
   check_row(&rows[7], "nodvfs", STORE_PHASE_DECODE, 0.05, 1, 0, 0, 0);
+  free(rows);
+}
+
+/* Plans of one (policy, phase, slack) compiled in different budget modes are separate
+ * rows, strict first, each with its own overhead. */
+static void test_savings_budget_modes(void **state) {
+  (void)state;
+  store_bucket_rec b[2] = {{.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .budget = STORE_BUDGET_PAPER},
+                           {.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .budget = STORE_BUDGET_STRICT}};
+  store_plan_rec pl[3] = {{.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.2,
+                           .overhead_pct = 0.5},
+                          {.bucket = 1, .slack = 0.1, .budget = STORE_BUDGET_STRICT, .savings_vs_nodvfs = 0.1,
+                           .overhead_pct = 0.25},
+                          {.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.4,
+                           .overhead_pct = 1.5}};
+  store_policy_tables p = {.name = "enpu-all", .buckets = b, .nbuckets = 2, .plans = pl, .nplans = 3};
+  store_contents c = {.policies = &p, .npolicies = 1};
+  report_savings_row *rows = NULL;
+  size_t n = 0;
+  enpu_err err = {0};
+  assert_int_equal(report_savings(&c, &rows, &n, &err), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(rows[0].budget, STORE_BUDGET_STRICT);
+  assert_int_equal(rows[0].buckets, 1);
+  assert_near(rows[0].overhead_mean, 0.25, 1e-12);
+  assert_int_equal(rows[1].budget, STORE_BUDGET_PAPER);
+  assert_int_equal(rows[1].buckets, 2);
+  assert_near(rows[1].mean, 0.3, 1e-12);
+  assert_near(rows[1].overhead_mean, 1.0, 1e-12);
+  assert_near(rows[1].overhead_max, 1.5, 1e-12);
   free(rows);
 }
 
@@ -400,7 +434,8 @@ static void test_freq_util(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_savings),   cmocka_unit_test(test_pick_bucket),    cmocka_unit_test(test_breakdown),
+      cmocka_unit_test(test_savings),   cmocka_unit_test(test_savings_budget_modes),
+      cmocka_unit_test(test_pick_bucket),    cmocka_unit_test(test_breakdown),
       cmocka_unit_test(test_freq_util), cmocka_unit_test(test_missing_gnuplot),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
