@@ -362,6 +362,13 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
 int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                         const search_options *opt, const int state[CONFIG_NCOMP],
                         cost_result *out, enpu_err *err);
+/* The same for the op run right after an op planned `prev` (NULL: as
+ * search_op_breakdown): per-rail transitions included as the request level prices them
+ * (cost_eval_after; none for a policy without transitions). */
+int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
+                              config_policy policy, const search_options *opt,
+                              const int prev[CONFIG_NCOMP], const int state[CONFIG_NCOMP],
+                              cost_result *out, enpu_err *err);
 
 /* The request level of one bucket given its ops' Pareto sets (sets[i] for graph op i,
  * computed by search_op_compile for the same policy and options; equal signatures may

@@ -168,16 +168,25 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
   return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, out, err);
 }
 
-int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
-                        const search_options *opt, const int state[CONFIG_NCOMP],
-                        cost_result *out, enpu_err *err) {
+int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
+                              config_policy policy, const search_options *opt,
+                              const int prev[CONFIG_NCOMP], const int state[CONFIG_NCOMP],
+                              cost_result *out, enpu_err *err) {
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
-  cost_plan plan;
+  cost_plan plan, before;
   memcpy(plan.state, state, sizeof plan.state);
-  return cost_eval(cost, op, &plan, &ps.pipe, out, err);
+  const int after = prev && ps.transitions && opt->transitions == SEARCH_TRANS_PER_RAIL;
+  if (after) memcpy(before.state, prev, sizeof before.state);
+  return cost_eval_after(cost, op, after ? &before : NULL, &plan, &ps.pipe, out, err);
+}
+
+int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                        const search_options *opt, const int state[CONFIG_NCOMP],
+                        cost_result *out, enpu_err *err) {
+  return search_op_breakdown_after(s, cost, op, policy, opt, NULL, state, out, err);
 }
 
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
