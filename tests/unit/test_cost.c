@@ -309,6 +309,45 @@ static void test_monotone(void **state) {
   assert_true(checks > 300);
 }
 
+/* The core kernel never ends before any of its units' own work (SA, VU, SRAM cycles at
+ * their clocks), whatever the clocks: the steady-state extrapolation follows a unit
+ * whose backlog grows when the loop never repeats exactly (cost_sim.c). And per-rail
+ * transitions never cost more time than the slowest rail's delay (20 ns: 0.45 → 0.7 V),
+ * what a whole-chip stall would. */
+static void test_core_covers_unit_work(void **state) {
+  fixture *f = *state;
+  cost_pipeline pls[2];
+  assert_int_equal(cost_pipeline_enpu(&pls[0], 5, f->pm_dvfs, NULL), 0);
+  assert_int_equal(cost_pipeline_enpu(&pls[1], 3, f->pm_dvfs, NULL), 0);
+  uint64_t s = 0x51ed27a3c9b1f00dull;
+  int checks = 0;
+  for (int kind = 0; kind < GRAPH_NKIND; kind++)
+    for (int trial = 0; trial < 24; trial++) {
+      graph_op op = random_op(&s, kind);
+      cost_plan p, prev;
+      for (int c = 0; c < CONFIG_NCOMP; c++)
+        p.state[c] = (int)rng_range(&s, 1, 34), prev.state[c] = (int)rng_range(&s, 1, 34);
+      cost_result r, ra;
+      const cost_pipeline *pl = &pls[trial % 2];
+      assert_int_equal(cost_eval(f->ctx, &op, &p, pl, &r, NULL), 0);
+      for (int c = CONFIG_SA; c <= CONFIG_SRAM; c++)
+        if (r.core_ns < r.own_ns[c] * (1 - 1e-9))
+          fail_msg("%s: core %.3f ns < %s own work %.3f ns", graph_kind_name(op.kind), r.core_ns,
+                   config_component_name((config_component)c), r.own_ns[c]);
+      assert_int_equal(cost_eval_after(f->ctx, &op, &prev, &p, pl, &ra, NULL), 0);
+      assert_true(ra.time_ns >= r.time_ns && ra.time_ns <= r.time_ns + 20.0 + 1e-9 * r.time_ns);
+      checks++;
+    }
+  assert_true(checks >= 24 * GRAPH_NKIND);
+  /* The case that found it: Llama3-70B prefill ffn.gate_up with SA at 1.6 GHz and SRAM at
+   * 150 MHz, two units of nearly equal time at different clocks. */
+  graph_op op = matmul_op(4096, 8192, 14336);
+  cost_plan p = {{32, 1, 3, 14, 1}};
+  cost_result r;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pls[0], &r, NULL), 0);
+  assert_true(r.core_ns >= r.own_ns[CONFIG_SA] && r.core_ns >= r.own_ns[CONFIG_SRAM]);
+}
+
 /* ---- energy and pipelines ---- */
 
 static void test_energy_sums(void **state) {
@@ -483,6 +522,7 @@ int main(void) {
       cmocka_unit_test(test_roofline_matmul),
       cmocka_unit_test(test_roofline_decode_attention),
       cmocka_unit_test(test_monotone),
+      cmocka_unit_test(test_core_covers_unit_work),
       cmocka_unit_test(test_energy_sums),
       cmocka_unit_test(test_pipelines),
       cmocka_unit_test(test_transition_on_non_critical_rail),
