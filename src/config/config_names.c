@@ -1,5 +1,5 @@
 /* config_names.c — names of the closed vocabularies (phases, components, policies, budget
- * modes).
+ * modes, idle modes, safeguard-2 modes).
  * The strings are part of the file formats and the store layout: never rename them. */
 #include <string.h>
 
@@ -10,6 +10,8 @@ static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "h
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
                                                          "ideal",  "dvfs-c-walk"};
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
+const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
+const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
 
 const char *config_phase_name(config_phase p) {
   return (unsigned)p < CONFIG_NPHASE ? config_phase_names[p] : "?";
@@ -25,6 +27,14 @@ const char *config_policy_name(config_policy p) {
 
 const char *config_budget_name(config_budget b) {
   return (unsigned)b < CONFIG_NBUDGET ? config_budget_names[b] : "?";
+}
+
+const char *config_idle_mode_name(config_idle_mode m) {
+  return (unsigned)m < CONFIG_NIDLE_MODE ? config_idle_mode_names[m] : "?";
+}
+
+const char *config_safeguard2_name(config_safeguard2 m) {
+  return (unsigned)m < CONFIG_NSG2 ? config_safeguard2_names[m] : "?";
 }
 
 static int parse_name(const char *name, const char *const *names, int count, int *out) {
