@@ -3,8 +3,8 @@
  * the same reader it links (planstore.h): the padded bucket and its budget mode, the walk
  * prefix for the exact target, expected time and energy, savings, the lower bound, the
  * stored plan's time with V/f transitions and its overhead when the target is a stored
- * slack's budget, and per-op frequency states (lead and trail point); --vfset adds each op's vf.set words (all six units,
- * FE = max(SA, VU, SRAM), encoded by the search module). JSON field names are a
+ * slack's budget, and per-op frequency states (lead and trail point); --vfset adds each
+ * op's vf.set words (all six units, FE = max(SA, VU, SRAM), encoded by the search module). JSON field names are a
  * contract for scripts; u64 signatures are hex strings (JSON integers are signed).
  *
  * Exit status: 0 ok; 1 the store cannot be read, or no plan (no covering bucket, a

@@ -428,8 +428,8 @@ static int build_wanted(master *m, enpu_err *err) {
     for (int b = 0; b < m->nbuckets; b++) {
       const mbucket *mb = &m->buckets[b];
       store_bucket_rec *r = &m->wanted_buckets[p][w->nbuckets++];
-      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .batch = mb->batch, .seq = mb->seq,
-                              .input_hash = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->opt.budget)};
+      const uint64_t h = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->opt.budget);
+      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .batch = mb->batch, .seq = mb->seq, .input_hash = h};
     }
     w->op_keys = m->wanted_keys[p];
     w->buckets = m->wanted_buckets[p];
