@@ -348,9 +348,8 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
   out->budget = opt->budget;
   ENPU_FORWARD(check_options(slacks, nslack, opt, err));
   policy_setup ps;
-  ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
   int64_t instances;
-  ENPU_FORWARD(req_check_graph(g, &instances, err));
+  ENPU_FORWARD(req_prepare(s, policy, opt, g, &ps, &instances, err));
   const int nops = graph_op_count(g);
   scratch sc = {0};
   request rq = {.sets = sets, .offset = sc.offset, .pm = ps.pm, .transitions = ps.transitions,

@@ -33,6 +33,12 @@ int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   return 0;
 }
 
+int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
+                const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err) {
+  ENPU_FORWARD(search_policy_setup(s, policy, opt, ps, err));
+  return req_check_graph(g, instances, err);
+}
+
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
   const int nops = graph_op_count(g);
   sc->op_of = enpu_calloc((size_t)instances + 1, sizeof *sc->op_of);
@@ -397,9 +403,8 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;
-  ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
   int64_t instances;
-  ENPU_FORWARD(req_check_graph(g, &instances, err));
+  ENPU_FORWARD(req_prepare(s, policy, opt, g, &ps, &instances, err));
   const int nops = graph_op_count(g);
   scratch sc = {0};
   request rq = {.pm = ps.pm, .transitions = ps.transitions, .model = opt->transitions,

@@ -90,6 +90,9 @@ typedef struct {
 
 /* Every op's multiplicity equals its segment's repeat; *instances: op instances of a pass. */
 int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
+/* The policy's setup and the graph check, what every request over graph g starts with. */
+int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
+                const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
 
 /* Allocate the execution-order arrays of a request over graph g (op_of, the cache). */
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);

@@ -799,18 +799,35 @@ static void test_ga(void **state) {
   assert_int_equal(search_ga_run(ops, 5, budget, &prm, wrong, b, &eb, &err), ENPU_ERR_INVALID);
 }
 
+/* A real bucket (the job's decode, batch 1, KV 1024) with its cost and search contexts. */
+typedef struct {
+  config_job *job;
+  graph *g;
+  cost_ctx *cost;
+  search_ctx *sx;
+} real_bucket;
+
+static void real_bucket_open(real_bucket *b) {
+  enpu_err err = {0};
+  if (config_job_load(JOB_PATH, &b->job, &err) < 0) fail_msg("%s", err.msg);
+  assert_int_equal(graph_build(b->job, CONFIG_DECODE, 1, 1024, &b->g, &err), 0);
+  assert_int_equal(cost_ctx_create(&b->job->chip, &b->cost, &err), 0);
+  assert_int_equal(search_ctx_create(&b->job->chip, &b->sx, &err), 0);
+}
+
+static void real_bucket_close(real_bucket *b) {
+  search_ctx_free(b->sx);
+  cost_ctx_free(b->cost);
+  graph_free(b->g);
+  config_job_free(b->job);
+}
+
 /* The GA and rail lifting on a real bucket: plans fit, invariants hold (checked inside),
  * and lifting never makes a slack's plan dearer. */
 static void test_real_bucket_ga_lift(void **state) {
   enpu_err err = {0};
-  config_job *job;
-  if (config_job_load(JOB_PATH, &job, &err) < 0) fail_msg("%s", err.msg);
-  graph *g;
-  assert_int_equal(graph_build(job, CONFIG_DECODE, 1, 1024, &g, &err), 0);
-  cost_ctx *cost;
-  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
-  search_ctx *sx;
-  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  real_bucket rb;
+  real_bucket_open(&rb);
   const double slacks[3] = {0, 0.02, 0.10};
   search_options o;
   search_options_default(&o);
@@ -819,9 +836,9 @@ static void test_real_bucket_ga_lift(void **state) {
   o.ga = (search_ga_params){80, 30, 3};
   o.request = SEARCH_REQ_GA;
   search_bucket_result r1, r2, w0, w1;
-  if (search_compile_bucket(sx, cost, g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r1, &err) < 0)
+  if (search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r1, &err) < 0)
     fail_msg("%s", err.msg);
-  assert_int_equal(search_compile_bucket(sx, cost, g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r2,
+  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r2,
                                          &err), 0);
   int any_ga = 0;
   for (int k = 0; k < 3; k++) {
@@ -840,10 +857,10 @@ static void test_real_bucket_ga_lift(void **state) {
   search_bucket_result_free(&r1);
   search_bucket_result_free(&r2);
   search_options_default(&o);
-  assert_int_equal(search_compile_bucket(sx, cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o,
+  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o,
                                          &w0, &err), 0);
   o.transition_aware = 1;
-  if (search_compile_bucket(sx, cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o, &w1, &err) < 0)
+  if (search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o, &w1, &err) < 0)
     fail_msg("%s", err.msg);
   for (int k = 0; k < 3; k++) {
     assert_true(w1.plans[k].energy_nj <= w0.plans[k].energy_nj);
@@ -853,10 +870,7 @@ static void test_real_bucket_ga_lift(void **state) {
   }
   search_bucket_result_free(&w0);
   search_bucket_result_free(&w1);
-  search_ctx_free(sx);
-  cost_ctx_free(cost);
-  graph_free(g);
-  config_job_free(job);
+  real_bucket_close(&rb);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -869,16 +883,10 @@ static void test_real_bucket_ga_lift(void **state) {
 static void test_dvfs_c_compute_only(void **state) {
   (void)state;
   enpu_err err = {0};
-  config_job *job;
-  if (config_job_load(JOB_PATH, &job, &err) < 0) fail_msg("%s", err.msg);
-  graph *g;
-  assert_int_equal(graph_build(job, CONFIG_DECODE, 1, 1024, &g, &err), 0);
-  cost_ctx *cost;
-  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
-  search_ctx *sx;
-  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  real_bucket rb;
+  real_bucket_open(&rb);
   const double slacks[3] = {0, 0.05, 0.30};
-  const int peak = job->chip.freq_states;
+  const int peak = rb.job->chip.freq_states;
   const config_policy pols[2] = {CONFIG_POLICY_DVFS_C, CONFIG_POLICY_DVFS_C_WALK};
   for (int b = 0; b < CONFIG_NBUDGET; b++)
     for (int p = 0; p < 2; p++) {
@@ -887,7 +895,7 @@ static void test_dvfs_c_compute_only(void **state) {
       o.ga = (search_ga_params){60, 20, 5};
       o.budget = (config_budget)b;
       search_bucket_result r;
-      if (search_compile_bucket(sx, cost, g, pols[p], slacks, 3, &o, &r, &err) < 0)
+      if (search_compile_bucket(rb.sx, rb.cost, rb.g, pols[p], slacks, 3, &o, &r, &err) < 0)
         fail_msg("%s", err.msg);
       int scaled = 0;
       for (int k = 0; k < 3; k++)
@@ -901,18 +909,15 @@ static void test_dvfs_c_compute_only(void **state) {
       search_bucket_result_free(&r);
     }
   const int top[CONFIG_NCOMP] = {peak, peak, peak, peak, peak};
-  const graph_op *op = graph_op_at(g, 2);
+  const graph_op *op = graph_op_at(rb.g, 2);
   cost_result rn, rd;
-  assert_int_equal(search_op_breakdown(sx, cost, op, CONFIG_POLICY_NODVFS, NULL, top, &rn, &err), 0);
-  assert_int_equal(search_op_breakdown(sx, cost, op, CONFIG_POLICY_DVFS_C, NULL, top, &rd, &err), 0);
+  assert_int_equal(search_op_breakdown(rb.sx, rb.cost, op, CONFIG_POLICY_NODVFS, NULL, top, &rn, &err), 0);
+  assert_int_equal(search_op_breakdown(rb.sx, rb.cost, op, CONFIG_POLICY_DVFS_C, NULL, top, &rd, &err), 0);
   assert_true(rd.time_ns == rn.time_ns);
   assert_true(rd.energy_nj[CONFIG_HBM] == rn.energy_nj[CONFIG_HBM]);
   assert_true(rd.energy_nj[CONFIG_ICI] == rn.energy_nj[CONFIG_ICI]);
   assert_true(rd.energy_nj[CONFIG_SA] > rn.energy_nj[CONFIG_SA]); /* DVFS IVR < fixed η */
-  search_ctx_free(sx);
-  cost_ctx_free(cost);
-  graph_free(g);
-  config_job_free(job);
+  real_bucket_close(&rb);
 }
 
 /* eNPU-C scales the HBM controller only (§4.1, §4.2): with the controller below its
@@ -922,23 +927,17 @@ static void test_dvfs_c_compute_only(void **state) {
 static void test_enpu_c_keeps_hbm_io(void **state) {
   (void)state;
   enpu_err err = {0};
-  config_job *job;
-  if (config_job_load(JOB_PATH, &job, &err) < 0) fail_msg("%s", err.msg);
-  graph *g;
-  assert_int_equal(graph_build(job, CONFIG_DECODE, 1, 1024, &g, &err), 0);
-  cost_ctx *cost;
-  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
-  search_ctx *sx;
-  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  real_bucket rb;
+  real_bucket_open(&rb);
   power_model *ctrl;
-  assert_int_equal(power_model_create(&job->chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &ctrl, &err), 0);
-  const graph_op *op = graph_op_at(g, 2); /* the QKV projection: HBM-bound at batch 1 */
-  const int peak = job->chip.freq_states;
+  assert_int_equal(power_model_create(&rb.job->chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &ctrl, &err), 0);
+  const graph_op *op = graph_op_at(rb.g, 2); /* the QKV projection: HBM-bound at batch 1 */
+  const int peak = rb.job->chip.freq_states;
   for (int h = 12; h <= peak; h += peak - 12) {
     const int st[CONFIG_NCOMP] = {peak, peak, peak, h, peak};
     cost_result rc, ra;
-    assert_int_equal(search_op_breakdown(sx, cost, op, CONFIG_POLICY_ENPU_C, NULL, st, &rc, &err), 0);
-    assert_int_equal(search_op_breakdown(sx, cost, op, CONFIG_POLICY_ENPU_ALL, NULL, st, &ra, &err), 0);
+    assert_int_equal(search_op_breakdown(rb.sx, rb.cost, op, CONFIG_POLICY_ENPU_C, NULL, st, &rc, &err), 0);
+    assert_int_equal(search_op_breakdown(rb.sx, rb.cost, op, CONFIG_POLICY_ENPU_ALL, NULL, st, &ra, &err), 0);
     power_energy_nj e;
     assert_int_equal(power_energy(ctrl, CONFIG_HBM, h, rc.busy_ns[CONFIG_HBM], rc.time_ns, 1, &e, &err), 0);
     assert_true(fabs(rc.energy_nj[CONFIG_HBM] - e.total_nj) <= 1e-9 * e.total_nj);
@@ -946,10 +945,7 @@ static void test_enpu_c_keeps_hbm_io(void **state) {
     else assert_true(ra.energy_nj[CONFIG_HBM] == rc.energy_nj[CONFIG_HBM]);
   }
   power_model_free(ctrl);
-  search_ctx_free(sx);
-  cost_ctx_free(cost);
-  graph_free(g);
-  config_job_free(job);
+  real_bucket_close(&rb);
 }
 
 /* Synthetic operators for finalisation: op i's point k has states (k+1, ...), a time that
