@@ -9,25 +9,26 @@
 #include "store.h"
 
 /* What each policy scales, as the paper defines the designs (§4.1; power.h for the
- * HBM models): NoDVFS nothing; DVFS-C the compute core (SA, VU, SRAM) as one domain;
- * eNPU-C every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too;
- * uniform every component on one chip-wide rail (the board regulator, power.h). */
+ * HBM models and regulators): NoDVFS nothing; DVFS-C (either request level) the compute
+ * core (SA, VU, SRAM) as one domain, HBM and ICI at peak on the fixed regulator; eNPU-C
+ * every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too; uniform
+ * every component on one chip-wide rail (the board regulator, power.h). */
 typedef struct {
-  bool dvfs;
-  power_regulator regulator; /* when parked */
+  power_regulator reg; /* when parked */
   power_hbm_mode hbm;
   unsigned scaled; /* bit c: component c may sit at its lowest state */
 } idle_policy;
 
 #define ALL_COMPONENTS ((1u << CONFIG_NCOMP) - 1)
+#define COMPUTE ((1u << CONFIG_SA) | (1u << CONFIG_VU) | (1u << CONFIG_SRAM))
 static const idle_policy idle_policies[CONFIG_NPOLICY] = {
-    [CONFIG_POLICY_NODVFS] = {false, POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0},
-    [CONFIG_POLICY_DVFS_C] = {true, POWER_REG_DVFS, POWER_HBM_CTRL_ONLY,
-                              (1u << CONFIG_SA) | (1u << CONFIG_VU) | (1u << CONFIG_SRAM)},
-    [CONFIG_POLICY_ENPU_C] = {true, POWER_REG_DVFS, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
-    [CONFIG_POLICY_ENPU_ALL] = {true, POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_IDEAL] = {true, POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_UNIFORM] = {true, POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
+    [CONFIG_POLICY_NODVFS] = {POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0},
+    [CONFIG_POLICY_DVFS_C] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
+    [CONFIG_POLICY_DVFS_C_WALK] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
+    [CONFIG_POLICY_ENPU_C] = {POWER_REG_DVFS, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
+    [CONFIG_POLICY_ENPU_ALL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_IDEAL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_UNIFORM] = {POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
 };
 
 /* Static power of an awake chip whose scaled components sit at `low` and the rest at
@@ -56,9 +57,9 @@ int replay_idle_power_w(const config_chip *chip, config_policy policy, config_id
                         enpu_err *err) {
   ENPU_RETURN_IF((unsigned)policy >= CONFIG_NPOLICY, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
   const idle_policy *ip = &idle_policies[policy];
-  const bool parked = ip->dvfs && mode != CONFIG_IDLE_PEAK;
+  const bool parked = ip->reg != POWER_REG_FIXED && mode != CONFIG_IDLE_PEAK;
   /* State 1 is the lowest clocked V/f state. */
-  return parked ? idle_watts(chip, ip->regulator, ip->hbm, ip->scaled, 1, watts, err)
+  return parked ? idle_watts(chip, ip->reg, ip->hbm, ip->scaled, 1, watts, err)
                 : idle_watts(chip, POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0, chip->freq_states, watts, err);
 }
 
@@ -77,7 +78,8 @@ int replay_setup_init(replay_setup *s, const config_cluster *cluster, const conf
                       .dcn_gbps_per_chip = chip->dcn_gbps, .peak_state = chip->freq_states, .tdp_w = chip->tdp_w};
   for (int p = 0; p < CONFIG_NPOLICY; p++)
     ENPU_FORWARD(replay_idle_power_w(chip, (config_policy)p, cluster->idle.mode, &s->idle_w_per_chip[p], err));
-  for (int st = 1; st <= chip->freq_states; st++) ENPU_FORWARD(replay_idle_power_state_w(chip, st, &s->idle_w_state[st], err));
+  for (int st = 1; st <= chip->freq_states; st++)
+    ENPU_FORWARD(replay_idle_power_state_w(chip, st, &s->idle_w_state[st], err));
   return ENPU_OK;
 }
 

@@ -1,16 +1,128 @@
-/* search_internal.h — what the search files share beyond search.h: the `uniform` policy
- * (search_uniform.c) and the walk it records (search_walk.c). Private to src/search.
+/* search_internal.h — what the bucket compiler (search_bucket.c) and plan finalisation
+ * (search_final.c) share: the policy setup, the request being finalised and its scratch;
+ * and the `uniform` policy (search_uniform.c) with the walk it records (search_walk.c).
+ * Not for other modules.
  *
- * The uniform policy is no DVFS plan but the table an online governor runs from: every
+ * Invariants: a request's per-instance arrays are in real execution order (segment by
+ * segment, layer by layer); a plan's Pareto positions (pos[]) are in walk numbering
+ * (op i's instances at offset[i] .. offset[i] + multiplicity − 1). Every plan a
+ * request prices goes through req_total, so the compiler, finalisation and validation
+ * (search_plan_simulate) price a plan the same way, bit for bit. */
+#ifndef ENPU_SEARCH_INTERNAL_H
+#define ENPU_SEARCH_INTERNAL_H
+
+#include "search.h"
+
+struct search_ctx {
+  const config_chip *chip;
+  power_model *fixed;  /* NoDVFS: fixed regulator, peak only */
+  power_model *ctrl;   /* DVFS IVR, HBM controller only (enpu-c) */
+  power_model *full;   /* DVFS IVR, HBM controller + I/O (enpu-all, ideal) */
+  power_model *dvfs_c; /* DVFS IVR for SA/VU/SRAM, HBM and ICI at peak on the fixed one */
+  power_model *chipwide; /* uniform: one chip-wide rail on the NoDVFS regulator */
+  search_memo *memo;
+};
+
+/* Policy → search setup (DESIGN.md §1 policies table). */
+typedef struct {
+  search_domains dom;
+  cost_pipeline pipe;
+  const power_model *pm;
+  int transitions;          /* V/f transitions priced between ops (not for `ideal`) */
+  search_req_method request; /* the request level actually used */
+} policy_setup;
+
+int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o,
+                        policy_setup *ps, enpu_err *err);
+
+/* An evaluation cache line: one op's plan after a given previous plan. */
+typedef struct {
+  int prev[CONFIG_NCOMP], state[CONFIG_NCOMP]; /* prev[0] == -1: no previous op */
+  double time_ns, cp_ns, energy_nj;
+} req_line;
+
+enum { REQ_CACHE_WAYS = 4 };
+
+/* Pricing of instance x of a plan (`state`, execution order) after instance x − 1: the
+ * cost model by default (inst_eval in search_final.c); a unit test may substitute
+ * another to run finalisation on operators of its own making. */
+typedef int (*req_price_fn)(void *user, const int (*state)[CONFIG_NCOMP], int64_t x,
+                            req_line *out, enpu_err *err);
+
+typedef struct {
+  const graph *g;
+  const search_pareto *const *sets; /* per graph op (NULL when only simulating) */
+  const int64_t *offset;            /* per graph op: first instance in walk numbering */
+  int64_t instances;
+  const power_model *pm;
+  int transitions;
+  search_transitions model;
+  config_budget budget;
+  cost_ctx *cost;
+  const cost_pipeline *pipe;
+  const search_domains *dom;
+  int transition_aware;
+  const int *op_of;  /* graph op of each instance (execution order) */
+  req_price_fn price; /* NULL: the cost model */
+  void *price_user;
+  req_line *cache;   /* per graph op, REQ_CACHE_WAYS lines, used round robin */
+  int *cache_next;
+} request;
+
+/* Scratch of one bucket's request level. */
+typedef struct {
+  search_req_op *req;
+  int64_t *offset;
+  int *pos;
+  int *best_pos; /* positions of the plan taken so far, when it is on the Pareto sets */
+  int have_best;
+  int (*peak_state)[CONFIG_NCOMP];
+  int (*cand)[CONFIG_NCOMP];  /* a candidate plan's states, execution order */
+  int (*lift)[CONFIG_NCOMP];  /* the same with rails lifted */
+  int *op_of;                 /* graph op of each instance (execution order) */
+  search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive layers
+                                 of one graph op */
+  int *ga_op, *ga_first;      /* per gene: graph op, first layer */
+  int *ga_genes, *ga_seed;
+  int ga_n;
+  req_line *cache;
+  int *cache_next;
+  search_walk *hull, *greedy;
+} scratch;
+
+/* Every op's multiplicity equals its segment's repeat; *instances: op instances of a pass. */
+int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
+/* The policy's setup and the graph check, what every request over graph g starts with. */
+int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
+                const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
+
+/* Allocate the execution-order arrays of a request over graph g (op_of, the cache). */
+int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);
+void scratch_free(scratch *sc);
+
+/* Time (transitions included), critical-path time and energy of the plan `state`
+ * (execution order). */
+int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], double *time_ns,
+              double *cp_ns, double *energy_nj, enpu_err *err);
+
+/* The slack's plan from a walk (prefix within budget, stepping back in strict mode; rail
+ * lifting and local search when transition-aware), or from the GA; the all-peak plan
+ * when nothing cheaper fits. pl->budget_ns, slack and budget are set by the caller. */
+int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
+                    const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
+int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
+                  const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
+/* The GA's genes: each graph op's instances cut into at most `groups` runs of layers. */
+int ga_genes_make(const graph *g, const search_pareto *const *sets, int groups, scratch *sc,
+                  enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * The uniform policy: no DVFS plan but the table an online governor runs from, every
  * component of every op at one chip-wide V/f state. Its "Pareto set" per op is every
  * state, fastest (peak) first — point k is state peak − k; dominated states are kept,
  * since a governor may pick any — and its walk moves round by round: round k moves every
  * op's instances (graph op order) from point k − 1 to point k, so the prefix of k whole
  * rounds is the plan at state peak − k. */
-#ifndef ENPU_SEARCH_INTERNAL_H
-#define ENPU_SEARCH_INTERNAL_H
-
-#include "search.h"
 
 /* The uniform op level: op under `pipe` at every state peak..1 (states of all five
  * components equal), in that order. @return 0, or the cost model's error, ENPU_ERR_NOMEM. */
@@ -19,17 +131,17 @@ int search_uniform_sweep(cost_ctx *cost, const graph_op *op, const cost_pipeline
 
 /* The uniform request level of graph g given every op's sweep (sets[i] for graph op i):
  * the rounds walk, and per slack the state with the least energy among those whose pass
- * fits the budget (energy is not monotone in the state: static power). `out` comes with
+ * fits the budget in `budget` mode (energy is not monotone in the state: static power). `out` comes with
  * policy, the reference times and the all-peak plan filled; the rest is filled here. A
  * uniform pass has no V/f transition (one state throughout), so a plan's time and energy
  * are its ops' sums.
  * @return 0, ENPU_ERR_INVALID (a set that is not a sweep of `peak` states),
  * ENPU_ERR_INTERNAL (invariants), ENPU_ERR_NOMEM. */
 int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int peak, const double *slacks,
-                          int nslack, search_bucket_result *out, enpu_err *err);
+                          int nslack, config_budget budget, search_bucket_result *out, enpu_err *err);
 
-/* The rounds walk (see the file comment) over ops whose points are time-ordered (not
- * necessarily a Pareto set: a step may cost energy, and the walk carries no LP bound).
+/* The rounds walk (see above) over ops whose points are time-ordered (not necessarily a
+ * Pareto set: a step may cost energy, and the walk carries no LP bound).
  * @return 0, ENPU_ERR_INVALID (empty set, multiplicity < 1, points out of time order),
  * ENPU_ERR_NOMEM. */
 int search_walk_rounds(const search_req_op *ops, int nops, search_walk **out, enpu_err *err);

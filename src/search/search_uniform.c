@@ -62,7 +62,7 @@ static int round_plan(int k, int peak, double time_ns, double energy_nj, int64_t
   pl->instances = instances;
   for (int64_t x = 0; x < instances; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) pl->state[x][c] = peak - k;
-  pl->time_ns = time_ns;
+  pl->time_ns = pl->cp_time_ns = time_ns; /* one state: no transition, no crossing */
   pl->energy_nj = energy_nj;
   pl->lower_bound_nj = energy_nj; /* one knob, every value tried: nothing to relax */
   pl->walk_moves = (int64_t)k * instances; /* a round moves every instance */
@@ -70,7 +70,7 @@ static int round_plan(int k, int peak, double time_ns, double energy_nj, int64_t
 }
 
 int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int peak, const double *slacks,
-                          int nslack, search_bucket_result *out, enpu_err *err) {
+                          int nslack, config_budget budget, search_bucket_result *out, enpu_err *err) {
   const int nops = graph_op_count(g);
   search_req_op *req = enpu_calloc((size_t)nops + 1, sizeof *req);
   double *t = enpu_calloc((size_t)peak + 1, sizeof *t), *e = enpu_calloc((size_t)peak + 1, sizeof *e);
@@ -91,11 +91,12 @@ int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int 
     out->nplans = nslack;
     out->walk_moves = search_walk_moves(out->walk);
   }
-  const double base_ns = fmax(out->t_nodvfs_ns, out->t_peak_ns);
+  out->budget = budget;
   for (int j = 0; rc == 0 && j < nslack; j++) {
     search_slack_plan *pl = &out->plans[j];
     pl->slack = slacks[j];
-    pl->budget_ns = base_ns + slacks[j] * out->t_nodvfs_ns;
+    pl->budget = budget;
+    pl->budget_ns = search_budget_ns(budget, out->t_nodvfs_ns, out->t_peak_ns, slacks[j]);
     int best = 0; /* the all-peak pass fits every budget: it is the NoDVFS pass */
     for (int k = 1; k < peak; k++)
       if (t[k] <= pl->budget_ns && e[k] < e[best]) best = k;

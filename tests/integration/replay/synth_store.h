@@ -157,7 +157,7 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
             const int q = (prefix + 1 - k) / 2; /* point of op k after `prefix` steps */
             store_plan_state_rec *ps = &t->pstates[t->npstates++];
             *ps = (store_plan_state_rec){.plan = (uint32_t)t->nplans, .op = t->bops[bk->ops_first + k].op,
-                                         .pareto = first_pt[k] + (uint32_t)q};
+                                         .pareto = first_pt[k] + (uint32_t)q, .instances = 1};
             for (int c = 0; c < STORE_NSTATE; c++) ps->states[c] = (uint8_t)(34 - 4 * q);
           }
           t->nplans++;
