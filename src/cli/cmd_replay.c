@@ -47,7 +47,8 @@ static void usage(FILE *out) {
           "                   the governors' table)\n"
           "  --governors G,.. online governors beside the policies, on the store's uniform policy\n"
           "                   (one chip-wide V/f state per control period): ondemand, pid, pelm\n"
-          "                   (a DQN choosing the state and self-speculative decoding), fixed:S\n"
+          "                   (a DQN choosing the state and self-speculative decoding),\n"
+          "                   pelm-lossless (its verification through every layer), fixed:S\n"
           "  --control-ms MS  control period of the governors (default 100, PELM's 10 Hz)\n"
           "  --spec EX,NS[,VD] self-speculative decoding, fixed: drafts through EX layers, NS\n"
           "                   drafts a round, verification through VD layers (default all); adds\n"
@@ -72,14 +73,16 @@ static void usage(FILE *out) {
           "  --chip F         chip file (default: ../chips/tpuv5p.json beside the cluster\n"
           "                   file): DCN bandwidth and idle power\n"
           "  --threads N      policies replayed side by side (default: the online CPUs)\n"
-          "  --out DIR        write requests_<policy>.csv, windows_<policy>.csv, summary.json\n"
-          "                   (with --rates: sweep.json, sweep.dat/.gp/.png)\n"
+          "  --out DIR        write requests_<policy>.csv, windows_<policy>.csv, summary.json,\n"
+          "                   and for governors and +sd runs actions_<run>.csv (with --rates:\n"
+          "                   sweep.json, sweep.dat/.gp/.png)\n"
           "  --windows-only   with --out, no requests_<policy>.csv (~150 bytes a request)\n"
           "  --json           print the summary (or the sweep) as one JSON document\n"
           "  -h, --help       show this help\n");
 }
 
 #define MAX_GOVERNORS 8
+#define MAX_AGENTS 2
 
 typedef struct {
   const char *store, *trace, *cluster, *policy, *model, *chip, *out;
@@ -221,7 +224,8 @@ typedef struct {
   size_t npolicies;
   replay_governor govs[MAX_GOVERNORS];
   size_t ngovs;
-  replay_pelm *pelm;
+  replay_pelm *pelm[MAX_AGENTS]; /* one per pelm governor */
+  size_t npelm;
   replay_job *jobs;    /* the store policies, their +sd runs, the governors */
   size_t njobs;
   replay_result **runs; /* per job */
@@ -232,7 +236,7 @@ static void inputs_free(replay_inputs *in) {
   for (size_t i = 0; in->runs && i < in->njobs; i++) replay_result_free(in->runs[i]);
   free(in->runs);
   free(in->jobs);
-  replay_pelm_free(in->pelm);
+  for (size_t i = 0; i < in->npelm; i++) replay_pelm_free(in->pelm[i]);
   free(in->policies);
   replay_sweep_free(in->sweep);
   planstore_close(in->ps);
@@ -281,16 +285,20 @@ static int pick_governors(const replay_args *a, replay_inputs *in, enpu_err *err
     g->control_ms = a->control_ms;
     if (a->spec_given) g->fixed_spec = a->spec;
     if (g->kind != REPLAY_GOV_PELM) continue;
-    ENPU_RETURN_IF(in->pelm, err, ENPU_ERR_INVALID, "the pelm governor is named twice");
+    ENPU_RETURN_IF(in->npelm == MAX_AGENTS || (in->npelm && (a->load_net || a->save_net || a->train)), err,
+                   ENPU_ERR_INVALID, "one PELM governor at a time%s",
+                   in->npelm == MAX_AGENTS ? "" : " with --train, --save-net or --load-net");
+    replay_pelm **agent = &in->pelm[in->npelm++];
     if (a->load_net) {
-      ENPU_FORWARD(replay_pelm_load(a->load_net, &in->setup, &in->pelm, err));
+      ENPU_FORWARD(replay_pelm_load(a->load_net, &in->setup, agent, err));
     } else {
       replay_pelm_params p;
       replay_pelm_params_default(&p);
       p.seed = a->seed;
-      ENPU_FORWARD(replay_pelm_create(&p, &in->setup, &in->pelm, err));
+      p.lossless = g->lossless;
+      ENPU_FORWARD(replay_pelm_create(&p, &in->setup, agent, err));
     }
-    g->pelm = in->pelm;
+    g->pelm = *agent;
     g->learn = !a->load_net || a->train;
   }
   return ENPU_OK;
@@ -327,9 +335,9 @@ static int train_pelm(const replay_args *a, replay_inputs *in, enpu_err *err) {
     if (rc != ENPU_OK) break;
     const replay_summary *s = replay_result_summary(r);
     const replay_gov_summary *gs = replay_result_gov_summary(r);
-    fprintf(stderr, "enpu replay: pelm training epoch %llu/%llu on %s: SLO %.2f %%, energy %.1f MJ, mean reward %.4f "
+    fprintf(stderr, "enpu replay: %s training epoch %llu/%llu on %s: SLO %.2f %%, energy %.1f MJ, mean reward %.4f "
                     "(first 10 %%) -> %.4f (rest), %llu updates\n",
-            (unsigned long long)e + 1, (unsigned long long)a->epochs, a->train, 100 * s->slo_attainment,
+            s->policy, (unsigned long long)e + 1, (unsigned long long)a->epochs, a->train, 100 * s->slo_attainment,
             s->energy_nj * 1e-15, gs->reward_first10, gs->reward_last90, (unsigned long long)gs->updates);
     replay_result_free(r);
   }
@@ -384,7 +392,7 @@ static void print_row(const replay_summary *s, const replay_summary *b) {
   pct_cell(c[4], 32, p[1].energy_nj, q ? q[1].energy_nj : 0);
   pct_cell(c[5], 32, s->energy_nj, b ? b->energy_nj : 0);
   const double batches = (double)(p[0].batches + p[1].batches);
-  printf("%-11s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu\n", s->policy,
+  printf("%-14s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu\n", s->policy,
          (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment, s->ttft_p50_ns * 1e-6,
          s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6, c[0], c[1], c[2], c[3], c[4], c[5],
          batches ? 100 * (double)(p[0].safeguard1 + p[1].safeguard1) / batches : 0,
@@ -398,9 +406,9 @@ static void print_table(const replay_inputs *in) {
          in->trace->count, in->cluster->name, in->cluster->node[CONFIG_PREFILL].nodes,
          in->cluster->node[CONFIG_DECODE].nodes, config_idle_mode_name(in->cluster->idle.mode),
          config_safeguard2_name(in->cluster->scheduler.safeguard2), s0->horizon_ns * 1e-9);
-  printf("%-11s %7s %5s %7s %8s %8s %7s %7s %23s %23s %6s %6s %5s\n", "", "", "", "", "TTFT ms", "", "TPOT ms", "",
+  printf("%-14s %7s %5s %7s %8s %8s %7s %7s %23s %23s %6s %6s %5s\n", "", "", "", "", "TTFT ms", "", "TPOT ms", "",
          "busy-only savings %", "with-idle savings %", "", "", "");
-  printf("%-11s %7s %5s %7s %8s %8s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %5s\n", "policy", "served", "uncov",
+  printf("%-14s %7s %5s %7s %8s %8s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %5s\n", "policy", "served", "uncov",
          "SLO %", "p50", "p99", "p50", "p99", "prefill", "decode", "all", "prefill", "decode", "all", "sg1 %",
          "lock %", "late");
   for (size_t i = 0; i < in->njobs; i++) print_row(replay_result_summary(in->runs[i]), base);
@@ -414,10 +422,10 @@ static void print_table(const replay_inputs *in) {
     const replay_gov_summary *g = replay_result_gov_summary(in->runs[i]);
     if (!g->governor && !g->speculative) continue;
     if (!header)
-      printf("\n%-11s %9s %8s %9s %10s %11s %13s %13s\n", "online", "decisions", "changes", "sd rounds",
+      printf("\n%-14s %9s %8s %9s %10s %11s %13s %13s\n", "online", "decisions", "changes", "sd rounds",
              "tokens/rnd", "lossy tok", "reward 10%", "reward rest");
     header = true;
-    printf("%-11s %9llu %8llu %9llu %10.3f %11llu %13.4f %13.4f\n", replay_result_summary(in->runs[i])->policy,
+    printf("%-14s %9llu %8llu %9llu %10.3f %11llu %13.4f %13.4f\n", replay_result_summary(in->runs[i])->policy,
            (unsigned long long)g->decisions, (unsigned long long)g->state_changes, (unsigned long long)g->spec_rounds,
            g->mean_tokens_per_round, (unsigned long long)g->lossy_tokens, g->reward_first10, g->reward_last90);
   }
@@ -425,7 +433,7 @@ static void print_table(const replay_inputs *in) {
 
 static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_err *err) {
   ENPU_FORWARD(replay_run_jobs(in->ps, in->jobs, in->njobs, in->trace, &in->setup, threads, in->runs, err));
-  if (a->save_net) ENPU_FORWARD(replay_pelm_save(in->pelm, a->save_net, err));
+  if (a->save_net) ENPU_FORWARD(replay_pelm_save(in->pelm[0], a->save_net, err));
   if (a->out)
     ENPU_FORWARD(replay_write_outputs(a->out, (const replay_result *const *)in->runs, in->njobs, !a->windows_only,
                                       err));

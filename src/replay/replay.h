@@ -345,6 +345,8 @@ typedef struct {
   int batch;              /* 32 per update */
   int train_every;        /* an update every 4 control periods */
   int target_every;       /* target network copied every 250 updates */
+  bool lossless;          /* verification always through every layer (the verification
+                             branch has one action): outputs stay the model's */
 } replay_pelm_params;
 
 void replay_pelm_params_default(replay_pelm_params *p);
@@ -378,11 +380,13 @@ typedef struct {
   replay_spec fixed_spec;  /* REPLAY_GOV_FIXED: decode nodes' configuration */
   replay_pelm *pelm;       /* REPLAY_GOV_PELM: the agent (not owned; one run at a time) */
   bool learn;              /* REPLAY_GOV_PELM: train and explore (else greedy, frozen) */
+  bool lossless;           /* REPLAY_GOV_PELM: named pelm-lossless (its agent's
+                              replay_pelm_params.lossless) */
 } replay_governor;
 
 const char *replay_governor_name(int kind); /* "ondemand", "pid", "pelm", "fixed" */
-/* "ondemand", "pid", "pelm" or "fixed:S" (S a state). @return 0, or ENPU_ERR_INVALID
- * naming the governors there are. */
+/* "ondemand", "pid", "pelm", "pelm-lossless" or "fixed:S" (S a state). @return 0, or
+ * ENPU_ERR_INVALID naming the governors there are. */
 int replay_governor_parse(const char *name, replay_governor *out, enpu_err *err);
 
 /* One run of a trace: a store policy (optionally with a fixed self-speculative

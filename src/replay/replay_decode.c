@@ -186,7 +186,7 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   const int seq = (int)(dn->max_offset + (int64_t)dn->iter);
   ENPU_FORWARD(decode_bucket(s, dn, seq, err));
   node_batch *b = &dn->batch;
-  *b = (node_batch){.start_ns = start, .members = dn->n};
+  b->start_ns = start, b->members = dn->n; /* the rest is set below: a batch per iteration */
   if (s->gov) {
     ENPU_FORWARD(gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
     ENPU_FORWARD(gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));

@@ -49,6 +49,11 @@ int replay_governor_parse(const char *name, replay_governor *out, enpu_err *err)
       out->kind = k;
       return ENPU_OK;
     }
+  if (!strcmp(name, "pelm-lossless")) {
+    out->kind = REPLAY_GOV_PELM;
+    out->lossless = true;
+    return ENPU_OK;
+  }
   char *end = NULL;
   if (!strncmp(name, "fixed:", 6)) {
     const long st = strtol(name + 6, &end, 10);
@@ -58,8 +63,8 @@ int replay_governor_parse(const char *name, replay_governor *out, enpu_err *err)
       return ENPU_OK;
     }
   }
-  return enpu_errorf(err, ENPU_ERR_INVALID, "unknown governor '%s' (ondemand, pid, pelm or fixed:S with S a V/f state)",
-                     name);
+  return enpu_errorf(err, ENPU_ERR_INVALID,
+                     "unknown governor '%s' (ondemand, pid, pelm, pelm-lossless or fixed:S with S a V/f state)", name);
 }
 
 /* ---- nodes --------------------------------------------------------------------------- */

@@ -66,7 +66,8 @@ void replay_pelm_free(replay_pelm *a) {
 }
 
 /* Branches for the model and chip: states; exit depths; verification depths (the exits
- * deeper than the shallowest one, then the full depth); horizons. */
+ * deeper than the shallowest one, then the full depth; the full depth alone when
+ * lossless); horizons. */
 static int branches(replay_pelm *a, const replay_setup *setup, enpu_err *err) {
   const config_model *m = setup->model;
   ENPU_RETURN_IF(!m || m->spec_exit_count < 1 || setup->peak_state < 2 || setup->peak_state > REPLAY_MAX_STATE, err,
@@ -77,7 +78,7 @@ static int branches(replay_pelm *a, const replay_setup *setup, enpu_err *err) {
   a->size[2] = 0;
   for (int i = 0; i < m->spec_exit_count; i++) {
     a->exits[i] = m->spec_exits[i].exit_layers;
-    if (i > 0) a->verifies[a->size[2]++] = a->exits[i];
+    if (i > 0 && !a->p.lossless) a->verifies[a->size[2]++] = a->exits[i];
   }
   a->verifies[a->size[2]++] = m->layers;
   a->size[3] = NDRAFT;
@@ -275,11 +276,11 @@ static json_t *int_array(const int *v, int n) {
 }
 
 static json_t *params_json(const replay_pelm_params *p) {
-  return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i}", "seed", (json_int_t)p->seed, "qoe_weight",
+  return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:b}", "seed", (json_int_t)p->seed, "qoe_weight",
                    p->qoe_weight, "gamma", p->gamma, "learning_rate", p->learning_rate, "epsilon_start",
                    p->epsilon_start, "epsilon_end", p->epsilon_end, "epsilon_decay_s", p->epsilon_decay_s,
                    "replay_capacity", p->replay_capacity, "batch", p->batch, "train_every", p->train_every,
-                   "target_every", p->target_every);
+                   "target_every", p->target_every, "lossless", p->lossless);
 }
 
 int replay_pelm_save(const replay_pelm *a, const char *path, enpu_err *err) {
@@ -316,9 +317,12 @@ static int same_ints(const json_t *v, const int *want, int n) {
 static int load_params(const json_t *o, const char *path, replay_pelm_params *p, enpu_err *err) {
   static const char *const keys[] = {"seed", "qoe_weight", "gamma", "learning_rate", "epsilon_start", "epsilon_end",
                                      "epsilon_decay_s", "replay_capacity", "batch", "train_every", "target_every"};
-  ENPU_RETURN_IF(!json_is_object(o) || json_object_size(o) != sizeof keys / sizeof keys[0], err, ENPU_ERR_FORMAT,
+  ENPU_RETURN_IF(!json_is_object(o) || json_object_size(o) != sizeof keys / sizeof keys[0] + 1 ||
+                     !json_is_boolean(json_object_get(o, "lossless")),
+                 err, ENPU_ERR_FORMAT,
                  "%s: $.params: expected an object with exactly the keys seed, qoe_weight, gamma, learning_rate, "
-                 "epsilon_start, epsilon_end, epsilon_decay_s, replay_capacity, batch, train_every, target_every",
+                 "epsilon_start, epsilon_end, epsilon_decay_s, replay_capacity, batch, train_every, target_every "
+                 "and lossless (a boolean)",
                  path);
   double v[sizeof keys / sizeof keys[0]];
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -328,7 +332,8 @@ static int load_params(const json_t *o, const char *path, replay_pelm_params *p,
     v[i] = json_number_value(x);
   }
   *p = (replay_pelm_params){(uint64_t)json_integer_value(json_object_get(o, "seed")), v[1], v[2], v[3], v[4], v[5],
-                            v[6], (int)v[7], (int)v[8], (int)v[9], (int)v[10]};
+                            v[6], (int)v[7], (int)v[8], (int)v[9], (int)v[10],
+                            json_is_true(json_object_get(o, "lossless"))};
   enpu_err why = {0};
   ENPU_RETURN_IF(check_params(p, &why) != ENPU_OK, err, ENPU_ERR_FORMAT, "%s: $.params: %s", path, why.msg);
   return ENPU_OK;

@@ -254,7 +254,7 @@ static int start_prefill(sim *s, const prefill_start *a, double cap_ns, enpu_err
   for (size_t k = pn->first; k < pn->first + pn->count; k++)
     target = fmin(target, ttft_deadline(s, s->pq[k]) - a->start_ns);
   node_batch *b = &pn->batch;
-  *b = (node_batch){.start_ns = a->start_ns, .members = pn->count};
+  b->start_ns = a->start_ns, b->members = pn->count; /* the rest is set below */
   if (s->gov) {
     b->work = (gov_work){.phase = REPLAY_PREFILL, .base = a->fast, .tokens = 1};
     ENPU_FORWARD(gov_choose(s, (size_t)a->node, target, b, err));
@@ -478,7 +478,7 @@ static void run_name(const replay_job *job, char *out, size_t cap) {
   if (job->governor && job->governor->kind == REPLAY_GOV_FIXED)
     snprintf(out, cap, "fixed-%d", job->governor->fixed_state);
   else if (job->governor)
-    snprintf(out, cap, "%s", replay_governor_name(job->governor->kind));
+    snprintf(out, cap, "%s%s", replay_governor_name(job->governor->kind), job->governor->lossless ? "-lossless" : "");
   else
     snprintf(out, cap, "%s%s", job->policy, job_speculates(job) ? "+sd" : "");
 }

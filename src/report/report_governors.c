@@ -149,7 +149,7 @@ static void cell(FILE *md, double x, double scale, const char *fmt) {
 static void md_compare_table(FILE *md, const json_t *pols) {
   fprintf(md, "| run | kind | energy with idle (MJ) | savings with idle total / prefill / decode (%%) | busy-only "
               "savings (%%) | SLO attainment (%%) | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | tokens per "
-              "speculation round | tokens verified below full depth |\n"
+              "speculation round | tokens verified below full depth (share of decode tokens) |\n"
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const char *name;
   json_t *p;
@@ -166,8 +166,11 @@ static void md_compare_table(FILE *md, const json_t *pols) {
     cell(md, jnum(p, "slo_attainment", NULL), 100, "%.3f");
     fprintf(md, " %.1f / %.1f | %.1f / %.1f |", jnum(p, "ttft_ms", "p50"), jnum(p, "ttft_ms", "p99"),
             jnum(p, "tpot_ms", "p50"), jnum(p, "tpot_ms", "p99"));
-    cell(md, jnum(on, "mean_tokens_per_round", NULL), 1, "%.3f");
-    cell(md, jnum(on, "lossy_tokens", NULL), 1, "%.0f");
+    const double tokens = jnum(on, "mean_tokens_per_round", NULL), lossy = jnum(on, "lossy_tokens", NULL);
+    cell(md, tokens > 0 ? tokens : NAN, 1, "%.3f");
+    const double decoded = jnum(p, "tokens", "decode_generated");
+    if (isfinite(lossy) && decoded > 0) fprintf(md, " %.0f (%.1f %%) |", lossy, 100 * lossy / decoded);
+    else fprintf(md, " – |");
     fprintf(md, "\n");
   }
   fprintf(md, "\n");

@@ -49,7 +49,7 @@ def trace_part(name, first, last):
 # ---- bad input ---------------------------------------------------------------------------
 r = replay("--governors", "ondemand,schedutil")
 h.check("unknown governor: exit 2 naming it and the known ones",
-        r.returncode == 2 and "unknown governor 'schedutil' (ondemand, pid, pelm or fixed:S" in r.stderr, r.stderr)
+        r.returncode == 2 and "unknown governor 'schedutil' (ondemand, pid, pelm, pelm-lossless or fixed:S" in r.stderr, r.stderr)
 for bad in ("0", "-100", "x"):
     r = replay("--governors", "pid", "--control-ms", bad)
     h.check(f"control period {bad}: exit 2", r.returncode == 2 and "--control-ms expects a number > 0" in r.stderr,

@@ -200,6 +200,25 @@ void test_pelm_deterministic(void **state) {
   assert_true(memcmp(wa, wd, n * sizeof *wa) != 0);
   free(wa), free(wb), free(wd);
   replay_pelm_free(a), replay_pelm_free(b), replay_pelm_free(d);
+  /* pelm-lossless: one verification action (the full depth), so no token is lossy. */
+  replay_pelm_params p;
+  replay_pelm_params_default(&p);
+  p.lossless = true;
+  replay_pelm *l = NULL;
+  enpu_err err = {0};
+  assert_int_equal(replay_pelm_create(&p, &c->setup, &l, &err), 0);
+  replay_pelm_weights(l, NULL, 0, &n);
+  assert_int_equal(n, (size_t)(REPLAY_PELM_NOBS * 32 + 32 + 32 * 32 + 32 + 33 * (34 + 3 + 1 + 7)));
+  replay_governor g = governor("pelm-lossless");
+  assert_true(g.lossless);
+  g.pelm = l;
+  const replay_job job = {.governor = &g};
+  replay_result *r = run_job(c, &job, &t);
+  assert_string_equal(replay_result_summary(r)->policy, "pelm-lossless");
+  assert_true(replay_result_gov_summary(r)->spec_rounds > 0);
+  assert_int_equal(replay_result_gov_summary(r)->lossy_tokens, 0);
+  replay_result_free(r);
+  replay_pelm_free(l);
 }
 
 /* Saved and loaded: the same weights, the same greedy actions; a bad file is refused with
@@ -245,7 +264,7 @@ void test_governor_bad_input(void **state) {
   replay_governor g;
   enpu_err err = {0};
   assert_int_equal(replay_governor_parse("schedutil", &g, &err), ENPU_ERR_INVALID);
-  assert_non_null(strstr(err.msg, "unknown governor 'schedutil' (ondemand, pid, pelm or fixed:S"));
+  assert_non_null(strstr(err.msg, "unknown governor 'schedutil' (ondemand, pid, pelm, pelm-lossless or fixed:S"));
   assert_int_equal(replay_governor_parse("fixed:x", &g, &err), ENPU_ERR_INVALID);
   replay_trace t = head_of(c->trace, 10);
   replay_result *r = NULL;
