@@ -5,7 +5,11 @@
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
- * by SIGTERM/SIGUSR1 after a checkpoint — running the same command again resumes. */
+ * by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same command again resumes;
+ * 4 the environment refused (disk full, I/O error, the store locked by another writer):
+ * the published store is intact and the same command resumes once that is fixed.
+ * Under mpirun only SIGUSR1 gives 3: mpirun turns SIGTERM/SIGINT into its own exit 1
+ * (the farm still syncs its journal and checkpoints in the second it is given). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,13 +30,15 @@ static void usage(FILE *out) {
           "                      kept in the store, so later runs keep compiling it)\n"
           "  --checkpoint-s SEC  rewrite the store every SEC seconds (default 60)\n"
           "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
-          "  --results DIR       summary.md goes to DIR/<job>/ (default: results)\n"
+          "  --results DIR       summary.md goes to DIR/<job>/ (default: beside the store)\n"
           "  --quiet             no progress lines\n"
           "  -h, --help          show this help\n"
           "\n"
           "Exit status: 0 done, 1 some tasks failed, 2 usage or input error, 3 interrupted by\n"
-          "SIGTERM/SIGUSR1 (checkpointed; run the same command again to resume). Under mpirun\n"
-          "send SIGUSR1 to mpirun: it forwards it to the ranks.\n");
+          "SIGTERM/SIGINT/SIGUSR1 (checkpointed; run the same command again to resume), 4 the\n"
+          "environment refused (disk full, I/O error, store locked by another writer; the\n"
+          "store is intact). Under mpirun send SIGUSR1 to mpirun: it forwards it to the ranks\n"
+          "(mpirun answers SIGTERM/SIGINT with its own exit 1; the work is kept all the same).\n");
 }
 
 /* "phase=P,batch=B,seq=S" in any order; 0 or -1. */
@@ -125,7 +131,7 @@ int cli_cmd_farm(int argc, char **argv) {
   free(add);
   if (rc < 0) {
     if (sum.rank == 0) cli_fail("farm", err.msg);
-    return sum.input_error ? 2 : 1;
+    return cli_exit_status(err.code, sum.input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
   }
   if (sum.rank == 0) {
     printf("\n");

@@ -1,7 +1,7 @@
 /* farm.c — the farm's ranks (DESIGN.md §6): the master builds the task DAG from the job's
  * grid and what the previous store and the journal already hold, schedules op and bucket
  * tasks longest-first in batches, journals every result, checkpoints the store, reports
- * progress and handles SIGTERM/SIGUSR1; workers run task batches. The only file of the
+ * progress and handles SIGTERM/SIGINT/SIGUSR1; workers run task batches. The only file of the
  * project that talks MPI.
  *
  * Invariants:
@@ -48,7 +48,7 @@ static volatile sig_atomic_t farm_signal_seen;
 static void on_signal(int sig) { farm_signal_seen = sig; }
 
 void farm_options_default(farm_options *o) {
-  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .results_dir = "results"};
+  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10};
 }
 
 static void sleep_s(double s) {
@@ -133,7 +133,7 @@ typedef struct {
   int *deps;
   farm_state *state;
   farm_journal *journal;
-  int lock_fd;                         /* flock'd <store>.lock, or -1 */
+  store_lock *lock;                    /* the store's writer lock, held from setup to the end */
   char *added_json;
   uint64_t **wanted_keys;
   store_bucket_rec **wanted_buckets;
@@ -511,49 +511,56 @@ static void summary_counts(master *m) {
   for (int i = 0; i < m->nops; i++) s->unique_ops[m->ops[i].policy]++;
 }
 
-/* One farm per store: a second one would write the same temporary file and journal, and
- * the ranks of a farm whose mpirun was killed can outlive it for a while. flock (not
- * fcntl) belongs to the open file description and the kernel drops it when the process
- * dies, however it dies; so wait a little for a dying farm before giving up. */
-static int lock_store(master *m, enpu_err *err) {
-  enum { LOCK_WAIT_S = 30 };
-  char path[sizeof m->store_path + 8];
-  snprintf(path, sizeof path, "%s.lock", m->store_path);
-  m->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  ENPU_RETURN_IF(m->lock_fd < 0, err, ENPU_ERR_IO, "%s: %s", path, strerror(errno));
-  const double start = enpu_now_s();
-  for (int told = 0; flock(m->lock_fd, LOCK_EX | LOCK_NB) != 0;) {
-    ENPU_RETURN_IF(errno != EWOULDBLOCK && errno != EINTR, err, ENPU_ERR_IO, "%s: flock: %s",
-                   path, strerror(errno));
-    ENPU_RETURN_IF(enpu_now_s() - start > LOCK_WAIT_S, err, ENPU_ERR_IO,
-                   "%s: another farm is writing this store (waited %d s)", path, LOCK_WAIT_S);
-    if (!told++ && !m->o.quiet)
-      fprintf(m->o.log, "farm: %s: waiting for another farm on this store to finish\n", path);
-    nanosleep(&(struct timespec){0, 100000000L}, NULL);
+/* One writer per store (store_lock): a second farm would write the same temporary file
+ * and journal, `enpu validate` would publish an older snapshot over a checkpoint; and the
+ * ranks of a farm whose mpirun was killed can outlive it for a while, which the lock's
+ * wait covers. The store, its journal and the lock all live at the resolved path, so a
+ * symbolic link to a store is the same store. */
+static int lock_store(master *m, const char *store, enpu_err *err) {
+  const char *slash = strrchr(store, '/');
+  if (slash && slash > store) {
+    char dir[CONFIG_PATH_LEN];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - store), store);
+    ENPU_FORWARD(enpu_mkdir_p(dir, err));
   }
+  char command[2 * CONFIG_PATH_LEN];
+  snprintf(command, sizeof command, "enpu farm %s", m->o.job_path);
+  ENPU_FORWARD(store_lock_acquire(store, command, STORE_LOCK_WAIT_S, m->o.quiet ? NULL : m->o.log, &m->lock,
+                                  err));
+  const char *resolved = store_lock_path(m->lock);
+  ENPU_RETURN_IF(strlen(resolved) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
+                 "store path longer than %zu bytes: %s", sizeof m->store_path - 1, resolved);
+  snprintf(m->store_path, sizeof m->store_path, "%s", resolved);
+  snprintf(m->journal_path, sizeof m->journal_path, "%s.journal", m->store_path);
   return 0;
+}
+
+/* The previous store's results. A damaged store, or one of another format version, is
+ * recomputed (its content cannot be trusted; the next checkpoint replaces it); a file
+ * that is no plan store at all is an input error, so that a mistyped --store never
+ * overwrites someone's file. */
+static int load_previous(master *m, enpu_err *err) {
+  int64_t nops = 0, nbuckets = 0;
+  int rc = farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err);
+  uint32_t version = 0;
+  enpu_err probe = {0};
+  if (rc != ENPU_ERR_FORMAT || store_probe(m->store_path, &version, &probe) < 0) return rc;
+  if (!m->o.quiet)
+    fprintf(m->o.log, "farm: warning: %s (format_version %u) cannot be reused, every result is recomputed: %s\n",
+            m->store_path, version, err->msg);
+  farm_state_free(m->state);
+  m->state = NULL;
+  return farm_state_create(&m->state, err);
 }
 
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
   farm_search_options(&m->opt);
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
-  const char *store = m->o.store_path ? m->o.store_path : m->job->store_path;
-  ENPU_RETURN_IF(strlen(store) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
-                 "store path longer than %zu bytes: %s", sizeof m->store_path - 1, store);
-  memcpy(m->store_path, store, strlen(store) + 1);
+  ENPU_FORWARD(lock_store(m, m->o.store_path ? m->o.store_path : m->job->store_path, err));
   snprintf(m->sum->store_path, sizeof m->sum->store_path, "%s", m->store_path);
-  snprintf(m->journal_path, sizeof m->journal_path, "%s.journal", m->store_path);
-  const char *slash = strrchr(m->store_path, '/');
-  if (slash && slash > m->store_path) {
-    char dir[sizeof m->store_path];
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - m->store_path), m->store_path);
-    ENPU_FORWARD(enpu_mkdir_p(dir, err));
-  }
-  ENPU_FORWARD(lock_store(m, err));
   ENPU_FORWARD(farm_state_create(&m->state, err));
-  int64_t nops = 0, nbuckets = 0;
-  ENPU_FORWARD(farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err));
+  ENPU_FORWARD(load_previous(m, err));
   ENPU_FORWARD(build_buckets(m, err));
   ENPU_FORWARD(build_tasks(m, err));
   ENPU_FORWARD(build_wanted(m, err));
@@ -587,7 +594,7 @@ static void master_free(master *m) {
   free(m->queue);
   free(m->added_json);
   farm_journal_free(m->journal);
-  if (m->lock_fd >= 0) close(m->lock_fd);
+  store_lock_release(m->lock);
   farm_state_free(m->state);
   farm_exec_free(m->exec);
   config_job_free(m->job);
@@ -603,7 +610,7 @@ static int checkpoint(master *m, enpu_err *err) {
       .tool_version = ENPU_TOOL_VERSION, .job_json = m->job->job_json,
       .model_json = m->job->model_json, .chip_json = m->job->chip_json,
       .cluster_json = m->job->cluster_json, .added_buckets_json = m->added_json};
-  ENPU_FORWARD(farm_state_checkpoint(m->state, m->store_path, &prov, m->wanted,
+  ENPU_FORWARD(farm_state_checkpoint(m->state, m->lock, &prov, m->wanted,
                                      m->job->policy_count, err));
   return farm_journal_reset(m->journal, err);
 }
@@ -776,7 +783,7 @@ typedef struct {
 /* Periodic duties of the master's loop: journal sync, checkpoint, progress. */
 static int duties(master *m, clocks *c, enpu_err *err) {
   const double now = enpu_now_s();
-  if (m->unsynced && now - c->last_sync >= 1.0) {
+  if (m->unsynced && (now - c->last_sync >= 1.0 || farm_signal_seen)) {
     ENPU_FORWARD(farm_journal_sync(m->journal, err));
     m->unsynced = 0;
     c->last_sync = now;
@@ -902,15 +909,27 @@ static double process_cpu_s(void) {
          (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
+/* Where a result file of this run goes: DIR/<job>/NAME with --results DIR, else NAME
+ * beside the store (the job name is a plain name: config_job_load checks it). The
+ * directory is created. */
+static int result_path(const master *m, const char *name, char *out, size_t cap, enpu_err *err) {
+  char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8];
+  if (m->o.results_dir) snprintf(dir, sizeof dir, "%s/%s", m->o.results_dir, m->job->name);
+  else snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(m->store_path, '/') - m->store_path), m->store_path);
+  ENPU_FORWARD(enpu_mkdir_p(dir[0] ? dir : "/", err));
+  ENPU_RETURN_IF(snprintf(out, cap, "%s/%s", dir, name) >= (int)cap, err, ENPU_ERR_RANGE, "path too long: %s/%s",
+                 dir, name);
+  return 0;
+}
+
 static int write_summary_md(const master *m, enpu_err *err) {
-  char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8], path[sizeof dir + 16];
-  snprintf(dir, sizeof dir, "%s/%s", m->o.results_dir, m->job->name);
-  ENPU_FORWARD(enpu_mkdir_p(dir, err));
-  snprintf(path, sizeof path, "%s/summary.md", dir);
+  char path[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
+  ENPU_FORWARD(result_path(m, "summary.md", path, sizeof path, err));
   FILE *f = fopen(path, "w");
-  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  ENPU_RETURN_IF(!f, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
   farm_summary_print(m->sum, f);
-  ENPU_RETURN_IF(fclose(f) != 0, err, ENPU_ERR_IO, "cannot write %s", path);
+  const int bad = ferror(f);
+  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
   return 0;
 }
 
@@ -922,10 +941,10 @@ static int validate_store(const master *m, enpu_err *err) {
   const config_validation *val = &m->job->validation;
   if (!val->enabled || m->sum->outcome == FARM_INTERRUPTED) return 0;
   char report[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
-  snprintf(report, sizeof report, "%s/%s/validation.md", m->o.results_dir, m->job->name);
+  ENPU_FORWARD(result_path(m, "validation.md", report, sizeof report, err));
   validate_args a;
   validate_args_default(&a);
-  a.store_path = m->store_path, a.trace_path = val->trace_path, a.job = m->job;
+  a.store_path = m->store_path, a.lock = m->lock, a.trace_path = val->trace_path, a.job = m->job;
   a.job_source = m->o.job_path, a.cluster = &m->job->cluster, a.report_path = report;
   a.sample = val->sample, a.seed = val->seed, a.log = m->o.quiet ? NULL : m->o.log;
   validate_outcome out;
@@ -1057,26 +1076,30 @@ int farm_run(const farm_options *opt, farm_summary *sum, enpu_err *err) {
                    "MPI_Init failed");
     own = 1;
   }
-  master m = {.o = *opt, .sum = sum, .lock_fd = -1};
+  master m = {.o = *opt, .sum = sum};
   if (!m.o.log) m.o.log = stderr;
-  if (!m.o.results_dir) m.o.results_dir = "results";
   MPI_Comm_dup(MPI_COMM_WORLD, &m.comm);
   MPI_Comm_rank(m.comm, &m.rank);
   MPI_Comm_size(m.comm, &m.size);
   sum->rank = m.rank;
   sum->ranks = m.size;
-  struct sigaction sa = {.sa_handler = on_signal}, old_term, old_usr1;
+  /* SIGUSR1 is what Slurm's warning and mpirun forward; SIGTERM and SIGINT come from a
+   * scheduler, a user or srun. mpirun does not forward SIGTERM/SIGINT: it sends the
+   * ranks SIGTERM itself and SIGKILL a second later (Open MPI 4.1's
+   * odls_base_sigkill_timeout), so the master syncs its journal as soon as it sees a
+   * signal and checkpoints right after. */
+  static const int stop_signals[] = {SIGTERM, SIGINT, SIGUSR1};
+  enum { NSTOP = sizeof stop_signals / sizeof stop_signals[0] };
+  struct sigaction sa = {.sa_handler = on_signal}, old[NSTOP];
   sigemptyset(&sa.sa_mask);
   farm_signal_seen = 0;
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGUSR1, &sa, &old_usr1);
+  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &sa, &old[i]);
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sum, err);
   /* Workers leave only when rank 0 is done with its summary and validation: a worker
    * exiting with status 3 first would make mpirun kill rank 0 mid-way. */
   MPI_Barrier(m.comm);
   if (m.rank == 0) master_free(&m);
-  sigaction(SIGTERM, &old_term, NULL);
-  sigaction(SIGUSR1, &old_usr1, NULL);
+  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
   MPI_Comm_free(&m.comm);
   if (own) MPI_Finalize();
   return rc;

@@ -30,7 +30,8 @@ typedef struct {
   int nadd;
   double checkpoint_s;               /* store rewrite interval (default 60) */
   double progress_s;                 /* progress line interval off a TTY (default 10) */
-  const char *results_dir;           /* summary.md goes to <results_dir>/<job>/ */
+  const char *results_dir;           /* summary.md (and validation.md) go to
+                                        <results_dir>/<job>/; NULL: beside the store */
   int quiet;                         /* no progress lines */
   FILE *log;                         /* progress and notes (stderr when NULL) */
 } farm_options;

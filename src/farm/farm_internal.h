@@ -114,8 +114,9 @@ int farm_state_create(farm_state **out, enpu_err *err);
 void farm_state_free(farm_state *s); /* NULL no-op */
 
 /* Load a previous store's results (a missing file loads nothing): each policy's ops
- * become op results, each bucket (with its ops, walk, plans, plan states) a bucket
- * result. *added_json receives the store's added_buckets attribute (malloc'd, or NULL). */
+ * become op results, each compiled bucket (with its ops, walk, plans, plan states) a
+ * bucket result; pending buckets are not results. *added_json receives the store's
+ * added_buckets attribute (malloc'd, or NULL). */
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets,
                           char **added_json, enpu_err *err);
 /* Take ownership of a result's arrays (r is emptied). A result with a key already known
@@ -138,11 +139,12 @@ typedef struct {
   size_t nbuckets;
 } farm_wanted;
 
-/* Write the wanted, known results as a store at `path` (store_writer: temp + fsync +
- * rename): ops sorted by key, buckets by (phase, batch, seq), rows assigned here, so
- * the content depends only on the results, never on arrival order or rank count.
- * A bucket whose ops are not all known is skipped. */
-int farm_state_checkpoint(const farm_state *s, const char *path, const store_provenance *prov,
+/* Write the wanted, known results as the store `lock` protects (store_writer: temp +
+ * fsync + rename): ops sorted by key, buckets by (phase, batch, seq), rows assigned here,
+ * so the content depends only on the results, never on arrival order or rank count.
+ * A wanted bucket without a result (or whose ops are not all known) is written as
+ * STORE_BUCKET_PENDING, so readers of a checkpoint can tell "not compiled yet". */
+int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
                           const farm_wanted *wanted, int nwanted, enpu_err *err);
 
 #endif /* ENPU_FARM_INTERNAL_H */

@@ -26,6 +26,7 @@ import sys
 import tempfile
 
 from harness import Harness
+from store_checksum import reseal
 
 REL = 1e-11  # --json prints reals with 12 significant digits
 
@@ -226,6 +227,10 @@ def check_diff(chk, store, tmp, tables, pol):
     row = b["walk_first"] + b["walk_count"] - 1  # the last step: later steps stay non-decreasing
     subprocess.run(["/usr/bin/python3", "-c", EDIT_WALK, copy, f"/policies/{pol}/walk", str(row)],
                    check=True)
+    got = chk.run("store", "diff", store, copy)
+    if got.returncode != 2 or f"policy {pol}: table walk: damaged: checksum mismatch" not in got.stderr:
+        chk.fail(f"store diff after an edit without a new checksum: exit {got.returncode}, {got.stderr!r}")
+    reseal(copy, f"/policies/{pol}/walk")  # the edit now reaches the comparison
     got = chk.run("store", "diff", store, copy)
     phase = ["prefill", "decode"][b["phase"]]
     want_lines = [f"policy {pol}: bucket {phase} batch {b['batch']} seq {b['seq']}: changed (walk)",

@@ -584,7 +584,10 @@ static void checkpoint(const farm_state *s, const char *path, int reverse_polici
     w[1] = t;
   }
   enpu_err err = {0};
-  int rc = farm_state_checkpoint(s, path, &prov, w, 2, &err);
+  store_lock *lock = NULL;
+  int rc = store_lock_acquire(path, "test_farm", 0, NULL, &lock, &err);
+  if (rc == 0) rc = farm_state_checkpoint(s, lock, &prov, w, 2, &err);
+  store_lock_release(lock);
   if (rc != 0) fail_msg("checkpoint: %s", err.msg);
 }
 
@@ -631,9 +634,10 @@ static void test_state_order_independent(void **state) {
     SAME_TABLE(x, y, plans, nplans);
     SAME_TABLE(x, y, plan_states, nplan_states);
   }
-  /* What was written: enpu-all has the four known wanted ops in key order, three buckets
-   * (the one with unknown op 44 and the never-computed one are skipped) in (phase, batch,
-   * seq) order; the infeasible one has no ops and keeps its message. */
+  /* What was written: enpu-all has the four known wanted ops in key order, five buckets in
+   * (phase, batch, seq) order: the never-computed one and the one with unknown op 44 are
+   * pending rows with their wanted input hash and nothing else; the infeasible one has
+   * no ops and keeps its message. */
   const store_policy_tables *t = NULL;
   for (size_t p = 0; p < a->npolicies; p++)
     if (strcmp(a->policies[p].name, config_policy_name(POLICY)) == 0) t = &a->policies[p];
@@ -641,17 +645,20 @@ static void test_state_order_independent(void **state) {
   assert_int_equal(t->nops, 4);
   for (size_t i = 1; i < t->nops; i++) assert_true(t->ops[i - 1].signature < t->ops[i].signature);
   assert_int_equal(t->npareto, 4 * NPTS);
-  assert_int_equal(t->nbuckets, 3);
-  assert_true(t->buckets[0].phase == 0 && t->buckets[0].seq == 512);
-  assert_true(t->buckets[1].phase == 1 && t->buckets[1].batch == 8);
-  assert_int_equal(t->buckets[2].status, STORE_BUCKET_INFEASIBLE_CAPACITY);
-  assert_int_equal(t->buckets[2].ops_count, 0);
-  assert_non_null(strstr(t->buckets[2].message, "KV cache needs 256 GiB"));
+  assert_int_equal(t->nbuckets, 5);
+  assert_true(t->buckets[0].phase == 0 && t->buckets[0].seq == 512 && t->buckets[0].status == STORE_BUCKET_OK);
+  assert_true(t->buckets[1].batch == 2 && t->buckets[1].status == STORE_BUCKET_PENDING);
+  assert_true(t->buckets[1].input_hash == 250 && t->buckets[1].ops_count == 0 && t->buckets[1].plan_count == 0);
+  assert_true(t->buckets[2].seq == 4096 && t->buckets[2].status == STORE_BUCKET_PENDING);
+  assert_true(t->buckets[3].phase == 1 && t->buckets[3].batch == 8);
+  assert_int_equal(t->buckets[4].status, STORE_BUCKET_INFEASIBLE_CAPACITY);
+  assert_int_equal(t->buckets[4].ops_count, 0);
+  assert_non_null(strstr(t->buckets[4].message, "KV cache needs 256 GiB"));
   assert_int_equal(t->nbucket_ops, 3 + 2);
   assert_int_equal(t->nwalk, 3 * (3 + 2));
   assert_int_equal(t->nplan_states, 2 * (3 + 2));
-  /* Global rows: bucket 1's first walk step moves op 11 (row 0) to its point 1. */
-  const store_walk_rec *w = &t->walk[t->buckets[1].walk_first];
+  /* Global rows: bucket 3's first walk step moves op 11 (row 0) to its point 1. */
+  const store_walk_rec *w = &t->walk[t->buckets[3].walk_first];
   assert_int_equal(w->op, 0);
   assert_int_equal(w->pareto, t->ops[0].pareto_first + 1);
   store_contents_free(a);
@@ -747,16 +754,19 @@ static void test_state_checkpoint_rejects(void **state) {
   assert_int_equal(farm_state_add_bucket(s, &bad, &err), 0);
   store_bucket_rec wb = {.phase = 1, .batch = 16, .seq = 2048, .input_hash = 600};
   farm_wanted w = {.policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = &wb, .nbuckets = 1};
-  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
+  store_lock *lock = NULL;
+  assert_int_equal(store_lock_acquire(f->path, "test_farm", 0, NULL, &lock, &err), 0);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "1/16/2048"));
   assert_int_equal(access(f->path, F_OK), -1); /* nothing published */
   /* The same policy twice, or a bucket wanted twice, is the caller's bug. */
   farm_wanted twice[2] = {w, w};
-  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, twice, 2, &err), ENPU_ERR_INVALID);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, twice, 2, &err), ENPU_ERR_INVALID);
   store_bucket_rec dup[2] = {want_buckets[2], want_buckets[2]};
   w.buckets = dup;
   w.nbuckets = 2;
-  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, &w, 1, &err), ENPU_ERR_INVALID);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_INVALID);
+  store_lock_release(lock);
   farm_state_free(s);
 }
 
