@@ -553,6 +553,23 @@ static int load_previous(master *m, enpu_err *err) {
   return farm_state_create(&m->state, err);
 }
 
+/* The journal's results; what it could not give back is said (the farm recomputes it). */
+static int replay_journal(master *m, enpu_err *err) {
+  farm_journal_stats st;
+  ENPU_FORWARD(farm_journal_replay(m->journal_path, replay_record, m, &st, err));
+  if (m->o.quiet) return 0;
+  if (st.unreadable)
+    fprintf(m->o.log, "farm: warning: %s is not a farm journal (bad header): moved aside to %s.unreadable; "
+                      "results since the last checkpoint are recomputed\n", m->journal_path, m->journal_path);
+  if (st.skipped_bytes > 0)
+    fprintf(m->o.log, "farm: warning: %s: skipped %lld damaged bytes between intact records (%lld replayed)\n",
+            m->journal_path, (long long)st.skipped_bytes, (long long)st.records);
+  if (st.dropped_bytes > 0)
+    fprintf(m->o.log, "farm: %s: dropped a torn tail of %lld bytes after %lld records\n", m->journal_path,
+            (long long)st.dropped_bytes, (long long)st.records);
+  return 0;
+}
+
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
   farm_search_options(&m->opt);
@@ -566,12 +583,8 @@ static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(build_wanted(m, err));
   ENPU_FORWARD(add_uncompiled(m, err));
   m->sum->reused_store = mark_known(m);
-  int64_t records = 0, dropped = 0;
-  ENPU_FORWARD(farm_journal_replay(m->journal_path, replay_record, m, &records, &dropped, err));
+  ENPU_FORWARD(replay_journal(m, err));
   m->sum->reused_journal = mark_known(m);
-  if (dropped > 0 && !m->o.quiet)
-    fprintf(m->o.log, "farm: %s: dropped a torn tail of %lld bytes after %lld records\n",
-            m->journal_path, (long long)dropped, (long long)records);
   ENPU_FORWARD(farm_journal_open(m->journal_path, &m->journal, err));
   ENPU_FORWARD(build_queue(m, err));
   summary_counts(m);

@@ -80,21 +80,32 @@ int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result
 
 /* ---------------------------------------------------------------------------------
  * Journal: `<store>.journal`, a header then records of (kind, length, checksum,
- * zstd-compressed payload). A crash can leave a torn last record; replay stops there. */
+ * zstd-compressed payload). A crash can leave a torn last record; a damaged record is
+ * skipped and the records after it still count. */
 
 typedef struct farm_journal farm_journal;
+
+#define FARM_JOURNAL_MAX_KIND 255u /* record kinds are 1..this */
 
 typedef int (*farm_journal_fn)(void *user, uint32_t kind, const void *payload, size_t bytes,
                                enpu_err *err);
 
-/* Call fn for every intact record of `path` in order (a missing file has none); stop at
- * the first torn or corrupt record and report the bytes after it in *dropped_bytes.
- * A file that is not a journal (bad header) is ENPU_ERR_FORMAT. fn's error stops the
- * replay and is returned. */
-int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, int64_t *records,
-                        int64_t *dropped_bytes, enpu_err *err);
+typedef struct {
+  int64_t records;       /* intact records replayed */
+  int64_t skipped_bytes; /* damaged bytes between intact records, skipped */
+  int64_t dropped_bytes; /* after the last intact record: a torn tail */
+  int unreadable;        /* the header is not a journal's: nothing was replayed */
+} farm_journal_stats;
+
+/* Call fn for every intact record of `path` in order (a missing file has none),
+ * resynchronising on the next intact record after a damaged one. A file whose header is
+ * not a journal's replays nothing and sets st->unreadable (farm_journal_open moves it
+ * aside). fn's error stops the replay and is returned. */
+int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st,
+                        enpu_err *err);
 /* Open for appending (creating it with its header); a torn tail is truncated first so
- * new records follow the last intact one. */
+ * new records follow the last intact one, and a file that is not a journal is renamed
+ * to `<path>.unreadable` and replaced by a new journal. */
 int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
 /* Compress and buffer one record (written at the next sync, or when the buffer fills). */
 int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,

@@ -392,22 +392,30 @@ static void append_records(const char *path, int first, int n, int sync_each) {
 }
 
 /* Replay and check that records [0, n) are exactly record_payload(0..n). */
-static void expect_records(const char *path, int n, int64_t dropped) {
+/* The journal at path replays records first..first+n-1 of the test journals except
+ * `missing` (-1: none), having skipped and dropped those many bytes. */
+static void expect_records_skipping(const char *path, int n, int missing, int64_t skipped, int64_t dropped) {
   collected c = {.fail_at = -1};
-  int64_t records = -1, drop = -1;
+  farm_journal_stats st;
   enpu_err err = {0};
-  assert_int_equal(farm_journal_replay(path, collect, &c, &records, &drop, &err), 0);
-  assert_int_equal(records, n);
+  assert_int_equal(farm_journal_replay(path, collect, &c, &st, &err), 0);
+  assert_int_equal(st.records, n);
   assert_int_equal(c.n, n);
-  assert_int_equal(drop, dropped);
+  assert_int_equal(st.skipped_bytes, skipped);
+  assert_int_equal(st.dropped_bytes, dropped);
+  assert_int_equal(st.unreadable, 0);
   for (int i = 0; i < n; i++) {
     uint32_t kind;
-    farm_buf b = record_payload(i, &kind);
+    farm_buf b = record_payload(missing >= 0 && i >= missing ? i + 1 : i, &kind);
     assert_int_equal(c.kinds[i], kind);
     assert_same_bytes(&b, &c.payloads[i]);
     farm_buf_free(&b);
   }
   collected_free(&c);
+}
+
+static void expect_records(const char *path, int n, int64_t dropped) {
+  expect_records_skipping(path, n, -1, 0, dropped);
 }
 
 static long file_size(const char *path) {
@@ -426,8 +434,8 @@ static void test_journal_append_replay(void **state) {
   /* The callback's error stops the replay and is returned with the record named. */
   collected c = {.fail_at = 2};
   enpu_err err = {0};
-  int64_t records = 0, drop = 0;
-  assert_int_equal(farm_journal_replay(jpath, collect, &c, &records, &drop, &err), ENPU_ERR_INVALID);
+  farm_journal_stats st;
+  assert_int_equal(farm_journal_replay(jpath, collect, &c, &st, &err), ENPU_ERR_INVALID);
   assert_int_equal(c.n, 2);
   assert_non_null(strstr(err.msg, "record 2"));
   collected_free(&c);
@@ -473,27 +481,39 @@ static void test_journal_flipped_byte(void **state) {
   const char *jpath = ((tmp_fixture *)*state)->journal;
   append_records(jpath, 0, 1, 1);
   long one = file_size(jpath);
-  append_records(jpath, 1, 3, 1);
+  append_records(jpath, 1, 1, 1);
+  long two = file_size(jpath);
+  append_records(jpath, 2, 1, 1);
+  long three = file_size(jpath);
+  append_records(jpath, 3, 1, 1);
   long all = file_size(jpath);
-  /* A byte of the second record's payload, then of its kind, then of its length. */
+  /* A byte of the second record's payload, then of its kind, then of its length: that
+   * record is skipped, the two after it still replay. */
   const long where[] = {one + 16 + 5, one, one + 4};
   for (size_t k = 0; k < sizeof where / sizeof where[0]; k++) {
     flip_byte(jpath, where[k]);
-    expect_records(jpath, 1, all - one);
+    expect_records_skipping(jpath, 3, 1, two - one, 0);
     flip_byte(jpath, where[k]);
     expect_records(jpath, 4, 0);
   }
-  /* A bad header is not a journal: a clear error, not an empty replay. */
+  /* The last record damaged is a tail that cannot be told from a torn one. */
+  flip_byte(jpath, all - 3);
+  expect_records(jpath, 3, all - three);
+  flip_byte(jpath, all - 3);
+  /* A bad header: nothing replays, and open moves the file aside and starts afresh. */
   flip_byte(jpath, 2);
-  int64_t records = 0, drop = 0;
+  farm_journal_stats st;
   enpu_err err = {0};
-  assert_int_equal(farm_journal_replay(jpath, collect, &(collected){.fail_at = -1}, &records, &drop,
-                                       &err),
-                   ENPU_ERR_FORMAT);
-  assert_non_null(strstr(err.msg, "not a farm journal"));
+  assert_int_equal(farm_journal_replay(jpath, collect, &(collected){.fail_at = -1}, &st, &err), 0);
+  assert_true(st.unreadable && st.records == 0 && st.dropped_bytes == 0);
   farm_journal *j = NULL;
-  assert_int_equal(farm_journal_open(jpath, &j, &err), ENPU_ERR_FORMAT);
-  assert_null(j);
+  assert_int_equal(farm_journal_open(jpath, &j, &err), 0);
+  farm_journal_free(j);
+  char aside[200];
+  snprintf(aside, sizeof aside, "%s.unreadable", jpath);
+  assert_int_equal(file_size(aside), all);
+  expect_records(jpath, 0, 0);
+  unlink(aside);
 }
 
 static void test_journal_reset(void **state) {
@@ -831,9 +851,9 @@ static int bench(int n) {
     double dt = enpu_now_s() - t0;
     long disk = file_size(path);
     farm_journal_free(j);
-    int64_t records = 0, dropped = 0;
+    farm_journal_stats st;
     double t1 = enpu_now_s();
-    if (farm_journal_replay(path, NULL, NULL, &records, &dropped, &err) != 0 || records != n) return 1;
+    if (farm_journal_replay(path, NULL, NULL, &st, &err) != 0 || st.records != n) return 1;
     double replay = enpu_now_s() - t1;
     printf("journal, %s: %d records of %zu bytes in %.3f s: %.0f records/s, %.1f MB/s "
            "(payload), %.1f MB on disk (zstd x%.1f); replay %.0f records/s\n",
