@@ -10,6 +10,7 @@
  * failed or infeasible bucket, a target below the fastest plan), message on stderr;
  * 2 usage error. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,10 +87,11 @@ static int parse_args(int argc, char **argv, query_args *a) {
                            a->seq);
   if (a->have_target == a->have_slack)
     return cli_usage_error("query", usage, "give exactly one of --target-ms and --slack");
-  if (a->have_target && !(a->target_ms > 0))
-    return cli_usage_error("query", usage, "--target-ms expects a time > 0, got %g", a->target_ms);
-  if (a->have_slack && !(a->slack >= 0))
-    return cli_usage_error("query", usage, "--slack expects a fraction >= 0 (0.05 = 5%%), got %g", a->slack);
+  if (a->have_target && !(a->target_ms > 0 && isfinite(a->target_ms * 1e6)))
+    return cli_usage_error("query", usage, "--target-ms expects a time > 0 that is finite in ns, got %g", a->target_ms);
+  enpu_err why = {0};
+  if (a->have_slack && config_range_check("job", "$.slacks[]", a->slack, &why) < 0)
+    return cli_usage_error("query", usage, "--slack (a fraction: 0.05 = 5%%): %s", why.msg);
   return -1;
 }
 

@@ -20,10 +20,10 @@ static const char *const batching_keys[] = {"max_batch", "max_batch_tokens"};
 int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
                           config_parallel *out, enpu_err *err) {
   ENPU_FORWARD(config_object(doc, p, v, parallel_keys, NKEYS(parallel_keys), err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "dp", 1, &out->dp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "tp", 1, &out->tp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "pp", 1, &out->pp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "ep", 1, &out->ep, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "dp", &out->dp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "tp", &out->tp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "pp", &out->pp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "ep", &out->ep, err));
   return ENPU_OK;
 }
 
@@ -43,8 +43,8 @@ static int parse_node(const config_doc *doc, const config_path *root, const char
   config_path np = CONFIG_KEY(root, key);
   const json_t *n = json_object_get(doc->root, key);
   ENPU_FORWARD(config_object(doc, &np, n, node_keys, NKEYS(node_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &np, n, "nodes", 1, &node->nodes, err));
-  ENPU_FORWARD(config_get_int(doc, &np, n, "chips", 1, &node->chips, err));
+  ENPU_FORWARD(config_get_int(doc, &np, n, "nodes", &node->nodes, err));
+  ENPU_FORWARD(config_get_int(doc, &np, n, "chips", &node->chips, err));
   config_path pp = CONFIG_KEY(&np, "parallel");
   ENPU_FORWARD(
       config_parallel_parse(doc, &pp, json_object_get(n, "parallel"), &node->parallel, err));
@@ -78,10 +78,10 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
     config_slo_class *k = &c->slo[i];
     ENPU_FORWARD(config_object(doc, &ep, e, slo_keys, NKEYS(slo_keys), err));
     ENPU_FORWARD(config_get_string(doc, &ep, e, "name", k->name, sizeof k->name, err));
-    ENPU_FORWARD(config_get_int(doc, &ep, e, "prefill_max_tokens", 1, &k->prefill_max_tokens, err));
-    ENPU_FORWARD(config_get_int(doc, &ep, e, "decode_max_tokens", 1, &k->decode_max_tokens, err));
-    ENPU_FORWARD(config_get_number(doc, &ep, e, "ttft_ms", 0, true, INFINITY, &k->ttft_ms, err));
-    ENPU_FORWARD(config_get_number(doc, &ep, e, "tpot_ms", 0, true, INFINITY, &k->tpot_ms, err));
+    ENPU_FORWARD(config_get_int(doc, &ep, e, "prefill_max_tokens", &k->prefill_max_tokens, err));
+    ENPU_FORWARD(config_get_int(doc, &ep, e, "decode_max_tokens", &k->decode_max_tokens, err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "ttft_ms", &k->ttft_ms, err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "tpot_ms", &k->tpot_ms, err));
     const config_slo_class *prev = i ? &c->slo[i - 1] : k;
     ENPU_FORWARD(check_bound(doc, &sp, i, "prefill_max_tokens", prev->prefill_max_tokens,
                              k->prefill_max_tokens, err));
@@ -105,8 +105,8 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   config_path bp = CONFIG_KEY(&root, "batching");
   const json_t *b = json_object_get(doc->root, "batching");
   ENPU_FORWARD(config_object(doc, &bp, b, batching_keys, NKEYS(batching_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch", 1, &c->max_batch, err));
-  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch_tokens", 1, &c->max_batch_tokens, err));
+  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch", &c->max_batch, err));
+  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch_tokens", &c->max_batch_tokens, err));
   c->hash = enpu_hash64(doc->text, doc->len, 0);
   return ENPU_OK;
 }
@@ -117,7 +117,7 @@ static int parse_cluster(const config_doc *doc, void *cluster, enpu_err *err) {
 
 int config_cluster_load(const char *path, config_cluster **out, enpu_err *err) {
   void *cluster = NULL;
-  int rc = config_load_file(path, sizeof **out, parse_cluster, NULL, &cluster, err);
+  int rc = config_load_file(path, "cluster", sizeof **out, parse_cluster, NULL, &cluster, err);
   *out = cluster;
   return rc;
 }

@@ -223,9 +223,13 @@ static int build_buckets(master *m, enpu_err *err) {
                        b->seq, config_phase_name(b->phase));
       break;
     }
-    if (b->batch < 1 || b->seq < 1) {
-      rc = enpu_errorf(err, ENPU_ERR_INVALID, "added bucket %s batch %d seq %d: batch and seq "
-                       "must be positive", config_phase_name(b->phase), b->batch, b->seq);
+    /* the ranges of a job's own buckets */
+    const char *what = "batch";
+    rc = config_range_check("job", "$.phases.*.batch[]", b->batch, err);
+    if (rc == 0) what = "seq", rc = config_range_check("job", "$.phases.*.seq[]", b->seq, err);
+    if (rc < 0) {
+      enpu_err_prefix(err, "added bucket %s batch %d seq %d: %s: ", config_phase_name(b->phase), b->batch, b->seq,
+                      what);
       break;
     }
   }
@@ -247,15 +251,14 @@ static int build_buckets(master *m, enpu_err *err) {
                                                config_phase_name(b->phase), "batch", b->batch,
                                                "seq", b->seq)) < 0)
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (JSON)");
-    grid_memory mem;
-    if (rc == 0) rc = grid_memory_per_chip(m->job, b->phase, b->batch, b->seq, &mem, err);
-    if (rc < 0) break;
-    if (grid_memory_used_bytes(&mem) > mem.hbm_bytes) {
+    const int fits = rc < 0 ? rc : grid_bucket_fits(m->job, b->phase, b->batch, b->seq, b->message,
+                                                    sizeof b->message, err);
+    if (fits < 0) {
+      rc = fits;
+      break;
+    }
+    if (!fits) {
       b->status = STORE_BUCKET_INFEASIBLE_CAPACITY;
-      snprintf(b->message, sizeof b->message,
-               "needs %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), HBM holds %.1f GB",
-               grid_memory_used_bytes(&mem) / 1e9, mem.weights_bytes / 1e9, mem.kv_bytes / 1e9,
-               mem.activation_bytes / 1e9, mem.hbm_bytes / 1e9);
       continue;
     }
     enpu_err gerr = {0};

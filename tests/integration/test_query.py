@@ -192,7 +192,7 @@ def check_info(chk, store, tables):
             if p[k] != v:
                 chk.fail(f"store info {p['name']}: {k} {p[k]} != h5py {v}")
         wb = {"total": len(status), "ok": status.count(0), "infeasible_capacity": status.count(1),
-              "failed": status.count(2)}
+              "failed": status.count(2), "pending": status.count(3)}
         if p["buckets"] != wb:
             chk.fail(f"store info {p['name']}: buckets {p['buckets']} != h5py {wb}")
         table_bytes += sum(len(v["rows"]) * v["itemsize"] for v in t.values())
@@ -262,7 +262,9 @@ def check_errors(chk, store, tables, pol):
         (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0.05", "--target-ms", "1"], 2, "exactly one"),
         (["--phase", "middle", "--batch", "1", "--seq", "1", "--slack", "0"], 2, "prefill or decode"),
         (["--phase", phase, "--batch", "x", "--seq", "1", "--slack", "0"], 2, "expects an integer"),
-        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "-1"], 2, "fraction >= 0"),
+        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "-1"], 2, "expected a number in [0, 10]"),
+        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "1e308"], 2, "expected a number in [0, 10]"),
+        (["--phase", phase, "--batch", "1", "--seq", "1", "--target-ms", "1e308"], 2, "finite in ns"),
         (["--phase", phase, "--seq", "1", "--slack", "0"], 2, "missing --batch"),
     ]
     for args, code, needle in cases:
