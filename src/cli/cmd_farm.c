@@ -1,6 +1,6 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets
- * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--progress-s SEC] [--results DIR]
- * [--quiet]`: compile the job's whole grid into its HDF5 plan store with the farm module.
+ * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
+ * [--results DIR] [--quiet]`: compile the job's whole grid into its HDF5 plan store with the farm module.
  * Every rank runs this command; only rank 0 prints.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
@@ -19,7 +19,8 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: [mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
-          "                    [--checkpoint-s SEC] [--progress-s SEC] [--results DIR] [--quiet]\n"
+          "                    [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC] [--results DIR]\n"
+          "                    [--quiet]\n"
           "\n"
           "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
           "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
@@ -29,6 +30,8 @@ static void usage(FILE *out) {
           "  --add-buckets SPEC  extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
           "                      kept in the store, so later runs keep compiling it)\n"
           "  --checkpoint-s SEC  rewrite the store every SEC seconds (default 60)\n"
+          "  --lock-wait SEC     wait up to SEC seconds for another writer of the store (a farm,\n"
+          "                      enpu validate) to finish (default 30); then exit 4 naming it\n"
           "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
           "  --results DIR       summary.md goes to DIR/<job>/ (default: beside the store)\n"
           "  --quiet             no progress lines\n"
@@ -82,7 +85,7 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
     }
     const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
                       !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
-                      !strcmp(s, "--results");
+                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait");
     if (takes) {
       if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
       const char *v = argv[++i];
@@ -96,8 +99,11 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
                                  "--add-buckets expects phase=prefill|decode,batch=B,seq=S with "
                                  "positive B and S, got '%s'", v);
         o->nadd++;
-      } else if (parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s
-                                                                : &o->progress_s) < 0) {
+      } else if (!strcmp(s, "--lock-wait") && (cli_parse_double(v, &o->lock_wait_s) < 0 || o->lock_wait_s < 0 ||
+                                               o->lock_wait_s > 1e9)) {
+        return cli_usage_error("farm", usage, "--lock-wait expects seconds >= 0, got '%s'", v);
+      } else if (strcmp(s, "--lock-wait") && parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s
+                                                                                            : &o->progress_s) < 0) {
         return cli_usage_error("farm", usage, "%s expects a positive number of seconds, got '%s'",
                                s, v);
       }

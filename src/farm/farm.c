@@ -48,7 +48,7 @@ static volatile sig_atomic_t farm_signal_seen;
 static void on_signal(int sig) { farm_signal_seen = sig; }
 
 void farm_options_default(farm_options *o) {
-  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10};
+  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S};
 }
 
 static void sleep_s(double s) {
@@ -528,8 +528,7 @@ static int lock_store(master *m, const char *store, enpu_err *err) {
   }
   char command[2 * CONFIG_PATH_LEN];
   snprintf(command, sizeof command, "enpu farm %s", m->o.job_path);
-  ENPU_FORWARD(store_lock_acquire(store, command, STORE_LOCK_WAIT_S, m->o.quiet ? NULL : m->o.log, &m->lock,
-                                  err));
+  ENPU_FORWARD(store_lock_acquire(store, command, m->o.lock_wait_s, m->o.quiet ? NULL : m->o.log, &m->lock, err));
   const char *resolved = store_lock_path(m->lock);
   ENPU_RETURN_IF(strlen(resolved) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
                  "store path longer than %zu bytes: %s", sizeof m->store_path - 1, resolved);

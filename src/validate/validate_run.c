@@ -19,7 +19,7 @@
 
 void validate_args_default(validate_args *a) {
   *a = (validate_args){.sample = VALIDATE_DEFAULT_SAMPLE, .seed = 1,
-                       .tolerance = VALIDATE_DEFAULT_TOLERANCE};
+                       .tolerance = VALIDATE_DEFAULT_TOLERANCE, .lock_wait_s = STORE_LOCK_WAIT_S};
 }
 
 /* Per policy of the store: the checked plans, the strata sampled, the replay. */
@@ -268,7 +268,7 @@ int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
   char command[CONFIG_PATH_LEN + 32];
   snprintf(command, sizeof command, "enpu validate %s", a->store_path);
   store_lock *lock = NULL;
-  ENPU_FORWARD(store_lock_acquire(a->store_path, command, STORE_LOCK_WAIT_S, a->log, &lock, err));
+  ENPU_FORWARD(store_lock_acquire(a->store_path, command, a->lock_wait_s, a->log, &lock, err));
   const int rc = run_locked(a, lock, out, err);
   store_lock_release(lock);
   return rc;
