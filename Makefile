@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan fuzz run reference test clean
+.PHONY: deps build asan fuzz-setup fuzz fuzz-long run reference test clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -35,19 +35,38 @@ asan: deps
 # Each libFuzzer target runs FUZZ_RUNS inputs with a fixed seed (so CI is reproducible)
 # from a corpus seeded with real inputs:
 # the shipped JSON files for the loaders, a store written by the unit test for the reader.
-fuzz: build
+# `make fuzz-long` runs each target for FUZZ_LONG_S seconds instead (results/bench.md has
+# its figures).
+FUZZ_TARGETS := config store journal
+FUZZ_LONG_S ?= 600
+
+fuzz-setup: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store fuzz_journal
-	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
-	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@rm -rf $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_TARGETS))
+	@mkdir -p $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_TARGETS))
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
 	@$(BUILD)/tests/unit/test_farm --write $(FUZZ_BUILD)/corpus-journal
+
+fuzz: fuzz-setup
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-store 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_journal -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-journal 2>&1 | grep -E '^Done [0-9]+ runs'
+
+# Each target for FUZZ_LONG_S seconds on one core, from the same seeds; prints
+# libFuzzer's final line (coverage, features, corpus) and stats (runs, exec/s, peak RSS)
+# per target and stops at the first crash.
+fuzz-long: fuzz-setup
+	@set -o pipefail; for t in $(FUZZ_TARGETS); do \
+	  extra=$$( [ $$t = config ] && echo jobs ); \
+	  echo "== fuzz_$$t for $(FUZZ_LONG_S) s"; \
+	  $(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_LONG_S) -print_final_stats=1 \
+	    $(FUZZ_BUILD)/corpus-$$t $$extra 2>&1 | grep -E '^(Done|stat::|#[0-9]+.*DONE|==[0-9]+==ERROR|SUMMARY)' \
+	    || exit 1; \
+	done
 
 # The farm over every local core (hardware threads count as slots, so -np $(JOBS) needs
 # no oversubscription); as root Open MPI wants its two confirmation variables.

@@ -148,65 +148,75 @@ static void info_human(const char *path, const store_contents *c, store_table_si
          factor(table_bytes, stored_bytes));
 }
 
+/* info and verify: one STORE and --json, and the store loaded (o->rc its outcome).
+ * @return -1 to go on, or the exit status of a usage error or --help. */
+typedef struct {
+  const char *path;
+  int json, rc;
+  store_contents *c;
+  enpu_err err;
+} one_store;
+
+static int load_one(int argc, char **argv, one_store *o) {
+  *o = (one_store){0};
+  const int st = parse_args(argc, argv, &o->path, 1, &o->json);
+  if (st < 0) o->rc = store_load(o->path, &o->c, &o->err);
+  return st;
+}
+
 static int store_info(int argc, char **argv) {
-  const char *path = NULL;
-  int json = 0;
-  const int st = parse_args(argc, argv, &path, 1, &json);
+  one_store o;
+  const int st = load_one(argc, argv, &o);
   if (st >= 0) return st;
-  enpu_err err = {0};
-  store_contents *c = NULL;
   store_table_size (*sizes)[STORE_NTABLE] = NULL;
   struct stat sb;
   int status = 0;
-  if (store_load(path, &c, &err) < 0) {
-    status = cli_fail("store info", err.msg);
-  } else if (!(sizes = calloc(c->npolicies ? c->npolicies : 1, sizeof *sizes))) {
+  if (o.rc < 0) {
+    status = cli_fail("store info", o.err.msg);
+  } else if (!(sizes = calloc(o.c->npolicies ? o.c->npolicies : 1, sizeof *sizes))) {
     status = cli_fail("store info", "out of memory");
-  } else if (store_sizes(path, c, sizes, &err) < 0 || stat(path, &sb) != 0) {
-    status = cli_fail("store info", err.code ? err.msg : "cannot stat the store");
-  } else if (json) {
-    json_t *doc = info_json(path, c, sizes, (long long)sb.st_size);
+  } else if (store_sizes(o.path, o.c, sizes, &o.err) < 0 || stat(o.path, &sb) != 0) {
+    status = cli_fail("store info", o.err.code ? o.err.msg : "cannot stat the store");
+  } else if (o.json) {
+    json_t *doc = info_json(o.path, o.c, sizes, (long long)sb.st_size);
     status = doc ? cli_print_json(doc) : cli_fail("store info", "cannot build JSON output");
     json_decref(doc);
   } else {
-    info_human(path, c, sizes, (long long)sb.st_size);
+    info_human(o.path, o.c, sizes, (long long)sb.st_size);
   }
   free(sizes);
-  store_contents_free(c);
+  store_contents_free(o.c);
   return status;
 }
 
 /* ---- verify -------------------------------------------------------------------- */
 
 static int store_verify(int argc, char **argv) {
-  const char *path = NULL;
-  int json = 0;
-  const int st = parse_args(argc, argv, &path, 1, &json);
+  one_store o;
+  const int st = load_one(argc, argv, &o);
   if (st >= 0) return st;
-  enpu_err err = {0};
-  store_contents *c = NULL;
-  const int rc = store_load(path, &c, &err);
   size_t tables = 0, rows = 0;
-  for (size_t i = 0; c && i < c->npolicies; i++)
+  for (size_t i = 0; o.c && i < o.c->npolicies; i++)
     for (int t = 0; t < STORE_NTABLE; t++) {
       size_t n = 0;
-      tables += store_policy_table(&c->policies[i], (store_table)t, &n) != NULL;
+      tables += store_policy_table(&o.c->policies[i], (store_table)t, &n) != NULL;
       rows += n;
     }
+  const int rc = o.rc;
   const int status = rc == 0 ? 0 : cli_exit_status(rc, rc == ENPU_ERR_FORMAT ? CLI_EXIT_FAILED : CLI_EXIT_USAGE);
-  if (json) {
-    json_t *doc = json_pack("{s:s, s:b, s:s?, s:I, s:I, s:I}", "store", path, "intact", rc == 0, "error",
-                            rc == 0 ? NULL : err.msg, "policies", (json_int_t)(c ? c->npolicies : 0), "tables",
+  if (o.json) {
+    json_t *doc = json_pack("{s:s, s:b, s:s?, s:I, s:I, s:I}", "store", o.path, "intact", rc == 0, "error",
+                            rc == 0 ? NULL : o.err.msg, "policies", (json_int_t)(o.c ? o.c->npolicies : 0), "tables",
                             (json_int_t)tables, "rows", (json_int_t)rows);
     if (!doc || cli_print_json(doc) != 0) cli_fail("store verify", "cannot build JSON output");
     json_decref(doc);
   } else if (rc == 0) {
-    printf("%s: intact: format_version %u, %zu policies, %zu tables, %zu rows, every checksum matches\n", path,
-           c->format_version, c->npolicies, tables, rows);
+    printf("%s: intact: format_version %u, %zu policies, %zu tables, %zu rows, every checksum matches\n", o.path,
+           o.c->format_version, o.c->npolicies, tables, rows);
   }
-  if (rc < 0) fprintf(stderr, "enpu store verify: %s: %s\n", rc == ENPU_ERR_FORMAT ? "damaged" : "cannot verify",
-                      err.msg);
-  store_contents_free(c);
+  if (rc < 0)
+    fprintf(stderr, "enpu store verify: %s: %s\n", rc == ENPU_ERR_FORMAT ? "damaged" : "cannot verify", o.err.msg);
+  store_contents_free(o.c);
   return status;
 }
 

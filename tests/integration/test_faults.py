@@ -50,6 +50,7 @@ import tempfile
 import time
 
 from harness import Harness
+from test_farm import kill_farm
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -134,20 +135,6 @@ def wait_for(cond, timeout_s, step_s=0.02):
 def journal_has_records(store):
     path = store + ".journal"
     return os.path.exists(path) and os.path.getsize(path) > 16
-
-
-def kill_tree(p, store):
-    """kill -9 of a started farm: its session, and the ranks Open MPI starts in sessions
-    of their own (they name the store on their command line)."""
-    os.killpg(p.pid, signal.SIGKILL)
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fp:
-                if store.encode() in fp.read().split(b"\0"):
-                    os.kill(int(pid), signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            pass
-    p.communicate()
 
 
 # ---- 1. a second writer --------------------------------------------------------------
@@ -463,7 +450,7 @@ def journal(f):
     base = os.path.join(f.tmp, "jbase.h5")
     p = f.start(base, job=f.long, extra=("--checkpoint-s", "600"))
     h.check("journal: results journalled", wait_for(lambda: journal_has_records(base), 120))
-    kill_tree(p, base)
+    kill_farm(p, base)
     data = open(base + ".journal", "rb").read()
     # Record boundaries: u32 kind, u32 compressed bytes, u64 checksum, then the frame.
     bounds, at = [], 16
