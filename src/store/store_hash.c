@@ -22,10 +22,18 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 #define PACK_BUFFER_BYTES 65536 /* rows are packed in blocks of about this size */
 
+/* A run of a record's bytes that is packed as it is: adjacent numeric columns with no
+ * padding between them in the C struct, or one fixed string. */
+typedef struct {
+  size_t offset, bytes;
+  int string;
+} pack_run;
+
 struct store_hash {
   XXH3_state_t *state;
   store_table table;
-  size_t packed_bytes; /* one packed row */
+  pack_run runs[32]; /* tables have at most 19 columns */
+  size_t nruns;
   unsigned char *buffer;
 };
 
@@ -41,20 +49,32 @@ static size_t scalar_bytes(store_field_kind kind) {
   return 0;
 }
 
-static size_t pack_row(const store_table_desc *d, const unsigned char *rec, unsigned char *out) {
-  size_t at = 0;
+/* The runs of table t's records (see pack_run). */
+static void plan_runs(store_hash *h) {
+  const store_table_desc *d = &store_tables[h->table];
   for (size_t f = 0; f < d->nfields; f++) {
     const store_field *fd = &d->fields[f];
-    const unsigned char *src = rec + fd->offset;
-    size_t bytes = fd->count * scalar_bytes(fd->kind);
-    if (fd->kind == STORE_F_STR) {
-      size_t len = strnlen((const char *)src, fd->count - 1);
+    const size_t bytes = fd->count * scalar_bytes(fd->kind);
+    const int string = fd->kind == STORE_F_STR;
+    pack_run *last = h->nruns ? &h->runs[h->nruns - 1] : NULL;
+    if (last && !string && !last->string && last->offset + last->bytes == fd->offset) last->bytes += bytes;
+    else h->runs[h->nruns++] = (pack_run){fd->offset, bytes, string};
+  }
+}
+
+static size_t pack_row(const store_hash *h, const unsigned char *rec, unsigned char *out) {
+  size_t at = 0;
+  for (size_t r = 0; r < h->nruns; r++) {
+    const pack_run *run = &h->runs[r];
+    const unsigned char *src = rec + run->offset;
+    if (run->string) {
+      size_t len = strnlen((const char *)src, run->bytes - 1);
       memcpy(out + at, src, len);
-      memset(out + at + len, 0, fd->count - len);
+      memset(out + at + len, 0, run->bytes - len);
     } else {
-      memcpy(out + at, src, bytes);
+      memcpy(out + at, src, run->bytes);
     }
-    at += bytes;
+    at += run->bytes;
   }
   return at;
 }
@@ -70,8 +90,7 @@ int store_hash_create(store_table t, store_hash **out, enpu_err *err) {
     return enpu_errorf(err, ENPU_ERR_NOMEM, "store: out of memory (checksum)");
   }
   h->table = t;
-  const store_table_desc *d = &store_tables[t];
-  for (size_t f = 0; f < d->nfields; f++) h->packed_bytes += d->fields[f].count * scalar_bytes(d->fields[f].kind);
+  plan_runs(h);
   XXH3_64bits_reset_withSeed(h->state, (XXH64_hash_t)t);
   *out = h;
   return ENPU_OK;
@@ -82,7 +101,7 @@ void store_hash_rows(store_hash *h, const void *rows, size_t n) {
   const unsigned char *rec = rows;
   size_t used = 0;
   for (size_t i = 0; i < n; i++, rec += d->record_bytes) {
-    used += pack_row(d, rec, h->buffer + used);
+    used += pack_row(h, rec, h->buffer + used);
     if (used >= PACK_BUFFER_BYTES) {
       XXH3_64bits_update(h->state, h->buffer, used);
       used = 0;
