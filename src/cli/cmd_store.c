@@ -215,7 +215,7 @@ static int store_verify(int argc, char **argv) {
            o.c->format_version, o.c->npolicies, tables, rows);
   }
   if (rc < 0)
-    fprintf(stderr, "enpu store verify: %s: %s\n", rc == ENPU_ERR_FORMAT ? "damaged" : "cannot verify", o.err.msg);
+    fprintf(stderr, "enpu store verify: %s: %s\n", rc == ENPU_ERR_FORMAT ? "not intact" : "cannot verify", o.err.msg);
   store_contents_free(o.c);
   return status;
 }

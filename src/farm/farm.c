@@ -14,7 +14,11 @@
  *  - With N >= 2 ranks the master does not compute and never busy-waits: it polls with
  *    MPI_Iprobe and sleeps with a back-off of at most 10 ms (workers at most 2 ms).
  *  - Every result is in the journal before it counts as done; the journal is synced at
- *    least every second while results arrive, and reset only after a checkpoint. */
+ *    least every second while results arrive, at once when a stop signal is seen, and
+ *    reset only after a checkpoint.
+ *  - The master holds the store's writer lock (store_lock) from before it reads the
+ *    previous store until it exits; the store, journal and lock live at the store's
+ *    resolved path. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>

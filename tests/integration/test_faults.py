@@ -15,7 +15,9 @@ its validation section), every run compared with an uninterrupted reference stor
     `enpu store verify` exits 0 or 1, and whenever it exits 0 every query answers exactly
     as on the reference (never a changed answer with exit 0); a query that exits 0 on a
     damaged store answers as the reference. A farm run on a damaged store recomputes and
-    publishes the reference again.
+    publishes the reference again, and so it does with a store of format_version 1 (which
+    readers refuse naming the version); a file that is no plan store is refused (exit 2)
+    and left as it is.
  4. Disk full (a 700 KiB tmpfs, when this process may mount one): the farm exits 4 with
     "No space left on device", without a crash, the published store (if any) verifies,
     and after the tmpfs grows the same command resumes to the reference. A full disk
@@ -48,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import h5py
 
 from harness import Harness
 from test_farm import kill_farm
@@ -240,6 +244,26 @@ def byte_flips(f, rnd):
             r.returncode == 0 and "cannot be reused, every result is recomputed" in r.stderr
             and "| reused | 0 from the store" in r.stdout, r.stderr[-400:] + r.stdout[-300:])
     h.check("flips: ... and publishes the reference again", *f.same(f.ref, flip))
+    # A store of format_version 1 (before checksums): readers name the version, the farm
+    # recomputes it; a file that is no plan store at all is refused and left alone.
+    old = os.path.join(f.tmp, "format1.h5")
+    shutil.copyfile(f.ref, old)
+    with h5py.File(old, "r+") as fp:
+        fp.attrs.modify("format_version", 1)
+    q = f.run("query", old, "--phase", "decode", "--batch", "8", "--seq", "2048", "--slack", "0.05")
+    h.check("format 1: a query names the format version (exit 1)",
+            q.returncode == 1 and "format_version 1 (written before stores carried checksums)" in q.stderr,
+            q.stderr[-300:])
+    r = f.farm(old)
+    h.check("format 1: the farm recomputes it to the reference",
+            r.returncode == 0 and "(format_version 1) cannot be reused" in r.stderr and f.same(f.ref, old)[0],
+            r.stderr[-300:])
+    other = os.path.join(f.tmp, "not-a-store.h5")
+    open(other, "w").write("someone's notes\n")
+    r = f.farm(other)
+    h.check("not a plan store: the farm refuses it (exit 2) and leaves it alone",
+            r.returncode == 2 and "not a plan store" in r.stderr and open(other).read() == "someone's notes\n",
+            r.stderr[-300:])
 
 
 # ---- 4. disk full --------------------------------------------------------------------
