@@ -7,8 +7,8 @@
  * contract for scripts; u64 signatures are hex strings (JSON integers are signed).
  *
  * Exit status: 0 ok; 1 the store cannot be read, or no plan (no covering bucket, a
- * failed or infeasible bucket, a target below the fastest plan), message on stderr;
- * 2 usage error. */
+ * failed, infeasible or not yet compiled bucket, a target below the fastest plan),
+ * message on stderr; 2 usage error; 4 the system failed reading the store (I/O error). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -197,7 +197,7 @@ int cli_cmd_query(int argc, char **argv) {
   planstore_op_states *states = NULL;
   int status = 0;
   if (planstore_open_policy(a.path, a.policy, &ps, &err) < 0) {
-    status = cli_fail("query", err.msg);
+    status = cli_exit_status(err.code, cli_fail("query", err.msg));
     goto done;
   }
   planstore_plan plan;

@@ -6,7 +6,8 @@
  * created_utc and tool_version are not content: two stores that differ only there are
  * identical.
  *
- * Exit status: info 0 ok, 1 the store cannot be read; verify 0 intact, 1 damaged or not
+ * Exit status: info 0 ok, 1 the store cannot be read (4: an I/O error of the system);
+ * verify 0 intact, 1 damaged or not
  * a plan store, 2 usage or a file that cannot be opened, 4 an I/O error of the system;
  * diff like diff(1): 0 identical, 1 different, 2 error (usage, or a store that cannot be
  * read). */
@@ -172,7 +173,7 @@ static int store_info(int argc, char **argv) {
   struct stat sb;
   int status = 0;
   if (o.rc < 0) {
-    status = cli_fail("store info", o.err.msg);
+    status = cli_exit_status(o.rc, cli_fail("store info", o.err.msg));
   } else if (!(sizes = calloc(o.c->npolicies ? o.c->npolicies : 1, sizeof *sizes))) {
     status = cli_fail("store info", "out of memory");
   } else if (store_sizes(o.path, o.c, sizes, &o.err) < 0 || stat(o.path, &sb) != 0) {
