@@ -6,11 +6,10 @@
  * created_utc and tool_version are not content: two stores that differ only there are
  * identical.
  *
- * Exit status: info 0 ok, 1 the store cannot be read (4: an I/O error of the system);
- * verify 0 intact, 1 damaged or not
- * a plan store, 2 usage or a file that cannot be opened, 4 an I/O error of the system;
- * diff like diff(1): 0 identical, 1 different, 2 error (usage, or a store that cannot be
- * read). */
+ * Exit status: info 0 ok, 1 the store cannot be read, 4 an I/O error of the system;
+ * verify 0 intact, 1 damaged or not a plan store, 2 usage or a file that cannot be
+ * opened, 4 an I/O error of the system; diff like diff(1): 0 identical, 1 different,
+ * 2 error (usage, or a store that cannot be read). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
