@@ -206,6 +206,11 @@ static int check_checksum(hid_t ds, store_table t, const void *rows, size_t n, c
     return ENPU_ERR_FORMAT;
   }
   ENPU_FORWARD(store_table_checksum(t, rows, n, &computed, err));
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  /* A fuzzer's mutation cannot update the checksum: compare nothing, so it reaches the
+   * checks below, which a crafted store (whose author computes checksums) meets. */
+  stored = computed;
+#endif
   ENPU_RETURN_IF(stored != computed, err, ENPU_ERR_FORMAT,
                  "%s: damaged: checksum mismatch (stored %016llx, rows read %016llx)", what,
                  (unsigned long long)stored, (unsigned long long)computed);
