@@ -94,6 +94,8 @@ int config_get_string(const config_doc *doc, const config_path *obj_path, const 
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];
+extern const char *const config_idle_mode_names[CONFIG_NIDLE_MODE];
+extern const char *const config_safeguard2_names[CONFIG_NSG2];
 
 /* The public *_load functions: allocate a zeroed struct of `size` bytes, parse `path` (a
  * document of `kind`) into it; on failure call clear (may be NULL) on it, free it, and

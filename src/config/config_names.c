@@ -1,4 +1,5 @@
-/* config_names.c — names of the closed vocabularies (phases, components, policies).
+/* config_names.c — names of the closed vocabularies (phases, components, policies,
+ * idle modes, safeguard-2 modes).
  * The strings are part of the file formats and the store layout: never rename them. */
 #include <string.h>
 
@@ -8,6 +9,8 @@ const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
                                                          "ideal"};
+const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
+const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
 
 const char *config_phase_name(config_phase p) {
   return (unsigned)p < CONFIG_NPHASE ? config_phase_names[p] : "?";
@@ -19,6 +22,14 @@ const char *config_component_name(config_component c) {
 
 const char *config_policy_name(config_policy p) {
   return (unsigned)p < CONFIG_NPOLICY ? config_policy_names[p] : "?";
+}
+
+const char *config_idle_mode_name(config_idle_mode m) {
+  return (unsigned)m < CONFIG_NIDLE_MODE ? config_idle_mode_names[m] : "?";
+}
+
+const char *config_safeguard2_name(config_safeguard2 m) {
+  return (unsigned)m < CONFIG_NSG2 ? config_safeguard2_names[m] : "?";
 }
 
 static int parse_name(const char *name, const char *const *names, int count, int *out) {

@@ -273,6 +273,9 @@ int store_load(const char *path, store_contents **out, enpu_err *err);
  * @return 0 with *format_version, ENPU_ERR_FORMAT (not a plan store), ENPU_ERR_IO. */
 int store_probe(const char *path, uint32_t *format_version, enpu_err *err);
 void store_contents_free(store_contents *c); /* NULL is a no-op */
+/* store_load of the provenance only (no policies: npolicies 0), for a check of what a
+ * store was compiled for. @return as store_load. */
+int store_load_provenance(const char *path, store_contents **out, enpu_err *err);
 
 /* Replay the first `prefix` walk steps of bucket `bi` (a bucket of a loaded, validated policy)
  * into st[0..ops_count): the one definition of what a walk prefix means.

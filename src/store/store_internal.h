@@ -71,6 +71,10 @@ uint64_t store_provenance_checksum(const store_root_attrs *a);
 
 /* ---- reading (store_read.c) ------------------------------------------------------- */
 
+/* Open a plan store read-only after checking it is one of this format version (the
+ * zstd filter registered). @return 0 and *file; ENPU_ERR_IO, ENPU_ERR_FORMAT. */
+int store_file_open(const char *path, hid_t *file, enpu_err *err);
+
 /* A policy read from a store: its tables, and the bucket index built while validating. */
 typedef struct {
   store_policy_tables t;

@@ -589,16 +589,25 @@ static int read_policies(hid_t file, int with_plan_states, const policy_filter *
   return rc;
 }
 
+int store_file_open(const char *path, hid_t *file, enpu_err *err) {
+  *file = H5I_INVALID_HID;
+  ENPU_FORWARD(store_zstd_register(err));
+  hid_t f = H5I_INVALID_HID;
+  ENPU_FORWARD(open_hdf5(path, &f, err));
+  int rc = check_format_version(f, err);
+  if (rc < 0) H5Fclose(f);
+  else *file = f;
+  return rc;
+}
+
 static int read_store(const char *path, int with_plan_states, const policy_filter *f, hid_t *file_out,
                       store_policy **out, size_t *n, enpu_err *err) {
   *out = NULL;
   *n = 0;
   if (file_out) *file_out = H5I_INVALID_HID;
-  ENPU_FORWARD(store_zstd_register(err));
-  hid_t file;
-  ENPU_FORWARD(open_hdf5(path, &file, err));
-  int rc = check_format_version(file, err);
-  if (rc == ENPU_OK) rc = read_policies(file, with_plan_states, f, out, n, err);
+  hid_t file = H5I_INVALID_HID;
+  ENPU_FORWARD(store_file_open(path, &file, err));
+  int rc = read_policies(file, with_plan_states, f, out, n, err);
   if (rc < 0 || !file_out) H5Fclose(file);
   if (rc < 0) {
     store_policies_free(*out, *n);

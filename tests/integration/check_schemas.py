@@ -100,6 +100,14 @@ BAD_DOCUMENTS = [
      "$.clock.states"),
     ("chip 1e308 W of static power", "chip", "chips/tpuv5p.json", ("other_static_w",), 1e308,
      "$.other_static_w"),
+    ("cluster unknown idle mode", "cluster", "clusters/llama3-70b.json", ("idle", "mode"), "off",
+     "$.idle.mode"),
+    ("cluster sleep without wake_ms", "cluster", "clusters/llama3-70b.json", ("idle",),
+     {"mode": "sleep", "sleep_w": 5}, "$.idle"),
+    ("cluster safeguard1_scan 0", "cluster", "clusters/llama3-70b.json", ("scheduler", "safeguard1_scan"), 0,
+     "$.scheduler.safeguard1_scan"),
+    ("cluster negative DCN energy", "cluster", "clusters/llama3-70b.json", ("dcn", "energy_pj_per_byte"), -1,
+     "$.dcn.energy_pj_per_byte"),
 ]
 
 RANGE_ROW = re.compile(r'\{"(job|model|chip|cluster|power table)", "([^"]+)", ([-0-9.e+]+), ([-0-9.e+]+), '
