@@ -94,6 +94,7 @@ int config_get_string(const config_doc *doc, const config_path *obj_path, const 
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];
+extern const char *const config_budget_names[CONFIG_NBUDGET];
 extern const char *const config_idle_mode_names[CONFIG_NIDLE_MODE];
 extern const char *const config_safeguard2_names[CONFIG_NSG2];
 

@@ -15,8 +15,9 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const job_keys[] = {"name",   "model",  "chip",     "cluster", "store",
-                                       "phases", "slacks", "policies", "moe",     "validation"};
+static const char *const job_keys[] = {"name",     "model", "chip",       "cluster",
+                                       "store",    "phases", "slacks",    "policies",
+                                       "budget",   "moe",    "validation"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
 static const char *const rule_names[] = {"paper"};
@@ -172,6 +173,19 @@ static int parse_policies(const config_doc *doc, const config_path *root, config
   return ENPU_OK;
 }
 
+/* "budget": "strict" | "paper" (config.h), strict when absent. */
+static int parse_budget(const config_doc *doc, const config_path *root, config_job *job,
+                        enpu_err *err) {
+  const json_t *v = json_object_get(doc->root, "budget");
+  job->budget = CONFIG_BUDGET_STRICT;
+  if (!v) return ENPU_OK;
+  config_path bp = CONFIG_KEY(root, "budget");
+  int b;
+  ENPU_FORWARD(config_enum(doc, &bp, v, config_budget_names, CONFIG_NBUDGET, &b, err));
+  job->budget = (config_budget)b;
+  return ENPU_OK;
+}
+
 static int parse_moe(const config_doc *doc, const config_path *root, config_job *job,
                      enpu_err *err) {
   const json_t *v = json_object_get(doc->root, "moe");
@@ -286,6 +300,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
     ENPU_FORWARD(parse_phase(doc, &refs[2], &pp, phases, (config_phase)ph, job, err));
   ENPU_FORWARD(parse_slacks(doc, &root, job, err));
   ENPU_FORWARD(parse_policies(doc, &root, job, err));
+  ENPU_FORWARD(parse_budget(doc, &root, job, err));
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
   ENPU_FORWARD(parse_validation(doc, &root, job, err));
   enpu_hasher hs;

@@ -1,5 +1,5 @@
-/* config_names.c — names of the closed vocabularies (phases, components, policies,
- * idle modes, safeguard-2 modes).
+/* config_names.c — names of the closed vocabularies (phases, components, policies, budget
+ * modes, idle modes, safeguard-2 modes).
  * The strings are part of the file formats and the store layout: never rename them. */
 #include <string.h>
 
@@ -8,7 +8,8 @@
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
-                                                         "ideal"};
+                                                         "ideal",  "dvfs-c-walk"};
+const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
 
@@ -22,6 +23,10 @@ const char *config_component_name(config_component c) {
 
 const char *config_policy_name(config_policy p) {
   return (unsigned)p < CONFIG_NPOLICY ? config_policy_names[p] : "?";
+}
+
+const char *config_budget_name(config_budget b) {
+  return (unsigned)b < CONFIG_NBUDGET ? config_budget_names[b] : "?";
 }
 
 const char *config_idle_mode_name(config_idle_mode m) {
@@ -52,5 +57,12 @@ int config_policy_parse(const char *name, config_policy *out) {
   int i;
   ENPU_FORWARD(parse_name(name, config_policy_names, CONFIG_NPOLICY, &i));
   *out = (config_policy)i;
+  return ENPU_OK;
+}
+
+int config_budget_parse(const char *name, config_budget *out) {
+  int i;
+  ENPU_FORWARD(parse_name(name, config_budget_names, CONFIG_NBUDGET, &i));
+  *out = (config_budget)i;
   return ENPU_OK;
 }

@@ -146,7 +146,8 @@ typedef struct {
   uint32_t policy;
   const uint64_t *op_keys;
   size_t nops;
-  const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash are read */
+  const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash (and budget, for a
+                                      pending row) are read */
   size_t nbuckets;
 } farm_wanted;
 

@@ -282,7 +282,8 @@ static int load_bucket_plans(const store_policy_tables *t, size_t bi, farm_bucke
   r->nstates = 0;
   for (uint32_t k = 0; k < r->nplans; k++) {
     const store_plan_rec *pl = &t->plans[b->plan_first + k];
-    if (!range_ok(pl->states_first, pl->states_count, t->nplan_states) || pl->walk_prefix > r->nwalk)
+    if (!range_ok(pl->states_first, pl->states_count, t->nplan_states) ||
+        (pl->walk_prefix > r->nwalk && pl->walk_prefix != STORE_NO_PREFIX))
       return BAD("policy %s: plan %u: plan_states range or walk prefix out of range", t->name,
                  b->plan_first + k);
     r->nstates += pl->states_count;
@@ -561,7 +562,7 @@ static int emit_pending(const store_bucket_rec *wb, ckpt_tables *tb, enpu_err *e
                  "farm: more than 2^32 buckets");
   store_bucket_rec *b = push_row(tb, STORE_T_BUCKETS, err);
   if (!b) return ENPU_ERR_NOMEM;
-  *b = (store_bucket_rec){.phase = wb->phase, .status = STORE_BUCKET_PENDING, .batch = wb->batch,
+  *b = (store_bucket_rec){.phase = wb->phase, .status = STORE_BUCKET_PENDING, .budget = wb->budget, .batch = wb->batch,
                           .seq = wb->seq, .input_hash = wb->input_hash,
                           .ops_first = (uint32_t)tb->n[STORE_T_BUCKET_OPS], .walk_first = tb->n[STORE_T_WALK],
                           .plan_first = (uint32_t)tb->n[STORE_T_PLANS]};

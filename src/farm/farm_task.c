@@ -9,10 +9,11 @@
  *    counts steps). Steps of graph ops that share a key become steps of that key; the
  *    conversion replays them as the store reader does (instances on at most a lead and a
  *    trail point) and fails the task rather than write a walk the reader would reject.
- *  - plan_states are kept small: per plan, per distinct op of the bucket (op_keys order),
- *    one row per Pareto point its instances use at the plan's prefix (the trail point
- *    first when the instances are split, then the lead); a plan that fell back to
- *    all-peak has one row per op with pareto STORE_NO_INDEX and the peak states.
+ *  - plan_states are runs: per plan, per distinct op of the bucket (op_keys order), one
+ *    row per run of its instances (layer order) on one Pareto point — two at most for a
+ *    walk prefix (lead, then trail), one per GA gene at most for a GA plan; states that
+ *    are no Pareto point of the op (rail lifting, the all-peak fallback) have pareto
+ *    STORE_NO_INDEX. A plan that is no walk prefix has walk_prefix STORE_NO_PREFIX.
  *  - Fixed-layout headers are copied with memcpy: both ends are the same binary. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +25,10 @@
 /* ---------------------------------------------------------------------------------
  * Keys */
 
-void farm_search_options(search_options *opt) { search_options_default(opt); }
+void farm_search_options(const config_job *job, search_options *opt) {
+  search_options_default(opt);
+  opt->budget = job->budget;
+}
 
 static void hash_options(enpu_hasher *h, const config_job *job, const search_options *opt) {
   enpu_hasher_i64(h, (int64_t)job->chip.hash);
@@ -40,6 +44,8 @@ static void hash_options(enpu_hasher *h, const config_job *job, const search_opt
   enpu_hasher_i64(h, opt->ideal_method);
   enpu_hasher_i64(h, opt->op_trim);
   enpu_hasher_i64(h, opt->transition_aware);
+  enpu_hasher_i64(h, opt->budget);
+  enpu_hasher_i64(h, opt->transitions);
 }
 
 uint64_t farm_op_key(const config_job *job, config_policy policy, const search_options *opt,
@@ -169,8 +175,8 @@ struct farm_exec {
 int farm_exec_create(const char *job_path, farm_exec **out, enpu_err *err) {
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
-  farm_search_options(&x->opt);
   int rc = config_job_load(job_path, &x->job, err);
+  if (rc == 0) farm_search_options(x->job, &x->opt);
   if (rc == 0) rc = cost_ctx_create(&x->job->chip, &x->cost, err);
   if (rc == 0) rc = search_ctx_create(&x->job->chip, &x->search, err);
   if (rc < 0) {
@@ -271,7 +277,7 @@ typedef struct {
   const search_bucket_result *sr;
   const search_pareto *sets; /* per key */
   const int *key_of;         /* per graph op */
-  int peak;
+  const graph *g;
 } convert_in;
 
 static int cmp_i64(const void *a, const void *b) {
@@ -314,6 +320,10 @@ static int convert_walk(const convert_in *in, farm_bucket_result *r, enpu_err *e
   /* Each plan's prefix in (split) steps: the steps whose moves all came before it. */
   for (uint32_t k = 0; k < r->nplans; k++) {
     const int64_t m = in->sr->plans[k].walk_moves;
+    if (m < 0) {
+      r->plans[k].walk_prefix = STORE_NO_PREFIX;
+      continue;
+    }
     int64_t moves = 0;
     uint64_t n = 0;
     while (m > 0 && n < r->nwalk && moves + (int64_t)r->walk[n].instances <= m)
@@ -325,43 +335,83 @@ static int convert_walk(const convert_in *in, farm_bucket_result *r, enpu_err *e
   return 0;
 }
 
-/* Plan states of every plan (see the file comment), checking the reader's walk rule. */
-static int convert_states(const convert_in *in, farm_bucket_result *r, enpu_err *err) {
-  op_pos *pos = enpu_calloc(r->nops, sizeof *pos);
-  r->states = enpu_calloc((size_t)r->nplans * r->nops * 2 + 1, sizeof *r->states);
-  ENPU_RETURN_IF(!pos || !r->states, err, (free(pos), ENPU_ERR_NOMEM), "out of memory (states)");
+/* The whole walk replayed as the store reader replays it (lead/trail moves per key). */
+static int check_walk_rule(const farm_bucket_result *r, enpu_err *err) {
+  op_pos *pos = enpu_calloc(r->nops + 1, sizeof *pos);
+  ENPU_RETURN_IF(!pos, err, ENPU_ERR_NOMEM, "out of memory (walk check)");
+  for (uint32_t i = 0; i < r->nops; i++) pos[i] = (op_pos){0, 0, r->multiplicity[i]};
   int rc = 0;
-  for (uint32_t k = 0; rc == 0 && k <= r->nplans; k++) {
-    /* k == nplans replays the whole walk: the check the reader makes at open. */
-    const uint64_t prefix = k < r->nplans ? r->plans[k].walk_prefix : r->nwalk;
-    for (uint32_t i = 0; i < r->nops; i++) pos[i] = (op_pos){0, 0, r->multiplicity[i]};
-    for (uint64_t s = 0; s < prefix && rc == 0; s++) {
-      const store_walk_rec *w = &r->walk[s];
-      if (pos_step(&pos[w->op], w->instances, w->pareto, r->multiplicity[w->op]) < 0)
-        rc = enpu_errorf(err, ENPU_ERR_INTERNAL,
-                         "walk step %llu of op key %016llx cannot be stored as lead/trail moves",
-                         (unsigned long long)s, (unsigned long long)r->op_keys[w->op]);
-    }
-    if (k == r->nplans || rc < 0) break;
-    store_plan_rec *pl = &r->plans[k];
-    pl->states_first = r->nstates;
-    const int peak = in->sr->plans[k].walk_moves < 0;
-    for (uint32_t i = 0; i < r->nops; i++) {
-      const search_pareto *set = &in->sets[i];
-      const uint32_t pts[2] = {pos[i].trail, pos[i].lead};
-      for (int j = pos[i].lead_instances < r->multiplicity[i] ? 0 : 1; j < 2; j++) {
-        store_plan_state_rec *o = &r->states[r->nstates++];
-        o->plan = k, o->op = i;
-        o->pareto = peak ? STORE_NO_INDEX : pts[j];
-        for (int c = 0; c < STORE_NSTATE; c++)
-          o->states[c] = (uint8_t)(peak ? in->peak : set->points[pts[j]].state[c]);
-        if (peak) break;
-      }
-    }
-    pl->states_count = r->nstates - pl->states_first;
+  for (uint64_t s = 0; s < r->nwalk && rc == 0; s++) {
+    const store_walk_rec *w = &r->walk[s];
+    if (pos_step(&pos[w->op], w->instances, w->pareto, r->multiplicity[w->op]) < 0)
+      rc = enpu_errorf(err, ENPU_ERR_INTERNAL,
+                       "walk step %llu of op key %016llx cannot be stored as lead/trail moves",
+                       (unsigned long long)s, (unsigned long long)r->op_keys[w->op]);
   }
   free(pos);
   return rc;
+}
+
+/* The Pareto point of `set` with these states, or STORE_NO_INDEX. */
+static uint32_t point_of(const search_pareto *set, const int state[CONFIG_NCOMP]) {
+  for (int q = 0; q < set->count; q++)
+    if (!memcmp(set->points[q].state, state, sizeof set->points[q].state)) return (uint32_t)q;
+  return STORE_NO_INDEX;
+}
+
+/* Append instance `st` of key i to plan k's runs (a new row unless it extends the last). */
+static void push_run(farm_bucket_result *r, uint32_t k, uint32_t i, const search_pareto *set,
+                     const int st[CONFIG_NCOMP]) {
+  uint8_t st8[STORE_NSTATE];
+  for (int c = 0; c < STORE_NSTATE; c++) st8[c] = (uint8_t)st[c];
+  const uint32_t pt = point_of(set, st);
+  store_plan_state_rec *last = r->nstates ? &r->states[r->nstates - 1] : NULL;
+  if (last && last->plan == k && last->op == i && last->pareto == pt &&
+      !memcmp(last->states, st8, STORE_NSTATE)) {
+    last->instances++;
+    return;
+  }
+  store_plan_state_rec *o = &r->states[r->nstates++];
+  *o = (store_plan_state_rec){.plan = k, .op = i, .pareto = pt, .instances = 1};
+  memcpy(o->states, st8, STORE_NSTATE);
+}
+
+/* Plan states of every plan (see the file comment), from each plan's per-instance states;
+ * and the reader's walk rule checked on the whole walk. */
+static int convert_states(const convert_in *in, farm_bucket_result *r, enpu_err *err) {
+  ENPU_FORWARD(check_walk_rule(r, err));
+  const graph *g = in->g;
+  const int nops = graph_op_count(g);
+  int64_t *exec0 = enpu_calloc((size_t)nops + 1, sizeof *exec0); /* op i, layer 0 */
+  uint64_t runs = 0;
+  for (int k = 0; k < in->sr->nplans; k++) runs += (uint64_t)in->sr->plans[k].instances;
+  r->states = enpu_calloc(runs + 1, sizeof *r->states);
+  ENPU_RETURN_IF(!exec0 || !r->states, err, (free(exec0), ENPU_ERR_NOMEM),
+                 "out of memory (states)");
+  for (int64_t x = 0, si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, (int)si);
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+      exec0[i] = x + (i - seg->first_op);
+    x += seg->repeat * seg->op_count;
+  }
+  for (uint32_t k = 0; k < r->nplans; k++) {
+    const search_slack_plan *sp = &in->sr->plans[k];
+    r->plans[k].states_first = r->nstates;
+    for (uint32_t key = 0; key < r->nops; key++)
+      for (int i = 0; i < nops; i++) {
+        if ((uint32_t)in->key_of[i] != key) continue;
+        const graph_segment *seg = NULL;
+        for (int si = 0; si < graph_segment_count(g) && !seg; si++) {
+          const graph_segment *c = graph_segment_at(g, si);
+          if (i >= c->first_op && i < c->first_op + c->op_count) seg = c;
+        }
+        for (int64_t l = 0; l < graph_op_at(g, i)->multiplicity; l++)
+          push_run(r, k, key, &in->sets[key], sp->state[exec0[i] + l * seg->op_count]);
+      }
+    r->plans[k].states_count = r->nstates - r->plans[k].states_first;
+  }
+  free(exec0);
+  return 0;
 }
 
 static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_result *r,
@@ -370,6 +420,7 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   r->policy = t->policy;
   store_bucket_rec *b = &r->bucket;
   b->phase = (uint8_t)t->phase, b->status = STORE_BUCKET_OK, b->input_hash = t->key;
+  b->budget = (uint8_t)sr->budget;
   b->batch = t->batch, b->seq = t->seq;
   b->t_nodvfs_ns = sr->t_nodvfs_ns, b->t_peak_ns = sr->t_peak_ns, b->e_nodvfs_nj = sr->e_nodvfs_nj;
   b->walk_start_time_ns = search_walk_start_time_ns(sr->walk);
@@ -379,8 +430,10 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   ENPU_RETURN_IF(!r->plans, err, ENPU_ERR_NOMEM, "out of memory (plans)");
   for (int k = 0; k < sr->nplans; k++) {
     const search_slack_plan *p = &sr->plans[k];
-    r->plans[k] = (store_plan_rec){.slack = p->slack, .budget_ns = p->budget_ns,
-                                   .time_ns = p->time_ns, .energy_nj = p->energy_nj,
+    r->plans[k] = (store_plan_rec){.budget = (uint8_t)p->budget, .slack = p->slack,
+                                   .budget_ns = p->budget_ns, .time_ns = p->time_ns,
+                                   .energy_nj = p->energy_nj, .cp_time_ns = p->cp_time_ns,
+                                   .overhead_pct = p->overhead_pct,
                                    .lower_bound_nj = p->lower_bound_nj,
                                    .savings_vs_nodvfs = p->savings_vs_nodvfs};
   }
@@ -492,7 +545,7 @@ static int run_bucket(farm_exec *x, const task_hdr *t, bucket_scratch *s, farm_b
     rc = search_compile_bucket_sets(x->search, x->cost, g, policy, by_op, x->job->slacks,
                                     x->job->slack_count, &x->opt, &sr, err);
   if (rc == 0) {
-    const convert_in in = {&sr, s->sets, s->key_of, x->job->chip.freq_states};
+    const convert_in in = {&sr, s->sets, s->key_of, g};
     rc = convert_bucket(&in, t, &r, err);
   }
   if (rc == 0) rc = farm_bucket_result_encode(&r, rec, err);
