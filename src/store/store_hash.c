@@ -1,4 +1,4 @@
-/* store_hash.c — the store's integrity checksums (format_version 2): one per table,
+/* store_hash.c — the store's integrity checksums (since format_version 3): one per table,
  * stored as the dataset's `xxh3_64` attribute, and one over the root attributes
  * (`provenance_xxh3_64`). The writer computes them from the records it appends, the
  * readers from the records HDF5 hands back, so any change of content between the two —
