@@ -62,7 +62,7 @@ bad_model = write("bad-model.json", json.dumps(model, indent=1))
 r = replay("--governors", "pelm", "--model", bad_model)
 h.check("acceptance rate 1.2: exit 1 naming file:line:column and the JSON path",
         r.returncode == 1 and "bad-model.json:" in r.stderr and
-        "$.speculative.acceptance[1].rate: expected a number in [0, 1], got 1.2" in r.stderr, r.stderr)
+        "$.speculative.acceptance[1].rate: expected a number in [0, 1] (probability that a drafted token is accepted), got 1.2" in r.stderr, r.stderr)
 r = replay("--spec", "21,4", "--policy", "nodvfs", trace=trace_part("head50.csv", 0, 50))
 h.check("--spec with an exit depth the model has no rate for: exit 1", r.returncode == 1 and
         "no acceptance rate for a draft exit at layer 21 (it has 20, 40, 60)" in r.stderr, r.stderr)
