@@ -102,6 +102,15 @@ static void gp_panel(FILE *f, const actions *a, size_t n, int k, const char *tit
   fprintf(f, "\n");
 }
 
+/* Close <stem>.gp and draw <stem>.png with it. */
+static int run_plot(const report_ctx *r, FILE *f, const char *stem, enpu_err *err) {
+  char gp[64], png[64];
+  snprintf(gp, sizeof gp, "%s.gp", stem);
+  snprintf(png, sizeof png, "%s.png", stem);
+  ENPU_FORWARD(report_file_close(f, r->dir, gp, err));
+  return report_run_gnuplot(r->gnuplot, r->absdir, gp, png, err);
+}
+
 static int plot_actions(const report_ctx *r, const actions *a, size_t n, enpu_err *err) {
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "governors_actions.gp", &f, err));
@@ -112,8 +121,7 @@ static int plot_actions(const report_ctx *r, const actions *a, size_t n, enpu_er
   gp_panel(f, a, n, A_SHARE, "decode time spent in speculation rounds", "share (%)");
   gp_panel(f, a, n, A_EXIT, "mean draft exit depth while speculating", "layers");
   fprintf(f, "unset multiplot\n");
-  ENPU_FORWARD(report_file_close(f, r->dir, "governors_actions.gp", err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, "governors_actions.gp", "governors_actions.png", err);
+  return run_plot(r, f, "governors_actions", err);
 }
 
 static int plot_learning(const report_ctx *r, const actions *a, size_t n, enpu_err *err) {
@@ -130,8 +138,7 @@ static int plot_learning(const report_ctx *r, const actions *a, size_t n, enpu_e
               2 + i * (NA - 1) + (A_REWARD - 1), i + 1, a[i].name);
   }
   fprintf(f, "\n");
-  ENPU_FORWARD(report_file_close(f, r->dir, "governors_learning.gp", err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, "governors_learning.gp", "governors_learning.png", err);
+  return run_plot(r, f, "governors_learning", err);
 }
 
 /* ---- tables --------------------------------------------------------------------------- */
