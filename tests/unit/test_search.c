@@ -1069,10 +1069,10 @@ static void test_uniform(void **state) {
   enpu_err err = {0};
   config_job *job;
   if (config_job_load(JOB_PATH, &job, &err) < 0) fail_msg("%s", err.msg);
-  graph *g, *g20;
+  graph *g, *g20, *none;
   assert_int_equal(graph_build(job, CONFIG_DECODE, 8, 2048, &g, &err), 0);
-  assert_int_equal(graph_build_depth(job, CONFIG_DECODE, 8, 2048, 20, &g20, &err), 0);
-  assert_int_equal(graph_build_depth(job, CONFIG_DECODE, 8, 2048, 81, &g20, &err), ENPU_ERR_RANGE);
+  assert_int_equal(graph_build_depth(job, CONFIG_DECODE, 8, 2048, 81, &none, &err), ENPU_ERR_RANGE);
+  assert_null(none);
   assert_int_equal(graph_build_depth(job, CONFIG_DECODE, 8, 2048, 20, &g20, &err), 0);
   cost_ctx *cost;
   search_ctx *sx;
