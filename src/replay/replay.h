@@ -359,8 +359,9 @@ void replay_pelm_free(replay_pelm *a); /* NULL is a no-op */
 /* Save as JSON (schemas/pelm-net.schema.json: branches, parameters, every weight) /
  * load; a loaded agent acts as the saved one did (identical weights). Loading checks the
  * branches against `setup` (a network trained for another chip or model is refused).
- * @return 0, ENPU_ERR_IO, ENPU_ERR_PARSE / ENPU_ERR_FORMAT (file:line:column, JSON path,
- * what was expected), ENPU_ERR_INVALID (branches differ), ENPU_ERR_NOMEM. */
+ * @return 0, ENPU_ERR_IO, ENPU_ERR_PARSE (file:line:column of the syntax error),
+ * ENPU_ERR_FORMAT (the file, the JSON path and what was expected), ENPU_ERR_INVALID
+ * (branches differ), ENPU_ERR_NOMEM. */
 int replay_pelm_save(const replay_pelm *a, const char *path, enpu_err *err);
 int replay_pelm_load(const char *path, const replay_setup *setup, replay_pelm **out, enpu_err *err);
 /* Every weight of the online network, in FANN's connection order (*n of them; up to cap
