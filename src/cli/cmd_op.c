@@ -396,8 +396,10 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
   const int nodvfs = !strcmp(a->pipeline, "nodvfs"), uniform = !strcmp(a->pipeline, "uniform");
   for (int c = 1; uniform && c < CONFIG_NCOMP; c++)
     if (plan.state[c] != plan.state[0]) {
-      snprintf(msg, sizeof msg, "--pipeline uniform runs every component at one state: --plan %d,%d,%d,%d,%d has %s at %d",
-               plan.state[0], plan.state[0], plan.state[0], plan.state[0], plan.state[0], unit_name(c), plan.state[c]);
+      snprintf(msg, sizeof msg,
+               "--pipeline uniform runs every component at one state: --plan %d,%d,%d,%d,%d has %s at %d",
+               plan.state[0], plan.state[0], plan.state[0], plan.state[0], plan.state[0], unit_name(c),
+               plan.state[c]);
       return cli_fail("op", msg);
     }
   for (int c = 0; nodvfs && c < CONFIG_NCOMP; c++) {

@@ -393,7 +393,8 @@ static void print_row(const replay_summary *s, const replay_summary *b) {
   pct_cell(c[5], 32, s->energy_nj, b ? b->energy_nj : 0);
   const double batches = (double)(p[0].batches + p[1].batches);
   printf("%-14s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu\n", s->policy,
-         (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment, s->ttft_p50_ns * 1e-6,
+         (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment,
+         s->ttft_p50_ns * 1e-6,
          s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6, c[0], c[1], c[2], c[3], c[4], c[5],
          batches ? 100 * (double)(p[0].safeguard1 + p[1].safeguard1) / batches : 0,
          batches ? 100 * (double)(p[0].locked + p[1].locked) / batches : 0,

@@ -287,7 +287,8 @@ static int tick(sim *s, enpu_err *err) {
     const node_batch *b = batch_of(s, k);
     if (busy(s, k)) accrue(s, k, b, s->now_ns);
     /* A batch running since before the period counts in it too, as it now stands. */
-    if (busy(s, k) && b->start_ns < s->now_ns - s->period_ns) count_batch(&s->gov[k], b->end_ns - b->start_ns, b->target_ns);
+    if (busy(s, k) && b->start_ns < s->now_ns - s->period_ns)
+      count_batch(&s->gov[k], b->end_ns - b->start_ns, b->target_ns);
     const int ph = phase_of(s, k);
     w->state_mean[ph] += s->gov[k].state * s->period_ns;
     t[ph] += s->period_ns;
@@ -366,7 +367,8 @@ int gov_finish(sim *s, enpu_err *err) {
   if (gs->spec_rounds) gs->mean_tokens_per_round /= (double)gs->spec_rounds;
   gs->reward_first10 = s->reward_n[0] ? s->reward_sum[0] / (double)s->reward_n[0] : NAN;
   gs->reward_last90 = s->reward_n[1] ? s->reward_sum[1] / (double)s->reward_n[1] : NAN;
-  if (s->job->governor && s->job->governor->kind == REPLAY_GOV_PELM) gs->updates = replay_pelm_updates(s->job->governor->pelm);
+  const replay_governor *gv = s->job->governor;
+  if (gv && gv->kind == REPLAY_GOV_PELM) gs->updates = replay_pelm_updates(gv->pelm);
   for (size_t i = 0; i < r->gov_windows_cap; i++) {
     replay_gov_window *w = &r->gov_windows[i];
     const double *t = &r->gov_time_ns[i * GT_N];

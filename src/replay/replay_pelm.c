@@ -223,7 +223,8 @@ int pelm_train(replay_pelm *a, enpu_err *err) {
   for (int k = 0; k < a->p.batch; k++) {
     const int i = (int)(next_u64(&a->rng) % (uint64_t)a->filled);
     const fann_type *qn = fann_run(a->target, a->next[i]);
-    for (int b = 0; b < REPLAY_PELM_NBRANCH; b++) target_max[b] = qn[a->offset[b] + argmax(qn + a->offset[b], a->size[b])];
+    for (int b = 0; b < REPLAY_PELM_NBRANCH; b++)
+      target_max[b] = qn[a->offset[b] + argmax(qn + a->offset[b], a->size[b])];
     memcpy(desired, fann_run(a->net, a->obs[i]), (size_t)a->nout * sizeof *desired);
     const int branches_used = a->phase[i] == REPLAY_PREFILL ? 1 : REPLAY_PELM_NBRANCH;
     for (int b = 0; b < branches_used; b++) {
@@ -276,8 +277,8 @@ static json_t *int_array(const int *v, int n) {
 }
 
 static json_t *params_json(const replay_pelm_params *p) {
-  return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:b}", "seed", (json_int_t)p->seed, "qoe_weight",
-                   p->qoe_weight, "gamma", p->gamma, "learning_rate", p->learning_rate, "epsilon_start",
+  return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:b}", "seed", (json_int_t)p->seed,
+                   "qoe_weight", p->qoe_weight, "gamma", p->gamma, "learning_rate", p->learning_rate, "epsilon_start",
                    p->epsilon_start, "epsilon_end", p->epsilon_end, "epsilon_decay_s", p->epsilon_decay_s,
                    "replay_capacity", p->replay_capacity, "batch", p->batch, "train_every", p->train_every,
                    "target_every", p->target_every, "lossless", p->lossless);

@@ -549,7 +549,8 @@ int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const
   enpu_err *errs = enpu_calloc(n, sizeof *errs);
   run_batch *batches = enpu_calloc(nt, sizeof *batches);
   pthread_t *tids = enpu_calloc(nt, sizeof *tids);
-  int status = rc && errs && batches && tids ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay jobs)");
+  int status =
+      rc && errs && batches && tids ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay jobs)");
   size_t started = 0;
   for (size_t t = 0; status == ENPU_OK && t < nt; t++) {
     batches[t] = (run_batch){ps, jobs, n, t, nt, trace, setup, runs, rc, errs};

@@ -37,8 +37,9 @@ int replay_spec_rate(const config_model *model, int exit_layers, double *rate, e
     const size_t used = strlen(have);
     snprintf(have + used, sizeof have - used, "%s%d", i ? ", " : "", model->spec_exits[i].exit_layers);
   }
-  return enpu_errorf(err, ENPU_ERR_NOT_FOUND, "model %s has no acceptance rate for a draft exit at layer %d (it has %s)",
-                     model->name, exit_layers, have);
+  return enpu_errorf(err, ENPU_ERR_NOT_FOUND,
+                     "model %s has no acceptance rate for a draft exit at layer %d (it has %s)", model->name,
+                     exit_layers, have);
 }
 
 int replay_spec_check(const config_model *model, const replay_spec *spec, enpu_err *err) {
@@ -51,8 +52,8 @@ int replay_spec_check(const config_model *model, const replay_spec *spec, enpu_e
                  "a draft needs both an exit depth and a horizon (got exit %d, horizon %d)", spec->exit_layers,
                  spec->draft_tokens);
   if (spec->exit_layers == 0) return ENPU_OK;
-  ENPU_RETURN_IF(spec->exit_layers >= vd, err, ENPU_ERR_INVALID, "draft exit %d must be below the verification depth %d",
-                 spec->exit_layers, vd);
+  ENPU_RETURN_IF(spec->exit_layers >= vd, err, ENPU_ERR_INVALID,
+                 "draft exit %d must be below the verification depth %d", spec->exit_layers, vd);
   double rate = 0;
   return replay_spec_rate(model, spec->exit_layers, &rate, err);
 }

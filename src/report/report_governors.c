@@ -65,11 +65,6 @@ static int load_actions(const char *dir, const char *name, actions *a, enpu_err 
   return rc;
 }
 
-static double jnum(const json_t *o, const char *a, const char *b) {
-  const json_t *v = b ? json_object_get(json_object_get(o, a), b) : json_object_get(o, a);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* ---- plots ----------------------------------------------------------------------------- */
 
 static int write_dat(const report_ctx *r, const actions *a, size_t n, double origin_h, enpu_err *err) {
@@ -164,18 +159,18 @@ static void md_compare_table(FILE *md, const json_t *pols) {
     const json_t *on = json_object_get(p, "online");
     const bool gov = json_is_true(json_object_get(on, "governor"));
     fprintf(md, "| %s | %s |", name, gov ? "online governor" : on ? "offline plan + speculation" : "offline plan");
-    cell(md, jnum(p, "energy_j", "total"), 1e-6, "%.3f");
-    const double s[3] = {jnum(p, "energy_savings", "total"), jnum(p, "energy_savings", "prefill"),
-                         jnum(p, "energy_savings", "decode")};
+    cell(md, report_jget(p, "energy_j", "total"), 1e-6, "%.3f");
+    const double s[3] = {report_jget(p, "energy_savings", "total"), report_jget(p, "energy_savings", "prefill"),
+                         report_jget(p, "energy_savings", "decode")};
     if (isfinite(s[0])) fprintf(md, " %.2f / %.2f / %.2f |", 100 * s[0], 100 * s[1], 100 * s[2]);
     else fprintf(md, " – |");
-    cell(md, jnum(p, "busy_energy_savings", "total"), 100, "%.2f");
-    cell(md, jnum(p, "slo_attainment", NULL), 100, "%.3f");
-    fprintf(md, " %.1f / %.1f | %.1f / %.1f |", jnum(p, "ttft_ms", "p50"), jnum(p, "ttft_ms", "p99"),
-            jnum(p, "tpot_ms", "p50"), jnum(p, "tpot_ms", "p99"));
-    const double tokens = jnum(on, "mean_tokens_per_round", NULL), lossy = jnum(on, "lossy_tokens", NULL);
+    cell(md, report_jget(p, "busy_energy_savings", "total"), 100, "%.2f");
+    cell(md, report_jget(p, "slo_attainment", NULL), 100, "%.3f");
+    fprintf(md, " %.1f / %.1f | %.1f / %.1f |", report_jget(p, "ttft_ms", "p50"), report_jget(p, "ttft_ms", "p99"),
+            report_jget(p, "tpot_ms", "p50"), report_jget(p, "tpot_ms", "p99"));
+    const double tokens = report_jget(on, "mean_tokens_per_round", NULL), lossy = report_jget(on, "lossy_tokens", NULL);
     cell(md, tokens > 0 ? tokens : NAN, 1, "%.3f");
-    const double decoded = jnum(p, "tokens", "decode_generated");
+    const double decoded = report_jget(p, "tokens", "decode_generated");
     if (isfinite(lossy) && decoded > 0) fprintf(md, " %.0f (%.1f %%) |", lossy, 100 * lossy / decoded);
     else fprintf(md, " – |");
     fprintf(md, "\n");
@@ -209,7 +204,7 @@ static void md_verdict(FILE *md, const char *gname, const json_t *g, const char 
     int listed = 0;
     for (size_t k = 0; k < NMETRIC; k++) {
       const metric *m = &metrics[k];
-      const double a = jnum(g, m->key, m->part) * m->scale, b = jnum(p, m->key, m->part) * m->scale;
+      const double a = report_jget(g, m->key, m->part) * m->scale, b = report_jget(p, m->key, m->part) * m->scale;
       if (!isfinite(a) || !isfinite(b) || a == b) continue;
       const bool better = m->lower_better ? a < b : a > b;
       if (better != (pass == 0)) continue;
@@ -231,11 +226,11 @@ static void md_verdicts(FILE *md, const json_t *pols) {
       if (json_object_get(p, "online") || !strcmp(pn, "nodvfs")) continue;
       md_verdict(md, gn, g, pn, p);
     }
-    const double r0 = jnum(on, "reward_first10", NULL), r1 = jnum(on, "reward_last90", NULL);
+    const double r0 = report_jget(on, "reward_first10", NULL), r1 = report_jget(on, "reward_last90", NULL);
     if (isfinite(r0) && isfinite(r1))
       fprintf(md, "- **%s learning**: mean reward %.4f over its first 10 %% of the run, %.4f over the rest (%s by "
                   "%.1f %%; %.0f training updates).\n",
-              gn, r0, r1, r1 > r0 ? "better" : "worse", 100 * fabs((r1 - r0) / r0), jnum(on, "updates", NULL));
+              gn, r0, r1, r1 > r0 ? "better" : "worse", 100 * fabs((r1 - r0) / r0), report_jget(on, "updates", NULL));
   }
   fprintf(md, "\n");
 }
@@ -258,7 +253,7 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
       rc = load_actions(dir, name, &a[n++], err);
     }
   if (rc == ENPU_OK && n > 0) {
-    const double origin_h = jnum(doc, "origin_time_of_day_h", NULL);
+    const double origin_h = report_jget(doc, "origin_time_of_day_h", NULL);
     rc = write_dat(r, a, n, isfinite(origin_h) ? origin_h : 0, err);
     if (rc == ENPU_OK) rc = plot_actions(r, a, n, err);
     if (rc == ENPU_OK) rc = plot_learning(r, a, n, err);

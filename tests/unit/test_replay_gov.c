@@ -94,8 +94,9 @@ void test_governor_fixed_state(void **state) {
   assert_near(s->phase[REPLAY_DECODE].busy_node_ns, 2 * td * synth_uniform_time(17), 1e-3);
   /* Idle: every node but the busy one for the whole horizon at state 17's idle power. */
   const double idle_w = c->setup.idle_w_state[17];
-  const double idle = ((24 * s->horizon_ns - s->phase[0].busy_node_ns) + (8 * s->horizon_ns - s->phase[1].busy_node_ns)) *
-                      4 * idle_w;
+  const double idle_node_ns =
+      (24 * s->horizon_ns - s->phase[0].busy_node_ns) + (8 * s->horizon_ns - s->phase[1].busy_node_ns);
+  const double idle = idle_node_ns * 4 * idle_w;
   assert_near(s->phase[0].idle_energy_nj + s->phase[1].idle_energy_nj, idle, 1e-9 * idle);
   assert_true(idle_w < c->setup.idle_w_state[34]);
   replay_result_free(r);
@@ -235,7 +236,10 @@ void test_pelm_save_load(void **state) {
   uint64_t rng = 1;
   for (int k = 0; k < 200; k++) {
     double obs[REPLAY_PELM_NOBS];
-    for (int i = 0; i < REPLAY_PELM_NOBS; i++) obs[i] = (double)((rng = rng * 6364136223846793005ULL + 1) >> 40) / (1 << 24);
+    for (int i = 0; i < REPLAY_PELM_NOBS; i++) {
+      rng = rng * 6364136223846793005ULL + 1;
+      obs[i] = (double)(rng >> 40) / (1 << 24);
+    }
     int x[REPLAY_PELM_NBRANCH], y[REPLAY_PELM_NBRANCH];
     replay_pelm_greedy(a, obs, x);
     replay_pelm_greedy(b, obs, y);
