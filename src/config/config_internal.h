@@ -65,6 +65,9 @@ int config_string(const config_doc *doc, const config_path *p, const json_t *v, 
 /* A string among names[0..count): *out is its index. */
 int config_enum(const config_doc *doc, const config_path *p, const json_t *v,
                 const char *const *names, int count, int *out, enpu_err *err);
+/* true or false. */
+int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bool *out,
+                enpu_err *err);
 /* Non-empty array; *out borrows it. */
 int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
                  enpu_err *err);
@@ -81,6 +84,8 @@ int config_get_string(const config_doc *doc, const config_path *obj_path, const 
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];
+extern const char *const config_moe_experts_names[CONFIG_NEXPERTS];
+extern const char *const config_capacity_names[CONFIG_NCAPACITY];
 
 /* The public *_load functions: allocate a zeroed struct of `size` bytes, parse `path`
  * into it; on failure call clear (may be NULL) on it, free it, and leave *out NULL. */

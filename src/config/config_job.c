@@ -15,12 +15,13 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const job_keys[] = {"name",   "model",  "chip",     "cluster", "store",
-                                       "phases", "slacks", "policies", "moe",     "validation"};
+static const char *const job_keys[] = {"name",     "model", "chip",       "cluster",
+                                       "store",    "phases", "slacks",    "policies",
+                                       "moe",      "capacity", "validation"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
 static const char *const rule_names[] = {"paper"};
-static const char *const moe_keys[] = {"capacity_factor"};
+static const char *const moe_keys[] = {"capacity_factor", "experts"};
 static const char *const validation_keys[] = {"trace", "sample", "seed"};
 
 #define AXIS_EXPECTED "an array of positive integers or {\"rule\": \"paper\", \"max\": N}"
@@ -172,27 +173,65 @@ static int parse_policies(const config_doc *doc, const config_path *root, config
   return ENPU_OK;
 }
 
+/* "worst" (0) or a number in [1, E/k]: above E/k the most loaded expert would get more
+ * than every token of the bucket. */
+static int parse_capacity_factor(const config_doc *doc, const config_path *mp, const json_t *v,
+                                 config_job *job, enpu_err *err) {
+  config_path cp = CONFIG_KEY(mp, "capacity_factor");
+  const json_t *cf = json_object_get(v, "capacity_factor");
+  if (!cf || (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0)) return ENPU_OK;
+  const config_model *m = &job->model;
+  const double worst =
+      m->moe ? (double)m->routed_experts / m->experts_per_token : INFINITY;
+  if (json_is_number(cf) && json_number_value(cf) >= 1 && json_number_value(cf) <= worst) {
+    job->moe_capacity_factor = json_number_value(cf);
+    return ENPU_OK;
+  }
+  char got[96];
+  config_describe(cf, got, sizeof got);
+  const int code = json_is_number(cf) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID;
+  if (!m->moe)
+    return config_fail(doc, &cp, err, code, "expected \"worst\" or a number >= 1, got %s", got);
+  return config_fail(doc, &cp, err, code,
+                     "expected \"worst\" or a number in [1, %.4g] (routed_experts / "
+                     "experts_per_token of %s), got %s",
+                     worst, m->path, got);
+}
+
 static int parse_moe(const config_doc *doc, const config_path *root, config_job *job,
                      enpu_err *err) {
   const json_t *v = json_object_get(doc->root, "moe");
   job->moe_capacity_factor = 0; /* worst case unless the job says otherwise */
+  job->moe_experts = CONFIG_EXPERTS_ALL_RESIDENT;
   if (!v) return ENPU_OK;
   config_path mp = CONFIG_KEY(root, "moe");
   ENPU_FORWARD(config_object(doc, &mp, v, moe_keys, NKEYS(moe_keys), err));
-  config_path cp = CONFIG_KEY(&mp, "capacity_factor");
-  const json_t *cf = json_object_get(v, "capacity_factor");
-  if (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0) return ENPU_OK;
-  if (json_is_number(cf) && json_number_value(cf) >= 1) {
-    job->moe_capacity_factor = json_number_value(cf);
-    return ENPU_OK;
-  }
-  const char *expected = "\"worst\" or a number >= 1";
-  if (!cf)
-    return config_fail(doc, &mp, err, ENPU_ERR_INVALID,
-                       "missing required key 'capacity_factor' (expected %s)", expected);
-  char got[96];
-  config_describe(cf, got, sizeof got);
-  return config_fail(doc, &cp, err, ENPU_ERR_RANGE, "expected %s, got %s", expected, got);
+  ENPU_FORWARD(parse_capacity_factor(doc, &mp, v, job, err));
+  const json_t *ex = json_object_get(v, "experts");
+  if (!ex) return ENPU_OK;
+  config_path ep = CONFIG_KEY(&mp, "experts");
+  int e;
+  ENPU_FORWARD(config_enum(doc, &ep, ex, config_moe_experts_names, CONFIG_NEXPERTS, &e, err));
+  job->moe_experts = (config_moe_experts)e;
+  return ENPU_OK;
+}
+
+/* "capacity": enforce (default) | offload | ignore; offload needs the chip's host link. */
+static int parse_capacity(const config_doc *doc, const config_path *root, config_job *job,
+                          enpu_err *err) {
+  const json_t *v = json_object_get(doc->root, "capacity");
+  job->capacity = CONFIG_CAPACITY_ENFORCE;
+  if (!v) return ENPU_OK;
+  config_path cp = CONFIG_KEY(root, "capacity");
+  int c;
+  ENPU_FORWARD(config_enum(doc, &cp, v, config_capacity_names, CONFIG_NCAPACITY, &c, err));
+  job->capacity = (config_capacity)c;
+  if (job->capacity == CONFIG_CAPACITY_OFFLOAD && !(job->chip.host_gbps > 0))
+    return config_fail(doc, &cp, err, ENPU_ERR_INVALID,
+                       "expected a chip with a \"host\" link to offload weights over, got %s "
+                       "without one",
+                       job->chip.path);
+  return ENPU_OK;
 }
 
 static int parse_validation(const config_doc *doc, const config_path *root, config_job *job,
@@ -272,6 +311,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   ENPU_FORWARD(parse_slacks(doc, &root, job, err));
   ENPU_FORWARD(parse_policies(doc, &root, job, err));
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
+  ENPU_FORWARD(parse_capacity(doc, &root, job, err));
   ENPU_FORWARD(parse_validation(doc, &root, job, err));
   enpu_hasher hs;
   enpu_hasher_init(&hs, 0);
