@@ -307,14 +307,20 @@ static void test_activations(void **state) {
   deepseek_v2(&job->model);
   job->phase[CONFIG_PREFILL].parallel.ep = 2;
   double t = 4096, hidden_bufs = t * 5120 * 2 * GRID_ACT_HIDDEN_BUFFERS;
-  /* Worst case (factor 0): a rank holds 80 experts, so it may receive all 6 routes of
-   * every token. */
+  /* All-resident, worst case (factor 0 = E/k): a rank holds 80 experts; the hot one gets
+   * every token (4096), the 79 others ceil((4096·6 − 4096) / 159) = 129 each. */
   assert_int_equal(grid_memory_per_chip(job, CONFIG_PREFILL, 1, 4096, &a, &err), 0);
-  assert_float_equal(a.activation_bytes, hidden_bufs + t * 6 * 11008 * 2, 1.0);
-  /* Capacity factor 1: the balanced share, 6/2 routes per token per EP rank. */
+  assert_float_equal(a.activation_bytes, hidden_bufs + (4096.0 + 79 * 129) * 11008 * 2, 1.0);
+  /* Capacity factor 1: every expert the balanced ceil(4096·6/160) = 154 tokens. */
   job->moe_capacity_factor = 1.0;
   assert_int_equal(grid_memory_per_chip(job, CONFIG_PREFILL, 1, 4096, &b, &err), 0);
-  assert_float_equal(b.activation_bytes, hidden_bufs + t * 3 * 11008 * 2, 1.0);
+  assert_float_equal(b.activation_bytes, hidden_bufs + 80.0 * 154 * 11008 * 2, 1.0);
+  /* Active-only, worst case: all 6 routes of every token may land on the rank's 80
+   * experts, ceil(6·4096/80) = 308 tokens each. */
+  job->moe_capacity_factor = 0;
+  job->moe_experts = CONFIG_EXPERTS_ACTIVE_ONLY;
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_PREFILL, 1, 4096, &b, &err), 0);
+  assert_float_equal(b.activation_bytes, hidden_bufs + 80.0 * 308 * 11008 * 2, 1.0);
   free(job);
 }
 
