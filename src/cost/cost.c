@@ -11,7 +11,10 @@
  * blocks. A three-stage pipeline (DMA in → core → ICI) over B blocks takes
  *   Σ_k (L_k + t_k / B) + (B − 1) · max_k (t_k) / B
  * with t_k a stage's total time and L_k its fixed lead-in (HBM latency). This is a max
- * of sums of monotone terms, so it keeps the model monotone in every clock. */
+ * of sums of monotone terms, so it keeps the model monotone in every clock. A host load
+ * adds the host link as one more stage (host → HBM; its latency is a lead-in); the link
+ * has no DVFS state, so its time is fixed, and its energy per byte (chip file) is
+ * charged to the "other" slot as switching energy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +117,7 @@ static uint64_t op_key(const graph_op *op) {
   int64_t ints[] = {op->kind, s->b, s->m, s->k, s->n, s->v, s->kv_group, s->causal,
                     s->rhs_is_weight, s->ranks, s->in_tensors, s->out_tensors, s->dtype_bytes};
   double reals[] = {s->vector_ops_per_elem, op->flops, op->vector_ops, op->hbm_read_bytes,
-                    op->hbm_write_bytes, op->ici_bytes};
+                    op->hbm_write_bytes, op->ici_bytes, op->host_bytes};
   enpu_hasher_bytes(&h, ints, sizeof ints);
   enpu_hasher_bytes(&h, reals, sizeof reals);
   return enpu_hasher_digest(&h);
@@ -259,10 +262,12 @@ int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
   double ici_xfer_ns =
       t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac_ici) : 0;
   double ici_ns = ici_xfer_ns + t->ici_steps * chip->ici_latency_ns;
+  double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
   double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
-  double lead_ns = t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0;
-  double slowest = fmax(hbm_ns, fmax(best.time_ns, ici_ns));
-  out->time_ns = lead_ns + (hbm_ns + best.time_ns + ici_ns) / blocks +
+  double lead_ns = (t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0) +
+                   (t->host_bytes > 0 ? chip->host_latency_ns : 0);
+  double slowest = fmax(fmax(hbm_ns, host_ns), fmax(best.time_ns, ici_ns));
+  out->time_ns = lead_ns + (hbm_ns + best.time_ns + ici_ns + host_ns) / blocks +
                  (blocks - 1) * slowest / blocks;
 
   out->busy_ns[CONFIG_SA] = t->sa_cycles * tm.period_ns[CONFIG_SA];
@@ -286,5 +291,9 @@ int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
   out->energy_total_nj = pb.total_nj;
   out->energy_dynamic_nj = pb.dynamic_nj;
   out->energy_static_nj = pb.static_nj;
+  const double host_nj = t->host_bytes * chip->host_pj_per_byte / 1e3;
+  out->energy_nj[POWER_SLOT_OTHER] += host_nj;
+  out->energy_total_nj += host_nj;
+  out->energy_dynamic_nj += host_nj;
   return 0;
 }
