@@ -209,6 +209,7 @@ typedef struct {
   int (*lift)[CONFIG_NCOMP];  /* the same with rails lifted */
   double *inst_t, *inst_e;    /* per instance of `cand` */
   int *op_of;                 /* graph op of each instance (execution order) */
+  int64_t *exec_of;           /* execution index of each instance (walk numbering) */
   search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive layers
                                  of one graph op */
   int *ga_op, *ga_first;      /* per gene: graph op, first layer */
@@ -230,6 +231,7 @@ static void scratch_free(scratch *sc) {
   free(sc->inst_t);
   free(sc->inst_e);
   free(sc->op_of);
+  free(sc->exec_of);
   free(sc->ga_req);
   free(sc->ga_op);
   free(sc->ga_first);
@@ -269,15 +271,66 @@ static int finalise(const request *rq, scratch *sc, const int *pos, double *time
   for (int si = 0; si < graph_segment_count(rq->g); si++) {
     const graph_segment *seg = graph_segment_at(rq->g, si);
     for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++, x++) {
-        const search_point *p = &rq->sets[i]->points[pos[rq->offset[i] + r]];
-        memcpy(sc->cand[x], p->state, sizeof sc->cand[x]);
-        sc->inst_t[x] = p->time_ns;
-        sc->inst_e[x] = p->energy_nj;
+      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(rq->g, i)->count;
+        for (int64_t c = 0; c < count; c++, x++) {
+          const search_point *p = &rq->sets[i]->points[pos[rq->offset[i] + r * count + c]];
+          memcpy(sc->cand[x], p->state, sizeof sc->cand[x]);
+          sc->inst_t[x] = p->time_ns;
+          sc->inst_e[x] = p->energy_nj;
+        }
       }
   }
   return plan_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, sc->inst_t, sc->inst_e, time_ns,
                     energy_nj, err);
+}
+
+/* The transition into execution instance x of `state` (none for the first instance or
+ * without transitions). */
+static int edge(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x, double *tn,
+                double *en, enpu_err *err) {
+  *tn = *en = 0;
+  if (x <= 0 || x >= rq->instances || !rq->transitions) return 0;
+  return transition(rq->pm, state[x - 1], state[x], tn, en, err);
+}
+
+/* Step the finalised plan in sc (positions sc->pos, totals *t, *e) back by one instance
+ * move: undo move `move` of walk w, held by step *step (the caller walks the steps
+ * backwards from the last). The walk moves the lowest-numbered instances still at a
+ * step's `from` first, so an op's positions fall with the instance number and the
+ * instance that move moved is the last one at the step's `to`. Only that instance and
+ * its two transitions change: O(1) instead of a whole finalise. */
+static int step_back(const request *rq, scratch *sc, const search_walk *w, int64_t move,
+                     int *step, double *t, double *e, enpu_err *err) {
+  while (*step > 0 && search_walk_step_at(w, *step)->moves_before > move) (*step)--;
+  const search_walk_step *st = search_walk_step_at(w, *step);
+  int *p = sc->pos + rq->offset[st->op];
+  int64_t lo = 0, hi = graph_op_at(rq->g, st->op)->multiplicity;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (p[mid] >= st->to) lo = mid + 1;
+    else hi = mid;
+  }
+  ENPU_RETURN_IF(lo == 0 || p[lo - 1] != st->to, err, ENPU_ERR_INTERNAL,
+                 "walk move %lld: op %d has no instance at point %d", (long long)move, st->op,
+                 st->to);
+  p[lo - 1] = st->from;
+  const int64_t x = sc->exec_of[rq->offset[st->op] + lo - 1];
+  const int(*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
+  double tn[4], en[4];
+  ENPU_FORWARD(edge(rq, cand, x, &tn[0], &en[0], err));
+  ENPU_FORWARD(edge(rq, cand, x + 1, &tn[1], &en[1], err));
+  const search_point *pt = &rq->sets[st->op]->points[st->from];
+  *t -= sc->inst_t[x] + tn[0] + tn[1];
+  *e -= sc->inst_e[x] + en[0] + en[1];
+  memcpy(sc->cand[x], pt->state, sizeof sc->cand[x]);
+  sc->inst_t[x] = pt->time_ns;
+  sc->inst_e[x] = pt->energy_nj;
+  ENPU_FORWARD(edge(rq, cand, x, &tn[2], &en[2], err));
+  ENPU_FORWARD(edge(rq, cand, x + 1, &tn[3], &en[3], err));
+  *t += sc->inst_t[x] + tn[2] + tn[3];
+  *e += sc->inst_e[x] + en[2] + en[3];
+  return 0;
 }
 
 /* Take a candidate that fits and is cheaper than the plan so far. */
@@ -405,11 +458,14 @@ static int check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   *instances = 0;
   for (int si = 0; si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-      ENPU_RETURN_IF(graph_op_at(g, i)->multiplicity != seg->repeat, err, ENPU_ERR_INVALID,
-                     "op %d: multiplicity %lld differs from its segment's repeat %lld", i,
-                     (long long)graph_op_at(g, i)->multiplicity, (long long)seg->repeat);
-    *instances += seg->repeat * seg->op_count;
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
+      const graph_op *op = graph_op_at(g, i);
+      ENPU_RETURN_IF(op->count < 1 || op->multiplicity != seg->repeat * op->count, err,
+                     ENPU_ERR_INVALID,
+                     "op %d: multiplicity %lld is not its segment's repeat %lld × count %lld", i,
+                     (long long)op->multiplicity, (long long)seg->repeat, (long long)op->count);
+      *instances += op->multiplicity;
+    }
   }
   return 0;
 }
@@ -445,14 +501,20 @@ static int plan_slack(const request *rq, scratch *sc, const search_walk *w, doub
   ENPU_FORWARD(search_walk_prefix(w, budget_ns, &pf, err));
   pl->request_evals = pf.moves + 1;
   plan_peak(rq, sc, res, pl);
+  /* The longest prefix that fits with transitions: step back one instance move at a
+   * time (incrementally, step_back), and confirm a candidate with a whole finalise. */
+  int step = search_walk_step_count(w) - 1;
+  double t = 0, e = 0;
+  ENPU_FORWARD(search_walk_positions(w, pf.moves, sc->pos, err));
+  ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &e, err));
   for (int64_t m = pf.moves; m >= 0; m--) {
-    double t, e;
     int taken;
-    ENPU_FORWARD(search_walk_positions(w, m, sc->pos, err));
-    ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &e, err));
+    if (m < pf.moves) ENPU_FORWARD(step_back(rq, sc, w, m, &step, &t, &e, err));
     pl->request_evals++;
     if (m == pf.moves && rq->transition_aware && rq->transitions)
       ENPU_FORWARD(lift_rails(rq, sc, budget_ns, pl, err));
+    if (t > budget_ns * (1 + 1e-9)) continue; /* clearly over, whatever the rounding */
+    if (m < pf.moves) ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &e, err));
     if (t > budget_ns) continue;
     take(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, e, budget_ns, pl, &taken);
     if (taken) {
@@ -642,12 +704,14 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
   sc.inst_t = enpu_calloc(2 * (size_t)instances, sizeof *sc.inst_t); /* + lifted */
   sc.inst_e = enpu_calloc(2 * (size_t)instances, sizeof *sc.inst_e);
   sc.op_of = enpu_calloc((size_t)instances, sizeof *sc.op_of);
+  sc.exec_of = enpu_calloc((size_t)instances, sizeof *sc.exec_of);
   sc.cache_state = enpu_calloc((size_t)nops, sizeof *sc.cache_state);
   sc.cache_t = enpu_calloc((size_t)nops, sizeof *sc.cache_t);
   sc.cache_e = enpu_calloc((size_t)nops, sizeof *sc.cache_e);
   out->plans = enpu_calloc((size_t)nslack, sizeof *out->plans);
   int rc = sc.req && sc.offset && sc.pos && sc.best_pos && sc.peak_state && sc.cand && sc.lift && sc.inst_t &&
-                   sc.inst_e && sc.op_of && sc.cache_state && sc.cache_t && sc.cache_e &&
+                   sc.inst_e && sc.op_of && sc.exec_of && sc.cache_state && sc.cache_t &&
+                   sc.cache_e &&
                    out->plans
                ? 0
                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)",
@@ -663,7 +727,8 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
   for (int si = 0, x = 0; rc == 0 && si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
     for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) sc.op_of[x++] = i;
+      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+        for (int64_t c = 0; c < graph_op_at(g, i)->count; c++) sc.op_of[x++] = i;
   }
 
   /* Reference times and the policy's all-peak plan (not counted as search evaluations). */
@@ -690,6 +755,14 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
     sc.req[i] = (search_req_op){sets[i]->points, sets[i]->count, op->multiplicity};
     sc.offset[i] = inst;
     inst += op->multiplicity;
+  }
+  for (int si = 0, x = 0; rc == 0 && si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    for (int64_t r = 0; r < seg->repeat; r++)
+      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(g, i)->count;
+        for (int64_t c = 0; c < count; c++) sc.exec_of[sc.offset[i] + r * count + c] = x++;
+      }
   }
 
   /* Request level. */
@@ -773,26 +846,32 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
                              (long long)instances);
   for (int i = 1; rc == 0 && i <= nops; i++)
     offset[i] = offset[i - 1] + graph_op_at(g, i - 1)->multiplicity;
-  /* Walk numbering → execution order; consecutive layers mostly repeat an op's states,
-   * so the last evaluation of each op is reused when the states are the same. */
-  int64_t x = 0;
+  /* Walk numbering → execution order; an op's instances mostly repeat its states, so
+   * the op's last evaluation (last[i]: its execution index) is reused when they do. */
+  int64_t x = 0, *last = enpu_calloc((size_t)nops + 1, sizeof *last);
+  if (rc == 0 && !last) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (plan)");
   for (int si = 0; rc == 0 && si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
     for (int64_t r = 0; rc == 0 && r < seg->repeat; r++)
-      for (int i = seg->first_op; rc == 0 && i < seg->first_op + seg->op_count; i++, x++) {
-        const int *st = state[offset[i] + r];
-        memcpy(exec[x], st, sizeof exec[x]);
-        const int64_t prev = r > 0 ? x - seg->op_count : -1;
-        if (prev >= 0 && !memcmp(exec[prev], st, sizeof exec[x])) {
-          it[x] = it[prev], ie[x] = ie[prev];
-          continue;
+      for (int i = seg->first_op; rc == 0 && i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(g, i)->count;
+        for (int64_t c = 0; rc == 0 && c < count; c++, x++) {
+          const int *st = state[offset[i] + r * count + c];
+          memcpy(exec[x], st, sizeof exec[x]);
+          const int64_t prev = last[i] - 1;
+          last[i] = x + 1;
+          if (prev >= 0 && !memcmp(exec[prev], st, sizeof exec[x])) {
+            it[x] = it[prev], ie[x] = ie[prev];
+            continue;
+          }
+          cost_user u = {cost, graph_op_at(g, i), &ps.pipe};
+          rc = cost_user_eval(&u, st, &it[x], &ie[x], err);
+          if (rc < 0) enpu_err_prefix(err, "op %d (%s), layer %lld: ", i,
+                                      graph_op_at(g, i)->name, (long long)r);
         }
-        cost_user u = {cost, graph_op_at(g, i), &ps.pipe};
-        rc = cost_user_eval(&u, st, &it[x], &ie[x], err);
-        if (rc < 0) enpu_err_prefix(err, "op %d (%s), layer %lld: ", i, graph_op_at(g, i)->name,
-                                    (long long)r);
       }
   }
+  free(last);
   const request rq = {.g = g, .instances = instances, .pm = ps.pm, .transitions = ps.transitions};
   if (rc == 0) rc = plan_total(&rq, (const int(*)[CONFIG_NCOMP])exec, it, ie, time_ns, energy_nj, err);
   free(offset);
