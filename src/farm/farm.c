@@ -250,12 +250,9 @@ static int build_buckets(master *m, enpu_err *err) {
     grid_memory mem;
     if (rc == 0) rc = grid_memory_per_chip(m->job, b->phase, b->batch, b->seq, &mem, err);
     if (rc < 0) break;
-    if (grid_memory_used_bytes(&mem) > mem.hbm_bytes) {
+    if (grid_memory_status(&mem) != GRID_FEASIBLE) {
       b->status = STORE_BUCKET_INFEASIBLE_CAPACITY;
-      snprintf(b->message, sizeof b->message,
-               "needs %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), HBM holds %.1f GB",
-               grid_memory_used_bytes(&mem) / 1e9, mem.weights_bytes / 1e9, mem.kv_bytes / 1e9,
-               mem.activation_bytes / 1e9, mem.hbm_bytes / 1e9);
+      grid_memory_note(&mem, b->message, sizeof b->message);
       continue;
     }
     enpu_err gerr = {0};

@@ -72,6 +72,9 @@ uint64_t farm_bucket_input_hash(const config_job *job, config_policy policy,
     enpu_hasher_i64(&h, seg->repeat);
   }
   for (int k = 0; k < job->slack_count; k++) enpu_hasher_f64(&h, job->slacks[k]);
+  char note[STORE_MSG_LEN]; /* the bucket's capacity note is part of its result */
+  grid_memory_note(&graph_get_info(g)->memory, note, sizeof note);
+  enpu_hasher_str(&h, note);
   return enpu_hasher_digest(&h);
 }
 
@@ -269,6 +272,7 @@ static int pos_step(op_pos *p, uint64_t instances, uint32_t to, uint64_t mult) {
 
 typedef struct {
   const search_bucket_result *sr;
+  const graph *g;
   const search_pareto *sets; /* per key */
   const int *key_of;         /* per graph op */
   int peak;
@@ -371,6 +375,8 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   store_bucket_rec *b = &r->bucket;
   b->phase = (uint8_t)t->phase, b->status = STORE_BUCKET_OK, b->input_hash = t->key;
   b->batch = t->batch, b->seq = t->seq;
+  /* A compiled bucket that does not fit HBM (capacity offload or ignore) says so. */
+  grid_memory_note(&graph_get_info(in->g)->memory, b->message, sizeof b->message);
   b->t_nodvfs_ns = sr->t_nodvfs_ns, b->t_peak_ns = sr->t_peak_ns, b->e_nodvfs_nj = sr->e_nodvfs_nj;
   b->walk_start_time_ns = search_walk_start_time_ns(sr->walk);
   b->walk_start_energy_nj = search_walk_start_energy_nj(sr->walk);
@@ -492,7 +498,7 @@ static int run_bucket(farm_exec *x, const task_hdr *t, bucket_scratch *s, farm_b
     rc = search_compile_bucket_sets(x->search, x->cost, g, policy, by_op, x->job->slacks,
                                     x->job->slack_count, &x->opt, &sr, err);
   if (rc == 0) {
-    const convert_in in = {&sr, s->sets, s->key_of, x->job->chip.freq_states};
+    const convert_in in = {&sr, g, s->sets, s->key_of, x->job->chip.freq_states};
     rc = convert_bucket(&in, t, &r, err);
   }
   if (rc == 0) rc = farm_bucket_result_encode(&r, rec, err);

@@ -123,7 +123,8 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
                  "%s bucket batch %d seq %d failed to compile: %s", phase_name, b->batch, b->seq, b->message);
   *plan = (planstore_plan){.policy = pi, .bucket = (uint32_t)bi, .phase = phase, .batch = b->batch,
                            .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns, .t_peak_ns = b->t_peak_ns,
-                           .e_nodvfs_nj = b->e_nodvfs_nj, .walk_steps = b->walk_count};
+                           .e_nodvfs_nj = b->e_nodvfs_nj, .walk_steps = b->walk_count,
+                           .note = b->message};
   *pol = p;
   return ENPU_OK;
 }

@@ -42,6 +42,10 @@ typedef struct {
   double energy_nj;         /* expected energy of one forward pass */
   double lower_bound_nj;    /* LP-relaxation bound on energy at target_ns */
   double savings_vs_nodvfs; /* 1 - energy_nj / e_nodvfs_nj */
+  const char *note;         /* how the bucket stands with HBM: "" when it fits; else the
+                               farm's note, "capacity ignored: ..." (the plan assumes the
+                               model fits) or "offload: ..." (weights stream from the
+                               host). Valid until planstore_close. */
 } planstore_plan;
 
 /* Frequency states of one op of a plan. The walk moves the instances of an op from one
