@@ -335,6 +335,12 @@ typedef struct {
 int config_job_load(const char *path, config_job **out, enpu_err *err);
 void config_job_free(config_job *job);
 
+/* Override the job's MoE capacity factor with `value` ("worst" or a number in [1, E/k],
+ * as the job key): a sweep of the factor (paper §4.6, Figure 20) compiles one job at
+ * several factors. job_json and hash are rewritten so the store records what was
+ * compiled. @return 0, ENPU_ERR_INVALID (not a number), ENPU_ERR_RANGE, ENPU_ERR_NOMEM. */
+int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err *err);
+
 int config_model_load(const char *path, config_model **out, enpu_err *err);
 void config_model_free(config_model *model);
 

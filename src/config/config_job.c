@@ -275,6 +275,17 @@ static int open_ref(const config_doc *doc, const config_path *root, const char *
   return rc;
 }
 
+/* The job's text plus the hashes of what it references. */
+static uint64_t job_hash(const config_job *job, const char *text, size_t len) {
+  enpu_hasher hs;
+  enpu_hasher_init(&hs, 0);
+  enpu_hasher_bytes(&hs, text, len);
+  enpu_hasher_i64(&hs, (int64_t)job->model.hash);
+  enpu_hasher_i64(&hs, (int64_t)job->chip.hash);
+  enpu_hasher_i64(&hs, (int64_t)job->cluster.hash);
+  return enpu_hasher_digest(&hs);
+}
+
 static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job, enpu_err *err) {
   config_path root = CONFIG_ROOT;
   const json_t *o = doc->root;
@@ -313,13 +324,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
   ENPU_FORWARD(parse_capacity(doc, &root, job, err));
   ENPU_FORWARD(parse_validation(doc, &root, job, err));
-  enpu_hasher hs;
-  enpu_hasher_init(&hs, 0);
-  enpu_hasher_bytes(&hs, doc->text, doc->len);
-  enpu_hasher_i64(&hs, (int64_t)job->model.hash);
-  enpu_hasher_i64(&hs, (int64_t)job->chip.hash);
-  enpu_hasher_i64(&hs, (int64_t)job->cluster.hash);
-  job->hash = enpu_hasher_digest(&hs);
+  job->hash = job_hash(job, doc->text, doc->len);
   return ENPU_OK;
 }
 
@@ -360,4 +365,35 @@ void config_job_free(config_job *job) {
   free(job->chip_json);
   free(job->cluster_json);
   free(job);
+}
+
+int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err *err) {
+  double cf = 0;
+  char *end = NULL;
+  if (strcmp(value, "worst") != 0) {
+    cf = strtod(value, &end);
+    ENPU_RETURN_IF(end == value || *end != '\0', err, ENPU_ERR_INVALID,
+                   "capacity factor: expected \"worst\" or a number, got '%s'", value);
+    const config_model *m = &job->model;
+    const double worst = m->moe ? (double)m->routed_experts / m->experts_per_token : INFINITY;
+    ENPU_RETURN_IF(!(cf >= 1 && cf <= worst), err, ENPU_ERR_RANGE,
+                   "capacity factor: expected \"worst\" or a number in [1, %.4g] "
+                   "(routed_experts / experts_per_token of %s), got %s",
+                   worst, m->path, value);
+  }
+  /* The job document as stored for provenance says what was compiled. */
+  json_error_t jerr;
+  json_t *doc = json_loads(job->job_json, 0, &jerr), *moe = json_object_get(doc, "moe");
+  if (doc && !moe && json_object_set_new(doc, "moe", moe = json_object()) < 0) moe = NULL;
+  char *text = moe && json_object_set_new(moe, "capacity_factor",
+                                          cf > 0 ? json_real(cf) : json_string("worst")) == 0
+                   ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                   : NULL;
+  json_decref(doc);
+  ENPU_RETURN_IF(!text, err, ENPU_ERR_NOMEM, "%s: cannot rewrite the job document", job->path);
+  free(job->job_json);
+  job->job_json = text;
+  job->moe_capacity_factor = cf;
+  job->hash = job_hash(job, text, strlen(text));
+  return ENPU_OK;
 }

@@ -32,6 +32,8 @@ typedef struct {
   double progress_s;                 /* progress line interval off a TTY (default 10) */
   const char *results_dir;           /* summary.md goes to <results_dir>/<job>/ */
   int quiet;                         /* no progress lines */
+  const char *capacity_factor;       /* NULL, or the job's MoE capacity factor replaced
+                                        (config_job_set_capacity_factor) on every rank */
   FILE *log;                         /* progress and notes (stderr when NULL) */
 } farm_options;
 

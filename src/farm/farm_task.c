@@ -169,11 +169,13 @@ struct farm_exec {
   uint64_t tick;
 };
 
-int farm_exec_create(const char *job_path, farm_exec **out, enpu_err *err) {
+int farm_exec_create(const char *job_path, const char *capacity_factor, farm_exec **out,
+                     enpu_err *err) {
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
   farm_search_options(&x->opt);
   int rc = config_job_load(job_path, &x->job, err);
+  if (rc == 0 && capacity_factor) rc = config_job_set_capacity_factor(x->job, capacity_factor, err);
   if (rc == 0) rc = cost_ctx_create(&x->job->chip, &x->cost, err);
   if (rc == 0) rc = search_ctx_create(&x->job->chip, &x->search, err);
   if (rc < 0) {

@@ -19,6 +19,10 @@ typedef struct {
   enpu_err median_why[2];      /* ... when median_why[ph].code is 0, else why none */
 } report_ctx;
 
+/* `dir` made absolute against the working directory (gnuplot runs elsewhere).
+ * @return 0, ENPU_ERR_IO, ENPU_ERR_RANGE (too long). */
+int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err);
+
 /* Open <dir>/<name> for writing / close it checking every write.
  * @return 0, or ENPU_ERR_IO naming the file. */
 int report_file_open(const char *dir, const char *name, FILE **f, enpu_err *err);

@@ -29,8 +29,7 @@ static const char *const phase_names[2] = {"prefill", "decode"};
 
 /* ---- files ---------------------------------------------------------------------- */
 
-/* `dir` made absolute against the working directory (gnuplot runs elsewhere). */
-static int absolute_dir(const char *dir, char *out, size_t len, enpu_err *err) {
+int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err) {
   char cwd[PATH_MAX];
   ENPU_RETURN_IF(dir[0] != '/' && !getcwd(cwd, sizeof cwd), err, ENPU_ERR_IO, "cannot get the working directory: %s",
                  strerror(errno));
@@ -499,7 +498,7 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
                              : snprintf(dir, sizeof dir, "results/%s", name)) >= (int)sizeof dir)
     rc = enpu_errorf(err, ENPU_ERR_RANGE, "output directory name too long");
   if (rc == 0) rc = enpu_mkdir_p(dir, err);
-  if (rc == 0) rc = absolute_dir(dir, r.absdir, sizeof r.absdir, err);
+  if (rc == 0) rc = report_absolute_dir(dir, r.absdir, sizeof r.absdir, err);
   if (rc == 0) {
     r.c = c, r.ps = ps, r.dir = dir;
     for (int ph = 0; ph < 2 && rc == 0; ph++) /* "no such bucket" is a note in the report */
