@@ -218,13 +218,14 @@ static json_t *shape_json(const graph_op *op) {
 static json_t *op_json(const graph_op *op, const cost_result *r) {
   char sig[17];
   snprintf(sig, sizeof sig, "%016" PRIx64, op->signature);
-  json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:s}", "id",
-                   op->id, "name", op->name, "kind", graph_kind_name(op->kind), "shape",
-                   shape_json(op), "flops", op->flops, "vector_ops", op->vector_ops,
-                   "hbm_bytes", op->hbm_read_bytes + op->hbm_write_bytes, "hbm_read_bytes",
-                   op->hbm_read_bytes, "hbm_write_bytes", op->hbm_write_bytes, "weight_bytes",
-                   op->weight_bytes, "ici_bytes", op->ici_bytes, "multiplicity",
-                   (json_int_t)op->multiplicity, "signature", sig);
+  json_t *o = json_pack(
+      "{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:s}", "id",
+      op->id, "name", op->name, "kind", graph_kind_name(op->kind), "shape", shape_json(op),
+      "flops", op->flops, "vector_ops", op->vector_ops, "hbm_bytes",
+      op->hbm_read_bytes + op->hbm_write_bytes, "hbm_read_bytes", op->hbm_read_bytes,
+      "hbm_write_bytes", op->hbm_write_bytes, "weight_bytes", op->weight_bytes, "ici_bytes",
+      op->ici_bytes, "host_bytes", op->host_bytes, "count", (json_int_t)op->count,
+      "multiplicity", (json_int_t)op->multiplicity, "signature", sig);
   if (o && r &&
       (json_object_set_new(o, "time_ns", json_real(r->time_ns)) < 0 ||
        json_object_set_new(o, "energy_nj", json_real(r->energy_total_nj)) < 0)) {
