@@ -932,15 +932,20 @@ static void test_validation_section(void **state) {
   fixture_free(fx);
 }
 
+/* Load job file `name` of the fixture, which must succeed. */
+static config_job *load_ok(const fixture *fx, const char *name) {
+  char path[512];
+  fixture_path(fx, name, path, sizeof path);
+  config_job *job = NULL;
+  enpu_err err = {0};
+  if (config_job_load(path, &job, &err)) fail_msg("%s: %s", name, err.msg);
+  return job;
+}
+
 static void test_moe_job_loads(void **state) {
   (void)state;
   fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  char path[512];
-  fixture_path(fx, "moe_job.json", path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  int rc = config_job_load(path, &job, &err);
-  if (rc) fail_msg("%s", err.msg);
+  config_job *job = load_ok(fx, "moe_job.json");
   assert_string_equal(job->store_path, "/abs/plans.h5");
   assert_false(job->phase[CONFIG_DECODE].enabled);
   assert_int_equal(job->phase[CONFIG_PREFILL].parallel.ep, 2);
@@ -981,9 +986,7 @@ static void test_capacity_settings(void **state) {
     assert_non_null(f);
     assert_int_equal(fputs(text, f) >= 0 && fclose(f) == 0, 1);
     free(text);
-    config_job *job = NULL;
-    enpu_err err = {0};
-    if (config_job_load(path, &job, &err)) fail_msg("%s: %s", caps[c], err.msg);
+    config_job *job = load_ok(fx, "job.json");
     assert_int_equal(job->capacity, (config_capacity)c);
     assert_string_equal(config_capacity_name(job->capacity), caps[c]);
     assert_int_equal(job->moe_experts,
@@ -1000,11 +1003,8 @@ static void test_capacity_settings(void **state) {
 static void test_capacity_factor_override(void **state) {
   (void)state;
   fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  char path[512];
-  fixture_path(fx, "moe_job.json", path, sizeof path);
-  config_job *job = NULL;
+  config_job *job = load_ok(fx, "moe_job.json");
   enpu_err err = {0};
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
   const uint64_t h = job->hash;
   assert_int_equal(config_job_set_capacity_factor(job, "3", &err), 0);
   assert_true(job->moe_capacity_factor == 3 && job->hash != h);
