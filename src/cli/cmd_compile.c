@@ -340,26 +340,6 @@ static int sweep_compile(config_job *job, const sweep_ctx *c, const char *factor
   return 0;
 }
 
-/* A plan's states (execution order) in walk numbering, as search_plan_simulate takes
- * them: op i's instance r·count + c at offset_i (graph.h). */
-static void states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
-                           int (*walk)[CONFIG_NCOMP]) {
-  int64_t offset = 0, x = 0;
-  for (int si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, si);
-    int64_t first = offset; /* walk index of the segment's first op */
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-      offset += graph_op_at(g, i)->multiplicity;
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
-        const int64_t count = graph_op_at(g, i)->count;
-        for (int64_t c = 0; c < count; c++, x++)
-          memcpy(walk[first + at + r * count + c], exec[x], sizeof walk[0]);
-        at += (int)graph_op_at(g, i)->multiplicity;
-      }
-  }
-}
-
 /* Rows of one factor: the plans made for it and the worst-case plans run on its graph. */
 static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
                       const search_bucket_result *cur, const search_bucket_result *worst,
@@ -373,7 +353,7 @@ static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
                      (long long)cur[p].plans[k].instances, (long long)pw->instances);
       int(*walk)[CONFIG_NCOMP] = calloc((size_t)pw->instances, sizeof *walk);
       ENPU_RETURN_IF(!walk, err, ENPU_ERR_NOMEM, "out of memory (plan states)");
-      states_by_walk(g, (const int(*)[CONFIG_NCOMP])pw->state, walk);
+      search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])pw->state, walk);
       double t, e;
       const int rc = search_plan_simulate(c->sx, c->cost, g, c->pol[p], c->opt,
                                           (const int(*)[CONFIG_NCOMP])walk, &t, &e, err);

@@ -287,13 +287,11 @@ int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
   power_breakdown pb;
   ENPU_FORWARD(power_op_energy(pl->power, out->state, out->busy_ns, out->flop_utilization,
                                out->time_ns, &pb, err));
+  const double host_nj = t->host_bytes * chip->host_pj_per_byte / 1e3; /* link switching */
   memcpy(out->energy_nj, pb.energy_nj, sizeof out->energy_nj);
-  out->energy_total_nj = pb.total_nj;
-  out->energy_dynamic_nj = pb.dynamic_nj;
-  out->energy_static_nj = pb.static_nj;
-  const double host_nj = t->host_bytes * chip->host_pj_per_byte / 1e3;
   out->energy_nj[POWER_SLOT_OTHER] += host_nj;
-  out->energy_total_nj += host_nj;
-  out->energy_dynamic_nj += host_nj;
+  out->energy_total_nj = pb.total_nj + host_nj;
+  out->energy_dynamic_nj = pb.dynamic_nj + host_nj;
+  out->energy_static_nj = pb.static_nj;
   return 0;
 }

@@ -379,4 +379,10 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
                          const search_options *opt, const int (*state)[CONFIG_NCOMP],
                          double *time_ns, double *energy_nj, enpu_err *err);
 
+/* A plan's states in execution order (search_slack_plan.state) rearranged into walk
+ * numbering (op i's instance r·count + c at the sum of the multiplicities of ops
+ * 0..i-1), as search_plan_simulate takes them; both arrays hold every instance. */
+void search_states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
+                           int (*walk)[CONFIG_NCOMP]);
+
 #endif /* ENPU_SEARCH_H */

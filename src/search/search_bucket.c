@@ -470,6 +470,42 @@ static int check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   return 0;
 }
 
+/* Execution order of the instances (graph.h): op_of[x], the graph op of execution index
+ * x, and exec_of[w], the execution index of the instance numbered w in the walk
+ * (instance r·count + c of op i is w = offset[i] + r·count + c). */
+static void exec_order(const graph *g, const int64_t *offset, int *op_of, int64_t *exec_of) {
+  int64_t x = 0;
+  for (int si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    for (int64_t r = 0; r < seg->repeat; r++)
+      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(g, i)->count;
+        for (int64_t c = 0; c < count; c++, x++) {
+          op_of[x] = i;
+          exec_of[offset[i] + r * count + c] = x;
+        }
+      }
+  }
+}
+
+void search_states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
+                           int (*walk)[CONFIG_NCOMP]) {
+  int64_t offset = 0, x = 0;
+  for (int si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    const int64_t first = offset; /* walk index of the segment's first op */
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+      offset += graph_op_at(g, i)->multiplicity;
+    for (int64_t r = 0; r < seg->repeat; r++)
+      for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(g, i)->count;
+        for (int64_t c = 0; c < count; c++, x++)
+          memcpy(walk[first + at + r * count + c], exec[x], sizeof walk[0]);
+        at += (int)graph_op_at(g, i)->multiplicity;
+      }
+  }
+}
+
 /* Start a slack's plan at the policy's all-peak plan (no transitions). */
 static void plan_peak(const request *rq, scratch *sc, const search_bucket_result *res,
                       search_slack_plan *pl) {
@@ -724,12 +760,6 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
   }
   for (int64_t x = 0; rc == 0 && x < instances; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) sc.peak_state[x][c] = peak;
-  for (int si = 0, x = 0; rc == 0 && si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-        for (int64_t c = 0; c < graph_op_at(g, i)->count; c++) sc.op_of[x++] = i;
-  }
 
   /* Reference times and the policy's all-peak plan (not counted as search evaluations). */
   for (int i = 0; rc == 0 && i < nops; i++) {
@@ -756,14 +786,7 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
     sc.offset[i] = inst;
     inst += op->multiplicity;
   }
-  for (int si = 0, x = 0; rc == 0 && si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
-        const int64_t count = graph_op_at(g, i)->count;
-        for (int64_t c = 0; c < count; c++) sc.exec_of[sc.offset[i] + r * count + c] = x++;
-      }
-  }
+  if (rc == 0) exec_order(g, sc.offset, sc.op_of, sc.exec_of);
 
   /* Request level. */
   const double t_walk0 = enpu_now_s();
