@@ -34,20 +34,26 @@ asan: deps
 
 # Each libFuzzer target runs FUZZ_RUNS inputs with a fixed seed (so CI is reproducible)
 # from a corpus seeded with real inputs:
-# the shipped JSON files for the loaders, a store written by the unit test for the reader.
+# the shipped JSON files for the loaders, a store written by the unit test for the reader,
+# the head of the shipped trace (and rows with UTC offsets) for the trace reader.
 fuzz: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store fuzz_journal
-	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
-	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store fuzz_journal fuzz_trace
+	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal $(FUZZ_BUILD)/corpus-trace
+	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal $(FUZZ_BUILD)/corpus-trace
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
 	@$(BUILD)/tests/unit/test_farm --write $(FUZZ_BUILD)/corpus-journal
+	@head -40 jobs/traces/AzureLLMInferenceTrace_conv.csv > $(FUZZ_BUILD)/corpus-trace/head.csv
+	@printf 'TIMESTAMP,ContextTokens,GeneratedTokens\r\n2024-05-10 00:00:00.009930+00:00,12,3\r\n2024-05-10 00:00:01-05:30,7,1\r\n' \
+	  > $(FUZZ_BUILD)/corpus-trace/offsets.csv
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-store 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_journal -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-journal 2>&1 | grep -E '^Done [0-9]+ runs'
+	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_trace -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
+	  $(FUZZ_BUILD)/corpus-trace 2>&1 | grep -E '^Done [0-9]+ runs'
 
 # The farm over every local core (hardware threads count as slots, so -np $(JOBS) needs
 # no oversubscription); as root Open MPI wants its two confirmation variables.
@@ -59,8 +65,9 @@ run: build
 	$(BUILD)/enpu query results/demo/plans.h5 --phase decode --batch 8 --seq 2048 --slack 0.05 --policy enpu-all
 
 # The committed reference results of the full Llama3-70B job (results/llama3-70b/): the
-# farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x) and of a 24-hour day,
-# validation of a sample of plans, and the report with its plots. ~5 min on 2 cores.
+# farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x, 16x) and of a 24-hour
+# day (1x, and 12x: the load Table 3's nodes are provisioned for), the load sweep,
+# validation of a sample of plans, and the report with its plots. ~6 min on 2 cores.
 REF := results/llama3-70b
 REPLAY := $(BUILD)/enpu replay --store $(REF)/plans.h5 \
   --trace jobs/traces/AzureLLMInferenceTrace_conv.csv --cluster jobs/clusters/llama3-70b.json
@@ -70,10 +77,13 @@ reference: build
 	$(REPLAY) --out $(REF)/replay-hour
 	$(REPLAY) --rate 5 --out $(REF)/replay-5x
 	$(REPLAY) --rate 8 --out $(REF)/replay-8x
+	$(REPLAY) --rate 16 --out $(REF)/replay-16x
 	$(REPLAY) --day --out $(REF)/replay-day
+	$(REPLAY) --day --rate 12 --windows-only --out $(REF)/replay-day-12x
+	mkdir -p $(REF)/sweep && $(REPLAY) --rates 0.5,1,2,3,5,8,12,16,24 --out $(REF)/sweep > $(REF)/sweep/sweep.txt
 	$(BUILD)/enpu validate $(REF)/plans.h5 --trace jobs/traces/AzureLLMInferenceTrace_conv.csv \
 	  --cluster jobs/clusters/llama3-70b.json --sample 24
-	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day
+	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day-12x
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="

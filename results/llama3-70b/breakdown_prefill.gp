@@ -1,4 +1,4 @@
-# Drawn by `enpu report`; run from this directory: gnuplot breakdown_prefill.gp
+# Drawn by enpu; run from this directory: gnuplot breakdown_prefill.gp
 set terminal pngcairo size 960,560 noenhanced font 'sans,10'
 set output 'breakdown_prefill.png'
 set datafile missing 'NaN'

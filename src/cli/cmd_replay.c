@@ -1,37 +1,49 @@
 /* cmd_replay.c — `enpu replay --store S --trace T --cluster C [--policy NAME|all]
- * [--seed N] [--rate X] [--warp W] [--day] [--skip-bad-rows] [--model M] [--chip F]
- * [--out DIR] [--json]`: replay a trace on the cluster with the plans of every policy in
- * the store (or one), print the summary and, with --out, write the per-request and
- * per-window CSVs and summary.json. The replay module does the work.
+ * [--seed N] [--rate X | --rates X,Y,...] [--warp W] [--day] [--skip-bad-rows] [--model M]
+ * [--chip F] [--threads N] [--out DIR [--windows-only]] [--json]`: replay a trace on the
+ * cluster with the plans of every policy in the store (or one), print the summary and,
+ * with --out, write the per-request and per-window CSVs and summary.json; with --rates,
+ * a load sweep (table, sweep.json and a gnuplot plot). The replay module does the work.
  *
- * Exit status: 0 ok; 1 a file or the replay failed; 2 usage error. */
+ * Exit status: 0 ok; 1 a file or the replay failed, or the store does not fit the
+ * cluster; 2 usage error. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_internal.h"
 #include "config.h"
 #include "planstore.h"
 #include "replay.h"
+#include "report.h"
+
+#define MAX_RATES 64
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: enpu replay --store S --trace T --cluster C [--policy NAME|all] [--seed N]\n"
-          "                   [--rate X] [--warp W] [--day] [--skip-bad-rows]\n"
-          "                   [--model M] [--chip F] [--out DIR] [--json]\n"
+          "                   [--rate X | --rates X,Y,...] [--warp W] [--day] [--skip-bad-rows]\n"
+          "                   [--model M] [--chip F] [--threads N] [--out DIR [--windows-only]]\n"
+          "                   [--json]\n"
           "\n"
           "Replay an LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens) on the\n"
-          "cluster's prefill/decode nodes with continuous batching, KV transfer over DCN and\n"
-          "the DVFS-aware scheduler (T_target per batch, safeguards 1 and 2), taking every\n"
-          "batch's time and energy from the store's plans. Energy savings are against the\n"
-          "store's nodvfs policy, replayed on the same trace.\n"
+          "cluster's prefill/decode nodes with continuous batching, KV transfer over DCN, idle\n"
+          "chips and the DVFS-aware scheduler (T_target per batch, safeguards 1 and 2), taking\n"
+          "every batch's time and energy from the store's plans. Energy savings are against the\n"
+          "store's nodvfs policy on the same trace, over one common horizon: busy batches only\n"
+          "(what the paper's Figure 22 plots), with idle chips and KV transfers, and per phase.\n"
+          "The store must have been compiled for the cluster's model, chip and nodes.\n"
           "\n"
           "  --store S        plan store (HDF5)\n"
           "  --trace T        trace CSV (e.g. jobs/traces/AzureLLMInferenceTrace_conv.csv)\n"
-          "  --cluster C      cluster file (nodes, SLO classes, batching), e.g.\n"
+          "  --cluster C      cluster file (nodes, SLO classes, batching, idle, scheduler), e.g.\n"
           "                   jobs/clusters/llama3-70b.json\n"
           "  --policy NAME    one policy of the store, or all (default)\n"
-          "  --seed N         seed of the trace shaping (--rate, --day), default 1\n"
+          "  --seed N         seed of the trace shaping (--rate, --rates, --day), default 1\n"
           "  --rate X         expected copies of each request (5 = five times the rate)\n"
+          "  --rates X,Y,...  load sweep: the trace at each rate; SLO attainment, savings and\n"
+          "                   utilisation per rate and policy, and each policy's capacity (the\n"
+          "                   highest rate keeping >= 99 %% SLO attainment)\n"
           "  --warp W         multiply arrival times by W (0.5 = twice as fast)\n"
           "  --day            a 24-hour day from the trace with a diurnal rate curve\n"
           "                   (peak 14:00-20:00 at the trace's rate, 0.3x at 04:00)\n"
@@ -40,20 +52,70 @@ static void usage(FILE *out) {
           "                   the cluster file): KV-cache bytes per token\n"
           "  --chip F         chip file (default: ../chips/tpuv5p.json beside the cluster\n"
           "                   file): DCN bandwidth and idle power\n"
+          "  --threads N      policies replayed side by side (default: the online CPUs)\n"
           "  --out DIR        write requests_<policy>.csv, windows_<policy>.csv, summary.json\n"
-          "  --json           print the summary as one JSON document\n"
+          "                   (with --rates: sweep.json, sweep.dat/.gp/.png)\n"
+          "  --windows-only   with --out, no requests_<policy>.csv (~150 bytes a request)\n"
+          "  --json           print the summary (or the sweep) as one JSON document\n"
           "  -h, --help       show this help\n");
 }
 
 typedef struct {
   const char *store, *trace, *cluster, *policy, *model, *chip, *out;
-  uint64_t seed;
+  uint64_t seed, threads;
   double rate, warp;
-  int day, skip_bad, json;
+  double rates[MAX_RATES];
+  size_t nrates;
+  int day, skip_bad, json, rate_given, windows_only;
 } replay_args;
+
+static int parse_rates(const char *v, replay_args *a) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", v);
+  a->nrates = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (a->nrates == MAX_RATES) return cli_usage_error("replay", usage, "--rates takes at most %d rates", MAX_RATES);
+    double *r = &a->rates[a->nrates++];
+    if (cli_parse_double(tok, r) < 0 || !(*r > 0))
+      return cli_usage_error("replay", usage, "--rates expects numbers > 0 separated by commas, got '%s'", tok);
+  }
+  return a->nrates ? -1 : cli_usage_error("replay", usage, "--rates expects at least one rate");
+}
+
+/* One option with a value. @return -1 to go on, or the exit status of a usage error. */
+static int parse_value(const char *s, const char *v, replay_args *a) {
+  const char **text = !strcmp(s, "--store")     ? &a->store
+                      : !strcmp(s, "--trace")   ? &a->trace
+                      : !strcmp(s, "--cluster") ? &a->cluster
+                      : !strcmp(s, "--policy")  ? &a->policy
+                      : !strcmp(s, "--model")   ? &a->model
+                      : !strcmp(s, "--chip")    ? &a->chip
+                      : !strcmp(s, "--out")     ? &a->out
+                                                : NULL;
+  if (text) {
+    *text = v;
+    return -1;
+  }
+  if (!strcmp(s, "--rates")) return parse_rates(v, a);
+  if (!strcmp(s, "--rate") || !strcmp(s, "--warp")) {
+    double *num = !strcmp(s, "--rate") ? &a->rate : &a->warp;
+    a->rate_given |= num == &a->rate;
+    if (cli_parse_double(v, num) < 0 || (num == &a->rate ? *num < 0 : *num <= 0))
+      return cli_usage_error("replay", usage, "%s expects a number %s, got '%s'", s, num == &a->rate ? ">= 0" : "> 0",
+                             v);
+    return -1;
+  }
+  uint64_t *u = !strcmp(s, "--seed") ? &a->seed : &a->threads;
+  if (cli_parse_u64(v, u) < 0 || (u == &a->threads && (*u < 1 || *u > 256)))
+    return cli_usage_error("replay", usage, "%s expects %s, got '%s'", s,
+                           u == &a->seed ? "a non-negative integer" : "an integer from 1 to 256", v);
+  return -1;
+}
 
 /* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
 static int parse_args(int argc, char **argv, replay_args *a) {
+  static const char *const valued[] = {"--store", "--trace", "--cluster", "--policy", "--model", "--chip", "--out",
+                                       "--rate",  "--rates", "--warp",    "--seed",   "--threads"};
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
@@ -63,64 +125,55 @@ static int parse_args(int argc, char **argv, replay_args *a) {
     int *flag = !strcmp(s, "--json")            ? &a->json
                 : !strcmp(s, "--day")           ? &a->day
                 : !strcmp(s, "--skip-bad-rows") ? &a->skip_bad
+                : !strcmp(s, "--windows-only")  ? &a->windows_only
                                                 : NULL;
     if (flag) {
       *flag = 1;
       continue;
     }
-    const char **text = !strcmp(s, "--store")     ? &a->store
-                        : !strcmp(s, "--trace")   ? &a->trace
-                        : !strcmp(s, "--cluster") ? &a->cluster
-                        : !strcmp(s, "--policy")  ? &a->policy
-                        : !strcmp(s, "--model")   ? &a->model
-                        : !strcmp(s, "--chip")    ? &a->chip
-                        : !strcmp(s, "--out")     ? &a->out
-                                                  : NULL;
-    double *num = !strcmp(s, "--rate") ? &a->rate : !strcmp(s, "--warp") ? &a->warp : NULL;
-    const int is_seed = !strcmp(s, "--seed");
-    if (!text && !num && !is_seed) return cli_usage_error("replay", usage, "unknown argument '%s'", s);
+    bool known = false;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(s, valued[k]);
+    if (!known) return cli_usage_error("replay", usage, "unknown argument '%s'", s);
     if (i + 1 >= argc) return cli_usage_error("replay", usage, "option '%s' needs a value", s);
-    const char *v = argv[++i];
-    if (text) {
-      *text = v;
-    } else if (num) {
-      if (cli_parse_double(v, num) < 0 || (num == &a->rate ? *num < 0 : *num <= 0))
-        return cli_usage_error("replay", usage, "%s expects a number %s, got '%s'", s,
-                               num == &a->rate ? ">= 0" : "> 0", v);
-    } else if (cli_parse_u64(v, &a->seed) < 0) {
-      return cli_usage_error("replay", usage, "--seed expects a non-negative integer, got '%s'", v);
-    }
+    const int st = parse_value(s, argv[++i], a);
+    if (st >= 0) return st;
   }
   if (!a->store) return cli_usage_error("replay", usage, "missing --store");
   if (!a->trace) return cli_usage_error("replay", usage, "missing --trace");
   if (!a->cluster) return cli_usage_error("replay", usage, "missing --cluster");
+  if (a->nrates && a->rate_given) return cli_usage_error("replay", usage, "give --rate or --rates, not both");
   return -1;
 }
-
-static int fail_err(const enpu_err *e) { return cli_fail("replay", e->msg); }
 
 typedef struct {
   config_cluster *cluster;
   config_model *model;
   config_chip *chip;
-  replay_trace *trace;
+  replay_trace *raw;   /* as read */
+  replay_trace *trace; /* shaped (not with --rates) */
   planstore *ps;
-  replay_result **runs; /* one per policy of the store */
-  size_t nruns;
+  replay_setup setup;
+  const char **policies;
+  size_t npolicies;
+  replay_result **runs;
+  replay_sweep *sweep;
 } replay_inputs;
 
 static void inputs_free(replay_inputs *in) {
-  for (size_t i = 0; i < in->nruns; i++) replay_result_free(in->runs[i]);
+  for (size_t i = 0; in->runs && i < in->npolicies; i++) replay_result_free(in->runs[i]);
   free(in->runs);
+  free(in->policies);
+  replay_sweep_free(in->sweep);
   planstore_close(in->ps);
   replay_trace_free(in->trace);
+  replay_trace_free(in->raw);
   config_chip_free(in->chip);
   config_model_free(in->model);
   config_cluster_free(in->cluster);
 }
 
 /* Model and chip files default to the project layout beside the cluster file. */
-static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
+static int load_configs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   ENPU_FORWARD(config_cluster_load(a->cluster, &in->cluster, err));
   char path[CONFIG_PATH_LEN], rel[CONFIG_PATH_LEN];
   snprintf(rel, sizeof rel, "../models/%s.json", in->cluster->model_name);
@@ -128,90 +181,165 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   ENPU_FORWARD(config_model_load(a->model ? a->model : path, &in->model, err));
   if (!a->chip) ENPU_FORWARD(enpu_path_relative(a->cluster, "../chips/tpuv5p.json", path, sizeof path, err));
   ENPU_FORWARD(config_chip_load(a->chip ? a->chip : path, &in->chip, err));
-  replay_trace *raw = NULL;
-  ENPU_FORWARD(replay_trace_load(a->trace, a->skip_bad, &raw, err));
-  if (raw->skipped)
-    fprintf(stderr, "enpu replay: skipped %zu bad rows of %s (first: %s)\n", raw->skipped, a->trace,
-            raw->first_skipped);
-  const replay_shape shape = {.rate = a->rate, .warp = a->warp, .day = a->day, .seed = a->seed};
-  int rc = replay_trace_shape(raw, &shape, &in->trace, err);
-  replay_trace_free(raw);
-  ENPU_FORWARD(rc);
-  ENPU_FORWARD(planstore_open(a->store, &in->ps, err));
+  return replay_setup_init(&in->setup, in->cluster, in->model, in->chip, err);
+}
+
+/* The store's policies to run: all, or the one named. */
+static int pick_policies(const replay_args *a, replay_inputs *in, enpu_err *err) {
+  const size_t np = planstore_policy_count(in->ps);
+  in->policies = calloc(np ? np : 1, sizeof *in->policies);
+  ENPU_RETURN_IF(!in->policies, err, ENPU_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < np; i++) {
+    const char *name = planstore_policy_name(in->ps, i);
+    if (!strcmp(a->policy, "all") || !strcmp(a->policy, name)) in->policies[in->npolicies++] = name;
+  }
+  ENPU_RETURN_IF(in->npolicies == 0, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in %s", a->policy, a->store);
   return ENPU_OK;
 }
 
-/* The savings column: percent saved against the nodvfs energy, or "-" where there is no
- * nodvfs run in this replay (or it used no energy) to compare with. */
-static void savings_cell(char *out, size_t len, double energy_nj, const replay_summary *base, int phase) {
-  const double base_nj = base ? base->phase[phase].energy_nj : 0;
-  if (base_nj > 0) snprintf(out, len, "%.2f", 100 * (1 - energy_nj / base_nj));
+static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
+  ENPU_FORWARD(load_configs(a, in, err));
+  char warning[ENPU_ERR_MSG_LEN];
+  ENPU_FORWARD(replay_check_store(a->store, in->cluster, in->model, in->chip, warning, sizeof warning, err));
+  if (warning[0]) fprintf(stderr, "enpu replay: warning: %s\n", warning);
+  ENPU_FORWARD(replay_trace_load(a->trace, a->skip_bad, &in->raw, err));
+  if (in->raw->skipped)
+    fprintf(stderr, "enpu replay: skipped %zu bad rows of %s (first: %s)\n", in->raw->skipped, a->trace,
+            in->raw->first_skipped);
+  if (!a->nrates) {
+    const replay_shape shape = {.rate = a->rate, .warp = a->warp, .day = a->day, .seed = a->seed};
+    ENPU_FORWARD(replay_trace_shape(in->raw, &shape, &in->trace, err));
+  }
+  ENPU_FORWARD(planstore_open(a->store, &in->ps, err));
+  return pick_policies(a, in, err);
+}
+
+/* ---- one rate: the table ------------------------------------------------------------ */
+
+static const replay_summary *find_base(const replay_inputs *in) {
+  for (size_t i = 0; i < in->npolicies; i++)
+    if (!strcmp(in->policies[i], "nodvfs")) return replay_result_summary(in->runs[i]);
+  return NULL;
+}
+
+/* Percent saved against the base, or "-" where there is nothing to compare with. */
+static void pct_cell(char *out, size_t len, double e, double base) {
+  if (base > 0) snprintf(out, len, "%.2f", 100 * (1 - e / base));
   else snprintf(out, len, "-");
 }
 
+static void print_row(const replay_summary *s, const replay_summary *b) {
+  const replay_phase_stats *p = s->phase, *q = b ? b->phase : NULL;
+  char c[6][32];
+  pct_cell(c[0], 32, p[0].busy_energy_nj, q ? q[0].busy_energy_nj : 0);
+  pct_cell(c[1], 32, p[1].busy_energy_nj, q ? q[1].busy_energy_nj : 0);
+  pct_cell(c[2], 32, p[0].busy_energy_nj + p[1].busy_energy_nj, q ? q[0].busy_energy_nj + q[1].busy_energy_nj : 0);
+  pct_cell(c[3], 32, p[0].energy_nj, q ? q[0].energy_nj : 0);
+  pct_cell(c[4], 32, p[1].energy_nj, q ? q[1].energy_nj : 0);
+  pct_cell(c[5], 32, s->energy_nj, b ? b->energy_nj : 0);
+  const double batches = (double)(p[0].batches + p[1].batches);
+  printf("%-9s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu\n", s->policy,
+         (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment, s->ttft_p50_ns * 1e-6,
+         s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6, c[0], c[1], c[2], c[3], c[4], c[5],
+         batches ? 100 * (double)(p[0].safeguard1 + p[1].safeguard1) / batches : 0,
+         batches ? 100 * (double)(p[0].locked + p[1].locked) / batches : 0,
+         (unsigned long long)(p[0].late + p[1].late));
+}
+
 static void print_table(const replay_inputs *in) {
-  const replay_summary *base = NULL;
-  for (size_t i = 0; i < in->nruns; i++)
-    if (!strcmp(replay_result_summary(in->runs[i])->policy, "nodvfs")) base = replay_result_summary(in->runs[i]);
-  printf("%zu requests (%s cluster: %d prefill + %d decode nodes)\n\n", in->trace->count, in->cluster->name,
-         in->cluster->node[CONFIG_PREFILL].nodes, in->cluster->node[CONFIG_DECODE].nodes);
-  printf("%-9s %7s %5s %7s %8s %8s %7s %7s %10s %10s %8s %8s %9s %9s\n", "policy", "served", "uncov", "SLO %",
-         "TTFT p50", "TTFT p99", "TPOT50", "TPOT99", "prefill kJ", "decode kJ", "save P %", "save D %",
-         "slowed/sg1", "locked");
-  for (size_t i = 0; i < in->nruns; i++) {
+  const replay_summary *base = find_base(in), *s0 = replay_result_summary(in->runs[0]);
+  printf("%zu requests (%s cluster: %d prefill + %d decode nodes; idle %s; safeguard 2 %s; horizon %.1f s)\n\n",
+         in->trace->count, in->cluster->name, in->cluster->node[CONFIG_PREFILL].nodes,
+         in->cluster->node[CONFIG_DECODE].nodes, config_idle_mode_name(in->cluster->idle.mode),
+         config_safeguard2_name(in->cluster->scheduler.safeguard2), s0->horizon_ns * 1e-9);
+  printf("%-9s %7s %5s %7s %8s %8s %7s %7s %23s %23s %6s %6s %5s\n", "", "", "", "", "TTFT ms", "", "TPOT ms", "",
+         "busy-only savings %", "with-idle savings %", "", "", "");
+  printf("%-9s %7s %5s %7s %8s %8s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %5s\n", "policy", "served", "uncov",
+         "SLO %", "p50", "p99", "p50", "p99", "prefill", "decode", "all", "prefill", "decode", "all", "sg1 %",
+         "lock %", "late");
+  for (size_t i = 0; i < in->npolicies; i++) print_row(replay_result_summary(in->runs[i]), base);
+  printf("\nbusy-only: the batches' energy (the paper's simulator counts no idle energy); with idle:\n"
+         "plus idle chips and KV transfers over DCN. sg1 %%: batches given a less aggressive plan by\n"
+         "safeguard 1; lock %%: batches run while safeguard 2 held the chips at peak; late: batches\n"
+         "whose own target was below their fastest plan. --json or --out for peak/off-peak hours.\n");
+}
+
+static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_err *err) {
+  in->runs = calloc(in->npolicies, sizeof *in->runs);
+  ENPU_RETURN_IF(!in->runs, err, ENPU_ERR_NOMEM, "out of memory");
+  ENPU_FORWARD(replay_run_policies(in->ps, in->policies, in->npolicies, in->trace, &in->setup, threads, in->runs, err));
+  if (a->out)
+    ENPU_FORWARD(replay_write_outputs(a->out, (const replay_result *const *)in->runs, in->npolicies, !a->windows_only,
+                                      err));
+  for (size_t i = 0; i < in->npolicies; i++) {
     const replay_summary *s = replay_result_summary(in->runs[i]);
-    const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
-    char sp[32], sd[32];
-    savings_cell(sp, sizeof sp, p->energy_nj, base, REPLAY_PREFILL);
-    savings_cell(sd, sizeof sd, d->energy_nj, base, REPLAY_DECODE);
-    printf("%-9s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %10.1f %10.1f %8s %8s %4llu/%-4llu %4llu/%-4llu\n",
-           s->policy, (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment,
-           s->ttft_p50_ns * 1e-6, s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6,
-           p->energy_nj * 1e-12, d->energy_nj * 1e-12, sp, sd, (unsigned long long)(p->slowed + d->slowed),
-           (unsigned long long)(p->safeguard1 + d->safeguard1), (unsigned long long)p->locked,
-           (unsigned long long)d->locked);
+    if (s->uncovered)
+      fprintf(stderr, "enpu replay: policy %s: %llu requests not covered by any bucket (first: %s)\n", s->policy,
+              (unsigned long long)s->uncovered, s->uncovered_example);
   }
-  printf("\nTTFT/TPOT in ms; savings vs nodvfs incl. idle power; slowed/sg1: batches on a slower plan /\n"
-         "lowered by safeguard 1; locked: prefill/decode batches locked to peak by safeguard 2.\n");
+  if (!a->json) {
+    print_table(in);
+    return ENPU_OK;
+  }
+  json_t *doc = NULL;
+  ENPU_FORWARD(replay_summary_json((const replay_result *const *)in->runs, in->npolicies, &doc, err));
+  const int printed = cli_print_json(doc);
+  json_decref(doc);
+  return printed == 0 ? ENPU_OK : ENPU_ERR_IO;
+}
+
+/* ---- --rates: the sweep ---------------------------------------------------------------- */
+
+static void print_sweep(const replay_sweep *s) {
+  printf("%8s %9s %-9s %7s %9s %9s %15s %15s %6s %6s\n", "rate", "requests", "policy", "SLO %", "save busy",
+         "save idle", "prefill % (max)", "decode % (max)", "sg1 %", "lock %");
+  for (size_t r = 0; r < s->nrates; r++)
+    for (size_t p = 0; p < s->npolicies; p++) {
+      const replay_sweep_cell *c = &s->cells[r * s->npolicies + p];
+      printf("%8g %9zu %-9s %7.2f %9.2f %9.2f %7.2f (%5.1f) %7.2f (%5.1f) %6.2f %6.2f\n", s->rates[r], s->requests[r],
+             s->policies[p], 100 * c->slo_attainment, 100 * c->savings_busy, 100 * c->savings, 100 * c->util[0],
+             100 * c->util_busiest[0], 100 * c->util[1], 100 * c->util_busiest[1], 100 * c->safeguard1_share,
+             100 * c->locked_share);
+    }
+  printf("\nprefill %%: prefill node-time busy; decode %%: decode batch slots filled (mean members /\n"
+         "max batch); over the run, and (max) in the busiest 5-minute window. Capacity, the highest\n"
+         "rate with >= %.0f %% SLO attainment there and below:\n",
+         100 * REPLAY_CAPACITY_ATTAINMENT);
+  for (size_t p = 0; p < s->npolicies; p++)
+    printf("  %-9s %s%g\n", s->policies[p], s->capacity[p] > 0 ? "" : "none of the rates tried, ", s->capacity[p]);
+}
+
+static int run_sweep(const replay_args *a, replay_inputs *in, int threads, enpu_err *err) {
+  const replay_shape base = {.rate = 1, .warp = a->warp, .day = a->day, .seed = a->seed};
+  ENPU_FORWARD(replay_sweep_run(in->ps, in->policies, in->npolicies, in->raw, &base, a->rates, a->nrates, &in->setup,
+                                threads, &in->sweep, err));
+  json_t *doc = NULL;
+  ENPU_FORWARD(replay_sweep_json(in->sweep, &doc, err));
+  int rc = a->out ? enpu_mkdir_p(a->out, err) : ENPU_OK;
+  if (rc == ENPU_OK && a->out) {
+    char path[CONFIG_PATH_LEN];
+    snprintf(path, sizeof path, "%s/sweep.json", a->out);
+    rc = json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) == 0
+             ? report_sweep(a->out, doc, NULL, err)
+             : enpu_errorf(err, ENPU_ERR_IO, "cannot write %s", path);
+  }
+  if (rc == ENPU_OK && a->json && cli_print_json(doc) != 0) rc = ENPU_ERR_IO;
+  else if (rc == ENPU_OK && !a->json) print_sweep(in->sweep);
+  json_decref(doc);
+  return rc;
 }
 
 int cli_cmd_replay(int argc, char **argv) {
   replay_args a = {.policy = "all", .seed = 1, .rate = 1.0, .warp = 1.0};
   int st = parse_args(argc, argv, &a);
   if (st >= 0) return st;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int threads = a.threads ? (int)a.threads : cpus > 0 ? (int)cpus : 1;
   replay_inputs in = {0};
   enpu_err err = {0};
-  replay_setup setup;
   int rc = load_inputs(&a, &in, &err);
-  if (rc == ENPU_OK) rc = replay_setup_init(&setup, in.cluster, in.model, in.chip, &err);
-  const size_t np = in.ps ? planstore_policy_count(in.ps) : 0;
-  if (rc == ENPU_OK && !(in.runs = calloc(np ? np : 1, sizeof *in.runs)))
-    rc = enpu_errorf(&err, ENPU_ERR_NOMEM, "out of memory");
-  for (size_t i = 0; rc == ENPU_OK && i < np; i++) {
-    const char *name = planstore_policy_name(in.ps, i);
-    if (strcmp(a.policy, "all") && strcmp(a.policy, name)) continue;
-    rc = replay_run(in.ps, name, in.trace, &setup, &in.runs[in.nruns], &err);
-    if (rc == ENPU_OK) in.nruns++;
-    else enpu_err_prefix(&err, "policy %s: ", name);
-  }
-  if (rc == ENPU_OK && in.nruns == 0)
-    rc = enpu_errorf(&err, ENPU_ERR_NOT_FOUND, "no policy '%s' in %s", a.policy, a.store);
-  if (rc == ENPU_OK && a.out)
-    rc = replay_write_outputs(a.out, (const replay_result *const *)in.runs, in.nruns, &err);
-  json_t *doc = NULL;
-  if (rc == ENPU_OK && a.json) rc = replay_summary_json((const replay_result *const *)in.runs, in.nruns, &doc, &err);
-  int status = rc == ENPU_OK ? 0 : fail_err(&err);
-  if (status == 0) {
-    for (size_t i = 0; i < in.nruns; i++) {
-      const replay_summary *s = replay_result_summary(in.runs[i]);
-      if (s->uncovered)
-        fprintf(stderr, "enpu replay: policy %s: %llu requests not covered by any bucket (first: %s)\n", s->policy,
-                (unsigned long long)s->uncovered, s->uncovered_example);
-    }
-    if (doc) status = cli_print_json(doc);
-    else print_table(&in);
-  }
-  json_decref(doc);
+  if (rc == ENPU_OK) rc = a.nrates ? run_sweep(&a, &in, threads, &err) : run_one(&a, &in, threads, &err);
+  const int status = rc == ENPU_OK ? 0 : rc == ENPU_ERR_IO && !err.msg[0] ? 1 : cli_fail("replay", err.msg);
   inputs_free(&in);
   return status;
 }

@@ -194,8 +194,14 @@ double config_state_ghz(const config_chip *chip, int state);
  *   "decode":  { "nodes": 8,  "chips": 4, "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } },
  *   "slo": [ { "name": "P33",  "prefill_max_tokens": 1291, "decode_max_tokens": 1313,
  *              "ttft_ms": 725,  "tpot_ms": 91 }, ... ],       (sorted, last is P100)
- *   "batching": { "max_batch": 256, "max_batch_tokens": 16384 } }
- * Checks: chips == dp*tp*pp*ep; class bounds strictly increasing. */
+ *   "batching": { "max_batch": 256, "max_batch_tokens": 16384 },
+ *   "idle": { "mode": "lowest-state" },                                        optional
+ *   "scheduler": { "safeguard1_scan": 128, "safeguard2": "paper",              optional
+ *                  "safeguard2_window_s": 300, "safeguard2_miss_fraction": 0.01 },
+ *   "dcn": { "energy_pj_per_byte": 480 } }                                      optional
+ * Checks: chips == dp*tp*pp*ep; class bounds strictly increasing; "sleep" needs
+ * sleep_w and wake_ms. Defaults: idle lowest-state, the scheduler values shown, DCN
+ * energy 0 (KV transfers cost time only). */
 
 typedef struct {
   int dp, tp, pp, ep;
@@ -217,6 +223,43 @@ typedef struct {
   double tpot_ms;
 } config_slo_class;
 
+/* What an idle node's chips draw (the replay's idle energy):
+ *  peak          every policy at NoDVFS's idle power (components at the peak state,
+ *                static power only, fixed regulator): idle energy cancels in savings;
+ *  lowest-state  a DVFS policy parks the components it scales at their lowest V/f
+ *                state (NoDVFS stays at peak);
+ *  sleep         as lowest-state while awake; after sleep_after_ms idle a node sleeps at
+ *                sleep_w per chip and its next batch waits wake_ms. */
+typedef enum {
+  CONFIG_IDLE_PEAK = 0,
+  CONFIG_IDLE_LOWEST_STATE = 1,
+  CONFIG_IDLE_SLEEP = 2,
+  CONFIG_NIDLE_MODE = 3
+} config_idle_mode;
+
+typedef struct {
+  config_idle_mode mode;
+  double sleep_w;        /* per chip, asleep */
+  double wake_ms;        /* a sleeping node's wake-up latency */
+  double sleep_after_ms; /* idle time before a node sleeps */
+} config_idle;
+
+/* Safeguard 2 (paper §3.4): "paper" locks every chip while more than miss_fraction of
+ * the requests finished in the last window missed their SLO; "per-phase" locks a
+ * phase while more than that fraction of the phase's outcomes (TTFT at the end of
+ * prefill, TPOT at the end of decode) missed. */
+typedef enum { CONFIG_SG2_PAPER = 0, CONFIG_SG2_PER_PHASE = 1, CONFIG_NSG2 = 2 } config_safeguard2;
+
+const char *config_idle_mode_name(config_idle_mode m);   /* "peak", "lowest-state", "sleep" */
+const char *config_safeguard2_name(config_safeguard2 m); /* "paper", "per-phase" */
+
+typedef struct {
+  int safeguard1_scan;             /* waiting requests safeguard 1 checks per queue */
+  config_safeguard2 safeguard2;
+  double safeguard2_window_s;
+  double safeguard2_miss_fraction;
+} config_scheduler;
+
 typedef struct {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
@@ -226,6 +269,9 @@ typedef struct {
   int slo_count;
   int max_batch;
   int max_batch_tokens;
+  config_idle idle;
+  config_scheduler scheduler;
+  double dcn_energy_pj_per_byte; /* KV-cache transfer over DCN, both link ends */
   uint64_t hash;
 } config_cluster;
 

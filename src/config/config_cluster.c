@@ -1,7 +1,9 @@
 /* config_cluster.c — cluster files (jobs/clusters/<name>.json): prefill/decode nodes with their
- * parallelism (paper Table 3) and the SLO length classes (Table 2).
+ * parallelism (paper Table 3), the SLO length classes (Table 2), batching limits, and the
+ * replay's optional idle, scheduler and DCN sections.
  * Invariants after load: every node's chips == dp*tp*pp*ep; SLO class bounds strictly
- * increase, so a length maps to the first class whose bound covers it. */
+ * increase, so a length maps to the first class whose bound covers it; every optional
+ * value holds its default when its key is absent. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +12,20 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const cluster_keys[] = {"name", "model", "prefill", "decode", "slo", "batching"};
+static const char *const cluster_keys[] = {"name", "model", "prefill", "decode", "slo",
+                                           "batching", "idle", "scheduler", "dcn"};
 static const char *const node_keys[] = {"nodes", "chips", "parallel"};
 static const char *const parallel_keys[] = {"dp", "tp", "pp", "ep"};
 static const char *const slo_keys[] = {"name", "prefill_max_tokens", "decode_max_tokens", "ttft_ms",
                                        "tpot_ms"};
 static const char *const batching_keys[] = {"max_batch", "max_batch_tokens"};
+static const char *const idle_keys[] = {"mode", "sleep_w", "wake_ms", "sleep_after_ms"};
+static const char *const scheduler_keys[] = {"safeguard1_scan", "safeguard2", "safeguard2_window_s",
+                                             "safeguard2_miss_fraction"};
+static const char *const dcn_keys[] = {"energy_pj_per_byte"};
+
+#define SG1_SCAN_DEFAULT 128
+#define SG1_SCAN_MAX 100000
 
 int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
                           config_parallel *out, enpu_err *err) {
@@ -92,6 +102,75 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
   return ENPU_OK;
 }
 
+/* An optional number: *out keeps its default when `key` is absent. */
+static int optional_number(const config_doc *doc, const config_path *p, const json_t *obj, const char *key,
+                           double min, bool min_open, double max, double *out, enpu_err *err) {
+  if (!json_object_get(obj, key)) return ENPU_OK;
+  return config_get_number(doc, p, obj, key, min, min_open, max, out, err);
+}
+
+/* "idle": the mode, and for "sleep" its power (<= 1 kW per chip) and latencies (<= 1 h). */
+static int parse_idle(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
+  c->idle = (config_idle){.mode = CONFIG_IDLE_LOWEST_STATE};
+  const json_t *v = json_object_get(doc->root, "idle");
+  if (!v) return ENPU_OK;
+  config_path ip = CONFIG_KEY(root, "idle"), mp = CONFIG_KEY(&ip, "mode");
+  ENPU_FORWARD(config_object(doc, &ip, v, idle_keys, NKEYS(idle_keys), err));
+  int mode = 0;
+  ENPU_FORWARD(config_enum(doc, &mp, json_object_get(v, "mode"), config_idle_mode_names, CONFIG_NIDLE_MODE,
+                           &mode, err));
+  c->idle.mode = (config_idle_mode)mode;
+  const bool sleep = c->idle.mode == CONFIG_IDLE_SLEEP;
+  static const char *const sleep_only[] = {"sleep_w", "wake_ms", "sleep_after_ms"};
+  for (size_t k = 0; k < NKEYS(sleep_only); k++) {
+    config_path kp = CONFIG_KEY(&ip, sleep_only[k]);
+    if (!sleep && json_object_get(v, sleep_only[k]))
+      return config_fail(doc, &kp, err, ENPU_ERR_INVALID, "expected no %s: only mode \"sleep\" has it",
+                         sleep_only[k]);
+  }
+  if (!sleep) return ENPU_OK;
+  ENPU_FORWARD(config_get_number(doc, &ip, v, "sleep_w", 0, false, 1000, &c->idle.sleep_w, err));
+  ENPU_FORWARD(config_get_number(doc, &ip, v, "wake_ms", 0, false, 3.6e6, &c->idle.wake_ms, err));
+  return optional_number(doc, &ip, v, "sleep_after_ms", 0, false, 3.6e6, &c->idle.sleep_after_ms, err);
+}
+
+static int parse_scheduler(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
+  c->scheduler = (config_scheduler){.safeguard1_scan = SG1_SCAN_DEFAULT, .safeguard2 = CONFIG_SG2_PAPER,
+                                    .safeguard2_window_s = 300, .safeguard2_miss_fraction = 0.01};
+  const json_t *v = json_object_get(doc->root, "scheduler");
+  if (!v) return ENPU_OK;
+  config_path sp = CONFIG_KEY(root, "scheduler");
+  ENPU_FORWARD(config_object(doc, &sp, v, scheduler_keys, NKEYS(scheduler_keys), err));
+  if (json_object_get(v, "safeguard1_scan")) {
+    config_path kp = CONFIG_KEY(&sp, "safeguard1_scan");
+    ENPU_FORWARD(config_get_int(doc, &sp, v, "safeguard1_scan", 1, &c->scheduler.safeguard1_scan, err));
+    if (c->scheduler.safeguard1_scan > SG1_SCAN_MAX)
+      return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected an integer from 1 to %d, got %d", SG1_SCAN_MAX,
+                         c->scheduler.safeguard1_scan);
+  }
+  if (json_object_get(v, "safeguard2")) {
+    config_path kp = CONFIG_KEY(&sp, "safeguard2");
+    int mode = 0;
+    ENPU_FORWARD(config_enum(doc, &kp, json_object_get(v, "safeguard2"), config_safeguard2_names, CONFIG_NSG2,
+                             &mode, err));
+    c->scheduler.safeguard2 = (config_safeguard2)mode;
+  }
+  ENPU_FORWARD(optional_number(doc, &sp, v, "safeguard2_window_s", 0, true, 86400,
+                               &c->scheduler.safeguard2_window_s, err));
+  return optional_number(doc, &sp, v, "safeguard2_miss_fraction", 0, false, 1,
+                         &c->scheduler.safeguard2_miss_fraction, err);
+}
+
+/* "dcn": energy of moving one byte of KV cache between nodes (both link ends), <= 1 µJ. */
+static int parse_dcn(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
+  c->dcn_energy_pj_per_byte = 0;
+  const json_t *v = json_object_get(doc->root, "dcn");
+  if (!v) return ENPU_OK;
+  config_path dp = CONFIG_KEY(root, "dcn");
+  ENPU_FORWARD(config_object(doc, &dp, v, dcn_keys, NKEYS(dcn_keys), err));
+  return config_get_number(doc, &dp, v, "energy_pj_per_byte", 0, false, 1e6, &c->dcn_energy_pj_per_byte, err);
+}
+
 int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err) {
   config_path root = CONFIG_ROOT;
   ENPU_FORWARD(config_object(doc, &root, doc->root, cluster_keys, NKEYS(cluster_keys), err));
@@ -107,6 +186,9 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   ENPU_FORWARD(config_object(doc, &bp, b, batching_keys, NKEYS(batching_keys), err));
   ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch", 1, &c->max_batch, err));
   ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch_tokens", 1, &c->max_batch_tokens, err));
+  ENPU_FORWARD(parse_idle(doc, &root, c, err));
+  ENPU_FORWARD(parse_scheduler(doc, &root, c, err));
+  ENPU_FORWARD(parse_dcn(doc, &root, c, err));
   c->hash = enpu_hash64(doc->text, doc->len, 0);
   return ENPU_OK;
 }

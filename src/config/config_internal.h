@@ -86,6 +86,8 @@ extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];
 extern const char *const config_moe_experts_names[CONFIG_NEXPERTS];
 extern const char *const config_capacity_names[CONFIG_NCAPACITY];
+extern const char *const config_idle_mode_names[CONFIG_NIDLE_MODE];
+extern const char *const config_safeguard2_names[CONFIG_NSG2];
 
 /* The public *_load functions: allocate a zeroed struct of `size` bytes, parse `path`
  * into it; on failure call clear (may be NULL) on it, free it, and leave *out NULL. */

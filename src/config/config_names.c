@@ -1,5 +1,5 @@
 /* config_names.c — names of the closed vocabularies (phases, components, policies, MoE
- * expert graphs, capacity policies).
+ * expert graphs, capacity policies, idle modes, safeguard-2 modes).
  * The strings are part of the file formats and the store layout: never rename them. */
 #include <string.h>
 
@@ -9,6 +9,8 @@ const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
                                                          "ideal"};
+const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
+const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
 
 const char *const config_moe_experts_names[CONFIG_NEXPERTS] = {"all-resident", "active-only"};
 const char *const config_capacity_names[CONFIG_NCAPACITY] = {"enforce", "offload", "ignore"};
@@ -31,6 +33,14 @@ const char *config_moe_experts_name(config_moe_experts e) {
 
 const char *config_capacity_name(config_capacity c) {
   return (unsigned)c < CONFIG_NCAPACITY ? config_capacity_names[c] : "?";
+}
+
+const char *config_idle_mode_name(config_idle_mode m) {
+  return (unsigned)m < CONFIG_NIDLE_MODE ? config_idle_mode_names[m] : "?";
+}
+
+const char *config_safeguard2_name(config_safeguard2 m) {
+  return (unsigned)m < CONFIG_NSG2 ? config_safeguard2_names[m] : "?";
 }
 
 static int parse_name(const char *name, const char *const *names, int count, int *out) {

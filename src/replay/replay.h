@@ -1,11 +1,18 @@
-/* replay.h — cluster replay of an LLM inference trace (DESIGN.md §8, paper §3.4, §4.8):
- * a discrete-event simulation of prefill/decode disaggregated nodes with continuous
- * batching, KV-cache transfer over DCN, SLO classes, and the DVFS-aware scheduler with
- * its two safeguards, driven by plans read from a plan store (planstore.h).
+/* replay.h — cluster replay of an LLM inference trace (paper §3.4, §4.8): a
+ * discrete-event simulation of prefill/decode disaggregated nodes with continuous
+ * batching, KV-cache transfer over DCN, SLO classes, idle chips, and the DVFS-aware
+ * scheduler with its two safeguards, driven by plans read from a plan store
+ * (planstore.h); and a load sweep over request rates.
  *
  * Determinism: a run depends only on its inputs. The trace shaping (rate scaling, the
  * 24-hour day) draws from its own seeded generator; the simulation itself draws nothing
- * and breaks every tie by index, so the same inputs give bit-identical results.
+ * and breaks every tie by index, so the same inputs give bit-identical results, with
+ * any number of threads.
+ *
+ * Energy of a run: busy (the plans of the batches run) + idle (node time outside
+ * batches, at the cluster's idle power for the policy) + KV (bytes moved over DCN).
+ * Runs of one trace are compared over one common horizon (replay_align_horizon): a
+ * policy that finishes later is not charged idle time the others escape.
  *
  * Units: time in ns, energy in nJ, power in W; token counts are plain integers. */
 #ifndef ENPU_REPLAY_H
@@ -25,6 +32,13 @@
  * timestamps `YYYY-MM-DD HH:MM:SS[.f…][+HH:MM]`). Arrivals are relative to the earliest
  * row and sorted (stable for equal times). */
 
+#define REPLAY_YEAR_MIN 1970
+#define REPLAY_YEAR_MAX 2100
+#define REPLAY_SPAN_MAX_S (31.0 * 86400) /* a trace covers at most a month */
+#define REPLAY_TOKENS_MAX 2097152         /* 2M tokens: twice the longest context of §3.4 */
+#define REPLAY_REQUESTS_MAX 30000000      /* a shaped trace: a week of Azure's busier service;
+                                            a run holds ~180 bytes per request and policy */
+
 typedef struct {
   double arrival_ns;
   int32_t context_tokens;   /* >= 1 */
@@ -36,12 +50,17 @@ typedef struct {
   size_t count;
   size_t skipped;         /* bad rows skipped (skip_bad_rows only) */
   char first_skipped[ENPU_ERR_MSG_LEN]; /* message of the first skipped row, "" when none */
+  double origin_tod_s;    /* time of day of arrival 0, seconds after midnight (as written,
+                             UTC when the rows carry an offset; 0 for a shaped day) */
 } replay_trace;
 
 /* Parse a trace from memory; `name` is used in messages (file:line:column: ...). A bad
  * row is an error naming its line and column and what was expected, unless
- * skip_bad_rows, which skips it and counts it. Blank lines are ignored.
- * @return 0 and *out; ENPU_ERR_PARSE (syntax), ENPU_ERR_RANGE (a count < 1 or too large),
+ * skip_bad_rows, which skips it and counts it. Blank lines are ignored. A year outside
+ * [REPLAY_YEAR_MIN, REPLAY_YEAR_MAX] or a token count above REPLAY_TOKENS_MAX makes a
+ * row bad. Rows spanning more than REPLAY_SPAN_MAX_S are an error of the trace (naming
+ * the row farthest from the median), even with skip_bad_rows.
+ * @return 0 and *out; ENPU_ERR_PARSE (syntax), ENPU_ERR_RANGE (a value out of range),
  * ENPU_ERR_INVALID (no data rows), ENPU_ERR_NOMEM. *out is NULL on failure. */
 int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows,
                        replay_trace **out, enpu_err *err);
@@ -55,8 +74,9 @@ void replay_trace_free(replay_trace *t); /* NULL is a no-op */
  *    random between the request and the next one, so the trace's shape is kept.
  *  warp: arrival times are multiplied by warp (0.5 = twice the rate in half the time).
  *  day: tile the trace (period = its span plus one mean inter-arrival gap) over 24 hours
- *    and thin it with the diurnal curve of replay_diurnal_factor; the trace itself is the
- *    peak rate (it was recorded 18:15–19:14, inside the peak hours 14–20).
+ *    from midnight and thin it with the diurnal curve of replay_diurnal_factor; the
+ *    trace itself is the peak rate (the shipped one was recorded 18:15–19:14, inside the
+ *    peak hours 14–20).
  * Order: day (if set), rate, then warp. Deterministic for a seed. */
 typedef struct {
   double rate;
@@ -69,41 +89,63 @@ typedef struct {
  * 20:00, 0.3 at 04:00, linear in between. */
 double replay_diurnal_factor(double hour);
 
+/* Peak hours of §4.8: 14:00 <= time of day < 20:00 (seconds after midnight, any value). */
+bool replay_is_peak(double time_of_day_s);
+
 /* @return 0 and a new trace; ENPU_ERR_INVALID for rate < 0, warp <= 0, non-finite values
- * or a result without requests; ENPU_ERR_NOMEM. */
+ * or a result without requests; ENPU_ERR_RANGE when the result would hold more than
+ * REPLAY_REQUESTS_MAX requests; ENPU_ERR_NOMEM. */
 int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay_trace **out,
                        enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
- * Cluster set-up and runs */
+ * Cluster set-up */
 
 typedef struct {
-  const config_cluster *cluster; /* nodes, chips, SLO classes, batching (kept, not copied) */
+  const config_cluster *cluster; /* nodes, chips, SLO classes, batching, idle, scheduler
+                                    (kept, not copied) */
   double kv_bytes_per_token;     /* whole model (config_model.kv_bytes_per_token) */
   double dcn_gbps_per_chip;      /* config_chip.dcn_gbps (Table 6: 50) */
-  double idle_w_per_chip;        /* replay_idle_power_w */
+  double idle_w_per_chip[CONFIG_NPOLICY]; /* an awake idle chip under each policy */
 } replay_setup;
 
-/* Power of an idle chip: every component's static power at the peak state through the
- * fixed regulator at activity 0, plus the chip's other static power. An idle chip keeps
- * its rails at the NoDVFS voltage (the paper does not sleep idle chips, §4.8) and does no
- * switching; the same figure is charged under every policy.
- * @return 0, or the power module's error. */
-int replay_idle_power_w(const config_chip *chip, double *watts, enpu_err *err);
+/* Power of an idle, awake chip under `policy` for the cluster's idle mode: every
+ * component's static power at activity 0 plus the chip's other static power. At "peak"
+ * (and for nodvfs always) every component is at its peak state behind the fixed
+ * regulator. Otherwise the components the policy scales sit at their lowest V/f state
+ * (state 1) behind the DVFS regulator, the rest at peak: dvfs-c scales the compute core
+ * (SA, VU, SRAM as one domain), enpu-c every component with only the HBM controller
+ * scaling, enpu-all and ideal the HBM I/O too (paper §4.1, Table 6; power.h).
+ * @return 0, ENPU_ERR_INVALID for an unknown policy, or the power module's error. */
+int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode,
+                        double *watts, enpu_err *err);
 
 /* Fill a set-up from loaded files (KV bytes from the model, DCN from the chip, idle
- * power from the chip's tables). @return 0 or an error (model/cluster mismatch:
- * ENPU_ERR_INVALID naming both). */
+ * power per policy from the chip's tables). @return 0 or an error (model/cluster
+ * mismatch: ENPU_ERR_INVALID naming both). */
 int replay_setup_init(replay_setup *s, const config_cluster *cluster, const config_model *model,
                       const config_chip *chip, enpu_err *err);
 
+/* Check that the store at `store_path` was compiled for the cluster's model and the
+ * chip and node parallelism given: its provenance (model, chip and cluster documents)
+ * must name the same model and chip and the same chips and dp/tp/pp/ep per node, or
+ * the plans mean nothing for this cluster. A store without provenance documents
+ * (hand-made) passes. When the names agree but the model or chip file's content hash
+ * differs from the store's, `warning` (cap bytes, may be NULL) says so.
+ * @return 0; ENPU_ERR_INVALID naming the mismatch; the store's errors. */
+int replay_check_store(const char *store_path, const config_cluster *cluster, const config_model *model,
+                       const config_chip *chip, char *warning, size_t cap, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Runs */
+
 enum { REPLAY_PREFILL = 0, REPLAY_DECODE = 1, REPLAY_NPHASE = 2 };
 
-/* What happened to a request. */
+/* What happened to a request. Coverage is decided at admission, for both phases. */
 enum {
-  REPLAY_DONE = 0,             /* served */
-  REPLAY_UNCOVERED_PREFILL = 1, /* no store bucket covers it alone in prefill: not run */
-  REPLAY_UNCOVERED_DECODE = 2   /* prefilled, but no decode bucket covers it alone */
+  REPLAY_DONE = 0,              /* served */
+  REPLAY_UNCOVERED_PREFILL = 1, /* no prefill bucket covers it alone: not run */
+  REPLAY_UNCOVERED_DECODE = 2   /* no decode bucket covers its longest length alone: not run */
 };
 
 typedef struct {
@@ -112,47 +154,66 @@ typedef struct {
   double tpot_ns;        /* (last token − first token) / (generated − 1); NaN if generated
                             is 1 or not served */
   double finish_ns;      /* last token; NaN if not served */
-  double kv_transfer_ns; /* KV-cache transfer time over DCN (0 when there is no decode) */
-  double energy_nj;      /* its share of the batches it ran in (equal split per batch) */
+  double kv_transfer_ns; /* end of prefill → KV cache on its decode node (0 without decode) */
+  double energy_nj;      /* equal share of every batch it ran in + its KV transfer */
+  double ttft_slo_ns, tpot_slo_ns; /* its SLOs (class, or extrapolated) */
   int32_t context_tokens, generated_tokens;
   uint8_t status;        /* REPLAY_DONE / REPLAY_UNCOVERED_* */
   uint8_t ttft_class;    /* SLO class index by input length */
   uint8_t tpot_class;    /* SLO class index by total length */
+  bool slo_extrapolated; /* longer than the longest class: SLOs scaled from it */
   bool ttft_met, tpot_met, slo_met;
 } replay_request_result;
 
 /* Five-minute window [start_ns, start_ns + REPLAY_WINDOW_NS); the last one is cut at the
- * end of the run. Batch energy and busy time are split over windows in proportion to
- * time; idle energy is charged per window for the node time not busy. */
+ * horizon. Batch energy and busy time are split over windows in proportion to time,
+ * idle energy likewise per node; a KV transfer's energy is charged where it starts. */
 #define REPLAY_WINDOW_NS 300e9
+#define REPLAY_NSLACK 5 /* SLO-slack statistics (Figure 5): P1, P25, mean, P75, P99 */
 typedef struct {
   double start_ns, length_ns;
-  uint64_t arrivals, finished, slo_met; /* finished: served requests whose last token is here */
-  double energy_nj[REPLAY_NPHASE];      /* busy + idle */
-  double busy_node_ns[REPLAY_NPHASE];   /* node-time spent running batches */
-  uint64_t batches[REPLAY_NPHASE], batches_locked[REPLAY_NPHASE];
+  uint64_t arrivals;
+  uint64_t finished, slo_met, ttft_met, tpot_met; /* served requests whose last token is here */
+  double busy_energy_nj[REPLAY_NPHASE], idle_energy_nj[REPLAY_NPHASE], kv_energy_nj;
+  double busy_node_ns[REPLAY_NPHASE];             /* node-time running batches */
+  double occupancy_ns;                            /* decode: Σ members × iteration time */
+  uint64_t batches[REPLAY_NPHASE], safeguard1[REPLAY_NPHASE], locked[REPLAY_NPHASE];
+  /* (SLO − latency) / SLO of the requests finished here: TTFT, and TPOT (generated > 1);
+   * NaN when none. */
+  double ttft_slack[REPLAY_NSLACK], tpot_slack[REPLAY_NSLACK];
 } replay_window;
 
 typedef struct {
   double busy_energy_nj, idle_energy_nj, energy_nj; /* energy = busy + idle */
   double busy_node_ns;    /* node-time running batches */
+  double asleep_node_ns;  /* node-time asleep (idle mode sleep) */
+  double wake_node_ns;    /* node-time waking up */
+  double occupancy_ns;    /* decode: Σ members × iteration time */
   uint64_t batches;       /* prefill batches / decode iterations */
   uint64_t slowed;        /* ran a plan slower than the fastest (walk prefix > 0) */
-  uint64_t safeguard1;    /* T_target lowered by safeguard 1 to protect a queued request */
-  uint64_t locked;        /* locked to the fastest plan by safeguard 2 */
-  uint64_t late;          /* T_target below the fastest plan: ran the fastest, late */
+  uint64_t slowest;       /* ran the slowest plan of its bucket (the whole walk) */
+  uint64_t safeguard1;    /* given a less aggressive plan by safeguard 1 */
+  uint64_t safeguard1_fastest; /* ... down to the fastest (its own target allowed slower) */
+  uint64_t locked;        /* run while safeguard 2 locked the chips to peak */
+  uint64_t late;          /* its own T_target below the fastest plan: ran the fastest */
   uint64_t tokens;        /* prefill: context tokens run; decode: tokens generated */
-  uint64_t padded_tokens; /* batch × seq of the buckets run (prefill) / batch (decode) */
+  uint64_t padded_tokens; /* bucket batch × seq (prefill) / bucket batch (decode) */
+  uint64_t padded_max;    /* the largest of one batch */
 } replay_phase_stats;
 
 typedef struct {
   char policy[64];
-  uint64_t requests, served, uncovered;
+  uint64_t requests, served, uncovered, slo_extrapolated;
   uint64_t ttft_met, tpot_met, slo_met;
   double slo_attainment;  /* slo_met / requests (uncovered count as missed) */
-  double end_ns;          /* the last event: the horizon for idle energy */
+  double end_ns;          /* this run's last event */
+  double horizon_ns;      /* idle energy is charged over [0, horizon): end_ns, or the
+                             common horizon after replay_align_horizon */
+  double origin_tod_s;    /* the trace's time of day at 0 */
+  double idle_w_per_chip; /* awake idle power of this policy */
   replay_phase_stats phase[REPLAY_NPHASE];
-  double energy_nj;       /* both phases */
+  double kv_energy_nj;
+  double energy_nj;       /* both phases (busy + idle) + KV */
   double ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, tpot_p99_ns; /* over served requests */
   double kv_transfer_total_ns, kv_transfer_mean_ns, kv_bytes;
   uint64_t context_tokens, generated_tokens; /* of the trace */
@@ -161,37 +222,98 @@ typedef struct {
 
 typedef struct replay_result replay_result;
 
-/* Replay `trace` on the cluster with the plans of `policy` (a policy name of the store).
- * Fails (nothing returned) when a lookup fails in a way that is not "no bucket covers this
- * request alone" (which is counted as uncovered), e.g. a store whose decode buckets do
- * not cover the lengths a running batch reaches.
+/* Replay `trace` on the cluster with the plans of `policy` (a policy name of the store
+ * and of config_policy), idle energy charged to the run's own end.
  * @return 0 and *out; ENPU_ERR_NOT_FOUND (unknown policy), ENPU_ERR_INVALID (bad set-up),
- * the store's errors, ENPU_ERR_NOMEM. */
+ * the store's errors other than "no bucket covers this request alone" (counted as
+ * uncovered), ENPU_ERR_NOMEM. */
 int replay_run(const planstore *ps, const char *policy, const replay_trace *trace,
                const replay_setup *setup, replay_result **out, enpu_err *err);
 void replay_result_free(replay_result *r); /* NULL is a no-op */
+
+/* Charge every run of one trace over the same horizon: the latest end_ns of them (idle
+ * energy and windows extended). @return 0; ENPU_ERR_INVALID for runs of different
+ * traces; ENPU_ERR_NOMEM. */
+int replay_align_horizon(replay_result *const *runs, size_t n, enpu_err *err);
+
+/* replay_run of each named policy on up to `threads` threads (>= 1), then
+ * replay_align_horizon. runs[i] is policies[i]'s run; on failure none is returned and
+ * err names the policy. */
+int replay_run_policies(const planstore *ps, const char *const *policies, size_t n, const replay_trace *trace,
+                        const replay_setup *setup, int threads, replay_result **runs, enpu_err *err);
 
 const replay_summary *replay_result_summary(const replay_result *r);
 /* Per request, in trace order (replay_result_summary(r)->requests entries). */
 const replay_request_result *replay_result_requests(const replay_result *r);
 const replay_window *replay_result_windows(const replay_result *r, size_t *count);
 
+/* Pool utilisation over the horizon: prefill, the node-time running batches; decode,
+ * the batch slots filled (Σ members × iteration time / (nodes × max batch × horizon)):
+ * continuous batching keeps a decode node running while it holds a single request, so
+ * its busy time says nothing about load. */
+void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]);
+/* The same per five-minute window, the busiest full window of each pool (a bursty trace
+ * can saturate a pool for minutes while its mean looks light); 0 without a full window. */
+void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]);
+
 /* ---------------------------------------------------------------------------------
  * Outputs */
 
-/* The summary of one or more runs on the same trace as a JSON object:
- * { "requests", "policies": { NAME: { "requests", "served", "uncovered", "slo_attainment",
- *   "ttft_attainment", "tpot_attainment", "energy_j": {prefill, decode, total},
- *   "idle_energy_j": {...}, "energy_savings": {prefill, decode, total} (vs nodvfs; null
- *   without a nodvfs run), "ttft_ms"/"tpot_ms": {p50, p99}, "batches": {prefill: {total,
- *   slowed, safeguard1, locked, late}, decode: {...}}, "kv_transfer": {...}, ... } } }
- * @return 0, ENPU_ERR_NOMEM. */
+/* The summary of runs of one trace (aligned, see replay_align_horizon) as a JSON
+ * object: { "requests", "baseline", "idle_mode", "safeguard2", "horizon_s",
+ *   "policies": { NAME: { "requests", "served", "uncovered", "slo_attainment",
+ *   "ttft_attainment", "tpot_attainment", "energy_j" / "busy_energy_j" /
+ *   "idle_energy_j": {prefill, decode, total}, "kv_energy_j", "energy_savings" (with
+ *   idle; total includes KV) and "busy_energy_savings" {prefill, decode, total} (vs
+ *   nodvfs; null without a nodvfs run), "utilisation", "ttft_ms"/"tpot_ms": {p50, p99},
+ *   "batches": {prefill: {total, slowed, slowest, safeguard1, safeguard1_fastest, locked, late},
+ *   decode: {...}}, "periods": {"peak", "off_peak"}: per §4.8's hours (windows by
+ *   their start's time of day), "kv_transfer", "tokens", ... } } }
+ * @return 0; ENPU_ERR_INVALID when the runs' horizons differ; ENPU_ERR_NOMEM. */
 int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out, enpu_err *err);
 
-/* Write under `dir` (created if missing): requests_<policy>.csv, windows_<policy>.csv
- * for every run, and summary.json (replay_summary_json).
- * @return 0, ENPU_ERR_IO naming the file. */
-int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n,
+/* Write under `dir` (created if missing): windows_<policy>.csv for every run (and
+ * requests_<policy>.csv when per_request: ~150 bytes a request), and summary.json
+ * (replay_summary_json).
+ * @return 0, ENPU_ERR_IO naming the file, or replay_summary_json's errors. */
+int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, bool per_request,
                          enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Load sweep: the trace replayed at several rates */
+
+#define REPLAY_CAPACITY_ATTAINMENT 0.99
+
+typedef struct {
+  double slo_attainment;
+  double savings_busy, savings;     /* vs nodvfs at the same rate; NaN without nodvfs */
+  double util[REPLAY_NPHASE];       /* replay_utilisation */
+  double util_busiest[REPLAY_NPHASE]; /* replay_busiest_window */
+  double locked_share, safeguard1_share; /* of all batches */
+} replay_sweep_cell;
+
+typedef struct {
+  size_t nrates, npolicies;
+  double *rates;                    /* ascending */
+  size_t *requests;                 /* per rate */
+  char (*policies)[64];
+  replay_sweep_cell *cells;         /* [rate * npolicies + policy] */
+  double *capacity;                 /* per policy: the highest rate whose attainment and
+                                       every lower rate's is >= 99 %; 0 when none */
+} replay_sweep;
+
+/* Shape `raw` at each rate (`base` gives seed, warp and day; its rate is replaced),
+ * replay every policy on it and aggregate. Rates must be > 0; they are sorted.
+ * @return 0 and *out; the shaping's and the runs' errors (naming the rate). */
+int replay_sweep_run(const planstore *ps, const char *const *policies, size_t npolicies,
+                     const replay_trace *raw, const replay_shape *base, const double *rates, size_t nrates,
+                     const replay_setup *setup, int threads, replay_sweep **out, enpu_err *err);
+void replay_sweep_free(replay_sweep *s); /* NULL is a no-op */
+
+/* { "rates": [...], "requests": [...], "policies": { NAME: { "slo_attainment": [...],
+ *   "savings_busy", "savings", "util_prefill", "util_decode", "util_prefill_busiest",
+ *   "util_decode_busiest", "locked_share", "safeguard1_share": [...], "capacity_rate" } } }
+ * (NaN as null). */
+int replay_sweep_json(const replay_sweep *s, json_t **out, enpu_err *err);
 
 #endif /* ENPU_REPLAY_H */

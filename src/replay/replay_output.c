@@ -1,7 +1,10 @@
 /* replay_output.c — a run's results as files: per-request CSV, per-window CSV and the
- * summary JSON across policies (energy savings against the nodvfs run of the same
- * trace). Numbers are printed with enough digits to round-trip the quantities compared
- * by tests; NaN (not applicable) is an empty CSV field and JSON null. */
+ * summary JSON across policies (savings against the nodvfs run of the same trace, three
+ * ways: busy batches only, with idle, and per phase; and split into §4.8's peak hours
+ * 14–20 h and the rest). Numbers are printed with enough digits to round-trip the
+ * quantities compared by tests; NaN (not applicable) is an empty CSV field and JSON
+ * null. Runs must share one horizon (replay_align_horizon), so that their energies are
+ * comparable. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,10 +13,12 @@
 
 #include "replay_internal.h"
 
-static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+json_t *replay_json_number(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
-static json_t *phase_pair(double prefill, double decode, double total) {
-  return json_pack("{s:o, s:o, s:o}", "prefill", jnum(prefill), "decode", jnum(decode), "total", jnum(total));
+double replay_ratio(uint64_t part, uint64_t whole) { return whole ? (double)part / (double)whole : NAN; }
+
+static json_t *phase_triple(double prefill, double decode, double total) {
+  return json_pack("{s:o, s:o, s:o}", "prefill", replay_json_number(prefill), "decode", replay_json_number(decode), "total", replay_json_number(total));
 }
 
 static const replay_result *find_nodvfs(const replay_result *const *runs, size_t n) {
@@ -24,67 +29,167 @@ static const replay_result *find_nodvfs(const replay_result *const *runs, size_t
 
 static double savings(double e, double base) { return base > 0 ? 1.0 - e / base : NAN; }
 
-static json_t *policy_json(const replay_summary *s, const replay_summary *base) {
-  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
-  const double req = (double)s->requests;
-  json_t *batches = json_object();
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+/* ---- peak / off-peak --------------------------------------------------------------- */
+
+/* A run's windows of one period (§4.8: peak 14–20 h), summed. */
+typedef struct {
+  size_t windows;
+  double hours;
+  uint64_t finished, slo_met, ttft_met, tpot_met;
+  double busy_nj[REPLAY_NPHASE], idle_nj[REPLAY_NPHASE], kv_nj;
+  uint64_t batches[REPLAY_NPHASE], safeguard1[REPLAY_NPHASE], locked[REPLAY_NPHASE];
+} period_sum;
+
+static void sum_period(const replay_result *r, bool peak, period_sum *p) {
+  memset(p, 0, sizeof *p);
+  for (size_t i = 0; i < r->nwindows; i++) {
+    const replay_window *w = &r->windows[i];
+    if (replay_is_peak(r->summary.origin_tod_s + w->start_ns * 1e-9) != peak) continue;
+    p->windows++;
+    p->hours += w->length_ns / 3600e9;
+    p->finished += w->finished, p->slo_met += w->slo_met, p->ttft_met += w->ttft_met, p->tpot_met += w->tpot_met;
+    p->kv_nj += w->kv_energy_nj;
+    for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+      p->busy_nj[ph] += w->busy_energy_nj[ph], p->idle_nj[ph] += w->idle_energy_nj[ph];
+      p->batches[ph] += w->batches[ph], p->safeguard1[ph] += w->safeguard1[ph], p->locked[ph] += w->locked[ph];
+    }
+  }
+}
+
+static json_t *period_json(const period_sum *p, const period_sum *b) {
+  const double busy = p->busy_nj[0] + p->busy_nj[1], all = busy + p->idle_nj[0] + p->idle_nj[1] + p->kv_nj;
+  json_t *sav = json_null(), *busy_sav = json_null();
+  if (b) {
+    const double bbusy = b->busy_nj[0] + b->busy_nj[1], ball = bbusy + b->idle_nj[0] + b->idle_nj[1] + b->kv_nj;
+    busy_sav = phase_triple(savings(p->busy_nj[0], b->busy_nj[0]), savings(p->busy_nj[1], b->busy_nj[1]),
+                            savings(busy, bbusy));
+    sav = phase_triple(savings(p->busy_nj[0] + p->idle_nj[0], b->busy_nj[0] + b->idle_nj[0]),
+                       savings(p->busy_nj[1] + p->idle_nj[1], b->busy_nj[1] + b->idle_nj[1]), savings(all, ball));
+  }
+  return json_pack("{s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "windows", (json_int_t)p->windows,
+                   "hours", replay_json_number(p->hours), "finished", (json_int_t)p->finished, "slo_attainment",
+                   replay_json_number(replay_ratio(p->slo_met, p->finished)), "ttft_attainment", replay_json_number(replay_ratio(p->ttft_met, p->finished)),
+                   "tpot_attainment", replay_json_number(replay_ratio(p->tpot_met, p->finished)), "busy_energy_j",
+                   phase_triple(p->busy_nj[0] * 1e-9, p->busy_nj[1] * 1e-9, busy * 1e-9), "energy_j",
+                   phase_triple((p->busy_nj[0] + p->idle_nj[0]) * 1e-9, (p->busy_nj[1] + p->idle_nj[1]) * 1e-9,
+                                all * 1e-9),
+                   "busy_energy_savings", busy_sav, "energy_savings", sav, "safeguard1_share",
+                   phase_triple(replay_ratio(p->safeguard1[0], p->batches[0]), replay_ratio(p->safeguard1[1], p->batches[1]),
+                                replay_ratio(p->safeguard1[0] + p->safeguard1[1], p->batches[0] + p->batches[1])),
+                   "locked_share",
+                   phase_triple(replay_ratio(p->locked[0], p->batches[0]), replay_ratio(p->locked[1], p->batches[1]),
+                                replay_ratio(p->locked[0] + p->locked[1], p->batches[0] + p->batches[1])));
+}
+
+static json_t *periods_json(const replay_result *r, const replay_result *base) {
+  json_t *o = json_object();
+  for (int peak = 1; o && peak >= 0; peak--) {
+    period_sum p, b;
+    sum_period(r, peak, &p);
+    if (base) sum_period(base, peak, &b);
+    if (p.windows) json_object_set_new(o, peak ? "peak" : "off_peak", period_json(&p, base ? &b : NULL));
+  }
+  return o;
+}
+
+/* ---- the summary ------------------------------------------------------------------- */
+
+static json_t *batches_json(const replay_summary *s) {
+  json_t *b = json_object();
+  for (int ph = 0; b && ph < REPLAY_NPHASE; ph++) {
     const replay_phase_stats *st = &s->phase[ph];
-    json_object_set_new(batches, ph ? "decode" : "prefill",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)st->batches, "slowed",
-                                  (json_int_t)st->slowed, "safeguard1", (json_int_t)st->safeguard1, "locked",
+    json_object_set_new(b, ph ? "decode" : "prefill",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)st->batches, "slowed",
+                                  (json_int_t)st->slowed, "slowest", (json_int_t)st->slowest, "safeguard1",
+                                  (json_int_t)st->safeguard1,
+                                  "safeguard1_fastest", (json_int_t)st->safeguard1_fastest, "locked",
                                   (json_int_t)st->locked, "late", (json_int_t)st->late));
   }
-  json_t *sav = json_null();
-  if (base)
-    sav = phase_pair(savings(p->energy_nj, base->phase[REPLAY_PREFILL].energy_nj),
-                     savings(d->energy_nj, base->phase[REPLAY_DECODE].energy_nj), savings(s->energy_nj, base->energy_nj));
-  json_t *busy_sav = json_null();
-  if (base)
-    busy_sav = phase_pair(savings(p->busy_energy_nj, base->phase[REPLAY_PREFILL].busy_energy_nj),
-                          savings(d->busy_energy_nj, base->phase[REPLAY_DECODE].busy_energy_nj),
-                          savings(p->busy_energy_nj + d->busy_energy_nj,
-                                  base->phase[REPLAY_PREFILL].busy_energy_nj + base->phase[REPLAY_DECODE].busy_energy_nj));
-  return json_pack(
-      "{s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-      "requests", (json_int_t)s->requests, "served", (json_int_t)s->served, "uncovered", (json_int_t)s->uncovered,
+  return b;
+}
+
+static json_t *energy_json(const replay_summary *s) {
+  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
+  return json_pack("{s:o, s:o, s:o, s:o}", "energy_j",
+                   phase_triple(p->energy_nj * 1e-9, d->energy_nj * 1e-9, s->energy_nj * 1e-9), "busy_energy_j",
+                   phase_triple(p->busy_energy_nj * 1e-9, d->busy_energy_nj * 1e-9,
+                                (p->busy_energy_nj + d->busy_energy_nj) * 1e-9),
+                   "idle_energy_j",
+                   phase_triple(p->idle_energy_nj * 1e-9, d->idle_energy_nj * 1e-9,
+                                (p->idle_energy_nj + d->idle_energy_nj) * 1e-9),
+                   "kv_energy_j", replay_json_number(s->kv_energy_nj * 1e-9));
+}
+
+static json_t *savings_json(const replay_summary *s, const replay_summary *b, bool busy_only) {
+  if (!b) return json_null();
+  const replay_phase_stats *p = s->phase, *q = b->phase;
+  if (busy_only)
+    return phase_triple(savings(p[0].busy_energy_nj, q[0].busy_energy_nj), savings(p[1].busy_energy_nj, q[1].busy_energy_nj),
+                        savings(p[0].busy_energy_nj + p[1].busy_energy_nj, q[0].busy_energy_nj + q[1].busy_energy_nj));
+  return phase_triple(savings(p[0].energy_nj, q[0].energy_nj), savings(p[1].energy_nj, q[1].energy_nj),
+                      savings(s->energy_nj, b->energy_nj));
+}
+
+static json_t *policy_json(const replay_result *r, const replay_result *base) {
+  const replay_summary *s = &r->summary, *b = base ? &base->summary : NULL;
+  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
+  const double req = (double)s->requests;
+  double util[REPLAY_NPHASE];
+  replay_utilisation(r, util);
+  json_t *o = json_pack(
+      "{s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "requests",
+      (json_int_t)s->requests, "served", (json_int_t)s->served, "uncovered", (json_int_t)s->uncovered,
       "uncovered_example", s->uncovered_example[0] ? json_string(s->uncovered_example) : json_null(),
-      "slo_attainment", jnum(s->slo_attainment), "ttft_attainment", jnum(req ? (double)s->ttft_met / req : NAN),
-      "tpot_attainment", jnum(req ? (double)s->tpot_met / req : NAN), "energy_j",
-      phase_pair(p->energy_nj * 1e-9, d->energy_nj * 1e-9, s->energy_nj * 1e-9), "busy_energy_j",
-      phase_pair(p->busy_energy_nj * 1e-9, d->busy_energy_nj * 1e-9, (p->busy_energy_nj + d->busy_energy_nj) * 1e-9),
-      "idle_energy_j",
-      phase_pair(p->idle_energy_nj * 1e-9, d->idle_energy_nj * 1e-9, (p->idle_energy_nj + d->idle_energy_nj) * 1e-9),
-      "energy_savings", sav, "busy_energy_savings", busy_sav, "ttft_ms",
-      json_pack("{s:o, s:o}", "p50", jnum(s->ttft_p50_ns * 1e-6), "p99", jnum(s->ttft_p99_ns * 1e-6)), "tpot_ms",
-      json_pack("{s:o, s:o}", "p50", jnum(s->tpot_p50_ns * 1e-6), "p99", jnum(s->tpot_p99_ns * 1e-6)), "batches",
-      batches, "kv_transfer",
-      json_pack("{s:o, s:o, s:o}", "total_s", jnum(s->kv_transfer_total_ns * 1e-9), "mean_ms",
-                jnum(s->kv_transfer_mean_ns * 1e-6), "bytes", jnum(s->kv_bytes)),
-      "tokens",
-      json_pack("{s:I, s:I, s:I, s:I}", "prefill_run", (json_int_t)p->tokens, "prefill_padded",
-                (json_int_t)p->padded_tokens, "decode_generated", (json_int_t)d->tokens, "decode_padded",
-                (json_int_t)d->padded_tokens),
-      "end_s", jnum(s->end_ns * 1e-9));
+      "slo_extrapolated", (json_int_t)s->slo_extrapolated, "slo_attainment", replay_json_number(s->slo_attainment),
+      "ttft_attainment", replay_json_number(req ? (double)s->ttft_met / req : NAN), "tpot_attainment",
+      replay_json_number(req ? (double)s->tpot_met / req : NAN), "energy_savings", savings_json(s, b, false),
+      "busy_energy_savings", savings_json(s, b, true), "utilisation",
+      json_pack("{s:o, s:o}", "prefill", replay_json_number(util[0]), "decode", replay_json_number(util[1])), "idle_w_per_chip",
+      replay_json_number(s->idle_w_per_chip), "ttft_ms",
+      json_pack("{s:o, s:o}", "p50", replay_json_number(s->ttft_p50_ns * 1e-6), "p99", replay_json_number(s->ttft_p99_ns * 1e-6)), "tpot_ms",
+      json_pack("{s:o, s:o}", "p50", replay_json_number(s->tpot_p50_ns * 1e-6), "p99", replay_json_number(s->tpot_p99_ns * 1e-6)), "batches",
+      batches_json(s), "periods", periods_json(r, base), "kv_transfer",
+      json_pack("{s:o, s:o, s:o}", "total_s", replay_json_number(s->kv_transfer_total_ns * 1e-9), "mean_ms",
+                replay_json_number(s->kv_transfer_mean_ns * 1e-6), "bytes", replay_json_number(s->kv_bytes)),
+      "end_s", replay_json_number(s->end_ns * 1e-9));
+  json_t *tokens = json_pack("{s:I, s:I, s:I, s:I, s:I}", "prefill_run", (json_int_t)p->tokens, "prefill_padded",
+                             (json_int_t)p->padded_tokens, "prefill_padded_max", (json_int_t)p->padded_max,
+                             "decode_generated", (json_int_t)d->tokens, "decode_padded", (json_int_t)d->padded_tokens);
+  json_t *energy = energy_json(s);
+  if (!o || !tokens || !energy || json_object_set_new(o, "tokens", tokens) < 0 || json_object_update(o, energy) < 0) {
+    json_decref(o);
+    o = NULL;
+  }
+  json_decref(energy);
+  return o;
 }
 
 int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out, enpu_err *err) {
   *out = NULL;
   ENPU_RETURN_IF(n == 0, err, ENPU_ERR_INVALID, "replay summary: no runs");
+  for (size_t i = 1; i < n; i++)
+    ENPU_RETURN_IF(runs[i]->summary.horizon_ns != runs[0]->summary.horizon_ns, err, ENPU_ERR_INVALID,
+                   "replay summary: runs %s and %s have different horizons (replay_align_horizon first)",
+                   runs[0]->summary.policy, runs[i]->summary.policy);
   const replay_result *base = find_nodvfs(runs, n);
   const replay_summary *s0 = &runs[0]->summary;
   json_t *pol = json_object();
   for (size_t i = 0; pol && i < n; i++) {
-    json_t *pj = policy_json(&runs[i]->summary, base ? &base->summary : NULL);
+    json_t *pj = policy_json(runs[i], base);
     if (!pj || json_object_set_new(pol, runs[i]->summary.policy, pj) < 0) {
       json_decref(pol);
       pol = NULL;
     }
   }
-  json_t *doc = pol ? json_pack("{s:I, s:I, s:I, s:o, s:o}", "requests", (json_int_t)s0->requests,
-                                "context_tokens", (json_int_t)s0->context_tokens, "generated_tokens",
-                                (json_int_t)s0->generated_tokens, "baseline", base ? json_string("nodvfs") : json_null(),
-                                "policies", pol)
+  const config_cluster *cl = runs[0]->cluster;
+  json_t *doc = pol ? json_pack("{s:I, s:I, s:I, s:o, s:s, s:s, s:o, s:o, s:o}", "requests",
+                                (json_int_t)s0->requests, "context_tokens", (json_int_t)s0->context_tokens,
+                                "generated_tokens", (json_int_t)s0->generated_tokens, "baseline",
+                                base ? json_string("nodvfs") : json_null(), "idle_mode",
+                                config_idle_mode_name(cl->idle.mode), "safeguard2",
+                                config_safeguard2_name(cl->scheduler.safeguard2), "horizon_s",
+                                replay_json_number(s0->horizon_ns * 1e-9), "origin_time_of_day_h",
+                                replay_json_number(s0->origin_tod_s / 3600), "policies", pol)
                     : NULL;
   ENPU_RETURN_IF(!doc, err, ENPU_ERR_NOMEM, "out of memory (replay summary)");
   *out = doc;
@@ -100,12 +205,15 @@ static void put_num(FILE *f, double x, double scale) {
 
 static void write_requests(FILE *f, const replay_result *r) {
   static const char *const status[] = {"done", "uncovered-prefill", "uncovered-decode"};
-  fprintf(f, "id,arrival_s,context_tokens,generated_tokens,status,ttft_class,tpot_class,ttft_ms,tpot_ms,"
-             "finish_s,kv_transfer_ms,energy_j,ttft_met,tpot_met,slo_met\n");
+  fprintf(f, "id,arrival_s,context_tokens,generated_tokens,status,ttft_class,tpot_class,slo_extrapolated,"
+             "ttft_slo_ms,tpot_slo_ms,ttft_ms,tpot_ms,finish_s,kv_transfer_ms,energy_j,ttft_met,tpot_met,slo_met\n");
   for (size_t i = 0; i < r->summary.requests; i++) {
     const replay_request_result *q = &r->requests[i];
-    fprintf(f, "%zu,%.10g,%d,%d,%s,%s,%s", i, q->arrival_ns * 1e-9, q->context_tokens, q->generated_tokens,
-            status[q->status], r->cluster->slo[q->ttft_class].name, r->cluster->slo[q->tpot_class].name);
+    fprintf(f, "%zu,%.10g,%d,%d,%s,%s,%s,%d", i, q->arrival_ns * 1e-9, q->context_tokens, q->generated_tokens,
+            status[q->status], r->cluster->slo[q->ttft_class].name, r->cluster->slo[q->tpot_class].name,
+            q->slo_extrapolated);
+    put_num(f, q->ttft_slo_ns, 1e-6);
+    put_num(f, q->tpot_slo_ns, 1e-6);
     put_num(f, q->ttft_ns, 1e-6);
     put_num(f, q->tpot_ns, 1e-6);
     put_num(f, q->finish_ns, 1e-9);
@@ -115,21 +223,44 @@ static void write_requests(FILE *f, const replay_result *r) {
   }
 }
 
+static const char *const slack_names[REPLAY_NSLACK] = {"p1", "p25", "mean", "p75", "p99"};
+
+static void write_window_header(FILE *f) {
+  fprintf(f, "start_s,length_s,time_of_day_h,peak,arrivals,finished,slo_met,slo_attainment,ttft_attainment,"
+             "tpot_attainment,prefill_energy_j,decode_energy_j,prefill_busy_energy_j,decode_busy_energy_j,"
+             "prefill_idle_energy_j,decode_idle_energy_j,kv_energy_j,prefill_busy,decode_occupancy,prefill_batches,"
+             "decode_batches,prefill_safeguard1,decode_safeguard1,prefill_locked,decode_locked");
+  for (int k = 0; k < 2; k++)
+    for (int q = 0; q < REPLAY_NSLACK; q++) fprintf(f, ",%s_slack_%s", k ? "tpot" : "ttft", slack_names[q]);
+  fputc('\n', f);
+}
+
 static void write_windows(FILE *f, const replay_result *r) {
-  fprintf(f, "start_s,length_s,arrivals,finished,slo_met,slo_attainment,prefill_energy_j,decode_energy_j,"
-             "prefill_busy,decode_busy,prefill_batches,decode_batches,prefill_locked,decode_locked\n");
+  const config_cluster *cl = r->cluster;
+  const int slots = cl->max_batch < cl->max_batch_tokens ? cl->max_batch : cl->max_batch_tokens;
+  write_window_header(f);
   for (size_t i = 0; i < r->nwindows; i++) {
     const replay_window *w = &r->windows[i];
-    fprintf(f, "%.10g,%.10g,%llu,%llu,%llu", w->start_ns * 1e-9, w->length_ns * 1e-9,
-            (unsigned long long)w->arrivals, (unsigned long long)w->finished, (unsigned long long)w->slo_met);
-    put_num(f, w->finished ? (double)w->slo_met / (double)w->finished : NAN, 1);
-    put_num(f, w->energy_nj[REPLAY_PREFILL], 1e-9);
-    put_num(f, w->energy_nj[REPLAY_DECODE], 1e-9);
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++)
-      put_num(f, w->length_ns > 0 ? w->busy_node_ns[ph] / (r->cluster->node[ph].nodes * w->length_ns) : NAN, 1);
-    fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)w->batches[REPLAY_PREFILL],
-            (unsigned long long)w->batches[REPLAY_DECODE], (unsigned long long)w->batches_locked[REPLAY_PREFILL],
-            (unsigned long long)w->batches_locked[REPLAY_DECODE]);
+    const double tod = fmod(r->summary.origin_tod_s + w->start_ns * 1e-9, 86400.0);
+    fprintf(f, "%.10g,%.10g,%.6f,%d,%llu,%llu,%llu", w->start_ns * 1e-9, w->length_ns * 1e-9, tod / 3600,
+            replay_is_peak(tod), (unsigned long long)w->arrivals, (unsigned long long)w->finished,
+            (unsigned long long)w->slo_met);
+    put_num(f, replay_ratio(w->slo_met, w->finished), 1);
+    put_num(f, replay_ratio(w->ttft_met, w->finished), 1);
+    put_num(f, replay_ratio(w->tpot_met, w->finished), 1);
+    for (int ph = 0; ph < REPLAY_NPHASE; ph++) put_num(f, w->busy_energy_nj[ph] + w->idle_energy_nj[ph], 1e-9);
+    for (int ph = 0; ph < REPLAY_NPHASE; ph++) put_num(f, w->busy_energy_nj[ph], 1e-9);
+    for (int ph = 0; ph < REPLAY_NPHASE; ph++) put_num(f, w->idle_energy_nj[ph], 1e-9);
+    put_num(f, w->kv_energy_nj, 1e-9);
+    const double len = w->length_ns > 0 ? w->length_ns : NAN;
+    put_num(f, w->busy_node_ns[REPLAY_PREFILL] / (cl->node[CONFIG_PREFILL].nodes * len), 1);
+    put_num(f, w->occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * len), 1);
+    fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)w->batches[0], (unsigned long long)w->batches[1],
+            (unsigned long long)w->safeguard1[0], (unsigned long long)w->safeguard1[1],
+            (unsigned long long)w->locked[0], (unsigned long long)w->locked[1]);
+    for (int q = 0; q < REPLAY_NSLACK; q++) put_num(f, w->ttft_slack[q], 1);
+    for (int q = 0; q < REPLAY_NSLACK; q++) put_num(f, w->tpot_slack[q], 1);
+    fputc('\n', f);
   }
 }
 
@@ -149,24 +280,25 @@ static int write_file(const char *dir, const char *name, const char *policy, con
   return ENPU_OK;
 }
 
-int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, enpu_err *err) {
-  ENPU_FORWARD(enpu_mkdir_p(dir, err));
-  for (size_t i = 0; i < n; i++) {
-    ENPU_FORWARD(write_file(dir, "requests", runs[i]->summary.policy, runs[i], write_requests, NULL, err));
-    ENPU_FORWARD(write_file(dir, "windows", runs[i]->summary.policy, runs[i], write_windows, NULL, err));
-  }
+int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, bool per_request,
+                         enpu_err *err) {
   json_t *doc = NULL;
   ENPU_FORWARD(replay_summary_json(runs, n, &doc, err));
   char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
   json_decref(doc);
   ENPU_RETURN_IF(!text, err, ENPU_ERR_NOMEM, "out of memory (summary text)");
+  int rc = enpu_mkdir_p(dir, err);
+  for (size_t i = 0; rc == ENPU_OK && i < n; i++) {
+    if (per_request) rc = write_file(dir, "requests", runs[i]->summary.policy, runs[i], write_requests, NULL, err);
+    if (rc == ENPU_OK) rc = write_file(dir, "windows", runs[i]->summary.policy, runs[i], write_windows, NULL, err);
+  }
   size_t len = strlen(text);
   char *nl = realloc(text, len + 2);
   if (nl) {
     text = nl;
     memcpy(text + len, "\n", 2);
   }
-  int rc = write_file(dir, "summary.json", NULL, NULL, NULL, text, err);
+  if (rc == ENPU_OK) rc = write_file(dir, "summary.json", NULL, NULL, NULL, text, err);
   free(text);
   return rc;
 }

@@ -1,23 +1,49 @@
 /* replay_setup.c — what a replay needs from the model, chip and cluster files: KV-cache
- * bytes per token, DCN bandwidth, and the power of an idle chip derived from the chip's
- * V/f power tables through the power module. */
+ * bytes per token, DCN bandwidth, the power of an idle chip per policy (from the chip's
+ * V/f tables through the power module), and the check that a store's plans were
+ * compiled for this cluster's model, chip and nodes. */
 #include <string.h>
 
 #include "power.h"
 #include "replay.h"
+#include "store.h"
 
-int replay_idle_power_w(const config_chip *chip, double *watts, enpu_err *err) {
+/* What each policy scales, as the paper defines the designs (§4.1; power.h for the
+ * HBM models): NoDVFS nothing; DVFS-C the compute core (SA, VU, SRAM) as one domain;
+ * eNPU-C every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too. */
+typedef struct {
+  bool dvfs;
+  power_hbm_mode hbm;
+  unsigned scaled; /* bit c: component c may sit at its lowest state */
+} idle_policy;
+
+#define ALL_COMPONENTS ((1u << CONFIG_NCOMP) - 1)
+static const idle_policy idle_policies[CONFIG_NPOLICY] = {
+    [CONFIG_POLICY_NODVFS] = {false, POWER_HBM_CTRL_ONLY, 0},
+    [CONFIG_POLICY_DVFS_C] = {true, POWER_HBM_CTRL_ONLY, (1u << CONFIG_SA) | (1u << CONFIG_VU) | (1u << CONFIG_SRAM)},
+    [CONFIG_POLICY_ENPU_C] = {true, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
+    [CONFIG_POLICY_ENPU_ALL] = {true, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_IDEAL] = {true, POWER_HBM_FULL, ALL_COMPONENTS},
+};
+
+int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode, double *watts,
+                        enpu_err *err) {
+  ENPU_RETURN_IF((unsigned)policy >= CONFIG_NPOLICY, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  const idle_policy *ip = &idle_policies[policy];
+  const bool parked = ip->dvfs && mode != CONFIG_IDLE_PEAK;
   power_model *pm = NULL;
-  ENPU_FORWARD(power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &pm, err));
-  /* One second of every component at its peak state, busy 0 ns: only static power, at
-   * the regulator's efficiency for no activity. */
+  ENPU_FORWARD(power_model_create(chip, parked ? ip->hbm : POWER_HBM_CTRL_ONLY,
+                                  parked ? POWER_REG_DVFS : POWER_REG_FIXED, &pm, err));
+  /* One second of every component busy 0 ns: static power only, at the regulator's
+   * efficiency for no activity. State 1 is the lowest clocked V/f state. */
   const double one_s_ns = 1e9;
   const int peak = power_peak_state(pm);
   double total_nj = power_other_energy(pm, one_s_ns);
   int rc = ENPU_OK;
   for (int c = 0; c < CONFIG_NCOMP && rc == ENPU_OK; c++) {
+    const int state = parked && (ip->scaled >> c & 1u) ? 1 : peak;
     power_energy_nj e;
-    rc = power_energy(pm, (config_component)c, peak, 0.0, one_s_ns, 1.0, &e, err);
+    rc = power_energy(pm, (config_component)c, state, 0.0, one_s_ns, 1.0, &e, err);
     total_nj += e.total_nj;
   }
   power_model_free(pm);
@@ -32,5 +58,78 @@ int replay_setup_init(replay_setup *s, const config_cluster *cluster, const conf
                  cluster->model_name, model->path, model->name);
   *s = (replay_setup){.cluster = cluster, .kv_bytes_per_token = model->kv_bytes_per_token,
                       .dcn_gbps_per_chip = chip->dcn_gbps};
-  return replay_idle_power_w(chip, &s->idle_w_per_chip, err);
+  for (int p = 0; p < CONFIG_NPOLICY; p++)
+    ENPU_FORWARD(replay_idle_power_w(chip, (config_policy)p, cluster->idle.mode, &s->idle_w_per_chip[p], err));
+  return ENPU_OK;
+}
+
+/* ---- does the store fit the cluster? ------------------------------------------------- */
+
+static const char *json_name(const json_t *doc) { return json_string_value(json_object_get(doc, "name")); }
+
+/* The parallelism the store compiled `phase` for: the job's override, else the node of
+ * the store's cluster document. 0 (unknown) when the documents do not say. */
+static config_parallel stored_parallel(const json_t *job, const json_t *cluster, const char *phase, int *chips) {
+  const json_t *node = json_object_get(cluster, phase);
+  const json_t *par = json_object_get(json_object_get(json_object_get(job, "phases"), phase), "parallel");
+  if (!par) par = json_object_get(node, "parallel");
+  config_parallel p = {0};
+  p.dp = (int)json_integer_value(json_object_get(par, "dp"));
+  p.tp = (int)json_integer_value(json_object_get(par, "tp"));
+  p.pp = (int)json_integer_value(json_object_get(par, "pp"));
+  p.ep = (int)json_integer_value(json_object_get(par, "ep"));
+  *chips = p.dp * p.tp * p.pp * p.ep;
+  return p;
+}
+
+static int check_nodes(const char *store_path, const json_t *job, const json_t *stored, const config_cluster *cl,
+                       enpu_err *err) {
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
+    int chips = 0;
+    const config_parallel p = stored_parallel(job, stored, config_phase_name((config_phase)ph), &chips);
+    const config_parallel *q = &cl->node[ph].parallel;
+    if (chips == 0) continue; /* not compiled for this phase, or not recorded */
+    ENPU_RETURN_IF(chips != cl->node[ph].chips || p.dp != q->dp || p.tp != q->tp || p.pp != q->pp || p.ep != q->ep,
+                   err, ENPU_ERR_INVALID,
+                   "store %s was compiled for %s nodes of %d chips (dp %d, tp %d, pp %d, ep %d), but cluster %s "
+                   "has %d-chip %s nodes (dp %d, tp %d, pp %d, ep %d)",
+                   store_path, config_phase_name((config_phase)ph), chips, p.dp, p.tp, p.pp, p.ep, cl->path,
+                   cl->node[ph].chips, config_phase_name((config_phase)ph), q->dp, q->tp, q->pp, q->ep);
+  }
+  return ENPU_OK;
+}
+
+/* docs: the store's job, model, chip and cluster documents (NULL when absent). */
+static int check_docs(const char *store_path, json_t *const docs[4], const config_cluster *cl,
+                      const config_chip *chip, enpu_err *err) {
+  const char *model = json_name(docs[1]), *chip_name = json_name(docs[2]);
+  ENPU_RETURN_IF(model && strcmp(model, cl->model_name) != 0, err, ENPU_ERR_INVALID,
+                 "store %s was compiled for model '%s', but cluster %s is for model '%s': its plans do not "
+                 "apply (replay the store of the cluster's model)",
+                 store_path, model, cl->path, cl->model_name);
+  ENPU_RETURN_IF(chip_name && strcmp(chip_name, chip->name) != 0, err, ENPU_ERR_INVALID,
+                 "store %s was compiled for chip '%s', but the chip file %s is '%s'", store_path, chip_name,
+                 chip->path, chip->name);
+  return docs[3] ? check_nodes(store_path, docs[0], docs[3], cl, err) : ENPU_OK;
+}
+
+int replay_check_store(const char *store_path, const config_cluster *cluster, const config_model *model,
+                       const config_chip *chip, char *warning, size_t cap, enpu_err *err) {
+  if (warning && cap) warning[0] = '\0';
+  store_contents *c = NULL;
+  ENPU_FORWARD(store_load_provenance(store_path, &c, err));
+  const char *texts[4] = {c->job_json, c->model_json, c->chip_json, c->cluster_json};
+  json_t *docs[4] = {NULL};
+  for (int k = 0; k < 4; k++) docs[k] = texts[k] ? json_loads(texts[k], 0, NULL) : NULL;
+  int rc = check_docs(store_path, docs, cluster, chip, err);
+  if (rc == ENPU_OK && warning && cap && docs[1] && docs[2] &&
+      (c->model_hash != model->hash || c->chip_hash != chip->hash))
+    snprintf(warning, cap,
+             "store %s was compiled from another version of the %s file (%s): its plans may be stale; rerun the "
+             "farm to update them",
+             store_path, c->model_hash != model->hash ? "model" : "chip",
+             c->model_hash != model->hash ? model->path : chip->path);
+  for (int k = 0; k < 4; k++) json_decref(docs[k]);
+  store_contents_free(c);
+  return rc;
 }

@@ -1,8 +1,11 @@
 /* replay_trace.c — loading and shaping of request traces (Azure LLM inference CSV).
  *
  * Invariants of a replay_trace: requests sorted by arrival_ns (stable for equal times),
- * the earliest at 0; every token count >= 1. Shaping draws from a local xorshift
- * generator seeded by the caller: no rand(), no global state. */
+ * the earliest at 0, all within REPLAY_SPAN_MAX_S; every token count in
+ * [1, REPLAY_TOKENS_MAX]; at most REPLAY_REQUESTS_MAX requests after shaping. These
+ * bounds keep every derived size (windows, per-request arrays) small before anything is
+ * allocated from them. Shaping draws from a local xorshift generator seeded by the
+ * caller: no rand(), no global state. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +15,7 @@
 #include "replay.h"
 
 #define TRACE_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
-#define TOKENS_MAX 10000000 /* far above any model's context: catches garbage numbers */
+#define DAY_S 86400.0
 
 /* ---- parsing --------------------------------------------------------------------- */
 
@@ -53,9 +56,16 @@ static long days_from_civil(long y, long m, long d) {
 
 static int is_leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
+/* A timestamp: whole seconds since the epoch and the fraction, apart, so that a
+ * difference of two keeps the file's precision (a double of ~1.7e9 s has 240 ns steps). */
+typedef struct {
+  int64_t whole_s;
+  double frac_s;
+} stamp;
+
 /* `YYYY-MM-DD HH:MM:SS[.f…][+HH:MM|-HH:MM]` → seconds since the epoch (UTC when an
  * offset is given, else as written). Advances *p past the timestamp. */
-static int parse_timestamp(const row_ctx *rc, const char **p, double *seconds, enpu_err *err) {
+static int parse_timestamp(const row_ctx *rc, const char **p, stamp *t, enpu_err *err) {
   static const char what[] = "a timestamp YYYY-MM-DD HH:MM:SS[.fraction][+HH:MM]";
   static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const char *s = *p;
@@ -64,6 +74,11 @@ static int parse_timestamp(const row_ctx *rc, const char **p, double *seconds, e
       (*s != ' ' && *s != 'T') || (s++, digits(&s, 2, &h)) || *s++ != ':' || digits(&s, 2, &mi) ||
       *s++ != ':' || digits(&s, 2, &sec))
     return row_fail(rc, *p, ENPU_ERR_PARSE, err, what);
+  if (y < REPLAY_YEAR_MIN || y > REPLAY_YEAR_MAX) {
+    char years[64];
+    snprintf(years, sizeof years, "a year from %d to %d", REPLAY_YEAR_MIN, REPLAY_YEAR_MAX);
+    return row_fail(rc, *p, ENPU_ERR_RANGE, err, years);
+  }
   if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(y)) || h > 23 || mi > 59 ||
       sec > 60)
     return row_fail(rc, *p, ENPU_ERR_RANGE, err, "a valid date and time");
@@ -82,7 +97,8 @@ static int parse_timestamp(const row_ctx *rc, const char **p, double *seconds, e
       return row_fail(rc, *p, ENPU_ERR_PARSE, err, what);
     offset_s = sign * (oh * 3600 + om * 60);
   }
-  *seconds = (double)(days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s) + frac;
+  t->whole_s = (int64_t)days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+  t->frac_s = frac;
   *p = s;
   return ENPU_OK;
 }
@@ -93,9 +109,9 @@ static int parse_count(const row_ctx *rc, const char **p, int32_t *out, enpu_err
   errno = 0;
   char *end = NULL;
   long v = strtol(s, &end, 10);
-  if (errno || v < 1 || v > TOKENS_MAX) {
+  if (errno || v < 1 || v > REPLAY_TOKENS_MAX) {
     char what[64];
-    snprintf(what, sizeof what, "a token count from 1 to %d", TOKENS_MAX);
+    snprintf(what, sizeof what, "a token count from 1 to %d", REPLAY_TOKENS_MAX);
     return row_fail(rc, s, ENPU_ERR_RANGE, err, what);
   }
   *out = (int32_t)v;
@@ -104,9 +120,9 @@ static int parse_count(const row_ctx *rc, const char **p, int32_t *out, enpu_err
 }
 
 /* One data row [row, eol). */
-static int parse_row(const row_ctx *rc, const char *eol, double *t_s, replay_request *rq, enpu_err *err) {
+static int parse_row(const row_ctx *rc, const char *eol, stamp *t, replay_request *rq, enpu_err *err) {
   const char *p = rc->row;
-  ENPU_FORWARD(parse_timestamp(rc, &p, t_s, err));
+  ENPU_FORWARD(parse_timestamp(rc, &p, t, err));
   if (*p != ',') return row_fail(rc, p, ENPU_ERR_PARSE, err, "',' after the timestamp");
   p++;
   ENPU_FORWARD(parse_count(rc, &p, &rq->context_tokens, err));
@@ -119,8 +135,9 @@ static int parse_row(const row_ctx *rc, const char *eol, double *t_s, replay_req
 }
 
 typedef struct {
-  double t; /* seconds (parsed) or ns (shaped) */
+  double t; /* seconds from the first row's whole second (parsed) or ns (shaped) */
   size_t index;
+  size_t line; /* of the file (parsed rows) */
   replay_request rq;
 } timed_row;
 
@@ -136,11 +153,10 @@ void replay_trace_free(replay_trace *t) {
   free(t);
 }
 
-/* A trace of n requests from rows, sorted; arrival_ns = (t - origin) * to_ns, origin the
+/* A trace of n requests from sorted rows; arrival_ns = (t - origin) * to_ns, origin the
  * earliest row's t when relative, else 0. */
-static int trace_from_rows(timed_row *rows, size_t n, bool relative, double to_ns, replay_trace **out,
+static int trace_from_rows(const timed_row *rows, size_t n, bool relative, double to_ns, replay_trace **out,
                            enpu_err *err) {
-  qsort(rows, n, sizeof *rows, timed_cmp);
   const double origin = relative ? rows[0].t : 0.0;
   replay_trace *t = calloc(1, sizeof *t);
   if (t) t->requests = enpu_calloc(n, sizeof *t->requests);
@@ -157,6 +173,63 @@ static int trace_from_rows(timed_row *rows, size_t n, bool relative, double to_n
   return ENPU_OK;
 }
 
+/* Rows (sorted) spanning more than REPLAY_SPAN_MAX_S: the row farthest from the median
+ * is the odd one out. */
+static int check_span(const timed_row *rows, size_t n, const char *name, enpu_err *err) {
+  if (rows[n - 1].t - rows[0].t <= REPLAY_SPAN_MAX_S) return ENPU_OK;
+  const double median = rows[n / 2].t;
+  const timed_row *odd = median - rows[0].t > rows[n - 1].t - median ? &rows[0] : &rows[n - 1];
+  return enpu_errorf(err, ENPU_ERR_RANGE,
+                     "%s:%zu:1: expected a timestamp within %.0f days of the trace's median row, got one %.1f days %s "
+                     "it",
+                     name, odd->line, REPLAY_SPAN_MAX_S / DAY_S, fabs(odd->t - median) / DAY_S,
+                     odd->t < median ? "before" : "after");
+}
+
+/* Rows parsed so far, times relative to base_s (the first good row's whole second). */
+typedef struct {
+  timed_row *rows;
+  size_t n, cap, skipped;
+  int64_t base_s;
+  char first_skipped[ENPU_ERR_MSG_LEN];
+} row_set;
+
+/* One non-blank line [p, eol): a row appended to set, or the row's error in row_err. */
+static int parse_line(row_ctx *rc, const char *p, const char *eol, row_set *set, enpu_err *row_err) {
+  /* The parsers stop at ',' or a non-digit, so a row may be parsed in place as long as
+   * it cannot run past its own end: copy it into a NUL-terminated buffer. */
+  char line[512];
+  const size_t ll = (size_t)(eol - p);
+  if (ll >= sizeof line)
+    return enpu_errorf(row_err, ENPU_ERR_PARSE, "%s:%zu:1: expected a row of at most %zu characters, got %zu",
+                       rc->name, rc->line, sizeof line - 1, ll);
+  memcpy(line, p, ll);
+  line[ll] = '\0';
+  rc->row = line;
+  timed_row tr = {.index = set->n, .line = rc->line};
+  stamp t = {0};
+  ENPU_FORWARD(parse_row(rc, line + ll, &t, &tr.rq, row_err));
+  if (set->n == 0) set->base_s = t.whole_s;
+  tr.t = (double)(t.whole_s - set->base_s) + t.frac_s; /* |whole − base| < 131 years: exact */
+  if (enpu_grow((void **)&set->rows, &set->cap, set->n + 1, sizeof *set->rows) < 0)
+    return enpu_errorf(row_err, ENPU_ERR_NOMEM, "out of memory (trace row %zu)", rc->line);
+  set->rows[set->n++] = tr;
+  return ENPU_OK;
+}
+
+/* The trace of the parsed rows: sorted, spanning at most REPLAY_SPAN_MAX_S. */
+static int finish_parse(row_set *set, const char *name, replay_trace **out, enpu_err *err) {
+  ENPU_RETURN_IF(set->n == 0, err, ENPU_ERR_INVALID, "%s: no data rows (%zu bad rows skipped)", name, set->skipped);
+  qsort(set->rows, set->n, sizeof *set->rows, timed_cmp);
+  ENPU_FORWARD(check_span(set->rows, set->n, name, err));
+  ENPU_FORWARD(trace_from_rows(set->rows, set->n, true, 1e9, out, err));
+  (*out)->skipped = set->skipped;
+  const double tod = fmod((double)(set->base_s % 86400) + set->rows[0].t, DAY_S);
+  (*out)->origin_tod_s = tod < 0 ? tod + DAY_S : tod;
+  memcpy((*out)->first_skipped, set->first_skipped, sizeof set->first_skipped);
+  return ENPU_OK;
+}
+
 int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows,
                        replay_trace **out, enpu_err *err) {
   *out = NULL;
@@ -170,58 +243,26 @@ int replay_trace_parse(const char *text, size_t len, const char *name, bool skip
   if (hl && p[hl - 1] == '\r') hl--;
   ENPU_RETURN_IF(hl != strlen(TRACE_HEADER) || memcmp(p, TRACE_HEADER, hl), err, ENPU_ERR_PARSE,
                  "%s:1:1: expected the header '%s', got '%.*s'", name, TRACE_HEADER, (int)(hl < 80 ? hl : 80), p);
-  timed_row *rows = NULL;
-  size_t nrows = 0, cap = 0, skipped = 0;
-  char first_skipped[sizeof((replay_trace *)0)->first_skipped] = "";
+  row_set set = {0};
   row_ctx rc = {.name = name, .line = 1};
-  enpu_err row_err = {0};
-  for (p = eol < end ? eol + 1 : end; p < end; p = eol < end ? eol + 1 : end) {
+  int rc_code = ENPU_OK;
+  for (p = eol < end ? eol + 1 : end; p < end && rc_code == ENPU_OK; p = eol < end ? eol + 1 : end) {
     rc.line++;
-    rc.row = p;
     eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol) eol = end;
     if (eol == p || (eol == p + 1 && *p == '\r')) continue;
-    /* The parsers stop at ',' or a non-digit, so a row may be parsed in place as long as
-     * it cannot run past its own end: copy it into a NUL-terminated buffer. */
-    char line[512];
-    int rc_code;
-    size_t ll = (size_t)(eol - p);
-    if (ll >= sizeof line) {
-      rc_code = enpu_errorf(&row_err, ENPU_ERR_PARSE, "%s:%zu:1: expected a row of at most %zu characters, got %zu",
-                            name, rc.line, sizeof line - 1, ll);
-    } else {
-      memcpy(line, p, ll);
-      line[ll] = '\0';
-      rc.row = line;
-      timed_row tr = {.index = nrows};
-      rc_code = parse_row(&rc, line + ll, &tr.t, &tr.rq, &row_err);
-      if (rc_code == ENPU_OK) {
-        if (enpu_grow((void **)&rows, &cap, nrows + 1, sizeof *rows) < 0) {
-          free(rows);
-          return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (trace row %zu)", rc.line);
-        }
-        rows[nrows++] = tr;
-        continue;
-      }
+    enpu_err row_err = {0};
+    rc_code = parse_line(&rc, p, eol, &set, &row_err);
+    if (rc_code == ENPU_OK || rc_code == ENPU_ERR_NOMEM || !skip_bad_rows) {
+      if (rc_code != ENPU_OK && err) *err = row_err;
+      continue;
     }
-    if (!skip_bad_rows) {
-      free(rows);
-      if (err) *err = row_err;
-      return rc_code;
-    }
-    if (skipped++ == 0) snprintf(first_skipped, sizeof first_skipped, "%s", row_err.msg);
+    if (set.skipped++ == 0) snprintf(set.first_skipped, sizeof set.first_skipped, "%s", row_err.msg);
+    rc_code = ENPU_OK;
   }
-  if (nrows == 0) {
-    free(rows);
-    return enpu_errorf(err, ENPU_ERR_INVALID, "%s: no data rows (%zu bad rows skipped)", name, skipped);
-  }
-  int rc2 = trace_from_rows(rows, nrows, true, 1e9, out, err);
-  free(rows);
-  if (rc2 == ENPU_OK) {
-    (*out)->skipped = skipped;
-    memcpy((*out)->first_skipped, first_skipped, sizeof first_skipped);
-  }
-  return rc2;
+  if (rc_code == ENPU_OK) rc_code = finish_parse(&set, name, out, err);
+  free(set.rows);
+  return rc_code;
 }
 
 int replay_trace_load(const char *path, bool skip_bad_rows, replay_trace **out, enpu_err *err) {
@@ -245,6 +286,11 @@ static uint64_t rng_next(uint64_t *s) {
 }
 
 static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+
+bool replay_is_peak(double time_of_day_s) {
+  const double tod = fmod(fmod(time_of_day_s, DAY_S) + DAY_S, DAY_S);
+  return tod >= 14 * 3600.0 && tod < 20 * 3600.0;
+}
 
 double replay_diurnal_factor(double hour) {
   const double trough = 0.3;
@@ -282,8 +328,12 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
   const size_t n = in->count;
   const double span_ns = in->requests[n - 1].arrival_ns;
   const double period_ns = span_ns + (n > 1 ? span_ns / (double)(n - 1) : 1e9);
-  const double day_ns = 86400e9;
-  const long tiles = shape->day ? (long)ceil(day_ns / period_ns) : 1;
+  const double day_ns = DAY_S * 1e9;
+  const double tiles_d = shape->day ? ceil(day_ns / period_ns) : 1;
+  ENPU_RETURN_IF(shape->rate * (double)n * tiles_d > REPLAY_REQUESTS_MAX, err, ENPU_ERR_RANGE,
+                 "rate %g%s would give about %.3g requests, more than the %d a replay takes", shape->rate,
+                 shape->day ? " over a day" : "", shape->rate * (double)n * tiles_d, REPLAY_REQUESTS_MAX);
+  const long tiles = (long)tiles_d;
   timed_row *rows = NULL;
   size_t nrows = 0, cap = 0;
   int rc = ENPU_OK;
@@ -300,7 +350,11 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
   if (rc == ENPU_OK && nrows == 0)
     rc = enpu_errorf(err, ENPU_ERR_INVALID, "shape: rate %g leaves no request", shape->rate);
   /* Absolute times: a day starts at midnight, not at its first kept request. */
-  if (rc == ENPU_OK) rc = trace_from_rows(rows, nrows, false, shape->warp, out, err);
+  if (rc == ENPU_OK) {
+    qsort(rows, nrows, sizeof *rows, timed_cmp);
+    rc = trace_from_rows(rows, nrows, false, shape->warp, out, err);
+  }
+  if (rc == ENPU_OK) (*out)->origin_tod_s = shape->day ? 0 : in->origin_tod_s;
   free(rows);
   return rc;
 }

@@ -5,7 +5,10 @@
  *   Figure 12  energy of a plan by component slot for representative buckets;
  *   Figure 19  chosen frequency state vs the component's utilisation at peak, per op
  *              (recomputed with the cost model: needs the job file);
- *   Figure 22  energy over time from a replay's per-window CSV (`enpu replay --out`).
+ *   Figure 22  energy savings and SLO attainment per 5-minute window of a replay
+ *              (`enpu replay --out`), peak (14–20 h) vs off-peak, safeguard shares;
+ *   Figure 5   SLO-slack percentiles of the requests finished per window;
+ * and the plot of a load sweep (`enpu replay --rates`).
  *
  * The aggregation functions work on a loaded store (store_load) and are pure: the same
  * store gives the same rows. report_write adds the files: data (*.dat) and gnuplot
@@ -14,6 +17,7 @@
 #ifndef ENPU_REPORT_H
 #define ENPU_REPORT_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,5 +141,15 @@ typedef struct {
  * be run; ENPU_ERR_INTERNAL when gnuplot fails on a script (its message is quoted);
  * ENPU_ERR_PARSE for a replay CSV without the expected columns; ENPU_ERR_IO. */
 int report_write(const report_options *o, char **md_path, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Load sweep (`enpu replay --rates ... --out DIR`) */
+
+/* DIR/sweep.dat, sweep.gp and sweep.png (SLO attainment, savings busy-only and with
+ * idle, and pool utilisation against the request rate, per policy) from the document of
+ * replay_sweep_json. `gnuplot` as in report_options (NULL: from PATH).
+ * @return 0; ENPU_ERR_FORMAT for a document without its arrays; gnuplot's and file
+ * errors as report_write. */
+int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu_err *err);
 
 #endif /* ENPU_REPORT_H */

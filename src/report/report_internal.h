@@ -19,7 +19,7 @@ typedef struct {
   enpu_err median_why[2];      /* ... when median_why[ph].code is 0, else why none */
 } report_ctx;
 
-/* `dir` made absolute against the working directory (gnuplot runs elsewhere).
+/* `dir` made absolute against the working directory, into out[len].
  * @return 0, ENPU_ERR_IO, ENPU_ERR_RANGE (too long). */
 int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err);
 

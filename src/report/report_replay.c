@@ -1,9 +1,13 @@
-/* report_replay.c — section 4 of the report (Figure 22): energy over time of a replay,
- * from the per-window CSVs (`windows_<policy>.csv`) and summary.json that
- * `enpu replay --out DIR` writes. Columns are found by their header names, so added
- * columns do not matter and a missing one is an error naming the file and column.
- * Windows of different policies are aligned by index: the runs replay the same trace, so
- * window i starts at the same time in every run (only the last one may be cut). */
+/* report_replay.c — section 4 of the report: a replay over time, in the shape of the
+ * paper's Figure 22 (per 5-minute window: SLO attainment of prefill and decode, energy
+ * savings against nodvfs busy-only and with idle chips, per phase) and Figure 5 (SLO
+ * slack percentiles of the requests finished per window), and the peak (14–20 h) vs
+ * off-peak table beside the paper's §4.8 numbers — from the per-window CSVs
+ * (`windows_<policy>.csv`) and summary.json that `enpu replay --out DIR` writes.
+ * Columns are found by their header names, so added columns do not matter and a missing
+ * one is an error naming the file and column. Windows of different policies are aligned
+ * by index: the runs replay the same trace over one horizon, so window i starts at the
+ * same time in every run. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -14,21 +18,30 @@
 #include "report_internal.h"
 
 #define REPLAY_MAX_POLICIES 16
+#define NSLACK 5
 
-/* The columns the figure needs, by header name. */
-enum { COL_START, COL_LENGTH, COL_E_PREFILL, COL_E_DECODE, COL_SLO, NCOL };
-static const char *const col_names[NCOL] = {"start_s", "length_s", "prefill_energy_j", "decode_energy_j",
-                                            "slo_attainment"};
+/* The columns the figures need, by header name; those after COL_FIRST_OPTIONAL may be
+ * empty (nothing finished in the window). */
+enum {
+  COL_START, COL_LENGTH, COL_BUSY_P, COL_BUSY_D, COL_IDLE_P, COL_IDLE_D, COL_BATCH_P, COL_BATCH_D, COL_SG1_P,
+  COL_SG1_D, COL_LOCK_P, COL_LOCK_D, COL_TTFT_ATT, COL_TPOT_ATT, COL_TTFT_SLACK, COL_TPOT_SLACK = COL_TTFT_SLACK + NSLACK,
+  NCOL = COL_TPOT_SLACK + NSLACK
+};
+#define COL_FIRST_OPTIONAL COL_TTFT_ATT
+static const char *const col_names[NCOL] = {
+    "start_s", "length_s", "prefill_busy_energy_j", "decode_busy_energy_j", "prefill_idle_energy_j",
+    "decode_idle_energy_j", "prefill_batches", "decode_batches", "prefill_safeguard1", "decode_safeguard1",
+    "prefill_locked", "decode_locked", "ttft_attainment", "tpot_attainment", "ttft_slack_p1", "ttft_slack_p25",
+    "ttft_slack_mean", "ttft_slack_p75", "ttft_slack_p99", "tpot_slack_p1", "tpot_slack_p25", "tpot_slack_mean",
+    "tpot_slack_p75", "tpot_slack_p99"};
 
 typedef struct {
-  double hour;    /* window start, hours from the start of the run */
-  double power_w; /* mean power of the window, both phases, whole cluster */
-  double slo;     /* SLO attainment of the requests finished in the window, NaN if none */
-} window_point;
+  double v[NCOL];
+} window_row;
 
 typedef struct {
   char policy[64];
-  window_point *w;
+  window_row *w;
   size_t n;
 } window_series;
 
@@ -43,44 +56,55 @@ static void split_csv(char *line, char **fields, size_t cap, size_t *nf) {
   }
 }
 
-static int parse_windows(const char *path, char *text, window_series *s, enpu_err *err) {
-  char *fields[64];
-  size_t nf = 0, cap = 0, line_no = 1;
-  long col[NCOL];
-  char *save = NULL, *line = strtok_r(text, "\n", &save);
-  ENPU_RETURN_IF(!line, err, ENPU_ERR_PARSE, "%s:1: empty file, expected a header line", path);
+static int parse_header(const char *path, char *line, long col[NCOL], enpu_err *err) {
+  char *fields[128];
+  size_t nf = 0;
   line[strcspn(line, "\r")] = '\0';
-  split_csv(line, fields, 64, &nf);
+  split_csv(line, fields, 128, &nf);
   for (int k = 0; k < NCOL; k++) {
     col[k] = -1;
     for (size_t f = 0; f < nf; f++)
       if (!strcmp(fields[f], col_names[k])) col[k] = (long)f;
     ENPU_RETURN_IF(col[k] < 0, err, ENPU_ERR_PARSE, "%s:1: no column '%s' in the header", path, col_names[k]);
   }
+  return ENPU_OK;
+}
+
+static int parse_row(const char *path, size_t line_no, char *line, const long col[NCOL], window_row *row,
+                     enpu_err *err) {
+  char *fields[128];
+  size_t nf = 0;
+  split_csv(line, fields, 128, &nf);
+  for (int k = 0; k < NCOL; k++) {
+    ENPU_RETURN_IF((size_t)col[k] >= nf, err, ENPU_ERR_PARSE, "%s:%zu: %zu fields, column '%s' is field %ld", path,
+                   line_no, nf, col_names[k], col[k] + 1);
+    const char *f = fields[col[k]];
+    char *end = NULL;
+    row->v[k] = strtod(f, &end);
+    if (k >= COL_FIRST_OPTIONAL && !*f) row->v[k] = NAN;
+    else
+      ENPU_RETURN_IF(end == f || *end || !isfinite(row->v[k]), err, ENPU_ERR_PARSE,
+                     "%s:%zu: column '%s': expected a number, got '%s'", path, line_no, col_names[k], f);
+  }
+  ENPU_RETURN_IF(row->v[COL_LENGTH] < 0, err, ENPU_ERR_PARSE, "%s:%zu: length_s must be >= 0", path, line_no);
+  return ENPU_OK;
+}
+
+static int parse_windows(const char *path, char *text, window_series *s, enpu_err *err) {
+  size_t cap = 0, line_no = 1;
+  long col[NCOL];
+  char *save = NULL, *line = strtok_r(text, "\n", &save);
+  ENPU_RETURN_IF(!line, err, ENPU_ERR_PARSE, "%s:1: empty file, expected a header line", path);
+  ENPU_FORWARD(parse_header(path, line, col, err));
   while ((line = strtok_r(NULL, "\n", &save))) {
     line_no++;
     line[strcspn(line, "\r")] = '\0';
     if (!*line) continue;
-    split_csv(line, fields, 64, &nf);
-    double v[NCOL];
-    for (int k = 0; k < NCOL; k++) {
-      char *end = NULL;
-      ENPU_RETURN_IF((size_t)col[k] >= nf, err, ENPU_ERR_PARSE, "%s:%zu: %zu fields, column '%s' is field %ld",
-                     path, line_no, nf, col_names[k], col[k] + 1);
-      v[k] = strtod(fields[col[k]], &end);
-      if (k == COL_SLO && !*fields[col[k]]) { /* empty: no request finished in the window */
-        v[k] = NAN;
-        continue;
-      }
-      ENPU_RETURN_IF(end == fields[col[k]] || *end || !isfinite(v[k]), err, ENPU_ERR_PARSE,
-                     "%s:%zu: column '%s': expected a number, got '%s'", path, line_no, col_names[k],
-                     fields[col[k]]);
-    }
-    ENPU_RETURN_IF(!(v[COL_LENGTH] > 0), err, ENPU_ERR_PARSE, "%s:%zu: length_s must be > 0", path, line_no);
+    window_row row;
+    ENPU_FORWARD(parse_row(path, line_no, line, col, &row, err));
     ENPU_RETURN_IF(enpu_grow((void **)&s->w, &cap, s->n + 1, sizeof *s->w) < 0, err, ENPU_ERR_NOMEM,
                    "out of memory (%s)", path);
-    s->w[s->n++] = (window_point){v[COL_START] / 3600, (v[COL_E_PREFILL] + v[COL_E_DECODE]) / v[COL_LENGTH],
-                                  v[COL_SLO]};
+    s->w[s->n++] = row;
   }
   ENPU_RETURN_IF(s->n == 0, err, ENPU_ERR_PARSE, "%s: no window rows", path);
   return ENPU_OK;
@@ -119,98 +143,214 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
   return rc;
 }
 
-/* One gnuplot panel: column `col` (of each policy's 3 columns) of every policy but
- * `skip` (-1: none). */
-static void gp_panel(FILE *f, const window_series *s, size_t n, int col, long skip, const char *title,
-                     const char *ylabel) {
-  fprintf(f, "set title '%s'\nset ylabel '%s'\nplot", title, ylabel);
-  for (size_t i = 0, k = 0; i < n; i++)
-    if ((long)i != skip)
-      fprintf(f, "%s 'replay_energy.dat' using 1:%zu with lines lw 2 title '%s'", k++ ? ", \\\n    " : " ",
-              2 + 3 * i + (size_t)col, s[i].policy);
-  fprintf(f, "\n");
+static long find_base(const window_series *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(s[i].policy, "nodvfs")) return (long)i;
+  return -1;
 }
 
-static int plot_replay(const report_ctx *r, const window_series *s, size_t n, enpu_err *err) {
-  long base = -1; /* the nodvfs series, the reference of the savings panel */
-  size_t rows = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!strcmp(s[i].policy, "nodvfs")) base = (long)i;
-    if (s[i].n > rows) rows = s[i].n;
-  }
+static double saving(double e, double base) { return base > 0 ? 100 * (1 - e / base) : NAN; }
+
+/* ---- Figure 22 ------------------------------------------------------------------------ */
+
+/* Per policy: TTFT and TPOT attainment (%), savings busy-only and with idle, prefill
+ * and decode (%): 6 columns. */
+#define F22_COLS 6
+
+static int write_fig22_dat(const report_ctx *r, const window_series *s, size_t n, long base, double origin_h,
+                           enpu_err *err) {
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "replay_energy.dat", &f, err));
-  fprintf(f, "# per 5-minute window: hour, then per policy: mean cluster power (kW), energy saving vs nodvfs (%%),"
-             " SLO attainment (%%)\n# hour");
-  for (size_t i = 0; i < n; i++) fprintf(f, " %s_kw %s_saving %s_slo", s[i].policy, s[i].policy, s[i].policy);
+  fprintf(f, "# per 5-minute window: hour of the day, then per policy: TTFT and TPOT attainment (%%), savings vs"
+             " nodvfs busy-only prefill/decode and with idle prefill/decode (%%)\n# hour");
+  for (size_t i = 0; i < n; i++) fprintf(f, " %s(%d)", s[i].policy, F22_COLS);
   fprintf(f, "\n");
-  for (size_t w = 0; w < rows; w++) {
-    const window_series *hs = s;
-    while (hs->n <= w) hs++; /* some series has row w: rows is the largest n */
-    fprintf(f, "%.6f", hs->w[w].hour);
+  for (size_t w = 0; w < s[0].n; w++) {
+    fprintf(f, "%.6f", origin_h + s[0].w[w].v[COL_START] / 3600);
     for (size_t i = 0; i < n; i++) {
-      const window_point *p = w < s[i].n ? &s[i].w[w] : NULL;
-      const window_point *b = base >= 0 && w < s[base].n ? &s[base].w[w] : NULL;
-      const double saving = p && b && b->power_w > 0 ? 100 * (1 - p->power_w / b->power_w) : NAN;
-      fprintf(f, " %.6f %.6f %.6f", p ? p->power_w / 1e3 : NAN, saving, p ? 100 * p->slo : NAN);
+      const double *v = w < s[i].n ? s[i].w[w].v : NULL;
+      const double *b = base >= 0 && w < s[base].n ? s[base].w[w].v : NULL;
+      double out[F22_COLS] = {NAN, NAN, NAN, NAN, NAN, NAN};
+      if (v) out[0] = 100 * v[COL_TTFT_ATT], out[1] = 100 * v[COL_TPOT_ATT];
+      for (int ph = 0; v && b && ph < 2; ph++) {
+        out[2 + ph] = saving(v[COL_BUSY_P + ph], b[COL_BUSY_P + ph]);
+        out[4 + ph] = saving(v[COL_BUSY_P + ph] + v[COL_IDLE_P + ph], b[COL_BUSY_P + ph] + b[COL_IDLE_P + ph]);
+      }
+      for (int k = 0; k < F22_COLS; k++) fprintf(f, " %.6f", out[k]);
     }
     fprintf(f, "\n");
   }
-  ENPU_FORWARD(report_file_close(f, r->dir, "replay_energy.dat", err));
+  return report_file_close(f, r->dir, "replay_energy.dat", err);
+}
+
+/* One panel: column k of each policy's group in `dat` (but the base's when skip_base),
+ * dashed when `dashed`; `more` continues the plot command. */
+static void gp_series(FILE *f, const char *dat, const window_series *s, size_t n, int group, int k, long skip,
+                      const char *suffix, bool dashed, bool more) {
+  for (size_t i = 0, drawn = 0; i < n; i++)
+    if ((long)i != skip)
+      fprintf(f, "%s '%s' using 1:%zu with lines lw 2 lc %zu %s title '%s%s'", (more || drawn++) ? ", \\\n    " : " ",
+              dat, 2 + (size_t)group * i + (size_t)k, i + 1, dashed ? "dt 2" : "", s[i].policy, suffix);
+}
+
+static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, long base, double origin_h,
+                      enpu_err *err) {
+  ENPU_FORWARD(write_fig22_dat(r, s, n, base, origin_h, err));
+  FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "replay_energy.gp", &f, err));
-  const int panels = base >= 0 ? 3 : 2;
-  report_gp_preamble(f, "replay_energy.png", 300 * panels, "replay");
-  fprintf(f, "set multiplot layout %d,1\nset xlabel 'time (hours from the start of the trace)'\n"
-             "set key outside right top\n", panels);
-  gp_panel(f, s, n, 0, -1, "mean cluster power per 5-minute window", "power (kW)");
-  if (base >= 0) gp_panel(f, s, n, 1, base, "energy savings vs nodvfs per window", "energy savings (%)");
-  gp_panel(f, s, n, 2, -1, "SLO attainment of the requests finished in the window", "SLO attainment (%)");
+  const int panels = base >= 0 ? 4 : 2;
+  report_gp_preamble(f, "replay_energy.png", 280 * panels, "replay per 5-minute window (Figure 22)");
+  fprintf(f, "set multiplot layout %d,1\nset xlabel 'time of day (h)'\nset key outside right top\n", panels);
+  static const char *const phases[2] = {"prefill", "decode"};
+  for (int ph = 0; ph < 2; ph++) {
+    fprintf(f, "set title '%s SLO attainment (%s) of the requests finished in the window'\n"
+               "set ylabel 'SLO attainment (%%)'\nplot",
+            phases[ph], ph ? "TPOT" : "TTFT");
+    gp_series(f, "replay_energy.dat", s, n, F22_COLS, ph, -1, "", false, false);
+    fprintf(f, "\n");
+  }
+  for (int ph = 0; base >= 0 && ph < 2; ph++) {
+    fprintf(f, "set title '%s energy savings vs nodvfs (solid: busy batches only, dashed: with idle chips)'\n"
+               "set ylabel 'savings (%%)'\nplot",
+            phases[ph]);
+    gp_series(f, "replay_energy.dat", s, n, F22_COLS, 2 + ph, base, " busy", false, false);
+    gp_series(f, "replay_energy.dat", s, n, F22_COLS, 4 + ph, base, " with idle", true, true);
+    fprintf(f, "\n");
+  }
   fprintf(f, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(f, r->dir, "replay_energy.gp", err));
   return report_run_gnuplot(r->gnuplot, r->absdir, "replay_energy.gp", "replay_energy.png", err);
 }
 
-/* The summary table from summary.json, when the directory has one. */
-static void md_summary(FILE *md, const char *dir) {
+/* ---- Figure 5 ---------------------------------------------------------------------------- */
+
+static int plot_fig5(const report_ctx *r, const window_series *b, double origin_h, enpu_err *err) {
+  FILE *f = NULL;
+  ENPU_FORWARD(report_file_open(r->dir, "replay_slack.dat", &f, err));
+  fprintf(f, "# %s, per 5-minute window: hour of the day, TTFT slack P1 P25 mean P75 P99, TPOT slack P1 P25 mean"
+             " P75 P99 (%% of the SLO: (SLO - latency) / SLO)\n",
+          b->policy);
+  for (size_t w = 0; w < b->n; w++) {
+    fprintf(f, "%.6f", origin_h + b->w[w].v[COL_START] / 3600);
+    for (int k = 0; k < 2 * NSLACK; k++) fprintf(f, " %.6f", 100 * b->w[w].v[COL_TTFT_SLACK + k]);
+    fprintf(f, "\n");
+  }
+  ENPU_FORWARD(report_file_close(f, r->dir, "replay_slack.dat", err));
+  ENPU_FORWARD(report_file_open(r->dir, "replay_slack.gp", &f, err));
+  report_gp_preamble(f, "replay_slack.png", 600, "SLO slack per 5-minute window (Figure 5)");
+  fprintf(f, "set multiplot layout 2,1\nset xlabel 'time of day (h)'\nset ylabel 'SLO slack (%%)'\n"
+             "set key outside right top\n");
+  static const char *const stat[NSLACK] = {"P1", "P25", "mean", "P75", "P99"};
+  for (int ph = 0; ph < 2; ph++) {
+    fprintf(f, "set title '%s slack of the requests finished in the window (%s)'\nplot", ph ? "TPOT" : "TTFT",
+            b->policy);
+    for (int k = 0; k < NSLACK; k++)
+      fprintf(f, "%s 'replay_slack.dat' using 1:%d with lines lw 2 title '%s'", k ? ", \\\n    " : " ",
+              2 + NSLACK * ph + k, stat[k]);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "unset multiplot\n");
+  ENPU_FORWARD(report_file_close(f, r->dir, "replay_slack.gp", err));
+  return report_run_gnuplot(r->gnuplot, r->absdir, "replay_slack.gp", "replay_slack.png", err);
+}
+
+/* ---- tables from summary.json --------------------------------------------------------- */
+
+static double jget(const json_t *o, const char *a, const char *b) {
+  const json_t *v = b ? json_object_get(json_object_get(o, a), b) : json_object_get(o, a);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* "12.34" or "–" for a missing value; x as a fraction, printed in percent. */
+static void pct(FILE *md, double x) {
+  if (isfinite(x)) fprintf(md, " %.2f |", 100 * x);
+  else fprintf(md, " – |");
+}
+
+static void md_summary(FILE *md, const json_t *pols) {
+  fprintf(md, "| policy | requests | SLO attainment (%%) | energy (J) | savings with idle: total / prefill / "
+              "decode (%%) | busy-only savings: total / prefill / decode (%%) | batches slowed | given a less "
+              "aggressive plan by safeguard 1 | locked to peak (safeguard 2) |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const char *name;
+  json_t *p;
+  json_object_foreach((json_t *)pols, name, p) {
+    fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
+            100 * jget(p, "slo_attainment", NULL), jget(p, "energy_j", "total"));
+    static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {"total", "prefill", "decode"};
+    for (int s = 0; s < 2; s++)
+      for (int k = 0; k < 3; k++) {
+        const double v = jget(p, sav[s], parts[k]);
+        if (isfinite(v)) fprintf(md, "%s%.2f", k ? " / " : " ", 100 * v);
+        else fprintf(md, "%s–", k ? " / " : " ");
+        if (k == 2) fprintf(md, " |");
+      }
+    static const char *const counts[] = {"slowed", "safeguard1", "locked"};
+    const json_t *b = json_object_get(p, "batches");
+    for (int k = 0; k < 3; k++)
+      fprintf(md, " %lld |", (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
+                                         json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
+    fprintf(md, "\n");
+  }
+  fprintf(md, "\n");
+}
+
+/* The paper's §4.8 numbers (prefill / decode; the peak shares are eNPU-All's). */
+static void md_paper_rows(FILE *md) {
+  fprintf(md, "| paper §4.8, off-peak | dvfs-c | – | 25.8 / 33.0 | – | – | – |\n"
+              "| paper §4.8, off-peak | enpu-all | – | 33.0 / 42.0 | – | – | – |\n"
+              "| paper §4.8, peak 14–20 h | dvfs-c | – | 23.3 / 28.1 | – | – | – |\n"
+              "| paper §4.8, peak 14–20 h | enpu-all | – | 29.7 / 35.2 | – | 12 / 10 | 2.3 / 1.1 |\n");
+}
+
+static void md_periods(FILE *md, const json_t *pols) {
+  fprintf(md, "Peak (14–20 h of the day, windows by their start) and off-peak hours; savings against nodvfs over "
+              "the same windows. The paper's simulator counts no idle energy, so its numbers compare with the "
+              "busy-only column.\n\n"
+              "| hours | policy | SLO attainment (%%) | busy-only savings prefill / decode (%%) | with-idle "
+              "savings prefill / decode (%%) | safeguard 1 share of batches prefill / decode (%%) | locked share "
+              "prefill / decode (%%) |\n|---|---|---:|---:|---:|---:|---:|\n");
+  static const char *const periods[2] = {"peak", "off_peak"}, *const label[2] = {"peak 14–20 h", "off-peak"};
+  for (int k = 0; k < 2; k++) {
+    const char *name;
+    json_t *p;
+    json_object_foreach((json_t *)pols, name, p) {
+      const json_t *per = json_object_get(json_object_get(p, "periods"), periods[k]);
+      if (!per) continue;
+      fprintf(md, "| %s | %s |", label[k], name);
+      pct(md, jget(per, "slo_attainment", NULL));
+      static const char *const pairs[4] = {"busy_energy_savings", "energy_savings", "safeguard1_share", "locked_share"};
+      for (int q = 0; q < 4; q++) {
+        const double a = jget(per, pairs[q], "prefill"), b = jget(per, pairs[q], "decode");
+        if (isfinite(a) && isfinite(b)) fprintf(md, " %.2f / %.2f |", 100 * a, 100 * b);
+        else fprintf(md, " – |");
+      }
+      fprintf(md, "\n");
+    }
+  }
+  md_paper_rows(md);
+  fprintf(md, "\n");
+}
+
+/* Tables from summary.json, when the directory has one; *origin_h its time of day. */
+static void md_tables(FILE *md, const char *dir, double *origin_h) {
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/summary.json", dir);
   json_error_t jerr;
   json_t *doc = json_load_file(path, 0, &jerr);
   json_t *pols = json_object_get(doc, "policies");
+  *origin_h = isfinite(jget(doc, "origin_time_of_day_h", NULL)) ? jget(doc, "origin_time_of_day_h", NULL) : 0;
   if (!json_is_object(pols)) {
-    fprintf(md, "No summary table: %s is missing or has no \"policies\" object.\n\n", path);
-    json_decref(doc);
-    return;
+    fprintf(md, "No summary tables: %s is missing or has no \"policies\" object.\n\n", path);
+  } else {
+    md_summary(md, pols);
+    md_periods(md, pols);
   }
-  fprintf(md, "| policy | requests | SLO attainment (%%) | energy (J) | saving vs nodvfs: total / prefill / "
-              "decode (%%) | batches slowed | lowered by safeguard 1 | locked to peak (safeguard 2) |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  const char *name;
-  json_t *p;
-  json_object_foreach(pols, name, p) {
-    json_t *sav = json_object_get(p, "energy_savings"), *b = json_object_get(p, "batches");
-    fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
-            100 * json_number_value(json_object_get(p, "slo_attainment")),
-            json_number_value(json_object_get(json_object_get(p, "energy_j"), "total")));
-    static const char *const parts[] = {"total", "prefill", "decode"};
-    for (int k = 0; k < 3; k++) {
-      json_t *v = json_object_get(sav, parts[k]);
-      if (json_is_number(v)) fprintf(md, "%s%.3f", k ? " / " : " ", 100 * json_number_value(v));
-      else fprintf(md, "%s–", k ? " / " : " ");
-    }
-    static const char *const counts[] = {"slowed", "safeguard1", "locked"};
-    for (int k = 0; k < 3; k++)
-      fprintf(md, " | %lld",
-              (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
-                          json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
-    fprintf(md, " |\n");
-  }
-  fprintf(md, "\n");
   json_decref(doc);
 }
 
 int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err) {
-  fprintf(md, "## 4. Replay: energy over time (Figure 22)\n\n");
+  fprintf(md, "## 4. Replay: energy and SLOs over time (Figures 22 and 5)\n\n");
   if (!dir) {
     fprintf(md, "Not shown: no replay given (`enpu report STORE --replay DIR`, DIR from "
                 "`enpu replay --out DIR`).\n\n");
@@ -219,14 +359,22 @@ int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_e
   window_series s[REPLAY_MAX_POLICIES];
   size_t n = 0;
   int rc = load_series(dir, s, &n, err);
-  if (rc == 0) rc = plot_replay(r, s, n, err);
-  if (rc == 0) {
-    fprintf(md, "Per 5-minute window of the replay in `%s`: mean cluster power of every policy run, each "
-                "policy's energy saving against nodvfs in the same window, and SLO attainment.\n\n"
-                "![replay energy](replay_energy.png)\n\n",
-            dir);
-    md_summary(md, dir);
-  }
+  double origin_h = 0;
+  char *tables = NULL;
+  size_t tables_len = 0;
+  FILE *tf = rc == 0 ? open_memstream(&tables, &tables_len) : NULL;
+  if (rc == 0 && !tf) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay tables)");
+  if (tf) md_tables(tf, dir, &origin_h), fclose(tf);
+  const long base = rc == 0 ? find_base(s, n) : -1;
+  if (rc == 0) rc = plot_fig22(r, s, n, base, origin_h, err);
+  if (rc == 0) rc = plot_fig5(r, &s[base >= 0 ? base : 0], origin_h, err);
+  if (rc == 0)
+    fprintf(md, "The replay in `%s`, per 5-minute window: SLO attainment per phase of every policy, and each "
+                "policy's energy savings against nodvfs in the same window, busy batches only and with idle chips "
+                "(Figure 22); the SLO slack of the requests finished in each window (Figure 5, %s).\n\n"
+                "![replay per window](replay_energy.png)\n\n![SLO slack per window](replay_slack.png)\n\n%s",
+            dir, s[base >= 0 ? base : 0].policy, tables ? tables : "");
+  free(tables);
   for (size_t i = 0; i < n; i++) free(s[i].w);
   return rc;
 }

@@ -29,6 +29,7 @@ static const char *const phase_names[2] = {"prefill", "decode"};
 
 /* ---- files ---------------------------------------------------------------------- */
 
+/* `dir` made absolute against the working directory (gnuplot runs elsewhere). */
 int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err) {
   char cwd[PATH_MAX];
   ENPU_RETURN_IF(dir[0] != '/' && !getcwd(cwd, sizeof cwd), err, ENPU_ERR_IO, "cannot get the working directory: %s",
@@ -56,7 +57,7 @@ int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err)
 /* The gnuplot preamble shared by every script: PNG terminal and output file. */
 void report_gp_preamble(FILE *gp, const char *png, int height, const char *title) {
   fprintf(gp,
-          "# Drawn by `enpu report`; run from this directory: gnuplot %.*s.gp\n"
+          "# Drawn by enpu; run from this directory: gnuplot %.*s.gp\n"
           "set terminal pngcairo size 960,%d noenhanced font 'sans,10'\n"
           "set output '%s'\n"
           "set datafile missing 'NaN'\n"

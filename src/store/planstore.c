@@ -129,10 +129,8 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
   return ENPU_OK;
 }
 
-int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
-                     double target_ns, planstore_plan *plan, enpu_err *err) {
-  const store_policy *p = NULL;
-  ENPU_FORWARD(lookup_bucket(ps, policy, phase, batch, seq, &p, plan, err));
+/* The walk part of a lookup: plan (its bucket filled) for the exact target. */
+static int plan_at_target(const store_policy *p, double target_ns, planstore_plan *plan, enpu_err *err) {
   ENPU_RETURN_IF(isnan(target_ns), err, ENPU_ERR_INVALID, "target time is NaN");
   const store_bucket_rec *b = &p->t.buckets[plan->bucket];
   const store_walk_rec *walk = p->t.walk ? &p->t.walk[b->walk_first] : NULL;
@@ -162,6 +160,13 @@ int planstore_lookup(const planstore *ps, const char *policy, int phase, int bat
   return ENPU_OK;
 }
 
+int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
+                     double target_ns, planstore_plan *plan, enpu_err *err) {
+  const store_policy *p = NULL;
+  ENPU_FORWARD(lookup_bucket(ps, policy, phase, batch, seq, &p, plan, err));
+  return plan_at_target(p, target_ns, plan, err);
+}
+
 int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch, int seq,
                            double slack, planstore_plan *plan, enpu_err *err) {
   const store_policy *p = NULL;
@@ -178,6 +183,15 @@ static const store_policy *plan_policy(const planstore *ps, const planstore_plan
   if (plan->bucket >= p->t.nbuckets || plan->walk_prefix > p->t.buckets[plan->bucket].walk_count)
     return NULL;
   return p;
+}
+
+int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, double target_ns,
+                       planstore_plan *plan, enpu_err *err) {
+  const store_policy *p = plan_policy(ps, bucket_plan);
+  ENPU_RETURN_IF(!p || !plan || p->t.buckets[bucket_plan->bucket].status != STORE_BUCKET_OK, err,
+                 ENPU_ERR_INVALID, "planstore_retarget: not a plan of this store");
+  *plan = *bucket_plan;
+  return plan_at_target(p, target_ns, plan, err);
 }
 
 size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan) {

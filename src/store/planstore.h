@@ -95,6 +95,15 @@ int planstore_lookup(const planstore *ps, const char *policy, int phase, int bat
 int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch,
                            int seq, double slack, planstore_plan *plan, enpu_err *err);
 
+/* The plan of the same bucket as `bucket_plan` (any plan planstore_lookup returned from
+ * this store, ENPU_ERR_INFEASIBLE ones included) for another target: what
+ * planstore_lookup gives for every (batch, seq) padded to that bucket, without
+ * searching the buckets again (a runtime that keeps a batch's bucket while its
+ * sequence grows). @return as planstore_lookup; ENPU_ERR_INVALID for a plan that does
+ * not come from this store. */
+int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, double target_ns,
+                       planstore_plan *plan, enpu_err *err);
+
 /* Number of distinct ops of the plan's bucket (the size planstore_plan_states needs). */
 size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan);
 

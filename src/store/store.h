@@ -228,6 +228,9 @@ typedef struct {
 /* @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT, ENPU_ERR_NOMEM. */
 int store_load(const char *path, store_contents **out, enpu_err *err);
 void store_contents_free(store_contents *c); /* NULL is a no-op */
+/* store_load of the provenance only (no policies: npolicies 0), for a check of what a
+ * store was compiled for. @return as store_load. */
+int store_load_provenance(const char *path, store_contents **out, enpu_err *err);
 
 /* Replay the first `prefix` walk steps of bucket `bi` (a bucket of a loaded, validated policy)
  * into st[0..ops_count): the one definition of what a walk prefix means.

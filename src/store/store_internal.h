@@ -44,6 +44,10 @@ extern const H5Z_class2_t store_zstd_class;
 
 /* ---- reading (store_read.c) ------------------------------------------------------- */
 
+/* Open a plan store read-only after checking it is one of this format version (the
+ * zstd filter registered). @return 0 and *file; ENPU_ERR_IO, ENPU_ERR_FORMAT. */
+int store_file_open(const char *path, hid_t *file, enpu_err *err);
+
 /* A policy read from a store: its tables, and the bucket index built while validating. */
 typedef struct {
   store_policy_tables t;

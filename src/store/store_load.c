@@ -115,6 +115,30 @@ int store_load(const char *path, store_contents **out, enpu_err *err) {
   return ENPU_OK;
 }
 
+int store_load_provenance(const char *path, store_contents **out, enpu_err *err) {
+  ENPU_RETURN_IF(!out || !path, err, ENPU_ERR_INVALID, "store_load_provenance: no path or output");
+  *out = NULL;
+  store_contents *c = enpu_calloc(1, sizeof *c);
+  ENPU_RETURN_IF(!c, err, ENPU_ERR_NOMEM, "out of memory loading %s", path);
+  hid_t file = H5I_INVALID_HID;
+  int rc = ENPU_OK;
+  H5E_BEGIN_TRY {
+    rc = store_file_open(path, &file, err);
+    if (rc == ENPU_OK) {
+      rc = read_provenance(file, c, err);
+      H5Fclose(file);
+    }
+  }
+  H5E_END_TRY;
+  if (rc < 0) {
+    store_contents_free(c);
+    enpu_err_prefix(err, "plan store %s: ", path);
+    return rc;
+  }
+  *out = c;
+  return ENPU_OK;
+}
+
 void store_contents_free(store_contents *c) {
   if (!c) return;
   for (size_t i = 0; i < c->npolicies; i++) store_policy_tables_free(&c->policies[i]);

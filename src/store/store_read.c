@@ -512,11 +512,8 @@ static int read_policies(hid_t file, int with_plan_states, const policy_filter *
   return rc;
 }
 
-static int read_store(const char *path, int with_plan_states, const policy_filter *f, hid_t *file_out,
-                      store_policy **out, size_t *n, enpu_err *err) {
-  *out = NULL;
-  *n = 0;
-  if (file_out) *file_out = H5I_INVALID_HID;
+int store_file_open(const char *path, hid_t *file, enpu_err *err) {
+  *file = H5I_INVALID_HID;
   ENPU_FORWARD(store_zstd_register(err));
   FILE *fp = fopen(path, "rb"); /* for the system's reason when it cannot be read */
   ENPU_RETURN_IF(!fp, err, ENPU_ERR_IO, "cannot open: %s", strerror(errno));
@@ -524,10 +521,22 @@ static int read_store(const char *path, int with_plan_states, const policy_filte
   htri_t is_hdf5 = H5Fis_hdf5(path);
   ENPU_RETURN_IF(is_hdf5 < 0, err, ENPU_ERR_IO, "cannot open");
   ENPU_RETURN_IF(is_hdf5 == 0, err, ENPU_ERR_FORMAT, "not an HDF5 file");
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  ENPU_RETURN_IF(file < 0, err, ENPU_ERR_FORMAT, "HDF5 cannot open it (truncated or corrupt)");
-  int rc = check_format_version(file, err);
-  if (rc == ENPU_OK) rc = read_policies(file, with_plan_states, f, out, n, err);
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  ENPU_RETURN_IF(f < 0, err, ENPU_ERR_FORMAT, "HDF5 cannot open it (truncated or corrupt)");
+  int rc = check_format_version(f, err);
+  if (rc < 0) H5Fclose(f);
+  else *file = f;
+  return rc;
+}
+
+static int read_store(const char *path, int with_plan_states, const policy_filter *f, hid_t *file_out,
+                      store_policy **out, size_t *n, enpu_err *err) {
+  *out = NULL;
+  *n = 0;
+  if (file_out) *file_out = H5I_INVALID_HID;
+  hid_t file = H5I_INVALID_HID;
+  ENPU_FORWARD(store_file_open(path, &file, err));
+  int rc = read_policies(file, with_plan_states, f, out, n, err);
   if (rc < 0 || !file_out) H5Fclose(file);
   if (rc < 0) {
     store_policies_free(*out, *n);

@@ -111,6 +111,12 @@ static int replay_all(const validate_args *a, const store_contents *c, policy_ru
     rc = replay_run(ps, c->policies[i].name, trace, &setup, &runs[i].replay, err);
     if (rc < 0) enpu_err_prefix(err, "replay of policy %s: ", c->policies[i].name);
   }
+  /* Savings compare energies over one horizon: the latest end among the policies. */
+  replay_result **aligned = rc == 0 ? enpu_calloc(c->npolicies ? c->npolicies : 1, sizeof *aligned) : NULL;
+  if (rc == 0 && !aligned) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replays)");
+  for (size_t i = 0; rc == 0 && i < c->npolicies; i++) aligned[i] = runs[i].replay;
+  if (rc == 0) rc = replay_align_horizon(aligned, c->npolicies, err);
+  free(aligned);
   const replay_summary *base = NULL;
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
     if (!strcmp(c->policies[i].name, "nodvfs")) base = replay_result_summary(runs[i].replay);

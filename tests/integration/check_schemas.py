@@ -90,6 +90,14 @@ BAD_DOCUMENTS = [
      0.7, "$.slo[0]"),
     ("cluster missing batching", "cluster", "clusters/llama3-70b.json", ("batching",), DELETE, "$"),
     ("cluster no SLO class", "cluster", "clusters/llama3-70b.json", ("slo",), [], "$.slo"),
+    ("cluster unknown idle mode", "cluster", "clusters/llama3-70b.json", ("idle", "mode"), "off",
+     "$.idle.mode"),
+    ("cluster sleep without wake_ms", "cluster", "clusters/llama3-70b.json", ("idle",),
+     {"mode": "sleep", "sleep_w": 5}, "$.idle"),
+    ("cluster safeguard1_scan 0", "cluster", "clusters/llama3-70b.json", ("scheduler", "safeguard1_scan"), 0,
+     "$.scheduler.safeguard1_scan"),
+    ("cluster negative DCN energy", "cluster", "clusters/llama3-70b.json", ("dcn", "energy_pj_per_byte"), -1,
+     "$.dcn.energy_pj_per_byte"),
 ]
 
 

@@ -75,12 +75,14 @@ for name, p in pol.items():
     h.check(f"{name}: every request once in the CSV", ids == list(range(19366)))
     h.check(f"{name}: every request served", all(row["status"] == "done" for row in rows))
     energy = sum(float(row["energy_j"]) for row in rows)
-    busy = p["busy_energy_j"]["total"]
-    h.check(f"{name}: request energies add up to the batches'", abs(energy - busy) <= 1e-6 * busy, (energy, busy))
+    busy, kv = p["busy_energy_j"]["total"], p["kv_energy_j"]
+    h.check(f"{name}: request energies add up to the batches' and KV transfers'",
+            abs(energy - busy - kv) <= 1e-6 * busy, (energy, busy, kv))
     total = p["energy_j"]["total"]
-    h.check(f"{name}: energy = batches + idle", abs(busy + p["idle_energy_j"]["total"] - total) <= 1e-9 * total)
+    h.check(f"{name}: energy = batches + idle + KV",
+            abs(busy + p["idle_energy_j"]["total"] + kv - total) <= 1e-9 * total)
     wins = list(csv.DictReader(open(os.path.join(out1, f"windows_{name}.csv"))))
-    wsum = sum(float(w["prefill_energy_j"]) + float(w["decode_energy_j"]) for w in wins)
+    wsum = sum(float(w["prefill_energy_j"]) + float(w["decode_energy_j"]) + float(w["kv_energy_j"]) for w in wins)
     h.check(f"{name}: windows add up to the total energy", abs(wsum - total) <= 1e-6 * total, (wsum, total))
     h.check(f"{name}: windows count every arrival", sum(int(w["arrivals"]) for w in wins) == 19366)
     gen = sum(int(row["generated_tokens"]) for row in rows)
@@ -102,13 +104,21 @@ for k, seed in enumerate(("3", "3", "4")):
 h.check("same seed: byte-identical outputs", seeded[0] == seeded[1])
 h.check("another seed: different outputs", seeded[0] != seeded[2])
 
-# ---- five times the rate: safeguard 2 locks batches to peak ---------------------------
+# ---- five times the rate on a cluster too small for it: safeguard 2 locks batches -------
+with open(os.path.join(h.src, CLUSTER)) as f:
+    small = json.load(f)
+small["prefill"]["nodes"], small["decode"]["nodes"] = 3, 1
+small_path = os.path.join(tmp, "small.json")
+with open(small_path, "w") as f:
+    json.dump(small, f)
 out5 = os.path.join(tmp, "out5")
-r = replay("--rate", "5", "--policy", "enpu-all", "--json", "--out", out5)
+r = h.run("replay", "--store", store, "--trace", trace_head(1500), "--cluster", small_path, "--model",
+          "jobs/models/llama3-70b.json", "--chip", "jobs/chips/tpuv5p.json", "--rate", "5", "--policy", "enpu-all",
+          "--json", "--out", out5)
 h.check("--rate 5 exits 0", r.returncode == 0, r.stderr)
 p5 = json.loads(r.stdout)["policies"]["enpu-all"]
 locked = p5["batches"]["prefill"]["locked"] + p5["batches"]["decode"]["locked"]
-h.check("5x rate: safeguard 2 engages", locked > 0, p5["batches"])
+h.check("5x rate on 3 + 1 nodes: safeguard 2 engages", locked > 0, p5["batches"])
 print(f"     5x rate: {p5['requests']} requests, SLO attainment {p5['slo_attainment']:.4f}, "
       f"locked {p5['batches']['prefill']['locked']}/{p5['batches']['decode']['locked']} of "
       f"{p5['batches']['prefill']['total']}/{p5['batches']['decode']['total']} prefill/decode batches")
@@ -123,11 +133,11 @@ r = replay("--policy", "enpu-all", trace=trace_head(200))
 row = next((ln.split() for ln in r.stdout.splitlines() if ln.startswith("enpu-all ")), [])
 h.check("one policy without nodvfs: table exits 0", r.returncode == 0, r.stderr)
 h.check("one policy without nodvfs: savings columns are '-', no nan",
-        row[10:12] == ["-", "-"] and "nan" not in r.stdout.lower(), r.stdout)
+        row[8:14] == ["-"] * 6 and "nan" not in r.stdout.lower(), r.stdout)
 r = replay("--policy", "all", trace=trace_head(200))
 row = next((ln.split() for ln in r.stdout.splitlines() if ln.startswith("enpu-all ")), [])
-h.check("with nodvfs: the savings columns are numbers", len(row) > 11 and all(
-    c.replace(".", "", 1).lstrip("-").isdigit() for c in row[10:12]), r.stdout)
+h.check("with nodvfs: the savings columns are numbers", len(row) > 13 and all(
+    c.replace(".", "", 1).lstrip("-").isdigit() for c in row[8:14]), r.stdout)
 
 # ---- bad input ---------------------------------------------------------------------------
 bad = os.path.join(tmp, "bad.csv")
@@ -141,8 +151,43 @@ r = replay("--policy", "nodvfs", "--skip-bad-rows", "--json", trace=bad)
 h.check("--skip-bad-rows: exit 0", r.returncode == 0, r.stderr)
 h.check("--skip-bad-rows: counted", "skipped 1 bad rows" in r.stderr, r.stderr)
 h.check("--skip-bad-rows: the good rows run", r.returncode == 0 and json.loads(r.stdout)["requests"] == 2)
+year = os.path.join(tmp, "year9999.csv")
+with open(year, "w") as f:
+    f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n9999-11-16 18:15:50.99,39,109\n")
+r = replay("--policy", "nodvfs", trace=year)
+h.check("a row dated 9999: exit 1 naming file, line and column",
+        r.returncode == 1 and f"{year}:3:1: expected a year from 1970 to 2100" in r.stderr, r.stderr)
+far = os.path.join(tmp, "far.csv")
+with open(far, "w") as f:
+    f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,3,4\n"
+            "2099-11-16 18:15:50.99,39,109\n")
+r = replay("--policy", "nodvfs", "--skip-bad-rows", trace=far)
+h.check("rows 76 years apart: exit 1 naming the odd row, even with --skip-bad-rows",
+        r.returncode == 1 and f"{far}:4:1: expected a timestamp within 31 days" in r.stderr, r.stderr)
+r = replay("--rate", "1e9", "--policy", "nodvfs")
+h.check("--rate 1e9: exit 1 before allocating", r.returncode == 1 and "more than the 30000000" in r.stderr, r.stderr)
 r = h.run("replay", "--store", store, "--cluster", CLUSTER)
 h.check("missing --trace: usage error 2", r.returncode == 2 and "missing --trace" in r.stderr, r.stderr)
+r = replay("--rate", "2", "--rates", "1,2")
+h.check("--rate with --rates: usage error 2", r.returncode == 2, r.stderr)
+r = replay("--rates", "1,0")
+h.check("--rates with a zero: usage error 2", r.returncode == 2, r.stderr)
+
+# ---- the load sweep ----------------------------------------------------------------------
+sweep_dir = os.path.join(tmp, "sweep")
+r = replay("--rates", "2,0.5,1", "--json", "--out", sweep_dir, trace=trace_head(1500))
+h.check("--rates: exit 0", r.returncode == 0, r.stderr)
+if r.returncode == 0:
+    sw = json.loads(r.stdout)
+    h.check("--rates: rates sorted, requests growing", sw["rates"] == [0.5, 1, 2] and
+            sw["requests"][0] < sw["requests"][1] == 1500 < sw["requests"][2], (sw["rates"], sw["requests"]))
+    ea = sw["policies"]["enpu-all"]
+    h.check("--rates: a value per rate and a capacity", len(ea["slo_attainment"]) == 3 and "capacity_rate" in ea, ea)
+    h.check("--rates: sweep.json, sweep.dat and a PNG", json.load(open(os.path.join(sweep_dir, "sweep.json"))) == sw
+            and open(os.path.join(sweep_dir, "sweep.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n")
+r = replay("--rates", "0.5,1", trace=trace_head(300))
+h.check("--rates table: every rate and the capacities", r.returncode == 0 and "Capacity" in r.stdout and
+        sum(1 for ln in r.stdout.splitlines() if ln.split()[:1] in (["0.5"], ["1"])) == 6, r.stdout)
 r = replay("--rate", "-2")
 h.check("negative --rate: usage error 2", r.returncode == 2, r.stderr)
 r = replay("--policy", "ideal")
@@ -168,8 +213,37 @@ if h.run("farm", "--help").returncode == 0:
         h.check("farm store: enpu-all saves busy energy in both phases", sav["prefill"] > 0 and sav["decode"] > 0, sav)
         print(f"     farm store (first 200 requests): enpu-all busy-energy savings {sav}, "
               f"with idle {fp['enpu-all']['energy_savings']}")
+    r = h.run("replay", "--store", farm_store, "--trace", trace_head(20), "--cluster",
+              "jobs/clusters/deepseek-v3-671b.json")
+    h.check("a Llama3-70B store on DeepSeek-V3's cluster: exit 1 naming both models", r.returncode == 1 and
+            "compiled for model 'llama3-70b', but cluster" in r.stderr and "'deepseek-v3-671b'" in r.stderr,
+            r.stderr)
 else:
     print("skip: `enpu farm` is not in this build")
+
+# ---- the sweep of the whole trace: SLOs hold below 70 % utilisation ----------------------
+def check_sweep_slos(label, store_path, rates):
+    """nodvfs >= 99 % wherever the busiest pool (in its busiest 5-minute window) is below
+    70 %, and every DVFS policy within 0.5 points of nodvfs there."""
+    r = replay("--rates", rates, "--json", store_path=store_path)
+    if not h.check(f"{label}: sweep {rates} exits 0", r.returncode == 0, r.stderr):
+        return
+    sw = json.loads(r.stdout)
+    nd = sw["policies"]["nodvfs"]
+    light = [i for i in range(len(sw["rates"]))
+             if max(nd["util_prefill_busiest"][i], nd["util_decode_busiest"][i]) < 0.7]
+    h.check(f"{label}: some rates keep the busiest pool below 70 %", len(light) >= 3, sw["rates"])
+    for i in light:
+        att = {p: v["slo_attainment"][i] for p, v in sw["policies"].items()}
+        print(f"     {label}, rate {sw['rates'][i]:g}: busiest window prefill "
+              f"{100 * nd['util_prefill_busiest'][i]:.1f} %, decode {100 * nd['util_decode_busiest'][i]:.1f} %; "
+              f"SLO attainment {att}")
+        h.check(f"{label}, rate {sw['rates'][i]:g}: nodvfs >= 99 %", att["nodvfs"] >= 0.99, att)
+        h.check(f"{label}, rate {sw['rates'][i]:g}: DVFS policies within 0.5 points of nodvfs",
+                all(a >= att["nodvfs"] - 0.005 for a in att.values()), att)
+
+
+check_sweep_slos("synthetic store", store, "0.5,1,2,3,5,8")
 
 # ---- a real llama3-70b store, when given -----------------------------------------------
 real = os.environ.get("ENPU_REPLAY_STORE")
@@ -182,6 +256,7 @@ if real:
               f"(TTFT p99 {p['ttft_ms']['p99']:.1f} ms, TPOT p99 {p['tpot_ms']['p99']:.1f} ms, "
               f"uncovered {p['uncovered']})")
         h.check("real store: nodvfs SLO attainment >= 99 % on Table 3's nodes", p["slo_attainment"] >= 0.99)
+    check_sweep_slos("real store", real, "0.5,1,2,3,5,8,12,16")
 else:
     print("skip: ENPU_REPLAY_STORE not set (a llama3-70b store of the full grid)")
 

@@ -172,16 +172,22 @@ with tempfile.TemporaryDirectory() as tmp:
 
     bad = os.path.join(tmp, "badreplay")
     os.mkdir(bad)
+    cols = ["start_s", "length_s", "prefill_busy_energy_j", "decode_busy_energy_j", "prefill_idle_energy_j",
+            "decode_idle_energy_j", "prefill_batches", "decode_batches", "prefill_safeguard1", "decode_safeguard1",
+            "prefill_locked", "decode_locked", "ttft_attainment", "tpot_attainment"] + \
+        [f"{k}_slack_{q}" for k in ("ttft", "tpot") for q in ("p1", "p25", "mean", "p75", "p99")]
+    good_row = ",".join(["0", "300"] + ["1"] * (len(cols) - 2))
+    bad_row = ",".join(["300", "300", "x"] + ["1"] * (len(cols) - 3))
     with open(os.path.join(bad, "windows_nodvfs.csv"), "w") as f:
-        f.write("start_s,length_s,prefill_energy_j,decode_energy_j,slo_attainment\n0,300,1,2,1\n300,300,x,2,1\n")
+        f.write(",".join(cols) + "\n" + good_row + "\n" + bad_row + "\n")
     r = h.run("report", store, "--out", os.path.join(tmp, "o2"), "--replay", bad)
     h.check("bad replay number: exit 1 naming file:line and column",
-            r.returncode == 1 and "windows_nodvfs.csv:3" in r.stderr and "prefill_energy_j" in r.stderr, r.stderr)
+            r.returncode == 1 and "windows_nodvfs.csv:3" in r.stderr and "prefill_busy_energy_j" in r.stderr, r.stderr)
     with open(os.path.join(bad, "windows_nodvfs.csv"), "w") as f:
-        f.write("start_s,length_s,decode_energy_j,slo_attainment\n0,300,2,1\n")
+        f.write(",".join(cols[:2] + cols[3:]) + "\n" + ",".join(good_row.split(",")[:-1]) + "\n")
     r = h.run("report", store, "--out", os.path.join(tmp, "o3"), "--replay", bad)
     h.check("replay CSV without a column: exit 1 naming it",
-            r.returncode == 1 and "no column 'prefill_energy_j'" in r.stderr, r.stderr)
+            r.returncode == 1 and "no column 'prefill_busy_energy_j'" in r.stderr, r.stderr)
 
     # ---- part 2: a farm-compiled store of the demo job, a short replay, --job
     fstore = os.path.join(tmp, "demo.h5")
@@ -210,7 +216,13 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("farm store: utilisations are percentages, states 1..34",
             all(0 <= float(x) <= 100.0001 for r in freq for x in r[2:7]) and
             all(1 <= int(x) <= 34 for r in freq for x in r[7:12]))
-    h.check("farm store: replay_energy.png is a PNG", png_ok(os.path.join(out4, "replay_energy.png")))
+    h.check("farm store: replay_energy.png (Figure 22) is a PNG", png_ok(os.path.join(out4, "replay_energy.png")))
+    h.check("farm store: replay_slack.png (Figure 5) is a PNG", png_ok(os.path.join(out4, "replay_slack.png")))
+    per = md_rows(md, "| hours | policy | SLO attainment")
+    h.check("farm store: peak rows for every policy and the paper's §4.8 rows",
+            {r[1] for r in per if r[0] == "peak 14–20 h"} == set(json.load(open(os.path.join(rdir, "summary.json")))
+                                                                   ["policies"]) and
+            sum(r[0].startswith("paper §4.8") for r in per) == 4, per)
     summary = json.load(open(os.path.join(rdir, "summary.json"))) if os.path.exists(os.path.join(rdir, "summary.json")) else {}
     rep = {r[0]: r for r in md_rows(md, "| policy | requests | SLO attainment")}
     pols = summary.get("policies", {})

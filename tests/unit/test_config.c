@@ -790,6 +790,47 @@ static const bad_case bad_cases[] = {
      .path = "$.validation.sample",
      .expect = "expected a positive integer, got 0",
      .ends = true},
+    {.name = "idle sleep without a wake-up latency",
+     .file = "clusters/dense.json",
+     .from = "\"max_batch_tokens\": 8192 }\n",
+     .to = "\"max_batch_tokens\": 8192 },\n  \"idle\": { \"mode\": \"sleep\", \"sleep_w\": 5 }\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "{ \"mode\": \"sleep\"",
+     .path = "$.idle",
+     .expect = "missing required key 'wake_ms'"},
+    {.name = "sleep power without sleep",
+     .file = "clusters/dense.json",
+     .from = "\"max_batch_tokens\": 8192 }\n",
+     .to = "\"max_batch_tokens\": 8192 },\n  \"idle\": { \"mode\": \"peak\", \"sleep_w\": 5 }\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "5 }",
+     .path = "$.idle.sleep_w",
+     .expect = "expected no sleep_w: only mode \"sleep\" has it"},
+    {.name = "unknown safeguard 2 mode",
+     .file = "clusters/dense.json",
+     .from = "\"max_batch_tokens\": 8192 }\n",
+     .to = "\"max_batch_tokens\": 8192 },\n  \"scheduler\": { \"safeguard2\": \"off\" }\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"off\"",
+     .path = "$.scheduler.safeguard2",
+     .expect = "expected one of: paper, per-phase, got \"off\""},
+    {.name = "safeguard 1 scanning nothing",
+     .file = "clusters/dense.json",
+     .from = "\"max_batch_tokens\": 8192 }\n",
+     .to = "\"max_batch_tokens\": 8192 },\n  \"scheduler\": { \"safeguard1_scan\": 0 }\n",
+     .code = ENPU_ERR_RANGE,
+     .needle = "\"safeguard1_scan\": 0",
+     .offset = 19,
+     .path = "$.scheduler.safeguard1_scan",
+     .expect = "expected a positive integer, got 0"},
+    {.name = "negative DCN energy",
+     .file = "clusters/dense.json",
+     .from = "\"max_batch_tokens\": 8192 }\n",
+     .to = "\"max_batch_tokens\": 8192 },\n  \"dcn\": { \"energy_pj_per_byte\": -1 }\n",
+     .code = ENPU_ERR_RANGE,
+     .needle = "-1 }",
+     .path = "$.dcn.energy_pj_per_byte",
+     .expect = "expected a number in [0, 1e+06], got -1"},
 };
 #define NBAD (sizeof bad_cases / sizeof bad_cases[0])
 
@@ -1172,10 +1213,52 @@ static void test_shipped_clusters(void **state) {
       const config_parallel *p = &c->node[ph].parallel;
       assert_int_equal(p->dp * p->tp * p->pp * p->ep, c->node[ph].chips);
     }
+    /* The replay's sections are spelled out in every shipped cluster. */
+    assert_int_equal(c->idle.mode, CONFIG_IDLE_LOWEST_STATE);
+    assert_int_equal(c->scheduler.safeguard1_scan, 128);
+    assert_int_equal(c->scheduler.safeguard2, CONFIG_SG2_PAPER);
+    assert_true(c->dcn_energy_pj_per_byte == 480);
     config_cluster_free(c);
   }
   config_cluster_free(NULL);
   globfree(&g);
+}
+
+/* A cluster without the optional sections gets their defaults; a sleep section its
+ * three numbers. */
+static void test_cluster_defaults(void **state) {
+  (void)state;
+  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
+  char path[512];
+  snprintf(path, sizeof path, "%s/clusters/dense.json", fx->dir);
+  config_cluster *c = NULL;
+  enpu_err err = {0};
+  if (config_cluster_load(path, &c, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(c->idle.mode, CONFIG_IDLE_LOWEST_STATE);
+  assert_int_equal(c->scheduler.safeguard1_scan, 128);
+  assert_int_equal(c->scheduler.safeguard2, CONFIG_SG2_PAPER);
+  assert_true(c->scheduler.safeguard2_window_s == 300 && c->scheduler.safeguard2_miss_fraction == 0.01);
+  assert_true(c->dcn_energy_pj_per_byte == 0);
+  config_cluster_free(c);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{ \"name\": \"s\", \"model\": \"dense\",\n"
+        "  \"prefill\": { \"nodes\": 1, \"chips\": 1, \"parallel\": { \"dp\": 1, \"tp\": 1, \"pp\": 1, \"ep\": 1 } },\n"
+        "  \"decode\": { \"nodes\": 1, \"chips\": 1, \"parallel\": { \"dp\": 1, \"tp\": 1, \"pp\": 1, \"ep\": 1 } },\n"
+        "  \"slo\": [ { \"name\": \"P100\", \"prefill_max_tokens\": 8, \"decode_max_tokens\": 9, \"ttft_ms\": 1, "
+        "\"tpot_ms\": 1 } ],\n"
+        "  \"batching\": { \"max_batch\": 1, \"max_batch_tokens\": 8 },\n"
+        "  \"idle\": { \"mode\": \"sleep\", \"sleep_w\": 7.5, \"wake_ms\": 20, \"sleep_after_ms\": 1000 },\n"
+        "  \"scheduler\": { \"safeguard2\": \"per-phase\", \"safeguard1_scan\": 100 } }\n",
+        f);
+  fclose(f);
+  if (config_cluster_load(path, &c, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(c->idle.mode, CONFIG_IDLE_SLEEP);
+  assert_true(c->idle.sleep_w == 7.5 && c->idle.wake_ms == 20 && c->idle.sleep_after_ms == 1000);
+  assert_int_equal(c->scheduler.safeguard2, CONFIG_SG2_PER_PHASE);
+  assert_int_equal(c->scheduler.safeguard1_scan, 100);
+  config_cluster_free(c);
+  fixture_free(fx);
 }
 
 int main(void) {
@@ -1186,6 +1269,7 @@ int main(void) {
       cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names),
       cmocka_unit_test(test_shipped_jobs_load),  cmocka_unit_test(test_published_model_sizes),
       cmocka_unit_test(test_shipped_chip),       cmocka_unit_test(test_shipped_clusters),
+      cmocka_unit_test(test_cluster_defaults),
       cmocka_unit_test(test_validation_section),
   };
   enum { NFIXED = sizeof fixed / sizeof fixed[0] };

@@ -1,48 +1,19 @@
 /* test_replay.c — the cluster replay: trace parsing (bad rows name their line and
- * column), shaping (rate, day), idle power, and runs on a synthetic store written here
- * with the analytical model of tests/integration/replay/synth_store.h: conservation
- * (every request once, tokens, energy = batches + idle), T_target and the plan chosen for
- * it, KV transfer time, safeguard 1 and 2, uncovered requests, determinism down to the
- * bytes of the output files. Expected values come from the model's formulas here, never
- * from the replay's own output. With --write-store PATH it only writes the store. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+ * column, nonsense dates and spans are refused), shaping (rate, day, limits), idle power
+ * per policy and mode, the store/cluster check; main. The runs are in
+ * test_replay_runs.c. With --write-store PATH it only writes the synthetic store. */
 #include <unistd.h>
 
-#include "../integration/replay/synth_store.h"
-#include "planstore.h"
-#include "replay.h"
+#include "test_replay.h"
 
-#define TRACE_PATH ENPU_SOURCE_DIR "/jobs/traces/AzureLLMInferenceTrace_conv.csv"
-#define CLUSTER_PATH ENPU_SOURCE_DIR "/jobs/clusters/llama3-70b.json"
-#define MODEL_PATH ENPU_SOURCE_DIR "/jobs/models/llama3-70b.json"
-#define CHIP_PATH ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json"
-
-static const char *const all_policies[] = {"dvfs-c", "enpu-all", "nodvfs"};
-
-typedef struct {
-  char dir[STORE_FIXTURE_DIR_LEN], store[STORE_FIXTURE_PATH_LEN];
-  planstore *ps;
-  config_cluster *cluster;
-  config_model *model;
-  config_chip *chip;
-  replay_setup setup;
-  replay_trace *trace; /* the conv trace */
-} ctx;
+const char *const all_policies[NPOL] = {"dvfs-c", "enpu-all", "nodvfs"};
 
 static int setup(void **state) {
   ctx *c = calloc(1, sizeof *c);
   enpu_err err = {0};
   if (!c) return -1;
   if (store_fixture_dir_make("test_replay", c->dir, c->store) != 0) return -1;
-  if (synth_store_write(c->store, all_policies, 3, &err) || planstore_open(c->store, &c->ps, &err) ||
+  if (synth_store_write(c->store, all_policies, NPOL, &err) || planstore_open(c->store, &c->ps, &err) ||
       config_cluster_load(CLUSTER_PATH, &c->cluster, &err) || config_model_load(MODEL_PATH, &c->model, &err) ||
       config_chip_load(CHIP_PATH, &c->chip, &err) ||
       replay_setup_init(&c->setup, c->cluster, c->model, c->chip, &err) ||
@@ -66,16 +37,46 @@ static int teardown(void **state) {
   return rc;
 }
 
-/* The first n requests of the conv trace (a view: no copy of the requests). */
-static replay_trace head_of(const replay_trace *t, size_t n) {
-  return (replay_trace){.requests = t->requests, .count = n < t->count ? n : t->count};
+/* ---- shared helpers ----------------------------------------------------------------- */
+
+replay_trace head_of(const replay_trace *t, size_t n) {
+  return (replay_trace){.requests = t->requests, .count = n < t->count ? n : t->count, .origin_tod_s = t->origin_tod_s};
 }
 
-static replay_trace *parse_ok(const char *text) {
+replay_trace *parse_ok(const char *text) {
   replay_trace *t = NULL;
   enpu_err err = {0};
   if (replay_trace_parse(text, strlen(text), "t.csv", false, &t, &err) != 0) fail_msg("parse: %s", err.msg);
   return t;
+}
+
+replay_result *run(ctx *c, const char *policy, const replay_trace *t, const replay_setup *s) {
+  replay_result *r = NULL;
+  enpu_err err = {0};
+  if (replay_run(c->ps, policy, t, s, &r, &err) != 0) fail_msg("replay_run %s: %s", policy, err.msg);
+  return r;
+}
+
+void run_all(ctx *c, const replay_trace *t, const replay_setup *s, int threads, replay_result *runs[NPOL]) {
+  enpu_err err = {0};
+  if (replay_run_policies(c->ps, all_policies, NPOL, t, s, threads, runs, &err) != 0) fail_msg("%s", err.msg);
+}
+
+void free_all(replay_result *runs[NPOL]) {
+  for (int k = 0; k < NPOL; k++) replay_result_free(runs[k]);
+}
+
+void setup_for(ctx *c, const config_cluster *cl, replay_setup *s) {
+  enpu_err err = {0};
+  if (replay_setup_init(s, cl, c->model, c->chip, &err) != 0) fail_msg("%s", err.msg);
+}
+
+double prefill_alone_ns(int context_tokens) {
+  int seqs[64];
+  const int n = synth_seqs(seqs);
+  for (int k = 0; k < n; k++)
+    if (seqs[k] >= context_tokens) return synth_time_ns(STORE_PHASE_PREFILL, 1, seqs[k]);
+  return NAN;
 }
 
 /* ---------------------------------------------------------------------------------
@@ -83,11 +84,13 @@ static replay_trace *parse_ok(const char *text) {
 
 static void test_trace_parse(void **state) {
   ctx *c = *state;
-  /* The shipped trace: every row (its README counts 19366), the first one at 0. */
+  /* The shipped trace: every row (its README counts 19366), the first one at 0, at
+   * 18:15:46.68059 in the day. */
   assert_int_equal(c->trace->count, 19366);
   assert_int_equal(c->trace->skipped, 0);
   assert_int_equal(c->trace->requests[0].context_tokens, 374);
   assert_near(c->trace->requests[0].arrival_ns, 0, 0);
+  assert_near(c->trace->origin_tod_s, 18 * 3600 + 15 * 60 + 46.68059, 1e-6);
   replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
                              "2023-11-16 18:15:50.5,10,2\r\n"
                              "2023-11-16 18:15:46.6805900,374,44\n"
@@ -106,36 +109,42 @@ static void test_trace_parse(void **state) {
   replay_trace_free(t);
 }
 
+static void expect_parse_error(const char *text, bool skip, int code, const char *want) {
+  replay_trace *t = (replay_trace *)&text; /* must be reset to NULL on failure */
+  enpu_err err = {0};
+  int rc = replay_trace_parse(text, strlen(text), "t.csv", skip, &t, &err);
+  if (rc != code || !strstr(err.msg, want)) fail_msg("rc %d, message '%s', want %d '%s'", rc, err.msg, code, want);
+  assert_null(t);
+}
+
 static void test_trace_bad_rows(void **state) {
   (void)state;
+#define H "TIMESTAMP,ContextTokens,GeneratedTokens\n"
   static const struct {
     const char *text, *want;
     int code;
   } cases[] = {
       {"TIMESTAMP,ContextTokens\n", "t.csv:1:1: expected the header", ENPU_ERR_PARSE},
-      {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,1,1\n2023-11-16 18:15:4x,1,1\n",
-       "t.csv:3:1: expected a timestamp", ENPU_ERR_PARSE},
-      {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.1,12,\n", "t.csv:2:26: expected a token count",
-       ENPU_ERR_PARSE},
-      {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,0,5\n", "t.csv:2:21: expected a token count from 1",
+      {H "2023-11-16 18:15:46,1,1\n2023-11-16 18:15:4x,1,1\n", "t.csv:3:1: expected a timestamp", ENPU_ERR_PARSE},
+      {H "2023-11-16 18:15:46.1,12,\n", "t.csv:2:26: expected a token count", ENPU_ERR_PARSE},
+      {H "2023-11-16 18:15:46,0,5\n", "t.csv:2:21: expected a token count from 1", ENPU_ERR_RANGE},
+      {H "2023-11-16 18:15:46,3,3000000\n", "t.csv:2:23: expected a token count from 1 to 2097152", ENPU_ERR_RANGE},
+      {H "2023-02-30 18:15:46,3,5\n", "t.csv:2:1: expected a valid date", ENPU_ERR_RANGE},
+      {H "2023-11-16 18:15:46,3,5\n9999-12-31 23:59:59,3,5\n", "t.csv:3:1: expected a year from 1970 to 2100",
        ENPU_ERR_RANGE},
-      {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-30 18:15:46,3,5\n", "t.csv:2:1: expected a valid date",
-       ENPU_ERR_RANGE},
-      {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,3,5,7\n", "t.csv:2:24: expected the end of the row",
-       ENPU_ERR_PARSE},
-      {"TIMESTAMP,ContextTokens,GeneratedTokens\n", "no data rows", ENPU_ERR_INVALID},
+      {H "2023-11-16 18:15:46,3,5,7\n", "t.csv:2:24: expected the end of the row", ENPU_ERR_PARSE},
+      {H, "no data rows", ENPU_ERR_INVALID},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    replay_trace *t = (replay_trace *)&cases; /* must be reset to NULL on failure */
-    enpu_err err = {0};
-    int rc = replay_trace_parse(cases[i].text, strlen(cases[i].text), "t.csv", false, &t, &err);
-    if (rc != cases[i].code || !strstr(err.msg, cases[i].want))
-      fail_msg("case %zu: rc %d, message '%s', want %d '%s'", i, rc, err.msg, cases[i].code, cases[i].want);
-    assert_null(t);
-  }
-  /* Skipping: two bad rows of four, counted, the first one's message kept. */
-  const char *text = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,3,5\nbad\n"
-                     "2023-11-16 18:15:47,-1,5\n2023-11-16 18:15:48,4,6\n";
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    expect_parse_error(cases[i].text, false, cases[i].code, cases[i].want);
+  /* Rows within the year range but 44 days apart: the odd row is named, even when bad
+   * rows may be skipped (it is a trace, not a row, that is wrong). */
+  static const char span[] = H "2023-11-16 18:00:00,3,5\n2023-11-16 18:00:01,3,5\n2023-12-30 18:00:00,3,5\n";
+  expect_parse_error(span, true, ENPU_ERR_RANGE, "t.csv:4:1: expected a timestamp within 31 days of the trace's "
+                                                 "median row, got one 44.0 days after it");
+  /* Skipping: two bad rows of four (one a year 9999), counted, the first one's message kept. */
+  const char *text = H "2023-11-16 18:15:46,3,5\nbad\n9999-11-16 18:15:47,1,5\n2023-11-16 18:15:48,4,6\n";
+#undef H
   replay_trace *t = NULL;
   enpu_err err = {0};
   assert_int_equal(replay_trace_parse(text, strlen(text), "t.csv", true, &t, &err), 0);
@@ -152,11 +161,12 @@ static void test_trace_shape(void **state) {
   ctx *c = *state;
   replay_trace *a = NULL, *b = NULL, *d = NULL;
   enpu_err err = {0};
-  /* Integer rate: exactly that many copies, each within its gap. */
+  /* Integer rate: exactly that many copies, each within its gap; the origin kept. */
   replay_shape sh = {.rate = 3, .warp = 1, .seed = 7};
   assert_int_equal(replay_trace_shape(c->trace, &sh, &a, &err), 0);
   assert_int_equal(a->count, 3 * c->trace->count);
   assert_true(a->requests[a->count - 1].arrival_ns <= c->trace->requests[c->trace->count - 1].arrival_ns * 1.001);
+  assert_near(a->origin_tod_s, c->trace->origin_tod_s, 0);
   replay_trace_free(a);
   /* Fractional rate: about half, deterministic for a seed, different for another. */
   sh.rate = 0.5;
@@ -176,9 +186,10 @@ static void test_trace_shape(void **state) {
   assert_int_equal(replay_trace_shape(c->trace, &sh, &a, &err), 0);
   assert_near(a->requests[a->count - 1].arrival_ns, 0.25 * c->trace->requests[c->trace->count - 1].arrival_ns, 1);
   replay_trace_free(a);
-  /* Day: 24 hours, the peak hour at the trace's rate, 04:00 at 0.3 of it. */
+  /* Day: 24 hours from midnight, the peak hour at the trace's rate, 04:00 at 0.3 of it. */
   sh = (replay_shape){.rate = 1, .warp = 1, .day = true, .seed = 3};
   assert_int_equal(replay_trace_shape(c->trace, &sh, &d, &err), 0);
+  assert_near(d->origin_tod_s, 0, 0);
   size_t per_hour[24] = {0};
   for (size_t i = 0; i < d->count; i++) {
     double h = d->requests[i].arrival_ns / 3600e9;
@@ -191,11 +202,15 @@ static void test_trace_shape(void **state) {
   const double at4 = (replay_diurnal_factor(4) + replay_diurnal_factor(5)) / 2; /* mean over 04:00-05:00 */
   assert_in_range(per_hour[4], (size_t)(0.85 * at4 * trace_rate_per_h), (size_t)(1.15 * at4 * trace_rate_per_h));
   replay_trace_free(d);
-  /* Bad shapes. */
+  /* Bad shapes; a rate that would make billions of requests is refused before any
+   * allocation. */
   sh = (replay_shape){.rate = -1, .warp = 1};
   assert_int_equal(replay_trace_shape(c->trace, &sh, &a, &err), ENPU_ERR_INVALID);
   sh = (replay_shape){.rate = 1, .warp = 0};
   assert_int_equal(replay_trace_shape(c->trace, &sh, &a, &err), ENPU_ERR_INVALID);
+  sh = (replay_shape){.rate = 1e9, .warp = 1};
+  assert_int_equal(replay_trace_shape(c->trace, &sh, &a, &err), ENPU_ERR_RANGE);
+  assert_non_null(strstr(err.msg, "more than the 30000000"));
   assert_null(a);
 }
 
@@ -208,16 +223,35 @@ static void test_diurnal(void **state) {
   assert_near(replay_diurnal_factor(9), 0.65, 1e-12);
   assert_near(replay_diurnal_factor(0), 1 - 0.7 * 4 / 8, 1e-12);
   assert_true(replay_diurnal_factor(23.99) < replay_diurnal_factor(21));
+  /* Peak hours: [14:00, 20:00), any day. */
+  assert_false(replay_is_peak(14 * 3600 - 1));
+  assert_true(replay_is_peak(14 * 3600));
+  assert_true(replay_is_peak(19 * 3600 + 3599));
+  assert_false(replay_is_peak(20 * 3600));
+  assert_true(replay_is_peak(86400 + 15 * 3600));
 }
+
+/* ---------------------------------------------------------------------------------
+ * Set-up */
 
 static void test_idle_power(void **state) {
   ctx *c = *state;
-  double w = 0;
+  double w[CONFIG_NPOLICY], peak[CONFIG_NPOLICY];
   enpu_err err = {0};
-  assert_int_equal(replay_idle_power_w(c->chip, &w, &err), 0);
-  assert_true(w > c->chip->other_static_w);
-  assert_true(w < 0.5 * c->chip->tdp_w);
-  assert_near(c->setup.idle_w_per_chip, w, 0);
+  for (int p = 0; p < CONFIG_NPOLICY; p++) {
+    assert_int_equal(replay_idle_power_w(c->chip, (config_policy)p, CONFIG_IDLE_LOWEST_STATE, &w[p], &err), 0);
+    assert_int_equal(replay_idle_power_w(c->chip, (config_policy)p, CONFIG_IDLE_PEAK, &peak[p], &err), 0);
+    assert_true(w[p] > c->chip->other_static_w && w[p] < 0.5 * c->chip->tdp_w);
+    assert_near(peak[p], peak[CONFIG_POLICY_NODVFS], 0); /* peak: the same for every policy */
+    assert_near(c->setup.idle_w_per_chip[p], w[p], 0);   /* the shipped cluster: lowest-state */
+  }
+  /* NoDVFS cannot park anything; the more a policy scales, the less its idle chip draws. */
+  assert_near(w[CONFIG_POLICY_NODVFS], peak[CONFIG_POLICY_NODVFS], 0);
+  assert_true(w[CONFIG_POLICY_DVFS_C] < w[CONFIG_POLICY_NODVFS]);
+  assert_true(w[CONFIG_POLICY_ENPU_C] < w[CONFIG_POLICY_DVFS_C]);
+  assert_true(w[CONFIG_POLICY_ENPU_ALL] < w[CONFIG_POLICY_ENPU_C]);
+  assert_near(w[CONFIG_POLICY_IDEAL], w[CONFIG_POLICY_ENPU_ALL], 0);
+  assert_int_equal(replay_idle_power_w(c->chip, CONFIG_NPOLICY, CONFIG_IDLE_PEAK, &w[0], &err), ENPU_ERR_INVALID);
   /* A cluster for another model is refused. */
   config_cluster other = *c->cluster;
   snprintf(other.model_name, sizeof other.model_name, "llama3.1-405b");
@@ -226,270 +260,53 @@ static void test_idle_power(void **state) {
   assert_non_null(strstr(err.msg, "llama3.1-405b"));
 }
 
-/* ---------------------------------------------------------------------------------
- * Runs */
-
-static replay_result *run(ctx *c, const char *policy, const replay_trace *t, const replay_setup *s) {
-  replay_result *r = NULL;
+/* A store whose provenance names a model, a chip and 4-chip TP4 nodes. */
+static void write_prov_store(ctx *c, const char *path, uint64_t model_hash) {
+  static const char cluster_json[] =
+      "{\"prefill\": {\"chips\": 4, \"parallel\": {\"dp\": 1, \"tp\": 4, \"pp\": 1, \"ep\": 1}},"
+      " \"decode\": {\"chips\": 4, \"parallel\": {\"dp\": 1, \"tp\": 4, \"pp\": 1, \"ep\": 1}}}";
+  const store_provenance prov = {.tool_version = "synthetic", .job_json = "{\"name\": \"x\", \"phases\": {}}",
+                                 .model_json = "{\"name\": \"llama3-70b\"}", .chip_json = "{\"name\": \"tpuv5p\"}",
+                                 .cluster_json = cluster_json, .model_hash = model_hash,
+                                 .chip_hash = c->chip->hash};
   enpu_err err = {0};
-  if (replay_run(c->ps, policy, t, s, &r, &err) != 0) fail_msg("replay_run %s: %s", policy, err.msg);
-  return r;
+  if (synth_store_write_prov(path, &prov, all_policies, 1, &err) != 0) fail_msg("%s", err.msg);
 }
 
-static void check_conservation(const replay_result *r, const replay_trace *t, const replay_setup *s) {
-  const replay_summary *sm = replay_result_summary(r);
-  const replay_request_result *q = replay_result_requests(r);
-  assert_int_equal(sm->requests, t->count);
-  uint64_t ctx_tokens = 0, gen_tokens = 0, served = 0;
-  double req_energy = 0, last = 0;
-  for (size_t i = 0; i < t->count; i++) {
-    assert_int_equal(q[i].status, REPLAY_DONE);
-    served++;
-    ctx_tokens += (uint64_t)t->requests[i].context_tokens;
-    gen_tokens += (uint64_t)t->requests[i].generated_tokens;
-    assert_true(q[i].ttft_ns > 0);
-    assert_true(q[i].finish_ns >= q[i].arrival_ns + q[i].ttft_ns - 1e-3);
-    if (q[i].generated_tokens > 1)
-      assert_near(q[i].finish_ns, q[i].arrival_ns + q[i].ttft_ns + q[i].tpot_ns * (q[i].generated_tokens - 1),
-                  1e-6 * q[i].finish_ns);
-    req_energy += q[i].energy_nj;
-    last = fmax(last, q[i].finish_ns);
-  }
-  assert_int_equal(sm->served, served);
-  /* Tokens: prefill ran every context token once; decode made every token but the first. */
-  assert_int_equal(sm->phase[REPLAY_PREFILL].tokens, ctx_tokens);
-  assert_int_equal(sm->phase[REPLAY_DECODE].tokens + served, gen_tokens);
-  /* Energy: requests share exactly the batches; total = batches + idle. */
-  const double busy = sm->phase[0].busy_energy_nj + sm->phase[1].busy_energy_nj;
-  assert_near(req_energy, busy, 1e-9 * busy);
-  assert_near(sm->end_ns, last, 0);
-  double total = 0, win_total = 0;
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
-    const replay_phase_stats *p = &sm->phase[ph];
-    const config_node *node = &s->cluster->node[ph];
-    const double idle = ((double)node->nodes * sm->end_ns - p->busy_node_ns) * node->chips * s->idle_w_per_chip;
-    assert_true(p->busy_node_ns <= (double)node->nodes * sm->end_ns);
-    assert_near(p->idle_energy_nj, idle, 1e-9 * idle);
-    assert_near(p->energy_nj, p->busy_energy_nj + p->idle_energy_nj, 1e-9 * p->energy_nj);
-    total += p->energy_nj;
-  }
-  assert_near(sm->energy_nj, total, 1e-9 * total);
-  size_t nw = 0;
-  const replay_window *w = replay_result_windows(r, &nw);
-  uint64_t arrivals = 0, finished = 0;
-  for (size_t k = 0; k < nw; k++) {
-    win_total += w[k].energy_nj[0] + w[k].energy_nj[1];
-    arrivals += w[k].arrivals;
-    finished += w[k].finished;
-  }
-  assert_int_equal(nw, (size_t)(sm->end_ns / REPLAY_WINDOW_NS) + 1);
-  assert_int_equal(arrivals, t->count);
-  assert_int_equal(finished, served);
-  assert_near(win_total, total, 1e-9 * total);
-}
-
-static void test_conservation_table3(void **state) {
+static void test_check_store(void **state) {
   ctx *c = *state;
-  replay_trace t = head_of(c->trace, 3000);
-  replay_result *base = run(c, "nodvfs", &t, &c->setup);
-  replay_result *enpu = run(c, "enpu-all", &t, &c->setup);
-  check_conservation(base, &t, &c->setup);
-  check_conservation(enpu, &t, &c->setup);
-  const replay_summary *b = replay_result_summary(base), *e = replay_result_summary(enpu);
-  /* NoDVFS never slows; eNPU does, saves energy in both phases, and keeps the SLOs at
-   * this load on Table 3's nodes. */
-  assert_int_equal(b->phase[0].slowed + b->phase[1].slowed, 0);
-  assert_true(e->phase[0].slowed > 0 && e->phase[1].slowed > 0);
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) assert_true(e->phase[ph].busy_energy_nj < b->phase[ph].busy_energy_nj);
-  assert_true(b->slo_attainment >= 0.99);
-  assert_true(e->slo_attainment >= 0.99);
-  assert_int_equal(b->phase[0].locked + b->phase[1].locked, 0);
-  /* KV transfer: context × KV bytes at 4 chips × 50 GB/s, for every request with decode. */
-  const replay_request_result *q = replay_result_requests(base);
-  double bytes = 0;
-  for (size_t i = 0; i < t.count; i++)
-    if (t.requests[i].generated_tokens > 1) {
-      bytes += t.requests[i].context_tokens * c->model->kv_bytes_per_token;
-      const double alone_ns = t.requests[i].context_tokens * c->model->kv_bytes_per_token / 200.0;
-      if (!(q[i].kv_transfer_ns >= alone_ns - 1e-3)) /* more when its link was busy; 1e-3 ns: rounding at t ~ 1e12 ns */
-        fail_msg("request %zu: KV transfer %.17g ns < %.17g ns", i, q[i].kv_transfer_ns, alone_ns);
-    }
-  assert_near(b->kv_bytes, bytes, 1e-9 * bytes);
-  replay_result_free(base);
-  replay_result_free(enpu);
-}
-
-/* One request alone: its prefill runs the slowest plan within its TTFT SLO, each decode
- * iteration the slowest within the TPOT SLO; times follow the model exactly. */
-static void test_single_request(void **state) {
-  ctx *c = *state;
-  replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,1000,3\n");
-  const double tp = synth_time_ns(STORE_PHASE_PREFILL, 1, 1024);
-  const double td = synth_time_ns(STORE_PHASE_DECODE, 1, 1024);
-  const double kv_ns = 1000 * c->model->kv_bytes_per_token / (4 * 50.0);
-  for (int k = 0; k < 2; k++) {
-    replay_result *r = run(c, k ? "enpu-all" : "nodvfs", t, &c->setup);
-    const replay_request_result *q = replay_result_requests(r);
-    const double slow = k ? synth_time_mult[SYNTH_NPTS - 1] : 1.0;
-    assert_true(tp * slow < 725e6 && td * slow < 91e6); /* the slowest plan fits both SLOs */
-    assert_near(q[0].ttft_ns, tp * slow, 1e-3);
-    assert_near(q[0].kv_transfer_ns, kv_ns, 1e-6);
-    assert_near(q[0].tpot_ns, (kv_ns + 2 * td * slow) / 2, 1e-3);
-    assert_true(q[0].slo_met);
-    const double e_expect = 4 * (synth_energy_nj(STORE_PHASE_PREFILL, 1, 1024) * (k ? synth_energy_enpu[SYNTH_NPTS - 1] : 1) +
-                                 2 * synth_energy_nj(STORE_PHASE_DECODE, 1, 1024) * (k ? synth_energy_enpu[SYNTH_NPTS - 1] : 1));
-    assert_near(q[0].energy_nj, e_expect, 1e-6 * e_expect);
-    replay_result_free(r);
-  }
-  replay_trace_free(t);
-}
-
-/* Safeguard 1: one prefill node taking one request at a time, a 400 ms TTFT SLO. r0
- * runs alone (slowest plan); when r1 starts, r2 waits behind it, so r1's plan is capped
- * to leave r2 its fastest plan before its deadline. */
-static void test_safeguard1(void **state) {
-  ctx *c = *state;
-  config_cluster cl = *c->cluster;
-  cl.node[CONFIG_PREFILL].nodes = 1;
-  cl.max_batch = 1;
-  for (int k = 0; k < cl.slo_count; k++) cl.slo[k].ttft_ms = 400;
-  replay_setup s = c->setup;
-  s.cluster = &cl;
-  replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.000,1000,2\n"
-                             "2023-11-16 18:00:00.001,1000,2\n2023-11-16 18:00:00.002,1000,2\n");
-  replay_result *r = run(c, "enpu-all", t, &s);
-  const replay_request_result *q = replay_result_requests(r);
-  const replay_summary *sm = replay_result_summary(r);
-  const double tp = synth_time_ns(STORE_PHASE_PREFILL, 1, 1024);
-  const double r0_end = tp * synth_time_mult[SYNTH_NPTS - 1];
-  assert_near(q[0].ttft_ns, r0_end, 1e-3);
-  const double cap = 2e6 + 400e6 - r0_end - tp; /* r2's deadline − now − its fastest plan */
-  const double r1_run = q[1].ttft_ns + 1e6 - r0_end;
-  assert_true(r1_run <= cap + 1e-3);
-  assert_true(r1_run > tp); /* still slowed, only less */
-  assert_int_equal(sm->phase[REPLAY_PREFILL].safeguard1, 1);
-  for (int i = 0; i < 3; i++) assert_true(q[i].ttft_met);
-  replay_result_free(r);
-  replay_trace_free(t);
-}
-
-/* Safeguard 2 and overload: 5x the rate on a cluster too small for it. */
-static void test_safeguard2(void **state) {
-  ctx *c = *state;
-  config_cluster cl = *c->cluster;
-  cl.node[CONFIG_PREFILL].nodes = 3;
-  cl.node[CONFIG_DECODE].nodes = 1;
-  replay_setup s = c->setup;
-  s.cluster = &cl;
-  replay_trace head = head_of(c->trace, 1500), *t = NULL;
-  replay_shape sh = {.rate = 5, .warp = 1, .seed = 1};
+  char path[STORE_FIXTURE_PATH_LEN + 16], warning[ENPU_ERR_MSG_LEN];
+  snprintf(path, sizeof path, "%s/prov.h5", c->dir);
   enpu_err err = {0};
-  assert_int_equal(replay_trace_shape(&head, &sh, &t, &err), 0);
-  replay_result *r = run(c, "enpu-all", t, &s);
-  const replay_summary *sm = replay_result_summary(r);
-  check_conservation(r, t, &s);
-  assert_true(sm->slo_attainment < 0.99);
-  assert_true(sm->phase[REPLAY_PREFILL].locked > 0);
-  size_t nw = 0;
-  const replay_window *w = replay_result_windows(r, &nw);
-  uint64_t locked = 0;
-  for (size_t k = 0; k < nw; k++) locked += w[k].batches_locked[REPLAY_PREFILL];
-  assert_int_equal(locked, sm->phase[REPLAY_PREFILL].locked);
-  replay_result_free(r);
-  replay_trace_free(t);
-}
-
-static void test_uncovered(void **state) {
-  ctx *c = *state;
-  replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,100,4\n"
-                             "2023-11-16 18:00:01,20000,4\n2023-11-16 18:00:02,16000,2000\n");
-  replay_result *r = run(c, "nodvfs", t, &c->setup);
-  const replay_request_result *q = replay_result_requests(r);
-  const replay_summary *sm = replay_result_summary(r);
-  assert_int_equal(q[0].status, REPLAY_DONE);
-  assert_int_equal(q[1].status, REPLAY_UNCOVERED_PREFILL); /* longer than any prefill bucket */
-  assert_true(isnan(q[1].ttft_ns));
-  assert_int_equal(q[2].status, REPLAY_UNCOVERED_DECODE); /* 18,000 total tokens: no decode bucket */
-  assert_true(q[2].ttft_ns > 0 && !q[2].slo_met);
-  assert_int_equal(sm->uncovered, 2);
-  assert_int_equal(sm->served, 1);
-  assert_near(sm->slo_attainment, 1.0 / 3, 1e-12);
-  assert_non_null(strstr(sm->uncovered_example, "no prefill bucket covers"));
-  replay_result_free(r);
-  replay_trace_free(t);
-  /* An unknown policy is refused before anything runs. */
-  replay_result *none = NULL;
-  enpu_err err = {0};
-  assert_int_equal(replay_run(c->ps, "ideal", c->trace, &c->setup, &none, &err), ENPU_ERR_NOT_FOUND);
-  assert_null(none);
-}
-
-static int slurp_equal(const char *a, const char *b) {
-  char *x = NULL, *y = NULL;
-  size_t nx = 0, ny = 0;
-  enpu_err err = {0};
-  int same = enpu_read_file(a, &x, &nx, &err) == 0 && enpu_read_file(b, &y, &ny, &err) == 0 && nx == ny && nx > 0 &&
-             memcmp(x, y, nx) == 0;
-  free(x);
-  free(y);
-  return same;
-}
-
-static void test_determinism_and_outputs(void **state) {
-  ctx *c = *state;
-  replay_trace head = head_of(c->trace, 2000), *t = NULL;
-  replay_shape sh = {.rate = 1.5, .warp = 1, .seed = 42};
-  enpu_err err = {0};
-  assert_int_equal(replay_trace_shape(&head, &sh, &t, &err), 0);
-  char dirs[2][128];
-  for (int k = 0; k < 2; k++) {
-    replay_result *runs[3];
-    for (int p = 0; p < 3; p++) runs[p] = run(c, all_policies[p], t, &c->setup);
-    snprintf(dirs[k], sizeof dirs[k], "%s/out%d/nested", c->dir, k);
-    if (replay_write_outputs(dirs[k], (const replay_result *const *)runs, 3, &err) != 0) fail_msg("%s", err.msg);
-    json_t *doc = NULL;
-    assert_int_equal(replay_summary_json((const replay_result *const *)runs, 3, &doc, &err), 0);
-    json_t *pol = json_object_get(doc, "policies");
-    assert_int_equal(json_object_size(pol), 3);
-    json_t *ea = json_object_get(json_object_get(pol, "enpu-all"), "energy_savings");
-    json_t *dc = json_object_get(json_object_get(pol, "dvfs-c"), "energy_savings");
-    json_t *nd = json_object_get(json_object_get(pol, "nodvfs"), "energy_savings");
-    /* eNPU saves more than DVFS-C, which saves more than nothing. */
-    assert_true(json_real_value(json_object_get(ea, "total")) > json_real_value(json_object_get(dc, "total")));
-    assert_true(json_real_value(json_object_get(dc, "decode")) > 0);
-    assert_near(json_real_value(json_object_get(nd, "total")), 0, 0);
-    assert_int_equal(json_integer_value(json_object_get(doc, "requests")), t->count);
-    json_decref(doc);
-    for (int p = 0; p < 3; p++) replay_result_free(runs[p]);
-  }
-  static const char *const files[] = {"summary.json", "requests_enpu-all.csv", "windows_enpu-all.csv",
-                                      "requests_nodvfs.csv", "windows_dvfs-c.csv"};
-  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
-    char a[256], b[256];
-    snprintf(a, sizeof a, "%s/%s", dirs[0], files[f]);
-    snprintf(b, sizeof b, "%s/%s", dirs[1], files[f]);
-    if (!slurp_equal(a, b)) fail_msg("%s differs between two runs (or is missing)", files[f]);
-  }
-  /* The request CSV has a header and one row per request. */
-  char path[256], *text = NULL;
-  size_t len = 0, lines = 0;
-  snprintf(path, sizeof path, "%s/requests_nodvfs.csv", dirs[0]);
-  assert_int_equal(enpu_read_file(path, &text, &len, &err), 0);
-  for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-  assert_int_equal(lines, t->count + 1);
-  free(text);
-  /* An output directory that cannot be made is an error naming it. */
-  replay_result *one = run(c, "nodvfs", t, &c->setup);
-  assert_int_equal(replay_write_outputs("/proc/no/such", (const replay_result *const *)&one, 1, &err), ENPU_ERR_IO);
-  assert_non_null(strstr(err.msg, "/proc/no"));
-  replay_result_free(one);
-  replay_trace_free(t);
+  /* Hand-made (no documents): passes. Matching documents and hashes: passes quietly. */
+  assert_int_equal(replay_check_store(c->store, c->cluster, c->model, c->chip, warning, sizeof warning, &err), 0);
+  write_prov_store(c, path, c->model->hash);
+  assert_int_equal(replay_check_store(path, c->cluster, c->model, c->chip, warning, sizeof warning, &err), 0);
+  assert_string_equal(warning, "");
+  /* Another model's cluster. */
+  config_cluster other = *c->cluster;
+  snprintf(other.model_name, sizeof other.model_name, "deepseek-v3-671b");
+  assert_int_equal(replay_check_store(path, &other, c->model, c->chip, NULL, 0, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "compiled for model 'llama3-70b', but cluster"));
+  assert_non_null(strstr(err.msg, "'deepseek-v3-671b'"));
+  /* Nodes of another parallelism. */
+  other = *c->cluster;
+  other.node[CONFIG_DECODE].chips = 8;
+  other.node[CONFIG_DECODE].parallel.tp = 8;
+  assert_int_equal(replay_check_store(path, &other, c->model, c->chip, NULL, 0, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "compiled for decode nodes of 4 chips (dp 1, tp 4, pp 1, ep 1)"));
+  /* The same model name from another version of its file: a warning, not an error. */
+  write_prov_store(c, path, c->model->hash + 1);
+  assert_int_equal(replay_check_store(path, c->cluster, c->model, c->chip, warning, sizeof warning, &err), 0);
+  assert_non_null(strstr(warning, "another version of the model file"));
+  /* Not a store. */
+  assert_int_equal(replay_check_store(CLUSTER_PATH, c->cluster, c->model, c->chip, NULL, 0, &err), ENPU_ERR_FORMAT);
 }
 
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--write-store")) {
     enpu_err err = {0};
-    if (synth_store_write(argv[2], all_policies, 3, &err) != 0) {
+    if (synth_store_write(argv[2], all_policies, NPOL, &err) != 0) {
       fprintf(stderr, "test_replay: %s\n", err.msg);
       return 1;
     }
@@ -501,12 +318,22 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_shape),
       cmocka_unit_test(test_diurnal),
       cmocka_unit_test(test_idle_power),
+      cmocka_unit_test(test_check_store),
       cmocka_unit_test(test_conservation_table3),
       cmocka_unit_test(test_single_request),
+      cmocka_unit_test(test_common_horizon),
+      cmocka_unit_test(test_prefill_batches_padded),
       cmocka_unit_test(test_safeguard1),
+      cmocka_unit_test(test_safeguard1_below_fastest),
+      cmocka_unit_test(test_safeguard1_scans_queue),
       cmocka_unit_test(test_safeguard2),
       cmocka_unit_test(test_uncovered),
+      cmocka_unit_test(test_slo_extrapolated),
+      cmocka_unit_test(test_sleep),
+      cmocka_unit_test(test_kv_contention),
+      cmocka_unit_test(test_window_slack),
       cmocka_unit_test(test_determinism_and_outputs),
+      cmocka_unit_test(test_sweep),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,6 @@
 /* synth_store.h — a synthetic plan store for replay tests and the replay benchmark,
  * written with the store writer through tests/unit/store_fixture.h. Included by tests/unit/test_replay.c and
- * tests/bench/bench_replay.c; all functions are static.
+ * tests/bench/bench_replay.c; all functions are static inline.
  *
  * The analytical model (Llama3-70B on a 4-chip TPUv5p node, roughly as results/
  * calibration.md measures it; times per forward pass, energies per chip):
@@ -35,17 +35,17 @@ static const double synth_time_mult[SYNTH_NPTS] = {1.0, 1.08, 1.2, 1.4};
 static const double synth_energy_enpu[SYNTH_NPTS] = {0.86, 0.76, 0.70, 0.67};
 static const double synth_energy_dvfs[SYNTH_NPTS] = {0.95, 0.88, 0.83, 0.80};
 
-static double synth_time_ns(int phase, int b, int s) {
+static inline double synth_time_ns(int phase, int b, int s) {
   const double bs = (double)b * s;
   return phase == STORE_PHASE_PREFILL ? 2e6 + 1.05e5 * bs + 2.0 * bs * s : 12.7e6 + 2e4 * b + 29.0 * bs;
 }
 
-static double synth_energy_nj(int phase, int b, int s) {
+static inline double synth_energy_nj(int phase, int b, int s) {
   return synth_time_ns(phase, b, s) * (phase == STORE_PHASE_PREFILL ? 320.0 : 250.0);
 }
 
 /* The §3.4 sequence rule up to SYNTH_MAX_SEQ; returns the count written to out. */
-static int synth_seqs(int *out) {
+static inline int synth_seqs(int *out) {
   int n = 0;
   for (int s = 128, step = 128; s <= SYNTH_MAX_SEQ; s += step) {
     out[n++] = s;
@@ -65,12 +65,12 @@ typedef struct {
   size_t nops, npareto, nbuckets, nbops, nwalk, nplans, npstates;
 } synth_tables;
 
-static void synth_tables_free(synth_tables *t) {
+static inline void synth_tables_free(synth_tables *t) {
   free(t->ops), free(t->pareto), free(t->buckets), free(t->bops), free(t->walk), free(t->plans), free(t->pstates);
 }
 
 /* One policy's tables. energy_mult NULL = nodvfs. */
-static int synth_policy(synth_tables *t, const double *energy_mult) {
+static inline int synth_policy(synth_tables *t, const double *energy_mult) {
   static const int pbatch[] = {1, 2, 4, 8, 16, 32};
   static const int dbatch[] = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256};
   int seqs[64];
@@ -161,10 +161,10 @@ static int synth_policy(synth_tables *t, const double *energy_mult) {
   return 0;
 }
 
-/* Write the store with the named policies ("nodvfs", "dvfs-c", "enpu-all").
- * @return 0 or the writer's error. */
-static int synth_store_write(const char *path, const char *const *policies, size_t npolicies, enpu_err *err) {
-  static const store_provenance prov = {.tool_version = "synthetic", .job_json = "{\"name\": \"synthetic\"}"};
+/* Write the store with the named policies ("nodvfs", "dvfs-c", "enpu-all") and the
+ * given provenance. @return 0 or the writer's error. */
+static inline int synth_store_write_prov(const char *path, const store_provenance *prov, const char *const *policies,
+                                  size_t npolicies, enpu_err *err) {
   synth_tables *t = calloc(npolicies ? npolicies : 1, sizeof *t);
   store_fixture_policy *views = calloc(npolicies ? npolicies : 1, sizeof *views);
   int rc = t && views ? 0 : -1;
@@ -180,11 +180,18 @@ static int synth_store_write(const char *path, const char *const *policies, size
                                       .nwalk = t[i].nwalk, .nplans = t[i].nplans, .npstates = t[i].npstates};
   }
   if (rc != 0) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (synthetic store)");
-  else rc = store_fixture_write(path, &prov, 1, views, npolicies, err);
+  else rc = store_fixture_write(path, prov, 1, views, npolicies, err);
   for (size_t i = 0; t && i < npolicies; i++) synth_tables_free(&t[i]);
   free(t);
   free(views);
   return rc;
+}
+
+/* The store without model, chip or cluster documents: a hand-made store that any
+ * cluster may replay. */
+static inline int synth_store_write(const char *path, const char *const *policies, size_t npolicies, enpu_err *err) {
+  static const store_provenance prov = {.tool_version = "synthetic", .job_json = "{\"name\": \"synthetic\"}"};
+  return synth_store_write_prov(path, &prov, policies, npolicies, err);
 }
 
 #endif /* SYNTH_STORE_H */

@@ -1,0 +1,118 @@
+"""Regression tests of four replay defects, on the real binary and the synthetic store
+(tests/integration/replay/synth_store.h, written by `test_replay --write-store`). Each
+check failed before the fix it guards:
+
+1. idle energy was charged over each policy's own end time, so a DVFS policy that
+   finished one request later "lost" energy on every idle node;
+2. prefill batches were limited by unpadded tokens and never checked against their
+   members' deadlines after padding;
+3. a request whose decode no bucket covers still got a full prefill before being
+   marked uncovered;
+4. a batch run at the fastest plan because safeguard 1's cap was below it was counted
+   "late" although its own target was not.
+
+usage: test_replay_regressions.py ENPU SOURCE_DIR TEST_REPLAY"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness  # noqa: E402
+
+h = Harness(sys.argv[1], sys.argv[2])
+CLUSTER = os.path.join(h.src, "jobs/clusters/llama3-70b.json")
+tmp = tempfile.mkdtemp(prefix="test_replay_regressions_")
+store = os.path.join(tmp, "synth.h5")
+subprocess.run([sys.argv[3], "--write-store", store], check=True)
+
+
+def trace(name, rows):
+    """A trace file of (seconds after 18:00:00, context, generated) rows."""
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+        for t, ctx, gen in rows:
+            f.write(f"2023-11-16 18:{int(t // 60):02d}:{t % 60:010.7f},{ctx},{gen}\n")
+    return path
+
+
+def replay(trace_path, *args, cluster=CLUSTER):
+    r = h.run("replay", "--store", store, "--trace", trace_path, "--cluster", cluster, "--json", "--model",
+              "jobs/models/llama3-70b.json", "--chip", "jobs/chips/tpuv5p.json", *args)
+    if not h.check(f"replay {os.path.basename(trace_path)} exits 0", r.returncode == 0, r.stderr):
+        return None
+    return json.loads(r.stdout)["policies"]
+
+
+# ---- 1: one request, every policy charged over the same horizon ----------------------
+one = trace("one.csv", [(0, 4808, 10)])
+pol = replay(one)
+if pol:
+    for name, p in pol.items():
+        if name == "nodvfs":
+            continue
+        busy, total = p["busy_energy_savings"]["total"], p["energy_savings"]["total"]
+        print(f"     one request, {name}: savings busy-only {busy:.4f}, with idle {total:.4f}")
+        h.check(f"1: {name} saves energy with idle included (no loss for finishing later)",
+                total >= 0 and all(p["energy_savings"][ph] >= 0 for ph in ("prefill", "decode")),
+                p["energy_savings"])
+
+# ---- 2: padded batches within the token budget and their members' deadlines ---------
+# Three prefill nodes, each busy with a 1,000-token request when ten P33 requests
+# (725 ms TTFT) of 1,026 tokens arrive together: 10,260 tokens unpadded, but 16 x 1,280
+# = 20,480 padded, a 2.2 s batch in the synthetic model. Batches of at most four
+# (4 x 1,280 padded, 0.55 s) on the three nodes meet every deadline.
+def cluster_with(name, prefill_nodes, max_batch=None, ttft_ms=None):
+    with open(CLUSTER) as f:
+        cl = json.load(f)
+    cl["prefill"]["nodes"] = prefill_nodes
+    if max_batch:
+        cl["batching"]["max_batch"] = max_batch
+    for c in cl["slo"]:
+        c["ttft_ms"] = ttft_ms or c["ttft_ms"]
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(cl, f)
+    return path
+
+
+burst = trace("burst.csv", [(0, 1000, 2)] * 3 + [(0.001, 1026, 2)] * 10)
+pol = replay(burst, "--policy", "nodvfs", cluster=cluster_with("three-nodes.json", 3))
+if pol:
+    p = pol["nodvfs"]
+    largest = p["tokens"].get("prefill_padded_max", float("inf"))
+    print(f"     burst of 10 behind 3 busy nodes: {p['batches']['prefill']['total']} prefill batches, "
+          f"largest {largest} padded tokens, TTFT attainment {p['ttft_attainment']:.3f}")
+    h.check("2: every request of the burst meets its TTFT", p["ttft_attainment"] == 1.0, p["ttft_attainment"])
+    h.check("2: every batch's padded tokens within max_batch_tokens", largest <= 16384, p["tokens"])
+
+# ---- 3: decode coverage checked at admission ----------------------------------------
+# 16,000 + 2,000 tokens: longer than the synthetic store's largest decode bucket (16,384).
+long = trace("long.csv", [(0, 100, 4), (1, 16000, 2000)])
+out3 = os.path.join(tmp, "out3")
+pol = replay(long, "--policy", "nodvfs", "--out", out3)
+if pol:
+    rows = list(csv.DictReader(open(os.path.join(out3, "requests_nodvfs.csv"))))
+    h.check("3: the long request is uncovered in decode", rows[1]["status"] == "uncovered-decode", rows[1])
+    h.check("3: ... and never prefilled (no TTFT, no energy)",
+            rows[1]["ttft_ms"] == "" and float(rows[1]["energy_j"]) == 0, rows[1])
+    h.check("3: prefill ran only the covered request's tokens", pol["nodvfs"]["tokens"]["prefill_run"] == 100,
+            pol["nodvfs"]["tokens"])
+
+# ---- 4: "late" only when a batch's own target is below its fastest plan -------------
+# One prefill node, one request per batch, 400 ms TTFT: r0 runs slowed; when r1 starts,
+# r2 (2,048 tokens, 225 ms at its fastest) leaves r1 a cap below r1's fastest plan,
+# while r1's own target (245 ms) is above it. r2 itself is late by its own target.
+small = cluster_with("one-node.json", 1, max_batch=1, ttft_ms=400)
+sg1 = trace("sg1.csv", [(0, 1000, 2), (0.001, 1000, 2), (0.002, 2048, 2)])
+pol = replay(sg1, "--policy", "enpu-all", cluster=small)
+if pol:
+    b = pol["enpu-all"]["batches"]["prefill"]
+    print(f"     safeguard 1 below the fastest plan: prefill batches {b}")
+    h.check("4: only the batch late by its own target counts as late", b["late"] == 1, b)
+
+subprocess.run(["rm", "-rf", tmp], check=False)
+h.finish()
