@@ -71,11 +71,12 @@ static int write_gp(const char *dir, const char *title, const imbalance_point *p
                     enpu_err *err) {
   FILE *gp;
   ENPU_FORWARD(report_file_open(dir, "figure20.gp", &gp, err));
-  report_gp_preamble(gp, "figure20.png", 480, title);
-  fprintf(gp, "set multiplot layout 1,2\nset logscale x 2\nset xlabel 'expert capacity factor'\n"
-              "set key top right font ',8'\nset style fill transparent solid 0.15 noborder\n"
+  report_gp_preamble(gp, "figure20.png", 500, "");
+  fprintf(gp, "set multiplot layout 1,2 title '%s'\nset logscale x 2\n"
+              "set xlabel 'expert capacity factor'\n", title);
+  fprintf(gp, "set key top right font ',8'\nset style fill transparent solid 0.15 noborder\n"
               "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load "
-              "(band: min..max over slacks), dashed: worst-case plans'\nplot ");
+              "(band: min..max over slacks), dashed: worst-case plans' font ',9'\nplot ");
   int block = 0;
   for (size_t i = 0; i < np; i++) {
     if (i > 0 && !strcmp(pts[i].policy, pts[i - 1].policy)) continue;
@@ -87,7 +88,7 @@ static int write_gp(const char *dir, const char *title, const imbalance_point *p
     block++;
   }
   fprintf(gp, "\nset ylabel 'saving lost by worst-case provisioning (points)'\n"
-              "set title 'plan for the true load minus worst-case plan (mean over slacks)'\nplot ");
+              "set title 'plan for the true load minus worst-case plan (mean over slacks)' font ',9'\nplot ");
   for (int b = 0; b < block; b++)
     fprintf(gp, "%s'figure20.dat' index %d using 1:8 with linespoints lc %d notitle", b ? ", " : "",
             b, b + 1);
