@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli_internal.h"
+#include "report.h"
 #include "store.h"
 
 static void usage(FILE *out) {
@@ -76,30 +77,6 @@ static double factor(uint64_t table_bytes, uint64_t stored_bytes) {
   return stored_bytes ? (double)table_bytes / (double)stored_bytes : 0.0;
 }
 
-/* The job's capacity policy and MoE options, from the stored job document (the loader's
- * defaults when a key is absent), and how many ok buckets of the first policy carry a
- * capacity note (compiled although they do not fit HBM: offloaded or ignored). */
-typedef struct {
-  char capacity[16], experts[16], factor[24];
-  size_t over_hbm;
-} capacity_info;
-
-static capacity_info capacity_of(const store_contents *c) {
-  capacity_info ci = {"enforce", "all-resident", "worst", 0};
-  json_t *job = c->job_json ? json_loads(c->job_json, 0, NULL) : NULL;
-  const json_t *moe = json_object_get(job, "moe"), *cf = json_object_get(moe, "capacity_factor");
-  if (json_is_string(json_object_get(job, "capacity")))
-    snprintf(ci.capacity, sizeof ci.capacity, "%s", json_string_value(json_object_get(job, "capacity")));
-  if (json_is_string(json_object_get(moe, "experts")))
-    snprintf(ci.experts, sizeof ci.experts, "%s", json_string_value(json_object_get(moe, "experts")));
-  if (json_is_number(cf)) snprintf(ci.factor, sizeof ci.factor, "%g", json_number_value(cf));
-  json_decref(job);
-  const store_policy_tables *p = c->npolicies ? &c->policies[0] : NULL;
-  for (size_t i = 0; p && i < p->nbuckets; i++)
-    ci.over_hbm += p->buckets[i].status == STORE_BUCKET_OK && p->buckets[i].message[0];
-  return ci;
-}
-
 static json_t *info_json(const char *path, const store_contents *c, store_table_size (*sizes)[STORE_NTABLE],
                          long long file_bytes) {
   json_t *pols = json_array();
@@ -125,7 +102,8 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
   hex64(h[0], c->cost_model_hash), hex64(h[1], c->chip_hash), hex64(h[2], c->model_hash), hex64(h[3], c->job_hash);
   json_t *added = c->added_buckets_json ? json_loads(c->added_buckets_json, 0, NULL) : json_null();
   if (!added) added = json_string(c->added_buckets_json); /* not JSON: shown verbatim */
-  const capacity_info ci = capacity_of(c);
+  report_capacity_info ci;
+  report_capacity(c, &ci);
   return json_pack("{s:s, s:I, s:I, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:{s:s, s:I}, s:{s:s, s:s}, s:o, "
                    "s:I, s:I, s:f}", "store", path,
                    "format_version", (json_int_t)c->format_version, "file_bytes", (json_int_t)file_bytes,
@@ -146,7 +124,8 @@ static void info_human(const char *path, const store_contents *c, store_table_si
          "\n",
          c->cost_model_hash, c->chip_hash, c->model_hash, c->job_hash);
   printf("added buckets: %s\n", c->added_buckets_json ? c->added_buckets_json : "none");
-  const capacity_info ci = capacity_of(c);
+  report_capacity_info ci;
+  report_capacity(c, &ci);
   printf("capacity: %s", ci.capacity);
   if (!strcmp(ci.capacity, "ignore"))
     printf(" (every plan compiled as if the model fitted HBM; %zu buckets do not)", ci.over_hbm);

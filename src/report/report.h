@@ -43,6 +43,21 @@ typedef struct {
 int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
+ * Capacity policy and MoE options of the compiled job */
+
+typedef struct {
+  char capacity[16];   /* "enforce", "offload" or "ignore" */
+  char experts[16];    /* "all-resident" or "active-only" */
+  char factor[24];     /* "worst" or the number */
+  size_t over_hbm;     /* ok buckets of the first policy compiled over HBM (with a note) */
+  size_t buckets;      /* buckets of the first policy */
+} report_capacity_info;
+
+/* From the store's job document (the loader's defaults for a key it lacks: a store
+ * written before the key existed) and its bucket notes. */
+void report_capacity(const store_contents *c, report_capacity_info *out);
+
+/* ---------------------------------------------------------------------------------
  * Representative buckets */
 
 typedef struct {

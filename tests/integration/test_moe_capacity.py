@@ -5,7 +5,8 @@ the real mpirun and the real HDF5 store (read back with h5py):
   hot expert and the E/ep − 1 others (one op with that count), E/ep in all;
 - DeepSeek-V2 on its Table 3 node (capacity "ignore", as shipped): the farm compiles
   every bucket, `enpu store info` shows the policy and that every bucket overflows HBM,
-  the buckets table (h5py) carries the note, `enpu query` returns it with the plan;
+  the buckets table (h5py) carries the note, `enpu query` returns it with the plan and
+  `enpu report` says so;
 - the same grid under "enforce" compiles nothing (infeasible, capacity), under
   "offload" compiles every bucket with a host-link operator in the store's ops;
 - `enpu farm --capacity-factor F` records F in the store; a factor below 1 is a usage
@@ -100,6 +101,10 @@ h.check("h5py: every bucket ok and noted 'capacity ignored'",
 q = h.run_json("query", store, "--phase", "decode", "--batch", "1", "--seq", "2000", "--slack", "0.05")
 h.check("query: the plan carries the capacity note", q["capacity_note"].startswith("capacity ignored"),
         q.get("capacity_note", ""))
+rep = h.run("report", store, "--out", os.path.join(tmp, "report"))
+md = open(os.path.join(tmp, "report", "report.md")).read() if rep.returncode == 0 else ""
+h.check("report: says every bucket was compiled over HBM under capacity ignore",
+        "- Capacity `ignore`: 3 of 3 buckets were compiled although they exceed" in md, rep.stderr + md[:600])
 human = h.run("query", store, "--phase", "decode", "--batch", "1", "--seq", "2000", "--slack", "0.05")
 h.check("query (human): prints the capacity note", "capacity: capacity ignored" in human.stdout, human.stdout)
 
