@@ -1,6 +1,6 @@
 /* cmd_compile.c — `enpu compile JOB --phase P --batch B --seq S [--policy NAME|all]
- * [--request walk|greedy|ga] [--lift] [--trim] [--domains 5|4|3] [--threads N] [--sample-ops N]
- * [--json] [--vfset]`: compile
+ * [--request policy|walk|greedy|ga] [--budget strict|paper] [--transitions per-rail|chip-stall]
+ * [--lift] [--trim] [--domains 5|4|3] [--threads N] [--sample-ops N] [--json] [--vfset]`: compile
  * one bucket for one policy or all of the job's, at the job's slacks, and print per slack
  * the budget, time, energy, savings vs NoDVFS, lower bound and gap, evaluations and
  * search time; --vfset adds each plan's vf.set stream, checked by decoding and replaying
@@ -22,19 +22,28 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: enpu compile JOB --phase prefill|decode --batch B --seq S\n"
-          "                    [--policy NAME|all] [--request walk|greedy|ga] [--lift] [--trim]\n"
-          "                    [--domains 5|4|3] [--threads N] [--sample-ops N] [--json]\n"
-          "                    [--vfset] [--slacks LIST] [--capacity-factor LIST [--out DIR]]\n"
+          "                    [--policy NAME|all] [--request policy|walk|greedy|ga]\n"
+          "                    [--budget strict|paper] [--transitions per-rail|chip-stall]\n"
+          "                    [--lift] [--trim] [--domains 5|4|3] [--threads N]\n"
+          "                    [--sample-ops N] [--json] [--vfset] [--slacks LIST]\n"
+          "                    [--capacity-factor LIST [--out DIR]]\n"
           "\n"
           "Compile the DVFS plans of one bucket at the job's slacks: op-level Pareto search,\n"
-          "request-level walk, finalisation on the real operator order with V/f transitions.\n"
-          "Budget at slack p: max(T_nodvfs, T_peak) + p * T_nodvfs.\n"
+          "request level, finalisation on the real operator order with V/f transitions.\n"
+          "Budget at slack p (README, Budget modes): strict max(T_nodvfs, T_peak) + p * T_nodvfs\n"
+          "on the plan's whole time; paper (1 + p) * T_nodvfs on its critical-path time, the\n"
+          "rest (transitions, crossings) reported as overhead.\n"
           "\n"
           "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
-          "  --policy NAME  nodvfs, dvfs-c, enpu-c, enpu-all, ideal (exhaustive: slow), or all\n"
-          "                 (default: the job's policies)\n"
-          "  --request M    walk (default: hull walk with LP bound), greedy (the paper's)\n"
-          "                 or ga (DVFS-C's genetic algorithm: 1000 x 500, warm-started)\n"
+          "  --policy NAME  nodvfs, dvfs-c, dvfs-c-walk, enpu-c, enpu-all, ideal (exhaustive:\n"
+          "                 slow), or all (default: the job's policies)\n"
+          "  --request M    policy (default: the GA for dvfs-c, the hull walk with LP bound for\n"
+          "                 every other policy), walk, greedy (the paper's) or ga (DVFS-C's\n"
+          "                 genetic algorithm: 1000 x 500, warm-started)\n"
+          "  --budget B     strict or paper (default: the job's \"budget\", strict if absent)\n"
+          "  --transitions T  per-rail (default: each moving rail delays only its components,\n"
+          "                 inside the next op) or chip-stall (the whole chip waits for the\n"
+          "                 slowest moving rail between ops)\n"
           "  --lift         transition-aware finalisation: also try the plan with V/f rails\n"
           "                 lifted to one voltage band (plans the store cannot record yet)\n"
           "  --trim         Algorithm 1 + the trim pass (lower one domain at a time from each\n"
@@ -56,7 +65,7 @@ static void usage(FILE *out) {
 }
 
 typedef struct {
-  const char *path, *phase, *policy, *request, *slacks, *factors, *out;
+  const char *path, *phase, *policy, *request, *budget, *transitions, *slacks, *factors, *out;
   int batch, seq, domains, threads, sample_ops;
   int have_batch, have_seq, json, vfset, lift, trim;
 } compile_args;
@@ -77,6 +86,8 @@ static int parse_args(int argc, char **argv, compile_args *a) {
     const char **text = !strcmp(s, "--phase")             ? &a->phase
                         : !strcmp(s, "--policy")          ? &a->policy
                         : !strcmp(s, "--request")         ? &a->request
+                        : !strcmp(s, "--budget")          ? &a->budget
+                        : !strcmp(s, "--transitions")     ? &a->transitions
                         : !strcmp(s, "--slacks")          ? &a->slacks
                         : !strcmp(s, "--capacity-factor") ? &a->factors
                         : !strcmp(s, "--out")             ? &a->out
@@ -110,9 +121,16 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   if (!a->phase) return cli_usage_error("compile", usage, "missing --phase");
   if (!a->have_batch) return cli_usage_error("compile", usage, "missing --batch");
   if (!a->have_seq) return cli_usage_error("compile", usage, "missing --seq");
-  if (strcmp(a->request, "walk") && strcmp(a->request, "greedy") && strcmp(a->request, "ga"))
-    return cli_usage_error("compile", usage, "--request expects walk, greedy or ga, got '%s'",
+  if (strcmp(a->request, "policy") && strcmp(a->request, "walk") && strcmp(a->request, "greedy") &&
+      strcmp(a->request, "ga"))
+    return cli_usage_error("compile", usage, "--request expects policy, walk, greedy or ga, got '%s'",
                            a->request);
+  config_budget b;
+  if (a->budget && config_budget_parse(a->budget, &b) < 0)
+    return cli_usage_error("compile", usage, "--budget expects strict or paper, got '%s'", a->budget);
+  if (a->transitions && strcmp(a->transitions, "per-rail") && strcmp(a->transitions, "chip-stall"))
+    return cli_usage_error("compile", usage, "--transitions expects per-rail or chip-stall, got '%s'",
+                           a->transitions);
   if (a->sample_ops < 0 || (a->sample_ops && strcmp(a->policy, "ideal")))
     return cli_usage_error("compile", usage, "--sample-ops expects N >= 1 with --policy ideal");
   if (a->domains < 3 || a->domains > 5)
@@ -154,13 +172,15 @@ static int print_human(const search_bucket_result *r, int vfset, enpu_err *err) 
          config_policy_name(r->policy), r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6,
          r->e_nodvfs_nj / 1e6, r->policy_peak_time_ns / 1e6, r->policy_peak_energy_nj / 1e6,
          r->unique_ops, r->op_evals, r->op_search_s, r->walk_moves);
-  printf("%7s %11s %11s %12s %8s %12s %7s %9s %9s %9s\n", "slack", "budget ms", "time ms",
-         "energy mJ", "saving", "bound mJ", "gap", "op evals", "req evals", "search s");
+  printf("%7s %11s %11s %11s %9s %12s %8s %12s %7s %9s %9s %9s\n", "slack", "budget ms", "time ms",
+         "crit. ms", "overhead", "energy mJ", "saving", "bound mJ", "gap", "op evals", "req evals",
+         "search s");
   for (int k = 0; k < r->nplans; k++) {
     const search_slack_plan *pl = &r->plans[k];
-    printf("%6.1f%% %11.4f %11.4f %12.4f %7.2f%% %12.4f %6.2f%% %9" PRId64 " %9" PRId64
-           " %9.3f\n",
-           100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->energy_nj / 1e6,
+    printf("%6.1f%% %11.4f %11.4f %11.4f %8.3f%% %12.4f %7.2f%% %12.4f %6.2f%% %9" PRId64
+           " %9" PRId64 " %9.3f\n",
+           100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->cp_time_ns / 1e6,
+           pl->overhead_pct, pl->energy_nj / 1e6,
            100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * gap_of(pl),
            pl->op_evals, pl->request_evals, pl->search_s);
   }
@@ -181,8 +201,9 @@ static int print_human(const search_bucket_result *r, int vfset, enpu_err *err) 
 }
 
 static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err) {
-  json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "slack", pl->slack,
-                        "budget_ns", pl->budget_ns, "time_ns", pl->time_ns, "energy_nj",
+  json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "slack",
+                        pl->slack, "budget_ns", pl->budget_ns, "time_ns", pl->time_ns,
+                        "cp_time_ns", pl->cp_time_ns, "overhead_pct", pl->overhead_pct, "energy_nj",
                         pl->energy_nj, "lower_bound_nj", pl->lower_bound_nj,
                         "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", gap_of(pl),
                         "op_evals", (json_int_t)pl->op_evals, "request_evals",
@@ -356,7 +377,7 @@ static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
       search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])pw->state, walk);
       double t, e;
       const int rc = search_plan_simulate(c->sx, c->cost, g, c->pol[p], c->opt,
-                                          (const int(*)[CONFIG_NCOMP])walk, &t, &e, err);
+                                          (const int(*)[CONFIG_NCOMP])walk, &t, NULL, &e, err);
       free(walk);
       ENPU_FORWARD(rc);
       report_imbalance_row *r = &rows[p * job->slack_count + k];
@@ -433,7 +454,7 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
  * Main */
 
 int cli_cmd_compile(int argc, char **argv) {
-  compile_args a = {.policy = "all", .request = "walk", .domains = 5, .threads = 1};
+  compile_args a = {.policy = "all", .request = "policy", .domains = 5, .threads = 1};
   const int st = parse_args(argc, argv, &a);
   if (st >= 0) return st;
   config_phase phase;
@@ -462,7 +483,11 @@ int cli_cmd_compile(int argc, char **argv) {
   search_options_default(&opt);
   opt.request = !strcmp(a.request, "greedy") ? SEARCH_REQ_GREEDY
                 : !strcmp(a.request, "ga")   ? SEARCH_REQ_GA
-                                             : SEARCH_REQ_WALK;
+                : !strcmp(a.request, "walk") ? SEARCH_REQ_WALK
+                                             : SEARCH_REQ_POLICY;
+  opt.budget = job->budget;
+  if (a.budget) config_budget_parse(a.budget, &opt.budget);
+  if (a.transitions && !strcmp(a.transitions, "chip-stall")) opt.transitions = SEARCH_TRANS_CHIP_STALL;
   opt.transition_aware = a.lift;
   opt.op_trim = a.trim;
   opt.enpu_domains = a.domains;
@@ -476,11 +501,12 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   if (a.json) {
     pols = json_object();
-    doc = json_pack("{s:s, s:s, s:i, s:i, s:O}", "job", job->name, "phase",
-                    config_phase_name(phase), "batch", a.batch, "seq", a.seq, "policies", pols);
+    doc = json_pack("{s:s, s:s, s:i, s:i, s:s, s:O}", "job", job->name, "phase",
+                    config_phase_name(phase), "batch", a.batch, "seq", a.seq, "budget",
+                    config_budget_name(opt.budget), "policies", pols);
   } else {
-    printf("job %s: %s, batch %d, seq %d, %d ops; slacks", job->name, config_phase_name(phase),
-           a.batch, a.seq, graph_op_count(g));
+    printf("job %s: %s, batch %d, seq %d, %d ops; %s budget, slacks", job->name,
+           config_phase_name(phase), a.batch, a.seq, graph_op_count(g), config_budget_name(opt.budget));
     for (int k = 0; k < job->slack_count; k++) printf(" %g%%", 100 * job->slacks[k]);
     printf("\n");
   }

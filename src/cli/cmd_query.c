@@ -1,15 +1,17 @@
 /* cmd_query.c — `enpu query STORE --phase P --batch B --seq S (--target-ms T | --slack X)
  * [--policy NAME] [--json] [--vfset]`: what a serving runtime asks the plan store, through
- * the same reader it links (planstore.h): the padded bucket, the walk prefix for the
- * exact target, expected time and energy, savings, the lower bound and per-op frequency
- * states (lead and trail point); --vfset adds each op's vf.set words (all six units,
- * FE = max(SA, VU, SRAM), encoded by the search module). JSON field names are a
+ * the same reader it links (planstore.h): the padded bucket and its budget mode, the walk
+ * prefix for the exact target, expected time and energy, savings, the lower bound, the
+ * stored plan's time with V/f transitions and its overhead when the target is a stored
+ * slack's budget, and per-op frequency states (lead and trail point); --vfset adds each
+ * op's vf.set words (all six units, FE = max(SA, VU, SRAM), encoded by the search module). JSON field names are a
  * contract for scripts; u64 signatures are hex strings (JSON integers are signed).
  *
  * Exit status: 0 ok; 1 the store cannot be read, or no plan (no covering bucket, a
  * failed or infeasible bucket, a target below the fastest plan), message on stderr;
  * 2 usage error. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +26,9 @@ static void usage(FILE *out) {
           "\n"
           "Look up the plan for a batch of B requests of S tokens in a plan store, padded to\n"
           "the smallest covering bucket, at an exact target time (the longest walk prefix\n"
-          "within it) or at a slack X (a fraction: target = max(T_nodvfs, T_peak) + X*T_nodvfs).\n"
+          "within it) or at a slack X (a fraction: target = max(T_nodvfs, T_peak) + X*T_nodvfs\n"
+          "in a strict store, (1 + X)*T_nodvfs of critical-path time in a paper store, whose\n"
+          "plans take their overhead on top).\n"
           "\n"
           "  --policy NAME  a policy of the store (default: the first by name)\n"
           "  --json         print one JSON document on stdout\n"
@@ -138,13 +142,16 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
   for (size_t i = 0; ops && i < n; i++)
     if (json_array_append_new(ops, op_json(&st[i], a->vfset, err)) < 0) json_decref(ops), ops = NULL;
   json_t *doc = json_pack(
-      "{s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, "
-      "s:f, s:o, s:s}",
-      "store", a->path, "policy", policy, "phase", a->phase, "request", "batch", a->batch, "seq", a->seq,
+      "{s:s, s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o, "
+      "s:f, s:f, s:f, s:o, s:s}",
+      "store", a->path, "policy", policy, "phase", a->phase, "budget",
+      pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->batch, "seq", a->seq,
       "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns", pl->target_ns,
       "slack", a->have_slack ? json_real(a->slack) : json_null(), "walk_prefix", (json_int_t)pl->walk_prefix,
       "walk_steps", (json_int_t)pl->walk_steps, "time_ns", pl->time_ns, "energy_nj", pl->energy_nj,
-      "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "t_nodvfs_ns",
+      "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "plan_time_ns",
+      isnan(pl->plan_time_ns) ? json_null() : json_real(pl->plan_time_ns), "overhead_pct",
+      isnan(pl->overhead_pct) ? json_null() : json_real(pl->overhead_pct), "t_nodvfs_ns",
       pl->t_nodvfs_ns, "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops,
       "capacity_note", pl->note ? pl->note : "");
   if (!doc) return cli_fail("query", err->code ? err->msg : "cannot build JSON output");
@@ -159,13 +166,20 @@ static void print_states(const uint8_t s[PLANSTORE_NSTATE]) {
 
 static int print_human(const query_args *a, const char *policy, const planstore_plan *pl,
                        const planstore_op_states *st, size_t n, enpu_err *err) {
-  printf("policy %s, %s bucket batch %d seq %d (request batch %d seq %d)\n", policy, a->phase, pl->batch, pl->seq,
-         a->batch, a->seq);
+  const int paper = pl->budget_mode == PLANSTORE_BUDGET_PAPER;
+  printf("policy %s, %s bucket batch %d seq %d (request batch %d seq %d), budget mode %s\n", policy, a->phase,
+         pl->batch, pl->seq, a->batch, a->seq, paper ? "paper" : "strict");
   printf("target %.6f ms", pl->target_ns / 1e6);
   if (a->have_slack) printf(" (slack %g%%)", 100 * a->slack);
   printf(": walk prefix %" PRIu64 " of %" PRIu64 " steps\n", pl->walk_prefix, pl->walk_steps);
-  printf("time %.6f ms, energy %.6f mJ, lower bound %.6f mJ, savings %.2f%% vs NoDVFS\n", pl->time_ns / 1e6,
-         pl->energy_nj / 1e6, pl->lower_bound_nj / 1e6, 100 * pl->savings_vs_nodvfs);
+  printf("%s %.6f ms, energy %.6f mJ, lower bound %.6f mJ, savings %.2f%% vs NoDVFS\n",
+         paper ? "critical-path time" : "time", pl->time_ns / 1e6, pl->energy_nj / 1e6, pl->lower_bound_nj / 1e6,
+         100 * pl->savings_vs_nodvfs);
+  if (!isnan(pl->overhead_pct))
+    printf("stored plan for this target: %.6f ms with V/f transitions, overhead %.3f%% of T_nodvfs\n",
+           pl->plan_time_ns / 1e6, pl->overhead_pct);
+  else
+    printf("overhead: no stored plan has this target (the job's slacks have one each)\n");
   printf("T_nodvfs %.6f ms, T_peak %.6f ms, E_nodvfs %.6f mJ\n", pl->t_nodvfs_ns / 1e6, pl->t_peak_ns / 1e6,
          pl->e_nodvfs_nj / 1e6);
   if (pl->note && pl->note[0]) printf("capacity: %s\n", pl->note);

@@ -35,14 +35,26 @@ typedef enum {
   CONFIG_NCOMP = 5
 } config_component;
 
+/* dvfs-c is the paper's DVFS-C baseline (§4.1: compute domain only, the GA of §4.3 at
+ * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. */
 typedef enum {
   CONFIG_POLICY_NODVFS = 0,
   CONFIG_POLICY_DVFS_C = 1,
   CONFIG_POLICY_ENPU_C = 2,
   CONFIG_POLICY_ENPU_ALL = 3,
   CONFIG_POLICY_IDEAL = 4,
-  CONFIG_NPOLICY = 5
+  CONFIG_POLICY_DVFS_C_WALK = 5,
+  CONFIG_NPOLICY = 6
 } config_policy;
+
+/* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):
+ * strict: every cost of the plan (V/f transitions, domain crossings, pipeline fill) fits
+ *   max(T_nodvfs, T_peak) + slack · T_nodvfs — the guarantee a serving runtime needs;
+ * paper: the plan's critical-path time (cost.h) fits (1 + slack) · T_nodvfs, and the
+ *   rest is reported as its overhead (paper §4.2, §4.4). */
+typedef enum { CONFIG_BUDGET_STRICT = 0, CONFIG_BUDGET_PAPER = 1, CONFIG_NBUDGET = 2 } config_budget;
+const char *config_budget_name(config_budget b); /* "strict", "paper" */
+int config_budget_parse(const char *name, config_budget *out);
 
 const char *config_phase_name(config_phase p);         /* "prefill", "decode" */
 const char *config_component_name(config_component c); /* "sa", "vu", "sram", "hbm", "ici" */
@@ -109,8 +121,9 @@ typedef struct {
  *   "vu":   { "count": 6, "sublanes": 8, "lanes": 128, "vregs": 32,
  *             "shadow_vregs": 4, "vreg_bytes": 4096 },
  *   "sram": { "bytes": 134217728, "ports": 6, "port_bytes_per_cycle": 4096 },
- *   "hbm":  { "bytes": 95e9, "gbps": 2765, "latency_ns": 500 },
- *   "ici":  { "topology": "torus3d", "links": 6, "link_gbps": 100, "latency_ns": 1000 },
+ *   "hbm":  { "bytes": 95e9, "gbps": 2765, "latency_ns": 500, "controller_share": 0.4 },
+ *   "ici":  { "topology": "torus3d", "links": 6, "link_gbps": 100, "latency_ns": 3330,
+ *             "controller_share": 0.4 },
  *   "dcn":  { "gbps": 50 },
  *   "host": { "gbps": 32, "latency_ns": 400, "pj_per_byte": 15.44 },   optional host link
  *   "clock": { "step_mhz": 50, "states": 34 },
@@ -119,13 +132,22 @@ typedef struct {
  *   "fifo_sync_cycles": 5,
  *   "other_static_w": 44.83, "tdp_w": 350,
  *   "tables": { "sa": "tpuv5p/sa_vf_power.csv", "vu": ..., "sram": ..., "hbm": ...,
- *               "ici": ..., "ivr_dvfs": ..., "ivr_fixed": ... } }
+ *               "hbm_io": ..., "hbm_dram": ..., "ici": ..., "ivr_dvfs": ...,
+ *               "ivr_fixed": ... } }
+ *
+ * HBM and ICI power is split into parts (power.h): the `hbm` and `ici` tables give the
+ * controller + PHY with only the controller scaling; controller_share is the
+ * controller's share of them at their top voltage. The HBM PHY is then replaced by the
+ * I/O link (`hbm_io`, its own voltage by bandwidth) and the DRAM core (`hbm_dram`,
+ * fixed voltage); the ICI PHY stays at its top-voltage power. ici.latency_ns is the
+ * latency of one step of a collective.
  *
  * CSV tables (header line, then rows; errors name file:line:column):
  *   V/f:  voltage_V, frequency_GHz | bandwidth_GBps, static_W, dynamic_W
  *   IVR:  scaling_time_ns, activity_factor, voltage_V, efficiency_pct
- * Checks at load: levels non-decreasing, voltages within [vout_min_v, vout_max_v] and
- * non-decreasing with level, the top level covers the chip's peak (states*step for
+ * Checks at load: levels non-decreasing, voltages non-decreasing with level and, for the
+ * tables on the chip's regulators (all but hbm_io, hbm_dram), within
+ * [vout_min_v, vout_max_v], the top level covers the chip's peak (states*step for
  * SA/VU/SRAM; gbps for HBM; links*link_gbps for ICI... as the table defines), the
  * IVR table has the chosen scaling_time_ns, efficiencies in (0, 100]. */
 
@@ -161,10 +183,10 @@ typedef struct {
   int vu_count, vu_sublanes, vu_lanes, vregs, shadow_vregs, vreg_bytes;
   double sram_bytes;
   int sram_ports, sram_port_bytes_per_cycle;
-  double hbm_bytes, hbm_gbps, hbm_latency_ns;
+  double hbm_bytes, hbm_gbps, hbm_latency_ns, hbm_controller_share;
   char ici_topology[CONFIG_NAME_LEN];
   int ici_links;
-  double ici_link_gbps, ici_latency_ns;
+  double ici_link_gbps, ici_latency_ns, ici_controller_share;
   double dcn_gbps;
   /* Host link (PCIe) that streams offloaded weights (job "capacity": "offload"); all 0
    * when the chip file has no "host" object. */
@@ -176,6 +198,7 @@ typedef struct {
   int fifo_sync_cycles;
   double other_static_w, tdp_w;
   config_vf_table vf[CONFIG_NCOMP];
+  config_vf_table hbm_io, hbm_dram; /* the HBM PHY's parts (bandwidth levels) */
   config_ivr_table ivr_dvfs, ivr_fixed;
 
   /* Derived at load. */
@@ -290,6 +313,7 @@ typedef struct {
  *                  "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } } },  optional
  *   "slacks": [0, 0.02, 0.05, 0.10],                         fractions, sorted, unique
  *   "policies": ["nodvfs", "dvfs-c", "enpu-all"],
+ *   "budget": "strict",                        or "paper" (optional, default strict)
  *   "moe": { "capacity_factor": "worst",                     or a number in [1, E/k]
  *            "experts": "all-resident" },                    or "active-only"
  *   "capacity": "enforce"                                    or "offload" / "ignore"
@@ -366,6 +390,7 @@ typedef struct {
   int slack_count;
   config_policy policies[CONFIG_NPOLICY];
   int policy_count;
+  config_budget budget; /* "budget": "strict" (default) or "paper" */
   double moe_capacity_factor; /* 0 = worst case (E/k: every token may hit one expert) */
   config_moe_experts moe_experts;
   config_capacity capacity;

@@ -38,14 +38,19 @@ static const char *const sa_keys[] = {"count", "dim"};
 static const char *const vu_keys[] = {"count", "sublanes",     "lanes",
                                       "vregs", "shadow_vregs", "vreg_bytes"};
 static const char *const sram_keys[] = {"bytes", "ports", "port_bytes_per_cycle"};
-static const char *const hbm_keys[] = {"bytes", "gbps", "latency_ns"};
-static const char *const ici_keys[] = {"topology", "links", "link_gbps", "latency_ns"};
+static const char *const hbm_keys[] = {"bytes", "gbps", "latency_ns", "controller_share"};
+static const char *const ici_keys[] = {"topology", "links", "link_gbps", "latency_ns",
+                                       "controller_share"};
 static const char *const dcn_keys[] = {"gbps"};
 static const char *const host_keys[] = {"gbps", "latency_ns", "pj_per_byte"};
 static const char *const clock_keys[] = {"step_mhz", "states"};
 static const char *const ivr_keys[] = {"vin_v",   "vout_min_v", "vout_max_v",
                                        "step_mv", "step_ns",    "scaling_time_ns"};
-static const char *const table_keys[] = {"sa", "vu", "sram", "hbm", "ici", "ivr_dvfs", "ivr_fixed"};
+/* The five components' tables (config_component order), the two regulators, then the
+ * HBM PHY's parts. */
+static const char *const table_keys[] = {"sa",        "vu",        "sram",   "hbm",     "ici",
+                                         "ivr_dvfs",  "ivr_fixed", "hbm_io", "hbm_dram"};
+enum { TABLE_IVR_DVFS = CONFIG_NCOMP, TABLE_IVR_FIXED, TABLE_HBM_IO, TABLE_HBM_DRAM, NTABLE };
 static const char *const vf_freq_cols[CSV_NCOL] = {"voltage_V", "frequency_GHz", "static_W",
                                                    "dynamic_W"};
 static const char *const vf_bw_cols[CSV_NCOL] = {"voltage_V", "bandwidth_GBps", "static_W",
@@ -199,11 +204,15 @@ static int check_voltage(const config_chip *c, const csv_table *t, const csv_row
   return ENPU_OK;
 }
 
+/* A V/f table; `on_ivr`: its voltages come from the chip's regulators, so they must lie
+ * in the IVR's output band (the HBM I/O and DRAM rails are the memory's own). */
 static int vf_table(const config_chip *c, const csv_table *t, double peak, const char *peak_what,
-                    config_vf_table *out, enpu_err *err) {
+                    bool on_ivr, config_vf_table *out, enpu_err *err) {
   for (int i = 0; i < t->count; i++) {
     const csv_row *r = &t->rows[i], *prev = i ? &t->rows[i - 1] : NULL;
-    ENPU_FORWARD(check_voltage(c, t, r, 0, err));
+    if (on_ivr) ENPU_FORWARD(check_voltage(c, t, r, 0, err));
+    if (r->v[0] <= 0)
+      return csv_fail_cell(t, r, 0, err, "expected a positive voltage, got %g", r->v[0]);
     for (int col = 1; col < CSV_NCOL; col++)
       if (r->v[col] < 0)
         return csv_fail_cell(t, r, col, err, "expected a non-negative number, got %g", r->v[col]);
@@ -311,6 +320,8 @@ static int parse_scalars(const config_doc *doc, const config_path *root, config_
   ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", 0, true, INFINITY, &c->hbm_gbps, err));
   ENPU_FORWARD(
       config_get_number(doc, &p, s, "latency_ns", 0, false, INFINITY, &c->hbm_latency_ns, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", 0, true, 1,
+                                 &c->hbm_controller_share, err));
   ENPU_FORWARD(sub_object(doc, root, "ici", ici_keys, NKEYS(ici_keys), &p, &s, err));
   ENPU_FORWARD(
       config_get_string(doc, &p, s, "topology", c->ici_topology, sizeof c->ici_topology, err));
@@ -319,6 +330,8 @@ static int parse_scalars(const config_doc *doc, const config_path *root, config_
       config_get_number(doc, &p, s, "link_gbps", 0, true, INFINITY, &c->ici_link_gbps, err));
   ENPU_FORWARD(
       config_get_number(doc, &p, s, "latency_ns", 0, false, INFINITY, &c->ici_latency_ns, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", 0, true, 1,
+                                 &c->ici_controller_share, err));
   ENPU_FORWARD(sub_object(doc, root, "dcn", dcn_keys, NKEYS(dcn_keys), &p, &s, err));
   ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", 0, true, INFINITY, &c->dcn_gbps, err));
   if (json_object_get(o, "host")) { /* optional: only offloading jobs need it */
@@ -357,21 +370,25 @@ static int parse_tables(const config_doc *doc, const config_path *root, config_c
   config_path tp;
   const json_t *tables;
   ENPU_FORWARD(sub_object(doc, root, "tables", table_keys, NKEYS(table_keys), &tp, &tables, err));
-  const double peak[CONFIG_NCOMP] = {c->max_freq_ghz, c->max_freq_ghz, c->max_freq_ghz, c->hbm_gbps,
-                                     c->ici_links * c->ici_link_gbps};
-  const char *const peak_what[CONFIG_NCOMP] = {
-      "GHz, clock.states x step_mhz", "GHz, clock.states x step_mhz",
-      "GHz, clock.states x step_mhz", "GB/s, hbm.gbps", "GB/s, ici.links x link_gbps"};
+  const double ghz = c->max_freq_ghz, links = c->ici_links * c->ici_link_gbps;
+  const double peak[NTABLE] = {ghz, ghz, ghz, c->hbm_gbps, links, 0, 0, c->hbm_gbps, c->hbm_gbps};
+  const char *const clk = "GHz, clock.states x step_mhz", *const hbm = "GB/s, hbm.gbps";
+  const char *const peak_what[NTABLE] = {clk, clk, clk, hbm, "GB/s, ici.links x link_gbps",
+                                         NULL, NULL, hbm, hbm};
+  config_vf_table *const vf_out[NTABLE] = {&c->vf[0], &c->vf[1], &c->vf[2], &c->vf[3],
+                                           &c->vf[4], NULL, NULL, &c->hbm_io, &c->hbm_dram};
   int rc = ENPU_OK;
-  for (int k = 0; k < CONFIG_NCOMP + 2 && rc == ENPU_OK; k++) {
-    bool vf = k < CONFIG_NCOMP, bw = k == CONFIG_HBM || k == CONFIG_ICI;
+  for (int k = 0; k < NTABLE && rc == ENPU_OK; k++) {
+    bool vf = vf_out[k] != NULL;
+    bool bw = k == CONFIG_HBM || k == CONFIG_ICI || k >= TABLE_HBM_IO;
     csv_table t = {0};
     rc = csv_read(doc, &tp, tables, table_keys[k], vf ? (bw ? vf_bw_cols : vf_freq_cols) : ivr_cols,
                   &t, hs, err);
-    if (rc == ENPU_OK && vf) rc = vf_table(c, &t, peak[k], peak_what[k], &c->vf[k], err);
-    if (rc == ENPU_OK && k == CONFIG_NCOMP) rc = check_scaling_time(doc, root, c, &t, err);
+    if (rc == ENPU_OK && vf)
+      rc = vf_table(c, &t, peak[k], peak_what[k], k < TABLE_HBM_IO, vf_out[k], err);
+    if (rc == ENPU_OK && k == TABLE_IVR_DVFS) rc = check_scaling_time(doc, root, c, &t, err);
     if (rc == ENPU_OK && !vf)
-      rc = ivr_table(c, &t, k == CONFIG_NCOMP ? &c->ivr_dvfs : &c->ivr_fixed, err);
+      rc = ivr_table(c, &t, k == TABLE_IVR_DVFS ? &c->ivr_dvfs : &c->ivr_fixed, err);
     free(t.rows);
   }
   return rc;
@@ -392,6 +409,8 @@ int config_chip_parse(const config_doc *doc, config_chip *c, enpu_err *err) {
 
 void config_chip_clear(config_chip *c) {
   for (int k = 0; k < CONFIG_NCOMP; k++) free(c->vf[k].points);
+  free(c->hbm_io.points);
+  free(c->hbm_dram.points);
   free(c->ivr_dvfs.points);
   free(c->ivr_fixed.points);
   memset(c, 0, sizeof *c);

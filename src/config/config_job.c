@@ -17,7 +17,7 @@
 
 static const char *const job_keys[] = {"name",     "model", "chip",       "cluster",
                                        "store",    "phases", "slacks",    "policies",
-                                       "moe",      "capacity", "validation"};
+                                       "budget",   "moe",    "capacity", "validation"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
 static const char *const rule_names[] = {"paper"};
@@ -198,6 +198,19 @@ static int parse_capacity_factor(const config_doc *doc, const config_path *mp, c
                      worst, m->path, got);
 }
 
+/* "budget": "strict" | "paper" (config.h), strict when absent. */
+static int parse_budget(const config_doc *doc, const config_path *root, config_job *job,
+                        enpu_err *err) {
+  const json_t *v = json_object_get(doc->root, "budget");
+  job->budget = CONFIG_BUDGET_STRICT;
+  if (!v) return ENPU_OK;
+  config_path bp = CONFIG_KEY(root, "budget");
+  int b;
+  ENPU_FORWARD(config_enum(doc, &bp, v, config_budget_names, CONFIG_NBUDGET, &b, err));
+  job->budget = (config_budget)b;
+  return ENPU_OK;
+}
+
 static int parse_moe(const config_doc *doc, const config_path *root, config_job *job,
                      enpu_err *err) {
   const json_t *v = json_object_get(doc->root, "moe");
@@ -321,6 +334,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
     ENPU_FORWARD(parse_phase(doc, &refs[2], &pp, phases, (config_phase)ph, job, err));
   ENPU_FORWARD(parse_slacks(doc, &root, job, err));
   ENPU_FORWARD(parse_policies(doc, &root, job, err));
+  ENPU_FORWARD(parse_budget(doc, &root, job, err));
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
   ENPU_FORWARD(parse_capacity(doc, &root, job, err));
   ENPU_FORWARD(parse_validation(doc, &root, job, err));

@@ -1,5 +1,5 @@
-/* config_names.c — names of the closed vocabularies (phases, components, policies, MoE
- * expert graphs, capacity policies, idle modes, safeguard-2 modes).
+/* config_names.c — names of the closed vocabularies (phases, components, policies, budget
+ * modes, MoE expert graphs, capacity policies, idle modes, safeguard-2 modes).
  * The strings are part of the file formats and the store layout: never rename them. */
 #include <string.h>
 
@@ -8,7 +8,8 @@
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
-                                                         "ideal"};
+                                                         "ideal",  "dvfs-c-walk"};
+const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
 
@@ -33,6 +34,10 @@ const char *config_moe_experts_name(config_moe_experts e) {
 
 const char *config_capacity_name(config_capacity c) {
   return (unsigned)c < CONFIG_NCAPACITY ? config_capacity_names[c] : "?";
+}
+
+const char *config_budget_name(config_budget b) {
+  return (unsigned)b < CONFIG_NBUDGET ? config_budget_names[b] : "?";
 }
 
 const char *config_idle_mode_name(config_idle_mode m) {
@@ -70,5 +75,12 @@ int config_capacity_parse(const char *name, config_capacity *out) {
   int i;
   ENPU_FORWARD(parse_name(name, config_capacity_names, CONFIG_NCAPACITY, &i));
   *out = (config_capacity)i;
+  return ENPU_OK;
+}
+
+int config_budget_parse(const char *name, config_budget *out) {
+  int i;
+  ENPU_FORWARD(parse_name(name, config_budget_names, CONFIG_NBUDGET, &i));
+  *out = (config_budget)i;
   return ENPU_OK;
 }

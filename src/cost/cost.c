@@ -14,7 +14,11 @@
  * of sums of monotone terms, so it keeps the model monotone in every clock. A host load
  * adds the host link as one more stage (host → HBM; its latency is a lead-in); the link
  * has no DVFS state, so its time is fixed, and its energy per byte (chip file) is
- * charged to the "other" slot as switching energy. */
+ * charged to the "other" slot as switching energy.
+ *
+ * A memo entry also holds the op's NoDVFS time and its components' largest own time at
+ * peak, the two constants of the critical-path time (cost.h); they are computed by the
+ * same timing code as any plan, so cp of the NoDVFS plan equals its time bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +36,21 @@ typedef struct {
   cost_tile tile;
   cost_kernel kernel[COST_NVARIANT];
   uint8_t kernel_ok[COST_NVARIANT];
+  double t_nodvfs_ns;  /* all-peak, one core clock, no crossing */
+  double own_peak_ns;  /* largest component own time at peak */
 } cost_entry;
+
+/* Timing of one plan: the core kernel's fastest variant, the engines, their pipeline. */
+typedef struct {
+  double time_ns;
+  double own_ns[CONFIG_NCOMP];
+  double ici_xfer_ns;
+  double tail_ns[CONFIG_NCOMP]; /* after a component's last work: its pipeline stages
+                                   downstream, for their last block */
+  cost_run core;
+  int unroll, sw_depth;
+  double period_ns[COST_NUNIT];
+} op_timing;
 
 struct cost_ctx {
   config_chip chip; /* copy; its table pointers are not used */
@@ -92,6 +110,8 @@ int cost_ctx_create(const config_chip *chip, cost_ctx **out, enpu_err *err) {
   memset(ctx->chip.vf, 0, sizeof ctx->chip.vf);
   memset(&ctx->chip.ivr_dvfs, 0, sizeof ctx->chip.ivr_dvfs);
   memset(&ctx->chip.ivr_fixed, 0, sizeof ctx->chip.ivr_fixed);
+  memset(&ctx->chip.hbm_io, 0, sizeof ctx->chip.hbm_io);
+  memset(&ctx->chip.hbm_dram, 0, sizeof ctx->chip.hbm_dram);
   *out = ctx;
   return 0;
 }
@@ -121,6 +141,77 @@ static uint64_t op_key(const graph_op *op) {
   enpu_hasher_bytes(&h, ints, sizeof ints);
   enpu_hasher_bytes(&h, reals, sizeof reals);
   return enpu_hasher_digest(&h);
+}
+
+/* Time of an operator at the effective states `eff`, its units in domains `domain` (a
+ * crossing costs fifo_sync_cycles when `crossing` and the unit is not in the FE's
+ * domain): the fastest schedule variant of the core kernel, the DMA and ICI engines and
+ * the three-stage pipeline above. */
+static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                          const int domain[COST_NUNIT], int crossing, op_timing *o) {
+  const config_chip *chip = &ctx->chip;
+  const cost_tile *t = &e->tile;
+  cost_timing tm;
+  double s = chip->fifo_sync_cycles;
+  for (int u = 0; u < COST_NUNIT; u++)
+    tm.period_ns[u] = eff[u] ? 1.0 / config_state_ghz(chip, eff[u]) : 0;
+  for (int u = 0; u < COST_NUNIT; u++) {
+    int cross = crossing && domain[u] != domain[COST_FE];
+    tm.cross_in_ns[u] = cross ? s * tm.period_ns[u] : 0;
+    tm.cross_out_ns[u] = cross ? s * tm.period_ns[COST_FE] : 0;
+  }
+  memcpy(o->period_ns, tm.period_ns, sizeof o->period_ns);
+  /* Core kernel: the fastest schedule variant for this plan (§2.4, §3.3). */
+  o->core = (cost_run){t->nstage > 0 ? INFINITY : 0, 0, 0};
+  o->unroll = o->sw_depth = 0;
+  for (int v = 0; t->nstage > 0 && v < COST_NVARIANT; v++) {
+    if (!e->kernel_ok[v]) continue;
+    cost_run r;
+    cost_kernel_run(&e->kernel[v], &tm, &ctx->sim, &r);
+    if (r.time_ns < o->core.time_ns) {
+      o->core = r;
+      o->unroll = variant_unroll[v];
+      o->sw_depth = variant_depth[v];
+    }
+  }
+  /* Engines: bandwidth = state / states × peak; ICI: α–β sum per collective step. */
+  double frac_hbm = (double)eff[CONFIG_HBM] / chip->freq_states;
+  double frac_ici = (double)eff[CONFIG_ICI] / chip->freq_states;
+  double hbm_ns = t->hbm_bytes > 0 ? t->hbm_bytes / (chip->hbm_gbps * frac_hbm) : 0;
+  o->ici_xfer_ns =
+      t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac_ici) : 0;
+  double ici_ns = o->ici_xfer_ns + t->ici_steps * chip->ici_latency_ns;
+  double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
+  double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
+  double lead_ns = t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0;
+  double host_lead_ns = t->host_bytes > 0 ? chip->host_latency_ns : 0;
+  double slowest = fmax(fmax(hbm_ns, host_ns), fmax(o->core.time_ns, ici_ns));
+  o->time_ns = lead_ns + host_lead_ns + (hbm_ns + o->core.time_ns + ici_ns + host_ns) / blocks +
+               (blocks - 1) * slowest / blocks;
+  o->own_ns[CONFIG_SA] = t->sa_cycles * tm.period_ns[CONFIG_SA];
+  o->own_ns[CONFIG_VU] = t->vu_cycles * tm.period_ns[CONFIG_VU];
+  o->own_ns[CONFIG_SRAM] = t->sram_cycles * tm.period_ns[CONFIG_SRAM];
+  o->own_ns[CONFIG_HBM] = lead_ns + hbm_ns; /* its first request's latency is its own */
+  o->own_ns[CONFIG_ICI] = ici_ns;
+  for (int c = CONFIG_SA; c <= CONFIG_SRAM; c++) o->tail_ns[c] = ici_ns / blocks;
+  o->tail_ns[CONFIG_HBM] = (o->core.time_ns + ici_ns) / blocks;
+  o->tail_ns[CONFIG_ICI] = 0;
+}
+
+static double max_own(const double own[CONFIG_NCOMP]) {
+  double m = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) m = fmax(m, own[c]);
+  return m;
+}
+
+/* The critical-path constants of a new entry: the NoDVFS timing at peak. */
+static void entry_peak(cost_ctx *ctx, cost_entry *e) {
+  int eff[COST_NUNIT], domain[COST_NUNIT] = {0};
+  for (int u = 0; u < COST_NUNIT; u++) eff[u] = ctx->chip.freq_states;
+  op_timing o;
+  op_timing_run(ctx, e, eff, domain, 0, &o);
+  e->t_nodvfs_ns = o.time_ns;
+  e->own_peak_ns = max_own(o.own_ns);
 }
 
 static void index_insert(cost_ctx *ctx, uint64_t key, size_t entry) {
@@ -169,6 +260,7 @@ static int memo_get(cost_ctx *ctx, const graph_op *op, const cost_entry **out, e
   if (rc == 0 && !any)
     rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): no schedule fits the kernel limits",
                      op->id, op->name);
+  if (rc == 0) entry_peak(ctx, e);
   if (rc == 0 && ctx->nentries == ctx->cap_entries) {
     size_t before = ctx->cap_entries;
     rc = enpu_grow((void **)&ctx->entries, &ctx->cap_entries, ctx->nentries + 1,
@@ -203,14 +295,68 @@ static void effective_states(const cost_plan *plan, const cost_pipeline *pl, int
   }
 }
 
-int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
-              const cost_pipeline *pl, cost_result *out, enpu_err *err) {
-  const config_chip *chip = &ctx->chip;
+static int check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++)
     ENPU_RETURN_IF(plan->state[c] < 0 || plan->state[c] > chip->freq_states, err,
                    ENPU_ERR_RANGE, "plan state of %s is %d: expected 0..%d",
                    config_component_name((config_component)c), plan->state[c],
                    chip->freq_states);
+  return 0;
+}
+
+/* The voltage of each component's rail: a domain sits at its highest member's voltage. */
+static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT],
+                          double rail_v[CONFIG_NCOMP]) {
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    rail_v[c] = 0;
+    for (int w = 0; w < CONFIG_NCOMP; w++)
+      if (pl->domain[w] == pl->domain[c])
+        rail_v[c] = fmax(rail_v[c], power_voltage_v(pl->power, (config_component)w, eff[w]));
+  }
+}
+
+/* Per-rail transition delays entering an op planned `eff` after one planned `prev_eff`:
+ * every member of a domain waits for its rail. */
+static void rail_delays(const cost_pipeline *pl, const int prev_eff[COST_NUNIT],
+                        const int eff[COST_NUNIT], double delay_ns[CONFIG_NCOMP]) {
+  double v0[CONFIG_NCOMP], v1[CONFIG_NCOMP];
+  rail_voltages(pl, prev_eff, v0);
+  rail_voltages(pl, eff, v1);
+  for (int c = 0; c < CONFIG_NCOMP; c++) delay_ns[c] = power_transition_ns(pl->power, v0[c], v1[c]);
+}
+
+/* Energy of the timed op at out->time_ns, plus the moving rails' extra leakage. */
+static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_eff,
+                 double host_nj, cost_result *out, enpu_err *err) {
+  for (int c = 0; c < CONFIG_NCOMP; c++) out->flop_utilization[c] = 1;
+  out->flop_utilization[CONFIG_SA] = t->sa_util;
+  out->flop_utilization[CONFIG_VU] = t->vu_util;
+  double rail_v[CONFIG_NCOMP];
+  rail_voltages(pl, out->state, rail_v);
+  power_breakdown pb;
+  ENPU_FORWARD(power_op_energy(pl->power, out->state, rail_v, out->busy_ns,
+                               out->flop_utilization, out->time_ns, &pb, err));
+  for (int c = 0; prev_eff && c < CONFIG_NCOMP; c++) {
+    double extra = power_transition_energy(pl->power, (config_component)c, prev_eff[c],
+                                           out->state[c]);
+    pb.energy_nj[c] += extra;
+    pb.static_nj += extra;
+    pb.total_nj += extra;
+  }
+  memcpy(out->energy_nj, pb.energy_nj, sizeof out->energy_nj);
+  out->energy_nj[POWER_SLOT_OTHER] += host_nj; /* the host link's switching */
+  out->energy_total_nj = pb.total_nj + host_nj;
+  out->energy_dynamic_nj = pb.dynamic_nj + host_nj;
+  out->energy_static_nj = pb.static_nj;
+  return 0;
+}
+
+int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
+                    const cost_plan *plan, const cost_pipeline *pl, cost_result *out,
+                    enpu_err *err) {
+  const config_chip *chip = &ctx->chip;
+  ENPU_FORWARD(check_states(chip, plan, err));
+  if (prev) ENPU_FORWARD(check_states(chip, prev, err));
   const cost_entry *e = NULL;
   ENPU_FORWARD(memo_get(ctx, op, &e, err));
   const cost_tile *t = &e->tile;
@@ -224,74 +370,39 @@ int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
                    "op %d (%s): %s is clock-gated but has work", op->id, op->name,
                    u == COST_FE ? "fe" : config_component_name((config_component)u));
 
-  /* Clocks and crossings. HBM and ICI have no core commands: only their bandwidth. */
-  cost_timing tm;
-  int crossing = pl->kind == COST_PIPE_ENPU;
-  double s = chip->fifo_sync_cycles;
-  for (int u = 0; u < COST_NUNIT; u++)
-    tm.period_ns[u] = out->state[u] ? 1.0 / config_state_ghz(chip, out->state[u]) : 0;
-  for (int u = 0; u < COST_NUNIT; u++) {
-    int cross = crossing && pl->domain[u] != pl->domain[COST_FE];
-    tm.cross_in_ns[u] = cross ? s * tm.period_ns[u] : 0;
-    tm.cross_out_ns[u] = cross ? s * tm.period_ns[COST_FE] : 0;
+  op_timing o;
+  op_timing_run(ctx, e, out->state, pl->domain, pl->kind == COST_PIPE_ENPU, &o);
+  out->core_ns = o.core.time_ns;
+  out->fe_stall_ns = o.core.stall_ns;
+  out->unroll = o.unroll;
+  out->sw_depth = o.sw_depth;
+  memcpy(out->own_ns, o.own_ns, sizeof out->own_ns);
+  out->cp_time_ns = e->t_nodvfs_ns + (max_own(o.own_ns) - e->own_peak_ns);
+  out->time_ns = o.time_ns;
+  int prev_eff[COST_NUNIT];
+  if (prev) {
+    effective_states(prev, pl, prev_eff);
+    double delay[CONFIG_NCOMP];
+    rail_delays(pl, prev_eff, out->state, delay);
+    for (int c = 0; c < CONFIG_NCOMP; c++)
+      if (o.own_ns[c] > 0)
+        out->time_ns = fmax(out->time_ns, delay[c] + o.own_ns[c] + o.tail_ns[c]);
+    out->transition_ns = out->time_ns - o.time_ns;
   }
 
-  /* Core kernel: the fastest schedule variant for this plan (§2.4, §3.3). */
-  cost_run best = {INFINITY, 0, 0};
-  if (t->nstage > 0) {
-    for (int v = 0; v < COST_NVARIANT; v++) {
-      if (!e->kernel_ok[v]) continue;
-      cost_run r;
-      cost_kernel_run(&e->kernel[v], &tm, &ctx->sim, &r);
-      if (r.time_ns < best.time_ns) {
-        best = r;
-        out->unroll = variant_unroll[v];
-        out->sw_depth = variant_depth[v];
-      }
-    }
-  } else {
-    best.time_ns = 0;
-  }
-  out->core_ns = best.time_ns;
-  out->fe_stall_ns = best.stall_ns;
-
-  /* Engines: bandwidth = state / states × peak. */
-  double frac_hbm = (double)out->state[CONFIG_HBM] / chip->freq_states;
-  double frac_ici = (double)out->state[CONFIG_ICI] / chip->freq_states;
-  double hbm_ns = t->hbm_bytes > 0 ? t->hbm_bytes / (chip->hbm_gbps * frac_hbm) : 0;
-  double ici_xfer_ns =
-      t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac_ici) : 0;
-  double ici_ns = ici_xfer_ns + t->ici_steps * chip->ici_latency_ns;
-  double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
-  double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
-  double lead_ns = (t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0) +
-                   (t->host_bytes > 0 ? chip->host_latency_ns : 0);
-  double slowest = fmax(fmax(hbm_ns, host_ns), fmax(best.time_ns, ici_ns));
-  out->time_ns = lead_ns + (hbm_ns + best.time_ns + ici_ns + host_ns) / blocks +
-                 (blocks - 1) * slowest / blocks;
-
-  out->busy_ns[CONFIG_SA] = t->sa_cycles * tm.period_ns[CONFIG_SA];
-  out->busy_ns[CONFIG_VU] = t->vu_cycles * tm.period_ns[CONFIG_VU];
-  out->busy_ns[CONFIG_SRAM] = t->sram_cycles * tm.period_ns[CONFIG_SRAM];
-  out->busy_ns[CONFIG_HBM] = hbm_ns;
-  out->busy_ns[CONFIG_ICI] = ici_xfer_ns;
-  out->busy_ns[COST_FE] = best.bundles * tm.period_ns[COST_FE];
+  for (int c = 0; c < CONFIG_NCOMP; c++) out->busy_ns[c] = o.own_ns[c];
+  out->busy_ns[CONFIG_HBM] -= o.own_ns[CONFIG_HBM] > 0 ? ctx->chip.hbm_latency_ns : 0;
+  out->busy_ns[CONFIG_ICI] = o.ici_xfer_ns; /* the links switch only while they transfer */
+  out->busy_ns[COST_FE] = o.core.bundles * o.period_ns[COST_FE];
   for (int u = 0; u < COST_NUNIT; u++) {
     if (out->busy_ns[u] > out->time_ns) out->busy_ns[u] = out->time_ns;
     out->utilization[u] = out->time_ns > 0 ? out->busy_ns[u] / out->time_ns : 0;
   }
-  for (int c = 0; c < CONFIG_NCOMP; c++) out->flop_utilization[c] = 1;
-  out->flop_utilization[CONFIG_SA] = t->sa_util;
-  out->flop_utilization[CONFIG_VU] = t->vu_util;
+  return price(pl, t, prev ? prev_eff : NULL, t->host_bytes * chip->host_pj_per_byte / 1e3, out,
+               err);
+}
 
-  power_breakdown pb;
-  ENPU_FORWARD(power_op_energy(pl->power, out->state, out->busy_ns, out->flop_utilization,
-                               out->time_ns, &pb, err));
-  const double host_nj = t->host_bytes * chip->host_pj_per_byte / 1e3; /* link switching */
-  memcpy(out->energy_nj, pb.energy_nj, sizeof out->energy_nj);
-  out->energy_nj[POWER_SLOT_OTHER] += host_nj;
-  out->energy_total_nj = pb.total_nj + host_nj;
-  out->energy_dynamic_nj = pb.dynamic_nj + host_nj;
-  out->energy_static_nj = pb.static_nj;
-  return 0;
+int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
+              const cost_pipeline *pl, cost_result *out, enpu_err *err) {
+  return cost_eval_after(ctx, op, NULL, plan, pl, out, err);
 }

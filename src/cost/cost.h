@@ -16,6 +16,23 @@
  *    alone (tiling, kernel variants, shadow register allocation), keyed by a content hash
  *    of the operator; after an operator's first evaluation, cost_eval allocates nothing.
  *  - Raising one component's state never increases the time (max-plus event model).
+ *  - Critical-path time (cp_time_ns): the op's NoDVFS time plus how much its slowest
+ *    component's own time (SA/VU/SRAM work at their clocks, HBM latency and bytes at its
+ *    bandwidth, ICI steps and bytes) grew over the all-peak plan. A component off the critical path
+ *    can be slowed for free until it becomes the slowest; domain crossings, V/f
+ *    transitions and the pipeline fill and drain they lengthen are not in it. This is
+ *    the time the paper's budget constrains (§4.2, §4.4: slack as a performance
+ *    degradation threshold, the rest reported as overhead); cp(all-peak) is exactly the
+ *    NoDVFS time.
+ *  - V/f transitions are per rail and inside the operator (§3.2: an asynchronous vf.set
+ *    only blocks the target components): entering an op, each component whose rail
+ *    changes voltage starts its own work only after its rail's delay (Table 6:
+ *    4 ns / 54 mV; a shared domain moves by its highest member's voltage), and the op
+ *    cannot end before delay_c + own_c + the downstream pipeline stages' last block
+ *    (the DMA → core → ICI pipeline below), so it lasts max(T, that): a rail moves while
+ *    its component waits for its first input, and the op is delayed only when a moving
+ *    component is on the critical path. The moving rail's extra leakage is charged
+ *    (power.h).
  *  - Units: ns, nJ, bytes; states are integers. */
 #ifndef ENPU_COST_H
 #define ENPU_COST_H
@@ -29,7 +46,7 @@
 
 /* Version of the cost model's behaviour: part of every plan store op key, so changing
  * what cost_eval computes (bump this) makes the farm recompute every signature. */
-#define COST_MODEL_VERSION "cost-1"
+#define COST_MODEL_VERSION "cost-2"
 
 /* Units of the chip that own a clock: the five plan components (config_component order)
  * and the frontend. */
@@ -72,6 +89,11 @@ typedef struct {
   double energy_total_nj;
   double energy_dynamic_nj; /* energy_total_nj split as power_breakdown does: switching */
   double energy_static_nj;  /* of the five components / their leakage plus "other" */
+  double cp_time_ns;   /* critical-path time (see above) */
+  double own_ns[CONFIG_NCOMP]; /* each component's own time (unclamped busy; HBM with its
+                                  latency, ICI with its step latency): what cp and
+                                  transitions use */
+  double transition_ns;        /* how much the rail transitions lengthened the op */
   double fe_stall_ns;  /* FE waiting on its scoreboard (producers retiring to it) */
   double core_ns;      /* SA/VU/SRAM kernel alone, before overlap with DMA and ICI */
   int state[COST_NUNIT]; /* effective state of each unit after domain sharing */
@@ -93,6 +115,13 @@ void cost_ctx_free(cost_ctx *ctx); /* NULL is a no-op */
  * ENPU_ERR_NOMEM (first evaluation of an operator only). */
 int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
               const cost_pipeline *pipeline, cost_result *out, enpu_err *err);
+/* The operator run right after an operator planned `prev` (NULL: no transition, as
+ * cost_eval): every rail whose voltage changes from prev's plan to this one delays its
+ * components (see above) and charges its transition energy. time_ns and energy include
+ * them; cp_time_ns does not. Errors as cost_eval (prev's states are checked too). */
+int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
+                    const cost_plan *plan, const cost_pipeline *pipeline, cost_result *out,
+                    enpu_err *err);
 
 /* Memo statistics: operators memoised and allocations made since creation (an
  * allocation happens only on an operator's first evaluation or when the memo grows). */

@@ -127,6 +127,19 @@ static void shift_state(const cost_kernel *k, cost_sim *s, double shift_ns) {
   s->done_ns += shift_ns;
 }
 
+/* How far one period moves the loop: the issue time's advance, or more when a unit's
+ * backlog grew over the period (its free time ran ahead of the issue time). An exactly
+ * periodic state has no growth; a loop that never repeats exactly (MAX_STEADY_TRIPS:
+ * two units with nearly equal but unequal rates at different clocks) is limited by its
+ * slowest unit, whose backlog grows every trip, and extrapolating by the issue time
+ * alone would let the kernel end before that unit's work is done. */
+static double period_advance(const cost_kernel *k, const double *cur, const double *prev, int len) {
+  double growth = 0;
+  for (int u = 0; u < COST_NUNIT; u++)
+    growth = dmax(growth, cur[2 * k->nslot + u] - prev[2 * k->nslot + u]);
+  return cur[len] - prev[len] + growth;
+}
+
 void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, cost_run *out) {
   int64_t trips = (k->iters + k->unroll - 1) / k->unroll;
   int last_copies = (int)(k->iters - (trips - 1) * k->unroll);
@@ -156,7 +169,7 @@ void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, c
     const double *prev = s->snap[(nsnap - 1 - cyc) % 3];
     int64_t periods = (steady_hi - j) / cyc;
     if (periods > 0) {
-      shift_state(k, s, (double)periods * (cur[len] - prev[len]));
+      shift_state(k, s, (double)periods * period_advance(k, cur, prev, len));
       s->stall_ns += (double)periods * (cur[len + 1] - prev[len + 1]);
       s->bundles += (double)periods * (cur[len + 2] - prev[len + 2]);
       j += periods * cyc;

@@ -290,11 +290,13 @@ static int cmp_op_ref(const void *pa, const void *pb) {
  * with measured times, they only need the right order of magnitude. */
 #define EST_EVAL_S 20e-6
 #define EST_INSTANCE_S 0.3e-6
+#define EST_GENE_S 2e-9
 
 static double est_op_s(config_policy policy, int peak) {
   switch (policy) {
   case CONFIG_POLICY_NODVFS: return 2 * EST_EVAL_S;
-  case CONFIG_POLICY_DVFS_C: return (peak + 1) * EST_EVAL_S;
+  case CONFIG_POLICY_DVFS_C:
+  case CONFIG_POLICY_DVFS_C_WALK: return (peak + 1) * EST_EVAL_S;
   case CONFIG_POLICY_IDEAL: return pow(peak, CONFIG_NCOMP) * EST_EVAL_S;
   default: return 8.0 * peak * EST_EVAL_S; /* Algorithm 1: ~peak steps of 2^d - 1 candidates */
   }
@@ -370,6 +372,9 @@ static int build_tasks(master *m, enpu_err *err) {
         if (t->nops == 0 || t->ops[t->nops - 1] != t->ops[i]) t->ops[t->nops++] = t->ops[i];
       ndeps += (size_t)t->nops;
       t->est_s = (double)instances * (2 * m->job->slack_count + 4) * EST_INSTANCE_S;
+      if (pol == CONFIG_POLICY_DVFS_C) /* the GA: population × generations genomes a slack */
+        t->est_s += (double)m->job->slack_count * m->opt.ga.population * m->opt.ga.generations *
+                    graph_op_count(g) * m->opt.ga_groups * EST_GENE_S;
     }
   }
   /* Reverse edges op → bucket tasks (CSR). */
@@ -392,11 +397,12 @@ static int build_tasks(master *m, enpu_err *err) {
 }
 
 /* What the store should hold: per policy, its op keys and every bucket with its hash. */
-static uint64_t uncompiled_hash(const mbucket *b) {
+static uint64_t uncompiled_hash(const mbucket *b, config_budget budget) {
   enpu_hasher h;
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, "enpu-farm-uncompiled");
   enpu_hasher_i64(&h, b->status);
+  enpu_hasher_i64(&h, budget);
   enpu_hasher_str(&h, b->message);
   return enpu_hasher_digest(&h);
 }
@@ -419,8 +425,8 @@ static int build_wanted(master *m, enpu_err *err) {
     for (int b = 0; b < m->nbuckets; b++) {
       const mbucket *mb = &m->buckets[b];
       store_bucket_rec *r = &m->wanted_buckets[p][w->nbuckets++];
-      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .batch = mb->batch, .seq = mb->seq,
-                              .input_hash = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb)};
+      const uint64_t h = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->opt.budget);
+      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .batch = mb->batch, .seq = mb->seq, .input_hash = h};
     }
     w->op_keys = m->wanted_keys[p];
     w->buckets = m->wanted_buckets[p];
@@ -436,8 +442,9 @@ static int add_uncompiled(master *m, enpu_err *err) {
       if (mb->g) continue;
       farm_bucket_result r = {.policy = m->job->policies[p]};
       r.bucket = (store_bucket_rec){.phase = (uint8_t)mb->phase, .status = (uint8_t)mb->status,
+                                    .budget = (uint8_t)m->opt.budget,
                                     .batch = mb->batch, .seq = mb->seq,
-                                    .input_hash = uncompiled_hash(mb)};
+                                    .input_hash = uncompiled_hash(mb, m->opt.budget)};
       memcpy(r.bucket.message, mb->message, sizeof r.bucket.message);
       ENPU_FORWARD(farm_state_add_bucket(m->state, &r, err));
     }
@@ -535,7 +542,7 @@ static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
   if (m->o.capacity_factor)
     ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
-  farm_search_options(&m->opt);
+  farm_search_options(m->job, &m->opt);
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
   const char *store = m->o.store_path ? m->o.store_path : m->job->store_path;
   ENPU_RETURN_IF(strlen(store) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
@@ -626,6 +633,7 @@ static int fail_bucket(master *m, int j, const char *message, enpu_err *err) {
   m->sum->tasks_failed++;
   farm_bucket_result r = {.policy = t->policy};
   r.bucket = (store_bucket_rec){.phase = (uint8_t)b->phase, .status = STORE_BUCKET_FAILED,
+                                .budget = (uint8_t)m->opt.budget,
                                 .batch = b->batch, .seq = b->seq, .input_hash = t->input_hash};
   snprintf(r.bucket.message, sizeof r.bucket.message, "%s", message);
   return keep_bucket(m, &r, err);

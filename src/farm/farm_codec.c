@@ -21,11 +21,11 @@
 enum {
   OP_HEAD_BYTES = 4 + 8 + 4 + STORE_NAME_LEN + 8 + 4,
   POINT_BYTES = STORE_NSTATE + 8 * (2 + STORE_NENERGY),
-  BUCKET_HEAD_BYTES = 4 + 1 + 1 + 8 + 4 + 4 + 5 * 8 + STORE_MSG_LEN,
+  BUCKET_HEAD_BYTES = 4 + 1 + 1 + 1 + 8 + 4 + 4 + 5 * 8 + STORE_MSG_LEN,
   BUCKET_OP_BYTES = 8 + 8,
   WALK_BYTES = 4 + 4 + 8 + 8 + 8,
-  PLAN_BYTES = 6 * 8 + 3 * 8,
-  STATE_BYTES = 4 + 4 + 4 + STORE_NSTATE
+  PLAN_BYTES = 1 + 8 * 8 + 3 * 8,
+  STATE_BYTES = 4 + 4 + 4 + STORE_NSTATE + 8
 };
 
 void farm_op_result_free(farm_op_result *r) {
@@ -134,6 +134,7 @@ int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err
   p = put_u32(p, r->policy);
   p = put_u8(p, bk->phase);
   p = put_u8(p, bk->status);
+  p = put_u8(p, bk->budget);
   p = put_u64(p, bk->input_hash);
   p = put_u32(p, (uint32_t)bk->batch);
   p = put_u32(p, (uint32_t)bk->seq);
@@ -160,10 +161,13 @@ int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err
   p = put_u32(p, r->nplans);
   for (uint32_t i = 0; i < r->nplans; i++) {
     const store_plan_rec *pl = &r->plans[i];
+    p = put_u8(p, pl->budget);
     p = put_f64(p, pl->slack);
     p = put_f64(p, pl->budget_ns);
     p = put_f64(p, pl->time_ns);
     p = put_f64(p, pl->energy_nj);
+    p = put_f64(p, pl->cp_time_ns);
+    p = put_f64(p, pl->overhead_pct);
     p = put_f64(p, pl->lower_bound_nj);
     p = put_f64(p, pl->savings_vs_nodvfs);
     p = put_u64(p, pl->walk_prefix);
@@ -178,6 +182,7 @@ int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err
     p = put_u32(p, s->pareto);
     memcpy(p, s->states, STORE_NSTATE);
     p += STORE_NSTATE;
+    p = put_u64(p, s->instances);
   }
   return ENPU_OK;
 }
@@ -289,6 +294,7 @@ static int decode_bucket_head(reader *rd, farm_bucket_result *r, enpu_err *err) 
   r->policy = get_u32(rd);
   bk->phase = get_u8(rd);
   bk->status = get_u8(rd);
+  bk->budget = get_u8(rd);
   bk->input_hash = get_u64(rd);
   bk->batch = (int32_t)get_u32(rd);
   bk->seq = (int32_t)get_u32(rd);
@@ -300,10 +306,11 @@ static int decode_bucket_head(reader *rd, farm_bucket_result *r, enpu_err *err) 
   int msg_bad = get_str(rd, bk->message, STORE_MSG_LEN);
   if (rd->short_read) return BAD("bucket result truncated in its header");
   if (r->policy >= CONFIG_NPOLICY || bk->phase > STORE_PHASE_DECODE ||
-      bk->status > STORE_BUCKET_FAILED || bk->batch < 1 || bk->seq < 1 || msg_bad)
-    return BAD("bucket result: policy %u, phase %u, status %u, batch %d or seq %d out of range, "
-               "or message not a terminated string", r->policy, bk->phase, bk->status, bk->batch,
-               bk->seq);
+      bk->status > STORE_BUCKET_FAILED || bk->budget > STORE_BUDGET_PAPER || bk->batch < 1 ||
+      bk->seq < 1 || msg_bad)
+    return BAD("bucket result: policy %u, phase %u, status %u, budget mode %u, batch %d or seq %d "
+               "out of range, or message not a terminated string",
+               r->policy, bk->phase, bk->status, bk->budget, bk->batch, bk->seq);
   return ENPU_OK;
 }
 
@@ -341,10 +348,13 @@ static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
                              "plans", err));
   for (uint32_t i = 0; i < r->nplans; i++) {
     store_plan_rec *pl = &r->plans[i];
+    pl->budget = get_u8(rd);
     pl->slack = get_f64(rd);
     pl->budget_ns = get_f64(rd);
     pl->time_ns = get_f64(rd);
     pl->energy_nj = get_f64(rd);
+    pl->cp_time_ns = get_f64(rd);
+    pl->overhead_pct = get_f64(rd);
     pl->lower_bound_nj = get_f64(rd);
     pl->savings_vs_nodvfs = get_f64(rd);
     pl->walk_prefix = get_u64(rd);
@@ -356,10 +366,12 @@ static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
                              "plan states", err));
   for (uint32_t i = 0; i < r->nplans; i++) {
     const store_plan_rec *pl = &r->plans[i];
-    if (pl->walk_prefix > r->nwalk || pl->states_first > r->nstates ||
-        pl->states_count > r->nstates - pl->states_first)
+    if ((pl->walk_prefix > r->nwalk && pl->walk_prefix != STORE_NO_PREFIX) ||
+        pl->states_first > r->nstates ||
+        pl->states_count > r->nstates - pl->states_first || pl->budget != bk->budget)
       return BAD("bucket %u/%d/%d: plan %u: walk prefix %llu or states [%llu, +%llu) outside the "
-                 "%llu steps and %llu states", bk->phase, bk->batch, bk->seq, i,
+                 "%llu steps and %llu states, or its budget mode is not the bucket's",
+                 bk->phase, bk->batch, bk->seq, i,
                  (unsigned long long)pl->walk_prefix, (unsigned long long)pl->states_first,
                  (unsigned long long)pl->states_count, (unsigned long long)r->nwalk,
                  (unsigned long long)r->nstates);
@@ -370,10 +382,11 @@ static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
     s->op = get_u32(rd);
     s->pareto = get_u32(rd);
     memcpy(s->states, take(rd, STORE_NSTATE), STORE_NSTATE);
-    if (s->plan >= r->nplans || s->op >= r->nops)
+    s->instances = get_u64(rd);
+    if (s->plan >= r->nplans || s->op >= r->nops || s->instances == 0)
       return BAD("bucket %u/%d/%d: plan state %llu: plan %u or op %u outside the result's %u "
-                 "plans and %u ops", bk->phase, bk->batch, bk->seq, (unsigned long long)i,
-                 s->plan, s->op, r->nplans, r->nops);
+                 "plans and %u ops, or no instances", bk->phase, bk->batch, bk->seq,
+                 (unsigned long long)i, s->plan, s->op, r->nplans, r->nops);
   }
   return ENPU_OK;
 }

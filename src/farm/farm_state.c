@@ -282,7 +282,8 @@ static int load_bucket_plans(const store_policy_tables *t, size_t bi, farm_bucke
   r->nstates = 0;
   for (uint32_t k = 0; k < r->nplans; k++) {
     const store_plan_rec *pl = &t->plans[b->plan_first + k];
-    if (!range_ok(pl->states_first, pl->states_count, t->nplan_states) || pl->walk_prefix > r->nwalk)
+    if (!range_ok(pl->states_first, pl->states_count, t->nplan_states) ||
+        (pl->walk_prefix > r->nwalk && pl->walk_prefix != STORE_NO_PREFIX))
       return BAD("policy %s: plan %u: plan_states range or walk prefix out of range", t->name,
                  b->plan_first + k);
     r->nstates += pl->states_count;

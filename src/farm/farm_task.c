@@ -9,10 +9,11 @@
  *    counts steps). Steps of graph ops that share a key become steps of that key; the
  *    conversion replays them as the store reader does (instances on at most a lead and a
  *    trail point) and fails the task rather than write a walk the reader would reject.
- *  - plan_states are kept small: per plan, per distinct op of the bucket (op_keys order),
- *    one row per Pareto point its instances use at the plan's prefix (the trail point
- *    first when the instances are split, then the lead); a plan that fell back to
- *    all-peak has one row per op with pareto STORE_NO_INDEX and the peak states.
+ *  - plan_states are runs: per plan, per distinct op of the bucket (op_keys order), one
+ *    row per run of its instances (layer order) on one Pareto point — two at most for a
+ *    walk prefix (lead, then trail), one per GA gene at most for a GA plan; states that
+ *    are no Pareto point of the op (rail lifting, the all-peak fallback) have pareto
+ *    STORE_NO_INDEX. A plan that is no walk prefix has walk_prefix STORE_NO_PREFIX.
  *  - Fixed-layout headers are copied with memcpy: both ends are the same binary. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +25,10 @@
 /* ---------------------------------------------------------------------------------
  * Keys */
 
-void farm_search_options(search_options *opt) { search_options_default(opt); }
+void farm_search_options(const config_job *job, search_options *opt) {
+  search_options_default(opt);
+  opt->budget = job->budget;
+}
 
 static void hash_options(enpu_hasher *h, const config_job *job, const search_options *opt) {
   enpu_hasher_i64(h, (int64_t)job->chip.hash);
@@ -40,6 +44,8 @@ static void hash_options(enpu_hasher *h, const config_job *job, const search_opt
   enpu_hasher_i64(h, opt->ideal_method);
   enpu_hasher_i64(h, opt->op_trim);
   enpu_hasher_i64(h, opt->transition_aware);
+  enpu_hasher_i64(h, opt->budget);
+  enpu_hasher_i64(h, opt->transitions);
 }
 
 uint64_t farm_op_key(const config_job *job, config_policy policy, const search_options *opt,
@@ -173,9 +179,9 @@ int farm_exec_create(const char *job_path, const char *capacity_factor, farm_exe
                      enpu_err *err) {
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
-  farm_search_options(&x->opt);
   int rc = config_job_load(job_path, &x->job, err);
   if (rc == 0 && capacity_factor) rc = config_job_set_capacity_factor(x->job, capacity_factor, err);
+  if (rc == 0) farm_search_options(x->job, &x->opt);
   if (rc == 0) rc = cost_ctx_create(&x->job->chip, &x->cost, err);
   if (rc == 0) rc = search_ctx_create(&x->job->chip, &x->search, err);
   if (rc < 0) {
@@ -274,10 +280,9 @@ static int pos_step(op_pos *p, uint64_t instances, uint32_t to, uint64_t mult) {
 
 typedef struct {
   const search_bucket_result *sr;
-  const graph *g;
   const search_pareto *sets; /* per key */
   const int *key_of;         /* per graph op */
-  int peak;
+  const graph *g;
 } convert_in;
 
 static int cmp_i64(const void *a, const void *b) {
@@ -320,6 +325,10 @@ static int convert_walk(const convert_in *in, farm_bucket_result *r, enpu_err *e
   /* Each plan's prefix in (split) steps: the steps whose moves all came before it. */
   for (uint32_t k = 0; k < r->nplans; k++) {
     const int64_t m = in->sr->plans[k].walk_moves;
+    if (m < 0) {
+      r->plans[k].walk_prefix = STORE_NO_PREFIX;
+      continue;
+    }
     int64_t moves = 0;
     uint64_t n = 0;
     while (m > 0 && n < r->nwalk && moves + (int64_t)r->walk[n].instances <= m)
@@ -331,43 +340,75 @@ static int convert_walk(const convert_in *in, farm_bucket_result *r, enpu_err *e
   return 0;
 }
 
-/* Plan states of every plan (see the file comment), checking the reader's walk rule. */
-static int convert_states(const convert_in *in, farm_bucket_result *r, enpu_err *err) {
-  op_pos *pos = enpu_calloc(r->nops, sizeof *pos);
-  r->states = enpu_calloc((size_t)r->nplans * r->nops * 2 + 1, sizeof *r->states);
-  ENPU_RETURN_IF(!pos || !r->states, err, (free(pos), ENPU_ERR_NOMEM), "out of memory (states)");
+/* The whole walk replayed as the store reader replays it (lead/trail moves per key). */
+static int check_walk_rule(const farm_bucket_result *r, enpu_err *err) {
+  op_pos *pos = enpu_calloc(r->nops + 1, sizeof *pos);
+  ENPU_RETURN_IF(!pos, err, ENPU_ERR_NOMEM, "out of memory (walk check)");
+  for (uint32_t i = 0; i < r->nops; i++) pos[i] = (op_pos){0, 0, r->multiplicity[i]};
   int rc = 0;
-  for (uint32_t k = 0; rc == 0 && k <= r->nplans; k++) {
-    /* k == nplans replays the whole walk: the check the reader makes at open. */
-    const uint64_t prefix = k < r->nplans ? r->plans[k].walk_prefix : r->nwalk;
-    for (uint32_t i = 0; i < r->nops; i++) pos[i] = (op_pos){0, 0, r->multiplicity[i]};
-    for (uint64_t s = 0; s < prefix && rc == 0; s++) {
-      const store_walk_rec *w = &r->walk[s];
-      if (pos_step(&pos[w->op], w->instances, w->pareto, r->multiplicity[w->op]) < 0)
-        rc = enpu_errorf(err, ENPU_ERR_INTERNAL,
-                         "walk step %llu of op key %016llx cannot be stored as lead/trail moves",
-                         (unsigned long long)s, (unsigned long long)r->op_keys[w->op]);
-    }
-    if (k == r->nplans || rc < 0) break;
-    store_plan_rec *pl = &r->plans[k];
-    pl->states_first = r->nstates;
-    const int peak = in->sr->plans[k].walk_moves < 0;
-    for (uint32_t i = 0; i < r->nops; i++) {
-      const search_pareto *set = &in->sets[i];
-      const uint32_t pts[2] = {pos[i].trail, pos[i].lead};
-      for (int j = pos[i].lead_instances < r->multiplicity[i] ? 0 : 1; j < 2; j++) {
-        store_plan_state_rec *o = &r->states[r->nstates++];
-        o->plan = k, o->op = i;
-        o->pareto = peak ? STORE_NO_INDEX : pts[j];
-        for (int c = 0; c < STORE_NSTATE; c++)
-          o->states[c] = (uint8_t)(peak ? in->peak : set->points[pts[j]].state[c]);
-        if (peak) break;
-      }
-    }
-    pl->states_count = r->nstates - pl->states_first;
+  for (uint64_t s = 0; s < r->nwalk && rc == 0; s++) {
+    const store_walk_rec *w = &r->walk[s];
+    if (pos_step(&pos[w->op], w->instances, w->pareto, r->multiplicity[w->op]) < 0)
+      rc = enpu_errorf(err, ENPU_ERR_INTERNAL,
+                       "walk step %llu of op key %016llx cannot be stored as lead/trail moves",
+                       (unsigned long long)s, (unsigned long long)r->op_keys[w->op]);
   }
   free(pos);
   return rc;
+}
+
+/* The Pareto point of `set` with these states, or STORE_NO_INDEX. */
+static uint32_t point_of(const search_pareto *set, const int state[CONFIG_NCOMP]) {
+  for (int q = 0; q < set->count; q++)
+    if (!memcmp(set->points[q].state, state, sizeof set->points[q].state)) return (uint32_t)q;
+  return STORE_NO_INDEX;
+}
+
+/* Append instance `st` of key i to plan k's runs (a new row unless it extends the last). */
+static void push_run(farm_bucket_result *r, uint32_t k, uint32_t i, const search_pareto *set,
+                     const int st[CONFIG_NCOMP]) {
+  uint8_t st8[STORE_NSTATE];
+  for (int c = 0; c < STORE_NSTATE; c++) st8[c] = (uint8_t)st[c];
+  const uint32_t pt = point_of(set, st);
+  store_plan_state_rec *last = r->nstates ? &r->states[r->nstates - 1] : NULL;
+  if (last && last->plan == k && last->op == i && last->pareto == pt &&
+      !memcmp(last->states, st8, STORE_NSTATE)) {
+    last->instances++;
+    return;
+  }
+  store_plan_state_rec *o = &r->states[r->nstates++];
+  *o = (store_plan_state_rec){.plan = k, .op = i, .pareto = pt, .instances = 1};
+  memcpy(o->states, st8, STORE_NSTATE);
+}
+
+/* Plan states of every plan (see the file comment), from each plan's per-instance states;
+ * and the reader's walk rule checked on the whole walk. */
+static int convert_states(const convert_in *in, farm_bucket_result *r, enpu_err *err) {
+  ENPU_FORWARD(check_walk_rule(r, err));
+  const graph *g = in->g;
+  const int nops = graph_op_count(g);
+  const int64_t instances = in->sr->nplans ? in->sr->plans[0].instances : 0;
+  int(*walk)[CONFIG_NCOMP] = enpu_calloc((size_t)instances + 1, sizeof *walk);
+  int64_t *offset = enpu_calloc((size_t)nops + 1, sizeof *offset); /* op i's first instance */
+  uint64_t runs = 0;
+  for (int k = 0; k < in->sr->nplans; k++) runs += (uint64_t)in->sr->plans[k].instances;
+  r->states = enpu_calloc(runs + 1, sizeof *r->states);
+  ENPU_RETURN_IF(!walk || !offset || !r->states, err, (free(walk), free(offset), ENPU_ERR_NOMEM),
+                 "out of memory (states)");
+  for (int i = 1; i <= nops; i++) offset[i] = offset[i - 1] + graph_op_at(g, i - 1)->multiplicity;
+  for (uint32_t k = 0; k < r->nplans; k++) {
+    /* Instance l of op i (layer-major: layer · count + copy) as the walk numbers it. */
+    search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])in->sr->plans[k].state, walk);
+    r->plans[k].states_first = r->nstates;
+    for (uint32_t key = 0; key < r->nops; key++)
+      for (int i = 0; i < nops; i++)
+        for (int64_t l = 0; (uint32_t)in->key_of[i] == key && l < offset[i + 1] - offset[i]; l++)
+          push_run(r, k, key, &in->sets[key], walk[offset[i] + l]);
+    r->plans[k].states_count = r->nstates - r->plans[k].states_first;
+  }
+  free(walk);
+  free(offset);
+  return 0;
 }
 
 static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_result *r,
@@ -376,6 +417,7 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   r->policy = t->policy;
   store_bucket_rec *b = &r->bucket;
   b->phase = (uint8_t)t->phase, b->status = STORE_BUCKET_OK, b->input_hash = t->key;
+  b->budget = (uint8_t)sr->budget;
   b->batch = t->batch, b->seq = t->seq;
   /* A compiled bucket that does not fit HBM (capacity offload or ignore) says so. */
   grid_memory_note(&graph_get_info(in->g)->memory, b->message, sizeof b->message);
@@ -387,8 +429,10 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   ENPU_RETURN_IF(!r->plans, err, ENPU_ERR_NOMEM, "out of memory (plans)");
   for (int k = 0; k < sr->nplans; k++) {
     const search_slack_plan *p = &sr->plans[k];
-    r->plans[k] = (store_plan_rec){.slack = p->slack, .budget_ns = p->budget_ns,
-                                   .time_ns = p->time_ns, .energy_nj = p->energy_nj,
+    r->plans[k] = (store_plan_rec){.budget = (uint8_t)p->budget, .slack = p->slack,
+                                   .budget_ns = p->budget_ns, .time_ns = p->time_ns,
+                                   .energy_nj = p->energy_nj, .cp_time_ns = p->cp_time_ns,
+                                   .overhead_pct = p->overhead_pct,
                                    .lower_bound_nj = p->lower_bound_nj,
                                    .savings_vs_nodvfs = p->savings_vs_nodvfs};
   }
@@ -500,7 +544,7 @@ static int run_bucket(farm_exec *x, const task_hdr *t, bucket_scratch *s, farm_b
     rc = search_compile_bucket_sets(x->search, x->cost, g, policy, by_op, x->job->slacks,
                                     x->job->slack_count, &x->opt, &sr, err);
   if (rc == 0) {
-    const convert_in in = {&sr, g, s->sets, s->key_of, x->job->chip.freq_states};
+    const convert_in in = {&sr, s->sets, s->key_of, g};
     rc = convert_bucket(&in, t, &r, err);
   }
   if (rc == 0) rc = farm_bucket_result_encode(&r, rec, err);

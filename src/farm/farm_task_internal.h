@@ -25,8 +25,9 @@
 enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2 };
 enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET */
 
-/* The search options the farm compiles with (the defaults; part of every key). */
-void farm_search_options(search_options *opt);
+/* The search options the farm compiles with (the defaults, in the job's budget mode;
+ * part of every key). */
+void farm_search_options(const config_job *job, search_options *opt);
 
 /* Key of one graph op under one policy: its graph signature, the chip tables, the
  * cost-model version, the policy and the search options. */

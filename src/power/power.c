@@ -1,21 +1,17 @@
 /* power.c — per-component, per-state power tables and regulator efficiency built once from
  * a chip's V/f and IVR tables, and the energy functions that only look them up.
  *
- * Invariants after power_model_create: rows[c * (S+1) + s] holds the level, voltage,
- * static and full-utilisation dynamic power (whole component, HBM mode applied) of
- * component c at state s in 0..S; eta[(c * (S+1) + s) * na + k] is this model's
- * regulator efficiency at that state's voltage and the k-th activity of the regulator
- * grid (activities sorted ascending). Nothing is written after create, so a model can be
- * shared across threads. The modelling choices are listed in power.h. */
+ * Invariants after power_model_create: rows[c * (S+1) + s] holds the level, the rail's
+ * voltage and the static and full-utilisation dynamic power (whole component) of
+ * component c at state s in 0..S, split into the rail's part and the fixed-supply part;
+ * eta[(c * (S+1) + s) * na + k] is the rail regulator's efficiency at that state's
+ * voltage and the k-th activity of its grid (activities sorted ascending), fixed_eta[k]
+ * the fixed regulator's. Nothing is written after create, so a model can be shared across
+ * threads. The modelling choices are listed in power.h. */
 #include "power.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-/* Share of the memory controller in the HBM table's power at max bandwidth (the README of
- * the shipped tables: MC/PHY split 40/60). The PHY/I-O part is (1 - share)/share times
- * the MC part when both follow the same V/f relation (POWER_HBM_FULL). */
-#define POWER_HBM_MC_SHARE 0.4
 
 /* Relative tolerance for comparing levels: 34 × 0.05 GHz is 1.7000000000000002 in
  * binary, and must still be covered by a 1.7 GHz row. */
@@ -23,10 +19,21 @@
 
 typedef struct {
   double level;     /* GHz (SA/VU/SRAM) or GB/s (HBM/ICI) */
-  double voltage_v;
-  double static_w;  /* whole component */
-  double dynamic_w; /* whole component, utilisation 1, busy the whole time */
+  double voltage_v; /* the component's DVFS rail (HBM/ICI: the controller) */
+  double static_w;  /* the rail's part, whole component */
+  double dynamic_w; /* idem, utilisation 1, busy the whole time */
+  double fixed_static_w, fixed_dynamic_w; /* HBM I/O + DRAM, ICI PHY: fixed regulator */
 } power_row;
+
+/* SA/VU/SRAM state s powered at a higher rail (a domain shared with a member that needs
+ * more voltage at the same frequency): the state's level in each band of the component's
+ * table. */
+#define POWER_NRAILCOMP ((int)CONFIG_SRAM + 1)
+#define POWER_MAXBANDS 16
+
+typedef struct {
+  double voltage_v, static_w, dynamic_w; /* whole component */
+} power_rail_row;
 
 /* A regulator efficiency grid: eff[k * nv + j] at activity act[k] and voltage volt[j]. */
 typedef struct {
@@ -41,11 +48,15 @@ struct power_model {
   power_regulator regulator;
   int peak_state;
   int count[CONFIG_NCOMP];
+  bool on_dvfs[CONFIG_NCOMP]; /* the component's rail is on the DVFS IVR */
   double other_static_w, tdp_w;
   double step_mv, step_ns;
-  power_grid reg;
-  power_row *rows; /* CONFIG_NCOMP × (peak_state + 1) */
-  double *eta;     /* CONFIG_NCOMP × (peak_state + 1) × reg.na */
+  power_grid dvfs, fixed; /* dvfs is empty (na 0) under POWER_REG_FIXED */
+  power_row *rows;        /* CONFIG_NCOMP × (peak_state + 1) */
+  double *eta;            /* CONFIG_NCOMP × (peak_state + 1) × (its rail's grid).na */
+  double *fixed_eta;      /* fixed.na: the fixed regulator at its (only) voltage */
+  int nbands[POWER_NRAILCOMP];
+  power_rail_row *rail;   /* POWER_NRAILCOMP × (peak_state + 1) × POWER_MAXBANDS */
 };
 
 /* ---------------------------------------------------------------------------------
@@ -104,38 +115,93 @@ static double state_level(const config_chip *chip, config_component c, int state
   }
 }
 
+/* A table's static and dynamic power at `level` in the band starting at row `first`. */
+static void band_power(const config_vf_table *t, int first, double level, double *static_w,
+                       double *dynamic_w) {
+  *static_w = t->points[first].static_w;
+  *dynamic_w = band_dynamic_w(t, first, level);
+}
+
+/* HBM/ICI: the controller is the table less (1 − share) of its top band at the same level
+ * (the PHY, fixed in the table); fails when the share leaves the controller negative. */
+static int split_controller(const config_chip *chip, config_component c, int s, double share,
+                            power_row *r, double *phy_static_w, double *phy_dynamic_w,
+                            enpu_err *err) {
+  const config_vf_table *t = &chip->vf[c];
+  double top_s, top_d;
+  band_power(t, top_band(t), r->level, &top_s, &top_d);
+  *phy_static_w = (1.0 - share) * top_s;
+  *phy_dynamic_w = (1.0 - share) * top_d;
+  r->static_w -= *phy_static_w;
+  r->dynamic_w -= *phy_dynamic_w;
+  ENPU_RETURN_IF(r->static_w < -1e-9 || r->dynamic_w < -1e-9, err, ENPU_ERR_RANGE,
+                 "chip %s: %s controller share %g leaves negative controller power at state %d "
+                 "(static %g W, dynamic %g W)",
+                 chip->name, config_component_name(c), share, s, r->static_w, r->dynamic_w);
+  r->static_w = fmax(r->static_w, 0.0);
+  r->dynamic_w = fmax(r->dynamic_w, 0.0);
+  return 0;
+}
+
+/* The HBM PHY's parts at the row's level: the DRAM core (one fixed voltage) and the I/O
+ * link, at its top voltage unless the model scales it (HBM4-style full DVFS). */
+static void hbm_phy(const power_model *pm, const config_chip *chip, power_row *r) {
+  const config_vf_table *io = &chip->hbm_io, *dram = &chip->hbm_dram;
+  double s_io, d_io, s_dram, d_dram;
+  int io_band = pm->hbm_mode == POWER_HBM_FULL ? band_for_level(io, r->level) : top_band(io);
+  band_power(io, io_band, r->level, &s_io, &d_io);
+  band_power(dram, top_band(dram), r->level, &s_dram, &d_dram);
+  r->fixed_static_w = s_io + s_dram;
+  r->fixed_dynamic_w = d_io + d_dram;
+}
+
+/* Every band of an SA/VU/SRAM table at each state's level (the rail rows). */
+static int fill_rail_rows(power_model *pm, const config_chip *chip, config_component c,
+                          enpu_err *err) {
+  const config_vf_table *t = &chip->vf[c];
+  int nb = 0;
+  for (int first = 0; first < t->count; first = band_end(t, first) + 1) nb++;
+  ENPU_RETURN_IF(nb > POWER_MAXBANDS, err, ENPU_ERR_RANGE,
+                 "chip %s: the %s table has %d voltage bands, at most %d supported", chip->name,
+                 config_component_name(c), nb, POWER_MAXBANDS);
+  pm->nbands[c] = nb;
+  for (int s = 0; s <= pm->peak_state; s++) {
+    power_rail_row *r = &pm->rail[((size_t)c * (pm->peak_state + 1) + s) * POWER_MAXBANDS];
+    const double level = state_level(chip, c, s);
+    for (int b = 0, first = 0; b < nb; b++, first = band_end(t, first) + 1) {
+      r[b].voltage_v = t->points[first].voltage_v;
+      band_power(t, first, level, &r[b].static_w, &r[b].dynamic_w);
+      r[b].static_w *= pm->count[c];
+      r[b].dynamic_w *= pm->count[c];
+    }
+  }
+  return 0;
+}
+
 static int fill_rows(power_model *pm, const config_chip *chip, config_component c,
                      enpu_err *err) {
   const config_vf_table *t = &chip->vf[c];
   ENPU_RETURN_IF(t->count <= 0 || t->points == NULL, err, ENPU_ERR_INVALID,
                  "chip %s: the %s V/f table is empty", chip->name, config_component_name(c));
-  int top = top_band(t);
+  ENPU_RETURN_IF(c == CONFIG_HBM && (chip->hbm_io.count <= 0 || chip->hbm_dram.count <= 0), err,
+                 ENPU_ERR_INVALID, "chip %s: the HBM I/O or DRAM table is empty", chip->name);
   for (int s = 0; s <= pm->peak_state; s++) {
     power_row *r = &pm->rows[c * (pm->peak_state + 1) + s];
-    r->level = state_level(chip, c, s);
+    *r = (power_row){.level = state_level(chip, c, s)};
     /* Gated: the rail sits at the lowest voltage (band 0), static power still drawn. */
     int b = s == 0 ? 0 : band_for_level(t, r->level);
     r->voltage_v = t->points[b].voltage_v;
-    r->static_w = t->points[b].static_w;
-    r->dynamic_w = band_dynamic_w(t, b, r->level);
-    if (c == CONFIG_HBM && pm->hbm_mode == POWER_HBM_FULL) {
-      /* The ctrl-only table is MC(V, L) + PHY(L), PHY fixed at its top-voltage value, so
-       * the MC's saving at this level is D = P(V_top, L) - P(V, L); an I/O that follows
-       * the MC's V/f relation is (1 - share)/share times the MC and saves that times D
-       * more. Derivation in power.h. */
-      double phy_per_mc = (1.0 - POWER_HBM_MC_SHARE) / POWER_HBM_MC_SHARE;
-      r->static_w -= phy_per_mc * (t->points[top].static_w - r->static_w);
-      r->dynamic_w -= phy_per_mc * (band_dynamic_w(t, top, r->level) - r->dynamic_w);
-      ENPU_RETURN_IF(r->static_w < 0.0 || r->dynamic_w < 0.0, err, ENPU_ERR_RANGE,
-                     "chip %s: the full HBM model gives negative power at state %d "
-                     "(static %g W, dynamic %g W): the HBM table is inconsistent with a "
-                     "%g controller share",
-                     chip->name, s, r->static_w, r->dynamic_w, POWER_HBM_MC_SHARE);
+    band_power(t, b, r->level, &r->static_w, &r->dynamic_w);
+    if (c == CONFIG_HBM || c == CONFIG_ICI) {
+      double share = c == CONFIG_HBM ? chip->hbm_controller_share : chip->ici_controller_share;
+      ENPU_FORWARD(split_controller(chip, c, s, share, r, &r->fixed_static_w,
+                                    &r->fixed_dynamic_w, err));
+      if (c == CONFIG_HBM) hbm_phy(pm, chip, r);
     }
     r->static_w *= pm->count[c];
     r->dynamic_w *= pm->count[c];
   }
-  return 0;
+  return (int)c < POWER_NRAILCOMP ? fill_rail_rows(pm, chip, c, err) : 0;
 }
 
 /* ---------------------------------------------------------------------------------
@@ -212,68 +278,79 @@ static int grid_build(power_grid *g, const config_ivr_table *t, const char *what
   return rc;
 }
 
-/* Index i and weight w such that x ≈ (1-w)·v[i] + w·v[i+1], clamped to [v[0], v[n-1]]. */
-static void bracket(const double *v, int n, double x, int *i, double *w) {
-  if (n == 1 || x <= v[0]) {
-    *i = 0;
-    *w = 0.0;
-    return;
-  }
-  if (x >= v[n - 1]) {
-    *i = n - 2;
-    *w = 1.0;
-    return;
-  }
-  int j = 0;
-  while (v[j + 1] < x) j++;
-  *i = j;
-  *w = (x - v[j]) / (v[j + 1] - v[j]);
+/* Index of the first of v[0..n) (ascending) at or above x, the last when none is: how the
+ * tables' source rounds an activity or a voltage between two rows. */
+static int snap_up(const double *v, int n, double x) {
+  int i = 0;
+  while (i < n - 1 && v[i] < x - 1e-12) i++;
+  return i;
 }
 
 static double grid_eval(const power_grid *g, double voltage_v, double activity) {
-  int ia, iv;
-  double wa, wv;
-  bracket(g->act, g->na, activity, &ia, &wa);
-  bracket(g->volt, g->nv, voltage_v, &iv, &wv);
-  int ia1 = g->na > 1 ? ia + 1 : ia, iv1 = g->nv > 1 ? iv + 1 : iv;
-  const double *e = g->eff;
-  double lo = (1.0 - wv) * e[ia * g->nv + iv] + wv * e[ia * g->nv + iv1];
-  double hi = (1.0 - wv) * e[ia1 * g->nv + iv] + wv * e[ia1 * g->nv + iv1];
-  return (1.0 - wa) * lo + wa * hi;
+  return g->eff[snap_up(g->act, g->na, activity) * g->nv + snap_up(g->volt, g->nv, voltage_v)];
 }
 
-/* η of one state's precomputed row (η at each grid activity) at `activity`. */
-static double row_eta(const power_model *pm, const double *eta_row, double activity) {
-  int i;
-  double w;
-  bracket(pm->reg.act, pm->reg.na, activity, &i, &w);
-  return w == 0.0 ? eta_row[i] : (1.0 - w) * eta_row[i] + w * eta_row[i + 1];
+/* η of one precomputed row (η at each grid activity) at `activity`. */
+static double row_eta(const power_grid *g, const double *eta_row, double activity) {
+  return eta_row[snap_up(g->act, g->na, activity)];
+}
+
+static const power_grid *rail_grid(const power_model *pm, config_component c) {
+  return pm->on_dvfs[c] ? &pm->dvfs : &pm->fixed;
 }
 
 static const double *eta_row_of(const power_model *pm, config_component c, int state) {
-  return &pm->eta[((size_t)c * (pm->peak_state + 1) + state) * pm->reg.na];
+  /* Rows are laid out with the larger grid's stride so both regulators fit. */
+  int na = pm->dvfs.na > pm->fixed.na ? pm->dvfs.na : pm->fixed.na;
+  return &pm->eta[((size_t)c * (pm->peak_state + 1) + state) * (size_t)na];
 }
 
 /* ---------------------------------------------------------------------------------
  * Create / free */
 
-int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
-                       power_regulator regulator, power_model **out, enpu_err *err) {
-  *out = NULL;
+static int check_args(const config_chip *chip, power_hbm_mode hbm_mode, power_regulator regulator,
+                      enpu_err *err) {
   ENPU_RETURN_IF(chip == NULL, err, ENPU_ERR_INVALID, "power_model_create: no chip");
   ENPU_RETURN_IF(hbm_mode != POWER_HBM_CTRL_ONLY && hbm_mode != POWER_HBM_FULL, err,
                  ENPU_ERR_INVALID, "power_model_create: unknown HBM mode %d", (int)hbm_mode);
-  ENPU_RETURN_IF(regulator != POWER_REG_DVFS && regulator != POWER_REG_FIXED, err,
-                 ENPU_ERR_INVALID, "power_model_create: unknown regulator %d", (int)regulator);
+  ENPU_RETURN_IF(regulator != POWER_REG_DVFS && regulator != POWER_REG_FIXED &&
+                     regulator != POWER_REG_DVFS_COMPUTE,
+                 err, ENPU_ERR_INVALID, "power_model_create: unknown regulator %d", (int)regulator);
   ENPU_RETURN_IF(chip->freq_states <= 0 || chip->ivr_step_mv <= 0.0, err, ENPU_ERR_RANGE,
                  "chip %s: freq_states %d and ivr step_mv %g must be positive", chip->name,
                  chip->freq_states, chip->ivr_step_mv);
+  return 0;
+}
+
+/* η of every row at every activity of its rail's grid, and the fixed regulator's. */
+static void fill_eta(power_model *pm) {
+  const int na = pm->dvfs.na > pm->fixed.na ? pm->dvfs.na : pm->fixed.na;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    const power_grid *g = rail_grid(pm, (config_component)c);
+    for (int s = 0; s <= pm->peak_state; s++) {
+      double *row = &pm->eta[((size_t)c * (pm->peak_state + 1) + s) * (size_t)na];
+      const double v = pm->rows[c * (pm->peak_state + 1) + s].voltage_v;
+      for (int k = 0; k < g->na; k++) row[k] = grid_eval(g, v, g->act[k]);
+    }
+  }
+  for (int k = 0; k < pm->fixed.na; k++)
+    pm->fixed_eta[k] = grid_eval(&pm->fixed, pm->fixed.volt[pm->fixed.nv - 1], pm->fixed.act[k]);
+}
+
+int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
+                       power_regulator regulator, power_model **out, enpu_err *err) {
+  *out = NULL;
+  ENPU_FORWARD(check_args(chip, hbm_mode, regulator, err));
   power_model *pm = enpu_calloc(1, sizeof *pm);
   ENPU_RETURN_IF(!pm, err, ENPU_ERR_NOMEM, "out of memory");
   pm->hbm_mode = hbm_mode;
   pm->regulator = regulator;
   pm->peak_state = chip->freq_states;
-  for (int c = 0; c < CONFIG_NCOMP; c++) pm->count[c] = 1;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    pm->count[c] = 1;
+    pm->on_dvfs[c] = regulator == POWER_REG_DVFS ||
+                     (regulator == POWER_REG_DVFS_COMPUTE && c != CONFIG_HBM && c != CONFIG_ICI);
+  }
   pm->count[CONFIG_SA] = chip->sa_count;
   pm->count[CONFIG_VU] = chip->vu_count;
   pm->other_static_w = chip->other_static_w;
@@ -282,14 +359,17 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
   pm->step_ns = chip->ivr_step_ns;
 
   size_t nstates = (size_t)pm->peak_state + 1;
-  int rc = regulator == POWER_REG_DVFS
-               ? grid_build(&pm->reg, &chip->ivr_dvfs, "DVFS", false,
-                            chip->ivr_scaling_time_ns, err)
-               : grid_build(&pm->reg, &chip->ivr_fixed, "fixed", true, 0.0, err);
+  int rc = grid_build(&pm->fixed, &chip->ivr_fixed, "fixed", true, 0.0, err);
+  if (rc == 0 && regulator != POWER_REG_FIXED)
+    rc = grid_build(&pm->dvfs, &chip->ivr_dvfs, "DVFS", false, chip->ivr_scaling_time_ns, err);
   if (rc == 0) {
+    size_t na = (size_t)(pm->dvfs.na > pm->fixed.na ? pm->dvfs.na : pm->fixed.na);
     pm->rows = enpu_calloc(CONFIG_NCOMP * nstates, sizeof *pm->rows);
-    pm->eta = enpu_calloc(CONFIG_NCOMP * nstates * (size_t)pm->reg.na, sizeof *pm->eta);
-    if (!pm->rows || !pm->eta) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+    pm->eta = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta);
+    pm->fixed_eta = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta);
+    pm->rail = enpu_calloc(POWER_NRAILCOMP * nstates * POWER_MAXBANDS, sizeof *pm->rail);
+    if (!pm->rows || !pm->eta || !pm->fixed_eta || !pm->rail)
+      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int c = 0; c < CONFIG_NCOMP && rc == 0; c++) rc = fill_rows(pm, chip, c, err);
   if (rc < 0) {
@@ -297,22 +377,19 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
     power_model_free(pm);
     return rc;
   }
-  for (int c = 0; c < CONFIG_NCOMP; c++) {
-    for (int s = 0; s <= pm->peak_state; s++) {
-      double *row = &pm->eta[((size_t)c * nstates + s) * pm->reg.na];
-      for (int k = 0; k < pm->reg.na; k++)
-        row[k] = grid_eval(&pm->reg, pm->rows[c * nstates + s].voltage_v, pm->reg.act[k]);
-    }
-  }
+  fill_eta(pm);
   *out = pm;
   return 0;
 }
 
 void power_model_free(power_model *pm) {
   if (!pm) return;
-  grid_free(&pm->reg);
+  grid_free(&pm->dvfs);
+  grid_free(&pm->fixed);
   free(pm->rows);
   free(pm->eta);
+  free(pm->fixed_eta);
+  free(pm->rail);
   free(pm);
 }
 
@@ -334,29 +411,54 @@ double power_voltage_v(const power_model *pm, config_component c, int state) {
   return row_of(pm, c, state)->voltage_v;
 }
 double power_static_w(const power_model *pm, config_component c, int state) {
-  return row_of(pm, c, state)->static_w;
+  const power_row *r = row_of(pm, c, state);
+  return r->static_w + r->fixed_static_w;
 }
 double power_dynamic_w(const power_model *pm, config_component c, int state) {
-  return row_of(pm, c, state)->dynamic_w;
+  const power_row *r = row_of(pm, c, state);
+  return r->dynamic_w + r->fixed_dynamic_w;
 }
 int power_unit_count(const power_model *pm, config_component c) { return pm->count[c]; }
 
 double power_efficiency(const power_model *pm, double voltage_v, double activity) {
-  return grid_eval(&pm->reg, voltage_v, activity);
+  return grid_eval(pm->regulator == POWER_REG_FIXED ? &pm->fixed : &pm->dvfs, voltage_v, activity);
+}
+
+double power_fixed_efficiency(const power_model *pm, double activity) {
+  return row_eta(&pm->fixed, pm->fixed_eta, activity);
 }
 
 /* ---------------------------------------------------------------------------------
  * Energy */
 
+/* The rail row of c at `state` for a rail at rail_v (the first band at or above it), NULL
+ * when rail_v is c's own voltage. */
+static const power_rail_row *rail_row(const power_model *pm, config_component c, int state,
+                                      double rail_v) {
+  if (rail_v <= row_of(pm, c, state)->voltage_v + 1e-12 || (int)c >= POWER_NRAILCOMP) return NULL;
+  const power_rail_row *r = &pm->rail[((size_t)c * (pm->peak_state + 1) + state) * POWER_MAXBANDS];
+  int b = 0;
+  while (b < pm->nbands[c] - 1 && r[b].voltage_v < rail_v - 1e-12) b++;
+  return &r[b];
+}
+
 int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
                  double time_ns, double utilization, power_energy_nj *e, enpu_err *err) {
+  return power_energy_rail(pm, c, state, 0.0, busy_ns, time_ns, utilization, e, err);
+}
+
+int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v,
+                      double busy_ns, double time_ns, double utilization, power_energy_nj *e,
+                      enpu_err *err) {
   ENPU_RETURN_IF((unsigned)c >= CONFIG_NCOMP || state < 0 || state > pm->peak_state, err,
                  ENPU_ERR_INVALID, "power_energy: component %d state %d out of range",
                  (int)c, state);
-  ENPU_RETURN_IF(pm->regulator == POWER_REG_FIXED && state != pm->peak_state, err,
-                 ENPU_ERR_INVALID,
-                 "power_energy: %s at state %d under the fixed regulator (NoDVFS runs "
-                 "every component at state %d)",
+  ENPU_RETURN_IF(rail_v > row_of(pm, c, state)->voltage_v + 1e-12 && (int)c >= POWER_NRAILCOMP, err,
+                 ENPU_ERR_INVALID, "power_energy: %s is never on a shared rail",
+                 config_component_name(c));
+  ENPU_RETURN_IF(!pm->on_dvfs[c] && state != pm->peak_state, err, ENPU_ERR_INVALID,
+                 "power_energy: %s at state %d on the fixed regulator (it runs at state %d "
+                 "only)",
                  config_component_name(c), state, pm->peak_state);
   /* The relative slack lets a busy time computed as a sum of pieces equal the total. */
   ENPU_RETURN_IF(!(time_ns >= 0.0) || !(busy_ns >= 0.0) ||
@@ -371,12 +473,25 @@ int power_energy(const power_model *pm, config_component c, int state, double bu
     return 0;
   }
   const power_row *r = row_of(pm, c, state);
-  /* Activity seen by the regulator: the fraction of the operator the component
+  /* Activity seen by the regulators: the fraction of the operator the component
    * switches; a gated component does not switch whatever busy_ns says. */
   double activity = state == 0 ? 0.0 : fmin(busy_ns / time_ns, 1.0);
-  double eta = row_eta(pm, eta_row_of(pm, c, state), activity);
-  e->dynamic_nj = r->dynamic_w * busy_ns * utilization / eta;
-  e->static_nj = r->static_w * time_ns / eta;
+  double work_ns = busy_ns * utilization;
+  const power_rail_row *hi = rail_row(pm, c, state, rail_v);
+  if (hi) {
+    double eta = grid_eval(rail_grid(pm, c), hi->voltage_v, activity);
+    e->dynamic_nj = hi->dynamic_w * work_ns / eta;
+    e->static_nj = hi->static_w * time_ns / eta;
+  } else {
+    double eta = row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
+    e->dynamic_nj = r->dynamic_w * work_ns / eta;
+    e->static_nj = r->static_w * time_ns / eta;
+  }
+  if (r->fixed_static_w > 0.0 || r->fixed_dynamic_w > 0.0) {
+    double eta_fixed = row_eta(&pm->fixed, pm->fixed_eta, activity);
+    e->dynamic_nj += r->fixed_dynamic_w * work_ns / eta_fixed;
+    e->static_nj += r->fixed_static_w * time_ns / eta_fixed;
+  }
   e->total_nj = e->dynamic_nj + e->static_nj;
   return 0;
 }
@@ -386,13 +501,14 @@ double power_other_energy(const power_model *pm, double time_ns) {
 }
 
 int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
-                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP],
-                    double time_ns, power_breakdown *out, enpu_err *err) {
+                    const double *rail_v, const double busy_ns[CONFIG_NCOMP],
+                    const double utilization[CONFIG_NCOMP], double time_ns,
+                    power_breakdown *out, enpu_err *err) {
   *out = (power_breakdown){0};
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     power_energy_nj e = {0};
-    ENPU_FORWARD(power_energy(pm, (config_component)c, state[c], busy_ns[c], time_ns,
-                              utilization[c], &e, err));
+    ENPU_FORWARD(power_energy_rail(pm, (config_component)c, state[c], rail_v ? rail_v[c] : 0.0,
+                                   busy_ns[c], time_ns, utilization[c], &e, err));
     out->energy_nj[c] = e.total_nj;
     out->dynamic_nj += e.dynamic_nj;
     out->static_nj += e.static_nj;
@@ -416,10 +532,10 @@ double power_transition_ns(const power_model *pm, double v_from_v, double v_to_v
 
 double power_transition_energy(const power_model *pm, config_component c, int from, int to) {
   const power_row *a = row_of(pm, c, from), *b = row_of(pm, c, to);
+  if (a->voltage_v <= b->voltage_v) return 0.0; /* rising: leaks at `to`'s voltage already */
   double t_ns = power_transition_ns(pm, a->voltage_v, b->voltage_v);
-  if (t_ns == 0.0) return 0.0;
-  int hi = a->voltage_v >= b->voltage_v ? from : to;
-  return row_of(pm, c, hi)->static_w * t_ns / row_eta(pm, eta_row_of(pm, c, hi), 0.0);
+  double eta = row_eta(rail_grid(pm, c), eta_row_of(pm, c, from), 0.0);
+  return (a->static_w - b->static_w) * t_ns / eta;
 }
 
 void power_peak_chip(const power_model *pm, power_peak *out) {
@@ -428,7 +544,9 @@ void power_peak_chip(const power_model *pm, power_peak *out) {
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     const power_row *r = row_of(pm, (config_component)c, s);
     out->component_w[c] =
-        (r->static_w + r->dynamic_w) / row_eta(pm, eta_row_of(pm, (config_component)c, s), 1.0);
+        (r->static_w + r->dynamic_w) / row_eta(rail_grid(pm, (config_component)c),
+                                               eta_row_of(pm, (config_component)c, s), 1.0) +
+        (r->fixed_static_w + r->fixed_dynamic_w) / power_fixed_efficiency(pm, 1.0);
     out->total_w += out->component_w[c];
   }
   out->other_w = pm->other_static_w;

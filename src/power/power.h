@@ -21,33 +21,37 @@
  *  - SA and VU rows are per unit: powers here are for the whole component
  *    (× sa_count, × vu_count).
  *  - Gated state 0: no dynamic power; static power at the lowest voltage.
- *  - Regulator efficiency η(V, activity): the DVFS IVR table at chip->ivr_scaling_time_ns,
- *    bilinear in activity and voltage, clamped at the table's edges; or the fixed
- *    regulator (one voltage, by activity) for NoDVFS. activity = busy_ns / time_ns
- *    (the fraction of the operator the component is switching; 0 when gated).
- *  - HBM `ctrl-only` (POWER_HBM_CTRL_ONLY) is the shipped table as is: only the memory
- *    controller (MC) scales, the PHY/I-O is fixed. `full` (POWER_HBM_FULL, HBM4-style)
- *    also scales the I/O. Derivation: the table's README splits its power MC/PHY 40/60
- *    at max bandwidth, i.e. at the top voltage V_top the MC is 40 % and the PHY 60 % of
- *    P_ctrl(V_top, L) (static and dynamic alike; L = the state's bandwidth). The PHY is
- *    fixed in the table, so at any band V
- *        MC(V, L)  = P_ctrl(V, L) − 0.6 · P_ctrl(V_top, L),
- *    P_ctrl(V_top, L) being the top band evaluated at the same L. An I/O that follows
- *    the MC's V/f relation is 60/40 = 1.5 × the MC at every (V, L), so
- *        P_full(V, L) = MC(V, L) / 0.4
- *                     = P_ctrl(V, L) − 1.5 · (P_ctrl(V_top, L) − P_ctrl(V, L)).
- *    Both models agree at the top band and full < ctrl-only below it. DRAM-core energy
- *    is not a separate term of the shipped table (its simulator models the DRAM die
- *    apart from MC/PHY), so it is fixed — here absent — in both models: it changes no
- *    plan choice, only the absolute HBM energy.
- *  - ICI: only the controller scales; the table is used as is.
+ *  - A shared rail (DVFS-C's compute domain, eNPU with 3 or 4 domains) sits at the
+ *    highest voltage any member needs at its frequency; a member below it is priced in
+ *    its own table's band for that voltage at its frequency (linear through the origin
+ *    within the band, as above), as the tables' source couples a shared domain.
+ *  - HBM and ICI are split into a controller, which is the component's DVFS rail, and
+ *    parts that keep their own supply (the chip's power data and its source:
+ *    jobs/chips/tpuv5p/README.md). The `hbm` and `ici` tables give controller + PHY with
+ *    only the controller scaling, the controller being controller_share of them at their
+ *    top voltage (0.4, from the tables' source), so at any band V and level L
+ *        MC(V, L) = P_table(V, L) − (1 − share) · P_table(V_top, L).
+ *    ICI: the PHY, (1 − share) · P_table(V_top, L), never scales (the physical link is
+ *    optical, paper §3.5). HBM: the PHY is the I/O link (table hbm_io) plus the DRAM
+ *    core (table hbm_dram, fixed voltage: "limited extra saving … fixed DRAM core
+ *    voltage", §4.2). POWER_HBM_CTRL_ONLY (eNPU-C, DVFS-C, NoDVFS) scales the controller
+ *    only, the I/O stays at its top voltage; POWER_HBM_FULL (eNPU-All, ideal, HBM4-style)
+ *    also moves the I/O to the voltage its table gives the controller's bandwidth. In
+ *    both the I/O and DRAM power follow the bandwidth (linear at a fixed voltage).
+ *  - Regulators (paper §4.1, Table 6): the DVFS IVR (chip->ivr_scaling_time_ns rows of
+ *    ivr_dvfs) powers every rail a policy scales; the fixed-voltage regulator (ivr_fixed,
+ *    89–92 % by activity) powers NoDVFS, the HBM/ICI controllers that DVFS-C leaves at
+ *    peak (POWER_REG_DVFS_COMPUTE) and, always, the HBM I/O and DRAM and the ICI PHY.
+ *    Efficiency η(V, activity) as the tables' source rounds it: the first table voltage
+ *    at or above V (the highest when none is) and the first activity row at or above the
+ *    activity (clamped to the last); activity = busy_ns / time_ns (0 when gated).
  *  - Frontend (FE): the tables have no FE curve. FE power is folded into the chip's
  *    "other" static power (other_static_w, the rest of the chip in the simulator the
  *    tables come from), so the FE slot of a breakdown is 0 by construction. This is
  *    conservative for DVFS: no saving is credited for slowing the FE.
  *  - "Other" static power is charged for the whole operator time at the wall
  *    (other_static_w is a chip-level figure, not divided by a regulator efficiency).
- *  - NoDVFS (POWER_REG_FIXED): every component runs at the peak state; the energy
+ *  - A component on the fixed regulator runs at its peak state only; the energy
  *    functions reject any other state.
  *
  * Units: time in ns, power in W, energy in nJ (W × ns), voltage in V. */
@@ -58,13 +62,15 @@
 #include "config.h"
 
 typedef enum {
-  POWER_HBM_CTRL_ONLY = 0, /* only the memory controller scales (dvfs-c, enpu-c) */
-  POWER_HBM_FULL = 1       /* controller and I/O scale (enpu-all, ideal) */
+  POWER_HBM_CTRL_ONLY = 0, /* only the memory controller scales (nodvfs, dvfs-c, enpu-c) */
+  POWER_HBM_FULL = 1       /* controller and I/O link scale (enpu-all, ideal) */
 } power_hbm_mode;
 
 typedef enum {
-  POWER_REG_DVFS = 0, /* DVFS-capable IVR at the chip's scaling time */
-  POWER_REG_FIXED = 1 /* fixed-voltage regulator, NoDVFS: peak states only */
+  POWER_REG_DVFS = 0,        /* every rail on the DVFS IVR (eNPU, ideal) */
+  POWER_REG_FIXED = 1,       /* NoDVFS: every rail on the fixed regulator, peak states only */
+  POWER_REG_DVFS_COMPUTE = 2 /* DVFS-C: SA, VU, SRAM on the DVFS IVR; the HBM and ICI
+                                controllers at peak on the fixed regulator */
 } power_regulator;
 
 /* Slots of an operator's energy breakdown, in report order: the five components
@@ -102,8 +108,9 @@ typedef struct power_model power_model;
 
 /* Build the per-component, per-state tables for `chip`. The model copies what it needs:
  * the chip may be freed afterwards. Fails with ENPU_ERR_INVALID / ENPU_ERR_RANGE when a
- * table is empty, the DVFS IVR table has no rows at chip->ivr_scaling_time_ns, or its
- * (activity, voltage) rows do not form a full grid.
+ * table is empty, the DVFS IVR table has no rows at chip->ivr_scaling_time_ns, a
+ * regulator table's (activity, voltage) rows do not form a full grid, or a controller
+ * share leaves negative controller power.
  * @return 0 and *out, or a negative ENPU_ERR_* with *out NULL and err filled. */
 int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
                        power_regulator regulator, power_model **out, enpu_err *err);
@@ -114,45 +121,59 @@ power_regulator power_model_regulator(const power_model *pm);
 int power_peak_state(const power_model *pm); /* chip->freq_states (34) */
 
 /* Per-state table lookups; state must be in 0..power_peak_state(pm) (not checked: these
- * are hot-path accessors; pass a valid state). Powers are for the whole component. */
+ * are hot-path accessors; pass a valid state). Powers are for the whole component (every
+ * part); the voltage is its DVFS rail's (for HBM and ICI, the controller's). */
 double power_level(const power_model *pm, config_component c, int state); /* GHz or GB/s */
 double power_voltage_v(const power_model *pm, config_component c, int state);
 double power_static_w(const power_model *pm, config_component c, int state);
 double power_dynamic_w(const power_model *pm, config_component c, int state); /* u = 1 */
 int power_unit_count(const power_model *pm, config_component c); /* 8 SA, 6 VU, else 1 */
 
-/* Regulator efficiency (fraction in (0, 1]) of this model's regulator at a voltage and
- * activity, interpolated and clamped as described above. */
+/* Regulator efficiency (fraction in (0, 1]) at a voltage and activity, rounded as
+ * described above: of the DVFS IVR when this model has one (every regulator but
+ * POWER_REG_FIXED), else of the fixed regulator; power_fixed_efficiency is always the
+ * fixed regulator's. */
 double power_efficiency(const power_model *pm, double voltage_v, double activity);
+double power_fixed_efficiency(const power_model *pm, double activity);
 
 /* Energy of component c at `state` over an operator of time_ns during which it is busy
  * for busy_ns (0 <= busy_ns <= time_ns) with FLOP utilisation `utilization` in [0, 1]
- * (SA/VU; pass 1 for the others):
- *   E = (P_dyn(state) · busy_ns · u + P_static(state) · time_ns) / η(V(state), busy/time)
+ * (SA/VU; pass 1 for the others), summed over its parts p (the rail, and for HBM/ICI the
+ * fixed-supply parts), each through its own regulator:
+ *   E = Σ_p (P_dyn,p(state) · busy_ns · u + P_static,p(state) · time_ns) / η_p(V_p, busy/time)
  * @return 0, or ENPU_ERR_INVALID (bad component/state/times, or a non-peak state under
  * the fixed regulator) with err filled (err may be NULL). */
 int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
                  double time_ns, double utilization, power_energy_nj *e, enpu_err *err);
 
+/* power_energy for a component whose rail is at rail_v (>= its own voltage at `state`:
+ * a domain shared with a member needing more; <= its own: as power_energy). Only SA, VU
+ * and SRAM may share a rail (ENPU_ERR_INVALID otherwise). */
+int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v,
+                      double busy_ns, double time_ns, double utilization, power_energy_nj *e,
+                      enpu_err *err);
+
 /* "Other" static chip power (other_static_w) over time_ns, in nJ. */
 double power_other_energy(const power_model *pm, double time_ns);
 
-/* Energy of one operator: power_energy for each component with its state, busy time and
+/* Energy of one operator: power_energy_rail for each component with its state, rail
+ * voltage (rail_v may be NULL: every component on its own rail), busy time and
  * utilisation (arrays indexed by config_component), FE (0) and other. */
 int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
-                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP],
-                    double time_ns, power_breakdown *out, enpu_err *err);
+                    const double *rail_v, const double busy_ns[CONFIG_NCOMP],
+                    const double utilization[CONFIG_NCOMP], double time_ns,
+                    power_breakdown *out, enpu_err *err);
 
 /* V/f transition delay between two rail voltages: ceil(|ΔV| / ivr_step_mv) × ivr_step_ns
  * (Table 6: 4 ns per 54 mV step), 0 when the voltages are equal. */
 double power_transition_ns(const power_model *pm, double v_from_v, double v_to_v);
 
-/* Energy charged to component c for a transition from state `from` to state `to`: its
- * static power at the higher of the two voltages for the transition time, divided by the
- * regulator efficiency at that voltage and activity 0 (the component does no work while
- * its rail moves). Charging the rail capacitance (½C ΔV²) is not modelled: the tables
- * give no capacitance. 0 when the voltages are
- * equal. States as for power_voltage_v. */
+/* Extra energy of component c's rail while it moves from state `from` to state `to`:
+ * the rail leaks at the higher of the two voltages for the transition time
+ * (power_transition_ns), where power_energy prices it at `to`'s, so the extra is
+ * (P_static(V_hi) − P_static(to)) × t / η(V_hi, 0) — 0 when the rail rises. Charging the
+ * rail capacitance (½C ΔV²) is not modelled: the tables give no capacitance. States as
+ * for power_voltage_v. */
 double power_transition_energy(const power_model *pm, config_component c, int from, int to);
 
 /* Peak chip power at full utilisation, per component and in total, beside the TDP. */

@@ -9,31 +9,34 @@
 #include "store.h"
 
 /* What each policy scales, as the paper defines the designs (§4.1; power.h for the
- * HBM models): NoDVFS nothing; DVFS-C the compute core (SA, VU, SRAM) as one domain;
- * eNPU-C every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too. */
+ * HBM models and regulators): NoDVFS nothing; DVFS-C (either request level) the compute
+ * core (SA, VU, SRAM) as one domain, HBM and ICI at peak on the fixed regulator; eNPU-C
+ * every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too. */
 typedef struct {
-  bool dvfs;
+  power_regulator reg; /* when parked */
   power_hbm_mode hbm;
   unsigned scaled; /* bit c: component c may sit at its lowest state */
 } idle_policy;
 
 #define ALL_COMPONENTS ((1u << CONFIG_NCOMP) - 1)
+#define COMPUTE ((1u << CONFIG_SA) | (1u << CONFIG_VU) | (1u << CONFIG_SRAM))
 static const idle_policy idle_policies[CONFIG_NPOLICY] = {
-    [CONFIG_POLICY_NODVFS] = {false, POWER_HBM_CTRL_ONLY, 0},
-    [CONFIG_POLICY_DVFS_C] = {true, POWER_HBM_CTRL_ONLY, (1u << CONFIG_SA) | (1u << CONFIG_VU) | (1u << CONFIG_SRAM)},
-    [CONFIG_POLICY_ENPU_C] = {true, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
-    [CONFIG_POLICY_ENPU_ALL] = {true, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_IDEAL] = {true, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_NODVFS] = {POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0},
+    [CONFIG_POLICY_DVFS_C] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
+    [CONFIG_POLICY_DVFS_C_WALK] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
+    [CONFIG_POLICY_ENPU_C] = {POWER_REG_DVFS, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
+    [CONFIG_POLICY_ENPU_ALL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_IDEAL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
 };
 
 int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode, double *watts,
                         enpu_err *err) {
   ENPU_RETURN_IF((unsigned)policy >= CONFIG_NPOLICY, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
   const idle_policy *ip = &idle_policies[policy];
-  const bool parked = ip->dvfs && mode != CONFIG_IDLE_PEAK;
+  const bool parked = ip->reg != POWER_REG_FIXED && mode != CONFIG_IDLE_PEAK;
   power_model *pm = NULL;
   ENPU_FORWARD(power_model_create(chip, parked ? ip->hbm : POWER_HBM_CTRL_ONLY,
-                                  parked ? POWER_REG_DVFS : POWER_REG_FIXED, &pm, err));
+                                  parked ? ip->reg : POWER_REG_FIXED, &pm, err));
   /* One second of every component busy 0 ns: static power only, at the regulator's
    * efficiency for no activity. State 1 is the lowest clocked V/f state. */
   const double one_s_ns = 1e9;

@@ -33,12 +33,15 @@ typedef struct {
   char policy[STORE_NAME_LEN];
   int phase;             /* STORE_PHASE_* */
   double slack;          /* fraction of T_nodvfs */
+  int budget;            /* STORE_BUDGET_* the plans were compiled in (a row never mixes) */
   size_t buckets;        /* ok buckets with a plan at this slack */
   double mean, min, max; /* savings_vs_nodvfs over those plans (fractions) */
+  double overhead_mean, overhead_max; /* the plans' overhead_pct (% of T_nodvfs): time
+                                         beyond the critical path, what paper mode reports */
 } report_savings_row;
 
-/* One row per (policy, phase, slack) present among the plans of ok buckets, ordered by
- * policy (store order), phase, slack. *out is malloc'd (NULL when *n is 0).
+/* One row per (policy, phase, slack, budget mode) present among the plans of ok buckets,
+ * ordered by policy (store order), phase, slack, mode. *out is malloc'd (NULL when *n is 0).
  * @return 0, or ENPU_ERR_NOMEM. */
 int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err);
 
@@ -89,11 +92,11 @@ typedef struct {
 } report_breakdown_row;
 
 /* One row per (policy, stored slack) of bucket `key`, policies in store order, slacks
- * ascending; a policy without that ok bucket has no rows. `ps` is the same store opened
- * with planstore_open: its walk replay decides where every instance is.
- * @return 0; ENPU_ERR_NOT_FOUND when no policy has the bucket ok; ENPU_ERR_FORMAT when
- * `ps` and `c` disagree; ENPU_ERR_NOMEM. */
-int report_breakdown(const store_contents *c, const planstore *ps, const report_bucket_key *key,
+ * ascending; a policy without that ok bucket has no rows. Each plan's plan_states runs
+ * say where every instance is (a run that is no Pareto point counts its op's fastest
+ * point's per-slot energies).
+ * @return 0; ENPU_ERR_NOT_FOUND when no policy has the bucket ok; ENPU_ERR_NOMEM. */
+int report_breakdown(const store_contents *c, const report_bucket_key *key,
                      report_breakdown_row **out, size_t *n, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
@@ -115,9 +118,9 @@ typedef struct {
  * *slack_used receives that slack.
  * @return 0; ENPU_ERR_NOT_FOUND (no such policy/ok bucket/plan, or a policy name the
  * config does not know); the graph's or cost model's error; ENPU_ERR_NOMEM. */
-int report_freq_util(const store_contents *c, const planstore *ps, const config_job *job,
-                     const char *policy, const report_bucket_key *key, double slack,
-                     report_freq_row **out, size_t *n, double *slack_used, enpu_err *err);
+int report_freq_util(const store_contents *c, const config_job *job, const char *policy,
+                     const report_bucket_key *key, double slack, report_freq_row **out, size_t *n,
+                     double *slack_used, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Figure 20: expert load imbalance (paper §4.6), from `enpu compile --capacity-factor` */

@@ -2,11 +2,12 @@
  * loaded store: savings per (policy, phase, slack), the representative bucket of a
  * phase, a plan's energy by component slot, and chosen states vs utilisation at peak.
  *
- * Where each op instance sits at a walk prefix (lead/trail points) is decided by the
- * store reader's walk replay (planstore_plan_states), never re-derived here; store_load
- * has validated every index of `store_contents`, so rows index their tables safely, and
- * the rows the reader returns are checked against `c` because they come from a second
- * open of the file. */
+ * Where each op instance of a plan sits is read from the plan's plan_states runs (a walk
+ * prefix's lead and trail points, or a GA plan's runs of layers); store_load has
+ * validated every index of `store_contents` and that the runs cover every op's
+ * instances, so rows index their tables safely. A run that is no Pareto point (rail
+ * lifting, the all-peak fallback) is priced by its op's fastest point in the energy
+ * breakdown: the store keeps per-slot energies of Pareto points only. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,29 +35,33 @@ static const store_policy_tables *find_policy(const store_contents *c, const cha
   return NULL;
 }
 
-/* Index of policy `name` in the reader, or -1. */
-static long reader_policy(const planstore *ps, const char *name) {
-  for (size_t i = 0; i < planstore_policy_count(ps); i++)
-    if (!strcmp(planstore_policy_name(ps, i), name)) return (long)i;
-  return -1;
-}
-
-/* The reader's op states of plan `pl` (row `bucket` of policy `p`) into a malloc'd array. */
-static int plan_op_states(const planstore *ps, const store_policy_tables *p, uint32_t bucket,
-                          const store_plan_rec *pl, planstore_op_states **out, size_t *n, enpu_err *err) {
-  long pi = reader_policy(ps, p->name);
-  ENPU_RETURN_IF(pi < 0, err, ENPU_ERR_FORMAT, "the store reader has no policy %s", p->name);
-  planstore_plan q = {.policy = (uint32_t)pi, .bucket = bucket, .walk_prefix = pl->walk_prefix};
-  size_t cap = p->buckets[bucket].ops_count;
-  *out = enpu_calloc(cap ? cap : 1, sizeof **out);
+/* The op states of plan `pl` of bucket `b` from its runs, one entry per bucket op: its
+ * first run as the lead, its last as the trail. */
+static int plan_op_states(const store_policy_tables *p, const store_bucket_rec *b, const store_plan_rec *pl,
+                          planstore_op_states **out, size_t *n, enpu_err *err) {
+  *n = b->ops_count;
+  *out = enpu_calloc(*n ? *n : 1, sizeof **out);
   ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "out of memory (op states)");
-  int rc = planstore_plan_states(ps, &q, *out, cap, n, err);
-  for (size_t i = 0; rc == 0 && i < *n; i++)
-    if ((*out)[i].op >= p->nops || (*out)[i].lead_pareto >= p->npareto || (*out)[i].trail_pareto >= p->npareto)
-      rc = enpu_errorf(err, ENPU_ERR_FORMAT, "policy %s: the reader's op %u or pareto row %u is outside the loaded tables",
-                       p->name, (*out)[i].op, (*out)[i].lead_pareto);
-  if (rc < 0) free(*out), *out = NULL;
-  return rc;
+  uint32_t k = 0;
+  for (uint64_t r = 0; r < pl->states_count; r++) {
+    const store_plan_state_rec *ps = &p->plan_states[pl->states_first + r];
+    while (k < b->ops_count && p->bucket_ops[b->ops_first + k].op != ps->op) k++;
+    if (k == b->ops_count) break; /* store_load checked the order */
+    planstore_op_states *o = &(*out)[k];
+    const store_op_rec *op = &p->ops[ps->op];
+    const uint32_t pt = ps->pareto == STORE_NO_INDEX ? op->pareto_first : ps->pareto;
+    if (o->instances == 0) {
+      *o = (planstore_op_states){.op = ps->op, .signature = op->signature, .name = op->name,
+                                 .instances = p->bucket_ops[b->ops_first + k].multiplicity,
+                                 .lead_instances = ps->instances, .lead_pareto = pt,
+                                 .lead_time_ns = p->pareto[pt].time_ns};
+      memcpy(o->lead_states, ps->states, PLANSTORE_NSTATE);
+    }
+    o->trail_pareto = pt;
+    o->trail_time_ns = p->pareto[pt].time_ns;
+    memcpy(o->trail_states, ps->states, PLANSTORE_NSTATE);
+  }
+  return 0;
 }
 
 /* ---- Figure 11 ----------------------------------------------------------------- */
@@ -64,7 +69,8 @@ static int plan_op_states(const planstore *ps, const store_policy_tables *p, uin
 static int savings_cmp(const void *a, const void *b) {
   const report_savings_row *x = a, *y = b;
   if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
-  return x->slack < y->slack ? -1 : x->slack > y->slack;
+  if (x->slack != y->slack) return x->slack < y->slack ? -1 : 1;
+  return (x->budget > y->budget) - (x->budget < y->budget);
 }
 
 int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err) {
@@ -80,14 +86,15 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
       const store_bucket_rec *b = &p->buckets[pl->bucket];
       if (b->status != STORE_BUCKET_OK) continue;
       size_t r = first;
-      while (r < count && !(rows[r].phase == b->phase && rows[r].slack == pl->slack)) r++;
+      while (r < count && !(rows[r].phase == b->phase && rows[r].slack == pl->slack && rows[r].budget == pl->budget))
+        r++;
       if (r == count) {
         if (enpu_grow((void **)&rows, &cap, count + 1, sizeof *rows) < 0) {
           free(rows);
           return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (savings rows)");
         }
-        rows[count] = (report_savings_row){.phase = b->phase, .slack = pl->slack, .min = INFINITY,
-                                           .max = -INFINITY};
+        rows[count] = (report_savings_row){.phase = b->phase, .slack = pl->slack, .budget = pl->budget,
+                                           .min = INFINITY, .max = -INFINITY, .overhead_max = -INFINITY};
         snprintf(rows[count].policy, sizeof rows[count].policy, "%s", p->name);
         count++;
       }
@@ -95,8 +102,11 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
       rows[r].mean += pl->savings_vs_nodvfs; /* a sum until divided below */
       rows[r].min = fmin(rows[r].min, pl->savings_vs_nodvfs);
       rows[r].max = fmax(rows[r].max, pl->savings_vs_nodvfs);
+      rows[r].overhead_mean += pl->overhead_pct; /* a sum, as mean */
+      rows[r].overhead_max = fmax(rows[r].overhead_max, pl->overhead_pct);
     }
-    for (size_t r = first; r < count; r++) rows[r].mean /= (double)rows[r].buckets;
+    for (size_t r = first; r < count; r++)
+      rows[r].mean /= (double)rows[r].buckets, rows[r].overhead_mean /= (double)rows[r].buckets;
     qsort(rows + first, count - first, sizeof *rows, savings_cmp);
   }
   *out = rows;
@@ -169,24 +179,18 @@ static int breakdown_slack_cmp(const void *a, const void *b) {
 }
 
 /* Slot energies of one plan: every instance of every op at its lead or trail point. */
-static int plan_slots(const planstore *ps, const store_policy_tables *p, uint32_t bucket,
-                      const store_plan_rec *pl, report_breakdown_row *row, enpu_err *err) {
-  planstore_op_states *st = NULL;
-  size_t nst = 0;
-  ENPU_FORWARD(plan_op_states(ps, p, bucket, pl, &st, &nst, err));
-  for (size_t i = 0; i < nst; i++) {
-    const store_pareto_rec *lead = &p->pareto[st[i].lead_pareto], *trail = &p->pareto[st[i].trail_pareto];
-    const double nlead = (double)st[i].lead_instances, ntrail = (double)(st[i].instances - st[i].lead_instances);
+static void plan_slots(const store_policy_tables *p, const store_plan_rec *pl, report_breakdown_row *row) {
+  for (uint64_t r = 0; r < pl->states_count; r++) {
+    const store_plan_state_rec *ps = &p->plan_states[pl->states_first + r];
+    const uint32_t pt = ps->pareto == STORE_NO_INDEX ? p->ops[ps->op].pareto_first : ps->pareto;
     for (int s = 0; s < STORE_NENERGY; s++)
-      row->slot_nj[s] += nlead * lead->energy_by_slot_nj[s] + ntrail * trail->energy_by_slot_nj[s];
+      row->slot_nj[s] += (double)ps->instances * p->pareto[pt].energy_by_slot_nj[s];
   }
-  free(st);
   for (int s = 0; s < STORE_NENERGY; s++) row->slots_total_nj += row->slot_nj[s];
-  return ENPU_OK;
 }
 
-int report_breakdown(const store_contents *c, const planstore *ps, const report_bucket_key *key,
-                     report_breakdown_row **out, size_t *n, enpu_err *err) {
+int report_breakdown(const store_contents *c, const report_bucket_key *key, report_breakdown_row **out,
+                     size_t *n, enpu_err *err) {
   *out = NULL;
   *n = 0;
   size_t cap = 0, count = 0;
@@ -208,8 +212,8 @@ int report_breakdown(const store_contents *c, const planstore *ps, const report_
       *r = (report_breakdown_row){.bucket = *key, .slack = pl->slack, .walk_prefix = pl->walk_prefix,
                                   .plan_energy_nj = pl->energy_nj, .e_nodvfs_nj = b->e_nodvfs_nj};
       snprintf(r->policy, sizeof r->policy, "%s", p->name);
-      rc = plan_slots(ps, p, (uint32_t)bi, pl, r, err);
-      if (rc == ENPU_OK) count++;
+      plan_slots(p, pl, r);
+      count++;
     }
     qsort(rows + first, count - first, sizeof *rows, breakdown_slack_cmp);
   }
@@ -243,6 +247,7 @@ typedef struct {
   cost_ctx *cost;
   search_options opt;
   config_policy policy;
+  int paper; /* the bucket's Pareto times are critical-path times */
   int peak[CONFIG_NCOMP];
 } freq_ctx;
 
@@ -261,7 +266,8 @@ static int match_op(freq_ctx *fc, const graph *g, const store_op_rec *sop, const
     int rc = search_op_breakdown(fc->search, fc->cost, op, fc->policy, &fc->opt, state, &at, &local);
     if (rc == ENPU_ERR_RANGE || rc == ENPU_ERR_INVALID) continue;
     if (rc < 0) return enpu_errorf(err, rc, "op %s: %s", sop->name, local.msg);
-    if (!(fabs(at.time_ns - st->lead_time_ns) <= 1e-6 * st->lead_time_ns)) continue;
+    const double t_at = fc->paper ? at.cp_time_ns : at.time_ns;
+    if (!(fabs(t_at - st->lead_time_ns) <= 1e-6 * st->lead_time_ns)) continue;
     cost_result peak;
     ENPU_FORWARD(search_op_breakdown(fc->search, fc->cost, op, CONFIG_POLICY_NODVFS, &fc->opt, fc->peak, &peak, err));
     for (int k = 0; k < CONFIG_NCOMP; k++) row->util_peak[k] = peak.utilization[k];
@@ -270,7 +276,7 @@ static int match_op(freq_ctx *fc, const graph *g, const store_op_rec *sop, const
   return ENPU_OK;
 }
 
-int report_freq_util(const store_contents *c, const planstore *ps, const config_job *job, const char *policy,
+int report_freq_util(const store_contents *c, const config_job *job, const char *policy,
                      const report_bucket_key *key, double slack, report_freq_row **out, size_t *n,
                      double *slack_used, enpu_err *err) {
   *out = NULL;
@@ -289,7 +295,8 @@ int report_freq_util(const store_contents *c, const planstore *ps, const config_
   size_t nst = 0;
   graph *g = NULL;
   report_freq_row *rows = NULL;
-  int rc = plan_op_states(ps, p, (uint32_t)bi, pl, &st, &nst, err);
+  fc.paper = p->buckets[bi].budget == STORE_BUDGET_PAPER;
+  int rc = plan_op_states(p, &p->buckets[bi], pl, &st, &nst, err);
   if (rc == 0) rc = graph_build(job, (config_phase)key->phase, key->batch, key->seq, &g, err);
   if (rc == 0) rc = cost_ctx_create(&job->chip, &fc.cost, err);
   if (rc == 0) rc = search_ctx_create(&job->chip, &fc.search, err);

@@ -10,7 +10,6 @@
 
 typedef struct {
   const store_contents *c;
-  const planstore *ps;
   const config_job *job;   /* NULL: no Figure 19 */
   const char *gnuplot;     /* program name or path */
   const char *dir;         /* output directory as given */

@@ -213,15 +213,22 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
 static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const int drawn[2]) {
   fprintf(md, "## 1. Energy savings vs SLO slack (Figure 11)\n\n"
               "Per policy and phase, the energy saved against NoDVFS by the stored plan of every "
-              "compiled bucket at each slack (mean over buckets, error bars from min to max).\n\n");
+              "compiled bucket at each slack (mean over buckets, error bars from min to max). "
+              "`budget` is the mode the plans were compiled in (README, Budget modes): strict fits "
+              "the plan's whole time in max(T_nodvfs, T_peak) + slack · T_nodvfs; paper fits its "
+              "critical-path time in (1 + slack) · T_nodvfs. `overhead` is the time beyond the "
+              "critical path (V/f transitions, domain crossings), in %% of T_nodvfs: in paper mode "
+              "the plans run that much past their budget.\n\n");
   for (int ph = 0; ph < 2; ph++)
     if (drawn[ph]) fprintf(md, "![%s savings vs slack](savings_%s.png)\n\n", phase_names[ph], phase_names[ph]);
-  fprintf(md, "| policy | phase | slack (%%) | buckets | mean saving (%%) | min (%%) | max (%%) |\n"
-              "|---|---|---:|---:|---:|---:|---:|\n");
+  fprintf(md, "| policy | phase | budget | slack (%%) | buckets | mean saving (%%) | min (%%) | max (%%) "
+              "| mean overhead (%%) | max overhead (%%) |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < n; i++)
-    fprintf(md, "| %s | %s | %g | %zu | %.4f | %.4f | %.4f |\n", rows[i].policy, phase_names[rows[i].phase],
-            100 * rows[i].slack, rows[i].buckets, 100 * rows[i].mean, 100 * rows[i].min, 100 * rows[i].max);
-  if (n == 0) fprintf(md, "| – | – | – | 0 | – | – | – |\n");
+    fprintf(md, "| %s | %s | %s | %g | %zu | %.4f | %.4f | %.4f | %.4f | %.4f |\n", rows[i].policy,
+            phase_names[rows[i].phase], rows[i].budget == STORE_BUDGET_PAPER ? "paper" : "strict",
+            100 * rows[i].slack, rows[i].buckets, 100 * rows[i].mean, 100 * rows[i].min, 100 * rows[i].max,
+            rows[i].overhead_mean, rows[i].overhead_max);
+  if (n == 0) fprintf(md, "| – | – | – | – | 0 | – | – | – | – | – |\n");
   fprintf(md, "\n");
 }
 
@@ -270,7 +277,8 @@ static void md_breakdown(FILE *md, const report_breakdown_row *rows, size_t n, i
   fprintf(md, "\n");
   for (size_t i = 0; i < n; i++) {
     const report_breakdown_row *b = &rows[i];
-    fprintf(md, "| %s | %g | %llu |", b->policy, 100 * b->slack, (unsigned long long)b->walk_prefix);
+    if (b->walk_prefix == STORE_NO_PREFIX) fprintf(md, "| %s | %g | — |", b->policy, 100 * b->slack);
+    else fprintf(md, "| %s | %g | %llu |", b->policy, 100 * b->slack, (unsigned long long)b->walk_prefix);
     for (int s = 0; s < STORE_NENERGY; s++) fprintf(md, " %.6g |", b->slot_nj[s] / 1e6);
     fprintf(md, " %.6g | %.6g | %.6g | %.3f |\n", b->slots_total_nj / 1e6, b->plan_energy_nj / 1e6,
             b->e_nodvfs_nj / 1e6, b->e_nodvfs_nj > 0 ? 100 * (1 - b->plan_energy_nj / b->e_nodvfs_nj) : 0.0);
@@ -290,14 +298,15 @@ static int section_breakdown(const report_ctx *r, FILE *md, enpu_err *err) {
   fprintf(md, "## 2. Energy by component (Figure 12)\n\n"
               "For the median bucket of each phase (by NoDVFS time, among buckets compiled in every "
               "policy), the energy of one forward pass by component: every op instance at the Pareto "
-              "point the plan's walk prefix puts it on, times that point's per-component energy. "
-              "`plan` is the stored plan energy on the real operator order; it exceeds Σ slots by "
-              "the V/f transition energy.\n\n");
+              "point its plan puts it on (the plan's walk prefix, or for a plan that is no walk "
+              "prefix, `—`, e.g. DVFS-C's GA, its stored runs), times that point's per-component "
+              "energy. `plan` is the stored plan energy on the real operator order; it differs "
+              "from Σ slots by the V/f transitions between operators.\n\n");
   for (int ph = 0; ph < 2; ph++) {
     if (!has_median(r, md, ph)) continue;
     report_breakdown_row *rows = NULL;
     size_t n = 0;
-    ENPU_FORWARD(report_breakdown(r->c, r->ps, &r->median[ph], &rows, &n, err));
+    ENPU_FORWARD(report_breakdown(r->c, &r->median[ph], &rows, &n, err));
     int rc = plot_breakdown(r, rows, n, ph, err);
     if (rc == 0) md_breakdown(md, rows, n, ph);
     free(rows);
@@ -399,7 +408,7 @@ static int section_freq(const report_ctx *r, FILE *md, double want_slack, enpu_e
     size_t n = 0;
     double slack = 0;
     ENPU_FORWARD(
-        report_freq_util(r->c, r->ps, r->job, policy, &r->median[ph], want_slack, &rows, &n, &slack, err));
+        report_freq_util(r->c, r->job, policy, &r->median[ph], want_slack, &rows, &n, &slack, err));
     /* nothing to plot when no op matched (gnuplot refuses a plot without points) */
     int rc = n > count_unmatched(rows, n) ? plot_freq(r, rows, n, ph, policy, slack, err) : 0;
     if (rc == 0 && n) md_freq(md, rows, n, ph, slack);
@@ -496,10 +505,8 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   ENPU_RETURN_IF(!o || !o->store_path, err, ENPU_ERR_INVALID, "report_write: no store");
   report_ctx r = {.job = o->job, .gnuplot = o->gnuplot ? o->gnuplot : "gnuplot"};
   store_contents *c = NULL;
-  planstore *ps = NULL;
   char name[STORE_NAME_LEN] = "", dir[PATH_MAX];
   int rc = store_load(o->store_path, &c, err);
-  if (rc == 0) rc = planstore_open(o->store_path, &ps, err);
   if (rc == 0 && job_name(c, name, sizeof name, o->out_dir ? NULL : err) < 0 && !o->out_dir)
     rc = ENPU_ERR_FORMAT;
   if (rc == 0 && !name[0]) snprintf(name, sizeof name, "(unnamed job)");
@@ -509,7 +516,7 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   if (rc == 0) rc = enpu_mkdir_p(dir, err);
   if (rc == 0) rc = report_absolute_dir(dir, r.absdir, sizeof r.absdir, err);
   if (rc == 0) {
-    r.c = c, r.ps = ps, r.dir = dir;
+    r.c = c, r.dir = dir;
     for (int ph = 0; ph < 2 && rc == 0; ph++) /* "no such bucket" is a note in the report */
       if (report_pick_bucket(c, ph, &r.median[ph], &r.median_why[ph]) == ENPU_ERR_NOMEM)
         rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
@@ -521,7 +528,6 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
     if (*md_path) snprintf(*md_path, len, "%s/report.md", dir);
     else rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
-  planstore_close(ps);
   store_contents_free(c);
   return rc;
 }

@@ -14,6 +14,13 @@
  *  - Walk moves are in instances: an op with multiplicity m moves one instance at a time;
  *    m identical moves are recorded as one step with a count, and any count-prefix of a
  *    step is a valid plan.
+ *  - Budget modes (config_budget): the time an op-level Pareto set and the request level
+ *    measure — search_point.time_ns — is the op's time in `strict` mode and its
+ *    critical-path time (cost.h) in `paper` mode; energies are always the real ones.
+ *    Finalisation prices every plan on the real operator order with its V/f
+ *    transitions; a strict plan fits max(T_nodvfs, T_peak) + p·T_nodvfs with all of it,
+ *    a paper plan fits (1 + p)·T_nodvfs with its critical-path time and reports the rest
+ *    as its overhead.
  *  - Units: ns, nJ; states are integers 1..peak (0, gated, is never searched). */
 #ifndef ENPU_SEARCH_H
 #define ENPU_SEARCH_H
@@ -65,7 +72,7 @@ typedef int (*search_eval_fn)(void *user, const int state[CONFIG_NCOMP], double 
 
 typedef struct {
   int state[CONFIG_NCOMP];
-  double time_ns;
+  double time_ns;   /* the budget mode's measure: op time (strict), critical path (paper) */
   double energy_nj;
 } search_point;
 
@@ -209,9 +216,14 @@ int search_walk_positions(const search_walk *w, int64_t moves, int *pos, enpu_er
 /* One slack's compiled plan. */
 typedef struct {
   double slack;
-  double budget_ns;
+  config_budget budget;    /* the mode budget_ns was computed in */
+  double budget_ns;        /* strict: max(T_nodvfs, T_peak) + slack·T_nodvfs;
+                              paper: (1 + slack)·T_nodvfs */
   double time_ns;          /* on the real operator order, transitions included */
   double energy_nj;        /* idem */
+  double cp_time_ns;       /* the plan's critical-path time (sum over its ops) */
+  double overhead_pct;     /* 100 · (time_ns − cp_time_ns) / T_nodvfs: transitions,
+                              crossings and the fill/drain they lengthen */
   double lower_bound_nj;   /* LP relaxation over the op-level Pareto sets */
   double savings_vs_nodvfs; /* 1 - energy / E_nodvfs */
   int64_t op_evals;        /* op-level evaluations of the policy (shared by its slacks) */
@@ -229,7 +241,7 @@ typedef struct {
 } search_slack_plan;
 
 /* Plan invariants (DESIGN.md §11) over the slacks of one policy in increasing order:
- * time <= budget, energy non-increasing as slack grows, energy <= peak_energy_nj (the
+ * time (strict) or critical-path time (paper) <= budget, energy non-increasing as slack grows, energy <= peak_energy_nj (the
  * policy's all-peak plan), lower bound <= energy. Relative tolerance 1e-9.
  * @return 0, or ENPU_ERR_INTERNAL naming the slack and the broken invariant. */
 int search_check_invariants(const search_slack_plan *plans, int n, double peak_energy_nj,
@@ -272,10 +284,20 @@ int search_vfset_check(const int (*state)[CONFIG_NCOMP], int64_t instances,
  * Compiling one bucket for one policy */
 
 typedef enum {
-  SEARCH_REQ_WALK = 0,   /* hull walk + LP bound (default) */
+  SEARCH_REQ_WALK = 0,   /* hull walk + LP bound */
   SEARCH_REQ_GREEDY = 1, /* the paper's greedy over Pareto points, one run per slack */
-  SEARCH_REQ_GA = 2      /* the paper's DVFS-C genetic algorithm, warm-started per slack */
+  SEARCH_REQ_GA = 2,     /* the paper's DVFS-C genetic algorithm, warm-started per slack */
+  SEARCH_REQ_POLICY = 3  /* default: the policy's own — the GA for dvfs-c (§4.3), the
+                            walk for every other policy (dvfs-c-walk included) */
 } search_req_method;
+
+/* How V/f transitions between consecutive operators are priced. */
+typedef enum {
+  SEARCH_TRANS_PER_RAIL = 0, /* default: each moving rail delays only its components, inside
+                                the next op (cost_eval_after, paper §3.2) */
+  SEARCH_TRANS_CHIP_STALL = 1 /* the whole chip stalls for the slowest moving rail between
+                                 the two ops (a synchronous vf.set on every domain) */
+} search_transitions;
 
 typedef struct {
   search_req_method request;
@@ -298,12 +320,14 @@ typedef struct {
    * lifted_mask, polish_moves or from_ga set has walk_moves -1 and only `state` says what
    * it is). See search_compile_bucket. */
   int transition_aware;
+  config_budget budget;           /* strict (default) or paper */
+  search_transitions transitions; /* per-rail (default) or the whole-chip stall */
 } search_options;
 
 void search_options_default(search_options *o);
 
 /* Search context: the chip's power models (fixed regulator; DVFS IVR with HBM ctrl-only
- * and full) and the op-level memo. One per thread; the chip must outlive it (the
+ * and full; DVFS-C's compute-only IVR) and the op-level memo. One per thread; the chip must outlive it (the
  * exhaustive search creates a cost context per extra thread from it). */
 typedef struct search_ctx search_ctx;
 int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err);
@@ -313,6 +337,7 @@ typedef struct {
   config_policy policy;
   double t_nodvfs_ns, e_nodvfs_nj; /* NoDVFS forward pass */
   double t_peak_ns;                /* eNPU (5-domain) pipeline at all-peak */
+  config_budget budget;            /* the mode every plan was compiled in */
   double policy_peak_time_ns, policy_peak_energy_nj; /* the policy's all-peak plan */
   int64_t op_evals;
   int unique_ops;                  /* ops searched (distinct signatures) */
@@ -337,6 +362,13 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
 int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                         const search_options *opt, const int state[CONFIG_NCOMP],
                         cost_result *out, enpu_err *err);
+/* The same for the op run right after an op planned `prev` (NULL: as
+ * search_op_breakdown): per-rail transitions included as the request level prices them
+ * (cost_eval_after; none for a policy without transitions). */
+int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
+                              config_policy policy, const search_options *opt,
+                              const int prev[CONFIG_NCOMP], const int state[CONFIG_NCOMP],
+                              cost_result *out, enpu_err *err);
 
 /* The request level of one bucket given its ops' Pareto sets (sets[i] for graph op i,
  * computed by search_op_compile for the same policy and options; equal signatures may
@@ -349,11 +381,12 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
                                search_bucket_result *out, enpu_err *err);
 
 /* Compile one bucket (graph g) for one policy at the given slacks (increasing, >= 0):
- * budgets T_budget(p) = max(T_nodvfs, T_peak) + p·T_nodvfs, op-level Pareto sets per
- * distinct op signature, the request-level search, finalisation on the real operator
- * order (V/f transition time and energy between consecutive ops whose voltages differ;
- * none for `ideal`), stepping back along the walk until the plan fits, and the plan
- * invariants. With opt->transition_aware, finalisation also (1) tries the walk prefix (or
+ * budgets T_budget(p) = max(T_nodvfs, T_peak) + p·T_nodvfs (strict) or
+ * (1 + p)·T_nodvfs (paper), op-level Pareto sets per distinct op signature, the
+ * request-level search, finalisation on the real operator order (V/f transitions per
+ * opt->transitions between consecutive ops whose voltages differ; none for `ideal`),
+ * stepping back along the walk until the plan fits (strict; a paper plan's walk prefix
+ * fits by construction), and the plan invariants. With opt->transition_aware, finalisation also (1) tries the walk prefix (or
  * GA/greedy plan) with rails lifted — for every subset of the searched domains, each
  * instance's state in a lifted domain is raised to the lowest state of the highest
  * voltage band that domain uses in the plan, so its rail never changes voltage (frequency
@@ -369,15 +402,21 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
 
 /* Re-simulate a plan from its states alone (what `enpu validate` checks a stored plan
  * with): every op instance evaluated by the cost model under the policy's pipeline and
- * power model, in the real operator order, plus the V/f transitions between consecutive
+ * power model, in the real operator order, with the V/f transitions between consecutive
  * instances that finalisation prices (none for `ideal`) — the same totals finalisation
- * computes. state[off_i + r] holds the states of instance r (layer r) of graph op i,
- * off_i the sum of the multiplicities of ops 0..i-1 (search_walk_positions numbering).
+ * computes, and the critical-path time. state[off_i + r] holds the states of instance r
+ * (layer r) of graph op i, off_i the sum of the multiplicities of ops 0..i-1
+ * (search_walk_positions numbering). cp_time_ns may be NULL.
  * @return 0, or the cost model's error naming the op and layer, ENPU_ERR_INVALID (bad
  * graph or policy), ENPU_ERR_NOMEM. */
 int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                          const search_options *opt, const int (*state)[CONFIG_NCOMP],
-                         double *time_ns, double *energy_nj, enpu_err *err);
+                         double *time_ns, double *cp_time_ns, double *energy_nj,
+                         enpu_err *err);
+
+/* The budget of a slack in a mode: strict max(t_nodvfs, t_peak) + slack·t_nodvfs, paper
+ * (1 + slack)·t_nodvfs. */
+double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_ns, double slack);
 
 /* A plan's states in execution order (search_slack_plan.state) rearranged into walk
  * numbering (op i's instance r·count + c at the sum of the multiplicities of ops

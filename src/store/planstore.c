@@ -121,9 +121,10 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
                  "%s bucket batch %d seq %d does not fit the chips: %s", phase_name, b->batch, b->seq, b->message);
   ENPU_RETURN_IF(b->status == STORE_BUCKET_FAILED, err, ENPU_ERR_NOT_FOUND,
                  "%s bucket batch %d seq %d failed to compile: %s", phase_name, b->batch, b->seq, b->message);
-  *plan = (planstore_plan){.policy = pi, .bucket = (uint32_t)bi, .phase = phase, .batch = b->batch,
-                           .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns, .t_peak_ns = b->t_peak_ns,
-                           .e_nodvfs_nj = b->e_nodvfs_nj, .walk_steps = b->walk_count,
+  *plan = (planstore_plan){.policy = pi, .bucket = (uint32_t)bi, .phase = phase, .budget_mode = b->budget,
+                           .batch = b->batch, .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns,
+                           .t_peak_ns = b->t_peak_ns, .e_nodvfs_nj = b->e_nodvfs_nj,
+                           .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN,
                            .note = b->message};
   *pol = p;
   return ENPU_OK;
@@ -143,6 +144,11 @@ static int plan_at_target(const store_policy *p, double target_ns, planstore_pla
   }
   plan->target_ns = target_ns;
   plan->walk_prefix = lo;
+  for (uint32_t k = 0; k < b->plan_count; k++) { /* a stored plan for this very target */
+    const store_plan_rec *sp = &p->t.plans[b->plan_first + k];
+    if (fabs(sp->budget_ns - target_ns) <= 1e-9 * fabs(target_ns))
+      plan->plan_time_ns = sp->time_ns, plan->overhead_pct = sp->overhead_pct;
+  }
   plan->time_ns = lo ? walk[lo - 1].time_ns : b->walk_start_time_ns;
   plan->energy_nj = lo ? walk[lo - 1].energy_nj : b->walk_start_energy_nj;
   plan->savings_vs_nodvfs = b->e_nodvfs_nj > 0 ? 1.0 - plan->energy_nj / b->e_nodvfs_nj : 0.0;
@@ -172,7 +178,8 @@ int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, i
   const store_policy *p = NULL;
   ENPU_FORWARD(lookup_bucket(ps, policy, phase, batch, seq, &p, plan, err));
   ENPU_RETURN_IF(!(slack >= 0) || !isfinite(slack), err, ENPU_ERR_INVALID, "slack %g must be >= 0", slack);
-  double base = fmax(plan->t_nodvfs_ns, plan->t_peak_ns);
+  double base = plan->budget_mode == PLANSTORE_BUDGET_PAPER ? plan->t_nodvfs_ns
+                                                            : fmax(plan->t_nodvfs_ns, plan->t_peak_ns);
   return planstore_lookup(ps, policy, phase, batch, seq, base + slack * plan->t_nodvfs_ns, plan, err);
 }
 

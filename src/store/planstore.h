@@ -23,6 +23,10 @@ extern "C" {
 #define PLANSTORE_PREFILL 0
 #define PLANSTORE_DECODE 1
 #define PLANSTORE_NSTATE 5 /* frequency states of an op: SA, VU, SRAM, HBM, ICI */
+/* Budget modes of a bucket (README, "Budget modes"): what its walk's times measure and
+ * how a slack becomes a target. */
+#define PLANSTORE_BUDGET_STRICT 0 /* op times with every cost; max(T_nodvfs, T_peak) + s·T_nodvfs */
+#define PLANSTORE_BUDGET_PAPER 1  /* critical-path times; (1 + s)·T_nodvfs, overhead on top */
 
 typedef struct planstore planstore;
 
@@ -31,6 +35,7 @@ typedef struct {
   uint32_t policy;          /* index of the policy (planstore_policy_name) */
   uint32_t bucket;          /* row of the policy's bucket table */
   int phase;                /* PLANSTORE_PREFILL / PLANSTORE_DECODE */
+  int budget_mode;          /* PLANSTORE_BUDGET_*: what target_ns and time_ns measure */
   int32_t batch, seq;       /* the padded bucket */
   double t_nodvfs_ns;       /* NoDVFS time of the bucket */
   double t_peak_ns;         /* eNPU pipeline at all-peak */
@@ -38,10 +43,16 @@ typedef struct {
   double target_ns;         /* the target the plan was chosen for */
   uint64_t walk_prefix;     /* walk steps applied: the longest prefix with time <= target */
   uint64_t walk_steps;      /* the bucket's whole walk */
-  double time_ns;           /* expected time of one forward pass */
+  double time_ns;           /* the walk prefix's time in the budget mode's measure (paper:
+                               critical path; the pass takes that plus the overhead) */
   double energy_nj;         /* expected energy of one forward pass */
   double lower_bound_nj;    /* LP-relaxation bound on energy at target_ns */
   double savings_vs_nodvfs; /* 1 - energy_nj / e_nodvfs_nj */
+  /* The stored plan compiled for this target, when there is one (a slack of the job):
+   * its time on the real operator order with V/f transitions and its overhead,
+   * 100 · (time − critical path) / T_nodvfs. NaN when no stored plan has this target. */
+  double plan_time_ns;
+  double overhead_pct;
   const char *note;         /* how the bucket stands with HBM: "" when it fits; else the
                                farm's note, "capacity ignored: ..." (the plan assumes the
                                model fits) or "offload: ..." (weights stream from the
@@ -90,8 +101,9 @@ const char *planstore_policy_name(const planstore *ps, size_t i); /* NULL when o
 int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
                      double target_ns, planstore_plan *plan, enpu_err *err);
 
-/* planstore_lookup at the bucket's slack budget:
- * target = max(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns (slack as a fraction). */
+/* planstore_lookup at the bucket's slack budget (slack as a fraction): strict buckets
+ * target max(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns, paper buckets
+ * (1 + slack) * t_nodvfs_ns. */
 int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch,
                            int seq, double slack, planstore_plan *plan, enpu_err *err);
 

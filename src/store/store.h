@@ -20,17 +20,23 @@
 #include "common.h"
 #include "planstore.h"
 
-#define STORE_FORMAT_VERSION 1u
+/* 2: buckets and plans carry their budget mode, plans their critical-path time and
+ * overhead (the cost model's transitions and budgets changed with them). */
+#define STORE_FORMAT_VERSION 2u
 #define STORE_NSTATE 5     /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7    /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
 #define STORE_NAME_LEN 64  /* fixed string columns (op and policy names) */
 #define STORE_MSG_LEN 160  /* bucket status message */
 #define STORE_ZSTD_FILTER_ID 32015 /* the registered Zstandard HDF5 filter */
 #define STORE_NO_INDEX UINT32_MAX  /* plan_states row that is not a Pareto point */
+#define STORE_NO_PREFIX UINT64_MAX /* plans.walk_prefix of a plan that is no walk prefix
+                                      (the GA's, a rail-lifted one, the all-peak fallback) */
 
 /* Phases and bucket status, as stored (u8 columns). Phase numbers equal config_phase. */
 enum { STORE_PHASE_PREFILL = 0, STORE_PHASE_DECODE = 1 };
 enum { STORE_BUCKET_OK = 0, STORE_BUCKET_INFEASIBLE_CAPACITY = 1, STORE_BUCKET_FAILED = 2 };
+/* Budget modes, as stored (u8 columns); equal to config_budget. */
+enum { STORE_BUDGET_STRICT = 0, STORE_BUDGET_PAPER = 1 };
 
 /* ops: one row per unique operator signature of the policy. */
 typedef struct {
@@ -55,6 +61,8 @@ typedef struct {
 typedef struct {
   uint8_t phase;              /* STORE_PHASE_* */
   uint8_t status;             /* STORE_BUCKET_* */
+  uint8_t budget;             /* STORE_BUDGET_*: what the walk's times and the plans'
+                                 budgets measure (strict: op time; paper: critical path) */
   uint64_t input_hash;        /* hash of everything the bucket's plans depend on (its
                                  ops' signatures and multiplicities, slacks, options):
                                  a rerun re-walks the bucket only when it changes */
@@ -81,7 +89,8 @@ typedef struct {
 } store_bucket_op_rec;
 
 /* walk: one step of a bucket's request-level walk: `instances` instances of `op` move
- * to Pareto point `pareto`; the cumulative columns hold the totals after the step. */
+ * to Pareto point `pareto`; the cumulative columns hold the totals after the step (time
+ * in the bucket's budget measure, like the Pareto points'). */
 typedef struct {
   uint32_t bucket;
   uint32_t op;                /* index into ops (an op of this bucket) */
@@ -95,22 +104,30 @@ typedef struct {
  * re-timed on the real operator order with transition costs). */
 typedef struct {
   uint32_t bucket;
+  uint8_t budget;             /* STORE_BUDGET_*, its bucket's */
   double slack;               /* fraction of T_nodvfs, e.g. 0.05 */
-  double budget_ns;
-  double time_ns;
+  double budget_ns;           /* strict: max(T_nodvfs, T_peak) + slack·T_nodvfs;
+                                 paper: (1 + slack)·T_nodvfs */
+  double time_ns;             /* with V/f transitions, domain crossings, pipeline fill */
   double energy_nj;
+  double cp_time_ns;          /* critical-path time (what a paper budget constrains) */
+  double overhead_pct;        /* 100 · (time_ns − cp_time_ns) / t_nodvfs_ns */
   double lower_bound_nj;
   double savings_vs_nodvfs;   /* 1 - energy_nj / e_nodvfs_nj */
-  uint64_t walk_prefix;       /* steps of the bucket's walk applied */
-  uint64_t states_first, states_count; /* plan_states range, real operator order */
+  uint64_t walk_prefix;       /* steps of the bucket's walk applied, or STORE_NO_PREFIX */
+  uint64_t states_first, states_count; /* plan_states range */
 } store_plan_rec;
 
-/* plan_states: per operator of a plan in real execution order. */
+/* plan_states: the plan's ops as runs of instances. A plan's rows follow its bucket's ops
+ * (bucket_ops order); an op's rows follow its instances (layer order; graph ops that
+ * share the store op one after the other) and their `instances` add up to its
+ * multiplicity. A walk-prefix plan has at most two runs per op (lead, then trail). */
 typedef struct {
   uint32_t plan;              /* index into plans */
   uint32_t op;                /* index into ops */
   uint32_t pareto;            /* Pareto point used, or STORE_NO_INDEX */
   uint8_t states[STORE_NSTATE];
+  uint64_t instances;         /* >= 1: the run's length */
 } store_plan_state_rec;
 
 /* validation: one re-simulated plan of a bucket sampled by `enpu validate` (validate.h),

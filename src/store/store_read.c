@@ -300,9 +300,10 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
 static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch,
                            enpu_err *err) {
   const store_bucket_rec *b = &p->buckets[bi];
-  if (b->phase > STORE_PHASE_DECODE || b->status > STORE_BUCKET_FAILED || b->batch < 1 || b->seq < 1)
-    return BAD("policy %s: bucket %u: bad phase %u, status %u, batch %d or seq %d", p->name, bi, b->phase,
-               b->status, b->batch, b->seq);
+  if (b->phase > STORE_PHASE_DECODE || b->status > STORE_BUCKET_FAILED || b->budget > STORE_BUDGET_PAPER ||
+      b->batch < 1 || b->seq < 1)
+    return BAD("policy %s: bucket %u: bad phase %u, status %u, budget mode %u, batch %d or seq %d", p->name, bi,
+               b->phase, b->status, b->budget, b->batch, b->seq);
   if (!range_ok(b->ops_first, b->ops_count, p->nbucket_ops) || !range_ok(b->walk_first, b->walk_count, p->nwalk) ||
       !range_ok(b->plan_first, b->plan_count, p->nplans))
     return BAD("policy %s: bucket %u: ops, walk or plan range outside its table", p->name, bi);
@@ -325,26 +326,48 @@ static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_
   }
   for (uint32_t k = 0; k < b->plan_count; k++) {
     const store_plan_rec *pl = &p->plans[b->plan_first + k];
-    if (pl->bucket != bi || pl->walk_prefix > b->walk_count ||
+    if (pl->bucket != bi || (pl->walk_prefix > b->walk_count && pl->walk_prefix != STORE_NO_PREFIX) ||
         !range_ok(pl->states_first, pl->states_count, p->nplan_states))
       return BAD("policy %s: plan %u: wrong bucket, walk prefix or plan_states range out of range", p->name,
                  b->plan_first + k);
+    if (pl->budget != b->budget || !isfinite(pl->cp_time_ns) || !isfinite(pl->overhead_pct))
+      return BAD("policy %s: plan %u: budget mode %u differs from its bucket's %u, or non-finite critical path "
+                 "or overhead",
+                 p->name, b->plan_first + k, pl->budget, b->budget);
   }
   return store_walk_replay(p, bi, b->walk_count, scratch, err);
 }
 
-/* Loaded plan_states rows: each belongs to the plan whose range holds it. */
+/* Loaded plan_states rows: each belongs to the plan whose range holds it; a plan's runs
+ * follow its bucket's ops and cover each op's instances exactly. */
 static int validate_plan_states(const store_policy_tables *p, enpu_err *err) {
-  for (size_t k = 0; k < p->nplans; k++)
-    for (uint64_t i = 0; i < p->plans[k].states_count; i++) {
-      const store_plan_state_rec *s = &p->plan_states[p->plans[k].states_first + i];
+  for (size_t k = 0; k < p->nplans; k++) {
+    const store_plan_rec *pl = &p->plans[k];
+    const store_bucket_rec *b = &p->buckets[pl->bucket]; /* checked by validate_bucket */
+    uint32_t j = 0;  /* the bucket op the runs are at */
+    uint64_t n = 0;  /* its instances covered so far */
+    for (uint64_t i = 0; i < pl->states_count; i++) {
+      const uint64_t row = pl->states_first + i;
+      const store_plan_state_rec *s = &p->plan_states[row];
       const store_op_rec *o = s->op < p->nops ? &p->ops[s->op] : NULL;
       int point_ok = s->pareto == STORE_NO_INDEX ||
                      (o && s->pareto >= o->pareto_first && s->pareto - o->pareto_first < o->pareto_count);
-      if (s->plan != k || !o || !point_ok)
-        return BAD("policy %s: plan_states row %llu: wrong plan, op %u out of range or pareto %u not its point",
-                   p->name, (unsigned long long)(p->plans[k].states_first + i), s->op, s->pareto);
+      if (s->plan != k || !o || !point_ok || s->instances == 0)
+        return BAD("policy %s: plan_states row %llu: wrong plan, op %u out of range, pareto %u not its point, or "
+                   "no instances",
+                   p->name, (unsigned long long)row, s->op, s->pareto);
+      while (j < b->ops_count && p->bucket_ops[b->ops_first + j].op != s->op &&
+             n == p->bucket_ops[b->ops_first + j].multiplicity)
+        j++, n = 0;
+      if (j == b->ops_count || p->bucket_ops[b->ops_first + j].op != s->op ||
+          s->instances > p->bucket_ops[b->ops_first + j].multiplicity - n)
+        return BAD("policy %s: plan_states row %llu: op %u out of its bucket's order, or more instances than it has",
+                   p->name, (unsigned long long)row, s->op);
+      n += s->instances;
     }
+    if (b->ops_count && (j != b->ops_count - 1 || n != p->bucket_ops[b->ops_first + j].multiplicity))
+      return BAD("policy %s: plan %zu: its plan_states runs do not cover every op's instances", p->name, k);
+  }
   return ENPU_OK;
 }
 
@@ -445,6 +468,10 @@ static int check_format_version(hid_t file, enpu_err *err) {
   if (type >= 0) H5Tclose(type);
   if (attr >= 0) H5Aclose(attr);
   ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_FORMAT, "unreadable %s attribute", STORE_ATTR_FORMAT_VERSION);
+  ENPU_RETURN_IF(version < STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
+                 "format_version %u, written before this reader's format %u (budget modes, per-rail V/f "
+                 "transitions): recompile it with this enpu (`enpu farm JOB --store NEW`) or move it away",
+                 version, STORE_FORMAT_VERSION);
   ENPU_RETURN_IF(version != STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
                  "format_version %u, this reader reads %u", version, STORE_FORMAT_VERSION);
   return ENPU_OK;

@@ -26,6 +26,7 @@ static const store_field pareto_fields[] = {
 static const store_field bucket_fields[] = {
     FIELD(store_bucket_rec, phase, STORE_F_U8, 1),
     FIELD(store_bucket_rec, status, STORE_F_U8, 1),
+    FIELD(store_bucket_rec, budget, STORE_F_U8, 1),
     FIELD(store_bucket_rec, batch, STORE_F_I32, 1),
     FIELD(store_bucket_rec, seq, STORE_F_I32, 1),
     FIELD(store_bucket_rec, t_nodvfs_ns, STORE_F_F64, 1),
@@ -57,10 +58,13 @@ static const store_field walk_fields[] = {
 };
 static const store_field plan_fields[] = {
     FIELD(store_plan_rec, bucket, STORE_F_U32, 1),
+    FIELD(store_plan_rec, budget, STORE_F_U8, 1),
     FIELD(store_plan_rec, slack, STORE_F_F64, 1),
     FIELD(store_plan_rec, budget_ns, STORE_F_F64, 1),
     FIELD(store_plan_rec, time_ns, STORE_F_F64, 1),
     FIELD(store_plan_rec, energy_nj, STORE_F_F64, 1),
+    FIELD(store_plan_rec, cp_time_ns, STORE_F_F64, 1),
+    FIELD(store_plan_rec, overhead_pct, STORE_F_F64, 1),
     FIELD(store_plan_rec, lower_bound_nj, STORE_F_F64, 1),
     FIELD(store_plan_rec, savings_vs_nodvfs, STORE_F_F64, 1),
     FIELD(store_plan_rec, walk_prefix, STORE_F_U64, 1),
@@ -72,6 +76,7 @@ static const store_field plan_state_fields[] = {
     FIELD(store_plan_state_rec, op, STORE_F_U32, 1),
     FIELD(store_plan_state_rec, pareto, STORE_F_U32, 1),
     FIELD(store_plan_state_rec, states, STORE_F_U8, STORE_NSTATE),
+    FIELD(store_plan_state_rec, instances, STORE_F_U64, 1),
 };
 
 static const store_field validation_fields[] = {

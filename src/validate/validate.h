@@ -66,12 +66,13 @@ void validate_ctx_free(validate_ctx *v); /* NULL is a no-op */
 /* Check every plan of bucket `bucket` of policy tables `t` (policy named by t->name):
  * rebuild the bucket's graph from the job, match the store's ops to the graph's ops (kind,
  * multiplicity, and the cost model reproducing the op's fastest Pareto point), place every
- * op instance on the Pareto point the plan's walk prefix gives it (the store's rule: a
- * step moves the lowest-numbered instances still at its source point; an op shared by
- * several graph ops numbers their instances in graph order) or on the plan's states when
- * it fell back to all-peak, check that against the plan_states rows, re-simulate, and
- * compare. out[i] receives plan i of the bucket (cap must be >= its plan_count). A plan
- * that fails gets pass = 0 and a message; that is not an error.
+ * op instance by the plan's plan_states runs (an op shared by several graph ops numbers
+ * their instances in graph order), check a walk-prefix plan's runs against the store's
+ * walk replay (a step moves the lowest-numbered instances still at its source point),
+ * re-simulate in the plan's budget mode, and compare (strict: time within the budget;
+ * paper: critical-path time within it and the overhead as stored). out[i] receives plan i
+ * of the bucket (cap must be >= its plan_count). A plan that fails gets pass = 0 and a
+ * message; that is not an error.
  * @return 0; ENPU_ERR_RANGE (cap too small), ENPU_ERR_NOT_FOUND (unknown policy name),
  * ENPU_ERR_NOMEM. */
 int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t bucket,

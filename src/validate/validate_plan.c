@@ -1,7 +1,10 @@
 /* validate_plan.c — re-simulating the stored plans of one bucket (validate.h): the
  * bucket's graph rebuilt from the job, the store's ops matched to graph ops, every op
- * instance placed on the point its plan gives it, and search_plan_simulate on the real
- * operator order with V/f transitions.
+ * instance placed on the point its plan's runs give it (checked against the store's walk
+ * replay for a walk-prefix plan), and search_plan_simulate on the real
+ * operator order with V/f transitions; each plan checked against its own budget mode
+ * (strict: its time fits; paper: its critical-path time fits and its overhead comes out
+ * as stored).
  *
  * Invariants: the store has been validated by store_load (every index in range), so rows
  * index their tables safely; instances are numbered as search_walk_positions numbers
@@ -70,16 +73,48 @@ static void map_free(bucket_map *m) {
   free(m->state);
 }
 
-/* Does graph op `op` reproduce store op `so`'s fastest Pareto point under the policy? */
+/* Does graph op `op` reproduce store op `so`'s fastest Pareto point under the policy?
+ * (A point's time is the bucket's budget measure: the op's time or its critical path.) */
 static int same_op(validate_ctx *v, config_policy policy, const store_policy_tables *t,
-                   uint32_t so, const graph_op *op, double tol, int *same, enpu_err *err) {
+                   uint32_t so, const graph_op *op, uint8_t budget, double tol, int *same,
+                   enpu_err *err) {
   const store_pareto_rec *p = &t->pareto[t->ops[so].pareto_first];
   int st[CONFIG_NCOMP];
   for (int c = 0; c < CONFIG_NCOMP; c++) st[c] = p->states[c];
   cost_result r;
   ENPU_FORWARD(search_op_breakdown(v->search, v->cost, op, policy, NULL, st, &r, err));
-  *same = close_to(r.time_ns, p->time_ns, tol) && close_to(r.energy_total_nj, p->energy_nj, tol);
+  const double t_op = budget == STORE_BUDGET_PAPER ? r.cp_time_ns : r.time_ns;
+  *same = close_to(t_op, p->time_ns, tol) && close_to(r.energy_total_nj, p->energy_nj, tol);
   return 0;
+}
+
+/* The checks of one re-simulated plan against its own budget mode, most telling first:
+ * the budget formula, the budget (strict: time; paper: critical-path time), and the
+ * stored time, energy and (paper) overhead. */
+static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl,
+                       const store_validation_rec *o, double sim_cp, double tol, char *msg,
+                       size_t cap) {
+  const int paper = pl->budget == STORE_BUDGET_PAPER;
+  const double want = search_budget_ns((config_budget)pl->budget, b->t_nodvfs_ns, b->t_peak_ns,
+                                       pl->slack);
+  const double fit = paper ? sim_cp : o->sim_time_ns;
+  const double overhead = 100.0 * (o->sim_time_ns - sim_cp) / b->t_nodvfs_ns;
+  if (!close_to(pl->budget_ns, want, tol))
+    snprintf(msg, cap, "budget %.6g ns is not %s = %.6g ns", pl->budget_ns,
+             paper ? "(1 + slack) x T_nodvfs" : "max(T_nodvfs, T_peak) + slack x T_nodvfs", want);
+  else if (fit > pl->budget_ns * (1 + tol))
+    snprintf(msg, cap, "re-simulated %s %.6g ns exceeds the budget %.6g ns",
+             paper ? "critical-path time" : "time", fit, pl->budget_ns);
+  else if (!close_to(o->sim_time_ns, pl->time_ns, tol))
+    snprintf(msg, cap, "re-simulated time %.9g ns differs from the stored %.9g ns", o->sim_time_ns,
+             pl->time_ns);
+  else if (!close_to(o->sim_energy_nj, pl->energy_nj, tol))
+    snprintf(msg, cap, "re-simulated energy %.9g nJ differs from the stored %.9g nJ",
+             o->sim_energy_nj, pl->energy_nj);
+  else if (!close_to(sim_cp, pl->cp_time_ns, tol) ||
+           fabs(overhead - pl->overhead_pct) > tol * fmax(1.0, fabs(overhead)))
+    snprintf(msg, cap, "re-simulated critical path %.9g ns / overhead %.6g %% differ from the "
+             "stored %.9g ns / %.6g %%", sim_cp, overhead, pl->cp_time_ns, pl->overhead_pct);
 }
 
 /* Build the graph and match ops. *why is set (and 0 returned) when the store and the
@@ -118,7 +153,7 @@ static int map_bucket(validate_ctx *v, config_policy policy, const store_policy_
       for (int j = i; j < m->nops; j++)
         if (graph_op_at(m->g, j)->signature == op->signature) mult += (uint64_t)graph_op_at(m->g, j)->multiplicity;
       if (mult != bo->multiplicity) continue;
-      ENPU_FORWARD(same_op(v, policy, t, bo->op, op, tol, &found, err));
+      ENPU_FORWARD(same_op(v, policy, t, bo->op, op, b->budget, tol, &found, err));
       for (int j = i; found && j < m->nops; j++)
         if (graph_op_at(m->g, j)->signature == op->signature) m->key_of[j] = (int)k;
     }
@@ -136,64 +171,65 @@ static int map_bucket(validate_ctx *v, config_policy policy, const store_policy_
   return 0;
 }
 
-/* Move `n` of store op k's instances, the lowest-numbered at `from`, to `to`. */
-/* Place every instance for plan `pl` by the store's own walk replay: of an op's instances
- * (walk numbering, graph ops in order) the first lead_instances are at its lead point
+/* The `n`-th instance of store op k (walk numbering: graph ops in order, their layers in
+ * order), or -1. */
+static int64_t instance_of(const bucket_map *m, uint32_t k, uint64_t n) {
+  for (int i = 0; i < m->nops; i++) {
+    if (m->key_of[i] != (int)k) continue;
+    const uint64_t len = (uint64_t)(m->offset[i + 1] - m->offset[i]);
+    if (n < len) return m->offset[i] + (int64_t)n;
+    n -= len;
+  }
+  return -1;
+}
+
+/* Every instance of plan `pl` from its plan_states runs (each op's runs in instance
+ * order): its Pareto row (or STORE_NO_INDEX) and its states. A row naming a Pareto point
+ * must carry that point's states. */
+static void apply_rows(const store_policy_tables *t, const store_bucket_rec *b,
+                       const store_plan_rec *pl, bucket_map *m, char *why, size_t why_cap) {
+  uint32_t k = 0;
+  uint64_t n = 0; /* instances of bucket op k placed so far */
+  for (uint64_t r = 0; r < pl->states_count && !why[0]; r++) {
+    const store_plan_state_rec *ps = &t->plan_states[pl->states_first + r];
+    while (k < b->ops_count && t->bucket_ops[b->ops_first + k].op != ps->op) k++, n = 0;
+    const int same_states =
+        ps->pareto == STORE_NO_INDEX || !memcmp(ps->states, t->pareto[ps->pareto].states, STORE_NSTATE);
+    if (k == b->ops_count || !same_states) {
+      snprintf(why, why_cap, "plan_states row %llu (op %u, point %u): not its bucket's op order, or states not "
+               "its point's", (unsigned long long)(pl->states_first + r), ps->op, ps->pareto);
+      break;
+    }
+    for (uint64_t c = 0; c < ps->instances; c++, n++) {
+      const int64_t x = instance_of(m, k, n);
+      if (x < 0) continue; /* the reader checked the runs against the multiplicities */
+      m->pos[x] = ps->pareto;
+      for (int q = 0; q < CONFIG_NCOMP; q++) m->state[x][q] = ps->states[q];
+    }
+  }
+}
+
+/* A walk-prefix plan's runs must put every instance where the store's own walk replay
+ * does: of an op's instances (walk numbering) the first lead_instances at its lead point
  * (each walk step moves the lowest-numbered instances), the rest at its trail point. */
-static void place(const store_policy_tables *t, uint32_t bucket, const store_plan_rec *pl,
-                  bucket_map *m, planstore_op_states *st, char *why, size_t why_cap) {
+static void check_prefix(const store_policy_tables *t, uint32_t bucket, const store_plan_rec *pl,
+                         const bucket_map *m, planstore_op_states *st, char *why, size_t why_cap) {
+  if (pl->walk_prefix == STORE_NO_PREFIX) return;
   enpu_err e = {0};
   if (store_walk_replay(t, bucket, pl->walk_prefix, st, &e) < 0) {
     snprintf(why, why_cap, "walk prefix %llu: %.120s", (unsigned long long)pl->walk_prefix, e.msg);
     return;
   }
-  for (uint32_t k = 0; k < t->buckets[bucket].ops_count; k++) {
-    uint64_t n = 0;
-    for (int i = 0; i < m->nops; i++) {
-      if (m->key_of[i] != (int)k) continue;
-      for (int64_t x = m->offset[i]; x < m->offset[i + 1]; x++, n++)
-        m->pos[x] = n < st[k].lead_instances ? st[k].lead_pareto : st[k].trail_pareto;
-    }
-  }
-}
-
-/* The plan_states rows must name exactly the points the prefix puts each op on (or the
- * all-peak fallback: STORE_NO_INDEX rows, whose states are then used as they are). */
-static void apply_rows(const store_policy_tables *t, const store_bucket_rec *b,
-                       const store_plan_rec *pl, bucket_map *m, char *why, size_t why_cap) {
-  for (uint64_t r = 0; r < pl->states_count && !why[0]; r++) {
-    const store_plan_state_rec *ps = &t->plan_states[pl->states_first + r];
-    int k = -1;
-    for (uint32_t j = 0; j < b->ops_count && k < 0; j++)
-      if (t->bucket_ops[b->ops_first + j].op == ps->op) k = (int)j;
-    int used = 0;
-    for (int i = 0; k >= 0 && i < m->nops; i++) {
-      if (m->key_of[i] != k) continue;
-      for (int64_t x = m->offset[i]; x < m->offset[i + 1]; x++) {
-        if (ps->pareto == STORE_NO_INDEX) {
-          m->pos[x] = STORE_NO_INDEX;
-          for (int c = 0; c < CONFIG_NCOMP; c++) m->state[x][c] = ps->states[c];
-        }
-        used |= m->pos[x] == ps->pareto;
+  for (uint32_t k = 0; k < t->buckets[bucket].ops_count && !why[0]; k++)
+    for (uint64_t n = 0; n < st[k].instances; n++) {
+      const int64_t x = instance_of(m, k, n);
+      const uint32_t want = n < st[k].lead_instances ? st[k].lead_pareto : st[k].trail_pareto;
+      if (x >= 0 && m->pos[x] != want) {
+        snprintf(why, why_cap, "plan_states row of op %u puts instance %llu on point %u, walk prefix %llu on %u",
+                 st[k].op, (unsigned long long)n, m->pos[x], (unsigned long long)pl->walk_prefix, want);
+        break;
       }
     }
-    const int same_states =
-        ps->pareto == STORE_NO_INDEX || !memcmp(ps->states, t->pareto[ps->pareto].states, STORE_NSTATE);
-    if (k < 0 || !used || !same_states)
-      snprintf(why, why_cap, "plan_states row %llu (op %u, point %u) disagrees with walk prefix %llu",
-               (unsigned long long)(pl->states_first + r), ps->op, ps->pareto,
-               (unsigned long long)pl->walk_prefix);
-  }
-  for (int64_t x = 0; x < m->instances && !why[0]; x++) {
-    if (m->pos[x] == STORE_NO_INDEX) continue;
-    int listed = 0;
-    for (uint64_t r = 0; r < pl->states_count && !listed; r++)
-      listed = t->plan_states[pl->states_first + r].pareto == m->pos[x];
-    if (!listed)
-      snprintf(why, why_cap, "walk prefix %llu uses point %u, which plan_states does not list",
-               (unsigned long long)pl->walk_prefix, m->pos[x]);
-    for (int c = 0; c < CONFIG_NCOMP; c++) m->state[x][c] = t->pareto[m->pos[x]].states[c];
-  }
 }
 
 int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t bucket,
@@ -210,7 +246,6 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
   planstore_op_states *st = enpu_calloc((size_t)b->ops_count + 1, sizeof *st);
   int rc = st ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
   if (rc == 0) rc = map_bucket(v, policy, t, b, tolerance, &m, why, sizeof why, err);
-  const double base_ns = fmax(b->t_nodvfs_ns, b->t_peak_ns);
   for (uint32_t p = 0; rc == 0 && p < b->plan_count; p++) {
     const store_plan_rec *pl = &t->plans[b->plan_first + p];
     store_validation_rec *o = &out[p];
@@ -221,28 +256,20 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
                                .sim_time_ns = NAN, .sim_energy_nj = NAN};
     char msg[STORE_MSG_LEN] = "";
     snprintf(msg, sizeof msg, "%s", why);
-    if (!msg[0]) place(t, bucket, pl, &m, st, msg, sizeof msg);
     if (!msg[0]) apply_rows(t, b, pl, &m, msg, sizeof msg);
+    if (!msg[0]) check_prefix(t, bucket, pl, &m, st, msg, sizeof msg);
+    double sim_cp = NAN;
     if (!msg[0]) {
       enpu_err serr = {0};
-      if (search_plan_simulate(v->search, v->cost, m.g, policy, NULL,
-                               (const int(*)[CONFIG_NCOMP])m.state, &o->sim_time_ns,
+      search_options opt;
+      search_options_default(&opt);
+      opt.budget = (config_budget)pl->budget;
+      if (search_plan_simulate(v->search, v->cost, m.g, policy, &opt,
+                               (const int(*)[CONFIG_NCOMP])m.state, &o->sim_time_ns, &sim_cp,
                                &o->sim_energy_nj, &serr) < 0)
         snprintf(msg, sizeof msg, "re-simulation: %.140s", serr.msg);
     }
-    /* The checks, most telling first. */
-    if (!msg[0] && !close_to(pl->budget_ns, base_ns + pl->slack * b->t_nodvfs_ns, tolerance))
-      snprintf(msg, sizeof msg, "budget %.6g ns is not max(T_nodvfs, T_peak) + slack x T_nodvfs = %.6g ns",
-               pl->budget_ns, base_ns + pl->slack * b->t_nodvfs_ns);
-    if (!msg[0] && o->sim_time_ns > pl->budget_ns * (1 + tolerance))
-      snprintf(msg, sizeof msg, "re-simulated time %.6g ns exceeds the budget %.6g ns",
-               o->sim_time_ns, pl->budget_ns);
-    if (!msg[0] && !close_to(o->sim_time_ns, pl->time_ns, tolerance))
-      snprintf(msg, sizeof msg, "re-simulated time %.9g ns differs from the stored %.9g ns",
-               o->sim_time_ns, pl->time_ns);
-    if (!msg[0] && !close_to(o->sim_energy_nj, pl->energy_nj, tolerance))
-      snprintf(msg, sizeof msg, "re-simulated energy %.9g nJ differs from the stored %.9g nJ",
-               o->sim_energy_nj, pl->energy_nj);
+    if (!msg[0]) check_plan(b, pl, o, sim_cp, tolerance, msg, sizeof msg);
     o->pass = !msg[0];
     memcpy(o->message, msg, sizeof o->message);
   }

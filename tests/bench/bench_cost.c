@@ -1,9 +1,16 @@
 /* bench_cost.c — cost-model throughput: evaluations of (operator, random plan) per second
  * on one thread, per op kind and as the geometric mean over the operators of Llama3-70B
  * prefill 4096 and decode 4096 (batch 1, TP4), eNPU 5-domain pipeline.
- * Usage: bench_cost [JOB] [--json]. Prints figures; never fails on speed. */
+ *  --after    every evaluation is cost_eval_after with the previous random plan as the
+ *             op before (per-rail V/f transitions on every rail that moves), as the
+ *             request level prices a plan;
+ *  --evals N  exactly N evaluations per op instead of >= 20 ms (for instruction counts
+ *             under callgrind, where wall time means nothing).
+ * Usage: bench_cost [JOB] [--json] [--after] [--evals N]. Prints figures; never fails on
+ * speed. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cost.h"
@@ -19,9 +26,12 @@ static uint64_t rng_next(uint64_t *s) {
 
 int main(int argc, char **argv) {
   const char *job_path = ENPU_SOURCE_DIR "/jobs/llama3-70b.json";
-  int json = 0;
+  int json = 0, after = 0;
+  long fixed = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--after")) after = 1;
+    else if (!strcmp(argv[i], "--evals") && i + 1 < argc) fixed = atol(argv[++i]);
     else job_path = argv[i];
   }
   enpu_err err = {0};
@@ -47,16 +57,18 @@ int main(int argc, char **argv) {
     for (int i = 0; !rc && i < graph_op_count(g[gi]); i++) {
       const graph_op *op = graph_op_at(g[gi], i);
       cost_result r;
-      cost_plan p;
+      cost_plan p, prev;
       for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = states;
       rc = cost_eval(ctx, op, &p, &pl, &r, &err); /* first evaluation: memoise */
       int64_t evals = 0;
       double t0 = enpu_now_s(), dt = 0;
-      while (!rc && dt < MIN_SECONDS_PER_OP) {
-        for (int k = 0; k < 256 && !rc; k++, evals++) {
+      while (!rc && (fixed ? evals < fixed : dt < MIN_SECONDS_PER_OP)) {
+        for (int k = 0; k < 256 && !rc && (!fixed || evals < fixed); k++, evals++) {
+          prev = p;
           for (int c = 0; c < CONFIG_NCOMP; c++)
             p.state[c] = 1 + (int)(rng_next(&seed) % (uint64_t)states);
-          rc = cost_eval(ctx, op, &p, &pl, &r, &err);
+          rc = after ? cost_eval_after(ctx, op, &prev, &p, &pl, &r, &err)
+                     : cost_eval(ctx, op, &p, &pl, &r, &err);
         }
         dt = enpu_now_s() - t0;
       }
@@ -81,8 +93,8 @@ int main(int argc, char **argv) {
     }
     printf("}}\n");
   } else {
-    printf("cost_eval throughput, one thread, %d ops of %s (prefill 4096 + decode 4096, b=1)\n",
-           nops, job->name);
+    printf("%s throughput, one thread, %d ops of %s (prefill 4096 + decode 4096, b=1)\n",
+           after ? "cost_eval_after (per-rail transitions)" : "cost_eval", nops, job->name);
     for (int k = 0; k < GRAPH_NKIND; k++)
       if (kind_ops[k])
         printf("  %-15s %3d ops  %10.0f evals/s\n", graph_kind_name((graph_op_kind)k),

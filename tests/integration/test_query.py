@@ -159,10 +159,11 @@ def check_query(chk, store, tables, pol, phase_name, batch, seq, target_ms=None,
         if vfset and (qo["lead_vfset"], qo["trail_vfset"]) != (vfset_word(wo["lead_states"]),
                                                                vfset_word(wo["trail_states"])):
             chk.fail(f"{what}: op {wo['op']} vf.set {qo['lead_vfset']:#x}/{qo['trail_vfset']:#x}")
-    # h5dump: the bucket row (phase, status, batch, seq lead the compound) and the last
-    # walk step of the prefix (time_ns, energy_nj end it).
+    # h5dump: the bucket row (phase, status, budget mode, batch, seq lead the compound) and
+    # the last walk step of the prefix (time_ns, energy_nj end it).
     brow = h5dump_rows(chk, store, f"/policies/{pol}/buckets", want["row"], 1)
-    if not brow or [int(x) for x in brow[0][:4]] != [phase, 0, q["bucket"]["batch"], q["bucket"]["seq"]]:
+    mode = {"strict": 0, "paper": 1}.get(q.get("budget"), -1)
+    if not brow or [int(x) for x in brow[0][:5]] != [phase, 0, mode, q["bucket"]["batch"], q["bucket"]["seq"]]:
         chk.fail(f"{what}: h5dump bucket row {brow[:1]} does not match the query's bucket")
     if q["walk_prefix"]:
         wrow = h5dump_rows(chk, store, f"/policies/{pol}/walk", b["walk_first"] + q["walk_prefix"] - 1, 1)

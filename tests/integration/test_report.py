@@ -28,6 +28,7 @@ h = Harness(enpu, src)
 env = dict(os.environ, HDF5_PLUGIN_PATH=os.path.abspath(plugins))
 PNG = b"\x89PNG\r\n\x1a\n"
 PHASES = ("prefill", "decode")
+NO_PREFIX = 2**64 - 1  # plans.walk_prefix of a plan that is no walk prefix (STORE_NO_PREFIX)
 
 
 def png_ok(path):
@@ -48,11 +49,12 @@ with h5py.File(sys.argv[1], "r") as f:
     for p in f["policies"]:
         g = f["policies"][p]
         out[p] = {}
-        for t in ("buckets", "plans", "walk"):
+        for t in ("buckets", "plans", "walk", "plan_states", "ops"):
             rows = g[t][:] if t in g else []
             names = rows.dtype.names if len(rows) else ()
             out[p][t] = [{n: (r[n].item() if r[n].shape == () else r[n].tolist()) for n in names
-                          if n != "message"} for r in rows]
+                          if n not in ("message", "name")} for r in rows]
+        out[p]["pareto_energy"] = g["pareto"]["energy_nj"][:].tolist() if "pareto" in g else []
 print(json.dumps(out))
 """
     r = subprocess.run(["/usr/bin/python3", "-c", code, store], env=env, capture_output=True, text=True)
@@ -68,7 +70,8 @@ def expected_savings(t):
             b = tab["buckets"][pl["bucket"]]
             if b["status"] != 0:
                 continue
-            out.setdefault((pol, PHASES[b["phase"]], round(100 * pl["slack"], 9)), []).append(pl["savings_vs_nodvfs"])
+            key = (pol, PHASES[b["phase"]], ("strict", "paper")[pl["budget"]], round(100 * pl["slack"], 9))
+            out.setdefault(key, []).append((pl["savings_vs_nodvfs"], pl["overhead_pct"]))
     return out
 
 
@@ -88,21 +91,22 @@ def median_bucket(t, phase):
 
 def check_report(tag, store, outdir, md):
     t = h5_tables(store)
-    # Figure 11: every (policy, phase, slack) row against h5py
-    rows = md_rows(md, "| policy | phase | slack")
+    # Figure 11: every (policy, phase, budget mode, slack) row against h5py
+    rows = md_rows(md, "| policy | phase | budget | slack")
     want = expected_savings(t)
-    got = {(r[0], r[1], round(float(r[2]), 9)): r for r in rows}
-    h.check(f"{tag}: savings rows = h5py's (policy, phase, slack) groups", set(got) == set(want),
+    got = {(r[0], r[1], r[2], round(float(r[3]), 9)): r for r in rows}
+    h.check(f"{tag}: savings rows = h5py's (policy, phase, budget, slack) groups", set(got) == set(want),
             f"{sorted(got)} vs {sorted(want)}")
     bad = []
     for k, v in want.items():
         r = got.get(k)
         if not r:
             continue
-        exp = (len(v), 100 * sum(v) / len(v), 100 * min(v), 100 * max(v))
-        if int(r[3]) != exp[0] or any(abs(float(r[4 + i]) - exp[1 + i]) > 1e-4 for i in range(3)):
+        sav, ovh = [x[0] for x in v], [x[1] for x in v]
+        exp = (len(v), 100 * sum(sav) / len(v), 100 * min(sav), 100 * max(sav), sum(ovh) / len(v), max(ovh))
+        if int(r[4]) != exp[0] or any(abs(float(r[5 + i]) - exp[1 + i]) > 1e-4 for i in range(5)):
             bad.append((k, r, exp))
-    h.check(f"{tag}: savings count/mean/min/max equal h5py's", not bad and want, str(bad[:3]))
+    h.check(f"{tag}: savings count/mean/min/max and overhead mean/max equal h5py's", not bad and want, str(bad[:3]))
     for ph in PHASES:
         if any(k[1] == ph for k in want):
             h.check(f"{tag}: savings_{ph}.png is a PNG", png_ok(os.path.join(outdir, f"savings_{ph}.png")))
@@ -123,18 +127,28 @@ def check_report(tag, store, outdir, md):
             bi = next(i for i, b in enumerate(tab["buckets"]) if (b["phase"], b["batch"], b["seq"]) == (phase,) + med)
             b = tab["buckets"][bi]
             pl = next(p for p in tab["plans"] if p["bucket"] == bi and abs(100 * p["slack"] - float(r[1])) < 1e-9)
-            prefix = int(r[2])
-            walk_e = tab["walk"][b["walk_first"] + prefix - 1]["energy_nj"] if prefix else b["walk_start_energy_nj"]
+            # Σ slots: every run of the plan's plan_states at its Pareto point (a run that is
+            # no Pareto point, STORE_NO_INDEX, at its op's fastest one)
+            runs = tab["plan_states"][pl["states_first"]:pl["states_first"] + pl["states_count"]]
+            runs_e = sum(x["instances"] * tab["pareto_energy"][tab["ops"][x["op"]]["pareto_first"]
+                                                              if x["pareto"] == 2**32 - 1 else x["pareto"]]
+                         for x in runs)
+            prefix = NO_PREFIX if r[2] == "—" else int(r[2])
             slots = [float(x) for x in r[3:10]]
-            checks = ((float(r[10]), walk_e / 1e6), (sum(slots), walk_e / 1e6), (float(r[11]), pl["energy_nj"] / 1e6),
-                      (float(r[12]), b["e_nodvfs_nj"] / 1e6))
+            checks = [(float(r[10]), runs_e / 1e6), (sum(slots), runs_e / 1e6), (float(r[11]), pl["energy_nj"] / 1e6),
+                      (float(r[12]), b["e_nodvfs_nj"] / 1e6)]
+            walk_e = None
+            if prefix != NO_PREFIX:  # a walk prefix: its runs are the walk's energy there
+                walk_e = tab["walk"][b["walk_first"] + prefix - 1]["energy_nj"] if prefix else b["walk_start_energy_nj"]
+                checks.append((sum(slots), walk_e / 1e6))
             n += 1
             if prefix != pl["walk_prefix"] or any(abs(a - e) > 2e-5 * abs(e) + 1e-12 for a, e in checks):
-                bad.append((r, walk_e, pl["energy_nj"]))
+                bad.append((r, walk_e, runs_e, pl["energy_nj"]))
         plans = sum(1 for p in t for pl in t[p]["plans"] for b in [t[p]["buckets"][pl["bucket"]]]
                     if (b["phase"], b["batch"], b["seq"]) == (phase,) + med and b["status"] == 0)
         h.check(f"{tag}: {ph} breakdown has a row per policy x slack ({plans})", n == plans, f"{n} rows")
-        h.check(f"{tag}: {ph} breakdown Σ slots = walk energy at the prefix, plan and NoDVFS energy = h5py",
+        h.check(f"{tag}: {ph} breakdown Σ slots = the plan's runs (= walk energy at a prefix), plan and NoDVFS "
+                "energy = h5py",
                 not bad and n > 0, str(bad[:2]))
 
 

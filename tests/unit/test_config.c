@@ -91,9 +91,9 @@ static const char CHIP[] =
     "  \"vu\": { \"count\": 2, \"sublanes\": 8, \"lanes\": 16, \"vregs\": 32,\n"
     "          \"shadow_vregs\": 4, \"vreg_bytes\": 512 },\n"
     "  \"sram\": { \"bytes\": 1048576, \"ports\": 2, \"port_bytes_per_cycle\": 64 },\n"
-    "  \"hbm\": { \"bytes\": 1e9, \"gbps\": 100, \"latency_ns\": 500 },\n"
-    "  \"ici\": { \"topology\": \"torus3d\", \"links\": 2, \"link_gbps\": 10, \"latency_ns\": 1000 "
-    "},\n"
+    "  \"hbm\": { \"bytes\": 1e9, \"gbps\": 100, \"latency_ns\": 500, \"controller_share\": 0.4 },\n"
+    "  \"ici\": { \"topology\": \"torus3d\", \"links\": 2, \"link_gbps\": 10, \"latency_ns\": 1000,\n"
+    "           \"controller_share\": 0.4 },\n"
     "  \"dcn\": { \"gbps\": 5 },\n"
     "  \"clock\": { \"step_mhz\": 500, \"states\": 4 },\n"
     "  \"ivr\": { \"vin_v\": 0.75, \"vout_min_v\": 0.45, \"vout_max_v\": 0.7,\n"
@@ -102,7 +102,8 @@ static const char CHIP[] =
     "  \"other_static_w\": 10,\n"
     "  \"tdp_w\": 100,\n"
     "  \"tables\": { \"sa\": \"c/sa.csv\", \"vu\": \"c/vu.csv\", \"sram\": \"c/sram.csv\",\n"
-    "              \"hbm\": \"c/hbm.csv\", \"ici\": \"c/ici.csv\",\n"
+    "              \"hbm\": \"c/hbm.csv\", \"hbm_io\": \"c/hbm_io.csv\", \"hbm_dram\": \"c/hbm_dram.csv\",\n"
+    "              \"ici\": \"c/ici.csv\",\n"
     "              \"ivr_dvfs\": \"c/ivr_dvfs.csv\", \"ivr_fixed\": \"c/ivr_fixed.csv\" }\n"
     "}\n";
 
@@ -114,6 +115,14 @@ static const char CSV_FREQ[] = "voltage_V,frequency_GHz,static_W,dynamic_W\n"
 static const char CSV_HBM[] = "voltage_V,bandwidth_GBps,static_W,dynamic_W\n"
                               "0.45,0,2,0\n"
                               "0.7,100,3,4\n";
+/* The HBM PHY's parts: I/O 0.7–0.9 V by bandwidth, DRAM core at a fixed 1.2 V (outside the
+ * IVR's output band: they are the memory's own supplies). */
+static const char CSV_HBM_IO[] = "voltage_V,bandwidth_GBps,static_W,dynamic_W\n"
+                                 "0.7,0,0,0\n"
+                                 "0.9,100,0,1\n";
+static const char CSV_HBM_DRAM[] = "voltage_V,bandwidth_GBps,static_W,dynamic_W\n"
+                                   "1.2,0,0.5,0\n"
+                                   "1.2,100,0.5,1\n";
 static const char CSV_ICI[] = "voltage_V,bandwidth_GBps,static_W,dynamic_W\r\n"
                               "0.45,0,1,0\r\n"
                               "0.7,20,1.5,2\r\n";
@@ -171,6 +180,8 @@ static const doc_t valid_docs[] = {
     {"chips/c/vu.csv", CSV_FREQ},
     {"chips/c/sram.csv", CSV_FREQ},
     {"chips/c/hbm.csv", CSV_HBM},
+    {"chips/c/hbm_io.csv", CSV_HBM_IO},
+    {"chips/c/hbm_dram.csv", CSV_HBM_DRAM},
     {"chips/c/ici.csv", CSV_ICI},
     {"chips/c/ivr_dvfs.csv", CSV_IVR_DVFS},
     {"chips/c/ivr_fixed.csv", CSV_IVR_FIXED},
@@ -359,7 +370,7 @@ static const bad_case bad_cases[] = {
      .needle = "\"slaks\"",
      .path = "$.slaks",
      .expect = "unknown key 'slaks'; expected one of: name, model, chip, cluster, store, phases, "
-               "slacks, policies, moe"},
+               "slacks, policies, budget, moe"},
     {.name = "missing key (tp)",
      .file = "clusters/dense.json",
      .from = "\"dp\": 1, \"tp\": 4, ",
@@ -489,7 +500,15 @@ static const bad_case bad_cases[] = {
      .code = ENPU_ERR_INVALID,
      .needle = "\"dvfs-x\"",
      .path = "$.policies[1]",
-     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, got \"dvfs-x\""},
+     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, dvfs-c-walk, got \"dvfs-x\""},
+    {.name = "bad budget mode",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"lax\"\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"lax\"",
+     .path = "$.budget",
+     .expect = "expected one of: strict, paper, got \"lax\""},
     {.name = "duplicate policy",
      .file = "job.json",
      .from = "\"enpu-all\"]",
@@ -530,6 +549,21 @@ static const bad_case bad_cases[] = {
      .code = ENPU_ERR_RANGE,
      .needle = "0.8,2.0",
      .expect = "voltage_V: expected a voltage in [0.45, 0.7]"},
+    {.name = "HBM DRAM voltage below zero",
+     .file = "chips/c/hbm_dram.csv",
+     .from = "1.2,100,0.5,1",
+     .to = "-1.2,100,0.5,1",
+     .code = ENPU_ERR_RANGE,
+     .needle = "-1.2,100",
+     .expect = "voltage_V: expected a positive voltage, got -1.2"},
+    {.name = "controller share above 1",
+     .file = "chips/c.json",
+     .from = "\"controller_share\": 0.4 },\n  \"ici\"",
+     .to = "\"controller_share\": 1.5 },\n  \"ici\"",
+     .code = ENPU_ERR_RANGE,
+     .needle = "1.5 },",
+     .path = "$.hbm.controller_share",
+     .expect = "1.5"},
     {.name = "CSV header mismatch",
      .file = "chips/c/ivr_fixed.csv",
      .from = "activity_factor",
@@ -969,6 +1003,16 @@ static void test_validation_section(void **state) {
   assert_string_equal(job->validation.trace_path, want);
   assert_int_equal(job->validation.sample, 16);
   assert_int_equal(job->validation.seed, 7);
+  assert_int_equal(job->budget, CONFIG_BUDGET_STRICT); /* the default */
+  config_job_free(job);
+  fixture_free(fx);
+  fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+                      "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"paper\"\n", NULL,
+                      NULL);
+  fixture_path(fx, "job.json", path, sizeof path);
+  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(job->budget, CONFIG_BUDGET_PAPER);
+  assert_string_equal(config_budget_name(job->budget), "paper");
   config_job_free(job);
   fixture_free(fx);
 }

@@ -318,6 +318,45 @@ static void test_monotone(void **state) {
   assert_true(checks > 300);
 }
 
+/* The core kernel never ends before any of its units' own work (SA, VU, SRAM cycles at
+ * their clocks), whatever the clocks: the steady-state extrapolation follows a unit
+ * whose backlog grows when the loop never repeats exactly (cost_sim.c). And per-rail
+ * transitions never cost more time than the slowest rail's delay (20 ns: 0.45 → 0.7 V),
+ * what a whole-chip stall would. */
+static void test_core_covers_unit_work(void **state) {
+  fixture *f = *state;
+  cost_pipeline pls[2];
+  assert_int_equal(cost_pipeline_enpu(&pls[0], 5, f->pm_dvfs, NULL), 0);
+  assert_int_equal(cost_pipeline_enpu(&pls[1], 3, f->pm_dvfs, NULL), 0);
+  uint64_t s = 0x51ed27a3c9b1f00dull;
+  int checks = 0;
+  for (int kind = 0; kind < GRAPH_NKIND; kind++)
+    for (int trial = 0; trial < 24; trial++) {
+      graph_op op = random_op(&s, kind);
+      cost_plan p, prev;
+      for (int c = 0; c < CONFIG_NCOMP; c++)
+        p.state[c] = (int)rng_range(&s, 1, 34), prev.state[c] = (int)rng_range(&s, 1, 34);
+      cost_result r, ra;
+      const cost_pipeline *pl = &pls[trial % 2];
+      assert_int_equal(cost_eval(f->ctx, &op, &p, pl, &r, NULL), 0);
+      for (int c = CONFIG_SA; c <= CONFIG_SRAM; c++)
+        if (r.core_ns < r.own_ns[c] * (1 - 1e-9))
+          fail_msg("%s: core %.3f ns < %s own work %.3f ns", graph_kind_name(op.kind), r.core_ns,
+                   config_component_name((config_component)c), r.own_ns[c]);
+      assert_int_equal(cost_eval_after(f->ctx, &op, &prev, &p, pl, &ra, NULL), 0);
+      assert_true(ra.time_ns >= r.time_ns && ra.time_ns <= r.time_ns + 20.0 + 1e-9 * r.time_ns);
+      checks++;
+    }
+  assert_true(checks >= 24 * GRAPH_NKIND);
+  /* The case that found it: Llama3-70B prefill ffn.gate_up with SA at 1.6 GHz and SRAM at
+   * 150 MHz, two units of nearly equal time at different clocks. */
+  graph_op op = matmul_op(4096, 8192, 14336);
+  cost_plan p = {{32, 1, 3, 14, 1}};
+  cost_result r;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pls[0], &r, NULL), 0);
+  assert_true(r.core_ns >= r.own_ns[CONFIG_SA] && r.core_ns >= r.own_ns[CONFIG_SRAM]);
+}
+
 /* ---- energy and pipelines ---- */
 
 static void test_energy_sums(void **state) {
@@ -432,6 +471,63 @@ static void test_pipelines(void **state) {
               1e-9 * a2.busy_ns[CONFIG_ICI]);
 }
 
+/* Per-rail transitions (§3.2): a decode matmul (one token) is HBM-bound, so the HBM
+ * controller's rail moving 0.45 → 0.7 V (5 steps × 4 ns) delays it, while the SA's —
+ * off the critical path — does not; a rail that keeps its voltage costs nothing. */
+static void test_transition_on_non_critical_rail(void **state) {
+  fixture *f = *state;
+  cost_pipeline pl;
+  assert_int_equal(cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL), 0);
+  graph_op op = matmul_op(1, 8192, 8192);
+  cost_plan p = peak(f), sa_low = p, hbm_low = p, same_band = p;
+  sa_low.state[CONFIG_SA] = 1; /* 0.45 V */
+  hbm_low.state[CONFIG_HBM] = 1;
+  same_band.state[CONFIG_SA] = 33; /* 1.65 GHz: the same 0.7 V band as peak */
+  cost_result r, rs, rh, rb;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, NULL), 0);
+  assert_true(r.own_ns[CONFIG_HBM] > 10 * r.own_ns[CONFIG_SA]); /* SA off the critical path */
+  assert_int_equal(cost_eval_after(f->ctx, &op, &sa_low, &p, &pl, &rs, NULL), 0);
+  assert_true(rs.time_ns == r.time_ns && rs.transition_ns == 0);
+  assert_int_equal(cost_eval_after(f->ctx, &op, &hbm_low, &p, &pl, &rh, NULL), 0);
+  /* HBM bound: its delay shifts every block, so the whole 20 ns shows. */
+  assert_true(fabs(rh.time_ns - (r.time_ns + 20.0)) <= 1e-9 * rh.time_ns);
+  assert_true(rh.cp_time_ns == r.cp_time_ns); /* transitions are overhead, not cp */
+  /* A falling rail leaks at its old voltage while it moves: extra energy, no time. */
+  cost_result down, plain;
+  assert_int_equal(cost_eval_after(f->ctx, &op, &p, &sa_low, &pl, &down, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &op, &sa_low, &pl, &plain, NULL), 0);
+  assert_true(down.time_ns == plain.time_ns && down.energy_total_nj > plain.energy_total_nj);
+  assert_int_equal(cost_eval_after(f->ctx, &op, &same_band, &p, &pl, &rb, NULL), 0);
+  assert_true(rb.time_ns == r.time_ns && rb.energy_total_nj == r.energy_total_nj);
+}
+
+/* Critical-path time: the NoDVFS time bit for bit at peak (any pipeline); unchanged when
+ * a component off the critical path is slowed while it stays off it; grown by exactly
+ * the critical component's own-time growth when that one is slowed. */
+static void test_critical_path_time(void **state) {
+  fixture *f = *state;
+  cost_pipeline nod, en;
+  cost_pipeline_nodvfs(&nod, f->pm_fixed);
+  assert_int_equal(cost_pipeline_enpu(&en, 5, f->pm_dvfs, NULL), 0);
+  graph_op op = matmul_op(4096, 8192, 2560);
+  cost_plan p = peak(f), hbm_low = p, sa_low = p;
+  hbm_low.state[CONFIG_HBM] = 20;
+  sa_low.state[CONFIG_SA] = 30;
+  cost_result rn, re, rh, rs;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &nod, &rn, NULL), 0);
+  assert_true(rn.cp_time_ns == rn.time_ns);
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &en, &re, NULL), 0);
+  assert_true(re.cp_time_ns == rn.time_ns && re.time_ns > rn.time_ns); /* crossings */
+  assert_int_equal(cost_eval(f->ctx, &op, &hbm_low, &en, &rh, NULL), 0);
+  assert_true(rh.own_ns[CONFIG_HBM] < rh.own_ns[CONFIG_SA]);
+  assert_true(rh.cp_time_ns == rn.cp_time_ns && rh.energy_total_nj < re.energy_total_nj);
+  assert_int_equal(cost_eval(f->ctx, &op, &sa_low, &en, &rs, NULL), 0);
+  const double sa_peak = re.own_ns[CONFIG_SA];
+  assert_true(fabs(rs.own_ns[CONFIG_SA] - sa_peak * 34 / 30) <= 1e-9 * sa_peak);
+  assert_true(fabs(rs.cp_time_ns - (rn.time_ns + rs.own_ns[CONFIG_SA] - sa_peak)) <=
+              1e-9 * rn.time_ns);
+}
+
 static void test_no_alloc_after_first_eval(void **state) {
   fixture *f = *state;
   cost_ctx *ctx;
@@ -467,9 +563,12 @@ int main(void) {
       cmocka_unit_test(test_roofline_matmul),
       cmocka_unit_test(test_roofline_decode_attention),
       cmocka_unit_test(test_monotone),
+      cmocka_unit_test(test_core_covers_unit_work),
       cmocka_unit_test(test_energy_sums),
       cmocka_unit_test(test_host_load),
       cmocka_unit_test(test_pipelines),
+      cmocka_unit_test(test_transition_on_non_critical_rail),
+      cmocka_unit_test(test_critical_path_time),
       cmocka_unit_test(test_no_alloc_after_first_eval),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -93,6 +93,7 @@ static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int
       st->plan = k;
       st->op = i;
       st->pareto = k == 0 ? 0 : i == 0 ? STORE_NO_INDEX : 2;
+      st->instances = r.multiplicity[i];
       for (int s = 0; s < STORE_NSTATE; s++) st->states[s] = (uint8_t)(10 + k + s);
     }
   }

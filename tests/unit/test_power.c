@@ -131,9 +131,11 @@ static void test_table_rows_and_counts(void **state) {
   assert_close(power_static_w(f->ctrl, CONFIG_SA, 0), 8 * 0.5883612773214286, TOL);
   assert_close(power_dynamic_w(f->ctrl, CONFIG_VU, 34), 6 * 5.1, TOL);
   assert_close(power_dynamic_w(f->ctrl, CONFIG_SRAM, 20), 23.6, TOL);       /* 1.0 GHz row */
-  /* HBM peak (Table 6: 2765 GB/s) in the top band, linear from its 2755 GB/s row. */
-  assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 34), 33.808835 * f->chip->hbm_gbps / 2755,
-               TOL);
+  /* HBM peak (Table 6: 2765 GB/s) in the top band, linear from the 2755 GB/s rows: the
+   * controller (40 % of the hbm table at its top voltage), the I/O link and the DRAM. */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 34),
+               (0.4 * 33.808835 + 15.680358 + 13.8) * f->chip->hbm_gbps / 2755, TOL);
+  assert_close(power_static_w(f->ctrl, CONFIG_HBM, 34), 0.4 * 25.660103 + 0.0 + 6.2, TOL);
   assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 0), 0.0, TOL);
   /* Between rows: SA 0.65 GHz is below the 0.5 V band's first row (0.650195059 GHz,
    * 3.97 W): linear through the origin within the band. */
@@ -142,25 +144,29 @@ static void test_table_rows_and_counts(void **state) {
   assert_close(power_dynamic_w(f->ctrl, CONFIG_ICI, 34), 10.591053 * 600 / 599.57, TOL);
 }
 
-/* η: 20 ns DVFS table rows hit exactly, bilinear between, clamped outside. */
+/* η: 20 ns DVFS table rows hit exactly; between rows the voltage and the activity round
+ * up to the next row (as the tables' source does); clamped outside. */
 static void test_efficiency_dvfs(void **state) {
   fixture *f = *state;
   assert_close(power_efficiency(f->ctrl, 0.7, 1.0), 0.8625, TOL); /* 20,1.0,0.7,86.25 */
   assert_close(power_efficiency(f->ctrl, 0.45, 0.0), 0.72, TOL);  /* 20,0.0,0.45,72.0 */
   assert_close(power_efficiency(f->ctrl, 0.55, 0.3), 0.80, TOL);  /* 20,0.3,0.55,80.0 */
-  /* Centre of the cell (0.45..0.5 V) × (0.0..0.1): mean of 72, 73.75, 73, 75. */
-  assert_close(power_efficiency(f->ctrl, 0.475, 0.05), (72 + 73.75 + 73 + 75) / 400.0, TOL);
-  /* Along activity only at 0.55 V: 0.2 → 78.5, 0.3 → 80.0. */
-  assert_close(power_efficiency(f->ctrl, 0.55, 0.25), 0.7925, TOL);
+  /* Inside the cell (0.45..0.5 V) × (0.0..0.1): its upper corner 20,0.1,0.5,75.0. */
+  assert_close(power_efficiency(f->ctrl, 0.475, 0.05), 0.75, TOL);
+  assert_close(power_efficiency(f->ctrl, 0.55, 0.25), 0.80, TOL);  /* activity 0.3 row */
   assert_close(power_efficiency(f->ctrl, 0.30, -0.5), 0.72, TOL);  /* clamped low */
   assert_close(power_efficiency(f->ctrl, 0.90, 2.0), 0.8625, TOL); /* clamped high */
 }
 
+/* Fixed-voltage regulator: 89–92 % by activity (paper §4.1: 89–93 %), one voltage. */
 static void test_efficiency_fixed(void **state) {
   fixture *f = *state;
-  assert_close(power_efficiency(f->fixed, 0.7, 0.5), 0.875, TOL); /* 0,0.5,0.7,87.5 */
-  assert_close(power_efficiency(f->fixed, 0.45, 0.05), 0.76, TOL); /* (67 + 85) / 2 */
-  assert_close(power_efficiency(f->fixed, 0.7, 1.0), 0.90, TOL);
+  assert_close(power_efficiency(f->fixed, 0.7, 0.5), 0.905, TOL);  /* 0,0.5,0.7,90.5 */
+  assert_close(power_efficiency(f->fixed, 0.45, 0.05), 0.893, TOL); /* activity 0.1 row */
+  assert_close(power_efficiency(f->fixed, 0.7, 1.0), 0.92, TOL);
+  assert_close(power_efficiency(f->fixed, 0.7, 0.0), 0.89, TOL);
+  /* Every model knows the fixed regulator (it powers the HBM I/O, DRAM and ICI PHY). */
+  assert_close(power_fixed_efficiency(f->ctrl, 0.35), 0.902, TOL); /* activity 0.4 row */
 }
 
 static void test_energy_by_hand(void **state) {
@@ -173,9 +179,18 @@ static void test_energy_by_hand(void **state) {
   assert_close(e.dynamic_nj, 8 * 21.3248 * 600 * 0.5 / 0.855, TOL);
   assert_close(e.static_nj, 8 * 1.35868996 * 1000 / 0.855, TOL);
   assert_close(e.total_nj, e.dynamic_nj + e.static_nj, TOL);
-  /* VU at 1.0 GHz (0.55 V band, row 1.77 W), busy 250 of 1000 ns: η 79.25 %. */
+  /* VU at 1.0 GHz (0.55 V band, row 1.77 W), busy 250 of 1000 ns: activity 0.25 rounds
+   * up to the 0.3 row, η 80 %. */
   assert_int_equal(power_energy(f->ctrl, CONFIG_VU, 20, 250, 1000, 1.0, &e, &err), 0);
-  assert_close(e.total_nj, 6 * (1.77 * 250 + 0.29324533058274116 * 1000) / 0.7925, TOL);
+  assert_close(e.total_nj, 6 * (1.77 * 250 + 0.29324533058274116 * 1000) / 0.80, TOL);
+  /* HBM at peak, busy 700 of 1000 ns: the controller through the DVFS IVR
+   * (η(0.7 V, 0.7) = 85.75 %), the I/O and DRAM through the fixed regulator (91.1 %). */
+  const double k = f->chip->hbm_gbps / 2755;
+  assert_int_equal(power_energy(f->ctrl, CONFIG_HBM, 34, 700, 1000, 1.0, &e, &err), 0);
+  assert_close(e.total_nj,
+               (0.4 * 33.808835 * k * 700 + 0.4 * 25.660103 * 1000) / 0.8575 +
+                   ((15.680358 + 13.8) * k * 700 + 6.2 * 1000) / 0.911,
+               TOL);
   /* Zero-length operator: no energy. */
   assert_int_equal(power_energy(f->ctrl, CONFIG_HBM, 5, 0, 0, 1.0, &e, &err), 0);
   assert_close(e.total_nj, 0.0, TOL);
@@ -203,7 +218,17 @@ static void test_energy_rejects_bad_input(void **state) {
   /* NoDVFS: peak only. */
   assert_int_equal(power_energy(f->fixed, CONFIG_SA, 20, 5, 10, 1, &e, &err), ENPU_ERR_INVALID);
   assert_int_equal(power_energy(f->fixed, CONFIG_SA, 34, 5, 10, 1, &e, &err), 0);
-  assert_close(e.total_nj, 8 * (21.3248 * 5 + 1.35868996 * 10) / 0.875, TOL); /* fixed, act 0.5 */
+  assert_close(e.total_nj, 8 * (21.3248 * 5 + 1.35868996 * 10) / 0.905, TOL); /* fixed, act 0.5 */
+  /* DVFS-C: the HBM and ICI controllers stay at peak on the fixed regulator. */
+  power_model *dc = NULL;
+  assert_int_equal(power_model_create(f->chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS_COMPUTE, &dc,
+                                      &err),
+                   0);
+  assert_int_equal(power_energy(dc, CONFIG_SA, 20, 5, 10, 1, &e, &err), 0);
+  assert_int_equal(power_energy(dc, CONFIG_HBM, 20, 5, 10, 1, &e, &err), ENPU_ERR_INVALID);
+  assert_int_equal(power_energy(dc, CONFIG_ICI, 34, 5, 10, 1, &e, &err), 0);
+  assert_close(e.total_nj, (10.591053 * 600 / 599.57 * 5 + 6.114105 * 10) / 0.905, TOL);
+  power_model_free(dc);
 }
 
 /* Table 6: 4 ns per 54 mV step, whole steps. */
@@ -222,37 +247,66 @@ static void test_transition_delay(void **state) {
 
 static void test_transition_energy(void **state) {
   fixture *f = *state;
-  /* Static power at the higher voltage (0.7 V) for 20 ns, η(0.7 V, activity 0) = 80 %. */
-  double want = 8 * 1.35868996 * 20 / 0.80;
-  assert_close(power_transition_energy(f->ctrl, CONFIG_SA, 0, 34), want, TOL);
+  /* Falling 0.7 → 0.45 V: for 20 ns the rail leaks at 0.7 V instead of 0.45 V,
+   * η(0.7 V, activity 0) = 80 %. Rising: it already leaks at the new voltage. */
+  double want = 8 * (1.35868996 - 0.5883612773214286) * 20 / 0.80;
   assert_close(power_transition_energy(f->ctrl, CONFIG_SA, 34, 0), want, TOL);
+  assert_close(power_transition_energy(f->ctrl, CONFIG_SA, 0, 34), 0.0, TOL);
   /* Same band (states 1 and 12 are both 0.45 V): no transition. */
   assert_close(power_transition_energy(f->ctrl, CONFIG_SA, 1, 12), 0.0, TOL);
 }
 
-/* Full HBM: the MC is 40 % of the ctrl-only table at the top voltage, so
- * MC(V) = P_ctrl(V) − 0.6 · P_ctrl(V_top) and full = MC(V) / 0.4 (PHY = 1.5 × MC). */
+/* HBM split: the controller is the hbm table less 60 % of its top band at the same
+ * bandwidth; the DRAM core (fixed 1.2 V) and the I/O link follow the bandwidth; full
+ * (eNPU-All) moves the I/O to its own voltage for the bandwidth, ctrl-only (eNPU-C)
+ * keeps it at its top (0.9 V). */
 static void test_hbm_full_vs_ctrl(void **state) {
   fixture *f = *state;
-  assert_close(power_static_w(f->full, CONFIG_HBM, 9), (21.861016 - 0.6 * 25.660103) / 0.4,
-               TOL);
-  double level = power_level(f->ctrl, CONFIG_HBM, 9); /* 0.45 V band */
-  double top_dyn = level * 33.808835 / 2755.0; /* top band at the same bandwidth */
-  double ctrl_dyn = level * 7.968341 / 810.294118;
-  assert_close(power_dynamic_w(f->full, CONFIG_HBM, 9), (ctrl_dyn - 0.6 * top_dyn) / 0.4,
+  const double level = power_level(f->ctrl, CONFIG_HBM, 9); /* 731.9 GB/s: 0.45 V band */
+  const double mc_static = 21.861016 - 0.6 * 25.660103;
+  assert_close(power_static_w(f->ctrl, CONFIG_HBM, 9), mc_static + 6.2, TOL);
+  assert_close(power_static_w(f->full, CONFIG_HBM, 9), mc_static + 6.2, TOL);
+  const double mc_dyn = level * 7.968341 / 810.294118 - 0.6 * level * 33.808835 / 2755.0;
+  const double dram = level * 13.8 / 2755.0;
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 9), mc_dyn + level * 15.680358 / 2755.0 + dram,
                1e-7);
+  assert_close(power_dynamic_w(f->full, CONFIG_HBM, 9), mc_dyn + level * 3.58701 / 810.294118 + dram,
+               1e-7); /* I/O 0.7 V row at 810.29 GB/s */
   for (int s = 0; s <= power_peak_state(f->ctrl); s++) {
     power_energy_nj ec, ef;
     assert_int_equal(power_energy(f->ctrl, CONFIG_HBM, s, 700, 1000, 1.0, &ec, NULL), 0);
     assert_int_equal(power_energy(f->full, CONFIG_HBM, s, 700, 1000, 1.0, &ef, NULL), 0);
-    if (power_voltage_v(f->ctrl, CONFIG_HBM, s) < 0.7 - 1e-12)
+    /* Below the I/O table's 0.8859 V row the I/O runs under its top voltage. */
+    if (s > 0 && power_level(f->ctrl, CONFIG_HBM, s) <= 2673.970588)
       assert_true(ef.total_nj < ec.total_nj);
     else
       assert_close(ef.total_nj, ec.total_nj, TOL);
+    /* The controller's rail is the hbm table's voltage in both. */
+    assert_close(power_voltage_v(f->full, CONFIG_HBM, s), power_voltage_v(f->ctrl, CONFIG_HBM, s),
+                 TOL);
   }
   /* The other components do not depend on the HBM mode. */
   assert_close(power_static_w(f->full, CONFIG_ICI, 10), power_static_w(f->ctrl, CONFIG_ICI, 10),
                TOL);
+}
+
+/* A shared rail: SA at 0.55 GHz needs 0.45 V, SRAM at 0.55 GHz 0.5 V; on one rail the SA
+ * runs at 0.5 V, priced in its 0.5 V band (first row 0.650195059 GHz, 3.97 W; static
+ * 0.7066 W), through η(0.5 V, activity). At its own voltage the rail row is not used. */
+static void test_shared_rail(void **state) {
+  fixture *f = *state;
+  power_energy_nj own, shared, same;
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SA, 11), 0.45, TOL);
+  assert_close(power_voltage_v(f->ctrl, CONFIG_SRAM, 11), 0.50, TOL);
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 11, 500, 1000, 1.0, &own, NULL), 0);
+  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_SA, 11, 0.5, 500, 1000, 1.0, &shared, NULL), 0);
+  assert_close(shared.total_nj,
+               8 * (3.97 * 0.55 / 0.650195059 * 500 + 0.7066400908035716 * 1000) / 0.80, TOL);
+  assert_true(shared.total_nj > own.total_nj);
+  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_SA, 11, 0.45, 500, 1000, 1.0, &same, NULL), 0);
+  assert_close(same.total_nj, own.total_nj, TOL);
+  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_HBM, 11, 0.7, 500, 1000, 1.0, &same, NULL),
+                   ENPU_ERR_INVALID);
 }
 
 static void test_op_energy_breakdown(void **state) {
@@ -261,7 +315,7 @@ static void test_op_energy_breakdown(void **state) {
   double busy[CONFIG_NCOMP] = {800, 300, 900, 1000, 0};
   double util[CONFIG_NCOMP] = {0.9, 0.5, 1, 1, 1};
   power_breakdown b;
-  assert_int_equal(power_op_energy(f->ctrl, st, busy, util, 1000, &b, NULL), 0);
+  assert_int_equal(power_op_energy(f->ctrl, st, NULL, busy, util, 1000, &b, NULL), 0);
   double sum = 0.0;
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     power_energy_nj e;
@@ -286,14 +340,18 @@ static void test_peak_chip_power(void **state) {
   fixture *f = *state;
   power_peak p;
   power_peak_chip(f->ctrl, &p);
-  double raw = 8 * (1.35868996 + 21.3248) + 6 * (0.475076728 + 5.1) + (24.21353615 + 65.0) +
-               (25.660103 + 33.808835 * f->chip->hbm_gbps / 2755) +
-               (6.114105 + 10.591053 * 600 / 599.57);
-  assert_close(p.total_w, raw / 0.8625 + 44.83, TOL);
+  const double k = f->chip->hbm_gbps / 2755, ici = 6.114105 + 10.591053 * 600 / 599.57;
+  /* On the DVFS IVR (86.25 % at activity 1): SA, VU, SRAM, the HBM and ICI controllers;
+   * on the fixed regulator (92 %): the HBM I/O and DRAM and the ICI PHY. */
+  double rail = 8 * (1.35868996 + 21.3248) + 6 * (0.475076728 + 5.1) + (24.21353615 + 65.0) +
+                0.4 * (25.660103 + 33.808835 * k) + 0.4 * ici;
+  double fixed = (15.680358 + 6.2 + 13.8 * k) + 15.680358 * (k - 1) + 0.6 * ici;
+  assert_close(p.total_w, rail / 0.8625 + fixed / 0.92 + 44.83, TOL);
   assert_close(p.tdp_w, 350.0, TOL);
   power_peak pf;
-  power_peak_chip(f->fixed, &pf); /* fixed regulator: 90 % at activity 1 */
-  assert_close(pf.total_w, raw / 0.90 + 44.83, TOL);
+  power_peak_chip(f->fixed, &pf); /* fixed regulator: 92 % at activity 1 */
+  double raw = rail + fixed;
+  assert_close(pf.total_w, raw / 0.92 + 44.83, TOL);
   printf("peak chip power, every component at peak and fully busy: %.1f W (DVFS IVR), "
          "%.1f W (fixed regulator), %.1f W before regulator loss; TDP %.0f W\n",
          p.total_w, pf.total_w, raw + 44.83, p.tdp_w);
@@ -337,6 +395,7 @@ int main(void) {
       cmocka_unit_test(test_transition_delay),
       cmocka_unit_test(test_transition_energy),
       cmocka_unit_test(test_hbm_full_vs_ctrl),
+      cmocka_unit_test(test_shared_rail),
       cmocka_unit_test(test_op_energy_breakdown),
       cmocka_unit_test(test_peak_chip_power),
       cmocka_unit_test(test_create_errors),

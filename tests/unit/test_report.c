@@ -30,7 +30,8 @@ typedef struct {
   store_bucket_op_rec bops[64];
   store_walk_rec walk[64];
   store_plan_rec plans[16];
-  size_t nops, npareto, nbuckets, nbops, nwalk, nplans;
+  store_plan_state_rec pstates[64];
+  size_t nops, npareto, nbuckets, nbops, nwalk, nplans, npstates;
 } pol_fx;
 
 static const store_provenance prov = {.cost_model_hash = 1, .chip_hash = 2, .model_hash = 3, .job_hash = 4,
@@ -44,9 +45,9 @@ static int write_store(const char *path, pol_fx *const *pols, size_t n) {
     const pol_fx *p = pols[i];
     views[i] = (store_fixture_policy){.policy = p->name, .ops = p->ops, .pareto = p->pareto,
                                       .buckets = p->buckets, .bops = p->bops, .walk = p->walk,
-                                      .plans = p->plans, .nops = p->nops, .npareto = p->npareto,
-                                      .nbuckets = p->nbuckets, .nbops = p->nbops, .nwalk = p->nwalk,
-                                      .nplans = p->nplans};
+                                      .plans = p->plans, .pstates = p->pstates, .nops = p->nops,
+                                      .npareto = p->npareto, .nbuckets = p->nbuckets, .nbops = p->nbops,
+                                      .nwalk = p->nwalk, .nplans = p->nplans, .npstates = p->npstates};
   }
   int rc = store_fixture_write(path, &prov, 1, views, n, &err);
   if (rc) fprintf(stderr, "write_store: %s\n", err.msg);
@@ -116,16 +117,32 @@ static void add_bucket(pol_fx *p, int phase, int batch, int seq, int status, dou
   }
   const double sav[2] = {sav0, sav5};
   const uint64_t prefix[2] = {1, 4};
-  for (int k = 0; k < 2; k++)
+  /* The prefixes' runs (op, point, instances): after step 1, 3 of op 0's 4 instances on
+   * its point 1; after step 4, 2 on point 2 and 2 on point 1, op 1's 2 on its point 1. */
+  static const struct {
+    int op, pt;
+    uint64_t n;
+  } runs[2][3] = {{{0, 1, 3}, {0, 0, 1}, {1, 0, 2}}, {{0, 2, 2}, {0, 1, 2}, {1, 1, 2}}};
+  for (int k = 0; k < 2; k++) {
+    const uint32_t plan = (uint32_t)p->nplans;
     p->plans[p->nplans++] = (store_plan_rec){.bucket = row, .slack = 0.05 * k, .walk_prefix = prefix[k],
-                                             .savings_vs_nodvfs = sav[k], .energy_nj = 1000 * (1 - sav[k])};
+                                             .savings_vs_nodvfs = sav[k], .energy_nj = 1000 * (1 - sav[k]),
+                                             .overhead_pct = sav[k] / 10, .states_first = p->npstates,
+                                             .states_count = 3};
+    for (int r = 0; r < 3; r++) {
+      const uint32_t pt = first[runs[k][r].op] + (uint32_t)runs[k][r].pt;
+      store_plan_state_rec *s = &p->pstates[p->npstates++];
+      *s = (store_plan_state_rec){.plan = plan, .op = (uint32_t)runs[k][r].op, .pareto = pt,
+                                  .instances = runs[k][r].n};
+      memcpy(s->states, p->pareto[pt].states, STORE_NSTATE);
+    }
+  }
   b->plan_count = 2;
 }
 
 typedef struct {
   char dir[STORE_FIXTURE_DIR_LEN], path[STORE_FIXTURE_PATH_LEN];
   store_contents *c;
-  planstore *ps;
 } ctx;
 
 static pol_fx fx_enpu, fx_nodvfs;
@@ -149,7 +166,7 @@ static int setup(void **state) {
   add_bucket(&fx_nodvfs, STORE_PHASE_DECODE, 1, 1024, STORE_BUCKET_OK, 500, 0, 0);
   pol_fx *pols[] = {&fx_nodvfs, &fx_enpu};
   enpu_err err = {0};
-  if (write_store(c->path, pols, 2) || store_load(c->path, &c->c, &err) || planstore_open(c->path, &c->ps, &err)) {
+  if (write_store(c->path, pols, 2) || store_load(c->path, &c->c, &err)) {
     fprintf(stderr, "setup: %s\n", err.msg);
     return -1;
   }
@@ -159,7 +176,6 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   ctx *c = *state;
-  planstore_close(c->ps);
   store_contents_free(c->c);
   int rc = store_fixture_dir_remove(c->dir);
   free(c);
@@ -178,6 +194,9 @@ static void check_row(const report_savings_row *r, const char *policy, int phase
   assert_near(r->mean, mean, 1e-12);
   assert_near(r->min, min, 1e-12);
   assert_near(r->max, max, 1e-12);
+  assert_int_equal(r->budget, STORE_BUDGET_STRICT);
+  assert_near(r->overhead_max, max / 10, 1e-12); /* the fixture's overhead is saving / 10 */
+  assert_near(r->overhead_mean, mean / 10, 1e-12);
 }
 
 static void test_savings(void **state) {
@@ -194,6 +213,36 @@ static void test_savings(void **state) {
   check_row(&rows[3], "enpu-all", STORE_PHASE_DECODE, 0.05, 1, 0.07, 0.07, 0.07);
   check_row(&rows[4], "nodvfs", STORE_PHASE_PREFILL, 0, 2, 0, 0, 0);
   check_row(&rows[7], "nodvfs", STORE_PHASE_DECODE, 0.05, 1, 0, 0, 0);
+  free(rows);
+}
+
+/* Plans of one (policy, phase, slack) compiled in different budget modes are separate
+ * rows, strict first, each with its own overhead. */
+static void test_savings_budget_modes(void **state) {
+  (void)state;
+  store_bucket_rec b[2] = {{.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .budget = STORE_BUDGET_PAPER},
+                           {.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .budget = STORE_BUDGET_STRICT}};
+  store_plan_rec pl[3] = {{.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.2,
+                           .overhead_pct = 0.5},
+                          {.bucket = 1, .slack = 0.1, .budget = STORE_BUDGET_STRICT, .savings_vs_nodvfs = 0.1,
+                           .overhead_pct = 0.25},
+                          {.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.4,
+                           .overhead_pct = 1.5}};
+  store_policy_tables p = {.name = "enpu-all", .buckets = b, .nbuckets = 2, .plans = pl, .nplans = 3};
+  store_contents c = {.policies = &p, .npolicies = 1};
+  report_savings_row *rows = NULL;
+  size_t n = 0;
+  enpu_err err = {0};
+  assert_int_equal(report_savings(&c, &rows, &n, &err), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(rows[0].budget, STORE_BUDGET_STRICT);
+  assert_int_equal(rows[0].buckets, 1);
+  assert_near(rows[0].overhead_mean, 0.25, 1e-12);
+  assert_int_equal(rows[1].budget, STORE_BUDGET_PAPER);
+  assert_int_equal(rows[1].buckets, 2);
+  assert_near(rows[1].mean, 0.3, 1e-12);
+  assert_near(rows[1].overhead_mean, 1.0, 1e-12);
+  assert_near(rows[1].overhead_max, 1.5, 1e-12);
   free(rows);
 }
 
@@ -219,7 +268,7 @@ static void test_breakdown(void **state) {
   report_breakdown_row *rows = NULL;
   size_t n = 0;
   enpu_err err = {0};
-  assert_int_equal(report_breakdown(c->c, c->ps, &key, &rows, &n, &err), 0);
+  assert_int_equal(report_breakdown(c->c, &key, &rows, &n, &err), 0);
   assert_int_equal(n, 4); /* two policies x two slacks */
   for (size_t r = 0; r < n; r++) {
     assert_string_equal(rows[r].policy, r < 2 ? "enpu-all" : "nodvfs");
@@ -239,7 +288,7 @@ static void test_breakdown(void **state) {
   assert_near(rows[1].plan_energy_nj, 1000 * (1 - 0.15), 1e-9);
   free(rows);
   report_bucket_key missing = {STORE_PHASE_DECODE, 8, 256}; /* failed everywhere */
-  assert_int_equal(report_breakdown(c->c, c->ps, &missing, &rows, &n, &err), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(report_breakdown(c->c, &missing, &rows, &n, &err), ENPU_ERR_NOT_FOUND);
   assert_null(rows);
 }
 
@@ -326,21 +375,28 @@ static void test_freq_util(void **state) {
   p.plans[p.nplans++] = (store_plan_rec){.bucket = 0, .slack = 0.02, .walk_prefix = 0};
   p.plans[p.nplans++] = (store_plan_rec){.bucket = 0, .slack = 0.3, .walk_prefix = p.nwalk};
   b->plan_count = 2;
+  for (uint32_t k = 0; k < 2; k++) { /* the runs: every op on its fastest / slower point */
+    p.plans[k].states_first = p.npstates, p.plans[k].states_count = p.nbops;
+    for (size_t i = 0; i < p.nbops; i++) {
+      const uint32_t pt = p.ops[i].pareto_first + (k && i < bogus ? 1 : 0);
+      store_plan_state_rec *st = &p.pstates[p.npstates++];
+      *st = (store_plan_state_rec){.plan = k, .op = (uint32_t)i, .pareto = pt, .instances = p.bops[i].multiplicity};
+      memcpy(st->states, p.pareto[pt].states, STORE_NSTATE);
+    }
+  }
 
   char path[160];
   snprintf(path, sizeof path, "%s/freq.h5", c->dir);
   pol_fx *pols[] = {&p};
   assert_int_equal(write_store(path, pols, 1), 0);
   store_contents *sc = NULL;
-  planstore *ps = NULL;
   assert_int_equal(store_load(path, &sc, &err), 0);
-  assert_int_equal(planstore_open(path, &ps, &err), 0);
   report_bucket_key key = {STORE_PHASE_DECODE, 8, 2048};
   report_freq_row *rows = NULL;
   size_t n = 0;
   double used = -1;
   /* slack 25 %: the closest stored slack is 30 %, the plan with every op slowed */
-  assert_int_equal(report_freq_util(sc, ps, job, "enpu-all", &key, 0.25, &rows, &n, &used, &err), 0);
+  assert_int_equal(report_freq_util(sc, job, "enpu-all", &key, 0.25, &rows, &n, &used, &err), 0);
   assert_near(used, 0.3, 0);
   assert_int_equal(n, p.nops);
   double busiest = 0;
@@ -359,17 +415,16 @@ static void test_freq_util(void **state) {
   assert_int_equal(rows[bogus].matched, 0);
   free(rows);
   /* slack 0 %: the closest is 2 %, walk prefix 0: every op at its fastest (peak) point */
-  assert_int_equal(report_freq_util(sc, ps, job, "enpu-all", &key, 0, &rows, &n, &used, &err), 0);
+  assert_int_equal(report_freq_util(sc, job, "enpu-all", &key, 0, &rows, &n, &used, &err), 0);
   assert_near(used, 0.02, 0);
   for (size_t i = 0; i < bogus; i++) {
     assert_int_equal(rows[i].matched, 1);
     assert_int_equal(rows[i].state[0], peak);
   }
   free(rows);
-  assert_int_equal(report_freq_util(sc, ps, job, "dvfs-c", &key, 0, &rows, &n, &used, &err), ENPU_ERR_NOT_FOUND);
-  assert_int_equal(report_freq_util(sc, ps, job, "bogus", &key, 0, &rows, &n, &used, &err), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(report_freq_util(sc, job, "dvfs-c", &key, 0, &rows, &n, &used, &err), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(report_freq_util(sc, job, "bogus", &key, 0, &rows, &n, &used, &err), ENPU_ERR_NOT_FOUND);
 
-  planstore_close(ps);
   store_contents_free(sc);
   search_ctx_free(sx);
   cost_ctx_free(cost);
@@ -379,7 +434,8 @@ static void test_freq_util(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_savings),   cmocka_unit_test(test_pick_bucket),    cmocka_unit_test(test_breakdown),
+      cmocka_unit_test(test_savings),   cmocka_unit_test(test_savings_budget_modes),
+      cmocka_unit_test(test_pick_bucket),    cmocka_unit_test(test_breakdown),
       cmocka_unit_test(test_freq_util), cmocka_unit_test(test_missing_gnuplot),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

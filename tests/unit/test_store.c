@@ -44,7 +44,7 @@ typedef struct {
   store_bucket_op_rec bops[MAX_BUCKETS * NOPS];
   store_walk_rec walk[MAX_BUCKETS * MAX_STEPS];
   store_plan_rec plans[MAX_BUCKETS * 2];
-  store_plan_state_rec pstates[MAX_BUCKETS * 2 * NOPS];
+  store_plan_state_rec pstates[MAX_BUCKETS * 2 * NOPS * NPTS];
   size_t nbuckets, nbops, nwalk, nplans, npstates;
 } fixture;
 
@@ -158,12 +158,20 @@ static void make_fixture(fixture *f) {
       *pl = (store_plan_rec){.bucket = (uint32_t)row, .slack = 0.05 * k, .budget_ns = t0 * (1 + 0.05 * k),
                              .time_ns = prefix ? cum_t[prefix - 1] : t0,
                              .energy_nj = prefix ? cum_e[prefix - 1] : e0, .walk_prefix = prefix,
-                             .states_first = f->npstates, .states_count = NOPS};
+                             .states_first = f->npstates};
       pl->lower_bound_nj = pl->energy_nj;
       pl->savings_vs_nodvfs = 1 - pl->energy_nj / b->e_nodvfs_nj;
+      /* Runs at the prefix: a move takes an op's lowest-numbered instances still at its
+       * earliest point, so instance order is the furthest point first. */
       for (int i = 0; i < NOPS; i++)
-        f->pstates[f->npstates++] = (store_plan_state_rec){(uint32_t)f->nplans, (uint32_t)i,
-                                                           (uint32_t)(i * NPTS), {34, 34, 34, 34, 34}};
+        for (int q = NPTS - 1; q >= 0; q--) {
+          uint64_t n = prefix ? counts[prefix - 1][i][q] : q == 0 ? multiplicity(i, row) : 0;
+          if (!n) continue;
+          store_plan_state_rec *r = &f->pstates[f->npstates++];
+          *r = (store_plan_state_rec){(uint32_t)f->nplans, (uint32_t)i, (uint32_t)(i * NPTS + q), {0}, n};
+          memcpy(r->states, f->pareto[i * NPTS + q].states, STORE_NSTATE);
+          pl->states_count++;
+        }
       f->nplans++;
     }
   }
@@ -964,6 +972,19 @@ static void test_not_a_store(void **state) {
   H5Sclose(sp);
   H5Fclose(f);
   expect_open_fails(path, ENPU_ERR_FORMAT, "format_version");
+  /* An older version (format 1, before budget modes): refused, naming both versions and
+   * what to do. */
+  f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  a = H5Aopen(f, "format_version", H5P_DEFAULT);
+  v = STORE_FORMAT_VERSION - 1;
+  H5Awrite(a, H5T_NATIVE_UINT, &v);
+  H5Aclose(a);
+  H5Fclose(f);
+  char want[96];
+  snprintf(want, sizeof want, "format_version %u, written before this reader's format %u", v,
+           STORE_FORMAT_VERSION);
+  expect_open_fails(path, ENPU_ERR_FORMAT, want);
+  expect_open_fails(path, ENPU_ERR_FORMAT, "recompile it");
 }
 
 static int copy_file(const char *from, const char *to, long keep_bytes, long flip_at) {

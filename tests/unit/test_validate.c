@@ -4,6 +4,7 @@
  * bucket of jobs/demo.json (a nodvfs policy table built here from the cost model):
  * faithful plans pass, a plan whose stored time, energy or states were tampered with
  * fails with a message naming what differs. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,9 +185,10 @@ static int setup_plans(void **state) {
   for (uint32_t p = 0; p < 2; p++) {
     t->plans[p] = (store_plan_rec){.slack = slacks[p], .budget_ns = time_ns * (1 + slacks[p]),
                                    .time_ns = time_ns, .energy_nj = energy_nj,
+                                   .cp_time_ns = time_ns, /* all-peak: its NoDVFS time */
                                    .states_first = t->nplan_states, .states_count = t->nops};
     for (uint32_t k = 0; k < t->nops; k++)
-      t->plan_states[t->nplan_states++] = (store_plan_state_rec){p, k, k, {0}};
+      t->plan_states[t->nplan_states++] = (store_plan_state_rec){p, k, k, {0}, t->bucket_ops[k].multiplicity};
     for (uint32_t k = 0; k < t->nops; k++)
       memcpy(t->plan_states[p * t->nops + k].states, t->pareto[k].states, STORE_NSTATE);
   }
@@ -282,6 +284,40 @@ static void test_tampered_states_fail(void **state) {
   assert_non_null(strstr(out[1].message, "plan_states row"));
 }
 
+/* The same plans stored under the paper's budget: (1 + slack)·T_nodvfs constrains their
+ * critical-path time, and the stored overhead must come out of the re-simulation. */
+static void paper_mode(plan_fixture *fx) {
+  fx->t->buckets[0].budget = STORE_BUDGET_PAPER;
+  for (int p = 0; p < 2; p++) {
+    store_plan_rec *pl = &fx->t->plans[p];
+    pl->budget = STORE_BUDGET_PAPER;
+    pl->budget_ns = (1 + pl->slack) * fx->t->buckets[0].t_nodvfs_ns;
+  }
+}
+
+static void test_paper_plans_pass(void **state) {
+  plan_fixture *fx = *state;
+  paper_mode(fx);
+  store_validation_rec out[2];
+  run_bucket(fx, out);
+  for (int p = 0; p < 2; p++)
+    if (!out[p].pass) fail_msg("plan %d: %s", p, out[p].message);
+}
+
+static void test_paper_overhead_tampered_fails(void **state) {
+  plan_fixture *fx = *state;
+  paper_mode(fx);
+  fx->t->plans[1].overhead_pct = 0.5; /* a NoDVFS plan has none */
+  fx->t->plans[0].budget_ns = fmax(fx->t->buckets[0].t_nodvfs_ns, fx->t->buckets[0].t_peak_ns) +
+                              1e-3 * fx->t->buckets[0].t_nodvfs_ns; /* not the paper formula */
+  store_validation_rec out[2];
+  run_bucket(fx, out);
+  assert_false(out[0].pass);
+  assert_non_null(strstr(out[0].message, "(1 + slack) x T_nodvfs"));
+  assert_false(out[1].pass);
+  assert_non_null(strstr(out[1].message, "overhead"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sample_stratified),
@@ -291,6 +327,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tampered_energy_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_budget_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_states_fail, setup_plans, teardown_plans),
+      cmocka_unit_test_setup_teardown(test_paper_plans_pass, setup_plans, teardown_plans),
+      cmocka_unit_test_setup_teardown(test_paper_overhead_tampered_fails, setup_plans,
+                                      teardown_plans),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

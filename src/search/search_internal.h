@@ -1,0 +1,122 @@
+/* search_internal.h — what the bucket compiler (search_bucket.c) and plan finalisation
+ * (search_final.c) share: the policy setup, the request being finalised and its scratch.
+ * Not for other modules.
+ *
+ * Invariants: a request's per-instance arrays are in real execution order (segment by
+ * segment, layer by layer, each op's `count` copies back to back); a plan's Pareto
+ * positions (pos[]) are in walk numbering (op i's instances at offset[i] .. offset[i] +
+ * multiplicity − 1, layer-major: instance r·count + c is copy c in layer r). Every plan a
+ * request prices goes through req_total, so the compiler, finalisation and validation
+ * (search_plan_simulate) price a plan the same way, bit for bit. */
+#ifndef ENPU_SEARCH_INTERNAL_H
+#define ENPU_SEARCH_INTERNAL_H
+
+#include "search.h"
+
+struct search_ctx {
+  const config_chip *chip;
+  power_model *fixed;  /* NoDVFS: fixed regulator, peak only */
+  power_model *ctrl;   /* DVFS IVR, HBM controller only (enpu-c) */
+  power_model *full;   /* DVFS IVR, HBM controller + I/O (enpu-all, ideal) */
+  power_model *dvfs_c; /* DVFS IVR for SA/VU/SRAM, HBM and ICI at peak on the fixed one */
+  search_memo *memo;
+};
+
+/* Policy → search setup (DESIGN.md §1 policies table). */
+typedef struct {
+  search_domains dom;
+  cost_pipeline pipe;
+  const power_model *pm;
+  int transitions;          /* V/f transitions priced between ops (not for `ideal`) */
+  search_req_method request; /* the request level actually used */
+} policy_setup;
+
+int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o,
+                        policy_setup *ps, enpu_err *err);
+
+/* An evaluation cache line: one op's plan after a given previous plan. */
+typedef struct {
+  int prev[CONFIG_NCOMP], state[CONFIG_NCOMP]; /* prev[0] == -1: no previous op */
+  double time_ns, cp_ns, energy_nj;
+} req_line;
+
+enum { REQ_CACHE_WAYS = 4 };
+
+/* Pricing of instance x of a plan (`state`, execution order) after instance x − 1: the
+ * cost model by default (inst_eval in search_final.c); a unit test may substitute
+ * another to run finalisation on operators of its own making. */
+typedef int (*req_price_fn)(void *user, const int (*state)[CONFIG_NCOMP], int64_t x,
+                            req_line *out, enpu_err *err);
+
+typedef struct {
+  const graph *g;
+  const search_pareto *const *sets; /* per graph op (NULL when only simulating) */
+  const int64_t *offset;            /* per graph op: first instance in walk numbering */
+  int64_t instances;
+  const power_model *pm;
+  int transitions;
+  search_transitions model;
+  config_budget budget;
+  cost_ctx *cost;
+  const cost_pipeline *pipe;
+  const search_domains *dom;
+  int transition_aware;
+  const int *op_of;  /* graph op of each instance (execution order) */
+  const int64_t *exec_of; /* execution index of each instance (walk numbering) */
+  req_price_fn price; /* NULL: the cost model */
+  void *price_user;
+  req_line *cache;   /* per graph op, REQ_CACHE_WAYS lines, used round robin */
+  int *cache_next;
+} request;
+
+/* Scratch of one bucket's request level. */
+typedef struct {
+  search_req_op *req;
+  int64_t *offset;
+  int *pos;
+  int *best_pos; /* positions of the plan taken so far, when it is on the Pareto sets */
+  int have_best;
+  int (*peak_state)[CONFIG_NCOMP];
+  int (*cand)[CONFIG_NCOMP];  /* a candidate plan's states, execution order */
+  int (*lift)[CONFIG_NCOMP];  /* the same with rails lifted */
+  int *op_of;                 /* graph op of each instance (execution order) */
+  int64_t *exec_of;           /* execution index of each instance (walk numbering) */
+  search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive layers
+                                 of one graph op */
+  int *ga_op, *ga_first;      /* per gene: graph op, first layer */
+  int *ga_genes, *ga_seed;
+  int ga_n;
+  req_line *cache;
+  int *cache_next;
+  search_walk *hull, *greedy;
+} scratch;
+
+/* Every op's multiplicity is its segment's repeat × its count; *instances: op instances
+ * of a pass. */
+int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
+/* The policy's setup and the graph check, what every request over graph g starts with. */
+int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
+                const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
+
+/* Allocate the execution-order arrays of a request over graph g (op_of, exec_of, the
+ * cache). */
+int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);
+void scratch_free(scratch *sc);
+
+/* Time (transitions included), critical-path time and energy of the plan `state`
+ * (execution order). */
+int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], double *time_ns,
+              double *cp_ns, double *energy_nj, enpu_err *err);
+
+/* The slack's plan from a walk (prefix within budget, stepping back in strict mode; rail
+ * lifting and local search when transition-aware), or from the GA; the all-peak plan
+ * when nothing cheaper fits. pl->budget_ns, slack and budget are set by the caller. */
+int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
+                    const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
+int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
+                  const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
+/* The GA's genes: each graph op's instances cut into at most `groups` runs of layers. */
+int ga_genes_make(const graph *g, const search_pareto *const *sets, int groups, scratch *sc,
+                  enpu_err *err);
+
+#endif /* ENPU_SEARCH_INTERNAL_H */
