@@ -42,26 +42,33 @@ int req_prepare(const search_ctx *s, config_policy policy, const search_options 
   return req_check_graph(g, instances, err);
 }
 
-/* The execution order of graph g's instances (graph.h): op_of[x], the graph op of
- * execution index x, and exec_of[w], the execution index of the instance numbered w in
- * the walk (copy c of op i in layer r: w = offset_i + r·count + c, offset_i the sum of
- * the multiplicities of ops 0..i-1). */
-static void exec_order(const graph *g, int *op_of, int64_t *exec_of) {
+/* Visits graph g's instances in execution order (graph.h): visit(ctx, i, x, w) for the
+ * instance of op i at execution index x, numbered w in the walk (copy c of op i in layer
+ * r: w = offset_i + r·count + c, offset_i the sum of the multiplicities of ops 0..i-1).
+ * Runs once per request set-up or stored plan, never in the search's inner loop. */
+typedef void instance_visit(void *ctx, int op, int64_t exec, int64_t walk);
+
+static void each_instance(const graph *g, instance_visit *visit, void *ctx) {
   int64_t x = 0, offset = 0;
   for (int si = 0; si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
     for (int64_t r = 0; r < seg->repeat; r++)
       for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
         const int64_t count = graph_op_at(g, i)->count;
-        for (int64_t c = 0; c < count; c++, x++) {
-          op_of[x] = i;
-          exec_of[offset + at + r * count + c] = x;
-        }
+        for (int64_t c = 0; c < count; c++, x++) visit(ctx, i, x, offset + at + r * count + c);
         at += (int)graph_op_at(g, i)->multiplicity;
       }
     for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
       offset += graph_op_at(g, i)->multiplicity;
   }
+}
+
+/* op_of[x], the graph op of execution index x; exec_of[w], the execution index of walk
+ * instance w. */
+static void order_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  scratch *sc = ctx;
+  sc->op_of[exec] = op;
+  sc->exec_of[walk] = exec;
 }
 
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
@@ -73,7 +80,7 @@ int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_e
   ENPU_RETURN_IF(!sc->op_of || !sc->exec_of || !sc->cache || !sc->cache_next, err,
                  ENPU_ERR_NOMEM, "out of memory (request of %lld instances)",
                  (long long)instances);
-  exec_order(g, sc->op_of, sc->exec_of);
+  each_instance(g, order_visit, sc);
   for (size_t k = 0; k < (size_t)nops * REQ_CACHE_WAYS; k++) sc->cache[k].state[0] = -1;
   rq->g = g;
   rq->instances = instances;
@@ -84,21 +91,21 @@ int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_e
   return 0;
 }
 
+struct states_copy {
+  const int (*exec)[CONFIG_NCOMP];
+  int (*walk)[CONFIG_NCOMP];
+};
+
+static void states_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  (void)op;
+  const struct states_copy *sc = ctx;
+  memcpy(sc->walk[walk], sc->exec[exec], sizeof sc->walk[0]);
+}
+
 void search_states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
                            int (*walk)[CONFIG_NCOMP]) {
-  int64_t x = 0, offset = 0;
-  for (int si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
-        const int64_t count = graph_op_at(g, i)->count;
-        for (int64_t c = 0; c < count; c++, x++)
-          memcpy(walk[offset + at + r * count + c], exec[x], sizeof walk[0]);
-        at += (int)graph_op_at(g, i)->multiplicity;
-      }
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-      offset += graph_op_at(g, i)->multiplicity;
-  }
+  struct states_copy copy = {exec, walk};
+  each_instance(g, states_visit, &copy);
 }
 
 void scratch_free(scratch *sc) {
