@@ -50,7 +50,7 @@ static int parse_axis(const config_doc *doc, const config_path *phase_path, cons
     config_path rp = CONFIG_KEY(&p, "rule");
     ENPU_FORWARD(config_enum(doc, &rp, json_object_get(v, "rule"), rule_names, 1, &rule, err));
     ax->rule = true;
-    return config_get_int(doc, &p, v, "max", 1, &ax->rule_max, err);
+    return config_get_int(doc, &p, v, "max", &ax->rule_max, err);
   }
   if (!json_is_array(v)) {
     char got[96];
@@ -63,7 +63,7 @@ static int parse_axis(const config_doc *doc, const config_path *phase_path, cons
   if (!ax->values) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
   for (size_t i = 0; i < n; i++) {
     config_path ep = CONFIG_INDEX(&p, i);
-    ENPU_FORWARD(config_int(doc, &ep, json_array_get(v, i), 1, &ax->values[i], err));
+    ENPU_FORWARD(config_int(doc, &ep, json_array_get(v, i), &ax->values[i], err));
     if (i > 0 && ax->values[i] <= ax->values[i - 1])
       return fail_not_increasing(doc, &p, i, ax->values[i - 1], ax->values[i], err);
     ax->count = (int)i + 1;
@@ -139,7 +139,7 @@ static int parse_slacks(const config_doc *doc, const config_path *root, config_j
   if (!job->slacks) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
   for (size_t i = 0; i < n; i++) {
     config_path ep = CONFIG_INDEX(&sp, i);
-    ENPU_FORWARD(config_number(doc, &ep, json_array_get(v, i), 0, false, 10, &job->slacks[i], err));
+    ENPU_FORWARD(config_number(doc, &ep, json_array_get(v, i), &job->slacks[i], err));
     if (i > 0 && job->slacks[i] <= job->slacks[i - 1])
       return fail_not_increasing(doc, &sp, i, job->slacks[i - 1], job->slacks[i], err);
     job->slack_count = (int)i + 1;
@@ -173,29 +173,38 @@ static int parse_policies(const config_doc *doc, const config_path *root, config
   return ENPU_OK;
 }
 
-/* "worst" (0) or a number in [1, E/k]: above E/k the most loaded expert would get more
- * than every token of the bucket. */
+/* The capacity factors model m accepts, [r->min, *max], and how to say so: the range
+ * table's, or up to E/k when smaller (above E/k the most loaded expert would get more than
+ * every token of the bucket). */
+static void capacity_factor_bounds(const config_model *m, const config_range *r, double *max,
+                                   char *expected, size_t cap) {
+  const double worst = m->moe ? (double)m->routed_experts / m->experts_per_token : r->max;
+  *max = worst < r->max ? worst : r->max;
+  if (worst < r->max)
+    snprintf(expected, cap, "\"worst\" or a number in [%g, %.4g] (routed_experts / "
+             "experts_per_token of %s)", r->min, worst, m->path);
+  else
+    snprintf(expected, cap, "\"worst\" or a number in [%g, %g] (%s)", r->min, r->max, r->why);
+}
+
+/* "worst" (0) or a number within capacity_factor_bounds. */
 static int parse_capacity_factor(const config_doc *doc, const config_path *mp, const json_t *v,
                                  config_job *job, enpu_err *err) {
   config_path cp = CONFIG_KEY(mp, "capacity_factor");
   const json_t *cf = json_object_get(v, "capacity_factor");
   if (!cf || (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0)) return ENPU_OK;
-  const config_model *m = &job->model;
-  const double worst =
-      m->moe ? (double)m->routed_experts / m->experts_per_token : INFINITY;
-  if (json_is_number(cf) && json_number_value(cf) >= 1 && json_number_value(cf) <= worst) {
+  const config_range *r = NULL;
+  ENPU_FORWARD(config_range_of(doc, &cp, &r, err));
+  double hi;
+  char expected[CONFIG_PATH_LEN + 128], got[96];
+  capacity_factor_bounds(&job->model, r, &hi, expected, sizeof expected);
+  if (json_is_number(cf) && json_number_value(cf) >= r->min && json_number_value(cf) <= hi) {
     job->moe_capacity_factor = json_number_value(cf);
     return ENPU_OK;
   }
-  char got[96];
   config_describe(cf, got, sizeof got);
-  const int code = json_is_number(cf) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID;
-  if (!m->moe)
-    return config_fail(doc, &cp, err, code, "expected \"worst\" or a number >= 1, got %s", got);
-  return config_fail(doc, &cp, err, code,
-                     "expected \"worst\" or a number in [1, %.4g] (routed_experts / "
-                     "experts_per_token of %s), got %s",
-                     worst, m->path, got);
+  return config_fail(doc, &cp, err, json_is_number(cf) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID,
+                     "expected %s, got %s", expected, got);
 }
 
 /* "budget": "strict" | "paper" (config.h), strict when absent. */
@@ -262,9 +271,9 @@ static int parse_validation(const config_doc *doc, const config_path *root, conf
     return config_fail(doc, &tp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
   }
   if (json_object_get(v, "sample"))
-    ENPU_FORWARD(config_get_int(doc, &vp, v, "sample", 1, &val->sample, err));
+    ENPU_FORWARD(config_get_int(doc, &vp, v, "sample", &val->sample, err));
   int seed = 1;
-  if (json_object_get(v, "seed")) ENPU_FORWARD(config_get_int(doc, &vp, v, "seed", 0, &seed, err));
+  if (json_object_get(v, "seed")) ENPU_FORWARD(config_get_int(doc, &vp, v, "seed", &seed, err));
   val->seed = (uint64_t)seed;
   val->enabled = true;
   return ENPU_OK;
@@ -273,19 +282,33 @@ static int parse_validation(const config_doc *doc, const config_path *root, conf
 /* Open the file that job member `key` names, relative to the job file. A file that
  * cannot be read is reported at that member; errors inside it name the file itself. */
 static int open_ref(const config_doc *doc, const config_path *root, const char *key,
-                    config_doc *ref, enpu_err *err) {
+                    config_doc *ref, enpu_err *err) { /* key names the kind too */
   char rel[CONFIG_PATH_LEN], path[CONFIG_PATH_LEN];
   config_path kp = CONFIG_KEY(root, key);
   ENPU_FORWARD(config_get_string(doc, root, doc->root, key, rel, sizeof rel, err));
   if (enpu_path_relative(doc->file, rel, path, sizeof path, NULL) < 0)
     return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
-  int rc = config_doc_open(ref, path, err);
+  int rc = config_doc_open(ref, path, key, err);
   if (rc == ENPU_ERR_IO) {
     char where[768];
     config_where(doc, &kp, where, sizeof where);
     enpu_err_prefix(err, "%s: ", where);
   }
   return rc;
+}
+
+/* The job's name becomes a directory name (results/<job>/): letters, digits, '.', '_'
+ * and '-', starting with a letter or digit, so it can neither climb out of the results
+ * directory ("..", "a/b") nor look like an option. */
+static int check_plain_name(const config_doc *doc, const config_path *root, const char *name, enpu_err *err) {
+  bool ok = (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= '0' && name[0] <= '9');
+  for (const char *c = name; ok && *c; c++)
+    ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *c) != NULL;
+  if (ok) return ENPU_OK;
+  config_path np = CONFIG_KEY(root, "name");
+  return config_fail(doc, &np, err, ENPU_ERR_INVALID,
+                     "expected a plain name (letters, digits, '.', '_', '-', starting with a letter or digit; it "
+                     "names the results directory), got \"%s\"", name);
 }
 
 /* The job's text plus the hashes of what it references. */
@@ -305,6 +328,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   ENPU_FORWARD(config_object(doc, &root, o, job_keys, NKEYS(job_keys), err));
   snprintf(job->path, sizeof job->path, "%s", doc->file);
   ENPU_FORWARD(config_get_string(doc, &root, o, "name", job->name, sizeof job->name, err));
+  ENPU_FORWARD(check_plain_name(doc, &root, job->name, err));
   char store[CONFIG_PATH_LEN];
   ENPU_FORWARD(config_get_string(doc, &root, o, "store", store, sizeof store, err));
   if (enpu_path_relative(doc->file, store, job->store_path, sizeof job->store_path, NULL) < 0) {
@@ -348,7 +372,7 @@ int config_job_load(const char *path, config_job **out, enpu_err *err) {
   if (!job) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   config_doc doc, refs[3];
   memset(refs, 0, sizeof refs);
-  int rc = config_doc_open(&doc, path, err);
+  int rc = config_doc_open(&doc, path, "job", err);
   if (rc == ENPU_OK) {
     rc = parse_job(&doc, refs, job, err);
     job->job_json = config_doc_take_text(&doc);
@@ -388,12 +412,12 @@ int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err 
     cf = strtod(value, &end);
     ENPU_RETURN_IF(end == value || *end != '\0', err, ENPU_ERR_INVALID,
                    "capacity factor: expected \"worst\" or a number, got '%s'", value);
-    const config_model *m = &job->model;
-    const double worst = m->moe ? (double)m->routed_experts / m->experts_per_token : INFINITY;
-    ENPU_RETURN_IF(!(cf >= 1 && cf <= worst), err, ENPU_ERR_RANGE,
-                   "capacity factor: expected \"worst\" or a number in [1, %.4g] "
-                   "(routed_experts / experts_per_token of %s), got %s",
-                   worst, m->path, value);
+    const config_range *r = config_range_find("job", "$.moe.capacity_factor");
+    double hi;
+    char expected[CONFIG_PATH_LEN + 128];
+    capacity_factor_bounds(&job->model, r, &hi, expected, sizeof expected);
+    ENPU_RETURN_IF(!(cf >= r->min && cf <= hi), err, ENPU_ERR_RANGE,
+                   "capacity factor: expected %s, got %s", expected, value);
   }
   /* The job document as stored for provenance says what was compiled. */
   json_error_t jerr;

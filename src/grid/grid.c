@@ -241,6 +241,15 @@ void grid_memory_note(const grid_memory *mem, char *buf, size_t cap) {
              mem->offload_bytes / 1e9);
 }
 
+int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int seq, char *why, size_t cap,
+                     enpu_err *err) {
+  grid_memory mem;
+  ENPU_FORWARD(grid_memory_per_chip(job, phase, batch, seq, &mem, err));
+  if (grid_memory_status(&mem) == GRID_FEASIBLE) return 1;
+  grid_memory_note(&mem, why, cap);
+  return 0;
+}
+
 /* ---------------------------------------------------------------------------------
  * Grid */
 

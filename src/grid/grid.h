@@ -118,6 +118,14 @@ int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, i
  * resident, whatever the capacity policy). */
 double grid_memory_used_bytes(const grid_memory *mem);
 
+/* Can the bucket be compiled under the job's capacity policy (it fits the chip's HBM, or
+ * the policy is ignore, or offload can stream what does not fit; grid_memory_status)?
+ * When it cannot, `why` receives "needs X GB per chip (weights, KV, activations), HBM
+ * holds Y GB" (what the store keeps for it).
+ * @return 1 can, 0 cannot, or grid_memory_per_chip's error. */
+int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int seq, char *why, size_t cap,
+                     enpu_err *err);
+
 /* ---------------------------------------------------------------------------------
  * MoE expert load on the busiest chip of a bucket (paper §3.4 "Support for custom
  * operators": the cost model takes an expert's worst-case token count from a capacity
