@@ -9,6 +9,7 @@ the real mpirun and the real HDF5 store (read back with h5py):
   `enpu report` says so;
 - the same grid under "enforce" compiles nothing (infeasible, capacity), under
   "offload" compiles every bucket with a host-link operator in the store's ops;
+  `enpu compile` agrees on one bucket (refused under enforce, compiled under offload);
 - `enpu farm --capacity-factor F` records F in the store; a factor below 1 is a usage
   error naming the allowed range;
 - `enpu compile --capacity-factor` (Figure 20): at the worst case the worst-case plan is
@@ -115,7 +116,16 @@ info = h.run_json("store", "info", store)
 h.check("farm (enforce): every bucket infeasible (capacity)",
         r.returncode == 0 and all(p["buckets"]["infeasible_capacity"] == 3 for p in info["policies"]),
         r.stderr[-300:] + str(info["policies"]))
+bucket = ("--phase", "decode", "--batch", "1", "--seq", "2048", "--slacks", "0.05")
+r = h.run("compile", job, *bucket)
+h.check("compile (enforce): the bucket is refused, saying why", r.returncode != 0 and
+        "does not fit the chips: needs" in r.stderr, f"exit {r.returncode}: {r.stderr[-300:]}")
 job, store = small_job("deepseek-v2-236b", "v2-offload", capacity="offload")
+r = h.run("compile", job, *bucket)
+gr = h.run_json("graph", job, *bucket[:6])
+h.check("compile (offload): the same bucket compiles, its graph streaming weights over the host link",
+        r.returncode == 0 and any(o["name"] == "host.weight_stream" for o in gr["ops"]),
+        f"exit {r.returncode}: {r.stderr[-300:]}")
 r = farm(job)
 info = h.run_json("store", "info", store)
 tables = h5(store)
