@@ -454,6 +454,22 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
 /* ---------------------------------------------------------------------------------
  * Main */
 
+/* The search options the command line asks for (parse_args checked the names). */
+static void compile_options(const compile_args *a, const config_job *job, search_options *opt) {
+  search_options_default(opt);
+  opt->request = !strcmp(a->request, "greedy") ? SEARCH_REQ_GREEDY
+                 : !strcmp(a->request, "ga")   ? SEARCH_REQ_GA
+                 : !strcmp(a->request, "walk") ? SEARCH_REQ_WALK
+                                               : SEARCH_REQ_POLICY;
+  opt->budget = job->budget;
+  if (a->budget) config_budget_parse(a->budget, &opt->budget);
+  if (a->transitions && !strcmp(a->transitions, "chip-stall")) opt->transitions = SEARCH_TRANS_CHIP_STALL;
+  opt->transition_aware = a->lift;
+  opt->op_trim = a->trim;
+  opt->enpu_domains = a->domains;
+  opt->threads = a->threads;
+}
+
 int cli_cmd_compile(int argc, char **argv) {
   compile_args a = {.policy = "all", .request = "policy", .domains = 5, .threads = 1};
   const int st = parse_args(argc, argv, &a);
@@ -486,18 +502,7 @@ int cli_cmd_compile(int argc, char **argv) {
     goto done;
   }
   search_options opt;
-  search_options_default(&opt);
-  opt.request = !strcmp(a.request, "greedy") ? SEARCH_REQ_GREEDY
-                : !strcmp(a.request, "ga")   ? SEARCH_REQ_GA
-                : !strcmp(a.request, "walk") ? SEARCH_REQ_WALK
-                                             : SEARCH_REQ_POLICY;
-  opt.budget = job->budget;
-  if (a.budget) config_budget_parse(a.budget, &opt.budget);
-  if (a.transitions && !strcmp(a.transitions, "chip-stall")) opt.transitions = SEARCH_TRANS_CHIP_STALL;
-  opt.transition_aware = a.lift;
-  opt.op_trim = a.trim;
-  opt.enpu_domains = a.domains;
-  opt.threads = a.threads;
+  compile_options(&a, job, &opt);
   const config_policy *list = strcmp(a.policy, "all") ? &one : job->policies;
   const int npol = strcmp(a.policy, "all") ? 1 : job->policy_count;
   if (a.factors) {

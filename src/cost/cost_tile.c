@@ -63,7 +63,9 @@ static int vector_chain(const graph_op *op) {
   }
 }
 
-int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu_err *err) {
+/* An op the model can price: a known kind, no negative dimension or work, host bytes
+ * only on a chip with a host link. */
+static int check_op(const config_chip *chip, const graph_op *op, enpu_err *err) {
   const graph_shape *sh = &op->shape;
   ENPU_RETURN_IF(op->kind < 0 || op->kind >= GRAPH_NKIND, err, ENPU_ERR_INVALID,
                  "op %d: unknown kind %d", op->id, (int)op->kind);
@@ -75,6 +77,12 @@ int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu
   ENPU_RETURN_IF(op->flops < 0 || op->vector_ops < 0 || op->hbm_read_bytes < 0 ||
                      op->hbm_write_bytes < 0 || op->ici_bytes < 0 || op->host_bytes < 0,
                  err, ENPU_ERR_INVALID, "op %d (%s): negative work", op->id, op->name);
+  return 0;
+}
+
+int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu_err *err) {
+  const graph_shape *sh = &op->shape;
+  ENPU_FORWARD(check_op(chip, op, err));
   memset(t, 0, sizeof *t);
   int dtype = sh->dtype_bytes > 0 ? sh->dtype_bytes : 2;
   double lanes = (double)chip->vu_count * chip->vu_sublanes * chip->vu_lanes;

@@ -586,8 +586,7 @@ static int replay_journal(master *m, enpu_err *err) {
 
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
-  if (m->o.capacity_factor)
-    ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
+  if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
   farm_search_options(m->job, &m->opt);
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
   ENPU_FORWARD(lock_store(m, m->o.store_path ? m->o.store_path : m->job->store_path, err));
