@@ -586,6 +586,7 @@ static int replay_journal(master *m, enpu_err *err) {
 
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
+  if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
   farm_search_options(m->job, &m->opt);
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
   ENPU_FORWARD(lock_store(m, m->o.store_path ? m->o.store_path : m->job->store_path, err));
@@ -1031,7 +1032,7 @@ static int run_master(master *m, enpu_err *err) {
     m->sum->input_error = 1;
     return rc;
   }
-  if (m->size == 1) rc = farm_exec_create(m->o.job_path, &m->exec, err);
+  if (m->size == 1) rc = farm_exec_create(m->o.job_path, m->o.capacity_factor, &m->exec, err);
   ENPU_FORWARD(executors_ready(m->comm, rc, err));
   c.last_sync = c.last_ckpt = c.last_progress = enpu_now_s();
   rc = m->size > 1 ? master_loop_mpi(m, &c, err) : master_loop_inline(m, &c, err);
@@ -1063,7 +1064,7 @@ static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sum, e
     return setup.code;
   }
   farm_exec *x = NULL;
-  int rc = executors_ready(comm, farm_exec_create(o->job_path, &x, err), err);
+  int rc = executors_ready(comm, farm_exec_create(o->job_path, o->capacity_factor, &x, err), err);
   if (rc < 0) return rc;
   farm_buf in = {0}, out = {0};
   for (;;) {

@@ -4,8 +4,9 @@
  * Not for other modules.
  *
  * Invariants: a request's per-instance arrays are in real execution order (segment by
- * segment, layer by layer); a plan's Pareto positions (pos[]) are in walk numbering
- * (op i's instances at offset[i] .. offset[i] + multiplicity − 1). Every plan a
+ * segment, layer by layer, each op's `count` copies back to back); a plan's Pareto
+ * positions (pos[]) are in walk numbering (op i's instances at offset[i] .. offset[i] +
+ * multiplicity − 1, layer-major: instance r·count + c is copy c in layer r). Every plan a
  * request prices goes through req_total, so the compiler, finalisation and validation
  * (search_plan_simulate) price a plan the same way, bit for bit. */
 #ifndef ENPU_SEARCH_INTERNAL_H
@@ -63,6 +64,7 @@ typedef struct {
   const search_domains *dom;
   int transition_aware;
   const int *op_of;  /* graph op of each instance (execution order) */
+  const int64_t *exec_of; /* execution index of each instance (walk numbering) */
   req_price_fn price; /* NULL: the cost model */
   void *price_user;
   req_line *cache;   /* per graph op, REQ_CACHE_WAYS lines, used round robin */
@@ -80,6 +82,7 @@ typedef struct {
   int (*cand)[CONFIG_NCOMP];  /* a candidate plan's states, execution order */
   int (*lift)[CONFIG_NCOMP];  /* the same with rails lifted */
   int *op_of;                 /* graph op of each instance (execution order) */
+  int64_t *exec_of;           /* execution index of each instance (walk numbering) */
   search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive layers
                                  of one graph op */
   int *ga_op, *ga_first;      /* per gene: graph op, first layer */
@@ -90,13 +93,15 @@ typedef struct {
   search_walk *hull, *greedy;
 } scratch;
 
-/* Every op's multiplicity equals its segment's repeat; *instances: op instances of a pass. */
+/* Every op's multiplicity is its segment's repeat × its count; *instances: op instances
+ * of a pass. */
 int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
 /* The policy's setup and the graph check, what every request over graph g starts with. */
 int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
                 const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
 
-/* Allocate the execution-order arrays of a request over graph g (op_of, the cache). */
+/* Allocate the execution-order arrays of a request over graph g (op_of, exec_of, the
+ * cache). */
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);
 void scratch_free(scratch *sc);
 

@@ -127,7 +127,8 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
   *plan = (planstore_plan){.policy = pi, .bucket = (uint32_t)bi, .phase = phase, .budget_mode = b->budget,
                            .batch = b->batch, .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns,
                            .t_peak_ns = b->t_peak_ns, .e_nodvfs_nj = b->e_nodvfs_nj,
-                           .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN};
+                           .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN,
+                           .note = b->message};
   *pol = p;
   return ENPU_OK;
 }

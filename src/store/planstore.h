@@ -54,6 +54,10 @@ typedef struct {
    * 100 · (time − critical path) / T_nodvfs. NaN when no stored plan has this target. */
   double plan_time_ns;
   double overhead_pct;
+  const char *note;         /* how the bucket stands with HBM: "" when it fits; else the
+                               farm's note, "capacity ignored: ..." (the plan assumes the
+                               model fits) or "offload: ..." (weights stream from the
+                               host). Valid until planstore_close. */
 } planstore_plan;
 
 /* Frequency states of one op of a plan. The walk moves the instances of an op from one

@@ -538,6 +538,53 @@ static int real_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e
   return 0;
 }
 
+/* Ops that stand for several back-to-back instances (the cold experts of an MoE layer):
+ * every plan re-simulated from its states (search_plan_simulate, the validator's path)
+ * gives the time and energy the search reported, so the incremental step-back of the
+ * finalisation and the execution order agree with a whole re-timing. */
+static void test_counted_ops_plans_resimulate(void **state) {
+  (void)state;
+  enpu_err err = {0};
+  config_job *job;
+  if (config_job_load(ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json", &job, &err) < 0)
+    fail_msg("%s", err.msg);
+  graph *g;
+  assert_int_equal(graph_build(job, CONFIG_DECODE, 8, 1024, &g, &err), 0);
+  int64_t instances = 0, counted = 0;
+  for (int i = 0; i < graph_op_count(g); i++) {
+    instances += graph_op_at(g, i)->multiplicity;
+    counted += graph_op_at(g, i)->count > 1;
+  }
+  assert_true(counted >= 4); /* the cold experts' projections */
+  cost_ctx *cost;
+  search_ctx *sx;
+  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
+  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  const double slacks[3] = {0, 0.02, 0.05};
+  search_bucket_result res;
+  if (search_compile_bucket(sx, cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 3, NULL, &res, &err) < 0)
+    fail_msg("%s", err.msg);
+  int(*walk)[CONFIG_NCOMP] = calloc((size_t)instances, sizeof *walk);
+  assert_non_null(walk);
+  for (int k = 0; k < res.nplans; k++) {
+    const search_slack_plan *pl = &res.plans[k];
+    assert_int_equal(pl->instances, instances);
+    search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])pl->state, walk);
+    double t, e;
+    assert_int_equal(search_plan_simulate(sx, cost, g, CONFIG_POLICY_ENPU_ALL, NULL,
+                                          (const int(*)[CONFIG_NCOMP])walk, &t, NULL, &e, &err), 0);
+    if (fabs(t - pl->time_ns) > 1e-9 * t || fabs(e - pl->energy_nj) > 1e-9 * e)
+      fail_msg("slack %g: re-simulated %.6f ns %.6f nJ, plan %.6f ns %.6f nJ", pl->slack, t, e,
+               pl->time_ns, pl->energy_nj);
+  }
+  free(walk);
+  search_bucket_result_free(&res);
+  search_ctx_free(sx);
+  cost_ctx_free(cost);
+  graph_free(g);
+  config_job_free(job);
+}
+
 static void test_real_op_enpu_all(void **state) {
   enpu_err err = {0};
   config_job *job;
@@ -1146,6 +1193,7 @@ int main(void) {
       cmocka_unit_test(test_vfset_round_trip),
       cmocka_unit_test(test_vfset_stream),
       cmocka_unit_test(test_real_op_enpu_all),
+      cmocka_unit_test(test_counted_ops_plans_resimulate),
       cmocka_unit_test(test_pareto_gap),
       cmocka_unit_test(test_trim),
       cmocka_unit_test(test_trim_pair_moves),
