@@ -69,7 +69,8 @@ def progress_mark(store):
     except FileNotFoundError:
         mark = None
     j = store + ".journal"
-    return mark, os.path.getsize(j) if os.path.exists(j) else 0
+    records = os.path.getsize(j) - 16 if os.path.exists(j) else 0  # beyond the header
+    return mark, max(records, 0)
 
 
 def kill_farm(p, store):
