@@ -142,24 +142,28 @@ def main():
             r.stdout)
     h.check("rerun reused everything from the store", field(r.stdout, "reused")[0] == tasks[0], r.stdout)
 
-    # kill -9 of the whole farm (mpirun and its ranks), each time just after it published
-    # a checkpoint or synced its journal, so every start makes progress before it dies
-    # whatever the machine's speed; then at a random point within the next checkpoint.
+    # kill -9 of the whole farm (mpirun and its ranks), each time after it finished a task
+    # and then published a checkpoint, so every start leaves work behind whatever the
+    # machine's speed; then at a random point within the next checkpoint interval.
     k = os.path.join(tmp, "killed.h5")
+    log = os.path.join(tmp, "killed.err")
     kills = 0
     for attempt in range(40):
         if kills >= 3:
             break
-        before = progress_mark(k)
-        p = start(h, 2, k, tmp, extra=("--checkpoint-s", "0.1"))
-        wait_for(lambda: p.poll() is not None or progress_mark(k) != before, "a checkpoint or journal sync")
+        with open(log, "w") as err:
+            p = subprocess.Popen(farm_cmd(h, 2, k, tmp, extra=("--checkpoint-s", "0.1", "--progress-s", "0.05")),
+                                 stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=tmp, start_new_session=True)
+        wait_for(lambda: p.poll() is not None or re.search(r"farm: [1-9]\d*/", open(log).read()), "a task done")
+        mark = progress_mark(k)
+        wait_for(lambda: p.poll() is not None or progress_mark(k) != mark, "the next checkpoint")
         time.sleep(rnd.uniform(0.0, 0.1))
         if p.poll() is None:
             kill_farm(p, k)
             kills += 1
-            print(f"     kill -9 after progress {progress_mark(k)}")
+            print(f"     kill -9 after a checkpoint of {k}")
         else:
-            p.communicate()  # finished before the kill: nothing left to interrupt
+            p.wait()  # finished before the kill: nothing left to interrupt
             break
     r = farm(h, 2, k, tmp)
     h.check("after kills: finishes", r.returncode == 0, r.stderr[-600:])
