@@ -36,7 +36,9 @@ typedef enum {
 } config_component;
 
 /* dvfs-c is the paper's DVFS-C baseline (§4.1: compute domain only, the GA of §4.3 at
- * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. */
+ * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. uniform
+ * is no DVFS plan: one chip-wide V/f state for every component and op, one plan per
+ * state, the table online governors run batches from (search.h, replay.h). */
 typedef enum {
   CONFIG_POLICY_NODVFS = 0,
   CONFIG_POLICY_DVFS_C = 1,
@@ -44,7 +46,8 @@ typedef enum {
   CONFIG_POLICY_ENPU_ALL = 3,
   CONFIG_POLICY_IDEAL = 4,
   CONFIG_POLICY_DVFS_C_WALK = 5,
-  CONFIG_NPOLICY = 6
+  CONFIG_POLICY_UNIFORM = 6,
+  CONFIG_NPOLICY = 7
 } config_policy;
 
 /* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):
@@ -88,7 +91,25 @@ int config_policy_parse(const char *name, config_policy *out);
  * q_lora_rank 0 means no low-rank query projection. "fuse_gate_up" (default false) builds
  * the gate and up projections of every SwiGLU MLP of the model (dense, shared and routed
  * experts) as one [hidden, 2·inter] matmul instead of two (graph.h, "Operator
- * granularity"). Checks: experts_per_token <= routed_experts, first_dense_layers < layers. */
+ * granularity"). Checks: experts_per_token <= routed_experts, first_dense_layers < layers.
+ * Optional, self-speculative decoding (the replay's draft/verify passes, replay.h):
+ *   "speculative": { "acceptance": [ { "exit_layers": 20, "rate": 0.63 }, ... ] }
+ * one row per draft exit depth (strictly increasing, below layers): the probability that
+ * the full model accepts a token drafted through the first exit_layers layers, given
+ * the drafts before it were accepted. Without the section: exits at 1/4, 1/2 and 3/4 of
+ * the layers with the default curve of config_spec_default_rate (jobs/README.md gives
+ * its source). */
+
+#define CONFIG_MAX_SPEC_EXITS 8
+
+typedef struct {
+  int exit_layers;
+  double rate; /* 0..1 */
+} config_spec_exit;
+
+/* The default acceptance rate of a draft exiting after `fraction` of the layers:
+ * piecewise linear through (0, 0), (1/4, 0.63) and (1, 1). */
+double config_spec_default_rate(double fraction);
 
 typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
 
@@ -118,6 +139,9 @@ typedef struct {
   /* KV-cache bytes per token, all layers, whole model: GQA 2*layers*kv_heads*head_dim*
    * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). */
   double kv_bytes_per_token;
+  config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
+  int spec_exit_count;
+  bool spec_default; /* no "speculative" section: the default table */
   uint64_t hash; /* content hash of the file */
 } config_model;
 

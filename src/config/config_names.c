@@ -8,7 +8,7 @@
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
-                                                         "ideal",  "dvfs-c-walk"};
+                                                         "ideal",  "dvfs-c-walk", "uniform"};
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};

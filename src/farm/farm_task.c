@@ -55,6 +55,9 @@ uint64_t farm_op_key(const config_job *job, config_policy policy, const search_o
   enpu_hasher_str(&h, "enpu-farm-op");
   enpu_hasher_i64(&h, (int64_t)op->signature);
   enpu_hasher_i64(&h, policy);
+  /* uniform keeps an op's instances apart per segment (embedding, layer kinds, head), so
+   * a reader can rebuild a pass of fewer layers from its ops (planstore.md). */
+  if (policy == CONFIG_POLICY_UNIFORM) enpu_hasher_i64(&h, op->segment);
   hash_options(&h, job, opt);
   return enpu_hasher_digest(&h);
 }
@@ -238,7 +241,10 @@ static int run_op(farm_exec *x, const task_hdr *t, farm_buf *rec, uint64_t *eval
   ENPU_FORWARD(search_op_compile(x->search, x->cost, op, policy, &x->opt, &p, err));
   farm_op_result r = {.policy = t->policy, .key = t->key, .kind = op->kind,
                       .evaluations = (uint64_t)p.evals, .npoints = (uint32_t)p.count};
-  snprintf(r.name, sizeof r.name, "%s", op->name);
+  if (policy == CONFIG_POLICY_UNIFORM)
+    snprintf(r.name, sizeof r.name, "%.20s:%.42s", graph_segment_at(g, op->segment)->name, op->name);
+  else
+    snprintf(r.name, sizeof r.name, "%s", op->name);
   r.points = enpu_calloc((size_t)p.count, sizeof *r.points);
   int rc = r.points ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (Pareto points)");
   for (int i = 0; rc == 0 && i < p.count; i++) {
