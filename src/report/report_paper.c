@@ -276,6 +276,7 @@ static void md_intro(paper_ctx *x, FILE *md) {
   fprintf(md, "\nThe stages of all models took **%.1f minutes** of wall time when they last ran (each stage's "
               "time is kept until its inputs change; per model and stage, and the farm's scaling: "
               "`results/bench.md`).\n\n", total / 60);
+  paper_md_method(x, md);
 }
 
 static int write_readme(paper_ctx *x, FILE *md, enpu_err *err) {
@@ -299,6 +300,8 @@ static void free_models(paper_ctx *x) {
     json_decref(m->timings);
   }
   free(x->models);
+  free(x->values);
+  free(x->known);
   config_paper_free(x->numbers);
 }
 
@@ -325,8 +328,11 @@ int report_paper_write(const report_paper_options *o, enpu_err *err) {
   paper_ctx x = {.o = o, .gnuplot = o->gnuplot ? o->gnuplot : "gnuplot"};
   int rc = config_paper_load(o->numbers_path, &x.numbers, err);
   if (rc == 0) {
+    const size_t cells = (size_t)x.numbers->nclaims * PAPER_MAX_COLUMNS;
     x.models = enpu_calloc((size_t)o->nmanifests, sizeof *x.models);
-    if (!x.models) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+    x.values = enpu_calloc(cells, sizeof *x.values);
+    x.known = enpu_calloc(cells, sizeof *x.known);
+    if (!x.models || !x.values || !x.known) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int i = 0; rc == 0 && i < o->nmanifests; i++, x.nmodels++)
     rc = load_manifest(o->manifests[i], &x.models[i], err);

@@ -66,6 +66,15 @@ typedef struct {
   json_t *timings;               /* timings.json */
 } paper_model;
 
+/* One of our numbers: a value or a range; ok == 0 with a note when it cannot be had. */
+typedef struct {
+  int ok;
+  double lo, hi;
+  char note[480];
+} paper_value;
+
+#define PAPER_MAX_COLUMNS 6
+
 typedef struct {
   const report_paper_options *o;
   config_paper *numbers;
@@ -73,14 +82,9 @@ typedef struct {
   int nmodels;
   char absdir[PATH_MAX];         /* out_dir, absolute (gnuplot runs there) */
   const char *gnuplot;
+  paper_value *values;           /* [claim][column], filled by paper_claim_value */
+  bool *known;
 } paper_ctx;
-
-/* One of our numbers: a value or a range; ok == 0 with a note when it cannot be had. */
-typedef struct {
-  int ok;
-  double lo, hi;
-  char note[480];
-} paper_value;
 
 /* The columns a claim is computed in: the stores of a budget mode, on the shipped chip or
  * a named sensitivity's. */
@@ -103,6 +107,11 @@ int paper_variants(const paper_ctx *x, const char **out, int cap);
 
 /* Our value of claim q in column col (see paper_column), over the models it names. */
 paper_value paper_eval(paper_ctx *x, const config_paper_query *q, const paper_column *col);
+/* The claim's value in column k of paper_columns (computed once, then kept). */
+const paper_value *paper_claim_value(paper_ctx *x, int claim, int k);
+/* The report's columns: `paper` mode, `strict` mode, then `paper` mode on each
+ * sensitivity's chip; names[k] is the column's heading. @return how many. */
+int paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]);
 /* Does column col apply to q's kind (a kind that reads no store of that mode: no)? */
 bool paper_query_has_column(const config_paper_query *q, const paper_column *col);
 
@@ -119,6 +128,11 @@ double paper_t7_value(const paper_model *m, const char *policy, int ph, config_l
 double paper_compile_s(const paper_model *m, const char *policy, int ph, config_level level);
 
 /* ---- report_paper_md.c: the README's sections ------------------------------------ */
+
+/* How the numbers were made (budget modes, the GA on the single request and the walk on
+ * the grids with their measured difference and cost, the sensitivities) and which claims
+ * this build cannot compute. */
+void paper_md_method(paper_ctx *x, FILE *md);
 
 /* "16.9", "[12.8, 19.1]"; a missing value as its note in italics. */
 void paper_md_value(FILE *md, const paper_value *v, const char *unit);
