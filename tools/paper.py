@@ -427,6 +427,9 @@ def stage_replay(rn, pipe, mdir, runs, job_file, stores):
                 argv += ["--rate", str(spec["rate"])]
             if spec.get("windows_only"):
                 argv.append("--windows-only")
+            for key in ("governors", "spec"):
+                if key in spec:
+                    argv += [f"--{key}", spec[key]]
             cmds.append(argv)
             outs.append(os.path.join(out, "summary.json"))
             entries.append({"run": name, "name": spec["name"], "dir": os.path.relpath(out, mdir)})

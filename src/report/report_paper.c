@@ -204,6 +204,12 @@ const paper_replay *paper_find_replay(const paper_model *m, const char *run, con
   return NULL;
 }
 
+const paper_replay *paper_find_replay_of(const paper_model *m, const char *run) {
+  for (int i = 0; i < m->nreplays; i++)
+    if (!strcmp(m->replays[i].run, run)) return &m->replays[i];
+  return NULL;
+}
+
 const store_policy_tables *paper_policy(const store_contents *c, const char *name) {
   for (size_t i = 0; c && i < c->npolicies; i++)
     if (!strcmp(c->policies[i].name, name)) return &c->policies[i];
@@ -224,25 +230,35 @@ int paper_variants(const paper_ctx *x, const char **out, int cap) {
 
 /* ---- per-run reports ------------------------------------------------------------- */
 
+/* report_write of one run into `out` (with the replay in replay_dir, or none). */
+static int run_report(paper_ctx *x, const paper_run *run, const char *out, const char *replay_dir, enpu_err *err) {
+  config_job *job = NULL;
+  ENPU_FORWARD(config_job_load(run->job, &job, err));
+  report_options o = {.store_path = run->store, .out_dir = out, .replay_dir = replay_dir, .job = job,
+                      .gnuplot = x->gnuplot, .freq_slack = 0.3};
+  const int rc = report_write(&o, NULL, err);
+  config_job_free(job);
+  return rc;
+}
+
 /* report_write into <model>/<run>/ for each run: Figures 11, 12, 19 (and the design
- * space) of its store; the grid stores with the replay of the same run, if any. */
+ * space) of its store, a grid store with its first replay; each further replay of the
+ * run into <replay dir>/report/ (the online governors' section, when it has them). */
 static int run_reports(paper_ctx *x, enpu_err *err) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     for (int r = 0; r < m->nruns; r++) {
-      paper_run *run = &m->runs[r];
-      char out[PATH_MAX + 64];
+      const paper_run *run = &m->runs[r];
+      char out[PATH_MAX + 96];
+      int seen = 0;
+      for (int k = 0; k < m->nreplays; k++) {
+        if (strcmp(m->replays[k].run, run->name)) continue;
+        if (seen++) snprintf(out, sizeof out, "%s/report", m->replays[k].dir);
+        else snprintf(out, sizeof out, "%s/%s", m->dir, run->name);
+        ENPU_FORWARD(run_report(x, run, out, m->replays[k].dir, err));
+      }
       snprintf(out, sizeof out, "%s/%s", m->dir, run->name);
-      const paper_replay *rp = NULL;
-      for (int k = 0; k < m->nreplays && !rp; k++)
-        if (!strcmp(m->replays[k].run, run->name)) rp = &m->replays[k];
-      config_job *job = NULL;
-      ENPU_FORWARD(config_job_load(run->job, &job, err));
-      report_options o = {.store_path = run->store, .out_dir = out, .replay_dir = rp ? rp->dir : NULL,
-                          .job = job, .gnuplot = x->gnuplot, .freq_slack = 0.3};
-      const int rc = report_write(&o, NULL, err);
-      config_job_free(job);
-      ENPU_FORWARD(rc);
+      if (!seen) ENPU_FORWARD(run_report(x, run, out, NULL, err));
     }
   }
   return ENPU_OK;

@@ -6,6 +6,7 @@
  * Invariants: an image that a run did not draw (a policy this build does not compile, a
  * stage that did not run) is a marked missing line, never a broken link. */
 #include <string.h>
+#include <unistd.h>
 
 #include "report_paper_internal.h"
 
@@ -83,16 +84,16 @@ static int figure20(paper_ctx *x, FILE *md, enpu_err *err) {
 
 static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
   images im = {0};
-  for (int i = 0; i < x->nmodels; i++)
-    for (int r = 0; r < x->models[i].nreplays; r++)
-      if (!strcmp(x->models[i].replays[r].name, "day-12x") || x->models[i].nreplays == 1) {
-        add_image(&im, x->models[i].name, x->models[i].replays[r].run, "replay_energy.png");
-        add_image(&im, x->models[i].name, x->models[i].replays[r].run, "replay_slack.png");
+  for (int i = 0; i < x->nmodels; i++) /* each grid run's report shows its first replay */
+    for (int r = 0; r < x->models[i].nruns; r++)
+      if (paper_find_replay_of(&x->models[i], x->models[i].runs[r].name)) {
+        add_image(&im, x->models[i].name, x->models[i].runs[r].name, "replay_energy.png");
+        add_image(&im, x->models[i].name, x->models[i].runs[r].name, "replay_slack.png");
       }
   ENPU_FORWARD(paper_md_figure(x, md, "22", "15. Figure 22 and §4.8: the 24-hour service",
-                               "The replay of a 24-hour day of the production trace on Table 3's cluster at the load "
-                               "its nodes are provisioned for (12× the trace's rate: `results/llama3-70b/README.md`), "
-                               "with the grid stores of each budget mode: SLO attainment and savings per 5-minute "
+                               "The first replay of each grid store (the pipeline's first replay run: a 24-hour day of "
+                               "the production trace on Table 3's cluster at the load its nodes are provisioned for, "
+                               "12× the trace's rate, `results/llama3-70b/README.md`), in each budget mode: SLO attainment and savings per 5-minute "
                                "window; busy batches only compare with §4.8 (the paper's simulator counts no idle "
                                "energy). The run's `report.md` has the peak/off-peak table with idle energy.",
                                im.ptr, im.n, err));
@@ -101,11 +102,37 @@ static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
                          NULL, 0, err);
 }
 
+/* Beyond the paper: the replays with online governors, each with its own report. */
+static void governors(paper_ctx *x, FILE *md) {
+  fprintf(md, "## 17. Beyond the paper: online governors beside the compiled plans\n\n"
+              "Replays with online governors (`enpu replay --governors`: a chip-wide V/f state per control period "
+              "on the store's `uniform` policy, PELM's DQN, self-speculative decoding), each with its report "
+              "(actions per window, the learning curve, where each governor beats or loses to the plans):\n\n");
+  int n = 0;
+  for (int i = 0; i < x->nmodels; i++)
+    for (int r = 0; r < x->models[i].nreplays; r++) {
+      const char *dir = x->models[i].replays[r].dir + strlen(x->models[i].dir) + 1;
+      char rel[512];
+      snprintf(rel, sizeof rel, "%s/%s/report/governors_actions.png", x->models[i].name, dir);
+      char path[PATH_MAX * 2];
+      snprintf(path, sizeof path, "%s/%s", x->o->out_dir, rel);
+      if (access(path, R_OK)) continue;
+      fprintf(md, "- %s, `%s`: [report](%s/%s/report/report.md)\n\n", x->models[i].name, dir, x->models[i].name,
+              dir);
+      paper_md_image(x, md, rel, "governors' actions");
+      n++;
+    }
+  if (!n) fprintf(md, "*missing: no replay with governors in this build's pipeline*\n");
+  fprintf(md, "\n");
+}
+
 int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err) {
   ENPU_FORWARD(design_space(x, md, err));
   ENPU_FORWARD(figure20(x, md, err));
   ENPU_FORWARD(section(x, md, "21", "14. Figure 21: DVFS and power gating",
                        "None, PG only (`pg`), DVFS only (`enpu-all`) and PG + DVFS (`pg+enpu-all`).", "request-paper",
                        "gating_%s.png", false, err));
-  return replay(x, md, err);
+  ENPU_FORWARD(replay(x, md, err));
+  governors(x, md);
+  return ENPU_OK;
 }

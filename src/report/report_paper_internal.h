@@ -99,6 +99,7 @@ typedef struct {
  * v->note set when there is none or it cannot be read. */
 paper_run *paper_find_run(paper_model *m, const char *kind, const paper_column *col, paper_value *v);
 const paper_replay *paper_find_replay(const paper_model *m, const char *run, const char *name);
+const paper_replay *paper_find_replay_of(const paper_model *m, const char *run); /* its first */
 const store_policy_tables *paper_policy(const store_contents *c, const char *name);
 /* Variant names the models' runs use, in first-seen order (at most cap). */
 int paper_variants(const paper_ctx *x, const char **out, int cap);
