@@ -20,6 +20,9 @@ script writes the jobs it runs into DIR/<model>/<run>/job.json and runs, in orde
   graph     Table 2: NoDVFS TTFT/TPOT of one request at the SLO classes' lengths
   figure20  `enpu compile --capacity-factor` on the Figure 20 model
   replay    `enpu replay` of each grid store of the replay model (Figures 22 and 5, §4.8)
+  decompose where a plan's saving comes from, measured (the build's bench_request
+            decompose: by op kind, component and cost-model term) for the plans the
+            pipeline names, which the README's reasons for the gaps point at
 then `report` runs `enpu report paper` over every model's manifest.json into DIR/README.md.
 
 Incremental: every stage has a key (the sha256 of its command, the bytes of the files it
@@ -437,6 +440,31 @@ def stage_replay(rn, pipe, mdir, runs, job_file, stores):
     return entries
 
 
+def stage_decompose(rn, pipe, mdir, job_file):
+    """bench_request decompose of each plan the pipeline names for this model."""
+    bench = os.path.join(os.path.dirname(rn.enpu), "tests", "bench", "bench_request")
+    wanted = [d for d in pipe.get("decompose", []) if resolve(pipe["_dir"], d["model"]) == job_file]
+    if not wanted:
+        return []
+    if not os.access(bench, os.X_OK):
+        print(f"paper: {os.path.basename(mdir)}: decompose: no {bench} (a build without tests): skipped")
+        return []
+    cmds, outs, entries = [], [], []
+    for d in wanted:
+        name = f"{d['budget']}-{d['phase']}-{d['policy']}-{100 * d['slack']:g}" + (f"-seq{d['seq']}" if "seq" in d else "")
+        out = os.path.join(mdir, "decompose", name + ".md")
+        argv = [bench, "decompose", d["budget"], d["phase"], d["policy"], str(d["slack"]), "--job", job_file]
+        if "seq" in d:
+            argv += ["--seq", str(d["seq"])]
+        cmds.append(argv)
+        outs.append(out)
+        entries.append({"name": name, "file": os.path.relpath(out, mdir)})
+    job = load_json(job_file, "job")
+    rn.stage(mdir, "decompose", cmds, files=[bench, job_file] + job_inputs(job_file, job), outputs=outs,
+             stdout_to=outs)
+    return entries
+
+
 def do_model(rn, pipe, job_file):
     job, runs = derive_runs(pipe, job_file)
     name = model_name(job_file)
@@ -455,6 +483,7 @@ def do_model(rn, pipe, job_file):
         "graph": stage_graph(rn, pipe, mdir, os.path.join(mdir, runs[0][0], "job.json")),
         "figure20": stage_figure20(rn, pipe, mdir, runs, job_file),
         "replays": stage_replay(rn, pipe, mdir, runs, job_file, stores),
+        "decompose": stage_decompose(rn, pipe, mdir, job_file),
         "timings": "timings.json",
     }
     write_if_changed(os.path.join(mdir, "manifest.json"), json.dumps(manifest, indent=2) + "\n")

@@ -139,6 +139,21 @@ static int load_replays(const mctx *mc, const json_t *a, paper_model *m, enpu_er
   return ENPU_OK;
 }
 
+/* "decompose": [{"name", "file"}]: kept by name (the files are linked, not read). */
+static int load_decompose(const mctx *mc, const json_t *a, paper_model *m, enpu_err *err) {
+  size_t i;
+  json_t *r;
+  if (!a) return ENPU_OK;
+  if (!json_is_array(a) || json_array_size(a) > PAPER_MAX_FILES) return bad(mc, "$.decompose", "an array", err);
+  json_array_foreach(a, i, r) {
+    char at[48];
+    snprintf(at, sizeof at, "$.decompose[%zu]", i);
+    ENPU_FORWARD(get_str(mc, r, at, "name", m->decompose[m->ndecompose], CONFIG_NAME_LEN, err));
+    m->ndecompose++;
+  }
+  return ENPU_OK;
+}
+
 static int load_request(const mctx *mc, const json_t *doc, paper_model *m, enpu_err *err) {
   const json_t *req = json_object_get(doc, "request"), *t7 = json_object_get(doc, "table7");
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
@@ -168,6 +183,7 @@ static int load_manifest(const char *file, paper_model *m, enpu_err *err) {
   if (!rc) rc = load_compile(&mc, json_object_get(doc, "compile"), m, err);
   if (!rc) rc = load_graph(&mc, json_object_get(doc, "graph"), m, err);
   if (!rc) rc = load_replays(&mc, json_object_get(doc, "replays"), m, err);
+  if (!rc) rc = load_decompose(&mc, json_object_get(doc, "decompose"), m, err);
   const json_t *f20 = json_object_get(doc, "figure20");
   char file20[PATH_MAX];
   if (!rc && json_is_object(f20)) rc = get_path(&mc, f20, "$.figure20", "dir", m->figure20_dir, PATH_MAX, err);

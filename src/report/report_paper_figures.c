@@ -126,6 +126,22 @@ static void governors(paper_ctx *x, FILE *md) {
   fprintf(md, "\n");
 }
 
+/* The measured decompositions the reasons for the gaps point at. */
+static void decompositions(paper_ctx *x, FILE *md) {
+  fprintf(md, "## 18. Measured decompositions\n\n"
+              "Where one plan's saving comes from, by op kind, component and cost-model term (switching, leakage, "
+              "'other' static, V/f transitions), with each op kind's critical component and the plan's time "
+              "over NoDVFS (`bench_request decompose`, the pipeline's decompose stage). The reasons under the "
+              "tables above point here.\n\n");
+  int n = 0;
+  for (int i = 0; i < x->nmodels; i++)
+    for (int k = 0; k < x->models[i].ndecompose; k++, n++)
+      fprintf(md, "- [%s, %s](%s/decompose/%s.md)\n", x->models[i].name, x->models[i].decompose[k],
+              x->models[i].name, x->models[i].decompose[k]);
+  fprintf(md, n ? "\n" : "*missing: no decomposition in this build's pipeline (bench_request is built with the "
+                          "tests)*\n\n");
+}
+
 int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err) {
   ENPU_FORWARD(design_space(x, md, err));
   ENPU_FORWARD(figure20(x, md, err));
@@ -134,5 +150,6 @@ int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err) {
                        "gating_%s.png", false, err));
   ENPU_FORWARD(replay(x, md, err));
   governors(x, md);
+  decompositions(x, md);
   return ENPU_OK;
 }

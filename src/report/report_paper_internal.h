@@ -64,6 +64,8 @@ typedef struct {
   paper_replay replays[PAPER_MAX_FILES];
   int nreplays;
   json_t *timings;               /* timings.json */
+  char decompose[PAPER_MAX_FILES][CONFIG_NAME_LEN]; /* measured decompositions: <name>.md */
+  int ndecompose;
 } paper_model;
 
 /* One of our numbers: a value or a range; ok == 0 with a note when it cannot be had. */

@@ -213,6 +213,7 @@ def referenced_files(kind, path, doc):
                 files.append(path.parent / doc[key]["model"])
         if "replay" in doc:
             files.append(path.parent / doc["replay"]["trace"])
+        files += [path.parent / d["model"] for d in doc.get("decompose", [])]
         return files
     return []
 
