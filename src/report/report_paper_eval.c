@@ -331,22 +331,31 @@ static void eval_compile(paper_ctx *x, const config_paper_query *q, samples *s) 
   }
 }
 
-/* Core-hours of a model's grid farms: the farms' core-seconds, every grid run. */
+/* Core-hours of a model's grid farms: the farms' core-seconds, every grid run, when the
+ * last farm run computed the whole grid (an incremental run's seconds cover only what it
+ * recomputed, so they are no such figure). */
 static void eval_core_hours(paper_ctx *x, const config_paper_query *q, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     const paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     const json_t *jobs = json_object_get(json_object_get(m->timings, "farm"), "jobs");
     double core_s = 0;
-    int found = 0;
+    int found = 0, partial = 0;
     for (int r = 0; r < m->nruns; r++) {
-      const char *cs = json_string_value(json_object_get(json_object_get(jobs, m->runs[r].name), "core-seconds"));
+      const json_t *j = json_object_get(jobs, m->runs[r].name);
+      const char *cs = json_string_value(json_object_get(j, "core-seconds"));
+      const char *reused = json_string_value(json_object_get(j, "reused"));
       if (strcmp(m->runs[r].kind, "grid") || !cs) continue;
       core_s += strtod(cs, NULL), found++;
+      partial |= !reused || strncmp(reused, "0 from the store, 0 from the journal", 36) != 0;
     }
     paper_value why = {0};
-    snprintf(why.note, sizeof why.note, "%s: no farm timings", m->name);
-    if (found) add(s, core_s / 3600);
+    snprintf(why.note, sizeof why.note,
+             partial ? "%s: the last farm run was incremental (it reused results), so its core-seconds do not cover "
+                       "the grid: rerun the farms from empty stores"
+                     : "%s: no farm timings",
+             m->name);
+    if (found && !partial) add(s, core_s / 3600);
     else missing(s, &why);
   }
 }

@@ -133,12 +133,14 @@ int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
   bool *over = calloc((size_t)p->nclaims + 1, sizeof *over);
   for (int i = 0; i < p->nclaims; i++)
     if (figure_has(figure, &p->claims[i])) claim_row(x, md, i, cols, ncols, &over[i]);
-  fprintf(md, "\nGap: ours − paper (in points for percentages; ×: our value over the paper's for counts and "
-              "times); ✗: more than 5 points apart, or a stated bound that fails. *missing*: the pipeline has "
-              "no such output in this build (the note says which). R, S and D in the reasons are the three "
-              "measured terms of `results/figure11.md`: R, the DVFS regulator at peak costs more than NoDVFS's "
-              "fixed one; S, the SA is the critical component of prefill's matmuls; D, decode's ops are HBM- or "
-              "ICI-critical, which leaves the compute domain free.\n\n");
+  if (!figure)
+    fprintf(md, "\nGap: ours − paper (in points for percentages; ×: our value over the paper's for counts and "
+                "times); ✗: more than 5 points apart, or a stated bound that fails. *missing*: the pipeline has "
+                "no such output in this build (the note says which). R, S and D in the reasons are the three "
+                "measured terms of `results/figure11.md`: R, the DVFS regulator at peak costs more than NoDVFS's "
+                "fixed one; S, the SA is the critical component of prefill's matmuls; D, decode's ops are HBM- or "
+                "ICI-critical, which leaves the compute domain free.\n");
+  fprintf(md, "\n");
   for (int i = 0; over && i < p->nclaims; i++) {
     if (!over[i] || !figure_has(figure, &p->claims[i])) continue;
     const config_paper_claim *c = &p->claims[i];
