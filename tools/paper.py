@@ -503,7 +503,8 @@ def do_report(rn, pipe):
     files = [numbers] + manifests
     for d in mdirs:
         files += [os.path.join(d, "timings.json")]
-        files += sorted(os.path.join(d, ".stamps", s) for s in os.listdir(os.path.join(d, ".stamps")))
+        stamps = os.path.join(d, ".stamps")
+        files += sorted(os.path.join(stamps, s) for s in (os.listdir(stamps) if os.path.isdir(stamps) else []))
     rn.stage(rn.out, "report", [cmd], files=files, outputs=[os.path.join(rn.out, "README.md")])
 
 

@@ -237,27 +237,6 @@ static int parse_claim(const config_doc *doc, const config_path *cp, const json_
   return parse_query(doc, &qp, json_object_get(c, "ours"), &out->ours, err);
 }
 
-static int parse_claims(const config_doc *doc, const config_path *root, config_paper *p, enpu_err *err) {
-  config_path ap = CONFIG_KEY(root, "claims");
-  const json_t *a = json_object_get(doc->root, "claims");
-  size_t n = 0;
-  ENPU_FORWARD(config_array(doc, &ap, a, &n, err));
-  p->claims = enpu_calloc(n, sizeof *p->claims);
-  ENPU_RETURN_IF(!p->claims, err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
-  for (size_t i = 0; i < n; i++) {
-    config_path cp = CONFIG_INDEX(&ap, i);
-    ENPU_FORWARD(parse_claim(doc, &cp, json_array_get(a, i), &p->claims[i], err));
-    for (size_t j = 0; j < i; j++) {
-      config_path ip = CONFIG_KEY(&cp, "id");
-      if (!strcmp(p->claims[j].id, p->claims[i].id))
-        return config_fail(doc, &ip, err, ENPU_ERR_INVALID, "expected a unique id, \"%s\" is also claims[%zu]",
-                           p->claims[i].id, j);
-    }
-    p->nclaims = (int)i + 1;
-  }
-  return ENPU_OK;
-}
-
 /* A Table 7 row: "model", "phase", "plans": [{"policy", "op", "req"}, ...]. */
 static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *r, config_paper_t7 *out,
                     enpu_err *err) {
@@ -307,6 +286,27 @@ static int parse_rows(const config_doc *doc, const config_path *root, const char
     ENPU_FORWARD(row(doc, &ip, json_array_get(a, i), (char *)*out + i * size, err));
     *count = (int)i + 1;
   }
+  return ENPU_OK;
+}
+
+static int claim_row(const config_doc *d, const config_path *p, const json_t *v, void *o, enpu_err *e) {
+  return parse_claim(d, p, v, o, e);
+}
+
+/* Claims, each id once. */
+static int parse_claims(const config_doc *doc, const config_path *root, config_paper *p, enpu_err *err) {
+  if (!json_object_get(doc->root, "claims")) {
+    config_path ap = CONFIG_KEY(root, "claims");
+    return config_array(doc, &ap, NULL, NULL, err); /* reports the missing key */
+  }
+  ENPU_FORWARD(parse_rows(doc, root, "claims", sizeof *p->claims, claim_row, (void **)&p->claims, &p->nclaims, err));
+  for (int i = 0; i < p->nclaims; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(p->claims[j].id, p->claims[i].id)) {
+        config_path ap = CONFIG_KEY(root, "claims"), cp = CONFIG_INDEX(&ap, (size_t)i), ip = CONFIG_KEY(&cp, "id");
+        return config_fail(doc, &ip, err, ENPU_ERR_INVALID, "expected a unique id, \"%s\" is also claims[%d]",
+                           p->claims[i].id, j);
+      }
   return ENPU_OK;
 }
 

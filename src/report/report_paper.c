@@ -63,94 +63,76 @@ static int load_doc(const char *path, json_t **out, enpu_err *err) {
   return ENPU_OK;
 }
 
-static int load_runs(const mctx *mc, const json_t *a, paper_model *m, enpu_err *err) {
+/* fn on each element of the manifest's array `key` (absent: none), at most PAPER_MAX_FILES. */
+typedef int (*element_fn)(const mctx *mc, const json_t *e, const char *at, paper_model *m, enpu_err *err);
+
+static int each(const mctx *mc, const json_t *doc, const char *key, paper_model *m, element_fn fn, enpu_err *err) {
+  const json_t *a = json_object_get(doc, key);
+  char at[64];
+  snprintf(at, sizeof at, "$.%s", key);
+  if (!a && !strcmp(key, "decompose")) return ENPU_OK;
+  if (!json_is_array(a) || json_array_size(a) > PAPER_MAX_FILES) return bad(mc, at, "an array", err);
   size_t i;
-  json_t *r;
-  if (!json_is_array(a) || json_array_size(a) > PAPER_MAX_RUNS) return bad(mc, "$.runs", "an array of runs", err);
-  json_array_foreach(a, i, r) {
-    paper_run *run = &m->runs[m->nruns++];
-    char at[32];
-    snprintf(at, sizeof at, "$.runs[%zu]", i);
-    const json_t *v = json_object_get(r, "variant");
-    ENPU_FORWARD(get_str(mc, r, at, "name", run->name, sizeof run->name, err));
-    ENPU_FORWARD(get_str(mc, r, at, "kind", run->kind, sizeof run->kind, err));
-    ENPU_FORWARD(get_str(mc, r, at, "budget", run->budget, sizeof run->budget, err));
-    if (json_is_string(v)) ENPU_FORWARD(get_str(mc, r, at, "variant", run->variant, sizeof run->variant, err));
-    else if (!json_is_null(v)) return bad(mc, at, "\"variant\": a name or null", err);
-    ENPU_FORWARD(get_path(mc, r, at, "store", run->store, sizeof run->store, err));
-    ENPU_FORWARD(get_path(mc, r, at, "job", run->job, sizeof run->job, err));
+  json_t *e;
+  json_array_foreach(a, i, e) {
+    snprintf(at, sizeof at, "$.%s[%zu]", key, i);
+    ENPU_FORWARD(fn(mc, e, at, m, err));
   }
   return ENPU_OK;
 }
 
-static int load_compile(const mctx *mc, const json_t *a, paper_model *m, enpu_err *err) {
-  size_t i;
-  json_t *r;
-  if (!json_is_array(a) || json_array_size(a) > PAPER_MAX_FILES) return bad(mc, "$.compile", "an array", err);
-  json_array_foreach(a, i, r) {
-    paper_compile *c = &m->compile[m->ncompile++];
-    char at[32], file[PATH_MAX];
-    snprintf(at, sizeof at, "$.compile[%zu]", i);
-    ENPU_FORWARD(get_phase(mc, r, at, &c->phase, err));
-    ENPU_FORWARD(get_str(mc, r, at, "policy", c->policy, sizeof c->policy, err));
-    ENPU_FORWARD(get_path(mc, r, at, "file", file, sizeof file, err));
-    ENPU_FORWARD(load_doc(file, &c->doc, err));
-  }
+static int load_run(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
+  ENPU_RETURN_IF(m->nruns == PAPER_MAX_RUNS, err, ENPU_ERR_RANGE, "%s: more than %d runs", mc->file, PAPER_MAX_RUNS);
+  paper_run *run = &m->runs[m->nruns++];
+  const json_t *v = json_object_get(r, "variant");
+  ENPU_FORWARD(get_str(mc, r, at, "name", run->name, sizeof run->name, err));
+  ENPU_FORWARD(get_str(mc, r, at, "kind", run->kind, sizeof run->kind, err));
+  ENPU_FORWARD(get_str(mc, r, at, "budget", run->budget, sizeof run->budget, err));
+  if (json_is_string(v)) ENPU_FORWARD(get_str(mc, r, at, "variant", run->variant, sizeof run->variant, err));
+  else if (!json_is_null(v)) return bad(mc, at, "\"variant\": a name or null", err);
+  ENPU_FORWARD(get_path(mc, r, at, "store", run->store, sizeof run->store, err));
+  return get_path(mc, r, at, "job", run->job, sizeof run->job, err);
+}
+
+static int load_compile(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
+  paper_compile *c = &m->compile[m->ncompile++];
+  char file[PATH_MAX];
+  ENPU_FORWARD(get_phase(mc, r, at, &c->phase, err));
+  ENPU_FORWARD(get_str(mc, r, at, "policy", c->policy, sizeof c->policy, err));
+  ENPU_FORWARD(get_path(mc, r, at, "file", file, sizeof file, err));
+  return load_doc(file, &c->doc, err);
+}
+
+static int load_graph(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
+  paper_graph *g = &m->graph[m->ngraph++];
+  char file[PATH_MAX];
+  ENPU_FORWARD(get_phase(mc, r, at, &g->phase, err));
+  ENPU_FORWARD(get_path(mc, r, at, "file", file, sizeof file, err));
+  json_t *doc = NULL;
+  ENPU_FORWARD(load_doc(file, &doc, err));
+  const json_t *t = json_object_get(doc, "time_ns"), *s = json_object_get(doc, "seq");
+  const bool ok = json_is_number(t) && json_is_integer(s);
+  g->time_ns = json_number_value(t), g->seq = (int)json_integer_value(s);
+  json_decref(doc);
+  ENPU_RETURN_IF(!ok, err, ENPU_ERR_FORMAT, "%s: expected \"seq\" and \"time_ns\" (tools/paper.py's graph stage)",
+                 file);
   return ENPU_OK;
 }
 
-static int load_graph(const mctx *mc, const json_t *a, paper_model *m, enpu_err *err) {
-  size_t i;
-  json_t *r;
-  if (!json_is_array(a) || json_array_size(a) > PAPER_MAX_FILES) return bad(mc, "$.graph", "an array", err);
-  json_array_foreach(a, i, r) {
-    paper_graph *g = &m->graph[m->ngraph++];
-    char at[32], file[PATH_MAX];
-    snprintf(at, sizeof at, "$.graph[%zu]", i);
-    ENPU_FORWARD(get_phase(mc, r, at, &g->phase, err));
-    ENPU_FORWARD(get_path(mc, r, at, "file", file, sizeof file, err));
-    json_t *doc = NULL;
-    ENPU_FORWARD(load_doc(file, &doc, err));
-    const json_t *t = json_object_get(doc, "time_ns"), *s = json_object_get(doc, "seq");
-    const bool ok = json_is_number(t) && json_is_integer(s);
-    g->time_ns = json_number_value(t), g->seq = (int)json_integer_value(s);
-    json_decref(doc);
-    if (!ok)
-      return enpu_errorf(err, ENPU_ERR_FORMAT, "%s: expected \"seq\" and \"time_ns\" (tools/paper.py's graph stage)",
-                         file);
-  }
-  return ENPU_OK;
+static int load_replay(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
+  paper_replay *p = &m->replays[m->nreplays++];
+  char file[PATH_MAX + 16];
+  ENPU_FORWARD(get_str(mc, r, at, "run", p->run, sizeof p->run, err));
+  ENPU_FORWARD(get_str(mc, r, at, "name", p->name, sizeof p->name, err));
+  ENPU_FORWARD(get_path(mc, r, at, "dir", p->dir, sizeof p->dir, err));
+  snprintf(file, sizeof file, "%s/summary.json", p->dir);
+  return load_doc(file, &p->summary, err);
 }
 
-static int load_replays(const mctx *mc, const json_t *a, paper_model *m, enpu_err *err) {
-  size_t i;
-  json_t *r;
-  if (!json_is_array(a) || json_array_size(a) > PAPER_MAX_FILES) return bad(mc, "$.replays", "an array", err);
-  json_array_foreach(a, i, r) {
-    paper_replay *p = &m->replays[m->nreplays++];
-    char at[32], file[PATH_MAX + 16];
-    snprintf(at, sizeof at, "$.replays[%zu]", i);
-    ENPU_FORWARD(get_str(mc, r, at, "run", p->run, sizeof p->run, err));
-    ENPU_FORWARD(get_str(mc, r, at, "name", p->name, sizeof p->name, err));
-    ENPU_FORWARD(get_path(mc, r, at, "dir", p->dir, sizeof p->dir, err));
-    snprintf(file, sizeof file, "%s/summary.json", p->dir);
-    ENPU_FORWARD(load_doc(file, &p->summary, err));
-  }
-  return ENPU_OK;
-}
-
-/* "decompose": [{"name", "file"}]: kept by name (the files are linked, not read). */
-static int load_decompose(const mctx *mc, const json_t *a, paper_model *m, enpu_err *err) {
-  size_t i;
-  json_t *r;
-  if (!a) return ENPU_OK;
-  if (!json_is_array(a) || json_array_size(a) > PAPER_MAX_FILES) return bad(mc, "$.decompose", "an array", err);
-  json_array_foreach(a, i, r) {
-    char at[48];
-    snprintf(at, sizeof at, "$.decompose[%zu]", i);
-    ENPU_FORWARD(get_str(mc, r, at, "name", m->decompose[m->ndecompose], CONFIG_NAME_LEN, err));
-    m->ndecompose++;
-  }
+/* A measured decomposition: kept by name (the files are linked, not read). */
+static int load_decompose(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
+  ENPU_FORWARD(get_str(mc, r, at, "name", m->decompose[m->ndecompose], CONFIG_NAME_LEN, err));
+  m->ndecompose++;
   return ENPU_OK;
 }
 
@@ -179,11 +161,11 @@ static int load_manifest(const char *file, paper_model *m, enpu_err *err) {
   int rc = get_str(&mc, doc, "$", "model", m->name, sizeof m->name, err);
   if (!rc) rc = get_path(&mc, doc, "$", "job", m->job, sizeof m->job, err);
   if (!rc) rc = load_request(&mc, doc, m, err);
-  if (!rc) rc = load_runs(&mc, json_object_get(doc, "runs"), m, err);
-  if (!rc) rc = load_compile(&mc, json_object_get(doc, "compile"), m, err);
-  if (!rc) rc = load_graph(&mc, json_object_get(doc, "graph"), m, err);
-  if (!rc) rc = load_replays(&mc, json_object_get(doc, "replays"), m, err);
-  if (!rc) rc = load_decompose(&mc, json_object_get(doc, "decompose"), m, err);
+  if (!rc) rc = each(&mc, doc, "runs", m, load_run, err);
+  if (!rc) rc = each(&mc, doc, "compile", m, load_compile, err);
+  if (!rc) rc = each(&mc, doc, "graph", m, load_graph, err);
+  if (!rc) rc = each(&mc, doc, "replays", m, load_replay, err);
+  if (!rc) rc = each(&mc, doc, "decompose", m, load_decompose, err);
   const json_t *f20 = json_object_get(doc, "figure20");
   char file20[PATH_MAX];
   if (!rc && json_is_object(f20)) rc = get_path(&mc, f20, "$.figure20", "dir", m->figure20_dir, PATH_MAX, err);
