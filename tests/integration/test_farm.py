@@ -61,6 +61,18 @@ def journal_has_records(store):
     return os.path.exists(j) and os.path.getsize(j) > 16
 
 
+def progress_mark(store):
+    """What a restart could reuse: the published store's identity and the journal's size."""
+    try:
+        st = os.stat(store)
+        mark = (st.st_ino, st.st_mtime_ns)
+    except FileNotFoundError:
+        mark = None
+    j = store + ".journal"
+    records = os.path.getsize(j) - 16 if os.path.exists(j) else 0  # beyond the header
+    return mark, max(records, 0)
+
+
 def kill_farm(p, store):
     """kill -9 of the whole farm: mpirun's process group, and the ranks, which Open MPI
     starts in process groups of their own (they would otherwise run on as orphans)."""
@@ -130,20 +142,25 @@ def main():
             r.stdout)
     h.check("rerun reused everything from the store", field(r.stdout, "reused")[0] == tasks[0], r.stdout)
 
-    # kill -9 of the whole farm (mpirun and its ranks) at random moments.
+    # kill -9 of the whole farm (mpirun and its ranks), each time just after it published
+    # a checkpoint or synced its journal, so every start makes progress before it dies
+    # whatever the machine's speed; then at a random point within the next checkpoint.
     k = os.path.join(tmp, "killed.h5")
     kills = 0
-    for attempt in range(8):
+    for attempt in range(40):
         if kills >= 3:
             break
-        p = start(h, 2, k, tmp, extra=("--checkpoint-s", "0.7"))
-        at = rnd.uniform(1.0, 2.0)  # mpirun takes ~0.7 s to start the ranks
-        try:
-            p.communicate(timeout=at)  # finished before the kill: the next start reuses it
-        except subprocess.TimeoutExpired:
+        before = progress_mark(k)
+        p = start(h, 2, k, tmp, extra=("--checkpoint-s", "0.1"))
+        wait_for(lambda: p.poll() is not None or progress_mark(k) != before, "a checkpoint or journal sync")
+        time.sleep(rnd.uniform(0.0, 0.1))
+        if p.poll() is None:
             kill_farm(p, k)
             kills += 1
-            print(f"     kill -9 after {at:.2f} s")
+            print(f"     kill -9 after progress {progress_mark(k)}")
+        else:
+            p.communicate()  # finished before the kill: nothing left to interrupt
+            break
     r = farm(h, 2, k, tmp)
     h.check("after kills: finishes", r.returncode == 0, r.stderr[-600:])
     h.check("at least 3 kills happened", kills >= 3, f"kills {kills}")
