@@ -8,25 +8,36 @@
 #define ENPU_CLI_INTERNAL_H
 
 #include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "config.h"
+#include "graph.h"
+
+typedef struct cli_spec cli_spec;
+typedef struct cli_parsed cli_parsed;
+
 typedef struct {
   const char *name;
-  int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
   const char *summary;
+  const cli_spec *const *specs; /* the command's spec, or one per sub-command ("store info"),
+                                   with the command's own first if it has one; NULL-terminated */
 } cli_command;
 
-int cli_cmd_buckets(int argc, char **argv);
-int cli_cmd_graph(int argc, char **argv);
-int cli_cmd_op(int argc, char **argv);
-int cli_cmd_compile(int argc, char **argv);
-int cli_cmd_farm(int argc, char **argv);
-int cli_cmd_store(int argc, char **argv);
-int cli_cmd_query(int argc, char **argv);
-int cli_cmd_replay(int argc, char **argv);
-int cli_cmd_report(int argc, char **argv);
-int cli_cmd_validate(int argc, char **argv);
+/* The subcommands, in the order `enpu --help` lists them (cli_commands.c). */
+extern const cli_command cli_commands[];
+extern const int cli_ncommands;
+extern const cli_spec *const cli_buckets_specs[], *const cli_graph_specs[], *const cli_op_specs[],
+    *const cli_compile_specs[], *const cli_farm_specs[], *const cli_store_specs[], *const cli_query_specs[],
+    *const cli_replay_specs[], *const cli_report_specs[], *const cli_validate_specs[];
+
+/* Run command c on argv (argv[0] its name, argv[1] the sub-command when it has them): the
+ * spec chosen, the arguments parsed by it into a fresh struct, then its run.
+ * @return the exit status. */
+int cli_run(const cli_command *c, int argc, char **argv);
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 3, CLI_EXIT_ENV = 4 };
 
@@ -50,8 +61,162 @@ int cli_parse_double(const char *s, double *out);
  * characters); 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out);
 
-/* Print "enpu <cmd>: <message>" and the command's usage on stderr; @return 2. */
-int cli_usage_error(const char *cmd, void (*usage)(FILE *), const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* ---------------------------------------------------------------------------------
+ * The option parser (cli_args.c). A subcommand describes its arguments in a cli_spec:
+ * one row per option (name, short alias, type, where the value goes in the command's
+ * arguments struct, range, help), its positional arguments, a function giving the
+ * defaults and one checking rules across options, and the function doing the work.
+ * cli_run reads argv by it and runs the command; --help is printed from it. */
+
+typedef enum {
+  CLI_FLAG,   /* no value: the int field becomes 1 */
+  CLI_INT,    /* int, within the range */
+  CLI_U64,    /* uint64_t, within the range */
+  CLI_DOUBLE, /* finite double, within the range */
+  CLI_STRING, /* const char * (argv's), checked by accept when it is set */
+  CLI_LIST,   /* cli_numbers: comma-separated numbers, each within the range */
+  CLI_ENUM,   /* int: the index of the value in choices; -1 when not given */
+  CLI_CUSTOM  /* accept parses the value and stores it */
+} cli_type;
+
+enum {
+  CLI_REQUIRED = 1, /* a usage error when absent */
+  CLI_WHOLE = 2     /* CLI_LIST: whole numbers */
+};
+
+#define CLI_LIST_MAX 64
+typedef struct {
+  double v[CLI_LIST_MAX];
+  int n;
+} cli_numbers;
+typedef struct {
+  const char *v[CLI_LIST_MAX];
+  int n;
+} cli_strings;
+
+/* A number's range: a row of the input files' range table (config_range_check) where the
+ * option sets a value a job or cluster file could hold, or the option's own bounds; all
+ * zero for none. */
+typedef struct {
+  const char *doc, *path;
+  double min, max;
+  bool min_open;
+} cli_range;
+#define CLI_CONFIG_RANGE(doc_, path_) {.doc = (doc_), .path = (path_)}
+#define CLI_RANGE(lo, hi) {.min = (lo), .max = (hi)}
+#define CLI_AT_LEAST(lo) {.min = (lo), .max = INFINITY}
+#define CLI_ABOVE(lo) {.min = (lo), .max = INFINITY, .min_open = true}
+
+typedef struct {
+  const char *name;  /* long name without the dashes */
+  char alias;        /* short alias (-x), or 0 */
+  cli_type type;
+  size_t at;         /* offsetof the field in the command's arguments struct */
+  const char *meta;  /* the value in help ("SEC"); an enum's default is its choices */
+  const char *help;  /* lines separated by '\n'; range and default are appended */
+  cli_range range;
+  const char *const *choices; /* CLI_ENUM: NULL-terminated */
+  unsigned flags;
+  int min_count, max_count;   /* CLI_LIST: elements (0: 1 and CLI_LIST_MAX) */
+  /* CLI_STRING: is v acceptable? CLI_CUSTOM: parse and store v. 0, or -1 with
+   * `expected` saying what was expected. */
+  int (*accept)(const char *v, void *args, char *expected, size_t len);
+} cli_opt;
+
+/* Positional arguments: min..max of them, into a const char * (max 1) or cli_strings. */
+typedef struct {
+  const char *meta; /* as in the synopsis: "JOB", "JOB...", "A B" */
+  const char *what; /* in messages: "job file" */
+  int min, max;
+  size_t at;
+  const char *help;
+} cli_positional;
+
+struct cli_spec {
+  /* The command's work on the parsed arguments; @return the exit status. */
+  int (*run)(void *args);
+  const char *command; /* "compile", "store info"; its text is commands.md's "## compile" */
+  cli_positional pos;
+  const cli_opt *opts;
+  int nopts;           /* at most 64 */
+  size_t args_size;    /* of the arguments struct */
+  void (*init)(void *args); /* the defaults (after zeroing); NULL: all zero */
+  /* Rules across options: 0, or -1 with msg filled (a usage error). */
+  int (*check)(const void *args, const cli_parsed *p, char *msg, size_t len);
+};
+
+struct cli_parsed {
+  const cli_spec *spec;
+  uint64_t given; /* bit k: opts[k] was given */
+};
+
+enum { CLI_PARSED = -1, CLI_HELP = 0, CLI_USAGE = 2 };
+
+/* "prefill", "decode", NULL: the choices of --phase, index = config_phase. */
+extern const char *const cli_phase_names[];
+
+/* A bucket as the command line gives it. */
+typedef struct {
+  int phase; /* config_phase */
+  int batch, seq;
+} cli_bucket;
+
+/* The rows of a bucket (--phase, --batch, --seq) into the cli_bucket field b of the
+ * arguments struct T (graph, op, compile, query). */
+#define CLI_BUCKET_OPTS(T)                                                                         \
+  {.name = "phase", .type = CLI_ENUM, .at = offsetof(T, b.phase), .choices = cli_phase_names,      \
+   .flags = CLI_REQUIRED, .help = "the bucket's phase"},                                           \
+  {.name = "batch", .type = CLI_INT, .at = offsetof(T, b.batch), .meta = "B",                      \
+   .range = CLI_CONFIG_RANGE("job", "$.phases.*.batch[]"), .flags = CLI_REQUIRED,                 \
+   .help = "requests in the batch"},                                                               \
+  {.name = "seq", .type = CLI_INT, .at = offsetof(T, b.seq), .meta = "S",                          \
+   .range = CLI_CONFIG_RANGE("job", "$.phases.*.seq[]"), .flags = CLI_REQUIRED,                   \
+   .help = "prompt length (prefill) or KV length (decode)"}
+
+/* The one positional argument of most commands, a job file or a store, into the const
+ * char * field f of the arguments struct T. */
+#define CLI_JOB_ARG(T, f) .pos = {"JOB", "job file", 1, 1, offsetof(T, f)}
+#define CLI_STORE_ARG(T, f) .pos = {"STORE", "store file", 1, 1, offsetof(T, f)}
+
+/* The options and the arguments struct T of a spec. */
+#define CLI_OPTS(opts_, T)                                                                    \
+  .opts = (opts_), .nopts = (int)(sizeof(opts_) / sizeof(opts_)[0]), .args_size = sizeof(T)
+
+/* A job and the graph of one of its buckets. */
+typedef struct {
+  config_job *job;
+  graph *g;
+} cli_job_graph;
+
+/* The job at path and the graph of its bucket b. @return 0, or 1 after printing the error
+ * (nothing to free). */
+int cli_load_graph(const char *cmd, const char *path, const cli_bucket *b, cli_job_graph *out);
+void cli_job_graph_free(cli_job_graph *jg);
+
+/* The --json row into the int field json of T. */
+#define CLI_JSON_OPT(T, what)                                                                      \
+  {.name = "json", .type = CLI_FLAG, .at = offsetof(T, json),                                      \
+   .help = "print " what " as one JSON document on stdout"}
+
+/* Parse argv[first..argc) by s into args (zeroed, then s->init). @return CLI_PARSED to go
+ * on, CLI_HELP after --help or -h, CLI_USAGE with msg saying which argument and what was
+ * expected. Prints nothing. */
+int cli_parse_args(const cli_spec *s, int argc, char **argv, int first, void *args, cli_parsed *p,
+                   char *msg, size_t len);
+
+/* The section "## <s->command>" of commands.md: *about the text before the options, *exit
+ * its last paragraph when it starts "Exit status" (else empty), both not NUL-terminated,
+ * with their lengths. @return 0, or -1 when commands.md has no such section. */
+int cli_help_section(const cli_spec *s, const char **about, int *about_len, const char **exit, int *exit_len);
+
+/* Was the option `name` given? */
+bool cli_has(const cli_parsed *p, const char *name);
+
+/* For a spec's check: fill msg and @return -1. */
+int cli_reject(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The help of s: synopsis, the command's section of commands.md, one entry per option
+ * with its range and default, the section's exit status paragraph. */
+void cli_help(const cli_spec *s, FILE *out);
 
 #endif /* ENPU_CLI_INTERNAL_H */

@@ -7,6 +7,8 @@
 
 #include "cli_internal.h"
 #include "common.h"
+#include "config.h"
+#include "graph.h"
 
 int cli_print_json(json_t *doc) {
   char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
@@ -55,13 +57,20 @@ int cli_parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
-int cli_usage_error(const char *cmd, void (*usage)(FILE *), const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "enpu %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  usage(stderr);
-  return 2;
+const char *const cli_phase_names[] = {[CONFIG_PREFILL] = "prefill", [CONFIG_DECODE] = "decode", NULL};
+
+int cli_load_graph(const char *cmd, const char *path, const cli_bucket *b, cli_job_graph *out) {
+  enpu_err err = {0};
+  *out = (cli_job_graph){NULL, NULL};
+  if (config_job_load(path, &out->job, &err) == 0 &&
+      graph_build(out->job, (config_phase)b->phase, b->batch, b->seq, &out->g, &err) == 0)
+    return 0;
+  cli_job_graph_free(out);
+  return cli_fail(cmd, err.msg);
+}
+
+void cli_job_graph_free(cli_job_graph *jg) {
+  graph_free(jg->g);
+  config_job_free(jg->job);
+  *jg = (cli_job_graph){NULL, NULL};
 }

@@ -10,19 +10,17 @@
 #include "config.h"
 #include "grid.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: enpu buckets JOB [--json]\n"
-          "\n"
-          "Expand the bucket grid of job file JOB: batch x seq per phase (the paper's rule\n"
-          "or the job's explicit lists), check each bucket's weights + KV cache +\n"
-          "activations against one chip's HBM under the job's \"capacity\" policy (enforce,\n"
-          "offload, ignore), and print the totals (compilations = feasible buckets x slacks\n"
-          "x policies).\n"
-          "\n"
-          "  --json      print one JSON document on stdout instead of tables\n"
-          "  -h, --help  show this help\n");
-}
+static int run(void *args);
+typedef struct {
+  const char *path;
+  int json;
+} buckets_args;
+
+static const cli_opt opts[] = {CLI_JSON_OPT(buckets_args, "the grid")};
+
+static const cli_spec spec = {.command = "buckets", .run = run,
+                              CLI_JOB_ARG(buckets_args, path), CLI_OPTS(opts, buckets_args)};
+const cli_spec *const cli_buckets_specs[] = {&spec, NULL};
 
 /* ---------------------------------------------------------------------------------
  * Human output */
@@ -86,7 +84,7 @@ static void print_human(const config_job *job, const grid *g) {
 
 static json_t *bytes_json(double bytes) { return json_integer((json_int_t)llround(bytes)); }
 
-static json_t *int_array(const int *values, int n) {
+static json_t *buckets_int_array(const int *values, int n) {
   json_t *a = json_array();
   for (int i = 0; a && i < n; i++) {
     if (json_array_append_new(a, json_integer(values[i])) < 0) {
@@ -116,7 +114,7 @@ static json_t *phase_json(const grid_phase *v) {
   const config_parallel *p = &v->parallel;
   const grid_totals *t = &v->totals;
   return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i}, s:o}", "batch",
-                   int_array(v->batch, v->batch_count), "seq", int_array(v->seq, v->seq_count),
+                   buckets_int_array(v->batch, v->batch_count), "seq", buckets_int_array(v->seq, v->seq_count),
                    "buckets", buckets, "feasible", (json_int_t)t->feasible,
                    "infeasible_capacity", (json_int_t)t->infeasible_capacity, "compilations",
                    (json_int_t)t->compilations, "parallel", "dp", p->dp, "tp", p->tp, "pp", p->pp,
@@ -158,37 +156,11 @@ static json_t *job_json(const config_job *job, const grid *g) {
 /* ---------------------------------------------------------------------------------
  * Entry point */
 
-int cli_cmd_buckets(int argc, char **argv) {
-  const char *path = NULL;
-  int as_json = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      as_json = 1;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      fprintf(stderr, "enpu buckets: unknown option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    } else if (path) {
-      fprintf(stderr, "enpu buckets: more than one job file ('%s', '%s')\n", path, argv[i]);
-      usage(stderr);
-      return 2;
-    } else {
-      path = argv[i];
-    }
-  }
-  if (!path) {
-    fprintf(stderr, "enpu buckets: missing job file\n");
-    usage(stderr);
-    return 2;
-  }
-
+static int run(void *args) {
+  buckets_args *a = args;
   enpu_err err = {0};
   config_job *job = NULL;
-  if (config_job_load(path, &job, &err) < 0) return cli_fail("buckets", err.msg);
+  if (config_job_load(a->path, &job, &err) < 0) return cli_fail("buckets", err.msg);
   grid *g = NULL;
   if (grid_create(job, &g, &err) < 0) {
     config_job_free(job);
@@ -196,7 +168,7 @@ int cli_cmd_buckets(int argc, char **argv) {
   }
 
   int rc = 0;
-  if (as_json) {
+  if (a->json) {
     json_t *doc = job_json(job, g);
     rc = doc ? cli_print_json(doc) : cli_fail("buckets", "out of memory building the JSON");
     json_decref(doc);

@@ -9,6 +9,7 @@
  *
  * Exit status: 0 ok; 1 the job, graph or a compilation failed; 2 usage error. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,129 +21,91 @@
 #include "report.h"
 #include "search.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: enpu compile JOB --phase prefill|decode --batch B --seq S\n"
-          "                    [--policy NAME|all] [--request policy|walk|greedy|ga]\n"
-          "                    [--budget strict|paper] [--transitions per-rail|chip-stall]\n"
-          "                    [--lift] [--trim] [--domains 5|4|3] [--threads N]\n"
-          "                    [--sample-ops N] [--json] [--vfset] [--slacks LIST]\n"
-          "                    [--capacity-factor LIST [--out DIR]]\n"
-          "\n"
-          "Compile the DVFS plans of one bucket at the job's slacks: op-level Pareto search,\n"
-          "request level, finalisation on the real operator order with V/f transitions.\n"
-          "Budget at slack p (README, Budget modes): strict max(T_nodvfs, T_peak) + p * T_nodvfs\n"
-          "on the plan's whole time; paper (1 + p) * T_nodvfs on its critical-path time, the\n"
-          "rest (transitions, crossings) reported as overhead.\n"
-          "\n"
-          "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
-          "  --policy NAME  nodvfs, dvfs-c, dvfs-c-walk, enpu-c, enpu-all, ideal (exhaustive:\n"
-          "                 slow), or all (default: the job's policies)\n"
-          "  --request M    policy (default: the GA for dvfs-c, the hull walk with LP bound for\n"
-          "                 every other policy), walk, greedy (the paper's) or ga (DVFS-C's\n"
-          "                 genetic algorithm: 1000 x 500, warm-started)\n"
-          "  --budget B     strict or paper (default: the job's \"budget\", strict if absent)\n"
-          "  --transitions T  per-rail (default: each moving rail delays only its components,\n"
-          "                 inside the next op) or chip-stall (the whole chip waits for the\n"
-          "                 slowest moving rail between ops)\n"
-          "  --lift         transition-aware finalisation: also try the plan with V/f rails\n"
-          "                 lifted to one voltage band (plans the store cannot record yet)\n"
-          "  --trim         Algorithm 1 + the trim pass (lower one domain at a time from each\n"
-          "                 Pareto point while time holds and energy does not grow)\n"
-          "  --sample-ops N with --policy ideal: exhaustive search on N sampled ops only\n"
-          "                 (Algorithm 1 on the ideal pipeline for the others); prints the\n"
-          "                 sampled ops' greedy-vs-exact energy gap\n"
-          "  --domains D    eNPU V/f domains for enpu-c/enpu-all: 5 (default), 4 or 3\n"
-          "  --threads N    threads of the exhaustive op-level search (ideal), default 1\n"
-          "  --json         print one JSON document on stdout instead of tables\n"
-          "  --vfset        add every plan's vf.set stream (48-bit states + 6-bit mask)\n"
-          "  --slacks LIST  comma-separated slacks (fractions) instead of the job's\n"
-          "  --capacity-factor LIST  MoE expert load imbalance (paper §4.6, Figure 20): compile\n"
-          "                 the bucket at each capacity factor (1 = balanced ... worst = E/k)\n"
-          "                 and run the worst-case plans (eNPU's default provisioning) on each\n"
-          "                 factor's load; prints savings vs NoDVFS of both per policy and slack\n"
-          "  --out DIR      with --capacity-factor: write DIR/figure20.{md,dat,gp,png}\n"
-          "  -h, --help     show this help\n");
-}
-
+static int run(void *args);
 typedef struct {
-  const char *path, *phase, *policy, *request, *budget, *transitions, *slacks, *factors, *out;
-  int batch, seq, domains, threads, sample_ops;
-  int have_batch, have_seq, json, vfset, lift, trim;
+  const char *path, *policy, *factors, *out;
+  cli_bucket b;
+  int request, budget, transitions, domains, threads, sample_ops;
+  int json, vfset, lift, trim;
+  cli_numbers slacks;
 } compile_args;
 
-/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, compile_args *a) {
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(s, "--json") || !strcmp(s, "--vfset") || !strcmp(s, "--lift") ||
-        !strcmp(s, "--trim")) {
-      *(s[2] == 'j' ? &a->json : s[2] == 'v' ? &a->vfset : s[2] == 'l' ? &a->lift : &a->trim) = 1;
-      continue;
-    }
-    const char **text = !strcmp(s, "--phase")             ? &a->phase
-                        : !strcmp(s, "--policy")          ? &a->policy
-                        : !strcmp(s, "--request")         ? &a->request
-                        : !strcmp(s, "--budget")          ? &a->budget
-                        : !strcmp(s, "--transitions")     ? &a->transitions
-                        : !strcmp(s, "--slacks")          ? &a->slacks
-                        : !strcmp(s, "--capacity-factor") ? &a->factors
-                        : !strcmp(s, "--out")             ? &a->out
-                                                          : NULL;
-    int *num = !strcmp(s, "--batch")     ? &a->batch
-               : !strcmp(s, "--seq")     ? &a->seq
-               : !strcmp(s, "--domains") ? &a->domains
-               : !strcmp(s, "--threads") ? &a->threads
-               : !strcmp(s, "--sample-ops") ? &a->sample_ops
-                                         : NULL;
-    if (text || num) {
-      if (i + 1 >= argc) return cli_usage_error("compile", usage, "option '%s' needs a value", s);
-      const char *v = argv[++i];
-      if (text) {
-        *text = v;
-      } else if (cli_parse_int(v, num) < 0) {
-        return cli_usage_error("compile", usage, "%s expects an integer, got '%s'", s, v);
-      } else {
-        a->have_batch |= num == &a->batch;
-        a->have_seq |= num == &a->seq;
-      }
-    } else if (s[0] == '-' && s[1] != '\0') {
-      return cli_usage_error("compile", usage, "unknown option '%s'", s);
-    } else if (a->path) {
-      return cli_usage_error("compile", usage, "more than one job file ('%s')", s);
-    } else {
-      a->path = s;
-    }
-  }
-  if (!a->path) return cli_usage_error("compile", usage, "missing job file");
-  if (!a->phase) return cli_usage_error("compile", usage, "missing --phase");
-  if (!a->have_batch) return cli_usage_error("compile", usage, "missing --batch");
-  if (!a->have_seq) return cli_usage_error("compile", usage, "missing --seq");
-  if (strcmp(a->request, "policy") && strcmp(a->request, "walk") && strcmp(a->request, "greedy") &&
-      strcmp(a->request, "ga"))
-    return cli_usage_error("compile", usage, "--request expects policy, walk, greedy or ga, got '%s'",
-                           a->request);
-  config_budget b;
-  if (a->budget && config_budget_parse(a->budget, &b) < 0)
-    return cli_usage_error("compile", usage, "--budget expects strict or paper, got '%s'", a->budget);
-  if (a->transitions && strcmp(a->transitions, "per-rail") && strcmp(a->transitions, "chip-stall"))
-    return cli_usage_error("compile", usage, "--transitions expects per-rail or chip-stall, got '%s'",
-                           a->transitions);
-  if (a->sample_ops < 0 || (a->sample_ops && strcmp(a->policy, "ideal")))
-    return cli_usage_error("compile", usage, "--sample-ops expects N >= 1 with --policy ideal");
-  if (a->domains < 3 || a->domains > 5)
-    return cli_usage_error("compile", usage, "--domains expects 5, 4 or 3, got %d", a->domains);
-  if (a->threads < 1)
-    return cli_usage_error("compile", usage, "--threads expects a positive integer, got %d",
-                           a->threads);
-  if (a->out && !a->factors)
-    return cli_usage_error("compile", usage, "--out goes with --capacity-factor");
-  return -1;
+static const char *const requests[] = {[SEARCH_REQ_WALK] = "walk", [SEARCH_REQ_GREEDY] = "greedy",
+                                       [SEARCH_REQ_GA] = "ga", [SEARCH_REQ_POLICY] = "policy", NULL};
+static const char *const budgets[] = {[CONFIG_BUDGET_STRICT] = "strict", [CONFIG_BUDGET_PAPER] = "paper", NULL};
+static const char *const transitions[] = {[SEARCH_TRANS_PER_RAIL] = "per-rail",
+                                          [SEARCH_TRANS_CHIP_STALL] = "chip-stall", NULL};
+
+/* --policy: "all" or one policy's name. */
+static int accept_policy(const char *v, void *args, char *expected, size_t len) {
+  config_policy p;
+  if (!strcmp(v, "all") || config_policy_parse(v, &p) == 0) return 0;
+  return cli_reject(expected, len, "a policy name or all");
 }
+
+#define COMPILE_FLAG(field, help_)                                                                 \
+  {.name = #field, .type = CLI_FLAG, .at = offsetof(compile_args, field), .help = help_}
+
+static const cli_opt opts[] = {
+    CLI_BUCKET_OPTS(compile_args),
+    {.name = "policy", .type = CLI_STRING, .at = offsetof(compile_args, policy), .meta = "NAME|all",
+     .accept = accept_policy,
+     .help = "nodvfs, dvfs-c, dvfs-c-walk, enpu-c, enpu-all, ideal (exhaustive:\n"
+             "slow), or all (the job's policies)"},
+    {.name = "request", .type = CLI_ENUM, .at = offsetof(compile_args, request), .choices = requests,
+     .help = "policy (the GA for dvfs-c, the hull walk with LP bound for every\n"
+             "other policy), walk, greedy (the paper's) or ga (DVFS-C's genetic\n"
+             "algorithm: 1000 x 500, warm-started)"},
+    {.name = "budget", .type = CLI_ENUM, .at = offsetof(compile_args, budget), .choices = budgets,
+     .help = "the budget mode (default: the job's \"budget\", strict if absent)"},
+    {.name = "transitions", .type = CLI_ENUM, .at = offsetof(compile_args, transitions), .choices = transitions,
+     .help = "per-rail: each moving rail delays only its components, inside the\n"
+             "next op; chip-stall: the whole chip waits for the slowest moving\n"
+             "rail between ops"},
+    COMPILE_FLAG(lift, "transition-aware finalisation: also try the plan with V/f rails\n"
+                       "lifted to one voltage band (plans the store cannot record yet)"),
+    COMPILE_FLAG(trim, "Algorithm 1 + the trim pass (lower one domain at a time from each\n"
+                       "Pareto point while time holds and energy does not grow)"),
+    {.name = "domains", .type = CLI_INT, .at = offsetof(compile_args, domains), .meta = "D", .range = CLI_RANGE(3, 5),
+     .help = "eNPU V/f domains for enpu-c/enpu-all: 5, 4 or 3"},
+    {.name = "threads", .type = CLI_INT, .at = offsetof(compile_args, threads), .meta = "N",
+     .range = CLI_RANGE(1, 4096), .help = "threads of the exhaustive op-level search (ideal)"},
+    {.name = "sample-ops", .type = CLI_INT, .at = offsetof(compile_args, sample_ops), .meta = "N",
+     .range = CLI_RANGE(1, INT_MAX),
+     .help = "with --policy ideal: exhaustive search on N sampled ops only\n"
+             "(Algorithm 1 on the ideal pipeline for the others); prints the\n"
+             "sampled ops' greedy-vs-exact energy gap"},
+    CLI_JSON_OPT(compile_args, "the plans"),
+    COMPILE_FLAG(vfset, "add every plan's vf.set stream (48-bit states + 6-bit mask)"),
+    {.name = "slacks", .type = CLI_LIST, .at = offsetof(compile_args, slacks), .meta = "LIST",
+     .range = CLI_CONFIG_RANGE("job", "$.slacks[]"), .help = "increasing slacks (fractions) instead of the job's"},
+    {.name = "capacity-factor", .type = CLI_STRING, .at = offsetof(compile_args, factors), .meta = "LIST",
+     .help = "MoE expert load imbalance (paper §4.6, Figure 20): compile\n"
+             "the bucket at each capacity factor (1 = balanced ... worst = E/k)\n"
+             "and run the worst-case plans (eNPU's default provisioning) on each\n"
+             "factor's load; prints savings vs NoDVFS of both per policy and slack"},
+    {.name = "out", .type = CLI_STRING, .at = offsetof(compile_args, out), .meta = "DIR",
+     .help = "with --capacity-factor: write DIR/figure20.{md,dat,gp,png}"},
+};
+
+static void init(void *args) {
+  compile_args *a = args;
+  a->policy = "all", a->request = SEARCH_REQ_POLICY, a->transitions = SEARCH_TRANS_PER_RAIL;
+  a->domains = 5, a->threads = 1;
+}
+
+static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
+  const compile_args *a = args;
+  if (a->sample_ops && strcmp(a->policy, "ideal")) return cli_reject(msg, len, "--sample-ops goes with --policy ideal");
+  if (a->out && !a->factors) return cli_reject(msg, len, "--out goes with --capacity-factor");
+  for (int k = 1; k < a->slacks.n; k++)
+    if (!(a->slacks.v[k] > a->slacks.v[k - 1])) return cli_reject(msg, len, "--slacks: expected increasing fractions");
+  return 0;
+}
+
+static const cli_spec spec = {.command = "compile", .run = run, .init = init, .check = check,
+                              CLI_JOB_ARG(compile_args, path), CLI_OPTS(opts, compile_args)};
+const cli_spec *const cli_compile_specs[] = {&spec, NULL};
 
 /* ---------------------------------------------------------------------------------
  * vf.set streams */
@@ -163,7 +126,7 @@ static int make_stream(const search_slack_plan *pl, vf_stream *vs, enpu_err *err
 /* ---------------------------------------------------------------------------------
  * Output */
 
-static double gap_of(const search_slack_plan *pl) {
+static double bound_gap(const search_slack_plan *pl) {
   return pl->energy_nj > 0 ? 1.0 - pl->lower_bound_nj / pl->energy_nj : 0.0;
 }
 
@@ -182,7 +145,7 @@ static int print_human(const search_bucket_result *r, int vfset, enpu_err *err) 
            " %9" PRId64 " %9.3f\n",
            100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->cp_time_ns / 1e6,
            pl->overhead_pct, pl->energy_nj / 1e6,
-           100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * gap_of(pl),
+           100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * bound_gap(pl),
            pl->op_evals, pl->request_evals, pl->search_s);
   }
   for (int k = 0; vfset && k < r->nplans; k++) {
@@ -206,7 +169,7 @@ static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err)
                         pl->slack, "budget_ns", pl->budget_ns, "time_ns", pl->time_ns,
                         "cp_time_ns", pl->cp_time_ns, "overhead_pct", pl->overhead_pct, "energy_nj",
                         pl->energy_nj, "lower_bound_nj", pl->lower_bound_nj,
-                        "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", gap_of(pl),
+                        "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", bound_gap(pl),
                         "op_evals", (json_int_t)pl->op_evals, "request_evals",
                         (json_int_t)pl->request_evals, "search_s", pl->search_s);
   if (!o || !vfset) return o;
@@ -225,7 +188,7 @@ static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err)
   return o;
 }
 
-static json_t *policy_json(const search_bucket_result *r, int vfset, enpu_err *err) {
+static json_t *policy_plans_json(const search_bucket_result *r, int vfset, enpu_err *err) {
   json_t *slacks = json_array();
   for (int k = 0; slacks && k < r->nplans; k++)
     if (json_array_append_new(slacks, slack_json(&r->plans[k], vfset, err)) < 0)
@@ -321,23 +284,14 @@ static int split_list(char *s, char **item) {
   return n ? n : -1;
 }
 
-/* Replace the job's slacks with `list` (increasing fractions >= 0). */
-static int set_slacks(config_job *job, const char *list, enpu_err *err) {
-  char buf[1024], *item[MAX_LIST];
-  snprintf(buf, sizeof buf, "%s", list);
-  const int n = split_list(buf, item);
-  double *v = n > 0 ? calloc((size_t)n, sizeof *v) : NULL;
-  ENPU_RETURN_IF(!v, err, ENPU_ERR_INVALID, "--slacks: expected 1 to %d fractions, got '%s'",
-                 MAX_LIST, list);
-  for (int k = 0; k < n; k++)
-    if (cli_parse_double(item[k], &v[k]) < 0 || !(v[k] >= 0) || (k && !(v[k] > v[k - 1]))) {
-      free(v);
-      return enpu_errorf(err, ENPU_ERR_INVALID,
-                         "--slacks: expected increasing fractions >= 0, got '%s'", list);
-    }
+/* Replace the job's slacks with --slacks (checked: increasing, within the range). */
+static int set_slacks(config_job *job, const cli_numbers *slacks, enpu_err *err) {
+  double *v = calloc((size_t)slacks->n, sizeof *v);
+  ENPU_RETURN_IF(!v, err, ENPU_ERR_NOMEM, "out of memory");
+  memcpy(v, slacks->v, (size_t)slacks->n * sizeof *v);
   free(job->slacks);
   job->slacks = v;
-  job->slack_count = n;
+  job->slack_count = slacks->n;
   return 0;
 }
 
@@ -395,7 +349,7 @@ static int sweep_print(const compile_args *a, const config_job *job,
   json_t *arr = a->json ? json_array() : NULL;
   if (!a->json)
     printf("job %s: %s, batch %d, seq %d; savings vs NoDVFS at each expert capacity factor\n"
-           "%8s %-9s %7s %14s %16s %11s\n", job->name, a->phase, a->batch, a->seq, "factor",
+           "%8s %-9s %7s %14s %16s %11s\n", job->name, cli_phase_names[a->b.phase], a->b.batch, a->b.seq, "factor",
            "policy", "slack", "plan for load", "worst-case plan", "difference");
   for (size_t i = 0; i < n; i++) {
     const report_imbalance_row *r = &rows[i];
@@ -411,8 +365,8 @@ static int sweep_print(const compile_args *a, const config_job *job,
     if (!o || json_array_append_new(arr, o) < 0) json_decref(arr), arr = NULL;
   }
   if (!a->json) return 0;
-  json_t *doc = arr ? json_pack("{s:s, s:s, s:i, s:i, s:o}", "job", job->name, "phase", a->phase,
-                                "batch", a->batch, "seq", a->seq, "rows", arr)
+  json_t *doc = arr ? json_pack("{s:s, s:s, s:i, s:i, s:o}", "job", job->name, "phase", cli_phase_names[a->b.phase],
+                                "batch", a->b.batch, "seq", a->b.seq, "rows", arr)
                     : NULL;
   const int rc = doc ? cli_print_json(doc) : cli_fail("compile", "cannot build JSON output");
   json_decref(doc);
@@ -443,7 +397,7 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
   if (rc == 0 && sweep_print(a, job, rows, (size_t)nf * per) != 0)
     rc = enpu_errorf(err, ENPU_ERR_IO, "cannot print the results");
   char title[160];
-  snprintf(title, sizeof title, "%s %s batch %d seq %d", job->name, a->phase, a->batch, a->seq);
+  snprintf(title, sizeof title, "%s %s batch %d seq %d", job->name, cli_phase_names[a->b.phase], a->b.batch, a->b.seq);
   if (rc == 0 && a->out) rc = report_write_imbalance(a->out, NULL, title, rows, (size_t)nf * per, err);
   for (int p = 0; p < c->npol; p++) search_bucket_result_free(&worst[p]);
   graph_free(gw);
@@ -454,33 +408,23 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
 /* ---------------------------------------------------------------------------------
  * Main */
 
-/* The search options the command line asks for (parse_args checked the names). */
+/* The search options the command line asks for. */
 static void compile_options(const compile_args *a, const config_job *job, search_options *opt) {
   search_options_default(opt);
-  opt->request = !strcmp(a->request, "greedy") ? SEARCH_REQ_GREEDY
-                 : !strcmp(a->request, "ga")   ? SEARCH_REQ_GA
-                 : !strcmp(a->request, "walk") ? SEARCH_REQ_WALK
-                                               : SEARCH_REQ_POLICY;
-  opt->budget = job->budget;
-  if (a->budget) config_budget_parse(a->budget, &opt->budget);
-  if (a->transitions && !strcmp(a->transitions, "chip-stall")) opt->transitions = SEARCH_TRANS_CHIP_STALL;
+  opt->request = a->request;
+  opt->budget = a->budget >= 0 ? (config_budget)a->budget : job->budget;
+  opt->transitions = a->transitions;
   opt->transition_aware = a->lift;
   opt->op_trim = a->trim;
   opt->enpu_domains = a->domains;
   opt->threads = a->threads;
 }
 
-int cli_cmd_compile(int argc, char **argv) {
-  compile_args a = {.policy = "all", .request = "policy", .domains = 5, .threads = 1};
-  const int st = parse_args(argc, argv, &a);
-  if (st >= 0) return st;
-  config_phase phase;
-  if (config_phase_parse(a.phase, &phase) < 0)
-    return cli_usage_error("compile", usage, "--phase expects prefill or decode, got '%s'",
-                           a.phase);
+static int run(void *args) {
+  compile_args *a = args;
+  const config_phase phase = (config_phase)a->b.phase;
   config_policy one = CONFIG_POLICY_NODVFS;
-  if (strcmp(a.policy, "all") && config_policy_parse(a.policy, &one) < 0)
-    return cli_usage_error("compile", usage, "unknown --policy '%s'", a.policy);
+  if (strcmp(a->policy, "all")) config_policy_parse(a->policy, &one); /* accept_policy checked it */
 
   enpu_err err = {0};
   config_job *job = NULL;
@@ -491,54 +435,54 @@ int cli_cmd_compile(int argc, char **argv) {
   int status = 0;
   char why[256] = "";
   int fits = 1;
-  if (config_job_load(a.path, &job, &err) < 0 ||
-      (a.slacks && set_slacks(job, a.slacks, &err) < 0) ||
-      (fits = grid_bucket_fits(job, phase, a.batch, a.seq, why, sizeof why, &err)) < 0 ||
+  if (config_job_load(a->path, &job, &err) < 0 ||
+      (a->slacks.n && set_slacks(job, &a->slacks, &err) < 0) ||
+      (fits = grid_bucket_fits(job, phase, a->b.batch, a->b.seq, why, sizeof why, &err)) < 0 ||
       (!fits && enpu_errorf(&err, ENPU_ERR_INFEASIBLE, "%s batch %d seq %d does not fit the chips: %s (the "
-                            "farm stores it as infeasible)", a.phase, a.batch, a.seq, why) < 0) ||
-      graph_build(job, phase, a.batch, a.seq, &g, &err) < 0 ||
+                            "farm stores it as infeasible)", cli_phase_names[phase], a->b.batch, a->b.seq, why) < 0) ||
+      graph_build(job, phase, a->b.batch, a->b.seq, &g, &err) < 0 ||
       cost_ctx_create(&job->chip, &cost, &err) < 0 || search_ctx_create(&job->chip, &sx, &err) < 0) {
     status = cli_fail("compile", err.msg);
     goto done;
   }
   search_options opt;
-  compile_options(&a, job, &opt);
-  const config_policy *list = strcmp(a.policy, "all") ? &one : job->policies;
-  const int npol = strcmp(a.policy, "all") ? 1 : job->policy_count;
-  if (a.factors) {
-    const sweep_ctx c = {sx, cost, &opt, list, npol, phase, a.batch, a.seq};
-    if (compile_sweep(job, &a, &c, &err) < 0) status = cli_fail("compile", err.msg);
+  compile_options(a, job, &opt);
+  const config_policy *list = strcmp(a->policy, "all") ? &one : job->policies;
+  const int npol = strcmp(a->policy, "all") ? 1 : job->policy_count;
+  if (a->factors) {
+    const sweep_ctx c = {sx, cost, &opt, list, npol, phase, a->b.batch, a->b.seq};
+    if (compile_sweep(job, a, &c, &err) < 0) status = cli_fail("compile", err.msg);
     goto done;
   }
-  if (a.json) {
+  if (a->json) {
     pols = json_object();
     doc = json_pack("{s:s, s:s, s:i, s:i, s:s, s:O}", "job", job->name, "phase",
-                    config_phase_name(phase), "batch", a.batch, "seq", a.seq, "budget",
+                    config_phase_name(phase), "batch", a->b.batch, "seq", a->b.seq, "budget",
                     config_budget_name(opt.budget), "policies", pols);
   } else {
     printf("job %s: %s, batch %d, seq %d, %d ops; %s budget, slacks", job->name,
-           config_phase_name(phase), a.batch, a.seq, graph_op_count(g), config_budget_name(opt.budget));
+           config_phase_name(phase), a->b.batch, a->b.seq, graph_op_count(g), config_budget_name(opt.budget));
     for (int k = 0; k < job->slack_count; k++) printf(" %g%%", 100 * job->slacks[k]);
     printf("\n");
   }
   for (int p = 0; p < npol && status == 0; p++) {
     search_bucket_result r;
-    if ((a.sample_ops ? compile_sampled(sx, cost, g, job, &opt, a.sample_ops, a.json, &r, &err)
+    if ((a->sample_ops ? compile_sampled(sx, cost, g, job, &opt, a->sample_ops, a->json, &r, &err)
                       : search_compile_bucket(sx, cost, g, list[p], job->slacks,
                                               job->slack_count, &opt, &r, &err)) < 0) {
       status = cli_fail("compile", err.msg);
       break;
     }
-    if (a.json) {
-      json_t *pj = policy_json(&r, a.vfset, &err);
+    if (a->json) {
+      json_t *pj = policy_plans_json(&r, a->vfset, &err);
       if (!pj || json_object_set_new(pols, config_policy_name(list[p]), pj) < 0)
         status = cli_fail("compile", err.code ? err.msg : "cannot build JSON output");
-    } else if (print_human(&r, a.vfset, &err) < 0) {
+    } else if (print_human(&r, a->vfset, &err) < 0) {
       status = cli_fail("compile", err.msg);
     }
     search_bucket_result_free(&r);
   }
-  if (status == 0 && a.json) status = doc ? cli_print_json(doc) : cli_fail("compile", "JSON");
+  if (status == 0 && a->json) status = doc ? cli_print_json(doc) : cli_fail("compile", "JSON");
 done:
   json_decref(doc);
   json_decref(pols);

@@ -16,139 +16,118 @@
 #include "cli_internal.h"
 #include "farm.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: [mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
-          "                    [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC] [--results DIR]\n"
-          "                    [--quiet] [--capacity-factor worst|F]\n"
-          "\n"
-          "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
-          "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
-          "Only what the store and its journal do not already hold is computed.\n"
-          "\n"
-          "  --store PATH        the store (default: the job's \"store\"); journal: PATH.journal\n"
-          "  --add-buckets SPEC  extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
-          "                      kept in the store, so later runs keep compiling it)\n"
-          "  --checkpoint-s SEC  rewrite the store every SEC seconds (default 60)\n"
-          "  --lock-wait SEC     wait up to SEC seconds for another writer of the store (a farm,\n"
-          "                      enpu validate) to finish (default 30); then exit 4 naming it\n"
-          "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
-          "  --results DIR       summary.md goes to DIR/<job>/ (default: beside the store)\n"
-          "  --quiet             no progress lines\n"
-          "  --capacity-factor F the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
-          "                      one store per factor sweeps it (give each its own --store);\n"
-          "                      the store records the factor compiled\n"
-          "  -h, --help          show this help\n"
-          "\n"
-          "Exit status: 0 done, 1 some tasks failed, 2 usage or input error, 3 interrupted by\n"
-          "SIGTERM/SIGINT/SIGUSR1 (checkpointed; run the same command again to resume), 4 the\n"
-          "environment refused (disk full, I/O error, store locked by another writer; the\n"
-          "store is intact). Under mpirun send SIGUSR1 to mpirun: it forwards it to the ranks\n"
-          "(mpirun answers SIGTERM/SIGINT with its own exit 1; the work is kept all the same).\n");
-}
-
-/* "phase=P,batch=B,seq=S" in any order; 0 or -1. */
-static int parse_bucket(const char *spec, farm_bucket_spec *b) {
-  char buf[256];
-  if (strlen(spec) >= sizeof buf) return -1;
-  strcpy(buf, spec);
-  int have = 0;
-  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(kv, '=');
-    if (!eq) return -1;
-    *eq = '\0';
-    const char *v = eq + 1;
-    if (!strcmp(kv, "phase") && config_phase_parse(v, &b->phase) == 0) have |= 1;
-    else if (!strcmp(kv, "batch") && cli_parse_int(v, &b->batch) == 0 && b->batch > 0) have |= 2;
-    else if (!strcmp(kv, "seq") && cli_parse_int(v, &b->seq) == 0 && b->seq > 0) have |= 4;
-    else return -1;
-  }
-  return have == 7 ? 0 : -1;
-}
-
-static int parse_seconds(const char *s, double *out) {
-  char *end;
-  const double v = strtod(s, &end);
-  if (end == s || *end != '\0' || !(v > 0) || v > 1e9) return -1;
-  *out = v;
-  return 0;
-}
-
-/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *add) {
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(s, "--quiet")) {
-      o->quiet = 1;
-      continue;
-    }
-    const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
-                      !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
-                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait") ||
-                      !strcmp(s, "--capacity-factor");
-    if (takes) {
-      if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
-      const char *v = argv[++i];
-      if (!strcmp(s, "--store")) {
-        o->store_path = v;
-      } else if (!strcmp(s, "--capacity-factor")) {
-        o->capacity_factor = v; /* checked against the model when the job loads */
-      } else if (!strcmp(s, "--results")) {
-        o->results_dir = v;
-      } else if (!strcmp(s, "--add-buckets")) {
-        if (parse_bucket(v, &add[o->nadd]) < 0)
-          return cli_usage_error("farm", usage,
-                                 "--add-buckets expects phase=prefill|decode,batch=B,seq=S with "
-                                 "positive B and S, got '%s'", v);
-        o->nadd++;
-      } else if (!strcmp(s, "--lock-wait") && (cli_parse_double(v, &o->lock_wait_s) < 0 || o->lock_wait_s < 0 ||
-                                               o->lock_wait_s > 1e9)) {
-        return cli_usage_error("farm", usage, "--lock-wait expects seconds >= 0, got '%s'", v);
-      } else if (strcmp(s, "--lock-wait") && parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s
-                                                                                            : &o->progress_s) < 0) {
-        return cli_usage_error("farm", usage, "%s expects a positive number of seconds, got '%s'",
-                               s, v);
-      }
-    } else if (s[0] == '-' && s[1] != '\0') {
-      return cli_usage_error("farm", usage, "unknown option '%s'", s);
-    } else if (o->job_path) {
-      return cli_usage_error("farm", usage, "more than one job file ('%s')", s);
-    } else {
-      o->job_path = s;
-    }
-  }
-  if (!o->job_path) return cli_usage_error("farm", usage, "missing job file");
-  return -1;
-}
-
-int cli_cmd_farm(int argc, char **argv) {
+static int run(void *args);
+typedef struct {
   farm_options o;
-  farm_options_default(&o);
-  /* Each --add-buckets takes two argv slots, so argc bounds their number. */
-  farm_bucket_spec *add = calloc((size_t)argc, sizeof *add);
-  if (!add) return cli_fail("farm", "out of memory");
-  o.add = add;
-  const int st = parse_args(argc, argv, &o, add);
-  if (st >= 0) {
-    free(add);
-    return st;
+  farm_bucket_spec add[CLI_LIST_MAX]; /* o.add */
+  int json;
+} farm_args;
+
+/* --add-buckets "phase=P,batch=B,seq=S" in any order, appended to the added buckets. */
+static int accept_bucket(const char *spec, void *args, char *expected, size_t len) {
+  farm_args *a = args;
+  farm_bucket_spec *b = &a->add[a->o.nadd];
+  char buf[256];
+  int have = a->o.nadd < CLI_LIST_MAX && strlen(spec) < sizeof buf ? 0 : -1;
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); have >= 0 && kv; kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    if (eq) *eq = '\0';
+    const char *v = eq ? eq + 1 : "";
+    if (eq && !strcmp(kv, "phase") && config_phase_parse(v, &b->phase) == 0) have |= 1;
+    else if (eq && !strcmp(kv, "batch") && cli_parse_int(v, &b->batch) == 0 && b->batch > 0) have |= 2;
+    else if (eq && !strcmp(kv, "seq") && cli_parse_int(v, &b->seq) == 0 && b->seq > 0) have |= 4;
+    else have = -1;
   }
+  if (have == 7) return a->o.nadd++, 0;
+  return cli_reject(expected, len, "phase=prefill|decode,batch=B,seq=S with positive B and S (at most %d buckets)",
+                    CLI_LIST_MAX);
+}
+
+#define SECONDS(lo_open, hi) {.min = 0, .max = (hi), .min_open = (lo_open)}
+
+static const cli_opt opts[] = {
+    {.name = "store", .type = CLI_STRING, .at = offsetof(farm_args, o.store_path), .meta = "PATH",
+     .help = "the store (default: the job's \"store\"); journal: PATH.journal"},
+    {.name = "add-buckets", .type = CLI_CUSTOM, .meta = "SPEC", .accept = accept_bucket,
+     .help = "extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
+             "kept in the store, so later runs keep compiling it)"},
+    {.name = "checkpoint-s", .type = CLI_DOUBLE, .at = offsetof(farm_args, o.checkpoint_s), .meta = "SEC",
+     .range = SECONDS(true, 1e9), .help = "rewrite the store every SEC seconds"},
+    {.name = "lock-wait", .type = CLI_DOUBLE, .at = offsetof(farm_args, o.lock_wait_s), .meta = "SEC",
+     .range = SECONDS(false, 1e9),
+     .help = "wait up to SEC seconds for another writer of the store (a farm,\n"
+             "enpu validate) to finish; then exit 4 naming it"},
+    {.name = "progress-s", .type = CLI_DOUBLE, .at = offsetof(farm_args, o.progress_s), .meta = "SEC",
+     .range = SECONDS(true, 1e9), .help = "progress line interval when stderr is not a terminal"},
+    {.name = "results", .type = CLI_STRING, .at = offsetof(farm_args, o.results_dir), .meta = "DIR",
+     .help = "summary.md goes to DIR/<job>/ (default: beside the store)"},
+    {.name = "quiet", .type = CLI_FLAG, .at = offsetof(farm_args, o.quiet), .help = "no progress lines"},
+    {.name = "capacity-factor", .type = CLI_STRING, .at = offsetof(farm_args, o.capacity_factor), .meta = "F",
+     .help = "the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
+             "one store per factor sweeps it (give each its own --store);\n"
+             "the store records the factor compiled"},
+    CLI_JSON_OPT(farm_args, "the summary"),
+};
+
+static void init(void *args) {
+  farm_args *a = args;
+  farm_options_default(&a->o);
+  a->o.add = a->add;
+}
+
+static const cli_spec spec = {.command = "farm", .run = run, .init = init,
+                              CLI_JOB_ARG(farm_args, o.job_path), CLI_OPTS(opts, farm_args)};
+const cli_spec *const cli_farm_specs[] = {&spec, NULL};
+
+static const char *const outcome_names[] = {[FARM_DONE] = "done", [FARM_FAILED] = "failed",
+                                            [FARM_INTERRUPTED] = "interrupted"};
+
+/* One job's summary as JSON; NULL when out of memory. */
+static json_t *summary_json(const farm_summary *s) {
+  json_t *ops = json_object();
+  for (int p = 0; ops && p < s->npolicies; p++)
+    if (json_object_set_new(ops, config_policy_name((config_policy)s->policies[p]),
+                            json_integer(s->unique_ops[s->policies[p]])) < 0)
+      json_decref(ops), ops = NULL;
+  return json_pack("{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I}, "
+                   "s:I, s:I, s:f, s:f, s:f}",
+                   "job", s->job, "store", s->store_path, "outcome", outcome_names[s->outcome], "ranks", s->ranks,
+                   "buckets", "ok", (json_int_t)s->buckets_ok, "infeasible_capacity",
+                   (json_int_t)s->buckets_infeasible, "failed", (json_int_t)s->buckets_failed, "unique_ops", ops,
+                   "tasks", "total", (json_int_t)s->tasks_total, "op", (json_int_t)s->op_tasks, "bucket",
+                   (json_int_t)s->bucket_tasks, "done", (json_int_t)s->tasks_done, "failed",
+                   (json_int_t)s->tasks_failed, "reused", "store", (json_int_t)s->reused_store, "journal",
+                   (json_int_t)s->reused_journal, "recomputed", (json_int_t)s->recomputed, "evaluations",
+                   (json_int_t)s->evaluations, "core_s", s->core_s, "wall_s", s->wall_s, "master_cpu_s",
+                   s->master_cpu_s);
+}
+
+/* The summaries of the run (rank 0): Markdown, or {"outcome", "jobs": [...]} with --json. */
+static int print_summaries(const farm_summary *sums, int njobs, int outcome, int json) {
+  for (int j = 0; !json && j < njobs; j++) {
+    printf("\n");
+    farm_summary_print(&sums[j], stdout);
+  }
+  if (!json) return fflush(stdout), 0;
+  json_t *jobs = json_array();
+  for (int j = 0; jobs && j < njobs; j++)
+    if (json_array_append_new(jobs, summary_json(&sums[j])) < 0) json_decref(jobs), jobs = NULL;
+  json_t *doc = json_pack("{s:s, s:o}", "outcome", outcome_names[outcome], "jobs", jobs);
+  const int rc = doc ? cli_print_json(doc) : cli_fail("farm", "cannot build JSON output");
+  json_decref(doc);
+  fflush(stdout);
+  return rc;
+}
+
+static int run(void *args) {
+  farm_args *a = args;
   farm_summary sum;
   enpu_err err = {0};
-  const int rc = farm_run(&o, &sum, &err);
-  free(add);
-  if (rc < 0) {
+  if (farm_run(&a->o, &sum, &err) < 0) {
     if (sum.rank == 0) cli_fail("farm", err.msg);
     return cli_exit_status(err.code, sum.input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
   }
-  if (sum.rank == 0) {
-    printf("\n");
-    farm_summary_print(&sum, stdout);
-    fflush(stdout);
-  }
+  if (sum.rank == 0 && print_summaries(&sum, 1, (int)sum.outcome, a->json) != 0) return CLI_EXIT_FAILED;
   return (int)sum.outcome;
 }

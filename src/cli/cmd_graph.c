@@ -15,26 +15,25 @@
 #include "graph.h"
 #include "power.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: enpu graph JOB --phase prefill|decode --batch B --seq S [--time] [--json]\n"
-          "\n"
-          "Print the per-chip operator graph of one forward pass of job file JOB for the\n"
-          "bucket (phase, batch B, sequence length S): prefill covers B prompts of S\n"
-          "tokens, decode one iteration of B requests with KV length S. Figures are per\n"
-          "chip after TP/EP sharding; totals multiply each op by its multiplicity\n"
-          "(repeated layers); flops_per_token divides the chip's FLOPs by the bucket's\n"
-          "tokens (B*S prefill, B decode).\n"
-          "\n"
-          "  --phase P   prefill or decode\n"
-          "  --batch B   requests in the batch (>= 1)\n"
-          "  --seq S     prompt length (prefill) or KV length (decode) (>= 1)\n"
-          "  --time      add each op's NoDVFS time_ns and energy_nj (one execution: all\n"
-          "              components at peak, fixed regulator, ctrl-only HBM) and their\n"
-          "              totals over the forward pass (x multiplicity)\n"
-          "  --json      print one JSON document on stdout instead of a table\n"
-          "  -h, --help  show this help\n");
-}
+static int run(void *args);
+typedef struct {
+  const char *path;
+  cli_bucket b;
+  int time, json;
+} graph_args;
+
+static const cli_opt opts[] = {
+    CLI_BUCKET_OPTS(graph_args),
+    {.name = "time", .type = CLI_FLAG, .at = offsetof(graph_args, time),
+     .help = "add each op's NoDVFS time_ns and energy_nj (one execution: all\n"
+             "components at peak, fixed regulator, ctrl-only HBM) and their\n"
+             "totals over the forward pass (x multiplicity)"},
+    CLI_JSON_OPT(graph_args, "the graph"),
+};
+
+static const cli_spec spec = {.command = "graph", .run = run,
+                              CLI_JOB_ARG(graph_args, path), CLI_OPTS(opts, graph_args)};
+const cli_spec *const cli_graph_specs[] = {&spec, NULL};
 
 /* ---------------------------------------------------------------------------------
  * Shape fields: the one list of what is meaningful per op kind, shared by the table
@@ -253,7 +252,7 @@ static int time_totals_json(json_t *totals, const time_totals *tot) {
 }
 
 /* The graph document; res and tot NULL without --time. */
-static json_t *graph_json(const config_job *job, const graph *g, const cost_result *res,
+static json_t *op_graph_json(const config_job *job, const graph *g, const cost_result *res,
                           const time_totals *tot) {
   json_t *ops = json_array();
   for (int i = 0; ops && i < graph_op_count(g); i++) {
@@ -316,72 +315,29 @@ static json_t *graph_json(const config_job *job, const graph *g, const cost_resu
 /* ---------------------------------------------------------------------------------
  * Entry point */
 
-int cli_cmd_graph(int argc, char **argv) {
-  const char *path = NULL, *phase_name = NULL;
-  int batch = 0, seq = 0, have_batch = 0, have_seq = 0, as_json = 0, with_time = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--json")) {
-      as_json = 1;
-    } else if (!strcmp(a, "--time")) {
-      with_time = 1;
-    } else if (!strcmp(a, "--phase") || !strcmp(a, "--batch") || !strcmp(a, "--seq")) {
-      if (i + 1 >= argc)
-        return cli_usage_error("graph", usage, "option '%s' needs a value", a);
-      const char *v = argv[++i];
-      if (!strcmp(a, "--phase")) {
-        phase_name = v;
-      } else if (cli_parse_int(v, !strcmp(a, "--batch") ? &batch : &seq) < 0) {
-        return cli_usage_error("graph", usage, "%s expects an integer, got '%s'", a, v);
-      } else {
-        *(!strcmp(a, "--batch") ? &have_batch : &have_seq) = 1;
-      }
-    } else if (a[0] == '-' && a[1] != '\0') {
-      return cli_usage_error("graph", usage, "unknown option '%s'", a);
-    } else if (path) {
-      return cli_usage_error("graph", usage, "more than one job file ('%s')", a);
-    } else {
-      path = a;
-    }
-  }
-  if (!path) return cli_usage_error("graph", usage, "missing job file");
-  if (!phase_name) return cli_usage_error("graph", usage, "missing --phase");
-  if (!have_batch) return cli_usage_error("graph", usage, "missing --batch");
-  if (!have_seq) return cli_usage_error("graph", usage, "missing --seq");
-  config_phase phase;
-  if (config_phase_parse(phase_name, &phase) < 0)
-    return cli_usage_error("graph", usage, "--phase expects prefill or decode, got '%s'",
-                           phase_name);
-
+static int run(void *args) {
+  const graph_args *a = args;
+  cli_job_graph jg;
+  if (cli_load_graph("graph", a->path, &a->b, &jg) != 0) return CLI_EXIT_FAILED;
+  const config_job *job = jg.job;
+  const graph *g = jg.g;
   enpu_err err = {0};
-  config_job *job = NULL;
-  if (config_job_load(path, &job, &err) < 0) return cli_fail("graph", err.msg);
-  graph *g = NULL;
-  if (graph_build(job, phase, batch, seq, &g, &err) < 0) {
-    config_job_free(job);
-    return cli_fail("graph", err.msg);
-  }
   int rc = 0;
   cost_result *res = NULL;
   time_totals tot;
-  if (with_time) {
+  if (a->time) {
     res = calloc((size_t)graph_op_count(g), sizeof *res);
     if (!res) rc = cli_fail("graph", "out of memory");
     else if (time_ops(job, g, res, &tot, &err) < 0) rc = cli_fail("graph", err.msg);
   }
-  if (!rc && as_json) {
-    json_t *doc = graph_json(job, g, res, res ? &tot : NULL);
+  if (!rc && a->json) {
+    json_t *doc = op_graph_json(job, g, res, res ? &tot : NULL);
     rc = doc ? cli_print_json(doc) : cli_fail("graph", "out of memory building the JSON");
     json_decref(doc);
   } else if (!rc) {
     print_human(job, g, res, res ? &tot : NULL);
   }
   free(res);
-  graph_free(g);
-  config_job_free(job);
+  cli_job_graph_free(&jg);
   return rc;
 }

@@ -10,6 +10,7 @@
  * Exit status: 0 ok; 1 the job, graph, op id, plan or evaluation was rejected (message
  * on stderr: an unknown op id names the valid range, a bad plan names the position);
  * 2 usage error. JSON field names are a contract for scripts (issue 3, item 5). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,118 +21,66 @@
 #include "power.h"
 #include "search.h"
 
-static void usage(FILE *out) {
-  fprintf(out, "usage: enpu op JOB --phase prefill|decode --batch B --seq S --op ID\n"
-               "               --plan SA,VU,SRAM,HBM,ICI [--pipeline nodvfs|enpu|ideal|uniform]\n"
-               "               [--domains 5|4|3] [--hbm ctrl-only|full] [--json]\n"
-               "       enpu op JOB --phase P --batch B --seq S --op ID --exhaustive\n"
-               "               [--threads N] [--json]\n"
-               "\n"
-               "Evaluate one operator of the bucket's per-chip graph (ID as printed by\n"
-               "`enpu graph`) under a DVFS plan and print its time, the busy time and\n"
-               "utilisation of every unit, and its energy per component.\n"
-               "\n"
-               "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
-               "  --op ID       operator id in the graph\n"
-               "  --plan S,S,S,S,S  frequency states of SA, VU, SRAM, HBM, ICI: 0 (gated) to\n"
-               "                the chip's peak (34 on TPUv5p)\n"
-               "  --pipeline P  enpu (default): async FIFOs between V/f domains;\n"
-               "                nodvfs: the original pipeline, fixed regulator, all-peak plan\n"
-               "                only; uniform: the same pipeline on one chip-wide rail (the\n"
-               "                uniform policy of online governors), all five states equal\n"
-               "                only; ideal: a clock per unit, crossing for free\n"
-               "  --domains D   eNPU V/f domains: 5 (default, every unit its own), 4\n"
-               "                ({FE,SA,VU} share one) or 3 ({FE,SA,VU,SRAM} share one)\n"
-               "  --hbm M       ctrl-only (default: only the memory controller scales) or full\n"
-               "                (controller and I/O scale)\n"
-               "  --exhaustive  instead of --plan: the exact Pareto set over all plans on the\n"
-               "                `ideal` pipeline (no crossing, full HBM scaling) beside\n"
-               "                Algorithm 1's, with the energy gap at matched time (minutes)\n"
-               "  --threads N   threads of the exhaustive search (default 1)\n"
-               "  --json        print one JSON document on stdout instead of a table\n"
-               "  -h, --help    show this help\n");
-}
+static int run(void *args);
+enum { PIPE_NODVFS, PIPE_ENPU, PIPE_IDEAL, PIPE_UNIFORM };
+static const char *const pipelines[] = {"nodvfs", "enpu", "ideal", "uniform", NULL};
+enum { HBM_CTRL_ONLY, HBM_FULL };
+static const char *const hbm_modes[] = {"ctrl-only", "full", NULL};
 
 typedef struct {
-  const char *path, *phase, *plan, *pipeline, *hbm;
-  int batch, seq, op, domains, threads;
-  int have_batch, have_seq, have_op, have_domains, have_threads, json, exhaustive;
+  const char *path, *plan;
+  cli_bucket b;
+  int op, pipeline, domains, hbm, exhaustive, threads, json;
 } op_args;
 
-/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, op_args *a) {
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(s, "--json") || !strcmp(s, "--exhaustive")) {
-      *(s[2] == 'j' ? &a->json : &a->exhaustive) = 1;
-      continue;
-    }
-    const char **text = !strcmp(s, "--phase")      ? &a->phase
-                        : !strcmp(s, "--plan")     ? &a->plan
-                        : !strcmp(s, "--pipeline") ? &a->pipeline
-                        : !strcmp(s, "--hbm")      ? &a->hbm
-                                                   : NULL;
-    int *num = !strcmp(s, "--batch")     ? &a->batch
-               : !strcmp(s, "--seq")     ? &a->seq
-               : !strcmp(s, "--op")      ? &a->op
-               : !strcmp(s, "--domains") ? &a->domains
-               : !strcmp(s, "--threads") ? &a->threads
-                                         : NULL;
-    /* Which "given" flag num sets (read only when num is not NULL). */
-    int *have = num == &a->batch     ? &a->have_batch
-                : num == &a->seq     ? &a->have_seq
-                : num == &a->op      ? &a->have_op
-                : num == &a->threads ? &a->have_threads
-                                     : &a->have_domains;
-    if (text || num) {
-      if (i + 1 >= argc) return cli_usage_error("op", usage, "option '%s' needs a value", s);
-      const char *v = argv[++i];
-      if (text) {
-        *text = v;
-      } else if (cli_parse_int(v, num) < 0) {
-        return cli_usage_error("op", usage, "%s expects an integer, got '%s'", s, v);
-      } else {
-        *have = 1;
-      }
-    } else if (s[0] == '-' && s[1] != '\0') {
-      return cli_usage_error("op", usage, "unknown option '%s'", s);
-    } else if (a->path) {
-      return cli_usage_error("op", usage, "more than one job file ('%s')", s);
-    } else {
-      a->path = s;
-    }
-  }
-  if (!a->path) return cli_usage_error("op", usage, "missing job file");
-  if (!a->phase) return cli_usage_error("op", usage, "missing --phase");
-  if (!a->have_batch) return cli_usage_error("op", usage, "missing --batch");
-  if (!a->have_seq) return cli_usage_error("op", usage, "missing --seq");
-  if (!a->have_op) return cli_usage_error("op", usage, "missing --op");
-  if (a->exhaustive && (a->plan || a->have_domains))
-    return cli_usage_error("op", usage, "--exhaustive searches every plan on the ideal "
-                           "pipeline: drop --%s", a->plan ? "plan" : "domains");
-  if (a->have_threads && !a->exhaustive)
-    return cli_usage_error("op", usage, "--threads applies to --exhaustive only");
-  if (a->threads < 1)
-    return cli_usage_error("op", usage, "--threads expects a positive integer, got %d",
-                           a->threads);
-  if (!a->plan && !a->exhaustive) return cli_usage_error("op", usage, "missing --plan");
-  if (strcmp(a->pipeline, "nodvfs") && strcmp(a->pipeline, "enpu") && strcmp(a->pipeline, "ideal") &&
-      strcmp(a->pipeline, "uniform"))
-    return cli_usage_error("op", usage, "--pipeline expects nodvfs, enpu, ideal or uniform, got '%s'",
-                           a->pipeline);
-  if (a->have_domains && strcmp(a->pipeline, "enpu"))
-    return cli_usage_error("op", usage, "--domains applies to --pipeline enpu only (got '%s')",
-                           a->pipeline);
-  if (a->domains < 3 || a->domains > 5)
-    return cli_usage_error("op", usage, "--domains expects 5, 4 or 3, got %d", a->domains);
-  if (strcmp(a->hbm, "ctrl-only") && strcmp(a->hbm, "full"))
-    return cli_usage_error("op", usage, "--hbm expects ctrl-only or full, got '%s'", a->hbm);
-  return -1;
+static const cli_opt opts[] = {
+    CLI_BUCKET_OPTS(op_args),
+    {.name = "op", .type = CLI_INT, .at = offsetof(op_args, op), .meta = "ID", .range = CLI_RANGE(0, INT_MAX),
+     .flags = CLI_REQUIRED, .help = "operator id in the graph"},
+    {.name = "plan", .type = CLI_STRING, .at = offsetof(op_args, plan), .meta = "S,S,S,S,S",
+     .help = "frequency states of SA, VU, SRAM, HBM, ICI: 0 (gated) to\n"
+             "the chip's peak (34 on TPUv5p)"},
+    {.name = "pipeline", .type = CLI_ENUM, .at = offsetof(op_args, pipeline), .choices = pipelines,
+     .help = "enpu: async FIFOs between V/f domains;\n"
+             "nodvfs: the original pipeline, fixed regulator, all-peak plan\n"
+             "only; uniform: the same pipeline on one chip-wide rail (the\n"
+             "uniform policy of online governors), all five states equal\n"
+             "only; ideal: a clock per unit, crossing for free"},
+    {.name = "domains", .type = CLI_INT, .at = offsetof(op_args, domains), .meta = "D", .range = CLI_RANGE(3, 5),
+     .help = "eNPU V/f domains: 5 (every unit its own), 4 ({FE,SA,VU} share\n"
+             "one) or 3 ({FE,SA,VU,SRAM} share one)"},
+    {.name = "hbm", .type = CLI_ENUM, .at = offsetof(op_args, hbm), .choices = hbm_modes,
+     .help = "ctrl-only: only the memory controller scales; full: controller\n"
+             "and I/O scale"},
+    {.name = "exhaustive", .type = CLI_FLAG, .at = offsetof(op_args, exhaustive),
+     .help = "instead of --plan: the exact Pareto set over all plans on the\n"
+             "`ideal` pipeline (no crossing, full HBM scaling) beside\n"
+             "Algorithm 1's, with the energy gap at matched time (minutes)"},
+    {.name = "threads", .type = CLI_INT, .at = offsetof(op_args, threads), .meta = "N", .range = CLI_RANGE(1, 4096),
+     .help = "threads of the exhaustive search"},
+    CLI_JSON_OPT(op_args, "the result"),
+};
+
+static void init(void *args) {
+  op_args *a = args;
+  a->pipeline = PIPE_ENPU, a->hbm = HBM_CTRL_ONLY, a->domains = 5, a->threads = 1;
 }
+
+static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
+  const op_args *a = args;
+  if (a->exhaustive && (a->plan || cli_has(p, "domains")))
+    return cli_reject(msg, len, "--exhaustive searches every plan on the ideal pipeline: drop --%s",
+                      a->plan ? "plan" : "domains");
+  if (cli_has(p, "threads") && !a->exhaustive) return cli_reject(msg, len, "--threads applies to --exhaustive only");
+  if (!a->plan && !a->exhaustive) return cli_reject(msg, len, "missing --plan");
+  if (cli_has(p, "domains") && a->pipeline != PIPE_ENPU)
+    return cli_reject(msg, len, "--domains applies to --pipeline enpu only (got '%s')", pipelines[a->pipeline]);
+  return 0;
+}
+
+static const cli_spec spec = {.command = "op", .run = run, .init = init, .check = check,
+                              CLI_JOB_ARG(op_args, path), CLI_OPTS(opts, op_args)};
+const cli_spec *const cli_op_specs[] = {&spec, NULL};
 
 /* Parse "SA,VU,SRAM,HBM,ICI" into states 0..peak. @return 0, or -1 with msg naming the
  * 1-based position and component of the first bad entry. */
@@ -185,9 +134,9 @@ static void print_human(const config_job *job, const graph *g, const graph_op *o
   printf("op %d (%s, %s) of %s %s, batch %d, seq %d; multiplicity %lld\n", op->id, op->name,
          graph_kind_name(op->kind), job->name, config_phase_name(in->phase), in->batch, in->seq,
          (long long)op->multiplicity);
-  printf("pipeline %s", a->pipeline);
-  if (!strcmp(a->pipeline, "enpu")) printf(" (%d domains)", a->domains);
-  printf(", HBM %s; plan", a->hbm);
+  printf("pipeline %s", pipelines[a->pipeline]);
+  if (a->pipeline == PIPE_ENPU) printf(" (%d domains)", a->domains);
+  printf(", HBM %s; plan", hbm_modes[a->hbm]);
   for (int c = 0; c < CONFIG_NCOMP; c++)
     printf(" %s=%d", unit_name(c), plan->state[c]);
   printf("\ntime %.3f us (core kernel %.3f us, FE stalls %.3f us); schedule unroll %d, "
@@ -250,7 +199,7 @@ static json_t *result_json(const config_job *job, const graph *g, const graph_op
       "job", job->name, "model", job->model.name, "phase", config_phase_name(in->phase), "batch",
       in->batch, "seq", in->seq, "op", "id", op->id, "name", op->name, "kind",
       graph_kind_name(op->kind), "multiplicity", (json_int_t)op->multiplicity, "pipeline",
-      a->pipeline, "hbm", a->hbm, "plan", unit_object(plan_d, 0, CONFIG_NCOMP - 1, 1), "state",
+      pipelines[a->pipeline], "hbm", hbm_modes[a->hbm], "plan", unit_object(plan_d, 0, CONFIG_NCOMP - 1, 1), "state",
       unit_object(state_d, 0, COST_FE, 1), "time_ns", r->time_ns, "core_ns", r->core_ns,
       "fe_stall_ns", r->fe_stall_ns, "unroll", r->unroll, "sw_depth", r->sw_depth, "busy_ns",
       unit_object(r->busy_ns, 0, COST_FE, 0), "utilization",
@@ -258,7 +207,7 @@ static json_t *result_json(const config_job *job, const graph *g, const graph_op
       unit_object(r->flop_utilization, CONFIG_SA, CONFIG_VU, 0), "energy_nj", r->energy_total_nj,
       "energy_dynamic_nj", r->energy_dynamic_nj, "energy_static_nj", r->energy_static_nj,
       "energy_nj_by_component", unit_object(r->energy_nj, 0, POWER_NSLOT - 1, 0));
-  if (doc && !strcmp(a->pipeline, "enpu") &&
+  if (doc && a->pipeline == PIPE_ENPU &&
       json_object_set_new(doc, "domains", json_integer(a->domains)) < 0) {
     json_decref(doc);
     doc = NULL;
@@ -382,7 +331,7 @@ static int run_exhaustive(const config_job *job, const graph *g, const op_args *
  * Entry point */
 
 /* Evaluate the op of `a` on a loaded job and graph; print; @return the exit status. */
-static int run(const config_job *job, const graph *g, const op_args *a) {
+static int evaluate(const config_job *job, const graph *g, const op_args *a) {
   char msg[256];
   const int nops = graph_op_count(g);
   if (a->op < 0 || a->op >= nops) {
@@ -393,7 +342,7 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
   const int peak = job->chip.freq_states;
   cost_plan plan;
   if (parse_plan(a->plan, peak, &plan, msg, sizeof msg) < 0) return cli_fail("op", msg);
-  const int nodvfs = !strcmp(a->pipeline, "nodvfs"), uniform = !strcmp(a->pipeline, "uniform");
+  const int nodvfs = a->pipeline == PIPE_NODVFS, uniform = a->pipeline == PIPE_UNIFORM;
   for (int c = 1; uniform && c < CONFIG_NCOMP; c++)
     if (plan.state[c] != plan.state[0]) {
       snprintf(msg, sizeof msg,
@@ -418,13 +367,13 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
   cost_pipeline pl;
   cost_result r;
   int rc =
-      power_model_create(&job->chip, strcmp(a->hbm, "full") ? POWER_HBM_CTRL_ONLY : POWER_HBM_FULL,
+      power_model_create(&job->chip, a->hbm == HBM_FULL ? POWER_HBM_FULL : POWER_HBM_CTRL_ONLY,
                          nodvfs ? POWER_REG_FIXED : uniform ? POWER_REG_CHIPWIDE : POWER_REG_DVFS, &pm, &err);
   if (!rc) rc = cost_ctx_create(&job->chip, &ctx, &err);
   if (!rc) {
     if (nodvfs || uniform)
       cost_pipeline_nodvfs(&pl, pm);
-    else if (!strcmp(a->pipeline, "ideal"))
+    else if (a->pipeline == PIPE_IDEAL)
       cost_pipeline_ideal(&pl, pm);
     else
       rc = cost_pipeline_enpu(&pl, a->domains, pm, &err);
@@ -445,24 +394,11 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
   return status;
 }
 
-int cli_cmd_op(int argc, char **argv) {
-  op_args a = {.pipeline = "enpu", .hbm = "ctrl-only", .domains = 5, .threads = 1};
-  const int early = parse_args(argc, argv, &a);
-  if (early >= 0) return early;
-  config_phase phase;
-  if (config_phase_parse(a.phase, &phase) < 0)
-    return cli_usage_error("op", usage, "--phase expects prefill or decode, got '%s'", a.phase);
-
-  enpu_err err = {0};
-  config_job *job = NULL;
-  if (config_job_load(a.path, &job, &err) < 0) return cli_fail("op", err.msg);
-  graph *g = NULL;
-  int status;
-  if (graph_build(job, phase, a.batch, a.seq, &g, &err) < 0)
-    status = cli_fail("op", err.msg);
-  else
-    status = run(job, g, &a);
-  graph_free(g);
-  config_job_free(job);
+static int run(void *args) {
+  const op_args *a = args;
+  cli_job_graph jg;
+  if (cli_load_graph("op", a->path, &a->b, &jg) != 0) return CLI_EXIT_FAILED;
+  const int status = evaluate(jg.job, jg.g, a);
+  cli_job_graph_free(&jg);
   return status;
 }

@@ -19,84 +19,44 @@
 #include "planstore.h"
 #include "search.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: enpu query STORE --phase prefill|decode --batch B --seq S\n"
-          "                  (--target-ms T | --slack X) [--policy NAME] [--json] [--vfset]\n"
-          "\n"
-          "Look up the plan for a batch of B requests of S tokens in a plan store, padded to\n"
-          "the smallest covering bucket, at an exact target time (the longest walk prefix\n"
-          "within it) or at a slack X (a fraction: target = max(T_nodvfs, T_peak) + X*T_nodvfs\n"
-          "in a strict store, (1 + X)*T_nodvfs of critical-path time in a paper store, whose\n"
-          "plans take their overhead on top).\n"
-          "\n"
-          "  --policy NAME  a policy of the store (default: the first by name)\n"
-          "  --json         print one JSON document on stdout\n"
-          "  --vfset        add the vf.set words of every op's lead and trail states\n"
-          "  -h, --help     show this help\n");
-}
-
+static int run(void *args);
 typedef struct {
-  const char *path, *phase, *policy;
-  int batch, seq, have_batch, have_seq, have_target, have_slack, json, vfset;
-  double target_ms, slack;
+  const char *path, *policy;
+  cli_bucket b;
+  int json, vfset;
+  double target_ms, slack; /* NAN: not given */
 } query_args;
 
-/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, query_args *a) {
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(s, "--json") || !strcmp(s, "--vfset")) {
-      *(s[2] == 'j' ? &a->json : &a->vfset) = 1;
-      continue;
-    }
-    const char **text = !strcmp(s, "--phase") ? &a->phase : !strcmp(s, "--policy") ? &a->policy : NULL;
-    int *num = !strcmp(s, "--batch") ? &a->batch : !strcmp(s, "--seq") ? &a->seq : NULL;
-    double *real = !strcmp(s, "--target-ms") ? &a->target_ms : !strcmp(s, "--slack") ? &a->slack : NULL;
-    if (text || num || real) {
-      if (i + 1 >= argc) return cli_usage_error("query", usage, "option '%s' needs a value", s);
-      const char *v = argv[++i];
-      if (text) {
-        *text = v;
-      } else if (num && cli_parse_int(v, num) < 0) {
-        return cli_usage_error("query", usage, "%s expects an integer, got '%s'", s, v);
-      } else if (real && cli_parse_double(v, real) < 0) {
-        return cli_usage_error("query", usage, "%s expects a number, got '%s'", s, v);
-      }
-      a->have_batch |= num == &a->batch;
-      a->have_seq |= num == &a->seq;
-      a->have_target |= real == &a->target_ms;
-      a->have_slack |= real == &a->slack;
-    } else if (s[0] == '-' && s[1] != '\0') {
-      return cli_usage_error("query", usage, "unknown option '%s'", s);
-    } else if (a->path) {
-      return cli_usage_error("query", usage, "more than one store ('%s')", s);
-    } else {
-      a->path = s;
-    }
-  }
-  if (!a->path) return cli_usage_error("query", usage, "missing store file");
-  if (!a->phase) return cli_usage_error("query", usage, "missing --phase");
-  if (strcmp(a->phase, "prefill") && strcmp(a->phase, "decode"))
-    return cli_usage_error("query", usage, "--phase expects prefill or decode, got '%s'", a->phase);
-  if (!a->have_batch) return cli_usage_error("query", usage, "missing --batch");
-  if (!a->have_seq) return cli_usage_error("query", usage, "missing --seq");
-  if (a->batch < 1 || a->seq < 1)
-    return cli_usage_error("query", usage, "--batch and --seq expect integers >= 1, got %d and %d", a->batch,
-                           a->seq);
-  if (a->have_target == a->have_slack)
-    return cli_usage_error("query", usage, "give exactly one of --target-ms and --slack");
-  if (a->have_target && !(a->target_ms > 0 && isfinite(a->target_ms * 1e6)))
-    return cli_usage_error("query", usage, "--target-ms expects a time > 0 that is finite in ns, got %g", a->target_ms);
-  enpu_err why = {0};
-  if (a->have_slack && config_range_check("job", "$.slacks[]", a->slack, &why) < 0)
-    return cli_usage_error("query", usage, "--slack (a fraction: 0.05 = 5%%): %s", why.msg);
-  return -1;
+static const cli_opt opts[] = {
+    CLI_BUCKET_OPTS(query_args),
+    {.name = "target-ms", .type = CLI_DOUBLE, .at = offsetof(query_args, target_ms), .meta = "T",
+     .range = CLI_ABOVE(0), .help = "the target time of the batch, ms"},
+    {.name = "slack", .type = CLI_DOUBLE, .at = offsetof(query_args, slack), .meta = "X",
+     .range = CLI_CONFIG_RANGE("job", "$.slacks[]"), .help = "the target as a slack (a fraction: 0.05 = 5 %)"},
+    {.name = "policy", .type = CLI_STRING, .at = offsetof(query_args, policy), .meta = "NAME",
+     .help = "a policy of the store (default: the first by name)"},
+    CLI_JSON_OPT(query_args, "the plan"),
+    {.name = "vfset", .type = CLI_FLAG, .at = offsetof(query_args, vfset),
+     .help = "add the vf.set words of every op's lead and trail states"},
+};
+
+static void init(void *args) {
+  query_args *a = args;
+  a->target_ms = a->slack = NAN;
 }
+
+static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
+  const query_args *a = args;
+  if (isnan(a->target_ms) == isnan(a->slack))
+    return cli_reject(msg, len, "give exactly one of --target-ms and --slack");
+  if (!isnan(a->target_ms) && !isfinite(a->target_ms * 1e6))
+    return cli_reject(msg, len, "--target-ms expects a time > 0 that is finite in ns, got %g", a->target_ms);
+  return 0;
+}
+
+static const cli_spec spec = {.command = "query", .run = run, .init = init, .check = check,
+                              CLI_STORE_ARG(query_args, path), CLI_OPTS(opts, query_args)};
+const cli_spec *const cli_query_specs[] = {&spec, NULL};
 
 /* The vf.set word of one op state set: a one-instance stream sets every unit once. */
 static int vfset_word(const uint8_t states[PLANSTORE_NSTATE], uint64_t *word, enpu_err *err) {
@@ -145,10 +105,10 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
   json_t *doc = json_pack(
       "{s:s, s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o, "
       "s:f, s:f, s:f, s:o, s:s}",
-      "store", a->path, "policy", policy, "phase", a->phase, "budget",
-      pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->batch, "seq", a->seq,
+      "store", a->path, "policy", policy, "phase", cli_phase_names[a->b.phase], "budget",
+      pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->b.batch, "seq", a->b.seq,
       "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns", pl->target_ns,
-      "slack", a->have_slack ? json_real(a->slack) : json_null(), "walk_prefix", (json_int_t)pl->walk_prefix,
+      "slack", isnan(a->slack) ? json_null() : json_real(a->slack), "walk_prefix", (json_int_t)pl->walk_prefix,
       "walk_steps", (json_int_t)pl->walk_steps, "time_ns", pl->time_ns, "energy_nj", pl->energy_nj,
       "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "plan_time_ns",
       isnan(pl->plan_time_ns) ? json_null() : json_real(pl->plan_time_ns), "overhead_pct",
@@ -168,10 +128,11 @@ static void print_states(const uint8_t s[PLANSTORE_NSTATE]) {
 static int print_human(const query_args *a, const char *policy, const planstore_plan *pl,
                        const planstore_op_states *st, size_t n, enpu_err *err) {
   const int paper = pl->budget_mode == PLANSTORE_BUDGET_PAPER;
-  printf("policy %s, %s bucket batch %d seq %d (request batch %d seq %d), budget mode %s\n", policy, a->phase,
-         pl->batch, pl->seq, a->batch, a->seq, paper ? "paper" : "strict");
+  printf("policy %s, %s bucket batch %d seq %d (request batch %d seq %d), budget mode %s\n", policy,
+         cli_phase_names[a->b.phase],
+         pl->batch, pl->seq, a->b.batch, a->b.seq, paper ? "paper" : "strict");
   printf("target %.6f ms", pl->target_ns / 1e6);
-  if (a->have_slack) printf(" (slack %g%%)", 100 * a->slack);
+  if (!isnan(a->slack)) printf(" (slack %g%%)", 100 * a->slack);
   printf(": walk prefix %" PRIu64 " of %" PRIu64 " steps\n", pl->walk_prefix, pl->walk_steps);
   printf("%s %.6f ms, energy %.6f mJ, lower bound %.6f mJ, savings %.2f%% vs NoDVFS\n",
          paper ? "critical-path time" : "time", pl->time_ns / 1e6, pl->energy_nj / 1e6, pl->lower_bound_nj / 1e6,
@@ -202,22 +163,22 @@ static int print_human(const query_args *a, const char *policy, const planstore_
   return 0;
 }
 
-int cli_cmd_query(int argc, char **argv) {
-  query_args a = {0};
-  const int st = parse_args(argc, argv, &a);
-  if (st >= 0) return st;
-  const int phase = strcmp(a.phase, "prefill") ? PLANSTORE_DECODE : PLANSTORE_PREFILL;
+static int run(void *args) {
+  query_args *a = args;
+  const int phase = a->b.phase == CONFIG_PREFILL ? PLANSTORE_PREFILL : PLANSTORE_DECODE;
   enpu_err err = {0};
   planstore *ps = NULL;
   planstore_op_states *states = NULL;
   int status = 0;
-  if (planstore_open_policy(a.path, a.policy, &ps, &err) < 0) {
+  if (planstore_open_policy(a->path, a->policy, &ps, &err) < 0) {
     status = cli_exit_status(err.code, cli_fail("query", err.msg));
     goto done;
   }
   planstore_plan plan;
-  const int rc = a.have_slack ? planstore_lookup_slack(ps, a.policy, phase, a.batch, a.seq, a.slack, &plan, &err)
-                              : planstore_lookup(ps, a.policy, phase, a.batch, a.seq, a.target_ms * 1e6, &plan, &err);
+  const cli_bucket *b = &a->b;
+  const int rc = !isnan(a->slack)
+                     ? planstore_lookup_slack(ps, a->policy, phase, b->batch, b->seq, a->slack, &plan, &err)
+                     : planstore_lookup(ps, a->policy, phase, b->batch, b->seq, a->target_ms * 1e6, &plan, &err);
   if (rc < 0) {
     status = cli_fail("query", err.msg);
     goto done;
@@ -229,7 +190,7 @@ int cli_cmd_query(int argc, char **argv) {
     goto done;
   }
   const char *policy = planstore_policy_name(ps, plan.policy);
-  status = a.json ? print_json(&a, policy, &plan, states, n, &err) : print_human(&a, policy, &plan, states, n, &err);
+  status = a->json ? print_json(a, policy, &plan, states, n, &err) : print_human(a, policy, &plan, states, n, &err);
 done:
   free(states);
   planstore_close(ps);

@@ -20,197 +20,117 @@
 #include "replay.h"
 #include "report.h"
 
-#define MAX_RATES 64
-
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: enpu replay --store S (--trace T | --eval T) --cluster C [--policy NAME|all]\n"
-          "                   [--governors G,...] [--control-ms MS] [--spec EX,NS[,VD]]\n"
-          "                   [--train T [--epochs N]] [--save-net F] [--load-net F] [--seed N]\n"
-          "                   [--rate X | --rates X,Y,...] [--warp W] [--day] [--skip-bad-rows]\n"
-          "                   [--model M] [--chip F] [--threads N] [--out DIR [--windows-only]]\n"
-          "                   [--json]\n"
-          "\n"
-          "Replay an LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens) on the\n"
-          "cluster's prefill/decode nodes with continuous batching, KV transfer over DCN, idle\n"
-          "chips and the DVFS-aware scheduler (T_target per batch, safeguards 1 and 2), taking\n"
-          "every batch's time and energy from the store's plans. Energy savings are against the\n"
-          "store's nodvfs policy on the same trace, over one common horizon: busy batches only\n"
-          "(what the paper's Figure 22 plots), with idle chips and KV transfers, and per phase.\n"
-          "The store must have been compiled for the cluster's model, chip and nodes.\n"
-          "\n"
-          "  --store S        plan store (HDF5)\n"
-          "  --trace T        trace CSV (e.g. jobs/traces/AzureLLMInferenceTrace_conv.csv)\n"
-          "  --cluster C      cluster file (nodes, SLO classes, batching, idle, scheduler), e.g.\n"
-          "                   jobs/clusters/llama3-70b.json\n"
-          "  --policy NAME    one policy of the store, or all (default: every policy but uniform,\n"
-          "                   the governors' table)\n"
-          "  --governors G,.. online governors beside the policies, on the store's uniform policy\n"
-          "                   (one chip-wide V/f state per control period): ondemand, pid, pelm\n"
-          "                   (a DQN choosing the state and self-speculative decoding),\n"
-          "                   pelm-lossless (its verification through every layer), fixed:S\n"
-          "  --control-ms MS  control period of the governors (default 100, PELM's 10 Hz)\n"
-          "  --spec EX,NS[,VD] self-speculative decoding, fixed: drafts through EX layers, NS\n"
-          "                   drafts a round, verification through VD layers (default all); adds\n"
-          "                   a <policy>+sd run per store policy, and applies to fixed:S\n"
-          "  --train T        train the pelm governor on trace T first, then replay frozen\n"
-          "  --epochs N       passes over the training trace (default 1)\n"
-          "  --eval T         the trace to replay (the same as --trace)\n"
-          "  --save-net F     save the pelm network (JSON) after the runs\n"
-          "  --load-net F     start pelm from a saved network (frozen unless --train)\n"
-          "  --seed N         seed of the trace shaping (--rate, --rates, --day) and of the pelm\n"
-          "                   agent, default 1\n"
-          "  --rate X         expected copies of each request (5 = five times the rate)\n"
-          "  --rates X,Y,...  load sweep: the trace at each rate; SLO attainment, savings and\n"
-          "                   utilisation per rate and policy, and each policy's capacity (the\n"
-          "                   highest rate keeping >= 99 %% SLO attainment)\n"
-          "  --warp W         multiply arrival times by W (0.5 = twice as fast)\n"
-          "  --day            a 24-hour day from the trace with a diurnal rate curve\n"
-          "                   (peak 14:00-20:00 at the trace's rate, 0.3x at 04:00)\n"
-          "  --skip-bad-rows  skip malformed trace rows (counted) instead of failing\n"
-          "  --model M        model file (default: ../models/<cluster's model>.json beside\n"
-          "                   the cluster file): KV-cache bytes per token\n"
-          "  --chip F         chip file (default: ../chips/tpuv5p.json beside the cluster\n"
-          "                   file): DCN bandwidth and idle power\n"
-          "  --threads N      policies replayed side by side (default: the online CPUs)\n"
-          "  --out DIR        write requests_<policy>.csv, windows_<policy>.csv, summary.json,\n"
-          "                   and for governors and +sd runs actions_<run>.csv (with --rates:\n"
-          "                   sweep.json, sweep.dat/.gp/.png)\n"
-          "  --windows-only   with --out, no requests_<policy>.csv (~150 bytes a request)\n"
-          "  --json           print the summary (or the sweep) as one JSON document\n"
-          "  -h, --help       show this help\n");
-}
-
 #define MAX_GOVERNORS 8
 #define MAX_AGENTS 2
 
+static int run(void *args);
 typedef struct {
   const char *store, *trace, *cluster, *policy, *model, *chip, *out;
   const char *governors, *train, *eval, *save_net, *load_net;
-  uint64_t seed, threads, epochs;
+  uint64_t seed, threads, epochs; /* threads 0: the online CPUs */
   double rate, warp, control_ms;
-  double rates[MAX_RATES];
-  size_t nrates;
-  replay_spec spec;
-  int day, skip_bad, json, rate_given, windows_only, spec_given;
+  cli_numbers rates, spec_list;
+  replay_spec spec; /* --spec, from spec_list */
+  int day, skip_bad, json, windows_only;
 } replay_args;
 
-/* --spec EX,NS[,VD] */
-static int parse_spec(const char *v, replay_args *a) {
-  int f[3] = {0, 0, 0}, n = 0;
-  char buf[128];
-  snprintf(buf, sizeof buf, "%s", v);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-    if (n == 3 || cli_parse_int(tok, &f[n++]) < 0 || f[n - 1] < 0)
-      return cli_usage_error("replay", usage, "--spec expects EX,NS[,VD] (integers >= 0), got '%s'", v);
-  if (n < 2) return cli_usage_error("replay", usage, "--spec expects EX,NS[,VD], got '%s'", v);
-  a->spec = (replay_spec){f[0], f[1], f[2]};
-  a->spec_given = 1;
-  return -1;
+#define PATH_OPT(field, meta_, help_)                                                              \
+  {.name = #field, .type = CLI_STRING, .at = offsetof(replay_args, field), .meta = meta_, .help = help_}
+
+static const cli_opt opts[] = {
+    {.name = "store", .type = CLI_STRING, .at = offsetof(replay_args, store), .meta = "S", .flags = CLI_REQUIRED,
+     .help = "plan store (HDF5)"},
+    PATH_OPT(trace, "T", "trace CSV (e.g. jobs/traces/AzureLLMInferenceTrace_conv.csv)"),
+    PATH_OPT(eval, "T", "the trace to replay (the same as --trace)"),
+    {.name = "cluster", .type = CLI_STRING, .at = offsetof(replay_args, cluster), .meta = "C", .flags = CLI_REQUIRED,
+     .help = "cluster file (nodes, SLO classes, batching, idle, scheduler), e.g.\njobs/clusters/llama3-70b.json"},
+    {.name = "policy", .type = CLI_STRING, .at = offsetof(replay_args, policy), .meta = "NAME|all",
+     .help = "one policy of the store, or all (every policy but uniform, the\ngovernors' table)"},
+    PATH_OPT(governors, "G,..",
+             "online governors beside the policies, on the store's uniform policy\n"
+             "(one chip-wide V/f state per control period): ondemand, pid, pelm\n"
+             "(a DQN choosing the state and self-speculative decoding),\n"
+             "pelm-lossless (its verification through every layer), fixed:S"),
+    {.name = "control-ms", .type = CLI_DOUBLE, .at = offsetof(replay_args, control_ms), .meta = "MS",
+     .range = CLI_ABOVE(0), .help = "control period of the governors (PELM's 10 Hz)"},
+    {.name = "spec", .type = CLI_LIST, .at = offsetof(replay_args, spec_list), .meta = "EX,NS[,VD]",
+     .range = CLI_AT_LEAST(0), .flags = CLI_WHOLE, .min_count = 2, .max_count = 3,
+     .help = "self-speculative decoding, fixed: drafts through EX layers, NS\n"
+             "drafts a round, verification through VD layers (default all); adds\n"
+             "a <policy>+sd run per store policy, and applies to fixed:S"},
+    PATH_OPT(train, "T", "train the pelm governor on trace T first, then replay frozen"),
+    {.name = "epochs", .type = CLI_U64, .at = offsetof(replay_args, epochs), .meta = "N", .range = CLI_RANGE(1, 256),
+     .help = "passes over the training trace"},
+    {.name = "save-net", .type = CLI_STRING, .at = offsetof(replay_args, save_net), .meta = "F",
+     .help = "save the pelm network (JSON) after the runs"},
+    {.name = "load-net", .type = CLI_STRING, .at = offsetof(replay_args, load_net), .meta = "F",
+     .help = "start pelm from a saved network (frozen unless --train)"},
+    {.name = "seed", .type = CLI_U64, .at = offsetof(replay_args, seed), .meta = "N", .range = CLI_AT_LEAST(0),
+     .help = "seed of the trace shaping (--rate, --rates, --day) and of the pelm\nagent"},
+    {.name = "rate", .type = CLI_DOUBLE, .at = offsetof(replay_args, rate), .meta = "X", .range = CLI_AT_LEAST(0),
+     .help = "expected copies of each request (5 = five times the rate)"},
+    {.name = "rates", .type = CLI_LIST, .at = offsetof(replay_args, rates), .meta = "X,Y,...", .range = CLI_ABOVE(0),
+     .help = "load sweep: the trace at each rate; SLO attainment, savings and\n"
+             "utilisation per rate and policy, and each policy's capacity (the\n"
+             "highest rate keeping >= 99 % SLO attainment)"},
+    {.name = "warp", .type = CLI_DOUBLE, .at = offsetof(replay_args, warp), .meta = "W", .range = CLI_ABOVE(0),
+     .help = "multiply arrival times by W (0.5 = twice as fast)"},
+    {.name = "day", .type = CLI_FLAG, .at = offsetof(replay_args, day),
+     .help = "a 24-hour day from the trace with a diurnal rate curve\n"
+             "(peak 14:00-20:00 at the trace's rate, 0.3x at 04:00)"},
+    {.name = "skip-bad-rows", .type = CLI_FLAG, .at = offsetof(replay_args, skip_bad),
+     .help = "skip malformed trace rows (counted) instead of failing"},
+    PATH_OPT(model, "M",
+             "model file (default: ../models/<cluster's model>.json beside\n"
+             "the cluster file): KV-cache bytes per token"),
+    PATH_OPT(chip, "F",
+             "chip file (default: ../chips/tpuv5p.json beside the cluster\n"
+             "file): DCN bandwidth and idle power"),
+    {.name = "threads", .type = CLI_U64, .at = offsetof(replay_args, threads), .meta = "N", .range = CLI_RANGE(1, 256),
+     .help = "policies replayed side by side (default: the online CPUs)"},
+    PATH_OPT(out, "DIR",
+             "write requests_<policy>.csv, windows_<policy>.csv, summary.json,\n"
+             "and for governors and +sd runs actions_<run>.csv (with --rates:\n"
+             "sweep.json, sweep.dat/.gp/.png)"),
+    {.name = "windows-only", .type = CLI_FLAG, .at = offsetof(replay_args, windows_only),
+     .help = "with --out, no requests_<policy>.csv (~150 bytes a request)"},
+    CLI_JSON_OPT(replay_args, "the summary (or the sweep)"),
+};
+
+static void init(void *args) {
+  replay_args *a = args;
+  a->policy = "all", a->seed = 1, a->rate = 1.0, a->warp = 1.0, a->control_ms = 100, a->epochs = 1;
 }
 
-static int parse_rates(const char *v, replay_args *a) {
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", v);
-  a->nrates = 0;
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (a->nrates == MAX_RATES) return cli_usage_error("replay", usage, "--rates takes at most %d rates", MAX_RATES);
-    double *r = &a->rates[a->nrates++];
-    if (cli_parse_double(tok, r) < 0 || !(*r > 0))
-      return cli_usage_error("replay", usage, "--rates expects numbers > 0 separated by commas, got '%s'", tok);
-  }
-  return a->nrates ? -1 : cli_usage_error("replay", usage, "--rates expects at least one rate");
-}
-
-/* One option with a value. @return -1 to go on, or the exit status of a usage error. */
-static int parse_value(const char *s, const char *v, replay_args *a) {
-  const char **text = !strcmp(s, "--store")     ? &a->store
-                      : !strcmp(s, "--trace")   ? &a->trace
-                      : !strcmp(s, "--cluster") ? &a->cluster
-                      : !strcmp(s, "--policy")  ? &a->policy
-                      : !strcmp(s, "--model")   ? &a->model
-                      : !strcmp(s, "--chip")    ? &a->chip
-                      : !strcmp(s, "--out")     ? &a->out
-                      : !strcmp(s, "--governors") ? &a->governors
-                      : !strcmp(s, "--train")     ? &a->train
-                      : !strcmp(s, "--eval")      ? &a->eval
-                      : !strcmp(s, "--save-net")  ? &a->save_net
-                      : !strcmp(s, "--load-net")  ? &a->load_net
-                                                  : NULL;
-  if (text) {
-    *text = v;
-    return -1;
-  }
-  if (!strcmp(s, "--rates")) return parse_rates(v, a);
-  if (!strcmp(s, "--spec")) return parse_spec(v, a);
-  if (!strcmp(s, "--control-ms")) {
-    if (cli_parse_double(v, &a->control_ms) < 0 || !(a->control_ms > 0))
-      return cli_usage_error("replay", usage, "--control-ms expects a number > 0, got '%s'", v);
-    return -1;
-  }
-  if (!strcmp(s, "--rate") || !strcmp(s, "--warp")) {
-    double *num = !strcmp(s, "--rate") ? &a->rate : &a->warp;
-    a->rate_given |= num == &a->rate;
-    if (cli_parse_double(v, num) < 0 || (num == &a->rate ? *num < 0 : *num <= 0))
-      return cli_usage_error("replay", usage, "%s expects a number %s, got '%s'", s, num == &a->rate ? ">= 0" : "> 0",
-                             v);
-    return -1;
-  }
-  uint64_t *u = !strcmp(s, "--seed") ? &a->seed : !strcmp(s, "--epochs") ? &a->epochs : &a->threads;
-  if (cli_parse_u64(v, u) < 0 || (u != &a->seed && (*u < 1 || *u > 256)))
-    return cli_usage_error("replay", usage, "%s expects %s, got '%s'", s,
-                           u == &a->seed ? "a non-negative integer" : "an integer from 1 to 256", v);
-  return -1;
-}
-
-/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, replay_args *a) {
-  static const char *const valued[] = {"--store",    "--trace",      "--cluster", "--policy", "--model",
-                                       "--chip",     "--out",        "--rate",    "--rates",  "--warp",
-                                       "--seed",     "--threads",    "--governors", "--control-ms", "--spec",
-                                       "--train",    "--epochs",     "--eval",    "--save-net", "--load-net"};
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    int *flag = !strcmp(s, "--json")            ? &a->json
-                : !strcmp(s, "--day")           ? &a->day
-                : !strcmp(s, "--skip-bad-rows") ? &a->skip_bad
-                : !strcmp(s, "--windows-only")  ? &a->windows_only
-                                                : NULL;
-    if (flag) {
-      *flag = 1;
-      continue;
-    }
-    bool known = false;
-    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(s, valued[k]);
-    if (!known) return cli_usage_error("replay", usage, "unknown argument '%s'", s);
-    if (i + 1 >= argc) return cli_usage_error("replay", usage, "option '%s' needs a value", s);
-    const int st = parse_value(s, argv[++i], a);
-    if (st >= 0) return st;
-  }
-  if (!a->store) return cli_usage_error("replay", usage, "missing --store");
-  if (a->trace && a->eval) return cli_usage_error("replay", usage, "give --trace or --eval, not both");
-  if (!a->trace) a->trace = a->eval;
-  if (!a->trace) return cli_usage_error("replay", usage, "missing --trace");
-  if (!a->cluster) return cli_usage_error("replay", usage, "missing --cluster");
-  if (a->nrates && a->rate_given) return cli_usage_error("replay", usage, "give --rate or --rates, not both");
-  if (a->nrates && (a->governors || a->spec_given))
-    return cli_usage_error("replay", usage, "--governors and --spec replay one rate, not a --rates sweep");
+/* Every governor of --governors is known. */
+static int check_governors(const char *list, char *msg, size_t len) {
   char names[512];
-  snprintf(names, sizeof names, "%s", a->governors ? a->governors : "");
+  snprintf(names, sizeof names, "%s", list ? list : "");
   for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     replay_governor g;
     enpu_err err = {0};
-    if (replay_governor_parse(tok, &g, &err) != ENPU_OK) return cli_usage_error("replay", usage, "%s", err.msg);
+    if (replay_governor_parse(tok, &g, &err) != ENPU_OK) return cli_reject(msg, len, "%s", err.msg);
   }
+  return 0;
+}
+
+static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
+  const replay_args *a = args;
+  if (a->trace && a->eval) return cli_reject(msg, len, "give --trace or --eval, not both");
+  if (!a->trace && !a->eval) return cli_reject(msg, len, "missing --trace");
+  if (a->rates.n && cli_has(p, "rate")) return cli_reject(msg, len, "give --rate or --rates, not both");
+  if (a->rates.n && (a->governors || a->spec_list.n))
+    return cli_reject(msg, len, "--governors and --spec replay one rate, not a --rates sweep");
+  if (check_governors(a->governors, msg, len) < 0) return -1;
   const bool pelm = a->governors && strstr(a->governors, "pelm");
   if ((a->train || a->save_net || a->load_net) && !pelm)
-    return cli_usage_error("replay", usage, "--train, --save-net and --load-net need the pelm governor");
-  return -1;
+    return cli_reject(msg, len, "--train, --save-net and --load-net need the pelm governor");
+  return 0;
 }
+
+static const cli_spec spec = {.command = "replay", .run = run, .init = init, .check = check,
+                              CLI_OPTS(opts, replay_args)};
+const cli_spec *const cli_replay_specs[] = {&spec, NULL};
 
 typedef struct {
   config_cluster *cluster;
@@ -283,7 +203,7 @@ static int pick_governors(const replay_args *a, replay_inputs *in, enpu_err *err
     replay_governor *g = &in->govs[in->ngovs++];
     ENPU_FORWARD(replay_governor_parse(tok, g, err));
     g->control_ms = a->control_ms;
-    if (a->spec_given) g->fixed_spec = a->spec;
+    if (a->spec_list.n) g->fixed_spec = a->spec;
     if (g->kind != REPLAY_GOV_PELM) continue;
     ENPU_RETURN_IF(in->npelm == MAX_AGENTS || (in->npelm && (a->load_net || a->save_net || a->train)), err,
                    ENPU_ERR_INVALID, "one PELM governor at a time%s",
@@ -306,12 +226,12 @@ static int pick_governors(const replay_args *a, replay_inputs *in, enpu_err *err
 
 /* The runs: every store policy, its +sd run with --spec, every governor. */
 static int make_jobs(const replay_args *a, replay_inputs *in, enpu_err *err) {
-  const size_t n = in->npolicies * (a->spec_given ? 2 : 1) + in->ngovs;
+  const size_t n = in->npolicies * (a->spec_list.n ? 2 : 1) + in->ngovs;
   in->jobs = calloc(n, sizeof *in->jobs);
   in->runs = calloc(n, sizeof *in->runs);
   ENPU_RETURN_IF(!in->jobs || !in->runs, err, ENPU_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < in->npolicies; i++) in->jobs[in->njobs++] = (replay_job){.policy = in->policies[i]};
-  for (size_t i = 0; a->spec_given && i < in->npolicies; i++)
+  for (size_t i = 0; a->spec_list.n && i < in->npolicies; i++)
     in->jobs[in->njobs++] = (replay_job){.policy = in->policies[i], .spec = a->spec};
   for (size_t i = 0; i < in->ngovs; i++) in->jobs[in->njobs++] = (replay_job){.governor = &in->govs[i]};
   return ENPU_OK;
@@ -357,7 +277,7 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   if (in->raw->skipped)
     fprintf(stderr, "enpu replay: skipped %zu bad rows of %s (first: %s)\n", in->raw->skipped, a->trace,
             in->raw->first_skipped);
-  if (!a->nrates) {
+  if (!a->rates.n) {
     const replay_shape shape = {.rate = a->rate, .warp = a->warp, .day = a->day, .seed = a->seed};
     ENPU_FORWARD(replay_trace_shape(in->raw, &shape, &in->trace, err));
   }
@@ -370,7 +290,7 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
 
 /* ---- one rate: the table ------------------------------------------------------------ */
 
-static const replay_summary *find_base(const replay_inputs *in) {
+static const replay_summary *nodvfs_baseline(const replay_inputs *in) {
   for (size_t i = 0; i < in->njobs; i++)
     if (!strcmp(replay_result_summary(in->runs[i])->policy, "nodvfs")) return replay_result_summary(in->runs[i]);
   return NULL;
@@ -402,7 +322,7 @@ static void print_row(const replay_summary *s, const replay_summary *b) {
 }
 
 static void print_table(const replay_inputs *in) {
-  const replay_summary *base = find_base(in), *s0 = replay_result_summary(in->runs[0]);
+  const replay_summary *base = nodvfs_baseline(in), *s0 = replay_result_summary(in->runs[0]);
   printf("%zu requests (%s cluster: %d prefill + %d decode nodes; idle %s; safeguard 2 %s; horizon %.1f s)\n\n",
          in->trace->count, in->cluster->name, in->cluster->node[CONFIG_PREFILL].nodes,
          in->cluster->node[CONFIG_DECODE].nodes, config_idle_mode_name(in->cluster->idle.mode),
@@ -478,8 +398,8 @@ static void print_sweep(const replay_sweep *s) {
 
 static int run_sweep(const replay_args *a, replay_inputs *in, int threads, enpu_err *err) {
   const replay_shape base = {.rate = 1, .warp = a->warp, .day = a->day, .seed = a->seed};
-  ENPU_FORWARD(replay_sweep_run(in->ps, in->policies, in->npolicies, in->raw, &base, a->rates, a->nrates, &in->setup,
-                                threads, &in->sweep, err));
+  ENPU_FORWARD(replay_sweep_run(in->ps, in->policies, in->npolicies, in->raw, &base, a->rates.v, (size_t)a->rates.n,
+                                &in->setup, threads, &in->sweep, err));
   json_t *doc = NULL;
   ENPU_FORWARD(replay_sweep_json(in->sweep, &doc, err));
   int rc = a->out ? enpu_mkdir_p(a->out, err) : ENPU_OK;
@@ -496,16 +416,17 @@ static int run_sweep(const replay_args *a, replay_inputs *in, int threads, enpu_
   return rc;
 }
 
-int cli_cmd_replay(int argc, char **argv) {
-  replay_args a = {.policy = "all", .seed = 1, .rate = 1.0, .warp = 1.0, .control_ms = 100, .epochs = 1};
-  int st = parse_args(argc, argv, &a);
-  if (st >= 0) return st;
+static int run(void *args) {
+  replay_args *a = args;
+  if (!a->trace) a->trace = a->eval;
+  const double *sp = a->spec_list.v;
+  a->spec = (replay_spec){(int)sp[0], (int)sp[1], a->spec_list.n > 2 ? (int)sp[2] : 0};
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  const int threads = a.threads ? (int)a.threads : cpus > 0 ? (int)cpus : 1;
+  const int threads = a->threads ? (int)a->threads : cpus > 0 ? (int)cpus : 1;
   replay_inputs in = {0};
   enpu_err err = {0};
-  int rc = load_inputs(&a, &in, &err);
-  if (rc == ENPU_OK) rc = a.nrates ? run_sweep(&a, &in, threads, &err) : run_one(&a, &in, threads, &err);
+  int rc = load_inputs(a, &in, &err);
+  if (rc == ENPU_OK) rc = a->rates.n ? run_sweep(a, &in, threads, &err) : run_one(a, &in, threads, &err);
   const int status = rc == ENPU_OK ? 0 : rc == ENPU_ERR_IO && !err.msg[0] ? 1 : cli_fail("replay", err.msg);
   inputs_free(&in);
   return status;

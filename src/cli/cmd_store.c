@@ -19,49 +19,31 @@
 #include "report.h"
 #include "store.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: enpu store info STORE [--json]\n"
-          "       enpu store verify STORE [--json]\n"
-          "       enpu store diff A B [--json]\n"
-          "\n"
-          "info: format version, provenance (input hashes, tool version, creation time, added\n"
-          "      buckets), per policy the ops, Pareto points, buckets by status, walk steps and\n"
-          "      plans, and the tables' bytes uncompressed and on disk (the zstd factor); with\n"
-          "      --json also content_hash, equal for stores `diff` finds identical.\n"
-          "verify: every table and the root attributes read back and checked (indices, ranges,\n"
-          "      walks, checksums); exit 0 intact, 1 damaged (the message names the policy and\n"
-          "      table), 2 usage or a file that cannot be opened, 4 an I/O error.\n"
-          "diff: what differs between two stores by content, per policy, bucket (phase, batch,\n"
-          "      seq) and op (signature), then table by table row by row; creation time and\n"
-          "      tool version do not count. Exit 0 identical, 1 different, 2 error.\n"
-          "\n"
-          "  --json      print one JSON document on stdout\n"
-          "  -h, --help  show this help\n");
-}
+static int info_run(void *args);
+static int verify_run(void *args);
+static int diff_run(void *args);
+typedef struct {
+  const char *path;
+  int json;
+} one_store_args;
 
-static const char *const phase_names[2] = {"prefill", "decode"};
+typedef struct {
+  cli_strings paths;
+  int json;
+} diff_args;
 
-/* Positional arguments (want of them) and --json; @return -1 to go on, or the exit status
- * (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, const char **paths, int want, int *json) {
-  int n = 0;
-  for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--json")) *json = 1;
-    else if (argv[i][0] == '-' && argv[i][1] != '\0')
-      return cli_usage_error("store", usage, "unknown option '%s'", argv[i]);
-    else if (n == want)
-      return cli_usage_error("store", usage, "too many arguments ('%s')", argv[i]);
-    else paths[n++] = argv[i];
-  }
-  if (n < want)
-    return cli_usage_error("store", usage, "%s needs %d store file%s", argv[1], want, want > 1 ? "s" : "") ;
-  return -1;
-}
+static const cli_opt one_opts[] = {CLI_JSON_OPT(one_store_args, "the outcome")};
+static const cli_opt diff_opts[] = {CLI_JSON_OPT(diff_args, "the differences")};
+
+static const cli_spec info_spec = {.command = "store info", .run = info_run,
+                                   CLI_STORE_ARG(one_store_args, path), CLI_OPTS(one_opts, one_store_args)};
+
+static const cli_spec verify_spec = {.command = "store verify", .run = verify_run,
+                                     CLI_STORE_ARG(one_store_args, path), CLI_OPTS(one_opts, one_store_args)};
+
+static const cli_spec diff_spec = {.command = "store diff", .run = diff_run, CLI_OPTS(diff_opts, diff_args),
+                                   .pos = {"A B", "store file", 2, 2, offsetof(diff_args, paths)}};
+const cli_spec *const cli_store_specs[] = {&info_spec, &verify_spec, &diff_spec, NULL};
 
 static void hex64(char out[20], uint64_t v) { snprintf(out, 20, "0x%016" PRIx64, v); }
 
@@ -74,7 +56,7 @@ typedef struct {
   uint64_t table_bytes, stored_bytes;
 } policy_summary;
 
-static policy_summary summarise(const store_policy_tables *p, const store_table_size sizes[STORE_NTABLE]) {
+static policy_summary sum_policy(const store_policy_tables *p, const store_table_size sizes[STORE_NTABLE]) {
   policy_summary s = {{0}, 0, 0};
   for (size_t i = 0; i < p->nbuckets; i++) s.by_status[p->buckets[i].status]++; /* validated */
   for (int t = 0; t < STORE_NTABLE; t++) {
@@ -94,7 +76,7 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
   uint64_t table_bytes = 0, stored_bytes = 0;
   for (size_t i = 0; pols && i < c->npolicies; i++) {
     const store_policy_tables *p = &c->policies[i];
-    policy_summary s = summarise(p, sizes[i]);
+    policy_summary s = sum_policy(p, sizes[i]);
     table_bytes += s.table_bytes;
     stored_bytes += s.stored_bytes;
     json_t *buckets = json_pack("{s:I}", "total", (json_int_t)p->nbuckets);
@@ -155,7 +137,7 @@ static void info_human(const char *path, const store_contents *c, store_table_si
          "ok", "infeasible", "failed", "pending", "walk", "plans", "table bytes", "stored", "zstd");
   for (size_t i = 0; i < c->npolicies; i++) {
     const store_policy_tables *p = &c->policies[i];
-    policy_summary s = summarise(p, sizes[i]);
+    policy_summary s = sum_policy(p, sizes[i]);
     table_bytes += s.table_bytes;
     stored_bytes += s.stored_bytes;
     printf("%-10s %7zu %9zu %8zu %6zu %11zu %7zu %8zu %10zu %10zu %12" PRIu64 " %12" PRIu64 " %6.1fx\n", p->name,
@@ -168,8 +150,7 @@ static void info_human(const char *path, const store_contents *c, store_table_si
          factor(table_bytes, stored_bytes));
 }
 
-/* info and verify: one STORE and --json, and the store loaded (o->rc its outcome).
- * @return -1 to go on, or the exit status of a usage error or --help. */
+/* info and verify: the store loaded (rc its outcome). */
 typedef struct {
   const char *path;
   int json, rc;
@@ -177,17 +158,14 @@ typedef struct {
   enpu_err err;
 } one_store;
 
-static int load_one(int argc, char **argv, one_store *o) {
-  *o = (one_store){0};
-  const int st = parse_args(argc, argv, &o->path, 1, &o->json);
-  if (st < 0) o->rc = store_load(o->path, &o->c, &o->err);
-  return st;
+static void load_one(const one_store_args *a, one_store *o) {
+  *o = (one_store){.path = a->path, .json = a->json};
+  o->rc = store_load(o->path, &o->c, &o->err);
 }
 
-static int store_info(int argc, char **argv) {
+static int info_run(void *args) {
   one_store o;
-  const int st = load_one(argc, argv, &o);
-  if (st >= 0) return st;
+  load_one(args, &o);
   store_table_size (*sizes)[STORE_NTABLE] = NULL;
   struct stat sb;
   int status = 0;
@@ -211,10 +189,9 @@ static int store_info(int argc, char **argv) {
 
 /* ---- verify -------------------------------------------------------------------- */
 
-static int store_verify(int argc, char **argv) {
+static int verify_run(void *args) {
   one_store o;
-  const int st = load_one(argc, argv, &o);
-  if (st >= 0) return st;
+  load_one(args, &o);
   size_t tables = 0, rows = 0;
   for (size_t i = 0; o.c && i < o.c->npolicies; i++)
     for (int t = 0; t < STORE_NTABLE; t++) {
@@ -255,8 +232,8 @@ static json_t *diff_entry_json(const store_diff_entry *d) {
     return o;
   case STORE_DIFF_POLICY: break;
   case STORE_DIFF_BUCKET:
-    if (o && json_object_update_new(o, json_pack("{s:s, s:i, s:i}", "phase", phase_names[d->phase], "batch", d->batch,
-                                             "seq", d->seq)) < 0)
+    if (o && json_object_update_new(o, json_pack("{s:s, s:i, s:i}", "phase", cli_phase_names[d->phase], "batch",
+                                                 d->batch, "seq", d->seq)) < 0)
       json_decref(o), o = NULL;
     break;
   case STORE_DIFF_OP:
@@ -282,7 +259,7 @@ static void diff_entry_print(const store_diff_entry *d) {
   case STORE_DIFF_PROVENANCE: printf("provenance: %s changed\n", d->fields); return;
   case STORE_DIFF_POLICY: printf("policy %s: %s\n", d->policy, kind_names[d->kind]); return;
   case STORE_DIFF_BUCKET:
-    printf("policy %s: bucket %s batch %d seq %d: %s", d->policy, phase_names[d->phase], d->batch, d->seq,
+    printf("policy %s: bucket %s batch %d seq %d: %s", d->policy, cli_phase_names[d->phase], d->batch, d->seq,
            kind_names[d->kind]);
     break;
   case STORE_DIFF_OP:
@@ -311,11 +288,9 @@ static void on_diff(const store_diff_entry *d, void *user) {
   }
 }
 
-static int store_diff_cmd(int argc, char **argv) {
-  const char *paths[2] = {NULL, NULL};
-  int json = 0;
-  const int st = parse_args(argc, argv, paths, 2, &json);
-  if (st >= 0) return st;
+static int diff_run(void *args) {
+  const char *const *paths = ((const diff_args *)args)->paths.v;
+  const int json = ((const diff_args *)args)->json;
   enpu_err err = {0};
   store_contents *a = NULL, *b = NULL;
   diff_out out = {json ? json_array() : NULL, 0};
@@ -342,17 +317,4 @@ static int store_diff_cmd(int argc, char **argv) {
   store_contents_free(a);
   store_contents_free(b);
   return status;
-}
-
-int cli_cmd_store(int argc, char **argv) {
-  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-    usage(stdout);
-    return 0;
-  }
-  if (argc >= 2 && !strcmp(argv[1], "info")) return store_info(argc, argv);
-  if (argc >= 2 && !strcmp(argv[1], "verify")) return store_verify(argc, argv);
-  if (argc >= 2 && !strcmp(argv[1], "diff")) return store_diff_cmd(argc, argv);
-  return cli_usage_error("store", usage,
-                         argc < 2 ? "missing subcommand (info, verify or diff)" : "unknown subcommand '%s'",
-                         argc < 2 ? "" : argv[1]);
 }

@@ -15,36 +15,7 @@
 #include "store.h"
 #include "validate.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: enpu validate STORE --trace T --cluster C [--sample N] [--seed S]\n"
-          "                     [--job JOB.json] [--out DIR] [--lock-wait SEC] [--json]\n"
-          "\n"
-          "Validate a plan store: a stratified sample of buckets per policy (strata: phase x\n"
-          "batch range x seq range), every stored plan of a sampled bucket re-simulated on\n"
-          "the real operator order with the full cost model and V/f transitions (time within\n"
-          "the budget, time and energy equal to the stored ones), and the trace replayed with\n"
-          "every policy. Results go into the store's validation tables (the rest of the store\n"
-          "is unchanged) and into DIR/<job>/validation.md.\n"
-          "\n"
-          "  --trace T     trace CSV (e.g. jobs/traces/AzureLLMInferenceTrace_conv.csv)\n"
-          "  --cluster C   cluster file of the replay (e.g. jobs/clusters/llama3-70b.json)\n"
-          "  --sample N    buckets per policy (default %d)\n"
-          "  --seed S      seed of the sample (default 1)\n"
-          "  --job JOB     job to rebuild the graphs from (default: the job, model, chip and\n"
-          "                cluster documents stored in STORE, with the chip's power tables\n"
-          "                from the directory the cluster file's job references live in)\n"
-          "  --out DIR     validation.md goes to DIR/<job>/ (default: beside the store)\n"
-          "  --lock-wait SEC  wait up to SEC s for another writer of the store (default %.0f)\n"
-          "  --json        print the outcome as one JSON document\n"
-          "  -h, --help    show this help\n"
-          "\n"
-          "Exit status: 0 every sampled plan passed, 1 some failed or an error, 2 usage,\n"
-          "4 the environment refused (disk full, I/O error, the store locked by a farm or\n"
-          "another validation for longer than --lock-wait; the store is unchanged).\n",
-          VALIDATE_DEFAULT_SAMPLE, STORE_LOCK_WAIT_S);
-}
-
+static int run(void *args);
 typedef struct {
   const char *store, *trace, *cluster, *job, *out;
   int sample, json;
@@ -52,50 +23,34 @@ typedef struct {
   double lock_wait_s;
 } validate_cli;
 
-/* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, validate_cli *a) {
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(s, "--json")) {
-      a->json = 1;
-      continue;
-    }
-    if (s[0] != '-') {
-      if (a->store) return cli_usage_error("validate", usage, "more than one STORE ('%s')", s);
-      a->store = s;
-      continue;
-    }
-    const char **text = !strcmp(s, "--trace")     ? &a->trace
-                        : !strcmp(s, "--cluster") ? &a->cluster
-                        : !strcmp(s, "--job")     ? &a->job
-                        : !strcmp(s, "--out")     ? &a->out
-                                                  : NULL;
-    const int is_sample = !strcmp(s, "--sample"), is_seed = !strcmp(s, "--seed"), is_wait = !strcmp(s, "--lock-wait");
-    if (!text && !is_sample && !is_seed && !is_wait)
-      return cli_usage_error("validate", usage, "unknown argument '%s'", s);
-    if (i + 1 >= argc) return cli_usage_error("validate", usage, "option '%s' needs a value", s);
-    const char *v = argv[++i];
-    if (text) {
-      *text = v;
-    } else if (is_sample) {
-      if (cli_parse_int(v, &a->sample) < 0 || a->sample < 1)
-        return cli_usage_error("validate", usage, "--sample expects an integer >= 1, got '%s'", v);
-    } else if (is_wait) {
-      if (cli_parse_double(v, &a->lock_wait_s) < 0 || a->lock_wait_s < 0 || a->lock_wait_s > 1e9)
-        return cli_usage_error("validate", usage, "--lock-wait expects seconds >= 0, got '%s'", v);
-    } else if (cli_parse_u64(v, &a->seed) < 0) {
-      return cli_usage_error("validate", usage, "--seed expects a non-negative integer, got '%s'", v);
-    }
-  }
-  if (!a->store) return cli_usage_error("validate", usage, "missing STORE");
-  if (!a->trace) return cli_usage_error("validate", usage, "missing --trace");
-  if (!a->cluster) return cli_usage_error("validate", usage, "missing --cluster");
-  return -1;
+static const cli_opt opts[] = {
+    {.name = "trace", .type = CLI_STRING, .at = offsetof(validate_cli, trace), .meta = "T", .flags = CLI_REQUIRED,
+     .help = "trace CSV (e.g. jobs/traces/AzureLLMInferenceTrace_conv.csv)"},
+    {.name = "cluster", .type = CLI_STRING, .at = offsetof(validate_cli, cluster), .meta = "C",
+     .flags = CLI_REQUIRED, .help = "cluster file of the replay (e.g. jobs/clusters/llama3-70b.json)"},
+    {.name = "sample", .type = CLI_INT, .at = offsetof(validate_cli, sample), .meta = "N",
+     .range = CLI_CONFIG_RANGE("job", "$.validation.sample"), .help = "buckets per policy"},
+    {.name = "seed", .type = CLI_U64, .at = offsetof(validate_cli, seed), .meta = "S",
+     .range = CLI_AT_LEAST(0), .help = "seed of the sample"},
+    {.name = "job", .type = CLI_STRING, .at = offsetof(validate_cli, job), .meta = "JOB",
+     .help = "job to rebuild the graphs from (default: the job, model, chip and\n"
+             "cluster documents stored in STORE, with the chip's power tables\n"
+             "from the directory the cluster file's job references live in)"},
+    {.name = "out", .type = CLI_STRING, .at = offsetof(validate_cli, out), .meta = "DIR",
+     .help = "validation.md goes to DIR/<job>/ (default: beside the store)"},
+    {.name = "lock-wait", .type = CLI_DOUBLE, .at = offsetof(validate_cli, lock_wait_s), .meta = "SEC",
+     .range = CLI_RANGE(0, 1e9), .help = "wait up to SEC s for another writer of the store"},
+    CLI_JSON_OPT(validate_cli, "the outcome"),
+};
+
+static void init(void *args) {
+  validate_cli *a = args;
+  a->sample = VALIDATE_DEFAULT_SAMPLE, a->seed = 1, a->lock_wait_s = STORE_LOCK_WAIT_S;
 }
+
+static const cli_spec spec = {.command = "validate", .run = run, .init = init,
+                              CLI_STORE_ARG(validate_cli, store), CLI_OPTS(opts, validate_cli)};
+const cli_spec *const cli_validate_specs[] = {&spec, NULL};
 
 /* The job: --job, or rebuilt from the store's attributes; *source says which. */
 static int load_job(const validate_cli *a, config_job **job, char *source, size_t cap,
@@ -124,7 +79,7 @@ static int load_job(const validate_cli *a, config_job **job, char *source, size_
 }
 
 /* DIR/<job>/validation.md with --out DIR, else validation.md beside the store. */
-static int report_path(const validate_cli *a, const config_job *job, char *out, size_t cap, enpu_err *err) {
+static int validation_md_path(const validate_cli *a, const config_job *job, char *out, size_t cap, enpu_err *err) {
   if (a->out) {
     ENPU_RETURN_IF(snprintf(out, cap, "%s/%s/validation.md", a->out, job->name) >= (int)cap, err, ENPU_ERR_RANGE,
                    "--out path too long: %s", a->out);
@@ -150,29 +105,27 @@ static int print_json(const validate_outcome *o, const char *report, const char 
   return st;
 }
 
-int cli_cmd_validate(int argc, char **argv) {
-  validate_cli a = {.sample = VALIDATE_DEFAULT_SAMPLE, .seed = 1, .lock_wait_s = STORE_LOCK_WAIT_S};
-  const int st = parse_args(argc, argv, &a);
-  if (st >= 0) return st;
+static int run(void *args) {
+  validate_cli *a = args;
   enpu_err err = {0};
   config_job *job = NULL;
   config_cluster *cluster = NULL;
   char source[2 * CONFIG_PATH_LEN] = "", report[2 * CONFIG_PATH_LEN] = "";
-  int rc = load_job(&a, &job, source, sizeof source, &err);
-  if (rc == 0) rc = config_cluster_load(a.cluster, &cluster, &err);
+  int rc = load_job(a, &job, source, sizeof source, &err);
+  if (rc == 0) rc = config_cluster_load(a->cluster, &cluster, &err);
   validate_outcome o;
-  if (rc == 0) rc = report_path(&a, job, report, sizeof report, &err);
+  if (rc == 0) rc = validation_md_path(a, job, report, sizeof report, &err);
   if (rc == 0) {
     validate_args va;
     validate_args_default(&va);
-    va.store_path = a.store, va.trace_path = a.trace, va.job = job, va.job_source = source;
-    va.cluster = cluster, va.report_path = report, va.sample = a.sample, va.seed = a.seed;
-    va.log = a.json ? NULL : stderr, va.lock_wait_s = a.lock_wait_s;
+    va.store_path = a->store, va.trace_path = a->trace, va.job = job, va.job_source = source;
+    va.cluster = cluster, va.report_path = report, va.sample = a->sample, va.seed = a->seed;
+    va.log = a->json ? NULL : stderr, va.lock_wait_s = a->lock_wait_s;
     rc = validate_run(&va, &o, &err);
   }
   int status = rc == 0 ? 0 : cli_exit_status(err.code, cli_fail("validate", err.msg));
   if (rc == 0) {
-    if (a.json) {
+    if (a->json) {
       status = print_json(&o, report, source);
     } else {
       printf("%s: %zu plans in %zu buckets of %zu policies: %zu passed, %zu failed "

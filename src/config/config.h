@@ -72,6 +72,10 @@ int config_phase_parse(const char *name, config_phase *out);
  * @return 0, or ENPU_ERR_RANGE with "expected a number in [min, max] (what it is), got v";
  * ENPU_ERR_INTERNAL for a path without a range. */
 int config_range_check(const char *doc, const char *path, double v, enpu_err *err);
+/* The same range as text, "[min, max]" or "(min, max]" (an excluded minimum), for help
+ * and messages that state it before any value is given.
+ * @return 0, or ENPU_ERR_INTERNAL for a path without a range. */
+int config_range_interval(const char *doc, const char *path, char *out, size_t len, enpu_err *err);
 int config_policy_parse(const char *name, config_policy *out);
 
 /* ---------------------------------------------------------------------------------

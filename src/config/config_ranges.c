@@ -12,6 +12,7 @@
  * The bounds are physical, not tight: far beyond any model, chip or cluster built so far,
  * and small enough that every derived size (tokens x hidden x bytes, instances per pass,
  * frequency states in a u8 column) stays far from overflow. */
+#include <stdio.h>
 #include <string.h>
 
 #include "config_internal.h"
@@ -143,10 +144,17 @@ const config_range *config_range_find(const char *doc, const char *path) {
   return NULL;
 }
 
-int config_range_check(const char *doc, const char *path, double v, enpu_err *err) {
+int config_range_interval(const char *doc, const char *path, char *out, size_t len, enpu_err *err) {
   const config_range *r = config_range_find(doc, path);
   ENPU_RETURN_IF(!r, err, ENPU_ERR_INTERNAL, "no documented range for %s %s", doc, path);
+  snprintf(out, len, "%c%.15g, %.15g]", r->min_open ? '(' : '[', r->min, r->max);
+  return ENPU_OK;
+}
+
+int config_range_check(const char *doc, const char *path, double v, enpu_err *err) {
+  char interval[80];
+  ENPU_FORWARD(config_range_interval(doc, path, interval, sizeof interval, err));
+  const config_range *r = config_range_find(doc, path);
   if ((r->min_open ? v > r->min : v >= r->min) && v <= r->max) return ENPU_OK;
-  return enpu_errorf(err, ENPU_ERR_RANGE, "expected a number in %c%.15g, %.15g] (%s), got %.15g", r->min_open ? '(' : '[',
-                     r->min, r->max, r->why, v);
+  return enpu_errorf(err, ENPU_ERR_RANGE, "expected a number in %s (%s), got %.15g", interval, r->why, v);
 }

@@ -52,7 +52,7 @@ h.check("unknown governor: exit 2 naming it and the known ones",
         r.returncode == 2 and "unknown governor 'schedutil' (ondemand, pid, pelm, pelm-lossless or fixed:S" in r.stderr, r.stderr)
 for bad in ("0", "-100", "x"):
     r = replay("--governors", "pid", "--control-ms", bad)
-    h.check(f"control period {bad}: exit 2", r.returncode == 2 and "--control-ms expects a number > 0" in r.stderr,
+    h.check(f"control period {bad}: exit 2", r.returncode == 2 and "--control-ms: expected a number > 0" in r.stderr,
             r.stderr)
 r = replay("--governors", "ondemand", "--save-net", os.path.join(tmp, "x.json"))
 h.check("--save-net without pelm: exit 2", r.returncode == 2 and "need the pelm governor" in r.stderr, r.stderr)

@@ -262,7 +262,7 @@ def check_errors(chk, store, tables, pol):
         (["--phase", phase, "--batch", "1", "--seq", "1"], 2, "exactly one of --target-ms and --slack"),
         (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0.05", "--target-ms", "1"], 2, "exactly one"),
         (["--phase", "middle", "--batch", "1", "--seq", "1", "--slack", "0"], 2, "prefill or decode"),
-        (["--phase", phase, "--batch", "x", "--seq", "1", "--slack", "0"], 2, "expects an integer"),
+        (["--phase", phase, "--batch", "x", "--seq", "1", "--slack", "0"], 2, "--batch: expected an integer"),
         (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "-1"], 2, "expected a number in [0, 10]"),
         (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "1e308"], 2, "expected a number in [0, 10]"),
         (["--phase", phase, "--batch", "1", "--seq", "1", "--target-ms", "1e308"], 2, "finite in ns"),
