@@ -255,8 +255,10 @@ static void synopsis(const cli_spec *s, FILE *out) {
  * arguments: a number outside the range is a "not given" mark, not a default. */
 static void suffix_text(const cli_opt *o, const void *args, char *out, size_t len) {
   const char *at = (const char *)args + o->at;
-  char range[96] = "", def[128] = "";
-  if (o->type != CLI_ENUM && o->type != CLI_LIST) opt_range_text(o, range, sizeof range);
+  char range[96] = "", bounds[104] = "", def[128] = "";
+  if (o->type != CLI_ENUM) opt_range_text(o, range, sizeof range); /* " in [1, 8]", " > 0" */
+  const bool list = o->type == CLI_LIST;
+  if (range[0]) snprintf(bounds, sizeof bounds, "%s%s", list ? "each" : "", list ? range : range + 1);
   double x = NAN;
   if (o->type == CLI_INT) x = *(const int *)at;
   else if (o->type == CLI_U64) x = (double)*(const uint64_t *)at;
@@ -267,7 +269,7 @@ static void suffix_text(const cli_opt *o, const void *args, char *out, size_t le
     snprintf(def, sizeof def, "default %s", *(const char *const *)at);
   else if (o->type == CLI_ENUM && *(const int *)at >= 0)
     snprintf(def, sizeof def, "default %s", o->choices[*(const int *)at]);
-  const char *parts[3] = {o->flags & CLI_REQUIRED ? "required" : "", range[0] ? range + 1 : "", def};
+  const char *parts[3] = {o->flags & CLI_REQUIRED ? "required" : "", bounds, def};
   size_t n = 0;
   out[0] = '\0';
   for (int k = 0; k < 3 && n < len; k++)

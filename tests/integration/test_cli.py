@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """CLI contract test: runs the real `enpu` binary on the shipped jobs and checks the
-JSON documents it prints (field names are a contract for scripts), and that a
-malformed job fails with file:line:column and the JSON path.
+JSON documents it prints (field names are a contract for scripts), that a
+malformed job fails with file:line:column and the JSON path, and that every
+command's --help documents its options (with --json among them) and a value outside
+an option's documented range or choices is a usage error (exit 2) naming the option.
 
 usage: test_cli.py ENPU_BINARY SOURCE_DIR"""
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -62,5 +65,55 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("missing job file exits 1 and names it", r.returncode == 1 and "missing.json" in r.stderr, r.stderr)
 r = h.run("buckets")
 h.check("usage error exits 2", r.returncode == 2, f"exit {r.returncode}")
+
+
+# --help of every command and sub-command, from `enpu --help` down: each lists --json,
+# and each option whose line states a range or whose value is a list of choices refuses
+# a value outside it with exit 2, naming the option and what it expected.
+def options(help_text):
+    """(option, value placeholder, rest of its help entry) of every option in a --help."""
+    entries = re.findall(r"^  (--[\w-]+)(?: (\S+))?((?:.*\n)(?:^ {20,}.*\n)*)", help_text, re.M)
+    return [(o, meta, " ".join(rest.split())) for o, meta, rest in entries]
+
+
+def bad_value(meta, text):
+    """A value the option must refuse, from its help entry, or None when it takes any text."""
+    if "|" in meta and not meta.startswith("NAME"):
+        return "no-such-choice"
+    m = re.search(r"\((?:required; )?(?:each )?(?:in [\[(](-?[\d.e+]+), |>=? (-?[\d.e+]+))", text)
+    if not m:
+        return None
+    low = float(m.group(1) or m.group(2))
+    return "x" if "," in meta else "%g" % (low - 1 if low >= 1 else -1)
+
+
+top = h.run("--help")
+commands = re.findall(r"^  (\w+) ", top.stdout, re.M)
+h.check("enpu --help lists the ten commands", top.returncode == 0 and len(commands) == 10, top.stdout)
+checked = 0
+for cmd in commands:
+    listing = h.run(cmd, "--help")
+    # sub-commands: `store` lists them; `report` names its `report paper` in its text
+    subs = sorted(set(re.findall(r"^usage: enpu %s ([a-z]+) |`enpu %s ([a-z]+) --help`" % (cmd, cmd),
+                                 listing.stdout, re.M)))
+    subs = [a or b for a, b in subs]
+    own = [] if re.search(r"^usage: enpu %s [a-z]+ " % cmd, listing.stdout, re.M) else [[cmd]]
+    for words in own + [[cmd, sub] for sub in subs]:
+        r = h.run(*words, "--help")
+        name = " ".join(words)
+        opts = options(r.stdout)
+        h.check(f"enpu {name} --help: exit 0, a synopsis, --json among the options",
+                r.returncode == 0 and r.stdout.startswith(f"usage: enpu {name}") and
+                "--json" in [o for o, _, _ in opts], r.stdout[:400])
+        for opt, meta, text in opts:
+            value = bad_value(meta or "", text)
+            if value is None:
+                continue
+            e = h.run(*words, opt, value)
+            checked += 1
+            h.check(f"enpu {name} {opt} {value}: exit 2 naming the option and what it expected",
+                    e.returncode == 2 and f"{opt}: expected " in e.stderr and f"'{value}'" in e.stderr,
+                    f"exit {e.returncode}: {e.stderr[:300]}")
+h.check("every command's ranged or enumerated options were tried", checked >= 25, f"{checked} tried")
 
 h.finish()

@@ -4,12 +4,15 @@
   store, and a restart after a journal sync reuses work;
 - SIGUSR1 to mpirun gives exit 3, and the same command then finishes the same store;
 - a rerun computes nothing; --add-buckets extends the grid and is remembered;
+- the summary is one JSON document on stdout with --json (what these checks read), the
+  Markdown table without it, and summary.md either way;
 - changing the FFN size recomputes exactly the ops whose signatures changed (derived
   independently from `enpu graph --json`) and re-walks every bucket, reusing the rest;
 - a reader (`enpu store info`, which validates the whole store) run over and over while
   a farm writes always reads a complete store;
 - bad input exits 2 without writing anything.
 Usage: test_farm.py ENPU SOURCE_DIR"""
+import json
 import os
 import random
 import re
@@ -27,10 +30,10 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
-def farm_cmd(h, np_, store, tmp, job=None, extra=()):
+def farm_cmd(h, np_, store, tmp, job=None, extra=(), as_json=True):
     job = job or os.path.join(h.src, "jobs", "demo.json")
     cmd = [h.enpu, "farm", job, "--store", store, "--results", os.path.join(tmp, "results"),
-           "--progress-s", "0.5", *extra]
+           "--progress-s", "0.5", *(("--json",) if as_json else ()), *extra]
     return ["mpirun", "-np", str(np_), *cmd] if np_ > 1 else cmd
 
 
@@ -87,10 +90,25 @@ def kill_farm(p, store):
     p.communicate()
 
 
-def field(out, name):
-    """Numbers of one summary row, e.g. field(out, 'tasks') -> [to do, op, bucket, ...]."""
-    m = re.search(r"^\| %s \| (.*) \|$" % re.escape(name), out, re.M)
-    return [int(x) for x in re.findall(r"\d+", m.group(1))] if m else None
+def summary(out, nth=0):
+    """The nth job's summary of `enpu farm --json` (its stdout), or {} when stdout is not
+    that document, so a check on it fails instead of the test."""
+    try:
+        return json.loads(out)["jobs"][nth]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return {}
+
+
+def reused_total(out):
+    """Results the run took from the store and from the journal."""
+    r = summary(out).get("reused", {})
+    return r.get("store", 0) + r.get("journal", 0)
+
+
+def buckets(out):
+    """(ok, infeasible, failed) buckets x policies of the summary."""
+    b = summary(out).get("buckets", {})
+    return b.get("ok"), b.get("infeasible_capacity"), b.get("failed")
 
 
 def same(h, a, b):
@@ -118,14 +136,17 @@ def main():
     # Reference: one rank, no launcher.
     r = farm(h, 1, ref, tmp)
     h.check("np1 exit 0", r.returncode == 0, r.stderr[-600:])
-    tasks = field(r.stdout, "tasks")
-    h.check("np1 computed every task", tasks and tasks[0] > 0 and field(r.stdout, "recomputed") == [tasks[0]],
-            r.stdout)
+    s = summary(r.stdout)
+    tasks = s.get("tasks", {}).get("total", 0)
+    h.check("np1 computed every task", tasks > 0 and s.get("recomputed") == tasks, r.stdout)
+    h.check("np1 summary: job, store, outcome, every task done", s.get("job") == "demo" and s.get("store") == ref
+            and s.get("outcome") == "done" and s["tasks"]["done"] == tasks and s["tasks"]["failed"] == 0
+            and s["tasks"]["op"] + s["tasks"]["bucket"] == tasks and s.get("evaluations", 0) > 0, r.stdout)
     h.check("np1 progress lines on stderr", re.search(r"farm: \d+/\d+ tasks \(.*%\), .*evals/s, ETA", r.stderr),
             r.stderr[-300:])
     md = os.path.join(tmp, "results", "demo", "summary.md")
-    h.check("summary.md written", os.path.exists(md) and "buckets" in open(md).read())
-    h.check("buckets all ok", field(r.stdout, "buckets (x policies)") == [32, 0, 0], r.stdout)
+    h.check("summary.md written", os.path.exists(md) and "# Farm summary: demo" in open(md).read())
+    h.check("buckets all ok", buckets(r.stdout) == (32, 0, 0), r.stdout)
     h.check("journal reset after the final checkpoint", os.path.getsize(ref + ".journal") <= 64)
 
     # -np 2 and 4: same content.
@@ -135,12 +156,15 @@ def main():
         h.check(f"np{n} exit 0", r.returncode == 0, r.stderr[-600:])
         h.check(f"np{n} store identical to np1", *same(h, ref, s))
 
-    # A rerun computes nothing.
-    r = farm(h, 1, ref, tmp)
+    # A rerun computes nothing; without --json the summary is the Markdown table.
+    r = farm(h, 1, ref, tmp, as_json=False)
     h.check("rerun exit 0", r.returncode == 0, r.stderr[-300:])
-    h.check("rerun has no tasks", field(r.stdout, "tasks")[0] == 0 and field(r.stdout, "recomputed") == [0],
-            r.stdout)
-    h.check("rerun reused everything from the store", field(r.stdout, "reused")[0] == tasks[0], r.stdout)
+    h.check("rerun without --json: the Markdown summary", "# Farm summary: demo" in r.stdout
+            and "| recomputed | 0 |" in r.stdout and not summary(r.stdout), r.stdout)
+    r = farm(h, 1, ref, tmp)
+    s = summary(r.stdout)
+    h.check("rerun has no tasks", s.get("tasks", {}).get("total") == 0 and s.get("recomputed") == 0, r.stdout)
+    h.check("rerun reused everything from the store", s.get("reused", {}).get("store") == tasks, r.stdout)
 
     # kill -9 of the whole farm (mpirun and its ranks), each time after it finished a task
     # and then published a checkpoint, so every start leaves work behind whatever the
@@ -168,8 +192,7 @@ def main():
     r = farm(h, 2, k, tmp)
     h.check("after kills: finishes", r.returncode == 0, r.stderr[-600:])
     h.check("at least 3 kills happened", kills >= 3, f"kills {kills}")
-    reused = field(r.stdout, "reused")
-    h.check("after kills: reused work from store or journal", reused and sum(reused) > 0, r.stdout)
+    h.check("after kills: reused work from store or journal", reused_total(r.stdout) > 0, r.stdout)
     h.check("after kills: store identical to np1", *same(h, ref, k))
 
     # A kill just after the first journal sync: the restart takes the results from the
@@ -179,8 +202,8 @@ def main():
     wait_for(lambda: journal_has_records(j), "the first journal records")
     kill_farm(p, j)
     r = farm(h, 1, j, tmp)
-    reused = field(r.stdout, "reused")
-    h.check("kill after a journal sync: restart reuses journal work", reused and reused[1] > 0, r.stdout)
+    h.check("kill after a journal sync: restart reuses journal work",
+            summary(r.stdout).get("reused", {}).get("journal", 0) > 0, r.stdout)
     h.check("kill after a journal sync: store identical", *same(h, ref, j))
 
     # Two farms on one store: the second waits for the first's lock, then has nothing to do.
@@ -193,7 +216,7 @@ def main():
             re.search(r"is being written by pid %d on \S+ since \S+: enpu farm " % first.pid, r.stderr),
             r.stderr[-300:])
     h.check("second farm: exit 0, nothing recomputed", r.returncode == 0 and
-            field(r.stdout, "recomputed") == [0], r.stdout[-400:])
+            summary(r.stdout).get("recomputed") == 0, r.stdout[-400:])
     h.check("two farms: store identical", *same(h, ref, two))
 
     # SIGUSR1 to mpirun: checkpoint, exit 3; the same command finishes.
@@ -203,11 +226,11 @@ def main():
     p.send_signal(signal.SIGUSR1)
     out, err = p.communicate(timeout=60)
     h.check("SIGUSR1: exit 3", p.returncode == 3, f"exit {p.returncode}: {err[-400:]}")
-    h.check("SIGUSR1: summary says interrupted", "interrupted" in out, out)
+    h.check("SIGUSR1: summary says interrupted", summary(out).get("outcome") == "interrupted", out)
     h.check("SIGUSR1: store readable after the stop", h.run("store", "info", u).returncode == 0)
     r = farm(h, 2, u, tmp)
     h.check("SIGUSR1: the same command finishes", r.returncode == 0, r.stderr[-400:])
-    h.check("SIGUSR1: resumed with reuse", sum(field(r.stdout, "reused")) > 0, r.stdout)
+    h.check("SIGUSR1: resumed with reuse", reused_total(r.stdout) > 0, r.stdout)
     h.check("SIGUSR1: store identical to np1", *same(h, ref, u))
 
     # A reader during a running farm always sees a complete, valid store.
@@ -230,12 +253,12 @@ def main():
     shutil.copy(ref, a)
     r = farm(h, 1, a, tmp, extra=("--add-buckets", "phase=decode,batch=24,seq=3000"))
     h.check("add-buckets: exit 0", r.returncode == 0, r.stderr[-300:])
-    t = field(r.stdout, "tasks")
-    h.check("add-buckets: 4 bucket tasks (one per policy)", t and t[2] == 4, r.stdout)
-    h.check("add-buckets: 36 buckets", field(r.stdout, "buckets (x policies)") == [36, 0, 0], r.stdout)
+    h.check("add-buckets: 4 bucket tasks (one per policy)", summary(r.stdout).get("tasks", {}).get("bucket") == 4,
+            r.stdout)
+    h.check("add-buckets: 36 buckets", buckets(r.stdout) == (36, 0, 0), r.stdout)
     r = farm(h, 1, a, tmp)
-    h.check("add-buckets: remembered by a plain rerun", field(r.stdout, "tasks")[0] == 0 and
-            field(r.stdout, "buckets (x policies)") == [36, 0, 0], r.stdout)
+    h.check("add-buckets: remembered by a plain rerun", summary(r.stdout).get("tasks", {}).get("total") == 0 and
+            buckets(r.stdout) == (36, 0, 0), r.stdout)
     q = h.run("query", a, "--phase", "decode", "--batch", "20", "--seq", "2900", "--slack", "0.05", "--json")
     h.check("add-buckets: query pads to the added bucket", q.returncode == 0 and '"batch": 24' in q.stdout,
             q.stdout[:300] + q.stderr[-300:])
@@ -254,13 +277,14 @@ def main():
     shutil.copy(ref, m)
     r = farm(h, 1, m, tmp, job=job)
     h.check("model change: exit 0", r.returncode == 0, r.stderr[-300:])
-    t = field(r.stdout, "tasks")
+    s = summary(r.stdout)
+    t = s.get("tasks", {})
     print(f"     {len(changed)} of {len(new)} signatures changed; tasks {t}")
     h.check("model change: some but not all signatures changed", 0 < len(changed) < len(new))
-    h.check("model change: op tasks = changed signatures x 4 policies", t and t[1] == 4 * len(changed),
+    h.check("model change: op tasks = changed signatures x 4 policies", t.get("op") == 4 * len(changed),
             r.stdout)
-    h.check("model change: every bucket re-walked (all contain the FFN)", t and t[2] == 32, r.stdout)
-    h.check("model change: unchanged ops (attention) reused", field(r.stdout, "reused")[0] ==
+    h.check("model change: every bucket re-walked (all contain the FFN)", t.get("bucket") == 32, r.stdout)
+    h.check("model change: unchanged ops (attention) reused", s.get("reused", {}).get("store") ==
             4 * (len(new) - len(changed)), r.stdout)
     d = h.run("store", "diff", ref, m)
     h.check("model change: the stores differ", d.returncode == 1, d.stdout[-300:])

@@ -54,7 +54,7 @@ import time
 import h5py
 
 from harness import Harness
-from test_farm import kill_farm
+from test_farm import kill_farm, reused_total, summary
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -89,7 +89,7 @@ class Faults:
         return path
 
     def cmd(self, store, np_=1, job=None, extra=()):
-        c = [self.h.enpu, "farm", job or self.job, "--store", store, "--progress-s", "0.2", *extra]
+        c = [self.h.enpu, "farm", job or self.job, "--store", store, "--progress-s", "0.2", "--json", *extra]
         return ["mpirun", "-np", str(np_), *c] if np_ > 1 else c
 
     def farm(self, store, **kw):
@@ -188,7 +188,7 @@ def symlink(f):
     h.check("symlink: both farms exit 0", a.returncode == 0 and r.returncode == 0, r.stderr[-300:])
     h.check("symlink: the second waited for the first (one store, one lock)", "is being written by" in r.stderr,
             r.stderr[-300:])
-    h.check("symlink: the second computed nothing", "| recomputed | 0 |" in r.stdout, r.stdout[-300:])
+    h.check("symlink: the second computed nothing", summary(r.stdout).get("recomputed") == 0, r.stdout[-300:])
     h.check("symlink: the link is still a link to real.h5", os.path.islink(link) and os.readlink(link) == "real.h5")
     h.check("symlink: no lock, journal or store of its own beside the link",
             not any(os.path.exists(link + s) for s in (".lock", ".journal", ".tmp")))
@@ -242,7 +242,7 @@ def byte_flips(f, rnd):
     r = f.farm(flip)
     h.check("flips: a farm on a damaged store warns and recomputes",
             r.returncode == 0 and "cannot be reused, every result is recomputed" in r.stderr
-            and "| reused | 0 from the store" in r.stdout, r.stderr[-400:] + r.stdout[-300:])
+            and summary(r.stdout).get("reused", {}).get("store") == 0, r.stderr[-400:] + r.stdout[-300:])
     h.check("flips: ... and publishes the reference again", *f.same(f.ref, flip))
     # A store of format_version 1 (before checksums): readers name the version, the farm
     # recomputes it; a file that is no plan store at all is refused and left alone.
@@ -432,9 +432,8 @@ def signals(f):
     h.check("SIGTERM to mpirun: mpirun ends it (Open MPI 4.1 exits 1 after its kill timeout)",
             p.returncode == 1 and dt < 30, f"exit {p.returncode}")
     r = f.farm(store, job=f.long)
-    reused = re.search(r"\| reused \| (\d+) from the store, (\d+) from the journal", r.stdout)
     h.check("SIGTERM to mpirun: the resume reuses the work done",
-            r.returncode == 0 and reused and int(reused.group(1)) + int(reused.group(2)) > 0, r.stdout[-400:])
+            r.returncode == 0 and reused_total(r.stdout) > 0, r.stdout[-400:])
     h.check("SIGTERM to mpirun: resume identical to the reference", *f.same(f.long_ref, store))
 
     store = os.path.join(f.tmp, "int.h5")
@@ -443,7 +442,7 @@ def signals(f):
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     h.check("SIGINT to a one-rank farm: exit 3, summary says interrupted",
-            p.returncode == 3 and "interrupted (resumable)" in out, f"exit {p.returncode}: {err[-300:]}")
+            p.returncode == 3 and summary(out).get("outcome") == "interrupted", f"exit {p.returncode}: {err[-300:]}")
     h.check("SIGINT: the stop checkpointed a readable store", f.run("store", "verify", store).returncode == 0)
 
     slurm_sh = os.path.join(h.src, "slurm", "enpu-slurm.sh")
@@ -493,14 +492,14 @@ def journal(f):
         bad[at] ^= 0x41
         open(store + ".journal", "wb").write(bad)
         r = f.farm(store, job=f.long)
-        reused = re.search(r"\| reused \| (\d+) from the store, (\d+) from the journal", r.stdout)
+        from_journal = summary(r.stdout).get("reused", {}).get("journal", 0)
         if what == "header":
             h.check("journal: a flipped header byte: exit 0 with a warning, the file moved aside",
                     r.returncode == 0 and "is not a farm journal (bad header): moved aside" in r.stderr
                     and os.path.exists(store + ".journal.unreadable"), f"exit {r.returncode}: {r.stderr[-400:]}")
         else:
             h.check("journal: a flipped byte in one record: the later records still replay",
-                    r.returncode == 0 and "skipped" in r.stderr and reused and int(reused.group(2)) >= len(bounds) - 2,
+                    r.returncode == 0 and "skipped" in r.stderr and from_journal >= len(bounds) - 2,
                     f"exit {r.returncode}: {r.stderr[-400:]} {r.stdout[-300:]}")
         h.check(f"journal ({what}): the store equals the reference", *f.same(f.long_ref, store))
 

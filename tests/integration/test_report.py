@@ -159,6 +159,10 @@ with tempfile.TemporaryDirectory() as tmp:
     out1 = os.path.join(tmp, "out1")
     r = h.run("report", store, "--out", out1)
     h.check("report on the test store exits 0", r.returncode == 0, r.stderr)
+    r = h.run("report", store, "--out", os.path.join(tmp, "out1j"), "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    h.check("report --json: one document naming the report written",
+            doc.get("report") == os.path.join(tmp, "out1j", "report.md") and os.path.exists(doc["report"]), r.stdout)
     md = open(os.path.join(out1, "report.md")).read() if r.returncode == 0 else ""
     h.check("report names the store and its hashes", store in md and re.search(r"job `[0-9a-f]{16}`", md), md[:300])
     h.check("each plot has its .dat and .gp", all(os.path.exists(os.path.join(out1, f"breakdown_prefill.{e}"))

@@ -44,7 +44,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 from harness import Harness  # noqa: E402
 from slurm_cluster import LocalSlurm, SlurmUnavailable  # noqa: E402
-from test_farm import field, signatures  # noqa: E402
+from test_farm import signatures  # noqa: E402
 
 SKIP = 77
 STALL_S = 180      # the longest wait without progress before a scenario gives up
@@ -114,14 +114,20 @@ class Scenario:
 
 
 def summaries(logtext):
-    """The farm summaries in a job log, oldest first (one per start of the job)."""
-    return ["# Farm summary" + part for part in logtext.split("# Farm summary")[1:]]
+    """The farm summaries (`enpu farm --json`: a document from a line "{" to a line "}")
+    in a job log, oldest first (one per start of the job)."""
+    return [json.loads(doc) for doc in re.findall(r"^\{\n.*?^\}$", logtext, re.M | re.S)]
+
+
+def first_job(summary):
+    """The summary of the run's first job ({} when there is none)."""
+    return (summary.get("jobs") or [{}])[0]
 
 
 def test_demo(s):
     h = s.h
     store = os.path.join(s.tmp, "demo.h5")
-    jid = s.submit("farm.sbatch", [os.path.join(s.jobs, "demo.json"), "--store", store,
+    jid = s.submit("farm.sbatch", [os.path.join(s.jobs, "demo.json"), "--store", store, "--json",
                                    "--results", os.path.join(s.tmp, "results"), "--progress-s", "1"],
                    ["--ntasks=2", "--output=farm-%j.out"])
     info = s.slurm.wait_job(jid, 150)
@@ -131,7 +137,7 @@ def test_demo(s):
             re.search(r"^farm: \d+/\d+ tasks \([\d.]+%\)", log, re.M), log[-800:])
     sums = summaries(log)
     h.check("demo: one summary, 2 ranks (srun started both)",
-            len(sums) == 1 and field(sums[0], "ranks") == [2], log[-800:])
+            len(sums) == 1 and first_job(sums[0]).get("ranks") == 2, log[-800:])
     h.check("demo: summary.md written",
             os.path.exists(os.path.join(s.tmp, "results", "demo", "summary.md")))
     q = h.run("query", store, "--phase", "decode", "--batch", "8", "--seq", "2048",
@@ -155,7 +161,7 @@ def test_requeue(s):
         "decode": {"batch": [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
                    "seq": {"rule": "paper", "max": 32768}}})
     store, ref = os.path.join(s.tmp, "slurm.h5"), os.path.join(s.tmp, "ref.h5")
-    jid = s.submit("farm.sbatch", [job, "--store", store, "--results",
+    jid = s.submit("farm.sbatch", [job, "--store", store, "--json", "--results",
                                    os.path.join(s.tmp, "results"), "--progress-s", "5"],
                    ["--ntasks=2", "--time=1", "--signal=B:USR1@20", "--output=farm-%j.out"],
                    env=dict(s.env, ENPU_LAUNCHER="mpirun"))
@@ -192,10 +198,10 @@ def test_requeue(s):
     h.check("requeue: the last start finished the farm",
             re.findall(r"farm exit status (\d+)", log)[-1:] == ["0"], log[-800:])
     sums = summaries(log)
-    last = sums[-1] if sums else ""
-    reused = field(last, "reused") or [0, 0]
+    last = first_job(sums[-1] if sums else {})
+    reused = last.get("reused", {})
     h.check("requeue: the last start reused checkpointed work",
-            "| outcome | done |" in last and sum(reused[:2]) > 0, last)
+            last.get("outcome") == "done" and reused.get("store", 0) + reused.get("journal", 0) > 0, last)
     h.check("requeue: the uninterrupted reference run exit 0", reference.returncode == 0,
             ref_err[-500:])
     d = h.run("store", "diff", ref, store)
@@ -236,7 +242,7 @@ def test_regen(s):
     job = os.path.join(s.jobs, "demo.json")
     # No --store: regen.sbatch finds the job's "store" itself (../results/demo/plans.h5).
     store = os.path.join(s.tmp, "results", "demo", "plans.h5")
-    args = [job, "--results", os.path.join(s.tmp, "results")]
+    args = [job, "--json", "--results", os.path.join(s.tmp, "results")]
     first = s.submit("regen.sbatch", args)
     s.done_ok("regen first run", s.slurm.wait_job(first, 120), s.log(f"enpu-regen-{first}.out"))
     log1 = s.log(f"enpu-regen-{first}.out")
@@ -254,12 +260,12 @@ def test_regen(s):
               s.log(f"enpu-regen-{second}.out"))
     log2 = s.log(f"enpu-regen-{second}.out")
     sums = summaries(log2)
-    t = field(sums[-1], "tasks") if sums else None
+    t = first_job(sums[-1] if sums else {}).get("tasks", {})
     print(f"     {len(changed)} of {len(new)} signatures changed; tasks {t}")
     h.check("regen: some but not all signatures changed", 0 < len(changed) < len(new))
     h.check("regen: recomputed op tasks = changed signatures x 4 policies",
-            t and t[1] == 4 * len(changed), log2[-1200:])
-    h.check("regen: every bucket re-walked (all contain the FFN)", t and t[2] == 32, log2[-1200:])
+            t.get("op") == 4 * len(changed), log2[-1200:])
+    h.check("regen: every bucket re-walked (all contain the FFN)", t.get("bucket") == 32, log2[-1200:])
     diff = log2.split("== regen: what changed")[-1]
     h.check("regen: prints the store diff (FFN ops added, attention untouched)",
             re.search(r"op 0x[0-9a-f]+ \(ffn\.\w+\): added", diff)
