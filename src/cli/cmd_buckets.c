@@ -11,6 +11,7 @@
 #include "grid.h"
 
 static int run(void *args);
+
 typedef struct {
   const char *path;
   int json;

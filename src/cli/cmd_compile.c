@@ -22,6 +22,7 @@
 #include "search.h"
 
 static int run(void *args);
+
 typedef struct {
   const char *path, *policy, *factors, *out;
   cli_bucket b;

@@ -17,6 +17,7 @@
 #include "farm.h"
 
 static int run(void *args);
+
 typedef struct {
   farm_options o;
   farm_bucket_spec add[CLI_LIST_MAX]; /* o.add */

@@ -16,6 +16,7 @@
 #include "power.h"
 
 static int run(void *args);
+
 typedef struct {
   const char *path;
   cli_bucket b;

@@ -22,6 +22,7 @@
 #include "search.h"
 
 static int run(void *args);
+
 enum { PIPE_NODVFS, PIPE_ENPU, PIPE_IDEAL, PIPE_UNIFORM };
 static const char *const pipelines[] = {"nodvfs", "enpu", "ideal", "uniform", NULL};
 enum { HBM_CTRL_ONLY, HBM_FULL };

@@ -20,6 +20,7 @@
 #include "search.h"
 
 static int run(void *args);
+
 typedef struct {
   const char *path, *policy;
   cli_bucket b;

@@ -24,6 +24,7 @@
 #define MAX_AGENTS 2
 
 static int run(void *args);
+
 typedef struct {
   const char *store, *trace, *cluster, *policy, *model, *chip, *out;
   const char *governors, *train, *eval, *save_net, *load_net;

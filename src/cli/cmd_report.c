@@ -15,6 +15,7 @@
 
 static int run(void *args);
 static int run_paper(void *args);
+
 typedef struct {
   const char *store, *out, *replay, *job, *gnuplot;
   double slack_pct; /* -1: the largest stored */

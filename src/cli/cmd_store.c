@@ -22,6 +22,7 @@
 static int info_run(void *args);
 static int verify_run(void *args);
 static int diff_run(void *args);
+
 typedef struct {
   const char *path;
   int json;

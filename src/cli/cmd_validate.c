@@ -16,6 +16,7 @@
 #include "validate.h"
 
 static int run(void *args);
+
 typedef struct {
   const char *store, *trace, *cluster, *job, *out;
   int sample, json;
