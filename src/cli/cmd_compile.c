@@ -33,8 +33,10 @@ static void usage(FILE *out) {
           "rest (transitions, crossings) reported as overhead.\n"
           "\n"
           "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
-          "  --policy NAME  nodvfs, dvfs-c, dvfs-c-walk, enpu-c, enpu-all, ideal (exhaustive:\n"
-          "                 slow), or all (default: the job's policies)\n"
+          "  --policy NAME  nodvfs, dvfs-c, dvfs-c-walk, dvfs-c-ms, enpu-c, enpu-all, enpu-ms,\n"
+          "                 enpu-3dom, enpu-4dom, ideal (exhaustive: slow), with pg+ (power\n"
+          "                 gating) or @shadow=N (VU shadow registers), pg; or all (default:\n"
+          "                 the job's policies)\n"
           "  --request M    policy (default: the GA for dvfs-c, the hull walk with LP bound for\n"
           "                 every other policy), walk, greedy (the paper's) or ga (DVFS-C's\n"
           "                 genetic algorithm: 1000 x 500, warm-started)\n"
@@ -153,23 +155,29 @@ static double gap_of(const search_slack_plan *pl) {
   return pl->energy_nj > 0 ? 1.0 - pl->lower_bound_nj / pl->energy_nj : 0.0;
 }
 
-static int print_human(const search_bucket_result *r, int vfset, enpu_err *err) {
+static double loss_of(const search_slack_plan *pl) {
+  double l = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) l += pl->regulator_loss_nj[c];
+  return l;
+}
+
+static int print_human(const char *name, const search_bucket_result *r, int vfset, enpu_err *err) {
   printf("\n%s: T_nodvfs %.3f ms, T_peak %.3f ms, E_nodvfs %.3f mJ; all-peak %.3f ms "
          "%.3f mJ; %d ops searched, %" PRId64 " op evals in %.3f s, walk %" PRId64 " moves\n",
-         config_policy_name(r->policy), r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6,
+         name, r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6,
          r->e_nodvfs_nj / 1e6, r->policy_peak_time_ns / 1e6, r->policy_peak_energy_nj / 1e6,
          r->unique_ops, r->op_evals, r->op_search_s, r->walk_moves);
-  printf("%7s %11s %11s %11s %9s %12s %8s %12s %7s %9s %9s %9s\n", "slack", "budget ms", "time ms",
-         "crit. ms", "overhead", "energy mJ", "saving", "bound mJ", "gap", "op evals", "req evals",
-         "search s");
+  printf("%7s %11s %11s %11s %9s %12s %8s %12s %7s %9s %9s %9s %11s %5s\n", "slack", "budget ms",
+         "time ms", "crit. ms", "overhead", "energy mJ", "saving", "bound mJ", "gap", "op evals",
+         "req evals", "search s", "reg loss mJ", "gated");
   for (int k = 0; k < r->nplans; k++) {
     const search_slack_plan *pl = &r->plans[k];
     printf("%6.1f%% %11.4f %11.4f %11.4f %8.3f%% %12.4f %7.2f%% %12.4f %6.2f%% %9" PRId64
-           " %9" PRId64 " %9.3f\n",
+           " %9" PRId64 " %9.3f %11.4f %5s\n",
            100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->cp_time_ns / 1e6,
            pl->overhead_pct, pl->energy_nj / 1e6,
            100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * gap_of(pl),
-           pl->op_evals, pl->request_evals, pl->search_s);
+           pl->op_evals, pl->request_evals, pl->search_s, loss_of(pl) / 1e6, pl->gated ? "yes" : "no");
   }
   for (int k = 0; vfset && k < r->nplans; k++) {
     vf_stream vs = {0};
@@ -195,7 +203,17 @@ static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err)
                         "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", gap_of(pl),
                         "op_evals", (json_int_t)pl->op_evals, "request_evals",
                         (json_int_t)pl->request_evals, "search_s", pl->search_s);
-  if (!o || !vfset) return o;
+  json_t *loss = json_array();
+  for (int c = 0; loss && c < CONFIG_NCOMP; c++)
+    if (json_array_append_new(loss, json_real(pl->regulator_loss_nj[c])) < 0) json_decref(loss), loss = NULL;
+  if (!o || !loss || json_object_set_new(o, "regulator_loss_nj", loss) < 0 ||
+      json_object_set_new(o, "gated", json_boolean(pl->gated)) < 0 ||
+      json_object_set_new(o, "gates", json_real(pl->gates)) < 0) {
+    if (!o) json_decref(loss);
+    json_decref(o);
+    return NULL;
+  }
+  if (!vfset) return o;
   vf_stream vs = {0};
   json_t *arr = make_stream(pl, &vs, err) == 0 ? json_array() : NULL;
   for (int64_t c = 0; arr && c < vs.count; c++) {
@@ -302,8 +320,8 @@ int cli_cmd_compile(int argc, char **argv) {
   if (config_phase_parse(a.phase, &phase) < 0)
     return cli_usage_error("compile", usage, "--phase expects prefill or decode, got '%s'",
                            a.phase);
-  config_policy one = CONFIG_POLICY_NODVFS;
-  if (strcmp(a.policy, "all") && config_policy_parse(a.policy, &one) < 0)
+  config_policy_spec one = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+  if (strcmp(a.policy, "all") && config_policy_spec_parse(a.policy, &one) < 0)
     return cli_usage_error("compile", usage, "unknown --policy '%s'", a.policy);
 
   enpu_err err = {0};
@@ -320,7 +338,7 @@ int cli_cmd_compile(int argc, char **argv) {
     goto done;
   }
   search_options opt;
-  search_options_default(&opt);
+  search_options_for_job(&opt, job, NULL);
   opt.request = !strcmp(a.request, "greedy") ? SEARCH_REQ_GREEDY
                 : !strcmp(a.request, "ga")   ? SEARCH_REQ_GA
                 : !strcmp(a.request, "walk") ? SEARCH_REQ_WALK
@@ -332,7 +350,7 @@ int cli_cmd_compile(int argc, char **argv) {
   opt.op_trim = a.trim;
   opt.enpu_domains = a.domains;
   opt.threads = a.threads;
-  const config_policy *list = strcmp(a.policy, "all") ? &one : job->policies;
+  const config_policy_spec *list = strcmp(a.policy, "all") ? &one : job->policies;
   const int npol = strcmp(a.policy, "all") ? 1 : job->policy_count;
   if (a.json) {
     pols = json_object();
@@ -347,17 +365,21 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   for (int p = 0; p < npol && status == 0; p++) {
     search_bucket_result r;
-    if ((a.sample_ops ? compile_sampled(sx, cost, g, job, &opt, a.sample_ops, a.json, &r, &err)
-                      : search_compile_bucket(sx, cost, g, list[p], job->slacks,
-                                              job->slack_count, &opt, &r, &err)) < 0) {
+    search_options popt = opt;
+    search_options_set_policy(&popt, &list[p]);
+    char name[CONFIG_NAME_LEN];
+    config_policy_spec_name(&list[p], name);
+    if ((a.sample_ops ? compile_sampled(sx, cost, g, job, &popt, a.sample_ops, a.json, &r, &err)
+                      : search_compile_bucket(sx, cost, g, list[p].base, job->slacks,
+                                              job->slack_count, &popt, &r, &err)) < 0) {
       status = cli_fail("compile", err.msg);
       break;
     }
     if (a.json) {
       json_t *pj = policy_json(&r, a.vfset, &err);
-      if (!pj || json_object_set_new(pols, config_policy_name(list[p]), pj) < 0)
+      if (!pj || json_object_set_new(pols, name, pj) < 0)
         status = cli_fail("compile", err.code ? err.msg : "cannot build JSON output");
-    } else if (print_human(&r, a.vfset, &err) < 0) {
+    } else if (print_human(name, &r, a.vfset, &err) < 0) {
       status = cli_fail("compile", err.msg);
     }
     search_bucket_result_free(&r);

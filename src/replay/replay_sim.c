@@ -407,8 +407,10 @@ static int check_run(const planstore *ps, const char *policy, const replay_trace
   bool known = false;
   for (size_t i = 0; i < planstore_policy_count(ps); i++) known |= !strcmp(planstore_policy_name(ps, i), policy);
   ENPU_RETURN_IF(!known, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
-  ENPU_RETURN_IF(config_policy_parse(policy, pol) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
+  config_policy_spec spec;
+  ENPU_RETURN_IF(config_policy_spec_parse(policy, &spec) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
                  "policy '%s' of the store is not one the replay knows the idle power of", policy);
+  *pol = spec.base; /* a variant idles as its base policy does */
   ENPU_RETURN_IF(cl->slo_count < 1 || cl->max_batch < 1 || cl->max_batch_tokens < 1, err, ENPU_ERR_INVALID,
                  "cluster %s: needs SLO classes and batching limits", cl->name);
   ENPU_RETURN_IF(!(setup->kv_bytes_per_token >= 0) || !(setup->dcn_gbps_per_chip > 0) ||
@@ -420,7 +422,7 @@ static int check_run(const planstore *ps, const char *policy, const replay_trace
 int replay_run(const planstore *ps, const char *policy, const replay_trace *trace, const replay_setup *setup,
                replay_result **out, enpu_err *err) {
   *out = NULL;
-  config_policy pol;
+  config_policy pol = CONFIG_POLICY_NODVFS;
   ENPU_FORWARD(check_run(ps, policy, trace, setup, &pol, err));
   replay_result *r = calloc(1, sizeof *r);
   ENPU_RETURN_IF(!r, err, ENPU_ERR_NOMEM, "out of memory (replay result)");

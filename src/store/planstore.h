@@ -53,6 +53,9 @@ typedef struct {
    * 100 · (time − critical path) / T_nodvfs. NaN when no stored plan has this target. */
   double plan_time_ns;
   double overhead_pct;
+  /* That stored plan's energy on the real operator order (with power gating for a pg
+   * policy, whose walk energies are its DVFS plan's without); NaN as above. */
+  double plan_energy_nj;
 } planstore_plan;
 
 /* Frequency states of one op of a plan. The walk moves the instances of an op from one

@@ -21,8 +21,11 @@
 #include "planstore.h"
 
 /* 2: buckets and plans carry their budget mode, plans their critical-path time and
- * overhead (the cost model's transitions and budgets changed with them). */
-#define STORE_FORMAT_VERSION 2u
+ * overhead (the cost model's transitions and budgets changed with them).
+ * 3: plans carry their regulator loss per component and their power gating; policy
+ * groups may be policy variants (pg+, @shadow=) and epoch policies, whose ops are epochs
+ * (kind STORE_OP_KIND_EPOCH). */
+#define STORE_FORMAT_VERSION 3u
 #define STORE_NSTATE 5     /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7    /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
 #define STORE_NAME_LEN 64  /* fixed string columns (op and policy names) */
@@ -38,7 +41,11 @@ enum { STORE_BUCKET_OK = 0, STORE_BUCKET_INFEASIBLE_CAPACITY = 1, STORE_BUCKET_F
 /* Budget modes, as stored (u8 columns); equal to config_budget. */
 enum { STORE_BUDGET_STRICT = 0, STORE_BUDGET_PAPER = 1 };
 
-/* ops: one row per unique operator signature of the policy. */
+/* ops.kind of an epoch of dvfs-c-ms / enpu-ms: several operators at one V/f setting. */
+#define STORE_OP_KIND_EPOCH 1000u
+
+/* ops: one row per unique operator signature of the policy (an epoch policy: per unique
+ * epoch). */
 typedef struct {
   uint64_t signature;
   uint32_t kind;              /* graph_op_kind */
@@ -114,6 +121,10 @@ typedef struct {
   double savings_vs_nodvfs;   /* 1 - energy_nj / e_nodvfs_nj */
   uint64_t walk_prefix;       /* steps of the bucket's walk applied, or STORE_NO_PREFIX */
   uint64_t states_first, states_count; /* plan_states range */
+  double regulator_loss_nj[STORE_NSTATE]; /* energy lost in the regulators, per component
+                                             (SA, VU, SRAM, HBM, ICI), inside energy_nj */
+  uint8_t gated;              /* 1: priced with power gating (pg policies) */
+  double gates;               /* gate events of the pass */
 } store_plan_rec;
 
 /* plan_states: the plan's ops as runs of instances. A plan's rows follow its bucket's ops

@@ -500,7 +500,58 @@ static const bad_case bad_cases[] = {
      .code = ENPU_ERR_INVALID,
      .needle = "\"dvfs-x\"",
      .path = "$.policies[1]",
-     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, dvfs-c-walk, got \"dvfs-x\""},
+     .expect = "expected a policy ([pg+]<nodvfs|dvfs-c|enpu-c|enpu-all|ideal|dvfs-c-walk|"
+               "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], or \"pg\"), got \"dvfs-x\""},
+    {.name = "policy in another spelling",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"pg+nodvfs\"",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"pg+nodvfs\"",
+     .path = "$.policies[1]",
+     .expect = "got \"pg+nodvfs\""},
+    {.name = "shadow registers beyond the chip's",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"enpu-all@shadow=33\"",
+     .code = ENPU_ERR_RANGE,
+     .needle = "\"enpu-all@shadow=33\"",
+     .path = "$.policies[1]",
+     .expect = "expected a shadow register file of at most the chip's 32 vector registers"},
+    {.name = "power gating on a chip without gating",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"pg+enpu-all\"",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"pg+enpu-all\"",
+     .path = "$.policies[1]",
+     .expect = "has no \"gating\" section"},
+    {.name = "shadow sweep repeats a size",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\", \"enpu-all\"]",
+     .to = "\"nodvfs\", \"dvfs-c\", { \"policy\": \"enpu-all\", \"shadow\": [0, 2, 0] }]",
+     .code = ENPU_ERR_INVALID,
+     .needle = "0] }",
+     .path = "$.policies[2].shadow[2]",
+     .expect = "got \"enpu-all@shadow=0\" again (first at ",
+     .needle2 = "0, 2, 0]",
+     .path2 = "$.policies[2].shadow[0]"},
+    {.name = "shadow sweep of a named size",
+     .file = "job.json",
+     .from = "\"enpu-all\"]",
+     .to = "{ \"policy\": \"enpu-all@shadow=2\", \"shadow\": [0] }]",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"enpu-all@shadow=2\"",
+     .path = "$.policies[2].policy",
+     .expect = "expected a policy without @shadow="},
+    {.name = "zero epoch",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"epoch_ms\": 0\n",
+     .code = ENPU_ERR_RANGE,
+     .needle = "0\n",
+     .path = "$.epoch_ms",
+     .expect = "got 0"},
     {.name = "bad budget mode",
      .file = "job.json",
      .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
@@ -865,7 +916,10 @@ static void test_small_job_loads(void **state) {
   assert_int_equal(job->slack_count, 4);
   assert_true(job->slacks[1] == 0.02);
   assert_int_equal(job->policy_count, 3);
-  assert_int_equal(job->policies[2], CONFIG_POLICY_ENPU_ALL);
+  assert_int_equal(job->policies[2].base, CONFIG_POLICY_ENPU_ALL);
+  assert_false(job->policies[2].gate);
+  assert_int_equal(job->policies[2].shadow_vregs, -1);
+  assert_true(job->epoch_ms == 5.0);
   assert_true(job->moe_capacity_factor == 0);
   assert_int_equal(job->cluster.slo_count, 2);
   assert_int_equal(job->cluster.slo[1].decode_max_tokens, 9000);

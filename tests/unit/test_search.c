@@ -956,9 +956,10 @@ typedef struct {
   double overhead;
 } synth_price;
 
-static int synth_price_fn(void *user, const int (*state)[CONFIG_NCOMP], int64_t x, req_line *out,
-                          enpu_err *err) {
-  (void)err;
+static int synth_price_fn(void *user, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode,
+                          req_line *out, enpu_err *err) {
+  (void)err, (void)mode;
+  memset(out, 0, sizeof *out);
   const synth_price *sp = user;
   const search_pareto *set = sp->rq->sets[sp->rq->op_of[x]];
   const search_point *p = &set->points[state[x][CONFIG_SA] - 1];
@@ -985,14 +986,15 @@ static void test_paper_equals_strict_without_overhead(void **state) {
   search_pareto *sets = calloc((size_t)nops, sizeof *sets);
   const search_pareto **by_op = calloc((size_t)nops, sizeof *by_op);
   scratch sc = {0};
+  search_units *u;
+  assert_int_equal(units_of_ops(g, &u, &err), 0);
   sc.req = calloc((size_t)nops, sizeof *sc.req);
-  sc.offset = calloc((size_t)nops, sizeof *sc.offset);
   sc.pos = calloc((size_t)n, sizeof *sc.pos);
   sc.best_pos = calloc((size_t)n, sizeof *sc.best_pos);
   sc.peak_state = calloc((size_t)n, sizeof *sc.peak_state);
   sc.cand = calloc((size_t)n, sizeof *sc.cand);
   search_bucket_result res = {0};
-  for (int i = 0, inst = 0; i < nops; i++) {
+  for (int i = 0; i < nops; i++) {
     sets[i].count = 4;
     sets[i].points = calloc(4, sizeof *sets[i].points);
     for (int k = 0; k < 4; k++) {
@@ -1004,17 +1006,17 @@ static void test_paper_equals_strict_without_overhead(void **state) {
     }
     by_op[i] = &sets[i];
     sc.req[i] = (search_req_op){sets[i].points, 4, graph_op_at(g, i)->multiplicity};
-    sc.offset[i] = inst;
-    inst += (int)graph_op_at(g, i)->multiplicity;
     res.t_nodvfs_ns += (double)graph_op_at(g, i)->multiplicity * sets[i].points[0].time_ns;
     res.policy_peak_energy_nj += (double)graph_op_at(g, i)->multiplicity * 2 * sets[i].points[0].energy_nj;
   }
   res.policy_peak_time_ns = res.t_nodvfs_ns;
+  sc.peak_plain = (req_cost){.time_ns = res.policy_peak_time_ns, .cp_ns = res.t_nodvfs_ns,
+                             .energy_nj = res.policy_peak_energy_nj};
   for (int64_t x = 0; x < n; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) sc.peak_state[x][c] = 4;
   search_walk *w;
   assert_int_equal(search_walk_build(sc.req, nops, 2 * res.t_nodvfs_ns, &w, &err), 0);
-  request rq = {.sets = by_op, .offset = sc.offset, .transitions = 1};
+  request rq = {.units = u, .sets = by_op, .offset = u->offset, .transitions = 1};
   assert_int_equal(req_init(&rq, &sc, g, n, &err), 0);
   synth_price sp = {&rq, 0};
   rq.price = synth_price_fn, rq.price_user = &sp;
@@ -1044,6 +1046,7 @@ static void test_paper_equals_strict_without_overhead(void **state) {
   }
   search_walk_free(w);
   scratch_free(&sc);
+  search_units_free(u);
   for (int i = 0; i < nops; i++) free(sets[i].points);
   free(sets);
   free(by_op);
