@@ -1053,6 +1053,29 @@ static void test_names(void **state) {
   assert_string_equal(config_policy_name(CONFIG_POLICY_DVFS_C), "dvfs-c");
   assert_string_equal(config_component_name(CONFIG_SRAM), "sram");
   assert_string_equal(config_phase_name(CONFIG_PREFILL), "prefill");
+  /* Policy variants: one spelling each, and a code that round-trips. */
+  const char *const names[] = {"pg", "pg+enpu-all", "enpu-all@shadow=0", "pg+dvfs-c-ms@shadow=32",
+                               "pg@shadow=2", "enpu-3dom", "dvfs-c-walk"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    config_policy_spec sp, back;
+    char again[CONFIG_NAME_LEN];
+    assert_int_equal(config_policy_spec_parse(names[i], &sp), 0);
+    config_policy_spec_name(&sp, again);
+    assert_string_equal(again, names[i]);
+    assert_int_equal(config_policy_spec_decode(config_policy_spec_code(&sp), &back), 0);
+    assert_true(back.base == sp.base && back.gate == sp.gate && back.shadow_vregs == sp.shadow_vregs);
+  }
+  config_policy_spec sp;
+  assert_int_equal(config_policy_spec_parse("pg+enpu-all@shadow=4", &sp), 0);
+  assert_true(sp.base == CONFIG_POLICY_ENPU_ALL && sp.gate && sp.shadow_vregs == 4);
+  assert_int_equal(config_policy_spec_parse("pg+ideal", &sp), 0);
+  assert_true(config_policy_spec_ungated(&sp).gate == false);
+  const char *const bad[] = {"pg+nodvfs", "pg+pg", "enpu-all@shadow=", "enpu-all@shadow=-1",
+                             "enpu-all@shadow=04", "enpu-all@shadow=256", "PG", "enpu-all@shadow=2x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(config_policy_spec_parse(bad[i], &sp), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(config_policy_spec_decode(0xFFu, &sp), ENPU_ERR_NOT_FOUND);
+  assert_true(config_policy_is_epoch(CONFIG_POLICY_ENPU_MS) && !config_policy_is_epoch(CONFIG_POLICY_ENPU_ALL));
 }
 
 /* ---------------------------------------------------------------------------------

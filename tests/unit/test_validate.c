@@ -260,6 +260,18 @@ static void test_tampered_energy_fails(void **state) {
   assert_true(out[1].pass);
 }
 
+/* Figure 13's numbers are checked too: a plan whose regulator loss is not what the
+ * re-simulation loses fails. */
+static void test_tampered_loss_fails(void **state) {
+  plan_fixture *fx = *state;
+  fx->t->plans[1].regulator_loss_nj[CONFIG_SRAM] *= 1.01;
+  store_validation_rec out[2];
+  run_bucket(fx, out);
+  assert_true(out[0].pass);
+  assert_false(out[1].pass);
+  assert_non_null(strstr(out[1].message, "regulator loss"));
+}
+
 static void test_tampered_budget_fails(void **state) {
   plan_fixture *fx = *state;
   /* A budget tighter than the plan, consistent with a smaller T_nodvfs: the formula holds,
@@ -327,6 +339,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_faithful_plans_pass, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_time_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_energy_fails, setup_plans, teardown_plans),
+      cmocka_unit_test_setup_teardown(test_tampered_loss_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_budget_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_states_fail, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_paper_plans_pass, setup_plans, teardown_plans),
