@@ -678,6 +678,17 @@ static int op_settled(master *m, int i, enpu_err *err) {
   return 0;
 }
 
+/* The job policy a task's compute time counts for: a bucket task's; an op task's first
+ * policy with its op level (pg+X's ops are X's when X is in the job). */
+static int task_policy_slot(const master *m, uint32_t t) {
+  int p = 0;
+  if (task_is_op(m, t))
+    while (p + 1 < m->job->policy_count && m->op_code[p] != m->ops[t].policy) p++;
+  else
+    while (p + 1 < m->job->policy_count && m->code[p] != m->bt[t - (uint32_t)m->nops].policy) p++;
+  return p;
+}
+
 static int take_result(master *m, const farm_task_result *tr, enpu_err *err) {
   ENPU_RETURN_IF(tr->id >= task_count(m) || *task_status(m, tr->id) != T_RUNNING, err,
                  ENPU_ERR_FORMAT, "a result for task %u, which is not running", tr->id);
@@ -687,6 +698,8 @@ static int take_result(master *m, const farm_task_result *tr, enpu_err *err) {
   m->sec_per_est[!is_op] += tr->compute_s;
   m->est_seen[!is_op] += est;
   m->sum->core_s += tr->compute_s;
+  m->sum->cpu_s += tr->cpu_s;
+  m->sum->policy_cpu_s[task_policy_slot(m, tr->id)] += tr->cpu_s;
   m->sum->evaluations += (int64_t)tr->evaluations;
   if (tr->kind == FARM_RES_FAILED) {
     if (!is_op) return fail_bucket(m, (int)(tr->id - (uint32_t)m->nops), tr->message, err);
@@ -1122,15 +1135,18 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   fprintf(out, "| ranks | %d |\n", s->ranks);
   fprintf(out, "| buckets (x policies) | %lld ok, %lld infeasible (capacity), %lld failed |\n",
           (long long)s->buckets_ok, (long long)s->buckets_infeasible, (long long)s->buckets_failed);
-  fprintf(out, "| unique op signatures |");
-  for (int p = 0; p < s->npolicies; p++) {
-    config_policy_spec spec = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
-    char name[CONFIG_NAME_LEN];
-    config_policy_spec_decode(s->policies[p], &spec);
-    config_policy_spec_name(&spec, name);
-    fprintf(out, "%s %s %lld", p ? "," : "", name, (long long)s->unique_ops[p]);
+  for (int k = 0; k < 2; k++) {
+    fprintf(out, k ? "| CPU seconds per policy |" : "| unique op signatures |");
+    for (int p = 0; p < s->npolicies; p++) {
+      config_policy_spec spec = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+      char name[CONFIG_NAME_LEN];
+      config_policy_spec_decode(s->policies[p], &spec);
+      config_policy_spec_name(&spec, name);
+      if (k) fprintf(out, "%s %s %.2f", p ? "," : "", name, s->policy_cpu_s[p]);
+      else fprintf(out, "%s %s %lld", p ? "," : "", name, (long long)s->unique_ops[p]);
+    }
+    fprintf(out, " |\n");
   }
-  fprintf(out, " |\n");
   fprintf(out, "| tasks | %lld to do (%lld op, %lld bucket), %lld done, %lld failed |\n",
           (long long)s->tasks_total, (long long)s->op_tasks, (long long)s->bucket_tasks,
           (long long)s->tasks_done, (long long)s->tasks_failed);
@@ -1138,7 +1154,7 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
           (long long)s->reused_store, (long long)s->reused_journal);
   fprintf(out, "| recomputed | %lld |\n", (long long)s->recomputed);
   fprintf(out, "| evaluations | %lld |\n", (long long)s->evaluations);
-  fprintf(out, "| core-seconds | %.2f |\n", s->core_s);
+  fprintf(out, "| core-seconds | %.2f (CPU %.2f) |\n", s->core_s, s->cpu_s);
   fprintf(out, "| wall time | %.2f s |\n", s->wall_s);
   fprintf(out, "| master CPU | %.2f s (%.1f %% of one core) |\n", s->master_cpu_s,
           s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0);

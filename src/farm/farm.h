@@ -61,6 +61,9 @@ typedef struct {
   int64_t recomputed;                 /* results computed by this run */
   int64_t evaluations;                /* op-level evaluations of this run */
   double core_s;                      /* compute seconds summed over ranks */
+  double cpu_s;                       /* CPU seconds of the tasks, summed over ranks */
+  double policy_cpu_s[CONFIG_MAX_POLICIES]; /* the same per job policy (op tasks count
+                                               for the first policy with that op level) */
   double wall_s;
   double master_cpu_s;                /* CPU time of rank 0 (setup, scheduling, journal,
                                          checkpoints; with one rank also the compute) */

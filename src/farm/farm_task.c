@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cost.h"
 #include "farm_task_internal.h"
@@ -103,7 +104,7 @@ typedef struct {
 
 typedef struct {
   uint32_t id, kind;
-  double compute_s;
+  double compute_s, cpu_s;
   uint64_t evaluations;
   uint64_t bytes;
   char message[STORE_MSG_LEN];
@@ -155,7 +156,7 @@ int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result
   ENPU_RETURN_IF(h.bytes > len - *off || h.kind > FARM_REC_BUCKET, err, ENPU_ERR_FORMAT,
                  "result batch: record of kind %u and %llu bytes beyond the %zu-byte batch",
                  h.kind, (unsigned long long)h.bytes, len);
-  *r = (farm_task_result){.id = h.id, .kind = h.kind, .compute_s = h.compute_s,
+  *r = (farm_task_result){.id = h.id, .kind = h.kind, .compute_s = h.compute_s, .cpu_s = h.cpu_s,
                           .evaluations = h.evaluations,
                           .payload = (const unsigned char *)data + *off, .bytes = h.bytes};
   memcpy(r->message, h.message, sizeof r->message);
@@ -639,6 +640,14 @@ static int run_bucket(farm_exec *x, const task_hdr *t, bucket_scratch *s, farm_b
   return rc;
 }
 
+/* CPU seconds of the calling thread: a task's cost on a shared machine, where its wall
+ * time also counts the other processes. */
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec
+                                                          : 0.0;
+}
+
 int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out, enpu_err *err) {
   const unsigned char *p = tasks;
   size_t off = 0;
@@ -669,12 +678,13 @@ int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out
     enpu_err terr = {0};
     result_hdr h = {.id = t.id};
     rec.len = 0;
-    const double t0 = enpu_now_s();
+    const double t0 = enpu_now_s(), c0 = thread_cpu_s();
     int trc = 0;
     if (rc == 0)
       trc = t.kind == FARM_TASK_OP ? run_op(x, &t, &rec, &h.evaluations, &terr)
                                    : run_bucket(x, &t, &sc, &rec, &terr);
     h.compute_s = enpu_now_s() - t0;
+    h.cpu_s = thread_cpu_s() - c0;
     bucket_scratch_free(&sc);
     if (rc < 0) break;
     h.kind = trc < 0 ? FARM_RES_FAILED : t.kind == FARM_TASK_OP ? FARM_REC_OP : FARM_REC_BUCKET;

@@ -53,7 +53,8 @@ int farm_task_put_bucket(farm_buf *b, uint32_t id, uint32_t policy, uint64_t inp
 typedef struct {
   uint32_t id;
   uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET or FARM_RES_FAILED */
-  double compute_s;
+  double compute_s;       /* wall seconds of the task */
+  double cpu_s;           /* CPU seconds of the task */
   uint64_t evaluations;
   const void *payload;
   size_t bytes;

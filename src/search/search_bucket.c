@@ -249,18 +249,28 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
                        int nslack, const search_options *opt, search_bucket_result *out,
                        enpu_err *err);
 
+/* The start of a bucket's compilation: an empty result, the options (the defaults for
+ * NULL), the request's units. */
+static int bucket_units(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                        const search_options **opt, search_options *defaults,
+                        search_bucket_result *out, search_units **u, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  if (!*opt) search_options_default(defaults), *opt = defaults;
+  return search_units_build(s, cost, g, policy, *opt, u, err);
+}
+
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                           const double *slacks, int nslack, const search_options *opt,
                           search_bucket_result *out, enpu_err *err) {
-  memset(out, 0, sizeof *out);
-  search_options defaults;
-  if (!opt) search_options_default(&defaults), opt = &defaults;
   search_units *u = NULL;
-  ENPU_FORWARD(search_units_build(s, cost, g, policy, opt, &u, err));
+  search_options defaults;
+  ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
   const int nunits = u->count;
   search_pareto *sets = enpu_calloc((size_t)u->count + 1, sizeof *sets);
   const search_pareto **set_of = enpu_calloc((size_t)u->count + 1, sizeof *set_of);
-  int rc = sets && set_of ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+  unit_cache *cache = NULL;
+  int rc = sets && set_of ? unit_cache_create(&cache, err)
+                          : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
   int64_t op_evals = 0;
   int unique = 0;
   const double t_op0 = enpu_now_s();
@@ -268,12 +278,13 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
     for (int j = 0; j < i && !set_of[i]; j++)
       if (u->unit[j].signature == u->unit[i].signature) set_of[i] = set_of[j];
     if (set_of[i]) continue;
-    rc = search_unit_compile(s, cost, g, u, i, policy, opt, &sets[i], err);
+    rc = unit_compile(s, cost, g, u, i, policy, opt, cache, &sets[i], err);
     set_of[i] = &sets[i];
     op_evals += sets[i].evals;
     unique++;
   }
   const double op_s = enpu_now_s() - t_op0;
+  unit_cache_free(cache);
   if (rc < 0) enpu_err_prefix(err, "%s: ", config_policy_name(policy));
   search_units *owned = u;
   if (rc == 0) {
@@ -488,10 +499,8 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
                                config_policy policy, const search_pareto *const *sets,
                                const double *slacks, int nslack, const search_options *opt,
                                search_bucket_result *out, enpu_err *err) {
-  memset(out, 0, sizeof *out);
-  search_options defaults;
-  if (!opt) search_options_default(&defaults), opt = &defaults;
   search_units *u = NULL;
-  ENPU_FORWARD(search_units_build(s, cost, g, policy, opt, &u, err));
+  search_options defaults;
+  ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
   return bucket_sets(s, cost, g, policy, u, sets, slacks, nslack, opt, out, err);
 }

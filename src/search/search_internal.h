@@ -127,6 +127,15 @@ int units_of_ops(const graph *g, search_units **out, enpu_err *err);
 /* The epochs of an epoch policy (search_epochs.c). */
 int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                     double epoch_ns, search_units **out, enpu_err *err);
+/* Cost-model results of (graph op, plan) shared by the epochs of one compilation. */
+typedef struct unit_cache unit_cache;
+int unit_cache_create(unit_cache **out, enpu_err *err);
+void unit_cache_free(unit_cache *uc); /* NULL is a no-op */
+/* search_unit_compile with the compilation's cache (one pipeline and chip). */
+int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                 config_policy policy, const search_options *opt, unit_cache *cache,
+                 search_pareto *out, enpu_err *err);
+
 /* Allocate a units struct for `count` units, `members` members and the given instances;
  * the caller fills it (units_finish derives offset, unit_of_walk and first_x from
  * walk_of). */

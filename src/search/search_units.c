@@ -128,6 +128,55 @@ int search_units_build(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
 /* ---------------------------------------------------------------------------------
  * The op level of a unit */
 
+/* The cost model's time, critical path and energy of (graph op, plan) for the epochs of
+ * one compilation, which share their operators (every layer runs the same ones): an
+ * open-addressing table at most half full, key = op + 1 in the high bits, the five
+ * states in the low 40. */
+typedef struct {
+  uint64_t key;
+  double time_ns, cp_ns, energy_nj;
+} op_line;
+
+struct unit_cache {
+  op_line *lines;
+  size_t cap, n; /* cap: a power of two */
+};
+
+static uint64_t line_key(int op, const int state[CONFIG_NCOMP]) {
+  uint64_t k = (uint64_t)op + 1;
+  for (int c = 0; c < CONFIG_NCOMP; c++) k = k << 8 | (uint64_t)state[c];
+  return k;
+}
+
+static op_line *cache_slot(const unit_cache *uc, uint64_t key) {
+  size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) & (uc->cap - 1);
+  while (uc->lines[i].key && uc->lines[i].key != key) i = (i + 1) & (uc->cap - 1);
+  return &uc->lines[i];
+}
+
+static int cache_grow(unit_cache *uc, enpu_err *err) {
+  if (2 * (uc->n + 1) <= uc->cap) return 0;
+  unit_cache big = {enpu_calloc(uc->cap ? 2 * uc->cap : 4096, sizeof *big.lines), uc->cap ? 2 * uc->cap : 4096, uc->n};
+  ENPU_RETURN_IF(!big.lines, err, ENPU_ERR_NOMEM, "out of memory (epoch cost cache)");
+  for (size_t i = 0; i < uc->cap; i++)
+    if (uc->lines[i].key) *cache_slot(&big, uc->lines[i].key) = uc->lines[i];
+  free(uc->lines);
+  *uc = big;
+  return 0;
+}
+
+int unit_cache_create(unit_cache **out, enpu_err *err) {
+  *out = enpu_calloc(1, sizeof **out);
+  ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "out of memory (epoch cost cache)");
+  return 0;
+}
+
+void unit_cache_free(unit_cache *uc) {
+  if (!uc) return;
+  free(uc->lines);
+  free(uc);
+}
+
 /* One V/f setting for every member of an epoch: the cost model per member op, times its
  * instances in the epoch (time in the budget mode's measure). */
 typedef struct {
@@ -137,6 +186,7 @@ typedef struct {
   int unit;
   const cost_pipeline *pipe;
   config_budget budget;
+  unit_cache *cache;
 } epoch_user;
 
 static int epoch_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns,
@@ -147,19 +197,26 @@ static int epoch_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns
   memcpy(plan.state, state, sizeof plan.state);
   double t = 0, en = 0;
   for (int m = un->member_first; m < un->member_first + un->member_count; m++) {
-    cost_result r;
-    ENPU_FORWARD(cost_eval(e->cost, graph_op_at(e->g, e->u->member_op[m]), &plan, e->pipe, &r, err));
+    const int op = e->u->member_op[m];
+    ENPU_FORWARD(cache_grow(e->cache, err));
+    op_line *l = cache_slot(e->cache, line_key(op, state));
+    if (!l->key) {
+      cost_result r;
+      ENPU_FORWARD(cost_eval(e->cost, graph_op_at(e->g, op), &plan, e->pipe, &r, err));
+      *l = (op_line){line_key(op, state), r.time_ns, r.cp_time_ns, r.energy_total_nj};
+      e->cache->n++;
+    }
     const double n = (double)e->u->member_count[m];
-    t += n * (e->budget == CONFIG_BUDGET_PAPER ? r.cp_time_ns : r.time_ns);
-    en += n * r.energy_total_nj;
+    t += n * (e->budget == CONFIG_BUDGET_PAPER ? l->cp_ns : l->time_ns);
+    en += n * l->energy_nj;
   }
   *time_ns = t, *energy_nj = en;
   return 0;
 }
 
-int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
-                        int unit, config_policy policy, const search_options *opt,
-                        search_pareto *out, enpu_err *err) {
+int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                 config_policy policy, const search_options *opt, unit_cache *cache,
+                 search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   ENPU_RETURN_IF(unit < 0 || unit >= u->count, err, ENPU_ERR_INVALID, "unit %d of %d", unit,
                  u->count);
@@ -170,10 +227,20 @@ int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const sea
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
-  epoch_user eu = {cost, g, u, unit, &ps.pipe, opt->budget};
+  epoch_user eu = {cost, g, u, unit, &ps.pipe, opt->budget, cache};
   void *users[1] = {&eu};
   const int rc = search_op_pareto(s->memo, &ps.dom, epoch_eval, users, 1, out, err);
   if (rc < 0) enpu_err_prefix(err, "%s: ", un->name);
+  return rc;
+}
+
+int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
+                        int unit, config_policy policy, const search_options *opt,
+                        search_pareto *out, enpu_err *err) {
+  unit_cache *cache;
+  ENPU_FORWARD(unit_cache_create(&cache, err));
+  const int rc = unit_compile(s, cost, g, u, unit, policy, opt, cache, out, err);
+  unit_cache_free(cache);
   return rc;
 }
 

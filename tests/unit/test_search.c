@@ -640,8 +640,10 @@ static void test_pareto_gap(void **state) {
 }
 
 /* The trim pass on a real op where Algorithm 1 leaves a domain high for nothing: the
- * prefill RoPE, where the descent raises a unit early that the fastest plan no longer
- * needs (about 4 % of its energy; `enpu op ... --exhaustive` shows the gap). */
+ * prefill RoPE, where the ascent raises a unit early that the faster plans no longer
+ * need (up to about 4 % of their energy; `enpu op ... --exhaustive` shows the gap). The
+ * fastest point's own descent (search_op.c) already gives it the trimmed energy; the
+ * trim pass improves the slower points. */
 static void test_trim(void **state) {
   enpu_err err = {0};
   config_job *job;
@@ -664,9 +666,8 @@ static void test_trim(void **state) {
   o.op_trim = 1;
   assert_int_equal(search_op_compile(sx, cost, op, CONFIG_POLICY_IDEAL, &o, &trimmed, &err), 0);
   assert_true(trimmed.evals > plain.evals);
-  /* The fastest point keeps its time and sheds energy; every plain point is matched. */
   assert_true(trimmed.points[0].time_ns <= plain.points[0].time_ns);
-  assert_true(trimmed.points[0].energy_nj < 0.99 * plain.points[0].energy_nj);
+  assert_true(fabs(trimmed.points[0].energy_nj - plain.points[0].energy_nj) <= 1e-9 * plain.points[0].energy_nj);
   for (int i = 0; i < plain.count; i++) {
     int covered = 0;
     for (int j = 0; j < trimmed.count && !covered; j++)
