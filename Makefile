@@ -7,12 +7,12 @@ JOBS ?= $(shell nproc)
 
 DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
-  python3-h5py python3-jsonschema gnuplot-nox clang libclang-rt-14-dev \
+  python3-h5py python3-jsonschema python3-xxhash gnuplot-nox clang libclang-rt-14-dev \
   slurm-wlm munge libpmix2
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan fuzz run reference test clean
+.PHONY: deps build asan fuzz-setup fuzz fuzz-long run reference test clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -36,16 +36,24 @@ asan: deps
 # from a corpus seeded with real inputs:
 # the shipped JSON files for the loaders, a store written by the unit test for the reader,
 # the head of the shipped trace (and rows with UTC offsets) for the trace reader.
-fuzz: build
+# `make fuzz-long` runs each target for FUZZ_LONG_S seconds instead (results/bench.md has
+# its figures); `make fuzz-long FUZZ_TARGETS=store` runs one.
+FUZZ_CORPORA := config store journal trace
+FUZZ_TARGETS := $(FUZZ_CORPORA)
+FUZZ_LONG_S ?= 600
+
+fuzz-setup: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_config fuzz_store fuzz_journal fuzz_trace
-	@rm -rf $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal $(FUZZ_BUILD)/corpus-trace
-	@mkdir -p $(FUZZ_BUILD)/corpus-config $(FUZZ_BUILD)/corpus-store $(FUZZ_BUILD)/corpus-journal $(FUZZ_BUILD)/corpus-trace
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@rm -rf $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_CORPORA))
+	@mkdir -p $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_CORPORA))
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
 	@$(BUILD)/tests/unit/test_farm --write $(FUZZ_BUILD)/corpus-journal
 	@head -40 jobs/traces/AzureLLMInferenceTrace_conv.csv > $(FUZZ_BUILD)/corpus-trace/head.csv
 	@printf 'TIMESTAMP,ContextTokens,GeneratedTokens\r\n2024-05-10 00:00:00.009930+00:00,12,3\r\n2024-05-10 00:00:01-05:30,7,1\r\n' \
 	  > $(FUZZ_BUILD)/corpus-trace/offsets.csv
+
+fuzz: fuzz-setup
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
@@ -54,6 +62,18 @@ fuzz: build
 	  $(FUZZ_BUILD)/corpus-journal 2>&1 | grep -E '^Done [0-9]+ runs'
 	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_trace -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
 	  $(FUZZ_BUILD)/corpus-trace 2>&1 | grep -E '^Done [0-9]+ runs'
+
+# Each target for FUZZ_LONG_S seconds on one core, from the same seeds; prints
+# libFuzzer's final line (coverage, features, corpus) and stats (runs, exec/s, peak RSS)
+# per target and stops at the first crash.
+fuzz-long: fuzz-setup
+	@set -o pipefail; for t in $(FUZZ_TARGETS); do \
+	  extra=$$( [ $$t = config ] && echo jobs ); \
+	  echo "== fuzz_$$t for $(FUZZ_LONG_S) s"; \
+	  $(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_LONG_S) -print_final_stats=1 \
+	    $(FUZZ_BUILD)/corpus-$$t $$extra 2>&1 | grep -E '^(Done|stat::|#[0-9]+.*DONE|==[0-9]+==ERROR|SUMMARY)' \
+	    || exit 1; \
+	done
 
 # The farm over every local core (hardware threads count as slots, so -np $(JOBS) needs
 # no oversubscription); as root Open MPI wants its two confirmation variables.

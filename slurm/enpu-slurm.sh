@@ -6,6 +6,13 @@
 # the warning signal is forwarded to the launcher (srun and mpirun both pass SIGUSR1 on
 # to every rank); a run that stopped resumably (farm exit status 3) requeues its own job,
 # and the next start resumes from the store and journal.
+# mpirun (Open MPI 4.1) cannot forward SIGTERM or SIGINT: given one, it sends the ranks
+# SIGTERM a second later, SIGKILL a second after that, and exits 1 whatever the ranks
+# did. So with mpirun the batch shell turns its own SIGTERM/SIGINT into SIGUSR1 (which
+# mpirun forwards: the farm checkpoints and exits 3), and when Slurm signals every process
+# of the job at once (scancel, preemption, the time limit) mpirun's status 1 after such a
+# signal counts as 3: the farm synced its journal the moment it saw the signal, so the
+# work is kept and the next start resumes it.
 
 # Sets ENPU_BIN to the enpu binary: $ENPU_BIN, else `enpu` on PATH, else the submit
 # directory's build/enpu (a source checkout). Exits 2 when none is executable.
@@ -41,21 +48,27 @@ enpu_slurm_launcher() {
 }
 
 # Runs `enpu farm "$@"` under the launcher, forwarding SIGUSR1 (Slurm's warning signal,
-# `--signal=B:USR1@secs`) and SIGTERM to it. Returns the farm's exit status; on status 3
+# `--signal=B:USR1@secs`), SIGTERM and SIGINT to it (as SIGUSR1 to mpirun). Returns the
+# farm's exit status (mpirun's 1 after a stop signal counted as 3); on status 3
 # (checkpointed, resumable) it requeues this job first unless ENPU_MAX_REQUEUES restarts
-# were already used, and then the caller should exit.
+# were already used, and then the caller should exit. Status 4 (disk full, I/O error,
+# the store locked by another writer) is not requeued: it needs the environment fixed.
 enpu_slurm_farm() {
   enpu_slurm_find_bin
   enpu_slurm_launcher
-  local stop_signal="" signals=0 seen farm_pid="" status
+  local stop_signal="" signals=0 seen farm_pid="" status forward=TERM
+  # mpirun forwards only SIGUSR1 (see the top of this file)
+  [ "${ENPU_LAUNCH[0]:-}" = mpirun ] && forward=USR1
   trap 'stop_signal=USR1; signals=$((signals + 1)); [ -n "$farm_pid" ] && kill -USR1 "$farm_pid" 2>/dev/null' USR1
-  trap 'stop_signal=TERM; signals=$((signals + 1)); [ -n "$farm_pid" ] && kill -TERM "$farm_pid" 2>/dev/null' TERM
+  trap 'stop_signal=TERM; signals=$((signals + 1)); [ -n "$farm_pid" ] && kill -$forward "$farm_pid" 2>/dev/null' TERM
+  trap 'stop_signal=INT; signals=$((signals + 1)); [ -n "$farm_pid" ] && kill -$forward "$farm_pid" 2>/dev/null' INT
   echo "enpu-slurm: job ${SLURM_JOB_ID:-none} start $(date -u +%FT%TZ) restart ${SLURM_RESTART_COUNT:-0}:" \
        "${ENPU_LAUNCH[*]} $ENPU_BIN farm $*" >&2
   "${ENPU_LAUNCH[@]}" "$ENPU_BIN" farm "$@" &
   farm_pid=$!
   # A signal that came before the launch is passed on now.
-  [ -n "$stop_signal" ] && kill "-$stop_signal" "$farm_pid" 2>/dev/null
+  [ "$stop_signal" = USR1 ] && kill -USR1 "$farm_pid" 2>/dev/null
+  [ -n "$stop_signal" ] && [ "$stop_signal" != USR1 ] && kill -$forward "$farm_pid" 2>/dev/null
   # wait returns early (status > 128) when a trapped signal arrives; waiting again blocks
   # until the farm exits, or returns its stored status if it already has.
   while :; do
@@ -64,8 +77,12 @@ enpu_slurm_farm() {
     status=$?
     if [ "$status" -le 128 ] || [ "$signals" -eq "$seen" ]; then break; fi
   done
-  trap - USR1 TERM
+  trap - USR1 TERM INT
   echo "enpu-slurm: farm exit status $status${stop_signal:+ after SIG$stop_signal} at $(date -u +%FT%TZ)" >&2
+  if [ "$status" -eq 1 ] && [ -n "$stop_signal" ] && [ "$forward" = USR1 ]; then
+    echo "enpu-slurm: mpirun exits 1 when it is signalled itself; the farm kept its work: status 3" >&2
+    status=3
+  fi
   if [ "$status" -eq 3 ]; then
     enpu_slurm_requeue
   fi

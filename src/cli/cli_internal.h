@@ -1,6 +1,9 @@
 /* cli_internal.h — the subcommands of `enpu` and the helpers they share (argument
  * parsing, JSON output). Each subcommand lives in cmd_<name>.c and returns the process
- * exit status: 0 ok, 1 the command failed (message already printed), 2 usage error. */
+ * exit status: 0 ok, 1 the command failed (message already printed), 2 usage or input
+ * error, 3 interrupted and resumable (farm), 4 the environment refused (no space, I/O
+ * error, the store locked by another writer, no memory): nothing stored was lost and the
+ * same command succeeds once that is fixed. */
 #ifndef ENPU_CLI_INTERNAL_H
 #define ENPU_CLI_INTERNAL_H
 
@@ -24,6 +27,12 @@ int cli_cmd_query(int argc, char **argv);
 int cli_cmd_replay(int argc, char **argv);
 int cli_cmd_report(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 3, CLI_EXIT_ENV = 4 };
+
+/* The exit status for an error code: CLI_EXIT_ENV for ENPU_ERR_ENV and ENPU_ERR_NOMEM,
+ * `otherwise` for the others. */
+int cli_exit_status(int code, int otherwise);
 
 /* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
 int cli_print_json(json_t *doc);

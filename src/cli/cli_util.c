@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cli_internal.h"
+#include "common.h"
 
 int cli_print_json(json_t *doc) {
   char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
@@ -14,6 +15,10 @@ int cli_print_json(json_t *doc) {
   fputc('\n', stdout);
   free(text);
   return 0;
+}
+
+int cli_exit_status(int code, int otherwise) {
+  return code == ENPU_ERR_ENV || code == ENPU_ERR_NOMEM ? CLI_EXIT_ENV : otherwise;
 }
 
 int cli_fail(const char *cmd, const char *msg) {

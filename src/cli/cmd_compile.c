@@ -16,6 +16,7 @@
 #include "config.h"
 #include "cost.h"
 #include "graph.h"
+#include "grid.h"
 #include "search.h"
 
 static void usage(FILE *out) {
@@ -331,7 +332,12 @@ int cli_cmd_compile(int argc, char **argv) {
   search_ctx *sx = NULL;
   json_t *doc = NULL, *pols = NULL;
   int status = 0;
+  char why[256] = "";
+  int fits = 1;
   if (config_job_load(a.path, &job, &err) < 0 ||
+      (fits = grid_bucket_fits(job, phase, a.batch, a.seq, why, sizeof why, &err)) < 0 ||
+      (!fits && enpu_errorf(&err, ENPU_ERR_INFEASIBLE, "%s batch %d seq %d does not fit the chips: %s (the "
+                            "farm stores it as infeasible)", a.phase, a.batch, a.seq, why) < 0) ||
       graph_build(job, phase, a.batch, a.seq, &g, &err) < 0 ||
       cost_ctx_create(&job->chip, &cost, &err) < 0 || search_ctx_create(&job->chip, &sx, &err) < 0) {
     status = cli_fail("compile", err.msg);

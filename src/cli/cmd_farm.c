@@ -1,11 +1,15 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets
- * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--progress-s SEC] [--results DIR]
- * [--quiet]`: compile the job's whole grid into its HDF5 plan store with the farm module.
+ * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
+ * [--results DIR] [--quiet]`: compile the job's whole grid into its HDF5 plan store with the farm module.
  * Every rank runs this command; only rank 0 prints.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
- * by SIGTERM/SIGUSR1 after a checkpoint — running the same command again resumes. */
+ * by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same command again resumes;
+ * 4 the environment refused (disk full, I/O error, the store locked by another writer):
+ * the published store is intact and the same command resumes once that is fixed.
+ * Under mpirun only SIGUSR1 gives 3: mpirun turns SIGTERM/SIGINT into its own exit 1
+ * (the farm still syncs its journal and checkpoints in the second it is given). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +19,8 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: [mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
-          "                    [--checkpoint-s SEC] [--progress-s SEC] [--results DIR] [--quiet]\n"
+          "                    [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC] [--results DIR]\n"
+          "                    [--quiet]\n"
           "\n"
           "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
           "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
@@ -25,14 +30,18 @@ static void usage(FILE *out) {
           "  --add-buckets SPEC  extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
           "                      kept in the store, so later runs keep compiling it)\n"
           "  --checkpoint-s SEC  rewrite the store every SEC seconds (default 60)\n"
+          "  --lock-wait SEC     wait up to SEC seconds for another writer of the store (a farm,\n"
+          "                      enpu validate) to finish (default 30); then exit 4 naming it\n"
           "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
-          "  --results DIR       summary.md goes to DIR/<job>/ (default: results)\n"
+          "  --results DIR       summary.md goes to DIR/<job>/ (default: beside the store)\n"
           "  --quiet             no progress lines\n"
           "  -h, --help          show this help\n"
           "\n"
           "Exit status: 0 done, 1 some tasks failed, 2 usage or input error, 3 interrupted by\n"
-          "SIGTERM/SIGUSR1 (checkpointed; run the same command again to resume). Under mpirun\n"
-          "send SIGUSR1 to mpirun: it forwards it to the ranks.\n");
+          "SIGTERM/SIGINT/SIGUSR1 (checkpointed; run the same command again to resume), 4 the\n"
+          "environment refused (disk full, I/O error, store locked by another writer; the\n"
+          "store is intact). Under mpirun send SIGUSR1 to mpirun: it forwards it to the ranks\n"
+          "(mpirun answers SIGTERM/SIGINT with its own exit 1; the work is kept all the same).\n");
 }
 
 /* "phase=P,batch=B,seq=S" in any order; 0 or -1. */
@@ -76,7 +85,7 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
     }
     const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
                       !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
-                      !strcmp(s, "--results");
+                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait");
     if (takes) {
       if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
       const char *v = argv[++i];
@@ -90,8 +99,11 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
                                  "--add-buckets expects phase=prefill|decode,batch=B,seq=S with "
                                  "positive B and S, got '%s'", v);
         o->nadd++;
-      } else if (parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s
-                                                                : &o->progress_s) < 0) {
+      } else if (!strcmp(s, "--lock-wait") && (cli_parse_double(v, &o->lock_wait_s) < 0 || o->lock_wait_s < 0 ||
+                                               o->lock_wait_s > 1e9)) {
+        return cli_usage_error("farm", usage, "--lock-wait expects seconds >= 0, got '%s'", v);
+      } else if (strcmp(s, "--lock-wait") && parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s
+                                                                                            : &o->progress_s) < 0) {
         return cli_usage_error("farm", usage, "%s expects a positive number of seconds, got '%s'",
                                s, v);
       }
@@ -125,7 +137,7 @@ int cli_cmd_farm(int argc, char **argv) {
   free(add);
   if (rc < 0) {
     if (sum.rank == 0) cli_fail("farm", err.msg);
-    return sum.input_error ? 2 : 1;
+    return cli_exit_status(err.code, sum.input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
   }
   if (sum.rank == 0) {
     printf("\n");

@@ -8,8 +8,8 @@
  * contract for scripts; u64 signatures are hex strings (JSON integers are signed).
  *
  * Exit status: 0 ok; 1 the store cannot be read, or no plan (no covering bucket, a
- * failed or infeasible bucket, a target below the fastest plan), message on stderr;
- * 2 usage error. */
+ * failed, infeasible or not yet compiled bucket, a target below the fastest plan),
+ * message on stderr; 2 usage error; 4 the system failed reading the store (I/O error). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -90,10 +90,11 @@ static int parse_args(int argc, char **argv, query_args *a) {
                            a->seq);
   if (a->have_target == a->have_slack)
     return cli_usage_error("query", usage, "give exactly one of --target-ms and --slack");
-  if (a->have_target && !(a->target_ms > 0))
-    return cli_usage_error("query", usage, "--target-ms expects a time > 0, got %g", a->target_ms);
-  if (a->have_slack && !(a->slack >= 0))
-    return cli_usage_error("query", usage, "--slack expects a fraction >= 0 (0.05 = 5%%), got %g", a->slack);
+  if (a->have_target && !(a->target_ms > 0 && isfinite(a->target_ms * 1e6)))
+    return cli_usage_error("query", usage, "--target-ms expects a time > 0 that is finite in ns, got %g", a->target_ms);
+  enpu_err why = {0};
+  if (a->have_slack && config_range_check("job", "$.slacks[]", a->slack, &why) < 0)
+    return cli_usage_error("query", usage, "--slack (a fraction: 0.05 = 5%%): %s", why.msg);
   return -1;
 }
 
@@ -213,7 +214,7 @@ int cli_cmd_query(int argc, char **argv) {
   planstore_op_states *states = NULL;
   int status = 0;
   if (planstore_open_policy(a.path, a.policy, &ps, &err) < 0) {
-    status = cli_fail("query", err.msg);
+    status = cli_exit_status(err.code, cli_fail("query", err.msg));
     goto done;
   }
   planstore_plan plan;

@@ -1,11 +1,15 @@
-/* cmd_store.c — `enpu store info STORE [--json]` and `enpu store diff A B [--json]`:
- * what a plan store holds (provenance, per policy its counts and on-disk sizes with the
- * factor shuffle + zstd saves) and what changed between two stores, per policy, bucket
- * and op (store_diff does the comparing; this file parses and prints). created_utc and
- * tool_version are not content: two stores that differ only there are identical.
+/* cmd_store.c — `enpu store info STORE [--json]`, `enpu store verify STORE [--json]` and
+ * `enpu store diff A B [--json]`: what a plan store holds (provenance, per policy its
+ * counts and on-disk sizes with the factor shuffle + zstd saves), whether it is intact
+ * (every check and checksum of store_load), and what changed between two stores, per
+ * policy, bucket and op (store_diff does the comparing; this file parses and prints).
+ * created_utc and tool_version are not content: two stores that differ only there are
+ * identical.
  *
- * Exit status: info 0 ok, 1 the store cannot be read; diff like diff(1): 0 identical,
- * 1 different, 2 error (usage, or a store that cannot be read). */
+ * Exit status: info 0 ok, 1 the store cannot be read, 4 an I/O error of the system;
+ * verify 0 intact, 1 damaged or not a plan store, 2 usage or a file that cannot be
+ * opened, 4 an I/O error of the system; diff like diff(1): 0 identical, 1 different,
+ * 2 error (usage, or a store that cannot be read). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +21,15 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: enpu store info STORE [--json]\n"
+          "       enpu store verify STORE [--json]\n"
           "       enpu store diff A B [--json]\n"
           "\n"
           "info: format version, provenance (input hashes, tool version, creation time, added\n"
           "      buckets), per policy the ops, Pareto points, buckets by status, walk steps and\n"
           "      plans, and the tables' bytes uncompressed and on disk (the zstd factor).\n"
+          "verify: every table and the root attributes read back and checked (indices, ranges,\n"
+          "      walks, checksums); exit 0 intact, 1 damaged (the message names the policy and\n"
+          "      table), 2 usage or a file that cannot be opened, 4 an I/O error.\n"
           "diff: what differs between two stores by content, per policy, bucket (phase, batch,\n"
           "      seq) and op (signature), then table by table row by row; creation time and\n"
           "      tool version do not count. Exit 0 identical, 1 different, 2 error.\n"
@@ -57,14 +65,16 @@ static void hex64(char out[20], uint64_t v) { snprintf(out, 20, "0x%016" PRIx64,
 
 /* ---- info ---------------------------------------------------------------------- */
 
+static const char *const status_names[STORE_NBUCKET_STATUS] = {"ok", "infeasible_capacity", "failed", "pending"};
+
 typedef struct {
-  size_t by_status[3];
+  size_t by_status[STORE_NBUCKET_STATUS];
   uint64_t table_bytes, stored_bytes;
 } policy_summary;
 
 static policy_summary summarise(const store_policy_tables *p, const store_table_size sizes[STORE_NTABLE]) {
   policy_summary s = {{0}, 0, 0};
-  for (size_t i = 0; i < p->nbuckets; i++) s.by_status[p->buckets[i].status]++; /* validated: 0..2 */
+  for (size_t i = 0; i < p->nbuckets; i++) s.by_status[p->buckets[i].status]++; /* validated */
   for (int t = 0; t < STORE_NTABLE; t++) {
     s.table_bytes += sizes[t].table_bytes;
     s.stored_bytes += sizes[t].stored_bytes;
@@ -85,11 +95,13 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
     policy_summary s = summarise(p, sizes[i]);
     table_bytes += s.table_bytes;
     stored_bytes += s.stored_bytes;
-    json_t *pj = json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:f}", "name",
+    json_t *buckets = json_pack("{s:I}", "total", (json_int_t)p->nbuckets);
+    for (int k = 0; buckets && k < STORE_NBUCKET_STATUS; k++)
+      if (json_object_set_new(buckets, status_names[k], json_integer((json_int_t)s.by_status[k])) < 0)
+        json_decref(buckets), buckets = NULL;
+    json_t *pj = json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f}", "name",
                            p->name, "ops", (json_int_t)p->nops, "pareto_points", (json_int_t)p->npareto, "buckets",
-                           "total", (json_int_t)p->nbuckets, "ok", (json_int_t)s.by_status[STORE_BUCKET_OK],
-                           "infeasible_capacity", (json_int_t)s.by_status[STORE_BUCKET_INFEASIBLE_CAPACITY],
-                           "failed", (json_int_t)s.by_status[STORE_BUCKET_FAILED], "bucket_ops",
+                           buckets, "bucket_ops",
                            (json_int_t)p->nbucket_ops, "walk_steps", (json_int_t)p->nwalk, "plans",
                            (json_int_t)p->nplans, "plan_states", (json_int_t)p->nplan_states, "table_bytes",
                            (json_int_t)s.table_bytes, "zstd_factor", factor(s.table_bytes, s.stored_bytes));
@@ -119,47 +131,92 @@ static void info_human(const char *path, const store_contents *c, store_table_si
          c->cost_model_hash, c->chip_hash, c->model_hash, c->job_hash);
   printf("added buckets: %s\n", c->added_buckets_json ? c->added_buckets_json : "none");
   uint64_t table_bytes = 0, stored_bytes = 0;
-  printf("\n%-10s %7s %9s %8s %6s %11s %7s %10s %10s %12s %12s %7s\n", "policy", "ops", "pareto", "buckets", "ok",
-         "infeasible", "failed", "walk", "plans", "table bytes", "stored", "zstd");
+  printf("\n%-10s %7s %9s %8s %6s %11s %7s %8s %10s %10s %12s %12s %7s\n", "policy", "ops", "pareto", "buckets",
+         "ok", "infeasible", "failed", "pending", "walk", "plans", "table bytes", "stored", "zstd");
   for (size_t i = 0; i < c->npolicies; i++) {
     const store_policy_tables *p = &c->policies[i];
     policy_summary s = summarise(p, sizes[i]);
     table_bytes += s.table_bytes;
     stored_bytes += s.stored_bytes;
-    printf("%-10s %7zu %9zu %8zu %6zu %11zu %7zu %10zu %10zu %12" PRIu64 " %12" PRIu64 " %6.1fx\n", p->name, p->nops,
-           p->npareto, p->nbuckets, s.by_status[STORE_BUCKET_OK], s.by_status[STORE_BUCKET_INFEASIBLE_CAPACITY],
-           s.by_status[STORE_BUCKET_FAILED], p->nwalk, p->nplans, s.table_bytes, s.stored_bytes,
+    printf("%-10s %7zu %9zu %8zu %6zu %11zu %7zu %8zu %10zu %10zu %12" PRIu64 " %12" PRIu64 " %6.1fx\n", p->name,
+           p->nops, p->npareto, p->nbuckets, s.by_status[STORE_BUCKET_OK],
+           s.by_status[STORE_BUCKET_INFEASIBLE_CAPACITY], s.by_status[STORE_BUCKET_FAILED],
+           s.by_status[STORE_BUCKET_PENDING], p->nwalk, p->nplans, s.table_bytes, s.stored_bytes,
            factor(s.table_bytes, s.stored_bytes));
   }
   printf("total: %" PRIu64 " table bytes stored in %" PRIu64 " (zstd factor %.1fx)\n", table_bytes, stored_bytes,
          factor(table_bytes, stored_bytes));
 }
 
+/* info and verify: one STORE and --json, and the store loaded (o->rc its outcome).
+ * @return -1 to go on, or the exit status of a usage error or --help. */
+typedef struct {
+  const char *path;
+  int json, rc;
+  store_contents *c;
+  enpu_err err;
+} one_store;
+
+static int load_one(int argc, char **argv, one_store *o) {
+  *o = (one_store){0};
+  const int st = parse_args(argc, argv, &o->path, 1, &o->json);
+  if (st < 0) o->rc = store_load(o->path, &o->c, &o->err);
+  return st;
+}
+
 static int store_info(int argc, char **argv) {
-  const char *path = NULL;
-  int json = 0;
-  const int st = parse_args(argc, argv, &path, 1, &json);
+  one_store o;
+  const int st = load_one(argc, argv, &o);
   if (st >= 0) return st;
-  enpu_err err = {0};
-  store_contents *c = NULL;
   store_table_size (*sizes)[STORE_NTABLE] = NULL;
   struct stat sb;
   int status = 0;
-  if (store_load(path, &c, &err) < 0) {
-    status = cli_fail("store info", err.msg);
-  } else if (!(sizes = calloc(c->npolicies ? c->npolicies : 1, sizeof *sizes))) {
+  if (o.rc < 0) {
+    status = cli_exit_status(o.rc, cli_fail("store info", o.err.msg));
+  } else if (!(sizes = calloc(o.c->npolicies ? o.c->npolicies : 1, sizeof *sizes))) {
     status = cli_fail("store info", "out of memory");
-  } else if (store_sizes(path, c, sizes, &err) < 0 || stat(path, &sb) != 0) {
-    status = cli_fail("store info", err.code ? err.msg : "cannot stat the store");
-  } else if (json) {
-    json_t *doc = info_json(path, c, sizes, (long long)sb.st_size);
+  } else if (store_sizes(o.path, o.c, sizes, &o.err) < 0 || stat(o.path, &sb) != 0) {
+    status = cli_fail("store info", o.err.code ? o.err.msg : "cannot stat the store");
+  } else if (o.json) {
+    json_t *doc = info_json(o.path, o.c, sizes, (long long)sb.st_size);
     status = doc ? cli_print_json(doc) : cli_fail("store info", "cannot build JSON output");
     json_decref(doc);
   } else {
-    info_human(path, c, sizes, (long long)sb.st_size);
+    info_human(o.path, o.c, sizes, (long long)sb.st_size);
   }
   free(sizes);
-  store_contents_free(c);
+  store_contents_free(o.c);
+  return status;
+}
+
+/* ---- verify -------------------------------------------------------------------- */
+
+static int store_verify(int argc, char **argv) {
+  one_store o;
+  const int st = load_one(argc, argv, &o);
+  if (st >= 0) return st;
+  size_t tables = 0, rows = 0;
+  for (size_t i = 0; o.c && i < o.c->npolicies; i++)
+    for (int t = 0; t < STORE_NTABLE; t++) {
+      size_t n = 0;
+      tables += store_policy_table(&o.c->policies[i], (store_table)t, &n) != NULL;
+      rows += n;
+    }
+  const int rc = o.rc;
+  const int status = rc == 0 ? 0 : cli_exit_status(rc, rc == ENPU_ERR_FORMAT ? CLI_EXIT_FAILED : CLI_EXIT_USAGE);
+  if (o.json) {
+    json_t *doc = json_pack("{s:s, s:b, s:s?, s:I, s:I, s:I}", "store", o.path, "intact", rc == 0, "error",
+                            rc == 0 ? NULL : o.err.msg, "policies", (json_int_t)(o.c ? o.c->npolicies : 0), "tables",
+                            (json_int_t)tables, "rows", (json_int_t)rows);
+    if (!doc || cli_print_json(doc) != 0) cli_fail("store verify", "cannot build JSON output");
+    json_decref(doc);
+  } else if (rc == 0) {
+    printf("%s: intact: format_version %u, %zu policies, %zu tables, %zu rows, every checksum matches\n", o.path,
+           o.c->format_version, o.c->npolicies, tables, rows);
+  }
+  if (rc < 0)
+    fprintf(stderr, "enpu store verify: %s: %s\n", rc == ENPU_ERR_FORMAT ? "not intact" : "cannot verify", o.err.msg);
+  store_contents_free(o.c);
   return status;
 }
 
@@ -273,7 +330,9 @@ int cli_cmd_store(int argc, char **argv) {
     return 0;
   }
   if (argc >= 2 && !strcmp(argv[1], "info")) return store_info(argc, argv);
+  if (argc >= 2 && !strcmp(argv[1], "verify")) return store_verify(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "diff")) return store_diff_cmd(argc, argv);
-  return cli_usage_error("store", usage, argc < 2 ? "missing subcommand (info or diff)" : "unknown subcommand '%s'",
+  return cli_usage_error("store", usage,
+                         argc < 2 ? "missing subcommand (info, verify or diff)" : "unknown subcommand '%s'",
                          argc < 2 ? "" : argv[1]);
 }

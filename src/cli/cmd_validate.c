@@ -1,10 +1,12 @@
 /* cmd_validate.c — `enpu validate STORE --trace T --cluster C [--sample N] [--seed S]
- * [--job JOB.json] [--out DIR] [--json]`: re-simulate a stratified sample of the store's
+ * [--job JOB.json] [--out DIR] [--lock-wait SEC] [--json]`: re-simulate a stratified sample of the store's
  * plans, replay the trace with every policy, write the store's validation tables and
  * <out>/<job>/validation.md. The validate module does the work.
  *
  * Exit status: 0 every sampled plan passed; 1 a plan failed (the report says which) or a
- * file or the replay failed; 2 usage error. */
+ * file or the replay failed; 2 usage error; 4 the environment refused (cli_internal.h).
+ * The store is rewritten under its writer lock (store_lock): with a farm on the same
+ * store, whichever comes second waits for the first, up to STORE_LOCK_WAIT_S. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +18,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: enpu validate STORE --trace T --cluster C [--sample N] [--seed S]\n"
-          "                     [--job JOB.json] [--out DIR] [--json]\n"
+          "                     [--job JOB.json] [--out DIR] [--lock-wait SEC] [--json]\n"
           "\n"
           "Validate a plan store: a stratified sample of buckets per policy (strata: phase x\n"
           "batch range x seq range), every stored plan of a sampled bucket re-simulated on\n"
@@ -32,18 +34,22 @@ static void usage(FILE *out) {
           "  --job JOB     job to rebuild the graphs from (default: the job, model, chip and\n"
           "                cluster documents stored in STORE, with the chip's power tables\n"
           "                from the directory the cluster file's job references live in)\n"
-          "  --out DIR     results directory (default results)\n"
+          "  --out DIR     validation.md goes to DIR/<job>/ (default: beside the store)\n"
+          "  --lock-wait SEC  wait up to SEC s for another writer of the store (default %.0f)\n"
           "  --json        print the outcome as one JSON document\n"
           "  -h, --help    show this help\n"
           "\n"
-          "Exit status: 0 every sampled plan passed, 1 some failed or an error, 2 usage.\n",
-          VALIDATE_DEFAULT_SAMPLE);
+          "Exit status: 0 every sampled plan passed, 1 some failed or an error, 2 usage,\n"
+          "4 the environment refused (disk full, I/O error, the store locked by a farm or\n"
+          "another validation for longer than --lock-wait; the store is unchanged).\n",
+          VALIDATE_DEFAULT_SAMPLE, STORE_LOCK_WAIT_S);
 }
 
 typedef struct {
   const char *store, *trace, *cluster, *job, *out;
   int sample, json;
   uint64_t seed;
+  double lock_wait_s;
 } validate_cli;
 
 /* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
@@ -68,8 +74,8 @@ static int parse_args(int argc, char **argv, validate_cli *a) {
                         : !strcmp(s, "--job")     ? &a->job
                         : !strcmp(s, "--out")     ? &a->out
                                                   : NULL;
-    const int is_sample = !strcmp(s, "--sample"), is_seed = !strcmp(s, "--seed");
-    if (!text && !is_sample && !is_seed)
+    const int is_sample = !strcmp(s, "--sample"), is_seed = !strcmp(s, "--seed"), is_wait = !strcmp(s, "--lock-wait");
+    if (!text && !is_sample && !is_seed && !is_wait)
       return cli_usage_error("validate", usage, "unknown argument '%s'", s);
     if (i + 1 >= argc) return cli_usage_error("validate", usage, "option '%s' needs a value", s);
     const char *v = argv[++i];
@@ -78,6 +84,9 @@ static int parse_args(int argc, char **argv, validate_cli *a) {
     } else if (is_sample) {
       if (cli_parse_int(v, &a->sample) < 0 || a->sample < 1)
         return cli_usage_error("validate", usage, "--sample expects an integer >= 1, got '%s'", v);
+    } else if (is_wait) {
+      if (cli_parse_double(v, &a->lock_wait_s) < 0 || a->lock_wait_s < 0 || a->lock_wait_s > 1e9)
+        return cli_usage_error("validate", usage, "--lock-wait expects seconds >= 0, got '%s'", v);
     } else if (cli_parse_u64(v, &a->seed) < 0) {
       return cli_usage_error("validate", usage, "--seed expects a non-negative integer, got '%s'", v);
     }
@@ -114,6 +123,19 @@ static int load_job(const validate_cli *a, config_job **job, char *source, size_
   return rc;
 }
 
+/* DIR/<job>/validation.md with --out DIR, else validation.md beside the store. */
+static int report_path(const validate_cli *a, const config_job *job, char *out, size_t cap, enpu_err *err) {
+  if (a->out) {
+    ENPU_RETURN_IF(snprintf(out, cap, "%s/%s/validation.md", a->out, job->name) >= (int)cap, err, ENPU_ERR_RANGE,
+                   "--out path too long: %s", a->out);
+    return 0;
+  }
+  char store[CONFIG_PATH_LEN];
+  ENPU_FORWARD(store_resolve_path(a->store, store, sizeof store, err));
+  snprintf(out, cap, "%.*s/validation.md", (int)(strrchr(store, '/') - store), store);
+  return 0;
+}
+
 static int print_json(const validate_outcome *o, const char *report, const char *source) {
   json_t *doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:s?}",
                           "result", o->failed ? "fail" : "pass", "policies", (json_int_t)o->policies,
@@ -129,7 +151,7 @@ static int print_json(const validate_outcome *o, const char *report, const char 
 }
 
 int cli_cmd_validate(int argc, char **argv) {
-  validate_cli a = {.sample = VALIDATE_DEFAULT_SAMPLE, .seed = 1, .out = "results"};
+  validate_cli a = {.sample = VALIDATE_DEFAULT_SAMPLE, .seed = 1, .lock_wait_s = STORE_LOCK_WAIT_S};
   const int st = parse_args(argc, argv, &a);
   if (st >= 0) return st;
   enpu_err err = {0};
@@ -139,16 +161,16 @@ int cli_cmd_validate(int argc, char **argv) {
   int rc = load_job(&a, &job, source, sizeof source, &err);
   if (rc == 0) rc = config_cluster_load(a.cluster, &cluster, &err);
   validate_outcome o;
+  if (rc == 0) rc = report_path(&a, job, report, sizeof report, &err);
   if (rc == 0) {
-    snprintf(report, sizeof report, "%s/%s/validation.md", a.out, job->name);
     validate_args va;
     validate_args_default(&va);
     va.store_path = a.store, va.trace_path = a.trace, va.job = job, va.job_source = source;
     va.cluster = cluster, va.report_path = report, va.sample = a.sample, va.seed = a.seed;
-    va.log = a.json ? NULL : stderr;
+    va.log = a.json ? NULL : stderr, va.lock_wait_s = a.lock_wait_s;
     rc = validate_run(&va, &o, &err);
   }
-  int status = rc == 0 ? 0 : cli_fail("validate", err.msg);
+  int status = rc == 0 ? 0 : cli_exit_status(err.code, cli_fail("validate", err.msg));
   if (rc == 0) {
     if (a.json) {
       status = print_json(&o, report, source);

@@ -23,7 +23,16 @@ const char *enpu_strerror(int code) {
   case ENPU_ERR_FORMAT: return "bad file format";
   case ENPU_ERR_INFEASIBLE: return "infeasible";
   case ENPU_ERR_INTERNAL: return "internal error";
+  case ENPU_ERR_ENV: return "environment error";
   default: return "unknown error";
+  }
+}
+
+int enpu_errno_code(int errnum) {
+  switch (errnum) {
+  case ENOSPC: case EDQUOT: case EIO: case EROFS: case EMFILE: case ENFILE: case ENOMEM:
+    return ENPU_ERR_ENV;
+  default: return ENPU_ERR_IO;
   }
 }
 

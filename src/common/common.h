@@ -25,7 +25,10 @@ enum {
   ENPU_ERR_NOT_FOUND = -6,  /* lookup failed: no covering bucket, unknown op id */
   ENPU_ERR_FORMAT = -7,     /* a file of the wrong format, version, or corrupt */
   ENPU_ERR_INFEASIBLE = -8, /* no plan/bucket satisfies the constraints */
-  ENPU_ERR_INTERNAL = -9    /* a broken invariant: a bug */
+  ENPU_ERR_INTERNAL = -9,   /* a broken invariant: a bug */
+  ENPU_ERR_ENV = -10        /* the environment refused: no space, quota, I/O error,
+                               read-only file system, a store locked by another writer.
+                               The same command succeeds once the environment is fixed. */
 };
 
 #define ENPU_ERR_MSG_LEN 1024
@@ -58,6 +61,11 @@ void enpu_err_prefix(enpu_err *err, const char *fmt, ...) __attribute__((format(
     int enpu_rc_ = (expr);                                                                         \
     if (enpu_rc_ < 0) return enpu_rc_;                                                             \
   } while (0)
+
+/* ENPU_ERR_ENV for an errno that says the system failed or ran out of something (no
+ * space, quota, I/O error, read-only file system, too many open files, no memory);
+ * ENPU_ERR_IO for the others (a path that does not exist or may not be used). */
+int enpu_errno_code(int errnum);
 
 /* Logging: messages at or above `level` go to `out` (stderr when NULL). */
 typedef enum { ENPU_LOG_ERROR = 0, ENPU_LOG_WARN, ENPU_LOG_INFO, ENPU_LOG_DEBUG } enpu_log_level;

@@ -97,6 +97,14 @@ const char *config_component_name(config_component c); /* "sa", "vu", "sram", "h
 const char *config_policy_name(config_policy p);       /* "nodvfs", "dvfs-c", ... */
 /* @return 0 and *out, or ENPU_ERR_NOT_FOUND for an unknown name. */
 int config_phase_parse(const char *name, config_phase *out);
+
+/* Is v within the documented range of the number at JSON path `path` of a `doc` file
+ * ("job", "model", "chip", "cluster"), e.g. ("job", "$.slacks[]")? For numbers that
+ * arrive by other ways than a file (command-line options, added buckets), so they obey
+ * the same physical ranges (src/config/config_ranges.c).
+ * @return 0, or ENPU_ERR_RANGE with "expected a number in [min, max] (what it is), got v";
+ * ENPU_ERR_INTERNAL for a path without a range. */
+int config_range_check(const char *doc, const char *path, double v, enpu_err *err);
 int config_policy_parse(const char *name, config_policy *out);
 
 /* ---------------------------------------------------------------------------------

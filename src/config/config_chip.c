@@ -1,8 +1,9 @@
 /* config_chip.c — chip files (jobs/chips/<name>.json) and their CSV power tables.
  *
- * The tables are read once, checked (levels non-decreasing, voltages inside the IVR's
- * output band and non-decreasing with level, the top level covering the chip's peak,
- * IVR efficiencies in (0, 100] %) and kept as arrays in file order. CSV errors name
+ * The tables are read once, checked (every cell within its column's documented range,
+ * config_ranges.c; levels non-decreasing, voltages inside the IVR's output band and
+ * non-decreasing with level, the top level covering the chip's peak) and kept as arrays
+ * in file order. CSV errors name
  * file:line:column like JSON errors, with the column's header name in place of a path. */
 #include <errno.h>
 #include <math.h>
@@ -100,6 +101,13 @@ static int csv_fail_cell(const csv_table *t, const csv_row *r, int c, enpu_err *
   return csv_fail(t, r->line, r->col[c], err, ENPU_ERR_RANGE, "%s: %s", t->names[c], what);
 }
 
+/* A cell within its column's documented range (config_ranges.c, "power table"). */
+static int csv_check_range(const csv_table *t, int line, int col, const char *name, double v, enpu_err *err) {
+  enpu_err why = {0};
+  int rc = config_range_check("power table", name, v, &why);
+  return rc == ENPU_OK ? rc : csv_fail(t, line, col, err, rc, "%s: %s", name, why.msg);
+}
+
 /* Split one line (no newline) into fields; parse them as the header or as numbers. */
 static int csv_line(csv_table *t, char *line, int lineno, bool header, csv_row *row,
                     enpu_err *err) {
@@ -126,6 +134,7 @@ static int csv_line(csv_table *t, char *line, int lineno, bool header, csv_row *
       if (stop == p || *stop != '\0' || errno == ERANGE || !isfinite(v))
         return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE,
                         "%s: expected a finite number, got '%s'", t->names[n], p);
+      ENPU_FORWARD(csv_check_range(t, lineno, col, t->names[n], v, err));
       row->v[n] = v;
       row->col[n] = col;
     }
@@ -213,11 +222,6 @@ static int vf_table(const config_chip *c, const csv_table *t, double peak, const
   for (int i = 0; i < t->count; i++) {
     const csv_row *r = &t->rows[i], *prev = i ? &t->rows[i - 1] : NULL;
     if (on_ivr) ENPU_FORWARD(check_voltage(c, t, r, 0, err));
-    if (r->v[0] <= 0)
-      return csv_fail_cell(t, r, 0, err, "expected a positive voltage, got %g", r->v[0]);
-    for (int col = 1; col < CSV_NCOL; col++)
-      if (r->v[col] < 0)
-        return csv_fail_cell(t, r, col, err, "expected a non-negative number, got %g", r->v[col]);
     if (prev && r->v[1] < prev->v[1])
       return csv_fail_cell(t, r, 1, err,
                            "expected levels non-decreasing: at least %g (line %d), got %g",
@@ -246,14 +250,7 @@ static int vf_table(const config_chip *c, const csv_table *t, double peak, const
 static int ivr_table(const config_chip *c, const csv_table *t, config_ivr_table *out,
                      enpu_err *err) {
   for (int i = 0; i < t->count; i++) {
-    const csv_row *r = &t->rows[i];
-    if (r->v[0] < 0)
-      return csv_fail_cell(t, r, 0, err, "expected a non-negative number, got %g", r->v[0]);
-    if (r->v[1] < 0 || r->v[1] > 1)
-      return csv_fail_cell(t, r, 1, err, "expected a number in [0, 1], got %g", r->v[1]);
-    ENPU_FORWARD(check_voltage(c, t, r, 2, err));
-    if (r->v[3] <= 0 || r->v[3] > 100)
-      return csv_fail_cell(t, r, 3, err, "expected a percentage in (0, 100], got %g", r->v[3]);
+    ENPU_FORWARD(check_voltage(c, t, &t->rows[i], 2, err));
   }
   out->points = enpu_calloc((size_t)t->count, sizeof *out->points);
   if (!out->points) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", t->file);
@@ -301,60 +298,58 @@ static int parse_scalars(const config_doc *doc, const config_path *root, config_
   config_path p;
   ENPU_FORWARD(config_get_string(doc, root, o, "name", c->name, sizeof c->name, err));
   ENPU_FORWARD(
-      config_get_number(doc, root, o, "tflops_bf16", 0, true, INFINITY, &c->tflops_bf16, err));
+      config_get_number(doc, root, o, "tflops_bf16", &c->tflops_bf16, err));
   ENPU_FORWARD(sub_object(doc, root, "sa", sa_keys, NKEYS(sa_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "count", 1, &c->sa_count, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "dim", 1, &c->sa_dim, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "count", &c->sa_count, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "dim", &c->sa_dim, err));
   ENPU_FORWARD(sub_object(doc, root, "vu", vu_keys, NKEYS(vu_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "count", 1, &c->vu_count, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "sublanes", 1, &c->vu_sublanes, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "lanes", 1, &c->vu_lanes, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "vregs", 1, &c->vregs, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "shadow_vregs", 0, &c->shadow_vregs, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "vreg_bytes", 1, &c->vreg_bytes, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "count", &c->vu_count, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "sublanes", &c->vu_sublanes, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "lanes", &c->vu_lanes, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "vregs", &c->vregs, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "shadow_vregs", &c->shadow_vregs, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "vreg_bytes", &c->vreg_bytes, err));
   ENPU_FORWARD(sub_object(doc, root, "sram", sram_keys, NKEYS(sram_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", 0, true, INFINITY, &c->sram_bytes, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "ports", 1, &c->sram_ports, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", &c->sram_bytes, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "ports", &c->sram_ports, err));
   ENPU_FORWARD(
-      config_get_int(doc, &p, s, "port_bytes_per_cycle", 1, &c->sram_port_bytes_per_cycle, err));
+      config_get_int(doc, &p, s, "port_bytes_per_cycle", &c->sram_port_bytes_per_cycle, err));
   ENPU_FORWARD(sub_object(doc, root, "hbm", hbm_keys, NKEYS(hbm_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", 0, true, INFINITY, &c->hbm_bytes, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", 0, true, INFINITY, &c->hbm_gbps, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", &c->hbm_bytes, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", &c->hbm_gbps, err));
   ENPU_FORWARD(
-      config_get_number(doc, &p, s, "latency_ns", 0, false, INFINITY, &c->hbm_latency_ns, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", 0, true, 1,
-                                 &c->hbm_controller_share, err));
+      config_get_number(doc, &p, s, "latency_ns", &c->hbm_latency_ns, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", &c->hbm_controller_share, err));
   ENPU_FORWARD(sub_object(doc, root, "ici", ici_keys, NKEYS(ici_keys), &p, &s, err));
   ENPU_FORWARD(
       config_get_string(doc, &p, s, "topology", c->ici_topology, sizeof c->ici_topology, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "links", 1, &c->ici_links, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "links", &c->ici_links, err));
   ENPU_FORWARD(
-      config_get_number(doc, &p, s, "link_gbps", 0, true, INFINITY, &c->ici_link_gbps, err));
+      config_get_number(doc, &p, s, "link_gbps", &c->ici_link_gbps, err));
   ENPU_FORWARD(
-      config_get_number(doc, &p, s, "latency_ns", 0, false, INFINITY, &c->ici_latency_ns, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", 0, true, 1,
-                                 &c->ici_controller_share, err));
+      config_get_number(doc, &p, s, "latency_ns", &c->ici_latency_ns, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", &c->ici_controller_share, err));
   ENPU_FORWARD(sub_object(doc, root, "dcn", dcn_keys, NKEYS(dcn_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", 0, true, INFINITY, &c->dcn_gbps, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", &c->dcn_gbps, err));
   ENPU_FORWARD(sub_object(doc, root, "clock", clock_keys, NKEYS(clock_keys), &p, &s, err));
-  ENPU_FORWARD(
-      config_get_number(doc, &p, s, "step_mhz", 0, true, INFINITY, &c->freq_step_mhz, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "states", 1, &c->freq_states, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "step_mhz", &c->freq_step_mhz, err));
+  ENPU_FORWARD(config_get_int(doc, &p, s, "states", &c->freq_states, err));
   ENPU_FORWARD(sub_object(doc, root, "ivr", ivr_keys, NKEYS(ivr_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "vin_v", 0, true, INFINITY, &c->ivr_vin_v, err));
-  ENPU_FORWARD(
-      config_get_number(doc, &p, s, "vout_min_v", 0, true, INFINITY, &c->ivr_vout_min_v, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "vin_v", &c->ivr_vin_v, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "vout_min_v", &c->ivr_vout_min_v, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "vout_max_v", &c->ivr_vout_max_v, err));
   /* A buck regulator cannot output more than its input, nor a band below its minimum. */
-  ENPU_FORWARD(config_get_number(doc, &p, s, "vout_max_v", c->ivr_vout_min_v, true, c->ivr_vin_v,
-                                 &c->ivr_vout_max_v, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "step_mv", 0, true, INFINITY, &c->ivr_step_mv, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "step_ns", 0, true, INFINITY, &c->ivr_step_ns, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "scaling_time_ns", 0, true, INFINITY,
-                                 &c->ivr_scaling_time_ns, err));
-  ENPU_FORWARD(config_get_int(doc, root, o, "fifo_sync_cycles", 0, &c->fifo_sync_cycles, err));
-  ENPU_FORWARD(config_get_number(doc, root, o, "other_static_w", 0, false, INFINITY,
-                                 &c->other_static_w, err));
-  ENPU_FORWARD(config_get_number(doc, root, o, "tdp_w", 0, true, INFINITY, &c->tdp_w, err));
+  if (!(c->ivr_vout_max_v > c->ivr_vout_min_v && c->ivr_vout_max_v <= c->ivr_vin_v)) {
+    config_path kp = CONFIG_KEY(&p, "vout_max_v");
+    return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected a number in (%g, %g] (above vout_min_v, at most vin_v), got %g",
+                       c->ivr_vout_min_v, c->ivr_vin_v, c->ivr_vout_max_v);
+  }
+  ENPU_FORWARD(config_get_number(doc, &p, s, "step_mv", &c->ivr_step_mv, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "step_ns", &c->ivr_step_ns, err));
+  ENPU_FORWARD(config_get_number(doc, &p, s, "scaling_time_ns", &c->ivr_scaling_time_ns, err));
+  ENPU_FORWARD(config_get_int(doc, root, o, "fifo_sync_cycles", &c->fifo_sync_cycles, err));
+  ENPU_FORWARD(config_get_number(doc, root, o, "other_static_w", &c->other_static_w, err));
+  ENPU_FORWARD(config_get_number(doc, root, o, "tdp_w", &c->tdp_w, err));
   c->max_freq_ghz = c->freq_states * c->freq_step_mhz / 1000.0;
   return ENPU_OK;
 }
@@ -371,11 +366,10 @@ static int parse_gating(const config_doc *doc, const config_path *root, config_c
     const json_t *o = json_object_get(g, gating_keys[k]);
     config_gating *cg = &c->gating[k];
     ENPU_FORWARD(config_object(doc, &p, o, gating_comp_keys, NKEYS(gating_comp_keys), err));
-    ENPU_FORWARD(config_get_number(doc, &p, o, "gated_fraction", 0, false, 1, &cg->gated_fraction, err));
-    ENPU_FORWARD(config_get_number(doc, &p, o, "wake_ns", 0, false, 1e9, &cg->wake_ns, err));
-    ENPU_FORWARD(
-        config_get_number(doc, &p, o, "wake_energy_nj", 0, false, 1e12, &cg->wake_energy_nj, err));
-    ENPU_FORWARD(config_get_number(doc, &p, o, "min_idle_ns", 0, false, 1e12, &cg->min_idle_ns, err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "gated_fraction", &cg->gated_fraction, err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "wake_ns", &cg->wake_ns, err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "wake_energy_nj", &cg->wake_energy_nj, err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "min_idle_ns", &cg->min_idle_ns, err));
   }
   c->has_gating = true;
   return ENPU_OK;
@@ -441,7 +435,7 @@ static void clear_chip(void *c) { config_chip_clear(c); }
 
 int config_chip_load(const char *path, config_chip **out, enpu_err *err) {
   void *chip = NULL;
-  int rc = config_load_file(path, sizeof **out, parse_chip, clear_chip, &chip, err);
+  int rc = config_load_file(path, "chip", sizeof **out, parse_chip, clear_chip, &chip, err);
   *out = chip;
   return rc;
 }

@@ -25,15 +25,14 @@ static const char *const scheduler_keys[] = {"safeguard1_scan", "safeguard2", "s
 static const char *const dcn_keys[] = {"energy_pj_per_byte"};
 
 #define SG1_SCAN_DEFAULT 128
-#define SG1_SCAN_MAX 100000
 
 int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
                           config_parallel *out, enpu_err *err) {
   ENPU_FORWARD(config_object(doc, p, v, parallel_keys, NKEYS(parallel_keys), err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "dp", 1, &out->dp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "tp", 1, &out->tp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "pp", 1, &out->pp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "ep", 1, &out->ep, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "dp", &out->dp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "tp", &out->tp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "pp", &out->pp, err));
+  ENPU_FORWARD(config_get_int(doc, p, v, "ep", &out->ep, err));
   return ENPU_OK;
 }
 
@@ -53,8 +52,8 @@ static int parse_node(const config_doc *doc, const config_path *root, const char
   config_path np = CONFIG_KEY(root, key);
   const json_t *n = json_object_get(doc->root, key);
   ENPU_FORWARD(config_object(doc, &np, n, node_keys, NKEYS(node_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &np, n, "nodes", 1, &node->nodes, err));
-  ENPU_FORWARD(config_get_int(doc, &np, n, "chips", 1, &node->chips, err));
+  ENPU_FORWARD(config_get_int(doc, &np, n, "nodes", &node->nodes, err));
+  ENPU_FORWARD(config_get_int(doc, &np, n, "chips", &node->chips, err));
   config_path pp = CONFIG_KEY(&np, "parallel");
   ENPU_FORWARD(
       config_parallel_parse(doc, &pp, json_object_get(n, "parallel"), &node->parallel, err));
@@ -88,10 +87,10 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
     config_slo_class *k = &c->slo[i];
     ENPU_FORWARD(config_object(doc, &ep, e, slo_keys, NKEYS(slo_keys), err));
     ENPU_FORWARD(config_get_string(doc, &ep, e, "name", k->name, sizeof k->name, err));
-    ENPU_FORWARD(config_get_int(doc, &ep, e, "prefill_max_tokens", 1, &k->prefill_max_tokens, err));
-    ENPU_FORWARD(config_get_int(doc, &ep, e, "decode_max_tokens", 1, &k->decode_max_tokens, err));
-    ENPU_FORWARD(config_get_number(doc, &ep, e, "ttft_ms", 0, true, INFINITY, &k->ttft_ms, err));
-    ENPU_FORWARD(config_get_number(doc, &ep, e, "tpot_ms", 0, true, INFINITY, &k->tpot_ms, err));
+    ENPU_FORWARD(config_get_int(doc, &ep, e, "prefill_max_tokens", &k->prefill_max_tokens, err));
+    ENPU_FORWARD(config_get_int(doc, &ep, e, "decode_max_tokens", &k->decode_max_tokens, err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "ttft_ms", &k->ttft_ms, err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "tpot_ms", &k->tpot_ms, err));
     const config_slo_class *prev = i ? &c->slo[i - 1] : k;
     ENPU_FORWARD(check_bound(doc, &sp, i, "prefill_max_tokens", prev->prefill_max_tokens,
                              k->prefill_max_tokens, err));
@@ -104,12 +103,12 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
 
 /* An optional number: *out keeps its default when `key` is absent. */
 static int optional_number(const config_doc *doc, const config_path *p, const json_t *obj, const char *key,
-                           double min, bool min_open, double max, double *out, enpu_err *err) {
+                           double *out, enpu_err *err) {
   if (!json_object_get(obj, key)) return ENPU_OK;
-  return config_get_number(doc, p, obj, key, min, min_open, max, out, err);
+  return config_get_number(doc, p, obj, key, out, err);
 }
 
-/* "idle": the mode, and for "sleep" its power (<= 1 kW per chip) and latencies (<= 1 h). */
+/* "idle": the mode, and for "sleep" its power and latencies (ranges: config_ranges.c). */
 static int parse_idle(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
   c->idle = (config_idle){.mode = CONFIG_IDLE_LOWEST_STATE};
   const json_t *v = json_object_get(doc->root, "idle");
@@ -129,9 +128,9 @@ static int parse_idle(const config_doc *doc, const config_path *root, config_clu
                          sleep_only[k]);
   }
   if (!sleep) return ENPU_OK;
-  ENPU_FORWARD(config_get_number(doc, &ip, v, "sleep_w", 0, false, 1000, &c->idle.sleep_w, err));
-  ENPU_FORWARD(config_get_number(doc, &ip, v, "wake_ms", 0, false, 3.6e6, &c->idle.wake_ms, err));
-  return optional_number(doc, &ip, v, "sleep_after_ms", 0, false, 3.6e6, &c->idle.sleep_after_ms, err);
+  ENPU_FORWARD(config_get_number(doc, &ip, v, "sleep_w", &c->idle.sleep_w, err));
+  ENPU_FORWARD(config_get_number(doc, &ip, v, "wake_ms", &c->idle.wake_ms, err));
+  return optional_number(doc, &ip, v, "sleep_after_ms", &c->idle.sleep_after_ms, err);
 }
 
 static int parse_scheduler(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
@@ -141,13 +140,8 @@ static int parse_scheduler(const config_doc *doc, const config_path *root, confi
   if (!v) return ENPU_OK;
   config_path sp = CONFIG_KEY(root, "scheduler");
   ENPU_FORWARD(config_object(doc, &sp, v, scheduler_keys, NKEYS(scheduler_keys), err));
-  if (json_object_get(v, "safeguard1_scan")) {
-    config_path kp = CONFIG_KEY(&sp, "safeguard1_scan");
-    ENPU_FORWARD(config_get_int(doc, &sp, v, "safeguard1_scan", 1, &c->scheduler.safeguard1_scan, err));
-    if (c->scheduler.safeguard1_scan > SG1_SCAN_MAX)
-      return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected an integer from 1 to %d, got %d", SG1_SCAN_MAX,
-                         c->scheduler.safeguard1_scan);
-  }
+  if (json_object_get(v, "safeguard1_scan"))
+    ENPU_FORWARD(config_get_int(doc, &sp, v, "safeguard1_scan", &c->scheduler.safeguard1_scan, err));
   if (json_object_get(v, "safeguard2")) {
     config_path kp = CONFIG_KEY(&sp, "safeguard2");
     int mode = 0;
@@ -155,20 +149,18 @@ static int parse_scheduler(const config_doc *doc, const config_path *root, confi
                              &mode, err));
     c->scheduler.safeguard2 = (config_safeguard2)mode;
   }
-  ENPU_FORWARD(optional_number(doc, &sp, v, "safeguard2_window_s", 0, true, 86400,
-                               &c->scheduler.safeguard2_window_s, err));
-  return optional_number(doc, &sp, v, "safeguard2_miss_fraction", 0, false, 1,
-                         &c->scheduler.safeguard2_miss_fraction, err);
+  ENPU_FORWARD(optional_number(doc, &sp, v, "safeguard2_window_s", &c->scheduler.safeguard2_window_s, err));
+  return optional_number(doc, &sp, v, "safeguard2_miss_fraction", &c->scheduler.safeguard2_miss_fraction, err);
 }
 
-/* "dcn": energy of moving one byte of KV cache between nodes (both link ends), <= 1 µJ. */
+/* "dcn": energy of moving one byte of KV cache between nodes (both link ends). */
 static int parse_dcn(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
   c->dcn_energy_pj_per_byte = 0;
   const json_t *v = json_object_get(doc->root, "dcn");
   if (!v) return ENPU_OK;
   config_path dp = CONFIG_KEY(root, "dcn");
   ENPU_FORWARD(config_object(doc, &dp, v, dcn_keys, NKEYS(dcn_keys), err));
-  return config_get_number(doc, &dp, v, "energy_pj_per_byte", 0, false, 1e6, &c->dcn_energy_pj_per_byte, err);
+  return config_get_number(doc, &dp, v, "energy_pj_per_byte", &c->dcn_energy_pj_per_byte, err);
 }
 
 int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err) {
@@ -184,8 +176,8 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   config_path bp = CONFIG_KEY(&root, "batching");
   const json_t *b = json_object_get(doc->root, "batching");
   ENPU_FORWARD(config_object(doc, &bp, b, batching_keys, NKEYS(batching_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch", 1, &c->max_batch, err));
-  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch_tokens", 1, &c->max_batch_tokens, err));
+  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch", &c->max_batch, err));
+  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch_tokens", &c->max_batch_tokens, err));
   ENPU_FORWARD(parse_idle(doc, &root, c, err));
   ENPU_FORWARD(parse_scheduler(doc, &root, c, err));
   ENPU_FORWARD(parse_dcn(doc, &root, c, err));
@@ -199,7 +191,7 @@ static int parse_cluster(const config_doc *doc, void *cluster, enpu_err *err) {
 
 int config_cluster_load(const char *path, config_cluster **out, enpu_err *err) {
   void *cluster = NULL;
-  int rc = config_load_file(path, sizeof **out, parse_cluster, NULL, &cluster, err);
+  int rc = config_load_file(path, "cluster", sizeof **out, parse_cluster, NULL, &cluster, err);
   *out = cluster;
   return rc;
 }

@@ -17,6 +17,7 @@
 
 typedef struct {
   char file[CONFIG_PATH_LEN]; /* as opened; every message starts with it */
+  const char *kind;           /* "job", "model", "chip", "cluster": its numbers' ranges */
   char *text;                 /* the whole document, NUL-terminated */
   size_t len;
   json_t *root;
@@ -33,10 +34,10 @@ typedef struct config_path {
 #define CONFIG_KEY(parent_, key_) ((config_path){(parent_), (key_), 0})
 #define CONFIG_INDEX(parent_, i_) ((config_path){(parent_), NULL, (i_)})
 
-/* Read and parse `path` (duplicate keys are syntax errors, so every path names one
- * value). @return 0, ENPU_ERR_IO (cannot read) or ENPU_ERR_PARSE (file:line:column of
- * jansson's syntax error); on failure the doc holds nothing. */
-int config_doc_open(config_doc *doc, const char *path, enpu_err *err);
+/* Read and parse `path`, a document of `kind` (duplicate keys are syntax errors, so
+ * every path names one value). @return 0, ENPU_ERR_IO (cannot read) or ENPU_ERR_PARSE
+ * (file:line:column of jansson's syntax error); on failure the doc holds nothing. */
+int config_doc_open(config_doc *doc, const char *path, const char *kind, enpu_err *err);
 void config_doc_close(config_doc *doc);
 /* Hand the text over to the caller (provenance); the doc no longer frees it. */
 char *config_doc_take_text(config_doc *doc);
@@ -49,16 +50,29 @@ int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int 
 /* A short rendering of a value for "got ..." ("-4", "\"abc\"", "an object"). */
 void config_describe(const json_t *v, char *buf, size_t cap);
 
+/* The documented range of a number (config_ranges.c): every number read from a file has
+ * one, found by its document kind and JSON path (array indices written `[]`). */
+typedef struct {
+  const char *doc, *path; /* path may hold `*` for any one object key */
+  double min, max;
+  bool min_open;          /* min itself excluded */
+  const char *why;        /* what the number is and where the bound comes from */
+} config_range;
+/* @return the row, or NULL when the table has none. */
+const config_range *config_range_find(const char *doc, const char *path);
+/* The range of the value at p in doc; a value without one is ENPU_ERR_INTERNAL (a
+ * loader reads a number nobody gave a range). */
+int config_range_of(const config_doc *doc, const config_path *p, const config_range **out, enpu_err *err);
+
 /* Typed getters. v == NULL means the member p->key is missing: reported at p->parent.
  * Each reports "expected <what>, got <value>" at p and returns a negative code. */
 int config_object(const config_doc *doc, const config_path *p, const json_t *v,
                   const char *const *keys, size_t nkeys, enpu_err *err);
-/* Integer >= min (and <= INT_MAX). */
-int config_int(const config_doc *doc, const config_path *p, const json_t *v, int min, int *out,
-               enpu_err *err);
-/* Number in [min, max] ((min, max] when min_open); max may be INFINITY. */
-int config_number(const config_doc *doc, const config_path *p, const json_t *v, double min,
-                  bool min_open, double max, double *out, enpu_err *err);
+/* An integer within its documented range. */
+int config_int(const config_doc *doc, const config_path *p, const json_t *v, int *out, enpu_err *err);
+/* A number within its documented range. */
+int config_number(const config_doc *doc, const config_path *p, const json_t *v, double *out,
+                  enpu_err *err);
 /* Non-empty string of at most cap-1 bytes. */
 int config_string(const config_doc *doc, const config_path *p, const json_t *v, char *buf,
                   size_t cap, enpu_err *err);
@@ -71,10 +85,9 @@ int config_array(const config_doc *doc, const config_path *p, const json_t *v, s
 
 /* Member-level shorthands: look `key` up in obj (already checked to be an object). */
 int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                   const char *key, int min, int *out, enpu_err *err);
+                   const char *key, int *out, enpu_err *err);
 int config_get_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, double min, bool min_open, double max, double *out,
-                      enpu_err *err);
+                      const char *key, double *out, enpu_err *err);
 int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                       const char *key, char *buf, size_t cap, enpu_err *err);
 
@@ -85,9 +98,10 @@ extern const char *const config_budget_names[CONFIG_NBUDGET];
 extern const char *const config_idle_mode_names[CONFIG_NIDLE_MODE];
 extern const char *const config_safeguard2_names[CONFIG_NSG2];
 
-/* The public *_load functions: allocate a zeroed struct of `size` bytes, parse `path`
- * into it; on failure call clear (may be NULL) on it, free it, and leave *out NULL. */
-int config_load_file(const char *path, size_t size,
+/* The public *_load functions: allocate a zeroed struct of `size` bytes, parse `path` (a
+ * document of `kind`) into it; on failure call clear (may be NULL) on it, free it, and
+ * leave *out NULL. */
+int config_load_file(const char *path, const char *kind, size_t size,
                      int (*parse)(const config_doc *doc, void *out, enpu_err *err),
                      void (*clear)(void *obj), void **out, enpu_err *err);
 

@@ -51,7 +51,7 @@ static int parse_axis(const config_doc *doc, const config_path *phase_path, cons
     config_path rp = CONFIG_KEY(&p, "rule");
     ENPU_FORWARD(config_enum(doc, &rp, json_object_get(v, "rule"), rule_names, 1, &rule, err));
     ax->rule = true;
-    return config_get_int(doc, &p, v, "max", 1, &ax->rule_max, err);
+    return config_get_int(doc, &p, v, "max", &ax->rule_max, err);
   }
   if (!json_is_array(v)) {
     char got[96];
@@ -64,7 +64,7 @@ static int parse_axis(const config_doc *doc, const config_path *phase_path, cons
   if (!ax->values) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
   for (size_t i = 0; i < n; i++) {
     config_path ep = CONFIG_INDEX(&p, i);
-    ENPU_FORWARD(config_int(doc, &ep, json_array_get(v, i), 1, &ax->values[i], err));
+    ENPU_FORWARD(config_int(doc, &ep, json_array_get(v, i), &ax->values[i], err));
     if (i > 0 && ax->values[i] <= ax->values[i - 1])
       return fail_not_increasing(doc, &p, i, ax->values[i - 1], ax->values[i], err);
     ax->count = (int)i + 1;
@@ -140,7 +140,7 @@ static int parse_slacks(const config_doc *doc, const config_path *root, config_j
   if (!job->slacks) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
   for (size_t i = 0; i < n; i++) {
     config_path ep = CONFIG_INDEX(&sp, i);
-    ENPU_FORWARD(config_number(doc, &ep, json_array_get(v, i), 0, false, 10, &job->slacks[i], err));
+    ENPU_FORWARD(config_number(doc, &ep, json_array_get(v, i), &job->slacks[i], err));
     if (i > 0 && job->slacks[i] <= job->slacks[i - 1])
       return fail_not_increasing(doc, &sp, i, job->slacks[i - 1], job->slacks[i], err);
     job->slack_count = (int)i + 1;
@@ -229,7 +229,7 @@ static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem
   ENPU_FORWARD(config_array(doc, &sp, sizes, &n, err));
   for (size_t i = 0; i < n; i++) {
     config_path ip = CONFIG_INDEX(&sp, i);
-    ENPU_FORWARD(config_int(doc, &ip, json_array_get(sizes, i), 0, &spec.shadow_vregs, err));
+    ENPU_FORWARD(config_int(doc, &ip, json_array_get(sizes, i), &spec.shadow_vregs, err));
     ENPU_FORWARD(add_policy(doc, &ip, pl, elem, (long)i, job, &spec, err));
   }
   return ENPU_OK;
@@ -261,7 +261,7 @@ static int parse_epoch(const config_doc *doc, const config_path *root, config_jo
                        enpu_err *err) {
   job->epoch_ms = 5.0;
   if (!json_object_get(doc->root, "epoch_ms")) return ENPU_OK;
-  return config_get_number(doc, root, doc->root, "epoch_ms", 0, true, 1e6, &job->epoch_ms, err);
+  return config_get_number(doc, root, doc->root, "epoch_ms", &job->epoch_ms, err);
 }
 
 /* "budget": "strict" | "paper" (config.h), strict when absent. */
@@ -287,11 +287,11 @@ static int parse_moe(const config_doc *doc, const config_path *root, config_job 
   config_path cp = CONFIG_KEY(&mp, "capacity_factor");
   const json_t *cf = json_object_get(v, "capacity_factor");
   if (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0) return ENPU_OK;
-  if (json_is_number(cf) && json_number_value(cf) >= 1) {
-    job->moe_capacity_factor = json_number_value(cf);
-    return ENPU_OK;
-  }
-  const char *expected = "\"worst\" or a number >= 1";
+  if (json_is_number(cf)) return config_number(doc, &cp, cf, &job->moe_capacity_factor, err);
+  const config_range *r = NULL;
+  ENPU_FORWARD(config_range_of(doc, &cp, &r, err));
+  char expected[96];
+  snprintf(expected, sizeof expected, "\"worst\" or a number in [%g, %g]", r->min, r->max);
   if (!cf)
     return config_fail(doc, &mp, err, ENPU_ERR_INVALID,
                        "missing required key 'capacity_factor' (expected %s)", expected);
@@ -315,9 +315,9 @@ static int parse_validation(const config_doc *doc, const config_path *root, conf
     return config_fail(doc, &tp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
   }
   if (json_object_get(v, "sample"))
-    ENPU_FORWARD(config_get_int(doc, &vp, v, "sample", 1, &val->sample, err));
+    ENPU_FORWARD(config_get_int(doc, &vp, v, "sample", &val->sample, err));
   int seed = 1;
-  if (json_object_get(v, "seed")) ENPU_FORWARD(config_get_int(doc, &vp, v, "seed", 0, &seed, err));
+  if (json_object_get(v, "seed")) ENPU_FORWARD(config_get_int(doc, &vp, v, "seed", &seed, err));
   val->seed = (uint64_t)seed;
   val->enabled = true;
   return ENPU_OK;
@@ -326,13 +326,13 @@ static int parse_validation(const config_doc *doc, const config_path *root, conf
 /* Open the file that job member `key` names, relative to the job file. A file that
  * cannot be read is reported at that member; errors inside it name the file itself. */
 static int open_ref(const config_doc *doc, const config_path *root, const char *key,
-                    config_doc *ref, enpu_err *err) {
+                    config_doc *ref, enpu_err *err) { /* key names the kind too */
   char rel[CONFIG_PATH_LEN], path[CONFIG_PATH_LEN];
   config_path kp = CONFIG_KEY(root, key);
   ENPU_FORWARD(config_get_string(doc, root, doc->root, key, rel, sizeof rel, err));
   if (enpu_path_relative(doc->file, rel, path, sizeof path, NULL) < 0)
     return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
-  int rc = config_doc_open(ref, path, err);
+  int rc = config_doc_open(ref, path, key, err);
   if (rc == ENPU_ERR_IO) {
     char where[768];
     config_where(doc, &kp, where, sizeof where);
@@ -341,12 +341,27 @@ static int open_ref(const config_doc *doc, const config_path *root, const char *
   return rc;
 }
 
+/* The job's name becomes a directory name (results/<job>/): letters, digits, '.', '_'
+ * and '-', starting with a letter or digit, so it can neither climb out of the results
+ * directory ("..", "a/b") nor look like an option. */
+static int check_plain_name(const config_doc *doc, const config_path *root, const char *name, enpu_err *err) {
+  bool ok = (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= '0' && name[0] <= '9');
+  for (const char *c = name; ok && *c; c++)
+    ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *c) != NULL;
+  if (ok) return ENPU_OK;
+  config_path np = CONFIG_KEY(root, "name");
+  return config_fail(doc, &np, err, ENPU_ERR_INVALID,
+                     "expected a plain name (letters, digits, '.', '_', '-', starting with a letter or digit; it "
+                     "names the results directory), got \"%s\"", name);
+}
+
 static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job, enpu_err *err) {
   config_path root = CONFIG_ROOT;
   const json_t *o = doc->root;
   ENPU_FORWARD(config_object(doc, &root, o, job_keys, NKEYS(job_keys), err));
   snprintf(job->path, sizeof job->path, "%s", doc->file);
   ENPU_FORWARD(config_get_string(doc, &root, o, "name", job->name, sizeof job->name, err));
+  ENPU_FORWARD(check_plain_name(doc, &root, job->name, err));
   char store[CONFIG_PATH_LEN];
   ENPU_FORWARD(config_get_string(doc, &root, o, "store", store, sizeof store, err));
   if (enpu_path_relative(doc->file, store, job->store_path, sizeof job->store_path, NULL) < 0) {
@@ -396,7 +411,7 @@ int config_job_load(const char *path, config_job **out, enpu_err *err) {
   if (!job) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   config_doc doc, refs[3];
   memset(refs, 0, sizeof refs);
-  int rc = config_doc_open(&doc, path, err);
+  int rc = config_doc_open(&doc, path, "job", err);
   if (rc == ENPU_OK) {
     rc = parse_job(&doc, refs, job, err);
     job->job_json = config_doc_take_text(&doc);

@@ -38,10 +38,10 @@ static int parse_attention(const config_doc *doc, const config_path *root, const
     ENPU_FORWARD(config_object(doc, &ap, a, gqa_keys, NKEYS(gqa_keys), err));
   else
     ENPU_FORWARD(config_object(doc, &ap, a, mla_keys, NKEYS(mla_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "heads", 1, &m->heads, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "heads", &m->heads, err));
   if (m->attention == CONFIG_ATTN_GQA) {
-    ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_heads", 1, &m->kv_heads, err));
-    ENPU_FORWARD(config_get_int(doc, &ap, a, "head_dim", 1, &m->head_dim, err));
+    ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_heads", &m->kv_heads, err));
+    ENPU_FORWARD(config_get_int(doc, &ap, a, "head_dim", &m->head_dim, err));
     if (m->heads % m->kv_heads != 0) {
       config_path p = CONFIG_KEY(&ap, "kv_heads");
       return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected a divisor of heads (%d), got %d",
@@ -50,11 +50,11 @@ static int parse_attention(const config_doc *doc, const config_path *root, const
     return ENPU_OK;
   }
   m->kv_heads = m->heads;
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "q_lora_rank", 0, &m->q_lora_rank, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_lora_rank", 1, &m->kv_lora_rank, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_nope_head_dim", 1, &m->qk_nope_head_dim, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_rope_head_dim", 1, &m->qk_rope_head_dim, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "v_head_dim", 1, &m->v_head_dim, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "q_lora_rank", &m->q_lora_rank, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_lora_rank", &m->kv_lora_rank, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_nope_head_dim", &m->qk_nope_head_dim, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_rope_head_dim", &m->qk_rope_head_dim, err));
+  ENPU_FORWARD(config_get_int(doc, &ap, a, "v_head_dim", &m->v_head_dim, err));
   return ENPU_OK;
 }
 
@@ -63,12 +63,12 @@ static int parse_moe(const config_doc *doc, const config_path *root, const json_
   config_path mp = CONFIG_KEY(root, "moe");
   ENPU_FORWARD(config_object(doc, &mp, moe, moe_keys, NKEYS(moe_keys), err));
   m->moe = true;
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "routed_experts", 1, &m->routed_experts, err));
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "shared_experts", 0, &m->shared_experts, err));
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "experts_per_token", 1, &m->experts_per_token, err));
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "routed_experts", &m->routed_experts, err));
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "shared_experts", &m->shared_experts, err));
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "experts_per_token", &m->experts_per_token, err));
   ENPU_FORWARD(
-      config_get_int(doc, &mp, moe, "expert_intermediate", 1, &m->expert_intermediate, err));
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "first_dense_layers", 0, &m->first_dense_layers, err));
+      config_get_int(doc, &mp, moe, "expert_intermediate", &m->expert_intermediate, err));
+  ENPU_FORWARD(config_get_int(doc, &mp, moe, "first_dense_layers", &m->first_dense_layers, err));
   if (m->experts_per_token > m->routed_experts) {
     config_path p = CONFIG_KEY(&mp, "experts_per_token");
     return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected at most routed_experts (%d), got %d",
@@ -130,10 +130,10 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   ENPU_FORWARD(config_object(doc, &root, o, model_keys, NKEYS(model_keys), err));
   snprintf(m->path, sizeof m->path, "%s", doc->file);
   ENPU_FORWARD(config_get_string(doc, &root, o, "name", m->name, sizeof m->name, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "hidden", 1, &m->hidden, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "layers", 1, &m->layers, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "vocab", 1, &m->vocab, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "dtype_bytes", 1, &m->dtype_bytes, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "hidden", &m->hidden, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "layers", &m->layers, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "vocab", &m->vocab, err));
+  ENPU_FORWARD(config_get_int(doc, &root, o, "dtype_bytes", &m->dtype_bytes, err));
   if (m->dtype_bytes != 1 && m->dtype_bytes != 2 && m->dtype_bytes != 4) {
     config_path p = CONFIG_KEY(&root, "dtype_bytes");
     return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected 1, 2 or 4, got %d", m->dtype_bytes);
@@ -142,7 +142,7 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   config_path fp = CONFIG_KEY(&root, "ffn");
   const json_t *ffn = json_object_get(o, "ffn");
   ENPU_FORWARD(config_object(doc, &fp, ffn, ffn_keys, NKEYS(ffn_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &fp, ffn, "intermediate", 1, &m->ffn_intermediate, err));
+  ENPU_FORWARD(config_get_int(doc, &fp, ffn, "intermediate", &m->ffn_intermediate, err));
   const json_t *moe = json_object_get(o, "moe");
   if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));
   derive(m);
@@ -156,7 +156,7 @@ static int parse_model(const config_doc *doc, void *model, enpu_err *err) {
 
 int config_model_load(const char *path, config_model **out, enpu_err *err) {
   void *model = NULL;
-  int rc = config_load_file(path, sizeof **out, parse_model, NULL, &model, err);
+  int rc = config_load_file(path, "model", sizeof **out, parse_model, NULL, &model, err);
   *out = model;
   return rc;
 }

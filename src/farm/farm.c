@@ -1,7 +1,7 @@
 /* farm.c — the farm's ranks (DESIGN.md §6): the master builds the task DAG from the job's
  * grid and what the previous store and the journal already hold, schedules op and bucket
  * tasks longest-first in batches, journals every result, checkpoints the store, reports
- * progress and handles SIGTERM/SIGUSR1; workers run task batches. The only file of the
+ * progress and handles SIGTERM/SIGINT/SIGUSR1; workers run task batches. The only file of the
  * project that talks MPI.
  *
  * Invariants:
@@ -14,7 +14,11 @@
  *  - With N >= 2 ranks the master does not compute and never busy-waits: it polls with
  *    MPI_Iprobe and sleeps with a back-off of at most 10 ms (workers at most 2 ms).
  *  - Every result is in the journal before it counts as done; the journal is synced at
- *    least every second while results arrive, and reset only after a checkpoint. */
+ *    least every second while results arrive, at once when a stop signal is seen, and
+ *    reset only after a checkpoint.
+ *  - The master holds the store's writer lock (store_lock) from before it reads the
+ *    previous store until it exits; the store, journal and lock live at the store's
+ *    resolved path. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -48,7 +52,7 @@ static volatile sig_atomic_t farm_signal_seen;
 static void on_signal(int sig) { farm_signal_seen = sig; }
 
 void farm_options_default(farm_options *o) {
-  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .results_dir = "results"};
+  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S};
 }
 
 static void sleep_s(double s) {
@@ -134,7 +138,7 @@ typedef struct {
   int *deps;
   farm_state *state;
   farm_journal *journal;
-  int lock_fd;                         /* flock'd <store>.lock, or -1 */
+  store_lock *lock;                    /* the store's writer lock, held from setup to the end */
   char *added_json;
   uint64_t **wanted_keys;
   store_bucket_rec **wanted_buckets;
@@ -224,9 +228,13 @@ static int build_buckets(master *m, enpu_err *err) {
                        b->seq, config_phase_name(b->phase));
       break;
     }
-    if (b->batch < 1 || b->seq < 1) {
-      rc = enpu_errorf(err, ENPU_ERR_INVALID, "added bucket %s batch %d seq %d: batch and seq "
-                       "must be positive", config_phase_name(b->phase), b->batch, b->seq);
+    /* the ranges of a job's own buckets */
+    const char *what = "batch";
+    rc = config_range_check("job", "$.phases.*.batch[]", b->batch, err);
+    if (rc == 0) what = "seq", rc = config_range_check("job", "$.phases.*.seq[]", b->seq, err);
+    if (rc < 0) {
+      enpu_err_prefix(err, "added bucket %s batch %d seq %d: %s: ", config_phase_name(b->phase), b->batch, b->seq,
+                      what);
       break;
     }
   }
@@ -248,15 +256,14 @@ static int build_buckets(master *m, enpu_err *err) {
                                                config_phase_name(b->phase), "batch", b->batch,
                                                "seq", b->seq)) < 0)
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (JSON)");
-    grid_memory mem;
-    if (rc == 0) rc = grid_memory_per_chip(m->job, b->phase, b->batch, b->seq, &mem, err);
-    if (rc < 0) break;
-    if (grid_memory_used_bytes(&mem) > mem.hbm_bytes) {
+    const int fits = rc < 0 ? rc : grid_bucket_fits(m->job, b->phase, b->batch, b->seq, b->message,
+                                                    sizeof b->message, err);
+    if (fits < 0) {
+      rc = fits;
+      break;
+    }
+    if (!fits) {
       b->status = STORE_BUCKET_INFEASIBLE_CAPACITY;
-      snprintf(b->message, sizeof b->message,
-               "needs %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), HBM holds %.1f GB",
-               grid_memory_used_bytes(&mem) / 1e9, mem.weights_bytes / 1e9, mem.kv_bytes / 1e9,
-               mem.activation_bytes / 1e9, mem.hbm_bytes / 1e9);
       continue;
     }
     enpu_err gerr = {0};
@@ -446,7 +453,8 @@ static int build_wanted(master *m, enpu_err *err) {
       const mbucket *mb = &m->buckets[b];
       store_bucket_rec *r = &m->wanted_buckets[p][w->nbuckets++];
       const uint64_t h = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->job->budget);
-      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .batch = mb->batch, .seq = mb->seq, .input_hash = h};
+      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .budget = (uint8_t)m->job->budget, .batch = mb->batch,
+                              .seq = mb->seq, .input_hash = h};
     }
     w->op_keys = config_policy_is_epoch(m->job->policies[p].base) ? NULL : m->wanted_keys[p];
     w->buckets = m->wanted_buckets[p];
@@ -537,26 +545,61 @@ static void summary_counts(master *m) {
   }
 }
 
-/* One farm per store: a second one would write the same temporary file and journal, and
- * the ranks of a farm whose mpirun was killed can outlive it for a while. flock (not
- * fcntl) belongs to the open file description and the kernel drops it when the process
- * dies, however it dies; so wait a little for a dying farm before giving up. */
-static int lock_store(master *m, enpu_err *err) {
-  enum { LOCK_WAIT_S = 30 };
-  char path[sizeof m->store_path + 8];
-  snprintf(path, sizeof path, "%s.lock", m->store_path);
-  m->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  ENPU_RETURN_IF(m->lock_fd < 0, err, ENPU_ERR_IO, "%s: %s", path, strerror(errno));
-  const double start = enpu_now_s();
-  for (int told = 0; flock(m->lock_fd, LOCK_EX | LOCK_NB) != 0;) {
-    ENPU_RETURN_IF(errno != EWOULDBLOCK && errno != EINTR, err, ENPU_ERR_IO, "%s: flock: %s",
-                   path, strerror(errno));
-    ENPU_RETURN_IF(enpu_now_s() - start > LOCK_WAIT_S, err, ENPU_ERR_IO,
-                   "%s: another farm is writing this store (waited %d s)", path, LOCK_WAIT_S);
-    if (!told++ && !m->o.quiet)
-      fprintf(m->o.log, "farm: %s: waiting for another farm on this store to finish\n", path);
-    nanosleep(&(struct timespec){0, 100000000L}, NULL);
+/* One writer per store (store_lock): a second farm would write the same temporary file
+ * and journal, `enpu validate` would publish an older snapshot over a checkpoint; and the
+ * ranks of a farm whose mpirun was killed can outlive it for a while, which the lock's
+ * wait covers. The store, its journal and the lock all live at the resolved path, so a
+ * symbolic link to a store is the same store. */
+static int lock_store(master *m, const char *store, enpu_err *err) {
+  const char *slash = strrchr(store, '/');
+  if (slash && slash > store) {
+    char dir[CONFIG_PATH_LEN];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - store), store);
+    ENPU_FORWARD(enpu_mkdir_p(dir, err));
   }
+  char command[2 * CONFIG_PATH_LEN];
+  snprintf(command, sizeof command, "enpu farm %s", m->o.job_path);
+  ENPU_FORWARD(store_lock_acquire(store, command, m->o.lock_wait_s, m->o.quiet ? NULL : m->o.log, &m->lock, err));
+  const char *resolved = store_lock_path(m->lock);
+  ENPU_RETURN_IF(strlen(resolved) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
+                 "store path longer than %zu bytes: %s", sizeof m->store_path - 1, resolved);
+  snprintf(m->store_path, sizeof m->store_path, "%s", resolved);
+  snprintf(m->journal_path, sizeof m->journal_path, "%s.journal", m->store_path);
+  return 0;
+}
+
+/* The previous store's results. A damaged store, or one of another format version, is
+ * recomputed (its content cannot be trusted; the next checkpoint replaces it); a file
+ * that is no plan store at all is an input error, so that a mistyped --store never
+ * overwrites someone's file. */
+static int load_previous(master *m, enpu_err *err) {
+  int64_t nops = 0, nbuckets = 0;
+  int rc = farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err);
+  uint32_t version = 0;
+  enpu_err probe = {0};
+  if (rc != ENPU_ERR_FORMAT || store_probe(m->store_path, &version, &probe) < 0) return rc;
+  if (!m->o.quiet)
+    fprintf(m->o.log, "farm: warning: %s (format_version %u) cannot be reused, every result is recomputed: %s\n",
+            m->store_path, version, err->msg);
+  farm_state_free(m->state);
+  m->state = NULL;
+  return farm_state_create(&m->state, err);
+}
+
+/* The journal's results; what it could not give back is said (the farm recomputes it). */
+static int replay_journal(master *m, enpu_err *err) {
+  farm_journal_stats st;
+  ENPU_FORWARD(farm_journal_replay(m->journal_path, replay_record, m, &st, err));
+  if (m->o.quiet) return 0;
+  if (st.unreadable)
+    fprintf(m->o.log, "farm: warning: %s is not a farm journal (bad header): moved aside to %s.unreadable; "
+                      "results since the last checkpoint are recomputed\n", m->journal_path, m->journal_path);
+  if (st.skipped_bytes > 0)
+    fprintf(m->o.log, "farm: warning: %s: skipped %lld damaged bytes between intact records (%lld replayed)\n",
+            m->journal_path, (long long)st.skipped_bytes, (long long)st.records);
+  if (st.dropped_bytes > 0)
+    fprintf(m->o.log, "farm: %s: dropped a torn tail of %lld bytes after %lld records\n", m->journal_path,
+            (long long)st.dropped_bytes, (long long)st.records);
   return 0;
 }
 
@@ -568,33 +611,17 @@ static int master_setup(master *m, enpu_err *err) {
     m->op_code[p] = farm_op_policy(&m->job->policies[p]);
   }
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
-  const char *store = m->o.store_path ? m->o.store_path : m->job->store_path;
-  ENPU_RETURN_IF(strlen(store) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
-                 "store path longer than %zu bytes: %s", sizeof m->store_path - 1, store);
-  memcpy(m->store_path, store, strlen(store) + 1);
+  ENPU_FORWARD(lock_store(m, m->o.store_path ? m->o.store_path : m->job->store_path, err));
   snprintf(m->sum->store_path, sizeof m->sum->store_path, "%s", m->store_path);
-  snprintf(m->journal_path, sizeof m->journal_path, "%s.journal", m->store_path);
-  const char *slash = strrchr(m->store_path, '/');
-  if (slash && slash > m->store_path) {
-    char dir[sizeof m->store_path];
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - m->store_path), m->store_path);
-    ENPU_FORWARD(enpu_mkdir_p(dir, err));
-  }
-  ENPU_FORWARD(lock_store(m, err));
   ENPU_FORWARD(farm_state_create(&m->state, err));
-  int64_t nops = 0, nbuckets = 0;
-  ENPU_FORWARD(farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err));
+  ENPU_FORWARD(load_previous(m, err));
   ENPU_FORWARD(build_buckets(m, err));
   ENPU_FORWARD(build_tasks(m, err));
   ENPU_FORWARD(build_wanted(m, err));
   ENPU_FORWARD(add_uncompiled(m, err));
   m->sum->reused_store = mark_known(m);
-  int64_t records = 0, dropped = 0;
-  ENPU_FORWARD(farm_journal_replay(m->journal_path, replay_record, m, &records, &dropped, err));
+  ENPU_FORWARD(replay_journal(m, err));
   m->sum->reused_journal = mark_known(m);
-  if (dropped > 0 && !m->o.quiet)
-    fprintf(m->o.log, "farm: %s: dropped a torn tail of %lld bytes after %lld records\n",
-            m->journal_path, (long long)dropped, (long long)records);
   ENPU_FORWARD(farm_journal_open(m->journal_path, &m->journal, err));
   ENPU_FORWARD(build_queue(m, err));
   summary_counts(m);
@@ -617,7 +644,7 @@ static void master_free(master *m) {
   free(m->queue);
   free(m->added_json);
   farm_journal_free(m->journal);
-  if (m->lock_fd >= 0) close(m->lock_fd);
+  store_lock_release(m->lock);
   farm_state_free(m->state);
   farm_exec_free(m->exec);
   config_job_free(m->job);
@@ -633,7 +660,7 @@ static int checkpoint(master *m, enpu_err *err) {
       .tool_version = ENPU_TOOL_VERSION, .job_json = m->job->job_json,
       .model_json = m->job->model_json, .chip_json = m->job->chip_json,
       .cluster_json = m->job->cluster_json, .added_buckets_json = m->added_json};
-  ENPU_FORWARD(farm_state_checkpoint(m->state, m->store_path, &prov, m->wanted,
+  ENPU_FORWARD(farm_state_checkpoint(m->state, m->lock, &prov, m->wanted,
                                      m->job->policy_count, err));
   return farm_journal_reset(m->journal, err);
 }
@@ -820,7 +847,7 @@ typedef struct {
 /* Periodic duties of the master's loop: journal sync, checkpoint, progress. */
 static int duties(master *m, clocks *c, enpu_err *err) {
   const double now = enpu_now_s();
-  if (m->unsynced && now - c->last_sync >= 1.0) {
+  if (m->unsynced && (now - c->last_sync >= 1.0 || farm_signal_seen)) {
     ENPU_FORWARD(farm_journal_sync(m->journal, err));
     m->unsynced = 0;
     c->last_sync = now;
@@ -946,15 +973,27 @@ static double process_cpu_s(void) {
          (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
+/* Where a result file of this run goes: DIR/<job>/NAME with --results DIR, else NAME
+ * beside the store (the job name is a plain name: config_job_load checks it). The
+ * directory is created. */
+static int result_path(const master *m, const char *name, char *out, size_t cap, enpu_err *err) {
+  char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8];
+  if (m->o.results_dir) snprintf(dir, sizeof dir, "%s/%s", m->o.results_dir, m->job->name);
+  else snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(m->store_path, '/') - m->store_path), m->store_path);
+  ENPU_FORWARD(enpu_mkdir_p(dir[0] ? dir : "/", err));
+  ENPU_RETURN_IF(snprintf(out, cap, "%s/%s", dir, name) >= (int)cap, err, ENPU_ERR_RANGE, "path too long: %s/%s",
+                 dir, name);
+  return 0;
+}
+
 static int write_summary_md(const master *m, enpu_err *err) {
-  char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8], path[sizeof dir + 16];
-  snprintf(dir, sizeof dir, "%s/%s", m->o.results_dir, m->job->name);
-  ENPU_FORWARD(enpu_mkdir_p(dir, err));
-  snprintf(path, sizeof path, "%s/summary.md", dir);
+  char path[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
+  ENPU_FORWARD(result_path(m, "summary.md", path, sizeof path, err));
   FILE *f = fopen(path, "w");
-  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  ENPU_RETURN_IF(!f, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
   farm_summary_print(m->sum, f);
-  ENPU_RETURN_IF(fclose(f) != 0, err, ENPU_ERR_IO, "cannot write %s", path);
+  const int bad = ferror(f);
+  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
   return 0;
 }
 
@@ -966,10 +1005,10 @@ static int validate_store(const master *m, enpu_err *err) {
   const config_validation *val = &m->job->validation;
   if (!val->enabled || m->sum->outcome == FARM_INTERRUPTED) return 0;
   char report[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
-  snprintf(report, sizeof report, "%s/%s/validation.md", m->o.results_dir, m->job->name);
+  ENPU_FORWARD(result_path(m, "validation.md", report, sizeof report, err));
   validate_args a;
   validate_args_default(&a);
-  a.store_path = m->store_path, a.trace_path = val->trace_path, a.job = m->job;
+  a.store_path = m->store_path, a.lock = m->lock, a.trace_path = val->trace_path, a.job = m->job;
   a.job_source = m->o.job_path, a.cluster = &m->job->cluster, a.report_path = report;
   a.sample = val->sample, a.seed = val->seed, a.log = m->o.quiet ? NULL : m->o.log;
   validate_outcome out;
@@ -1101,26 +1140,30 @@ int farm_run(const farm_options *opt, farm_summary *sum, enpu_err *err) {
                    "MPI_Init failed");
     own = 1;
   }
-  master m = {.o = *opt, .sum = sum, .lock_fd = -1};
+  master m = {.o = *opt, .sum = sum};
   if (!m.o.log) m.o.log = stderr;
-  if (!m.o.results_dir) m.o.results_dir = "results";
   MPI_Comm_dup(MPI_COMM_WORLD, &m.comm);
   MPI_Comm_rank(m.comm, &m.rank);
   MPI_Comm_size(m.comm, &m.size);
   sum->rank = m.rank;
   sum->ranks = m.size;
-  struct sigaction sa = {.sa_handler = on_signal}, old_term, old_usr1;
+  /* SIGUSR1 is what Slurm's warning and mpirun forward; SIGTERM and SIGINT come from a
+   * scheduler, a user or srun. mpirun does not forward SIGTERM/SIGINT: it sends the
+   * ranks SIGTERM itself and SIGKILL a second later (Open MPI 4.1's
+   * odls_base_sigkill_timeout), so the master syncs its journal as soon as it sees a
+   * signal and checkpoints right after. */
+  static const int stop_signals[] = {SIGTERM, SIGINT, SIGUSR1};
+  enum { NSTOP = sizeof stop_signals / sizeof stop_signals[0] };
+  struct sigaction sa = {.sa_handler = on_signal}, old[NSTOP];
   sigemptyset(&sa.sa_mask);
   farm_signal_seen = 0;
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGUSR1, &sa, &old_usr1);
+  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &sa, &old[i]);
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sum, err);
   /* Workers leave only when rank 0 is done with its summary and validation: a worker
    * exiting with status 3 first would make mpirun kill rank 0 mid-way. */
   MPI_Barrier(m.comm);
   if (m.rank == 0) master_free(&m);
-  sigaction(SIGTERM, &old_term, NULL);
-  sigaction(SIGUSR1, &old_usr1, NULL);
+  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
   MPI_Comm_free(&m.comm);
   if (own) MPI_Finalize();
   return rc;

@@ -29,8 +29,11 @@ typedef struct {
   const farm_bucket_spec *add;       /* extra buckets (kept in the store for reruns) */
   int nadd;
   double checkpoint_s;               /* store rewrite interval (default 60) */
+  double lock_wait_s;                /* wait for another writer of the store (default
+                                        STORE_LOCK_WAIT_S) */
   double progress_s;                 /* progress line interval off a TTY (default 10) */
-  const char *results_dir;           /* summary.md goes to <results_dir>/<job>/ */
+  const char *results_dir;           /* summary.md (and validation.md) go to
+                                        <results_dir>/<job>/; NULL: beside the store */
   int quiet;                         /* no progress lines */
   FILE *log;                         /* progress and notes (stderr when NULL) */
 } farm_options;

@@ -86,21 +86,32 @@ int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result
 
 /* ---------------------------------------------------------------------------------
  * Journal: `<store>.journal`, a header then records of (kind, length, checksum,
- * zstd-compressed payload). A crash can leave a torn last record; replay stops there. */
+ * zstd-compressed payload). A crash can leave a torn last record; a damaged record is
+ * skipped and the records after it still count. */
 
 typedef struct farm_journal farm_journal;
+
+#define FARM_JOURNAL_MAX_KIND 255u /* record kinds are 1..this */
 
 typedef int (*farm_journal_fn)(void *user, uint32_t kind, const void *payload, size_t bytes,
                                enpu_err *err);
 
-/* Call fn for every intact record of `path` in order (a missing file has none); stop at
- * the first torn or corrupt record and report the bytes after it in *dropped_bytes.
- * A file that is not a journal (bad header) is ENPU_ERR_FORMAT. fn's error stops the
- * replay and is returned. */
-int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, int64_t *records,
-                        int64_t *dropped_bytes, enpu_err *err);
+typedef struct {
+  int64_t records;       /* intact records replayed */
+  int64_t skipped_bytes; /* damaged bytes between intact records, skipped */
+  int64_t dropped_bytes; /* after the last intact record: a torn tail */
+  int unreadable;        /* the header is not a journal's: nothing was replayed */
+} farm_journal_stats;
+
+/* Call fn for every intact record of `path` in order (a missing file has none),
+ * resynchronising on the next intact record after a damaged one. A file whose header is
+ * not a journal's replays nothing and sets st->unreadable (farm_journal_open moves it
+ * aside). fn's error stops the replay and is returned. */
+int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st,
+                        enpu_err *err);
 /* Open for appending (creating it with its header); a torn tail is truncated first so
- * new records follow the last intact one. */
+ * new records follow the last intact one, and a file that is not a journal is renamed
+ * to `<path>.unreadable` and replaced by a new journal. */
 int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
 /* Compress and buffer one record (written at the next sync, or when the buffer fills). */
 int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
@@ -120,8 +131,9 @@ int farm_state_create(farm_state **out, enpu_err *err);
 void farm_state_free(farm_state *s); /* NULL no-op */
 
 /* Load a previous store's results (a missing file loads nothing): each policy's ops
- * become op results, each bucket (with its ops, walk, plans, plan states) a bucket
- * result. *added_json receives the store's added_buckets attribute (malloc'd, or NULL). */
+ * become op results, each compiled bucket (with its ops, walk, plans, plan states) a
+ * bucket result; pending buckets are not results. *added_json receives the store's
+ * added_buckets attribute (malloc'd, or NULL). */
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets,
                           char **added_json, enpu_err *err);
 /* Take ownership of a result's arrays (r is emptied). A result with a key already known
@@ -142,16 +154,18 @@ typedef struct {
   uint32_t op_policy;              /* the code its op results are kept under */
   const uint64_t *op_keys;         /* NULL for an epoch policy: its buckets' epochs */
   size_t nops;
-  const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash are read */
+  const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash (and budget, for a
+                                      pending row) are read */
   size_t nbuckets;
 } farm_wanted;
 
-/* Write the wanted, known results as a store at `path` (store_writer: temp + fsync +
- * rename): policies by code, ops sorted by key, buckets by (phase, batch, seq), rows
- * assigned here, so the content depends only on the results, never on arrival order or
- * rank count.
- * A bucket whose ops are not all known is skipped. */
-int farm_state_checkpoint(const farm_state *s, const char *path, const store_provenance *prov,
+/* Write the wanted, known results as the store `lock` protects (store_writer: temp +
+ * fsync + rename): policies by code, ops sorted by key, buckets by (phase, batch, seq),
+ * rows assigned here, so the content depends only on the results, never on arrival order
+ * or rank count. A wanted bucket without a result (or whose ops are not all known) is
+ * written as STORE_BUCKET_PENDING, so readers of a checkpoint can tell "not compiled
+ * yet". */
+int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
                           const farm_wanted *wanted, int nwanted, enpu_err *err);
 
 #endif /* ENPU_FARM_INTERNAL_H */

@@ -10,12 +10,19 @@
  * its decompressed size, at most FARM_JOURNAL_MAX_RECORD bytes.
  *
  * Invariants:
- *  - A record is intact when its bytes are all present, its checksum matches and it
- *    decompresses to exactly the size its frame declares; replay and open use the same
- *    test (journal_scan), so open truncates exactly what replay would drop.
- *  - The file on disk is always the header followed by intact records, except for a torn
- *    last record after a crash or a failed write (a failed write truncates back to the
- *    last intact end when it can, so later records never follow a torn one).
+ *  - A record is intact when its kind is 1..FARM_JOURNAL_MAX_KIND, its bytes are all
+ *    present, its checksum matches and it decompresses to exactly the size its frame
+ *    declares; replay and open use the same scan (journal_scan), so open truncates
+ *    exactly what replay would drop.
+ *  - The file on disk is the header followed by intact records, except for a torn last
+ *    record after a crash or a failed write (a failed write truncates back to the last
+ *    intact end when it can, so later records never follow a torn one) and bytes damaged
+ *    in place. A damaged record does not hide the ones after it: the scan resynchronises
+ *    on the next offset where an intact record starts, and counts the bytes it skipped.
+ *  - A file whose header is not a journal's holds nothing the farm can trust: replay
+ *    reports it and replays nothing, open moves it aside (to `<path>.unreadable`) and
+ *    starts a new journal. The store holds everything checkpointed, so that loses at
+ *    most the results since the last checkpoint, which the farm recomputes.
  *  - Records are buffered in memory until sync (or until the buffer exceeds
  *    JOURNAL_FLUSH_BYTES); only sync makes them durable. */
 #include <errno.h>
@@ -39,6 +46,7 @@ enum { HEADER_BYTES = 16, RECORD_HEAD_BYTES = 16 };
  * frame cannot make replay allocate much. */
 #define FARM_JOURNAL_MAX_RECORD ((size_t)64 << 20)
 #define JOURNAL_FLUSH_BYTES ((size_t)4 << 20)
+#define RESYNC_WINDOW_BYTES ((size_t)1 << 20) /* read at once while looking for a record */
 
 struct farm_journal {
   int fd;
@@ -50,7 +58,7 @@ struct farm_journal {
 
 /* Scratch reused across records while scanning. */
 typedef struct {
-  farm_buf comp, plain;
+  farm_buf comp, plain, window;
   ZSTD_DCtx *dctx;
 } scan_scratch;
 
@@ -118,19 +126,27 @@ static int grow_buf(farm_buf *b, size_t need, const char *path, enpu_err *err) {
   return ENPU_OK;
 }
 
-/* Check the header of a file of `size` bytes. @return 0 (intact), 1 (a torn header: the
- * file is shorter than a header and holds a prefix of one), or ENPU_ERR_FORMAT/IO. */
+enum { HEADER_INTACT = 0, HEADER_TORN = 1, HEADER_BAD = 2 };
+
+/* Check the header of a file of `size` bytes. @return HEADER_INTACT, HEADER_TORN (the
+ * file is shorter than a header and holds a prefix of one), HEADER_BAD (not a journal's
+ * header), or ENPU_ERR_IO. */
 static int check_header(int fd, off_t size, const char *path, enpu_err *err) {
   unsigned char want[HEADER_BYTES], got[HEADER_BYTES];
   make_header(want);
   size_t n = size < HEADER_BYTES ? (size_t)size : HEADER_BYTES;
-  ENPU_RETURN_IF(pread_full(fd, got, n, 0) != 0, err, ENPU_ERR_IO, "%s: cannot read: %s", path,
+  ENPU_RETURN_IF(pread_full(fd, got, n, 0) != 0, err, enpu_errno_code(errno), "%s: cannot read: %s", path,
                  strerror(errno));
-  if (memcmp(got, want, n) != 0)
-    return enpu_errorf(err, ENPU_ERR_FORMAT,
-                       "%s: not a farm journal (expected magic %s version %u at offset 0)", path,
-                       JOURNAL_MAGIC, JOURNAL_VERSION);
-  return n < HEADER_BYTES ? 1 : ENPU_OK;
+  if (memcmp(got, want, n) != 0) return HEADER_BAD;
+  return n < HEADER_BYTES ? HEADER_TORN : HEADER_INTACT;
+}
+
+/* Could a record of this kind and length start `room` bytes before the end of the file?
+ * The cheap test that keeps resynchronising from hashing most offsets. */
+static int head_plausible(uint32_t kind, uint32_t comp_bytes, off_t room) {
+  return kind >= 1 && kind <= FARM_JOURNAL_MAX_KIND && room >= RECORD_HEAD_BYTES &&
+         (uint64_t)comp_bytes <= (uint64_t)(room - RECORD_HEAD_BYTES) &&
+         comp_bytes <= ZSTD_compressBound(FARM_JOURNAL_MAX_RECORD);
 }
 
 /* Is the record at `off` intact? Fills sc->plain with its payload. @return 1 intact,
@@ -139,17 +155,15 @@ static int read_record(int fd, off_t off, off_t size, scan_scratch *sc, uint32_t
                        uint32_t *comp_len, const char *path, enpu_err *err) {
   unsigned char head[RECORD_HEAD_BYTES];
   if (size - off < RECORD_HEAD_BYTES) return 0;
-  ENPU_RETURN_IF(pread_full(fd, head, sizeof head, off) < 0, err, ENPU_ERR_IO,
+  ENPU_RETURN_IF(pread_full(fd, head, sizeof head, off) < 0, err, enpu_errno_code(errno),
                  "%s: cannot read at %lld: %s", path, (long long)off, strerror(errno));
   *kind = get_le32(head);
   uint32_t comp_bytes = *comp_len = get_le32(head + 4);
   uint64_t sum = get_le64(head + 8);
-  if ((uint64_t)comp_bytes > (uint64_t)(size - off - RECORD_HEAD_BYTES) ||
-      comp_bytes > ZSTD_compressBound(FARM_JOURNAL_MAX_RECORD))
-    return 0;
+  if (!head_plausible(*kind, comp_bytes, size - off)) return 0;
   ENPU_FORWARD(grow_buf(&sc->comp, comp_bytes ? comp_bytes : 1, path, err));
   ENPU_RETURN_IF(pread_full(fd, sc->comp.data, comp_bytes, off + RECORD_HEAD_BYTES) < 0, err,
-                 ENPU_ERR_IO, "%s: cannot read at %lld: %s", path, (long long)off, strerror(errno));
+                 enpu_errno_code(errno), "%s: cannot read at %lld: %s", path, (long long)off, strerror(errno));
   if (record_checksum(*kind, sc->comp.data, comp_bytes) != sum) return 0;
   unsigned long long plain = ZSTD_getFrameContentSize(sc->comp.data, comp_bytes);
   size_t frame = ZSTD_findFrameCompressedSize(sc->comp.data, comp_bytes);
@@ -163,66 +177,102 @@ static int read_record(int fd, off_t off, off_t size, scan_scratch *sc, uint32_t
   return 1;
 }
 
+/* The first offset >= from where an intact record starts, or `size` when none does:
+ * windows of the file are read at once and only offsets whose head is plausible are
+ * read and checked in full. */
+static int find_record(int fd, off_t from, off_t size, scan_scratch *sc, off_t *at, const char *path,
+                       enpu_err *err) {
+  *at = size;
+  ENPU_FORWARD(grow_buf(&sc->window, RESYNC_WINDOW_BYTES + RECORD_HEAD_BYTES, path, err));
+  for (off_t base = from; base < size; base += (off_t)RESYNC_WINDOW_BYTES) {
+    size_t got = (size_t)(size - base) < RESYNC_WINDOW_BYTES + RECORD_HEAD_BYTES
+                     ? (size_t)(size - base) : RESYNC_WINDOW_BYTES + RECORD_HEAD_BYTES;
+    ENPU_RETURN_IF(pread_full(fd, sc->window.data, got, base) != 0, err, enpu_errno_code(errno),
+                   "%s: cannot read at %lld: %s", path, (long long)base, strerror(errno));
+    for (size_t i = 0; i < RESYNC_WINDOW_BYTES && i + RECORD_HEAD_BYTES <= got; i++) {
+      const unsigned char *h = sc->window.data + i;
+      if (!head_plausible(get_le32(h), get_le32(h + 4), size - base - (off_t)i)) continue;
+      uint32_t kind, comp_len;
+      int intact = read_record(fd, base + (off_t)i, size, sc, &kind, &comp_len, path, err);
+      if (intact < 0) return intact;
+      if (intact) {
+        *at = base + (off_t)i;
+        return ENPU_OK;
+      }
+    }
+  }
+  return ENPU_OK;
+}
+
 /* Walk the records of an open journal of `size` bytes (header already checked), calling
- * fn (if any) for each intact one; *good_end receives the end of the intact prefix. */
+ * fn (if any) for each intact one and resynchronising after a damaged one; *good_end
+ * receives the end of the last intact record. */
 static int journal_scan(int fd, off_t size, const char *path, farm_journal_fn fn, void *user,
-                        int64_t *records, off_t *good_end, enpu_err *err) {
+                        farm_journal_stats *st, off_t *good_end, enpu_err *err) {
   scan_scratch sc = {.dctx = ZSTD_createDCtx()};
   ENPU_RETURN_IF(!sc.dctx, err, ENPU_ERR_NOMEM, "%s: no memory for zstd", path);
   off_t off = HEADER_BYTES;
-  int64_t n = 0;
+  *good_end = off;
   int rc = ENPU_OK;
   for (;;) {
     uint32_t kind = 0, comp_len = 0;
     int intact = read_record(fd, off, size, &sc, &kind, &comp_len, path, err);
-    if (intact <= 0) {
+    if (intact < 0) {
       rc = intact;
       break;
     }
+    if (!intact) {
+      off_t next = size;
+      rc = off + 1 < size ? find_record(fd, off + 1, size, &sc, &next, path, err) : ENPU_OK;
+      if (rc < 0 || next >= size) break;
+      st->skipped_bytes += next - off;
+      off = next;
+      continue;
+    }
     if (fn && (rc = fn(user, kind, sc.plain.data, sc.plain.len, err)) < 0) {
-      enpu_err_prefix(err, "%s: record %lld at offset %lld: ", path, (long long)n, (long long)off);
+      enpu_err_prefix(err, "%s: record %lld at offset %lld: ", path, (long long)st->records, (long long)off);
       break;
     }
-    n++;
+    st->records++;
     off += RECORD_HEAD_BYTES + (off_t)comp_len;
+    *good_end = off;
   }
   farm_buf_free(&sc.comp);
   farm_buf_free(&sc.plain);
+  farm_buf_free(&sc.window);
   ZSTD_freeDCtx(sc.dctx);
-  if (records) *records = n;
-  *good_end = off;
   return rc;
 }
 
-/* Open `path` read-only for replay. @return 0, 1 when it does not exist, or ENPU_ERR_IO. */
+/* Open `path` read-only for replay. @return 0, 1 when it does not exist, or an error. */
 static int open_existing(const char *path, int *fd, off_t *size, enpu_err *err) {
   *fd = open(path, O_RDONLY);
   if (*fd < 0 && errno == ENOENT) return 1;
-  ENPU_RETURN_IF(*fd < 0, err, ENPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  ENPU_RETURN_IF(*fd < 0, err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
   if (fstat(*fd, &st) != 0) {
     int saved = errno;
     close(*fd);
     *fd = -1;
-    return enpu_errorf(err, ENPU_ERR_IO, "%s: cannot stat: %s", path, strerror(saved));
+    return enpu_errorf(err, enpu_errno_code(saved), "%s: cannot stat: %s", path, strerror(saved));
   }
   *size = st.st_size;
   return ENPU_OK;
 }
 
-int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, int64_t *records,
-                        int64_t *dropped_bytes, enpu_err *err) {
-  if (records) *records = 0;
-  if (dropped_bytes) *dropped_bytes = 0;
+int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st,
+                        enpu_err *err) {
+  *st = (farm_journal_stats){0};
   int fd;
   off_t size = 0, good_end = 0;
   int rc = open_existing(path, &fd, &size, err);
   if (rc != ENPU_OK) return rc > 0 ? ENPU_OK : rc;
   rc = check_header(fd, size, path, err);
-  if (rc == ENPU_OK) rc = journal_scan(fd, size, path, fn, user, records, &good_end, err);
-  else if (rc > 0) rc = ENPU_OK; /* a torn header: a crash right after creation, no records */
+  st->unreadable = rc == HEADER_BAD;
+  if (rc == HEADER_INTACT) rc = journal_scan(fd, size, path, fn, user, st, &good_end, err);
+  else if (rc > 0) rc = ENPU_OK; /* torn (a crash right after creation) or unreadable: no records */
   close(fd);
-  if (dropped_bytes) *dropped_bytes = (int64_t)(size - good_end);
+  st->dropped_bytes = rc == ENPU_OK && !st->unreadable ? (int64_t)(size - good_end) : 0;
   return rc;
 }
 
@@ -236,37 +286,57 @@ static int fsync_parent(const char *path, enpu_err *err) {
   int saved = errno;
   if (fd >= 0) close(fd);
   free(dir);
-  ENPU_RETURN_IF(rc != 0, err, ENPU_ERR_IO, "%s: cannot fsync its directory: %s", path,
+  ENPU_RETURN_IF(rc != 0, err, enpu_errno_code(saved), "%s: cannot fsync its directory: %s", path,
                  strerror(saved));
   return ENPU_OK;
 }
 
 /* Make the file exactly `bytes` long and durable. */
 static int truncate_sync(int fd, off_t bytes, const char *path, enpu_err *err) {
-  ENPU_RETURN_IF(ftruncate(fd, bytes) != 0 || fsync(fd) != 0, err, ENPU_ERR_IO,
+  ENPU_RETURN_IF(ftruncate(fd, bytes) != 0 || fsync(fd) != 0, err, enpu_errno_code(errno),
                  "%s: cannot truncate to %lld bytes: %s", path, (long long)bytes, strerror(errno));
+  return ENPU_OK;
+}
+
+/* A file that is no journal goes to `<path>.unreadable` (for a post-mortem; an older
+ * one there is replaced) and a new, empty file takes its place. */
+static int move_aside(farm_journal *j, enpu_err *err) {
+  char *aside = malloc(strlen(j->path) + sizeof ".unreadable");
+  ENPU_RETURN_IF(!aside, err, ENPU_ERR_NOMEM, "%s: out of memory", j->path);
+  strcpy(aside, j->path);
+  strcat(aside, ".unreadable");
+  int rc = rename(j->path, aside) == 0 ? ENPU_OK
+                                       : enpu_errorf(err, enpu_errno_code(errno), "%s: cannot move it to %s: %s",
+                                                     j->path, aside, strerror(errno));
+  free(aside);
+  ENPU_FORWARD(rc);
+  close(j->fd);
+  j->fd = open(j->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ENPU_RETURN_IF(j->fd < 0, err, enpu_errno_code(errno), "%s: cannot create: %s", j->path, strerror(errno));
   return ENPU_OK;
 }
 
 /* Bring an open journal file to "header + intact records" and find its end. */
 static int prepare_file(farm_journal *j, enpu_err *err) {
   struct stat st;
-  ENPU_RETURN_IF(fstat(j->fd, &st) != 0, err, ENPU_ERR_IO, "%s: cannot stat: %s", j->path,
+  ENPU_RETURN_IF(fstat(j->fd, &st) != 0, err, enpu_errno_code(errno), "%s: cannot stat: %s", j->path,
                  strerror(errno));
   int rc = check_header(j->fd, st.st_size, j->path, err);
   if (rc < 0) return rc;
-  if (rc > 0) { /* new, or torn before its header was complete: write the header */
+  if (rc == HEADER_BAD) ENPU_FORWARD(move_aside(j, err));
+  if (rc != HEADER_INTACT) { /* new, moved aside, or torn before its header was complete */
     unsigned char h[HEADER_BYTES];
     make_header(h);
     ENPU_FORWARD(truncate_sync(j->fd, 0, j->path, err));
-    ENPU_RETURN_IF(pwrite_full(j->fd, h, sizeof h, 0) != 0, err, ENPU_ERR_IO,
+    ENPU_RETURN_IF(pwrite_full(j->fd, h, sizeof h, 0) != 0, err, enpu_errno_code(errno),
                    "%s: cannot write the header: %s", j->path, strerror(errno));
     ENPU_FORWARD(truncate_sync(j->fd, HEADER_BYTES, j->path, err));
     j->end = HEADER_BYTES;
     return fsync_parent(j->path, err);
   }
   off_t good_end;
-  ENPU_FORWARD(journal_scan(j->fd, st.st_size, j->path, NULL, NULL, NULL, &good_end, err));
+  farm_journal_stats scanned = {0};
+  ENPU_FORWARD(journal_scan(j->fd, st.st_size, j->path, NULL, NULL, &scanned, &good_end, err));
   if (good_end < st.st_size) ENPU_FORWARD(truncate_sync(j->fd, good_end, j->path, err));
   j->end = good_end;
   return ENPU_OK;
@@ -281,8 +351,8 @@ int farm_journal_open(const char *path, farm_journal **out, enpu_err *err) {
   j->fd = -1;
   int rc = j->path && j->cctx ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   if (rc == ENPU_OK) {
-    j->fd = open(path, O_RDWR | O_CREAT, 0644);
-    if (j->fd < 0) rc = enpu_errorf(err, ENPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (j->fd < 0) rc = enpu_errorf(err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
   }
   if (rc == ENPU_OK) rc = prepare_file(j, err);
   if (rc == ENPU_OK) {
@@ -306,7 +376,7 @@ static int write_pending(farm_journal *j, enpu_err *err) {
   if (pwrite_full(j->fd, j->pending.data, j->pending.len, j->end) != 0) {
     int saved = errno;
     int cut = ftruncate(j->fd, j->end); /* if this fails too, replay stops at the torn record */
-    return enpu_errorf(err, ENPU_ERR_IO, "%s: cannot append %zu bytes: %s (torn tail %s)", j->path,
+    return enpu_errorf(err, enpu_errno_code(saved), "%s: cannot append %zu bytes: %s (torn tail %s)", j->path,
                        j->pending.len, strerror(saved), cut == 0 ? "removed" : "left in place");
   }
   j->end += (off_t)j->pending.len;
@@ -335,7 +405,7 @@ int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, siz
 
 int farm_journal_sync(farm_journal *j, enpu_err *err) {
   ENPU_FORWARD(write_pending(j, err));
-  ENPU_RETURN_IF(fdatasync(j->fd) != 0, err, ENPU_ERR_IO, "%s: cannot sync: %s", j->path,
+  ENPU_RETURN_IF(fdatasync(j->fd) != 0, err, enpu_errno_code(errno), "%s: cannot sync: %s", j->path,
                  strerror(errno));
   return ENPU_OK;
 }

@@ -338,6 +338,7 @@ static int load_policy_buckets(farm_state *s, const store_policy_tables *t, uint
   int rc = local_of_pos && scratch ? ENPU_OK
                                    : enpu_errorf(err, ENPU_ERR_NOMEM, "farm: no memory to load buckets");
   for (size_t i = 0; i < t->nbuckets && rc == ENPU_OK; i++) {
+    if (t->buckets[i].status == STORE_BUCKET_PENDING) continue; /* a checkpoint's gap, not a result */
     farm_bucket_result r = {.policy = policy, .bucket = t->buckets[i]};
     store_bucket_rec *bk = &r.bucket;
     bk->ops_first = bk->ops_count = bk->plan_first = bk->plan_count = 0;
@@ -590,6 +591,19 @@ static int emit_bucket(const farm_bucket_result *r, const uint32_t *rows, ckpt_t
   return ENPU_OK;
 }
 
+/* A wanted bucket without a result yet: its key and the hash it is wanted with. */
+static int emit_pending(const store_bucket_rec *wb, ckpt_tables *tb, enpu_err *err) {
+  ENPU_RETURN_IF((uint64_t)tb->n[STORE_T_BUCKETS] + 1 > UINT32_MAX, err, ENPU_ERR_RANGE,
+                 "farm: more than 2^32 buckets");
+  store_bucket_rec *b = push_row(tb, STORE_T_BUCKETS, err);
+  if (!b) return ENPU_ERR_NOMEM;
+  *b = (store_bucket_rec){.phase = wb->phase, .status = STORE_BUCKET_PENDING, .budget = wb->budget, .batch = wb->batch,
+                          .seq = wb->seq, .input_hash = wb->input_hash,
+                          .ops_first = (uint32_t)tb->n[STORE_T_BUCKET_OPS], .walk_first = tb->n[STORE_T_WALK],
+                          .plan_first = (uint32_t)tb->n[STORE_T_PLANS]};
+  return ENPU_OK;
+}
+
 /* Build the tables of one wanted policy into tb (emptied first). */
 static int build_policy(const farm_state *s, const farm_wanted *wt, ckpt_tables *tb,
                         enpu_err *err) {
@@ -613,13 +627,13 @@ static int build_policy(const farm_state *s, const farm_wanted *wt, ckpt_tables 
     }
     const farm_bucket_result *r =
         farm_state_find_bucket(s, wt->policy, wb->phase, wb->batch, wb->seq, wb->input_hash);
-    if (!r) continue;
-    if (enpu_grow((void **)&rows, &rows_cap, r->nops, sizeof *rows) < 0) {
+    if (r && enpu_grow((void **)&rows, &rows_cap, r->nops, sizeof *rows) < 0) {
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "farm: no memory to map a bucket's ops");
       break;
     }
-    rc = map_bucket(&k, r, rows, err);
+    rc = r ? map_bucket(&k, r, rows, err) : 0;
     if (rc > 0) rc = emit_bucket(r, rows, tb, err);
+    else if (rc == 0) rc = emit_pending(wb, tb, err);
   }
   free(rows);
   free(want);
@@ -634,24 +648,24 @@ static int wanted_policy_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int farm_state_checkpoint(const farm_state *s, const char *path, const store_provenance *prov,
+int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
                           const farm_wanted *wanted, int nwanted, enpu_err *err) {
   /* Policies are written in code order, whatever order the caller lists them in. */
   ENPU_RETURN_IF(nwanted < 0 || nwanted > CONFIG_MAX_POLICIES, err, ENPU_ERR_INVALID,
-                 "farm: checkpoint of %s: %d policies", path, nwanted);
+                 "farm: checkpoint of %s: %d policies", store_lock_path(lock), nwanted);
   const farm_wanted *by_policy[CONFIG_MAX_POLICIES];
   config_policy_spec spec;
   for (int i = 0; i < nwanted; i++) {
     ENPU_RETURN_IF(config_policy_spec_decode(wanted[i].policy, &spec) < 0, err, ENPU_ERR_INVALID,
-                   "farm: checkpoint of %s: policy %u unknown", path, wanted[i].policy);
+                   "farm: checkpoint of %s: policy %u unknown", store_lock_path(lock), wanted[i].policy);
     by_policy[i] = &wanted[i];
   }
   qsort(by_policy, (size_t)nwanted, sizeof *by_policy, wanted_policy_cmp);
   for (int i = 1; i < nwanted; i++)
     ENPU_RETURN_IF(by_policy[i]->policy == by_policy[i - 1]->policy, err, ENPU_ERR_INVALID,
-                   "farm: checkpoint of %s: policy %u listed twice", path, by_policy[i]->policy);
+                   "farm: checkpoint of %s: policy %u listed twice", store_lock_path(lock), by_policy[i]->policy);
   store_writer *w = NULL;
-  ENPU_FORWARD(store_writer_create(path, prov, 0, &w, err));
+  ENPU_FORWARD(store_writer_create(lock, prov, 0, &w, err));
   ckpt_tables tb = {0};
   int rc = ENPU_OK;
   for (int p = 0; p < nwanted && rc == ENPU_OK; p++) {

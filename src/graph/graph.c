@@ -369,8 +369,11 @@ static int check_inputs(const config_job *job, config_phase phase, int batch, in
                  "unknown phase %d", (int)phase);
   ENPU_RETURN_IF(!job->phase[phase].enabled, err, ENPU_ERR_INVALID,
                  "job '%s' has no %s phase", job->name, config_phase_name(phase));
-  ENPU_RETURN_IF(batch < 1, err, ENPU_ERR_RANGE, "batch must be >= 1, got %d", batch);
-  ENPU_RETURN_IF(seq < 1, err, ENPU_ERR_RANGE, "seq must be >= 1, got %d", seq);
+  if (config_range_check("job", "$.phases.*.batch[]", batch, err) < 0 ||
+      config_range_check("job", "$.phases.*.seq[]", seq, err) < 0) {
+    enpu_err_prefix(err, "bucket batch %d seq %d: ", batch, seq);
+    return ENPU_ERR_RANGE;
+  }
   const config_parallel *p = &job->phase[phase].parallel;
   ENPU_RETURN_IF(p->dp < 1 || p->tp < 1 || p->pp < 1 || p->ep < 1, err, ENPU_ERR_INVALID,
                  "parallel degrees must be >= 1, got dp %d tp %d pp %d ep %d", p->dp,
@@ -502,7 +505,14 @@ int graph_build(const config_job *job, config_phase phase, int batch, int seq, g
   builder bld = {.g = g, .model = &job->model, .tp = p->tp, .ep = p->ep,
                  .capacity_factor = job->moe_capacity_factor,
                  .dtype = job->model.dtype_bytes};
-  const int rc = build(&bld, err);
+  int rc = build(&bld, err);
+  /* Searches and re-simulations allocate per op instance of a pass: bound the count
+   * before they do (real models have thousands to tens of thousands). */
+  int64_t instances = 0;
+  for (int i = 0; rc == 0 && i < g->count; i++) instances += g->ops[i].multiplicity;
+  if (rc == 0 && instances > GRAPH_MAX_INSTANCES)
+    rc = enpu_errorf(err, ENPU_ERR_RANGE, "%s batch %d seq %d: %lld operator instances per forward pass (limit %lld)",
+                     config_phase_name(phase), batch, seq, (long long)instances, (long long)GRAPH_MAX_INSTANCES);
   if (rc < 0) {
     graph_free(g);
     return rc;

@@ -65,6 +65,10 @@
 #include "common.h"
 #include "config.h"
 
+/* Most operator instances (sum of multiplicities) one forward pass may have: graph_build
+ * refuses more, because the searches allocate per instance. */
+#define GRAPH_MAX_INSTANCES ((int64_t)1 << 22)
+
 typedef enum {
   GRAPH_MATMUL = 0,      /* b × ([m,k] @ [k,n]); rhs_is_weight: [k,n] comes from weights */
   GRAPH_ATTENTION,       /* flash attention: b = (requests × kv heads), each with

@@ -159,6 +159,17 @@ double grid_memory_used_bytes(const grid_memory *mem) {
   return mem->weights_bytes + mem->kv_bytes + mem->activation_bytes;
 }
 
+int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int seq, char *why, size_t cap,
+                     enpu_err *err) {
+  grid_memory mem;
+  ENPU_FORWARD(grid_memory_per_chip(job, phase, batch, seq, &mem, err));
+  if (grid_memory_used_bytes(&mem) <= mem.hbm_bytes) return 1;
+  snprintf(why, cap, "needs %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), HBM holds %.1f GB",
+           grid_memory_used_bytes(&mem) / 1e9, mem.weights_bytes / 1e9, mem.kv_bytes / 1e9,
+           mem.activation_bytes / 1e9, mem.hbm_bytes / 1e9);
+  return 0;
+}
+
 /* ---------------------------------------------------------------------------------
  * Grid */
 

@@ -99,6 +99,12 @@ int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, i
 /* weights + kv + activations, in bytes. */
 double grid_memory_used_bytes(const grid_memory *mem);
 
+/* Does the bucket fit the chip's HBM? When it does not, `why` receives "needs X GB per
+ * chip (weights, KV, activations), HBM holds Y GB" (what the store keeps for it).
+ * @return 1 fits, 0 does not, or grid_memory_per_chip's error. */
+int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int seq, char *why, size_t cap,
+                     enpu_err *err);
+
 /* ---------------------------------------------------------------------------------
  * The grid */
 

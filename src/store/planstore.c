@@ -119,6 +119,9 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
   const store_bucket_rec *b = &p->t.buckets[bi];
   ENPU_RETURN_IF(b->status == STORE_BUCKET_INFEASIBLE_CAPACITY, err, ENPU_ERR_INFEASIBLE,
                  "%s bucket batch %d seq %d does not fit the chips: %s", phase_name, b->batch, b->seq, b->message);
+  ENPU_RETURN_IF(b->status == STORE_BUCKET_PENDING, err, ENPU_ERR_NOT_FOUND,
+                 "%s bucket batch %d seq %d: not compiled yet (store is a checkpoint of a running farm: "
+                 "%zu of %zu buckets)", phase_name, b->batch, b->seq, p->t.nbuckets - p->pending, p->t.nbuckets);
   ENPU_RETURN_IF(b->status == STORE_BUCKET_FAILED, err, ENPU_ERR_NOT_FOUND,
                  "%s bucket batch %d seq %d failed to compile: %s", phase_name, b->batch, b->seq, b->message);
   *plan = (planstore_plan){.policy = pi, .bucket = (uint32_t)bi, .phase = phase, .budget_mode = b->budget,

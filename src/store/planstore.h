@@ -5,7 +5,8 @@
  * validated at open, buckets sorted for binary search), takes well under a microsecond
  * and never touches the file. Every index read from the file is bounds-checked at open:
  * a corrupt or crafted store fails planstore_open with ENPU_ERR_FORMAT and a message,
- * never a crash. Functions return 0 or a negative ENPU_ERR_* code (common.h) and fill
+ * never a crash, and every table it loads must match the checksum written with it, so
+ * a damaged store is an error naming the table, never a changed answer. Functions return 0 or a negative ENPU_ERR_* code (common.h) and fill
  * the optional enpu_err. A planstore handle is read-only after open: concurrent lookups
  * from several threads are safe. */
 #ifndef ENPU_PLANSTORE_H
@@ -92,7 +93,9 @@ const char *planstore_policy_name(const planstore *ps, size_t i); /* NULL when o
  * exact target time: the longest walk prefix whose time is <= target_ns.
  * @return 0;
  *   ENPU_ERR_NOT_FOUND: unknown policy, or no covering bucket (the message names the
- *     largest batch and seq of the phase), or the bucket's compilation failed;
+ *     largest batch and seq of the phase), or the bucket's compilation failed, or it is
+ *     not compiled yet (the store is a checkpoint of a running farm: the message says
+ *     how many of the policy's buckets are);
  *   ENPU_ERR_INFEASIBLE: the bucket does not fit the chips (capacity), or target_ns is
  *     below the fastest plan — in that case *plan is still filled with the fastest plan
  *     (walk prefix 0), which a runtime may use when it prefers late to nothing;

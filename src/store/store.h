@@ -16,16 +16,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common.h"
 #include "planstore.h"
 
 /* 2: buckets and plans carry their budget mode, plans their critical-path time and
  * overhead (the cost model's transitions and budgets changed with them).
- * 3: plans carry their regulator loss per component and their power gating; policy
+ * 3: a checksum per table and over the root attributes, pending buckets in checkpoints.
+ * 4: plans carry their regulator loss per component and their power gating; policy
  * groups may be policy variants (pg+, @shadow=) and epoch policies, whose ops are epochs
  * (kind STORE_OP_KIND_EPOCH). */
-#define STORE_FORMAT_VERSION 3u
+#define STORE_FORMAT_VERSION 4u
 #define STORE_NSTATE 5     /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7    /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
 #define STORE_NAME_LEN 64  /* fixed string columns (op and policy names) */
@@ -37,7 +39,14 @@
 
 /* Phases and bucket status, as stored (u8 columns). Phase numbers equal config_phase. */
 enum { STORE_PHASE_PREFILL = 0, STORE_PHASE_DECODE = 1 };
-enum { STORE_BUCKET_OK = 0, STORE_BUCKET_INFEASIBLE_CAPACITY = 1, STORE_BUCKET_FAILED = 2 };
+enum {
+  STORE_BUCKET_OK = 0,
+  STORE_BUCKET_INFEASIBLE_CAPACITY = 1,
+  STORE_BUCKET_FAILED = 2,
+  STORE_BUCKET_PENDING = 3, /* wanted, not compiled yet: a checkpoint of an unfinished farm;
+                               no ops, walk or plans */
+  STORE_NBUCKET_STATUS
+};
 /* Budget modes, as stored (u8 columns); equal to config_budget. */
 enum { STORE_BUDGET_STRICT = 0, STORE_BUDGET_PAPER = 1 };
 
@@ -197,13 +206,42 @@ const char *store_table_name(store_table t);
  * @return 0, or ENPU_ERR_INTERNAL when HDF5 refuses it. */
 int store_zstd_register(enpu_err *err);
 
+/* ---------------------------------------------------------------------------------
+ * The writer's lock (store_lock.c): one writer per store. Whoever publishes a store
+ * holds it from before reading the store it rewrites until after publishing; readers
+ * never need it. */
+
+typedef struct store_lock store_lock;
+
+/* How long a writer waits for the lock by default: long enough for a killed farm's
+ * ranks to go away, short enough that a writer refused by a running farm says so soon. */
+#define STORE_LOCK_WAIT_S 30.0
+
+/* The path a store at `path` lives at: symbolic links followed (also a link to a store
+ * not written yet), the directory made absolute. The directory must exist.
+ * @return 0, ENPU_ERR_IO (no such directory, a link loop), ENPU_ERR_RANGE, ENPU_ERR_INVALID. */
+int store_resolve_path(const char *path, char *out, size_t cap, enpu_err *err);
+
+/* Take the exclusive lock of the store at `path` (resolved as above; the lock file is
+ * `<resolved>.lock`), recording this process (pid, host, time, `command`) as its holder.
+ * While another process holds it, wait up to wait_s seconds (a note on `log`, if any,
+ * names the holder).
+ * @return 0; ENPU_ERR_ENV when the store stays locked (the message names the holder) or
+ * the lock file cannot be made; as store_resolve_path. */
+int store_lock_acquire(const char *path, const char *command, double wait_s, FILE *log, store_lock **out,
+                       enpu_err *err);
+/* The resolved store path the lock protects. */
+const char *store_lock_path(const store_lock *l);
+void store_lock_release(store_lock *l); /* NULL is a no-op */
+
 typedef struct store_writer store_writer;
 
-/* Start writing the store that will be published at `path`: the data goes to
- * `<path>.tmp` (truncated if it exists); `path` is untouched until store_writer_commit.
- * zstd_level 0 = the default level; level < 0 disables compression (for size checks).
- * @return 0, or ENPU_ERR_IO/INTERNAL with a message. */
-int store_writer_create(const char *path, const store_provenance *prov, int zstd_level,
+/* Start writing the store that `lock` protects (published at store_lock_path): the file
+ * is built in memory and written to `<path>.tmp` only at commit; `path` is untouched
+ * until then. zstd_level 0 = the default level; level < 0 disables compression (for size
+ * checks). The lock must stay held until store_writer_free.
+ * @return 0, or ENPU_ERR_INTERNAL/NOMEM with a message. */
+int store_writer_create(const store_lock *lock, const store_provenance *prov, int zstd_level,
                         store_writer **out, enpu_err *err);
 
 /* Append n records of `table` (an array of the matching store_*_rec) to the policy's
@@ -212,10 +250,11 @@ int store_writer_create(const char *path, const store_provenance *prov, int zstd
 int store_writer_append(store_writer *w, const char *policy, store_table table,
                         const void *records, size_t n, enpu_err *err);
 
-/* Close the temporary file, fsync it, rename it over `path` and fsync the directory.
- * A reader that opened the previous store keeps reading it. After this call (even on
- * failure) only store_writer_free may be called.
- * @return 0, or ENPU_ERR_IO with a message (the old store, if any, is intact). */
+/* Add the checksums, write the file image to `<path>.tmp`, fsync it, rename it over
+ * `path` and fsync the directory. A reader that opened the previous store keeps reading
+ * it. After this call (even on failure) only store_writer_free may be called.
+ * @return 0, or ENPU_ERR_ENV (no space, I/O error: the message says which) / ENPU_ERR_IO
+ * with a message; on failure the old store, if any, is intact and no .tmp is left. */
 int store_writer_commit(store_writer *w, enpu_err *err);
 
 /* Free the writer; an uncommitted writer removes its temporary file. NULL is a no-op. */
@@ -251,8 +290,17 @@ typedef struct {
   size_t npolicies;
 } store_contents;
 
-/* @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT, ENPU_ERR_NOMEM. */
+/* Load and check the whole store, every table's checksum and the provenance checksum
+ * included (`enpu store verify` is this call).
+ * @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT (not a plan store, another
+ * format_version, damaged: the message names the policy and table), ENPU_ERR_NOMEM. */
 int store_load(const char *path, store_contents **out, enpu_err *err);
+
+/* Is `path` a plan store at all: an HDF5 file with a readable format_version (of any
+ * value, damaged or not)? Tells a damaged or old store, which the farm recomputes, from
+ * a file that is none, which it must not overwrite.
+ * @return 0 with *format_version, ENPU_ERR_FORMAT (not a plan store), ENPU_ERR_IO. */
+int store_probe(const char *path, uint32_t *format_version, enpu_err *err);
 void store_contents_free(store_contents *c); /* NULL is a no-op */
 /* store_load of the provenance only (no policies: npolicies 0), for a check of what a
  * store was compiled for. @return as store_load. */

@@ -14,6 +14,21 @@
 #define STORE_POLICIES_GROUP "policies"
 #define STORE_ATTR_FORMAT_VERSION "format_version"
 #define STORE_ATTR_ADDED_BUCKETS "added_buckets" /* optional */
+#define STORE_ATTR_TABLE_CHECKSUM "xxh3_64"       /* on every table dataset */
+#define STORE_ATTR_PROVENANCE_CHECKSUM "provenance_xxh3_64"
+#define STORE_MAX_RECORD_BYTES 4096 /* a file row; the store's rows are < 300 bytes */
+
+/* The root attributes (provenance) as one record: what the writer writes, store_load
+ * reads back, and the provenance checksum covers. */
+enum { STORE_NROOT_HASHES = 4, STORE_NROOT_STRINGS = 7 };
+typedef struct {
+  uint32_t format_version;
+  uint64_t hashes[STORE_NROOT_HASHES];        /* named by store_root_hash_names */
+  const char *strings[STORE_NROOT_STRINGS];   /* named by store_root_string_names;
+                                                 NULL = absent (only added_buckets) */
+} store_root_attrs;
+extern const char *const store_root_hash_names[STORE_NROOT_HASHES];
+extern const char *const store_root_string_names[STORE_NROOT_STRINGS];
 
 typedef enum { STORE_F_U8, STORE_F_U32, STORE_F_I32, STORE_F_U64, STORE_F_F64, STORE_F_STR } store_field_kind;
 
@@ -42,6 +57,18 @@ int store_table_types(store_table t, hid_t *mem, hid_t *file, enpu_err *err);
  * set_local) = uncompressed chunk bytes, the bound a decompressed chunk may not exceed. */
 extern const H5Z_class2_t store_zstd_class;
 
+/* ---- checksums (store_hash.c) --------------------------------------------------- */
+
+/* A table's checksum built over appended rows (the writer), or all at once. */
+typedef struct store_hash store_hash;
+int store_hash_create(store_table t, store_hash **out, enpu_err *err);
+void store_hash_rows(store_hash *h, const void *rows, size_t n); /* records of table t */
+uint64_t store_hash_digest(const store_hash *h);
+void store_hash_free(store_hash *h); /* NULL is a no-op */
+/* @return 0, or ENPU_ERR_NOMEM. */
+int store_table_checksum(store_table t, const void *rows, size_t n, uint64_t *out, enpu_err *err);
+uint64_t store_provenance_checksum(const store_root_attrs *a);
+
 /* ---- reading (store_read.c) ------------------------------------------------------- */
 
 /* Open a plan store read-only after checking it is one of this format version (the
@@ -53,6 +80,7 @@ typedef struct {
   store_policy_tables t;
   uint32_t *order;                  /* bucket rows sorted by (phase, batch, seq), unique */
   int32_t max_batch[2], max_seq[2]; /* per phase, over all its buckets */
+  size_t pending;                   /* buckets not compiled yet (a checkpoint) */
 } store_policy;
 
 /* Open `path` read-only, check format_version, then load and validate every policy
@@ -72,6 +100,9 @@ int store_read_policy(const char *path, const char *policy, store_policy **out, 
 void store_policies_free(store_policy *p, size_t n); /* NULL is a no-op */
 /* Free the row arrays of one policy's tables and zero their counts (not the struct). */
 void store_policy_tables_free(store_policy_tables *p);
+
+/* A u64 (any integer type) attribute of `loc`. @return 0, or ENPU_ERR_FORMAT. */
+int store_read_attr_u64(hid_t loc, const char *name, uint64_t *out, enpu_err *err);
 
 /* (phase, batch, seq) order of buckets: <0, 0, >0. */
 int store_bucket_cmp(const store_bucket_rec *a, const store_bucket_rec *b);

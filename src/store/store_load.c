@@ -10,21 +10,6 @@
 
 #include "store_internal.h"
 
-/* A root u64 attribute (the provenance hashes, required). */
-static int read_attr_u64(hid_t file, const char *name, uint64_t *out, enpu_err *err) {
-  hid_t attr = H5Aexists(file, name) > 0 ? H5Aopen(file, name, H5P_DEFAULT) : H5I_INVALID_HID;
-  hid_t type = attr < 0 ? -1 : H5Aget_type(attr), space = attr < 0 ? -1 : H5Aget_space(attr);
-  herr_t rc = (type < 0 || space < 0 || H5Tget_class(type) != H5T_INTEGER ||
-               H5Sget_simple_extent_npoints(space) != 1)
-                  ? -1
-                  : H5Aread(attr, H5T_NATIVE_UINT64, out);
-  if (space >= 0) H5Sclose(space);
-  if (type >= 0) H5Tclose(type);
-  if (attr >= 0) H5Aclose(attr);
-  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_FORMAT, "missing or unreadable attribute %s (u64 expected)", name);
-  return ENPU_OK;
-}
-
 /* A root string attribute into *out (malloc'd), or *out = NULL when it is absent. */
 static int read_attr_str(hid_t file, const char *name, hsize_t file_bytes, char **out, enpu_err *err) {
   *out = NULL;
@@ -50,23 +35,31 @@ static int read_attr_str(hid_t file, const char *name, hsize_t file_bytes, char 
   return ENPU_OK;
 }
 
+/* The root attributes, checked against their checksum. */
 static int read_provenance(hid_t file, store_contents *c, enpu_err *err) {
   hsize_t file_bytes = 0;
   ENPU_RETURN_IF(H5Fget_filesize(file, &file_bytes) < 0, err, ENPU_ERR_FORMAT, "cannot tell the file size");
   c->format_version = STORE_FORMAT_VERSION; /* store_read accepted no other */
-  ENPU_FORWARD(read_attr_u64(file, "cost_model_hash", &c->cost_model_hash, err));
-  ENPU_FORWARD(read_attr_u64(file, "chip_hash", &c->chip_hash, err));
-  ENPU_FORWARD(read_attr_u64(file, "model_hash", &c->model_hash, err));
-  ENPU_FORWARD(read_attr_u64(file, "job_hash", &c->job_hash, err));
-  const struct {
-    const char *name;
-    char **field;
-  } strings[] = {{"tool_version", &c->tool_version}, {"created_utc", &c->created_utc},
-                 {"job_json", &c->job_json},         {"model_json", &c->model_json},
-                 {"chip_json", &c->chip_json},       {"cluster_json", &c->cluster_json},
-                 {STORE_ATTR_ADDED_BUCKETS, &c->added_buckets_json}};
-  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
-    ENPU_FORWARD(read_attr_str(file, strings[i].name, file_bytes, strings[i].field, err));
+  uint64_t *hashes[STORE_NROOT_HASHES] = {&c->cost_model_hash, &c->chip_hash, &c->model_hash, &c->job_hash};
+  char **strings[STORE_NROOT_STRINGS] = {&c->tool_version, &c->created_utc, &c->job_json, &c->model_json,
+                                         &c->chip_json, &c->cluster_json, &c->added_buckets_json};
+  store_root_attrs root = {.format_version = c->format_version};
+  for (int i = 0; i < STORE_NROOT_HASHES; i++) {
+    ENPU_FORWARD(store_read_attr_u64(file, store_root_hash_names[i], hashes[i], err));
+    root.hashes[i] = *hashes[i];
+  }
+  for (int i = 0; i < STORE_NROOT_STRINGS; i++) {
+    ENPU_FORWARD(read_attr_str(file, store_root_string_names[i], file_bytes, strings[i], err));
+    root.strings[i] = *strings[i];
+  }
+  uint64_t stored = 0, computed = store_provenance_checksum(&root);
+  ENPU_FORWARD(store_read_attr_u64(file, STORE_ATTR_PROVENANCE_CHECKSUM, &stored, err));
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  stored = computed; /* as in store_read.c: let the fuzzer past the checksum */
+#endif
+  ENPU_RETURN_IF(stored != computed, err, ENPU_ERR_FORMAT,
+                 "root attributes: damaged: checksum mismatch (stored %016llx, read %016llx)",
+                 (unsigned long long)stored, (unsigned long long)computed);
   /* The two descriptive strings are "" rather than NULL when absent. */
   char **always[] = {&c->tool_version, &c->created_utc};
   for (size_t i = 0; i < 2; i++)

@@ -32,7 +32,6 @@
 #include "store_internal.h"
 
 #define STORE_MAX_POLICIES 64
-#define STORE_MAX_RECORD_BYTES 4096       /* a file row; the store's rows are < 300 bytes */
 #define STORE_MAX_CHUNK_BYTES (4u << 20)  /* the writer makes ~64 KiB chunks */
 #define STORE_MAX_ZSTD_RATIO 4096         /* uncompressed bytes per stored byte; real stores
                                              stay far below (see schemas/planstore.md) */
@@ -157,6 +156,67 @@ static int check_layout(hid_t ds, uint64_t rows, size_t record_bytes, uint64_t f
   return check_chunks(ds, rows, chunk, chunk * record_bytes, nfilters > 0, stored, file_bytes, what, err);
 }
 
+int store_read_attr_u64(hid_t loc, const char *name, uint64_t *out, enpu_err *err) {
+  hid_t attr = H5Aexists(loc, name) > 0 ? H5Aopen(loc, name, H5P_DEFAULT) : H5I_INVALID_HID;
+  hid_t type = attr < 0 ? -1 : H5Aget_type(attr), space = attr < 0 ? -1 : H5Aget_space(attr);
+  herr_t rc = (type < 0 || space < 0 || H5Tget_class(type) != H5T_INTEGER ||
+               H5Sget_simple_extent_npoints(space) != 1)
+                  ? -1
+                  : H5Aread(attr, H5T_NATIVE_UINT64, out);
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
+  if (attr >= 0) H5Aclose(attr);
+  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_FORMAT, "missing or unreadable attribute %s (u64 expected)", name);
+  return ENPU_OK;
+}
+
+/* All `dims` rows of table t from ds (file type ftype) into a new array. */
+static int read_rows(hid_t ds, hid_t ftype, store_table t, hsize_t dims, const char *what, char **out,
+                     enpu_err *err) {
+  char *rows = enpu_calloc((size_t)dims, store_tables[t].record_bytes);
+  ENPU_RETURN_IF(!rows, err, ENPU_ERR_NOMEM, "%s: no memory for %llu rows", what, (unsigned long long)dims);
+  hid_t mem = H5I_INVALID_HID;
+  int rc = store_table_types(t, &mem, NULL, err);
+  /* HDF5 clears its 1 MiB conversion and background buffers on every read: sized to
+   * the table instead, opening a store of many small tables costs a tenth. */
+  size_t row_bytes = store_tables[t].record_bytes > H5Tget_size(ftype) ? store_tables[t].record_bytes
+                                                                         : H5Tget_size(ftype);
+  size_t buffer = (size_t)dims < STORE_CONVERT_BUFFER / row_bytes ? (size_t)dims * row_bytes : STORE_CONVERT_BUFFER;
+  hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+  if (rc == ENPU_OK && (dxpl < 0 || H5Pset_buffer(dxpl, buffer, NULL, NULL) < 0))
+    rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "%s: cannot set up the read", what);
+  if (rc == ENPU_OK && H5Dread(ds, mem, H5S_ALL, H5S_ALL, dxpl, rows) < 0)
+    rc = BAD("%s: cannot read it (corrupt, or its columns differ)", what);
+  if (dxpl >= 0) H5Pclose(dxpl);
+  if (mem >= 0) H5Tclose(mem);
+  if (rc < 0) {
+    free(rows);
+    return rc;
+  }
+  terminate_strings(t, rows, (size_t)dims);
+  *out = rows;
+  return ENPU_OK;
+}
+
+/* The rows read are the rows written: the table's checksum attribute matches them. */
+static int check_checksum(hid_t ds, store_table t, const void *rows, size_t n, const char *what, enpu_err *err) {
+  uint64_t stored = 0, computed = 0;
+  if (store_read_attr_u64(ds, STORE_ATTR_TABLE_CHECKSUM, &stored, err) < 0) {
+    enpu_err_prefix(err, "%s: damaged: ", what);
+    return ENPU_ERR_FORMAT;
+  }
+  ENPU_FORWARD(store_table_checksum(t, rows, n, &computed, err));
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  /* A fuzzer's mutation cannot update the checksum: compare nothing, so it reaches the
+   * checks below, which a crafted store (whose author computes checksums) meets. */
+  stored = computed;
+#endif
+  ENPU_RETURN_IF(stored != computed, err, ENPU_ERR_FORMAT,
+                 "%s: damaged: checksum mismatch (stored %016llx, rows read %016llx)", what,
+                 (unsigned long long)stored, (unsigned long long)computed);
+  return ENPU_OK;
+}
+
 /* Read one table of a policy group; a missing dataset is an empty table. */
 static int load_table(hid_t group, store_policy_tables *p, store_table t, int load_rows, uint64_t file_bytes,
                       enpu_err *err) {
@@ -182,27 +242,11 @@ static int load_table(hid_t group, store_policy_tables *p, store_table t, int lo
   size_t *count = NULL;
   void **slot = store_table_slot(p, t, &count);
   *count = rc == ENPU_OK ? (size_t)dims : 0;
-  if (rc == ENPU_OK && load_rows && dims > 0) {
-    char *rows = enpu_calloc((size_t)dims, store_tables[t].record_bytes);
-    hid_t mem = H5I_INVALID_HID;
-    if (!rows) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "%s: no memory for %llu rows", what, (unsigned long long)dims);
-    else rc = store_table_types(t, &mem, NULL, err);
-    /* HDF5 clears its 1 MiB conversion and background buffers on every read: sized to
-     * the table instead, opening a store of many small tables costs a tenth. */
-    size_t row_bytes = store_tables[t].record_bytes > H5Tget_size(ftype) ? store_tables[t].record_bytes
-                                                                           : H5Tget_size(ftype);
-    size_t buffer = (size_t)dims < STORE_CONVERT_BUFFER / row_bytes ? (size_t)dims * row_bytes : STORE_CONVERT_BUFFER;
-    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-    if (rc == ENPU_OK && (dxpl < 0 || H5Pset_buffer(dxpl, buffer, NULL, NULL) < 0))
-      rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "%s: cannot set up the read", what);
-    if (rc == ENPU_OK && H5Dread(ds, mem, H5S_ALL, H5S_ALL, dxpl, rows) < 0)
-      rc = BAD("%s: cannot read it (corrupt, or its columns differ)", what);
-    if (dxpl >= 0) H5Pclose(dxpl);
-    if (mem >= 0) H5Tclose(mem);
-    if (rc == ENPU_OK) terminate_strings(t, rows, (size_t)dims);
-    if (rc == ENPU_OK) *slot = rows;
-    else free(rows);
-  }
+  char *rows = NULL;
+  if (rc == ENPU_OK && load_rows && dims > 0) rc = read_rows(ds, ftype, t, dims, what, &rows, err);
+  if (rc == ENPU_OK && load_rows) rc = check_checksum(ds, t, rows, (size_t)dims, what, err);
+  if (rc == ENPU_OK) *slot = rows;
+  else free(rows);
   if (ftype >= 0) H5Tclose(ftype);
   if (space >= 0) H5Sclose(space);
   H5Dclose(ds);
@@ -300,10 +344,12 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
 static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch,
                            enpu_err *err) {
   const store_bucket_rec *b = &p->buckets[bi];
-  if (b->phase > STORE_PHASE_DECODE || b->status > STORE_BUCKET_FAILED || b->budget > STORE_BUDGET_PAPER ||
+  if (b->phase > STORE_PHASE_DECODE || b->status >= STORE_NBUCKET_STATUS || b->budget > STORE_BUDGET_PAPER ||
       b->batch < 1 || b->seq < 1)
     return BAD("policy %s: bucket %u: bad phase %u, status %u, budget mode %u, batch %d or seq %d", p->name, bi,
                b->phase, b->status, b->budget, b->batch, b->seq);
+  if (b->status == STORE_BUCKET_PENDING && (b->ops_count || b->walk_count || b->plan_count))
+    return BAD("policy %s: bucket %u: not compiled yet, but has ops, walk steps or plans", p->name, bi);
   if (!range_ok(b->ops_first, b->ops_count, p->nbucket_ops) || !range_ok(b->walk_first, b->walk_count, p->nwalk) ||
       !range_ok(b->plan_first, b->plan_count, p->nplans))
     return BAD("policy %s: bucket %u: ops, walk or plan range outside its table", p->name, bi);
@@ -432,6 +478,7 @@ static int index_buckets(store_policy *sp, enpu_err *err) {
     if (i > 0 && store_bucket_cmp(&p->buckets[sp->order[i - 1]], b) == 0)
       return BAD("policy %s: bucket phase %u batch %d seq %d appears twice", p->name, b->phase, b->batch, b->seq);
     if (b->batch > sp->max_batch[b->phase]) sp->max_batch[b->phase] = b->batch;
+    sp->pending += b->status == STORE_BUCKET_PENDING;
     if (b->seq > sp->max_seq[b->phase]) sp->max_seq[b->phase] = b->seq;
   }
   return ENPU_OK;
@@ -459,28 +506,57 @@ static int validate_policy(store_policy *sp, enpu_err *err) {
 
 /* ---- open ---------------------------------------------------------------------- */
 
-static int check_format_version(hid_t file, enpu_err *err) {
+static int read_format_version(hid_t file, uint32_t *version, enpu_err *err) {
   htri_t exists = H5Aexists(file, STORE_ATTR_FORMAT_VERSION);
   ENPU_RETURN_IF(exists <= 0, err, ENPU_ERR_FORMAT, "not a plan store (no %s attribute)",
                  STORE_ATTR_FORMAT_VERSION);
-  hid_t attr = H5Aopen(file, STORE_ATTR_FORMAT_VERSION, H5P_DEFAULT);
-  hid_t type = attr < 0 ? -1 : H5Aget_type(attr), space = attr < 0 ? -1 : H5Aget_space(attr);
-  unsigned version = 0;
-  herr_t rc = (type < 0 || space < 0 || H5Tget_class(type) != H5T_INTEGER ||
-               H5Sget_simple_extent_npoints(space) != 1)
-                  ? -1
-                  : H5Aread(attr, H5T_NATIVE_UINT, &version);
-  if (space >= 0) H5Sclose(space);
-  if (type >= 0) H5Tclose(type);
-  if (attr >= 0) H5Aclose(attr);
-  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_FORMAT, "unreadable %s attribute", STORE_ATTR_FORMAT_VERSION);
-  ENPU_RETURN_IF(version < STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
-                 "format_version %u, written before this reader's format %u (regulator loss and power "
-                 "gating per plan): recompile it with this enpu (`enpu farm JOB --store NEW`) or move it away",
-                 version, STORE_FORMAT_VERSION);
-  ENPU_RETURN_IF(version != STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
-                 "format_version %u, this reader reads %u", version, STORE_FORMAT_VERSION);
+  uint64_t v = 0;
+  ENPU_FORWARD(store_read_attr_u64(file, STORE_ATTR_FORMAT_VERSION, &v, err));
+  *version = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
   return ENPU_OK;
+}
+
+static int check_format_version(hid_t file, enpu_err *err) {
+  uint32_t version = 0;
+  ENPU_FORWARD(read_format_version(file, &version, err));
+  ENPU_RETURN_IF(version < STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT,
+                 "format_version %u, written before this reader's format %u (%s): recompile it with this enpu "
+                 "(`enpu farm` recomputes an older store)",
+                 version, STORE_FORMAT_VERSION,
+                 version < 2   ? "budget modes, per-rail V/f transitions, checksums, regulator loss"
+                 : version < 3 ? "checksums, pending buckets, regulator loss"
+                               : "regulator loss and power gating per plan, policy variants");
+  ENPU_RETURN_IF(version != STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT, "format_version %u, this reader reads %u",
+                 version, STORE_FORMAT_VERSION);
+  return ENPU_OK;
+}
+
+/* Open `path` read-only as an HDF5 file, with the system's reason when it cannot be read.
+ * Call inside H5E_BEGIN_TRY. */
+static int open_hdf5(const char *path, hid_t *file, enpu_err *err) {
+  *file = H5I_INVALID_HID;
+  FILE *fp = fopen(path, "rb");
+  ENPU_RETURN_IF(!fp, err, enpu_errno_code(errno), "cannot open: %s", strerror(errno));
+  fclose(fp);
+  htri_t is_hdf5 = H5Fis_hdf5(path);
+  ENPU_RETURN_IF(is_hdf5 < 0, err, ENPU_ERR_IO, "cannot open");
+  ENPU_RETURN_IF(is_hdf5 == 0, err, ENPU_ERR_FORMAT, "not a plan store (not an HDF5 file)");
+  *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  ENPU_RETURN_IF(*file < 0, err, ENPU_ERR_FORMAT, "HDF5 cannot open it (truncated or corrupt)");
+  return ENPU_OK;
+}
+
+int store_probe(const char *path, uint32_t *format_version, enpu_err *err) {
+  int rc = ENPU_OK;
+  H5E_BEGIN_TRY {
+    hid_t file;
+    rc = open_hdf5(path, &file, err);
+    if (rc == ENPU_OK) rc = read_format_version(file, format_version, err);
+    if (file >= 0) H5Fclose(file);
+  }
+  H5E_END_TRY;
+  if (rc < 0) enpu_err_prefix(err, "%s: ", path);
+  return rc;
 }
 
 /* The name of policy number idx (name order) into name[STORE_NAME_LEN]. */
@@ -548,14 +624,8 @@ static int read_policies(hid_t file, int with_plan_states, const policy_filter *
 int store_file_open(const char *path, hid_t *file, enpu_err *err) {
   *file = H5I_INVALID_HID;
   ENPU_FORWARD(store_zstd_register(err));
-  FILE *fp = fopen(path, "rb"); /* for the system's reason when it cannot be read */
-  ENPU_RETURN_IF(!fp, err, ENPU_ERR_IO, "cannot open: %s", strerror(errno));
-  fclose(fp);
-  htri_t is_hdf5 = H5Fis_hdf5(path);
-  ENPU_RETURN_IF(is_hdf5 < 0, err, ENPU_ERR_IO, "cannot open");
-  ENPU_RETURN_IF(is_hdf5 == 0, err, ENPU_ERR_FORMAT, "not an HDF5 file");
-  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  ENPU_RETURN_IF(f < 0, err, ENPU_ERR_FORMAT, "HDF5 cannot open it (truncated or corrupt)");
+  hid_t f = H5I_INVALID_HID;
+  ENPU_FORWARD(open_hdf5(path, &f, err));
   int rc = check_format_version(f, err);
   if (rc < 0) H5Fclose(f);
   else *file = f;

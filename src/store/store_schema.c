@@ -134,6 +134,11 @@ const store_table_desc store_tables[STORE_NTABLE] = {
                                         validation_replay_fields),
 };
 
+const char *const store_root_hash_names[STORE_NROOT_HASHES] = {"cost_model_hash", "chip_hash", "model_hash",
+                                                               "job_hash"};
+const char *const store_root_string_names[STORE_NROOT_STRINGS] = {
+    "tool_version", "created_utc", "job_json", "model_json", "chip_json", "cluster_json", STORE_ATTR_ADDED_BUCKETS};
+
 const char *store_table_name(store_table t) {
   return (unsigned)t < STORE_NTABLE ? store_tables[t].name : NULL;
 }

@@ -1,10 +1,14 @@
 /* store_write.c — the store writer: chunked, extensible compound tables with shuffle +
- * zstd, provenance as root attributes, and atomic publication.
+ * zstd, provenance as root attributes, checksums, and atomic publication.
  *
- * Invariants: everything is written to `<path>.tmp`; `path` changes only by the rename
- * in store_writer_commit, after the temporary file is closed and fsync'd, so `path` is
- * always either the previous complete store or the new complete one, and a reader that
- * has the old file open keeps its (unlinked) inode. */
+ * Invariants: the HDF5 file is built in memory (HDF5's core driver, no backing file) and
+ * reaches the disk only at commit, as one image written to `<path>.tmp` by this file's
+ * own code, fsync'd and renamed over `path`; so `path` is always either the previous
+ * complete store or the new complete one, a reader that has the old file open keeps its
+ * (unlinked) inode, and a full disk is one failed write() with errno — HDF5 never sees
+ * a failing file system (with a file on disk, a failed close left HDF5 in a state that
+ * crashed at exit). Every table gets the checksum of the rows appended to it, the root
+ * the checksum of its attributes (store_hash.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,12 +21,24 @@
 #include "store_internal.h"
 
 #define STORE_CHUNK_BYTES 65536 /* target uncompressed chunk size */
+#define STORE_CORE_INCREMENT ((size_t)1 << 20) /* the in-memory file grows by this */
+
+/* The running checksums of one policy's tables. */
+typedef struct {
+  char name[STORE_NAME_LEN];
+  store_hash *hash[STORE_NTABLE]; /* NULL until the table gets rows */
+} policy_hashes;
 
 struct store_writer {
   char path[PATH_MAX];
   char tmp[PATH_MAX];
   hid_t file;
   int zstd_level; /* < 0: no compression */
+  policy_hashes *policies;
+  size_t npolicies, cap;
+  store_root_attrs root;
+  char created[32];
+  int tmp_on_disk; /* <path>.tmp exists and is ours to remove */
 };
 
 static int write_attr(hid_t loc, const char *name, hid_t file_type, const void *value,
@@ -32,54 +48,68 @@ static int write_attr(hid_t loc, const char *name, hid_t file_type, const void *
   herr_t rc = attr < 0 ? -1 : H5Awrite(attr, mem_type, value);
   if (attr >= 0) H5Aclose(attr);
   if (space >= 0) H5Sclose(space);
-  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_IO, "store: cannot write attribute %s", name);
+  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_INTERNAL, "store: cannot write attribute %s", name);
   return ENPU_OK;
 }
 
+static int write_attr_u64(hid_t loc, const char *name, uint64_t value, enpu_err *err) {
+  return write_attr(loc, name, H5T_STD_U64LE, &value, H5T_NATIVE_UINT64, err);
+}
+
 static int write_attr_str(hid_t loc, const char *name, const char *text, enpu_err *err) {
-  if (!text) text = "";
   hid_t type = H5Tcopy(H5T_C_S1);
   herr_t rc = type < 0 ? -1 : H5Tset_size(type, strlen(text) + 1);
   if (rc >= 0) rc = H5Tset_strpad(type, H5T_STR_NULLTERM);
   if (rc >= 0) rc = write_attr(loc, name, type, text, type, err);
   if (type >= 0) H5Tclose(type);
-  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_IO, "store: cannot write attribute %s", name);
+  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_INTERNAL, "store: cannot write attribute %s", name);
   return ENPU_OK;
 }
 
-static int write_provenance(hid_t file, const store_provenance *prov, enpu_err *err) {
-  const unsigned version = STORE_FORMAT_VERSION;
-  ENPU_FORWARD(write_attr(file, STORE_ATTR_FORMAT_VERSION, H5T_STD_U32LE, &version,
-                              H5T_NATIVE_UINT, err));
-  const struct {
-    const char *name;
-    uint64_t value;
-  } hashes[] = {{"cost_model_hash", prov->cost_model_hash},
-                {"chip_hash", prov->chip_hash},
-                {"model_hash", prov->model_hash},
-                {"job_hash", prov->job_hash}};
-  for (size_t i = 0; i < sizeof hashes / sizeof hashes[0]; i++)
-    ENPU_FORWARD(write_attr(file, hashes[i].name, H5T_STD_U64LE, &hashes[i].value,
-                                H5T_NATIVE_UINT64, err));
-  char created[32];
+/* The root attributes as written: absent documents are empty strings, added_buckets is
+ * left out when there is none. */
+static int root_attrs(store_writer *w, const store_provenance *prov, enpu_err *err) {
   time_t now = time(NULL);
   struct tm utc;
-  ENPU_RETURN_IF(!gmtime_r(&now, &utc) || !strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &utc),
+  ENPU_RETURN_IF(!gmtime_r(&now, &utc) || !strftime(w->created, sizeof w->created, "%Y-%m-%dT%H:%M:%SZ", &utc),
                  err, ENPU_ERR_INTERNAL, "store: cannot format the creation time");
-  ENPU_FORWARD(write_attr_str(file, "created_utc", created, err));
-  ENPU_FORWARD(write_attr_str(file, "tool_version", prov->tool_version, err));
-  ENPU_FORWARD(write_attr_str(file, "job_json", prov->job_json, err));
-  ENPU_FORWARD(write_attr_str(file, "model_json", prov->model_json, err));
-  ENPU_FORWARD(write_attr_str(file, "chip_json", prov->chip_json, err));
-  ENPU_FORWARD(write_attr_str(file, "cluster_json", prov->cluster_json, err));
-  if (!prov->added_buckets_json) return ENPU_OK; /* optional: only stores that were extended */
-  return write_attr_str(file, STORE_ATTR_ADDED_BUCKETS, prov->added_buckets_json, err);
+  const char *strings[STORE_NROOT_STRINGS] = {prov->tool_version, w->created,       prov->job_json,
+                                              prov->model_json,   prov->chip_json,  prov->cluster_json,
+                                              prov->added_buckets_json};
+  w->root = (store_root_attrs){.format_version = STORE_FORMAT_VERSION,
+                               .hashes = {prov->cost_model_hash, prov->chip_hash, prov->model_hash,
+                                          prov->job_hash}};
+  for (int i = 0; i < STORE_NROOT_STRINGS; i++)
+    w->root.strings[i] = strings[i] ? strings[i] : i == STORE_NROOT_STRINGS - 1 ? NULL : "";
+  return ENPU_OK;
 }
 
-int store_writer_create(const char *path, const store_provenance *prov, int zstd_level,
+static int write_root(hid_t file, const store_root_attrs *a, enpu_err *err) {
+  ENPU_FORWARD(write_attr(file, STORE_ATTR_FORMAT_VERSION, H5T_STD_U32LE, &a->format_version,
+                          H5T_NATIVE_UINT32, err));
+  for (int i = 0; i < STORE_NROOT_HASHES; i++)
+    ENPU_FORWARD(write_attr_u64(file, store_root_hash_names[i], a->hashes[i], err));
+  for (int i = 0; i < STORE_NROOT_STRINGS; i++)
+    if (a->strings[i]) ENPU_FORWARD(write_attr_str(file, store_root_string_names[i], a->strings[i], err));
+  return write_attr_u64(file, STORE_ATTR_PROVENANCE_CHECKSUM, store_provenance_checksum(a), err);
+}
+
+/* The in-memory HDF5 file. */
+static hid_t create_core_file(const char *name) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = H5I_INVALID_HID;
+  /* v1.8+ object headers allow attributes over 64 KiB (the chip JSON may be). */
+  if (fapl >= 0 && H5Pset_fapl_core(fapl, STORE_CORE_INCREMENT, 0) >= 0 &&
+      H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V110) >= 0)
+    file = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (fapl >= 0) H5Pclose(fapl);
+  return file;
+}
+
+int store_writer_create(const store_lock *lock, const store_provenance *prov, int zstd_level,
                         store_writer **out, enpu_err *err) {
   *out = NULL;
-  ENPU_RETURN_IF(!path || !prov, err, ENPU_ERR_INVALID, "store: no path or provenance");
+  ENPU_RETURN_IF(!lock || !prov, err, ENPU_ERR_INVALID, "store: no lock or provenance");
+  const char *path = store_lock_path(lock);
   store_writer *w = enpu_calloc(1, sizeof *w);
   ENPU_RETURN_IF(!w, err, ENPU_ERR_NOMEM, "store: out of memory");
   w->file = H5I_INVALID_HID;
@@ -90,20 +120,15 @@ int store_writer_create(const char *path, const store_provenance *prov, int zstd
   if (n < 0 || (size_t)n >= sizeof w->path || m < 0 || (size_t)m >= sizeof w->tmp)
     rc = enpu_errorf(err, ENPU_ERR_RANGE, "store: path too long: %s", path);
   if (rc == ENPU_OK && zstd_level >= 0) rc = store_zstd_register(err);
-  if (rc == ENPU_OK) {
-    /* v1.8+ object headers allow attributes over 64 KiB (the chip JSON may be). */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V110) >= 0)
-      w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (fapl >= 0) H5Pclose(fapl);
-    if (w->file < 0) rc = enpu_errorf(err, ENPU_ERR_IO, "store: cannot create %s", w->tmp);
-  }
+  if (rc == ENPU_OK && (w->file = create_core_file(w->tmp)) < 0)
+    rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "store: HDF5 cannot create an in-memory file");
   if (rc == ENPU_OK) {
     hid_t g = H5Gcreate2(w->file, STORE_POLICIES_GROUP, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) rc = enpu_errorf(err, ENPU_ERR_IO, "store: cannot create /%s", STORE_POLICIES_GROUP);
+    if (g < 0) rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "store: cannot create /%s", STORE_POLICIES_GROUP);
     else H5Gclose(g);
   }
-  if (rc == ENPU_OK) rc = write_provenance(w->file, prov, err);
+  if (rc == ENPU_OK) rc = root_attrs(w, prov, err);
+  if (rc == ENPU_OK) rc = write_root(w->file, &w->root, err);
   if (rc < 0) {
     enpu_err_prefix(err, "writing %s: ", path);
     store_writer_free(w);
@@ -168,6 +193,22 @@ static herr_t append_rows(hid_t ds, hid_t mem, const void *records, size_t n) {
   return rc;
 }
 
+/* The running checksum of a policy's table, created on first use. */
+static int table_hash(store_writer *w, const char *policy, store_table t, store_hash **out, enpu_err *err) {
+  size_t i = 0;
+  while (i < w->npolicies && strcmp(w->policies[i].name, policy) != 0) i++;
+  if (i == w->npolicies) {
+    ENPU_RETURN_IF(enpu_grow((void **)&w->policies, &w->cap, i + 1, sizeof *w->policies) < 0, err,
+                   ENPU_ERR_NOMEM, "store: out of memory");
+    memset(&w->policies[i], 0, sizeof w->policies[i]);
+    snprintf(w->policies[i].name, sizeof w->policies[i].name, "%s", policy);
+    w->npolicies++;
+  }
+  if (!w->policies[i].hash[t]) ENPU_FORWARD(store_hash_create(t, &w->policies[i].hash[t], err));
+  *out = w->policies[i].hash[t];
+  return ENPU_OK;
+}
+
 int store_writer_append(store_writer *w, const char *policy, store_table table,
                         const void *records, size_t n, enpu_err *err) {
   ENPU_RETURN_IF(!w || w->file < 0, err, ENPU_ERR_INVALID, "store: writer is closed");
@@ -175,6 +216,9 @@ int store_writer_append(store_writer *w, const char *policy, store_table table,
   ENPU_RETURN_IF((unsigned)table >= STORE_NTABLE || (n && !records), err, ENPU_ERR_INVALID,
                  "store: bad table or records");
   if (n == 0) return ENPU_OK;
+  store_hash *hash = NULL;
+  ENPU_FORWARD(table_hash(w, policy, table, &hash, err));
+  store_hash_rows(hash, records, n);
   hid_t mem, file_type;
   ENPU_FORWARD(store_table_types(table, &mem, &file_type, err));
   hid_t policies = H5Gopen2(w->file, STORE_POLICIES_GROUP, H5P_DEFAULT);
@@ -189,43 +233,137 @@ int store_writer_append(store_writer *w, const char *policy, store_table table,
   if (policies >= 0) H5Gclose(policies);
   H5Tclose(mem);
   H5Tclose(file_type);
-  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_IO, "store: cannot append %zu rows to /%s/%s/%s of %s", n,
-                 STORE_POLICIES_GROUP, policy, store_tables[table].name, w->tmp);
+  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_INTERNAL, "store: cannot append %zu rows to /%s/%s/%s of %s", n,
+                 STORE_POLICIES_GROUP, policy, store_tables[table].name, w->path);
   return ENPU_OK;
 }
 
-/* fsync a file or directory by path. */
-static int fsync_path(const char *path, int flags, enpu_err *err) {
-  int fd = open(path, flags);
-  ENPU_RETURN_IF(fd < 0, err, ENPU_ERR_IO, "store: cannot open %s: %s", path, strerror(errno));
+/* Each table's checksum as its dataset's attribute. */
+static int write_checksums(const store_writer *w, enpu_err *err) {
+  int rc = ENPU_OK;
+  for (size_t i = 0; i < w->npolicies && rc == ENPU_OK; i++)
+    for (int t = 0; t < STORE_NTABLE && rc == ENPU_OK; t++) {
+      if (!w->policies[i].hash[t]) continue;
+      char name[STORE_NAME_LEN + 64];
+      snprintf(name, sizeof name, "%s/%s/%s", STORE_POLICIES_GROUP, w->policies[i].name, store_tables[t].name);
+      hid_t ds = H5Dopen2(w->file, name, H5P_DEFAULT);
+      rc = ds < 0 ? enpu_errorf(err, ENPU_ERR_INTERNAL, "store: cannot reopen /%s", name)
+                  : write_attr_u64(ds, STORE_ATTR_TABLE_CHECKSUM, store_hash_digest(w->policies[i].hash[t]), err);
+      if (ds >= 0) H5Dclose(ds);
+    }
+  return rc;
+}
+
+/* Bob Jenkins' lookup3 hashlittle (public domain), the checksum of HDF5's metadata. */
+#define ROT32(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
+static uint32_t lookup3(const unsigned char *k, size_t length) {
+  uint32_t a, b, c;
+  a = b = c = 0xdeadbeefu + (uint32_t)length;
+  for (; length > 12; length -= 12, k += 12) {
+    a += k[0] + ((uint32_t)k[1] << 8) + ((uint32_t)k[2] << 16) + ((uint32_t)k[3] << 24);
+    b += k[4] + ((uint32_t)k[5] << 8) + ((uint32_t)k[6] << 16) + ((uint32_t)k[7] << 24);
+    c += k[8] + ((uint32_t)k[9] << 8) + ((uint32_t)k[10] << 16) + ((uint32_t)k[11] << 24);
+    a -= c, a ^= ROT32(c, 4), c += b, b -= a, b ^= ROT32(a, 6), a += c, c -= b, c ^= ROT32(b, 8), b += a;
+    a -= c, a ^= ROT32(c, 16), c += b, b -= a, b ^= ROT32(a, 19), a += c, c -= b, c ^= ROT32(b, 4), b += a;
+  }
+  if (length == 0) return c;
+  uint32_t tail[3] = {0, 0, 0}; /* the last 1..12 bytes, little-endian words */
+  for (size_t i = 0; i < length; i++) tail[i / 4] += (uint32_t)k[i] << (8 * (i % 4));
+  a += tail[0], b += tail[1], c += tail[2];
+  c ^= b, c -= ROT32(b, 14), a ^= c, a -= ROT32(c, 11), b ^= a, b -= ROT32(a, 25);
+  c ^= b, c -= ROT32(b, 16), a ^= c, a -= ROT32(c, 4), b ^= a, b -= ROT32(a, 14);
+  c ^= b, c -= ROT32(b, 24);
+  return c;
+}
+
+/* H5Fget_file_image of HDF5 before 2.0 clears the superblock's status flags (the file is
+ * open for writing) in the image without updating the superblock's checksum, so the
+ * image would not open. A version 2/3 superblock (at offset 0: this writer's) ends in a
+ * lookup3 checksum of the bytes before it: compute it again. */
+static void fix_superblock_checksum(unsigned char *image, size_t bytes) {
+  static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  if (bytes < 12 || memcmp(image, signature, 8) != 0 || (image[8] != 2 && image[8] != 3)) return;
+  size_t at = 12 + 4 * (size_t)image[9]; /* flags, then base, extension, EOF, root addresses */
+  if (at + 4 > bytes) return;
+  uint32_t sum = lookup3(image, at);
+  for (int i = 0; i < 4; i++) image[at + (size_t)i] = (unsigned char)(sum >> (8 * i));
+}
+
+/* The finished in-memory file as one image (malloc'd). */
+static int file_image(hid_t file, void **image, size_t *bytes, enpu_err *err) {
+  *image = NULL;
+  ssize_t n = H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(file, NULL, 0);
+  ENPU_RETURN_IF(n <= 0, err, ENPU_ERR_INTERNAL, "store: HDF5 cannot produce the file image");
+  *image = malloc((size_t)n);
+  ENPU_RETURN_IF(!*image, err, ENPU_ERR_NOMEM, "store: no memory for a %zd-byte file image", n);
+  ENPU_RETURN_IF(H5Fget_file_image(file, *image, (size_t)n) != n, err, ENPU_ERR_INTERNAL,
+                 "store: HDF5 cannot copy the file image");
+  fix_superblock_checksum(*image, (size_t)n);
+  *bytes = (size_t)n;
+  return ENPU_OK;
+}
+
+/* Write `bytes` of `data` to a new file at `path` and fsync it; errno decides whether a
+ * failure is the environment's (no space, I/O error). */
+static int write_durably(const char *path, const void *data, size_t bytes, enpu_err *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ENPU_RETURN_IF(fd < 0, err, enpu_errno_code(errno), "store: cannot create %s: %s", path, strerror(errno));
+  const unsigned char *p = data;
+  int saved = 0;
+  for (size_t left = bytes; left > 0 && !saved;) {
+    ssize_t put = write(fd, p, left);
+    if (put < 0 && errno != EINTR) saved = errno;
+    if (put == 0) saved = EIO; /* a regular file never takes nothing */
+    if (put > 0) p += put, left -= (size_t)put;
+  }
+  if (!saved && fsync(fd) != 0) saved = errno;
+  if (close(fd) != 0 && !saved) saved = errno;
+  ENPU_RETURN_IF(saved, err, enpu_errno_code(saved), "store: cannot write %s (%zu bytes): %s", path, bytes,
+                 strerror(saved));
+  return ENPU_OK;
+}
+
+/* fsync a directory. */
+static int fsync_dir(const char *dir, enpu_err *err) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ENPU_RETURN_IF(fd < 0, err, enpu_errno_code(errno), "store: cannot open %s: %s", dir, strerror(errno));
   int rc = fsync(fd);
   int saved = errno;
   close(fd);
-  ENPU_RETURN_IF(rc != 0, err, ENPU_ERR_IO, "store: fsync %s: %s", path, strerror(saved));
+  ENPU_RETURN_IF(rc != 0, err, enpu_errno_code(saved), "store: fsync %s: %s", dir, strerror(saved));
   return ENPU_OK;
 }
 
 int store_writer_commit(store_writer *w, enpu_err *err) {
   ENPU_RETURN_IF(!w || w->file < 0, err, ENPU_ERR_INVALID, "store: writer is closed");
-  herr_t rc = H5Fclose(w->file);
+  void *image = NULL;
+  size_t bytes = 0;
+  int rc = write_checksums(w, err);
+  if (rc == ENPU_OK) rc = file_image(w->file, &image, &bytes, err);
+  H5Fclose(w->file); /* in memory: nothing can fail on disk */
   w->file = H5I_INVALID_HID;
-  ENPU_RETURN_IF(rc < 0, err, ENPU_ERR_IO, "store: cannot close %s", w->tmp);
-  ENPU_FORWARD(fsync_path(w->tmp, O_RDONLY, err));
-  ENPU_RETURN_IF(rename(w->tmp, w->path) != 0, err, ENPU_ERR_IO, "store: rename %s -> %s: %s",
+  w->tmp_on_disk = rc == ENPU_OK;
+  if (rc == ENPU_OK) rc = write_durably(w->tmp, image, bytes, err);
+  free(image);
+  ENPU_FORWARD(rc);
+  ENPU_RETURN_IF(rename(w->tmp, w->path) != 0, err, enpu_errno_code(errno), "store: rename %s -> %s: %s",
                  w->tmp, w->path, strerror(errno));
-  w->tmp[0] = '\0'; /* published: nothing left to clean up */
+  w->tmp_on_disk = 0; /* published */
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", w->path);
   char *slash = strrchr(dir, '/');
   if (!slash) snprintf(dir, sizeof dir, ".");
   else if (slash == dir) dir[1] = '\0';
   else *slash = '\0';
-  return fsync_path(dir, O_RDONLY | O_DIRECTORY, err);
+  return fsync_dir(dir, err);
 }
 
 void store_writer_free(store_writer *w) {
   if (!w) return;
   if (w->file >= 0) H5Fclose(w->file);
-  if (w->tmp[0]) unlink(w->tmp);
+  if (w->tmp_on_disk) unlink(w->tmp);
+  for (size_t i = 0; i < w->npolicies; i++)
+    for (int t = 0; t < STORE_NTABLE; t++) store_hash_free(w->policies[i].hash[t]);
+  free(w->policies);
   free(w);
 }

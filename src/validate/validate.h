@@ -84,6 +84,9 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
 
 typedef struct {
   const char *store_path;
+  const store_lock *lock;        /* the store's writer lock when the caller holds it (the
+                                    farm); NULL: validate_run takes it for the whole run, */
+  double lock_wait_s;            /* waiting this long for another writer */
   const char *trace_path;
   const config_job *job;         /* graphs, model and chip for the re-simulation/replay */
   const char *job_source;        /* where the job came from, for the report */

@@ -19,7 +19,7 @@
 
 void validate_args_default(validate_args *a) {
   *a = (validate_args){.sample = VALIDATE_DEFAULT_SAMPLE, .seed = 1,
-                       .tolerance = VALIDATE_DEFAULT_TOLERANCE};
+                       .tolerance = VALIDATE_DEFAULT_TOLERANCE, .lock_wait_s = STORE_LOCK_WAIT_S};
 }
 
 /* Per policy of the store: the checked plans, the strata sampled, the replay. */
@@ -128,7 +128,7 @@ static int replay_all(const validate_args *a, const store_contents *c, policy_ru
 }
 
 /* The store again, with the validation tables replaced. */
-static int rewrite_store(const char *path, const store_contents *c, const policy_run *runs,
+static int rewrite_store(const store_lock *lock, const store_contents *c, const policy_run *runs,
                          enpu_err *err) {
   const store_provenance prov = {
       .cost_model_hash = c->cost_model_hash, .chip_hash = c->chip_hash,
@@ -136,7 +136,7 @@ static int rewrite_store(const char *path, const store_contents *c, const policy
       .job_json = c->job_json, .model_json = c->model_json, .chip_json = c->chip_json,
       .cluster_json = c->cluster_json, .added_buckets_json = c->added_buckets_json};
   store_writer *w = NULL;
-  ENPU_FORWARD(store_writer_create(path, &prov, 0, &w, err));
+  ENPU_FORWARD(store_writer_create(lock, &prov, 0, &w, err));
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
     const store_policy_tables *t = &c->policies[i];
@@ -237,13 +237,11 @@ static int write_report(const validate_args *a, const store_contents *c, const p
   return 0;
 }
 
-int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
-  memset(out, 0, sizeof *out);
+/* validate_run with the store's lock held. */
+static int run_locked(const validate_args *a, const store_lock *lock, validate_outcome *out, enpu_err *err) {
   const double t0 = enpu_now_s();
-  ENPU_RETURN_IF(a->sample < 1 || !(a->tolerance >= 0), err, ENPU_ERR_INVALID,
-                 "bad validation options (sample %d, tolerance %g)", a->sample, a->tolerance);
   store_contents *c = NULL;
-  ENPU_FORWARD(store_load(a->store_path, &c, err));
+  ENPU_FORWARD(store_load(store_lock_path(lock), &c, err));
   validate_ctx *v = NULL;
   policy_run *runs = enpu_calloc(c->npolicies + 1, sizeof *runs);
   int rc = runs ? validate_ctx_create(a->job, &v, err)
@@ -257,11 +255,27 @@ int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
   out->resim_s = enpu_now_s() - t0;
   if (rc == 0) rc = replay_all(a, c, runs, err);
   out->replay_s = enpu_now_s() - t0 - out->resim_s;
-  if (rc == 0) rc = rewrite_store(a->store_path, c, runs, err);
+  if (rc == 0) rc = rewrite_store(lock, c, runs, err);
   if (rc == 0 && a->report_path) rc = write_report(a, c, runs, out, err);
   out->total_s = enpu_now_s() - t0;
   validate_ctx_free(v);
   runs_free(runs, c->npolicies);
   store_contents_free(c);
+  return rc;
+}
+
+int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  ENPU_RETURN_IF(a->sample < 1 || !(a->tolerance >= 0), err, ENPU_ERR_INVALID,
+                 "bad validation options (sample %d, tolerance %g)", a->sample, a->tolerance);
+  if (a->lock) return run_locked(a, a->lock, out, err);
+  /* The store is read, re-simulated and rewritten under one lock: a farm checkpointing
+   * in between would otherwise be overwritten with the older contents read here. */
+  char command[CONFIG_PATH_LEN + 32];
+  snprintf(command, sizeof command, "enpu validate %s", a->store_path);
+  store_lock *lock = NULL;
+  ENPU_FORWARD(store_lock_acquire(a->store_path, command, a->lock_wait_s, a->log, &lock, err));
+  const int rc = run_locked(a, lock, out, err);
+  store_lock_release(lock);
   return rc;
 }

@@ -1,10 +1,11 @@
 /* fuzz_journal.c — libFuzzer target over the farm's untrusted-input readers: the input
  * bytes are decoded as an op result and as a bucket result (a result that decodes must
  * re-encode to the same bytes: the encoding is canonical), then written to a file that
- * farm_journal_replay walks, decoding every intact record by its kind. A journal that
- * replays is then opened for appending (which truncates what replay dropped) and must
- * replay to the same records with nothing dropped. Seed it with real encodings and a
- * real journal (`test_farm --write DIR`). */
+ * farm_journal_replay walks, decoding every intact record by its kind and skipping
+ * damaged ones. A journal that replays is then opened for appending (which truncates
+ * what replay dropped, or moves an unreadable file aside) and must replay to the same
+ * records and skipped bytes with nothing dropped (none at all after a move). Seed it
+ * with real encodings and a real journal (`test_farm --write DIR`). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +17,13 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char journal_path[64]; /* one scratch file per fuzzing process */
+static char journal_path[64], aside_path[96]; /* one scratch file per fuzzing process */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   /* tmpfs when there is one: open fsyncs, and the disk would make that the bottleneck */
   const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   snprintf(journal_path, sizeof journal_path, "%s/fuzz_journal.%ld", dir, (long)getpid());
+  snprintf(aside_path, sizeof aside_path, "%s.unreadable", journal_path); /* farm_journal_open's */
   return 0;
 }
 
@@ -64,19 +66,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!fp) return 0;
   size_t wrote = fwrite(data, 1, size, fp);
   if (fclose(fp) != 0 || wrote != size) return 0;
-  int64_t seen = 0, records = 0, dropped = 0;
+  int64_t seen = 0;
+  farm_journal_stats st, again;
   enpu_err err = {0};
-  if (farm_journal_replay(journal_path, decode_record, &seen, &records, &dropped, &err) != 0) {
+  if (farm_journal_replay(journal_path, decode_record, &seen, &st, &err) != 0) {
     if (!err.msg[0]) abort();
     return 0;
   }
-  if (seen != records || dropped < 0 || (uint64_t)dropped > size) abort();
+  if (seen != st.records || st.dropped_bytes < 0 || st.skipped_bytes < 0 ||
+      (uint64_t)(st.dropped_bytes + st.skipped_bytes) > size || (st.unreadable && st.records))
+    abort();
   farm_journal *j = NULL;
   if (farm_journal_open(journal_path, &j, &err) != 0) abort(); /* replay accepted it */
   farm_journal_free(j);
-  int64_t again = 0, dropped_again = -1;
-  if (farm_journal_replay(journal_path, NULL, NULL, &again, &dropped_again, &err) != 0 ||
-      again != records || dropped_again != 0)
+  if (st.unreadable) unlink(aside_path);
+  if (farm_journal_replay(journal_path, NULL, NULL, &again, &err) != 0 || again.records != st.records ||
+      again.skipped_bytes != st.skipped_bytes || again.dropped_bytes != 0 || again.unreadable)
     abort();
   return 0;
 }

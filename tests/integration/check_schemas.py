@@ -10,13 +10,18 @@ Usage: /usr/bin/python3 check_schemas.py SOURCE_ROOT
    other folder is a failure, so nothing ships unchecked. The files a job or chip
    references exist, and tables listed in a SHA256SUMS match it (they are copies).
 3. Deliberately bad documents (shipped files with one mutation each: unknown key,
-   negative or zero value, wrong type, missing required key, unknown enum value...)
-   are rejected, so the schemas are strict rather than accept-anything.
+   negative or zero value, wrong type, missing required key, unknown enum value, a value
+   past its physical range, a job name that would leave the results directory...) are
+   rejected, so the schemas are strict rather than accept-anything.
+4. The schemas and the C loaders give every number the same range: each row of
+   src/config/config_ranges.c has the same bounds in its schema, and every number a
+   schema allows has a row (so none is read without a documented range).
 Prints one line per check and a final "N passed, M failed"; exits 1 on any failure.
 """
 import hashlib
 import json
 import pathlib
+import re
 import sys
 
 import jsonschema
@@ -82,6 +87,19 @@ BAD_DOCUMENTS = [
      0.7, "$.slo[0]"),
     ("cluster missing batching", "cluster", "clusters/llama3-70b.json", ("batching",), DELETE, "$"),
     ("cluster no SLO class", "cluster", "clusters/llama3-70b.json", ("slo",), [], "$.slo"),
+    ("job name climbing out of results/", "job", "demo.json", ("name",), "../../../PWNED", "$.name"),
+    ("job name with a slash", "job", "demo.json", ("name",), "a/b", "$.name"),
+    ("job batch past its range", "job", "demo.json", ("phases", "decode", "batch", 1), 70000,
+     "$.phases.decode.batch[1]"),
+    ("model 2^31-1 layers", "model", "models/llama3-70b.json", ("layers",), 2147483647, "$.layers"),
+    ("model head_dim 1e9", "model", "models/llama3-70b.json", ("attention", "head_dim"), 1000000000,
+     "$.attention.head_dim"),
+    ("cluster 1e9 decode nodes", "cluster", "clusters/llama3-70b.json", ("decode", "nodes"), 1000000000,
+     "$.decode.nodes"),
+    ("chip more frequency states than a u8 holds", "chip", "chips/tpuv5p.json", ("clock", "states"), 256,
+     "$.clock.states"),
+    ("chip 1e308 W of static power", "chip", "chips/tpuv5p.json", ("other_static_w",), 1e308,
+     "$.other_static_w"),
     ("cluster unknown idle mode", "cluster", "clusters/llama3-70b.json", ("idle", "mode"), "off",
      "$.idle.mode"),
     ("cluster sleep without wake_ms", "cluster", "clusters/llama3-70b.json", ("idle",),
@@ -91,6 +109,9 @@ BAD_DOCUMENTS = [
     ("cluster negative DCN energy", "cluster", "clusters/llama3-70b.json", ("dcn", "energy_pj_per_byte"), -1,
      "$.dcn.energy_pj_per_byte"),
 ]
+
+RANGE_ROW = re.compile(r'\{"(job|model|chip|cluster|power table)", "([^"]+)", ([-0-9.e+]+), ([-0-9.e+]+), '
+                       r'(true|false), "')
 
 
 def mutate(doc, path, value):
@@ -214,6 +235,84 @@ def check_bad_documents(root, schemas, report):
             report.result(True, f"{what} rejected: {describe(error)}")
 
 
+def ranges_of_c(root):
+    """The rows of src/config/config_ranges.c: (doc, path, min, max, min excluded)."""
+    text = (root / "src" / "config" / "config_ranges.c").read_text()
+    return [(d, p, float(lo), float(hi), excl == "true") for d, p, lo, hi, excl in RANGE_ROW.findall(text)]
+
+
+def variants(schema, node):
+    """node with its $ref followed, and every subschema that applies alongside it."""
+    while "$ref" in node:
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    yield node
+    for key in ("allOf", "anyOf", "oneOf"):
+        for sub in node.get(key, []):
+            yield from variants(schema, sub)
+    for key in ("then", "else"):
+        if key in node:
+            yield from variants(schema, node[key])
+
+
+def children(schema, node):
+    """(path component, child) pairs: object members by name, array items as '[]'."""
+    for v in variants(schema, node):
+        for key, child in v.get("properties", {}).items():
+            yield key, child
+        if "items" in v:
+            yield "[]", v["items"]
+
+
+def bounds(schema, node):
+    """(minimum, maximum, minimum excluded, numeric) of a leaf over all its variants."""
+    lo = hi = None
+    excl, numeric = False, False
+    for v in variants(schema, node):
+        types = v.get("type", [])
+        numeric |= bool({"integer", "number"} & set(types if isinstance(types, list) else [types]))
+        if "minimum" in v:
+            lo = v["minimum"]
+        if "exclusiveMinimum" in v:
+            lo, excl = v["exclusiveMinimum"], True
+        hi = v.get("maximum", hi)
+    return lo, hi, excl, numeric
+
+
+def numeric_leaves(schema, node, path="$"):
+    """(JSON path with [] for indices, leaf) of every number the schema allows."""
+    if bounds(schema, node)[3]:
+        yield path, node
+    for key, child in children(schema, node):
+        yield from numeric_leaves(schema, child, path + ("[]" if key == "[]" else "." + key))
+
+
+def pattern_matches(pattern, path):
+    """config_ranges.c's matcher: '*' stands for one object key."""
+    return re.fullmatch(re.escape(pattern).replace(r"\*", r"[^.\[]+"), path) is not None
+
+
+def check_ranges(root, report):
+    rows = ranges_of_c(root)
+    report.result(len(rows) > 50, f"src/config/config_ranges.c: {len(rows)} range rows read")
+    for kind in KINDS:
+        schema = json.loads((root / "schemas" / f"{kind}.schema.json").read_text())
+        own = [r for r in rows if r[0] == kind]
+        used = set()
+        for path, leaf in numeric_leaves(schema, schema):
+            row = next((r for r in own if pattern_matches(r[1], path)), None)
+            if row is None:
+                report.result(False, f"{kind} {path}: a number without a row in config_ranges.c")
+                continue
+            used.add(row)
+            lo, hi, excl, _ = bounds(schema, leaf)
+            ok = (lo, hi, excl) == (row[2], row[3], row[4])
+            report.result(ok, f"{kind} {path}: schema {'(' if excl else '['}{lo}, {hi}] "
+                              f"{'=' if ok else '!='} config_ranges.c {'(' if row[4] else '['}{row[2]}, {row[3]}]")
+        for row in own:
+            if row not in used:
+                report.result(False, f"{kind} {row[1]}: a config_ranges.c row no schema number matches")
+
+
 def main(argv):
     if len(argv) != 2:
         print(f"usage: {argv[0]} SOURCE_ROOT", file=sys.stderr)
@@ -224,6 +323,7 @@ def main(argv):
     check_shipped(root, schemas, report)
     check_checksums(root, report)
     check_bad_documents(root, schemas, report)
+    check_ranges(root, report)
     print(f"{report.passed} passed, {report.failed} failed")
     return 0 if report.failed == 0 else 1
 

@@ -152,7 +152,9 @@ def main():
     time.sleep(0.5)
     r = farm(h, 1, two, tmp)
     first.communicate()
-    h.check("second farm waited for the first", "waiting for another farm" in r.stderr, r.stderr[-300:])
+    h.check("second farm waited for the first, naming it",
+            re.search(r"is being written by pid %d on \S+ since \S+: enpu farm " % first.pid, r.stderr),
+            r.stderr[-300:])
     h.check("second farm: exit 0, nothing recomputed", r.returncode == 0 and
             field(r.stdout, "recomputed") == [0], r.stdout[-400:])
     h.check("two farms: store identical", *same(h, ref, two))

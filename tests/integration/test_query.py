@@ -26,6 +26,7 @@ import sys
 import tempfile
 
 from harness import Harness
+from store_checksum import reseal
 
 REL = 1e-11  # --json prints reals with 12 significant digits
 
@@ -192,7 +193,7 @@ def check_info(chk, store, tables):
             if p[k] != v:
                 chk.fail(f"store info {p['name']}: {k} {p[k]} != h5py {v}")
         wb = {"total": len(status), "ok": status.count(0), "infeasible_capacity": status.count(1),
-              "failed": status.count(2)}
+              "failed": status.count(2), "pending": status.count(3)}
         if p["buckets"] != wb:
             chk.fail(f"store info {p['name']}: buckets {p['buckets']} != h5py {wb}")
         table_bytes += sum(len(v["rows"]) * v["itemsize"] for v in t.values())
@@ -228,6 +229,10 @@ def check_diff(chk, store, tmp, tables, pol):
     subprocess.run(["/usr/bin/python3", "-c", EDIT_WALK, copy, f"/policies/{pol}/walk", str(row)],
                    check=True)
     got = chk.run("store", "diff", store, copy)
+    if got.returncode != 2 or f"policy {pol}: table walk: damaged: checksum mismatch" not in got.stderr:
+        chk.fail(f"store diff after an edit without a new checksum: exit {got.returncode}, {got.stderr!r}")
+    reseal(copy, f"/policies/{pol}/walk")  # the edit now reaches the comparison
+    got = chk.run("store", "diff", store, copy)
     phase = ["prefill", "decode"][b["phase"]]
     want_lines = [f"policy {pol}: bucket {phase} batch {b['batch']} seq {b['seq']}: changed (walk)",
                   f"policy {pol}: table walk: 1 rows differ, first row {row} (energy_nj)"]
@@ -258,7 +263,9 @@ def check_errors(chk, store, tables, pol):
         (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0.05", "--target-ms", "1"], 2, "exactly one"),
         (["--phase", "middle", "--batch", "1", "--seq", "1", "--slack", "0"], 2, "prefill or decode"),
         (["--phase", phase, "--batch", "x", "--seq", "1", "--slack", "0"], 2, "expects an integer"),
-        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "-1"], 2, "fraction >= 0"),
+        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "-1"], 2, "expected a number in [0, 10]"),
+        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "1e308"], 2, "expected a number in [0, 10]"),
+        (["--phase", phase, "--batch", "1", "--seq", "1", "--target-ms", "1e308"], 2, "finite in ns"),
         (["--phase", phase, "--seq", "1", "--slack", "0"], 2, "missing --batch"),
     ]
     for args, code, needle in cases:

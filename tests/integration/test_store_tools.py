@@ -8,7 +8,8 @@ h5dump and h5py, with HDF5_PLUGIN_PATH at PLUGIN_DIR, read the Pareto times the 
 defines (time of point k of op i = 100 (i+1) (1 + 0.25 k + 0.05 k^2) ns, restated here
 from the fixture's formula), and that without the plugin neither shows those values —
 proof that the data really goes through filter 32015. h5dump exits 0 even when it cannot
-decode the data, so only the printed values count.
+decode the data, so only the printed values count. Every table's `xxh3_64` attribute equals
+the checksum schemas/planstore.md defines, computed here with python3-xxhash.
 """
 import os
 import re
@@ -24,10 +25,15 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 
 H5PY_READ = f"""
 import h5py, sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from store_checksum import table_checksum
 with h5py.File(sys.argv[1], "r") as f:
     rows = f["{DATASET}"][:]
     print(" ".join(repr(float(t)) for t in rows["time_ns"]))
     print(int(f.attrs["format_version"]), f["{DATASET}"].id.get_create_plist().get_filter_by_id(32015)[1][0])
+    tables = []
+    f.visititems(lambda n, o: tables.append(o) if isinstance(o, h5py.Dataset) else None)
+    print(len(tables), sum(int(t.attrs["xxh3_64"]) == table_checksum(t) for t in tables))
 """
 
 
@@ -67,6 +73,8 @@ def main():
             failures.append(f"h5py with the plugin: rc {got.returncode}, out {got.stdout!r} err {got.stderr[-300:]!r}")
         elif lines[1].split() != [FORMAT, "3"]:
             failures.append(f"h5py: format_version / zstd level {lines[1]!r}, expected '{FORMAT} 3'")
+        elif len(set(lines[2].split())) != 1 or int(lines[2].split()[0]) < 7:
+            failures.append(f"h5py: tables / checksums equal to XXH3-64 of the packed rows: {lines[2]!r}")
 
         times, out = h5dump_times(store, no_plugin)
         if times:

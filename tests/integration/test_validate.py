@@ -29,6 +29,7 @@ h = Harness(sys.argv[1], sys.argv[2])
 src, plugins = sys.argv[2], sys.argv[3]
 os.environ["HDF5_PLUGIN_PATH"] = plugins
 import h5py  # noqa: E402  (after HDF5_PLUGIN_PATH is set)
+from store_checksum import reseal  # noqa: E402
 
 TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
 CLUSTER = "jobs/clusters/llama3-70b.json"
@@ -137,6 +138,10 @@ with tempfile.TemporaryDirectory() as tmp:
         row = d[2]
         row["time_ns"] = row["time_ns"] * 0.99
         d[2] = row
+    r, _ = validate(bad, os.path.join(tmp, "results3"))
+    h.check("a tampered stored time without a new checksum: exit 1, the table is named as damaged",
+            r.returncode == 1 and "table plans: damaged: checksum mismatch" in r.stderr, r.stderr[-300:])
+    reseal(bad, "policies/enpu-all/plans")  # the edit now reaches the re-simulation
     r, _ = validate(bad, os.path.join(tmp, "results3"))
     doc3 = json.loads(r.stdout) if r.stdout.strip() else {}
     h.check("a tampered stored time: exit 1, one plan failed", r.returncode == 1 and doc3.get("failed") == 1,

@@ -39,12 +39,23 @@ typedef struct {
   size_t nops, npareto, nbuckets, nbops, nwalk, nplans, npstates;
 } store_fixture_policy;
 
+/* Take the lock of the store at `path` (no waiting) and start a writer for it; the
+ * caller frees the writer, then releases the lock. @return 0 or the error (in err). */
+static inline int store_fixture_writer(const char *path, const store_provenance *prov, int level,
+                                       store_lock **lock, store_writer **w, enpu_err *err) {
+  *w = NULL;
+  int rc = store_lock_acquire(path, "store test fixture", 0, NULL, lock, err);
+  if (rc == 0) rc = store_writer_create(*lock, prov, level, w, err);
+  return rc;
+}
+
 /* Write and publish a store of n policies at zstd `level`.
  * @return 0 or the writer's error (in err). */
 static inline int store_fixture_write(const char *path, const store_provenance *prov, int level,
                                       const store_fixture_policy *pols, size_t n, enpu_err *err) {
   store_writer *w = NULL;
-  int rc = store_writer_create(path, prov, level, &w, err);
+  store_lock *lock = NULL;
+  int rc = store_fixture_writer(path, prov, level, &lock, &w, err);
   for (size_t i = 0; rc == 0 && i < n; i++) {
     const store_fixture_policy *p = &pols[i];
     const struct {
@@ -60,6 +71,7 @@ static inline int store_fixture_write(const char *path, const store_provenance *
   }
   if (rc == 0) rc = store_writer_commit(w, err);
   store_writer_free(w);
+  store_lock_release(lock);
   return rc;
 }
 

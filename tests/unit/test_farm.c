@@ -393,22 +393,30 @@ static void append_records(const char *path, int first, int n, int sync_each) {
 }
 
 /* Replay and check that records [0, n) are exactly record_payload(0..n). */
-static void expect_records(const char *path, int n, int64_t dropped) {
+/* The journal at path replays records first..first+n-1 of the test journals except
+ * `missing` (-1: none), having skipped and dropped those many bytes. */
+static void expect_records_skipping(const char *path, int n, int missing, int64_t skipped, int64_t dropped) {
   collected c = {.fail_at = -1};
-  int64_t records = -1, drop = -1;
+  farm_journal_stats st;
   enpu_err err = {0};
-  assert_int_equal(farm_journal_replay(path, collect, &c, &records, &drop, &err), 0);
-  assert_int_equal(records, n);
+  assert_int_equal(farm_journal_replay(path, collect, &c, &st, &err), 0);
+  assert_int_equal(st.records, n);
   assert_int_equal(c.n, n);
-  assert_int_equal(drop, dropped);
+  assert_int_equal(st.skipped_bytes, skipped);
+  assert_int_equal(st.dropped_bytes, dropped);
+  assert_int_equal(st.unreadable, 0);
   for (int i = 0; i < n; i++) {
     uint32_t kind;
-    farm_buf b = record_payload(i, &kind);
+    farm_buf b = record_payload(missing >= 0 && i >= missing ? i + 1 : i, &kind);
     assert_int_equal(c.kinds[i], kind);
     assert_same_bytes(&b, &c.payloads[i]);
     farm_buf_free(&b);
   }
   collected_free(&c);
+}
+
+static void expect_records(const char *path, int n, int64_t dropped) {
+  expect_records_skipping(path, n, -1, 0, dropped);
 }
 
 static long file_size(const char *path) {
@@ -427,8 +435,8 @@ static void test_journal_append_replay(void **state) {
   /* The callback's error stops the replay and is returned with the record named. */
   collected c = {.fail_at = 2};
   enpu_err err = {0};
-  int64_t records = 0, drop = 0;
-  assert_int_equal(farm_journal_replay(jpath, collect, &c, &records, &drop, &err), ENPU_ERR_INVALID);
+  farm_journal_stats st;
+  assert_int_equal(farm_journal_replay(jpath, collect, &c, &st, &err), ENPU_ERR_INVALID);
   assert_int_equal(c.n, 2);
   assert_non_null(strstr(err.msg, "record 2"));
   collected_free(&c);
@@ -474,27 +482,39 @@ static void test_journal_flipped_byte(void **state) {
   const char *jpath = ((tmp_fixture *)*state)->journal;
   append_records(jpath, 0, 1, 1);
   long one = file_size(jpath);
-  append_records(jpath, 1, 3, 1);
+  append_records(jpath, 1, 1, 1);
+  long two = file_size(jpath);
+  append_records(jpath, 2, 1, 1);
+  long three = file_size(jpath);
+  append_records(jpath, 3, 1, 1);
   long all = file_size(jpath);
-  /* A byte of the second record's payload, then of its kind, then of its length. */
+  /* A byte of the second record's payload, then of its kind, then of its length: that
+   * record is skipped, the two after it still replay. */
   const long where[] = {one + 16 + 5, one, one + 4};
   for (size_t k = 0; k < sizeof where / sizeof where[0]; k++) {
     flip_byte(jpath, where[k]);
-    expect_records(jpath, 1, all - one);
+    expect_records_skipping(jpath, 3, 1, two - one, 0);
     flip_byte(jpath, where[k]);
     expect_records(jpath, 4, 0);
   }
-  /* A bad header is not a journal: a clear error, not an empty replay. */
+  /* The last record damaged is a tail that cannot be told from a torn one. */
+  flip_byte(jpath, all - 3);
+  expect_records(jpath, 3, all - three);
+  flip_byte(jpath, all - 3);
+  /* A bad header: nothing replays, and open moves the file aside and starts afresh. */
   flip_byte(jpath, 2);
-  int64_t records = 0, drop = 0;
+  farm_journal_stats st;
   enpu_err err = {0};
-  assert_int_equal(farm_journal_replay(jpath, collect, &(collected){.fail_at = -1}, &records, &drop,
-                                       &err),
-                   ENPU_ERR_FORMAT);
-  assert_non_null(strstr(err.msg, "not a farm journal"));
+  assert_int_equal(farm_journal_replay(jpath, collect, &(collected){.fail_at = -1}, &st, &err), 0);
+  assert_true(st.unreadable && st.records == 0 && st.dropped_bytes == 0);
   farm_journal *j = NULL;
-  assert_int_equal(farm_journal_open(jpath, &j, &err), ENPU_ERR_FORMAT);
-  assert_null(j);
+  assert_int_equal(farm_journal_open(jpath, &j, &err), 0);
+  farm_journal_free(j);
+  char aside[200];
+  snprintf(aside, sizeof aside, "%s.unreadable", jpath);
+  assert_int_equal(file_size(aside), all);
+  expect_records(jpath, 0, 0);
+  unlink(aside);
 }
 
 static void test_journal_reset(void **state) {
@@ -586,7 +606,10 @@ static void checkpoint(const farm_state *s, const char *path, int reverse_polici
     w[1] = t;
   }
   enpu_err err = {0};
-  int rc = farm_state_checkpoint(s, path, &prov, w, 2, &err);
+  store_lock *lock = NULL;
+  int rc = store_lock_acquire(path, "test_farm", 0, NULL, &lock, &err);
+  if (rc == 0) rc = farm_state_checkpoint(s, lock, &prov, w, 2, &err);
+  store_lock_release(lock);
   if (rc != 0) fail_msg("checkpoint: %s", err.msg);
 }
 
@@ -633,9 +656,10 @@ static void test_state_order_independent(void **state) {
     SAME_TABLE(x, y, plans, nplans);
     SAME_TABLE(x, y, plan_states, nplan_states);
   }
-  /* What was written: enpu-all has the four known wanted ops in key order, three buckets
-   * (the one with unknown op 44 and the never-computed one are skipped) in (phase, batch,
-   * seq) order; the infeasible one has no ops and keeps its message. */
+  /* What was written: enpu-all has the four known wanted ops in key order, five buckets in
+   * (phase, batch, seq) order: the never-computed one and the one with unknown op 44 are
+   * pending rows with their wanted input hash and nothing else; the infeasible one has
+   * no ops and keeps its message. */
   const store_policy_tables *t = NULL;
   for (size_t p = 0; p < a->npolicies; p++)
     if (strcmp(a->policies[p].name, config_policy_name(POLICY)) == 0) t = &a->policies[p];
@@ -643,17 +667,20 @@ static void test_state_order_independent(void **state) {
   assert_int_equal(t->nops, 4);
   for (size_t i = 1; i < t->nops; i++) assert_true(t->ops[i - 1].signature < t->ops[i].signature);
   assert_int_equal(t->npareto, 4 * NPTS);
-  assert_int_equal(t->nbuckets, 3);
-  assert_true(t->buckets[0].phase == 0 && t->buckets[0].seq == 512);
-  assert_true(t->buckets[1].phase == 1 && t->buckets[1].batch == 8);
-  assert_int_equal(t->buckets[2].status, STORE_BUCKET_INFEASIBLE_CAPACITY);
-  assert_int_equal(t->buckets[2].ops_count, 0);
-  assert_non_null(strstr(t->buckets[2].message, "KV cache needs 256 GiB"));
+  assert_int_equal(t->nbuckets, 5);
+  assert_true(t->buckets[0].phase == 0 && t->buckets[0].seq == 512 && t->buckets[0].status == STORE_BUCKET_OK);
+  assert_true(t->buckets[1].batch == 2 && t->buckets[1].status == STORE_BUCKET_PENDING);
+  assert_true(t->buckets[1].input_hash == 250 && t->buckets[1].ops_count == 0 && t->buckets[1].plan_count == 0);
+  assert_true(t->buckets[2].seq == 4096 && t->buckets[2].status == STORE_BUCKET_PENDING);
+  assert_true(t->buckets[3].phase == 1 && t->buckets[3].batch == 8);
+  assert_int_equal(t->buckets[4].status, STORE_BUCKET_INFEASIBLE_CAPACITY);
+  assert_int_equal(t->buckets[4].ops_count, 0);
+  assert_non_null(strstr(t->buckets[4].message, "KV cache needs 256 GiB"));
   assert_int_equal(t->nbucket_ops, 3 + 2);
   assert_int_equal(t->nwalk, 3 * (3 + 2));
   assert_int_equal(t->nplan_states, 2 * (3 + 2));
-  /* Global rows: bucket 1's first walk step moves op 11 (row 0) to its point 1. */
-  const store_walk_rec *w = &t->walk[t->buckets[1].walk_first];
+  /* Global rows: bucket 3's first walk step moves op 11 (row 0) to its point 1. */
+  const store_walk_rec *w = &t->walk[t->buckets[3].walk_first];
   assert_int_equal(w->op, 0);
   assert_int_equal(w->pareto, t->ops[0].pareto_first + 1);
   store_contents_free(a);
@@ -750,16 +777,19 @@ static void test_state_checkpoint_rejects(void **state) {
   store_bucket_rec wb = {.phase = 1, .batch = 16, .seq = 2048, .input_hash = 600};
   farm_wanted w = {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
                    .buckets = &wb, .nbuckets = 1};
-  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
+  store_lock *lock = NULL;
+  assert_int_equal(store_lock_acquire(f->path, "test_farm", 0, NULL, &lock, &err), 0);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "1/16/2048"));
   assert_int_equal(access(f->path, F_OK), -1); /* nothing published */
   /* The same policy twice, or a bucket wanted twice, is the caller's bug. */
   farm_wanted twice[2] = {w, w};
-  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, twice, 2, &err), ENPU_ERR_INVALID);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, twice, 2, &err), ENPU_ERR_INVALID);
   store_bucket_rec dup[2] = {want_buckets[2], want_buckets[2]};
   w.buckets = dup;
   w.nbuckets = 2;
-  assert_int_equal(farm_state_checkpoint(s, f->path, &prov, &w, 1, &err), ENPU_ERR_INVALID);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_INVALID);
+  store_lock_release(lock);
   farm_state_free(s);
 }
 
@@ -824,9 +854,9 @@ static int bench(int n) {
     double dt = enpu_now_s() - t0;
     long disk = file_size(path);
     farm_journal_free(j);
-    int64_t records = 0, dropped = 0;
+    farm_journal_stats st;
     double t1 = enpu_now_s();
-    if (farm_journal_replay(path, NULL, NULL, &records, &dropped, &err) != 0 || records != n) return 1;
+    if (farm_journal_replay(path, NULL, NULL, &st, &err) != 0 || st.records != n) return 1;
     double replay = enpu_now_s() - t1;
     printf("journal, %s: %d records of %zu bytes in %.3f s: %.0f records/s, %.1f MB/s "
            "(payload), %.1f MB on disk (zstd x%.1f); replay %.0f records/s\n",

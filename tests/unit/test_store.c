@@ -529,11 +529,13 @@ static void test_store_load_round_trip(void **state) {
   char path[160];
   snprintf(path, sizeof path, "%s/no-added.h5", c->dir);
   store_writer *w = NULL;
+  store_lock *lock = NULL;
   store_provenance prov = test_prov;
   prov.added_buckets_json = NULL;
-  assert_int_equal(store_writer_create(path, &prov, 3, &w, &err), 0);
+  assert_int_equal(store_fixture_writer(path, &prov, 3, &lock, &w, &err), 0);
   assert_int_equal(store_writer_commit(w, &err), 0);
   store_writer_free(w);
+  store_lock_release(lock);
   assert_int_equal(store_load(path, &s, &err), 0);
   assert_null(s->added_buckets_json);
   assert_int_equal(s->npolicies, 0);
@@ -608,10 +610,12 @@ static void test_store_diff(void **state) {
   assert_int_equal(log.e[1].seq, 4096);
   assert_int_equal(log.e[2].table, STORE_T_BUCKETS);
   store_contents_free(b);
-  assert_int_equal(store_writer_create(path, &test_prov, 3, &w, &err), 0);
+  store_lock *lock = NULL;
+  assert_int_equal(store_fixture_writer(path, &test_prov, 3, &lock, &w, &err), 0);
   assert_int_equal(store_writer_append(w, "dvfs-c", STORE_T_OPS, f->ops, 0, &err), 0);
   assert_int_equal(store_writer_commit(w, &err), 0);
   store_writer_free(w);
+  store_lock_release(lock);
   assert_int_equal(store_load(path, &b, &err), 0);
   log.n = 0;
   assert_int_equal(store_diff(b, a, log_diff, &log, &count, &err), 0);
@@ -674,11 +678,13 @@ static void test_compression_shrinks(void **state) {
     char path[160];
     snprintf(path, sizeof path, "%s/size%d.h5", c->dir, k);
     store_writer *w = NULL;
+    store_lock *lock = NULL;
     enpu_err err = {0};
-    assert_int_equal(store_writer_create(path, &test_prov, k == 0 ? -1 : 3, &w, &err), 0);
+    assert_int_equal(store_fixture_writer(path, &test_prov, k == 0 ? -1 : 3, &lock, &w, &err), 0);
     assert_int_equal(store_writer_append(w, POLICY, STORE_T_WALK, rows, ROWS, &err), 0);
     assert_int_equal(store_writer_commit(w, &err), 0);
     store_writer_free(w);
+    store_lock_release(lock);
     bytes[k] = file_bytes(path);
   }
   free(rows);
@@ -688,7 +694,8 @@ static void test_compression_shrinks(void **state) {
   assert_true(bytes[1] * 3 < bytes[0]);
 }
 
-/* Nothing appears at `path` before commit; a reader holding the old file keeps it. */
+/* Nothing appears on disk before commit (the file is built in memory); a reader holding
+ * the old file keeps it. */
 static void test_atomic_publication(void **state) {
   ctx *c = *state;
   char path[160], tmp[170];
@@ -703,11 +710,13 @@ static void test_atomic_publication(void **state) {
   assert_true(held >= 0);
 
   store_writer *w = NULL;
+  store_lock *lock = NULL;
   store_provenance prov = test_prov;
   prov.job_hash = 99;
-  assert_int_equal(store_writer_create(path, &prov, 3, &w, &err), 0);
-  assert_int_equal(file_bytes(tmp) > 0, 1);
+  assert_int_equal(store_fixture_writer(path, &prov, 3, &lock, &w, &err), 0);
+  assert_int_equal(file_bytes(tmp), -1);
   assert_int_equal(store_writer_append(w, POLICY, STORE_T_OPS, old->ops, 1, &err), 0);
+  assert_int_equal(file_bytes(tmp), -1);
   assert_int_equal(store_writer_commit(w, &err), 0);
   store_writer_free(w);
   assert_int_equal(file_bytes(tmp), -1);
@@ -729,8 +738,9 @@ static void test_atomic_publication(void **state) {
   assert_int_equal(hash, 99);
 
   /* An abandoned writer leaves no temporary file and does not touch the store. */
-  assert_int_equal(store_writer_create(path, &prov, 3, &w, &err), 0);
+  assert_int_equal(store_writer_create(lock, &prov, 3, &w, &err), 0);
   store_writer_free(w);
+  store_lock_release(lock);
   assert_int_equal(file_bytes(tmp), -1);
   assert_true(file_bytes(path) > 0);
   free(old);
@@ -741,14 +751,16 @@ static void test_writer_rejects_bad_input(void **state) {
   char path[160];
   snprintf(path, sizeof path, "%s/bad.h5", c->dir);
   store_writer *w = NULL;
+  store_lock *lock = NULL;
   enpu_err err = {0};
-  assert_int_equal(store_writer_create(path, &test_prov, 3, &w, &err), 0);
+  assert_int_equal(store_fixture_writer(path, &test_prov, 3, &lock, &w, &err), 0);
   assert_int_equal(store_writer_append(w, "a/b", STORE_T_OPS, c->f.ops, 1, &err), ENPU_ERR_INVALID);
   assert_int_equal(store_writer_append(w, "", STORE_T_OPS, c->f.ops, 1, &err), ENPU_ERR_INVALID);
   assert_int_equal(store_writer_append(w, POLICY, STORE_NTABLE, c->f.ops, 1, &err), ENPU_ERR_INVALID);
   store_writer_free(w);
-  assert_int_equal(store_writer_create("/nonexistent-dir/x.h5", &test_prov, 3, &w, &err), ENPU_ERR_IO);
-  assert_null(w);
+  store_lock_release(lock);
+  assert_int_equal(store_lock_acquire("/nonexistent-dir/x.h5", "test", 0, NULL, &lock, &err), ENPU_ERR_IO);
+  assert_null(lock);
 }
 
 /* ---------------------------------------------------------------------------------

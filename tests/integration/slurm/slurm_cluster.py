@@ -139,20 +139,31 @@ class LocalSlurm:
                 jobs[fields["JobId"]] = fields
         return jobs
 
-    def wait_job(self, job_id, timeout_s):
+    def wait_job(self, job_id, timeout_s, progress=None, max_s=None):
         """Waits until every task of the job has left the queue for good (a requeued job
         comes back as PENDING, so the job must be in a final state, not just off squeue);
-        returns the job_info dict of its tasks."""
+        returns the job_info dict of its tasks. With `progress` (a function of the job
+        info returning anything that changes while the job advances: restarts, log
+        growth), timeout_s bounds the time without progress instead of the whole wait,
+        which max_s (default 10 x timeout_s) still caps."""
         final = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
                  "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
-        deadline = time.monotonic() + timeout_s
+        start = last_change = time.monotonic()
+        cap = start + (max_s or 10 * timeout_s)
+        seen = None
         while True:
             info = self.job_info(job_id)
             if info and all(j.get("JobState") in final for j in info.values()):
                 return info
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if progress is not None:
+                key = progress(info)
+                if key != seen:
+                    seen, last_change = key, now
+            if now - last_change > timeout_s or now > cap:
                 states = {k: v.get("JobState") for k, v in info.items()}
-                raise TimeoutError(f"job {job_id} not finished after {timeout_s} s: {states}")
+                raise TimeoutError(f"job {job_id} not finished after {now - start:.0f} s "
+                                   f"({now - last_change:.0f} s without progress): {states}")
             time.sleep(1)
 
     def node_idle(self):

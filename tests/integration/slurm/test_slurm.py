@@ -9,7 +9,9 @@ PID, also on failure:
            a minute of compute (2 tasks, mpirun): the batch shell receives the warning
            signal, the farm checkpoints (exit 3), the job requeues itself and finishes on a
            later start, reusing the checkpointed work; the store is identical
-           (`enpu store diff`, exit 0) to an uninterrupted run made alongside;
+           (`enpu store diff`, exit 0) to an uninterrupted run made alongside. A loaded
+           machine needs more starts: the test waits while the job makes progress
+           (restarts, log lines), not for a fixed time;
   array    models-array.sbatch over a list of two small job files gives two stores, and an
            array index past the list fails with a clear message;
   regen    regen.sbatch after an FFN size change recomputes exactly the op signatures that
@@ -29,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +42,24 @@ from slurm_cluster import LocalSlurm, SlurmUnavailable  # noqa: E402
 from test_farm import field, signatures  # noqa: E402
 
 SKIP = 77
+STALL_S = 180      # the longest wait without progress before a scenario gives up
+MAX_WAIT_S = 900   # and the longest wait in all (CTest's timeout is above it)
+
+
+def wait_process(p, store, stall_s, max_s):
+    """communicate() with a process that rewrites `store` while it works: fails only when
+    the store has not changed for stall_s (or after max_s in all)."""
+    start = last = time.monotonic()
+    seen = None
+    while p.poll() is None:
+        key = os.stat(store).st_mtime_ns if os.path.exists(store) else None
+        now = time.monotonic()
+        if key != seen:
+            seen, last = key, now
+        if now - last > stall_s or now - start > max_s:
+            raise TimeoutError(f"{p.args[:3]}: no progress for {now - last:.0f} s")
+        time.sleep(1)
+    return p.communicate()
 
 
 def required():
@@ -133,14 +154,24 @@ def test_requeue(s):
                                    os.path.join(s.tmp, "results"), "--progress-s", "5"],
                    ["--ntasks=2", "--time=1", "--signal=B:USR1@20", "--output=farm-%j.out"],
                    env=dict(s.env, ENPU_LAUNCHER="mpirun"))
-    # The uninterrupted reference, alongside on the other core.
+    # The uninterrupted reference, alongside on the other core; it checkpoints every 5 s
+    # so its progress can be seen.
     reference = subprocess.Popen([h.enpu, "farm", job, "--store", ref, "--results",
-                                  os.path.join(s.tmp, "ref-results"), "--quiet"],
+                                  os.path.join(s.tmp, "ref-results"), "--quiet", "--checkpoint-s", "5"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  cwd=s.tmp)
+    # How long this takes depends on the machine's load (each start computes until the
+    # warning, then waits for the requeue): wait while it makes progress, i.e. while the
+    # job restarts or its log grows (progress lines every 5 s), up to 3 minutes without.
+    logpath = os.path.join(s.tmp, "farm-%s.out" % jid)
+
+    def advancing(info):
+        size = os.path.getsize(logpath) if os.path.exists(logpath) else 0
+        return info.get(jid, {}).get("Restarts"), size
+
     try:
-        info = s.slurm.wait_job(jid, 330)
-        ref_out, ref_err = reference.communicate(timeout=300)
+        info = s.slurm.wait_job(jid, STALL_S, progress=advancing, max_s=MAX_WAIT_S)
+        ref_out, ref_err = wait_process(reference, ref, STALL_S, MAX_WAIT_S)
     finally:
         if reference.poll() is None:
             reference.kill()
