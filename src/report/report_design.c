@@ -228,7 +228,10 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
     pts[n++] = (shadow_point){nm, atoi(at + strlen("@shadow="))};
   }
   const int own = chip_shadow(r->c);
-  if (n && own >= 0 && policy(r->c, base)) pts[n++] = (shadow_point){policy(r->c, base)->name, own};
+  int have_own = 0; /* the chip's own size, as a variant */
+  for (size_t i = 0; i < n; i++) have_own |= pts[i].shadow == own;
+  if (n && own >= 0 && !have_own && policy(r->c, base))
+    pts[n++] = (shadow_point){policy(r->c, base)->name, own};
   if (n == 0) {
     fprintf(md, "Not shown: the store has no `<policy>@shadow=N` policies.\n\n");
     return ENPU_OK;

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness
+from harness import Harness, md_rows
 
 h = Harness(sys.argv[1], sys.argv[2])
 src, plugins = sys.argv[2], sys.argv[3]
@@ -146,4 +146,32 @@ with tempfile.TemporaryDirectory() as tmp:
                 q.get("plan_energy_nj") is not None and pl["gated"] == 1
                 and abs(q["plan_energy_nj"] - pl["energy_nj"]) <= 1e-9 * pl["energy_nj"],
                 f"{q.get('plan_energy_nj')} vs {pl['energy_nj']} gated {pl['gated']}")
+
+    # ---- 6. report: the design-space figures, their numbers from the plans table
+    out = os.path.join(tmp, "report")
+    r = h.run("report", stores["paper"], "--out", out)
+    md_path = os.path.join(out, "report.md")
+    md = open(md_path).read() if r.returncode == 0 and os.path.exists(md_path) else ""
+    pngs = ["regulator_loss_prefill", "regulator_loss_decode", "shadow", "granularity_prefill",
+            "granularity_decode", "domains_prefill", "domains_decode", "seq_prefill", "gating_prefill",
+            "gating_decode"]
+    missing = [p for p in pngs if not os.path.getsize(os.path.join(out, p + ".png"))] if md else pngs
+    h.check("report: Figures 13, 15, 16, 17, 18 and 21 drawn", md and not missing, r.stderr[-400:] + str(missing))
+    rows = md_rows(md, "| prefill: slack (%) | dvfs-c | dvfs-c-ms | enpu-3dom")
+    t = tabs["paper"]
+    want = []
+    for pol in ("enpu-all", "pg+enpu-all"):
+        b, pl = t[pol]["buckets"], t[pol]["plans"]
+        v = [100 * pl["regulator_loss_nj"][k].sum() / b["e_nodvfs_nj"][pl["bucket"][k]] for k in range(len(pl))
+             if pl["slack"][k] == 0 and b["phase"][pl["bucket"][k]] == 0]
+        want.append(sum(v) / len(v))
+    header = next((line for line in md.splitlines()
+                   if line.startswith("| prefill: slack (%) | dvfs-c | dvfs-c-ms | enpu-3dom")), "")
+    cols = [c.strip() for c in header.strip().strip("|").split("|")]
+    got = [float(rows[0][cols.index(p)]) for p in ("enpu-all", "pg+enpu-all")] if rows and len(cols) > 1 else []
+    h.check("report: Figure 13's regulator loss at 0 % (prefill) = the plans' mean",
+            got and all(abs(a - b) < 1e-3 for a, b in zip(got, want)), f"{got} vs {want}")
+    shadow = md_rows(md, "| shadow registers | policy | phase")
+    h.check("report: Figure 15 has a row per shadow size and phase (0, 4, 32)",
+            sorted({int(x[0]) for x in shadow}) == [0, 4, 32] and len(shadow) == 6, str(shadow))
 h.finish()
