@@ -1,6 +1,6 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
- * [--results DIR] [--quiet]`: compile the job's whole grid into its HDF5 plan store with the farm module.
+ * [--results DIR] [--quiet] [--capacity-factor F]`: compile the job's whole grid into its HDF5 plan store with the farm module.
  * Every rank runs this command; only rank 0 prints.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
@@ -20,7 +20,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: [mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
           "                    [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC] [--results DIR]\n"
-          "                    [--quiet]\n"
+          "                    [--quiet] [--capacity-factor worst|F]\n"
           "\n"
           "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
           "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
@@ -35,6 +35,9 @@ static void usage(FILE *out) {
           "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
           "  --results DIR       summary.md goes to DIR/<job>/ (default: beside the store)\n"
           "  --quiet             no progress lines\n"
+          "  --capacity-factor F the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
+          "                      one store per factor sweeps it (give each its own --store);\n"
+          "                      the store records the factor compiled\n"
           "  -h, --help          show this help\n"
           "\n"
           "Exit status: 0 done, 1 some tasks failed, 2 usage or input error, 3 interrupted by\n"
@@ -85,12 +88,15 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
     }
     const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
                       !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
-                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait");
+                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait") ||
+                      !strcmp(s, "--capacity-factor");
     if (takes) {
       if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
       const char *v = argv[++i];
       if (!strcmp(s, "--store")) {
         o->store_path = v;
+      } else if (!strcmp(s, "--capacity-factor")) {
+        o->capacity_factor = v; /* checked against the model when the job loads */
       } else if (!strcmp(s, "--results")) {
         o->results_dir = v;
       } else if (!strcmp(s, "--add-buckets")) {

@@ -18,7 +18,7 @@ static const char *const gqa_keys[] = {"kind", "heads", "kv_heads", "head_dim"};
 static const char *const mla_keys[] = {
     "kind",      "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim"};
-static const char *const ffn_keys[] = {"intermediate"};
+static const char *const ffn_keys[] = {"intermediate", "fuse_gate_up"};
 static const char *const moe_keys[] = {"routed_experts", "shared_experts", "experts_per_token",
                                        "expert_intermediate", "first_dense_layers"};
 
@@ -103,6 +103,7 @@ static double attention_params(const config_model *m) {
 static void derive(config_model *m) {
   double h = m->hidden;
   double attn = attention_params(m) + 2.0 * h; /* + pre-attention and pre-FFN RMSNorm */
+  m->params_layer_attention = attn;
   double dense_ffn = 3.0 * h * m->ffn_intermediate;
   double embed = (double)m->vocab * h;
   double head = (double)m->vocab * h + h; /* LM head + final norm */
@@ -143,6 +144,11 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   const json_t *ffn = json_object_get(o, "ffn");
   ENPU_FORWARD(config_object(doc, &fp, ffn, ffn_keys, NKEYS(ffn_keys), err));
   ENPU_FORWARD(config_get_int(doc, &fp, ffn, "intermediate", &m->ffn_intermediate, err));
+  const json_t *fuse = json_object_get(ffn, "fuse_gate_up");
+  if (fuse) {
+    config_path up = CONFIG_KEY(&fp, "fuse_gate_up");
+    ENPU_FORWARD(config_bool(doc, &up, fuse, &m->ffn_fuse_gate_up, err));
+  }
   const json_t *moe = json_object_get(o, "moe");
   if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));
   derive(m);

@@ -11,7 +11,10 @@
  * blocks. A three-stage pipeline (DMA in → core → ICI) over B blocks takes
  *   Σ_k (L_k + t_k / B) + (B − 1) · max_k (t_k) / B
  * with t_k a stage's total time and L_k its fixed lead-in (HBM latency). This is a max
- * of sums of monotone terms, so it keeps the model monotone in every clock.
+ * of sums of monotone terms, so it keeps the model monotone in every clock. A host load
+ * adds the host link as one more stage (host → HBM; its latency is a lead-in); the link
+ * has no DVFS state, so its time is fixed, and its energy per byte (chip file) is
+ * charged to the "other" slot as switching energy.
  *
  * A memo entry also holds the op's NoDVFS time and its components' largest own time at
  * peak, the two constants of the critical-path time (cost.h); they are computed by the
@@ -55,7 +58,7 @@ typedef struct {
 } op_timing;
 
 /* Pipeline stages (DMA in → core → ICI) and the components each is made of. */
-enum { STAGE_HBM = 0, STAGE_CORE, STAGE_ICI, NSTAGE };
+enum { STAGE_HOST = 0, STAGE_HBM, STAGE_CORE, STAGE_ICI, NSTAGE };
 
 struct cost_ctx {
   config_chip chip; /* copy; its table pointers are not used */
@@ -146,7 +149,7 @@ static uint64_t op_key(const graph_op *op, int shadow) {
   int64_t ints[] = {op->kind, s->b, s->m, s->k, s->n, s->v, s->kv_group, s->causal,
                     s->rhs_is_weight, s->ranks, s->in_tensors, s->out_tensors, s->dtype_bytes};
   double reals[] = {s->vector_ops_per_elem, op->flops, op->vector_ops, op->hbm_read_bytes,
-                    op->hbm_write_bytes, op->ici_bytes};
+                    op->hbm_write_bytes, op->ici_bytes, op->host_bytes};
   enpu_hasher_bytes(&h, ints, sizeof ints);
   enpu_hasher_bytes(&h, reals, sizeof reals);
   enpu_hasher_i64(&h, shadow);
@@ -172,13 +175,20 @@ static void gate_thresholds(const cost_pipeline *pl, const int eff[COST_NUNIT],
 /* Gating between blocks: a stage shorter than the slowest idles (slowest − t)/B after
  * each of its first B − 1 blocks; each gated gap costs the stage a wake-up. The core
  * stage's units are gated one by one and it waits for the slowest of their wake-ups. */
+static double stage_max(const double stage[NSTAGE]) {
+  double m = 0;
+  for (int k = 0; k < NSTAGE; k++) m = fmax(m, stage[k]);
+  return m;
+}
+
 static void gate_blocks(const cost_tile *t, const double min_ns[CONFIG_NCOMP],
                         const double wake_ns[CONFIG_NCOMP], double blocks, double stage[NSTAGE],
                         op_timing *o) {
   if (blocks <= 1) return;
-  const double slowest = fmax(stage[STAGE_HBM], fmax(stage[STAGE_CORE], stage[STAGE_ICI]));
-  static const int first[NSTAGE] = {CONFIG_HBM, CONFIG_SA, CONFIG_ICI};
-  static const int last[NSTAGE] = {CONFIG_HBM, CONFIG_SRAM, CONFIG_ICI};
+  const double slowest = stage_max(stage);
+  /* the host link is no gated component (its energy is the chip's "other") */
+  static const int first[NSTAGE] = {CONFIG_NCOMP, CONFIG_HBM, CONFIG_SA, CONFIG_ICI};
+  static const int last[NSTAGE] = {-1, CONFIG_HBM, CONFIG_SRAM, CONFIG_ICI};
   const double work[CONFIG_NCOMP] = {t->sa_cycles, t->vu_cycles, t->sram_cycles, t->hbm_bytes,
                                      t->ici_bytes + t->ici_steps};
   for (int k = 0; k < NSTAGE; k++) {
@@ -242,6 +252,7 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
   o->ici_xfer_ns =
       t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac_ici) : 0;
   double ici_ns = o->ici_xfer_ns + t->ici_steps * chip->ici_latency_ns;
+  double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
   double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
   double lead_ns = t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0;
   o->own_ns[CONFIG_SA] = t->sa_cycles * tm.period_ns[CONFIG_SA];
@@ -249,19 +260,22 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
   o->own_ns[CONFIG_SRAM] = t->sram_cycles * tm.period_ns[CONFIG_SRAM];
   o->own_ns[CONFIG_HBM] = lead_ns + hbm_ns; /* its first request's latency is its own */
   o->own_ns[CONFIG_ICI] = ici_ns;
-  double stage[NSTAGE] = {hbm_ns, o->core.time_ns, ici_ns};
+  double stage[NSTAGE] = {host_ns, hbm_ns, o->core.time_ns, ici_ns};
   if (gating) gate_blocks(t, min_ns, wake_ns, blocks, stage, o);
-  double slowest = fmax(stage[STAGE_HBM], fmax(stage[STAGE_CORE], stage[STAGE_ICI]));
-  o->time_ns = lead_ns + (stage[STAGE_HBM] + stage[STAGE_CORE] + stage[STAGE_ICI]) / blocks +
-               (blocks - 1) * slowest / blocks;
+  /* the host link's first transfer's latency leads the pipeline like HBM's */
+  const double start_ns = lead_ns + (t->host_bytes > 0 ? chip->host_latency_ns : 0);
+  o->time_ns = start_ns +
+               (stage[STAGE_HOST] + stage[STAGE_HBM] + stage[STAGE_CORE] + stage[STAGE_ICI]) / blocks +
+               (blocks - 1) * stage_max(stage) / blocks;
   for (int c = CONFIG_SA; c <= CONFIG_SRAM; c++) {
     o->tail_ns[c] = stage[STAGE_ICI] / blocks;
-    o->head_ns[c] = lead_ns + stage[STAGE_HBM] / blocks;
+    o->head_ns[c] = start_ns + (stage[STAGE_HOST] + stage[STAGE_HBM]) / blocks;
   }
   o->tail_ns[CONFIG_HBM] = (stage[STAGE_CORE] + stage[STAGE_ICI]) / blocks;
   o->head_ns[CONFIG_HBM] = 0;
   o->tail_ns[CONFIG_ICI] = 0;
-  o->head_ns[CONFIG_ICI] = lead_ns + (stage[STAGE_HBM] + stage[STAGE_CORE]) / blocks;
+  o->head_ns[CONFIG_ICI] =
+      start_ns + (stage[STAGE_HOST] + stage[STAGE_HBM] + stage[STAGE_CORE]) / blocks;
 }
 
 static double max_own(const double own[CONFIG_NCOMP]) {
@@ -403,7 +417,7 @@ static void rail_delays(const cost_pipeline *pl, const int prev_eff[COST_NUNIT],
  * what the intervals gated inside it saved; the regulator loss in each; with a gating
  * pipeline, what gating would save per ns (the request level's inter-op intervals). */
 static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_eff,
-                 cost_result *out, enpu_err *err) {
+                 double host_nj, cost_result *out, enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++) out->flop_utilization[c] = 1;
   out->flop_utilization[CONFIG_SA] = t->sa_util;
   out->flop_utilization[CONFIG_VU] = t->vu_util;
@@ -431,8 +445,9 @@ static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_ef
   }
   memcpy(out->energy_nj, pb.energy_nj, sizeof out->energy_nj);
   memcpy(out->loss_nj, pb.loss_nj, sizeof out->loss_nj);
-  out->energy_total_nj = pb.total_nj;
-  out->energy_dynamic_nj = pb.dynamic_nj;
+  out->energy_nj[POWER_SLOT_OTHER] += host_nj; /* the host link's switching */
+  out->energy_total_nj = pb.total_nj + host_nj;
+  out->energy_dynamic_nj = pb.dynamic_nj + host_nj;
   out->energy_static_nj = pb.static_nj;
   return 0;
 }
@@ -519,7 +534,8 @@ int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
     if (out->busy_ns[u] > out->time_ns) out->busy_ns[u] = out->time_ns;
     out->utilization[u] = out->time_ns > 0 ? out->busy_ns[u] / out->time_ns : 0;
   }
-  return price(pl, t, prev ? prev_eff : NULL, out, err);
+  return price(pl, t, prev ? prev_eff : NULL, t->host_bytes * chip->host_pj_per_byte / 1e3, out,
+               err);
 }
 
 int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,

@@ -605,6 +605,7 @@ static int replay_journal(master *m, enpu_err *err) {
 
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
+  if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
   for (int p = 0; p < m->job->policy_count; p++) {
     search_options_for_job(&m->opt[p], m->job, &m->job->policies[p]);
     m->code[p] = config_policy_spec_code(&m->job->policies[p]);
@@ -1067,7 +1068,7 @@ static int run_master(master *m, enpu_err *err) {
     m->sum->input_error = 1;
     return rc;
   }
-  if (m->size == 1) rc = farm_exec_create(m->o.job_path, &m->exec, err);
+  if (m->size == 1) rc = farm_exec_create(m->o.job_path, m->o.capacity_factor, &m->exec, err);
   ENPU_FORWARD(executors_ready(m->comm, rc, err));
   c.last_sync = c.last_ckpt = c.last_progress = enpu_now_s();
   rc = m->size > 1 ? master_loop_mpi(m, &c, err) : master_loop_inline(m, &c, err);
@@ -1099,7 +1100,7 @@ static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sum, e
     return setup.code;
   }
   farm_exec *x = NULL;
-  int rc = executors_ready(comm, farm_exec_create(o->job_path, &x, err), err);
+  int rc = executors_ready(comm, farm_exec_create(o->job_path, o->capacity_factor, &x, err), err);
   if (rc < 0) return rc;
   farm_buf in = {0}, out = {0};
   for (;;) {

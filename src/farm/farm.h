@@ -35,6 +35,8 @@ typedef struct {
   const char *results_dir;           /* summary.md (and validation.md) go to
                                         <results_dir>/<job>/; NULL: beside the store */
   int quiet;                         /* no progress lines */
+  const char *capacity_factor;       /* NULL, or the job's MoE capacity factor replaced
+                                        (config_job_set_capacity_factor) on every rank */
   FILE *log;                         /* progress and notes (stderr when NULL) */
 } farm_options;
 

@@ -90,6 +90,9 @@ uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec 
     enpu_hasher_i64(&h, seg->repeat);
   }
   for (int k = 0; k < job->slack_count; k++) enpu_hasher_f64(&h, job->slacks[k]);
+  char note[STORE_MSG_LEN]; /* the bucket's capacity note is part of its result */
+  grid_memory_note(&graph_get_info(g)->memory, note, sizeof note);
+  enpu_hasher_str(&h, note);
   return enpu_hasher_digest(&h);
 }
 
@@ -183,10 +186,12 @@ struct farm_exec {
   uint64_t tick;
 };
 
-int farm_exec_create(const char *job_path, farm_exec **out, enpu_err *err) {
+int farm_exec_create(const char *job_path, const char *capacity_factor, farm_exec **out,
+                     enpu_err *err) {
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
   int rc = config_job_load(job_path, &x->job, err);
+  if (rc == 0 && capacity_factor) rc = config_job_set_capacity_factor(x->job, capacity_factor, err);
   if (rc == 0) rc = cost_ctx_create(&x->job->chip, &x->cost, err);
   if (rc == 0) rc = search_ctx_create(&x->job->chip, &x->search, err);
   if (rc < 0) {
@@ -315,6 +320,7 @@ typedef struct {
   const search_bucket_result *sr; /* its units: graph ops or epochs */
   const search_pareto *sets;      /* per key */
   const int *key_of;              /* per unit */
+  const graph *g;
 } convert_in;
 
 static int cmp_i64(const void *a, const void *b) {
@@ -444,6 +450,8 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   b->phase = (uint8_t)t->phase, b->status = STORE_BUCKET_OK, b->input_hash = t->key;
   b->budget = (uint8_t)sr->budget;
   b->batch = t->batch, b->seq = t->seq;
+  /* A compiled bucket that does not fit HBM (capacity offload or ignore) says so. */
+  grid_memory_note(&graph_get_info(in->g)->memory, b->message, sizeof b->message);
   b->t_nodvfs_ns = sr->t_nodvfs_ns, b->t_peak_ns = sr->t_peak_ns, b->e_nodvfs_nj = sr->e_nodvfs_nj;
   b->walk_start_time_ns = search_walk_start_time_ns(sr->walk);
   b->walk_start_energy_nj = search_walk_start_energy_nj(sr->walk);
@@ -631,7 +639,7 @@ static int run_bucket(farm_exec *x, const task_hdr *t, bucket_scratch *s, farm_b
   int rc = config_policy_is_epoch(spec.base) ? bucket_of_epochs(x, &spec, &opt, g, s, &r, &sr, err)
                                              : bucket_of_ops(x, &spec, &opt, g, s, &r, &sr, err);
   if (rc == 0) {
-    const convert_in in = {&sr, s->sets, s->key_of};
+    const convert_in in = {&sr, s->sets, s->key_of, g};
     rc = convert_bucket(&in, t, &r, err);
   }
   if (rc == 0) rc = farm_bucket_result_encode(&r, rec, err);

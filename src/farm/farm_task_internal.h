@@ -69,7 +69,9 @@ int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result
 /* The executor: the job, one cost and search context, a small graph cache. */
 typedef struct farm_exec farm_exec;
 
-int farm_exec_create(const char *job_path, farm_exec **out, enpu_err *err);
+/* capacity_factor: NULL, or the job's MoE capacity factor replaced. */
+int farm_exec_create(const char *job_path, const char *capacity_factor, farm_exec **out,
+                     enpu_err *err);
 void farm_exec_free(farm_exec *x); /* NULL no-op */
 
 /* Run every task of a task batch, appending one result per task to `out`.

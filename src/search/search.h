@@ -507,4 +507,10 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
  * (1 + slack)·t_nodvfs. */
 double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_ns, double slack);
 
+/* A plan's states in execution order (search_slack_plan.state) rearranged into the walk
+ * numbering of units u (search_units_build; a unit instance takes its first op
+ * instance's states), as search_plan_simulate takes them. */
+void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP],
+                           int (*walk)[CONFIG_NCOMP]);
+
 #endif /* ENPU_SEARCH_H */

@@ -228,11 +228,7 @@ int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy
                ? op_labels(s, cost, g, binary, label, t_ns, err)
                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (epochs of %lld ops)",
                              (long long)n);
-  for (int64_t x = 0, si = 0; rc == 0 && si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, (int)si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) op_of[x++] = i;
-  }
+  if (rc == 0) each_instance(g, op_of_visit, op_of);
   if (rc == 0 && n > 0) {
     const int nr = first_regions(&m, op_of, n, label, t_ns);
     int ne = 0;

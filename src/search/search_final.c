@@ -32,11 +32,14 @@ int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   *instances = 0;
   for (int si = 0; si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-      ENPU_RETURN_IF(graph_op_at(g, i)->multiplicity != seg->repeat, err, ENPU_ERR_INVALID,
-                     "op %d: multiplicity %lld differs from its segment's repeat %lld", i,
-                     (long long)graph_op_at(g, i)->multiplicity, (long long)seg->repeat);
-    *instances += seg->repeat * seg->op_count;
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
+      const graph_op *op = graph_op_at(g, i);
+      ENPU_RETURN_IF(op->count < 1 || op->multiplicity != seg->repeat * op->count, err,
+                     ENPU_ERR_INVALID,
+                     "op %d: multiplicity %lld is not its segment's repeat %lld × count %lld", i,
+                     (long long)op->multiplicity, (long long)seg->repeat, (long long)op->count);
+      *instances += op->multiplicity;
+    }
   }
   return 0;
 }
@@ -47,6 +50,26 @@ int req_prepare(const search_ctx *s, config_policy policy, const search_options 
   return req_check_graph(g, instances, err);
 }
 
+void each_instance(const graph *g, instance_visit *visit, void *ctx) {
+  int64_t x = 0, offset = 0;
+  for (int si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    for (int64_t r = 0; r < seg->repeat; r++)
+      for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(g, i)->count;
+        for (int64_t c = 0; c < count; c++, x++) visit(ctx, i, x, offset + at + r * count + c);
+        at += (int)graph_op_at(g, i)->multiplicity;
+      }
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+      offset += graph_op_at(g, i)->multiplicity;
+  }
+}
+
+void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  (void)walk;
+  ((int *)ctx)[exec] = op;
+}
+
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
   const int nops = graph_op_count(g);
   sc->op_of = enpu_calloc((size_t)instances + 1, sizeof *sc->op_of);
@@ -54,11 +77,7 @@ int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_e
   sc->cache_next = enpu_calloc((size_t)nops + 1, sizeof *sc->cache_next);
   ENPU_RETURN_IF(!sc->op_of || !sc->cache || !sc->cache_next, err, ENPU_ERR_NOMEM,
                  "out of memory (request of %lld instances)", (long long)instances);
-  for (int64_t x = 0, si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, (int)si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) sc->op_of[x++] = i;
-  }
+  each_instance(g, op_of_visit, sc->op_of);
   for (size_t k = 0; k < (size_t)nops * REQ_CACHE_WAYS; k++) sc->cache[k].state[0] = -1;
   rq->g = g;
   rq->instances = instances;
@@ -66,6 +85,11 @@ int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_e
   rq->cache = sc->cache;
   rq->cache_next = sc->cache_next;
   return 0;
+}
+
+void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP],
+                           int (*walk)[CONFIG_NCOMP]) {
+  for (int64_t w = 0; w < u->instances; w++) memcpy(walk[w], exec[u->first_x[w]], sizeof walk[0]);
 }
 
 void scratch_free(scratch *sc) {
@@ -169,6 +193,20 @@ static void cost_add(req_cost *acc, const req_line *l) {
   acc->gates += l->gates;
 }
 
+/* What instance x adds to a plain plan's totals: its time, critical path, energy and
+ * regulator loss after instance x − 1, and the chip stall between them
+ * (SEARCH_TRANS_CHIP_STALL). It depends on the states of instances x − 1 and x only. */
+static int req_term(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
+                    req_cost *out, enpu_err *err) {
+  req_line l;
+  ENPU_FORWARD(price_inst(rq, state, x, 0u, &l, err));
+  *out = (req_cost){0};
+  cost_add(out, &l);
+  if (x == 0 || !rq->transitions || rq->model != SEARCH_TRANS_CHIP_STALL) return 0;
+  double tn;
+  return chip_stall(rq->pm, state[x - 1], state[x], &tn, out, err);
+}
+
 /* A component's idle interval being gathered across ops: its length, the static energy
  * gating would keep from it, and the regulator loss in that. */
 typedef struct {
@@ -197,7 +235,8 @@ static int run_close(const request *rq, int c, idle_run *r, req_cost *acc) {
 
 /* The gated plan: every instance on the gating pipeline; each component's idle run from
  * its last work (the pass's start) to its next work is gated when worth it, and the op
- * that ends a gated run is priced again with the component woken entering it. */
+ * that ends a gated run is priced again with the component woken entering it. Unlike the
+ * plain plan's, an instance's share depends on the runs before it (no req_term). */
 static int total_gated(const request *rq, const int (*state)[CONFIG_NCOMP], req_cost *acc,
                        enpu_err *err) {
   idle_run run[CONFIG_NCOMP] = {{0}};
@@ -224,12 +263,11 @@ int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, re
   ENPU_RETURN_IF(gated && !rq->gating, err, ENPU_ERR_INTERNAL, "a gated plan of a policy without gating");
   if (gated) return total_gated(rq, state, out, err);
   for (int64_t x = 0; x < rq->instances; x++) {
-    req_line l;
-    ENPU_FORWARD(price_inst(rq, state, x, 0u, &l, err));
-    cost_add(out, &l);
-    if (x == 0 || !rq->transitions || rq->model != SEARCH_TRANS_CHIP_STALL) continue;
-    double tn;
-    ENPU_FORWARD(chip_stall(rq->pm, state[x - 1], state[x], &tn, out, err));
+    req_cost term;
+    ENPU_FORWARD(req_term(rq, state, x, &term, err));
+    out->time_ns += term.time_ns, out->cp_ns += term.cp_ns, out->energy_nj += term.energy_nj;
+    for (int c = 0; c < CONFIG_NCOMP; c++) out->loss_nj[c] += term.loss_nj[c];
+    out->gates += term.gates;
   }
   return 0;
 }
@@ -408,6 +446,79 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
 /* ---------------------------------------------------------------------------------
  * One slack */
 
+/* Op instances x0..x1 + 1 of sc->cand, what a change of instances x0..x1's states can
+ * move: their terms added to (sign +1) or taken from (−1) the plain totals *run. */
+static int adjust(const request *rq, const scratch *sc, int64_t x0, int64_t x1, int sign,
+                  req_cost *run, enpu_err *err) {
+  for (int64_t y = x0; y <= x1 + 1 && y < rq->instances; y++) {
+    req_cost l;
+    ENPU_FORWARD(req_term(rq, (const int(*)[CONFIG_NCOMP])sc->cand, y, &l, err));
+    run->time_ns += sign * l.time_ns, run->cp_ns += sign * l.cp_ns;
+    run->energy_nj += sign * l.energy_nj;
+  }
+  return 0;
+}
+
+/* Step the plan in sc (positions sc->pos, states sc->cand, plain totals *run) back by one
+ * instance move: undo move `move` of walk w, held by step *step (the caller walks the
+ * steps backwards from the last). The walk moves the lowest-numbered instances still at
+ * a step's `from` first, so a unit's positions fall with the instance number and the
+ * instance that move moved is the last one at the step's `to`. Only that unit instance's
+ * op instances' terms and the next one change (req_term): O(1) for an op, O(epoch) for
+ * an epoch, instead of a whole pricing. */
+static int step_back(const request *rq, scratch *sc, const search_walk *w, int64_t move,
+                     int *step, req_cost *run, enpu_err *err) {
+  const search_units *u = rq->units;
+  while (*step > 0 && search_walk_step_at(w, *step)->moves_before > move) (*step)--;
+  const search_walk_step *st = search_walk_step_at(w, *step);
+  int *p = sc->pos + rq->offset[st->op];
+  int64_t lo = 0, hi = u->unit[st->op].multiplicity;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (p[mid] >= st->to) lo = mid + 1;
+    else hi = mid;
+  }
+  ENPU_RETURN_IF(lo == 0 || p[lo - 1] != st->to, err, ENPU_ERR_INTERNAL,
+                 "walk move %lld: unit %d has no instance at point %d", (long long)move, st->op,
+                 st->to);
+  p[lo - 1] = st->from;
+  const int64_t wn = rq->offset[st->op] + lo - 1, x0 = u->first_x[wn];
+  int64_t x1 = x0;
+  while (x1 + 1 < rq->instances && u->walk_of[x1 + 1] == wn) x1++;
+  ENPU_FORWARD(adjust(rq, sc, x0, x1, -1, run, err));
+  for (int64_t x = x0; x <= x1; x++)
+    memcpy(sc->cand[x], rq->sets[st->op]->points[st->from].state, sizeof sc->cand[x]);
+  return adjust(rq, sc, x0, x1, +1, run, err);
+}
+
+/* Walk prefix m, its states in sc->cand, its running plain totals *run (`confirm`: priced
+ * again whole, since running sums round): take the plain plan when it fits and is
+ * cheaper, and (pg) the gated one likewise, each until it has fitted once. */
+static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, req_cost *run,
+                       int *found_plain, int *found_gated, search_slack_plan *pl,
+                       enpu_err *err) {
+  const int (*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
+  int took = 0;
+  if (!*found_plain) {
+    if (confirm) ENPU_FORWARD(req_total(rq, cand, 0, run, err));
+    *found_plain = fits(rq, run, pl->budget_ns);
+    took |= take(rq, cand, run, 0, pl);
+  }
+  if (!*found_gated) {
+    req_cost gated;
+    ENPU_FORWARD(req_total(rq, cand, 1, &gated, err));
+    pl->request_evals++;
+    *found_gated = fits(rq, &gated, pl->budget_ns);
+    took |= take(rq, cand, &gated, 1, pl);
+  }
+  if (took) {
+    pl->walk_moves = m, pl->lifted_mask = 0;
+    memcpy(sc->best_pos, sc->pos, (size_t)rq->units->instances * sizeof *sc->pos);
+    sc->have_best = 1;
+  }
+  return 0;
+}
+
 int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
                     const search_bucket_result *res, search_slack_plan *pl, enpu_err *err) {
   search_prefix pf;
@@ -415,21 +526,23 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
   plan_peak(rq, sc, res, pl);
   pl->request_evals = pf.moves + 1;
   const int aware = rq->transition_aware && rq->transitions;
-  /* Step back until the plain plan fits and (pg) the gated one too. */
+  /* The longest prefix whose plain plan fits and (pg) the longest whose gated one does
+   * (gating never makes a plan faster): step back one instance move at a time,
+   * incrementally on the plain totals (step_back). */
+  int step = search_walk_step_count(w) - 1;
+  req_cost run;
+  ENPU_FORWARD(search_walk_positions(w, pf.moves, sc->pos, err));
+  fill_cand(rq, sc, sc->pos);
+  ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, 0, &run, err));
   int found_plain = 0, found_gated = !rq->gating;
   for (int64_t m = pf.moves; m >= 0 && !(found_plain && found_gated); m--) {
-    ENPU_FORWARD(search_walk_positions(w, m, sc->pos, err));
-    fill_cand(rq, sc, sc->pos);
-    req_cost plain;
-    int fit_plain = 0, fit_gated = 0, took = 0;
-    ENPU_FORWARD(take_cand(rq, sc, pl, &plain, &fit_plain, &fit_gated, &took, err));
+    if (m < pf.moves) ENPU_FORWARD(step_back(rq, sc, w, m, &step, &run, err));
+    pl->request_evals++;
     if (m == pf.moves && aware) ENPU_FORWARD(lift_rails(rq, sc, pl, err));
-    if (took) {
-      pl->walk_moves = m, pl->lifted_mask = 0;
-      memcpy(sc->best_pos, sc->pos, (size_t)rq->units->instances * sizeof *sc->pos);
-      sc->have_best = 1;
-    }
-    found_plain |= fit_plain, found_gated |= fit_gated;
+    /* Clearly over whatever the rounding of the running sums: next move. */
+    const req_cost clear = {.time_ns = run.time_ns * (1 - 1e-9), .cp_ns = run.cp_ns * (1 - 1e-9)};
+    if (!fits(rq, &clear, pl->budget_ns)) continue;
+    ENPU_FORWARD(take_prefix(rq, sc, m, m < pf.moves, &run, &found_plain, &found_gated, pl, err));
   }
   if (aware) ENPU_FORWARD(polish(rq, sc, pl, err));
   return plan_fits(rq, pl, res, err);

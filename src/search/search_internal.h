@@ -3,8 +3,10 @@
  * Not for other modules.
  *
  * Invariants: a request's per-instance arrays are in real execution order (segment by
- * segment, layer by layer); a plan's Pareto positions (pos[]) are in walk numbering
- * (op i's instances at offset[i] .. offset[i] + multiplicity − 1). Every plan a
+ * segment, layer by layer, each op's `count` copies back to back); a plan's Pareto
+ * positions (pos[]) are in the walk numbering of its units (search_units: unit u's
+ * instances at offset[u] .. offset[u] + multiplicity − 1 in execution order, so a graph
+ * op's are layer-major: instance r·count + c is copy c in layer r). Every plan a
  * request prices goes through req_total, so the compiler, finalisation and validation
  * (search_plan_simulate) price a plan the same way, bit for bit. */
 #ifndef ENPU_SEARCH_INTERNAL_H
@@ -107,11 +109,22 @@ typedef struct {
   req_cost peak_plain, peak_gated; /* the policy's all-peak plan */
 } scratch;
 
-/* Every op's multiplicity equals its segment's repeat; *instances: op instances of a pass. */
+/* Every op's multiplicity is its segment's repeat × its count; *instances: op instances
+ * of a pass. */
 int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
 /* The policy's setup and the graph check, what every request over graph g starts with. */
 int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
                 const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
+
+/* Visits graph g's instances in execution order (graph.h): visit(ctx, i, x, w) for the
+ * instance of op i at execution index x, numbered w among op i's (copy c of op i in layer
+ * r: w = offset_i + r·count + c, offset_i the sum of the multiplicities of ops 0..i-1).
+ * Runs once per request set-up, unit set or stored plan, never in the search's inner
+ * loop. */
+typedef void instance_visit(void *ctx, int op, int64_t exec, int64_t walk);
+void each_instance(const graph *g, instance_visit *visit, void *ctx);
+/* The visit that fills ctx, an int op_of[], with the graph op of each execution index. */
+void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk);
 
 /* Allocate the execution-order arrays of a request over graph g (op_of, the cache). */
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);

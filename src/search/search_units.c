@@ -88,6 +88,11 @@ int units_finish(search_units *u, enpu_err *err) {
   return rc;
 }
 
+static void unit_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  (void)walk;
+  ((int64_t *)ctx)[exec] = op;
+}
+
 int units_of_ops(const graph *g, search_units **out, enpu_err *err) {
   int64_t instances;
   ENPU_FORWARD(req_check_graph(g, &instances, err));
@@ -103,11 +108,7 @@ int units_of_ops(const graph *g, search_units **out, enpu_err *err) {
     u->member_op[i] = i;
     u->member_count[i] = 1;
   }
-  for (int64_t x = 0, si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, (int)si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) u->walk_of[x++] = i;
-  }
+  each_instance(g, unit_visit, u->walk_of); /* every op instance starts an occurrence */
   const int rc = units_finish(u, err);
   if (rc < 0) search_units_free(u);
   else *out = u;

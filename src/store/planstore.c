@@ -128,7 +128,7 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
                            .batch = b->batch, .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns,
                            .t_peak_ns = b->t_peak_ns, .e_nodvfs_nj = b->e_nodvfs_nj,
                            .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN,
-                           .plan_energy_nj = NAN};
+                           .plan_energy_nj = NAN, .note = b->message};
   *pol = p;
   return ENPU_OK;
 }

@@ -57,6 +57,10 @@ typedef struct {
   /* That stored plan's energy on the real operator order (with power gating for a pg
    * policy, whose walk energies are its DVFS plan's without); NaN as above. */
   double plan_energy_nj;
+  const char *note;         /* how the bucket stands with HBM: "" when it fits; else the
+                               farm's note, "capacity ignored: ..." (the plan assumes the
+                               model fits) or "offload: ..." (weights stream from the
+                               host). Valid until planstore_close. */
 } planstore_plan;
 
 /* Frequency states of one op of a plan. The walk moves the instances of an op from one

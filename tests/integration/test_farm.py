@@ -45,6 +45,22 @@ def start(h, np_, store, tmp, **kw):
                             start_new_session=True)
 
 
+def wait_for(cond, what, timeout=60):
+    """Poll cond() until true (the farm's progress, not a fixed delay: the demo farm may
+    take 1 s or 10 s depending on the machine)."""
+    end = time.time() + timeout
+    while not cond():
+        if time.time() > end:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def journal_has_records(store):
+    """The farm journal holds at least one record beyond its 16-byte header."""
+    j = store + ".journal"
+    return os.path.exists(j) and os.path.getsize(j) > 16
+
+
 def kill_farm(p, store):
     """kill -9 of the whole farm: mpirun's process group, and the ranks, which Open MPI
     starts in process groups of their own (they would otherwise run on as orphans)."""
@@ -139,7 +155,7 @@ def main():
     # journal (no checkpoint yet: --checkpoint-s is long).
     j = os.path.join(tmp, "journal.h5")
     p = start(h, 1, j, tmp, extra=("--checkpoint-s", "600"))
-    time.sleep(2.0)
+    wait_for(lambda: journal_has_records(j), "the first journal records")
     kill_farm(p, j)
     r = farm(h, 1, j, tmp)
     reused = field(r.stdout, "reused")
@@ -162,7 +178,7 @@ def main():
     # SIGUSR1 to mpirun: checkpoint, exit 3; the same command finishes.
     u = os.path.join(tmp, "usr1.h5")
     p = start(h, 2, u, tmp)
-    time.sleep(2.0)
+    wait_for(lambda: journal_has_records(u), "the first journal records")
     p.send_signal(signal.SIGUSR1)
     out, err = p.communicate(timeout=60)
     h.check("SIGUSR1: exit 3", p.returncode == 3, f"exit {p.returncode}: {err[-400:]}")
