@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness, md_rows
+from harness import Harness, md_rows, small_llama_job
 
 h = Harness(sys.argv[1], sys.argv[2])
 src, plugins = sys.argv[2], sys.argv[3]
@@ -46,17 +46,8 @@ EPOCH_KIND = 1000
 
 
 def job(tmp, mode):
-    j = {"name": f"policies-{mode}", "model": os.path.join(src, "jobs/models/llama3-70b.json"),
-         "chip": os.path.join(src, "jobs/chips/tpuv5p.json"),
-         "cluster": os.path.join(src, CLUSTER), "store": os.path.join(tmp, mode, "plans.h5"),
-         "phases": {"prefill": {"batch": [1], "seq": [1024, 4096]},
-                    "decode": {"batch": [1, 16], "seq": [4608]}},
-         "slacks": [0, 0.02, 0.1], "policies": POLICIES, "epoch_ms": 5,
-         "budget": mode, "moe": {"capacity_factor": "worst"}}
-    path = os.path.join(tmp, f"{mode}.json")
-    with open(path, "w") as f:
-        json.dump(j, f)
-    return path, j["store"]
+    return small_llama_job(src, tmp, "policies", mode, [1, 16], [0, 0.02, 0.1], POLICIES,
+                           epoch_ms=5)
 
 
 def load(path):

@@ -136,21 +136,30 @@ static void test_fifo_depth(void **state) {
  * on each crossing would give 2/7: the figure's 0.31 lies between, so (b) is checked
  * to be within ±0.03 of 0.31. */
 
-static double fig7_time(int ncmd, double t_vu, int crossing, int n_shadow) {
-  static cost_kernel k;
-  memset(&k, 0, sizeof k);
-  k.ncmd = k.nreg = k.nslot = ncmd;
-  k.nstage = k.unroll = k.sw_depth = 1;
-  k.iters = 1;
-  for (int i = 0; i < ncmd; i++) {
-    cost_cmd *c = &k.cmd[i];
+/* One loop iteration of n VU commands, each its own bundle occupying the VU for one cycle
+ * with latency lat, command i reading command i − dist's result (forwarded through a
+ * shadow register when fwd). */
+static void vu_chain(cost_kernel *k, int n, int dist, int fwd, int lat) {
+  memset(k, 0, sizeof *k);
+  k->ncmd = k->nreg = k->nslot = n;
+  k->nstage = k->unroll = k->sw_depth = 1;
+  k->iters = 1;
+  for (int i = 0; i < n; i++) {
+    cost_cmd *c = &k->cmd[i];
     c->dst = (int16_t)i;
-    c->src[0] = (int16_t)(i >= 2 ? i - 2 : -1);
+    c->src[0] = (int16_t)(i >= dist ? i - dist : -1);
+    c->src_fwd[0] = fwd && i >= dist;
     c->src[1] = -1;
     c->unit = CONFIG_VU;
     c->bundle_start = 1;
-    c->occ_cycles = c->lat_cycles = 1;
+    c->occ_cycles = 1;
+    c->lat_cycles = lat;
   }
+}
+
+static double fig7_time(int ncmd, double t_vu, int crossing, int n_shadow) {
+  static cost_kernel k;
+  vu_chain(&k, ncmd, 2, 0, 1);
   cost_kernel_alloc_shadow(&k, n_shadow);
   cost_timing tm = {0};
   for (int u = 0; u < COST_NUNIT; u++) tm.period_ns[u] = 1;
@@ -537,21 +546,7 @@ static void test_critical_path_time(void **state) {
  * time 31 + 32 (n − 1) instead of 31 + 30 (n − 1). */
 static double gap_kernel(int n, double gate_min_ns, double *gated_ns, double *gates) {
   static cost_kernel k;
-  memset(&k, 0, sizeof k);
-  k.ncmd = k.nreg = k.nslot = n;
-  k.nstage = k.unroll = k.sw_depth = 1;
-  k.iters = 1;
-  for (int i = 0; i < n; i++) {
-    cost_cmd *c = &k.cmd[i];
-    c->dst = (int16_t)i;
-    c->src[0] = (int16_t)(i - 1);
-    c->src_fwd[0] = i > 0;
-    c->src[1] = -1;
-    c->unit = CONFIG_VU;
-    c->bundle_start = 1;
-    c->occ_cycles = 1;
-    c->lat_cycles = 30;
-  }
+  vu_chain(&k, n, 1, 1, 30);
   cost_timing tm = {.gating = 1};
   for (int u = 0; u < COST_NUNIT; u++) tm.period_ns[u] = 1;
   for (int u = 0; u < COST_NGATED; u++) tm.gate_min_ns[u] = INFINITY, tm.wake_ns[u] = 2;
