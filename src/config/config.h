@@ -36,7 +36,9 @@ typedef enum {
 } config_component;
 
 /* dvfs-c is the paper's DVFS-C baseline (§4.1: compute domain only, the GA of §4.3 at
- * the request level); dvfs-c-walk is the same op-level sweep with the hull walk.
+ * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. uniform
+ * is no DVFS plan: one chip-wide V/f state for every component and op, one plan per
+ * state, the table online governors run batches from (search.h, replay.h).
  * dvfs-c-ms and enpu-ms are DVFS-C and eNPU-All with one V/f setting per millisecond
  * epoch instead of per operator (§4.6, Figure 16); enpu-3dom and enpu-4dom are eNPU-All
  * with 3 and 4 V/f domains (§4.6, Figure 17). */
@@ -47,11 +49,12 @@ typedef enum {
   CONFIG_POLICY_ENPU_ALL = 3,
   CONFIG_POLICY_IDEAL = 4,
   CONFIG_POLICY_DVFS_C_WALK = 5,
-  CONFIG_POLICY_DVFS_C_MS = 6,
-  CONFIG_POLICY_ENPU_MS = 7,
-  CONFIG_POLICY_ENPU_3DOM = 8,
-  CONFIG_POLICY_ENPU_4DOM = 9,
-  CONFIG_NPOLICY = 10
+  CONFIG_POLICY_UNIFORM = 6,
+  CONFIG_POLICY_DVFS_C_MS = 7,
+  CONFIG_POLICY_ENPU_MS = 8,
+  CONFIG_POLICY_ENPU_3DOM = 9,
+  CONFIG_POLICY_ENPU_4DOM = 10,
+  CONFIG_NPOLICY = 11
 } config_policy;
 
 /* A policy as a job lists it and a store names it: a base policy, optionally with power
@@ -124,7 +127,25 @@ int config_policy_parse(const char *name, config_policy *out);
  * q_lora_rank 0 means no low-rank query projection. "fuse_gate_up" (default false) builds
  * the gate and up projections of every SwiGLU MLP of the model (dense, shared and routed
  * experts) as one [hidden, 2·inter] matmul instead of two (graph.h, "Operator
- * granularity"). Checks: experts_per_token <= routed_experts, first_dense_layers < layers. */
+ * granularity"). Checks: experts_per_token <= routed_experts, first_dense_layers < layers.
+ * Optional, self-speculative decoding (the replay's draft/verify passes, replay.h):
+ *   "speculative": { "acceptance": [ { "exit_layers": 20, "rate": 0.63 }, ... ] }
+ * one row per draft exit depth (strictly increasing, below layers): the probability that
+ * the full model accepts a token drafted through the first exit_layers layers, given
+ * the drafts before it were accepted. Without the section: exits at 1/4, 1/2 and 3/4 of
+ * the layers with the default curve of config_spec_default_rate (jobs/README.md gives
+ * its source). */
+
+#define CONFIG_MAX_SPEC_EXITS 8
+
+typedef struct {
+  int exit_layers;
+  double rate; /* 0..1 */
+} config_spec_exit;
+
+/* The default acceptance rate of a draft exiting after `fraction` of the layers:
+ * piecewise linear through (0, 0), (1/4, 0.63) and (1, 1). */
+double config_spec_default_rate(double fraction);
 
 typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
 
@@ -154,6 +175,9 @@ typedef struct {
   /* KV-cache bytes per token, all layers, whole model: GQA 2*layers*kv_heads*head_dim*
    * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). */
   double kv_bytes_per_token;
+  config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
+  int spec_exit_count;
+  bool spec_default; /* no "speculative" section: the default table */
   uint64_t hash; /* content hash of the file */
 } config_model;
 

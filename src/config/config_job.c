@@ -211,7 +211,8 @@ static int parse_policy_name(const config_doc *doc, const config_path *p, const 
   if (config_policy_spec_parse(name, spec) == ENPU_OK) return ENPU_OK;
   return config_fail(doc, p, err, ENPU_ERR_INVALID,
                      "expected a policy ([pg+]<nodvfs|dvfs-c|enpu-c|enpu-all|ideal|dvfs-c-walk|"
-                     "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], or \"pg\"), got \"%s\"",
+                     "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], \"pg\" or \"uniform\"), "
+                     "got \"%s\"",
                      name);
 }
 
@@ -222,9 +223,10 @@ static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem
   config_path np = CONFIG_KEY(ep, "policy"), sp = CONFIG_KEY(ep, "shadow");
   config_policy_spec spec;
   ENPU_FORWARD(parse_policy_name(doc, &np, json_object_get(v, "policy"), &spec, err));
-  if (spec.shadow_vregs >= 0)
+  if (spec.shadow_vregs >= 0 || spec.base == CONFIG_POLICY_UNIFORM)
     return config_fail(doc, &np, err, ENPU_ERR_INVALID,
-                       "expected a policy without @shadow= (the sizes come from \"shadow\")");
+                       "expected a policy without @shadow= (the sizes come from \"shadow\") "
+                       "other than uniform (no variants)");
   const json_t *sizes = json_object_get(v, "shadow");
   size_t n;
   ENPU_FORWARD(config_array(doc, &sp, sizes, &n, err));

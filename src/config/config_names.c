@@ -13,8 +13,8 @@
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {
-    "nodvfs",      "dvfs-c",    "enpu-c",  "enpu-all",  "ideal",
-    "dvfs-c-walk", "dvfs-c-ms", "enpu-ms", "enpu-3dom", "enpu-4dom"};
+    "nodvfs",  "dvfs-c",    "enpu-c",  "enpu-all",  "ideal",    "dvfs-c-walk",
+    "uniform", "dvfs-c-ms", "enpu-ms", "enpu-3dom", "enpu-4dom"};
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
@@ -131,7 +131,11 @@ static int parse_any(const char *name, config_policy_spec *out) {
     out->gate = true;
     base += strlen(CONFIG_POLICY_GATE_PREFIX);
   }
-  return config_policy_parse(base, &out->base);
+  ENPU_FORWARD(config_policy_parse(base, &out->base));
+  /* uniform is the online governors' table, not a DVFS plan: it has no variants */
+  return out->base == CONFIG_POLICY_UNIFORM && (out->gate || out->shadow_vregs >= 0)
+             ? ENPU_ERR_NOT_FOUND
+             : ENPU_OK;
 }
 
 int config_policy_spec_parse(const char *name, config_policy_spec *out) {
@@ -147,7 +151,9 @@ uint32_t config_policy_spec_code(const config_policy_spec *p) {
 
 int config_policy_spec_decode(uint32_t code, config_policy_spec *out) {
   const uint32_t base = code & 0xFFu, shadow1 = code >> 9;
-  if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1) return ENPU_ERR_NOT_FOUND;
+  if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1 ||
+      (base == CONFIG_POLICY_UNIFORM && code != base))
+    return ENPU_ERR_NOT_FOUND;
   *out = (config_policy_spec){.base = (config_policy)base, .gate = (code >> 8 & 1u) != 0,
                               .shadow_vregs = (int)shadow1 - 1};
   return ENPU_OK;

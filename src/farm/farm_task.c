@@ -54,21 +54,27 @@ uint32_t farm_op_policy(const config_policy_spec *policy) {
   return config_policy_spec_code(&op);
 }
 
-/* A unit's key: a graph op's, or an epoch's (the hash of its members' signatures). */
+/* A unit's key: a graph op's, or an epoch's (the hash of its members' signatures); with
+ * its segment when segment >= 0. */
 static uint64_t unit_key(const config_job *job, const config_policy_spec *policy,
-                         const search_options *opt, const char *what, uint64_t signature) {
+                         const search_options *opt, const char *what, uint64_t signature,
+                         int segment) {
   enpu_hasher h;
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, what);
   enpu_hasher_i64(&h, (int64_t)signature);
   enpu_hasher_i64(&h, farm_op_policy(policy));
+  if (segment >= 0) enpu_hasher_i64(&h, segment);
   hash_options(&h, job, opt);
   return enpu_hasher_digest(&h);
 }
 
 uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy,
                      const search_options *opt, const graph_op *op) {
-  return unit_key(job, policy, opt, "enpu-farm-op", op->signature);
+  /* uniform keeps an op's instances apart per segment (embedding, layer kinds, head), so
+   * a reader can rebuild a pass of fewer layers from its ops (planstore.md). */
+  return unit_key(job, policy, opt, "enpu-farm-op", op->signature,
+                  policy->base == CONFIG_POLICY_UNIFORM ? op->segment : -1);
 }
 
 uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy,
@@ -252,7 +258,10 @@ static int set_result(farm_exec *x, const graph *g, const search_units *units, i
   *r = (farm_op_result){.policy = farm_op_policy(spec), .key = key,
                         .kind = units ? (uint32_t)units->unit[unit].kind : (uint32_t)op->kind,
                         .evaluations = (uint64_t)p->evals, .npoints = (uint32_t)p->count};
-  snprintf(r->name, sizeof r->name, "%s", units ? units->unit[unit].name : op->name);
+  if (spec->base == CONFIG_POLICY_UNIFORM)
+    snprintf(r->name, sizeof r->name, "%.20s:%.42s", graph_segment_at(g, op->segment)->name, op->name);
+  else
+    snprintf(r->name, sizeof r->name, "%s", units ? units->unit[unit].name : op->name);
   r->points = enpu_calloc((size_t)p->count + 1, sizeof *r->points);
   ENPU_RETURN_IF(!r->points, err, ENPU_ERR_NOMEM, "out of memory (Pareto points)");
   for (int i = 0; i < p->count; i++) {
@@ -606,7 +615,7 @@ static int bucket_of_epochs(farm_exec *x, const config_policy_spec *spec,
   int64_t *mult = enpu_calloc((size_t)u->count + 1, sizeof *mult);
   int rc = keys && mult ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (epochs)");
   for (int i = 0; rc == 0 && i < u->count; i++) {
-    keys[i] = unit_key(x->job, spec, opt, "enpu-farm-epoch", u->unit[i].signature);
+    keys[i] = unit_key(x->job, spec, opt, "enpu-farm-epoch", u->unit[i].signature, -1);
     mult[i] = u->unit[i].multiplicity;
   }
   if (rc == 0) rc = bucket_keys(keys, mult, u->count, r, s, err);

@@ -237,7 +237,10 @@ static void end_segment(graph *g, const char *name, int first, int64_t repeat) {
   s->first_op = first;
   s->op_count = g->count - first;
   s->repeat = repeat;
-  for (int i = first; i < g->count; i++) g->ops[i].multiplicity = repeat * g->ops[i].count;
+  for (int i = first; i < g->count; i++) {
+    g->ops[i].multiplicity = repeat * g->ops[i].count;
+    g->ops[i].segment = g->segment_count - 1;
+  }
 }
 
 /* ---------------------------------------------------------------------------------
@@ -478,8 +481,9 @@ static int check_inputs(const config_job *job, config_phase phase, int batch, in
   return 0;
 }
 
-/* Token counts, layer counts, KV bytes per token, expert load and memory of the bucket. */
-static int bucket_info(const config_job *job, config_phase phase, int batch, int seq,
+/* Token counts, layer counts (of the first `depth` layers), KV bytes per token, expert
+ * load and memory of the bucket. */
+static int bucket_info(const config_job *job, config_phase phase, int batch, int seq, int depth,
                        graph_info *in, enpu_err *err) {
   const config_model *m = &job->model;
   const config_parallel *p = &job->phase[phase].parallel;
@@ -488,9 +492,10 @@ static int bucket_info(const config_job *job, config_phase phase, int batch, int
   in->tokens = (int64_t)batch * per_request;
   in->chip_requests = ceil_div(batch, p->ep);
   in->chip_tokens = in->chip_requests * per_request;
-  const int64_t dense = m->moe ? m->first_dense_layers : m->layers;
+  const int64_t all_dense = m->moe ? m->first_dense_layers : m->layers;
+  const int64_t dense = all_dense < depth ? all_dense : depth;
   in->dense_layers = ceil_div(dense, p->pp);
-  in->moe_layers = ceil_div(m->layers - dense, p->pp);
+  in->moe_layers = ceil_div(depth - dense, p->pp);
   const int64_t layers = in->dense_layers + in->moe_layers;
   const double d = m->dtype_bytes;
   if (m->attention == CONFIG_ATTN_MLA)
@@ -544,17 +549,19 @@ static int build(builder *bld, enpu_err *err) {
   return 0;
 }
 
-int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
-                enpu_err *err) {
+int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers,
+                      graph **out, enpu_err *err) {
   ENPU_RETURN_IF(!out, err, ENPU_ERR_INVALID, "no output pointer");
   *out = NULL;
   ENPU_FORWARD(check_inputs(job, phase, batch, seq, err));
+  ENPU_RETURN_IF(layers < 1 || layers > job->model.layers, err, ENPU_ERR_RANGE,
+                 "depth %d outside 1..%d layers of model '%s'", layers, job->model.layers, job->model.name);
   graph *g = enpu_calloc(1, sizeof *g);
   ENPU_RETURN_IF(!g, err, ENPU_ERR_NOMEM, "out of memory building the operator graph");
   const config_parallel *p = &job->phase[phase].parallel;
   builder bld = {.g = g, .model = &job->model, .tp = p->tp, .ep = p->ep,
                  .experts = job->moe_experts, .dtype = job->model.dtype_bytes};
-  int rc = bucket_info(job, phase, batch, seq, &g->info, err);
+  int rc = bucket_info(job, phase, batch, seq, layers, &g->info, err);
   if (rc == 0) rc = build(&bld, err);
   /* Searches and re-simulations allocate per op instance of a pass (multiplicity counts
    * every repeat and every counted copy): bound the count before they do (real models
@@ -570,6 +577,11 @@ int graph_build(const config_job *job, config_phase phase, int batch, int seq, g
   }
   *out = g;
   return 0;
+}
+
+int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
+                enpu_err *err) {
+  return graph_build_depth(job, phase, batch, seq, job ? job->model.layers : 1, out, err);
 }
 
 void graph_free(graph *g) {

@@ -159,6 +159,7 @@ typedef struct {
   int64_t count;          /* identical instances run back to back per segment pass, >= 1 */
   int64_t multiplicity;   /* how many times the op runs in the forward pass: repeat·count */
   uint64_t signature;
+  int segment;            /* index of its segment (graph_segment_at) */
 } graph_op;
 
 typedef struct {
@@ -200,6 +201,14 @@ typedef struct graph graph;
  * @return 0, or ENPU_ERR_INVALID/RANGE with a message (e.g. batch < 1). */
 int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
                 enpu_err *err);
+/* graph_build of a partial-depth pass: the embedding, the model's first `layers` layers
+ * (dense ones first, as the model stacks them) and the LM head — the draft or
+ * verification pass of self-speculative decoding (an early exit). The ops are those of
+ * the full graph; only the layer segments' repeats (and the KV bytes per token, of those
+ * layers only) change. layers == model layers is graph_build.
+ * @return as graph_build; ENPU_ERR_RANGE for layers outside 1..model layers. */
+int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers,
+                      graph **out, enpu_err *err);
 void graph_free(graph *g);
 
 int graph_op_count(const graph *g);

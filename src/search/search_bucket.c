@@ -45,6 +45,8 @@ int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err) 
   if (rc == 0) rc = power_model_create(chip, POWER_HBM_FULL, POWER_REG_DVFS, &s->full, err);
   if (rc == 0)
     rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS_COMPUTE, &s->dvfs_c, err);
+  if (rc == 0)
+    rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE, &s->chipwide, err);
   if (rc == 0) rc = search_memo_create(&s->memo, err);
   if (rc < 0) {
     search_ctx_free(s);
@@ -60,6 +62,7 @@ void search_ctx_free(search_ctx *s) {
   power_model_free(s->ctrl);
   power_model_free(s->full);
   power_model_free(s->dvfs_c);
+  power_model_free(s->chipwide);
   search_memo_free(s->memo);
   free(s);
 }
@@ -152,6 +155,11 @@ static int setup_base(const search_ctx *s, config_policy policy, const search_op
     ENPU_FORWARD(search_domains_enpu(&ps->dom, 5, peak, o->ideal_method, err));
     ps->dom.trim = o->op_trim;
     return 0;
+  case CONFIG_POLICY_UNIFORM: /* one domain of all five, every state (search_uniform.c) */
+    ps->pm = s->chipwide;
+    cost_pipeline_nodvfs(&ps->pipe, ps->pm);
+    ps->dom = (search_domains){.ndomains = 1, .peak_state = peak, .method = SEARCH_OP_EXHAUSTIVE};
+    return 0;
   default:
     return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
   }
@@ -220,6 +228,7 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
                  opt->threads);
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
+  if (policy == CONFIG_POLICY_UNIFORM) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
   return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, out, err);
 }
 
@@ -373,6 +382,34 @@ static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
   return 0;
 }
 
+/* The uniform policy (search_uniform.c), its all-peak pass summed over the ops (one state
+ * throughout: no transition), and each plan's regulator loss, its ops' at its state. */
+static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const policy_setup *ps,
+                          const search_pareto *const *sets, const double *slacks, int nslack,
+                          config_budget budget, search_bucket_result *out, enpu_err *err) {
+  const int peak = s->chip->freq_states;
+  ENPU_FORWARD(bucket_reference(s, cost, g, ps, out, err));
+  for (int i = 0; i < graph_op_count(g); i++) {
+    const double m = (double)graph_op_at(g, i)->multiplicity;
+    double t, e;
+    ENPU_FORWARD(eval_peak(cost, graph_op_at(g, i), &ps->pipe, peak, &t, &e, err));
+    out->policy_peak_time_ns += m * t, out->policy_peak_energy_nj += m * e;
+  }
+  ENPU_FORWARD(search_uniform_bucket(g, sets, peak, slacks, nslack, budget, out, err));
+  for (int k = 0; k < out->nplans; k++) {
+    search_slack_plan *pl = &out->plans[k];
+    cost_plan plan;
+    memcpy(plan.state, pl->state[0], sizeof plan.state);
+    for (int i = 0; i < graph_op_count(g); i++) {
+      cost_result r;
+      ENPU_FORWARD(cost_eval(cost, graph_op_at(g, i), &plan, &ps->pipe, &r, err));
+      for (int c = 0; c < CONFIG_NCOMP; c++)
+        pl->regulator_loss_nj[c] += (double)graph_op_at(g, i)->multiplicity * r.loss_nj[c];
+    }
+  }
+  return 0;
+}
+
 /* The policy's all-peak plan on the real operator order, plain and (pg) gated. */
 static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result *out,
                             enpu_err *err) {
@@ -450,6 +487,11 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   int64_t instances;
   int rc = check_options(slacks, nslack, opt, err);
   if (rc == 0) rc = req_prepare(s, policy, opt, g, &ps, &instances, err);
+  if (rc == 0 && policy == CONFIG_POLICY_UNIFORM) {
+    rc = bucket_uniform(s, cost, g, &ps, sets, slacks, nslack, opt->budget, out, err);
+    if (rc < 0) search_bucket_result_free(out);
+    return rc;
+  }
   scratch sc = {0};
   request rq = {.units = u, .sets = sets, .offset = u->offset, .pm = ps.pm,
                 .transitions = ps.transitions, .model = opt->transitions, .budget = opt->budget,

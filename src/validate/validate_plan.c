@@ -72,6 +72,15 @@ static void map_free(bucket_map *m) {
   free(m->state);
 }
 
+/* Do units i and j of m share one store op? Equal signatures do; the uniform policy keeps
+ * each segment's ops apart (schemas/planstore.md). */
+static int same_store_unit(config_policy policy, const bucket_map *m, int i, int j) {
+  const search_unit *a = &m->u->unit[i], *b = &m->u->unit[j];
+  return a->signature == b->signature &&
+         (policy != CONFIG_POLICY_UNIFORM ||
+          graph_op_at(m->g, a->op)->segment == graph_op_at(m->g, b->op)->segment);
+}
+
 /* Does unit `un` reproduce store op `so`'s fastest Pareto point under the policy?
  * (A point's time is the bucket's budget measure: the op's time or its critical path.) */
 static int same_unit(validate_ctx *v, const config_policy_spec *policy,
@@ -87,6 +96,7 @@ static int same_unit(validate_ctx *v, const config_policy_spec *policy,
   *same = close_to(t_op, p->time_ns, tol) && close_to(r.energy_total_nj, p->energy_nj, tol);
   return 0;
 }
+
 
 /* The checks of one re-simulated plan against its own budget mode, most telling first:
  * the budget formula, the budget (strict: time; paper: critical-path time), and the
@@ -144,8 +154,8 @@ static int map_bucket(validate_ctx *v, const config_policy_spec *policy, const s
                  "out of memory (plan states)");
   for (int i = 0; i < u->count; i++) m->key_of[i] = -1;
   /* Units with equal signatures share one store op (the farm's key adds only the policy
-   * and options to the signature). Each store op takes the first unmatched group of its
-   * kind and multiplicity that reproduces its fastest point. */
+   * and options to the signature, and the segment for uniform). Each store op takes the
+   * first unmatched group of its kind and multiplicity that reproduces its fastest point. */
   for (uint32_t k = 0; k < b->ops_count; k++) {
     const store_bucket_op_rec *bo = &t->bucket_ops[b->ops_first + k];
     const store_op_rec *so = &t->ops[bo->op];
@@ -154,11 +164,11 @@ static int map_bucket(validate_ctx *v, const config_policy_spec *policy, const s
       if (m->key_of[i] >= 0 || (uint32_t)u->unit[i].kind != so->kind) continue;
       uint64_t mult = 0;
       for (int j = i; j < u->count; j++)
-        if (u->unit[j].signature == u->unit[i].signature) mult += (uint64_t)u->unit[j].multiplicity;
+        if (same_store_unit(policy->base, m, i, j)) mult += (uint64_t)u->unit[j].multiplicity;
       if (mult != bo->multiplicity) continue;
       ENPU_FORWARD(same_unit(v, policy, opt, t, bo->op, m, i, tol, &found, err));
       for (int j = i; found && j < u->count; j++)
-        if (u->unit[j].signature == u->unit[i].signature) m->key_of[j] = (int)k;
+        if (same_store_unit(policy->base, m, i, j)) m->key_of[j] = (int)k;
     }
     if (!found) {
       snprintf(why, why_cap, "store op %u (%s, %llu instances) matches no unit of the rebuilt graph",

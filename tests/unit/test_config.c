@@ -501,7 +501,16 @@ static const bad_case bad_cases[] = {
      .needle = "\"dvfs-x\"",
      .path = "$.policies[1]",
      .expect = "expected a policy ([pg+]<nodvfs|dvfs-c|enpu-c|enpu-all|ideal|dvfs-c-walk|"
-               "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], or \"pg\"), got \"dvfs-x\""},
+               "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], \"pg\" or \"uniform\"), got "
+               "\"dvfs-x\""},
+    {.name = "a variant of uniform",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"pg+uniform\"",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"pg+uniform\"",
+     .path = "$.policies[1]",
+     .expect = "got \"pg+uniform\""},
     {.name = "policy in another spelling",
      .file = "job.json",
      .from = "\"nodvfs\", \"dvfs-c\"",
@@ -670,6 +679,33 @@ static const bad_case bad_cases[] = {
      .needle = "3, \"head_dim\"",
      .path = "$.attention.kv_heads",
      .expect = "expected a divisor of heads (8), got 3"},
+    {.name = "acceptance rate above 1",
+     .file = "models/dense.json",
+     .from = "\"ffn\": { \"intermediate\": 512 }",
+     .to = "\"ffn\": { \"intermediate\": 512 },\n  \"speculative\": { \"acceptance\": [ { \"exit_layers\": 1, "
+           "\"rate\": 0.6 }, { \"exit_layers\": 2, \"rate\": 1.5 } ] }",
+     .code = ENPU_ERR_RANGE,
+     .needle = "1.5",
+     .path = "$.speculative.acceptance[1].rate",
+     .expect = "expected a number in [0, 1] (probability that a drafted token is accepted), got 1.5"},
+    {.name = "negative acceptance rate",
+     .file = "models/dense.json",
+     .from = "\"ffn\": { \"intermediate\": 512 }",
+     .to = "\"ffn\": { \"intermediate\": 512 },\n  \"speculative\": { \"acceptance\": [ { \"exit_layers\": 2, "
+           "\"rate\": -0.1 } ] }",
+     .code = ENPU_ERR_RANGE,
+     .needle = "-0.1",
+     .path = "$.speculative.acceptance[0].rate",
+     .expect = "expected a number in [0, 1] (probability that a drafted token is accepted), got -0.1"},
+    {.name = "exit depth at the full depth",
+     .file = "models/dense.json",
+     .from = "\"ffn\": { \"intermediate\": 512 }",
+     .to = "\"ffn\": { \"intermediate\": 512 },\n  \"speculative\": { \"acceptance\": [ { \"exit_layers\": 4, "
+           "\"rate\": 0.9 } ] }",
+     .code = ENPU_ERR_RANGE,
+     .needle = "4, \"rate\"",
+     .path = "$.speculative.acceptance[0].exit_layers",
+     .expect = "expected a depth below layers (4), above the previous row's, got 4"},
     {.name = "dtype_bytes not 1, 2 or 4",
      .file = "models/dense.json",
      .from = "\"dtype_bytes\": 2",
@@ -1245,6 +1281,29 @@ static void test_hash_covers_tables(void **state) {
   fixture_free(c);
 }
 
+/* The acceptance table: the file's rows, or exits at 1/4, 1/2, 3/4 of the layers on the
+ * default curve through (1/4, 0.63) and (1, 1). */
+static void test_spec_acceptance(void **state) {
+  (void)state;
+  assert_true(config_spec_default_rate(0.25) == 0.63);
+  assert_true(fabs(config_spec_default_rate(0.5) - (0.63 + 0.37 / 3)) < 1e-12);
+  assert_true(fabs(config_spec_default_rate(0.125) - 0.315) < 1e-12);
+  assert_true(config_spec_default_rate(1) == 1 && config_spec_default_rate(0) == 0);
+  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
+  enpu_err err = {0};
+  char path[512];
+  snprintf(path, sizeof path, "%s/models/dense.json", fx->dir);
+  config_model *m = NULL;
+  assert_int_equal(config_model_load(path, &m, &err), 0);
+  assert_true(m->spec_default);
+  assert_int_equal(m->spec_exit_count, 3); /* 4 layers: exits 1, 2, 3 */
+  assert_int_equal(m->spec_exits[0].exit_layers, 1);
+  assert_int_equal(m->spec_exits[2].exit_layers, 3);
+  assert_true(fabs(m->spec_exits[1].rate - config_spec_default_rate(0.5)) < 1e-15);
+  config_model_free(m);
+  fixture_free(fx);
+}
+
 static void test_names(void **state) {
   (void)state;
   for (int p = 0; p < CONFIG_NPOLICY; p++) {
@@ -1445,7 +1504,7 @@ int main(void) {
       cmocka_unit_test(test_missing_job_file),   cmocka_unit_test(test_empty_file_is_syntax_error),
       cmocka_unit_test(test_small_job_loads),    cmocka_unit_test(test_moe_job_loads),
       cmocka_unit_test(test_capacity_settings), cmocka_unit_test(test_capacity_factor_override),
-      cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names),
+      cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names), cmocka_unit_test(test_spec_acceptance),
       cmocka_unit_test(test_shipped_jobs_load),  cmocka_unit_test(test_published_model_sizes),
       cmocka_unit_test(test_shipped_chip),       cmocka_unit_test(test_shipped_clusters),
       cmocka_unit_test(test_cluster_defaults),
