@@ -495,6 +495,17 @@ static void compile_options(const compile_args *a, const config_job *job, search
   opt->threads = a->threads;
 }
 
+/* One policy's bucket (its ops sampled for --sample-ops). */
+static int compile_one(search_ctx *sx, cost_ctx *cost, const graph *g, const config_job *job,
+                       const compile_args *a, const search_options *opt,
+                       const config_policy_spec *p, search_bucket_result *r, enpu_err *err) {
+  search_options popt = *opt;
+  search_options_set_policy(&popt, p);
+  return a->sample_ops ? compile_sampled(sx, cost, g, job, &popt, a->sample_ops, a->json, r, err)
+                       : search_compile_bucket(sx, cost, g, p->base, job->slacks, job->slack_count,
+                                               &popt, r, err);
+}
+
 int cli_cmd_compile(int argc, char **argv) {
   compile_args a = {.policy = "all", .request = "policy", .domains = 5, .threads = 1};
   const int st = parse_args(argc, argv, &a);
@@ -548,13 +559,9 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   for (int p = 0; p < npol && status == 0; p++) {
     search_bucket_result r;
-    search_options popt = opt;
-    search_options_set_policy(&popt, &list[p]);
     char name[CONFIG_NAME_LEN];
     config_policy_spec_name(&list[p], name);
-    if ((a.sample_ops ? compile_sampled(sx, cost, g, job, &popt, a.sample_ops, a.json, &r, &err)
-                      : search_compile_bucket(sx, cost, g, list[p].base, job->slacks,
-                                              job->slack_count, &popt, &r, &err)) < 0) {
+    if (compile_one(sx, cost, g, job, &a, &opt, &list[p], &r, &err) < 0) {
       status = cli_fail("compile", err.msg);
       break;
     }
