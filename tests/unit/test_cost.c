@@ -570,15 +570,20 @@ static void test_gating_kernel_gaps(void **state) {
   assert_true(fabs(gap_kernel(n, 29, &gated, &gates) - (31 + 32.0 * (n - 1))) < 1e-9);
 }
 
+/* The 5-domain eNPU pipeline on the DVFS power model. */
+static cost_pipeline enpu5(const fixture *f) {
+  cost_pipeline pl;
+  assert_int_equal(cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL), 0);
+  return pl;
+}
+
 /* The cost model's gating of a real op: what it gated inside is paid for as power.h
  * says (energy of the gated component = plain pricing at the gated timing − saved_w ×
  * gated time + gates × wake energy), the op is never faster than plain, and a component
  * without work reports the whole op as idle at its head. */
 static void test_gating_in_op(void **state) {
   fixture *f = *state;
-  cost_pipeline plain, gated;
-  assert_int_equal(cost_pipeline_enpu(&plain, 5, f->pm_dvfs, NULL), 0);
-  gated = plain;
+  cost_pipeline plain = enpu5(f), gated = plain;
   gated.gating = 1;
   const graph_op ops[] = {decode_attention_op(8, 2, 8, 2048), matmul_op(16, 8192, 8192),
                           vector_op(GRAPH_NORM, 4096, 8192, 4)};
@@ -624,9 +629,7 @@ static void test_gating_in_op(void **state) {
  * the chip's own NoDVFS whatever the size. */
 static void test_shadow_zero_never_faster(void **state) {
   fixture *f = *state;
-  cost_pipeline four, zero;
-  assert_int_equal(cost_pipeline_enpu(&four, 5, f->pm_dvfs, NULL), 0);
-  zero = four;
+  cost_pipeline four = enpu5(f), zero = four;
   zero.shadow_vregs = 0;
   uint64_t s = 0x5eed;
   int slower = 0;
