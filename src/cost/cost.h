@@ -33,6 +33,15 @@
  *    its component waits for its first input, and the op is delayed only when a moving
  *    component is on the critical path. The moving rail's extra leakage is charged
  *    (power.h).
+ *  - Power gating (a pipeline with `gating` on, §4.7 after ReGate): inside the op the
+ *    model gates every idle interval power_gate_worth accepts and wakes the component on
+ *    demand — the gaps between a core unit's commands in the executed kernel (its next
+ *    command starts wake_ns later, and everything that waits for it too) and the gaps
+ *    between DMA/core/ICI blocks (the stage takes wake_ns more per gated gap) — and
+ *    reports each component's idle interval at the op's start and end (the whole op when
+ *    it has no work), which the request level joins across ops (search.h). A component
+ *    woken at the op's start (wake_mask of cost_eval_woken) starts its work wake_ns after
+ *    its head interval.
  *  - Units: ns, nJ, bytes; states are integers. */
 #ifndef ENPU_COST_H
 #define ENPU_COST_H
@@ -46,7 +55,7 @@
 
 /* Version of the cost model's behaviour: part of every plan store op key, so changing
  * what cost_eval computes (bump this) makes the farm recompute every signature. */
-#define COST_MODEL_VERSION "cost-2"
+#define COST_MODEL_VERSION "cost-3"
 
 /* Units of the chip that own a clock: the five plan components (config_component order)
  * and the frontend. */
@@ -69,8 +78,11 @@ typedef struct {
   cost_pipeline_kind kind;
   int domain[COST_NUNIT];
   const power_model *power; /* not owned; must outlive every cost_eval using it */
+  int shadow_vregs;         /* VU shadow registers: -1 the chip's, else 0..vregs (§4.5) */
+  int gating;               /* power gating inside the op (the power model's parameters) */
 } cost_pipeline;
 
+/* The builders set shadow_vregs to -1 (the chip's) and gating to 0. */
 /* NoDVFS: FE, SA, VU and SRAM share one clock; HBM and ICI keep their controllers'. */
 void cost_pipeline_nodvfs(cost_pipeline *p, const power_model *pm);
 /* eNPU with 5 domains (every unit its own, eNPU-All), 4 ({FE,SA,VU} one compute domain)
@@ -89,6 +101,16 @@ typedef struct {
   double energy_total_nj;
   double energy_dynamic_nj; /* energy_total_nj split as power_breakdown does: switching */
   double energy_static_nj;  /* of the five components / their leakage plus "other" */
+  double loss_nj[CONFIG_NCOMP]; /* regulator loss inside energy_nj (Figure 13) */
+  /* Power gating (a gating pipeline; 0 otherwise): the intervals gated inside the op
+   * (their time and count; energy_nj already saves them), each component's idle
+   * interval at the op's start and end (head: the whole op for a component without
+   * work) and what gating it would save per ns at the wall (and the loss in it). */
+  double gated_ns[CONFIG_NCOMP];
+  double gates[CONFIG_NCOMP];
+  double head_idle_ns[CONFIG_NCOMP], tail_idle_ns[CONFIG_NCOMP];
+  double gate_saved_w[CONFIG_NCOMP], gate_saved_loss_w[CONFIG_NCOMP];
+  unsigned idle_mask; /* components without work in the op (bit c) */
   double cp_time_ns;   /* critical-path time (see above) */
   double own_ns[CONFIG_NCOMP]; /* each component's own time (unclamped busy; HBM with its
                                   latency, ICI with its step latency): what cp and
@@ -122,6 +144,13 @@ int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
 int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
                     const cost_plan *plan, const cost_pipeline *pipeline, cost_result *out,
                     enpu_err *err);
+
+/* cost_eval_after for an op where the components in wake_mask (bit c) were gated before
+ * it and wake on demand: each starts its first work wake_ns (power.h) after its head
+ * idle interval. */
+int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
+                    const cost_plan *plan, unsigned wake_mask, const cost_pipeline *pipeline,
+                    cost_result *out, enpu_err *err);
 
 /* Memo statistics: operators memoised and allocations made since creation (an
  * allocation happens only on an operator's first evaluation or when the memo grows). */

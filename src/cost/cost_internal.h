@@ -34,6 +34,7 @@
 #define COST_MAX_CMDS 96
 #define COST_MAX_REGS 96
 #define COST_NVARIANT 9
+#define COST_NGATED 3 /* the core units the kernel gates: SA, VU, SRAM */
 
 /* One pipeline stage of an operator's core loop: `chain` dependent commands on `unit`
  * (SA, VU or SRAM) doing `cycles` of that unit's work over the whole operator. */
@@ -90,11 +91,15 @@ typedef struct {
   int64_t iters; /* loop iterations (a trip covers `unroll` of them) */
 } cost_kernel;
 
-/* Per-unit timing of one evaluation: clock periods and crossing delays. */
+/* Per-unit timing of one evaluation: clock periods, crossing delays and, with power
+ * gating, the shortest gap a core unit is gated for and its wake-up latency. */
 typedef struct {
   double period_ns[COST_NUNIT];
   double cross_in_ns[COST_NUNIT];  /* FE → unit: sync cycles of the unit if crossing */
   double cross_out_ns[COST_NUNIT]; /* unit → FE: sync cycles of the FE if crossing */
+  int gating;                       /* 0: gate_min_ns and wake_ns are not read */
+  double gate_min_ns[COST_NGATED];  /* SA, VU, SRAM: INFINITY when never gated */
+  double wake_ns[COST_NGATED];
 } cost_timing;
 
 /* Outcome of executing a kernel. */
@@ -102,6 +107,7 @@ typedef struct {
   double time_ns;  /* until every result has retired to the FE */
   double stall_ns; /* FE scoreboard stalls */
   double bundles;  /* bundles issued */
+  double gated_ns[COST_NGATED], gates[COST_NGATED]; /* gaps gated, per core unit */
 } cost_run;
 
 /* Scratch of the executor, sized for COST_MAX_REGS; lives in the context. */
@@ -109,8 +115,10 @@ typedef struct {
   double reg_fe[COST_MAX_REGS];  /* when the FE scoreboard sees the value */
   double reg_loc[COST_MAX_REGS]; /* when the producing unit has it (shadow forwarding) */
   double unit_free[COST_NUNIT];
-  double snap[3][COST_MAX_REGS * 2 + COST_NUNIT + 5]; /* state + 4 counters */
+  double snap[3][COST_MAX_REGS * 2 + COST_NUNIT + 5 + 2 * COST_NGATED]; /* state + counters */
   double t_issue, stall_ns, done_ns, bundles;
+  double gated_ns[COST_NGATED], gates[COST_NGATED];
+  uint8_t used[COST_NGATED]; /* the unit has run a command (a gap needs a work before it) */
 } cost_sim;
 
 /* Tile an operator for the chip. @return 0, or ENPU_ERR_INVALID for a bad shape. */

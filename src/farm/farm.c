@@ -106,7 +106,7 @@ typedef struct {
 } mop;
 
 typedef struct {
-  uint32_t policy;
+  uint32_t policy, op_policy; /* codes: the policy, and the one its ops are kept under */
   int bucket;
   uint64_t input_hash;
   int *ops; /* mop indices, ascending (so by key) */
@@ -126,7 +126,8 @@ typedef struct {
   MPI_Comm comm;
   int rank, size;
   config_job *job;
-  search_options opt;
+  search_options opt[CONFIG_MAX_POLICIES]; /* per job policy */
+  uint32_t code[CONFIG_MAX_POLICIES], op_code[CONFIG_MAX_POLICIES];
   char store_path[CONFIG_PATH_LEN], journal_path[CONFIG_PATH_LEN + 16];
   mbucket *buckets;
   int nbuckets;
@@ -141,7 +142,7 @@ typedef struct {
   char *added_json;
   uint64_t **wanted_keys;
   store_bucket_rec **wanted_buckets;
-  farm_wanted wanted[CONFIG_NPOLICY];
+  farm_wanted wanted[CONFIG_MAX_POLICIES];
   qentry *queue;
   int nqueue, qhead;
   int unsynced;
@@ -306,7 +307,8 @@ static double est_op_s(config_policy policy, int peak) {
   switch (policy) {
   case CONFIG_POLICY_NODVFS: return 2 * EST_EVAL_S;
   case CONFIG_POLICY_DVFS_C:
-  case CONFIG_POLICY_DVFS_C_WALK: return (peak + 1) * EST_EVAL_S;
+  case CONFIG_POLICY_DVFS_C_WALK:
+  case CONFIG_POLICY_DVFS_C_MS: return (peak + 1) * EST_EVAL_S;
   case CONFIG_POLICY_IDEAL: return pow(peak, CONFIG_NCOMP) * EST_EVAL_S;
   default: return 8.0 * peak * EST_EVAL_S; /* Algorithm 1: ~peak steps of 2^d - 1 candidates */
   }
@@ -327,7 +329,44 @@ static int cmp_int(const void *a, const void *b) {
   return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
-/* Unique ops per policy (representative: first bucket, first op), bucket tasks. */
+/* Seconds a bucket task of policy p over graph g takes (the right order of magnitude):
+ * its plans' instances, the GA's genomes, an epoch policy's own op level. */
+static double est_bucket_s(const master *m, int p, const graph *g) {
+  const config_policy base = m->job->policies[p].base;
+  int64_t instances = 0;
+  for (int i = 0; i < graph_op_count(g); i++) instances += graph_op_at(g, i)->multiplicity;
+  double est = (double)instances * (2 * m->job->slack_count + 4) * EST_INSTANCE_S;
+  if (m->job->policies[p].gate) est *= 2; /* plans priced plain and gated */
+  if (base == CONFIG_POLICY_DVFS_C || base == CONFIG_POLICY_DVFS_C_MS)
+    est += (double)m->job->slack_count * m->opt[p].ga.population * m->opt[p].ga.generations *
+           graph_op_count(g) * m->opt[p].ga_groups * EST_GENE_S;
+  if (config_policy_is_epoch(base))
+    est += 4.0 * graph_op_count(g) * est_op_s(base, m->job->chip.freq_states);
+  return est;
+}
+
+/* The bucket task of policy p (job slot) over bucket b; *ndeps grows by its ops. */
+static int add_bucket_task(master *m, int p, int b, size_t *ndeps, enpu_err *err) {
+  const graph *g = m->buckets[b].g;
+  const config_policy_spec *spec = &m->job->policies[p];
+  mtask *t = &m->bt[m->nbt++];
+  *t = (mtask){.policy = m->code[p], .op_policy = m->op_code[p], .bucket = b,
+               .input_hash = farm_bucket_input_hash(m->job, spec, &m->opt[p], g),
+               .est_s = est_bucket_s(m, p, g)};
+  t->ops = enpu_calloc((size_t)graph_op_count(g) + 1, sizeof *t->ops);
+  ENPU_RETURN_IF(!t->ops, err, ENPU_ERR_NOMEM, "out of memory (bucket task ops)");
+  if (config_policy_is_epoch(spec->base)) return 0; /* its task searches its epochs */
+  for (int i = 0; i < graph_op_count(g); i++)
+    t->ops[i] = find_mop(m, m->op_code[p], farm_op_key(m->job, spec, &m->opt[p], graph_op_at(g, i)));
+  qsort(t->ops, (size_t)graph_op_count(g), sizeof *t->ops, cmp_int);
+  for (int i = 0; i < graph_op_count(g); i++)
+    if (t->nops == 0 || t->ops[t->nops - 1] != t->ops[i]) t->ops[t->nops++] = t->ops[i];
+  *ndeps += (size_t)t->nops;
+  return 0;
+}
+
+/* Unique ops per op policy (representative: first bucket, first op; pg+X shares X's),
+ * bucket tasks. */
 static int build_tasks(master *m, enpu_err *err) {
   size_t nref = 0;
   for (int b = 0; b < m->nbuckets; b++)
@@ -336,57 +375,35 @@ static int build_tasks(master *m, enpu_err *err) {
   op_ref *refs = enpu_calloc(nref + 1, sizeof *refs);
   ENPU_RETURN_IF(!refs, err, ENPU_ERR_NOMEM, "out of memory (%zu op references)", nref);
   size_t n = 0;
-  for (int p = 0; p < m->job->policy_count; p++)
+  for (int p = 0; p < m->job->policy_count; p++) {
+    const config_policy_spec *spec = &m->job->policies[p];
+    if (config_policy_is_epoch(spec->base)) continue;
     for (int b = 0; b < m->nbuckets; b++)
       for (int i = 0; m->buckets[b].g && i < graph_op_count(m->buckets[b].g); i++)
-        refs[n++] = (op_ref){m->job->policies[p],
-                             farm_op_key(m->job, m->job->policies[p], &m->opt,
-                                         graph_op_at(m->buckets[b].g, i)),
+        refs[n++] = (op_ref){m->op_code[p],
+                             farm_op_key(m->job, spec, &m->opt[p], graph_op_at(m->buckets[b].g, i)),
                              b, i};
+  }
   qsort(refs, n, sizeof *refs, cmp_op_ref);
   m->ops = enpu_calloc(n + 1, sizeof *m->ops);
   int rc = m->ops ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (ops)");
   for (size_t i = 0; rc == 0 && i < n; i++) {
     if (m->nops && m->ops[m->nops - 1].policy == refs[i].policy && m->ops[m->nops - 1].key == refs[i].key)
       continue;
+    config_policy_spec spec;
+    config_policy_spec_decode(refs[i].policy, &spec);
     m->ops[m->nops++] = (mop){.policy = refs[i].policy, .key = refs[i].key,
                               .bucket = refs[i].bucket, .op = refs[i].op,
-                              .est_s = est_op_s((config_policy)refs[i].policy,
-                                                m->job->chip.freq_states)};
+                              .est_s = est_op_s(spec.base, m->job->chip.freq_states)};
   }
   free(refs);
   /* Bucket tasks: one per policy × compiled bucket. */
   m->bt = enpu_calloc((size_t)m->job->policy_count * (size_t)m->nbuckets + 1, sizeof *m->bt);
   if (rc == 0 && !m->bt) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket tasks)");
   size_t ndeps = 0;
-  for (int p = 0; rc == 0 && p < m->job->policy_count; p++) {
-    const config_policy pol = m->job->policies[p];
-    for (int b = 0; rc == 0 && b < m->nbuckets; b++) {
-      const graph *g = m->buckets[b].g;
-      if (!g) continue;
-      mtask *t = &m->bt[m->nbt++];
-      *t = (mtask){.policy = pol, .bucket = b,
-                   .input_hash = farm_bucket_input_hash(m->job, pol, &m->opt, g)};
-      t->ops = enpu_calloc((size_t)graph_op_count(g), sizeof *t->ops);
-      if (!t->ops) {
-        rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket task ops)");
-        break;
-      }
-      int64_t instances = 0;
-      for (int i = 0; i < graph_op_count(g); i++) {
-        t->ops[i] = find_mop(m, pol, farm_op_key(m->job, pol, &m->opt, graph_op_at(g, i)));
-        instances += graph_op_at(g, i)->multiplicity;
-      }
-      qsort(t->ops, (size_t)graph_op_count(g), sizeof *t->ops, cmp_int);
-      for (int i = 0; i < graph_op_count(g); i++)
-        if (t->nops == 0 || t->ops[t->nops - 1] != t->ops[i]) t->ops[t->nops++] = t->ops[i];
-      ndeps += (size_t)t->nops;
-      t->est_s = (double)instances * (2 * m->job->slack_count + 4) * EST_INSTANCE_S;
-      if (pol == CONFIG_POLICY_DVFS_C) /* the GA: population × generations genomes a slack */
-        t->est_s += (double)m->job->slack_count * m->opt.ga.population * m->opt.ga.generations *
-                    graph_op_count(g) * m->opt.ga_groups * EST_GENE_S;
-    }
-  }
+  for (int p = 0; rc == 0 && p < m->job->policy_count; p++)
+    for (int b = 0; rc == 0 && b < m->nbuckets; b++)
+      if (m->buckets[b].g) rc = add_bucket_task(m, p, b, &ndeps, err);
   /* Reverse edges op → bucket tasks (CSR). */
   m->deps = enpu_calloc(ndeps + 1, sizeof *m->deps);
   if (rc == 0 && !m->deps) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (task edges)");
@@ -424,9 +441,9 @@ static int build_wanted(master *m, enpu_err *err) {
   ENPU_RETURN_IF(!m->wanted_keys || !m->wanted_buckets, err, ENPU_ERR_NOMEM, "out of memory");
   int t = 0;
   for (int p = 0; p < np; p++) {
-    const uint32_t pol = m->job->policies[p];
+    const uint32_t pol = m->op_code[p];
     farm_wanted *w = &m->wanted[p];
-    *w = (farm_wanted){.policy = pol};
+    *w = (farm_wanted){.policy = m->code[p], .op_policy = pol};
     m->wanted_keys[p] = enpu_calloc((size_t)m->nops + 1, sizeof **m->wanted_keys);
     m->wanted_buckets[p] = enpu_calloc((size_t)m->nbuckets + 1, sizeof **m->wanted_buckets);
     ENPU_RETURN_IF(!m->wanted_keys[p] || !m->wanted_buckets[p], err, ENPU_ERR_NOMEM, "out of memory");
@@ -435,11 +452,11 @@ static int build_wanted(master *m, enpu_err *err) {
     for (int b = 0; b < m->nbuckets; b++) {
       const mbucket *mb = &m->buckets[b];
       store_bucket_rec *r = &m->wanted_buckets[p][w->nbuckets++];
-      const uint64_t h = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->opt.budget);
-      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .budget = (uint8_t)m->opt.budget, .batch = mb->batch,
+      const uint64_t h = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->job->budget);
+      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .budget = (uint8_t)m->job->budget, .batch = mb->batch,
                               .seq = mb->seq, .input_hash = h};
     }
-    w->op_keys = m->wanted_keys[p];
+    w->op_keys = config_policy_is_epoch(m->job->policies[p].base) ? NULL : m->wanted_keys[p];
     w->buckets = m->wanted_buckets[p];
   }
   return 0;
@@ -451,11 +468,11 @@ static int add_uncompiled(master *m, enpu_err *err) {
     for (int b = 0; b < m->nbuckets; b++) {
       const mbucket *mb = &m->buckets[b];
       if (mb->g) continue;
-      farm_bucket_result r = {.policy = m->job->policies[p]};
+      farm_bucket_result r = {.policy = m->code[p]};
       r.bucket = (store_bucket_rec){.phase = (uint8_t)mb->phase, .status = (uint8_t)mb->status,
-                                    .budget = (uint8_t)m->opt.budget,
+                                    .budget = (uint8_t)m->job->budget,
                                     .batch = mb->batch, .seq = mb->seq,
-                                    .input_hash = uncompiled_hash(mb, m->opt.budget)};
+                                    .input_hash = uncompiled_hash(mb, m->job->budget)};
       memcpy(r.bucket.message, mb->message, sizeof r.bucket.message);
       ENPU_FORWARD(farm_state_add_bucket(m->state, &r, err));
     }
@@ -522,8 +539,10 @@ static int build_queue(master *m, enpu_err *err) {
 static void summary_counts(master *m) {
   farm_summary *s = m->sum;
   s->npolicies = m->job->policy_count;
-  for (int p = 0; p < m->job->policy_count; p++) s->policies[p] = m->job->policies[p];
-  for (int i = 0; i < m->nops; i++) s->unique_ops[m->ops[i].policy]++;
+  for (int p = 0; p < m->job->policy_count; p++) {
+    s->policies[p] = m->code[p];
+    for (int i = 0; i < m->nops; i++) s->unique_ops[p] += m->ops[i].policy == m->op_code[p];
+  }
 }
 
 /* One writer per store (store_lock): a second farm would write the same temporary file
@@ -587,7 +606,11 @@ static int replay_journal(master *m, enpu_err *err) {
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->o.job_path, &m->job, err));
   if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
-  farm_search_options(m->job, &m->opt);
+  for (int p = 0; p < m->job->policy_count; p++) {
+    search_options_for_job(&m->opt[p], m->job, &m->job->policies[p]);
+    m->code[p] = config_policy_spec_code(&m->job->policies[p]);
+    m->op_code[p] = farm_op_policy(&m->job->policies[p]);
+  }
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
   ENPU_FORWARD(lock_store(m, m->o.store_path ? m->o.store_path : m->job->store_path, err));
   snprintf(m->sum->store_path, sizeof m->sum->store_path, "%s", m->store_path);
@@ -662,7 +685,7 @@ static int fail_bucket(master *m, int j, const char *message, enpu_err *err) {
   m->sum->tasks_failed++;
   farm_bucket_result r = {.policy = t->policy};
   r.bucket = (store_bucket_rec){.phase = (uint8_t)b->phase, .status = STORE_BUCKET_FAILED,
-                                .budget = (uint8_t)m->opt.budget,
+                                .budget = (uint8_t)m->job->budget,
                                 .batch = b->batch, .seq = b->seq, .input_hash = t->input_hash};
   snprintf(r.bucket.message, sizeof r.bucket.message, "%s", message);
   return keep_bucket(m, &r, err);
@@ -683,6 +706,17 @@ static int op_settled(master *m, int i, enpu_err *err) {
   return 0;
 }
 
+/* The job policy a task's compute time counts for: a bucket task's; an op task's first
+ * policy with its op level (pg+X's ops are X's when X is in the job). */
+static int task_policy_slot(const master *m, uint32_t t) {
+  int p = 0;
+  if (task_is_op(m, t))
+    while (p + 1 < m->job->policy_count && m->op_code[p] != m->ops[t].policy) p++;
+  else
+    while (p + 1 < m->job->policy_count && m->code[p] != m->bt[t - (uint32_t)m->nops].policy) p++;
+  return p;
+}
+
 static int take_result(master *m, const farm_task_result *tr, enpu_err *err) {
   ENPU_RETURN_IF(tr->id >= task_count(m) || *task_status(m, tr->id) != T_RUNNING, err,
                  ENPU_ERR_FORMAT, "a result for task %u, which is not running", tr->id);
@@ -692,6 +726,8 @@ static int take_result(master *m, const farm_task_result *tr, enpu_err *err) {
   m->sec_per_est[!is_op] += tr->compute_s;
   m->est_seen[!is_op] += est;
   m->sum->core_s += tr->compute_s;
+  m->sum->cpu_s += tr->cpu_s;
+  m->sum->policy_cpu_s[task_policy_slot(m, tr->id)] += tr->cpu_s;
   m->sum->evaluations += (int64_t)tr->evaluations;
   if (tr->kind == FARM_RES_FAILED) {
     if (!is_op) return fail_bucket(m, (int)(tr->id - (uint32_t)m->nops), tr->message, err);
@@ -759,8 +795,8 @@ static int make_batch(master *m, double target_s, farm_buf *out, enpu_err *err) 
     if (task_is_op(m, t)) {
       const mop *o = &m->ops[t];
       const mbucket *b = &m->buckets[o->bucket];
-      ENPU_FORWARD(farm_task_put_op(out, t, (config_policy)o->policy, o->key, b->phase, b->batch,
-                                    b->seq, o->op, err));
+      ENPU_FORWARD(farm_task_put_op(out, t, o->policy, o->key, b->phase, b->batch, b->seq, o->op,
+                                    err));
     } else {
       const mtask *bt = &m->bt[t - (uint32_t)m->nops];
       const mbucket *b = &m->buckets[bt->bucket];
@@ -768,12 +804,12 @@ static int make_batch(master *m, double target_s, farm_buf *out, enpu_err *err) 
       ENPU_RETURN_IF(!sets, err, ENPU_ERR_NOMEM, "out of memory (task sets)");
       int rc = 0;
       for (int k = 0; rc == 0 && k < bt->nops; k++) {
-        sets[k] = farm_state_find_op(m->state, bt->policy, m->ops[bt->ops[k]].key);
+        sets[k] = farm_state_find_op(m->state, bt->op_policy, m->ops[bt->ops[k]].key);
         if (!sets[k]) rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "bucket task %u: op %d unknown", t, k);
       }
       if (rc == 0)
-        rc = farm_task_put_bucket(out, t, (config_policy)bt->policy, bt->input_hash, b->phase,
-                                  b->batch, b->seq, sets, (uint32_t)bt->nops, err);
+        rc = farm_task_put_bucket(out, t, bt->policy, bt->input_hash, b->phase, b->batch, b->seq,
+                                  sets, (uint32_t)bt->nops, err);
       free(sets);
       ENPU_FORWARD(rc);
     }
@@ -997,7 +1033,7 @@ static void count_buckets(master *m) {
     for (int b = 0; b < m->nbuckets; b++) {
       const mbucket *mb = &m->buckets[b];
       const farm_bucket_result *r =
-          farm_state_find_bucket(m->state, m->job->policies[p], mb->phase, mb->batch, mb->seq,
+          farm_state_find_bucket(m->state, m->code[p], mb->phase, mb->batch, mb->seq,
                                  m->wanted_buckets[p][b].input_hash);
       const int status = r ? r->bucket.status : -1;
       if (status == STORE_BUCKET_OK) s->buckets_ok++;
@@ -1143,11 +1179,18 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   fprintf(out, "| ranks | %d |\n", s->ranks);
   fprintf(out, "| buckets (x policies) | %lld ok, %lld infeasible (capacity), %lld failed |\n",
           (long long)s->buckets_ok, (long long)s->buckets_infeasible, (long long)s->buckets_failed);
-  fprintf(out, "| unique op signatures |");
-  for (int p = 0; p < s->npolicies; p++)
-    fprintf(out, "%s %s %lld", p ? "," : "", config_policy_name((config_policy)s->policies[p]),
-            (long long)s->unique_ops[s->policies[p]]);
-  fprintf(out, " |\n");
+  for (int k = 0; k < 2; k++) {
+    fprintf(out, k ? "| CPU seconds per policy |" : "| unique op signatures |");
+    for (int p = 0; p < s->npolicies; p++) {
+      config_policy_spec spec = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+      char name[CONFIG_NAME_LEN];
+      config_policy_spec_decode(s->policies[p], &spec);
+      config_policy_spec_name(&spec, name);
+      if (k) fprintf(out, "%s %s %.2f", p ? "," : "", name, s->policy_cpu_s[p]);
+      else fprintf(out, "%s %s %lld", p ? "," : "", name, (long long)s->unique_ops[p]);
+    }
+    fprintf(out, " |\n");
+  }
   fprintf(out, "| tasks | %lld to do (%lld op, %lld bucket), %lld done, %lld failed |\n",
           (long long)s->tasks_total, (long long)s->op_tasks, (long long)s->bucket_tasks,
           (long long)s->tasks_done, (long long)s->tasks_failed);
@@ -1155,7 +1198,7 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
           (long long)s->reused_store, (long long)s->reused_journal);
   fprintf(out, "| recomputed | %lld |\n", (long long)s->recomputed);
   fprintf(out, "| evaluations | %lld |\n", (long long)s->evaluations);
-  fprintf(out, "| core-seconds | %.2f |\n", s->core_s);
+  fprintf(out, "| core-seconds | %.2f (CPU %.2f) |\n", s->core_s, s->cpu_s);
   fprintf(out, "| wall time | %.2f s |\n", s->wall_s);
   fprintf(out, "| master CPU | %.2f s (%.1f %% of one core) |\n", s->master_cpu_s,
           s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0);

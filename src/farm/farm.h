@@ -55,8 +55,9 @@ typedef struct {
   char job[CONFIG_NAME_LEN];
   char store_path[CONFIG_PATH_LEN];
   int64_t buckets_ok, buckets_infeasible, buckets_failed; /* per bucket × policy */
-  int64_t unique_ops[CONFIG_NPOLICY]; /* distinct op signatures per policy */
-  int policies[CONFIG_NPOLICY];       /* the job's policies (config_policy) */
+  int64_t unique_ops[CONFIG_MAX_POLICIES]; /* distinct op signatures per job policy
+                                              (epoch policies: 0, their buckets search) */
+  uint32_t policies[CONFIG_MAX_POLICIES];  /* the job's policies (config_policy_spec_code) */
   int npolicies;
   int64_t tasks_total;                /* tasks this run had to do: */
   int64_t op_tasks, bucket_tasks;     /*   Pareto searches and bucket walks */
@@ -65,6 +66,9 @@ typedef struct {
   int64_t recomputed;                 /* results computed by this run */
   int64_t evaluations;                /* op-level evaluations of this run */
   double core_s;                      /* compute seconds summed over ranks */
+  double cpu_s;                       /* CPU seconds of the tasks, summed over ranks */
+  double policy_cpu_s[CONFIG_MAX_POLICIES]; /* the same per job policy (op tasks count
+                                               for the first policy with that op level) */
   double wall_s;
   double master_cpu_s;                /* CPU time of rank 0 (setup, scheduling, journal,
                                          checkpoints; with one rank also the compute) */

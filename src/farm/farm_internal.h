@@ -4,9 +4,11 @@
  * master's result state that becomes the HDF5 store at each checkpoint.
  *
  * Invariants:
- *  - An op result is keyed by (policy, key); key = the op's store signature: a hash of
- *    the graph signature, the chip tables, the cost-model version and the policy's
- *    search options. Equal keys mean identical results, whatever rank computed them.
+ *  - Policies are their codes (config_policy_spec_code). An op result is keyed by
+ *    (policy, key): the policy without power gating (farm_op_policy), key = the op's
+ *    store signature: a hash of the graph signature (an epoch's: its members'), the chip
+ *    tables, the cost-model version and the policy's search options. Equal keys mean
+ *    identical results, whatever rank computed them.
  *  - A bucket result is keyed by (policy, phase, batch, seq) and carries input_hash
  *    (its ops' keys and multiplicities, the slacks, the policy options): a result whose
  *    input_hash differs from the current one is stale and is recomputed.
@@ -29,9 +31,9 @@
  * Results */
 
 typedef struct {
-  uint32_t policy;             /* config_policy */
+  uint32_t policy;             /* policy code, without gating (farm_op_policy) */
   uint64_t key;                /* store ops.signature */
-  uint32_t kind;               /* graph_op_kind */
+  uint32_t kind;               /* graph_op_kind, or STORE_OP_KIND_EPOCH */
   char name[STORE_NAME_LEN];
   uint64_t evaluations;
   uint32_t npoints;            /* >= 1 */
@@ -51,6 +53,10 @@ typedef struct {
   store_plan_rec *plans;       /* bucket unused; states_first relative to states[] */
   uint64_t nstates;
   store_plan_state_rec *states;
+  uint32_t nunits;             /* epoch policies: the op result of every op_keys entry,
+                                  in op_keys order (the bucket task searched them);
+                                  0 otherwise */
+  farm_op_result *units;
 } farm_bucket_result;
 
 void farm_op_result_free(farm_op_result *r);         /* frees members; NULL no-op */
@@ -131,7 +137,8 @@ void farm_state_free(farm_state *s); /* NULL no-op */
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets,
                           char **added_json, enpu_err *err);
 /* Take ownership of a result's arrays (r is emptied). A result with a key already known
- * replaces the old one (bucket results: same policy/phase/batch/seq). */
+ * replaces the old one (bucket results: same policy/phase/batch/seq). A bucket result's
+ * units become op results of its policy without gating. */
 int farm_state_add_op(farm_state *s, farm_op_result *r, enpu_err *err);
 int farm_state_add_bucket(farm_state *s, farm_bucket_result *r, enpu_err *err);
 /* Lookups; NULL when unknown (a bucket also when its input_hash differs). */
@@ -143,8 +150,9 @@ const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t p
 /* What the current job wants in the store: per policy the op keys of its grid and its
  * buckets (phase, batch, seq, input_hash). Known results outside it are not written. */
 typedef struct {
-  uint32_t policy;
-  const uint64_t *op_keys;
+  uint32_t policy;                 /* its code */
+  uint32_t op_policy;              /* the code its op results are kept under */
+  const uint64_t *op_keys;         /* NULL for an epoch policy: its buckets' epochs */
   size_t nops;
   const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash (and budget, for a
                                       pending row) are read */
@@ -152,10 +160,11 @@ typedef struct {
 } farm_wanted;
 
 /* Write the wanted, known results as the store `lock` protects (store_writer: temp +
- * fsync + rename): ops sorted by key, buckets by (phase, batch, seq), rows assigned here,
- * so the content depends only on the results, never on arrival order or rank count.
- * A wanted bucket without a result (or whose ops are not all known) is written as
- * STORE_BUCKET_PENDING, so readers of a checkpoint can tell "not compiled yet". */
+ * fsync + rename): policies by code, ops sorted by key, buckets by (phase, batch, seq),
+ * rows assigned here, so the content depends only on the results, never on arrival order
+ * or rank count. A wanted bucket without a result (or whose ops are not all known) is
+ * written as STORE_BUCKET_PENDING, so readers of a checkpoint can tell "not compiled
+ * yet". */
 int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
                           const farm_wanted *wanted, int nwanted, enpu_err *err);
 

@@ -36,8 +36,10 @@
 #include "farm_internal.h"
 
 #define JOURNAL_MAGIC "ENPUJRNL"
-/* 2: bucket records carry the budget mode, plans their critical path and overhead. */
-#define JOURNAL_VERSION 2u
+/* 2: bucket records carry the budget mode, plans their critical path and overhead.
+ * 3: policies are variant codes; plans carry regulator loss and gating; an epoch
+ * policy's bucket records carry its epochs' op results. */
+#define JOURNAL_VERSION 3u
 #define JOURNAL_ZSTD_LEVEL 1 /* fsync dominates; a fast level keeps the master light */
 enum { HEADER_BYTES = 16, RECORD_HEAD_BYTES = 16 };
 /* Largest decompressed record: far above any bucket's walk, low enough that a crafted

@@ -412,6 +412,27 @@ static int op_trim(greedy_run *g, front *f, enpu_err *err) {
   return rc;
 }
 
+/* Algorithm 1 ends its ascent at the first plan as fast as it gets, with every domain it
+ * raised on the way still raised; from that fastest point, the trim pass's single moves
+ * (lower one domain, or hand its state to another) while the time holds and the energy
+ * does not grow. Without it an epoch of ops at one setting (enpu-ms) can find a fastest
+ * plan cheaper than its ops' own fastest points, which per-operator control must
+ * never miss (finer control can mimic coarser). Cheap: a few single moves per op. */
+static int descend_fastest(greedy_run *g, front *f, enpu_err *err) {
+  if (f->n == 0) return 0;
+  search_point cur = f->pts[0];
+  int ds[CONFIG_NCOMP] = {0};
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    if (g->dom->domain_of[c] >= 0) ds[g->dom->domain_of[c]] = cur.state[c];
+  for (;;) {
+    int slow_ds[CONFIG_NCOMP];
+    search_point slow;
+    const int moved = trim_single(g, ds, &cur, slow_ds, &slow, err);
+    if (moved <= 0) return moved;
+    ENPU_FORWARD(front_insert_checked(f, &cur, err));
+  }
+}
+
 static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_fn eval,
                      void *user, front *f, search_pareto *out, enpu_err *err) {
   const int d = dom->ndomains, peak = dom->peak_state;
@@ -452,6 +473,7 @@ static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_f
   ENPU_FORWARD(greedy_eval(&g, top, &pp, err));
   ENPU_FORWARD(front_insert_checked(f, &pp, err));
   if (dom->trim) ENPU_FORWARD(op_trim(&g, f, err));
+  else ENPU_FORWARD(descend_fastest(&g, f, err));
   out->evals = g.evals;
   return 0;
 }

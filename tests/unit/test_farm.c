@@ -596,7 +596,8 @@ static const store_bucket_rec want_nodvfs[] = {{.phase = 1, .batch = 8, .seq = 2
 
 static void checkpoint(const farm_state *s, const char *path, int reverse_policies) {
   farm_wanted w[2] = {
-      {.policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = want_buckets, .nbuckets = 5},
+      {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
+       .buckets = want_buckets, .nbuckets = 5},
       {.policy = CONFIG_POLICY_NODVFS, .op_keys = want_ops_nodvfs, .nops = 2, .buckets = want_nodvfs,
        .nbuckets = 1}};
   if (reverse_policies) {
@@ -774,7 +775,8 @@ static void test_state_checkpoint_rejects(void **state) {
   bad.walk[0].pareto = NPTS;
   assert_int_equal(farm_state_add_bucket(s, &bad, &err), 0);
   store_bucket_rec wb = {.phase = 1, .batch = 16, .seq = 2048, .input_hash = 600};
-  farm_wanted w = {.policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = &wb, .nbuckets = 1};
+  farm_wanted w = {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
+                   .buckets = &wb, .nbuckets = 1};
   store_lock *lock = NULL;
   assert_int_equal(store_lock_acquire(f->path, "test_farm", 0, NULL, &lock, &err), 0);
   assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
