@@ -28,37 +28,6 @@
 static const int variant_unroll[COST_NVARIANT] = {1, 2, 4, 1, 2, 4, 1, 2, 4};
 static const int variant_depth[COST_NVARIANT] = {1, 1, 1, 2, 2, 2, 3, 3, 3};
 
-typedef struct {
-  uint64_t key;
-  cost_tile tile;
-  cost_kernel kernel[COST_NVARIANT];
-  uint8_t kernel_ok[COST_NVARIANT];
-  double t_nodvfs_ns;  /* all-peak, one core clock, no crossing */
-  double own_peak_ns;  /* largest component own time at peak */
-} cost_entry;
-
-/* Timing of one plan: the core kernel's fastest variant, the engines, their pipeline. */
-typedef struct {
-  double time_ns;
-  double own_ns[CONFIG_NCOMP];
-  double ici_xfer_ns;
-  double tail_ns[CONFIG_NCOMP]; /* after a component's last work: its pipeline stages
-                                   downstream, for their last block */
-  cost_run core;
-  int unroll, sw_depth;
-  double period_ns[COST_NUNIT];
-} op_timing;
-
-struct cost_ctx {
-  config_chip chip; /* copy; its table pointers are not used */
-  cost_entry **entries;
-  size_t nentries, cap_entries;
-  int32_t *index; /* entry number + 1, 0 = empty */
-  size_t cap_index;
-  int64_t allocations;
-  cost_sim sim;
-};
-
 int cost_fifo_depth(double ti, double to) {
   double rt = 5 * ti + 5 * to; /* Eq. 1 */
   return (int)ceil(rt / fmax(ti, to) - 1e-12);
@@ -118,6 +87,7 @@ void cost_ctx_free(cost_ctx *ctx) {
   for (size_t i = 0; i < ctx->nentries; i++) free(ctx->entries[i]);
   free(ctx->entries);
   free(ctx->index);
+  cost_core_cache_free(&ctx->cores);
   free(ctx);
 }
 
@@ -140,38 +110,51 @@ static uint64_t op_key(const graph_op *op) {
   return enpu_hasher_digest(&h);
 }
 
-/* Time of an operator at the effective states `eff`, its units in domains `domain` (a
+void cost_periods(const config_chip *chip, const int eff[COST_NUNIT], double period_ns[COST_NUNIT]) {
+  for (int u = 0; u < COST_NUNIT; u++)
+    period_ns[u] = eff[u] ? 1.0 / config_state_ghz(chip, eff[u]) : 0;
+}
+
+/* The core kernel at the effective states `eff`, its units in domains `domain` (a
  * crossing costs fifo_sync_cycles when `crossing` and the unit is not in the FE's
- * domain): the fastest schedule variant of the core kernel, the DMA and ICI engines and
- * the three-stage pipeline above. */
-static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
-                          const int domain[COST_NUNIT], int crossing, op_timing *o) {
+ * domain): each unit's clock period and the fastest schedule variant (§2.4, §3.3). It
+ * reads only the SA, VU, SRAM and FE states: the kernel has no HBM or ICI command. */
+void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                      const int domain[COST_NUNIT], int crossing, cost_sim *sim, op_timing *o) {
   const config_chip *chip = &ctx->chip;
   const cost_tile *t = &e->tile;
   cost_timing tm;
   double s = chip->fifo_sync_cycles;
-  for (int u = 0; u < COST_NUNIT; u++)
-    tm.period_ns[u] = eff[u] ? 1.0 / config_state_ghz(chip, eff[u]) : 0;
+  cost_periods(chip, eff, tm.period_ns);
   for (int u = 0; u < COST_NUNIT; u++) {
     int cross = crossing && domain[u] != domain[COST_FE];
     tm.cross_in_ns[u] = cross ? s * tm.period_ns[u] : 0;
     tm.cross_out_ns[u] = cross ? s * tm.period_ns[COST_FE] : 0;
   }
   memcpy(o->period_ns, tm.period_ns, sizeof o->period_ns);
-  /* Core kernel: the fastest schedule variant for this plan (§2.4, §3.3). */
   o->core = (cost_run){t->nstage > 0 ? INFINITY : 0, 0, 0};
   o->unroll = o->sw_depth = 0;
   for (int v = 0; t->nstage > 0 && v < COST_NVARIANT; v++) {
     if (!e->kernel_ok[v]) continue;
     cost_run r;
-    cost_kernel_run(&e->kernel[v], &tm, &ctx->sim, &r);
+    cost_kernel_run(&e->kernel[v], &tm, sim, &r);
     if (r.time_ns < o->core.time_ns) {
       o->core = r;
       o->unroll = variant_unroll[v];
       o->sw_depth = variant_depth[v];
     }
   }
-  /* Engines: bandwidth = state / states × peak; ICI: α–β sum per collective step. */
+}
+
+/* The DMA and ICI engines and the three-stage pipeline around a timed core (o->core):
+ * bandwidth = state / states × peak; ICI: α–β sum per collective step. Every step is a
+ * sum, product, quotient by a positive constant or max of non-negative terms, so the
+ * result is monotone in o->core.time_ns and in the HBM and ICI states, in floating point
+ * too (rounding to nearest is monotone). */
+void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                         op_timing *o) {
+  const config_chip *chip = &ctx->chip;
+  const cost_tile *t = &e->tile;
   double frac_hbm = (double)eff[CONFIG_HBM] / chip->freq_states;
   double frac_ici = (double)eff[CONFIG_ICI] / chip->freq_states;
   double hbm_ns = t->hbm_bytes > 0 ? t->hbm_bytes / (chip->hbm_gbps * frac_hbm) : 0;
@@ -183,14 +166,20 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
   double slowest = fmax(hbm_ns, fmax(o->core.time_ns, ici_ns));
   o->time_ns = lead_ns + (hbm_ns + o->core.time_ns + ici_ns) / blocks +
                (blocks - 1) * slowest / blocks;
-  o->own_ns[CONFIG_SA] = t->sa_cycles * tm.period_ns[CONFIG_SA];
-  o->own_ns[CONFIG_VU] = t->vu_cycles * tm.period_ns[CONFIG_VU];
-  o->own_ns[CONFIG_SRAM] = t->sram_cycles * tm.period_ns[CONFIG_SRAM];
+  o->own_ns[CONFIG_SA] = t->sa_cycles * o->period_ns[CONFIG_SA];
+  o->own_ns[CONFIG_VU] = t->vu_cycles * o->period_ns[CONFIG_VU];
+  o->own_ns[CONFIG_SRAM] = t->sram_cycles * o->period_ns[CONFIG_SRAM];
   o->own_ns[CONFIG_HBM] = lead_ns + hbm_ns; /* its first request's latency is its own */
   o->own_ns[CONFIG_ICI] = ici_ns;
   for (int c = CONFIG_SA; c <= CONFIG_SRAM; c++) o->tail_ns[c] = ici_ns / blocks;
   o->tail_ns[CONFIG_HBM] = (o->core.time_ns + ici_ns) / blocks;
   o->tail_ns[CONFIG_ICI] = 0;
+}
+
+static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                          const int domain[COST_NUNIT], int crossing, op_timing *o) {
+  cost_timing_core(ctx, e, eff, domain, crossing, &ctx->sim, o);
+  cost_timing_engines(ctx, e, eff, o);
 }
 
 static double max_own(const double own[CONFIG_NCOMP]) {
@@ -227,7 +216,7 @@ static int memo_grow_index(cost_ctx *ctx, enpu_err *err) {
   return 0;
 }
 
-static int memo_get(cost_ctx *ctx, const graph_op *op, const cost_entry **out, enpu_err *err) {
+int cost_memo_get(cost_ctx *ctx, const graph_op *op, const cost_entry **out, enpu_err *err) {
   uint64_t key = op_key(op);
   if (ctx->cap_index) {
     size_t mask = ctx->cap_index - 1;
@@ -277,7 +266,7 @@ static int memo_get(cost_ctx *ctx, const graph_op *op, const cost_entry **out, e
 
 /* Effective state of every unit: FE at max(SA, VU, SRAM); a domain at the highest state
  * of its members. */
-static void effective_states(const cost_plan *plan, const cost_pipeline *pl, int eff[]) {
+void cost_effective_states(const cost_plan *plan, const cost_pipeline *pl, int eff[COST_NUNIT]) {
   int nominal[COST_NUNIT];
   for (int c = 0; c < CONFIG_NCOMP; c++) nominal[c] = plan->state[c];
   nominal[COST_FE] = plan->state[CONFIG_SA];
@@ -290,7 +279,7 @@ static void effective_states(const cost_plan *plan, const cost_pipeline *pl, int
   }
 }
 
-static int check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err) {
+int cost_check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++)
     ENPU_RETURN_IF(plan->state[c] < 0 || plan->state[c] > chip->freq_states, err,
                    ENPU_ERR_RANGE, "plan state of %s is %d: expected 0..%d",
@@ -345,54 +334,62 @@ static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_ef
   return 0;
 }
 
-int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
-                    const cost_plan *plan, const cost_pipeline *pl, cost_result *out,
-                    enpu_err *err) {
-  const config_chip *chip = &ctx->chip;
-  ENPU_FORWARD(check_states(chip, plan, err));
-  if (prev) ENPU_FORWARD(check_states(chip, prev, err));
-  const cost_entry *e = NULL;
-  ENPU_FORWARD(memo_get(ctx, op, &e, err));
+int cost_check_gated(const graph_op *op, const cost_entry *e, const int eff[COST_NUNIT],
+                     enpu_err *err) {
   const cost_tile *t = &e->tile;
-
-  memset(out, 0, sizeof *out);
-  effective_states(plan, pl, out->state);
   const double work[COST_NUNIT] = {t->sa_cycles, t->vu_cycles, t->sram_cycles, t->hbm_bytes,
                                    t->ici_bytes, t->sa_cycles + t->vu_cycles + t->sram_cycles};
   for (int u = 0; u < COST_NUNIT; u++)
-    ENPU_RETURN_IF(work[u] > 0 && out->state[u] == 0, err, ENPU_ERR_RANGE,
+    ENPU_RETURN_IF(work[u] > 0 && eff[u] == 0, err, ENPU_ERR_RANGE,
                    "op %d (%s): %s is clock-gated but has work", op->id, op->name,
                    u == COST_FE ? "fe" : config_component_name((config_component)u));
+  return 0;
+}
 
-  op_timing o;
-  op_timing_run(ctx, e, out->state, pl->domain, pl->kind == COST_PIPE_ENPU, &o);
-  out->core_ns = o.core.time_ns;
-  out->fe_stall_ns = o.core.stall_ns;
-  out->unroll = o.unroll;
-  out->sw_depth = o.sw_depth;
-  memcpy(out->own_ns, o.own_ns, sizeof out->own_ns);
-  out->cp_time_ns = e->t_nodvfs_ns + (max_own(o.own_ns) - e->own_peak_ns);
-  out->time_ns = o.time_ns;
+int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *pl,
+                const op_timing *o, const cost_plan *prev, cost_result *out, enpu_err *err) {
+  out->core_ns = o->core.time_ns;
+  out->fe_stall_ns = o->core.stall_ns;
+  out->unroll = o->unroll;
+  out->sw_depth = o->sw_depth;
+  memcpy(out->own_ns, o->own_ns, sizeof out->own_ns);
+  out->cp_time_ns = e->t_nodvfs_ns + (max_own(o->own_ns) - e->own_peak_ns);
+  out->time_ns = o->time_ns;
   int prev_eff[COST_NUNIT];
   if (prev) {
-    effective_states(prev, pl, prev_eff);
+    cost_effective_states(prev, pl, prev_eff);
     double delay[CONFIG_NCOMP];
     rail_delays(pl, prev_eff, out->state, delay);
     for (int c = 0; c < CONFIG_NCOMP; c++)
-      if (o.own_ns[c] > 0)
-        out->time_ns = fmax(out->time_ns, delay[c] + o.own_ns[c] + o.tail_ns[c]);
-    out->transition_ns = out->time_ns - o.time_ns;
+      if (o->own_ns[c] > 0)
+        out->time_ns = fmax(out->time_ns, delay[c] + o->own_ns[c] + o->tail_ns[c]);
+    out->transition_ns = out->time_ns - o->time_ns;
   }
 
-  for (int c = 0; c < CONFIG_NCOMP; c++) out->busy_ns[c] = o.own_ns[c];
-  out->busy_ns[CONFIG_HBM] -= o.own_ns[CONFIG_HBM] > 0 ? ctx->chip.hbm_latency_ns : 0;
-  out->busy_ns[CONFIG_ICI] = o.ici_xfer_ns; /* the links switch only while they transfer */
-  out->busy_ns[COST_FE] = o.core.bundles * o.period_ns[COST_FE];
+  for (int c = 0; c < CONFIG_NCOMP; c++) out->busy_ns[c] = o->own_ns[c];
+  out->busy_ns[CONFIG_HBM] -= o->own_ns[CONFIG_HBM] > 0 ? ctx->chip.hbm_latency_ns : 0;
+  out->busy_ns[CONFIG_ICI] = o->ici_xfer_ns; /* the links switch only while they transfer */
+  out->busy_ns[COST_FE] = o->core.bundles * o->period_ns[COST_FE];
   for (int u = 0; u < COST_NUNIT; u++) {
     if (out->busy_ns[u] > out->time_ns) out->busy_ns[u] = out->time_ns;
     out->utilization[u] = out->time_ns > 0 ? out->busy_ns[u] / out->time_ns : 0;
   }
-  return price(pl, t, prev ? prev_eff : NULL, out, err);
+  return price(pl, &e->tile, prev ? prev_eff : NULL, out, err);
+}
+
+int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
+                    const cost_plan *plan, const cost_pipeline *pl, cost_result *out,
+                    enpu_err *err) {
+  ENPU_FORWARD(cost_check_states(&ctx->chip, plan, err));
+  if (prev) ENPU_FORWARD(cost_check_states(&ctx->chip, prev, err));
+  const cost_entry *e = NULL;
+  ENPU_FORWARD(cost_memo_get(ctx, op, &e, err));
+  memset(out, 0, sizeof *out);
+  cost_effective_states(plan, pl, out->state);
+  ENPU_FORWARD(cost_check_gated(op, e, out->state, err));
+  op_timing o;
+  op_timing_run(ctx, e, out->state, pl->domain, pl->kind == COST_PIPE_ENPU, &o);
+  return cost_finish(ctx, e, pl, &o, prev, out, err);
 }
 
 int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
