@@ -21,6 +21,7 @@
 
 #include "search.h"
 #include "search_internal.h"
+#include "test_search.h"
 
 #define JOB_PATH ENPU_SOURCE_DIR "/jobs/llama3-70b.json"
 
@@ -1072,6 +1073,7 @@ int main(void) {
       cmocka_unit_test(test_dvfs_c_compute_only),
       cmocka_unit_test(test_enpu_c_keeps_hbm_io),
       cmocka_unit_test(test_paper_equals_strict_without_overhead),
+      cmocka_unit_test(test_exact_equals_exhaustive),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
