@@ -1,7 +1,8 @@
-/* cmd_farm.c — `[mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets
+/* cmd_farm.c — `[mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
- * [--results DIR] [--quiet]`: compile the job's whole grid into its HDF5 plan store with the farm module.
- * Every rank runs this command; only rank 0 prints.
+ * [--results DIR] [--task-log PATH] [--quiet]`: compile each job's whole grid into its
+ * HDF5 plan store with the farm module, all jobs sharing the ranks. Every rank runs this command; only rank 0
+ * prints. With several jobs the exit status is the worst of theirs.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
@@ -18,22 +19,26 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: [mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
+          "usage: [mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
           "                    [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC] [--results DIR]\n"
-          "                    [--quiet]\n"
+          "                    [--task-log PATH] [--quiet]\n"
           "\n"
           "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
           "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
-          "Only what the store and its journal do not already hold is computed.\n"
+          "Only what the store and its journal do not already hold is computed. Several\n"
+          "jobs share the ranks (one queue, longest task first), each into its own store.\n"
           "\n"
           "  --store PATH        the store (default: the job's \"store\"); journal: PATH.journal\n"
+          "                      (one job only)\n"
           "  --add-buckets SPEC  extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
-          "                      kept in the store, so later runs keep compiling it)\n"
+          "                      kept in the store, so later runs keep compiling it; one job)\n"
           "  --checkpoint-s SEC  rewrite the store every SEC seconds (default 60)\n"
           "  --lock-wait SEC     wait up to SEC seconds for another writer of the store (a farm,\n"
           "                      enpu validate) to finish (default 30); then exit 4 naming it\n"
           "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
           "  --results DIR       summary.md goes to DIR/<job>/ (default: beside the store)\n"
+          "  --task-log PATH     a CSV line per task computed: job, kind (op, part, bucket),\n"
+          "                      policy, compute seconds, evaluations, result bytes\n"
           "  --quiet             no progress lines\n"
           "  -h, --help          show this help\n"
           "\n"
@@ -72,7 +77,8 @@ static int parse_seconds(const char *s, double *out) {
 }
 
 /* @return -1 to go on, or the exit status (0 after --help, 2 on a usage error). */
-static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *add) {
+static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *add,
+                      const char **jobs) {
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
@@ -85,7 +91,7 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
     }
     const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
                       !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
-                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait");
+                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait") || !strcmp(s, "--task-log");
     if (takes) {
       if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
       const char *v = argv[++i];
@@ -93,6 +99,8 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
         o->store_path = v;
       } else if (!strcmp(s, "--results")) {
         o->results_dir = v;
+      } else if (!strcmp(s, "--task-log")) {
+        o->task_log = v;
       } else if (!strcmp(s, "--add-buckets")) {
         if (parse_bucket(v, &add[o->nadd]) < 0)
           return cli_usage_error("farm", usage,
@@ -109,40 +117,49 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
       }
     } else if (s[0] == '-' && s[1] != '\0') {
       return cli_usage_error("farm", usage, "unknown option '%s'", s);
-    } else if (o->job_path) {
-      return cli_usage_error("farm", usage, "more than one job file ('%s')", s);
     } else {
-      o->job_path = s;
+      jobs[o->njobs++] = s;
     }
   }
-  if (!o->job_path) return cli_usage_error("farm", usage, "missing job file");
+  if (!o->njobs) return cli_usage_error("farm", usage, "missing job file");
+  if (o->njobs > 1 && (o->store_path || o->nadd))
+    return cli_usage_error("farm", usage, "--store and --add-buckets take a single job");
   return -1;
 }
 
 int cli_cmd_farm(int argc, char **argv) {
   farm_options o;
   farm_options_default(&o);
-  /* Each --add-buckets takes two argv slots, so argc bounds their number. */
+  /* Each --add-buckets takes two argv slots, so argc bounds their number, and that of
+   * the jobs. */
   farm_bucket_spec *add = calloc((size_t)argc, sizeof *add);
-  if (!add) return cli_fail("farm", "out of memory");
+  const char **jobs = calloc((size_t)argc, sizeof *jobs);
+  farm_summary *sums = calloc((size_t)argc, sizeof *sums);
+  if (!add || !jobs || !sums) {
+    free(add), free(jobs), free(sums);
+    return cli_fail("farm", "out of memory");
+  }
   o.add = add;
-  const int st = parse_args(argc, argv, &o, add);
-  if (st >= 0) {
-    free(add);
-    return st;
-  }
-  farm_summary sum;
+  o.job_paths = jobs;
+  int st = parse_args(argc, argv, &o, add, jobs);
   enpu_err err = {0};
-  const int rc = farm_run(&o, &sum, &err);
+  const int rc = st >= 0 ? 0 : farm_run(&o, sums, &err);
+  if (st < 0 && rc < 0) {
+    if (sums[0].rank == 0) cli_fail("farm", err.msg);
+    st = cli_exit_status(err.code, sums[0].input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
+  } else if (st < 0) {
+    st = 0;
+    for (int j = 0; j < o.njobs; j++) {
+      if (sums[j].rank == 0) {
+        printf("\n");
+        farm_summary_print(&sums[j], stdout);
+        fflush(stdout);
+      }
+      if ((int)sums[j].outcome > st) st = (int)sums[j].outcome;
+    }
+  }
   free(add);
-  if (rc < 0) {
-    if (sum.rank == 0) cli_fail("farm", err.msg);
-    return cli_exit_status(err.code, sum.input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
-  }
-  if (sum.rank == 0) {
-    printf("\n");
-    farm_summary_print(&sum, stdout);
-    fflush(stdout);
-  }
-  return (int)sum.outcome;
+  free(jobs);
+  free(sums);
+  return st;
 }

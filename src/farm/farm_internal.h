@@ -59,7 +59,12 @@ void farm_bucket_result_free(farm_bucket_result *r); /* frees members; NULL no-o
 /* ---------------------------------------------------------------------------------
  * Codec: little-endian, fixed-width fields; one record = one result. */
 
-enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2 };
+enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2, FARM_REC_PART = 3 };
+
+/* A part record: one part of an op's exact search (an `ideal` sub-task), u32 part then an
+ * op result holding that part's set (search_op_compile_part) with each point's per-slot
+ * energies. The master merges an op's parts into its op result. */
+#define FARM_MAX_PARTS 64u
 
 typedef struct {
   unsigned char *data;
@@ -71,12 +76,16 @@ void farm_buf_free(farm_buf *b); /* frees data; NULL no-op */
 /* Append the encoding of a result to b. @return 0 or ENPU_ERR_NOMEM. */
 int farm_op_result_encode(const farm_op_result *r, farm_buf *b, enpu_err *err);
 int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err *err);
+int farm_part_result_encode(uint32_t part, const farm_op_result *r, farm_buf *b, enpu_err *err);
 /* Decode exactly `bytes` bytes into *r (owned by the caller afterwards).
  * @return 0, or ENPU_ERR_FORMAT (truncated, trailing bytes, out-of-range index or
  * count), ENPU_ERR_NOMEM; on failure *r is empty. */
 int farm_op_result_decode(const void *data, size_t bytes, farm_op_result *r, enpu_err *err);
 int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r,
                               enpu_err *err);
+/* A part record: *part < FARM_MAX_PARTS (the caller checks it against its part count). */
+int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r,
+                            enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Journal: `<store>.journal`, a header then records of (kind, length, checksum,

@@ -22,8 +22,8 @@
 #include "graph.h"
 #include "search.h"
 
-enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2 };
-enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET */
+enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2, FARM_TASK_PART = 3 };
+enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET/PART */
 
 /* The search options the farm compiles with (the defaults, in the job's budget mode;
  * part of every key). */
@@ -39,18 +39,27 @@ uint64_t farm_op_key(const config_job *job, config_policy policy, const search_o
 uint64_t farm_bucket_input_hash(const config_job *job, config_policy policy,
                                 const search_options *opt, const graph *g);
 
-/* Append an op task / a bucket task (with the Pareto sets of its distinct ops, sorted
- * by key) to a task batch. @return 0 or ENPU_ERR_NOMEM. */
-int farm_task_put_op(farm_buf *b, uint32_t id, config_policy policy, uint64_t key,
-                     config_phase phase, int batch, int seq, int op_index, enpu_err *err);
-int farm_task_put_bucket(farm_buf *b, uint32_t id, config_policy policy, uint64_t input_hash,
-                         config_phase phase, int batch, int seq,
+/* Append to a task batch, for job `job` (its index in the run's job list): an op task
+ * (part < 0), a part task (part 0..SEARCH_EXACT_PARTS − 1 of the op's exact search), or a
+ * bucket task (with the Pareto sets of its distinct ops, sorted by key).
+ * @return 0 or ENPU_ERR_NOMEM. */
+int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, config_policy policy, uint64_t key,
+                     config_phase phase, int batch, int seq, int op_index, int part,
+                     enpu_err *err);
+int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, config_policy policy,
+                         uint64_t input_hash, config_phase phase, int batch, int seq,
                          const farm_op_result *const *sets, uint32_t nsets, enpu_err *err);
+
+/* The op result of an op's parts (all SEARCH_EXACT_PARTS of them, any order): the merged
+ * set (search_pareto_merge), each point with the per-slot energies its part computed,
+ * evaluations summed. Independent of the parts' order. */
+int farm_merge_parts(const farm_op_result *parts, int n, farm_op_result *out, enpu_err *err);
 
 /* One result of a result batch; payload (a codec record) and message point into it. */
 typedef struct {
+  uint32_t job;
   uint32_t id;
-  uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET or FARM_RES_FAILED */
+  uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET, FARM_REC_PART or FARM_RES_FAILED */
   double compute_s;
   uint64_t evaluations;
   const void *payload;
@@ -63,10 +72,11 @@ typedef struct {
 int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r,
                      enpu_err *err);
 
-/* The executor: the job, one cost and search context, a small graph cache. */
+/* The executor: every job of the run, each with its cost and search context (jobs may
+ * name different chips) and a small graph cache. */
 typedef struct farm_exec farm_exec;
 
-int farm_exec_create(const char *job_path, farm_exec **out, enpu_err *err);
+int farm_exec_create(const char *const *job_paths, int njobs, farm_exec **out, enpu_err *err);
 void farm_exec_free(farm_exec *x); /* NULL no-op */
 
 /* Run every task of a task batch, appending one result per task to `out`.

@@ -20,6 +20,7 @@
 
 #include "farm_internal.h"
 #include "store_fixture.h"
+#include "test_farm.h"
 
 #define NPTS 3
 #define POLICY CONFIG_POLICY_ENPU_ALL
@@ -874,6 +875,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_codec_bucket_round_trip),
       cmocka_unit_test(test_codec_truncations),
       cmocka_unit_test(test_codec_bad_indices),
+      cmocka_unit_test(test_part_codec),
+      cmocka_unit_test(test_merge_parts),
       cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
