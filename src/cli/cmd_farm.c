@@ -1,8 +1,9 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
- * [--results DIR] [--task-log PATH] [--quiet]`: compile each job's whole grid into its
- * HDF5 plan store with the farm module, all jobs sharing the ranks. Every rank runs this command; only rank 0
- * prints. With several jobs the exit status is the worst of theirs.
+ * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet]`: compile each job's
+ * whole grid into its HDF5 plan store with the farm module, all jobs sharing the ranks.
+ * Every rank runs this command; only rank 0 prints. With several jobs the exit status is
+ * the worst of theirs.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
@@ -21,7 +22,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: [mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
           "                    [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC] [--results DIR]\n"
-          "                    [--task-log PATH] [--quiet]\n"
+          "                    [--batch-s SEC] [--task-log PATH] [--quiet]\n"
           "\n"
           "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
           "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
@@ -37,8 +38,11 @@ static void usage(FILE *out) {
           "                      enpu validate) to finish (default 30); then exit 4 naming it\n"
           "  --progress-s SEC    progress line interval when stderr is not a terminal (default 10)\n"
           "  --results DIR       summary.md goes to DIR/<job>/ (default: beside the store)\n"
+          "  --batch-s SEC       seconds of work in a task batch (0: one task; default: 5 to\n"
+          "                      50 ms, at least 100 us a worker beyond 50 workers)\n"
           "  --task-log PATH     a CSV line per task computed: job, kind (op, part, bucket),\n"
-          "                      policy, compute seconds, evaluations, result bytes\n"
+          "                      policy, wall and CPU seconds, evaluations, result bytes\n"
+          "                      (plain, packed)\n"
           "  --quiet             no progress lines\n"
           "  -h, --help          show this help\n"
           "\n"
@@ -91,7 +95,8 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
     }
     const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
                       !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
-                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait") || !strcmp(s, "--task-log");
+                      !strcmp(s, "--results") || !strcmp(s, "--lock-wait") || !strcmp(s, "--task-log") ||
+                    !strcmp(s, "--batch-s");
     if (takes) {
       if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
       const char *v = argv[++i];
@@ -110,8 +115,11 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
       } else if (!strcmp(s, "--lock-wait") && (cli_parse_double(v, &o->lock_wait_s) < 0 || o->lock_wait_s < 0 ||
                                                o->lock_wait_s > 1e9)) {
         return cli_usage_error("farm", usage, "--lock-wait expects seconds >= 0, got '%s'", v);
-      } else if (strcmp(s, "--lock-wait") && parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s
-                                                                                            : &o->progress_s) < 0) {
+      } else if (!strcmp(s, "--batch-s") && (cli_parse_double(v, &o->batch_s) < 0 || o->batch_s < 0 ||
+                                             o->batch_s > 3600)) {
+        return cli_usage_error("farm", usage, "--batch-s expects seconds in [0, 3600], got '%s'", v);
+      } else if (strcmp(s, "--lock-wait") && strcmp(s, "--batch-s") &&
+                 parse_seconds(v, !strcmp(s, "--checkpoint-s") ? &o->checkpoint_s : &o->progress_s) < 0) {
         return cli_usage_error("farm", usage, "%s expects a positive number of seconds, got '%s'",
                                s, v);
       }

@@ -43,7 +43,8 @@ static volatile sig_atomic_t farm_signal_seen;
 static void on_signal(int sig) { farm_signal_seen = sig; }
 
 void farm_options_default(farm_options *o) {
-  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S};
+  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S,
+                      .batch_s = -1};
 }
 
 static void sleep_s(double s) {
@@ -187,10 +188,20 @@ static int duties(master *m, clocks *c, enpu_err *err) {
   return 0;
 }
 
-/* Work per message: a few ms of work or more, less near the end so that every worker
- * still gets some. */
+/* The master's CPU for one message (a batch sent and its results received: MPI, the
+ * loop), measured on this machine (results/bench.md, "Dispatch"), and the share of the
+ * master that messages may take. */
+#define FARM_MSG_CPU_S 25e-6
+#define FARM_MSG_SHARE 0.25
+
+/* Work per message (--batch-s, or): a quarter of each worker's share of what is left,
+ * between 5 ms and 50 ms — and never so little that the workers' messages alone would
+ * keep the master more than FARM_MSG_SHARE busy (nworkers × FARM_MSG_CPU_S /
+ * FARM_MSG_SHARE: the floor rises past 50 workers, to 0.3 s at 3,000). */
 static double batch_target_s(const master *m, int nworkers) {
-  return fmax(0.005, fmin(0.05, left_s(m) / (4.0 * nworkers)));
+  if (m->o.batch_s >= 0) return m->o.batch_s;
+  const double lo = fmax(0.005, nworkers * FARM_MSG_CPU_S / FARM_MSG_SHARE);
+  return fmax(lo, fmin(fmax(0.05, lo), left_s(m) / (4.0 * nworkers)));
 }
 
 /* The master's loop with workers: keep every idle worker fed, take results. */
@@ -358,7 +369,7 @@ static int master_setup(master *m, enpu_err *err) {
   m->task_log = fopen(m->o.task_log, "w");
   ENPU_RETURN_IF(!m->task_log, err, enpu_errno_code(errno), "cannot write %s: %s", m->o.task_log,
                  strerror(errno));
-  fprintf(m->task_log, "job,kind,policy,compute_s,evaluations,result_bytes\n");
+  fprintf(m->task_log, "job,kind,policy,compute_s,cpu_s,evaluations,result_bytes,packed_bytes\n");
   for (int j = 0; j < m->njobs; j++) farm_job_log_to(m->jobs[j], m->task_log);
   return 0;
 }

@@ -36,10 +36,15 @@ typedef struct {
   double progress_s;                 /* progress line interval off a TTY (default 10) */
   const char *results_dir;           /* summary.md (and validation.md) go to
                                         <results_dir>/<job>/; NULL: beside the store */
+  double batch_s;                    /* seconds of work per task batch (0: one task);
+                                        < 0 (the default): adaptive, at least 5 ms and more
+                                        beyond 50 workers so that messages take at most a
+                                        quarter of rank 0 */
   int quiet;                         /* no progress lines */
   const char *task_log;              /* CSV of every task this run computes (job, kind,
-                                        policy, compute seconds, evaluations, result
-                                        bytes), written by rank 0; NULL: none */
+                                        policy, wall and CPU seconds, evaluations, result
+                                        bytes plain and packed), written by rank 0; NULL:
+                                        none */
   FILE *log;                         /* progress and notes (stderr when NULL) */
 } farm_options;
 

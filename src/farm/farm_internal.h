@@ -119,6 +119,19 @@ int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
 /* Compress and buffer one record (written at the next sync, or when the buffer fills). */
 int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
                         enpu_err *err);
+/* Buffer one record already packed (farm_zframe_pack), as it is. */
+int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len,
+                              enpu_err *err);
+
+/* A record's zstd frame (content size declared, at most FARM_JOURNAL_MAX_RECORD bytes
+ * decompressed): workers send each result as its record and its frame, the master reads
+ * the one and journals the other unchanged, so compressing is not the master's work. */
+typedef struct farm_zframe farm_zframe;
+int farm_zframe_create(farm_zframe **out, enpu_err *err);
+void farm_zframe_free(farm_zframe *z); /* NULL no-op */
+/* out receives the frame of `bytes` bytes of payload (replacing its content). */
+int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out,
+                     enpu_err *err);
 /* Write buffered records and fsync. */
 int farm_journal_sync(farm_journal *j, enpu_err *err);
 /* After a checkpoint made every record redundant: truncate to the header and fsync. */

@@ -536,7 +536,7 @@ void farm_job_free(farm_job *m) {
   for (int i = 0; m->ops && i < m->nops; i++)
     for (int k = 0; m->ops[i].part_res && k < SEARCH_EXACT_PARTS; k++)
       farm_op_result_free(&m->ops[i].part_res[k]);
-  for (int i = 0; m->ops && i < m->nops; i++) free(m->ops[i].part_res);
+  for (int i = 0; m->ops && i < m->nops; i++) free(m->ops[i].part_res), farm_buf_free(&m->ops[i].record);
   free(m->parts);
   for (int b = 0; m->buckets && b < m->nbuckets; b++) graph_free(m->buckets[b].g);
   for (int j = 0; m->bt && j < m->nbt; j++) free(m->bt[j].ops);

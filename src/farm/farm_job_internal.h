@@ -86,6 +86,7 @@ typedef struct {
   int first_part;           /* its part tasks (parts[first_part..]), -1: not split */
   int parts_known;
   farm_op_result *part_res; /* SEARCH_EXACT_PARTS results as they arrive (npoints 0: none) */
+  farm_buf record;          /* its result encoded, once a bucket task needed it */
 } mop;
 
 /* One part of a split op's exact search. */

@@ -84,19 +84,23 @@ static int op_settled(farm_job *m, int i, enpu_err *err) {
   return 0;
 }
 
-/* An op result: journalled (unless it came from the journal or store), into the state. */
-static int op_known(farm_job *m, int i, farm_op_result *r, int journal, enpu_err *err) {
+/* An op result into the state, journalled: as the frame it came in (a worker's), or
+ * packed here when frame is NULL (a merge). */
+static int op_known(farm_job *m, int i, farm_op_result *r, const farm_task_result *frame,
+                    enpu_err *err) {
   mop *o = &m->ops[i];
   ENPU_RETURN_IF(r->policy != o->policy || r->key != o->key, err, ENPU_ERR_INTERNAL,
                  "op %d: a result for another key", i);
-  if (journal) {
+  if (frame) {
+    ENPU_FORWARD(farm_journal_append_frame(m->journal, FARM_REC_OP, frame->frame, frame->bytes, err));
+  } else {
     farm_buf b = {0};
     int rc = farm_op_result_encode(r, &b, err);
     if (rc == 0) rc = farm_journal_append(m->journal, FARM_REC_OP, b.data, b.len, err);
     farm_buf_free(&b);
     ENPU_FORWARD(rc);
-    m->unsynced++;
   }
+  m->unsynced++;
   ENPU_FORWARD(farm_state_add_op(m->state, r, err));
   o->status = T_KNOWN;
   return op_settled(m, i, err);
@@ -107,7 +111,7 @@ static int merge_op(farm_job *m, int i, enpu_err *err) {
   mop *o = &m->ops[i];
   farm_op_result r;
   ENPU_FORWARD(farm_merge_parts(o->part_res, SEARCH_EXACT_PARTS, &r, err));
-  const int rc = op_known(m, i, &r, 1, err);
+  const int rc = op_known(m, i, &r, NULL, err);
   farm_op_result_free(&r);
   for (int k = 0; k < SEARCH_EXACT_PARTS; k++) farm_op_result_free(&o->part_res[k]);
   free(o->part_res);
@@ -146,11 +150,11 @@ static int take_part(farm_job *m, const farm_task_result *tr, enpu_err *err) {
   mpart *p = task_part(m, tr->id);
   farm_op_result r;
   uint32_t part;
-  ENPU_FORWARD(farm_part_result_decode(tr->payload, tr->bytes, &part, &r, err));
+  ENPU_FORWARD(farm_part_result_decode(tr->payload, tr->plain_bytes, &part, &r, err));
   int rc = part == (uint32_t)p->part && r.policy == m->ops[p->op].policy && r.key == m->ops[p->op].key
                ? 0
                : enpu_errorf(err, ENPU_ERR_INTERNAL, "task %u: part result for another op", tr->id);
-  if (rc == 0) rc = farm_journal_append(m->journal, FARM_REC_PART, tr->payload, tr->bytes, err);
+  if (rc == 0) rc = farm_journal_append_frame(m->journal, FARM_REC_PART, tr->frame, tr->bytes, err);
   if (rc == 0) m->unsynced++;
   if (rc == 0) rc = farm_job_keep_part(m, part, &r, err);
   p->status = T_KNOWN;
@@ -188,9 +192,9 @@ int farm_job_take(farm_job *m, const farm_task_result *tr, enpu_err *err) {
     static const char *const kinds[] = {"op", "part", "bucket"};
     const uint32_t policy = kind == K_BUCKET ? task_bucket(m, tr->id)->policy
                                              : m->ops[kind == K_OP ? (int)tr->id : task_part(m, tr->id)->op].policy;
-    fprintf(m->task_log, "%s,%s,%s,%.9f,%llu,%zu\n", m->job->name, kinds[kind],
-            config_policy_name((config_policy)policy), tr->compute_s,
-            (unsigned long long)tr->evaluations, tr->bytes);
+    fprintf(m->task_log, "%s,%s,%s,%.9f,%.9f,%llu,%zu,%zu\n", m->job->name, kinds[kind],
+            config_policy_name((config_policy)policy), tr->compute_s, tr->cpu_s,
+            (unsigned long long)tr->evaluations, tr->plain_bytes, tr->bytes);
   }
   m->est_done_s += est;
   m->sec_per_est[kind == K_BUCKET] += tr->compute_s;
@@ -217,15 +221,20 @@ int farm_job_take(farm_job *m, const farm_task_result *tr, enpu_err *err) {
   }
   if (kind == K_OP) {
     farm_op_result r;
-    ENPU_FORWARD(farm_op_result_decode(tr->payload, tr->bytes, &r, err));
-    const int rc = op_known(m, (int)tr->id, &r, 1, err);
+    ENPU_FORWARD(farm_op_result_decode(tr->payload, tr->plain_bytes, &r, err));
+    int rc = op_known(m, (int)tr->id, &r, tr, err);
     farm_op_result_free(&r);
+    farm_buf *rec = &m->ops[tr->id].record;
+    rec->len = 0;
+    if (rc == 0 && enpu_grow((void **)&rec->data, &rec->cap, tr->plain_bytes, 1) < 0)
+      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op record)");
+    if (rc == 0) memcpy(rec->data, tr->payload, tr->plain_bytes), rec->len = tr->plain_bytes;
     return rc;
   }
-  ENPU_FORWARD(farm_journal_append(m->journal, tr->kind, tr->payload, tr->bytes, err));
+  ENPU_FORWARD(farm_journal_append_frame(m->journal, tr->kind, tr->frame, tr->bytes, err));
   m->unsynced++;
   farm_bucket_result r;
-  ENPU_FORWARD(farm_bucket_result_decode(tr->payload, tr->bytes, &r, err));
+  ENPU_FORWARD(farm_bucket_result_decode(tr->payload, tr->plain_bytes, &r, err));
   task_bucket(m, tr->id)->status = T_KNOWN;
   const int rc = farm_state_add_bucket(m->state, &r, err);
   farm_bucket_result_free(&r);
@@ -245,6 +254,16 @@ static int task_ready(farm_job *m, uint32_t t) {
   if (task_kind(m, t) != K_BUCKET) return *task_status(m, t) == T_TODO;
   const mtask *b = task_bucket(m, t);
   return b->status == T_TODO && b->waiting == 0;
+}
+
+/* Op i's encoded result, what bucket tasks carry: the bytes a worker sent, or encoded
+ * once from the state (a result from the store, the journal or a merge). */
+static int op_record(farm_job *m, int i, enpu_err *err) {
+  mop *o = &m->ops[i];
+  if (o->record.len) return 0;
+  const farm_op_result *r = farm_state_find_op(m->state, o->policy, o->key);
+  ENPU_RETURN_IF(!r, err, ENPU_ERR_INTERNAL, "op %d: unknown when a bucket needs it", i);
+  return farm_op_result_encode(r, &o->record, err);
 }
 
 void farm_job_cursor(farm_job *m, farm_cursor *c) {
@@ -270,12 +289,12 @@ int farm_job_put(farm_job *m, farm_cursor *c, farm_buf *out, enpu_err *err) {
   } else {
     const mtask *bt = task_bucket(m, t);
     const mbucket *b = &m->buckets[bt->bucket];
-    const farm_op_result **sets = enpu_calloc((size_t)bt->nops + 1, sizeof *sets);
+    const farm_buf **sets = enpu_calloc((size_t)bt->nops + 1, sizeof *sets);
     ENPU_RETURN_IF(!sets, err, ENPU_ERR_NOMEM, "out of memory (task sets)");
     int rc = 0;
     for (int k = 0; rc == 0 && k < bt->nops; k++) {
-      sets[k] = farm_state_find_op(m->state, bt->policy, m->ops[bt->ops[k]].key);
-      if (!sets[k]) rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "bucket task %u: op %d unknown", t, k);
+      rc = op_record(m, bt->ops[k], err);
+      sets[k] = &m->ops[bt->ops[k]].record;
     }
     if (rc == 0)
       rc = farm_task_put_bucket(out, job, t, (config_policy)bt->policy, bt->input_hash, b->phase,

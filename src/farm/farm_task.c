@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cost.h"
 #include "farm_task_internal.h"
@@ -92,9 +93,10 @@ typedef struct {
 
 typedef struct {
   uint32_t job, id, kind;
-  double compute_s;
+  double compute_s, cpu_s;
   uint64_t evaluations;
-  uint64_t bytes;
+  uint64_t bytes;       /* of the frame that follows */
+  uint64_t plain_bytes; /* of the record in it */
   char message[STORE_MSG_LEN];
 } result_hdr;
 
@@ -116,24 +118,25 @@ int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, config_policy polic
 
 int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, config_policy policy,
                          uint64_t input_hash, config_phase phase, int batch, int seq,
-                         const farm_op_result *const *sets, uint32_t nsets, enpu_err *err) {
+                         const farm_buf *const *sets, uint32_t nsets, enpu_err *err) {
   const task_hdr h = {FARM_TASK_BUCKET, job, id, policy, nsets, phase, batch, seq, -1, -1,
                       input_hash};
   ENPU_FORWARD(buf_put(b, &h, sizeof h, err));
   for (uint32_t i = 0; i < nsets; i++) {
-    const size_t at = b->len;
-    uint64_t bytes = 0;
+    const uint64_t bytes = sets[i]->len;
     ENPU_FORWARD(buf_put(b, &bytes, sizeof bytes, err));
-    ENPU_FORWARD(farm_op_result_encode(sets[i], b, err));
-    bytes = b->len - at - sizeof bytes;
-    memcpy(b->data + at, &bytes, sizeof bytes);
+    ENPU_FORWARD(buf_put(b, sets[i]->data, sets[i]->len, err));
   }
   return 0;
 }
 
-static int result_put(farm_buf *b, const result_hdr *h, const farm_buf *payload, enpu_err *err) {
+/* A result: its header, the record, then the record's zstd frame (the master reads the
+ * one and journals the other, so it neither packs nor unpacks). */
+static int result_put(farm_buf *b, const result_hdr *h, const farm_buf *plain,
+                      const farm_buf *frame, enpu_err *err) {
   ENPU_FORWARD(buf_put(b, h, sizeof *h, err));
-  return payload && payload->len ? buf_put(b, payload->data, payload->len, err) : 0;
+  if (plain && plain->len) ENPU_FORWARD(buf_put(b, plain->data, plain->len, err));
+  return frame && frame->len ? buf_put(b, frame->data, frame->len, err) : 0;
 }
 
 int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r,
@@ -144,15 +147,19 @@ int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result
                  "result batch: truncated header at byte %zu of %zu", *off, len);
   memcpy(&h, (const unsigned char *)data + *off, sizeof h);
   *off += sizeof h;
-  ENPU_RETURN_IF(h.bytes > len - *off || h.kind > FARM_REC_PART, err, ENPU_ERR_FORMAT,
-                 "result batch: record of kind %u and %llu bytes beyond the %zu-byte batch",
-                 h.kind, (unsigned long long)h.bytes, len);
+  ENPU_RETURN_IF(h.kind > FARM_REC_PART || h.plain_bytes > len - *off ||
+                     h.bytes > len - *off - h.plain_bytes,
+                 err, ENPU_ERR_FORMAT,
+                 "result batch: record of kind %u and %llu + %llu bytes beyond the %zu-byte batch",
+                 h.kind, (unsigned long long)h.plain_bytes, (unsigned long long)h.bytes, len);
+  const unsigned char *at = (const unsigned char *)data + *off;
   *r = (farm_task_result){.job = h.job, .id = h.id, .kind = h.kind, .compute_s = h.compute_s,
-                          .evaluations = h.evaluations,
-                          .payload = (const unsigned char *)data + *off, .bytes = h.bytes};
+                          .cpu_s = h.cpu_s, .evaluations = h.evaluations, .payload = at,
+                          .plain_bytes = h.plain_bytes, .frame = at + h.plain_bytes,
+                          .bytes = h.bytes};
   memcpy(r->message, h.message, sizeof r->message);
   r->message[sizeof r->message - 1] = '\0';
-  *off += h.bytes;
+  *off += h.plain_bytes + h.bytes;
   return 1;
 }
 
@@ -179,6 +186,8 @@ typedef struct {
 struct farm_exec {
   exec_job *jobs;
   int njobs;
+  farm_zframe *z;  /* results travel packed, as the journal keeps them */
+  farm_buf frame;
 };
 
 static int exec_job_init(exec_job *x, const char *job_path, enpu_err *err) {
@@ -192,7 +201,8 @@ int farm_exec_create(const char *const *job_paths, int njobs, farm_exec **out, e
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
   x->jobs = enpu_calloc((size_t)njobs + 1, sizeof *x->jobs);
-  int rc = x->jobs ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
+  int rc = x->jobs ? farm_zframe_create(&x->z, err)
+                   : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
   while (rc == 0 && x->njobs < njobs) {
     rc = exec_job_init(&x->jobs[x->njobs], job_paths[x->njobs], err);
     x->njobs++;
@@ -215,6 +225,8 @@ void farm_exec_free(farm_exec *x) {
     config_job_free(e->job);
   }
   free(x->jobs);
+  farm_zframe_free(x->z);
+  farm_buf_free(&x->frame);
   free(x);
 }
 
@@ -629,6 +641,12 @@ static int run_bucket(exec_job *x, const task_hdr *t, bucket_scratch *s, farm_bu
   return rc;
 }
 
+/* CPU seconds of this thread: a task's own cost, whatever else shares the core. */
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0;
+}
+
 int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out, enpu_err *err) {
   const unsigned char *p = tasks;
   size_t off = 0;
@@ -659,19 +677,23 @@ int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out
     enpu_err terr = {0};
     result_hdr h = {.job = t.job, .id = t.id};
     rec.len = 0;
-    const double t0 = enpu_now_s();
+    const double t0 = enpu_now_s(), c0 = thread_cpu_s();
     int trc = 0;
     if (rc == 0)
       trc = t.kind == FARM_TASK_BUCKET ? run_bucket(xj, &t, &sc, &rec, &terr)
                                        : run_op(xj, &t, &rec, &h.evaluations, &terr);
     h.compute_s = enpu_now_s() - t0;
+    h.cpu_s = thread_cpu_s() - c0;
     bucket_scratch_free(&sc);
     if (rc < 0) break;
     static const uint32_t rec_kind[] = {0, FARM_REC_OP, FARM_REC_BUCKET, FARM_REC_PART};
     h.kind = trc < 0 ? FARM_RES_FAILED : rec_kind[t.kind];
-    h.bytes = trc < 0 ? 0 : rec.len;
+    if (trc == 0) trc = farm_zframe_pack(x->z, rec.data, rec.len, &x->frame, &terr);
+    if (trc < 0) h.kind = FARM_RES_FAILED;
+    h.plain_bytes = trc < 0 ? 0 : rec.len;
+    h.bytes = trc < 0 ? 0 : x->frame.len;
     if (trc < 0) snprintf(h.message, sizeof h.message, "%.*s", (int)sizeof h.message - 1, terr.msg);
-    rc = result_put(out, &h, trc < 0 ? NULL : &rec, err);
+    rc = trc < 0 ? result_put(out, &h, NULL, NULL, err) : result_put(out, &h, &rec, &x->frame, err);
   }
   farm_buf_free(&rec);
   return rc;

@@ -41,29 +41,34 @@ uint64_t farm_bucket_input_hash(const config_job *job, config_policy policy,
 
 /* Append to a task batch, for job `job` (its index in the run's job list): an op task
  * (part < 0), a part task (part 0..SEARCH_EXACT_PARTS − 1 of the op's exact search), or a
- * bucket task (with the Pareto sets of its distinct ops, sorted by key).
+ * bucket task (with the Pareto sets of its distinct ops, sorted by key, each an encoded
+ * op record: farm_op_result_encode, or the bytes a worker sent).
  * @return 0 or ENPU_ERR_NOMEM. */
 int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, config_policy policy, uint64_t key,
                      config_phase phase, int batch, int seq, int op_index, int part,
                      enpu_err *err);
 int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, config_policy policy,
                          uint64_t input_hash, config_phase phase, int batch, int seq,
-                         const farm_op_result *const *sets, uint32_t nsets, enpu_err *err);
+                         const farm_buf *const *sets, uint32_t nsets, enpu_err *err);
 
 /* The op result of an op's parts (all SEARCH_EXACT_PARTS of them, any order): the merged
  * set (search_pareto_merge), each point with the per-slot energies its part computed,
  * evaluations summed. Independent of the parts' order. */
 int farm_merge_parts(const farm_op_result *parts, int n, farm_op_result *out, enpu_err *err);
 
-/* One result of a result batch; payload (a codec record) and message point into it. */
+/* One result of a result batch; payload (a codec record), frame (the same record packed,
+ * farm_zframe_pack: what the journal keeps) and message point into it. */
 typedef struct {
   uint32_t job;
   uint32_t id;
   uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET, FARM_REC_PART or FARM_RES_FAILED */
-  double compute_s;
+  double compute_s;       /* wall seconds of the task */
+  double cpu_s;           /* its thread's CPU seconds */
   uint64_t evaluations;
   const void *payload;
-  size_t bytes;
+  size_t plain_bytes;     /* of the record */
+  const void *frame;
+  size_t bytes;           /* of the frame */
   char message[STORE_MSG_LEN];
 } farm_task_result;
 
