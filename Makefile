@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
   python3-h5py python3-jsonschema python3-xxhash gnuplot-nox clang libclang-rt-14-dev \
-  slurm-wlm munge libpmix2
+  slurm-wlm munge libpmix2 libfann-dev
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
@@ -87,7 +87,9 @@ run: build
 # The committed reference results of the full Llama3-70B job (results/llama3-70b/): the
 # farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x, 16x) and of a 24-hour
 # day (1x, and 12x: the load Table 3's nodes are provisioned for), the load sweep,
-# validation of a sample of plans, and the report with its plots. ~6 min on 2 cores.
+# validation of a sample of plans, and the report with its plots; the online governors
+# beside the plans on the hour, and pelm-lossless trained on its first half and replayed
+# on the second. ~7 min on 2 cores.
 REF := results/llama3-70b
 REPLAY := $(BUILD)/enpu replay --store $(REF)/plans.h5 \
   --trace jobs/traces/AzureLLMInferenceTrace_conv.csv --cluster jobs/clusters/llama3-70b.json
@@ -104,6 +106,17 @@ reference: build
 	$(BUILD)/enpu validate $(REF)/plans.h5 --trace jobs/traces/AzureLLMInferenceTrace_conv.csv \
 	  --cluster jobs/clusters/llama3-70b.json --sample 24
 	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day-12x
+	mkdir -p $(REF)/governors/train-eval && $(REPLAY) --governors ondemand,pid,pelm,pelm-lossless --spec 20,2 \
+	  --windows-only --out $(REF)/governors > $(REF)/governors/replay.txt
+	head -n 9684 jobs/traces/AzureLLMInferenceTrace_conv.csv > $(BUILD)/conv-first-half.csv
+	(head -n 1 jobs/traces/AzureLLMInferenceTrace_conv.csv; tail -n +9685 jobs/traces/AzureLLMInferenceTrace_conv.csv) \
+	  > $(BUILD)/conv-second-half.csv
+	$(BUILD)/enpu replay --store $(REF)/plans.h5 --cluster jobs/clusters/llama3-70b.json --governors pelm-lossless \
+	  --train $(BUILD)/conv-first-half.csv --epochs 3 --eval $(BUILD)/conv-second-half.csv --windows-only \
+	  --save-net $(REF)/governors/train-eval/pelm-lossless-net.json --out $(REF)/governors/train-eval \
+	  > $(REF)/governors/train-eval/replay.txt 2> $(REF)/governors/train-eval/training.txt
+	$(BUILD)/enpu report $(REF)/plans.h5 --replay $(REF)/governors --out $(REF)/governors/report
+	$(BUILD)/enpu report $(REF)/plans.h5 --replay $(REF)/governors/train-eval --out $(REF)/governors/train-eval/report
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="

@@ -16,8 +16,9 @@ static void usage(FILE *out) {
           "\n"
           "Expand the bucket grid of job file JOB: batch x seq per phase (the paper's rule\n"
           "or the job's explicit lists), check each bucket's weights + KV cache +\n"
-          "activations against one chip's HBM, and print the totals (compilations =\n"
-          "feasible buckets x slacks x policies).\n"
+          "activations against one chip's HBM under the job's \"capacity\" policy (enforce,\n"
+          "offload, ignore), and print the totals (compilations = feasible buckets x slacks\n"
+          "x policies).\n"
           "\n"
           "  --json      print one JSON document on stdout instead of tables\n"
           "  -h, --help  show this help\n");
@@ -36,7 +37,11 @@ static void print_phase(const grid_phase *v) {
   printf("  parallel dp %d tp %d pp %d ep %d; weights %.1f GB of %.1f GB HBM per chip\n", p->dp,
          p->tp, p->pp, p->ep, v->buckets[0].mem.weights_bytes / 1e9,
          v->buckets[0].mem.hbm_bytes / 1e9);
-  printf("  per-chip HBM use in %% (x: weights + KV cache + activations exceed HBM)\n");
+  const config_capacity cap = v->buckets[0].mem.capacity;
+  printf("  per-chip HBM use in %% (x: weights + KV cache + activations exceed HBM%s)\n",
+         cap == CONFIG_CAPACITY_IGNORE    ? "; capacity ignore: over 100 compiled as if it fitted"
+         : cap == CONFIG_CAPACITY_OFFLOAD ? "; capacity offload: over 100 streams weights"
+                                          : "");
 
   int width = 4;
   char label[32];
@@ -96,11 +101,13 @@ static json_t *phase_json(const grid_phase *v) {
   json_t *buckets = json_array();
   for (int i = 0; buckets && i < v->bucket_count; i++) {
     const grid_bucket *b = &v->buckets[i];
-    json_t *o = json_pack("{s:i, s:i, s:b, s:o, s:o, s:o}", "batch", b->batch, "seq", b->seq,
-                          "feasible", b->status == GRID_FEASIBLE, "weights_bytes",
+    json_t *o = json_pack("{s:i, s:i, s:b, s:o, s:o, s:o, s:b, s:o}", "batch", b->batch, "seq",
+                          b->seq, "feasible", b->status == GRID_FEASIBLE, "weights_bytes",
                           bytes_json(b->mem.weights_bytes), "kv_bytes",
                           bytes_json(b->mem.kv_bytes), "activation_bytes",
-                          bytes_json(b->mem.activation_bytes));
+                          bytes_json(b->mem.activation_bytes), "fits",
+                          grid_memory_used_bytes(&b->mem) <= b->mem.hbm_bytes, "offload_bytes",
+                          bytes_json(b->mem.offload_bytes));
     if (json_array_append_new(buckets, o) < 0) {
       json_decref(buckets);
       buckets = NULL;
@@ -140,7 +147,8 @@ static json_t *job_json(const config_job *job, const grid *g) {
     }
   }
   const grid_totals *t = grid_get_totals(g);
-  return json_pack("{s:s, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name, "phases",
+  return json_pack("{s:s, s:s, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name,
+                   "capacity", config_capacity_name(job->capacity), "phases",
                    phases, "slacks", slacks, "policies", policies, "totals", "buckets",
                    (json_int_t)t->buckets, "feasible", (json_int_t)t->feasible,
                    "infeasible_capacity", (json_int_t)t->infeasible_capacity, "compilations",

@@ -17,6 +17,7 @@
 #include "cost.h"
 #include "graph.h"
 #include "grid.h"
+#include "report.h"
 #include "search.h"
 
 static void usage(FILE *out) {
@@ -25,7 +26,8 @@ static void usage(FILE *out) {
           "                    [--policy NAME|all] [--request policy|walk|greedy|ga]\n"
           "                    [--budget strict|paper] [--transitions per-rail|chip-stall]\n"
           "                    [--lift] [--trim] [--domains 5|4|3] [--threads N]\n"
-          "                    [--sample-ops N] [--json] [--vfset]\n"
+          "                    [--sample-ops N] [--json] [--vfset] [--slacks LIST]\n"
+          "                    [--capacity-factor LIST [--out DIR]]\n"
           "\n"
           "Compile the DVFS plans of one bucket at the job's slacks: op-level Pareto search,\n"
           "request level, finalisation on the real operator order with V/f transitions.\n"
@@ -54,11 +56,17 @@ static void usage(FILE *out) {
           "  --threads N    threads of the exact or exhaustive op-level search (ideal), default 1\n"
           "  --json         print one JSON document on stdout instead of tables\n"
           "  --vfset        add every plan's vf.set stream (48-bit states + 6-bit mask)\n"
+          "  --slacks LIST  comma-separated slacks (fractions) instead of the job's\n"
+          "  --capacity-factor LIST  MoE expert load imbalance (paper §4.6, Figure 20): compile\n"
+          "                 the bucket at each capacity factor (1 = balanced ... worst = E/k)\n"
+          "                 and run the worst-case plans (eNPU's default provisioning) on each\n"
+          "                 factor's load; prints savings vs NoDVFS of both per policy and slack\n"
+          "  --out DIR      with --capacity-factor: write DIR/figure20.{md,dat,gp,png}\n"
           "  -h, --help     show this help\n");
 }
 
 typedef struct {
-  const char *path, *phase, *policy, *request, *budget, *transitions;
+  const char *path, *phase, *policy, *request, *budget, *transitions, *slacks, *factors, *out;
   int batch, seq, domains, threads, sample_ops;
   int have_batch, have_seq, json, vfset, lift, trim;
 } compile_args;
@@ -76,12 +84,15 @@ static int parse_args(int argc, char **argv, compile_args *a) {
       *(s[2] == 'j' ? &a->json : s[2] == 'v' ? &a->vfset : s[2] == 'l' ? &a->lift : &a->trim) = 1;
       continue;
     }
-    const char **text = !strcmp(s, "--phase")     ? &a->phase
-                        : !strcmp(s, "--policy")  ? &a->policy
-                        : !strcmp(s, "--request") ? &a->request
-                        : !strcmp(s, "--budget")  ? &a->budget
-                        : !strcmp(s, "--transitions") ? &a->transitions
-                                                  : NULL;
+    const char **text = !strcmp(s, "--phase")             ? &a->phase
+                        : !strcmp(s, "--policy")          ? &a->policy
+                        : !strcmp(s, "--request")         ? &a->request
+                        : !strcmp(s, "--budget")          ? &a->budget
+                        : !strcmp(s, "--transitions")     ? &a->transitions
+                        : !strcmp(s, "--slacks")          ? &a->slacks
+                        : !strcmp(s, "--capacity-factor") ? &a->factors
+                        : !strcmp(s, "--out")             ? &a->out
+                                                          : NULL;
     int *num = !strcmp(s, "--batch")     ? &a->batch
                : !strcmp(s, "--seq")     ? &a->seq
                : !strcmp(s, "--domains") ? &a->domains
@@ -128,6 +139,8 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   if (a->threads < 1)
     return cli_usage_error("compile", usage, "--threads expects a positive integer, got %d",
                            a->threads);
+  if (a->out && !a->factors)
+    return cli_usage_error("compile", usage, "--out goes with --capacity-factor");
   return -1;
 }
 
@@ -293,7 +306,169 @@ static int compile_sampled(search_ctx *sx, cost_ctx *cost, const graph *g, const
 }
 
 /* ---------------------------------------------------------------------------------
+ * --slacks and --capacity-factor (expert load imbalance, Figure 20) */
+
+#define MAX_LIST 32
+
+/* Split a comma-separated list in place into at most MAX_LIST items; @return the count,
+ * or -1 when empty or too long. */
+static int split_list(char *s, char **item) {
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == MAX_LIST) return -1;
+    item[n++] = t;
+  }
+  return n ? n : -1;
+}
+
+/* Replace the job's slacks with `list` (increasing fractions >= 0). */
+static int set_slacks(config_job *job, const char *list, enpu_err *err) {
+  char buf[1024], *item[MAX_LIST];
+  snprintf(buf, sizeof buf, "%s", list);
+  const int n = split_list(buf, item);
+  double *v = n > 0 ? calloc((size_t)n, sizeof *v) : NULL;
+  ENPU_RETURN_IF(!v, err, ENPU_ERR_INVALID, "--slacks: expected 1 to %d fractions, got '%s'",
+                 MAX_LIST, list);
+  for (int k = 0; k < n; k++)
+    if (cli_parse_double(item[k], &v[k]) < 0 || !(v[k] >= 0) || (k && !(v[k] > v[k - 1]))) {
+      free(v);
+      return enpu_errorf(err, ENPU_ERR_INVALID,
+                         "--slacks: expected increasing fractions >= 0, got '%s'", list);
+    }
+  free(job->slacks);
+  job->slacks = v;
+  job->slack_count = n;
+  return 0;
+}
+
+typedef struct {
+  search_ctx *sx;
+  cost_ctx *cost;
+  const search_options *opt;
+  const config_policy *pol;
+  int npol;
+  config_phase phase;
+  int batch, seq;
+} sweep_ctx;
+
+/* The bucket at capacity factor `factor`: its graph and every policy's plans. */
+static int sweep_compile(config_job *job, const sweep_ctx *c, const char *factor, graph **g,
+                         search_bucket_result *out, enpu_err *err) {
+  ENPU_FORWARD(config_job_set_capacity_factor(job, factor, err));
+  ENPU_FORWARD(graph_build(job, c->phase, c->batch, c->seq, g, err));
+  for (int p = 0; p < c->npol; p++)
+    ENPU_FORWARD(search_compile_bucket(c->sx, c->cost, *g, c->pol[p], job->slacks,
+                                       job->slack_count, c->opt, &out[p], err));
+  return 0;
+}
+
+/* Rows of one factor: the plans made for it and the worst-case plans run on its graph. */
+static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
+                      const search_bucket_result *cur, const search_bucket_result *worst,
+                      report_imbalance_row *rows, enpu_err *err) {
+  const double factor = grid_capacity_factor(job);
+  for (int p = 0; p < c->npol; p++)
+    for (int k = 0; k < job->slack_count; k++) {
+      const search_slack_plan *pw = &worst[p].plans[k];
+      ENPU_RETURN_IF(pw->instances != cur[p].plans[k].instances, err, ENPU_ERR_INTERNAL,
+                     "factor %g: %lld op instances, the worst case has %lld", factor,
+                     (long long)cur[p].plans[k].instances, (long long)pw->instances);
+      int(*walk)[CONFIG_NCOMP] = calloc((size_t)pw->instances, sizeof *walk);
+      ENPU_RETURN_IF(!walk, err, ENPU_ERR_NOMEM, "out of memory (plan states)");
+      search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])pw->state, walk);
+      double t, e;
+      const int rc = search_plan_simulate(c->sx, c->cost, g, c->pol[p], c->opt,
+                                          (const int(*)[CONFIG_NCOMP])walk, &t, NULL, &e, err);
+      free(walk);
+      ENPU_FORWARD(rc);
+      report_imbalance_row *r = &rows[p * job->slack_count + k];
+      *r = (report_imbalance_row){.capacity_factor = factor, .slack = job->slacks[k],
+                                  .savings = cur[p].plans[k].savings_vs_nodvfs,
+                                  .savings_worst = 1.0 - e / cur[p].e_nodvfs_nj};
+      snprintf(r->policy, sizeof r->policy, "%s", config_policy_name(c->pol[p]));
+    }
+  return 0;
+}
+
+static int sweep_print(const compile_args *a, const config_job *job,
+                       const report_imbalance_row *rows, size_t n) {
+  json_t *arr = a->json ? json_array() : NULL;
+  if (!a->json)
+    printf("job %s: %s, batch %d, seq %d; savings vs NoDVFS at each expert capacity factor\n"
+           "%8s %-9s %7s %14s %16s %11s\n", job->name, a->phase, a->batch, a->seq, "factor",
+           "policy", "slack", "plan for load", "worst-case plan", "difference");
+  for (size_t i = 0; i < n; i++) {
+    const report_imbalance_row *r = &rows[i];
+    if (!a->json) {
+      printf("%8g %-9s %6.1f%% %13.2f%% %15.2f%% %10.2f%%\n", r->capacity_factor, r->policy,
+             100 * r->slack, 100 * r->savings, 100 * r->savings_worst,
+             100 * (r->savings - r->savings_worst));
+      continue;
+    }
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f}", "policy", r->policy, "capacity_factor",
+                          r->capacity_factor, "slack", r->slack, "savings", r->savings,
+                          "savings_worst_case_plan", r->savings_worst);
+    if (!o || json_array_append_new(arr, o) < 0) json_decref(arr), arr = NULL;
+  }
+  if (!a->json) return 0;
+  json_t *doc = arr ? json_pack("{s:s, s:s, s:i, s:i, s:o}", "job", job->name, "phase", a->phase,
+                                "batch", a->batch, "seq", a->seq, "rows", arr)
+                    : NULL;
+  const int rc = doc ? cli_print_json(doc) : cli_fail("compile", "cannot build JSON output");
+  json_decref(doc);
+  return rc;
+}
+
+/* --capacity-factor: the worst case first (the reference plans), then every factor. */
+static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx *c,
+                         enpu_err *err) {
+  char buf[1024], *fac[MAX_LIST];
+  snprintf(buf, sizeof buf, "%s", a->factors);
+  const int nf = split_list(buf, fac);
+  ENPU_RETURN_IF(nf < 0, err, ENPU_ERR_INVALID, "--capacity-factor: expected 1 to %d factors",
+                 MAX_LIST);
+  const size_t per = (size_t)c->npol * (size_t)job->slack_count;
+  report_imbalance_row *rows = calloc((size_t)nf * per, sizeof *rows);
+  search_bucket_result worst[CONFIG_NPOLICY] = {{0}}, cur[CONFIG_NPOLICY] = {{0}};
+  graph *gw = NULL;
+  int rc = rows ? sweep_compile(job, c, "worst", &gw, worst, err)
+                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  for (int f = 0; rc == 0 && f < nf; f++) {
+    graph *g = NULL;
+    rc = sweep_compile(job, c, fac[f], &g, cur, err);
+    if (rc == 0) rc = sweep_rows(job, c, g, cur, worst, rows + (size_t)f * per, err);
+    for (int p = 0; p < c->npol; p++) search_bucket_result_free(&cur[p]);
+    graph_free(g);
+  }
+  if (rc == 0 && sweep_print(a, job, rows, (size_t)nf * per) != 0)
+    rc = enpu_errorf(err, ENPU_ERR_IO, "cannot print the results");
+  char title[160];
+  snprintf(title, sizeof title, "%s %s batch %d seq %d", job->name, a->phase, a->batch, a->seq);
+  if (rc == 0 && a->out) rc = report_write_imbalance(a->out, NULL, title, rows, (size_t)nf * per, err);
+  for (int p = 0; p < c->npol; p++) search_bucket_result_free(&worst[p]);
+  graph_free(gw);
+  free(rows);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------
  * Main */
+
+/* The search options the command line asks for (parse_args checked the names). */
+static void compile_options(const compile_args *a, const config_job *job, search_options *opt) {
+  search_options_default(opt);
+  opt->request = !strcmp(a->request, "greedy") ? SEARCH_REQ_GREEDY
+                 : !strcmp(a->request, "ga")   ? SEARCH_REQ_GA
+                 : !strcmp(a->request, "walk") ? SEARCH_REQ_WALK
+                                               : SEARCH_REQ_POLICY;
+  opt->budget = job->budget;
+  if (a->budget) config_budget_parse(a->budget, &opt->budget);
+  if (a->transitions && !strcmp(a->transitions, "chip-stall")) opt->transitions = SEARCH_TRANS_CHIP_STALL;
+  opt->transition_aware = a->lift;
+  opt->op_trim = a->trim;
+  opt->enpu_domains = a->domains;
+  opt->threads = a->threads;
+}
 
 int cli_cmd_compile(int argc, char **argv) {
   compile_args a = {.policy = "all", .request = "policy", .domains = 5, .threads = 1};
@@ -317,6 +492,7 @@ int cli_cmd_compile(int argc, char **argv) {
   char why[256] = "";
   int fits = 1;
   if (config_job_load(a.path, &job, &err) < 0 ||
+      (a.slacks && set_slacks(job, a.slacks, &err) < 0) ||
       (fits = grid_bucket_fits(job, phase, a.batch, a.seq, why, sizeof why, &err)) < 0 ||
       (!fits && enpu_errorf(&err, ENPU_ERR_INFEASIBLE, "%s batch %d seq %d does not fit the chips: %s (the "
                             "farm stores it as infeasible)", a.phase, a.batch, a.seq, why) < 0) ||
@@ -326,20 +502,14 @@ int cli_cmd_compile(int argc, char **argv) {
     goto done;
   }
   search_options opt;
-  search_options_default(&opt);
-  opt.request = !strcmp(a.request, "greedy") ? SEARCH_REQ_GREEDY
-                : !strcmp(a.request, "ga")   ? SEARCH_REQ_GA
-                : !strcmp(a.request, "walk") ? SEARCH_REQ_WALK
-                                             : SEARCH_REQ_POLICY;
-  opt.budget = job->budget;
-  if (a.budget) config_budget_parse(a.budget, &opt.budget);
-  if (a.transitions && !strcmp(a.transitions, "chip-stall")) opt.transitions = SEARCH_TRANS_CHIP_STALL;
-  opt.transition_aware = a.lift;
-  opt.op_trim = a.trim;
-  opt.enpu_domains = a.domains;
-  opt.threads = a.threads;
+  compile_options(&a, job, &opt);
   const config_policy *list = strcmp(a.policy, "all") ? &one : job->policies;
   const int npol = strcmp(a.policy, "all") ? 1 : job->policy_count;
+  if (a.factors) {
+    const sweep_ctx c = {sx, cost, &opt, list, npol, phase, a.batch, a.seq};
+    if (compile_sweep(job, &a, &c, &err) < 0) status = cli_fail("compile", err.msg);
+    goto done;
+  }
   if (a.json) {
     pols = json_object();
     doc = json_pack("{s:s, s:s, s:i, s:i, s:s, s:O}", "job", job->name, "phase",

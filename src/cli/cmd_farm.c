@@ -1,9 +1,9 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
- * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet]`: compile each job's
- * whole grid into its HDF5 plan store with the farm module, all jobs sharing the ranks.
- * Every rank runs this command; only rank 0 prints. With several jobs the exit status is
- * the worst of theirs.
+ * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor F]`:
+ * compile each job's whole grid into its HDF5 plan store with the farm module, all jobs
+ * sharing the ranks. Every rank runs this command; only rank 0 prints. With several
+ * jobs the exit status is the worst of theirs.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
@@ -22,7 +22,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: [mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets phase=P,batch=B,seq=S]...\n"
           "                    [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC] [--results DIR]\n"
-          "                    [--batch-s SEC] [--task-log PATH] [--quiet]\n"
+          "                    [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor worst|F]\n"
           "\n"
           "Compile every bucket x policy of JOB into one HDF5 plan store. Rank 0 schedules,\n"
           "journals and checkpoints; the other ranks compute (one rank: it does both).\n"
@@ -44,6 +44,9 @@ static void usage(FILE *out) {
           "                      policy, wall and CPU seconds, evaluations, result bytes\n"
           "                      (plain, packed)\n"
           "  --quiet             no progress lines\n"
+          "  --capacity-factor F the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
+          "                      one store per factor sweeps it (give each its own --store);\n"
+          "                      the store records the factor compiled\n"
           "  -h, --help          show this help\n"
           "\n"
           "Exit status: 0 done, 1 some tasks failed, 2 usage or input error, 3 interrupted by\n"
@@ -96,12 +99,14 @@ static int parse_args(int argc, char **argv, farm_options *o, farm_bucket_spec *
     const int takes = !strcmp(s, "--store") || !strcmp(s, "--add-buckets") ||
                       !strcmp(s, "--checkpoint-s") || !strcmp(s, "--progress-s") ||
                       !strcmp(s, "--results") || !strcmp(s, "--lock-wait") || !strcmp(s, "--task-log") ||
-                    !strcmp(s, "--batch-s");
+                      !strcmp(s, "--batch-s") || !strcmp(s, "--capacity-factor");
     if (takes) {
       if (i + 1 >= argc) return cli_usage_error("farm", usage, "option '%s' needs a value", s);
       const char *v = argv[++i];
       if (!strcmp(s, "--store")) {
         o->store_path = v;
+      } else if (!strcmp(s, "--capacity-factor")) {
+        o->capacity_factor = v; /* checked against the model when the job loads */
       } else if (!strcmp(s, "--results")) {
         o->results_dir = v;
       } else if (!strcmp(s, "--task-log")) {

@@ -142,10 +142,19 @@ static void print_human(const config_job *job, const graph *g, const cost_result
          p->ep);
   printf("per chip: %" PRId64 " requests, %" PRId64 " tokens through non-expert ops",
          in->chip_requests, in->chip_tokens);
+  const grid_moe_load *l = &in->moe;
+  if (job->model.moe && job->moe_experts == CONFIG_EXPERTS_ACTIVE_ONLY)
+    printf("; active-only: %" PRId64 " routed experts x %" PRId64 " tokens", l->active_experts,
+           l->active_tokens);
+  else if (job->model.moe)
+    printf("; all-resident: 1 hot expert x %" PRId64 " tokens, %" PRId64 " x %" PRId64 " tokens",
+           l->hot_tokens, l->cold_experts, l->cold_tokens);
   if (job->model.moe)
-    printf("; %" PRId64 " routed experts x %" PRId64 " tokens (capacity factor %s%g)",
-           in->experts_active, in->expert_tokens,
-           job->moe_capacity_factor > 0 ? "" : "worst case, ", job->moe_capacity_factor);
+    printf(" (capacity factor %s%g)", job->moe_capacity_factor > 0 ? "" : "worst case, ",
+           grid_capacity_factor(job));
+  char note[256];
+  grid_memory_note(&in->memory, note, sizeof note);
+  printf("\ncapacity %s%s%s", config_capacity_name(job->capacity), note[0] ? ": " : "", note);
   printf("\n\n%4s  %-22s %-14s %10s %10s %9s %5s  ", "id", "name", "kind", "GFLOP", "HBM MB",
          "ICI MB", "mult");
   if (res) printf("%10s %11s  ", "time us", "energy uJ");
@@ -209,13 +218,14 @@ static json_t *shape_json(const graph_op *op) {
 static json_t *op_json(const graph_op *op, const cost_result *r) {
   char sig[17];
   snprintf(sig, sizeof sig, "%016" PRIx64, op->signature);
-  json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:s}", "id",
-                   op->id, "name", op->name, "kind", graph_kind_name(op->kind), "shape",
-                   shape_json(op), "flops", op->flops, "vector_ops", op->vector_ops,
-                   "hbm_bytes", op->hbm_read_bytes + op->hbm_write_bytes, "hbm_read_bytes",
-                   op->hbm_read_bytes, "hbm_write_bytes", op->hbm_write_bytes, "weight_bytes",
-                   op->weight_bytes, "ici_bytes", op->ici_bytes, "multiplicity",
-                   (json_int_t)op->multiplicity, "signature", sig);
+  json_t *o = json_pack(
+      "{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:s}", "id",
+      op->id, "name", op->name, "kind", graph_kind_name(op->kind), "shape", shape_json(op),
+      "flops", op->flops, "vector_ops", op->vector_ops, "hbm_bytes",
+      op->hbm_read_bytes + op->hbm_write_bytes, "hbm_read_bytes", op->hbm_read_bytes,
+      "hbm_write_bytes", op->hbm_write_bytes, "weight_bytes", op->weight_bytes, "ici_bytes",
+      op->ici_bytes, "host_bytes", op->host_bytes, "count", (json_int_t)op->count,
+      "multiplicity", (json_int_t)op->multiplicity, "signature", sig);
   if (o && r &&
       (json_object_set_new(o, "time_ns", json_real(r->time_ns)) < 0 ||
        json_object_set_new(o, "energy_nj", json_real(r->energy_total_nj)) < 0)) {
@@ -277,14 +287,24 @@ static json_t *graph_json(const config_job *job, const graph *g, const cost_resu
       "hbm_write_bytes", t->hbm_write_bytes, "weight_bytes", t->weight_bytes, "ici_bytes",
       t->ici_bytes, "kv_cache_bytes", t->kv_cache_bytes, "activation_bytes",
       t->activation_bytes, "flops_per_token", t->flops / (double)in->tokens);
-  if (doc && job->model.moe) {
-    json_t *moe = json_pack("{s:f, s:I, s:I}", "capacity_factor", job->moe_capacity_factor,
-                            "experts_active", (json_int_t)in->experts_active, "expert_tokens",
-                            (json_int_t)in->expert_tokens);
-    if (json_object_set_new(doc, "moe", moe) < 0) {
-      json_decref(doc);
-      doc = NULL;
-    }
+  const grid_moe_load *l = &in->moe;
+  json_t *moe = job->model.moe ? json_pack("{s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+      "capacity_factor", grid_capacity_factor(job), "experts",
+      config_moe_experts_name(job->moe_experts), "tokens", (json_int_t)l->tokens,
+      "experts_local", (json_int_t)l->experts_local, "hot_tokens", (json_int_t)l->hot_tokens,
+      "cold_experts", (json_int_t)l->cold_experts, "cold_tokens", (json_int_t)l->cold_tokens,
+      "active_experts", (json_int_t)l->active_experts, "active_tokens",
+      (json_int_t)l->active_tokens) : NULL;
+  json_t *cap = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:b}", "policy",
+      config_capacity_name(job->capacity), "weights_bytes", in->memory.weights_bytes,
+      "kv_bytes", in->memory.kv_bytes, "activation_bytes", in->memory.activation_bytes,
+      "hbm_bytes", in->memory.hbm_bytes, "offload_bytes", in->memory.offload_bytes, "fits",
+      grid_memory_used_bytes(&in->memory) <= in->memory.hbm_bytes);
+  if (!doc || (moe && json_object_set_new(doc, "moe", moe) < 0) || !cap ||
+      json_object_set_new(doc, "capacity", cap) < 0) {
+    if (!doc) json_decref(moe), json_decref(cap);
+    json_decref(doc);
+    doc = NULL;
   }
   if (doc && tot && time_totals_json(json_object_get(doc, "totals"), tot) < 0) {
     json_decref(doc);

@@ -1,5 +1,5 @@
 /* cmd_op.c — `enpu op JOB --phase P --batch B --seq S --op ID --plan SA,VU,SRAM,HBM,ICI
- * [--pipeline nodvfs|enpu|ideal] [--domains 5|4|3] [--hbm ctrl-only|full] [--json]`:
+ * [--pipeline nodvfs|enpu|ideal|uniform] [--domains 5|4|3] [--hbm ctrl-only|full] [--json]`:
  * one operator of a bucket's graph (ids as printed by `enpu graph`) under one DVFS plan,
  * through the cost model: time, per-unit busy time and utilisation, energy breakdown.
  * `enpu op ... --op ID --exhaustive [--threads N] [--json]` instead prints the op's exact
@@ -22,7 +22,7 @@
 
 static void usage(FILE *out) {
   fprintf(out, "usage: enpu op JOB --phase prefill|decode --batch B --seq S --op ID\n"
-               "               --plan SA,VU,SRAM,HBM,ICI [--pipeline nodvfs|enpu|ideal]\n"
+               "               --plan SA,VU,SRAM,HBM,ICI [--pipeline nodvfs|enpu|ideal|uniform]\n"
                "               [--domains 5|4|3] [--hbm ctrl-only|full] [--json]\n"
                "       enpu op JOB --phase P --batch B --seq S --op ID --exhaustive\n"
                "               [--threads N] [--json]\n"
@@ -37,6 +37,8 @@ static void usage(FILE *out) {
                "                the chip's peak (34 on TPUv5p)\n"
                "  --pipeline P  enpu (default): async FIFOs between V/f domains;\n"
                "                nodvfs: the original pipeline, fixed regulator, all-peak plan\n"
+               "                only; uniform: the same pipeline on one chip-wide rail (the\n"
+               "                uniform policy of online governors), all five states equal\n"
                "                only; ideal: a clock per unit, crossing for free\n"
                "  --domains D   eNPU V/f domains: 5 (default, every unit its own), 4\n"
                "                ({FE,SA,VU} share one) or 3 ({FE,SA,VU,SRAM} share one)\n"
@@ -117,8 +119,9 @@ static int parse_args(int argc, char **argv, op_args *a) {
     return cli_usage_error("op", usage, "--threads expects a positive integer, got %d",
                            a->threads);
   if (!a->plan && !a->exhaustive) return cli_usage_error("op", usage, "missing --plan");
-  if (strcmp(a->pipeline, "nodvfs") && strcmp(a->pipeline, "enpu") && strcmp(a->pipeline, "ideal"))
-    return cli_usage_error("op", usage, "--pipeline expects nodvfs, enpu or ideal, got '%s'",
+  if (strcmp(a->pipeline, "nodvfs") && strcmp(a->pipeline, "enpu") && strcmp(a->pipeline, "ideal") &&
+      strcmp(a->pipeline, "uniform"))
+    return cli_usage_error("op", usage, "--pipeline expects nodvfs, enpu, ideal or uniform, got '%s'",
                            a->pipeline);
   if (a->have_domains && strcmp(a->pipeline, "enpu"))
     return cli_usage_error("op", usage, "--domains applies to --pipeline enpu only (got '%s')",
@@ -391,7 +394,15 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
   const int peak = job->chip.freq_states;
   cost_plan plan;
   if (parse_plan(a->plan, peak, &plan, msg, sizeof msg) < 0) return cli_fail("op", msg);
-  const int nodvfs = !strcmp(a->pipeline, "nodvfs");
+  const int nodvfs = !strcmp(a->pipeline, "nodvfs"), uniform = !strcmp(a->pipeline, "uniform");
+  for (int c = 1; uniform && c < CONFIG_NCOMP; c++)
+    if (plan.state[c] != plan.state[0]) {
+      snprintf(msg, sizeof msg,
+               "--pipeline uniform runs every component at one state: --plan %d,%d,%d,%d,%d has %s at %d",
+               plan.state[0], plan.state[0], plan.state[0], plan.state[0], plan.state[0], unit_name(c),
+               plan.state[c]);
+      return cli_fail("op", msg);
+    }
   for (int c = 0; nodvfs && c < CONFIG_NCOMP; c++) {
     if (plan.state[c] != peak) {
       snprintf(msg, sizeof msg,
@@ -409,10 +420,10 @@ static int run(const config_job *job, const graph *g, const op_args *a) {
   cost_result r;
   int rc =
       power_model_create(&job->chip, strcmp(a->hbm, "full") ? POWER_HBM_CTRL_ONLY : POWER_HBM_FULL,
-                         nodvfs ? POWER_REG_FIXED : POWER_REG_DVFS, &pm, &err);
+                         nodvfs ? POWER_REG_FIXED : uniform ? POWER_REG_CHIPWIDE : POWER_REG_DVFS, &pm, &err);
   if (!rc) rc = cost_ctx_create(&job->chip, &ctx, &err);
   if (!rc) {
-    if (nodvfs)
+    if (nodvfs || uniform)
       cost_pipeline_nodvfs(&pl, pm);
     else if (!strcmp(a->pipeline, "ideal"))
       cost_pipeline_ideal(&pl, pm);

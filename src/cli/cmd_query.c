@@ -144,7 +144,7 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
     if (json_array_append_new(ops, op_json(&st[i], a->vfset, err)) < 0) json_decref(ops), ops = NULL;
   json_t *doc = json_pack(
       "{s:s, s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o, "
-      "s:f, s:f, s:f, s:o}",
+      "s:f, s:f, s:f, s:o, s:s}",
       "store", a->path, "policy", policy, "phase", a->phase, "budget",
       pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->batch, "seq", a->seq,
       "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns", pl->target_ns,
@@ -153,7 +153,8 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
       "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "plan_time_ns",
       isnan(pl->plan_time_ns) ? json_null() : json_real(pl->plan_time_ns), "overhead_pct",
       isnan(pl->overhead_pct) ? json_null() : json_real(pl->overhead_pct), "t_nodvfs_ns",
-      pl->t_nodvfs_ns, "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops);
+      pl->t_nodvfs_ns, "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops,
+      "capacity_note", pl->note ? pl->note : "");
   if (!doc) return cli_fail("query", err->code ? err->msg : "cannot build JSON output");
   int rc = cli_print_json(doc);
   json_decref(doc);
@@ -182,6 +183,7 @@ static int print_human(const query_args *a, const char *policy, const planstore_
     printf("overhead: no stored plan has this target (the job's slacks have one each)\n");
   printf("T_nodvfs %.6f ms, T_peak %.6f ms, E_nodvfs %.6f mJ\n", pl->t_nodvfs_ns / 1e6, pl->t_peak_ns / 1e6,
          pl->e_nodvfs_nj / 1e6);
+  if (pl->note && pl->note[0]) printf("capacity: %s\n", pl->note);
   printf("\n%-28s %9s %9s  %-14s  %-14s%s\n", "op (SA VU SRAM HBM ICI)", "instances", "at lead", "lead states",
          "trail states", a->vfset ? "  lead vf.set       trail vf.set" : "");
   for (size_t i = 0; i < n; i++) {

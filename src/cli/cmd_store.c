@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "cli_internal.h"
+#include "report.h"
 #include "store.h"
 
 static void usage(FILE *out) {
@@ -113,10 +114,15 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
   hex64(h[0], c->cost_model_hash), hex64(h[1], c->chip_hash), hex64(h[2], c->model_hash), hex64(h[3], c->job_hash);
   json_t *added = c->added_buckets_json ? json_loads(c->added_buckets_json, 0, NULL) : json_null();
   if (!added) added = json_string(c->added_buckets_json); /* not JSON: shown verbatim */
-  return json_pack("{s:s, s:I, s:I, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:o, s:I, s:I, s:f}", "store", path,
+  report_capacity_info ci;
+  report_capacity(c, &ci);
+  return json_pack("{s:s, s:I, s:I, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:{s:s, s:I}, s:{s:s, s:s}, s:o, "
+                   "s:I, s:I, s:f}", "store", path,
                    "format_version", (json_int_t)c->format_version, "file_bytes", (json_int_t)file_bytes,
                    "tool_version", c->tool_version, "created_utc", c->created_utc, "hashes", "cost_model", h[0],
-                   "chip", h[1], "model", h[2], "job", h[3], "added_buckets", added, "policies", pols,
+                   "chip", h[1], "model", h[2], "job", h[3], "added_buckets", added, "capacity", "policy",
+                   ci.capacity, "buckets_over_hbm", (json_int_t)ci.over_hbm, "moe", "experts", ci.experts,
+                   "capacity_factor", ci.factor, "policies", pols,
                    "table_bytes", (json_int_t)table_bytes, "stored_bytes", (json_int_t)stored_bytes,
                    "zstd_factor", factor(table_bytes, stored_bytes));
 }
@@ -130,6 +136,14 @@ static void info_human(const char *path, const store_contents *c, store_table_si
          "\n",
          c->cost_model_hash, c->chip_hash, c->model_hash, c->job_hash);
   printf("added buckets: %s\n", c->added_buckets_json ? c->added_buckets_json : "none");
+  report_capacity_info ci;
+  report_capacity(c, &ci);
+  printf("capacity: %s", ci.capacity);
+  if (!strcmp(ci.capacity, "ignore"))
+    printf(" (every plan compiled as if the model fitted HBM; %zu buckets do not)", ci.over_hbm);
+  else if (!strcmp(ci.capacity, "offload"))
+    printf(" (%zu buckets stream weights from the host every pass)", ci.over_hbm);
+  printf("; MoE experts %s, capacity factor %s\n", ci.experts, ci.factor);
   uint64_t table_bytes = 0, stored_bytes = 0;
   printf("\n%-10s %7s %9s %8s %6s %11s %7s %8s %10s %10s %12s %12s %7s\n", "policy", "ops", "pareto", "buckets",
          "ok", "infeasible", "failed", "pending", "walk", "plans", "table bytes", "stored", "zstd");

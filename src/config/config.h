@@ -36,7 +36,9 @@ typedef enum {
 } config_component;
 
 /* dvfs-c is the paper's DVFS-C baseline (§4.1: compute domain only, the GA of §4.3 at
- * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. */
+ * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. uniform
+ * is no DVFS plan: one chip-wide V/f state for every component and op, one plan per
+ * state, the table online governors run batches from (search.h, replay.h). */
 typedef enum {
   CONFIG_POLICY_NODVFS = 0,
   CONFIG_POLICY_DVFS_C = 1,
@@ -44,7 +46,8 @@ typedef enum {
   CONFIG_POLICY_ENPU_ALL = 3,
   CONFIG_POLICY_IDEAL = 4,
   CONFIG_POLICY_DVFS_C_WALK = 5,
-  CONFIG_NPOLICY = 6
+  CONFIG_POLICY_UNIFORM = 6,
+  CONFIG_NPOLICY = 7
 } config_policy;
 
 /* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):
@@ -77,7 +80,7 @@ int config_policy_parse(const char *name, config_policy *out);
  * { "name": "llama3-70b", "hidden": 8192, "layers": 80, "vocab": 128256,
  *   "dtype_bytes": 2,
  *   "attention": { "kind": "gqa", "heads": 64, "kv_heads": 8, "head_dim": 128 },
- *   "ffn": { "intermediate": 28672 } }
+ *   "ffn": { "intermediate": 28672, "fuse_gate_up": false } }     (fuse_gate_up optional)
  * MLA (DeepSeek):
  *   "attention": { "kind": "mla", "heads": 128, "q_lora_rank": 1536,
  *                  "kv_lora_rank": 512, "qk_nope_head_dim": 128,
@@ -85,7 +88,28 @@ int config_policy_parse(const char *name, config_policy *out);
  *   "ffn": { "intermediate": 12288 },          (dense layers)
  *   "moe": { "routed_experts": 160, "shared_experts": 2, "experts_per_token": 6,
  *            "expert_intermediate": 1536, "first_dense_layers": 1 }
- * q_lora_rank 0 means no low-rank query projection. */
+ * q_lora_rank 0 means no low-rank query projection. "fuse_gate_up" (default false) builds
+ * the gate and up projections of every SwiGLU MLP of the model (dense, shared and routed
+ * experts) as one [hidden, 2·inter] matmul instead of two (graph.h, "Operator
+ * granularity"). Checks: experts_per_token <= routed_experts, first_dense_layers < layers.
+ * Optional, self-speculative decoding (the replay's draft/verify passes, replay.h):
+ *   "speculative": { "acceptance": [ { "exit_layers": 20, "rate": 0.63 }, ... ] }
+ * one row per draft exit depth (strictly increasing, below layers): the probability that
+ * the full model accepts a token drafted through the first exit_layers layers, given
+ * the drafts before it were accepted. Without the section: exits at 1/4, 1/2 and 3/4 of
+ * the layers with the default curve of config_spec_default_rate (jobs/README.md gives
+ * its source). */
+
+#define CONFIG_MAX_SPEC_EXITS 8
+
+typedef struct {
+  int exit_layers;
+  double rate; /* 0..1 */
+} config_spec_exit;
+
+/* The default acceptance rate of a draft exiting after `fraction` of the layers:
+ * piecewise linear through (0, 0), (1/4, 0.63) and (1, 1). */
+double config_spec_default_rate(double fraction);
 
 typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
 
@@ -102,6 +126,7 @@ typedef struct {
   int head_dim; /* GQA only */
   int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; /* MLA */
   int ffn_intermediate;
+  bool ffn_fuse_gate_up; /* gate and up as one matmul (default false: two, as NeuSim) */
   bool moe; /* true when the "moe" object is present */
   int routed_experts, shared_experts, experts_per_token, expert_intermediate,
       first_dense_layers;
@@ -110,9 +135,13 @@ typedef struct {
   double params_total;  /* embeddings + LM head (untied) + all layers, incl. norms */
   double params_active; /* per token: dense + shared + experts_per_token routed */
   double params_routed;  /* all routed-expert weights (sharded by EP × TP); 0 if dense */
+  double params_layer_attention; /* one layer's attention block and its two RMSNorms */
   /* KV-cache bytes per token, all layers, whole model: GQA 2*layers*kv_heads*head_dim*
    * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). */
   double kv_bytes_per_token;
+  config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
+  int spec_exit_count;
+  bool spec_default; /* no "speculative" section: the default table */
   uint64_t hash; /* content hash of the file */
 } config_model;
 
@@ -128,6 +157,7 @@ typedef struct {
  *   "ici":  { "topology": "torus3d", "links": 6, "link_gbps": 100, "latency_ns": 3330,
  *             "controller_share": 0.4 },
  *   "dcn":  { "gbps": 50 },
+ *   "host": { "gbps": 32, "latency_ns": 400, "pj_per_byte": 15.44 },   optional host link
  *   "clock": { "step_mhz": 50, "states": 34 },
  *   "ivr":  { "vin_v": 0.75, "vout_min_v": 0.45, "vout_max_v": 0.7,
  *             "step_mv": 54, "step_ns": 4, "scaling_time_ns": 20 },
@@ -190,6 +220,9 @@ typedef struct {
   int ici_links;
   double ici_link_gbps, ici_latency_ns, ici_controller_share;
   double dcn_gbps;
+  /* Host link (PCIe) that streams offloaded weights (job "capacity": "offload"); all 0
+   * when the chip file has no "host" object. */
+  double host_gbps, host_latency_ns, host_pj_per_byte;
   double freq_step_mhz;
   int freq_states; /* states 1..freq_states are step..states*step MHz; 0 = gated */
   double ivr_vin_v, ivr_vout_min_v, ivr_vout_max_v;
@@ -313,12 +346,42 @@ typedef struct {
  *   "slacks": [0, 0.02, 0.05, 0.10],                         fractions, sorted, unique
  *   "policies": ["nodvfs", "dvfs-c", "enpu-all"],
  *   "budget": "strict",                        or "paper" (optional, default strict)
- *   "moe": { "capacity_factor": "worst" }                    or a number >= 1
+ *   "moe": { "capacity_factor": "worst",                     or a number in [1, E/k]
+ *            "experts": "all-resident" },                    or "active-only"
+ *   "capacity": "enforce"                                    or "offload" / "ignore"
  * }
  * A phase may be omitted (not compiled). Explicit lists must be strictly increasing
  * positive integers. A phase's parallelism defaults to the cluster node's; an override
  * must multiply to the node's chip count. TP must divide attention heads and FFN
- * sizes; EP must divide routed experts. */
+ * sizes; EP must divide routed experts.
+ *
+ * MoE (paper §3.4 "Support for custom operators", §4.1, §4.6): the capacity factor c
+ * sets the token count of the most loaded expert, ceil(c · T · k / E) of a bucket's T
+ * tokens (1 = perfectly balanced; "worst" = E/k, every token on one expert: the paper's
+ * default). "experts": "all-resident" (default, the paper's) builds every expert held by
+ * a chip as its own operator with a static token count; "active-only" batches the
+ * experts that get tokens and skips the rest (graph.h, "MoE experts").
+ * "capacity" (default "enforce"): a bucket whose weights + KV cache + activations exceed
+ * a chip's HBM is not compiled; "offload" streams the weights that do not fit from host
+ * memory every forward pass over the chip's host link (an operator of the graph);
+ * "ignore" compiles it as if it fitted and the store marks every plan so (grid.h). */
+
+typedef enum {
+  CONFIG_EXPERTS_ALL_RESIDENT = 0, /* every resident expert an operator (the paper's) */
+  CONFIG_EXPERTS_ACTIVE_ONLY = 1,  /* only experts that get tokens, batched */
+  CONFIG_NEXPERTS = 2
+} config_moe_experts;
+
+typedef enum {
+  CONFIG_CAPACITY_ENFORCE = 0,
+  CONFIG_CAPACITY_OFFLOAD = 1,
+  CONFIG_CAPACITY_IGNORE = 2,
+  CONFIG_NCAPACITY = 3
+} config_capacity;
+
+const char *config_moe_experts_name(config_moe_experts e); /* "all-resident", ... */
+const char *config_capacity_name(config_capacity c);       /* "enforce", ... */
+int config_capacity_parse(const char *name, config_capacity *out);
 
 typedef struct {
   bool rule;     /* true: expand with the §3.4 rule up to rule_max */
@@ -360,7 +423,9 @@ typedef struct {
   config_policy policies[CONFIG_NPOLICY];
   int policy_count;
   config_budget budget; /* "budget": "strict" (default) or "paper" */
-  double moe_capacity_factor; /* 0 = worst case (every token may hit one expert) */
+  double moe_capacity_factor; /* 0 = worst case (E/k: every token may hit one expert) */
+  config_moe_experts moe_experts;
+  config_capacity capacity;
   config_validation validation; /* enabled only when the job has the section */
 
   /* The raw documents, kept for provenance (store attributes). */
@@ -372,6 +437,12 @@ typedef struct {
  * path and what was expected; nothing is left allocated. */
 int config_job_load(const char *path, config_job **out, enpu_err *err);
 void config_job_free(config_job *job);
+
+/* Override the job's MoE capacity factor with `value` ("worst" or a number in [1, E/k],
+ * as the job key): a sweep of the factor (paper §4.6, Figure 20) compiles one job at
+ * several factors. job_json and hash are rewritten so the store records what was
+ * compiled. @return 0, ENPU_ERR_INVALID (not a number), ENPU_ERR_RANGE, ENPU_ERR_NOMEM. */
+int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err *err);
 
 int config_model_load(const char *path, config_model **out, enpu_err *err);
 void config_model_free(config_model *model);

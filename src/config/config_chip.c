@@ -28,6 +28,7 @@ static const char *const chip_keys[] = {"name",
                                         "hbm",
                                         "ici",
                                         "dcn",
+                                        "host",
                                         "clock",
                                         "ivr",
                                         "fifo_sync_cycles",
@@ -42,6 +43,7 @@ static const char *const hbm_keys[] = {"bytes", "gbps", "latency_ns", "controlle
 static const char *const ici_keys[] = {"topology", "links", "link_gbps", "latency_ns",
                                        "controller_share"};
 static const char *const dcn_keys[] = {"gbps"};
+static const char *const host_keys[] = {"gbps", "latency_ns", "pj_per_byte"};
 static const char *const clock_keys[] = {"step_mhz", "states"};
 static const char *const ivr_keys[] = {"vin_v",   "vout_min_v", "vout_max_v",
                                        "step_mv", "step_ns",    "scaling_time_ns"};
@@ -327,6 +329,12 @@ static int parse_scalars(const config_doc *doc, const config_path *root, config_
   ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", &c->ici_controller_share, err));
   ENPU_FORWARD(sub_object(doc, root, "dcn", dcn_keys, NKEYS(dcn_keys), &p, &s, err));
   ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", &c->dcn_gbps, err));
+  if (json_object_get(o, "host")) { /* optional: only offloading jobs need it */
+    ENPU_FORWARD(sub_object(doc, root, "host", host_keys, NKEYS(host_keys), &p, &s, err));
+    ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", &c->host_gbps, err));
+    ENPU_FORWARD(config_get_number(doc, &p, s, "latency_ns", &c->host_latency_ns, err));
+    ENPU_FORWARD(config_get_number(doc, &p, s, "pj_per_byte", &c->host_pj_per_byte, err));
+  }
   ENPU_FORWARD(sub_object(doc, root, "clock", clock_keys, NKEYS(clock_keys), &p, &s, err));
   ENPU_FORWARD(config_get_number(doc, &p, s, "step_mhz", &c->freq_step_mhz, err));
   ENPU_FORWARD(config_get_int(doc, &p, s, "states", &c->freq_states, err));

@@ -453,6 +453,14 @@ int config_get_number(const config_doc *doc, const config_path *obj_path, const 
   return config_number(doc, &p, json_object_get(obj, key), out, err);
 }
 
+int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bool *out,
+                enpu_err *err) {
+  if (!v) return fail_missing(doc, p, err, "true or false");
+  if (!json_is_boolean(v)) return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, "true or false");
+  *out = json_is_true(v);
+  return ENPU_OK;
+}
+
 int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                       const char *key, char *buf, size_t cap, enpu_err *err) {
   config_path p = CONFIG_KEY(obj_path, key);

@@ -79,6 +79,9 @@ int config_string(const config_doc *doc, const config_path *p, const json_t *v, 
 /* A string among names[0..count): *out is its index. */
 int config_enum(const config_doc *doc, const config_path *p, const json_t *v,
                 const char *const *names, int count, int *out, enpu_err *err);
+/* true or false. */
+int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bool *out,
+                enpu_err *err);
 /* Non-empty array; *out borrows it. */
 int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
                  enpu_err *err);
@@ -94,6 +97,8 @@ int config_get_string(const config_doc *doc, const config_path *obj_path, const 
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];
+extern const char *const config_moe_experts_names[CONFIG_NEXPERTS];
+extern const char *const config_capacity_names[CONFIG_NCAPACITY];
 extern const char *const config_budget_names[CONFIG_NBUDGET];
 extern const char *const config_idle_mode_names[CONFIG_NIDLE_MODE];
 extern const char *const config_safeguard2_names[CONFIG_NSG2];

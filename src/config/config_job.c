@@ -17,11 +17,11 @@
 
 static const char *const job_keys[] = {"name",     "model", "chip",       "cluster",
                                        "store",    "phases", "slacks",    "policies",
-                                       "budget",   "moe",    "validation"};
+                                       "budget",   "moe",    "capacity", "validation"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
 static const char *const rule_names[] = {"paper"};
-static const char *const moe_keys[] = {"capacity_factor"};
+static const char *const moe_keys[] = {"capacity_factor", "experts"};
 static const char *const validation_keys[] = {"trace", "sample", "seed"};
 
 #define AXIS_EXPECTED "an array of positive integers or {\"rule\": \"paper\", \"max\": N}"
@@ -173,6 +173,40 @@ static int parse_policies(const config_doc *doc, const config_path *root, config
   return ENPU_OK;
 }
 
+/* The capacity factors model m accepts, [r->min, *max], and how to say so: the range
+ * table's, or up to E/k when smaller (above E/k the most loaded expert would get more than
+ * every token of the bucket). */
+static void capacity_factor_bounds(const config_model *m, const config_range *r, double *max,
+                                   char *expected, size_t cap) {
+  const double worst = m->moe ? (double)m->routed_experts / m->experts_per_token : r->max;
+  *max = worst < r->max ? worst : r->max;
+  if (worst < r->max)
+    snprintf(expected, cap, "\"worst\" or a number in [%g, %.4g] (routed_experts / "
+             "experts_per_token of %s)", r->min, worst, m->path);
+  else
+    snprintf(expected, cap, "\"worst\" or a number in [%g, %g] (%s)", r->min, r->max, r->why);
+}
+
+/* "worst" (0) or a number within capacity_factor_bounds. */
+static int parse_capacity_factor(const config_doc *doc, const config_path *mp, const json_t *v,
+                                 config_job *job, enpu_err *err) {
+  config_path cp = CONFIG_KEY(mp, "capacity_factor");
+  const json_t *cf = json_object_get(v, "capacity_factor");
+  if (!cf || (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0)) return ENPU_OK;
+  const config_range *r = NULL;
+  ENPU_FORWARD(config_range_of(doc, &cp, &r, err));
+  double hi;
+  char expected[CONFIG_PATH_LEN + 128], got[96];
+  capacity_factor_bounds(&job->model, r, &hi, expected, sizeof expected);
+  if (json_is_number(cf) && json_number_value(cf) >= r->min && json_number_value(cf) <= hi) {
+    job->moe_capacity_factor = json_number_value(cf);
+    return ENPU_OK;
+  }
+  config_describe(cf, got, sizeof got);
+  return config_fail(doc, &cp, err, json_is_number(cf) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID,
+                     "expected %s, got %s", expected, got);
+}
+
 /* "budget": "strict" | "paper" (config.h), strict when absent. */
 static int parse_budget(const config_doc *doc, const config_path *root, config_job *job,
                         enpu_err *err) {
@@ -190,23 +224,36 @@ static int parse_moe(const config_doc *doc, const config_path *root, config_job 
                      enpu_err *err) {
   const json_t *v = json_object_get(doc->root, "moe");
   job->moe_capacity_factor = 0; /* worst case unless the job says otherwise */
+  job->moe_experts = CONFIG_EXPERTS_ALL_RESIDENT;
   if (!v) return ENPU_OK;
   config_path mp = CONFIG_KEY(root, "moe");
   ENPU_FORWARD(config_object(doc, &mp, v, moe_keys, NKEYS(moe_keys), err));
-  config_path cp = CONFIG_KEY(&mp, "capacity_factor");
-  const json_t *cf = json_object_get(v, "capacity_factor");
-  if (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0) return ENPU_OK;
-  if (json_is_number(cf)) return config_number(doc, &cp, cf, &job->moe_capacity_factor, err);
-  const config_range *r = NULL;
-  ENPU_FORWARD(config_range_of(doc, &cp, &r, err));
-  char expected[96];
-  snprintf(expected, sizeof expected, "\"worst\" or a number in [%g, %g]", r->min, r->max);
-  if (!cf)
-    return config_fail(doc, &mp, err, ENPU_ERR_INVALID,
-                       "missing required key 'capacity_factor' (expected %s)", expected);
-  char got[96];
-  config_describe(cf, got, sizeof got);
-  return config_fail(doc, &cp, err, ENPU_ERR_RANGE, "expected %s, got %s", expected, got);
+  ENPU_FORWARD(parse_capacity_factor(doc, &mp, v, job, err));
+  const json_t *ex = json_object_get(v, "experts");
+  if (!ex) return ENPU_OK;
+  config_path ep = CONFIG_KEY(&mp, "experts");
+  int e;
+  ENPU_FORWARD(config_enum(doc, &ep, ex, config_moe_experts_names, CONFIG_NEXPERTS, &e, err));
+  job->moe_experts = (config_moe_experts)e;
+  return ENPU_OK;
+}
+
+/* "capacity": enforce (default) | offload | ignore; offload needs the chip's host link. */
+static int parse_capacity(const config_doc *doc, const config_path *root, config_job *job,
+                          enpu_err *err) {
+  const json_t *v = json_object_get(doc->root, "capacity");
+  job->capacity = CONFIG_CAPACITY_ENFORCE;
+  if (!v) return ENPU_OK;
+  config_path cp = CONFIG_KEY(root, "capacity");
+  int c;
+  ENPU_FORWARD(config_enum(doc, &cp, v, config_capacity_names, CONFIG_NCAPACITY, &c, err));
+  job->capacity = (config_capacity)c;
+  if (job->capacity == CONFIG_CAPACITY_OFFLOAD && !(job->chip.host_gbps > 0))
+    return config_fail(doc, &cp, err, ENPU_ERR_INVALID,
+                       "expected a chip with a \"host\" link to offload weights over, got %s "
+                       "without one",
+                       job->chip.path);
+  return ENPU_OK;
 }
 
 static int parse_validation(const config_doc *doc, const config_path *root, config_job *job,
@@ -264,6 +311,17 @@ static int check_plain_name(const config_doc *doc, const config_path *root, cons
                      "names the results directory), got \"%s\"", name);
 }
 
+/* The job's text plus the hashes of what it references. */
+static uint64_t job_hash(const config_job *job, const char *text, size_t len) {
+  enpu_hasher hs;
+  enpu_hasher_init(&hs, 0);
+  enpu_hasher_bytes(&hs, text, len);
+  enpu_hasher_i64(&hs, (int64_t)job->model.hash);
+  enpu_hasher_i64(&hs, (int64_t)job->chip.hash);
+  enpu_hasher_i64(&hs, (int64_t)job->cluster.hash);
+  return enpu_hasher_digest(&hs);
+}
+
 static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job, enpu_err *err) {
   config_path root = CONFIG_ROOT;
   const json_t *o = doc->root;
@@ -302,14 +360,9 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   ENPU_FORWARD(parse_policies(doc, &root, job, err));
   ENPU_FORWARD(parse_budget(doc, &root, job, err));
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
+  ENPU_FORWARD(parse_capacity(doc, &root, job, err));
   ENPU_FORWARD(parse_validation(doc, &root, job, err));
-  enpu_hasher hs;
-  enpu_hasher_init(&hs, 0);
-  enpu_hasher_bytes(&hs, doc->text, doc->len);
-  enpu_hasher_i64(&hs, (int64_t)job->model.hash);
-  enpu_hasher_i64(&hs, (int64_t)job->chip.hash);
-  enpu_hasher_i64(&hs, (int64_t)job->cluster.hash);
-  job->hash = enpu_hasher_digest(&hs);
+  job->hash = job_hash(job, doc->text, doc->len);
   return ENPU_OK;
 }
 
@@ -350,4 +403,35 @@ void config_job_free(config_job *job) {
   free(job->chip_json);
   free(job->cluster_json);
   free(job);
+}
+
+int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err *err) {
+  double cf = 0;
+  char *end = NULL;
+  if (strcmp(value, "worst") != 0) {
+    cf = strtod(value, &end);
+    ENPU_RETURN_IF(end == value || *end != '\0', err, ENPU_ERR_INVALID,
+                   "capacity factor: expected \"worst\" or a number, got '%s'", value);
+    const config_range *r = config_range_find("job", "$.moe.capacity_factor");
+    double hi;
+    char expected[CONFIG_PATH_LEN + 128];
+    capacity_factor_bounds(&job->model, r, &hi, expected, sizeof expected);
+    ENPU_RETURN_IF(!(cf >= r->min && cf <= hi), err, ENPU_ERR_RANGE,
+                   "capacity factor: expected %s, got %s", expected, value);
+  }
+  /* The job document as stored for provenance says what was compiled. */
+  json_error_t jerr;
+  json_t *doc = json_loads(job->job_json, 0, &jerr), *moe = json_object_get(doc, "moe");
+  if (doc && !moe && json_object_set_new(doc, "moe", moe = json_object()) < 0) moe = NULL;
+  char *text = moe && json_object_set_new(moe, "capacity_factor",
+                                          cf > 0 ? json_real(cf) : json_string("worst")) == 0
+                   ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                   : NULL;
+  json_decref(doc);
+  ENPU_RETURN_IF(!text, err, ENPU_ERR_NOMEM, "%s: cannot rewrite the job document", job->path);
+  free(job->job_json);
+  job->job_json = text;
+  job->moe_capacity_factor = cf;
+  job->hash = job_hash(job, text, strlen(text));
+  return ENPU_OK;
 }

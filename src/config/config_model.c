@@ -11,14 +11,16 @@
 
 #include "config_internal.h"
 
-static const char *const model_keys[] = {"name",        "hidden",    "layers", "vocab",
-                                         "dtype_bytes", "attention", "ffn",    "moe"};
+static const char *const model_keys[] = {"name",      "hidden", "layers", "vocab",      "dtype_bytes",
+                                         "attention", "ffn",    "moe",    "speculative"};
+static const char *const spec_keys[] = {"acceptance"};
+static const char *const spec_exit_keys[] = {"exit_layers", "rate"};
 static const char *const attention_kinds[] = {"gqa", "mla"};
 static const char *const gqa_keys[] = {"kind", "heads", "kv_heads", "head_dim"};
 static const char *const mla_keys[] = {
     "kind",      "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim"};
-static const char *const ffn_keys[] = {"intermediate"};
+static const char *const ffn_keys[] = {"intermediate", "fuse_gate_up"};
 static const char *const moe_keys[] = {"routed_experts", "shared_experts", "experts_per_token",
                                        "expert_intermediate", "first_dense_layers"};
 
@@ -83,6 +85,61 @@ static int parse_moe(const config_doc *doc, const config_path *root, const json_
   return ENPU_OK;
 }
 
+/* The default acceptance curve. Anchor: LayerSkip's Llama2-7B (32 layers, continually
+ * pretrained with early-exit loss) drafting from layer 8 (1/4 of the depth) has 63 % of its
+ * drafts accepted on CNN/DM language modelling, greedy (facebookresearch/LayerSkip
+ * README). A full-depth draft is always accepted and a zero-depth one never; in between
+ * the curve is linear, an assumption the model file overrides. */
+#define SPEC_ANCHOR_FRACTION 0.25
+#define SPEC_ANCHOR_RATE 0.63
+
+double config_spec_default_rate(double fraction) {
+  if (!(fraction > 0)) return 0;
+  if (fraction >= 1) return 1;
+  if (fraction <= SPEC_ANCHOR_FRACTION) return SPEC_ANCHOR_RATE * fraction / SPEC_ANCHOR_FRACTION;
+  return SPEC_ANCHOR_RATE + (1 - SPEC_ANCHOR_RATE) * (fraction - SPEC_ANCHOR_FRACTION) / (1 - SPEC_ANCHOR_FRACTION);
+}
+
+static void spec_default(config_model *m) {
+  m->spec_default = true;
+  m->spec_exit_count = 0;
+  for (int q = 1; q <= 3; q++) {
+    const int ex = (int)lround(m->layers * q / 4.0);
+    if (ex < 1 || ex >= m->layers || (m->spec_exit_count && ex <= m->spec_exits[m->spec_exit_count - 1].exit_layers))
+      continue;
+    m->spec_exits[m->spec_exit_count++] = (config_spec_exit){ex, config_spec_default_rate((double)ex / m->layers)};
+  }
+}
+
+static int parse_spec(const config_doc *doc, const config_path *root, const json_t *spec, config_model *m,
+                      enpu_err *err) {
+  config_path sp = CONFIG_KEY(root, "speculative");
+  ENPU_FORWARD(config_object(doc, &sp, spec, spec_keys, NKEYS(spec_keys), err));
+  config_path ap = CONFIG_KEY(&sp, "acceptance");
+  const json_t *rows = json_object_get(spec, "acceptance");
+  size_t n;
+  ENPU_FORWARD(config_array(doc, &ap, rows, &n, err));
+  if (n > CONFIG_MAX_SPEC_EXITS)
+    return config_fail(doc, &ap, err, ENPU_ERR_RANGE, "expected at most %d exit depths, got %zu",
+                       CONFIG_MAX_SPEC_EXITS, n);
+  for (size_t i = 0; i < n; i++) {
+    config_path rp = CONFIG_INDEX(&ap, i);
+    const json_t *row = json_array_get(rows, i);
+    config_spec_exit *x = &m->spec_exits[i];
+    ENPU_FORWARD(config_object(doc, &rp, row, spec_exit_keys, NKEYS(spec_exit_keys), err));
+    ENPU_FORWARD(config_get_int(doc, &rp, row, "exit_layers", &x->exit_layers, err));
+    config_path ep = CONFIG_KEY(&rp, "exit_layers");
+    if (x->exit_layers >= m->layers || (i > 0 && x->exit_layers <= x[-1].exit_layers))
+      return config_fail(doc, &ep, err, ENPU_ERR_RANGE,
+                         "expected a depth below layers (%d), above the previous row's, got %d", m->layers,
+                         x->exit_layers);
+    ENPU_FORWARD(config_get_number(doc, &rp, row, "rate", &x->rate, err));
+  }
+  m->spec_exit_count = (int)n;
+  m->spec_default = false;
+  return ENPU_OK;
+}
+
 /* Weights of one attention block (projections and its internal norms). */
 static double attention_params(const config_model *m) {
   double h = m->hidden, heads = m->heads;
@@ -103,6 +160,7 @@ static double attention_params(const config_model *m) {
 static void derive(config_model *m) {
   double h = m->hidden;
   double attn = attention_params(m) + 2.0 * h; /* + pre-attention and pre-FFN RMSNorm */
+  m->params_layer_attention = attn;
   double dense_ffn = 3.0 * h * m->ffn_intermediate;
   double embed = (double)m->vocab * h;
   double head = (double)m->vocab * h + h; /* LM head + final norm */
@@ -143,8 +201,16 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   const json_t *ffn = json_object_get(o, "ffn");
   ENPU_FORWARD(config_object(doc, &fp, ffn, ffn_keys, NKEYS(ffn_keys), err));
   ENPU_FORWARD(config_get_int(doc, &fp, ffn, "intermediate", &m->ffn_intermediate, err));
+  const json_t *fuse = json_object_get(ffn, "fuse_gate_up");
+  if (fuse) {
+    config_path up = CONFIG_KEY(&fp, "fuse_gate_up");
+    ENPU_FORWARD(config_bool(doc, &up, fuse, &m->ffn_fuse_gate_up, err));
+  }
   const json_t *moe = json_object_get(o, "moe");
   if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));
+  const json_t *spec = json_object_get(o, "speculative");
+  if (spec) ENPU_FORWARD(parse_spec(doc, &root, spec, m, err));
+  else spec_default(m);
   derive(m);
   m->hash = enpu_hash64(doc->text, doc->len, 0);
   return ENPU_OK;

@@ -1,5 +1,5 @@
 /* config_names.c — names of the closed vocabularies (phases, components, policies, budget
- * modes, idle modes, safeguard-2 modes).
+ * modes, MoE expert graphs, capacity policies, idle modes, safeguard-2 modes).
  * The strings are part of the file formats and the store layout: never rename them. */
 #include <string.h>
 
@@ -8,10 +8,13 @@
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
 const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
-                                                         "ideal",  "dvfs-c-walk"};
+                                                         "ideal",  "dvfs-c-walk", "uniform"};
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
+
+const char *const config_moe_experts_names[CONFIG_NEXPERTS] = {"all-resident", "active-only"};
+const char *const config_capacity_names[CONFIG_NCAPACITY] = {"enforce", "offload", "ignore"};
 
 const char *config_phase_name(config_phase p) {
   return (unsigned)p < CONFIG_NPHASE ? config_phase_names[p] : "?";
@@ -23,6 +26,14 @@ const char *config_component_name(config_component c) {
 
 const char *config_policy_name(config_policy p) {
   return (unsigned)p < CONFIG_NPOLICY ? config_policy_names[p] : "?";
+}
+
+const char *config_moe_experts_name(config_moe_experts e) {
+  return (unsigned)e < CONFIG_NEXPERTS ? config_moe_experts_names[e] : "?";
+}
+
+const char *config_capacity_name(config_capacity c) {
+  return (unsigned)c < CONFIG_NCAPACITY ? config_capacity_names[c] : "?";
 }
 
 const char *config_budget_name(config_budget b) {
@@ -57,6 +68,13 @@ int config_policy_parse(const char *name, config_policy *out) {
   int i;
   ENPU_FORWARD(parse_name(name, config_policy_names, CONFIG_NPOLICY, &i));
   *out = (config_policy)i;
+  return ENPU_OK;
+}
+
+int config_capacity_parse(const char *name, config_capacity *out) {
+  int i;
+  ENPU_FORWARD(parse_name(name, config_capacity_names, CONFIG_NCAPACITY, &i));
+  *out = (config_capacity)i;
   return ENPU_OK;
 }
 

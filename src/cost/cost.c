@@ -11,7 +11,10 @@
  * blocks. A three-stage pipeline (DMA in → core → ICI) over B blocks takes
  *   Σ_k (L_k + t_k / B) + (B − 1) · max_k (t_k) / B
  * with t_k a stage's total time and L_k its fixed lead-in (HBM latency). This is a max
- * of sums of monotone terms, so it keeps the model monotone in every clock.
+ * of sums of monotone terms, so it keeps the model monotone in every clock. A host load
+ * adds the host link as one more stage (host → HBM; its latency is a lead-in); the link
+ * has no DVFS state, so its time is fixed, and its energy per byte (chip file) is
+ * charged to the "other" slot as switching energy.
  *
  * A memo entry also holds the op's NoDVFS time and its components' largest own time at
  * peak, the two constants of the critical-path time (cost.h); they are computed by the
@@ -104,7 +107,7 @@ static uint64_t op_key(const graph_op *op) {
   int64_t ints[] = {op->kind, s->b, s->m, s->k, s->n, s->v, s->kv_group, s->causal,
                     s->rhs_is_weight, s->ranks, s->in_tensors, s->out_tensors, s->dtype_bytes};
   double reals[] = {s->vector_ops_per_elem, op->flops, op->vector_ops, op->hbm_read_bytes,
-                    op->hbm_write_bytes, op->ici_bytes};
+                    op->hbm_write_bytes, op->ici_bytes, op->host_bytes};
   enpu_hasher_bytes(&h, ints, sizeof ints);
   enpu_hasher_bytes(&h, reals, sizeof reals);
   return enpu_hasher_digest(&h);
@@ -161,10 +164,12 @@ void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff
   o->ici_xfer_ns =
       t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac_ici) : 0;
   double ici_ns = o->ici_xfer_ns + t->ici_steps * chip->ici_latency_ns;
+  double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
   double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
   double lead_ns = t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0;
-  double slowest = fmax(hbm_ns, fmax(o->core.time_ns, ici_ns));
-  o->time_ns = lead_ns + (hbm_ns + o->core.time_ns + ici_ns) / blocks +
+  double host_lead_ns = t->host_bytes > 0 ? chip->host_latency_ns : 0;
+  double slowest = fmax(fmax(hbm_ns, host_ns), fmax(o->core.time_ns, ici_ns));
+  o->time_ns = lead_ns + host_lead_ns + (hbm_ns + o->core.time_ns + ici_ns + host_ns) / blocks +
                (blocks - 1) * slowest / blocks;
   o->own_ns[CONFIG_SA] = t->sa_cycles * o->period_ns[CONFIG_SA];
   o->own_ns[CONFIG_VU] = t->vu_cycles * o->period_ns[CONFIG_VU];
@@ -311,7 +316,7 @@ static void rail_delays(const cost_pipeline *pl, const int prev_eff[COST_NUNIT],
 
 /* Energy of the timed op at out->time_ns, plus the moving rails' extra leakage. */
 static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_eff,
-                 cost_result *out, enpu_err *err) {
+                 double host_nj, cost_result *out, enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++) out->flop_utilization[c] = 1;
   out->flop_utilization[CONFIG_SA] = t->sa_util;
   out->flop_utilization[CONFIG_VU] = t->vu_util;
@@ -328,8 +333,9 @@ static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_ef
     pb.total_nj += extra;
   }
   memcpy(out->energy_nj, pb.energy_nj, sizeof out->energy_nj);
-  out->energy_total_nj = pb.total_nj;
-  out->energy_dynamic_nj = pb.dynamic_nj;
+  out->energy_nj[POWER_SLOT_OTHER] += host_nj; /* the host link's switching */
+  out->energy_total_nj = pb.total_nj + host_nj;
+  out->energy_dynamic_nj = pb.dynamic_nj + host_nj;
   out->energy_static_nj = pb.static_nj;
   return 0;
 }
@@ -374,7 +380,8 @@ int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *p
     if (out->busy_ns[u] > out->time_ns) out->busy_ns[u] = out->time_ns;
     out->utilization[u] = out->time_ns > 0 ? out->busy_ns[u] / out->time_ns : 0;
   }
-  return price(pl, &e->tile, prev ? prev_eff : NULL, out, err);
+  return price(pl, &e->tile, prev ? prev_eff : NULL,
+               e->tile.host_bytes * ctx->chip.host_pj_per_byte / 1e3, out, err);
 }
 
 int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,

@@ -209,7 +209,8 @@ int cost_bound_box(cost_ctx *ctx, const graph_op *op, const cost_plan *lo, const
   lb->cp_time_ns = e->t_nodvfs_ns + (own_max - e->own_peak_ns);
   /* Energy: each component at its cheapest state for the least time. */
   const double util[CONFIG_NCOMP] = {t->sa_util, t->vu_util, 1, 1, 1};
-  double energy = power_other_energy(pl->power, o.time_ns);
+  double energy = power_other_energy(pl->power, o.time_ns) +
+                  t->host_bytes * ctx->chip.host_pj_per_byte / 1e3; /* as cost_finish */
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     double best = INFINITY;
     for (int s = lo->state[c]; s <= hi->state[c]; s++) {

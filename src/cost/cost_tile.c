@@ -13,6 +13,8 @@
  *  ICI   the graph's bytes per chip over the links of the torus axes the group spans
  *        (both directions of each), with a latency per step of the ring algorithm
  *        (LogGP-style: per step latency + bytes / link bandwidth).
+ *  host  a host load (offloaded weights) is a DMA from the host link straight into HBM:
+ *        host bytes and the HBM write, no core work.
  * The core loop (SA/VU/SRAM) is cut into iterations of one pass per SA (matmul,
  * attention) or one vreg per VU (vector operators); each stage's total work is spread
  * evenly over the iterations. */
@@ -61,15 +63,26 @@ static int vector_chain(const graph_op *op) {
   }
 }
 
-int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu_err *err) {
+/* An op the model can price: a known kind, no negative dimension or work, host bytes
+ * only on a chip with a host link. */
+static int check_op(const config_chip *chip, const graph_op *op, enpu_err *err) {
   const graph_shape *sh = &op->shape;
   ENPU_RETURN_IF(op->kind < 0 || op->kind >= GRAPH_NKIND, err, ENPU_ERR_INVALID,
                  "op %d: unknown kind %d", op->id, (int)op->kind);
+  ENPU_RETURN_IF(op->host_bytes > 0 && !(chip->host_gbps > 0), err, ENPU_ERR_INVALID,
+                 "op %d (%s): %.0f bytes over the host link of a chip without one (no "
+                 "\"host\" in %s)", op->id, op->name, op->host_bytes, chip->path);
   ENPU_RETURN_IF(sh->b < 0 || sh->m < 0 || sh->k < 0 || sh->n < 0 || sh->v < 0, err,
                  ENPU_ERR_INVALID, "op %d (%s): negative dimension", op->id, op->name);
   ENPU_RETURN_IF(op->flops < 0 || op->vector_ops < 0 || op->hbm_read_bytes < 0 ||
-                     op->hbm_write_bytes < 0 || op->ici_bytes < 0,
+                     op->hbm_write_bytes < 0 || op->ici_bytes < 0 || op->host_bytes < 0,
                  err, ENPU_ERR_INVALID, "op %d (%s): negative work", op->id, op->name);
+  return 0;
+}
+
+int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu_err *err) {
+  const graph_shape *sh = &op->shape;
+  ENPU_FORWARD(check_op(chip, op, err));
   memset(t, 0, sizeof *t);
   int dtype = sh->dtype_bytes > 0 ? sh->dtype_bytes : 2;
   double lanes = (double)chip->vu_count * chip->vu_sublanes * chip->vu_lanes;
@@ -124,6 +137,10 @@ int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu
     add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
     break;
   }
+  case GRAPH_HOST_LOAD:
+    t->host_bytes = op->host_bytes;
+    sram_rd = sram_wr = 0; /* the DMA bypasses SRAM */
+    break;
   case GRAPH_ALLREDUCE:
   case GRAPH_ALLGATHER:
   case GRAPH_REDUCE_SCATTER:

@@ -425,7 +425,7 @@ static int run_master(master *m, enpu_err *err) {
     m->sums[0].input_error = 1;
     return rc;
   }
-  if (m->size == 1) rc = farm_exec_create(m->o.job_paths, m->o.njobs, &m->exec, err);
+  if (m->size == 1) rc = farm_exec_create(m->o.job_paths, m->o.njobs, m->o.capacity_factor, &m->exec, err);
   ENPU_FORWARD(executors_ready(m->comm, rc, err));
   c.last_sync = c.last_ckpt = c.last_progress = enpu_now_s();
   rc = m->size > 1 ? master_loop_mpi(m, &c, err) : master_loop_inline(m, &c, err);
@@ -452,7 +452,7 @@ static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, 
     return setup.code;
   }
   farm_exec *x = NULL;
-  int rc = executors_ready(comm, farm_exec_create(o->job_paths, o->njobs, &x, err), err);
+  int rc = executors_ready(comm, farm_exec_create(o->job_paths, o->njobs, o->capacity_factor, &x, err), err);
   if (rc < 0) return rc;
   farm_buf in = {0}, out = {0};
   for (;;) {

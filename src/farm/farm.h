@@ -45,6 +45,8 @@ typedef struct {
                                         policy, wall and CPU seconds, evaluations, result
                                         bytes plain and packed), written by rank 0; NULL:
                                         none */
+  const char *capacity_factor;       /* NULL, or every job's MoE capacity factor replaced
+                                        (config_job_set_capacity_factor) on every rank */
   FILE *log;                         /* progress and notes (stderr when NULL) */
 } farm_options;
 

@@ -489,6 +489,7 @@ static int replay_journal(farm_job *m, enpu_err *err) {
 
 static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->job_path, &m->job, err));
+  if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
   farm_search_options(m->job, &m->opt);
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
   ENPU_FORWARD(lock_store(m, store_path ? store_path : m->job->store_path, err));

@@ -56,6 +56,9 @@ uint64_t farm_op_key(const config_job *job, config_policy policy, const search_o
   enpu_hasher_str(&h, "enpu-farm-op");
   enpu_hasher_i64(&h, (int64_t)op->signature);
   enpu_hasher_i64(&h, policy);
+  /* uniform keeps an op's instances apart per segment (embedding, layer kinds, head), so
+   * a reader can rebuild a pass of fewer layers from its ops (planstore.md). */
+  if (policy == CONFIG_POLICY_UNIFORM) enpu_hasher_i64(&h, op->segment);
   hash_options(&h, job, opt);
   return enpu_hasher_digest(&h);
 }
@@ -79,6 +82,9 @@ uint64_t farm_bucket_input_hash(const config_job *job, config_policy policy,
     enpu_hasher_i64(&h, seg->repeat);
   }
   for (int k = 0; k < job->slack_count; k++) enpu_hasher_f64(&h, job->slacks[k]);
+  char note[STORE_MSG_LEN]; /* the bucket's capacity note is part of its result */
+  grid_memory_note(&graph_get_info(g)->memory, note, sizeof note);
+  enpu_hasher_str(&h, note);
   return enpu_hasher_digest(&h);
 }
 
@@ -190,21 +196,24 @@ struct farm_exec {
   farm_buf frame;
 };
 
-static int exec_job_init(exec_job *x, const char *job_path, enpu_err *err) {
+static int exec_job_init(exec_job *x, const char *job_path, const char *capacity_factor,
+                         enpu_err *err) {
   ENPU_FORWARD(config_job_load(job_path, &x->job, err));
+  if (capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(x->job, capacity_factor, err));
   farm_search_options(x->job, &x->opt);
   ENPU_FORWARD(cost_ctx_create(&x->job->chip, &x->cost, err));
   return search_ctx_create(&x->job->chip, &x->search, err);
 }
 
-int farm_exec_create(const char *const *job_paths, int njobs, farm_exec **out, enpu_err *err) {
+int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor,
+                     farm_exec **out, enpu_err *err) {
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
   x->jobs = enpu_calloc((size_t)njobs + 1, sizeof *x->jobs);
   int rc = x->jobs ? farm_zframe_create(&x->z, err)
                    : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
   while (rc == 0 && x->njobs < njobs) {
-    rc = exec_job_init(&x->jobs[x->njobs], job_paths[x->njobs], err);
+    rc = exec_job_init(&x->jobs[x->njobs], job_paths[x->njobs], capacity_factor, err);
     x->njobs++;
   }
   if (rc < 0) {
@@ -271,7 +280,10 @@ static int run_op(exec_job *x, const task_hdr *t, farm_buf *rec, uint64_t *evals
                                       t->kind == FARM_TASK_PART ? t->part : -1, &p, err));
   farm_op_result r = {.policy = t->policy, .key = t->key, .kind = op->kind,
                       .evaluations = (uint64_t)p.evals, .npoints = (uint32_t)p.count};
-  snprintf(r.name, sizeof r.name, "%s", op->name);
+  if (policy == CONFIG_POLICY_UNIFORM)
+    snprintf(r.name, sizeof r.name, "%.20s:%.42s", graph_segment_at(g, op->segment)->name, op->name);
+  else
+    snprintf(r.name, sizeof r.name, "%s", op->name);
   r.points = enpu_calloc((size_t)p.count, sizeof *r.points);
   int rc = r.points ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (Pareto points)");
   for (int i = 0; rc == 0 && i < p.count; i++) {
@@ -468,35 +480,27 @@ static int convert_states(const convert_in *in, farm_bucket_result *r, enpu_err 
   ENPU_FORWARD(check_walk_rule(r, err));
   const graph *g = in->g;
   const int nops = graph_op_count(g);
-  int64_t *exec0 = enpu_calloc((size_t)nops + 1, sizeof *exec0); /* op i, layer 0 */
+  const int64_t instances = in->sr->nplans ? in->sr->plans[0].instances : 0;
+  int(*walk)[CONFIG_NCOMP] = enpu_calloc((size_t)instances + 1, sizeof *walk);
+  int64_t *offset = enpu_calloc((size_t)nops + 1, sizeof *offset); /* op i's first instance */
   uint64_t runs = 0;
   for (int k = 0; k < in->sr->nplans; k++) runs += (uint64_t)in->sr->plans[k].instances;
   r->states = enpu_calloc(runs + 1, sizeof *r->states);
-  ENPU_RETURN_IF(!exec0 || !r->states, err, (free(exec0), ENPU_ERR_NOMEM),
+  ENPU_RETURN_IF(!walk || !offset || !r->states, err, (free(walk), free(offset), ENPU_ERR_NOMEM),
                  "out of memory (states)");
-  for (int64_t x = 0, si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, (int)si);
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-      exec0[i] = x + (i - seg->first_op);
-    x += seg->repeat * seg->op_count;
-  }
+  for (int i = 1; i <= nops; i++) offset[i] = offset[i - 1] + graph_op_at(g, i - 1)->multiplicity;
   for (uint32_t k = 0; k < r->nplans; k++) {
-    const search_slack_plan *sp = &in->sr->plans[k];
+    /* Instance l of op i (layer-major: layer · count + copy) as the walk numbers it. */
+    search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])in->sr->plans[k].state, walk);
     r->plans[k].states_first = r->nstates;
     for (uint32_t key = 0; key < r->nops; key++)
-      for (int i = 0; i < nops; i++) {
-        if ((uint32_t)in->key_of[i] != key) continue;
-        const graph_segment *seg = NULL;
-        for (int si = 0; si < graph_segment_count(g) && !seg; si++) {
-          const graph_segment *c = graph_segment_at(g, si);
-          if (i >= c->first_op && i < c->first_op + c->op_count) seg = c;
-        }
-        for (int64_t l = 0; l < graph_op_at(g, i)->multiplicity; l++)
-          push_run(r, k, key, &in->sets[key], sp->state[exec0[i] + l * seg->op_count]);
-      }
+      for (int i = 0; i < nops; i++)
+        for (int64_t l = 0; (uint32_t)in->key_of[i] == key && l < offset[i + 1] - offset[i]; l++)
+          push_run(r, k, key, &in->sets[key], walk[offset[i] + l]);
     r->plans[k].states_count = r->nstates - r->plans[k].states_first;
   }
-  free(exec0);
+  free(walk);
+  free(offset);
   return 0;
 }
 
@@ -508,6 +512,8 @@ static int convert_bucket(const convert_in *in, const task_hdr *t, farm_bucket_r
   b->phase = (uint8_t)t->phase, b->status = STORE_BUCKET_OK, b->input_hash = t->key;
   b->budget = (uint8_t)sr->budget;
   b->batch = t->batch, b->seq = t->seq;
+  /* A compiled bucket that does not fit HBM (capacity offload or ignore) says so. */
+  grid_memory_note(&graph_get_info(in->g)->memory, b->message, sizeof b->message);
   b->t_nodvfs_ns = sr->t_nodvfs_ns, b->t_peak_ns = sr->t_peak_ns, b->e_nodvfs_nj = sr->e_nodvfs_nj;
   b->walk_start_time_ns = search_walk_start_time_ns(sr->walk);
   b->walk_start_energy_nj = search_walk_start_energy_nj(sr->walk);

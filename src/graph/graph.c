@@ -4,13 +4,15 @@
  * so the same shape always gives the same numbers and the same signature.
  *
  * Invariants of a built graph: segments are contiguous, in execution order, cover
- * every op exactly once, and have repeat >= 1; every op's multiplicity equals its
- * segment's repeat; totals are the sums of the op figures × multiplicity. */
+ * every op exactly once, and have repeat >= 1; every op has count >= 1 and its
+ * multiplicity is its segment's repeat × count; totals are the sums of the op figures ×
+ * multiplicity. */
 #include "graph.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* VU element operations per output element. They are estimates of the vector work of
  * each kind, kept here so the cost model sees consistent counts:
@@ -28,7 +30,7 @@
 /* Token ids read by the embedding gather (int32). */
 #define TOKEN_ID_BYTES 4.0
 /* Version of the signature recipe: bump when the hashed fields or their meaning change. */
-#define GRAPH_SIGNATURE_SEED 0x6772617068763031ULL /* "graphv01" */
+#define GRAPH_SIGNATURE_SEED 0x6772617068763032ULL /* "graphv02": + host_bytes, no factor */
 
 struct graph {
   graph_op *ops;
@@ -44,21 +46,19 @@ typedef struct {
   graph *g;
   const config_model *model;
   int tp, ep;
-  double capacity_factor;
-  bool capacity_dependent; /* the ops being added depend on the capacity factor */
-  double dtype;            /* bytes per element */
+  config_moe_experts experts;
+  double dtype; /* bytes per element */
   double max_activation_bytes;
 } builder;
 
 const char *graph_kind_name(graph_op_kind kind) {
   static const char *const names[GRAPH_NKIND] = {
       "matmul",    "attention", "norm",      "rope",           "elementwise", "router",
-      "embedding", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+      "embedding", "allreduce", "allgather", "reduce_scatter", "alltoall", "host_load"};
   return (unsigned)kind < GRAPH_NKIND ? names[kind] : "unknown";
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* GQA KV heads held by one chip: kv_heads/tp, or 1 replicated head when tp > kv_heads. */
 static int64_t gqa_kv_heads_per_chip(const config_model *m, int tp) {
@@ -75,7 +75,7 @@ static uint64_t op_signature(const builder *bld, const graph_op *op) {
                             s->out_tensors, s->dtype_bytes, bld->tp,     bld->ep};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) enpu_hasher_i64(&hs, fields[i]);
   enpu_hasher_f64(&hs, s->vector_ops_per_elem);
-  enpu_hasher_f64(&hs, bld->capacity_dependent ? bld->capacity_factor : -1.0);
+  enpu_hasher_f64(&hs, op->host_bytes);
   return enpu_hasher_digest(&hs);
 }
 
@@ -87,6 +87,7 @@ static int push(builder *bld, const char *name, graph_op op, double activation_b
   if (enpu_grow((void **)&g->ops, &g->cap, (size_t)g->count + 1, sizeof *g->ops) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory building the operator graph");
   op.id = g->count;
+  if (op.count < 1) op.count = 1;
   snprintf(op.name, sizeof op.name, "%s", name);
   op.shape.dtype_bytes = (int)bld->dtype;
   op.signature = op_signature(bld, &op);
@@ -221,6 +222,14 @@ static int add_collective(builder *bld, const char *name, graph_op_kind kind, in
   return push(bld, name, op, op.hbm_read_bytes + op.hbm_write_bytes, err);
 }
 
+/* `bytes` of weights from host memory over the host link, landing in HBM. */
+static int add_host_load(builder *bld, const char *name, double bytes, enpu_err *err) {
+  graph_op op = {.kind = GRAPH_HOST_LOAD, .shape = {.n = (int64_t)ceil(bytes)}};
+  op.host_bytes = (double)op.shape.n;
+  op.hbm_write_bytes = op.host_bytes;
+  return push(bld, name, op, 0.0, err);
+}
+
 /* Close the segment that started at op `first` and give its ops their multiplicity. */
 static void end_segment(graph *g, const char *name, int first, int64_t repeat) {
   graph_segment *s = &g->segments[g->segment_count++];
@@ -228,7 +237,10 @@ static void end_segment(graph *g, const char *name, int first, int64_t repeat) {
   s->first_op = first;
   s->op_count = g->count - first;
   s->repeat = repeat;
-  for (int i = first; i < g->count; i++) g->ops[i].multiplicity = repeat;
+  for (int i = first; i < g->count; i++) {
+    g->ops[i].multiplicity = repeat * g->ops[i].count;
+    g->ops[i].segment = g->segment_count - 1;
+  }
 }
 
 /* ---------------------------------------------------------------------------------
@@ -285,14 +297,23 @@ static int add_mla_attention(builder *bld, const graph_info *in, enpu_err *err) 
   return add_matmul(bld, "attn.o_proj", 1, T, heads * vd, m->hidden, true, err);
 }
 
-/* Gate/up matmul, SwiGLU and down over `experts` × m tokens (experts = 1: dense FFN);
- * op names are `prefix` + "gate_up" / "swiglu" / "down". */
+/* One SwiGLU MLP over m tokens of each of `experts` batched experts (1: a dense FFN or
+ * a single expert): the gate and up projections (one matmul when the model fuses them,
+ * graph.h), SwiGLU, down; op names are `prefix` + "gate_up" or "gate"/"up", "swiglu",
+ * "down". */
 static int add_swiglu_mlp(builder *bld, const char *prefix, int64_t experts, int64_t m,
                           int64_t inter, enpu_err *err) {
   const int64_t hidden = bld->model->hidden;
   char name[64];
-  snprintf(name, sizeof name, "%sgate_up", prefix);
-  ENPU_FORWARD(add_matmul(bld, name, experts, m, hidden, 2 * inter, true, err));
+  if (bld->model->ffn_fuse_gate_up) {
+    snprintf(name, sizeof name, "%sgate_up", prefix);
+    ENPU_FORWARD(add_matmul(bld, name, experts, m, hidden, 2 * inter, true, err));
+  } else {
+    snprintf(name, sizeof name, "%sgate", prefix);
+    ENPU_FORWARD(add_matmul(bld, name, experts, m, hidden, inter, true, err));
+    snprintf(name, sizeof name, "%sup", prefix);
+    ENPU_FORWARD(add_matmul(bld, name, experts, m, hidden, inter, true, err));
+  }
   snprintf(name, sizeof name, "%sswiglu", prefix);
   ENPU_FORWARD(add_elementwise(bld, name, experts * m, inter, 2, SWIGLU_OPS_PER_ELEM, err));
   snprintf(name, sizeof name, "%sdown", prefix);
@@ -308,6 +329,46 @@ static int add_tp_allreduce(builder *bld, const char *name, int64_t T, enpu_err 
                         (double)T * bld->model->hidden * bld->dtype, err);
 }
 
+/* One projection ("gate_up", "gate", "up", "swiglu" or "down") of one expert of m tokens. */
+static int add_expert_projection(builder *bld, const char *name, const char *proj, int64_t m,
+                                 int64_t inter, enpu_err *err) {
+  const int64_t hidden = bld->model->hidden;
+  if (!strcmp(proj, "swiglu"))
+    return add_elementwise(bld, name, m, inter, 2, SWIGLU_OPS_PER_ELEM, err);
+  if (!strcmp(proj, "down")) return add_matmul(bld, name, 1, m, inter, hidden, true, err);
+  const int64_t n = strcmp(proj, "gate_up") ? inter : 2 * inter;
+  return add_matmul(bld, name, 1, m, hidden, n, true, err);
+}
+
+/* All-resident experts (graph.h, "MoE experts"), projection by projection: the hot
+ * expert's op, then one op standing for the cold experts (count = their number). */
+static int add_resident_experts(builder *bld, const grid_moe_load *l, int64_t inter,
+                                enpu_err *err) {
+  static const char *const fused[] = {"gate_up", "swiglu", "down"};
+  static const char *const split[] = {"gate", "up", "swiglu", "down"};
+  const bool fuse = bld->model->ffn_fuse_gate_up;
+  const char *const *proj = fuse ? fused : split;
+  const int nproj = fuse ? 3 : 4;
+  char name[64];
+  for (int p = 0; p < nproj; p++) {
+    snprintf(name, sizeof name, "moe.expert0.%s", proj[p]);
+    ENPU_FORWARD(add_expert_projection(bld, name, proj[p], l->hot_tokens, inter, err));
+    if (l->cold_experts == 0) continue;
+    snprintf(name, sizeof name, "moe.expert1-%lld.%s", (long long)l->cold_experts, proj[p]);
+    ENPU_FORWARD(add_expert_projection(bld, name, proj[p], l->cold_tokens, inter, err));
+    bld->g->ops[bld->g->count - 1].count = l->cold_experts;
+  }
+  return 0;
+}
+
+/* The routed experts of the chip (graph.h, "MoE experts"). */
+static int add_routed_experts(builder *bld, const grid_moe_load *l, enpu_err *err) {
+  const int64_t inter = bld->model->expert_intermediate / bld->tp;
+  if (bld->experts == CONFIG_EXPERTS_ACTIVE_ONLY)
+    return add_swiglu_mlp(bld, "moe.expert_", l->active_experts, l->active_tokens, inter, err);
+  return add_resident_experts(bld, l, inter, err);
+}
+
 static int add_moe(builder *bld, const graph_info *in, enpu_err *err) {
   const config_model *m = bld->model;
   const int64_t T = in->chip_tokens, k = m->experts_per_token, hidden = m->hidden;
@@ -317,12 +378,9 @@ static int add_moe(builder *bld, const graph_info *in, enpu_err *err) {
   ENPU_FORWARD(add_router(bld, T, m->routed_experts, k, err));
   ENPU_FORWARD(add_collective(bld, "moe.dispatch", GRAPH_ALLTOALL, bld->ep,
                               (double)T * k * hidden * d, err));
-  bld->capacity_dependent = true;
-  ENPU_FORWARD(add_swiglu_mlp(bld, "moe.expert_", in->experts_active, in->expert_tokens,
-                              m->expert_intermediate / bld->tp, err));
+  ENPU_FORWARD(add_routed_experts(bld, &in->moe, err));
   ENPU_FORWARD(add_collective(bld, "moe.combine", GRAPH_ALLTOALL, bld->ep,
-                              (double)in->experts_active * in->expert_tokens * hidden * d, err));
-  bld->capacity_dependent = false;
+                              (double)in->moe.token_slots * hidden * d, err));
   if (m->shared_experts > 0)
     ENPU_FORWARD(add_swiglu_mlp(bld, "moe.shared_", 1, T,
                                 (int64_t)m->shared_experts * m->expert_intermediate / bld->tp,
@@ -337,6 +395,9 @@ static int add_moe(builder *bld, const graph_info *in, enpu_err *err) {
 
 static int add_layer(builder *bld, const graph_info *in, bool moe, enpu_err *err) {
   const int64_t T = in->chip_tokens;
+  /* Offload: the streaming layers (grid.h) first bring their share of the weights in. */
+  if (in->memory.offload_bytes > 0 && moe == bld->model->moe)
+    ENPU_FORWARD(add_host_load(bld, "host.weight_stream", in->memory.offload_layer_bytes, err));
   if (bld->model->attention == CONFIG_ATTN_MLA)
     ENPU_FORWARD(add_mla_attention(bld, in, err));
   else
@@ -414,15 +475,16 @@ static int check_inputs(const config_job *job, config_phase phase, int batch, in
     ENPU_RETURN_IF(p->ep != 1, err, ENPU_ERR_INVALID,
                    "ep %d on the dense model '%s'", p->ep, m->name);
   }
-  ENPU_RETURN_IF(!(job->moe_capacity_factor >= 0), err, ENPU_ERR_INVALID,
-                 "capacity factor must be >= 0 (0 = worst case), got %g",
+  ENPU_RETURN_IF(!(job->moe_capacity_factor == 0 || job->moe_capacity_factor >= 1), err,
+                 ENPU_ERR_INVALID, "capacity factor must be >= 1 (0 = worst case), got %g",
                  job->moe_capacity_factor);
   return 0;
 }
 
-/* Token counts, layer counts, expert load and KV bytes per token of the bucket. */
-static void bucket_info(const config_job *job, config_phase phase, int batch, int seq,
-                        graph_info *in) {
+/* Token counts, layer counts (of the first `depth` layers), KV bytes per token, expert
+ * load and memory of the bucket. */
+static int bucket_info(const config_job *job, config_phase phase, int batch, int seq, int depth,
+                       graph_info *in, enpu_err *err) {
   const config_model *m = &job->model;
   const config_parallel *p = &job->phase[phase].parallel;
   const int64_t per_request = phase == CONFIG_PREFILL ? seq : 1;
@@ -430,25 +492,18 @@ static void bucket_info(const config_job *job, config_phase phase, int batch, in
   in->tokens = (int64_t)batch * per_request;
   in->chip_requests = ceil_div(batch, p->ep);
   in->chip_tokens = in->chip_requests * per_request;
-  const int64_t dense = m->moe ? m->first_dense_layers : m->layers;
+  const int64_t all_dense = m->moe ? m->first_dense_layers : m->layers;
+  const int64_t dense = all_dense < depth ? all_dense : depth;
   in->dense_layers = ceil_div(dense, p->pp);
-  in->moe_layers = ceil_div(m->layers - dense, p->pp);
+  in->moe_layers = ceil_div(depth - dense, p->pp);
   const int64_t layers = in->dense_layers + in->moe_layers;
   const double d = m->dtype_bytes;
   if (m->attention == CONFIG_ATTN_MLA)
     in->kv_bytes_per_token = (double)layers * (m->kv_lora_rank + m->qk_rope_head_dim) * d;
   else
     in->kv_bytes_per_token = 2.0 * layers * gqa_kv_heads_per_chip(m, p->tp) * m->head_dim * d;
-  if (!m->moe) return;
-  const int64_t experts_local = m->routed_experts / p->ep, k = m->experts_per_token;
-  const int64_t pairs = in->tokens * min64(k, experts_local);
-  in->experts_active = min64(experts_local, pairs);
-  int64_t tokens = min64(in->tokens, ceil_div(pairs, in->experts_active));
-  if (job->moe_capacity_factor > 0) {
-    const double cap = ceil(job->moe_capacity_factor * (double)in->tokens * k / m->routed_experts);
-    if (cap < (double)tokens) tokens = (int64_t)cap;
-  }
-  in->expert_tokens = tokens;
+  ENPU_FORWARD(grid_moe_load_of(job, phase, batch, seq, &in->moe, err));
+  return grid_memory_per_chip(job, phase, batch, seq, &in->memory, err);
 }
 
 static void compute_totals(graph *g, const builder *bld) {
@@ -463,6 +518,7 @@ static void compute_totals(graph *g, const builder *bld) {
     t->hbm_write_bytes += op->hbm_write_bytes * mult;
     t->weight_bytes += op->weight_bytes * mult;
     t->ici_bytes += op->ici_bytes * mult;
+    t->host_bytes += op->host_bytes * mult;
   }
   const graph_info *in = &g->info;
   t->kv_cache_bytes = (double)in->chip_requests * in->seq * in->kv_bytes_per_token;
@@ -493,21 +549,23 @@ static int build(builder *bld, enpu_err *err) {
   return 0;
 }
 
-int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
-                enpu_err *err) {
+int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers,
+                      graph **out, enpu_err *err) {
   ENPU_RETURN_IF(!out, err, ENPU_ERR_INVALID, "no output pointer");
   *out = NULL;
   ENPU_FORWARD(check_inputs(job, phase, batch, seq, err));
+  ENPU_RETURN_IF(layers < 1 || layers > job->model.layers, err, ENPU_ERR_RANGE,
+                 "depth %d outside 1..%d layers of model '%s'", layers, job->model.layers, job->model.name);
   graph *g = enpu_calloc(1, sizeof *g);
   ENPU_RETURN_IF(!g, err, ENPU_ERR_NOMEM, "out of memory building the operator graph");
-  bucket_info(job, phase, batch, seq, &g->info);
   const config_parallel *p = &job->phase[phase].parallel;
   builder bld = {.g = g, .model = &job->model, .tp = p->tp, .ep = p->ep,
-                 .capacity_factor = job->moe_capacity_factor,
-                 .dtype = job->model.dtype_bytes};
-  int rc = build(&bld, err);
-  /* Searches and re-simulations allocate per op instance of a pass: bound the count
-   * before they do (real models have thousands to tens of thousands). */
+                 .experts = job->moe_experts, .dtype = job->model.dtype_bytes};
+  int rc = bucket_info(job, phase, batch, seq, layers, &g->info, err);
+  if (rc == 0) rc = build(&bld, err);
+  /* Searches and re-simulations allocate per op instance of a pass (multiplicity counts
+   * every repeat and every counted copy): bound the count before they do (real models
+   * have thousands to tens of thousands). */
   int64_t instances = 0;
   for (int i = 0; rc == 0 && i < g->count; i++) instances += g->ops[i].multiplicity;
   if (rc == 0 && instances > GRAPH_MAX_INSTANCES)
@@ -519,6 +577,11 @@ int graph_build(const config_job *job, config_phase phase, int batch, int seq, g
   }
   *out = g;
   return 0;
+}
+
+int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
+                enpu_err *err) {
+  return graph_build_depth(job, phase, batch, seq, job ? job->model.layers : 1, out, err);
 }
 
 void graph_free(graph *g) {

@@ -1,6 +1,6 @@
 /* graph.h — per-chip operator graph of one LLM forward pass for one bucket:
- * (model, phase, batch, seq, parallelism, MoE capacity) → ordered operators with
- * shapes, FLOPs, HBM/ICI bytes, multiplicity and a content signature.
+ * (model, phase, batch, seq, parallelism, MoE options, capacity) → ordered operators with
+ * shapes, FLOPs, HBM/ICI/host bytes, multiplicity and a content signature.
  *
  * Prefill covers the whole prompt of `batch` requests of `seq` tokens; decode covers
  * one iteration of `batch` requests whose KV length is `seq`. Every quantity is per
@@ -8,16 +8,38 @@
  * touches HBM.
  *
  * Execution order is a list of segments, each a run of consecutive ops repeated
- * `repeat` times (embedding once; the dense layers L times; the LM head once), so
- * the real operator order is: for each segment, repeat × (its ops in order). An op's
- * multiplicity equals its segment's repeat.
+ * `repeat` times (embedding once; the dense layers L times; the LM head once), and an
+ * op may stand for `count` identical instances that run back to back (the equally
+ * loaded experts of an MoE layer), so the real operator order is: for each segment,
+ * repeat × (for each of its ops in order, count × the op). An op's multiplicity is its
+ * segment's repeat × its count; its instances are numbered layer-major (instance
+ * r·count + c is copy c in repetition r).
  *
  * The signature hashes everything that determines an op's cost and Pareto set that
- * the graph knows (kind, shape, dtype, parallel context, MoE capacity); the chip and
+ * the graph knows (kind, shape, dtype, parallel context, host bytes); the chip and
  * cost-model parts are added by the callers that need them. It never hashes the op's
- * name, so identical ops in different places (dense and MoE layers) share it; the
- * capacity factor enters only the ops whose shape depends on it (routed experts and
- * their combine).
+ * name, so identical ops in different places (dense and MoE layers, the equally loaded
+ * experts of a layer) share it.
+ *
+ * Operator granularity (what counts as one operator; the paper's per-operator
+ * statistics, Table 1 and Table 7, depend on it). The fusion rules, the same for every
+ * model:
+ * - fused: Q, K and V projections (GQA) into one matmul; the MLA low-rank projections
+ *   each one matmul; flash attention (QK^T, softmax, PV) one operator, as is decode
+ *   attention over the KV cache; SwiGLU's activation and the gate·up product one
+ *   elementwise operator; RoPE on Q and K one operator; the router's softmax and top-k
+ *   one operator; the gate-weighted sum of the expert outputs one operator.
+ * - separate: every norm, residual add, KV-cache write, collective, the router matmul,
+ *   each projection of the MLP, each expert (all-resident).
+ * - model option "ffn.fuse_gate_up" (config.h): false (default) builds the gate and up
+ *   projections of every SwiGLU MLP (dense FFN, shared and routed experts) as two
+ *   matmuls, true as one [hidden, 2·inter] matmul. The default follows the authors'
+ *   simulator, which builds them as separate operators (NeuSim
+ *   neusim/npusim/frontend/llm_ops_lib.py, create_ffn_matmul_llama: FFgate, FFup, their
+ *   product, FFoutput), so our per-operator statistics count what the paper's count;
+ *   fused saves one read of the MLP input and one operator's HBM latency per MLP (what a
+ *   hand-fused kernel does): <= 0.1 ms per pass on the dense models, 3.9-14 ms (3-9 %)
+ *   on DeepSeek, where every resident expert is an MLP (results/calibration.md).
  *
  * Modelling choices (per chip; T = tokens through the chip's non-expert ops):
  * - Tensor parallelism is Megatron-style: column-parallel QKV / gate-up, row-parallel
@@ -35,16 +57,33 @@
  * - EP: the ep expert-parallel groups also split the requests of the bucket for the
  *   non-expert ops (DeepSeek-style attention data parallelism): a chip serves
  *   ceil(batch/ep) requests; when batch < ep the graph is that of a busy group. The
- *   routed experts see all bucket tokens (T_all): dispatch and combine are all-to-alls
- *   over the ep ranks. Without EP (ep = 1) there is no all-to-all.
- * - Capacity (k = experts_per_token, E = routed_experts, E_loc = E/ep): a chip
- *   receives at most P = T_all·min(k, E_loc) token-expert pairs; experts that get no
- *   token are skipped, so it runs b = min(E_loc, P) experts with m tokens each:
- *     worst case (capacity factor 0): m = min(T_all, ceil(P / b));
- *     capacity factor cf > 0:         m = min(T_all, ceil(cf·T_all·k/E), ceil(P / b)).
- *   The routed expert matmuls are batched (b experts, [m, hidden] @ [hidden, n]).
+ *   routed experts see all bucket tokens: dispatch and combine are all-to-alls over the
+ *   ep ranks. Without EP (ep = 1) there is no all-to-all.
+ * - MoE experts (paper §3.4 "Support for custom operators"; token counts in grid.h,
+ *   grid_moe_load, from the job's capacity factor; the graph is the busiest chip's):
+ *     all-resident (the paper's, and the default): each of the chip's E/ep experts is
+ *       its own MLP instance: expert 0 is the most loaded ("hot") one
+ *       (moe.expert0.gate/up/swiglu/down), the other E/ep − 1 get the remaining
+ *       routings evenly with at least one padded row (moe.expert1-<n>.*, one op of
+ *       count E/ep − 1 per projection: the equally loaded experts are identical, so
+ *       like the layers of a segment they are one op with a multiplicity, searched once
+ *       and walked instance by instance). Every resident expert's weights are read each
+ *       pass (static shapes, as XLA/TPU MoE kernels run). Order: projection by
+ *       projection over all experts (every expert's gate, then every up, SwiGLU, down),
+ *       as a grouped-matmul MoE kernel runs them.
+ *     active-only: the experts that get tokens run as one batched MLP (moe.expert_*:
+ *       b experts × [m, hidden] @ [hidden, n]); idle experts are skipped (dynamic
+ *       shapes; the physically tighter number).
+ *   Dispatch sends the chip's T·k token copies; the combine returns the rows its
+ *   experts computed (grid_moe_load.token_slots).
  * - Router (matmul hidden → E, then top-k) and shared experts run on all T tokens; the
  *   router is replicated over TP, shared experts are TP-sharded like a dense FFN.
+ * - Capacity "offload" (grid.h): every streaming layer (the MoE layers of an MoE model,
+ *   every layer of a dense one) starts with host.weight_stream, a GRAPH_HOST_LOAD that
+ *   brings its share of the non-resident weights over the host link into HBM
+ *   (host_bytes = hbm_write_bytes); it is not overlapped with compute (the authors'
+ *   simulator likewise models its PCIe swap as an operator of its own). The layer's ops
+ *   then read those weights from HBM like any others.
  * - Embedding: the table is replicated on every chip (no collective; each chip gathers
  *   its T rows). LM head: vocab sharded over TP, computed for one token per request
  *   (prefill: only the last prompt token, as serving does; decode: the new token), then
@@ -64,6 +103,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "grid.h"
 
 /* Most operator instances (sum of multiplicities) one forward pass may have: graph_build
  * refuses more, because the searches allocate per instance. */
@@ -85,6 +125,7 @@ typedef enum {
   GRAPH_ALLGATHER,
   GRAPH_REDUCE_SCATTER,
   GRAPH_ALLTOALL,
+  GRAPH_HOST_LOAD,       /* host_bytes from host memory over the host link into HBM */
   GRAPH_NKIND
 } graph_op_kind;
 
@@ -114,8 +155,11 @@ typedef struct {
   double hbm_write_bytes; /* activations + KV written to HBM, per chip */
   double weight_bytes;    /* the part of hbm_read_bytes that is model weights */
   double ici_bytes;       /* bytes each chip sends over ICI */
-  int64_t multiplicity;   /* how many times the op runs in the forward pass */
+  double host_bytes;      /* bytes the chip receives over its host link */
+  int64_t count;          /* identical instances run back to back per segment pass, >= 1 */
+  int64_t multiplicity;   /* how many times the op runs in the forward pass: repeat·count */
   uint64_t signature;
+  int segment;            /* index of its segment (graph_segment_at) */
 } graph_op;
 
 typedef struct {
@@ -126,7 +170,8 @@ typedef struct {
 } graph_segment;
 
 typedef struct {
-  double flops, vector_ops, hbm_read_bytes, hbm_write_bytes, weight_bytes, ici_bytes;
+  double flops, vector_ops, hbm_read_bytes, hbm_write_bytes, weight_bytes, ici_bytes,
+      host_bytes;
   double kv_cache_bytes; /* KV cache resident for this bucket, per chip */
   double activation_bytes; /* peak activation footprint, per chip: the residual stream
                               (T·hidden·dtype) plus the largest activation working set
@@ -143,17 +188,27 @@ typedef struct {
   int64_t chip_tokens;    /* T: chip_requests·seq (prefill) or chip_requests (decode) */
   int64_t dense_layers;   /* layers of each kind held by this chip (one pipeline stage) */
   int64_t moe_layers;
-  int64_t experts_active; /* MoE: routed experts run on this chip (b), 0 if dense */
-  int64_t expert_tokens;  /* MoE: tokens per active expert (m), 0 if dense */
+  grid_moe_load moe;      /* MoE expert load of this chip (all zero if dense) */
+  grid_memory memory;     /* per-chip memory and the capacity offload (grid.h) */
   double kv_bytes_per_token; /* KV cache per token per chip, all layers of the stage */
 } graph_info;
 
 typedef struct graph graph;
 
-/* Build the graph of one bucket of `job` (model, phase parallelism, MoE capacity).
+/* Build the graph of one bucket of `job` (model, phase parallelism, MoE options,
+ * capacity). A bucket that is infeasible under the job's capacity policy still builds
+ * (as if it fitted, without an offload): callers that compile check grid_memory_status.
  * @return 0, or ENPU_ERR_INVALID/RANGE with a message (e.g. batch < 1). */
 int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
                 enpu_err *err);
+/* graph_build of a partial-depth pass: the embedding, the model's first `layers` layers
+ * (dense ones first, as the model stacks them) and the LM head — the draft or
+ * verification pass of self-speculative decoding (an early exit). The ops are those of
+ * the full graph; only the layer segments' repeats (and the KV bytes per token, of those
+ * layers only) change. layers == model layers is graph_build.
+ * @return as graph_build; ENPU_ERR_RANGE for layers outside 1..model layers. */
+int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers,
+                      graph **out, enpu_err *err);
 void graph_free(graph *g);
 
 int graph_op_count(const graph *g);

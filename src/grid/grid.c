@@ -6,6 +6,8 @@
 #include "grid.h"
 
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct grid {
@@ -93,11 +95,50 @@ static int check_parallel(const config_parallel *p, config_phase phase, enpu_err
   return 0;
 }
 
+double grid_capacity_factor(const config_job *job) {
+  const config_model *m = &job->model;
+  if (!m->moe) return 0;
+  return job->moe_capacity_factor > 0 ? job->moe_capacity_factor
+                                      : (double)m->routed_experts / m->experts_per_token;
+}
+
+static int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+int grid_moe_load_of(const config_job *job, config_phase phase, int batch, int seq,
+                     grid_moe_load *out, enpu_err *err) {
+  *out = (grid_moe_load){0};
+  ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID,
+                 "batch and seq must be >= 1, got batch %d seq %d", batch, seq);
+  const config_model *m = &job->model;
+  const int ep = job->phase[phase].parallel.ep;
+  ENPU_RETURN_IF(ep < 1, err, ENPU_ERR_INVALID, "ep must be >= 1, got %d", ep);
+  if (!m->moe) return 0;
+  const int64_t T = (int64_t)batch * (phase == CONFIG_PREFILL ? seq : 1);
+  const int64_t k = m->experts_per_token, E = m->routed_experts, e_loc = E / ep;
+  const double c = grid_capacity_factor(job);
+  const double hot_real = c * (double)T * k / E; /* <= T since c <= E/k */
+  out->tokens = T;
+  out->experts_local = e_loc;
+  out->hot_tokens = min64(T, max64(1, (int64_t)ceil(hot_real - 1e-9)));
+  out->cold_experts = e_loc - 1;
+  const double cold_real = E > 1 ? ((double)T * k - hot_real) / (double)(E - 1) : 0;
+  out->cold_tokens = out->cold_experts > 0 ? max64(1, (int64_t)ceil(cold_real - 1e-9)) : 0;
+  const int64_t pairs = T * min64(k, e_loc);
+  out->active_experts = min64(e_loc, pairs);
+  out->active_tokens = min64(min64(T, ceil_div64(pairs, out->active_experts)),
+                             max64(1, (int64_t)ceil(hot_real - 1e-9)));
+  out->token_slots = job->moe_experts == CONFIG_EXPERTS_ACTIVE_ONLY
+                         ? out->active_experts * out->active_tokens
+                         : out->hot_tokens + out->cold_experts * out->cold_tokens;
+  return 0;
+}
+
 /* Widest per-chip intermediate tensor of one layer, in bytes (see grid.h): t tokens
- * on this chip, batch_tokens in the whole batch, r requests on this chip. */
+ * on this chip, `slots` token rows through its routed experts, r requests on it. */
 static double largest_intermediate_bytes(const config_model *m, const config_parallel *p,
-                                         double capacity_factor, double t, double batch_tokens,
-                                         double r) {
+                                         double t, double slots, double r) {
   double tp = p->tp;
   double attn_width = m->attention == CONFIG_ATTN_MLA
                           ? (double)m->heads *
@@ -106,17 +147,35 @@ static double largest_intermediate_bytes(const config_model *m, const config_par
   double elems = t * attn_width / tp;
   elems = max2(elems, 2.0 * t * m->ffn_intermediate / tp);
   if (m->moe) {
-    double k = m->experts_per_token;
-    double experts_per_rank = (double)m->routed_experts / p->ep;
-    double worst_slots = batch_tokens * (k < experts_per_rank ? k : experts_per_rank);
-    double slots =
-        capacity_factor > 0 ? capacity_factor * batch_tokens * k / p->ep : worst_slots;
-    if (slots > worst_slots) slots = worst_slots;
     elems = max2(elems, slots * (2.0 * m->hidden + 2.0 * m->expert_intermediate / tp));
     elems = max2(elems, 2.0 * t * m->shared_experts * m->expert_intermediate / tp);
   }
   double logits_bytes = r * m->vocab / tp * 4.0; /* fp32 */
   return max2(elems * m->dtype_bytes, logits_bytes);
+}
+
+/* Offload (grid.h): the streaming layers of one stage and what one of them can stream. */
+static void plan_offload(const config_job *job, const config_parallel *p, grid_memory *mem) {
+  const config_model *m = &job->model;
+  const double over = grid_memory_used_bytes(mem) - mem->hbm_bytes;
+  if (job->capacity != CONFIG_CAPACITY_OFFLOAD || !(over > 0)) return;
+  const double d = m->dtype_bytes, h = m->hidden;
+  const int dense = m->moe ? m->first_dense_layers : m->layers;
+  int64_t layers;
+  double per_layer; /* streamable bytes of one streaming layer on this chip */
+  if (m->moe) {
+    layers = ceil_div64(m->layers - dense, p->pp);
+    per_layer = (double)m->routed_experts / p->ep * 3.0 * h * m->expert_intermediate / p->tp * d;
+  } else {
+    layers = ceil_div64(m->layers, p->pp);
+    per_layer = (m->params_layer_attention + 3.0 * h * m->ffn_intermediate) / p->tp * d;
+  }
+  if (layers < 2) return;
+  const double s = over / (double)(layers - 1);
+  if (s > per_layer) return;
+  mem->offload_layers = layers;
+  mem->offload_layer_bytes = s;
+  mem->offload_bytes = s * (double)layers;
 }
 
 int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, int seq,
@@ -132,6 +191,7 @@ int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, i
   ENPU_RETURN_IF(m->dtype_bytes < 1, err, ENPU_ERR_INVALID,
                  "model %s: dtype_bytes must be >= 1, got %d", m->name, m->dtype_bytes);
 
+  *out = (grid_memory){.capacity = job->capacity, .hbm_bytes = job->chip.hbm_bytes};
   double d = m->dtype_bytes;
   double dense = m->params_total - m->params_routed;
   out->weights_bytes =
@@ -146,12 +206,13 @@ int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, i
   double r = (double)(((int64_t)batch + p->ep - 1) / p->ep); /* requests on this chip */
   out->kv_bytes = r * seq * m->kv_bytes_per_token / ((double)p->pp * kv_shard);
 
+  grid_moe_load load;
+  ENPU_FORWARD(grid_moe_load_of(job, phase, batch, seq, &load, err));
   double per_request = phase == CONFIG_PREFILL ? (double)seq : 1.0;
   double t = r * per_request;
-  out->activation_bytes =
-      t * m->hidden * d * GRID_ACT_HIDDEN_BUFFERS +
-      largest_intermediate_bytes(m, p, job->moe_capacity_factor, t, batch * per_request, r);
-  out->hbm_bytes = job->chip.hbm_bytes;
+  out->activation_bytes = t * m->hidden * d * GRID_ACT_HIDDEN_BUFFERS +
+                          largest_intermediate_bytes(m, p, t, (double)load.token_slots, r);
+  plan_offload(job, p, out);
   return 0;
 }
 
@@ -159,14 +220,33 @@ double grid_memory_used_bytes(const grid_memory *mem) {
   return mem->weights_bytes + mem->kv_bytes + mem->activation_bytes;
 }
 
+grid_status grid_memory_status(const grid_memory *mem) {
+  if (grid_memory_used_bytes(mem) <= mem->hbm_bytes || mem->capacity == CONFIG_CAPACITY_IGNORE)
+    return GRID_FEASIBLE;
+  return mem->offload_bytes > 0 ? GRID_FEASIBLE : GRID_INFEASIBLE_CAPACITY;
+}
+
+void grid_memory_note(const grid_memory *mem, char *buf, size_t cap) {
+  const double used = grid_memory_used_bytes(mem);
+  if (cap) buf[0] = '\0';
+  if (used <= mem->hbm_bytes) return;
+  const char *what = mem->capacity == CONFIG_CAPACITY_IGNORE ? "capacity ignored: needs"
+                     : mem->offload_bytes > 0                ? "offload: needs"
+                                                             : "needs";
+  int n = snprintf(buf, cap, "%s %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), "
+                   "HBM holds %.1f GB", what, used / 1e9, mem->weights_bytes / 1e9,
+                   mem->kv_bytes / 1e9, mem->activation_bytes / 1e9, mem->hbm_bytes / 1e9);
+  if (mem->offload_bytes > 0 && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, "; streams %.2f GB per pass from the host",
+             mem->offload_bytes / 1e9);
+}
+
 int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int seq, char *why, size_t cap,
                      enpu_err *err) {
   grid_memory mem;
   ENPU_FORWARD(grid_memory_per_chip(job, phase, batch, seq, &mem, err));
-  if (grid_memory_used_bytes(&mem) <= mem.hbm_bytes) return 1;
-  snprintf(why, cap, "needs %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), HBM holds %.1f GB",
-           grid_memory_used_bytes(&mem) / 1e9, mem.weights_bytes / 1e9, mem.kv_bytes / 1e9,
-           mem.activation_bytes / 1e9, mem.hbm_bytes / 1e9);
+  if (grid_memory_status(&mem) == GRID_FEASIBLE) return 1;
+  grid_memory_note(&mem, why, cap);
   return 0;
 }
 
@@ -205,8 +285,7 @@ static int build_phase(grid *g, const config_job *job, config_phase ph, enpu_err
       b->batch = view->batch[bi];
       b->seq = view->seq[si];
       ENPU_FORWARD(grid_memory_per_chip(job, ph, b->batch, b->seq, &b->mem, err));
-      b->status = grid_memory_used_bytes(&b->mem) <= b->mem.hbm_bytes ? GRID_FEASIBLE
-                                                                      : GRID_INFEASIBLE_CAPACITY;
+      b->status = grid_memory_status(&b->mem);
       t->buckets++;
       if (b->status == GRID_FEASIBLE) t->feasible++;
       else t->infeasible_capacity++;

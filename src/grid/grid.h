@@ -13,6 +13,7 @@
 #ifndef ENPU_GRID_H
 #define ENPU_GRID_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common.h"
@@ -68,18 +69,31 @@ int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values,
  *                   - dense FFN (gate + up): 2 · t · ffn_intermediate / tp · d,
  *                   - routed experts: s · (2·hidden + 2·expert_intermediate / tp) · d,
  *                     the dispatched tokens and their outputs awaiting the combine
- *                     (hidden-wide, not TP-sharded) plus gate + up, for
- *                     s = routed token-slots one EP rank may receive out of the
- *                     whole batch's T = batch·seq (prefill) or batch (decode) tokens:
- *                     worst case (capacity factor 0) T · min(k, E/ep);
- *                     capacity factor c: min(T·min(k, E/ep), c · T · k / ep),
- *                     with k = experts_per_token, E = routed_experts,
+ *                     (hidden-wide, not TP-sharded) plus gate + up, for s = the token
+ *                     rows through this chip's experts (grid_moe_load.token_slots),
  *                   - shared experts (gate + up): 2 · t · shared · expert_inter / tp · d,
  *                   - logits of the last token of each request in fp32:
  *                     r · vocab / tp · 4.
- *   feasible    ⇔ weights + kv + activations <= hbm_bytes (job->chip.hbm_bytes)
+ *   fits        ⇔ weights + kv + activations <= hbm_bytes (job->chip.hbm_bytes)
  * pp divides weights and KV (each stage holds its layers); activations are per stage
- * and not divided. */
+ * and not divided.
+ *
+ * What a bucket that does not fit becomes depends on the job's "capacity":
+ *   enforce  infeasible (recorded, never compiled);
+ *   ignore   compiled as if it fitted (the paper's simulator checks nothing); the
+ *            store marks every plan of the job and notes the overflow on the bucket;
+ *   offload  the weights that do not fit stream from host memory every forward pass
+ *            over the chip's host link. They are spread evenly over the L streaming
+ *            layers of the stage — the MoE layers' routed experts for an MoE model,
+ *            every layer's weights for a dense one — each of which lands its share s in
+ *            one HBM buffer of s bytes reused by every layer. With
+ *              over = weights + kv + activations − hbm_bytes > 0:
+ *              s = over / (L − 1),  offload = L · s,
+ *            so the weights kept resident, weights − offload, are exactly what fits
+ *            beside the KV cache, the activations and the buffer:
+ *              hbm_bytes − kv − activations − s.
+ *            Feasible ⇔ L ≥ 2 and s ≤ one layer's streamable weights on the chip
+ *            (otherwise even streaming every layer cannot make room: infeasible). */
 
 #define GRID_ACT_HIDDEN_BUFFERS 3
 
@@ -87,28 +101,83 @@ typedef struct {
   double weights_bytes;
   double kv_bytes;
   double activation_bytes;
-  double hbm_bytes; /* the chip's HBM capacity */
+  double hbm_bytes;           /* the chip's HBM capacity */
+  config_capacity capacity;   /* the job's policy for a bucket that does not fit */
+  double offload_bytes;       /* offload: weight bytes streamed per forward pass, else 0 */
+  double offload_layer_bytes; /* s: streamed by each streaming layer */
+  int64_t offload_layers;     /* L */
 } grid_memory;
 
 /* Per-chip memory of bucket (batch, seq) of `phase` in `job` (uses job->model,
- * job->chip.hbm_bytes, job->phase[phase].parallel, job->moe_capacity_factor).
+ * job->chip.hbm_bytes, job->phase[phase].parallel, the job's MoE options and capacity).
  * @return 0, or ENPU_ERR_INVALID (batch or seq < 1, a parallel degree < 1). */
 int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, int seq,
                          grid_memory *out, enpu_err *err);
 
-/* weights + kv + activations, in bytes. */
+/* weights + kv + activations, in bytes (what the bucket needs with every weight
+ * resident, whatever the capacity policy). */
 double grid_memory_used_bytes(const grid_memory *mem);
 
-/* Does the bucket fit the chip's HBM? When it does not, `why` receives "needs X GB per
- * chip (weights, KV, activations), HBM holds Y GB" (what the store keeps for it).
- * @return 1 fits, 0 does not, or grid_memory_per_chip's error. */
+/* Can the bucket be compiled under the job's capacity policy (it fits the chip's HBM, or
+ * the policy is ignore, or offload can stream what does not fit; grid_memory_status)?
+ * When it cannot, `why` receives "needs X GB per chip (weights, KV, activations), HBM
+ * holds Y GB" (what the store keeps for it).
+ * @return 1 can, 0 cannot, or grid_memory_per_chip's error. */
 int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int seq, char *why, size_t cap,
                      enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * MoE expert load on the busiest chip of a bucket (paper §3.4 "Support for custom
+ * operators": the cost model takes an expert's worst-case token count from a capacity
+ * factor). The token model is the authors' simulator's (NeuSim,
+ * neusim/npusim/frontend/llm_ops_lib.py create_ffn_deepseek_moe and
+ * neusim/configs/models/LLMConfig.py get_effective_expert_tokens).
+ *
+ * T = tokens of the whole bucket (batch·seq prefill, batch decode): the all-to-all may
+ * bring every EP group's tokens to one chip's experts. k = experts_per_token,
+ * E = routed_experts, E_loc = E/ep experts per chip, c = the capacity factor (worst case
+ * E/k). The busiest chip holds the most loaded ("hot") expert.
+ *  all-resident (static shapes, as XLA/TPU MoE kernels run): every one of the E_loc
+ *    experts runs, each with a fixed token count:
+ *      hot expert     hot  = min(T, max(1, ceil(c·T·k/E))) tokens,
+ *      E_loc − 1 cold cold = max(1, ceil((T·k − c·T·k/E) / (E − 1))) tokens each: the
+ *                     remaining routings spread evenly, at least one (padded) row, so a
+ *                     decode step still reads every resident expert's weights.
+ *    c = 1 gives every expert the balanced count ceil(T·k/E).
+ *  active-only (dynamic shapes): experts without tokens are skipped; the chip gets at
+ *    most P = T·min(k, E_loc) token-expert pairs and runs b = min(E_loc, P) experts,
+ *    batched, with m = min(T, ceil(P / b), ceil(c·T·k/E)) tokens each. */
+typedef struct {
+  int64_t tokens;         /* T */
+  int64_t experts_local;  /* E_loc */
+  int64_t hot_tokens;     /* all-resident */
+  int64_t cold_experts;   /* E_loc − 1 */
+  int64_t cold_tokens;
+  int64_t active_experts; /* active-only: b */
+  int64_t active_tokens;  /* active-only: m */
+  int64_t token_slots;    /* token rows through the chip's routed experts in the job's mode */
+} grid_moe_load;
+
+/* The load of bucket (batch, seq) of `phase` (all zero for a dense model).
+ * @return 0, or ENPU_ERR_INVALID (batch or seq < 1, ep < 1). */
+int grid_moe_load_of(const config_job *job, config_phase phase, int batch, int seq,
+                     grid_moe_load *out, enpu_err *err);
+
+/* The capacity factor in use: the job's, or E/k for "worst" (0 for a dense model). */
+double grid_capacity_factor(const config_job *job);
 
 /* ---------------------------------------------------------------------------------
  * The grid */
 
 typedef enum { GRID_FEASIBLE = 0, GRID_INFEASIBLE_CAPACITY = 1 } grid_status;
+
+/* A bucket's status under mem->capacity (see "Capacity check" above). */
+grid_status grid_memory_status(const grid_memory *mem);
+
+/* One line on how a bucket stands with HBM, for the store's bucket message: why it is
+ * infeasible, how much it streams (offload), or that it overflows HBM (ignore); "" when
+ * it fits. */
+void grid_memory_note(const grid_memory *mem, char *buf, size_t cap);
 
 typedef struct {
   int batch;
@@ -119,7 +188,8 @@ typedef struct {
 
 /* Counts over a phase or over the whole grid.
  *   buckets             = |batch axis| × |seq axis| (summed over enabled phases)
- *   feasible            = buckets that fit HBM
+ *   feasible            = buckets compiled: those that fit HBM, plus under "offload"
+ *                         those that can stream, under "ignore" all
  *   infeasible_capacity = buckets - feasible (recorded, never compiled)
  *   compilations        = feasible × slack_count × policy_count: the number of
  *                         (phase, bucket, slack, policy) plans the job produces. The

@@ -316,7 +316,7 @@ static int check_args(const config_chip *chip, power_hbm_mode hbm_mode, power_re
   ENPU_RETURN_IF(hbm_mode != POWER_HBM_CTRL_ONLY && hbm_mode != POWER_HBM_FULL, err,
                  ENPU_ERR_INVALID, "power_model_create: unknown HBM mode %d", (int)hbm_mode);
   ENPU_RETURN_IF(regulator != POWER_REG_DVFS && regulator != POWER_REG_FIXED &&
-                     regulator != POWER_REG_DVFS_COMPUTE,
+                     regulator != POWER_REG_DVFS_COMPUTE && regulator != POWER_REG_CHIPWIDE,
                  err, ENPU_ERR_INVALID, "power_model_create: unknown regulator %d", (int)regulator);
   ENPU_RETURN_IF(chip->freq_states <= 0 || chip->ivr_step_mv <= 0.0, err, ENPU_ERR_RANGE,
                  "chip %s: freq_states %d and ivr step_mv %g must be positive", chip->name,
@@ -367,7 +367,7 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
 
   size_t nstates = (size_t)pm->peak_state + 1;
   int rc = grid_build(&pm->fixed, &chip->ivr_fixed, "fixed", true, 0.0, err);
-  if (rc == 0 && regulator != POWER_REG_FIXED)
+  if (rc == 0 && regulator != POWER_REG_FIXED && regulator != POWER_REG_CHIPWIDE)
     rc = grid_build(&pm->dvfs, &chip->ivr_dvfs, "DVFS", false, chip->ivr_scaling_time_ns, err);
   if (rc == 0) {
     size_t na = (size_t)(pm->dvfs.na > pm->fixed.na ? pm->dvfs.na : pm->fixed.na);
@@ -432,7 +432,8 @@ double power_dynamic_w(const power_model *pm, config_component c, int state) {
 int power_unit_count(const power_model *pm, config_component c) { return pm->count[c]; }
 
 double power_efficiency(const power_model *pm, double voltage_v, double activity) {
-  return grid_eval(pm->regulator == POWER_REG_FIXED ? &pm->fixed : &pm->dvfs, voltage_v, activity);
+  const bool fixed = pm->regulator == POWER_REG_FIXED || pm->regulator == POWER_REG_CHIPWIDE;
+  return grid_eval(fixed ? &pm->fixed : &pm->dvfs, voltage_v, activity);
 }
 
 double power_fixed_efficiency(const power_model *pm, double activity) {
@@ -467,8 +468,8 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
   ENPU_RETURN_IF(rail_v > row_of(pm, c, state)->voltage_v + 1e-12 && (int)c >= POWER_NRAILCOMP, err,
                  ENPU_ERR_INVALID, "power_energy: %s is never on a shared rail",
                  config_component_name(c));
-  ENPU_RETURN_IF(!pm->on_dvfs[c] && state != pm->peak_state, err, ENPU_ERR_INVALID,
-                 "power_energy: %s at state %d on the fixed regulator (it runs at state %d "
+  ENPU_RETURN_IF(!pm->on_dvfs[c] && pm->regulator != POWER_REG_CHIPWIDE && state != pm->peak_state, err,
+                 ENPU_ERR_INVALID, "power_energy: %s at state %d on the fixed regulator (it runs at state %d "
                  "only)",
                  config_component_name(c), state, pm->peak_state);
   /* The relative slack lets a busy time computed as a sum of pieces equal the total. */

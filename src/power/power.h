@@ -53,6 +53,13 @@
  *    (other_static_w is a chip-level figure, not divided by a regulator efficiency).
  *  - A component on the fixed regulator runs at its peak state only; the energy
  *    functions reject any other state.
+ *  - Chip-wide V/f (POWER_REG_CHIPWIDE, the `uniform` policy of online governors): every
+ *    component on one rail behind the NoDVFS board regulator, whose output voltage a
+ *    governor sets every control period, as a GPU's DVFS does through its board
+ *    regulator (PELM §3). The chip's data give that regulator's efficiency by activity
+ *    at one voltage only (0.7 V), so the same efficiency is used at every state: its
+ *    dependence on the output voltage is unknown. At the peak state this model and
+ *    NoDVFS's are the same numbers.
  *
  * Units: time in ns, power in W, energy in nJ (W × ns), voltage in V. */
 #ifndef ENPU_POWER_H
@@ -67,10 +74,13 @@ typedef enum {
 } power_hbm_mode;
 
 typedef enum {
-  POWER_REG_DVFS = 0,        /* every rail on the DVFS IVR (eNPU, ideal) */
-  POWER_REG_FIXED = 1,       /* NoDVFS: every rail on the fixed regulator, peak states only */
-  POWER_REG_DVFS_COMPUTE = 2 /* DVFS-C: SA, VU, SRAM on the DVFS IVR; the HBM and ICI
-                                controllers at peak on the fixed regulator */
+  POWER_REG_DVFS = 0,         /* every rail on the DVFS IVR (eNPU, ideal) */
+  POWER_REG_FIXED = 1,        /* NoDVFS: every rail on the fixed regulator, peak states only */
+  POWER_REG_DVFS_COMPUTE = 2, /* DVFS-C: SA, VU, SRAM on the DVFS IVR; the HBM and ICI
+                                 controllers at peak on the fixed regulator */
+  POWER_REG_CHIPWIDE = 3      /* one chip-wide rail on the NoDVFS board regulator whose
+                                 output an online governor moves (a GPU's frequency): the
+                                 fixed regulator's efficiency by activity at every state */
 } power_regulator;
 
 /* Slots of an operator's energy breakdown, in report order: the five components
@@ -131,8 +141,8 @@ int power_unit_count(const power_model *pm, config_component c); /* 8 SA, 6 VU, 
 
 /* Regulator efficiency (fraction in (0, 1]) at a voltage and activity, rounded as
  * described above: of the DVFS IVR when this model has one (every regulator but
- * POWER_REG_FIXED), else of the fixed regulator; power_fixed_efficiency is always the
- * fixed regulator's. */
+ * POWER_REG_FIXED and POWER_REG_CHIPWIDE), else of the fixed regulator;
+ * power_fixed_efficiency is always the fixed regulator's. */
 double power_efficiency(const power_model *pm, double voltage_v, double activity);
 double power_fixed_efficiency(const power_model *pm, double activity);
 

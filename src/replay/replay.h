@@ -101,12 +101,20 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
 /* ---------------------------------------------------------------------------------
  * Cluster set-up */
 
+#define REPLAY_MAX_STATE 255 /* V/f states of a chip (config_chip.freq_states) */
+
 typedef struct {
   const config_cluster *cluster; /* nodes, chips, SLO classes, batching, idle, scheduler
                                     (kept, not copied) */
+  const config_model *model;     /* layers and the speculative acceptance table (kept) */
   double kv_bytes_per_token;     /* whole model (config_model.kv_bytes_per_token) */
   double dcn_gbps_per_chip;      /* config_chip.dcn_gbps (Table 6: 50) */
   double idle_w_per_chip[CONFIG_NPOLICY]; /* an awake idle chip under each policy */
+  int peak_state;                /* config_chip.freq_states */
+  double tdp_w;                  /* config_chip.tdp_w: scale of a governor's power reading */
+  /* An awake idle chip whose every component sits at chip-wide state s (1..peak_state),
+   * on the chip-wide rail of the uniform policy: what a governor's idle node draws. */
+  double idle_w_state[REPLAY_MAX_STATE + 1];
 } replay_setup;
 
 /* Power of an idle, awake chip under `policy` for the cluster's idle mode: every
@@ -119,6 +127,10 @@ typedef struct {
  * @return 0, ENPU_ERR_INVALID for an unknown policy, or the power module's error. */
 int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode,
                         double *watts, enpu_err *err);
+/* The same for every component at chip-wide state `state` (1..freq_states) on the
+ * uniform policy's rail (power.h, POWER_REG_CHIPWIDE); at the peak state it is NoDVFS's.
+ * @return 0, ENPU_ERR_RANGE for a state out of range, or the power module's error. */
+int replay_idle_power_state_w(const config_chip *chip, int state, double *watts, enpu_err *err);
 
 /* Fill a set-up from loaded files (KV bytes from the model, DCN from the chip, idle
  * power per policy from the chip's tables). @return 0 or an error (model/cluster
@@ -255,6 +267,176 @@ void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]);
 /* The same per five-minute window, the busiest full window of each pool (a bursty trace
  * can saturate a pool for minutes while its mean looks light); 0 without a full window. */
 void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]);
+
+/* ---------------------------------------------------------------------------------
+ * Online governors and self-speculative decoding (PELM §3)
+ *
+ * Beside the store's offline plans, a run can give every node to an online governor:
+ * every control period (default 100 ms, PELM's 10 Hz) it reads each node's state over
+ * the period that ended and picks an action — a chip-wide V/f state (every component at
+ * one state, PELM's GPU frequency) and, on decode nodes, a self-speculative decoding
+ * configuration — that holds until its next decision. Batches run the store's `uniform`
+ * policy (one plan per state per bucket, on the chip's cost and power model; the farm
+ * compiles it like any policy), so a governor run uses nothing but the store reader. A
+ * state change reaches a running batch at once: the rest of its work runs at the new
+ * state (its remaining time and energy scale with the new state's pass); an idle node
+ * draws the idle power of its state (replay_setup.idle_w_state; "peak" idle mode:
+ * NoDVFS's). Governor runs keep the engine (batch formation, routing, KV transfers) and
+ * have no safeguards: the governor alone decides.
+ *
+ * Self-speculative decoding (PELM §3.1, LayerSkip): a decode iteration becomes a round of
+ * `draft_tokens` (ns) draft passes through the first `exit_layers` (ex) layers and one
+ * verification pass through `verify_layers` (vd) layers of the ns + 1 positions of every
+ * member (the decode bucket of batch × (ns + 1) requests at the batch's length: exact for
+ * weights and FLOPs, an upper bound on attention reads). With acceptance rate a(ex) from
+ * the model file, a round yields n_ac = (1 − a^(ns+1)) / (1 − a) tokens per member in
+ * expectation (Leviathan et al. 2023), counting the verifier's own; the replay runs the
+ * expectation (every member gains one token per n_ac-th of a round: per-request variance
+ * is not modelled). A pass through d layers is the embedding and head plus d layers of
+ * the uniform plan's ops (the graph of that depth, graph_build_depth). vd below the
+ * model's layers changes the output distribution (PELM's variable depth): runs count
+ * those tokens (lossy_tokens); KV entries a shallower pass skipped are not recomputed
+ * (PELM's HQCache reload is not charged). ns = 0 is plain decoding at depth vd.
+ * With a store policy, a fixed configuration runs the policy's plan for the round: the
+ * batch's bucket plan the scheduler picks for the round's per-token target, its slow-down
+ * and savings applied to the draft and verification passes, whose depth scaling comes
+ * from the uniform policy at the peak state (an approximation: it assumes the plan slows
+ * a pass's embedding and head as much as its layers). */
+
+enum { REPLAY_GOV_ONDEMAND = 0, REPLAY_GOV_PID = 1, REPLAY_GOV_PELM = 2, REPLAY_GOV_FIXED = 3, REPLAY_NGOV = 4 };
+
+typedef struct {
+  int exit_layers;   /* ex, 1..layers−1; 0 = no draft (plain decoding) */
+  int draft_tokens;  /* ns, 0..REPLAY_SPEC_MAX_DRAFT */
+  int verify_layers; /* vd, ex < vd <= layers; 0 = the model's layers */
+} replay_spec;
+
+#define REPLAY_SPEC_MAX_DRAFT 16
+
+/* PELM's speed-up of a speculation round over decoding at depth vd, in layers run:
+ * R = (n_ac × vd) / (ns × ex + vd). NaN for a non-positive denominator. */
+double replay_spec_speedup(double accepted, int draft_tokens, int exit_layers, int verify_layers);
+/* Expected tokens of a round, n_ac = (1 − a^(ns+1)) / (1 − a) (ns + 1 at a = 1). */
+double replay_spec_tokens(double rate, int draft_tokens);
+/* The acceptance rate of drafts exiting after `exit_layers` (a row of the model's table).
+ * @return 0, or ENPU_ERR_NOT_FOUND naming the depths the table has. */
+int replay_spec_rate(const config_model *model, int exit_layers, double *rate, enpu_err *err);
+/* Check a configuration against the model (ex a table depth, ex < vd <= layers, ns in
+ * range; ex = 0 needs ns = 0). @return 0 or ENPU_ERR_INVALID saying what is wrong. */
+int replay_spec_check(const config_model *model, const replay_spec *spec, enpu_err *err);
+
+/* The PELM agent: a branching deep Q-network (PELM §3.4: an MLP of two hidden layers of
+ * 32, one linear output head per action branch — V/f state, draft exit depth,
+ * verification depth, speculative horizon), ε-greedy exploration, experience replay and
+ * a target network, trained online with FANN (incremental backpropagation). Reward: the
+ * negative weighted objective of PELM's Eq. 2 — energy of the period over the node's
+ * TDP energy, plus qoe_weight × the share of its batches that missed their SLO target
+ * (no thermal model here, so no thermal term). Deterministic for a seed. */
+typedef struct replay_pelm replay_pelm;
+
+typedef struct {
+  uint64_t seed;          /* weights, exploration, replay sampling */
+  double qoe_weight;      /* 4 */
+  double gamma;           /* 0.9 */
+  double learning_rate;   /* 0.01 (FANN's incremental SGD) */
+  double epsilon_start, epsilon_end; /* 1 → 0.05 */
+  double epsilon_decay_s; /* over the first 300 s of a training run (trace time) */
+  int replay_capacity;    /* 20000 transitions */
+  int batch;              /* 32 per update */
+  int train_every;        /* an update every 4 control periods */
+  int target_every;       /* target network copied every 250 updates */
+  bool lossless;          /* verification always through every layer (the verification
+                             branch has one action): outputs stay the model's */
+} replay_pelm_params;
+
+void replay_pelm_params_default(replay_pelm_params *p);
+/* A new agent for the model and chip of `setup` (its branches: setup->peak_state states;
+ * the model's exit depths; verification at those deeper than the shallowest exit and the
+ * full depth; horizons 0, 1, 2, 3, 4, 6, 8). @return 0, ENPU_ERR_INVALID (bad
+ * parameters), ENPU_ERR_NOMEM. */
+int replay_pelm_create(const replay_pelm_params *p, const replay_setup *setup, replay_pelm **out, enpu_err *err);
+void replay_pelm_free(replay_pelm *a); /* NULL is a no-op */
+/* Save as JSON (schemas/pelm-net.schema.json: branches, parameters, every weight) /
+ * load; a loaded agent acts as the saved one did (identical weights). Loading checks the
+ * branches against `setup` (a network trained for another chip or model is refused).
+ * @return 0, ENPU_ERR_IO, ENPU_ERR_PARSE (file:line:column of the syntax error),
+ * ENPU_ERR_FORMAT (the file, the JSON path and what was expected), ENPU_ERR_INVALID
+ * (branches differ), ENPU_ERR_NOMEM. */
+int replay_pelm_save(const replay_pelm *a, const char *path, enpu_err *err);
+int replay_pelm_load(const char *path, const replay_setup *setup, replay_pelm **out, enpu_err *err);
+/* Every weight of the online network, in FANN's connection order (*n of them; up to cap
+ * copied). */
+void replay_pelm_weights(const replay_pelm *a, double *w, size_t cap, size_t *n);
+#define REPLAY_PELM_NOBS 12
+#define REPLAY_PELM_NBRANCH 4
+/* The greedy action for an observation: one index per branch. */
+void replay_pelm_greedy(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], int action[REPLAY_PELM_NBRANCH]);
+/* Training updates made so far. */
+uint64_t replay_pelm_updates(const replay_pelm *a);
+
+typedef struct {
+  int kind;                /* REPLAY_GOV_* */
+  double control_ms;       /* > 0 (default 100) */
+  int fixed_state;         /* REPLAY_GOV_FIXED: the state, 1..peak */
+  replay_spec fixed_spec;  /* REPLAY_GOV_FIXED: decode nodes' configuration */
+  replay_pelm *pelm;       /* REPLAY_GOV_PELM: the agent (not owned; one run at a time) */
+  bool learn;              /* REPLAY_GOV_PELM: train and explore (else greedy, frozen) */
+  bool lossless;           /* REPLAY_GOV_PELM: named pelm-lossless (its agent's
+                              replay_pelm_params.lossless) */
+} replay_governor;
+
+const char *replay_governor_name(int kind); /* "ondemand", "pid", "pelm", "fixed" */
+/* "ondemand", "pid", "pelm", "pelm-lossless" or "fixed:S" (S a state). @return 0, or
+ * ENPU_ERR_INVALID naming the governors there are. */
+int replay_governor_parse(const char *name, replay_governor *out, enpu_err *err);
+
+/* One run of a trace: a store policy (optionally with a fixed self-speculative
+ * configuration) or a governor. */
+typedef struct {
+  const char *policy;              /* store policy; NULL for a governor run */
+  const replay_governor *governor; /* or the governor */
+  replay_spec spec;                /* store policy: fixed configuration (exit_layers 0: none) */
+} replay_job;
+
+/* replay_run of one job. Its run is named after the policy ("enpu-all", "+sd" appended
+ * with a speculative configuration) or the governor.
+ * @return as replay_run; ENPU_ERR_NOT_FOUND when the store has no uniform policy and the
+ * job needs it (governors, speculative decoding); ENPU_ERR_INVALID for a bad governor
+ * or configuration (control period <= 0, a state out of range, a configuration the model
+ * does not allow). */
+int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace,
+                   const replay_setup *setup, replay_result **out, enpu_err *err);
+/* replay_run_job of each job on up to `threads` threads, then replay_align_horizon. */
+int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const replay_trace *trace,
+                    const replay_setup *setup, int threads, replay_result **runs, enpu_err *err);
+
+/* What a governor did, per five-minute window (same windows as replay_result_windows):
+ * the time-weighted mean V/f state of each pool, on decode nodes the share of node time
+ * with speculation on and the mean draft depth, horizon and verification depth while on,
+ * and the mean reward of the PELM agent's decisions (NaN for other governors). */
+typedef struct {
+  double state_mean[REPLAY_NPHASE];
+  double spec_share;
+  double exit_mean, draft_mean, verify_mean;
+  double reward_mean;
+  uint64_t decisions;
+} replay_gov_window;
+
+/* NULL for runs without a governor or speculation (*count 0). */
+const replay_gov_window *replay_result_gov_windows(const replay_result *r, size_t *count);
+
+/* Speculation and governor totals of a run (all 0 without). */
+typedef struct {
+  bool governor, speculative;
+  uint64_t decisions, state_changes;
+  uint64_t spec_rounds;     /* decode iterations run as speculation rounds */
+  uint64_t lossy_tokens;    /* tokens verified below the model's depth */
+  double mean_tokens_per_round;
+  double reward_first10, reward_last90; /* PELM: mean reward over the first 10 % of the
+                                           run's decisions and over the rest */
+  uint64_t updates;         /* PELM training updates */
+} replay_gov_summary;
+const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
 
 /* ---------------------------------------------------------------------------------
  * Outputs */

@@ -71,19 +71,18 @@ static int spread(replay_result *r, int phase, double t0, double dur, const span
   return ENPU_OK;
 }
 
-int account_batch(sim *s, int phase, const plan_choice *c, double start_ns, double energy_nj, size_t members,
-                  enpu_err *err) {
+int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) {
   replay_result *r = s->res;
   replay_phase_stats *ph = &r->summary.phase[phase];
-  const double dur_ns = c->pl.time_ns;
+  const double dur_ns = b->end_ns - b->start_ns, energy_nj = b->energy_nj;
   replay_window *w = NULL;
-  ENPU_FORWARD(account_window(r, start_ns, &w, err));
+  ENPU_FORWARD(account_window(r, b->start_ns, &w, err));
   w->batches[phase]++;
-  w->locked[phase] += c->locked;
-  w->safeguard1[phase] += c->safeguard1;
-  const double occupancy = phase == REPLAY_DECODE ? (double)members * dur_ns : 0;
+  w->locked[phase] += b->c.locked;
+  w->safeguard1[phase] += b->c.safeguard1;
+  const double occupancy = phase == REPLAY_DECODE ? (double)b->members * dur_ns : 0;
   const span_load l = {energy_nj, 0, dur_ns, occupancy};
-  ENPU_FORWARD(spread(r, phase, start_ns, dur_ns, &l, err));
+  ENPU_FORWARD(spread(r, phase, b->start_ns, dur_ns, &l, err));
   ph->busy_energy_nj += energy_nj;
   ph->busy_node_ns += dur_ns;
   ph->occupancy_ns += occupancy;
@@ -105,12 +104,21 @@ static double sleep_at(const replay_result *r, size_t node) {
 
 bool node_asleep(const sim *s, size_t node) { return s->now_ns > sleep_at(s->res, node); }
 
+double idle_from(const replay_result *r, size_t node) {
+  return r->idle_mark_ns ? fmax(r->idle_since_ns[node], r->idle_mark_ns[node]) : r->idle_since_ns[node];
+}
+
+/* Awake idle power of one chip of the node. */
+static double idle_w(const replay_result *r, size_t node) {
+  return r->idle_w_node ? r->idle_w_node[node] : r->summary.idle_w_per_chip;
+}
+
 int account_idle(replay_result *r, int phase, size_t node, double from_ns, double to_ns, enpu_err *err) {
   if (!(to_ns > from_ns)) return ENPU_OK;
   const double chips = r->cluster->node[phase].chips;
   const double split = fmin(fmax(sleep_at(r, node), from_ns), to_ns);
   replay_phase_stats *ph = &r->summary.phase[phase];
-  const double awake_nj = (split - from_ns) * r->summary.idle_w_per_chip * chips;
+  const double awake_nj = (split - from_ns) * idle_w(r, node) * chips;
   const double asleep_nj = (to_ns - split) * r->cluster->idle.sleep_w * chips;
   if (split > from_ns) ENPU_FORWARD(spread(r, phase, from_ns, split - from_ns, &(span_load){0, awake_nj, 0, 0}, err));
   if (to_ns > split) ENPU_FORWARD(spread(r, phase, split, to_ns - split, &(span_load){0, asleep_nj, 0, 0}, err));
@@ -122,10 +130,10 @@ int account_idle(replay_result *r, int phase, size_t node, double from_ns, doubl
 int account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_err *err) {
   replay_result *r = s->res;
   const bool asleep = node_asleep(s, node);
-  ENPU_FORWARD(account_idle(r, phase, node, r->idle_since_ns[node], s->now_ns, err));
+  ENPU_FORWARD(account_idle(r, phase, node, idle_from(r, node), s->now_ns, err));
   *start_ns = s->now_ns;
   if (!asleep || !(s->wake_ns > 0)) return ENPU_OK;
-  const double nj = s->wake_ns * r->summary.idle_w_per_chip * r->cluster->node[phase].chips;
+  const double nj = s->wake_ns * idle_w(r, node) * r->cluster->node[phase].chips;
   ENPU_FORWARD(spread(r, phase, s->now_ns, s->wake_ns, &(span_load){0, nj, 0, 0}, err));
   r->summary.phase[phase].idle_energy_nj += nj;
   r->summary.phase[phase].wake_node_ns += s->wake_ns;
@@ -236,7 +244,7 @@ static void window_slacks(sim *s) {
 static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
   const size_t np = (size_t)r->cluster->node[CONFIG_PREFILL].nodes, nd = (size_t)r->cluster->node[CONFIG_DECODE].nodes;
   for (size_t k = 0; k < np + nd; k++)
-    ENPU_FORWARD(account_idle(r, node_phase(r, k), k, fmax(r->idle_since_ns[k], r->summary.horizon_ns), h_ns, err));
+    ENPU_FORWARD(account_idle(r, node_phase(r, k), k, fmax(idle_from(r, k), r->summary.horizon_ns), h_ns, err));
   replay_window *w = NULL;
   ENPU_FORWARD(account_window(r, h_ns, &w, err));
   for (size_t k = 0; k < r->nwindows; k++)

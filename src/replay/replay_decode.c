@@ -58,7 +58,7 @@ int decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err) {
   q->energy_nj += bytes * s->cl->dcn_energy_pj_per_byte * 1e-3;
   dn->inbound++;
   s->st[i].node = best;
-  return heap_push(&s->heap, end, EV_KV_DONE, i, err);
+  return heap_push(&s->heap, end, EV_KV_DONE, i, 0, err);
 }
 
 /* Longest total length request i reaches in decode (KV of its last iteration). */
@@ -154,6 +154,25 @@ static int decode_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
   return ENPU_OK;
 }
 
+/* The plan of a store policy's iteration (with the run's fixed speculative configuration
+ * when it has one: the target is per token, the plan the base bucket's). */
+static int store_iteration(sim *s, decode_node *dn, int seq, double start, node_batch *b, enpu_err *err) {
+  const double chips = s->cl->node[CONFIG_DECODE].chips;
+  double ratio = 1;
+  const bool spec = s->job && s->job->spec.exit_layers + s->job->spec.verify_layers > 0;
+  if (spec) ENPU_FORWARD(spec_store_ratio(s, &dn->bucket, (int)dn->n, seq, &ratio, err));
+  const double cap = decode_cap_end(s, dn, dn->bucket.time_ns * ratio) - start;
+  ENPU_FORWARD(choose_plan(s, REPLAY_DECODE, &dn->bucket, decode_target(s, dn, start) / ratio, cap / ratio, &dn->memo,
+                           &b->c, err));
+  b->energy_nj = b->c.pl.energy_nj * chips;
+  if (!spec) return ENPU_OK;
+  double t, e;
+  ENPU_FORWARD(spec_store_step(s, &dn->bucket, &b->c, (int)dn->n, seq, &t, &e, &b->work, err));
+  b->c.pl.time_ns = t;
+  b->energy_nj = e * chips;
+  return ENPU_OK;
+}
+
 static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   decode_node *dn = &s->dnodes[node];
   ENPU_FORWARD(decode_admit(s, dn, err));
@@ -164,19 +183,22 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   }
   double start = s->now_ns;
   if (from_idle) ENPU_FORWARD(account_wake(s, REPLAY_DECODE, global_node(s, node), &start, err));
-  ENPU_FORWARD(decode_bucket(s, dn, (int)(dn->max_offset + (int64_t)dn->iter), err));
-  const double cap = decode_cap_end(s, dn, dn->bucket.time_ns) - start;
-  plan_choice c;
-  ENPU_FORWARD(choose_plan(s, REPLAY_DECODE, &dn->bucket, decode_target(s, dn, start), cap, &dn->memo, &c, err));
-  const double energy = c.pl.energy_nj * s->cl->node[CONFIG_DECODE].chips;
-  ENPU_FORWARD(account_batch(s, REPLAY_DECODE, &c, start, energy, dn->n, err));
+  const int seq = (int)(dn->max_offset + (int64_t)dn->iter);
+  ENPU_FORWARD(decode_bucket(s, dn, seq, err));
+  node_batch *b = &dn->batch;
+  b->start_ns = start, b->members = dn->n; /* the rest is set below: a batch per iteration */
+  if (s->gov) {
+    ENPU_FORWARD(gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
+    ENPU_FORWARD(gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));
+  } else {
+    ENPU_FORWARD(store_iteration(s, dn, seq, start, b, err));
+  }
   replay_phase_stats *ph = &s->res->summary.phase[REPLAY_DECODE];
   ph->tokens += dn->n;
-  ph->padded_tokens += (uint64_t)c.pl.batch;
-  if ((uint64_t)c.pl.batch > ph->padded_max) ph->padded_max = (uint64_t)c.pl.batch;
-  dn->share_nj += energy / (double)dn->n;
+  ph->padded_tokens += (uint64_t)b->c.pl.batch;
+  if ((uint64_t)b->c.pl.batch > ph->padded_max) ph->padded_max = (uint64_t)b->c.pl.batch;
   dn->busy = true;
-  return heap_push(&s->heap, start + c.pl.time_ns, EV_DECODE_DONE, node, err);
+  return batch_start(s, REPLAY_DECODE, node, b, err);
 }
 
 int decode_kv_done(sim *s, int32_t i, enpu_err *err) {
@@ -194,8 +216,13 @@ int decode_kv_done(sim *s, int32_t i, enpu_err *err) {
 
 /* Members whose last token this iteration made leave; the node's aggregates are rebuilt
  * from those who stay. */
-int decode_done(sim *s, int node, enpu_err *err) {
+int decode_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   decode_node *dn = &s->dnodes[node];
+  if (batch != dn->batch.id) return ENPU_OK; /* a state change moved its end */
+  if (s->gov) gov_batch_ended(s, global_node(s, node), &dn->batch);
+  ENPU_FORWARD(account_batch(s, REPLAY_DECODE, &dn->batch, err));
+  if (s->uniform) spec_count(s, &dn->batch, dn->n);
+  dn->share_nj += dn->batch.energy_nj / (double)dn->n;
   const bool per_phase = s->cl->scheduler.safeguard2 == CONFIG_SG2_PER_PHASE;
   dn->iter++;
   if (dn->iter >= dn->next_finish) {

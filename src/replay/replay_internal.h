@@ -18,6 +18,13 @@ struct replay_result {
   const config_cluster *cluster;   /* class names, nodes, idle (owned by the caller) */
   double *idle_since_ns;           /* per node: idle from then to the horizon */
   const replay_request *trace_requests; /* identity of the trace (alignment check) */
+  /* Governor runs: per node the idle power of its state and the end of the idle time
+   * charged so far (a state change charges the idle time before it); NULL otherwise. */
+  double *idle_w_node, *idle_mark_ns;
+  replay_gov_window *gov_windows;  /* nwindows entries when governed or speculative */
+  size_t gov_windows_cap;
+  double *gov_time_ns;             /* per window: [phase] node time, then decode spec time */
+  replay_gov_summary gov;
 };
 
 enum { EV_PREFILL_DONE = 0, EV_KV_DONE = 1, EV_DECODE_DONE = 2 };
@@ -25,6 +32,7 @@ enum { EV_PREFILL_DONE = 0, EV_KV_DONE = 1, EV_DECODE_DONE = 2 };
 typedef struct {
   double time_ns;
   uint64_t seq;
+  uint64_t batch; /* done events: the batch (node_batch.id) they end */
   int kind;
   int32_t id; /* node (done events) or request (KV done) */
 } sim_event;
@@ -45,10 +53,43 @@ typedef struct {
   double decided_until_ns; /* ... the oldest outcome leaves the window (or a new one comes) */
 } sg2_window;
 
+/* The plan a batch runs and why (choose_plan). */
+typedef struct {
+  planstore_plan pl;
+  bool locked;     /* safeguard 2 held the chips at peak */
+  bool safeguard1; /* safeguard 1 gave it a less aggressive plan */
+} plan_choice;
+
+/* What a batch of a governor node (or a speculative round) runs, so that its time and
+ * energy can be priced at any V/f state (replay_uniform.c). */
+typedef struct {
+  int phase;
+  planstore_plan base;   /* fastest plan of the batch's bucket (draft bucket of a round) */
+  planstore_plan verify; /* a round's verification bucket */
+  replay_spec spec;      /* exit_layers 0: no draft; verify_layers 0: full depth */
+  double tokens;         /* expected tokens per member per round (1 without a draft) */
+} gov_work;
+
+/* The batch a node runs; committed to the accounts when it ends, since a governor's
+ * state change mid-batch changes its end and energy. */
+typedef struct {
+  uint64_t id;  /* its done event's: a new one at every start and re-timing */
+  plan_choice c;
+  double start_ns, end_ns, energy_nj; /* energy of the whole node */
+  double target_ns;                   /* governor runs: its SLO target (QoE signal) */
+  size_t members;
+  /* governor runs: state since mark_ns, work fraction and node energy done by then, and
+   * the whole batch's time and node energy at that state */
+  gov_work work;
+  int state;
+  double mark_ns, done_frac, done_nj, unit_ns, unit_nj;
+} node_batch;
+
 typedef struct {
   bool busy;
   size_t first, count;   /* the batch: prefill queue entries [first, first+count) */
   double dcn_free_ns;    /* egress link */
+  node_batch batch;
 } prefill_node;
 
 /* The plan of a bucket for every target in [lo_ns, hi_ns]: the walk prefix of the
@@ -80,7 +121,28 @@ typedef struct {
   planstore_plan bucket; /* fastest plan of the bucket of (n, seq) while valid */
   bool bucket_valid;
   plan_memo memo;        /* the last plan of that bucket (reset with it) */
+  node_batch batch;
 } decode_node;
+
+/* A node under a governor: its action and what it saw since the last decision. */
+typedef struct {
+  int state;               /* V/f state of its batches from now on */
+  replay_spec spec;        /* decode nodes */
+  int action[REPLAY_PELM_NBRANCH];
+  double obs[REPLAY_PELM_NOBS];
+  bool has_obs;            /* obs/action: the PELM decision the next reward answers */
+  double acc_ns;           /* period accrued up to */
+  double busy_ns, energy_nj; /* busy node time and node energy of the period */
+  uint64_t batches, late;  /* batches started, and those slower than their target */
+  double margin;           /* min over them of 1 − time / target (1 without batches) */
+  double pid_u, pid_prev;  /* pid: control 0..1 (state fraction), previous error */
+} gov_node;
+
+typedef struct {
+  bool valid;
+  double fixed_t, fixed_e;   /* embedding and head, per chip */
+  double layer_t[2], layer_e[2]; /* one dense / one MoE layer */
+} uniform_pass;
 
 typedef struct {
   double t_first_ns;     /* first token (end of prefill) */
@@ -103,6 +165,7 @@ typedef struct {
   size_t pq_head, pq_tail;
   double now_ns;
   event_heap heap;
+  uint64_t batch_ids;    /* node_batch.id of the last done event pushed */
   prefill_node *pnodes;
   int *assigned;         /* dispatch scratch: nodes given a batch */
   decode_node *dnodes;
@@ -113,6 +176,18 @@ typedef struct {
   replay_result *res;
   double *scratch_a, *scratch_b; /* percentile scratch, nreq each */
   size_t *scratch_idx;
+  /* Governor and speculative runs. */
+  const replay_job *job;
+  const char *uniform;   /* "uniform" when the run needs the table, else NULL */
+  gov_node *gov;         /* per node (prefill, then decode) for governor runs */
+  double period_ns, next_tick_ns;
+  uint64_t ticks;
+  uniform_pass **ucache; /* per uniform bucket row: peak_state + 1 passes */
+  size_t ucache_n;
+  int dense_layers, moe_layers; /* of the model (partial-depth passes) */
+  double reward_sum[2];  /* PELM: rewards of the first 10 % of the trace's span / the rest */
+  uint64_t reward_n[2];
+  double span_ns;        /* last arrival (where 10 % of the run ends) */
 } sim;
 
 /* ---- replay_output.c ----------------------------------------------------------- */
@@ -121,16 +196,12 @@ double replay_ratio(uint64_t part, uint64_t whole); /* NaN when whole is 0 */
 
 /* ---- replay_account.c ---------------------------------------------------------- */
 int account_window(replay_result *r, double t_ns, replay_window **w, enpu_err *err);
-/* The plan a batch runs and why (choose_plan). */
-typedef struct {
-  planstore_plan pl;
-  bool locked;     /* safeguard 2 held the chips at peak */
-  bool safeguard1; /* safeguard 1 gave it a less aggressive plan */
-} plan_choice;
-
-/* A batch [start, start+dur) of `energy_nj` on one node; `members` fill its slots. */
-int account_batch(sim *s, int phase, const plan_choice *c, double start_ns, double energy_nj, size_t members,
-                  enpu_err *err);
+/* The batch that ended on one node: [start, end) of its node energy; `members` fill its
+ * slots. */
+int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err);
+/* Where the node's uncharged idle time starts: its idle_since, or later when a governor
+ * charged part of it at another state. */
+double idle_from(const replay_result *r, size_t node);
 /* Idle energy of node `node` over [from, to): awake, or asleep past its sleep time. */
 int account_idle(replay_result *r, int phase, size_t node, double from_ns, double to_ns, enpu_err *err);
 /* Node `node` (idle) takes work at s->now_ns: its idle time is charged and *start_ns
@@ -144,7 +215,9 @@ int finish_request(sim *s, int32_t i, enpu_err *err);
 int finish_run(sim *s, enpu_err *err);
 
 /* ---- replay_sim.c -------------------------------------------------------------- */
-int heap_push(event_heap *h, double time_ns, int kind, int32_t id, enpu_err *err);
+int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err);
+/* Push the done event of node `node`'s batch b at b->end_ns, under a new b->id. */
+int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err);
 /* The fastest plan of the bucket covering (n, seq): 1 covered, 0 not (`why`, may be
  * NULL, gets the store's message), < 0 error. */
 int fastest_plan(const sim *s, int phase, int n, int seq, planstore_plan *pl, enpu_err *why, enpu_err *err);
@@ -153,11 +226,74 @@ int fastest_plan(const sim *s, int phase, int n, int seq, planstore_plan *pl, en
 int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns, double cap_ns, plan_memo *memo,
                 plan_choice *c, enpu_err *err);
 
+/* Start node `node`'s batch b (its c, start, energy, members set; end from c.pl.time_ns
+ * or, under a governor, from its work at the node's state) and push its done event. */
+int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err);
+
+
 /* ---- replay_decode.c ----------------------------------------------------------- */
 /* Route request i (prefilled on prefill node `pnode`) to a decode node and start its
  * KV transfer. */
 int decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err);
 int decode_kv_done(sim *s, int32_t i, enpu_err *err);
-int decode_done(sim *s, int node, enpu_err *err);
+/* The done event of batch `batch` of decode node `node` (ignored when a re-timing made
+ * it stale). */
+int decode_done(sim *s, int node, uint64_t batch, enpu_err *err);
+
+/* ---- replay_uniform.c ---------------------------------------------------------- */
+/* The fastest plan of the bucket covering (n, seq) in `policy`: as fastest_plan. */
+int fastest_plan_of(const sim *s, const char *policy, int phase, int n, int seq, planstore_plan *pl, enpu_err *err);
+/* The uniform plan of `bucket`'s bucket at chip-wide `state`. */
+int uniform_plan(sim *s, const planstore_plan *bucket, int state, planstore_plan *pl, enpu_err *err);
+/* Time and energy per chip of one pass through `layers` layers (0: all) of the uniform
+ * `bucket` at `state`. */
+int uniform_depth(sim *s, const planstore_plan *bucket, int state, int layers, double *time_ns, double *energy_nj,
+                  enpu_err *err);
+/* The work of a governor decode iteration of n members at KV length seq under `spec`
+ * (base = fastest uniform plan of (n, seq)): a round when speculating and its buckets
+ * exist, else plain decoding. */
+int gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const replay_spec *spec, gov_work *w,
+                    enpu_err *err);
+/* Time and node energy of the whole of `w` at `state` (one token per member). */
+int gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, double *node_nj, enpu_err *err);
+/* A store policy's decode iteration with the run's fixed speculative configuration: the
+ * plan the scheduler picked for the base bucket (c), turned into a token step. */
+int spec_store_step(sim *s, const planstore_plan *fast, const plan_choice *c, int n, int seq, double *time_ns,
+                    double *energy_nj, gov_work *w, enpu_err *err);
+/* The per-token fastest time of that step over the base bucket's fastest time (>= 0), so
+ * the scheduler's per-token target becomes a target for the base plan. */
+int spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err);
+void uniform_cache_free(sim *s);
+
+/* ---- replay_gov.c ---------------------------------------------------------------- */
+int gov_init(sim *s, enpu_err *err);
+void gov_free(sim *s);
+/* Every control period ending at or before t_ns. */
+int gov_ticks_until(sim *s, double t_ns, enpu_err *err);
+/* A governor node's batch b (work set): its plan at the node's state (b->c, b->state),
+ * and the period's counters against its target (QoE signal). */
+int gov_choose(sim *s, size_t node, double target_ns, node_batch *b, enpu_err *err);
+/* A governor node's batch ended (batch_ends_now): its energy up to now into the period. */
+void gov_batch_ended(sim *s, size_t node, const node_batch *b);
+/* Speculation totals and the actions per window, for a decode iteration of n members that
+ * ended (governor and speculative runs). */
+void spec_count(sim *s, const node_batch *b, size_t n);
+int gov_finish(sim *s, enpu_err *err);
+
+/* ---- replay_pelm.c --------------------------------------------------------------- */
+/* The agent's action for obs (ε-greedy when learning, at trace time t_ns). */
+void pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, double t_ns,
+              int action[REPLAY_PELM_NBRANCH]);
+/* Remember a transition (prev obs and action, reward, obs after). */
+void pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next, int phase);
+/* One training update (when the buffer holds a batch). */
+int pelm_train(replay_pelm *a, enpu_err *err);
+/* Branch sizes and the action an index means. */
+int pelm_branch_size(const replay_pelm *a, int branch);
+int pelm_exit_of(const replay_pelm *a, int index);   /* 0 for "no draft" is ns = 0 */
+int pelm_verify_of(const replay_pelm *a, int index);
+int pelm_draft_of(const replay_pelm *a, int index);
+double pelm_qoe_weight(const replay_pelm *a);
+int pelm_train_every(const replay_pelm *a);
 
 #endif /* ENPU_REPLAY_INTERNAL_H */

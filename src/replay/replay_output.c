@@ -156,6 +156,15 @@ static json_t *policy_json(const replay_result *r, const replay_result *base) {
                              (json_int_t)p->padded_tokens, "prefill_padded_max", (json_int_t)p->padded_max,
                              "decode_generated", (json_int_t)d->tokens, "decode_padded", (json_int_t)d->padded_tokens);
   json_t *energy = energy_json(s);
+  const replay_gov_summary *g = &r->gov;
+  if (o && (g->governor || g->speculative))
+    json_object_set_new(
+        o, "online",
+        json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:I}", "governor", g->governor, "decisions",
+                  (json_int_t)g->decisions, "state_changes", (json_int_t)g->state_changes, "spec_rounds",
+                  (json_int_t)g->spec_rounds, "mean_tokens_per_round", replay_json_number(g->mean_tokens_per_round),
+                  "lossy_tokens", (json_int_t)g->lossy_tokens, "reward_first10", replay_json_number(g->reward_first10),
+                  "reward_last90", replay_json_number(g->reward_last90), "updates", (json_int_t)g->updates));
   if (!o || !tokens || !energy || json_object_set_new(o, "tokens", tokens) < 0 || json_object_update(o, energy) < 0) {
     json_decref(o);
     o = NULL;
@@ -264,6 +273,24 @@ static void write_windows(FILE *f, const replay_result *r) {
   }
 }
 
+/* What a governor (or a fixed speculative configuration) did per window. */
+static void write_actions(FILE *f, const replay_result *r) {
+  size_t n = 0;
+  const replay_gov_window *g = replay_result_gov_windows(r, &n);
+  fprintf(f, "start_s,prefill_state,decode_state,spec_share,exit_layers,draft_tokens,verify_layers,reward,decisions\n");
+  for (size_t i = 0; i < n; i++) {
+    fprintf(f, "%.10g", r->windows[i].start_ns * 1e-9);
+    put_num(f, g[i].state_mean[REPLAY_PREFILL], 1);
+    put_num(f, g[i].state_mean[REPLAY_DECODE], 1);
+    put_num(f, g[i].spec_share, 1);
+    put_num(f, g[i].exit_mean, 1);
+    put_num(f, g[i].draft_mean, 1);
+    put_num(f, g[i].verify_mean, 1);
+    put_num(f, g[i].reward_mean, 1);
+    fprintf(f, ",%llu\n", (unsigned long long)g[i].decisions);
+  }
+}
+
 static int write_file(const char *dir, const char *name, const char *policy, const replay_result *r,
                       void (*write)(FILE *, const replay_result *), const char *text, enpu_err *err) {
   char path[1200];
@@ -291,6 +318,8 @@ int replay_write_outputs(const char *dir, const replay_result *const *runs, size
   for (size_t i = 0; rc == ENPU_OK && i < n; i++) {
     if (per_request) rc = write_file(dir, "requests", runs[i]->summary.policy, runs[i], write_requests, NULL, err);
     if (rc == ENPU_OK) rc = write_file(dir, "windows", runs[i]->summary.policy, runs[i], write_windows, NULL, err);
+    if (rc == ENPU_OK && (runs[i]->gov.governor || runs[i]->gov.speculative))
+      rc = write_file(dir, "actions", runs[i]->summary.policy, runs[i], write_actions, NULL, err);
   }
   size_t len = strlen(text);
   char *nl = realloc(text, len + 2);

@@ -11,7 +11,8 @@
 /* What each policy scales, as the paper defines the designs (§4.1; power.h for the
  * HBM models and regulators): NoDVFS nothing; DVFS-C (either request level) the compute
  * core (SA, VU, SRAM) as one domain, HBM and ICI at peak on the fixed regulator; eNPU-C
- * every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too. */
+ * every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too; uniform
+ * every component on one chip-wide rail (the board regulator, power.h). */
 typedef struct {
   power_regulator reg; /* when parked */
   power_hbm_mode hbm;
@@ -27,26 +28,24 @@ static const idle_policy idle_policies[CONFIG_NPOLICY] = {
     [CONFIG_POLICY_ENPU_C] = {POWER_REG_DVFS, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
     [CONFIG_POLICY_ENPU_ALL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
     [CONFIG_POLICY_IDEAL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_UNIFORM] = {POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
 };
 
-int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode, double *watts,
-                        enpu_err *err) {
-  ENPU_RETURN_IF((unsigned)policy >= CONFIG_NPOLICY, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
-  const idle_policy *ip = &idle_policies[policy];
-  const bool parked = ip->reg != POWER_REG_FIXED && mode != CONFIG_IDLE_PEAK;
+/* Static power of an awake chip whose scaled components sit at `low` and the rest at
+ * peak: one second of every component busy 0 ns, at the regulator's efficiency for no
+ * activity. */
+static int idle_watts(const config_chip *chip, power_regulator reg, power_hbm_mode hbm, unsigned scaled, int low,
+                      double *watts, enpu_err *err) {
   power_model *pm = NULL;
-  ENPU_FORWARD(power_model_create(chip, parked ? ip->hbm : POWER_HBM_CTRL_ONLY,
-                                  parked ? ip->reg : POWER_REG_FIXED, &pm, err));
-  /* One second of every component busy 0 ns: static power only, at the regulator's
-   * efficiency for no activity. State 1 is the lowest clocked V/f state. */
+  ENPU_FORWARD(power_model_create(chip, hbm, reg, &pm, err));
   const double one_s_ns = 1e9;
   const int peak = power_peak_state(pm);
   double total_nj = power_other_energy(pm, one_s_ns);
-  int rc = ENPU_OK;
+  int rc = low >= 1 && low <= peak ? ENPU_OK
+                                   : enpu_errorf(err, ENPU_ERR_RANGE, "state %d outside 1..%d", low, peak);
   for (int c = 0; c < CONFIG_NCOMP && rc == ENPU_OK; c++) {
-    const int state = parked && (ip->scaled >> c & 1u) ? 1 : peak;
     power_energy_nj e;
-    rc = power_energy(pm, (config_component)c, state, 0.0, one_s_ns, 1.0, &e, err);
+    rc = power_energy(pm, (config_component)c, scaled >> c & 1u ? low : peak, 0.0, one_s_ns, 1.0, &e, err);
     total_nj += e.total_nj;
   }
   power_model_free(pm);
@@ -54,15 +53,33 @@ int replay_idle_power_w(const config_chip *chip, config_policy policy, config_id
   return rc;
 }
 
+int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode, double *watts,
+                        enpu_err *err) {
+  ENPU_RETURN_IF((unsigned)policy >= CONFIG_NPOLICY, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  const idle_policy *ip = &idle_policies[policy];
+  const bool parked = ip->reg != POWER_REG_FIXED && mode != CONFIG_IDLE_PEAK;
+  /* State 1 is the lowest clocked V/f state. */
+  return parked ? idle_watts(chip, ip->reg, ip->hbm, ip->scaled, 1, watts, err)
+                : idle_watts(chip, POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0, chip->freq_states, watts, err);
+}
+
+int replay_idle_power_state_w(const config_chip *chip, int state, double *watts, enpu_err *err) {
+  return idle_watts(chip, POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS, state, watts, err);
+}
+
 int replay_setup_init(replay_setup *s, const config_cluster *cluster, const config_model *model,
                       const config_chip *chip, enpu_err *err) {
   ENPU_RETURN_IF(strcmp(cluster->model_name, model->name) != 0, err, ENPU_ERR_INVALID,
                  "cluster %s is for model '%s', but the model file %s is '%s'", cluster->path,
                  cluster->model_name, model->path, model->name);
-  *s = (replay_setup){.cluster = cluster, .kv_bytes_per_token = model->kv_bytes_per_token,
-                      .dcn_gbps_per_chip = chip->dcn_gbps};
+  ENPU_RETURN_IF(chip->freq_states < 1 || chip->freq_states > REPLAY_MAX_STATE, err, ENPU_ERR_RANGE,
+                 "chip %s: %d V/f states, the replay handles 1..%d", chip->name, chip->freq_states, REPLAY_MAX_STATE);
+  *s = (replay_setup){.cluster = cluster, .model = model, .kv_bytes_per_token = model->kv_bytes_per_token,
+                      .dcn_gbps_per_chip = chip->dcn_gbps, .peak_state = chip->freq_states, .tdp_w = chip->tdp_w};
   for (int p = 0; p < CONFIG_NPOLICY; p++)
     ENPU_FORWARD(replay_idle_power_w(chip, (config_policy)p, cluster->idle.mode, &s->idle_w_per_chip[p], err));
+  for (int st = 1; st <= chip->freq_states; st++)
+    ENPU_FORWARD(replay_idle_power_state_w(chip, st, &s->idle_w_state[st], err));
   return ENPU_OK;
 }
 

@@ -42,11 +42,11 @@ static int ev_less(const sim_event *a, const sim_event *b) {
   return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
 }
 
-int heap_push(event_heap *h, double time_ns, int kind, int32_t id, enpu_err *err) {
+int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err) {
   if (enpu_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (event queue)");
   size_t i = h->n++;
-  sim_event e = {time_ns, h->next_seq++, kind, id};
+  sim_event e = {time_ns, h->next_seq++, batch, kind, id};
   while (i > 0 && ev_less(&e, &h->v[(i - 1) / 2])) {
     h->v[i] = h->v[(i - 1) / 2];
     i = (i - 1) / 2;
@@ -125,6 +125,23 @@ int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns,
   ph->slowed += c->pl.walk_prefix > 0;
   ph->slowest += c->pl.walk_prefix > 0 && c->pl.walk_prefix == c->pl.walk_steps;
   return ENPU_OK;
+}
+
+int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
+  if (s->gov) { /* gov_choose priced it at the node's state */
+    b->mark_ns = b->start_ns;
+    b->done_frac = b->done_nj = 0;
+    b->end_ns = b->start_ns + b->unit_ns;
+    b->energy_nj = b->unit_nj;
+  } else {
+    b->end_ns = b->start_ns + b->c.pl.time_ns;
+  }
+  return batch_push_done(s, phase, node, b, err);
+}
+
+int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
+  b->id = ++s->batch_ids;
+  return heap_push(&s->heap, b->end_ns, phase == REPLAY_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, b->id, err);
 }
 
 /* ---- SLOs and admission ----------------------------------------------------------- */
@@ -236,19 +253,21 @@ static int start_prefill(sim *s, const prefill_start *a, double cap_ns, enpu_err
   double target = INFINITY;
   for (size_t k = pn->first; k < pn->first + pn->count; k++)
     target = fmin(target, ttft_deadline(s, s->pq[k]) - a->start_ns);
-  plan_choice c;
-  ENPU_FORWARD(choose_plan(s, REPLAY_PREFILL, &a->fast, target, cap_ns, NULL, &c, err));
-  const double energy = c.pl.energy_nj * s->cl->node[CONFIG_PREFILL].chips;
-  ENPU_FORWARD(account_batch(s, REPLAY_PREFILL, &c, a->start_ns, energy, pn->count, err));
+  node_batch *b = &pn->batch;
+  b->start_ns = a->start_ns, b->members = pn->count; /* the rest is set below */
+  if (s->gov) {
+    b->work = (gov_work){.phase = REPLAY_PREFILL, .base = a->fast, .tokens = 1};
+    ENPU_FORWARD(gov_choose(s, (size_t)a->node, target, b, err));
+  } else {
+    ENPU_FORWARD(choose_plan(s, REPLAY_PREFILL, &a->fast, target, cap_ns, NULL, &b->c, err));
+    b->energy_nj = b->c.pl.energy_nj * s->cl->node[CONFIG_PREFILL].chips;
+  }
   replay_phase_stats *ph = &s->res->summary.phase[REPLAY_PREFILL];
-  const uint64_t padded = (uint64_t)c.pl.batch * (uint64_t)c.pl.seq;
+  const uint64_t padded = (uint64_t)b->c.pl.batch * (uint64_t)b->c.pl.seq;
   ph->padded_tokens += padded;
   if (padded > ph->padded_max) ph->padded_max = padded;
-  for (size_t k = pn->first; k < pn->first + pn->count; k++) {
-    s->res->requests[s->pq[k]].energy_nj += energy / (double)pn->count;
-    ph->tokens += (uint64_t)s->rq[s->pq[k]].context_tokens;
-  }
-  return heap_push(&s->heap, a->start_ns + c.pl.time_ns, EV_PREFILL_DONE, a->node, err);
+  for (size_t k = pn->first; k < pn->first + pn->count; k++) ph->tokens += (uint64_t)s->rq[s->pq[k]].context_tokens;
+  return batch_start(s, REPLAY_PREFILL, a->node, b, err);
 }
 
 /* Safeguard 1's bound on the end of a batch: each of the first waiting requests must
@@ -285,12 +304,16 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
   return ENPU_OK;
 }
 
-static int prefill_done(sim *s, int node, enpu_err *err) {
+static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   prefill_node *pn = &s->pnodes[node];
+  if (batch != pn->batch.id) return ENPU_OK; /* a state change moved its end */
+  if (s->gov) gov_batch_ended(s, (size_t)node, &pn->batch);
+  ENPU_FORWARD(account_batch(s, REPLAY_PREFILL, &pn->batch, err));
   const bool per_phase = s->cl->scheduler.safeguard2 == CONFIG_SG2_PER_PHASE;
   for (size_t k = pn->first; k < pn->first + pn->count; k++) {
     const int32_t i = s->pq[k];
     replay_request_result *q = &s->res->requests[i];
+    q->energy_nj += pn->batch.energy_nj / (double)pn->count;
     q->ttft_ns = s->now_ns - q->arrival_ns;
     q->ttft_met = q->ttft_ns <= q->ttft_slo_ns;
     s->st[i].t_first_ns = s->now_ns;
@@ -329,6 +352,8 @@ static void sim_free(sim *s) {
   free(s->scratch_a);
   free(s->scratch_b);
   free(s->scratch_idx);
+  gov_free(s);
+  uniform_cache_free(s);
 }
 
 void replay_result_free(replay_result *r) {
@@ -336,6 +361,10 @@ void replay_result_free(replay_result *r) {
   free(r->requests);
   free(r->windows);
   free(r->idle_since_ns);
+  free(r->idle_w_node);
+  free(r->idle_mark_ns);
+  free(r->gov_windows);
+  free(r->gov_time_ns);
   free(r);
 }
 
@@ -380,11 +409,16 @@ static int sim_init(sim *s, replay_result *r, enpu_err *err) {
 static int sim_loop(sim *s, enpu_err *err) {
   while (s->arrived < s->nreq || s->heap.n > 0) {
     const double ta = s->arrived < s->nreq ? s->rq[s->arrived].arrival_ns : INFINITY;
+    const double next = s->heap.n > 0 ? fmin(s->heap.v[0].time_ns, ta) : ta;
+    if (s->gov && s->next_tick_ns <= next) { /* decisions before what happens then */
+      ENPU_FORWARD(gov_ticks_until(s, next, err));
+      continue;
+    }
     if (s->heap.n > 0 && s->heap.v[0].time_ns <= ta) {
       sim_event e = heap_pop(&s->heap);
       s->now_ns = e.time_ns;
-      int rc = e.kind == EV_PREFILL_DONE  ? prefill_done(s, e.id, err)
-               : e.kind == EV_DECODE_DONE ? decode_done(s, e.id, err)
+      int rc = e.kind == EV_PREFILL_DONE  ? prefill_done(s, e.id, e.batch, err)
+               : e.kind == EV_DECODE_DONE ? decode_done(s, e.id, e.batch, err)
                                           : decode_kv_done(s, e.id, err);
       ENPU_FORWARD(rc);
       continue;
@@ -399,40 +433,75 @@ static int sim_loop(sim *s, enpu_err *err) {
   return ENPU_OK;
 }
 
-static int check_run(const planstore *ps, const char *policy, const replay_trace *trace, const replay_setup *setup,
+static bool store_has(const planstore *ps, const char *policy) {
+  for (size_t i = 0; i < planstore_policy_count(ps); i++)
+    if (!strcmp(planstore_policy_name(ps, i), policy)) return true;
+  return false;
+}
+
+static bool job_speculates(const replay_job *job) {
+  return !job->governor && job->spec.exit_layers + job->spec.verify_layers > 0;
+}
+
+/* The store policy the job's batches come from, checked; *pol its idle-power index. */
+static int check_run(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
                      config_policy *pol, enpu_err *err) {
-  ENPU_RETURN_IF(!ps || !policy || !trace || !setup || !setup->cluster, err, ENPU_ERR_INVALID,
-                 "replay_run: missing store, policy, trace or set-up");
+  ENPU_RETURN_IF(!ps || !job || (!job->policy && !job->governor) || !trace || !setup || !setup->cluster, err,
+                 ENPU_ERR_INVALID, "replay_run: missing store, policy or governor, trace or set-up");
   const config_cluster *cl = setup->cluster;
-  bool known = false;
-  for (size_t i = 0; i < planstore_policy_count(ps); i++) known |= !strcmp(planstore_policy_name(ps, i), policy);
-  ENPU_RETURN_IF(!known, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
+  const char *policy = job->governor ? "uniform" : job->policy;
+  ENPU_RETURN_IF(!store_has(ps, policy) && job->governor, err, ENPU_ERR_NOT_FOUND,
+                 "governors run the store's uniform policy, which this store lacks (add \"uniform\" to the "
+                 "job's policies and rerun the farm)");
+  ENPU_RETURN_IF(!store_has(ps, policy), err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
+  ENPU_RETURN_IF(job_speculates(job) && !store_has(ps, "uniform"), err, ENPU_ERR_NOT_FOUND,
+                 "speculative decoding prices partial-depth passes with the store's uniform policy, which this "
+                 "store lacks (add \"uniform\" to the job's policies and rerun the farm)");
   ENPU_RETURN_IF(config_policy_parse(policy, pol) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
                  "policy '%s' of the store is not one the replay knows the idle power of", policy);
+  ENPU_RETURN_IF(!job->governor && *pol == CONFIG_POLICY_UNIFORM, err, ENPU_ERR_INVALID,
+                 "uniform is the table of online governors (one plan per chip-wide state), not a DVFS plan the "
+                 "scheduler can pick by target: run it with a governor (fixed:S for one state)");
   ENPU_RETURN_IF(cl->slo_count < 1 || cl->max_batch < 1 || cl->max_batch_tokens < 1, err, ENPU_ERR_INVALID,
                  "cluster %s: needs SLO classes and batching limits", cl->name);
   ENPU_RETURN_IF(!(setup->kv_bytes_per_token >= 0) || !(setup->dcn_gbps_per_chip > 0) ||
                      !(setup->idle_w_per_chip[*pol] >= 0),
                  err, ENPU_ERR_INVALID, "replay set-up: KV bytes, DCN bandwidth and idle power must be >= 0 (> 0 DCN)");
+  if (job_speculates(job)) {
+    ENPU_RETURN_IF(!setup->model, err, ENPU_ERR_INVALID, "speculative decoding needs the model in the set-up");
+    ENPU_FORWARD(replay_spec_check(setup->model, &job->spec, err));
+  }
   return ENPU_OK;
 }
 
-int replay_run(const planstore *ps, const char *policy, const replay_trace *trace, const replay_setup *setup,
-               replay_result **out, enpu_err *err) {
+static void run_name(const replay_job *job, char *out, size_t cap) {
+  if (job->governor && job->governor->kind == REPLAY_GOV_FIXED)
+    snprintf(out, cap, "fixed-%d", job->governor->fixed_state);
+  else if (job->governor)
+    snprintf(out, cap, "%s%s", replay_governor_name(job->governor->kind), job->governor->lossless ? "-lossless" : "");
+  else
+    snprintf(out, cap, "%s%s", job->policy, job_speculates(job) ? "+sd" : "");
+}
+
+int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
+                   replay_result **out, enpu_err *err) {
   *out = NULL;
   config_policy pol;
-  ENPU_FORWARD(check_run(ps, policy, trace, setup, &pol, err));
+  ENPU_FORWARD(check_run(ps, job, trace, setup, &pol, err));
   replay_result *r = calloc(1, sizeof *r);
   ENPU_RETURN_IF(!r, err, ENPU_ERR_NOMEM, "out of memory (replay result)");
-  snprintf(r->summary.policy, sizeof r->summary.policy, "%s", policy);
+  run_name(job, r->summary.policy, sizeof r->summary.policy);
   r->summary.origin_tod_s = trace->origin_tod_s;
   r->summary.idle_w_per_chip = setup->idle_w_per_chip[pol];
   r->cluster = setup->cluster;
   r->trace_requests = trace->requests;
-  sim s = {.ps = ps, .policy = policy, .setup = setup, .cl = setup->cluster, .rq = trace->requests,
-           .nreq = trace->count, .res = r};
+  const bool uniform = job->governor || job_speculates(job);
+  sim s = {.ps = ps, .policy = job->governor ? "uniform" : job->policy, .setup = setup, .cl = setup->cluster,
+           .rq = trace->requests, .nreq = trace->count, .res = r, .job = job, .uniform = uniform ? "uniform" : NULL};
   int rc = sim_init(&s, r, err);
+  if (rc == ENPU_OK && uniform) rc = gov_init(&s, err);
   if (rc == ENPU_OK) rc = sim_loop(&s, err);
+  if (rc == ENPU_OK && uniform) rc = gov_finish(&s, err);
   if (rc == ENPU_OK) rc = finish_run(&s, err);
   sim_free(&s);
   if (rc != ENPU_OK) {
@@ -443,51 +512,60 @@ int replay_run(const planstore *ps, const char *policy, const replay_trace *trac
   return ENPU_OK;
 }
 
+int replay_run(const planstore *ps, const char *policy, const replay_trace *trace, const replay_setup *setup,
+               replay_result **out, enpu_err *err) {
+  const replay_job job = {.policy = policy};
+  return replay_run_job(ps, &job, trace, setup, out, err);
+}
+
 /* ---- several policies on threads ---------------------------------------------------- */
 
 typedef struct {
   const planstore *ps;
-  const char *const *policies;
+  const replay_job *jobs;
   size_t n, first, stride;
   const replay_trace *trace;
   const replay_setup *setup;
   replay_result **runs;
   int *rc;
   enpu_err *errs;
-} policy_job;
+} run_batch;
 
-/* Runs policies first, first + stride, ...: the assignment, not the timing, decides
- * which thread runs what, and every run is independent. */
-static void *policy_worker(void *arg) {
-  const policy_job *j = arg;
+/* Runs jobs first, first + stride, ...: the assignment, not the timing, decides which
+ * thread runs what, and every run is independent. */
+static void *run_worker(void *arg) {
+  const run_batch *j = arg;
   for (size_t i = j->first; i < j->n; i += j->stride)
-    j->rc[i] = replay_run(j->ps, j->policies[i], j->trace, j->setup, &j->runs[i], &j->errs[i]);
+    j->rc[i] = replay_run_job(j->ps, &j->jobs[i], j->trace, j->setup, &j->runs[i], &j->errs[i]);
   return NULL;
 }
 
-int replay_run_policies(const planstore *ps, const char *const *policies, size_t n, const replay_trace *trace,
-                        const replay_setup *setup, int threads, replay_result **runs, enpu_err *err) {
+int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const replay_trace *trace,
+                    const replay_setup *setup, int threads, replay_result **runs, enpu_err *err) {
   ENPU_RETURN_IF(n == 0 || threads < 1, err, ENPU_ERR_INVALID, "replay: no policy or no thread to run");
   for (size_t i = 0; i < n; i++) runs[i] = NULL;
   const size_t nt = (size_t)threads < n ? (size_t)threads : n;
   int *rc = enpu_calloc(n, sizeof *rc);
   enpu_err *errs = enpu_calloc(n, sizeof *errs);
-  policy_job *jobs = enpu_calloc(nt, sizeof *jobs);
+  run_batch *batches = enpu_calloc(nt, sizeof *batches);
   pthread_t *tids = enpu_calloc(nt, sizeof *tids);
-  int status = rc && errs && jobs && tids ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay jobs)");
+  int status =
+      rc && errs && batches && tids ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay jobs)");
   size_t started = 0;
   for (size_t t = 0; status == ENPU_OK && t < nt; t++) {
-    jobs[t] = (policy_job){ps, policies, n, t, nt, trace, setup, runs, rc, errs};
-    if (t > 0 && pthread_create(&tids[t], NULL, policy_worker, &jobs[t]) != 0) break; /* its share runs below */
+    batches[t] = (run_batch){ps, jobs, n, t, nt, trace, setup, runs, rc, errs};
+    if (t > 0 && pthread_create(&tids[t], NULL, run_worker, &batches[t]) != 0) break; /* its share runs below */
     started = t + 1;
   }
-  if (status == ENPU_OK) policy_worker(&jobs[0]);
+  if (status == ENPU_OK) run_worker(&batches[0]);
   for (size_t t = 1; t < started; t++) pthread_join(tids[t], NULL);
-  for (size_t t = started; status == ENPU_OK && t < nt; t++) policy_worker(&jobs[t]);
+  for (size_t t = started; status == ENPU_OK && t < nt; t++) run_worker(&batches[t]);
   for (size_t i = 0; status == ENPU_OK && i < n; i++)
     if (rc[i] != ENPU_OK) {
       if (err) *err = errs[i];
-      enpu_err_prefix(err, "policy %s: ", policies[i]);
+      char name[64];
+      run_name(&jobs[i], name, sizeof name);
+      enpu_err_prefix(err, "%s %s: ", jobs[i].governor ? "governor" : "policy", name);
       status = rc[i];
     }
   if (status == ENPU_OK) status = replay_align_horizon(runs, n, err);
@@ -495,8 +573,18 @@ int replay_run_policies(const planstore *ps, const char *const *policies, size_t
     replay_result_free(runs[i]);
     runs[i] = NULL;
   }
-  free(rc), free(errs), free(jobs), free(tids);
+  free(rc), free(errs), free(batches), free(tids);
   return status;
+}
+
+int replay_run_policies(const planstore *ps, const char *const *policies, size_t n, const replay_trace *trace,
+                        const replay_setup *setup, int threads, replay_result **runs, enpu_err *err) {
+  replay_job *jobs = enpu_calloc(n ? n : 1, sizeof *jobs);
+  ENPU_RETURN_IF(!jobs, err, ENPU_ERR_NOMEM, "out of memory (replay jobs)");
+  for (size_t i = 0; i < n; i++) jobs[i] = (replay_job){.policy = policies[i]};
+  const int rc = replay_run_jobs(ps, jobs, n, trace, setup, threads, runs, err);
+  free(jobs);
+  return rc;
 }
 
 const replay_summary *replay_result_summary(const replay_result *r) { return &r->summary; }

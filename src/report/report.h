@@ -46,6 +46,21 @@ typedef struct {
 int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
+ * Capacity policy and MoE options of the compiled job */
+
+typedef struct {
+  char capacity[16];   /* "enforce", "offload" or "ignore" */
+  char experts[16];    /* "all-resident" or "active-only" */
+  char factor[24];     /* "worst" or the number */
+  size_t over_hbm;     /* ok buckets of the first policy compiled over HBM (with a note) */
+  size_t buckets;      /* buckets of the first policy */
+} report_capacity_info;
+
+/* From the store's job document (the loader's defaults for a key it lacks: a store
+ * written before the key existed) and its bucket notes. */
+void report_capacity(const store_contents *c, report_capacity_info *out);
+
+/* ---------------------------------------------------------------------------------
  * Representative buckets */
 
 typedef struct {
@@ -106,6 +121,25 @@ typedef struct {
 int report_freq_util(const store_contents *c, const config_job *job, const char *policy,
                      const report_bucket_key *key, double slack, report_freq_row **out, size_t *n,
                      double *slack_used, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Figure 20: expert load imbalance (paper §4.6), from `enpu compile --capacity-factor` */
+
+typedef struct {
+  char policy[STORE_NAME_LEN];
+  double capacity_factor; /* the true load: 1 = balanced ... E/k = every token on one expert */
+  double slack;
+  double savings;         /* the plan compiled for this load (ideal provisioning) */
+  double savings_worst;   /* the plan compiled for the worst case, run on this load */
+} report_imbalance_row;
+
+/* Write <dir>/figure20.md, figure20.dat, figure20.gp and figure20.png (creating dir):
+ * per policy, savings vs NoDVFS against the capacity factor (mean over the slacks,
+ * min..max as the paper's shaded 0–max slack band) for the plans made for each factor
+ * and for the worst-case plans, and their difference. `title` names the bucket; rows in
+ * any order. @return 0, ENPU_ERR_IO, ENPU_ERR_NOT_FOUND/INTERNAL from gnuplot. */
+int report_write_imbalance(const char *dir, const char *gnuplot, const char *title,
+                           const report_imbalance_row *rows, size_t n, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * The whole report */

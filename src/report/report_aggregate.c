@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "report.h"
 #include "search.h"
 
@@ -124,6 +126,21 @@ static int size_cmp(const void *a, const void *b) {
   if (x->t_nodvfs_ns != y->t_nodvfs_ns) return x->t_nodvfs_ns < y->t_nodvfs_ns ? -1 : 1;
   if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
   return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+void report_capacity(const store_contents *c, report_capacity_info *out) {
+  *out = (report_capacity_info){"enforce", "all-resident", "worst", 0, 0};
+  json_t *job = c->job_json ? json_loads(c->job_json, 0, NULL) : NULL;
+  const json_t *moe = json_object_get(job, "moe"), *cf = json_object_get(moe, "capacity_factor");
+  const json_t *cap = json_object_get(job, "capacity"), *ex = json_object_get(moe, "experts");
+  if (json_is_string(cap)) snprintf(out->capacity, sizeof out->capacity, "%s", json_string_value(cap));
+  if (json_is_string(ex)) snprintf(out->experts, sizeof out->experts, "%s", json_string_value(ex));
+  if (json_is_number(cf)) snprintf(out->factor, sizeof out->factor, "%g", json_number_value(cf));
+  json_decref(job);
+  const store_policy_tables *p = c->npolicies ? &c->policies[0] : NULL;
+  for (size_t i = 0; p && i < p->nbuckets; i++)
+    out->over_hbm += p->buckets[i].status == STORE_BUCKET_OK && p->buckets[i].message[0];
+  out->buckets = p ? p->nbuckets : 0;
 }
 
 int report_pick_bucket(const store_contents *c, int phase, report_bucket_key *out, enpu_err *err) {

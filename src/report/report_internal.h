@@ -3,6 +3,7 @@
 #ifndef ENPU_REPORT_INTERNAL_H
 #define ENPU_REPORT_INTERNAL_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 
@@ -42,5 +43,16 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
  * @return 0; ENPU_ERR_IO (no windows_*.csv in dir), ENPU_ERR_PARSE (a CSV without the
  * expected columns or with a bad number, naming file, line and column). */
 int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);
+
+/* Section 5 (online governors vs the compiled plans) when the replay in dir has runs
+ * with an "online" object; nothing otherwise.
+ * @return 0; ENPU_ERR_IO / ENPU_ERR_PARSE for an actions_<run>.csv it cannot read. */
+int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);
+
+/* The number at o.a (o.a.b when b is not NULL) of a JSON summary, NaN when absent. */
+double report_jget(const json_t *o, const char *a, const char *b);
+
+/* Split one CSV line in place (CR removed); *nf receives the field count (at most cap). */
+void report_split_csv(char *line, char **fields, size_t cap, size_t *nf);
 
 #endif /* ENPU_REPORT_INTERNAL_H */

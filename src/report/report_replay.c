@@ -45,8 +45,8 @@ typedef struct {
   size_t n;
 } window_series;
 
-/* Split one CSV line in place; *nf receives the field count (at most cap). */
-static void split_csv(char *line, char **fields, size_t cap, size_t *nf) {
+void report_split_csv(char *line, char **fields, size_t cap, size_t *nf) {
+  line[strcspn(line, "\r")] = '\0';
   *nf = 0;
   for (char *s = line; *nf < cap;) {
     fields[(*nf)++] = s;
@@ -60,7 +60,7 @@ static int parse_header(const char *path, char *line, long col[NCOL], enpu_err *
   char *fields[128];
   size_t nf = 0;
   line[strcspn(line, "\r")] = '\0';
-  split_csv(line, fields, 128, &nf);
+  report_split_csv(line, fields, 128, &nf);
   for (int k = 0; k < NCOL; k++) {
     col[k] = -1;
     for (size_t f = 0; f < nf; f++)
@@ -74,7 +74,7 @@ static int parse_row(const char *path, size_t line_no, char *line, const long co
                      enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
-  split_csv(line, fields, 128, &nf);
+  report_split_csv(line, fields, 128, &nf);
   for (int k = 0; k < NCOL; k++) {
     ENPU_RETURN_IF((size_t)col[k] >= nf, err, ENPU_ERR_PARSE, "%s:%zu: %zu fields, column '%s' is field %ld", path,
                    line_no, nf, col_names[k], col[k] + 1);
@@ -256,7 +256,7 @@ static int plot_fig5(const report_ctx *r, const window_series *b, double origin_
 
 /* ---- tables from summary.json --------------------------------------------------------- */
 
-static double jget(const json_t *o, const char *a, const char *b) {
+double report_jget(const json_t *o, const char *a, const char *b) {
   const json_t *v = b ? json_object_get(json_object_get(o, a), b) : json_object_get(o, a);
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
@@ -276,11 +276,11 @@ static void md_summary(FILE *md, const json_t *pols) {
   json_t *p;
   json_object_foreach((json_t *)pols, name, p) {
     fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
-            100 * jget(p, "slo_attainment", NULL), jget(p, "energy_j", "total"));
+            100 * report_jget(p, "slo_attainment", NULL), report_jget(p, "energy_j", "total"));
     static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {"total", "prefill", "decode"};
     for (int s = 0; s < 2; s++)
       for (int k = 0; k < 3; k++) {
-        const double v = jget(p, sav[s], parts[k]);
+        const double v = report_jget(p, sav[s], parts[k]);
         if (isfinite(v)) fprintf(md, "%s%.2f", k ? " / " : " ", 100 * v);
         else fprintf(md, "%s–", k ? " / " : " ");
         if (k == 2) fprintf(md, " |");
@@ -318,10 +318,10 @@ static void md_periods(FILE *md, const json_t *pols) {
       const json_t *per = json_object_get(json_object_get(p, "periods"), periods[k]);
       if (!per) continue;
       fprintf(md, "| %s | %s |", label[k], name);
-      pct(md, jget(per, "slo_attainment", NULL));
+      pct(md, report_jget(per, "slo_attainment", NULL));
       static const char *const pairs[4] = {"busy_energy_savings", "energy_savings", "safeguard1_share", "locked_share"};
       for (int q = 0; q < 4; q++) {
-        const double a = jget(per, pairs[q], "prefill"), b = jget(per, pairs[q], "decode");
+        const double a = report_jget(per, pairs[q], "prefill"), b = report_jget(per, pairs[q], "decode");
         if (isfinite(a) && isfinite(b)) fprintf(md, " %.2f / %.2f |", 100 * a, 100 * b);
         else fprintf(md, " – |");
       }
@@ -339,7 +339,7 @@ static void md_tables(FILE *md, const char *dir, double *origin_h) {
   json_error_t jerr;
   json_t *doc = json_load_file(path, 0, &jerr);
   json_t *pols = json_object_get(doc, "policies");
-  *origin_h = isfinite(jget(doc, "origin_time_of_day_h", NULL)) ? jget(doc, "origin_time_of_day_h", NULL) : 0;
+  *origin_h = isfinite(report_jget(doc, "origin_time_of_day_h", NULL)) ? report_jget(doc, "origin_time_of_day_h", NULL) : 0;
   if (!json_is_object(pols)) {
     fprintf(md, "No summary tables: %s is missing or has no \"policies\" object.\n\n", path);
   } else {

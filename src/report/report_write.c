@@ -449,6 +449,14 @@ static void md_header(FILE *md, const report_ctx *r, const char *name, const cha
   fprintf(md, "- Hashes: cost model `%016llx`, chip `%016llx`, model `%016llx`, job `%016llx`\n",
           (unsigned long long)c->cost_model_hash, (unsigned long long)c->chip_hash,
           (unsigned long long)c->model_hash, (unsigned long long)c->job_hash);
+  report_capacity_info ci;
+  report_capacity(c, &ci);
+  fprintf(md, "- Capacity `%s`", ci.capacity);
+  if (ci.over_hbm)
+    fprintf(md, ": %zu of %zu buckets were compiled although they exceed a chip's HBM (%s; "
+                "every such plan carries the note)", ci.over_hbm, ci.buckets,
+            strcmp(ci.capacity, "offload") ? "as if they fitted" : "weights stream from the host");
+  fprintf(md, "; MoE experts `%s`, capacity factor `%s`\n", ci.experts, ci.factor);
   fprintf(md, "- Report written %s by `enpu report`; energies are per forward pass of a bucket.\n\n", now);
   fprintf(md, "| policy | ops | buckets ok | infeasible (capacity) | failed | plans |\n"
               "|---|---:|---:|---:|---:|---:|\n");
@@ -479,6 +487,7 @@ static int write_report(report_ctx *r, const report_options *o, const char *name
     rc = section_breakdown(r, md, err);
     if (rc == 0) rc = section_freq(r, md, o->freq_slack, err);
     if (rc == 0) rc = report_replay_section(r, md, o->replay_dir, err);
+    if (rc == 0) rc = report_governors_section(r, md, o->replay_dir, err);
     const int crc = report_file_close(md, r->dir, "report.md.tmp", rc == 0 ? err : NULL);
     if (rc == 0) rc = crc;
   }

@@ -463,4 +463,10 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
  * (1 + slack)·t_nodvfs. */
 double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_ns, double slack);
 
+/* A plan's states in execution order (search_slack_plan.state) rearranged into walk
+ * numbering (op i's instance r·count + c at the sum of the multiplicities of ops
+ * 0..i-1), as search_plan_simulate takes them; both arrays hold every instance. */
+void search_states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
+                           int (*walk)[CONFIG_NCOMP]);
+
 #endif /* ENPU_SEARCH_H */

@@ -32,6 +32,8 @@ int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err) 
   if (rc == 0) rc = power_model_create(chip, POWER_HBM_FULL, POWER_REG_DVFS, &s->full, err);
   if (rc == 0)
     rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS_COMPUTE, &s->dvfs_c, err);
+  if (rc == 0)
+    rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE, &s->chipwide, err);
   if (rc == 0) rc = search_memo_create(&s->memo, err);
   if (rc < 0) {
     search_ctx_free(s);
@@ -47,6 +49,7 @@ void search_ctx_free(search_ctx *s) {
   power_model_free(s->ctrl);
   power_model_free(s->full);
   power_model_free(s->dvfs_c);
+  power_model_free(s->chipwide);
   search_memo_free(s->memo);
   free(s);
 }
@@ -96,6 +99,11 @@ int search_policy_setup(const search_ctx *s, config_policy policy, const search_
     cost_pipeline_ideal(&ps->pipe, ps->pm);
     ENPU_FORWARD(search_domains_enpu(&ps->dom, 5, peak, o->ideal_method, err));
     ps->dom.trim = o->op_trim;
+    return 0;
+  case CONFIG_POLICY_UNIFORM: /* one domain of all five, every state (search_uniform.c) */
+    ps->pm = s->chipwide;
+    cost_pipeline_nodvfs(&ps->pipe, ps->pm);
+    ps->dom = (search_domains){.ndomains = 1, .peak_state = peak, .method = SEARCH_OP_EXHAUSTIVE};
     return 0;
   default:
     return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
@@ -213,6 +221,7 @@ int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op,
                  opt->threads);
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
+  if (policy == CONFIG_POLICY_UNIFORM) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
   return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, part, out, err);
 }
 
@@ -398,6 +407,10 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
   policy_setup ps;
   int64_t instances;
   ENPU_FORWARD(req_prepare(s, policy, opt, g, &ps, &instances, err));
+  if (policy == CONFIG_POLICY_UNIFORM) {
+    ENPU_FORWARD(bucket_reference(s, cost, g, &ps, out, err));
+    return search_uniform_bucket(g, sets, s->chip->freq_states, slacks, nslack, opt->budget, out, err);
+  }
   const int nops = graph_op_count(g);
   scratch sc = {0};
   request rq = {.sets = sets, .offset = sc.offset, .pm = ps.pm, .transitions = ps.transitions,

@@ -24,11 +24,14 @@ int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   *instances = 0;
   for (int si = 0; si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-      ENPU_RETURN_IF(graph_op_at(g, i)->multiplicity != seg->repeat, err, ENPU_ERR_INVALID,
-                     "op %d: multiplicity %lld differs from its segment's repeat %lld", i,
-                     (long long)graph_op_at(g, i)->multiplicity, (long long)seg->repeat);
-    *instances += seg->repeat * seg->op_count;
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
+      const graph_op *op = graph_op_at(g, i);
+      ENPU_RETURN_IF(op->count < 1 || op->multiplicity != seg->repeat * op->count, err,
+                     ENPU_ERR_INVALID,
+                     "op %d: multiplicity %lld is not its segment's repeat %lld × count %lld", i,
+                     (long long)op->multiplicity, (long long)seg->repeat, (long long)op->count);
+      *instances += op->multiplicity;
+    }
   }
   return 0;
 }
@@ -39,25 +42,70 @@ int req_prepare(const search_ctx *s, config_policy policy, const search_options 
   return req_check_graph(g, instances, err);
 }
 
+/* Visits graph g's instances in execution order (graph.h): visit(ctx, i, x, w) for the
+ * instance of op i at execution index x, numbered w in the walk (copy c of op i in layer
+ * r: w = offset_i + r·count + c, offset_i the sum of the multiplicities of ops 0..i-1).
+ * Runs once per request set-up or stored plan, never in the search's inner loop. */
+typedef void instance_visit(void *ctx, int op, int64_t exec, int64_t walk);
+
+static void each_instance(const graph *g, instance_visit *visit, void *ctx) {
+  int64_t x = 0, offset = 0;
+  for (int si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    for (int64_t r = 0; r < seg->repeat; r++)
+      for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(g, i)->count;
+        for (int64_t c = 0; c < count; c++, x++) visit(ctx, i, x, offset + at + r * count + c);
+        at += (int)graph_op_at(g, i)->multiplicity;
+      }
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+      offset += graph_op_at(g, i)->multiplicity;
+  }
+}
+
+/* op_of[x], the graph op of execution index x; exec_of[w], the execution index of walk
+ * instance w. */
+static void order_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  scratch *sc = ctx;
+  sc->op_of[exec] = op;
+  sc->exec_of[walk] = exec;
+}
+
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
   const int nops = graph_op_count(g);
   sc->op_of = enpu_calloc((size_t)instances + 1, sizeof *sc->op_of);
+  sc->exec_of = enpu_calloc((size_t)instances + 1, sizeof *sc->exec_of);
   sc->cache = enpu_calloc((size_t)nops * REQ_CACHE_WAYS + 1, sizeof *sc->cache);
   sc->cache_next = enpu_calloc((size_t)nops + 1, sizeof *sc->cache_next);
-  ENPU_RETURN_IF(!sc->op_of || !sc->cache || !sc->cache_next, err, ENPU_ERR_NOMEM,
-                 "out of memory (request of %lld instances)", (long long)instances);
-  for (int64_t x = 0, si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, (int)si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) sc->op_of[x++] = i;
-  }
+  ENPU_RETURN_IF(!sc->op_of || !sc->exec_of || !sc->cache || !sc->cache_next, err,
+                 ENPU_ERR_NOMEM, "out of memory (request of %lld instances)",
+                 (long long)instances);
+  each_instance(g, order_visit, sc);
   for (size_t k = 0; k < (size_t)nops * REQ_CACHE_WAYS; k++) sc->cache[k].state[0] = -1;
   rq->g = g;
   rq->instances = instances;
   rq->op_of = sc->op_of;
+  rq->exec_of = sc->exec_of;
   rq->cache = sc->cache;
   rq->cache_next = sc->cache_next;
   return 0;
+}
+
+struct states_copy {
+  const int (*exec)[CONFIG_NCOMP];
+  int (*walk)[CONFIG_NCOMP];
+};
+
+static void states_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  (void)op;
+  const struct states_copy *sc = ctx;
+  memcpy(sc->walk[walk], sc->exec[exec], sizeof sc->walk[0]);
+}
+
+void search_states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
+                           int (*walk)[CONFIG_NCOMP]) {
+  struct states_copy copy = {exec, walk};
+  each_instance(g, states_visit, &copy);
 }
 
 void scratch_free(scratch *sc) {
@@ -69,6 +117,7 @@ void scratch_free(scratch *sc) {
   free(sc->cand);
   free(sc->lift);
   free(sc->op_of);
+  free(sc->exec_of);
   free(sc->ga_req);
   free(sc->ga_op);
   free(sc->ga_first);
@@ -135,33 +184,39 @@ static int chip_stall(const power_model *pm, const int a[CONFIG_NCOMP], const in
   return 0;
 }
 
+/* What instance x adds to a plan's totals: its time, critical path and energy after
+ * instance x − 1, and the chip stall between them (SEARCH_TRANS_CHIP_STALL). It depends
+ * on the states of instances x − 1 and x only. */
+static int req_term(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
+                    req_line *out, enpu_err *err) {
+  if (rq->price) ENPU_FORWARD(rq->price(rq->price_user, state, x, out, err));
+  else ENPU_FORWARD(inst_eval(rq, state, x, out, err));
+  if (x == 0 || !rq->transitions || rq->model != SEARCH_TRANS_CHIP_STALL) return 0;
+  double tn, en;
+  ENPU_FORWARD(chip_stall(rq->pm, state[x - 1], state[x], &tn, &en, err));
+  out->time_ns += tn, out->energy_nj += en;
+  return 0;
+}
+
 int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], double *time_ns,
               double *cp_ns, double *energy_nj, enpu_err *err) {
   double t = 0, cp = 0, e = 0;
   for (int64_t x = 0; x < rq->instances; x++) {
     req_line l;
-    if (rq->price) ENPU_FORWARD(rq->price(rq->price_user, state, x, &l, err));
-    else ENPU_FORWARD(inst_eval(rq, state, x, &l, err));
+    ENPU_FORWARD(req_term(rq, state, x, &l, err));
     t += l.time_ns, cp += l.cp_ns, e += l.energy_nj;
-    if (x == 0 || !rq->transitions || rq->model != SEARCH_TRANS_CHIP_STALL) continue;
-    double tn, en;
-    ENPU_FORWARD(chip_stall(rq->pm, state[x - 1], state[x], &tn, &en, err));
-    t += tn, e += en;
   }
   *time_ns = t, *cp_ns = cp, *energy_nj = e;
   return 0;
 }
 
-/* The plan that puts instance r of op i at point pos[offset_i + r], into sc->cand (states);
- * its totals. */
+/* The plan that puts the instance numbered w (walk numbering) at point pos[w], into
+ * sc->cand (states, execution order); its totals. */
 static int finalise(const request *rq, scratch *sc, const int *pos, double *t, double *cp,
                     double *e, enpu_err *err) {
-  for (int64_t x = 0, si = 0; si < graph_segment_count(rq->g); si++) {
-    const graph_segment *seg = graph_segment_at(rq->g, (int)si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++, x++)
-        memcpy(sc->cand[x], rq->sets[i]->points[pos[rq->offset[i] + r]].state, sizeof sc->cand[x]);
-  }
+  for (int i = 0; i < graph_op_count(rq->g); i++)
+    for (int64_t w = rq->offset[i]; w < rq->offset[i] + graph_op_at(rq->g, i)->multiplicity; w++)
+      memcpy(sc->cand[rq->exec_of[w]], rq->sets[i]->points[pos[w]].state, sizeof sc->cand[0]);
   return req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, err);
 }
 
@@ -300,6 +355,45 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
 /* ---------------------------------------------------------------------------------
  * One slack */
 
+/* Instances x and x + 1 of sc->cand, what a change of instance x's states can move:
+ * their terms added to (sign +1) or taken from (−1) the totals. */
+static int adjust(const request *rq, const scratch *sc, int64_t x, int sign, double *t,
+                  double *cp, double *e, enpu_err *err) {
+  for (int64_t y = x; y <= x + 1 && y < rq->instances; y++) {
+    req_line l;
+    ENPU_FORWARD(req_term(rq, (const int(*)[CONFIG_NCOMP])sc->cand, y, &l, err));
+    *t += sign * l.time_ns, *cp += sign * l.cp_ns, *e += sign * l.energy_nj;
+  }
+  return 0;
+}
+
+/* Step the finalised plan in sc (positions sc->pos, states sc->cand, totals t, cp, e)
+ * back by one instance move: undo move `move` of walk w, held by step *step (the caller
+ * walks the steps backwards from the last). The walk moves the lowest-numbered instances
+ * still at a step's `from` first, so an op's positions fall with the instance number and
+ * the instance that move moved is the last one at the step's `to`. Only that instance's
+ * term and the next one change (req_term): O(1) instead of a whole finalise. */
+static int step_back(const request *rq, scratch *sc, const search_walk *w, int64_t move,
+                     int *step, double *t, double *cp, double *e, enpu_err *err) {
+  while (*step > 0 && search_walk_step_at(w, *step)->moves_before > move) (*step)--;
+  const search_walk_step *st = search_walk_step_at(w, *step);
+  int *p = sc->pos + rq->offset[st->op];
+  int64_t lo = 0, hi = graph_op_at(rq->g, st->op)->multiplicity;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (p[mid] >= st->to) lo = mid + 1;
+    else hi = mid;
+  }
+  ENPU_RETURN_IF(lo == 0 || p[lo - 1] != st->to, err, ENPU_ERR_INTERNAL,
+                 "walk move %lld: op %d has no instance at point %d", (long long)move, st->op,
+                 st->to);
+  p[lo - 1] = st->from;
+  const int64_t x = rq->exec_of[rq->offset[st->op] + lo - 1];
+  ENPU_FORWARD(adjust(rq, sc, x, -1, t, cp, e, err));
+  memcpy(sc->cand[x], rq->sets[st->op]->points[st->from].state, sizeof sc->cand[x]);
+  return adjust(rq, sc, x, +1, t, cp, e, err);
+}
+
 int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
                     const search_bucket_result *res, search_slack_plan *pl, enpu_err *err) {
   search_prefix pf;
@@ -307,12 +401,19 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
   plan_peak(rq, sc, res, pl);
   pl->request_evals = pf.moves + 1;
   const int aware = rq->transition_aware && rq->transitions;
+  /* The longest prefix that fits: step back one instance move at a time, incrementally
+   * (step_back); a candidate is confirmed by a whole finalise. */
+  int step = search_walk_step_count(w) - 1;
+  double t, cp, e;
+  ENPU_FORWARD(search_walk_positions(w, pf.moves, sc->pos, err));
+  ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
   for (int64_t m = pf.moves; m >= 0; m--) {
-    double t, cp, e;
-    ENPU_FORWARD(search_walk_positions(w, m, sc->pos, err));
-    ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
+    if (m < pf.moves) ENPU_FORWARD(step_back(rq, sc, w, m, &step, &t, &cp, &e, err));
     pl->request_evals++;
     if (m == pf.moves && aware) ENPU_FORWARD(lift_rails(rq, sc, pl, err));
+    /* Clearly over whatever the rounding of the running sums: next move. */
+    if (!fits(rq, t * (1 - 1e-9), cp * (1 - 1e-9), pl->budget_ns)) continue;
+    if (m < pf.moves) ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
     if (!fits(rq, t, cp, pl->budget_ns)) continue;
     if (take(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, pl)) {
       pl->walk_moves = m, pl->lifted_mask = 0;
@@ -405,28 +506,19 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
   policy_setup ps;
   int64_t instances;
   ENPU_FORWARD(req_prepare(s, policy, opt, g, &ps, &instances, err));
-  const int nops = graph_op_count(g);
   scratch sc = {0};
   request rq = {.pm = ps.pm, .transitions = ps.transitions, .model = opt->transitions,
                 .budget = opt->budget, .cost = cost, .pipe = &ps.pipe, .dom = &ps.dom};
-  int64_t *offset = enpu_calloc((size_t)nops + 1, sizeof *offset);
   int (*exec)[CONFIG_NCOMP] = enpu_calloc((size_t)instances + 1, sizeof *exec);
-  int rc = offset && exec ? req_init(&rq, &sc, g, instances, err)
-                          : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (plan of %lld "
-                                        "instances)", (long long)instances);
-  for (int i = 1; rc == 0 && i <= nops; i++)
-    offset[i] = offset[i - 1] + graph_op_at(g, i - 1)->multiplicity;
-  for (int64_t x = 0, si = 0; rc == 0 && si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, (int)si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++, x++)
-        memcpy(exec[x], state[offset[i] + r], sizeof exec[x]);
-  }
+  int rc = exec ? req_init(&rq, &sc, g, instances, err)
+                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (plan of %lld instances)",
+                              (long long)instances);
+  for (int64_t w = 0; rc == 0 && w < instances; w++)
+    memcpy(exec[sc.exec_of[w]], state[w], sizeof exec[0]);
   double cp = 0;
   if (rc == 0)
     rc = req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, time_ns, &cp, energy_nj, err);
   if (rc == 0 && cp_time_ns) *cp_time_ns = cp;
-  free(offset);
   free(exec);
   scratch_free(&sc);
   return rc;

@@ -1,10 +1,12 @@
 /* search_internal.h — what the bucket compiler (search_bucket.c) and plan finalisation
- * (search_final.c) share: the policy setup, the request being finalised and its scratch.
+ * (search_final.c) share: the policy setup, the request being finalised and its scratch;
+ * and the `uniform` policy (search_uniform.c) with the walk it records (search_walk.c).
  * Not for other modules.
  *
  * Invariants: a request's per-instance arrays are in real execution order (segment by
- * segment, layer by layer); a plan's Pareto positions (pos[]) are in walk numbering
- * (op i's instances at offset[i] .. offset[i] + multiplicity − 1). Every plan a
+ * segment, layer by layer, each op's `count` copies back to back); a plan's Pareto
+ * positions (pos[]) are in walk numbering (op i's instances at offset[i] .. offset[i] +
+ * multiplicity − 1, layer-major: instance r·count + c is copy c in layer r). Every plan a
  * request prices goes through req_total, so the compiler, finalisation and validation
  * (search_plan_simulate) price a plan the same way, bit for bit. */
 #ifndef ENPU_SEARCH_INTERNAL_H
@@ -18,6 +20,7 @@ struct search_ctx {
   power_model *ctrl;   /* DVFS IVR, HBM controller only (enpu-c) */
   power_model *full;   /* DVFS IVR, HBM controller + I/O (enpu-all, ideal) */
   power_model *dvfs_c; /* DVFS IVR for SA/VU/SRAM, HBM and ICI at peak on the fixed one */
+  power_model *chipwide; /* uniform: one chip-wide rail on the NoDVFS regulator */
   search_memo *memo;
 };
 
@@ -90,6 +93,7 @@ typedef struct {
   const search_domains *dom;
   int transition_aware;
   const int *op_of;  /* graph op of each instance (execution order) */
+  const int64_t *exec_of; /* execution index of each instance (walk numbering) */
   req_price_fn price; /* NULL: the cost model */
   void *price_user;
   req_line *cache;   /* per graph op, REQ_CACHE_WAYS lines, used round robin */
@@ -107,6 +111,7 @@ typedef struct {
   int (*cand)[CONFIG_NCOMP];  /* a candidate plan's states, execution order */
   int (*lift)[CONFIG_NCOMP];  /* the same with rails lifted */
   int *op_of;                 /* graph op of each instance (execution order) */
+  int64_t *exec_of;           /* execution index of each instance (walk numbering) */
   search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive layers
                                  of one graph op */
   int *ga_op, *ga_first;      /* per gene: graph op, first layer */
@@ -117,13 +122,15 @@ typedef struct {
   search_walk *hull, *greedy;
 } scratch;
 
-/* Every op's multiplicity equals its segment's repeat; *instances: op instances of a pass. */
+/* Every op's multiplicity is its segment's repeat × its count; *instances: op instances
+ * of a pass. */
 int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
 /* The policy's setup and the graph check, what every request over graph g starts with. */
 int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
                 const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
 
-/* Allocate the execution-order arrays of a request over graph g (op_of, the cache). */
+/* Allocate the execution-order arrays of a request over graph g (op_of, exec_of, the
+ * cache). */
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);
 void scratch_free(scratch *sc);
 
@@ -142,5 +149,35 @@ int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int
 /* The GA's genes: each graph op's instances cut into at most `groups` runs of layers. */
 int ga_genes_make(const graph *g, const search_pareto *const *sets, int groups, scratch *sc,
                   enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * The uniform policy: no DVFS plan but the table an online governor runs from, every
+ * component of every op at one chip-wide V/f state. Its "Pareto set" per op is every
+ * state, fastest (peak) first — point k is state peak − k; dominated states are kept,
+ * since a governor may pick any — and its walk moves round by round: round k moves every
+ * op's instances (graph op order) from point k − 1 to point k, so the prefix of k whole
+ * rounds is the plan at state peak − k. */
+
+/* The uniform op level: op under `pipe` at every state peak..1 (states of all five
+ * components equal), in that order. @return 0, or the cost model's error, ENPU_ERR_NOMEM. */
+int search_uniform_sweep(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak,
+                         search_pareto *out, enpu_err *err);
+
+/* The uniform request level of graph g given every op's sweep (sets[i] for graph op i):
+ * the rounds walk, and per slack the state with the least energy among those whose pass
+ * fits the budget in `budget` mode (energy is not monotone in the state: static power). `out` comes with
+ * policy, the reference times and the all-peak plan filled; the rest is filled here. A
+ * uniform pass has no V/f transition (one state throughout), so a plan's time and energy
+ * are its ops' sums.
+ * @return 0, ENPU_ERR_INVALID (a set that is not a sweep of `peak` states),
+ * ENPU_ERR_INTERNAL (invariants), ENPU_ERR_NOMEM. */
+int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int peak, const double *slacks,
+                          int nslack, config_budget budget, search_bucket_result *out, enpu_err *err);
+
+/* The rounds walk (see above) over ops whose points are time-ordered (not necessarily a
+ * Pareto set: a step may cost energy, and the walk carries no LP bound).
+ * @return 0, ENPU_ERR_INVALID (empty set, multiplicity < 1, points out of time order),
+ * ENPU_ERR_NOMEM. */
+int search_walk_rounds(const search_req_op *ops, int nops, search_walk **out, enpu_err *err);
 
 #endif /* ENPU_SEARCH_INTERNAL_H */

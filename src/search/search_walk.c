@@ -12,12 +12,14 @@
  *
  * Invariants: steps have dtime_ns > 0 and denergy_nj < 0; cumulative time strictly
  * increases and energy strictly decreases along a walk; `exhausted` is 0 only when the
- * walk stopped at its time cap with moves left. */
+ * walk stopped at its time cap with moves left. The rounds walk of the uniform policy
+ * (search_internal.h) is the exception: time only non-decreasing, energy either way, no
+ * LP bound. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "search_internal.h"
 
 struct search_walk {
   int nops;
@@ -39,8 +41,9 @@ void search_walk_free(search_walk *w) {
   free(w);
 }
 
-/* The walk's start (every instance at point 0) and its per-op bookkeeping. */
-static int walk_create(const search_req_op *ops, int nops, search_walk **out, enpu_err *err) {
+/* The walk's start (every instance at point 0) and its per-op bookkeeping. `pareto`:
+ * points must be a Pareto set (time up, energy down), else only in time order. */
+static int walk_create(const search_req_op *ops, int nops, int pareto, search_walk **out, enpu_err *err) {
   *out = NULL;
   ENPU_RETURN_IF(nops < 1, err, ENPU_ERR_INVALID, "request with %d ops", nops);
   for (int i = 0; i < nops; i++) {
@@ -49,8 +52,9 @@ static int walk_create(const search_req_op *ops, int nops, search_walk **out, en
     ENPU_RETURN_IF(ops[i].multiplicity < 1, err, ENPU_ERR_INVALID,
                    "op %d has multiplicity %lld", i, (long long)ops[i].multiplicity);
     for (int k = 1; k < ops[i].count; k++)
-      ENPU_RETURN_IF(!(ops[i].points[k].time_ns > ops[i].points[k - 1].time_ns &&
-                       ops[i].points[k].energy_nj < ops[i].points[k - 1].energy_nj),
+      ENPU_RETURN_IF(pareto ? !(ops[i].points[k].time_ns > ops[i].points[k - 1].time_ns &&
+                                ops[i].points[k].energy_nj < ops[i].points[k - 1].energy_nj)
+                            : !(ops[i].points[k].time_ns >= ops[i].points[k - 1].time_ns),
                      err, ENPU_ERR_INVALID, "op %d: Pareto point %d out of order", i, k);
   }
   search_walk *w = enpu_calloc(1, sizeof *w);
@@ -95,6 +99,25 @@ static int walk_push(search_walk *w, const search_req_op *ops, int op, int from,
   return 0;
 }
 
+int search_walk_rounds(const search_req_op *ops, int nops, search_walk **out, enpu_err *err) {
+  search_walk *w;
+  ENPU_FORWARD(walk_create(ops, nops, 0, &w, err));
+  int rounds = 0;
+  for (int i = 0; i < nops; i++)
+    if (ops[i].count - 1 > rounds) rounds = ops[i].count - 1;
+  int rc = 0;
+  for (int k = 1; rc == 0 && k <= rounds; k++)
+    for (int i = 0; rc == 0 && i < nops; i++)
+      if (k < ops[i].count) rc = walk_push(w, ops, i, k - 1, k, ops[i].multiplicity, err);
+  if (rc < 0) {
+    search_walk_free(w);
+    return rc;
+  }
+  w->exhausted = 1;
+  *out = w;
+  return 0;
+}
+
 /* ---------------------------------------------------------------------------------
  * Hull walk */
 
@@ -130,7 +153,7 @@ static int lower_hull(const search_point *p, int n, int *h) {
 int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
                       search_walk **out, enpu_err *err) {
   search_walk *w;
-  ENPU_FORWARD(walk_create(ops, nops, &w, err));
+  ENPU_FORWARD(walk_create(ops, nops, 1, &w, err));
   size_t nseg = 0;
   int maxn = 0;
   for (int i = 0; i < nops; i++) {
@@ -199,7 +222,7 @@ static void greedy_refresh(greedy_op *g, const search_req_op *op, double slack_n
 int search_greedy_build(const search_req_op *ops, int nops, double budget_ns,
                         search_walk **out, enpu_err *err) {
   search_walk *w;
-  ENPU_FORWARD(walk_create(ops, nops, &w, err));
+  ENPU_FORWARD(walk_create(ops, nops, 1, &w, err));
   w->exhausted = 1;
   int64_t npoints = 0;
   for (int i = 0; i < nops; i++) npoints += ops[i].count;

@@ -127,7 +127,8 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
   *plan = (planstore_plan){.policy = pi, .bucket = (uint32_t)bi, .phase = phase, .budget_mode = b->budget,
                            .batch = b->batch, .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns,
                            .t_peak_ns = b->t_peak_ns, .e_nodvfs_nj = b->e_nodvfs_nj,
-                           .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN};
+                           .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN,
+                           .note = b->message};
   *pol = p;
   return ENPU_OK;
 }
@@ -201,6 +202,24 @@ int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, d
                  ENPU_ERR_INVALID, "planstore_retarget: not a plan of this store");
   *plan = *bucket_plan;
   return plan_at_target(p, target_ns, plan, err);
+}
+
+int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan, uint64_t walk_prefix,
+                        planstore_plan *plan, enpu_err *err) {
+  const store_policy *p = plan_policy(ps, bucket_plan);
+  ENPU_RETURN_IF(!p || !plan || p->t.buckets[bucket_plan->bucket].status != STORE_BUCKET_OK, err,
+                 ENPU_ERR_INVALID, "planstore_at_prefix: not a plan of this store");
+  const store_bucket_rec *b = &p->t.buckets[bucket_plan->bucket];
+  ENPU_RETURN_IF(walk_prefix > b->walk_count, err, ENPU_ERR_RANGE,
+                 "walk prefix %llu beyond the %llu steps of bucket batch %d seq %d", (unsigned long long)walk_prefix,
+                 (unsigned long long)b->walk_count, b->batch, b->seq);
+  const store_walk_rec *last = walk_prefix ? &p->t.walk[b->walk_first + walk_prefix - 1] : NULL;
+  *plan = *bucket_plan;
+  plan->walk_prefix = walk_prefix;
+  plan->time_ns = plan->target_ns = last ? last->time_ns : b->walk_start_time_ns;
+  plan->energy_nj = plan->lower_bound_nj = last ? last->energy_nj : b->walk_start_energy_nj;
+  plan->savings_vs_nodvfs = b->e_nodvfs_nj > 0 ? 1.0 - plan->energy_nj / b->e_nodvfs_nj : 0.0;
+  return ENPU_OK;
 }
 
 size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan) {

@@ -54,6 +54,10 @@ typedef struct {
    * 100 · (time − critical path) / T_nodvfs. NaN when no stored plan has this target. */
   double plan_time_ns;
   double overhead_pct;
+  const char *note;         /* how the bucket stands with HBM: "" when it fits; else the
+                               farm's note, "capacity ignored: ..." (the plan assumes the
+                               model fits) or "offload: ..." (weights stream from the
+                               host). Valid until planstore_close. */
 } planstore_plan;
 
 /* Frequency states of one op of a plan. The walk moves the instances of an op from one
@@ -68,6 +72,7 @@ typedef struct {
   uint32_t lead_pareto, trail_pareto;
   uint8_t lead_states[PLANSTORE_NSTATE], trail_states[PLANSTORE_NSTATE];
   double lead_time_ns, trail_time_ns; /* one instance at that point */
+  double lead_energy_nj, trail_energy_nj;
 } planstore_op_states;
 
 /* Open and validate a store (registers the zstd filter in-process).
@@ -114,6 +119,15 @@ int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, i
  * not come from this store. */
 int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, double target_ns,
                        planstore_plan *plan, enpu_err *err);
+
+/* The plan of the same bucket as `bucket_plan` after the first `walk_prefix` steps of its
+ * walk, whatever their time (target_ns is set to the plan's time): a runtime that knows
+ * the walk's layout picks a plan by position, e.g. the `uniform` policy's pass at one
+ * chip-wide state (schemas/planstore.md). The lower bound is the plan's energy.
+ * @return 0; ENPU_ERR_RANGE for a prefix beyond the walk; ENPU_ERR_INVALID for a plan
+ * that does not come from this store. */
+int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan, uint64_t walk_prefix,
+                        planstore_plan *plan, enpu_err *err);
 
 /* Number of distinct ops of the plan's bucket (the size planstore_plan_states needs). */
 size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan);

@@ -85,7 +85,9 @@ typedef struct {
   uint32_t ops_first, ops_count;   /* bucket_ops range */
   uint64_t walk_first, walk_count; /* walk range */
   uint32_t plan_first, plan_count; /* plans range (one per stored slack) */
-  char message[STORE_MSG_LEN];     /* why a bucket is infeasible/failed; "" when ok */
+  char message[STORE_MSG_LEN];     /* why a bucket is infeasible/failed; on an ok bucket
+                                      over HBM, its capacity note (offload/ignore); "" when
+                                      it fits */
 } store_bucket_rec;
 
 /* bucket_ops: the ops of one bucket and how many instances of each run in a pass. */

@@ -337,6 +337,8 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
     memcpy(st[i].trail_states, trail->states, PLANSTORE_NSTATE);
     st[i].lead_time_ns = lead->time_ns;
     st[i].trail_time_ns = trail->time_ns;
+    st[i].lead_energy_nj = lead->energy_nj;
+    st[i].trail_energy_nj = trail->energy_nj;
   }
   return ENPU_OK;
 }

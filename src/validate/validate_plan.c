@@ -88,6 +88,12 @@ static int same_op(validate_ctx *v, config_policy policy, const store_policy_tab
   return 0;
 }
 
+/* Do graph ops a and b share one store op? Equal signatures do; the uniform policy keeps
+ * each segment's apart (schemas/planstore.md). */
+static int same_store_op(config_policy policy, const graph_op *a, const graph_op *b) {
+  return a->signature == b->signature && (policy != CONFIG_POLICY_UNIFORM || a->segment == b->segment);
+}
+
 /* The checks of one re-simulated plan against its own budget mode, most telling first:
  * the budget formula, the budget (strict: time; paper: critical-path time), and the
  * stored time, energy and (paper) overhead. */
@@ -140,7 +146,7 @@ static int map_bucket(validate_ctx *v, config_policy policy, const store_policy_
   m->state = enpu_calloc((size_t)m->instances + 1, sizeof *m->state);
   ENPU_RETURN_IF(!m->pos || !m->state, err, ENPU_ERR_NOMEM, "out of memory (plan states)");
   /* Graph ops with equal signatures share one store op (the farm's key adds only the
-   * policy and options to the signature). Each store op takes the first unmatched group
+   * policy and options to the signature, and the segment for uniform). Each store op takes the first unmatched group
    * of its kind and multiplicity that reproduces its fastest point. */
   for (uint32_t k = 0; k < b->ops_count; k++) {
     const store_bucket_op_rec *bo = &t->bucket_ops[b->ops_first + k];
@@ -151,11 +157,11 @@ static int map_bucket(validate_ctx *v, config_policy policy, const store_policy_
       if (m->key_of[i] >= 0 || (uint32_t)op->kind != so->kind) continue;
       uint64_t mult = 0;
       for (int j = i; j < m->nops; j++)
-        if (graph_op_at(m->g, j)->signature == op->signature) mult += (uint64_t)graph_op_at(m->g, j)->multiplicity;
+        if (same_store_op(policy, graph_op_at(m->g, j), op)) mult += (uint64_t)graph_op_at(m->g, j)->multiplicity;
       if (mult != bo->multiplicity) continue;
       ENPU_FORWARD(same_op(v, policy, t, bo->op, op, b->budget, tol, &found, err));
       for (int j = i; found && j < m->nops; j++)
-        if (graph_op_at(m->g, j)->signature == op->signature) m->key_of[j] = (int)k;
+        if (same_store_op(policy, graph_op_at(m->g, j), op)) m->key_of[j] = (int)k;
     }
     if (!found) {
       snprintf(why, why_cap, "store op %u (%s, %llu instances) matches no op of the rebuilt graph",

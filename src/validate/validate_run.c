@@ -107,8 +107,14 @@ static int replay_all(const validate_args *a, const store_contents *c, policy_ru
   ENPU_FORWARD(replay_trace_load(a->trace_path, false, &trace, err));
   planstore *ps = NULL;
   int rc = planstore_open(a->store_path, &ps, err);
+  /* The uniform policy is no plan the scheduler picks by target but the table of online
+   * governors: its replay is the ondemand governor's. */
+  replay_governor ondemand;
+  if (rc == 0) rc = replay_governor_parse("ondemand", &ondemand, err);
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
-    rc = replay_run(ps, c->policies[i].name, trace, &setup, &runs[i].replay, err);
+    const bool uniform = !strcmp(c->policies[i].name, "uniform");
+    const replay_job job = {.policy = uniform ? NULL : c->policies[i].name, .governor = uniform ? &ondemand : NULL};
+    rc = replay_run_job(ps, &job, trace, &setup, &runs[i].replay, err);
     if (rc < 0) enpu_err_prefix(err, "replay of policy %s: ", c->policies[i].name);
   }
   /* Savings compare energies over one horizon: the latest end among the policies. */

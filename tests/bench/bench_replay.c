@@ -1,10 +1,12 @@
 /* bench_replay.c — replay speed against its targets, on Table 3's Llama3-70B cluster:
  *   the one-hour conv trace, one policy, one thread           (target <= 2 s);
  *   the 24-hour day built from it, every policy of the store  (target <= 15 s);
- *   the six-rate sweep 0.5,1,2,3,5,8 of the hour, every policy (target <= 10 s).
+ *   the six-rate sweep 0.5,1,2,3,5,8 of the hour, every policy (target <= 10 s);
+ *   the hour with the ondemand, pid and pelm governors beside every policy, the PELM
+ *   agent learning online (its DQN decisions and training included; target <= 30 s).
  * The store is the synthetic one of tests/integration/replay/synth_store.h (written to
  * a temporary file first), or a real one with --store (e.g. results/llama3-70b/plans.h5,
- * four policies). Wall time and the process's CPU time are printed: on a shared machine
+ * four policies and the governors' uniform table). Wall time and the process's CPU time are printed: on a shared machine
  * the wall time of the threaded cases depends on the other load.
  * Usage: bench_replay [--store S] [--policy NAME] [--threads N] [--json]. Prints figures;
  * never fails on speed. */
@@ -103,6 +105,36 @@ static int bench_sweep(bench *b) {
   return 0;
 }
 
+static int bench_governors(bench *b) {
+  static const char *const names[3] = {"ondemand", "pid", "pelm"};
+  replay_job jobs[MAX_POLICIES + 3];
+  replay_governor gov[3];
+  replay_result *runs[MAX_POLICIES + 3] = {0};
+  replay_pelm *agent = NULL;
+  replay_pelm_params p;
+  replay_pelm_params_default(&p);
+  enpu_err err = {0};
+  size_t n = 0;
+  for (size_t i = 0; i < b->npolicies; i++) jobs[n++] = (replay_job){.policy = b->policies[i]};
+  const double t0 = enpu_now_s(), c0 = cpu_s();
+  if (replay_pelm_create(&p, &b->setup, &agent, &err)) return fail(&err);
+  for (int k = 0; k < 3; k++) {
+    if (replay_governor_parse(names[k], &gov[k], &err)) return fail(&err);
+    gov[k].pelm = agent;
+    jobs[n++] = (replay_job){.governor = &gov[k]};
+  }
+  if (replay_run_jobs(b->ps, jobs, n, b->trace, &b->setup, b->threads, runs, &err)) return fail(&err);
+  const double wall = enpu_now_s() - t0, cpu = cpu_s() - c0;
+  unsigned long long batches = 0;
+  for (size_t i = 0; i < n; i++) batches += batches_of(runs[i]);
+  char name[96];
+  snprintf(name, sizeof name, "hour, 3 governors + %zu policies", b->npolicies);
+  report(b, 3, name, b->trace->count, batches, wall, cpu, 30, replay_result_summary(runs[n - 1])->slo_attainment);
+  for (size_t i = 0; i < n; i++) replay_result_free(runs[i]);
+  replay_pelm_free(agent);
+  return 0;
+}
+
 static int parse(int argc, char **argv, bench *b, const char **store) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) b->json = 1;
@@ -122,22 +154,27 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_replay [--store S] [--policy NAME] [--threads N] [--json]\n");
     return 2;
   }
-  static const char *const synth[] = {"nodvfs", "dvfs-c", "enpu-all"};
+  static const char *const synth[] = {"nodvfs", "dvfs-c", "enpu-all", "uniform"};
   char dir[STORE_FIXTURE_DIR_LEN], path[STORE_FIXTURE_PATH_LEN];
   enpu_err err = {0};
-  if (!store && (store_fixture_dir_make("bench_replay", dir, path) != 0 || synth_store_write(path, synth, 3, &err)))
+  if (!store && (store_fixture_dir_make("bench_replay", dir, path) != 0 || synth_store_write(path, synth, 4, &err)))
     return fail(&err);
   if (planstore_open(store ? store : path, &b.ps, &err) || config_cluster_load(SRC("clusters/llama3-70b.json"), &b.cl, &err) ||
       config_model_load(SRC("models/llama3-70b.json"), &b.model, &err) || config_chip_load(SRC("chips/tpuv5p.json"), &b.chip, &err) ||
       replay_setup_init(&b.setup, b.cl, b.model, b.chip, &err) ||
       replay_trace_load(SRC("traces/AzureLLMInferenceTrace_conv.csv"), false, &b.trace, &err))
     return fail(&err);
-  for (size_t i = 0; i < planstore_policy_count(b.ps) && b.npolicies < MAX_POLICIES; i++)
-    b.policies[b.npolicies++] = planstore_policy_name(b.ps, i);
+  bool uniform = false; /* the governors' table, not a policy the scheduler runs */
+  for (size_t i = 0; i < planstore_policy_count(b.ps) && b.npolicies < MAX_POLICIES; i++) {
+    const char *name = planstore_policy_name(b.ps, i);
+    if (!strcmp(name, "uniform")) uniform = true;
+    else b.policies[b.npolicies++] = name;
+  }
   if (b.json) printf("{\"store\": \"%s\", \"threads\": %d, \"cases\": [", store ? store : "synthetic", b.threads);
   else printf("%-34s %9s %12s %8s %8s %8s %8s\n", "replay", "requests", "batches", "wall s", "CPU s", "target", "SLO %");
   int rc = bench_runs(&b);
   if (rc == 0) rc = bench_sweep(&b);
+  if (rc == 0 && uniform) rc = bench_governors(&b);
   if (b.json) printf("]}\n");
   replay_trace_free(b.trace);
   config_chip_free(b.chip);

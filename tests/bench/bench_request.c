@@ -140,16 +140,17 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
   for (int si = 0; si < graph_segment_count(b->g); si++) {
     const graph_segment *seg = graph_segment_at(b->g, si);
     for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++, x++) {
-        const graph_op *op = graph_op_at(b->g, i);
-        cost_result n, p, q;
-        ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_NODVFS, o, peak, &n, err));
-        ENPU_FORWARD(search_op_breakdown_after(b->sx, b->cost, op, pol, o, x ? pl->state[x - 1] : NULL,
-                                               pl->state[x], &p, err));
-        ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, pol, o, pl->state[x], &q, err));
-        acc_add(&acc[op->kind], &n, &p, &q, pl->state[x]);
-        acc_add(&acc[GRAPH_NKIND], &n, &p, &q, pl->state[x]);
-      }
+      for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+        for (int64_t c = 0; c < graph_op_at(b->g, i)->count; c++, x++) {
+          const graph_op *op = graph_op_at(b->g, i);
+          cost_result n, p, q;
+          ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_NODVFS, o, peak, &n, err));
+          ENPU_FORWARD(search_op_breakdown_after(b->sx, b->cost, op, pol, o,
+                                                 x ? pl->state[x - 1] : NULL, pl->state[x], &p, err));
+          ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, pol, o, pl->state[x], &q, err));
+          acc_add(&acc[op->kind], &n, &p, &q, pl->state[x]);
+          acc_add(&acc[GRAPH_NKIND], &n, &p, &q, pl->state[x]);
+        }
   }
   return 0;
 }

@@ -25,6 +25,7 @@ from harness import Harness  # noqa: E402
 from farm_harness import (demo_variant, farm, field, journal_has_records, kill_farm, same,  # noqa: E402
                           start, wait_for)
 
+
 def signatures(h, job):
     """Graph signatures of every bucket of the demo grid, from `enpu graph --json`."""
     sigs = set()

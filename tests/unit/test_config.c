@@ -500,7 +500,7 @@ static const bad_case bad_cases[] = {
      .code = ENPU_ERR_INVALID,
      .needle = "\"dvfs-x\"",
      .path = "$.policies[1]",
-     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, dvfs-c-walk, got \"dvfs-x\""},
+     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, dvfs-c-walk, uniform, got \"dvfs-x\""},
     {.name = "bad budget mode",
      .file = "job.json",
      .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
@@ -619,6 +619,33 @@ static const bad_case bad_cases[] = {
      .needle = "3, \"head_dim\"",
      .path = "$.attention.kv_heads",
      .expect = "expected a divisor of heads (8), got 3"},
+    {.name = "acceptance rate above 1",
+     .file = "models/dense.json",
+     .from = "\"ffn\": { \"intermediate\": 512 }",
+     .to = "\"ffn\": { \"intermediate\": 512 },\n  \"speculative\": { \"acceptance\": [ { \"exit_layers\": 1, "
+           "\"rate\": 0.6 }, { \"exit_layers\": 2, \"rate\": 1.5 } ] }",
+     .code = ENPU_ERR_RANGE,
+     .needle = "1.5",
+     .path = "$.speculative.acceptance[1].rate",
+     .expect = "expected a number in [0, 1] (probability that a drafted token is accepted), got 1.5"},
+    {.name = "negative acceptance rate",
+     .file = "models/dense.json",
+     .from = "\"ffn\": { \"intermediate\": 512 }",
+     .to = "\"ffn\": { \"intermediate\": 512 },\n  \"speculative\": { \"acceptance\": [ { \"exit_layers\": 2, "
+           "\"rate\": -0.1 } ] }",
+     .code = ENPU_ERR_RANGE,
+     .needle = "-0.1",
+     .path = "$.speculative.acceptance[0].rate",
+     .expect = "expected a number in [0, 1] (probability that a drafted token is accepted), got -0.1"},
+    {.name = "exit depth at the full depth",
+     .file = "models/dense.json",
+     .from = "\"ffn\": { \"intermediate\": 512 }",
+     .to = "\"ffn\": { \"intermediate\": 512 },\n  \"speculative\": { \"acceptance\": [ { \"exit_layers\": 4, "
+           "\"rate\": 0.9 } ] }",
+     .code = ENPU_ERR_RANGE,
+     .needle = "4, \"rate\"",
+     .path = "$.speculative.acceptance[0].exit_layers",
+     .expect = "expected a depth below layers (4), above the previous row's, got 4"},
     {.name = "dtype_bytes not 1, 2 or 4",
      .file = "models/dense.json",
      .from = "\"dtype_bytes\": 2",
@@ -634,7 +661,96 @@ static const bad_case bad_cases[] = {
      .code = ENPU_ERR_RANGE,
      .needle = "0.5 }",
      .path = "$.moe.capacity_factor",
-     .expect = "expected a number in [1, 1024] (expert capacity factor), got 0.5"},
+     .expect = "expected \"worst\" or a number in [1, 1024] (expert capacity factor), got 0.5"},
+    {.name = "MoE capacity factor below 1",
+     .load = "moe_job.json",
+     .file = "moe_job.json",
+     .from = "1.25",
+     .to = "0.5",
+     .code = ENPU_ERR_RANGE,
+     .needle = "0.5 }",
+     .path = "$.moe.capacity_factor",
+     .expect = "expected \"worst\" or a number in [1, 4] (routed_experts / experts_per_token of"},
+    {.name = "MoE capacity factor above E/k (every token on one expert)",
+     .load = "moe_job.json",
+     .file = "moe_job.json",
+     .from = "1.25",
+     .to = "4.5",
+     .code = ENPU_ERR_RANGE,
+     .needle = "4.5 }",
+     .path = "$.moe.capacity_factor",
+     .expect = "models/moe.json), got 4.5",
+     .ends = true},
+    {.name = "MoE capacity factor not a number",
+     .load = "moe_job.json",
+     .file = "moe_job.json",
+     .from = "1.25",
+     .to = "\"high\"",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"high\"",
+     .path = "$.moe.capacity_factor",
+     .expect = "got \"high\"",
+     .ends = true},
+    {.name = "MoE expert graph unknown",
+     .load = "moe_job.json",
+     .file = "moe_job.json",
+     .from = "\"capacity_factor\": 1.25 }",
+     .to = "\"capacity_factor\": 1.25, \"experts\": \"resident\" }",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"resident\"",
+     .path = "$.moe.experts",
+     .expect = "expected one of: all-resident, active-only, got \"resident\""},
+    {.name = "capacity policy unknown",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"capacity\": \"swap\"\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"swap\"",
+     .path = "$.capacity",
+     .expect = "expected one of: enforce, offload, ignore, got \"swap\""},
+    {.name = "capacity offload on a chip without a host link",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"capacity\": \"offload\"\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"offload\"",
+     .path = "$.capacity",
+     .expect = "expected a chip with a \"host\" link to offload weights over, got "},
+    {.name = "expert counts: more experts per token than routed experts",
+     .load = "moe_job.json",
+     .file = "models/moe.json",
+     .from = "\"experts_per_token\": 2",
+     .to = "\"experts_per_token\": 9",
+     .code = ENPU_ERR_RANGE,
+     .needle = "9,",
+     .path = "$.moe.experts_per_token",
+     .expect = "expected at most routed_experts (8), got 9"},
+    {.name = "expert counts: no MoE layer left after the dense ones",
+     .load = "moe_job.json",
+     .file = "models/moe.json",
+     .from = "\"first_dense_layers\": 1",
+     .to = "\"first_dense_layers\": 4",
+     .code = ENPU_ERR_RANGE,
+     .needle = "4 }",
+     .path = "$.moe.first_dense_layers",
+     .expect = "expected fewer than layers (4) so that some layer is MoE, got 4"},
+    {.name = "gate/up fusion not a boolean",
+     .file = "models/dense.json",
+     .from = "\"intermediate\": 512 }",
+     .to = "\"intermediate\": 512, \"fuse_gate_up\": 1 }",
+     .code = ENPU_ERR_INVALID,
+     .needle = "1 }",
+     .path = "$.ffn.fuse_gate_up",
+     .expect = "expected true or false, got 1"},
+    {.name = "host link with a negative bandwidth",
+     .file = "chips/c.json",
+     .from = "\"dcn\": { \"gbps\": 5 },",
+     .to = "\"dcn\": { \"gbps\": 5 }, \"host\": { \"gbps\": -32, \"latency_ns\": 400, "
+           "\"pj_per_byte\": 15 },",
+     .code = ENPU_ERR_RANGE,
+     .needle = "-32",
+     .path = "$.host.gbps",
+     .expect = "got -32"},
     {.name = "bucket rule not 'paper'",
      .file = "job.json",
      .from = "\"rule\": \"paper\", \"max\": 4096",
@@ -986,15 +1102,20 @@ static void test_validation_section(void **state) {
   fixture_free(fx);
 }
 
+/* Load job file `name` of the fixture, which must succeed. */
+static config_job *load_ok(const fixture *fx, const char *name) {
+  char path[512];
+  fixture_path(fx, name, path, sizeof path);
+  config_job *job = NULL;
+  enpu_err err = {0};
+  if (config_job_load(path, &job, &err)) fail_msg("%s: %s", name, err.msg);
+  return job;
+}
+
 static void test_moe_job_loads(void **state) {
   (void)state;
   fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  char path[512];
-  fixture_path(fx, "moe_job.json", path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  int rc = config_job_load(path, &job, &err);
-  if (rc) fail_msg("%s", err.msg);
+  config_job *job = load_ok(fx, "moe_job.json");
   assert_string_equal(job->store_path, "/abs/plans.h5");
   assert_false(job->phase[CONFIG_DECODE].enabled);
   assert_int_equal(job->phase[CONFIG_PREFILL].parallel.ep, 2);
@@ -1010,6 +1131,62 @@ static void test_moe_job_loads(void **state) {
   /* active = total - embedding table - the routed experts a token does not use */
   double unused = 3.0 * (8 - 2) * 3 * 256 * 128;
   assert_true(fabs(m->params_total - 1000.0 * 256 - unused - m->params_active) < 0.5);
+  config_job_free(job);
+  fixture_free(fx);
+}
+
+/* The three capacity settings and both MoE expert graphs are accepted; offload needs a
+ * chip with a host link, whose figures are loaded. */
+static void test_capacity_settings(void **state) {
+  (void)state;
+  static const char *const caps[] = {"enforce", "offload", "ignore"};
+  for (int c = 0; c < CONFIG_NCAPACITY; c++) {
+    char to[160];
+    snprintf(to, sizeof to,
+             "\"moe\": { \"capacity_factor\": 2, \"experts\": \"%s\" },\n  \"capacity\": \"%s\"\n",
+             c == 1 ? "active-only" : "all-resident", caps[c]);
+    fixture *fx = fixture_create("chips/c.json", "\"dcn\": { \"gbps\": 5 },",
+                                 "\"dcn\": { \"gbps\": 5 }, \"host\": { \"gbps\": 32, "
+                                 "\"latency_ns\": 400, \"pj_per_byte\": 15.44 },",
+                                 NULL, NULL);
+    char path[512];
+    fixture_path(fx, "job.json", path, sizeof path);
+    char *text = replace_once(JOB, "\"moe\": { \"capacity_factor\": \"worst\" }\n", to);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0 && fclose(f) == 0, 1);
+    free(text);
+    config_job *job = load_ok(fx, "job.json");
+    assert_int_equal(job->capacity, (config_capacity)c);
+    assert_string_equal(config_capacity_name(job->capacity), caps[c]);
+    assert_int_equal(job->moe_experts,
+                     c == 1 ? CONFIG_EXPERTS_ACTIVE_ONLY : CONFIG_EXPERTS_ALL_RESIDENT);
+    assert_true(job->moe_capacity_factor == 2);
+    assert_true(job->chip.host_gbps == 32 && job->chip.host_latency_ns == 400 &&
+                job->chip.host_pj_per_byte == 15.44);
+    config_job_free(job);
+    fixture_free(fx);
+  }
+}
+
+/* The capacity factor override of a sweep: bounded like the key, recorded in job_json. */
+static void test_capacity_factor_override(void **state) {
+  (void)state;
+  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
+  config_job *job = load_ok(fx, "moe_job.json");
+  enpu_err err = {0};
+  const uint64_t h = job->hash;
+  assert_int_equal(config_job_set_capacity_factor(job, "3", &err), 0);
+  assert_true(job->moe_capacity_factor == 3 && job->hash != h);
+  assert_non_null(strstr(job->job_json, "\"capacity_factor\": 3"));
+  assert_int_equal(config_job_set_capacity_factor(job, "worst", &err), 0);
+  assert_true(job->moe_capacity_factor == 0);
+  assert_non_null(strstr(job->job_json, "\"capacity_factor\": \"worst\""));
+  assert_int_equal(config_job_set_capacity_factor(job, "0.5", &err), ENPU_ERR_RANGE);
+  assert_non_null(strstr(err.msg, "[1, 4]"));
+  assert_int_equal(config_job_set_capacity_factor(job, "5", &err), ENPU_ERR_RANGE);
+  assert_int_equal(config_job_set_capacity_factor(job, "2x", &err), ENPU_ERR_INVALID);
+  assert_true(job->moe_capacity_factor == 0); /* a rejected value changes nothing */
   config_job_free(job);
   fixture_free(fx);
 }
@@ -1039,6 +1216,29 @@ static void test_hash_covers_tables(void **state) {
   fixture_free(a);
   fixture_free(b);
   fixture_free(c);
+}
+
+/* The acceptance table: the file's rows, or exits at 1/4, 1/2, 3/4 of the layers on the
+ * default curve through (1/4, 0.63) and (1, 1). */
+static void test_spec_acceptance(void **state) {
+  (void)state;
+  assert_true(config_spec_default_rate(0.25) == 0.63);
+  assert_true(fabs(config_spec_default_rate(0.5) - (0.63 + 0.37 / 3)) < 1e-12);
+  assert_true(fabs(config_spec_default_rate(0.125) - 0.315) < 1e-12);
+  assert_true(config_spec_default_rate(1) == 1 && config_spec_default_rate(0) == 0);
+  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
+  enpu_err err = {0};
+  char path[512];
+  snprintf(path, sizeof path, "%s/models/dense.json", fx->dir);
+  config_model *m = NULL;
+  assert_int_equal(config_model_load(path, &m, &err), 0);
+  assert_true(m->spec_default);
+  assert_int_equal(m->spec_exit_count, 3); /* 4 layers: exits 1, 2, 3 */
+  assert_int_equal(m->spec_exits[0].exit_layers, 1);
+  assert_int_equal(m->spec_exits[2].exit_layers, 3);
+  assert_true(fabs(m->spec_exits[1].rate - config_spec_default_rate(0.5)) < 1e-15);
+  config_model_free(m);
+  fixture_free(fx);
 }
 
 static void test_names(void **state) {
@@ -1217,7 +1417,8 @@ int main(void) {
   static const struct CMUnitTest fixed[] = {
       cmocka_unit_test(test_missing_job_file),   cmocka_unit_test(test_empty_file_is_syntax_error),
       cmocka_unit_test(test_small_job_loads),    cmocka_unit_test(test_moe_job_loads),
-      cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names),
+      cmocka_unit_test(test_capacity_settings), cmocka_unit_test(test_capacity_factor_override),
+      cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names), cmocka_unit_test(test_spec_acceptance),
       cmocka_unit_test(test_shipped_jobs_load),  cmocka_unit_test(test_published_model_sizes),
       cmocka_unit_test(test_shipped_chip),       cmocka_unit_test(test_shipped_clusters),
       cmocka_unit_test(test_cluster_defaults),

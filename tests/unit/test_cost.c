@@ -85,6 +85,14 @@ static graph_op vector_op(graph_op_kind kind, int64_t m, int64_t n, double ops_p
   return op;
 }
 
+/* A host load (capacity offload): bytes over the host link straight into HBM. */
+static graph_op host_op(double bytes) {
+  graph_op op = {.kind = GRAPH_HOST_LOAD, .name = "host.weight_stream"};
+  op.shape = (graph_shape){.n = (int64_t)bytes, .dtype_bytes = 2};
+  op.host_bytes = op.hbm_write_bytes = bytes;
+  return op;
+}
+
 static graph_op collective_op(graph_op_kind kind, int ranks, double bytes) {
   graph_op op = {.kind = kind, .name = "collective"};
   op.shape = (graph_shape){.b = 1, .m = 1, .n = (int64_t)bytes, .ranks = ranks, .dtype_bytes = 2};
@@ -269,6 +277,7 @@ static graph_op random_op(uint64_t *s, int kind) {
                      (double)rng_range(s, 1, 6));
   case GRAPH_ROUTER: return vector_op(GRAPH_ROUTER, rng_range(s, 1, 4096), 256, 6);
   case GRAPH_EMBED: return vector_op(GRAPH_EMBED, rng_range(s, 1, 4096), 8192, 0);
+  case GRAPH_HOST_LOAD: return host_op((double)rng_range(s, 1 << 20, 1 << 30));
   default:
     return collective_op((graph_op_kind)kind, (int)rng_range(s, 2, 64),
                          (double)rng_range(s, 1024, 64 << 20));
@@ -373,6 +382,38 @@ static void test_energy_sums(void **state) {
     /* FE runs at max(SA, VU, SRAM). */
     assert_int_equal(r.state[COST_FE], 30);
   }
+}
+
+/* The host link (chip "host": 32 GB/s, 400 ns, 15.44 pJ/B) bounds a host load: the link
+ * time plus both lead-ins, the HBM write overlapped; its energy per byte is charged. */
+static void test_host_load(void **state) {
+  fixture *f = *state;
+  cost_pipeline pl;
+  cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL);
+  const double bytes = 400e6;
+  graph_op op = host_op(bytes);
+  cost_plan p = peak(f);
+  cost_result r, slow;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, NULL), 0);
+  const double link_ns = bytes / f->chip->host_gbps, hbm_ns = bytes / f->chip->hbm_gbps;
+  const double lead_ns = f->chip->host_latency_ns + f->chip->hbm_latency_ns;
+  assert_true(r.time_ns >= link_ns + lead_ns - 1e-6);
+  assert_true(r.time_ns <= link_ns + lead_ns + hbm_ns);
+  assert_true(r.energy_nj[POWER_SLOT_OTHER] >= bytes * f->chip->host_pj_per_byte / 1e3);
+  /* The link has no DVFS state: a slower HBM or core changes the time only by the HBM
+   * write it overlaps with. */
+  p.state[CONFIG_SA] = p.state[CONFIG_VU] = p.state[CONFIG_SRAM] = 1;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &slow, NULL), 0);
+  assert_true(fabs(slow.time_ns - r.time_ns) <= 1e-9 * r.time_ns);
+  /* A chip without a host link refuses it. */
+  config_chip nohost = *f->chip;
+  nohost.host_gbps = 0;
+  cost_ctx *ctx;
+  assert_int_equal(cost_ctx_create(&nohost, &ctx, NULL), 0);
+  enpu_err err = {0};
+  assert_int_equal(cost_eval(ctx, &op, &p, &pl, &slow, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "host link"));
+  cost_ctx_free(ctx);
 }
 
 static void test_pipelines(void **state) {
@@ -624,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_monotone),
       cmocka_unit_test(test_core_covers_unit_work),
       cmocka_unit_test(test_energy_sums),
+      cmocka_unit_test(test_host_load),
       cmocka_unit_test(test_pipelines),
       cmocka_unit_test(test_transition_on_non_critical_rail),
       cmocka_unit_test(test_critical_path_time),

@@ -259,11 +259,12 @@ static void test_llama405b_tp64_replicates_kv_heads(void **state) {
 
 static void check_deepseek_active(config_model m, double published, const char *what) {
   config_job *job = make_job(m, 1, 1, 1, 1.0);
+  job->moe_experts = CONFIG_EXPERTS_ACTIVE_ONLY;
   /* Decode, one request: T = 1 token picks k experts, each of which runs 1 token. */
   graph *g = build(job, CONFIG_DECODE, 1, 4096);
   const graph_info *in = graph_get_info(g);
-  assert_int_equal(in->experts_active, m.experts_per_token);
-  assert_int_equal(in->expert_tokens, 1);
+  assert_int_equal(in->moe.active_experts, m.experts_per_token);
+  assert_int_equal(in->moe.active_tokens, 1);
   const double active = (flops_of(g, GRAPH_NKIND) - flops_of(g, GRAPH_ATTENTION)) / 2.0;
   assert_rel(active, published, 0.03, what);
   assert_rel(active, deepseek_active_params(&m), 0.005, "active params vs layer formula");
@@ -278,7 +279,7 @@ static void check_deepseek_active(config_model m, double published, const char *
   g = build(job, CONFIG_PREFILL, 1, S);
   in = graph_get_info(g);
   const double per_expert = ceil((double)S * m.experts_per_token / m.routed_experts);
-  assert_int_equal(in->expert_tokens, (int64_t)per_expert);
+  assert_int_equal(in->moe.active_tokens, (int64_t)per_expert);
   const double prefill_active = (flops_of(g, GRAPH_NKIND) - flops_of(g, GRAPH_ATTENTION)) / 2.0 / S;
   const double routed_excess = (m.layers - m.first_dense_layers) * 3.0 * m.hidden *
                                m.expert_intermediate *
@@ -328,6 +329,7 @@ static void test_deepseek_v3_tp16_ep2(void **state) {
   const int tp = 16, ep = 2, B = 64, S = 4096;
   config_job *worst = make_job(m, tp, 1, ep, 0.0);
   config_job *balanced = make_job(m, tp, 1, ep, 1.0);
+  worst->moe_experts = balanced->moe_experts = CONFIG_EXPERTS_ACTIVE_ONLY;
   graph *gw = build(worst, CONFIG_DECODE, B, S);
   graph *gb = build(balanced, CONFIG_DECODE, B, S);
 
@@ -336,9 +338,9 @@ static void test_deepseek_v3_tp16_ep2(void **state) {
    * 128 experts, 4 each. Requests split over the 2 EP groups: 32 tokens per chip. */
   const graph_info *in = graph_get_info(gb);
   assert_int_equal(in->chip_tokens, B / ep);
-  assert_int_equal(in->experts_active, m.routed_experts / ep);
-  assert_int_equal(in->expert_tokens, 2);
-  assert_int_equal(graph_get_info(gw)->expert_tokens, 4);
+  assert_int_equal(in->moe.active_experts, m.routed_experts / ep);
+  assert_int_equal(in->moe.active_tokens, 2);
+  assert_int_equal(graph_get_info(gw)->moe.active_tokens, 4);
 
   /* Per-chip FLOPs: replicated q_a/kv_a/router over the chip's 32 tokens, sharded rest,
    * experts b·m tokens, LM head 32 rows, absorbed-MLA decode attention. */
@@ -347,7 +349,8 @@ static void test_deepseek_v3_tp16_ep2(void **state) {
   const int moe = m.layers - m.first_dense_layers;
   const double routed_all = (double)m.routed_experts / ep * 3.0 * H * Ie / tp; /* all local */
   const double token_weights = v3_chip_weights(&m, tp, ep) - moe * routed_all;
-  const double experts = moe * (double)in->experts_active * in->expert_tokens * 3.0 * H * Ie / tp;
+  const double experts =
+      moe * (double)in->moe.active_experts * in->moe.active_tokens * 3.0 * H * Ie / tp;
   const double attention = m.layers * 2.0 * hl * Tl * S * ((lora + rope) + lora);
   assert_rel(graph_get_totals(gb)->flops, 2.0 * (Tl * token_weights + experts) + attention, 0.01,
              "V3 per-chip FLOPs");
@@ -372,29 +375,155 @@ static void test_deepseek_v3_tp16_ep2(void **state) {
   assert_true(graph_get_totals(gw)->flops > graph_get_totals(gb)->flops);
   assert_true(find_op(gw, "moe_layer", "attn.decode_latent")->signature ==
               find_op(gb, "moe_layer", "attn.decode_latent")->signature);
-  assert_true(find_op(gw, "moe_layer", "moe.expert_gate_up")->signature !=
-              find_op(gb, "moe_layer", "moe.expert_gate_up")->signature);
+  assert_true(find_op(gw, "moe_layer", "moe.expert_gate")->signature !=
+              find_op(gb, "moe_layer", "moe.expert_gate")->signature);
   graph_free(gw);
   graph_free(gb);
   free(worst);
   free(balanced);
 }
 
-/* Without EP there is no all-to-all; a tiny decode batch runs only the experts its
- * tokens can reach (worst case: B·k pairs over at most B·k experts). */
+/* Active-only: without EP there is no all-to-all; a tiny decode batch runs only the
+ * experts its tokens can reach (worst case: B·k pairs over at most B·k experts). */
 static void test_moe_small_batch_and_no_ep(void **state) {
   (void)state;
   const config_model m = deepseek_v2();
   config_job *job = make_job(m, 4, 1, 1, 0.0);
+  job->moe_experts = CONFIG_EXPERTS_ACTIVE_ONLY;
   graph *g = build(job, CONFIG_DECODE, 2, 1024);
   assert_false(has_op(g, "moe.dispatch"));
   assert_false(has_op(g, "moe.combine"));
-  const graph_op *up = find_op(g, "moe_layer", "moe.expert_gate_up");
+  const graph_op *up = find_op(g, "moe_layer", "moe.expert_up");
   assert_int_equal(up->shape.b, 2 * m.experts_per_token);
   assert_int_equal(up->shape.m, 1);
-  assert_int_equal(up->shape.n, 2 * m.expert_intermediate / 4);
+  assert_int_equal(up->shape.n, m.expert_intermediate / 4);
   graph_free(g);
   free(job);
+}
+
+
+/* ---------------------------------------------------------------------------------
+ * MoE experts as operators (all-resident, the paper's) on a small model counted by hand:
+ * H 64, 3 layers (1 dense), GQA 4 heads / 2 KV heads of 16, E = 8 routed experts of
+ * intermediate 32, k = 2, 1 shared expert; tp 1, ep 2, so a chip holds E/ep = 4 experts. */
+
+static void check_segments(const graph *g);
+
+static config_model small_moe(void) {
+  return (config_model){.name = "small-moe", .hidden = 64, .layers = 3, .vocab = 1000,
+                        .dtype_bytes = 2, .attention = CONFIG_ATTN_GQA, .heads = 4,
+                        .kv_heads = 2, .head_dim = 16, .ffn_intermediate = 128, .moe = true,
+                        .routed_experts = 8, .shared_experts = 1, .experts_per_token = 2,
+                        .expert_intermediate = 32, .first_dense_layers = 1};
+}
+
+/* The ops of the moe_layer segment whose name starts with `prefix`. */
+static int count_ops(const graph *g, const char *prefix, int64_t *instances) {
+  const graph_segment *seg = graph_segment_at(g, 2);
+  assert_string_equal(seg->name, "moe_layer");
+  int n = 0;
+  *instances = 0;
+  for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+    if (!strncmp(graph_op_at(g, i)->name, prefix, strlen(prefix)))
+      n++, *instances += graph_op_at(g, i)->count;
+  return n;
+}
+
+static void test_moe_resident_experts_hand_count(void **state) {
+  (void)state;
+  const config_model m = small_moe();
+  config_job *job = make_job(m, 1, 1, 2, 0.0);
+  /* Prefill, 2 prompts of 16: T = 32 bucket tokens (16 through the chip's attention).
+   * Worst case c = E/k = 4: the hot expert gets min(32, ceil(4·32·2/8)) = 32 tokens; the
+   * other 7 experts share 32·2 − 32 = 32 routings, ceil(32/7) = 5 each. */
+  graph *g = build(job, CONFIG_PREFILL, 2, 16);
+  check_segments(g);
+  const graph_segment *seg = graph_segment_at(g, 2);
+  /* attention: norm, qkv, rope, kv write, flash, o_proj, residual (tp 1: no allreduce) = 7;
+   * MoE: norm, router, top-k, dispatch, 4 projections × (hot, cold) = 8, combine,
+   * shared gate/up/swiglu/down = 4, weighted sum, residual = 19. */
+  assert_int_equal(seg->op_count, 26);
+  int64_t inst;
+  assert_int_equal(count_ops(g, "moe.expert", &inst), 8);
+  assert_int_equal(inst, 4 * 4); /* 4 resident experts × 4 projections */
+  const graph_op *hot = find_op(g, "moe_layer", "moe.expert0.gate");
+  assert_int_equal(hot->count, 1);
+  assert_int_equal(hot->shape.m, 32);
+  assert_int_equal(hot->shape.k, 64);
+  assert_int_equal(hot->shape.n, 32);
+  const graph_op *cold = find_op(g, "moe_layer", "moe.expert1-3.gate");
+  assert_int_equal(cold->count, 3);
+  assert_int_equal(cold->multiplicity, 3 * (3 - 1)); /* 3 experts × 2 MoE layers */
+  assert_int_equal(cold->shape.m, 5);
+  const graph_op *down = find_op(g, "moe_layer", "moe.expert1-3.down");
+  assert_int_equal(down->shape.m, 5);
+  assert_int_equal(down->shape.k, 32);
+  assert_int_equal(down->shape.n, 64);
+  assert_int_equal(find_op(g, "moe_layer", "moe.expert1-3.swiglu")->shape.n, 32);
+  /* Order: every expert's gate, then every up, SwiGLU, down. */
+  assert_true(find_op(g, "moe_layer", "moe.expert1-3.gate")->id <
+              find_op(g, "moe_layer", "moe.expert0.up")->id);
+  /* The combine returns the 32 + 3·5 = 47 rows the chip's experts computed. */
+  assert_true(find_op(g, "moe_layer", "moe.combine")->ici_bytes == 0.5 * 47 * 64 * 2);
+  assert_true(find_op(g, "moe_layer", "moe.dispatch")->ici_bytes == 0.5 * 16 * 2 * 64 * 2);
+  graph_free(g);
+
+  /* Capacity factor 1 gives every expert the balanced ceil(32·2/8) = 8 tokens: the hot
+   * and the cold ops are identical. */
+  job->moe_capacity_factor = 1.0;
+  g = build(job, CONFIG_PREFILL, 2, 16);
+  assert_int_equal(graph_get_info(g)->moe.hot_tokens, 8);
+  assert_int_equal(graph_get_info(g)->moe.cold_tokens, 8);
+  assert_true(find_op(g, "moe_layer", "moe.expert0.gate")->signature ==
+              find_op(g, "moe_layer", "moe.expert1-3.gate")->signature);
+  graph_free(g);
+
+  /* Decode of one request: every resident expert still runs (one padded row each) and
+   * reads its weights; active-only runs the k = 2 experts the token picked. */
+  job->moe_capacity_factor = 0;
+  g = build(job, CONFIG_DECODE, 1, 100);
+  assert_int_equal(find_op(g, "moe_layer", "moe.expert0.down")->shape.m, 1);
+  assert_int_equal(find_op(g, "moe_layer", "moe.expert1-3.down")->shape.m, 1);
+  double expert_weights = 0;
+  for (int i = 0; i < graph_op_count(g); i++)
+    if (!strncmp(graph_op_at(g, i)->name, "moe.expert", 10))
+      expert_weights += graph_op_at(g, i)->weight_bytes * (double)graph_op_at(g, i)->multiplicity;
+  assert_true(expert_weights == 2 /* layers */ * 4.0 * 3 * 64 * 32 * 2);
+  graph_free(g);
+  job->moe_experts = CONFIG_EXPERTS_ACTIVE_ONLY;
+  g = build(job, CONFIG_DECODE, 1, 100);
+  assert_int_equal(count_ops(g, "moe.expert", &inst), 4);
+  assert_int_equal(find_op(g, "moe_layer", "moe.expert_gate")->shape.b, 2);
+  graph_free(g);
+  free(job);
+}
+
+/* Gate/up fusion is a model option: fused, each MLP has one [H, 2·inter] matmul. */
+static void test_gate_up_fusion_option(void **state) {
+  (void)state;
+  config_model m = small_moe();
+  config_job *split = make_job(m, 1, 1, 2, 0.0);
+  m.ffn_fuse_gate_up = true;
+  config_job *fused = make_job(m, 1, 1, 2, 0.0);
+  graph *gs = build(split, CONFIG_PREFILL, 2, 16), *gf = build(fused, CONFIG_PREFILL, 2, 16);
+  int64_t inst;
+  assert_int_equal(count_ops(gf, "moe.expert", &inst), 6);
+  assert_int_equal(inst, 4 * 3);
+  assert_int_equal(find_op(gf, "moe_layer", "moe.expert0.gate_up")->shape.n, 64);
+  assert_int_equal(find_op(gf, "dense_layer", "ffn.gate_up")->shape.n, 2 * 128);
+  assert_int_equal(find_op(gs, "dense_layer", "ffn.gate")->shape.n, 128);
+  assert_int_equal(find_op(gs, "dense_layer", "ffn.up")->shape.n, 128);
+  assert_false(has_op(gs, "ffn.gate_up"));
+  /* Same FLOPs and weights; the split MLP reads its input once more. */
+  assert_true(graph_get_totals(gs)->flops == graph_get_totals(gf)->flops);
+  assert_true(graph_get_totals(gs)->weight_bytes == graph_get_totals(gf)->weight_bytes);
+  assert_true(graph_get_totals(gs)->hbm_read_bytes > graph_get_totals(gf)->hbm_read_bytes);
+  assert_int_equal(graph_op_count(gs), graph_op_count(gf) + 1 /* dense */ + 2 /* experts */ +
+                                           1 /* shared */);
+  graph_free(gs);
+  graph_free(gf);
+  free(split);
+  free(fused);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -440,9 +569,10 @@ static void check_segments(const graph *g) {
     for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
       const graph_op *op = graph_op_at(g, i);
       assert_int_equal(op->id, i);
-      assert_int_equal(op->multiplicity, seg->repeat);
-      flops += op->flops * (double)seg->repeat;
-      hbm += (op->hbm_read_bytes + op->hbm_write_bytes) * (double)seg->repeat;
+      assert_true(op->count >= 1);
+      assert_int_equal(op->multiplicity, seg->repeat * op->count);
+      flops += op->flops * (double)(seg->repeat * op->count);
+      hbm += (op->hbm_read_bytes + op->hbm_write_bytes) * (double)(seg->repeat * op->count);
     }
     next += seg->op_count;
   }
@@ -559,6 +689,7 @@ static void test_shipped_deepseek_v3(void **state) {
   config_job one = *job; /* shallow copy: only scalars change, never freed */
   one.phase[CONFIG_DECODE].parallel = (config_parallel){.dp = 1, .tp = 1, .pp = 1, .ep = 1};
   one.moe_capacity_factor = 1.0;
+  one.moe_experts = CONFIG_EXPERTS_ACTIVE_ONLY;
   g = build(&one, CONFIG_DECODE, 1, 4096);
   const double active = (flops_of(g, GRAPH_NKIND) - flops_of(g, GRAPH_ATTENTION)) / 2.0;
   assert_rel(active, 37e9, 0.03, "shipped V3 active params");
@@ -576,6 +707,8 @@ int main(void) {
       cmocka_unit_test(test_deepseek_v3_active_params),
       cmocka_unit_test(test_deepseek_v3_tp16_ep2),
       cmocka_unit_test(test_moe_small_batch_and_no_ep),
+      cmocka_unit_test(test_moe_resident_experts_hand_count),
+      cmocka_unit_test(test_gate_up_fusion_option),
       cmocka_unit_test(test_signatures),
       cmocka_unit_test(test_segments),
       cmocka_unit_test(test_bad_input),

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "grid.h"
@@ -32,6 +33,7 @@ static void llama3_70b(config_model *m) {
   double per_layer = 2 * h * h + 2 * h * kv + 3 * h * m->ffn_intermediate + 2 * h;
   m->params_total = 2 * (double)m->vocab * h + m->layers * per_layer + h;
   m->params_active = m->params_total;
+  m->params_layer_attention = per_layer - 3 * h * m->ffn_intermediate;
   m->kv_bytes_per_token = 2.0 * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
 }
 
@@ -307,14 +309,110 @@ static void test_activations(void **state) {
   deepseek_v2(&job->model);
   job->phase[CONFIG_PREFILL].parallel.ep = 2;
   double t = 4096, hidden_bufs = t * 5120 * 2 * GRID_ACT_HIDDEN_BUFFERS;
-  /* Worst case (factor 0): a rank holds 80 experts, so it may receive all 6 routes of
-   * every token. */
+  /* All-resident, worst case (factor 0 = E/k): a rank holds 80 experts; the hot one gets
+   * every token (4096), the 79 others ceil((4096·6 − 4096) / 159) = 129 each. */
   assert_int_equal(grid_memory_per_chip(job, CONFIG_PREFILL, 1, 4096, &a, &err), 0);
-  assert_float_equal(a.activation_bytes, hidden_bufs + t * 6 * 11008 * 2, 1.0);
-  /* Capacity factor 1: the balanced share, 6/2 routes per token per EP rank. */
+  assert_float_equal(a.activation_bytes, hidden_bufs + (4096.0 + 79 * 129) * 11008 * 2, 1.0);
+  /* Capacity factor 1: every expert the balanced ceil(4096·6/160) = 154 tokens. */
   job->moe_capacity_factor = 1.0;
   assert_int_equal(grid_memory_per_chip(job, CONFIG_PREFILL, 1, 4096, &b, &err), 0);
-  assert_float_equal(b.activation_bytes, hidden_bufs + t * 3 * 11008 * 2, 1.0);
+  assert_float_equal(b.activation_bytes, hidden_bufs + 80.0 * 154 * 11008 * 2, 1.0);
+  /* Active-only, worst case: all 6 routes of every token may land on the rank's 80
+   * experts, ceil(6·4096/80) = 308 tokens each. */
+  job->moe_capacity_factor = 0;
+  job->moe_experts = CONFIG_EXPERTS_ACTIVE_ONLY;
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_PREFILL, 1, 4096, &b, &err), 0);
+  assert_float_equal(b.activation_bytes, hidden_bufs + 80.0 * 308 * 11008 * 2, 1.0);
+  free(job);
+}
+
+/* Capacity policies on DeepSeek-V2's 4-chip TP4 node (118 GB of weights per chip):
+ * enforce refuses, ignore compiles as is, offload streams exactly what does not fit. */
+static void test_capacity_policies(void **state) {
+  (void)state;
+  config_job *job = make_job();
+  deepseek_v2(&job->model);
+  grid_memory mem;
+  enpu_err err = {0};
+  char note[256];
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 1024, &mem, &err), 0);
+  assert_float_equal(mem.weights_bytes, 16e9 * 2 / 4 + 220e9 * 2 / 4, 1.0);
+  assert_true(grid_memory_used_bytes(&mem) > mem.hbm_bytes);
+  assert_int_equal(grid_memory_status(&mem), GRID_INFEASIBLE_CAPACITY);
+  assert_true(mem.offload_bytes == 0);
+  grid_memory_note(&mem, note, sizeof note);
+  assert_non_null(strstr(note, "needs 118.")); /* weights + KV + activations */
+
+  job->capacity = CONFIG_CAPACITY_IGNORE;
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 1024, &mem, &err), 0);
+  assert_int_equal(grid_memory_status(&mem), GRID_FEASIBLE);
+  assert_true(mem.offload_bytes == 0);
+  grid_memory_note(&mem, note, sizeof note);
+  assert_non_null(strstr(note, "capacity ignored: needs 118."));
+
+  /* Offload: the 59 MoE layers stream their routed experts' share s into one s-byte
+   * buffer; what stays resident is what fits beside KV, activations and the buffer. */
+  job->capacity = CONFIG_CAPACITY_OFFLOAD;
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 1024, &mem, &err), 0);
+  assert_int_equal(grid_memory_status(&mem), GRID_FEASIBLE);
+  assert_int_equal(mem.offload_layers, 59);
+  const double fits = mem.hbm_bytes - mem.kv_bytes - mem.activation_bytes - mem.offload_layer_bytes;
+  assert_float_equal(mem.offload_bytes, mem.weights_bytes - fits, 1e-3);
+  assert_float_equal(mem.offload_bytes, 59 * mem.offload_layer_bytes, 1e-3);
+  assert_true(mem.offload_layer_bytes <= 160 * 3.0 * 5120 * 1536 / 4 * 2); /* one layer's experts */
+  grid_memory_note(&mem, note, sizeof note);
+  assert_non_null(strstr(note, "streams"));
+  /* A bucket whose KV cache alone overflows cannot be saved by streaming weights. */
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 256, 131072, &mem, &err), 0);
+  assert_int_equal(grid_memory_status(&mem), GRID_INFEASIBLE_CAPACITY);
+  assert_true(mem.offload_bytes == 0);
+  /* A bucket that fits streams nothing. */
+  job->chip.hbm_bytes = 200e9;
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 1024, &mem, &err), 0);
+  assert_true(mem.offload_bytes == 0);
+  grid_memory_note(&mem, note, sizeof note);
+  assert_string_equal(note, "");
+
+  /* A dense model streams every layer's weights (80 layers of Llama-3-70B on TP4). */
+  llama3_70b(&job->model);
+  job->chip.hbm_bytes = 20e9;
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 1024, &mem, &err), 0);
+  assert_int_equal(mem.offload_layers, 80);
+  assert_float_equal(mem.offload_bytes,
+                     mem.weights_bytes - (20e9 - mem.kv_bytes - mem.activation_bytes -
+                                          mem.offload_layer_bytes),
+                     1e-3);
+  free(job);
+}
+
+/* MoE load (grid_moe_load_of): capacity factor 1 gives every expert the balanced
+ * ceil(T·k/E); the worst case (E/k) one expert every token. */
+static void test_moe_load(void **state) {
+  (void)state;
+  config_job *job = make_job();
+  deepseek_v2(&job->model);
+  grid_moe_load l;
+  enpu_err err = {0};
+  job->moe_capacity_factor = 1.0;
+  assert_int_equal(grid_moe_load_of(job, CONFIG_PREFILL, 2, 1000, &l, &err), 0);
+  assert_int_equal(l.tokens, 2000);
+  assert_int_equal(l.experts_local, 160);
+  assert_int_equal(l.hot_tokens, 75); /* ceil(2000·6/160) */
+  assert_int_equal(l.cold_tokens, 75);
+  assert_int_equal(l.cold_experts, 159);
+  assert_true(grid_capacity_factor(job) == 1.0);
+  job->moe_capacity_factor = 0; /* worst: E/k = 160/6 */
+  assert_true(fabs(grid_capacity_factor(job) - 160.0 / 6) < 1e-12);
+  assert_int_equal(grid_moe_load_of(job, CONFIG_PREFILL, 2, 1000, &l, &err), 0);
+  assert_int_equal(l.hot_tokens, 2000);
+  assert_int_equal(l.cold_tokens, 63); /* ceil((12000 - 2000) / 159) */
+  assert_int_equal(l.token_slots, 2000 + 159 * 63);
+  /* Decode of one request: every resident expert still gets a (padded) row. */
+  assert_int_equal(grid_moe_load_of(job, CONFIG_DECODE, 1, 1000, &l, &err), 0);
+  assert_int_equal(l.hot_tokens, 1);
+  assert_int_equal(l.cold_tokens, 1);
+  assert_int_equal(l.active_experts, 6);
+  assert_int_equal(l.active_tokens, 1);
   free(job);
 }
 
@@ -486,6 +584,8 @@ int main(void) {
       cmocka_unit_test(test_kv_formula_gqa),
       cmocka_unit_test(test_kv_and_weights_mla_moe),
       cmocka_unit_test(test_activations),
+      cmocka_unit_test(test_capacity_policies),
+      cmocka_unit_test(test_moe_load),
       cmocka_unit_test(test_memory_rejects_bad_input),
       cmocka_unit_test(test_grid_totals_and_monotone_capacity),
       cmocka_unit_test(test_grid_disabled_phase_and_errors),

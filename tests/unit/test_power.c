@@ -231,6 +231,30 @@ static void test_energy_rejects_bad_input(void **state) {
   power_model_free(dc);
 }
 
+/* Chip-wide V/f: the NoDVFS regulator's numbers at the peak state, and every other state
+ * allowed at the same efficiency by activity (the fixed regulator's at every voltage). */
+static void test_chipwide_regulator(void **state) {
+  fixture *f = *state;
+  power_model *cw = NULL;
+  enpu_err err = {0};
+  assert_int_equal(power_model_create(f->chip, POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE, &cw, &err), 0);
+  assert_int_equal(power_model_regulator(cw), POWER_REG_CHIPWIDE);
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    power_energy_nj a, b;
+    assert_int_equal(power_energy(f->fixed, (config_component)c, 34, 3, 10, 0.7, &a, &err), 0);
+    assert_int_equal(power_energy(cw, (config_component)c, 34, 3, 10, 0.7, &b, &err), 0);
+    assert_true(a.total_nj == b.total_nj && a.dynamic_nj == b.dynamic_nj);
+  }
+  power_energy_nj e;
+  assert_int_equal(power_energy(cw, CONFIG_SA, 20, 5, 10, 1, &e, &err), 0);
+  const double eta = power_fixed_efficiency(f->fixed, 0.5); /* 0.905 */
+  const double want = (power_dynamic_w(cw, CONFIG_SA, 20) * 5 + power_static_w(cw, CONFIG_SA, 20) * 10) / eta;
+  assert_close(e.total_nj, want, TOL);
+  assert_close(power_efficiency(cw, 0.45, 0.5), eta, TOL); /* no voltage dependence known */
+  assert_close(power_efficiency(cw, 0.7, 0.5), eta, TOL);
+  power_model_free(cw);
+}
+
 /* Table 6: 4 ns per 54 mV step, whole steps. */
 static void test_transition_delay(void **state) {
   fixture *f = *state;
@@ -421,6 +445,7 @@ int main(void) {
       cmocka_unit_test(test_energy_by_hand),
       cmocka_unit_test(test_gated_static_only),
       cmocka_unit_test(test_energy_rejects_bad_input),
+      cmocka_unit_test(test_chipwide_regulator),
       cmocka_unit_test(test_transition_delay),
       cmocka_unit_test(test_transition_energy),
       cmocka_unit_test(test_hbm_full_vs_ctrl),

@@ -1,19 +1,21 @@
 /* test_replay.c — the cluster replay: trace parsing (bad rows name their line and
  * column, nonsense dates and spans are refused), shaping (rate, day, limits), idle power
  * per policy and mode, the store/cluster check; main. The runs are in
- * test_replay_runs.c. With --write-store PATH it only writes the synthetic store. */
+ * test_replay_runs.c, the governors in test_replay_gov.c. With --write-store PATH it only
+ * writes the synthetic store. */
 #include <unistd.h>
 
 #include "test_replay.h"
 
 const char *const all_policies[NPOL] = {"dvfs-c", "enpu-all", "nodvfs"};
+const char *const store_policies[NPOL + 1] = {"dvfs-c", "enpu-all", "nodvfs", "uniform"};
 
 static int setup(void **state) {
   ctx *c = calloc(1, sizeof *c);
   enpu_err err = {0};
   if (!c) return -1;
   if (store_fixture_dir_make("test_replay", c->dir, c->store) != 0) return -1;
-  if (synth_store_write(c->store, all_policies, NPOL, &err) || planstore_open(c->store, &c->ps, &err) ||
+  if (synth_store_write(c->store, store_policies, NPOL + 1, &err) || planstore_open(c->store, &c->ps, &err) ||
       config_cluster_load(CLUSTER_PATH, &c->cluster, &err) || config_model_load(MODEL_PATH, &c->model, &err) ||
       config_chip_load(CHIP_PATH, &c->chip, &err) ||
       replay_setup_init(&c->setup, c->cluster, c->model, c->chip, &err) ||
@@ -309,7 +311,7 @@ static void test_check_store(void **state) {
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--write-store")) {
     enpu_err err = {0};
-    if (synth_store_write(argv[2], all_policies, NPOL, &err) != 0) {
+    if (synth_store_write(argv[2], store_policies, NPOL + 1, &err) != 0) {
       fprintf(stderr, "test_replay: %s\n", err.msg);
       return 1;
     }
@@ -337,6 +339,14 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_window_slack),
       cmocka_unit_test(test_determinism_and_outputs),
       cmocka_unit_test(test_sweep),
+      cmocka_unit_test(test_spec_formulas),
+      cmocka_unit_test(test_governor_peak_is_nodvfs),
+      cmocka_unit_test(test_governor_fixed_state),
+      cmocka_unit_test(test_governor_speculation),
+      cmocka_unit_test(test_governors_run),
+      cmocka_unit_test(test_pelm_deterministic),
+      cmocka_unit_test(test_pelm_save_load),
+      cmocka_unit_test(test_governor_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

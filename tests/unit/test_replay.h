@@ -27,6 +27,7 @@
 #define NPOL 3
 
 extern const char *const all_policies[NPOL]; /* dvfs-c, enpu-all, nodvfs */
+extern const char *const store_policies[NPOL + 1]; /* and uniform (the fixture's store) */
 
 typedef struct {
   char dir[STORE_FIXTURE_DIR_LEN], store[STORE_FIXTURE_PATH_LEN];
@@ -67,5 +68,15 @@ void test_kv_contention(void **state);
 void test_window_slack(void **state);
 void test_determinism_and_outputs(void **state);
 void test_sweep(void **state);
+
+/* test_replay_gov.c */
+void test_spec_formulas(void **state);
+void test_governor_peak_is_nodvfs(void **state);
+void test_governor_fixed_state(void **state);
+void test_governor_speculation(void **state);
+void test_governors_run(void **state);
+void test_pelm_deterministic(void **state);
+void test_pelm_save_load(void **state);
+void test_governor_bad_input(void **state);
 
 #endif /* TEST_REPLAY_H */

@@ -25,6 +25,14 @@
 
 #define JOB_PATH ENPU_SOURCE_DIR "/jobs/llama3-70b.json"
 
+/* a and b within a relative tolerance. */
+#define assert_near_rel(a, b, rel)                                                                 \
+  do {                                                                                             \
+    const double a_ = (a), b_ = (b);                                                               \
+    if (!(fabs(a_ - b_) <= (rel) * fmax(fabs(a_), fabs(b_))))                                      \
+      fail_msg("%.17g != %.17g (relative %g)", a_, b_, (double)(rel));                             \
+  } while (0)
+
 /* ---------------------------------------------------------------------------------
  * Synthetic evaluators */
 
@@ -529,6 +537,53 @@ static int real_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e
   ENPU_FORWARD(cost_eval(u->cost, u->op, &plan, u->pipe, &r, err));
   *t = r.time_ns, *e = r.energy_total_nj;
   return 0;
+}
+
+/* Ops that stand for several back-to-back instances (the cold experts of an MoE layer):
+ * every plan re-simulated from its states (search_plan_simulate, the validator's path)
+ * gives the time and energy the search reported, so the incremental step-back of the
+ * finalisation and the execution order agree with a whole re-timing. */
+static void test_counted_ops_plans_resimulate(void **state) {
+  (void)state;
+  enpu_err err = {0};
+  config_job *job;
+  if (config_job_load(ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json", &job, &err) < 0)
+    fail_msg("%s", err.msg);
+  graph *g;
+  assert_int_equal(graph_build(job, CONFIG_DECODE, 8, 1024, &g, &err), 0);
+  int64_t instances = 0, counted = 0;
+  for (int i = 0; i < graph_op_count(g); i++) {
+    instances += graph_op_at(g, i)->multiplicity;
+    counted += graph_op_at(g, i)->count > 1;
+  }
+  assert_true(counted >= 4); /* the cold experts' projections */
+  cost_ctx *cost;
+  search_ctx *sx;
+  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
+  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  const double slacks[3] = {0, 0.02, 0.05};
+  search_bucket_result res;
+  if (search_compile_bucket(sx, cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 3, NULL, &res, &err) < 0)
+    fail_msg("%s", err.msg);
+  int(*walk)[CONFIG_NCOMP] = calloc((size_t)instances, sizeof *walk);
+  assert_non_null(walk);
+  for (int k = 0; k < res.nplans; k++) {
+    const search_slack_plan *pl = &res.plans[k];
+    assert_int_equal(pl->instances, instances);
+    search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])pl->state, walk);
+    double t, e;
+    assert_int_equal(search_plan_simulate(sx, cost, g, CONFIG_POLICY_ENPU_ALL, NULL,
+                                          (const int(*)[CONFIG_NCOMP])walk, &t, NULL, &e, &err), 0);
+    if (fabs(t - pl->time_ns) > 1e-9 * t || fabs(e - pl->energy_nj) > 1e-9 * e)
+      fail_msg("slack %g: re-simulated %.6f ns %.6f nJ, plan %.6f ns %.6f nJ", pl->slack, t, e,
+               pl->time_ns, pl->energy_nj);
+  }
+  free(walk);
+  search_bucket_result_free(&res);
+  search_ctx_free(sx);
+  cost_ctx_free(cost);
+  graph_free(g);
+  config_job_free(job);
 }
 
 static void test_real_op_enpu_all(void **state) {
@@ -1052,6 +1107,80 @@ static void test_paper_equals_strict_without_overhead(void **state) {
   config_job_free(job);
 }
 
+/* The uniform policy: every op at one chip-wide state. Each round of its walk ends at
+ * the pass the cost model gives at that state (evaluated here op by op on the NoDVFS
+ * pipeline with the chip-wide regulator), the all-peak pass is NoDVFS's, each slack's
+ * plan is the cheapest state within its budget (brute force), and a pass through the
+ * first d layers (graph_build_depth) is the embedding and head plus d layers' ops. */
+static void test_uniform(void **state) {
+  (void)state;
+  enpu_err err = {0};
+  config_job *job;
+  if (config_job_load(JOB_PATH, &job, &err) < 0) fail_msg("%s", err.msg);
+  graph *g, *g20, *none;
+  assert_int_equal(graph_build(job, CONFIG_DECODE, 8, 2048, &g, &err), 0);
+  assert_int_equal(graph_build_depth(job, CONFIG_DECODE, 8, 2048, 81, &none, &err), ENPU_ERR_RANGE);
+  assert_null(none);
+  assert_int_equal(graph_build_depth(job, CONFIG_DECODE, 8, 2048, 20, &g20, &err), 0);
+  cost_ctx *cost;
+  search_ctx *sx;
+  power_model *cw;
+  assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
+  assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
+  assert_int_equal(power_model_create(&job->chip, POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE, &cw, &err), 0);
+  cost_pipeline pipe;
+  cost_pipeline_nodvfs(&pipe, cw);
+  const int peak = job->chip.freq_states;
+  /* The pass at every state and the 20-layer pass, from the cost model directly. */
+  double t[64] = {0}, e[64] = {0}, t20 = 0, e20 = 0, layer_t = 0, fixed_t = 0;
+  for (int st = 1; st <= peak; st++)
+    for (int i = 0; i < graph_op_count(g); i++) {
+      const graph_op *op = graph_op_at(g, i);
+      cost_plan plan = {{st, st, st, st, st}};
+      cost_result r;
+      assert_int_equal(cost_eval(cost, op, &plan, &pipe, &r, &err), 0);
+      t[st] += op->multiplicity * r.time_ns;
+      e[st] += op->multiplicity * r.energy_total_nj;
+      if (st != 17) continue;
+      *(op->multiplicity == 80 ? &layer_t : &fixed_t) += (double)op->multiplicity * r.time_ns;
+      const graph_op *op20 = graph_op_at(g20, i);
+      assert_true(op20->signature == op->signature && op20->multiplicity == (op->multiplicity == 80 ? 20 : 1));
+      t20 += op20->multiplicity * r.time_ns;
+      e20 += op20->multiplicity * r.energy_total_nj;
+    }
+  assert_near_rel(t20, fixed_t + layer_t / 4, 1e-12);
+  assert_true(e20 > 0);
+  const double slacks[3] = {0, 0.5, 3};
+  search_bucket_result u;
+  assert_int_equal(search_compile_bucket(sx, cost, g, CONFIG_POLICY_UNIFORM, slacks, 3, NULL, &u, &err), 0);
+  assert_true(u.policy_peak_time_ns == u.t_nodvfs_ns && u.policy_peak_energy_nj == u.e_nodvfs_nj);
+  const int nops = graph_op_count(g);
+  assert_int_equal(search_walk_step_count(u.walk), (peak - 1) * nops);
+  for (int k = 1; k < peak; k++) {
+    const search_walk_step *end = search_walk_step_at(u.walk, k * nops - 1);
+    assert_near_rel(end->time_ns, t[peak - k], 1e-12);
+    assert_near_rel(end->energy_nj, e[peak - k], 1e-12);
+  }
+  for (int j = 0; j < 3; j++) {
+    const search_slack_plan *pl = &u.plans[j];
+    int best = peak;
+    for (int st = peak - 1; st >= 1; st--)
+      if (t[st] <= pl->budget_ns && e[st] < e[best]) best = st;
+    assert_near_rel(pl->energy_nj, e[best], 1e-12);
+    assert_int_equal(pl->walk_moves, (int64_t)(peak - best) * pl->instances);
+    for (int64_t x = 0; x < pl->instances; x++) assert_int_equal(pl->state[x][CONFIG_HBM], best);
+  }
+  /* Chip-wide DVFS saves nothing on this memory-bound decode pass: the HBM slows too. */
+  for (int st = 1; st < peak; st++) assert_true(e[st] > e[peak]);
+  search_bucket_result_free(&u);
+  power_model_free(cw);
+  search_ctx_free(sx);
+  cost_ctx_free(cost);
+  graph_free(g);
+  graph_free(g20);
+  config_job_free(job);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_domains),
@@ -1065,6 +1194,7 @@ int main(void) {
       cmocka_unit_test(test_vfset_round_trip),
       cmocka_unit_test(test_vfset_stream),
       cmocka_unit_test(test_real_op_enpu_all),
+      cmocka_unit_test(test_counted_ops_plans_resimulate),
       cmocka_unit_test(test_pareto_gap),
       cmocka_unit_test(test_trim),
       cmocka_unit_test(test_trim_pair_moves),
@@ -1074,6 +1204,7 @@ int main(void) {
       cmocka_unit_test(test_enpu_c_keeps_hbm_io),
       cmocka_unit_test(test_paper_equals_strict_without_overhead),
       cmocka_unit_test(test_exact_equals_exhaustive),
+      cmocka_unit_test(test_uniform),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

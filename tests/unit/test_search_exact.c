@@ -1,7 +1,7 @@
 /* test_search_exact.c — the exact Pareto search (branch and bound, search_exact.c) against
  * the exhaustive enumeration as the oracle, on the real cost model at a reduced state
  * count (8 states per component, the chip's frequency range unchanged, 8^5 = 32,768
- * plans per op): every op kind, both budget modes; the parts a farm hands out merge into
+ * plans per op): every op kind (the host link's load too), both budget modes; the parts a farm hands out merge into
  * the same set with the same evaluation count; threads change nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,27 +29,32 @@ static void assert_same_set(const search_pareto *a, const search_pareto *b, cons
                b->points[i].energy_nj);
 }
 
-/* One op of each kind from real graphs (Llama3-70B and DeepSeek-V3, both phases); a
- * collective no graph has (reduce-scatter) is an all-reduce relabelled. */
-static int ops_by_kind(config_job *jobs[2], graph *g[4], graph_op ops[GRAPH_NKIND]) {
+enum { NJOBS = 3, NGRAPHS = 2 * NJOBS };
+
+/* One op of each kind from real graphs (Llama3-70B, DeepSeek-V3, and DeepSeek-V2 with its
+ * weights offloaded over the host link, both phases); the collective no graph has
+ * (reduce-scatter) is an all-reduce relabelled. */
+static int ops_by_kind(config_job *jobs[NJOBS], graph *g[NGRAPHS], graph_op ops[GRAPH_NKIND]) {
   enpu_err err = {0};
-  const char *paths[2] = {ENPU_SOURCE_DIR "/jobs/llama3-70b.json",
-                          ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json"};
-  for (int j = 0; j < 2; j++) {
+  const char *paths[NJOBS] = {ENPU_SOURCE_DIR "/jobs/llama3-70b.json",
+                              ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json",
+                              ENPU_SOURCE_DIR "/jobs/deepseek-v2-236b.json"};
+  for (int j = 0; j < NJOBS; j++) {
     if (config_job_load(paths[j], &jobs[j], &err) < 0) fail_msg("%s", err.msg);
+    if (j == 2) jobs[j]->capacity = CONFIG_CAPACITY_OFFLOAD;
     if (graph_build(jobs[j], CONFIG_PREFILL, 2, 1024, &g[2 * j], &err) < 0 ||
         graph_build(jobs[j], CONFIG_DECODE, 16, 4096, &g[2 * j + 1], &err) < 0)
       fail_msg("%s", err.msg);
   }
   int found[GRAPH_NKIND] = {0};
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < NGRAPHS; k++)
     for (int i = 0; i < graph_op_count(g[k]); i++) {
       const graph_op *op = graph_op_at(g[k], i);
       if (!found[op->kind]) ops[op->kind] = *op, found[op->kind] = 1;
     }
   for (int kind = 0; kind < GRAPH_NKIND; kind++) {
     if (found[kind]) continue;
-    if (kind < GRAPH_ALLREDUCE || !found[GRAPH_ALLREDUCE])
+    if (kind != GRAPH_REDUCE_SCATTER || !found[GRAPH_ALLREDUCE])
       fail_msg("no op of kind %s to test", graph_kind_name((graph_op_kind)kind));
     ops[kind] = ops[GRAPH_ALLREDUCE];
     ops[kind].kind = (graph_op_kind)kind;
@@ -59,8 +64,8 @@ static int ops_by_kind(config_job *jobs[2], graph *g[4], graph_op ops[GRAPH_NKIN
 
 void test_exact_equals_exhaustive(void **state) {
   (void)state;
-  config_job *jobs[2];
-  graph *g[4];
+  config_job *jobs[NJOBS];
+  graph *g[NGRAPHS];
   graph_op ops[GRAPH_NKIND];
   const int nops = ops_by_kind(jobs, g, ops);
   config_chip chip = jobs[0]->chip; /* the same frequency range in 8 states */
@@ -116,7 +121,6 @@ void test_exact_equals_exhaustive(void **state) {
   search_ctx_free(sx);
   cost_ctx_free(cost);
   cost_ctx_free(cost2);
-  for (int k = 0; k < 4; k++) graph_free(g[k]);
-  config_job_free(jobs[0]);
-  config_job_free(jobs[1]);
+  for (int k = 0; k < NGRAPHS; k++) graph_free(g[k]);
+  for (int j = 0; j < NJOBS; j++) config_job_free(jobs[j]);
 }

@@ -394,7 +394,7 @@ static void test_plan_states(void **state) {
     assert_int_equal(planstore_plan_states(c->ps, &plan, st, 1, &n, &err), ENPU_ERR_RANGE);
     assert_int_equal(planstore_plan_states(c->ps, &plan, st, NOPS, &n, &err), 0);
     assert_int_equal(n, NOPS);
-    double t = 0;
+    double t = 0, e = 0;
     for (int i = 0; i < NOPS; i++) {
       uint64_t *have = counts[plan.walk_prefix - 1][i];
       int lead = st[i].lead_pareto - i * NPTS, trail = st[i].trail_pareto - i * NPTS;
@@ -405,9 +405,29 @@ static void test_plan_states(void **state) {
       if (trail != lead) assert_int_equal(have[trail], st[i].instances - st[i].lead_instances);
       assert_memory_equal(st[i].lead_states, c->f.pareto[st[i].lead_pareto].states, PLANSTORE_NSTATE);
       t += st[i].lead_instances * st[i].lead_time_ns + (st[i].instances - st[i].lead_instances) * st[i].trail_time_ns;
+      e += st[i].lead_instances * st[i].lead_energy_nj +
+           (st[i].instances - st[i].lead_instances) * st[i].trail_energy_nj;
+      assert_near(st[i].lead_energy_nj, c->f.pareto[st[i].lead_pareto].energy_nj, 0);
     }
-    assert_near(t, plan.time_ns, 1e-6); /* the states add up to the plan's time */
+    assert_near(t, plan.time_ns, 1e-6); /* the states add up to the plan's time and energy */
+    assert_near(e, plan.energy_nj, 1e-6);
+    /* The same plan by position: planstore_at_prefix. */
+    planstore_plan at;
+    assert_int_equal(planstore_at_prefix(c->ps, &plan, plan.walk_prefix, &at, &err), 0);
+    assert_int_equal(at.walk_prefix, plan.walk_prefix);
+    assert_near(at.time_ns, plan.time_ns, 0);
+    assert_near(at.energy_nj, plan.energy_nj, 0);
+    assert_near(at.lower_bound_nj, at.energy_nj, 0);
   }
+  planstore_plan plan, at;
+  enpu_err err = {0};
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, cum_t[0], &plan, &err), 0);
+  assert_int_equal(planstore_at_prefix(c->ps, &plan, 0, &at, &err), 0);
+  assert_near(at.time_ns, t0, 0);
+  assert_int_equal(planstore_at_prefix(c->ps, &plan, NMOVES + 1, &at, &err), ENPU_ERR_RANGE);
+  assert_non_null(strstr(err.msg, "beyond the"));
+  plan.policy = 99;
+  assert_int_equal(planstore_at_prefix(c->ps, &plan, 0, &at, &err), ENPU_ERR_INVALID);
 }
 
 /* ---------------------------------------------------------------------------------

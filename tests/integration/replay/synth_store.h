@@ -16,7 +16,13 @@
  * bucket has two ops (60 % / 40 % of the time and energy) with four Pareto points of
  * time × {1, 1.08, 1.2, 1.4} and energy × {0.86, 0.76, 0.70, 0.67} (enpu-all) or
  * energy × {0.95, 0.88, 0.83, 0.80} (dvfs-c); the walk moves op 0 then op 1 to each next
- * point in turn (6 steps), so its slowest plan takes 1.4 T. */
+ * point in turn (6 steps), so its slowest plan takes 1.4 T.
+ * "uniform" (the governors' table, schemas/planstore.md): per bucket three ops,
+ * "embed:gather" (1 %, once), "dense_layer:layer" (98 %, 80 instances: Llama3-70B's
+ * layers) and "head:lm" (1 %, once), each with SYNTH_STATES points; at state q a pass
+ * takes T · 34/q and E · (0.7 q/34 + 0.3 · 34/q) (least energy near q = 22, 8.3 % below
+ * E, as the real prefill table), all-peak exactly (T, E) like nodvfs; the walk moves the
+ * three ops one state down per round. */
 #ifndef SYNTH_STORE_H
 #define SYNTH_STORE_H
 
@@ -151,7 +157,7 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
             const int q = (prefix + 1 - k) / 2; /* point of op k after `prefix` steps */
             store_plan_state_rec *ps = &t->pstates[t->npstates++];
             *ps = (store_plan_state_rec){.plan = (uint32_t)t->nplans, .op = t->bops[bk->ops_first + k].op,
-                                         .pareto = first_pt[k] + (uint32_t)q};
+                                         .pareto = first_pt[k] + (uint32_t)q, .instances = 1};
             for (int c = 0; c < STORE_NSTATE; c++) ps->states[c] = (uint8_t)(34 - 4 * q);
           }
           t->nplans++;
@@ -161,7 +167,78 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
   return 0;
 }
 
-/* Write the store with the named policies ("nodvfs", "dvfs-c", "enpu-all") and the
+#define SYNTH_STATES 34
+
+static inline double synth_uniform_time(int q) { return (double)SYNTH_STATES / q; }
+static inline double synth_uniform_energy(int q) {
+  return 0.7 * q / SYNTH_STATES + 0.3 * (double)SYNTH_STATES / q;
+}
+
+/* The uniform policy's tables (see the file comment). */
+static inline int synth_uniform(synth_tables *t) {
+  static const int pbatch[] = {1, 2, 4, 8, 16, 32};
+  static const int dbatch[] = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256};
+  static const char *const names[3] = {"embed:gather", "dense_layer:layer", "head:lm"};
+  static const double share[3] = {0.01, 0.98, 0.01};
+  static const int mult[3] = {1, 80, 1};
+  int seqs[64];
+  const int nseq = synth_seqs(seqs);
+  const size_t maxb = (6 + 12) * (size_t)nseq, rounds = SYNTH_STATES - 1;
+  memset(t, 0, sizeof *t);
+  t->ops = calloc(3 * maxb, sizeof *t->ops);
+  t->pareto = calloc(3 * maxb * SYNTH_STATES, sizeof *t->pareto);
+  t->buckets = calloc(maxb, sizeof *t->buckets);
+  t->bops = calloc(3 * maxb, sizeof *t->bops);
+  t->walk = calloc(maxb * 3 * rounds, sizeof *t->walk);
+  if (!t->ops || !t->pareto || !t->buckets || !t->bops || !t->walk) return -1;
+  for (int phase = 0; phase < 2; phase++)
+    for (int bi = 0; bi < (phase ? 12 : 6); bi++)
+      for (int si = 0; si < nseq; si++) {
+        const int b = (phase ? dbatch : pbatch)[bi], sq = seqs[si];
+        const uint32_t row = (uint32_t)t->nbuckets++;
+        const double T = synth_time_ns(phase, b, sq), E = synth_energy_nj(phase, b, sq);
+        store_bucket_rec *bk = &t->buckets[row];
+        *bk = (store_bucket_rec){.phase = (uint8_t)phase, .batch = b, .seq = sq, .t_nodvfs_ns = T, .t_peak_ns = T,
+                                 .e_nodvfs_nj = E, .input_hash = row + 1, .walk_start_time_ns = T,
+                                 .walk_start_energy_nj = E, .ops_first = (uint32_t)t->nbops, .ops_count = 3,
+                                 .walk_first = t->nwalk, .walk_count = 3 * rounds};
+        if (phase == STORE_PHASE_DECODE && (double)b * sq > SYNTH_KV_CAP_TOKENS) {
+          *bk = (store_bucket_rec){.phase = 1, .batch = b, .seq = sq, .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
+                                   .t_nodvfs_ns = T, .t_peak_ns = T, .e_nodvfs_nj = E, .input_hash = row + 1};
+          continue;
+        }
+        uint32_t first[3];
+        for (int k = 0; k < 3; k++) {
+          const uint32_t op = (uint32_t)t->nops++;
+          first[k] = (uint32_t)t->npareto;
+          t->ops[op] = (store_op_rec){.signature = ((uint64_t)row << 2) | (uint64_t)k, .pareto_first = first[k],
+                                      .pareto_count = SYNTH_STATES, .evaluations = SYNTH_STATES};
+          snprintf(t->ops[op].name, sizeof t->ops[op].name, "%s", names[k]);
+          for (int q = SYNTH_STATES; q >= 1; q--) {
+            store_pareto_rec *pt = &t->pareto[t->npareto++];
+            *pt = (store_pareto_rec){.op = op, .time_ns = share[k] * T * synth_uniform_time(q) / mult[k],
+                                     .energy_nj = share[k] * E * synth_uniform_energy(q) / mult[k]};
+            for (int c = 0; c < STORE_NSTATE; c++) pt->states[c] = (uint8_t)q;
+          }
+          t->bops[t->nbops++] = (store_bucket_op_rec){row, op, (uint64_t)mult[k]};
+        }
+        int at[3] = {0, 0, 0};
+        for (size_t r = 1; r <= rounds; r++)
+          for (int k = 0; k < 3; k++) {
+            at[k] = (int)r;
+            double time = 0, energy = 0;
+            for (int j = 0; j < 3; j++) {
+              time += mult[j] * t->pareto[first[j] + at[j]].time_ns;
+              energy += mult[j] * t->pareto[first[j] + at[j]].energy_nj;
+            }
+            t->walk[t->nwalk++] = (store_walk_rec){row, t->bops[bk->ops_first + k].op, first[k] + (uint32_t)r,
+                                                   (uint64_t)mult[k], time, energy};
+          }
+      }
+  return 0;
+}
+
+/* Write the store with the named policies ("nodvfs", "dvfs-c", "enpu-all", "uniform") and the
  * given provenance. @return 0 or the writer's error. */
 static inline int synth_store_write_prov(const char *path, const store_provenance *prov, const char *const *policies,
                                   size_t npolicies, enpu_err *err) {
@@ -172,7 +249,7 @@ static inline int synth_store_write_prov(const char *path, const store_provenanc
     const double *em = !strcmp(policies[i], "enpu-all") ? synth_energy_enpu
                        : !strcmp(policies[i], "dvfs-c") ? synth_energy_dvfs
                                                          : NULL;
-    rc = synth_policy(&t[i], em);
+    rc = !strcmp(policies[i], "uniform") ? synth_uniform(&t[i]) : synth_policy(&t[i], em);
     views[i] = (store_fixture_policy){.policy = policies[i], .ops = t[i].ops, .pareto = t[i].pareto,
                                       .buckets = t[i].buckets, .bops = t[i].bops, .walk = t[i].walk,
                                       .plans = t[i].plans, .pstates = t[i].pstates, .nops = t[i].nops,

@@ -1,0 +1,142 @@
+/* report_imbalance.c — Figure 20 (paper §4.6, "MoE expert load imbalance"): savings vs
+ * NoDVFS at each expert capacity factor, for plans made for that factor (the paper's
+ * "ideal provisioning that perfectly predicts the load imbalance") and for the
+ * worst-case plans eNPU compiles by default, run on that factor's load.
+ *
+ * Invariants: the rows come from one bucket; per (policy, factor) the mean, min and max
+ * are over the slacks given (the paper's curve and shaded 0–max threshold band); the
+ * files use relative names so `cd DIR && gnuplot figure20.gp` redraws the plot. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+/* Per (policy, factor): statistics over the slacks. */
+typedef struct {
+  char policy[STORE_NAME_LEN];
+  double factor;
+  double mean, min, max;             /* plans made for the factor */
+  double worst_mean, worst_min, worst_max; /* worst-case plans on the factor's load */
+  int n;
+} imbalance_point;
+
+static int cmp_row(const void *pa, const void *pb) {
+  const report_imbalance_row *a = pa, *b = pb;
+  const int c = strcmp(a->policy, b->policy);
+  if (c) return c;
+  if (a->capacity_factor != b->capacity_factor) return a->capacity_factor < b->capacity_factor ? -1 : 1;
+  return (a->slack > b->slack) - (a->slack < b->slack);
+}
+
+/* Rows sorted by policy, factor, slack → points (one per policy and factor). */
+static size_t make_points(report_imbalance_row *rows, size_t n, imbalance_point *pts) {
+  qsort(rows, n, sizeof *rows, cmp_row);
+  size_t np = 0;
+  for (size_t i = 0; i < n; i++) {
+    const report_imbalance_row *r = &rows[i];
+    imbalance_point *p = np ? &pts[np - 1] : NULL;
+    if (!p || strcmp(p->policy, r->policy) || p->factor != r->capacity_factor) {
+      p = &pts[np++];
+      *p = (imbalance_point){.factor = r->capacity_factor, .min = INFINITY, .max = -INFINITY,
+                             .worst_min = INFINITY, .worst_max = -INFINITY};
+      snprintf(p->policy, sizeof p->policy, "%s", r->policy);
+    }
+    p->mean += r->savings, p->worst_mean += r->savings_worst, p->n++;
+    p->min = fmin(p->min, r->savings), p->max = fmax(p->max, r->savings);
+    p->worst_min = fmin(p->worst_min, r->savings_worst);
+    p->worst_max = fmax(p->worst_max, r->savings_worst);
+  }
+  for (size_t i = 0; i < np; i++) pts[i].mean /= pts[i].n, pts[i].worst_mean /= pts[i].n;
+  return np;
+}
+
+/* figure20.dat: one gnuplot data block per policy (separated by two blank lines). */
+static int write_dat(const char *dir, const imbalance_point *pts, size_t np, enpu_err *err) {
+  FILE *f;
+  ENPU_FORWARD(report_file_open(dir, "figure20.dat", &f, err));
+  fprintf(f, "# factor mean%% min%% max%% worst_mean%% worst_min%% worst_max%% difference%%\n");
+  for (size_t i = 0; i < np; i++) {
+    if (i > 0 && strcmp(pts[i].policy, pts[i - 1].policy)) fprintf(f, "\n\n");
+    if (i == 0 || strcmp(pts[i].policy, pts[i - 1].policy)) fprintf(f, "# %s\n", pts[i].policy);
+    const imbalance_point *p = &pts[i];
+    fprintf(f, "%g %.4f %.4f %.4f %.4f %.4f %.4f %.4f\n", p->factor, 100 * p->mean, 100 * p->min,
+            100 * p->max, 100 * p->worst_mean, 100 * p->worst_min, 100 * p->worst_max,
+            100 * (p->mean - p->worst_mean));
+  }
+  return report_file_close(f, dir, "figure20.dat", err);
+}
+
+static int write_gp(const char *dir, const char *title, const imbalance_point *pts, size_t np,
+                    enpu_err *err) {
+  FILE *gp;
+  ENPU_FORWARD(report_file_open(dir, "figure20.gp", &gp, err));
+  report_gp_preamble(gp, "figure20.png", 500, "");
+  fprintf(gp, "set multiplot layout 1,2 title '%s'\nset logscale x 2\n"
+              "set xlabel 'expert capacity factor'\n", title);
+  fprintf(gp, "set key top right font ',8'\nset style fill transparent solid 0.15 noborder\n"
+              "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load "
+              "(band: min..max over slacks), dashed: worst-case plans' font ',9'\nplot ");
+  int block = 0;
+  for (size_t i = 0; i < np; i++) {
+    if (i > 0 && !strcmp(pts[i].policy, pts[i - 1].policy)) continue;
+    fprintf(gp, "%s'figure20.dat' index %d using 1:3:4 with filledcurves lc %d notitle, "
+                "'' index %d using 1:2 with linespoints lc %d title '%s', "
+                "'' index %d using 1:5 with lines dt 2 lc %d title '%s worst-case plan'",
+            block ? ", " : "", block, block + 1, block, block + 1, pts[i].policy, block, block + 1,
+            pts[i].policy);
+    block++;
+  }
+  fprintf(gp, "\nset ylabel 'saving lost by worst-case provisioning (points)'\n"
+              "set title 'plan for the true load minus worst-case plan (mean over slacks)' font ',9'\nplot ");
+  for (int b = 0; b < block; b++)
+    fprintf(gp, "%s'figure20.dat' index %d using 1:8 with linespoints lc %d notitle", b ? ", " : "",
+            b, b + 1);
+  fprintf(gp, "\nunset multiplot\n");
+  return report_file_close(gp, dir, "figure20.gp", err);
+}
+
+static int write_md(const char *dir, const char *title, const imbalance_point *pts, size_t np,
+                    enpu_err *err) {
+  FILE *md;
+  ENPU_FORWARD(report_file_open(dir, "figure20.md", &md, err));
+  fprintf(md, "# Figure 20: expert load imbalance — %s\n\n![Figure 20](figure20.png)\n\n"
+              "Savings vs NoDVFS (at the same load) by expert capacity factor: mean over the "
+              "slacks, min..max in brackets. \"For the load\": plans compiled for that factor "
+              "(ideal provisioning); \"worst-case plan\": the plans compiled for the worst case "
+              "(the default) run on that load. Data: `figure20.dat`.\n\n"
+              "| policy | capacity factor | for the load | worst-case plan | difference (points) |\n"
+              "|---|---:|---:|---:|---:|\n", title);
+  for (size_t i = 0; i < np; i++) {
+    const imbalance_point *p = &pts[i];
+    fprintf(md, "| %s | %g | %.2f %% [%.2f, %.2f] | %.2f %% [%.2f, %.2f] | %.2f |\n", p->policy,
+            p->factor, 100 * p->mean, 100 * p->min, 100 * p->max, 100 * p->worst_mean,
+            100 * p->worst_min, 100 * p->worst_max, 100 * (p->mean - p->worst_mean));
+  }
+  return report_file_close(md, dir, "figure20.md", err);
+}
+
+int report_write_imbalance(const char *dir, const char *gnuplot, const char *title,
+                           const report_imbalance_row *rows, size_t n, enpu_err *err) {
+  ENPU_RETURN_IF(n == 0, err, ENPU_ERR_INVALID, "figure 20: no rows");
+  report_imbalance_row *sorted = malloc(n * sizeof *sorted);
+  imbalance_point *pts = calloc(n, sizeof *pts);
+  int rc = sorted && pts ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (figure 20)");
+  size_t np = 0;
+  if (rc == 0) {
+    memcpy(sorted, rows, n * sizeof *rows);
+    np = make_points(sorted, n, pts);
+  }
+  char absdir[PATH_MAX];
+  if (rc == 0) rc = enpu_mkdir_p(dir, err);
+  if (rc == 0) rc = report_absolute_dir(dir, absdir, sizeof absdir, err);
+  if (rc == 0) rc = write_dat(dir, pts, np, err);
+  if (rc == 0) rc = write_gp(dir, title, pts, np, err);
+  if (rc == 0)
+    rc = report_run_gnuplot(gnuplot ? gnuplot : "gnuplot", absdir, "figure20.gp", "figure20.png",
+                            err);
+  if (rc == 0) rc = write_md(dir, title, pts, np, err);
+  free(sorted);
+  free(pts);
+  return rc;
+}
