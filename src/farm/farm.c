@@ -93,6 +93,7 @@ typedef struct {
 
 typedef struct {
   double start, last_sync, last_ckpt, last_progress;
+  double ckpt_every; /* --checkpoint-s, or 10 × the last checkpoint's time when longer */
   int live;
 } clocks;
 
@@ -177,9 +178,12 @@ static int duties(master *m, clocks *c, enpu_err *err) {
       synced = 1;
     }
   if (synced) c->last_sync = now;
-  if (now - c->last_ckpt >= m->o.checkpoint_s) {
+  /* A checkpoint rewrites whole stores, so its cost grows with them: at most a tenth of
+   * rank 0's time goes to checkpoints, whatever --checkpoint-s asks. */
+  if (now - c->last_ckpt >= fmax(m->o.checkpoint_s, c->ckpt_every)) {
     for (int j = 0; j < m->njobs; j++) ENPU_FORWARD(farm_job_checkpoint(m->jobs[j], err));
     c->last_ckpt = enpu_now_s();
+    c->ckpt_every = 10 * (c->last_ckpt - now);
   }
   if (now - c->last_progress >= (c->live ? 0.5 : m->o.progress_s)) {
     progress(m, now - c->start, c->live, 0);

@@ -9,20 +9,25 @@
  *    target seconds of work (at most 256 tasks), target = clamp(left / (4 workers), lo,
  *    hi) with left the work not yet handed out; each worker holds two batches (one
  *    running, one waiting). Rule "fixed": lo = 5 ms, hi = 50 ms (before this model);
- *    "scaled": lo = max(5 ms, workers × msg_us / 0.25), hi = max(50 ms, lo) — messages
- *    then take at most a quarter of the master (what farm.c does now, with msg_us =
- *    FARM_MSG_CPU_S).
+ *    "scaled": lo = max(5 ms, min(workers × msg_us / 0.25, left / workers)), hi =
+ *    max(50 ms, lo) — messages then take at most a quarter of the master, and no batch
+ *    holds more than a worker's share of what is left (what farm.c does now, with
+ *    msg_us = FARM_MSG_CPU_S).
  *  - The master is one server: a returned batch costs it msg_us plus task_us per task
  *    (taking the results: decode, state, journal) and the next batch for that worker is
  *    ready when it is done; a journal sync costs sync_us a second, a checkpoint
- *    ckpt_us_per_result per result held every checkpoint_s.
+ *    ckpt_us per result held, every checkpoint_s or 10 × the last checkpoint's time
+ *    when that is longer (farm.c: at most a tenth of the master).
  *  - Dependencies, conservatively: a job's bucket tasks become ready only when all of its
  *    op tasks (and parts) are done (the farm releases each bucket when its own ops are).
  * Output per N: the predicted wall time, the master's busy share of the wall time, the
  * workers' mean utilisation, and the speedup over 64 ranks; saturation shows as a
  * master share near 100 % with a wall time that stops falling.
+ * --repeat K runs the logs' tasks K times over (a grid K times as large with the same task
+ * durations: the steady state the real logs, seconds long at thousands of ranks, hide).
  * Usage: bench_farm_sim TASKS.csv... [--setup-s S] [--task-us U] [--msg-us M]
- *        [--sync-us S] [--ckpt-us U] [--checkpoint-s C] [--ranks N,N,...] [--json]
+ *        [--sync-us S] [--ckpt-us U] [--checkpoint-s C] [--repeat K] [--ranks N,N,...]
+ *        [--json]
  * Figures only; never fails on them. */
 #include <math.h>
 #include <stdio.h>
@@ -105,9 +110,10 @@ typedef struct {
 } worker;
 
 static double batch_target(double left_s, int workers, const params *p, int scaled) {
-  const double lo = scaled ? fmax(0.005, workers * p->msg_us * 1e-6 / 0.25) : 0.005;
+  const double share = left_s / workers; /* each worker's share of what is left */
+  const double lo = scaled ? fmax(0.005, fmin(workers * p->msg_us * 1e-6 / 0.25, share)) : 0.005;
   const double hi = scaled ? fmax(0.05, lo) : 0.05;
-  return fmax(lo, fmin(hi, left_s / (4.0 * workers)));
+  return fmax(lo, fmin(hi, share / 4.0));
 }
 
 /* Fill slot k of worker w starting at time t; 0 when nothing is ready. */
@@ -170,7 +176,11 @@ static outcome simulate(const tasks *ts, int ranks, const params *p, int scaled)
     w[wi].nres[ki] = 0;
     for (int j = 0; j < 16; j++) q.left_ops[j] -= w[wi].ops[ki][j];
     if (start >= next_sync) cost += p->sync_us * 1e-6, next_sync = start + 1;
-    if (start >= next_ckpt) cost += p->ckpt_us * 1e-6 * (double)held, next_ckpt = start + p->checkpoint_s;
+    if (start >= next_ckpt) {
+      const double ckpt = p->ckpt_us * 1e-6 * (double)held;
+      cost += ckpt;
+      next_ckpt = start + ckpt + fmax(p->checkpoint_s, 10 * ckpt);
+    }
     master = start + cost;
     busy += cost;
     dispatch(&q, &w[wi], ki, master, workers, p, scaled);
@@ -193,7 +203,7 @@ static outcome simulate(const tasks *ts, int ranks, const params *p, int scaled)
 int main(int argc, char **argv) {
   params p = {.setup_s = 2.0, .task_us = 2.0, .msg_us = 10.0, .sync_us = 50.0, .ckpt_us = 30.0,
               .checkpoint_s = 60.0};
-  int ranks[32] = {64, 128, 256, 512, 1000, 2000, 3000, 5000}, nr = 8, json = 0;
+  int ranks[32] = {64, 128, 256, 512, 1000, 2000, 3000, 5000}, nr = 8, json = 0, repeat = 1;
   tasks ts = {0};
   for (int i = 1; i < argc; i++) {
     double *v = !strcmp(argv[i], "--setup-s") ? &p.setup_s : !strcmp(argv[i], "--task-us") ? &p.task_us
@@ -202,6 +212,7 @@ int main(int argc, char **argv) {
               : NULL;
     if (v && i + 1 < argc) *v = atof(argv[++i]);
     else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
       char *s = argv[++i];
       for (nr = 0; *s && nr < 32; s += *s == ',') ranks[nr++] = (int)strtol(s, &s, 10);
@@ -212,8 +223,16 @@ int main(int argc, char **argv) {
   }
   if (!ts.n) {
     fprintf(stderr, "usage: bench_farm_sim TASKS.csv... [--setup-s S] [--task-us U] [--msg-us M] "
-                    "[--sync-us S] [--ckpt-us U] [--checkpoint-s C] [--ranks N,...] [--json]\n");
+                    "[--sync-us S] [--ckpt-us U] [--checkpoint-s C] [--repeat K] [--ranks N,...] "
+                    "[--json]\n");
     return 2;
+  }
+  const int n1 = ts.n;
+  for (int k = 1; k < repeat; k++) { /* copies keep their job: each job K times as large */
+    ts.t = realloc(ts.t, (size_t)n1 * (size_t)(k + 1) * sizeof *ts.t);
+    if (!ts.t) return 1;
+    memcpy(ts.t + (size_t)k * n1, ts.t, (size_t)n1 * sizeof *ts.t);
+    ts.n += n1;
   }
   double total = 0;
   for (int i = 0; i < ts.n; i++) total += ts.t[i].s;

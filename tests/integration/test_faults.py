@@ -54,7 +54,7 @@ import time
 import h5py
 
 from harness import Harness
-from farm_harness import kill_farm
+from farm_harness import journal_has_records, kill_farm, wait_for
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -126,21 +126,6 @@ class Faults:
         return [self.h.enpu, "validate", store, "--trace", os.path.join(self.jobs, "traces",
                 "AzureLLMInferenceTrace_conv.csv"), "--cluster", os.path.join(self.jobs, "clusters",
                 "llama3-70b.json"), "--sample", "1", "--out", os.path.join(self.tmp, "vres"), *extra]
-
-
-def wait_for(cond, timeout_s, step_s=0.02):
-    """Poll cond() until it is true; False after timeout_s."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(step_s)
-    return bool(cond())
-
-
-def journal_has_records(store):
-    path = store + ".journal"
-    return os.path.exists(path) and os.path.getsize(path) > 16
 
 
 # ---- 1. a second writer --------------------------------------------------------------
