@@ -199,13 +199,15 @@ static int duties(master *m, clocks *c, enpu_err *err) {
 #define FARM_MSG_SHARE 0.25
 
 /* Work per message (--batch-s, or): a quarter of each worker's share of what is left,
- * between 5 ms and 50 ms — and never so little that the workers' messages alone would
- * keep the master more than FARM_MSG_SHARE busy (nworkers × FARM_MSG_CPU_S /
- * FARM_MSG_SHARE: the floor rises past 50 workers, to 0.3 s at 3,000). */
+ * between 5 ms and 50 ms — and, while there is that much work per worker, never so
+ * little that the workers' messages alone would keep the master more than
+ * FARM_MSG_SHARE busy (nworkers × FARM_MSG_CPU_S / FARM_MSG_SHARE: the floor rises past
+ * 50 workers, to 0.3 s at 3,000; tests/bench/bench_farm_sim models it). */
 static double batch_target_s(const master *m, int nworkers) {
   if (m->o.batch_s >= 0) return m->o.batch_s;
-  const double lo = fmax(0.005, nworkers * FARM_MSG_CPU_S / FARM_MSG_SHARE);
-  return fmax(lo, fmin(fmax(0.05, lo), left_s(m) / (4.0 * nworkers)));
+  const double share = left_s(m) / nworkers;
+  const double lo = fmax(0.005, fmin(nworkers * FARM_MSG_CPU_S / FARM_MSG_SHARE, share));
+  return fmax(lo, fmin(fmax(0.05, lo), share / 4.0));
 }
 
 /* The master's loop with workers: keep every idle worker fed, take results. */
