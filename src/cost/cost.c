@@ -31,44 +31,8 @@
 static const int variant_unroll[COST_NVARIANT] = {1, 2, 4, 1, 2, 4, 1, 2, 4};
 static const int variant_depth[COST_NVARIANT] = {1, 1, 1, 2, 2, 2, 3, 3, 3};
 
-typedef struct {
-  uint64_t key;
-  int shadow; /* shadow registers the kernels were allocated with */
-  cost_tile tile;
-  cost_kernel kernel[COST_NVARIANT];
-  uint8_t kernel_ok[COST_NVARIANT];
-  double t_nodvfs_ns;  /* all-peak, one core clock, no crossing */
-  double own_peak_ns;  /* largest component own time at peak */
-} cost_entry;
-
-/* Timing of one plan: the core kernel's fastest variant, the engines, their pipeline.
- * With gating, gated_ns/gates hold the intervals gated inside the op (kernel gaps and
- * block gaps) and head_ns the idle before each component's first work. */
-typedef struct {
-  double time_ns;
-  double own_ns[CONFIG_NCOMP];
-  double ici_xfer_ns;
-  double tail_ns[CONFIG_NCOMP]; /* after a component's last work: its pipeline stages
-                                   downstream, for their last block */
-  double head_ns[CONFIG_NCOMP];
-  double gated_ns[CONFIG_NCOMP], gates[CONFIG_NCOMP];
-  cost_run core;
-  int unroll, sw_depth;
-  double period_ns[COST_NUNIT];
-} op_timing;
-
 /* Pipeline stages (DMA in → core → ICI) and the components each is made of. */
 enum { STAGE_HOST = 0, STAGE_HBM, STAGE_CORE, STAGE_ICI, NSTAGE };
-
-struct cost_ctx {
-  config_chip chip; /* copy; its table pointers are not used */
-  cost_entry **entries;
-  size_t nentries, cap_entries;
-  int32_t *index; /* entry number + 1, 0 = empty */
-  size_t cap_index;
-  int64_t allocations;
-  cost_sim sim;
-};
 
 int cost_fifo_depth(double ti, double to) {
   double rt = 5 * ti + 5 * to; /* Eq. 1 */
@@ -132,6 +96,7 @@ void cost_ctx_free(cost_ctx *ctx) {
   for (size_t i = 0; i < ctx->nentries; i++) free(ctx->entries[i]);
   free(ctx->entries);
   free(ctx->index);
+  cost_core_cache_free(&ctx->cores);
   free(ctx);
 }
 
@@ -162,13 +127,13 @@ static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT],
 /* The gap a component is gated for at its state (power_gate_min_idle_ns at the idle
  * regulator's efficiency): the compiler's view of the schedule. */
 static void gate_thresholds(const cost_pipeline *pl, const int eff[COST_NUNIT],
-                            double min_ns[CONFIG_NCOMP], double wake_ns[CONFIG_NCOMP]) {
+                            cost_gate_limits *g) {
   double rail_v[CONFIG_NCOMP];
   rail_voltages(pl, eff, rail_v);
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     const double saved = power_gate_saved_w(pl->power, (config_component)c, eff[c], rail_v[c], 0, NULL);
-    min_ns[c] = power_gate_min_idle_ns(pl->power, (config_component)c, saved);
-    wake_ns[c] = power_gate_wake_ns(pl->power, (config_component)c);
+    g->min_ns[c] = power_gate_min_idle_ns(pl->power, (config_component)c, saved);
+    g->wake_ns[c] = power_gate_wake_ns(pl->power, (config_component)c);
   }
 }
 
@@ -181,9 +146,8 @@ static double stage_max(const double stage[NSTAGE]) {
   return m;
 }
 
-static void gate_blocks(const cost_tile *t, const double min_ns[CONFIG_NCOMP],
-                        const double wake_ns[CONFIG_NCOMP], double blocks, double stage[NSTAGE],
-                        op_timing *o) {
+static void gate_blocks(const cost_tile *t, const cost_gate_limits *g, double blocks,
+                        double stage[NSTAGE], op_timing *o) {
   if (blocks <= 1) return;
   const double slowest = stage_max(stage);
   /* the host link is no gated component (its energy is the chip's "other") */
@@ -195,34 +159,37 @@ static void gate_blocks(const cost_tile *t, const double min_ns[CONFIG_NCOMP],
     const double gap = (slowest - stage[k]) / blocks;
     double wake = 0;
     for (int c = first[k]; c <= last[k] && stage[k] > 0; c++) {
-      if (!(work[c] > 0) || gap < min_ns[c]) continue;
+      if (!(work[c] > 0) || gap < g->min_ns[c]) continue;
       o->gated_ns[c] += (blocks - 1) * gap;
       o->gates[c] += blocks - 1;
-      wake = fmax(wake, wake_ns[c]);
+      wake = fmax(wake, g->wake_ns[c]);
     }
     stage[k] += (blocks - 1) * wake;
   }
 }
 
-/* Time of an operator at the effective states `eff`, its units in domains `domain` (a
+void cost_periods(const config_chip *chip, const int eff[COST_NUNIT], double period_ns[COST_NUNIT]) {
+  for (int u = 0; u < COST_NUNIT; u++)
+    period_ns[u] = eff[u] ? 1.0 / config_state_ghz(chip, eff[u]) : 0;
+}
+
+/* The core kernel at the effective states `eff`, its units in domains `domain` (a
  * crossing costs fifo_sync_cycles when `crossing` and the unit is not in the FE's
- * domain): the fastest schedule variant of the core kernel, the DMA and ICI engines and
- * the three-stage pipeline above; with `gating` (a pipeline, or NULL) the gated
- * intervals inside the op. */
-static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
-                          const int domain[COST_NUNIT], int crossing, const cost_pipeline *gating,
-                          op_timing *o) {
+ * domain): each unit's clock period and the fastest schedule variant (§2.4, §3.3), with
+ * `gate` the gaps gated inside it. Without gating it reads only the SA, VU, SRAM and FE
+ * states: the kernel has no HBM or ICI command (gating's thresholds read rail voltages). */
+void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                      const int domain[COST_NUNIT], int crossing, const cost_gate_limits *gate,
+                      cost_sim *sim, op_timing *o) {
   const config_chip *chip = &ctx->chip;
   const cost_tile *t = &e->tile;
-  cost_timing tm = {.gating = gating != NULL};
-  double s = chip->fifo_sync_cycles, min_ns[CONFIG_NCOMP], wake_ns[CONFIG_NCOMP];
-  if (gating) {
-    gate_thresholds(gating, eff, min_ns, wake_ns);
-    memcpy(tm.gate_min_ns, min_ns, sizeof tm.gate_min_ns);
-    memcpy(tm.wake_ns, wake_ns, sizeof tm.wake_ns);
+  cost_timing tm = {.gating = gate != NULL};
+  if (gate) {
+    memcpy(tm.gate_min_ns, gate->min_ns, sizeof tm.gate_min_ns);
+    memcpy(tm.wake_ns, gate->wake_ns, sizeof tm.wake_ns);
   }
-  for (int u = 0; u < COST_NUNIT; u++)
-    tm.period_ns[u] = eff[u] ? 1.0 / config_state_ghz(chip, eff[u]) : 0;
+  double s = chip->fifo_sync_cycles;
+  cost_periods(chip, eff, tm.period_ns);
   for (int u = 0; u < COST_NUNIT; u++) {
     int cross = crossing && domain[u] != domain[COST_FE];
     tm.cross_in_ns[u] = cross ? s * tm.period_ns[u] : 0;
@@ -231,13 +198,12 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
   memcpy(o->period_ns, tm.period_ns, sizeof o->period_ns);
   memset(o->gated_ns, 0, sizeof o->gated_ns);
   memset(o->gates, 0, sizeof o->gates);
-  /* Core kernel: the fastest schedule variant for this plan (§2.4, §3.3). */
   o->core = (cost_run){.time_ns = t->nstage > 0 ? INFINITY : 0};
   o->unroll = o->sw_depth = 0;
   for (int v = 0; t->nstage > 0 && v < COST_NVARIANT; v++) {
     if (!e->kernel_ok[v]) continue;
     cost_run r;
-    cost_kernel_run(&e->kernel[v], &tm, &ctx->sim, &r);
+    cost_kernel_run(&e->kernel[v], &tm, sim, &r);
     if (r.time_ns < o->core.time_ns) {
       o->core = r;
       o->unroll = variant_unroll[v];
@@ -245,7 +211,18 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
     }
   }
   for (int u = 0; u < COST_NGATED; u++) o->gated_ns[u] = o->core.gated_ns[u], o->gates[u] = o->core.gates[u];
-  /* Engines: bandwidth = state / states × peak; ICI: α–β sum per collective step. */
+}
+
+/* The DMA and ICI engines and the three-stage pipeline around a timed core (o->core),
+ * with `gate` the gaps gated between blocks: bandwidth = state / states × peak; ICI: α–β
+ * sum per collective step. Without gating every step is a sum, product, quotient by a
+ * positive constant or max of non-negative terms, so the result is monotone in
+ * o->core.time_ns and in the HBM and ICI states, in floating point too (rounding to
+ * nearest is monotone). */
+void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                         const cost_gate_limits *gate, op_timing *o) {
+  const config_chip *chip = &ctx->chip;
+  const cost_tile *t = &e->tile;
   double frac_hbm = (double)eff[CONFIG_HBM] / chip->freq_states;
   double frac_ici = (double)eff[CONFIG_ICI] / chip->freq_states;
   double hbm_ns = t->hbm_bytes > 0 ? t->hbm_bytes / (chip->hbm_gbps * frac_hbm) : 0;
@@ -255,13 +232,13 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
   double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
   double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
   double lead_ns = t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0;
-  o->own_ns[CONFIG_SA] = t->sa_cycles * tm.period_ns[CONFIG_SA];
-  o->own_ns[CONFIG_VU] = t->vu_cycles * tm.period_ns[CONFIG_VU];
-  o->own_ns[CONFIG_SRAM] = t->sram_cycles * tm.period_ns[CONFIG_SRAM];
+  o->own_ns[CONFIG_SA] = t->sa_cycles * o->period_ns[CONFIG_SA];
+  o->own_ns[CONFIG_VU] = t->vu_cycles * o->period_ns[CONFIG_VU];
+  o->own_ns[CONFIG_SRAM] = t->sram_cycles * o->period_ns[CONFIG_SRAM];
   o->own_ns[CONFIG_HBM] = lead_ns + hbm_ns; /* its first request's latency is its own */
   o->own_ns[CONFIG_ICI] = ici_ns;
   double stage[NSTAGE] = {host_ns, hbm_ns, o->core.time_ns, ici_ns};
-  if (gating) gate_blocks(t, min_ns, wake_ns, blocks, stage, o);
+  if (gate) gate_blocks(t, gate, blocks, stage, o);
   /* the host link's first transfer's latency leads the pipeline like HBM's */
   const double start_ns = lead_ns + (t->host_bytes > 0 ? chip->host_latency_ns : 0);
   o->time_ns = start_ns +
@@ -276,6 +253,17 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
   o->tail_ns[CONFIG_ICI] = 0;
   o->head_ns[CONFIG_ICI] =
       start_ns + (stage[STAGE_HOST] + stage[STAGE_HBM] + stage[STAGE_CORE]) / blocks;
+}
+
+/* One plan's timing on the context's own executor; with a gating pipeline (`gating`,
+ * NULL otherwise) the gated intervals inside the op. */
+static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                          const int domain[COST_NUNIT], int crossing, const cost_pipeline *gating,
+                          op_timing *o) {
+  cost_gate_limits g;
+  if (gating) gate_thresholds(gating, eff, &g);
+  cost_timing_core(ctx, e, eff, domain, crossing, gating ? &g : NULL, &ctx->sim, o);
+  cost_timing_engines(ctx, e, eff, gating ? &g : NULL, o);
 }
 
 static double max_own(const double own[CONFIG_NCOMP]) {
@@ -315,11 +303,11 @@ static int memo_grow_index(cost_ctx *ctx, enpu_err *err) {
 /* The memo entry of `op` with kernels for `shadow` registers. The critical-path
  * constants are always the chip's own NoDVFS (its shadow register file): the baseline a
  * shadow-size variant is measured against. */
-static int memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entry **out,
-                    enpu_err *err) {
+int cost_memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entry **out,
+                  enpu_err *err) {
   const cost_entry *base = NULL;
   if (shadow != ctx->chip.shadow_vregs)
-    ENPU_FORWARD(memo_get(ctx, op, ctx->chip.shadow_vregs, &base, err));
+    ENPU_FORWARD(cost_memo_get(ctx, op, ctx->chip.shadow_vregs, &base, err));
   uint64_t key = op_key(op, shadow);
   if (ctx->cap_index) {
     size_t mask = ctx->cap_index - 1;
@@ -370,7 +358,7 @@ static int memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_en
 
 /* Effective state of every unit: FE at max(SA, VU, SRAM); a domain at the highest state
  * of its members. */
-static void effective_states(const cost_plan *plan, const cost_pipeline *pl, int eff[]) {
+void cost_effective_states(const cost_plan *plan, const cost_pipeline *pl, int eff[COST_NUNIT]) {
   int nominal[COST_NUNIT];
   for (int c = 0; c < CONFIG_NCOMP; c++) nominal[c] = plan->state[c];
   nominal[COST_FE] = plan->state[CONFIG_SA];
@@ -383,7 +371,7 @@ static void effective_states(const cost_plan *plan, const cost_pipeline *pl, int
   }
 }
 
-static int check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err) {
+int cost_check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++)
     ENPU_RETURN_IF(plan->state[c] < 0 || plan->state[c] > chip->freq_states, err,
                    ENPU_ERR_RANGE, "plan state of %s is %d: expected 0..%d",
@@ -459,7 +447,7 @@ static void entry_delays(const cost_pipeline *pl, const cost_plan *prev, unsigne
                          const op_timing *o, cost_result *out, int prev_eff[COST_NUNIT]) {
   double start[CONFIG_NCOMP] = {0};
   if (prev) {
-    effective_states(prev, pl, prev_eff);
+    cost_effective_states(prev, pl, prev_eff);
     rail_delays(pl, prev_eff, out->state, start);
   }
   for (int c = 0; c < CONFIG_NCOMP; c++)
@@ -489,53 +477,65 @@ static void gate_report(const cost_tile *t, const op_timing *o, cost_result *out
   }
 }
 
-int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
-                    const cost_plan *plan, unsigned wake_mask, const cost_pipeline *pl,
-                    cost_result *out, enpu_err *err) {
-  const config_chip *chip = &ctx->chip;
-  ENPU_FORWARD(check_states(chip, plan, err));
-  if (prev) ENPU_FORWARD(check_states(chip, prev, err));
-  ENPU_RETURN_IF((pl->gating || wake_mask) && !power_gating_available(pl->power), err,
-                 ENPU_ERR_INVALID, "op %d (%s): power gating without the chip's gating parameters",
-                 op->id, op->name);
-  const cost_entry *e = NULL;
-  ENPU_FORWARD(memo_get(ctx, op, pl->shadow_vregs < 0 ? chip->shadow_vregs : pl->shadow_vregs,
-                        &e, err));
+int cost_check_gated(const graph_op *op, const cost_entry *e, const int eff[COST_NUNIT],
+                     enpu_err *err) {
   const cost_tile *t = &e->tile;
-
-  memset(out, 0, sizeof *out);
-  effective_states(plan, pl, out->state);
   const double work[COST_NUNIT] = {t->sa_cycles, t->vu_cycles, t->sram_cycles, t->hbm_bytes,
                                    t->ici_bytes, t->sa_cycles + t->vu_cycles + t->sram_cycles};
   for (int u = 0; u < COST_NUNIT; u++)
-    ENPU_RETURN_IF(work[u] > 0 && out->state[u] == 0, err, ENPU_ERR_RANGE,
+    ENPU_RETURN_IF(work[u] > 0 && eff[u] == 0, err, ENPU_ERR_RANGE,
                    "op %d (%s): %s is clock-gated but has work", op->id, op->name,
                    u == COST_FE ? "fe" : config_component_name((config_component)u));
+  return 0;
+}
 
-  op_timing o;
-  op_timing_run(ctx, e, out->state, pl->domain, pl->kind == COST_PIPE_ENPU,
-                pl->gating ? pl : NULL, &o);
-  out->core_ns = o.core.time_ns;
-  out->fe_stall_ns = o.core.stall_ns;
-  out->unroll = o.unroll;
-  out->sw_depth = o.sw_depth;
-  memcpy(out->own_ns, o.own_ns, sizeof out->own_ns);
-  out->cp_time_ns = e->t_nodvfs_ns + (max_own(o.own_ns) - e->own_peak_ns);
-  out->time_ns = o.time_ns;
+int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *pl,
+                const op_timing *o, const cost_plan *prev, unsigned wake_mask, cost_result *out,
+                enpu_err *err) {
+  out->core_ns = o->core.time_ns;
+  out->fe_stall_ns = o->core.stall_ns;
+  out->unroll = o->unroll;
+  out->sw_depth = o->sw_depth;
+  memcpy(out->own_ns, o->own_ns, sizeof out->own_ns);
+  out->cp_time_ns = e->t_nodvfs_ns + (max_own(o->own_ns) - e->own_peak_ns);
+  out->time_ns = o->time_ns;
   int prev_eff[COST_NUNIT];
-  entry_delays(pl, prev, wake_mask, &o, out, prev_eff);
-  if (pl->gating) gate_report(t, &o, out);
+  entry_delays(pl, prev, wake_mask, o, out, prev_eff);
+  if (pl->gating) gate_report(&e->tile, o, out);
 
-  for (int c = 0; c < CONFIG_NCOMP; c++) out->busy_ns[c] = o.own_ns[c];
-  out->busy_ns[CONFIG_HBM] -= o.own_ns[CONFIG_HBM] > 0 ? ctx->chip.hbm_latency_ns : 0;
-  out->busy_ns[CONFIG_ICI] = o.ici_xfer_ns; /* the links switch only while they transfer */
-  out->busy_ns[COST_FE] = o.core.bundles * o.period_ns[COST_FE];
+  for (int c = 0; c < CONFIG_NCOMP; c++) out->busy_ns[c] = o->own_ns[c];
+  out->busy_ns[CONFIG_HBM] -= o->own_ns[CONFIG_HBM] > 0 ? ctx->chip.hbm_latency_ns : 0;
+  out->busy_ns[CONFIG_ICI] = o->ici_xfer_ns; /* the links switch only while they transfer */
+  out->busy_ns[COST_FE] = o->core.bundles * o->period_ns[COST_FE];
   for (int u = 0; u < COST_NUNIT; u++) {
     if (out->busy_ns[u] > out->time_ns) out->busy_ns[u] = out->time_ns;
     out->utilization[u] = out->time_ns > 0 ? out->busy_ns[u] / out->time_ns : 0;
   }
-  return price(pl, t, prev ? prev_eff : NULL, t->host_bytes * chip->host_pj_per_byte / 1e3, out,
-               err);
+  return price(pl, &e->tile, prev ? prev_eff : NULL,
+               e->tile.host_bytes * ctx->chip.host_pj_per_byte / 1e3, out, err);
+}
+
+int cost_pipeline_shadow(const cost_ctx *ctx, const cost_pipeline *pl) {
+  return pl->shadow_vregs < 0 ? ctx->chip.shadow_vregs : pl->shadow_vregs;
+}
+
+int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
+                    const cost_plan *plan, unsigned wake_mask, const cost_pipeline *pl,
+                    cost_result *out, enpu_err *err) {
+  ENPU_FORWARD(cost_check_states(&ctx->chip, plan, err));
+  if (prev) ENPU_FORWARD(cost_check_states(&ctx->chip, prev, err));
+  ENPU_RETURN_IF((pl->gating || wake_mask) && !power_gating_available(pl->power), err,
+                 ENPU_ERR_INVALID, "op %d (%s): power gating without the chip's gating parameters",
+                 op->id, op->name);
+  const cost_entry *e = NULL;
+  ENPU_FORWARD(cost_memo_get(ctx, op, cost_pipeline_shadow(ctx, pl), &e, err));
+  memset(out, 0, sizeof *out);
+  cost_effective_states(plan, pl, out->state);
+  ENPU_FORWARD(cost_check_gated(op, e, out->state, err));
+  op_timing o;
+  op_timing_run(ctx, e, out->state, pl->domain, pl->kind == COST_PIPE_ENPU,
+                pl->gating ? pl : NULL, &o);
+  return cost_finish(ctx, e, pl, &o, prev, wake_mask, out, err);
 }
 
 int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,

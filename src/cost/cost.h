@@ -15,7 +15,14 @@
  *  - A cost_ctx belongs to one thread. It memoises everything derived from an operator
  *    alone (tiling, kernel variants, shadow register allocation), keyed by a content hash
  *    of the operator; after an operator's first evaluation, cost_eval allocates nothing.
- *  - Raising one component's state never increases the time (max-plus event model).
+ *  - Without gating, raising the HBM or ICI state never increases the time, nor does a
+ *    faster core kernel (the engines and the pipeline below are sums, products and maxima
+ *    of monotone terms, in floating point too). The kernel's event model is monotone in
+ *    the SA, VU and SRAM clocks, but its steady-state extrapolation (cost_sim.c) is not
+ *    exactly: raising one of them can lengthen the extrapolated kernel (measured on
+ *    Llama3-70B ops: by up to 1.4e-4 of the op time, in ~0.03 % of single-state raises).
+ *    The critical-path time is monotone in every state. cost_bound_box relies on the
+ *    monotone parts only.
  *  - Critical-path time (cp_time_ns): the op's NoDVFS time plus how much its slowest
  *    component's own time (SA/VU/SRAM work at their clocks, HBM latency and bytes at its
  *    bandwidth, ICI steps and bytes) grew over the all-peak plan. A component off the critical path
@@ -151,6 +158,51 @@ int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
 int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
                     const cost_plan *plan, unsigned wake_mask, const cost_pipeline *pipeline,
                     cost_result *out, enpu_err *err);
+
+/* What a search reads of one evaluation (cost_result's time_ns, cp_time_ns and
+ * energy_total_nj). */
+typedef struct {
+  double time_ns;
+  double cp_time_ns;
+  double energy_nj;
+} cost_brief;
+
+/* Evaluate one operator under n plans (no transition before them): out[i] holds exactly
+ * what cost_eval gives plans[i], bit for bit. The batch looks the operator up once and
+ * runs the core kernel once per (SA, VU, SRAM) state triple, the only states it reads:
+ * the context keeps the kernels of the last operator and pipeline a batch or bound met
+ * (about 2 MB), so plans that share a triple — within a batch or across batches of one
+ * search — share its kernel; the engines and the pricing run per plan. The pipeline's
+ * shadow register count selects the kernels as in cost_eval. Under a gating pipeline
+ * the kernel's gating thresholds read every rail's voltage, so each plan is evaluated
+ * whole as cost_eval does (the same results, no sharing).
+ * @return 0, or cost_eval's error for the first plan that has one (named by its index;
+ * out is then unspecified). */
+int cost_eval_batch(cost_ctx *ctx, const graph_op *op, const cost_plan *plans, int n,
+                    const cost_pipeline *pipeline, cost_brief *out, enpu_err *err);
+
+/* Lower bounds over a box of plans: for every plan p with lo.state[c] <= p.state[c] <=
+ * hi.state[c] (1 <= lo <= hi <= freq_states), cost_eval(p) has time_ns >= lb->time_ns,
+ * cp_time_ns >= lb->cp_time_ns and energy_total_nj >= lb->energy_nj. Neither relies on
+ * the op time being monotone in the core clocks (the kernel's steady-state extrapolation
+ * is not exactly: see the contract above): the time bound takes the least core kernel
+ * time over the box's (SA, VU, SRAM) triples (running the kernels it has not met yet)
+ * through the engines at hi, which are monotone; the critical-path bound is cp at hi
+ * (monotone); the energy bound prices each component at its cheapest state in the box
+ * for that least time, each regulator at its best efficiency (power_energy_floor),
+ * less a relative COST_BOUND_RTOL for rounding. The pipeline must keep the five
+ * components and the FE in six domains (eNPU-All, ideal), so that no plan state lifts
+ * another unit's, and must not gate: gating saves static energy below the floor priced
+ * here and its wake-ups lengthen the time. The pipeline's shadow register count selects
+ * the kernels as in cost_eval; the regulator loss is inside the energies bounded.
+ * @return 0, ENPU_ERR_RANGE (states), ENPU_ERR_INVALID (shared domains, a gating
+ * pipeline), ENPU_ERR_NOMEM. */
+#define COST_BOUND_RTOL 1e-12
+int cost_bound_box(cost_ctx *ctx, const graph_op *op, const cost_plan *lo, const cost_plan *hi,
+                   const cost_pipeline *pipeline, cost_brief *lb, enpu_err *err);
+
+/* Core kernels the batch path and the bounds have run (their cache misses) since creation. */
+int64_t cost_ctx_kernel_runs(const cost_ctx *ctx);
 
 /* Memo statistics: operators memoised and allocations made since creation (an
  * allocation happens only on an operator's first evaluation or when the memo grows). */

@@ -125,6 +125,13 @@ int farm_op_result_encode(const farm_op_result *r, farm_buf *b, enpu_err *err) {
   return ENPU_OK;
 }
 
+int farm_part_result_encode(uint32_t part, const farm_op_result *r, farm_buf *b, enpu_err *err) {
+  unsigned char *p = buf_reserve(b, 4, err);
+  if (!p) return ENPU_ERR_NOMEM;
+  put_u32(p, part);
+  return farm_op_result_encode(r, b, err);
+}
+
 int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err *err) {
   size_t bytes = BUCKET_HEAD_BYTES + 4 + 8 + 4 + 8 + 4;
   if (add_size(&bytes, r->nops, BUCKET_OP_BYTES) < 0 || add_size(&bytes, r->nwalk, WALK_BYTES) < 0 ||
@@ -457,4 +464,15 @@ int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result
                               enpu_err *err) {
   memset(r, 0, sizeof *r);
   return decode_all(data, bytes, r, decode_bucket_any, empty_bucket, "bucket result", err);
+}
+
+int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r,
+                            enpu_err *err) {
+  memset(r, 0, sizeof *r);
+  ENPU_RETURN_IF(!data || bytes < 4, err, ENPU_ERR_FORMAT, "part record of %zu bytes", bytes);
+  reader rd = {.p = data, .left = bytes};
+  *part = get_u32(&rd);
+  ENPU_RETURN_IF(*part >= FARM_MAX_PARTS, err, ENPU_ERR_FORMAT, "part record: part %u of at most %u",
+                 *part, FARM_MAX_PARTS);
+  return farm_op_result_decode((const unsigned char *)data + 4, bytes - 4, r, err);
 }

@@ -65,7 +65,12 @@ void farm_bucket_result_free(farm_bucket_result *r); /* frees members; NULL no-o
 /* ---------------------------------------------------------------------------------
  * Codec: little-endian, fixed-width fields; one record = one result. */
 
-enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2 };
+enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2, FARM_REC_PART = 3 };
+
+/* A part record: one part of an op's exact search (an `ideal` sub-task), u32 part then an
+ * op result holding that part's set (search_op_compile_part) with each point's per-slot
+ * energies. The master merges an op's parts into its op result. */
+#define FARM_MAX_PARTS 64u
 
 typedef struct {
   unsigned char *data;
@@ -77,12 +82,16 @@ void farm_buf_free(farm_buf *b); /* frees data; NULL no-op */
 /* Append the encoding of a result to b. @return 0 or ENPU_ERR_NOMEM. */
 int farm_op_result_encode(const farm_op_result *r, farm_buf *b, enpu_err *err);
 int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err *err);
+int farm_part_result_encode(uint32_t part, const farm_op_result *r, farm_buf *b, enpu_err *err);
 /* Decode exactly `bytes` bytes into *r (owned by the caller afterwards).
  * @return 0, or ENPU_ERR_FORMAT (truncated, trailing bytes, out-of-range index or
  * count), ENPU_ERR_NOMEM; on failure *r is empty. */
 int farm_op_result_decode(const void *data, size_t bytes, farm_op_result *r, enpu_err *err);
 int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r,
                               enpu_err *err);
+/* A part record: *part < FARM_MAX_PARTS (the caller checks it against its part count). */
+int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r,
+                            enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Journal: `<store>.journal`, a header then records of (kind, length, checksum,
@@ -116,6 +125,19 @@ int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
 /* Compress and buffer one record (written at the next sync, or when the buffer fills). */
 int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
                         enpu_err *err);
+/* Buffer one record already packed (farm_zframe_pack), as it is. */
+int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len,
+                              enpu_err *err);
+
+/* A record's zstd frame (content size declared, at most FARM_JOURNAL_MAX_RECORD bytes
+ * decompressed): workers send each result as its record and its frame, the master reads
+ * the one and journals the other unchanged, so compressing is not the master's work. */
+typedef struct farm_zframe farm_zframe;
+int farm_zframe_create(farm_zframe **out, enpu_err *err);
+void farm_zframe_free(farm_zframe *z); /* NULL no-op */
+/* out receives the frame of `bytes` bytes of payload (replacing its content). */
+int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out,
+                     enpu_err *err);
 /* Write buffered records and fsync. */
 int farm_journal_sync(farm_journal *j, enpu_err *err);
 /* After a checkpoint made every record redundant: truncate to the header and fsync. */

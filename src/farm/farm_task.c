@@ -1,7 +1,10 @@
 /* farm_task.c — what a farm task computes and how tasks and results travel as bytes:
- * the op key and bucket input hash, the task/result batch format, and the executor that
- * runs an `op` task (Pareto search of one signature plus each point's per-slot energy)
- * or a `bucket` task (request walk and slack plans from the Pareto sets sent with it).
+ * the op key and bucket input hash, the task/result batch format, and the executor (one
+ * per rank, over every job of the run) that runs an `op` task (Pareto search of one
+ * signature plus each point's per-slot energy), a `part` task (one part of an op's exact
+ * search, merged on the master by farm_merge_parts) or a `bucket` task (request walk and
+ * slack plans from the Pareto sets sent with it; an epoch policy's bucket searches its
+ * epochs itself). Results travel with their zstd frame (farm_zframe_pack).
  *
  * A bucket task's result becomes the store's records in farm_convert.c.
  *
@@ -95,16 +98,17 @@ uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec 
  * Batch formats */
 
 typedef struct {
-  uint32_t kind, id, policy, nsets;
-  int32_t phase, batch, seq, op_index;
+  uint32_t kind, job, id, policy, nsets;
+  int32_t phase, batch, seq, op_index, part;
   uint64_t key; /* op key, or the bucket's input hash */
 } task_hdr;
 
 typedef struct {
-  uint32_t id, kind;
+  uint32_t job, id, kind;
   double compute_s, cpu_s;
   uint64_t evaluations;
-  uint64_t bytes;
+  uint64_t bytes;       /* of the frame that follows */
+  uint64_t plain_bytes; /* of the record in it */
   char message[STORE_MSG_LEN];
 } result_hdr;
 
@@ -116,31 +120,35 @@ static int buf_put(farm_buf *b, const void *p, size_t n, enpu_err *err) {
   return 0;
 }
 
-int farm_task_put_op(farm_buf *b, uint32_t id, uint32_t policy, uint64_t key,
-                     config_phase phase, int batch, int seq, int op_index, enpu_err *err) {
-  const task_hdr h = {FARM_TASK_OP, id, policy, 0, phase, batch, seq, op_index, key};
+int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t key,
+                     config_phase phase, int batch, int seq, int op_index, int part,
+                     enpu_err *err) {
+  const task_hdr h = {part < 0 ? FARM_TASK_OP : FARM_TASK_PART, job, id, policy, 0, phase, batch,
+                      seq, op_index, part, key};
   return buf_put(b, &h, sizeof h, err);
 }
 
-int farm_task_put_bucket(farm_buf *b, uint32_t id, uint32_t policy, uint64_t input_hash,
-                         config_phase phase, int batch, int seq,
-                         const farm_op_result *const *sets, uint32_t nsets, enpu_err *err) {
-  const task_hdr h = {FARM_TASK_BUCKET, id, policy, nsets, phase, batch, seq, -1, input_hash};
+int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy,
+                         uint64_t input_hash, config_phase phase, int batch, int seq,
+                         const farm_buf *const *sets, uint32_t nsets, enpu_err *err) {
+  const task_hdr h = {FARM_TASK_BUCKET, job, id, policy, nsets, phase, batch, seq, -1, -1,
+                      input_hash};
   ENPU_FORWARD(buf_put(b, &h, sizeof h, err));
   for (uint32_t i = 0; i < nsets; i++) {
-    const size_t at = b->len;
-    uint64_t bytes = 0;
+    const uint64_t bytes = sets[i]->len;
     ENPU_FORWARD(buf_put(b, &bytes, sizeof bytes, err));
-    ENPU_FORWARD(farm_op_result_encode(sets[i], b, err));
-    bytes = b->len - at - sizeof bytes;
-    memcpy(b->data + at, &bytes, sizeof bytes);
+    ENPU_FORWARD(buf_put(b, sets[i]->data, sets[i]->len, err));
   }
   return 0;
 }
 
-static int result_put(farm_buf *b, const result_hdr *h, const farm_buf *payload, enpu_err *err) {
+/* A result: its header, the record, then the record's zstd frame (the master reads the
+ * one and journals the other, so it neither packs nor unpacks). */
+static int result_put(farm_buf *b, const result_hdr *h, const farm_buf *plain,
+                      const farm_buf *frame, enpu_err *err) {
   ENPU_FORWARD(buf_put(b, h, sizeof *h, err));
-  return payload && payload->len ? buf_put(b, payload->data, payload->len, err) : 0;
+  if (plain && plain->len) ENPU_FORWARD(buf_put(b, plain->data, plain->len, err));
+  return frame && frame->len ? buf_put(b, frame->data, frame->len, err) : 0;
 }
 
 int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r,
@@ -151,15 +159,19 @@ int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result
                  "result batch: truncated header at byte %zu of %zu", *off, len);
   memcpy(&h, (const unsigned char *)data + *off, sizeof h);
   *off += sizeof h;
-  ENPU_RETURN_IF(h.bytes > len - *off || h.kind > FARM_REC_BUCKET, err, ENPU_ERR_FORMAT,
-                 "result batch: record of kind %u and %llu bytes beyond the %zu-byte batch",
-                 h.kind, (unsigned long long)h.bytes, len);
-  *r = (farm_task_result){.id = h.id, .kind = h.kind, .compute_s = h.compute_s, .cpu_s = h.cpu_s,
-                          .evaluations = h.evaluations,
-                          .payload = (const unsigned char *)data + *off, .bytes = h.bytes};
+  ENPU_RETURN_IF(h.kind > FARM_REC_PART || h.plain_bytes > len - *off ||
+                     h.bytes > len - *off - h.plain_bytes,
+                 err, ENPU_ERR_FORMAT,
+                 "result batch: record of kind %u and %llu + %llu bytes beyond the %zu-byte batch",
+                 h.kind, (unsigned long long)h.plain_bytes, (unsigned long long)h.bytes, len);
+  const unsigned char *at = (const unsigned char *)data + *off;
+  *r = (farm_task_result){.job = h.job, .id = h.id, .kind = h.kind, .compute_s = h.compute_s,
+                          .cpu_s = h.cpu_s, .evaluations = h.evaluations, .payload = at,
+                          .plain_bytes = h.plain_bytes, .frame = at + h.plain_bytes,
+                          .bytes = h.bytes};
   memcpy(r->message, h.message, sizeof r->message);
   r->message[sizeof r->message - 1] = '\0';
-  *off += h.bytes;
+  *off += h.plain_bytes + h.bytes;
   return 1;
 }
 
@@ -168,7 +180,8 @@ int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result
 
 enum { GRAPH_CACHE = 8 };
 
-struct farm_exec {
+/* One job's executor. */
+typedef struct {
   config_job *job;
   cost_ctx *cost;
   search_ctx *search;
@@ -179,16 +192,34 @@ struct farm_exec {
     uint64_t used;
   } cache[GRAPH_CACHE];
   uint64_t tick;
+} exec_job;
+
+struct farm_exec {
+  exec_job *jobs;
+  int njobs;
+  farm_zframe *z;  /* results travel packed, as the journal keeps them */
+  farm_buf frame;
 };
 
-int farm_exec_create(const char *job_path, const char *capacity_factor, farm_exec **out,
-                     enpu_err *err) {
+static int exec_job_init(exec_job *x, const char *job_path, const char *capacity_factor,
+                         enpu_err *err) {
+  ENPU_FORWARD(config_job_load(job_path, &x->job, err));
+  if (capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(x->job, capacity_factor, err));
+  ENPU_FORWARD(cost_ctx_create(&x->job->chip, &x->cost, err));
+  return search_ctx_create(&x->job->chip, &x->search, err);
+}
+
+int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor,
+                     farm_exec **out, enpu_err *err) {
   farm_exec *x = enpu_calloc(1, sizeof *x);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
-  int rc = config_job_load(job_path, &x->job, err);
-  if (rc == 0 && capacity_factor) rc = config_job_set_capacity_factor(x->job, capacity_factor, err);
-  if (rc == 0) rc = cost_ctx_create(&x->job->chip, &x->cost, err);
-  if (rc == 0) rc = search_ctx_create(&x->job->chip, &x->search, err);
+  x->jobs = enpu_calloc((size_t)njobs + 1, sizeof *x->jobs);
+  int rc = x->jobs ? farm_zframe_create(&x->z, err)
+                   : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
+  while (rc == 0 && x->njobs < njobs) {
+    rc = exec_job_init(&x->jobs[x->njobs], job_paths[x->njobs], capacity_factor, err);
+    x->njobs++;
+  }
   if (rc < 0) {
     farm_exec_free(x);
     return rc;
@@ -199,15 +230,21 @@ int farm_exec_create(const char *job_path, const char *capacity_factor, farm_exe
 
 void farm_exec_free(farm_exec *x) {
   if (!x) return;
-  for (int i = 0; i < GRAPH_CACHE; i++) graph_free(x->cache[i].g);
-  search_ctx_free(x->search);
-  cost_ctx_free(x->cost);
-  config_job_free(x->job);
+  for (int j = 0; x->jobs && j < x->njobs; j++) { /* a job that failed half-way too */
+    exec_job *e = &x->jobs[j];
+    for (int i = 0; i < GRAPH_CACHE; i++) graph_free(e->cache[i].g);
+    search_ctx_free(e->search);
+    cost_ctx_free(e->cost);
+    config_job_free(e->job);
+  }
+  free(x->jobs);
+  farm_zframe_free(x->z);
+  farm_buf_free(&x->frame);
   free(x);
 }
 
 /* The graph of a bucket, built once and kept while it is among the last used. */
-static int exec_graph(farm_exec *x, config_phase phase, int batch, int seq, const graph **out,
+static int exec_graph(exec_job *x, config_phase phase, int batch, int seq, const graph **out,
                       enpu_err *err) {
   int slot = 0;
   for (int i = 0; i < GRAPH_CACHE; i++) {
@@ -230,7 +267,7 @@ static int exec_graph(farm_exec *x, config_phase phase, int batch, int seq, cons
 }
 
 /* A task's policy and the options the farm compiles it with. */
-static int task_policy(const farm_exec *x, const task_hdr *t, config_policy_spec *spec,
+static int task_policy(const exec_job *x, const task_hdr *t, config_policy_spec *spec,
                        search_options *opt, enpu_err *err) {
   ENPU_RETURN_IF(config_policy_spec_decode(t->policy, spec) < 0, err, ENPU_ERR_FORMAT,
                  "task: unknown policy code %u", t->policy);
@@ -240,7 +277,7 @@ static int task_policy(const farm_exec *x, const task_hdr *t, config_policy_spec
 
 /* The op result of one unit's Pareto set: each point's per-slot energy from the cost
  * model (units NULL: `unit` is a graph op). */
-static int set_result(farm_exec *x, const graph *g, const search_units *units, int unit,
+static int set_result(exec_job *x, const graph *g, const search_units *units, int unit,
                       const config_policy_spec *spec, const search_options *opt,
                       const search_pareto *p, uint64_t key, farm_op_result *r, enpu_err *err) {
   const graph_op *op = graph_op_at(g, units ? units->unit[unit].op : unit);
@@ -270,7 +307,8 @@ static int set_result(farm_exec *x, const graph *g, const search_units *units, i
   return 0;
 }
 
-static int run_op(farm_exec *x, const task_hdr *t, farm_buf *rec, uint64_t *evals,
+/* An op task, or one part of its exact search (a part record). */
+static int run_op(exec_job *x, const task_hdr *t, farm_buf *rec, uint64_t *evals,
                   enpu_err *err) {
   const graph *g;
   ENPU_FORWARD(exec_graph(x, (config_phase)t->phase, t->batch, t->seq, &g, err));
@@ -282,14 +320,65 @@ static int run_op(farm_exec *x, const task_hdr *t, farm_buf *rec, uint64_t *eval
   ENPU_FORWARD(task_policy(x, t, &spec, &opt, err));
   ENPU_RETURN_IF(farm_op_key(x->job, &spec, &opt, op) != t->key, err, ENPU_ERR_INVALID,
                  "op %s: its key differs from the master's (did the job change?)", op->name);
+  ENPU_RETURN_IF(t->kind == FARM_TASK_PART && (t->part < 0 || t->part >= SEARCH_EXACT_PARTS), err,
+                 ENPU_ERR_FORMAT, "part task: part %d of %d", t->part, SEARCH_EXACT_PARTS);
   search_pareto p;
-  ENPU_FORWARD(search_op_compile(x->search, x->cost, op, spec.base, &opt, &p, err));
+  ENPU_FORWARD(search_op_compile_part(x->search, x->cost, op, spec.base, &opt,
+                                      t->kind == FARM_TASK_PART ? t->part : -1, &p, err));
   farm_op_result r;
   int rc = set_result(x, g, NULL, t->op_index, &spec, &opt, &p, t->key, &r, err);
-  if (rc == 0) rc = farm_op_result_encode(&r, rec, err);
+  if (rc == 0)
+    rc = t->kind == FARM_TASK_PART ? farm_part_result_encode((uint32_t)t->part, &r, rec, err)
+                                   : farm_op_result_encode(&r, rec, err);
   *evals = r.evaluations;
   search_pareto_free(&p);
   farm_op_result_free(&r);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Parts: an op's exact search in SEARCH_EXACT_PARTS sub-tasks */
+
+static void rec_point(const store_pareto_rec *q, search_point *p) {
+  for (int c = 0; c < CONFIG_NCOMP; c++) p->state[c] = q->states[c];
+  p->time_ns = q->time_ns;
+  p->energy_nj = q->energy_nj;
+}
+
+int farm_merge_parts(const farm_op_result *parts, int n, farm_op_result *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  search_pareto *sets = enpu_calloc((size_t)n + 1, sizeof *sets), merged = {0};
+  int rc = sets ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (parts)");
+  for (int k = 0; rc == 0 && k < n; k++) {
+    sets[k].points = enpu_calloc((size_t)parts[k].npoints + 1, sizeof *sets[k].points);
+    if (!sets[k].points) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (parts)");
+    for (uint32_t i = 0; rc == 0 && i < parts[k].npoints; i++) rec_point(&parts[k].points[i], &sets[k].points[i]);
+    sets[k].count = (int)parts[k].npoints;
+    sets[k].evals = (int64_t)parts[k].evaluations;
+  }
+  if (rc == 0) rc = search_pareto_merge(sets, n, &merged, err);
+  if (rc == 0) {
+    *out = parts[0];
+    out->evaluations = (uint64_t)merged.evals;
+    out->npoints = (uint32_t)merged.count;
+    out->points = enpu_calloc((size_t)merged.count + 1, sizeof *out->points);
+    if (!out->points) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (merged set)");
+  }
+  /* Each merged point with the record (per-slot energies) of a part that has it. */
+  for (int i = 0; rc == 0 && i < merged.count; i++) {
+    const store_pareto_rec *found = NULL;
+    for (int k = 0; k < n && !found; k++)
+      for (uint32_t j = 0; j < parts[k].npoints && !found; j++) {
+        search_point q;
+        rec_point(&parts[k].points[j], &q);
+        if (!memcmp(q.state, merged.points[i].state, sizeof q.state)) found = &parts[k].points[j];
+      }
+    out->points[i] = *found;
+  }
+  for (int k = 0; sets && k < n; k++) free(sets[k].points);
+  free(sets);
+  search_pareto_free(&merged);
+  if (rc < 0) farm_op_result_free(out);
   return rc;
 }
 
@@ -370,7 +459,7 @@ static int set_copy(bucket_scratch *s, uint32_t k, const search_point *pts, int 
 }
 
 /* A per-operator policy: the request level over the Pareto sets sent with the task. */
-static int bucket_of_ops(farm_exec *x, const config_policy_spec *spec, const search_options *opt,
+static int bucket_of_ops(exec_job *x, const config_policy_spec *spec, const search_options *opt,
                          const graph *g, bucket_scratch *s, farm_bucket_result *r,
                          search_bucket_result *sr, enpu_err *err) {
   const int nops = graph_op_count(g);
@@ -415,7 +504,7 @@ static int bucket_of_ops(farm_exec *x, const config_policy_spec *spec, const sea
 
 /* An epoch policy: the whole bucket (epochs, their Pareto sets, the request level); the
  * result carries each distinct epoch's op result. */
-static int bucket_of_epochs(farm_exec *x, const config_policy_spec *spec,
+static int bucket_of_epochs(exec_job *x, const config_policy_spec *spec,
                             const search_options *opt, const graph *g, bucket_scratch *s,
                             farm_bucket_result *r, search_bucket_result *sr, enpu_err *err) {
   ENPU_FORWARD(search_compile_bucket(x->search, x->cost, g, spec->base, x->job->slacks,
@@ -444,7 +533,7 @@ static int bucket_of_epochs(farm_exec *x, const config_policy_spec *spec,
   return rc;
 }
 
-static int run_bucket(farm_exec *x, const task_hdr *t, bucket_scratch *s, farm_buf *rec,
+static int run_bucket(exec_job *x, const task_hdr *t, bucket_scratch *s, farm_buf *rec,
                       enpu_err *err) {
   const graph *g;
   ENPU_FORWARD(exec_graph(x, (config_phase)t->phase, t->batch, t->seq, &g, err));
@@ -490,13 +579,15 @@ int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out
     memcpy(&t, p + off, sizeof t);
     off += sizeof t;
     config_policy_spec spec;
-    if ((t.kind != FARM_TASK_OP && t.kind != FARM_TASK_BUCKET) ||
+    if (t.kind < FARM_TASK_OP || t.kind > FARM_TASK_PART ||
         config_policy_spec_decode(t.policy, &spec) < 0 ||
-        (t.phase != CONFIG_PREFILL && t.phase != CONFIG_DECODE)) {
-      rc = enpu_errorf(err, ENPU_ERR_FORMAT, "task batch: bad task (kind %u, policy %u, phase %d)",
-                       t.kind, t.policy, t.phase);
+        (t.phase != CONFIG_PREFILL && t.phase != CONFIG_DECODE) || t.job >= (uint32_t)x->njobs) {
+      rc = enpu_errorf(err, ENPU_ERR_FORMAT,
+                       "task batch: bad task (kind %u, policy %u, phase %d, job %u of %d)", t.kind,
+                       t.policy, t.phase, t.job, x->njobs);
       break;
     }
+    exec_job *xj = &x->jobs[t.job];
     bucket_scratch sc = {0};
     size_t used = 0;
     if (t.kind == FARM_TASK_BUCKET) {
@@ -504,21 +595,24 @@ int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out
       off += used;
     }
     enpu_err terr = {0};
-    result_hdr h = {.id = t.id};
+    result_hdr h = {.job = t.job, .id = t.id};
     rec.len = 0;
     const double t0 = enpu_now_s(), c0 = thread_cpu_s();
     int trc = 0;
     if (rc == 0)
-      trc = t.kind == FARM_TASK_OP ? run_op(x, &t, &rec, &h.evaluations, &terr)
-                                   : run_bucket(x, &t, &sc, &rec, &terr);
+      trc = t.kind == FARM_TASK_BUCKET ? run_bucket(xj, &t, &sc, &rec, &terr)
+                                       : run_op(xj, &t, &rec, &h.evaluations, &terr);
     h.compute_s = enpu_now_s() - t0;
     h.cpu_s = thread_cpu_s() - c0;
     bucket_scratch_free(&sc);
     if (rc < 0) break;
-    h.kind = trc < 0 ? FARM_RES_FAILED : t.kind == FARM_TASK_OP ? FARM_REC_OP : FARM_REC_BUCKET;
-    h.bytes = trc < 0 ? 0 : rec.len;
+    static const uint32_t rec_kind[] = {0, FARM_REC_OP, FARM_REC_BUCKET, FARM_REC_PART};
+    if (trc == 0) trc = farm_zframe_pack(x->z, rec.data, rec.len, &x->frame, &terr);
+    h.kind = trc < 0 ? FARM_RES_FAILED : rec_kind[t.kind];
+    h.plain_bytes = trc < 0 ? 0 : rec.len;
+    h.bytes = trc < 0 ? 0 : x->frame.len;
     if (trc < 0) snprintf(h.message, sizeof h.message, "%.*s", (int)sizeof h.message - 1, terr.msg);
-    rc = result_put(out, &h, trc < 0 ? NULL : &rec, err);
+    rc = trc < 0 ? result_put(out, &h, NULL, NULL, err) : result_put(out, &h, &rec, &x->frame, err);
   }
   farm_buf_free(&rec);
   return rc;

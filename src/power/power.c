@@ -56,6 +56,8 @@ struct power_model {
   power_row *rows;        /* CONFIG_NCOMP × (peak_state + 1) */
   double *eta;            /* CONFIG_NCOMP × (peak_state + 1) × (its rail's grid).na */
   double *fixed_eta;      /* fixed.na: the fixed regulator at its (only) voltage */
+  double *eta_pmax;       /* like eta: the row's best efficiency at its activities 0..k */
+  double *fixed_eta_pmax; /* like fixed_eta */
   int nbands[POWER_NRAILCOMP];
   power_rail_row *rail;   /* POWER_NRAILCOMP × (peak_state + 1) × POWER_MAXBANDS */
   bool has_gating;
@@ -338,6 +340,11 @@ static void fill_eta(power_model *pm) {
   }
   for (int k = 0; k < pm->fixed.na; k++)
     pm->fixed_eta[k] = grid_eval(&pm->fixed, pm->fixed.volt[pm->fixed.nv - 1], pm->fixed.act[k]);
+  for (int k = 0; k < pm->fixed.na; k++)
+    pm->fixed_eta_pmax[k] = fmax(k ? pm->fixed_eta_pmax[k - 1] : 0, pm->fixed_eta[k]);
+  for (size_t i = 0; i < CONFIG_NCOMP * ((size_t)pm->peak_state + 1); i++)
+    for (int k = 0; k < na; k++)
+      pm->eta_pmax[i * na + k] = fmax(k ? pm->eta_pmax[i * na + k - 1] : 0, pm->eta[i * na + k]);
 }
 
 int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
@@ -372,8 +379,10 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
     pm->rows = enpu_calloc(CONFIG_NCOMP * nstates, sizeof *pm->rows);
     pm->eta = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta);
     pm->fixed_eta = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta);
+    pm->eta_pmax = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta_pmax);
+    pm->fixed_eta_pmax = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta_pmax);
     pm->rail = enpu_calloc(POWER_NRAILCOMP * nstates * POWER_MAXBANDS, sizeof *pm->rail);
-    if (!pm->rows || !pm->eta || !pm->fixed_eta || !pm->rail)
+    if (!pm->rows || !pm->eta || !pm->fixed_eta || !pm->eta_pmax || !pm->fixed_eta_pmax || !pm->rail)
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int c = 0; c < CONFIG_NCOMP && rc == 0; c++) rc = fill_rows(pm, chip, c, err);
@@ -394,6 +403,8 @@ void power_model_free(power_model *pm) {
   free(pm->rows);
   free(pm->eta);
   free(pm->fixed_eta);
+  free(pm->eta_pmax);
+  free(pm->fixed_eta_pmax);
   free(pm->rail);
   free(pm);
 }
@@ -500,6 +511,22 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
   }
   e->total_nj = e->dynamic_nj + e->static_nj;
   return 0;
+}
+
+double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns,
+                          double time_ns, double utilization) {
+  const power_row *r = row_of(pm, c, state);
+  const double work_ns = busy_ns * utilization;
+  /* The highest activity any such operator can have, a hair up for rounding; every
+   * activity at or below it snaps to one of the grid's first k + 1 rows. */
+  const double activity = state == 0 || time_ns <= 0 ? 0 : fmin(busy_ns / time_ns * (1 + 1e-9), 1);
+  const power_grid *g = rail_grid(pm, c);
+  const double *pmax = eta_row_of(pm, c, state) - pm->eta + pm->eta_pmax;
+  double e = (r->dynamic_w * work_ns + r->static_w * time_ns) / pmax[snap_up(g->act, g->na, activity)];
+  if (r->fixed_static_w > 0.0 || r->fixed_dynamic_w > 0.0)
+    e += (r->fixed_dynamic_w * work_ns + r->fixed_static_w * time_ns) /
+         pm->fixed_eta_pmax[snap_up(pm->fixed.act, pm->fixed.na, activity)];
+  return e;
 }
 
 /* ---------------------------------------------------------------------------------

@@ -166,6 +166,16 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
                       double busy_ns, double time_ns, double utilization, power_energy_nj *e,
                       enpu_err *err);
 
+/* A lower bound of power_energy for component c at `state` on its own rail, over any
+ * operator at least time_ns long during which it is busy for at least busy_ns at an
+ * activity (busy / time) of at most busy_ns / time_ns — a component busy for
+ * min(own, T) in an op of time T >= time_ns is — summed over its parts:
+ * (P_dyn · busy_ns · u + P_static · time_ns) / η, η its regulator's best efficiency at
+ * any activity up to that one. Exact arithmetic; a caller comparing against computed
+ * energies leaves room for rounding. */
+double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns,
+                          double time_ns, double utilization);
+
 /* "Other" static chip power (other_static_w) over time_ns, in nJ. */
 double power_other_energy(const power_model *pm, double time_ns);
 

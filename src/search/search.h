@@ -45,9 +45,11 @@
  * Domains: which components the op-level search moves, and together. */
 
 typedef enum {
-  SEARCH_OP_GREEDY = 0,    /* Algorithm 1 (gradient descent from the lowest states) */
-  SEARCH_OP_EXHAUSTIVE = 1 /* every state combination of the searched domains: the
-                              34-point sweep of dvfs-c (1 domain), 34^5 for `ideal` */
+  SEARCH_OP_GREEDY = 0,     /* Algorithm 1 (gradient descent from the lowest states) */
+  SEARCH_OP_EXHAUSTIVE = 1, /* every state combination of the searched domains: the
+                               34-point sweep of dvfs-c (1 domain), 34^5 for `ideal` */
+  SEARCH_OP_EXACT = 2       /* the exhaustive set by branch and bound over boxes of plans
+                               (search_exact.c); exhaustive without a bound */
 } search_op_method;
 
 typedef struct {
@@ -77,6 +79,23 @@ int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err);
  * @return 0, or a negative ENPU_ERR_* with err filled (err may be NULL). */
 typedef int (*search_eval_fn)(void *user, const int state[CONFIG_NCOMP], double *time_ns,
                               double *energy_nj, enpu_err *err);
+
+/* Evaluate n plans of one operator at once: the same results as n calls of the
+ * search_eval_fn it comes with (cost_eval_batch). */
+typedef int (*search_eval_batch_fn)(void *user, int n, const int (*state)[CONFIG_NCOMP],
+                                    double *time_ns, double *energy_nj, enpu_err *err);
+/* Lower bounds over a box of plans (every component c at a state in lo[c]..hi[c]): no
+ * plan of the box evaluates faster than *time_ns or cheaper than *energy_nj
+ * (cost_bound_box, in the budget mode's time). */
+typedef int (*search_bound_fn)(void *user, const int lo[CONFIG_NCOMP],
+                               const int hi[CONFIG_NCOMP], double *time_ns, double *energy_nj,
+                               enpu_err *err);
+
+typedef struct {
+  search_eval_fn eval;        /* required */
+  search_eval_batch_fn batch; /* NULL: one plan at a time */
+  search_bound_fn bound;      /* NULL: SEARCH_OP_EXACT enumerates every plan */
+} search_evaluator;
 
 typedef struct {
   int state[CONFIG_NCOMP];
@@ -113,6 +132,23 @@ void search_memo_free(search_memo *m); /* NULL is a no-op */
  * @return 0, or the evaluator's error, ENPU_ERR_INVALID (bad domains), ENPU_ERR_NOMEM. */
 int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
                      void *const *users, int nthreads, search_pareto *out, enpu_err *err);
+
+/* search_op_pareto with a batch evaluator and a bound (search_evaluator), and for
+ * SEARCH_OP_EXACT one part of the search: the plan space is cut into SEARCH_EXACT_PARTS
+ * fixed boxes (halving the widest searched domain, the lowest first on a tie); part k
+ * searches box k alone from the same seed (Algorithm 1's set), and its set holds every
+ * exact point of its box plus seed points nothing evaluated dominated. part < 0: every
+ * part, over `nthreads` threads, merged (the exact set). Evaluations are counted per
+ * part and summed, so they depend on neither the thread count nor the order.
+ * @return as search_op_pareto; ENPU_ERR_INVALID for a part outside the range. */
+enum { SEARCH_EXACT_PARTS = 8 };
+int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
+                     void *const *users, int nthreads, int part, search_pareto *out,
+                     enpu_err *err);
+
+/* The Pareto set of the union of n sets (each sorted as search_pareto is), with the same
+ * tie rule: independent of the sets' order. evals sums theirs. */
+int search_pareto_merge(const search_pareto *sets, int n, search_pareto *out, enpu_err *err);
 
 /* How close an approximate Pareto set (Algorithm 1) is to the exact one (exhaustive, same
  * evaluator): for approximate point i, gap[i] = E_i / E*(T_i) - 1, E*(T) the exact
@@ -322,8 +358,9 @@ typedef struct {
    * split into at most ga_groups runs of consecutive layers, one gene each (default 8). */
   search_ga_params ga;
   int ga_groups;
-  /* `ideal`'s op-level method: exhaustive (default) or Algorithm 1 on the ideal pipeline
-   * (the greedy side of an exact-vs-greedy comparison, or the unsampled ops). */
+  /* `ideal`'s op-level method: the exact set by branch and bound (default), by exhaustive
+   * enumeration (the same set), or Algorithm 1 on the ideal pipeline (the greedy side of
+   * an exact-vs-greedy comparison, or the unsampled ops). */
   search_op_method ideal_method;
   /* Algorithm 1 + the trim pass (search_domains.trim) for enpu-c, enpu-all and `ideal`'s
    * greedy side; off by default (the paper's Algorithm 1 as is). */
@@ -410,6 +447,14 @@ void search_bucket_result_free(search_bucket_result *r); /* frees members; NULL 
  * @return 0, or the cost model's error, ENPU_ERR_INVALID, ENPU_ERR_NOMEM. */
 int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                       const search_options *opt, search_pareto *out, enpu_err *err);
+
+/* One part (0..SEARCH_EXACT_PARTS − 1) of the op level when the policy's op-level method
+ * is SEARCH_OP_EXACT (`ideal`'s default), what a farm sub-task computes; part −1, or any
+ * other method, is search_op_compile. Merging the parts' sets (search_pareto_merge)
+ * gives search_op_compile's set. */
+int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op,
+                           config_policy policy, const search_options *opt, int part,
+                           search_pareto *out, enpu_err *err);
 
 /* The full cost result (per-slot energies, utilisations) of one plan of one op under the
  * policy's pipeline and power model: the breakdown behind a Pareto point. */

@@ -18,7 +18,7 @@
 void search_options_default(search_options *o) {
   *o = (search_options){.request = SEARCH_REQ_POLICY, .enpu_domains = 5,
                         .walk_cap_slack = 0.5, .threads = 1, .ga = {1000, 500, 1},
-                        .ga_groups = 8, .ideal_method = SEARCH_OP_EXHAUSTIVE,
+                        .ga_groups = 8, .ideal_method = SEARCH_OP_EXACT,
                         .transition_aware = 0, .budget = CONFIG_BUDGET_STRICT,
                         .transitions = SEARCH_TRANS_PER_RAIL, .shadow_vregs = -1,
                         .gating = 0, .epoch_ns = 5e6};
@@ -188,6 +188,39 @@ static int cost_user_eval(void *user, const int state[CONFIG_NCOMP], double *tim
   return 0;
 }
 
+/* Plans of one batch the evaluator hands the cost model at a time. */
+enum { COST_USER_BATCH = 256 };
+
+static int cost_user_batch(void *user, int n, const int (*state)[CONFIG_NCOMP], double *time_ns,
+                           double *energy_nj, enpu_err *err) {
+  const cost_user *u = user;
+  cost_plan plans[COST_USER_BATCH];
+  cost_brief r[COST_USER_BATCH];
+  for (int at = 0; at < n; at += COST_USER_BATCH) {
+    const int k = n - at < COST_USER_BATCH ? n - at : COST_USER_BATCH;
+    memcpy(plans, state + at, (size_t)k * sizeof *plans);
+    ENPU_FORWARD(cost_eval_batch(u->cost, u->op, plans, k, u->pipe, r, err));
+    for (int i = 0; i < k; i++) {
+      time_ns[at + i] = u->budget == CONFIG_BUDGET_PAPER ? r[i].cp_time_ns : r[i].time_ns;
+      energy_nj[at + i] = r[i].energy_nj;
+    }
+  }
+  return 0;
+}
+
+static int cost_user_bound(void *user, const int lo[CONFIG_NCOMP], const int hi[CONFIG_NCOMP],
+                           double *time_ns, double *energy_nj, enpu_err *err) {
+  const cost_user *u = user;
+  cost_plan a, b;
+  memcpy(a.state, lo, sizeof a.state);
+  memcpy(b.state, hi, sizeof b.state);
+  cost_brief lb;
+  ENPU_FORWARD(cost_bound_box(u->cost, u->op, &a, &b, u->pipe, &lb, err));
+  *time_ns = u->budget == CONFIG_BUDGET_PAPER ? lb.cp_time_ns : lb.time_ns;
+  *energy_nj = lb.energy_nj;
+  return 0;
+}
+
 static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak,
                      double *time_ns, double *energy_nj, enpu_err *err) {
   const int state[CONFIG_NCOMP] = {peak, peak, peak, peak, peak};
@@ -195,10 +228,19 @@ static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pi
   return cost_user_eval(&u, state, time_ns, energy_nj, err);
 }
 
-/* Pareto set of one op; the exhaustive search gets a cost context per extra thread. */
+/* Pareto set of one op (or one part of the exact search); the exhaustive and exact
+ * searches get a cost context per extra thread. The cost model's batch entry point
+ * evaluates, and its box bounds prune the exact search when the pipeline has them
+ * (every unit in its own domain, no gating: cost.h). */
 static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const policy_setup *ps,
-                     int threads, config_budget budget, search_pareto *out, enpu_err *err) {
-  if (ps->dom.method != SEARCH_OP_EXHAUSTIVE || ps->dom.ndomains == 0) threads = 1;
+                     int threads, config_budget budget, int part, search_pareto *out,
+                     enpu_err *err) {
+  if (ps->dom.method == SEARCH_OP_GREEDY || ps->dom.ndomains == 0) threads = 1;
+  int own_domains = 1;
+  for (int u = 0; u < COST_NUNIT; u++)
+    for (int w = 0; w < u; w++) own_domains &= ps->pipe.domain[u] != ps->pipe.domain[w];
+  const search_evaluator ev = {cost_user_eval, cost_user_batch,
+                               own_domains && !ps->pipe.gating ? cost_user_bound : NULL};
   cost_user *users = enpu_calloc((size_t)threads, sizeof *users);
   void **uptr = enpu_calloc((size_t)threads, sizeof *uptr);
   int rc = users && uptr ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (evaluators)");
@@ -207,7 +249,7 @@ static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const po
     if (t > 0) rc = cost_ctx_create(s->chip, &users[t].cost, err);
     uptr[t] = &users[t];
   }
-  if (rc == 0) rc = search_op_pareto(s->memo, &ps->dom, cost_user_eval, uptr, threads, out, err);
+  if (rc == 0) rc = search_op_search(s->memo, &ps->dom, &ev, uptr, threads, part, out, err);
   for (int t = 1; users && t < threads; t++) cost_ctx_free(users[t].cost);
   free(users);
   free(uptr);
@@ -218,9 +260,14 @@ static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const po
 /* ---------------------------------------------------------------------------------
  * One bucket, one policy */
 
-
 int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                       const search_options *opt, search_pareto *out, enpu_err *err) {
+  return search_op_compile_part(s, cost, op, policy, opt, -1, out, err);
+}
+
+int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op,
+                           config_policy policy, const search_options *opt, int part,
+                           search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
@@ -229,7 +276,7 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
   if (policy == CONFIG_POLICY_UNIFORM) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
-  return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, out, err);
+  return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, part, out, err);
 }
 
 int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,

@@ -25,6 +25,35 @@ struct search_ctx {
   search_memo *memo;
 };
 
+/* ---------------------------------------------------------------------------------
+ * The op level's pieces shared by search_op.c and search_exact.c */
+
+/* A Pareto front under construction (search_pareto's order and tie rule). */
+typedef struct {
+  search_point *pts;
+  size_t n, cap;
+} search_front;
+
+/* Insert p unless a point dominates it; drop the points it dominates. 0 or ENPU_ERR_NOMEM. */
+int search_front_insert(search_front *f, const search_point *p);
+/* 1 when a point of f is no slower than time_ns and strictly cheaper than energy_nj. */
+int search_front_dominates(const search_front *f, double time_ns, double energy_nj);
+/* Component states of a plan given the state of each searched domain. */
+void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP],
+                           int state[CONFIG_NCOMP]);
+/* 1 when the memo holds an evaluation of these component states (current operator). */
+int search_memo_known(search_memo *m, const int state[CONFIG_NCOMP]);
+/* The three op-level methods, each into f; out->evals (and steps) counted. Algorithm 1
+ * puts its path into f, and every plan it evaluates when every_eval is set. */
+int search_op_greedy(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
+                     void *user, search_front *f, int every_eval, search_pareto *out,
+                     enpu_err *err);
+int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev,
+                         void *const *users, int nthreads, search_front *f, search_pareto *out,
+                         enpu_err *err);
+int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users,
+                    int nthreads, int part, search_front *f, search_pareto *out, enpu_err *err);
+
 /* Policy → search setup (DESIGN.md §1 policies table). gate_pipe is pipe with power
  * gating on (pg policies price their plans with it too). */
 typedef struct {

@@ -13,12 +13,8 @@
 #include <cmocka.h>
 
 #include "cost_internal.h"
+#include "test_cost.h"
 
-typedef struct {
-  config_chip *chip;
-  power_model *pm_dvfs, *pm_fixed;
-  cost_ctx *ctx;
-} fixture;
 
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
@@ -44,7 +40,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-static cost_plan peak(const fixture *f) {
+cost_plan peak(const fixture *f) {
   cost_plan p;
   for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = f->chip->freq_states;
   return p;
@@ -52,7 +48,7 @@ static cost_plan peak(const fixture *f) {
 
 /* ---- operators built by hand with the graph's conventions (per chip, bf16) ---- */
 
-static graph_op matmul_op(int64_t m, int64_t k, int64_t n) {
+graph_op matmul_op(int64_t m, int64_t k, int64_t n) {
   graph_op op = {.kind = GRAPH_MATMUL, .name = "matmul"};
   op.shape = (graph_shape){.b = 1, .m = m, .k = k, .n = n, .rhs_is_weight = 1, .dtype_bytes = 2};
   op.flops = 2.0 * m * k * n;
@@ -256,17 +252,17 @@ static void test_roofline_decode_attention(void **state) {
 
 /* ---- monotonicity ---- */
 
-static uint64_t rng_next(uint64_t *s) {
+uint64_t rng_next(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
   *s ^= *s << 17;
   return *s;
 }
-static int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi) {
+int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi) {
   return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
 }
 
-static graph_op random_op(uint64_t *s, int kind) {
+graph_op random_op(uint64_t *s, int kind) {
   switch (kind) {
   case GRAPH_MATMUL: return matmul_op(rng_range(s, 1, 4096), rng_range(s, 64, 8192),
                                       rng_range(s, 64, 8192));
@@ -571,7 +567,7 @@ static void test_gating_kernel_gaps(void **state) {
 }
 
 /* The 5-domain eNPU pipeline on the DVFS power model. */
-static cost_pipeline enpu5(const fixture *f) {
+cost_pipeline enpu5(const fixture *f) {
   cost_pipeline pl;
   assert_int_equal(cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL), 0);
   return pl;
@@ -700,6 +696,8 @@ int main(void) {
       cmocka_unit_test(test_gating_kernel_gaps),
       cmocka_unit_test(test_gating_in_op),
       cmocka_unit_test(test_shadow_zero_never_faster),
+      cmocka_unit_test(test_batch_identical),
+      cmocka_unit_test(test_bound_box),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -423,6 +423,34 @@ static void test_op_energy_breakdown(void **state) {
  * once the shipped tables sum to about 425 W before any regulator loss (SA alone
  * 8 × 22.7 W), above the 350 W TDP. No operator reaches that point (each is bound by
  * one resource), so the comparison is reported, not enforced. */
+/* power_energy_floor is below power_energy for every operator it covers: time >= T,
+ * busy = min(own, time) for an `own` with min(own, T) = the floor's busy; and it is the
+ * energy itself when the regulator's best efficiency is at that activity (activity 1). */
+static void test_energy_floor(void **state) {
+  fixture *f = *state;
+  const power_model *pms[3] = {f->ctrl, f->full, f->fixed};
+  unsigned seed = 7;
+  for (int m = 0; m < 3; m++)
+    for (int c = 0; c < CONFIG_NCOMP; c++)
+      for (int s = 1; s <= f->chip->freq_states; s++) {
+        const power_model *pm = pms[m];
+        if (m == 2 && s != f->chip->freq_states) continue; /* fixed: peak only */
+        seed = seed * 1103515245u + 12345u;
+        const double t_lb = 1000.0 + seed % 5000, own = t_lb * (0.05 + (seed >> 8) % 300 / 100.0);
+        const double u = c == CONFIG_SA ? 0.7 : 1.0;
+        const double floor = power_energy_floor(pm, (config_component)c, s, fmin(own, t_lb), t_lb, u);
+        for (double grow = 1.0; grow <= 8.0; grow *= 2) {
+          const double t = t_lb * grow;
+          power_energy_nj e;
+          assert_int_equal(power_energy(pm, (config_component)c, s, fmin(own, t), t, u, &e, NULL), 0);
+          assert_true(e.total_nj >= floor * (1 - 1e-12));
+        }
+        power_energy_nj e;
+        assert_int_equal(power_energy(pm, (config_component)c, s, t_lb, t_lb, u, &e, NULL), 0);
+        assert_close(power_energy_floor(pm, (config_component)c, s, t_lb, t_lb, u), e.total_nj, TOL);
+      }
+}
+
 static void test_peak_chip_power(void **state) {
   fixture *f = *state;
   power_peak p;
@@ -471,6 +499,7 @@ static void test_create_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_voltage_band_edges),
+      cmocka_unit_test(test_energy_floor),
       cmocka_unit_test(test_voltage_is_lowest_covering_band),
       cmocka_unit_test(test_monotone_in_state),
       cmocka_unit_test(test_table_rows_and_counts),

@@ -21,6 +21,7 @@
 
 #include "search.h"
 #include "search_internal.h"
+#include "test_search.h"
 
 #define JOB_PATH ENPU_SOURCE_DIR "/jobs/llama3-70b.json"
 
@@ -1417,6 +1418,8 @@ int main(void) {
       cmocka_unit_test(test_dvfs_c_compute_only),
       cmocka_unit_test(test_enpu_c_keeps_hbm_io),
       cmocka_unit_test(test_paper_equals_strict_without_overhead),
+      cmocka_unit_test(test_exact_equals_exhaustive),
+      cmocka_unit_test(test_exact_variants),
       cmocka_unit_test(test_uniform),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
