@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan fuzz-setup fuzz fuzz-long run reference test clean
+.PHONY: deps build asan fuzz-setup fuzz fuzz-long run reference paper paper-quick test clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -117,6 +117,16 @@ reference: build
 	  > $(REF)/governors/train-eval/replay.txt 2> $(REF)/governors/train-eval/training.txt
 	$(BUILD)/enpu report $(REF)/plans.h5 --replay $(REF)/governors --out $(REF)/governors/report
 	$(BUILD)/enpu report $(REF)/plans.h5 --replay $(REF)/governors/train-eval --out $(REF)/governors/train-eval/report
+
+# The paper's evaluation (results/paper/README.md): one job per model in jobs/paper/, every
+# stage of tools/paper.py incremental (a rerun with nothing changed runs nothing). The farms
+# run over 3 ranks (master + 2 workers). `make paper-quick` is the same pipeline on the
+# tiny grid of jobs/paper/quick/ into $(BUILD)/paper-quick (what `make test` checks).
+paper: build
+	tools/paper.py --enpu $(BUILD)/enpu --np 3 all
+
+paper-quick: build
+	tools/paper.py --pipeline jobs/paper/quick/pipeline.json --out $(BUILD)/paper-quick --enpu $(BUILD)/enpu --np 3 all
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release) =="

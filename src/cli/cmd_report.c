@@ -1,6 +1,8 @@
 /* cmd_report.c — `enpu report STORE [--replay DIR] [--out DIR] [--job JOB.json]
  * [--slack PCT] [--gnuplot PROG]`: write report.md with tables and gnuplot PNG plots of a
- * plan store (and of a replay). The report module does the work; this file parses.
+ * plan store (and of a replay); `enpu report paper --out DIR --numbers FILE MANIFEST...`:
+ * the README of the paper's evaluation (tools/paper.py runs it). The report module does
+ * the work; this file parses.
  *
  * Exit status: 0 ok; 1 the store, job, replay or gnuplot failed; 2 usage error. */
 #include <math.h>
@@ -15,6 +17,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: enpu report STORE [--replay DIR] [--out DIR] [--job JOB.json] [--slack PCT]\n"
           "                   [--gnuplot PROG]\n"
+          "       enpu report paper --out DIR --numbers FILE MANIFEST... (see enpu report paper --help)\n"
           "\n"
           "Write DIR/report.md with tables and PNG plots (gnuplot) of plan store STORE:\n"
           "savings vs slack per policy and phase (Figure 11), energy by component of the\n"
@@ -66,7 +69,51 @@ static int parse_args(int argc, char **argv, report_args *a) {
   return -1;
 }
 
+static void usage_paper(FILE *out) {
+  fprintf(out,
+          "usage: enpu report paper --out DIR --numbers FILE MANIFEST... [--gnuplot PROG]\n"
+          "\n"
+          "Write DIR/README.md: the paper's evaluation from the pipeline's outputs (tools/paper.py,\n"
+          "`make paper`), one MANIFEST (<model>/manifest.json) per model: the headline claims and\n"
+          "Tables 2, 3, 5, 7 and Figures 5, 11-22, ours beside the paper's stated numbers (FILE,\n"
+          "jobs/paper/paper-numbers.json) in both budget modes, and one report per store.\n"
+          "\n"
+          "  --out DIR       the output folder (the manifests' parent)\n"
+          "  --numbers FILE  the paper's stated numbers\n"
+          "  --gnuplot PROG  gnuplot program (default: gnuplot on PATH)\n"
+          "  -h, --help      show this help\n");
+}
+
+/* `enpu report paper ...`. */
+static int report_paper(int argc, char **argv) {
+  report_paper_options o = {0};
+  const char **manifests = calloc((size_t)argc, sizeof *manifests);
+  if (!manifests) return cli_fail("report paper", "out of memory");
+  int st = -1;
+  for (int i = 2; i < argc && st < 0; i++) {
+    const char *s = argv[i];
+    const char **val = !strcmp(s, "--out") ? &o.out_dir : !strcmp(s, "--numbers") ? &o.numbers_path
+                       : !strcmp(s, "--gnuplot") ? &o.gnuplot : NULL;
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) usage_paper(stdout), st = 0;
+    else if (val && i + 1 >= argc) st = cli_usage_error("report paper", usage_paper, "option '%s' needs a value", s);
+    else if (val) *val = argv[++i];
+    else if (s[0] == '-' && s[1]) st = cli_usage_error("report paper", usage_paper, "unknown option '%s'", s);
+    else manifests[o.nmanifests++] = s;
+  }
+  if (st < 0 && (!o.out_dir || !o.numbers_path || !o.nmanifests))
+    st = cli_usage_error("report paper", usage_paper, "needs --out, --numbers and at least one manifest");
+  if (st < 0) {
+    o.manifests = manifests;
+    enpu_err err = {0};
+    st = report_paper_write(&o, &err) < 0 ? cli_fail("report paper", err.msg) : 0;
+    if (!st) printf("wrote %s/README.md\n", o.out_dir);
+  }
+  free(manifests);
+  return st;
+}
+
 int cli_cmd_report(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "paper")) return report_paper(argc, argv);
   report_args a = {0};
   const int st = parse_args(argc, argv, &a);
   if (st >= 0) return st;

@@ -27,7 +27,8 @@ static void usage(FILE *out) {
           "\n"
           "info: format version, provenance (input hashes, tool version, creation time, added\n"
           "      buckets), per policy the ops, Pareto points, buckets by status, walk steps and\n"
-          "      plans, and the tables' bytes uncompressed and on disk (the zstd factor).\n"
+          "      plans, and the tables' bytes uncompressed and on disk (the zstd factor); with\n"
+          "      --json also content_hash, equal for stores `diff` finds identical.\n"
           "verify: every table and the root attributes read back and checked (indices, ranges,\n"
           "      walks, checksums); exit 0 intact, 1 damaged (the message names the policy and\n"
           "      table), 2 usage or a file that cannot be opened, 4 an I/O error.\n"
@@ -116,10 +117,15 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
   if (!added) added = json_string(c->added_buckets_json); /* not JSON: shown verbatim */
   report_capacity_info ci;
   report_capacity(c, &ci);
-  return json_pack("{s:s, s:I, s:I, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:{s:s, s:I}, s:{s:s, s:s}, s:o, "
-                   "s:I, s:I, s:f}", "store", path,
+  uint64_t content = 0;
+  enpu_err err = {0};
+  if (store_content_hash(c, &content, &err) < 0) return json_decref(pols), json_decref(added), NULL;
+  char content_hex[20];
+  hex64(content_hex, content);
+  return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:{s:s, s:I}, s:{s:s, s:s}, "
+                   "s:o, s:I, s:I, s:f}", "store", path,
                    "format_version", (json_int_t)c->format_version, "file_bytes", (json_int_t)file_bytes,
-                   "tool_version", c->tool_version, "created_utc", c->created_utc, "hashes", "cost_model", h[0],
+                   "tool_version", c->tool_version, "created_utc", c->created_utc, "content_hash", content_hex, "hashes", "cost_model", h[0],
                    "chip", h[1], "model", h[2], "job", h[3], "added_buckets", added, "capacity", "policy",
                    ci.capacity, "buckets_over_hbm", (json_int_t)ci.over_hbm, "moe", "experts", ci.experts,
                    "capacity_factor", ci.factor, "policies", pols,

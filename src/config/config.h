@@ -512,4 +512,113 @@ void config_chip_free(config_chip *chip);
 int config_cluster_load(const char *path, config_cluster **out, enpu_err *err);
 void config_cluster_free(config_cluster *cluster);
 
+/* ---------------------------------------------------------------------------------
+ * The paper's stated numbers (jobs/paper/paper-numbers.json, schemas/paper-numbers.schema.json),
+ * read by `enpu report paper`: each claim is a number (or range) the paper states, where it
+ * states it, and a query saying how our value is computed from the pipeline's outputs
+ * (src/report/report.h, "The paper's evaluation"). Table 7's and Table 5's stated values too.
+ *
+ * { "paper": "title",
+ *   "claims": [ { "id": "c1-prefill-0", "claim": 1, "figure": "11", "cite": "§4 (1)",
+ *                 "what": "...", "paper": 16.9 | [lo, hi], "relation": "=" | "<" | ">",
+ *                 "unit": "%", "why": "the measured reason a gap remains (optional)",
+ *                 "ours": { "kind": "savings", "policy": "enpu-all" | [...], "base": "dvfs-c",
+ *                           "phase": "prefill", "slack": 0.1 | "mean" | "all" | "max",
+ *                           "agg": "mean" | "range" | "max" | "min", "models": [...],
+ *                           "level": "op" | "req" | "total", "run": "day-12x",
+ *                           "paths": ["periods.peak.busy_energy_savings.prefill"],
+ *                           "column": "ttft_slack_p25", "hours": "all" | "peak" | "off_peak",
+ *                           "factor": 1, "metric": "worst" | "loss" | "min_gain",
+ *                           "scale": 100, "offset": 0 } } ],
+ *   "table7": [ { "model": "llama3-70b", "phase": "prefill",
+ *                 "plans": [ { "policy": "dvfs-c", "op": 578, "req": 2500000 }, ... ] } ],
+ *   "table5": [ { "what": "...", "paper": 8, "chip": "sa.count" } ] } */
+
+typedef enum {
+  CONFIG_PAPER_SAVINGS = 0, /* 100 · savings vs NoDVFS of the single request */
+  CONFIG_PAPER_GAIN,        /* savings(policy) − savings(base), points */
+  CONFIG_PAPER_OVERHEAD,    /* the plan's overhead_pct */
+  CONFIG_PAPER_SLOWDOWN,    /* 100 · (time − T_nodvfs) / T_nodvfs */
+  CONFIG_PAPER_LOSS_GROWTH, /* regulator loss at the largest slack minus at 0, % of E_nodvfs */
+  CONFIG_PAPER_SATURATION,  /* smallest slack within 1 point of the largest saving, % */
+  CONFIG_PAPER_SEQ_TREND,   /* grid, smallest batch: saving at the longest − the shortest seq */
+  CONFIG_PAPER_SEQ_SPREAD,  /* grid, smallest batch: largest − smallest saving over seqs */
+  CONFIG_PAPER_FREQ_CORR,   /* correlation of chosen state and utilisation at peak (Fig. 19) */
+  CONFIG_PAPER_TABLE7,      /* explored plans (enpu compile --json), level op or req */
+  CONFIG_PAPER_COMPILE_S,   /* compile seconds of one request, level op, req or total */
+  CONFIG_PAPER_CORE_HOURS,  /* core-hours of the grid farms (both budget modes) */
+  CONFIG_PAPER_FIGURE20,    /* capacity-factor sweep (enpu compile --capacity-factor) */
+  CONFIG_PAPER_REPLAY,      /* a number of a replay's summary.json */
+  CONFIG_PAPER_WINDOWS,     /* a column of a replay's windows_<policy>.csv */
+  CONFIG_NPAPER_KIND
+} config_paper_kind;
+
+typedef enum { CONFIG_AGG_MEAN = 0, CONFIG_AGG_RANGE, CONFIG_AGG_MAX, CONFIG_AGG_MIN, CONFIG_NAGG } config_agg;
+typedef enum { CONFIG_SLACK_VALUE = 0, CONFIG_SLACK_MEAN, CONFIG_SLACK_ALL, CONFIG_SLACK_MAX, CONFIG_NSLACK_SEL } config_slack_sel;
+typedef enum { CONFIG_LEVEL_OP = 0, CONFIG_LEVEL_REQ, CONFIG_LEVEL_TOTAL, CONFIG_NLEVEL } config_level;
+typedef enum { CONFIG_HOURS_ALL = 0, CONFIG_HOURS_PEAK, CONFIG_HOURS_OFF_PEAK, CONFIG_NHOURS } config_hours;
+typedef enum { CONFIG_F20_WORST = 0, CONFIG_F20_LOSS, CONFIG_F20_MIN_GAIN, CONFIG_NF20 } config_f20_metric;
+
+#define CONFIG_PAPER_MAX_LIST 8
+
+typedef struct {
+  config_paper_kind kind;
+  char policy[CONFIG_PAPER_MAX_LIST][CONFIG_NAME_LEN]; /* samples are taken over each */
+  int npolicy;
+  char base[CONFIG_NAME_LEN];     /* gain, figure20 min_gain: "" when absent */
+  int phase;                      /* config_phase, or -1: both phases */
+  config_slack_sel slack_sel;
+  double slack;                   /* CONFIG_SLACK_VALUE: the fraction */
+  config_agg agg;                 /* over models x policies (x slacks for "all") */
+  char models[CONFIG_PAPER_MAX_LIST][CONFIG_NAME_LEN]; /* 0 = every model */
+  int nmodels;
+  config_level level;
+  char run[CONFIG_NAME_LEN];      /* replay run name (replay, windows) */
+  char paths[CONFIG_PAPER_MAX_LIST][128]; /* replay: dotted paths below the policy's object */
+  int npaths;
+  char column[64];                /* windows */
+  config_hours hours;
+  double factor;                  /* figure20: capacity factor */
+  config_f20_metric metric;
+  double scale, offset;           /* value = scale · x + offset (defaults 1 and 0) */
+} config_paper_query;
+
+typedef struct {
+  char id[48], cite[96], figure[8], unit[8];
+  char what[320], why[640];       /* why: "" when absent */
+  int claim;                      /* 1..5: the numbered claim of §4; 0: a §4.x number */
+  double paper_lo, paper_hi;      /* equal for a single number */
+  char relation;                  /* '=', '<' (paper: "below"), '>' (paper: "above") */
+  config_paper_query ours;
+} config_paper_claim;
+
+#define CONFIG_PAPER_T7_POLICIES 4
+typedef struct {
+  char model[CONFIG_NAME_LEN];
+  int phase;
+  char policy[CONFIG_PAPER_T7_POLICIES][CONFIG_NAME_LEN];
+  double op[CONFIG_PAPER_T7_POLICIES], req[CONFIG_PAPER_T7_POLICIES];
+  int npolicy;
+} config_paper_t7;
+
+typedef struct {
+  char what[96];
+  double paper;
+  char chip[64];                  /* dotted path into the chip file */
+} config_paper_t5;
+
+typedef struct {
+  char path[CONFIG_PATH_LEN];
+  char title[256];
+  config_paper_claim *claims;
+  int nclaims;
+  config_paper_t7 *table7;
+  int ntable7;
+  config_paper_t5 *table5;
+  int ntable5;
+} config_paper;
+
+int config_paper_load(const char *path, config_paper **out, enpu_err *err);
+void config_paper_free(config_paper *p); /* NULL is a no-op */
+
 #endif /* ENPU_CONFIG_H */

@@ -11,7 +11,9 @@
  *   Figure 22  energy savings and SLO attainment per 5-minute window of a replay
  *              (`enpu replay --out`), peak (14–20 h) vs off-peak, safeguard shares;
  *   Figure 5   SLO-slack percentiles of the requests finished per window;
- * and the plot of a load sweep (`enpu replay --rates`).
+ * and the plot of a load sweep (`enpu replay --rates`); and the paper's whole evaluation
+ * (`enpu report paper`): every model's stores, compile timings and replays beside the
+ * paper's stated numbers.
  *
  * The aggregation functions work on a loaded store (store_load) and are pure: the same
  * store gives the same rows. report_write adds the files: data (*.dat) and gnuplot
@@ -172,5 +174,26 @@ int report_write(const report_options *o, char **md_path, enpu_err *err);
  * @return 0; ENPU_ERR_FORMAT for a document without its arrays; gnuplot's and file
  * errors as report_write. */
 int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * The paper's evaluation (`enpu report paper`, written by tools/paper.py's last stage) */
+
+typedef struct {
+  const char *out_dir;             /* README.md, the figures, and per run <model>/<run>/report.md */
+  const char *numbers_path;        /* the paper's stated numbers (config_paper_load) */
+  const char *const *manifests;    /* <model>/manifest.json per model, in the README's order */
+  int nmanifests;
+  const char *gnuplot;             /* NULL: "gnuplot" from PATH */
+} report_paper_options;
+
+/* Write <out_dir>/README.md: the headline claims and every table and figure of the
+ * paper's §4 (numbered as the paper's), ours beside the paper's stated numbers with the
+ * gap, both budget modes and each named sensitivity; per run a report_write report. No
+ * timestamps: the same inputs give the same bytes.
+ * @return 0; ENPU_ERR_PARSE/FORMAT for a manifest or an output it names that is not what
+ * tools/paper.py writes (the message names the file and key); the numbers file's errors;
+ * store and gnuplot errors as report_write. A claim whose data is missing is a marked
+ * row, not an error. */
+int report_paper_write(const report_paper_options *o, enpu_err *err);
 
 #endif /* ENPU_REPORT_H */

@@ -10,6 +10,7 @@
  * actions_<run>.csv (columns found by their header names). */
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,9 +89,19 @@ static int write_dat(const report_ctx *r, const actions *a, size_t n, double ori
   return report_file_close(f, r->dir, "governors.dat", err);
 }
 
-/* One panel: column k of each run (its title suffix). */
+/* One panel: column k of each run (its title suffix). A column no run has a value in
+ * (runs that never speculate) is an empty panel saying so: gnuplot cannot autoscale it. */
 static void gp_panel(FILE *f, const actions *a, size_t n, int k, const char *title, const char *ylabel) {
-  fprintf(f, "set title '%s'\nset ylabel '%s'\nplot", title, ylabel);
+  fprintf(f, "set title '%s'\nset ylabel '%s'\n", title, ylabel);
+  bool any = false;
+  for (size_t i = 0; i < n; i++)
+    for (size_t w = 0; w < a[i].n && !any; w++) any = isfinite(a[i].v[w][k]);
+  if (!any) {
+    fprintf(f, "set label 1 'no run has a value' at graph 0.5,0.5 center\n"
+               "plot [GPVAL_X_MIN:GPVAL_X_MAX][0:1] NaN notitle\nunset label 1\n");
+    return;
+  }
+  fprintf(f, "plot");
   for (size_t i = 0; i < n; i++)
     fprintf(f, "%s 'governors.dat' using 1:%zu with lines lw 2 lc %zu title '%s'", i ? ", \\\n    " : " ",
             2 + i * (NA - 1) + (size_t)(k - 1), i + 1, a[i].name);
@@ -119,17 +130,22 @@ static int plot_actions(const report_ctx *r, const actions *a, size_t n, enpu_er
   return run_plot(r, f, "governors_actions", err);
 }
 
-static int plot_learning(const report_ctx *r, const actions *a, size_t n, enpu_err *err) {
+/* The learning curve of the runs that learn (a reward per window); *drawn 0 when none does. */
+static int plot_learning(const report_ctx *r, const actions *a, size_t n, int *drawn, enpu_err *err) {
+  *drawn = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t w = 0; w < a[i].n; w++) *drawn |= isfinite(a[i].v[w][A_REWARD]);
+  if (!*drawn) return ENPU_OK;
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "governors_learning.gp", &f, err));
   report_gp_preamble(f, "governors_learning.png", 420, "PELM learning curve");
   fprintf(f, "set xlabel 'time of day (h)'\nset ylabel 'mean reward per decision'\nset key outside right top\n"
              "set title 'reward = -(energy share of TDP + w x late share) / (1 + w), per 5-minute window'\nplot");
-  for (size_t i = 0, drawn = 0; i < n; i++) {
+  for (size_t i = 0, k = 0; i < n; i++) {
     bool any = false;
     for (size_t w = 0; w < a[i].n; w++) any |= isfinite(a[i].v[w][A_REWARD]);
     if (any)
-      fprintf(f, "%s 'governors.dat' using 1:%zu with linespoints lw 2 lc %zu title '%s'", drawn++ ? ", \\\n    " : " ",
+      fprintf(f, "%s 'governors.dat' using 1:%zu with linespoints lw 2 lc %zu title '%s'", k++ ? ", \\\n    " : " ",
               2 + i * (NA - 1) + (A_REWARD - 1), i + 1, a[i].name);
   }
   fprintf(f, "\n");
@@ -244,7 +260,7 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
   const json_t *pols = json_object_get(doc, "policies");
   actions a[MAX_RUNS];
   size_t n = 0;
-  int rc = ENPU_OK;
+  int rc = ENPU_OK, learning = 0;
   const char *name;
   json_t *p;
   json_object_foreach((json_t *)pols, name, p)
@@ -256,14 +272,15 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
     const double origin_h = report_jget(doc, "origin_time_of_day_h", NULL);
     rc = write_dat(r, a, n, isfinite(origin_h) ? origin_h : 0, err);
     if (rc == ENPU_OK) rc = plot_actions(r, a, n, err);
-    if (rc == ENPU_OK) rc = plot_learning(r, a, n, err);
+    if (rc == ENPU_OK) rc = plot_learning(r, a, n, &learning, err);
   }
   if (rc == ENPU_OK && n > 0) {
     fprintf(md, "## 5. Offline eNPU plans vs online governors\n\n"
                 "Governors run the store's `uniform` table (one chip-wide V/f state per node and control period); "
-                "`+sd` runs add a fixed self-speculative configuration to a compiled plan. Actions per window and "
-                "the PELM agent's learning curve:\n\n![actions](governors_actions.png)\n\n"
-                "![learning curve](governors_learning.png)\n\n");
+                "`+sd` runs add a fixed self-speculative configuration to a compiled plan. Actions per window%s:"
+                "\n\n![actions](governors_actions.png)\n\n%s",
+            learning ? " and the PELM agent's learning curve" : "",
+            learning ? "![learning curve](governors_learning.png)\n\n" : "");
     md_compare_table(md, pols);
     md_verdicts(md, pols);
   }

@@ -48,6 +48,12 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err);
  * expected columns or with a bad number, naming file, line and column). */
 int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);
 
+/* The values of `column` in a replay's windows_<policy>.csv, of the rows whose "peak"
+ * column is `peak` (1 peak hours, 0 off-peak, -1 every row); empty cells are skipped.
+ * *out is malloc'd. @return 0; ENPU_ERR_IO; ENPU_ERR_PARSE (no such column, a bad number,
+ * naming file and line). */
+int report_windows_column(const char *path, const char *column, int peak, double **out, int *n, enpu_err *err);
+
 /* Section 5 (online governors vs the compiled plans) when the replay in dir has runs
  * with an "online" object; nothing otherwise.
  * @return 0; ENPU_ERR_IO / ENPU_ERR_PARSE for an actions_<run>.csv it cannot read. */

@@ -110,6 +110,51 @@ static int parse_windows(const char *path, char *text, window_series *s, enpu_er
   return ENPU_OK;
 }
 
+/* The column of every window row (empty cells skipped) whose "peak" column is `peak`
+ * (-1: every row): the numbers a claim about the replay's windows aggregates. */
+static int column_values(const char *path, char *text, const char *column, int peak, double **out, int *n,
+                         enpu_err *err) {
+  char *save = NULL, *line = strtok_r(text, "\n", &save), *fields[128];
+  size_t nf = 0, cap = 0, line_no = 1;
+  ENPU_RETURN_IF(!line, err, ENPU_ERR_PARSE, "%s:1: empty file, expected a header line", path);
+  line[strcspn(line, "\r")] = '\0';
+  report_split_csv(line, fields, 128, &nf);
+  long want = -1, peak_col = -1;
+  for (size_t f = 0; f < nf; f++) {
+    if (!strcmp(fields[f], column)) want = (long)f;
+    if (!strcmp(fields[f], "peak")) peak_col = (long)f;
+  }
+  ENPU_RETURN_IF(want < 0 || peak_col < 0, err, ENPU_ERR_PARSE, "%s:1: no column '%s' (or 'peak') in the header",
+                 path, want < 0 ? column : "peak");
+  while ((line = strtok_r(NULL, "\n", &save))) {
+    line_no++;
+    line[strcspn(line, "\r")] = '\0';
+    report_split_csv(line, fields, 128, &nf);
+    if (!*line || (size_t)want >= nf || (size_t)peak_col >= nf) continue;
+    if (peak >= 0 && atoi(fields[peak_col]) != peak) continue;
+    char *end = NULL;
+    const double v = strtod(fields[want], &end);
+    if (!*fields[want]) continue;
+    ENPU_RETURN_IF(*end || !isfinite(v), err, ENPU_ERR_PARSE, "%s:%zu: column '%s': expected a number", path,
+                   line_no, column);
+    ENPU_RETURN_IF(enpu_grow((void **)out, &cap, (size_t)*n + 1, sizeof **out) < 0, err, ENPU_ERR_NOMEM,
+                   "out of memory (%s)", path);
+    (*out)[(*n)++] = v;
+  }
+  return ENPU_OK;
+}
+
+int report_windows_column(const char *path, const char *column, int peak, double **out, int *n, enpu_err *err) {
+  char *text = NULL;
+  size_t len = 0;
+  *out = NULL, *n = 0;
+  int rc = enpu_read_file(path, &text, &len, err);
+  if (rc == 0) rc = column_values(path, text, column, peak, out, n, err);
+  free(text);
+  if (rc < 0) free(*out), *out = NULL, *n = 0;
+  return rc;
+}
+
 static int name_cmp(const void *a, const void *b) {
   return strcmp(((const window_series *)a)->policy, ((const window_series *)b)->policy);
 }

@@ -304,6 +304,12 @@ int store_load(const char *path, store_contents **out, enpu_err *err);
  * @return 0 with *format_version, ENPU_ERR_FORMAT (not a plan store), ENPU_ERR_IO. */
 int store_probe(const char *path, uint32_t *format_version, enpu_err *err);
 void store_contents_free(store_contents *c); /* NULL is a no-op */
+/* A hash of the store's content as `enpu store diff` sees it: the provenance hashes and
+ * input documents, the added buckets, and every table of every policy (by its checksum),
+ * never the creation time or the tool version. Two stores with the same content have the
+ * same hash, whatever wrote them when; a pipeline keys what it derives from a store on it.
+ * @return 0, or ENPU_ERR_NOMEM. */
+int store_content_hash(const store_contents *c, uint64_t *out, enpu_err *err);
 /* store_load of the provenance only (no policies: npolicies 0), for a check of what a
  * store was compiled for. @return as store_load. */
 int store_load_provenance(const char *path, store_contents **out, enpu_err *err);

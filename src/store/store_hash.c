@@ -139,3 +139,28 @@ uint64_t store_provenance_checksum(const store_root_attrs *a) {
   }
   return enpu_hasher_digest(&hs);
 }
+
+int store_content_hash(const store_contents *c, uint64_t *out, enpu_err *err) {
+  enpu_hasher hs;
+  enpu_hasher_init(&hs, 0);
+  enpu_hasher_i64(&hs, c->format_version);
+  const uint64_t hashes[4] = {c->cost_model_hash, c->chip_hash, c->model_hash, c->job_hash};
+  for (int i = 0; i < 4; i++) enpu_hasher_i64(&hs, (int64_t)hashes[i]);
+  const char *docs[] = {c->job_json, c->model_json, c->chip_json, c->cluster_json, c->added_buckets_json};
+  for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+    enpu_hasher_i64(&hs, docs[i] != NULL);
+    if (docs[i]) enpu_hasher_str(&hs, docs[i]);
+  }
+  for (size_t i = 0; i < c->npolicies; i++) {
+    enpu_hasher_str(&hs, c->policies[i].name);
+    for (int t = 0; t < STORE_NTABLE; t++) {
+      size_t n = 0;
+      const void *rows = store_policy_table(&c->policies[i], (store_table)t, &n);
+      uint64_t sum = 0;
+      ENPU_FORWARD(store_table_checksum((store_table)t, rows, n, &sum, err));
+      enpu_hasher_i64(&hs, (int64_t)sum);
+    }
+  }
+  *out = enpu_hasher_digest(&hs);
+  return ENPU_OK;
+}

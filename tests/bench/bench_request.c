@@ -14,8 +14,11 @@
  *            whole-chip stall, and with transition-aware finalisation.
  * --what-if-artifact-ivr (last argument): the same with the DVFS IVR table the authors'
  * simulator uses (a measurement of the regulator term, not a shipped setting).
+ * --job JOB: another model's job instead of jobs/llama3-70b.json (the same single request
+ * on its node); --seq N: the phase's sequence length instead of 4096 (prefill) or 4608
+ * (decode). Both go before --what-if-artifact-ivr, at the end.
  * Usage: bench_request [figure11 [mode]|decompose ...|compare|transitions]
- *        [--what-if-artifact-ivr].
+ *        [--job JOB] [--seq N] [--what-if-artifact-ivr].
  * Prints figures; never fails on a figure's content. */
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +34,7 @@ typedef struct {
   config_phase phase;
   int seq;
 } bucket;
-static const bucket buckets[] = {{CONFIG_PREFILL, 4096}, {CONFIG_DECODE, 4608}};
+static bucket buckets[] = {{CONFIG_PREFILL, 4096}, {CONFIG_DECODE, 4608}};
 
 typedef struct {
   search_ctx *sx;
@@ -341,16 +344,25 @@ static void what_if_artifact_ivr(config_chip *chip) {
 
 int main(int argc, char **argv) {
   args a;
+  const char *job_path = ENPU_SOURCE_DIR "/jobs/llama3-70b.json";
+  int seq = 0;
   const int what_if = argc > 2 && !strcmp(argv[argc - 1], "--what-if-artifact-ivr");
   if (what_if) argc--;
-  if (parse(argc, argv, &a)) {
+  for (int more = 1; more && argc > 3;) { /* --job JOB and --seq N, in either order */
+    more = 0;
+    if (!strcmp(argv[argc - 2], "--job")) job_path = argv[argc - 1], argc -= 2, more = 1;
+    else if (!strcmp(argv[argc - 2], "--seq")) seq = atoi(argv[argc - 1]), argc -= 2, more = 1;
+  }
+  if (parse(argc, argv, &a) || seq < 0) {
     fprintf(stderr, "usage: bench_request [figure11 [strict|paper] | compare | transitions |\n"
-                    "       decompose strict|paper prefill|decode POLICY SLACK] [--what-if-artifact-ivr]\n");
+                    "       decompose strict|paper prefill|decode POLICY SLACK] [--what-if-artifact-ivr]\n"
+                    "       [--job JOB] [--seq N]\n");
     return 2;
   }
+  if (seq > 0 && a.what == DECOMP) buckets[a.phase == CONFIG_DECODE].seq = seq;
   enpu_err err = {0};
   config_job *job = NULL;
-  int rc = config_job_load(ENPU_SOURCE_DIR "/jobs/llama3-70b.json", &job, &err);
+  int rc = config_job_load(job_path, &job, &err);
   if (!rc && what_if) what_if_artifact_ivr(&job->chip);
   if (a.what == TRANS && !rc)
     printf("| budget | phase | policy | slack | per-rail: saving (overhead %%) | chip stall | "

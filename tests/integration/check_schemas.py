@@ -6,8 +6,9 @@ Usage: /usr/bin/python3 check_schemas.py SOURCE_ROOT
 
 1. Every schemas/*.schema.json is itself a valid draft 2020-12 schema.
 2. Every shipped *.json under jobs/ validates against the schema of its folder
-   (models/, chips/, clusters/, or jobs/ itself for job files); a JSON file in any
-   other folder is a failure, so nothing ships unchecked. The files a job or chip
+   (models/, chips/, clusters/, or jobs/ itself for job files; jobs/paper/ and
+   jobs/paper/quick/ hold jobs, a pipeline.json (paper-pipeline) and the paper's numbers
+   (paper)); a JSON file in any other folder is a failure, so nothing ships unchecked. The files a job or chip
    references exist, and tables listed in a SHA256SUMS match it (they are copies).
 3. Deliberately bad documents (shipped files with one mutation each: unknown key,
    negative or zero value, wrong type, missing required key, unknown enum value, a value
@@ -27,7 +28,9 @@ import sys
 import jsonschema
 
 VALIDATOR = jsonschema.Draft202012Validator
-KINDS = ("job", "model", "chip", "cluster")
+KINDS = ("job", "model", "chip", "cluster", "paper")
+SCHEMAS = KINDS + ("paper-pipeline",)  # the pipeline is read by tools/paper.py, not the C loaders
+PAPER_FILES = {"pipeline.json": "paper-pipeline", "paper-numbers.json": "paper"}
 FOLDER_KIND = {"models": "model", "chips": "chip", "clusters": "cluster"}
 
 # (name, kind, shipped file under jobs/, JSON path to change, new value or DELETE,
@@ -116,9 +119,26 @@ BAD_DOCUMENTS = [
      "$.scheduler.safeguard1_scan"),
     ("cluster negative DCN energy", "cluster", "clusters/llama3-70b.json", ("dcn", "energy_pj_per_byte"), -1,
      "$.dcn.energy_pj_per_byte"),
+    ("paper claim of unknown kind", "paper", "paper/paper-numbers.json", ("claims", 0, "ours", "kind"),
+     "energy", "$.claims[0].ours.kind"),
+    ("paper claim with an unknown query key", "paper", "paper/paper-numbers.json",
+     ("claims", 0, "ours", "slacks"), 0.1, "$.claims[0].ours"),
+    ("paper claim slack in percent", "paper", "paper/paper-numbers.json", ("claims", 0, "ours", "slack"), 20,
+     "$.claims[0].ours.slack"),
+    ("paper claim number 6", "paper", "paper/paper-numbers.json", ("claims", 0, "claim"), 6,
+     "$.claims[0].claim"),
+    ("paper claim without a query", "paper", "paper/paper-numbers.json", ("claims", 0, "ours"), DELETE,
+     "$.claims[0]"),
+    ("paper gain without a base", "paper", "paper/paper-numbers.json", ("claims", 4, "ours", "base"), DELETE,
+     "$.claims[4].ours"),
+    ("pipeline unknown budget", "paper-pipeline", "paper/pipeline.json", ("budgets",), ["strict", "lenient"],
+     "$.budgets[1]"),
+    ("pipeline request bucket of batch 0", "paper-pipeline", "paper/pipeline.json",
+     ("request", "prefill", "batch"), 0, "$.request.prefill.batch"),
+    ("pipeline unknown key", "paper-pipeline", "paper/pipeline.json", ("grid_policies",), ["nodvfs"], "$"),
 ]
 
-RANGE_ROW = re.compile(r'\{"(job|model|chip|cluster|power table)", "([^"]+)", ([-0-9.e+]+), ([-0-9.e+]+), '
+RANGE_ROW = re.compile(r'\{"(job|model|chip|cluster|paper|power table)", "([^"]+)", ([-0-9.e+]+), ([-0-9.e+]+), '
                        r'(true|false), "')
 
 
@@ -154,7 +174,7 @@ class Report:
 
 def load_schemas(root, report):
     schemas = {}
-    for kind in KINDS:
+    for kind in SCHEMAS:
         path = root / "schemas" / f"{kind}.schema.json"
         rel = path.relative_to(root)
         try:
@@ -172,6 +192,8 @@ def kind_of(jobs, path):
     parts = path.relative_to(jobs).parts
     if len(parts) == 1:
         return "job"
+    if parts[0] == "paper" and len(parts) <= 3 and (len(parts) == 2 or parts[1] == "quick"):
+        return PAPER_FILES.get(parts[-1], "job")
     if len(parts) == 2:
         return FOLDER_KIND.get(parts[0])
     return None
@@ -183,6 +205,16 @@ def referenced_files(kind, path, doc):
         return [path.parent / doc[key] for key in ("model", "chip", "cluster")]
     if kind == "chip":
         return [path.parent / table for table in doc["tables"].values()]
+    if kind == "paper-pipeline":
+        files = [path.parent / m for m in doc["models"]] + [path.parent / doc["numbers"]]
+        files += [path.parent / v["chip"] for v in doc.get("variants", [])]
+        for key in ("figure20", "replay"):
+            if key in doc:
+                files.append(path.parent / doc[key]["model"])
+        if "replay" in doc:
+            files.append(path.parent / doc["replay"]["trace"])
+        files += [path.parent / d["model"] for d in doc.get("decompose", [])]
+        return files
     return []
 
 

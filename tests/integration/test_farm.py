@@ -15,14 +15,15 @@ import random
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness  # noqa: E402
-from farm_harness import (demo_variant, farm, field, journal_has_records, kill_farm, same,  # noqa: E402
-                          start, wait_for)
+from farm_harness import (ENV, demo_variant, farm, farm_cmd, field, journal_has_records,  # noqa: E402
+                          kill_farm, same, start, wait_for)
 
 
 def progress_mark(store):
@@ -88,25 +89,31 @@ def main():
     r = farm(h, 1, slow_ref, tmp, job=slow)
     h.check("slow job: reference exit 0", r.returncode == 0, r.stderr[-400:])
 
-    # kill -9 of the whole farm (mpirun and its ranks), each time just after it published
-    # a checkpoint or synced its journal, so every start makes progress before it dies
-    # whatever the machine's speed; then at a random point within the next checkpoint.
+    # kill -9 of the whole farm (mpirun and its ranks), each time after it finished a task
+    # and then published a checkpoint, so every start leaves work behind whatever the
+    # machine's speed; then at a random point within the next checkpoint interval.
     k = os.path.join(tmp, "killed.h5")
+    log = os.path.join(tmp, "killed.err")
     kills = 0
     for attempt in range(40):
         if kills >= 3:
             break
-        before = progress_mark(k)
-        p = start(h, 2, k, tmp, job=slow, extra=("--checkpoint-s", "0.1"))
-        if not wait_for(lambda: p.poll() is not None or progress_mark(k) != before, 120):
-            raise SystemExit("timed out waiting for a checkpoint or journal sync")
+        with open(log, "w") as err:
+            p = subprocess.Popen(farm_cmd(h, 2, k, tmp, job=slow,
+                                          extra=("--checkpoint-s", "0.1", "--progress-s", "0.05")),
+                                 stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=tmp, start_new_session=True)
+        if not wait_for(lambda: p.poll() is not None or re.search(r"farm: [1-9]\d*/", open(log).read()), 120):
+            raise SystemExit("timed out waiting for a task done")
+        mark = progress_mark(k)
+        if not wait_for(lambda: p.poll() is not None or progress_mark(k) != mark, 120):
+            raise SystemExit("timed out waiting for the next checkpoint")
         time.sleep(rnd.uniform(0.0, 0.1))
         if p.poll() is None:
             kill_farm(p, k)
             kills += 1
-            print(f"     kill -9 after progress {progress_mark(k)}")
+            print(f"     kill -9 after a checkpoint of {k}")
         else:
-            p.communicate()  # finished before the kill: nothing left to interrupt
+            p.wait()  # finished before the kill: nothing left to interrupt
             break
     r = farm(h, 2, k, tmp, job=slow)
     h.check("after kills: finishes", r.returncode == 0, r.stderr[-600:])

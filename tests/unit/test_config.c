@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "test_config.h"
 
 /* ---------------------------------------------------------------------------------
  * The valid document set */
@@ -1511,11 +1512,12 @@ int main(void) {
       cmocka_unit_test(test_validation_section),
   };
   enum { NFIXED = sizeof fixed / sizeof fixed[0] };
-  struct CMUnitTest tests[NFIXED + NBAD];
+  struct CMUnitTest tests[NFIXED + NBAD + 8];
   memcpy(tests, fixed, sizeof fixed);
   for (size_t i = 0; i < NBAD; i++)
     tests[NFIXED + i] = (struct CMUnitTest){.name = bad_cases[i].name,
                                             .test_func = test_bad_input,
                                             .initial_state = (void *)&bad_cases[i]};
-  return _cmocka_run_group_tests("config", tests, NFIXED + NBAD, NULL, NULL);
+  for (size_t i = 0; i < config_paper_ntests && i < 8; i++) tests[NFIXED + NBAD + i] = config_paper_tests[i];
+  return _cmocka_run_group_tests("config", tests, NFIXED + NBAD + config_paper_ntests, NULL, NULL);
 }

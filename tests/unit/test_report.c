@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "test_report.h"
 #include "search.h"
 #include "store_fixture.h"
 
@@ -438,5 +439,6 @@ int main(void) {
       cmocka_unit_test(test_pick_bucket),    cmocka_unit_test(test_breakdown),
       cmocka_unit_test(test_freq_util), cmocka_unit_test(test_missing_gnuplot),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  const int failed = cmocka_run_group_tests(tests, setup, teardown);
+  return failed + _cmocka_run_group_tests("report paper", report_paper_tests, report_paper_ntests, NULL, NULL);
 }

@@ -16,7 +16,12 @@ PID, also on failure:
            array index past the list fails with a clear message;
   regen    regen.sbatch after an FFN size change recomputes exactly the op signatures that
            changed (derived independently from `enpu graph`) and prints the store diff;
-  validate validate.sbatch on a demo store passes and writes validation.md.
+  validate validate.sbatch on a demo store passes and writes validation.md;
+  paper    paper.sbatch on the quick pipeline (jobs/paper/quick/): the submitter submits
+           one array task per model and a report job after the array; every job
+           completes, the README is written, and each store equals the one tools/paper.py
+           (what `make paper` runs) gives for the same grid (`enpu store diff`, exit 0), as do
+           the Table 2, Figure 20 and replay outputs.
 
 When Slurm cannot start (not root, daemons missing, no munge) the scenario prints SKIP and
 exits 77 (CTest's SKIP_RETURN_CODE), unless CI is set (CI=1/true) or ENPU_REQUIRE_SLURM=1:
@@ -285,8 +290,54 @@ def test_validate(s):
             os.path.exists(os.path.join(s.tmp, "vres", "demo", "validation.md")))
 
 
+def same_json(a, b):
+    return os.path.exists(a) and os.path.exists(b) and json.load(open(a)) == json.load(open(b))
+
+
+def test_paper(s):
+    h = s.h
+    pipeline = os.path.join(h.src, "jobs", "paper", "quick", "pipeline.json")
+    # Both outputs as deep below the scratch folder, so the job files the runs write (paths
+    # relative to themselves, recorded in every store) are the same text.
+    sl, mk = os.path.join(s.tmp, "slurm", "out"), os.path.join(s.tmp, "make", "out")
+    jid = s.submit("paper.sbatch", ["--pipeline", pipeline, "--out", sl], ["--ntasks=2"])
+    s.done_ok("paper submitter", s.slurm.wait_job(jid, 120), s.log(f"enpu-paper-{jid}.out"))
+    m = re.search(r"array (\d+) \((.*)\), report (\d+)", s.log(f"enpu-paper-{jid}.out"))
+    if not h.check("paper: the submitter printed the array and report ids", m, s.log(f"enpu-paper-{jid}.out")):
+        return
+    array, models, report = m.group(1), m.group(2).split(), m.group(3)
+
+    def advancing(info):
+        return sorted((k, v.get("JobState")) for k, v in info.items()), sum(
+            os.path.getsize(os.path.join(s.tmp, f)) for f in os.listdir(s.tmp) if f.endswith(".out"))
+
+    info = s.slurm.wait_job(array, STALL_S, progress=advancing, max_s=MAX_WAIT_S)
+    logs = "".join(s.log(f"enpu-paper-{array}_{t}.out") for t in range(len(models)))
+    s.done_ok("paper array (one task per model)", info, logs[-3000:])
+    h.check("paper: one array task per model", len(info) == len(models) == 2, str(info.keys()))
+    info = s.slurm.wait_job(report, STALL_S, progress=advancing, max_s=MAX_WAIT_S)
+    s.done_ok("paper report job (after the array)", info, s.log(f"enpu-paper-{report}.out")[-2000:])
+    h.check("paper: README.md written", os.path.exists(os.path.join(sl, "README.md")))
+    p = subprocess.run([os.path.join(h.src, "tools", "paper.py"), "--pipeline", pipeline, "--out", mk, "--enpu",
+                        h.enpu, "--np", "2", "all"], capture_output=True, text=True, env=s.env, cwd=s.tmp)
+    h.check("paper: tools/paper.py (make paper's pipeline) exit 0", p.returncode == 0, p.stderr[-800:])
+    for model in models:
+        manifest = json.load(open(os.path.join(mk, model, "manifest.json")))
+        for run in manifest["runs"]:
+            a, b = (os.path.join(d, model, run["store"]) for d in (sl, mk))
+            d = h.run("store", "diff", a, b)
+            h.check(f"paper: {model}/{run['name']}: store identical to make paper's (store diff exit 0)",
+                    d.returncode == 0, d.stdout[-600:] + d.stderr[-300:])
+        outs = [e["file"] for e in manifest["graph"]] + [r["dir"] + "/summary.json" for r in manifest["replays"]]
+        if manifest["figure20"]:
+            outs.append(manifest["figure20"]["json"])
+        h.check(f"paper: {model}: Table 2, Figure 20 and replay outputs equal make paper's",
+                outs and all(same_json(os.path.join(sl, model, f), os.path.join(mk, model, f)) for f in outs),
+                str(outs))
+
+
 SCENARIOS = {"demo": test_demo, "requeue": test_requeue, "array": test_array,
-             "regen": test_regen, "validate": test_validate}
+             "regen": test_regen, "validate": test_validate, "paper": test_paper}
 
 
 def main():

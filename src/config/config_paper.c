@@ -1,0 +1,350 @@
+/* config_paper.c — the paper's stated numbers (jobs/paper/paper-numbers.json, config.h "The
+ * paper's stated numbers"): claims with their citation and the query that computes ours,
+ * Table 7's explored plans and Table 5's chip parameters.
+ * Invariants after load: every claim's paper_lo <= paper_hi; a query has exactly the keys
+ * its kind reads (an unknown or unused key is an error, so a typo never silently changes
+ * what is computed); ids are unique. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_internal.h"
+
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const paper_keys[] = {"paper", "claims", "table7", "table5"};
+static const char *const claim_keys[] = {"id", "claim", "figure", "cite", "what", "paper", "relation", "unit", "why",
+                                         "ours"};
+static const char *const t7_keys[] = {"model", "phase", "plans"};
+static const char *const t7_plan_keys[] = {"policy", "op", "req"};
+static const char *const t5_keys[] = {"what", "paper", "chip"};
+static const char *const kind_names[CONFIG_NPAPER_KIND] = {
+    "savings", "gain", "overhead", "slowdown", "loss_growth", "saturation", "seq_trend", "seq_spread",
+    "freq_corr", "table7", "compile_s", "core_hours", "figure20", "replay", "windows"};
+static const char *const agg_names[CONFIG_NAGG] = {"mean", "range", "max", "min"};
+static const char *const slack_names[CONFIG_NSLACK_SEL] = {"", "mean", "all", "max"};
+static const char *const level_names[CONFIG_NLEVEL] = {"op", "req", "total"};
+static const char *const hours_names[CONFIG_NHOURS] = {"all", "peak", "off_peak"};
+static const char *const f20_names[CONFIG_NF20] = {"worst", "loss", "min_gain"};
+static const char *const relation_names[] = {"=", "<", ">"};
+
+/* The keys each kind's query may have besides "kind" (its common selectors first). */
+#define SELECT "policy", "phase", "slack", "agg", "models", "scale", "offset"
+static const char *const *const kind_keys[CONFIG_NPAPER_KIND] = {
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){SELECT, "base", NULL},
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){SELECT, NULL},
+    (const char *const[]){"policy", "phase", "agg", "models", "level", NULL},
+    (const char *const[]){"policy", "phase", "agg", "models", "level", NULL},
+    (const char *const[]){"agg", "models", NULL},
+    (const char *const[]){"policy", "base", "factor", "metric", NULL},
+    (const char *const[]){"policy", "run", "paths", "agg", "scale", "offset", NULL},
+    (const char *const[]){"policy", "run", "column", "hours", "agg", "scale", "offset", NULL},
+};
+
+static size_t count_keys(const char *const *keys) {
+  size_t n = 0;
+  while (keys[n]) n++;
+  return n;
+}
+
+/* A string, or an array of up to CONFIG_PAPER_MAX_LIST strings, into names[]. */
+static int name_list(const config_doc *doc, const config_path *p, const json_t *v, size_t cap,
+                     char (*names)[CONFIG_NAME_LEN], int *n, enpu_err *err) {
+  if (!json_is_array(v)) {
+    *n = 1;
+    return config_string(doc, p, v, names[0], CONFIG_NAME_LEN, err);
+  }
+  size_t count = 0;
+  ENPU_FORWARD(config_array(doc, p, v, &count, err));
+  if (count > CONFIG_PAPER_MAX_LIST) {
+    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d names, got %zu", CONFIG_PAPER_MAX_LIST,
+                       count);
+  }
+  for (size_t i = 0; i < count; i++) {
+    config_path ip = CONFIG_INDEX(p, i);
+    ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), names[i], cap, err));
+  }
+  *n = (int)count;
+  return ENPU_OK;
+}
+
+static int enum_key(const config_doc *doc, const config_path *qp, const json_t *q, const char *key,
+                    const char *const *names, int count, int *out, enpu_err *err) {
+  const json_t *v = json_object_get(q, key);
+  if (!v) return ENPU_OK;
+  config_path kp = CONFIG_KEY(qp, key);
+  return config_enum(doc, &kp, v, names, count, out, err);
+}
+
+/* "slack": a number, or "mean" / "all" / "max". */
+static int parse_slack(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+                       enpu_err *err) {
+  const json_t *v = json_object_get(q, "slack");
+  o->slack_sel = CONFIG_SLACK_ALL;
+  if (!v) return ENPU_OK;
+  config_path kp = CONFIG_KEY(qp, "slack");
+  if (json_is_number(v)) {
+    o->slack_sel = CONFIG_SLACK_VALUE;
+    return config_number(doc, &kp, v, &o->slack, err);
+  }
+  int sel = 0;
+  ENPU_FORWARD(config_enum(doc, &kp, v, slack_names + 1, CONFIG_NSLACK_SEL - 1, &sel, err));
+  o->slack_sel = (config_slack_sel)(sel + 1);
+  return ENPU_OK;
+}
+
+static int parse_lists(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+                       enpu_err *err) {
+  const json_t *v;
+  if ((v = json_object_get(q, "policy"))) {
+    config_path kp = CONFIG_KEY(qp, "policy");
+    ENPU_FORWARD(name_list(doc, &kp, v, CONFIG_NAME_LEN, o->policy, &o->npolicy, err));
+  }
+  if ((v = json_object_get(q, "models"))) {
+    config_path kp = CONFIG_KEY(qp, "models");
+    ENPU_FORWARD(name_list(doc, &kp, v, CONFIG_NAME_LEN, o->models, &o->nmodels, err));
+  }
+  if ((v = json_object_get(q, "paths"))) {
+    config_path kp = CONFIG_KEY(qp, "paths");
+    size_t count = 0;
+    ENPU_FORWARD(config_array(doc, &kp, v, &count, err));
+    if (count > CONFIG_PAPER_MAX_LIST)
+      return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected at most %d paths", CONFIG_PAPER_MAX_LIST);
+    for (size_t i = 0; i < count; i++) {
+      config_path ip = CONFIG_INDEX(&kp, i);
+      ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), o->paths[i], sizeof o->paths[i], err));
+    }
+    o->npaths = (int)count;
+  }
+  return ENPU_OK;
+}
+
+static int parse_strings(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+                         enpu_err *err) {
+  if (json_object_get(q, "base"))
+    ENPU_FORWARD(config_get_string(doc, qp, q, "base", o->base, sizeof o->base, err));
+  if (json_object_get(q, "run"))
+    ENPU_FORWARD(config_get_string(doc, qp, q, "run", o->run, sizeof o->run, err));
+  if (json_object_get(q, "column"))
+    ENPU_FORWARD(config_get_string(doc, qp, q, "column", o->column, sizeof o->column, err));
+  if (json_object_get(q, "phase")) {
+    config_path kp = CONFIG_KEY(qp, "phase");
+    ENPU_FORWARD(config_enum(doc, &kp, json_object_get(q, "phase"), config_phase_names, CONFIG_NPHASE,
+                             &o->phase, err));
+  }
+  return ENPU_OK;
+}
+
+/* What each kind cannot do without. */
+static int check_required(const config_doc *doc, const config_path *qp, const config_paper_query *o,
+                          enpu_err *err) {
+  const bool needs_policy = o->kind != CONFIG_PAPER_CORE_HOURS;
+  const bool needs_base = o->kind == CONFIG_PAPER_GAIN || (o->kind == CONFIG_PAPER_FIGURE20 &&
+                                                           o->metric == CONFIG_F20_MIN_GAIN);
+  const char *missing = needs_policy && !o->npolicy ? "policy"
+                        : needs_base && !o->base[0] ? "base"
+                        : (o->kind == CONFIG_PAPER_REPLAY || o->kind == CONFIG_PAPER_WINDOWS) && !o->run[0]
+                            ? "run"
+                        : o->kind == CONFIG_PAPER_REPLAY && !o->npaths        ? "paths"
+                        : o->kind == CONFIG_PAPER_WINDOWS && !o->column[0]     ? "column"
+                        : o->kind == CONFIG_PAPER_FIGURE20 && o->factor == 0 &&
+                                o->metric != CONFIG_F20_MIN_GAIN
+                            ? "factor"
+                            : NULL;
+  if (missing)
+    return config_fail(doc, qp, err, ENPU_ERR_INVALID, "expected key \"%s\" for kind \"%s\"", missing,
+                       kind_names[o->kind]);
+  return ENPU_OK;
+}
+
+static int parse_query(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+                       enpu_err *err) {
+  *o = (config_paper_query){.phase = -1, .scale = 1, .agg = CONFIG_AGG_MEAN, .level = CONFIG_LEVEL_TOTAL};
+  if (!json_is_object(q)) return config_fail(doc, qp, err, ENPU_ERR_INVALID, "expected an object");
+  config_path kp = CONFIG_KEY(qp, "kind");
+  int kind = 0;
+  ENPU_FORWARD(config_enum(doc, &kp, json_object_get(q, "kind"), kind_names, CONFIG_NPAPER_KIND, &kind, err));
+  o->kind = (config_paper_kind)kind;
+  const char *allowed[16] = {"kind"};
+  const size_t n = count_keys(kind_keys[kind]);
+  memcpy(allowed + 1, kind_keys[kind], n * sizeof *allowed);
+  ENPU_FORWARD(config_object(doc, qp, q, allowed, n + 1, err));
+  ENPU_FORWARD(parse_lists(doc, qp, q, o, err));
+  ENPU_FORWARD(parse_strings(doc, qp, q, o, err));
+  ENPU_FORWARD(parse_slack(doc, qp, q, o, err));
+  int agg = o->agg, level = o->level, hours = o->hours, metric = o->metric;
+  ENPU_FORWARD(enum_key(doc, qp, q, "agg", agg_names, CONFIG_NAGG, &agg, err));
+  ENPU_FORWARD(enum_key(doc, qp, q, "level", level_names, CONFIG_NLEVEL, &level, err));
+  ENPU_FORWARD(enum_key(doc, qp, q, "hours", hours_names, CONFIG_NHOURS, &hours, err));
+  ENPU_FORWARD(enum_key(doc, qp, q, "metric", f20_names, CONFIG_NF20, &metric, err));
+  o->agg = (config_agg)agg, o->level = (config_level)level, o->hours = (config_hours)hours;
+  o->metric = (config_f20_metric)metric;
+  if (json_object_get(q, "factor")) ENPU_FORWARD(config_get_number(doc, qp, q, "factor", &o->factor, err));
+  if (json_object_get(q, "scale")) ENPU_FORWARD(config_get_number(doc, qp, q, "scale", &o->scale, err));
+  if (json_object_get(q, "offset")) ENPU_FORWARD(config_get_number(doc, qp, q, "offset", &o->offset, err));
+  return check_required(doc, qp, o, err);
+}
+
+/* "paper": a number, or [lo, hi] with lo <= hi. */
+static int parse_value(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
+                       enpu_err *err) {
+  config_path vp = CONFIG_KEY(cp, "paper");
+  const json_t *v = json_object_get(c, "paper");
+  if (!json_is_array(v)) {
+    ENPU_FORWARD(config_number(doc, &vp, v, &out->paper_lo, err));
+    out->paper_hi = out->paper_lo;
+    return ENPU_OK;
+  }
+  if (json_array_size(v) != 2)
+    return config_fail(doc, &vp, err, ENPU_ERR_INVALID, "expected a number or [low, high]");
+  config_path lo = CONFIG_INDEX(&vp, 0), hi = CONFIG_INDEX(&vp, 1);
+  ENPU_FORWARD(config_number(doc, &lo, json_array_get(v, 0), &out->paper_lo, err));
+  ENPU_FORWARD(config_number(doc, &hi, json_array_get(v, 1), &out->paper_hi, err));
+  if (out->paper_hi < out->paper_lo)
+    return config_fail(doc, &vp, err, ENPU_ERR_RANGE, "expected low <= high");
+  return ENPU_OK;
+}
+
+static int parse_claim(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
+                       enpu_err *err) {
+  ENPU_FORWARD(config_object(doc, cp, c, claim_keys, NKEYS(claim_keys), err));
+  ENPU_FORWARD(config_get_string(doc, cp, c, "id", out->id, sizeof out->id, err));
+  ENPU_FORWARD(config_get_int(doc, cp, c, "claim", &out->claim, err));
+  ENPU_FORWARD(config_get_string(doc, cp, c, "figure", out->figure, sizeof out->figure, err));
+  ENPU_FORWARD(config_get_string(doc, cp, c, "cite", out->cite, sizeof out->cite, err));
+  ENPU_FORWARD(config_get_string(doc, cp, c, "what", out->what, sizeof out->what, err));
+  ENPU_FORWARD(parse_value(doc, cp, c, out, err));
+  out->relation = '=';
+  int rel = 0;
+  ENPU_FORWARD(enum_key(doc, cp, c, "relation", relation_names, (int)NKEYS(relation_names), &rel, err));
+  out->relation = relation_names[rel][0];
+  if (json_object_get(c, "unit")) {
+    config_path up = CONFIG_KEY(cp, "unit");
+    const char *u = json_string_value(json_object_get(c, "unit"));
+    if (!u || strlen(u) >= sizeof out->unit)
+      return config_fail(doc, &up, err, ENPU_ERR_INVALID, "expected a unit of at most %zu bytes",
+                         sizeof out->unit - 1);
+    strcpy(out->unit, u);
+  }
+  if (json_object_get(c, "why")) ENPU_FORWARD(config_get_string(doc, cp, c, "why", out->why, sizeof out->why, err));
+  config_path qp = CONFIG_KEY(cp, "ours");
+  return parse_query(doc, &qp, json_object_get(c, "ours"), &out->ours, err);
+}
+
+/* A Table 7 row: "model", "phase", "plans": [{"policy", "op", "req"}, ...]. */
+static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *r, config_paper_t7 *out,
+                    enpu_err *err) {
+  ENPU_FORWARD(config_object(doc, rp, r, t7_keys, NKEYS(t7_keys), err));
+  ENPU_FORWARD(config_get_string(doc, rp, r, "model", out->model, sizeof out->model, err));
+  config_path php = CONFIG_KEY(rp, "phase"), pp = CONFIG_KEY(rp, "plans");
+  ENPU_FORWARD(config_enum(doc, &php, json_object_get(r, "phase"), config_phase_names, CONFIG_NPHASE,
+                           &out->phase, err));
+  const json_t *plans = json_object_get(r, "plans");
+  size_t n = 0;
+  ENPU_FORWARD(config_array(doc, &pp, plans, &n, err));
+  if (n > CONFIG_PAPER_T7_POLICIES)
+    return config_fail(doc, &pp, err, ENPU_ERR_RANGE, "expected at most %d policies", CONFIG_PAPER_T7_POLICIES);
+  for (size_t k = 0; k < n; k++) {
+    config_path ep = CONFIG_INDEX(&pp, k);
+    const json_t *e = json_array_get(plans, k);
+    ENPU_FORWARD(config_object(doc, &ep, e, t7_plan_keys, NKEYS(t7_plan_keys), err));
+    ENPU_FORWARD(config_get_string(doc, &ep, e, "policy", out->policy[k], sizeof out->policy[k], err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "op", &out->op[k], err));
+    ENPU_FORWARD(config_get_number(doc, &ep, e, "req", &out->req[k], err));
+  }
+  out->npolicy = (int)n;
+  return ENPU_OK;
+}
+
+static int parse_t5(const config_doc *doc, const config_path *rp, const json_t *r, config_paper_t5 *out,
+                    enpu_err *err) {
+  ENPU_FORWARD(config_object(doc, rp, r, t5_keys, NKEYS(t5_keys), err));
+  ENPU_FORWARD(config_get_string(doc, rp, r, "what", out->what, sizeof out->what, err));
+  ENPU_FORWARD(config_get_number(doc, rp, r, "paper", &out->paper, err));
+  return config_get_string(doc, rp, r, "chip", out->chip, sizeof out->chip, err);
+}
+
+/* An optional array of rows parsed by `row` into a calloc'd array of `size`-byte items. */
+static int parse_rows(const config_doc *doc, const config_path *root, const char *key, size_t size,
+                      int (*row)(const config_doc *, const config_path *, const json_t *, void *, enpu_err *),
+                      void **out, int *count, enpu_err *err) {
+  const json_t *a = json_object_get(doc->root, key);
+  if (!a) return ENPU_OK;
+  config_path ap = CONFIG_KEY(root, key);
+  size_t n = 0;
+  ENPU_FORWARD(config_array(doc, &ap, a, &n, err));
+  *out = enpu_calloc(n, size);
+  ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
+  for (size_t i = 0; i < n; i++) {
+    config_path ip = CONFIG_INDEX(&ap, i);
+    ENPU_FORWARD(row(doc, &ip, json_array_get(a, i), (char *)*out + i * size, err));
+    *count = (int)i + 1;
+  }
+  return ENPU_OK;
+}
+
+static int claim_row(const config_doc *d, const config_path *p, const json_t *v, void *o, enpu_err *e) {
+  return parse_claim(d, p, v, o, e);
+}
+
+/* Claims, each id once. */
+static int parse_claims(const config_doc *doc, const config_path *root, config_paper *p, enpu_err *err) {
+  if (!json_object_get(doc->root, "claims")) {
+    config_path ap = CONFIG_KEY(root, "claims");
+    return config_array(doc, &ap, NULL, NULL, err); /* reports the missing key */
+  }
+  ENPU_FORWARD(parse_rows(doc, root, "claims", sizeof *p->claims, claim_row, (void **)&p->claims, &p->nclaims, err));
+  for (int i = 0; i < p->nclaims; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(p->claims[j].id, p->claims[i].id)) {
+        config_path ap = CONFIG_KEY(root, "claims"), cp = CONFIG_INDEX(&ap, (size_t)i), ip = CONFIG_KEY(&cp, "id");
+        return config_fail(doc, &ip, err, ENPU_ERR_INVALID, "expected a unique id, \"%s\" is also claims[%d]",
+                           p->claims[i].id, j);
+      }
+  return ENPU_OK;
+}
+
+static int t7_row(const config_doc *d, const config_path *p, const json_t *v, void *o, enpu_err *e) {
+  return parse_t7(d, p, v, o, e);
+}
+
+static int t5_row(const config_doc *d, const config_path *p, const json_t *v, void *o, enpu_err *e) {
+  return parse_t5(d, p, v, o, e);
+}
+
+static int parse_paper(const config_doc *doc, void *out, enpu_err *err) {
+  config_paper *p = out;
+  config_path root = CONFIG_ROOT;
+  ENPU_FORWARD(config_object(doc, &root, doc->root, paper_keys, NKEYS(paper_keys), err));
+  snprintf(p->path, sizeof p->path, "%s", doc->file);
+  ENPU_FORWARD(config_get_string(doc, &root, doc->root, "paper", p->title, sizeof p->title, err));
+  ENPU_FORWARD(parse_claims(doc, &root, p, err));
+  ENPU_FORWARD(parse_rows(doc, &root, "table7", sizeof *p->table7, t7_row, (void **)&p->table7, &p->ntable7, err));
+  return parse_rows(doc, &root, "table5", sizeof *p->table5, t5_row, (void **)&p->table5, &p->ntable5, err);
+}
+
+static void clear_paper(void *obj) {
+  config_paper *p = obj;
+  free(p->claims);
+  free(p->table7);
+  free(p->table5);
+}
+
+int config_paper_load(const char *path, config_paper **out, enpu_err *err) {
+  void *p = NULL;
+  const int rc = config_load_file(path, "paper", sizeof **out, parse_paper, clear_paper, &p, err);
+  *out = p;
+  return rc;
+}
+
+void config_paper_free(config_paper *p) {
+  if (!p) return;
+  clear_paper(p);
+  free(p);
+}

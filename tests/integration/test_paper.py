@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""The paper's evaluation end to end on the quick grid (jobs/paper/quick/): the same
+pipeline `make paper` runs (tools/paper.py: farms, compile timings, Table 2 graphs, the
+Figure 20 sweep, replays, `enpu report paper`), so that it cannot rot.
+
+Usage: /usr/bin/python3 test_paper.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
+
+1. A cold run finishes (exit 0) and writes README.md, the per-run reports and plots.
+2. Our numbers in the README are the stores' and the compile outputs', recomputed here
+   independently with h5py and json: the mean eNPU-All prefill saving at 0 % slack over the
+   models (claim c1-prefill-0) in both budget modes, the overhead range at 0 % (claim
+   c2-overhead-0), Table 7's cells and Table 2's ratios.
+3. A rerun with nothing changed runs no stage and changes no file (every file's bytes).
+4. A change recomputes only what depends on it: a pipeline whose Figure 20 sweep has
+   another slack reruns the figure20 and report stages, nothing else.
+5. Bad input: a pipeline with an unknown key is refused (exit 2) naming the JSON path.
+"""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Harness, md_rows
+
+h = Harness(sys.argv[1], sys.argv[2])
+src, plugins = sys.argv[2], sys.argv[3]
+os.environ["HDF5_PLUGIN_PATH"] = plugins
+import h5py  # noqa: E402  (after HDF5_PLUGIN_PATH is set)
+
+DRIVER = os.path.join(src, "tools", "paper.py")
+PIPELINE = os.path.join(src, "jobs", "paper", "quick", "pipeline.json")
+
+
+def paper(out, *what, pipeline=PIPELINE):
+    t0 = time.monotonic()
+    p = subprocess.run([DRIVER, "--pipeline", pipeline, "--out", out, "--enpu", h.enpu, "--np", "2", *what],
+                       capture_output=True, text=True)
+    return p, time.monotonic() - t0
+
+
+def ran(stdout):
+    """(model folder, stage) of every stage that ran."""
+    return sorted(re.findall(r"^paper: (\S+): (\S+): running$", stdout, re.M))
+
+
+def files(out):
+    sums = {}
+    for root, _, names in os.walk(out):
+        for n in names:
+            p = os.path.join(root, n)
+            if "/.stamps" not in p:
+                sums[os.path.relpath(p, out)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+    return sums
+
+
+def plans(store, policy):
+    """{(phase, slack): plan row} of the policy's single bucket per phase."""
+    with h5py.File(store, "r") as f:
+        b, pl = f[f"policies/{policy}/buckets"][()], f[f"policies/{policy}/plans"][()]
+    return {(int(b["phase"][r["bucket"]]), round(float(r["slack"]), 9)): r for r in pl}
+
+
+def cell_number(cell):
+    m = re.match(r"\[?(-?[\d.]+)(?:, (-?[\d.]+))?\]?", cell)
+    return (float(m.group(1)), float(m.group(2) or m.group(1))) if m else None
+
+
+tmp = tempfile.mkdtemp(prefix="enpu-paper-test-")
+out = os.path.join(tmp, "a", "out")
+p, cold_s = paper(out, "all")
+h.check("cold run exits 0", p.returncode == 0, p.stdout[-1500:] + p.stderr[-1500:])
+print(f"     quick pipeline, cold: {cold_s:.1f} s wall")
+readme = os.path.join(out, "README.md")
+md = open(readme).read() if os.path.exists(readme) else ""
+manifests = {m: json.load(open(os.path.join(out, m, "manifest.json"))) for m in ("llama3-70b", "deepseek-v3-671b")
+             if os.path.exists(os.path.join(out, m, "manifest.json"))}
+h.check("README.md and both models' manifests written", md and len(manifests) == 2)
+for m in manifests:
+    for run in manifests[m]["runs"]:
+        rep = os.path.join(out, m, run["name"], "report.md")
+        h.check(f"{m}/{run['name']}: report.md and its Figure 11 plot", os.path.exists(rep) and os.path.exists(
+            os.path.join(out, m, run["name"], "savings_prefill.png")))
+
+# 2. the README's numbers against the outputs, recomputed here
+claims = {row[-1].strip("`"): row for row in md_rows(md, "| # | stated by the paper")}
+for k, mode in ((3, "paper"), (5, "strict")):
+    want = sum(100 * plans(os.path.join(out, m, f"request-{mode}", "plans.h5"), "enpu-all")[(0, 0.0)]
+               ["savings_vs_nodvfs"] for m in manifests) / len(manifests)
+    got = cell_number(claims.get("c1-prefill-0", [""] * 9)[k])
+    h.check(f"c1-prefill-0 ({mode} mode) = mean of the stores' eNPU-All prefill savings at 0 % = {want:.2f}",
+            got and abs(got[0] - want) < 0.006, str(claims.get("c1-prefill-0")))
+overheads = [float(r["overhead_pct"]) for m in manifests for (ph, s), r in
+             plans(os.path.join(out, m, "request-paper", "plans.h5"), "enpu-all").items() if s == 0]
+got = cell_number(claims.get("c2-overhead-0", [""] * 9)[3])
+h.check(f"c2-overhead-0 = [{min(overheads):.2f}, {max(overheads):.2f}] % from the stores",
+        got and abs(got[0] - min(overheads)) < 0.006 and abs(got[1] - max(overheads)) < 0.006,
+        str(claims.get("c2-overhead-0")))
+t7 = {(r[0], r[1]): r for r in md_rows(md, "| model | phase | dvfs-c op")}
+ok = bool(t7)
+for m in manifests:
+    for c in manifests[m]["compile"]:
+        doc = json.load(open(os.path.join(out, m, c["file"])))["policies"][c["policy"]]
+        col = {"dvfs-c": 2, "enpu-all": 6, "ideal": 10}[c["policy"]]
+        row = t7.get((m, c["phase"]))
+        ok = ok and row is not None and float(row[col]) == doc["op_evals"]
+h.check("Table 7: every operator-level cell is its compile output's op_evals", ok, str(t7)[:800])
+t2 = md_rows(md, "| model | class |")
+ok = bool(t2)
+for row in t2:
+    m = manifests.get(row[0])
+    g = next((json.load(open(os.path.join(out, row[0], e["file"]))) for e in (m or {}).get("graph", [])
+              if e["phase"] == "prefill" and e["seq"] == int(row[2])), None)
+    if g:
+        ok = ok and abs(float(row[3]) - 5 * g["time_ns"] / 1e6) < 0.51
+h.check("Table 2: 5 x our TTFT is the graph output's time", ok, str(t2)[:600])
+h.check("every numbered claim (1)-(5) has a row", all(f"| ({n}) |" in md for n in range(1, 6)))
+
+# 3. rerun with nothing changed
+before = files(out)
+p, warm_s = paper(out, "all")
+print(f"     quick pipeline, rerun with nothing changed: {warm_s:.1f} s wall")
+h.check("rerun: exit 0 and no stage ran", p.returncode == 0 and not ran(p.stdout), str(ran(p.stdout)))
+after = files(out)
+h.check("rerun: no file changed", before == after,
+        str(sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)))[:600])
+
+# 4. a change reruns only what depends on it
+changed = json.load(open(PIPELINE))
+changed["figure20"]["slacks"] = [0, 0.05]
+for k in ("numbers",):
+    changed[k] = os.path.join(os.path.dirname(PIPELINE), changed[k])
+for i, m in enumerate(changed["models"]):
+    changed["models"][i] = os.path.join(os.path.dirname(PIPELINE), m)
+for v in changed.get("variants", []):
+    v["chip"] = os.path.join(os.path.dirname(PIPELINE), v["chip"])
+for k in ("figure20", "replay"):
+    changed[k]["model"] = os.path.join(os.path.dirname(PIPELINE), changed[k]["model"])
+changed["replay"]["trace"] = os.path.join(os.path.dirname(PIPELINE), changed["replay"]["trace"])
+alt = os.path.join(tmp, "pipeline.json")
+json.dump(changed, open(alt, "w"), indent=2)
+p, _ = paper(out, "all", pipeline=alt)
+h.check("a changed Figure 20 sweep reruns figure20 and the report only",
+        p.returncode == 0 and ran(p.stdout) == [("deepseek-v3-671b", "figure20"), ("out", "report")],
+        str(ran(p.stdout)) + p.stderr[-500:])
+
+# 5. bad input
+bad = dict(changed, grid_policies=["nodvfs"])
+json.dump(bad, open(alt, "w"))
+p, _ = paper(out, "all", pipeline=alt)
+h.check("a pipeline with an unknown key: exit 2 naming it", p.returncode == 2 and "grid_policies" in p.stderr
+        and alt in p.stderr, p.stderr[-400:])
+subprocess.run(["rm", "-rf", tmp])
+h.finish()
