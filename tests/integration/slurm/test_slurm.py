@@ -150,9 +150,9 @@ def test_requeue(s):
     # each start), so at least the first start is interrupted. The minute is dvfs-c's
     # genetic algorithm (≈ 0.4 s of CPU a bucket at 4 slacks, 158 buckets), which sums
     # Pareto points and calls no cost model: a faster cost model does not shorten it (the
-    # batched evaluation took the default policies over a grid of 564 buckets from about
-    # a minute to 11 s). Two ranks under mpirun (one computes), which forwards the batch
-    # shell's SIGUSR1 to both; demo covers srun.
+    # batched evaluation took the default policies over a grid of 564 buckets from 39 s to
+    # 11 s on one rank of the 2-core development machine). Two ranks under mpirun (one
+    # computes), which forwards the batch shell's SIGUSR1 to both; demo covers srun.
     job = s.write_job("long", store="long.h5", policies=["nodvfs", "dvfs-c"], phases={
         "prefill": {"batch": [1, 4, 16], "seq": {"rule": "paper", "max": 32768}},
         "decode": {"batch": [1, 8, 64], "seq": {"rule": "paper", "max": 32768}}})
