@@ -155,6 +155,7 @@ int cli_cmd_farm(int argc, char **argv) {
   }
   o.add = add;
   o.job_paths = jobs;
+  o.summary_out = stdout;
   int st = parse_args(argc, argv, &o, add, jobs);
   enpu_err err = {0};
   const int rc = st >= 0 ? 0 : farm_run(&o, sums, &err);
@@ -162,15 +163,9 @@ int cli_cmd_farm(int argc, char **argv) {
     if (sums[0].rank == 0) cli_fail("farm", err.msg);
     st = cli_exit_status(err.code, sums[0].input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
   } else if (st < 0) {
-    st = 0;
-    for (int j = 0; j < o.njobs; j++) {
-      if (sums[j].rank == 0) {
-        printf("\n");
-        farm_summary_print(&sums[j], stdout);
-        fflush(stdout);
-      }
+    st = 0; /* rank 0 printed the summaries (farm_options.summary_out) */
+    for (int j = 0; j < o.njobs; j++)
       if ((int)sums[j].outcome > st) st = (int)sums[j].outcome;
-    }
   }
   free(add);
   free(jobs);

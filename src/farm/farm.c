@@ -409,6 +409,11 @@ static int finish_jobs(master *m, clocks *c, int finished, enpu_err *err) {
     if (jr < 0 && rc == 0) rc = jr;
     if (jr < 0 && j + 1 < m->njobs) enpu_err_prefix(err, "%s: ", s->job);
   }
+  for (int j = 0; rc == 0 && m->o.summary_out && j < m->njobs; j++) {
+    fprintf(m->o.summary_out, "\n");
+    farm_summary_print(&m->sums[j], m->o.summary_out);
+  }
+  if (rc == 0 && m->o.summary_out) fflush(m->o.summary_out);
   return rc;
 }
 

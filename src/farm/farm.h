@@ -48,6 +48,10 @@ typedef struct {
   const char *capacity_factor;       /* NULL, or every job's MoE capacity factor replaced
                                         (config_job_set_capacity_factor) on every rank */
   FILE *log;                         /* progress and notes (stderr when NULL) */
+  FILE *summary_out;                 /* rank 0 prints each job's summary here (NULL:
+                                        nowhere) before the ranks leave farm_run: printed
+                                        after it, a worker exiting first with a non-zero
+                                        status can make mpirun kill rank 0 mid-print */
 } farm_options;
 
 void farm_options_default(farm_options *o);
