@@ -1,7 +1,9 @@
-/* cmd_farm.c — `[mpirun -np N] enpu farm JOB [--store PATH] [--add-buckets
+/* cmd_farm.c — `[mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
- * [--results DIR] [--quiet] [--capacity-factor F]`: compile the job's whole grid into its HDF5 plan store with the farm module.
- * Every rank runs this command; only rank 0 prints.
+ * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor F]`:
+ * compile each job's whole grid into its HDF5 plan store with the farm module, all jobs
+ * sharing the ranks. Every rank runs this command; only rank 0 prints. With several
+ * jobs the exit status is the worst of theirs.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
@@ -20,6 +22,7 @@ static int run(void *args);
 
 typedef struct {
   farm_options o;
+  cli_strings jobs;                   /* o.job_paths */
   farm_bucket_spec add[CLI_LIST_MAX]; /* o.add */
   int json;
 } farm_args;
@@ -45,90 +48,124 @@ static int accept_bucket(const char *spec, void *args, char *expected, size_t le
                     CLI_LIST_MAX);
 }
 
-#define SECONDS(lo_open, hi) {.min = 0, .max = (hi), .min_open = (lo_open)}
+/* A time in seconds into farm_options' field, in [0, hi] or (0, hi]. */
+#define SECONDS_OPT(name_, field, lo_open, hi, help_)                                             \
+  {.name = name_, .type = CLI_DOUBLE, .at = offsetof(farm_args, o.field), .meta = "SEC",          \
+   .range = {.min = 0, .max = (hi), .min_open = (lo_open)}, .help = help_}
 
 static const cli_opt opts[] = {
     {.name = "store", .type = CLI_STRING, .at = offsetof(farm_args, o.store_path), .meta = "PATH",
-     .help = "the store (default: the job's \"store\"); journal: PATH.journal"},
+     .help = "the store (default: the job's \"store\"); journal: PATH.journal\n(one job only)"},
     {.name = "add-buckets", .type = CLI_CUSTOM, .meta = "SPEC", .accept = accept_bucket,
      .help = "extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
-             "kept in the store, so later runs keep compiling it)"},
-    {.name = "checkpoint-s", .type = CLI_DOUBLE, .at = offsetof(farm_args, o.checkpoint_s), .meta = "SEC",
-     .range = SECONDS(true, 1e9), .help = "rewrite the store every SEC seconds"},
-    {.name = "lock-wait", .type = CLI_DOUBLE, .at = offsetof(farm_args, o.lock_wait_s), .meta = "SEC",
-     .range = SECONDS(false, 1e9),
-     .help = "wait up to SEC seconds for another writer of the store (a farm,\n"
-             "enpu validate) to finish; then exit 4 naming it"},
-    {.name = "progress-s", .type = CLI_DOUBLE, .at = offsetof(farm_args, o.progress_s), .meta = "SEC",
-     .range = SECONDS(true, 1e9), .help = "progress line interval when stderr is not a terminal"},
+             "kept in the store, so later runs keep compiling it; one job)"},
+    SECONDS_OPT("checkpoint-s", checkpoint_s, true, 1e9,
+                "rewrite the store every SEC seconds (longer when a rewrite takes\nmore than a tenth of that)"),
+    SECONDS_OPT("lock-wait", lock_wait_s, false, 1e9,
+                "wait up to SEC seconds for another writer of the store (a farm,\n"
+                "enpu validate) to finish; then exit 4 naming it"),
+    SECONDS_OPT("progress-s", progress_s, true, 1e9, "progress line interval when stderr is not a terminal"),
     {.name = "results", .type = CLI_STRING, .at = offsetof(farm_args, o.results_dir), .meta = "DIR",
      .help = "summary.md goes to DIR/<job>/ (default: beside the store)"},
+    SECONDS_OPT("batch-s", batch_s, false, 3600,
+                "seconds of work in a task batch (0: one task; default: 5 to\n"
+                "50 ms, at least 100 us a worker beyond 50 workers)"),
+    {.name = "task-log", .type = CLI_STRING, .at = offsetof(farm_args, o.task_log), .meta = "PATH",
+     .help = "a CSV line per task computed: job, kind (op, part, bucket),\n"
+             "policy, wall and CPU seconds, evaluations, result bytes\n"
+             "(plain, packed)"},
     {.name = "quiet", .type = CLI_FLAG, .at = offsetof(farm_args, o.quiet), .help = "no progress lines"},
     {.name = "capacity-factor", .type = CLI_STRING, .at = offsetof(farm_args, o.capacity_factor), .meta = "F",
      .help = "the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
              "one store per factor sweeps it (give each its own --store);\n"
              "the store records the factor compiled"},
-    CLI_JSON_OPT(farm_args, "the summary"),
+    CLI_JSON_OPT(farm_args, "the summaries"),
 };
+
+static void print_summaries(const farm_summary *sums, int njobs, void *args);
 
 static void init(void *args) {
   farm_args *a = args;
   farm_options_default(&a->o);
   a->o.add = a->add;
+  a->o.job_paths = a->jobs.v;
+  a->o.print_summaries = print_summaries, a->o.print_user = a;
 }
 
-static const cli_spec spec = {.command = "farm", .run = run, .init = init,
-                              CLI_JOB_ARG(farm_args, o.job_path), CLI_OPTS(opts, farm_args)};
+static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
+  const farm_args *a = args;
+  if (a->jobs.n > 1 && (a->o.store_path || a->o.nadd))
+    return cli_reject(msg, len, "--store and --add-buckets take a single job");
+  return 0;
+}
+
+static const cli_spec spec = {.command = "farm", .run = run, .init = init, .check = check,
+                              .pos = {"JOB...", "job file", 1, CLI_LIST_MAX, offsetof(farm_args, jobs)},
+                              CLI_OPTS(opts, farm_args)};
 const cli_spec *const cli_farm_specs[] = {&spec, NULL};
 
 static const char *const outcome_names[] = {[FARM_DONE] = "done", [FARM_FAILED] = "failed",
                                             [FARM_INTERRUPTED] = "interrupted"};
 
-/* One job's summary as JSON; NULL when out of memory. */
-static json_t *summary_json(const farm_summary *s) {
-  json_t *ops = json_object();
-  for (int p = 0; ops && p < s->npolicies; p++)
-    if (json_object_set_new(ops, config_policy_name((config_policy)s->policies[p]),
-                            json_integer(s->unique_ops[s->policies[p]])) < 0)
-      json_decref(ops), ops = NULL;
-  return json_pack("{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I}, "
-                   "s:I, s:I, s:f, s:f, s:f}",
-                   "job", s->job, "store", s->store_path, "outcome", outcome_names[s->outcome], "ranks", s->ranks,
-                   "buckets", "ok", (json_int_t)s->buckets_ok, "infeasible_capacity",
-                   (json_int_t)s->buckets_infeasible, "failed", (json_int_t)s->buckets_failed, "unique_ops", ops,
-                   "tasks", "total", (json_int_t)s->tasks_total, "op", (json_int_t)s->op_tasks, "bucket",
-                   (json_int_t)s->bucket_tasks, "done", (json_int_t)s->tasks_done, "failed",
-                   (json_int_t)s->tasks_failed, "reused", "store", (json_int_t)s->reused_store, "journal",
-                   (json_int_t)s->reused_journal, "recomputed", (json_int_t)s->recomputed, "evaluations",
-                   (json_int_t)s->evaluations, "core_s", s->core_s, "wall_s", s->wall_s, "master_cpu_s",
-                   s->master_cpu_s);
+/* {policy name: values[p]} over the job's policies; NULL when out of memory. */
+static json_t *per_policy(const farm_summary *s, const int64_t *counts, const double *seconds) {
+  json_t *o = json_object();
+  for (int p = 0; o && p < s->npolicies; p++) {
+    config_policy_spec pol = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+    char name[CONFIG_NAME_LEN];
+    config_policy_spec_decode(s->policies[p], &pol);
+    config_policy_spec_name(&pol, name);
+    json_t *v = counts ? json_integer(counts[p]) : json_real(seconds[p]);
+    if (json_object_set_new(o, name, v) < 0) json_decref(o), o = NULL;
+  }
+  return o;
 }
 
-/* The summaries of the run (rank 0): Markdown, or {"outcome", "jobs": [...]} with --json. */
-static int print_summaries(const farm_summary *sums, int njobs, int outcome, int json) {
-  for (int j = 0; !json && j < njobs; j++) {
-    printf("\n");
-    farm_summary_print(&sums[j], stdout);
+/* One job's summary as JSON; NULL when out of memory. */
+static json_t *summary_json(const farm_summary *s) {
+  return json_pack("{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, "
+                   "s:{s:I, s:I, s:I}, s:I, s:I, s:f, s:f, s:o, s:f, s:f, s:f, s:I, s:i}",
+                   "job", s->job, "store", s->store_path, "outcome", outcome_names[s->outcome], "ranks", s->ranks,
+                   "buckets", "ok", (json_int_t)s->buckets_ok, "infeasible_capacity",
+                   (json_int_t)s->buckets_infeasible, "failed", (json_int_t)s->buckets_failed, "unique_ops",
+                   per_policy(s, s->unique_ops, NULL), "tasks", "total", (json_int_t)s->tasks_total, "op",
+                   (json_int_t)s->op_tasks, "bucket", (json_int_t)s->bucket_tasks, "part",
+                   (json_int_t)s->part_tasks, "done", (json_int_t)s->tasks_done, "failed",
+                   (json_int_t)s->tasks_failed, "reused", "store", (json_int_t)s->reused_store, "journal",
+                   (json_int_t)s->reused_journal, "resumed_ops", (json_int_t)s->resumed_ops, "recomputed",
+                   (json_int_t)s->recomputed, "evaluations", (json_int_t)s->evaluations, "core_s", s->core_s,
+                   "cpu_s", s->cpu_s, "policy_cpu_s", per_policy(s, NULL, s->policy_cpu_s), "wall_s", s->wall_s,
+                   "master_cpu_s", s->master_cpu_s, "master_rss_mb", s->master_rss_mb, "batches",
+                   (json_int_t)s->batches, "jobs", s->jobs);
+}
+
+/* Rank 0, before the ranks leave farm_run: every job's Markdown summary, or with --json
+ * {"outcome": the worst, "jobs": [summary, ...]}. */
+static void print_summaries(const farm_summary *sums, int njobs, void *args) {
+  const farm_args *a = args;
+  json_t *jobs = a->json ? json_array() : NULL;
+  int worst = FARM_DONE;
+  for (int j = 0; j < njobs; j++) {
+    worst = (int)sums[j].outcome > worst ? (int)sums[j].outcome : worst;
+    if (!a->json) printf("\n"), farm_summary_print(&sums[j], stdout);
+    else if (jobs && json_array_append_new(jobs, summary_json(&sums[j])) < 0) json_decref(jobs), jobs = NULL;
   }
-  if (!json) return fflush(stdout), 0;
-  json_t *jobs = json_array();
-  for (int j = 0; jobs && j < njobs; j++)
-    if (json_array_append_new(jobs, summary_json(&sums[j])) < 0) json_decref(jobs), jobs = NULL;
-  json_t *doc = json_pack("{s:s, s:o}", "outcome", outcome_names[outcome], "jobs", jobs);
-  const int rc = doc ? cli_print_json(doc) : cli_fail("farm", "cannot build JSON output");
+  json_t *doc = a->json && jobs ? json_pack("{s:s, s:o}", "outcome", outcome_names[worst], "jobs", jobs) : NULL;
+  if (a->json && !(doc && cli_print_json(doc) == 0)) cli_fail("farm", "cannot build JSON output");
   json_decref(doc);
   fflush(stdout);
-  return rc;
 }
 
 static int run(void *args) {
   farm_args *a = args;
-  farm_summary sum;
+  a->o.njobs = a->jobs.n;
+  farm_summary sums[CLI_LIST_MAX];
   enpu_err err = {0};
-  if (farm_run(&a->o, &sum, &err) < 0) {
-    if (sum.rank == 0) cli_fail("farm", err.msg);
-    return cli_exit_status(err.code, sum.input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
+  if (farm_run(&a->o, sums, &err) < 0) {
+    if (sums[0].rank == 0) cli_fail("farm", err.msg);
+    return cli_exit_status(err.code, sums[0].input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
   }
-  if (sum.rank == 0 && print_summaries(&sum, 1, (int)sum.outcome, a->json) != 0) return CLI_EXIT_FAILED;
-  return (int)sum.outcome;
+  int st = 0; /* rank 0 printed the summaries (print_summaries) */
+  for (int j = 0; j < a->o.njobs; j++) st = (int)sums[j].outcome > st ? (int)sums[j].outcome : st;
+  return st;
 }
