@@ -1,5 +1,5 @@
-/* common.h — what every module shares: stable error codes with a message buffer,
- * logging to a caller-chosen stream, checked allocation, growable arrays, file
+/* common.h — what every module shares: stable error codes with a message buffer
+ * (enpu_err.h), * logging to a caller-chosen stream, checked allocation, growable arrays, file
  * reading, content hashing (xxHash XXH3-64) and a monotonic clock.
  *
  * Invariants: nothing here keeps global mutable state; every function that can fail
@@ -14,31 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Stable error codes. Never renumber: they appear in stores and exit summaries. */
-enum {
-  ENPU_OK = 0,
-  ENPU_ERR_INVALID = -1,    /* bad argument or bad input value */
-  ENPU_ERR_NOMEM = -2,      /* allocation failed */
-  ENPU_ERR_IO = -3,         /* a file could not be opened, read or written */
-  ENPU_ERR_PARSE = -4,      /* malformed syntax (JSON, CSV, command line) */
-  ENPU_ERR_RANGE = -5,      /* a value outside its allowed range */
-  ENPU_ERR_NOT_FOUND = -6,  /* lookup failed: no covering bucket, unknown op id */
-  ENPU_ERR_FORMAT = -7,     /* a file of the wrong format, version, or corrupt */
-  ENPU_ERR_INFEASIBLE = -8, /* no plan/bucket satisfies the constraints */
-  ENPU_ERR_INTERNAL = -9,   /* a broken invariant: a bug */
-  ENPU_ERR_ENV = -10        /* the environment refused: no space, quota, I/O error,
-                               read-only file system, a store locked by another writer.
-                               The same command succeeds once the environment is fixed. */
-};
-
-#define ENPU_ERR_MSG_LEN 1024
-
-/* An error report: the code and a human-readable message naming what went wrong,
- * where (file:line:column, JSON path) and what was expected. */
-typedef struct {
-  int code;
-  char msg[ENPU_ERR_MSG_LEN];
-} enpu_err;
+#include "enpu_err.h" /* the error codes and enpu_err */
 
 /* Name of an error code ("invalid input", ...); never NULL. */
 const char *enpu_strerror(int code);
