@@ -80,7 +80,7 @@ int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) {
   w->batches[phase]++;
   w->locked[phase] += b->c.locked;
   w->safeguard1[phase] += b->c.safeguard1;
-  const double occupancy = phase == REPLAY_DECODE ? (double)b->members * dur_ns : 0;
+  const double occupancy = phase == CONFIG_DECODE ? (double)b->members * dur_ns : 0;
   const span_load l = {energy_nj, 0, dur_ns, occupancy};
   ENPU_FORWARD(spread(r, phase, b->start_ns, dur_ns, &l, err));
   ph->busy_energy_nj += energy_nj;
@@ -93,7 +93,7 @@ int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) {
 /* ---- idle, sleep, wake ------------------------------------------------------------- */
 
 static int node_phase(const replay_result *r, size_t node) {
-  return node < (size_t)r->cluster->node[CONFIG_PREFILL].nodes ? REPLAY_PREFILL : REPLAY_DECODE;
+  return node < (size_t)r->cluster->node[CONFIG_PREFILL].nodes ? CONFIG_PREFILL : CONFIG_DECODE;
 }
 
 /* When an idle node falls asleep (INFINITY: never). */
@@ -252,7 +252,7 @@ static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
   replay_summary *sm = &r->summary;
   sm->horizon_ns = h_ns;
   sm->energy_nj = sm->kv_energy_nj;
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     sm->phase[ph].energy_nj = sm->phase[ph].busy_energy_nj + sm->phase[ph].idle_energy_nj;
     sm->energy_nj += sm->phase[ph].energy_nj;
   }
@@ -307,24 +307,24 @@ int replay_align_horizon(replay_result *const *runs, size_t n, enpu_err *err) {
 
 /* Utilisation of busy node-time / decode slot-time over `span_ns`. */
 static void utilisation(const config_cluster *cl, double busy_prefill_ns, double occupancy_ns, double span_ns,
-                        double util[REPLAY_NPHASE]) {
+                        double util[CONFIG_NPHASE]) {
   const int slots = cl->max_batch < cl->max_batch_tokens ? cl->max_batch : cl->max_batch_tokens;
-  util[REPLAY_PREFILL] = span_ns > 0 ? busy_prefill_ns / (cl->node[CONFIG_PREFILL].nodes * span_ns) : 0;
-  util[REPLAY_DECODE] = span_ns > 0 ? occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * span_ns) : 0;
+  util[CONFIG_PREFILL] = span_ns > 0 ? busy_prefill_ns / (cl->node[CONFIG_PREFILL].nodes * span_ns) : 0;
+  util[CONFIG_DECODE] = span_ns > 0 ? occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * span_ns) : 0;
 }
 
-void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]) {
-  utilisation(r->cluster, r->summary.phase[REPLAY_PREFILL].busy_node_ns, r->summary.phase[REPLAY_DECODE].occupancy_ns,
+void replay_utilisation(const replay_result *r, double util[CONFIG_NPHASE]) {
+  utilisation(r->cluster, r->summary.phase[CONFIG_PREFILL].busy_node_ns, r->summary.phase[CONFIG_DECODE].occupancy_ns,
               r->summary.horizon_ns, util);
 }
 
-void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]) {
+void replay_busiest_window(const replay_result *r, double util[CONFIG_NPHASE]) {
   util[0] = util[1] = 0;
   for (size_t k = 0; k < r->nwindows; k++) {
     const replay_window *w = &r->windows[k];
     if (w->length_ns < REPLAY_WINDOW_NS) continue; /* the cut last window */
-    double u[REPLAY_NPHASE];
-    utilisation(r->cluster, w->busy_node_ns[REPLAY_PREFILL], w->occupancy_ns, w->length_ns, u);
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) util[ph] = fmax(util[ph], u[ph]);
+    double u[CONFIG_NPHASE];
+    utilisation(r->cluster, w->busy_node_ns[CONFIG_PREFILL], w->occupancy_ns, w->length_ns, u);
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) util[ph] = fmax(util[ph], u[ph]);
   }
 }

@@ -226,7 +226,7 @@ int pelm_train(replay_pelm *a, enpu_err *err) {
     for (int b = 0; b < REPLAY_PELM_NBRANCH; b++)
       target_max[b] = qn[a->offset[b] + argmax(qn + a->offset[b], a->size[b])];
     memcpy(desired, fann_run(a->net, a->obs[i]), (size_t)a->nout * sizeof *desired);
-    const int branches_used = a->phase[i] == REPLAY_PREFILL ? 1 : REPLAY_PELM_NBRANCH;
+    const int branches_used = a->phase[i] == CONFIG_PREFILL ? 1 : REPLAY_PELM_NBRANCH;
     for (int b = 0; b < branches_used; b++) {
       fann_type *q = &desired[a->offset[b] + a->act[i][b]];
       const double y = a->reward[i] + a->p.gamma * target_max[b];

@@ -17,6 +17,11 @@
 #include "report.h"
 #include "search.h"
 
+/* Rows index a plan's states by config_component and its energies by power slot, the
+ * layouts the farm stored them in. */
+_Static_assert(STORE_NSTATE == CONFIG_NCOMP && STORE_NENERGY == POWER_NSLOT,
+               "store records and the cost model's arrays must have the same layout");
+
 /* ---- helpers ------------------------------------------------------------------- */
 
 static int bucket_ok(const store_bucket_rec *b) { return b->status == STORE_BUCKET_OK && b->plan_count > 0; }

@@ -9,6 +9,8 @@
 
 #include "search.h"
 
+_Static_assert((int)SEARCH_VF_NUNIT == (int)COST_NUNIT, "vf.set has one field per clocked unit");
+
 #define INV_RTOL 1e-9
 
 static int le_tol(double a, double b) { return a <= b + INV_RTOL * fmax(fabs(a), fabs(b)); }

@@ -25,7 +25,7 @@
  * overhead (the cost model's transitions and budgets changed with them).
  * 3: a checksum per table and over the root attributes, pending buckets in checkpoints. */
 #define STORE_FORMAT_VERSION 3u
-#define STORE_NSTATE 5     /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
+#define STORE_NSTATE PLANSTORE_NSTATE /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7    /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
 #define STORE_NAME_LEN 64  /* fixed string columns (op and policy names) */
 #define STORE_MSG_LEN 160  /* bucket status message */
@@ -34,8 +34,9 @@
 #define STORE_NO_PREFIX UINT64_MAX /* plans.walk_prefix of a plan that is no walk prefix
                                       (the GA's, a rail-lifted one, the all-peak fallback) */
 
-/* Phases and bucket status, as stored (u8 columns). Phase numbers equal config_phase. */
-enum { STORE_PHASE_PREFILL = 0, STORE_PHASE_DECODE = 1 };
+/* Phases and bucket status, as stored (u8 columns). Phases are the reader API's codes
+ * (which the modules that also see config.h assert equal to config_phase). */
+enum { STORE_PHASE_PREFILL = PLANSTORE_PREFILL, STORE_PHASE_DECODE = PLANSTORE_DECODE };
 enum {
   STORE_BUCKET_OK = 0,
   STORE_BUCKET_INFEASIBLE_CAPACITY = 1,

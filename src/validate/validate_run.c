@@ -85,7 +85,7 @@ static int check_policy(validate_ctx *v, const validate_args *a, const store_pol
 
 static void summarise(const validate_args *a, const replay_summary *s, const replay_summary *base,
                       store_validation_replay_rec *o) {
-  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
+  const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
   *o = (store_validation_replay_rec){
       .requests = s->requests, .served = s->served, .slo_met = s->slo_met,
       .slo_attainment = s->slo_attainment, .energy_nj = s->energy_nj,
