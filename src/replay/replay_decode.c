@@ -144,7 +144,7 @@ static double decode_cap_end(const sim *s, const decode_node *dn, double fast_ns
 
 /* The fastest plan of the batch's bucket at KV length seq (cached while the members
  * stay and seq stays within the bucket). */
-static int decode_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
+static int decode_fastest_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
   if (dn->bucket_valid && seq <= dn->bucket.seq) return ENPU_OK;
   int ok = fastest_plan(s, CONFIG_DECODE, (int)dn->n, seq, &dn->bucket, NULL, err);
   if (ok < 0) return ok;
@@ -156,7 +156,7 @@ static int decode_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
 
 /* The plan of a store policy's iteration (with the run's fixed speculative configuration
  * when it has one: the target is per token, the plan the base bucket's). */
-static int store_iteration(sim *s, decode_node *dn, int seq, double start, node_batch *b, enpu_err *err) {
+static int plan_iteration(sim *s, decode_node *dn, int seq, double start, node_batch *b, enpu_err *err) {
   const double chips = s->cl->node[CONFIG_DECODE].chips;
   double ratio = 1;
   const bool spec = s->job && s->job->spec.exit_layers + s->job->spec.verify_layers > 0;
@@ -184,14 +184,14 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   double start = s->now_ns;
   if (from_idle) ENPU_FORWARD(account_wake(s, CONFIG_DECODE, global_node(s, node), &start, err));
   const int seq = (int)(dn->max_offset + (int64_t)dn->iter);
-  ENPU_FORWARD(decode_bucket(s, dn, seq, err));
+  ENPU_FORWARD(decode_fastest_bucket(s, dn, seq, err));
   node_batch *b = &dn->batch;
   b->start_ns = start, b->members = dn->n; /* the rest is set below: a batch per iteration */
   if (s->gov) {
     ENPU_FORWARD(gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
     ENPU_FORWARD(gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));
   } else {
-    ENPU_FORWARD(store_iteration(s, dn, seq, start, b, err));
+    ENPU_FORWARD(plan_iteration(s, dn, seq, start, b, err));
   }
   replay_phase_stats *ph = &s->res->summary.phase[CONFIG_DECODE];
   ph->tokens += dn->n;

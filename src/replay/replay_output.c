@@ -130,7 +130,7 @@ static json_t *savings_json(const replay_summary *s, const replay_summary *b, bo
                       savings(s->energy_nj, b->energy_nj));
 }
 
-static json_t *policy_json(const replay_result *r, const replay_result *base) {
+static json_t *run_summary_json(const replay_result *r, const replay_result *base) {
   const replay_summary *s = &r->summary, *b = base ? &base->summary : NULL;
   const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
   const double req = (double)s->requests;
@@ -184,7 +184,7 @@ int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out
   const replay_summary *s0 = &runs[0]->summary;
   json_t *pol = json_object();
   for (size_t i = 0; pol && i < n; i++) {
-    json_t *pj = policy_json(runs[i], base);
+    json_t *pj = run_summary_json(runs[i], base);
     if (!pj || json_object_set_new(pol, runs[i]->summary.policy, pj) < 0) {
       json_decref(pol);
       pol = NULL;

@@ -433,7 +433,7 @@ static int sim_loop(sim *s, enpu_err *err) {
   return ENPU_OK;
 }
 
-static bool store_has(const planstore *ps, const char *policy) {
+static bool has_policy(const planstore *ps, const char *policy) {
   for (size_t i = 0; i < planstore_policy_count(ps); i++)
     if (!strcmp(planstore_policy_name(ps, i), policy)) return true;
   return false;
@@ -450,11 +450,11 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
                  ENPU_ERR_INVALID, "replay_run: missing store, policy or governor, trace or set-up");
   const config_cluster *cl = setup->cluster;
   const char *policy = job->governor ? "uniform" : job->policy;
-  ENPU_RETURN_IF(!store_has(ps, policy) && job->governor, err, ENPU_ERR_NOT_FOUND,
+  ENPU_RETURN_IF(!has_policy(ps, policy) && job->governor, err, ENPU_ERR_NOT_FOUND,
                  "governors run the store's uniform policy, which this store lacks (add \"uniform\" to the "
                  "job's policies and rerun the farm)");
-  ENPU_RETURN_IF(!store_has(ps, policy), err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
-  ENPU_RETURN_IF(job_speculates(job) && !store_has(ps, "uniform"), err, ENPU_ERR_NOT_FOUND,
+  ENPU_RETURN_IF(!has_policy(ps, policy), err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
+  ENPU_RETURN_IF(job_speculates(job) && !has_policy(ps, "uniform"), err, ENPU_ERR_NOT_FOUND,
                  "speculative decoding prices partial-depth passes with the store's uniform policy, which this "
                  "store lacks (add \"uniform\" to the job's policies and rerun the farm)");
   ENPU_RETURN_IF(config_policy_parse(policy, pol) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
@@ -533,7 +533,7 @@ typedef struct {
 
 /* Runs jobs first, first + stride, ...: the assignment, not the timing, decides which
  * thread runs what, and every run is independent. */
-static void *run_worker(void *arg) {
+static void *policy_thread(void *arg) {
   const run_batch *j = arg;
   for (size_t i = j->first; i < j->n; i += j->stride)
     j->rc[i] = replay_run_job(j->ps, &j->jobs[i], j->trace, j->setup, &j->runs[i], &j->errs[i]);
@@ -554,12 +554,12 @@ int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const
   size_t started = 0;
   for (size_t t = 0; status == ENPU_OK && t < nt; t++) {
     batches[t] = (run_batch){ps, jobs, n, t, nt, trace, setup, runs, rc, errs};
-    if (t > 0 && pthread_create(&tids[t], NULL, run_worker, &batches[t]) != 0) break; /* its share runs below */
+    if (t > 0 && pthread_create(&tids[t], NULL, policy_thread, &batches[t]) != 0) break; /* its share runs below */
     started = t + 1;
   }
-  if (status == ENPU_OK) run_worker(&batches[0]);
+  if (status == ENPU_OK) policy_thread(&batches[0]);
   for (size_t t = 1; t < started; t++) pthread_join(tids[t], NULL);
-  for (size_t t = started; status == ENPU_OK && t < nt; t++) run_worker(&batches[t]);
+  for (size_t t = started; status == ENPU_OK && t < nt; t++) policy_thread(&batches[t]);
   for (size_t i = 0; status == ENPU_OK && i < n; i++)
     if (rc[i] != ENPU_OK) {
       if (err) *err = errs[i];

@@ -226,7 +226,7 @@ typedef struct {
   bool plain;                    /* no bucket for the round: a plain iteration */
 } store_round;
 
-static int store_round_make(sim *s, const planstore_plan *fast, int n, int seq, store_round *r, enpu_err *err) {
+static int round_from_store(sim *s, const planstore_plan *fast, int n, int seq, store_round *r, enpu_err *err) {
   const replay_spec *sp = &s->job->spec;
   memset(r, 0, sizeof *r);
   const int ok = sp->exit_layers ? round_buckets(s, s->policy, n, seq, sp, &r->draft, &r->verify, err) : 1;
@@ -247,7 +247,7 @@ static int store_round_make(sim *s, const planstore_plan *fast, int n, int seq, 
 
 int spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err) {
   store_round r;
-  ENPU_FORWARD(store_round_make(s, fast, n, seq, &r, err));
+  ENPU_FORWARD(round_from_store(s, fast, n, seq, &r, err));
   *ratio = r.t_fast / fast->time_ns;
   return ENPU_OK;
 }
@@ -255,7 +255,7 @@ int spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double 
 int spec_store_step(sim *s, const planstore_plan *fast, const plan_choice *c, int n, int seq, double *time_ns,
                     double *energy_nj, gov_work *w, enpu_err *err) {
   store_round r;
-  ENPU_FORWARD(store_round_make(s, fast, n, seq, &r, err));
+  ENPU_FORWARD(round_from_store(s, fast, n, seq, &r, err));
   *w = (gov_work){.phase = CONFIG_DECODE, .tokens = r.tokens, .spec = s->job->spec};
   if (r.plain) w->spec.exit_layers = w->spec.draft_tokens = 0;
   /* The plan's slow-down and savings on the batch's bucket, applied to the round. */

@@ -70,7 +70,7 @@ static int parse_header(const char *path, char *line, long col[NCOL], enpu_err *
   return ENPU_OK;
 }
 
-static int parse_row(const char *path, size_t line_no, char *line, const long col[NCOL], window_row *row,
+static int parse_window_row(const char *path, size_t line_no, char *line, const long col[NCOL], window_row *row,
                      enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
@@ -101,7 +101,7 @@ static int parse_windows(const char *path, char *text, window_series *s, enpu_er
     line[strcspn(line, "\r")] = '\0';
     if (!*line) continue;
     window_row row;
-    ENPU_FORWARD(parse_row(path, line_no, line, col, &row, err));
+    ENPU_FORWARD(parse_window_row(path, line_no, line, col, &row, err));
     ENPU_RETURN_IF(enpu_grow((void **)&s->w, &cap, s->n + 1, sizeof *s->w) < 0, err, ENPU_ERR_NOMEM,
                    "out of memory (%s)", path);
     s->w[s->n++] = row;
@@ -188,7 +188,7 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
   return rc;
 }
 
-static long find_base(const window_series *s, size_t n) {
+static long baseline_series(const window_series *s, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(s[i].policy, "nodvfs")) return (long)i;
   return -1;
@@ -410,7 +410,7 @@ int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_e
   FILE *tf = rc == 0 ? open_memstream(&tables, &tables_len) : NULL;
   if (rc == 0 && !tf) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay tables)");
   if (tf) md_tables(tf, dir, &origin_h), fclose(tf);
-  const long base = rc == 0 ? find_base(s, n) : -1;
+  const long base = rc == 0 ? baseline_series(s, n) : -1;
   if (rc == 0) rc = plot_fig22(r, s, n, base, origin_h, err);
   if (rc == 0) rc = plot_fig5(r, &s[base >= 0 ? base : 0], origin_h, err);
   if (rc == 0)
