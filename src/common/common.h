@@ -1,6 +1,7 @@
 /* common.h — what every module shares: stable error codes with a message buffer
- * (enpu_err.h), * logging to a caller-chosen stream, checked allocation, growable arrays, file
- * reading, content hashing (xxHash XXH3-64) and a monotonic clock.
+ * (enpu_err.h), checked allocation, growable arrays, file and path helpers, content
+ * hashing (xxHash XXH3-64) and a monotonic clock. Modules print through the FILE* their
+ * caller gives them; there is no logger.
  *
  * Invariants: nothing here keeps global mutable state; every function that can fail
  * returns 0 or a negative ENPU_ERR_* code and, when given an enpu_err, fills it.
@@ -42,15 +43,6 @@ void enpu_err_prefix(enpu_err *err, const char *fmt, ...) __attribute__((format(
  * space, quota, I/O error, read-only file system, too many open files, no memory);
  * ENPU_ERR_IO for the others (a path that does not exist or may not be used). */
 int enpu_errno_code(int errnum);
-
-/* Logging: messages at or above `level` go to `out` (stderr when NULL). */
-typedef enum { ENPU_LOG_ERROR = 0, ENPU_LOG_WARN, ENPU_LOG_INFO, ENPU_LOG_DEBUG } enpu_log_level;
-typedef struct {
-  FILE *out;
-  enpu_log_level level;
-} enpu_logger;
-void enpu_log(const enpu_logger *lg, enpu_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* calloc that checks n*size for overflow; NULL on failure. */
 void *enpu_calloc(size_t n, size_t size);
