@@ -1,4 +1,4 @@
-/* farm.c — the farm's ranks (DESIGN.md §6): the master builds the task DAG from the job's
+/* farm.c — the farm's ranks (src/README.md): the master builds the task DAG from the job's
  * grid and what the previous store and the journal already hold, schedules op and bucket
  * tasks longest-first in batches, journals every result, checkpoints the store, reports
  * progress and handles SIGTERM/SIGINT/SIGUSR1; workers run task batches. The only file of the

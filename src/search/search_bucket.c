@@ -65,7 +65,7 @@ void search_bucket_result_free(search_bucket_result *r) {
 }
 
 /* ---------------------------------------------------------------------------------
- * Policy → search setup (DESIGN.md §1 policies table) */
+ * Policy → search setup (paper §4.1, §4.6) */
 
 int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o,
                         policy_setup *ps, enpu_err *err) {

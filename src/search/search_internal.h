@@ -24,7 +24,7 @@ struct search_ctx {
   search_memo *memo;
 };
 
-/* Policy → search setup (DESIGN.md §1 policies table). */
+/* Policy → search setup (paper §4.1, §4.6; src/README.md, "The search"). */
 typedef struct {
   search_domains dom;
   cost_pipeline pipe;
