@@ -179,6 +179,11 @@ void enpu_hasher_str(enpu_hasher *hs, const char *s) {
 
 uint64_t enpu_hasher_digest(const enpu_hasher *hs) { return hs->h; }
 
+int enpu_cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 double enpu_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -191,11 +191,6 @@ int finish_request(sim *s, int32_t i, enpu_err *err) {
 
 /* ---- the end of a run ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Nearest-rank percentile of sorted v[0..n). */
 static double percentile(const double *v, size_t n, double p) {
   if (n == 0) return NAN;
@@ -205,7 +200,7 @@ static double percentile(const double *v, size_t n, double p) {
 
 /* P1, P25, mean, P75, P99 of v[0..n) (sorted here); NaN without values. */
 static void slack_stats(double *v, size_t n, double out[REPLAY_NSLACK]) {
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, enpu_cmp_double);
   double sum = 0;
   for (size_t k = 0; k < n; k++) sum += v[k];
   out[0] = percentile(v, n, 0.01);
@@ -279,8 +274,8 @@ int finish_run(sim *s, enpu_err *err) {
     }
   }
   sm->slo_attainment = sm->requests ? (double)sm->slo_met / (double)sm->requests : 0;
-  qsort(s->scratch_a, nt, sizeof(double), cmp_double);
-  qsort(s->scratch_b, np, sizeof(double), cmp_double);
+  qsort(s->scratch_a, nt, sizeof(double), enpu_cmp_double);
+  qsort(s->scratch_b, np, sizeof(double), enpu_cmp_double);
   sm->ttft_p50_ns = percentile(s->scratch_a, nt, 0.50);
   sm->ttft_p99_ns = percentile(s->scratch_a, nt, 0.99);
   sm->tpot_p50_ns = percentile(s->scratch_b, np, 0.50);

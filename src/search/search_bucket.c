@@ -121,7 +121,7 @@ typedef struct {
   config_budget budget;
 } cost_user;
 
-static int cost_user_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns,
+static int eval_with_cost(void *user, const int state[CONFIG_NCOMP], double *time_ns,
                           double *energy_nj, enpu_err *err) {
   const cost_user *u = user;
   cost_plan plan;
@@ -137,7 +137,7 @@ static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pi
                      double *time_ns, double *energy_nj, enpu_err *err) {
   const int state[CONFIG_NCOMP] = {peak, peak, peak, peak, peak};
   cost_user u = {cost, op, pipe, CONFIG_BUDGET_STRICT};
-  return cost_user_eval(&u, state, time_ns, energy_nj, err);
+  return eval_with_cost(&u, state, time_ns, energy_nj, err);
 }
 
 /* Pareto set of one op; the exhaustive search gets a cost context per extra thread. */
@@ -152,7 +152,7 @@ static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const po
     if (t > 0) rc = cost_ctx_create(s->chip, &users[t].cost, err);
     uptr[t] = &users[t];
   }
-  if (rc == 0) rc = search_op_pareto(s->memo, &ps->dom, cost_user_eval, uptr, threads, out, err);
+  if (rc == 0) rc = search_op_pareto(s->memo, &ps->dom, eval_with_cost, uptr, threads, out, err);
   for (int t = 1; users && t < threads; t++) cost_ctx_free(users[t].cost);
   free(users);
   free(uptr);

@@ -229,7 +229,7 @@ static int fits(const request *rq, double t, double cp, double budget_ns) {
 }
 
 /* Take a candidate that fits and is cheaper than the plan so far. */
-static int take(const request *rq, const int (*state)[CONFIG_NCOMP], double t, double cp,
+static int take_if_better(const request *rq, const int (*state)[CONFIG_NCOMP], double t, double cp,
                 double e, search_slack_plan *pl) {
   if (!fits(rq, t, cp, pl->budget_ns) || e >= pl->energy_nj) return 0;
   pl->time_ns = t, pl->cp_time_ns = cp, pl->energy_nj = e;
@@ -298,7 +298,7 @@ static int lift_rails(const request *rq, scratch *sc, search_slack_plan *pl, enp
     double t, cp, e;
     ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->lift, &t, &cp, &e, err));
     pl->request_evals++;
-    if (take(rq, (const int(*)[CONFIG_NCOMP])sc->lift, t, cp, e, pl))
+    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->lift, t, cp, e, pl))
       pl->lifted_mask = mask, pl->walk_moves = -1, sc->have_best = 0;
   }
   return 0;
@@ -415,7 +415,7 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
     if (!fits(rq, t * (1 - 1e-9), cp * (1 - 1e-9), pl->budget_ns)) continue;
     if (m < pf.moves) ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
     if (!fits(rq, t, cp, pl->budget_ns)) continue;
-    if (take(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, pl)) {
+    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, pl)) {
       pl->walk_moves = m, pl->lifted_mask = 0;
       memcpy(sc->best_pos, sc->pos, (size_t)rq->instances * sizeof *sc->pos);
       sc->have_best = 1;
@@ -481,7 +481,7 @@ int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int
     double t, cp, e;
     ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
     if (aware) ENPU_FORWARD(lift_rails(rq, sc, pl, err));
-    if (take(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, pl)) {
+    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, pl)) {
       pl->lifted_mask = 0;
       memcpy(sc->best_pos, sc->pos, (size_t)rq->instances * sizeof *sc->pos);
       sc->have_best = 1;
