@@ -45,8 +45,9 @@ enum {
                                no ops, walk or plans */
   STORE_NBUCKET_STATUS
 };
-/* Budget modes, as stored (u8 columns); equal to config_budget. */
-enum { STORE_BUDGET_STRICT = 0, STORE_BUDGET_PAPER = 1 };
+/* Budget modes, as stored (u8 columns): the reader API's codes, asserted equal to
+ * config_budget where both are seen. */
+enum { STORE_BUDGET_STRICT = PLANSTORE_BUDGET_STRICT, STORE_BUDGET_PAPER = PLANSTORE_BUDGET_PAPER };
 
 /* ops: one row per unique operator signature of the policy. */
 typedef struct {

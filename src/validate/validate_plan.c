@@ -21,6 +21,9 @@
 #include "validate.h"
 
 _Static_assert(STORE_NSTATE == CONFIG_NCOMP, "a stored plan has one state per component");
+_Static_assert((int)CONFIG_BUDGET_STRICT == (int)STORE_BUDGET_STRICT &&
+                   (int)CONFIG_BUDGET_PAPER == (int)STORE_BUDGET_PAPER,
+               "a stored budget mode is a config_budget");
 
 struct validate_ctx {
   const config_job *job;
