@@ -184,6 +184,11 @@ int enpu_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+int enpu_cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
 double enpu_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

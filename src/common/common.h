@@ -83,8 +83,9 @@ void enpu_hasher_f64(enpu_hasher *hs, double v);
 void enpu_hasher_str(enpu_hasher *hs, const char *s);
 uint64_t enpu_hasher_digest(const enpu_hasher *hs);
 
-/* qsort comparator of doubles, ascending (NaN-free arrays). */
+/* qsort comparators, ascending: of doubles (NaN-free arrays) and of int32_t. */
 int enpu_cmp_double(const void *a, const void *b);
+int enpu_cmp_i32(const void *a, const void *b);
 
 /* Seconds from a monotonic clock (for durations and rates only). */
 double enpu_now_s(void);

@@ -39,7 +39,7 @@ static void runs_free(policy_run *r, size_t n) {
   free(r);
 }
 
-static int check_policy(validate_ctx *v, const validate_args *a, const store_policy_tables *t,
+static int check_sampled_plans(validate_ctx *v, const validate_args *a, const store_policy_tables *t,
                         policy_run *r, validate_outcome *out, enpu_err *err) {
   validate_pick *picks = enpu_calloc((size_t)a->sample + 1, sizeof *picks);
   ENPU_RETURN_IF(!picks, err, ENPU_ERR_NOMEM, "out of memory (sample)");
@@ -254,7 +254,7 @@ static int run_locked(const validate_args *a, const store_lock *lock, validate_o
                 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (policies)");
   out->policies = c->npolicies;
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
-    rc = check_policy(v, a, &c->policies[i], &runs[i], out, err);
+    rc = check_sampled_plans(v, a, &c->policies[i], &runs[i], out, err);
     if (rc == 0 && a->log)
       fprintf(a->log, "validate: %s: %zu plans re-simulated\n", c->policies[i].name, runs[i].nrows);
   }
