@@ -72,7 +72,11 @@ static void print_human(const config_job *job, const grid *g) {
   printf("slacks:");
   for (int i = 0; i < job->slack_count; i++) printf(" %g%%", 100.0 * job->slacks[i]);
   printf("\npolicies:");
-  for (int i = 0; i < job->policy_count; i++) printf(" %s", config_policy_name(job->policies[i]));
+  for (int i = 0; i < job->policy_count; i++) {
+    char name[CONFIG_NAME_LEN];
+    config_policy_spec_name(&job->policies[i], name);
+    printf(" %s", name);
+  }
   const grid_totals *t = grid_get_totals(g);
   printf("\ntotals: %lld buckets, %lld feasible, %lld infeasible (capacity); %lld compilations "
          "(feasible buckets x %d slacks x %d policies)\n",
@@ -141,7 +145,9 @@ static json_t *job_json(const config_job *job, const grid *g) {
   }
   json_t *policies = json_array();
   for (int i = 0; policies && i < job->policy_count; i++) {
-    if (json_array_append_new(policies, json_string(config_policy_name(job->policies[i]))) < 0) {
+    char name[CONFIG_NAME_LEN];
+    config_policy_spec_name(&job->policies[i], name);
+    if (json_array_append_new(policies, json_string(name)) < 0) {
       json_decref(policies);
       policies = NULL;
     }

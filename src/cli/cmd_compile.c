@@ -36,8 +36,10 @@ static void usage(FILE *out) {
           "rest (transitions, crossings) reported as overhead.\n"
           "\n"
           "  --phase, --batch, --seq   the bucket, as for `enpu graph`\n"
-          "  --policy NAME  nodvfs, dvfs-c, dvfs-c-walk, enpu-c, enpu-all, ideal (exhaustive:\n"
-          "                 slow), or all (default: the job's policies)\n"
+          "  --policy NAME  nodvfs, dvfs-c, dvfs-c-walk, dvfs-c-ms, enpu-c, enpu-all, enpu-ms,\n"
+          "                 enpu-3dom, enpu-4dom, ideal (the exact op-level set by branch and\n"
+          "                 bound), with pg+ (power gating) or @shadow=N (VU shadow\n"
+          "                 registers), pg; or all (default: the job's policies)\n"
           "  --request M    policy (default: the GA for dvfs-c, the hull walk with LP bound for\n"
           "                 every other policy), walk, greedy (the paper's) or ga (DVFS-C's\n"
           "                 genetic algorithm: 1000 x 500, warm-started)\n"
@@ -49,11 +51,11 @@ static void usage(FILE *out) {
           "                 lifted to one voltage band (plans the store cannot record yet)\n"
           "  --trim         Algorithm 1 + the trim pass (lower one domain at a time from each\n"
           "                 Pareto point while time holds and energy does not grow)\n"
-          "  --sample-ops N with --policy ideal: exhaustive search on N sampled ops only\n"
+          "  --sample-ops N with --policy ideal: exhaustive enumeration on N sampled ops only\n"
           "                 (Algorithm 1 on the ideal pipeline for the others); prints the\n"
           "                 sampled ops' greedy-vs-exact energy gap\n"
           "  --domains D    eNPU V/f domains for enpu-c/enpu-all: 5 (default), 4 or 3\n"
-          "  --threads N    threads of the exhaustive op-level search (ideal), default 1\n"
+          "  --threads N    threads of the exact or exhaustive op-level search (ideal), default 1\n"
           "  --json         print one JSON document on stdout instead of tables\n"
           "  --vfset        add every plan's vf.set stream (48-bit states + 6-bit mask)\n"
           "  --slacks LIST  comma-separated slacks (fractions) instead of the job's\n"
@@ -167,23 +169,29 @@ static double gap_of(const search_slack_plan *pl) {
   return pl->energy_nj > 0 ? 1.0 - pl->lower_bound_nj / pl->energy_nj : 0.0;
 }
 
-static int print_human(const search_bucket_result *r, int vfset, enpu_err *err) {
+static double loss_of(const search_slack_plan *pl) {
+  double l = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) l += pl->regulator_loss_nj[c];
+  return l;
+}
+
+static int print_human(const char *name, const search_bucket_result *r, int vfset, enpu_err *err) {
   printf("\n%s: T_nodvfs %.3f ms, T_peak %.3f ms, E_nodvfs %.3f mJ; all-peak %.3f ms "
          "%.3f mJ; %d ops searched, %" PRId64 " op evals in %.3f s, walk %" PRId64 " moves\n",
-         config_policy_name(r->policy), r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6,
+         name, r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6,
          r->e_nodvfs_nj / 1e6, r->policy_peak_time_ns / 1e6, r->policy_peak_energy_nj / 1e6,
          r->unique_ops, r->op_evals, r->op_search_s, r->walk_moves);
-  printf("%7s %11s %11s %11s %9s %12s %8s %12s %7s %9s %9s %9s\n", "slack", "budget ms", "time ms",
-         "crit. ms", "overhead", "energy mJ", "saving", "bound mJ", "gap", "op evals", "req evals",
-         "search s");
+  printf("%7s %11s %11s %11s %9s %12s %8s %12s %7s %9s %9s %9s %11s %5s\n", "slack", "budget ms",
+         "time ms", "crit. ms", "overhead", "energy mJ", "saving", "bound mJ", "gap", "op evals",
+         "req evals", "search s", "reg loss mJ", "gated");
   for (int k = 0; k < r->nplans; k++) {
     const search_slack_plan *pl = &r->plans[k];
     printf("%6.1f%% %11.4f %11.4f %11.4f %8.3f%% %12.4f %7.2f%% %12.4f %6.2f%% %9" PRId64
-           " %9" PRId64 " %9.3f\n",
+           " %9" PRId64 " %9.3f %11.4f %5s\n",
            100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->cp_time_ns / 1e6,
            pl->overhead_pct, pl->energy_nj / 1e6,
            100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * gap_of(pl),
-           pl->op_evals, pl->request_evals, pl->search_s);
+           pl->op_evals, pl->request_evals, pl->search_s, loss_of(pl) / 1e6, pl->gated ? "yes" : "no");
   }
   for (int k = 0; vfset && k < r->nplans; k++) {
     vf_stream vs = {0};
@@ -209,7 +217,17 @@ static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err)
                         "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", gap_of(pl),
                         "op_evals", (json_int_t)pl->op_evals, "request_evals",
                         (json_int_t)pl->request_evals, "search_s", pl->search_s);
-  if (!o || !vfset) return o;
+  json_t *loss = json_array();
+  for (int c = 0; loss && c < CONFIG_NCOMP; c++)
+    if (json_array_append_new(loss, json_real(pl->regulator_loss_nj[c])) < 0) json_decref(loss), loss = NULL;
+  if (!o || !loss || json_object_set_new(o, "regulator_loss_nj", loss) < 0 ||
+      json_object_set_new(o, "gated", json_boolean(pl->gated)) < 0 ||
+      json_object_set_new(o, "gates", json_real(pl->gates)) < 0) {
+    if (!o) json_decref(loss);
+    json_decref(o);
+    return NULL;
+  }
+  if (!vfset) return o;
   vf_stream vs = {0};
   json_t *arr = make_stream(pl, &vs, err) == 0 ? json_array() : NULL;
   for (int64_t c = 0; arr && c < vs.count; c++) {
@@ -345,7 +363,7 @@ typedef struct {
   search_ctx *sx;
   cost_ctx *cost;
   const search_options *opt;
-  const config_policy *pol;
+  const config_policy_spec *pol;
   int npol;
   config_phase phase;
   int batch, seq;
@@ -356,13 +374,17 @@ static int sweep_compile(config_job *job, const sweep_ctx *c, const char *factor
                          search_bucket_result *out, enpu_err *err) {
   ENPU_FORWARD(config_job_set_capacity_factor(job, factor, err));
   ENPU_FORWARD(graph_build(job, c->phase, c->batch, c->seq, g, err));
-  for (int p = 0; p < c->npol; p++)
-    ENPU_FORWARD(search_compile_bucket(c->sx, c->cost, *g, c->pol[p], job->slacks,
-                                       job->slack_count, c->opt, &out[p], err));
+  for (int p = 0; p < c->npol; p++) {
+    search_options popt = *c->opt;
+    search_options_set_policy(&popt, &c->pol[p]);
+    ENPU_FORWARD(search_compile_bucket(c->sx, c->cost, *g, c->pol[p].base, job->slacks,
+                                       job->slack_count, &popt, &out[p], err));
+  }
   return 0;
 }
 
-/* Rows of one factor: the plans made for it and the worst-case plans run on its graph. */
+/* Rows of one factor: the plans made for it and the worst-case plans run on its graph
+ * (an epoch policy's on this factor's epochs, each at its first operator's states). */
 static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
                       const search_bucket_result *cur, const search_bucket_result *worst,
                       report_imbalance_row *rows, enpu_err *err) {
@@ -375,17 +397,20 @@ static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
                      (long long)cur[p].plans[k].instances, (long long)pw->instances);
       int(*walk)[CONFIG_NCOMP] = calloc((size_t)pw->instances, sizeof *walk);
       ENPU_RETURN_IF(!walk, err, ENPU_ERR_NOMEM, "out of memory (plan states)");
-      search_states_by_walk(g, (const int(*)[CONFIG_NCOMP])pw->state, walk);
-      double t, e;
-      const int rc = search_plan_simulate(c->sx, c->cost, g, c->pol[p], c->opt,
-                                          (const int(*)[CONFIG_NCOMP])walk, &t, NULL, &e, err);
+      search_states_by_walk(cur[p].units, (const int(*)[CONFIG_NCOMP])pw->state, walk);
+      search_options popt = *c->opt;
+      search_options_set_policy(&popt, &c->pol[p]);
+      search_plan_totals tot;
+      const int rc = search_plan_simulate(c->sx, c->cost, g, c->pol[p].base, &popt,
+                                          (const int(*)[CONFIG_NCOMP])walk, pw->gated, &tot, err);
       free(walk);
       ENPU_FORWARD(rc);
+      const double e = tot.energy_nj;
       report_imbalance_row *r = &rows[p * job->slack_count + k];
       *r = (report_imbalance_row){.capacity_factor = factor, .slack = job->slacks[k],
                                   .savings = cur[p].plans[k].savings_vs_nodvfs,
                                   .savings_worst = 1.0 - e / cur[p].e_nodvfs_nj};
-      snprintf(r->policy, sizeof r->policy, "%s", config_policy_name(c->pol[p]));
+      config_policy_spec_name(&c->pol[p], r->policy);
     }
   return 0;
 }
@@ -429,7 +454,7 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
                  MAX_LIST);
   const size_t per = (size_t)c->npol * (size_t)job->slack_count;
   report_imbalance_row *rows = calloc((size_t)nf * per, sizeof *rows);
-  search_bucket_result worst[CONFIG_NPOLICY] = {{0}}, cur[CONFIG_NPOLICY] = {{0}};
+  search_bucket_result worst[CONFIG_MAX_POLICIES] = {{0}}, cur[CONFIG_MAX_POLICIES] = {{0}};
   graph *gw = NULL;
   int rc = rows ? sweep_compile(job, c, "worst", &gw, worst, err)
                 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
@@ -456,7 +481,7 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
 
 /* The search options the command line asks for (parse_args checked the names). */
 static void compile_options(const compile_args *a, const config_job *job, search_options *opt) {
-  search_options_default(opt);
+  search_options_for_job(opt, job, NULL);
   opt->request = !strcmp(a->request, "greedy") ? SEARCH_REQ_GREEDY
                  : !strcmp(a->request, "ga")   ? SEARCH_REQ_GA
                  : !strcmp(a->request, "walk") ? SEARCH_REQ_WALK
@@ -470,6 +495,17 @@ static void compile_options(const compile_args *a, const config_job *job, search
   opt->threads = a->threads;
 }
 
+/* One policy's bucket (its ops sampled for --sample-ops). */
+static int compile_one(search_ctx *sx, cost_ctx *cost, const graph *g, const config_job *job,
+                       const compile_args *a, const search_options *opt,
+                       const config_policy_spec *p, search_bucket_result *r, enpu_err *err) {
+  search_options popt = *opt;
+  search_options_set_policy(&popt, p);
+  return a->sample_ops ? compile_sampled(sx, cost, g, job, &popt, a->sample_ops, a->json, r, err)
+                       : search_compile_bucket(sx, cost, g, p->base, job->slacks, job->slack_count,
+                                               &popt, r, err);
+}
+
 int cli_cmd_compile(int argc, char **argv) {
   compile_args a = {.policy = "all", .request = "policy", .domains = 5, .threads = 1};
   const int st = parse_args(argc, argv, &a);
@@ -478,8 +514,8 @@ int cli_cmd_compile(int argc, char **argv) {
   if (config_phase_parse(a.phase, &phase) < 0)
     return cli_usage_error("compile", usage, "--phase expects prefill or decode, got '%s'",
                            a.phase);
-  config_policy one = CONFIG_POLICY_NODVFS;
-  if (strcmp(a.policy, "all") && config_policy_parse(a.policy, &one) < 0)
+  config_policy_spec one = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+  if (strcmp(a.policy, "all") && config_policy_spec_parse(a.policy, &one) < 0)
     return cli_usage_error("compile", usage, "unknown --policy '%s'", a.policy);
 
   enpu_err err = {0};
@@ -503,7 +539,7 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   search_options opt;
   compile_options(&a, job, &opt);
-  const config_policy *list = strcmp(a.policy, "all") ? &one : job->policies;
+  const config_policy_spec *list = strcmp(a.policy, "all") ? &one : job->policies;
   const int npol = strcmp(a.policy, "all") ? 1 : job->policy_count;
   if (a.factors) {
     const sweep_ctx c = {sx, cost, &opt, list, npol, phase, a.batch, a.seq};
@@ -523,17 +559,17 @@ int cli_cmd_compile(int argc, char **argv) {
   }
   for (int p = 0; p < npol && status == 0; p++) {
     search_bucket_result r;
-    if ((a.sample_ops ? compile_sampled(sx, cost, g, job, &opt, a.sample_ops, a.json, &r, &err)
-                      : search_compile_bucket(sx, cost, g, list[p], job->slacks,
-                                              job->slack_count, &opt, &r, &err)) < 0) {
+    char name[CONFIG_NAME_LEN];
+    config_policy_spec_name(&list[p], name);
+    if (compile_one(sx, cost, g, job, &a, &opt, &list[p], &r, &err) < 0) {
       status = cli_fail("compile", err.msg);
       break;
     }
     if (a.json) {
       json_t *pj = policy_json(&r, a.vfset, &err);
-      if (!pj || json_object_set_new(pols, config_policy_name(list[p]), pj) < 0)
+      if (!pj || json_object_set_new(pols, name, pj) < 0)
         status = cli_fail("compile", err.code ? err.msg : "cannot build JSON output");
-    } else if (print_human(&r, a.vfset, &err) < 0) {
+    } else if (print_human(name, &r, a.vfset, &err) < 0) {
       status = cli_fail("compile", err.msg);
     }
     search_bucket_result_free(&r);

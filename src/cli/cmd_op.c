@@ -327,6 +327,7 @@ static int run_exhaustive(const config_job *job, const graph *g, const op_args *
   search_options opt;
   search_options_default(&opt);
   opt.threads = a->threads;
+  opt.ideal_method = SEARCH_OP_EXHAUSTIVE; /* the oracle: every plan, not the bound's shortcut */
   int rc = search_ctx_create(&job->chip, &sx, &err);
   if (!rc) rc = cost_ctx_create(&job->chip, &cost, &err);
   if (!rc) {

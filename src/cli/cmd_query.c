@@ -155,6 +155,10 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
       isnan(pl->overhead_pct) ? json_null() : json_real(pl->overhead_pct), "t_nodvfs_ns",
       pl->t_nodvfs_ns, "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops,
       "capacity_note", pl->note ? pl->note : "");
+  if (doc && json_object_set_new(doc, "plan_energy_nj", isnan(pl->plan_energy_nj)
+                                                            ? json_null()
+                                                            : json_real(pl->plan_energy_nj)) < 0)
+    json_decref(doc), doc = NULL;
   if (!doc) return cli_fail("query", err->code ? err->msg : "cannot build JSON output");
   int rc = cli_print_json(doc);
   json_decref(doc);
@@ -177,8 +181,8 @@ static int print_human(const query_args *a, const char *policy, const planstore_
          paper ? "critical-path time" : "time", pl->time_ns / 1e6, pl->energy_nj / 1e6, pl->lower_bound_nj / 1e6,
          100 * pl->savings_vs_nodvfs);
   if (!isnan(pl->overhead_pct))
-    printf("stored plan for this target: %.6f ms with V/f transitions, overhead %.3f%% of T_nodvfs\n",
-           pl->plan_time_ns / 1e6, pl->overhead_pct);
+    printf("stored plan for this target: %.6f ms with V/f transitions, %.6f mJ, overhead %.3f%% "
+           "of T_nodvfs\n", pl->plan_time_ns / 1e6, pl->plan_energy_nj / 1e6, pl->overhead_pct);
   else
     printf("overhead: no stored plan has this target (the job's slacks have one each)\n");
   printf("T_nodvfs %.6f ms, T_peak %.6f ms, E_nodvfs %.6f mJ\n", pl->t_nodvfs_ns / 1e6, pl->t_peak_ns / 1e6,

@@ -151,14 +151,17 @@ static void info_human(const char *path, const store_contents *c, store_table_si
     printf(" (%zu buckets stream weights from the host every pass)", ci.over_hbm);
   printf("; MoE experts %s, capacity factor %s\n", ci.experts, ci.factor);
   uint64_t table_bytes = 0, stored_bytes = 0;
-  printf("\n%-10s %7s %9s %8s %6s %11s %7s %8s %10s %10s %12s %12s %7s\n", "policy", "ops", "pareto", "buckets",
+  int w = 10; /* the policy column fits the longest name (policy variants are long) */
+  for (size_t i = 0; i < c->npolicies; i++)
+    if ((int)strlen(c->policies[i].name) > w) w = (int)strlen(c->policies[i].name);
+  printf("\n%-*s %7s %9s %8s %6s %11s %7s %8s %10s %10s %12s %12s %7s\n", w, "policy", "ops", "pareto", "buckets",
          "ok", "infeasible", "failed", "pending", "walk", "plans", "table bytes", "stored", "zstd");
   for (size_t i = 0; i < c->npolicies; i++) {
     const store_policy_tables *p = &c->policies[i];
     policy_summary s = summarise(p, sizes[i]);
     table_bytes += s.table_bytes;
     stored_bytes += s.stored_bytes;
-    printf("%-10s %7zu %9zu %8zu %6zu %11zu %7zu %8zu %10zu %10zu %12" PRIu64 " %12" PRIu64 " %6.1fx\n", p->name,
+    printf("%-*s %7zu %9zu %8zu %6zu %11zu %7zu %8zu %10zu %10zu %12" PRIu64 " %12" PRIu64 " %6.1fx\n", w, p->name,
            p->nops, p->npareto, p->nbuckets, s.by_status[STORE_BUCKET_OK],
            s.by_status[STORE_BUCKET_INFEASIBLE_CAPACITY], s.by_status[STORE_BUCKET_FAILED],
            s.by_status[STORE_BUCKET_PENDING], p->nwalk, p->nplans, s.table_bytes, s.stored_bytes,

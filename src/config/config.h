@@ -38,7 +38,10 @@ typedef enum {
 /* dvfs-c is the paper's DVFS-C baseline (§4.1: compute domain only, the GA of §4.3 at
  * the request level); dvfs-c-walk is the same op-level sweep with the hull walk. uniform
  * is no DVFS plan: one chip-wide V/f state for every component and op, one plan per
- * state, the table online governors run batches from (search.h, replay.h). */
+ * state, the table online governors run batches from (search.h, replay.h).
+ * dvfs-c-ms and enpu-ms are DVFS-C and eNPU-All with one V/f setting per millisecond
+ * epoch instead of per operator (§4.6, Figure 16); enpu-3dom and enpu-4dom are eNPU-All
+ * with 3 and 4 V/f domains (§4.6, Figure 17). */
 typedef enum {
   CONFIG_POLICY_NODVFS = 0,
   CONFIG_POLICY_DVFS_C = 1,
@@ -47,8 +50,41 @@ typedef enum {
   CONFIG_POLICY_IDEAL = 4,
   CONFIG_POLICY_DVFS_C_WALK = 5,
   CONFIG_POLICY_UNIFORM = 6,
-  CONFIG_NPOLICY = 7
+  CONFIG_POLICY_DVFS_C_MS = 7,
+  CONFIG_POLICY_ENPU_MS = 8,
+  CONFIG_POLICY_ENPU_3DOM = 9,
+  CONFIG_POLICY_ENPU_4DOM = 10,
+  CONFIG_NPOLICY = 11
 } config_policy;
+
+/* A policy as a job lists it and a store names it: a base policy, optionally with power
+ * gating applied to the schedule its DVFS plan gives ("pg+<base>", §4.7; "pg" alone is
+ * power gating without DVFS, pg+nodvfs) and a VU shadow register file of another size
+ * than the chip's ("<base>@shadow=N", §4.5, Figure 15). One spelling per policy:
+ * [pg+]<base>[@shadow=N], with "pg" for pg+nodvfs. */
+typedef struct {
+  config_policy base;
+  bool gate;
+  int shadow_vregs; /* 0..255, or -1: the chip's */
+} config_policy_spec;
+
+#define CONFIG_MAX_POLICIES 32
+#define CONFIG_POLICY_GATE_PREFIX "pg+"
+
+/* @return 0, or ENPU_ERR_NOT_FOUND for a name that is not a policy in its one spelling. */
+int config_policy_spec_parse(const char *name, config_policy_spec *out);
+/* The spelling of a policy (at most CONFIG_NAME_LEN bytes with the NUL). */
+void config_policy_spec_name(const config_policy_spec *p, char out[CONFIG_NAME_LEN]);
+/* A 32-bit code that identifies a policy (base, gate, shadow size): what farm results
+ * and journal records carry. config_policy_spec_decode inverts it.
+ * @return 0, or ENPU_ERR_NOT_FOUND for a code no policy has. */
+uint32_t config_policy_spec_code(const config_policy_spec *p);
+int config_policy_spec_decode(uint32_t code, config_policy_spec *out);
+/* The policy without power gating: its DVFS plan search is the same, so its op-level
+ * Pareto sets are too. */
+config_policy_spec config_policy_spec_ungated(const config_policy_spec *p);
+/* Epoch policies (dvfs-c-ms, enpu-ms): one V/f setting per job-given epoch. */
+bool config_policy_is_epoch(config_policy p);
 
 /* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):
  * strict: every cost of the plan (V/f transitions, domain crossings, pipeline fill) fits
@@ -163,6 +199,9 @@ typedef struct {
  *             "step_mv": 54, "step_ns": 4, "scaling_time_ns": 20 },
  *   "fifo_sync_cycles": 5,
  *   "other_static_w": 44.83, "tdp_w": 350,
+ *   "gating": { "sa": { "gated_fraction": 0.03, "wake_ns": 5.88, "wake_energy_nj": 69.7,
+ *                       "min_idle_ns": 11.76 }, "vu": ..., "sram": ..., "hbm": ...,
+ *               "ici": ... },                                                    optional
  *   "tables": { "sa": "tpuv5p/sa_vf_power.csv", "vu": ..., "sram": ..., "hbm": ...,
  *               "hbm_io": ..., "hbm_dram": ..., "ici": ..., "ivr_dvfs": ...,
  *               "ivr_fixed": ... } }
@@ -207,6 +246,18 @@ typedef struct {
   int count;
 } config_ivr_table;
 
+/* Power gating of one component (§4.7 follows ReGate; the chip README gives each
+ * value's source): gated, the component's gateable static power (HBM: the controller
+ * only, the I/O and DRAM core stay on) drops to gated_fraction of itself; waking it
+ * takes wake_ns before its next work and wake_energy_nj; an idle interval shorter than
+ * min_idle_ns is never gated. */
+typedef struct {
+  double gated_fraction; /* 0..1 */
+  double wake_ns;
+  double wake_energy_nj; /* at the wall */
+  double min_idle_ns;
+} config_gating;
+
 typedef struct {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
@@ -232,6 +283,8 @@ typedef struct {
   config_vf_table vf[CONFIG_NCOMP];
   config_vf_table hbm_io, hbm_dram; /* the HBM PHY's parts (bandwidth levels) */
   config_ivr_table ivr_dvfs, ivr_fixed;
+  bool has_gating; /* the "gating" section is present (pg policies need it) */
+  config_gating gating[CONFIG_NCOMP];
 
   /* Derived at load. */
   double max_freq_ghz; /* freq_states * freq_step_mhz / 1000 */
@@ -344,12 +397,17 @@ typedef struct {
  *                  "seq": [1024, 2048, 4096],
  *                  "parallel": { "dp": 1, "tp": 4, "pp": 1, "ep": 1 } } },  optional
  *   "slacks": [0, 0.02, 0.05, 0.10],                         fractions, sorted, unique
- *   "policies": ["nodvfs", "dvfs-c", "enpu-all"],
+ *   "policies": ["nodvfs", "dvfs-c", "enpu-all", "pg+enpu-all",
+ *                { "policy": "enpu-all", "shadow": [0, 2, 8] }],   one variant per size
+ *   "epoch_ms": 5,                       epoch of dvfs-c-ms and enpu-ms (optional, 5)
  *   "budget": "strict",                        or "paper" (optional, default strict)
  *   "moe": { "capacity_factor": "worst",                     or a number in [1, E/k]
  *            "experts": "all-resident" },                    or "active-only"
  *   "capacity": "enforce"                                    or "offload" / "ignore"
  * }
+ * A policy object expands to "<policy>@shadow=N" for each size N (0..vu.vregs of the
+ * chip); a shadow size in a name must be in that range too. pg policies need a chip with
+ * a "gating" section.
  * A phase may be omitted (not compiled). Explicit lists must be strictly increasing
  * positive integers. A phase's parallelism defaults to the cluster node's; an override
  * must multiply to the node's chip count. TP must divide attention heads and FFN
@@ -420,8 +478,9 @@ typedef struct {
   config_phase_grid phase[CONFIG_NPHASE];
   double *slacks;
   int slack_count;
-  config_policy policies[CONFIG_NPOLICY];
+  config_policy_spec policies[CONFIG_MAX_POLICIES]; /* distinct, in the job's order */
   int policy_count;
+  double epoch_ms; /* "epoch_ms" (> 0, default 5) */
   config_budget budget; /* "budget": "strict" (default) or "paper" */
   double moe_capacity_factor; /* 0 = worst case (E/k: every token may hit one expert) */
   config_moe_experts moe_experts;

@@ -34,7 +34,8 @@ static const char *const chip_keys[] = {"name",
                                         "fifo_sync_cycles",
                                         "other_static_w",
                                         "tdp_w",
-                                        "tables"};
+                                        "tables",
+                                        "gating"};
 static const char *const sa_keys[] = {"count", "dim"};
 static const char *const vu_keys[] = {"count", "sublanes",     "lanes",
                                       "vregs", "shadow_vregs", "vreg_bytes"};
@@ -43,6 +44,9 @@ static const char *const hbm_keys[] = {"bytes", "gbps", "latency_ns", "controlle
 static const char *const ici_keys[] = {"topology", "links", "link_gbps", "latency_ns",
                                        "controller_share"};
 static const char *const dcn_keys[] = {"gbps"};
+static const char *const gating_comp_keys[] = {"gated_fraction", "wake_ns", "wake_energy_nj",
+                                               "min_idle_ns"};
+static const char *const gating_keys[] = {"sa", "vu", "sram", "hbm", "ici"};
 static const char *const host_keys[] = {"gbps", "latency_ns", "pj_per_byte"};
 static const char *const clock_keys[] = {"step_mhz", "states"};
 static const char *const ivr_keys[] = {"vin_v",   "vout_min_v", "vout_max_v",
@@ -358,6 +362,27 @@ static int parse_scalars(const config_doc *doc, const config_path *root, config_
   return ENPU_OK;
 }
 
+/* "gating": per component, its power-gating parameters (optional; config.h). */
+static int parse_gating(const config_doc *doc, const config_path *root, config_chip *c,
+                        enpu_err *err) {
+  const json_t *g = json_object_get(doc->root, "gating");
+  if (!g) return ENPU_OK;
+  config_path gp;
+  ENPU_FORWARD(sub_object(doc, root, "gating", gating_keys, NKEYS(gating_keys), &gp, &g, err));
+  for (int k = 0; k < CONFIG_NCOMP; k++) {
+    config_path p = CONFIG_KEY(&gp, gating_keys[k]);
+    const json_t *o = json_object_get(g, gating_keys[k]);
+    config_gating *cg = &c->gating[k];
+    ENPU_FORWARD(config_object(doc, &p, o, gating_comp_keys, NKEYS(gating_comp_keys), err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "gated_fraction", &cg->gated_fraction, err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "wake_ns", &cg->wake_ns, err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "wake_energy_nj", &cg->wake_energy_nj, err));
+    ENPU_FORWARD(config_get_number(doc, &p, o, "min_idle_ns", &cg->min_idle_ns, err));
+  }
+  c->has_gating = true;
+  return ENPU_OK;
+}
+
 static int parse_tables(const config_doc *doc, const config_path *root, config_chip *c,
                         enpu_hasher *hs, enpu_err *err) {
   config_path tp;
@@ -392,6 +417,7 @@ int config_chip_parse(const config_doc *doc, config_chip *c, enpu_err *err) {
   ENPU_FORWARD(config_object(doc, &root, doc->root, chip_keys, NKEYS(chip_keys), err));
   snprintf(c->path, sizeof c->path, "%s", doc->file);
   ENPU_FORWARD(parse_scalars(doc, &root, c, err));
+  ENPU_FORWARD(parse_gating(doc, &root, c, err));
   enpu_hasher hs;
   enpu_hasher_init(&hs, 0);
   enpu_hasher_bytes(&hs, doc->text, doc->len);

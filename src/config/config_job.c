@@ -15,9 +15,11 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const job_keys[] = {"name",     "model", "chip",       "cluster",
-                                       "store",    "phases", "slacks",    "policies",
-                                       "budget",   "moe",    "capacity", "validation"};
+static const char *const job_keys[] = {"name",     "model",  "chip",     "cluster",
+                                       "store",    "phases", "slacks",   "policies",
+                                       "budget",   "moe",    "capacity", "validation",
+                                       "epoch_ms"};
+static const char *const sweep_keys[] = {"policy", "shadow"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
 static const char *const rule_names[] = {"paper"};
@@ -147,30 +149,122 @@ static int parse_slacks(const config_doc *doc, const config_path *root, config_j
   return ENPU_OK;
 }
 
+/* A policy the job may compile: a shadow size within the chip's registers, gating only
+ * on a chip with gating parameters. */
+static int check_policy(const config_doc *doc, const config_path *p, const config_job *job,
+                        const config_policy_spec *spec, enpu_err *err) {
+  if (spec->shadow_vregs > job->chip.vregs)
+    return config_fail(doc, p, err, ENPU_ERR_RANGE,
+                       "expected a shadow register file of at most the chip's %d vector "
+                       "registers (%s), got %d", job->chip.vregs, job->chip.path, spec->shadow_vregs);
+  if (spec->gate && !job->chip.has_gating)
+    return config_fail(doc, p, err, ENPU_ERR_INVALID,
+                       "expected a policy without power gating: the chip %s has no \"gating\" "
+                       "section", job->chip.path);
+  return ENPU_OK;
+}
+
+/* The policies being read: each one's position in the array (element, and the shadow
+ * size's index for an expanded object, or -1), for a duplicate's message. */
+typedef struct {
+  const config_path *list;
+  size_t elem[CONFIG_MAX_POLICIES];
+  long size_index[CONFIG_MAX_POLICIES];
+} policy_list;
+
+static void policy_where(const config_doc *doc, const policy_list *pl, int k, char *buf,
+                         size_t cap) {
+  config_path ep = CONFIG_INDEX(pl->list, pl->elem[k]);
+  config_path sp = CONFIG_KEY(&ep, "shadow");
+  config_path ip = CONFIG_INDEX(&sp, (size_t)(pl->size_index[k] < 0 ? 0 : pl->size_index[k]));
+  config_where(doc, pl->size_index[k] < 0 ? &ep : &ip, buf, cap);
+}
+
+/* Append one policy (listed at p: element `elem`, shadow size `size_index`), refusing a
+ * second listing of it. */
+static int add_policy(const config_doc *doc, const config_path *p, policy_list *pl, size_t elem,
+                      long size_index, config_job *job, const config_policy_spec *spec,
+                      enpu_err *err) {
+  ENPU_FORWARD(check_policy(doc, p, job, spec, err));
+  char name[CONFIG_NAME_LEN];
+  config_policy_spec_name(spec, name);
+  for (int j = 0; j < job->policy_count; j++)
+    if (config_policy_spec_code(&job->policies[j]) == config_policy_spec_code(spec)) {
+      char where[768];
+      policy_where(doc, pl, j, where, sizeof where);
+      return config_fail(doc, p, err, ENPU_ERR_INVALID,
+                         "expected each policy once, got \"%s\" again (first at %s)", name, where);
+    }
+  if (job->policy_count == CONFIG_MAX_POLICIES)
+    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d policies",
+                       CONFIG_MAX_POLICIES);
+  pl->elem[job->policy_count] = elem;
+  pl->size_index[job->policy_count] = size_index;
+  job->policies[job->policy_count++] = *spec;
+  return ENPU_OK;
+}
+
+static int parse_policy_name(const config_doc *doc, const config_path *p, const json_t *v,
+                             config_policy_spec *spec, enpu_err *err) {
+  char name[CONFIG_NAME_LEN];
+  ENPU_FORWARD(config_string(doc, p, v, name, sizeof name, err));
+  if (config_policy_spec_parse(name, spec) == ENPU_OK) return ENPU_OK;
+  return config_fail(doc, p, err, ENPU_ERR_INVALID,
+                     "expected a policy ([pg+]<nodvfs|dvfs-c|enpu-c|enpu-all|ideal|dvfs-c-walk|"
+                     "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], \"pg\" or \"uniform\"), "
+                     "got \"%s\"",
+                     name);
+}
+
+/* {"policy": NAME, "shadow": [sizes]} at element `elem`: NAME@shadow=N for each size. */
+static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem, const json_t *v,
+                       policy_list *pl, config_job *job, enpu_err *err) {
+  ENPU_FORWARD(config_object(doc, ep, v, sweep_keys, NKEYS(sweep_keys), err));
+  config_path np = CONFIG_KEY(ep, "policy"), sp = CONFIG_KEY(ep, "shadow");
+  config_policy_spec spec;
+  ENPU_FORWARD(parse_policy_name(doc, &np, json_object_get(v, "policy"), &spec, err));
+  if (spec.shadow_vregs >= 0 || spec.base == CONFIG_POLICY_UNIFORM)
+    return config_fail(doc, &np, err, ENPU_ERR_INVALID,
+                       "expected a policy without @shadow= (the sizes come from \"shadow\") "
+                       "other than uniform (no variants)");
+  const json_t *sizes = json_object_get(v, "shadow");
+  size_t n;
+  ENPU_FORWARD(config_array(doc, &sp, sizes, &n, err));
+  for (size_t i = 0; i < n; i++) {
+    config_path ip = CONFIG_INDEX(&sp, i);
+    ENPU_FORWARD(config_int(doc, &ip, json_array_get(sizes, i), &spec.shadow_vregs, err));
+    ENPU_FORWARD(add_policy(doc, &ip, pl, elem, (long)i, job, &spec, err));
+  }
+  return ENPU_OK;
+}
+
 static int parse_policies(const config_doc *doc, const config_path *root, config_job *job,
                           enpu_err *err) {
   config_path pp = CONFIG_KEY(root, "policies");
   const json_t *v = json_object_get(doc->root, "policies");
   size_t n;
   ENPU_FORWARD(config_array(doc, &pp, v, &n, err));
+  policy_list pl = {.list = &pp};
   for (size_t i = 0; i < n; i++) {
     config_path ep = CONFIG_INDEX(&pp, i);
-    int pol;
-    ENPU_FORWARD(config_enum(doc, &ep, json_array_get(v, i), config_policy_names, CONFIG_NPOLICY,
-                             &pol, err));
-    for (size_t j = 0; j < i; j++)
-      if ((int)job->policies[j] == pol) {
-        config_path first = CONFIG_INDEX(&pp, j);
-        char where[768];
-        config_where(doc, &first, where, sizeof where);
-        return config_fail(doc, &ep, err, ENPU_ERR_INVALID,
-                           "expected each policy once, got \"%s\" again (first at %s)",
-                           config_policy_names[pol], where);
-      }
-    job->policies[i] = (config_policy)pol; /* i < CONFIG_NPOLICY: all distinct */
-    job->policy_count = (int)i + 1;
+    const json_t *e = json_array_get(v, i);
+    if (json_is_object(e)) {
+      ENPU_FORWARD(parse_sweep(doc, &ep, i, e, &pl, job, err));
+      continue;
+    }
+    config_policy_spec spec;
+    ENPU_FORWARD(parse_policy_name(doc, &ep, e, &spec, err));
+    ENPU_FORWARD(add_policy(doc, &ep, &pl, i, -1, job, &spec, err));
   }
   return ENPU_OK;
+}
+
+/* "epoch_ms": the epoch of dvfs-c-ms and enpu-ms (§4.6: "epochs (>= 5 milliseconds)"). */
+static int parse_epoch(const config_doc *doc, const config_path *root, config_job *job,
+                       enpu_err *err) {
+  job->epoch_ms = 5.0;
+  if (!json_object_get(doc->root, "epoch_ms")) return ENPU_OK;
+  return config_get_number(doc, root, doc->root, "epoch_ms", &job->epoch_ms, err);
 }
 
 /* The capacity factors model m accepts, [r->min, *max], and how to say so: the range
@@ -358,6 +452,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
     ENPU_FORWARD(parse_phase(doc, &refs[2], &pp, phases, (config_phase)ph, job, err));
   ENPU_FORWARD(parse_slacks(doc, &root, job, err));
   ENPU_FORWARD(parse_policies(doc, &root, job, err));
+  ENPU_FORWARD(parse_epoch(doc, &root, job, err));
   ENPU_FORWARD(parse_budget(doc, &root, job, err));
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
   ENPU_FORWARD(parse_capacity(doc, &root, job, err));

@@ -1,14 +1,20 @@
 /* config_names.c — names of the closed vocabularies (phases, components, policies, budget
- * modes, MoE expert graphs, capacity policies, idle modes, safeguard-2 modes).
- * The strings are part of the file formats and the store layout: never rename them. */
+ * modes, MoE expert graphs, capacity policies, idle modes, safeguard-2 modes) and the
+ * spelling of policy variants.
+ * The strings are part of the file formats and the store layout: never rename them.
+ * A policy variant's code packs base (bits 0..7), gate (bit 8) and shadow size + 1
+ * (bits 9..17; 0 = the chip's): journal records carry it, so it never changes either. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config_internal.h"
 
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
-const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs", "dvfs-c", "enpu-c", "enpu-all",
-                                                         "ideal",  "dvfs-c-walk", "uniform"};
+const char *const config_policy_names[CONFIG_NPOLICY] = {
+    "nodvfs",  "dvfs-c",    "enpu-c",  "enpu-all",  "ideal",    "dvfs-c-walk",
+    "uniform", "dvfs-c-ms", "enpu-ms", "enpu-3dom", "enpu-4dom"};
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
@@ -83,4 +89,82 @@ int config_budget_parse(const char *name, config_budget *out) {
   ENPU_FORWARD(parse_name(name, config_budget_names, CONFIG_NBUDGET, &i));
   *out = (config_budget)i;
   return ENPU_OK;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Policy variants */
+
+#define SHADOW_SUFFIX "@shadow="
+#define MAX_SHADOW 255
+
+void config_policy_spec_name(const config_policy_spec *p, char out[CONFIG_NAME_LEN]) {
+  const char *base = config_policy_name(p->base);
+  int n;
+  if (p->gate && p->base == CONFIG_POLICY_NODVFS) n = snprintf(out, CONFIG_NAME_LEN, "pg");
+  else n = snprintf(out, CONFIG_NAME_LEN, "%s%s", p->gate ? CONFIG_POLICY_GATE_PREFIX : "", base);
+  if (p->shadow_vregs >= 0 && n > 0 && n < CONFIG_NAME_LEN)
+    snprintf(out + n, (size_t)(CONFIG_NAME_LEN - n), SHADOW_SUFFIX "%d", p->shadow_vregs);
+}
+
+/* Parse a name in any spelling; config_policy_spec_parse then insists on the one. */
+static int parse_any(const char *name, config_policy_spec *out) {
+  *out = (config_policy_spec){.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+  char buf[CONFIG_NAME_LEN];
+  if (!name || strlen(name) >= sizeof buf) return ENPU_ERR_NOT_FOUND;
+  memcpy(buf, name, strlen(name) + 1);
+  char *at = strstr(buf, SHADOW_SUFFIX);
+  if (at) {
+    const char *digits = at + strlen(SHADOW_SUFFIX);
+    char *end = NULL;
+    const long v = strtol(digits, &end, 10);
+    if (!*digits || *digits == '-' || *digits == '+' || *end || v > MAX_SHADOW)
+      return ENPU_ERR_NOT_FOUND;
+    out->shadow_vregs = (int)v;
+    *at = '\0';
+  }
+  const char *base = buf;
+  if (strcmp(buf, "pg") == 0) {
+    out->gate = true;
+    return ENPU_OK;
+  }
+  if (strncmp(buf, CONFIG_POLICY_GATE_PREFIX, strlen(CONFIG_POLICY_GATE_PREFIX)) == 0) {
+    out->gate = true;
+    base += strlen(CONFIG_POLICY_GATE_PREFIX);
+  }
+  ENPU_FORWARD(config_policy_parse(base, &out->base));
+  /* uniform is the online governors' table, not a DVFS plan: it has no variants */
+  return out->base == CONFIG_POLICY_UNIFORM && (out->gate || out->shadow_vregs >= 0)
+             ? ENPU_ERR_NOT_FOUND
+             : ENPU_OK;
+}
+
+int config_policy_spec_parse(const char *name, config_policy_spec *out) {
+  ENPU_FORWARD(parse_any(name, out));
+  char canonical[CONFIG_NAME_LEN];
+  config_policy_spec_name(out, canonical);
+  return strcmp(canonical, name) == 0 ? ENPU_OK : ENPU_ERR_NOT_FOUND;
+}
+
+uint32_t config_policy_spec_code(const config_policy_spec *p) {
+  return (uint32_t)p->base | (uint32_t)p->gate << 8 | (uint32_t)(p->shadow_vregs + 1) << 9;
+}
+
+int config_policy_spec_decode(uint32_t code, config_policy_spec *out) {
+  const uint32_t base = code & 0xFFu, shadow1 = code >> 9;
+  if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1 ||
+      (base == CONFIG_POLICY_UNIFORM && code != base))
+    return ENPU_ERR_NOT_FOUND;
+  *out = (config_policy_spec){.base = (config_policy)base, .gate = (code >> 8 & 1u) != 0,
+                              .shadow_vregs = (int)shadow1 - 1};
+  return ENPU_OK;
+}
+
+config_policy_spec config_policy_spec_ungated(const config_policy_spec *p) {
+  config_policy_spec q = *p;
+  q.gate = false;
+  return q;
+}
+
+bool config_policy_is_epoch(config_policy p) {
+  return p == CONFIG_POLICY_DVFS_C_MS || p == CONFIG_POLICY_ENPU_MS;
 }

@@ -34,6 +34,7 @@
 #define COST_MAX_CMDS 96
 #define COST_MAX_REGS 96
 #define COST_NVARIANT 9
+#define COST_NGATED 3 /* the core units the kernel gates: SA, VU, SRAM */
 
 /* One pipeline stage of an operator's core loop: `chain` dependent commands on `unit`
  * (SA, VU or SRAM) doing `cycles` of that unit's work over the whole operator. */
@@ -90,11 +91,15 @@ typedef struct {
   int64_t iters; /* loop iterations (a trip covers `unroll` of them) */
 } cost_kernel;
 
-/* Per-unit timing of one evaluation: clock periods and crossing delays. */
+/* Per-unit timing of one evaluation: clock periods, crossing delays and, with power
+ * gating, the shortest gap a core unit is gated for and its wake-up latency. */
 typedef struct {
   double period_ns[COST_NUNIT];
   double cross_in_ns[COST_NUNIT];  /* FE → unit: sync cycles of the unit if crossing */
   double cross_out_ns[COST_NUNIT]; /* unit → FE: sync cycles of the FE if crossing */
+  int gating;                       /* 0: gate_min_ns and wake_ns are not read */
+  double gate_min_ns[COST_NGATED];  /* SA, VU, SRAM: INFINITY when never gated */
+  double wake_ns[COST_NGATED];
 } cost_timing;
 
 /* Outcome of executing a kernel. */
@@ -102,6 +107,7 @@ typedef struct {
   double time_ns;  /* until every result has retired to the FE */
   double stall_ns; /* FE scoreboard stalls */
   double bundles;  /* bundles issued */
+  double gated_ns[COST_NGATED], gates[COST_NGATED]; /* gaps gated, per core unit */
 } cost_run;
 
 /* Scratch of the executor, sized for COST_MAX_REGS; lives in the context. */
@@ -109,8 +115,10 @@ typedef struct {
   double reg_fe[COST_MAX_REGS];  /* when the FE scoreboard sees the value */
   double reg_loc[COST_MAX_REGS]; /* when the producing unit has it (shadow forwarding) */
   double unit_free[COST_NUNIT];
-  double snap[3][COST_MAX_REGS * 2 + COST_NUNIT + 5]; /* state + 4 counters */
+  double snap[3][COST_MAX_REGS * 2 + COST_NUNIT + 5 + 2 * COST_NGATED]; /* state + counters */
   double t_issue, stall_ns, done_ns, bundles;
+  double gated_ns[COST_NGATED], gates[COST_NGATED];
+  uint8_t used[COST_NGATED]; /* the unit has run a command (a gap needs a work before it) */
 } cost_sim;
 
 /* Tile an operator for the chip. @return 0, or ENPU_ERR_INVALID for a bad shape. */
@@ -130,5 +138,115 @@ void cost_kernel_alloc_shadow(cost_kernel *k, int n_shadow);
 /* Execute a kernel (generated or hand-written) with the given timing, extrapolating the
  * periodic steady state. The executor is exposed for the Figure 7 test. */
 void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *sim, cost_run *out);
+
+/* ---------------------------------------------------------------------------------
+ * The memo, one evaluation's timing, the context (shared by cost.c and cost_batch.c) */
+
+typedef struct {
+  uint64_t key;
+  int shadow; /* shadow registers the kernels were allocated with */
+  cost_tile tile;
+  cost_kernel kernel[COST_NVARIANT];
+  uint8_t kernel_ok[COST_NVARIANT];
+  double t_nodvfs_ns;  /* all-peak, one core clock, no crossing */
+  double own_peak_ns;  /* largest component own time at peak */
+} cost_entry;
+
+/* Timing of one plan: the core kernel's fastest variant, the engines, their pipeline.
+ * With gating, gated_ns/gates hold the intervals gated inside the op (kernel gaps and
+ * block gaps) and head_ns the idle before each component's first work. */
+typedef struct {
+  double time_ns;
+  double own_ns[CONFIG_NCOMP];
+  double ici_xfer_ns;
+  double tail_ns[CONFIG_NCOMP]; /* after a component's last work: its pipeline stages
+                                   downstream, for their last block */
+  double head_ns[CONFIG_NCOMP];
+  double gated_ns[CONFIG_NCOMP], gates[CONFIG_NCOMP];
+  cost_run core;
+  int unroll, sw_depth;
+  double period_ns[COST_NUNIT];
+} op_timing;
+
+/* Power gating's thresholds at one plan's states (a gating pipeline): the shortest gap
+ * each component is gated for (INFINITY: never) and its wake-up latency. */
+typedef struct {
+  double min_ns[CONFIG_NCOMP];
+  double wake_ns[CONFIG_NCOMP];
+} cost_gate_limits;
+
+/* The batch path's core cache (cost_batch.c): the core kernel of one operator under one
+ * pipeline without gating for each (SA, VU, SRAM) state triple it has met, the only
+ * states the kernel then reads. A slot is valid when its generation is the cache's; a
+ * new operator (or shadow register count: another memo entry) or pipeline starts a new
+ * generation. A slot keeps what cost_run holds without gating (its gated gaps are 0). */
+typedef struct {
+  uint32_t gen;
+  int32_t key; /* SA, VU, SRAM and FE states */
+  double time_ns, stall_ns, bundles;
+  int8_t unroll, sw_depth;
+} cost_core_slot;
+
+/* The least core time over a box of triples (SA, VU, SRAM lo, then hi), remembered. */
+enum { COST_RANGE_MEMO = 16 };
+typedef struct {
+  uint32_t gen;
+  int box[6];
+  double min_ns;
+} cost_core_range;
+
+typedef struct {
+  const cost_entry *entry; /* the operator the slots belong to */
+  int domain[COST_NUNIT];
+  int crossing;
+  uint32_t gen;
+  cost_core_slot *slots;
+  size_t cap; /* power of two */
+  int64_t kernel_runs; /* core kernels run by the batch path (cache misses) */
+  cost_core_range range[COST_RANGE_MEMO];
+  int range_next;
+} cost_core_cache;
+
+struct cost_ctx {
+  config_chip chip; /* copy; its table pointers are not used */
+  cost_entry **entries;
+  size_t nentries, cap_entries;
+  int32_t *index; /* entry number + 1, 0 = empty */
+  size_t cap_index;
+  int64_t allocations;
+  cost_sim sim;
+  cost_core_cache cores;
+};
+
+/* The memo entry of an operator with kernels for `shadow` registers, built on its first
+ * use (cost.c); cost_pipeline_shadow gives a pipeline's count. */
+int cost_memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entry **out,
+                  enpu_err *err);
+/* The shadow register count of a pipeline (the chip's when it says -1). */
+int cost_pipeline_shadow(const cost_ctx *ctx, const cost_pipeline *pl);
+int cost_check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err);
+/* Effective state of every unit: FE at max(SA, VU, SRAM); a domain at its highest member. */
+void cost_effective_states(const cost_plan *plan, const cost_pipeline *pl, int eff[COST_NUNIT]);
+/* ENPU_ERR_RANGE when a unit with work is clock-gated (state 0). */
+int cost_check_gated(const graph_op *op, const cost_entry *e, const int eff[COST_NUNIT],
+                     enpu_err *err);
+/* Clock period of every unit at its effective state (0 when gated). */
+void cost_periods(const config_chip *chip, const int eff[COST_NUNIT], double period_ns[COST_NUNIT]);
+/* The two halves of one plan's timing: the core kernel (periods, fastest variant, the
+ * gaps gated inside it), then the engines and the pipeline around it (every other field
+ * of o). gate: the thresholds of a gating pipeline at eff, NULL without gating. */
+void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                      const int domain[COST_NUNIT], int crossing, const cost_gate_limits *gate,
+                      cost_sim *sim, op_timing *o);
+void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                         const cost_gate_limits *gate, op_timing *o);
+/* Fill the rest of a result whose state[] is set (memset first) from its timing: times,
+ * busy, utilisation, transitions after `prev` (NULL: none) and wake-ups of wake_mask,
+ * gating outputs (a gating pipeline), energy. */
+int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *pl,
+                const op_timing *o, const cost_plan *prev, unsigned wake_mask, cost_result *out,
+                enpu_err *err);
+/* Free the batch path's cache (cost_ctx_free). */
+void cost_core_cache_free(cost_core_cache *c);
 
 #endif /* ENPU_COST_INTERNAL_H */

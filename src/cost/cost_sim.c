@@ -8,6 +8,10 @@
  *   execute   start when the unit is free (and, for a shadow-register source, when the
  *             VU-local scoreboard has the value); busy for occ cycles, result after lat;
  *   retire    back across: fifo_sync_cycles of the FE clock when crossing.
+ * With power gating, a core unit whose next command would start at least gate_min_ns
+ * after it became free (and after it first worked) is gated for that gap and wakes on
+ * demand: the command starts wake_ns later. The gap is measured before the wake-up, on
+ * the schedule being gated.
  * All times are maxima and sums of non-negative delays that shrink as clocks speed up,
  * so the model is monotone: a faster clock never delays any event.
  *
@@ -78,6 +82,15 @@ static void run_body(const cost_kernel *k, const cost_timing *tm, cost_sim *s, i
         for (int q = 0; q < 2; q++)
           if (c->src[q] >= 0 && c->src_fwd[q])
             start = dmax(start, s->reg_loc[reg_slot(k, c->src[q], trip)]);
+        if (tm->gating && u < COST_NGATED) {
+          const double gap = start - s->unit_free[u];
+          if (s->used[u] && gap >= tm->gate_min_ns[u]) {
+            s->gated_ns[u] += gap;
+            s->gates[u] += 1;
+            start += tm->wake_ns[u];
+          }
+          s->used[u] = 1;
+        }
         double complete = start + c->lat_cycles * tu;
         double retired = complete + tm->cross_out_ns[u];
         s->unit_free[u] = start + c->occ_cycles * tu;
@@ -105,6 +118,10 @@ static void snapshot(const cost_kernel *k, const cost_sim *s, double *out) {
   out[n++] = base;
   out[n++] = s->stall_ns;
   out[n++] = s->bundles;
+  for (int u = 0; u < COST_NGATED; u++) {
+    out[n++] = s->gated_ns[u];
+    out[n++] = s->gates[u];
+  }
   out[n] = 0;
 }
 
@@ -153,6 +170,9 @@ void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, c
   memset(s->unit_free, 0, sizeof s->unit_free);
   s->t_issue = -tm->period_ns[COST_FE];
   s->stall_ns = s->done_ns = s->bundles = 0;
+  memset(s->gated_ns, 0, sizeof s->gated_ns);
+  memset(s->gates, 0, sizeof s->gates);
+  memset(s->used, 0, sizeof s->used);
 
   int len = snap_len(k), nsnap = 0, extrapolated = 0;
   for (int64_t j = 0; j < execs; j++) {
@@ -172,6 +192,10 @@ void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, c
       shift_state(k, s, (double)periods * period_advance(k, cur, prev, len));
       s->stall_ns += (double)periods * (cur[len + 1] - prev[len + 1]);
       s->bundles += (double)periods * (cur[len + 2] - prev[len + 2]);
+      for (int u = 0; u < COST_NGATED; u++) {
+        s->gated_ns[u] += (double)periods * (cur[len + 3 + 2 * u] - prev[len + 3 + 2 * u]);
+        s->gates[u] += (double)periods * (cur[len + 4 + 2 * u] - prev[len + 4 + 2 * u]);
+      }
       j += periods * cyc;
     }
     extrapolated = 1;
@@ -181,4 +205,6 @@ void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, c
   out->time_ns = end;
   out->stall_ns = s->stall_ns;
   out->bundles = s->bundles;
+  memcpy(out->gated_ns, s->gated_ns, sizeof out->gated_ns);
+  memcpy(out->gates, s->gates, sizeof out->gates);
 }

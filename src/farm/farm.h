@@ -24,9 +24,11 @@ typedef struct {
 } farm_bucket_spec;
 
 typedef struct {
-  const char *job_path;
-  const char *store_path;            /* NULL: the job's `store` */
-  const farm_bucket_spec *add;       /* extra buckets (kept in the store for reruns) */
+  const char *const *job_paths;      /* the jobs of the run, each into its own store */
+  int njobs;                         /* >= 1 */
+  const char *store_path;            /* NULL: the job's `store` (one job only) */
+  const farm_bucket_spec *add;       /* extra buckets (kept in the store for reruns; one
+                                        job only) */
   int nadd;
   double checkpoint_s;               /* store rewrite interval (default 60) */
   double lock_wait_s;                /* wait for another writer of the store (default
@@ -34,10 +36,22 @@ typedef struct {
   double progress_s;                 /* progress line interval off a TTY (default 10) */
   const char *results_dir;           /* summary.md (and validation.md) go to
                                         <results_dir>/<job>/; NULL: beside the store */
+  double batch_s;                    /* seconds of work per task batch (0: one task);
+                                        < 0 (the default): adaptive, at least 5 ms and more
+                                        beyond 50 workers so that messages take at most a
+                                        quarter of rank 0 */
   int quiet;                         /* no progress lines */
-  const char *capacity_factor;       /* NULL, or the job's MoE capacity factor replaced
+  const char *task_log;              /* CSV of every task this run computes (job, kind,
+                                        policy, wall and CPU seconds, evaluations, result
+                                        bytes plain and packed), written by rank 0; NULL:
+                                        none */
+  const char *capacity_factor;       /* NULL, or every job's MoE capacity factor replaced
                                         (config_job_set_capacity_factor) on every rank */
   FILE *log;                         /* progress and notes (stderr when NULL) */
+  FILE *summary_out;                 /* rank 0 prints each job's summary here (NULL:
+                                        nowhere) before the ranks leave farm_run: printed
+                                        after it, a worker exiting first with a non-zero
+                                        status can make mpirun kill rank 0 mid-print */
 } farm_options;
 
 void farm_options_default(farm_options *o);
@@ -55,26 +69,39 @@ typedef struct {
   char job[CONFIG_NAME_LEN];
   char store_path[CONFIG_PATH_LEN];
   int64_t buckets_ok, buckets_infeasible, buckets_failed; /* per bucket × policy */
-  int64_t unique_ops[CONFIG_NPOLICY]; /* distinct op signatures per policy */
-  int policies[CONFIG_NPOLICY];       /* the job's policies (config_policy) */
+  int64_t unique_ops[CONFIG_MAX_POLICIES]; /* distinct op signatures per job policy
+                                              (epoch policies: 0, their buckets search) */
+  uint32_t policies[CONFIG_MAX_POLICIES];  /* the job's policies (config_policy_spec_code) */
   int npolicies;
   int64_t tasks_total;                /* tasks this run had to do: */
-  int64_t op_tasks, bucket_tasks;     /*   Pareto searches and bucket walks */
+  int64_t op_tasks, bucket_tasks;     /*   Pareto searches and bucket walks, */
+  int64_t part_tasks;                 /*   parts of split Pareto searches (`ideal`) */
   int64_t tasks_done, tasks_failed;
   int64_t reused_store, reused_journal; /* results taken from the store / the journal */
+  int64_t resumed_ops;                /* split op searches the journal held part of */
   int64_t recomputed;                 /* results computed by this run */
   int64_t evaluations;                /* op-level evaluations of this run */
   double core_s;                      /* compute seconds summed over ranks */
+  double cpu_s;                       /* CPU seconds of the tasks, summed over ranks */
+  double policy_cpu_s[CONFIG_MAX_POLICIES]; /* the same per job policy (op tasks count
+                                               for the first policy with that op level) */
   double wall_s;
   double master_cpu_s;                /* CPU time of rank 0 (setup, scheduling, journal,
                                          checkpoints; with one rank also the compute) */
+  double master_rss_mb;               /* rank 0's peak resident memory */
+  int64_t batches;                    /* task batches rank 0 handed out (whole run) */
+  int jobs;                           /* jobs of the run (the figures above are this one's,
+                                         the times and rank 0's use the whole run's) */
 } farm_summary;
 
-/* Run the farm (every rank calls it). Master-side input errors (bad job, bad added
- * bucket, unreadable store) are returned as ENPU_ERR_* on every rank with nothing
- * written; task failures are not errors (outcome FARM_FAILED).
- * @return 0 with *sum filled, or a negative ENPU_ERR_* (err names the problem). */
-int farm_run(const farm_options *o, farm_summary *sum, enpu_err *err);
+/* Run the farm (every rank calls it) on o->njobs jobs at once: one task queue over all
+ * of them (longest first), each job into its own store with its own lock, journal,
+ * checkpoints, summary and validation. Master-side input errors (bad job, bad added
+ * bucket, unreadable store, two jobs on one store) are returned as ENPU_ERR_* on every
+ * rank with nothing written; task failures are not errors (outcome FARM_FAILED).
+ * @return 0 with sums[0..njobs-1] filled, or a negative ENPU_ERR_* (err names the
+ * problem; sums[0].rank and input_error are set). */
+int farm_run(const farm_options *o, farm_summary *sums, enpu_err *err);
 
 /* The summary as Markdown (what summary.md holds and the CLI prints). */
 void farm_summary_print(const farm_summary *s, FILE *out);

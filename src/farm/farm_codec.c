@@ -24,7 +24,7 @@ enum {
   BUCKET_HEAD_BYTES = 4 + 1 + 1 + 1 + 8 + 4 + 4 + 5 * 8 + STORE_MSG_LEN,
   BUCKET_OP_BYTES = 8 + 8,
   WALK_BYTES = 4 + 4 + 8 + 8 + 8,
-  PLAN_BYTES = 1 + 8 * 8 + 3 * 8,
+  PLAN_BYTES = 1 + 8 * 8 + 3 * 8 + 8 * STORE_NSTATE + 1 + 8,
   STATE_BYTES = 4 + 4 + 4 + STORE_NSTATE + 8
 };
 
@@ -36,6 +36,8 @@ void farm_op_result_free(farm_op_result *r) {
 
 void farm_bucket_result_free(farm_bucket_result *r) {
   if (!r) return;
+  for (uint32_t i = 0; r->units && i < r->nunits; i++) farm_op_result_free(&r->units[i]);
+  free(r->units);
   free(r->op_keys);
   free(r->multiplicity);
   free(r->walk);
@@ -123,8 +125,15 @@ int farm_op_result_encode(const farm_op_result *r, farm_buf *b, enpu_err *err) {
   return ENPU_OK;
 }
 
+int farm_part_result_encode(uint32_t part, const farm_op_result *r, farm_buf *b, enpu_err *err) {
+  unsigned char *p = buf_reserve(b, 4, err);
+  if (!p) return ENPU_ERR_NOMEM;
+  put_u32(p, part);
+  return farm_op_result_encode(r, b, err);
+}
+
 int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err *err) {
-  size_t bytes = BUCKET_HEAD_BYTES + 4 + 8 + 4 + 8;
+  size_t bytes = BUCKET_HEAD_BYTES + 4 + 8 + 4 + 8 + 4;
   if (add_size(&bytes, r->nops, BUCKET_OP_BYTES) < 0 || add_size(&bytes, r->nwalk, WALK_BYTES) < 0 ||
       add_size(&bytes, r->nplans, PLAN_BYTES) < 0 || add_size(&bytes, r->nstates, STATE_BYTES) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "farm: bucket result is too large to encode");
@@ -173,6 +182,9 @@ int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err
     p = put_u64(p, pl->walk_prefix);
     p = put_u64(p, pl->states_first);
     p = put_u64(p, pl->states_count);
+    for (int c = 0; c < STORE_NSTATE; c++) p = put_f64(p, pl->regulator_loss_nj[c]);
+    p = put_u8(p, pl->gated);
+    p = put_f64(p, pl->gates);
   }
   p = put_u64(p, r->nstates);
   for (uint64_t i = 0; i < r->nstates; i++) {
@@ -184,6 +196,8 @@ int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err
     p += STORE_NSTATE;
     p = put_u64(p, s->instances);
   }
+  put_u32(p, r->nunits);
+  for (uint32_t i = 0; i < r->nunits; i++) ENPU_FORWARD(farm_op_result_encode(&r->units[i], b, err));
   return ENPU_OK;
 }
 
@@ -262,6 +276,11 @@ static int alloc_section(reader *rd, uint64_t n, size_t each, size_t size, void 
 
 #define BAD(...) enpu_errorf(err, ENPU_ERR_FORMAT, "farm: " __VA_ARGS__)
 
+static int policy_ok(uint32_t code) {
+  config_policy_spec spec;
+  return config_policy_spec_decode(code, &spec) == ENPU_OK;
+}
+
 static int decode_op(reader *rd, farm_op_result *r, enpu_err *err) {
   r->policy = get_u32(rd);
   r->key = get_u64(rd);
@@ -270,7 +289,7 @@ static int decode_op(reader *rd, farm_op_result *r, enpu_err *err) {
   r->evaluations = get_u64(rd);
   r->npoints = get_u32(rd);
   if (rd->short_read) return BAD("op result truncated in its header");
-  if (r->policy >= CONFIG_NPOLICY || name_bad || r->npoints == 0)
+  if (!policy_ok(r->policy) || name_bad || r->npoints == 0)
     return BAD("op result %016llx: policy %u out of range, name not a terminated string, or no "
                "Pareto points", (unsigned long long)r->key, r->policy);
   ENPU_FORWARD(alloc_section(rd, r->npoints, POINT_BYTES, sizeof *r->points, (void **)&r->points,
@@ -305,12 +324,38 @@ static int decode_bucket_head(reader *rd, farm_bucket_result *r, enpu_err *err) 
   bk->walk_start_energy_nj = get_f64(rd);
   int msg_bad = get_str(rd, bk->message, STORE_MSG_LEN);
   if (rd->short_read) return BAD("bucket result truncated in its header");
-  if (r->policy >= CONFIG_NPOLICY || bk->phase > STORE_PHASE_DECODE ||
+  if (!policy_ok(r->policy) || bk->phase > STORE_PHASE_DECODE ||
       bk->status > STORE_BUCKET_FAILED || bk->budget > STORE_BUDGET_PAPER || bk->batch < 1 ||
       bk->seq < 1 || msg_bad)
     return BAD("bucket result: policy %u, phase %u, status %u, budget mode %u, batch %d or seq %d "
                "out of range, or message not a terminated string",
                r->policy, bk->phase, bk->status, bk->budget, bk->batch, bk->seq);
+  return ENPU_OK;
+}
+
+/* An epoch policy's op results: none, or one per op key, in key order, under the
+ * bucket's policy without gating. */
+static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
+  const uint32_t n = get_u32(rd);
+  if (rd->short_read || n == 0) return rd->short_read ? BAD("bucket result truncated") : ENPU_OK;
+  config_policy_spec spec;
+  config_policy_spec_decode(r->policy, &spec); /* checked with the header */
+  const config_policy_spec op = config_policy_spec_ungated(&spec);
+  if (n != r->nops)
+    return BAD("bucket result: %u epoch op results for %u ops", n, r->nops);
+  ENPU_FORWARD(alloc_section(rd, n, OP_HEAD_BYTES, sizeof *r->units, (void **)&r->units,
+                             "epoch op results", err));
+  while (r->nunits < n) {
+    farm_op_result *u = &r->units[r->nunits];
+    const int rc = decode_op(rd, u, err);
+    if (rc < 0) {
+      farm_op_result_free(u);
+      return rc;
+    }
+    if (u->key != r->op_keys[r->nunits++] || u->policy != config_policy_spec_code(&op))
+      return BAD("bucket result: epoch op result %u has key %016llx or policy %u, not the "
+                 "bucket's", r->nunits - 1, (unsigned long long)u->key, u->policy);
+  }
   return ENPU_OK;
 }
 
@@ -360,6 +405,9 @@ static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
     pl->walk_prefix = get_u64(rd);
     pl->states_first = get_u64(rd);
     pl->states_count = get_u64(rd);
+    for (int c = 0; c < STORE_NSTATE; c++) pl->regulator_loss_nj[c] = get_f64(rd);
+    pl->gated = get_u8(rd);
+    pl->gates = get_f64(rd);
   }
   r->nstates = get_u64(rd);
   ENPU_FORWARD(alloc_section(rd, r->nstates, STATE_BYTES, sizeof *r->states, (void **)&r->states,
@@ -388,7 +436,7 @@ static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
                  "plans and %u ops, or no instances", bk->phase, bk->batch, bk->seq,
                  (unsigned long long)i, s->plan, s->op, r->nplans, r->nops);
   }
-  return ENPU_OK;
+  return decode_units(rd, r, err);
 }
 
 /* Run a decoder over exactly `bytes` bytes; on failure the result is emptied. */
@@ -416,4 +464,15 @@ int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result
                               enpu_err *err) {
   memset(r, 0, sizeof *r);
   return decode_all(data, bytes, r, decode_bucket_any, empty_bucket, "bucket result", err);
+}
+
+int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r,
+                            enpu_err *err) {
+  memset(r, 0, sizeof *r);
+  ENPU_RETURN_IF(!data || bytes < 4, err, ENPU_ERR_FORMAT, "part record of %zu bytes", bytes);
+  reader rd = {.p = data, .left = bytes};
+  *part = get_u32(&rd);
+  ENPU_RETURN_IF(*part >= FARM_MAX_PARTS, err, ENPU_ERR_FORMAT, "part record: part %u of at most %u",
+                 *part, FARM_MAX_PARTS);
+  return farm_op_result_decode((const unsigned char *)data + 4, bytes - 4, r, err);
 }

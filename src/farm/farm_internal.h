@@ -4,9 +4,11 @@
  * master's result state that becomes the HDF5 store at each checkpoint.
  *
  * Invariants:
- *  - An op result is keyed by (policy, key); key = the op's store signature: a hash of
- *    the graph signature, the chip tables, the cost-model version and the policy's
- *    search options. Equal keys mean identical results, whatever rank computed them.
+ *  - Policies are their codes (config_policy_spec_code). An op result is keyed by
+ *    (policy, key): the policy without power gating (farm_op_policy), key = the op's
+ *    store signature: a hash of the graph signature (an epoch's: its members'), the chip
+ *    tables, the cost-model version and the policy's search options. Equal keys mean
+ *    identical results, whatever rank computed them.
  *  - A bucket result is keyed by (policy, phase, batch, seq) and carries input_hash
  *    (its ops' keys and multiplicities, the slacks, the policy options): a result whose
  *    input_hash differs from the current one is stale and is recomputed.
@@ -29,9 +31,9 @@
  * Results */
 
 typedef struct {
-  uint32_t policy;             /* config_policy */
+  uint32_t policy;             /* policy code, without gating (farm_op_policy) */
   uint64_t key;                /* store ops.signature */
-  uint32_t kind;               /* graph_op_kind */
+  uint32_t kind;               /* graph_op_kind, or STORE_OP_KIND_EPOCH */
   char name[STORE_NAME_LEN];
   uint64_t evaluations;
   uint32_t npoints;            /* >= 1 */
@@ -51,6 +53,10 @@ typedef struct {
   store_plan_rec *plans;       /* bucket unused; states_first relative to states[] */
   uint64_t nstates;
   store_plan_state_rec *states;
+  uint32_t nunits;             /* epoch policies: the op result of every op_keys entry,
+                                  in op_keys order (the bucket task searched them);
+                                  0 otherwise */
+  farm_op_result *units;
 } farm_bucket_result;
 
 void farm_op_result_free(farm_op_result *r);         /* frees members; NULL no-op */
@@ -59,7 +65,12 @@ void farm_bucket_result_free(farm_bucket_result *r); /* frees members; NULL no-o
 /* ---------------------------------------------------------------------------------
  * Codec: little-endian, fixed-width fields; one record = one result. */
 
-enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2 };
+enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2, FARM_REC_PART = 3 };
+
+/* A part record: one part of an op's exact search (an `ideal` sub-task), u32 part then an
+ * op result holding that part's set (search_op_compile_part) with each point's per-slot
+ * energies. The master merges an op's parts into its op result. */
+#define FARM_MAX_PARTS 64u
 
 typedef struct {
   unsigned char *data;
@@ -71,12 +82,16 @@ void farm_buf_free(farm_buf *b); /* frees data; NULL no-op */
 /* Append the encoding of a result to b. @return 0 or ENPU_ERR_NOMEM. */
 int farm_op_result_encode(const farm_op_result *r, farm_buf *b, enpu_err *err);
 int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err *err);
+int farm_part_result_encode(uint32_t part, const farm_op_result *r, farm_buf *b, enpu_err *err);
 /* Decode exactly `bytes` bytes into *r (owned by the caller afterwards).
  * @return 0, or ENPU_ERR_FORMAT (truncated, trailing bytes, out-of-range index or
  * count), ENPU_ERR_NOMEM; on failure *r is empty. */
 int farm_op_result_decode(const void *data, size_t bytes, farm_op_result *r, enpu_err *err);
 int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r,
                               enpu_err *err);
+/* A part record: *part < FARM_MAX_PARTS (the caller checks it against its part count). */
+int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r,
+                            enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Journal: `<store>.journal`, a header then records of (kind, length, checksum,
@@ -110,6 +125,19 @@ int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
 /* Compress and buffer one record (written at the next sync, or when the buffer fills). */
 int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
                         enpu_err *err);
+/* Buffer one record already packed (farm_zframe_pack), as it is. */
+int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len,
+                              enpu_err *err);
+
+/* A record's zstd frame (content size declared, at most FARM_JOURNAL_MAX_RECORD bytes
+ * decompressed): workers send each result as its record and its frame, the master reads
+ * the one and journals the other unchanged, so compressing is not the master's work. */
+typedef struct farm_zframe farm_zframe;
+int farm_zframe_create(farm_zframe **out, enpu_err *err);
+void farm_zframe_free(farm_zframe *z); /* NULL no-op */
+/* out receives the frame of `bytes` bytes of payload (replacing its content). */
+int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out,
+                     enpu_err *err);
 /* Write buffered records and fsync. */
 int farm_journal_sync(farm_journal *j, enpu_err *err);
 /* After a checkpoint made every record redundant: truncate to the header and fsync. */
@@ -131,7 +159,8 @@ void farm_state_free(farm_state *s); /* NULL no-op */
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets,
                           char **added_json, enpu_err *err);
 /* Take ownership of a result's arrays (r is emptied). A result with a key already known
- * replaces the old one (bucket results: same policy/phase/batch/seq). */
+ * replaces the old one (bucket results: same policy/phase/batch/seq). A bucket result's
+ * units become op results of its policy without gating. */
 int farm_state_add_op(farm_state *s, farm_op_result *r, enpu_err *err);
 int farm_state_add_bucket(farm_state *s, farm_bucket_result *r, enpu_err *err);
 /* Lookups; NULL when unknown (a bucket also when its input_hash differs). */
@@ -143,8 +172,9 @@ const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t p
 /* What the current job wants in the store: per policy the op keys of its grid and its
  * buckets (phase, batch, seq, input_hash). Known results outside it are not written. */
 typedef struct {
-  uint32_t policy;
-  const uint64_t *op_keys;
+  uint32_t policy;                 /* its code */
+  uint32_t op_policy;              /* the code its op results are kept under */
+  const uint64_t *op_keys;         /* NULL for an epoch policy: its buckets' epochs */
   size_t nops;
   const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash (and budget, for a
                                       pending row) are read */
@@ -152,10 +182,11 @@ typedef struct {
 } farm_wanted;
 
 /* Write the wanted, known results as the store `lock` protects (store_writer: temp +
- * fsync + rename): ops sorted by key, buckets by (phase, batch, seq), rows assigned here,
- * so the content depends only on the results, never on arrival order or rank count.
- * A wanted bucket without a result (or whose ops are not all known) is written as
- * STORE_BUCKET_PENDING, so readers of a checkpoint can tell "not compiled yet". */
+ * fsync + rename): policies by code, ops sorted by key, buckets by (phase, batch, seq),
+ * rows assigned here, so the content depends only on the results, never on arrival order
+ * or rank count. A wanted bucket without a result (or whose ops are not all known) is
+ * written as STORE_BUCKET_PENDING, so readers of a checkpoint can tell "not compiled
+ * yet". */
 int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
                           const farm_wanted *wanted, int nwanted, enpu_err *err);
 

@@ -24,7 +24,9 @@
  *    starts a new journal. The store holds everything checkpointed, so that loses at
  *    most the results since the last checkpoint, which the farm recomputes.
  *  - Records are buffered in memory until sync (or until the buffer exceeds
- *    JOURNAL_FLUSH_BYTES); only sync makes them durable. */
+ *    JOURNAL_FLUSH_BYTES); only sync makes them durable.
+ *  - A record's frame is made by whoever makes the record (farm_zframe_pack: a worker
+ *    for the results it computes); the journal checks its size and checksums it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -36,8 +38,11 @@
 #include "farm_internal.h"
 
 #define JOURNAL_MAGIC "ENPUJRNL"
-/* 2: bucket records carry the budget mode, plans their critical path and overhead. */
-#define JOURNAL_VERSION 2u
+/* 2: bucket records carry the budget mode, plans their critical path and overhead.
+ * 3: policies are variant codes; plans carry regulator loss and gating; an epoch
+ * policy's bucket records carry its epochs' op results; part records (FARM_REC_PART)
+ * hold the parts of split op searches. */
+#define JOURNAL_VERSION 3u
 #define JOURNAL_ZSTD_LEVEL 1 /* fsync dominates; a fast level keeps the master light */
 enum { HEADER_BYTES = 16, RECORD_HEAD_BYTES = 16 };
 /* Largest decompressed record: far above any bucket's walk, low enough that a crafted
@@ -51,7 +56,8 @@ struct farm_journal {
   char *path;
   off_t end;           /* end of the last record written to the file */
   farm_buf pending;    /* encoded records not yet written */
-  ZSTD_CCtx *cctx;
+  farm_zframe *z;
+  farm_buf frame;      /* the record being appended, packed */
 };
 
 /* Scratch reused across records while scanning. */
@@ -345,20 +351,14 @@ int farm_journal_open(const char *path, farm_journal **out, enpu_err *err) {
   farm_journal *j = calloc(1, sizeof *j);
   ENPU_RETURN_IF(!j, err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   j->path = strdup(path);
-  j->cctx = ZSTD_createCCtx();
   j->fd = -1;
-  int rc = j->path && j->cctx ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  int rc = j->path ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
+  if (rc == ENPU_OK) rc = farm_zframe_create(&j->z, err);
   if (rc == ENPU_OK) {
     j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (j->fd < 0) rc = enpu_errorf(err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
   }
   if (rc == ENPU_OK) rc = prepare_file(j, err);
-  if (rc == ENPU_OK) {
-    size_t set = ZSTD_CCtx_setParameter(j->cctx, ZSTD_c_compressionLevel, JOURNAL_ZSTD_LEVEL);
-    if (!ZSTD_isError(set)) set = ZSTD_CCtx_setParameter(j->cctx, ZSTD_c_contentSizeFlag, 1);
-    if (ZSTD_isError(set))
-      rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "%s: zstd: %s", path, ZSTD_getErrorName(set));
-  }
   if (rc != ENPU_OK) {
     farm_journal_free(j);
     return rc;
@@ -384,21 +384,65 @@ static int write_pending(farm_journal *j, enpu_err *err) {
 
 int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
                         enpu_err *err) {
-  ENPU_RETURN_IF(bytes > FARM_JOURNAL_MAX_RECORD, err, ENPU_ERR_RANGE,
-                 "%s: a %zu-byte record exceeds the journal's limit of %zu bytes", j->path, bytes,
-                 FARM_JOURNAL_MAX_RECORD);
-  size_t bound = ZSTD_compressBound(bytes);
+  ENPU_FORWARD(farm_zframe_pack(j->z, payload, bytes, &j->frame, err));
+  return farm_journal_append_frame(j, kind, j->frame.data, j->frame.len, err);
+}
+
+int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len,
+                              enpu_err *err) {
+  ENPU_RETURN_IF(len > ZSTD_compressBound(FARM_JOURNAL_MAX_RECORD), err, ENPU_ERR_RANGE,
+                 "%s: a %zu-byte frame exceeds the journal's limit", j->path, len);
   size_t at = j->pending.len;
-  ENPU_FORWARD(grow_buf(&j->pending, at + RECORD_HEAD_BYTES + bound, j->path, err));
+  ENPU_FORWARD(grow_buf(&j->pending, at + RECORD_HEAD_BYTES + len, j->path, err));
   unsigned char *rec = j->pending.data + at;
-  size_t comp = ZSTD_compress2(j->cctx, rec + RECORD_HEAD_BYTES, bound, bytes ? payload : "", bytes);
-  ENPU_RETURN_IF(ZSTD_isError(comp), err, ENPU_ERR_INTERNAL, "%s: zstd: %s", j->path,
-                 ZSTD_getErrorName(comp));
+  memcpy(rec + RECORD_HEAD_BYTES, frame, len);
   put_le32(rec, kind);
-  put_le32(rec + 4, (uint32_t)comp); /* comp <= bound of 64 MiB: fits */
-  put_le64(rec + 8, record_checksum(kind, rec + RECORD_HEAD_BYTES, (uint32_t)comp));
-  j->pending.len = at + RECORD_HEAD_BYTES + comp;
+  put_le32(rec + 4, (uint32_t)len); /* len <= the bound of 64 MiB: fits */
+  put_le64(rec + 8, record_checksum(kind, rec + RECORD_HEAD_BYTES, (uint32_t)len));
+  j->pending.len = at + RECORD_HEAD_BYTES + len;
   return j->pending.len >= JOURNAL_FLUSH_BYTES ? write_pending(j, err) : ENPU_OK;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Frames: one zstd frame per record, made where the record is made (a worker packs the
+ * results it sends beside them, so the master appends them as they came). */
+
+struct farm_zframe {
+  ZSTD_CCtx *cctx;
+};
+
+int farm_zframe_create(farm_zframe **out, enpu_err *err) {
+  farm_zframe *z = calloc(1, sizeof *z);
+  if (z) z->cctx = ZSTD_createCCtx();
+  size_t set = z && z->cctx ? ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, JOURNAL_ZSTD_LEVEL)
+                            : 0;
+  if (z && z->cctx && !ZSTD_isError(set)) set = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 1);
+  if (!z || !z->cctx || ZSTD_isError(set)) {
+    farm_zframe_free(z);
+    return enpu_errorf(err, ENPU_ERR_NOMEM, "zstd contexts: %s",
+                       ZSTD_isError(set) ? ZSTD_getErrorName(set) : "out of memory");
+  }
+  *out = z;
+  return ENPU_OK;
+}
+
+void farm_zframe_free(farm_zframe *z) {
+  if (!z) return;
+  ZSTD_freeCCtx(z->cctx);
+  free(z);
+}
+
+int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out,
+                     enpu_err *err) {
+  ENPU_RETURN_IF(bytes > FARM_JOURNAL_MAX_RECORD, err, ENPU_ERR_RANGE,
+                 "a %zu-byte record exceeds the journal's limit of %zu bytes", bytes,
+                 FARM_JOURNAL_MAX_RECORD);
+  const size_t bound = ZSTD_compressBound(bytes);
+  ENPU_FORWARD(grow_buf(out, bound, "zstd frame", err));
+  const size_t comp = ZSTD_compress2(z->cctx, out->data, bound, bytes ? payload : "", bytes);
+  ENPU_RETURN_IF(ZSTD_isError(comp), err, ENPU_ERR_INTERNAL, "zstd: %s", ZSTD_getErrorName(comp));
+  out->len = comp;
+  return ENPU_OK;
 }
 
 int farm_journal_sync(farm_journal *j, enpu_err *err) {
@@ -418,7 +462,8 @@ int farm_journal_reset(farm_journal *j, enpu_err *err) {
 void farm_journal_free(farm_journal *j) {
   if (!j) return;
   if (j->fd >= 0) close(j->fd);
-  ZSTD_freeCCtx(j->cctx);
+  farm_zframe_free(j->z);
+  farm_buf_free(&j->frame);
   farm_buf_free(&j->pending);
   free(j->path);
   free(j);

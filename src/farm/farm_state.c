@@ -141,8 +141,17 @@ int farm_state_add_op(farm_state *s, farm_op_result *r, enpu_err *err) {
 }
 
 int farm_state_add_bucket(farm_state *s, farm_bucket_result *r, enpu_err *err) {
-  farm_bucket_result *own = malloc(sizeof *own);
-  ENPU_RETURN_IF(!own, err, ENPU_ERR_NOMEM, "farm: no memory for a bucket result");
+  int rc = ENPU_OK;
+  for (uint32_t i = 0; i < r->nunits && rc == ENPU_OK; i++) rc = farm_state_add_op(s, &r->units[i], err);
+  for (uint32_t i = 0; i < r->nunits; i++) farm_op_result_free(&r->units[i]);
+  free(r->units);
+  r->units = NULL, r->nunits = 0;
+  farm_bucket_result *own = rc == ENPU_OK ? malloc(sizeof *own) : NULL;
+  if (rc == ENPU_OK && !own) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "farm: no memory for a bucket result");
+  if (rc != ENPU_OK) {
+    farm_bucket_result_free(r);
+    return rc;
+  }
   *own = *r;
   memset(r, 0, sizeof *r);
   return map_put(&s->buckets, own, err);
@@ -360,14 +369,16 @@ int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t
   int rc = ENPU_OK;
   for (size_t p = 0; p < c->npolicies && rc == ENPU_OK; p++) {
     const store_policy_tables *t = &c->policies[p];
-    config_policy policy;
-    if (config_policy_parse(t->name, &policy) != 0) {
+    config_policy_spec policy;
+    if (config_policy_spec_parse(t->name, &policy) != 0) {
       rc = BAD("unknown policy group \"%.64s\"", t->name);
       break;
     }
-    rc = load_policy_ops(s, t, (uint32_t)policy, err);
+    const config_policy_spec op = config_policy_spec_ungated(&policy);
+    rc = load_policy_ops(s, t, config_policy_spec_code(&op), err);
     nops += rc == ENPU_OK ? (int64_t)t->nops : 0;
-    if (rc == ENPU_OK) rc = load_policy_buckets(s, t, (uint32_t)policy, &nbuckets, err);
+    if (rc == ENPU_OK)
+      rc = load_policy_buckets(s, t, config_policy_spec_code(&policy), &nbuckets, err);
   }
   if (rc == ENPU_OK && added_json) {
     *added_json = c->added_buckets_json;
@@ -440,16 +451,40 @@ static long op_row(const known_ops *k, uint64_t key) {
   return hit ? (long)(hit - k->keys) : -1;
 }
 
+/* The op keys of a policy whose ops come with its buckets (an epoch policy): those of
+ * its wanted buckets' known results. */
+static int keys_of_buckets(const farm_state *s, const farm_wanted *wt, uint64_t **keys, size_t *n,
+                           enpu_err *err) {
+  size_t cap = 0;
+  *keys = NULL, *n = 0;
+  for (size_t i = 0; i < wt->nbuckets; i++) {
+    const store_bucket_rec *wb = &wt->buckets[i];
+    const farm_bucket_result *r =
+        farm_state_find_bucket(s, wt->policy, wb->phase, wb->batch, wb->seq, wb->input_hash);
+    if (!r) continue;
+    ENPU_RETURN_IF(enpu_grow((void **)keys, &cap, *n + r->nops + 1, sizeof **keys) < 0, err,
+                   ENPU_ERR_NOMEM, "farm: no memory for the epoch keys");
+    memcpy(*keys + *n, r->op_keys, r->nops * sizeof **keys);
+    *n += r->nops;
+  }
+  return ENPU_OK;
+}
+
 static int emit_ops(const farm_state *s, const farm_wanted *wt, known_ops *k, ckpt_tables *tb,
                     enpu_err *err) {
-  k->keys = enpu_calloc(wt->nops, sizeof *k->keys);
-  k->ops = enpu_calloc(wt->nops, sizeof *k->ops);
+  uint64_t *from_buckets = NULL;
+  size_t nkeys = wt->nops;
+  if (!wt->op_keys) ENPU_FORWARD(keys_of_buckets(s, wt, &from_buckets, &nkeys, err));
+  k->keys = enpu_calloc(nkeys + 1, sizeof *k->keys);
+  k->ops = enpu_calloc(nkeys + 1, sizeof *k->ops);
+  if (!k->keys || !k->ops) free(from_buckets);
   ENPU_RETURN_IF(!k->keys || !k->ops, err, ENPU_ERR_NOMEM, "farm: no memory for the op index");
-  if (wt->nops) memcpy(k->keys, wt->op_keys, wt->nops * sizeof *k->keys);
-  qsort(k->keys, wt->nops, sizeof *k->keys, u64_cmp);
+  if (nkeys) memcpy(k->keys, wt->op_keys ? wt->op_keys : from_buckets, nkeys * sizeof *k->keys);
+  free(from_buckets);
+  qsort(k->keys, nkeys, sizeof *k->keys, u64_cmp);
   k->n = 0;
-  for (size_t i = 0; i < wt->nops; i++) {
-    const farm_op_result *r = farm_state_find_op(s, wt->policy, k->keys[i]);
+  for (size_t i = 0; i < nkeys; i++) {
+    const farm_op_result *r = farm_state_find_op(s, wt->op_policy, k->keys[i]);
     if (!r || (k->n > 0 && k->keys[k->n - 1] == k->keys[i])) continue;
     ENPU_RETURN_IF((uint64_t)tb->n[STORE_T_PARETO] + r->npoints > UINT32_MAX, err, ENPU_ERR_RANGE,
                    "farm: more than 2^32 Pareto points in policy %u", wt->policy);
@@ -607,26 +642,39 @@ static int build_policy(const farm_state *s, const farm_wanted *wt, ckpt_tables 
   return rc;
 }
 
+static int wanted_policy_cmp(const void *a, const void *b) {
+  const uint32_t x = (*(const farm_wanted *const *)a)->policy;
+  const uint32_t y = (*(const farm_wanted *const *)b)->policy;
+  return x < y ? -1 : x > y;
+}
+
 int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
                           const farm_wanted *wanted, int nwanted, enpu_err *err) {
-  /* Policies are written in policy order, whatever order the caller lists them in. */
-  const farm_wanted *by_policy[CONFIG_NPOLICY] = {0};
+  /* Policies are written in code order, whatever order the caller lists them in. */
+  ENPU_RETURN_IF(nwanted < 0 || nwanted > CONFIG_MAX_POLICIES, err, ENPU_ERR_INVALID,
+                 "farm: checkpoint of %s: %d policies", store_lock_path(lock), nwanted);
+  const farm_wanted *by_policy[CONFIG_MAX_POLICIES];
+  config_policy_spec spec;
   for (int i = 0; i < nwanted; i++) {
-    uint32_t p = wanted[i].policy;
-    ENPU_RETURN_IF(p >= CONFIG_NPOLICY || by_policy[p], err, ENPU_ERR_INVALID,
-                   "farm: checkpoint of %s: policy %u unknown or listed twice", store_lock_path(lock), p);
-    by_policy[p] = &wanted[i];
+    ENPU_RETURN_IF(config_policy_spec_decode(wanted[i].policy, &spec) < 0, err, ENPU_ERR_INVALID,
+                   "farm: checkpoint of %s: policy %u unknown", store_lock_path(lock), wanted[i].policy);
+    by_policy[i] = &wanted[i];
   }
+  qsort(by_policy, (size_t)nwanted, sizeof *by_policy, wanted_policy_cmp);
+  for (int i = 1; i < nwanted; i++)
+    ENPU_RETURN_IF(by_policy[i]->policy == by_policy[i - 1]->policy, err, ENPU_ERR_INVALID,
+                   "farm: checkpoint of %s: policy %u listed twice", store_lock_path(lock), by_policy[i]->policy);
   store_writer *w = NULL;
   ENPU_FORWARD(store_writer_create(lock, prov, 0, &w, err));
   ckpt_tables tb = {0};
   int rc = ENPU_OK;
-  for (int p = 0; p < CONFIG_NPOLICY && rc == ENPU_OK; p++) {
-    if (!by_policy[p]) continue;
+  for (int p = 0; p < nwanted && rc == ENPU_OK; p++) {
+    char name[CONFIG_NAME_LEN];
+    config_policy_spec_decode(by_policy[p]->policy, &spec);
+    config_policy_spec_name(&spec, name);
     rc = build_policy(s, by_policy[p], &tb, err);
     for (int t = 0; t < STORE_NTABLE && rc == ENPU_OK; t++)
-      rc = store_writer_append(w, config_policy_name((config_policy)p), (store_table)t, tb.rows[t],
-                               tb.n[t], err);
+      rc = store_writer_append(w, name, (store_table)t, tb.rows[t], tb.n[t], err);
   }
   for (int t = 0; t < STORE_NTABLE; t++) free(tb.rows[t]);
   if (rc == ENPU_OK) rc = store_writer_commit(w, err);

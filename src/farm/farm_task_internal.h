@@ -22,39 +22,68 @@
 #include "graph.h"
 #include "search.h"
 
-enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2 };
-enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET */
+enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2, FARM_TASK_PART = 3 };
+enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET/PART */
 
-/* The search options the farm compiles with (the defaults, in the job's budget mode;
- * part of every key). */
-void farm_search_options(const config_job *job, search_options *opt);
+/* The code a policy's op results are kept under: its policy without power gating (the
+ * DVFS plan search, and so its op level, is the same). */
+uint32_t farm_op_policy(const config_policy_spec *policy);
 
 /* Key of one graph op under one policy: its graph signature, the chip tables, the
- * cost-model version, the policy and the search options. */
-uint64_t farm_op_key(const config_job *job, config_policy policy, const search_options *opt,
-                     const graph_op *op);
+ * cost-model version, the policy without gating and its search options. */
+uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy,
+                     const search_options *opt, const graph_op *op);
 
-/* Input hash of one bucket under one policy: its ops' keys and multiplicities in
- * execution order, its segments, the slacks, the chip, the search options. */
-uint64_t farm_bucket_input_hash(const config_job *job, config_policy policy,
+/* A bucket task's result as the store's records (farm_convert.c): `sr` over its units,
+ * the sets per bucket key and each unit's key, the task's policy code, bucket and input
+ * hash. @return 0, ENPU_ERR_NOMEM, ENPU_ERR_INTERNAL (a walk the reader would reject). */
+typedef struct {
+  const search_bucket_result *sr; /* its units: graph ops or epochs */
+  const search_pareto *sets;      /* per key */
+  const int *key_of;              /* per unit */
+  const graph *g;
+  uint32_t policy;
+  int32_t phase, batch, seq;
+  uint64_t input_hash;
+} farm_convert_in;
+int farm_convert_bucket(const farm_convert_in *in, farm_bucket_result *r, enpu_err *err);
+
+/* Input hash of one bucket under one policy (with gating): its ops' keys and
+ * multiplicities in execution order, its segments, the slacks, the chip, the options. */
+uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy,
                                 const search_options *opt, const graph *g);
 
-/* Append an op task / a bucket task (with the Pareto sets of its distinct ops, sorted
- * by key) to a task batch. @return 0 or ENPU_ERR_NOMEM. */
-int farm_task_put_op(farm_buf *b, uint32_t id, config_policy policy, uint64_t key,
-                     config_phase phase, int batch, int seq, int op_index, enpu_err *err);
-int farm_task_put_bucket(farm_buf *b, uint32_t id, config_policy policy, uint64_t input_hash,
-                         config_phase phase, int batch, int seq,
-                         const farm_op_result *const *sets, uint32_t nsets, enpu_err *err);
+/* Append to a task batch, for job `job` (its index in the run's job list): an op task
+ * (part < 0), a part task (part 0..SEARCH_EXACT_PARTS − 1 of the op's exact search), or a
+ * bucket task (with the Pareto sets of its distinct ops, sorted by key, each an encoded
+ * op record: farm_op_result_encode, or the bytes a worker sent; none for an epoch
+ * policy, whose bucket task searches its epochs). `policy` is a policy code
+ * (config_policy_spec_code; an op's without gating). @return 0 or ENPU_ERR_NOMEM. */
+int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t key,
+                     config_phase phase, int batch, int seq, int op_index, int part,
+                     enpu_err *err);
+int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy,
+                         uint64_t input_hash, config_phase phase, int batch, int seq,
+                         const farm_buf *const *sets, uint32_t nsets, enpu_err *err);
 
-/* One result of a result batch; payload (a codec record) and message point into it. */
+/* The op result of an op's parts (all SEARCH_EXACT_PARTS of them, any order): the merged
+ * set (search_pareto_merge), each point with the per-slot energies its part computed,
+ * evaluations summed. Independent of the parts' order. */
+int farm_merge_parts(const farm_op_result *parts, int n, farm_op_result *out, enpu_err *err);
+
+/* One result of a result batch; payload (a codec record), frame (the same record packed,
+ * farm_zframe_pack: what the journal keeps) and message point into it. */
 typedef struct {
+  uint32_t job;
   uint32_t id;
-  uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET or FARM_RES_FAILED */
-  double compute_s;
+  uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET, FARM_REC_PART or FARM_RES_FAILED */
+  double compute_s;       /* wall seconds of the task */
+  double cpu_s;           /* its thread's CPU seconds */
   uint64_t evaluations;
   const void *payload;
-  size_t bytes;
+  size_t plain_bytes;     /* of the record */
+  const void *frame;
+  size_t bytes;           /* of the frame */
   char message[STORE_MSG_LEN];
 } farm_task_result;
 
@@ -63,12 +92,13 @@ typedef struct {
 int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r,
                      enpu_err *err);
 
-/* The executor: the job, one cost and search context, a small graph cache. */
+/* The executor: every job of the run, each with its cost and search context (jobs may
+ * name different chips) and a small graph cache. */
 typedef struct farm_exec farm_exec;
 
-/* capacity_factor: NULL, or the job's MoE capacity factor replaced. */
-int farm_exec_create(const char *job_path, const char *capacity_factor, farm_exec **out,
-                     enpu_err *err);
+/* capacity_factor: NULL, or every job's MoE capacity factor replaced. */
+int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor,
+                     farm_exec **out, enpu_err *err);
 void farm_exec_free(farm_exec *x); /* NULL no-op */
 
 /* Run every task of a task batch, appending one result per task to `out`.

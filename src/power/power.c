@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Relative tolerance for comparing levels: 34 × 0.05 GHz is 1.7000000000000002 in
  * binary, and must still be covered by a 1.7 GHz row. */
@@ -55,8 +56,12 @@ struct power_model {
   power_row *rows;        /* CONFIG_NCOMP × (peak_state + 1) */
   double *eta;            /* CONFIG_NCOMP × (peak_state + 1) × (its rail's grid).na */
   double *fixed_eta;      /* fixed.na: the fixed regulator at its (only) voltage */
+  double *eta_pmax;       /* like eta: the row's best efficiency at its activities 0..k */
+  double *fixed_eta_pmax; /* like fixed_eta */
   int nbands[POWER_NRAILCOMP];
   power_rail_row *rail;   /* POWER_NRAILCOMP × (peak_state + 1) × POWER_MAXBANDS */
+  bool has_gating;
+  config_gating gating[CONFIG_NCOMP];
 };
 
 /* ---------------------------------------------------------------------------------
@@ -330,6 +335,11 @@ static void fill_eta(power_model *pm) {
   }
   for (int k = 0; k < pm->fixed.na; k++)
     pm->fixed_eta[k] = eta_grid_eval(&pm->fixed, pm->fixed.volt[pm->fixed.nv - 1], pm->fixed.act[k]);
+  for (int k = 0; k < pm->fixed.na; k++)
+    pm->fixed_eta_pmax[k] = fmax(k ? pm->fixed_eta_pmax[k - 1] : 0, pm->fixed_eta[k]);
+  for (size_t i = 0; i < CONFIG_NCOMP * ((size_t)pm->peak_state + 1); i++)
+    for (int k = 0; k < na; k++)
+      pm->eta_pmax[i * na + k] = fmax(k ? pm->eta_pmax[i * na + k - 1] : 0, pm->eta[i * na + k]);
 }
 
 int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
@@ -352,6 +362,8 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
   pm->tdp_w = chip->tdp_w;
   pm->step_mv = chip->ivr_step_mv;
   pm->step_ns = chip->ivr_step_ns;
+  pm->has_gating = chip->has_gating;
+  memcpy(pm->gating, chip->gating, sizeof pm->gating);
 
   size_t nstates = (size_t)pm->peak_state + 1;
   int rc = eta_grid_build(&pm->fixed, &chip->ivr_fixed, "fixed", true, 0.0, err);
@@ -362,8 +374,10 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
     pm->rows = enpu_calloc(CONFIG_NCOMP * nstates, sizeof *pm->rows);
     pm->eta = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta);
     pm->fixed_eta = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta);
+    pm->eta_pmax = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta_pmax);
+    pm->fixed_eta_pmax = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta_pmax);
     pm->rail = enpu_calloc(POWER_NRAILCOMP * nstates * POWER_MAXBANDS, sizeof *pm->rail);
-    if (!pm->rows || !pm->eta || !pm->fixed_eta || !pm->rail)
+    if (!pm->rows || !pm->eta || !pm->fixed_eta || !pm->eta_pmax || !pm->fixed_eta_pmax || !pm->rail)
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int c = 0; c < CONFIG_NCOMP && rc == 0; c++) rc = fill_rows(pm, chip, c, err);
@@ -384,6 +398,8 @@ void power_model_free(power_model *pm) {
   free(pm->rows);
   free(pm->eta);
   free(pm->fixed_eta);
+  free(pm->eta_pmax);
+  free(pm->fixed_eta_pmax);
   free(pm->rail);
   free(pm);
 }
@@ -474,22 +490,87 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
   double activity = state == 0 ? 0.0 : fmin(busy_ns / time_ns, 1.0);
   double work_ns = busy_ns * utilization;
   const power_rail_row *hi = rail_row(pm, c, state, rail_v);
-  if (hi) {
-    double eta = eta_grid_eval(rail_grid(pm, c), hi->voltage_v, activity);
-    e->dynamic_nj = hi->dynamic_w * work_ns / eta;
-    e->static_nj = hi->static_w * time_ns / eta;
-  } else {
-    double eta = row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
-    e->dynamic_nj = r->dynamic_w * work_ns / eta;
-    e->static_nj = r->static_w * time_ns / eta;
-  }
+  const double eta = hi ? eta_grid_eval(rail_grid(pm, c), hi->voltage_v, activity)
+                       : row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
+  const double dyn_w = hi ? hi->dynamic_w : r->dynamic_w, stat_w = hi ? hi->static_w : r->static_w;
+  e->dynamic_nj = dyn_w * work_ns / eta;
+  e->static_nj = stat_w * time_ns / eta;
+  e->loss_nj = (e->dynamic_nj + e->static_nj) * (1.0 - eta);
   if (r->fixed_static_w > 0.0 || r->fixed_dynamic_w > 0.0) {
     double eta_fixed = row_eta(&pm->fixed, pm->fixed_eta, activity);
-    e->dynamic_nj += r->fixed_dynamic_w * work_ns / eta_fixed;
-    e->static_nj += r->fixed_static_w * time_ns / eta_fixed;
+    const double d = r->fixed_dynamic_w * work_ns / eta_fixed;
+    const double st = r->fixed_static_w * time_ns / eta_fixed;
+    e->dynamic_nj += d;
+    e->static_nj += st;
+    e->loss_nj += (d + st) * (1.0 - eta_fixed);
   }
   e->total_nj = e->dynamic_nj + e->static_nj;
   return 0;
+}
+
+double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns,
+                          double time_ns, double utilization) {
+  const power_row *r = row_of(pm, c, state);
+  const double work_ns = busy_ns * utilization;
+  /* The highest activity any such operator can have, a hair up for rounding; every
+   * activity at or below it snaps to one of the grid's first k + 1 rows. */
+  const double activity = state == 0 || time_ns <= 0 ? 0 : fmin(busy_ns / time_ns * (1 + 1e-9), 1);
+  const power_grid *g = rail_grid(pm, c);
+  const double *pmax = eta_row_of(pm, c, state) - pm->eta + pm->eta_pmax;
+  double e = (r->dynamic_w * work_ns + r->static_w * time_ns) / pmax[snap_up(g->act, g->na, activity)];
+  if (r->fixed_static_w > 0.0 || r->fixed_dynamic_w > 0.0)
+    e += (r->fixed_dynamic_w * work_ns + r->fixed_static_w * time_ns) /
+         pm->fixed_eta_pmax[snap_up(pm->fixed.act, pm->fixed.na, activity)];
+  return e;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Power gating */
+
+bool power_gating_available(const power_model *pm) { return pm->has_gating; }
+
+double power_gate_saved_w(const power_model *pm, config_component c, int state, double rail_v,
+                          double activity, double *loss_w) {
+  const power_row *r = row_of(pm, c, state);
+  const power_rail_row *hi = rail_row(pm, c, state, rail_v);
+  const double a = state == 0 ? 0.0 : fmin(activity, 1.0);
+  const double eta = hi ? eta_grid_eval(rail_grid(pm, c), hi->voltage_v, a)
+                        : row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), a);
+  const double keep = 1.0 - pm->gating[c].gated_fraction;
+  double wall = keep * (hi ? hi->static_w : r->static_w) / eta;
+  double loss = wall * (1.0 - eta);
+  if (c == CONFIG_ICI) { /* the PHY is gated with the controller (HBM keeps its I/O, DRAM) */
+    const double eta_fixed = row_eta(&pm->fixed, pm->fixed_eta, a);
+    const double phy = keep * r->fixed_static_w / eta_fixed;
+    wall += phy;
+    loss += phy * (1.0 - eta_fixed);
+  }
+  if (loss_w) *loss_w = loss;
+  return wall;
+}
+
+double power_gate_wake_ns(const power_model *pm, config_component c) {
+  return pm->gating[c].wake_ns;
+}
+
+double power_gate_wake_nj(const power_model *pm, config_component c) {
+  return pm->gating[c].wake_energy_nj;
+}
+
+bool power_gate_worth(const power_model *pm, config_component c, double idle_ns, double saved_nj) {
+  return pm->has_gating && idle_ns >= pm->gating[c].min_idle_ns &&
+         saved_nj > pm->gating[c].wake_energy_nj;
+}
+
+double power_gate_min_idle_ns(const power_model *pm, config_component c, double saved_w) {
+  if (!pm->has_gating || !(saved_w > 0.0)) return INFINITY;
+  const double pays = nextafter(pm->gating[c].wake_energy_nj / saved_w, INFINITY);
+  return fmax(pm->gating[c].min_idle_ns, pays);
+}
+
+double power_gate_saving_nj(const power_model *pm, config_component c, double saved_w,
+                            double interval_ns) {
+  return saved_w * (interval_ns - pm->gating[c].wake_ns) - pm->gating[c].wake_energy_nj;
 }
 
 double power_other_energy(const power_model *pm, double time_ns) {
@@ -506,6 +587,7 @@ int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
     ENPU_FORWARD(power_energy_rail(pm, (config_component)c, state[c], rail_v ? rail_v[c] : 0.0,
                                    busy_ns[c], time_ns, utilization[c], &e, err));
     out->energy_nj[c] = e.total_nj;
+    out->loss_nj[c] = e.loss_nj;
     out->dynamic_nj += e.dynamic_nj;
     out->static_nj += e.static_nj;
   }
@@ -527,11 +609,19 @@ double power_transition_ns(const power_model *pm, double v_from_v, double v_to_v
 }
 
 double power_transition_energy(const power_model *pm, config_component c, int from, int to) {
+  return power_transition_energy_loss(pm, c, from, to, NULL);
+}
+
+double power_transition_energy_loss(const power_model *pm, config_component c, int from, int to,
+                                    double *loss_nj) {
   const power_row *a = row_of(pm, c, from), *b = row_of(pm, c, to);
+  if (loss_nj) *loss_nj = 0.0;
   if (a->voltage_v <= b->voltage_v) return 0.0; /* rising: leaks at `to`'s voltage already */
   double t_ns = power_transition_ns(pm, a->voltage_v, b->voltage_v);
   double eta = row_eta(rail_grid(pm, c), eta_row_of(pm, c, from), 0.0);
-  return (a->static_w - b->static_w) * t_ns / eta;
+  const double wall = (a->static_w - b->static_w) * t_ns / eta;
+  if (loss_nj) *loss_nj = wall * (1.0 - eta);
+  return wall;
 }
 
 void power_peak_chip(const power_model *pm, power_peak *out) {

@@ -89,11 +89,13 @@ typedef enum {
 enum { POWER_SLOT_FE = CONFIG_NCOMP, POWER_SLOT_OTHER = CONFIG_NCOMP + 1, POWER_NSLOT };
 
 /* Energy of one component over an interval, at the wall (regulator loss included in
- * both parts): total_nj = dynamic_nj + static_nj. */
+ * both parts): total_nj = dynamic_nj + static_nj; loss_nj is the part of total_nj lost in
+ * its regulators (Σ over parts of E_p · (1 − η_p), Figure 13). */
 typedef struct {
   double dynamic_nj;
   double static_nj;
   double total_nj;
+  double loss_nj;
 } power_energy_nj;
 
 /* Energy of one operator on one chip. energy_nj is indexed by config_component for the
@@ -101,6 +103,7 @@ typedef struct {
  * the five components' parts (other counts as static); total_nj sums every slot. */
 typedef struct {
   double energy_nj[POWER_NSLOT];
+  double loss_nj[POWER_NSLOT]; /* regulator loss inside energy_nj (FE and other: 0) */
   double dynamic_nj;
   double static_nj;
   double total_nj;
@@ -164,6 +167,16 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
                       double busy_ns, double time_ns, double utilization, power_energy_nj *e,
                       enpu_err *err);
 
+/* A lower bound of power_energy for component c at `state` on its own rail, over any
+ * operator at least time_ns long during which it is busy for at least busy_ns at an
+ * activity (busy / time) of at most busy_ns / time_ns — a component busy for
+ * min(own, T) in an op of time T >= time_ns is — summed over its parts:
+ * (P_dyn · busy_ns · u + P_static · time_ns) / η, η its regulator's best efficiency at
+ * any activity up to that one. Exact arithmetic; a caller comparing against computed
+ * energies leaves room for rounding. */
+double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns,
+                          double time_ns, double utilization);
+
 /* "Other" static chip power (other_static_w) over time_ns, in nJ. */
 double power_other_energy(const power_model *pm, double time_ns);
 
@@ -186,6 +199,35 @@ double power_transition_ns(const power_model *pm, double v_from_v, double v_to_v
  * rail capacitance (½C ΔV²) is not modelled: the tables give no capacitance. States as
  * for power_voltage_v. */
 double power_transition_energy(const power_model *pm, config_component c, int from, int to);
+/* The same, and (loss_nj, may be NULL) the regulator loss inside it. */
+double power_transition_energy_loss(const power_model *pm, config_component c, int from, int to,
+                                    double *loss_nj);
+
+/* Power gating (§4.7, after ReGate; parameters from the chip's "gating" section).
+ * A component idle for `idle_ns` in the schedule being gated is gated when
+ * idle_ns >= min_idle_ns and gating saves energy; it wakes on demand, so its next work
+ * starts wake_ns later and the interval in the gated schedule is I = idle_ns + wake_ns.
+ * One gated interval saves saved_w · (I − wake_ns) − wake_energy_nj, where saved_w is
+ * (1 − gated_fraction) × the component's gateable static power at the wall (SA, VU,
+ * SRAM: all of it; HBM: the controller, its I/O link and DRAM core stay on; ICI:
+ * controller and PHY) at its state, rail voltage and activity, as power_energy_rail
+ * prices it. The wake-up energy is charged at the wall as given. */
+bool power_gating_available(const power_model *pm); /* the chip has "gating" */
+/* saved_w, and (loss_w) the regulator loss inside it. Arguments as power_energy_rail. */
+double power_gate_saved_w(const power_model *pm, config_component c, int state, double rail_v,
+                          double activity, double *loss_w);
+double power_gate_wake_ns(const power_model *pm, config_component c);
+double power_gate_wake_nj(const power_model *pm, config_component c);
+/* Whether an idle interval of idle_ns (the schedule being gated) over which gating would
+ * keep saved_nj of static energy (saved_w summed over it) is gated: idle_ns >= min_idle_ns
+ * and saved_nj > wake_energy_nj. */
+bool power_gate_worth(const power_model *pm, config_component c, double idle_ns, double saved_nj);
+/* The shortest idle interval gated at a constant saved_w (INFINITY: none is). */
+double power_gate_min_idle_ns(const power_model *pm, config_component c, double saved_w);
+/* Net energy one gated interval of I ns (the gated schedule) saves:
+ * saved_w · (I − wake_ns) − wake_energy_nj. */
+double power_gate_saving_nj(const power_model *pm, config_component c, double saved_w,
+                            double interval_ns);
 
 /* Peak chip power at full utilisation, per component and in total, beside the TDP. */
 void power_peak_chip(const power_model *pm, power_peak *out);

@@ -12,7 +12,8 @@
  * HBM models and regulators): NoDVFS nothing; DVFS-C (either request level) the compute
  * core (SA, VU, SRAM) as one domain, HBM and ICI at peak on the fixed regulator; eNPU-C
  * every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too; uniform
- * every component on one chip-wide rail (the board regulator, power.h). */
+ * every component on one chip-wide rail (the board regulator, power.h). The epoch and
+ * domain-count variants scale what DVFS-C and eNPU-All do. */
 typedef struct {
   power_regulator reg; /* when parked */
   power_hbm_mode hbm;
@@ -28,6 +29,10 @@ static const idle_policy idle_policies[CONFIG_NPOLICY] = {
     [CONFIG_POLICY_ENPU_C] = {POWER_REG_DVFS, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
     [CONFIG_POLICY_ENPU_ALL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
     [CONFIG_POLICY_IDEAL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_DVFS_C_MS] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
+    [CONFIG_POLICY_ENPU_MS] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_ENPU_3DOM] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
+    [CONFIG_POLICY_ENPU_4DOM] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
     [CONFIG_POLICY_UNIFORM] = {POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
 };
 

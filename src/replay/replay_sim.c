@@ -457,8 +457,10 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
   ENPU_RETURN_IF(job_speculates(job) && !has_policy(ps, "uniform"), err, ENPU_ERR_NOT_FOUND,
                  "speculative decoding prices partial-depth passes with the store's uniform policy, which this "
                  "store lacks (add \"uniform\" to the job's policies and rerun the farm)");
-  ENPU_RETURN_IF(config_policy_parse(policy, pol) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
+  config_policy_spec spec;
+  ENPU_RETURN_IF(config_policy_spec_parse(policy, &spec) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
                  "policy '%s' of the store is not one the replay knows the idle power of", policy);
+  *pol = spec.base; /* a variant idles as its base policy does */
   ENPU_RETURN_IF(!job->governor && *pol == CONFIG_POLICY_UNIFORM, err, ENPU_ERR_INVALID,
                  "uniform is the table of online governors (one plan per chip-wide state), not a DVFS plan the "
                  "scheduler can pick by target: run it with a governor (fixed:S for one state)");
@@ -486,7 +488,7 @@ static void run_name(const replay_job *job, char *out, size_t cap) {
 int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
                    replay_result **out, enpu_err *err) {
   *out = NULL;
-  config_policy pol;
+  config_policy pol = CONFIG_POLICY_NODVFS;
   ENPU_FORWARD(check_run(ps, job, trace, setup, &pol, err));
   replay_result *r = calloc(1, sizeof *r);
   ENPU_RETURN_IF(!r, err, ENPU_ERR_NOMEM, "out of memory (replay result)");

@@ -5,6 +5,9 @@
  *   Figure 12  energy of a plan by component slot for representative buckets;
  *   Figure 19  chosen frequency state vs the component's utilisation at peak, per op
  *              (recomputed with the cost model: needs the job file);
+ *   Figures 13, 15, 16, 17, 18, 21  the design space: regulator loss vs slack, shadow
+ *              register sizes, epoch DVFS, domain counts, savings vs sequence length,
+ *              power gating (from the policies the store holds);
  *   Figure 22  energy savings and SLO attainment per 5-minute window of a replay
  *              (`enpu replay --out`), peak (14–20 h) vs off-peak, safeguard shares;
  *   Figure 5   SLO-slack percentiles of the requests finished per window;

@@ -287,8 +287,10 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
   *out = NULL;
   *n = 0;
   freq_ctx fc = {0};
-  ENPU_RETURN_IF(config_policy_parse(policy, &fc.policy) < 0, err, ENPU_ERR_NOT_FOUND,
+  config_policy_spec spec;
+  ENPU_RETURN_IF(config_policy_spec_parse(policy, &spec) < 0, err, ENPU_ERR_NOT_FOUND,
                  "policy %s is not one the cost model knows", policy);
+  fc.policy = spec.base;
   const store_policy_tables *p = policy_tables(c, policy);
   ENPU_RETURN_IF(!p, err, ENPU_ERR_NOT_FOUND, "the store has no policy %s", policy);
   long bi = bucket_row(p, key->phase, key->batch, key->seq);
@@ -307,7 +309,7 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
   if (rc == 0) rc = search_ctx_create(&job->chip, &fc.search, err);
   if (rc == 0 && !(rows = enpu_calloc(nst ? nst : 1, sizeof *rows)))
     rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (frequency rows)");
-  search_options_default(&fc.opt);
+  search_options_for_job(&fc.opt, job, &spec);
   for (int k = 0; k < CONFIG_NCOMP; k++) fc.peak[k] = job->chip.freq_states;
   for (size_t i = 0; rc == 0 && i < nst; i++) {
     report_freq_row *r = &rows[i];

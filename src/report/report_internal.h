@@ -39,7 +39,11 @@ void report_gp_preamble(FILE *gp, const char *png, int height, const char *title
 int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png,
                        enpu_err *err);
 
-/* Section 4 (Figure 22) from a replay output directory, or a note when dir is NULL.
+/* Section 4: the design-space figures (13, 15, 16, 17, 18, 21) from the policies the
+ * store holds (report_design.c). @return 0, or a file/gnuplot error. */
+int report_design_section(const report_ctx *r, FILE *md, enpu_err *err);
+
+/* Section 5 (Figure 22) from a replay output directory, or a note when dir is NULL.
  * @return 0; ENPU_ERR_IO (no windows_*.csv in dir), ENPU_ERR_PARSE (a CSV without the
  * expected columns or with a bad number, naming file, line and column). */
 int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);

@@ -395,7 +395,7 @@ static void md_tables(FILE *md, const char *dir, double *origin_h) {
 }
 
 int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err) {
-  fprintf(md, "## 4. Replay: energy and SLOs over time (Figures 22 and 5)\n\n");
+  fprintf(md, "## 5. Replay: energy and SLOs over time (Figures 22 and 5)\n\n");
   if (!dir) {
     fprintf(md, "Not shown: no replay given (`enpu report STORE --replay DIR`, DIR from "
                 "`enpu replay --out DIR`).\n\n");

@@ -486,6 +486,7 @@ static int write_report(report_ctx *r, const report_options *o, const char *name
     md_savings(md, sav, nsav, drawn);
     rc = section_breakdown(r, md, err);
     if (rc == 0) rc = section_freq(r, md, o->freq_slack, err);
+    if (rc == 0) rc = report_design_section(r, md, err);
     if (rc == 0) rc = report_replay_section(r, md, o->replay_dir, err);
     if (rc == 0) rc = report_governors_section(r, md, o->replay_dir, err);
     const int crc = report_file_close(md, r->dir, "report.md.tmp", rc == 0 ? err : NULL);

@@ -21,6 +21,14 @@
  *    transitions; a strict plan fits max(T_nodvfs, T_peak) + p·T_nodvfs with all of it,
  *    a paper plan fits (1 + p)·T_nodvfs with its critical-path time and reports the rest
  *    as its overhead.
+ *  - Units of the request level: one per graph op (its layers are its instances), or for
+ *    the epoch policies (dvfs-c-ms, enpu-ms) one per distinct millisecond epoch — one V/f
+ *    setting for all its operators, its occurrences its instances (search_units). A
+ *    Pareto set, a walk position and a GA gene belong to a unit.
+ *  - Power gating (pg+ policies, §4.7): the DVFS plan is searched as for the policy
+ *    without gating, then finalisation prices it with ReGate-style gating on its
+ *    schedule (cost.h: inside ops; here: the idle intervals that span op boundaries) and
+ *    keeps the cheaper of the gated and the plain plan that fits (search_slack_plan.gated).
  *  - Units: ns, nJ; states are integers 1..peak (0, gated, is never searched). */
 #ifndef ENPU_SEARCH_H
 #define ENPU_SEARCH_H
@@ -37,9 +45,11 @@
  * Domains: which components the op-level search moves, and together. */
 
 typedef enum {
-  SEARCH_OP_GREEDY = 0,    /* Algorithm 1 (gradient descent from the lowest states) */
-  SEARCH_OP_EXHAUSTIVE = 1 /* every state combination of the searched domains: the
-                              34-point sweep of dvfs-c (1 domain), 34^5 for `ideal` */
+  SEARCH_OP_GREEDY = 0,     /* Algorithm 1 (gradient descent from the lowest states) */
+  SEARCH_OP_EXHAUSTIVE = 1, /* every state combination of the searched domains: the
+                               34-point sweep of dvfs-c (1 domain), 34^5 for `ideal` */
+  SEARCH_OP_EXACT = 2       /* the exhaustive set by branch and bound over boxes of plans
+                               (search_exact.c); exhaustive without a bound */
 } search_op_method;
 
 typedef struct {
@@ -69,6 +79,23 @@ int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err);
  * @return 0, or a negative ENPU_ERR_* with err filled (err may be NULL). */
 typedef int (*search_eval_fn)(void *user, const int state[CONFIG_NCOMP], double *time_ns,
                               double *energy_nj, enpu_err *err);
+
+/* Evaluate n plans of one operator at once: the same results as n calls of the
+ * search_eval_fn it comes with (cost_eval_batch). */
+typedef int (*search_eval_batch_fn)(void *user, int n, const int (*state)[CONFIG_NCOMP],
+                                    double *time_ns, double *energy_nj, enpu_err *err);
+/* Lower bounds over a box of plans (every component c at a state in lo[c]..hi[c]): no
+ * plan of the box evaluates faster than *time_ns or cheaper than *energy_nj
+ * (cost_bound_box, in the budget mode's time). */
+typedef int (*search_bound_fn)(void *user, const int lo[CONFIG_NCOMP],
+                               const int hi[CONFIG_NCOMP], double *time_ns, double *energy_nj,
+                               enpu_err *err);
+
+typedef struct {
+  search_eval_fn eval;        /* required */
+  search_eval_batch_fn batch; /* NULL: one plan at a time */
+  search_bound_fn bound;      /* NULL: SEARCH_OP_EXACT enumerates every plan */
+} search_evaluator;
 
 typedef struct {
   int state[CONFIG_NCOMP];
@@ -105,6 +132,23 @@ void search_memo_free(search_memo *m); /* NULL is a no-op */
  * @return 0, or the evaluator's error, ENPU_ERR_INVALID (bad domains), ENPU_ERR_NOMEM. */
 int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
                      void *const *users, int nthreads, search_pareto *out, enpu_err *err);
+
+/* search_op_pareto with a batch evaluator and a bound (search_evaluator), and for
+ * SEARCH_OP_EXACT one part of the search: the plan space is cut into SEARCH_EXACT_PARTS
+ * fixed boxes (halving the widest searched domain, the lowest first on a tie); part k
+ * searches box k alone from the same seed (Algorithm 1's set), and its set holds every
+ * exact point of its box plus seed points nothing evaluated dominated. part < 0: every
+ * part, over `nthreads` threads, merged (the exact set). Evaluations are counted per
+ * part and summed, so they depend on neither the thread count nor the order.
+ * @return as search_op_pareto; ENPU_ERR_INVALID for a part outside the range. */
+enum { SEARCH_EXACT_PARTS = 8 };
+int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
+                     void *const *users, int nthreads, int part, search_pareto *out,
+                     enpu_err *err);
+
+/* The Pareto set of the union of n sets (each sorted as search_pareto is), with the same
+ * tie rule: independent of the sets' order. evals sums theirs. */
+int search_pareto_merge(const search_pareto *sets, int n, search_pareto *out, enpu_err *err);
 
 /* How close an approximate Pareto set (Algorithm 1) is to the exact one (exhaustive, same
  * evaluator): for approximate point i, gap[i] = E_i / E*(T_i) - 1, E*(T) the exact
@@ -238,11 +282,16 @@ typedef struct {
   unsigned lifted_mask;
   int64_t polish_moves;
   int from_ga;
+  double regulator_loss_nj[CONFIG_NCOMP]; /* energy lost in regulators (Figure 13) */
+  int gated;         /* power gating applied (pg policies; the cheaper plan that fits) */
+  double gates;      /* gate events of the pass (inside and between ops) */
 } search_slack_plan;
 
 /* Plan invariants (src/README.md) over the slacks of one policy in increasing order:
- * time (strict) or critical-path time (paper) <= budget, energy non-increasing as slack grows, energy <= peak_energy_nj (the
- * policy's all-peak plan), lower bound <= energy. Relative tolerance 1e-9.
+ * time (strict) or critical-path time (paper) <= budget, energy non-increasing as slack
+ * grows, energy <= peak_energy_nj (the policy's all-peak plan), lower bound <= energy
+ * (plain plans: the bound is over the Pareto sets, which gating can go below). Relative
+ * tolerance 1e-9.
  * @return 0, or ENPU_ERR_INTERNAL naming the slack and the broken invariant. */
 int search_check_invariants(const search_slack_plan *plans, int n, double peak_energy_nj,
                             enpu_err *err);
@@ -309,8 +358,9 @@ typedef struct {
    * split into at most ga_groups runs of consecutive layers, one gene each (default 8). */
   search_ga_params ga;
   int ga_groups;
-  /* `ideal`'s op-level method: exhaustive (default) or Algorithm 1 on the ideal pipeline
-   * (the greedy side of an exact-vs-greedy comparison, or the unsampled ops). */
+  /* `ideal`'s op-level method: the exact set by branch and bound (default), by exhaustive
+   * enumeration (the same set), or Algorithm 1 on the ideal pipeline (the greedy side of
+   * an exact-vs-greedy comparison, or the unsampled ops). */
   search_op_method ideal_method;
   /* Algorithm 1 + the trim pass (search_domains.trim) for enpu-c, enpu-all and `ideal`'s
    * greedy side; off by default (the paper's Algorithm 1 as is). */
@@ -322,9 +372,47 @@ typedef struct {
   int transition_aware;
   config_budget budget;           /* strict (default) or paper */
   search_transitions transitions; /* per-rail (default) or the whole-chip stall */
+  /* Policy variants (config_policy_spec): the VU shadow register file of the policy's
+   * pipeline (-1: the chip's, §4.5) and power gating of the finalised plan (§4.7). */
+  int shadow_vregs;
+  int gating;
+  double epoch_ns; /* epoch of dvfs-c-ms and enpu-ms (default 5 ms, §4.6) */
 } search_options;
 
 void search_options_default(search_options *o);
+/* The options of a policy variant: shadow_vregs and gating from the spec. */
+void search_options_set_policy(search_options *o, const config_policy_spec *p);
+/* The options a job compiles a policy with (the farm's, and what validation re-simulates
+ * with): the defaults, the job's budget mode and epoch, the policy's variant (p may be
+ * NULL: the plain defaults of the job). */
+void search_options_for_job(search_options *o, const config_job *job, const config_policy_spec *p);
+
+/* ---------------------------------------------------------------------------------
+ * Units of a request */
+
+enum { SEARCH_UNIT_EPOCH = 1000 }; /* search_unit.kind of an epoch (not a graph_op_kind) */
+
+typedef struct {
+  uint64_t signature;   /* the graph op's, or a hash of the epoch's members in order */
+  int64_t multiplicity; /* instances in a pass */
+  int kind;             /* graph_op_kind, or SEARCH_UNIT_EPOCH */
+  int op;               /* its graph op (an epoch: its first member) */
+  int member_first, member_count; /* its members: member_op/member_count[first..] */
+  char name[64];
+} search_unit;
+
+typedef struct {
+  int count;
+  search_unit *unit;
+  int *member_op;          /* per member: graph op */
+  int64_t *member_count;   /* per member: instances of it in one instance of the unit */
+  int64_t instances;       /* unit instances of a pass: walk numbers 0..instances-1 */
+  int64_t *offset;         /* per unit (count + 1): its first walk number */
+  int *unit_of_walk;       /* per walk number: its unit */
+  int64_t *first_x;        /* per walk number: the execution index of its first op */
+  int64_t op_instances;    /* op instances of a pass (execution order) */
+  int64_t *walk_of;        /* per op instance: its unit instance's walk number */
+} search_units;
 
 /* Search context: the chip's power models (fixed regulator; DVFS IVR with HBM ctrl-only
  * and full; DVFS-C's compute-only IVR) and the op-level memo. One per thread; the chip must outlive it (the
@@ -345,7 +433,10 @@ typedef struct {
   int64_t walk_moves;              /* instance moves in the walk (hull walk only) */
   search_slack_plan *plans;        /* one per slack, in the given (increasing) order */
   int nplans;
-  search_walk *walk;               /* the hull walk over the graph's ops (owned) */
+  search_walk *walk;               /* the hull walk over the units (owned) */
+  search_units *units;             /* the request's units (owned) */
+  search_pareto *unit_sets;        /* per unit, when the bucket compiled them itself
+                                      (search_compile_bucket); NULL otherwise (owned) */
 } search_bucket_result;
 
 void search_bucket_result_free(search_bucket_result *r); /* frees members; NULL no-op */
@@ -356,6 +447,14 @@ void search_bucket_result_free(search_bucket_result *r); /* frees members; NULL 
  * @return 0, or the cost model's error, ENPU_ERR_INVALID, ENPU_ERR_NOMEM. */
 int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                       const search_options *opt, search_pareto *out, enpu_err *err);
+
+/* One part (0..SEARCH_EXACT_PARTS − 1) of the op level when the policy's op-level method
+ * is SEARCH_OP_EXACT (`ideal`'s default), what a farm sub-task computes; part −1, or any
+ * other method, is search_op_compile. Merging the parts' sets (search_pareto_merge)
+ * gives search_op_compile's set. */
+int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op,
+                           config_policy policy, const search_options *opt, int part,
+                           search_pareto *out, enpu_err *err);
 
 /* The full cost result (per-slot energies, utilisations) of one plan of one op under the
  * policy's pipeline and power model: the breakdown behind a Pareto point. */
@@ -370,9 +469,38 @@ int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
                               const int prev[CONFIG_NCOMP], const int state[CONFIG_NCOMP],
                               cost_result *out, enpu_err *err);
 
-/* The request level of one bucket given its ops' Pareto sets (sets[i] for graph op i,
- * computed by search_op_compile for the same policy and options; equal signatures may
- * share a set): reference times, the walk, each slack's finalised plan, the invariants.
+/* The units of a request over graph g under a policy (search_units above): the graph's
+ * ops, or for an epoch policy its epochs. Epochs (§4.6: "merge consecutive
+ * sub-millisecond operators into epochs (>= 5 milliseconds)"), after the region merge of
+ * the paper's artifact (NeuSim `neusim/npusim/frontend/dvfs_region_merge.py`) on the
+ * real operator order: each op instance is labelled by its bottleneck at peak (enpu-ms:
+ * the component with the largest own time; dvfs-c-ms: compute-bound or not); runs of one
+ * label start as regions; then, while a region is shorter than opt->epoch_ns of NoDVFS
+ * time, the shortest (the earliest of equals) merges into its shorter neighbour (the left
+ * of equals), takes the label with the most time in it, and joins neighbours of its
+ * label. Deterministic: compile and validation rebuild the same units.
+ * @return 0, or the cost model's error, ENPU_ERR_INVALID (bad graph), ENPU_ERR_NOMEM. */
+int search_units_build(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                       const search_options *opt, search_units **out, enpu_err *err);
+void search_units_free(search_units *u); /* NULL is a no-op */
+
+/* The op level of one unit: search_op_compile for a graph op; for an epoch, the same
+ * search with each plan evaluated as one V/f setting for all its operators — the cost
+ * model's time (or critical path) and energy of every member instance at that setting,
+ * summed (no transition inside an epoch). */
+int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
+                        int unit, config_policy policy, const search_options *opt,
+                        search_pareto *out, enpu_err *err);
+/* The cost result of one unit instance at one plan: an op's search_op_breakdown; an
+ * epoch's members' times, energies (per slot) and losses summed. */
+int search_unit_breakdown(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
+                          int unit, config_policy policy, const search_options *opt,
+                          const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
+
+/* The request level of one bucket given its units' Pareto sets (sets[u] for unit u of
+ * search_units_build — graph op u for a per-operator policy — computed by
+ * search_unit_compile for the same policy and options; equal signatures may share a
+ * set): reference times, the walk, each slack's finalised plan, the invariants.
  * op_evals/unique_ops/op_search_s are left 0 (the caller did the op level).
  * @return as search_compile_bucket. */
 int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
@@ -400,28 +528,34 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
                           const double *slacks, int nslack, const search_options *opt,
                           search_bucket_result *out, enpu_err *err);
 
+/* What a plan costs on the real operator order. */
+typedef struct {
+  double time_ns, cp_time_ns, energy_nj;
+  double regulator_loss_nj[CONFIG_NCOMP];
+  double gates;
+} search_plan_totals;
+
 /* Re-simulate a plan from its states alone (what `enpu validate` checks a stored plan
  * with): every op instance evaluated by the cost model under the policy's pipeline and
  * power model, in the real operator order, with the V/f transitions between consecutive
- * instances that finalisation prices (none for `ideal`) — the same totals finalisation
- * computes, and the critical-path time. state[off_i + r] holds the states of instance r
- * (layer r) of graph op i, off_i the sum of the multiplicities of ops 0..i-1
- * (search_walk_positions numbering). cp_time_ns may be NULL.
+ * instances that finalisation prices (none for `ideal`) and, when `gated`, power gating
+ * — the same totals finalisation computes. state[w] holds the states of unit instance w
+ * in walk numbering (search_units: graph op i's layer r is offset_i + r; an epoch's
+ * occurrence k is its offset + k).
  * @return 0, or the cost model's error naming the op and layer, ENPU_ERR_INVALID (bad
  * graph or policy), ENPU_ERR_NOMEM. */
 int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                         const search_options *opt, const int (*state)[CONFIG_NCOMP],
-                         double *time_ns, double *cp_time_ns, double *energy_nj,
-                         enpu_err *err);
+                         const search_options *opt, const int (*state)[CONFIG_NCOMP], int gated,
+                         search_plan_totals *out, enpu_err *err);
 
 /* The budget of a slack in a mode: strict max(t_nodvfs, t_peak) + slack·t_nodvfs, paper
  * (1 + slack)·t_nodvfs. */
 double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_ns, double slack);
 
-/* A plan's states in execution order (search_slack_plan.state) rearranged into walk
- * numbering (op i's instance r·count + c at the sum of the multiplicities of ops
- * 0..i-1), as search_plan_simulate takes them; both arrays hold every instance. */
-void search_states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
+/* A plan's states in execution order (search_slack_plan.state) rearranged into the walk
+ * numbering of units u (search_units_build; a unit instance takes its first op
+ * instance's states), as search_plan_simulate takes them. */
+void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP],
                            int (*walk)[CONFIG_NCOMP]);
 
 #endif /* ENPU_SEARCH_H */

@@ -18,9 +18,22 @@
 void search_options_default(search_options *o) {
   *o = (search_options){.request = SEARCH_REQ_POLICY, .enpu_domains = 5,
                         .walk_cap_slack = 0.5, .threads = 1, .ga = {1000, 500, 1},
-                        .ga_groups = 8, .ideal_method = SEARCH_OP_EXHAUSTIVE,
+                        .ga_groups = 8, .ideal_method = SEARCH_OP_EXACT,
                         .transition_aware = 0, .budget = CONFIG_BUDGET_STRICT,
-                        .transitions = SEARCH_TRANS_PER_RAIL};
+                        .transitions = SEARCH_TRANS_PER_RAIL, .shadow_vregs = -1,
+                        .gating = 0, .epoch_ns = 5e6};
+}
+
+void search_options_set_policy(search_options *o, const config_policy_spec *p) {
+  o->shadow_vregs = p->shadow_vregs;
+  o->gating = p->gate;
+}
+
+void search_options_for_job(search_options *o, const config_job *job, const config_policy_spec *p) {
+  search_options_default(o);
+  o->budget = job->budget;
+  o->epoch_ns = job->epoch_ms * 1e6;
+  if (p) search_options_set_policy(o, p);
 }
 
 int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err) {
@@ -57,6 +70,12 @@ void search_ctx_free(search_ctx *s) {
 void search_bucket_result_free(search_bucket_result *r) {
   if (!r) return;
   for (int i = 0; i < r->nplans; i++) free(r->plans[i].state);
+  for (int i = 0; r->unit_sets && r->units && i < r->units->count; i++)
+    search_pareto_free(&r->unit_sets[i]);
+  free(r->unit_sets);
+  r->unit_sets = NULL;
+  search_units_free(r->units);
+  r->units = NULL;
   search_walk_free(r->walk);
   r->walk = NULL;
   free(r->plans);
@@ -67,13 +86,39 @@ void search_bucket_result_free(search_bucket_result *r) {
 /* ---------------------------------------------------------------------------------
  * Policy → search setup (paper §4.1, §4.6) */
 
+/* The pipelines of a setup: the variant's shadow register file; a gating copy. */
+static int setup_finish(const search_ctx *s, const search_options *o, policy_setup *ps,
+                        enpu_err *err) {
+  ENPU_RETURN_IF(o->shadow_vregs > s->chip->vregs, err, ENPU_ERR_INVALID,
+                 "a shadow register file of %d registers: the chip has %d vector registers",
+                 o->shadow_vregs, s->chip->vregs);
+  ENPU_RETURN_IF(o->gating && !power_gating_available(ps->pm), err, ENPU_ERR_INVALID,
+                 "power gating: the chip %s has no gating parameters", s->chip->name);
+  ENPU_RETURN_IF(o->gating && o->transitions != SEARCH_TRANS_PER_RAIL, err, ENPU_ERR_INVALID,
+                 "power gating is priced with per-rail transitions only");
+  ps->pipe.shadow_vregs = o->shadow_vregs < 0 ? -1 : o->shadow_vregs;
+  ps->gate_pipe = ps->pipe;
+  ps->gate_pipe.gating = 1;
+  ps->gating = o->gating != 0;
+  return 0;
+}
+
+static int setup_base(const search_ctx *s, config_policy policy, const search_options *o,
+                      policy_setup *ps, enpu_err *err);
+
 int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o,
                         policy_setup *ps, enpu_err *err) {
+  ENPU_FORWARD(setup_base(s, policy, o, ps, err));
+  return setup_finish(s, o, ps, err);
+}
+
+static int setup_base(const search_ctx *s, config_policy policy, const search_options *o,
+                      policy_setup *ps, enpu_err *err) {
   const int peak = s->chip->freq_states;
+  const int ga = policy == CONFIG_POLICY_DVFS_C || policy == CONFIG_POLICY_DVFS_C_MS;
   ps->transitions = 1;
-  ps->request = o->request == SEARCH_REQ_POLICY
-                    ? (policy == CONFIG_POLICY_DVFS_C ? SEARCH_REQ_GA : SEARCH_REQ_WALK)
-                    : o->request;
+  ps->request = o->request == SEARCH_REQ_POLICY ? (ga ? SEARCH_REQ_GA : SEARCH_REQ_WALK)
+                                                : o->request;
   switch (policy) {
   case CONFIG_POLICY_NODVFS:
     ps->pm = s->fixed;
@@ -81,6 +126,7 @@ int search_policy_setup(const search_ctx *s, config_policy policy, const search_
     return search_domains_nodvfs(&ps->dom, peak, err);
   case CONFIG_POLICY_DVFS_C:
   case CONFIG_POLICY_DVFS_C_WALK:
+  case CONFIG_POLICY_DVFS_C_MS:
     /* §4.1: the compute domain (SA, VU, SRAM) scales; HBM and ICI stay at peak on the
      * fixed regulator. One core clock, no crossing inside. */
     ps->pm = s->dvfs_c;
@@ -88,11 +134,20 @@ int search_policy_setup(const search_ctx *s, config_policy policy, const search_
     return search_domains_dvfs_c(&ps->dom, peak, err);
   case CONFIG_POLICY_ENPU_C:
   case CONFIG_POLICY_ENPU_ALL:
+  case CONFIG_POLICY_ENPU_MS:
+  case CONFIG_POLICY_ENPU_3DOM:
+  case CONFIG_POLICY_ENPU_4DOM: {
+    /* §4.6: enpu-ms is eNPU-All per epoch; 3 and 4 domains are eNPU-All's merged. */
+    const int d = policy == CONFIG_POLICY_ENPU_3DOM   ? 3
+                  : policy == CONFIG_POLICY_ENPU_4DOM ? 4
+                  : policy == CONFIG_POLICY_ENPU_MS   ? 5
+                                                      : o->enpu_domains;
     ps->pm = policy == CONFIG_POLICY_ENPU_C ? s->ctrl : s->full;
-    ENPU_FORWARD(cost_pipeline_enpu(&ps->pipe, o->enpu_domains, ps->pm, err));
-    ENPU_FORWARD(search_domains_enpu(&ps->dom, o->enpu_domains, peak, SEARCH_OP_GREEDY, err));
+    ENPU_FORWARD(cost_pipeline_enpu(&ps->pipe, d, ps->pm, err));
+    ENPU_FORWARD(search_domains_enpu(&ps->dom, d, peak, SEARCH_OP_GREEDY, err));
     ps->dom.trim = o->op_trim;
     return 0;
+  }
   case CONFIG_POLICY_IDEAL:
     ps->pm = s->full;
     ps->transitions = 0;
@@ -133,6 +188,39 @@ static int eval_with_cost(void *user, const int state[CONFIG_NCOMP], double *tim
   return 0;
 }
 
+/* Plans of one batch the evaluator hands the cost model at a time. */
+enum { COST_USER_BATCH = 256 };
+
+static int eval_batch_with_cost(void *user, int n, const int (*state)[CONFIG_NCOMP], double *time_ns,
+                           double *energy_nj, enpu_err *err) {
+  const cost_user *u = user;
+  cost_plan plans[COST_USER_BATCH];
+  cost_brief r[COST_USER_BATCH];
+  for (int at = 0; at < n; at += COST_USER_BATCH) {
+    const int k = n - at < COST_USER_BATCH ? n - at : COST_USER_BATCH;
+    memcpy(plans, state + at, (size_t)k * sizeof *plans);
+    ENPU_FORWARD(cost_eval_batch(u->cost, u->op, plans, k, u->pipe, r, err));
+    for (int i = 0; i < k; i++) {
+      time_ns[at + i] = u->budget == CONFIG_BUDGET_PAPER ? r[i].cp_time_ns : r[i].time_ns;
+      energy_nj[at + i] = r[i].energy_nj;
+    }
+  }
+  return 0;
+}
+
+static int bound_with_cost(void *user, const int lo[CONFIG_NCOMP], const int hi[CONFIG_NCOMP],
+                           double *time_ns, double *energy_nj, enpu_err *err) {
+  const cost_user *u = user;
+  cost_plan a, b;
+  memcpy(a.state, lo, sizeof a.state);
+  memcpy(b.state, hi, sizeof b.state);
+  cost_brief lb;
+  ENPU_FORWARD(cost_bound_box(u->cost, u->op, &a, &b, u->pipe, &lb, err));
+  *time_ns = u->budget == CONFIG_BUDGET_PAPER ? lb.cp_time_ns : lb.time_ns;
+  *energy_nj = lb.energy_nj;
+  return 0;
+}
+
 static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak,
                      double *time_ns, double *energy_nj, enpu_err *err) {
   const int state[CONFIG_NCOMP] = {peak, peak, peak, peak, peak};
@@ -140,10 +228,19 @@ static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pi
   return eval_with_cost(&u, state, time_ns, energy_nj, err);
 }
 
-/* Pareto set of one op; the exhaustive search gets a cost context per extra thread. */
+/* Pareto set of one op (or one part of the exact search); the exhaustive and exact
+ * searches get a cost context per extra thread. The cost model's batch entry point
+ * evaluates, and its box bounds prune the exact search when the pipeline has them
+ * (every unit in its own domain, no gating: cost.h). */
 static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const policy_setup *ps,
-                     int threads, config_budget budget, search_pareto *out, enpu_err *err) {
-  if (ps->dom.method != SEARCH_OP_EXHAUSTIVE || ps->dom.ndomains == 0) threads = 1;
+                     int threads, config_budget budget, int part, search_pareto *out,
+                     enpu_err *err) {
+  if (ps->dom.method == SEARCH_OP_GREEDY || ps->dom.ndomains == 0) threads = 1;
+  int own_domains = 1;
+  for (int u = 0; u < COST_NUNIT; u++)
+    for (int w = 0; w < u; w++) own_domains &= ps->pipe.domain[u] != ps->pipe.domain[w];
+  const search_evaluator ev = {eval_with_cost, eval_batch_with_cost,
+                               own_domains && !ps->pipe.gating ? bound_with_cost : NULL};
   cost_user *users = enpu_calloc((size_t)threads, sizeof *users);
   void **uptr = enpu_calloc((size_t)threads, sizeof *uptr);
   int rc = users && uptr ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (evaluators)");
@@ -152,7 +249,7 @@ static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const po
     if (t > 0) rc = cost_ctx_create(s->chip, &users[t].cost, err);
     uptr[t] = &users[t];
   }
-  if (rc == 0) rc = search_op_pareto(s->memo, &ps->dom, eval_with_cost, uptr, threads, out, err);
+  if (rc == 0) rc = search_op_search(s->memo, &ps->dom, &ev, uptr, threads, part, out, err);
   for (int t = 1; users && t < threads; t++) cost_ctx_free(users[t].cost);
   free(users);
   free(uptr);
@@ -163,9 +260,14 @@ static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const po
 /* ---------------------------------------------------------------------------------
  * One bucket, one policy */
 
-
 int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                       const search_options *opt, search_pareto *out, enpu_err *err) {
+  return search_op_compile_part(s, cost, op, policy, opt, -1, out, err);
+}
+
+int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op,
+                           config_policy policy, const search_options *opt, int part,
+                           search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
@@ -174,7 +276,7 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
   if (policy == CONFIG_POLICY_UNIFORM) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
-  return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, out, err);
+  return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, part, out, err);
 }
 
 int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
@@ -198,32 +300,53 @@ int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, confi
   return search_op_breakdown_after(s, cost, op, policy, opt, NULL, state, out, err);
 }
 
+static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                       search_units *u, const search_pareto *const *sets, const double *slacks,
+                       int nslack, const search_options *opt, search_bucket_result *out,
+                       enpu_err *err);
+
+/* The start of a bucket's compilation: an empty result, the options (the defaults for
+ * NULL), the request's units. */
+static int bucket_units(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                        const search_options **opt, search_options *defaults,
+                        search_bucket_result *out, search_units **u, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  if (!*opt) search_options_default(defaults), *opt = defaults;
+  return search_units_build(s, cost, g, policy, *opt, u, err);
+}
+
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                           const double *slacks, int nslack, const search_options *opt,
                           search_bucket_result *out, enpu_err *err) {
-  memset(out, 0, sizeof *out);
+  search_units *u = NULL;
   search_options defaults;
-  if (!opt) search_options_default(&defaults), opt = &defaults;
-  const int nops = graph_op_count(g);
-  search_pareto *sets = enpu_calloc((size_t)nops + 1, sizeof *sets);
-  const search_pareto **set_of = enpu_calloc((size_t)nops + 1, sizeof *set_of);
-  int rc = sets && set_of ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+  ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
+  const int nunits = u->count;
+  search_pareto *sets = enpu_calloc((size_t)u->count + 1, sizeof *sets);
+  const search_pareto **set_of = enpu_calloc((size_t)u->count + 1, sizeof *set_of);
+  unit_cache *cache = NULL;
+  int rc = sets && set_of ? unit_cache_create(&cache, err)
+                          : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
   int64_t op_evals = 0;
   int unique = 0;
   const double t_op0 = enpu_now_s();
-  for (int i = 0; rc == 0 && i < nops; i++) {
-    const graph_op *op = graph_op_at(g, i);
+  for (int i = 0; rc == 0 && i < u->count; i++) {
     for (int j = 0; j < i && !set_of[i]; j++)
-      if (graph_op_at(g, j)->signature == op->signature) set_of[i] = set_of[j];
+      if (u->unit[j].signature == u->unit[i].signature) set_of[i] = set_of[j];
     if (set_of[i]) continue;
-    rc = search_op_compile(s, cost, op, policy, opt, &sets[i], err);
+    rc = unit_compile(s, cost, g, u, i, policy, opt, cache, &sets[i], err);
     set_of[i] = &sets[i];
     op_evals += sets[i].evals;
     unique++;
   }
   const double op_s = enpu_now_s() - t_op0;
+  unit_cache_free(cache);
   if (rc < 0) enpu_err_prefix(err, "%s: ", config_policy_name(policy));
-  if (rc == 0) rc = search_compile_bucket_sets(s, cost, g, policy, set_of, slacks, nslack, opt, out, err);
+  search_units *owned = u;
+  if (rc == 0) {
+    owned = NULL; /* the result takes the units, freed with it even on failure */
+    rc = bucket_sets(s, cost, g, policy, u, set_of, slacks, nslack, opt, out, err);
+  }
   if (rc == 0) {
     out->op_evals = op_evals;
     out->unique_ops = unique;
@@ -232,10 +355,25 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
       out->plans[k].op_evals = op_evals;
       out->plans[k].search_s += op_s;
     }
+    /* The result keeps the sets, each unit its own copy of a shared one. */
+    for (int i = 0; i < nunits; i++)
+      if (set_of[i] != &sets[i]) {
+        sets[i] = *set_of[i];
+        sets[i].points = enpu_calloc((size_t)set_of[i]->count, sizeof *sets[i].points);
+        if (!sets[i].points) {
+          rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+          break;
+        }
+        memcpy(sets[i].points, set_of[i]->points, (size_t)set_of[i]->count * sizeof *sets[i].points);
+      }
+    out->unit_sets = sets;
+    sets = NULL;
   }
-  for (int i = 0; sets && i < nops; i++) search_pareto_free(&sets[i]);
+  if (rc < 0) search_bucket_result_free(out);
+  for (int i = 0; sets && i < nunits; i++) search_pareto_free(&sets[i]);
   free(sets);
   free(set_of);
+  search_units_free(owned);
   return rc;
 }
 
@@ -244,40 +382,41 @@ double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_
                                        : fmax(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns;
 }
 
-/* The scratch and the result's plans of a bucket of `instances` op instances. */
-static int bucket_alloc(const graph *g, int64_t instances, int nslack, int peak, request *rq,
-                        scratch *sc, search_bucket_result *out, enpu_err *err) {
-  const size_t nops = (size_t)graph_op_count(g), n = (size_t)instances;
-  sc->req = enpu_calloc(nops, sizeof *sc->req);
-  sc->offset = enpu_calloc(nops, sizeof *sc->offset);
-  sc->pos = enpu_calloc(n, sizeof *sc->pos);
-  sc->best_pos = enpu_calloc(n, sizeof *sc->best_pos);
-  sc->peak_state = enpu_calloc(n, sizeof *sc->peak_state);
-  sc->cand = enpu_calloc(n, sizeof *sc->cand);
-  sc->lift = enpu_calloc(n, sizeof *sc->lift);
+/* The scratch and the result's plans of a bucket: per unit, per unit instance (walk
+ * numbering) and per op instance (execution order). */
+static int bucket_alloc(const graph *g, const search_units *u, int nslack, int peak,
+                        request *rq, scratch *sc, search_bucket_result *out, enpu_err *err) {
+  const size_t n = (size_t)u->op_instances, nw = (size_t)u->instances;
+  sc->req = enpu_calloc((size_t)u->count + 1, sizeof *sc->req);
+  sc->pos = enpu_calloc(nw + 1, sizeof *sc->pos);
+  sc->best_pos = enpu_calloc(nw + 1, sizeof *sc->best_pos);
+  sc->peak_state = enpu_calloc(n + 1, sizeof *sc->peak_state);
+  sc->cand = enpu_calloc(n + 1, sizeof *sc->cand);
+  sc->lift = enpu_calloc(n + 1, sizeof *sc->lift);
   out->plans = enpu_calloc((size_t)nslack, sizeof *out->plans);
-  ENPU_RETURN_IF(!sc->req || !sc->offset || !sc->pos || !sc->best_pos || !sc->peak_state ||
-                     !sc->cand || !sc->lift || !out->plans,
-                 err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)",
-                 (long long)instances);
+  ENPU_RETURN_IF(!sc->req || !sc->pos || !sc->best_pos || !sc->peak_state || !sc->cand ||
+                     !sc->lift || !out->plans,
+                 err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)", (long long)n);
   out->nplans = nslack;
   for (int k = 0; k < nslack; k++) {
-    out->plans[k].state = enpu_calloc(n, sizeof *out->plans[k].state);
-    out->plans[k].instances = instances;
+    out->plans[k].state = enpu_calloc(n + 1, sizeof *out->plans[k].state);
+    out->plans[k].instances = (int64_t)n;
     ENPU_RETURN_IF(!out->plans[k].state, err, ENPU_ERR_NOMEM, "out of memory (plans)");
   }
   for (size_t x = 0; x < n; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) sc->peak_state[x][c] = peak;
-  return req_init(rq, sc, g, instances, err);
+  return req_init(rq, sc, g, (int64_t)n, err);
 }
 
-/* Reference times and the policy's all-peak plan (not counted as search evaluations). */
+/* Reference times: NoDVFS and the eNPU 5-domain pipeline at all-peak on the policy's
+ * hardware (its shadow register file); not counted as search evaluations. */
 static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
                             const policy_setup *ps, search_bucket_result *out, enpu_err *err) {
   const int peak = s->chip->freq_states;
   cost_pipeline nodvfs, enpu5;
   cost_pipeline_nodvfs(&nodvfs, s->fixed);
   ENPU_FORWARD(cost_pipeline_enpu(&enpu5, 5, s->ctrl, err));
+  enpu5.shadow_vregs = ps->pipe.shadow_vregs;
   for (int i = 0; i < graph_op_count(g); i++) {
     const graph_op *op = graph_op_at(g, i);
     const double m = (double)op->multiplicity;
@@ -286,9 +425,46 @@ static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
     out->t_nodvfs_ns += m * t, out->e_nodvfs_nj += m * e;
     ENPU_FORWARD(eval_peak(cost, op, &enpu5, peak, &t, &e, err));
     out->t_peak_ns += m * t;
-    ENPU_FORWARD(eval_peak(cost, op, &ps->pipe, peak, &t, &e, err));
+  }
+  return 0;
+}
+
+/* The uniform policy (search_uniform.c), its all-peak pass summed over the ops (one state
+ * throughout: no transition), and each plan's regulator loss, its ops' at its state. */
+static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const policy_setup *ps,
+                          const search_pareto *const *sets, const double *slacks, int nslack,
+                          config_budget budget, search_bucket_result *out, enpu_err *err) {
+  const int peak = s->chip->freq_states;
+  ENPU_FORWARD(bucket_reference(s, cost, g, ps, out, err));
+  for (int i = 0; i < graph_op_count(g); i++) {
+    const double m = (double)graph_op_at(g, i)->multiplicity;
+    double t, e;
+    ENPU_FORWARD(eval_peak(cost, graph_op_at(g, i), &ps->pipe, peak, &t, &e, err));
     out->policy_peak_time_ns += m * t, out->policy_peak_energy_nj += m * e;
   }
+  ENPU_FORWARD(search_uniform_bucket(g, sets, peak, slacks, nslack, budget, out, err));
+  for (int k = 0; k < out->nplans; k++) {
+    search_slack_plan *pl = &out->plans[k];
+    cost_plan plan;
+    memcpy(plan.state, pl->state[0], sizeof plan.state);
+    for (int i = 0; i < graph_op_count(g); i++) {
+      cost_result r;
+      ENPU_FORWARD(cost_eval(cost, graph_op_at(g, i), &plan, &ps->pipe, &r, err));
+      for (int c = 0; c < CONFIG_NCOMP; c++)
+        pl->regulator_loss_nj[c] += (double)graph_op_at(g, i)->multiplicity * r.loss_nj[c];
+    }
+  }
+  return 0;
+}
+
+/* The policy's all-peak plan on the real operator order, plain and (pg) gated. */
+static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result *out,
+                            enpu_err *err) {
+  const int (*peak)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->peak_state;
+  ENPU_FORWARD(req_total(rq, peak, 0, &sc->peak_plain, err));
+  if (rq->gating) ENPU_FORWARD(req_total(rq, peak, 1, &sc->peak_gated, err));
+  out->policy_peak_time_ns = sc->peak_plain.time_ns;
+  out->policy_peak_energy_nj = sc->peak_plain.energy_nj;
   return 0;
 }
 
@@ -305,8 +481,7 @@ static int bucket_slack(const request *rq, scratch *sc, const policy_setup *ps,
   if (ps->request == SEARCH_REQ_GREEDY) {
     search_walk_free(sc->greedy);
     sc->greedy = NULL;
-    ENPU_FORWARD(search_greedy_build(sc->req, graph_op_count(rq->g), pl->budget_ns, &sc->greedy,
-                                     err));
+    ENPU_FORWARD(search_greedy_build(sc->req, rq->units->count, pl->budget_ns, &sc->greedy, err));
     w = sc->greedy;
   }
   if (ps->request == SEARCH_REQ_GA) ENPU_FORWARD(plan_slack_ga(rq, sc, opt, k == 0, out, pl, err));
@@ -346,53 +521,50 @@ static int check_options(const double *slacks, int nslack, const search_options 
   return 0;
 }
 
-int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
-                               config_policy policy, const search_pareto *const *sets,
-                               const double *slacks, int nslack, const search_options *opt,
-                               search_bucket_result *out, enpu_err *err) {
+/* search_compile_bucket_sets over units `u`, which the result takes. */
+static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                       search_units *u, const search_pareto *const *sets, const double *slacks,
+                       int nslack, const search_options *opt, search_bucket_result *out,
+                       enpu_err *err) {
   memset(out, 0, sizeof *out);
   out->policy = policy;
-  search_options defaults;
-  if (!opt) search_options_default(&defaults), opt = &defaults;
+  out->units = u;
   out->budget = opt->budget;
-  ENPU_FORWARD(check_options(slacks, nslack, opt, err));
   policy_setup ps;
   int64_t instances;
-  ENPU_FORWARD(req_prepare(s, policy, opt, g, &ps, &instances, err));
-  if (policy == CONFIG_POLICY_UNIFORM) {
-    ENPU_FORWARD(bucket_reference(s, cost, g, &ps, out, err));
-    return search_uniform_bucket(g, sets, s->chip->freq_states, slacks, nslack, opt->budget, out, err);
+  int rc = check_options(slacks, nslack, opt, err);
+  if (rc == 0) rc = req_prepare(s, policy, opt, g, &ps, &instances, err);
+  if (rc == 0 && policy == CONFIG_POLICY_UNIFORM) {
+    rc = bucket_uniform(s, cost, g, &ps, sets, slacks, nslack, opt->budget, out, err);
+    if (rc < 0) search_bucket_result_free(out);
+    return rc;
   }
-  const int nops = graph_op_count(g);
   scratch sc = {0};
-  request rq = {.sets = sets, .offset = sc.offset, .pm = ps.pm, .transitions = ps.transitions,
-                .model = opt->transitions, .budget = opt->budget, .cost = cost,
-                .pipe = &ps.pipe, .dom = &ps.dom, .transition_aware = opt->transition_aware};
-  int rc = bucket_alloc(g, instances, nslack, s->chip->freq_states, &rq, &sc, out, err);
-  rq.offset = sc.offset;
+  request rq = {.units = u, .sets = sets, .offset = u->offset, .pm = ps.pm,
+                .transitions = ps.transitions, .model = opt->transitions, .budget = opt->budget,
+                .cost = cost, .pipe = &ps.pipe, .gate_pipe = &ps.gate_pipe, .gating = ps.gating,
+                .dom = &ps.dom, .transition_aware = opt->transition_aware};
+  if (rc == 0) rc = bucket_alloc(g, u, nslack, s->chip->freq_states, &rq, &sc, out, err);
   if (rc == 0) rc = bucket_reference(s, cost, g, &ps, out, err);
-  /* The op-level Pareto sets, one per graph op (shared between equal signatures). */
-  for (int i = 0, inst = 0; rc == 0 && i < nops; i++) {
-    const graph_op *op = graph_op_at(g, i);
+  if (rc == 0) rc = bucket_peak_plan(&rq, &sc, out, err);
+  for (int i = 0; rc == 0 && i < u->count; i++) {
     if (!sets[i] || sets[i]->count < 1) {
-      rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): no Pareto set", i, op->name);
+      rc = enpu_errorf(err, ENPU_ERR_INVALID, "unit %d (%s): no Pareto set", i, u->unit[i].name);
       break;
     }
-    sc.req[i] = (search_req_op){sets[i]->points, sets[i]->count, op->multiplicity};
-    sc.offset[i] = inst;
-    inst += (int)op->multiplicity;
+    sc.req[i] = (search_req_op){sets[i]->points, sets[i]->count, u->unit[i].multiplicity};
   }
   /* Request level: one walk serves every slack (and bounds it). */
   const double t_walk0 = enpu_now_s();
   const double cap_ns = search_budget_ns(opt->budget, out->t_nodvfs_ns, out->t_peak_ns,
                                          fmax(opt->walk_cap_slack, slacks[nslack - 1]));
-  if (rc == 0) rc = search_walk_build(sc.req, nops, cap_ns, &sc.hull, err);
+  if (rc == 0) rc = search_walk_build(sc.req, u->count, cap_ns, &sc.hull, err);
   if (rc == 0) out->walk_moves = search_walk_moves(sc.hull);
   out->walk = sc.hull; /* the result owns the walk (the store records it) */
   sc.hull = NULL;
   const double walk_s = enpu_now_s() - t_walk0;
   if (rc == 0 && (ps.request == SEARCH_REQ_GA || opt->transition_aware))
-    rc = ga_genes_make(g, sets, opt->ga_groups, &sc, err);
+    rc = ga_genes_make(u, sets, opt->ga_groups, &sc, err);
   for (int k = 0; rc == 0 && k < nslack; k++) {
     const double t0 = enpu_now_s();
     search_slack_plan *pl = &out->plans[k];
@@ -410,4 +582,14 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
     search_bucket_result_free(out);
   }
   return rc;
+}
+
+int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
+                               config_policy policy, const search_pareto *const *sets,
+                               const double *slacks, int nslack, const search_options *opt,
+                               search_bucket_result *out, enpu_err *err) {
+  search_units *u = NULL;
+  search_options defaults;
+  ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
+  return bucket_sets(s, cost, g, policy, u, sets, slacks, nslack, opt, out, err);
 }

@@ -10,15 +10,23 @@
  * layers repeat their states. Fitting: strict mode takes a plan when its time with every
  * cost fits the budget, stepping back along the walk while transitions push it over;
  * paper mode takes the walk prefix, whose critical-path time fits by construction, and
- * reports time − critical path as the plan's overhead. */
+ * reports time − critical path as the plan's overhead.
+ *
+ * Power gating (pg policies): a plan is also priced with the gating pipeline (cost.h:
+ * intervals inside ops), and the idle intervals that span ops — a component's idle at
+ * the end of one op, through ops where it has no work, to its idle at the start of the
+ * next op it works in — are gated by the same rule; the op that ends such an interval
+ * is priced again with the component woken on demand. Finalisation keeps the cheaper of
+ * the plain and the gated plan that fit, so gating never makes a plan dearer. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "search_internal.h"
 
-/* Critical-path sums are rebuilt in execution order; the walk summed them in its own. */
-#define PAPER_FIT_RTOL 1e-9
+/* Plan times are summed in execution order; the walk and the references (T_nodvfs,
+ * T_peak) summed the same op times in their own orders. */
+#define FIT_RTOL 1e-9
 
 int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   *instances = 0;
@@ -42,13 +50,7 @@ int req_prepare(const search_ctx *s, config_policy policy, const search_options 
   return req_check_graph(g, instances, err);
 }
 
-/* Visits graph g's instances in execution order (graph.h): visit(ctx, i, x, w) for the
- * instance of op i at execution index x, numbered w in the walk (copy c of op i in layer
- * r: w = offset_i + r·count + c, offset_i the sum of the multiplicities of ops 0..i-1).
- * Runs once per request set-up or stored plan, never in the search's inner loop. */
-typedef void instance_visit(void *ctx, int op, int64_t exec, int64_t walk);
-
-static void each_instance(const graph *g, instance_visit *visit, void *ctx) {
+void each_instance(const graph *g, instance_visit *visit, void *ctx) {
   int64_t x = 0, offset = 0;
   for (int si = 0; si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
@@ -63,61 +65,41 @@ static void each_instance(const graph *g, instance_visit *visit, void *ctx) {
   }
 }
 
-/* op_of[x], the graph op of execution index x; exec_of[w], the execution index of walk
- * instance w. */
-static void order_visit(void *ctx, int op, int64_t exec, int64_t walk) {
-  scratch *sc = ctx;
-  sc->op_of[exec] = op;
-  sc->exec_of[walk] = exec;
+void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  (void)walk;
+  ((int *)ctx)[exec] = op;
 }
 
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
   const int nops = graph_op_count(g);
   sc->op_of = enpu_calloc((size_t)instances + 1, sizeof *sc->op_of);
-  sc->exec_of = enpu_calloc((size_t)instances + 1, sizeof *sc->exec_of);
   sc->cache = enpu_calloc((size_t)nops * REQ_CACHE_WAYS + 1, sizeof *sc->cache);
   sc->cache_next = enpu_calloc((size_t)nops + 1, sizeof *sc->cache_next);
-  ENPU_RETURN_IF(!sc->op_of || !sc->exec_of || !sc->cache || !sc->cache_next, err,
-                 ENPU_ERR_NOMEM, "out of memory (request of %lld instances)",
-                 (long long)instances);
-  each_instance(g, order_visit, sc);
+  ENPU_RETURN_IF(!sc->op_of || !sc->cache || !sc->cache_next, err, ENPU_ERR_NOMEM,
+                 "out of memory (request of %lld instances)", (long long)instances);
+  each_instance(g, op_of_visit, sc->op_of);
   for (size_t k = 0; k < (size_t)nops * REQ_CACHE_WAYS; k++) sc->cache[k].state[0] = -1;
   rq->g = g;
   rq->instances = instances;
   rq->op_of = sc->op_of;
-  rq->exec_of = sc->exec_of;
   rq->cache = sc->cache;
   rq->cache_next = sc->cache_next;
   return 0;
 }
 
-struct states_copy {
-  const int (*exec)[CONFIG_NCOMP];
-  int (*walk)[CONFIG_NCOMP];
-};
-
-static void states_visit(void *ctx, int op, int64_t exec, int64_t walk) {
-  (void)op;
-  const struct states_copy *sc = ctx;
-  memcpy(sc->walk[walk], sc->exec[exec], sizeof sc->walk[0]);
-}
-
-void search_states_by_walk(const graph *g, const int (*exec)[CONFIG_NCOMP],
+void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP],
                            int (*walk)[CONFIG_NCOMP]) {
-  struct states_copy copy = {exec, walk};
-  each_instance(g, states_visit, &copy);
+  for (int64_t w = 0; w < u->instances; w++) memcpy(walk[w], exec[u->first_x[w]], sizeof walk[0]);
 }
 
 void scratch_free(scratch *sc) {
   free(sc->req);
-  free(sc->offset);
   free(sc->pos);
   free(sc->best_pos);
   free(sc->peak_state);
   free(sc->cand);
   free(sc->lift);
   free(sc->op_of);
-  free(sc->exec_of);
   free(sc->ga_req);
   free(sc->ga_op);
   free(sc->ga_first);
@@ -134,14 +116,27 @@ void scratch_free(scratch *sc) {
 
 static int same(const int *a, const int *b) { return !memcmp(a, b, CONFIG_NCOMP * sizeof *a); }
 
-/* Instance x of `state` after instance x − 1 (per-rail transitions), through the cache. */
+static void line_from(req_line *l, const cost_result *r) {
+  l->time_ns = r->time_ns, l->cp_ns = r->cp_time_ns, l->energy_nj = r->energy_total_nj;
+  memcpy(l->loss_nj, r->loss_nj, sizeof l->loss_nj);
+  l->gates = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) l->gates += r->gates[c];
+  l->idle_mask = r->idle_mask;
+  memcpy(l->head_ns, r->head_idle_ns, sizeof l->head_ns);
+  memcpy(l->tail_ns, r->tail_idle_ns, sizeof l->tail_ns);
+  memcpy(l->saved_w, r->gate_saved_w, sizeof l->saved_w);
+  memcpy(l->saved_loss_w, r->gate_saved_loss_w, sizeof l->saved_loss_w);
+}
+
+/* Instance x of `state` after instance x − 1 (per-rail transitions) in `mode` (req_line),
+ * through the cache. */
 static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
-                     req_line *out, enpu_err *err) {
+                     unsigned mode, req_line *out, enpu_err *err) {
   const int i = rq->op_of[x];
   const int after = x > 0 && rq->transitions && rq->model == SEARCH_TRANS_PER_RAIL;
   req_line *lines = &rq->cache[(size_t)i * REQ_CACHE_WAYS];
   for (int k = 0; k < REQ_CACHE_WAYS; k++)
-    if (same(lines[k].state, state[x]) &&
+    if (lines[k].mode == mode && same(lines[k].state, state[x]) &&
         (after ? lines[k].prev[0] >= 0 && same(lines[k].prev, state[x - 1])
                : lines[k].prev[0] < 0)) {
       *out = lines[k];
@@ -151,94 +146,183 @@ static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_
   memcpy(plan.state, state[x], sizeof plan.state);
   if (after) memcpy(prev.state, state[x - 1], sizeof prev.state);
   cost_result r;
-  ENPU_FORWARD(cost_eval_after(rq->cost, graph_op_at(rq->g, i), after ? &prev : NULL, &plan,
-                               rq->pipe, &r, err));
+  ENPU_FORWARD(cost_eval_woken(rq->cost, graph_op_at(rq->g, i), after ? &prev : NULL, &plan,
+                               mode >> 1, mode & 1u ? rq->gate_pipe : rq->pipe, &r, err));
   req_line *l = &lines[rq->cache_next[i]++ % REQ_CACHE_WAYS];
   memcpy(l->state, state[x], sizeof l->state);
   if (after) memcpy(l->prev, state[x - 1], sizeof l->prev);
   else l->prev[0] = -1;
-  l->time_ns = r.time_ns, l->cp_ns = r.cp_time_ns, l->energy_nj = r.energy_total_nj;
+  l->mode = mode;
+  line_from(l, &r);
   *out = *l;
   return 0;
+}
+
+static int price_inst(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
+                      unsigned mode, req_line *out, enpu_err *err) {
+  return rq->price ? rq->price(rq->price_user, state, x, mode, out, err)
+                   : inst_eval(rq, state, x, mode, out, err);
 }
 
 /* Whole-chip stall between two instances (SEARCH_TRANS_CHIP_STALL): every rail moves in
  * parallel, the chip waits for the slowest (tn); each component pays its rail's extra
  * leakage and its static energy for tn, "other" static power runs for tn. */
 static int chip_stall(const power_model *pm, const int a[CONFIG_NCOMP], const int b[CONFIG_NCOMP],
-                      double *tn_ns, double *en_nj, enpu_err *err) {
+                      double *tn_ns, req_cost *add, enpu_err *err) {
   double tn = 0;
   for (int c = 0; c < CONFIG_NCOMP; c++)
     tn = fmax(tn, power_transition_ns(pm, power_voltage_v(pm, (config_component)c, a[c]),
                                       power_voltage_v(pm, (config_component)c, b[c])));
   *tn_ns = tn;
-  *en_nj = 0;
   if (tn <= 0) return 0;
-  double en = power_other_energy(pm, tn);
+  add->time_ns += tn;
+  add->energy_nj += power_other_energy(pm, tn);
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     power_energy_nj pe;
+    double loss;
     ENPU_FORWARD(power_energy(pm, (config_component)c, b[c], 0, tn, 1, &pe, err));
-    en += pe.total_nj + power_transition_energy(pm, (config_component)c, a[c], b[c]);
+    add->energy_nj += pe.total_nj + power_transition_energy_loss(pm, (config_component)c, a[c], b[c], &loss);
+    add->loss_nj[c] += pe.loss_nj + loss;
   }
-  *en_nj = en;
   return 0;
 }
 
-/* What instance x adds to a plan's totals: its time, critical path and energy after
- * instance x − 1, and the chip stall between them (SEARCH_TRANS_CHIP_STALL). It depends
- * on the states of instances x − 1 and x only. */
+static void req_cost_add(req_cost *acc, const req_line *l) {
+  acc->time_ns += l->time_ns, acc->cp_ns += l->cp_ns, acc->energy_nj += l->energy_nj;
+  for (int c = 0; c < CONFIG_NCOMP; c++) acc->loss_nj[c] += l->loss_nj[c];
+  acc->gates += l->gates;
+}
+
+/* What instance x adds to a plain plan's totals: its time, critical path, energy and
+ * regulator loss after instance x − 1, and the chip stall between them
+ * (SEARCH_TRANS_CHIP_STALL). It depends on the states of instances x − 1 and x only. */
 static int req_term(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
-                    req_line *out, enpu_err *err) {
-  if (rq->price) ENPU_FORWARD(rq->price(rq->price_user, state, x, out, err));
-  else ENPU_FORWARD(inst_eval(rq, state, x, out, err));
+                    req_cost *out, enpu_err *err) {
+  req_line l;
+  ENPU_FORWARD(price_inst(rq, state, x, 0u, &l, err));
+  *out = (req_cost){0};
+  req_cost_add(out, &l);
   if (x == 0 || !rq->transitions || rq->model != SEARCH_TRANS_CHIP_STALL) return 0;
-  double tn, en;
-  ENPU_FORWARD(chip_stall(rq->pm, state[x - 1], state[x], &tn, &en, err));
-  out->time_ns += tn, out->energy_nj += en;
-  return 0;
+  double tn;
+  return chip_stall(rq->pm, state[x - 1], state[x], &tn, out, err);
 }
 
-int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], double *time_ns,
-              double *cp_ns, double *energy_nj, enpu_err *err) {
-  double t = 0, cp = 0, e = 0;
+/* A component's idle interval being gathered across ops: its length, the static energy
+ * gating would keep from it, and the regulator loss in that. */
+typedef struct {
+  double ns, saved_nj, saved_loss_nj;
+} idle_run;
+
+static void run_add(idle_run *r, const req_line *l, int c, double ns) {
+  r->ns += ns;
+  r->saved_nj += l->saved_w[c] * ns;
+  r->saved_loss_nj += l->saved_loss_w[c] * ns;
+}
+
+/* Close component c's run: gate it when worth it (its saving, one wake-up). @return 1
+ * when gated (the component wakes entering the op that ends the run). */
+static int run_close(const request *rq, int c, idle_run *r, req_cost *acc) {
+  const config_component cc = (config_component)c;
+  const int gate = power_gate_worth(rq->pm, cc, r->ns, r->saved_nj);
+  if (gate) {
+    acc->energy_nj -= r->saved_nj - power_gate_wake_nj(rq->pm, cc);
+    acc->loss_nj[c] -= r->saved_loss_nj;
+    acc->gates += 1;
+  }
+  *r = (idle_run){0};
+  return gate;
+}
+
+/* The gated plan: every instance on the gating pipeline; each component's idle run from
+ * its last work (the pass's start) to its next work is gated when worth it, and the op
+ * that ends a gated run is priced again with the component woken entering it. Unlike the
+ * plain plan's, an instance's share depends on the runs before it (no req_term). */
+static int total_gated(const request *rq, const int (*state)[CONFIG_NCOMP], req_cost *acc,
+                       enpu_err *err) {
+  idle_run run[CONFIG_NCOMP] = {{0}};
   for (int64_t x = 0; x < rq->instances; x++) {
     req_line l;
-    ENPU_FORWARD(req_term(rq, state, x, &l, err));
-    t += l.time_ns, cp += l.cp_ns, e += l.energy_nj;
+    ENPU_FORWARD(price_inst(rq, state, x, 1u, &l, err));
+    unsigned wake = 0;
+    for (int c = 0; c < CONFIG_NCOMP; c++) {
+      run_add(&run[c], &l, c, l.head_ns[c]);
+      if (!(l.idle_mask >> c & 1u) && run_close(rq, c, &run[c], acc)) wake |= 1u << c;
+    }
+    if (wake) ENPU_FORWARD(price_inst(rq, state, x, 1u | wake << 1, &l, err));
+    req_cost_add(acc, &l);
+    for (int c = 0; c < CONFIG_NCOMP; c++)
+      if (!(l.idle_mask >> c & 1u)) run_add(&run[c], &l, c, l.tail_ns[c]);
   }
-  *time_ns = t, *cp_ns = cp, *energy_nj = e;
+  for (int c = 0; c < CONFIG_NCOMP; c++) run_close(rq, c, &run[c], acc);
   return 0;
 }
 
-/* The plan that puts the instance numbered w (walk numbering) at point pos[w], into
- * sc->cand (states, execution order); its totals. */
-static int finalise(const request *rq, scratch *sc, const int *pos, double *t, double *cp,
-                    double *e, enpu_err *err) {
-  for (int i = 0; i < graph_op_count(rq->g); i++)
-    for (int64_t w = rq->offset[i]; w < rq->offset[i] + graph_op_at(rq->g, i)->multiplicity; w++)
-      memcpy(sc->cand[rq->exec_of[w]], rq->sets[i]->points[pos[w]].state, sizeof sc->cand[0]);
-  return req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, err);
+int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out,
+              enpu_err *err) {
+  *out = (req_cost){0};
+  ENPU_RETURN_IF(gated && !rq->gating, err, ENPU_ERR_INTERNAL, "a gated plan of a policy without gating");
+  if (gated) return total_gated(rq, state, out, err);
+  for (int64_t x = 0; x < rq->instances; x++) {
+    req_cost term;
+    ENPU_FORWARD(req_term(rq, state, x, &term, err));
+    out->time_ns += term.time_ns, out->cp_ns += term.cp_ns, out->energy_nj += term.energy_nj;
+    for (int c = 0; c < CONFIG_NCOMP; c++) out->loss_nj[c] += term.loss_nj[c];
+    out->gates += term.gates;
+  }
+  return 0;
+}
+
+/* The plan that puts unit instance w at point pos[w], into sc->cand (states, execution
+ * order). */
+static void fill_cand(const request *rq, scratch *sc, const int *pos) {
+  const search_units *u = rq->units;
+  for (int64_t x = 0; x < rq->instances; x++) {
+    const int64_t w = u->walk_of[x];
+    memcpy(sc->cand[x], rq->sets[u->unit_of_walk[w]]->points[pos[w]].state, sizeof sc->cand[x]);
+  }
 }
 
 /* ---------------------------------------------------------------------------------
  * Fitting */
 
-static int fits(const request *rq, double t, double cp, double budget_ns) {
-  return rq->budget == CONFIG_BUDGET_PAPER ? cp <= budget_ns * (1 + PAPER_FIT_RTOL)
-                                           : t <= budget_ns;
+static int fits(const request *rq, const req_cost *c, double budget_ns) {
+  return (rq->budget == CONFIG_BUDGET_PAPER ? c->cp_ns : c->time_ns) <= budget_ns * (1 + FIT_RTOL);
 }
 
 /* Take a candidate that fits and is cheaper than the plan so far. */
-static int take_if_better(const request *rq, const int (*state)[CONFIG_NCOMP], double t, double cp,
-                double e, search_slack_plan *pl) {
-  if (!fits(rq, t, cp, pl->budget_ns) || e >= pl->energy_nj) return 0;
-  pl->time_ns = t, pl->cp_time_ns = cp, pl->energy_nj = e;
+static int take_if_better(const request *rq, const int (*state)[CONFIG_NCOMP], const req_cost *c,
+                int gated, search_slack_plan *pl) {
+  if (!fits(rq, c, pl->budget_ns) || c->energy_nj >= pl->energy_nj) return 0;
+  pl->time_ns = c->time_ns, pl->cp_time_ns = c->cp_ns, pl->energy_nj = c->energy_nj;
+  memcpy(pl->regulator_loss_nj, c->loss_nj, sizeof pl->regulator_loss_nj);
+  pl->gated = gated;
+  pl->gates = c->gates;
   memcpy(pl->state, state, (size_t)rq->instances * sizeof *pl->state);
   return 1;
 }
 
+/* Price sc->cand plain and (pg policies) gated and take_if_better what fits and is cheaper.
+ * *fit_plain / *fit_gated (may be NULL) say whether each fits; @return whether the plain
+ * one was taken (+2: the gated one). */
+static int take_cand(const request *rq, scratch *sc, search_slack_plan *pl, req_cost *plain,
+                     int *fit_plain, int *fit_gated, int *took, enpu_err *err) {
+  const int (*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
+  *took = 0;
+  ENPU_FORWARD(req_total(rq, cand, 0, plain, err));
+  pl->request_evals++;
+  if (fit_plain) *fit_plain = fits(rq, plain, pl->budget_ns);
+  if (take_if_better(rq, cand, plain, 0, pl)) *took = 1;
+  if (!rq->gating) return 0;
+  req_cost gated;
+  ENPU_FORWARD(req_total(rq, cand, 1, &gated, err));
+  pl->request_evals++;
+  if (fit_gated) *fit_gated = fits(rq, &gated, pl->budget_ns);
+  if (take_if_better(rq, cand, &gated, 1, pl)) *took = 2;
+  return 0;
+}
+
 /* Start a slack's plan at the policy's all-peak plan (no transitions; its critical path
- * is the NoDVFS time). */
+ * is the NoDVFS time), or its gated version when that fits and is cheaper. */
 static void plan_peak(const request *rq, scratch *sc, const search_bucket_result *res,
                       search_slack_plan *pl) {
   sc->have_best = 0;
@@ -246,16 +330,21 @@ static void plan_peak(const request *rq, scratch *sc, const search_bucket_result
   pl->lifted_mask = 0;
   pl->polish_moves = 0;
   pl->from_ga = 0;
-  pl->time_ns = res->policy_peak_time_ns;
+  pl->time_ns = sc->peak_plain.time_ns;
   pl->cp_time_ns = res->t_nodvfs_ns;
-  pl->energy_nj = res->policy_peak_energy_nj;
+  pl->energy_nj = sc->peak_plain.energy_nj;
+  memcpy(pl->regulator_loss_nj, sc->peak_plain.loss_nj, sizeof pl->regulator_loss_nj);
+  pl->gated = 0;
+  pl->gates = 0;
   memcpy(pl->state, sc->peak_state, (size_t)rq->instances * sizeof *pl->state);
+  if (rq->gating)
+    take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->peak_state, &sc->peak_gated, 1, pl);
 }
 
 static int plan_fits(const request *rq, const search_slack_plan *pl,
                      const search_bucket_result *res, enpu_err *err) {
-  ENPU_RETURN_IF(!fits(rq, pl->time_ns, pl->cp_time_ns, pl->budget_ns), err,
-                 ENPU_ERR_INFEASIBLE,
+  const req_cost c = {.time_ns = pl->time_ns, .cp_ns = pl->cp_time_ns};
+  ENPU_RETURN_IF(!fits(rq, &c, pl->budget_ns), err, ENPU_ERR_INFEASIBLE,
                  "slack %g: no plan fits the budget %.1f ns (all-peak takes %.1f ns)",
                  pl->slack, pl->budget_ns, res->policy_peak_time_ns);
   return 0;
@@ -295,10 +384,10 @@ static int lift_rails(const request *rq, scratch *sc, search_slack_plan *pl, enp
         const int st = sc->cand[x][c];
         sc->lift[x][c] = k >= 0 && (mask >> k & 1u) && st < floor_state[k] ? floor_state[k] : st;
       }
-    double t, cp, e;
-    ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->lift, &t, &cp, &e, err));
+    req_cost c;
+    ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->lift, 0, &c, err));
     pl->request_evals++;
-    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->lift, t, cp, e, pl))
+    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->lift, &c, 0, pl))
       pl->lifted_mask = mask, pl->walk_moves = -1, sc->have_best = 0;
   }
   return 0;
@@ -306,16 +395,17 @@ static int lift_rails(const request *rq, scratch *sc, search_slack_plan *pl, enp
 
 /* Transition-aware local search on the real operator order, from the plan taken so far
  * when its instances sit on Pareto points (sc->best_pos): repeatedly apply the best of the
- * moves "shift every instance of one polish unit (a run of layers of one op, as the GA's
- * genes) one Pareto point faster or slower" that keeps the plan within budget and lowers
- * its energy with transitions included, until none does (at most 64 moves). It finds
- * what the walk cannot see: moves that remove transitions, or that spend the time a
- * transition step-back left unused. */
+ * moves "shift every instance of one polish unit (a run of instances of one unit, as the
+ * GA's genes) one Pareto point faster or slower" that keeps the plan within budget and
+ * lowers its energy with transitions included, until none does (at most 64 moves). It
+ * finds what the walk cannot see: moves that remove transitions, or that spend the time
+ * a transition step-back left unused. Plain plans only. */
 static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_err *err) {
-  if (!sc->have_best) return 0;
+  if (!sc->have_best || pl->gated) return 0;
+  req_cost best = {.time_ns = pl->time_ns, .cp_ns = pl->cp_time_ns, .energy_nj = pl->energy_nj};
+  memcpy(best.loss_nj, pl->regulator_loss_nj, sizeof best.loss_nj);
   for (int iter = 0; iter < 64; iter++) {
     int best_u = -1, best_d = 0;
-    double best_t = pl->time_ns, best_cp = pl->cp_time_ns, best_e = pl->energy_nj;
     for (int u = 0; u < sc->ga_n; u++) {
       int *p = sc->best_pos + rq->offset[sc->ga_op[u]] + sc->ga_first[u];
       const int64_t n = sc->ga_req[u].multiplicity;
@@ -327,13 +417,14 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
         for (int64_t r = 0; r < n; r++)
           if (p[r] + d >= 0 && p[r] + d <= top) p[r] += d, sc->pos[r] = 1;
           else sc->pos[r] = 0; /* sc->pos: which instances moved, to undo */
-        double t, cp, e;
-        const int rc = finalise(rq, sc, sc->best_pos, &t, &cp, &e, err);
+        fill_cand(rq, sc, sc->best_pos);
+        req_cost c;
+        const int rc = req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, 0, &c, err);
         for (int64_t r = 0; r < n; r++) p[r] -= sc->pos[r] ? d : 0;
         ENPU_FORWARD(rc);
         pl->request_evals++;
-        if (fits(rq, t, cp, pl->budget_ns) && e < best_e)
-          best_u = u, best_d = d, best_t = t, best_cp = cp, best_e = e;
+        if (fits(rq, &c, pl->budget_ns) && c.energy_nj < best.energy_nj)
+          best_u = u, best_d = d, best = c;
       }
     }
     if (best_u < 0) break;
@@ -341,12 +432,12 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
     const int top = sc->ga_req[best_u].count - 1;
     for (int64_t r = 0; r < sc->ga_req[best_u].multiplicity; r++)
       if (p[r] + best_d >= 0 && p[r] + best_d <= top) p[r] += best_d;
-    pl->time_ns = best_t, pl->cp_time_ns = best_cp, pl->energy_nj = best_e;
+    pl->time_ns = best.time_ns, pl->cp_time_ns = best.cp_ns, pl->energy_nj = best.energy_nj;
+    memcpy(pl->regulator_loss_nj, best.loss_nj, sizeof pl->regulator_loss_nj);
     pl->polish_moves++;
   }
   if (!pl->polish_moves) return 0;
-  double t, cp, e;
-  ENPU_FORWARD(finalise(rq, sc, sc->best_pos, &t, &cp, &e, err));
+  fill_cand(rq, sc, sc->best_pos);
   memcpy(pl->state, sc->cand, (size_t)rq->instances * sizeof *pl->state);
   pl->walk_moves = -1;
   return 0;
@@ -355,43 +446,77 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
 /* ---------------------------------------------------------------------------------
  * One slack */
 
-/* Instances x and x + 1 of sc->cand, what a change of instance x's states can move:
- * their terms added to (sign +1) or taken from (−1) the totals. */
-static int adjust(const request *rq, const scratch *sc, int64_t x, int sign, double *t,
-                  double *cp, double *e, enpu_err *err) {
-  for (int64_t y = x; y <= x + 1 && y < rq->instances; y++) {
-    req_line l;
+/* Op instances x0..x1 + 1 of sc->cand, what a change of instances x0..x1's states can
+ * move: their terms added to (sign +1) or taken from (−1) the plain totals *run. */
+static int adjust(const request *rq, const scratch *sc, int64_t x0, int64_t x1, int sign,
+                  req_cost *run, enpu_err *err) {
+  for (int64_t y = x0; y <= x1 + 1 && y < rq->instances; y++) {
+    req_cost l;
     ENPU_FORWARD(req_term(rq, (const int(*)[CONFIG_NCOMP])sc->cand, y, &l, err));
-    *t += sign * l.time_ns, *cp += sign * l.cp_ns, *e += sign * l.energy_nj;
+    run->time_ns += sign * l.time_ns, run->cp_ns += sign * l.cp_ns;
+    run->energy_nj += sign * l.energy_nj;
   }
   return 0;
 }
 
-/* Step the finalised plan in sc (positions sc->pos, states sc->cand, totals t, cp, e)
- * back by one instance move: undo move `move` of walk w, held by step *step (the caller
- * walks the steps backwards from the last). The walk moves the lowest-numbered instances
- * still at a step's `from` first, so an op's positions fall with the instance number and
- * the instance that move moved is the last one at the step's `to`. Only that instance's
- * term and the next one change (req_term): O(1) instead of a whole finalise. */
+/* Step the plan in sc (positions sc->pos, states sc->cand, plain totals *run) back by one
+ * instance move: undo move `move` of walk w, held by step *step (the caller walks the
+ * steps backwards from the last). The walk moves the lowest-numbered instances still at
+ * a step's `from` first, so a unit's positions fall with the instance number and the
+ * instance that move moved is the last one at the step's `to`. Only that unit instance's
+ * op instances' terms and the next one change (req_term): O(1) for an op, O(epoch) for
+ * an epoch, instead of a whole pricing. */
 static int step_back(const request *rq, scratch *sc, const search_walk *w, int64_t move,
-                     int *step, double *t, double *cp, double *e, enpu_err *err) {
+                     int *step, req_cost *run, enpu_err *err) {
+  const search_units *u = rq->units;
   while (*step > 0 && search_walk_step_at(w, *step)->moves_before > move) (*step)--;
   const search_walk_step *st = search_walk_step_at(w, *step);
   int *p = sc->pos + rq->offset[st->op];
-  int64_t lo = 0, hi = graph_op_at(rq->g, st->op)->multiplicity;
+  int64_t lo = 0, hi = u->unit[st->op].multiplicity;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (p[mid] >= st->to) lo = mid + 1;
     else hi = mid;
   }
   ENPU_RETURN_IF(lo == 0 || p[lo - 1] != st->to, err, ENPU_ERR_INTERNAL,
-                 "walk move %lld: op %d has no instance at point %d", (long long)move, st->op,
+                 "walk move %lld: unit %d has no instance at point %d", (long long)move, st->op,
                  st->to);
   p[lo - 1] = st->from;
-  const int64_t x = rq->exec_of[rq->offset[st->op] + lo - 1];
-  ENPU_FORWARD(adjust(rq, sc, x, -1, t, cp, e, err));
-  memcpy(sc->cand[x], rq->sets[st->op]->points[st->from].state, sizeof sc->cand[x]);
-  return adjust(rq, sc, x, +1, t, cp, e, err);
+  const int64_t wn = rq->offset[st->op] + lo - 1, x0 = u->first_x[wn];
+  int64_t x1 = x0;
+  while (x1 + 1 < rq->instances && u->walk_of[x1 + 1] == wn) x1++;
+  ENPU_FORWARD(adjust(rq, sc, x0, x1, -1, run, err));
+  for (int64_t x = x0; x <= x1; x++)
+    memcpy(sc->cand[x], rq->sets[st->op]->points[st->from].state, sizeof sc->cand[x]);
+  return adjust(rq, sc, x0, x1, +1, run, err);
+}
+
+/* Walk prefix m, its states in sc->cand, its running plain totals *run (`confirm`: priced
+ * again whole, since running sums round): take_if_better the plain plan when it fits and is
+ * cheaper, and (pg) the gated one likewise, each until it has fitted once. */
+static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, req_cost *run,
+                       int *found_plain, int *found_gated, search_slack_plan *pl,
+                       enpu_err *err) {
+  const int (*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
+  int took = 0;
+  if (!*found_plain) {
+    if (confirm) ENPU_FORWARD(req_total(rq, cand, 0, run, err));
+    *found_plain = fits(rq, run, pl->budget_ns);
+    took |= take_if_better(rq, cand, run, 0, pl);
+  }
+  if (!*found_gated) {
+    req_cost gated;
+    ENPU_FORWARD(req_total(rq, cand, 1, &gated, err));
+    pl->request_evals++;
+    *found_gated = fits(rq, &gated, pl->budget_ns);
+    took |= take_if_better(rq, cand, &gated, 1, pl);
+  }
+  if (took) {
+    pl->walk_moves = m, pl->lifted_mask = 0;
+    memcpy(sc->best_pos, sc->pos, (size_t)rq->units->instances * sizeof *sc->pos);
+    sc->have_best = 1;
+  }
+  return 0;
 }
 
 int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
@@ -401,49 +526,45 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
   plan_peak(rq, sc, res, pl);
   pl->request_evals = pf.moves + 1;
   const int aware = rq->transition_aware && rq->transitions;
-  /* The longest prefix that fits: step back one instance move at a time, incrementally
-   * (step_back); a candidate is confirmed by a whole finalise. */
+  /* The longest prefix whose plain plan fits and (pg) the longest whose gated one does
+   * (gating never makes a plan faster): step back one instance move at a time,
+   * incrementally on the plain totals (step_back). */
   int step = search_walk_step_count(w) - 1;
-  double t, cp, e;
+  req_cost run;
   ENPU_FORWARD(search_walk_positions(w, pf.moves, sc->pos, err));
-  ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
-  for (int64_t m = pf.moves; m >= 0; m--) {
-    if (m < pf.moves) ENPU_FORWARD(step_back(rq, sc, w, m, &step, &t, &cp, &e, err));
+  fill_cand(rq, sc, sc->pos);
+  ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, 0, &run, err));
+  int found_plain = 0, found_gated = !rq->gating;
+  for (int64_t m = pf.moves; m >= 0 && !(found_plain && found_gated); m--) {
+    if (m < pf.moves) ENPU_FORWARD(step_back(rq, sc, w, m, &step, &run, err));
     pl->request_evals++;
     if (m == pf.moves && aware) ENPU_FORWARD(lift_rails(rq, sc, pl, err));
     /* Clearly over whatever the rounding of the running sums: next move. */
-    if (!fits(rq, t * (1 - 1e-9), cp * (1 - 1e-9), pl->budget_ns)) continue;
-    if (m < pf.moves) ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
-    if (!fits(rq, t, cp, pl->budget_ns)) continue;
-    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, pl)) {
-      pl->walk_moves = m, pl->lifted_mask = 0;
-      memcpy(sc->best_pos, sc->pos, (size_t)rq->instances * sizeof *sc->pos);
-      sc->have_best = 1;
-    }
-    break;
+    const req_cost clear = {.time_ns = run.time_ns * (1 - 1e-9), .cp_ns = run.cp_ns * (1 - 1e-9)};
+    if (!fits(rq, &clear, pl->budget_ns)) continue;
+    ENPU_FORWARD(take_prefix(rq, sc, m, m < pf.moves, &run, &found_plain, &found_gated, pl, err));
   }
   if (aware) ENPU_FORWARD(polish(rq, sc, pl, err));
   return plan_fits(rq, pl, res, err);
 }
 
-int ga_genes_make(const graph *g, const search_pareto *const *sets, int groups, scratch *sc,
-                  enpu_err *err) {
-  const int nops = graph_op_count(g);
+int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups,
+                  scratch *sc, enpu_err *err) {
   int n = 0;
-  for (int i = 0; i < nops; i++) {
-    const int64_t m = graph_op_at(g, i)->multiplicity;
+  for (int i = 0; i < u->count; i++) {
+    const int64_t m = u->unit[i].multiplicity;
     n += (int)(m < groups ? m : groups);
   }
-  sc->ga_req = enpu_calloc((size_t)n, sizeof *sc->ga_req);
-  sc->ga_op = enpu_calloc((size_t)n, sizeof *sc->ga_op);
+  sc->ga_req = enpu_calloc((size_t)n + 1, sizeof *sc->ga_req);
+  sc->ga_op = enpu_calloc((size_t)n + 1, sizeof *sc->ga_op);
   sc->ga_first = enpu_calloc((size_t)n + 1, sizeof *sc->ga_first);
-  sc->ga_genes = enpu_calloc((size_t)n, sizeof *sc->ga_genes);
-  sc->ga_seed = enpu_calloc((size_t)n, sizeof *sc->ga_seed);
+  sc->ga_genes = enpu_calloc((size_t)n + 1, sizeof *sc->ga_genes);
+  sc->ga_seed = enpu_calloc((size_t)n + 1, sizeof *sc->ga_seed);
   ENPU_RETURN_IF(!sc->ga_req || !sc->ga_op || !sc->ga_first || !sc->ga_genes || !sc->ga_seed,
                  err, ENPU_ERR_NOMEM, "out of memory (GA genes)");
   n = 0;
-  for (int i = 0; i < nops; i++) {
-    const int64_t m = graph_op_at(g, i)->multiplicity;
+  for (int i = 0; i < u->count; i++) {
+    const int64_t m = u->unit[i].multiplicity;
     const int64_t G = m < groups ? m : groups;
     for (int64_t j = 0; j < G; j++, n++) {
       const int64_t lo = j * m / G, hi = (j + 1) * m / G;
@@ -471,23 +592,25 @@ int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int
     ENPU_FORWARD(search_ga_run(sc->ga_req, sc->ga_n, ga_budget, &opt->ga,
                                first && round == 0 ? NULL : sc->ga_seed, sc->ga_genes, &evals,
                                err));
-    pl->request_evals += evals + 1;
+    pl->request_evals += evals;
     memcpy(sc->ga_seed, sc->ga_genes, (size_t)sc->ga_n * sizeof *sc->ga_seed);
     for (int n = 0; n < sc->ga_n; n++) {
       const int i = sc->ga_op[n];
       for (int64_t r = 0; r < sc->ga_req[n].multiplicity; r++)
         sc->pos[rq->offset[i] + sc->ga_first[n] + r] = sc->ga_genes[n];
     }
-    double t, cp, e;
-    ENPU_FORWARD(finalise(rq, sc, sc->pos, &t, &cp, &e, err));
+    fill_cand(rq, sc, sc->pos);
+    req_cost plain;
+    int fit_plain = 0, took = 0;
+    ENPU_FORWARD(take_cand(rq, sc, pl, &plain, &fit_plain, NULL, &took, err));
     if (aware) ENPU_FORWARD(lift_rails(rq, sc, pl, err));
-    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->cand, t, cp, e, pl)) {
+    if (took) {
       pl->lifted_mask = 0;
-      memcpy(sc->best_pos, sc->pos, (size_t)rq->instances * sizeof *sc->pos);
+      memcpy(sc->best_pos, sc->pos, (size_t)rq->units->instances * sizeof *sc->pos);
       sc->have_best = 1;
     }
-    if (fits(rq, t, cp, pl->budget_ns)) break;
-    ga_budget -= (rq->budget == CONFIG_BUDGET_PAPER ? cp : t) - pl->budget_ns;
+    if (fit_plain) break;
+    ga_budget -= (rq->budget == CONFIG_BUDGET_PAPER ? plain.cp_ns : plain.time_ns) - pl->budget_ns;
   }
   if (aware) ENPU_FORWARD(polish(rq, sc, pl, err));
   pl->from_ga = pl->energy_nj < res->policy_peak_energy_nj; /* not the all-peak fallback */
@@ -498,28 +621,34 @@ int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int
  * Re-simulating a plan from its states (validation) */
 
 int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                         const search_options *opt, const int (*state)[CONFIG_NCOMP],
-                         double *time_ns, double *cp_time_ns, double *energy_nj,
-                         enpu_err *err) {
+                         const search_options *opt, const int (*state)[CONFIG_NCOMP], int gated,
+                         search_plan_totals *out, enpu_err *err) {
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;
   int64_t instances;
   ENPU_FORWARD(req_prepare(s, policy, opt, g, &ps, &instances, err));
+  search_units *u = NULL;
+  ENPU_FORWARD(search_units_build(s, cost, g, policy, opt, &u, err));
   scratch sc = {0};
-  request rq = {.pm = ps.pm, .transitions = ps.transitions, .model = opt->transitions,
-                .budget = opt->budget, .cost = cost, .pipe = &ps.pipe, .dom = &ps.dom};
+  request rq = {.units = u, .offset = u->offset, .pm = ps.pm, .transitions = ps.transitions,
+                .model = opt->transitions, .budget = opt->budget, .cost = cost, .pipe = &ps.pipe,
+                .gate_pipe = &ps.gate_pipe, .gating = ps.gating || gated, .dom = &ps.dom};
   int (*exec)[CONFIG_NCOMP] = enpu_calloc((size_t)instances + 1, sizeof *exec);
   int rc = exec ? req_init(&rq, &sc, g, instances, err)
-                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (plan of %lld instances)",
-                              (long long)instances);
-  for (int64_t w = 0; rc == 0 && w < instances; w++)
-    memcpy(exec[sc.exec_of[w]], state[w], sizeof exec[0]);
-  double cp = 0;
-  if (rc == 0)
-    rc = req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, time_ns, &cp, energy_nj, err);
-  if (rc == 0 && cp_time_ns) *cp_time_ns = cp;
+                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (plan of %lld "
+                              "instances)", (long long)instances);
+  for (int64_t x = 0; rc == 0 && x < instances; x++)
+    memcpy(exec[x], state[u->walk_of[x]], sizeof exec[x]);
+  req_cost c;
+  if (rc == 0) rc = req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &c, err);
+  if (rc == 0) {
+    *out = (search_plan_totals){.time_ns = c.time_ns, .cp_time_ns = c.cp_ns,
+                                .energy_nj = c.energy_nj, .gates = c.gates};
+    memcpy(out->regulator_loss_nj, c.loss_nj, sizeof out->regulator_loss_nj);
+  }
   free(exec);
   scratch_free(&sc);
+  search_units_free(u);
   return rc;
 }

@@ -5,8 +5,9 @@
  *
  * Invariants: a request's per-instance arrays are in real execution order (segment by
  * segment, layer by layer, each op's `count` copies back to back); a plan's Pareto
- * positions (pos[]) are in walk numbering (op i's instances at offset[i] .. offset[i] +
- * multiplicity − 1, layer-major: instance r·count + c is copy c in layer r). Every plan a
+ * positions (pos[]) are in the walk numbering of its units (search_units: unit u's
+ * instances at offset[u] .. offset[u] + multiplicity − 1 in execution order, so a graph
+ * op's are layer-major: instance r·count + c is copy c in layer r). Every plan a
  * request prices goes through req_total, so the compiler, finalisation and validation
  * (search_plan_simulate) price a plan the same way, bit for bit. */
 #ifndef ENPU_SEARCH_INTERNAL_H
@@ -24,47 +25,94 @@ struct search_ctx {
   search_memo *memo;
 };
 
-/* Policy → search setup (paper §4.1, §4.6; src/README.md, "The search"). */
+/* ---------------------------------------------------------------------------------
+ * The op level's pieces shared by search_op.c and search_exact.c */
+
+/* A Pareto front under construction (search_pareto's order and tie rule). */
+typedef struct {
+  search_point *pts;
+  size_t n, cap;
+} search_front;
+
+/* Insert p unless a point dominates it; drop the points it dominates. 0 or ENPU_ERR_NOMEM. */
+int search_front_insert(search_front *f, const search_point *p);
+/* 1 when a point of f is no slower than time_ns and strictly cheaper than energy_nj. */
+int search_front_dominates(const search_front *f, double time_ns, double energy_nj);
+/* Component states of a plan given the state of each searched domain. */
+void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP],
+                           int state[CONFIG_NCOMP]);
+/* 1 when the memo holds an evaluation of these component states (current operator). */
+int search_memo_known(search_memo *m, const int state[CONFIG_NCOMP]);
+/* The three op-level methods, each into f; out->evals (and steps) counted. Algorithm 1
+ * puts its path into f, and every plan it evaluates when every_eval is set. */
+int search_op_greedy(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
+                     void *user, search_front *f, int every_eval, search_pareto *out,
+                     enpu_err *err);
+int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev,
+                         void *const *users, int nthreads, search_front *f, search_pareto *out,
+                         enpu_err *err);
+int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users,
+                    int nthreads, int part, search_front *f, search_pareto *out, enpu_err *err);
+
+/* Policy → search setup (paper §4.1, §4.6; src/README.md). gate_pipe is pipe with power
+ * gating on (pg policies price their plans with it too). */
 typedef struct {
   search_domains dom;
-  cost_pipeline pipe;
+  cost_pipeline pipe, gate_pipe;
   const power_model *pm;
   int transitions;          /* V/f transitions priced between ops (not for `ideal`) */
+  int gating;               /* pg policy */
   search_req_method request; /* the request level actually used */
 } policy_setup;
 
 int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o,
                         policy_setup *ps, enpu_err *err);
 
-/* An evaluation cache line: one op's plan after a given previous plan. */
+/* An evaluation cache line: one op's plan after a given previous plan, plain (mode 0) or
+ * gated (mode bit 0; bits 1..5: the components woken entering it). The gated lines carry
+ * what the request level's gating of inter-op intervals needs (cost.h). */
 typedef struct {
   int prev[CONFIG_NCOMP], state[CONFIG_NCOMP]; /* prev[0] == -1: no previous op */
+  unsigned mode;
   double time_ns, cp_ns, energy_nj;
+  double loss_nj[CONFIG_NCOMP];
+  double gates;
+  unsigned idle_mask;
+  double head_ns[CONFIG_NCOMP], tail_ns[CONFIG_NCOMP];
+  double saved_w[CONFIG_NCOMP], saved_loss_w[CONFIG_NCOMP];
 } req_line;
+
+/* What a plan costs (req_total). */
+typedef struct {
+  double time_ns, cp_ns, energy_nj;
+  double loss_nj[CONFIG_NCOMP];
+  double gates;
+} req_cost;
 
 enum { REQ_CACHE_WAYS = 4 };
 
-/* Pricing of instance x of a plan (`state`, execution order) after instance x − 1: the
- * cost model by default (inst_eval in search_final.c); a unit test may substitute
- * another to run finalisation on operators of its own making. */
+/* Pricing of instance x of a plan (`state`, execution order) after instance x − 1 in
+ * `mode` (req_line): the cost model by default (inst_eval in search_final.c); a unit
+ * test may substitute another to run finalisation on operators of its own making. */
 typedef int (*req_price_fn)(void *user, const int (*state)[CONFIG_NCOMP], int64_t x,
-                            req_line *out, enpu_err *err);
+                            unsigned mode, req_line *out, enpu_err *err);
 
 typedef struct {
   const graph *g;
-  const search_pareto *const *sets; /* per graph op (NULL when only simulating) */
-  const int64_t *offset;            /* per graph op: first instance in walk numbering */
-  int64_t instances;
+  const search_units *units;
+  const search_pareto *const *sets; /* per unit (NULL when only simulating) */
+  const int64_t *offset;            /* per unit: first instance in walk numbering */
+  int64_t instances;                /* op instances (execution order) */
   const power_model *pm;
   int transitions;
   search_transitions model;
   config_budget budget;
   cost_ctx *cost;
-  const cost_pipeline *pipe;
+  const cost_pipeline *pipe, *gate_pipe;
+  int gating;                       /* pg policy: price plans gated too */
   const search_domains *dom;
   int transition_aware;
   const int *op_of;  /* graph op of each instance (execution order) */
-  const int64_t *exec_of; /* execution index of each instance (walk numbering) */
   req_price_fn price; /* NULL: the cost model */
   void *price_user;
   req_line *cache;   /* per graph op, REQ_CACHE_WAYS lines, used round robin */
@@ -73,24 +121,23 @@ typedef struct {
 
 /* Scratch of one bucket's request level. */
 typedef struct {
-  search_req_op *req;
-  int64_t *offset;
-  int *pos;
+  search_req_op *req; /* per unit */
+  int *pos;           /* per unit instance (walk numbering) */
   int *best_pos; /* positions of the plan taken so far, when it is on the Pareto sets */
   int have_best;
   int (*peak_state)[CONFIG_NCOMP];
   int (*cand)[CONFIG_NCOMP];  /* a candidate plan's states, execution order */
   int (*lift)[CONFIG_NCOMP];  /* the same with rails lifted */
   int *op_of;                 /* graph op of each instance (execution order) */
-  int64_t *exec_of;           /* execution index of each instance (walk numbering) */
-  search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive layers
-                                 of one graph op */
-  int *ga_op, *ga_first;      /* per gene: graph op, first layer */
+  search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive
+                                 instances of one unit */
+  int *ga_op, *ga_first;      /* per gene: unit, first instance */
   int *ga_genes, *ga_seed;
   int ga_n;
   req_line *cache;
   int *cache_next;
   search_walk *hull, *greedy;
+  req_cost peak_plain, peak_gated; /* the policy's all-peak plan */
 } scratch;
 
 /* Every op's multiplicity is its segment's repeat × its count; *instances: op instances
@@ -100,15 +147,44 @@ int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
 int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
                 const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
 
-/* Allocate the execution-order arrays of a request over graph g (op_of, exec_of, the
- * cache). */
+/* Visits graph g's instances in execution order (graph.h): visit(ctx, i, x, w) for the
+ * instance of op i at execution index x, numbered w among op i's (copy c of op i in layer
+ * r: w = offset_i + r·count + c, offset_i the sum of the multiplicities of ops 0..i-1).
+ * Runs once per request set-up, unit set or stored plan, never in the search's inner
+ * loop. */
+typedef void instance_visit(void *ctx, int op, int64_t exec, int64_t walk);
+void each_instance(const graph *g, instance_visit *visit, void *ctx);
+/* The visit that fills ctx, an int op_of[], with the graph op of each execution index. */
+void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk);
+
+/* Allocate the execution-order arrays of a request over graph g (op_of, the cache). */
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);
 void scratch_free(scratch *sc);
 
-/* Time (transitions included), critical-path time and energy of the plan `state`
- * (execution order). */
-int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], double *time_ns,
-              double *cp_ns, double *energy_nj, enpu_err *err);
+/* Time (transitions included), critical-path time, energy and regulator loss of the plan
+ * `state` (execution order), plain or with power gating (gated: rq->gating only). */
+int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out,
+              enpu_err *err);
+
+/* Units of a per-operator request: one per graph op (search_units_build's default). */
+int units_of_ops(const graph *g, search_units **out, enpu_err *err);
+/* The epochs of an epoch policy (search_epochs.c). */
+int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                    double epoch_ns, search_units **out, enpu_err *err);
+/* Cost-model results of (graph op, plan) shared by the epochs of one compilation. */
+typedef struct unit_cache unit_cache;
+int unit_cache_create(unit_cache **out, enpu_err *err);
+void unit_cache_free(unit_cache *uc); /* NULL is a no-op */
+/* search_unit_compile with the compilation's cache (one pipeline and chip). */
+int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                 config_policy policy, const search_options *opt, unit_cache *cache,
+                 search_pareto *out, enpu_err *err);
+
+/* Allocate a units struct for `count` units, `members` members and the given instances;
+ * the caller fills it (units_finish derives offset, unit_of_walk and first_x from
+ * walk_of). */
+int units_alloc(int count, int members, int64_t op_instances, search_units **out, enpu_err *err);
+int units_finish(search_units *u, enpu_err *err);
 
 /* The slack's plan from a walk (prefix within budget, stepping back in strict mode; rail
  * lifting and local search when transition-aware), or from the GA; the all-peak plan
@@ -117,9 +193,9 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
                     const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
 int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
                   const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
-/* The GA's genes: each graph op's instances cut into at most `groups` runs of layers. */
-int ga_genes_make(const graph *g, const search_pareto *const *sets, int groups, scratch *sc,
-                  enpu_err *err);
+/* The GA's genes: each unit's instances cut into at most `groups` runs. */
+int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups,
+                  scratch *sc, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * The uniform policy: no DVFS plan but the table an online governor runs from, every

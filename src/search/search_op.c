@@ -10,12 +10,10 @@
  * count as empty, so switching operators costs nothing. */
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "search_internal.h"
 
 /* ---------------------------------------------------------------------------------
  * Domains */
@@ -79,7 +77,7 @@ static int domains_validate(const search_domains *d, enpu_err *err) {
 }
 
 /* Component states of a plan given the state of each searched domain. */
-static void domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP],
+void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP],
                            int state[CONFIG_NCOMP]) {
   for (int c = 0; c < CONFIG_NCOMP; c++)
     state[c] = d->domain_of[c] < 0 ? d->peak_state : dstate[d->domain_of[c]];
@@ -88,11 +86,6 @@ static void domains_expand(const search_domains *d, const int dstate[CONFIG_NCOM
 /* ---------------------------------------------------------------------------------
  * Pareto front */
 
-typedef struct {
-  search_point *pts;
-  size_t n, cap;
-} front;
-
 static int state_cmp(const int *a, const int *b) {
   for (int c = 0; c < CONFIG_NCOMP; c++)
     if (a[c] != b[c]) return a[c] < b[c] ? -1 : 1;
@@ -100,7 +93,7 @@ static int state_cmp(const int *a, const int *b) {
 }
 
 /* Insert p unless a point of the front dominates it; drop the points p dominates. */
-static int front_insert(front *f, const search_point *p) {
+int search_front_insert(search_front *f, const search_point *p) {
   size_t lo = 0, hi = f->n; /* lo: first point slower than p */
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
@@ -133,8 +126,18 @@ static int front_insert(front *f, const search_point *p) {
   return 0;
 }
 
-static int front_insert_checked(front *f, const search_point *p, enpu_err *err) {
-  ENPU_RETURN_IF(front_insert(f, p) < 0, err, ENPU_ERR_NOMEM, "out of memory (Pareto front)");
+int search_front_dominates(const search_front *f, double time_ns, double energy_nj) {
+  size_t lo = 0, hi = f->n; /* lo: the first point slower than time_ns */
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (f->pts[mid].time_ns <= time_ns) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && f->pts[lo - 1].energy_nj < energy_nj;
+}
+
+static int front_insert_checked(search_front *f, const search_point *p, enpu_err *err) {
+  ENPU_RETURN_IF(search_front_insert(f, p) < 0, err, ENPU_ERR_NOMEM, "out of memory (Pareto front)");
   return 0;
 }
 
@@ -213,10 +216,15 @@ static memo_entry *memo_slot(search_memo *m, uint64_t key) {
 typedef struct {
   search_memo *memo;
   const search_domains *dom;
-  search_eval_fn eval;
+  const search_evaluator *ev;
   void *user;
   int64_t evals;
+  search_front *all; /* every evaluation goes in too, when set (the exact search's seed) */
 } greedy_run;
+
+int search_memo_known(search_memo *m, const int state[CONFIG_NCOMP]) {
+  return m->cap && memo_slot(m, memo_key(state))->gen == m->gen;
+}
 
 /* Double the memo when `entries` reach half of it, keeping the current operator's entries
  * (the trim pass can evaluate more plans than memo_begin planned for). */
@@ -239,21 +247,43 @@ static int memo_reserve(search_memo *m, int64_t entries, enpu_err *err) {
   return 0;
 }
 
+/* Evaluate up to GREEDY_BATCH plans (domain states) through the memo: the ones it lacks
+ * in one batch (ev->batch, or one at a time), each counted once. */
+enum { GREEDY_BATCH = 32 };
+
+static int greedy_eval_many(greedy_run *g, const int (*dstate)[CONFIG_NCOMP], int n,
+                            search_point *p, enpu_err *err) {
+  int st[GREEDY_BATCH][CONFIG_NCOMP], nmiss = 0;
+  double t[GREEDY_BATCH], e[GREEDY_BATCH];
+  ENPU_FORWARD(memo_reserve(g->memo, g->evals + n, err));
+  for (int i = 0; i < n; i++) {
+    search_domains_expand(g->dom, dstate[i], p[i].state);
+    int known = memo_slot(g->memo, memo_key(p[i].state))->gen == g->memo->gen;
+    for (int k = 0; k < nmiss && !known; k++) known = !memcmp(st[k], p[i].state, sizeof st[k]);
+    if (!known) memcpy(st[nmiss++], p[i].state, sizeof st[0]);
+  }
+  if (nmiss && g->ev->batch)
+    ENPU_FORWARD(g->ev->batch(g->user, nmiss, (const int(*)[CONFIG_NCOMP])st, t, e, err));
+  for (int k = 0; k < nmiss && !g->ev->batch; k++)
+    ENPU_FORWARD(g->ev->eval(g->user, st[k], &t[k], &e[k], err));
+  for (int k = 0; k < nmiss; k++) {
+    *memo_slot(g->memo, memo_key(st[k])) = (memo_entry){memo_key(st[k]), g->memo->gen, t[k], e[k]};
+    search_point q = {.time_ns = t[k], .energy_nj = e[k]};
+    memcpy(q.state, st[k], sizeof q.state);
+    if (g->all) ENPU_FORWARD(front_insert_checked(g->all, &q, err));
+  }
+  g->evals += nmiss;
+  for (int i = 0; i < n; i++) {
+    const memo_entry *m = memo_slot(g->memo, memo_key(p[i].state));
+    p[i].time_ns = m->time_ns;
+    p[i].energy_nj = m->energy_nj;
+  }
+  return 0;
+}
+
 static int greedy_eval(greedy_run *g, const int dstate[CONFIG_NCOMP], search_point *p,
                        enpu_err *err) {
-  domains_expand(g->dom, dstate, p->state);
-  const uint64_t key = memo_key(p->state);
-  ENPU_FORWARD(memo_reserve(g->memo, g->evals + 1, err));
-  memo_entry *e = memo_slot(g->memo, key);
-  if (e->gen != g->memo->gen) {
-    ENPU_FORWARD(g->eval(g->user, p->state, &e->time_ns, &e->energy_nj, err));
-    e->key = key;
-    e->gen = g->memo->gen;
-    g->evals++;
-  }
-  p->time_ns = e->time_ns;
-  p->energy_nj = e->energy_nj;
-  return 0;
+  return greedy_eval_many(g, (const int(*)[CONFIG_NCOMP])dstate, 1, p, err);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -382,7 +412,7 @@ static int trim_repair(greedy_run *g, int ds[CONFIG_NCOMP], search_point *cur,
   return 0;
 }
 
-static int op_trim(greedy_run *g, front *f, enpu_err *err) {
+static int op_trim(greedy_run *g, search_front *f, enpu_err *err) {
   const search_domains *dom = g->dom;
   const size_t n = f->n;
   search_point *start = enpu_calloc(n ? n : 1, sizeof *start);
@@ -412,12 +442,34 @@ static int op_trim(greedy_run *g, front *f, enpu_err *err) {
   return rc;
 }
 
-static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_fn eval,
-                     void *user, front *f, search_pareto *out, enpu_err *err) {
+/* Algorithm 1 ends its ascent at the first plan as fast as it gets, with every domain it
+ * raised on the way still raised; from that fastest point, the trim pass's single moves
+ * (lower one domain, or hand its state to another) while the time holds and the energy
+ * does not grow. Without it an epoch of ops at one setting (enpu-ms) can find a fastest
+ * plan cheaper than its ops' own fastest points, which per-operator control must
+ * never miss (finer control can mimic coarser). Cheap: a few single moves per op. */
+static int descend_fastest(greedy_run *g, search_front *f, enpu_err *err) {
+  if (f->n == 0) return 0;
+  search_point cur = f->pts[0];
+  int ds[CONFIG_NCOMP] = {0};
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    if (g->dom->domain_of[c] >= 0) ds[g->dom->domain_of[c]] = cur.state[c];
+  for (;;) {
+    int slow_ds[CONFIG_NCOMP];
+    search_point slow;
+    const int moved = trim_single(g, ds, &cur, slow_ds, &slow, err);
+    if (moved <= 0) return moved;
+    ENPU_FORWARD(front_insert_checked(f, &cur, err));
+  }
+}
+
+int search_op_greedy(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
+                     void *user, search_front *f, int every_eval, search_pareto *out,
+                     enpu_err *err) {
   const int d = dom->ndomains, peak = dom->peak_state;
   /* Worst case: one domain raised per step, 2^d - 1 candidates each, + start and peak. */
   ENPU_FORWARD(memo_begin(memo, (int64_t)d * peak * ((1 << d) - 1) + 2, err));
-  greedy_run g = {memo, dom, eval, user, 0};
+  greedy_run g = {memo, dom, ev, user, 0, every_eval ? f : NULL};
   int cur[CONFIG_NCOMP], top[CONFIG_NCOMP];
   for (int k = 0; k < CONFIG_NCOMP; k++) cur[k] = 1, top[k] = peak;
   search_point pc;
@@ -429,14 +481,18 @@ static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_f
       if (cur[k] < peak) below |= 1u << k;
     if (!below) break;
     double best_grad = 0;
-    int best_mask = 0;
-    search_point best = pc;
-    for (unsigned mask = 1; mask < (1u << d); mask++) {
+    int best_mask = 0, nc = 0, masks[GREEDY_BATCH], cand[GREEDY_BATCH][CONFIG_NCOMP];
+    search_point best = pc, pts[GREEDY_BATCH];
+    for (unsigned mask = 1; mask < (1u << d); mask++) { /* the candidates, one batch */
       if (mask & ~below) continue;
-      int cand[CONFIG_NCOMP];
-      for (int k = 0; k < CONFIG_NCOMP; k++) cand[k] = cur[k] + (k < d && (mask >> k & 1u));
-      search_point pn;
-      ENPU_FORWARD(greedy_eval(&g, cand, &pn, err));
+      masks[nc] = (int)mask;
+      for (int k = 0; k < CONFIG_NCOMP; k++) cand[nc][k] = cur[k] + (k < d && (mask >> k & 1u));
+      nc++;
+    }
+    ENPU_FORWARD(greedy_eval_many(&g, (const int(*)[CONFIG_NCOMP])cand, nc, pts, err));
+    for (int i = 0; i < nc; i++) {
+      const unsigned mask = (unsigned)masks[i];
+      const search_point pn = pts[i];
       const double dt = pn.time_ns - pc.time_ns, de = pn.energy_nj - pc.energy_nj;
       if (dt >= 0) continue;
       const double grad = de / -dt;
@@ -452,104 +508,60 @@ static int op_greedy(search_memo *memo, const search_domains *dom, search_eval_f
   ENPU_FORWARD(greedy_eval(&g, top, &pp, err));
   ENPU_FORWARD(front_insert_checked(f, &pp, err));
   if (dom->trim) ENPU_FORWARD(op_trim(&g, f, err));
+  else ENPU_FORWARD(descend_fastest(&g, f, err));
   out->evals = g.evals;
   return 0;
 }
 
 /* ---------------------------------------------------------------------------------
- * Exhaustive: combination i of the d searched domains has digit k = domain k's state - 1
- * in base peak_state; thread t takes i ≡ t (mod nthreads). */
+ * Entry */
 
-typedef struct {
-  const search_domains *dom;
-  search_eval_fn eval;
-  void *user;
-  int64_t first, stride, total;
-  atomic_int *stop;
-  front f;
-  int64_t evals;
-  int rc;
-  enpu_err err;
-} exh_task;
-
-static void *exh_run(void *arg) {
-  exh_task *t = arg;
-  const int d = t->dom->ndomains, peak = t->dom->peak_state;
-  for (int64_t i = t->first; i < t->total; i += t->stride) {
-    if (atomic_load_explicit(t->stop, memory_order_relaxed)) break;
-    int dstate[CONFIG_NCOMP] = {0};
-    int64_t rest = i;
-    for (int k = 0; k < d; k++) dstate[k] = (int)(rest % peak) + 1, rest /= peak;
-    search_point p;
-    domains_expand(t->dom, dstate, p.state);
-    t->rc = t->eval(t->user, p.state, &p.time_ns, &p.energy_nj, &t->err);
-    if (t->rc == 0 && front_insert(&t->f, &p) < 0)
-      t->rc = enpu_errorf(&t->err, ENPU_ERR_NOMEM, "out of memory (Pareto front)");
-    if (t->rc < 0) {
-      atomic_store(t->stop, 1);
-      break;
-    }
-    t->evals++;
-  }
-  return NULL;
-}
-
-static int op_exhaustive(const search_domains *dom, search_eval_fn eval, void *const *users,
-                         int nthreads, front *f, search_pareto *out, enpu_err *err) {
-  int64_t total = 1;
-  for (int k = 0; k < dom->ndomains; k++) total *= dom->peak_state;
-  if (nthreads > total) nthreads = (int)total;
-  exh_task *tasks = enpu_calloc((size_t)nthreads, sizeof *tasks);
-  pthread_t *tids = enpu_calloc((size_t)nthreads, sizeof *tids);
-  atomic_int stop = 0;
-  int rc = 0;
-  if (!tasks || !tids) {
-    rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (exhaustive search)");
-    goto done;
-  }
-  int started = 0;
-  for (int t = 0; t < nthreads; t++) {
-    tasks[t] = (exh_task){.dom = dom, .eval = eval, .user = users[t], .first = t,
-                          .stride = nthreads, .total = total, .stop = &stop};
-    if (t == 0) continue; /* thread 0's share runs on the caller's thread */
-    if (pthread_create(&tids[t], NULL, exh_run, &tasks[t]) != 0) {
-      atomic_store(&stop, 1);
-      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "cannot start search thread %d", t);
-      break;
-    }
-    started = t;
-  }
-  if (rc == 0) exh_run(&tasks[0]);
-  for (int t = 1; t <= started; t++) pthread_join(tids[t], NULL);
-  for (int t = 0; t < nthreads && rc == 0; t++) {
-    out->evals += tasks[t].evals;
-    if (tasks[t].rc < 0) {
-      if (err) *err = tasks[t].err;
-      rc = tasks[t].rc;
-    }
-    for (size_t i = 0; rc == 0 && i < tasks[t].f.n; i++)
-      rc = front_insert_checked(f, &tasks[t].f.pts[i], err);
-  }
-done:
-  for (int t = 0; tasks && t < nthreads; t++) free(tasks[t].f.pts);
-  free(tasks);
-  free(tids);
-  return rc;
-}
-
-int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
-                     void *const *users, int nthreads, search_pareto *out, enpu_err *err) {
+int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
+                     void *const *users, int nthreads, int part, search_pareto *out,
+                     enpu_err *err) {
   memset(out, 0, sizeof *out);
   ENPU_FORWARD(domains_validate(dom, err));
   ENPU_RETURN_IF(nthreads < 1, err, ENPU_ERR_INVALID, "thread count %d < 1", nthreads);
-  front f = {0};
-  const int rc = dom->method == SEARCH_OP_GREEDY && dom->ndomains > 0
-                     ? op_greedy(memo, dom, eval, users[0], &f, out, err)
-                     : op_exhaustive(dom, eval, users, nthreads, &f, out, err);
+  ENPU_RETURN_IF(part >= SEARCH_EXACT_PARTS, err, ENPU_ERR_INVALID,
+                 "exact search part %d outside 0..%d", part, SEARCH_EXACT_PARTS - 1);
+  search_front f = {0};
+  int rc;
+  if (dom->method == SEARCH_OP_GREEDY && dom->ndomains > 0)
+    rc = search_op_greedy(memo, dom, ev, users[0], &f, 0, out, err);
+  else if (dom->method == SEARCH_OP_EXACT && ev->bound && dom->ndomains > 0)
+    rc = search_op_exact(dom, ev, users, nthreads, part, &f, out, err);
+  else
+    rc = search_op_exhaustive(dom, ev, users, nthreads, &f, out, err);
   if (rc < 0 || f.n > INT_MAX) {
     free(f.pts);
     memset(out, 0, sizeof *out);
     return rc < 0 ? rc : enpu_errorf(err, ENPU_ERR_RANGE, "Pareto set of %zu points", f.n);
+  }
+  out->points = f.pts;
+  out->count = (int)f.n;
+  return 0;
+}
+
+int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
+                     void *const *users, int nthreads, search_pareto *out, enpu_err *err) {
+  const search_evaluator ev = {eval, NULL, NULL};
+  return search_op_search(memo, dom, &ev, users, nthreads, -1, out, err);
+}
+
+int search_pareto_merge(const search_pareto *sets, int n, search_pareto *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  search_front f = {0};
+  int rc = 0;
+  for (int k = 0; k < n && rc == 0; k++) {
+    out->evals += sets[k].evals;
+    out->steps += sets[k].steps;
+    for (int i = 0; i < sets[k].count && rc == 0; i++)
+      rc = front_insert_checked(&f, &sets[k].points[i], err);
+  }
+  if (rc < 0) {
+    free(f.pts);
+    memset(out, 0, sizeof *out);
+    return rc;
   }
   out->points = f.pts;
   out->count = (int)f.n;

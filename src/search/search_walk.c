@@ -282,7 +282,9 @@ int64_t search_walk_moves(const search_walk *w) { return w->moves; }
 
 int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *out,
                        enpu_err *err) {
-  ENPU_RETURN_IF(budget_ns < w->t0_ns, err, ENPU_ERR_INFEASIBLE,
+  /* The start and a budget made of the same op times summed in another order (an
+   * epoch's members, the all-peak reference) may differ in their last bits. */
+  ENPU_RETURN_IF(budget_ns < w->t0_ns * (1 - 1e-12), err, ENPU_ERR_INFEASIBLE,
                  "budget %.1f ns below the fastest plan's %.1f ns", budget_ns, w->t0_ns);
   size_t lo = 0, hi = w->nsteps; /* lo: steps that fit entirely */
   while (lo < hi) {

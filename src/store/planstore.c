@@ -128,7 +128,7 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
                            .batch = b->batch, .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns,
                            .t_peak_ns = b->t_peak_ns, .e_nodvfs_nj = b->e_nodvfs_nj,
                            .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN,
-                           .note = b->message};
+                           .plan_energy_nj = NAN, .note = b->message};
   *pol = p;
   return ENPU_OK;
 }
@@ -150,7 +150,8 @@ static int plan_at_target(const store_policy *p, double target_ns, planstore_pla
   for (uint32_t k = 0; k < b->plan_count; k++) { /* a stored plan for this very target */
     const store_plan_rec *sp = &p->t.plans[b->plan_first + k];
     if (fabs(sp->budget_ns - target_ns) <= 1e-9 * fabs(target_ns))
-      plan->plan_time_ns = sp->time_ns, plan->overhead_pct = sp->overhead_pct;
+      plan->plan_time_ns = sp->time_ns, plan->overhead_pct = sp->overhead_pct,
+      plan->plan_energy_nj = sp->energy_nj;
   }
   plan->time_ns = lo ? walk[lo - 1].time_ns : b->walk_start_time_ns;
   plan->energy_nj = lo ? walk[lo - 1].energy_nj : b->walk_start_energy_nj;

@@ -63,6 +63,9 @@ typedef struct {
    * 100 · (time − critical path) / T_nodvfs. NaN when no stored plan has this target. */
   double plan_time_ns;
   double overhead_pct;
+  /* That stored plan's energy on the real operator order (with power gating for a pg
+   * policy, whose walk energies are its DVFS plan's without); NaN as above. */
+  double plan_energy_nj;
   const char *note;         /* how the bucket stands with HBM: "" when it fits; else the
                                farm's note, "capacity ignored: ..." (the plan assumes the
                                model fits) or "offload: ..." (weights stream from the

@@ -23,8 +23,11 @@
 
 /* 2: buckets and plans carry their budget mode, plans their critical-path time and
  * overhead (the cost model's transitions and budgets changed with them).
- * 3: a checksum per table and over the root attributes, pending buckets in checkpoints. */
-#define STORE_FORMAT_VERSION 3u
+ * 3: a checksum per table and over the root attributes, pending buckets in checkpoints.
+ * 4: plans carry their regulator loss per component and their power gating; policy
+ * groups may be policy variants (pg+, @shadow=) and epoch policies, whose ops are epochs
+ * (kind STORE_OP_KIND_EPOCH). */
+#define STORE_FORMAT_VERSION 4u
 #define STORE_NSTATE PLANSTORE_NSTATE /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7    /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
 #define STORE_NAME_LEN 64  /* fixed string columns (op and policy names) */
@@ -49,7 +52,11 @@ enum {
  * config_budget where both are seen. */
 enum { STORE_BUDGET_STRICT = PLANSTORE_BUDGET_STRICT, STORE_BUDGET_PAPER = PLANSTORE_BUDGET_PAPER };
 
-/* ops: one row per unique operator signature of the policy. */
+/* ops.kind of an epoch of dvfs-c-ms / enpu-ms: several operators at one V/f setting. */
+#define STORE_OP_KIND_EPOCH 1000u
+
+/* ops: one row per unique operator signature of the policy (an epoch policy: per unique
+ * epoch). */
 typedef struct {
   uint64_t signature;
   uint32_t kind;              /* graph_op_kind */
@@ -127,6 +134,10 @@ typedef struct {
   double savings_vs_nodvfs;   /* 1 - energy_nj / e_nodvfs_nj */
   uint64_t walk_prefix;       /* steps of the bucket's walk applied, or STORE_NO_PREFIX */
   uint64_t states_first, states_count; /* plan_states range */
+  double regulator_loss_nj[STORE_NSTATE]; /* energy lost in the regulators, per component
+                                             (SA, VU, SRAM, HBM, ICI), inside energy_nj */
+  uint8_t gated;              /* 1: priced with power gating (pg policies) */
+  double gates;               /* gate events of the pass */
 } store_plan_rec;
 
 /* plan_states: the plan's ops as runs of instances. A plan's rows follow its bucket's ops

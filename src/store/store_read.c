@@ -382,6 +382,12 @@ static int check_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_
       return BAD("policy %s: plan %u: budget mode %u differs from its bucket's %u, or non-finite critical path "
                  "or overhead",
                  p->name, b->plan_first + k, pl->budget, b->budget);
+    int loss_ok = pl->gated <= 1 && isfinite(pl->gates) && pl->gates >= 0;
+    for (int c = 0; c < STORE_NSTATE; c++)
+      loss_ok &= isfinite(pl->regulator_loss_nj[c]) && pl->regulator_loss_nj[c] >= 0;
+    if (!loss_ok)
+      return BAD("policy %s: plan %u: regulator loss not finite and >= 0, gated not 0 or 1, or gate "
+                 "count not finite and >= 0", p->name, b->plan_first + k);
   }
   return store_walk_replay(p, bi, b->walk_count, scratch, err);
 }
@@ -519,7 +525,9 @@ static int check_format_version(hid_t file, enpu_err *err) {
                  "format_version %u, written before this reader's format %u (%s): recompile it with this enpu "
                  "(`enpu farm` recomputes an older store)",
                  version, STORE_FORMAT_VERSION,
-                 version < 2 ? "budget modes, per-rail V/f transitions, checksums" : "checksums, pending buckets");
+                 version < 2   ? "budget modes, per-rail V/f transitions, checksums, regulator loss"
+                 : version < 3 ? "checksums, pending buckets, regulator loss"
+                               : "regulator loss and power gating per plan, policy variants");
   ENPU_RETURN_IF(version != STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT, "format_version %u, this reader reads %u",
                  version, STORE_FORMAT_VERSION);
   return ENPU_OK;

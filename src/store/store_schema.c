@@ -70,6 +70,9 @@ static const store_field plan_fields[] = {
     FIELD(store_plan_rec, walk_prefix, STORE_F_U64, 1),
     FIELD(store_plan_rec, states_first, STORE_F_U64, 1),
     FIELD(store_plan_rec, states_count, STORE_F_U64, 1),
+    FIELD(store_plan_rec, regulator_loss_nj, STORE_F_F64, STORE_NSTATE),
+    FIELD(store_plan_rec, gated, STORE_F_U8, 1),
+    FIELD(store_plan_rec, gates, STORE_F_F64, 1),
 };
 static const store_field plan_state_fields[] = {
     FIELD(store_plan_state_rec, plan, STORE_F_U32, 1),

@@ -1,14 +1,15 @@
 /* validate_plan.c — re-simulating the stored plans of one bucket (validate.h): the
- * bucket's graph rebuilt from the job, the store's ops matched to graph ops, every op
- * instance placed on the point its plan's runs give it (checked against the store's walk
- * replay for a walk-prefix plan), and search_plan_simulate on the real
- * operator order with V/f transitions; each plan checked against its own budget mode
- * (strict: its time fits; paper: its critical-path time fits and its overhead comes out
- * as stored).
+ * bucket's graph rebuilt from the job, its units (graph ops, or an epoch policy's
+ * epochs) rebuilt by the search, the store's ops matched to units, every unit instance
+ * placed on the point its plan's runs give it (checked against the store's walk replay
+ * for a walk-prefix plan), and search_plan_simulate on the real operator order with V/f
+ * transitions and, for a gated plan, power gating; each plan checked against its own
+ * budget mode (strict: its time fits; paper: its critical-path time fits and its
+ * overhead comes out as stored) and its regulator loss reproduced.
  *
  * Invariants: the store has been validated by store_load (every index in range), so rows
- * index their tables safely; instances are numbered as search_walk_positions numbers
- * them (graph op i's layer r is instance off_i + r), which is the order the farm's walk
+ * index their tables safely; unit instances are numbered as search_walk_positions
+ * numbers them (unit u's instance r is offset_u + r), which is the order the farm's walk
  * moved them in. A mismatch between store and rebuild fails the plans with a message; it
  * is never an error of the call. */
 #include <math.h>
@@ -57,52 +58,60 @@ static int close_to(double a, double b, double tol) {
   return fabs(a - b) <= tol * fmax(fabs(a), fabs(b));
 }
 
-/* Per bucket: the graph, which graph ops each store op stands for, and scratch. */
+/* Per bucket: the graph, its units, which unit each store op stands for, and scratch. */
 typedef struct {
   graph *g;
-  int nops;               /* graph ops */
-  int64_t *offset;        /* per graph op: first instance (walk numbering) */
-  int64_t instances;
-  int *key_of;            /* per graph op: index into the bucket's store ops, or -1 */
-  uint32_t *pos;          /* per instance: pareto row, or STORE_NO_INDEX (peak fallback) */
+  search_units *u;
+  int *key_of;            /* per unit: index into the bucket's store ops, or -1 */
+  uint32_t *pos;          /* per unit instance: pareto row, or STORE_NO_INDEX */
   int (*state)[CONFIG_NCOMP];
 } bucket_map;
 
 static void bucket_map_free(bucket_map *m) {
   graph_free(m->g);
-  free(m->offset);
+  search_units_free(m->u);
   free(m->key_of);
   free(m->pos);
   free(m->state);
 }
 
-/* Does graph op `op` reproduce store op `so`'s fastest Pareto point under the policy?
+/* Do units i and j of m share one store op? Equal signatures do; the uniform policy keeps
+ * each segment's ops apart (schemas/planstore.md). */
+static int same_store_unit(config_policy policy, const bucket_map *m, int i, int j) {
+  const search_unit *a = &m->u->unit[i], *b = &m->u->unit[j];
+  return a->signature == b->signature &&
+         (policy != CONFIG_POLICY_UNIFORM ||
+          graph_op_at(m->g, a->op)->segment == graph_op_at(m->g, b->op)->segment);
+}
+
+/* Does unit `un` reproduce store op `so`'s fastest Pareto point under the policy?
  * (A point's time is the bucket's budget measure: the op's time or its critical path.) */
-static int same_op(validate_ctx *v, config_policy policy, const store_policy_tables *t,
-                   uint32_t so, const graph_op *op, uint8_t budget, double tol, int *same,
-                   enpu_err *err) {
+static int same_unit(validate_ctx *v, const config_policy_spec *policy,
+                     const search_options *opt, const store_policy_tables *t, uint32_t so,
+                     const bucket_map *m, int un, double tol, int *same, enpu_err *err) {
   const store_pareto_rec *p = &t->pareto[t->ops[so].pareto_first];
   int st[CONFIG_NCOMP];
   for (int c = 0; c < CONFIG_NCOMP; c++) st[c] = p->states[c];
   cost_result r;
-  ENPU_FORWARD(search_op_breakdown(v->search, v->cost, op, policy, NULL, st, &r, err));
-  const double t_op = budget == STORE_BUDGET_PAPER ? r.cp_time_ns : r.time_ns;
+  ENPU_FORWARD(search_unit_breakdown(v->search, v->cost, m->g, m->u, un, policy->base, opt, st,
+                                     &r, err));
+  const double t_op = opt->budget == CONFIG_BUDGET_PAPER ? r.cp_time_ns : r.time_ns;
   *same = close_to(t_op, p->time_ns, tol) && close_to(r.energy_total_nj, p->energy_nj, tol);
   return 0;
 }
 
-/* Do graph ops a and b share one store op? Equal signatures do; the uniform policy keeps
- * each segment's apart (schemas/planstore.md). */
-static int same_store_op(config_policy policy, const graph_op *a, const graph_op *b) {
-  return a->signature == b->signature && (policy != CONFIG_POLICY_UNIFORM || a->segment == b->segment);
-}
 
 /* The checks of one re-simulated plan against its own budget mode, most telling first:
  * the budget formula, the budget (strict: time; paper: critical-path time), and the
  * stored time, energy and (paper) overhead. */
 static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl,
-                       const store_validation_rec *o, double sim_cp, double tol, char *msg,
-                       size_t cap) {
+                       const store_validation_rec *o, const search_plan_totals *sim, double tol,
+                       char *msg, size_t cap) {
+  const double sim_cp = sim->cp_time_ns;
+  double loss_diff = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++)
+    loss_diff = fmax(loss_diff, fabs(sim->regulator_loss_nj[c] - pl->regulator_loss_nj[c]) -
+                                    tol * fmax(fabs(sim->regulator_loss_nj[c]), 1.0));
   const int paper = pl->budget == STORE_BUDGET_PAPER;
   const double want = search_budget_ns((config_budget)pl->budget, b->t_nodvfs_ns, b->t_peak_ns,
                                        pl->slack);
@@ -124,69 +133,67 @@ static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl,
            fabs(overhead - pl->overhead_pct) > tol * fmax(1.0, fabs(overhead)))
     snprintf(msg, cap, "re-simulated critical path %.9g ns / overhead %.6g %% differ from the "
              "stored %.9g ns / %.6g %%", sim_cp, overhead, pl->cp_time_ns, pl->overhead_pct);
+  else if (loss_diff > 0)
+    snprintf(msg, cap, "re-simulated regulator loss differs from the stored one by up to %.6g nJ",
+             loss_diff);
 }
 
-/* Build the graph and match ops. *why is set (and 0 returned) when the store and the
- * rebuild disagree. */
-static int match_bucket_ops(validate_ctx *v, config_policy policy, const store_policy_tables *t,
-                      const store_bucket_rec *b, double tol, bucket_map *m, char *why,
-                      size_t why_cap, enpu_err *err) {
+/* Build the graph and its units and match ops. *why is set (and 0 returned) when the
+ * store and the rebuild disagree. */
+static int match_bucket_ops(validate_ctx *v, const config_policy_spec *policy, const search_options *opt,
+                      const store_policy_tables *t, const store_bucket_rec *b, double tol,
+                      bucket_map *m, char *why, size_t why_cap, enpu_err *err) {
   enpu_err gerr = {0};
   if (graph_build(v->job, (config_phase)b->phase, b->batch, b->seq, &m->g, &gerr) < 0) {
     snprintf(why, why_cap, "graph: %.150s", gerr.msg);
     return 0;
   }
-  m->nops = graph_op_count(m->g);
-  m->offset = enpu_calloc((size_t)m->nops + 1, sizeof *m->offset);
-  m->key_of = enpu_calloc((size_t)m->nops + 1, sizeof *m->key_of);
-  ENPU_RETURN_IF(!m->offset || !m->key_of, err, ENPU_ERR_NOMEM, "out of memory (graph map)");
-  for (int i = 0; i < m->nops; i++) {
-    m->offset[i + 1] = m->offset[i] + graph_op_at(m->g, i)->multiplicity;
-    m->key_of[i] = -1;
-  }
-  m->instances = m->offset[m->nops];
-  m->pos = enpu_calloc((size_t)m->instances + 1, sizeof *m->pos);
-  m->state = enpu_calloc((size_t)m->instances + 1, sizeof *m->state);
-  ENPU_RETURN_IF(!m->pos || !m->state, err, ENPU_ERR_NOMEM, "out of memory (plan states)");
-  /* Graph ops with equal signatures share one store op (the farm's key adds only the
-   * policy and options to the signature, and the segment for uniform). Each store op takes the first unmatched group
-   * of its kind and multiplicity that reproduces its fastest point. */
+  ENPU_FORWARD(search_units_build(v->search, v->cost, m->g, policy->base, opt, &m->u, err));
+  const search_units *u = m->u;
+  m->key_of = enpu_calloc((size_t)u->count + 1, sizeof *m->key_of);
+  m->pos = enpu_calloc((size_t)u->instances + 1, sizeof *m->pos);
+  m->state = enpu_calloc((size_t)u->instances + 1, sizeof *m->state);
+  ENPU_RETURN_IF(!m->key_of || !m->pos || !m->state, err, ENPU_ERR_NOMEM,
+                 "out of memory (plan states)");
+  for (int i = 0; i < u->count; i++) m->key_of[i] = -1;
+  /* Units with equal signatures share one store op (the farm's key adds only the policy
+   * and options to the signature, and the segment for uniform). Each store op takes the
+   * first unmatched group of its kind and multiplicity that reproduces its fastest point. */
   for (uint32_t k = 0; k < b->ops_count; k++) {
     const store_bucket_op_rec *bo = &t->bucket_ops[b->ops_first + k];
     const store_op_rec *so = &t->ops[bo->op];
     int found = 0;
-    for (int i = 0; i < m->nops && !found; i++) {
-      const graph_op *op = graph_op_at(m->g, i);
-      if (m->key_of[i] >= 0 || (uint32_t)op->kind != so->kind) continue;
+    for (int i = 0; i < u->count && !found; i++) {
+      if (m->key_of[i] >= 0 || (uint32_t)u->unit[i].kind != so->kind) continue;
       uint64_t mult = 0;
-      for (int j = i; j < m->nops; j++)
-        if (same_store_op(policy, graph_op_at(m->g, j), op)) mult += (uint64_t)graph_op_at(m->g, j)->multiplicity;
+      for (int j = i; j < u->count; j++)
+        if (same_store_unit(policy->base, m, i, j)) mult += (uint64_t)u->unit[j].multiplicity;
       if (mult != bo->multiplicity) continue;
-      ENPU_FORWARD(same_op(v, policy, t, bo->op, op, b->budget, tol, &found, err));
-      for (int j = i; found && j < m->nops; j++)
-        if (same_store_op(policy, graph_op_at(m->g, j), op)) m->key_of[j] = (int)k;
+      ENPU_FORWARD(same_unit(v, policy, opt, t, bo->op, m, i, tol, &found, err));
+      for (int j = i; found && j < u->count; j++)
+        if (same_store_unit(policy->base, m, i, j)) m->key_of[j] = (int)k;
     }
     if (!found) {
-      snprintf(why, why_cap, "store op %u (%s, %llu instances) matches no op of the rebuilt graph",
+      snprintf(why, why_cap, "store op %u (%s, %llu instances) matches no unit of the rebuilt graph",
                bo->op, so->name, (unsigned long long)bo->multiplicity);
       return 0;
     }
   }
-  for (int i = 0; i < m->nops; i++)
+  for (int i = 0; i < u->count; i++)
     if (m->key_of[i] < 0) {
-      snprintf(why, why_cap, "graph op %d (%s) has no store op", i, graph_op_at(m->g, i)->name);
+      snprintf(why, why_cap, "unit %d (%s) has no store op", i, u->unit[i].name);
       return 0;
     }
   return 0;
 }
 
-/* The `n`-th instance of store op k (walk numbering: graph ops in order, their layers in
+/* The `n`-th instance of store op k (walk numbering: units in order, their instances in
  * order), or -1. */
 static int64_t instance_of(const bucket_map *m, uint32_t k, uint64_t n) {
-  for (int i = 0; i < m->nops; i++) {
+  for (int i = 0; i < m->u->count; i++) {
     if (m->key_of[i] != (int)k) continue;
-    const uint64_t len = (uint64_t)(m->offset[i + 1] - m->offset[i]);
-    if (n < len) return m->offset[i] + (int64_t)n;
+    const uint64_t len = (uint64_t)(m->u->offset[i + 1] - m->u->offset[i]);
+    if (n < len) return m->u->offset[i] + (int64_t)n;
     n -= len;
   }
   return -1;
@@ -247,14 +254,17 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
   const store_bucket_rec *b = &t->buckets[bucket];
   ENPU_RETURN_IF(b->plan_count > cap, err, ENPU_ERR_RANGE,
                  "bucket %u has %u plans, room for %zu", bucket, b->plan_count, cap);
-  config_policy policy;
-  ENPU_RETURN_IF(config_policy_parse(t->name, &policy) < 0, err, ENPU_ERR_NOT_FOUND,
+  config_policy_spec policy;
+  ENPU_RETURN_IF(config_policy_spec_parse(t->name, &policy) < 0, err, ENPU_ERR_NOT_FOUND,
                  "unknown policy '%s' in the store", t->name);
+  search_options opt;
+  search_options_for_job(&opt, v->job, &policy);
+  opt.budget = (config_budget)b->budget;
   char why[STORE_MSG_LEN] = "";
   bucket_map m = {0};
   planstore_op_states *st = enpu_calloc((size_t)b->ops_count + 1, sizeof *st);
   int rc = st ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
-  if (rc == 0) rc = match_bucket_ops(v, policy, t, b, tolerance, &m, why, sizeof why, err);
+  if (rc == 0) rc = match_bucket_ops(v, &policy, &opt, t, b, tolerance, &m, why, sizeof why, err);
   for (uint32_t p = 0; rc == 0 && p < b->plan_count; p++) {
     const store_plan_rec *pl = &t->plans[b->plan_first + p];
     store_validation_rec *o = &out[p];
@@ -267,18 +277,17 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
     snprintf(msg, sizeof msg, "%s", why);
     if (!msg[0]) apply_rows(t, b, pl, &m, msg, sizeof msg);
     if (!msg[0]) check_prefix(t, bucket, pl, &m, st, msg, sizeof msg);
-    double sim_cp = NAN;
+    search_plan_totals sim = {0};
+    if (!msg[0] && pl->gated && !policy.gate)
+      snprintf(msg, sizeof msg, "a gated plan in policy %s, which does not gate", t->name);
     if (!msg[0]) {
       enpu_err serr = {0};
-      search_options opt;
-      search_options_default(&opt);
-      opt.budget = (config_budget)pl->budget;
-      if (search_plan_simulate(v->search, v->cost, m.g, policy, &opt,
-                               (const int(*)[CONFIG_NCOMP])m.state, &o->sim_time_ns, &sim_cp,
-                               &o->sim_energy_nj, &serr) < 0)
+      if (search_plan_simulate(v->search, v->cost, m.g, policy.base, &opt,
+                               (const int(*)[CONFIG_NCOMP])m.state, pl->gated, &sim, &serr) < 0)
         snprintf(msg, sizeof msg, "re-simulation: %.140s", serr.msg);
+      o->sim_time_ns = sim.time_ns, o->sim_energy_nj = sim.energy_nj;
     }
-    if (!msg[0]) check_plan(b, pl, o, sim_cp, tolerance, msg, sizeof msg);
+    if (!msg[0]) check_plan(b, pl, o, &sim, tolerance, msg, sizeof msg);
     o->pass = !msg[0];
     memcpy(o->message, msg, sizeof o->message);
   }

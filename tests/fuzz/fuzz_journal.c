@@ -1,6 +1,6 @@
 /* fuzz_journal.c — libFuzzer target over the farm's untrusted-input readers: the input
- * bytes are decoded as an op result and as a bucket result (a result that decodes must
- * re-encode to the same bytes: the encoding is canonical), then written to a file that
+ * bytes are decoded as an op result, a bucket result and a part record (a result that
+ * decodes must re-encode to the same bytes: the encoding is canonical), then written to a file that
  * farm_journal_replay walks, decoding every intact record by its kind and skipping
  * damaged ones. A journal that replays is then opened for appending (which truncates
  * what replay dropped, or moves an unreadable file aside) and must replay to the same
@@ -27,7 +27,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-/* Decode as both result kinds; whatever decodes must re-encode to the same bytes. */
+/* Decode as every record kind; whatever decodes must re-encode to the same bytes. */
 static void check_decoders(const void *data, size_t size) {
   enpu_err err;
   farm_buf again = {0};
@@ -48,6 +48,16 @@ static void check_decoders(const void *data, size_t size) {
       abort();
     farm_bucket_result_free(&bucket);
   } else if (bucket.op_keys || bucket.walk || bucket.plans || bucket.states || !err.msg[0]) {
+    abort();
+  }
+  again.len = 0;
+  uint32_t part;
+  if (farm_part_result_decode(data, size, &part, &op, &err) == 0) {
+    if (part >= FARM_MAX_PARTS || farm_part_result_encode(part, &op, &again, &err) != 0 ||
+        again.len != size || memcmp(again.data, data, size) != 0)
+      abort();
+    farm_op_result_free(&op);
+  } else if (op.points || !err.msg[0]) {
     abort();
   }
   farm_buf_free(&again);

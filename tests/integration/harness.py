@@ -9,6 +9,7 @@ check, and runners of the real `enpu` binary. A test script does
 
 `run` executes in the source directory so job paths like jobs/demo.json resolve."""
 import json
+import os
 import subprocess
 import sys
 
@@ -27,6 +28,24 @@ def md_rows(md, header_start):
         else:
             inside = False
     return rows
+
+
+def small_llama_job(src, tmp, name, mode, decode_batches, slacks, policies, **extra):
+    """Write <tmp>/<mode>.json: a Llama3-70B job of prefill batch 1 at 1024 and 4096 and
+    decode `decode_batches` at 4608, in budget `mode`, its store <tmp>/<mode>/plans.h5;
+    returns (job path, store path)."""
+    j = {"name": f"{name}-{mode}", "model": os.path.join(src, "jobs/models/llama3-70b.json"),
+         "chip": os.path.join(src, "jobs/chips/tpuv5p.json"),
+         "cluster": os.path.join(src, "jobs/clusters/llama3-70b.json"),
+         "store": os.path.join(tmp, mode, "plans.h5"),
+         "phases": {"prefill": {"batch": [1], "seq": [1024, 4096]},
+                    "decode": {"batch": decode_batches, "seq": [4608]}},
+         "slacks": slacks, "policies": policies, "budget": mode,
+         "moe": {"capacity_factor": "worst"}, **extra}
+    path = os.path.join(tmp, f"{mode}.json")
+    with open(path, "w") as f:
+        json.dump(j, f)
+    return path, j["store"]
 
 
 class Harness:

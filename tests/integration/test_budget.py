@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 
-from harness import Harness, md_rows
+from harness import Harness, md_rows, small_llama_job
 
 h = Harness(sys.argv[1], sys.argv[2])
 src, plugins = sys.argv[2], sys.argv[3]
@@ -35,17 +35,8 @@ CLUSTER = "jobs/clusters/llama3-70b.json"
 
 
 def job(tmp, mode):
-    j = {"name": f"budget-{mode}", "model": os.path.join(src, "jobs/models/llama3-70b.json"),
-         "chip": os.path.join(src, "jobs/chips/tpuv5p.json"),
-         "cluster": os.path.join(src, CLUSTER), "store": os.path.join(tmp, mode, "plans.h5"),
-         "phases": {"prefill": {"batch": [1], "seq": [1024, 4096]},
-                    "decode": {"batch": [1, 8], "seq": [4608]}},
-         "slacks": [0, 0.05, 0.2], "policies": ["nodvfs", "dvfs-c", "dvfs-c-walk", "enpu-all"],
-         "budget": mode, "moe": {"capacity_factor": "worst"}}
-    path = os.path.join(tmp, f"{mode}.json")
-    with open(path, "w") as f:
-        json.dump(j, f)
-    return path, j["store"]
+    return small_llama_job(src, tmp, "budget", mode, [1, 8], [0, 0.05, 0.2],
+                           ["nodvfs", "dvfs-c", "dvfs-c-walk", "enpu-all"])
 
 
 def tables(path):

@@ -22,43 +22,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness  # noqa: E402
-
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
-
-
-def farm_cmd(h, np_, store, tmp, job=None, extra=()):
-    job = job or os.path.join(h.src, "jobs", "demo.json")
-    cmd = [h.enpu, "farm", job, "--store", store, "--results", os.path.join(tmp, "results"),
-           "--progress-s", "0.5", *extra]
-    return ["mpirun", "-np", str(np_), *cmd] if np_ > 1 else cmd
-
-
-def farm(h, np_, store, tmp, **kw):
-    return subprocess.run(farm_cmd(h, np_, store, tmp, **kw), capture_output=True, text=True,
-                          env=ENV, cwd=tmp)
-
-
-def start(h, np_, store, tmp, **kw):
-    return subprocess.Popen(farm_cmd(h, np_, store, tmp, **kw), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp,
-                            start_new_session=True)
-
-
-def wait_for(cond, what, timeout=60):
-    """Poll cond() until true (the farm's progress, not a fixed delay: the demo farm may
-    take 1 s or 10 s depending on the machine)."""
-    end = time.time() + timeout
-    while not cond():
-        if time.time() > end:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def journal_has_records(store):
-    """The farm journal holds at least one record beyond its 16-byte header."""
-    j = store + ".journal"
-    return os.path.exists(j) and os.path.getsize(j) > 16
+from farm_harness import (ENV, demo_variant, farm, farm_cmd, field, journal_has_records,  # noqa: E402
+                          kill_farm, same, start, wait_for)
 
 
 def progress_mark(store):
@@ -71,31 +36,6 @@ def progress_mark(store):
     j = store + ".journal"
     records = os.path.getsize(j) - 16 if os.path.exists(j) else 0  # beyond the header
     return mark, max(records, 0)
-
-
-def kill_farm(p, store):
-    """kill -9 of the whole farm: mpirun's process group, and the ranks, which Open MPI
-    starts in process groups of their own (they would otherwise run on as orphans)."""
-    os.killpg(p.pid, signal.SIGKILL)
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if store.encode() in f.read().split(b"\0"):
-                    os.kill(int(pid), signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            pass
-    p.communicate()
-
-
-def field(out, name):
-    """Numbers of one summary row, e.g. field(out, 'tasks') -> [to do, op, bucket, ...]."""
-    m = re.search(r"^\| %s \| (.*) \|$" % re.escape(name), out, re.M)
-    return [int(x) for x in re.findall(r"\d+", m.group(1))] if m else None
-
-
-def same(h, a, b):
-    r = h.run("store", "diff", a, b)
-    return r.returncode == 0, r.stdout[-400:] + r.stderr[-400:]
 
 
 def signatures(h, job):
@@ -142,6 +82,13 @@ def main():
             r.stdout)
     h.check("rerun reused everything from the store", field(r.stdout, "reused")[0] == tasks[0], r.stdout)
 
+    # The runs below must still be working when they are killed, signalled or joined:
+    # the demo grid with the GA of dvfs-c (seconds of CPU a bucket) is, on any machine.
+    slow = demo_variant(h, tmp, "slow", policies=["nodvfs", "dvfs-c"])
+    slow_ref = os.path.join(tmp, "slow-ref.h5")
+    r = farm(h, 1, slow_ref, tmp, job=slow)
+    h.check("slow job: reference exit 0", r.returncode == 0, r.stderr[-400:])
+
     # kill -9 of the whole farm (mpirun and its ranks), each time after it finished a task
     # and then published a checkpoint, so every start leaves work behind whatever the
     # machine's speed; then at a random point within the next checkpoint interval.
@@ -152,11 +99,14 @@ def main():
         if kills >= 3:
             break
         with open(log, "w") as err:
-            p = subprocess.Popen(farm_cmd(h, 2, k, tmp, extra=("--checkpoint-s", "0.1", "--progress-s", "0.05")),
+            p = subprocess.Popen(farm_cmd(h, 2, k, tmp, job=slow,
+                                          extra=("--checkpoint-s", "0.1", "--progress-s", "0.05")),
                                  stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=tmp, start_new_session=True)
-        wait_for(lambda: p.poll() is not None or re.search(r"farm: [1-9]\d*/", open(log).read()), "a task done")
+        if not wait_for(lambda: p.poll() is not None or re.search(r"farm: [1-9]\d*/", open(log).read()), 120):
+            raise SystemExit("timed out waiting for a task done")
         mark = progress_mark(k)
-        wait_for(lambda: p.poll() is not None or progress_mark(k) != mark, "the next checkpoint")
+        if not wait_for(lambda: p.poll() is not None or progress_mark(k) != mark, 120):
+            raise SystemExit("timed out waiting for the next checkpoint")
         time.sleep(rnd.uniform(0.0, 0.1))
         if p.poll() is None:
             kill_farm(p, k)
@@ -165,54 +115,55 @@ def main():
         else:
             p.wait()  # finished before the kill: nothing left to interrupt
             break
-    r = farm(h, 2, k, tmp)
+    r = farm(h, 2, k, tmp, job=slow)
     h.check("after kills: finishes", r.returncode == 0, r.stderr[-600:])
     h.check("at least 3 kills happened", kills >= 3, f"kills {kills}")
     reused = field(r.stdout, "reused")
     h.check("after kills: reused work from store or journal", reused and sum(reused) > 0, r.stdout)
-    h.check("after kills: store identical to np1", *same(h, ref, k))
+    h.check("after kills: store identical to np1", *same(h, slow_ref, k))
 
     # A kill just after the first journal sync: the restart takes the results from the
-    # journal (no checkpoint yet: --checkpoint-s is long).
+    # journal (no checkpoint yet: --checkpoint-s is long). The demo grid with the GA of
+    # dvfs-c (seconds of CPU a bucket) is still running then, on any machine.
     j = os.path.join(tmp, "journal.h5")
-    p = start(h, 1, j, tmp, extra=("--checkpoint-s", "600"))
-    wait_for(lambda: journal_has_records(j), "the first journal records")
+    p = start(h, 1, j, tmp, job=slow, extra=("--checkpoint-s", "600"))
+    h.check("kill after a journal sync: records journalled", wait_for(lambda: journal_has_records(j), 120))
     kill_farm(p, j)
-    r = farm(h, 1, j, tmp)
+    r = farm(h, 1, j, tmp, job=slow)
     reused = field(r.stdout, "reused")
     h.check("kill after a journal sync: restart reuses journal work", reused and reused[1] > 0, r.stdout)
-    h.check("kill after a journal sync: store identical", *same(h, ref, j))
+    h.check("kill after a journal sync: store identical", *same(h, slow_ref, j))
 
     # Two farms on one store: the second waits for the first's lock, then has nothing to do.
     two = os.path.join(tmp, "two.h5")
-    first = start(h, 1, two, tmp)
-    time.sleep(0.5)
-    r = farm(h, 1, two, tmp)
+    first = start(h, 1, two, tmp, job=slow)
+    h.check("two farms: the first holds the lock", wait_for(lambda: journal_has_records(two), 120))
+    r = farm(h, 1, two, tmp, job=slow)
     first.communicate()
     h.check("second farm waited for the first, naming it",
             re.search(r"is being written by pid %d on \S+ since \S+: enpu farm " % first.pid, r.stderr),
             r.stderr[-300:])
     h.check("second farm: exit 0, nothing recomputed", r.returncode == 0 and
             field(r.stdout, "recomputed") == [0], r.stdout[-400:])
-    h.check("two farms: store identical", *same(h, ref, two))
+    h.check("two farms: store identical", *same(h, slow_ref, two))
 
     # SIGUSR1 to mpirun: checkpoint, exit 3; the same command finishes.
     u = os.path.join(tmp, "usr1.h5")
-    p = start(h, 2, u, tmp)
-    wait_for(lambda: journal_has_records(u), "the first journal records")
+    p = start(h, 2, u, tmp, job=slow, extra=("--checkpoint-s", "600"))
+    h.check("SIGUSR1: records journalled", wait_for(lambda: journal_has_records(u), 120))
     p.send_signal(signal.SIGUSR1)
     out, err = p.communicate(timeout=60)
     h.check("SIGUSR1: exit 3", p.returncode == 3, f"exit {p.returncode}: {err[-400:]}")
     h.check("SIGUSR1: summary says interrupted", "interrupted" in out, out)
     h.check("SIGUSR1: store readable after the stop", h.run("store", "info", u).returncode == 0)
-    r = farm(h, 2, u, tmp)
+    r = farm(h, 2, u, tmp, job=slow)
     h.check("SIGUSR1: the same command finishes", r.returncode == 0, r.stderr[-400:])
     h.check("SIGUSR1: resumed with reuse", sum(field(r.stdout, "reused")) > 0, r.stdout)
-    h.check("SIGUSR1: store identical to np1", *same(h, ref, u))
+    h.check("SIGUSR1: store identical to np1", *same(h, slow_ref, u))
 
     # A reader during a running farm always sees a complete, valid store.
     c = os.path.join(tmp, "reader.h5")
-    p = start(h, 1, c, tmp, extra=("--checkpoint-s", "0.2"))
+    p = start(h, 1, c, tmp, job=slow, extra=("--checkpoint-s", "0.2"))
     reads = bad = 0
     while p.poll() is None:
         if os.path.exists(c):

@@ -54,17 +54,19 @@ import time
 import h5py
 
 from harness import Harness
-from test_farm import kill_farm
+from farm_harness import journal_has_records, kill_farm, wait_for
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
 QUERIES = [(pol, ph, b, s, x) for pol in ("enpu-all", "enpu-c")
            for ph, b, s in (("prefill", 1, 1000), ("prefill", 4, 4096), ("decode", 32, 8192))
            for x in ("0", "0.05")]
-# A grid about twice the demo's, for the runs that must still be working when they are
-# signalled, killed or joined by a second writer.
+# A grid about twice the demo's with the GA of dvfs-c (seconds of CPU a bucket), for the
+# runs that must still be working when they are signalled, killed or joined by a second
+# writer, on any machine.
 LONG_PHASES = {"prefill": {"batch": [1, 2, 4], "seq": [1024, 2048, 4096]},
                "decode": {"batch": [8, 16, 32], "seq": [2048, 4096, 8192]}}
+LONG_POLICIES = ["nodvfs", "dvfs-c", "enpu-all"]
 
 
 class Faults:
@@ -77,7 +79,7 @@ class Faults:
         os.symlink(os.path.join(src, "traces"), os.path.join(self.jobs, "traces"))
         self.job = self.write_job("fault")
         self.ref = os.path.join(tmp, "ref.h5")
-        self.long = self.write_job("fault-long", phases=LONG_PHASES)
+        self.long = self.write_job("fault-long", phases=LONG_PHASES, policies=LONG_POLICIES)
         self.long_ref = os.path.join(tmp, "long-ref.h5")
 
     def write_job(self, name, **changes):
@@ -124,21 +126,6 @@ class Faults:
         return [self.h.enpu, "validate", store, "--trace", os.path.join(self.jobs, "traces",
                 "AzureLLMInferenceTrace_conv.csv"), "--cluster", os.path.join(self.jobs, "clusters",
                 "llama3-70b.json"), "--sample", "1", "--out", os.path.join(self.tmp, "vres"), *extra]
-
-
-def wait_for(cond, timeout_s, step_s=0.02):
-    """Poll cond() until it is true; False after timeout_s."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(step_s)
-    return bool(cond())
-
-
-def journal_has_records(store):
-    path = store + ".journal"
-    return os.path.exists(path) and os.path.getsize(path) > 16
 
 
 # ---- 1. a second writer --------------------------------------------------------------

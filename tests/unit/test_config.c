@@ -501,7 +501,67 @@ static const bad_case bad_cases[] = {
      .code = ENPU_ERR_INVALID,
      .needle = "\"dvfs-x\"",
      .path = "$.policies[1]",
-     .expect = "expected one of: nodvfs, dvfs-c, enpu-c, enpu-all, ideal, dvfs-c-walk, uniform, got \"dvfs-x\""},
+     .expect = "expected a policy ([pg+]<nodvfs|dvfs-c|enpu-c|enpu-all|ideal|dvfs-c-walk|"
+               "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], \"pg\" or \"uniform\"), got "
+               "\"dvfs-x\""},
+    {.name = "a variant of uniform",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"pg+uniform\"",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"pg+uniform\"",
+     .path = "$.policies[1]",
+     .expect = "got \"pg+uniform\""},
+    {.name = "policy in another spelling",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"pg+nodvfs\"",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"pg+nodvfs\"",
+     .path = "$.policies[1]",
+     .expect = "got \"pg+nodvfs\""},
+    {.name = "shadow registers beyond the chip's",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"enpu-all@shadow=33\"",
+     .code = ENPU_ERR_RANGE,
+     .needle = "\"enpu-all@shadow=33\"",
+     .path = "$.policies[1]",
+     .expect = "expected a shadow register file of at most the chip's 32 vector registers"},
+    {.name = "power gating on a chip without gating",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\"",
+     .to = "\"nodvfs\", \"pg+enpu-all\"",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"pg+enpu-all\"",
+     .path = "$.policies[1]",
+     .expect = "has no \"gating\" section"},
+    {.name = "shadow sweep repeats a size",
+     .file = "job.json",
+     .from = "\"nodvfs\", \"dvfs-c\", \"enpu-all\"]",
+     .to = "\"nodvfs\", \"dvfs-c\", { \"policy\": \"enpu-all\", \"shadow\": [0, 2, 0] }]",
+     .code = ENPU_ERR_INVALID,
+     .needle = "0] }",
+     .path = "$.policies[2].shadow[2]",
+     .expect = "got \"enpu-all@shadow=0\" again (first at ",
+     .needle2 = "0, 2, 0]",
+     .path2 = "$.policies[2].shadow[0]"},
+    {.name = "shadow sweep of a named size",
+     .file = "job.json",
+     .from = "\"enpu-all\"]",
+     .to = "{ \"policy\": \"enpu-all@shadow=2\", \"shadow\": [0] }]",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"enpu-all@shadow=2\"",
+     .path = "$.policies[2].policy",
+     .expect = "expected a policy without @shadow="},
+    {.name = "zero epoch",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"epoch_ms\": 0\n",
+     .code = ENPU_ERR_RANGE,
+     .needle = "0\n",
+     .path = "$.epoch_ms",
+     .expect = "got 0"},
     {.name = "bad budget mode",
      .file = "job.json",
      .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
@@ -1040,7 +1100,10 @@ static void test_small_job_loads(void **state) {
   assert_int_equal(job->slack_count, 4);
   assert_true(job->slacks[1] == 0.02);
   assert_int_equal(job->policy_count, 3);
-  assert_int_equal(job->policies[2], CONFIG_POLICY_ENPU_ALL);
+  assert_int_equal(job->policies[2].base, CONFIG_POLICY_ENPU_ALL);
+  assert_false(job->policies[2].gate);
+  assert_int_equal(job->policies[2].shadow_vregs, -1);
+  assert_true(job->epoch_ms == 5.0);
   assert_true(job->moe_capacity_factor == 0);
   assert_int_equal(job->cluster.slo_count, 2);
   assert_int_equal(job->cluster.slo[1].decode_max_tokens, 9000);
@@ -1258,6 +1321,29 @@ static void test_names(void **state) {
   assert_string_equal(config_policy_name(CONFIG_POLICY_DVFS_C), "dvfs-c");
   assert_string_equal(config_component_name(CONFIG_SRAM), "sram");
   assert_string_equal(config_phase_name(CONFIG_PREFILL), "prefill");
+  /* Policy variants: one spelling each, and a code that round-trips. */
+  const char *const names[] = {"pg", "pg+enpu-all", "enpu-all@shadow=0", "pg+dvfs-c-ms@shadow=32",
+                               "pg@shadow=2", "enpu-3dom", "dvfs-c-walk"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    config_policy_spec sp, back;
+    char again[CONFIG_NAME_LEN];
+    assert_int_equal(config_policy_spec_parse(names[i], &sp), 0);
+    config_policy_spec_name(&sp, again);
+    assert_string_equal(again, names[i]);
+    assert_int_equal(config_policy_spec_decode(config_policy_spec_code(&sp), &back), 0);
+    assert_true(back.base == sp.base && back.gate == sp.gate && back.shadow_vregs == sp.shadow_vregs);
+  }
+  config_policy_spec sp;
+  assert_int_equal(config_policy_spec_parse("pg+enpu-all@shadow=4", &sp), 0);
+  assert_true(sp.base == CONFIG_POLICY_ENPU_ALL && sp.gate && sp.shadow_vregs == 4);
+  assert_int_equal(config_policy_spec_parse("pg+ideal", &sp), 0);
+  assert_true(config_policy_spec_ungated(&sp).gate == false);
+  const char *const bad[] = {"pg+nodvfs", "pg+pg", "enpu-all@shadow=", "enpu-all@shadow=-1",
+                             "enpu-all@shadow=04", "enpu-all@shadow=256", "PG", "enpu-all@shadow=2x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(config_policy_spec_parse(bad[i], &sp), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(config_policy_spec_decode(0xFFu, &sp), ENPU_ERR_NOT_FOUND);
+  assert_true(config_policy_is_epoch(CONFIG_POLICY_ENPU_MS) && !config_policy_is_epoch(CONFIG_POLICY_ENPU_ALL));
 }
 
 /* ---------------------------------------------------------------------------------

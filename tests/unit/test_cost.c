@@ -13,12 +13,8 @@
 #include <cmocka.h>
 
 #include "cost_internal.h"
+#include "test_cost.h"
 
-typedef struct {
-  config_chip *chip;
-  power_model *pm_dvfs, *pm_fixed;
-  cost_ctx *ctx;
-} fixture;
 
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
@@ -44,7 +40,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-static cost_plan peak(const fixture *f) {
+cost_plan peak(const fixture *f) {
   cost_plan p;
   for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = f->chip->freq_states;
   return p;
@@ -52,7 +48,7 @@ static cost_plan peak(const fixture *f) {
 
 /* ---- operators built by hand with the graph's conventions (per chip, bf16) ---- */
 
-static graph_op matmul_op(int64_t m, int64_t k, int64_t n) {
+graph_op matmul_op(int64_t m, int64_t k, int64_t n) {
   graph_op op = {.kind = GRAPH_MATMUL, .name = "matmul"};
   op.shape = (graph_shape){.b = 1, .m = m, .k = k, .n = n, .rhs_is_weight = 1, .dtype_bytes = 2};
   op.flops = 2.0 * m * k * n;
@@ -136,21 +132,30 @@ static void test_fifo_depth(void **state) {
  * on each crossing would give 2/7: the figure's 0.31 lies between, so (b) is checked
  * to be within ±0.03 of 0.31. */
 
-static double fig7_time(int ncmd, double t_vu, int crossing, int n_shadow) {
-  static cost_kernel k;
-  memset(&k, 0, sizeof k);
-  k.ncmd = k.nreg = k.nslot = ncmd;
-  k.nstage = k.unroll = k.sw_depth = 1;
-  k.iters = 1;
-  for (int i = 0; i < ncmd; i++) {
-    cost_cmd *c = &k.cmd[i];
+/* One loop iteration of n VU commands, each its own bundle occupying the VU for one cycle
+ * with latency lat, command i reading command i − dist's result (forwarded through a
+ * shadow register when fwd). */
+static void vu_chain(cost_kernel *k, int n, int dist, int fwd, int lat) {
+  memset(k, 0, sizeof *k);
+  k->ncmd = k->nreg = k->nslot = n;
+  k->nstage = k->unroll = k->sw_depth = 1;
+  k->iters = 1;
+  for (int i = 0; i < n; i++) {
+    cost_cmd *c = &k->cmd[i];
     c->dst = (int16_t)i;
-    c->src[0] = (int16_t)(i >= 2 ? i - 2 : -1);
+    c->src[0] = (int16_t)(i >= dist ? i - dist : -1);
+    c->src_fwd[0] = fwd && i >= dist;
     c->src[1] = -1;
     c->unit = CONFIG_VU;
     c->bundle_start = 1;
-    c->occ_cycles = c->lat_cycles = 1;
+    c->occ_cycles = 1;
+    c->lat_cycles = lat;
   }
+}
+
+static double fig7_time(int ncmd, double t_vu, int crossing, int n_shadow) {
+  static cost_kernel k;
+  vu_chain(&k, ncmd, 2, 0, 1);
   cost_kernel_alloc_shadow(&k, n_shadow);
   cost_timing tm = {0};
   for (int u = 0; u < COST_NUNIT; u++) tm.period_ns[u] = 1;
@@ -247,17 +252,17 @@ static void test_roofline_decode_attention(void **state) {
 
 /* ---- monotonicity ---- */
 
-static uint64_t rng_next(uint64_t *s) {
+uint64_t rng_next(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
   *s ^= *s << 17;
   return *s;
 }
-static int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi) {
+int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi) {
   return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
 }
 
-static graph_op random_op(uint64_t *s, int kind) {
+graph_op random_op(uint64_t *s, int kind) {
   switch (kind) {
   case GRAPH_MATMUL: return matmul_op(rng_range(s, 1, 4096), rng_range(s, 64, 8192),
                                       rng_range(s, 64, 8192));
@@ -528,6 +533,124 @@ static void test_critical_path_time(void **state) {
               1e-9 * rn.time_ns);
 }
 
+/* ---- power gating inside the kernel ----
+ * n dependent VU commands, each occupying the VU for one cycle with a 30-cycle latency
+ * and forwarding through a shadow register (the FE does not wait): the VU is free one
+ * cycle after each start and the next command starts when the result is there, so every
+ * gap is 29 cycles (1 ns periods, no crossing). Gated (gap >= gate_min) with a 2 ns
+ * wake-up, each of the n − 1 gaps is gated and the next command starts 2 ns later:
+ * time 31 + 32 (n − 1) instead of 31 + 30 (n − 1). */
+static double gap_kernel(int n, double gate_min_ns, double *gated_ns, double *gates) {
+  static cost_kernel k;
+  vu_chain(&k, n, 1, 1, 30);
+  cost_timing tm = {.gating = 1};
+  for (int u = 0; u < COST_NUNIT; u++) tm.period_ns[u] = 1;
+  for (int u = 0; u < COST_NGATED; u++) tm.gate_min_ns[u] = INFINITY, tm.wake_ns[u] = 2;
+  tm.gate_min_ns[CONFIG_VU] = gate_min_ns;
+  static cost_sim sim;
+  cost_run r;
+  cost_kernel_run(&k, &tm, &sim, &r);
+  *gated_ns = r.gated_ns[CONFIG_VU], *gates = r.gates[CONFIG_VU];
+  return r.time_ns;
+}
+
+static void test_gating_kernel_gaps(void **state) {
+  (void)state;
+  double gated, gates;
+  const int n = 40;
+  assert_true(fabs(gap_kernel(n, 10, &gated, &gates) - (31 + 32.0 * (n - 1))) < 1e-9);
+  assert_true(fabs(gated - 29.0 * (n - 1)) < 1e-9 && gates == n - 1);
+  /* A gap shorter than the threshold (29 < 30) is never gated: no wake-up, no delay. */
+  assert_true(fabs(gap_kernel(n, 30, &gated, &gates) - (31 + 30.0 * (n - 1))) < 1e-9);
+  assert_true(gated == 0 && gates == 0);
+  assert_true(fabs(gap_kernel(n, 29, &gated, &gates) - (31 + 32.0 * (n - 1))) < 1e-9);
+}
+
+/* The 5-domain eNPU pipeline on the DVFS power model. */
+cost_pipeline enpu5(const fixture *f) {
+  cost_pipeline pl;
+  assert_int_equal(cost_pipeline_enpu(&pl, 5, f->pm_dvfs, NULL), 0);
+  return pl;
+}
+
+/* The cost model's gating of a real op: what it gated inside is paid for as power.h
+ * says (energy of the gated component = plain pricing at the gated timing − saved_w ×
+ * gated time + gates × wake energy), the op is never faster than plain, and a component
+ * without work reports the whole op as idle at its head. */
+static void test_gating_in_op(void **state) {
+  fixture *f = *state;
+  cost_pipeline plain = enpu5(f), gated = plain;
+  gated.gating = 1;
+  const graph_op ops[] = {decode_attention_op(8, 2, 8, 2048), matmul_op(16, 8192, 8192),
+                          vector_op(GRAPH_NORM, 4096, 8192, 4)};
+  int gated_any = 0, checked = 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    cost_plan p = peak(f);
+    p.state[CONFIG_VU] = 20;
+    cost_result a, b;
+    assert_int_equal(cost_eval(f->ctx, &ops[i], &p, &plain, &a, NULL), 0);
+    assert_int_equal(cost_eval(f->ctx, &ops[i], &p, &gated, &b, NULL), 0);
+    assert_true(b.time_ns >= a.time_ns * (1 - 1e-12));
+    for (int c = 0; c < CONFIG_NCOMP; c++) {
+      const config_component cc = (config_component)c;
+      gated_any |= b.gates[c] > 0;
+      power_energy_nj e;
+      assert_int_equal(power_energy(f->pm_dvfs, cc, b.state[c], b.busy_ns[c], b.time_ns,
+                                    b.flop_utilization[c], &e, NULL), 0);
+      const double want = e.total_nj - b.gate_saved_w[c] * b.gated_ns[c] +
+                          b.gates[c] * power_gate_wake_nj(f->pm_dvfs, cc);
+      assert_true(fabs(b.energy_nj[c] - want) <= 1e-9 * e.total_nj);
+      checked += b.gates[c] > 0;
+      if (b.idle_mask >> c & 1u) assert_true(b.head_idle_ns[c] == b.time_ns);
+    }
+  }
+  assert_true(gated_any && checked > 0);
+  /* Gating needs the chip's parameters: a pipeline without them is refused. */
+  config_chip bare = *f->chip;
+  bare.has_gating = false;
+  power_model *pm;
+  assert_int_equal(power_model_create(&bare, POWER_HBM_FULL, POWER_REG_DVFS, &pm, NULL), 0);
+  gated.power = pm;
+  cost_plan p = peak(f);
+  cost_result r;
+  enpu_err err = {0};
+  assert_int_equal(cost_eval(f->ctx, &ops[0], &p, &gated, &r, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "gating parameters"));
+  power_model_free(pm);
+}
+
+/* A VU shadow register file of 0 is never faster than the chip's 4 (§4.5): forwarding
+ * only removes FE stalls. Random ops of every kind at random plans on the 5-domain eNPU
+ * pipeline (where the VU crosses into its own domain). The critical-path constants stay
+ * the chip's own NoDVFS whatever the size. */
+static void test_shadow_zero_never_faster(void **state) {
+  fixture *f = *state;
+  cost_pipeline four = enpu5(f), zero = four;
+  zero.shadow_vregs = 0;
+  uint64_t s = 0x5eed;
+  int slower = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    graph_op op = random_op(&s, trial % GRAPH_NKIND);
+    cost_plan p;
+    for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = (int)rng_range(&s, 1, 34);
+    cost_result a, b;
+    assert_int_equal(cost_eval(f->ctx, &op, &p, &four, &a, NULL), 0);
+    assert_int_equal(cost_eval(f->ctx, &op, &p, &zero, &b, NULL), 0);
+    if (b.time_ns < a.time_ns * (1 - 1e-12))
+      fail_msg("%s: shadow 0 %.6f ns < shadow 4 %.6f ns", graph_kind_name(op.kind), b.time_ns, a.time_ns);
+    slower += b.time_ns > a.time_ns * (1 + 1e-9);
+    cost_plan pk = peak(f);
+    cost_pipeline nd;
+    cost_pipeline_nodvfs(&nd, f->pm_fixed);
+    cost_result ra, rb;
+    assert_int_equal(cost_eval(f->ctx, &op, &pk, &nd, &ra, NULL), 0);
+    nd.shadow_vregs = 0;
+    assert_int_equal(cost_eval(f->ctx, &op, &pk, &zero, &rb, NULL), 0);
+    assert_true(fabs(rb.cp_time_ns - ra.time_ns) <= 1e-9 * ra.time_ns);
+  }
+  assert_true(slower > 20); /* the register file matters for the VU-heavy ops */
+}
+
 static void test_no_alloc_after_first_eval(void **state) {
   fixture *f = *state;
   cost_ctx *ctx;
@@ -570,6 +693,11 @@ int main(void) {
       cmocka_unit_test(test_transition_on_non_critical_rail),
       cmocka_unit_test(test_critical_path_time),
       cmocka_unit_test(test_no_alloc_after_first_eval),
+      cmocka_unit_test(test_gating_kernel_gaps),
+      cmocka_unit_test(test_gating_in_op),
+      cmocka_unit_test(test_shadow_zero_never_faster),
+      cmocka_unit_test(test_batch_identical),
+      cmocka_unit_test(test_bound_box),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,7 +6,8 @@
  *
  *   test_farm                 run the tests
  *   test_farm --write DIR     write fuzz seeds (seed.journal, seed.op, seed.bucket)
- *   test_farm --bench [N]     journal append+sync throughput for bucket-sized records */
+ *   test_farm --bench [N]     journal append+sync throughput for bucket-sized records
+ *                             (compressed by the journal, or packed as workers send them) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 #include "farm_internal.h"
 #include "store_fixture.h"
+#include "test_farm.h"
 
 #define NPTS 3
 #define POLICY CONFIG_POLICY_ENPU_ALL
@@ -596,7 +598,8 @@ static const store_bucket_rec want_nodvfs[] = {{.phase = 1, .batch = 8, .seq = 2
 
 static void checkpoint(const farm_state *s, const char *path, int reverse_policies) {
   farm_wanted w[2] = {
-      {.policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = want_buckets, .nbuckets = 5},
+      {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
+       .buckets = want_buckets, .nbuckets = 5},
       {.policy = CONFIG_POLICY_NODVFS, .op_keys = want_ops_nodvfs, .nops = 2, .buckets = want_nodvfs,
        .nbuckets = 1}};
   if (reverse_policies) {
@@ -774,7 +777,8 @@ static void test_state_checkpoint_rejects(void **state) {
   bad.walk[0].pareto = NPTS;
   assert_int_equal(farm_state_add_bucket(s, &bad, &err), 0);
   store_bucket_rec wb = {.phase = 1, .batch = 16, .seq = 2048, .input_hash = 600};
-  farm_wanted w = {.policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = &wb, .nbuckets = 1};
+  farm_wanted w = {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
+                   .buckets = &wb, .nbuckets = 1};
   store_lock *lock = NULL;
   assert_int_equal(store_lock_acquire(f->path, "test_farm", 0, NULL, &lock, &err), 0);
   assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
@@ -838,14 +842,22 @@ static int bench(int n) {
   enpu_err err = {0};
   const struct {
     const char *what;
-    int sync_every;
-  } modes[] = {{"sync after every record", 1}, {"sync every 100 records", 100}};
-  for (size_t m = 0; m < 2; m++) {
+    int sync_every, packed;
+  } modes[] = {{"sync after every record", 1, 0},
+               {"sync every 100 records", 100, 0},
+               {"frames packed by the workers, sync every 100 records", 100, 1}};
+  farm_zframe *z = NULL;
+  farm_buf frame = {0};
+  if (farm_zframe_create(&z, &err) != 0 || farm_zframe_pack(z, rec.data, rec.len, &frame, &err) != 0)
+    return 1;
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
     farm_journal *j = NULL;
     if (farm_journal_open(path, &j, &err) != 0) return 1;
     double t0 = enpu_now_s();
     for (int i = 0; i < n; i++) {
-      if (farm_journal_append(j, FARM_REC_BUCKET, rec.data, rec.len, &err) != 0) return 1;
+      if ((modes[m].packed ? farm_journal_append_frame(j, FARM_REC_BUCKET, frame.data, frame.len, &err)
+                           : farm_journal_append(j, FARM_REC_BUCKET, rec.data, rec.len, &err)) != 0)
+        return 1;
       if ((i + 1) % modes[m].sync_every == 0 && farm_journal_sync(j, &err) != 0) return 1;
     }
     if (farm_journal_sync(j, &err) != 0) return 1;
@@ -862,6 +874,8 @@ static int bench(int n) {
            n * (double)rec.len / (double)disk, n / replay);
     unlink(path);
   }
+  farm_zframe_free(z);
+  farm_buf_free(&frame);
   farm_buf_free(&rec);
   return 0;
 }
@@ -874,6 +888,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_codec_bucket_round_trip),
       cmocka_unit_test(test_codec_truncations),
       cmocka_unit_test(test_codec_bad_indices),
+      cmocka_unit_test(test_part_codec),
+      cmocka_unit_test(test_merge_parts),
       cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),

@@ -196,6 +196,69 @@ static void test_energy_by_hand(void **state) {
   assert_close(e.total_nj, 0.0, TOL);
 }
 
+/* Regulator loss (Figure 13): the part of each energy its regulator loses, E · (1 − η).
+ * The cases of test_energy_by_hand. */
+static void test_regulator_loss_by_hand(void **state) {
+  fixture *f = *state;
+  power_energy_nj e;
+  enpu_err err = {0};
+  assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 34, 600, 1000, 0.5, &e, &err), 0);
+  assert_close(e.loss_nj, (8 * 21.3248 * 600 * 0.5 + 8 * 1.35868996 * 1000) * (1 / 0.855 - 1), TOL);
+  const double k = f->chip->hbm_gbps / 2755;
+  const double mc = 0.4 * 33.808835 * k * 700 + 0.4 * 25.660103 * 1000;
+  const double phy = (15.680358 + 13.8) * k * 700 + 6.2 * 1000;
+  assert_int_equal(power_energy(f->ctrl, CONFIG_HBM, 34, 700, 1000, 1.0, &e, &err), 0);
+  assert_close(e.loss_nj, mc * (1 / 0.8575 - 1) + phy * (1 / 0.911 - 1), TOL);
+  /* NoDVFS: everything through the fixed regulator, 89 % idle. */
+  assert_int_equal(power_energy(f->fixed, CONFIG_VU, 34, 0, 1000, 1.0, &e, &err), 0);
+  assert_close(e.loss_nj, 6 * 0.475076728 * 1000 * (1 / 0.89 - 1), TOL);
+  power_breakdown pb;
+  const int st[CONFIG_NCOMP] = {34, 34, 34, 34, 34};
+  const double busy[CONFIG_NCOMP] = {600, 0, 0, 700, 0}, util[CONFIG_NCOMP] = {0.5, 1, 1, 1, 1};
+  assert_int_equal(power_op_energy(f->ctrl, st, NULL, busy, util, 1000, &pb, &err), 0);
+  assert_close(pb.loss_nj[CONFIG_HBM], mc * (1 / 0.8575 - 1) + phy * (1 / 0.911 - 1), TOL);
+  assert_close(pb.loss_nj[POWER_SLOT_OTHER], 0.0, TOL);
+}
+
+/* Power gating (power.h, the chip's "gating" section): what one gated interval saves,
+ * and that an interval below the break-even time is never gated. By hand from the
+ * chip file (VU: gated_fraction 0.03, wake 1.176 ns, 54.82 nJ, min idle 18.824 ns) and
+ * the tables (VU static 6 × 0.475076728 W at 0.7 V, η(0.7 V, 0) = 80 % on the DVFS IVR,
+ * 89 % on the fixed regulator). */
+static void test_gating_by_hand(void **state) {
+  fixture *f = *state;
+  assert_true(power_gating_available(f->ctrl));
+  double loss_w = 0;
+  const double saved = power_gate_saved_w(f->ctrl, CONFIG_VU, 34, 0, 0, &loss_w);
+  assert_close(saved, 0.97 * 6 * 0.475076728 / 0.80, TOL);
+  assert_close(loss_w, saved * (1 - 0.80), TOL);
+  assert_close(power_gate_wake_ns(f->ctrl, CONFIG_VU), 1.176, TOL);
+  assert_close(power_gate_wake_nj(f->ctrl, CONFIG_VU), 54.82, TOL);
+  /* A long interval I (the gated schedule) saves saved · (I − wake) − wake energy. */
+  const double interval = 5000;
+  assert_close(power_gate_saving_nj(f->ctrl, CONFIG_VU, saved, interval),
+               saved * (interval - 1.176) - 54.82, TOL);
+  /* Break-even at this state: E / saved = 54.82 / 3.4544 ≈ 15.87 ns < min idle 18.824. */
+  const double min_idle = power_gate_min_idle_ns(f->ctrl, CONFIG_VU, saved);
+  assert_close(min_idle, 18.824, TOL);
+  assert_false(power_gate_worth(f->ctrl, CONFIG_VU, 18.8, saved * 18.8));
+  assert_true(power_gate_worth(f->ctrl, CONFIG_VU, 18.824, saved * 18.824));
+  /* At 0.45 V (state 1) the static power is 6 × 0.2054646559675127 × 0.97 / 0.72 W: the
+   * energy, not the minimum idle time, sets the break-even (≈ 32.97 ns). */
+  const double low = power_gate_saved_w(f->ctrl, CONFIG_VU, 1, 0, 0, NULL);
+  assert_close(low, 0.97 * 6 * 0.2054646559675127 / 0.72, TOL);
+  const double be = 54.82 / low;
+  assert_true(be > 18.824);
+  assert_false(power_gate_worth(f->ctrl, CONFIG_VU, be * 0.999, low * be * 0.999));
+  assert_true(power_gate_worth(f->ctrl, CONFIG_VU, be * 1.001, low * be * 1.001));
+  assert_true(power_gate_min_idle_ns(f->ctrl, CONFIG_VU, low) >= be);
+  /* HBM gates its controller only (0.4 of its 0.7 V static power; I/O and DRAM on); ICI
+   * its controller and PHY (the PHY through the fixed regulator). */
+  assert_close(power_gate_saved_w(f->ctrl, CONFIG_HBM, 34, 0, 0, NULL), 0.9 * 0.4 * 25.660103 / 0.80, TOL);
+  assert_close(power_gate_saved_w(f->ctrl, CONFIG_ICI, 34, 0, 0, NULL),
+               0.97 * (0.4 * 6.114105 / 0.80 + 0.6 * 6.114105 / 0.89), TOL);
+}
+
 static void test_gated_static_only(void **state) {
   fixture *f = *state;
   power_energy_nj e;
@@ -360,6 +423,34 @@ static void test_op_energy_breakdown(void **state) {
  * once the shipped tables sum to about 425 W before any regulator loss (SA alone
  * 8 × 22.7 W), above the 350 W TDP. No operator reaches that point (each is bound by
  * one resource), so the comparison is reported, not enforced. */
+/* power_energy_floor is below power_energy for every operator it covers: time >= T,
+ * busy = min(own, time) for an `own` with min(own, T) = the floor's busy; and it is the
+ * energy itself when the regulator's best efficiency is at that activity (activity 1). */
+static void test_energy_floor(void **state) {
+  fixture *f = *state;
+  const power_model *pms[3] = {f->ctrl, f->full, f->fixed};
+  unsigned seed = 7;
+  for (int m = 0; m < 3; m++)
+    for (int c = 0; c < CONFIG_NCOMP; c++)
+      for (int s = 1; s <= f->chip->freq_states; s++) {
+        const power_model *pm = pms[m];
+        if (m == 2 && s != f->chip->freq_states) continue; /* fixed: peak only */
+        seed = seed * 1103515245u + 12345u;
+        const double t_lb = 1000.0 + seed % 5000, own = t_lb * (0.05 + (seed >> 8) % 300 / 100.0);
+        const double u = c == CONFIG_SA ? 0.7 : 1.0;
+        const double floor = power_energy_floor(pm, (config_component)c, s, fmin(own, t_lb), t_lb, u);
+        for (double grow = 1.0; grow <= 8.0; grow *= 2) {
+          const double t = t_lb * grow;
+          power_energy_nj e;
+          assert_int_equal(power_energy(pm, (config_component)c, s, fmin(own, t), t, u, &e, NULL), 0);
+          assert_true(e.total_nj >= floor * (1 - 1e-12));
+        }
+        power_energy_nj e;
+        assert_int_equal(power_energy(pm, (config_component)c, s, t_lb, t_lb, u, &e, NULL), 0);
+        assert_close(power_energy_floor(pm, (config_component)c, s, t_lb, t_lb, u), e.total_nj, TOL);
+      }
+}
+
 static void test_peak_chip_power(void **state) {
   fixture *f = *state;
   power_peak p;
@@ -408,6 +499,7 @@ static void test_create_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_voltage_band_edges),
+      cmocka_unit_test(test_energy_floor),
       cmocka_unit_test(test_voltage_is_lowest_covering_band),
       cmocka_unit_test(test_monotone_in_state),
       cmocka_unit_test(test_table_rows_and_counts),
@@ -415,6 +507,8 @@ int main(void) {
       cmocka_unit_test(test_efficiency_fixed),
       cmocka_unit_test(test_energy_by_hand),
       cmocka_unit_test(test_gated_static_only),
+      cmocka_unit_test(test_regulator_loss_by_hand),
+      cmocka_unit_test(test_gating_by_hand),
       cmocka_unit_test(test_energy_rejects_bad_input),
       cmocka_unit_test(test_chipwide_regulator),
       cmocka_unit_test(test_transition_delay),

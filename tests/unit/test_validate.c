@@ -152,7 +152,7 @@ static int setup_plans(void **state) {
   t->buckets = calloc(1, sizeof *t->buckets);
   t->plans = calloc(2, sizeof *t->plans);
   t->plan_states = calloc(2 * (size_t)n, sizeof *t->plan_states);
-  double time_ns = 0, energy_nj = 0;
+  double time_ns = 0, energy_nj = 0, loss_nj[CONFIG_NCOMP] = {0};
   for (int i = 0; i < n; i++) {
     const graph_op *op = graph_op_at(g, i);
     int seen = 0;
@@ -162,6 +162,7 @@ static int setup_plans(void **state) {
     if (search_op_breakdown(s, cost, op, CONFIG_POLICY_NODVFS, NULL, st, &r, &err)) fail_msg("%s", err.msg);
     time_ns += (double)op->multiplicity * r.time_ns;
     energy_nj += (double)op->multiplicity * r.energy_total_nj;
+    for (int c = 0; c < CONFIG_NCOMP; c++) loss_nj[c] += (double)op->multiplicity * r.loss_nj[c];
     if (seen) {
       for (size_t k = 0; k < t->nops; k++)
         if (t->ops[k].signature == op->signature) t->bucket_ops[k].multiplicity += (uint64_t)op->multiplicity;
@@ -187,6 +188,7 @@ static int setup_plans(void **state) {
                                    .time_ns = time_ns, .energy_nj = energy_nj,
                                    .cp_time_ns = time_ns, /* all-peak: its NoDVFS time */
                                    .states_first = t->nplan_states, .states_count = t->nops};
+    memcpy(t->plans[p].regulator_loss_nj, loss_nj, sizeof loss_nj);
     for (uint32_t k = 0; k < t->nops; k++)
       t->plan_states[t->nplan_states++] = (store_plan_state_rec){p, k, k, {0}, t->bucket_ops[k].multiplicity};
     for (uint32_t k = 0; k < t->nops; k++)
@@ -258,6 +260,18 @@ static void test_tampered_energy_fails(void **state) {
   assert_true(out[1].pass);
 }
 
+/* Figure 13's numbers are checked too: a plan whose regulator loss is not what the
+ * re-simulation loses fails. */
+static void test_tampered_loss_fails(void **state) {
+  plan_fixture *fx = *state;
+  fx->t->plans[1].regulator_loss_nj[CONFIG_SRAM] *= 1.01;
+  store_validation_rec out[2];
+  run_bucket(fx, out);
+  assert_true(out[0].pass);
+  assert_false(out[1].pass);
+  assert_non_null(strstr(out[1].message, "regulator loss"));
+}
+
 static void test_tampered_budget_fails(void **state) {
   plan_fixture *fx = *state;
   /* A budget tighter than the plan, consistent with a smaller T_nodvfs: the formula holds,
@@ -325,6 +339,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_faithful_plans_pass, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_time_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_energy_fails, setup_plans, teardown_plans),
+      cmocka_unit_test_setup_teardown(test_tampered_loss_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_budget_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_states_fail, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_paper_plans_pass, setup_plans, teardown_plans),

@@ -1,0 +1,102 @@
+"""What the farm's integration tests share: running `enpu farm` (under mpirun beyond one
+rank), killing a whole farm, reading its summary and its journal, variants of the demo
+job, and comparing stores. Used by test_farm.py, test_farm_jobs.py and test_faults.py."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+REC_OP, REC_BUCKET, REC_PART = 1, 2, 3  # journal record kinds (farm_internal.h)
+
+
+def farm_cmd(h, np_, store, tmp, job=None, extra=(), jobs=None):
+    """`enpu farm` on one job (--store given) or several (jobs=[...], their own stores)."""
+    jobs = jobs or [job or os.path.join(h.src, "jobs", "demo.json")]
+    cmd = [h.enpu, "farm", *jobs, "--results", os.path.join(tmp, "results"), "--progress-s", "0.5",
+           *(("--store", store) if store else ()), *extra]
+    return ["mpirun", "-np", str(np_), *cmd] if np_ > 1 else cmd
+
+
+def farm(h, np_, store, tmp, **kw):
+    return subprocess.run(farm_cmd(h, np_, store, tmp, **kw), capture_output=True, text=True,
+                          env=ENV, cwd=tmp)
+
+
+def start(h, np_, store, tmp, **kw):
+    return subprocess.Popen(farm_cmd(h, np_, store, tmp, **kw), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp,
+                            start_new_session=True)
+
+
+def kill_farm(p, store):
+    """kill -9 of the whole farm: mpirun's process group, and the ranks, which Open MPI
+    starts in process groups of their own (they would otherwise run on as orphans)."""
+    os.killpg(p.pid, signal.SIGKILL)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if store.encode() in f.read().split(b"\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            pass
+    p.communicate()
+
+
+def field(out, name, nth=0):
+    """Numbers of one summary row (of the nth summary when several jobs ran), e.g.
+    field(out, 'tasks') -> [to do, op, bucket, op part, done, failed]."""
+    rows = re.findall(r"^\| %s \| (.*) \|$" % re.escape(name), out, re.M)
+    return [int(x) for x in re.findall(r"\d+", rows[nth])] if len(rows) > nth else None
+
+
+def same(h, a, b):
+    r = h.run("store", "diff", a, b)
+    return r.returncode == 0, r.stdout[-400:] + r.stderr[-400:]
+
+
+def wait_for(cond, timeout_s, step_s=0.02):
+    """Poll cond() until it is true; False after timeout_s."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(step_s)
+    return bool(cond())
+
+
+def journal_kinds(store):
+    """Kinds of the intact-looking records of a store's journal, in order (the header is 16
+    bytes; a record is u32 kind, u32 compressed bytes, u64 checksum, then its frame)."""
+    path = store + ".journal"
+    data = open(path, "rb").read() if os.path.exists(path) else b""
+    kinds, at = [], 16
+    while at + 16 <= len(data):
+        n = int.from_bytes(data[at + 4:at + 8], "little")
+        if at + 16 + n > len(data):
+            break
+        kinds.append(int.from_bytes(data[at:at + 4], "little"))
+        at += 16 + n
+    return kinds
+
+
+def journal_has_records(store):
+    return len(journal_kinds(store)) > 0
+
+
+def demo_variant(h, tmp, name, **changes):
+    """jobs/demo.json as `name` (no validation section) with changes, written to tmp with
+    absolute paths to the shipped model, chip and cluster."""
+    src = os.path.join(h.src, "jobs")
+    job = json.load(open(os.path.join(src, "demo.json")))
+    del job["validation"]
+    for k in ("model", "chip", "cluster"):
+        job[k] = os.path.join(src, job[k])
+    job.update(name=name, store=os.path.join(tmp, f"{name}.h5"), **changes)
+    path = os.path.join(tmp, f"{name}.json")
+    json.dump(job, open(path, "w"), indent=2)
+    return path

@@ -1,0 +1,27 @@
+/* test_cost.h — what the cost model's tests share across files: test_cost.c (which holds
+ * main, the fixture and the hand-built operators) and test_cost_batch.c (the batch entry
+ * point and the box bounds). */
+#ifndef TEST_COST_H
+#define TEST_COST_H
+
+#include <stdint.h>
+
+#include "cost.h"
+
+typedef struct {
+  config_chip *chip;
+  power_model *pm_dvfs, *pm_fixed;
+  cost_ctx *ctx;
+} fixture;
+
+cost_plan peak(const fixture *f);                     /* every component at its peak */
+graph_op matmul_op(int64_t m, int64_t k, int64_t n);  /* a weight matmul, bf16 */
+uint64_t rng_next(uint64_t *s);                       /* xorshift64 */
+int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi);
+graph_op random_op(uint64_t *s, int kind);            /* an op of graph_op_kind `kind` */
+cost_pipeline enpu5(const fixture *f);                /* eNPU-All on the DVFS power model */
+
+void test_batch_identical(void **state);
+void test_bound_box(void **state);
+
+#endif /* TEST_COST_H */

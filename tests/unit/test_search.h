@@ -1,0 +1,10 @@
+/* test_search.h — the search module's tests in other files than test_search.c (which
+ * holds main): test_search_exact.c, the exact Pareto search against the exhaustive one
+ * (and under the policy variants). */
+#ifndef TEST_SEARCH_H
+#define TEST_SEARCH_H
+
+void test_exact_equals_exhaustive(void **state);
+void test_exact_variants(void **state);
+
+#endif /* TEST_SEARCH_H */
