@@ -29,15 +29,15 @@ PREFIX = {"common": "enpu_"}
 # Names that break rule 1 in code other branches are rewriting now; each goes when its
 # module is next edited (the farm's split, the CLI's option parser). Printed, not failed.
 PENDING = {
-    "replay_journal": "farm (farm.c)",
-    "replay_record": "farm (farm.c)",
-    "validate_store": "farm (farm.c)",
-    "graph_json": "cli (cmd_graph.c)",
-    "report_paper": "cli (cmd_report.c)",
-    "report_path": "cli (cmd_validate.c)",
-    "store_diff_cmd": "cli (cmd_store.c)",
-    "store_info": "cli (cmd_store.c)",
-    "store_verify": "cli (cmd_store.c)",
+    "replay_journal": "farm: its split",
+    "replay_record": "farm: its split",
+    "validate_store": "farm: its split",
+    "graph_json": "cli: its option parser",
+    "report_paper": "cli: its option parser",
+    "report_path": "cli: its option parser",
+    "store_diff_cmd": "cli: its option parser",
+    "store_info": "cli: its option parser",
+    "store_verify": "cli: its option parser",
 }
 
 CITATION = re.compile(r"DESIGN\.md|\b[Ii]ssue [0-9]|/work/")
