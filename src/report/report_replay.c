@@ -159,10 +159,16 @@ static int name_cmp(const void *a, const void *b) {
   return strcmp(((const window_series *)a)->policy, ((const window_series *)b)->policy);
 }
 
-/* Every windows_<policy>.csv of dir, sorted by policy name. */
+/* Every windows_<policy>.csv of dir, sorted by policy name; when dir has a summary.json,
+ * only its policies' (a rerun with fewer policies leaves older files behind). */
 static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *err) {
   *n = 0;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  json_t *doc = json_load_file(path, 0, NULL);
+  const json_t *pols = json_object_get(doc, "policies");
   DIR *d = opendir(dir);
+  if (!d) json_decref(doc);
   ENPU_RETURN_IF(!d, err, ENPU_ERR_IO, "replay directory %s: %s", dir, strerror(errno));
   int rc = ENPU_OK;
   for (struct dirent *e; rc == 0 && (e = readdir(d));) {
@@ -172,10 +178,12 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
       rc = enpu_errorf(err, ENPU_ERR_RANGE, "%s: more than %d windows_*.csv files", dir, REPLAY_MAX_POLICIES);
       break;
     }
-    window_series *w = &s[(*n)++];
+    window_series *w = &s[*n];
     *w = (window_series){0};
     snprintf(w->policy, sizeof w->policy, "%.*s", (int)(len - 12), e->d_name + 8);
-    char path[PATH_MAX], *text = NULL;
+    if (json_is_object(pols) && !json_object_get(pols, w->policy)) continue;
+    (*n)++;
+    char *text = NULL;
     size_t tlen = 0;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     rc = enpu_read_file(path, &text, &tlen, err);
@@ -183,6 +191,7 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
     free(text);
   }
   closedir(d);
+  json_decref(doc);
   if (rc == 0 && *n == 0) rc = enpu_errorf(err, ENPU_ERR_IO, "replay directory %s has no windows_*.csv", dir);
   if (rc == 0) qsort(s, *n, sizeof *s, name_cmp);
   return rc;
