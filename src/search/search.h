@@ -497,6 +497,29 @@ int search_unit_breakdown(search_ctx *s, cost_ctx *cost, const graph *g, const s
                           int unit, config_policy policy, const search_options *opt,
                           const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
 
+/* The op level of a bucket, one Pareto set per distinct signature: `count` items (a
+ * request's units, or graph ops) with their signatures; compile(user, item, rank,
+ * distinct, &set) runs once per signature, on its first item in order (rank: 0-based
+ * among the distinct signatures, `distinct` of them), and every item's set_of points at
+ * its signature's set. On failure the sets compiled so far stay for search_sets_free. */
+typedef int (*search_set_fn)(void *user, int item, int rank, int distinct, search_pareto *out,
+                             enpu_err *err);
+typedef struct {
+  int count, distinct;
+  search_pareto *sets;          /* per item; the first item of each signature's (owned) */
+  const search_pareto **set_of; /* per item: its signature's set */
+  int64_t evals;                /* summed over the distinct sets */
+  double search_s;              /* wall time of the compilations */
+} search_sets;
+
+/* @return 0, compile's error, or ENPU_ERR_NOMEM. */
+int search_sets_compile(const uint64_t *signature, int count, search_set_fn compile, void *user,
+                        search_sets *out, enpu_err *err);
+void search_sets_free(search_sets *s); /* frees members; NULL is a no-op */
+/* A result search_compile_bucket_sets compiled from `sets` takes their op-level figures:
+ * op_evals, unique_ops, op_search_s, and each plan's op_evals and search_s. */
+void search_bucket_add_op_level(search_bucket_result *r, const search_sets *sets);
+
 /* The request level of one bucket given its units' Pareto sets (sets[u] for unit u of
  * search_units_build — graph op u for a per-operator policy — computed by
  * search_unit_compile for the same policy and options; equal signatures may share a
