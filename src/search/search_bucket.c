@@ -521,6 +521,30 @@ static int check_options(const double *slacks, int nslack, const search_options 
   return 0;
 }
 
+/* The request level's view of each unit: its Pareto set and multiplicity. */
+static int bucket_req_ops(const search_units *u, const search_pareto *const *sets, scratch *sc,
+                          enpu_err *err) {
+  for (int i = 0; i < u->count; i++) {
+    ENPU_RETURN_IF(!sets[i] || sets[i]->count < 1, err, ENPU_ERR_INVALID,
+                   "unit %d (%s): no Pareto set", i, u->unit[i].name);
+    sc->req[i] = (search_req_op){sets[i]->points, sets[i]->count, u->unit[i].multiplicity};
+  }
+  return 0;
+}
+
+/* The hull walk, up to the largest slack's budget or the walk cap's; the result owns it
+ * (the store records it). */
+static int bucket_walk(const search_units *u, scratch *sc, double last_slack,
+                       const search_options *opt, search_bucket_result *out, enpu_err *err) {
+  const double cap_ns = search_budget_ns(opt->budget, out->t_nodvfs_ns, out->t_peak_ns,
+                                         fmax(opt->walk_cap_slack, last_slack));
+  const int rc = search_walk_build(sc->req, u->count, cap_ns, &sc->hull, err);
+  if (rc == 0) out->walk_moves = search_walk_moves(sc->hull);
+  out->walk = sc->hull;
+  sc->hull = NULL;
+  return rc;
+}
+
 /* search_compile_bucket_sets over units `u`, which the result takes. */
 static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                        search_units *u, const search_pareto *const *sets, const double *slacks,
@@ -547,21 +571,10 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   if (rc == 0) rc = bucket_alloc(g, u, nslack, s->chip->freq_states, &rq, &sc, out, err);
   if (rc == 0) rc = bucket_reference(s, cost, g, &ps, out, err);
   if (rc == 0) rc = bucket_peak_plan(&rq, &sc, out, err);
-  for (int i = 0; rc == 0 && i < u->count; i++) {
-    if (!sets[i] || sets[i]->count < 1) {
-      rc = enpu_errorf(err, ENPU_ERR_INVALID, "unit %d (%s): no Pareto set", i, u->unit[i].name);
-      break;
-    }
-    sc.req[i] = (search_req_op){sets[i]->points, sets[i]->count, u->unit[i].multiplicity};
-  }
+  if (rc == 0) rc = bucket_req_ops(u, sets, &sc, err);
   /* Request level: one walk serves every slack (and bounds it). */
   const double t_walk0 = enpu_now_s();
-  const double cap_ns = search_budget_ns(opt->budget, out->t_nodvfs_ns, out->t_peak_ns,
-                                         fmax(opt->walk_cap_slack, slacks[nslack - 1]));
-  if (rc == 0) rc = search_walk_build(sc.req, u->count, cap_ns, &sc.hull, err);
-  if (rc == 0) out->walk_moves = search_walk_moves(sc.hull);
-  out->walk = sc.hull; /* the result owns the walk (the store records it) */
-  sc.hull = NULL;
+  if (rc == 0) rc = bucket_walk(u, &sc, slacks[nslack - 1], opt, out, err);
   const double walk_s = enpu_now_s() - t_walk0;
   if (rc == 0 && (ps.request == SEARCH_REQ_GA || opt->transition_aware))
     rc = ga_genes_make(u, sets, opt->ga_groups, &sc, err);
