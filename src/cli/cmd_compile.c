@@ -264,9 +264,9 @@ typedef struct {
   search_ctx *sx;
   cost_ctx *cost;
   const graph *g;
-  const search_options *opt;
-  int n;
-  FILE *log;
+  const search_options *opt; /* Algorithm 1's or the exhaustive method is set per op */
+  int n;                     /* ops to sample (at most the distinct ones) */
+  FILE *log;                 /* the sampled ops' gaps */
 } sampled_user;
 
 /* One distinct op's set: Algorithm 1, or the exhaustive set with its gap to Algorithm 1's

@@ -320,10 +320,10 @@ typedef struct {
   search_ctx *s;
   cost_ctx *cost;
   const graph *g;
-  const search_units *u;
+  const search_units *u; /* the request's units, compiled one per signature */
   config_policy policy;
   const search_options *opt;
-  unit_cache *cache;
+  unit_cache *cache; /* cost-model results the epochs share */
 } unit_compile_user;
 
 static int unit_set(void *user, int unit, int rank, int distinct, search_pareto *out,
