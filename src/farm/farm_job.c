@@ -1,19 +1,17 @@
 /* farm_job.c — one job of a farm run on the master (farm_job_internal.h), the part that
  * touches files: its store lock, the previous store and the journal read back into the
  * result state, the plan built over them (farm_plan.c), checkpoints, and the job's end
- * (summary.md, validation). Scheduling is farm_sched.c; no MPI here: farm.c moves the
- * bytes.
+ * (its bucket counts, then farm_options.finish_job: the caller's summary.md and
+ * validation). Scheduling is farm_sched.c; no MPI here: farm.c moves the bytes.
  *
  * Invariants: see farm_job_internal.h. In short: only results go into the store, and
  * farm_state_checkpoint orders them by key, so the content never depends on the rank
  * count, arrival order or resume; an op's parts merge into the same op result whatever
  * order they arrive in (farm_merge_parts). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "farm_job_internal.h"
-#include "validate.h"
 
 #ifndef ENPU_TOOL_VERSION
 #define ENPU_TOOL_VERSION "0.0.0"
@@ -209,59 +207,6 @@ int farm_job_checkpoint(farm_job *m, enpu_err *err) { return checkpoint(m, err);
 /* ---------------------------------------------------------------------------------
  * The end of a job's run */
 
-/* Where a result file of this run goes: DIR/<job>/NAME with --results DIR, else NAME
- * beside the store (the job name is a plain name: config_job_load checks it). The
- * directory is created. */
-static int result_path(const farm_job *m, const char *name, char *out, size_t cap, enpu_err *err) {
-  char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8];
-  if (m->o.results_dir) snprintf(dir, sizeof dir, "%s/%s", m->o.results_dir, m->job->name);
-  else snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(m->store_path, '/') - m->store_path), m->store_path);
-  ENPU_FORWARD(enpu_mkdir_p(dir[0] ? dir : "/", err));
-  ENPU_RETURN_IF(snprintf(out, cap, "%s/%s", dir, name) >= (int)cap, err, ENPU_ERR_RANGE, "path too long: %s/%s",
-                 dir, name);
-  return 0;
-}
-
-static int write_summary_md(const farm_job *m, enpu_err *err) {
-  char path[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
-  ENPU_FORWARD(result_path(m, "summary.md", path, sizeof path, err));
-  FILE *f = fopen(path, "w");
-  ENPU_RETURN_IF(!f, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
-  farm_summary_print(m->sum, f);
-  const int bad = ferror(f);
-  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
-  return 0;
-}
-
-/* The job's `validation` section: `enpu validate` on the final store with the job's
- * cluster (rank 0, after the last checkpoint). A failing plan or a validation that cannot
- * run is an error of the farm; the store then stays the final checkpoint (validate_run
- * rewrites it only after everything succeeded). */
-static int validate_store(const farm_job *m, enpu_err *err) {
-  const config_validation *val = &m->job->validation;
-  if (!val->enabled || m->sum->outcome == FARM_INTERRUPTED) return 0;
-  char report[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
-  ENPU_FORWARD(result_path(m, "validation.md", report, sizeof report, err));
-  validate_args a;
-  validate_args_default(&a);
-  a.store_path = m->store_path, a.lock = m->lock, a.trace_path = val->trace_path, a.job = m->job;
-  a.job_source = m->job_path, a.cluster = &m->job->cluster, a.report_path = report;
-  a.sample = val->sample, a.seed = val->seed, a.log = m->o.quiet ? NULL : m->o.log;
-  validate_outcome out;
-  int rc = validate_run(&a, &out, err);
-  if (rc < 0) {
-    enpu_err_prefix(err, "validation: ");
-    return rc;
-  }
-  if (!m->o.quiet)
-    fprintf(m->o.log, "farm: validation: %zu of %zu sampled plans passed (%.2f s), %s\n", out.passed,
-            out.plans, out.total_s, report);
-  ENPU_RETURN_IF(out.failed, err, ENPU_ERR_INTERNAL,
-                 "validation: %zu of %zu sampled plans failed (see %s); first: %s", out.failed,
-                 out.plans, report, out.first_failure);
-  return 0;
-}
-
 static void count_buckets(farm_job *m) {
   farm_summary *s = m->sum;
   for (int p = 0; p < m->job->policy_count; p++)
@@ -279,6 +224,8 @@ static void count_buckets(farm_job *m) {
 
 int farm_job_finish(farm_job *m, enpu_err *err) {
   count_buckets(m);
-  ENPU_FORWARD(write_summary_md(m, err));
-  return validate_store(m, err);
+  if (!m->o.finish_job) return 0;
+  const farm_finished_job f = {.job = m->job, .job_path = m->job_path, .store_path = m->store_path,
+                               .lock = m->lock, .sum = m->sum};
+  return m->o.finish_job(&f, m->o.finish_user, err);
 }

@@ -1,6 +1,6 @@
 /* farm_job_internal.h — one job of a farm run as the master sees it, in three parts:
  * farm_job.c (its files: store lock, previous store, journal, checkpoints, the end of the
- * run: summary.md and the job's validation), farm_plan.c (its task graph, pure) and
+ * run), farm_plan.c (its task graph, pure) and
  * farm_sched.c (scheduling: results as they arrive, settling what waits on them, the
  * queue's cursor). farm.c runs any number of jobs over one set of ranks through these
  * functions; nothing here talks MPI.
@@ -55,8 +55,7 @@ int farm_job_checkpoint(farm_job *j, enpu_err *err);
 double farm_job_left_s(const farm_job *j);
 void farm_job_estimates(const farm_job *j, double *done, double *total);
 
-/* The end of the job's run: bucket counts, summary.md, and (unless interrupted) its
- * validation section. */
+/* The end of the job's run: bucket counts, then farm_options.finish_job. */
 int farm_job_finish(farm_job *j, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
