@@ -1,8 +1,8 @@
-/* farm.c — the farm's ranks (DESIGN.md §6): rank 0 runs one or more jobs (farm_job.c:
- * task DAGs from each job's grid and what its store and journal already hold, results,
- * checkpoints) and schedules their tasks in one queue, longest first, in batches; the
- * other ranks run task batches; progress and SIGTERM/SIGINT/SIGUSR1 are handled here.
- * The only file of the project that talks MPI.
+/* farm.c — the farm's ranks and their MPI transport (DESIGN.md §6): rank 0 runs one or
+ * more jobs (farm_job.c: files and checkpoints; farm_plan.c: task graphs; farm_sched.c:
+ * results and readiness) and schedules their tasks in one queue, longest first, in
+ * batches; the other ranks run task batches; progress and SIGTERM/SIGINT/SIGUSR1 are
+ * handled here. The only file of the project that talks MPI.
  *
  * Invariants:
  *  - The master decides nothing from timing except which rank gets which batch, so no
