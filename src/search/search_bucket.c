@@ -430,7 +430,10 @@ static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
 }
 
 /* The uniform policy (search_uniform.c), its all-peak pass summed over the ops (one state
- * throughout: no transition), and each plan's regulator loss, its ops' at its state. */
+ * throughout: no transition), and each plan's critical path, overhead and regulator loss,
+ * its ops' at its state: one state has no transition, but an op's time can still exceed
+ * its critical path (what the cost model charges beside it), and validation re-simulates
+ * both. */
 static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const policy_setup *ps,
                           const search_pareto *const *sets, const double *slacks, int nslack,
                           config_budget budget, search_bucket_result *out, enpu_err *err) {
@@ -447,12 +450,16 @@ static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const p
     search_slack_plan *pl = &out->plans[k];
     cost_plan plan;
     memcpy(plan.state, pl->state[0], sizeof plan.state);
+    double cp_ns = 0;
     for (int i = 0; i < graph_op_count(g); i++) {
       cost_result r;
+      const double m = (double)graph_op_at(g, i)->multiplicity;
       ENPU_FORWARD(cost_eval(cost, graph_op_at(g, i), &plan, &ps->pipe, &r, err));
-      for (int c = 0; c < CONFIG_NCOMP; c++)
-        pl->regulator_loss_nj[c] += (double)graph_op_at(g, i)->multiplicity * r.loss_nj[c];
+      cp_ns += m * r.cp_time_ns;
+      for (int c = 0; c < CONFIG_NCOMP; c++) pl->regulator_loss_nj[c] += m * r.loss_nj[c];
     }
+    pl->cp_time_ns = cp_ns;
+    pl->overhead_pct = 100.0 * (pl->time_ns - cp_ns) / out->t_nodvfs_ns;
   }
   return 0;
 }
