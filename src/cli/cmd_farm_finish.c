@@ -40,7 +40,7 @@ static int write_summary_md(const farm_options *o, const farm_finished_job *f, e
  * cluster, under the farm's lock. A failing plan or a validation that cannot run is an
  * error of the farm; the store then stays the final checkpoint (validate_run rewrites it
  * only after everything succeeded). */
-static int validate_store(const farm_options *o, const farm_finished_job *f, enpu_err *err) {
+static int run_validation(const farm_options *o, const farm_finished_job *f, enpu_err *err) {
   const config_validation *val = &f->job->validation;
   if (!val->enabled || f->sum->outcome == FARM_INTERRUPTED) return 0;
   char report[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
@@ -69,5 +69,5 @@ static int validate_store(const farm_options *o, const farm_finished_job *f, enp
 int cli_farm_finish_job(const farm_finished_job *f, void *options, enpu_err *err) {
   const farm_options *o = options;
   ENPU_FORWARD(write_summary_md(o, f, err));
-  return validate_store(o, f, err);
+  return run_validation(o, f, err);
 }

@@ -1,4 +1,4 @@
-/* farm.c — the farm's ranks and their MPI transport (DESIGN.md §6): rank 0 runs one or
+/* farm.c — the farm's ranks and their MPI transport (src/README.md): rank 0 runs one or
  * more jobs (farm_job.c: files and checkpoints; farm_plan.c: task graphs; farm_sched.c:
  * results and readiness) and schedules their tasks in one queue, longest first, in
  * batches; the other ranks run task batches; progress and SIGTERM/SIGINT/SIGUSR1 are

@@ -20,7 +20,7 @@
 /* ---------------------------------------------------------------------------------
  * Setup: the store, the journal, the plan */
 
-static int replay_record(void *user, uint32_t kind, const void *payload, size_t bytes,
+static int journal_record(void *user, uint32_t kind, const void *payload, size_t bytes,
                          enpu_err *err) {
   farm_job *m = user;
   if (kind == FARM_REC_PART) {
@@ -94,9 +94,9 @@ static int load_previous(farm_job *m, enpu_err *err) {
 }
 
 /* The journal's results; what it could not give back is said (the farm recomputes it). */
-static int replay_journal(farm_job *m, enpu_err *err) {
+static int read_journal(farm_job *m, enpu_err *err) {
   farm_journal_stats st;
-  ENPU_FORWARD(farm_journal_replay(m->journal_path, replay_record, m, &st, err));
+  ENPU_FORWARD(farm_journal_replay(m->journal_path, journal_record, m, &st, err));
   if (m->o.quiet) return 0;
   if (st.unreadable)
     fprintf(m->o.log, "farm: warning: %s is not a farm journal (bad header): moved aside to %s.unreadable; "
@@ -121,7 +121,7 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   ENPU_FORWARD(farm_plan_build(&m->plan, m->job, m->o.add, m->o.nadd, &m->added_json, m->store_path, err));
   ENPU_FORWARD(farm_plan_add_uncompiled(&m->plan, m->state, err));
   m->sum->reused_store = farm_plan_mark_known(&m->plan, m->state);
-  ENPU_FORWARD(replay_journal(m, err));
+  ENPU_FORWARD(read_journal(m, err));
   m->sum->reused_journal = farm_plan_mark_known(&m->plan, m->state);
   ENPU_FORWARD(farm_journal_open(m->journal_path, &m->journal, err));
   /* Ops whose last part the journal held but not their merge: merged now. Part-way ones
