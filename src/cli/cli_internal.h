@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "farm.h"
 #include "graph.h"
 
 typedef struct cli_spec cli_spec;
@@ -38,6 +39,10 @@ extern const cli_spec *const cli_buckets_specs[], *const cli_graph_specs[], *con
  * spec chosen, the arguments parsed by it into a fresh struct, then its run.
  * @return the exit status. */
 int cli_run(const cli_command *c, int argc, char **argv);
+
+/* `enpu farm`'s farm_options.finish_job (cmd_farm_finish.c): the job's summary.md and
+ * validation; `options` is the run's farm_options. */
+int cli_farm_finish_job(const farm_finished_job *f, void *options, enpu_err *err);
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 3, CLI_EXIT_ENV = 4 };
 

@@ -90,6 +90,7 @@ static void init(void *args) {
   a->o.add = a->add;
   a->o.job_paths = a->jobs.v;
   a->o.print_summaries = print_summaries, a->o.print_user = a;
+  a->o.finish_job = cli_farm_finish_job, a->o.finish_user = &a->o; /* summary.md, validation */
 }
 
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {

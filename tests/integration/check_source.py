@@ -26,13 +26,9 @@ import sys
 # The prefix of each module's public names (common's is the project's).
 PREFIX = {"common": "enpu_"}
 
-# Names that break rule 1 in code other branches are rewriting now; each goes when its
-# module is next edited (the farm's split, the CLI's option parser). Printed, not failed.
-PENDING = {
-    "replay_journal": "farm: its split",
-    "replay_record": "farm: its split",
-    "validate_store": "farm: its split",
-}
+# Names that break rule 1 in code another branch is rewriting now; each goes when its
+# module is next edited. Printed, not failed. (None at present.)
+PENDING = {}
 
 CITATION = re.compile(r"DESIGN\.md|\b[Ii]ssue [0-9]|/work/")
 CITATION_TREES = ("src", "tests", "tools", "slurm", "CMakeLists.txt", "Makefile")
