@@ -1,7 +1,7 @@
 /* cmd_buckets.c — `enpu buckets JOB [--json]`: expand a job's bucket grid and show, per
  * phase, which (batch, seq) buckets fit the chips' HBM, with the totals the farm will
  * compile. The grid module does the work; this file parses arguments and prints.
- * JSON field names are a contract for scripts (issue 2, item 7). */
+ * JSON field names are a contract for scripts. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * the budget, time, energy, savings vs NoDVFS, lower bound and gap, evaluations and
  * search time; --vfset adds each plan's vf.set stream, checked by decoding and replaying
  * it. The search module does the work; this file parses and prints. JSON field names are
- * a contract for scripts (issue 4, item 6).
+ * a contract for scripts.
  *
  * Exit status: 0 ok; 1 the job, graph or a compilation failed; 2 usage error. */
 #include <inttypes.h>

@@ -3,7 +3,7 @@
  * bytes, multiplicity and signature; segments; totals), and with --time each op's NoDVFS
  * time and energy from the cost model and their forward-pass totals. The graph and cost
  * modules do the work; this file parses arguments and prints. JSON field names are a
- * contract for scripts (issue 2, item 7; issue 3, item 5); a shape lists only the fields
+ * contract for scripts; a shape lists only the fields
  * meaningful for its op kind. */
 #include <inttypes.h>
 #include <stdlib.h>

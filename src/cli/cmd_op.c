@@ -9,7 +9,7 @@
  *
  * Exit status: 0 ok; 1 the job, graph, op id, plan or evaluation was rejected (message
  * on stderr: an unknown op id names the valid range, a bad plan names the position);
- * 2 usage error. JSON field names are a contract for scripts (issue 3, item 5). */
+ * 2 usage error. JSON field names are a contract for scripts. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* common.c — error messages, logging, allocation, file and path helpers, hashing.
+/* common.c — error messages, allocation, file and path helpers, hashing.
  * No global mutable state: every function works only on what it is given. */
 #include "common.h"
 
@@ -61,18 +61,6 @@ void enpu_err_prefix(enpu_err *err, const char *fmt, ...) {
   memmove(err->msg + plen, err->msg, mlen);
   memcpy(err->msg, prefix, plen);
   err->msg[plen + mlen] = '\0';
-}
-
-void enpu_log(const enpu_logger *lg, enpu_log_level level, const char *fmt, ...) {
-  static const char *const names[] = {"error", "warn", "info", "debug"};
-  if (lg && level > lg->level) return;
-  FILE *out = (lg && lg->out) ? lg->out : stderr;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(out, "[%s] ", names[level]);
-  vfprintf(out, fmt, ap);
-  fputc('\n', out);
-  va_end(ap);
 }
 
 void *enpu_calloc(size_t n, size_t size) {
@@ -190,6 +178,16 @@ void enpu_hasher_str(enpu_hasher *hs, const char *s) {
 }
 
 uint64_t enpu_hasher_digest(const enpu_hasher *hs) { return hs->h; }
+
+int enpu_cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int enpu_cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
 
 double enpu_now_s(void) {
   struct timespec ts;

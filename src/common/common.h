@@ -1,6 +1,7 @@
-/* common.h — what every module shares: stable error codes with a message buffer,
- * logging to a caller-chosen stream, checked allocation, growable arrays, file
- * reading, content hashing (xxHash XXH3-64) and a monotonic clock.
+/* common.h — what every module shares: stable error codes with a message buffer
+ * (enpu_err.h), checked allocation, growable arrays, file and path helpers, content
+ * hashing (xxHash XXH3-64) and a monotonic clock. Modules print through the FILE* their
+ * caller gives them; there is no logger.
  *
  * Invariants: nothing here keeps global mutable state; every function that can fail
  * returns 0 or a negative ENPU_ERR_* code and, when given an enpu_err, fills it.
@@ -14,31 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Stable error codes. Never renumber: they appear in stores and exit summaries. */
-enum {
-  ENPU_OK = 0,
-  ENPU_ERR_INVALID = -1,    /* bad argument or bad input value */
-  ENPU_ERR_NOMEM = -2,      /* allocation failed */
-  ENPU_ERR_IO = -3,         /* a file could not be opened, read or written */
-  ENPU_ERR_PARSE = -4,      /* malformed syntax (JSON, CSV, command line) */
-  ENPU_ERR_RANGE = -5,      /* a value outside its allowed range */
-  ENPU_ERR_NOT_FOUND = -6,  /* lookup failed: no covering bucket, unknown op id */
-  ENPU_ERR_FORMAT = -7,     /* a file of the wrong format, version, or corrupt */
-  ENPU_ERR_INFEASIBLE = -8, /* no plan/bucket satisfies the constraints */
-  ENPU_ERR_INTERNAL = -9,   /* a broken invariant: a bug */
-  ENPU_ERR_ENV = -10        /* the environment refused: no space, quota, I/O error,
-                               read-only file system, a store locked by another writer.
-                               The same command succeeds once the environment is fixed. */
-};
-
-#define ENPU_ERR_MSG_LEN 1024
-
-/* An error report: the code and a human-readable message naming what went wrong,
- * where (file:line:column, JSON path) and what was expected. */
-typedef struct {
-  int code;
-  char msg[ENPU_ERR_MSG_LEN];
-} enpu_err;
+#include "enpu_err.h" /* the error codes and enpu_err */
 
 /* Name of an error code ("invalid input", ...); never NULL. */
 const char *enpu_strerror(int code);
@@ -66,15 +43,6 @@ void enpu_err_prefix(enpu_err *err, const char *fmt, ...) __attribute__((format(
  * space, quota, I/O error, read-only file system, too many open files, no memory);
  * ENPU_ERR_IO for the others (a path that does not exist or may not be used). */
 int enpu_errno_code(int errnum);
-
-/* Logging: messages at or above `level` go to `out` (stderr when NULL). */
-typedef enum { ENPU_LOG_ERROR = 0, ENPU_LOG_WARN, ENPU_LOG_INFO, ENPU_LOG_DEBUG } enpu_log_level;
-typedef struct {
-  FILE *out;
-  enpu_log_level level;
-} enpu_logger;
-void enpu_log(const enpu_logger *lg, enpu_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* calloc that checks n*size for overflow; NULL on failure. */
 void *enpu_calloc(size_t n, size_t size);
@@ -114,6 +82,10 @@ void enpu_hasher_i64(enpu_hasher *hs, int64_t v);
 void enpu_hasher_f64(enpu_hasher *hs, double v);
 void enpu_hasher_str(enpu_hasher *hs, const char *s);
 uint64_t enpu_hasher_digest(const enpu_hasher *hs);
+
+/* qsort comparators, ascending: of doubles (NaN-free arrays) and of int32_t. */
+int enpu_cmp_double(const void *a, const void *b);
+int enpu_cmp_i32(const void *a, const void *b);
 
 /* Seconds from a monotonic clock (for durations and rates only). */
 double enpu_now_s(void);

@@ -513,7 +513,7 @@ int config_cluster_load(const char *path, config_cluster **out, enpu_err *err);
 void config_cluster_free(config_cluster *cluster);
 
 /* ---------------------------------------------------------------------------------
- * The paper's stated numbers (jobs/paper/paper-numbers.json, schemas/paper-numbers.schema.json),
+ * The paper's stated numbers (jobs/paper/paper-numbers.json, schemas/paper.schema.json),
  * read by `enpu report paper`: each claim is a number (or range) the paper states, where it
  * states it, and a query saying how our value is computed from the pipeline's outputs
  * (src/report/report.h, "The paper's evaluation"). Table 7's and Table 5's stated values too.

@@ -111,7 +111,7 @@ static void spec_default(config_model *m) {
   }
 }
 
-static int parse_spec(const config_doc *doc, const config_path *root, const json_t *spec, config_model *m,
+static int parse_model_spec(const config_doc *doc, const config_path *root, const json_t *spec, config_model *m,
                       enpu_err *err) {
   config_path sp = CONFIG_KEY(root, "speculative");
   ENPU_FORWARD(config_object(doc, &sp, spec, spec_keys, NKEYS(spec_keys), err));
@@ -209,7 +209,7 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   const json_t *moe = json_object_get(o, "moe");
   if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));
   const json_t *spec = json_object_get(o, "speculative");
-  if (spec) ENPU_FORWARD(parse_spec(doc, &root, spec, m, err));
+  if (spec) ENPU_FORWARD(parse_model_spec(doc, &root, spec, m, err));
   else spec_default(m);
   derive(m);
   m->hash = enpu_hash64(doc->text, doc->len, 0);

@@ -192,7 +192,7 @@ static int parse_query(const config_doc *doc, const config_path *qp, const json_
 }
 
 /* "paper": a number, or [lo, hi] with lo <= hi. */
-static int parse_value(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
+static int parse_paper_value(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
                        enpu_err *err) {
   config_path vp = CONFIG_KEY(cp, "paper");
   const json_t *v = json_object_get(c, "paper");
@@ -219,7 +219,7 @@ static int parse_claim(const config_doc *doc, const config_path *cp, const json_
   ENPU_FORWARD(config_get_string(doc, cp, c, "figure", out->figure, sizeof out->figure, err));
   ENPU_FORWARD(config_get_string(doc, cp, c, "cite", out->cite, sizeof out->cite, err));
   ENPU_FORWARD(config_get_string(doc, cp, c, "what", out->what, sizeof out->what, err));
-  ENPU_FORWARD(parse_value(doc, cp, c, out, err));
+  ENPU_FORWARD(parse_paper_value(doc, cp, c, out, err));
   out->relation = '=';
   int rel = 0;
   ENPU_FORWARD(enum_key(doc, cp, c, "relation", relation_names, (int)NKEYS(relation_names), &rel, err));

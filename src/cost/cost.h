@@ -1,5 +1,5 @@
 /* cost.h — the operator cost model: (operator, DVFS plan, pipeline) → time, per-component
- * busy time and utilisation, and energy per component (DESIGN.md §3, §4).
+ * busy time and utilisation, and energy per component (src/README.md, "The cost model").
  *
  * Two levels (paper §3.5): the tile level turns an operator (graph.h) into work per
  * component (SA tile passes, VU element operations, SRAM traffic, HBM bytes in

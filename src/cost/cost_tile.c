@@ -23,7 +23,7 @@
 
 #include "cost_internal.h"
 
-static double ceil_div(double a, double b) { return ceil(a / b); }
+static double ceil_ratio(double a, double b) { return ceil(a / b); }
 static double round_up(double a, double m) { return ceil(a / m) * m; }
 
 /* SA work of `count` independent products [rows, kk] @ [kk, nn] of which a fraction
@@ -37,10 +37,10 @@ static sa_work sa_matmul(const config_chip *chip, double count, double rows, dou
   sa_work w;
   double dim = chip->sa_dim;
   double wload = fmax(1, dim * dim * dtype / chip->vreg_bytes);
-  double mblocks = ceil_div(rows, COST_SA_MBLOCK_ROWS);
-  double rows_blk = round_up(ceil_div(rows, mblocks), chip->vu_sublanes);
-  w.passes = ceil(count * ceil_div(kk, dim) * ceil_div(nn, dim) * mblocks * frac);
-  w.cycles = ceil_div(w.passes, chip->sa_count) * fmax(rows_blk, wload);
+  double mblocks = ceil_ratio(rows, COST_SA_MBLOCK_ROWS);
+  double rows_blk = round_up(ceil_ratio(rows, mblocks), chip->vu_sublanes);
+  w.passes = ceil(count * ceil_ratio(kk, dim) * ceil_ratio(nn, dim) * mblocks * frac);
+  w.cycles = ceil_ratio(w.passes, chip->sa_count) * fmax(rows_blk, wload);
   w.macs_capacity = w.cycles * chip->sa_count * dim * dim;
   return w;
 }
@@ -109,7 +109,7 @@ int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu
     t->sa_cycles = w.cycles;
     sa_passes = w.passes;
     macs_capacity = w.macs_capacity;
-    sram_rd += b * m * k * dtype * ceil_div(n, chip->sa_dim) /* LHS once per N tile */
+    sram_rd += b * m * k * dtype * ceil_ratio(n, chip->sa_dim) /* LHS once per N tile */
                + (sh->rhs_is_weight ? 1 : b) * k * n * dtype;
     sram_wr += b * m * n * dtype;
     add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
@@ -120,13 +120,13 @@ int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu
   }
   case GRAPH_ATTENTION: {
     double qrows = m * fmax(1, sh->kv_group);
-    double frac = sh->causal && m > 1 ? 0.5 * (1 + 1 / ceil_div(n, chip->sa_dim)) : 1;
+    double frac = sh->causal && m > 1 ? 0.5 * (1 + 1 / ceil_ratio(n, chip->sa_dim)) : 1;
     sa_work qk = sa_matmul(chip, b, qrows, k, n, frac, dtype);
     sa_work pv = sa_matmul(chip, b, qrows, n, v, frac, dtype);
     t->sa_cycles = qk.cycles + pv.cycles;
     sa_passes = qk.passes + pv.passes;
     macs_capacity = qk.macs_capacity + pv.macs_capacity;
-    double qblocks = ceil_div(qrows, COST_SA_MBLOCK_ROWS);
+    double qblocks = ceil_ratio(qrows, COST_SA_MBLOCK_ROWS);
     sram_rd += b * (qrows * k + qblocks * n * (k + v)) * dtype;
     sram_wr += b * qrows * v * dtype;
     add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
@@ -170,18 +170,18 @@ int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu
   t->sram_cycles = (sram_rd + sram_wr) / sram_bw;
   t->sa_util = macs_capacity > 0 ? fmin(1, op->flops / 2 / macs_capacity) : 0;
   if (t->hbm_bytes > 0)
-    t->hbm_blocks = fmax(ceil_div(t->hbm_bytes, chip->sram_bytes / 4),
+    t->hbm_blocks = fmax(ceil_ratio(t->hbm_bytes, chip->sram_bytes / 4),
                          fmin(COST_DMA_MIN_BLOCKS,
-                              ceil_div(t->hbm_bytes, COST_DMA_MIN_BLOCK_BYTES)));
+                              ceil_ratio(t->hbm_bytes, COST_DMA_MIN_BLOCK_BYTES)));
   /* Iterations: one pass per SA, else one vreg per VU per chain command (or one SRAM
    * cycle of all ports). */
   int vu_chain = 0;
   for (int s = 0; s < t->nstage; s++)
     if (t->stage[s].unit == CONFIG_VU) vu_chain += t->stage[s].chain;
   if (sa_passes > 0)
-    t->iters = (int64_t)ceil_div(sa_passes, chip->sa_count);
+    t->iters = (int64_t)ceil_ratio(sa_passes, chip->sa_count);
   else if (vu_chain > 0)
-    t->iters = (int64_t)ceil_div(t->vu_cycles, vu_chain);
+    t->iters = (int64_t)ceil_ratio(t->vu_cycles, vu_chain);
   else
     t->iters = (int64_t)ceil(t->sram_cycles);
   if (t->iters < 1) t->iters = 1;

@@ -1,4 +1,4 @@
-/* farm.c — the farm's ranks (DESIGN.md §6): rank 0 runs one or more jobs (farm_job.c:
+/* farm.c — the farm's ranks (src/README.md): rank 0 runs one or more jobs (farm_job.c:
  * task DAGs from each job's grid and what its store and journal already hold, results,
  * checkpoints) and schedules their tasks in one queue, longest first, in batches; the
  * other ranks run task batches; progress and SIGTERM/SIGINT/SIGUSR1 are handled here.

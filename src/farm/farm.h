@@ -1,4 +1,4 @@
-/* farm.h — the MPI plan farm (DESIGN.md §6): compile every bucket × policy of a job into
+/* farm.h — the MPI plan farm (src/README.md): compile every bucket × policy of a job into
  * one HDF5 plan store, durably (journal + atomic checkpoints), incrementally (only what is
  * missing or stale is computed) and deterministically (the store does not depend on the
  * rank count, the completion order or a resume).

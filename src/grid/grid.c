@@ -88,7 +88,7 @@ int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values,
 
 static double max2(double a, double b) { return a > b ? a : b; }
 
-static int check_parallel(const config_parallel *p, config_phase phase, enpu_err *err) {
+static int check_degrees(const config_parallel *p, config_phase phase, enpu_err *err) {
   ENPU_RETURN_IF(p->dp < 1 || p->tp < 1 || p->pp < 1 || p->ep < 1, err, ENPU_ERR_INVALID,
                  "%s: parallel degrees must be >= 1, got dp %d tp %d pp %d ep %d",
                  config_phase_name(phase), p->dp, p->tp, p->pp, p->ep);
@@ -186,7 +186,7 @@ int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, i
                  "%s bucket: batch and seq must be >= 1, got batch %d seq %d",
                  config_phase_name(phase), batch, seq);
   const config_parallel *p = &job->phase[phase].parallel;
-  ENPU_FORWARD(check_parallel(p, phase, err));
+  ENPU_FORWARD(check_degrees(p, phase, err));
   const config_model *m = &job->model;
   ENPU_RETURN_IF(m->dtype_bytes < 1, err, ENPU_ERR_INVALID,
                  "model %s: dtype_bytes must be >= 1, got %d", m->name, m->dtype_bytes);
@@ -340,7 +340,7 @@ const grid_phase *grid_get_phase(const grid *g, config_phase phase) {
 const grid_totals *grid_get_totals(const grid *g) { return &g->totals; }
 
 /* Index of the first value >= x in the strictly increasing a[0..n), or n. */
-static int lower_bound(const int *a, int n, int x) {
+static int first_at_least(const int *a, int n, int x) {
   int lo = 0, hi = n;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
@@ -359,8 +359,8 @@ int grid_pad(const grid *g, config_phase phase, int batch, int seq, const grid_b
   const char *name = config_phase_name(phase);
   ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID,
                  "%s: batch and seq must be >= 1, got batch %d seq %d", name, batch, seq);
-  int bi = lower_bound(v->batch, v->batch_count, batch);
-  int si = lower_bound(v->seq, v->seq_count, seq);
+  int bi = first_at_least(v->batch, v->batch_count, batch);
+  int si = first_at_least(v->seq, v->seq_count, seq);
   ENPU_RETURN_IF(bi == v->batch_count || si == v->seq_count, err, ENPU_ERR_NOT_FOUND,
                  "%s: no bucket covers batch %d seq %d; the largest bucket is batch %d seq %d",
                  name, batch, seq, v->batch[v->batch_count - 1], v->seq[v->seq_count - 1]);

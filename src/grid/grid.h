@@ -1,4 +1,4 @@
-/* grid.h — the bucket grid of a job (paper §3.4, DESIGN.md §1 "Buckets"): expansion of
+/* grid.h — the bucket grid of a job (paper §3.4): expansion of
  * each phase's batch and sequence axes, the per-chip HBM capacity check of every
  * (batch, seq) bucket, totals, and padding of a runtime (batch, seq) to its bucket.
  *

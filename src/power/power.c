@@ -212,14 +212,9 @@ static int fill_rows(power_model *pm, const config_chip *chip, config_component 
 /* ---------------------------------------------------------------------------------
  * Regulator efficiency grid */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Sort and deduplicate v[0..n) in place; returns the number of distinct values. */
 static int sort_unique(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, enpu_cmp_double);
   int m = 0;
   for (int i = 0; i < n; i++)
     if (m == 0 || v[i] != v[m - 1]) v[m++] = v[i];
@@ -232,7 +227,7 @@ static int find_value(const double *v, int n, double x) {
   return -1;
 }
 
-static void grid_free(power_grid *g) {
+static void eta_grid_free(power_grid *g) {
   free(g->act);
   free(g->volt);
   free(g->eff);
@@ -240,7 +235,7 @@ static void grid_free(power_grid *g) {
 
 /* Build the grid from the rows of `t` at scaling time `time_ns` (every row when
  * `any_time`: the fixed regulator has a single, nominal scaling time). */
-static int grid_build(power_grid *g, const config_ivr_table *t, const char *what,
+static int eta_grid_build(power_grid *g, const config_ivr_table *t, const char *what,
                       bool any_time, double time_ns, enpu_err *err) {
   int n = 0;
   for (int i = 0; i < t->count; i++)
@@ -291,7 +286,7 @@ static int snap_up(const double *v, int n, double x) {
   return i;
 }
 
-static double grid_eval(const power_grid *g, double voltage_v, double activity) {
+static double eta_grid_eval(const power_grid *g, double voltage_v, double activity) {
   return g->eff[snap_up(g->act, g->na, activity) * g->nv + snap_up(g->volt, g->nv, voltage_v)];
 }
 
@@ -335,11 +330,11 @@ static void fill_eta(power_model *pm) {
     for (int s = 0; s <= pm->peak_state; s++) {
       double *row = &pm->eta[((size_t)c * (pm->peak_state + 1) + s) * (size_t)na];
       const double v = pm->rows[c * (pm->peak_state + 1) + s].voltage_v;
-      for (int k = 0; k < g->na; k++) row[k] = grid_eval(g, v, g->act[k]);
+      for (int k = 0; k < g->na; k++) row[k] = eta_grid_eval(g, v, g->act[k]);
     }
   }
   for (int k = 0; k < pm->fixed.na; k++)
-    pm->fixed_eta[k] = grid_eval(&pm->fixed, pm->fixed.volt[pm->fixed.nv - 1], pm->fixed.act[k]);
+    pm->fixed_eta[k] = eta_grid_eval(&pm->fixed, pm->fixed.volt[pm->fixed.nv - 1], pm->fixed.act[k]);
   for (int k = 0; k < pm->fixed.na; k++)
     pm->fixed_eta_pmax[k] = fmax(k ? pm->fixed_eta_pmax[k - 1] : 0, pm->fixed_eta[k]);
   for (size_t i = 0; i < CONFIG_NCOMP * ((size_t)pm->peak_state + 1); i++)
@@ -371,9 +366,9 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
   memcpy(pm->gating, chip->gating, sizeof pm->gating);
 
   size_t nstates = (size_t)pm->peak_state + 1;
-  int rc = grid_build(&pm->fixed, &chip->ivr_fixed, "fixed", true, 0.0, err);
+  int rc = eta_grid_build(&pm->fixed, &chip->ivr_fixed, "fixed", true, 0.0, err);
   if (rc == 0 && regulator != POWER_REG_FIXED && regulator != POWER_REG_CHIPWIDE)
-    rc = grid_build(&pm->dvfs, &chip->ivr_dvfs, "DVFS", false, chip->ivr_scaling_time_ns, err);
+    rc = eta_grid_build(&pm->dvfs, &chip->ivr_dvfs, "DVFS", false, chip->ivr_scaling_time_ns, err);
   if (rc == 0) {
     size_t na = (size_t)(pm->dvfs.na > pm->fixed.na ? pm->dvfs.na : pm->fixed.na);
     pm->rows = enpu_calloc(CONFIG_NCOMP * nstates, sizeof *pm->rows);
@@ -398,8 +393,8 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
 
 void power_model_free(power_model *pm) {
   if (!pm) return;
-  grid_free(&pm->dvfs);
-  grid_free(&pm->fixed);
+  eta_grid_free(&pm->dvfs);
+  eta_grid_free(&pm->fixed);
   free(pm->rows);
   free(pm->eta);
   free(pm->fixed_eta);
@@ -438,7 +433,7 @@ int power_unit_count(const power_model *pm, config_component c) { return pm->cou
 
 double power_efficiency(const power_model *pm, double voltage_v, double activity) {
   const bool fixed = pm->regulator == POWER_REG_FIXED || pm->regulator == POWER_REG_CHIPWIDE;
-  return grid_eval(fixed ? &pm->fixed : &pm->dvfs, voltage_v, activity);
+  return eta_grid_eval(fixed ? &pm->fixed : &pm->dvfs, voltage_v, activity);
 }
 
 double power_fixed_efficiency(const power_model *pm, double activity) {
@@ -495,7 +490,7 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
   double activity = state == 0 ? 0.0 : fmin(busy_ns / time_ns, 1.0);
   double work_ns = busy_ns * utilization;
   const power_rail_row *hi = rail_row(pm, c, state, rail_v);
-  const double eta = hi ? grid_eval(rail_grid(pm, c), hi->voltage_v, activity)
+  const double eta = hi ? eta_grid_eval(rail_grid(pm, c), hi->voltage_v, activity)
                        : row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
   const double dyn_w = hi ? hi->dynamic_w : r->dynamic_w, stat_w = hi ? hi->static_w : r->static_w;
   e->dynamic_nj = dyn_w * work_ns / eta;
@@ -539,7 +534,7 @@ double power_gate_saved_w(const power_model *pm, config_component c, int state, 
   const power_row *r = row_of(pm, c, state);
   const power_rail_row *hi = rail_row(pm, c, state, rail_v);
   const double a = state == 0 ? 0.0 : fmin(activity, 1.0);
-  const double eta = hi ? grid_eval(rail_grid(pm, c), hi->voltage_v, a)
+  const double eta = hi ? eta_grid_eval(rail_grid(pm, c), hi->voltage_v, a)
                         : row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), a);
   const double keep = 1.0 - pm->gating[c].gated_fraction;
   double wall = keep * (hi ? hi->static_w : r->static_w) / eta;

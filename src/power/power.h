@@ -1,6 +1,7 @@
 /* power.h — component power and energy of the NPU from the chip's V/f tables: voltage of a
  * frequency state, static and dynamic power per state, regulator efficiency, the energy
- * of one component over an operator, V/f transition delay and energy (DESIGN.md §4).
+ * of one component over an operator, V/f transition delay and energy (src/README.md,
+ * "The cost model").
  *
  * A power_model is built once from a loaded chip (config_chip) and is immutable after
  * power_model_create, so one model may be shared by any number of threads. Everything

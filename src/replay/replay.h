@@ -151,7 +151,11 @@ int replay_check_store(const char *store_path, const config_cluster *cluster, co
 /* ---------------------------------------------------------------------------------
  * Runs */
 
-enum { REPLAY_PREFILL = 0, REPLAY_DECODE = 1, REPLAY_NPHASE = 2 };
+/* Phases are config_phase values throughout, and the replay hands them to
+ * planstore_lookup as they are: the store's codes must be the same. */
+_Static_assert(CONFIG_PREFILL == PLANSTORE_PREFILL && CONFIG_DECODE == PLANSTORE_DECODE &&
+                   CONFIG_NPHASE == 2,
+               "config_phase and the plan store's phase codes must agree");
 
 /* What happened to a request. Coverage is decided at admission, for both phases. */
 enum {
@@ -186,10 +190,10 @@ typedef struct {
   double start_ns, length_ns;
   uint64_t arrivals;
   uint64_t finished, slo_met, ttft_met, tpot_met; /* served requests whose last token is here */
-  double busy_energy_nj[REPLAY_NPHASE], idle_energy_nj[REPLAY_NPHASE], kv_energy_nj;
-  double busy_node_ns[REPLAY_NPHASE];             /* node-time running batches */
+  double busy_energy_nj[CONFIG_NPHASE], idle_energy_nj[CONFIG_NPHASE], kv_energy_nj;
+  double busy_node_ns[CONFIG_NPHASE];             /* node-time running batches */
   double occupancy_ns;                            /* decode: Σ members × iteration time */
-  uint64_t batches[REPLAY_NPHASE], safeguard1[REPLAY_NPHASE], locked[REPLAY_NPHASE];
+  uint64_t batches[CONFIG_NPHASE], safeguard1[CONFIG_NPHASE], locked[CONFIG_NPHASE];
   /* (SLO − latency) / SLO of the requests finished here: TTFT, and TPOT (generated > 1);
    * NaN when none. */
   double ttft_slack[REPLAY_NSLACK], tpot_slack[REPLAY_NSLACK];
@@ -223,7 +227,7 @@ typedef struct {
                              common horizon after replay_align_horizon */
   double origin_tod_s;    /* the trace's time of day at 0 */
   double idle_w_per_chip; /* awake idle power of this policy */
-  replay_phase_stats phase[REPLAY_NPHASE];
+  replay_phase_stats phase[CONFIG_NPHASE];
   double kv_energy_nj;
   double energy_nj;       /* both phases (busy + idle) + KV */
   double ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, tpot_p99_ns; /* over served requests */
@@ -263,10 +267,10 @@ const replay_window *replay_result_windows(const replay_result *r, size_t *count
  * the batch slots filled (Σ members × iteration time / (nodes × max batch × horizon)):
  * continuous batching keeps a decode node running while it holds a single request, so
  * its busy time says nothing about load. */
-void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]);
+void replay_utilisation(const replay_result *r, double util[CONFIG_NPHASE]);
 /* The same per five-minute window, the busiest full window of each pool (a bursty trace
  * can saturate a pool for minutes while its mean looks light); 0 without a full window. */
-void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]);
+void replay_busiest_window(const replay_result *r, double util[CONFIG_NPHASE]);
 
 /* ---------------------------------------------------------------------------------
  * Online governors and self-speculative decoding (PELM §3)
@@ -415,7 +419,7 @@ int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const
  * with speculation on and the mean draft depth, horizon and verification depth while on,
  * and the mean reward of the PELM agent's decisions (NaN for other governors). */
 typedef struct {
-  double state_mean[REPLAY_NPHASE];
+  double state_mean[CONFIG_NPHASE];
   double spec_share;
   double exit_mean, draft_mean, verify_mean;
   double reward_mean;
@@ -469,8 +473,8 @@ int replay_write_outputs(const char *dir, const replay_result *const *runs, size
 typedef struct {
   double slo_attainment;
   double savings_busy, savings;     /* vs nodvfs at the same rate; NaN without nodvfs */
-  double util[REPLAY_NPHASE];       /* replay_utilisation */
-  double util_busiest[REPLAY_NPHASE]; /* replay_busiest_window */
+  double util[CONFIG_NPHASE];       /* replay_utilisation */
+  double util_busiest[CONFIG_NPHASE]; /* replay_busiest_window */
   double locked_share, safeguard1_share; /* of all batches */
 } replay_sweep_cell;
 

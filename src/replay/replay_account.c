@@ -80,7 +80,7 @@ int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) {
   w->batches[phase]++;
   w->locked[phase] += b->c.locked;
   w->safeguard1[phase] += b->c.safeguard1;
-  const double occupancy = phase == REPLAY_DECODE ? (double)b->members * dur_ns : 0;
+  const double occupancy = phase == CONFIG_DECODE ? (double)b->members * dur_ns : 0;
   const span_load l = {energy_nj, 0, dur_ns, occupancy};
   ENPU_FORWARD(spread(r, phase, b->start_ns, dur_ns, &l, err));
   ph->busy_energy_nj += energy_nj;
@@ -93,7 +93,7 @@ int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) {
 /* ---- idle, sleep, wake ------------------------------------------------------------- */
 
 static int node_phase(const replay_result *r, size_t node) {
-  return node < (size_t)r->cluster->node[CONFIG_PREFILL].nodes ? REPLAY_PREFILL : REPLAY_DECODE;
+  return node < (size_t)r->cluster->node[CONFIG_PREFILL].nodes ? CONFIG_PREFILL : CONFIG_DECODE;
 }
 
 /* When an idle node falls asleep (INFINITY: never). */
@@ -191,11 +191,6 @@ int finish_request(sim *s, int32_t i, enpu_err *err) {
 
 /* ---- the end of a run ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Nearest-rank percentile of sorted v[0..n). */
 static double percentile(const double *v, size_t n, double p) {
   if (n == 0) return NAN;
@@ -205,7 +200,7 @@ static double percentile(const double *v, size_t n, double p) {
 
 /* P1, P25, mean, P75, P99 of v[0..n) (sorted here); NaN without values. */
 static void slack_stats(double *v, size_t n, double out[REPLAY_NSLACK]) {
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, enpu_cmp_double);
   double sum = 0;
   for (size_t k = 0; k < n; k++) sum += v[k];
   out[0] = percentile(v, n, 0.01);
@@ -252,7 +247,7 @@ static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
   replay_summary *sm = &r->summary;
   sm->horizon_ns = h_ns;
   sm->energy_nj = sm->kv_energy_nj;
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     sm->phase[ph].energy_nj = sm->phase[ph].busy_energy_nj + sm->phase[ph].idle_energy_nj;
     sm->energy_nj += sm->phase[ph].energy_nj;
   }
@@ -279,8 +274,8 @@ int finish_run(sim *s, enpu_err *err) {
     }
   }
   sm->slo_attainment = sm->requests ? (double)sm->slo_met / (double)sm->requests : 0;
-  qsort(s->scratch_a, nt, sizeof(double), cmp_double);
-  qsort(s->scratch_b, np, sizeof(double), cmp_double);
+  qsort(s->scratch_a, nt, sizeof(double), enpu_cmp_double);
+  qsort(s->scratch_b, np, sizeof(double), enpu_cmp_double);
   sm->ttft_p50_ns = percentile(s->scratch_a, nt, 0.50);
   sm->ttft_p99_ns = percentile(s->scratch_a, nt, 0.99);
   sm->tpot_p50_ns = percentile(s->scratch_b, np, 0.50);
@@ -307,24 +302,24 @@ int replay_align_horizon(replay_result *const *runs, size_t n, enpu_err *err) {
 
 /* Utilisation of busy node-time / decode slot-time over `span_ns`. */
 static void utilisation(const config_cluster *cl, double busy_prefill_ns, double occupancy_ns, double span_ns,
-                        double util[REPLAY_NPHASE]) {
+                        double util[CONFIG_NPHASE]) {
   const int slots = cl->max_batch < cl->max_batch_tokens ? cl->max_batch : cl->max_batch_tokens;
-  util[REPLAY_PREFILL] = span_ns > 0 ? busy_prefill_ns / (cl->node[CONFIG_PREFILL].nodes * span_ns) : 0;
-  util[REPLAY_DECODE] = span_ns > 0 ? occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * span_ns) : 0;
+  util[CONFIG_PREFILL] = span_ns > 0 ? busy_prefill_ns / (cl->node[CONFIG_PREFILL].nodes * span_ns) : 0;
+  util[CONFIG_DECODE] = span_ns > 0 ? occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * span_ns) : 0;
 }
 
-void replay_utilisation(const replay_result *r, double util[REPLAY_NPHASE]) {
-  utilisation(r->cluster, r->summary.phase[REPLAY_PREFILL].busy_node_ns, r->summary.phase[REPLAY_DECODE].occupancy_ns,
+void replay_utilisation(const replay_result *r, double util[CONFIG_NPHASE]) {
+  utilisation(r->cluster, r->summary.phase[CONFIG_PREFILL].busy_node_ns, r->summary.phase[CONFIG_DECODE].occupancy_ns,
               r->summary.horizon_ns, util);
 }
 
-void replay_busiest_window(const replay_result *r, double util[REPLAY_NPHASE]) {
+void replay_busiest_window(const replay_result *r, double util[CONFIG_NPHASE]) {
   util[0] = util[1] = 0;
   for (size_t k = 0; k < r->nwindows; k++) {
     const replay_window *w = &r->windows[k];
     if (w->length_ns < REPLAY_WINDOW_NS) continue; /* the cut last window */
-    double u[REPLAY_NPHASE];
-    utilisation(r->cluster, w->busy_node_ns[REPLAY_PREFILL], w->occupancy_ns, w->length_ns, u);
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) util[ph] = fmax(util[ph], u[ph]);
+    double u[CONFIG_NPHASE];
+    utilisation(r->cluster, w->busy_node_ns[CONFIG_PREFILL], w->occupancy_ns, w->length_ns, u);
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) util[ph] = fmax(util[ph], u[ph]);
   }
 }

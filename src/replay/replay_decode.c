@@ -101,7 +101,7 @@ static int decode_admit(sim *s, decode_node *dn, enpu_err *err) {
     const int64_t final_len = final_length(s, i);
     const int64_t len = dn->n > 0 && dn->max_final > final_len ? dn->max_final : final_len;
     planstore_plan pl;
-    int ok = fastest_plan(s, REPLAY_DECODE, (int)dn->n + 1, (int)len, &pl, NULL, err);
+    int ok = fastest_plan(s, CONFIG_DECODE, (int)dn->n + 1, (int)len, &pl, NULL, err);
     if (ok < 0) return ok;
     if (!ok && dn->n == 0)
       return enpu_errorf(err, ENPU_ERR_INTERNAL, "request %d was admitted but no decode bucket covers it", i);
@@ -144,9 +144,9 @@ static double decode_cap_end(const sim *s, const decode_node *dn, double fast_ns
 
 /* The fastest plan of the batch's bucket at KV length seq (cached while the members
  * stay and seq stays within the bucket). */
-static int decode_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
+static int decode_fastest_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
   if (dn->bucket_valid && seq <= dn->bucket.seq) return ENPU_OK;
-  int ok = fastest_plan(s, REPLAY_DECODE, (int)dn->n, seq, &dn->bucket, NULL, err);
+  int ok = fastest_plan(s, CONFIG_DECODE, (int)dn->n, seq, &dn->bucket, NULL, err);
   if (ok < 0) return ok;
   ENPU_RETURN_IF(!ok, err, ENPU_ERR_INTERNAL, "decode batch of %zu at %d tokens lost its bucket", dn->n, seq);
   dn->bucket_valid = true;
@@ -156,13 +156,13 @@ static int decode_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
 
 /* The plan of a store policy's iteration (with the run's fixed speculative configuration
  * when it has one: the target is per token, the plan the base bucket's). */
-static int store_iteration(sim *s, decode_node *dn, int seq, double start, node_batch *b, enpu_err *err) {
+static int plan_iteration(sim *s, decode_node *dn, int seq, double start, node_batch *b, enpu_err *err) {
   const double chips = s->cl->node[CONFIG_DECODE].chips;
   double ratio = 1;
   const bool spec = s->job && s->job->spec.exit_layers + s->job->spec.verify_layers > 0;
   if (spec) ENPU_FORWARD(spec_store_ratio(s, &dn->bucket, (int)dn->n, seq, &ratio, err));
   const double cap = decode_cap_end(s, dn, dn->bucket.time_ns * ratio) - start;
-  ENPU_FORWARD(choose_plan(s, REPLAY_DECODE, &dn->bucket, decode_target(s, dn, start) / ratio, cap / ratio, &dn->memo,
+  ENPU_FORWARD(choose_plan(s, CONFIG_DECODE, &dn->bucket, decode_target(s, dn, start) / ratio, cap / ratio, &dn->memo,
                            &b->c, err));
   b->energy_nj = b->c.pl.energy_nj * chips;
   if (!spec) return ENPU_OK;
@@ -182,23 +182,23 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
     return ENPU_OK;
   }
   double start = s->now_ns;
-  if (from_idle) ENPU_FORWARD(account_wake(s, REPLAY_DECODE, global_node(s, node), &start, err));
+  if (from_idle) ENPU_FORWARD(account_wake(s, CONFIG_DECODE, global_node(s, node), &start, err));
   const int seq = (int)(dn->max_offset + (int64_t)dn->iter);
-  ENPU_FORWARD(decode_bucket(s, dn, seq, err));
+  ENPU_FORWARD(decode_fastest_bucket(s, dn, seq, err));
   node_batch *b = &dn->batch;
   b->start_ns = start, b->members = dn->n; /* the rest is set below: a batch per iteration */
   if (s->gov) {
     ENPU_FORWARD(gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
     ENPU_FORWARD(gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));
   } else {
-    ENPU_FORWARD(store_iteration(s, dn, seq, start, b, err));
+    ENPU_FORWARD(plan_iteration(s, dn, seq, start, b, err));
   }
-  replay_phase_stats *ph = &s->res->summary.phase[REPLAY_DECODE];
+  replay_phase_stats *ph = &s->res->summary.phase[CONFIG_DECODE];
   ph->tokens += dn->n;
   ph->padded_tokens += (uint64_t)b->c.pl.batch;
   if ((uint64_t)b->c.pl.batch > ph->padded_max) ph->padded_max = (uint64_t)b->c.pl.batch;
   dn->busy = true;
-  return batch_start(s, REPLAY_DECODE, node, b, err);
+  return batch_start(s, CONFIG_DECODE, node, b, err);
 }
 
 int decode_kv_done(sim *s, int32_t i, enpu_err *err) {
@@ -220,7 +220,7 @@ int decode_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   decode_node *dn = &s->dnodes[node];
   if (batch != dn->batch.id) return ENPU_OK; /* a state change moved its end */
   if (s->gov) gov_batch_ended(s, global_node(s, node), &dn->batch);
-  ENPU_FORWARD(account_batch(s, REPLAY_DECODE, &dn->batch, err));
+  ENPU_FORWARD(account_batch(s, CONFIG_DECODE, &dn->batch, err));
   if (s->uniform) spec_count(s, &dn->batch, dn->n);
   dn->share_nj += dn->batch.energy_nj / (double)dn->n;
   const bool per_phase = s->cl->scheduler.safeguard2 == CONFIG_SG2_PER_PHASE;
@@ -238,7 +238,7 @@ int decode_done(sim *s, int node, uint64_t batch, enpu_err *err) {
       q->energy_nj += dn->share_nj - s->st[i].share_at_join_nj;
       q->tpot_ns = (s->now_ns - s->st[i].t_first_ns) / (double)(q->generated_tokens - 1);
       q->tpot_met = q->tpot_ns <= q->tpot_slo_ns;
-      if (per_phase) sg2_push(s, REPLAY_DECODE, !q->tpot_met);
+      if (per_phase) sg2_push(s, CONFIG_DECODE, !q->tpot_met);
       ENPU_FORWARD(finish_request(s, i, err));
     }
     /* Rebuild in place: node_track writes slot dn->n <= k before reading slot k. */

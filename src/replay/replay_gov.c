@@ -71,7 +71,7 @@ int replay_governor_parse(const char *name, replay_governor *out, enpu_err *err)
 
 static size_t nprefill(const sim *s) { return (size_t)s->cl->node[CONFIG_PREFILL].nodes; }
 static size_t nnodes(const sim *s) { return nprefill(s) + (size_t)s->cl->node[CONFIG_DECODE].nodes; }
-static int phase_of(const sim *s, size_t k) { return k < nprefill(s) ? REPLAY_PREFILL : REPLAY_DECODE; }
+static int phase_of(const sim *s, size_t k) { return k < nprefill(s) ? CONFIG_PREFILL : CONFIG_DECODE; }
 
 static node_batch *batch_of(sim *s, size_t k) {
   return k < nprefill(s) ? &s->pnodes[k].batch : &s->dnodes[k - nprefill(s)].batch;
@@ -158,7 +158,7 @@ static void observe(const sim *s, size_t k, const gov_node *g, double obs[REPLAY
   const double period = s->period_ns, peak = s->setup->peak_state, layers = s->setup->model->layers;
   const double chips = s->cl->node[ph].chips;
   double queue, occupancy;
-  if (ph == REPLAY_PREFILL) {
+  if (ph == CONFIG_PREFILL) {
     const double q = (double)(s->pq_tail - s->pq_head) / (double)nprefill(s);
     queue = q / (q + 4);
     occupancy = busy(s, k);
@@ -205,7 +205,7 @@ static void pelm_decide(sim *s, size_t k, gov_node *g, const double obs[REPLAY_P
   pelm_act(a, obs, learn, s->now_ns, g->action);
   memcpy(g->obs, obs, sizeof g->obs);
   g->has_obs = true;
-  if (phase_of(s, k) == REPLAY_PREFILL) return;
+  if (phase_of(s, k) == CONFIG_PREFILL) return;
   const int ns = pelm_draft_of(a, g->action[3]);
   const int ex = ns ? pelm_exit_of(a, g->action[1]) : 0, vd = pelm_verify_of(a, g->action[2]);
   g->spec = (replay_spec){ex, ns, vd > ex ? vd : 0};
@@ -345,7 +345,7 @@ int gov_init(sim *s, enpu_err *err) {
   for (size_t k = 0; k < n; k++) {
     gov_node *g = &s->gov[k];
     g->state = gv->kind == REPLAY_GOV_FIXED ? gv->fixed_state : peak;
-    if (gv->kind == REPLAY_GOV_FIXED && phase_of(s, k) == REPLAY_DECODE) g->spec = gv->fixed_spec;
+    if (gv->kind == REPLAY_GOV_FIXED && phase_of(s, k) == CONFIG_DECODE) g->spec = gv->fixed_spec;
     g->pid_u = 1;
     g->margin = 1;
     s->res->idle_w_node[k] = s->setup->idle_w_state[s->cl->idle.mode == CONFIG_IDLE_PEAK ? peak : g->state];
@@ -372,7 +372,7 @@ int gov_finish(sim *s, enpu_err *err) {
   for (size_t i = 0; i < r->gov_windows_cap; i++) {
     replay_gov_window *w = &r->gov_windows[i];
     const double *t = &r->gov_time_ns[i * GT_N];
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) w->state_mean[ph] = t[ph] > 0 ? w->state_mean[ph] / t[ph] : NAN;
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) w->state_mean[ph] = t[ph] > 0 ? w->state_mean[ph] / t[ph] : NAN;
     w->spec_share = t[GT_ITER] > 0 ? t[GT_SPEC] / t[GT_ITER] : NAN;
     w->exit_mean = t[GT_SPEC] > 0 ? w->exit_mean / t[GT_SPEC] : NAN;
     w->draft_mean = t[GT_SPEC] > 0 ? w->draft_mean / t[GT_SPEC] : NAN;

@@ -170,7 +170,7 @@ typedef struct {
   int *assigned;         /* dispatch scratch: nodes given a batch */
   decode_node *dnodes;
   req_state *st;
-  sg2_window sg2[REPLAY_NPHASE]; /* paper mode: [0] only */
+  sg2_window sg2[CONFIG_NPHASE]; /* paper mode: [0] only */
   int max_decode;
   double wake_ns, sleep_after_ns;
   replay_result *res;

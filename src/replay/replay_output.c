@@ -36,8 +36,8 @@ typedef struct {
   size_t windows;
   double hours;
   uint64_t finished, slo_met, ttft_met, tpot_met;
-  double busy_nj[REPLAY_NPHASE], idle_nj[REPLAY_NPHASE], kv_nj;
-  uint64_t batches[REPLAY_NPHASE], safeguard1[REPLAY_NPHASE], locked[REPLAY_NPHASE];
+  double busy_nj[CONFIG_NPHASE], idle_nj[CONFIG_NPHASE], kv_nj;
+  uint64_t batches[CONFIG_NPHASE], safeguard1[CONFIG_NPHASE], locked[CONFIG_NPHASE];
 } period_sum;
 
 static void sum_period(const replay_result *r, bool peak, period_sum *p) {
@@ -49,7 +49,7 @@ static void sum_period(const replay_result *r, bool peak, period_sum *p) {
     p->hours += w->length_ns / 3600e9;
     p->finished += w->finished, p->slo_met += w->slo_met, p->ttft_met += w->ttft_met, p->tpot_met += w->tpot_met;
     p->kv_nj += w->kv_energy_nj;
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       p->busy_nj[ph] += w->busy_energy_nj[ph], p->idle_nj[ph] += w->idle_energy_nj[ph];
       p->batches[ph] += w->batches[ph], p->safeguard1[ph] += w->safeguard1[ph], p->locked[ph] += w->locked[ph];
     }
@@ -96,7 +96,7 @@ static json_t *periods_json(const replay_result *r, const replay_result *base) {
 
 static json_t *batches_json(const replay_summary *s) {
   json_t *b = json_object();
-  for (int ph = 0; b && ph < REPLAY_NPHASE; ph++) {
+  for (int ph = 0; b && ph < CONFIG_NPHASE; ph++) {
     const replay_phase_stats *st = &s->phase[ph];
     json_object_set_new(b, ph ? "decode" : "prefill",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)st->batches, "slowed",
@@ -109,7 +109,7 @@ static json_t *batches_json(const replay_summary *s) {
 }
 
 static json_t *energy_json(const replay_summary *s) {
-  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
+  const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
   return json_pack("{s:o, s:o, s:o, s:o}", "energy_j",
                    phase_triple(p->energy_nj * 1e-9, d->energy_nj * 1e-9, s->energy_nj * 1e-9), "busy_energy_j",
                    phase_triple(p->busy_energy_nj * 1e-9, d->busy_energy_nj * 1e-9,
@@ -130,11 +130,11 @@ static json_t *savings_json(const replay_summary *s, const replay_summary *b, bo
                       savings(s->energy_nj, b->energy_nj));
 }
 
-static json_t *policy_json(const replay_result *r, const replay_result *base) {
+static json_t *run_summary_json(const replay_result *r, const replay_result *base) {
   const replay_summary *s = &r->summary, *b = base ? &base->summary : NULL;
-  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
+  const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
   const double req = (double)s->requests;
-  double util[REPLAY_NPHASE];
+  double util[CONFIG_NPHASE];
   replay_utilisation(r, util);
   json_t *o = json_pack(
       "{s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "requests",
@@ -184,7 +184,7 @@ int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out
   const replay_summary *s0 = &runs[0]->summary;
   json_t *pol = json_object();
   for (size_t i = 0; pol && i < n; i++) {
-    json_t *pj = policy_json(runs[i], base);
+    json_t *pj = run_summary_json(runs[i], base);
     if (!pj || json_object_set_new(pol, runs[i]->summary.policy, pj) < 0) {
       json_decref(pol);
       pol = NULL;
@@ -257,12 +257,12 @@ static void write_windows(FILE *f, const replay_result *r) {
     put_num(f, replay_ratio(w->slo_met, w->finished), 1);
     put_num(f, replay_ratio(w->ttft_met, w->finished), 1);
     put_num(f, replay_ratio(w->tpot_met, w->finished), 1);
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) put_num(f, w->busy_energy_nj[ph] + w->idle_energy_nj[ph], 1e-9);
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) put_num(f, w->busy_energy_nj[ph], 1e-9);
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) put_num(f, w->idle_energy_nj[ph], 1e-9);
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) put_num(f, w->busy_energy_nj[ph] + w->idle_energy_nj[ph], 1e-9);
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) put_num(f, w->busy_energy_nj[ph], 1e-9);
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) put_num(f, w->idle_energy_nj[ph], 1e-9);
     put_num(f, w->kv_energy_nj, 1e-9);
     const double len = w->length_ns > 0 ? w->length_ns : NAN;
-    put_num(f, w->busy_node_ns[REPLAY_PREFILL] / (cl->node[CONFIG_PREFILL].nodes * len), 1);
+    put_num(f, w->busy_node_ns[CONFIG_PREFILL] / (cl->node[CONFIG_PREFILL].nodes * len), 1);
     put_num(f, w->occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * len), 1);
     fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)w->batches[0], (unsigned long long)w->batches[1],
             (unsigned long long)w->safeguard1[0], (unsigned long long)w->safeguard1[1],
@@ -280,8 +280,8 @@ static void write_actions(FILE *f, const replay_result *r) {
   fprintf(f, "start_s,prefill_state,decode_state,spec_share,exit_layers,draft_tokens,verify_layers,reward,decisions\n");
   for (size_t i = 0; i < n; i++) {
     fprintf(f, "%.10g", r->windows[i].start_ns * 1e-9);
-    put_num(f, g[i].state_mean[REPLAY_PREFILL], 1);
-    put_num(f, g[i].state_mean[REPLAY_DECODE], 1);
+    put_num(f, g[i].state_mean[CONFIG_PREFILL], 1);
+    put_num(f, g[i].state_mean[CONFIG_DECODE], 1);
     put_num(f, g[i].spec_share, 1);
     put_num(f, g[i].exit_mean, 1);
     put_num(f, g[i].draft_mean, 1);

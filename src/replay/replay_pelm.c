@@ -226,7 +226,7 @@ int pelm_train(replay_pelm *a, enpu_err *err) {
     for (int b = 0; b < REPLAY_PELM_NBRANCH; b++)
       target_max[b] = qn[a->offset[b] + argmax(qn + a->offset[b], a->size[b])];
     memcpy(desired, fann_run(a->net, a->obs[i]), (size_t)a->nout * sizeof *desired);
-    const int branches_used = a->phase[i] == REPLAY_PREFILL ? 1 : REPLAY_PELM_NBRANCH;
+    const int branches_used = a->phase[i] == CONFIG_PREFILL ? 1 : REPLAY_PELM_NBRANCH;
     for (int b = 0; b < branches_used; b++) {
       fann_type *q = &desired[a->offset[b] + a->act[i][b]];
       const double y = a->reward[i] + a->p.gamma * target_max[b];
@@ -270,7 +270,7 @@ void replay_pelm_weights(const replay_pelm *a, double *w, size_t cap, size_t *n)
 #define NET_FORMAT "enpu-pelm-net"
 #define NET_VERSION 1
 
-static json_t *int_array(const int *v, int n) {
+static json_t *ints_json(const int *v, int n) {
   json_t *a = json_array();
   for (int i = 0; a && i < n; i++) json_array_append_new(a, json_integer(v[i]));
   return a;
@@ -295,9 +295,9 @@ int replay_pelm_save(const replay_pelm *a, const char *path, enpu_err *err) {
   free(w);
   const int layers[4] = {REPLAY_PELM_NOBS, HIDDEN, HIDDEN, a->nout};
   json_t *doc = json_pack("{s:s, s:i, s:o, s:{s:i, s:o, s:o, s:o}, s:o, s:I, s:o}", "format", NET_FORMAT, "version",
-                          NET_VERSION, "layers", int_array(layers, 4), "branches", "states", a->size[0], "exit_layers",
-                          int_array(a->exits, a->size[1]), "verify_layers", int_array(a->verifies, a->size[2]),
-                          "draft_tokens", int_array(draft_choices, NDRAFT), "params", params_json(&a->p), "updates",
+                          NET_VERSION, "layers", ints_json(layers, 4), "branches", "states", a->size[0], "exit_layers",
+                          ints_json(a->exits, a->size[1]), "verify_layers", ints_json(a->verifies, a->size[2]),
+                          "draft_tokens", ints_json(draft_choices, NDRAFT), "params", params_json(&a->p), "updates",
                           (json_int_t)a->updates, "weights", weights);
   ENPU_RETURN_IF(!doc, err, ENPU_ERR_NOMEM, "out of memory (network document)");
   const int rc = json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));

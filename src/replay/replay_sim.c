@@ -141,7 +141,7 @@ int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
 
 int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
   b->id = ++s->batch_ids;
-  return heap_push(&s->heap, b->end_ns, phase == REPLAY_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, b->id, err);
+  return heap_push(&s->heap, b->end_ns, phase == CONFIG_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, b->id, err);
 }
 
 /* ---- SLOs and admission ----------------------------------------------------------- */
@@ -176,9 +176,9 @@ static void set_slos(const sim *s, replay_request_result *q) {
   q->tpot_slo_ns = cl->slo[q->tpot_class].tpot_ms * 1e6;
   q->slo_extrapolated = tc == cl->slo_count || dc == cl->slo_count;
   if (tc == cl->slo_count)
-    q->ttft_slo_ns = extrapolated_slo(s, REPLAY_PREFILL, q->context_tokens, last->prefill_max_tokens, q->ttft_slo_ns);
+    q->ttft_slo_ns = extrapolated_slo(s, CONFIG_PREFILL, q->context_tokens, last->prefill_max_tokens, q->ttft_slo_ns);
   if (dc == cl->slo_count)
-    q->tpot_slo_ns = extrapolated_slo(s, REPLAY_DECODE, total, last->decode_max_tokens, q->tpot_slo_ns);
+    q->tpot_slo_ns = extrapolated_slo(s, CONFIG_DECODE, total, last->decode_max_tokens, q->tpot_slo_ns);
 }
 
 static double ttft_deadline(const sim *s, int32_t i) {
@@ -191,12 +191,12 @@ static int admit(sim *s, int32_t i, enpu_err *err) {
   replay_summary *sm = &s->res->summary;
   enpu_err why = {0};
   planstore_plan pre, dec;
-  int ok = fastest_plan(s, REPLAY_PREFILL, 1, q->context_tokens, &pre, &why, err);
+  int ok = fastest_plan(s, CONFIG_PREFILL, 1, q->context_tokens, &pre, &why, err);
   if (ok < 0) return ok;
   q->status = REPLAY_UNCOVERED_PREFILL;
   if (ok && q->generated_tokens > 1) {
     const int64_t longest = (int64_t)q->context_tokens + q->generated_tokens - 1;
-    ok = longest <= INT32_MAX ? fastest_plan(s, REPLAY_DECODE, 1, (int)longest, &dec, &why, err) : 0;
+    ok = longest <= INT32_MAX ? fastest_plan(s, CONFIG_DECODE, 1, (int)longest, &dec, &why, err) : 0;
     if (ok < 0) return ok;
     if (!ok) q->status = REPLAY_UNCOVERED_DECODE;
   }
@@ -218,7 +218,7 @@ static int form_prefill(sim *s, double start_ns, size_t *count, planstore_plan *
   const int32_t *q = &s->pq[s->pq_head];
   const size_t avail = s->pq_tail - s->pq_head;
   int len = s->rq[q[0]].context_tokens;
-  int ok = fastest_plan(s, REPLAY_PREFILL, 1, len, fast, NULL, err);
+  int ok = fastest_plan(s, CONFIG_PREFILL, 1, len, fast, NULL, err);
   if (ok <= 0) return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "admitted request %d lost its bucket", q[0]);
   double tightest = ttft_deadline(s, q[0]) >= start_ns + fast->time_ns ? ttft_deadline(s, q[0]) : INFINITY;
   size_t n = 1;
@@ -226,7 +226,7 @@ static int form_prefill(sim *s, double start_ns, size_t *count, planstore_plan *
     const int len2 = s->rq[q[n]].context_tokens > len ? s->rq[q[n]].context_tokens : len;
     planstore_plan next = *fast;
     if ((int)n + 1 > fast->batch || len2 > fast->seq) { /* else the same bucket covers it */
-      ok = fastest_plan(s, REPLAY_PREFILL, (int)n + 1, len2, &next, NULL, err);
+      ok = fastest_plan(s, CONFIG_PREFILL, (int)n + 1, len2, &next, NULL, err);
       if (ok < 0) return ok;
       if (!ok) break;
     }
@@ -256,18 +256,18 @@ static int start_prefill(sim *s, const prefill_start *a, double cap_ns, enpu_err
   node_batch *b = &pn->batch;
   b->start_ns = a->start_ns, b->members = pn->count; /* the rest is set below */
   if (s->gov) {
-    b->work = (gov_work){.phase = REPLAY_PREFILL, .base = a->fast, .tokens = 1};
+    b->work = (gov_work){.phase = CONFIG_PREFILL, .base = a->fast, .tokens = 1};
     ENPU_FORWARD(gov_choose(s, (size_t)a->node, target, b, err));
   } else {
-    ENPU_FORWARD(choose_plan(s, REPLAY_PREFILL, &a->fast, target, cap_ns, NULL, &b->c, err));
+    ENPU_FORWARD(choose_plan(s, CONFIG_PREFILL, &a->fast, target, cap_ns, NULL, &b->c, err));
     b->energy_nj = b->c.pl.energy_nj * s->cl->node[CONFIG_PREFILL].chips;
   }
-  replay_phase_stats *ph = &s->res->summary.phase[REPLAY_PREFILL];
+  replay_phase_stats *ph = &s->res->summary.phase[CONFIG_PREFILL];
   const uint64_t padded = (uint64_t)b->c.pl.batch * (uint64_t)b->c.pl.seq;
   ph->padded_tokens += padded;
   if (padded > ph->padded_max) ph->padded_max = padded;
   for (size_t k = pn->first; k < pn->first + pn->count; k++) ph->tokens += (uint64_t)s->rq[s->pq[k]].context_tokens;
-  return batch_start(s, REPLAY_PREFILL, a->node, b, err);
+  return batch_start(s, CONFIG_PREFILL, a->node, b, err);
 }
 
 /* Safeguard 1's bound on the end of a batch: each of the first waiting requests must
@@ -292,7 +292,7 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
       if (pn->busy || node_asleep(s, (size_t)k) != (pass == 1)) continue;
       prefill_start *a = &started[nstarted++];
       a->node = k;
-      ENPU_FORWARD(account_wake(s, REPLAY_PREFILL, (size_t)k, &a->start_ns, err));
+      ENPU_FORWARD(account_wake(s, CONFIG_PREFILL, (size_t)k, &a->start_ns, err));
       ENPU_FORWARD(form_prefill(s, a->start_ns, &pn->count, &a->fast, err));
       pn->first = s->pq_head;
       s->pq_head += pn->count;
@@ -308,7 +308,7 @@ static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   prefill_node *pn = &s->pnodes[node];
   if (batch != pn->batch.id) return ENPU_OK; /* a state change moved its end */
   if (s->gov) gov_batch_ended(s, (size_t)node, &pn->batch);
-  ENPU_FORWARD(account_batch(s, REPLAY_PREFILL, &pn->batch, err));
+  ENPU_FORWARD(account_batch(s, CONFIG_PREFILL, &pn->batch, err));
   const bool per_phase = s->cl->scheduler.safeguard2 == CONFIG_SG2_PER_PHASE;
   for (size_t k = pn->first; k < pn->first + pn->count; k++) {
     const int32_t i = s->pq[k];
@@ -317,7 +317,7 @@ static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
     q->ttft_ns = s->now_ns - q->arrival_ns;
     q->ttft_met = q->ttft_ns <= q->ttft_slo_ns;
     s->st[i].t_first_ns = s->now_ns;
-    if (per_phase) sg2_push(s, REPLAY_PREFILL, !q->ttft_met);
+    if (per_phase) sg2_push(s, CONFIG_PREFILL, !q->ttft_met);
     if (q->generated_tokens == 1) {
       q->tpot_met = true;
       ENPU_FORWARD(finish_request(s, i, err));
@@ -345,7 +345,7 @@ static void sim_free(sim *s) {
   free(s->dnodes);
   free(s->st);
   free(s->pq);
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     free(s->sg2[ph].time_ns);
     free(s->sg2[ph].missed);
   }
@@ -384,7 +384,7 @@ static int sim_init(sim *s, replay_result *r, enpu_err *err) {
   r->idle_since_ns = enpu_calloc(np + nd, sizeof(double));
   bool ok = s->pnodes && s->assigned && s->dnodes && s->st && s->pq && s->scratch_a && s->scratch_b &&
             s->scratch_idx && r->requests && r->idle_since_ns;
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     s->sg2[ph].time_ns = enpu_calloc(n, sizeof(double));
     s->sg2[ph].missed = enpu_calloc(n, 1);
     ok = ok && s->sg2[ph].time_ns && s->sg2[ph].missed;
@@ -433,7 +433,7 @@ static int sim_loop(sim *s, enpu_err *err) {
   return ENPU_OK;
 }
 
-static bool store_has(const planstore *ps, const char *policy) {
+static bool has_policy(const planstore *ps, const char *policy) {
   for (size_t i = 0; i < planstore_policy_count(ps); i++)
     if (!strcmp(planstore_policy_name(ps, i), policy)) return true;
   return false;
@@ -450,11 +450,11 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
                  ENPU_ERR_INVALID, "replay_run: missing store, policy or governor, trace or set-up");
   const config_cluster *cl = setup->cluster;
   const char *policy = job->governor ? "uniform" : job->policy;
-  ENPU_RETURN_IF(!store_has(ps, policy) && job->governor, err, ENPU_ERR_NOT_FOUND,
+  ENPU_RETURN_IF(!has_policy(ps, policy) && job->governor, err, ENPU_ERR_NOT_FOUND,
                  "governors run the store's uniform policy, which this store lacks (add \"uniform\" to the "
                  "job's policies and rerun the farm)");
-  ENPU_RETURN_IF(!store_has(ps, policy), err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
-  ENPU_RETURN_IF(job_speculates(job) && !store_has(ps, "uniform"), err, ENPU_ERR_NOT_FOUND,
+  ENPU_RETURN_IF(!has_policy(ps, policy), err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
+  ENPU_RETURN_IF(job_speculates(job) && !has_policy(ps, "uniform"), err, ENPU_ERR_NOT_FOUND,
                  "speculative decoding prices partial-depth passes with the store's uniform policy, which this "
                  "store lacks (add \"uniform\" to the job's policies and rerun the farm)");
   config_policy_spec spec;
@@ -535,7 +535,7 @@ typedef struct {
 
 /* Runs jobs first, first + stride, ...: the assignment, not the timing, decides which
  * thread runs what, and every run is independent. */
-static void *run_worker(void *arg) {
+static void *policy_thread(void *arg) {
   const run_batch *j = arg;
   for (size_t i = j->first; i < j->n; i += j->stride)
     j->rc[i] = replay_run_job(j->ps, &j->jobs[i], j->trace, j->setup, &j->runs[i], &j->errs[i]);
@@ -556,12 +556,12 @@ int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const
   size_t started = 0;
   for (size_t t = 0; status == ENPU_OK && t < nt; t++) {
     batches[t] = (run_batch){ps, jobs, n, t, nt, trace, setup, runs, rc, errs};
-    if (t > 0 && pthread_create(&tids[t], NULL, run_worker, &batches[t]) != 0) break; /* its share runs below */
+    if (t > 0 && pthread_create(&tids[t], NULL, policy_thread, &batches[t]) != 0) break; /* its share runs below */
     started = t + 1;
   }
-  if (status == ENPU_OK) run_worker(&batches[0]);
+  if (status == ENPU_OK) policy_thread(&batches[0]);
   for (size_t t = 1; t < started; t++) pthread_join(tids[t], NULL);
-  for (size_t t = started; status == ENPU_OK && t < nt; t++) run_worker(&batches[t]);
+  for (size_t t = started; status == ENPU_OK && t < nt; t++) policy_thread(&batches[t]);
   for (size_t i = 0; status == ENPU_OK && i < n; i++)
     if (rc[i] != ENPU_OK) {
       if (err) *err = errs[i];

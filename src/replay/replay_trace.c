@@ -278,14 +278,14 @@ int replay_trace_load(const char *path, bool skip_bad_rows, replay_trace **out, 
 /* ---- shaping --------------------------------------------------------------------- */
 
 /* xorshift64* (Vigna): small, fast, and good enough for thinning and jitter. */
-static uint64_t rng_next(uint64_t *s) {
+static uint64_t xorshift_next(uint64_t *s) {
   *s ^= *s >> 12;
   *s ^= *s << 25;
   *s ^= *s >> 27;
   return *s * 0x2545F4914F6CDD1DULL;
 }
 
-static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+static double rng_uniform(uint64_t *s) { return (double)(xorshift_next(s) >> 11) * 0x1.0p-53; }
 
 bool replay_is_peak(double time_of_day_s) {
   const double tod = fmod(fmod(time_of_day_s, DAY_S) + DAY_S, DAY_S);

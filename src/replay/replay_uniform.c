@@ -160,14 +160,14 @@ static int round_buckets(const sim *s, const char *policy, int n, int seq, const
                          planstore_plan *verify, enpu_err *err) {
   const int64_t len = (int64_t)seq + sp->draft_tokens, rows = (int64_t)n * (sp->draft_tokens + 1);
   if (len > INT32_MAX || rows > INT32_MAX) return 0;
-  int ok = fastest_plan_of(s, policy, REPLAY_DECODE, n, (int)len, draft, err);
-  if (ok > 0) ok = fastest_plan_of(s, policy, REPLAY_DECODE, (int)rows, (int)len, verify, err);
+  int ok = fastest_plan_of(s, policy, CONFIG_DECODE, n, (int)len, draft, err);
+  if (ok > 0) ok = fastest_plan_of(s, policy, CONFIG_DECODE, (int)rows, (int)len, verify, err);
   return ok;
 }
 
 int gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const replay_spec *spec, gov_work *w,
                     enpu_err *err) {
-  *w = (gov_work){.phase = REPLAY_DECODE, .base = *base, .tokens = 1, .spec = {.verify_layers = spec->verify_layers}};
+  *w = (gov_work){.phase = CONFIG_DECODE, .base = *base, .tokens = 1, .spec = {.verify_layers = spec->verify_layers}};
   if (spec->exit_layers == 0) return ENPU_OK;
   const int ok = round_buckets(s, "uniform", n, seq, spec, &w->base, &w->verify, err);
   if (ok < 0) return ok;
@@ -205,7 +205,7 @@ int gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, double 
 static int depth_share(sim *s, const planstore_plan *policy_plan, int layers, double *t_share, double *e_share,
                        enpu_err *err) {
   planstore_plan u;
-  const int ok = fastest_plan_of(s, "uniform", REPLAY_DECODE, policy_plan->batch, policy_plan->seq, &u, err);
+  const int ok = fastest_plan_of(s, "uniform", CONFIG_DECODE, policy_plan->batch, policy_plan->seq, &u, err);
   if (ok < 0) return ok;
   ENPU_RETURN_IF(ok == 0, err, ENPU_ERR_NOT_FOUND, "the uniform policy has no decode bucket for batch %d seq %d",
                  policy_plan->batch, policy_plan->seq);
@@ -226,7 +226,7 @@ typedef struct {
   bool plain;                    /* no bucket for the round: a plain iteration */
 } store_round;
 
-static int store_round_make(sim *s, const planstore_plan *fast, int n, int seq, store_round *r, enpu_err *err) {
+static int round_from_store(sim *s, const planstore_plan *fast, int n, int seq, store_round *r, enpu_err *err) {
   const replay_spec *sp = &s->job->spec;
   memset(r, 0, sizeof *r);
   const int ok = sp->exit_layers ? round_buckets(s, s->policy, n, seq, sp, &r->draft, &r->verify, err) : 1;
@@ -247,7 +247,7 @@ static int store_round_make(sim *s, const planstore_plan *fast, int n, int seq, 
 
 int spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err) {
   store_round r;
-  ENPU_FORWARD(store_round_make(s, fast, n, seq, &r, err));
+  ENPU_FORWARD(round_from_store(s, fast, n, seq, &r, err));
   *ratio = r.t_fast / fast->time_ns;
   return ENPU_OK;
 }
@@ -255,8 +255,8 @@ int spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double 
 int spec_store_step(sim *s, const planstore_plan *fast, const plan_choice *c, int n, int seq, double *time_ns,
                     double *energy_nj, gov_work *w, enpu_err *err) {
   store_round r;
-  ENPU_FORWARD(store_round_make(s, fast, n, seq, &r, err));
-  *w = (gov_work){.phase = REPLAY_DECODE, .tokens = r.tokens, .spec = s->job->spec};
+  ENPU_FORWARD(round_from_store(s, fast, n, seq, &r, err));
+  *w = (gov_work){.phase = CONFIG_DECODE, .tokens = r.tokens, .spec = s->job->spec};
   if (r.plain) w->spec.exit_layers = w->spec.draft_tokens = 0;
   /* The plan's slow-down and savings on the batch's bucket, applied to the round. */
   *time_ns = r.t_fast * (c->pl.time_ns / fast->time_ns);

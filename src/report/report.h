@@ -1,4 +1,4 @@
-/* report.h — the report of a plan store (issue 6, DESIGN.md §8): a markdown file with
+/* report.h — the report of a plan store (src/README.md): a markdown file with
  * tables and gnuplot PNG plots in the shape of the paper's figures:
  *   Figure 11  energy savings vs SLO slack per policy and phase (mean, min, max over
  *              the ok buckets);

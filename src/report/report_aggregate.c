@@ -17,19 +17,24 @@
 #include "report.h"
 #include "search.h"
 
+/* Rows index a plan's states by config_component and its energies by power slot, the
+ * layouts the farm stored them in. */
+_Static_assert(STORE_NSTATE == CONFIG_NCOMP && STORE_NENERGY == POWER_NSLOT,
+               "store records and the cost model's arrays must have the same layout");
+
 /* ---- helpers ------------------------------------------------------------------- */
 
 static int bucket_ok(const store_bucket_rec *b) { return b->status == STORE_BUCKET_OK && b->plan_count > 0; }
 
 /* Row of bucket (phase, batch, seq) in policy p, or -1. */
-static long find_bucket(const store_policy_tables *p, int phase, int32_t batch, int32_t seq) {
+static long bucket_row(const store_policy_tables *p, int phase, int32_t batch, int32_t seq) {
   for (size_t i = 0; i < p->nbuckets; i++)
     if (p->buckets[i].phase == phase && p->buckets[i].batch == batch && p->buckets[i].seq == seq)
       return (long)i;
   return -1;
 }
 
-static const store_policy_tables *find_policy(const store_contents *c, const char *name) {
+static const store_policy_tables *policy_tables(const store_contents *c, const char *name) {
   for (size_t i = 0; i < c->npolicies; i++)
     if (!strcmp(c->policies[i].name, name)) return &c->policies[i];
   return NULL;
@@ -154,7 +159,7 @@ int report_pick_bucket(const store_contents *c, int phase, report_bucket_key *ou
     const store_bucket_rec *b = &p0->buckets[i];
     int everywhere = b->phase == phase && bucket_ok(b);
     for (size_t pi = 1; everywhere && pi < c->npolicies; pi++) {
-      long row = find_bucket(&c->policies[pi], phase, b->batch, b->seq);
+      long row = bucket_row(&c->policies[pi], phase, b->batch, b->seq);
       everywhere = row >= 0 && bucket_ok(&c->policies[pi].buckets[row]);
     }
     if (everywhere) cand[n++] = (bucket_size){b->t_nodvfs_ns, b->batch, b->seq};
@@ -198,7 +203,7 @@ int report_breakdown(const store_contents *c, const report_bucket_key *key, repo
   int rc = ENPU_OK;
   for (size_t pi = 0; pi < c->npolicies && rc == ENPU_OK; pi++) {
     const store_policy_tables *p = &c->policies[pi];
-    long bi = find_bucket(p, key->phase, key->batch, key->seq);
+    long bi = bucket_row(p, key->phase, key->batch, key->seq);
     if (bi < 0 || !bucket_ok(&p->buckets[bi])) continue;
     const store_bucket_rec *b = &p->buckets[bi];
     const size_t first = count;
@@ -286,9 +291,9 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
   ENPU_RETURN_IF(config_policy_spec_parse(policy, &spec) < 0, err, ENPU_ERR_NOT_FOUND,
                  "policy %s is not one the cost model knows", policy);
   fc.policy = spec.base;
-  const store_policy_tables *p = find_policy(c, policy);
+  const store_policy_tables *p = policy_tables(c, policy);
   ENPU_RETURN_IF(!p, err, ENPU_ERR_NOT_FOUND, "the store has no policy %s", policy);
-  long bi = find_bucket(p, key->phase, key->batch, key->seq);
+  long bi = bucket_row(p, key->phase, key->batch, key->seq);
   ENPU_RETURN_IF(bi < 0 || !bucket_ok(&p->buckets[bi]), err, ENPU_ERR_NOT_FOUND,
                  "policy %s has no compiled bucket batch %d seq %d", policy, key->batch, key->seq);
   const store_plan_rec *pl = closest_plan(p, &p->buckets[bi], slack);

@@ -309,11 +309,6 @@ static int fig21(const report_ctx *r, FILE *md, enpu_err *err) {
 
 /* ---- Figure 18 ------------------------------------------------------------------- */
 
-static int cmp_i32(const void *a, const void *b) {
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* The distinct seqs of `phase` at `batch` among p's ok buckets, ascending. */
 static size_t seqs_of(const store_policy_tables *p, int phase, int32_t batch, int32_t *out, size_t cap) {
   size_t n = 0;
@@ -324,7 +319,7 @@ static size_t seqs_of(const store_policy_tables *p, int phase, int32_t batch, in
     while (j < n && out[j] != k->seq) j++;
     if (j == n) out[n++] = k->seq;
   }
-  qsort(out, n, sizeof *out, cmp_i32);
+  qsort(out, n, sizeof *out, enpu_cmp_i32);
   return n;
 }
 

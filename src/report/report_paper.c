@@ -27,7 +27,7 @@ static int bad(const mctx *mc, const char *where, const char *what, enpu_err *er
                      where, what);
 }
 
-static int get_str(const mctx *mc, const json_t *o, const char *where, const char *key, char *out, size_t cap,
+static int member_str(const mctx *mc, const json_t *o, const char *where, const char *key, char *out, size_t cap,
                    enpu_err *err) {
   const char *s = json_string_value(json_object_get(o, key));
   char at[160];
@@ -41,7 +41,7 @@ static int get_str(const mctx *mc, const json_t *o, const char *where, const cha
 static int get_path(const mctx *mc, const json_t *o, const char *where, const char *key, char *out, size_t cap,
                     enpu_err *err) {
   char rel[PATH_MAX];
-  ENPU_FORWARD(get_str(mc, o, where, key, rel, sizeof rel, err));
+  ENPU_FORWARD(member_str(mc, o, where, key, rel, sizeof rel, err));
   if ((rel[0] == '/' ? snprintf(out, cap, "%s", rel) : snprintf(out, cap, "%s/%s", mc->dir, rel)) >= (int)cap)
     return enpu_errorf(err, ENPU_ERR_RANGE, "%s: %s.%s: path too long", mc->file, where, key);
   return ENPU_OK;
@@ -50,13 +50,13 @@ static int get_path(const mctx *mc, const json_t *o, const char *where, const ch
 static int get_phase(const mctx *mc, const json_t *o, const char *where, int *out, enpu_err *err) {
   char name[16];
   config_phase ph;
-  ENPU_FORWARD(get_str(mc, o, where, "phase", name, sizeof name, err));
+  ENPU_FORWARD(member_str(mc, o, where, "phase", name, sizeof name, err));
   if (config_phase_parse(name, &ph) < 0) return bad(mc, where, "phase prefill or decode", err);
   *out = (int)ph;
   return ENPU_OK;
 }
 
-static int load_doc(const char *path, json_t **out, enpu_err *err) {
+static int load_json_file(const char *path, json_t **out, enpu_err *err) {
   json_error_t je;
   *out = json_load_file(path, 0, &je);
   ENPU_RETURN_IF(!*out, err, ENPU_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
@@ -85,10 +85,10 @@ static int load_run(const mctx *mc, const json_t *r, const char *at, paper_model
   ENPU_RETURN_IF(m->nruns == PAPER_MAX_RUNS, err, ENPU_ERR_RANGE, "%s: more than %d runs", mc->file, PAPER_MAX_RUNS);
   paper_run *run = &m->runs[m->nruns++];
   const json_t *v = json_object_get(r, "variant");
-  ENPU_FORWARD(get_str(mc, r, at, "name", run->name, sizeof run->name, err));
-  ENPU_FORWARD(get_str(mc, r, at, "kind", run->kind, sizeof run->kind, err));
-  ENPU_FORWARD(get_str(mc, r, at, "budget", run->budget, sizeof run->budget, err));
-  if (json_is_string(v)) ENPU_FORWARD(get_str(mc, r, at, "variant", run->variant, sizeof run->variant, err));
+  ENPU_FORWARD(member_str(mc, r, at, "name", run->name, sizeof run->name, err));
+  ENPU_FORWARD(member_str(mc, r, at, "kind", run->kind, sizeof run->kind, err));
+  ENPU_FORWARD(member_str(mc, r, at, "budget", run->budget, sizeof run->budget, err));
+  if (json_is_string(v)) ENPU_FORWARD(member_str(mc, r, at, "variant", run->variant, sizeof run->variant, err));
   else if (!json_is_null(v)) return bad(mc, at, "\"variant\": a name or null", err);
   ENPU_FORWARD(get_path(mc, r, at, "store", run->store, sizeof run->store, err));
   return get_path(mc, r, at, "job", run->job, sizeof run->job, err);
@@ -98,9 +98,9 @@ static int load_compile(const mctx *mc, const json_t *r, const char *at, paper_m
   paper_compile *c = &m->compile[m->ncompile++];
   char file[PATH_MAX];
   ENPU_FORWARD(get_phase(mc, r, at, &c->phase, err));
-  ENPU_FORWARD(get_str(mc, r, at, "policy", c->policy, sizeof c->policy, err));
+  ENPU_FORWARD(member_str(mc, r, at, "policy", c->policy, sizeof c->policy, err));
   ENPU_FORWARD(get_path(mc, r, at, "file", file, sizeof file, err));
-  return load_doc(file, &c->doc, err);
+  return load_json_file(file, &c->doc, err);
 }
 
 static int load_graph(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
@@ -109,7 +109,7 @@ static int load_graph(const mctx *mc, const json_t *r, const char *at, paper_mod
   ENPU_FORWARD(get_phase(mc, r, at, &g->phase, err));
   ENPU_FORWARD(get_path(mc, r, at, "file", file, sizeof file, err));
   json_t *doc = NULL;
-  ENPU_FORWARD(load_doc(file, &doc, err));
+  ENPU_FORWARD(load_json_file(file, &doc, err));
   const json_t *t = json_object_get(doc, "time_ns"), *s = json_object_get(doc, "seq");
   const bool ok = json_is_number(t) && json_is_integer(s);
   g->time_ns = json_number_value(t), g->seq = (int)json_integer_value(s);
@@ -122,16 +122,16 @@ static int load_graph(const mctx *mc, const json_t *r, const char *at, paper_mod
 static int load_replay(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
   paper_replay *p = &m->replays[m->nreplays++];
   char file[PATH_MAX + 16];
-  ENPU_FORWARD(get_str(mc, r, at, "run", p->run, sizeof p->run, err));
-  ENPU_FORWARD(get_str(mc, r, at, "name", p->name, sizeof p->name, err));
+  ENPU_FORWARD(member_str(mc, r, at, "run", p->run, sizeof p->run, err));
+  ENPU_FORWARD(member_str(mc, r, at, "name", p->name, sizeof p->name, err));
   ENPU_FORWARD(get_path(mc, r, at, "dir", p->dir, sizeof p->dir, err));
   snprintf(file, sizeof file, "%s/summary.json", p->dir);
-  return load_doc(file, &p->summary, err);
+  return load_json_file(file, &p->summary, err);
 }
 
 /* A measured decomposition: kept by name (the files are linked, not read). */
 static int load_decompose(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
-  ENPU_FORWARD(get_str(mc, r, at, "name", m->decompose[m->ndecompose], CONFIG_NAME_LEN, err));
+  ENPU_FORWARD(member_str(mc, r, at, "name", m->decompose[m->ndecompose], CONFIG_NAME_LEN, err));
   m->ndecompose++;
   return ENPU_OK;
 }
@@ -148,7 +148,7 @@ static int load_request(const mctx *mc, const json_t *doc, paper_model *m, enpu_
   }
   if (!json_is_number(json_object_get(t7, "slack"))) return bad(mc, "$.table7.slack", "a number", err);
   m->t7_slack = json_number_value(json_object_get(t7, "slack"));
-  return get_str(mc, t7, "$.table7", "budget", m->t7_budget, sizeof m->t7_budget, err);
+  return member_str(mc, t7, "$.table7", "budget", m->t7_budget, sizeof m->t7_budget, err);
 }
 
 static int load_manifest(const char *file, paper_model *m, enpu_err *err) {
@@ -157,8 +157,8 @@ static int load_manifest(const char *file, paper_model *m, enpu_err *err) {
   snprintf(mc.dir, sizeof mc.dir, "%.*s", slash ? (int)(slash - file) : 1, slash ? file : ".");
   snprintf(m->dir, sizeof m->dir, "%s", mc.dir);
   json_t *doc = NULL;
-  ENPU_FORWARD(load_doc(file, &doc, err));
-  int rc = get_str(&mc, doc, "$", "model", m->name, sizeof m->name, err);
+  ENPU_FORWARD(load_json_file(file, &doc, err));
+  int rc = member_str(&mc, doc, "$", "model", m->name, sizeof m->name, err);
   if (!rc) rc = get_path(&mc, doc, "$", "job", m->job, sizeof m->job, err);
   if (!rc) rc = load_request(&mc, doc, m, err);
   if (!rc) rc = each(&mc, doc, "runs", m, load_run, err);
@@ -170,10 +170,10 @@ static int load_manifest(const char *file, paper_model *m, enpu_err *err) {
   char file20[PATH_MAX];
   if (!rc && json_is_object(f20)) rc = get_path(&mc, f20, "$.figure20", "dir", m->figure20_dir, PATH_MAX, err);
   if (!rc && json_is_object(f20)) rc = get_path(&mc, f20, "$.figure20", "json", file20, sizeof file20, err);
-  if (!rc && json_is_object(f20)) rc = load_doc(file20, &m->figure20, err);
+  if (!rc && json_is_object(f20)) rc = load_json_file(file20, &m->figure20, err);
   char timings[PATH_MAX];
   if (!rc) rc = get_path(&mc, doc, "$", "timings", timings, sizeof timings, err);
-  if (!rc) rc = load_doc(timings, &m->timings, err);
+  if (!rc) rc = load_json_file(timings, &m->timings, err);
   json_decref(doc);
   return rc;
 }

@@ -46,7 +46,7 @@ typedef struct {
   bool over, fails, ratio;
 } gap_t;
 
-static gap_t gap_of(const config_paper_claim *c, const paper_value *v) {
+static gap_t claim_gap(const config_paper_claim *c, const paper_value *v) {
   gap_t g = {0};
   if (c->relation == '<') g.fails = !(v->hi < c->paper_lo);
   if (c->relation == '>') g.fails = !(v->lo > c->paper_lo);
@@ -97,7 +97,7 @@ const paper_value *paper_claim_value(paper_ctx *x, int claim, int k) {
   return &x->values[i];
 }
 
-static void claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *cols, int ncols, bool *over) {
+static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *cols, int ncols, bool *over) {
   const config_paper_claim *c = &x->numbers->claims[ci];
   if (c->claim) fprintf(md, "| (%d) | %s (%s) | ", c->claim, c->what, c->cite);
   else fprintf(md, "| | %s (%s) | ", c->what, c->cite);
@@ -110,7 +110,7 @@ static void claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *cols, 
       continue;
     }
     const paper_value v = *paper_claim_value(x, ci, k);
-    const gap_t g = gap_of(c, &v);
+    const gap_t g = claim_gap(c, &v);
     paper_md_value(md, &v, c->unit);
     fprintf(md, " | ");
     gap_md(md, c, &v, g);
@@ -132,7 +132,7 @@ int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
   const config_paper *p = x->numbers;
   bool *over = calloc((size_t)p->nclaims + 1, sizeof *over);
   for (int i = 0; i < p->nclaims; i++)
-    if (figure_has(figure, &p->claims[i])) claim_row(x, md, i, cols, ncols, &over[i]);
+    if (figure_has(figure, &p->claims[i])) md_claim_row(x, md, i, cols, ncols, &over[i]);
   if (!figure)
     fprintf(md, "\nGap: ours − paper (in points for percentages; ×: our value over the paper's for counts and "
                 "times); ✗: more than 5 points apart, or a stated bound that fails. *missing*: the pipeline has "

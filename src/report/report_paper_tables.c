@@ -17,7 +17,7 @@ static const char *const phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 
 /* ---- Tables 2 and 3 ---------------------------------------------------------------- */
 
-static double graph_ms(const paper_model *m, int ph, int seq) {
+static double model_graph_ms(const paper_model *m, int ph, int seq) {
   for (int i = 0; i < m->ngraph; i++)
     if (m->graph[i].phase == ph && m->graph[i].seq == seq) return m->graph[i].time_ns / 1e6;
   return NAN;
@@ -26,7 +26,7 @@ static double graph_ms(const paper_model *m, int ph, int seq) {
 static void table2_model(FILE *md, const paper_model *m, const config_cluster *cl) {
   for (int s = 0; s < cl->slo_count; s++) {
     const config_slo_class *c = &cl->slo[s];
-    const double ttft = graph_ms(m, 0, c->prefill_max_tokens), tpot = graph_ms(m, 1, c->decode_max_tokens);
+    const double ttft = model_graph_ms(m, 0, c->prefill_max_tokens), tpot = model_graph_ms(m, 1, c->decode_max_tokens);
     fprintf(md, "| %s | %s | %d | %.0f | %.0f | ×%.2f | %d | %.1f | %.1f | ×%.2f |\n", m->name, c->name,
             c->prefill_max_tokens, 5 * ttft, c->ttft_ms, 5 * ttft / c->ttft_ms, c->decode_max_tokens, 5 * tpot,
             c->tpot_ms, 5 * tpot / c->tpot_ms);
@@ -99,7 +99,7 @@ int paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
 
 /* ---- Table 7 and Figure 14 --------------------------------------------------------------- */
 
-static const config_paper_t7 *t7_row(const paper_ctx *x, const char *model, int ph) {
+static const config_paper_t7 *table7_numbers(const paper_ctx *x, const char *model, int ph) {
   for (int i = 0; i < x->numbers->ntable7; i++)
     if (!strcmp(x->numbers->table7[i].model, model) && x->numbers->table7[i].phase == ph)
       return &x->numbers->table7[i];
@@ -157,7 +157,7 @@ int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       if (!x->models[i].req_phase[ph]) continue;
-      const config_paper_t7 *row = t7_row(x, x->models[i].name, ph);
+      const config_paper_t7 *row = table7_numbers(x, x->models[i].name, ph);
       fprintf(md, "| %s | %s |", x->models[i].name, phase_names[ph]);
       for (size_t p = 0; p < 3; p++) {
         t7_cell(md, paper_t7_value(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP), row, t7_policies[p], 0);

@@ -70,7 +70,7 @@ static int parse_header(const char *path, char *line, long col[NCOL], enpu_err *
   return ENPU_OK;
 }
 
-static int parse_row(const char *path, size_t line_no, char *line, const long col[NCOL], window_row *row,
+static int parse_window_row(const char *path, size_t line_no, char *line, const long col[NCOL], window_row *row,
                      enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
@@ -101,7 +101,7 @@ static int parse_windows(const char *path, char *text, window_series *s, enpu_er
     line[strcspn(line, "\r")] = '\0';
     if (!*line) continue;
     window_row row;
-    ENPU_FORWARD(parse_row(path, line_no, line, col, &row, err));
+    ENPU_FORWARD(parse_window_row(path, line_no, line, col, &row, err));
     ENPU_RETURN_IF(enpu_grow((void **)&s->w, &cap, s->n + 1, sizeof *s->w) < 0, err, ENPU_ERR_NOMEM,
                    "out of memory (%s)", path);
     s->w[s->n++] = row;
@@ -159,10 +159,16 @@ static int name_cmp(const void *a, const void *b) {
   return strcmp(((const window_series *)a)->policy, ((const window_series *)b)->policy);
 }
 
-/* Every windows_<policy>.csv of dir, sorted by policy name. */
+/* Every windows_<policy>.csv of dir, sorted by policy name; when dir has a summary.json,
+ * only its policies' (a rerun with fewer policies leaves older files behind). */
 static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *err) {
   *n = 0;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  json_t *doc = json_load_file(path, 0, NULL);
+  const json_t *pols = json_object_get(doc, "policies");
   DIR *d = opendir(dir);
+  if (!d) json_decref(doc);
   ENPU_RETURN_IF(!d, err, ENPU_ERR_IO, "replay directory %s: %s", dir, strerror(errno));
   int rc = ENPU_OK;
   for (struct dirent *e; rc == 0 && (e = readdir(d));) {
@@ -172,10 +178,12 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
       rc = enpu_errorf(err, ENPU_ERR_RANGE, "%s: more than %d windows_*.csv files", dir, REPLAY_MAX_POLICIES);
       break;
     }
-    window_series *w = &s[(*n)++];
+    window_series *w = &s[*n];
     *w = (window_series){0};
     snprintf(w->policy, sizeof w->policy, "%.*s", (int)(len - 12), e->d_name + 8);
-    char path[PATH_MAX], *text = NULL;
+    if (json_is_object(pols) && !json_object_get(pols, w->policy)) continue;
+    (*n)++;
+    char *text = NULL;
     size_t tlen = 0;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     rc = enpu_read_file(path, &text, &tlen, err);
@@ -183,12 +191,13 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
     free(text);
   }
   closedir(d);
+  json_decref(doc);
   if (rc == 0 && *n == 0) rc = enpu_errorf(err, ENPU_ERR_IO, "replay directory %s has no windows_*.csv", dir);
   if (rc == 0) qsort(s, *n, sizeof *s, name_cmp);
   return rc;
 }
 
-static long find_base(const window_series *s, size_t n) {
+static long baseline_series(const window_series *s, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(s[i].policy, "nodvfs")) return (long)i;
   return -1;
@@ -410,7 +419,7 @@ int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_e
   FILE *tf = rc == 0 ? open_memstream(&tables, &tables_len) : NULL;
   if (rc == 0 && !tf) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay tables)");
   if (tf) md_tables(tf, dir, &origin_h), fclose(tf);
-  const long base = rc == 0 ? find_base(s, n) : -1;
+  const long base = rc == 0 ? baseline_series(s, n) : -1;
   if (rc == 0) rc = plot_fig22(r, s, n, base, origin_h, err);
   if (rc == 0) rc = plot_fig5(r, &s[base >= 0 ? base : 0], origin_h, err);
   if (rc == 0)

@@ -1,4 +1,4 @@
-/* search.h — DVFS plan search (DESIGN.md §5, paper §3.3): per-operator Pareto sets of
+/* search.h — DVFS plan search (paper §3.3, src/README.md): per-operator Pareto sets of
  * (time, energy) over frequency states and their distance to the exact set, the
  * request-level walk over their lower convex hulls (one walk serves every slack and
  * carries an LP lower bound), the paper's plain greedy and DVFS-C genetic algorithm, plan
@@ -57,7 +57,7 @@ typedef struct {
   int domain_of[CONFIG_NCOMP]; /* searched domain of each component, or -1: fixed at peak */
   int peak_state;              /* states 1..peak_state (chip->freq_states) */
   search_op_method method;
-  int trim; /* greedy only (addition, issue 4): after Algorithm 1, a small local search
+  int trim; /* greedy only (ours, not the paper's): after Algorithm 1, a small local search
                from each Pareto point (one domain down, hand-overs, pair moves, repaired
                hand-overs) accepting plans as fast and cheaper; see search_op.c */
 } search_domains;
@@ -276,7 +276,7 @@ typedef struct {
   int64_t walk_moves;      /* instance moves of the chosen walk prefix (-1: all-peak) */
   int (*state)[CONFIG_NCOMP]; /* per op instance in execution order; owned by the result */
   int64_t instances;
-  /* Additions (issue 4): searched domains whose rails finalisation lifted (bit k: domain
+  /* Ours, not the paper's: searched domains whose rails finalisation lifted (bit k: domain
    * k), local-search moves applied after the walk prefix or GA plan, and whether the plan
    * came from the GA. All 0: `state` is the walk prefix walk_moves (or all-peak). */
   unsigned lifted_mask;
@@ -287,7 +287,7 @@ typedef struct {
   double gates;      /* gate events of the pass (inside and between ops) */
 } search_slack_plan;
 
-/* Plan invariants (DESIGN.md §11) over the slacks of one policy in increasing order:
+/* Plan invariants (src/README.md) over the slacks of one policy in increasing order:
  * time (strict) or critical-path time (paper) <= budget, energy non-increasing as slack
  * grows, energy <= peak_energy_nj (the policy's all-peak plan), lower bound <= energy
  * (plain plans: the bound is over the Pareto sets, which gating can go below). Relative
@@ -296,7 +296,7 @@ typedef struct {
 int search_check_invariants(const search_slack_plan *plans, int n, double peak_energy_nj,
                             enpu_err *err);
 
-/* vf.set, register variant (DESIGN.md §1, paper §3.2): states of the six clocked units
+/* vf.set, register variant (paper §3.2): states of the six clocked units
  * in the order FE, SA, VU, SRAM, HBM, ICI, 8 bits each in bits 0..47 (FE lowest), and the
  * mask of changed units in bits 48..53 (bit 48 + u for unit u). Fields of units outside
  * the mask are 0. */
@@ -353,7 +353,7 @@ typedef struct {
   int enpu_domains;     /* 5 (default), 4 or 3 for enpu-c / enpu-all */
   double walk_cap_slack; /* walk continues to this slack at least (default 0.5) */
   int threads;           /* exhaustive op-level search (`ideal`) */
-  /* Additions (issue 4): the GA's parameters (defaults: the paper's 1000 × 500, seed 1)
+  /* Ours, not the paper's: the GA's parameters (defaults: the paper's 1000 × 500, seed 1)
    * and its genome granularity: the instances of one graph op (its repeated layers) are
    * split into at most ga_groups runs of consecutive layers, one gene each (default 8). */
   search_ga_params ga;

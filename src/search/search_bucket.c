@@ -84,7 +84,7 @@ void search_bucket_result_free(search_bucket_result *r) {
 }
 
 /* ---------------------------------------------------------------------------------
- * Policy → search setup (DESIGN.md §1 policies table) */
+ * Policy → search setup (paper §4.1, §4.6) */
 
 /* The pipelines of a setup: the variant's shadow register file; a gating copy. */
 static int setup_finish(const search_ctx *s, const search_options *o, policy_setup *ps,
@@ -176,7 +176,7 @@ typedef struct {
   config_budget budget;
 } cost_user;
 
-static int cost_user_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns,
+static int eval_with_cost(void *user, const int state[CONFIG_NCOMP], double *time_ns,
                           double *energy_nj, enpu_err *err) {
   const cost_user *u = user;
   cost_plan plan;
@@ -191,7 +191,7 @@ static int cost_user_eval(void *user, const int state[CONFIG_NCOMP], double *tim
 /* Plans of one batch the evaluator hands the cost model at a time. */
 enum { COST_USER_BATCH = 256 };
 
-static int cost_user_batch(void *user, int n, const int (*state)[CONFIG_NCOMP], double *time_ns,
+static int eval_batch_with_cost(void *user, int n, const int (*state)[CONFIG_NCOMP], double *time_ns,
                            double *energy_nj, enpu_err *err) {
   const cost_user *u = user;
   cost_plan plans[COST_USER_BATCH];
@@ -208,7 +208,7 @@ static int cost_user_batch(void *user, int n, const int (*state)[CONFIG_NCOMP], 
   return 0;
 }
 
-static int cost_user_bound(void *user, const int lo[CONFIG_NCOMP], const int hi[CONFIG_NCOMP],
+static int bound_with_cost(void *user, const int lo[CONFIG_NCOMP], const int hi[CONFIG_NCOMP],
                            double *time_ns, double *energy_nj, enpu_err *err) {
   const cost_user *u = user;
   cost_plan a, b;
@@ -225,7 +225,7 @@ static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pi
                      double *time_ns, double *energy_nj, enpu_err *err) {
   const int state[CONFIG_NCOMP] = {peak, peak, peak, peak, peak};
   cost_user u = {cost, op, pipe, CONFIG_BUDGET_STRICT};
-  return cost_user_eval(&u, state, time_ns, energy_nj, err);
+  return eval_with_cost(&u, state, time_ns, energy_nj, err);
 }
 
 /* Pareto set of one op (or one part of the exact search); the exhaustive and exact
@@ -239,8 +239,8 @@ static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const po
   int own_domains = 1;
   for (int u = 0; u < COST_NUNIT; u++)
     for (int w = 0; w < u; w++) own_domains &= ps->pipe.domain[u] != ps->pipe.domain[w];
-  const search_evaluator ev = {cost_user_eval, cost_user_batch,
-                               own_domains && !ps->pipe.gating ? cost_user_bound : NULL};
+  const search_evaluator ev = {eval_with_cost, eval_batch_with_cost,
+                               own_domains && !ps->pipe.gating ? bound_with_cost : NULL};
   cost_user *users = enpu_calloc((size_t)threads, sizeof *users);
   void **uptr = enpu_calloc((size_t)threads, sizeof *uptr);
   int rc = users && uptr ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (evaluators)");
@@ -430,7 +430,10 @@ static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
 }
 
 /* The uniform policy (search_uniform.c), its all-peak pass summed over the ops (one state
- * throughout: no transition), and each plan's regulator loss, its ops' at its state. */
+ * throughout: no transition), and each plan's critical path, overhead and regulator loss,
+ * its ops' at its state: one state has no transition, but an op's time can still exceed
+ * its critical path (what the cost model charges beside it), and validation re-simulates
+ * both. */
 static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const policy_setup *ps,
                           const search_pareto *const *sets, const double *slacks, int nslack,
                           config_budget budget, search_bucket_result *out, enpu_err *err) {
@@ -447,12 +450,16 @@ static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const p
     search_slack_plan *pl = &out->plans[k];
     cost_plan plan;
     memcpy(plan.state, pl->state[0], sizeof plan.state);
+    double cp_ns = 0;
     for (int i = 0; i < graph_op_count(g); i++) {
       cost_result r;
+      const double m = (double)graph_op_at(g, i)->multiplicity;
       ENPU_FORWARD(cost_eval(cost, graph_op_at(g, i), &plan, &ps->pipe, &r, err));
-      for (int c = 0; c < CONFIG_NCOMP; c++)
-        pl->regulator_loss_nj[c] += (double)graph_op_at(g, i)->multiplicity * r.loss_nj[c];
+      cp_ns += m * r.cp_time_ns;
+      for (int c = 0; c < CONFIG_NCOMP; c++) pl->regulator_loss_nj[c] += m * r.loss_nj[c];
     }
+    pl->cp_time_ns = cp_ns;
+    pl->overhead_pct = 100.0 * (pl->time_ns - cp_ns) / out->t_nodvfs_ns;
   }
   return 0;
 }

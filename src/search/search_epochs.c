@@ -47,7 +47,7 @@ static int heap_less(const heap_entry *a, const heap_entry *b) {
   return a->len_ns < b->len_ns || (a->len_ns == b->len_ns && a->first < b->first);
 }
 
-static void heap_push(merge_state *m, int id) {
+static void region_heap_push(merge_state *m, int id) {
   heap_entry e = {m->r[id].len_ns, m->r[id].first, id, m->r[id].version};
   int i = m->nheap++;
   while (i > 0 && heap_less(&e, &m->heap[(i - 1) / 2])) {
@@ -57,7 +57,7 @@ static void heap_push(merge_state *m, int id) {
   m->heap[i] = e;
 }
 
-static heap_entry heap_pop(merge_state *m) {
+static heap_entry region_heap_pop(merge_state *m) {
   heap_entry top = m->heap[0], last = m->heap[--m->nheap];
   int i = 0;
   for (;;) {
@@ -92,7 +92,7 @@ static void merge_short(merge_state *m, int id) {
   else into = m->r[left].len_ns <= m->r[right].len_ns ? left : right;
   const int a = into == left ? left : id;
   join(m, a, into == left ? id : right);
-  heap_push(m, a);
+  region_heap_push(m, a);
 }
 
 /* The label of every graph op at peak and its NoDVFS time. */
@@ -134,9 +134,9 @@ static int first_regions(merge_state *m, const int *op_of, int64_t n, const int 
 
 /* Regions of at least epoch_ns (or the whole pass); *first_region the leftmost. */
 static int merge_regions(merge_state *m, int nr, double epoch_ns) {
-  for (int id = 0; id < nr; id++) heap_push(m, id);
+  for (int id = 0; id < nr; id++) region_heap_push(m, id);
   while (m->nheap > 0) {
-    const heap_entry e = heap_pop(m);
+    const heap_entry e = region_heap_pop(m);
     const region *r = &m->r[e.id];
     if (!r->alive || r->version != e.version) continue;
     if (r->len_ns >= epoch_ns || (r->prev < 0 && r->next < 0)) break;

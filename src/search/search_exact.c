@@ -220,7 +220,7 @@ static int flush(xrun *x, enpu_err *err) {
            : 0;
 }
 
-static int push(xrun *x, const xbox *b, enpu_err *err) {
+static int push_box(xrun *x, const xbox *b, enpu_err *err) {
   ENPU_RETURN_IF(enpu_grow((void **)&x->stack, &x->cap, x->nstack + 1, sizeof *x->stack) < 0,
                  err, ENPU_ERR_NOMEM, "out of memory (exact search)");
   x->stack[x->nstack++] = *b;
@@ -240,8 +240,8 @@ static int visit(xrun *x, const xbox *b, enpu_err *err) {
   if (!single) {
     xbox low = *b, up;
     halve(&low, &up, dom->ndomains);
-    ENPU_FORWARD(push(x, &low, err));
-    return push(x, &up, err);
+    ENPU_FORWARD(push_box(x, &low, err));
+    return push_box(x, &up, err);
   }
   memcpy(x->pend[x->npend++], lo, sizeof lo);
   return x->npend == EXACT_BATCH ? flush(x, err) : 0;
@@ -258,7 +258,7 @@ static int exact_job(const job_set *js, int job, void *user, search_front *f, in
   int rc = search_memo_create(&x.seed, err);
   if (rc == 0) rc = search_op_greedy(x.seed, js->dom, js->ev, user, &own, 1, &seeded, err);
   x.evals = seeded.evals;
-  if (rc == 0) rc = push(&x, &root, err);
+  if (rc == 0) rc = push_box(&x, &root, err);
   while (rc == 0 && x.nstack > 0) {
     const xbox b = x.stack[--x.nstack];
     rc = visit(&x, &b, err);

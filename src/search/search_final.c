@@ -187,7 +187,7 @@ static int chip_stall(const power_model *pm, const int a[CONFIG_NCOMP], const in
   return 0;
 }
 
-static void cost_add(req_cost *acc, const req_line *l) {
+static void req_cost_add(req_cost *acc, const req_line *l) {
   acc->time_ns += l->time_ns, acc->cp_ns += l->cp_ns, acc->energy_nj += l->energy_nj;
   for (int c = 0; c < CONFIG_NCOMP; c++) acc->loss_nj[c] += l->loss_nj[c];
   acc->gates += l->gates;
@@ -201,7 +201,7 @@ static int req_term(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t
   req_line l;
   ENPU_FORWARD(price_inst(rq, state, x, 0u, &l, err));
   *out = (req_cost){0};
-  cost_add(out, &l);
+  req_cost_add(out, &l);
   if (x == 0 || !rq->transitions || rq->model != SEARCH_TRANS_CHIP_STALL) return 0;
   double tn;
   return chip_stall(rq->pm, state[x - 1], state[x], &tn, out, err);
@@ -249,7 +249,7 @@ static int total_gated(const request *rq, const int (*state)[CONFIG_NCOMP], req_
       if (!(l.idle_mask >> c & 1u) && run_close(rq, c, &run[c], acc)) wake |= 1u << c;
     }
     if (wake) ENPU_FORWARD(price_inst(rq, state, x, 1u | wake << 1, &l, err));
-    cost_add(acc, &l);
+    req_cost_add(acc, &l);
     for (int c = 0; c < CONFIG_NCOMP; c++)
       if (!(l.idle_mask >> c & 1u)) run_add(&run[c], &l, c, l.tail_ns[c]);
   }
@@ -290,7 +290,7 @@ static int fits(const request *rq, const req_cost *c, double budget_ns) {
 }
 
 /* Take a candidate that fits and is cheaper than the plan so far. */
-static int take(const request *rq, const int (*state)[CONFIG_NCOMP], const req_cost *c,
+static int take_if_better(const request *rq, const int (*state)[CONFIG_NCOMP], const req_cost *c,
                 int gated, search_slack_plan *pl) {
   if (!fits(rq, c, pl->budget_ns) || c->energy_nj >= pl->energy_nj) return 0;
   pl->time_ns = c->time_ns, pl->cp_time_ns = c->cp_ns, pl->energy_nj = c->energy_nj;
@@ -301,7 +301,7 @@ static int take(const request *rq, const int (*state)[CONFIG_NCOMP], const req_c
   return 1;
 }
 
-/* Price sc->cand plain and (pg policies) gated and take what fits and is cheaper.
+/* Price sc->cand plain and (pg policies) gated and take_if_better what fits and is cheaper.
  * *fit_plain / *fit_gated (may be NULL) say whether each fits; @return whether the plain
  * one was taken (+2: the gated one). */
 static int take_cand(const request *rq, scratch *sc, search_slack_plan *pl, req_cost *plain,
@@ -311,13 +311,13 @@ static int take_cand(const request *rq, scratch *sc, search_slack_plan *pl, req_
   ENPU_FORWARD(req_total(rq, cand, 0, plain, err));
   pl->request_evals++;
   if (fit_plain) *fit_plain = fits(rq, plain, pl->budget_ns);
-  if (take(rq, cand, plain, 0, pl)) *took = 1;
+  if (take_if_better(rq, cand, plain, 0, pl)) *took = 1;
   if (!rq->gating) return 0;
   req_cost gated;
   ENPU_FORWARD(req_total(rq, cand, 1, &gated, err));
   pl->request_evals++;
   if (fit_gated) *fit_gated = fits(rq, &gated, pl->budget_ns);
-  if (take(rq, cand, &gated, 1, pl)) *took = 2;
+  if (take_if_better(rq, cand, &gated, 1, pl)) *took = 2;
   return 0;
 }
 
@@ -338,7 +338,7 @@ static void plan_peak(const request *rq, scratch *sc, const search_bucket_result
   pl->gates = 0;
   memcpy(pl->state, sc->peak_state, (size_t)rq->instances * sizeof *pl->state);
   if (rq->gating)
-    take(rq, (const int(*)[CONFIG_NCOMP])sc->peak_state, &sc->peak_gated, 1, pl);
+    take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->peak_state, &sc->peak_gated, 1, pl);
 }
 
 static int plan_fits(const request *rq, const search_slack_plan *pl,
@@ -387,7 +387,7 @@ static int lift_rails(const request *rq, scratch *sc, search_slack_plan *pl, enp
     req_cost c;
     ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->lift, 0, &c, err));
     pl->request_evals++;
-    if (take(rq, (const int(*)[CONFIG_NCOMP])sc->lift, &c, 0, pl))
+    if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->lift, &c, 0, pl))
       pl->lifted_mask = mask, pl->walk_moves = -1, sc->have_best = 0;
   }
   return 0;
@@ -492,7 +492,7 @@ static int step_back(const request *rq, scratch *sc, const search_walk *w, int64
 }
 
 /* Walk prefix m, its states in sc->cand, its running plain totals *run (`confirm`: priced
- * again whole, since running sums round): take the plain plan when it fits and is
+ * again whole, since running sums round): take_if_better the plain plan when it fits and is
  * cheaper, and (pg) the gated one likewise, each until it has fitted once. */
 static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, req_cost *run,
                        int *found_plain, int *found_gated, search_slack_plan *pl,
@@ -502,14 +502,14 @@ static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, r
   if (!*found_plain) {
     if (confirm) ENPU_FORWARD(req_total(rq, cand, 0, run, err));
     *found_plain = fits(rq, run, pl->budget_ns);
-    took |= take(rq, cand, run, 0, pl);
+    took |= take_if_better(rq, cand, run, 0, pl);
   }
   if (!*found_gated) {
     req_cost gated;
     ENPU_FORWARD(req_total(rq, cand, 1, &gated, err));
     pl->request_evals++;
     *found_gated = fits(rq, &gated, pl->budget_ns);
-    took |= take(rq, cand, &gated, 1, pl);
+    took |= take_if_better(rq, cand, &gated, 1, pl);
   }
   if (took) {
     pl->walk_moves = m, pl->lifted_mask = 0;

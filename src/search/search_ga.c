@@ -16,7 +16,7 @@ typedef struct {
   uint64_t s;
 } rng;
 
-static uint64_t rng_next(rng *r) {
+static uint64_t splitmix_next(rng *r) {
   uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -25,7 +25,7 @@ static uint64_t rng_next(rng *r) {
 
 /* Uniform in 0..n-1 (1 <= n < 2^31) by a multiply instead of a division (the GA's hot
  * loop draws a few numbers per gene); the bias is below n / 2^32. */
-static int rng_below(rng *r, int n) { return (int)(((rng_next(r) >> 32) * (uint64_t)n) >> 32); }
+static int rng_below(rng *r, int n) { return (int)(((splitmix_next(r) >> 32) * (uint64_t)n) >> 32); }
 
 void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes,
                            double *time_ns, double *energy_nj) {
@@ -81,7 +81,7 @@ static void mutate_gene(const ga_problem *pb, rng *r, int *genes, int i) {
 static void mutate(const ga_problem *pb, rng *r, int *genes, int rate_inv, double *t, double *e) {
   const double log_keep = rate_inv == pb->n ? pb->log_keep : log1p(-1.0 / rate_inv);
   for (int i = -1;;) {
-    const double u = ((double)(rng_next(r) >> 11) + 1.0) * 0x1p-53; /* (0, 1] */
+    const double u = ((double)(splitmix_next(r) >> 11) + 1.0) * 0x1p-53; /* (0, 1] */
     const double skip = log_keep < 0 ? floor(log(u) / log_keep) : INFINITY;
     if (!(skip < (double)(pb->n - 1 - i))) return;
     i += 1 + (int)skip;
@@ -154,7 +154,7 @@ static double ga_child(const ga_problem *pb, rng *r, const int *cur, const doubl
   const double *pt = pb->t, *pe = pb->e;
   double t = 0, e = 0;
   for (int base = 0; base < pb->n; base += 64) {
-    const uint64_t bits = rng_next(r);
+    const uint64_t bits = splitmix_next(r);
     const int end = base + 64 < pb->n ? base + 64 : pb->n;
     for (int i = base; i < end; i++) { /* branch-free: the bits are random */
       const int take_a = -(int)(bits >> (i - base) & 1u);

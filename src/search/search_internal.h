@@ -54,7 +54,7 @@ int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev,
 int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users,
                     int nthreads, int part, search_front *f, search_pareto *out, enpu_err *err);
 
-/* Policy → search setup (DESIGN.md §1 policies table). gate_pipe is pipe with power
+/* Policy → search setup (paper §4.1, §4.6; src/README.md). gate_pipe is pipe with power
  * gating on (pg policies price their plans with it too). */
 typedef struct {
   search_domains dom;

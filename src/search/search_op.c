@@ -301,8 +301,8 @@ static int greedy_eval(greedy_run *g, const int dstate[CONFIG_NCOMP], search_poi
  *   (a mix two states apart in two domains, which no single move crosses);
  * - repair, once neither helps: the slower but cheaper hand-over that saves the most per
  *   ns lost, raised back to the point's time by a few restricted Algorithm 1 steps
- *   (trim_repair). This is what closes the norm's gap (issue 4): its VU-bound kernel
- *   wants SA to give the frontend clock to VU *and* VU and SRAM one state higher.
+ *   (trim_repair). This is what closes the norm's gap (results/search.md): its VU-bound
+ *   kernel wants SA to give the frontend clock to VU *and* VU and SRAM one state higher.
  * TRIM_PAIR_STEP = 1: on the ops of results/search.md §1, steps of 2 or 3 found nothing
  * more and cost 23 % / 60 % more evaluations (norm 1,639 → 2,011 / 2,619).
  * Every accepted plan weakly dominates the one before, and goes into the front. Moves are

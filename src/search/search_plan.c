@@ -1,6 +1,6 @@
 /* search_plan.c — what a compiled plan must satisfy before it leaves the search
- * (DESIGN.md §11) and how it is emitted: the vf.set register encoding and stream
- * (DESIGN.md §1, paper §3.2).
+ * (src/README.md, "Plan invariants") and how it is emitted: the vf.set register
+ * encoding and stream (paper §3.2).
  *
  * vf.set word: bits 8u..8u+7 hold the state of unit u (FE, SA, VU, SRAM, HBM, ICI),
  * bits 48..53 the mask of units the command changes; fields outside the mask are 0 so
@@ -8,6 +8,8 @@
 #include <math.h>
 
 #include "search.h"
+
+_Static_assert((int)SEARCH_VF_NUNIT == (int)COST_NUNIT, "vf.set has one field per clocked unit");
 
 #define INV_RTOL 1e-9
 

@@ -62,7 +62,7 @@ static int round_plan(int k, int peak, double time_ns, double energy_nj, int64_t
   pl->instances = instances;
   for (int64_t x = 0; x < instances; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) pl->state[x][c] = peak - k;
-  pl->time_ns = pl->cp_time_ns = time_ns; /* one state: no transition, no crossing */
+  pl->time_ns = pl->cp_time_ns = time_ns; /* the caller prices the critical path */
   pl->energy_nj = energy_nj;
   pl->lower_bound_nj = energy_nj; /* one knob, every value tried: nothing to relax */
   pl->walk_moves = (int64_t)k * instances; /* a round moves every instance */

@@ -1,5 +1,5 @@
 /* search_walk.c — request-level search over the ops' Pareto sets: the walk along lower
- * convex hulls (DESIGN.md §5), the paper's plain greedy (§3.3), walk prefixes with the
+ * convex hulls (src/README.md), the paper's plain greedy (§3.3), walk prefixes with the
  * LP-relaxation lower bound, and per-instance positions of a prefix.
  *
  * Why the hull walk is exact for its LP: choosing one Pareto point per op instance under

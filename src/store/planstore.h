@@ -6,19 +6,28 @@
  * and never touches the file. Every index read from the file is bounds-checked at open:
  * a corrupt or crafted store fails planstore_open with ENPU_ERR_FORMAT and a message,
  * never a crash, and every table it loads must match the checksum written with it, so
- * a damaged store is an error naming the table, never a changed answer. Functions return 0 or a negative ENPU_ERR_* code (common.h) and fill
- * the optional enpu_err. A planstore handle is read-only after open: concurrent lookups
- * from several threads are safe. */
+ * a damaged store is an error naming the table, never a changed answer. Functions return
+ * 0 or a negative ENPU_ERR_* code (enpu_err.h, installed beside this header) and fill the
+ * optional enpu_err. A planstore handle is read-only after open: concurrent lookups from
+ * several threads are safe. */
 #ifndef ENPU_PLANSTORE_H
 #define ENPU_PLANSTORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "enpu_err.h"
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The functions below are the whole ABI of libenpu_planstore: the library is compiled
+ * with hidden visibility and exports only what carries PLANSTORE_API. */
+#if defined(__GNUC__)
+#define PLANSTORE_API __attribute__((visibility("default")))
+#else
+#define PLANSTORE_API
 #endif
 
 #define PLANSTORE_PREFILL 0
@@ -82,15 +91,17 @@ typedef struct {
  * @return 0; ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT (not a plan store, wrong
  * format_version, corrupt or out-of-range contents), ENPU_ERR_NOMEM. *out is NULL on
  * failure. */
-int planstore_open(const char *path, planstore **out, enpu_err *err);
+PLANSTORE_API int planstore_open(const char *path, planstore **out, enpu_err *err);
 /* planstore_open of one policy only (NULL: the first in name order): the other
  * policies' tables are not read, so a runtime serving one policy opens faster.
  * @return as planstore_open, or ENPU_ERR_NOT_FOUND when the store has no such policy. */
-int planstore_open_policy(const char *path, const char *policy, planstore **out, enpu_err *err);
-void planstore_close(planstore *ps); /* NULL is a no-op */
+PLANSTORE_API int planstore_open_policy(const char *path, const char *policy, planstore **out,
+                                        enpu_err *err);
+PLANSTORE_API void planstore_close(planstore *ps); /* NULL is a no-op */
 
-size_t planstore_policy_count(const planstore *ps);
-const char *planstore_policy_name(const planstore *ps, size_t i); /* NULL when out of range */
+PLANSTORE_API size_t planstore_policy_count(const planstore *ps);
+/* NULL when out of range */
+PLANSTORE_API const char *planstore_policy_name(const planstore *ps, size_t i);
 
 /* The plan of policy `policy` (NULL = the first policy in name order) for a batch of
  * `batch` requests of `seq` tokens, padded up to the smallest covering bucket (smallest
@@ -105,14 +116,15 @@ const char *planstore_policy_name(const planstore *ps, size_t i); /* NULL when o
  *     below the fastest plan — in that case *plan is still filled with the fastest plan
  *     (walk prefix 0), which a runtime may use when it prefers late to nothing;
  *   ENPU_ERR_INVALID: bad arguments. */
-int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
-                     double target_ns, planstore_plan *plan, enpu_err *err);
+PLANSTORE_API int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch,
+                                   int seq, double target_ns, planstore_plan *plan, enpu_err *err);
 
 /* planstore_lookup at the bucket's slack budget (slack as a fraction): strict buckets
  * target max(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns, paper buckets
  * (1 + slack) * t_nodvfs_ns. */
-int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch,
-                           int seq, double slack, planstore_plan *plan, enpu_err *err);
+PLANSTORE_API int planstore_lookup_slack(const planstore *ps, const char *policy, int phase,
+                                         int batch, int seq, double slack, planstore_plan *plan,
+                                         enpu_err *err);
 
 /* The plan of the same bucket as `bucket_plan` (any plan planstore_lookup returned from
  * this store, ENPU_ERR_INFEASIBLE ones included) for another target: what
@@ -120,8 +132,8 @@ int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, i
  * searching the buckets again (a runtime that keeps a batch's bucket while its
  * sequence grows). @return as planstore_lookup; ENPU_ERR_INVALID for a plan that does
  * not come from this store. */
-int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, double target_ns,
-                       planstore_plan *plan, enpu_err *err);
+PLANSTORE_API int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan,
+                                     double target_ns, planstore_plan *plan, enpu_err *err);
 
 /* The plan of the same bucket as `bucket_plan` after the first `walk_prefix` steps of its
  * walk, whatever their time (target_ns is set to the plan's time): a runtime that knows
@@ -129,17 +141,18 @@ int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, d
  * chip-wide state (schemas/planstore.md). The lower bound is the plan's energy.
  * @return 0; ENPU_ERR_RANGE for a prefix beyond the walk; ENPU_ERR_INVALID for a plan
  * that does not come from this store. */
-int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan, uint64_t walk_prefix,
-                        planstore_plan *plan, enpu_err *err);
+PLANSTORE_API int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan,
+                                      uint64_t walk_prefix, planstore_plan *plan, enpu_err *err);
 
 /* Number of distinct ops of the plan's bucket (the size planstore_plan_states needs). */
-size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan);
+PLANSTORE_API size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan);
 
 /* Per-op frequency states implied by the plan's walk prefix, in op-table order.
  * @return 0, or ENPU_ERR_RANGE when cap < planstore_plan_op_count (nothing written),
  * ENPU_ERR_INVALID for a plan that does not come from this store. */
-int planstore_plan_states(const planstore *ps, const planstore_plan *plan,
-                          planstore_op_states *out, size_t cap, size_t *n, enpu_err *err);
+PLANSTORE_API int planstore_plan_states(const planstore *ps, const planstore_plan *plan,
+                                        planstore_op_states *out, size_t cap, size_t *n,
+                                        enpu_err *err);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,7 @@
  * groups may be policy variants (pg+, @shadow=) and epoch policies, whose ops are epochs
  * (kind STORE_OP_KIND_EPOCH). */
 #define STORE_FORMAT_VERSION 4u
-#define STORE_NSTATE 5     /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
+#define STORE_NSTATE PLANSTORE_NSTATE /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7    /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
 #define STORE_NAME_LEN 64  /* fixed string columns (op and policy names) */
 #define STORE_MSG_LEN 160  /* bucket status message */
@@ -37,8 +37,9 @@
 #define STORE_NO_PREFIX UINT64_MAX /* plans.walk_prefix of a plan that is no walk prefix
                                       (the GA's, a rail-lifted one, the all-peak fallback) */
 
-/* Phases and bucket status, as stored (u8 columns). Phase numbers equal config_phase. */
-enum { STORE_PHASE_PREFILL = 0, STORE_PHASE_DECODE = 1 };
+/* Phases and bucket status, as stored (u8 columns). Phases are the reader API's codes
+ * (which the modules that also see config.h assert equal to config_phase). */
+enum { STORE_PHASE_PREFILL = PLANSTORE_PREFILL, STORE_PHASE_DECODE = PLANSTORE_DECODE };
 enum {
   STORE_BUCKET_OK = 0,
   STORE_BUCKET_INFEASIBLE_CAPACITY = 1,
@@ -47,8 +48,9 @@ enum {
                                no ops, walk or plans */
   STORE_NBUCKET_STATUS
 };
-/* Budget modes, as stored (u8 columns); equal to config_budget. */
-enum { STORE_BUDGET_STRICT = 0, STORE_BUDGET_PAPER = 1 };
+/* Budget modes, as stored (u8 columns): the reader API's codes, asserted equal to
+ * config_budget where both are seen. */
+enum { STORE_BUDGET_STRICT = PLANSTORE_BUDGET_STRICT, STORE_BUDGET_PAPER = PLANSTORE_BUDGET_PAPER };
 
 /* ops.kind of an epoch of dvfs-c-ms / enpu-ms: several operators at one V/f setting. */
 #define STORE_OP_KIND_EPOCH 1000u

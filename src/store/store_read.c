@@ -256,11 +256,11 @@ static int load_table(hid_t group, store_policy_tables *p, store_table t, int lo
 /* ---- validation ---------------------------------------------------------------- */
 
 /* Is [first, first+count) inside a table of `rows` rows? */
-static int range_ok(uint64_t first, uint64_t count, size_t rows) {
+static int in_table(uint64_t first, uint64_t count, size_t rows) {
   return first <= rows && count <= rows - first;
 }
 
-static int validate_ops(const store_policy_tables *p, enpu_err *err) {
+static int check_ops(const store_policy_tables *p, enpu_err *err) {
   for (size_t i = 0; i < p->npareto; i++)
     if (p->pareto[i].op >= p->nops || !isfinite(p->pareto[i].time_ns) || !(p->pareto[i].time_ns >= 0) ||
         !isfinite(p->pareto[i].energy_nj))
@@ -268,7 +268,7 @@ static int validate_ops(const store_policy_tables *p, enpu_err *err) {
                  p->pareto[i].op);
   for (size_t i = 0; i < p->nops; i++) {
     const store_op_rec *o = &p->ops[i];
-    if (o->pareto_count == 0 || !range_ok(o->pareto_first, o->pareto_count, p->npareto))
+    if (o->pareto_count == 0 || !in_table(o->pareto_first, o->pareto_count, p->npareto))
       return BAD("policy %s: op %zu: pareto range [%u, +%u) outside the %zu points", p->name, i,
                  o->pareto_first, o->pareto_count, p->npareto);
     for (uint32_t k = 0; k < o->pareto_count; k++) {
@@ -343,7 +343,7 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
   return ENPU_OK;
 }
 
-static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch,
+static int check_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch,
                            enpu_err *err) {
   const store_bucket_rec *b = &p->buckets[bi];
   if (b->phase > STORE_PHASE_DECODE || b->status >= STORE_NBUCKET_STATUS || b->budget > STORE_BUDGET_PAPER ||
@@ -352,8 +352,8 @@ static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_
                b->phase, b->status, b->budget, b->batch, b->seq);
   if (b->status == STORE_BUCKET_PENDING && (b->ops_count || b->walk_count || b->plan_count))
     return BAD("policy %s: bucket %u: not compiled yet, but has ops, walk steps or plans", p->name, bi);
-  if (!range_ok(b->ops_first, b->ops_count, p->nbucket_ops) || !range_ok(b->walk_first, b->walk_count, p->nwalk) ||
-      !range_ok(b->plan_first, b->plan_count, p->nplans))
+  if (!in_table(b->ops_first, b->ops_count, p->nbucket_ops) || !in_table(b->walk_first, b->walk_count, p->nwalk) ||
+      !in_table(b->plan_first, b->plan_count, p->nplans))
     return BAD("policy %s: bucket %u: ops, walk or plan range outside its table", p->name, bi);
   if (!isfinite(b->t_nodvfs_ns) || !isfinite(b->t_peak_ns) || !isfinite(b->e_nodvfs_nj) ||
       !isfinite(b->walk_start_time_ns) || !isfinite(b->walk_start_energy_nj))
@@ -375,7 +375,7 @@ static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_
   for (uint32_t k = 0; k < b->plan_count; k++) {
     const store_plan_rec *pl = &p->plans[b->plan_first + k];
     if (pl->bucket != bi || (pl->walk_prefix > b->walk_count && pl->walk_prefix != STORE_NO_PREFIX) ||
-        !range_ok(pl->states_first, pl->states_count, p->nplan_states))
+        !in_table(pl->states_first, pl->states_count, p->nplan_states))
       return BAD("policy %s: plan %u: wrong bucket, walk prefix or plan_states range out of range", p->name,
                  b->plan_first + k);
     if (pl->budget != b->budget || !isfinite(pl->cp_time_ns) || !isfinite(pl->overhead_pct))
@@ -394,10 +394,10 @@ static int validate_bucket(const store_policy_tables *p, uint32_t bi, planstore_
 
 /* Loaded plan_states rows: each belongs to the plan whose range holds it; a plan's runs
  * follow its bucket's ops and cover each op's instances exactly. */
-static int validate_plan_states(const store_policy_tables *p, enpu_err *err) {
+static int check_plan_states(const store_policy_tables *p, enpu_err *err) {
   for (size_t k = 0; k < p->nplans; k++) {
     const store_plan_rec *pl = &p->plans[k];
-    const store_bucket_rec *b = &p->buckets[pl->bucket]; /* checked by validate_bucket */
+    const store_bucket_rec *b = &p->buckets[pl->bucket]; /* checked by check_bucket */
     uint32_t j = 0;  /* the bucket op the runs are at */
     uint64_t n = 0;  /* its instances covered so far */
     for (uint64_t i = 0; i < pl->states_count; i++) {
@@ -426,7 +426,7 @@ static int validate_plan_states(const store_policy_tables *p, enpu_err *err) {
 }
 
 /* Validation rows point at a plan of their bucket (store_load; planstore_open loads none). */
-static int validate_validation(const store_policy_tables *p, enpu_err *err) {
+static int check_validation_tables(const store_policy_tables *p, enpu_err *err) {
   for (size_t i = 0; i < p->nvalidation; i++) {
     const store_validation_rec *v = &p->validation[i];
     const store_bucket_rec *b = v->bucket < p->nbuckets ? &p->buckets[v->bucket] : NULL;
@@ -486,11 +486,11 @@ static int index_buckets(store_policy *sp, enpu_err *err) {
   return ENPU_OK;
 }
 
-static int validate_policy(store_policy *sp, enpu_err *err) {
+static int check_policy_group(store_policy *sp, enpu_err *err) {
   const store_policy_tables *p = &sp->t;
-  ENPU_FORWARD(validate_ops(p, err));
+  ENPU_FORWARD(check_ops(p, err));
   /* Scratch for replaying walks; a bucket whose ops range exceeds bucket_ops is rejected
-   * by validate_bucket before its walk is replayed, so this bound is enough. */
+   * by check_bucket before its walk is replayed, so this bound is enough. */
   size_t max_ops = 1;
   for (size_t i = 0; i < p->nbuckets; i++)
     if (p->buckets[i].ops_count > max_ops) max_ops = p->buckets[i].ops_count;
@@ -498,11 +498,11 @@ static int validate_policy(store_policy *sp, enpu_err *err) {
   planstore_op_states *scratch = enpu_calloc(max_ops, sizeof *scratch);
   ENPU_RETURN_IF(!scratch, err, ENPU_ERR_NOMEM, "policy %s: out of memory", p->name);
   int rc = ENPU_OK;
-  for (size_t i = 0; i < p->nbuckets && rc == ENPU_OK; i++) rc = validate_bucket(p, (uint32_t)i, scratch, err);
+  for (size_t i = 0; i < p->nbuckets && rc == ENPU_OK; i++) rc = check_bucket(p, (uint32_t)i, scratch, err);
   free(scratch);
   ENPU_FORWARD(rc);
-  if (p->plan_states) ENPU_FORWARD(validate_plan_states(p, err));
-  if (p->validation) ENPU_FORWARD(validate_validation(p, err));
+  if (p->plan_states) ENPU_FORWARD(check_plan_states(p, err));
+  if (p->validation) ENPU_FORWARD(check_validation_tables(p, err));
   return index_buckets(sp, err);
 }
 
@@ -581,7 +581,7 @@ static int load_policy(hid_t policies, hsize_t idx, store_policy *sp, int with_p
     rc = load_table(g, p, (store_table)t, t < STORE_T_PLAN_STATES || with_plan_states, file_bytes, err);
   H5Gclose(g);
   ENPU_FORWARD(rc);
-  return validate_policy(sp, err);
+  return check_policy_group(sp, err);
 }
 
 /* Policies to load: all (all != 0), else the one named `name` (NULL: the first). */

@@ -1,4 +1,4 @@
-/* validate.h — validation of a plan store (DESIGN.md §8, issue 6): a stratified sample
+/* validate.h — validation of a plan store (src/README.md): a stratified sample
  * of each policy's buckets, every stored plan of a sampled bucket re-simulated on the
  * real operator order with the full cost model and V/f transitions (search_plan_simulate)
  * and checked against its budget and its stored time and energy, the trace replay with

@@ -36,7 +36,7 @@ static int make_parents(const char *path, size_t keep, enpu_err *err) {
   return 0;
 }
 
-static int write_file(const char *dir, const char *rel, const char *data, size_t len,
+static int write_whole_file(const char *dir, const char *rel, const char *data, size_t len,
                       enpu_err *err) {
   char path[CONFIG_PATH_LEN];
   ENPU_RETURN_IF(!safe_rel(rel), err, ENPU_ERR_INVALID,
@@ -70,10 +70,10 @@ static void dir_part(const char *rel, char *out, size_t cap) {
 /* Write the documents and copy the chip tables into dir. */
 static int materialise(const store_contents *c, const json_t *job, const char *inputs_dir,
                        const char *dir, enpu_err *err) {
-  ENPU_FORWARD(write_file(dir, "job.json", c->job_json, strlen(c->job_json), err));
-  ENPU_FORWARD(write_file(dir, member(job, "model"), c->model_json, strlen(c->model_json), err));
-  ENPU_FORWARD(write_file(dir, member(job, "chip"), c->chip_json, strlen(c->chip_json), err));
-  ENPU_FORWARD(write_file(dir, member(job, "cluster"), c->cluster_json, strlen(c->cluster_json), err));
+  ENPU_FORWARD(write_whole_file(dir, "job.json", c->job_json, strlen(c->job_json), err));
+  ENPU_FORWARD(write_whole_file(dir, member(job, "model"), c->model_json, strlen(c->model_json), err));
+  ENPU_FORWARD(write_whole_file(dir, member(job, "chip"), c->chip_json, strlen(c->chip_json), err));
+  ENPU_FORWARD(write_whole_file(dir, member(job, "cluster"), c->cluster_json, strlen(c->cluster_json), err));
   json_error_t je;
   json_t *chip = json_loads(c->chip_json, 0, &je);
   ENPU_RETURN_IF(!chip, err, ENPU_ERR_FORMAT, "store attribute chip_json: %s (line %d)", je.text,
@@ -98,7 +98,7 @@ static int materialise(const store_contents *c, const json_t *job, const char *i
     char *data = NULL;
     size_t len = 0;
     rc = enpu_read_file(src, &data, &len, err);
-    if (rc == 0) rc = write_file(dir, rel, data, len, err);
+    if (rc == 0) rc = write_whole_file(dir, rel, data, len, err);
     free(data);
     if (rc < 0) break;
   }

@@ -22,6 +22,9 @@
 #include "validate.h"
 
 _Static_assert(STORE_NSTATE == CONFIG_NCOMP, "a stored plan has one state per component");
+_Static_assert((int)CONFIG_BUDGET_STRICT == (int)STORE_BUDGET_STRICT &&
+                   (int)CONFIG_BUDGET_PAPER == (int)STORE_BUDGET_PAPER,
+               "a stored budget mode is a config_budget");
 
 struct validate_ctx {
   const config_job *job;
@@ -64,7 +67,7 @@ typedef struct {
   int (*state)[CONFIG_NCOMP];
 } bucket_map;
 
-static void map_free(bucket_map *m) {
+static void bucket_map_free(bucket_map *m) {
   graph_free(m->g);
   search_units_free(m->u);
   free(m->key_of);
@@ -137,7 +140,7 @@ static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl,
 
 /* Build the graph and its units and match ops. *why is set (and 0 returned) when the
  * store and the rebuild disagree. */
-static int map_bucket(validate_ctx *v, const config_policy_spec *policy, const search_options *opt,
+static int match_bucket_ops(validate_ctx *v, const config_policy_spec *policy, const search_options *opt,
                       const store_policy_tables *t, const store_bucket_rec *b, double tol,
                       bucket_map *m, char *why, size_t why_cap, enpu_err *err) {
   enpu_err gerr = {0};
@@ -261,7 +264,7 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
   bucket_map m = {0};
   planstore_op_states *st = enpu_calloc((size_t)b->ops_count + 1, sizeof *st);
   int rc = st ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
-  if (rc == 0) rc = map_bucket(v, &policy, &opt, t, b, tolerance, &m, why, sizeof why, err);
+  if (rc == 0) rc = match_bucket_ops(v, &policy, &opt, t, b, tolerance, &m, why, sizeof why, err);
   for (uint32_t p = 0; rc == 0 && p < b->plan_count; p++) {
     const store_plan_rec *pl = &t->plans[b->plan_first + p];
     store_validation_rec *o = &out[p];
@@ -288,7 +291,7 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
     o->pass = !msg[0];
     memcpy(o->message, msg, sizeof o->message);
   }
-  map_free(&m);
+  bucket_map_free(&m);
   free(st);
   return rc;
 }

@@ -39,7 +39,7 @@ static void runs_free(policy_run *r, size_t n) {
   free(r);
 }
 
-static int check_policy(validate_ctx *v, const validate_args *a, const store_policy_tables *t,
+static int check_sampled_plans(validate_ctx *v, const validate_args *a, const store_policy_tables *t,
                         policy_run *r, validate_outcome *out, enpu_err *err) {
   validate_pick *picks = enpu_calloc((size_t)a->sample + 1, sizeof *picks);
   ENPU_RETURN_IF(!picks, err, ENPU_ERR_NOMEM, "out of memory (sample)");
@@ -83,9 +83,9 @@ static int check_policy(validate_ctx *v, const validate_args *a, const store_pol
   return rc;
 }
 
-static void summarise(const validate_args *a, const replay_summary *s, const replay_summary *base,
+static void summarise_replay(const validate_args *a, const replay_summary *s, const replay_summary *base,
                       store_validation_replay_rec *o) {
-  const replay_phase_stats *p = &s->phase[REPLAY_PREFILL], *d = &s->phase[REPLAY_DECODE];
+  const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
   *o = (store_validation_replay_rec){
       .requests = s->requests, .served = s->served, .slo_met = s->slo_met,
       .slo_attainment = s->slo_attainment, .energy_nj = s->energy_nj,
@@ -99,7 +99,7 @@ static void summarise(const validate_args *a, const replay_summary *s, const rep
   snprintf(o->trace, sizeof o->trace, "%s", a->trace_path);
 }
 
-static int replay_all(const validate_args *a, const store_contents *c, policy_run *runs,
+static int run_trace_replays(const validate_args *a, const store_contents *c, policy_run *runs,
                       enpu_err *err) {
   replay_setup setup;
   ENPU_FORWARD(replay_setup_init(&setup, a->cluster, &a->job->model, &a->job->chip, err));
@@ -127,7 +127,7 @@ static int replay_all(const validate_args *a, const store_contents *c, policy_ru
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
     if (!strcmp(c->policies[i].name, "nodvfs")) base = replay_result_summary(runs[i].replay);
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
-    summarise(a, replay_result_summary(runs[i].replay), base, &runs[i].summary);
+    summarise_replay(a, replay_result_summary(runs[i].replay), base, &runs[i].summary);
   planstore_close(ps);
   replay_trace_free(trace);
   return rc;
@@ -232,7 +232,7 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
   if (out->failed) fprintf(f, "\nFirst failure: %s\n", out->first_failure);
 }
 
-static int write_report(const validate_args *a, const store_contents *c, const policy_run *runs,
+static int write_validation_md(const validate_args *a, const store_contents *c, const policy_run *runs,
                         const validate_outcome *out, enpu_err *err) {
   ENPU_FORWARD(make_parent_dirs(a->report_path, err));
   FILE *f = fopen(a->report_path, "w");
@@ -254,15 +254,15 @@ static int run_locked(const validate_args *a, const store_lock *lock, validate_o
                 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (policies)");
   out->policies = c->npolicies;
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
-    rc = check_policy(v, a, &c->policies[i], &runs[i], out, err);
+    rc = check_sampled_plans(v, a, &c->policies[i], &runs[i], out, err);
     if (rc == 0 && a->log)
       fprintf(a->log, "validate: %s: %zu plans re-simulated\n", c->policies[i].name, runs[i].nrows);
   }
   out->resim_s = enpu_now_s() - t0;
-  if (rc == 0) rc = replay_all(a, c, runs, err);
+  if (rc == 0) rc = run_trace_replays(a, c, runs, err);
   out->replay_s = enpu_now_s() - t0 - out->resim_s;
   if (rc == 0) rc = rewrite_store(lock, c, runs, err);
-  if (rc == 0 && a->report_path) rc = write_report(a, c, runs, out, err);
+  if (rc == 0 && a->report_path) rc = write_validation_md(a, c, runs, out, err);
   out->total_s = enpu_now_s() - t0;
   validate_ctx_free(v);
   runs_free(runs, c->npolicies);

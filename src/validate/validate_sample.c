@@ -9,11 +9,6 @@
 
 #include "validate.h"
 
-static int cmp_i32(const void *a, const void *b) {
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* The distinct values of the batch (a = 0) and seq (a = 1) columns of one phase's
  * sampleable buckets, sorted. */
 typedef struct {
@@ -39,7 +34,7 @@ static int axes_of(const store_policy_tables *t, int phase, phase_axes *ax) {
       const store_bucket_rec *b = &t->buckets[i];
       if (sampleable(b) && b->phase == phase) ax->v[a][ax->n[a]++] = a ? b->seq : b->batch;
     }
-    qsort(ax->v[a], ax->n[a], sizeof *ax->v[a], cmp_i32);
+    qsort(ax->v[a], ax->n[a], sizeof *ax->v[a], enpu_cmp_i32);
     size_t u = 0;
     for (size_t k = 0; k < ax->n[a]; k++)
       if (u == 0 || ax->v[a][k] != ax->v[a][u - 1]) ax->v[a][u++] = ax->v[a][k];
@@ -51,7 +46,7 @@ static int axes_of(const store_policy_tables *t, int phase, phase_axes *ax) {
 /* Range of a value among n sorted distinct values: rank · R / n (R ranges, fewer when
  * n < R). */
 static uint32_t range_of(const phase_axes *ax, int a, int32_t val) {
-  const int32_t *hit = bsearch(&val, ax->v[a], ax->n[a], sizeof val, cmp_i32);
+  const int32_t *hit = bsearch(&val, ax->v[a], ax->n[a], sizeof val, enpu_cmp_i32);
   const size_t rank = hit ? (size_t)(hit - ax->v[a]) : 0;
   return ax->n[a] ? (uint32_t)(rank * VALIDATE_RANGES / ax->n[a]) : 0;
 }

@@ -1,9 +1,9 @@
-/* bench_exhaustive.c — how close Algorithm 1's Pareto sets are to the exact ones (issue 4,
- * "must show"): for five ops of different kinds of Llama3-70B prefill 4096 (batch 1), the
- * exhaustive search over all 34^5 plans and Algorithm 1, both on the `ideal` pipeline (no
- * crossing, HBM full), then the energy gap at matched time (max and mean over the greedy
- * points) and the hypervolume ratio, for Algorithm 1 as is and with the trim pass
- * (search_options.op_trim). The same numbers as `enpu op ... --exhaustive`.
+/* bench_exhaustive.c — how close Algorithm 1's Pareto sets are to the exact ones
+ * (results/search.md): for five ops of different kinds of Llama3-70B prefill 4096
+ * (batch 1), the exhaustive search over all 34^5 plans and Algorithm 1, both on the
+ * `ideal` pipeline (no crossing, HBM full), then the energy gap at matched time (max and
+ * mean over the greedy points) and the hypervolume ratio, for Algorithm 1 as is and with
+ * the trim pass (search_options.op_trim). The same numbers as `enpu op ... --exhaustive`.
  * Usage: bench_exhaustive [--threads N] [--ops ID,ID,...] [--json]. Minutes per op (the
  * default ops: matmul, attention, norm, elementwise, allreduce, allgather); never fails
  * on a gap. */

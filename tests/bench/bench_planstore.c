@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "common.h"
 #include "planstore.h"
 #include "store.h"
 
@@ -32,13 +33,8 @@ typedef struct {
   double target_ns;
 } query;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double median(double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, enpu_cmp_double);
   return v[n / 2];
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Calibration of the cost model against the paper (issue 3, "Must show"), printed.
+"""Calibration of the cost model against the paper (results/calibration.md), printed.
 
 1. Single-request TTFT (prefill, batch 1, input length P33/P66/P100 = 1291/2777/7691)
    and TPOT (decode, batch 1, total length 1313/2802/9071) of the four models on their

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""CLI contract test of `enpu op` and `enpu graph --time` (issue 3, item 5): JSON field
+"""CLI contract test of `enpu op` and `enpu graph --time` : JSON field
 names, internal consistency of the numbers, and the exit status and message of bad input.
 
 usage: test_cost_cli.py ENPU_BINARY SOURCE_DIR"""

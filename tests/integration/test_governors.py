@@ -5,8 +5,9 @@ store of `test_replay --write-store` (fixed:34 equals nodvfs; pelm's reward impr
 its own first 10 % of the run), byte-identical outputs for a seed, a saved network that
 the schema accepts and that acts alike when loaded, --train on the first half of the trace
 and --eval on the second, the report's governor section; then a real farm store with the
-uniform policy: a request at fixed:20 takes the time and energy `enpu op --pipeline
-uniform` gives at state 20 summed over the graph.
+uniform policy: its plans pass validation's re-simulation, and a request at fixed:20
+takes the time and energy `enpu op --pipeline uniform` gives at state 20 summed over the
+graph.
 
 usage: test_governors.py ENPU SOURCE_DIR TEST_REPLAY"""
 import json
@@ -147,11 +148,14 @@ job = write("gov-job.json", json.dumps({
     "chip": os.path.join(h.src, "jobs/chips/tpuv5p.json"), "cluster": os.path.join(h.src, CLUSTER),
     "store": "plans.h5",
     "phases": {"prefill": {"batch": [1], "seq": [1024]}, "decode": {"batch": [1], "seq": [2048]}},
-    "slacks": [0, 0.1], "policies": ["nodvfs", "uniform"]}))
+    "slacks": [0, 0.1, 0.3], "policies": ["nodvfs", "uniform"]}))
 r = h.run("farm", job, "--quiet", "--results", os.path.join(tmp, "farm-results"))
 h.check("farm with the uniform policy: exit 0", r.returncode == 0, r.stderr[-2000:])
 one = write("one.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,1000,1\n")
 farm_store = os.path.join(tmp, "plans.h5")
+r = h.run("validate", farm_store, "--job", job, "--trace", TRACE, "--cluster", CLUSTER, "--sample", "4")
+h.check("validate re-simulates the uniform plans (time, critical path, overhead) as stored",
+        r.returncode == 0 and " 0 failed" in r.stderr + r.stdout, (r.stdout + r.stderr)[-800:])
 r = replay("--governors", "fixed:20", "--json", store_path=farm_store, trace=one)
 h.check("fixed:20 on the farm store: exit 0", r.returncode == 0, r.stderr)
 if r.returncode == 0:

@@ -9,7 +9,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cmake --install "$build" --component planstore --prefix "$tmp/prefix" >/dev/null
-test -f "$tmp/prefix/include/enpu/planstore.h"
+# The API header and the error codes it returns, nothing else (common.h is private).
+headers=$(cd "$tmp/prefix/include/enpu" && ls | tr '\n' ' ')
+[[ "$headers" == "enpu_err.h planstore.h " ]] || { echo "FAIL: installed headers: $headers"; exit 1; }
 "$test_store" --write "$tmp/plans.h5"
 
 # Prefill batch 3, seq 500 pads to bucket 4 x 512; an unbounded target takes the whole

@@ -16,6 +16,7 @@ Part 2, a store compiled by `enpu farm` from jobs/demo.json and a replay of the 
 note) and Figure 22's table equals summary.json."""
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -215,8 +216,14 @@ with tempfile.TemporaryDirectory() as tmp:
               "--out", rdir)
     h.check("enpu replay writes its outputs", r.returncode == 0 and os.path.exists(os.path.join(rdir, "summary.json")),
             r.stderr[-500:])
+    # A windows file of a policy the replay's summary.json does not list (left by an older
+    # run into the same directory) is not plotted.
+    shutil.copy(os.path.join(rdir, "windows_nodvfs.csv"), os.path.join(rdir, "windows_stale.csv"))
     out4 = os.path.join(tmp, "out4")
     r = h.run("report", fstore, "--job", "jobs/demo.json", "--replay", rdir, "--out", out4, "--slack", "5")
+    dat = os.path.join(out4, "replay_energy.dat")
+    h.check("a stale windows file (no policy of summary.json) is not plotted",
+            os.path.exists(dat) and "stale" not in open(dat).read() and "nodvfs(6)" in open(dat).read())
     h.check("report with --job and --replay exits 0", r.returncode == 0, r.stderr)
     md = open(os.path.join(out4, "report.md")).read() if r.returncode == 0 else ""
     check_report("farm store", fstore, out4, md)

@@ -1,8 +1,8 @@
 /* test_graph.c — operator graphs checked against closed-form model arithmetic.
  *
- * Every expected value below is written from the model's public sizes (DESIGN.md §9,
- * built by hand as struct literals) and the modelling rules stated in graph.h, never
- * copied from the program's output. Notation: H hidden, L layers, V vocab, h heads,
+ * Every expected value below is written from the model's published sizes (the values of
+ * jobs/models/, built by hand as struct literals) and the modelling rules stated in
+ * graph.h, never copied from the program's output. Notation: H hidden, L layers, V vocab, h heads,
  * kv KV heads, hd head dim, I FFN intermediate, d = 2 bytes (bf16), B batch, S seq.
  *
  * FLOPs: a matmul of a [1,k] row by a [k,n] weight costs 2kn, so the weight FLOPs per
@@ -22,7 +22,7 @@
 #include "graph.h"
 
 /* ---------------------------------------------------------------------------------
- * Models (DESIGN.md §9) and jobs */
+ * Models (their published configurations) and jobs */
 
 static config_model llama3_70b(void) {
   return (config_model){.name = "llama3-70b", .hidden = 8192, .layers = 80, .vocab = 128256,

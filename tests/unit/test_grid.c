@@ -1,5 +1,5 @@
 /* test_grid.c — the §3.4 bucket rule, explicit axes, padding and the per-chip capacity
- * check, on hand-built config structs (public model values of DESIGN.md §9), so the
+ * check, on hand-built config structs (the models' published values), so the
  * grid is tested independently of the JSON loaders. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,7 +130,7 @@ static void assert_seq_rule_steps(const int *v, int n) {
 static void test_seq_rule_counts(void **state) {
   (void)state;
   const int max[] = {131072, 524288, 1048576};
-  const int expect[] = {36, 44, 48}; /* DESIGN.md §1: the literal rule */
+  const int expect[] = {36, 44, 48}; /* paper §3.4: the literal rule */
   for (int t = 0; t < 3; t++) {
     int *v, n;
     expand_rule(GRID_AXIS_SEQ, max[t], &v, &n);

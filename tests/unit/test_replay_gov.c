@@ -62,7 +62,7 @@ void test_governor_peak_is_nodvfs(void **state) {
   const replay_summary *a = replay_result_summary(runs[0]), *b = replay_result_summary(runs[1]);
   assert_string_equal(b->policy, "fixed-34");
   assert_true(a->energy_nj == b->energy_nj && a->end_ns == b->end_ns);
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++)
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++)
     assert_true(a->phase[ph].busy_energy_nj == b->phase[ph].busy_energy_nj &&
                 a->phase[ph].idle_energy_nj == b->phase[ph].idle_energy_nj &&
                 a->phase[ph].batches == b->phase[ph].batches);
@@ -89,9 +89,9 @@ void test_governor_fixed_state(void **state) {
   const double ep = synth_energy_nj(STORE_PHASE_PREFILL, 1, 1024), ed = synth_energy_nj(STORE_PHASE_DECODE, 1, 1024);
   assert_near(q[0].ttft_ns, tp * synth_uniform_time(17), 1e-3);
   const replay_summary *s = replay_result_summary(r);
-  assert_near(s->phase[REPLAY_PREFILL].busy_energy_nj, 4 * ep * synth_uniform_energy(17), 1e-6 * ep);
-  assert_near(s->phase[REPLAY_DECODE].busy_energy_nj, 2 * 4 * ed * synth_uniform_energy(17), 1e-6 * ed);
-  assert_near(s->phase[REPLAY_DECODE].busy_node_ns, 2 * td * synth_uniform_time(17), 1e-3);
+  assert_near(s->phase[CONFIG_PREFILL].busy_energy_nj, 4 * ep * synth_uniform_energy(17), 1e-6 * ep);
+  assert_near(s->phase[CONFIG_DECODE].busy_energy_nj, 2 * 4 * ed * synth_uniform_energy(17), 1e-6 * ed);
+  assert_near(s->phase[CONFIG_DECODE].busy_node_ns, 2 * td * synth_uniform_time(17), 1e-3);
   /* Idle: every node but the busy one for the whole horizon at state 17's idle power. */
   const double idle_w = c->setup.idle_w_state[17];
   const double idle_node_ns =
@@ -120,7 +120,7 @@ void test_governor_speculation(void **state) {
   const double verify = synth_time_ns(STORE_PHASE_DECODE, 8, 1024);
   const double step = (4 * draft + verify) / n_ac;
   const replay_summary *s = replay_result_summary(r);
-  assert_near(s->phase[REPLAY_DECODE].busy_node_ns, 10 * step, 1e-6 * step);
+  assert_near(s->phase[CONFIG_DECODE].busy_node_ns, 10 * step, 1e-6 * step);
   const replay_gov_summary *gs = replay_result_gov_summary(r);
   assert_int_equal(gs->spec_rounds, 10);
   assert_near(gs->mean_tokens_per_round, n_ac, 1e-12);
@@ -130,7 +130,7 @@ void test_governor_speculation(void **state) {
   const replay_job sd = {.policy = "nodvfs", .spec = {20, 4, 0}};
   replay_result *r2 = run_job(c, &sd, t);
   assert_string_equal(replay_result_summary(r2)->policy, "nodvfs+sd");
-  assert_near(replay_result_summary(r2)->phase[REPLAY_DECODE].busy_node_ns, 10 * step, 1e-6 * step);
+  assert_near(replay_result_summary(r2)->phase[CONFIG_DECODE].busy_node_ns, 10 * step, 1e-6 * step);
   replay_result_free(r2);
   replay_result_free(r);
   replay_trace_free(t);

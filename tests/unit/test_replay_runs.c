@@ -44,8 +44,8 @@ static void check_conservation(const replay_result *r, const replay_trace *t, co
   }
   assert_int_equal(sm->served, served);
   /* Tokens: prefill ran every context token once; decode made every token but the first. */
-  assert_int_equal(sm->phase[REPLAY_PREFILL].tokens, ctx_tokens);
-  assert_int_equal(sm->phase[REPLAY_DECODE].tokens + served, gen_tokens);
+  assert_int_equal(sm->phase[CONFIG_PREFILL].tokens, ctx_tokens);
+  assert_int_equal(sm->phase[CONFIG_DECODE].tokens + served, gen_tokens);
   /* Energy: requests share exactly the batches and their KV transfers; total = batches
    * + idle (every node from 0 to the horizon, outside its batches) + KV. */
   const double busy = sm->phase[0].busy_energy_nj + sm->phase[1].busy_energy_nj;
@@ -54,7 +54,7 @@ static void check_conservation(const replay_result *r, const replay_trace *t, co
   assert_near(sm->end_ns, last, 0);
   assert_true(sm->horizon_ns >= sm->end_ns);
   double total = sm->kv_energy_nj, win_total = 0, win_busy_ns[2] = {0};
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     const replay_phase_stats *p = &sm->phase[ph];
     const config_node *node = &s->cluster->node[ph];
     const double idle = ((double)node->nodes * sm->horizon_ns - p->busy_node_ns) * node->chips * sm->idle_w_per_chip;
@@ -69,7 +69,7 @@ static void check_conservation(const replay_result *r, const replay_trace *t, co
   uint64_t arrivals = 0, finished = 0;
   for (size_t k = 0; k < nw; k++) {
     win_total += w[k].kv_energy_nj;
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       win_total += w[k].busy_energy_nj[ph] + w[k].idle_energy_nj[ph];
       win_busy_ns[ph] += w[k].busy_node_ns[ph];
     }
@@ -80,7 +80,7 @@ static void check_conservation(const replay_result *r, const replay_trace *t, co
   assert_int_equal(arrivals, t->count);
   assert_int_equal(finished, served);
   assert_near(win_total, total, 1e-9 * total);
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++)
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++)
     assert_near(win_busy_ns[ph], sm->phase[ph].busy_node_ns, 1e-9 * sm->phase[ph].busy_node_ns);
 }
 
@@ -97,7 +97,7 @@ void test_conservation_table3(void **state) {
   assert_near(b->horizon_ns, e->horizon_ns, 0);
   assert_int_equal(b->phase[0].slowed + b->phase[1].slowed, 0);
   assert_true(e->phase[0].slowed > 0 && e->phase[1].slowed > 0);
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     assert_true(e->phase[ph].busy_energy_nj < b->phase[ph].busy_energy_nj);
     assert_true(e->phase[ph].energy_nj < b->phase[ph].energy_nj);
   }
@@ -165,7 +165,7 @@ void test_common_horizon(void **state) {
     assert_near(m->horizon_ns, last, 0);
     if (m == b) continue;
     assert_true(m->end_ns > b->end_ns); /* slowed: later */
-    for (int ph = 0; ph < REPLAY_NPHASE; ph++) assert_true(m->phase[ph].energy_nj < b->phase[ph].energy_nj);
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) assert_true(m->phase[ph].energy_nj < b->phase[ph].energy_nj);
     assert_true(m->energy_nj < b->energy_nj);
   }
   free_all(runs);
@@ -205,8 +205,8 @@ void test_prefill_batches_padded(void **state) {
       replay_result *r = run(c, p ? "enpu-all" : "nodvfs", t, &s);
       const replay_summary *sm = replay_result_summary(r);
       assert_int_equal(sm->ttft_met, 13);
-      assert_int_equal(sm->phase[REPLAY_PREFILL].padded_max, padded_max[k]);
-      assert_true(sm->phase[REPLAY_PREFILL].padded_max <= (uint64_t)budgets[k]);
+      assert_int_equal(sm->phase[CONFIG_PREFILL].padded_max, padded_max[k]);
+      assert_true(sm->phase[CONFIG_PREFILL].padded_max <= (uint64_t)budgets[k]);
       replay_result_free(r);
     }
   }
@@ -239,9 +239,9 @@ void test_safeguard1(void **state) {
   const double r1_run = q[1].ttft_ns + 1e6 - r0_end;
   assert_true(r1_run <= cap + 1e-3);
   assert_true(r1_run > tp); /* still slowed, only less */
-  assert_int_equal(sm->phase[REPLAY_PREFILL].safeguard1, 1);
-  assert_int_equal(sm->phase[REPLAY_PREFILL].safeguard1_fastest, 0);
-  assert_int_equal(sm->phase[REPLAY_PREFILL].late, 0);
+  assert_int_equal(sm->phase[CONFIG_PREFILL].safeguard1, 1);
+  assert_int_equal(sm->phase[CONFIG_PREFILL].safeguard1_fastest, 0);
+  assert_int_equal(sm->phase[CONFIG_PREFILL].late, 0);
   for (int i = 0; i < 3; i++) assert_true(q[i].ttft_met);
   replay_result_free(r);
   replay_trace_free(t);
@@ -259,7 +259,7 @@ void test_safeguard1_below_fastest(void **state) {
                              "2023-11-16 18:00:00.001,1000,2\n2023-11-16 18:00:00.002,2048,2\n");
   replay_result *r = run(c, "enpu-all", t, &s);
   const replay_request_result *q = replay_result_requests(r);
-  const replay_phase_stats *p = &replay_result_summary(r)->phase[REPLAY_PREFILL];
+  const replay_phase_stats *p = &replay_result_summary(r)->phase[CONFIG_PREFILL];
   const double tp = synth_time_ns(STORE_PHASE_PREFILL, 1, 1024), r0_end = tp * synth_time_mult[SYNTH_NPTS - 1];
   assert_true(2e6 + 400e6 - r0_end - prefill_alone_ns(2048) < tp); /* the scenario: cap below r1's fastest */
   assert_near(q[1].ttft_ns + 1e6 - r0_end, tp, 1e-3);
@@ -317,14 +317,14 @@ void test_safeguard2(void **state) {
     const replay_summary *sm = replay_result_summary(r);
     check_conservation(r, t, &s);
     assert_true(sm->slo_attainment < 0.99);
-    assert_true(sm->phase[REPLAY_PREFILL].locked > 0);
-    if (!mode) assert_true(sm->phase[REPLAY_DECODE].locked > 0);
+    assert_true(sm->phase[CONFIG_PREFILL].locked > 0);
+    if (!mode) assert_true(sm->phase[CONFIG_DECODE].locked > 0);
     size_t nw = 0;
     const replay_window *w = replay_result_windows(r, &nw);
     uint64_t locked = 0, sg1 = 0;
-    for (size_t k = 0; k < nw; k++) locked += w[k].locked[REPLAY_PREFILL], sg1 += w[k].safeguard1[REPLAY_PREFILL];
-    assert_int_equal(locked, sm->phase[REPLAY_PREFILL].locked);
-    assert_int_equal(sg1, sm->phase[REPLAY_PREFILL].safeguard1);
+    for (size_t k = 0; k < nw; k++) locked += w[k].locked[CONFIG_PREFILL], sg1 += w[k].safeguard1[CONFIG_PREFILL];
+    assert_int_equal(locked, sm->phase[CONFIG_PREFILL].locked);
+    assert_int_equal(sg1, sm->phase[CONFIG_PREFILL].safeguard1);
     replay_result_free(r);
   }
   replay_trace_free(t);
@@ -344,7 +344,7 @@ void test_uncovered(void **state) {
   assert_true(isnan(q[1].ttft_ns));
   assert_int_equal(q[2].status, REPLAY_UNCOVERED_DECODE); /* 18,000 total tokens: no decode bucket */
   assert_true(isnan(q[2].ttft_ns) && q[2].energy_nj == 0 && !q[2].slo_met);
-  assert_int_equal(sm->phase[REPLAY_PREFILL].tokens, 100);
+  assert_int_equal(sm->phase[CONFIG_PREFILL].tokens, 100);
   assert_int_equal(sm->uncovered, 2);
   assert_int_equal(sm->served, 1);
   assert_near(sm->slo_attainment, 1.0 / 3, 1e-12);
@@ -397,9 +397,9 @@ void test_sleep(void **state) {
   assert_near(q[0].ttft_ns, prefill_alone_ns(100), 1e-3);
   assert_near(q[1].ttft_ns, 50e6 + prefill_alone_ns(1000), 1e-3);
   assert_near(q[1].tpot_ns, (kv + 50e6 + 2 * td) / 2, 1e-3);
-  assert_near(sm->phase[REPLAY_PREFILL].wake_node_ns, 50e6, 0);
-  assert_near(sm->phase[REPLAY_DECODE].wake_node_ns, 100e6, 0);
-  for (int ph = 0; ph < REPLAY_NPHASE; ph++) {
+  assert_near(sm->phase[CONFIG_PREFILL].wake_node_ns, 50e6, 0);
+  assert_near(sm->phase[CONFIG_DECODE].wake_node_ns, 100e6, 0);
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     const replay_phase_stats *p = &sm->phase[ph];
     const config_node *n = &cl.node[ph];
     const double asleep = p->asleep_node_ns;

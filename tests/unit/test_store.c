@@ -1103,11 +1103,6 @@ static void test_flipped_bytes(void **state) {
 }
 
 /* Not a timed test: prints the median lookup time over many lookups. */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void test_lookup_speed_report(void **state) {
   ctx *c = *state;
   enum { ROUNDS = 201, PER_ROUND = 1000 };
@@ -1126,7 +1121,7 @@ static void test_lookup_speed_report(void **state) {
     clock_gettime(CLOCK_MONOTONIC, &b);
     ns[r] = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / PER_ROUND;
   }
-  qsort(ns, ROUNDS, sizeof *ns, cmp_double);
+  qsort(ns, ROUNDS, sizeof *ns, enpu_cmp_double);
   print_message("planstore_lookup: median %.1f ns per lookup (%d rounds of %d)\n", ns[ROUNDS / 2], ROUNDS,
                 PER_ROUND);
   assert_true(sink > 0);

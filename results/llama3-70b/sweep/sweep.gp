@@ -10,18 +10,18 @@ set logscale x 2
 set key outside right top
 set title 'SLO attainment'
 set ylabel 'SLO attainment (%)'
-plot  'sweep.dat' using 1:2 with linespoints lw 2 title 'dvfs-c', \
+plot  'sweep.dat' using 1:2 with linespoints lw 2 title 'dvfs-c-walk', \
      'sweep.dat' using 1:9 with linespoints lw 2 title 'enpu-all', \
      'sweep.dat' using 1:16 with linespoints lw 2 title 'enpu-c', \
      'sweep.dat' using 1:23 with linespoints lw 2 title 'nodvfs'
 set title 'energy savings vs nodvfs, busy batches only'
 set ylabel 'savings (%)'
-plot  'sweep.dat' using 1:3 with linespoints lw 2 title 'dvfs-c', \
+plot  'sweep.dat' using 1:3 with linespoints lw 2 title 'dvfs-c-walk', \
      'sweep.dat' using 1:10 with linespoints lw 2 title 'enpu-all', \
      'sweep.dat' using 1:17 with linespoints lw 2 title 'enpu-c'
 set title 'energy savings vs nodvfs, with idle chips and KV transfers'
 set ylabel 'savings (%)'
-plot  'sweep.dat' using 1:4 with linespoints lw 2 title 'dvfs-c', \
+plot  'sweep.dat' using 1:4 with linespoints lw 2 title 'dvfs-c-walk', \
      'sweep.dat' using 1:11 with linespoints lw 2 title 'enpu-all', \
      'sweep.dat' using 1:18 with linespoints lw 2 title 'enpu-c'
 set title 'pool utilisation'
