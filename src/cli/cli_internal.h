@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "farm.h"
+
 typedef struct {
   const char *name;
   int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
@@ -27,6 +29,10 @@ int cli_cmd_query(int argc, char **argv);
 int cli_cmd_replay(int argc, char **argv);
 int cli_cmd_report(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
+
+/* `enpu farm`'s farm_options.finish_job (cmd_farm_finish.c): the job's summary.md and
+ * validation; `options` is the run's farm_options. */
+int cli_farm_finish_job(const farm_finished_job *f, void *options, enpu_err *err);
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 3, CLI_EXIT_ENV = 4 };
 

@@ -156,6 +156,7 @@ int cli_cmd_farm(int argc, char **argv) {
   o.add = add;
   o.job_paths = jobs;
   o.summary_out = stdout;
+  o.finish_job = cli_farm_finish_job, o.finish_user = &o;
   int st = parse_args(argc, argv, &o, add, jobs);
   enpu_err err = {0};
   const int rc = st >= 0 ? 0 : farm_run(&o, sums, &err);

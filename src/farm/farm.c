@@ -1,8 +1,8 @@
-/* farm.c — the farm's ranks (src/README.md): rank 0 runs one or more jobs (farm_job.c:
- * task DAGs from each job's grid and what its store and journal already hold, results,
- * checkpoints) and schedules their tasks in one queue, longest first, in batches; the
- * other ranks run task batches; progress and SIGTERM/SIGINT/SIGUSR1 are handled here.
- * The only file of the project that talks MPI.
+/* farm.c — the farm's ranks and their MPI transport (src/README.md): rank 0 runs one or
+ * more jobs (farm_job.c: files and checkpoints; farm_plan.c: task graphs; farm_sched.c:
+ * results and readiness) and schedules their tasks in one queue, longest first, in
+ * batches; the other ranks run task batches; progress and SIGTERM/SIGINT/SIGUSR1 are
+ * handled here. The only file of the project that talks MPI.
  *
  * Invariants:
  *  - The master decides nothing from timing except which rank gets which batch, so no
@@ -33,7 +33,22 @@
 #include "farm.h"
 #include "farm_job_internal.h"
 
-enum { TAG_WORK = 1, TAG_RESULT = 2, TAG_STOP = 3, TAG_SETUP = 4 };
+enum { TAG_WORK = 1, TAG_RESULT = 2, TAG_STOP = 3 };
+
+/* Every MPI call is checked (as IOR's MPI_CHECK): the farm's communicator returns
+ * errors instead of aborting, and a failure becomes ENPU_ERR_ENV with MPI's own message.
+ * Only farm_run, the top of the farm, decides to abort the ranks (mpi_abort). */
+static int mpi_error(int code, const char *call, enpu_err *err) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "MPI error %d", code);
+  return enpu_errorf(err, ENPU_ERR_ENV, "%s failed: %s", call, msg);
+}
+#define MPI_CHECK(call, err)                                                                       \
+  do {                                                                                             \
+    const int mpi_rc_ = (call);                                                                    \
+    if (mpi_rc_ != MPI_SUCCESS) return mpi_error(mpi_rc_, #call, (err));                           \
+  } while (0)
 
 /* The one global of the farm: a signal handler can only reach static storage, and the
  * flag must be set asynchronously; everything else travels in the master/worker
@@ -53,12 +68,12 @@ static void sleep_s(double s) {
 }
 
 /* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off. */
-static void wait_message(MPI_Comm comm, int source, double max_sleep_s, MPI_Status *st) {
+static int wait_message(MPI_Comm comm, int source, double max_sleep_s, MPI_Status *st, enpu_err *err) {
   double pause = 50e-6;
   for (;;) {
     int flag = 0;
-    MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, st);
-    if (flag) return;
+    MPI_CHECK(MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, st), err);
+    if (flag) return 0;
     sleep_s(pause);
     pause = fmin(2 * pause, max_sleep_s);
   }
@@ -66,10 +81,10 @@ static void wait_message(MPI_Comm comm, int source, double max_sleep_s, MPI_Stat
 
 static int recv_bytes(MPI_Comm comm, const MPI_Status *st, farm_buf *b, enpu_err *err) {
   int n = 0;
-  MPI_Get_count(st, MPI_BYTE, &n);
+  MPI_CHECK(MPI_Get_count(st, MPI_BYTE, &n), err);
   ENPU_RETURN_IF(enpu_grow((void **)&b->data, &b->cap, (size_t)n + 1, 1) < 0, err,
                  ENPU_ERR_NOMEM, "out of memory (message of %d bytes)", n);
-  MPI_Recv(b->data, n, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, comm, MPI_STATUS_IGNORE);
+  MPI_CHECK(MPI_Recv(b->data, n, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, comm, MPI_STATUS_IGNORE), err);
   b->len = (size_t)n;
   return 0;
 }
@@ -209,78 +224,114 @@ static double batch_target_s(const master *m, int nworkers) {
   return fmax(lo, fmin(fmax(0.05, lo), share / 4.0));
 }
 
+/* The master's side of the workers' links. Batches queued at each worker: two, so a
+ * worker finds its next batch waiting while the master sleeps between polls. Sends are
+ * non-blocking: a worker may be sending its result (a rendezvous for large messages)
+ * while the master sends it more work. Batch k of worker w uses buffer 2w + k % 2; when
+ * it is refilled, the batch that used it before has been answered, so waiting on its
+ * send returns at once. */
+typedef struct {
+  int *busy, *sent;   /* per rank: batches out, batches sent so far */
+  farm_buf *out, in;  /* 2 per rank; the last result received */
+  MPI_Request *req;   /* 2 per rank */
+} links;
+
+static int links_open(links *l, int size, enpu_err *err) {
+  l->busy = enpu_calloc((size_t)size, sizeof *l->busy);
+  l->sent = enpu_calloc((size_t)size, sizeof *l->sent);
+  l->out = enpu_calloc(2 * (size_t)size, sizeof *l->out);
+  l->req = enpu_calloc(2 * (size_t)size, sizeof *l->req);
+  for (int k = 0; l->req && k < 2 * size; k++) l->req[k] = MPI_REQUEST_NULL;
+  ENPU_RETURN_IF(!l->busy || !l->sent || !l->out || !l->req, err, ENPU_ERR_NOMEM, "out of memory");
+  return 0;
+}
+
+/* After an error, take the batches still running so every worker reaches TAG_STOP (a
+ * broken link ends the wait: farm_run aborts the ranks then). */
+static int links_close(links *l, MPI_Comm comm, int size, int rc, enpu_err *err) {
+  enpu_err ignored;
+  enpu_err *e = rc < 0 ? &ignored : err;
+  for (int w = 1; l->busy && w < size; w++) {
+    for (int drc = 0; drc == 0 && l->busy[w] > 0; l->busy[w]--) {
+      MPI_Status st;
+      drc = wait_message(comm, w, 0.010, &st, e);
+      if (drc == 0) drc = recv_bytes(comm, &st, &l->in, e);
+      if (drc < 0 && rc == 0) rc = drc;
+    }
+  }
+  for (int k = 0; l->req && k < 2 * size; k++) {
+    const int mrc = MPI_Wait(&l->req[k], MPI_STATUS_IGNORE);
+    if (mrc != MPI_SUCCESS && rc == 0) rc = mpi_error(mrc, "MPI_Wait", err);
+  }
+  for (int k = 0; l->out && k < 2 * size; k++) farm_buf_free(&l->out[k]);
+  free(l->busy);
+  free(l->sent);
+  free(l->out);
+  free(l->req);
+  farm_buf_free(&l->in);
+  return rc;
+}
+
+/* Hand every worker with a free slot a batch, first slots first so the longest tasks
+ * spread over the workers. @return 0, or an error. */
+static int feed_workers(master *m, links *l, enpu_err *err) {
+  for (int slot = 0, n = 1; n > 0 && slot < 2; slot++) {
+    for (int w = 1; w < m->size; w++) {
+      if (l->busy[w] > slot) continue;
+      const double target = batch_target_s(m, m->size - 1);
+      const int k = 2 * w + l->sent[w] % 2;
+      MPI_CHECK(MPI_Wait(&l->req[k], MPI_STATUS_IGNORE), err);
+      n = make_batch(m, target, &l->out[k], err);
+      ENPU_FORWARD(n);
+      if (n == 0) break;
+      m->batches++;
+      MPI_CHECK(MPI_Isend(l->out[k].data, (int)l->out[k].len, MPI_BYTE, w, TAG_WORK, m->comm, &l->req[k]), err);
+      l->busy[w]++;
+      l->sent[w]++;
+    }
+  }
+  return 0;
+}
+
+/* Take one result batch if one has come. @return 1 taken, 0 none, or an error. */
+static int take_one(master *m, links *l, enpu_err *err) {
+  int flag = 0;
+  MPI_Status st;
+  MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, TAG_RESULT, m->comm, &flag, &st), err);
+  if (!flag) return 0;
+  int rc = recv_bytes(m->comm, &st, &l->in, err);
+  if (rc == 0) rc = take_results(m, &l->in, err);
+  l->busy[st.MPI_SOURCE]--;
+  return rc < 0 ? rc : 1;
+}
+
 /* The master's loop with workers: keep every idle worker fed, take results. */
 static int master_loop_mpi(master *m, clocks *c, enpu_err *err) {
-  const int nworkers = m->size - 1;
-  /* Batches queued at each worker: two, so a worker finds its next batch waiting while
-   * the master sleeps between polls. Sends are non-blocking: a worker may be sending
-   * its result (a rendezvous for large messages) while the master sends it more work.
-   * Batch k of worker w uses buffer 2w + k % 2; when it is refilled, the batch that used
-   * it before has been answered, so waiting on its send returns at once. */
-  int *busy = enpu_calloc((size_t)m->size, sizeof *busy);
-  int *sent = enpu_calloc((size_t)m->size, sizeof *sent);
-  farm_buf *out = enpu_calloc(2 * (size_t)m->size, sizeof *out), in = {0};
-  MPI_Request *req = enpu_calloc(2 * (size_t)m->size, sizeof *req);
-  for (int k = 0; req && k < 2 * m->size; k++) req[k] = MPI_REQUEST_NULL;
-  int rc = busy && sent && out && req ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  links l = {0};
+  int rc = links_open(&l, m->size, err);
   double pause = 50e-6;
   while (rc == 0) {
     const int stopping = farm_signal_seen != 0;
-    /* First slots first, so the longest tasks spread over the workers. */
-    for (int slot = 0, n = 1; !stopping && rc == 0 && n > 0 && slot < 2; slot++) {
-      for (int w = 1; rc == 0 && w < m->size; w++) {
-        if (busy[w] > slot) continue;
-        const double target = batch_target_s(m, nworkers);
-        const int k = 2 * w + sent[w] % 2;
-        MPI_Wait(&req[k], MPI_STATUS_IGNORE);
-        n = make_batch(m, target, &out[k], err);
-        if (n < 0) rc = n;
-        if (n <= 0) break;
-        m->batches++;
-        MPI_Isend(out[k].data, (int)out[k].len, MPI_BYTE, w, TAG_WORK, m->comm, &req[k]);
-        busy[w]++;
-        sent[w]++;
-      }
-    }
+    if (!stopping) rc = feed_workers(m, &l, err);
     if (rc < 0) break;
     int any = 0;
-    for (int w = 1; w < m->size; w++) any |= busy[w];
+    for (int w = 1; w < m->size; w++) any |= l.busy[w];
     if (!any && (stopping || all_settled(m))) break;
     if (!any && !stopping) {
       rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "no task is ready and none is running");
       break;
     }
-    int flag = 0;
-    MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, TAG_RESULT, m->comm, &flag, &st);
-    if (flag) {
-      rc = recv_bytes(m->comm, &st, &in, err);
-      if (rc == 0) rc = take_results(m, &in, err);
-      busy[st.MPI_SOURCE]--;
-      pause = 50e-6;
-    } else {
+    rc = take_one(m, &l, err);
+    if (rc == 0) {
       sleep_s(pause);
       pause = fmin(2 * pause, 0.010);
+    } else if (rc == 1) {
+      pause = 50e-6;
+      rc = 0;
     }
     if (rc == 0) rc = duties(m, c, err);
   }
-  /* After an error, take the batches still running so every worker reaches TAG_STOP. */
-  for (int w = 1; w < m->size; w++) {
-    for (; busy[w] > 0; busy[w]--) {
-      MPI_Status st;
-      wait_message(m->comm, w, 0.010, &st);
-      enpu_err ignored;
-      recv_bytes(m->comm, &st, &in, &ignored);
-    }
-  }
-  for (int k = 0; req && k < 2 * m->size; k++) MPI_Wait(&req[k], MPI_STATUS_IGNORE);
-  for (int k = 0; out && k < 2 * m->size; k++) farm_buf_free(&out[k]);
-  free(busy);
-  free(sent);
-  free(out);
-  free(req);
-  farm_buf_free(&in);
-  return rc;
+  return links_close(&l, m->comm, m->size, rc, err);
 }
 
 /* One rank: the master runs each task itself, checking the stop flag in between. */
@@ -316,14 +367,15 @@ static double process_cpu_s(void) {
  * or all stop with the first failure. */
 static int executors_ready(MPI_Comm comm, int rc, enpu_err *err) {
   int worst = rc;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, comm);
+  MPI_CHECK(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, comm), err);
   if (worst < 0 && rc == 0)
     return enpu_errorf(err, worst, "a rank could not load the job (see its message)");
   return worst;
 }
 
-static void stop_workers(const master *m, int outcome) {
-  for (int w = 1; w < m->size; w++) MPI_Send(&outcome, 1, MPI_INT, w, TAG_STOP, m->comm);
+static int stop_workers(const master *m, int outcome, enpu_err *err) {
+  for (int w = 1; w < m->size; w++) MPI_CHECK(MPI_Send(&outcome, 1, MPI_INT, w, TAG_STOP, m->comm), err);
+  return 0;
 }
 
 /* Two jobs writing one store would wait for each other's lock: refused at once. Paths
@@ -430,7 +482,7 @@ static int run_master(master *m, enpu_err *err) {
   enpu_err sent = {rc, ""};
   if (rc < 0) sent = *err;
   /* Workers wait for the setup's outcome; on failure they stop with the same error. */
-  MPI_Bcast(&sent, (int)sizeof sent, MPI_BYTE, 0, m->comm);
+  MPI_CHECK(MPI_Bcast(&sent, (int)sizeof sent, MPI_BYTE, 0, m->comm), err);
   if (rc < 0) {
     m->sums[0].input_error = 1;
     return rc;
@@ -444,18 +496,38 @@ static int run_master(master *m, enpu_err *err) {
   const int finished = rc == 0 && all_settled(m);
   for (int j = 0; j < m->njobs; j++)
     m->sums[j].outcome = !finished ? FARM_INTERRUPTED : m->sums[j].tasks_failed ? FARM_FAILED : FARM_DONE;
-  stop_workers(m, rc < 0 ? rc : run_outcome(m->sums, m->njobs));
-  if (rc < 0) return rc;
+  enpu_err ignored; /* after an error, the first one is what the run reports */
+  const int src = stop_workers(m, rc < 0 ? rc : run_outcome(m->sums, m->njobs), rc < 0 ? &ignored : err);
+  if (rc < 0 || src < 0) return rc < 0 ? rc : src;
   return finish_jobs(m, &c, finished, err);
 }
 
 /* ---------------------------------------------------------------------------------
  * Worker */
 
+/* One message from the master: a batch run and answered, or the stop (*stop set;
+ * @return the run's outcome >= 0, or the master's error). */
+static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out, int *stop,
+                       enpu_err *err) {
+  MPI_Status st;
+  ENPU_FORWARD(wait_message(comm, 0, 0.002, &st, err));
+  if (st.MPI_TAG == TAG_STOP) {
+    int outcome;
+    MPI_CHECK(MPI_Recv(&outcome, 1, MPI_INT, 0, TAG_STOP, comm, MPI_STATUS_IGNORE), err);
+    *stop = 1;
+    return outcome < 0 ? enpu_errorf(err, outcome, "the master stopped on an error") : outcome;
+  }
+  ENPU_FORWARD(recv_bytes(comm, &st, in, err));
+  out->len = 0;
+  ENPU_FORWARD(farm_exec_batch(x, in->data, in->len, out, err));
+  MPI_CHECK(MPI_Send(out->data, (int)out->len, MPI_BYTE, 0, TAG_RESULT, comm), err);
+  return 0;
+}
+
 static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, int njobs,
                       enpu_err *err) {
   enpu_err setup;
-  MPI_Bcast(&setup, (int)sizeof setup, MPI_BYTE, 0, comm);
+  MPI_CHECK(MPI_Bcast(&setup, (int)sizeof setup, MPI_BYTE, 0, comm), err);
   if (setup.code < 0) {
     *err = setup;
     sums[0].input_error = 1;
@@ -465,27 +537,18 @@ static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, 
   int rc = executors_ready(comm, farm_exec_create(o->job_paths, o->njobs, o->capacity_factor, &x, err), err);
   if (rc < 0) return rc;
   farm_buf in = {0}, out = {0};
-  for (;;) {
-    MPI_Status st;
-    wait_message(comm, 0, 0.002, &st);
-    if (st.MPI_TAG == TAG_STOP) {
-      int outcome;
-      MPI_Recv(&outcome, 1, MPI_INT, 0, TAG_STOP, comm, MPI_STATUS_IGNORE);
-      if (outcome < 0) rc = enpu_errorf(err, outcome, "the master stopped on an error");
-      else
-        for (int j = 0; j < njobs; j++) sums[j].outcome = (farm_outcome)outcome;
-      break;
-    }
-    rc = recv_bytes(comm, &st, &in, err);
-    out.len = 0;
-    if (rc == 0) rc = farm_exec_batch(x, in.data, in.len, &out, err);
-    if (rc < 0) {
-      /* A batch this binary cannot read is a bug; the master would wait for it forever. */
+  for (int stop = 0; !stop;) {
+    rc = worker_step(comm, x, &in, &out, &stop, err);
+    if (rc < 0 && !stop) {
+      /* A batch this binary cannot read is a bug, a link that fails a broken run; either
+       * way the master would wait for this rank forever. */
       fprintf(o->log ? o->log : stderr, "farm: rank %d: %s\n", sums[0].rank, err->msg);
       MPI_Abort(comm, 1);
     }
-    MPI_Send(out.data, (int)out.len, MPI_BYTE, 0, TAG_RESULT, comm);
+    if (stop && rc >= 0)
+      for (int j = 0; j < njobs; j++) sums[j].outcome = (farm_outcome)rc;
   }
+  rc = rc > 0 ? 0 : rc;
   farm_exec_free(x);
   farm_buf_free(&in);
   farm_buf_free(&out);
@@ -495,21 +558,47 @@ static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, 
 /* ---------------------------------------------------------------------------------
  * Entry */
 
+/* The farm's own communicator, returning errors to MPI_CHECK. */
+static int open_comm(master *m, int *own_mpi, enpu_err *err) {
+  int inited = 0;
+  MPI_CHECK(MPI_Initialized(&inited), err);
+  if (!inited) {
+    MPI_CHECK(MPI_Init(NULL, NULL), err);
+    *own_mpi = 1;
+  }
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m->comm), err);
+  MPI_CHECK(MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN), err);
+  MPI_CHECK(MPI_Comm_rank(m->comm, &m->rank), err);
+  MPI_CHECK(MPI_Comm_size(m->comm, &m->size), err);
+  return 0;
+}
+
+/* Workers leave only when rank 0 is done with its summaries and validations: a worker
+ * exiting with status 3 first would make mpirun kill rank 0 mid-way. A rank that cannot
+ * reach the others any more stops them all: the top of the farm is where that is
+ * decided. */
+static int close_comm(master *m, int own_mpi, int rc, enpu_err *err) {
+  const int brc = MPI_Barrier(m->comm);
+  if (brc != MPI_SUCCESS) {
+    enpu_err e;
+    mpi_error(brc, "MPI_Barrier", &e);
+    fprintf(m->o.log, "farm: rank %d: %s\n", m->rank, e.msg);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  const int frc = MPI_Comm_free(&m->comm);
+  const int zrc = own_mpi ? MPI_Finalize() : MPI_SUCCESS;
+  if (rc < 0) return rc;
+  if (frc != MPI_SUCCESS) return mpi_error(frc, "MPI_Comm_free", err);
+  return zrc != MPI_SUCCESS ? mpi_error(zrc, "MPI_Finalize", err) : 0;
+}
+
 int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   const int njobs = opt->njobs > 0 ? opt->njobs : 1;
   memset(sums, 0, (size_t)njobs * sizeof *sums);
-  int inited = 0, own = 0;
-  MPI_Initialized(&inited);
-  if (!inited) {
-    ENPU_RETURN_IF(MPI_Init(NULL, NULL) != MPI_SUCCESS, err, ENPU_ERR_INTERNAL,
-                   "MPI_Init failed");
-    own = 1;
-  }
-  master m = {.o = *opt, .sums = sums};
+  master m = {.o = *opt, .sums = sums, .comm = MPI_COMM_NULL};
   if (!m.o.log) m.o.log = stderr;
-  MPI_Comm_dup(MPI_COMM_WORLD, &m.comm);
-  MPI_Comm_rank(m.comm, &m.rank);
-  MPI_Comm_size(m.comm, &m.size);
+  int own_mpi = 0;
+  ENPU_FORWARD(open_comm(&m, &own_mpi, err));
   for (int j = 0; j < njobs; j++) sums[j].rank = m.rank, sums[j].ranks = m.size;
   /* SIGUSR1 is what Slurm's warning and mpirun forward; SIGTERM and SIGINT come from a
    * scheduler, a user or srun. mpirun does not forward SIGTERM/SIGINT: it sends the
@@ -523,14 +612,9 @@ int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   farm_signal_seen = 0;
   for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &sa, &old[i]);
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sums, njobs, err);
-  /* Workers leave only when rank 0 is done with its summaries and validations: a worker
-   * exiting with status 3 first would make mpirun kill rank 0 mid-way. */
-  MPI_Barrier(m.comm);
   if (m.rank == 0) master_free(&m);
   for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
-  MPI_Comm_free(&m.comm);
-  if (own) MPI_Finalize();
-  return rc;
+  return close_comm(&m, own_mpi, rc, err);
 }
 
 void farm_summary_print(const farm_summary *s, FILE *out) {

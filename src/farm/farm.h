@@ -16,12 +16,25 @@
 
 #include "common.h"
 #include "config.h"
+#include "store.h"
 
 /* A bucket added to the job's grid with --add-buckets. */
 typedef struct {
   config_phase phase;
   int batch, seq;
 } farm_bucket_spec;
+
+struct farm_summary; /* below */
+
+/* A job at the end of its run, as farm_options.finish_job sees it: rank 0, after the
+ * last checkpoint, with the store's writer lock still held by the farm. */
+typedef struct {
+  const config_job *job;
+  const char *job_path;            /* as given */
+  const char *store_path;          /* resolved */
+  store_lock *lock;                /* the store's writer lock (validate_args.lock) */
+  const struct farm_summary *sum;  /* outcome and counts filled */
+} farm_finished_job;
 
 typedef struct {
   const char *const *job_paths;      /* the jobs of the run, each into its own store */
@@ -34,8 +47,9 @@ typedef struct {
   double lock_wait_s;                /* wait for another writer of the store (default
                                         STORE_LOCK_WAIT_S) */
   double progress_s;                 /* progress line interval off a TTY (default 10) */
-  const char *results_dir;           /* summary.md (and validation.md) go to
-                                        <results_dir>/<job>/; NULL: beside the store */
+  const char *results_dir;           /* two jobs of one run must not share a name when
+                                        it is set (their results would mix); finish_job
+                                        puts them there */
   double batch_s;                    /* seconds of work per task batch (0: one task);
                                         < 0 (the default): adaptive, at least 5 ms and more
                                         beyond 50 workers so that messages take at most a
@@ -52,6 +66,12 @@ typedef struct {
                                         nowhere) before the ranks leave farm_run: printed
                                         after it, a worker exiting first with a non-zero
                                         status can make mpirun kill rank 0 mid-print */
+  /* Rank 0 calls it for every job at the end of the run (NULL: nothing), before the
+   * ranks leave farm_run so that no worker exits first: the CLI writes summary.md and
+   * runs the job's validation there. A negative return is the run's error.
+   * finish_user is its second argument. */
+  int (*finish_job)(const farm_finished_job *f, void *finish_user, enpu_err *err);
+  void *finish_user;
 } farm_options;
 
 void farm_options_default(farm_options *o);
@@ -62,7 +82,7 @@ typedef enum {
   FARM_INTERRUPTED = 3  /* SIGTERM/SIGUSR1: checkpointed, resumable */
 } farm_outcome;
 
-typedef struct {
+typedef struct farm_summary {
   farm_outcome outcome;
   int input_error;                    /* farm_run failed before anything was written */
   int rank, ranks;                    /* this process, and the world size */
@@ -95,8 +115,8 @@ typedef struct {
 } farm_summary;
 
 /* Run the farm (every rank calls it) on o->njobs jobs at once: one task queue over all
- * of them (longest first), each job into its own store with its own lock, journal,
- * checkpoints, summary and validation. Master-side input errors (bad job, bad added
+ * of them (longest first), each job into its own store with its own lock, journal and
+ * checkpoints (its summary.md and validation are o->finish_job's). Master-side input errors (bad job, bad added
  * bucket, unreadable store, two jobs on one store) are returned as ENPU_ERR_* on every
  * rank with nothing written; task failures are not errors (outcome FARM_FAILED).
  * @return 0 with sums[0..njobs-1] filled, or a negative ENPU_ERR_* (err names the

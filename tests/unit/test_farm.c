@@ -1,7 +1,8 @@
 /* test_farm.c — the farm's data layer without MPI: the result codec (round trips, every
  * truncation, out-of-range indices and counts), the journal (append/sync/replay, a torn
  * tail, a flipped byte, reset) and the result state (checkpoints that do not depend on
- * insertion order, load_store giving back the checkpointed results, stale buckets).
+ * insertion order, load_store giving back the checkpointed results, stale buckets), and
+ * (test_farm_plan.c) the master's task graph and scheduling.
  * Results are compared through their canonical encoding, which covers every field.
  *
  *   test_farm                 run the tests
@@ -890,6 +891,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_codec_bad_indices),
       cmocka_unit_test(test_part_codec),
       cmocka_unit_test(test_merge_parts),
+      cmocka_unit_test(test_plan_demo),
+      cmocka_unit_test(test_plan_added_buckets),
+      cmocka_unit_test(test_sched_order_free),
       cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
