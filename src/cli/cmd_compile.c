@@ -259,6 +259,44 @@ static json_t *policy_json(const search_bucket_result *r, int vfset, enpu_err *e
 /* ---------------------------------------------------------------------------------
  * --policy ideal --sample-ops N */
 
+/* What sampled_set needs besides the op (a search_set_fn's user). */
+typedef struct {
+  search_ctx *sx;
+  cost_ctx *cost;
+  const graph *g;
+  const search_options *opt; /* Algorithm 1's or the exhaustive method is set per op */
+  int n;                     /* ops to sample (at most the distinct ones) */
+  FILE *log;                 /* the sampled ops' gaps */
+} sampled_user;
+
+/* One distinct op's set: Algorithm 1, or the exhaustive set with its gap to Algorithm 1's
+ * when it is the first distinct op at or after k·distinct/n for some k < n. */
+static int sampled_set(void *user, int i, int rank, int distinct, search_pareto *out,
+                       enpu_err *err) {
+  const sampled_user *c = user;
+  const int n = c->n < distinct ? c->n : distinct;
+  int sampled = 0;
+  for (int k = 0; k < n && !sampled; k++) sampled = rank == (int)((int64_t)k * distinct / n);
+  search_options o = *c->opt;
+  o.ideal_method = SEARCH_OP_GREEDY;
+  const graph_op *op = graph_op_at(c->g, i);
+  if (!sampled) return search_op_compile(c->sx, c->cost, op, CONFIG_POLICY_IDEAL, &o, out, err);
+  search_pareto greedy = {0};
+  int rc = search_op_compile(c->sx, c->cost, op, CONFIG_POLICY_IDEAL, &o, &greedy, err);
+  o.ideal_method = SEARCH_OP_EXHAUSTIVE;
+  const double t0 = enpu_now_s();
+  if (rc == 0) rc = search_op_compile(c->sx, c->cost, op, CONFIG_POLICY_IDEAL, &o, out, err);
+  search_gap gap;
+  if (rc == 0) rc = search_pareto_gap(out, &greedy, NULL, &gap, err);
+  if (rc == 0)
+    fprintf(c->log, "ideal: op %d (%s) exhaustive: %d points, %" PRId64 " plans, %.1f s; "
+            "greedy gap max %.3f%% mean %.3f%%, hypervolume ratio %.5f\n", i, op->name,
+            out->count, out->evals, enpu_now_s() - t0, 100 * gap.max_gap, 100 * gap.mean_gap,
+            gap.hv_ratio);
+  search_pareto_free(&greedy);
+  return rc;
+}
+
 /* `ideal` with the exhaustive op-level search on n of the distinct ops only (evenly spaced
  * over them in graph order) and Algorithm 1 on the ideal pipeline for the rest; prints
  * (stderr under --json) each sampled op's greedy-vs-exact gap; then the request level. */
@@ -266,60 +304,18 @@ static int compile_sampled(search_ctx *sx, cost_ctx *cost, const graph *g, const
                            const search_options *opt, int n, int json,
                            search_bucket_result *out, enpu_err *err) {
   const int nops = graph_op_count(g);
-  search_pareto *sets = calloc((size_t)nops, sizeof *sets);
-  const search_pareto **set_of = calloc((size_t)nops, sizeof *set_of);
-  int *uniq = calloc((size_t)nops, sizeof *uniq);
-  int rc = sets && set_of && uniq ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
-  int nu = 0;
-  for (int i = 0; rc == 0 && i < nops; i++) {
-    for (int j = 0; j < i && !set_of[i]; j++)
-      if (graph_op_at(g, j)->signature == graph_op_at(g, i)->signature) set_of[i] = set_of[j];
-    if (set_of[i]) continue;
-    set_of[i] = &sets[i];
-    uniq[nu++] = i;
-  }
-  if (n > nu) n = nu;
-  FILE *log = json ? stderr : stdout;
-  const double t_op0 = enpu_now_s();
-  for (int u = 0; rc == 0 && u < nu; u++) {
-    const int i = uniq[u];
-    /* Sample u when it is the first distinct op at or after k·nu/n for some k < n. */
-    int sampled = 0;
-    for (int k = 0; k < n && !sampled; k++) sampled = u == (int)((int64_t)k * nu / n);
-    search_options o = *opt;
-    o.ideal_method = SEARCH_OP_GREEDY;
-    search_pareto greedy = {0};
-    rc = search_op_compile(sx, cost, graph_op_at(g, i), CONFIG_POLICY_IDEAL, &o, &greedy, err);
-    if (rc == 0 && sampled) {
-      o.ideal_method = SEARCH_OP_EXHAUSTIVE;
-      const double t0 = enpu_now_s();
-      rc = search_op_compile(sx, cost, graph_op_at(g, i), CONFIG_POLICY_IDEAL, &o, &sets[i], err);
-      search_gap gap;
-      if (rc == 0) rc = search_pareto_gap(&sets[i], &greedy, NULL, &gap, err);
-      if (rc == 0)
-        fprintf(log, "ideal: op %d (%s) exhaustive: %d points, %" PRId64 " plans, %.1f s; "
-                "greedy gap max %.3f%% mean %.3f%%, hypervolume ratio %.5f\n", i,
-                graph_op_at(g, i)->name, sets[i].count, sets[i].evals, enpu_now_s() - t0,
-                100 * gap.max_gap, 100 * gap.mean_gap, gap.hv_ratio);
-      search_pareto_free(&greedy);
-    } else if (rc == 0) {
-      sets[i] = greedy;
-    }
-  }
-  const double op_s = enpu_now_s() - t_op0;
+  uint64_t *signature = calloc((size_t)nops + 1, sizeof *signature);
+  if (!signature) return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < nops; i++) signature[i] = graph_op_at(g, i)->signature;
+  sampled_user c = {sx, cost, g, opt, n, json ? stderr : stdout};
+  search_sets sets = {0};
+  int rc = search_sets_compile(signature, nops, sampled_set, &c, &sets, err);
   if (rc == 0)
-    rc = search_compile_bucket_sets(sx, cost, g, CONFIG_POLICY_IDEAL, set_of, job->slacks,
+    rc = search_compile_bucket_sets(sx, cost, g, CONFIG_POLICY_IDEAL, sets.set_of, job->slacks,
                                     job->slack_count, opt, out, err);
-  if (rc == 0) out->op_search_s = op_s;
-  for (int i = 0; sets && i < nops; i++) {
-    if (rc == 0 && set_of[i] == &sets[i]) out->op_evals += sets[i].evals, out->unique_ops++;
-    search_pareto_free(&sets[i]);
-  }
-  for (int k = 0; rc == 0 && k < out->nplans; k++)
-    out->plans[k].op_evals = out->op_evals, out->plans[k].search_s += op_s;
-  free(sets);
-  free(set_of);
-  free(uniq);
+  if (rc == 0) search_bucket_add_op_level(out, &sets);
+  search_sets_free(&sets);
+  free(signature);
   return rc;
 }
 

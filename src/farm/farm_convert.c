@@ -18,24 +18,6 @@
 
 #include "farm_task_internal.h"
 
-typedef struct {
-  uint32_t lead, trail;
-  uint64_t lead_instances;
-} op_pos;
-
-/* Apply one walk step to an op's position as the store reader does; 0 or -1 when the
- * reader would reject the step. */
-static int pos_step(op_pos *p, uint64_t instances, uint32_t to, uint64_t mult) {
-  if (to == p->lead && p->lead != p->trail) {
-    if (instances > mult - p->lead_instances) return -1;
-    p->lead_instances += instances;
-    return 0;
-  }
-  if (p->lead_instances != mult || to <= p->lead || instances > mult) return -1;
-  p->trail = p->lead, p->lead = to, p->lead_instances = instances;
-  return 0;
-}
-
 static int cmp_i64(const void *a, const void *b) {
   const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
@@ -91,15 +73,16 @@ static int convert_walk(const farm_convert_in *in, farm_bucket_result *r, enpu_e
   return 0;
 }
 
-/* The whole walk replayed as the store reader replays it (lead/trail moves per key). */
+/* The whole walk checked by the store's lead/trail rule (store_walk_step), per key. */
 static int check_walk_rule(const farm_bucket_result *r, enpu_err *err) {
-  op_pos *pos = enpu_calloc(r->nops + 1, sizeof *pos);
+  store_walk_pos *pos = enpu_calloc(r->nops + 1, sizeof *pos);
   ENPU_RETURN_IF(!pos, err, ENPU_ERR_NOMEM, "out of memory (walk check)");
-  for (uint32_t i = 0; i < r->nops; i++) pos[i] = (op_pos){0, 0, r->multiplicity[i]};
+  for (uint32_t i = 0; i < r->nops; i++)
+    pos[i] = (store_walk_pos){0, 0, r->multiplicity[i], r->multiplicity[i]};
   int rc = 0;
   for (uint64_t s = 0; s < r->nwalk && rc == 0; s++) {
     const store_walk_rec *w = &r->walk[s];
-    if (pos_step(&pos[w->op], w->instances, w->pareto, r->multiplicity[w->op]) < 0)
+    if (store_walk_step(&pos[w->op], w->pareto, w->instances) != STORE_WALK_OK)
       rc = enpu_errorf(err, ENPU_ERR_INTERNAL,
                        "walk step %llu of op key %016llx cannot be stored as lead/trail moves",
                        (unsigned long long)s, (unsigned long long)r->op_keys[w->op]);

@@ -174,11 +174,12 @@ const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t p
 
 /* ---- loading a store ----------------------------------------------------------- */
 
-#define BAD(...) enpu_errorf(err, ENPU_ERR_FORMAT, __VA_ARGS__)
+/* store_load validated the tables (every row range inside its table, bucket ops in
+ * ascending order, walks that replay, plan-state runs that cover their bucket's ops), so
+ * loading only converts rows; what the store does not check (two ops of a bucket with one
+ * key) is checked here. */
 
-static int range_ok(uint64_t first, uint64_t count, size_t rows) {
-  return first <= rows && count <= rows - first;
-}
+#define BAD(...) enpu_errorf(err, ENPU_ERR_FORMAT, __VA_ARGS__)
 
 /* One op of a bucket while loading: its key, multiplicity and store row. */
 typedef struct {
@@ -217,8 +218,6 @@ static int load_policy_ops(farm_state *s, const store_policy_tables *t, uint32_t
                            enpu_err *err) {
   for (size_t i = 0; i < t->nops; i++) {
     const store_op_rec *o = &t->ops[i];
-    if (o->pareto_count == 0 || !range_ok(o->pareto_first, o->pareto_count, t->npareto))
-      return BAD("policy %s: op %zu: Pareto range outside the table", t->name, i);
     farm_op_result r = {.policy = policy, .key = o->signature, .kind = o->kind,
                         .evaluations = o->evaluations, .npoints = o->pareto_count};
     memcpy(r.name, o->name, STORE_NAME_LEN);
@@ -239,8 +238,6 @@ static int load_bucket_ops(const store_policy_tables *t, size_t bi, farm_bucket_
   const store_bucket_rec *b = &t->buckets[bi];
   for (uint32_t i = 0; i < b->ops_count; i++) {
     const store_bucket_op_rec *bo = &t->bucket_ops[b->ops_first + i];
-    if (bo->op >= t->nops || (i > 0 && bo->op <= bo[-1].op) || bo->multiplicity == 0)
-      return BAD("policy %s: bucket_ops row %u: op out of range or order", t->name, b->ops_first + i);
     scratch[i] = (load_op){t->ops[bo->op].signature, bo->multiplicity, bo->op, i};
   }
   qsort(scratch, b->ops_count, sizeof *scratch, load_op_cmp);
@@ -289,14 +286,7 @@ static int load_bucket_plans(const store_policy_tables *t, size_t bi, farm_bucke
   r->plans = enpu_calloc(r->nplans, sizeof *r->plans);
   ENPU_RETURN_IF(!r->plans, err, ENPU_ERR_NOMEM, "farm: no memory to load bucket %zu", bi);
   r->nstates = 0;
-  for (uint32_t k = 0; k < r->nplans; k++) {
-    const store_plan_rec *pl = &t->plans[b->plan_first + k];
-    if (!range_ok(pl->states_first, pl->states_count, t->nplan_states) ||
-        (pl->walk_prefix > r->nwalk && pl->walk_prefix != STORE_NO_PREFIX))
-      return BAD("policy %s: plan %u: plan_states range or walk prefix out of range", t->name,
-                 b->plan_first + k);
-    r->nstates += pl->states_count;
-  }
+  for (uint32_t k = 0; k < r->nplans; k++) r->nstates += t->plans[b->plan_first + k].states_count;
   r->states = enpu_calloc(r->nstates, sizeof *r->states);
   ENPU_RETURN_IF(!r->states, err, ENPU_ERR_NOMEM, "farm: no memory to load bucket %zu", bi);
   uint64_t at = 0;
@@ -325,14 +315,8 @@ static int load_bucket_plans(const store_policy_tables *t, size_t bi, farm_bucke
 static int load_policy_buckets(farm_state *s, const store_policy_tables *t, uint32_t policy,
                                int64_t *buckets, enpu_err *err) {
   uint32_t max_ops = 0;
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    const store_bucket_rec *b = &t->buckets[i];
-    if (!range_ok(b->ops_first, b->ops_count, t->nbucket_ops) ||
-        !range_ok(b->walk_first, b->walk_count, t->nwalk) ||
-        !range_ok(b->plan_first, b->plan_count, t->nplans))
-      return BAD("policy %s: bucket %zu: ops, walk or plan range outside its table", t->name, i);
-    if (b->ops_count > max_ops) max_ops = b->ops_count;
-  }
+  for (size_t i = 0; i < t->nbuckets; i++)
+    if (t->buckets[i].ops_count > max_ops) max_ops = t->buckets[i].ops_count;
   uint32_t *local_of_pos = enpu_calloc(max_ops, sizeof *local_of_pos);
   load_op *scratch = enpu_calloc(max_ops, sizeof *scratch);
   int rc = local_of_pos && scratch ? ENPU_OK

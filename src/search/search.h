@@ -112,40 +112,9 @@ typedef struct {
 
 void search_pareto_free(search_pareto *p); /* frees p->points; NULL and empty are no-ops */
 
-/* Scratch for the op-level search: the evaluation memo (open addressing, keyed by the
- * five states), reused across operators so a search allocates only its result. One per
- * thread. */
-typedef struct search_memo search_memo;
-int search_memo_create(search_memo **out, enpu_err *err);
-void search_memo_free(search_memo *m); /* NULL is a no-op */
-
-/* Pareto set of one operator under `dom`. Greedy: Algorithm 1 from the lowest state of
- * every searched domain; each step evaluates the up to 2^d - 1 candidates that raise a
- * non-empty subset of the domains below peak by one state and moves to the one with the
- * smallest ΔE/|ΔT| among those with ΔT < 0 (lowering both makes ΔE/|ΔT| negative, so such
- * a candidate beats every one that costs energy); it stops when no candidate is faster
- * or every domain is at peak. The all-peak plan is evaluated too (a memo hit when the
- * descent reaches it), so the fastest Pareto point is never slower than all-peak.
- * Exhaustive: every combination, split over `nthreads` threads, users[t] for thread t
- * (the greedy uses users[0] only). Components outside the searched domains stay at peak.
- * On success *out owns its points; on failure *out is empty.
- * @return 0, or the evaluator's error, ENPU_ERR_INVALID (bad domains), ENPU_ERR_NOMEM. */
-int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
-                     void *const *users, int nthreads, search_pareto *out, enpu_err *err);
-
-/* search_op_pareto with a batch evaluator and a bound (search_evaluator), and for
- * SEARCH_OP_EXACT one part of the search: the plan space is cut into SEARCH_EXACT_PARTS
- * fixed boxes (halving the widest searched domain, the lowest first on a tie); part k
- * searches box k alone from the same seed (Algorithm 1's set), and its set holds every
- * exact point of its box plus seed points nothing evaluated dominated. part < 0: every
- * part, over `nthreads` threads, merged (the exact set). Evaluations are counted per
- * part and summed, so they depend on neither the thread count nor the order.
- * @return as search_op_pareto; ENPU_ERR_INVALID for a part outside the range. */
+/* The exact op-level search is cut into SEARCH_EXACT_PARTS fixed parts (search_op_search),
+ * each a farm sub-task (search_op_compile_part). */
 enum { SEARCH_EXACT_PARTS = 8 };
-int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
-                     void *const *users, int nthreads, int part, search_pareto *out,
-                     enpu_err *err);
-
 /* The Pareto set of the union of n sets (each sorted as search_pareto is), with the same
  * tie rule: independent of the sets' order. evals sums theirs. */
 int search_pareto_merge(const search_pareto *sets, int n, search_pareto *out, enpu_err *err);
@@ -205,28 +174,11 @@ int search_greedy_build(const search_req_op *ops, int nops, double budget_ns,
                         search_walk **out, enpu_err *err);
 void search_walk_free(search_walk *w); /* NULL is a no-op */
 
-/* The genetic algorithm of the paper's DVFS-C baseline (§4.3, after ascend_dvfs): a genome
- * holds one gene per search_req_op (a Pareto point index shared by all its instances);
- * fitness = energy + a penalty for time over budget_ns (no transitions), so any genome
- * over budget is worse than every one within it. Population `population`, `generations`
- * generations of binary tournament selection, uniform crossover, per-gene mutation
- * (probability 1/ngenes: a neighbouring point or a random one) and one elite. The first
- * individual is `seed` (a previous slack's best, warm start) or, when NULL, every gene at
- * its fastest point; the rest are mutations of it (half) and random genomes (half).
- * Deterministic for a given rng_seed. best[] receives the best genome (never worse than
- * the seed: the elite survives); *evals the genomes evaluated.
- * @return 0, ENPU_ERR_INVALID (bad ops or parameters), ENPU_ERR_NOMEM. */
+/* Parameters of the paper's DVFS-C genetic algorithm (search_ga_run). */
 typedef struct {
   int population, generations;
   uint64_t rng_seed;
 } search_ga_params;
-
-int search_ga_run(const search_req_op *ops, int nops, double budget_ns,
-                  const search_ga_params *prm, const int *seed, int *best, int64_t *evals,
-                  enpu_err *err);
-/* Time and energy of a genome (every instance of op i at point genes[i]). */
-void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes,
-                           double *time_ns, double *energy_nj);
 
 double search_walk_start_time_ns(const search_walk *w);
 double search_walk_start_energy_nj(const search_walk *w);
@@ -496,6 +448,29 @@ int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const sea
 int search_unit_breakdown(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
                           int unit, config_policy policy, const search_options *opt,
                           const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
+
+/* The op level of a bucket, one Pareto set per distinct signature: `count` items (a
+ * request's units, or graph ops) with their signatures; compile(user, item, rank,
+ * distinct, &set) runs once per signature, on its first item in order (rank: 0-based
+ * among the distinct signatures, `distinct` of them), and every item's set_of points at
+ * its signature's set. On failure the sets compiled so far stay for search_sets_free. */
+typedef int (*search_set_fn)(void *user, int item, int rank, int distinct, search_pareto *out,
+                             enpu_err *err);
+typedef struct {
+  int count, distinct;
+  search_pareto *sets;          /* per item; the first item of each signature's (owned) */
+  const search_pareto **set_of; /* per item: its signature's set */
+  int64_t evals;                /* summed over the distinct sets */
+  double search_s;              /* wall time of the compilations */
+} search_sets;
+
+/* @return 0, compile's error, or ENPU_ERR_NOMEM. */
+int search_sets_compile(const uint64_t *signature, int count, search_set_fn compile, void *user,
+                        search_sets *out, enpu_err *err);
+void search_sets_free(search_sets *s); /* frees members; NULL is a no-op */
+/* A result search_compile_bucket_sets compiled from `sets` takes their op-level figures:
+ * op_evals, unique_ops, op_search_s, and each plan's op_evals and search_s. */
+void search_bucket_add_op_level(search_bucket_result *r, const search_sets *sets);
 
 /* The request level of one bucket given its units' Pareto sets (sets[u] for unit u of
  * search_units_build — graph op u for a per-operator policy — computed by

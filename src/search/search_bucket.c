@@ -315,64 +315,64 @@ static int bucket_units(search_ctx *s, cost_ctx *cost, const graph *g, config_po
   return search_units_build(s, cost, g, policy, *opt, u, err);
 }
 
+/* What unit_compile needs besides the unit (a search_set_fn's user). */
+typedef struct {
+  search_ctx *s;
+  cost_ctx *cost;
+  const graph *g;
+  const search_units *u; /* the request's units, compiled one per signature */
+  config_policy policy;
+  const search_options *opt;
+  unit_cache *cache; /* cost-model results the epochs share */
+} unit_compile_user;
+
+static int unit_set(void *user, int unit, int rank, int distinct, search_pareto *out,
+                    enpu_err *err) {
+  (void)rank, (void)distinct;
+  const unit_compile_user *c = user;
+  return unit_compile(c->s, c->cost, c->g, c->u, unit, c->policy, c->opt, c->cache, out, err);
+}
+
+/* The result keeps the sets, each unit its own copy of a shared one. */
+static int keep_unit_sets(search_sets *sets, search_bucket_result *out, enpu_err *err) {
+  for (int i = 0; i < sets->count; i++)
+    if (sets->set_of[i] != &sets->sets[i]) {
+      const search_pareto *shared = sets->set_of[i];
+      sets->sets[i] = *shared;
+      sets->sets[i].points = enpu_calloc((size_t)shared->count, sizeof *sets->sets[i].points);
+      ENPU_RETURN_IF(!sets->sets[i].points, err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+      memcpy(sets->sets[i].points, shared->points, (size_t)shared->count * sizeof *shared->points);
+    }
+  out->unit_sets = sets->sets;
+  sets->sets = NULL;
+  return 0;
+}
+
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                           const double *slacks, int nslack, const search_options *opt,
                           search_bucket_result *out, enpu_err *err) {
   search_units *u = NULL;
   search_options defaults;
   ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
-  const int nunits = u->count;
-  search_pareto *sets = enpu_calloc((size_t)u->count + 1, sizeof *sets);
-  const search_pareto **set_of = enpu_calloc((size_t)u->count + 1, sizeof *set_of);
-  unit_cache *cache = NULL;
-  int rc = sets && set_of ? unit_cache_create(&cache, err)
-                          : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
-  int64_t op_evals = 0;
-  int unique = 0;
-  const double t_op0 = enpu_now_s();
-  for (int i = 0; rc == 0 && i < u->count; i++) {
-    for (int j = 0; j < i && !set_of[i]; j++)
-      if (u->unit[j].signature == u->unit[i].signature) set_of[i] = set_of[j];
-    if (set_of[i]) continue;
-    rc = unit_compile(s, cost, g, u, i, policy, opt, cache, &sets[i], err);
-    set_of[i] = &sets[i];
-    op_evals += sets[i].evals;
-    unique++;
-  }
-  const double op_s = enpu_now_s() - t_op0;
-  unit_cache_free(cache);
+  uint64_t *signature = enpu_calloc((size_t)u->count + 1, sizeof *signature);
+  unit_compile_user c = {s, cost, g, u, policy, opt, NULL};
+  search_sets sets = {0};
+  int rc = signature ? unit_cache_create(&c.cache, err)
+                     : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+  for (int i = 0; rc == 0 && i < u->count; i++) signature[i] = u->unit[i].signature;
+  if (rc == 0) rc = search_sets_compile(signature, u->count, unit_set, &c, &sets, err);
+  unit_cache_free(c.cache);
+  free(signature);
   if (rc < 0) enpu_err_prefix(err, "%s: ", config_policy_name(policy));
   search_units *owned = u;
   if (rc == 0) {
     owned = NULL; /* the result takes the units, freed with it even on failure */
-    rc = bucket_sets(s, cost, g, policy, u, set_of, slacks, nslack, opt, out, err);
+    rc = bucket_sets(s, cost, g, policy, u, sets.set_of, slacks, nslack, opt, out, err);
   }
-  if (rc == 0) {
-    out->op_evals = op_evals;
-    out->unique_ops = unique;
-    out->op_search_s = op_s;
-    for (int k = 0; k < out->nplans; k++) {
-      out->plans[k].op_evals = op_evals;
-      out->plans[k].search_s += op_s;
-    }
-    /* The result keeps the sets, each unit its own copy of a shared one. */
-    for (int i = 0; i < nunits; i++)
-      if (set_of[i] != &sets[i]) {
-        sets[i] = *set_of[i];
-        sets[i].points = enpu_calloc((size_t)set_of[i]->count, sizeof *sets[i].points);
-        if (!sets[i].points) {
-          rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
-          break;
-        }
-        memcpy(sets[i].points, set_of[i]->points, (size_t)set_of[i]->count * sizeof *sets[i].points);
-      }
-    out->unit_sets = sets;
-    sets = NULL;
-  }
+  if (rc == 0) search_bucket_add_op_level(out, &sets);
+  if (rc == 0) rc = keep_unit_sets(&sets, out, err);
   if (rc < 0) search_bucket_result_free(out);
-  for (int i = 0; sets && i < nunits; i++) search_pareto_free(&sets[i]);
-  free(sets);
-  free(set_of);
+  search_sets_free(&sets);
   search_units_free(owned);
   return rc;
 }
@@ -528,6 +528,30 @@ static int check_options(const double *slacks, int nslack, const search_options 
   return 0;
 }
 
+/* The request level's view of each unit: its Pareto set and multiplicity. */
+static int bucket_req_ops(const search_units *u, const search_pareto *const *sets, scratch *sc,
+                          enpu_err *err) {
+  for (int i = 0; i < u->count; i++) {
+    ENPU_RETURN_IF(!sets[i] || sets[i]->count < 1, err, ENPU_ERR_INVALID,
+                   "unit %d (%s): no Pareto set", i, u->unit[i].name);
+    sc->req[i] = (search_req_op){sets[i]->points, sets[i]->count, u->unit[i].multiplicity};
+  }
+  return 0;
+}
+
+/* The hull walk, up to the largest slack's budget or the walk cap's; the result owns it
+ * (the store records it). */
+static int bucket_walk(const search_units *u, scratch *sc, double last_slack,
+                       const search_options *opt, search_bucket_result *out, enpu_err *err) {
+  const double cap_ns = search_budget_ns(opt->budget, out->t_nodvfs_ns, out->t_peak_ns,
+                                         fmax(opt->walk_cap_slack, last_slack));
+  const int rc = search_walk_build(sc->req, u->count, cap_ns, &sc->hull, err);
+  if (rc == 0) out->walk_moves = search_walk_moves(sc->hull);
+  out->walk = sc->hull;
+  sc->hull = NULL;
+  return rc;
+}
+
 /* search_compile_bucket_sets over units `u`, which the result takes. */
 static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
                        search_units *u, const search_pareto *const *sets, const double *slacks,
@@ -554,21 +578,10 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   if (rc == 0) rc = bucket_alloc(g, u, nslack, s->chip->freq_states, &rq, &sc, out, err);
   if (rc == 0) rc = bucket_reference(s, cost, g, &ps, out, err);
   if (rc == 0) rc = bucket_peak_plan(&rq, &sc, out, err);
-  for (int i = 0; rc == 0 && i < u->count; i++) {
-    if (!sets[i] || sets[i]->count < 1) {
-      rc = enpu_errorf(err, ENPU_ERR_INVALID, "unit %d (%s): no Pareto set", i, u->unit[i].name);
-      break;
-    }
-    sc.req[i] = (search_req_op){sets[i]->points, sets[i]->count, u->unit[i].multiplicity};
-  }
+  if (rc == 0) rc = bucket_req_ops(u, sets, &sc, err);
   /* Request level: one walk serves every slack (and bounds it). */
   const double t_walk0 = enpu_now_s();
-  const double cap_ns = search_budget_ns(opt->budget, out->t_nodvfs_ns, out->t_peak_ns,
-                                         fmax(opt->walk_cap_slack, slacks[nslack - 1]));
-  if (rc == 0) rc = search_walk_build(sc.req, u->count, cap_ns, &sc.hull, err);
-  if (rc == 0) out->walk_moves = search_walk_moves(sc.hull);
-  out->walk = sc.hull; /* the result owns the walk (the store records it) */
-  sc.hull = NULL;
+  if (rc == 0) rc = bucket_walk(u, &sc, slacks[nslack - 1], opt, out, err);
   const double walk_s = enpu_now_s() - t_walk0;
   if (rc == 0 && (ps.request == SEARCH_REQ_GA || opt->transition_aware))
     rc = ga_genes_make(u, sets, opt->ga_groups, &sc, err);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "search_internal.h"
 
 typedef struct {
   uint64_t s;

@@ -15,6 +15,62 @@
 
 #include "search.h"
 
+/* ---------------------------------------------------------------------------------
+ * The op level's memo and searches, and the GA: what search_bucket.c, search_units.c and
+ * search_final.c build on (the public entry points are search_op_compile and
+ * search_compile_bucket). */
+
+/* Scratch for the op-level search: the evaluation memo (open addressing, keyed by the
+ * five states), reused across operators so a search allocates only its result. One per
+ * thread. */
+typedef struct search_memo search_memo;
+int search_memo_create(search_memo **out, enpu_err *err);
+void search_memo_free(search_memo *m); /* NULL is a no-op */
+
+/* Pareto set of one operator under `dom`. Greedy: Algorithm 1 from the lowest state of
+ * every searched domain; each step evaluates the up to 2^d - 1 candidates that raise a
+ * non-empty subset of the domains below peak by one state and moves to the one with the
+ * smallest ΔE/|ΔT| among those with ΔT < 0 (lowering both makes ΔE/|ΔT| negative, so such
+ * a candidate beats every one that costs energy); it stops when no candidate is faster
+ * or every domain is at peak. The all-peak plan is evaluated too (a memo hit when the
+ * descent reaches it), so the fastest Pareto point is never slower than all-peak.
+ * Exhaustive: every combination, split over `nthreads` threads, users[t] for thread t
+ * (the greedy uses users[0] only). Components outside the searched domains stay at peak.
+ * On success *out owns its points; on failure *out is empty.
+ * @return 0, or the evaluator's error, ENPU_ERR_INVALID (bad domains), ENPU_ERR_NOMEM. */
+int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
+                     void *const *users, int nthreads, search_pareto *out, enpu_err *err);
+
+/* search_op_pareto with a batch evaluator and a bound (search_evaluator), and for
+ * SEARCH_OP_EXACT one part of the search: the plan space is cut into SEARCH_EXACT_PARTS
+ * fixed boxes (halving the widest searched domain, the lowest first on a tie); part k
+ * searches box k alone from the same seed (Algorithm 1's set), and its set holds every
+ * exact point of its box plus seed points nothing evaluated dominated. part < 0: every
+ * part, over `nthreads` threads, merged (the exact set). Evaluations are counted per
+ * part and summed, so they depend on neither the thread count nor the order.
+ * @return as search_op_pareto; ENPU_ERR_INVALID for a part outside the range. */
+int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
+                     void *const *users, int nthreads, int part, search_pareto *out,
+                     enpu_err *err);
+
+/* The genetic algorithm of the paper's DVFS-C baseline (§4.3, after ascend_dvfs): a genome
+ * holds one gene per search_req_op (a Pareto point index shared by all its instances);
+ * fitness = energy + a penalty for time over budget_ns (no transitions), so any genome
+ * over budget is worse than every one within it. Population `population`, `generations`
+ * generations of binary tournament selection, uniform crossover, per-gene mutation
+ * (probability 1/ngenes: a neighbouring point or a random one) and one elite. The first
+ * individual is `seed` (a previous slack's best, warm start) or, when NULL, every gene at
+ * its fastest point; the rest are mutations of it (half) and random genomes (half).
+ * Deterministic for a given rng_seed. best[] receives the best genome (never worse than
+ * the seed: the elite survives); *evals the genomes evaluated.
+ * @return 0, ENPU_ERR_INVALID (bad ops or parameters), ENPU_ERR_NOMEM. */
+int search_ga_run(const search_req_op *ops, int nops, double budget_ns,
+                  const search_ga_params *prm, const int *seed, int *best, int64_t *evals,
+                  enpu_err *err);
+/* Time and energy of a genome (every instance of op i at point genes[i]). */
+void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes,
+                           double *time_ns, double *energy_nj);
+
 struct search_ctx {
   const config_chip *chip;
   power_model *fixed;  /* NoDVFS: fixed regulator, peak only */

@@ -245,6 +245,46 @@ int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const sea
   return rc;
 }
 
+int search_sets_compile(const uint64_t *signature, int count, search_set_fn compile, void *user,
+                        search_sets *out, enpu_err *err) {
+  *out = (search_sets){.count = count};
+  out->sets = enpu_calloc((size_t)count + 1, sizeof *out->sets);
+  out->set_of = enpu_calloc((size_t)count + 1, sizeof *out->set_of);
+  ENPU_RETURN_IF(!out->sets || !out->set_of, err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+  for (int i = 0; i < count; i++) {
+    for (int j = 0; j < i && !out->set_of[i]; j++)
+      if (signature[j] == signature[i]) out->set_of[i] = out->set_of[j];
+    if (!out->set_of[i]) out->set_of[i] = &out->sets[i], out->distinct++;
+  }
+  const double t0 = enpu_now_s();
+  int rc = 0;
+  for (int i = 0, rank = 0; rc == 0 && i < count; i++) {
+    if (out->set_of[i] != &out->sets[i]) continue;
+    rc = compile(user, i, rank++, out->distinct, &out->sets[i], err);
+    out->evals += out->sets[i].evals;
+  }
+  out->search_s = enpu_now_s() - t0;
+  return rc;
+}
+
+void search_sets_free(search_sets *s) {
+  if (!s) return;
+  for (int i = 0; s->sets && i < s->count; i++) search_pareto_free(&s->sets[i]);
+  free(s->sets);
+  free(s->set_of);
+  *s = (search_sets){0};
+}
+
+void search_bucket_add_op_level(search_bucket_result *r, const search_sets *sets) {
+  r->op_evals = sets->evals;
+  r->unique_ops = sets->distinct;
+  r->op_search_s = sets->search_s;
+  for (int k = 0; k < r->nplans; k++) {
+    r->plans[k].op_evals = sets->evals;
+    r->plans[k].search_s += sets->search_s;
+  }
+}
+
 /* acc += n × r over what a unit's cost is made of. */
 static void result_add(cost_result *acc, const cost_result *r, double n) {
   acc->time_ns += n * r->time_ns;

@@ -316,6 +316,28 @@ int store_content_hash(const store_contents *c, uint64_t *out, enpu_err *err);
  * store was compiled for. @return as store_load. */
 int store_load_provenance(const char *path, store_contents **out, enpu_err *err);
 
+/* One op's position on its walk: `lead_instances` of its `instances` sit on Pareto point
+ * `lead`, the rest on `trail` (a point it left, never revisited). Points are any
+ * increasing numbering of the op's Pareto points (the store's rows or an op's own). */
+typedef struct {
+  uint32_t lead, trail;
+  uint64_t lead_instances, instances;
+} store_walk_pos;
+
+/* Why a walk step breaks the lead/trail rule (store_walk_step). */
+typedef enum {
+  STORE_WALK_OK = 0,
+  STORE_WALK_BACKWARD = -1, /* to a point before the lead, or no instances */
+  STORE_WALK_OVERFLOW = -2, /* more instances to the lead than remain on the trail */
+  STORE_WALK_EARLY = -3,    /* to a later point before every instance reached the lead */
+} store_walk_status;
+
+/* The walk's lead/trail rule, the one definition the reader replays and the farm checks
+ * before it writes: a step to the lead point adds instances there; a step to a later
+ * point is allowed only once every instance is at the lead, and makes the lead the trail.
+ * @return STORE_WALK_OK with *p moved, or the rule broken (*p unchanged). */
+store_walk_status store_walk_step(store_walk_pos *p, uint32_t to, uint64_t moved);
+
 /* Replay the first `prefix` walk steps of bucket `bi` (a bucket of a loaded, validated policy)
  * into st[0..ops_count): the one definition of what a walk prefix means.
  * @return 0, or ENPU_ERR_FORMAT for a walk that breaks the rules of schemas/planstore.md. */

@@ -294,8 +294,19 @@ static long bucket_op_pos(const store_policy_tables *p, const store_bucket_rec *
   return -1;
 }
 
-/* A step that moves instances to the op's lead point adds them there; a step to a later
- * point is allowed only when every instance is at the lead. */
+store_walk_status store_walk_step(store_walk_pos *p, uint32_t to, uint64_t moved) {
+  if (to < p->lead || moved == 0) return STORE_WALK_BACKWARD;
+  if (to == p->lead && p->lead != p->trail) {
+    if (moved > p->instances - p->lead_instances) return STORE_WALK_OVERFLOW;
+    p->lead_instances += moved;
+    return STORE_WALK_OK;
+  }
+  if (p->lead_instances != p->instances || moved > p->instances || to == p->lead)
+    return STORE_WALK_EARLY;
+  p->trail = p->lead, p->lead = to, p->lead_instances = moved;
+  return STORE_WALK_OK;
+}
+
 int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix, planstore_op_states *st,
                       enpu_err *err) {
   const store_bucket_rec *b = &p->buckets[bi];
@@ -313,23 +324,20 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
                             (unsigned long long)(b->walk_first + k), w->op, bi);
     planstore_op_states *s = &st[pos];
     const store_op_rec *o = &p->ops[w->op];
-    if (w->pareto >= (uint64_t)o->pareto_first + o->pareto_count || w->pareto < s->lead_pareto ||
-        w->instances == 0)
+    store_walk_pos at = {s->lead_pareto, s->trail_pareto, s->lead_instances, s->instances};
+    const store_walk_status step = w->pareto >= (uint64_t)o->pareto_first + o->pareto_count
+                                       ? STORE_WALK_BACKWARD
+                                       : store_walk_step(&at, w->pareto, w->instances);
+    if (step == STORE_WALK_BACKWARD)
       return BAD("policy %s: walk row %llu: pareto %u outside op %u's remaining points, or no instances",
                  p->name, (unsigned long long)(b->walk_first + k), w->pareto, w->op);
-    if (w->pareto == s->lead_pareto && s->lead_pareto != s->trail_pareto) {
-      if (w->instances > s->instances - s->lead_instances)
-        return BAD("policy %s: walk row %llu: moves more instances of op %u than it has", p->name,
-                   (unsigned long long)(b->walk_first + k), w->op);
-      s->lead_instances += w->instances;
-    } else {
-      if (s->lead_instances != s->instances || w->instances > s->instances || w->pareto == s->lead_pareto)
-        return BAD("policy %s: walk row %llu: op %u moves on before all its instances moved", p->name,
-                   (unsigned long long)(b->walk_first + k), w->op);
-      s->trail_pareto = s->lead_pareto;
-      s->lead_pareto = w->pareto;
-      s->lead_instances = w->instances;
-    }
+    if (step == STORE_WALK_OVERFLOW)
+      return BAD("policy %s: walk row %llu: moves more instances of op %u than it has", p->name,
+                 (unsigned long long)(b->walk_first + k), w->op);
+    if (step == STORE_WALK_EARLY)
+      return BAD("policy %s: walk row %llu: op %u moves on before all its instances moved", p->name,
+                 (unsigned long long)(b->walk_first + k), w->op);
+    s->lead_pareto = at.lead, s->trail_pareto = at.trail, s->lead_instances = at.lead_instances;
   }
   for (uint32_t i = 0; i < b->ops_count; i++) {
     const store_pareto_rec *lead = &p->pareto[st[i].lead_pareto], *trail = &p->pareto[st[i].trail_pareto];

@@ -1393,6 +1393,46 @@ static void test_uniform(void **state) {
   config_job_free(job);
 }
 
+/* search_sets_compile: one compilation per distinct signature, on its first item in
+ * order, ranks 0.. among the distinct ones; every item points at its signature's set. */
+typedef struct {
+  int calls, item[8], rank[8], distinct;
+} sets_log;
+
+static int sets_log_compile(void *user, int item, int rank, int distinct, search_pareto *out,
+                            enpu_err *err) {
+  (void)err;
+  sets_log *l = user;
+  l->item[l->calls] = item, l->rank[l->calls++] = rank, l->distinct = distinct;
+  out->points = calloc(1, sizeof *out->points);
+  out->count = 1;
+  out->points[0].time_ns = item;
+  out->evals = 10 + item;
+  return 0;
+}
+
+static void test_sets_compile_dedup(void **state) {
+  (void)state;
+  const uint64_t sig[6] = {7, 9, 7, 3, 9, 7};
+  sets_log l = {0};
+  search_sets sets;
+  enpu_err err = {0};
+  assert_int_equal(search_sets_compile(sig, 6, sets_log_compile, &l, &sets, &err), 0);
+  assert_int_equal(l.calls, 3);
+  assert_int_equal(sets.distinct, 3);
+  const int first[3] = {0, 1, 3};
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(l.item[k], first[k]);
+    assert_int_equal(l.rank[k], k);
+  }
+  assert_int_equal(l.distinct, 3);
+  const int owner[6] = {0, 1, 0, 3, 1, 0};
+  for (int i = 0; i < 6; i++) assert_ptr_equal(sets.set_of[i], &sets.sets[owner[i]]);
+  assert_int_equal(sets.evals, 10 + 11 + 13);
+  search_sets_free(&sets);
+  search_sets_free(NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_domains),
@@ -1421,6 +1461,7 @@ int main(void) {
       cmocka_unit_test(test_exact_equals_exhaustive),
       cmocka_unit_test(test_exact_variants),
       cmocka_unit_test(test_uniform),
+      cmocka_unit_test(test_sets_compile_dedup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

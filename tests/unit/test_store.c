@@ -1141,6 +1141,26 @@ static int write_only(const char *path, int level) {
   return rc ? 1 : 0;
 }
 
+/* store_walk_step: instances join the lead; the walk moves on only once all reached it. */
+static void test_walk_step_rule(void **state) {
+  (void)state;
+  store_walk_pos p = {.lead = 0, .trail = 0, .lead_instances = 4, .instances = 4};
+  assert_int_equal(store_walk_step(&p, 2, 1), STORE_WALK_OK); /* 1 of 4 to point 2 */
+  assert_int_equal(p.lead, 2);
+  assert_int_equal(p.trail, 0);
+  assert_int_equal(store_walk_step(&p, 3, 1), STORE_WALK_EARLY);
+  assert_int_equal(store_walk_step(&p, 2, 4), STORE_WALK_OVERFLOW);
+  assert_int_equal(store_walk_step(&p, 1, 1), STORE_WALK_BACKWARD);
+  assert_int_equal(store_walk_step(&p, 2, 0), STORE_WALK_BACKWARD);
+  assert_int_equal(p.lead_instances, 1); /* the rejected steps left it */
+  assert_int_equal(store_walk_step(&p, 2, 3), STORE_WALK_OK);
+  assert_int_equal(p.lead_instances, 4);
+  assert_int_equal(store_walk_step(&p, 2, 1), STORE_WALK_OVERFLOW); /* all there already */
+  assert_int_equal(store_walk_step(&p, 5, 4), STORE_WALK_OK);
+  assert_int_equal(p.trail, 2);
+  assert_int_equal(p.lead, 5);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "--write") == 0) return write_only(argv[2], argc > 3 ? atoi(argv[3]) : 3);
   /* Expected failures (corrupt files, a missing directory) need no HDF5 error stacks on
@@ -1169,6 +1189,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_flipped_bytes),
       cmocka_unit_test(test_lookup_speed_report),
+      cmocka_unit_test(test_walk_step_rule),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
