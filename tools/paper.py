@@ -336,12 +336,34 @@ def stage_farm(rn, mdir, runs):
     else:
         cmds = [launch + [rn.enpu, "farm", j] + common for j in jobs]
     stores = [os.path.join(mdir, name, "plans.h5") for name, *_ in runs]
+    tpath = os.path.join(mdir, "timings.json")
+    before = load_json(tpath, "timings").get("farm", {}) if os.path.exists(tpath) else {}
     if rn.stage(mdir, "farm", cmds, files=files, outputs=stores, env=env):
-        timings = load_json(os.path.join(mdir, "timings.json"), "timings")
+        timings = load_json(tpath, "timings")
         timings["farm"]["jobs"] = farm_summaries([(n, os.path.join(mdir, n)) for n, *_ in runs])
         timings["farm"]["np"] = rn.args.np if rn.args.launcher == "mpirun" else None
-        write_if_changed(os.path.join(mdir, "timings.json"), json.dumps(timings, indent=2, sort_keys=True) + "\n")
+        grid = {n: os.path.join(mdir, n, "plans.h5") for n, kind, *_ in runs if kind == "grid"}
+        full = full_grid(rn, timings["farm"], before, grid)
+        if full:
+            timings["farm"]["full_grid"] = full
+        write_if_changed(tpath, json.dumps(timings, indent=2, sort_keys=True) + "\n")
     return stores
+
+
+FROM_EMPTY = "0 from the store, 0 from the journal"
+
+
+def full_grid(rn, farm, before, grid):
+    """The grid farms' summaries of the last run that computed every grid store from empty
+    (the core-hours of the grid): this run's when it did, else the earlier run's as long as
+    each grid store still holds the same content (a rerun that only reused results, e.g.
+    after a rebuild, leaves the figure standing). None when there is no such run."""
+    hashes = {n: rn.content_hash(s) for n, s in grid.items()}
+    jobs = farm["jobs"]
+    if grid and all(jobs.get(n, {}).get("reused", "").startswith(FROM_EMPTY) for n in grid):
+        return {"jobs": {n: jobs[n] for n in grid}, "content_hash": hashes, "utc": farm["utc"], "np": farm["np"]}
+    old = before.get("full_grid")
+    return old if old and old.get("content_hash") == hashes else None
 
 
 def stage_compile(rn, pipe, mdir, runs):

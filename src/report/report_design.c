@@ -28,14 +28,14 @@ static double m_savings(const store_bucket_rec *b, const store_plan_rec *pl) {
   return 100 * pl->savings_vs_nodvfs;
 }
 
-static double m_loss(const store_bucket_rec *b, const store_plan_rec *pl) {
+double report_regulator_loss_pct(const store_bucket_rec *b, const store_plan_rec *pl) {
   double l = 0;
   for (int c = 0; c < STORE_NSTATE; c++) l += pl->regulator_loss_nj[c];
   return 100 * l / b->e_nodvfs_nj;
 }
 
 static double m_loss_share(const store_bucket_rec *b, const store_plan_rec *pl) {
-  return pl->energy_nj > 0 ? m_loss(b, pl) * b->e_nodvfs_nj / pl->energy_nj : NAN;
+  return pl->energy_nj > 0 ? report_regulator_loss_pct(b, pl) * b->e_nodvfs_nj / pl->energy_nj : NAN;
 }
 
 static double m_slowdown(const store_bucket_rec *b, const store_plan_rec *pl) {
@@ -200,7 +200,7 @@ static int fig13(const report_ctx *r, FILE *md, enpu_err *err) {
   size_t n = 0;
   for (size_t i = 0; i < r->c->npolicies && n < 16; i++) names[n++] = r->c->policies[i].name;
   ENPU_FORWARD(both_phases(r, md, "regulator_loss", "regulator loss (% of NoDVFS energy)", names, n,
-                           m_loss, err));
+                           report_regulator_loss_pct, err));
   return both_phases(r, md, "regulator_loss_share", "regulator loss (% of the plan energy)", names,
                      n, m_loss_share, err);
 }

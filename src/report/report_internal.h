@@ -43,6 +43,10 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
  * store holds (report_design.c). @return 0, or a file/gnuplot error. */
 int report_design_section(const report_ctx *r, FILE *md, enpu_err *err);
 
+/* Energy a plan lost in its regulators, all components, in % of the bucket's NoDVFS
+ * energy (Figure 13's quantity). */
+double report_regulator_loss_pct(const store_bucket_rec *b, const store_plan_rec *pl);
+
 /* Section 5 (Figure 22) from a replay output directory, or a note when dir is NULL.
  * @return 0; ENPU_ERR_IO (no windows_*.csv in dir), ENPU_ERR_PARSE (a CSV without the
  * expected columns or with a bad number, naming file, line and column). */

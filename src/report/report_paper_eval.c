@@ -118,6 +118,7 @@ static double plan_metric(config_paper_kind kind, const store_bucket_rec *b, con
   switch (kind) {
   case CONFIG_PAPER_OVERHEAD: return pl->overhead_pct;
   case CONFIG_PAPER_SLOWDOWN: return 100 * (pl->time_ns - b->t_nodvfs_ns) / b->t_nodvfs_ns;
+  case CONFIG_PAPER_LOSS_GROWTH: return report_regulator_loss_pct(b, pl);
   default: return 100 * pl->savings_vs_nodvfs;
   }
 }
@@ -167,6 +168,27 @@ static void eval_plans(paper_ctx *x, const config_paper_query *q, const paper_co
         }
         if (q->slack_sel == CONFIG_SLACK_MEAN) add(s, mean);
       }
+  }
+}
+
+/* Regulator loss at the largest stored slack minus at 0 (Figure 13): a sample per model ×
+ * phase. */
+static void eval_loss_growth(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+  for (int i = 0; i < x->nmodels; i++) {
+    paper_model *m = &x->models[i];
+    if (!model_wanted(q, m->name)) continue;
+    double slacks[32];
+    const int ns = paper_request_slacks(m, col, slacks, 32);
+    paper_value why = {0};
+    snprintf(why.note, sizeof why.note, "%s: no single-request store in %s mode", m->name, col->budget);
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
+      if ((q->phase >= 0 && ph != q->phase) || !m->req_phase[ph]) continue;
+      const store_bucket_rec *b0 = NULL, *b1 = NULL;
+      const store_plan_rec *p0 = ns ? paper_request_plan(m, col, q->policy[0], ph, slacks[0], &b0, &why) : NULL;
+      const store_plan_rec *p1 = p0 ? paper_request_plan(m, col, q->policy[0], ph, slacks[ns - 1], &b1, &why) : NULL;
+      if (!p1) missing(s, &why);
+      else add(s, plan_metric(q->kind, b1, p1) - plan_metric(q->kind, b0, p0));
+    }
   }
 }
 
@@ -331,14 +353,16 @@ static void eval_compile(paper_ctx *x, const config_paper_query *q, samples *s) 
   }
 }
 
-/* Core-hours of a model's grid farms: the farms' core-seconds, every grid run, when the
- * last farm run computed the whole grid (an incremental run's seconds cover only what it
+/* Core-hours of a model's grid farms: the farms' core-seconds, every grid run, of the last
+ * farm run that computed the whole grid (tools/paper.py keeps it as farm.full_grid while
+ * the grid stores' content is unchanged; an incremental run's seconds cover only what it
  * recomputed, so they are no such figure). */
 static void eval_core_hours(paper_ctx *x, const config_paper_query *q, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     const paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
-    const json_t *jobs = json_object_get(json_object_get(m->timings, "farm"), "jobs");
+    const json_t *farm = json_object_get(m->timings, "farm"), *full = json_object_get(farm, "full_grid");
+    const json_t *jobs = json_object_get(full ? full : farm, "jobs");
     double core_s = 0;
     int found = 0, partial = 0;
     for (int r = 0; r < m->nruns; r++) {
@@ -494,10 +518,7 @@ paper_value paper_eval(paper_ctx *x, const config_paper_query *q, const paper_co
   case CONFIG_PAPER_FIGURE20: eval_figure20(x, q, &s); break;
   case CONFIG_PAPER_REPLAY: eval_replay(x, q, col, &s); break;
   case CONFIG_PAPER_WINDOWS: eval_windows(x, q, col, &s); break;
-  case CONFIG_PAPER_LOSS_GROWTH:
-    snprintf(s.miss.note, sizeof s.miss.note, "the stores carry no regulator loss (not in this build)");
-    s.miss.ok = -1;
-    break;
+  case CONFIG_PAPER_LOSS_GROWTH: eval_loss_growth(x, q, col, &s); break;
   default: break;
   }
   return finish(&s, q);

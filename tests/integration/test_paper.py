@@ -9,7 +9,8 @@ Usage: /usr/bin/python3 test_paper.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
 2. Our numbers in the README are the stores' and the compile outputs', recomputed here
    independently with h5py and json: the mean eNPU-All prefill saving at 0 % slack over the
    models (claim c1-prefill-0) in both budget modes, the overhead range at 0 % (claim
-   c2-overhead-0), Table 7's cells and Table 2's ratios.
+   c2-overhead-0), the growth of the regulator loss (claim c2-ivr-loss), Table 7's cells
+   and Table 2's ratios; the design-space policies reach the single-request store.
 3. A rerun with nothing changed runs no stage and changes no file (every file's bytes).
 4. A change recomputes only what depends on it: a pipeline whose Figure 20 sweep has
    another slack reruns the figure20 and report stages, nothing else.
@@ -99,6 +100,27 @@ got = cell_number(claims.get("c2-overhead-0", [""] * 9)[3])
 h.check(f"c2-overhead-0 = [{min(overheads):.2f}, {max(overheads):.2f}] % from the stores",
         got and abs(got[0] - min(overheads)) < 0.006 and abs(got[1] - max(overheads)) < 0.006,
         str(claims.get("c2-overhead-0")))
+
+def loss_pct(store, slack):
+    """eNPU-All's prefill regulator loss at `slack`, % of the bucket's NoDVFS energy."""
+    with h5py.File(store, "r") as f:
+        b = f["policies/enpu-all/buckets"][()]
+    r = plans(store, "enpu-all")[(0, slack)]
+    return 100 * float(r["regulator_loss_nj"].sum()) / float(b["e_nodvfs_nj"][r["bucket"]])
+
+
+for k, mode in ((3, "paper"), (5, "strict")):
+    stores = [os.path.join(out, m, f"request-{mode}", "plans.h5") for m in manifests]
+    top = max(s for (_, s) in plans(stores[0], "enpu-all"))
+    want = sum(loss_pct(st, top) - loss_pct(st, 0.0) for st in stores) / len(stores)
+    got = cell_number(claims.get("c2-ivr-loss", [""] * 9)[k])
+    h.check(f"c2-ivr-loss ({mode} mode) = mean growth of the stores' regulator loss, 0 to {100 * top:g} % = "
+            f"{want:.2f}", got and abs(got[0] - want) < 0.006, str(claims.get("c2-ivr-loss")))
+with h5py.File(os.path.join(out, "llama3-70b", "request-paper", "plans.h5"), "r") as f:
+    have = set(f["policies"].keys())
+h.check("the design-space policies are in the single-request store",
+        {"enpu-ms", "dvfs-c-ms", "enpu-3dom", "enpu-4dom", "pg", "pg+enpu-all", "enpu-all@shadow=32",
+         "ideal"} <= have, str(sorted(have)))
 t7 = {(r[0], r[1]): r for r in md_rows(md, "| model | phase | dvfs-c op")}
 ok = bool(t7)
 for m in manifests:

@@ -1,0 +1,22 @@
+# Drawn by enpu; run from this directory: gnuplot breakdown_decode.gp
+set terminal pngcairo size 960,560 noenhanced font 'sans,10'
+set output 'breakdown_decode.png'
+set datafile missing 'NaN'
+set grid
+set title 'decode, batch 16, seq 14336: energy by component per policy and slack'
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.85 border -1
+set boxwidth 0.75
+set bmargin 6
+set xtics rotate by -40 scale 0
+set ylabel 'energy per forward pass (mJ)'
+set yrange [0:*]
+set key outside right top
+plot  'breakdown_decode.dat' using 2:xtic(1) title 'SA', \
+     'breakdown_decode.dat' using 3 title 'VU', \
+     'breakdown_decode.dat' using 4 title 'SRAM', \
+     'breakdown_decode.dat' using 5 title 'HBM', \
+     'breakdown_decode.dat' using 6 title 'ICI', \
+     'breakdown_decode.dat' using 7 title 'FE', \
+     'breakdown_decode.dat' using 8 title 'other'

@@ -1,0 +1,13 @@
+# Drawn by enpu; run from this directory: gnuplot domains_prefill.gp
+set terminal pngcairo size 960,520 noenhanced font 'sans,10'
+set output 'domains_prefill.png'
+set datafile missing 'NaN'
+set grid
+set title 'prefill: energy savings vs NoDVFS (%) vs SLO slack (mean over buckets)'
+set xlabel 'SLO slack (% of T_nodvfs)'
+set ylabel 'energy savings vs NoDVFS (%)'
+set key outside right top
+set offsets 0.3, 0.3, 0, 0
+plot  'domains_prefill.dat' using 1:2 with linespoints lw 2 pt 7 title 'enpu-3dom', \
+     'domains_prefill.dat' using 1:3 with linespoints lw 2 pt 7 title 'enpu-4dom', \
+     'domains_prefill.dat' using 1:4 with linespoints lw 2 pt 7 title 'enpu-all'

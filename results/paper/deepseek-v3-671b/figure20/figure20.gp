@@ -1,0 +1,18 @@
+# Drawn by enpu; run from this directory: gnuplot figure20.gp
+set terminal pngcairo size 960,500 noenhanced font 'sans,10'
+set output 'figure20.png'
+set datafile missing 'NaN'
+set grid
+set title ''
+set multiplot layout 1,2 title 'paper-deepseek-v3-671b-figure20 prefill batch 1 seq 4096'
+set logscale x 2
+set xlabel 'expert capacity factor'
+set key top right font ',8'
+set style fill transparent solid 0.15 noborder
+set ylabel 'energy saving vs NoDVFS (%)'
+set title 'plans for the true load (band: min..max over slacks), dashed: worst-case plans' font ',9'
+plot 'figure20.dat' index 0 using 1:3:4 with filledcurves lc 1 notitle, '' index 0 using 1:2 with linespoints lc 1 title 'dvfs-c-walk', '' index 0 using 1:5 with lines dt 2 lc 1 title 'dvfs-c-walk worst-case plan', 'figure20.dat' index 1 using 1:3:4 with filledcurves lc 2 notitle, '' index 1 using 1:2 with linespoints lc 2 title 'enpu-all', '' index 1 using 1:5 with lines dt 2 lc 2 title 'enpu-all worst-case plan', 'figure20.dat' index 2 using 1:3:4 with filledcurves lc 3 notitle, '' index 2 using 1:2 with linespoints lc 3 title 'nodvfs', '' index 2 using 1:5 with lines dt 2 lc 3 title 'nodvfs worst-case plan'
+set ylabel 'saving lost by worst-case provisioning (points)'
+set title 'plan for the true load minus worst-case plan (mean over slacks)' font ',9'
+plot 'figure20.dat' index 0 using 1:8 with linespoints lc 1 notitle, 'figure20.dat' index 1 using 1:8 with linespoints lc 2 notitle, 'figure20.dat' index 2 using 1:8 with linespoints lc 3 notitle
+unset multiplot

@@ -1,0 +1,14 @@
+# Drawn by enpu; run from this directory: gnuplot granularity_prefill.gp
+set terminal pngcairo size 960,520 noenhanced font 'sans,10'
+set output 'granularity_prefill.png'
+set datafile missing 'NaN'
+set grid
+set title 'prefill: energy savings vs NoDVFS (%) vs SLO slack (mean over buckets)'
+set xlabel 'SLO slack (% of T_nodvfs)'
+set ylabel 'energy savings vs NoDVFS (%)'
+set key outside right top
+set offsets 0.3, 0.3, 0, 0
+plot  'granularity_prefill.dat' using 1:2 with linespoints lw 2 pt 7 title 'dvfs-c', \
+     'granularity_prefill.dat' using 1:3 with linespoints lw 2 pt 7 title 'dvfs-c-ms', \
+     'granularity_prefill.dat' using 1:4 with linespoints lw 2 pt 7 title 'enpu-all', \
+     'granularity_prefill.dat' using 1:5 with linespoints lw 2 pt 7 title 'enpu-ms'

@@ -1,0 +1,15 @@
+# Drawn by enpu; run from this directory: gnuplot savings_decode.gp
+set terminal pngcairo size 960,560 noenhanced font 'sans,10'
+set output 'savings_decode.png'
+set datafile missing 'NaN'
+set grid
+set title 'decode: energy savings vs SLO slack (mean over buckets, bars min..max)'
+set xlabel 'SLO slack (% of T_nodvfs)'
+set ylabel 'energy savings vs NoDVFS (%)'
+set key outside right top
+set offsets 0.3, 0.3, 0, 0
+plot  'savings_decode.dat' using 1:2:3:4 with yerrorlines lw 2 pt 7 title 'dvfs-c-walk', \
+     'savings_decode.dat' using 1:5:6:7 with yerrorlines lw 2 pt 7 title 'enpu-all', \
+     'savings_decode.dat' using 1:8:9:10 with yerrorlines lw 2 pt 7 title 'enpu-c', \
+     'savings_decode.dat' using 1:11:12:13 with yerrorlines lw 2 pt 7 title 'nodvfs', \
+     'savings_decode.dat' using 1:14:15:16 with yerrorlines lw 2 pt 7 title 'uniform'
