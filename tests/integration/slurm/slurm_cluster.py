@@ -211,7 +211,7 @@ class LocalSlurm:
 
     def _write_conf(self):
         ctld_port, slurmd_port = _free_ports(2)
-        for d in ("state", "spool"):
+        for d in ("state", "spool", "tmp"):
             os.makedirs(self._path(d))
         self.conf = self._path("slurm.conf")
         settings = [
@@ -227,6 +227,9 @@ class LocalSlurm:
             f"AuthInfo=socket={self.munge_socket},cred_expire=10",
             f"StateSaveLocation={self._path('state')}",
             f"SlurmdSpoolDir={self._path('spool')}",
+            # The pmix plugin's per-step directories (spmix_appdir_<uid>_<job>.<step>) go
+            # under TmpFS: a second test cluster on the machine numbers its jobs from 1 too.
+            f"TmpFS={self._path('tmp')}",
             f"SlurmctldPidFile={self._path('slurmctld.pid')}",
             f"SlurmdPidFile={self._path('slurmd.pid')}",
             f"SlurmctldLogFile={self._path('slurmctld.log')}",
