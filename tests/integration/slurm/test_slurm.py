@@ -115,7 +115,10 @@ class Scenario:
 
 def summaries(logtext):
     """The farm summaries (`enpu farm --json`: a document from a line "{" to a line "}")
-    in a job log, oldest first (one per start of the job)."""
+    in a job's stdout, oldest first (one per start of the job). The tests keep stderr in
+    its own file: Slurm and mpirun forward a step's stdout and stderr through two pipes,
+    whose order in a shared file is not the order of the writes, so a progress line could
+    land inside a document."""
     return [json.loads(doc) for doc in re.findall(r"^\{\n.*?^\}$", logtext, re.M | re.S)]
 
 
@@ -129,12 +132,12 @@ def test_demo(s):
     store = os.path.join(s.tmp, "demo.h5")
     jid = s.submit("farm.sbatch", [os.path.join(s.jobs, "demo.json"), "--store", store, "--json",
                                    "--results", os.path.join(s.tmp, "results"), "--progress-s", "1"],
-                   ["--ntasks=2", "--output=farm-%j.out"])
+                   ["--ntasks=2", "--output=farm-%j.out", "--error=farm-%j.err"])
     info = s.slurm.wait_job(jid, 150)
-    log = s.log(f"farm-{jid}.out")
-    s.done_ok("demo", info, log)
-    h.check("demo: progress lines in the job log",
-            re.search(r"^farm: \d+/\d+ tasks \([\d.]+%\)", log, re.M), log[-800:])
+    log, err = s.log(f"farm-{jid}.out"), s.log(f"farm-{jid}.err")
+    s.done_ok("demo", info, log + err)
+    h.check("demo: progress lines in the job's stderr",
+            re.search(r"^farm: \d+/\d+ tasks \([\d.]+%\)", err, re.M), err[-800:])
     sums = summaries(log)
     h.check("demo: one summary, 2 ranks (srun started both)",
             len(sums) == 1 and first_job(sums[0]).get("ranks") == 2, log[-800:])
@@ -165,7 +168,8 @@ def test_requeue(s):
     store, ref = os.path.join(s.tmp, "slurm.h5"), os.path.join(s.tmp, "ref.h5")
     jid = s.submit("farm.sbatch", [job, "--store", store, "--json", "--results",
                                    os.path.join(s.tmp, "results"), "--progress-s", "5"],
-                   ["--ntasks=2", "--time=1", "--signal=B:USR1@20", "--output=farm-%j.out"],
+                   ["--ntasks=2", "--time=1", "--signal=B:USR1@20", "--output=farm-%j.out",
+                    "--error=farm-%j.err"],
                    env=dict(s.env, ENPU_LAUNCHER="mpirun"))
     # The uninterrupted reference, alongside on the other core; it checkpoints every 5 s
     # so its progress can be seen.
@@ -176,7 +180,7 @@ def test_requeue(s):
     # How long this takes depends on the machine's load (each start computes until the
     # warning, then waits for the requeue): wait while it makes progress, i.e. while the
     # job restarts or its log grows (progress lines every 5 s), up to 3 minutes without.
-    logpath = os.path.join(s.tmp, "farm-%s.out" % jid)
+    logpath = os.path.join(s.tmp, "farm-%s.err" % jid)
 
     def advancing(info):
         size = os.path.getsize(logpath) if os.path.exists(logpath) else 0
@@ -188,7 +192,7 @@ def test_requeue(s):
     finally:
         if reference.poll() is None:
             reference.kill()
-    log = s.log(f"farm-{jid}.out")
+    out, log = s.log(f"farm-{jid}.out"), s.log(f"farm-{jid}.err")
     s.done_ok("requeue", info, log)
     restarts = int(info[jid].get("Restarts", "0"))
     interrupted = len(re.findall(r"farm exit status 3 after SIGUSR1", log))
@@ -199,7 +203,7 @@ def test_requeue(s):
             restarts >= 1 and restarts == len(re.findall(r"requeueing job", log)), log[-1500:])
     h.check("requeue: the last start finished the farm",
             re.findall(r"farm exit status (\d+)", log)[-1:] == ["0"], log[-800:])
-    sums = summaries(log)
+    sums = summaries(out)
     last = first_job(sums[-1] if sums else {})
     reused = last.get("reused", {})
     h.check("requeue: the last start reused checkpointed work",
@@ -245,8 +249,10 @@ def test_regen(s):
     # No --store: regen.sbatch finds the job's "store" itself (../results/demo/plans.h5).
     store = os.path.join(s.tmp, "results", "demo", "plans.h5")
     args = [job, "--json", "--results", os.path.join(s.tmp, "results")]
-    first = s.submit("regen.sbatch", args)
-    s.done_ok("regen first run", s.slurm.wait_job(first, 120), s.log(f"enpu-regen-{first}.out"))
+    own_stderr = ["--error=enpu-regen-%j.err"]
+    first = s.submit("regen.sbatch", args, own_stderr)
+    s.done_ok("regen first run", s.slurm.wait_job(first, 120),
+              s.log(f"enpu-regen-{first}.out") + s.log(f"enpu-regen-{first}.err"))
     log1 = s.log(f"enpu-regen-{first}.out")
     h.check("regen: first run computed everything",
             "no store before this run" in log1 and os.path.exists(store), log1[-600:])
@@ -257,9 +263,9 @@ def test_regen(s):
     open(model, "w").write(text.replace('"intermediate": 28672', '"intermediate": 24576'))
     new = signatures(h, job)
     changed = new - old
-    second = s.submit("regen.sbatch", args)
+    second = s.submit("regen.sbatch", args, own_stderr)
     s.done_ok("regen after the model change", s.slurm.wait_job(second, 120),
-              s.log(f"enpu-regen-{second}.out"))
+              s.log(f"enpu-regen-{second}.out") + s.log(f"enpu-regen-{second}.err"))
     log2 = s.log(f"enpu-regen-{second}.out")
     sums = summaries(log2)
     t = first_job(sums[-1] if sums else {}).get("tasks", {})
