@@ -48,12 +48,9 @@ int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err) 
   if (rc == 0)
     rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE, &s->chipwide, err);
   if (rc == 0) rc = search_memo_create(&s->memo, err);
-  if (rc < 0) {
-    search_ctx_free(s);
-    return rc;
-  }
-  *out = s;
-  return 0;
+  if (rc == 0) *out = s;
+  else search_ctx_free(s);
+  return rc;
 }
 
 void search_ctx_free(search_ctx *s) {
