@@ -94,6 +94,41 @@ int config_get_number(const config_doc *doc, const config_path *obj_path, const 
 int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                       const char *key, char *buf, size_t cap, enpu_err *err);
 
+/* Optional members: absent, *out keeps its value (the default); present, as the getters. */
+int config_opt_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                   int *out, enpu_err *err);
+int config_opt_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, double *out, enpu_err *err);
+int config_opt_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, char *buf, size_t cap, enpu_err *err);
+int config_opt_enum(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                    const char *const *names, int count, int *out, enpu_err *err);
+
+/* Table-driven members: one row per key, read into the struct at `base` by offset, each
+ * with config_int / config_number / config_string (its range or buffer size applies). */
+typedef enum { CONFIG_FIELD_INT, CONFIG_FIELD_NUMBER, CONFIG_FIELD_STRING } config_field_type;
+typedef struct {
+  const char *key;
+  config_field_type type;
+  size_t offset, size; /* of the member in its struct */
+} config_field;
+#define CONFIG_FIELD_OF(type_, T, key_, member)                                                     \
+  {(key_), (type_), offsetof(T, member), sizeof(((T *)0)->member)}
+#define CONFIG_INT_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_INT, T, key, member)
+#define CONFIG_NUMBER_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_NUMBER, T, key, member)
+#define CONFIG_STRING_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_STRING, T, key, member)
+
+/* Read every field (all required) of obj, at obj_path and already checked to be an
+ * object, in table order; the first error stops. */
+int config_get_fields(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const config_field *fields, size_t nfields, void *base, enpu_err *err);
+/* config_object with the fields' keys as the allowed ones (at most 16). */
+int config_fields_object(const config_doc *doc, const config_path *p, const json_t *v,
+                         const config_field *fields, size_t nfields, enpu_err *err);
+/* An object whose keys are exactly the fields', read into base. */
+int config_fields(const config_doc *doc, const config_path *p, const json_t *v,
+                  const config_field *fields, size_t nfields, void *base, enpu_err *err);
+
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];

@@ -17,9 +17,8 @@
 
 static int cmp_bucket(const void *pa, const void *pb) {
   const mbucket *a = pa, *b = pb;
-  if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1;
-  if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
-  return (a->seq > b->seq) - (a->seq < b->seq);
+  const int phase = ENPU_ORDER(a->phase, b->phase), batch = ENPU_ORDER(a->batch, b->batch);
+  return phase ? phase : batch ? batch : ENPU_ORDER(a->seq, b->seq);
 }
 
 static int add_bucket(farm_plan *m, size_t *cap, config_phase phase, int batch, int seq,
@@ -159,10 +158,9 @@ typedef struct {
 
 static int cmp_op_ref(const void *pa, const void *pb) {
   const op_ref *a = pa, *b = pb;
-  if (a->policy != b->policy) return a->policy < b->policy ? -1 : 1;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  if (a->bucket != b->bucket) return a->bucket < b->bucket ? -1 : 1;
-  return (a->op > b->op) - (a->op < b->op);
+  const int policy = ENPU_ORDER(a->policy, b->policy), key = ENPU_ORDER(a->key, b->key),
+            bucket = ENPU_ORDER(a->bucket, b->bucket);
+  return policy ? policy : key ? key : bucket ? bucket : ENPU_ORDER(a->op, b->op);
 }
 
 /* Rough seconds per op-level evaluation and per plan instance; the master rescales them
@@ -405,8 +403,8 @@ int64_t farm_plan_mark_known(farm_plan *m, const farm_state *state) {
 
 static int cmp_qentry(const void *pa, const void *pb) {
   const qentry *a = pa, *b = pb;
-  if (a->est_s != b->est_s) return a->est_s > b->est_s ? -1 : 1;
-  return (a->task > b->task) - (a->task < b->task);
+  const int longer_first = ENPU_ORDER(b->est_s, a->est_s);
+  return longer_first ? longer_first : ENPU_ORDER(a->task, b->task);
 }
 
 int farm_plan_queue(farm_plan *m, farm_summary *sum, double *est_total_s, enpu_err *err) {

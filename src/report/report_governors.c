@@ -38,13 +38,7 @@ static int load_actions(const char *dir, const char *name, actions *a, enpu_err 
   long col[NA];
   size_t nf = 0, line_no = 1;
   int rc = line ? ENPU_OK : enpu_errorf(err, ENPU_ERR_PARSE, "%s:1: empty file, expected a header line", path);
-  if (rc == ENPU_OK) report_split_csv(line, fields, 32, &nf);
-  for (int k = 0; rc == ENPU_OK && k < NA; k++) {
-    col[k] = -1;
-    for (size_t f = 0; f < nf; f++)
-      if (!strcmp(fields[f], a_names[k])) col[k] = (long)f;
-    if (col[k] < 0) rc = enpu_errorf(err, ENPU_ERR_PARSE, "%s:1: no column '%s' in the header", path, a_names[k]);
-  }
+  if (rc == ENPU_OK) rc = report_csv_header(path, line, a_names, NA, col, err);
   while (rc == ENPU_OK && (line = strtok_r(NULL, "\n", &save))) {
     line_no++;
     report_split_csv(line, fields, 32, &nf);

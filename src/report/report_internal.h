@@ -68,5 +68,9 @@ double report_jget(const json_t *o, const char *a, const char *b);
 
 /* Split one CSV line in place (CR removed); *nf receives the field count (at most cap). */
 void report_split_csv(char *line, char **fields, size_t cap, size_t *nf);
+/* Find each of names[0..count) in the header line of `path` (split in place): col[k] is
+ * its field index. @return 0, or ENPU_ERR_PARSE naming the first column missing. */
+int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col,
+                      enpu_err *err);
 
 #endif /* ENPU_REPORT_INTERNAL_H */

@@ -56,16 +56,16 @@ void report_split_csv(char *line, char **fields, size_t cap, size_t *nf) {
   }
 }
 
-static int parse_header(const char *path, char *line, long col[NCOL], enpu_err *err) {
+int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col,
+                      enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
-  line[strcspn(line, "\r")] = '\0';
   report_split_csv(line, fields, 128, &nf);
-  for (int k = 0; k < NCOL; k++) {
+  for (int k = 0; k < count; k++) {
     col[k] = -1;
     for (size_t f = 0; f < nf; f++)
-      if (!strcmp(fields[f], col_names[k])) col[k] = (long)f;
-    ENPU_RETURN_IF(col[k] < 0, err, ENPU_ERR_PARSE, "%s:1: no column '%s' in the header", path, col_names[k]);
+      if (!strcmp(fields[f], names[k])) col[k] = (long)f;
+    ENPU_RETURN_IF(col[k] < 0, err, ENPU_ERR_PARSE, "%s:1: no column '%s' in the header", path, names[k]);
   }
   return ENPU_OK;
 }
@@ -95,7 +95,7 @@ static int parse_windows(const char *path, char *text, window_series *s, enpu_er
   long col[NCOL];
   char *save = NULL, *line = strtok_r(text, "\n", &save);
   ENPU_RETURN_IF(!line, err, ENPU_ERR_PARSE, "%s:1: empty file, expected a header line", path);
-  ENPU_FORWARD(parse_header(path, line, col, err));
+  ENPU_FORWARD(report_csv_header(path, line, col_names, NCOL, col, err));
   while ((line = strtok_r(NULL, "\n", &save))) {
     line_no++;
     line[strcspn(line, "\r")] = '\0';
