@@ -81,10 +81,7 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
   config_path sp = CONFIG_KEY(root, "slo");
   const json_t *slo = json_object_get(doc->root, "slo");
   size_t n;
-  ENPU_FORWARD(config_array(doc, &sp, slo, &n, err));
-  if (n > CONFIG_MAX_SLO_CLASSES)
-    return config_fail(doc, &sp, err, ENPU_ERR_RANGE, "expected at most %d classes, got %zu",
-                       CONFIG_MAX_SLO_CLASSES, n);
+  ENPU_FORWARD(config_array_max(doc, &sp, slo, CONFIG_MAX_SLO_CLASSES, "classes", &n, err));
   for (size_t i = 0; i < n; i++) {
     config_path ep = CONFIG_INDEX(&sp, i);
     const json_t *e = json_array_get(slo, i);

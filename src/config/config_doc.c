@@ -445,6 +445,14 @@ int config_array(const config_doc *doc, const config_path *p, const json_t *v, s
   return ENPU_OK;
 }
 
+int config_array_max(const config_doc *doc, const config_path *p, const json_t *v, int max, const char *what,
+                     size_t *count, enpu_err *err) {
+  ENPU_FORWARD(config_array(doc, p, v, count, err));
+  if (*count > (size_t)max)
+    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d %s, got %zu", max, what, *count);
+  return ENPU_OK;
+}
+
 int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                    const char *key, int *out, enpu_err *err) {
   config_path p = CONFIG_KEY(obj_path, key);

@@ -86,6 +86,10 @@ int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bo
 int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
                  enpu_err *err);
 
+/* config_array of at most max elements (`what` names them in the message). */
+int config_array_max(const config_doc *doc, const config_path *p, const json_t *v, int max, const char *what,
+                     size_t *count, enpu_err *err);
+
 /* Member-level shorthands: look `key` up in obj (already checked to be an object). */
 int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                    const char *key, int *out, enpu_err *err);

@@ -118,10 +118,7 @@ static int parse_model_spec(const config_doc *doc, const config_path *root, cons
   config_path ap = CONFIG_KEY(&sp, "acceptance");
   const json_t *rows = json_object_get(spec, "acceptance");
   size_t n;
-  ENPU_FORWARD(config_array(doc, &ap, rows, &n, err));
-  if (n > CONFIG_MAX_SPEC_EXITS)
-    return config_fail(doc, &ap, err, ENPU_ERR_RANGE, "expected at most %d exit depths, got %zu",
-                       CONFIG_MAX_SPEC_EXITS, n);
+  ENPU_FORWARD(config_array_max(doc, &ap, rows, CONFIG_MAX_SPEC_EXITS, "exit depths", &n, err));
   for (size_t i = 0; i < n; i++) {
     config_path rp = CONFIG_INDEX(&ap, i);
     const json_t *row = json_array_get(rows, i);

@@ -67,11 +67,7 @@ static int name_list(const config_doc *doc, const config_path *p, const json_t *
     return config_string(doc, p, v, names[0], CONFIG_NAME_LEN, err);
   }
   size_t count = 0;
-  ENPU_FORWARD(config_array(doc, p, v, &count, err));
-  if (count > CONFIG_PAPER_MAX_LIST) {
-    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d names, got %zu", CONFIG_PAPER_MAX_LIST,
-                       count);
-  }
+  ENPU_FORWARD(config_array_max(doc, p, v, CONFIG_PAPER_MAX_LIST, "names", &count, err));
   for (size_t i = 0; i < count; i++) {
     config_path ip = CONFIG_INDEX(p, i);
     ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), names[i], cap, err));
@@ -111,9 +107,7 @@ static int parse_lists(const config_doc *doc, const config_path *qp, const json_
   if ((v = json_object_get(q, "paths"))) {
     config_path kp = CONFIG_KEY(qp, "paths");
     size_t count = 0;
-    ENPU_FORWARD(config_array(doc, &kp, v, &count, err));
-    if (count > CONFIG_PAPER_MAX_LIST)
-      return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected at most %d paths", CONFIG_PAPER_MAX_LIST);
+    ENPU_FORWARD(config_array_max(doc, &kp, v, CONFIG_PAPER_MAX_LIST, "paths", &count, err));
     for (size_t i = 0; i < count; i++) {
       config_path ip = CONFIG_INDEX(&kp, i);
       ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), o->paths[i], sizeof o->paths[i], err));
@@ -233,9 +227,7 @@ static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *
                            &out->phase, err));
   const json_t *plans = json_object_get(r, "plans");
   size_t n = 0;
-  ENPU_FORWARD(config_array(doc, &pp, plans, &n, err));
-  if (n > CONFIG_PAPER_T7_POLICIES)
-    return config_fail(doc, &pp, err, ENPU_ERR_RANGE, "expected at most %d policies", CONFIG_PAPER_T7_POLICIES);
+  ENPU_FORWARD(config_array_max(doc, &pp, plans, CONFIG_PAPER_T7_POLICIES, "policies", &n, err));
   for (size_t k = 0; k < n; k++) {
     config_path ep = CONFIG_INDEX(&pp, k);
     const json_t *e = json_array_get(plans, k);

@@ -339,9 +339,8 @@ static uint64_t uncompiled_hash(const mbucket *b, config_budget budget) {
 
 static int build_wanted(farm_plan *m, enpu_err *err) {
   const int np = m->job->policy_count;
-  m->wanted_keys = enpu_calloc((size_t)np, sizeof *m->wanted_keys);
-  m->wanted_buckets = enpu_calloc((size_t)np, sizeof *m->wanted_buckets);
-  ENPU_RETURN_IF(!m->wanted_keys || !m->wanted_buckets, err, ENPU_ERR_NOMEM, "out of memory");
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(m->wanted_keys, np), ENPU_PART(m->wanted_buckets, np)) < 0, err,
+                 ENPU_ERR_NOMEM, "out of memory");
   int t = 0;
   for (int p = 0; p < np; p++) {
     const uint32_t pol = m->op_code[p];
@@ -440,23 +439,25 @@ int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec 
   return build_wanted(p, err);
 }
 
+/* Each array after what its elements own. */
 void farm_plan_free(farm_plan *m) {
-  for (int i = 0; m->ops && i < m->nops; i++)
+  for (int i = 0; m->ops && i < m->nops; i++) {
     for (int k = 0; m->ops[i].part_res && k < SEARCH_EXACT_PARTS; k++)
       farm_op_result_free(&m->ops[i].part_res[k]);
-  for (int i = 0; m->ops && i < m->nops; i++) free(m->ops[i].part_res), farm_buf_free(&m->ops[i].record);
+    free(m->ops[i].part_res);
+    farm_buf_free(&m->ops[i].record);
+  }
+  free(m->ops);
   free(m->parts);
   for (int b = 0; m->buckets && b < m->nbuckets; b++) graph_free(m->buckets[b].g);
-  for (int j = 0; m->bt && j < m->nbt; j++) free(m->bt[j].ops);
-  for (int p = 0; m->job && p < m->job->policy_count; p++) {
-    if (m->wanted_keys) free(m->wanted_keys[p]);
-    if (m->wanted_buckets) free(m->wanted_buckets[p]);
-  }
-  free(m->wanted_keys);
-  free(m->wanted_buckets);
   free(m->buckets);
-  free(m->ops);
+  for (int j = 0; m->bt && j < m->nbt; j++) free(m->bt[j].ops);
   free(m->bt);
   free(m->deps);
+  for (int p = 0; m->job && m->wanted_keys && p < m->job->policy_count; p++) {
+    free(m->wanted_keys[p]);
+    free(m->wanted_buckets[p]);
+  }
+  free(m->wanted_keys); /* owns wanted_buckets */
   free(m->queue);
 }
