@@ -412,18 +412,9 @@ void config_chip_clear(config_chip *c) {
   memset(c, 0, sizeof *c);
 }
 
-static int parse_chip(const config_doc *doc, void *chip, enpu_err *err) {
-  return config_chip_parse(doc, chip, err);
-}
-
 static void clear_chip(void *c) { config_chip_clear(c); }
 
-int config_chip_load(const char *path, config_chip **out, enpu_err *err) {
-  void *chip = NULL;
-  int rc = config_load_file(path, "chip", sizeof **out, parse_chip, clear_chip, &chip, err);
-  *out = chip;
-  return rc;
-}
+CONFIG_LOADER(config_chip_load, config_chip, "chip", config_chip_parse, clear_chip)
 
 void config_chip_free(config_chip *chip) {
   if (!chip) return;

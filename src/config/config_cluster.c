@@ -167,15 +167,6 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   return ENPU_OK;
 }
 
-static int parse_cluster(const config_doc *doc, void *cluster, enpu_err *err) {
-  return config_cluster_parse(doc, cluster, err);
-}
-
-int config_cluster_load(const char *path, config_cluster **out, enpu_err *err) {
-  void *cluster = NULL;
-  int rc = config_load_file(path, "cluster", sizeof **out, parse_cluster, NULL, &cluster, err);
-  *out = cluster;
-  return rc;
-}
+CONFIG_LOADER(config_cluster_load, config_cluster, "cluster", config_cluster_parse, NULL)
 
 void config_cluster_free(config_cluster *cluster) { free(cluster); }

@@ -148,6 +148,18 @@ extern const char *const config_safeguard2_names[CONFIG_NSG2];
 int config_load_file(const char *path, const char *kind, size_t size,
                      int (*parse)(const config_doc *doc, void *out, enpu_err *err),
                      void (*clear)(void *obj), void **out, enpu_err *err);
+/* Defines the public loader `load_fn` of documents of `kind` into a T: config_load_file
+ * with the typed parse function adapted to it (clear_fn: a void * one, or NULL). */
+#define CONFIG_LOADER(load_fn, T, kind, parse_fn, clear_fn)                                        \
+  static int load_fn##_parse(const config_doc *doc, void *obj, enpu_err *err) {                    \
+    return parse_fn(doc, obj, err);                                                                \
+  }                                                                                                \
+  int load_fn(const char *path, T **out, enpu_err *err) {                                          \
+    void *obj = NULL;                                                                              \
+    const int rc = config_load_file(path, kind, sizeof(T), load_fn##_parse, clear_fn, &obj, err); \
+    *out = obj;                                                                                    \
+    return rc;                                                                                     \
+  }
 
 /* Loaders of already-opened documents, shared by the public *_load and the job. They
  * fill a zeroed struct; on failure the caller frees it with the *_clear function. */

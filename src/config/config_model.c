@@ -209,15 +209,6 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   return ENPU_OK;
 }
 
-static int parse_model(const config_doc *doc, void *model, enpu_err *err) {
-  return config_model_parse(doc, model, err);
-}
-
-int config_model_load(const char *path, config_model **out, enpu_err *err) {
-  void *model = NULL;
-  int rc = config_load_file(path, "model", sizeof **out, parse_model, NULL, &model, err);
-  *out = model;
-  return rc;
-}
+CONFIG_LOADER(config_model_load, config_model, "model", config_model_parse, NULL)
 
 void config_model_free(config_model *model) { free(model); }

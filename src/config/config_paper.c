@@ -311,12 +311,7 @@ static void clear_paper(void *obj) {
   free(p->table5);
 }
 
-int config_paper_load(const char *path, config_paper **out, enpu_err *err) {
-  void *p = NULL;
-  const int rc = config_load_file(path, "paper", sizeof **out, parse_paper, clear_paper, &p, err);
-  *out = p;
-  return rc;
-}
+CONFIG_LOADER(config_paper_load, config_paper, "paper", parse_paper, clear_paper)
 
 void config_paper_free(config_paper *p) {
   if (!p) return;

@@ -315,37 +315,41 @@ double report_jget(const json_t *o, const char *a, const char *b) {
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* "12.34" or "–" for a missing value; x as a fraction, printed in percent. */
-static void pct(FILE *md, double x) {
-  if (isfinite(x)) fprintf(md, " %.2f |", 100 * x);
-  else fprintf(md, " – |");
+void report_md_cell(FILE *md, double x, double scale, const char *fmt) {
+  if (isfinite(x)) {
+    fputc(' ', md);
+    fprintf(md, fmt, x * scale);
+    fprintf(md, " |");
+  } else {
+    fprintf(md, " – |");
+  }
 }
 
-static void md_summary(FILE *md, const json_t *pols) {
-  fprintf(md, "| policy | requests | SLO attainment (%%) | energy (J) | savings with idle: total / prefill / "
-              "decode (%%) | busy-only savings: total / prefill / decode (%%) | batches slowed | given a less "
-              "aggressive plan by safeguard 1 | locked to peak (safeguard 2) |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+void report_md_policy_table(FILE *md, const char *header, const json_t *pols,
+                            void (*row)(FILE *md, const char *name, const json_t *p)) {
+  fputs(header, md);
   const char *name;
   json_t *p;
-  json_object_foreach((json_t *)pols, name, p) {
-    fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
-            100 * report_jget(p, "slo_attainment", NULL), report_jget(p, "energy_j", "total"));
-    static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {"total", "prefill", "decode"};
-    for (int s = 0; s < 2; s++)
-      for (int k = 0; k < 3; k++) {
-        const double v = report_jget(p, sav[s], parts[k]);
-        if (isfinite(v)) fprintf(md, "%s%.2f", k ? " / " : " ", 100 * v);
-        else fprintf(md, "%s–", k ? " / " : " ");
-        if (k == 2) fprintf(md, " |");
-      }
-    static const char *const counts[] = {"slowed", "safeguard1", "locked"};
-    const json_t *b = json_object_get(p, "batches");
-    for (int k = 0; k < 3; k++)
-      fprintf(md, " %lld |", (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
-                                         json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
-    fprintf(md, "\n");
-  }
+  json_object_foreach((json_t *)pols, name, p) row(md, name, p);
+  fprintf(md, "\n");
+}
+
+static void summary_row(FILE *md, const char *name, const json_t *p) {
+  fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
+          100 * report_jget(p, "slo_attainment", NULL), report_jget(p, "energy_j", "total"));
+  static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {"total", "prefill", "decode"};
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < 3; k++) {
+      const double v = report_jget(p, sav[s], parts[k]);
+      if (isfinite(v)) fprintf(md, "%s%.2f", k ? " / " : " ", 100 * v);
+      else fprintf(md, "%s–", k ? " / " : " ");
+      if (k == 2) fprintf(md, " |");
+    }
+  static const char *const counts[] = {"slowed", "safeguard1", "locked"};
+  const json_t *b = json_object_get(p, "batches");
+  for (int k = 0; k < 3; k++)
+    fprintf(md, " %lld |", (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
+                                       json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
   fprintf(md, "\n");
 }
 
@@ -372,7 +376,7 @@ static void md_periods(FILE *md, const json_t *pols) {
       const json_t *per = json_object_get(json_object_get(p, "periods"), periods[k]);
       if (!per) continue;
       fprintf(md, "| %s | %s |", label[k], name);
-      pct(md, report_jget(per, "slo_attainment", NULL));
+      report_md_cell(md, report_jget(per, "slo_attainment", NULL), 100, "%.2f");
       static const char *const pairs[4] = {"busy_energy_savings", "energy_savings", "safeguard1_share", "locked_share"};
       for (int q = 0; q < 4; q++) {
         const double a = report_jget(per, pairs[q], "prefill"), b = report_jget(per, pairs[q], "decode");
@@ -397,7 +401,12 @@ static void md_tables(FILE *md, const char *dir, double *origin_h) {
   if (!json_is_object(pols)) {
     fprintf(md, "No summary tables: %s is missing or has no \"policies\" object.\n\n", path);
   } else {
-    md_summary(md, pols);
+    report_md_policy_table(md,
+                           "| policy | requests | SLO attainment (%) | energy (J) | savings with idle: total / "
+                           "prefill / decode (%) | busy-only savings: total / prefill / decode (%) | batches "
+                           "slowed | given a less aggressive plan by safeguard 1 | locked to peak (safeguard 2) |\n"
+                           "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                           pols, summary_row);
     md_periods(md, pols);
   }
   json_decref(doc);
