@@ -68,6 +68,25 @@ void *enpu_calloc(size_t n, size_t size) {
   return calloc(n ? n : 1, size ? size : 1);
 }
 
+int enpu_calloc_parts(const enpu_part *parts, size_t nparts) {
+  const size_t align = _Alignof(max_align_t);
+  size_t offset[16], total = 0;
+  if (nparts == 0 || nparts > sizeof offset / sizeof *offset) return ENPU_ERR_NOMEM;
+  for (size_t i = 0; i < nparts; i++) {
+    const size_t n = parts[i].count ? parts[i].count : 1, size = parts[i].size ? parts[i].size : 1;
+    if (total > SIZE_MAX - align || n > (SIZE_MAX - total - align) / size) return ENPU_ERR_NOMEM;
+    offset[i] = total;
+    total += (n * size + align - 1) / align * align;
+  }
+  char *block = calloc(1, total);
+  if (!block) return ENPU_ERR_NOMEM;
+  for (size_t i = 0; i < nparts; i++) {
+    void *p = block + offset[i];
+    memcpy(parts[i].slot, &p, sizeof p); /* T * and void * share one representation */
+  }
+  return ENPU_OK;
+}
+
 int enpu_grow(void **ptr, size_t *cap, size_t need, size_t elem_size) {
   if (need <= *cap) return ENPU_OK;
   size_t ncap = *cap ? *cap : 8;

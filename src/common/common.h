@@ -47,6 +47,25 @@ int enpu_errno_code(int errnum);
 /* calloc that checks n*size for overflow; NULL on failure. */
 void *enpu_calloc(size_t n, size_t size);
 
+/* One part of a block of parallel arrays: the address of a pointer member (T **), its
+ * element count and element size. ENPU_PART(s->time_ns, n) names s->time_ns. */
+typedef struct {
+  void *slot;
+  size_t count, size;
+} enpu_part;
+#define ENPU_PART(ptr, n) ((enpu_part){(void *)&(ptr), (size_t)(n), sizeof *(ptr)})
+
+/* One zeroed allocation holding every part's array (each aligned for any type, at least
+ * one element, as enpu_calloc), so a struct's parallel arrays are made in one call and
+ * freed with one free() of the first part's pointer, which owns the block. At most 16
+ * parts.
+ * @return 0, or ENPU_ERR_NOMEM (no memory or a size overflow) with no slot changed. */
+int enpu_calloc_parts(const enpu_part *parts, size_t nparts);
+/* enpu_calloc_parts of the parts listed: ENPU_CALLOC_PARTS(ENPU_PART(s->a, n), ...). */
+#define ENPU_CALLOC_PARTS(...)                                                                     \
+  enpu_calloc_parts((const enpu_part[]){__VA_ARGS__},                                              \
+                    sizeof((const enpu_part[]){__VA_ARGS__}) / sizeof(enpu_part))
+
 /* Grow *ptr (an array of elem_size elements with capacity *cap) to hold at least
  * `need` elements, doubling. On failure *ptr and *cap are unchanged.
  * @return 0 or ENPU_ERR_NOMEM. */
@@ -82,6 +101,10 @@ void enpu_hasher_i64(enpu_hasher *hs, int64_t v);
 void enpu_hasher_f64(enpu_hasher *hs, double v);
 void enpu_hasher_str(enpu_hasher *hs, const char *s);
 uint64_t enpu_hasher_digest(const enpu_hasher *hs);
+
+/* -1, 0 or 1 as a is below, equal to or above b (NaN-free): comparators chain it key by
+ * key, `const int k = ENPU_ORDER(x->k, y->k); return k ? k : ENPU_ORDER(x->l, y->l);`. */
+#define ENPU_ORDER(a, b) (((a) > (b)) - ((a) < (b)))
 
 /* qsort comparators, ascending: of doubles (NaN-free arrays) and of int32_t. */
 int enpu_cmp_double(const void *a, const void *b);

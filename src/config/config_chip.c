@@ -36,21 +36,53 @@ static const char *const chip_keys[] = {"name",
                                         "tdp_w",
                                         "tables",
                                         "gating"};
-static const char *const sa_keys[] = {"count", "dim"};
-static const char *const vu_keys[] = {"count", "sublanes",     "lanes",
-                                      "vregs", "shadow_vregs", "vreg_bytes"};
-static const char *const sram_keys[] = {"bytes", "ports", "port_bytes_per_cycle"};
-static const char *const hbm_keys[] = {"bytes", "gbps", "latency_ns", "controller_share"};
-static const char *const ici_keys[] = {"topology", "links", "link_gbps", "latency_ns",
-                                       "controller_share"};
-static const char *const dcn_keys[] = {"gbps"};
-static const char *const gating_comp_keys[] = {"gated_fraction", "wake_ns", "wake_energy_nj",
-                                               "min_idle_ns"};
+#define CHIP_INT(key, member) CONFIG_INT_FIELD(config_chip, key, member)
+#define CHIP_NUMBER(key, member) CONFIG_NUMBER_FIELD(config_chip, key, member)
+static const config_field sa_fields[] = {CHIP_INT("count", sa_count), CHIP_INT("dim", sa_dim)};
+static const config_field vu_fields[] = {
+    CHIP_INT("count", vu_count), CHIP_INT("sublanes", vu_sublanes),         CHIP_INT("lanes", vu_lanes),
+    CHIP_INT("vregs", vregs),    CHIP_INT("shadow_vregs", shadow_vregs),    CHIP_INT("vreg_bytes", vreg_bytes)};
+static const config_field sram_fields[] = {CHIP_NUMBER("bytes", sram_bytes), CHIP_INT("ports", sram_ports),
+                                           CHIP_INT("port_bytes_per_cycle", sram_port_bytes_per_cycle)};
+static const config_field hbm_fields[] = {CHIP_NUMBER("bytes", hbm_bytes), CHIP_NUMBER("gbps", hbm_gbps),
+                                          CHIP_NUMBER("latency_ns", hbm_latency_ns),
+                                          CHIP_NUMBER("controller_share", hbm_controller_share)};
+static const config_field ici_fields[] = {
+    CONFIG_STRING_FIELD(config_chip, "topology", ici_topology), CHIP_INT("links", ici_links),
+    CHIP_NUMBER("link_gbps", ici_link_gbps), CHIP_NUMBER("latency_ns", ici_latency_ns),
+    CHIP_NUMBER("controller_share", ici_controller_share)};
+static const config_field dcn_fields[] = {CHIP_NUMBER("gbps", dcn_gbps)};
+static const config_field host_fields[] = {CHIP_NUMBER("gbps", host_gbps), CHIP_NUMBER("latency_ns", host_latency_ns),
+                                           CHIP_NUMBER("pj_per_byte", host_pj_per_byte)};
+static const config_field clock_fields[] = {CHIP_NUMBER("step_mhz", freq_step_mhz), CHIP_INT("states", freq_states)};
+/* The regulator's output band (checked against its input before the rest is read), then
+ * its steps and transition time. */
+static const config_field ivr_fields[] = {
+    CHIP_NUMBER("vin_v", ivr_vin_v),     CHIP_NUMBER("vout_min_v", ivr_vout_min_v),
+    CHIP_NUMBER("vout_max_v", ivr_vout_max_v),
+    CHIP_NUMBER("step_mv", ivr_step_mv), CHIP_NUMBER("step_ns", ivr_step_ns),
+    CHIP_NUMBER("scaling_time_ns", ivr_scaling_time_ns)};
+enum { IVR_BAND_FIELDS = 3 };
+static const config_field head_fields[] = {CONFIG_STRING_FIELD(config_chip, "name", name),
+                                           CHIP_NUMBER("tflops_bf16", tflops_bf16)};
+static const config_field tail_fields[] = {CHIP_INT("fifo_sync_cycles", fifo_sync_cycles),
+                                           CHIP_NUMBER("other_static_w", other_static_w), CHIP_NUMBER("tdp_w", tdp_w)};
+/* The sections read before "ivr", in file-format order; "host" is optional (only
+ * offloading jobs need it). */
+static const struct {
+  const char *key;
+  const config_field *fields;
+  size_t nfields;
+} sections[] = {{"sa", sa_fields, NKEYS(sa_fields)},       {"vu", vu_fields, NKEYS(vu_fields)},
+                {"sram", sram_fields, NKEYS(sram_fields)}, {"hbm", hbm_fields, NKEYS(hbm_fields)},
+                {"ici", ici_fields, NKEYS(ici_fields)},    {"dcn", dcn_fields, NKEYS(dcn_fields)},
+                {"host", host_fields, NKEYS(host_fields)}, {"clock", clock_fields, NKEYS(clock_fields)}};
+static const config_field gating_fields[] = {
+    CONFIG_NUMBER_FIELD(config_gating, "gated_fraction", gated_fraction),
+    CONFIG_NUMBER_FIELD(config_gating, "wake_ns", wake_ns),
+    CONFIG_NUMBER_FIELD(config_gating, "wake_energy_nj", wake_energy_nj),
+    CONFIG_NUMBER_FIELD(config_gating, "min_idle_ns", min_idle_ns)};
 static const char *const gating_keys[] = {"sa", "vu", "sram", "hbm", "ici"};
-static const char *const host_keys[] = {"gbps", "latency_ns", "pj_per_byte"};
-static const char *const clock_keys[] = {"step_mhz", "states"};
-static const char *const ivr_keys[] = {"vin_v",   "vout_min_v", "vout_max_v",
-                                       "step_mv", "step_ns",    "scaling_time_ns"};
 /* The five components' tables (config_component order), the two regulators, then the
  * HBM PHY's parts. */
 static const char *const table_keys[] = {"sa",        "vu",        "sram",   "hbm",     "ici",
@@ -285,79 +317,29 @@ static int check_scaling_time(const config_doc *doc, const config_path *root, co
 /* ---------------------------------------------------------------------------------
  * The chip document */
 
-/* Check that member `key` of the root is an object with exactly the given keys. */
-static int sub_object(const config_doc *doc, const config_path *root, const char *key,
-                      const char *const *keys, size_t nkeys, config_path *p, const json_t **obj,
-                      enpu_err *err) {
-  *p = CONFIG_KEY(root, key);
-  *obj = json_object_get(doc->root, key);
-  return config_object(doc, p, *obj, keys, nkeys, err);
-}
-
 static int parse_scalars(const config_doc *doc, const config_path *root, config_chip *c,
                          enpu_err *err) {
-  const json_t *o = doc->root, *s;
-  config_path p;
-  ENPU_FORWARD(config_get_string(doc, root, o, "name", c->name, sizeof c->name, err));
-  ENPU_FORWARD(
-      config_get_number(doc, root, o, "tflops_bf16", &c->tflops_bf16, err));
-  ENPU_FORWARD(sub_object(doc, root, "sa", sa_keys, NKEYS(sa_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "count", &c->sa_count, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "dim", &c->sa_dim, err));
-  ENPU_FORWARD(sub_object(doc, root, "vu", vu_keys, NKEYS(vu_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "count", &c->vu_count, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "sublanes", &c->vu_sublanes, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "lanes", &c->vu_lanes, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "vregs", &c->vregs, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "shadow_vregs", &c->shadow_vregs, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "vreg_bytes", &c->vreg_bytes, err));
-  ENPU_FORWARD(sub_object(doc, root, "sram", sram_keys, NKEYS(sram_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", &c->sram_bytes, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "ports", &c->sram_ports, err));
-  ENPU_FORWARD(
-      config_get_int(doc, &p, s, "port_bytes_per_cycle", &c->sram_port_bytes_per_cycle, err));
-  ENPU_FORWARD(sub_object(doc, root, "hbm", hbm_keys, NKEYS(hbm_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "bytes", &c->hbm_bytes, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", &c->hbm_gbps, err));
-  ENPU_FORWARD(
-      config_get_number(doc, &p, s, "latency_ns", &c->hbm_latency_ns, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", &c->hbm_controller_share, err));
-  ENPU_FORWARD(sub_object(doc, root, "ici", ici_keys, NKEYS(ici_keys), &p, &s, err));
-  ENPU_FORWARD(
-      config_get_string(doc, &p, s, "topology", c->ici_topology, sizeof c->ici_topology, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "links", &c->ici_links, err));
-  ENPU_FORWARD(
-      config_get_number(doc, &p, s, "link_gbps", &c->ici_link_gbps, err));
-  ENPU_FORWARD(
-      config_get_number(doc, &p, s, "latency_ns", &c->ici_latency_ns, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "controller_share", &c->ici_controller_share, err));
-  ENPU_FORWARD(sub_object(doc, root, "dcn", dcn_keys, NKEYS(dcn_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", &c->dcn_gbps, err));
-  if (json_object_get(o, "host")) { /* optional: only offloading jobs need it */
-    ENPU_FORWARD(sub_object(doc, root, "host", host_keys, NKEYS(host_keys), &p, &s, err));
-    ENPU_FORWARD(config_get_number(doc, &p, s, "gbps", &c->host_gbps, err));
-    ENPU_FORWARD(config_get_number(doc, &p, s, "latency_ns", &c->host_latency_ns, err));
-    ENPU_FORWARD(config_get_number(doc, &p, s, "pj_per_byte", &c->host_pj_per_byte, err));
+  const json_t *o = doc->root;
+  ENPU_FORWARD(config_get_fields(doc, root, o, head_fields, NKEYS(head_fields), c, err));
+  for (size_t k = 0; k < NKEYS(sections); k++) {
+    config_path p = CONFIG_KEY(root, sections[k].key);
+    const json_t *s = json_object_get(o, sections[k].key);
+    if (!s && !strcmp(sections[k].key, "host")) continue;
+    ENPU_FORWARD(config_fields(doc, &p, s, sections[k].fields, sections[k].nfields, c, err));
   }
-  ENPU_FORWARD(sub_object(doc, root, "clock", clock_keys, NKEYS(clock_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "step_mhz", &c->freq_step_mhz, err));
-  ENPU_FORWARD(config_get_int(doc, &p, s, "states", &c->freq_states, err));
-  ENPU_FORWARD(sub_object(doc, root, "ivr", ivr_keys, NKEYS(ivr_keys), &p, &s, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "vin_v", &c->ivr_vin_v, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "vout_min_v", &c->ivr_vout_min_v, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "vout_max_v", &c->ivr_vout_max_v, err));
+  config_path p = CONFIG_KEY(root, "ivr");
+  const json_t *ivr = json_object_get(o, "ivr");
+  ENPU_FORWARD(config_fields_object(doc, &p, ivr, ivr_fields, NKEYS(ivr_fields), err));
+  ENPU_FORWARD(config_get_fields(doc, &p, ivr, ivr_fields, IVR_BAND_FIELDS, c, err));
   /* A buck regulator cannot output more than its input, nor a band below its minimum. */
   if (!(c->ivr_vout_max_v > c->ivr_vout_min_v && c->ivr_vout_max_v <= c->ivr_vin_v)) {
     config_path kp = CONFIG_KEY(&p, "vout_max_v");
     return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected a number in (%g, %g] (above vout_min_v, at most vin_v), got %g",
                        c->ivr_vout_min_v, c->ivr_vin_v, c->ivr_vout_max_v);
   }
-  ENPU_FORWARD(config_get_number(doc, &p, s, "step_mv", &c->ivr_step_mv, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "step_ns", &c->ivr_step_ns, err));
-  ENPU_FORWARD(config_get_number(doc, &p, s, "scaling_time_ns", &c->ivr_scaling_time_ns, err));
-  ENPU_FORWARD(config_get_int(doc, root, o, "fifo_sync_cycles", &c->fifo_sync_cycles, err));
-  ENPU_FORWARD(config_get_number(doc, root, o, "other_static_w", &c->other_static_w, err));
-  ENPU_FORWARD(config_get_number(doc, root, o, "tdp_w", &c->tdp_w, err));
+  ENPU_FORWARD(config_get_fields(doc, &p, ivr, ivr_fields + IVR_BAND_FIELDS, NKEYS(ivr_fields) - IVR_BAND_FIELDS,
+                                 c, err));
+  ENPU_FORWARD(config_get_fields(doc, root, o, tail_fields, NKEYS(tail_fields), c, err));
   c->max_freq_ghz = c->freq_states * c->freq_step_mhz / 1000.0;
   return ENPU_OK;
 }
@@ -367,17 +349,12 @@ static int parse_gating(const config_doc *doc, const config_path *root, config_c
                         enpu_err *err) {
   const json_t *g = json_object_get(doc->root, "gating");
   if (!g) return ENPU_OK;
-  config_path gp;
-  ENPU_FORWARD(sub_object(doc, root, "gating", gating_keys, NKEYS(gating_keys), &gp, &g, err));
+  config_path gp = CONFIG_KEY(root, "gating");
+  ENPU_FORWARD(config_object(doc, &gp, g, gating_keys, NKEYS(gating_keys), err));
   for (int k = 0; k < CONFIG_NCOMP; k++) {
     config_path p = CONFIG_KEY(&gp, gating_keys[k]);
-    const json_t *o = json_object_get(g, gating_keys[k]);
-    config_gating *cg = &c->gating[k];
-    ENPU_FORWARD(config_object(doc, &p, o, gating_comp_keys, NKEYS(gating_comp_keys), err));
-    ENPU_FORWARD(config_get_number(doc, &p, o, "gated_fraction", &cg->gated_fraction, err));
-    ENPU_FORWARD(config_get_number(doc, &p, o, "wake_ns", &cg->wake_ns, err));
-    ENPU_FORWARD(config_get_number(doc, &p, o, "wake_energy_nj", &cg->wake_energy_nj, err));
-    ENPU_FORWARD(config_get_number(doc, &p, o, "min_idle_ns", &cg->min_idle_ns, err));
+    ENPU_FORWARD(config_fields(doc, &p, json_object_get(g, gating_keys[k]), gating_fields, NKEYS(gating_fields),
+                               &c->gating[k], err));
   }
   c->has_gating = true;
   return ENPU_OK;
@@ -385,9 +362,9 @@ static int parse_gating(const config_doc *doc, const config_path *root, config_c
 
 static int parse_tables(const config_doc *doc, const config_path *root, config_chip *c,
                         enpu_hasher *hs, enpu_err *err) {
-  config_path tp;
-  const json_t *tables;
-  ENPU_FORWARD(sub_object(doc, root, "tables", table_keys, NKEYS(table_keys), &tp, &tables, err));
+  config_path tp = CONFIG_KEY(root, "tables");
+  const json_t *tables = json_object_get(doc->root, "tables");
+  ENPU_FORWARD(config_object(doc, &tp, tables, table_keys, NKEYS(table_keys), err));
   const double ghz = c->max_freq_ghz, links = c->ici_links * c->ici_link_gbps;
   const double peak[NTABLE] = {ghz, ghz, ghz, c->hbm_gbps, links, 0, 0, c->hbm_gbps, c->hbm_gbps};
   const char *const clk = "GHz, clock.states x step_mhz", *const hbm = "GB/s, hbm.gbps";
@@ -435,18 +412,9 @@ void config_chip_clear(config_chip *c) {
   memset(c, 0, sizeof *c);
 }
 
-static int parse_chip(const config_doc *doc, void *chip, enpu_err *err) {
-  return config_chip_parse(doc, chip, err);
-}
-
 static void clear_chip(void *c) { config_chip_clear(c); }
 
-int config_chip_load(const char *path, config_chip **out, enpu_err *err) {
-  void *chip = NULL;
-  int rc = config_load_file(path, "chip", sizeof **out, parse_chip, clear_chip, &chip, err);
-  *out = chip;
-  return rc;
-}
+CONFIG_LOADER(config_chip_load, config_chip, "chip", config_chip_parse, clear_chip)
 
 void config_chip_free(config_chip *chip) {
   if (!chip) return;

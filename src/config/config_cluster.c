@@ -15,10 +15,20 @@
 static const char *const cluster_keys[] = {"name", "model", "prefill", "decode", "slo",
                                            "batching", "idle", "scheduler", "dcn"};
 static const char *const node_keys[] = {"nodes", "chips", "parallel"};
-static const char *const parallel_keys[] = {"dp", "tp", "pp", "ep"};
-static const char *const slo_keys[] = {"name", "prefill_max_tokens", "decode_max_tokens", "ttft_ms",
-                                       "tpot_ms"};
-static const char *const batching_keys[] = {"max_batch", "max_batch_tokens"};
+static const config_field node_fields[] = {CONFIG_INT_FIELD(config_node, "nodes", nodes),
+                                           CONFIG_INT_FIELD(config_node, "chips", chips)};
+static const config_field parallel_fields[] = {
+    CONFIG_INT_FIELD(config_parallel, "dp", dp), CONFIG_INT_FIELD(config_parallel, "tp", tp),
+    CONFIG_INT_FIELD(config_parallel, "pp", pp), CONFIG_INT_FIELD(config_parallel, "ep", ep)};
+static const config_field slo_fields[] = {
+    CONFIG_STRING_FIELD(config_slo_class, "name", name),
+    CONFIG_INT_FIELD(config_slo_class, "prefill_max_tokens", prefill_max_tokens),
+    CONFIG_INT_FIELD(config_slo_class, "decode_max_tokens", decode_max_tokens),
+    CONFIG_NUMBER_FIELD(config_slo_class, "ttft_ms", ttft_ms),
+    CONFIG_NUMBER_FIELD(config_slo_class, "tpot_ms", tpot_ms)};
+static const config_field batching_fields[] = {
+    CONFIG_INT_FIELD(config_cluster, "max_batch", max_batch),
+    CONFIG_INT_FIELD(config_cluster, "max_batch_tokens", max_batch_tokens)};
 static const char *const idle_keys[] = {"mode", "sleep_w", "wake_ms", "sleep_after_ms"};
 static const char *const scheduler_keys[] = {"safeguard1_scan", "safeguard2", "safeguard2_window_s",
                                              "safeguard2_miss_fraction"};
@@ -28,12 +38,7 @@ static const char *const dcn_keys[] = {"energy_pj_per_byte"};
 
 int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
                           config_parallel *out, enpu_err *err) {
-  ENPU_FORWARD(config_object(doc, p, v, parallel_keys, NKEYS(parallel_keys), err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "dp", &out->dp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "tp", &out->tp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "pp", &out->pp, err));
-  ENPU_FORWARD(config_get_int(doc, p, v, "ep", &out->ep, err));
-  return ENPU_OK;
+  return config_fields(doc, p, v, parallel_fields, NKEYS(parallel_fields), out, err);
 }
 
 int config_parallel_check_chips(const config_doc *doc, const config_path *p,
@@ -52,8 +57,7 @@ static int parse_node(const config_doc *doc, const config_path *root, const char
   config_path np = CONFIG_KEY(root, key);
   const json_t *n = json_object_get(doc->root, key);
   ENPU_FORWARD(config_object(doc, &np, n, node_keys, NKEYS(node_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &np, n, "nodes", &node->nodes, err));
-  ENPU_FORWARD(config_get_int(doc, &np, n, "chips", &node->chips, err));
+  ENPU_FORWARD(config_get_fields(doc, &np, n, node_fields, NKEYS(node_fields), node, err));
   config_path pp = CONFIG_KEY(&np, "parallel");
   ENPU_FORWARD(
       config_parallel_parse(doc, &pp, json_object_get(n, "parallel"), &node->parallel, err));
@@ -77,20 +81,12 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
   config_path sp = CONFIG_KEY(root, "slo");
   const json_t *slo = json_object_get(doc->root, "slo");
   size_t n;
-  ENPU_FORWARD(config_array(doc, &sp, slo, &n, err));
-  if (n > CONFIG_MAX_SLO_CLASSES)
-    return config_fail(doc, &sp, err, ENPU_ERR_RANGE, "expected at most %d classes, got %zu",
-                       CONFIG_MAX_SLO_CLASSES, n);
+  ENPU_FORWARD(config_array_max(doc, &sp, slo, CONFIG_MAX_SLO_CLASSES, "classes", &n, err));
   for (size_t i = 0; i < n; i++) {
     config_path ep = CONFIG_INDEX(&sp, i);
     const json_t *e = json_array_get(slo, i);
     config_slo_class *k = &c->slo[i];
-    ENPU_FORWARD(config_object(doc, &ep, e, slo_keys, NKEYS(slo_keys), err));
-    ENPU_FORWARD(config_get_string(doc, &ep, e, "name", k->name, sizeof k->name, err));
-    ENPU_FORWARD(config_get_int(doc, &ep, e, "prefill_max_tokens", &k->prefill_max_tokens, err));
-    ENPU_FORWARD(config_get_int(doc, &ep, e, "decode_max_tokens", &k->decode_max_tokens, err));
-    ENPU_FORWARD(config_get_number(doc, &ep, e, "ttft_ms", &k->ttft_ms, err));
-    ENPU_FORWARD(config_get_number(doc, &ep, e, "tpot_ms", &k->tpot_ms, err));
+    ENPU_FORWARD(config_fields(doc, &ep, e, slo_fields, NKEYS(slo_fields), k, err));
     const config_slo_class *prev = i ? &c->slo[i - 1] : k;
     ENPU_FORWARD(check_bound(doc, &sp, i, "prefill_max_tokens", prev->prefill_max_tokens,
                              k->prefill_max_tokens, err));
@@ -99,13 +95,6 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
   }
   c->slo_count = (int)n;
   return ENPU_OK;
-}
-
-/* An optional number: *out keeps its default when `key` is absent. */
-static int optional_number(const config_doc *doc, const config_path *p, const json_t *obj, const char *key,
-                           double *out, enpu_err *err) {
-  if (!json_object_get(obj, key)) return ENPU_OK;
-  return config_get_number(doc, p, obj, key, out, err);
 }
 
 /* "idle": the mode, and for "sleep" its power and latencies (ranges: config_ranges.c). */
@@ -130,7 +119,7 @@ static int parse_idle(const config_doc *doc, const config_path *root, config_clu
   if (!sleep) return ENPU_OK;
   ENPU_FORWARD(config_get_number(doc, &ip, v, "sleep_w", &c->idle.sleep_w, err));
   ENPU_FORWARD(config_get_number(doc, &ip, v, "wake_ms", &c->idle.wake_ms, err));
-  return optional_number(doc, &ip, v, "sleep_after_ms", &c->idle.sleep_after_ms, err);
+  return config_opt_number(doc, &ip, v, "sleep_after_ms", &c->idle.sleep_after_ms, err);
 }
 
 static int parse_scheduler(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
@@ -140,17 +129,12 @@ static int parse_scheduler(const config_doc *doc, const config_path *root, confi
   if (!v) return ENPU_OK;
   config_path sp = CONFIG_KEY(root, "scheduler");
   ENPU_FORWARD(config_object(doc, &sp, v, scheduler_keys, NKEYS(scheduler_keys), err));
-  if (json_object_get(v, "safeguard1_scan"))
-    ENPU_FORWARD(config_get_int(doc, &sp, v, "safeguard1_scan", &c->scheduler.safeguard1_scan, err));
-  if (json_object_get(v, "safeguard2")) {
-    config_path kp = CONFIG_KEY(&sp, "safeguard2");
-    int mode = 0;
-    ENPU_FORWARD(config_enum(doc, &kp, json_object_get(v, "safeguard2"), config_safeguard2_names, CONFIG_NSG2,
-                             &mode, err));
-    c->scheduler.safeguard2 = (config_safeguard2)mode;
-  }
-  ENPU_FORWARD(optional_number(doc, &sp, v, "safeguard2_window_s", &c->scheduler.safeguard2_window_s, err));
-  return optional_number(doc, &sp, v, "safeguard2_miss_fraction", &c->scheduler.safeguard2_miss_fraction, err);
+  ENPU_FORWARD(config_opt_int(doc, &sp, v, "safeguard1_scan", &c->scheduler.safeguard1_scan, err));
+  int mode = c->scheduler.safeguard2;
+  ENPU_FORWARD(config_opt_enum(doc, &sp, v, "safeguard2", config_safeguard2_names, CONFIG_NSG2, &mode, err));
+  c->scheduler.safeguard2 = (config_safeguard2)mode;
+  ENPU_FORWARD(config_opt_number(doc, &sp, v, "safeguard2_window_s", &c->scheduler.safeguard2_window_s, err));
+  return config_opt_number(doc, &sp, v, "safeguard2_miss_fraction", &c->scheduler.safeguard2_miss_fraction, err);
 }
 
 /* "dcn": energy of moving one byte of KV cache between nodes (both link ends). */
@@ -175,9 +159,7 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   ENPU_FORWARD(parse_slo(doc, &root, c, err));
   config_path bp = CONFIG_KEY(&root, "batching");
   const json_t *b = json_object_get(doc->root, "batching");
-  ENPU_FORWARD(config_object(doc, &bp, b, batching_keys, NKEYS(batching_keys), err));
-  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch", &c->max_batch, err));
-  ENPU_FORWARD(config_get_int(doc, &bp, b, "max_batch_tokens", &c->max_batch_tokens, err));
+  ENPU_FORWARD(config_fields(doc, &bp, b, batching_fields, NKEYS(batching_fields), c, err));
   ENPU_FORWARD(parse_idle(doc, &root, c, err));
   ENPU_FORWARD(parse_scheduler(doc, &root, c, err));
   ENPU_FORWARD(parse_dcn(doc, &root, c, err));
@@ -185,15 +167,6 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   return ENPU_OK;
 }
 
-static int parse_cluster(const config_doc *doc, void *cluster, enpu_err *err) {
-  return config_cluster_parse(doc, cluster, err);
-}
-
-int config_cluster_load(const char *path, config_cluster **out, enpu_err *err) {
-  void *cluster = NULL;
-  int rc = config_load_file(path, "cluster", sizeof **out, parse_cluster, NULL, &cluster, err);
-  *out = cluster;
-  return rc;
-}
+CONFIG_LOADER(config_cluster_load, config_cluster, "cluster", config_cluster_parse, NULL)
 
 void config_cluster_free(config_cluster *cluster) { free(cluster); }

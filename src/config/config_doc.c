@@ -371,13 +371,21 @@ static bool in_range(const config_range *r, double x) {
   return (r->min_open ? x > r->min : x >= r->min) && x <= r->max;
 }
 
+/* The range of the value at p, present and of the right type (an integer, or any number). */
+static int ranged(const config_doc *doc, const config_path *p, const json_t *v, bool integer,
+                  const config_range **r, enpu_err *err) {
+  ENPU_FORWARD(config_range_of(doc, p, r, err));
+  char expected[160];
+  range_text(*r, integer, expected, sizeof expected);
+  if (!v) return fail_missing(doc, p, err, expected);
+  if (integer ? !json_is_integer(v) : !json_is_number(v))
+    return fail_range(doc, p, v, *r, integer, ENPU_ERR_INVALID, err);
+  return ENPU_OK;
+}
+
 int config_int(const config_doc *doc, const config_path *p, const json_t *v, int *out, enpu_err *err) {
   const config_range *r = NULL;
-  ENPU_FORWARD(config_range_of(doc, p, &r, err));
-  char expected[160];
-  range_text(r, true, expected, sizeof expected);
-  if (!v) return fail_missing(doc, p, err, expected);
-  if (!json_is_integer(v)) return fail_range(doc, p, v, r, true, ENPU_ERR_INVALID, err);
+  ENPU_FORWARD(ranged(doc, p, v, true, &r, err));
   json_int_t x = json_integer_value(v);
   /* The table's bounds are within int (checked by the unit test); compare as integers so
    * a huge value is not rounded into the range. */
@@ -390,11 +398,7 @@ int config_int(const config_doc *doc, const config_path *p, const json_t *v, int
 int config_number(const config_doc *doc, const config_path *p, const json_t *v, double *out,
                   enpu_err *err) {
   const config_range *r = NULL;
-  ENPU_FORWARD(config_range_of(doc, p, &r, err));
-  char expected[160];
-  range_text(r, false, expected, sizeof expected);
-  if (!v) return fail_missing(doc, p, err, expected);
-  if (!json_is_number(v)) return fail_range(doc, p, v, r, false, ENPU_ERR_INVALID, err);
+  ENPU_FORWARD(ranged(doc, p, v, false, &r, err));
   double x = json_number_value(v);
   if (!in_range(r, x)) return fail_range(doc, p, v, r, false, ENPU_ERR_RANGE, err);
   *out = x;
@@ -441,6 +445,14 @@ int config_array(const config_doc *doc, const config_path *p, const json_t *v, s
   return ENPU_OK;
 }
 
+int config_array_max(const config_doc *doc, const config_path *p, const json_t *v, int max, const char *what,
+                     size_t *count, enpu_err *err) {
+  ENPU_FORWARD(config_array(doc, p, v, count, err));
+  if (*count > (size_t)max)
+    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d %s, got %zu", max, what, *count);
+  return ENPU_OK;
+}
+
 int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                    const char *key, int *out, enpu_err *err) {
   config_path p = CONFIG_KEY(obj_path, key);
@@ -465,6 +477,64 @@ int config_get_string(const config_doc *doc, const config_path *obj_path, const 
                       const char *key, char *buf, size_t cap, enpu_err *err) {
   config_path p = CONFIG_KEY(obj_path, key);
   return config_string(doc, &p, json_object_get(obj, key), buf, cap, err);
+}
+
+int config_opt_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                   int *out, enpu_err *err) {
+  return json_object_get(obj, key) ? config_get_int(doc, obj_path, obj, key, out, err) : ENPU_OK;
+}
+
+int config_opt_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, double *out, enpu_err *err) {
+  return json_object_get(obj, key) ? config_get_number(doc, obj_path, obj, key, out, err) : ENPU_OK;
+}
+
+int config_opt_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, char *buf, size_t cap, enpu_err *err) {
+  return json_object_get(obj, key) ? config_get_string(doc, obj_path, obj, key, buf, cap, err) : ENPU_OK;
+}
+
+int config_opt_enum(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                    const char *const *names, int count, int *out, enpu_err *err) {
+  const json_t *v = json_object_get(obj, key);
+  if (!v) return ENPU_OK;
+  config_path p = CONFIG_KEY(obj_path, key);
+  return config_enum(doc, &p, v, names, count, out, err);
+}
+
+int config_get_fields(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const config_field *fields, size_t nfields, void *base, enpu_err *err) {
+  for (size_t i = 0; i < nfields; i++) {
+    const config_field *f = &fields[i];
+    char *at = (char *)base + f->offset;
+    config_path p = CONFIG_KEY(obj_path, f->key);
+    const json_t *v = json_object_get(obj, f->key);
+    if (f->type == CONFIG_FIELD_STRING) {
+      ENPU_FORWARD(config_string(doc, &p, v, at, f->size, err));
+    } else if (f->type == CONFIG_FIELD_INT && f->size == sizeof(int)) {
+      ENPU_FORWARD(config_int(doc, &p, v, (int *)(void *)at, err));
+    } else if (f->type == CONFIG_FIELD_NUMBER && f->size == sizeof(double)) {
+      ENPU_FORWARD(config_number(doc, &p, v, (double *)(void *)at, err));
+    } else {
+      return config_fail(doc, &p, err, ENPU_ERR_INTERNAL, "field table: member of %zu bytes", f->size);
+    }
+  }
+  return ENPU_OK;
+}
+
+int config_fields_object(const config_doc *doc, const config_path *p, const json_t *v,
+                         const config_field *fields, size_t nfields, enpu_err *err) {
+  const char *keys[16];
+  if (nfields > sizeof keys / sizeof *keys)
+    return config_fail(doc, p, err, ENPU_ERR_INTERNAL, "field table of %zu keys", nfields);
+  for (size_t i = 0; i < nfields; i++) keys[i] = fields[i].key;
+  return config_object(doc, p, v, keys, nfields, err);
+}
+
+int config_fields(const config_doc *doc, const config_path *p, const json_t *v,
+                  const config_field *fields, size_t nfields, void *base, enpu_err *err) {
+  ENPU_FORWARD(config_fields_object(doc, p, v, fields, nfields, err));
+  return config_get_fields(doc, p, v, fields, nfields, base, err);
 }
 
 int config_load_file(const char *path, const char *kind, size_t size,

@@ -86,6 +86,10 @@ int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bo
 int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
                  enpu_err *err);
 
+/* config_array of at most max elements (`what` names them in the message). */
+int config_array_max(const config_doc *doc, const config_path *p, const json_t *v, int max, const char *what,
+                     size_t *count, enpu_err *err);
+
 /* Member-level shorthands: look `key` up in obj (already checked to be an object). */
 int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                    const char *key, int *out, enpu_err *err);
@@ -93,6 +97,41 @@ int config_get_number(const config_doc *doc, const config_path *obj_path, const 
                       const char *key, double *out, enpu_err *err);
 int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                       const char *key, char *buf, size_t cap, enpu_err *err);
+
+/* Optional members: absent, *out keeps its value (the default); present, as the getters. */
+int config_opt_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                   int *out, enpu_err *err);
+int config_opt_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, double *out, enpu_err *err);
+int config_opt_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const char *key, char *buf, size_t cap, enpu_err *err);
+int config_opt_enum(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                    const char *const *names, int count, int *out, enpu_err *err);
+
+/* Table-driven members: one row per key, read into the struct at `base` by offset, each
+ * with config_int / config_number / config_string (its range or buffer size applies). */
+typedef enum { CONFIG_FIELD_INT, CONFIG_FIELD_NUMBER, CONFIG_FIELD_STRING } config_field_type;
+typedef struct {
+  const char *key;
+  config_field_type type;
+  size_t offset, size; /* of the member in its struct */
+} config_field;
+#define CONFIG_FIELD_OF(type_, T, key_, member)                                                     \
+  {(key_), (type_), offsetof(T, member), sizeof(((T *)0)->member)}
+#define CONFIG_INT_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_INT, T, key, member)
+#define CONFIG_NUMBER_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_NUMBER, T, key, member)
+#define CONFIG_STRING_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_STRING, T, key, member)
+
+/* Read every field (all required) of obj, at obj_path and already checked to be an
+ * object, in table order; the first error stops. */
+int config_get_fields(const config_doc *doc, const config_path *obj_path, const json_t *obj,
+                      const config_field *fields, size_t nfields, void *base, enpu_err *err);
+/* config_object with the fields' keys as the allowed ones (at most 16). */
+int config_fields_object(const config_doc *doc, const config_path *p, const json_t *v,
+                         const config_field *fields, size_t nfields, enpu_err *err);
+/* An object whose keys are exactly the fields', read into base. */
+int config_fields(const config_doc *doc, const config_path *p, const json_t *v,
+                  const config_field *fields, size_t nfields, void *base, enpu_err *err);
 
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
@@ -109,6 +148,18 @@ extern const char *const config_safeguard2_names[CONFIG_NSG2];
 int config_load_file(const char *path, const char *kind, size_t size,
                      int (*parse)(const config_doc *doc, void *out, enpu_err *err),
                      void (*clear)(void *obj), void **out, enpu_err *err);
+/* Defines the public loader `load_fn` of documents of `kind` into a T: config_load_file
+ * with the typed parse function adapted to it (clear_fn: a void * one, or NULL). */
+#define CONFIG_LOADER(load_fn, T, kind, parse_fn, clear_fn)                                        \
+  static int load_fn##_parse(const config_doc *doc, void *obj, enpu_err *err) {                    \
+    return parse_fn(doc, obj, err);                                                                \
+  }                                                                                                \
+  int load_fn(const char *path, T **out, enpu_err *err) {                                          \
+    void *obj = NULL;                                                                              \
+    const int rc = config_load_file(path, kind, sizeof(T), load_fn##_parse, clear_fn, &obj, err); \
+    *out = obj;                                                                                    \
+    return rc;                                                                                     \
+  }
 
 /* Loaders of already-opened documents, shared by the public *_load and the job. They
  * fill a zeroed struct; on failure the caller frees it with the *_clear function. */

@@ -39,6 +39,27 @@ static int fail_not_increasing(const config_doc *doc, const config_path *list, s
                      where, cur, cur == prev ? " (a duplicate)" : "");
 }
 
+/* A non-empty, strictly increasing array at p into a calloc'd array (*values, owned by
+ * the caller even on failure) of ints (integer) or doubles. */
+static int increasing_list(const config_doc *doc, const config_path *p, const json_t *v, bool integer,
+                           void **values, int *count, enpu_err *err) {
+  size_t n;
+  ENPU_FORWARD(config_array(doc, p, v, &n, err));
+  *values = enpu_calloc(n, integer ? sizeof(int) : sizeof(double));
+  if (!*values) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
+  int *ints = *values;
+  double *nums = *values, prev = 0, x = 0;
+  for (size_t i = 0; i < n; i++, prev = x) {
+    config_path ep = CONFIG_INDEX(p, i);
+    const json_t *e = json_array_get(v, i);
+    ENPU_FORWARD(integer ? config_int(doc, &ep, e, &ints[i], err) : config_number(doc, &ep, e, &nums[i], err));
+    x = integer ? ints[i] : nums[i];
+    if (i > 0 && x <= prev) return fail_not_increasing(doc, p, i, prev, x, err);
+    *count = (int)i + 1;
+  }
+  return ENPU_OK;
+}
+
 static int parse_axis(const config_doc *doc, const config_path *phase_path, const json_t *phase,
                       const char *key, config_axis *ax, enpu_err *err) {
   config_path p = CONFIG_KEY(phase_path, key);
@@ -59,18 +80,10 @@ static int parse_axis(const config_doc *doc, const config_path *phase_path, cons
     config_describe(v, got, sizeof got);
     return config_fail(doc, &p, err, ENPU_ERR_INVALID, "expected %s, got %s", AXIS_EXPECTED, got);
   }
-  size_t n;
-  ENPU_FORWARD(config_array(doc, &p, v, &n, err));
-  ax->values = enpu_calloc(n, sizeof *ax->values);
-  if (!ax->values) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
-  for (size_t i = 0; i < n; i++) {
-    config_path ep = CONFIG_INDEX(&p, i);
-    ENPU_FORWARD(config_int(doc, &ep, json_array_get(v, i), &ax->values[i], err));
-    if (i > 0 && ax->values[i] <= ax->values[i - 1])
-      return fail_not_increasing(doc, &p, i, ax->values[i - 1], ax->values[i], err);
-    ax->count = (int)i + 1;
-  }
-  return ENPU_OK;
+  void *values = NULL;
+  const int rc = increasing_list(doc, &p, v, true, &values, &ax->count, err);
+  ax->values = values;
+  return rc;
 }
 
 /* Where a phase's parallelism came from, for locating divisibility errors. */
@@ -134,19 +147,11 @@ static int parse_phase(const config_doc *doc, const config_doc *cluster_doc,
 static int parse_slacks(const config_doc *doc, const config_path *root, config_job *job,
                         enpu_err *err) {
   config_path sp = CONFIG_KEY(root, "slacks");
-  const json_t *v = json_object_get(doc->root, "slacks");
-  size_t n;
-  ENPU_FORWARD(config_array(doc, &sp, v, &n, err));
-  job->slacks = enpu_calloc(n, sizeof *job->slacks);
-  if (!job->slacks) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", doc->file);
-  for (size_t i = 0; i < n; i++) {
-    config_path ep = CONFIG_INDEX(&sp, i);
-    ENPU_FORWARD(config_number(doc, &ep, json_array_get(v, i), &job->slacks[i], err));
-    if (i > 0 && job->slacks[i] <= job->slacks[i - 1])
-      return fail_not_increasing(doc, &sp, i, job->slacks[i - 1], job->slacks[i], err);
-    job->slack_count = (int)i + 1;
-  }
-  return ENPU_OK;
+  void *values = NULL;
+  const int rc = increasing_list(doc, &sp, json_object_get(doc->root, "slacks"), false, &values, &job->slack_count,
+                                 err);
+  job->slacks = values;
+  return rc;
 }
 
 /* A policy the job may compile: a shadow size within the chip's registers, gating only
@@ -263,8 +268,7 @@ static int parse_policies(const config_doc *doc, const config_path *root, config
 static int parse_epoch(const config_doc *doc, const config_path *root, config_job *job,
                        enpu_err *err) {
   job->epoch_ms = 5.0;
-  if (!json_object_get(doc->root, "epoch_ms")) return ENPU_OK;
-  return config_get_number(doc, root, doc->root, "epoch_ms", &job->epoch_ms, err);
+  return config_opt_number(doc, root, doc->root, "epoch_ms", &job->epoch_ms, err);
 }
 
 /* The capacity factors model m accepts, [r->min, *max], and how to say so: the range
@@ -304,12 +308,8 @@ static int parse_capacity_factor(const config_doc *doc, const config_path *mp, c
 /* "budget": "strict" | "paper" (config.h), strict when absent. */
 static int parse_budget(const config_doc *doc, const config_path *root, config_job *job,
                         enpu_err *err) {
-  const json_t *v = json_object_get(doc->root, "budget");
-  job->budget = CONFIG_BUDGET_STRICT;
-  if (!v) return ENPU_OK;
-  config_path bp = CONFIG_KEY(root, "budget");
-  int b;
-  ENPU_FORWARD(config_enum(doc, &bp, v, config_budget_names, CONFIG_NBUDGET, &b, err));
+  int b = CONFIG_BUDGET_STRICT;
+  ENPU_FORWARD(config_opt_enum(doc, root, doc->root, "budget", config_budget_names, CONFIG_NBUDGET, &b, err));
   job->budget = (config_budget)b;
   return ENPU_OK;
 }
@@ -323,11 +323,8 @@ static int parse_moe(const config_doc *doc, const config_path *root, config_job 
   config_path mp = CONFIG_KEY(root, "moe");
   ENPU_FORWARD(config_object(doc, &mp, v, moe_keys, NKEYS(moe_keys), err));
   ENPU_FORWARD(parse_capacity_factor(doc, &mp, v, job, err));
-  const json_t *ex = json_object_get(v, "experts");
-  if (!ex) return ENPU_OK;
-  config_path ep = CONFIG_KEY(&mp, "experts");
-  int e;
-  ENPU_FORWARD(config_enum(doc, &ep, ex, config_moe_experts_names, CONFIG_NEXPERTS, &e, err));
+  int e = job->moe_experts;
+  ENPU_FORWARD(config_opt_enum(doc, &mp, v, "experts", config_moe_experts_names, CONFIG_NEXPERTS, &e, err));
   job->moe_experts = (config_moe_experts)e;
   return ENPU_OK;
 }
@@ -335,13 +332,10 @@ static int parse_moe(const config_doc *doc, const config_path *root, config_job 
 /* "capacity": enforce (default) | offload | ignore; offload needs the chip's host link. */
 static int parse_capacity(const config_doc *doc, const config_path *root, config_job *job,
                           enpu_err *err) {
-  const json_t *v = json_object_get(doc->root, "capacity");
-  job->capacity = CONFIG_CAPACITY_ENFORCE;
-  if (!v) return ENPU_OK;
-  config_path cp = CONFIG_KEY(root, "capacity");
-  int c;
-  ENPU_FORWARD(config_enum(doc, &cp, v, config_capacity_names, CONFIG_NCAPACITY, &c, err));
+  int c = CONFIG_CAPACITY_ENFORCE;
+  ENPU_FORWARD(config_opt_enum(doc, root, doc->root, "capacity", config_capacity_names, CONFIG_NCAPACITY, &c, err));
   job->capacity = (config_capacity)c;
+  config_path cp = CONFIG_KEY(root, "capacity");
   if (job->capacity == CONFIG_CAPACITY_OFFLOAD && !(job->chip.host_gbps > 0))
     return config_fail(doc, &cp, err, ENPU_ERR_INVALID,
                        "expected a chip with a \"host\" link to offload weights over, got %s "
@@ -364,10 +358,9 @@ static int parse_validation(const config_doc *doc, const config_path *root, conf
     config_path tp = CONFIG_KEY(&vp, "trace");
     return config_fail(doc, &tp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
   }
-  if (json_object_get(v, "sample"))
-    ENPU_FORWARD(config_get_int(doc, &vp, v, "sample", &val->sample, err));
+  ENPU_FORWARD(config_opt_int(doc, &vp, v, "sample", &val->sample, err));
   int seed = 1;
-  if (json_object_get(v, "seed")) ENPU_FORWARD(config_get_int(doc, &vp, v, "seed", &seed, err));
+  ENPU_FORWARD(config_opt_int(doc, &vp, v, "seed", &seed, err));
   val->seed = (uint64_t)seed;
   val->enabled = true;
   return ENPU_OK;

@@ -21,8 +21,18 @@ static const char *const mla_keys[] = {
     "kind",      "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim"};
 static const char *const ffn_keys[] = {"intermediate", "fuse_gate_up"};
-static const char *const moe_keys[] = {"routed_experts", "shared_experts", "experts_per_token",
-                                       "expert_intermediate", "first_dense_layers"};
+#define MODEL_INT(key, member) CONFIG_INT_FIELD(config_model, key, member)
+static const config_field moe_fields[] = {
+    MODEL_INT("routed_experts", routed_experts), MODEL_INT("shared_experts", shared_experts),
+    MODEL_INT("experts_per_token", experts_per_token), MODEL_INT("expert_intermediate", expert_intermediate),
+    MODEL_INT("first_dense_layers", first_dense_layers)};
+static const config_field mla_fields[] = {
+    MODEL_INT("q_lora_rank", q_lora_rank), MODEL_INT("kv_lora_rank", kv_lora_rank),
+    MODEL_INT("qk_nope_head_dim", qk_nope_head_dim), MODEL_INT("qk_rope_head_dim", qk_rope_head_dim),
+    MODEL_INT("v_head_dim", v_head_dim)};
+static const config_field root_fields[] = {
+    CONFIG_STRING_FIELD(config_model, "name", name), MODEL_INT("hidden", hidden), MODEL_INT("layers", layers),
+    MODEL_INT("vocab", vocab), MODEL_INT("dtype_bytes", dtype_bytes)};
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -52,25 +62,15 @@ static int parse_attention(const config_doc *doc, const config_path *root, const
     return ENPU_OK;
   }
   m->kv_heads = m->heads;
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "q_lora_rank", &m->q_lora_rank, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_lora_rank", &m->kv_lora_rank, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_nope_head_dim", &m->qk_nope_head_dim, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "qk_rope_head_dim", &m->qk_rope_head_dim, err));
-  ENPU_FORWARD(config_get_int(doc, &ap, a, "v_head_dim", &m->v_head_dim, err));
-  return ENPU_OK;
+  return config_get_fields(doc, &ap, a, mla_fields, NKEYS(mla_fields), m, err);
 }
 
 static int parse_moe(const config_doc *doc, const config_path *root, const json_t *moe,
                      config_model *m, enpu_err *err) {
   config_path mp = CONFIG_KEY(root, "moe");
-  ENPU_FORWARD(config_object(doc, &mp, moe, moe_keys, NKEYS(moe_keys), err));
+  ENPU_FORWARD(config_fields_object(doc, &mp, moe, moe_fields, NKEYS(moe_fields), err));
   m->moe = true;
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "routed_experts", &m->routed_experts, err));
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "shared_experts", &m->shared_experts, err));
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "experts_per_token", &m->experts_per_token, err));
-  ENPU_FORWARD(
-      config_get_int(doc, &mp, moe, "expert_intermediate", &m->expert_intermediate, err));
-  ENPU_FORWARD(config_get_int(doc, &mp, moe, "first_dense_layers", &m->first_dense_layers, err));
+  ENPU_FORWARD(config_get_fields(doc, &mp, moe, moe_fields, NKEYS(moe_fields), m, err));
   if (m->experts_per_token > m->routed_experts) {
     config_path p = CONFIG_KEY(&mp, "experts_per_token");
     return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected at most routed_experts (%d), got %d",
@@ -118,10 +118,7 @@ static int parse_model_spec(const config_doc *doc, const config_path *root, cons
   config_path ap = CONFIG_KEY(&sp, "acceptance");
   const json_t *rows = json_object_get(spec, "acceptance");
   size_t n;
-  ENPU_FORWARD(config_array(doc, &ap, rows, &n, err));
-  if (n > CONFIG_MAX_SPEC_EXITS)
-    return config_fail(doc, &ap, err, ENPU_ERR_RANGE, "expected at most %d exit depths, got %zu",
-                       CONFIG_MAX_SPEC_EXITS, n);
+  ENPU_FORWARD(config_array_max(doc, &ap, rows, CONFIG_MAX_SPEC_EXITS, "exit depths", &n, err));
   for (size_t i = 0; i < n; i++) {
     config_path rp = CONFIG_INDEX(&ap, i);
     const json_t *row = json_array_get(rows, i);
@@ -187,11 +184,7 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   const json_t *o = doc->root;
   ENPU_FORWARD(config_object(doc, &root, o, model_keys, NKEYS(model_keys), err));
   snprintf(m->path, sizeof m->path, "%s", doc->file);
-  ENPU_FORWARD(config_get_string(doc, &root, o, "name", m->name, sizeof m->name, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "hidden", &m->hidden, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "layers", &m->layers, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "vocab", &m->vocab, err));
-  ENPU_FORWARD(config_get_int(doc, &root, o, "dtype_bytes", &m->dtype_bytes, err));
+  ENPU_FORWARD(config_get_fields(doc, &root, o, root_fields, NKEYS(root_fields), m, err));
   if (m->dtype_bytes != 1 && m->dtype_bytes != 2 && m->dtype_bytes != 4) {
     config_path p = CONFIG_KEY(&root, "dtype_bytes");
     return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected 1, 2 or 4, got %d", m->dtype_bytes);
@@ -216,15 +209,6 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   return ENPU_OK;
 }
 
-static int parse_model(const config_doc *doc, void *model, enpu_err *err) {
-  return config_model_parse(doc, model, err);
-}
-
-int config_model_load(const char *path, config_model **out, enpu_err *err) {
-  void *model = NULL;
-  int rc = config_load_file(path, "model", sizeof **out, parse_model, NULL, &model, err);
-  *out = model;
-  return rc;
-}
+CONFIG_LOADER(config_model_load, config_model, "model", config_model_parse, NULL)
 
 void config_model_free(config_model *model) { free(model); }

@@ -22,38 +22,6 @@ const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
 const char *const config_moe_experts_names[CONFIG_NEXPERTS] = {"all-resident", "active-only"};
 const char *const config_capacity_names[CONFIG_NCAPACITY] = {"enforce", "offload", "ignore"};
 
-const char *config_phase_name(config_phase p) {
-  return (unsigned)p < CONFIG_NPHASE ? config_phase_names[p] : "?";
-}
-
-const char *config_component_name(config_component c) {
-  return (unsigned)c < CONFIG_NCOMP ? component_names[c] : "?";
-}
-
-const char *config_policy_name(config_policy p) {
-  return (unsigned)p < CONFIG_NPOLICY ? config_policy_names[p] : "?";
-}
-
-const char *config_moe_experts_name(config_moe_experts e) {
-  return (unsigned)e < CONFIG_NEXPERTS ? config_moe_experts_names[e] : "?";
-}
-
-const char *config_capacity_name(config_capacity c) {
-  return (unsigned)c < CONFIG_NCAPACITY ? config_capacity_names[c] : "?";
-}
-
-const char *config_budget_name(config_budget b) {
-  return (unsigned)b < CONFIG_NBUDGET ? config_budget_names[b] : "?";
-}
-
-const char *config_idle_mode_name(config_idle_mode m) {
-  return (unsigned)m < CONFIG_NIDLE_MODE ? config_idle_mode_names[m] : "?";
-}
-
-const char *config_safeguard2_name(config_safeguard2 m) {
-  return (unsigned)m < CONFIG_NSG2 ? config_safeguard2_names[m] : "?";
-}
-
 static int parse_name(const char *name, const char *const *names, int count, int *out) {
   for (int i = 0; name && i < count; i++)
     if (strcmp(name, names[i]) == 0) {
@@ -63,33 +31,27 @@ static int parse_name(const char *name, const char *const *names, int count, int
   return ENPU_ERR_NOT_FOUND;
 }
 
-int config_phase_parse(const char *name, config_phase *out) {
-  int i;
-  ENPU_FORWARD(parse_name(name, config_phase_names, CONFIG_NPHASE, &i));
-  *out = (config_phase)i;
-  return ENPU_OK;
-}
+/* Each vocabulary's name function (its spelling, "?" outside it) and, for those read
+ * from command lines, its parse function (ENPU_ERR_NOT_FOUND for an unknown name). */
+#define NAME_OF(type, names, count, name_fn)                                                       \
+  const char *name_fn(type v) { return (unsigned)v < (count) ? (names)[v] : "?"; }
+#define NAME_AND_PARSE(type, names, count, name_fn, parse_fn)                                      \
+  NAME_OF(type, names, count, name_fn)                                                             \
+  int parse_fn(const char *name, type *out) {                                                      \
+    int i;                                                                                         \
+    ENPU_FORWARD(parse_name(name, (names), (count), &i));                                          \
+    *out = (type)i;                                                                                \
+    return ENPU_OK;                                                                                \
+  }
 
-int config_policy_parse(const char *name, config_policy *out) {
-  int i;
-  ENPU_FORWARD(parse_name(name, config_policy_names, CONFIG_NPOLICY, &i));
-  *out = (config_policy)i;
-  return ENPU_OK;
-}
-
-int config_capacity_parse(const char *name, config_capacity *out) {
-  int i;
-  ENPU_FORWARD(parse_name(name, config_capacity_names, CONFIG_NCAPACITY, &i));
-  *out = (config_capacity)i;
-  return ENPU_OK;
-}
-
-int config_budget_parse(const char *name, config_budget *out) {
-  int i;
-  ENPU_FORWARD(parse_name(name, config_budget_names, CONFIG_NBUDGET, &i));
-  *out = (config_budget)i;
-  return ENPU_OK;
-}
+NAME_AND_PARSE(config_phase, config_phase_names, CONFIG_NPHASE, config_phase_name, config_phase_parse)
+NAME_AND_PARSE(config_policy, config_policy_names, CONFIG_NPOLICY, config_policy_name, config_policy_parse)
+NAME_AND_PARSE(config_capacity, config_capacity_names, CONFIG_NCAPACITY, config_capacity_name, config_capacity_parse)
+NAME_AND_PARSE(config_budget, config_budget_names, CONFIG_NBUDGET, config_budget_name, config_budget_parse)
+NAME_OF(config_component, component_names, CONFIG_NCOMP, config_component_name)
+NAME_OF(config_moe_experts, config_moe_experts_names, CONFIG_NEXPERTS, config_moe_experts_name)
+NAME_OF(config_idle_mode, config_idle_mode_names, CONFIG_NIDLE_MODE, config_idle_mode_name)
+NAME_OF(config_safeguard2, config_safeguard2_names, CONFIG_NSG2, config_safeguard2_name)
 
 /* ---------------------------------------------------------------------------------
  * Policy variants */

@@ -16,7 +16,13 @@ static const char *const claim_keys[] = {"id", "claim", "figure", "cite", "what"
                                          "ours"};
 static const char *const t7_keys[] = {"model", "phase", "plans"};
 static const char *const t7_plan_keys[] = {"policy", "op", "req"};
-static const char *const t5_keys[] = {"what", "paper", "chip"};
+static const config_field claim_fields[] = {
+    CONFIG_STRING_FIELD(config_paper_claim, "id", id), CONFIG_INT_FIELD(config_paper_claim, "claim", claim),
+    CONFIG_STRING_FIELD(config_paper_claim, "figure", figure), CONFIG_STRING_FIELD(config_paper_claim, "cite", cite),
+    CONFIG_STRING_FIELD(config_paper_claim, "what", what)};
+static const config_field t5_fields[] = {CONFIG_STRING_FIELD(config_paper_t5, "what", what),
+                                         CONFIG_NUMBER_FIELD(config_paper_t5, "paper", paper),
+                                         CONFIG_STRING_FIELD(config_paper_t5, "chip", chip)};
 static const char *const kind_names[CONFIG_NPAPER_KIND] = {
     "savings", "gain", "overhead", "slowdown", "loss_growth", "saturation", "seq_trend", "seq_spread",
     "freq_corr", "table7", "compile_s", "core_hours", "figure20", "replay", "windows"};
@@ -61,25 +67,13 @@ static int name_list(const config_doc *doc, const config_path *p, const json_t *
     return config_string(doc, p, v, names[0], CONFIG_NAME_LEN, err);
   }
   size_t count = 0;
-  ENPU_FORWARD(config_array(doc, p, v, &count, err));
-  if (count > CONFIG_PAPER_MAX_LIST) {
-    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d names, got %zu", CONFIG_PAPER_MAX_LIST,
-                       count);
-  }
+  ENPU_FORWARD(config_array_max(doc, p, v, CONFIG_PAPER_MAX_LIST, "names", &count, err));
   for (size_t i = 0; i < count; i++) {
     config_path ip = CONFIG_INDEX(p, i);
     ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), names[i], cap, err));
   }
   *n = (int)count;
   return ENPU_OK;
-}
-
-static int enum_key(const config_doc *doc, const config_path *qp, const json_t *q, const char *key,
-                    const char *const *names, int count, int *out, enpu_err *err) {
-  const json_t *v = json_object_get(q, key);
-  if (!v) return ENPU_OK;
-  config_path kp = CONFIG_KEY(qp, key);
-  return config_enum(doc, &kp, v, names, count, out, err);
 }
 
 /* "slack": a number, or "mean" / "all" / "max". */
@@ -113,9 +107,7 @@ static int parse_lists(const config_doc *doc, const config_path *qp, const json_
   if ((v = json_object_get(q, "paths"))) {
     config_path kp = CONFIG_KEY(qp, "paths");
     size_t count = 0;
-    ENPU_FORWARD(config_array(doc, &kp, v, &count, err));
-    if (count > CONFIG_PAPER_MAX_LIST)
-      return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected at most %d paths", CONFIG_PAPER_MAX_LIST);
+    ENPU_FORWARD(config_array_max(doc, &kp, v, CONFIG_PAPER_MAX_LIST, "paths", &count, err));
     for (size_t i = 0; i < count; i++) {
       config_path ip = CONFIG_INDEX(&kp, i);
       ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), o->paths[i], sizeof o->paths[i], err));
@@ -127,18 +119,10 @@ static int parse_lists(const config_doc *doc, const config_path *qp, const json_
 
 static int parse_strings(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
                          enpu_err *err) {
-  if (json_object_get(q, "base"))
-    ENPU_FORWARD(config_get_string(doc, qp, q, "base", o->base, sizeof o->base, err));
-  if (json_object_get(q, "run"))
-    ENPU_FORWARD(config_get_string(doc, qp, q, "run", o->run, sizeof o->run, err));
-  if (json_object_get(q, "column"))
-    ENPU_FORWARD(config_get_string(doc, qp, q, "column", o->column, sizeof o->column, err));
-  if (json_object_get(q, "phase")) {
-    config_path kp = CONFIG_KEY(qp, "phase");
-    ENPU_FORWARD(config_enum(doc, &kp, json_object_get(q, "phase"), config_phase_names, CONFIG_NPHASE,
-                             &o->phase, err));
-  }
-  return ENPU_OK;
+  ENPU_FORWARD(config_opt_string(doc, qp, q, "base", o->base, sizeof o->base, err));
+  ENPU_FORWARD(config_opt_string(doc, qp, q, "run", o->run, sizeof o->run, err));
+  ENPU_FORWARD(config_opt_string(doc, qp, q, "column", o->column, sizeof o->column, err));
+  return config_opt_enum(doc, qp, q, "phase", config_phase_names, CONFIG_NPHASE, &o->phase, err);
 }
 
 /* What each kind cannot do without. */
@@ -179,15 +163,15 @@ static int parse_query(const config_doc *doc, const config_path *qp, const json_
   ENPU_FORWARD(parse_strings(doc, qp, q, o, err));
   ENPU_FORWARD(parse_slack(doc, qp, q, o, err));
   int agg = o->agg, level = o->level, hours = o->hours, metric = o->metric;
-  ENPU_FORWARD(enum_key(doc, qp, q, "agg", agg_names, CONFIG_NAGG, &agg, err));
-  ENPU_FORWARD(enum_key(doc, qp, q, "level", level_names, CONFIG_NLEVEL, &level, err));
-  ENPU_FORWARD(enum_key(doc, qp, q, "hours", hours_names, CONFIG_NHOURS, &hours, err));
-  ENPU_FORWARD(enum_key(doc, qp, q, "metric", f20_names, CONFIG_NF20, &metric, err));
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "agg", agg_names, CONFIG_NAGG, &agg, err));
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "level", level_names, CONFIG_NLEVEL, &level, err));
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "hours", hours_names, CONFIG_NHOURS, &hours, err));
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "metric", f20_names, CONFIG_NF20, &metric, err));
   o->agg = (config_agg)agg, o->level = (config_level)level, o->hours = (config_hours)hours;
   o->metric = (config_f20_metric)metric;
-  if (json_object_get(q, "factor")) ENPU_FORWARD(config_get_number(doc, qp, q, "factor", &o->factor, err));
-  if (json_object_get(q, "scale")) ENPU_FORWARD(config_get_number(doc, qp, q, "scale", &o->scale, err));
-  if (json_object_get(q, "offset")) ENPU_FORWARD(config_get_number(doc, qp, q, "offset", &o->offset, err));
+  ENPU_FORWARD(config_opt_number(doc, qp, q, "factor", &o->factor, err));
+  ENPU_FORWARD(config_opt_number(doc, qp, q, "scale", &o->scale, err));
+  ENPU_FORWARD(config_opt_number(doc, qp, q, "offset", &o->offset, err));
   return check_required(doc, qp, o, err);
 }
 
@@ -214,15 +198,11 @@ static int parse_paper_value(const config_doc *doc, const config_path *cp, const
 static int parse_claim(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
                        enpu_err *err) {
   ENPU_FORWARD(config_object(doc, cp, c, claim_keys, NKEYS(claim_keys), err));
-  ENPU_FORWARD(config_get_string(doc, cp, c, "id", out->id, sizeof out->id, err));
-  ENPU_FORWARD(config_get_int(doc, cp, c, "claim", &out->claim, err));
-  ENPU_FORWARD(config_get_string(doc, cp, c, "figure", out->figure, sizeof out->figure, err));
-  ENPU_FORWARD(config_get_string(doc, cp, c, "cite", out->cite, sizeof out->cite, err));
-  ENPU_FORWARD(config_get_string(doc, cp, c, "what", out->what, sizeof out->what, err));
+  ENPU_FORWARD(config_get_fields(doc, cp, c, claim_fields, NKEYS(claim_fields), out, err));
   ENPU_FORWARD(parse_paper_value(doc, cp, c, out, err));
   out->relation = '=';
   int rel = 0;
-  ENPU_FORWARD(enum_key(doc, cp, c, "relation", relation_names, (int)NKEYS(relation_names), &rel, err));
+  ENPU_FORWARD(config_opt_enum(doc, cp, c, "relation", relation_names, (int)NKEYS(relation_names), &rel, err));
   out->relation = relation_names[rel][0];
   if (json_object_get(c, "unit")) {
     config_path up = CONFIG_KEY(cp, "unit");
@@ -232,7 +212,7 @@ static int parse_claim(const config_doc *doc, const config_path *cp, const json_
                          sizeof out->unit - 1);
     strcpy(out->unit, u);
   }
-  if (json_object_get(c, "why")) ENPU_FORWARD(config_get_string(doc, cp, c, "why", out->why, sizeof out->why, err));
+  ENPU_FORWARD(config_opt_string(doc, cp, c, "why", out->why, sizeof out->why, err));
   config_path qp = CONFIG_KEY(cp, "ours");
   return parse_query(doc, &qp, json_object_get(c, "ours"), &out->ours, err);
 }
@@ -247,9 +227,7 @@ static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *
                            &out->phase, err));
   const json_t *plans = json_object_get(r, "plans");
   size_t n = 0;
-  ENPU_FORWARD(config_array(doc, &pp, plans, &n, err));
-  if (n > CONFIG_PAPER_T7_POLICIES)
-    return config_fail(doc, &pp, err, ENPU_ERR_RANGE, "expected at most %d policies", CONFIG_PAPER_T7_POLICIES);
+  ENPU_FORWARD(config_array_max(doc, &pp, plans, CONFIG_PAPER_T7_POLICIES, "policies", &n, err));
   for (size_t k = 0; k < n; k++) {
     config_path ep = CONFIG_INDEX(&pp, k);
     const json_t *e = json_array_get(plans, k);
@@ -264,10 +242,7 @@ static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *
 
 static int parse_t5(const config_doc *doc, const config_path *rp, const json_t *r, config_paper_t5 *out,
                     enpu_err *err) {
-  ENPU_FORWARD(config_object(doc, rp, r, t5_keys, NKEYS(t5_keys), err));
-  ENPU_FORWARD(config_get_string(doc, rp, r, "what", out->what, sizeof out->what, err));
-  ENPU_FORWARD(config_get_number(doc, rp, r, "paper", &out->paper, err));
-  return config_get_string(doc, rp, r, "chip", out->chip, sizeof out->chip, err);
+  return config_fields(doc, rp, r, t5_fields, NKEYS(t5_fields), out, err);
 }
 
 /* An optional array of rows parsed by `row` into a calloc'd array of `size`-byte items. */
@@ -336,12 +311,7 @@ static void clear_paper(void *obj) {
   free(p->table5);
 }
 
-int config_paper_load(const char *path, config_paper **out, enpu_err *err) {
-  void *p = NULL;
-  const int rc = config_load_file(path, "paper", sizeof **out, parse_paper, clear_paper, &p, err);
-  *out = p;
-  return rc;
-}
+CONFIG_LOADER(config_paper_load, config_paper, "paper", parse_paper, clear_paper)
 
 void config_paper_free(config_paper *p) {
   if (!p) return;

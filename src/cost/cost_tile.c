@@ -80,110 +80,153 @@ static int check_op(const config_chip *chip, const graph_op *op, enpu_err *err) 
   return 0;
 }
 
-int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu_err *err) {
-  const graph_shape *sh = &op->shape;
-  ENPU_FORWARD(check_op(chip, op, err));
-  memset(t, 0, sizeof *t);
-  int dtype = sh->dtype_bytes > 0 ? sh->dtype_bytes : 2;
-  double lanes = (double)chip->vu_count * chip->vu_sublanes * chip->vu_lanes;
-  double sram_bw = (double)chip->sram_ports * chip->sram_port_bytes_per_cycle;
-  double b = (double)(sh->b > 0 ? sh->b : 1), m = (double)sh->m, k = (double)sh->k,
-         n = (double)sh->n, v = (double)sh->v;
+/* One operator's geometry and what its core loop moves, filled step by step. */
+typedef struct {
+  const config_chip *chip;
+  const graph_op *op;
+  double b, m, k, n, v;           /* the shape (b at least 1) */
+  int dtype;                      /* bytes per element */
+  double sram_bw;                 /* bytes per cycle over all ports */
+  double elems;                   /* output rows × columns */
+  double sram_rd, sram_wr;        /* bytes the core loop reads / writes (DMA side included) */
+  double sa_passes, macs_capacity;
+} tile_work;
 
-  /* VU: element operations over the padded rows × columns of the output. */
+static tile_work tile_work_of(const config_chip *chip, const graph_op *op) {
+  const graph_shape *sh = &op->shape;
+  return (tile_work){
+      .chip = chip,
+      .op = op,
+      .b = (double)(sh->b > 0 ? sh->b : 1),
+      .m = (double)sh->m,
+      .k = (double)sh->k,
+      .n = (double)sh->n,
+      .v = (double)sh->v,
+      .dtype = sh->dtype_bytes > 0 ? sh->dtype_bytes : 2,
+      .sram_bw = (double)chip->sram_ports * chip->sram_port_bytes_per_cycle,
+      .sram_rd = op->hbm_write_bytes, /* DMA side */
+      .sram_wr = op->hbm_read_bytes,
+  };
+}
+
+/* VU: element operations over the padded rows × columns of the output. */
+static void tile_vu(tile_work *w, cost_tile *t) {
+  const config_chip *chip = w->chip;
+  const graph_op *op = w->op;
+  double lanes = (double)chip->vu_count * chip->vu_sublanes * chip->vu_lanes;
   int collective = op->kind >= GRAPH_ALLREDUCE;
-  double rows = m * (op->kind == GRAPH_ATTENTION ? b * fmax(1, sh->kv_group) : b);
-  double elems = rows * n;
-  double elems_pad = round_up(rows, chip->vu_sublanes) * round_up(n, chip->vu_lanes);
-  double pad = elems > 0 && !collective ? elems_pad / elems : 1; /* payload is flat */
+  double rows = w->m * (op->kind == GRAPH_ATTENTION ? w->b * fmax(1, op->shape.kv_group) : w->b);
+  w->elems = rows * w->n;
+  double elems_pad = round_up(rows, chip->vu_sublanes) * round_up(w->n, chip->vu_lanes);
+  double pad = w->elems > 0 && !collective ? elems_pad / w->elems : 1; /* payload is flat */
   t->vu_cycles = ceil(op->vector_ops * pad / lanes);
   t->vu_util = t->vu_cycles > 0 ? fmin(1, op->vector_ops / (t->vu_cycles * lanes)) : 0;
+}
 
-  t->hbm_bytes = op->hbm_read_bytes + op->hbm_write_bytes;
-  double sram_rd = op->hbm_write_bytes, sram_wr = op->hbm_read_bytes; /* DMA side */
-  double sa_passes = 0, macs_capacity = 0;
+static void tile_matmul(tile_work *w, cost_tile *t) {
+  const graph_shape *sh = &w->op->shape;
+  double b = w->b, m = w->m, k = w->k, n = w->n;
+  sa_work sa = sa_matmul(w->chip, b, m, k, n, 1, w->dtype);
+  t->sa_cycles = sa.cycles;
+  w->sa_passes = sa.passes;
+  w->macs_capacity = sa.macs_capacity;
+  w->sram_rd += b * m * k * w->dtype * ceil_ratio(n, w->chip->sa_dim) /* LHS once per N tile */
+                + (sh->rhs_is_weight ? 1 : b) * k * n * w->dtype;
+  w->sram_wr += b * m * n * w->dtype;
+  add_stage(t, CONFIG_SRAM, 1, w->sram_rd / w->sram_bw);
+  add_stage(t, CONFIG_SA, 1, t->sa_cycles);
+  add_stage(t, CONFIG_VU, 1, t->vu_cycles);
+  add_stage(t, CONFIG_SRAM, 1, w->sram_wr / w->sram_bw);
+}
 
-  switch (op->kind) {
-  case GRAPH_MATMUL: {
-    sa_work w = sa_matmul(chip, b, m, k, n, 1, dtype);
-    t->sa_cycles = w.cycles;
-    sa_passes = w.passes;
-    macs_capacity = w.macs_capacity;
-    sram_rd += b * m * k * dtype * ceil_ratio(n, chip->sa_dim) /* LHS once per N tile */
-               + (sh->rhs_is_weight ? 1 : b) * k * n * dtype;
-    sram_wr += b * m * n * dtype;
-    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
-    add_stage(t, CONFIG_SA, 1, t->sa_cycles);
-    add_stage(t, CONFIG_VU, 1, t->vu_cycles);
-    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
-    break;
-  }
-  case GRAPH_ATTENTION: {
-    double qrows = m * fmax(1, sh->kv_group);
-    double frac = sh->causal && m > 1 ? 0.5 * (1 + 1 / ceil_ratio(n, chip->sa_dim)) : 1;
-    sa_work qk = sa_matmul(chip, b, qrows, k, n, frac, dtype);
-    sa_work pv = sa_matmul(chip, b, qrows, n, v, frac, dtype);
-    t->sa_cycles = qk.cycles + pv.cycles;
-    sa_passes = qk.passes + pv.passes;
-    macs_capacity = qk.macs_capacity + pv.macs_capacity;
-    double qblocks = ceil_ratio(qrows, COST_SA_MBLOCK_ROWS);
-    sram_rd += b * (qrows * k + qblocks * n * (k + v)) * dtype;
-    sram_wr += b * qrows * v * dtype;
-    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
-    add_stage(t, CONFIG_SA, 1, qk.cycles);
-    add_stage(t, CONFIG_VU, 4, 0.8 * t->vu_cycles); /* max, subtract, exp, row sum */
-    add_stage(t, CONFIG_SA, 1, pv.cycles);
-    add_stage(t, CONFIG_VU, 1, 0.2 * t->vu_cycles); /* rescale the running output */
-    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
-    break;
-  }
-  case GRAPH_HOST_LOAD:
-    t->host_bytes = op->host_bytes;
-    sram_rd = sram_wr = 0; /* the DMA bypasses SRAM */
-    break;
-  case GRAPH_ALLREDUCE:
-  case GRAPH_ALLGATHER:
-  case GRAPH_REDUCE_SCATTER:
-  case GRAPH_ALLTOALL: {
-    double p = sh->ranks > 1 ? sh->ranks : 1;
-    double axes = p > 1 ? fmin(3, ceil(log(p) / log(COST_TORUS_AXIS) - 1e-9)) : 0;
-    t->ici_links = fmax(1, fmin(chip->ici_links, 2 * axes));
-    t->ici_steps = (op->kind == GRAPH_ALLREDUCE ? 2 : 1) * (p - 1);
-    t->ici_bytes = p > 1 ? op->ici_bytes : 0;
-    sram_rd += t->ici_bytes;
-    sram_wr += t->ici_bytes;
-    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
-    add_stage(t, CONFIG_VU, 1, t->vu_cycles);
-    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
-    break;
-  }
-  default: { /* vector operators and the embedding gather */
-    double bytes = elems * dtype;
-    sram_rd += bytes * (op->kind == GRAPH_ELEMENTWISE ? fmax(1, sh->in_tensors) : 1);
-    sram_wr += bytes * (op->kind == GRAPH_ELEMENTWISE ? fmax(1, sh->out_tensors) : 1);
-    add_stage(t, CONFIG_SRAM, 1, sram_rd / sram_bw);
-    add_stage(t, CONFIG_VU, vector_chain(op), t->vu_cycles);
-    add_stage(t, CONFIG_SRAM, 1, sram_wr / sram_bw);
-    break;
-  }
-  }
-  t->sram_cycles = (sram_rd + sram_wr) / sram_bw;
-  t->sa_util = macs_capacity > 0 ? fmin(1, op->flops / 2 / macs_capacity) : 0;
+static void tile_attention(tile_work *w, cost_tile *t) {
+  const graph_shape *sh = &w->op->shape;
+  double b = w->b, m = w->m, k = w->k, n = w->n, v = w->v;
+  double qrows = m * fmax(1, sh->kv_group);
+  double frac = sh->causal && m > 1 ? 0.5 * (1 + 1 / ceil_ratio(n, w->chip->sa_dim)) : 1;
+  sa_work qk = sa_matmul(w->chip, b, qrows, k, n, frac, w->dtype);
+  sa_work pv = sa_matmul(w->chip, b, qrows, n, v, frac, w->dtype);
+  t->sa_cycles = qk.cycles + pv.cycles;
+  w->sa_passes = qk.passes + pv.passes;
+  w->macs_capacity = qk.macs_capacity + pv.macs_capacity;
+  double qblocks = ceil_ratio(qrows, COST_SA_MBLOCK_ROWS);
+  w->sram_rd += b * (qrows * k + qblocks * n * (k + v)) * w->dtype;
+  w->sram_wr += b * qrows * v * w->dtype;
+  add_stage(t, CONFIG_SRAM, 1, w->sram_rd / w->sram_bw);
+  add_stage(t, CONFIG_SA, 1, qk.cycles);
+  add_stage(t, CONFIG_VU, 4, 0.8 * t->vu_cycles); /* max, subtract, exp, row sum */
+  add_stage(t, CONFIG_SA, 1, pv.cycles);
+  add_stage(t, CONFIG_VU, 1, 0.2 * t->vu_cycles); /* rescale the running output */
+  add_stage(t, CONFIG_SRAM, 1, w->sram_wr / w->sram_bw);
+}
+
+static void tile_collective(tile_work *w, cost_tile *t) {
+  const graph_op *op = w->op;
+  double p = op->shape.ranks > 1 ? op->shape.ranks : 1;
+  double axes = p > 1 ? fmin(3, ceil(log(p) / log(COST_TORUS_AXIS) - 1e-9)) : 0;
+  t->ici_links = fmax(1, fmin(w->chip->ici_links, 2 * axes));
+  t->ici_steps = (op->kind == GRAPH_ALLREDUCE ? 2 : 1) * (p - 1);
+  t->ici_bytes = p > 1 ? op->ici_bytes : 0;
+  w->sram_rd += t->ici_bytes;
+  w->sram_wr += t->ici_bytes;
+  add_stage(t, CONFIG_SRAM, 1, w->sram_rd / w->sram_bw);
+  add_stage(t, CONFIG_VU, 1, t->vu_cycles);
+  add_stage(t, CONFIG_SRAM, 1, w->sram_wr / w->sram_bw);
+}
+
+/* Vector operators and the embedding gather. */
+static void tile_vector(tile_work *w, cost_tile *t) {
+  const graph_op *op = w->op;
+  double bytes = w->elems * w->dtype;
+  int elementwise = op->kind == GRAPH_ELEMENTWISE;
+  w->sram_rd += bytes * (elementwise ? fmax(1, op->shape.in_tensors) : 1);
+  w->sram_wr += bytes * (elementwise ? fmax(1, op->shape.out_tensors) : 1);
+  add_stage(t, CONFIG_SRAM, 1, w->sram_rd / w->sram_bw);
+  add_stage(t, CONFIG_VU, vector_chain(op), t->vu_cycles);
+  add_stage(t, CONFIG_SRAM, 1, w->sram_wr / w->sram_bw);
+}
+
+/* SRAM cycles, SA utilisation, HBM blocks and the core loop's iterations: one pass per
+ * SA, else one vreg per VU per chain command (or one SRAM cycle of all ports). */
+static void tile_totals(const tile_work *w, cost_tile *t) {
+  const config_chip *chip = w->chip;
+  t->sram_cycles = (w->sram_rd + w->sram_wr) / w->sram_bw;
+  t->sa_util = w->macs_capacity > 0 ? fmin(1, w->op->flops / 2 / w->macs_capacity) : 0;
   if (t->hbm_bytes > 0)
     t->hbm_blocks = fmax(ceil_ratio(t->hbm_bytes, chip->sram_bytes / 4),
                          fmin(COST_DMA_MIN_BLOCKS,
                               ceil_ratio(t->hbm_bytes, COST_DMA_MIN_BLOCK_BYTES)));
-  /* Iterations: one pass per SA, else one vreg per VU per chain command (or one SRAM
-   * cycle of all ports). */
   int vu_chain = 0;
   for (int s = 0; s < t->nstage; s++)
     if (t->stage[s].unit == CONFIG_VU) vu_chain += t->stage[s].chain;
-  if (sa_passes > 0)
-    t->iters = (int64_t)ceil_ratio(sa_passes, chip->sa_count);
+  if (w->sa_passes > 0)
+    t->iters = (int64_t)ceil_ratio(w->sa_passes, chip->sa_count);
   else if (vu_chain > 0)
     t->iters = (int64_t)ceil_ratio(t->vu_cycles, vu_chain);
   else
     t->iters = (int64_t)ceil(t->sram_cycles);
   if (t->iters < 1) t->iters = 1;
+}
+
+int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *t, enpu_err *err) {
+  ENPU_FORWARD(check_op(chip, op, err));
+  memset(t, 0, sizeof *t);
+  tile_work w = tile_work_of(chip, op);
+  tile_vu(&w, t);
+  t->hbm_bytes = op->hbm_read_bytes + op->hbm_write_bytes;
+  switch (op->kind) {
+  case GRAPH_MATMUL: tile_matmul(&w, t); break;
+  case GRAPH_ATTENTION: tile_attention(&w, t); break;
+  case GRAPH_HOST_LOAD:
+    t->host_bytes = op->host_bytes;
+    w.sram_rd = w.sram_wr = 0; /* the DMA bypasses SRAM */
+    break;
+  case GRAPH_ALLREDUCE:
+  case GRAPH_ALLGATHER:
+  case GRAPH_REDUCE_SCATTER:
+  case GRAPH_ALLTOALL: tile_collective(&w, t); break;
+  default: tile_vector(&w, t); break;
+  }
+  tile_totals(&w, t);
   return 0;
 }

@@ -145,12 +145,9 @@ int farm_job_setup(const farm_options *o, const char *job_path, const char *stor
   *m = (farm_job){.o = *o, .job_path = job_path, .index = index, .sum = sum};
   if (!m->o.log) m->o.log = stderr;
   const int rc = job_setup(m, store_path, err);
-  if (rc < 0) {
-    farm_job_free(m);
-    return rc;
-  }
-  *out = m;
-  return 0;
+  if (rc == 0) *out = m;
+  else farm_job_free(m);
+  return rc;
 }
 
 void farm_job_free(farm_job *m) {

@@ -17,9 +17,8 @@
 
 static int cmp_bucket(const void *pa, const void *pb) {
   const mbucket *a = pa, *b = pb;
-  if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1;
-  if (a->batch != b->batch) return a->batch < b->batch ? -1 : 1;
-  return (a->seq > b->seq) - (a->seq < b->seq);
+  const int phase = ENPU_ORDER(a->phase, b->phase), batch = ENPU_ORDER(a->batch, b->batch);
+  return phase ? phase : batch ? batch : ENPU_ORDER(a->seq, b->seq);
 }
 
 static int add_bucket(farm_plan *m, size_t *cap, config_phase phase, int batch, int seq,
@@ -159,10 +158,9 @@ typedef struct {
 
 static int cmp_op_ref(const void *pa, const void *pb) {
   const op_ref *a = pa, *b = pb;
-  if (a->policy != b->policy) return a->policy < b->policy ? -1 : 1;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  if (a->bucket != b->bucket) return a->bucket < b->bucket ? -1 : 1;
-  return (a->op > b->op) - (a->op < b->op);
+  const int policy = ENPU_ORDER(a->policy, b->policy), key = ENPU_ORDER(a->key, b->key),
+            bucket = ENPU_ORDER(a->bucket, b->bucket);
+  return policy ? policy : key ? key : bucket ? bucket : ENPU_ORDER(a->op, b->op);
 }
 
 /* Rough seconds per op-level evaluation and per plan instance; the master rescales them
@@ -341,9 +339,8 @@ static uint64_t uncompiled_hash(const mbucket *b, config_budget budget) {
 
 static int build_wanted(farm_plan *m, enpu_err *err) {
   const int np = m->job->policy_count;
-  m->wanted_keys = enpu_calloc((size_t)np, sizeof *m->wanted_keys);
-  m->wanted_buckets = enpu_calloc((size_t)np, sizeof *m->wanted_buckets);
-  ENPU_RETURN_IF(!m->wanted_keys || !m->wanted_buckets, err, ENPU_ERR_NOMEM, "out of memory");
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(m->wanted_keys, np), ENPU_PART(m->wanted_buckets, np)) < 0, err,
+                 ENPU_ERR_NOMEM, "out of memory");
   int t = 0;
   for (int p = 0; p < np; p++) {
     const uint32_t pol = m->op_code[p];
@@ -405,8 +402,8 @@ int64_t farm_plan_mark_known(farm_plan *m, const farm_state *state) {
 
 static int cmp_qentry(const void *pa, const void *pb) {
   const qentry *a = pa, *b = pb;
-  if (a->est_s != b->est_s) return a->est_s > b->est_s ? -1 : 1;
-  return (a->task > b->task) - (a->task < b->task);
+  const int longer_first = ENPU_ORDER(b->est_s, a->est_s);
+  return longer_first ? longer_first : ENPU_ORDER(a->task, b->task);
 }
 
 int farm_plan_queue(farm_plan *m, farm_summary *sum, double *est_total_s, enpu_err *err) {
@@ -442,23 +439,25 @@ int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec 
   return build_wanted(p, err);
 }
 
+/* Each array after what its elements own. */
 void farm_plan_free(farm_plan *m) {
-  for (int i = 0; m->ops && i < m->nops; i++)
+  for (int i = 0; m->ops && i < m->nops; i++) {
     for (int k = 0; m->ops[i].part_res && k < SEARCH_EXACT_PARTS; k++)
       farm_op_result_free(&m->ops[i].part_res[k]);
-  for (int i = 0; m->ops && i < m->nops; i++) free(m->ops[i].part_res), farm_buf_free(&m->ops[i].record);
+    free(m->ops[i].part_res);
+    farm_buf_free(&m->ops[i].record);
+  }
+  free(m->ops);
   free(m->parts);
   for (int b = 0; m->buckets && b < m->nbuckets; b++) graph_free(m->buckets[b].g);
-  for (int j = 0; m->bt && j < m->nbt; j++) free(m->bt[j].ops);
-  for (int p = 0; m->job && p < m->job->policy_count; p++) {
-    if (m->wanted_keys) free(m->wanted_keys[p]);
-    if (m->wanted_buckets) free(m->wanted_buckets[p]);
-  }
-  free(m->wanted_keys);
-  free(m->wanted_buckets);
   free(m->buckets);
-  free(m->ops);
+  for (int j = 0; m->bt && j < m->nbt; j++) free(m->bt[j].ops);
   free(m->bt);
   free(m->deps);
+  for (int p = 0; m->job && m->wanted_keys && p < m->job->policy_count; p++) {
+    free(m->wanted_keys[p]);
+    free(m->wanted_buckets[p]);
+  }
+  free(m->wanted_keys); /* owns wanted_buckets */
   free(m->queue);
 }

@@ -39,7 +39,7 @@ typedef struct {
 /* A regulator efficiency grid: eff[k * nv + j] at activity act[k] and voltage volt[j]. */
 typedef struct {
   int na, nv;
-  double *act;
+  double *act; /* one block with volt and eff */
   double *volt;
   double *eff;
 } power_grid;
@@ -53,7 +53,7 @@ struct power_model {
   double other_static_w, tdp_w;
   double step_mv, step_ns;
   power_grid dvfs, fixed; /* dvfs is empty (na 0) under POWER_REG_FIXED */
-  power_row *rows;        /* CONFIG_NCOMP × (peak_state + 1) */
+  power_row *rows;        /* CONFIG_NCOMP × (peak_state + 1); one block with the tables below */
   double *eta;            /* CONFIG_NCOMP × (peak_state + 1) × (its rail's grid).na */
   double *fixed_eta;      /* fixed.na: the fixed regulator at its (only) voltage */
   double *eta_pmax;       /* like eta: the row's best efficiency at its activities 0..k */
@@ -227,11 +227,7 @@ static int find_value(const double *v, int n, double x) {
   return -1;
 }
 
-static void eta_grid_free(power_grid *g) {
-  free(g->act);
-  free(g->volt);
-  free(g->eff);
-}
+static void eta_grid_free(power_grid *g) { free(g->act); /* owns volt and eff */ }
 
 /* Build the grid from the rows of `t` at scaling time `time_ns` (every row when
  * `any_time`: the fixed regulator has a single, nominal scaling time). */
@@ -242,10 +238,8 @@ static int eta_grid_build(power_grid *g, const config_ivr_table *t, const char *
     if (any_time || t->points[i].scaling_time_ns == time_ns) n++;
   ENPU_RETURN_IF(n == 0, err, ENPU_ERR_INVALID,
                  "the %s regulator table has no rows at scaling_time_ns %g", what, time_ns);
-  g->act = enpu_calloc((size_t)n, sizeof *g->act);
-  g->volt = enpu_calloc((size_t)n, sizeof *g->volt);
-  g->eff = enpu_calloc((size_t)n, sizeof *g->eff);
-  ENPU_RETURN_IF(!g->act || !g->volt || !g->eff, err, ENPU_ERR_NOMEM, "out of memory");
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(g->act, n), ENPU_PART(g->volt, n), ENPU_PART(g->eff, n)) < 0,
+                 err, ENPU_ERR_NOMEM, "out of memory");
   int k = 0;
   for (int i = 0; i < t->count; i++) {
     if (!(any_time || t->points[i].scaling_time_ns == time_ns)) continue;
@@ -371,13 +365,12 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
     rc = eta_grid_build(&pm->dvfs, &chip->ivr_dvfs, "DVFS", false, chip->ivr_scaling_time_ns, err);
   if (rc == 0) {
     size_t na = (size_t)(pm->dvfs.na > pm->fixed.na ? pm->dvfs.na : pm->fixed.na);
-    pm->rows = enpu_calloc(CONFIG_NCOMP * nstates, sizeof *pm->rows);
-    pm->eta = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta);
-    pm->fixed_eta = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta);
-    pm->eta_pmax = enpu_calloc(CONFIG_NCOMP * nstates * na, sizeof *pm->eta_pmax);
-    pm->fixed_eta_pmax = enpu_calloc((size_t)pm->fixed.na, sizeof *pm->fixed_eta_pmax);
-    pm->rail = enpu_calloc(POWER_NRAILCOMP * nstates * POWER_MAXBANDS, sizeof *pm->rail);
-    if (!pm->rows || !pm->eta || !pm->fixed_eta || !pm->eta_pmax || !pm->fixed_eta_pmax || !pm->rail)
+    if (ENPU_CALLOC_PARTS(ENPU_PART(pm->rows, CONFIG_NCOMP * nstates),
+                          ENPU_PART(pm->eta, CONFIG_NCOMP * nstates * na),
+                          ENPU_PART(pm->fixed_eta, pm->fixed.na),
+                          ENPU_PART(pm->eta_pmax, CONFIG_NCOMP * nstates * na),
+                          ENPU_PART(pm->fixed_eta_pmax, pm->fixed.na),
+                          ENPU_PART(pm->rail, POWER_NRAILCOMP * nstates * POWER_MAXBANDS)) < 0)
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int c = 0; c < CONFIG_NCOMP && rc == 0; c++) rc = fill_rows(pm, chip, c, err);
@@ -395,12 +388,7 @@ void power_model_free(power_model *pm) {
   if (!pm) return;
   eta_grid_free(&pm->dvfs);
   eta_grid_free(&pm->fixed);
-  free(pm->rows);
-  free(pm->eta);
-  free(pm->fixed_eta);
-  free(pm->eta_pmax);
-  free(pm->fixed_eta_pmax);
-  free(pm->rail);
+  free(pm->rows); /* owns the other tables */
   free(pm);
 }
 

@@ -337,9 +337,9 @@ int gov_init(sim *s, enpu_err *err) {
   if (gv->kind == REPLAY_GOV_FIXED) ENPU_FORWARD(replay_spec_check(m, &gv->fixed_spec, err));
   const size_t n = nnodes(s);
   s->gov = enpu_calloc(n, sizeof *s->gov);
-  s->res->idle_w_node = enpu_calloc(n, sizeof(double));
-  s->res->idle_mark_ns = enpu_calloc(n, sizeof(double));
-  ENPU_RETURN_IF(!s->gov || !s->res->idle_w_node || !s->res->idle_mark_ns, err, ENPU_ERR_NOMEM,
+  ENPU_RETURN_IF(!s->gov || ENPU_CALLOC_PARTS(ENPU_PART(s->res->idle_w_node, n),
+                                              ENPU_PART(s->res->idle_mark_ns, n)) < 0,
+                 err, ENPU_ERR_NOMEM,
                  "out of memory (governor nodes)");
   const int peak = s->setup->peak_state;
   for (size_t k = 0; k < n; k++) {

@@ -12,14 +12,16 @@
 
 struct replay_result {
   replay_summary summary;
-  replay_request_result *requests; /* summary.requests entries, trace order */
+  replay_request_result *requests; /* summary.requests entries, trace order; one block
+                                      with idle_since_ns */
   replay_window *windows;
   size_t nwindows, windows_cap;
   const config_cluster *cluster;   /* class names, nodes, idle (owned by the caller) */
   double *idle_since_ns;           /* per node: idle from then to the horizon */
   const replay_request *trace_requests; /* identity of the trace (alignment check) */
   /* Governor runs: per node the idle power of its state and the end of the idle time
-   * charged so far (a state change charges the idle time before it); NULL otherwise. */
+   * charged so far (a state change charges the idle time before it); NULL otherwise.
+   * One block, owned by idle_w_node. */
   double *idle_w_node, *idle_mark_ns;
   replay_gov_window *gov_windows;  /* nwindows entries when governed or speculative */
   size_t gov_windows_cap;
@@ -166,7 +168,7 @@ typedef struct {
   double now_ns;
   event_heap heap;
   uint64_t batch_ids;    /* node_batch.id of the last done event pushed */
-  prefill_node *pnodes;
+  prefill_node *pnodes;  /* one block with pq, assigned, dnodes, st, sg2 and scratch_* */
   int *assigned;         /* dispatch scratch: nodes given a batch */
   decode_node *dnodes;
   req_state *st;

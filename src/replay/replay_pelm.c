@@ -61,7 +61,7 @@ void replay_pelm_free(replay_pelm *a) {
   if (!a) return;
   if (a->net) fann_destroy(a->net);
   if (a->target) fann_destroy(a->target);
-  free(a->obs), free(a->next), free(a->act), free(a->reward), free(a->phase);
+  free(a->obs); /* owns the rest of the replay buffer */
   free(a);
 }
 
@@ -115,13 +115,9 @@ static int make_net(replay_pelm *a, enpu_err *err) {
   fann_set_learning_rate(a->net, (float)a->p.learning_rate);
   fann_set_learning_momentum(a->net, 0);
   const size_t cap = (size_t)a->p.replay_capacity;
-  a->obs = enpu_calloc(cap, sizeof *a->obs);
-  a->next = enpu_calloc(cap, sizeof *a->next);
-  a->act = enpu_calloc(cap, sizeof *a->act);
-  a->reward = enpu_calloc(cap, sizeof *a->reward);
-  a->phase = enpu_calloc(cap, 1);
-  ENPU_RETURN_IF(!a->obs || !a->next || !a->act || !a->reward || !a->phase, err, ENPU_ERR_NOMEM,
-                 "out of memory (replay buffer of %zu)", cap);
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(a->obs, cap), ENPU_PART(a->next, cap), ENPU_PART(a->act, cap),
+                                   ENPU_PART(a->reward, cap), ENPU_PART(a->phase, cap)) < 0,
+                 err, ENPU_ERR_NOMEM, "out of memory (replay buffer of %zu)", cap);
   return ENPU_OK;
 }
 

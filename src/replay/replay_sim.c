@@ -334,62 +334,42 @@ static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
 
 static void sim_free(sim *s) {
   free(s->heap.v);
-  free(s->pnodes);
-  free(s->assigned);
   if (s->dnodes)
     for (int k = 0; k < s->cl->node[CONFIG_DECODE].nodes; k++) {
       free(s->dnodes[k].members);
       free(s->dnodes[k].waiting);
       free(s->dnodes[k].extra);
     }
-  free(s->dnodes);
-  free(s->st);
-  free(s->pq);
-  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
-    free(s->sg2[ph].time_ns);
-    free(s->sg2[ph].missed);
-  }
-  free(s->scratch_a);
-  free(s->scratch_b);
-  free(s->scratch_idx);
+  free(s->pnodes); /* owns the other per-node and per-request arrays */
   gov_free(s);
   uniform_cache_free(s);
 }
 
 void replay_result_free(replay_result *r) {
   if (!r) return;
-  free(r->requests);
+  free(r->requests); /* owns idle_since_ns */
   free(r->windows);
-  free(r->idle_since_ns);
-  free(r->idle_w_node);
-  free(r->idle_mark_ns);
+  free(r->idle_w_node); /* owns idle_mark_ns */
   free(r->gov_windows);
   free(r->gov_time_ns);
   free(r);
 }
 
+_Static_assert(CONFIG_NPHASE == 2, "sim_init allocates one safeguard-2 window per phase");
+
 static int sim_init(sim *s, replay_result *r, enpu_err *err) {
   const size_t n = s->nreq;
   const config_cluster *cl = s->cl;
   const size_t np = (size_t)cl->node[CONFIG_PREFILL].nodes, nd = (size_t)cl->node[CONFIG_DECODE].nodes;
-  s->pnodes = enpu_calloc(np, sizeof *s->pnodes);
-  s->assigned = enpu_calloc(np, sizeof(prefill_start));
-  s->dnodes = enpu_calloc(nd, sizeof *s->dnodes);
-  s->st = enpu_calloc(n, sizeof *s->st);
-  s->pq = enpu_calloc(n, sizeof *s->pq);
-  s->scratch_a = enpu_calloc(n, sizeof(double));
-  s->scratch_b = enpu_calloc(n, sizeof(double));
-  s->scratch_idx = enpu_calloc(n, sizeof(size_t));
-  r->requests = enpu_calloc(n, sizeof *r->requests);
-  r->idle_since_ns = enpu_calloc(np + nd, sizeof(double));
-  bool ok = s->pnodes && s->assigned && s->dnodes && s->st && s->pq && s->scratch_a && s->scratch_b &&
-            s->scratch_idx && r->requests && r->idle_since_ns;
-  for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
-    s->sg2[ph].time_ns = enpu_calloc(n, sizeof(double));
-    s->sg2[ph].missed = enpu_calloc(n, 1);
-    ok = ok && s->sg2[ph].time_ns && s->sg2[ph].missed;
-  }
-  ENPU_RETURN_IF(!ok, err, ENPU_ERR_NOMEM, "out of memory (replay of %zu requests)", n);
+  const int nomem =
+      ENPU_CALLOC_PARTS(ENPU_PART(s->pnodes, np),
+                        {&s->assigned, np, sizeof(prefill_start)}, /* dispatch_prefill's scratch */
+                        ENPU_PART(s->dnodes, nd), ENPU_PART(s->st, n), ENPU_PART(s->pq, n),
+                        ENPU_PART(s->scratch_a, n), ENPU_PART(s->scratch_b, n), ENPU_PART(s->scratch_idx, n),
+                        ENPU_PART(s->sg2[CONFIG_PREFILL].time_ns, n), ENPU_PART(s->sg2[CONFIG_PREFILL].missed, n),
+                        ENPU_PART(s->sg2[CONFIG_DECODE].time_ns, n), ENPU_PART(s->sg2[CONFIG_DECODE].missed, n)) < 0 ||
+      ENPU_CALLOC_PARTS(ENPU_PART(r->requests, n), ENPU_PART(r->idle_since_ns, np + nd)) < 0;
+  ENPU_RETURN_IF(nomem, err, ENPU_ERR_NOMEM, "out of memory (replay of %zu requests)", n);
   for (size_t i = 0; i < n; i++) {
     const replay_request *q = &s->rq[i];
     r->requests[i] = (replay_request_result){

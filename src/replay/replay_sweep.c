@@ -14,17 +14,8 @@
 
 void replay_sweep_free(replay_sweep *s) {
   if (!s) return;
-  free(s->rates);
-  free(s->requests);
-  free(s->policies);
-  free(s->cells);
-  free(s->capacity);
+  free(s->rates); /* owns the other arrays (sweep_alloc) */
   free(s);
-}
-
-static int cmp_rate(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* One rate's runs → its cells. */
@@ -61,20 +52,14 @@ static void set_capacity(replay_sweep *s) {
 static int sweep_alloc(replay_sweep **out, const char *const *policies, size_t np, const double *rates, size_t nr,
                        enpu_err *err) {
   replay_sweep *s = calloc(1, sizeof *s);
-  if (s) {
-    s->rates = enpu_calloc(nr, sizeof *s->rates);
-    s->requests = enpu_calloc(nr, sizeof *s->requests);
-    s->policies = enpu_calloc(np, sizeof *s->policies);
-    s->cells = enpu_calloc(nr * np, sizeof *s->cells);
-    s->capacity = enpu_calloc(np, sizeof *s->capacity);
-  }
-  if (!s || !s->rates || !s->requests || !s->policies || !s->cells || !s->capacity) {
-    replay_sweep_free(s);
+  if (!s || ENPU_CALLOC_PARTS(ENPU_PART(s->rates, nr), ENPU_PART(s->requests, nr), ENPU_PART(s->policies, np),
+                               ENPU_PART(s->cells, nr * np), ENPU_PART(s->capacity, np)) < 0) {
+    free(s);
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (sweep of %zu rates)", nr);
   }
   s->nrates = nr, s->npolicies = np;
   memcpy(s->rates, rates, nr * sizeof *rates);
-  qsort(s->rates, nr, sizeof *s->rates, cmp_rate);
+  qsort(s->rates, nr, sizeof *s->rates, enpu_cmp_double);
   for (size_t p = 0; p < np; p++) snprintf(s->policies[p], sizeof s->policies[p], "%s", policies[p]);
   *out = s;
   return ENPU_OK;

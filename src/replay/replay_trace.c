@@ -143,8 +143,8 @@ typedef struct {
 
 static int timed_cmp(const void *a, const void *b) {
   const timed_row *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  return x->index < y->index ? -1 : x->index > y->index;
+  const int t = ENPU_ORDER(x->t, y->t);
+  return t ? t : ENPU_ORDER(x->index, y->index);
 }
 
 void replay_trace_free(replay_trace *t) {

@@ -73,9 +73,8 @@ static int plan_op_states(const store_policy_tables *p, const store_bucket_rec *
 
 static int savings_cmp(const void *a, const void *b) {
   const report_savings_row *x = a, *y = b;
-  if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
-  if (x->slack != y->slack) return x->slack < y->slack ? -1 : 1;
-  return (x->budget > y->budget) - (x->budget < y->budget);
+  const int phase = ENPU_ORDER(x->phase, y->phase), slack = ENPU_ORDER(x->slack, y->slack);
+  return phase ? phase : slack ? slack : ENPU_ORDER(x->budget, y->budget);
 }
 
 int report_savings(const store_contents *c, report_savings_row **out, size_t *n, enpu_err *err) {
@@ -128,9 +127,8 @@ typedef struct {
 
 static int size_cmp(const void *a, const void *b) {
   const bucket_size *x = a, *y = b;
-  if (x->t_nodvfs_ns != y->t_nodvfs_ns) return x->t_nodvfs_ns < y->t_nodvfs_ns ? -1 : 1;
-  if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
-  return (x->seq > y->seq) - (x->seq < y->seq);
+  const int t = ENPU_ORDER(x->t_nodvfs_ns, y->t_nodvfs_ns), batch = ENPU_ORDER(x->batch, y->batch);
+  return t ? t : batch ? batch : ENPU_ORDER(x->seq, y->seq);
 }
 
 void report_capacity(const store_contents *c, report_capacity_info *out) {

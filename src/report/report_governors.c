@@ -38,13 +38,7 @@ static int load_actions(const char *dir, const char *name, actions *a, enpu_err 
   long col[NA];
   size_t nf = 0, line_no = 1;
   int rc = line ? ENPU_OK : enpu_errorf(err, ENPU_ERR_PARSE, "%s:1: empty file, expected a header line", path);
-  if (rc == ENPU_OK) report_split_csv(line, fields, 32, &nf);
-  for (int k = 0; rc == ENPU_OK && k < NA; k++) {
-    col[k] = -1;
-    for (size_t f = 0; f < nf; f++)
-      if (!strcmp(fields[f], a_names[k])) col[k] = (long)f;
-    if (col[k] < 0) rc = enpu_errorf(err, ENPU_ERR_PARSE, "%s:1: no column '%s' in the header", path, a_names[k]);
-  }
+  if (rc == ENPU_OK) rc = report_csv_header(path, line, a_names, NA, col, err);
   while (rc == ENPU_OK && (line = strtok_r(NULL, "\n", &save))) {
     line_no++;
     report_split_csv(line, fields, 32, &nf);
@@ -154,43 +148,24 @@ static int plot_learning(const report_ctx *r, const actions *a, size_t n, int *d
 
 /* ---- tables --------------------------------------------------------------------------- */
 
-static void cell(FILE *md, double x, double scale, const char *fmt) {
-  if (isfinite(x)) {
-    fputc(' ', md);
-    fprintf(md, fmt, x * scale);
-    fprintf(md, " |");
-  } else {
-    fprintf(md, " – |");
-  }
-}
-
-static void md_compare_table(FILE *md, const json_t *pols) {
-  fprintf(md, "| run | kind | energy with idle (MJ) | savings with idle total / prefill / decode (%%) | busy-only "
-              "savings (%%) | SLO attainment (%%) | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | tokens per "
-              "speculation round | tokens verified below full depth (share of decode tokens) |\n"
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  const char *name;
-  json_t *p;
-  json_object_foreach((json_t *)pols, name, p) {
-    const json_t *on = json_object_get(p, "online");
-    const bool gov = json_is_true(json_object_get(on, "governor"));
-    fprintf(md, "| %s | %s |", name, gov ? "online governor" : on ? "offline plan + speculation" : "offline plan");
-    cell(md, report_jget(p, "energy_j", "total"), 1e-6, "%.3f");
-    const double s[3] = {report_jget(p, "energy_savings", "total"), report_jget(p, "energy_savings", "prefill"),
-                         report_jget(p, "energy_savings", "decode")};
-    if (isfinite(s[0])) fprintf(md, " %.2f / %.2f / %.2f |", 100 * s[0], 100 * s[1], 100 * s[2]);
-    else fprintf(md, " – |");
-    cell(md, report_jget(p, "busy_energy_savings", "total"), 100, "%.2f");
-    cell(md, report_jget(p, "slo_attainment", NULL), 100, "%.3f");
-    fprintf(md, " %.1f / %.1f | %.1f / %.1f |", report_jget(p, "ttft_ms", "p50"), report_jget(p, "ttft_ms", "p99"),
-            report_jget(p, "tpot_ms", "p50"), report_jget(p, "tpot_ms", "p99"));
-    const double tokens = report_jget(on, "mean_tokens_per_round", NULL), lossy = report_jget(on, "lossy_tokens", NULL);
-    cell(md, tokens > 0 ? tokens : NAN, 1, "%.3f");
-    const double decoded = report_jget(p, "tokens", "decode_generated");
-    if (isfinite(lossy) && decoded > 0) fprintf(md, " %.0f (%.1f %%) |", lossy, 100 * lossy / decoded);
-    else fprintf(md, " – |");
-    fprintf(md, "\n");
-  }
+static void compare_row(FILE *md, const char *name, const json_t *p) {
+  const json_t *on = json_object_get(p, "online");
+  const bool gov = json_is_true(json_object_get(on, "governor"));
+  fprintf(md, "| %s | %s |", name, gov ? "online governor" : on ? "offline plan + speculation" : "offline plan");
+  report_md_cell(md, report_jget(p, "energy_j", "total"), 1e-6, "%.3f");
+  const double s[3] = {report_jget(p, "energy_savings", "total"), report_jget(p, "energy_savings", "prefill"),
+                       report_jget(p, "energy_savings", "decode")};
+  if (isfinite(s[0])) fprintf(md, " %.2f / %.2f / %.2f |", 100 * s[0], 100 * s[1], 100 * s[2]);
+  else fprintf(md, " – |");
+  report_md_cell(md, report_jget(p, "busy_energy_savings", "total"), 100, "%.2f");
+  report_md_cell(md, report_jget(p, "slo_attainment", NULL), 100, "%.3f");
+  fprintf(md, " %.1f / %.1f | %.1f / %.1f |", report_jget(p, "ttft_ms", "p50"), report_jget(p, "ttft_ms", "p99"),
+          report_jget(p, "tpot_ms", "p50"), report_jget(p, "tpot_ms", "p99"));
+  const double tokens = report_jget(on, "mean_tokens_per_round", NULL), lossy = report_jget(on, "lossy_tokens", NULL);
+  report_md_cell(md, tokens > 0 ? tokens : NAN, 1, "%.3f");
+  const double decoded = report_jget(p, "tokens", "decode_generated");
+  if (isfinite(lossy) && decoded > 0) fprintf(md, " %.0f (%.1f %%) |", lossy, 100 * lossy / decoded);
+  else fprintf(md, " – |");
   fprintf(md, "\n");
 }
 
@@ -281,7 +256,12 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
                 "\n\n![actions](governors_actions.png)\n\n%s",
             learning ? " and the PELM agent's learning curve" : "",
             learning ? "![learning curve](governors_learning.png)\n\n" : "");
-    md_compare_table(md, pols);
+    report_md_policy_table(md,
+                           "| run | kind | energy with idle (MJ) | savings with idle total / prefill / decode (%) | "
+                           "busy-only savings (%) | SLO attainment (%) | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) "
+                           "| tokens per speculation round | tokens verified below full depth (share of decode "
+                           "tokens) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                           pols, compare_row);
     md_verdicts(md, pols);
   }
   for (size_t i = 0; i < n; i++) free(a[i].v);

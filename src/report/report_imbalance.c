@@ -23,10 +23,8 @@ typedef struct {
 
 static int cmp_row(const void *pa, const void *pb) {
   const report_imbalance_row *a = pa, *b = pb;
-  const int c = strcmp(a->policy, b->policy);
-  if (c) return c;
-  if (a->capacity_factor != b->capacity_factor) return a->capacity_factor < b->capacity_factor ? -1 : 1;
-  return (a->slack > b->slack) - (a->slack < b->slack);
+  const int c = strcmp(a->policy, b->policy), cf = ENPU_ORDER(a->capacity_factor, b->capacity_factor);
+  return c ? c : cf ? cf : ENPU_ORDER(a->slack, b->slack);
 }
 
 /* Rows sorted by policy, factor, slack → points (one per policy and factor). */

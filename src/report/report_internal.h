@@ -66,7 +66,18 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
 /* The number at o.a (o.a.b when b is not NULL) of a JSON summary, NaN when absent. */
 double report_jget(const json_t *o, const char *a, const char *b);
 
+/* A markdown table of a replay summary's policies: the header lines, then row() for each
+ * policy (it ends its line), then a blank line. */
+void report_md_policy_table(FILE *md, const char *header, const json_t *pols,
+                            void (*row)(FILE *md, const char *name, const json_t *p));
+/* One cell: " <fmt of x * scale> |", or " – |" for a missing (non-finite) x. */
+void report_md_cell(FILE *md, double x, double scale, const char *fmt);
+
 /* Split one CSV line in place (CR removed); *nf receives the field count (at most cap). */
 void report_split_csv(char *line, char **fields, size_t cap, size_t *nf);
+/* Find each of names[0..count) in the header line of `path` (split in place): col[k] is
+ * its field index. @return 0, or ENPU_ERR_PARSE naming the first column missing. */
+int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col,
+                      enpu_err *err);
 
 #endif /* ENPU_REPORT_INTERNAL_H */

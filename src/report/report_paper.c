@@ -313,9 +313,7 @@ static void free_models(paper_ctx *x) {
     json_decref(m->figure20);
     json_decref(m->timings);
   }
-  free(x->models);
-  free(x->values);
-  free(x->known);
+  free(x->models); /* owns values and known */
   config_paper_free(x->numbers);
 }
 
@@ -343,10 +341,9 @@ int report_paper_write(const report_paper_options *o, enpu_err *err) {
   int rc = config_paper_load(o->numbers_path, &x.numbers, err);
   if (rc == 0) {
     const size_t cells = (size_t)x.numbers->nclaims * PAPER_MAX_COLUMNS;
-    x.models = enpu_calloc((size_t)o->nmanifests, sizeof *x.models);
-    x.values = enpu_calloc(cells, sizeof *x.values);
-    x.known = enpu_calloc(cells, sizeof *x.known);
-    if (!x.models || !x.values || !x.known) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+    if (ENPU_CALLOC_PARTS(ENPU_PART(x.models, o->nmanifests), ENPU_PART(x.values, cells),
+                          ENPU_PART(x.known, cells)) < 0)
+      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int i = 0; rc == 0 && i < o->nmanifests; i++, x.nmodels++)
     rc = load_manifest(o->manifests[i], &x.models[i], err);

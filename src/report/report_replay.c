@@ -56,16 +56,16 @@ void report_split_csv(char *line, char **fields, size_t cap, size_t *nf) {
   }
 }
 
-static int parse_header(const char *path, char *line, long col[NCOL], enpu_err *err) {
+int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col,
+                      enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
-  line[strcspn(line, "\r")] = '\0';
   report_split_csv(line, fields, 128, &nf);
-  for (int k = 0; k < NCOL; k++) {
+  for (int k = 0; k < count; k++) {
     col[k] = -1;
     for (size_t f = 0; f < nf; f++)
-      if (!strcmp(fields[f], col_names[k])) col[k] = (long)f;
-    ENPU_RETURN_IF(col[k] < 0, err, ENPU_ERR_PARSE, "%s:1: no column '%s' in the header", path, col_names[k]);
+      if (!strcmp(fields[f], names[k])) col[k] = (long)f;
+    ENPU_RETURN_IF(col[k] < 0, err, ENPU_ERR_PARSE, "%s:1: no column '%s' in the header", path, names[k]);
   }
   return ENPU_OK;
 }
@@ -95,7 +95,7 @@ static int parse_windows(const char *path, char *text, window_series *s, enpu_er
   long col[NCOL];
   char *save = NULL, *line = strtok_r(text, "\n", &save);
   ENPU_RETURN_IF(!line, err, ENPU_ERR_PARSE, "%s:1: empty file, expected a header line", path);
-  ENPU_FORWARD(parse_header(path, line, col, err));
+  ENPU_FORWARD(report_csv_header(path, line, col_names, NCOL, col, err));
   while ((line = strtok_r(NULL, "\n", &save))) {
     line_no++;
     line[strcspn(line, "\r")] = '\0';
@@ -315,37 +315,41 @@ double report_jget(const json_t *o, const char *a, const char *b) {
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* "12.34" or "–" for a missing value; x as a fraction, printed in percent. */
-static void pct(FILE *md, double x) {
-  if (isfinite(x)) fprintf(md, " %.2f |", 100 * x);
-  else fprintf(md, " – |");
+void report_md_cell(FILE *md, double x, double scale, const char *fmt) {
+  if (isfinite(x)) {
+    fputc(' ', md);
+    fprintf(md, fmt, x * scale);
+    fprintf(md, " |");
+  } else {
+    fprintf(md, " – |");
+  }
 }
 
-static void md_summary(FILE *md, const json_t *pols) {
-  fprintf(md, "| policy | requests | SLO attainment (%%) | energy (J) | savings with idle: total / prefill / "
-              "decode (%%) | busy-only savings: total / prefill / decode (%%) | batches slowed | given a less "
-              "aggressive plan by safeguard 1 | locked to peak (safeguard 2) |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+void report_md_policy_table(FILE *md, const char *header, const json_t *pols,
+                            void (*row)(FILE *md, const char *name, const json_t *p)) {
+  fputs(header, md);
   const char *name;
   json_t *p;
-  json_object_foreach((json_t *)pols, name, p) {
-    fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
-            100 * report_jget(p, "slo_attainment", NULL), report_jget(p, "energy_j", "total"));
-    static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {"total", "prefill", "decode"};
-    for (int s = 0; s < 2; s++)
-      for (int k = 0; k < 3; k++) {
-        const double v = report_jget(p, sav[s], parts[k]);
-        if (isfinite(v)) fprintf(md, "%s%.2f", k ? " / " : " ", 100 * v);
-        else fprintf(md, "%s–", k ? " / " : " ");
-        if (k == 2) fprintf(md, " |");
-      }
-    static const char *const counts[] = {"slowed", "safeguard1", "locked"};
-    const json_t *b = json_object_get(p, "batches");
-    for (int k = 0; k < 3; k++)
-      fprintf(md, " %lld |", (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
-                                         json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
-    fprintf(md, "\n");
-  }
+  json_object_foreach((json_t *)pols, name, p) row(md, name, p);
+  fprintf(md, "\n");
+}
+
+static void summary_row(FILE *md, const char *name, const json_t *p) {
+  fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
+          100 * report_jget(p, "slo_attainment", NULL), report_jget(p, "energy_j", "total"));
+  static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {"total", "prefill", "decode"};
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < 3; k++) {
+      const double v = report_jget(p, sav[s], parts[k]);
+      if (isfinite(v)) fprintf(md, "%s%.2f", k ? " / " : " ", 100 * v);
+      else fprintf(md, "%s–", k ? " / " : " ");
+      if (k == 2) fprintf(md, " |");
+    }
+  static const char *const counts[] = {"slowed", "safeguard1", "locked"};
+  const json_t *b = json_object_get(p, "batches");
+  for (int k = 0; k < 3; k++)
+    fprintf(md, " %lld |", (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
+                                       json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
   fprintf(md, "\n");
 }
 
@@ -372,7 +376,7 @@ static void md_periods(FILE *md, const json_t *pols) {
       const json_t *per = json_object_get(json_object_get(p, "periods"), periods[k]);
       if (!per) continue;
       fprintf(md, "| %s | %s |", label[k], name);
-      pct(md, report_jget(per, "slo_attainment", NULL));
+      report_md_cell(md, report_jget(per, "slo_attainment", NULL), 100, "%.2f");
       static const char *const pairs[4] = {"busy_energy_savings", "energy_savings", "safeguard1_share", "locked_share"};
       for (int q = 0; q < 4; q++) {
         const double a = report_jget(per, pairs[q], "prefill"), b = report_jget(per, pairs[q], "decode");
@@ -397,7 +401,12 @@ static void md_tables(FILE *md, const char *dir, double *origin_h) {
   if (!json_is_object(pols)) {
     fprintf(md, "No summary tables: %s is missing or has no \"policies\" object.\n\n", path);
   } else {
-    md_summary(md, pols);
+    report_md_policy_table(md,
+                           "| policy | requests | SLO attainment (%) | energy (J) | savings with idle: total / "
+                           "prefill / decode (%) | busy-only savings: total / prefill / decode (%) | batches "
+                           "slowed | given a less aggressive plan by safeguard 1 | locked to peak (safeguard 2) |\n"
+                           "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                           pols, summary_row);
     md_periods(md, pols);
   }
   json_decref(doc);

@@ -157,6 +157,24 @@ static void plot_files_name(plot_files *pf, const char *stem, int phase) {
   snprintf(pf->png, sizeof pf->png, "%s_%s.png", stem, phase_names[phase]);
 }
 
+/* Name the files of <stem>_<phase> and open its .dat. */
+static int plot_begin(const report_ctx *r, const char *stem, int phase, plot_files *pf, FILE **f, enpu_err *err) {
+  plot_files_name(pf, stem, phase);
+  return report_file_open(r->dir, pf->dat, f, err);
+}
+
+/* The data written: close the .dat, open the .gp. */
+static int plot_script(const report_ctx *r, const plot_files *pf, FILE **f, enpu_err *err) {
+  ENPU_FORWARD(report_file_close(*f, r->dir, pf->dat, err));
+  return report_file_open(r->dir, pf->gp, f, err);
+}
+
+/* The script written: close it and draw the .png. */
+static int plot_draw(const report_ctx *r, const plot_files *pf, FILE *f, enpu_err *err) {
+  ENPU_FORWARD(report_file_close(f, r->dir, pf->gp, err));
+  return report_run_gnuplot(r->gnuplot, r->absdir, pf->gp, pf->png, err);
+}
+
 /* savings_<phase>.dat/.gp/.png: one line per policy, error bars from min to max. */
 static int plot_savings(const report_ctx *r, const report_savings_row *rows, size_t n, int phase, int *drawn,
                         enpu_err *err) {
@@ -170,10 +188,8 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
   }
   char title[128];
   plot_files pf;
-  plot_files_name(&pf, "savings", phase);
-  const char *dat = pf.dat, *gpn = pf.gp, *png = pf.png;
   FILE *f = NULL;
-  int rc = report_file_open(r->dir, dat, &f, err);
+  int rc = plot_begin(r, "savings", phase, &pf, &f, err);
   if (rc == 0) {
     fprintf(f, "# %s: energy savings vs NoDVFS (%%) over the ok buckets, per policy: mean min max\n# slack_pct",
             phase_names[phase]);
@@ -189,23 +205,21 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
       }
       fprintf(f, "\n");
     }
-    rc = report_file_close(f, r->dir, dat, err);
+    rc = plot_script(r, &pf, &f, err);
   }
-  if (rc == 0) rc = report_file_open(r->dir, gpn, &f, err);
   if (rc == 0) {
     snprintf(title, sizeof title, "%s: energy savings vs SLO slack (mean over buckets, bars min..max)",
              phase_names[phase]);
-    report_gp_preamble(f, png, 560, title);
+    report_gp_preamble(f, pf.png, 560, title);
     fprintf(f, "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
                "set key outside right top\nset offsets 0.3, 0.3, 0, 0\nplot");
     for (size_t p = 0; p < r->c->npolicies; p++)
       fprintf(f, "%s '%s' using 1:%zu:%zu:%zu with yerrorlines lw 2 pt 7 title '%s'", p ? ", \\\n    " : " ",
-              dat, 2 + 3 * p, 3 + 3 * p, 4 + 3 * p, r->c->policies[p].name);
+              pf.dat, 2 + 3 * p, 3 + 3 * p, 4 + 3 * p, r->c->policies[p].name);
     fprintf(f, "\n");
-    rc = report_file_close(f, r->dir, gpn, err);
+    rc = plot_draw(r, &pf, f, err);
   }
   free(slacks);
-  if (rc == 0) rc = report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
   *drawn = rc == 0;
   return rc;
 }
@@ -238,10 +252,8 @@ static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows,
                           enpu_err *err) {
   char title[160];
   plot_files pf;
-  plot_files_name(&pf, "breakdown", phase);
-  const char *dat = pf.dat, *gpn = pf.gp, *png = pf.png;
   FILE *f = NULL;
-  ENPU_FORWARD(report_file_open(r->dir, dat, &f, err));
+  ENPU_FORWARD(plot_begin(r, "breakdown", phase, &pf, &f, err));
   fprintf(f, "# %s bucket batch %d seq %d: energy per forward pass by component (mJ)\n# label",
           phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq);
   for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %s", slot_names[s]);
@@ -251,20 +263,18 @@ static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows,
     for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %.9g", rows[i].slot_nj[s] / 1e6);
     fprintf(f, "\n");
   }
-  ENPU_FORWARD(report_file_close(f, r->dir, dat, err));
-  ENPU_FORWARD(report_file_open(r->dir, gpn, &f, err));
+  ENPU_FORWARD(plot_script(r, &pf, &f, err));
   snprintf(title, sizeof title, "%s, batch %d, seq %d: energy by component per policy and slack", phase_names[phase],
            rows[0].bucket.batch, rows[0].bucket.seq);
-  report_gp_preamble(f, png, 560, title);
+  report_gp_preamble(f, pf.png, 560, title);
   fprintf(f, "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
              "set boxwidth 0.75\nset bmargin 6\nset xtics rotate by -40 scale 0\nset ylabel 'energy per forward pass (mJ)'\n"
              "set yrange [0:*]\nset key outside right top\nplot");
   for (int s = 0; s < STORE_NENERGY; s++)
-    fprintf(f, "%s '%s' using %d%s title '%s'", s ? ", \\\n    " : " ", dat, 2 + s, s ? "" : ":xtic(1)",
+    fprintf(f, "%s '%s' using %d%s title '%s'", s ? ", \\\n    " : " ", pf.dat, 2 + s, s ? "" : ":xtic(1)",
             slot_names[s]);
   fprintf(f, "\n");
-  ENPU_FORWARD(report_file_close(f, r->dir, gpn, err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
+  return plot_draw(r, &pf, f, err);
 }
 
 static void md_breakdown(FILE *md, const report_breakdown_row *rows, size_t n, int phase) {
@@ -328,10 +338,8 @@ static int plot_freq(const report_ctx *r, const report_freq_row *rows, size_t n,
                      double slack, enpu_err *err) {
   char title[192];
   plot_files pf;
-  plot_files_name(&pf, "freq_util", phase);
-  const char *dat = pf.dat, *gpn = pf.gp, *png = pf.png;
   FILE *f = NULL;
-  ENPU_FORWARD(report_file_open(r->dir, dat, &f, err));
+  ENPU_FORWARD(plot_begin(r, "freq_util", phase, &pf, &f, err));
   fprintf(f, "# %s, policy %s, slack %g%%: per op, utilisation at peak (%%) and chosen state / peak state\n"
              "# op util_sa util_vu util_sram util_hbm util_ici f_sa f_vu f_sram f_hbm f_ici\n",
           phase_names[phase], policy, 100 * slack);
@@ -343,19 +351,17 @@ static int plot_freq(const report_ctx *r, const report_freq_row *rows, size_t n,
     for (int k = 0; k < STORE_NSTATE; k++) fprintf(f, " %.6f", rows[i].state[k] / peak);
     fprintf(f, "\n");
   }
-  ENPU_FORWARD(report_file_close(f, r->dir, dat, err));
-  ENPU_FORWARD(report_file_open(r->dir, gpn, &f, err));
+  ENPU_FORWARD(plot_script(r, &pf, &f, err));
   snprintf(title, sizeof title, "%s, batch %d, seq %d, %s at %g%% slack: chosen frequency vs utilisation at peak",
            phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq, policy, 100 * slack);
-  report_gp_preamble(f, png, 560, title);
+  report_gp_preamble(f, pf.png, 560, title);
   fprintf(f, "set xlabel 'utilisation at peak, NoDVFS (%% busy)'\nset ylabel 'chosen frequency (fraction of peak)'\n"
              "set xrange [0:100]\nset yrange [0:1.05]\nset key outside right top\nplot");
   for (int k = 0; k < STORE_NSTATE; k++)
-    fprintf(f, "%s '%s' using %d:%d with points pt %d ps 1.4 title '%s'", k ? ", \\\n    " : " ", dat, 2 + k,
+    fprintf(f, "%s '%s' using %d:%d with points pt %d ps 1.4 title '%s'", k ? ", \\\n    " : " ", pf.dat, 2 + k,
             7 + k, 5 + 2 * k, slot_names[k]);
   fprintf(f, "\n");
-  ENPU_FORWARD(report_file_close(f, r->dir, gpn, err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
+  return plot_draw(r, &pf, f, err);
 }
 
 static size_t count_unmatched(const report_freq_row *rows, size_t n) {

@@ -355,12 +355,12 @@ typedef struct {
 
 typedef struct {
   int count;
-  search_unit *unit;
+  search_unit *unit;       /* one block with member_op, member_count, offset, walk_of */
   int *member_op;          /* per member: graph op */
   int64_t *member_count;   /* per member: instances of it in one instance of the unit */
   int64_t instances;       /* unit instances of a pass: walk numbers 0..instances-1 */
   int64_t *offset;         /* per unit (count + 1): its first walk number */
-  int *unit_of_walk;       /* per walk number: its unit */
+  int *unit_of_walk;       /* per walk number: its unit (one block with first_x) */
   int64_t *first_x;        /* per walk number: the execution index of its first op */
   int64_t op_instances;    /* op instances of a pass (execution order) */
   int64_t *walk_of;        /* per op instance: its unit instance's walk number */

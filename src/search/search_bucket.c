@@ -36,33 +36,38 @@ void search_options_for_job(search_options *o, const config_job *job, const conf
   if (p) search_options_set_policy(o, p);
 }
 
+/* The context's power models: the member each goes to, its HBM mode and regulator. */
+static const struct {
+  size_t member;
+  power_hbm_mode hbm;
+  power_regulator regulator;
+} ctx_models[] = {{offsetof(search_ctx, fixed), POWER_HBM_CTRL_ONLY, POWER_REG_FIXED},
+                  {offsetof(search_ctx, ctrl), POWER_HBM_CTRL_ONLY, POWER_REG_DVFS},
+                  {offsetof(search_ctx, full), POWER_HBM_FULL, POWER_REG_DVFS},
+                  {offsetof(search_ctx, dvfs_c), POWER_HBM_CTRL_ONLY, POWER_REG_DVFS_COMPUTE},
+                  {offsetof(search_ctx, chipwide), POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE}};
+#define NCTX_MODELS (sizeof ctx_models / sizeof ctx_models[0])
+
+static power_model **ctx_model(search_ctx *s, size_t k) {
+  return (power_model **)((char *)s + ctx_models[k].member);
+}
+
 int search_ctx_create(const config_chip *chip, search_ctx **out, enpu_err *err) {
   search_ctx *s = enpu_calloc(1, sizeof *s);
   ENPU_RETURN_IF(!s, err, ENPU_ERR_NOMEM, "out of memory (search context)");
   s->chip = chip;
-  int rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &s->fixed, err);
-  if (rc == 0) rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &s->ctrl, err);
-  if (rc == 0) rc = power_model_create(chip, POWER_HBM_FULL, POWER_REG_DVFS, &s->full, err);
-  if (rc == 0)
-    rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS_COMPUTE, &s->dvfs_c, err);
-  if (rc == 0)
-    rc = power_model_create(chip, POWER_HBM_CTRL_ONLY, POWER_REG_CHIPWIDE, &s->chipwide, err);
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < NCTX_MODELS; k++)
+    rc = power_model_create(chip, ctx_models[k].hbm, ctx_models[k].regulator, ctx_model(s, k), err);
   if (rc == 0) rc = search_memo_create(&s->memo, err);
-  if (rc < 0) {
-    search_ctx_free(s);
-    return rc;
-  }
-  *out = s;
-  return 0;
+  if (rc == 0) *out = s;
+  else search_ctx_free(s);
+  return rc;
 }
 
 void search_ctx_free(search_ctx *s) {
   if (!s) return;
-  power_model_free(s->fixed);
-  power_model_free(s->ctrl);
-  power_model_free(s->full);
-  power_model_free(s->dvfs_c);
-  power_model_free(s->chipwide);
+  for (size_t k = 0; k < NCTX_MODELS; k++) power_model_free(*ctx_model(s, k));
   search_memo_free(s->memo);
   free(s);
 }

@@ -72,11 +72,10 @@ void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk) {
 
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
   const int nops = graph_op_count(g);
-  sc->op_of = enpu_calloc((size_t)instances + 1, sizeof *sc->op_of);
-  sc->cache = enpu_calloc((size_t)nops * REQ_CACHE_WAYS + 1, sizeof *sc->cache);
-  sc->cache_next = enpu_calloc((size_t)nops + 1, sizeof *sc->cache_next);
-  ENPU_RETURN_IF(!sc->op_of || !sc->cache || !sc->cache_next, err, ENPU_ERR_NOMEM,
-                 "out of memory (request of %lld instances)", (long long)instances);
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(sc->op_of, (size_t)instances + 1),
+                                   ENPU_PART(sc->cache, (size_t)nops * REQ_CACHE_WAYS + 1),
+                                   ENPU_PART(sc->cache_next, (size_t)nops + 1)) < 0,
+                 err, ENPU_ERR_NOMEM, "out of memory (request of %lld instances)", (long long)instances);
   each_instance(g, op_of_visit, sc->op_of);
   for (size_t k = 0; k < (size_t)nops * REQ_CACHE_WAYS; k++) sc->cache[k].state[0] = -1;
   rq->g = g;
@@ -99,14 +98,8 @@ void scratch_free(scratch *sc) {
   free(sc->peak_state);
   free(sc->cand);
   free(sc->lift);
-  free(sc->op_of);
-  free(sc->ga_req);
-  free(sc->ga_op);
-  free(sc->ga_first);
-  free(sc->ga_genes);
-  free(sc->ga_seed);
-  free(sc->cache);
-  free(sc->cache_next);
+  free(sc->op_of);  /* owns cache and cache_next (req_init) */
+  free(sc->ga_req); /* owns the other ga_ arrays (ga_genes_make) */
   search_walk_free(sc->hull);
   search_walk_free(sc->greedy);
 }
@@ -555,12 +548,10 @@ int ga_genes_make(const search_units *u, const search_pareto *const *sets, int g
     const int64_t m = u->unit[i].multiplicity;
     n += (int)(m < groups ? m : groups);
   }
-  sc->ga_req = enpu_calloc((size_t)n + 1, sizeof *sc->ga_req);
-  sc->ga_op = enpu_calloc((size_t)n + 1, sizeof *sc->ga_op);
-  sc->ga_first = enpu_calloc((size_t)n + 1, sizeof *sc->ga_first);
-  sc->ga_genes = enpu_calloc((size_t)n + 1, sizeof *sc->ga_genes);
-  sc->ga_seed = enpu_calloc((size_t)n + 1, sizeof *sc->ga_seed);
-  ENPU_RETURN_IF(!sc->ga_req || !sc->ga_op || !sc->ga_first || !sc->ga_genes || !sc->ga_seed,
+  const size_t genes = (size_t)n + 1;
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(sc->ga_req, genes), ENPU_PART(sc->ga_op, genes),
+                                   ENPU_PART(sc->ga_first, genes), ENPU_PART(sc->ga_genes, genes),
+                                   ENPU_PART(sc->ga_seed, genes)) < 0,
                  err, ENPU_ERR_NOMEM, "out of memory (GA genes)");
   n = 0;
   for (int i = 0; i < u->count; i++) {

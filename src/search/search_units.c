@@ -20,13 +20,11 @@ int units_alloc(int count, int members, int64_t op_instances, search_units **out
   ENPU_RETURN_IF(!u, err, ENPU_ERR_NOMEM, "out of memory (units)");
   u->count = count;
   u->op_instances = op_instances;
-  u->unit = enpu_calloc((size_t)count + 1, sizeof *u->unit);
-  u->member_op = enpu_calloc((size_t)members + 1, sizeof *u->member_op);
-  u->member_count = enpu_calloc((size_t)members + 1, sizeof *u->member_count);
-  u->offset = enpu_calloc((size_t)count + 1, sizeof *u->offset);
-  u->walk_of = enpu_calloc((size_t)op_instances + 1, sizeof *u->walk_of);
-  if (!u->unit || !u->member_op || !u->member_count || !u->offset || !u->walk_of) {
-    search_units_free(u);
+  if (ENPU_CALLOC_PARTS(ENPU_PART(u->unit, (size_t)count + 1), ENPU_PART(u->member_op, (size_t)members + 1),
+                        ENPU_PART(u->member_count, (size_t)members + 1),
+                        ENPU_PART(u->offset, (size_t)count + 1),
+                        ENPU_PART(u->walk_of, (size_t)op_instances + 1)) < 0) {
+    free(u);
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (units of %lld op instances)",
                        (long long)op_instances);
   }
@@ -36,13 +34,8 @@ int units_alloc(int count, int members, int64_t op_instances, search_units **out
 
 void search_units_free(search_units *u) {
   if (!u) return;
-  free(u->unit);
-  free(u->member_op);
-  free(u->member_count);
-  free(u->offset);
-  free(u->unit_of_walk);
-  free(u->first_x);
-  free(u->walk_of);
+  free(u->unit); /* owns member_op, member_count, offset and walk_of */
+  free(u->unit_of_walk); /* owns first_x */
   free(u);
 }
 
@@ -50,9 +43,9 @@ void search_units_free(search_units *u) {
 static int units_number(search_units *u, const int64_t *occ, enpu_err *err) {
   for (int k = 0; k < u->count; k++) u->offset[k + 1] = u->offset[k] + u->unit[k].multiplicity;
   u->instances = u->offset[u->count];
-  u->unit_of_walk = enpu_calloc((size_t)u->instances + 1, sizeof *u->unit_of_walk);
-  u->first_x = enpu_calloc((size_t)u->instances + 1, sizeof *u->first_x);
-  ENPU_RETURN_IF(!u->unit_of_walk || !u->first_x, err, ENPU_ERR_NOMEM, "out of memory (units)");
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(u->unit_of_walk, (size_t)u->instances + 1),
+                                   ENPU_PART(u->first_x, (size_t)u->instances + 1)) < 0,
+                 err, ENPU_ERR_NOMEM, "out of memory (units)");
   for (int64_t w = 0; w < u->instances; w++) u->first_x[w] = -1;
   for (int64_t x = 0; x < u->op_instances; x++) {
     const int k = (int)u->walk_of[x];

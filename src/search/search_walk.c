@@ -35,10 +35,16 @@ struct search_walk {
 
 void search_walk_free(search_walk *w) {
   if (!w) return;
-  free(w->mult);
-  free(w->offset);
+  free(w->mult); /* owns offset */
   free(w->steps);
   free(w);
+}
+
+/* The end of a walk builder: hand the walk out, or free it on failure. @return rc. */
+static int walk_finish(search_walk *w, int rc, search_walk **out) {
+  if (rc == 0) *out = w;
+  else search_walk_free(w);
+  return rc;
 }
 
 /* The walk's start (every instance at point 0) and its per-op bookkeeping. `pareto`:
@@ -58,12 +64,8 @@ static int walk_create(const search_req_op *ops, int nops, int pareto, search_wa
                      err, ENPU_ERR_INVALID, "op %d: Pareto point %d out of order", i, k);
   }
   search_walk *w = enpu_calloc(1, sizeof *w);
-  if (w) {
-    w->mult = enpu_calloc((size_t)nops, sizeof *w->mult);
-    w->offset = enpu_calloc((size_t)nops, sizeof *w->offset);
-  }
-  if (!w || !w->mult || !w->offset) {
-    search_walk_free(w);
+  if (!w || ENPU_CALLOC_PARTS(ENPU_PART(w->mult, nops), ENPU_PART(w->offset, nops)) < 0) {
+    free(w);
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (walk)");
   }
   w->nops = nops;
@@ -109,13 +111,8 @@ int search_walk_rounds(const search_req_op *ops, int nops, search_walk **out, en
   for (int k = 1; rc == 0 && k <= rounds; k++)
     for (int i = 0; rc == 0 && i < nops; i++)
       if (k < ops[i].count) rc = walk_push(w, ops, i, k - 1, k, ops[i].multiplicity, err);
-  if (rc < 0) {
-    search_walk_free(w);
-    return rc;
-  }
   w->exhausted = 1;
-  *out = w;
-  return 0;
+  return walk_finish(w, rc, out);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -191,12 +188,7 @@ int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
 done:
   free(segs);
   free(h);
-  if (rc < 0) {
-    search_walk_free(w);
-    return rc;
-  }
-  *out = w;
-  return 0;
+  return walk_finish(w, rc, out);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -261,12 +253,7 @@ int search_greedy_build(const search_req_op *ops, int nops, double budget_ns,
 done:
   free(g);
   free(hist);
-  if (rc < 0) {
-    search_walk_free(w);
-    return rc;
-  }
-  *out = w;
-  return 0;
+  return walk_finish(w, rc, out);
 }
 
 /* ---------------------------------------------------------------------------------

@@ -39,12 +39,9 @@ int validate_ctx_create(const config_job *job, validate_ctx **out, enpu_err *err
   v->job = job;
   int rc = search_ctx_create(&job->chip, &v->search, err);
   if (rc == 0) rc = cost_ctx_create(&job->chip, &v->cost, err);
-  if (rc < 0) {
-    validate_ctx_free(v);
-    return rc;
-  }
-  *out = v;
-  return 0;
+  if (rc == 0) *out = v;
+  else validate_ctx_free(v);
+  return rc;
 }
 
 void validate_ctx_free(validate_ctx *v) {
@@ -62,7 +59,8 @@ static int close_to(double a, double b, double tol) {
 typedef struct {
   graph *g;
   search_units *u;
-  int *key_of;            /* per unit: index into the bucket's store ops, or -1 */
+  int *key_of;            /* per unit: index into the bucket's store ops, or -1 (one block
+                             with pos and state) */
   uint32_t *pos;          /* per unit instance: pareto row, or STORE_NO_INDEX */
   int (*state)[CONFIG_NCOMP];
 } bucket_map;
@@ -70,9 +68,7 @@ typedef struct {
 static void bucket_map_free(bucket_map *m) {
   graph_free(m->g);
   search_units_free(m->u);
-  free(m->key_of);
-  free(m->pos);
-  free(m->state);
+  free(m->key_of); /* owns pos and state */
 }
 
 /* Do units i and j of m share one store op? Equal signatures do; the uniform policy keeps
@@ -150,11 +146,10 @@ static int match_bucket_ops(validate_ctx *v, const config_policy_spec *policy, c
   }
   ENPU_FORWARD(search_units_build(v->search, v->cost, m->g, policy->base, opt, &m->u, err));
   const search_units *u = m->u;
-  m->key_of = enpu_calloc((size_t)u->count + 1, sizeof *m->key_of);
-  m->pos = enpu_calloc((size_t)u->instances + 1, sizeof *m->pos);
-  m->state = enpu_calloc((size_t)u->instances + 1, sizeof *m->state);
-  ENPU_RETURN_IF(!m->key_of || !m->pos || !m->state, err, ENPU_ERR_NOMEM,
-                 "out of memory (plan states)");
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(m->key_of, (size_t)u->count + 1),
+                                   ENPU_PART(m->pos, (size_t)u->instances + 1),
+                                   ENPU_PART(m->state, (size_t)u->instances + 1)) < 0,
+                 err, ENPU_ERR_NOMEM, "out of memory (plan states)");
   for (int i = 0; i < u->count; i++) m->key_of[i] = -1;
   /* Units with equal signatures share one store op (the farm's key adds only the policy
    * and options to the signature, and the segment for uniform). Each store op takes the

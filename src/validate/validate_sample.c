@@ -64,9 +64,8 @@ typedef struct {
 
 static int cand_cmp(const void *pa, const void *pb) {
   const cand *a = pa, *b = pb;
-  if (a->stratum != b->stratum) return a->stratum < b->stratum ? -1 : 1;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return (a->bucket > b->bucket) - (a->bucket < b->bucket);
+  const int stratum = ENPU_ORDER(a->stratum, b->stratum), key = ENPU_ORDER(a->key, b->key);
+  return stratum ? stratum : key ? key : ENPU_ORDER(a->bucket, b->bucket);
 }
 
 static int pick_cmp(const void *pa, const void *pb) {

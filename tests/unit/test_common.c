@@ -1,5 +1,5 @@
-/* test_common.c — error formatting, growable arrays, paths, file reading, mkdir -p,
- * hashing. */
+/* test_common.c — error formatting, growable arrays, blocks of parallel arrays, paths,
+ * file reading, mkdir -p, hashing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +38,36 @@ static void test_grow_keeps_contents(void **state) {
   for (int i = 0; i < 1000; i++) assert_int_equal(a[i], i);
   free(a);
   assert_null(enpu_calloc(SIZE_MAX / 2, 4));
+}
+
+/* Parts are zeroed, aligned for any type, disjoint, at least one element each; an
+ * overflowing size changes no slot. */
+static void test_calloc_parts(void **state) {
+  (void)state;
+  struct {
+    char *tag;
+    double *x;
+    int64_t (*pair)[2];
+    char *empty;
+  } s = {0};
+  assert_int_equal(ENPU_CALLOC_PARTS(ENPU_PART(s.tag, 3), ENPU_PART(s.x, 5), ENPU_PART(s.pair, 4),
+                                     ENPU_PART(s.empty, 0)),
+                   0);
+  const char *parts[] = {s.tag, (char *)s.x, (char *)s.pair, s.empty};
+  const size_t bytes[] = {3, 5 * sizeof(double), 4 * sizeof *s.pair, 1};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal((uintptr_t)parts[i] % _Alignof(max_align_t), 0);
+    for (size_t b = 0; b < bytes[i]; b++) assert_int_equal(parts[i][b], 0);
+    if (i) assert_true(parts[i] >= parts[i - 1] + bytes[i - 1]);
+  }
+  memset(s.tag, 'a', 3), memset(s.x, 0xff, 5 * sizeof(double)), memset(s.pair, 0xff, 4 * sizeof *s.pair);
+  s.empty[0] = 'z';
+  assert_int_equal(s.tag[2], 'a');
+  free(s.tag);
+  double *keep = NULL, *big = NULL;
+  assert_int_equal(ENPU_CALLOC_PARTS(ENPU_PART(keep, 1), ENPU_PART(big, SIZE_MAX / 4)), ENPU_ERR_NOMEM);
+  assert_null(keep);
+  assert_null(big);
 }
 
 static void test_path_relative(void **state) {
@@ -126,6 +156,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_errorf_returns_code_and_formats),
       cmocka_unit_test(test_grow_keeps_contents),
+      cmocka_unit_test(test_calloc_parts),
       cmocka_unit_test(test_path_relative),
       cmocka_unit_test(test_read_missing_file_names_it),
       cmocka_unit_test(test_mkdir_p),
