@@ -408,9 +408,11 @@ static int bucket_alloc(const graph *g, const search_units *u, int nslack, int p
   return req_init(rq, sc, g, (int64_t)n, err);
 }
 
-/* Reference times: NoDVFS's pass; not counted as search evaluations. */
-static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g, search_bucket_result *out,
-                            enpu_err *err) {
+/* Reference times, summed op by op as the walk sums its units: NoDVFS's pass, and the
+ * policy's pipeline at all-peak (T_peak, see bucket_peak_plan). Not counted as search
+ * evaluations. */
+static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
+                            const policy_setup *ps, search_bucket_result *out, enpu_err *err) {
   const int peak = s->chip->freq_states;
   cost_pipeline nodvfs;
   cost_pipeline_nodvfs(&nodvfs, s->fixed);
@@ -420,6 +422,8 @@ static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g, searc
     double t = 0, e = 0;
     ENPU_FORWARD(eval_peak(cost, op, &nodvfs, peak, &t, &e, err));
     out->t_nodvfs_ns += m * t, out->e_nodvfs_nj += m * e;
+    ENPU_FORWARD(eval_peak(cost, op, &ps->pipe, peak, &t, &e, err));
+    out->t_peak_ns += m * t;
   }
   return 0;
 }
@@ -433,14 +437,13 @@ static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const p
                           const search_pareto *const *sets, const double *slacks, int nslack,
                           config_budget budget, search_bucket_result *out, enpu_err *err) {
   const int peak = s->chip->freq_states;
-  ENPU_FORWARD(bucket_reference(s, cost, g, out, err));
+  ENPU_FORWARD(bucket_reference(s, cost, g, ps, out, err));
   for (int i = 0; i < graph_op_count(g); i++) {
     const double m = (double)graph_op_at(g, i)->multiplicity;
     double t, e;
     ENPU_FORWARD(eval_peak(cost, graph_op_at(g, i), &ps->pipe, peak, &t, &e, err));
     out->policy_peak_time_ns += m * t, out->policy_peak_energy_nj += m * e;
   }
-  out->t_peak_ns = out->policy_peak_time_ns;
   ENPU_FORWARD(search_uniform_bucket(g, sets, peak, slacks, nslack, budget, out, err));
   for (int k = 0; k < out->nplans; k++) {
     search_slack_plan *pl = &out->plans[k];
@@ -460,8 +463,10 @@ static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const p
   return 0;
 }
 
-/* The policy's all-peak plan on the real operator order, plain and (pg) gated; its plain
- * time is T_peak, the strict budget's base beside T_nodvfs. T_peak is the policy's own
+/* The policy's all-peak plan on the real operator order, plain and (pg) gated. T_peak, the
+ * strict budget's base beside T_nodvfs, is the larger of its plain time and the op-order
+ * sum (bucket_reference), so both the plan and the walk's start fit at 0 % whatever the
+ * rounding of the two orders. T_peak is the policy's own
  * hardware at all-peak — its pipeline (domain count, so its async-FIFO crossings; its
  * shadow register file), not another design's: the strict base max(T_nodvfs, T_peak)
  * grants a design the crossings it cannot avoid (§4.4: the overhead at zero slack "stems
@@ -474,7 +479,8 @@ static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result
   const int (*peak)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->peak_state;
   ENPU_FORWARD(req_total(rq, peak, 0, &sc->peak_plain, err));
   if (rq->gating) ENPU_FORWARD(req_total(rq, peak, 1, &sc->peak_gated, err));
-  out->policy_peak_time_ns = out->t_peak_ns = sc->peak_plain.time_ns;
+  out->policy_peak_time_ns = sc->peak_plain.time_ns;
+  out->t_peak_ns = fmax(out->t_peak_ns, sc->peak_plain.time_ns);
   out->policy_peak_energy_nj = sc->peak_plain.energy_nj;
   return 0;
 }
@@ -580,7 +586,7 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
                 .cost = cost, .pipe = &ps.pipe, .gate_pipe = &ps.gate_pipe, .gating = ps.gating,
                 .dom = &ps.dom, .transition_aware = opt->transition_aware};
   if (rc == 0) rc = bucket_alloc(g, u, nslack, s->chip->freq_states, &rq, &sc, out, err);
-  if (rc == 0) rc = bucket_reference(s, cost, g, out, err);
+  if (rc == 0) rc = bucket_reference(s, cost, g, &ps, out, err);
   if (rc == 0) rc = bucket_peak_plan(&rq, &sc, out, err);
   if (rc == 0) rc = bucket_req_ops(u, sets, &sc, err);
   /* Request level: one walk serves every slack (and bounds it). */
