@@ -5,6 +5,7 @@
  * quantities compared by tests; NaN (not applicable) is an empty CSV field and JSON
  * null. Runs must share one horizon (replay_align_horizon), so that their energies are
  * comparable. */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -307,6 +308,30 @@ static int write_file(const char *dir, const char *name, const char *policy, con
   return ENPU_OK;
 }
 
+/* A replay's directory holds one run's files: a CSV of a policy (or of per-request rows)
+ * from an earlier run with other options would otherwise sit beside the new summary and
+ * read as part of it. Only names this writer makes are removed. */
+static int remove_stale_csvs(const char *dir, enpu_err *err) {
+  static const char *const prefixes[] = {"requests_", "windows_", "actions_"};
+  DIR *d = opendir(dir);
+  ENPU_RETURN_IF(!d, err, ENPU_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
+  int rc = ENPU_OK;
+  for (struct dirent *e; rc == ENPU_OK && (e = readdir(d));) {
+    const size_t len = strlen(e->d_name);
+    if (len < 4 || strcmp(e->d_name + len - 4, ".csv") != 0) continue;
+    for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) {
+      if (strncmp(e->d_name, prefixes[k], strlen(prefixes[k])) != 0) continue;
+      char path[1200];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      if (remove(path) != 0 && errno != ENOENT)
+        rc = enpu_errorf(err, ENPU_ERR_IO, "cannot remove the stale %s: %s", path, strerror(errno));
+      break;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
 int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, bool per_request,
                          enpu_err *err) {
   json_t *doc = NULL;
@@ -315,6 +340,7 @@ int replay_write_outputs(const char *dir, const replay_result *const *runs, size
   json_decref(doc);
   ENPU_RETURN_IF(!text, err, ENPU_ERR_NOMEM, "out of memory (summary text)");
   int rc = enpu_mkdir_p(dir, err);
+  if (rc == ENPU_OK) rc = remove_stale_csvs(dir, err);
   for (size_t i = 0; rc == ENPU_OK && i < n; i++) {
     if (per_request) rc = write_file(dir, "requests", runs[i]->summary.policy, runs[i], write_requests, NULL, err);
     if (rc == ENPU_OK) rc = write_file(dir, "windows", runs[i]->summary.policy, runs[i], write_windows, NULL, err);

@@ -102,6 +102,11 @@ for k, seed in enumerate(("3", "3", "4")):
     h.check(f"--rate 1.5 --seed {seed} exits 0", r.returncode == 0, r.stderr)
     seeded.append(files(d))
 h.check("same seed: byte-identical outputs", seeded[0] == seeded[1])
+# A rerun into out1 with one policy leaves only that run's files (not the other policies' CSVs).
+r = replay("--rate", "1.5", "--seed", "3", "--policy", "enpu-all", "--out", out1, trace=head)
+h.check("rerun into a used --out exits 0", r.returncode == 0, r.stderr)
+h.check("rerun into a used --out: only this run's files stay", files(out1) == seeded[0],
+        sorted(files(out1)))
 h.check("another seed: different outputs", seeded[0] != seeded[2])
 
 # ---- five times the rate on a cluster too small for it: safeguard 2 locks batches -------
