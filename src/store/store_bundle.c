@@ -229,14 +229,14 @@ void store_policy_builder_free(store_policy_builder *b) {
 
 const store_policy_tables *store_policy_builder_tables(const store_policy_builder *b) { return &b->t; }
 
-/* n new zeroed rows at the end of table t. @return 0 or ENPU_ERR_NOMEM. */
+/* n more rows at the end of table t, for the caller to fill whole (records are copied
+ * in; the checksum and the file see only their columns, never padding).
+ * @return 0 or ENPU_ERR_NOMEM. */
 static int push_rows(store_policy_builder *b, store_table t, size_t n, enpu_err *err) {
   size_t *rows = NULL;
   void **slot = store_table_slot(&b->t, t, &rows);
-  const size_t bytes = store_tables[t].record_bytes;
-  ENPU_RETURN_IF(enpu_grow(slot, &b->cap[t], *rows + n, bytes) < 0, err, ENPU_ERR_NOMEM,
+  ENPU_RETURN_IF(enpu_grow(slot, &b->cap[t], *rows + n, store_tables[t].record_bytes) < 0, err, ENPU_ERR_NOMEM,
                  "store: no memory for %zu rows of table %s", *rows + n, store_tables[t].name);
-  if (n) memset((char *)*slot + *rows * bytes, 0, n * bytes);
   *rows += n;
   return ENPU_OK;
 }
