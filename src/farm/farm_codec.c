@@ -17,16 +17,55 @@
 
 #include "farm_internal.h"
 
-/* Encoded sizes (bytes). */
-enum {
-  OP_HEAD_BYTES = 4 + 8 + 4 + STORE_NAME_LEN + 8 + 4,
-  POINT_BYTES = STORE_NSTATE + 8 * (2 + STORE_NENERGY),
-  BUCKET_HEAD_BYTES = 4 + 1 + 1 + 1 + 8 + 4 + 4 + 5 * 8 + STORE_MSG_LEN,
-  BUCKET_OP_BYTES = 8 + 8,
-  WALK_BYTES = 4 + 4 + 8 + 8 + 8,
-  PLAN_BYTES = 1 + 8 * 8 + 3 * 8 + 8 * STORE_NSTATE + 1 + 8,
-  STATE_BYTES = 4 + 4 + 4 + STORE_NSTATE + 8
-};
+/* The records' columns in encoding order (STORE_FIELD: kind and length from the C
+ * member), one list for encoding and decoding both. Index columns that point into the
+ * store's other tables (a point's op, a walk step's or plan's bucket) are not encoded. */
+#define BUCKET(m) STORE_FIELD(store_bucket_rec, m)
+#define PLAN(m) STORE_FIELD(store_plan_rec, m)
+#define WALK(m) STORE_FIELD(store_walk_rec, m)
+#define STATE(m) STORE_FIELD(store_plan_state_rec, m)
+#define POINT(m) STORE_FIELD(store_pareto_rec, m)
+#define OP(m) STORE_FIELD(store_bundle_op, m)
+#define RESULT(m) STORE_FIELD(farm_op_result, m)
+
+static const store_field bucket_list[] = {
+    BUCKET(phase), BUCKET(status), BUCKET(budget), BUCKET(input_hash), BUCKET(batch), BUCKET(seq),
+    BUCKET(t_nodvfs_ns), BUCKET(t_peak_ns), BUCKET(e_nodvfs_nj), BUCKET(walk_start_time_ns),
+    BUCKET(walk_start_energy_nj), BUCKET(message)};
+static const store_field plan_list[] = {
+    PLAN(budget), PLAN(slack), PLAN(budget_ns), PLAN(time_ns), PLAN(energy_nj), PLAN(cp_time_ns),
+    PLAN(overhead_pct), PLAN(lower_bound_nj), PLAN(savings_vs_nodvfs), PLAN(walk_prefix), PLAN(states_first),
+    PLAN(states_count), PLAN(regulator_loss_nj), PLAN(gated), PLAN(gates)};
+static const store_field walk_list[] = {WALK(op), WALK(pareto), WALK(instances), WALK(time_ns), WALK(energy_nj)};
+static const store_field state_list[] = {STATE(plan), STATE(op), STATE(pareto), STATE(states), STATE(instances)};
+static const store_field point_list[] = {POINT(states), POINT(time_ns), POINT(energy_nj), POINT(energy_by_slot_nj)};
+static const store_field op_list[] = {OP(signature), OP(multiplicity)};
+static const store_field result_list[] = {RESULT(policy), RESULT(key),         RESULT(kind),
+                                          RESULT(name),   RESULT(evaluations), RESULT(npoints)};
+
+/* A record's columns and the size of its C struct (arrays of records step by it). */
+typedef struct {
+  const store_field *col;
+  size_t n, size;
+} columns;
+
+#define COLUMNS(list, rec) {list, sizeof list / sizeof list[0], sizeof(rec)}
+static const columns bucket_cols = COLUMNS(bucket_list, store_bucket_rec);
+static const columns plan_cols = COLUMNS(plan_list, store_plan_rec);
+static const columns walk_cols = COLUMNS(walk_list, store_walk_rec);
+static const columns state_cols = COLUMNS(state_list, store_plan_state_rec);
+static const columns point_cols = COLUMNS(point_list, store_pareto_rec);
+static const columns op_cols = COLUMNS(op_list, store_bundle_op);
+static const columns result_cols = COLUMNS(result_list, farm_op_result); /* then its points */
+
+/* Encoded bytes of one record. */
+static size_t record_bytes(const columns *c) {
+  static const size_t width[] = {[STORE_F_U8] = 1, [STORE_F_U32] = 4, [STORE_F_I32] = 4,
+                                 [STORE_F_U64] = 8, [STORE_F_F64] = 8, [STORE_F_STR] = 1};
+  size_t bytes = 0;
+  for (size_t i = 0; i < c->n; i++) bytes += width[c->col[i].kind] * c->col[i].count;
+  return bytes;
+}
 
 void farm_op_result_free(farm_op_result *r) {
   if (!r) return;
@@ -38,11 +77,7 @@ void farm_bucket_result_free(farm_bucket_result *r) {
   if (!r) return;
   for (uint32_t i = 0; r->units && i < r->nunits; i++) farm_op_result_free(&r->units[i]);
   free(r->units);
-  free(r->op_keys);
-  free(r->multiplicity);
-  free(r->walk);
-  free(r->plans);
-  free(r->states);
+  store_bucket_bundle_free(&r->bundle);
   memset(r, 0, sizeof *r);
 }
 
@@ -54,11 +89,6 @@ void farm_buf_free(farm_buf *b) {
 
 /* ---- writing ------------------------------------------------------------------- */
 
-static unsigned char *put_u8(unsigned char *p, uint8_t v) {
-  *p = v;
-  return p + 1;
-}
-
 static unsigned char *put_u32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
   return p + 4;
@@ -69,12 +99,6 @@ static unsigned char *put_u64(unsigned char *p, uint64_t v) {
   return p + 8;
 }
 
-static unsigned char *put_f64(unsigned char *p, double v) {
-  uint64_t bits;
-  memcpy(&bits, &v, sizeof bits);
-  return put_u64(p, bits);
-}
-
 /* A fixed-width string column: its text, then zeros (the canonical form decode wants);
  * the last byte is always a terminator. */
 static unsigned char *put_str(unsigned char *p, const char *s, size_t width) {
@@ -82,6 +106,33 @@ static unsigned char *put_str(unsigned char *p, const char *s, size_t width) {
   memcpy(p, s, n);
   memset(p + n, 0, width - n);
   return p + width;
+}
+
+/* One column value (element k of an array column) as bytes. */
+static unsigned char *put_value(unsigned char *p, const store_field *f, const char *at, size_t k) {
+  uint32_t u32;
+  uint64_t u64;
+  switch (f->kind) {
+  case STORE_F_U8: *p = (unsigned char)at[k]; return p + 1;
+  case STORE_F_U32:
+  case STORE_F_I32: memcpy(&u32, at + 4 * k, 4); return put_u32(p, u32);
+  case STORE_F_U64:
+  case STORE_F_F64: memcpy(&u64, at + 8 * k, 8); return put_u64(p, u64);
+  case STORE_F_STR: break;
+  }
+  return p;
+}
+
+/* n records of columns c from rec, encoded at p. */
+static unsigned char *put_records(unsigned char *p, const columns *c, const void *rec, uint64_t n) {
+  for (uint64_t r = 0; r < n; r++)
+    for (size_t i = 0; i < c->n; i++) {
+      const store_field *f = &c->col[i];
+      const char *at = (const char *)rec + r * c->size + f->offset;
+      if (f->kind == STORE_F_STR) p = put_str(p, at, f->count);
+      for (size_t k = 0; f->kind != STORE_F_STR && k < f->count; k++) p = put_value(p, f, at, k);
+    }
+  return p;
 }
 
 /* Make room for `bytes` more bytes at the end of b. @return where they go, or NULL. */
@@ -95,33 +146,21 @@ static unsigned char *buf_reserve(farm_buf *b, size_t bytes, enpu_err *err) {
   return p;
 }
 
-/* n elements of `each` bytes added to *total, failing on overflow. */
-static int add_size(size_t *total, uint64_t n, size_t each) {
+/* n records of columns c added to *total, failing on overflow. */
+static int add_size(size_t *total, uint64_t n, const columns *c) {
+  const size_t each = record_bytes(c);
   if (n > (SIZE_MAX - *total) / each) return -1;
   *total += (size_t)n * each;
   return 0;
 }
 
 int farm_op_result_encode(const farm_op_result *r, farm_buf *b, enpu_err *err) {
-  size_t bytes = OP_HEAD_BYTES;
-  if (add_size(&bytes, r->npoints, POINT_BYTES) < 0)
+  size_t bytes = 0;
+  if (add_size(&bytes, 1, &result_cols) < 0 || add_size(&bytes, r->npoints, &point_cols) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "farm: op result of %u points is too large", r->npoints);
   unsigned char *p = buf_reserve(b, bytes, err);
   if (!p) return ENPU_ERR_NOMEM;
-  p = put_u32(p, r->policy);
-  p = put_u64(p, r->key);
-  p = put_u32(p, r->kind);
-  p = put_str(p, r->name, STORE_NAME_LEN);
-  p = put_u64(p, r->evaluations);
-  p = put_u32(p, r->npoints);
-  for (uint32_t i = 0; i < r->npoints; i++) {
-    const store_pareto_rec *pt = &r->points[i];
-    memcpy(p, pt->states, STORE_NSTATE);
-    p += STORE_NSTATE;
-    p = put_f64(p, pt->time_ns);
-    p = put_f64(p, pt->energy_nj);
-    for (int k = 0; k < STORE_NENERGY; k++) p = put_f64(p, pt->energy_by_slot_nj[k]);
-  }
+  put_records(put_records(p, &result_cols, r, 1), &point_cols, r->points, r->npoints);
   return ENPU_OK;
 }
 
@@ -133,69 +172,20 @@ int farm_part_result_encode(uint32_t part, const farm_op_result *r, farm_buf *b,
 }
 
 int farm_bucket_result_encode(const farm_bucket_result *r, farm_buf *b, enpu_err *err) {
-  size_t bytes = BUCKET_HEAD_BYTES + 4 + 8 + 4 + 8 + 4;
-  if (add_size(&bytes, r->nops, BUCKET_OP_BYTES) < 0 || add_size(&bytes, r->nwalk, WALK_BYTES) < 0 ||
-      add_size(&bytes, r->nplans, PLAN_BYTES) < 0 || add_size(&bytes, r->nstates, STATE_BYTES) < 0)
+  const store_bucket_bundle *u = &r->bundle;
+  size_t bytes = 4 + 4 + 8 + 4 + 8 + 4;
+  if (add_size(&bytes, 1, &bucket_cols) < 0 || add_size(&bytes, u->nops, &op_cols) < 0 ||
+      add_size(&bytes, u->nwalk, &walk_cols) < 0 || add_size(&bytes, u->nplans, &plan_cols) < 0 ||
+      add_size(&bytes, u->nstates, &state_cols) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "farm: bucket result is too large to encode");
   unsigned char *p = buf_reserve(b, bytes, err);
   if (!p) return ENPU_ERR_NOMEM;
-  const store_bucket_rec *bk = &r->bucket;
   p = put_u32(p, r->policy);
-  p = put_u8(p, bk->phase);
-  p = put_u8(p, bk->status);
-  p = put_u8(p, bk->budget);
-  p = put_u64(p, bk->input_hash);
-  p = put_u32(p, (uint32_t)bk->batch);
-  p = put_u32(p, (uint32_t)bk->seq);
-  p = put_f64(p, bk->t_nodvfs_ns);
-  p = put_f64(p, bk->t_peak_ns);
-  p = put_f64(p, bk->e_nodvfs_nj);
-  p = put_f64(p, bk->walk_start_time_ns);
-  p = put_f64(p, bk->walk_start_energy_nj);
-  p = put_str(p, bk->message, STORE_MSG_LEN);
-  p = put_u32(p, r->nops);
-  for (uint32_t i = 0; i < r->nops; i++) {
-    p = put_u64(p, r->op_keys[i]);
-    p = put_u64(p, r->multiplicity[i]);
-  }
-  p = put_u64(p, r->nwalk);
-  for (uint64_t i = 0; i < r->nwalk; i++) {
-    const store_walk_rec *w = &r->walk[i];
-    p = put_u32(p, w->op);
-    p = put_u32(p, w->pareto);
-    p = put_u64(p, w->instances);
-    p = put_f64(p, w->time_ns);
-    p = put_f64(p, w->energy_nj);
-  }
-  p = put_u32(p, r->nplans);
-  for (uint32_t i = 0; i < r->nplans; i++) {
-    const store_plan_rec *pl = &r->plans[i];
-    p = put_u8(p, pl->budget);
-    p = put_f64(p, pl->slack);
-    p = put_f64(p, pl->budget_ns);
-    p = put_f64(p, pl->time_ns);
-    p = put_f64(p, pl->energy_nj);
-    p = put_f64(p, pl->cp_time_ns);
-    p = put_f64(p, pl->overhead_pct);
-    p = put_f64(p, pl->lower_bound_nj);
-    p = put_f64(p, pl->savings_vs_nodvfs);
-    p = put_u64(p, pl->walk_prefix);
-    p = put_u64(p, pl->states_first);
-    p = put_u64(p, pl->states_count);
-    for (int c = 0; c < STORE_NSTATE; c++) p = put_f64(p, pl->regulator_loss_nj[c]);
-    p = put_u8(p, pl->gated);
-    p = put_f64(p, pl->gates);
-  }
-  p = put_u64(p, r->nstates);
-  for (uint64_t i = 0; i < r->nstates; i++) {
-    const store_plan_state_rec *s = &r->states[i];
-    p = put_u32(p, s->plan);
-    p = put_u32(p, s->op);
-    p = put_u32(p, s->pareto);
-    memcpy(p, s->states, STORE_NSTATE);
-    p += STORE_NSTATE;
-    p = put_u64(p, s->instances);
-  }
+  p = put_records(p, &bucket_cols, &u->bucket, 1);
+  p = put_records(put_u32(p, u->nops), &op_cols, u->ops, u->nops);
+  p = put_records(put_u64(p, u->nwalk), &walk_cols, u->walk, u->nwalk);
+  p = put_records(put_u32(p, u->nplans), &plan_cols, u->plans, u->nplans);
+  p = put_records(put_u64(p, u->nstates), &state_cols, u->states, u->nstates);
   put_u32(p, r->nunits);
   for (uint32_t i = 0; i < r->nunits; i++) ENPU_FORWARD(farm_op_result_encode(&r->units[i], b, err));
   return ENPU_OK;
@@ -223,8 +213,6 @@ static const unsigned char *take(reader *rd, size_t n) {
   return p;
 }
 
-static uint8_t get_u8(reader *rd) { return *take(rd, 1); }
-
 static uint32_t get_u32(reader *rd) {
   const unsigned char *p = take(rd, 4);
   uint32_t v = 0;
@@ -239,13 +227,6 @@ static uint64_t get_u64(reader *rd) {
   return v;
 }
 
-static double get_f64(reader *rd) {
-  uint64_t bits = get_u64(rd);
-  double v;
-  memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 /* A fixed-width string column in canonical form (text, NUL, zeros). @return 0 or -1. */
 static int get_str(reader *rd, char *out, size_t width) {
   const unsigned char *p = take(rd, width);
@@ -257,11 +238,38 @@ static int get_str(reader *rd, char *out, size_t width) {
   return 0;
 }
 
+/* One column value (element k of an array column) from the bytes. */
+static void get_value(reader *rd, const store_field *f, char *at, size_t k) {
+  uint32_t u32;
+  uint64_t u64;
+  switch (f->kind) {
+  case STORE_F_U8: at[k] = (char)*take(rd, 1); return;
+  case STORE_F_U32:
+  case STORE_F_I32: u32 = get_u32(rd), memcpy(at + 4 * k, &u32, 4); return;
+  case STORE_F_U64:
+  case STORE_F_F64: u64 = get_u64(rd), memcpy(at + 8 * k, &u64, 8); return;
+  case STORE_F_STR: return;
+  }
+}
+
+/* n records of columns c into rec. @return 0, or -1 when a string is not canonical. */
+static int get_records(reader *rd, const columns *c, void *rec, uint64_t n) {
+  int bad = 0;
+  for (uint64_t r = 0; r < n; r++)
+    for (size_t i = 0; i < c->n; i++) {
+      const store_field *f = &c->col[i];
+      char *at = (char *)rec + r * c->size + f->offset;
+      if (f->kind == STORE_F_STR) bad |= get_str(rd, at, f->count);
+      for (size_t k = 0; f->kind != STORE_F_STR && k < f->count; k++) get_value(rd, f, at, k);
+    }
+  return bad ? -1 : 0;
+}
+
 /* Allocate n elements of `size` bytes for a section whose encoding takes `each` bytes
  * per element, after checking that the remaining bytes can hold them. @return 0 or the
  * error (FORMAT: the count is a lie; NOMEM). */
-static int alloc_section(reader *rd, uint64_t n, size_t each, size_t size, void **out,
-                         const char *what, enpu_err *err) {
+static int alloc_section(reader *rd, uint64_t n, size_t each, size_t size, void **out, const char *what,
+                         enpu_err *err) {
   *out = NULL;
   if (rd->short_read || n > rd->left / each)
     return enpu_errorf(err, ENPU_ERR_FORMAT,
@@ -274,6 +282,15 @@ static int alloc_section(reader *rd, uint64_t n, size_t each, size_t size, void 
   return ENPU_OK;
 }
 
+/* A section: its count (u32 or u64 as encoded), its records allocated and read. */
+static int get_section(reader *rd, int wide, const columns *c, void **out, uint64_t *n, const char *what,
+                       enpu_err *err) {
+  *n = wide ? get_u64(rd) : get_u32(rd);
+  ENPU_FORWARD(alloc_section(rd, *n, record_bytes(c), c->size, out, what, err));
+  get_records(rd, c, *out, *n); /* no strings: cannot fail */
+  return ENPU_OK;
+}
+
 #define BAD(...) enpu_errorf(err, ENPU_ERR_FORMAT, "farm: " __VA_ARGS__)
 
 static int policy_ok(uint32_t code) {
@@ -282,24 +299,16 @@ static int policy_ok(uint32_t code) {
 }
 
 static int decode_op(reader *rd, farm_op_result *r, enpu_err *err) {
-  r->policy = get_u32(rd);
-  r->key = get_u64(rd);
-  r->kind = get_u32(rd);
-  int name_bad = get_str(rd, r->name, STORE_NAME_LEN);
-  r->evaluations = get_u64(rd);
-  r->npoints = get_u32(rd);
+  const int name_bad = get_records(rd, &result_cols, r, 1);
   if (rd->short_read) return BAD("op result truncated in its header");
   if (!policy_ok(r->policy) || name_bad || r->npoints == 0)
     return BAD("op result %016llx: policy %u out of range, name not a terminated string, or no "
                "Pareto points", (unsigned long long)r->key, r->policy);
-  ENPU_FORWARD(alloc_section(rd, r->npoints, POINT_BYTES, sizeof *r->points, (void **)&r->points,
+  ENPU_FORWARD(alloc_section(rd, r->npoints, record_bytes(&point_cols), point_cols.size, (void **)&r->points,
                              "Pareto points", err));
+  get_records(rd, &point_cols, r->points, r->npoints);
   for (uint32_t i = 0; i < r->npoints; i++) {
-    store_pareto_rec *pt = &r->points[i];
-    memcpy(pt->states, take(rd, STORE_NSTATE), STORE_NSTATE);
-    pt->time_ns = get_f64(rd);
-    pt->energy_nj = get_f64(rd);
-    for (int k = 0; k < STORE_NENERGY; k++) pt->energy_by_slot_nj[k] = get_f64(rd);
+    const store_pareto_rec *pt = &r->points[i];
     if (!isfinite(pt->time_ns) || !(pt->time_ns >= 0) || !isfinite(pt->energy_nj) ||
         (i > 0 && pt->time_ns < pt[-1].time_ns))
       return BAD("op result %016llx: Pareto point %u has a bad time/energy or is out of time "
@@ -309,20 +318,9 @@ static int decode_op(reader *rd, farm_op_result *r, enpu_err *err) {
 }
 
 static int decode_bucket_head(reader *rd, farm_bucket_result *r, enpu_err *err) {
-  store_bucket_rec *bk = &r->bucket;
+  store_bucket_rec *bk = &r->bundle.bucket;
   r->policy = get_u32(rd);
-  bk->phase = get_u8(rd);
-  bk->status = get_u8(rd);
-  bk->budget = get_u8(rd);
-  bk->input_hash = get_u64(rd);
-  bk->batch = (int32_t)get_u32(rd);
-  bk->seq = (int32_t)get_u32(rd);
-  bk->t_nodvfs_ns = get_f64(rd);
-  bk->t_peak_ns = get_f64(rd);
-  bk->e_nodvfs_nj = get_f64(rd);
-  bk->walk_start_time_ns = get_f64(rd);
-  bk->walk_start_energy_nj = get_f64(rd);
-  int msg_bad = get_str(rd, bk->message, STORE_MSG_LEN);
+  int msg_bad = get_records(rd, &bucket_cols, bk, 1);
   if (rd->short_read) return BAD("bucket result truncated in its header");
   if (!policy_ok(r->policy) || bk->phase > STORE_PHASE_DECODE ||
       bk->status > STORE_BUCKET_FAILED || bk->budget > STORE_BUDGET_PAPER || bk->batch < 1 ||
@@ -332,7 +330,6 @@ static int decode_bucket_head(reader *rd, farm_bucket_result *r, enpu_err *err) 
                r->policy, bk->phase, bk->status, bk->budget, bk->batch, bk->seq);
   return ENPU_OK;
 }
-
 /* An epoch policy's op results: none, or one per op key, in key order, under the
  * bucket's policy without gating. */
 static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
@@ -341,9 +338,9 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
   config_policy_spec spec;
   config_policy_spec_decode(r->policy, &spec); /* checked with the header */
   const config_policy_spec op = config_policy_spec_ungated(&spec);
-  if (n != r->nops)
-    return BAD("bucket result: %u epoch op results for %u ops", n, r->nops);
-  ENPU_FORWARD(alloc_section(rd, n, OP_HEAD_BYTES, sizeof *r->units, (void **)&r->units,
+  if (n != r->bundle.nops)
+    return BAD("bucket result: %u epoch op results for %u ops", n, r->bundle.nops);
+  ENPU_FORWARD(alloc_section(rd, n, record_bytes(&result_cols), sizeof *r->units, (void **)&r->units,
                              "epoch op results", err));
   while (r->nunits < n) {
     farm_op_result *u = &r->units[r->nunits];
@@ -352,7 +349,7 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
       farm_op_result_free(u);
       return rc;
     }
-    if (u->key != r->op_keys[r->nunits++] || u->policy != config_policy_spec_code(&op))
+    if (u->key != r->bundle.ops[r->nunits++].signature || u->policy != config_policy_spec_code(&op))
       return BAD("bucket result: epoch op result %u has key %016llx or policy %u, not the "
                  "bucket's", r->nunits - 1, (unsigned long long)u->key, u->policy);
   }
@@ -361,81 +358,15 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
 
 static int decode_bucket(reader *rd, farm_bucket_result *r, enpu_err *err) {
   ENPU_FORWARD(decode_bucket_head(rd, r, err));
-  const store_bucket_rec *bk = &r->bucket;
-  r->nops = get_u32(rd);
-  ENPU_FORWARD(alloc_section(rd, r->nops, BUCKET_OP_BYTES, sizeof *r->op_keys,
-                             (void **)&r->op_keys, "bucket ops", err));
-  ENPU_FORWARD(alloc_section(rd, r->nops, BUCKET_OP_BYTES, sizeof *r->multiplicity,
-                             (void **)&r->multiplicity, "bucket ops", err));
-  for (uint32_t i = 0; i < r->nops; i++) {
-    r->op_keys[i] = get_u64(rd);
-    r->multiplicity[i] = get_u64(rd);
-    if (r->multiplicity[i] == 0 || (i > 0 && r->op_keys[i] <= r->op_keys[i - 1]))
-      return BAD("bucket %u/%d/%d: op %u has no instances or its key is not ascending", bk->phase,
-                 bk->batch, bk->seq, i);
-  }
-  r->nwalk = get_u64(rd);
-  ENPU_FORWARD(alloc_section(rd, r->nwalk, WALK_BYTES, sizeof *r->walk, (void **)&r->walk,
-                             "walk steps", err));
-  for (uint64_t i = 0; i < r->nwalk; i++) {
-    store_walk_rec *w = &r->walk[i];
-    w->op = get_u32(rd);
-    w->pareto = get_u32(rd);
-    w->instances = get_u64(rd);
-    w->time_ns = get_f64(rd);
-    w->energy_nj = get_f64(rd);
-    if (w->op >= r->nops || w->instances == 0)
-      return BAD("bucket %u/%d/%d: walk step %llu: op %u outside its %u ops, or no instances",
-                 bk->phase, bk->batch, bk->seq, (unsigned long long)i, w->op, r->nops);
-  }
-  r->nplans = get_u32(rd);
-  ENPU_FORWARD(alloc_section(rd, r->nplans, PLAN_BYTES, sizeof *r->plans, (void **)&r->plans,
-                             "plans", err));
-  for (uint32_t i = 0; i < r->nplans; i++) {
-    store_plan_rec *pl = &r->plans[i];
-    pl->budget = get_u8(rd);
-    pl->slack = get_f64(rd);
-    pl->budget_ns = get_f64(rd);
-    pl->time_ns = get_f64(rd);
-    pl->energy_nj = get_f64(rd);
-    pl->cp_time_ns = get_f64(rd);
-    pl->overhead_pct = get_f64(rd);
-    pl->lower_bound_nj = get_f64(rd);
-    pl->savings_vs_nodvfs = get_f64(rd);
-    pl->walk_prefix = get_u64(rd);
-    pl->states_first = get_u64(rd);
-    pl->states_count = get_u64(rd);
-    for (int c = 0; c < STORE_NSTATE; c++) pl->regulator_loss_nj[c] = get_f64(rd);
-    pl->gated = get_u8(rd);
-    pl->gates = get_f64(rd);
-  }
-  r->nstates = get_u64(rd);
-  ENPU_FORWARD(alloc_section(rd, r->nstates, STATE_BYTES, sizeof *r->states, (void **)&r->states,
-                             "plan states", err));
-  for (uint32_t i = 0; i < r->nplans; i++) {
-    const store_plan_rec *pl = &r->plans[i];
-    if ((pl->walk_prefix > r->nwalk && pl->walk_prefix != STORE_NO_PREFIX) ||
-        pl->states_first > r->nstates ||
-        pl->states_count > r->nstates - pl->states_first || pl->budget != bk->budget)
-      return BAD("bucket %u/%d/%d: plan %u: walk prefix %llu or states [%llu, +%llu) outside the "
-                 "%llu steps and %llu states, or its budget mode is not the bucket's",
-                 bk->phase, bk->batch, bk->seq, i,
-                 (unsigned long long)pl->walk_prefix, (unsigned long long)pl->states_first,
-                 (unsigned long long)pl->states_count, (unsigned long long)r->nwalk,
-                 (unsigned long long)r->nstates);
-  }
-  for (uint64_t i = 0; i < r->nstates; i++) {
-    store_plan_state_rec *s = &r->states[i];
-    s->plan = get_u32(rd);
-    s->op = get_u32(rd);
-    s->pareto = get_u32(rd);
-    memcpy(s->states, take(rd, STORE_NSTATE), STORE_NSTATE);
-    s->instances = get_u64(rd);
-    if (s->plan >= r->nplans || s->op >= r->nops || s->instances == 0)
-      return BAD("bucket %u/%d/%d: plan state %llu: plan %u or op %u outside the result's %u "
-                 "plans and %u ops, or no instances", bk->phase, bk->batch, bk->seq,
-                 (unsigned long long)i, s->plan, s->op, r->nplans, r->nops);
-  }
+  store_bucket_bundle *u = &r->bundle;
+  uint64_t n = 0;
+  ENPU_FORWARD(get_section(rd, 0, &op_cols, (void **)&u->ops, &n, "bucket ops", err));
+  u->nops = (uint32_t)n;
+  ENPU_FORWARD(get_section(rd, 1, &walk_cols, (void **)&u->walk, &u->nwalk, "walk steps", err));
+  ENPU_FORWARD(get_section(rd, 0, &plan_cols, (void **)&u->plans, &n, "plans", err));
+  u->nplans = (uint32_t)n;
+  ENPU_FORWARD(get_section(rd, 1, &state_cols, (void **)&u->states, &u->nstates, "plan states", err));
+  ENPU_FORWARD(store_bucket_bundle_check(u, NULL, err));
   return decode_units(rd, r, err);
 }
 

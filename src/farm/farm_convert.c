@@ -1,14 +1,14 @@
-/* farm_convert.c — a bucket task's search result as the store's records: the bucket row,
- * its slack plans, its walk and its plan-state runs (farm_bucket_result).
+/* farm_convert.c — a bucket task's search result as a store bucket bundle (store.h): the
+ * bucket row, its slack plans, its walk and its plan-state runs.
  *
  * Invariants:
  *  - A bucket result's walk is the search walk with its steps split at every slack
  *    plan's instance-move count, so each plan is a whole-step prefix (plans.walk_prefix
  *    counts steps). Steps of units (graph ops or epochs) that share a key become steps of
- *    that key; the conversion replays them as the store reader does (instances on at
- *    most a lead and a trail point) and fails the task rather than write a walk the
- *    reader would reject.
- *  - plan_states are runs: per plan, per distinct op of the bucket (op_keys order), one
+ *    that key; the bundle is checked by the store's own rules (store_bucket_bundle_check:
+ *    instances on at most a lead and a trail point), so the task fails rather than send a
+ *    walk the reader would reject.
+ *  - plan_states are runs: per plan, per distinct op of the bucket (bundle op order), one
  *    row per run of its instances (layer order) on one Pareto point — two at most for a
  *    walk prefix (lead, then trail), one per GA gene at most for a GA plan; states that
  *    are no Pareto point of the op (rail lifting, the all-peak fallback) have pareto
@@ -24,7 +24,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* The walk, split at the plans' move counts; plans[k].walk_prefix set. */
-static int convert_walk(const farm_convert_in *in, farm_bucket_result *r, enpu_err *err) {
+static int convert_walk(const farm_convert_in *in, store_bucket_bundle *r, enpu_err *err) {
   const search_walk *w = in->sr->walk;
   const int nsteps = search_walk_step_count(w);
   int64_t *cuts = enpu_calloc((size_t)in->sr->nplans + 1, sizeof *cuts);
@@ -73,24 +73,6 @@ static int convert_walk(const farm_convert_in *in, farm_bucket_result *r, enpu_e
   return 0;
 }
 
-/* The whole walk checked by the store's lead/trail rule (store_walk_step), per key. */
-static int check_walk_rule(const farm_bucket_result *r, enpu_err *err) {
-  store_walk_pos *pos = enpu_calloc(r->nops + 1, sizeof *pos);
-  ENPU_RETURN_IF(!pos, err, ENPU_ERR_NOMEM, "out of memory (walk check)");
-  for (uint32_t i = 0; i < r->nops; i++)
-    pos[i] = (store_walk_pos){0, 0, r->multiplicity[i], r->multiplicity[i]};
-  int rc = 0;
-  for (uint64_t s = 0; s < r->nwalk && rc == 0; s++) {
-    const store_walk_rec *w = &r->walk[s];
-    if (store_walk_step(&pos[w->op], w->pareto, w->instances) != STORE_WALK_OK)
-      rc = enpu_errorf(err, ENPU_ERR_INTERNAL,
-                       "walk step %llu of op key %016llx cannot be stored as lead/trail moves",
-                       (unsigned long long)s, (unsigned long long)r->op_keys[w->op]);
-  }
-  free(pos);
-  return rc;
-}
-
 /* The Pareto point of `set` with these states, or STORE_NO_INDEX. */
 static uint32_t point_of(const search_pareto *set, const int state[CONFIG_NCOMP]) {
   for (int q = 0; q < set->count; q++)
@@ -99,7 +81,7 @@ static uint32_t point_of(const search_pareto *set, const int state[CONFIG_NCOMP]
 }
 
 /* Append instance `st` of key i to plan k's runs (a new row unless it extends the last). */
-static void push_run(farm_bucket_result *r, uint32_t k, uint32_t i, const search_pareto *set,
+static void push_run(store_bucket_bundle *r, uint32_t k, uint32_t i, const search_pareto *set,
                      const int st[CONFIG_NCOMP]) {
   uint8_t st8[STORE_NSTATE];
   for (int c = 0; c < STORE_NSTATE; c++) st8[c] = (uint8_t)st[c];
@@ -115,10 +97,8 @@ static void push_run(farm_bucket_result *r, uint32_t k, uint32_t i, const search
   memcpy(o->states, st8, STORE_NSTATE);
 }
 
-/* Plan states of every plan (see the file comment), from each plan's per-instance states;
- * and the reader's walk rule checked on the whole walk. */
-static int convert_states(const farm_convert_in *in, farm_bucket_result *r, enpu_err *err) {
-  ENPU_FORWARD(check_walk_rule(r, err));
+/* Plan states of every plan (see the file comment), from each plan's per-instance states. */
+static int convert_states(const farm_convert_in *in, store_bucket_bundle *r, enpu_err *err) {
   const search_units *u = in->sr->units;
   uint64_t runs = 0;
   for (int k = 0; k < in->sr->nplans; k++) runs += (uint64_t)in->sr->plans[k].instances;
@@ -138,9 +118,8 @@ static int convert_states(const farm_convert_in *in, farm_bucket_result *r, enpu
   return 0;
 }
 
-int farm_convert_bucket(const farm_convert_in *in, farm_bucket_result *r, enpu_err *err) {
+int farm_convert_bucket(const farm_convert_in *in, store_bucket_bundle *r, enpu_err *err) {
   const search_bucket_result *sr = in->sr;
-  r->policy = in->policy;
   store_bucket_rec *b = &r->bucket;
   b->phase = (uint8_t)in->phase, b->status = STORE_BUCKET_OK, b->input_hash = in->input_hash;
   b->budget = (uint8_t)sr->budget;
@@ -166,5 +145,6 @@ int farm_convert_bucket(const farm_convert_in *in, farm_bucket_result *r, enpu_e
            sizeof r->plans[k].regulator_loss_nj);
   }
   ENPU_FORWARD(convert_walk(in, r, err));
-  return convert_states(in, r, err);
+  ENPU_FORWARD(convert_states(in, r, err));
+  return store_bucket_bundle_check(r, NULL, err);
 }

@@ -12,9 +12,8 @@
  *  - A bucket result is keyed by (policy, phase, batch, seq) and carries input_hash
  *    (its ops' keys and multiplicities, the slacks, the policy options): a result whose
  *    input_hash differs from the current one is stale and is recomputed.
- *  - Indices inside a bucket result are local: walk/plan-state `op` index op_keys[],
- *    walk/plan-state `pareto` is a point index within that op's Pareto set, plan-state
- *    `plan` indexes plans[]; store rows are assigned only at checkpoint.
+ *  - A bucket result is a store bucket bundle (indices of its own, store.h): store rows
+ *    are assigned only at checkpoint, by the store's policy builder.
  *  - Decoding never trusts its input: lengths and indices are bounds-checked, a bad
  *    record is ENPU_ERR_FORMAT, never a crash. */
 #ifndef ENPU_FARM_INTERNAL_H
@@ -42,20 +41,10 @@ typedef struct {
 
 typedef struct {
   uint32_t policy;
-  store_bucket_rec bucket;     /* phase, status, batch, seq, input_hash, times, message;
-                                  the *_first, *_count ranges are unused (0) */
-  uint32_t nops;
-  uint64_t *op_keys;           /* the bucket's distinct ops, ascending */
-  uint64_t *multiplicity;      /* per op_keys entry, >= 1 */
-  uint64_t nwalk;
-  store_walk_rec *walk;        /* bucket unused; op, pareto local (see above) */
-  uint32_t nplans;
-  store_plan_rec *plans;       /* bucket unused; states_first relative to states[] */
-  uint64_t nstates;
-  store_plan_state_rec *states;
-  uint32_t nunits;             /* epoch policies: the op result of every op_keys entry,
-                                  in op_keys order (the bucket task searched them);
-                                  0 otherwise */
+  store_bucket_bundle bundle;  /* the bucket in its own indices (store.h) */
+  uint32_t nunits;             /* epoch policies: the op result of every bundle op, in
+                                  bundle op order (the bucket task searched them); 0
+                                  otherwise */
   farm_op_result *units;
 } farm_bucket_result;
 

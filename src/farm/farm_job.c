@@ -212,7 +212,7 @@ static void count_buckets(farm_job *m) {
       const farm_bucket_result *r =
           farm_state_find_bucket(m->state, m->plan.code[p], mb->phase, mb->batch, mb->seq,
                                  m->plan.wanted_buckets[p][b].input_hash);
-      const int status = r ? r->bucket.status : -1;
+      const int status = r ? r->bundle.bucket.status : -1;
       if (status == STORE_BUCKET_OK) s->buckets_ok++;
       else if (status == STORE_BUCKET_INFEASIBLE_CAPACITY) s->buckets_infeasible++;
       else if (status == STORE_BUCKET_FAILED) s->buckets_failed++;

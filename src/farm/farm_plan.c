@@ -370,11 +370,11 @@ int farm_plan_add_uncompiled(const farm_plan *m, farm_state *state, enpu_err *er
       const mbucket *mb = &m->buckets[b];
       if (mb->g) continue;
       farm_bucket_result r = {.policy = m->code[p]};
-      r.bucket = (store_bucket_rec){.phase = (uint8_t)mb->phase, .status = (uint8_t)mb->status,
-                                    .budget = (uint8_t)m->job->budget,
-                                    .batch = mb->batch, .seq = mb->seq,
-                                    .input_hash = uncompiled_hash(mb, m->job->budget)};
-      memcpy(r.bucket.message, mb->message, sizeof r.bucket.message);
+      r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)mb->phase, .status = (uint8_t)mb->status,
+                                           .budget = (uint8_t)m->job->budget,
+                                           .batch = mb->batch, .seq = mb->seq,
+                                           .input_hash = uncompiled_hash(mb, m->job->budget)};
+      memcpy(r.bundle.bucket.message, mb->message, sizeof r.bundle.bucket.message);
       ENPU_FORWARD(farm_state_add_bucket(state, &r, err));
     }
   return 0;
@@ -395,7 +395,7 @@ int64_t farm_plan_mark_known(farm_plan *m, const farm_state *state) {
     const farm_bucket_result *r = farm_state_find_bucket(state, t->policy, b->phase, b->batch,
                                                          b->seq, t->input_hash);
     /* A failed bucket is retried: its failure may have been transient. */
-    if (t->status != T_KNOWN && r && r->bucket.status == STORE_BUCKET_OK) t->status = T_KNOWN, n++;
+    if (t->status != T_KNOWN && r && r->bundle.bucket.status == STORE_BUCKET_OK) t->status = T_KNOWN, n++;
   }
   return n;
 }

@@ -25,10 +25,10 @@ static int fail_bucket(farm_job *m, int j, const char *message, enpu_err *err) {
   t->status = T_FAILED;
   m->sum->tasks_failed++;
   farm_bucket_result r = {.policy = t->policy};
-  r.bucket = (store_bucket_rec){.phase = (uint8_t)b->phase, .status = STORE_BUCKET_FAILED,
-                                .budget = (uint8_t)m->job->budget,
-                                .batch = b->batch, .seq = b->seq, .input_hash = t->input_hash};
-  snprintf(r.bucket.message, sizeof r.bucket.message, "%s", message);
+  r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)b->phase, .status = STORE_BUCKET_FAILED,
+                                       .budget = (uint8_t)m->job->budget,
+                                       .batch = b->batch, .seq = b->seq, .input_hash = t->input_hash};
+  snprintf(r.bundle.bucket.message, sizeof r.bundle.bucket.message, "%s", message);
   return keep_bucket(m, &r, err);
 }
 

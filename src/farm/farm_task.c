@@ -9,6 +9,7 @@
  * A bucket task's result becomes the store's records in farm_convert.c.
  *
  * Invariant: fixed-layout headers are copied with memcpy: both ends are the same binary. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,10 +197,10 @@ typedef struct {
 } exec_job;
 
 struct farm_exec {
-  exec_job *jobs;
-  int njobs;
   farm_zframe *z;  /* results travel packed, as the journal keeps them */
   farm_buf frame;
+  int njobs;       /* set up so far */
+  exec_job jobs[]; /* one allocation with the executor: freed with it */
 };
 
 static int exec_job_init(exec_job *x, const char *job_path, const char *capacity_factor,
@@ -212,33 +213,27 @@ static int exec_job_init(exec_job *x, const char *job_path, const char *capacity
 
 int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor,
                      farm_exec **out, enpu_err *err) {
-  farm_exec *x = enpu_calloc(1, sizeof *x);
+  ENPU_RETURN_IF(njobs < 0 || njobs > INT_MAX / (int)sizeof(exec_job), err, ENPU_ERR_INVALID,
+                 "farm executor: %d jobs", njobs);
+  farm_exec *x = enpu_calloc(1, sizeof *x + (size_t)njobs * sizeof x->jobs[0]);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
-  x->jobs = enpu_calloc((size_t)njobs + 1, sizeof *x->jobs);
-  int rc = x->jobs ? farm_zframe_create(&x->z, err)
-                   : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
-  while (rc == 0 && x->njobs < njobs) {
+  int rc = farm_zframe_create(&x->z, err);
+  for (; rc == 0 && x->njobs < njobs; x->njobs++)
     rc = exec_job_init(&x->jobs[x->njobs], job_paths[x->njobs], capacity_factor, err);
-    x->njobs++;
-  }
-  if (rc < 0) {
-    farm_exec_free(x);
-    return rc;
-  }
-  *out = x;
-  return 0;
+  if (rc == 0) *out = x;
+  else farm_exec_free(x);
+  return rc;
 }
 
 void farm_exec_free(farm_exec *x) {
   if (!x) return;
-  for (int j = 0; x->jobs && j < x->njobs; j++) { /* a job that failed half-way too */
+  for (int j = 0; j < x->njobs; j++) { /* a job that failed half-way too */
     exec_job *e = &x->jobs[j];
     for (int i = 0; i < GRAPH_CACHE; i++) graph_free(e->cache[i].g);
     search_ctx_free(e->search);
     cost_ctx_free(e->cost);
     config_job_free(e->job);
   }
-  free(x->jobs);
   farm_zframe_free(x->z);
   farm_buf_free(&x->frame);
   free(x);
@@ -388,9 +383,11 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static long key_index(const uint64_t *keys, size_t n, uint64_t key) {
-  const uint64_t *p = bsearch(&key, keys, n, sizeof *keys, cmp_u64);
-  return p ? (long)(p - keys) : -1;
+/* Index of the bundle op with signature `key` (ops ascending; the signature is an op's
+ * first member, so cmp_u64 compares the key with it), or -1. */
+static long key_index(const store_bundle_op *ops, size_t n, uint64_t key) {
+  const store_bundle_op *p = bsearch(&key, ops, n, sizeof *ops, cmp_u64);
+  return p ? (long)(p - ops) : -1;
 }
 
 typedef struct {
@@ -429,24 +426,22 @@ static int decode_sets(const task_hdr *t, const unsigned char *p, size_t len, si
 
 /* The bucket's distinct keys (ascending) from its units' keys, each key's instances, and
  * every unit's key index (s->key_of); room for one Pareto set per key. */
-static int bucket_keys(const uint64_t *unit_keys, const int64_t *mult, int n, farm_bucket_result *r,
+static int bucket_keys(const uint64_t *unit_keys, const int64_t *mult, int n, store_bucket_bundle *u,
                        bucket_scratch *s, enpu_err *err) {
-  r->op_keys = enpu_calloc((size_t)n + 1, sizeof *r->op_keys);
-  r->multiplicity = enpu_calloc((size_t)n + 1, sizeof *r->multiplicity);
+  u->ops = enpu_calloc((size_t)n + 1, sizeof *u->ops);
   s->key_of = enpu_calloc((size_t)n + 1, sizeof *s->key_of);
-  ENPU_RETURN_IF(!r->op_keys || !r->multiplicity || !s->key_of, err, ENPU_ERR_NOMEM,
-                 "out of memory (bucket ops)");
-  memcpy(r->op_keys, unit_keys, (size_t)n * sizeof *unit_keys);
-  qsort(r->op_keys, (size_t)n, sizeof *r->op_keys, cmp_u64);
+  ENPU_RETURN_IF(!u->ops || !s->key_of, err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
+  for (int i = 0; i < n; i++) u->ops[i].signature = unit_keys[i];
+  qsort(u->ops, (size_t)n, sizeof *u->ops, cmp_u64);
   for (int i = 0; i < n; i++)
-    if (r->nops == 0 || r->op_keys[r->nops - 1] != r->op_keys[i]) r->op_keys[r->nops++] = r->op_keys[i];
+    if (u->nops == 0 || u->ops[u->nops - 1].signature != u->ops[i].signature) u->ops[u->nops++] = u->ops[i];
   for (int i = 0; i < n; i++) {
-    s->key_of[i] = (int)key_index(r->op_keys, r->nops, unit_keys[i]);
-    r->multiplicity[s->key_of[i]] += (uint64_t)mult[i];
+    s->key_of[i] = (int)key_index(u->ops, u->nops, unit_keys[i]);
+    u->ops[s->key_of[i]].multiplicity += (uint64_t)mult[i];
   }
-  s->sets = enpu_calloc(r->nops + 1, sizeof *s->sets);
+  s->sets = enpu_calloc(u->nops + 1, sizeof *s->sets);
   ENPU_RETURN_IF(!s->sets, err, ENPU_ERR_NOMEM, "out of memory (bucket sets)");
-  s->nsets = r->nops;
+  s->nsets = u->nops;
   return 0;
 }
 
@@ -472,14 +467,15 @@ static int bucket_of_ops(exec_job *x, const config_policy_spec *spec, const sear
     keys[i] = farm_op_key(x->job, spec, opt, graph_op_at(g, i));
     mult[i] = graph_op_at(g, i)->multiplicity;
   }
-  if (rc == 0) rc = bucket_keys(keys, mult, nops, r, s, err);
-  /* Each key's Pareto set from the ones sent (sorted by key, like op_keys). */
-  for (uint32_t k = 0; rc == 0 && k < r->nops; k++) {
+  if (rc == 0) rc = bucket_keys(keys, mult, nops, &r->bundle, s, err);
+  /* Each key's Pareto set from the ones sent (sorted by key, like the bundle's ops). */
+  for (uint32_t k = 0; rc == 0 && k < r->bundle.nops; k++) {
+    const uint64_t key = r->bundle.ops[k].signature;
     uint32_t j = 0;
-    while (j < s->nres && s->res[j].key != r->op_keys[k]) j++;
+    while (j < s->nres && s->res[j].key != key) j++;
     if (j == s->nres) {
       rc = enpu_errorf(err, ENPU_ERR_FORMAT, "bucket task: no Pareto set for op key %016llx",
-                       (unsigned long long)r->op_keys[k]);
+                       (unsigned long long)key);
       break;
     }
     const farm_op_result *o = &s->res[j];
@@ -518,15 +514,15 @@ static int bucket_of_epochs(exec_job *x, const config_policy_spec *spec,
     keys[i] = unit_key(x->job, spec, opt, "enpu-farm-epoch", u->unit[i].signature, -1);
     mult[i] = u->unit[i].multiplicity;
   }
-  if (rc == 0) rc = bucket_keys(keys, mult, u->count, r, s, err);
-  r->units = rc == 0 ? enpu_calloc((size_t)r->nops + 1, sizeof *r->units) : NULL;
+  if (rc == 0) rc = bucket_keys(keys, mult, u->count, &r->bundle, s, err);
+  r->units = rc == 0 ? enpu_calloc((size_t)r->bundle.nops + 1, sizeof *r->units) : NULL;
   if (rc == 0 && !r->units) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (epochs)");
   for (int i = 0; rc == 0 && i < u->count; i++) {
     const uint32_t k = (uint32_t)s->key_of[i];
     if (s->sets[k].points) continue; /* an epoch seen before */
     const search_pareto *p = &sr->unit_sets[i];
     rc = set_copy(s, k, p->points, p->count, err);
-    if (rc == 0) rc = set_result(x, g, u, i, spec, opt, p, r->op_keys[k], &r->units[k], err);
+    if (rc == 0) rc = set_result(x, g, u, i, spec, opt, p, r->bundle.ops[k].signature, &r->units[k], err);
     if (rc == 0) r->nunits++;
   }
   free(keys);
@@ -543,14 +539,13 @@ static int run_bucket(exec_job *x, const task_hdr *t, bucket_scratch *s, farm_bu
   ENPU_FORWARD(task_policy(x, t, &spec, &opt, err));
   ENPU_RETURN_IF(farm_bucket_input_hash(x->job, &spec, &opt, g) != t->key, err,
                  ENPU_ERR_INVALID, "its input hash differs from the master's (did the job change?)");
-  farm_bucket_result r = {0};
+  farm_bucket_result r = {.policy = t->policy};
   search_bucket_result sr = {0};
   int rc = config_policy_is_epoch(spec.base) ? bucket_of_epochs(x, &spec, &opt, g, s, &r, &sr, err)
                                              : bucket_of_ops(x, &spec, &opt, g, s, &r, &sr, err);
   if (rc == 0) {
-    const farm_convert_in in = {&sr, s->sets, s->key_of, g, t->policy, t->phase, t->batch,
-                                t->seq, t->key};
-    rc = farm_convert_bucket(&in, &r, err);
+    const farm_convert_in in = {&sr, s->sets, s->key_of, g, t->phase, t->batch, t->seq, t->key};
+    rc = farm_convert_bucket(&in, &r.bundle, err);
   }
   if (rc == 0) rc = farm_bucket_result_encode(&r, rec, err);
   search_bucket_result_free(&sr);

@@ -34,19 +34,19 @@ uint32_t farm_op_policy(const config_policy_spec *policy);
 uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy,
                      const search_options *opt, const graph_op *op);
 
-/* A bucket task's result as the store's records (farm_convert.c): `sr` over its units,
- * the sets per bucket key and each unit's key, the task's policy code, bucket and input
- * hash. @return 0, ENPU_ERR_NOMEM, ENPU_ERR_INTERNAL (a walk the reader would reject). */
+/* A bucket task's result as a store bucket bundle (farm_convert.c; its ops already set):
+ * `sr` over its units, the sets per bundle op and each unit's op, the task's bucket and
+ * input hash. @return 0, ENPU_ERR_NOMEM, ENPU_ERR_INTERNAL or ENPU_ERR_FORMAT (a walk the
+ * reader would reject). */
 typedef struct {
   const search_bucket_result *sr; /* its units: graph ops or epochs */
   const search_pareto *sets;      /* per key */
   const int *key_of;              /* per unit */
   const graph *g;
-  uint32_t policy;
   int32_t phase, batch, seq;
   uint64_t input_hash;
 } farm_convert_in;
-int farm_convert_bucket(const farm_convert_in *in, farm_bucket_result *r, enpu_err *err);
+int farm_convert_bucket(const farm_convert_in *in, store_bucket_bundle *r, enpu_err *err);
 
 /* Input hash of one bucket under one policy (with gating): its ops' keys and
  * multiplicities in execution order, its segments, the slacks, the chip, the options. */

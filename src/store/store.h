@@ -190,6 +190,31 @@ typedef struct {
                                      array of {"phase","batch","seq"}; may be NULL */
 } store_provenance;
 
+/* A column of a record: the C member it is, and how it is laid out (a scalar or an array
+ * of `count` numbers, or a string of `count` bytes). STORE_FIELD derives the kind and
+ * count from the member's C type (uint8_t, uint32_t, int32_t, uint64_t, double, an array
+ * of one of them, or char[N]), so a column cannot disagree with its struct, and any other
+ * type does not compile. The store's tables (store_schema.c) and the farm's result codec
+ * describe their records with it. */
+typedef enum { STORE_F_U8, STORE_F_U32, STORE_F_I32, STORE_F_U64, STORE_F_F64, STORE_F_STR } store_field_kind;
+
+typedef struct {
+  const char *name;
+  size_t offset;          /* in the C record */
+  store_field_kind kind;
+  size_t count;           /* array length (1 = scalar), or string length for STR */
+} store_field;
+
+#define STORE_FIELD_KIND_(x)                                                                       \
+  _Generic((x), uint8_t: STORE_F_U8, uint8_t *: STORE_F_U8, uint32_t: STORE_F_U32,                  \
+           int32_t: STORE_F_I32, uint64_t: STORE_F_U64, uint64_t *: STORE_F_U64,                    \
+           double: STORE_F_F64, double *: STORE_F_F64, char *: STORE_F_STR)
+#define STORE_FIELD_ELEM_BYTES_(x)                                                                 \
+  _Generic((x), uint8_t *: 1, uint64_t *: 8, double *: 8, char *: 1, default: sizeof(x))
+#define STORE_FIELD(rec, member)                                                                   \
+  {#member, offsetof(rec, member), STORE_FIELD_KIND_(((rec *)0)->member),                          \
+   sizeof(((rec *)0)->member) / STORE_FIELD_ELEM_BYTES_(((rec *)0)->member)}
+
 typedef enum {
   STORE_T_OPS = 0,
   STORE_T_PARETO,
@@ -343,6 +368,86 @@ store_walk_status store_walk_step(store_walk_pos *p, uint32_t to, uint64_t moved
  * @return 0, or ENPU_ERR_FORMAT for a walk that breaks the rules of schemas/planstore.md. */
 int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix, planstore_op_states *st,
                       enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
+ * Bucket bundles (store_bundle.c): one bucket of one policy with what it owns — its ops
+ * and their multiplicities, its walk, its slack plans and their plan-state runs — in
+ * indices of its own, the shape a bucket has before it has rows in a store (the farm's
+ * results and journal). A policy builder assigns rows when a bundle is appended;
+ * store_bucket_bundle_read gives the bundle back from a loaded policy.
+ *
+ * Indices inside a bundle: walk and plan-state `op` index ops[] (signatures strictly
+ * ascending), `pareto` is the position of the point within that op's Pareto points
+ * (plan states: or STORE_NO_INDEX), plan-state `plan` indexes plans[], a plan's
+ * states_first counts from states[0]. The `bucket` columns and the bucket record's row
+ * ranges (*_first, *_count) are unused (0). */
+
+typedef struct {
+  uint64_t signature;    /* ops.signature */
+  uint64_t multiplicity; /* instances in a pass, >= 1 */
+} store_bundle_op;
+
+typedef struct {
+  store_bucket_rec bucket;      /* key, status, budget, input_hash, times, message */
+  uint32_t nops;
+  store_bundle_op *ops;
+  uint64_t nwalk;
+  store_walk_rec *walk;
+  uint32_t nplans;
+  store_plan_rec *plans;
+  uint64_t nstates;
+  store_plan_state_rec *states;
+} store_bucket_bundle;
+
+/* Free the arrays and zero the bundle; NULL is a no-op. */
+void store_bucket_bundle_free(store_bucket_bundle *b);
+
+/* The rules every bundle keeps: ops ascending with >= 1 instance; every index inside the
+ * bundle's arrays, and each point inside its op's npoints[op] points when npoints is
+ * given; each plan's walk prefix inside the walk (or STORE_NO_PREFIX), its states inside
+ * states[], its budget mode the bucket's; walk steps with instances that keep the
+ * lead/trail rule (store_walk_step) from every op's fastest point.
+ * @return 0, or ENPU_ERR_FORMAT naming the bucket and the first rule broken; ENPU_ERR_NOMEM. */
+int store_bucket_bundle_check(const store_bucket_bundle *b, const uint32_t *npoints, enpu_err *err);
+
+/* Bucket row bi of a loaded, validated policy (store_load: with its plan_states) as a
+ * bundle owned by the caller (a pending bucket's has no ops, walk or plans).
+ * @return 0, ENPU_ERR_FORMAT (no row bi, two ops of the bucket share a signature, or an
+ * index is not the bucket's), ENPU_ERR_INVALID (plan_states not loaded), ENPU_ERR_NOMEM;
+ * on failure *out is empty. */
+int store_bucket_bundle_read(const store_policy_tables *p, uint32_t bi, store_bucket_bundle *out,
+                             enpu_err *err);
+
+/* A policy's tables built in memory: ops first, then buckets as bundles, each given the
+ * next rows of every table; then written with store_writer_append_tables. */
+typedef struct store_policy_builder store_policy_builder;
+
+/* @return 0, ENPU_ERR_INVALID (a name the writer would refuse), ENPU_ERR_NOMEM. */
+int store_policy_builder_create(const char *policy, store_policy_builder **out, enpu_err *err);
+void store_policy_builder_free(store_policy_builder *b); /* NULL is a no-op */
+
+/* Append an op (its signature, kind, evaluations, name; the Pareto range is set here)
+ * and its npoints >= 1 points (their `op` column set here), signatures strictly
+ * ascending from call to call. The name is written zero-padded.
+ * @return 0, ENPU_ERR_INVALID (no points, a signature not above the last),
+ * ENPU_ERR_RANGE (more than 2^32 points), ENPU_ERR_NOMEM. */
+int store_policy_builder_add_op(store_policy_builder *b, const store_op_rec *op, const store_pareto_rec *points,
+                                uint32_t npoints, enpu_err *err);
+
+/* Append a bundle as the next bucket row, with its bucket_ops, walk, plans and
+ * plan_states rows after those of the buckets appended before (indices mapped to rows,
+ * string columns zero-padded).
+ * @return 1 when appended; 0 when one of its ops is not in the builder (nothing
+ * appended); ENPU_ERR_FORMAT (store_bucket_bundle_check refuses it), ENPU_ERR_RANGE
+ * (more than 2^32 rows in a u32-indexed table), ENPU_ERR_NOMEM. */
+int store_bucket_bundle_append(store_policy_builder *b, const store_bucket_bundle *bundle, enpu_err *err);
+
+/* The tables built so far (named after the builder's policy). */
+const store_policy_tables *store_policy_builder_tables(const store_policy_builder *b);
+
+/* Append every table of t that has rows to the writer's policy t->name.
+ * @return as store_writer_append. */
+int store_writer_append_tables(store_writer *w, const store_policy_tables *t, enpu_err *err);
 
 /* Sizes of one table: uncompressed (rows x the file's row bytes) and as stored in the
  * file (H5Dget_storage_size, after shuffle + zstd). */

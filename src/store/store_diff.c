@@ -9,6 +9,7 @@
  *
  * Invariant: both stores passed store_read's validation, so every index followed here
  * is inside its table. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,15 +101,37 @@ static int bucket_ops_differ(const store_policy_tables *a, const store_bucket_re
   return 0;
 }
 
-static int walks_differ(const store_policy_tables *a, const store_bucket_rec *ba, const store_policy_tables *b,
-                        const store_bucket_rec *bb) {
-  if (ba->walk_count != bb->walk_count) return 1;
-  for (uint64_t k = 0; k < ba->walk_count; k++) {
-    const store_walk_rec *x = &a->walk[ba->walk_first + k], *y = &b->walk[bb->walk_first + k];
-    if (diff_record(STORE_T_WALK, x, y, 1, NULL, 0) || !same_point(a, x->op, x->pareto, b, y->op, y->pareto))
+/* The u32 column at `offset` of a record. */
+static uint32_t u32_at(const char *record, size_t offset) {
+  uint32_t v;
+  memcpy(&v, record + offset, sizeof v);
+  return v;
+}
+
+/* Do rows [first_a, +n) of a and [first_b, +n) of b of table t (walk or plan_states:
+ * each names an op and a Pareto row) differ in content, or in the op signature and point
+ * they name? */
+static int rows_differ(store_table t, const store_policy_tables *a, uint64_t first_a, const store_policy_tables *b,
+                       uint64_t first_b, uint64_t n) {
+  const int walk = t == STORE_T_WALK;
+  const size_t bytes = store_tables[t].record_bytes;
+  const size_t op = walk ? offsetof(store_walk_rec, op) : offsetof(store_plan_state_rec, op);
+  const size_t pareto = walk ? offsetof(store_walk_rec, pareto) : offsetof(store_plan_state_rec, pareto);
+  size_t na = 0, nb = 0;
+  const char *ra = store_policy_table(a, t, &na), *rb = store_policy_table(b, t, &nb);
+  for (uint64_t k = 0; k < n; k++) {
+    const char *x = ra + (first_a + k) * bytes, *y = rb + (first_b + k) * bytes;
+    if (diff_record(t, x, y, 1, NULL, 0) ||
+        !same_point(a, u32_at(x, op), u32_at(x, pareto), b, u32_at(y, op), u32_at(y, pareto)))
       return 1;
   }
   return 0;
+}
+
+static int walks_differ(const store_policy_tables *a, const store_bucket_rec *ba, const store_policy_tables *b,
+                        const store_bucket_rec *bb) {
+  return ba->walk_count != bb->walk_count ||
+         rows_differ(STORE_T_WALK, a, ba->walk_first, b, bb->walk_first, ba->walk_count);
 }
 
 static int plans_differ(const store_policy_tables *a, const store_bucket_rec *ba, const store_policy_tables *b,
@@ -116,87 +139,88 @@ static int plans_differ(const store_policy_tables *a, const store_bucket_rec *ba
   if (ba->plan_count != bb->plan_count) return 1;
   for (uint32_t k = 0; k < ba->plan_count; k++) {
     const store_plan_rec *x = &a->plans[ba->plan_first + k], *y = &b->plans[bb->plan_first + k];
-    if (diff_record(STORE_T_PLANS, x, y, 1, NULL, 0)) return 1;
-    for (uint64_t i = 0; i < x->states_count; i++) { /* states_count equal: a content column */
-      const store_plan_state_rec *s = &a->plan_states[x->states_first + i], *r = &b->plan_states[y->states_first + i];
-      if (diff_record(STORE_T_PLAN_STATES, s, r, 1, NULL, 0) || !same_point(a, s->op, s->pareto, b, r->op, r->pareto))
-        return 1;
-    }
+    /* states_count is a content column: equal when the records are. */
+    if (diff_record(STORE_T_PLANS, x, y, 1, NULL, 0) ||
+        rows_differ(STORE_T_PLAN_STATES, a, x->states_first, b, y->states_first, x->states_count))
+      return 1;
   }
   return 0;
 }
 
-static int diff_buckets(differ *d, const store_policy_tables *a, const store_policy_tables *b, enpu_err *err) {
+/* A bucket's key columns into a diff entry, and what differs between two buckets with
+ * one key. */
+static void bucket_entry(store_diff_entry *e, const store_policy_tables *p, uint32_t row) {
+  const store_bucket_rec *k = &p->buckets[row];
+  e->phase = k->phase, e->batch = k->batch, e->seq = k->seq;
+}
+
+static void bucket_changes(store_diff_entry *e, const store_policy_tables *a, uint32_t ra,
+                           const store_policy_tables *b, uint32_t rb) {
+  const store_bucket_rec *x = &a->buckets[ra], *y = &b->buckets[rb];
+  diff_record(STORE_T_BUCKETS, x, y, 1, e->fields, sizeof e->fields);
+  if (bucket_ops_differ(a, x, b, y)) add_name(e->fields, sizeof e->fields, "bucket_ops");
+  if (walks_differ(a, x, b, y)) add_name(e->fields, sizeof e->fields, "walk");
+  if (plans_differ(a, x, b, y)) add_name(e->fields, sizeof e->fields, "plans");
+}
+
+/* An op's key (its signature), its signature and name into a diff entry, and what
+ * differs between two ops with one signature (their columns, their Pareto points). */
+static uint64_t signature_key(const store_policy_tables *p, size_t row) { return p->ops[row].signature; }
+
+static void op_entry(store_diff_entry *e, const store_policy_tables *p, uint32_t row) {
+  e->signature = p->ops[row].signature;
+  e->name = p->ops[row].name;
+}
+
+static void op_changes(store_diff_entry *e, const store_policy_tables *a, uint32_t ra, const store_policy_tables *b,
+                       uint32_t rb) {
+  const store_op_rec *x = &a->ops[ra], *y = &b->ops[rb];
+  diff_record(STORE_T_OPS, x, y, 1, e->fields, sizeof e->fields);
+  int points = x->pareto_count != y->pareto_count;
+  for (uint32_t k = 0; !points && k < x->pareto_count; k++)
+    points = diff_record(STORE_T_PARETO, &a->pareto[x->pareto_first + k], &b->pareto[y->pareto_first + k], 1,
+                         NULL, 0) != 0;
+  if (points) add_name(e->fields, sizeof e->fields, "pareto");
+}
+
+/* Rows matched by a key: buckets by (phase, batch, seq), ops by signature. */
+typedef struct {
+  store_diff_what what;
+  store_table table;
+  uint64_t (*key)(const store_policy_tables *p, size_t row);
+  void (*entry)(store_diff_entry *e, const store_policy_tables *p, uint32_t row);
+  void (*changes)(store_diff_entry *e, const store_policy_tables *a, uint32_t ra, const store_policy_tables *b,
+                  uint32_t rb);
+} keyed_rows;
+
+static const keyed_rows keyed_buckets = {STORE_DIFF_BUCKET, STORE_T_BUCKETS, store_bucket_key, bucket_entry,
+                                         bucket_changes};
+static const keyed_rows keyed_ops = {STORE_DIFF_OP, STORE_T_OPS, signature_key, op_entry, op_changes};
+
+/* Merge the rows of a and b in key order: a row only in one store is removed or added, a
+ * key in both is reported when its rows differ. */
+static int diff_keyed(differ *d, const store_policy_tables *a, const store_policy_tables *b, const keyed_rows *k,
+                      enpu_err *err) {
+  size_t na = 0, nb = 0;
+  store_policy_table(a, k->table, &na);
+  store_policy_table(b, k->table, &nb);
   uint32_t *oa = NULL, *ob = NULL;
-  int rc = store_bucket_order(a, &oa, err);
-  if (rc == ENPU_OK) rc = store_bucket_order(b, &ob, err);
-  for (size_t i = 0, j = 0; rc == ENPU_OK && (i < a->nbuckets || j < b->nbuckets);) {
-    const store_bucket_rec *x = i < a->nbuckets ? &a->buckets[oa[i]] : NULL;
-    const store_bucket_rec *y = j < b->nbuckets ? &b->buckets[ob[j]] : NULL;
-    int c = !x ? 1 : !y ? -1 : store_bucket_cmp(x, y);
-    const store_bucket_rec *key = c <= 0 ? x : y;
-    store_diff_entry e = {.what = STORE_DIFF_BUCKET, .policy = a->name, .phase = key->phase, .batch = key->batch,
-                          .seq = key->seq, .kind = c < 0 ? STORE_DIFF_REMOVED : STORE_DIFF_ADDED};
-    if (c == 0) {
-      e.kind = STORE_DIFF_CHANGED;
-      diff_record(STORE_T_BUCKETS, x, y, 1, e.fields, sizeof e.fields);
-      if (bucket_ops_differ(a, x, b, y)) add_name(e.fields, sizeof e.fields, "bucket_ops");
-      if (walks_differ(a, x, b, y)) add_name(e.fields, sizeof e.fields, "walk");
-      if (plans_differ(a, x, b, y)) add_name(e.fields, sizeof e.fields, "plans");
-    }
+  int rc = store_order_rows(a, na, k->key, &oa, err);
+  if (rc == ENPU_OK) rc = store_order_rows(b, nb, k->key, &ob, err);
+  for (size_t i = 0, j = 0; rc == ENPU_OK && (i < na || j < nb);) {
+    const uint64_t ka = i < na ? k->key(a, oa[i]) : 0, kb = j < nb ? k->key(b, ob[j]) : 0;
+    const int c = i >= na ? 1 : j >= nb ? -1 : (ka > kb) - (ka < kb);
+    store_diff_entry e = {.what = k->what, .policy = a->name,
+                          .kind = c < 0 ? STORE_DIFF_REMOVED : c > 0 ? STORE_DIFF_ADDED : STORE_DIFF_CHANGED};
+    if (c <= 0) k->entry(&e, a, oa[i]);
+    else k->entry(&e, b, ob[j]);
+    if (c == 0) k->changes(&e, a, oa[i], b, ob[j]);
     if (c != 0 || e.fields[0]) emit(d, &e);
     i += c <= 0;
     j += c >= 0;
   }
   free(oa);
   free(ob);
-  return rc;
-}
-
-typedef struct {
-  uint64_t signature;
-  uint32_t row;
-} sig_row;
-
-static int sig_row_cmp(const void *x, const void *y) {
-  const sig_row *a = x, *b = y;
-  if (a->signature != b->signature) return a->signature < b->signature ? -1 : 1;
-  return (a->row > b->row) - (a->row < b->row);
-}
-
-static sig_row *ops_by_signature(const store_policy_tables *p) {
-  sig_row *s = enpu_calloc(p->nops ? p->nops : 1, sizeof *s);
-  if (!s) return NULL;
-  for (size_t i = 0; i < p->nops; i++) s[i] = (sig_row){p->ops[i].signature, (uint32_t)i};
-  qsort(s, p->nops, sizeof *s, sig_row_cmp);
-  return s;
-}
-
-static int diff_ops(differ *d, const store_policy_tables *a, const store_policy_tables *b, enpu_err *err) {
-  sig_row *sa = ops_by_signature(a), *sb = ops_by_signature(b);
-  int rc = sa && sb ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "store diff: out of memory");
-  for (size_t i = 0, j = 0; rc == ENPU_OK && (i < a->nops || j < b->nops);) {
-    int c = i >= a->nops   ? 1
-            : j >= b->nops ? -1
-                           : (sa[i].signature > sb[j].signature) - (sa[i].signature < sb[j].signature);
-    const store_op_rec *x = c <= 0 ? &a->ops[sa[i].row] : NULL, *y = c >= 0 ? &b->ops[sb[j].row] : NULL;
-    store_diff_entry e = {.what = STORE_DIFF_OP, .policy = a->name, .signature = (x ? x : y)->signature,
-                          .name = (x ? x : y)->name, .kind = c < 0 ? STORE_DIFF_REMOVED : STORE_DIFF_ADDED};
-    if (c == 0) {
-      e.kind = STORE_DIFF_CHANGED;
-      diff_record(STORE_T_OPS, x, y, 1, e.fields, sizeof e.fields);
-      int points = x->pareto_count != y->pareto_count;
-      for (uint32_t k = 0; !points && k < x->pareto_count; k++)
-        points = diff_record(STORE_T_PARETO, &a->pareto[x->pareto_first + k], &b->pareto[y->pareto_first + k], 1,
-                             NULL, 0) != 0;
-      if (points) add_name(e.fields, sizeof e.fields, "pareto");
-    }
-    if (c != 0 || e.fields[0]) emit(d, &e);
-    i += c <= 0;
-    j += c >= 0;
-  }
-  free(sa);
-  free(sb);
   return rc;
 }
 
@@ -266,8 +290,8 @@ int store_diff(const store_contents *a, const store_contents *b,
                             .policy = c < 0 ? a->policies[i].name : b->policies[j].name};
       emit(&d, &e);
     } else {
-      rc = diff_buckets(&d, &a->policies[i], &b->policies[j], err);
-      if (rc == ENPU_OK) rc = diff_ops(&d, &a->policies[i], &b->policies[j], err);
+      rc = diff_keyed(&d, &a->policies[i], &b->policies[j], &keyed_buckets, err);
+      if (rc == ENPU_OK) rc = diff_keyed(&d, &a->policies[i], &b->policies[j], &keyed_ops, err);
       if (rc == ENPU_OK) diff_tables(&d, &a->policies[i], &b->policies[j]);
     }
     i += c <= 0;

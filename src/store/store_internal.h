@@ -30,15 +30,6 @@ typedef struct {
 extern const char *const store_root_hash_names[STORE_NROOT_HASHES];
 extern const char *const store_root_string_names[STORE_NROOT_STRINGS];
 
-typedef enum { STORE_F_U8, STORE_F_U32, STORE_F_I32, STORE_F_U64, STORE_F_F64, STORE_F_STR } store_field_kind;
-
-typedef struct {
-  const char *name;
-  size_t offset;          /* in the C record */
-  store_field_kind kind;
-  size_t count;           /* array length (1 = scalar), or string length for STR */
-} store_field;
-
 typedef struct {
   const char *name;       /* dataset name inside the policy group */
   size_t record_bytes;    /* sizeof the C record */
@@ -107,9 +98,19 @@ int store_read_attr_u64(hid_t loc, const char *name, uint64_t *out, enpu_err *er
 /* (phase, batch, seq) order of buckets: <0, 0, >0. */
 int store_bucket_cmp(const store_bucket_rec *a, const store_bucket_rec *b);
 
-/* The bucket rows of p sorted by (phase, batch, seq) into a new array (free() it).
- * @return 0, or ENPU_ERR_NOMEM. */
-int store_bucket_order(const store_policy_tables *p, uint32_t **order, enpu_err *err);
+/* Rows 0..n-1 of a table of p sorted by key(p, row), ties by row, into a new array
+ * (free() it). @return 0, or ENPU_ERR_NOMEM. */
+int store_order_rows(const store_policy_tables *p, size_t n, uint64_t (*key)(const store_policy_tables *, size_t),
+                     uint32_t **order, enpu_err *err);
+
+/* (phase, batch, seq) of bucket row `row` as one number in the same order, for a bucket
+ * store_read accepted (phase <= 1, 1 <= batch, seq < 2^31): an order key of
+ * store_order_rows. */
+uint64_t store_bucket_key(const store_policy_tables *p, size_t row);
+
+/* Position of op row `op` among bucket b's bucket_ops rows (they ascend by op: binary
+ * search), or -1. */
+long store_bucket_op_pos(const store_policy_tables *p, const store_bucket_rec *b, uint32_t op);
 
 /* Table t of a policy: its row array (records of store_tables[t]) and row count. */
 void **store_table_slot(store_policy_tables *p, store_table t, size_t **rows);

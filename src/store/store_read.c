@@ -43,29 +43,6 @@
 
 /* ---- loading ------------------------------------------------------------------- */
 
-void **store_table_slot(store_policy_tables *p, store_table t, size_t **rows) {
-  switch (t) {
-  case STORE_T_OPS: *rows = &p->nops; return (void **)&p->ops;
-  case STORE_T_PARETO: *rows = &p->npareto; return (void **)&p->pareto;
-  case STORE_T_BUCKETS: *rows = &p->nbuckets; return (void **)&p->buckets;
-  case STORE_T_BUCKET_OPS: *rows = &p->nbucket_ops; return (void **)&p->bucket_ops;
-  case STORE_T_WALK: *rows = &p->nwalk; return (void **)&p->walk;
-  case STORE_T_PLANS: *rows = &p->nplans; return (void **)&p->plans;
-  case STORE_T_VALIDATION: *rows = &p->nvalidation; return (void **)&p->validation;
-  case STORE_T_VALIDATION_REPLAY: *rows = &p->nvalidation_replay; return (void **)&p->validation_replay;
-  default: *rows = &p->nplan_states; return (void **)&p->plan_states;
-  }
-}
-
-const void *store_policy_table(const store_policy_tables *p, store_table t, size_t *rows) {
-  *rows = 0;
-  if ((unsigned)t >= STORE_NTABLE) return NULL;
-  size_t *n = NULL;
-  void **slot = store_table_slot((store_policy_tables *)p, t, &n); /* read only here */
-  *rows = *n;
-  return *slot;
-}
-
 /* Make every fixed string column of the rows NUL-terminated, whatever the file held. */
 static void terminate_strings(store_table t, char *rows, size_t n) {
   const store_table_desc *d = &store_tables[t];
@@ -281,8 +258,7 @@ static int check_ops(const store_policy_tables *p, enpu_err *err) {
   return ENPU_OK;
 }
 
-/* Position of `op` among the bucket's ops (binary search), or -1. */
-static long bucket_op_pos(const store_policy_tables *p, const store_bucket_rec *b, uint32_t op) {
+long store_bucket_op_pos(const store_policy_tables *p, const store_bucket_rec *b, uint32_t op) {
   size_t lo = 0, hi = b->ops_count;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -319,7 +295,7 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
   }
   for (uint64_t k = 0; k < prefix; k++) {
     const store_walk_rec *w = &p->walk[b->walk_first + k];
-    long pos = bucket_op_pos(p, b, w->op);
+    long pos = store_bucket_op_pos(p, b, w->op);
     if (pos < 0) return BAD("policy %s: walk row %llu: op %u is not an op of bucket %u", p->name,
                             (unsigned long long)(b->walk_first + k), w->op, bi);
     planstore_op_states *s = &st[pos];
@@ -452,37 +428,43 @@ int store_bucket_cmp(const store_bucket_rec *a, const store_bucket_rec *b) {
   return 0;
 }
 
-/* qsort has no context pointer in C17, so the bucket index sorts (key, row) pairs. */
+/* qsort has no context pointer in C17, so an order sorts (key, row) pairs. */
 typedef struct {
-  store_bucket_rec key;
+  uint64_t key;
   uint32_t row;
-} bucket_key;
+} row_key;
 
-static int bucket_key_cmp(const void *a, const void *b) {
-  const bucket_key *x = a, *y = b;
-  return store_bucket_cmp(&x->key, &y->key);
+static int row_key_cmp(const void *a, const void *b) {
+  const row_key *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
 }
 
-int store_bucket_order(const store_policy_tables *p, uint32_t **order, enpu_err *err) {
-  size_t n = p->nbuckets;
-  bucket_key *keys = enpu_calloc(n, sizeof *keys);
-  *order = enpu_calloc(n, sizeof **order);
+int store_order_rows(const store_policy_tables *p, size_t n, uint64_t (*key)(const store_policy_tables *, size_t),
+                     uint32_t **order, enpu_err *err) {
+  row_key *keys = enpu_calloc(n + 1, sizeof *keys);
+  *order = enpu_calloc(n + 1, sizeof **order);
   if (!keys || !*order) {
     free(keys);
     free(*order);
     *order = NULL;
-    return enpu_errorf(err, ENPU_ERR_NOMEM, "policy %s: no memory for the bucket index", p->name);
+    return enpu_errorf(err, ENPU_ERR_NOMEM, "policy %s: no memory for an index of %zu rows", p->name, n);
   }
-  for (size_t i = 0; i < n; i++) keys[i] = (bucket_key){p->buckets[i], (uint32_t)i};
-  qsort(keys, n, sizeof *keys, bucket_key_cmp);
+  for (size_t i = 0; i < n; i++) keys[i] = (row_key){key(p, i), (uint32_t)i};
+  qsort(keys, n, sizeof *keys, row_key_cmp);
   for (size_t i = 0; i < n; i++) (*order)[i] = keys[i].row;
   free(keys);
   return ENPU_OK;
 }
 
+uint64_t store_bucket_key(const store_policy_tables *p, size_t row) {
+  const store_bucket_rec *b = &p->buckets[row];
+  return (uint64_t)b->phase << 62 | (uint64_t)(uint32_t)b->batch << 31 | (uint32_t)b->seq;
+}
+
 static int index_buckets(store_policy *sp, enpu_err *err) {
   const store_policy_tables *p = &sp->t;
-  ENPU_FORWARD(store_bucket_order(p, &sp->order, err));
+  ENPU_FORWARD(store_order_rows(p, p->nbuckets, store_bucket_key, &sp->order, err));
   for (size_t i = 0; i < p->nbuckets; i++) {
     const store_bucket_rec *b = &p->buckets[sp->order[i]];
     if (i > 0 && store_bucket_cmp(&p->buckets[sp->order[i - 1]], b) == 0)

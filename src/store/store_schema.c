@@ -1,124 +1,51 @@
-/* store_schema.c — the columns of every store table and their HDF5 compound types.
- * This table is the single source of the layout: the writer and the reader build their
+/* store_schema.c — the columns of every store table, their HDF5 compound types, and
+ * where a policy's rows of each table live in memory (store_table_slot).
+ * The column lists are the single source of the layout: the writer and the reader build their
  * types from it, and schemas/planstore.md documents it column by column (keep them in
  * step; format_version changes when a column changes meaning or type). */
 #include <stddef.h>
 
 #include "store_internal.h"
 
-#define FIELD(rec, member, kind, count) {#member, offsetof(rec, member), kind, count}
+/* Each table's columns in file order (one macro per record type, the kind and length of
+ * every column derived from its C member by STORE_FIELD). */
+#define OP(m) STORE_FIELD(store_op_rec, m)
+#define POINT(m) STORE_FIELD(store_pareto_rec, m)
+#define BUCKET(m) STORE_FIELD(store_bucket_rec, m)
+#define BUCKET_OP(m) STORE_FIELD(store_bucket_op_rec, m)
+#define WALK(m) STORE_FIELD(store_walk_rec, m)
+#define PLAN(m) STORE_FIELD(store_plan_rec, m)
+#define PLAN_STATE(m) STORE_FIELD(store_plan_state_rec, m)
+#define CHECK(m) STORE_FIELD(store_validation_rec, m)
+#define REPLAY(m) STORE_FIELD(store_validation_replay_rec, m)
 
-static const store_field ops_fields[] = {
-    FIELD(store_op_rec, signature, STORE_F_U64, 1),
-    FIELD(store_op_rec, kind, STORE_F_U32, 1),
-    FIELD(store_op_rec, pareto_first, STORE_F_U32, 1),
-    FIELD(store_op_rec, pareto_count, STORE_F_U32, 1),
-    FIELD(store_op_rec, evaluations, STORE_F_U64, 1),
-    FIELD(store_op_rec, name, STORE_F_STR, STORE_NAME_LEN),
-};
-static const store_field pareto_fields[] = {
-    FIELD(store_pareto_rec, op, STORE_F_U32, 1),
-    FIELD(store_pareto_rec, states, STORE_F_U8, STORE_NSTATE),
-    FIELD(store_pareto_rec, time_ns, STORE_F_F64, 1),
-    FIELD(store_pareto_rec, energy_nj, STORE_F_F64, 1),
-    FIELD(store_pareto_rec, energy_by_slot_nj, STORE_F_F64, STORE_NENERGY),
-};
+static const store_field ops_fields[] = {OP(signature), OP(kind), OP(pareto_first), OP(pareto_count),
+                                         OP(evaluations), OP(name)};
+static const store_field pareto_fields[] = {POINT(op), POINT(states), POINT(time_ns), POINT(energy_nj),
+                                            POINT(energy_by_slot_nj)};
 static const store_field bucket_fields[] = {
-    FIELD(store_bucket_rec, phase, STORE_F_U8, 1),
-    FIELD(store_bucket_rec, status, STORE_F_U8, 1),
-    FIELD(store_bucket_rec, budget, STORE_F_U8, 1),
-    FIELD(store_bucket_rec, batch, STORE_F_I32, 1),
-    FIELD(store_bucket_rec, seq, STORE_F_I32, 1),
-    FIELD(store_bucket_rec, t_nodvfs_ns, STORE_F_F64, 1),
-    FIELD(store_bucket_rec, t_peak_ns, STORE_F_F64, 1),
-    FIELD(store_bucket_rec, e_nodvfs_nj, STORE_F_F64, 1),
-    FIELD(store_bucket_rec, walk_start_time_ns, STORE_F_F64, 1),
-    FIELD(store_bucket_rec, walk_start_energy_nj, STORE_F_F64, 1),
-    FIELD(store_bucket_rec, ops_first, STORE_F_U32, 1),
-    FIELD(store_bucket_rec, ops_count, STORE_F_U32, 1),
-    FIELD(store_bucket_rec, walk_first, STORE_F_U64, 1),
-    FIELD(store_bucket_rec, walk_count, STORE_F_U64, 1),
-    FIELD(store_bucket_rec, plan_first, STORE_F_U32, 1),
-    FIELD(store_bucket_rec, plan_count, STORE_F_U32, 1),
-    FIELD(store_bucket_rec, input_hash, STORE_F_U64, 1),
-    FIELD(store_bucket_rec, message, STORE_F_STR, STORE_MSG_LEN),
-};
-static const store_field bucket_op_fields[] = {
-    FIELD(store_bucket_op_rec, bucket, STORE_F_U32, 1),
-    FIELD(store_bucket_op_rec, op, STORE_F_U32, 1),
-    FIELD(store_bucket_op_rec, multiplicity, STORE_F_U64, 1),
-};
-static const store_field walk_fields[] = {
-    FIELD(store_walk_rec, bucket, STORE_F_U32, 1),
-    FIELD(store_walk_rec, op, STORE_F_U32, 1),
-    FIELD(store_walk_rec, pareto, STORE_F_U32, 1),
-    FIELD(store_walk_rec, instances, STORE_F_U64, 1),
-    FIELD(store_walk_rec, time_ns, STORE_F_F64, 1),
-    FIELD(store_walk_rec, energy_nj, STORE_F_F64, 1),
-};
+    BUCKET(phase), BUCKET(status), BUCKET(budget), BUCKET(batch), BUCKET(seq), BUCKET(t_nodvfs_ns),
+    BUCKET(t_peak_ns), BUCKET(e_nodvfs_nj), BUCKET(walk_start_time_ns), BUCKET(walk_start_energy_nj),
+    BUCKET(ops_first), BUCKET(ops_count), BUCKET(walk_first), BUCKET(walk_count), BUCKET(plan_first),
+    BUCKET(plan_count), BUCKET(input_hash), BUCKET(message)};
+static const store_field bucket_op_fields[] = {BUCKET_OP(bucket), BUCKET_OP(op), BUCKET_OP(multiplicity)};
+static const store_field walk_fields[] = {WALK(bucket), WALK(op), WALK(pareto), WALK(instances), WALK(time_ns),
+                                          WALK(energy_nj)};
 static const store_field plan_fields[] = {
-    FIELD(store_plan_rec, bucket, STORE_F_U32, 1),
-    FIELD(store_plan_rec, budget, STORE_F_U8, 1),
-    FIELD(store_plan_rec, slack, STORE_F_F64, 1),
-    FIELD(store_plan_rec, budget_ns, STORE_F_F64, 1),
-    FIELD(store_plan_rec, time_ns, STORE_F_F64, 1),
-    FIELD(store_plan_rec, energy_nj, STORE_F_F64, 1),
-    FIELD(store_plan_rec, cp_time_ns, STORE_F_F64, 1),
-    FIELD(store_plan_rec, overhead_pct, STORE_F_F64, 1),
-    FIELD(store_plan_rec, lower_bound_nj, STORE_F_F64, 1),
-    FIELD(store_plan_rec, savings_vs_nodvfs, STORE_F_F64, 1),
-    FIELD(store_plan_rec, walk_prefix, STORE_F_U64, 1),
-    FIELD(store_plan_rec, states_first, STORE_F_U64, 1),
-    FIELD(store_plan_rec, states_count, STORE_F_U64, 1),
-    FIELD(store_plan_rec, regulator_loss_nj, STORE_F_F64, STORE_NSTATE),
-    FIELD(store_plan_rec, gated, STORE_F_U8, 1),
-    FIELD(store_plan_rec, gates, STORE_F_F64, 1),
-};
-static const store_field plan_state_fields[] = {
-    FIELD(store_plan_state_rec, plan, STORE_F_U32, 1),
-    FIELD(store_plan_state_rec, op, STORE_F_U32, 1),
-    FIELD(store_plan_state_rec, pareto, STORE_F_U32, 1),
-    FIELD(store_plan_state_rec, states, STORE_F_U8, STORE_NSTATE),
-    FIELD(store_plan_state_rec, instances, STORE_F_U64, 1),
-};
-
+    PLAN(bucket), PLAN(budget), PLAN(slack), PLAN(budget_ns), PLAN(time_ns), PLAN(energy_nj), PLAN(cp_time_ns),
+    PLAN(overhead_pct), PLAN(lower_bound_nj), PLAN(savings_vs_nodvfs), PLAN(walk_prefix), PLAN(states_first),
+    PLAN(states_count), PLAN(regulator_loss_nj), PLAN(gated), PLAN(gates)};
+static const store_field plan_state_fields[] = {PLAN_STATE(plan), PLAN_STATE(op), PLAN_STATE(pareto),
+                                                PLAN_STATE(states), PLAN_STATE(instances)};
 static const store_field validation_fields[] = {
-    FIELD(store_validation_rec, bucket, STORE_F_U32, 1),
-    FIELD(store_validation_rec, plan, STORE_F_U32, 1),
-    FIELD(store_validation_rec, stratum, STORE_F_U32, 1),
-    FIELD(store_validation_rec, phase, STORE_F_U8, 1),
-    FIELD(store_validation_rec, pass, STORE_F_U8, 1),
-    FIELD(store_validation_rec, batch, STORE_F_I32, 1),
-    FIELD(store_validation_rec, seq, STORE_F_I32, 1),
-    FIELD(store_validation_rec, slack, STORE_F_F64, 1),
-    FIELD(store_validation_rec, budget_ns, STORE_F_F64, 1),
-    FIELD(store_validation_rec, stored_time_ns, STORE_F_F64, 1),
-    FIELD(store_validation_rec, stored_energy_nj, STORE_F_F64, 1),
-    FIELD(store_validation_rec, sim_time_ns, STORE_F_F64, 1),
-    FIELD(store_validation_rec, sim_energy_nj, STORE_F_F64, 1),
-    FIELD(store_validation_rec, message, STORE_F_STR, STORE_MSG_LEN),
-};
+    CHECK(bucket), CHECK(plan), CHECK(stratum), CHECK(phase), CHECK(pass), CHECK(batch), CHECK(seq), CHECK(slack),
+    CHECK(budget_ns), CHECK(stored_time_ns), CHECK(stored_energy_nj), CHECK(sim_time_ns), CHECK(sim_energy_nj),
+    CHECK(message)};
 static const store_field validation_replay_fields[] = {
-    FIELD(store_validation_replay_rec, requests, STORE_F_U64, 1),
-    FIELD(store_validation_replay_rec, served, STORE_F_U64, 1),
-    FIELD(store_validation_replay_rec, slo_met, STORE_F_U64, 1),
-    FIELD(store_validation_replay_rec, slo_attainment, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, energy_nj, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, prefill_energy_nj, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, decode_energy_nj, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, savings_vs_nodvfs, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, ttft_p50_ns, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, ttft_p99_ns, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, tpot_p50_ns, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, tpot_p99_ns, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, batches, STORE_F_U64, 1),
-    FIELD(store_validation_replay_rec, slowed, STORE_F_U64, 1),
-    FIELD(store_validation_replay_rec, locked, STORE_F_U64, 1),
-    FIELD(store_validation_replay_rec, seed, STORE_F_U64, 1),
-    FIELD(store_validation_replay_rec, sample, STORE_F_U32, 1),
-    FIELD(store_validation_replay_rec, tolerance, STORE_F_F64, 1),
-    FIELD(store_validation_replay_rec, trace, STORE_F_STR, STORE_MSG_LEN),
-};
+    REPLAY(requests), REPLAY(served), REPLAY(slo_met), REPLAY(slo_attainment), REPLAY(energy_nj),
+    REPLAY(prefill_energy_nj), REPLAY(decode_energy_nj), REPLAY(savings_vs_nodvfs), REPLAY(ttft_p50_ns),
+    REPLAY(ttft_p99_ns), REPLAY(tpot_p50_ns), REPLAY(tpot_p99_ns), REPLAY(batches), REPLAY(slowed),
+    REPLAY(locked), REPLAY(seed), REPLAY(sample), REPLAY(tolerance), REPLAY(trace)};
 
 #define TABLE(name, rec, fields) {name, sizeof(rec), fields, sizeof fields / sizeof fields[0]}
 const store_table_desc store_tables[STORE_NTABLE] = {
@@ -141,6 +68,29 @@ const char *const store_root_string_names[STORE_NROOT_STRINGS] = {
 
 const char *store_table_name(store_table t) {
   return (unsigned)t < STORE_NTABLE ? store_tables[t].name : NULL;
+}
+
+void **store_table_slot(store_policy_tables *p, store_table t, size_t **rows) {
+  switch (t) {
+  case STORE_T_OPS: *rows = &p->nops; return (void **)&p->ops;
+  case STORE_T_PARETO: *rows = &p->npareto; return (void **)&p->pareto;
+  case STORE_T_BUCKETS: *rows = &p->nbuckets; return (void **)&p->buckets;
+  case STORE_T_BUCKET_OPS: *rows = &p->nbucket_ops; return (void **)&p->bucket_ops;
+  case STORE_T_WALK: *rows = &p->nwalk; return (void **)&p->walk;
+  case STORE_T_PLANS: *rows = &p->nplans; return (void **)&p->plans;
+  case STORE_T_VALIDATION: *rows = &p->nvalidation; return (void **)&p->validation;
+  case STORE_T_VALIDATION_REPLAY: *rows = &p->nvalidation_replay; return (void **)&p->validation_replay;
+  default: *rows = &p->nplan_states; return (void **)&p->plan_states;
+  }
+}
+
+const void *store_policy_table(const store_policy_tables *p, store_table t, size_t *rows) {
+  *rows = 0;
+  if ((unsigned)t >= STORE_NTABLE) return NULL;
+  size_t *n = NULL;
+  void **slot = store_table_slot((store_policy_tables *)p, t, &n); /* read only here */
+  *rows = *n;
+  return *slot;
 }
 
 /* The scalar type of a column in memory (native) or in the file (little-endian). */

@@ -47,7 +47,8 @@ static void check_decoders(const void *data, size_t size) {
         memcmp(again.data, data, size) != 0)
       abort();
     farm_bucket_result_free(&bucket);
-  } else if (bucket.op_keys || bucket.walk || bucket.plans || bucket.states || !err.msg[0]) {
+  } else if (bucket.bundle.ops || bucket.bundle.walk || bucket.bundle.plans || bucket.bundle.states ||
+             !err.msg[0]) {
     abort();
   }
   again.len = 0;

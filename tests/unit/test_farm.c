@@ -51,9 +51,10 @@ static farm_op_result make_op(uint32_t policy, uint64_t key) {
  * op (the second plan has one state that is not a Pareto point). */
 static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int seq,
                                       const uint64_t *keys, uint32_t nops, uint64_t input_hash) {
-  farm_bucket_result r = {.policy = policy, .nops = nops, .nwalk = 3ull * nops, .nplans = 2,
-                          .nstates = 2ull * nops};
-  store_bucket_rec *b = &r.bucket;
+  farm_bucket_result r = {.policy = policy};
+  store_bucket_bundle *u = &r.bundle;
+  *u = (store_bucket_bundle){.nops = nops, .nwalk = 3ull * nops, .nplans = 2, .nstates = 2ull * nops};
+  store_bucket_rec *b = &u->bucket;
   b->phase = (uint8_t)phase;
   b->batch = batch;
   b->seq = seq;
@@ -63,16 +64,14 @@ static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int
   b->e_nodvfs_nj = 5e6 + seq;
   b->walk_start_time_ns = 8e5;
   b->walk_start_energy_nj = 4e6;
-  r.op_keys = calloc(nops ? nops : 1, sizeof *r.op_keys);
-  r.multiplicity = calloc(nops ? nops : 1, sizeof *r.multiplicity);
-  r.walk = calloc(r.nwalk ? r.nwalk : 1, sizeof *r.walk);
-  r.plans = calloc(2, sizeof *r.plans);
-  r.states = calloc(r.nstates ? r.nstates : 1, sizeof *r.states);
-  assert_true(r.op_keys && r.multiplicity && r.walk && r.plans && r.states);
+  u->ops = calloc(nops ? nops : 1, sizeof *u->ops);
+  u->walk = calloc(u->nwalk ? u->nwalk : 1, sizeof *u->walk);
+  u->plans = calloc(2, sizeof *u->plans);
+  u->states = calloc(u->nstates ? u->nstates : 1, sizeof *u->states);
+  assert_true(u->ops && u->walk && u->plans && u->states);
   double t = b->walk_start_time_ns, e = b->walk_start_energy_nj;
   for (uint32_t i = 0; i < nops; i++) {
-    r.op_keys[i] = keys[i];
-    r.multiplicity[i] = 2 + i;
+    u->ops[i] = (store_bundle_op){keys[i], 2 + i};
     const struct {
       uint32_t pareto;
       uint64_t instances;
@@ -80,23 +79,23 @@ static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int
     for (int k = 0; k < 3; k++) {
       t += 10.0 * (k + 1);
       e -= 5.0 * (k + 1);
-      r.walk[3 * i + k] = (store_walk_rec){.op = i, .pareto = steps[k].pareto,
+      u->walk[3 * i + k] = (store_walk_rec){.op = i, .pareto = steps[k].pareto,
                                            .instances = steps[k].instances, .time_ns = t,
                                            .energy_nj = e};
     }
   }
   for (uint32_t k = 0; k < 2; k++) {
-    r.plans[k] = (store_plan_rec){.slack = 0.05 * (k + 1), .budget_ns = 1.05e6 + k,
+    u->plans[k] = (store_plan_rec){.slack = 0.05 * (k + 1), .budget_ns = 1.05e6 + k,
                                   .time_ns = 1e6 + 100 * k, .energy_nj = 4e6 - k,
                                   .lower_bound_nj = 3.9e6, .savings_vs_nodvfs = 0.1 * (k + 1),
-                                  .walk_prefix = k ? r.nwalk : 0, .states_first = k * nops,
+                                  .walk_prefix = k ? u->nwalk : 0, .states_first = k * nops,
                                   .states_count = nops};
     for (uint32_t i = 0; i < nops; i++) {
-      store_plan_state_rec *st = &r.states[k * nops + i];
+      store_plan_state_rec *st = &u->states[k * nops + i];
       st->plan = k;
       st->op = i;
       st->pareto = k == 0 ? 0 : i == 0 ? STORE_NO_INDEX : 2;
-      st->instances = r.multiplicity[i];
+      st->instances = u->ops[i].multiplicity;
       for (int s = 0; s < STORE_NSTATE; s++) st->states[s] = (uint8_t)(10 + k + s);
     }
   }
@@ -107,9 +106,9 @@ static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int
 static farm_bucket_result make_infeasible(uint32_t policy, int phase, int batch, int seq,
                                           uint64_t input_hash) {
   farm_bucket_result r = {.policy = policy};
-  r.bucket = (store_bucket_rec){.phase = (uint8_t)phase, .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
-                                .batch = batch, .seq = seq, .input_hash = input_hash};
-  snprintf(r.bucket.message, sizeof r.bucket.message, "KV cache needs %d GiB, HBM has 96", batch);
+  r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)phase, .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
+                                       .batch = batch, .seq = seq, .input_hash = input_hash};
+  snprintf(r.bundle.bucket.message, sizeof r.bundle.bucket.message, "KV cache needs %d GiB, HBM has 96", batch);
   return r;
 }
 
@@ -166,13 +165,14 @@ static void test_codec_bucket_round_trip(void **state) {
   farm_buf b = encode_bucket(&r);
   enpu_err err = {0};
   assert_int_equal(farm_bucket_result_decode(b.data, b.len, &d, &err), 0);
-  assert_int_equal(d.nops, 3);
-  assert_true(d.nwalk == 9 && d.nplans == 2 && d.nstates == 6);
-  assert_true(d.bucket.input_hash == 77 && d.bucket.batch == 8 && d.bucket.seq == 2048);
-  assert_true(d.op_keys[2] == 33 && d.multiplicity[2] == 4);
-  assert_true(d.walk[8].pareto == 2 && d.walk[4].instances == 2);
-  assert_true(d.plans[1].walk_prefix == 9 && d.plans[1].states_first == 3);
-  assert_int_equal(d.states[3].pareto, STORE_NO_INDEX);
+  const store_bucket_bundle *u = &d.bundle;
+  assert_int_equal(u->nops, 3);
+  assert_true(u->nwalk == 9 && u->nplans == 2 && u->nstates == 6);
+  assert_true(u->bucket.input_hash == 77 && u->bucket.batch == 8 && u->bucket.seq == 2048);
+  assert_true(u->ops[2].signature == 33 && u->ops[2].multiplicity == 4);
+  assert_true(u->walk[8].pareto == 2 && u->walk[4].instances == 2);
+  assert_true(u->plans[1].walk_prefix == 9 && u->plans[1].states_first == 3);
+  assert_int_equal(u->states[3].pareto, STORE_NO_INDEX);
   farm_buf again = encode_bucket(&d);
   assert_same_bytes(&b, &again);
   farm_buf_free(&again);
@@ -181,9 +181,9 @@ static void test_codec_bucket_round_trip(void **state) {
   farm_bucket_result inf = make_infeasible(POLICY, 0, 64, 131072, 5);
   farm_buf bi = encode_bucket(&inf);
   assert_int_equal(farm_bucket_result_decode(bi.data, bi.len, &d, &err), 0);
-  assert_int_equal(d.bucket.status, STORE_BUCKET_INFEASIBLE_CAPACITY);
-  assert_string_equal(d.bucket.message, inf.bucket.message);
-  assert_int_equal(d.nops, 0);
+  assert_int_equal(d.bundle.bucket.status, STORE_BUCKET_INFEASIBLE_CAPACITY);
+  assert_string_equal(d.bundle.bucket.message, inf.bundle.bucket.message);
+  assert_int_equal(d.bundle.nops, 0);
   farm_bucket_result_free(&d);
   farm_bucket_result_free(&inf);
   farm_buf_free(&bi);
@@ -242,31 +242,35 @@ static void expect_bad_bucket(const farm_bucket_result *r, const char *what) {
 
 static void test_codec_bad_indices(void **state) {
   farm_bucket_result r = make_bucket(POLICY, 1, 2, 64, keys3, 3, 9);
-  r.walk[4].op = 3;
+  store_bucket_bundle *u = &r.bundle;
+  u->walk[4].op = 3;
   expect_bad_bucket(&r, "walk op == nops");
-  r.walk[4].op = 1;
-  r.states[5].plan = 2;
+  u->walk[4].op = 1;
+  u->walk[5].pareto = 0;
+  expect_bad_bucket(&r, "walk step back to a point left");
+  u->walk[5].pareto = 2;
+  u->states[5].plan = 2;
   expect_bad_bucket(&r, "state plan == nplans");
-  r.states[5].plan = 1;
-  r.states[0].op = 7;
+  u->states[5].plan = 1;
+  u->states[0].op = 7;
   expect_bad_bucket(&r, "state op out of range");
-  r.states[0].op = 0;
-  r.plans[1].states_first = 4; /* 4 + 3 > 6 */
+  u->states[0].op = 0;
+  u->plans[1].states_first = 4; /* 4 + 3 > 6 */
   expect_bad_bucket(&r, "plan states past the end");
-  r.plans[1].states_first = 3;
-  r.plans[0].walk_prefix = 10;
+  u->plans[1].states_first = 3;
+  u->plans[0].walk_prefix = 10;
   expect_bad_bucket(&r, "walk prefix past the walk");
-  r.plans[0].walk_prefix = 0;
-  r.op_keys[1] = 11;
+  u->plans[0].walk_prefix = 0;
+  u->ops[1].signature = 11;
   expect_bad_bucket(&r, "op keys not ascending");
-  r.op_keys[1] = 22;
-  r.multiplicity[0] = 0;
+  u->ops[1].signature = 22;
+  u->ops[0].multiplicity = 0;
   expect_bad_bucket(&r, "zero multiplicity");
-  r.multiplicity[0] = 2;
-  r.bucket.phase = 2;
+  u->ops[0].multiplicity = 2;
+  u->bucket.phase = 2;
   expect_bad_bucket(&r, "phase out of range");
-  r.bucket.phase = 1;
-  r.bucket.message[STORE_MSG_LEN - 1] = 'x'; /* the encoder terminates it: still decodes */
+  u->bucket.phase = 1;
+  u->bucket.message[STORE_MSG_LEN - 1] = 'x'; /* the encoder terminates it: still decodes */
   farm_buf ok = encode_bucket(&r);
   farm_bucket_result d;
   enpu_err err = {0};
@@ -583,7 +587,7 @@ static void add_result(farm_state *s, int i) {
   default: bk = make_bucket(CONFIG_POLICY_NODVFS, 1, 8, 2048, keys_a, 2, 500); break;
   }
   assert_int_equal(farm_state_add_bucket(s, &bk, &err), 0);
-  assert_null(bk.walk);
+  assert_null(bk.bundle.walk);
 }
 
 static const uint64_t want_ops[] = {55, 11, 33, 22, 44, 11};
@@ -775,7 +779,7 @@ static void test_state_checkpoint_rejects(void **state) {
   for (int i = 0; i < NRESULT; i++) add_result(s, i);
   /* A bucket whose walk points past its op's Pareto set is refused, not written. */
   farm_bucket_result bad = make_bucket(POLICY, 1, 16, 2048, keys3, 3, 600);
-  bad.walk[0].pareto = NPTS;
+  bad.bundle.walk[0].pareto = NPTS;
   assert_int_equal(farm_state_add_bucket(s, &bad, &err), 0);
   store_bucket_rec wb = {.phase = 1, .batch = 16, .seq = 2048, .input_hash = 600};
   farm_wanted w = {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
