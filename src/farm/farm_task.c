@@ -75,7 +75,6 @@ uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec 
   enpu_hasher h;
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, "enpu-farm-bucket");
-  enpu_hasher_str(&h, SEARCH_REQUEST_VERSION);
   enpu_hasher_i64(&h, config_policy_spec_code(policy));
   hash_options(&h, job, opt);
   for (int i = 0; i < graph_op_count(g); i++) {

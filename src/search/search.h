@@ -41,12 +41,6 @@
 #include "graph.h"
 #include "power.h"
 
-/* Version of the request level's behaviour (budgets, walk, finalisation): part of every
- * farm bucket key, so changing what a bucket's plans are for the same Pareto sets (bump
- * this) makes the farm recompile every bucket, not its op searches. request-2: the strict
- * base T_peak is the policy's own all-peak pass. */
-#define SEARCH_REQUEST_VERSION "request-2"
-
 /* ---------------------------------------------------------------------------------
  * Domains: which components the op-level search moves, and together. */
 
@@ -382,7 +376,7 @@ void search_ctx_free(search_ctx *s); /* NULL is a no-op */
 typedef struct {
   config_policy policy;
   double t_nodvfs_ns, e_nodvfs_nj; /* NoDVFS forward pass */
-  double t_peak_ns;                /* the policy's own pipeline at all-peak (the strict base) */
+  double t_peak_ns;                /* eNPU (5-domain) pipeline at all-peak */
   config_budget budget;            /* the mode every plan was compiled in */
   double policy_peak_time_ns, policy_peak_energy_nj; /* the policy's all-peak plan */
   int64_t op_evals;

@@ -413,21 +413,22 @@ static int bucket_alloc(const graph *g, const search_units *u, int nslack, int p
   return req_init(rq, sc, g, (int64_t)n, err);
 }
 
-/* Reference times, summed op by op as the walk sums its units: NoDVFS's pass, and the
- * policy's pipeline at all-peak (T_peak, see bucket_peak_plan). Not counted as search
- * evaluations. */
+/* Reference times: NoDVFS and the eNPU 5-domain pipeline at all-peak on the policy's
+ * hardware (its shadow register file); not counted as search evaluations. */
 static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
                             const policy_setup *ps, search_bucket_result *out, enpu_err *err) {
   const int peak = s->chip->freq_states;
-  cost_pipeline nodvfs;
+  cost_pipeline nodvfs, enpu5;
   cost_pipeline_nodvfs(&nodvfs, s->fixed);
+  ENPU_FORWARD(cost_pipeline_enpu(&enpu5, 5, s->ctrl, err));
+  enpu5.shadow_vregs = ps->pipe.shadow_vregs;
   for (int i = 0; i < graph_op_count(g); i++) {
     const graph_op *op = graph_op_at(g, i);
     const double m = (double)op->multiplicity;
     double t = 0, e = 0;
     ENPU_FORWARD(eval_peak(cost, op, &nodvfs, peak, &t, &e, err));
     out->t_nodvfs_ns += m * t, out->e_nodvfs_nj += m * e;
-    ENPU_FORWARD(eval_peak(cost, op, &ps->pipe, peak, &t, &e, err));
+    ENPU_FORWARD(eval_peak(cost, op, &enpu5, peak, &t, &e, err));
     out->t_peak_ns += m * t;
   }
   return 0;
@@ -468,24 +469,13 @@ static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const p
   return 0;
 }
 
-/* The policy's all-peak plan on the real operator order, plain and (pg) gated. T_peak, the
- * strict budget's base beside T_nodvfs, is the larger of its plain time and the op-order
- * sum (bucket_reference), so both the plan and the walk's start fit at 0 % whatever the
- * rounding of the two orders. T_peak is the policy's own
- * hardware at all-peak — its pipeline (domain count, so its async-FIFO crossings; its
- * shadow register file), not another design's: the strict base max(T_nodvfs, T_peak)
- * grants a design the crossings it cannot avoid (§4.4: the overhead at zero slack "stems
- * primarily from V/f transition delays and domain-crossing overhead") and no more, so
- * every design gets the same headroom p·T_nodvfs over its own all-peak pass. A common
- * base (the 5-domain pipeline's) would start a design with fewer crossings (§4.6's 3 and
- * 4 domains, DVFS-C on NoDVFS's pipeline) below its budget, free time it spends at 0 %. */
+/* The policy's all-peak plan on the real operator order, plain and (pg) gated. */
 static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result *out,
                             enpu_err *err) {
   const int (*peak)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->peak_state;
   ENPU_FORWARD(req_total(rq, peak, 0, &sc->peak_plain, err));
   if (rq->gating) ENPU_FORWARD(req_total(rq, peak, 1, &sc->peak_gated, err));
   out->policy_peak_time_ns = sc->peak_plain.time_ns;
-  out->t_peak_ns = fmax(out->t_peak_ns, sc->peak_plain.time_ns);
   out->policy_peak_energy_nj = sc->peak_plain.energy_nj;
   return 0;
 }

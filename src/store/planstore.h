@@ -48,7 +48,7 @@ typedef struct {
   int budget_mode;          /* PLANSTORE_BUDGET_*: what target_ns and time_ns measure */
   int32_t batch, seq;       /* the padded bucket */
   double t_nodvfs_ns;       /* NoDVFS time of the bucket */
-  double t_peak_ns;         /* the policy's pipeline at all-peak */
+  double t_peak_ns;         /* eNPU pipeline at all-peak */
   double e_nodvfs_nj;       /* NoDVFS energy of the bucket */
   double target_ns;         /* the target the plan was chosen for */
   uint64_t walk_prefix;     /* walk steps applied: the longest prefix with time <= target */

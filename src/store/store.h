@@ -87,7 +87,7 @@ typedef struct {
   int32_t batch;
   int32_t seq;
   double t_nodvfs_ns;         /* NoDVFS time of one forward pass */
-  double t_peak_ns;           /* the policy's pipeline at all-peak */
+  double t_peak_ns;           /* eNPU pipeline at all-peak */
   double e_nodvfs_nj;         /* NoDVFS energy of one forward pass */
   double walk_start_time_ns;  /* every op at its fastest point: the walk's prefix 0 */
   double walk_start_energy_nj;

@@ -1460,8 +1460,6 @@ int main(void) {
       cmocka_unit_test(test_paper_equals_strict_without_overhead),
       cmocka_unit_test(test_exact_equals_exhaustive),
       cmocka_unit_test(test_exact_variants),
-      cmocka_unit_test(test_strict_base_is_own_peak),
-      cmocka_unit_test(test_finer_mimics_coarser),
       cmocka_unit_test(test_uniform),
       cmocka_unit_test(test_sets_compile_dedup),
   };
