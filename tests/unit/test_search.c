@@ -1460,6 +1460,7 @@ int main(void) {
       cmocka_unit_test(test_paper_equals_strict_without_overhead),
       cmocka_unit_test(test_exact_equals_exhaustive),
       cmocka_unit_test(test_exact_variants),
+      cmocka_unit_test(test_finer_mimics_coarser),
       cmocka_unit_test(test_uniform),
       cmocka_unit_test(test_sets_compile_dedup),
   };
