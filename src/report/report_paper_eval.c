@@ -90,6 +90,7 @@ const store_plan_rec *paper_request_plan(paper_model *m, const paper_column *col
   if (!p || !bk) {
     snprintf(v->note, sizeof v->note, "%s: policy %s not compiled%s", m->name, policy,
              p ? " for this phase" : col->variant[0] ? " on this chip" : " (not in this build's job)");
+    v->not_in_variant = !p && col->variant[0];
     return NULL;
   }
   for (uint32_t k = bk->plan_first; k < bk->plan_first + bk->plan_count; k++)

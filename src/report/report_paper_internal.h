@@ -71,6 +71,7 @@ typedef struct {
 /* One of our numbers: a value or a range; ok == 0 with a note when it cannot be had. */
 typedef struct {
   int ok;
+  int not_in_variant; /* missing because a sensitivity chip's run compiles fewer policies */
   double lo, hi;
   char note[480];
 } paper_value;

@@ -25,7 +25,7 @@ static void number(FILE *md, double v, const char *unit) {
 
 void paper_md_value(FILE *md, const paper_value *v, const char *unit) {
   if (!v->ok) {
-    fprintf(md, "*missing: %s*", v->note);
+    fprintf(md, v->not_in_variant ? "— (%s)" : "*missing: %s*", v->note);
     return;
   }
   if (v->lo != v->hi) fprintf(md, "[");
