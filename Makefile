@@ -8,11 +8,11 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
   python3-h5py python3-jsonschema python3-xxhash gnuplot-nox clang libclang-rt-14-dev \
-  slurm-wlm munge libpmix2 libfann-dev universal-ctags
+  slurm-wlm munge libpmix2 libfann-dev universal-ctags clang-format
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan fuzz-setup fuzz fuzz-long run reference paper paper-quick test clean
+.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run reference paper paper-quick test clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -27,6 +27,11 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The C sources of src/ and tests/ in the style of .clang-format (clang-format 14), in
+# place; `make test` fails while a file differs (integration_format).
+format: deps
+	@tools/format.py
 
 asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DENPU_SANITIZE=ON >/dev/null

@@ -31,9 +31,16 @@ typedef struct {
 /* The subcommands, in the order `enpu --help` lists them (cli_commands.c). */
 extern const cli_command cli_commands[];
 extern const int cli_ncommands;
-extern const cli_spec *const cli_buckets_specs[], *const cli_graph_specs[], *const cli_op_specs[],
-    *const cli_compile_specs[], *const cli_farm_specs[], *const cli_store_specs[], *const cli_query_specs[],
-    *const cli_replay_specs[], *const cli_report_specs[], *const cli_validate_specs[];
+extern const cli_spec *const cli_buckets_specs[];
+extern const cli_spec *const cli_graph_specs[];
+extern const cli_spec *const cli_op_specs[];
+extern const cli_spec *const cli_compile_specs[];
+extern const cli_spec *const cli_farm_specs[];
+extern const cli_spec *const cli_store_specs[];
+extern const cli_spec *const cli_query_specs[];
+extern const cli_spec *const cli_replay_specs[];
+extern const cli_spec *const cli_report_specs[];
+extern const cli_spec *const cli_validate_specs[];
 
 /* Run command c on argv (argv[0] its name, argv[1] the sub-command when it has them): the
  * spec chosen, the arguments parsed by it into a fresh struct, then its run.
@@ -167,7 +174,9 @@ typedef struct {
 } cli_bucket;
 
 /* The rows of a bucket (--phase, --batch, --seq) into the cli_bucket field b of the
- * arguments struct T (graph, op, compile, query). */
+ * arguments struct T (graph, op, compile, query). (clang-format 14 takes a macro's
+ * initializers for a block and misindents the second one.) */
+/* clang-format off */
 #define CLI_BUCKET_OPTS(T)                                                                         \
   {.name = "phase", .type = CLI_ENUM, .at = offsetof(T, b.phase), .choices = cli_phase_names,      \
    .flags = CLI_REQUIRED, .help = "the bucket's phase"},                                           \
@@ -177,6 +186,7 @@ typedef struct {
   {.name = "seq", .type = CLI_INT, .at = offsetof(T, b.seq), .meta = "S",                          \
    .range = CLI_CONFIG_RANGE("job", "$.phases.*.seq[]"), .flags = CLI_REQUIRED,                   \
    .help = "prompt length (prefill) or KV length (decode)"}
+/* clang-format on */
 
 /* The one positional argument of most commands, a job file or a store, into the const
  * char * field f of the arguments struct T. */

@@ -36,8 +36,9 @@
 #define REPLAY_YEAR_MAX 2100
 #define REPLAY_SPAN_MAX_S (31.0 * 86400) /* a trace covers at most a month */
 #define REPLAY_TOKENS_MAX 2097152         /* 2M tokens: twice the longest context of §3.4 */
-#define REPLAY_REQUESTS_MAX 30000000      /* a shaped trace: a week of Azure's busier service;
-                                            a run holds ~180 bytes per request and policy */
+/* A shaped trace: a week of Azure's busier service; a run holds ~180 bytes per request
+ * and policy. */
+#define REPLAY_REQUESTS_MAX 30000000
 
 typedef struct {
   double arrival_ns;

@@ -34,8 +34,9 @@
 #define STORE_MSG_LEN 160  /* bucket status message */
 #define STORE_ZSTD_FILTER_ID 32015 /* the registered Zstandard HDF5 filter */
 #define STORE_NO_INDEX UINT32_MAX  /* plan_states row that is not a Pareto point */
-#define STORE_NO_PREFIX UINT64_MAX /* plans.walk_prefix of a plan that is no walk prefix
-                                      (the GA's, a rail-lifted one, the all-peak fallback) */
+/* plans.walk_prefix of a plan that is no walk prefix (the GA's, a rail-lifted one, the
+ * all-peak fallback). */
+#define STORE_NO_PREFIX UINT64_MAX
 
 /* Phases and bucket status, as stored (u8 columns). Phases are the reader API's codes
  * (which the modules that also see config.h assert equal to config_phase). */

@@ -33,8 +33,8 @@
 
 #define STORE_MAX_POLICIES 64
 #define STORE_MAX_CHUNK_BYTES (4u << 20)  /* the writer makes ~64 KiB chunks */
-#define STORE_MAX_ZSTD_RATIO 4096         /* uncompressed bytes per stored byte; real stores
-                                             stay far below (see schemas/planstore.md) */
+/* Uncompressed bytes per stored byte; real stores stay far below (see schemas/planstore.md). */
+#define STORE_MAX_ZSTD_RATIO 4096
 #define STORE_MAX_FILTER_VALUES 8
 #define STORE_MIN_CHUNK_STORED 8 /* bytes: a zstd frame is longer */
 #define STORE_CONVERT_BUFFER ((size_t)1 << 20) /* HDF5's default type conversion buffer */

@@ -22,8 +22,9 @@
 #include "store.h"
 
 #define VALIDATE_DEFAULT_SAMPLE 24
-#define VALIDATE_DEFAULT_TOLERANCE 1e-9 /* relative: the re-simulation repeats the same
-                                           arithmetic, so only summation order may differ */
+/* Relative: the re-simulation repeats the same arithmetic, so only summation order may
+ * differ. */
+#define VALIDATE_DEFAULT_TOLERANCE 1e-9
 
 /* ---------------------------------------------------------------------------------
  * Stratified sample */

@@ -138,8 +138,9 @@ BAD_DOCUMENTS = [
     ("pipeline unknown key", "paper-pipeline", "paper/pipeline.json", ("grid_policies",), ["nodvfs"], "$"),
 ]
 
-RANGE_ROW = re.compile(r'\{"(job|model|chip|cluster|paper|power table)", "([^"]+)", ([-0-9.e+]+), ([-0-9.e+]+), '
-                       r'(true|false), "')
+# A row of config_ranges.c; clang-format may wrap a long one after any comma.
+RANGE_ROW = re.compile(r'\{"(job|model|chip|cluster|paper|power table)",\s*"([^"]+)",\s*([-0-9.e+]+),\s*([-0-9.e+]+),'
+                       r'\s*(true|false),\s*"')
 
 
 def mutate(doc, path, value):

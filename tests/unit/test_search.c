@@ -29,7 +29,7 @@
 #define assert_near_rel(a, b, rel)                                                                 \
   do {                                                                                             \
     const double a_ = (a), b_ = (b);                                                               \
-    if (!(fabs(a_ - b_) <= (rel) * fmax(fabs(a_), fabs(b_))))                                      \
+    if (!(fabs(a_ - b_) <= fmax(fabs(a_), fabs(b_)) * (rel)))                                      \
       fail_msg("%.17g != %.17g (relative %g)", a_, b_, (double)(rel));                             \
   } while (0)
 
