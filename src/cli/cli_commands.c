@@ -3,7 +3,9 @@
  * them). */
 #include "cli_internal.h"
 
+/* clang-format off */
 #define COMMAND(name, summary) {#name, summary, cli_##name##_specs}
+/* clang-format on */
 
 const cli_command cli_commands[] = {
     COMMAND(buckets, "expand a job's bucket grid (batch x seq x slack per phase)"),

@@ -114,10 +114,12 @@ typedef struct {
   double min, max;
   bool min_open;
 } cli_range;
+/* clang-format off */
 #define CLI_CONFIG_RANGE(doc_, path_) {.doc = (doc_), .path = (path_)}
 #define CLI_RANGE(lo, hi) {.min = (lo), .max = (hi)}
 #define CLI_AT_LEAST(lo) {.min = (lo), .max = INFINITY}
 #define CLI_ABOVE(lo) {.min = (lo), .max = INFINITY, .min_open = true}
+/* clang-format on */
 
 typedef struct {
   const char *name;  /* long name without the dashes */
@@ -209,9 +211,11 @@ int cli_load_graph(const char *cmd, const char *path, const cli_bucket *b, cli_j
 void cli_job_graph_free(cli_job_graph *jg);
 
 /* The --json row into the int field json of T. */
+/* clang-format off */
 #define CLI_JSON_OPT(T, what)                                                                      \
   {.name = "json", .type = CLI_FLAG, .at = offsetof(T, json),                                      \
    .help = "print " what " as one JSON document on stdout"}
+/* clang-format on */
 
 /* Parse argv[first..argc) by s into args (zeroed, then s->init). @return CLI_PARSED to go
  * on, CLI_HELP after --help or -h, CLI_USAGE with msg saying which argument and what was

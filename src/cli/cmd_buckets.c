@@ -19,8 +19,10 @@ typedef struct {
 
 static const cli_opt opts[] = {CLI_JSON_OPT(buckets_args, "the grid")};
 
+/* clang-format off */
 static const cli_spec spec = {.command = "buckets", .run = run,
                               CLI_JOB_ARG(buckets_args, path), CLI_OPTS(opts, buckets_args)};
+/* clang-format on */
 const cli_spec *const cli_buckets_specs[] = {&spec, NULL};
 
 /* ---------------------------------------------------------------------------------

@@ -31,11 +31,13 @@ typedef struct {
   cli_numbers slacks;
 } compile_args;
 
+/* clang-format off */
 static const char *const requests[] = {[SEARCH_REQ_WALK] = "walk", [SEARCH_REQ_GREEDY] = "greedy",
                                        [SEARCH_REQ_GA] = "ga", [SEARCH_REQ_POLICY] = "policy", NULL};
 static const char *const budgets[] = {[CONFIG_BUDGET_STRICT] = "strict", [CONFIG_BUDGET_PAPER] = "paper", NULL};
 static const char *const transitions[] = {[SEARCH_TRANS_PER_RAIL] = "per-rail",
                                           [SEARCH_TRANS_CHIP_STALL] = "chip-stall", NULL};
+/* clang-format on */
 
 /* --policy: "all" or one policy's name. */
 static int accept_policy(const char *v, void *args, char *expected, size_t len) {
@@ -44,6 +46,7 @@ static int accept_policy(const char *v, void *args, char *expected, size_t len) 
   return cli_reject(expected, len, "a policy name or all");
 }
 
+/* clang-format off */
 #define COMPILE_FLAG(field, help_)                                                                 \
   {.name = #field, .type = CLI_FLAG, .at = offsetof(compile_args, field), .help = help_}
 
@@ -90,6 +93,7 @@ static const cli_opt opts[] = {
     {.name = "out", .type = CLI_STRING, .at = offsetof(compile_args, out), .meta = "DIR",
      .help = "with --capacity-factor: write DIR/figure20.{md,dat,gp,png}"},
 };
+/* clang-format on */
 
 static void init(void *args) {
   compile_args *a = args;
@@ -106,8 +110,10 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   return 0;
 }
 
+/* clang-format off */
 static const cli_spec spec = {.command = "compile", .run = run, .init = init, .check = check,
                               CLI_JOB_ARG(compile_args, path), CLI_OPTS(opts, compile_args)};
+/* clang-format on */
 const cli_spec *const cli_compile_specs[] = {&spec, NULL};
 
 /* ---------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ static int accept_bucket(const char *spec, void *args, char *expected, size_t le
 }
 
 /* A time in seconds into farm_options' field, in [0, hi] or (0, hi]. */
+/* clang-format off */
 #define SECONDS_OPT(name_, field, lo_open, hi, help_)                                             \
   {.name = name_, .type = CLI_DOUBLE, .at = offsetof(farm_args, o.field), .meta = "SEC",          \
    .range = {.min = 0, .max = (hi), .min_open = (lo_open)}, .help = help_}
@@ -81,6 +82,7 @@ static const cli_opt opts[] = {
              "the store records the factor compiled"},
     CLI_JSON_OPT(farm_args, "the summaries"),
 };
+/* clang-format on */
 
 static void print_summaries(const farm_summary *sums, int njobs, void *args);
 
@@ -100,9 +102,11 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   return 0;
 }
 
+/* clang-format off */
 static const cli_spec spec = {.command = "farm", .run = run, .init = init, .check = check,
                               .pos = {"JOB...", "job file", 1, CLI_LIST_MAX, offsetof(farm_args, jobs)},
                               CLI_OPTS(opts, farm_args)};
+/* clang-format on */
 const cli_spec *const cli_farm_specs[] = {&spec, NULL};
 
 static const char *const outcome_names[] = {[FARM_DONE] = "done", [FARM_FAILED] = "failed",

@@ -23,6 +23,7 @@ typedef struct {
   int time, json;
 } graph_args;
 
+/* clang-format off */
 static const cli_opt opts[] = {
     CLI_BUCKET_OPTS(graph_args),
     {.name = "time", .type = CLI_FLAG, .at = offsetof(graph_args, time),
@@ -34,6 +35,7 @@ static const cli_opt opts[] = {
 
 static const cli_spec spec = {.command = "graph", .run = run,
                               CLI_JOB_ARG(graph_args, path), CLI_OPTS(opts, graph_args)};
+/* clang-format on */
 const cli_spec *const cli_graph_specs[] = {&spec, NULL};
 
 /* ---------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ typedef struct {
   int op, pipeline, domains, hbm, exhaustive, threads, json;
 } op_args;
 
+/* clang-format off */
 static const cli_opt opts[] = {
     CLI_BUCKET_OPTS(op_args),
     {.name = "op", .type = CLI_INT, .at = offsetof(op_args, op), .meta = "ID", .range = CLI_RANGE(0, INT_MAX),
@@ -61,6 +62,7 @@ static const cli_opt opts[] = {
      .help = "threads of the exhaustive search"},
     CLI_JSON_OPT(op_args, "the result"),
 };
+/* clang-format on */
 
 static void init(void *args) {
   op_args *a = args;
@@ -79,8 +81,10 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   return 0;
 }
 
+/* clang-format off */
 static const cli_spec spec = {.command = "op", .run = run, .init = init, .check = check,
                               CLI_JOB_ARG(op_args, path), CLI_OPTS(opts, op_args)};
+/* clang-format on */
 const cli_spec *const cli_op_specs[] = {&spec, NULL};
 
 /* Parse "SA,VU,SRAM,HBM,ICI" into states 0..peak. @return 0, or -1 with msg naming the

@@ -28,6 +28,7 @@ typedef struct {
   double target_ms, slack; /* NAN: not given */
 } query_args;
 
+/* clang-format off */
 static const cli_opt opts[] = {
     CLI_BUCKET_OPTS(query_args),
     {.name = "target-ms", .type = CLI_DOUBLE, .at = offsetof(query_args, target_ms), .meta = "T",
@@ -40,6 +41,7 @@ static const cli_opt opts[] = {
     {.name = "vfset", .type = CLI_FLAG, .at = offsetof(query_args, vfset),
      .help = "add the vf.set words of every op's lead and trail states"},
 };
+/* clang-format on */
 
 static void init(void *args) {
   query_args *a = args;
@@ -55,8 +57,10 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   return 0;
 }
 
+/* clang-format off */
 static const cli_spec spec = {.command = "query", .run = run, .init = init, .check = check,
                               CLI_STORE_ARG(query_args, path), CLI_OPTS(opts, query_args)};
+/* clang-format on */
 const cli_spec *const cli_query_specs[] = {&spec, NULL};
 
 /* The vf.set word of one op state set: a one-instance stream sets every unit once. */

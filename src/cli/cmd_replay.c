@@ -35,6 +35,7 @@ typedef struct {
   int day, skip_bad, json, windows_only;
 } replay_args;
 
+/* clang-format off */
 #define PATH_OPT(field, meta_, help_)                                                              \
   {.name = #field, .type = CLI_STRING, .at = offsetof(replay_args, field), .meta = meta_, .help = help_}
 
@@ -97,6 +98,7 @@ static const cli_opt opts[] = {
      .help = "with --out, no requests_<policy>.csv (~150 bytes a request)"},
     CLI_JSON_OPT(replay_args, "the summary (or the sweep)"),
 };
+/* clang-format on */
 
 static void init(void *args) {
   replay_args *a = args;
@@ -129,8 +131,10 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   return 0;
 }
 
+/* clang-format off */
 static const cli_spec spec = {.command = "replay", .run = run, .init = init, .check = check,
                               CLI_OPTS(opts, replay_args)};
+/* clang-format on */
 const cli_spec *const cli_replay_specs[] = {&spec, NULL};
 
 typedef struct {

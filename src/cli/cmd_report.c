@@ -22,6 +22,7 @@ typedef struct {
   int json;
 } report_args;
 
+/* clang-format off */
 #define GNUPLOT_OPT(T, field)                                                                      \
   {.name = "gnuplot", .type = CLI_STRING, .at = offsetof(T, field), .meta = "PROG",                \
    .help = "gnuplot program (default: gnuplot on PATH)"}
@@ -39,6 +40,7 @@ static const cli_opt opts[] = {
     GNUPLOT_OPT(report_args, gnuplot),
     CLI_JSON_OPT(report_args, "the files written"),
 };
+/* clang-format on */
 
 static void init(void *args) { ((report_args *)args)->slack_pct = -1; }
 
@@ -48,6 +50,7 @@ typedef struct {
   int json;
 } paper_args;
 
+/* clang-format off */
 static const cli_opt paper_opts[] = {
     {.name = "out", .type = CLI_STRING, .at = offsetof(paper_args, o.out_dir), .meta = "DIR",
      .flags = CLI_REQUIRED, .help = "the output folder (the manifests' parent)"},
@@ -63,6 +66,7 @@ static const cli_spec spec = {.command = "report", .run = run, .init = init,
 static const cli_spec paper_spec = {
     .command = "report paper", .run = run_paper, CLI_OPTS(paper_opts, paper_args),
     .pos = {"MANIFEST...", "manifest", 1, CLI_LIST_MAX, offsetof(paper_args, manifests)}};
+/* clang-format on */
 const cli_spec *const cli_report_specs[] = {&spec, &paper_spec, NULL};
 
 /* What was written, as one JSON document ({"report": path} or {"readme": path}). */

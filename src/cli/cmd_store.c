@@ -36,6 +36,7 @@ typedef struct {
 static const cli_opt one_opts[] = {CLI_JSON_OPT(one_store_args, "the outcome")};
 static const cli_opt diff_opts[] = {CLI_JSON_OPT(diff_args, "the differences")};
 
+/* clang-format off */
 static const cli_spec info_spec = {.command = "store info", .run = info_run,
                                    CLI_STORE_ARG(one_store_args, path), CLI_OPTS(one_opts, one_store_args)};
 
@@ -44,6 +45,7 @@ static const cli_spec verify_spec = {.command = "store verify", .run = verify_ru
 
 static const cli_spec diff_spec = {.command = "store diff", .run = diff_run, CLI_OPTS(diff_opts, diff_args),
                                    .pos = {"A B", "store file", 2, 2, offsetof(diff_args, paths)}};
+/* clang-format on */
 const cli_spec *const cli_store_specs[] = {&info_spec, &verify_spec, &diff_spec, NULL};
 
 static void hex64(char out[20], uint64_t v) { snprintf(out, 20, "0x%016" PRIx64, v); }

@@ -24,6 +24,7 @@ typedef struct {
   double lock_wait_s;
 } validate_cli;
 
+/* clang-format off */
 static const cli_opt opts[] = {
     {.name = "trace", .type = CLI_STRING, .at = offsetof(validate_cli, trace), .meta = "T", .flags = CLI_REQUIRED,
      .help = "trace CSV (e.g. jobs/traces/AzureLLMInferenceTrace_conv.csv)"},
@@ -43,14 +44,17 @@ static const cli_opt opts[] = {
      .range = CLI_RANGE(0, 1e9), .help = "wait up to SEC s for another writer of the store"},
     CLI_JSON_OPT(validate_cli, "the outcome"),
 };
+/* clang-format on */
 
 static void init(void *args) {
   validate_cli *a = args;
   a->sample = VALIDATE_DEFAULT_SAMPLE, a->seed = 1, a->lock_wait_s = STORE_LOCK_WAIT_S;
 }
 
+/* clang-format off */
 static const cli_spec spec = {.command = "validate", .run = run, .init = init,
                               CLI_STORE_ARG(validate_cli, store), CLI_OPTS(opts, validate_cli)};
+/* clang-format on */
 const cli_spec *const cli_validate_specs[] = {&spec, NULL};
 
 /* The job: --job, or rebuilt from the store's attributes; *source says which. */

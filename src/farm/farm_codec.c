@@ -28,6 +28,7 @@
 #define OP(m) STORE_FIELD(store_bundle_op, m)
 #define RESULT(m) STORE_FIELD(farm_op_result, m)
 
+/* clang-format off */
 static const store_field bucket_list[] = {
     BUCKET(phase), BUCKET(status), BUCKET(budget), BUCKET(input_hash), BUCKET(batch), BUCKET(seq),
     BUCKET(t_nodvfs_ns), BUCKET(t_peak_ns), BUCKET(e_nodvfs_nj), BUCKET(walk_start_time_ns),
@@ -42,6 +43,7 @@ static const store_field point_list[] = {POINT(states), POINT(time_ns), POINT(en
 static const store_field op_list[] = {OP(signature), OP(multiplicity)};
 static const store_field result_list[] = {RESULT(policy), RESULT(key),         RESULT(kind),
                                           RESULT(name),   RESULT(evaluations), RESULT(npoints)};
+/* clang-format on */
 
 /* A record's columns and the size of its C struct (arrays of records step by it). */
 typedef struct {
@@ -49,7 +51,9 @@ typedef struct {
   size_t n, size;
 } columns;
 
+/* clang-format off */
 #define COLUMNS(list, rec) {list, sizeof list / sizeof list[0], sizeof(rec)}
+/* clang-format on */
 static const columns bucket_cols = COLUMNS(bucket_list, store_bucket_rec);
 static const columns plan_cols = COLUMNS(plan_list, store_plan_rec);
 static const columns walk_cols = COLUMNS(walk_list, store_walk_rec);

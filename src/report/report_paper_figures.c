@@ -45,8 +45,8 @@ static int section(paper_ctx *x, FILE *md, const char *fig, const char *heading,
 
 static int design_space(paper_ctx *x, FILE *md, enpu_err *err) {
   ENPU_FORWARD(section(x, md, "12", "6. Figure 12: energy by component",
-                       "The single request's energy per component for every policy and slack (the first model; each "
-                       "run's `report.md` has every model's), `paper` mode.",
+                       "The single request's energy per component for every policy and slack (the first "
+                       "model; each run's `report.md` has every model's), `paper` mode.",
                        "request-paper", "breakdown_%s.png", true, err));
   ENPU_FORWARD(section(x, md, "13", "7. Figure 13: energy lost in the regulators",
                        "Each plan's regulator loss in % of the NoDVFS energy against slack, per policy.",
@@ -55,8 +55,8 @@ static int design_space(paper_ctx *x, FILE *md, enpu_err *err) {
                        "Performance at 0 % slack per shadow vector register file size (`enpu-all@shadow=N`).",
                        "request-paper", "shadow.png", false, err));
   ENPU_FORWARD(section(x, md, "16", "9. Figure 16: temporal and spatial DVFS granularity",
-                       "Per-operator DVFS (`dvfs-c`, `enpu-all`) against one setting per ≥ 5 ms epoch (`dvfs-c-ms`, "
-                       "`enpu-ms`).",
+                       "Per-operator DVFS (`dvfs-c`, `enpu-all`) against one setting per ≥ 5 ms epoch "
+                       "(`dvfs-c-ms`, `enpu-ms`).",
                        "request-paper", "granularity_%s.png", false, err));
   ENPU_FORWARD(section(x, md, "17", "10. Figure 17: V/f domain count",
                        "eNPU with 3, 4 and 5 (`enpu-all`) V/f domains.", "request-paper", "domains_%s.png", false,

@@ -41,7 +41,8 @@ int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
               "the replay uses. The ratio is the calibration of our cost model (`results/calibration.md` "
               "decomposes every row outside ±25 %%).\n\n"
               "| model | class | prefill tokens | 5 × our TTFT (ms) | paper TTFT SLO (ms) | ratio | decode tokens "
-              "| 5 × our TPOT (ms) | paper TPOT SLO (ms) | ratio |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "| 5 × our TPOT (ms) | paper TPOT SLO (ms) | ratio |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int i = 0; i < x->nmodels; i++) {
     config_job *job = NULL;
     ENPU_FORWARD(config_job_load(x->models[i].job, &job, err));
@@ -49,8 +50,8 @@ int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
     config_job_free(job);
   }
   fprintf(md, "\nTable 3 (the nodes): our cluster files are the paper's Table 3, read by every farm (parallelism "
-              "of each phase) and by the replay (node counts).\n\n"
-              "| model | prefill nodes × chips (dp/tp/pp/ep) | decode nodes × chips (dp/tp/pp/ep) |\n|---|---|---|\n");
+              "of each phase) and by the replay (node counts).\n\n| model | prefill nodes × chips (dp/tp/pp/ep) "
+              "| decode nodes × chips (dp/tp/pp/ep) |\n|---|---|---|\n");
   for (int i = 0; i < x->nmodels; i++) {
     config_job *job = NULL;
     ENPU_FORWARD(config_job_load(x->models[i].job, &job, err));

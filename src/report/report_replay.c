@@ -28,12 +28,14 @@ enum {
   NCOL = COL_TPOT_SLACK + NSLACK
 };
 #define COL_FIRST_OPTIONAL COL_TTFT_ATT
+/* clang-format off */
 static const char *const col_names[NCOL] = {
     "start_s", "length_s", "prefill_busy_energy_j", "decode_busy_energy_j", "prefill_idle_energy_j",
     "decode_idle_energy_j", "prefill_batches", "decode_batches", "prefill_safeguard1", "decode_safeguard1",
     "prefill_locked", "decode_locked", "ttft_attainment", "tpot_attainment", "ttft_slack_p1", "ttft_slack_p25",
     "ttft_slack_mean", "ttft_slack_p75", "ttft_slack_p99", "tpot_slack_p1", "tpot_slack_p25", "tpot_slack_mean",
     "tpot_slack_p75", "tpot_slack_p99"};
+/* clang-format on */
 
 typedef struct {
   double v[NCOL];

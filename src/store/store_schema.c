@@ -19,6 +19,7 @@
 #define CHECK(m) STORE_FIELD(store_validation_rec, m)
 #define REPLAY(m) STORE_FIELD(store_validation_replay_rec, m)
 
+/* clang-format off */
 static const store_field ops_fields[] = {OP(signature), OP(kind), OP(pareto_first), OP(pareto_count),
                                          OP(evaluations), OP(name)};
 static const store_field pareto_fields[] = {POINT(op), POINT(states), POINT(time_ns), POINT(energy_nj),
@@ -48,6 +49,7 @@ static const store_field validation_replay_fields[] = {
     REPLAY(locked), REPLAY(seed), REPLAY(sample), REPLAY(tolerance), REPLAY(trace)};
 
 #define TABLE(name, rec, fields) {name, sizeof(rec), fields, sizeof fields / sizeof fields[0]}
+/* clang-format on */
 const store_table_desc store_tables[STORE_NTABLE] = {
     [STORE_T_OPS] = TABLE("ops", store_op_rec, ops_fields),
     [STORE_T_PARETO] = TABLE("pareto", store_pareto_rec, pareto_fields),

@@ -34,6 +34,7 @@ static int accept_custom(const char *v, void *args, char *expected, size_t len) 
   return strcmp(v, "bad") ? 0 : cli_reject(expected, len, "anything but bad");
 }
 
+/* clang-format off */
 static const cli_opt t_opts[] = {
     {.name = "flag", .alias = 'f', .type = CLI_FLAG, .at = offsetof(t_args, flag), .help = "a flag"},
     {.name = "count", .type = CLI_INT, .at = offsetof(t_args, count), .meta = "N", .range = CLI_RANGE(1, 8),
@@ -55,6 +56,7 @@ static const cli_opt t_opts[] = {
      .flags = CLI_WHOLE, .min_count = 2, .max_count = 2, .help = "two integers"},
     {.name = "custom", .type = CLI_CUSTOM, .meta = "V", .accept = accept_custom, .help = "parsed by the command"},
 };
+/* clang-format on */
 
 static void t_init(void *args) {
   t_args *a = args;

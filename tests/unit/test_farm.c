@@ -602,11 +602,13 @@ static const uint64_t want_ops_nodvfs[] = {22, 11};
 static const store_bucket_rec want_nodvfs[] = {{.phase = 1, .batch = 8, .seq = 2048, .input_hash = 500}};
 
 static void checkpoint(const farm_state *s, const char *path, int reverse_policies) {
+  /* clang-format off */
   farm_wanted w[2] = {
       {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
        .buckets = want_buckets, .nbuckets = 5},
       {.policy = CONFIG_POLICY_NODVFS, .op_keys = want_ops_nodvfs, .nops = 2, .buckets = want_nodvfs,
        .nbuckets = 1}};
+  /* clang-format on */
   if (reverse_policies) {
     farm_wanted t = w[0];
     w[0] = w[1];
