@@ -16,12 +16,19 @@
 #include "search_internal.h"
 
 void search_options_default(search_options *o) {
-  *o = (search_options){.request = SEARCH_REQ_POLICY, .enpu_domains = 5,
-                        .walk_cap_slack = 0.5, .threads = 1, .ga = {1000, 500, 1},
-                        .ga_groups = 8, .ideal_method = SEARCH_OP_EXACT,
-                        .transition_aware = 0, .budget = CONFIG_BUDGET_STRICT,
-                        .transitions = SEARCH_TRANS_PER_RAIL, .shadow_vregs = -1,
-                        .gating = 0, .epoch_ns = 5e6};
+  *o = (search_options){.request = SEARCH_REQ_POLICY,
+                        .enpu_domains = 5,
+                        .walk_cap_slack = 0.5,
+                        .threads = 1,
+                        .ga = {1000, 500, 1},
+                        .ga_groups = 8,
+                        .ideal_method = SEARCH_OP_EXACT,
+                        .transition_aware = 0,
+                        .budget = CONFIG_BUDGET_STRICT,
+                        .transitions = SEARCH_TRANS_PER_RAIL,
+                        .shadow_vregs = -1,
+                        .gating = 0,
+                        .epoch_ns = 5e6};
 }
 
 void search_options_set_policy(search_options *o, const config_policy_spec *p) {
@@ -75,8 +82,7 @@ void search_ctx_free(search_ctx *s) {
 void search_bucket_result_free(search_bucket_result *r) {
   if (!r) return;
   for (int i = 0; i < r->nplans; i++) free(r->plans[i].state);
-  for (int i = 0; r->unit_sets && r->units && i < r->units->count; i++)
-    search_pareto_free(&r->unit_sets[i]);
+  for (int i = 0; r->unit_sets && r->units && i < r->units->count; i++) search_pareto_free(&r->unit_sets[i]);
   free(r->unit_sets);
   r->unit_sets = NULL;
   search_units_free(r->units);
@@ -92,11 +98,10 @@ void search_bucket_result_free(search_bucket_result *r) {
  * Policy → search setup (paper §4.1, §4.6) */
 
 /* The pipelines of a setup: the variant's shadow register file; a gating copy. */
-static int setup_finish(const search_ctx *s, const search_options *o, policy_setup *ps,
-                        enpu_err *err) {
+static int setup_finish(const search_ctx *s, const search_options *o, policy_setup *ps, enpu_err *err) {
   ENPU_RETURN_IF(o->shadow_vregs > s->chip->vregs, err, ENPU_ERR_INVALID,
-                 "a shadow register file of %d registers: the chip has %d vector registers",
-                 o->shadow_vregs, s->chip->vregs);
+                 "a shadow register file of %d registers: the chip has %d vector registers", o->shadow_vregs,
+                 s->chip->vregs);
   ENPU_RETURN_IF(o->gating && !power_gating_available(ps->pm), err, ENPU_ERR_INVALID,
                  "power gating: the chip %s has no gating parameters", s->chip->name);
   ENPU_RETURN_IF(o->gating && o->transitions != SEARCH_TRANS_PER_RAIL, err, ENPU_ERR_INVALID,
@@ -108,22 +113,21 @@ static int setup_finish(const search_ctx *s, const search_options *o, policy_set
   return 0;
 }
 
-static int setup_base(const search_ctx *s, config_policy policy, const search_options *o,
-                      policy_setup *ps, enpu_err *err);
+static int setup_base(const search_ctx *s, config_policy policy, const search_options *o, policy_setup *ps,
+                      enpu_err *err);
 
-int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o,
-                        policy_setup *ps, enpu_err *err) {
+int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o, policy_setup *ps,
+                        enpu_err *err) {
   ENPU_FORWARD(setup_base(s, policy, o, ps, err));
   return setup_finish(s, o, ps, err);
 }
 
-static int setup_base(const search_ctx *s, config_policy policy, const search_options *o,
-                      policy_setup *ps, enpu_err *err) {
+static int setup_base(const search_ctx *s, config_policy policy, const search_options *o, policy_setup *ps,
+                      enpu_err *err) {
   const int peak = s->chip->freq_states;
   const int ga = policy == CONFIG_POLICY_DVFS_C || policy == CONFIG_POLICY_DVFS_C_MS;
   ps->transitions = 1;
-  ps->request = o->request == SEARCH_REQ_POLICY ? (ga ? SEARCH_REQ_GA : SEARCH_REQ_WALK)
-                                                : o->request;
+  ps->request = o->request == SEARCH_REQ_POLICY ? (ga ? SEARCH_REQ_GA : SEARCH_REQ_WALK) : o->request;
   switch (policy) {
   case CONFIG_POLICY_NODVFS:
     ps->pm = s->fixed;
@@ -165,8 +169,7 @@ static int setup_base(const search_ctx *s, config_policy policy, const search_op
     cost_pipeline_nodvfs(&ps->pipe, ps->pm);
     ps->dom = (search_domains){.ndomains = 1, .peak_state = peak, .method = SEARCH_OP_EXHAUSTIVE};
     return 0;
-  default:
-    return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  default: return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
   }
 }
 
@@ -181,8 +184,8 @@ typedef struct {
   config_budget budget;
 } cost_user;
 
-static int eval_with_cost(void *user, const int state[CONFIG_NCOMP], double *time_ns,
-                          double *energy_nj, enpu_err *err) {
+static int eval_with_cost(void *user, const int state[CONFIG_NCOMP], double *time_ns, double *energy_nj,
+                          enpu_err *err) {
   const cost_user *u = user;
   cost_plan plan;
   memcpy(plan.state, state, sizeof plan.state);
@@ -197,7 +200,7 @@ static int eval_with_cost(void *user, const int state[CONFIG_NCOMP], double *tim
 enum { COST_USER_BATCH = 256 };
 
 static int eval_batch_with_cost(void *user, int n, const int (*state)[CONFIG_NCOMP], double *time_ns,
-                           double *energy_nj, enpu_err *err) {
+                                double *energy_nj, enpu_err *err) {
   const cost_user *u = user;
   cost_plan plans[COST_USER_BATCH];
   cost_brief r[COST_USER_BATCH];
@@ -213,8 +216,8 @@ static int eval_batch_with_cost(void *user, int n, const int (*state)[CONFIG_NCO
   return 0;
 }
 
-static int bound_with_cost(void *user, const int lo[CONFIG_NCOMP], const int hi[CONFIG_NCOMP],
-                           double *time_ns, double *energy_nj, enpu_err *err) {
+static int bound_with_cost(void *user, const int lo[CONFIG_NCOMP], const int hi[CONFIG_NCOMP], double *time_ns,
+                           double *energy_nj, enpu_err *err) {
   const cost_user *u = user;
   cost_plan a, b;
   memcpy(a.state, lo, sizeof a.state);
@@ -226,8 +229,8 @@ static int bound_with_cost(void *user, const int lo[CONFIG_NCOMP], const int hi[
   return 0;
 }
 
-static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak,
-                     double *time_ns, double *energy_nj, enpu_err *err) {
+static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak, double *time_ns,
+                     double *energy_nj, enpu_err *err) {
   const int state[CONFIG_NCOMP] = {peak, peak, peak, peak, peak};
   cost_user u = {cost, op, pipe, CONFIG_BUDGET_STRICT};
   return eval_with_cost(&u, state, time_ns, energy_nj, err);
@@ -237,9 +240,8 @@ static int eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pi
  * searches get a cost context per extra thread. The cost model's batch entry point
  * evaluates, and its box bounds prune the exact search when the pipeline has them
  * (every unit in its own domain, no gating: cost.h). */
-static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const policy_setup *ps,
-                     int threads, config_budget budget, int part, search_pareto *out,
-                     enpu_err *err) {
+static int op_pareto(search_ctx *s, cost_ctx *cost, const graph_op *op, const policy_setup *ps, int threads,
+                     config_budget budget, int part, search_pareto *out, enpu_err *err) {
   if (ps->dom.method == SEARCH_OP_GREEDY || ps->dom.ndomains == 0) threads = 1;
   int own_domains = 1;
   for (int u = 0; u < COST_NUNIT; u++)
@@ -270,24 +272,21 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
   return search_op_compile_part(s, cost, op, policy, opt, -1, out, err);
 }
 
-int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op,
-                           config_policy policy, const search_options *opt, int part,
-                           search_pareto *out, enpu_err *err) {
+int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                           const search_options *opt, int part, search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
-  ENPU_RETURN_IF(opt->threads < 1, err, ENPU_ERR_INVALID, "bad search options (threads %d)",
-                 opt->threads);
+  ENPU_RETURN_IF(opt->threads < 1, err, ENPU_ERR_INVALID, "bad search options (threads %d)", opt->threads);
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
   if (policy == CONFIG_POLICY_UNIFORM) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
   return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, part, out, err);
 }
 
-int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
-                              config_policy policy, const search_options *opt,
-                              const int prev[CONFIG_NCOMP], const int state[CONFIG_NCOMP],
-                              cost_result *out, enpu_err *err) {
+int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                              const search_options *opt, const int prev[CONFIG_NCOMP],
+                              const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;
@@ -300,21 +299,19 @@ int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
 }
 
 int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
-                        const search_options *opt, const int state[CONFIG_NCOMP],
-                        cost_result *out, enpu_err *err) {
+                        const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
   return search_op_breakdown_after(s, cost, op, policy, opt, NULL, state, out, err);
 }
 
-static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                       search_units *u, const search_pareto *const *sets, const double *slacks,
-                       int nslack, const search_options *opt, search_bucket_result *out,
-                       enpu_err *err);
+static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, search_units *u,
+                       const search_pareto *const *sets, const double *slacks, int nslack,
+                       const search_options *opt, search_bucket_result *out, enpu_err *err);
 
 /* The start of a bucket's compilation: an empty result, the options (the defaults for
  * NULL), the request's units. */
 static int bucket_units(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                        const search_options **opt, search_options *defaults,
-                        search_bucket_result *out, search_units **u, enpu_err *err) {
+                        const search_options **opt, search_options *defaults, search_bucket_result *out,
+                        search_units **u, enpu_err *err) {
   memset(out, 0, sizeof *out);
   if (!*opt) search_options_default(defaults), *opt = defaults;
   return search_units_build(s, cost, g, policy, *opt, u, err);
@@ -331,8 +328,7 @@ typedef struct {
   unit_cache *cache; /* cost-model results the epochs share */
 } unit_compile_user;
 
-static int unit_set(void *user, int unit, int rank, int distinct, search_pareto *out,
-                    enpu_err *err) {
+static int unit_set(void *user, int unit, int rank, int distinct, search_pareto *out, enpu_err *err) {
   (void)rank, (void)distinct;
   const unit_compile_user *c = user;
   return unit_compile(c->s, c->cost, c->g, c->u, unit, c->policy, c->opt, c->cache, out, err);
@@ -353,9 +349,8 @@ static int keep_unit_sets(search_sets *sets, search_bucket_result *out, enpu_err
   return 0;
 }
 
-int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                          const double *slacks, int nslack, const search_options *opt,
-                          search_bucket_result *out, enpu_err *err) {
+int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, const double *slacks,
+                          int nslack, const search_options *opt, search_bucket_result *out, enpu_err *err) {
   search_units *u = NULL;
   search_options defaults;
   ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
@@ -389,8 +384,8 @@ double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_
 
 /* The scratch and the result's plans of a bucket: per unit, per unit instance (walk
  * numbering) and per op instance (execution order). */
-static int bucket_alloc(const graph *g, const search_units *u, int nslack, int peak,
-                        request *rq, scratch *sc, search_bucket_result *out, enpu_err *err) {
+static int bucket_alloc(const graph *g, const search_units *u, int nslack, int peak, request *rq, scratch *sc,
+                        search_bucket_result *out, enpu_err *err) {
   const size_t n = (size_t)u->op_instances, nw = (size_t)u->instances;
   sc->req = enpu_calloc((size_t)u->count + 1, sizeof *sc->req);
   sc->pos = enpu_calloc(nw + 1, sizeof *sc->pos);
@@ -399,8 +394,7 @@ static int bucket_alloc(const graph *g, const search_units *u, int nslack, int p
   sc->cand = enpu_calloc(n + 1, sizeof *sc->cand);
   sc->lift = enpu_calloc(n + 1, sizeof *sc->lift);
   out->plans = enpu_calloc((size_t)nslack, sizeof *out->plans);
-  ENPU_RETURN_IF(!sc->req || !sc->pos || !sc->best_pos || !sc->peak_state || !sc->cand ||
-                     !sc->lift || !out->plans,
+  ENPU_RETURN_IF(!sc->req || !sc->pos || !sc->best_pos || !sc->peak_state || !sc->cand || !sc->lift || !out->plans,
                  err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)", (long long)n);
   out->nplans = nslack;
   for (int k = 0; k < nslack; k++) {
@@ -415,8 +409,8 @@ static int bucket_alloc(const graph *g, const search_units *u, int nslack, int p
 
 /* Reference times: NoDVFS and the eNPU 5-domain pipeline at all-peak on the policy's
  * hardware (its shadow register file); not counted as search evaluations. */
-static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
-                            const policy_setup *ps, search_bucket_result *out, enpu_err *err) {
+static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g, const policy_setup *ps,
+                            search_bucket_result *out, enpu_err *err) {
   const int peak = s->chip->freq_states;
   cost_pipeline nodvfs, enpu5;
   cost_pipeline_nodvfs(&nodvfs, s->fixed);
@@ -440,8 +434,8 @@ static int bucket_reference(search_ctx *s, cost_ctx *cost, const graph *g,
  * its critical path (what the cost model charges beside it), and validation re-simulates
  * both. */
 static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const policy_setup *ps,
-                          const search_pareto *const *sets, const double *slacks, int nslack,
-                          config_budget budget, search_bucket_result *out, enpu_err *err) {
+                          const search_pareto *const *sets, const double *slacks, int nslack, config_budget budget,
+                          search_bucket_result *out, enpu_err *err) {
   const int peak = s->chip->freq_states;
   ENPU_FORWARD(bucket_reference(s, cost, g, ps, out, err));
   for (int i = 0; i < graph_op_count(g); i++) {
@@ -470,9 +464,8 @@ static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const p
 }
 
 /* The policy's all-peak plan on the real operator order, plain and (pg) gated. */
-static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result *out,
-                            enpu_err *err) {
-  const int (*peak)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->peak_state;
+static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result *out, enpu_err *err) {
+  const int(*peak)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->peak_state;
   ENPU_FORWARD(req_total(rq, peak, 0, &sc->peak_plain, err));
   if (rq->gating) ENPU_FORWARD(req_total(rq, peak, 1, &sc->peak_gated, err));
   out->policy_peak_time_ns = sc->peak_plain.time_ns;
@@ -482,9 +475,8 @@ static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result
 
 /* One slack's plan (the walk, the paper's greedy or the GA; never dearer than the
  * previous slack's plan, which fits too), its bound, savings and overhead. */
-static int bucket_slack(const request *rq, scratch *sc, const policy_setup *ps,
-                        const search_options *opt, int k, search_bucket_result *out,
-                        enpu_err *err) {
+static int bucket_slack(const request *rq, scratch *sc, const policy_setup *ps, const search_options *opt, int k,
+                        search_bucket_result *out, enpu_err *err) {
   search_slack_plan *pl = &out->plans[k];
   search_prefix bound;
   ENPU_FORWARD(search_walk_prefix(out->walk, pl->budget_ns, &bound, err));
@@ -501,7 +493,7 @@ static int bucket_slack(const request *rq, scratch *sc, const policy_setup *ps,
   if (k > 0 && pl->energy_nj > out->plans[k - 1].energy_nj) {
     /* Transitions made this plan dearer than the smaller slack's plan, which fits. */
     const search_slack_plan *prev = &out->plans[k - 1];
-    int (*state)[CONFIG_NCOMP] = pl->state;
+    int(*state)[CONFIG_NCOMP] = pl->state;
     const double slack = pl->slack, budget_ns = pl->budget_ns, bound_nj = pl->lower_bound_nj;
     const int64_t evals = pl->request_evals;
     *pl = *prev;
@@ -514,31 +506,26 @@ static int bucket_slack(const request *rq, scratch *sc, const policy_setup *ps,
   return 0;
 }
 
-static int check_options(const double *slacks, int nslack, const search_options *opt,
-                         enpu_err *err) {
+static int check_options(const double *slacks, int nslack, const search_options *opt, enpu_err *err) {
   ENPU_RETURN_IF(nslack < 1, err, ENPU_ERR_INVALID, "no slacks to compile");
   for (int k = 0; k < nslack; k++)
-    ENPU_RETURN_IF(!(slacks[k] >= 0) || (k && !(slacks[k] > slacks[k - 1])), err,
-                   ENPU_ERR_INVALID, "slacks must be >= 0 and increasing (slack %d: %g)", k,
-                   slacks[k]);
+    ENPU_RETURN_IF(!(slacks[k] >= 0) || (k && !(slacks[k] > slacks[k - 1])), err, ENPU_ERR_INVALID,
+                   "slacks must be >= 0 and increasing (slack %d: %g)", k, slacks[k]);
   ENPU_RETURN_IF(opt->threads < 1 || !(opt->walk_cap_slack >= 0) || opt->ga_groups < 1 ||
                      (unsigned)opt->budget >= CONFIG_NBUDGET ||
-                     (opt->transitions != SEARCH_TRANS_PER_RAIL &&
-                      opt->transitions != SEARCH_TRANS_CHIP_STALL),
+                     (opt->transitions != SEARCH_TRANS_PER_RAIL && opt->transitions != SEARCH_TRANS_CHIP_STALL),
                  err, ENPU_ERR_INVALID,
                  "bad search options (threads %d, walk cap slack %g, GA groups %d, budget %d, "
                  "transitions %d)",
-                 opt->threads, opt->walk_cap_slack, opt->ga_groups, (int)opt->budget,
-                 (int)opt->transitions);
+                 opt->threads, opt->walk_cap_slack, opt->ga_groups, (int)opt->budget, (int)opt->transitions);
   return 0;
 }
 
 /* The request level's view of each unit: its Pareto set and multiplicity. */
-static int bucket_req_ops(const search_units *u, const search_pareto *const *sets, scratch *sc,
-                          enpu_err *err) {
+static int bucket_req_ops(const search_units *u, const search_pareto *const *sets, scratch *sc, enpu_err *err) {
   for (int i = 0; i < u->count; i++) {
-    ENPU_RETURN_IF(!sets[i] || sets[i]->count < 1, err, ENPU_ERR_INVALID,
-                   "unit %d (%s): no Pareto set", i, u->unit[i].name);
+    ENPU_RETURN_IF(!sets[i] || sets[i]->count < 1, err, ENPU_ERR_INVALID, "unit %d (%s): no Pareto set", i,
+                   u->unit[i].name);
     sc->req[i] = (search_req_op){sets[i]->points, sets[i]->count, u->unit[i].multiplicity};
   }
   return 0;
@@ -546,8 +533,8 @@ static int bucket_req_ops(const search_units *u, const search_pareto *const *set
 
 /* The hull walk, up to the largest slack's budget or the walk cap's; the result owns it
  * (the store records it). */
-static int bucket_walk(const search_units *u, scratch *sc, double last_slack,
-                       const search_options *opt, search_bucket_result *out, enpu_err *err) {
+static int bucket_walk(const search_units *u, scratch *sc, double last_slack, const search_options *opt,
+                       search_bucket_result *out, enpu_err *err) {
   const double cap_ns = search_budget_ns(opt->budget, out->t_nodvfs_ns, out->t_peak_ns,
                                          fmax(opt->walk_cap_slack, last_slack));
   const int rc = search_walk_build(sc->req, u->count, cap_ns, &sc->hull, err);
@@ -558,10 +545,9 @@ static int bucket_walk(const search_units *u, scratch *sc, double last_slack,
 }
 
 /* search_compile_bucket_sets over units `u`, which the result takes. */
-static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                       search_units *u, const search_pareto *const *sets, const double *slacks,
-                       int nslack, const search_options *opt, search_bucket_result *out,
-                       enpu_err *err) {
+static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, search_units *u,
+                       const search_pareto *const *sets, const double *slacks, int nslack,
+                       const search_options *opt, search_bucket_result *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   out->policy = policy;
   out->units = u;
@@ -576,10 +562,8 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
     return rc;
   }
   scratch sc = {0};
-  request rq = {.units = u, .sets = sets, .offset = u->offset, .pm = ps.pm,
-                .transitions = ps.transitions, .model = opt->transitions, .budget = opt->budget,
-                .cost = cost, .pipe = &ps.pipe, .gate_pipe = &ps.gate_pipe, .gating = ps.gating,
-                .dom = &ps.dom, .transition_aware = opt->transition_aware};
+  request rq = req_of_setup(u, &ps, opt, cost);
+  rq.sets = sets;
   if (rc == 0) rc = bucket_alloc(g, u, nslack, s->chip->freq_states, &rq, &sc, out, err);
   if (rc == 0) rc = bucket_reference(s, cost, g, &ps, out, err);
   if (rc == 0) rc = bucket_peak_plan(&rq, &sc, out, err);
@@ -599,8 +583,7 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
     rc = bucket_slack(&rq, &sc, &ps, opt, k, out, err);
     pl->search_s = walk_s + (enpu_now_s() - t0);
   }
-  if (rc == 0)
-    rc = search_check_invariants(out->plans, nslack, out->policy_peak_energy_nj, err);
+  if (rc == 0) rc = search_check_invariants(out->plans, nslack, out->policy_peak_energy_nj, err);
   scratch_free(&sc);
   if (rc < 0) {
     enpu_err_prefix(err, "%s: ", config_policy_name(policy));
@@ -609,10 +592,9 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   return rc;
 }
 
-int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
-                               config_policy policy, const search_pareto *const *sets,
-                               const double *slacks, int nslack, const search_options *opt,
-                               search_bucket_result *out, enpu_err *err) {
+int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                               const search_pareto *const *sets, const double *slacks, int nslack,
+                               const search_options *opt, search_bucket_result *out, enpu_err *err) {
   search_units *u = NULL;
   search_options defaults;
   ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));

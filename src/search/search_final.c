@@ -34,8 +34,7 @@ int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
     const graph_segment *seg = graph_segment_at(g, si);
     for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
       const graph_op *op = graph_op_at(g, i);
-      ENPU_RETURN_IF(op->count < 1 || op->multiplicity != seg->repeat * op->count, err,
-                     ENPU_ERR_INVALID,
+      ENPU_RETURN_IF(op->count < 1 || op->multiplicity != seg->repeat * op->count, err, ENPU_ERR_INVALID,
                      "op %d: multiplicity %lld is not its segment's repeat %lld × count %lld", i,
                      (long long)op->multiplicity, (long long)seg->repeat, (long long)op->count);
       *instances += op->multiplicity;
@@ -44,10 +43,18 @@ int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   return 0;
 }
 
-int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
-                const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err) {
+int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt, const graph *g,
+                policy_setup *ps, int64_t *instances, enpu_err *err) {
   ENPU_FORWARD(search_policy_setup(s, policy, opt, ps, err));
   return req_check_graph(g, instances, err);
+}
+
+request req_of_setup(const search_units *u, const policy_setup *ps, const search_options *opt, cost_ctx *cost) {
+  request rq = {.units = u, .offset = u->offset, .cost = cost, .model = opt->transitions, .budget = opt->budget};
+  rq.pm = ps->pm, rq.transitions = ps->transitions, rq.dom = &ps->dom;
+  rq.pipe = &ps->pipe, rq.gate_pipe = &ps->gate_pipe, rq.gating = ps->gating;
+  rq.transition_aware = opt->transition_aware;
+  return rq;
 }
 
 void each_instance(const graph *g, instance_visit *visit, void *ctx) {
@@ -60,8 +67,7 @@ void each_instance(const graph *g, instance_visit *visit, void *ctx) {
         for (int64_t c = 0; c < count; c++, x++) visit(ctx, i, x, offset + at + r * count + c);
         at += (int)graph_op_at(g, i)->multiplicity;
       }
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-      offset += graph_op_at(g, i)->multiplicity;
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) offset += graph_op_at(g, i)->multiplicity;
   }
 }
 
@@ -86,8 +92,7 @@ int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_e
   return 0;
 }
 
-void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP],
-                           int (*walk)[CONFIG_NCOMP]) {
+void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP], int (*walk)[CONFIG_NCOMP]) {
   for (int64_t w = 0; w < u->instances; w++) memcpy(walk[w], exec[u->first_x[w]], sizeof walk[0]);
 }
 
@@ -123,15 +128,14 @@ static void line_from(req_line *l, const cost_result *r) {
 
 /* Instance x of `state` after instance x − 1 (per-rail transitions) in `mode` (req_line),
  * through the cache. */
-static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
-                     unsigned mode, req_line *out, enpu_err *err) {
+static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode, req_line *out,
+                     enpu_err *err) {
   const int i = rq->op_of[x];
   const int after = x > 0 && rq->transitions && rq->model == SEARCH_TRANS_PER_RAIL;
   req_line *lines = &rq->cache[(size_t)i * REQ_CACHE_WAYS];
   for (int k = 0; k < REQ_CACHE_WAYS; k++)
     if (lines[k].mode == mode && same(lines[k].state, state[x]) &&
-        (after ? lines[k].prev[0] >= 0 && same(lines[k].prev, state[x - 1])
-               : lines[k].prev[0] < 0)) {
+        (after ? lines[k].prev[0] >= 0 && same(lines[k].prev, state[x - 1]) : lines[k].prev[0] < 0)) {
       *out = lines[k];
       return 0;
     }
@@ -139,8 +143,8 @@ static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_
   memcpy(plan.state, state[x], sizeof plan.state);
   if (after) memcpy(prev.state, state[x - 1], sizeof prev.state);
   cost_result r;
-  ENPU_FORWARD(cost_eval_woken(rq->cost, graph_op_at(rq->g, i), after ? &prev : NULL, &plan,
-                               mode >> 1, mode & 1u ? rq->gate_pipe : rq->pipe, &r, err));
+  ENPU_FORWARD(cost_eval_woken(rq->cost, graph_op_at(rq->g, i), after ? &prev : NULL, &plan, mode >> 1,
+                               mode & 1u ? rq->gate_pipe : rq->pipe, &r, err));
   req_line *l = &lines[rq->cache_next[i]++ % REQ_CACHE_WAYS];
   memcpy(l->state, state[x], sizeof l->state);
   if (after) memcpy(l->prev, state[x - 1], sizeof l->prev);
@@ -151,17 +155,16 @@ static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_
   return 0;
 }
 
-static int price_inst(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
-                      unsigned mode, req_line *out, enpu_err *err) {
-  return rq->price ? rq->price(rq->price_user, state, x, mode, out, err)
-                   : inst_eval(rq, state, x, mode, out, err);
+static int price_inst(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode, req_line *out,
+                      enpu_err *err) {
+  return rq->price ? rq->price(rq->price_user, state, x, mode, out, err) : inst_eval(rq, state, x, mode, out, err);
 }
 
 /* Whole-chip stall between two instances (SEARCH_TRANS_CHIP_STALL): every rail moves in
  * parallel, the chip waits for the slowest (tn); each component pays its rail's extra
  * leakage and its static energy for tn, "other" static power runs for tn. */
-static int chip_stall(const power_model *pm, const int a[CONFIG_NCOMP], const int b[CONFIG_NCOMP],
-                      double *tn_ns, req_cost *add, enpu_err *err) {
+static int chip_stall(const power_model *pm, const int a[CONFIG_NCOMP], const int b[CONFIG_NCOMP], double *tn_ns,
+                      req_cost *add, enpu_err *err) {
   double tn = 0;
   for (int c = 0; c < CONFIG_NCOMP; c++)
     tn = fmax(tn, power_transition_ns(pm, power_voltage_v(pm, (config_component)c, a[c]),
@@ -189,8 +192,7 @@ static void req_cost_add(req_cost *acc, const req_line *l) {
 /* What instance x adds to a plain plan's totals: its time, critical path, energy and
  * regulator loss after instance x − 1, and the chip stall between them
  * (SEARCH_TRANS_CHIP_STALL). It depends on the states of instances x − 1 and x only. */
-static int req_term(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x,
-                    req_cost *out, enpu_err *err) {
+static int req_term(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x, req_cost *out, enpu_err *err) {
   req_line l;
   ENPU_FORWARD(price_inst(rq, state, x, 0u, &l, err));
   *out = (req_cost){0};
@@ -230,8 +232,7 @@ static int run_close(const request *rq, int c, idle_run *r, req_cost *acc) {
  * its last work (the pass's start) to its next work is gated when worth it, and the op
  * that ends a gated run is priced again with the component woken entering it. Unlike the
  * plain plan's, an instance's share depends on the runs before it (no req_term). */
-static int total_gated(const request *rq, const int (*state)[CONFIG_NCOMP], req_cost *acc,
-                       enpu_err *err) {
+static int total_gated(const request *rq, const int (*state)[CONFIG_NCOMP], req_cost *acc, enpu_err *err) {
   idle_run run[CONFIG_NCOMP] = {{0}};
   for (int64_t x = 0; x < rq->instances; x++) {
     req_line l;
@@ -250,8 +251,7 @@ static int total_gated(const request *rq, const int (*state)[CONFIG_NCOMP], req_
   return 0;
 }
 
-int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out,
-              enpu_err *err) {
+int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out, enpu_err *err) {
   *out = (req_cost){0};
   ENPU_RETURN_IF(gated && !rq->gating, err, ENPU_ERR_INTERNAL, "a gated plan of a policy without gating");
   if (gated) return total_gated(rq, state, out, err);
@@ -283,8 +283,8 @@ static int fits(const request *rq, const req_cost *c, double budget_ns) {
 }
 
 /* Take a candidate that fits and is cheaper than the plan so far. */
-static int take_if_better(const request *rq, const int (*state)[CONFIG_NCOMP], const req_cost *c,
-                int gated, search_slack_plan *pl) {
+static int take_if_better(const request *rq, const int (*state)[CONFIG_NCOMP], const req_cost *c, int gated,
+                          search_slack_plan *pl) {
   if (!fits(rq, c, pl->budget_ns) || c->energy_nj >= pl->energy_nj) return 0;
   pl->time_ns = c->time_ns, pl->cp_time_ns = c->cp_ns, pl->energy_nj = c->energy_nj;
   memcpy(pl->regulator_loss_nj, c->loss_nj, sizeof pl->regulator_loss_nj);
@@ -297,9 +297,9 @@ static int take_if_better(const request *rq, const int (*state)[CONFIG_NCOMP], c
 /* Price sc->cand plain and (pg policies) gated and take_if_better what fits and is cheaper.
  * *fit_plain / *fit_gated (may be NULL) say whether each fits; @return whether the plain
  * one was taken (+2: the gated one). */
-static int take_cand(const request *rq, scratch *sc, search_slack_plan *pl, req_cost *plain,
-                     int *fit_plain, int *fit_gated, int *took, enpu_err *err) {
-  const int (*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
+static int take_cand(const request *rq, scratch *sc, search_slack_plan *pl, req_cost *plain, int *fit_plain,
+                     int *fit_gated, int *took, enpu_err *err) {
+  const int(*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
   *took = 0;
   ENPU_FORWARD(req_total(rq, cand, 0, plain, err));
   pl->request_evals++;
@@ -316,8 +316,7 @@ static int take_cand(const request *rq, scratch *sc, search_slack_plan *pl, req_
 
 /* Start a slack's plan at the policy's all-peak plan (no transitions; its critical path
  * is the NoDVFS time), or its gated version when that fits and is cheaper. */
-static void plan_peak(const request *rq, scratch *sc, const search_bucket_result *res,
-                      search_slack_plan *pl) {
+static void plan_peak(const request *rq, scratch *sc, const search_bucket_result *res, search_slack_plan *pl) {
   sc->have_best = 0;
   pl->walk_moves = -1;
   pl->lifted_mask = 0;
@@ -330,16 +329,15 @@ static void plan_peak(const request *rq, scratch *sc, const search_bucket_result
   pl->gated = 0;
   pl->gates = 0;
   memcpy(pl->state, sc->peak_state, (size_t)rq->instances * sizeof *pl->state);
-  if (rq->gating)
-    take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->peak_state, &sc->peak_gated, 1, pl);
+  if (rq->gating) take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->peak_state, &sc->peak_gated, 1, pl);
 }
 
-static int plan_fits(const request *rq, const search_slack_plan *pl,
-                     const search_bucket_result *res, enpu_err *err) {
+static int plan_fits(const request *rq, const search_slack_plan *pl, const search_bucket_result *res,
+                     enpu_err *err) {
   const req_cost c = {.time_ns = pl->time_ns, .cp_ns = pl->cp_time_ns};
   ENPU_RETURN_IF(!fits(rq, &c, pl->budget_ns), err, ENPU_ERR_INFEASIBLE,
-                 "slack %g: no plan fits the budget %.1f ns (all-peak takes %.1f ns)",
-                 pl->slack, pl->budget_ns, res->policy_peak_time_ns);
+                 "slack %g: no plan fits the budget %.1f ns (all-peak takes %.1f ns)", pl->slack, pl->budget_ns,
+                 res->policy_peak_time_ns);
   return 0;
 }
 
@@ -365,8 +363,7 @@ static int lift_rails(const request *rq, scratch *sc, search_slack_plan *pl, enp
     for (int ok = 0; s < peak && !ok; s += !ok) {
       ok = 1;
       for (int c = 0; c < CONFIG_NCOMP && ok; c++)
-        if (rq->dom->domain_of[c] == k)
-          ok = power_voltage_v(rq->pm, (config_component)c, s) >= vmax[c] - 1e-12;
+        if (rq->dom->domain_of[c] == k) ok = power_voltage_v(rq->pm, (config_component)c, s) >= vmax[c] - 1e-12;
     }
     floor_state[k] = s;
   }
@@ -416,8 +413,7 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
         for (int64_t r = 0; r < n; r++) p[r] -= sc->pos[r] ? d : 0;
         ENPU_FORWARD(rc);
         pl->request_evals++;
-        if (fits(rq, &c, pl->budget_ns) && c.energy_nj < best.energy_nj)
-          best_u = u, best_d = d, best = c;
+        if (fits(rq, &c, pl->budget_ns) && c.energy_nj < best.energy_nj) best_u = u, best_d = d, best = c;
       }
     }
     if (best_u < 0) break;
@@ -441,8 +437,8 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
 
 /* Op instances x0..x1 + 1 of sc->cand, what a change of instances x0..x1's states can
  * move: their terms added to (sign +1) or taken from (−1) the plain totals *run. */
-static int adjust(const request *rq, const scratch *sc, int64_t x0, int64_t x1, int sign,
-                  req_cost *run, enpu_err *err) {
+static int adjust(const request *rq, const scratch *sc, int64_t x0, int64_t x1, int sign, req_cost *run,
+                  enpu_err *err) {
   for (int64_t y = x0; y <= x1 + 1 && y < rq->instances; y++) {
     req_cost l;
     ENPU_FORWARD(req_term(rq, (const int(*)[CONFIG_NCOMP])sc->cand, y, &l, err));
@@ -459,8 +455,8 @@ static int adjust(const request *rq, const scratch *sc, int64_t x0, int64_t x1, 
  * instance that move moved is the last one at the step's `to`. Only that unit instance's
  * op instances' terms and the next one change (req_term): O(1) for an op, O(epoch) for
  * an epoch, instead of a whole pricing. */
-static int step_back(const request *rq, scratch *sc, const search_walk *w, int64_t move,
-                     int *step, req_cost *run, enpu_err *err) {
+static int step_back(const request *rq, scratch *sc, const search_walk *w, int64_t move, int *step, req_cost *run,
+                     enpu_err *err) {
   const search_units *u = rq->units;
   while (*step > 0 && search_walk_step_at(w, *step)->moves_before > move) (*step)--;
   const search_walk_step *st = search_walk_step_at(w, *step);
@@ -472,8 +468,7 @@ static int step_back(const request *rq, scratch *sc, const search_walk *w, int64
     else hi = mid;
   }
   ENPU_RETURN_IF(lo == 0 || p[lo - 1] != st->to, err, ENPU_ERR_INTERNAL,
-                 "walk move %lld: unit %d has no instance at point %d", (long long)move, st->op,
-                 st->to);
+                 "walk move %lld: unit %d has no instance at point %d", (long long)move, st->op, st->to);
   p[lo - 1] = st->from;
   const int64_t wn = rq->offset[st->op] + lo - 1, x0 = u->first_x[wn];
   int64_t x1 = x0;
@@ -487,10 +482,9 @@ static int step_back(const request *rq, scratch *sc, const search_walk *w, int64
 /* Walk prefix m, its states in sc->cand, its running plain totals *run (`confirm`: priced
  * again whole, since running sums round): take_if_better the plain plan when it fits and is
  * cheaper, and (pg) the gated one likewise, each until it has fitted once. */
-static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, req_cost *run,
-                       int *found_plain, int *found_gated, search_slack_plan *pl,
-                       enpu_err *err) {
-  const int (*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
+static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, req_cost *run, int *found_plain,
+                       int *found_gated, search_slack_plan *pl, enpu_err *err) {
+  const int(*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
   int took = 0;
   if (!*found_plain) {
     if (confirm) ENPU_FORWARD(req_total(rq, cand, 0, run, err));
@@ -512,8 +506,8 @@ static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, r
   return 0;
 }
 
-int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
-                    const search_bucket_result *res, search_slack_plan *pl, enpu_err *err) {
+int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const search_bucket_result *res,
+                    search_slack_plan *pl, enpu_err *err) {
   search_prefix pf;
   ENPU_FORWARD(search_walk_prefix(w, pl->budget_ns, &pf, err));
   plan_peak(rq, sc, res, pl);
@@ -541,18 +535,17 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
   return plan_fits(rq, pl, res, err);
 }
 
-int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups,
-                  scratch *sc, enpu_err *err) {
+int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups, scratch *sc, enpu_err *err) {
   int n = 0;
   for (int i = 0; i < u->count; i++) {
     const int64_t m = u->unit[i].multiplicity;
     n += (int)(m < groups ? m : groups);
   }
   const size_t genes = (size_t)n + 1;
-  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(sc->ga_req, genes), ENPU_PART(sc->ga_op, genes),
-                                   ENPU_PART(sc->ga_first, genes), ENPU_PART(sc->ga_genes, genes),
-                                   ENPU_PART(sc->ga_seed, genes)) < 0,
-                 err, ENPU_ERR_NOMEM, "out of memory (GA genes)");
+  ENPU_RETURN_IF(
+      ENPU_CALLOC_PARTS(ENPU_PART(sc->ga_req, genes), ENPU_PART(sc->ga_op, genes), ENPU_PART(sc->ga_first, genes),
+                        ENPU_PART(sc->ga_genes, genes), ENPU_PART(sc->ga_seed, genes)) < 0,
+      err, ENPU_ERR_NOMEM, "out of memory (GA genes)");
   n = 0;
   for (int i = 0; i < u->count; i++) {
     const int64_t m = u->unit[i].multiplicity;
@@ -580,9 +573,8 @@ int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int
   double ga_budget = pl->budget_ns;
   for (int round = 0; round < 4; round++) {
     int64_t evals;
-    ENPU_FORWARD(search_ga_run(sc->ga_req, sc->ga_n, ga_budget, &opt->ga,
-                               first && round == 0 ? NULL : sc->ga_seed, sc->ga_genes, &evals,
-                               err));
+    ENPU_FORWARD(search_ga_run(sc->ga_req, sc->ga_n, ga_budget, &opt->ga, first && round == 0 ? NULL : sc->ga_seed,
+                               sc->ga_genes, &evals, err));
     pl->request_evals += evals;
     memcpy(sc->ga_seed, sc->ga_genes, (size_t)sc->ga_n * sizeof *sc->ga_seed);
     for (int n = 0; n < sc->ga_n; n++) {
@@ -622,20 +614,21 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
   search_units *u = NULL;
   ENPU_FORWARD(search_units_build(s, cost, g, policy, opt, &u, err));
   scratch sc = {0};
-  request rq = {.units = u, .offset = u->offset, .pm = ps.pm, .transitions = ps.transitions,
-                .model = opt->transitions, .budget = opt->budget, .cost = cost, .pipe = &ps.pipe,
-                .gate_pipe = &ps.gate_pipe, .gating = ps.gating || gated, .dom = &ps.dom};
-  int (*exec)[CONFIG_NCOMP] = enpu_calloc((size_t)instances + 1, sizeof *exec);
+  request rq = req_of_setup(u, &ps, opt, cost);
+  rq.gating = ps.gating || gated;
+  rq.transition_aware = false;
+  int(*exec)[CONFIG_NCOMP] = enpu_calloc((size_t)instances + 1, sizeof *exec);
   int rc = exec ? req_init(&rq, &sc, g, instances, err)
-                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (plan of %lld "
-                              "instances)", (long long)instances);
-  for (int64_t x = 0; rc == 0 && x < instances; x++)
-    memcpy(exec[x], state[u->walk_of[x]], sizeof exec[x]);
+                : enpu_errorf(err, ENPU_ERR_NOMEM,
+                              "out of memory (plan of %lld "
+                              "instances)",
+                              (long long)instances);
+  for (int64_t x = 0; rc == 0 && x < instances; x++) memcpy(exec[x], state[u->walk_of[x]], sizeof exec[x]);
   req_cost c;
   if (rc == 0) rc = req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &c, err);
   if (rc == 0) {
-    *out = (search_plan_totals){.time_ns = c.time_ns, .cp_time_ns = c.cp_ns,
-                                .energy_nj = c.energy_nj, .gates = c.gates};
+    *out = (search_plan_totals){
+        .time_ns = c.time_ns, .cp_time_ns = c.cp_ns, .energy_nj = c.energy_nj, .gates = c.gates};
     memcpy(out->regulator_loss_nj, c.loss_nj, sizeof out->regulator_loss_nj);
   }
   free(exec);

@@ -38,8 +38,8 @@ void search_memo_free(search_memo *m); /* NULL is a no-op */
  * (the greedy uses users[0] only). Components outside the searched domains stay at peak.
  * On success *out owns its points; on failure *out is empty.
  * @return 0, or the evaluator's error, ENPU_ERR_INVALID (bad domains), ENPU_ERR_NOMEM. */
-int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
-                     void *const *users, int nthreads, search_pareto *out, enpu_err *err);
+int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval, void *const *users,
+                     int nthreads, search_pareto *out, enpu_err *err);
 
 /* search_op_pareto with a batch evaluator and a bound (search_evaluator), and for
  * SEARCH_OP_EXACT one part of the search: the plan space is cut into SEARCH_EXACT_PARTS
@@ -49,9 +49,8 @@ int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_f
  * part, over `nthreads` threads, merged (the exact set). Evaluations are counted per
  * part and summed, so they depend on neither the thread count nor the order.
  * @return as search_op_pareto; ENPU_ERR_INVALID for a part outside the range. */
-int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
-                     void *const *users, int nthreads, int part, search_pareto *out,
-                     enpu_err *err);
+int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev, void *const *users,
+                     int nthreads, int part, search_pareto *out, enpu_err *err);
 
 /* The genetic algorithm of the paper's DVFS-C baseline (§4.3, after ascend_dvfs): a genome
  * holds one gene per search_req_op (a Pareto point index shared by all its instances);
@@ -64,19 +63,18 @@ int search_op_search(search_memo *memo, const search_domains *dom, const search_
  * Deterministic for a given rng_seed. best[] receives the best genome (never worse than
  * the seed: the elite survives); *evals the genomes evaluated.
  * @return 0, ENPU_ERR_INVALID (bad ops or parameters), ENPU_ERR_NOMEM. */
-int search_ga_run(const search_req_op *ops, int nops, double budget_ns,
-                  const search_ga_params *prm, const int *seed, int *best, int64_t *evals,
-                  enpu_err *err);
+int search_ga_run(const search_req_op *ops, int nops, double budget_ns, const search_ga_params *prm,
+                  const int *seed, int *best, int64_t *evals, enpu_err *err);
 /* Time and energy of a genome (every instance of op i at point genes[i]). */
-void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes,
-                           double *time_ns, double *energy_nj);
+void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes, double *time_ns,
+                           double *energy_nj);
 
 struct search_ctx {
   const config_chip *chip;
-  power_model *fixed;  /* NoDVFS: fixed regulator, peak only */
-  power_model *ctrl;   /* DVFS IVR, HBM controller only (enpu-c) */
-  power_model *full;   /* DVFS IVR, HBM controller + I/O (enpu-all, ideal) */
-  power_model *dvfs_c; /* DVFS IVR for SA/VU/SRAM, HBM and ICI at peak on the fixed one */
+  power_model *fixed;    /* NoDVFS: fixed regulator, peak only */
+  power_model *ctrl;     /* DVFS IVR, HBM controller only (enpu-c) */
+  power_model *full;     /* DVFS IVR, HBM controller + I/O (enpu-all, ideal) */
+  power_model *dvfs_c;   /* DVFS IVR for SA/VU/SRAM, HBM and ICI at peak on the fixed one */
   power_model *chipwide; /* uniform: one chip-wide rail on the NoDVFS regulator */
   search_memo *memo;
 };
@@ -95,20 +93,17 @@ int search_front_insert(search_front *f, const search_point *p);
 /* 1 when a point of f is no slower than time_ns and strictly cheaper than energy_nj. */
 int search_front_dominates(const search_front *f, double time_ns, double energy_nj);
 /* Component states of a plan given the state of each searched domain. */
-void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP],
-                           int state[CONFIG_NCOMP]);
+void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP], int state[CONFIG_NCOMP]);
 /* 1 when the memo holds an evaluation of these component states (current operator). */
 int search_memo_known(search_memo *m, const int state[CONFIG_NCOMP]);
 /* The three op-level methods, each into f; out->evals (and steps) counted. Algorithm 1
  * puts its path into f, and every plan it evaluates when every_eval is set. */
-int search_op_greedy(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
-                     void *user, search_front *f, int every_eval, search_pareto *out,
-                     enpu_err *err);
-int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev,
-                         void *const *users, int nthreads, search_front *f, search_pareto *out,
-                         enpu_err *err);
-int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users,
-                    int nthreads, int part, search_front *f, search_pareto *out, enpu_err *err);
+int search_op_greedy(search_memo *memo, const search_domains *dom, const search_evaluator *ev, void *user,
+                     search_front *f, int every_eval, search_pareto *out, enpu_err *err);
+int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev, void *const *users, int nthreads,
+                         search_front *f, search_pareto *out, enpu_err *err);
+int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users, int nthreads,
+                    int part, search_front *f, search_pareto *out, enpu_err *err);
 
 /* Policy → search setup (paper §4.1, §4.6; src/README.md). gate_pipe is pipe with power
  * gating on (pg policies price their plans with it too). */
@@ -116,13 +111,13 @@ typedef struct {
   search_domains dom;
   cost_pipeline pipe, gate_pipe;
   const power_model *pm;
-  int transitions;          /* V/f transitions priced between ops (not for `ideal`) */
-  int gating;               /* pg policy */
+  int transitions;           /* V/f transitions priced between ops (not for `ideal`) */
+  int gating;                /* pg policy */
   search_req_method request; /* the request level actually used */
 } policy_setup;
 
-int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o,
-                        policy_setup *ps, enpu_err *err);
+int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o, policy_setup *ps,
+                        enpu_err *err);
 
 /* An evaluation cache line: one op's plan after a given previous plan, plain (mode 0) or
  * gated (mode bit 0; bits 1..5: the components woken entering it). The gated lines carry
@@ -150,8 +145,8 @@ enum { REQ_CACHE_WAYS = 4 };
 /* Pricing of instance x of a plan (`state`, execution order) after instance x − 1 in
  * `mode` (req_line): the cost model by default (inst_eval in search_final.c); a unit
  * test may substitute another to run finalisation on operators of its own making. */
-typedef int (*req_price_fn)(void *user, const int (*state)[CONFIG_NCOMP], int64_t x,
-                            unsigned mode, req_line *out, enpu_err *err);
+typedef int (*req_price_fn)(void *user, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode, req_line *out,
+                            enpu_err *err);
 
 typedef struct {
   const graph *g;
@@ -165,13 +160,13 @@ typedef struct {
   config_budget budget;
   cost_ctx *cost;
   const cost_pipeline *pipe, *gate_pipe;
-  int gating;                       /* pg policy: price plans gated too */
+  int gating; /* pg policy: price plans gated too */
   const search_domains *dom;
   int transition_aware;
-  const int *op_of;  /* graph op of each instance (execution order) */
+  const int *op_of;   /* graph op of each instance (execution order) */
   req_price_fn price; /* NULL: the cost model */
   void *price_user;
-  req_line *cache;   /* per graph op, REQ_CACHE_WAYS lines, used round robin */
+  req_line *cache; /* per graph op, REQ_CACHE_WAYS lines, used round robin */
   int *cache_next;
 } request;
 
@@ -179,15 +174,15 @@ typedef struct {
 typedef struct {
   search_req_op *req; /* per unit */
   int *pos;           /* per unit instance (walk numbering) */
-  int *best_pos; /* positions of the plan taken so far, when it is on the Pareto sets */
+  int *best_pos;      /* positions of the plan taken so far, when it is on the Pareto sets */
   int have_best;
   int (*peak_state)[CONFIG_NCOMP];
-  int (*cand)[CONFIG_NCOMP];  /* a candidate plan's states, execution order */
-  int (*lift)[CONFIG_NCOMP];  /* the same with rails lifted */
-  int *op_of;                 /* graph op of each instance (execution order) */
-  search_req_op *ga_req;      /* GA genes (and polish units): runs of consecutive
-                                 instances of one unit */
-  int *ga_op, *ga_first;      /* per gene: unit, first instance */
+  int (*cand)[CONFIG_NCOMP]; /* a candidate plan's states, execution order */
+  int (*lift)[CONFIG_NCOMP]; /* the same with rails lifted */
+  int *op_of;                /* graph op of each instance (execution order) */
+  search_req_op *ga_req;     /* GA genes (and polish units): runs of consecutive
+                                instances of one unit */
+  int *ga_op, *ga_first;     /* per gene: unit, first instance */
   int *ga_genes, *ga_seed;
   int ga_n;
   req_line *cache;
@@ -200,8 +195,11 @@ typedef struct {
  * of a pass. */
 int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
 /* The policy's setup and the graph check, what every request over graph g starts with. */
-int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt,
-                const graph *g, policy_setup *ps, int64_t *instances, enpu_err *err);
+int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt, const graph *g,
+                policy_setup *ps, int64_t *instances, enpu_err *err);
+/* A request over units u priced by the setup ps and the options' transitions and budget
+ * (no Pareto sets: the caller adds them when it searches). */
+request req_of_setup(const search_units *u, const policy_setup *ps, const search_options *opt, cost_ctx *cost);
 
 /* Visits graph g's instances in execution order (graph.h): visit(ctx, i, x, w) for the
  * instance of op i at execution index x, numbered w among op i's (copy c of op i in layer
@@ -219,22 +217,21 @@ void scratch_free(scratch *sc);
 
 /* Time (transitions included), critical-path time, energy and regulator loss of the plan
  * `state` (execution order), plain or with power gating (gated: rq->gating only). */
-int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out,
-              enpu_err *err);
+int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out, enpu_err *err);
 
 /* Units of a per-operator request: one per graph op (search_units_build's default). */
 int units_of_ops(const graph *g, search_units **out, enpu_err *err);
 /* The epochs of an epoch policy (search_epochs.c). */
-int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                    double epoch_ns, search_units **out, enpu_err *err);
+int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, double epoch_ns,
+                    search_units **out, enpu_err *err);
 /* Cost-model results of (graph op, plan) shared by the epochs of one compilation. */
 typedef struct unit_cache unit_cache;
 int unit_cache_create(unit_cache **out, enpu_err *err);
 void unit_cache_free(unit_cache *uc); /* NULL is a no-op */
 /* search_unit_compile with the compilation's cache (one pipeline and chip). */
 int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
-                 config_policy policy, const search_options *opt, unit_cache *cache,
-                 search_pareto *out, enpu_err *err);
+                 config_policy policy, const search_options *opt, unit_cache *cache, search_pareto *out,
+                 enpu_err *err);
 
 /* Allocate a units struct for `count` units, `members` members and the given instances;
  * the caller fills it (units_finish derives offset, unit_of_walk and first_x from
@@ -245,13 +242,12 @@ int units_finish(search_units *u, enpu_err *err);
 /* The slack's plan from a walk (prefix within budget, stepping back in strict mode; rail
  * lifting and local search when transition-aware), or from the GA; the all-peak plan
  * when nothing cheaper fits. pl->budget_ns, slack and budget are set by the caller. */
-int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w,
-                    const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
+int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const search_bucket_result *res,
+                    search_slack_plan *pl, enpu_err *err);
 int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
                   const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
 /* The GA's genes: each unit's instances cut into at most `groups` runs. */
-int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups,
-                  scratch *sc, enpu_err *err);
+int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups, scratch *sc, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * The uniform policy: no DVFS plan but the table an online governor runs from, every
