@@ -15,7 +15,7 @@
 #include "cli_internal.h"
 #include "config.h"
 
-#define HELP_WIDTH 88 /* columns of the synopsis and of the option help */
+#define HELP_WIDTH 88  /* columns of the synopsis and of the option help */
 #define HELP_COLUMN 22 /* where an option's help text starts */
 
 int cli_reject(char *msg, size_t len, const char *fmt, ...) {
@@ -139,9 +139,18 @@ static int set_value(const cli_opt *o, const char *v, void *args, char *msg, siz
   case CLI_CUSTOM: break;
   case CLI_ENUM: rc = set_choice(o, v, (int *)at); break;
   case CLI_LIST: rc = set_list(o, v, (cli_numbers *)at); break;
-  case CLI_INT: rc = opt_number(o, v, &x); if (!rc) *(int *)at = (int)x; break;
-  case CLI_U64: rc = opt_number(o, v, &x); if (!rc) cli_parse_u64(v, (uint64_t *)at); break;
-  case CLI_DOUBLE: rc = opt_number(o, v, &x); if (!rc) *(double *)at = x; break;
+  case CLI_INT:
+    rc = opt_number(o, v, &x);
+    if (!rc) *(int *)at = (int)x;
+    break;
+  case CLI_U64:
+    rc = opt_number(o, v, &x);
+    if (!rc) cli_parse_u64(v, (uint64_t *)at);
+    break;
+  case CLI_DOUBLE:
+    rc = opt_number(o, v, &x);
+    if (!rc) *(double *)at = x;
+    break;
   }
   if (rc < 0) return bad_value(o, v, msg, len);
   char what[256] = "";

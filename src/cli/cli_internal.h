@@ -122,16 +122,16 @@ typedef struct {
 /* clang-format on */
 
 typedef struct {
-  const char *name;  /* long name without the dashes */
-  char alias;        /* short alias (-x), or 0 */
+  const char *name; /* long name without the dashes */
+  char alias;       /* short alias (-x), or 0 */
   cli_type type;
-  size_t at;         /* offsetof the field in the command's arguments struct */
-  const char *meta;  /* the value in help ("SEC"); an enum's default is its choices */
-  const char *help;  /* lines separated by '\n'; range and default are appended */
+  size_t at;        /* offsetof the field in the command's arguments struct */
+  const char *meta; /* the value in help ("SEC"); an enum's default is its choices */
+  const char *help; /* lines separated by '\n'; range and default are appended */
   cli_range range;
   const char *const *choices; /* CLI_ENUM: NULL-terminated */
   unsigned flags;
-  int min_count, max_count;   /* CLI_LIST: elements (0: 1 and CLI_LIST_MAX) */
+  int min_count, max_count; /* CLI_LIST: elements (0: 1 and CLI_LIST_MAX) */
   /* CLI_STRING: is v acceptable? CLI_CUSTOM: parse and store v. 0, or -1 with
    * `expected` saying what was expected. */
   int (*accept)(const char *v, void *args, char *expected, size_t len);
@@ -152,8 +152,8 @@ struct cli_spec {
   const char *command; /* "compile", "store info"; its text is commands.md's "## compile" */
   cli_positional pos;
   const cli_opt *opts;
-  int nopts;           /* at most 64 */
-  size_t args_size;    /* of the arguments struct */
+  int nopts;                /* at most 64 */
+  size_t args_size;         /* of the arguments struct */
   void (*init)(void *args); /* the defaults (after zeroing); NULL: all zero */
   /* Rules across options: 0, or -1 with msg filled (a usage error). */
   int (*check)(const void *args, const cli_parsed *p, char *msg, size_t len);
@@ -196,8 +196,7 @@ typedef struct {
 #define CLI_STORE_ARG(T, f) .pos = {"STORE", "store file", 1, 1, offsetof(T, f)}
 
 /* The options and the arguments struct T of a spec. */
-#define CLI_OPTS(opts_, T)                                                                    \
-  .opts = (opts_), .nopts = (int)(sizeof(opts_) / sizeof(opts_)[0]), .args_size = sizeof(T)
+#define CLI_OPTS(opts_, T) .opts = (opts_), .nopts = (int)(sizeof(opts_) / sizeof(opts_)[0]), .args_size = sizeof(T)
 
 /* A job and the graph of one of its buckets. */
 typedef struct {
@@ -220,8 +219,8 @@ void cli_job_graph_free(cli_job_graph *jg);
 /* Parse argv[first..argc) by s into args (zeroed, then s->init). @return CLI_PARSED to go
  * on, CLI_HELP after --help or -h, CLI_USAGE with msg saying which argument and what was
  * expected. Prints nothing. */
-int cli_parse_args(const cli_spec *s, int argc, char **argv, int first, void *args, cli_parsed *p,
-                   char *msg, size_t len);
+int cli_parse_args(const cli_spec *s, int argc, char **argv, int first, void *args, cli_parsed *p, char *msg,
+                   size_t len);
 
 /* The section "## <s->command>" of commands.md: *about the text before the options, *exit
  * its last paragraph when it starts "Exit status" (else empty), both not NUL-terminated,

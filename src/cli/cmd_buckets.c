@@ -33,11 +33,10 @@ static void print_phase(const grid_phase *v) {
   const config_parallel *p = &v->parallel;
   printf("%s: %d batch sizes x %d sequence lengths = %lld buckets, %lld feasible, "
          "%lld infeasible (capacity)\n",
-         config_phase_name(v->phase), v->batch_count, v->seq_count, (long long)t->buckets,
-         (long long)t->feasible, (long long)t->infeasible_capacity);
-  printf("  parallel dp %d tp %d pp %d ep %d; weights %.1f GB of %.1f GB HBM per chip\n", p->dp,
-         p->tp, p->pp, p->ep, v->buckets[0].mem.weights_bytes / 1e9,
-         v->buckets[0].mem.hbm_bytes / 1e9);
+         config_phase_name(v->phase), v->batch_count, v->seq_count, (long long)t->buckets, (long long)t->feasible,
+         (long long)t->infeasible_capacity);
+  printf("  parallel dp %d tp %d pp %d ep %d; weights %.1f GB of %.1f GB HBM per chip\n", p->dp, p->tp, p->pp,
+         p->ep, v->buckets[0].mem.weights_bytes / 1e9, v->buckets[0].mem.hbm_bytes / 1e9);
   const config_capacity cap = v->buckets[0].mem.capacity;
   printf("  per-chip HBM use in %% (x: weights + KV cache + activations exceed HBM%s)\n",
          cap == CONFIG_CAPACITY_IGNORE    ? "; capacity ignore: over 100 compiled as if it fitted"
@@ -106,12 +105,10 @@ static json_t *phase_json(const grid_phase *v) {
   json_t *buckets = json_array();
   for (int i = 0; buckets && i < v->bucket_count; i++) {
     const grid_bucket *b = &v->buckets[i];
-    json_t *o = json_pack("{s:i, s:i, s:b, s:o, s:o, s:o, s:b, s:o}", "batch", b->batch, "seq",
-                          b->seq, "feasible", b->status == GRID_FEASIBLE, "weights_bytes",
-                          bytes_json(b->mem.weights_bytes), "kv_bytes",
-                          bytes_json(b->mem.kv_bytes), "activation_bytes",
-                          bytes_json(b->mem.activation_bytes), "fits",
-                          grid_memory_used_bytes(&b->mem) <= b->mem.hbm_bytes, "offload_bytes",
+    json_t *o = json_pack("{s:i, s:i, s:b, s:o, s:o, s:o, s:b, s:o}", "batch", b->batch, "seq", b->seq, "feasible",
+                          b->status == GRID_FEASIBLE, "weights_bytes", bytes_json(b->mem.weights_bytes), "kv_bytes",
+                          bytes_json(b->mem.kv_bytes), "activation_bytes", bytes_json(b->mem.activation_bytes),
+                          "fits", grid_memory_used_bytes(&b->mem) <= b->mem.hbm_bytes, "offload_bytes",
                           bytes_json(b->mem.offload_bytes));
     if (json_array_append_new(buckets, o) < 0) {
       json_decref(buckets);
@@ -122,10 +119,10 @@ static json_t *phase_json(const grid_phase *v) {
   const grid_totals *t = &v->totals;
   return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i}, s:o}", "batch",
                    buckets_int_array(v->batch, v->batch_count), "seq", buckets_int_array(v->seq, v->seq_count),
-                   "buckets", buckets, "feasible", (json_int_t)t->feasible,
-                   "infeasible_capacity", (json_int_t)t->infeasible_capacity, "compilations",
-                   (json_int_t)t->compilations, "parallel", "dp", p->dp, "tp", p->tp, "pp", p->pp,
-                   "ep", p->ep, "hbm_bytes", bytes_json(v->buckets[0].mem.hbm_bytes));
+                   "buckets", buckets, "feasible", (json_int_t)t->feasible, "infeasible_capacity",
+                   (json_int_t)t->infeasible_capacity, "compilations", (json_int_t)t->compilations, "parallel",
+                   "dp", p->dp, "tp", p->tp, "pp", p->pp, "ep", p->ep, "hbm_bytes",
+                   bytes_json(v->buckets[0].mem.hbm_bytes));
 }
 
 static json_t *job_json(const config_job *job, const grid *g) {
@@ -154,10 +151,9 @@ static json_t *job_json(const config_job *job, const grid *g) {
     }
   }
   const grid_totals *t = grid_get_totals(g);
-  return json_pack("{s:s, s:s, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name,
-                   "capacity", config_capacity_name(job->capacity), "phases",
-                   phases, "slacks", slacks, "policies", policies, "totals", "buckets",
-                   (json_int_t)t->buckets, "feasible", (json_int_t)t->feasible,
+  return json_pack("{s:s, s:s, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name, "capacity",
+                   config_capacity_name(job->capacity), "phases", phases, "slacks", slacks, "policies", policies,
+                   "totals", "buckets", (json_int_t)t->buckets, "feasible", (json_int_t)t->feasible,
                    "infeasible_capacity", (json_int_t)t->infeasible_capacity, "compilations",
                    (json_int_t)t->compilations);
 }

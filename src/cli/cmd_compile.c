@@ -103,10 +103,12 @@ static void init(void *args) {
 
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   const compile_args *a = args;
-  if (a->sample_ops && strcmp(a->policy, "ideal")) return cli_reject(msg, len, "--sample-ops goes with --policy ideal");
+  if (a->sample_ops && strcmp(a->policy, "ideal"))
+    return cli_reject(msg, len, "--sample-ops goes with --policy ideal");
   if (a->out && !a->factors) return cli_reject(msg, len, "--out goes with --capacity-factor");
   for (int k = 1; k < a->slacks.n; k++)
-    if (!(a->slacks.v[k] > a->slacks.v[k - 1])) return cli_reject(msg, len, "--slacks: expected increasing fractions");
+    if (!(a->slacks.v[k] > a->slacks.v[k - 1]))
+      return cli_reject(msg, len, "--slacks: expected increasing fractions");
   return 0;
 }
 
@@ -148,27 +150,24 @@ static double loss_of(const search_slack_plan *pl) {
 static int print_human(const char *name, const search_bucket_result *r, int vfset, enpu_err *err) {
   printf("\n%s: T_nodvfs %.3f ms, T_peak %.3f ms, E_nodvfs %.3f mJ; all-peak %.3f ms "
          "%.3f mJ; %d ops searched, %" PRId64 " op evals in %.3f s, walk %" PRId64 " moves\n",
-         name, r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6,
-         r->e_nodvfs_nj / 1e6, r->policy_peak_time_ns / 1e6, r->policy_peak_energy_nj / 1e6,
-         r->unique_ops, r->op_evals, r->op_search_s, r->walk_moves);
-  printf("%7s %11s %11s %11s %9s %12s %8s %12s %7s %9s %9s %9s %11s %5s\n", "slack", "budget ms",
-         "time ms", "crit. ms", "overhead", "energy mJ", "saving", "bound mJ", "gap", "op evals",
-         "req evals", "search s", "reg loss mJ", "gated");
+         name, r->t_nodvfs_ns / 1e6, r->t_peak_ns / 1e6, r->e_nodvfs_nj / 1e6, r->policy_peak_time_ns / 1e6,
+         r->policy_peak_energy_nj / 1e6, r->unique_ops, r->op_evals, r->op_search_s, r->walk_moves);
+  printf("%7s %11s %11s %11s %9s %12s %8s %12s %7s %9s %9s %9s %11s %5s\n", "slack", "budget ms", "time ms",
+         "crit. ms", "overhead", "energy mJ", "saving", "bound mJ", "gap", "op evals", "req evals", "search s",
+         "reg loss mJ", "gated");
   for (int k = 0; k < r->nplans; k++) {
     const search_slack_plan *pl = &r->plans[k];
-    printf("%6.1f%% %11.4f %11.4f %11.4f %8.3f%% %12.4f %7.2f%% %12.4f %6.2f%% %9" PRId64
-           " %9" PRId64 " %9.3f %11.4f %5s\n",
-           100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->cp_time_ns / 1e6,
-           pl->overhead_pct, pl->energy_nj / 1e6,
-           100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * bound_gap(pl),
+    printf("%6.1f%% %11.4f %11.4f %11.4f %8.3f%% %12.4f %7.2f%% %12.4f %6.2f%% %9" PRId64 " %9" PRId64
+           " %9.3f %11.4f %5s\n",
+           100 * pl->slack, pl->budget_ns / 1e6, pl->time_ns / 1e6, pl->cp_time_ns / 1e6, pl->overhead_pct,
+           pl->energy_nj / 1e6, 100 * pl->savings_vs_nodvfs, pl->lower_bound_nj / 1e6, 100 * bound_gap(pl),
            pl->op_evals, pl->request_evals, pl->search_s, loss_of(pl) / 1e6, pl->gated ? "yes" : "no");
   }
   for (int k = 0; vfset && k < r->nplans; k++) {
     vf_stream vs = {0};
     const int rc = make_stream(&r->plans[k], &vs, err);
     if (rc == 0) {
-      printf("vf.set at slack %g%%: %" PRId64 " commands over %" PRId64
-             " op instances (decode + replay ok)\n",
+      printf("vf.set at slack %g%%: %" PRId64 " commands over %" PRId64 " op instances (decode + replay ok)\n",
              100 * r->plans[k].slack, vs.count, r->plans[k].instances);
       for (int64_t c = 0; c < vs.count; c++)
         printf("  @%-6" PRId64 " vf.set 0x%014" PRIx64 "\n", vs.cmds[c].instance, vs.cmds[c].word);
@@ -180,13 +179,12 @@ static int print_human(const char *name, const search_bucket_result *r, int vfse
 }
 
 static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err) {
-  json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "slack",
-                        pl->slack, "budget_ns", pl->budget_ns, "time_ns", pl->time_ns,
-                        "cp_time_ns", pl->cp_time_ns, "overhead_pct", pl->overhead_pct, "energy_nj",
-                        pl->energy_nj, "lower_bound_nj", pl->lower_bound_nj,
-                        "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", bound_gap(pl),
-                        "op_evals", (json_int_t)pl->op_evals, "request_evals",
-                        (json_int_t)pl->request_evals, "search_s", pl->search_s);
+  json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "slack", pl->slack,
+                        "budget_ns", pl->budget_ns, "time_ns", pl->time_ns, "cp_time_ns", pl->cp_time_ns,
+                        "overhead_pct", pl->overhead_pct, "energy_nj", pl->energy_nj, "lower_bound_nj",
+                        pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "gap", bound_gap(pl),
+                        "op_evals", (json_int_t)pl->op_evals, "request_evals", (json_int_t)pl->request_evals,
+                        "search_s", pl->search_s);
   json_t *loss = json_array();
   for (int c = 0; loss && c < CONFIG_NCOMP; c++)
     if (json_array_append_new(loss, json_real(pl->regulator_loss_nj[c])) < 0) json_decref(loss), loss = NULL;
@@ -216,13 +214,11 @@ static json_t *slack_json(const search_slack_plan *pl, int vfset, enpu_err *err)
 static json_t *policy_plans_json(const search_bucket_result *r, int vfset, enpu_err *err) {
   json_t *slacks = json_array();
   for (int k = 0; slacks && k < r->nplans; k++)
-    if (json_array_append_new(slacks, slack_json(&r->plans[k], vfset, err)) < 0)
-      json_decref(slacks), slacks = NULL;
-  return json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:i, s:I, s:f, s:I}", "slacks", slacks,
-                   "t_nodvfs_ns", r->t_nodvfs_ns, "e_nodvfs_nj", r->e_nodvfs_nj, "t_peak_ns",
-                   r->t_peak_ns, "peak_time_ns", r->policy_peak_time_ns, "peak_energy_nj",
-                   r->policy_peak_energy_nj, "unique_ops", r->unique_ops, "op_evals",
-                   (json_int_t)r->op_evals, "op_search_s", r->op_search_s, "walk_moves",
+    if (json_array_append_new(slacks, slack_json(&r->plans[k], vfset, err)) < 0) json_decref(slacks), slacks = NULL;
+  return json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:i, s:I, s:f, s:I}", "slacks", slacks, "t_nodvfs_ns",
+                   r->t_nodvfs_ns, "e_nodvfs_nj", r->e_nodvfs_nj, "t_peak_ns", r->t_peak_ns, "peak_time_ns",
+                   r->policy_peak_time_ns, "peak_energy_nj", r->policy_peak_energy_nj, "unique_ops", r->unique_ops,
+                   "op_evals", (json_int_t)r->op_evals, "op_search_s", r->op_search_s, "walk_moves",
                    (json_int_t)r->walk_moves);
 }
 
@@ -241,8 +237,7 @@ typedef struct {
 
 /* One distinct op's set: Algorithm 1, or the exhaustive set with its gap to Algorithm 1's
  * when it is the first distinct op at or after k·distinct/n for some k < n. */
-static int sampled_set(void *user, int i, int rank, int distinct, search_pareto *out,
-                       enpu_err *err) {
+static int sampled_set(void *user, int i, int rank, int distinct, search_pareto *out, enpu_err *err) {
   const sampled_user *c = user;
   const int n = c->n < distinct ? c->n : distinct;
   int sampled = 0;
@@ -259,9 +254,10 @@ static int sampled_set(void *user, int i, int rank, int distinct, search_pareto 
   search_gap gap;
   if (rc == 0) rc = search_pareto_gap(out, &greedy, NULL, &gap, err);
   if (rc == 0)
-    fprintf(c->log, "ideal: op %d (%s) exhaustive: %d points, %" PRId64 " plans, %.1f s; "
-            "greedy gap max %.3f%% mean %.3f%%, hypervolume ratio %.5f\n", i, op->name,
-            out->count, out->evals, enpu_now_s() - t0, 100 * gap.max_gap, 100 * gap.mean_gap,
+    fprintf(c->log,
+            "ideal: op %d (%s) exhaustive: %d points, %" PRId64 " plans, %.1f s; "
+            "greedy gap max %.3f%% mean %.3f%%, hypervolume ratio %.5f\n",
+            i, op->name, out->count, out->evals, enpu_now_s() - t0, 100 * gap.max_gap, 100 * gap.mean_gap,
             gap.hv_ratio);
   search_pareto_free(&greedy);
   return rc;
@@ -271,8 +267,7 @@ static int sampled_set(void *user, int i, int rank, int distinct, search_pareto 
  * over them in graph order) and Algorithm 1 on the ideal pipeline for the rest; prints
  * (stderr under --json) each sampled op's greedy-vs-exact gap; then the request level. */
 static int compile_sampled(search_ctx *sx, cost_ctx *cost, const graph *g, const config_job *job,
-                           const search_options *opt, int n, int json,
-                           search_bucket_result *out, enpu_err *err) {
+                           const search_options *opt, int n, int json, search_bucket_result *out, enpu_err *err) {
   const int nops = graph_op_count(g);
   uint64_t *signature = calloc((size_t)nops + 1, sizeof *signature);
   if (!signature) return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
@@ -281,8 +276,8 @@ static int compile_sampled(search_ctx *sx, cost_ctx *cost, const graph *g, const
   search_sets sets = {0};
   int rc = search_sets_compile(signature, nops, sampled_set, &c, &sets, err);
   if (rc == 0)
-    rc = search_compile_bucket_sets(sx, cost, g, CONFIG_POLICY_IDEAL, sets.set_of, job->slacks,
-                                    job->slack_count, opt, out, err);
+    rc = search_compile_bucket_sets(sx, cost, g, CONFIG_POLICY_IDEAL, sets.set_of, job->slacks, job->slack_count,
+                                    opt, out, err);
   if (rc == 0) search_bucket_add_op_level(out, &sets);
   search_sets_free(&sets);
   free(signature);
@@ -334,17 +329,16 @@ static int sweep_compile(config_job *job, const sweep_ctx *c, const char *factor
   for (int p = 0; p < c->npol; p++) {
     search_options popt = *c->opt;
     search_options_set_policy(&popt, &c->pol[p]);
-    ENPU_FORWARD(search_compile_bucket(c->sx, c->cost, *g, c->pol[p].base, job->slacks,
-                                       job->slack_count, &popt, &out[p], err));
+    ENPU_FORWARD(search_compile_bucket(c->sx, c->cost, *g, c->pol[p].base, job->slacks, job->slack_count, &popt,
+                                       &out[p], err));
   }
   return 0;
 }
 
 /* Rows of one factor: the plans made for it and the worst-case plans run on its graph
  * (an epoch policy's on this factor's epochs, each at its first operator's states). */
-static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
-                      const search_bucket_result *cur, const search_bucket_result *worst,
-                      report_imbalance_row *rows, enpu_err *err) {
+static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g, const search_bucket_result *cur,
+                      const search_bucket_result *worst, report_imbalance_row *rows, enpu_err *err) {
   const double factor = grid_capacity_factor(job);
   for (int p = 0; p < c->npol; p++)
     for (int k = 0; k < job->slack_count; k++) {
@@ -364,7 +358,8 @@ static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
       ENPU_FORWARD(rc);
       const double e = tot.energy_nj;
       report_imbalance_row *r = &rows[p * job->slack_count + k];
-      *r = (report_imbalance_row){.capacity_factor = factor, .slack = job->slacks[k],
+      *r = (report_imbalance_row){.capacity_factor = factor,
+                                  .slack = job->slacks[k],
                                   .savings = cur[p].plans[k].savings_vs_nodvfs,
                                   .savings_worst = 1.0 - e / cur[p].e_nodvfs_nj};
       config_policy_spec_name(&c->pol[p], r->policy);
@@ -372,24 +367,22 @@ static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
   return 0;
 }
 
-static int sweep_print(const compile_args *a, const config_job *job,
-                       const report_imbalance_row *rows, size_t n) {
+static int sweep_print(const compile_args *a, const config_job *job, const report_imbalance_row *rows, size_t n) {
   json_t *arr = a->json ? json_array() : NULL;
   if (!a->json)
     printf("job %s: %s, batch %d, seq %d; savings vs NoDVFS at each expert capacity factor\n"
-           "%8s %-9s %7s %14s %16s %11s\n", job->name, cli_phase_names[a->b.phase], a->b.batch, a->b.seq, "factor",
-           "policy", "slack", "plan for load", "worst-case plan", "difference");
+           "%8s %-9s %7s %14s %16s %11s\n",
+           job->name, cli_phase_names[a->b.phase], a->b.batch, a->b.seq, "factor", "policy", "slack",
+           "plan for load", "worst-case plan", "difference");
   for (size_t i = 0; i < n; i++) {
     const report_imbalance_row *r = &rows[i];
     if (!a->json) {
-      printf("%8g %-9s %6.1f%% %13.2f%% %15.2f%% %10.2f%%\n", r->capacity_factor, r->policy,
-             100 * r->slack, 100 * r->savings, 100 * r->savings_worst,
-             100 * (r->savings - r->savings_worst));
+      printf("%8g %-9s %6.1f%% %13.2f%% %15.2f%% %10.2f%%\n", r->capacity_factor, r->policy, 100 * r->slack,
+             100 * r->savings, 100 * r->savings_worst, 100 * (r->savings - r->savings_worst));
       continue;
     }
-    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f}", "policy", r->policy, "capacity_factor",
-                          r->capacity_factor, "slack", r->slack, "savings", r->savings,
-                          "savings_worst_case_plan", r->savings_worst);
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f}", "policy", r->policy, "capacity_factor", r->capacity_factor,
+                          "slack", r->slack, "savings", r->savings, "savings_worst_case_plan", r->savings_worst);
     if (!o || json_array_append_new(arr, o) < 0) json_decref(arr), arr = NULL;
   }
   if (!a->json) return 0;
@@ -402,13 +395,11 @@ static int sweep_print(const compile_args *a, const config_job *job,
 }
 
 /* --capacity-factor: the worst case first (the reference plans), then every factor. */
-static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx *c,
-                         enpu_err *err) {
+static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx *c, enpu_err *err) {
   char buf[1024], *fac[MAX_LIST];
   snprintf(buf, sizeof buf, "%s", a->factors);
   const int nf = split_list(buf, fac);
-  ENPU_RETURN_IF(nf < 0, err, ENPU_ERR_INVALID, "--capacity-factor: expected 1 to %d factors",
-                 MAX_LIST);
+  ENPU_RETURN_IF(nf < 0, err, ENPU_ERR_INVALID, "--capacity-factor: expected 1 to %d factors", MAX_LIST);
   const size_t per = (size_t)c->npol * (size_t)job->slack_count;
   report_imbalance_row *rows = calloc((size_t)nf * per, sizeof *rows);
   search_bucket_result worst[CONFIG_MAX_POLICIES] = {{0}}, cur[CONFIG_MAX_POLICIES] = {{0}};
@@ -425,7 +416,8 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
   if (rc == 0 && sweep_print(a, job, rows, (size_t)nf * per) != 0)
     rc = enpu_errorf(err, ENPU_ERR_IO, "cannot print the results");
   char title[160];
-  snprintf(title, sizeof title, "%s %s batch %d seq %d", job->name, cli_phase_names[a->b.phase], a->b.batch, a->b.seq);
+  snprintf(title, sizeof title, "%s %s batch %d seq %d", job->name, cli_phase_names[a->b.phase], a->b.batch,
+           a->b.seq);
   if (rc == 0 && a->out) rc = report_write_imbalance(a->out, NULL, title, rows, (size_t)nf * per, err);
   for (int p = 0; p < c->npol; p++) search_bucket_result_free(&worst[p]);
   graph_free(gw);
@@ -449,14 +441,13 @@ static void compile_options(const compile_args *a, const config_job *job, search
 }
 
 /* One policy's bucket (its ops sampled for --sample-ops). */
-static int compile_one(search_ctx *sx, cost_ctx *cost, const graph *g, const config_job *job,
-                       const compile_args *a, const search_options *opt,
-                       const config_policy_spec *p, search_bucket_result *r, enpu_err *err) {
+static int compile_one(search_ctx *sx, cost_ctx *cost, const graph *g, const config_job *job, const compile_args *a,
+                       const search_options *opt, const config_policy_spec *p, search_bucket_result *r,
+                       enpu_err *err) {
   search_options popt = *opt;
   search_options_set_policy(&popt, p);
   return a->sample_ops ? compile_sampled(sx, cost, g, job, &popt, a->sample_ops, a->json, r, err)
-                       : search_compile_bucket(sx, cost, g, p->base, job->slacks, job->slack_count,
-                                               &popt, r, err);
+                       : search_compile_bucket(sx, cost, g, p->base, job->slacks, job->slack_count, &popt, r, err);
 }
 
 static int run(void *args) {
@@ -474,13 +465,14 @@ static int run(void *args) {
   int status = 0;
   char why[256] = "";
   int fits = 1;
-  if (config_job_load(a->path, &job, &err) < 0 ||
-      (a->slacks.n && set_slacks(job, &a->slacks, &err) < 0) ||
+  if (config_job_load(a->path, &job, &err) < 0 || (a->slacks.n && set_slacks(job, &a->slacks, &err) < 0) ||
       (fits = grid_bucket_fits(job, phase, a->b.batch, a->b.seq, why, sizeof why, &err)) < 0 ||
-      (!fits && enpu_errorf(&err, ENPU_ERR_INFEASIBLE, "%s batch %d seq %d does not fit the chips: %s (the "
-                            "farm stores it as infeasible)", cli_phase_names[phase], a->b.batch, a->b.seq, why) < 0) ||
-      graph_build(job, phase, a->b.batch, a->b.seq, &g, &err) < 0 ||
-      cost_ctx_create(&job->chip, &cost, &err) < 0 || search_ctx_create(&job->chip, &sx, &err) < 0) {
+      (!fits && enpu_errorf(&err, ENPU_ERR_INFEASIBLE,
+                            "%s batch %d seq %d does not fit the chips: %s (the "
+                            "farm stores it as infeasible)",
+                            cli_phase_names[phase], a->b.batch, a->b.seq, why) < 0) ||
+      graph_build(job, phase, a->b.batch, a->b.seq, &g, &err) < 0 || cost_ctx_create(&job->chip, &cost, &err) < 0 ||
+      search_ctx_create(&job->chip, &sx, &err) < 0) {
     status = cli_fail("compile", err.msg);
     goto done;
   }
@@ -495,12 +487,11 @@ static int run(void *args) {
   }
   if (a->json) {
     pols = json_object();
-    doc = json_pack("{s:s, s:s, s:i, s:i, s:s, s:O}", "job", job->name, "phase",
-                    config_phase_name(phase), "batch", a->b.batch, "seq", a->b.seq, "budget",
-                    config_budget_name(opt.budget), "policies", pols);
+    doc = json_pack("{s:s, s:s, s:i, s:i, s:s, s:O}", "job", job->name, "phase", config_phase_name(phase), "batch",
+                    a->b.batch, "seq", a->b.seq, "budget", config_budget_name(opt.budget), "policies", pols);
   } else {
-    printf("job %s: %s, batch %d, seq %d, %d ops; %s budget, slacks", job->name,
-           config_phase_name(phase), a->b.batch, a->b.seq, graph_op_count(g), config_budget_name(opt.budget));
+    printf("job %s: %s, batch %d, seq %d, %d ops; %s budget, slacks", job->name, config_phase_name(phase),
+           a->b.batch, a->b.seq, graph_op_count(g), config_budget_name(opt.budget));
     for (int k = 0; k < job->slack_count; k++) printf(" %g%%", 100 * job->slacks[k]);
     printf("\n");
   }

@@ -109,8 +109,8 @@ static const cli_spec spec = {.command = "farm", .run = run, .init = init, .chec
 /* clang-format on */
 const cli_spec *const cli_farm_specs[] = {&spec, NULL};
 
-static const char *const outcome_names[] = {[FARM_DONE] = "done", [FARM_FAILED] = "failed",
-                                            [FARM_INTERRUPTED] = "interrupted"};
+static const char *const outcome_names[] = {
+    [FARM_DONE] = "done", [FARM_FAILED] = "failed", [FARM_INTERRUPTED] = "interrupted"};
 
 /* {policy name: values[p]} over the job's policies; NULL when out of memory. */
 static json_t *per_policy(const farm_summary *s, const int64_t *counts, const double *seconds) {
@@ -128,20 +128,19 @@ static json_t *per_policy(const farm_summary *s, const int64_t *counts, const do
 
 /* One job's summary as JSON; NULL when out of memory. */
 static json_t *summary_json(const farm_summary *s) {
-  return json_pack("{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, "
-                   "s:{s:I, s:I, s:I}, s:I, s:I, s:f, s:f, s:o, s:f, s:f, s:f, s:I, s:i}",
-                   "job", s->job, "store", s->store_path, "outcome", outcome_names[s->outcome], "ranks", s->ranks,
-                   "buckets", "ok", (json_int_t)s->buckets_ok, "infeasible_capacity",
-                   (json_int_t)s->buckets_infeasible, "failed", (json_int_t)s->buckets_failed, "unique_ops",
-                   per_policy(s, s->unique_ops, NULL), "tasks", "total", (json_int_t)s->tasks_total, "op",
-                   (json_int_t)s->op_tasks, "bucket", (json_int_t)s->bucket_tasks, "part",
-                   (json_int_t)s->part_tasks, "done", (json_int_t)s->tasks_done, "failed",
-                   (json_int_t)s->tasks_failed, "reused", "store", (json_int_t)s->reused_store, "journal",
-                   (json_int_t)s->reused_journal, "resumed_ops", (json_int_t)s->resumed_ops, "recomputed",
-                   (json_int_t)s->recomputed, "evaluations", (json_int_t)s->evaluations, "core_s", s->core_s,
-                   "cpu_s", s->cpu_s, "policy_cpu_s", per_policy(s, NULL, s->policy_cpu_s), "wall_s", s->wall_s,
-                   "master_cpu_s", s->master_cpu_s, "master_rss_mb", s->master_rss_mb, "batches",
-                   (json_int_t)s->batches, "jobs", s->jobs);
+  return json_pack(
+      "{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, "
+      "s:{s:I, s:I, s:I}, s:I, s:I, s:f, s:f, s:o, s:f, s:f, s:f, s:I, s:i}",
+      "job", s->job, "store", s->store_path, "outcome", outcome_names[s->outcome], "ranks", s->ranks, "buckets",
+      "ok", (json_int_t)s->buckets_ok, "infeasible_capacity", (json_int_t)s->buckets_infeasible, "failed",
+      (json_int_t)s->buckets_failed, "unique_ops", per_policy(s, s->unique_ops, NULL), "tasks", "total",
+      (json_int_t)s->tasks_total, "op", (json_int_t)s->op_tasks, "bucket", (json_int_t)s->bucket_tasks, "part",
+      (json_int_t)s->part_tasks, "done", (json_int_t)s->tasks_done, "failed", (json_int_t)s->tasks_failed, "reused",
+      "store", (json_int_t)s->reused_store, "journal", (json_int_t)s->reused_journal, "resumed_ops",
+      (json_int_t)s->resumed_ops, "recomputed", (json_int_t)s->recomputed, "evaluations",
+      (json_int_t)s->evaluations, "core_s", s->core_s, "cpu_s", s->cpu_s, "policy_cpu_s",
+      per_policy(s, NULL, s->policy_cpu_s), "wall_s", s->wall_s, "master_cpu_s", s->master_cpu_s, "master_rss_mb",
+      s->master_rss_mb, "batches", (json_int_t)s->batches, "jobs", s->jobs);
 }
 
 /* Rank 0, before the ranks leave farm_run: every job's Markdown summary, or with --json

@@ -13,8 +13,8 @@
 /* Where a result file of this run goes: DIR/<job>/NAME with --results DIR, else NAME
  * beside the store (the job name is a plain name: config_job_load checks it). The
  * directory is created. */
-static int result_path(const farm_options *o, const farm_finished_job *f, const char *name, char *out,
-                       size_t cap, enpu_err *err) {
+static int result_path(const farm_options *o, const farm_finished_job *f, const char *name, char *out, size_t cap,
+                       enpu_err *err) {
   char dir[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 8];
   if (o->results_dir) snprintf(dir, sizeof dir, "%s/%s", o->results_dir, f->job->name);
   else snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(f->store_path, '/') - f->store_path), f->store_path);
@@ -61,8 +61,8 @@ static int run_validation(const farm_options *o, const farm_finished_job *f, enp
     fprintf(log, "farm: validation: %zu of %zu sampled plans passed (%.2f s), %s\n", out.passed, out.plans,
             out.total_s, report);
   ENPU_RETURN_IF(out.failed, err, ENPU_ERR_INTERNAL,
-                 "validation: %zu of %zu sampled plans failed (see %s); first: %s", out.failed,
-                 out.plans, report, out.first_failure);
+                 "validation: %zu of %zu sampled plans failed (see %s); first: %s", out.failed, out.plans, report,
+                 out.first_failure);
   return 0;
 }
 

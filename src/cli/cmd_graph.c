@@ -53,33 +53,25 @@ typedef struct {
 static int shape_fields(const graph_op *op, shape_field *f) {
   const graph_shape *s = &op->shape;
   int n = 0;
-#define INT_FIELD(name) f[n++] = (shape_field){#name, (double)s->name, 1}
-#define REAL_FIELD(name) f[n++] = (shape_field){#name, s->name, 0}
+#define INT_FIELD(name) \
+  f[n++] = (shape_field) { #name, (double)s->name, 1 }
+#define REAL_FIELD(name) \
+  f[n++] = (shape_field) { #name, s->name, 0 }
   switch (op->kind) {
-  case GRAPH_MATMUL:
-    INT_FIELD(b), INT_FIELD(m), INT_FIELD(k), INT_FIELD(n), INT_FIELD(rhs_is_weight);
-    break;
+  case GRAPH_MATMUL: INT_FIELD(b), INT_FIELD(m), INT_FIELD(k), INT_FIELD(n), INT_FIELD(rhs_is_weight); break;
   case GRAPH_ATTENTION:
     INT_FIELD(b), INT_FIELD(kv_group), INT_FIELD(m), INT_FIELD(n), INT_FIELD(k), INT_FIELD(v);
     INT_FIELD(causal), INT_FIELD(kv_shared);
     break;
-  case GRAPH_NORM:
-    INT_FIELD(m), INT_FIELD(n), REAL_FIELD(vector_ops_per_elem);
-    break;
+  case GRAPH_NORM: INT_FIELD(m), INT_FIELD(n), REAL_FIELD(vector_ops_per_elem); break;
   case GRAPH_ROPE:
-  case GRAPH_ROUTER:
-    INT_FIELD(m), INT_FIELD(n), INT_FIELD(k), REAL_FIELD(vector_ops_per_elem);
-    break;
+  case GRAPH_ROUTER: INT_FIELD(m), INT_FIELD(n), INT_FIELD(k), REAL_FIELD(vector_ops_per_elem); break;
   case GRAPH_ELEMENTWISE:
     INT_FIELD(m), INT_FIELD(n), INT_FIELD(in_tensors), INT_FIELD(out_tensors);
     REAL_FIELD(vector_ops_per_elem);
     break;
-  case GRAPH_EMBED:
-    INT_FIELD(m), INT_FIELD(n);
-    break;
-  default: /* collectives: n = payload bytes per chip */
-    INT_FIELD(n), INT_FIELD(ranks);
-    break;
+  case GRAPH_EMBED: INT_FIELD(m), INT_FIELD(n); break;
+  default: /* collectives: n = payload bytes per chip */ INT_FIELD(n), INT_FIELD(ranks); break;
   }
   INT_FIELD(dtype_bytes);
 #undef INT_FIELD
@@ -98,8 +90,7 @@ typedef struct {
 /* Evaluate every op of g once under NoDVFS (all-peak plan, fixed regulator, ctrl-only
  * HBM) into res[id] and sum the results x multiplicity into *tot.
  * @return 0, or a negative ENPU_ERR_* with err filled. */
-static int time_ops(const config_job *job, const graph *g, cost_result *res, time_totals *tot,
-                    enpu_err *err) {
+static int time_ops(const config_job *job, const graph *g, cost_result *res, time_totals *tot, enpu_err *err) {
   power_model *pm = NULL;
   cost_ctx *ctx = NULL;
   cost_pipeline pl;
@@ -118,8 +109,7 @@ static int time_ops(const config_job *job, const graph *g, cost_result *res, tim
     tot->energy_nj += mult * res[i].energy_total_nj;
     tot->dynamic_nj += mult * res[i].energy_dynamic_nj;
     tot->static_nj += mult * res[i].energy_static_nj;
-    for (int k = 0; k < POWER_NSLOT; k++)
-      tot->energy_by_slot_nj[k] += mult * res[i].energy_nj[k];
+    for (int k = 0; k < POWER_NSLOT; k++) tot->energy_by_slot_nj[k] += mult * res[i].energy_nj[k];
   }
   cost_ctx_free(ctx);
   power_model_free(pm);
@@ -127,67 +117,58 @@ static int time_ops(const config_job *job, const graph *g, cost_result *res, tim
 }
 
 static const char *slot_name(int k) {
-  return k == POWER_SLOT_FE      ? "fe"
-         : k == POWER_SLOT_OTHER ? "other"
-                                 : config_component_name((config_component)k);
+  return k == POWER_SLOT_FE ? "fe" : k == POWER_SLOT_OTHER ? "other" : config_component_name((config_component)k);
 }
 
 /* ---------------------------------------------------------------------------------
  * Human output (res and tot NULL without --time) */
 
-static void print_human(const config_job *job, const graph *g, const cost_result *res,
-                        const time_totals *tot) {
+static void print_human(const config_job *job, const graph *g, const cost_result *res, const time_totals *tot) {
   const graph_info *in = graph_get_info(g);
   const config_parallel *p = &in->parallel;
-  printf("job %s: model %s, %s, batch %d, seq %d, dp %d tp %d pp %d ep %d\n", job->name,
-         job->model.name, config_phase_name(in->phase), in->batch, in->seq, p->dp, p->tp, p->pp,
-         p->ep);
-  printf("per chip: %" PRId64 " requests, %" PRId64 " tokens through non-expert ops",
-         in->chip_requests, in->chip_tokens);
+  printf("job %s: model %s, %s, batch %d, seq %d, dp %d tp %d pp %d ep %d\n", job->name, job->model.name,
+         config_phase_name(in->phase), in->batch, in->seq, p->dp, p->tp, p->pp, p->ep);
+  printf("per chip: %" PRId64 " requests, %" PRId64 " tokens through non-expert ops", in->chip_requests,
+         in->chip_tokens);
   const grid_moe_load *l = &in->moe;
   if (job->model.moe && job->moe_experts == CONFIG_EXPERTS_ACTIVE_ONLY)
-    printf("; active-only: %" PRId64 " routed experts x %" PRId64 " tokens", l->active_experts,
-           l->active_tokens);
+    printf("; active-only: %" PRId64 " routed experts x %" PRId64 " tokens", l->active_experts, l->active_tokens);
   else if (job->model.moe)
-    printf("; all-resident: 1 hot expert x %" PRId64 " tokens, %" PRId64 " x %" PRId64 " tokens",
-           l->hot_tokens, l->cold_experts, l->cold_tokens);
+    printf("; all-resident: 1 hot expert x %" PRId64 " tokens, %" PRId64 " x %" PRId64 " tokens", l->hot_tokens,
+           l->cold_experts, l->cold_tokens);
   if (job->model.moe)
     printf(" (capacity factor %s%g)", job->moe_capacity_factor > 0 ? "" : "worst case, ",
            grid_capacity_factor(job));
   char note[256];
   grid_memory_note(&in->memory, note, sizeof note);
   printf("\ncapacity %s%s%s", config_capacity_name(job->capacity), note[0] ? ": " : "", note);
-  printf("\n\n%4s  %-22s %-14s %10s %10s %9s %5s  ", "id", "name", "kind", "GFLOP", "HBM MB",
-         "ICI MB", "mult");
+  printf("\n\n%4s  %-22s %-14s %10s %10s %9s %5s  ", "id", "name", "kind", "GFLOP", "HBM MB", "ICI MB", "mult");
   if (res) printf("%10s %11s  ", "time us", "energy uJ");
   printf("%-16s  %s\n", "signature", "shape");
   for (int i = 0; i < graph_op_count(g); i++) {
     const graph_op *op = graph_op_at(g, i);
-    printf("%4d  %-22s %-14s %10.3f %10.3f %9.3f %5" PRId64 "  ", op->id, op->name,
-           graph_kind_name(op->kind), op->flops / 1e9,
-           (op->hbm_read_bytes + op->hbm_write_bytes) / 1e6, op->ici_bytes / 1e6,
+    printf("%4d  %-22s %-14s %10.3f %10.3f %9.3f %5" PRId64 "  ", op->id, op->name, graph_kind_name(op->kind),
+           op->flops / 1e9, (op->hbm_read_bytes + op->hbm_write_bytes) / 1e6, op->ici_bytes / 1e6,
            op->multiplicity);
     if (res) printf("%10.3f %11.3f  ", res[i].time_ns / 1e3, res[i].energy_total_nj / 1e3);
     printf("%016" PRIx64 " ", op->signature);
     shape_field f[SHAPE_MAX_FIELDS];
     const int n = shape_fields(op, f);
-    for (int j = 0; j < n; j++)
-      printf(f[j].is_int ? " %s=%.0f" : " %s=%g", f[j].key, f[j].value);
+    for (int j = 0; j < n; j++) printf(f[j].is_int ? " %s=%.0f" : " %s=%g", f[j].key, f[j].value);
     printf("\n");
   }
   printf("\nsegments:");
   for (int i = 0; i < graph_segment_count(g); i++) {
     const graph_segment *s = graph_segment_at(g, i);
-    printf(" %s (ops %d-%d) x %" PRId64 ";", s->name, s->first_op, s->first_op + s->op_count - 1,
-           s->repeat);
+    printf(" %s (ops %d-%d) x %" PRId64 ";", s->name, s->first_op, s->first_op + s->op_count - 1, s->repeat);
   }
   const graph_totals *t = graph_get_totals(g);
   printf("\ntotals per chip: %.3f TFLOP (%.3f GFLOP per bucket token), %.3f G vector ops,\n"
          "  HBM %.3f GB read + %.3f GB written (weights %.3f GB), ICI %.3f GB sent,\n"
          "  KV cache %.3f GB resident, activations %.3f GB (estimate)\n",
-         t->flops / 1e12, t->flops / 1e9 / (double)in->tokens, t->vector_ops / 1e9,
-         t->hbm_read_bytes / 1e9, t->hbm_write_bytes / 1e9, t->weight_bytes / 1e9,
-         t->ici_bytes / 1e9, t->kv_cache_bytes / 1e9, t->activation_bytes / 1e9);
+         t->flops / 1e12, t->flops / 1e9 / (double)in->tokens, t->vector_ops / 1e9, t->hbm_read_bytes / 1e9,
+         t->hbm_write_bytes / 1e9, t->weight_bytes / 1e9, t->ici_bytes / 1e9, t->kv_cache_bytes / 1e9,
+         t->activation_bytes / 1e9);
   if (!tot) return;
   printf("NoDVFS forward pass per chip: %.3f ms, %.3f J (dynamic %.1f%%, static %.1f%%);\n"
          "  energy by component:",
@@ -220,14 +201,13 @@ static json_t *shape_json(const graph_op *op) {
 static json_t *op_json(const graph_op *op, const cost_result *r) {
   char sig[17];
   snprintf(sig, sizeof sig, "%016" PRIx64, op->signature);
-  json_t *o = json_pack(
-      "{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:s}", "id",
-      op->id, "name", op->name, "kind", graph_kind_name(op->kind), "shape", shape_json(op),
-      "flops", op->flops, "vector_ops", op->vector_ops, "hbm_bytes",
-      op->hbm_read_bytes + op->hbm_write_bytes, "hbm_read_bytes", op->hbm_read_bytes,
-      "hbm_write_bytes", op->hbm_write_bytes, "weight_bytes", op->weight_bytes, "ici_bytes",
-      op->ici_bytes, "host_bytes", op->host_bytes, "count", (json_int_t)op->count,
-      "multiplicity", (json_int_t)op->multiplicity, "signature", sig);
+  json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:s}", "id", op->id,
+                        "name", op->name, "kind", graph_kind_name(op->kind), "shape", shape_json(op), "flops",
+                        op->flops, "vector_ops", op->vector_ops, "hbm_bytes",
+                        op->hbm_read_bytes + op->hbm_write_bytes, "hbm_read_bytes", op->hbm_read_bytes,
+                        "hbm_write_bytes", op->hbm_write_bytes, "weight_bytes", op->weight_bytes, "ici_bytes",
+                        op->ici_bytes, "host_bytes", op->host_bytes, "count", (json_int_t)op->count, "multiplicity",
+                        (json_int_t)op->multiplicity, "signature", sig);
   if (o && r &&
       (json_object_set_new(o, "time_ns", json_real(r->time_ns)) < 0 ||
        json_object_set_new(o, "energy_nj", json_real(r->energy_total_nj)) < 0)) {
@@ -246,9 +226,9 @@ static int time_totals_json(json_t *totals, const time_totals *tot) {
       by = NULL;
     }
   }
-  json_t *add = json_pack("{s:f, s:f, s:f, s:f, s:o}", "time_ns", tot->time_ns, "energy_nj",
-                          tot->energy_nj, "energy_dynamic_nj", tot->dynamic_nj,
-                          "energy_static_nj", tot->static_nj, "energy_nj_by_component", by);
+  json_t *add = json_pack("{s:f, s:f, s:f, s:f, s:o}", "time_ns", tot->time_ns, "energy_nj", tot->energy_nj,
+                          "energy_dynamic_nj", tot->dynamic_nj, "energy_static_nj", tot->static_nj,
+                          "energy_nj_by_component", by);
   const int rc = add ? json_object_update(totals, add) : -1;
   json_decref(add);
   return rc;
@@ -256,7 +236,7 @@ static int time_totals_json(json_t *totals, const time_totals *tot) {
 
 /* The graph document; res and tot NULL without --time. */
 static json_t *op_graph_json(const config_job *job, const graph *g, const cost_result *res,
-                          const time_totals *tot) {
+                             const time_totals *tot) {
   json_t *ops = json_array();
   for (int i = 0; ops && i < graph_op_count(g); i++) {
     if (json_array_append_new(ops, op_json(graph_op_at(g, i), res ? &res[i] : NULL)) < 0) {
@@ -267,8 +247,8 @@ static json_t *op_graph_json(const config_job *job, const graph *g, const cost_r
   json_t *segments = json_array();
   for (int i = 0; segments && i < graph_segment_count(g); i++) {
     const graph_segment *s = graph_segment_at(g, i);
-    json_t *o = json_pack("{s:s, s:i, s:i, s:I}", "name", s->name, "first_op", s->first_op,
-                          "op_count", s->op_count, "repeat", (json_int_t)s->repeat);
+    json_t *o = json_pack("{s:s, s:i, s:i, s:I}", "name", s->name, "first_op", s->first_op, "op_count", s->op_count,
+                          "repeat", (json_int_t)s->repeat);
     if (json_array_append_new(segments, o) < 0) {
       json_decref(segments);
       segments = NULL;
@@ -280,28 +260,28 @@ static json_t *op_graph_json(const config_job *job, const graph *g, const cost_r
   json_t *doc = json_pack(
       "{s:s, s:s, s:s, s:i, s:i, s:{s:i, s:i, s:i, s:i}, s:I, s:I, s:I, s:o, s:o, "
       "s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}",
-      "job", job->name, "model", job->model.name, "phase", config_phase_name(in->phase),
-      "batch", in->batch, "seq", in->seq, "parallel", "dp", p->dp, "tp", p->tp, "pp", p->pp,
-      "ep", p->ep, "tokens", (json_int_t)in->tokens, "chip_requests",
-      (json_int_t)in->chip_requests, "chip_tokens", (json_int_t)in->chip_tokens, "ops", ops,
-      "segments", segments, "totals", "flops", t->flops, "vector_ops", t->vector_ops,
-      "hbm_bytes", t->hbm_read_bytes + t->hbm_write_bytes, "hbm_read_bytes", t->hbm_read_bytes,
-      "hbm_write_bytes", t->hbm_write_bytes, "weight_bytes", t->weight_bytes, "ici_bytes",
-      t->ici_bytes, "kv_cache_bytes", t->kv_cache_bytes, "activation_bytes",
-      t->activation_bytes, "flops_per_token", t->flops / (double)in->tokens);
+      "job", job->name, "model", job->model.name, "phase", config_phase_name(in->phase), "batch", in->batch, "seq",
+      in->seq, "parallel", "dp", p->dp, "tp", p->tp, "pp", p->pp, "ep", p->ep, "tokens", (json_int_t)in->tokens,
+      "chip_requests", (json_int_t)in->chip_requests, "chip_tokens", (json_int_t)in->chip_tokens, "ops", ops,
+      "segments", segments, "totals", "flops", t->flops, "vector_ops", t->vector_ops, "hbm_bytes",
+      t->hbm_read_bytes + t->hbm_write_bytes, "hbm_read_bytes", t->hbm_read_bytes, "hbm_write_bytes",
+      t->hbm_write_bytes, "weight_bytes", t->weight_bytes, "ici_bytes", t->ici_bytes, "kv_cache_bytes",
+      t->kv_cache_bytes, "activation_bytes", t->activation_bytes, "flops_per_token", t->flops / (double)in->tokens);
   const grid_moe_load *l = &in->moe;
-  json_t *moe = job->model.moe ? json_pack("{s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-      "capacity_factor", grid_capacity_factor(job), "experts",
-      config_moe_experts_name(job->moe_experts), "tokens", (json_int_t)l->tokens,
-      "experts_local", (json_int_t)l->experts_local, "hot_tokens", (json_int_t)l->hot_tokens,
-      "cold_experts", (json_int_t)l->cold_experts, "cold_tokens", (json_int_t)l->cold_tokens,
-      "active_experts", (json_int_t)l->active_experts, "active_tokens",
-      (json_int_t)l->active_tokens) : NULL;
-  json_t *cap = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:b}", "policy",
-      config_capacity_name(job->capacity), "weights_bytes", in->memory.weights_bytes,
-      "kv_bytes", in->memory.kv_bytes, "activation_bytes", in->memory.activation_bytes,
-      "hbm_bytes", in->memory.hbm_bytes, "offload_bytes", in->memory.offload_bytes, "fits",
-      grid_memory_used_bytes(&in->memory) <= in->memory.hbm_bytes);
+  json_t *moe = job->model.moe
+                    ? json_pack("{s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "capacity_factor",
+                                grid_capacity_factor(job), "experts", config_moe_experts_name(job->moe_experts),
+                                "tokens", (json_int_t)l->tokens, "experts_local", (json_int_t)l->experts_local,
+                                "hot_tokens", (json_int_t)l->hot_tokens, "cold_experts",
+                                (json_int_t)l->cold_experts, "cold_tokens", (json_int_t)l->cold_tokens,
+                                "active_experts", (json_int_t)l->active_experts, "active_tokens",
+                                (json_int_t)l->active_tokens)
+                    : NULL;
+  json_t *cap = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:b}", "policy", config_capacity_name(job->capacity),
+                          "weights_bytes", in->memory.weights_bytes, "kv_bytes", in->memory.kv_bytes,
+                          "activation_bytes", in->memory.activation_bytes, "hbm_bytes", in->memory.hbm_bytes,
+                          "offload_bytes", in->memory.offload_bytes, "fits",
+                          grid_memory_used_bytes(&in->memory) <= in->memory.hbm_bytes);
   if (!doc || (moe && json_object_set_new(doc, "moe", moe) < 0) || !cap ||
       json_object_set_new(doc, "capacity", cap) < 0) {
     if (!doc) json_decref(moe), json_decref(cap);

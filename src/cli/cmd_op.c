@@ -74,7 +74,8 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   if (a->exhaustive && (a->plan || cli_has(p, "domains")))
     return cli_reject(msg, len, "--exhaustive searches every plan on the ideal pipeline: drop --%s",
                       a->plan ? "plan" : "domains");
-  if (cli_has(p, "threads") && !a->exhaustive) return cli_reject(msg, len, "--threads applies to --exhaustive only");
+  if (cli_has(p, "threads") && !a->exhaustive)
+    return cli_reject(msg, len, "--threads applies to --exhaustive only");
   if (!a->plan && !a->exhaustive) return cli_reject(msg, len, "missing --plan");
   if (cli_has(p, "domains") && a->pipeline != PIPE_ENPU)
     return cli_reject(msg, len, "--domains applies to --pipeline enpu only (got '%s')", pipelines[a->pipeline]);
@@ -97,37 +98,33 @@ static int parse_plan(const char *text, int peak, cost_plan *plan, char *msg, si
     char item[32];
     int v;
     if (n == 0 || n >= sizeof item) {
-      snprintf(msg, len, "--plan '%s': position %d (%s) is %s: expected a state 0..%d", text, c + 1,
-               name, n ? "too long" : "missing", peak);
+      snprintf(msg, len, "--plan '%s': position %d (%s) is %s: expected a state 0..%d", text, c + 1, name,
+               n ? "too long" : "missing", peak);
       return -1;
     }
     memcpy(item, p, n);
     item[n] = '\0';
     if (cli_parse_int(item, &v) < 0 || v < 0 || v > peak) {
-      snprintf(msg, len, "--plan '%s': position %d (%s) is '%s': expected a state 0..%d", text,
-               c + 1, name, item, peak);
+      snprintf(msg, len, "--plan '%s': position %d (%s) is '%s': expected a state 0..%d", text, c + 1, name, item,
+               peak);
       return -1;
     }
     plan->state[c] = v;
     p += n;
     if (c + 1 < CONFIG_NCOMP && *p++ != ',') {
-      snprintf(msg, len, "--plan '%s' has %d states: expected %d (SA,VU,SRAM,HBM,ICI)", text, c + 1,
-               CONFIG_NCOMP);
+      snprintf(msg, len, "--plan '%s' has %d states: expected %d (SA,VU,SRAM,HBM,ICI)", text, c + 1, CONFIG_NCOMP);
       return -1;
     }
   }
   if (*p) {
-    snprintf(msg, len, "--plan '%s' has more than %d states (SA,VU,SRAM,HBM,ICI)", text,
-             CONFIG_NCOMP);
+    snprintf(msg, len, "--plan '%s' has more than %d states (SA,VU,SRAM,HBM,ICI)", text, CONFIG_NCOMP);
     return -1;
   }
   return 0;
 }
 
 static const char *unit_name(int u) {
-  return u == COST_FE            ? "fe"
-         : u == POWER_SLOT_OTHER ? "other"
-                                 : config_component_name((config_component)u);
+  return u == COST_FE ? "fe" : u == POWER_SLOT_OTHER ? "other" : config_component_name((config_component)u);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -142,37 +139,30 @@ static void print_human(const config_job *job, const graph *g, const graph_op *o
   printf("pipeline %s", pipelines[a->pipeline]);
   if (a->pipeline == PIPE_ENPU) printf(" (%d domains)", a->domains);
   printf(", HBM %s; plan", hbm_modes[a->hbm]);
-  for (int c = 0; c < CONFIG_NCOMP; c++)
-    printf(" %s=%d", unit_name(c), plan->state[c]);
+  for (int c = 0; c < CONFIG_NCOMP; c++) printf(" %s=%d", unit_name(c), plan->state[c]);
   printf("\ntime %.3f us (core kernel %.3f us, FE stalls %.3f us); schedule unroll %d, "
          "software-pipeline depth %d\n\n",
          r->time_ns / 1e3, r->core_ns / 1e3, r->fe_stall_ns / 1e3, r->unroll, r->sw_depth);
-  printf("%-6s %5s %9s %11s %7s %9s %12s %7s\n", "unit", "state", "clock", "busy us", "util",
-         "flop util", "energy uJ", "share");
+  printf("%-6s %5s %9s %11s %7s %9s %12s %7s\n", "unit", "state", "clock", "busy us", "util", "flop util",
+         "energy uJ", "share");
   for (int u = 0; u < POWER_NSLOT; u++) {
     const double e = r->energy_nj[u];
     const double share = r->energy_total_nj > 0 ? 100 * e / r->energy_total_nj : 0;
     if (u == POWER_SLOT_OTHER) {
-      printf("%-6s %5s %9s %11s %7s %9s %12.4f %6.1f%%\n", unit_name(u), "-", "-", "-", "-", "-",
-             e / 1e3, share);
+      printf("%-6s %5s %9s %11s %7s %9s %12.4f %6.1f%%\n", unit_name(u), "-", "-", "-", "-", "-", e / 1e3, share);
       continue;
     }
     char clock[16], flop[16];
     const int s = r->state[u];
-    if (u == CONFIG_HBM || u == CONFIG_ICI)
-      snprintf(clock, sizeof clock, "%d/%d bw", s, job->chip.freq_states);
-    else
-      snprintf(clock, sizeof clock, "%.2f GHz", config_state_ghz(&job->chip, s));
-    if (u == CONFIG_SA || u == CONFIG_VU)
-      snprintf(flop, sizeof flop, "%.1f%%", 100 * r->flop_utilization[u]);
-    else
-      snprintf(flop, sizeof flop, "-");
-    printf("%-6s %5d %9s %11.3f %6.1f%% %9s %12.4f %6.1f%%\n", unit_name(u), s, clock,
-           r->busy_ns[u] / 1e3, 100 * r->utilization[u], flop, e / 1e3, share);
+    if (u == CONFIG_HBM || u == CONFIG_ICI) snprintf(clock, sizeof clock, "%d/%d bw", s, job->chip.freq_states);
+    else snprintf(clock, sizeof clock, "%.2f GHz", config_state_ghz(&job->chip, s));
+    if (u == CONFIG_SA || u == CONFIG_VU) snprintf(flop, sizeof flop, "%.1f%%", 100 * r->flop_utilization[u]);
+    else snprintf(flop, sizeof flop, "-");
+    printf("%-6s %5d %9s %11.3f %6.1f%% %9s %12.4f %6.1f%%\n", unit_name(u), s, clock, r->busy_ns[u] / 1e3,
+           100 * r->utilization[u], flop, e / 1e3, share);
   }
-  printf("\nenergy %.4f uJ (dynamic %.1f%%, static %.1f%%), average power %.1f W\n",
-         r->energy_total_nj / 1e3, 100 * r->energy_dynamic_nj / r->energy_total_nj,
-         100 * r->energy_static_nj / r->energy_total_nj,
+  printf("\nenergy %.4f uJ (dynamic %.1f%%, static %.1f%%), average power %.1f W\n", r->energy_total_nj / 1e3,
+         100 * r->energy_dynamic_nj / r->energy_total_nj, 100 * r->energy_static_nj / r->energy_total_nj,
          r->time_ns > 0 ? r->energy_total_nj / r->time_ns : 0);
 }
 
@@ -190,30 +180,26 @@ static json_t *unit_object(const double *values, int first, int last, int as_int
   return o;
 }
 
-static json_t *result_json(const config_job *job, const graph *g, const graph_op *op,
-                           const op_args *a, const cost_plan *plan, const cost_result *r) {
+static json_t *result_json(const config_job *job, const graph *g, const graph_op *op, const op_args *a,
+                           const cost_plan *plan, const cost_result *r) {
   const graph_info *in = graph_get_info(g);
   double plan_d[CONFIG_NCOMP], state_d[COST_NUNIT];
-  for (int c = 0; c < CONFIG_NCOMP; c++)
-    plan_d[c] = plan->state[c];
-  for (int u = 0; u < COST_NUNIT; u++)
-    state_d[u] = r->state[u];
+  for (int c = 0; c < CONFIG_NCOMP; c++) plan_d[c] = plan->state[c];
+  for (int u = 0; u < COST_NUNIT; u++) state_d[u] = r->state[u];
   json_t *doc = json_pack(
       "{s:s, s:s, s:s, s:i, s:i, s:{s:i, s:s, s:s, s:I}, s:s, s:s, s:o, s:o, s:f, s:f, "
       "s:f, s:i, s:i, s:o, s:o, s:o, s:f, s:f, s:f, s:o}",
-      "job", job->name, "model", job->model.name, "phase", config_phase_name(in->phase), "batch",
-      in->batch, "seq", in->seq, "op", "id", op->id, "name", op->name, "kind",
-      graph_kind_name(op->kind), "multiplicity", (json_int_t)op->multiplicity, "pipeline",
-      pipelines[a->pipeline], "hbm", hbm_modes[a->hbm], "plan", unit_object(plan_d, 0, CONFIG_NCOMP - 1, 1), "state",
-      unit_object(state_d, 0, COST_FE, 1), "time_ns", r->time_ns, "core_ns", r->core_ns,
-      "fe_stall_ns", r->fe_stall_ns, "unroll", r->unroll, "sw_depth", r->sw_depth, "busy_ns",
-      unit_object(r->busy_ns, 0, COST_FE, 0), "utilization",
+      "job", job->name, "model", job->model.name, "phase", config_phase_name(in->phase), "batch", in->batch, "seq",
+      in->seq, "op", "id", op->id, "name", op->name, "kind", graph_kind_name(op->kind), "multiplicity",
+      (json_int_t)op->multiplicity, "pipeline", pipelines[a->pipeline], "hbm", hbm_modes[a->hbm], "plan",
+      unit_object(plan_d, 0, CONFIG_NCOMP - 1, 1), "state", unit_object(state_d, 0, COST_FE, 1), "time_ns",
+      r->time_ns, "core_ns", r->core_ns, "fe_stall_ns", r->fe_stall_ns, "unroll", r->unroll, "sw_depth",
+      r->sw_depth, "busy_ns", unit_object(r->busy_ns, 0, COST_FE, 0), "utilization",
       unit_object(r->utilization, 0, COST_FE, 0), "flop_utilization",
       unit_object(r->flop_utilization, CONFIG_SA, CONFIG_VU, 0), "energy_nj", r->energy_total_nj,
-      "energy_dynamic_nj", r->energy_dynamic_nj, "energy_static_nj", r->energy_static_nj,
-      "energy_nj_by_component", unit_object(r->energy_nj, 0, POWER_NSLOT - 1, 0));
-  if (doc && a->pipeline == PIPE_ENPU &&
-      json_object_set_new(doc, "domains", json_integer(a->domains)) < 0) {
+      "energy_dynamic_nj", r->energy_dynamic_nj, "energy_static_nj", r->energy_static_nj, "energy_nj_by_component",
+      unit_object(r->energy_nj, 0, POWER_NSLOT - 1, 0));
+  if (doc && a->pipeline == PIPE_ENPU && json_object_set_new(doc, "domains", json_integer(a->domains)) < 0) {
     json_decref(doc);
     doc = NULL;
   }
@@ -227,33 +213,30 @@ static json_t *pareto_json(const search_pareto *p, const double *gap, double sea
   json_t *pts = json_array();
   for (int i = 0; pts && i < p->count; i++) {
     const search_point *q = &p->points[i];
-    json_t *o = json_pack("{s:[i,i,i,i,i], s:f, s:f}", "state", q->state[0], q->state[1],
-                          q->state[2], q->state[3], q->state[4], "time_ns", q->time_ns,
-                          "energy_nj", q->energy_nj);
+    json_t *o = json_pack("{s:[i,i,i,i,i], s:f, s:f}", "state", q->state[0], q->state[1], q->state[2], q->state[3],
+                          q->state[4], "time_ns", q->time_ns, "energy_nj", q->energy_nj);
     if (o && gap && json_object_set_new(o, "gap", json_real(gap[i])) < 0) json_decref(o), o = NULL;
     if (json_array_append_new(pts, o) < 0) json_decref(pts), pts = NULL;
   }
-  return json_pack("{s:o, s:I, s:f}", "points", pts, "evals", (json_int_t)p->evals, "search_s",
-                   search_s);
+  return json_pack("{s:o, s:I, s:f}", "points", pts, "evals", (json_int_t)p->evals, "search_s", search_s);
 }
 
 static void print_point(const search_point *q) {
-  printf("%2d,%2d,%2d,%2d,%2d %12.3f %13.4f", q->state[0], q->state[1], q->state[2], q->state[3],
-         q->state[4], q->time_ns / 1e3, q->energy_nj / 1e3);
+  printf("%2d,%2d,%2d,%2d,%2d %12.3f %13.4f", q->state[0], q->state[1], q->state[2], q->state[3], q->state[4],
+         q->time_ns / 1e3, q->energy_nj / 1e3);
 }
 
 /* Both Pareto sets side by side, row i of each; the greedy side with its gap. */
 static void print_exhaustive(const graph_op *op, const search_pareto *ex, const search_pareto *gr,
-                             const double *gap, const search_gap *sum, double ex_s,
-                             double gr_s, int threads) {
-  printf("op %d (%s, %s), multiplicity %lld; ideal pipeline (no crossing, HBM full)\n", op->id,
-         op->name, graph_kind_name(op->kind), (long long)op->multiplicity);
+                             const double *gap, const search_gap *sum, double ex_s, double gr_s, int threads) {
+  printf("op %d (%s, %s), multiplicity %lld; ideal pipeline (no crossing, HBM full)\n", op->id, op->name,
+         graph_kind_name(op->kind), (long long)op->multiplicity);
   printf("exact: %d points, %lld plans in %.1f s on %d thread%s; Algorithm 1: %d points, "
          "%lld plans in %.4f s\n\n",
-         ex->count, (long long)ex->evals, ex_s, threads, threads == 1 ? "" : "s", gr->count,
-         (long long)gr->evals, gr_s);
-  printf("%-14s %12s %13s | %-14s %12s %13s %8s\n", "exact plan", "time us", "energy uJ",
-         "greedy plan", "time us", "energy uJ", "gap");
+         ex->count, (long long)ex->evals, ex_s, threads, threads == 1 ? "" : "s", gr->count, (long long)gr->evals,
+         gr_s);
+  printf("%-14s %12s %13s | %-14s %12s %13s %8s\n", "exact plan", "time us", "energy uJ", "greedy plan", "time us",
+         "energy uJ", "gap");
   const int rows = ex->count > gr->count ? ex->count : gr->count;
   for (int i = 0; i < rows; i++) {
     if (i < ex->count) print_point(&ex->points[i]);
@@ -309,13 +292,12 @@ static int run_exhaustive(const config_job *job, const graph *g, const op_args *
     json_t *doc = json_pack(
         "{s:s, s:s, s:i, s:i, s:{s:i, s:s, s:s, s:I}, s:s, s:i, s:o, s:o, s:f, s:f, s:i, s:f, "
         "s:{s:i, s:I, s:f, s:f, s:f}}",
-        "job", job->name, "phase", config_phase_name(in->phase), "batch", in->batch, "seq",
-        in->seq, "op", "id", op->id, "name", op->name, "kind", graph_kind_name(op->kind),
-        "multiplicity", (json_int_t)op->multiplicity, "pipeline", "ideal", "threads", a->threads,
-        "exact", pareto_json(&ex, NULL, ex_s), "greedy", pareto_json(&gr, gap, gr_s), "max_gap",
-        sum.max_gap, "mean_gap", sum.mean_gap, "worst", sum.worst, "hv_ratio", sum.hv_ratio,
-        "trim", "points", tr.count, "evals", (json_int_t)tr.evals, "max_gap", tsum.max_gap,
-        "mean_gap", tsum.mean_gap, "hv_ratio", tsum.hv_ratio);
+        "job", job->name, "phase", config_phase_name(in->phase), "batch", in->batch, "seq", in->seq, "op", "id",
+        op->id, "name", op->name, "kind", graph_kind_name(op->kind), "multiplicity", (json_int_t)op->multiplicity,
+        "pipeline", "ideal", "threads", a->threads, "exact", pareto_json(&ex, NULL, ex_s), "greedy",
+        pareto_json(&gr, gap, gr_s), "max_gap", sum.max_gap, "mean_gap", sum.mean_gap, "worst", sum.worst,
+        "hv_ratio", sum.hv_ratio, "trim", "points", tr.count, "evals", (json_int_t)tr.evals, "max_gap",
+        tsum.max_gap, "mean_gap", tsum.mean_gap, "hv_ratio", tsum.hv_ratio);
     status = doc ? cli_print_json(doc) : cli_fail("op", "out of memory building the JSON");
     json_decref(doc);
   } else {
@@ -372,17 +354,16 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
   cost_ctx *ctx = NULL;
   cost_pipeline pl;
   cost_result r;
-  int rc =
-      power_model_create(&job->chip, a->hbm == HBM_FULL ? POWER_HBM_FULL : POWER_HBM_CTRL_ONLY,
-                         nodvfs ? POWER_REG_FIXED : uniform ? POWER_REG_CHIPWIDE : POWER_REG_DVFS, &pm, &err);
+  int rc = power_model_create(&job->chip, a->hbm == HBM_FULL ? POWER_HBM_FULL : POWER_HBM_CTRL_ONLY,
+                              nodvfs    ? POWER_REG_FIXED
+                              : uniform ? POWER_REG_CHIPWIDE
+                                        : POWER_REG_DVFS,
+                              &pm, &err);
   if (!rc) rc = cost_ctx_create(&job->chip, &ctx, &err);
   if (!rc) {
-    if (nodvfs || uniform)
-      cost_pipeline_nodvfs(&pl, pm);
-    else if (a->pipeline == PIPE_IDEAL)
-      cost_pipeline_ideal(&pl, pm);
-    else
-      rc = cost_pipeline_enpu(&pl, a->domains, pm, &err);
+    if (nodvfs || uniform) cost_pipeline_nodvfs(&pl, pm);
+    else if (a->pipeline == PIPE_IDEAL) cost_pipeline_ideal(&pl, pm);
+    else rc = cost_pipeline_enpu(&pl, a->domains, pm, &err);
   }
   if (!rc) rc = cost_eval(ctx, graph_op_at(g, a->op), &plan, &pl, &r, &err);
   int status = 0;

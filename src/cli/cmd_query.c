@@ -86,11 +86,11 @@ static json_t *op_json(const planstore_op_states *s, int vfset, enpu_err *err) {
   char sig[24];
   snprintf(sig, sizeof sig, "0x%016" PRIx64, s->signature);
   json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:f, s:f}", "op", (json_int_t)s->op,
-                        "signature", sig, "name", s->name, "instances", (json_int_t)s->instances,
-                        "lead_instances", (json_int_t)s->lead_instances, "lead_pareto",
-                        (json_int_t)s->lead_pareto, "trail_pareto", (json_int_t)s->trail_pareto, "lead_states",
-                        states_json(s->lead_states), "trail_states", states_json(s->trail_states),
-                        "lead_time_ns", s->lead_time_ns, "trail_time_ns", s->trail_time_ns);
+                        "signature", sig, "name", s->name, "instances", (json_int_t)s->instances, "lead_instances",
+                        (json_int_t)s->lead_instances, "lead_pareto", (json_int_t)s->lead_pareto, "trail_pareto",
+                        (json_int_t)s->trail_pareto, "lead_states", states_json(s->lead_states), "trail_states",
+                        states_json(s->trail_states), "lead_time_ns", s->lead_time_ns, "trail_time_ns",
+                        s->trail_time_ns);
   if (!o || !vfset) return o;
   uint64_t lead = 0, trail = 0;
   if (vfset_word(s->lead_states, &lead, err) < 0 || vfset_word(s->trail_states, &trail, err) < 0 ||
@@ -111,18 +111,17 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
       "{s:s, s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o, "
       "s:f, s:f, s:f, s:o, s:s}",
       "store", a->path, "policy", policy, "phase", cli_phase_names[a->b.phase], "budget",
-      pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->b.batch, "seq", a->b.seq,
-      "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns", pl->target_ns,
-      "slack", isnan(a->slack) ? json_null() : json_real(a->slack), "walk_prefix", (json_int_t)pl->walk_prefix,
-      "walk_steps", (json_int_t)pl->walk_steps, "time_ns", pl->time_ns, "energy_nj", pl->energy_nj,
-      "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "plan_time_ns",
-      isnan(pl->plan_time_ns) ? json_null() : json_real(pl->plan_time_ns), "overhead_pct",
-      isnan(pl->overhead_pct) ? json_null() : json_real(pl->overhead_pct), "t_nodvfs_ns",
-      pl->t_nodvfs_ns, "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops,
-      "capacity_note", pl->note ? pl->note : "");
-  if (doc && json_object_set_new(doc, "plan_energy_nj", isnan(pl->plan_energy_nj)
-                                                            ? json_null()
-                                                            : json_real(pl->plan_energy_nj)) < 0)
+      pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->b.batch, "seq",
+      a->b.seq, "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns",
+      pl->target_ns, "slack", isnan(a->slack) ? json_null() : json_real(a->slack), "walk_prefix",
+      (json_int_t)pl->walk_prefix, "walk_steps", (json_int_t)pl->walk_steps, "time_ns", pl->time_ns, "energy_nj",
+      pl->energy_nj, "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs,
+      "plan_time_ns", isnan(pl->plan_time_ns) ? json_null() : json_real(pl->plan_time_ns), "overhead_pct",
+      isnan(pl->overhead_pct) ? json_null() : json_real(pl->overhead_pct), "t_nodvfs_ns", pl->t_nodvfs_ns,
+      "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops, "capacity_note",
+      pl->note ? pl->note : "");
+  if (doc && json_object_set_new(doc, "plan_energy_nj",
+                                 isnan(pl->plan_energy_nj) ? json_null() : json_real(pl->plan_energy_nj)) < 0)
     json_decref(doc), doc = NULL;
   if (!doc) return cli_fail("query", err->code ? err->msg : "cannot build JSON output");
   int rc = cli_print_json(doc);
@@ -138,8 +137,7 @@ static int print_human(const query_args *a, const char *policy, const planstore_
                        const planstore_op_states *st, size_t n, enpu_err *err) {
   const int paper = pl->budget_mode == PLANSTORE_BUDGET_PAPER;
   printf("policy %s, %s bucket batch %d seq %d (request batch %d seq %d), budget mode %s\n", policy,
-         cli_phase_names[a->b.phase],
-         pl->batch, pl->seq, a->b.batch, a->b.seq, paper ? "paper" : "strict");
+         cli_phase_names[a->b.phase], pl->batch, pl->seq, a->b.batch, a->b.seq, paper ? "paper" : "strict");
   printf("target %.6f ms", pl->target_ns / 1e6);
   if (!isnan(a->slack)) printf(" (slack %g%%)", 100 * a->slack);
   printf(": walk prefix %" PRIu64 " of %" PRIu64 " steps\n", pl->walk_prefix, pl->walk_steps);
@@ -148,9 +146,9 @@ static int print_human(const query_args *a, const char *policy, const planstore_
          100 * pl->savings_vs_nodvfs);
   if (!isnan(pl->overhead_pct))
     printf("stored plan for this target: %.6f ms with V/f transitions, %.6f mJ, overhead %.3f%% "
-           "of T_nodvfs\n", pl->plan_time_ns / 1e6, pl->plan_energy_nj / 1e6, pl->overhead_pct);
-  else
-    printf("overhead: no stored plan has this target (the job's slacks have one each)\n");
+           "of T_nodvfs\n",
+           pl->plan_time_ns / 1e6, pl->plan_energy_nj / 1e6, pl->overhead_pct);
+  else printf("overhead: no stored plan has this target (the job's slacks have one each)\n");
   printf("T_nodvfs %.6f ms, T_peak %.6f ms, E_nodvfs %.6f mJ\n", pl->t_nodvfs_ns / 1e6, pl->t_peak_ns / 1e6,
          pl->e_nodvfs_nj / 1e6);
   if (pl->note && pl->note[0]) printf("capacity: %s\n", pl->note);

@@ -151,7 +151,7 @@ typedef struct {
   size_t ngovs;
   replay_pelm *pelm[MAX_AGENTS]; /* one per pelm governor */
   size_t npelm;
-  replay_job *jobs;    /* the store policies, their +sd runs, the governors */
+  replay_job *jobs; /* the store policies, their +sd runs, the governors */
   size_t njobs;
   replay_result **runs; /* per job */
   replay_sweep *sweep;
@@ -260,8 +260,9 @@ static int train_pelm(const replay_args *a, replay_inputs *in, enpu_err *err) {
     if (rc != ENPU_OK) break;
     const replay_summary *s = replay_result_summary(r);
     const replay_gov_summary *gs = replay_result_gov_summary(r);
-    fprintf(stderr, "enpu replay: %s training epoch %llu/%llu on %s: SLO %.2f %%, energy %.1f MJ, mean reward %.4f "
-                    "(first 10 %%) -> %.4f (rest), %llu updates\n",
+    fprintf(stderr,
+            "enpu replay: %s training epoch %llu/%llu on %s: SLO %.2f %%, energy %.1f MJ, mean reward %.4f "
+            "(first 10 %%) -> %.4f (rest), %llu updates\n",
             s->policy, (unsigned long long)e + 1, (unsigned long long)a->epochs, a->train, 100 * s->slo_attainment,
             s->energy_nj * 1e-15, gs->reward_first10, gs->reward_last90, (unsigned long long)gs->updates);
     replay_result_free(r);
@@ -319,9 +320,8 @@ static void print_row(const replay_summary *s, const replay_summary *b) {
   const double batches = (double)(p[0].batches + p[1].batches);
   printf("%-14s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu\n", s->policy,
          (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment,
-         s->ttft_p50_ns * 1e-6,
-         s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6, c[0], c[1], c[2], c[3], c[4], c[5],
-         batches ? 100 * (double)(p[0].safeguard1 + p[1].safeguard1) / batches : 0,
+         s->ttft_p50_ns * 1e-6, s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6, c[0], c[1],
+         c[2], c[3], c[4], c[5], batches ? 100 * (double)(p[0].safeguard1 + p[1].safeguard1) / batches : 0,
          batches ? 100 * (double)(p[0].locked + p[1].locked) / batches : 0,
          (unsigned long long)(p[0].late + p[1].late));
 }
@@ -352,8 +352,9 @@ static void print_table(const replay_inputs *in) {
              "tokens/rnd", "lossy tok", "reward 10%", "reward rest");
     header = true;
     printf("%-14s %9llu %8llu %9llu %10.3f %11llu %13.4f %13.4f\n", replay_result_summary(in->runs[i])->policy,
-           (unsigned long long)g->decisions, (unsigned long long)g->state_changes, (unsigned long long)g->spec_rounds,
-           g->mean_tokens_per_round, (unsigned long long)g->lossy_tokens, g->reward_first10, g->reward_last90);
+           (unsigned long long)g->decisions, (unsigned long long)g->state_changes,
+           (unsigned long long)g->spec_rounds, g->mean_tokens_per_round, (unsigned long long)g->lossy_tokens,
+           g->reward_first10, g->reward_last90);
   }
 }
 
@@ -361,8 +362,8 @@ static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_er
   ENPU_FORWARD(replay_run_jobs(in->ps, in->jobs, in->njobs, in->trace, &in->setup, threads, in->runs, err));
   if (a->save_net) ENPU_FORWARD(replay_pelm_save(in->pelm[0], a->save_net, err));
   if (a->out)
-    ENPU_FORWARD(replay_write_outputs(a->out, (const replay_result *const *)in->runs, in->njobs, !a->windows_only,
-                                      err));
+    ENPU_FORWARD(
+        replay_write_outputs(a->out, (const replay_result *const *)in->runs, in->njobs, !a->windows_only, err));
   for (size_t i = 0; i < in->njobs; i++) {
     const replay_summary *s = replay_result_summary(in->runs[i]);
     if (s->uncovered)
@@ -388,10 +389,10 @@ static void print_sweep(const replay_sweep *s) {
   for (size_t r = 0; r < s->nrates; r++)
     for (size_t p = 0; p < s->npolicies; p++) {
       const replay_sweep_cell *c = &s->cells[r * s->npolicies + p];
-      printf("%8g %9zu %-9s %7.2f %9.2f %9.2f %7.2f (%5.1f) %7.2f (%5.1f) %6.2f %6.2f\n", s->rates[r], s->requests[r],
-             s->policies[p], 100 * c->slo_attainment, 100 * c->savings_busy, 100 * c->savings, 100 * c->util[0],
-             100 * c->util_busiest[0], 100 * c->util[1], 100 * c->util_busiest[1], 100 * c->safeguard1_share,
-             100 * c->locked_share);
+      printf("%8g %9zu %-9s %7.2f %9.2f %9.2f %7.2f (%5.1f) %7.2f (%5.1f) %6.2f %6.2f\n", s->rates[r],
+             s->requests[r], s->policies[p], 100 * c->slo_attainment, 100 * c->savings_busy, 100 * c->savings,
+             100 * c->util[0], 100 * c->util_busiest[0], 100 * c->util[1], 100 * c->util_busiest[1],
+             100 * c->safeguard1_share, 100 * c->locked_share);
     }
   printf("\nprefill %%: prefill node-time busy; decode %%: decode batch slots filled (mean members /\n"
          "max batch); over the run, and (max) in the busiest 5-minute window. Capacity, the highest\n"

@@ -93,7 +93,10 @@ static int run_paper(void *args) {
 
 static int run(void *args) {
   const report_args *a = args;
-  report_options o = {.store_path = a->store, .out_dir = a->out, .replay_dir = a->replay, .gnuplot = a->gnuplot,
+  report_options o = {.store_path = a->store,
+                      .out_dir = a->out,
+                      .replay_dir = a->replay,
+                      .gnuplot = a->gnuplot,
                       .freq_slack = a->slack_pct < 0 ? -1 : a->slack_pct / 100};
   enpu_err err = {0};
   config_job *job = NULL;

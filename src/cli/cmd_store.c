@@ -86,10 +86,9 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
     for (int k = 0; buckets && k < STORE_NBUCKET_STATUS; k++)
       if (json_object_set_new(buckets, status_names[k], json_integer((json_int_t)s.by_status[k])) < 0)
         json_decref(buckets), buckets = NULL;
-    json_t *pj = json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f}", "name",
-                           p->name, "ops", (json_int_t)p->nops, "pareto_points", (json_int_t)p->npareto, "buckets",
-                           buckets, "bucket_ops",
-                           (json_int_t)p->nbucket_ops, "walk_steps", (json_int_t)p->nwalk, "plans",
+    json_t *pj = json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f}", "name", p->name, "ops",
+                           (json_int_t)p->nops, "pareto_points", (json_int_t)p->npareto, "buckets", buckets,
+                           "bucket_ops", (json_int_t)p->nbucket_ops, "walk_steps", (json_int_t)p->nwalk, "plans",
                            (json_int_t)p->nplans, "plan_states", (json_int_t)p->nplan_states, "table_bytes",
                            (json_int_t)s.table_bytes, "zstd_factor", factor(s.table_bytes, s.stored_bytes));
     if (!pj || json_object_set_new(pj, "stored_bytes", json_integer((json_int_t)s.stored_bytes)) < 0 ||
@@ -108,13 +107,13 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
   char content_hex[20];
   hex64(content_hex, content);
   return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:{s:s, s:I}, s:{s:s, s:s}, "
-                   "s:o, s:I, s:I, s:f}", "store", path,
-                   "format_version", (json_int_t)c->format_version, "file_bytes", (json_int_t)file_bytes,
-                   "tool_version", c->tool_version, "created_utc", c->created_utc, "content_hash", content_hex, "hashes", "cost_model", h[0],
-                   "chip", h[1], "model", h[2], "job", h[3], "added_buckets", added, "capacity", "policy",
-                   ci.capacity, "buckets_over_hbm", (json_int_t)ci.over_hbm, "moe", "experts", ci.experts,
-                   "capacity_factor", ci.factor, "policies", pols,
-                   "table_bytes", (json_int_t)table_bytes, "stored_bytes", (json_int_t)stored_bytes,
+                   "s:o, s:I, s:I, s:f}",
+                   "store", path, "format_version", (json_int_t)c->format_version, "file_bytes",
+                   (json_int_t)file_bytes, "tool_version", c->tool_version, "created_utc", c->created_utc,
+                   "content_hash", content_hex, "hashes", "cost_model", h[0], "chip", h[1], "model", h[2], "job",
+                   h[3], "added_buckets", added, "capacity", "policy", ci.capacity, "buckets_over_hbm",
+                   (json_int_t)ci.over_hbm, "moe", "experts", ci.experts, "capacity_factor", ci.factor, "policies",
+                   pols, "table_bytes", (json_int_t)table_bytes, "stored_bytes", (json_int_t)stored_bytes,
                    "zstd_factor", factor(table_bytes, stored_bytes));
 }
 
@@ -172,7 +171,7 @@ static void load_one(const one_store_args *a, one_store *o) {
 static int info_run(void *args) {
   one_store o;
   load_one(args, &o);
-  store_table_size (*sizes)[STORE_NTABLE] = NULL;
+  store_table_size(*sizes)[STORE_NTABLE] = NULL;
   struct stat sb;
   int status = 0;
   if (o.rc < 0) {
@@ -209,8 +208,8 @@ static int verify_run(void *args) {
   const int status = rc == 0 ? 0 : cli_exit_status(rc, rc == ENPU_ERR_FORMAT ? CLI_EXIT_FAILED : CLI_EXIT_USAGE);
   if (o.json) {
     json_t *doc = json_pack("{s:s, s:b, s:s?, s:I, s:I, s:I}", "store", o.path, "intact", rc == 0, "error",
-                            rc == 0 ? NULL : o.err.msg, "policies", (json_int_t)(o.c ? o.c->npolicies : 0), "tables",
-                            (json_int_t)tables, "rows", (json_int_t)rows);
+                            rc == 0 ? NULL : o.err.msg, "policies", (json_int_t)(o.c ? o.c->npolicies : 0),
+                            "tables", (json_int_t)tables, "rows", (json_int_t)rows);
     if (!doc || cli_print_json(doc) != 0) cli_fail("store verify", "cannot build JSON output");
     json_decref(doc);
   } else if (rc == 0) {
@@ -218,7 +217,8 @@ static int verify_run(void *args) {
            o.c->format_version, o.c->npolicies, tables, rows);
   }
   if (rc < 0)
-    fprintf(stderr, "enpu store verify: %s: %s\n", rc == ENPU_ERR_FORMAT ? "not intact" : "cannot verify", o.err.msg);
+    fprintf(stderr, "enpu store verify: %s: %s\n", rc == ENPU_ERR_FORMAT ? "not intact" : "cannot verify",
+            o.err.msg);
   store_contents_free(o.c);
   return status;
 }
@@ -248,10 +248,10 @@ static json_t *diff_entry_json(const store_diff_entry *d) {
       json_decref(o), o = NULL;
     break;
   case STORE_DIFF_TABLE:
-    if (o && json_object_update_new(o, json_pack("{s:s, s:I, s:I, s:I, s:I}", "table", store_table_name(d->table),
-                                                 "rows_a", (json_int_t)d->rows_a, "rows_b", (json_int_t)d->rows_b,
-                                                 "first_row", (json_int_t)d->first_row, "rows_differ",
-                                                 (json_int_t)d->rows_differ)) < 0)
+    if (o && json_object_update_new(
+                 o, json_pack("{s:s, s:I, s:I, s:I, s:I}", "table", store_table_name(d->table), "rows_a",
+                              (json_int_t)d->rows_a, "rows_b", (json_int_t)d->rows_b, "first_row",
+                              (json_int_t)d->first_row, "rows_differ", (json_int_t)d->rows_differ)) < 0)
       json_decref(o), o = NULL;
     break;
   }

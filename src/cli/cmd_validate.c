@@ -58,8 +58,7 @@ static const cli_spec spec = {.command = "validate", .run = run, .init = init,
 const cli_spec *const cli_validate_specs[] = {&spec, NULL};
 
 /* The job: --job, or rebuilt from the store's attributes; *source says which. */
-static int load_job(const validate_cli *a, config_job **job, char *source, size_t cap,
-                    enpu_err *err) {
+static int load_job(const validate_cli *a, config_job **job, char *source, size_t cap, enpu_err *err) {
   store_contents *c = NULL;
   ENPU_FORWARD(store_load(a->store, &c, err));
   int rc;
@@ -69,14 +68,16 @@ static int load_job(const validate_cli *a, config_job **job, char *source, size_
       snprintf(source, cap, "`%s` (--job; its hash %s the store's job_hash)", a->job,
                (*job)->hash == c->job_hash ? "equals" : "differs from");
     if (rc == 0 && (*job)->hash != c->job_hash)
-      fprintf(stderr, "enpu validate: note: %s is not the job %s was compiled from (hash %016llx, "
-                      "store %016llx)\n",
+      fprintf(stderr,
+              "enpu validate: note: %s is not the job %s was compiled from (hash %016llx, "
+              "store %016llx)\n",
               a->job, a->store, (unsigned long long)(*job)->hash, (unsigned long long)c->job_hash);
   } else {
     rc = validate_job_from_store(c, a->cluster, job, err);
     if (rc == 0)
-      snprintf(source, cap, "rebuilt from the store's job, model, chip and cluster attributes "
-                            "(chip power tables beside `%s`; job hash equals the store's)",
+      snprintf(source, cap,
+               "rebuilt from the store's job, model, chip and cluster attributes "
+               "(chip power tables beside `%s`; job hash equals the store's)",
                a->cluster);
   }
   store_contents_free(c);
@@ -97,12 +98,11 @@ static int validation_md_path(const validate_cli *a, const config_job *job, char
 }
 
 static int print_json(const validate_outcome *o, const char *report, const char *source) {
-  json_t *doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:s?}",
-                          "result", o->failed ? "fail" : "pass", "policies", (json_int_t)o->policies,
-                          "buckets", (json_int_t)o->buckets, "plans", (json_int_t)o->plans,
-                          "passed", (json_int_t)o->passed, "failed", (json_int_t)o->failed,
-                          "resim_s", o->resim_s, "replay_s", o->replay_s, "total_s", o->total_s,
-                          "report", report, "job", source, "first_failure",
+  json_t *doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:s, s:s?}", "result",
+                          o->failed ? "fail" : "pass", "policies", (json_int_t)o->policies, "buckets",
+                          (json_int_t)o->buckets, "plans", (json_int_t)o->plans, "passed", (json_int_t)o->passed,
+                          "failed", (json_int_t)o->failed, "resim_s", o->resim_s, "replay_s", o->replay_s,
+                          "total_s", o->total_s, "report", report, "job", source, "first_failure",
                           o->first_failure[0] ? o->first_failure : NULL);
   if (!doc) return cli_fail("validate", "cannot build the JSON output");
   const int st = cli_print_json(doc);
@@ -135,8 +135,8 @@ static int run(void *args) {
     } else {
       printf("%s: %zu plans in %zu buckets of %zu policies: %zu passed, %zu failed "
              "(re-simulation %.2f s, replay %.2f s, total %.2f s)\nreport: %s\n",
-             o.failed ? "FAIL" : "PASS", o.plans, o.buckets, o.policies, o.passed, o.failed,
-             o.resim_s, o.replay_s, o.total_s, report);
+             o.failed ? "FAIL" : "PASS", o.plans, o.buckets, o.policies, o.passed, o.failed, o.resim_s, o.replay_s,
+             o.total_s, report);
       if (o.failed) printf("first failure: %s\n", o.first_failure);
     }
     if (status == 0 && o.failed) status = 1;

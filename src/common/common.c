@@ -30,8 +30,13 @@ const char *enpu_strerror(int code) {
 
 int enpu_errno_code(int errnum) {
   switch (errnum) {
-  case ENOSPC: case EDQUOT: case EIO: case EROFS: case EMFILE: case ENFILE: case ENOMEM:
-    return ENPU_ERR_ENV;
+  case ENOSPC:
+  case EDQUOT:
+  case EIO:
+  case EROFS:
+  case EMFILE:
+  case ENFILE:
+  case ENOMEM: return ENPU_ERR_ENV;
   default: return ENPU_ERR_IO;
   }
 }
@@ -131,14 +136,11 @@ int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err) {
   return ENPU_OK;
 }
 
-int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len,
-                       enpu_err *err) {
+int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len, enpu_err *err) {
   int n;
   const char *slash = strrchr(base_file, '/');
-  if (rel[0] == '/' || !slash)
-    n = snprintf(out, out_len, "%s", rel);
-  else
-    n = snprintf(out, out_len, "%.*s/%s", (int)(slash - base_file), base_file, rel);
+  if (rel[0] == '/' || !slash) n = snprintf(out, out_len, "%s", rel);
+  else n = snprintf(out, out_len, "%.*s/%s", (int)(slash - base_file), base_file, rel);
   if (n < 0 || (size_t)n >= out_len)
     return enpu_errorf(err, ENPU_ERR_RANGE, "path too long: %s relative to %s", rel, base_file);
   return ENPU_OK;
@@ -164,9 +166,7 @@ int enpu_mkdir_p(const char *dir, enpu_err *err) {
   return ENPU_OK;
 }
 
-uint64_t enpu_hash64(const void *data, size_t len, uint64_t seed) {
-  return XXH3_64bits_withSeed(data, len, seed);
-}
+uint64_t enpu_hash64(const void *data, size_t len, uint64_t seed) { return XXH3_64bits_withSeed(data, len, seed); }
 
 /* The incremental hasher chains XXH3 over each field: h' = XXH3(field, seed = h).
  * It is not the same value as hashing the concatenation, and does not need to be. */

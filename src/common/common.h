@@ -22,21 +22,20 @@ const char *enpu_strerror(int code);
 
 /* Fill err (may be NULL) with code and a printf-style message.
  * @return code, so callers can `return enpu_errorf(err, ENPU_ERR_RANGE, ...)`. */
-int enpu_errorf(enpu_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int enpu_errorf(enpu_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Prepend context ("loading jobs/x.json: ") to an already-filled message. */
 void enpu_err_prefix(enpu_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* zstd-style helpers that keep the happy path readable. */
-#define ENPU_RETURN_IF(cond, err, code, ...)                                                       \
-  do {                                                                                             \
-    if (cond) return enpu_errorf((err), (code), __VA_ARGS__);                                      \
+#define ENPU_RETURN_IF(cond, err, code, ...)                  \
+  do {                                                        \
+    if (cond) return enpu_errorf((err), (code), __VA_ARGS__); \
   } while (0)
-#define ENPU_FORWARD(expr)                                                                         \
-  do {                                                                                             \
-    int enpu_rc_ = (expr);                                                                         \
-    if (enpu_rc_ < 0) return enpu_rc_;                                                             \
+#define ENPU_FORWARD(expr)             \
+  do {                                 \
+    int enpu_rc_ = (expr);             \
+    if (enpu_rc_ < 0) return enpu_rc_; \
   } while (0)
 
 /* ENPU_ERR_ENV for an errno that says the system failed or ran out of something (no
@@ -62,9 +61,8 @@ typedef struct {
  * @return 0, or ENPU_ERR_NOMEM (no memory or a size overflow) with no slot changed. */
 int enpu_calloc_parts(const enpu_part *parts, size_t nparts);
 /* enpu_calloc_parts of the parts listed: ENPU_CALLOC_PARTS(ENPU_PART(s->a, n), ...). */
-#define ENPU_CALLOC_PARTS(...)                                                                     \
-  enpu_calloc_parts((const enpu_part[]){__VA_ARGS__},                                              \
-                    sizeof((const enpu_part[]){__VA_ARGS__}) / sizeof(enpu_part))
+#define ENPU_CALLOC_PARTS(...) \
+  enpu_calloc_parts((const enpu_part[]){__VA_ARGS__}, sizeof((const enpu_part[]){__VA_ARGS__}) / sizeof(enpu_part))
 
 /* Grow *ptr (an array of elem_size elements with capacity *cap) to hold at least
  * `need` elements, doubling. On failure *ptr and *cap are unchanged.
@@ -77,8 +75,7 @@ int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err);
 
 /* Resolve `rel` against the directory of `base_file` (absolute `rel` is kept).
  * @return 0, or ENPU_ERR_RANGE when out_len is too small. */
-int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len,
-                       enpu_err *err);
+int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len, enpu_err *err);
 
 /* Create directory `dir` and its missing parents (mkdir -p, mode 0777 before umask).
  * @return 0; ENPU_ERR_INVALID for an empty name, ENPU_ERR_RANGE when it is too long,

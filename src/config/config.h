@@ -167,14 +167,13 @@ typedef struct {
   int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; /* MLA */
   int ffn_intermediate;
   bool ffn_fuse_gate_up; /* gate and up as one matmul (default false: two, as NeuSim) */
-  bool moe; /* true when the "moe" object is present */
-  int routed_experts, shared_experts, experts_per_token, expert_intermediate,
-      first_dense_layers;
+  bool moe;              /* true when the "moe" object is present */
+  int routed_experts, shared_experts, experts_per_token, expert_intermediate, first_dense_layers;
 
   /* Derived at load (counts, not bytes; whole model, not per chip). */
-  double params_total;  /* embeddings + LM head (untied) + all layers, incl. norms */
-  double params_active; /* per token: dense + shared + experts_per_token routed */
-  double params_routed;  /* all routed-expert weights (sharded by EP × TP); 0 if dense */
+  double params_total;           /* embeddings + LM head (untied) + all layers, incl. norms */
+  double params_active;          /* per token: dense + shared + experts_per_token routed */
+  double params_routed;          /* all routed-expert weights (sharded by EP × TP); 0 if dense */
   double params_layer_attention; /* one layer's attention block and its two RMSNorms */
   /* KV-cache bytes per token, all layers, whole model: GQA 2*layers*kv_heads*head_dim*
    * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). */
@@ -182,7 +181,7 @@ typedef struct {
   config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
   int spec_exit_count;
   bool spec_default; /* no "speculative" section: the default table */
-  uint64_t hash; /* content hash of the file */
+  uint64_t hash;     /* content hash of the file */
 } config_model;
 
 /* ---------------------------------------------------------------------------------
@@ -240,7 +239,7 @@ typedef struct {
 
 typedef struct {
   double scaling_time_ns;
-  double activity;   /* 0..1 */
+  double activity; /* 0..1 */
   double voltage_v;
   double efficiency; /* fraction 0..1 (the CSV has percent) */
 } config_ivr_point;
@@ -366,7 +365,7 @@ const char *config_idle_mode_name(config_idle_mode m);   /* "peak", "lowest-stat
 const char *config_safeguard2_name(config_safeguard2 m); /* "paper", "per-phase" */
 
 typedef struct {
-  int safeguard1_scan;             /* waiting requests safeguard 1 checks per queue */
+  int safeguard1_scan; /* waiting requests safeguard 1 checks per queue */
   config_safeguard2 safeguard2;
   double safeguard2_window_s;
   double safeguard2_miss_fraction;
@@ -446,9 +445,9 @@ const char *config_capacity_name(config_capacity c);       /* "enforce", ... */
 int config_capacity_parse(const char *name, config_capacity *out);
 
 typedef struct {
-  bool rule;     /* true: expand with the §3.4 rule up to rule_max */
+  bool rule; /* true: expand with the §3.4 rule up to rule_max */
   int rule_max;
-  int *values;   /* explicit list (rule == false), strictly increasing */
+  int *values; /* explicit list (rule == false), strictly increasing */
   int count;
 } config_axis;
 
@@ -484,8 +483,8 @@ typedef struct {
   int slack_count;
   config_policy_spec policies[CONFIG_MAX_POLICIES]; /* distinct, in the job's order */
   int policy_count;
-  double epoch_ms; /* "epoch_ms" (> 0, default 5) */
-  config_budget budget; /* "budget": "strict" (default) or "paper" */
+  double epoch_ms;            /* "epoch_ms" (> 0, default 5) */
+  config_budget budget;       /* "budget": "strict" (default) or "paper" */
   double moe_capacity_factor; /* 0 = worst case (E/k: every token may hit one expert) */
   config_moe_experts moe_experts;
   config_capacity capacity;
@@ -558,7 +557,13 @@ typedef enum {
 } config_paper_kind;
 
 typedef enum { CONFIG_AGG_MEAN = 0, CONFIG_AGG_RANGE, CONFIG_AGG_MAX, CONFIG_AGG_MIN, CONFIG_NAGG } config_agg;
-typedef enum { CONFIG_SLACK_VALUE = 0, CONFIG_SLACK_MEAN, CONFIG_SLACK_ALL, CONFIG_SLACK_MAX, CONFIG_NSLACK_SEL } config_slack_sel;
+typedef enum {
+  CONFIG_SLACK_VALUE = 0,
+  CONFIG_SLACK_MEAN,
+  CONFIG_SLACK_ALL,
+  CONFIG_SLACK_MAX,
+  CONFIG_NSLACK_SEL
+} config_slack_sel;
 typedef enum { CONFIG_LEVEL_OP = 0, CONFIG_LEVEL_REQ, CONFIG_LEVEL_TOTAL, CONFIG_NLEVEL } config_level;
 typedef enum { CONFIG_HOURS_ALL = 0, CONFIG_HOURS_PEAK, CONFIG_HOURS_OFF_PEAK, CONFIG_NHOURS } config_hours;
 typedef enum { CONFIG_F20_WORST = 0, CONFIG_F20_LOSS, CONFIG_F20_MIN_GAIN, CONFIG_NF20 } config_f20_metric;
@@ -569,30 +574,30 @@ typedef struct {
   config_paper_kind kind;
   char policy[CONFIG_PAPER_MAX_LIST][CONFIG_NAME_LEN]; /* samples are taken over each */
   int npolicy;
-  char base[CONFIG_NAME_LEN];     /* gain, figure20 min_gain: "" when absent */
-  int phase;                      /* config_phase, or -1: both phases */
+  char base[CONFIG_NAME_LEN]; /* gain, figure20 min_gain: "" when absent */
+  int phase;                  /* config_phase, or -1: both phases */
   config_slack_sel slack_sel;
-  double slack;                   /* CONFIG_SLACK_VALUE: the fraction */
-  config_agg agg;                 /* over models x policies (x slacks for "all") */
+  double slack;                                        /* CONFIG_SLACK_VALUE: the fraction */
+  config_agg agg;                                      /* over models x policies (x slacks for "all") */
   char models[CONFIG_PAPER_MAX_LIST][CONFIG_NAME_LEN]; /* 0 = every model */
   int nmodels;
   config_level level;
-  char run[CONFIG_NAME_LEN];      /* replay run name (replay, windows) */
+  char run[CONFIG_NAME_LEN];              /* replay run name (replay, windows) */
   char paths[CONFIG_PAPER_MAX_LIST][128]; /* replay: dotted paths below the policy's object */
   int npaths;
-  char column[64];                /* windows */
+  char column[64]; /* windows */
   config_hours hours;
-  double factor;                  /* figure20: capacity factor */
+  double factor; /* figure20: capacity factor */
   config_f20_metric metric;
-  double scale, offset;           /* value = scale · x + offset (defaults 1 and 0) */
+  double scale, offset; /* value = scale · x + offset (defaults 1 and 0) */
 } config_paper_query;
 
 typedef struct {
   char id[48], cite[96], figure[8], unit[8];
-  char what[320], why[640];       /* why: "" when absent */
-  int claim;                      /* 1..5: the numbered claim of §4; 0: a §4.x number */
-  double paper_lo, paper_hi;      /* equal for a single number */
-  char relation;                  /* '=', '<' (paper: "below"), '>' (paper: "above") */
+  char what[320], why[640];  /* why: "" when absent */
+  int claim;                 /* 1..5: the numbered claim of §4; 0: a §4.x number */
+  double paper_lo, paper_hi; /* equal for a single number */
+  char relation;             /* '=', '<' (paper: "below"), '>' (paper: "above") */
   config_paper_query ours;
 } config_paper_claim;
 
@@ -608,7 +613,7 @@ typedef struct {
 typedef struct {
   char what[96];
   double paper;
-  char chip[64];                  /* dotted path into the chip file */
+  char chip[64]; /* dotted path into the chip file */
 } config_paper_t5;
 
 typedef struct {

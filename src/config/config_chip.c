@@ -20,53 +20,43 @@
  * the peak covers it, and the power model extrapolates the top band. */
 #define PEAK_COVER_TOLERANCE 0.01
 
-static const char *const chip_keys[] = {"name",
-                                        "tflops_bf16",
-                                        "sa",
-                                        "vu",
-                                        "sram",
-                                        "hbm",
-                                        "ici",
-                                        "dcn",
-                                        "host",
-                                        "clock",
-                                        "ivr",
-                                        "fifo_sync_cycles",
-                                        "other_static_w",
-                                        "tdp_w",
-                                        "tables",
-                                        "gating"};
+static const char *const chip_keys[] = {"name",           "tflops_bf16", "sa",     "vu",
+                                        "sram",           "hbm",         "ici",    "dcn",
+                                        "host",           "clock",       "ivr",    "fifo_sync_cycles",
+                                        "other_static_w", "tdp_w",       "tables", "gating"};
 #define CHIP_INT(key, member) CONFIG_INT_FIELD(config_chip, key, member)
 #define CHIP_NUMBER(key, member) CONFIG_NUMBER_FIELD(config_chip, key, member)
 static const config_field sa_fields[] = {CHIP_INT("count", sa_count), CHIP_INT("dim", sa_dim)};
 static const config_field vu_fields[] = {
-    CHIP_INT("count", vu_count), CHIP_INT("sublanes", vu_sublanes),         CHIP_INT("lanes", vu_lanes),
-    CHIP_INT("vregs", vregs),    CHIP_INT("shadow_vregs", shadow_vregs),    CHIP_INT("vreg_bytes", vreg_bytes)};
+    CHIP_INT("count", vu_count), CHIP_INT("sublanes", vu_sublanes),      CHIP_INT("lanes", vu_lanes),
+    CHIP_INT("vregs", vregs),    CHIP_INT("shadow_vregs", shadow_vregs), CHIP_INT("vreg_bytes", vreg_bytes)};
 static const config_field sram_fields[] = {CHIP_NUMBER("bytes", sram_bytes), CHIP_INT("ports", sram_ports),
                                            CHIP_INT("port_bytes_per_cycle", sram_port_bytes_per_cycle)};
 static const config_field hbm_fields[] = {CHIP_NUMBER("bytes", hbm_bytes), CHIP_NUMBER("gbps", hbm_gbps),
                                           CHIP_NUMBER("latency_ns", hbm_latency_ns),
                                           CHIP_NUMBER("controller_share", hbm_controller_share)};
-static const config_field ici_fields[] = {
-    CONFIG_STRING_FIELD(config_chip, "topology", ici_topology), CHIP_INT("links", ici_links),
-    CHIP_NUMBER("link_gbps", ici_link_gbps), CHIP_NUMBER("latency_ns", ici_latency_ns),
-    CHIP_NUMBER("controller_share", ici_controller_share)};
+static const config_field ici_fields[] = {CONFIG_STRING_FIELD(config_chip, "topology", ici_topology),
+                                          CHIP_INT("links", ici_links), CHIP_NUMBER("link_gbps", ici_link_gbps),
+                                          CHIP_NUMBER("latency_ns", ici_latency_ns),
+                                          CHIP_NUMBER("controller_share", ici_controller_share)};
 static const config_field dcn_fields[] = {CHIP_NUMBER("gbps", dcn_gbps)};
-static const config_field host_fields[] = {CHIP_NUMBER("gbps", host_gbps), CHIP_NUMBER("latency_ns", host_latency_ns),
+static const config_field host_fields[] = {CHIP_NUMBER("gbps", host_gbps),
+                                           CHIP_NUMBER("latency_ns", host_latency_ns),
                                            CHIP_NUMBER("pj_per_byte", host_pj_per_byte)};
-static const config_field clock_fields[] = {CHIP_NUMBER("step_mhz", freq_step_mhz), CHIP_INT("states", freq_states)};
+static const config_field clock_fields[] = {CHIP_NUMBER("step_mhz", freq_step_mhz),
+                                            CHIP_INT("states", freq_states)};
 /* The regulator's output band (checked against its input before the rest is read), then
  * its steps and transition time. */
 static const config_field ivr_fields[] = {
-    CHIP_NUMBER("vin_v", ivr_vin_v),     CHIP_NUMBER("vout_min_v", ivr_vout_min_v),
-    CHIP_NUMBER("vout_max_v", ivr_vout_max_v),
-    CHIP_NUMBER("step_mv", ivr_step_mv), CHIP_NUMBER("step_ns", ivr_step_ns),
-    CHIP_NUMBER("scaling_time_ns", ivr_scaling_time_ns)};
+    CHIP_NUMBER("vin_v", ivr_vin_v),           CHIP_NUMBER("vout_min_v", ivr_vout_min_v),
+    CHIP_NUMBER("vout_max_v", ivr_vout_max_v), CHIP_NUMBER("step_mv", ivr_step_mv),
+    CHIP_NUMBER("step_ns", ivr_step_ns),       CHIP_NUMBER("scaling_time_ns", ivr_scaling_time_ns)};
 enum { IVR_BAND_FIELDS = 3 };
 static const config_field head_fields[] = {CONFIG_STRING_FIELD(config_chip, "name", name),
                                            CHIP_NUMBER("tflops_bf16", tflops_bf16)};
 static const config_field tail_fields[] = {CHIP_INT("fifo_sync_cycles", fifo_sync_cycles),
-                                           CHIP_NUMBER("other_static_w", other_static_w), CHIP_NUMBER("tdp_w", tdp_w)};
+                                           CHIP_NUMBER("other_static_w", other_static_w),
+                                           CHIP_NUMBER("tdp_w", tdp_w)};
 /* The sections read before "ivr", in file-format order; "host" is optional (only
  * offloading jobs need it). */
 static const struct {
@@ -77,23 +67,19 @@ static const struct {
                 {"sram", sram_fields, NKEYS(sram_fields)}, {"hbm", hbm_fields, NKEYS(hbm_fields)},
                 {"ici", ici_fields, NKEYS(ici_fields)},    {"dcn", dcn_fields, NKEYS(dcn_fields)},
                 {"host", host_fields, NKEYS(host_fields)}, {"clock", clock_fields, NKEYS(clock_fields)}};
-static const config_field gating_fields[] = {
-    CONFIG_NUMBER_FIELD(config_gating, "gated_fraction", gated_fraction),
-    CONFIG_NUMBER_FIELD(config_gating, "wake_ns", wake_ns),
-    CONFIG_NUMBER_FIELD(config_gating, "wake_energy_nj", wake_energy_nj),
-    CONFIG_NUMBER_FIELD(config_gating, "min_idle_ns", min_idle_ns)};
+static const config_field gating_fields[] = {CONFIG_NUMBER_FIELD(config_gating, "gated_fraction", gated_fraction),
+                                             CONFIG_NUMBER_FIELD(config_gating, "wake_ns", wake_ns),
+                                             CONFIG_NUMBER_FIELD(config_gating, "wake_energy_nj", wake_energy_nj),
+                                             CONFIG_NUMBER_FIELD(config_gating, "min_idle_ns", min_idle_ns)};
 static const char *const gating_keys[] = {"sa", "vu", "sram", "hbm", "ici"};
 /* The five components' tables (config_component order), the two regulators, then the
  * HBM PHY's parts. */
-static const char *const table_keys[] = {"sa",        "vu",        "sram",   "hbm",     "ici",
-                                         "ivr_dvfs",  "ivr_fixed", "hbm_io", "hbm_dram"};
+static const char *const table_keys[] = {"sa",       "vu",        "sram",   "hbm",     "ici",
+                                         "ivr_dvfs", "ivr_fixed", "hbm_io", "hbm_dram"};
 enum { TABLE_IVR_DVFS = CONFIG_NCOMP, TABLE_IVR_FIXED, TABLE_HBM_IO, TABLE_HBM_DRAM, NTABLE };
-static const char *const vf_freq_cols[CSV_NCOL] = {"voltage_V", "frequency_GHz", "static_W",
-                                                   "dynamic_W"};
-static const char *const vf_bw_cols[CSV_NCOL] = {"voltage_V", "bandwidth_GBps", "static_W",
-                                                 "dynamic_W"};
-static const char *const ivr_cols[CSV_NCOL] = {"scaling_time_ns", "activity_factor", "voltage_V",
-                                               "efficiency_pct"};
+static const char *const vf_freq_cols[CSV_NCOL] = {"voltage_V", "frequency_GHz", "static_W", "dynamic_W"};
+static const char *const vf_bw_cols[CSV_NCOL] = {"voltage_V", "bandwidth_GBps", "static_W", "dynamic_W"};
+static const char *const ivr_cols[CSV_NCOL] = {"scaling_time_ns", "activity_factor", "voltage_V", "efficiency_pct"};
 
 /* ---------------------------------------------------------------------------------
  * CSV: a header line naming the columns, then rows of CSV_NCOL numbers. */
@@ -111,10 +97,9 @@ typedef struct {
   int count;
 } csv_table;
 
-static int csv_fail(const csv_table *t, int line, int col, enpu_err *err, int code, const char *fmt,
-                    ...) __attribute__((format(printf, 6, 7)));
-static int csv_fail(const csv_table *t, int line, int col, enpu_err *err, int code, const char *fmt,
-                    ...) {
+static int csv_fail(const csv_table *t, int line, int col, enpu_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static int csv_fail(const csv_table *t, int line, int col, enpu_err *err, int code, const char *fmt, ...) {
   char what[ENPU_ERR_MSG_LEN];
   va_list ap;
   va_start(ap, fmt);
@@ -123,10 +108,9 @@ static int csv_fail(const csv_table *t, int line, int col, enpu_err *err, int co
   return enpu_errorf(err, code, "%s:%d:%d: %s", t->file, line, col, what);
 }
 
-static int csv_fail_cell(const csv_table *t, const csv_row *r, int c, enpu_err *err,
-                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int csv_fail_cell(const csv_table *t, const csv_row *r, int c, enpu_err *err,
-                         const char *fmt, ...) {
+static int csv_fail_cell(const csv_table *t, const csv_row *r, int c, enpu_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int csv_fail_cell(const csv_table *t, const csv_row *r, int c, enpu_err *err, const char *fmt, ...) {
   char what[ENPU_ERR_MSG_LEN];
   va_list ap;
   va_start(ap, fmt);
@@ -143,8 +127,7 @@ static int csv_check_range(const csv_table *t, int line, int col, const char *na
 }
 
 /* Split one line (no newline) into fields; parse them as the header or as numbers. */
-static int csv_line(csv_table *t, char *line, int lineno, bool header, csv_row *row,
-                    enpu_err *err) {
+static int csv_line(csv_table *t, char *line, int lineno, bool header, csv_row *row, enpu_err *err) {
   int n = 0;
   char *p = line;
   for (;;) {
@@ -153,21 +136,20 @@ static int csv_line(csv_table *t, char *line, int lineno, bool header, csv_row *
     *end = '\0';
     int col = (int)(p - line) + 1;
     if (n == CSV_NCOL)
-      return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE, "expected %d columns, got more",
-                      CSV_NCOL);
+      return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE, "expected %d columns, got more", CSV_NCOL);
     while (*p == ' ') p++;
     if (header) {
       if (strcmp(p, t->names[n]) != 0)
-        return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE,
-                        "expected header column '%s', got '%s'", t->names[n], p);
+        return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE, "expected header column '%s', got '%s'", t->names[n],
+                        p);
     } else {
       char *stop;
       errno = 0;
       double v = strtod(p, &stop);
       while (*stop == ' ') stop++;
       if (stop == p || *stop != '\0' || errno == ERANGE || !isfinite(v))
-        return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE,
-                        "%s: expected a finite number, got '%s'", t->names[n], p);
+        return csv_fail(t, lineno, col, err, ENPU_ERR_PARSE, "%s: expected a finite number, got '%s'", t->names[n],
+                        p);
       ENPU_FORWARD(csv_check_range(t, lineno, col, t->names[n], v, err));
       row->v[n] = v;
       row->col[n] = col;
@@ -175,8 +157,8 @@ static int csv_line(csv_table *t, char *line, int lineno, bool header, csv_row *
     n++;
     if (last) {
       if (n < CSV_NCOL)
-        return csv_fail(t, lineno, (int)(end - line) + 1, err, ENPU_ERR_PARSE,
-                        "expected %d columns, got %d", CSV_NCOL, n);
+        return csv_fail(t, lineno, (int)(end - line) + 1, err, ENPU_ERR_PARSE, "expected %d columns, got %d",
+                        CSV_NCOL, n);
       return ENPU_OK;
     }
     p = end + 1;
@@ -204,16 +186,14 @@ static int csv_parse(csv_table *t, char *text, enpu_err *err) {
     }
     line = nl ? nl + 1 : NULL;
   }
-  if (t->count == 0)
-    return csv_fail(t, lineno + 1, 1, err, ENPU_ERR_PARSE, "expected at least one data row");
+  if (t->count == 0) return csv_fail(t, lineno + 1, 1, err, ENPU_ERR_PARSE, "expected at least one data row");
   return ENPU_OK;
 }
 
 /* Read the table that chip member $.tables.<key> names (relative to the chip file) and
  * feed its bytes to the chip hash. IO errors are reported at that member. */
-static int csv_read(const config_doc *doc, const config_path *tables_path, const json_t *tables,
-                    const char *key, const char *const *names, csv_table *t, enpu_hasher *hs,
-                    enpu_err *err) {
+static int csv_read(const config_doc *doc, const config_path *tables_path, const json_t *tables, const char *key,
+                    const char *const *names, csv_table *t, enpu_hasher *hs, enpu_err *err) {
   char rel[CONFIG_PATH_LEN];
   config_path kp = CONFIG_KEY(tables_path, key);
   ENPU_FORWARD(config_get_string(doc, tables_path, tables, key, rel, sizeof rel, err));
@@ -238,8 +218,7 @@ static int csv_read(const config_doc *doc, const config_path *tables_path, const
 /* ---------------------------------------------------------------------------------
  * Table checks */
 
-static int check_voltage(const config_chip *c, const csv_table *t, const csv_row *r, int col,
-                         enpu_err *err) {
+static int check_voltage(const config_chip *c, const csv_table *t, const csv_row *r, int col, enpu_err *err) {
   double v = r->v[col];
   if (v < c->ivr_vout_min_v || v > c->ivr_vout_max_v)
     return csv_fail_cell(t, r, col, err,
@@ -251,14 +230,13 @@ static int check_voltage(const config_chip *c, const csv_table *t, const csv_row
 
 /* A V/f table; `on_ivr`: its voltages come from the chip's regulators, so they must lie
  * in the IVR's output band (the HBM I/O and DRAM rails are the memory's own). */
-static int vf_table(const config_chip *c, const csv_table *t, double peak, const char *peak_what,
-                    bool on_ivr, config_vf_table *out, enpu_err *err) {
+static int vf_table(const config_chip *c, const csv_table *t, double peak, const char *peak_what, bool on_ivr,
+                    config_vf_table *out, enpu_err *err) {
   for (int i = 0; i < t->count; i++) {
     const csv_row *r = &t->rows[i], *prev = i ? &t->rows[i - 1] : NULL;
     if (on_ivr) ENPU_FORWARD(check_voltage(c, t, r, 0, err));
     if (prev && r->v[1] < prev->v[1])
-      return csv_fail_cell(t, r, 1, err,
-                           "expected levels non-decreasing: at least %g (line %d), got %g",
+      return csv_fail_cell(t, r, 1, err, "expected levels non-decreasing: at least %g (line %d), got %g",
                            prev->v[1], prev->line, r->v[1]);
     if (prev && r->v[0] < prev->v[0])
       return csv_fail_cell(t, r, 0, err,
@@ -276,13 +254,11 @@ static int vf_table(const config_chip *c, const csv_table *t, double peak, const
   if (!out->points) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", t->file);
   out->count = t->count;
   for (int i = 0; i < t->count; i++)
-    out->points[i] =
-        (config_vf_point){t->rows[i].v[0], t->rows[i].v[1], t->rows[i].v[2], t->rows[i].v[3]};
+    out->points[i] = (config_vf_point){t->rows[i].v[0], t->rows[i].v[1], t->rows[i].v[2], t->rows[i].v[3]};
   return ENPU_OK;
 }
 
-static int ivr_table(const config_chip *c, const csv_table *t, config_ivr_table *out,
-                     enpu_err *err) {
+static int ivr_table(const config_chip *c, const csv_table *t, config_ivr_table *out, enpu_err *err) {
   for (int i = 0; i < t->count; i++) {
     ENPU_FORWARD(check_voltage(c, t, &t->rows[i], 2, err));
   }
@@ -290,8 +266,7 @@ static int ivr_table(const config_chip *c, const csv_table *t, config_ivr_table 
   if (!out->points) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", t->file);
   out->count = t->count;
   for (int i = 0; i < t->count; i++)
-    out->points[i] = (config_ivr_point){t->rows[i].v[0], t->rows[i].v[1], t->rows[i].v[2],
-                                        t->rows[i].v[3] / 100.0};
+    out->points[i] = (config_ivr_point){t->rows[i].v[0], t->rows[i].v[1], t->rows[i].v[2], t->rows[i].v[3] / 100.0};
   return ENPU_OK;
 }
 
@@ -304,21 +279,18 @@ static int check_scaling_time(const config_doc *doc, const config_path *root, co
   for (int i = 0; i < t->count; i++) {
     if (t->rows[i].v[0] == c->ivr_scaling_time_ns) return ENPU_OK;
     if ((i == 0 || t->rows[i].v[0] != t->rows[i - 1].v[0]) && used < sizeof have)
-      used += (size_t)snprintf(have + used, sizeof have - used, "%s%g", used ? ", " : "",
-                               t->rows[i].v[0]);
+      used += (size_t)snprintf(have + used, sizeof have - used, "%s%g", used ? ", " : "", t->rows[i].v[0]);
   }
   config_path ip = CONFIG_KEY(root, "ivr");
   config_path sp = CONFIG_KEY(&ip, "scaling_time_ns");
-  return config_fail(doc, &sp, err, ENPU_ERR_RANGE,
-                     "expected a scaling time present in %s (%s), got %g", t->file, have,
-                     c->ivr_scaling_time_ns);
+  return config_fail(doc, &sp, err, ENPU_ERR_RANGE, "expected a scaling time present in %s (%s), got %g", t->file,
+                     have, c->ivr_scaling_time_ns);
 }
 
 /* ---------------------------------------------------------------------------------
  * The chip document */
 
-static int parse_scalars(const config_doc *doc, const config_path *root, config_chip *c,
-                         enpu_err *err) {
+static int parse_scalars(const config_doc *doc, const config_path *root, config_chip *c, enpu_err *err) {
   const json_t *o = doc->root;
   ENPU_FORWARD(config_get_fields(doc, root, o, head_fields, NKEYS(head_fields), c, err));
   for (size_t k = 0; k < NKEYS(sections); k++) {
@@ -334,19 +306,19 @@ static int parse_scalars(const config_doc *doc, const config_path *root, config_
   /* A buck regulator cannot output more than its input, nor a band below its minimum. */
   if (!(c->ivr_vout_max_v > c->ivr_vout_min_v && c->ivr_vout_max_v <= c->ivr_vin_v)) {
     config_path kp = CONFIG_KEY(&p, "vout_max_v");
-    return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected a number in (%g, %g] (above vout_min_v, at most vin_v), got %g",
-                       c->ivr_vout_min_v, c->ivr_vin_v, c->ivr_vout_max_v);
+    return config_fail(doc, &kp, err, ENPU_ERR_RANGE,
+                       "expected a number in (%g, %g] (above vout_min_v, at most vin_v), got %g", c->ivr_vout_min_v,
+                       c->ivr_vin_v, c->ivr_vout_max_v);
   }
-  ENPU_FORWARD(config_get_fields(doc, &p, ivr, ivr_fields + IVR_BAND_FIELDS, NKEYS(ivr_fields) - IVR_BAND_FIELDS,
-                                 c, err));
+  ENPU_FORWARD(
+      config_get_fields(doc, &p, ivr, ivr_fields + IVR_BAND_FIELDS, NKEYS(ivr_fields) - IVR_BAND_FIELDS, c, err));
   ENPU_FORWARD(config_get_fields(doc, root, o, tail_fields, NKEYS(tail_fields), c, err));
   c->max_freq_ghz = c->freq_states * c->freq_step_mhz / 1000.0;
   return ENPU_OK;
 }
 
 /* "gating": per component, its power-gating parameters (optional; config.h). */
-static int parse_gating(const config_doc *doc, const config_path *root, config_chip *c,
-                        enpu_err *err) {
+static int parse_gating(const config_doc *doc, const config_path *root, config_chip *c, enpu_err *err) {
   const json_t *g = json_object_get(doc->root, "gating");
   if (!g) return ENPU_OK;
   config_path gp = CONFIG_KEY(root, "gating");
@@ -360,30 +332,26 @@ static int parse_gating(const config_doc *doc, const config_path *root, config_c
   return ENPU_OK;
 }
 
-static int parse_tables(const config_doc *doc, const config_path *root, config_chip *c,
-                        enpu_hasher *hs, enpu_err *err) {
+static int parse_tables(const config_doc *doc, const config_path *root, config_chip *c, enpu_hasher *hs,
+                        enpu_err *err) {
   config_path tp = CONFIG_KEY(root, "tables");
   const json_t *tables = json_object_get(doc->root, "tables");
   ENPU_FORWARD(config_object(doc, &tp, tables, table_keys, NKEYS(table_keys), err));
   const double ghz = c->max_freq_ghz, links = c->ici_links * c->ici_link_gbps;
   const double peak[NTABLE] = {ghz, ghz, ghz, c->hbm_gbps, links, 0, 0, c->hbm_gbps, c->hbm_gbps};
   const char *const clk = "GHz, clock.states x step_mhz", *const hbm = "GB/s, hbm.gbps";
-  const char *const peak_what[NTABLE] = {clk, clk, clk, hbm, "GB/s, ici.links x link_gbps",
-                                         NULL, NULL, hbm, hbm};
-  config_vf_table *const vf_out[NTABLE] = {&c->vf[0], &c->vf[1], &c->vf[2], &c->vf[3],
-                                           &c->vf[4], NULL, NULL, &c->hbm_io, &c->hbm_dram};
+  const char *const peak_what[NTABLE] = {clk, clk, clk, hbm, "GB/s, ici.links x link_gbps", NULL, NULL, hbm, hbm};
+  config_vf_table *const vf_out[NTABLE] = {&c->vf[0], &c->vf[1], &c->vf[2],  &c->vf[3],   &c->vf[4],
+                                           NULL,      NULL,      &c->hbm_io, &c->hbm_dram};
   int rc = ENPU_OK;
   for (int k = 0; k < NTABLE && rc == ENPU_OK; k++) {
     bool vf = vf_out[k] != NULL;
     bool bw = k == CONFIG_HBM || k == CONFIG_ICI || k >= TABLE_HBM_IO;
     csv_table t = {0};
-    rc = csv_read(doc, &tp, tables, table_keys[k], vf ? (bw ? vf_bw_cols : vf_freq_cols) : ivr_cols,
-                  &t, hs, err);
-    if (rc == ENPU_OK && vf)
-      rc = vf_table(c, &t, peak[k], peak_what[k], k < TABLE_HBM_IO, vf_out[k], err);
+    rc = csv_read(doc, &tp, tables, table_keys[k], vf ? (bw ? vf_bw_cols : vf_freq_cols) : ivr_cols, &t, hs, err);
+    if (rc == ENPU_OK && vf) rc = vf_table(c, &t, peak[k], peak_what[k], k < TABLE_HBM_IO, vf_out[k], err);
     if (rc == ENPU_OK && k == TABLE_IVR_DVFS) rc = check_scaling_time(doc, root, c, &t, err);
-    if (rc == ENPU_OK && !vf)
-      rc = ivr_table(c, &t, k == TABLE_IVR_DVFS ? &c->ivr_dvfs : &c->ivr_fixed, err);
+    if (rc == ENPU_OK && !vf) rc = ivr_table(c, &t, k == TABLE_IVR_DVFS ? &c->ivr_dvfs : &c->ivr_fixed, err);
     free(t.rows);
   }
   return rc;

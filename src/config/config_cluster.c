@@ -12,8 +12,8 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const cluster_keys[] = {"name", "model", "prefill", "decode", "slo",
-                                           "batching", "idle", "scheduler", "dcn"};
+static const char *const cluster_keys[] = {"name",     "model", "prefill",   "decode", "slo",
+                                           "batching", "idle",  "scheduler", "dcn"};
 static const char *const node_keys[] = {"nodes", "chips", "parallel"};
 static const config_field node_fields[] = {CONFIG_INT_FIELD(config_node, "nodes", nodes),
                                            CONFIG_INT_FIELD(config_node, "chips", chips)};
@@ -36,48 +36,45 @@ static const char *const dcn_keys[] = {"energy_pj_per_byte"};
 
 #define SG1_SCAN_DEFAULT 128
 
-int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
-                          config_parallel *out, enpu_err *err) {
+int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v, config_parallel *out,
+                          enpu_err *err) {
   return config_fields(doc, p, v, parallel_fields, NKEYS(parallel_fields), out, err);
 }
 
-int config_parallel_check_chips(const config_doc *doc, const config_path *p,
-                                const config_parallel *par, int chips, enpu_err *err) {
+int config_parallel_check_chips(const config_doc *doc, const config_path *p, const config_parallel *par, int chips,
+                                enpu_err *err) {
   long long product = (long long)par->dp * par->tp * par->pp * par->ep;
   if (product != chips)
-    return config_fail(
-        doc, p, err, ENPU_ERR_RANGE,
-        "expected dp*tp*pp*ep to equal the node's chips (%d), got %d*%d*%d*%d = %lld", chips,
-        par->dp, par->tp, par->pp, par->ep, product);
+    return config_fail(doc, p, err, ENPU_ERR_RANGE,
+                       "expected dp*tp*pp*ep to equal the node's chips (%d), got %d*%d*%d*%d = %lld", chips,
+                       par->dp, par->tp, par->pp, par->ep, product);
   return ENPU_OK;
 }
 
-static int parse_node(const config_doc *doc, const config_path *root, const char *key,
-                      config_node *node, enpu_err *err) {
+static int parse_node(const config_doc *doc, const config_path *root, const char *key, config_node *node,
+                      enpu_err *err) {
   config_path np = CONFIG_KEY(root, key);
   const json_t *n = json_object_get(doc->root, key);
   ENPU_FORWARD(config_object(doc, &np, n, node_keys, NKEYS(node_keys), err));
   ENPU_FORWARD(config_get_fields(doc, &np, n, node_fields, NKEYS(node_fields), node, err));
   config_path pp = CONFIG_KEY(&np, "parallel");
-  ENPU_FORWARD(
-      config_parallel_parse(doc, &pp, json_object_get(n, "parallel"), &node->parallel, err));
+  ENPU_FORWARD(config_parallel_parse(doc, &pp, json_object_get(n, "parallel"), &node->parallel, err));
   return config_parallel_check_chips(doc, &pp, &node->parallel, node->chips, err);
 }
 
 /* A class bound must exceed the previous class's: classes are ordered by length. */
-static int check_bound(const config_doc *doc, const config_path *sp, size_t i, const char *key,
-                       int prev, int cur, enpu_err *err) {
+static int check_bound(const config_doc *doc, const config_path *sp, size_t i, const char *key, int prev, int cur,
+                       enpu_err *err) {
   if (i == 0 || cur > prev) return ENPU_OK;
   config_path cp = CONFIG_INDEX(sp, i), kp = CONFIG_KEY(&cp, key);
   config_path pp = CONFIG_INDEX(sp, i - 1), pk = CONFIG_KEY(&pp, key);
   char where[768];
   config_where(doc, &pk, where, sizeof where);
-  return config_fail(doc, &kp, err, ENPU_ERR_RANGE,
-                     "expected more than the previous class's %d (%s), got %d", prev, where, cur);
+  return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected more than the previous class's %d (%s), got %d", prev,
+                     where, cur);
 }
 
-static int parse_slo(const config_doc *doc, const config_path *root, config_cluster *c,
-                     enpu_err *err) {
+static int parse_slo(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
   config_path sp = CONFIG_KEY(root, "slo");
   const json_t *slo = json_object_get(doc->root, "slo");
   size_t n;
@@ -88,10 +85,9 @@ static int parse_slo(const config_doc *doc, const config_path *root, config_clus
     config_slo_class *k = &c->slo[i];
     ENPU_FORWARD(config_fields(doc, &ep, e, slo_fields, NKEYS(slo_fields), k, err));
     const config_slo_class *prev = i ? &c->slo[i - 1] : k;
-    ENPU_FORWARD(check_bound(doc, &sp, i, "prefill_max_tokens", prev->prefill_max_tokens,
-                             k->prefill_max_tokens, err));
-    ENPU_FORWARD(check_bound(doc, &sp, i, "decode_max_tokens", prev->decode_max_tokens,
-                             k->decode_max_tokens, err));
+    ENPU_FORWARD(
+        check_bound(doc, &sp, i, "prefill_max_tokens", prev->prefill_max_tokens, k->prefill_max_tokens, err));
+    ENPU_FORWARD(check_bound(doc, &sp, i, "decode_max_tokens", prev->decode_max_tokens, k->decode_max_tokens, err));
   }
   c->slo_count = (int)n;
   return ENPU_OK;
@@ -105,8 +101,8 @@ static int parse_idle(const config_doc *doc, const config_path *root, config_clu
   config_path ip = CONFIG_KEY(root, "idle"), mp = CONFIG_KEY(&ip, "mode");
   ENPU_FORWARD(config_object(doc, &ip, v, idle_keys, NKEYS(idle_keys), err));
   int mode = 0;
-  ENPU_FORWARD(config_enum(doc, &mp, json_object_get(v, "mode"), config_idle_mode_names, CONFIG_NIDLE_MODE,
-                           &mode, err));
+  ENPU_FORWARD(
+      config_enum(doc, &mp, json_object_get(v, "mode"), config_idle_mode_names, CONFIG_NIDLE_MODE, &mode, err));
   c->idle.mode = (config_idle_mode)mode;
   const bool sleep = c->idle.mode == CONFIG_IDLE_SLEEP;
   static const char *const sleep_only[] = {"sleep_w", "wake_ms", "sleep_after_ms"};
@@ -123,8 +119,10 @@ static int parse_idle(const config_doc *doc, const config_path *root, config_clu
 }
 
 static int parse_scheduler(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
-  c->scheduler = (config_scheduler){.safeguard1_scan = SG1_SCAN_DEFAULT, .safeguard2 = CONFIG_SG2_PAPER,
-                                    .safeguard2_window_s = 300, .safeguard2_miss_fraction = 0.01};
+  c->scheduler = (config_scheduler){.safeguard1_scan = SG1_SCAN_DEFAULT,
+                                    .safeguard2 = CONFIG_SG2_PAPER,
+                                    .safeguard2_window_s = 300,
+                                    .safeguard2_miss_fraction = 0.01};
   const json_t *v = json_object_get(doc->root, "scheduler");
   if (!v) return ENPU_OK;
   config_path sp = CONFIG_KEY(root, "scheduler");
@@ -152,8 +150,7 @@ int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err
   ENPU_FORWARD(config_object(doc, &root, doc->root, cluster_keys, NKEYS(cluster_keys), err));
   snprintf(c->path, sizeof c->path, "%s", doc->file);
   ENPU_FORWARD(config_get_string(doc, &root, doc->root, "name", c->name, sizeof c->name, err));
-  ENPU_FORWARD(
-      config_get_string(doc, &root, doc->root, "model", c->model_name, sizeof c->model_name, err));
+  ENPU_FORWARD(config_get_string(doc, &root, doc->root, "model", c->model_name, sizeof c->model_name, err));
   for (int ph = 0; ph < CONFIG_NPHASE; ph++)
     ENPU_FORWARD(parse_node(doc, &root, config_phase_names[ph], &c->node[ph], err));
   ENPU_FORWARD(parse_slo(doc, &root, c, err));

@@ -21,8 +21,7 @@ int config_doc_open(config_doc *doc, const char *path, const char *kind, enpu_er
   json_error_t jerr;
   doc->root = json_loadb(doc->text, doc->len, JSON_REJECT_DUPLICATES, &jerr);
   if (!doc->root) {
-    enpu_errorf(err, ENPU_ERR_PARSE, "%s:%d:%d: syntax error: %s", path, jerr.line, jerr.column,
-                jerr.text);
+    enpu_errorf(err, ENPU_ERR_PARSE, "%s:%d:%d: syntax error: %s", path, jerr.line, jerr.column, jerr.text);
     config_doc_close(doc);
     return ENPU_ERR_PARSE;
   }
@@ -48,8 +47,7 @@ char *config_doc_take_text(config_doc *doc) {
 static bool is_identifier(const char *s) {
   if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
   for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-          *s == '_'))
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
       return false;
   return true;
 }
@@ -60,16 +58,11 @@ static size_t path_append(const config_path *p, bool any_index, char *buf, size_
   if (p->parent) used = path_append(p->parent, any_index, buf, cap, used);
   char *at = buf + (used < cap ? used : cap);
   size_t room = used < cap ? cap - used : 0;
-  if (!p->parent)
-    used += (size_t)snprintf(at, room, "$");
-  else if (!p->key && any_index)
-    used += (size_t)snprintf(at, room, "[]");
-  else if (!p->key)
-    used += (size_t)snprintf(at, room, "[%zu]", p->index);
-  else if (is_identifier(p->key))
-    used += (size_t)snprintf(at, room, ".%s", p->key);
-  else
-    used += (size_t)snprintf(at, room, "[\"%s\"]", p->key);
+  if (!p->parent) used += (size_t)snprintf(at, room, "$");
+  else if (!p->key && any_index) used += (size_t)snprintf(at, room, "[]");
+  else if (!p->key) used += (size_t)snprintf(at, room, "[%zu]", p->index);
+  else if (is_identifier(p->key)) used += (size_t)snprintf(at, room, ".%s", p->key);
+  else used += (size_t)snprintf(at, room, "[\"%s\"]", p->key);
   return used;
 }
 
@@ -96,14 +89,10 @@ static int hex4(const char *s) {
   for (int k = 0; k < 4; k++) {
     char c = s[k];
     v <<= 4;
-    if (c >= '0' && c <= '9')
-      v |= c - '0';
-    else if (c >= 'a' && c <= 'f')
-      v |= c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      v |= c - 'A' + 10;
-    else
-      return -1;
+    if (c >= '0' && c <= '9') v |= c - '0';
+    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+    else return -1;
   }
   return v;
 }
@@ -130,8 +119,7 @@ static int scan_char(scanner *sc, unsigned char out[4]) {
   if (sc->i + 4 > sc->n) return 0;
   long cp = hex4(sc->s + sc->i);
   sc->i += 4;
-  if (cp >= 0xD800 && cp < 0xDC00 && sc->i + 6 <= sc->n && sc->s[sc->i] == '\\' &&
-      sc->s[sc->i + 1] == 'u') {
+  if (cp >= 0xD800 && cp < 0xDC00 && sc->i + 6 <= sc->n && sc->s[sc->i] == '\\' && sc->s[sc->i + 1] == 'u') {
     long lo = hex4(sc->s + sc->i + 2);
     if (lo >= 0xDC00 && lo < 0xE000) {
       cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -244,8 +232,7 @@ static void line_column(const char *text, size_t off, int *line, int *column) {
 }
 
 /* Missing members are reported at the object that lacks them. */
-static void where_impl(const config_doc *doc, const config_path *p, bool key_only, char *buf,
-                       size_t cap) {
+static void where_impl(const config_doc *doc, const config_path *p, bool key_only, char *buf, size_t cap) {
   scanner sc = {doc->text, doc->len, 0};
   int line = 0, column = 0;
   if (doc->text && scan_find(&sc, p, key_only)) line_column(doc->text, sc.i, &line, &column);
@@ -258,8 +245,8 @@ void config_where(const config_doc *doc, const config_path *p, char *buf, size_t
   where_impl(doc, p, false, buf, cap);
 }
 
-static int fail_v(const config_doc *doc, const config_path *p, bool key_only, enpu_err *err,
-                  int code, const char *fmt, va_list ap) {
+static int fail_v(const config_doc *doc, const config_path *p, bool key_only, enpu_err *err, int code,
+                  const char *fmt, va_list ap) {
   if (!err) return code;
   char where[768], what[ENPU_ERR_MSG_LEN];
   where_impl(doc, p, key_only, where, sizeof where);
@@ -267,8 +254,7 @@ static int fail_v(const config_doc *doc, const config_path *p, bool key_only, en
   return enpu_errorf(err, code, "%s: %s", where, what);
 }
 
-int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int code,
-                const char *fmt, ...) {
+int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fail_v(doc, p, false, err, code, fmt, ap);
@@ -277,10 +263,9 @@ int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int 
 }
 
 /* An unknown key: at the key itself, where the typo is. */
-static int fail_key(const config_doc *doc, const config_path *p, enpu_err *err, const char *fmt,
-                    ...) __attribute__((format(printf, 4, 5)));
-static int fail_key(const config_doc *doc, const config_path *p, enpu_err *err, const char *fmt,
-                    ...) {
+static int fail_key(const config_doc *doc, const config_path *p, enpu_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_key(const config_doc *doc, const config_path *p, enpu_err *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fail_v(doc, p, true, err, ENPU_ERR_INVALID, fmt, ap);
@@ -289,10 +274,9 @@ static int fail_key(const config_doc *doc, const config_path *p, enpu_err *err, 
 }
 
 /* A missing member: at the object, naming the key and what it should hold. */
-static int fail_missing(const config_doc *doc, const config_path *p, enpu_err *err,
-                        const char *expected) {
-  return config_fail(doc, p->parent, err, ENPU_ERR_INVALID,
-                     "missing required key '%s' (expected %s)", p->key, expected);
+static int fail_missing(const config_doc *doc, const config_path *p, enpu_err *err, const char *expected) {
+  return config_fail(doc, p->parent, err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s)", p->key,
+                     expected);
 }
 
 void config_describe(const json_t *v, char *buf, size_t cap) {
@@ -305,15 +289,13 @@ void config_describe(const json_t *v, char *buf, size_t cap) {
   } else {
     char tmp[80];
     size_t n = json_dumpb(v, tmp, sizeof tmp, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (n > sizeof tmp)
-      snprintf(buf, cap, "%.60s...", tmp);
-    else
-      snprintf(buf, cap, "%.*s", (int)n, tmp);
+    if (n > sizeof tmp) snprintf(buf, cap, "%.60s...", tmp);
+    else snprintf(buf, cap, "%.*s", (int)n, tmp);
   }
 }
 
-static int fail_expected(const config_doc *doc, const config_path *p, const json_t *v,
-                         enpu_err *err, int code, const char *expected) {
+static int fail_expected(const config_doc *doc, const config_path *p, const json_t *v, enpu_err *err, int code,
+                         const char *expected) {
   char got[96];
   config_describe(v, got, sizeof got);
   return config_fail(doc, p, err, code, "expected %s, got %s", expected, got);
@@ -322,8 +304,8 @@ static int fail_expected(const config_doc *doc, const config_path *p, const json
 /* ---------------------------------------------------------------------------------
  * Typed getters */
 
-int config_object(const config_doc *doc, const config_path *p, const json_t *v,
-                  const char *const *keys, size_t nkeys, enpu_err *err) {
+int config_object(const config_doc *doc, const config_path *p, const json_t *v, const char *const *keys,
+                  size_t nkeys, enpu_err *err) {
   if (!v) return fail_missing(doc, p, err, "an object");
   if (!json_is_object(v)) return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, "an object");
   const char *key;
@@ -350,13 +332,14 @@ int config_range_of(const config_doc *doc, const config_path *p, const config_ra
   if (*out) return ENPU_OK;
   return config_fail(doc, p, err, ENPU_ERR_INTERNAL,
                      "no documented range for %s %s: add a row to src/config/config_ranges.c and the bounds to "
-                     "the schema", doc->kind ? doc->kind : "(unknown document)", path);
+                     "the schema",
+                     doc->kind ? doc->kind : "(unknown document)", path);
 }
 
 /* "an integer in [1, 4096]" / "a number in (0, 1e+06]". */
 static void range_text(const config_range *r, bool integer, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s in %c%.15g, %.15g]", integer ? "an integer" : "a number", r->min_open ? '(' : '[',
-           r->min, r->max);
+  snprintf(buf, cap, "%s in %c%.15g, %.15g]", integer ? "an integer" : "a number", r->min_open ? '(' : '[', r->min,
+           r->max);
 }
 
 static int fail_range(const config_doc *doc, const config_path *p, const json_t *v, const config_range *r,
@@ -395,8 +378,7 @@ int config_int(const config_doc *doc, const config_path *p, const json_t *v, int
   return ENPU_OK;
 }
 
-int config_number(const config_doc *doc, const config_path *p, const json_t *v, double *out,
-                  enpu_err *err) {
+int config_number(const config_doc *doc, const config_path *p, const json_t *v, double *out, enpu_err *err) {
   const config_range *r = NULL;
   ENPU_FORWARD(ranged(doc, p, v, false, &r, err));
   double x = json_number_value(v);
@@ -405,8 +387,8 @@ int config_number(const config_doc *doc, const config_path *p, const json_t *v, 
   return ENPU_OK;
 }
 
-int config_string(const config_doc *doc, const config_path *p, const json_t *v, char *buf,
-                  size_t cap, enpu_err *err) {
+int config_string(const config_doc *doc, const config_path *p, const json_t *v, char *buf, size_t cap,
+                  enpu_err *err) {
   char expected[64];
   snprintf(expected, sizeof expected, "a non-empty string of at most %zu bytes", cap - 1);
   if (!v) return fail_missing(doc, p, err, expected);
@@ -418,13 +400,12 @@ int config_string(const config_doc *doc, const config_path *p, const json_t *v, 
   return ENPU_OK;
 }
 
-int config_enum(const config_doc *doc, const config_path *p, const json_t *v,
-                const char *const *names, int count, int *out, enpu_err *err) {
+int config_enum(const config_doc *doc, const config_path *p, const json_t *v, const char *const *names, int count,
+                int *out, enpu_err *err) {
   char expected[256];
   size_t used = (size_t)snprintf(expected, sizeof expected, "one of: ");
   for (int j = 0; j < count && used < sizeof expected; j++)
-    used +=
-        (size_t)snprintf(expected + used, sizeof expected - used, "%s%s", j ? ", " : "", names[j]);
+    used += (size_t)snprintf(expected + used, sizeof expected - used, "%s%s", j ? ", " : "", names[j]);
   if (!v) return fail_missing(doc, p, err, expected);
   if (json_is_string(v))
     for (int j = 0; j < count; j++)
@@ -435,12 +416,10 @@ int config_enum(const config_doc *doc, const config_path *p, const json_t *v,
   return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, expected);
 }
 
-int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
-                 enpu_err *err) {
+int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count, enpu_err *err) {
   if (!v) return fail_missing(doc, p, err, "a non-empty array");
   if (!json_is_array(v) || json_array_size(v) == 0)
-    return fail_expected(doc, p, v, err, json_is_array(v) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID,
-                         "a non-empty array");
+    return fail_expected(doc, p, v, err, json_is_array(v) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID, "a non-empty array");
   *count = json_array_size(v);
   return ENPU_OK;
 }
@@ -453,44 +432,43 @@ int config_array_max(const config_doc *doc, const config_path *p, const json_t *
   return ENPU_OK;
 }
 
-int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                   const char *key, int *out, enpu_err *err) {
+int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key, int *out,
+                   enpu_err *err) {
   config_path p = CONFIG_KEY(obj_path, key);
   return config_int(doc, &p, json_object_get(obj, key), out, err);
 }
 
-int config_get_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, double *out, enpu_err *err) {
+int config_get_number(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      double *out, enpu_err *err) {
   config_path p = CONFIG_KEY(obj_path, key);
   return config_number(doc, &p, json_object_get(obj, key), out, err);
 }
 
-int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bool *out,
-                enpu_err *err) {
+int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bool *out, enpu_err *err) {
   if (!v) return fail_missing(doc, p, err, "true or false");
   if (!json_is_boolean(v)) return fail_expected(doc, p, v, err, ENPU_ERR_INVALID, "true or false");
   *out = json_is_true(v);
   return ENPU_OK;
 }
 
-int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, char *buf, size_t cap, enpu_err *err) {
+int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      char *buf, size_t cap, enpu_err *err) {
   config_path p = CONFIG_KEY(obj_path, key);
   return config_string(doc, &p, json_object_get(obj, key), buf, cap, err);
 }
 
-int config_opt_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
-                   int *out, enpu_err *err) {
+int config_opt_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key, int *out,
+                   enpu_err *err) {
   return json_object_get(obj, key) ? config_get_int(doc, obj_path, obj, key, out, err) : ENPU_OK;
 }
 
-int config_opt_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, double *out, enpu_err *err) {
+int config_opt_number(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      double *out, enpu_err *err) {
   return json_object_get(obj, key) ? config_get_number(doc, obj_path, obj, key, out, err) : ENPU_OK;
 }
 
-int config_opt_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, char *buf, size_t cap, enpu_err *err) {
+int config_opt_string(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      char *buf, size_t cap, enpu_err *err) {
   return json_object_get(obj, key) ? config_get_string(doc, obj_path, obj, key, buf, cap, err) : ENPU_OK;
 }
 
@@ -522,8 +500,8 @@ int config_get_fields(const config_doc *doc, const config_path *obj_path, const 
   return ENPU_OK;
 }
 
-int config_fields_object(const config_doc *doc, const config_path *p, const json_t *v,
-                         const config_field *fields, size_t nfields, enpu_err *err) {
+int config_fields_object(const config_doc *doc, const config_path *p, const json_t *v, const config_field *fields,
+                         size_t nfields, enpu_err *err) {
   const char *keys[16];
   if (nfields > sizeof keys / sizeof *keys)
     return config_fail(doc, p, err, ENPU_ERR_INTERNAL, "field table of %zu keys", nfields);
@@ -531,15 +509,15 @@ int config_fields_object(const config_doc *doc, const config_path *p, const json
   return config_object(doc, p, v, keys, nfields, err);
 }
 
-int config_fields(const config_doc *doc, const config_path *p, const json_t *v,
-                  const config_field *fields, size_t nfields, void *base, enpu_err *err) {
+int config_fields(const config_doc *doc, const config_path *p, const json_t *v, const config_field *fields,
+                  size_t nfields, void *base, enpu_err *err) {
   ENPU_FORWARD(config_fields_object(doc, p, v, fields, nfields, err));
   return config_get_fields(doc, p, v, fields, nfields, base, err);
 }
 
 int config_load_file(const char *path, const char *kind, size_t size,
-                     int (*parse)(const config_doc *doc, void *out, enpu_err *err),
-                     void (*clear)(void *obj), void **out, enpu_err *err) {
+                     int (*parse)(const config_doc *doc, void *out, enpu_err *err), void (*clear)(void *obj),
+                     void **out, enpu_err *err) {
   *out = NULL;
   void *obj = enpu_calloc(1, size);
   if (!obj) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);

@@ -45,8 +45,8 @@ char *config_doc_take_text(config_doc *doc);
 /* "file:line:column: $.a.b[3]" for the value at p. */
 void config_where(const config_doc *doc, const config_path *p, char *buf, size_t cap);
 /* Fill err with "file:line:column: $.path: " + message. @return code. */
-int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int code,
-                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int config_fail(const config_doc *doc, const config_path *p, enpu_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* A short rendering of a value for "got ..." ("-4", "\"abc\"", "an object"). */
 void config_describe(const json_t *v, char *buf, size_t cap);
 
@@ -55,8 +55,8 @@ void config_describe(const json_t *v, char *buf, size_t cap);
 typedef struct {
   const char *doc, *path; /* path may hold `*` for any one object key */
   double min, max;
-  bool min_open;          /* min itself excluded */
-  const char *why;        /* what the number is and where the bound comes from */
+  bool min_open;   /* min itself excluded */
+  const char *why; /* what the number is and where the bound comes from */
 } config_range;
 /* @return the row, or NULL when the table has none. */
 const config_range *config_range_find(const char *doc, const char *path);
@@ -66,45 +66,42 @@ int config_range_of(const config_doc *doc, const config_path *p, const config_ra
 
 /* Typed getters. v == NULL means the member p->key is missing: reported at p->parent.
  * Each reports "expected <what>, got <value>" at p and returns a negative code. */
-int config_object(const config_doc *doc, const config_path *p, const json_t *v,
-                  const char *const *keys, size_t nkeys, enpu_err *err);
+int config_object(const config_doc *doc, const config_path *p, const json_t *v, const char *const *keys,
+                  size_t nkeys, enpu_err *err);
 /* An integer within its documented range. */
 int config_int(const config_doc *doc, const config_path *p, const json_t *v, int *out, enpu_err *err);
 /* A number within its documented range. */
-int config_number(const config_doc *doc, const config_path *p, const json_t *v, double *out,
-                  enpu_err *err);
+int config_number(const config_doc *doc, const config_path *p, const json_t *v, double *out, enpu_err *err);
 /* Non-empty string of at most cap-1 bytes. */
-int config_string(const config_doc *doc, const config_path *p, const json_t *v, char *buf,
-                  size_t cap, enpu_err *err);
+int config_string(const config_doc *doc, const config_path *p, const json_t *v, char *buf, size_t cap,
+                  enpu_err *err);
 /* A string among names[0..count): *out is its index. */
-int config_enum(const config_doc *doc, const config_path *p, const json_t *v,
-                const char *const *names, int count, int *out, enpu_err *err);
+int config_enum(const config_doc *doc, const config_path *p, const json_t *v, const char *const *names, int count,
+                int *out, enpu_err *err);
 /* true or false. */
-int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bool *out,
-                enpu_err *err);
+int config_bool(const config_doc *doc, const config_path *p, const json_t *v, bool *out, enpu_err *err);
 /* Non-empty array; *out borrows it. */
-int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count,
-                 enpu_err *err);
+int config_array(const config_doc *doc, const config_path *p, const json_t *v, size_t *count, enpu_err *err);
 
 /* config_array of at most max elements (`what` names them in the message). */
 int config_array_max(const config_doc *doc, const config_path *p, const json_t *v, int max, const char *what,
                      size_t *count, enpu_err *err);
 
 /* Member-level shorthands: look `key` up in obj (already checked to be an object). */
-int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                   const char *key, int *out, enpu_err *err);
-int config_get_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, double *out, enpu_err *err);
-int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, char *buf, size_t cap, enpu_err *err);
+int config_get_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key, int *out,
+                   enpu_err *err);
+int config_get_number(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      double *out, enpu_err *err);
+int config_get_string(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      char *buf, size_t cap, enpu_err *err);
 
 /* Optional members: absent, *out keeps its value (the default); present, as the getters. */
-int config_opt_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
-                   int *out, enpu_err *err);
-int config_opt_number(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, double *out, enpu_err *err);
-int config_opt_string(const config_doc *doc, const config_path *obj_path, const json_t *obj,
-                      const char *key, char *buf, size_t cap, enpu_err *err);
+int config_opt_int(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key, int *out,
+                   enpu_err *err);
+int config_opt_number(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      double *out, enpu_err *err);
+int config_opt_string(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
+                      char *buf, size_t cap, enpu_err *err);
 int config_opt_enum(const config_doc *doc, const config_path *obj_path, const json_t *obj, const char *key,
                     const char *const *names, int count, int *out, enpu_err *err);
 
@@ -116,8 +113,8 @@ typedef struct {
   config_field_type type;
   size_t offset, size; /* of the member in its struct */
 } config_field;
-#define CONFIG_FIELD_OF(type_, T, key_, member)                                                     \
-  {(key_), (type_), offsetof(T, member), sizeof(((T *)0)->member)}
+#define CONFIG_FIELD_OF(type_, T, key_, member) \
+  { (key_), (type_), offsetof(T, member), sizeof(((T *)0)->member) }
 #define CONFIG_INT_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_INT, T, key, member)
 #define CONFIG_NUMBER_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_NUMBER, T, key, member)
 #define CONFIG_STRING_FIELD(T, key, member) CONFIG_FIELD_OF(CONFIG_FIELD_STRING, T, key, member)
@@ -127,11 +124,11 @@ typedef struct {
 int config_get_fields(const config_doc *doc, const config_path *obj_path, const json_t *obj,
                       const config_field *fields, size_t nfields, void *base, enpu_err *err);
 /* config_object with the fields' keys as the allowed ones (at most 16). */
-int config_fields_object(const config_doc *doc, const config_path *p, const json_t *v,
-                         const config_field *fields, size_t nfields, enpu_err *err);
+int config_fields_object(const config_doc *doc, const config_path *p, const json_t *v, const config_field *fields,
+                         size_t nfields, enpu_err *err);
 /* An object whose keys are exactly the fields', read into base. */
-int config_fields(const config_doc *doc, const config_path *p, const json_t *v,
-                  const config_field *fields, size_t nfields, void *base, enpu_err *err);
+int config_fields(const config_doc *doc, const config_path *p, const json_t *v, const config_field *fields,
+                  size_t nfields, void *base, enpu_err *err);
 
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
@@ -146,19 +143,17 @@ extern const char *const config_safeguard2_names[CONFIG_NSG2];
  * document of `kind`) into it; on failure call clear (may be NULL) on it, free it, and
  * leave *out NULL. */
 int config_load_file(const char *path, const char *kind, size_t size,
-                     int (*parse)(const config_doc *doc, void *out, enpu_err *err),
-                     void (*clear)(void *obj), void **out, enpu_err *err);
+                     int (*parse)(const config_doc *doc, void *out, enpu_err *err), void (*clear)(void *obj),
+                     void **out, enpu_err *err);
 /* Defines the public loader `load_fn` of documents of `kind` into a T: config_load_file
  * with the typed parse function adapted to it (clear_fn: a void * one, or NULL). */
-#define CONFIG_LOADER(load_fn, T, kind, parse_fn, clear_fn)                                        \
-  static int load_fn##_parse(const config_doc *doc, void *obj, enpu_err *err) {                    \
-    return parse_fn(doc, obj, err);                                                                \
-  }                                                                                                \
-  int load_fn(const char *path, T **out, enpu_err *err) {                                          \
-    void *obj = NULL;                                                                              \
-    const int rc = config_load_file(path, kind, sizeof(T), load_fn##_parse, clear_fn, &obj, err); \
-    *out = obj;                                                                                    \
-    return rc;                                                                                     \
+#define CONFIG_LOADER(load_fn, T, kind, parse_fn, clear_fn)                                                       \
+  static int load_fn##_parse(const config_doc *doc, void *obj, enpu_err *err) { return parse_fn(doc, obj, err); } \
+  int load_fn(const char *path, T **out, enpu_err *err) {                                                         \
+    void *obj = NULL;                                                                                             \
+    const int rc = config_load_file(path, kind, sizeof(T), load_fn##_parse, clear_fn, &obj, err);                 \
+    *out = obj;                                                                                                   \
+    return rc;                                                                                                    \
   }
 
 /* Loaders of already-opened documents, shared by the public *_load and the job. They
@@ -169,9 +164,9 @@ void config_chip_clear(config_chip *c);
 int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err);
 /* A {dp, tp, pp, ep} object (cluster nodes and job overrides), and the check that it
  * multiplies to a node's chip count (reported at p). */
-int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v,
-                          config_parallel *out, enpu_err *err);
-int config_parallel_check_chips(const config_doc *doc, const config_path *p,
-                                const config_parallel *par, int chips, enpu_err *err);
+int config_parallel_parse(const config_doc *doc, const config_path *p, const json_t *v, config_parallel *out,
+                          enpu_err *err);
+int config_parallel_check_chips(const config_doc *doc, const config_path *p, const config_parallel *par, int chips,
+                                enpu_err *err);
 
 #endif /* ENPU_CONFIG_INTERNAL_H */

@@ -15,10 +15,8 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const job_keys[] = {"name",     "model",  "chip",     "cluster",
-                                       "store",    "phases", "slacks",   "policies",
-                                       "budget",   "moe",    "capacity", "validation",
-                                       "epoch_ms"};
+static const char *const job_keys[] = {"name",     "model",  "chip", "cluster",  "store",      "phases",  "slacks",
+                                       "policies", "budget", "moe",  "capacity", "validation", "epoch_ms"};
 static const char *const sweep_keys[] = {"policy", "shadow"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
@@ -29,14 +27,14 @@ static const char *const validation_keys[] = {"trace", "sample", "seed"};
 #define AXIS_EXPECTED "an array of positive integers or {\"rule\": \"paper\", \"max\": N}"
 
 /* Element i of a list is not above element i-1: name both positions. */
-static int fail_not_increasing(const config_doc *doc, const config_path *list, size_t i,
-                               double prev, double cur, enpu_err *err) {
+static int fail_not_increasing(const config_doc *doc, const config_path *list, size_t i, double prev, double cur,
+                               enpu_err *err) {
   config_path cp = CONFIG_INDEX(list, i), pp = CONFIG_INDEX(list, i - 1);
   char where[768];
   config_where(doc, &pp, where, sizeof where);
   return config_fail(doc, &cp, err, ENPU_ERR_RANGE,
-                     "expected a strictly increasing list: more than %.10g (%s), got %.10g%s", prev,
-                     where, cur, cur == prev ? " (a duplicate)" : "");
+                     "expected a strictly increasing list: more than %.10g (%s), got %.10g%s", prev, where, cur,
+                     cur == prev ? " (a duplicate)" : "");
 }
 
 /* A non-empty, strictly increasing array at p into a calloc'd array (*values, owned by
@@ -60,13 +58,13 @@ static int increasing_list(const config_doc *doc, const config_path *p, const js
   return ENPU_OK;
 }
 
-static int parse_axis(const config_doc *doc, const config_path *phase_path, const json_t *phase,
-                      const char *key, config_axis *ax, enpu_err *err) {
+static int parse_axis(const config_doc *doc, const config_path *phase_path, const json_t *phase, const char *key,
+                      config_axis *ax, enpu_err *err) {
   config_path p = CONFIG_KEY(phase_path, key);
   const json_t *v = json_object_get(phase, key);
   if (!v)
-    return config_fail(doc, phase_path, err, ENPU_ERR_INVALID,
-                       "missing required key '%s' (expected %s)", key, AXIS_EXPECTED);
+    return config_fail(doc, phase_path, err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s)", key,
+                       AXIS_EXPECTED);
   if (json_is_object(v)) {
     int rule;
     ENPU_FORWARD(config_object(doc, &p, v, rule_keys, NKEYS(rule_keys), err));
@@ -92,34 +90,30 @@ typedef struct {
   config_path path; /* the parallel object */
 } parallel_origin;
 
-static int check_divides(const parallel_origin *o, const char *key, int degree, int size,
-                         const char *what, const config_model *m, enpu_err *err) {
+static int check_divides(const parallel_origin *o, const char *key, int degree, int size, const char *what,
+                         const config_model *m, enpu_err *err) {
   if (size % degree == 0) return ENPU_OK;
   config_path kp = CONFIG_KEY(&o->path, key);
-  return config_fail(o->doc, &kp, err, ENPU_ERR_RANGE,
-                     "expected a divisor of the model's %s (%d, %s), got %d", what, size, m->path,
-                     degree);
+  return config_fail(o->doc, &kp, err, ENPU_ERR_RANGE, "expected a divisor of the model's %s (%d, %s), got %d",
+                     what, size, m->path, degree);
 }
 
-static int check_parallel(const parallel_origin *o, const config_parallel *par,
-                          const config_model *m, enpu_err *err) {
+static int check_parallel(const parallel_origin *o, const config_parallel *par, const config_model *m,
+                          enpu_err *err) {
   ENPU_FORWARD(check_divides(o, "tp", par->tp, m->heads, "attention heads", m, err));
-  ENPU_FORWARD(
-      check_divides(o, "tp", par->tp, m->ffn_intermediate, "FFN intermediate size", m, err));
+  ENPU_FORWARD(check_divides(o, "tp", par->tp, m->ffn_intermediate, "FFN intermediate size", m, err));
   if (!m->moe) {
     if (par->ep == 1) return ENPU_OK;
     config_path kp = CONFIG_KEY(&o->path, "ep");
-    return config_fail(o->doc, &kp, err, ENPU_ERR_RANGE,
-                       "expected 1 for a model without experts (%s), got %d", m->path, par->ep);
+    return config_fail(o->doc, &kp, err, ENPU_ERR_RANGE, "expected 1 for a model without experts (%s), got %d",
+                       m->path, par->ep);
   }
-  ENPU_FORWARD(
-      check_divides(o, "tp", par->tp, m->expert_intermediate, "expert intermediate size", m, err));
+  ENPU_FORWARD(check_divides(o, "tp", par->tp, m->expert_intermediate, "expert intermediate size", m, err));
   return check_divides(o, "ep", par->ep, m->routed_experts, "routed experts", m, err);
 }
 
-static int parse_phase(const config_doc *doc, const config_doc *cluster_doc,
-                       const config_path *phases_path, const json_t *phases, config_phase ph,
-                       config_job *job, enpu_err *err) {
+static int parse_phase(const config_doc *doc, const config_doc *cluster_doc, const config_path *phases_path,
+                       const json_t *phases, config_phase ph, config_job *job, enpu_err *err) {
   const char *name = config_phase_names[ph];
   const json_t *v = json_object_get(phases, name);
   if (!v) return ENPU_OK;
@@ -144,8 +138,7 @@ static int parse_phase(const config_doc *doc, const config_doc *cluster_doc,
   return check_parallel(&o, &g->parallel, &job->model, err);
 }
 
-static int parse_slacks(const config_doc *doc, const config_path *root, config_job *job,
-                        enpu_err *err) {
+static int parse_slacks(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   config_path sp = CONFIG_KEY(root, "slacks");
   void *values = NULL;
   const int rc = increasing_list(doc, &sp, json_object_get(doc->root, "slacks"), false, &values, &job->slack_count,
@@ -161,11 +154,13 @@ static int check_policy(const config_doc *doc, const config_path *p, const confi
   if (spec->shadow_vregs > job->chip.vregs)
     return config_fail(doc, p, err, ENPU_ERR_RANGE,
                        "expected a shadow register file of at most the chip's %d vector "
-                       "registers (%s), got %d", job->chip.vregs, job->chip.path, spec->shadow_vregs);
+                       "registers (%s), got %d",
+                       job->chip.vregs, job->chip.path, spec->shadow_vregs);
   if (spec->gate && !job->chip.has_gating)
     return config_fail(doc, p, err, ENPU_ERR_INVALID,
                        "expected a policy without power gating: the chip %s has no \"gating\" "
-                       "section", job->chip.path);
+                       "section",
+                       job->chip.path);
   return ENPU_OK;
 }
 
@@ -177,8 +172,7 @@ typedef struct {
   long size_index[CONFIG_MAX_POLICIES];
 } policy_list;
 
-static void policy_where(const config_doc *doc, const policy_list *pl, int k, char *buf,
-                         size_t cap) {
+static void policy_where(const config_doc *doc, const policy_list *pl, int k, char *buf, size_t cap) {
   config_path ep = CONFIG_INDEX(pl->list, pl->elem[k]);
   config_path sp = CONFIG_KEY(&ep, "shadow");
   config_path ip = CONFIG_INDEX(&sp, (size_t)(pl->size_index[k] < 0 ? 0 : pl->size_index[k]));
@@ -187,9 +181,8 @@ static void policy_where(const config_doc *doc, const policy_list *pl, int k, ch
 
 /* Append one policy (listed at p: element `elem`, shadow size `size_index`), refusing a
  * second listing of it. */
-static int add_policy(const config_doc *doc, const config_path *p, policy_list *pl, size_t elem,
-                      long size_index, config_job *job, const config_policy_spec *spec,
-                      enpu_err *err) {
+static int add_policy(const config_doc *doc, const config_path *p, policy_list *pl, size_t elem, long size_index,
+                      config_job *job, const config_policy_spec *spec, enpu_err *err) {
   ENPU_FORWARD(check_policy(doc, p, job, spec, err));
   char name[CONFIG_NAME_LEN];
   config_policy_spec_name(spec, name);
@@ -197,20 +190,19 @@ static int add_policy(const config_doc *doc, const config_path *p, policy_list *
     if (config_policy_spec_code(&job->policies[j]) == config_policy_spec_code(spec)) {
       char where[768];
       policy_where(doc, pl, j, where, sizeof where);
-      return config_fail(doc, p, err, ENPU_ERR_INVALID,
-                         "expected each policy once, got \"%s\" again (first at %s)", name, where);
+      return config_fail(doc, p, err, ENPU_ERR_INVALID, "expected each policy once, got \"%s\" again (first at %s)",
+                         name, where);
     }
   if (job->policy_count == CONFIG_MAX_POLICIES)
-    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d policies",
-                       CONFIG_MAX_POLICIES);
+    return config_fail(doc, p, err, ENPU_ERR_RANGE, "expected at most %d policies", CONFIG_MAX_POLICIES);
   pl->elem[job->policy_count] = elem;
   pl->size_index[job->policy_count] = size_index;
   job->policies[job->policy_count++] = *spec;
   return ENPU_OK;
 }
 
-static int parse_policy_name(const config_doc *doc, const config_path *p, const json_t *v,
-                             config_policy_spec *spec, enpu_err *err) {
+static int parse_policy_name(const config_doc *doc, const config_path *p, const json_t *v, config_policy_spec *spec,
+                             enpu_err *err) {
   char name[CONFIG_NAME_LEN];
   ENPU_FORWARD(config_string(doc, p, v, name, sizeof name, err));
   if (config_policy_spec_parse(name, spec) == ENPU_OK) return ENPU_OK;
@@ -222,8 +214,8 @@ static int parse_policy_name(const config_doc *doc, const config_path *p, const 
 }
 
 /* {"policy": NAME, "shadow": [sizes]} at element `elem`: NAME@shadow=N for each size. */
-static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem, const json_t *v,
-                       policy_list *pl, config_job *job, enpu_err *err) {
+static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem, const json_t *v, policy_list *pl,
+                       config_job *job, enpu_err *err) {
   ENPU_FORWARD(config_object(doc, ep, v, sweep_keys, NKEYS(sweep_keys), err));
   config_path np = CONFIG_KEY(ep, "policy"), sp = CONFIG_KEY(ep, "shadow");
   config_policy_spec spec;
@@ -243,8 +235,7 @@ static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem
   return ENPU_OK;
 }
 
-static int parse_policies(const config_doc *doc, const config_path *root, config_job *job,
-                          enpu_err *err) {
+static int parse_policies(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   config_path pp = CONFIG_KEY(root, "policies");
   const json_t *v = json_object_get(doc->root, "policies");
   size_t n;
@@ -265,8 +256,7 @@ static int parse_policies(const config_doc *doc, const config_path *root, config
 }
 
 /* "epoch_ms": the epoch of dvfs-c-ms and enpu-ms (§4.6: "epochs (>= 5 milliseconds)"). */
-static int parse_epoch(const config_doc *doc, const config_path *root, config_job *job,
-                       enpu_err *err) {
+static int parse_epoch(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   job->epoch_ms = 5.0;
   return config_opt_number(doc, root, doc->root, "epoch_ms", &job->epoch_ms, err);
 }
@@ -274,20 +264,21 @@ static int parse_epoch(const config_doc *doc, const config_path *root, config_jo
 /* The capacity factors model m accepts, [r->min, *max], and how to say so: the range
  * table's, or up to E/k when smaller (above E/k the most loaded expert would get more than
  * every token of the bucket). */
-static void capacity_factor_bounds(const config_model *m, const config_range *r, double *max,
-                                   char *expected, size_t cap) {
+static void capacity_factor_bounds(const config_model *m, const config_range *r, double *max, char *expected,
+                                   size_t cap) {
   const double worst = m->moe ? (double)m->routed_experts / m->experts_per_token : r->max;
   *max = worst < r->max ? worst : r->max;
   if (worst < r->max)
-    snprintf(expected, cap, "\"worst\" or a number in [%g, %.4g] (routed_experts / "
-             "experts_per_token of %s)", r->min, worst, m->path);
-  else
-    snprintf(expected, cap, "\"worst\" or a number in [%g, %g] (%s)", r->min, r->max, r->why);
+    snprintf(expected, cap,
+             "\"worst\" or a number in [%g, %.4g] (routed_experts / "
+             "experts_per_token of %s)",
+             r->min, worst, m->path);
+  else snprintf(expected, cap, "\"worst\" or a number in [%g, %g] (%s)", r->min, r->max, r->why);
 }
 
 /* "worst" (0) or a number within capacity_factor_bounds. */
-static int parse_capacity_factor(const config_doc *doc, const config_path *mp, const json_t *v,
-                                 config_job *job, enpu_err *err) {
+static int parse_capacity_factor(const config_doc *doc, const config_path *mp, const json_t *v, config_job *job,
+                                 enpu_err *err) {
   config_path cp = CONFIG_KEY(mp, "capacity_factor");
   const json_t *cf = json_object_get(v, "capacity_factor");
   if (!cf || (json_is_string(cf) && strcmp(json_string_value(cf), "worst") == 0)) return ENPU_OK;
@@ -301,21 +292,19 @@ static int parse_capacity_factor(const config_doc *doc, const config_path *mp, c
     return ENPU_OK;
   }
   config_describe(cf, got, sizeof got);
-  return config_fail(doc, &cp, err, json_is_number(cf) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID,
-                     "expected %s, got %s", expected, got);
+  return config_fail(doc, &cp, err, json_is_number(cf) ? ENPU_ERR_RANGE : ENPU_ERR_INVALID, "expected %s, got %s",
+                     expected, got);
 }
 
 /* "budget": "strict" | "paper" (config.h), strict when absent. */
-static int parse_budget(const config_doc *doc, const config_path *root, config_job *job,
-                        enpu_err *err) {
+static int parse_budget(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   int b = CONFIG_BUDGET_STRICT;
   ENPU_FORWARD(config_opt_enum(doc, root, doc->root, "budget", config_budget_names, CONFIG_NBUDGET, &b, err));
   job->budget = (config_budget)b;
   return ENPU_OK;
 }
 
-static int parse_moe(const config_doc *doc, const config_path *root, config_job *job,
-                     enpu_err *err) {
+static int parse_moe(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   const json_t *v = json_object_get(doc->root, "moe");
   job->moe_capacity_factor = 0; /* worst case unless the job says otherwise */
   job->moe_experts = CONFIG_EXPERTS_ALL_RESIDENT;
@@ -330,8 +319,7 @@ static int parse_moe(const config_doc *doc, const config_path *root, config_job 
 }
 
 /* "capacity": enforce (default) | offload | ignore; offload needs the chip's host link. */
-static int parse_capacity(const config_doc *doc, const config_path *root, config_job *job,
-                          enpu_err *err) {
+static int parse_capacity(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   int c = CONFIG_CAPACITY_ENFORCE;
   ENPU_FORWARD(config_opt_enum(doc, root, doc->root, "capacity", config_capacity_names, CONFIG_NCAPACITY, &c, err));
   job->capacity = (config_capacity)c;
@@ -344,8 +332,7 @@ static int parse_capacity(const config_doc *doc, const config_path *root, config
   return ENPU_OK;
 }
 
-static int parse_validation(const config_doc *doc, const config_path *root, config_job *job,
-                            enpu_err *err) {
+static int parse_validation(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   const json_t *v = json_object_get(doc->root, "validation");
   config_validation *val = &job->validation;
   *val = (config_validation){.sample = 24, .seed = 1};
@@ -368,8 +355,8 @@ static int parse_validation(const config_doc *doc, const config_path *root, conf
 
 /* Open the file that job member `key` names, relative to the job file. A file that
  * cannot be read is reported at that member; errors inside it name the file itself. */
-static int open_ref(const config_doc *doc, const config_path *root, const char *key,
-                    config_doc *ref, enpu_err *err) { /* key names the kind too */
+static int open_ref(const config_doc *doc, const config_path *root, const char *key, config_doc *ref,
+                    enpu_err *err) { /* key names the kind too */
   char rel[CONFIG_PATH_LEN], path[CONFIG_PATH_LEN];
   config_path kp = CONFIG_KEY(root, key);
   ENPU_FORWARD(config_get_string(doc, root, doc->root, key, rel, sizeof rel, err));
@@ -388,14 +375,16 @@ static int open_ref(const config_doc *doc, const config_path *root, const char *
  * and '-', starting with a letter or digit, so it can neither climb out of the results
  * directory ("..", "a/b") nor look like an option. */
 static int check_plain_name(const config_doc *doc, const config_path *root, const char *name, enpu_err *err) {
-  bool ok = (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= '0' && name[0] <= '9');
+  bool ok = (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+            (name[0] >= '0' && name[0] <= '9');
   for (const char *c = name; ok && *c; c++)
     ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *c) != NULL;
   if (ok) return ENPU_OK;
   config_path np = CONFIG_KEY(root, "name");
   return config_fail(doc, &np, err, ENPU_ERR_INVALID,
                      "expected a plain name (letters, digits, '.', '_', '-', starting with a letter or digit; it "
-                     "names the results directory), got \"%s\"", name);
+                     "names the results directory), got \"%s\"",
+                     name);
 }
 
 /* The job's text plus the hashes of what it references. */
@@ -431,9 +420,8 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   if (strcmp(job->cluster.model_name, job->model.name) != 0) {
     config_path cp = CONFIG_KEY(&root, "cluster");
     return config_fail(doc, &cp, err, ENPU_ERR_INVALID,
-                       "expected a cluster for model \"%s\" (%s), got one for \"%s\" (%s)",
-                       job->model.name, job->model.path, job->cluster.model_name,
-                       job->cluster.path);
+                       "expected a cluster for model \"%s\" (%s), got one for \"%s\" (%s)", job->model.name,
+                       job->model.path, job->cluster.model_name, job->cluster.path);
   }
   config_path pp = CONFIG_KEY(&root, "phases");
   const json_t *phases = json_object_get(o, "phases");
@@ -504,15 +492,15 @@ int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err 
     double hi;
     char expected[CONFIG_PATH_LEN + 128];
     capacity_factor_bounds(&job->model, r, &hi, expected, sizeof expected);
-    ENPU_RETURN_IF(!(cf >= r->min && cf <= hi), err, ENPU_ERR_RANGE,
-                   "capacity factor: expected %s, got %s", expected, value);
+    ENPU_RETURN_IF(!(cf >= r->min && cf <= hi), err, ENPU_ERR_RANGE, "capacity factor: expected %s, got %s",
+                   expected, value);
   }
   /* The job document as stored for provenance says what was compiled. */
   json_error_t jerr;
   json_t *doc = json_loads(job->job_json, 0, &jerr), *moe = json_object_get(doc, "moe");
   if (doc && !moe && json_object_set_new(doc, "moe", moe = json_object()) < 0) moe = NULL;
-  char *text = moe && json_object_set_new(moe, "capacity_factor",
-                                          cf > 0 ? json_real(cf) : json_string("worst")) == 0
+  char *text = moe && json_object_set_new(moe, "capacity_factor", cf > 0 ? json_real(cf) : json_string("worst")) ==
+                           0
                    ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
                    : NULL;
   json_decref(doc);

@@ -18,8 +18,7 @@ static const char *const spec_exit_keys[] = {"exit_layers", "rate"};
 static const char *const attention_kinds[] = {"gqa", "mla"};
 static const char *const gqa_keys[] = {"kind", "heads", "kv_heads", "head_dim"};
 static const char *const mla_keys[] = {
-    "kind",      "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim"};
+    "kind", "heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
 static const char *const ffn_keys[] = {"intermediate", "fuse_gate_up"};
 #define MODEL_INT(key, member) CONFIG_INT_FIELD(config_model, key, member)
 static const config_field moe_fields[] = {
@@ -30,14 +29,14 @@ static const config_field mla_fields[] = {
     MODEL_INT("q_lora_rank", q_lora_rank), MODEL_INT("kv_lora_rank", kv_lora_rank),
     MODEL_INT("qk_nope_head_dim", qk_nope_head_dim), MODEL_INT("qk_rope_head_dim", qk_rope_head_dim),
     MODEL_INT("v_head_dim", v_head_dim)};
-static const config_field root_fields[] = {
-    CONFIG_STRING_FIELD(config_model, "name", name), MODEL_INT("hidden", hidden), MODEL_INT("layers", layers),
-    MODEL_INT("vocab", vocab), MODEL_INT("dtype_bytes", dtype_bytes)};
+static const config_field root_fields[] = {CONFIG_STRING_FIELD(config_model, "name", name),
+                                           MODEL_INT("hidden", hidden), MODEL_INT("layers", layers),
+                                           MODEL_INT("vocab", vocab), MODEL_INT("dtype_bytes", dtype_bytes)};
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static int parse_attention(const config_doc *doc, const config_path *root, const json_t *obj,
-                           config_model *m, enpu_err *err) {
+static int parse_attention(const config_doc *doc, const config_path *root, const json_t *obj, config_model *m,
+                           enpu_err *err) {
   config_path ap = CONFIG_KEY(root, "attention");
   const json_t *a = json_object_get(obj, "attention");
   if (!json_is_object(a)) return config_object(doc, &ap, a, NULL, 0, err);
@@ -46,18 +45,16 @@ static int parse_attention(const config_doc *doc, const config_path *root, const
   ENPU_FORWARD(config_enum(doc, &kp, json_object_get(a, "kind"), attention_kinds, 2, &kind, err));
   m->attention = (config_attention_kind)kind;
   /* Each kind admits only its own fields: a GQA head_dim on an MLA model is a mistake. */
-  if (m->attention == CONFIG_ATTN_GQA)
-    ENPU_FORWARD(config_object(doc, &ap, a, gqa_keys, NKEYS(gqa_keys), err));
-  else
-    ENPU_FORWARD(config_object(doc, &ap, a, mla_keys, NKEYS(mla_keys), err));
+  if (m->attention == CONFIG_ATTN_GQA) ENPU_FORWARD(config_object(doc, &ap, a, gqa_keys, NKEYS(gqa_keys), err));
+  else ENPU_FORWARD(config_object(doc, &ap, a, mla_keys, NKEYS(mla_keys), err));
   ENPU_FORWARD(config_get_int(doc, &ap, a, "heads", &m->heads, err));
   if (m->attention == CONFIG_ATTN_GQA) {
     ENPU_FORWARD(config_get_int(doc, &ap, a, "kv_heads", &m->kv_heads, err));
     ENPU_FORWARD(config_get_int(doc, &ap, a, "head_dim", &m->head_dim, err));
     if (m->heads % m->kv_heads != 0) {
       config_path p = CONFIG_KEY(&ap, "kv_heads");
-      return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected a divisor of heads (%d), got %d",
-                         m->heads, m->kv_heads);
+      return config_fail(doc, &p, err, ENPU_ERR_RANGE, "expected a divisor of heads (%d), got %d", m->heads,
+                         m->kv_heads);
     }
     return ENPU_OK;
   }
@@ -65,8 +62,8 @@ static int parse_attention(const config_doc *doc, const config_path *root, const
   return config_get_fields(doc, &ap, a, mla_fields, NKEYS(mla_fields), m, err);
 }
 
-static int parse_moe(const config_doc *doc, const config_path *root, const json_t *moe,
-                     config_model *m, enpu_err *err) {
+static int parse_moe(const config_doc *doc, const config_path *root, const json_t *moe, config_model *m,
+                     enpu_err *err) {
   config_path mp = CONFIG_KEY(root, "moe");
   ENPU_FORWARD(config_fields_object(doc, &mp, moe, moe_fields, NKEYS(moe_fields), err));
   m->moe = true;
@@ -79,8 +76,8 @@ static int parse_moe(const config_doc *doc, const config_path *root, const json_
   if (m->first_dense_layers >= m->layers) {
     config_path p = CONFIG_KEY(&mp, "first_dense_layers");
     return config_fail(doc, &p, err, ENPU_ERR_RANGE,
-                       "expected fewer than layers (%d) so that some layer is MoE, got %d",
-                       m->layers, m->first_dense_layers);
+                       "expected fewer than layers (%d) so that some layer is MoE, got %d", m->layers,
+                       m->first_dense_layers);
   }
   return ENPU_OK;
 }
@@ -105,14 +102,15 @@ static void spec_default(config_model *m) {
   m->spec_exit_count = 0;
   for (int q = 1; q <= 3; q++) {
     const int ex = (int)lround(m->layers * q / 4.0);
-    if (ex < 1 || ex >= m->layers || (m->spec_exit_count && ex <= m->spec_exits[m->spec_exit_count - 1].exit_layers))
+    if (ex < 1 || ex >= m->layers ||
+        (m->spec_exit_count && ex <= m->spec_exits[m->spec_exit_count - 1].exit_layers))
       continue;
     m->spec_exits[m->spec_exit_count++] = (config_spec_exit){ex, config_spec_default_rate((double)ex / m->layers)};
   }
 }
 
 static int parse_model_spec(const config_doc *doc, const config_path *root, const json_t *spec, config_model *m,
-                      enpu_err *err) {
+                            enpu_err *err) {
   config_path sp = CONFIG_KEY(root, "speculative");
   ENPU_FORWARD(config_object(doc, &sp, spec, spec_keys, NKEYS(spec_keys), err));
   config_path ap = CONFIG_KEY(&sp, "acceptance");
@@ -174,9 +172,7 @@ static void derive(config_model *m) {
   m->params_active = common + moe_fixed + (double)moe_layers * m->experts_per_token * expert;
   if (m->attention == CONFIG_ATTN_GQA)
     m->kv_bytes_per_token = 2.0 * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
-  else
-    m->kv_bytes_per_token =
-        (double)m->layers * (m->kv_lora_rank + m->qk_rope_head_dim) * m->dtype_bytes;
+  else m->kv_bytes_per_token = (double)m->layers * (m->kv_lora_rank + m->qk_rope_head_dim) * m->dtype_bytes;
 }
 
 int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {

@@ -12,9 +12,9 @@
 
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
-const char *const config_policy_names[CONFIG_NPOLICY] = {
-    "nodvfs",  "dvfs-c",    "enpu-c",  "enpu-all",  "ideal",    "dvfs-c-walk",
-    "uniform", "dvfs-c-ms", "enpu-ms", "enpu-3dom", "enpu-4dom"};
+const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs",  "dvfs-c",      "enpu-c",   "enpu-all",
+                                                         "ideal",   "dvfs-c-walk", "uniform",  "dvfs-c-ms",
+                                                         "enpu-ms", "enpu-3dom",   "enpu-4dom"};
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
@@ -33,20 +33,21 @@ static int parse_name(const char *name, const char *const *names, int count, int
 
 /* Each vocabulary's name function (its spelling, "?" outside it) and, for those read
  * from command lines, its parse function (ENPU_ERR_NOT_FOUND for an unknown name). */
-#define NAME_OF(type, names, count, name_fn)                                                       \
+#define NAME_OF(type, names, count, name_fn) \
   const char *name_fn(type v) { return (unsigned)v < (count) ? (names)[v] : "?"; }
-#define NAME_AND_PARSE(type, names, count, name_fn, parse_fn)                                      \
-  NAME_OF(type, names, count, name_fn)                                                             \
-  int parse_fn(const char *name, type *out) {                                                      \
-    int i;                                                                                         \
-    ENPU_FORWARD(parse_name(name, (names), (count), &i));                                          \
-    *out = (type)i;                                                                                \
-    return ENPU_OK;                                                                                \
+#define NAME_AND_PARSE(type, names, count, name_fn, parse_fn) \
+  NAME_OF(type, names, count, name_fn)                        \
+  int parse_fn(const char *name, type *out) {                 \
+    int i;                                                    \
+    ENPU_FORWARD(parse_name(name, (names), (count), &i));     \
+    *out = (type)i;                                           \
+    return ENPU_OK;                                           \
   }
 
 NAME_AND_PARSE(config_phase, config_phase_names, CONFIG_NPHASE, config_phase_name, config_phase_parse)
 NAME_AND_PARSE(config_policy, config_policy_names, CONFIG_NPOLICY, config_policy_name, config_policy_parse)
-NAME_AND_PARSE(config_capacity, config_capacity_names, CONFIG_NCAPACITY, config_capacity_name, config_capacity_parse)
+NAME_AND_PARSE(config_capacity, config_capacity_names, CONFIG_NCAPACITY, config_capacity_name,
+               config_capacity_parse)
 NAME_AND_PARSE(config_budget, config_budget_names, CONFIG_NBUDGET, config_budget_name, config_budget_parse)
 NAME_OF(config_component, component_names, CONFIG_NCOMP, config_component_name)
 NAME_OF(config_moe_experts, config_moe_experts_names, CONFIG_NEXPERTS, config_moe_experts_name)
@@ -79,8 +80,7 @@ static int parse_any(const char *name, config_policy_spec *out) {
     const char *digits = at + strlen(SHADOW_SUFFIX);
     char *end = NULL;
     const long v = strtol(digits, &end, 10);
-    if (!*digits || *digits == '-' || *digits == '+' || *end || v > MAX_SHADOW)
-      return ENPU_ERR_NOT_FOUND;
+    if (!*digits || *digits == '-' || *digits == '+' || *end || v > MAX_SHADOW) return ENPU_ERR_NOT_FOUND;
     out->shadow_vregs = (int)v;
     *at = '\0';
   }
@@ -95,9 +95,7 @@ static int parse_any(const char *name, config_policy_spec *out) {
   }
   ENPU_FORWARD(config_policy_parse(base, &out->base));
   /* uniform is the online governors' table, not a DVFS plan: it has no variants */
-  return out->base == CONFIG_POLICY_UNIFORM && (out->gate || out->shadow_vregs >= 0)
-             ? ENPU_ERR_NOT_FOUND
-             : ENPU_OK;
+  return out->base == CONFIG_POLICY_UNIFORM && (out->gate || out->shadow_vregs >= 0) ? ENPU_ERR_NOT_FOUND : ENPU_OK;
 }
 
 int config_policy_spec_parse(const char *name, config_policy_spec *out) {
@@ -113,11 +111,10 @@ uint32_t config_policy_spec_code(const config_policy_spec *p) {
 
 int config_policy_spec_decode(uint32_t code, config_policy_spec *out) {
   const uint32_t base = code & 0xFFu, shadow1 = code >> 9;
-  if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1 ||
-      (base == CONFIG_POLICY_UNIFORM && code != base))
+  if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1 || (base == CONFIG_POLICY_UNIFORM && code != base))
     return ENPU_ERR_NOT_FOUND;
-  *out = (config_policy_spec){.base = (config_policy)base, .gate = (code >> 8 & 1u) != 0,
-                              .shadow_vregs = (int)shadow1 - 1};
+  *out = (config_policy_spec){
+      .base = (config_policy)base, .gate = (code >> 8 & 1u) != 0, .shadow_vregs = (int)shadow1 - 1};
   return ENPU_OK;
 }
 
@@ -127,6 +124,4 @@ config_policy_spec config_policy_spec_ungated(const config_policy_spec *p) {
   return q;
 }
 
-bool config_policy_is_epoch(config_policy p) {
-  return p == CONFIG_POLICY_DVFS_C_MS || p == CONFIG_POLICY_ENPU_MS;
-}
+bool config_policy_is_epoch(config_policy p) { return p == CONFIG_POLICY_DVFS_C_MS || p == CONFIG_POLICY_ENPU_MS; }

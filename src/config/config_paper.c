@@ -12,20 +12,20 @@
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const paper_keys[] = {"paper", "claims", "table7", "table5"};
-static const char *const claim_keys[] = {"id", "claim", "figure", "cite", "what", "paper", "relation", "unit", "why",
-                                         "ours"};
+static const char *const claim_keys[] = {"id",    "claim",    "figure", "cite", "what",
+                                         "paper", "relation", "unit",   "why",  "ours"};
 static const char *const t7_keys[] = {"model", "phase", "plans"};
 static const char *const t7_plan_keys[] = {"policy", "op", "req"};
 static const config_field claim_fields[] = {
     CONFIG_STRING_FIELD(config_paper_claim, "id", id), CONFIG_INT_FIELD(config_paper_claim, "claim", claim),
-    CONFIG_STRING_FIELD(config_paper_claim, "figure", figure), CONFIG_STRING_FIELD(config_paper_claim, "cite", cite),
-    CONFIG_STRING_FIELD(config_paper_claim, "what", what)};
+    CONFIG_STRING_FIELD(config_paper_claim, "figure", figure),
+    CONFIG_STRING_FIELD(config_paper_claim, "cite", cite), CONFIG_STRING_FIELD(config_paper_claim, "what", what)};
 static const config_field t5_fields[] = {CONFIG_STRING_FIELD(config_paper_t5, "what", what),
                                          CONFIG_NUMBER_FIELD(config_paper_t5, "paper", paper),
                                          CONFIG_STRING_FIELD(config_paper_t5, "chip", chip)};
 static const char *const kind_names[CONFIG_NPAPER_KIND] = {
-    "savings", "gain", "overhead", "slowdown", "loss_growth", "saturation", "seq_trend", "seq_spread",
-    "freq_corr", "table7", "compile_s", "core_hours", "figure20", "replay", "windows"};
+    "savings",   "gain",   "overhead",  "slowdown",   "loss_growth", "saturation", "seq_trend", "seq_spread",
+    "freq_corr", "table7", "compile_s", "core_hours", "figure20",    "replay",     "windows"};
 static const char *const agg_names[CONFIG_NAGG] = {"mean", "range", "max", "min"};
 static const char *const slack_names[CONFIG_NSLACK_SEL] = {"", "mean", "all", "max"};
 static const char *const level_names[CONFIG_NLEVEL] = {"op", "req", "total"};
@@ -129,16 +129,14 @@ static int parse_strings(const config_doc *doc, const config_path *qp, const jso
 static int check_required(const config_doc *doc, const config_path *qp, const config_paper_query *o,
                           enpu_err *err) {
   const bool needs_policy = o->kind != CONFIG_PAPER_CORE_HOURS;
-  const bool needs_base = o->kind == CONFIG_PAPER_GAIN || (o->kind == CONFIG_PAPER_FIGURE20 &&
-                                                           o->metric == CONFIG_F20_MIN_GAIN);
+  const bool needs_base = o->kind == CONFIG_PAPER_GAIN ||
+                          (o->kind == CONFIG_PAPER_FIGURE20 && o->metric == CONFIG_F20_MIN_GAIN);
   const char *missing = needs_policy && !o->npolicy ? "policy"
                         : needs_base && !o->base[0] ? "base"
-                        : (o->kind == CONFIG_PAPER_REPLAY || o->kind == CONFIG_PAPER_WINDOWS) && !o->run[0]
-                            ? "run"
-                        : o->kind == CONFIG_PAPER_REPLAY && !o->npaths        ? "paths"
-                        : o->kind == CONFIG_PAPER_WINDOWS && !o->column[0]     ? "column"
-                        : o->kind == CONFIG_PAPER_FIGURE20 && o->factor == 0 &&
-                                o->metric != CONFIG_F20_MIN_GAIN
+                        : (o->kind == CONFIG_PAPER_REPLAY || o->kind == CONFIG_PAPER_WINDOWS) && !o->run[0] ? "run"
+                        : o->kind == CONFIG_PAPER_REPLAY && !o->npaths     ? "paths"
+                        : o->kind == CONFIG_PAPER_WINDOWS && !o->column[0] ? "column"
+                        : o->kind == CONFIG_PAPER_FIGURE20 && o->factor == 0 && o->metric != CONFIG_F20_MIN_GAIN
                             ? "factor"
                             : NULL;
   if (missing)
@@ -177,7 +175,7 @@ static int parse_query(const config_doc *doc, const config_path *qp, const json_
 
 /* "paper": a number, or [lo, hi] with lo <= hi. */
 static int parse_paper_value(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
-                       enpu_err *err) {
+                             enpu_err *err) {
   config_path vp = CONFIG_KEY(cp, "paper");
   const json_t *v = json_object_get(c, "paper");
   if (!json_is_array(v)) {
@@ -190,8 +188,7 @@ static int parse_paper_value(const config_doc *doc, const config_path *cp, const
   config_path lo = CONFIG_INDEX(&vp, 0), hi = CONFIG_INDEX(&vp, 1);
   ENPU_FORWARD(config_number(doc, &lo, json_array_get(v, 0), &out->paper_lo, err));
   ENPU_FORWARD(config_number(doc, &hi, json_array_get(v, 1), &out->paper_hi, err));
-  if (out->paper_hi < out->paper_lo)
-    return config_fail(doc, &vp, err, ENPU_ERR_RANGE, "expected low <= high");
+  if (out->paper_hi < out->paper_lo) return config_fail(doc, &vp, err, ENPU_ERR_RANGE, "expected low <= high");
   return ENPU_OK;
 }
 
@@ -223,8 +220,8 @@ static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *
   ENPU_FORWARD(config_object(doc, rp, r, t7_keys, NKEYS(t7_keys), err));
   ENPU_FORWARD(config_get_string(doc, rp, r, "model", out->model, sizeof out->model, err));
   config_path php = CONFIG_KEY(rp, "phase"), pp = CONFIG_KEY(rp, "plans");
-  ENPU_FORWARD(config_enum(doc, &php, json_object_get(r, "phase"), config_phase_names, CONFIG_NPHASE,
-                           &out->phase, err));
+  ENPU_FORWARD(
+      config_enum(doc, &php, json_object_get(r, "phase"), config_phase_names, CONFIG_NPHASE, &out->phase, err));
   const json_t *plans = json_object_get(r, "plans");
   size_t n = 0;
   ENPU_FORWARD(config_array_max(doc, &pp, plans, CONFIG_PAPER_T7_POLICIES, "policies", &n, err));
@@ -274,7 +271,8 @@ static int parse_claims(const config_doc *doc, const config_path *root, config_p
     config_path ap = CONFIG_KEY(root, "claims");
     return config_array(doc, &ap, NULL, NULL, err); /* reports the missing key */
   }
-  ENPU_FORWARD(parse_rows(doc, root, "claims", sizeof *p->claims, claim_row, (void **)&p->claims, &p->nclaims, err));
+  ENPU_FORWARD(
+      parse_rows(doc, root, "claims", sizeof *p->claims, claim_row, (void **)&p->claims, &p->nclaims, err));
   for (int i = 0; i < p->nclaims; i++)
     for (int j = 0; j < i; j++)
       if (!strcmp(p->claims[j].id, p->claims[i].id)) {

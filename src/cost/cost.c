@@ -39,8 +39,7 @@ int cost_fifo_depth(double ti, double to) {
   return (int)ceil(rt / fmax(ti, to) - 1e-12);
 }
 
-static void pipeline_set(cost_pipeline *p, cost_pipeline_kind kind, const int *map,
-                         const power_model *pm) {
+static void pipeline_set(cost_pipeline *p, cost_pipeline_kind kind, const int *map, const power_model *pm) {
   p->kind = kind;
   memcpy(p->domain, map, sizeof p->domain);
   p->power = pm;
@@ -58,8 +57,7 @@ int cost_pipeline_enpu(cost_pipeline *p, int domains, const power_model *pm, enp
   static const int map4[COST_NUNIT] = {0, 0, 3, 4, 5, 0};
   static const int map3[COST_NUNIT] = {0, 0, 0, 4, 5, 0};
   const int *map = domains == 5 ? map5 : domains == 4 ? map4 : domains == 3 ? map3 : NULL;
-  ENPU_RETURN_IF(!map, err, ENPU_ERR_INVALID, "eNPU domain count %d: expected 3, 4 or 5",
-                 domains);
+  ENPU_RETURN_IF(!map, err, ENPU_ERR_INVALID, "eNPU domain count %d: expected 3, 4 or 5", domains);
   pipeline_set(p, COST_PIPE_ENPU, map, pm);
   return 0;
 }
@@ -71,13 +69,11 @@ void cost_pipeline_ideal(cost_pipeline *p, const power_model *pm) {
 
 int cost_ctx_create(const config_chip *chip, cost_ctx **out, enpu_err *err) {
   *out = NULL;
-  ENPU_RETURN_IF(!chip || chip->sa_count < 1 || chip->sa_dim < 1 || chip->vu_count < 1 ||
-                     chip->vu_sublanes < 1 || chip->vu_lanes < 1 || chip->vreg_bytes < 1 ||
-                     chip->sram_ports < 1 || chip->sram_port_bytes_per_cycle < 1 ||
-                     chip->sram_bytes <= 0 || chip->hbm_gbps <= 0 || chip->ici_links < 1 ||
-                     chip->ici_link_gbps <= 0 || chip->freq_states < 1 ||
-                     chip->freq_step_mhz <= 0 || chip->fifo_sync_cycles < 0 ||
-                     chip->shadow_vregs < 0,
+  ENPU_RETURN_IF(!chip || chip->sa_count < 1 || chip->sa_dim < 1 || chip->vu_count < 1 || chip->vu_sublanes < 1 ||
+                     chip->vu_lanes < 1 || chip->vreg_bytes < 1 || chip->sram_ports < 1 ||
+                     chip->sram_port_bytes_per_cycle < 1 || chip->sram_bytes <= 0 || chip->hbm_gbps <= 0 ||
+                     chip->ici_links < 1 || chip->ici_link_gbps <= 0 || chip->freq_states < 1 ||
+                     chip->freq_step_mhz <= 0 || chip->fifo_sync_cycles < 0 || chip->shadow_vregs < 0,
                  err, ENPU_ERR_INVALID, "cost model: chip parameters missing or not positive");
   cost_ctx *ctx = enpu_calloc(1, sizeof *ctx);
   ENPU_RETURN_IF(!ctx, err, ENPU_ERR_NOMEM, "cost model: out of memory");
@@ -111,23 +107,22 @@ static uint64_t op_key(const graph_op *op, int shadow) {
   const graph_shape *s = &op->shape;
   enpu_hasher h;
   enpu_hasher_init(&h, 0x636f7374u);
-  int64_t ints[] = {op->kind, s->b, s->m, s->k, s->n, s->v, s->kv_group, s->causal,
-                    s->rhs_is_weight, s->ranks, s->in_tensors, s->out_tensors, s->dtype_bytes};
-  double reals[] = {s->vector_ops_per_elem, op->flops, op->vector_ops, op->hbm_read_bytes,
-                    op->hbm_write_bytes, op->ici_bytes, op->host_bytes};
+  int64_t ints[] = {
+      op->kind,         s->b,     s->m,          s->k,           s->n,          s->v, s->kv_group, s->causal,
+      s->rhs_is_weight, s->ranks, s->in_tensors, s->out_tensors, s->dtype_bytes};
+  double reals[] = {s->vector_ops_per_elem, op->flops,     op->vector_ops, op->hbm_read_bytes,
+                    op->hbm_write_bytes,    op->ici_bytes, op->host_bytes};
   enpu_hasher_bytes(&h, ints, sizeof ints);
   enpu_hasher_bytes(&h, reals, sizeof reals);
   enpu_hasher_i64(&h, shadow);
   return enpu_hasher_digest(&h);
 }
 
-static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT],
-                          double rail_v[CONFIG_NCOMP]);
+static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT], double rail_v[CONFIG_NCOMP]);
 
 /* The gap a component is gated for at its state (power_gate_min_idle_ns at the idle
  * regulator's efficiency): the compiler's view of the schedule. */
-static void gate_thresholds(const cost_pipeline *pl, const int eff[COST_NUNIT],
-                            cost_gate_limits *g) {
+static void gate_thresholds(const cost_pipeline *pl, const int eff[COST_NUNIT], cost_gate_limits *g) {
   double rail_v[CONFIG_NCOMP];
   rail_voltages(pl, eff, rail_v);
   for (int c = 0; c < CONFIG_NCOMP; c++) {
@@ -146,8 +141,8 @@ static double stage_max(const double stage[NSTAGE]) {
   return m;
 }
 
-static void gate_blocks(const cost_tile *t, const cost_gate_limits *g, double blocks,
-                        double stage[NSTAGE], op_timing *o) {
+static void gate_blocks(const cost_tile *t, const cost_gate_limits *g, double blocks, double stage[NSTAGE],
+                        op_timing *o) {
   if (blocks <= 1) return;
   const double slowest = stage_max(stage);
   /* the host link is no gated component (its energy is the chip's "other") */
@@ -169,8 +164,7 @@ static void gate_blocks(const cost_tile *t, const cost_gate_limits *g, double bl
 }
 
 void cost_periods(const config_chip *chip, const int eff[COST_NUNIT], double period_ns[COST_NUNIT]) {
-  for (int u = 0; u < COST_NUNIT; u++)
-    period_ns[u] = eff[u] ? 1.0 / config_state_ghz(chip, eff[u]) : 0;
+  for (int u = 0; u < COST_NUNIT; u++) period_ns[u] = eff[u] ? 1.0 / config_state_ghz(chip, eff[u]) : 0;
 }
 
 /* The core kernel at the effective states `eff`, its units in domains `domain` (a
@@ -179,8 +173,8 @@ void cost_periods(const config_chip *chip, const int eff[COST_NUNIT], double per
  * `gate` the gaps gated inside it. Without gating it reads only the SA, VU, SRAM and FE
  * states: the kernel has no HBM or ICI command (gating's thresholds read rail voltages). */
 void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
-                      const int domain[COST_NUNIT], int crossing, const cost_gate_limits *gate,
-                      cost_sim *sim, op_timing *o) {
+                      const int domain[COST_NUNIT], int crossing, const cost_gate_limits *gate, cost_sim *sim,
+                      op_timing *o) {
   const config_chip *chip = &ctx->chip;
   const cost_tile *t = &e->tile;
   cost_timing tm = {.gating = gate != NULL};
@@ -226,8 +220,7 @@ void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff
   double frac_hbm = (double)eff[CONFIG_HBM] / chip->freq_states;
   double frac_ici = (double)eff[CONFIG_ICI] / chip->freq_states;
   double hbm_ns = t->hbm_bytes > 0 ? t->hbm_bytes / (chip->hbm_gbps * frac_hbm) : 0;
-  o->ici_xfer_ns =
-      t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac_ici) : 0;
+  o->ici_xfer_ns = t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac_ici) : 0;
   double ici_ns = o->ici_xfer_ns + t->ici_steps * chip->ici_latency_ns;
   double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
   double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
@@ -241,8 +234,7 @@ void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff
   if (gate) gate_blocks(t, gate, blocks, stage, o);
   /* the host link's first transfer's latency leads the pipeline like HBM's */
   const double start_ns = lead_ns + (t->host_bytes > 0 ? chip->host_latency_ns : 0);
-  o->time_ns = start_ns +
-               (stage[STAGE_HOST] + stage[STAGE_HBM] + stage[STAGE_CORE] + stage[STAGE_ICI]) / blocks +
+  o->time_ns = start_ns + (stage[STAGE_HOST] + stage[STAGE_HBM] + stage[STAGE_CORE] + stage[STAGE_ICI]) / blocks +
                (blocks - 1) * stage_max(stage) / blocks;
   for (int c = CONFIG_SA; c <= CONFIG_SRAM; c++) {
     o->tail_ns[c] = stage[STAGE_ICI] / blocks;
@@ -251,15 +243,13 @@ void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff
   o->tail_ns[CONFIG_HBM] = (stage[STAGE_CORE] + stage[STAGE_ICI]) / blocks;
   o->head_ns[CONFIG_HBM] = 0;
   o->tail_ns[CONFIG_ICI] = 0;
-  o->head_ns[CONFIG_ICI] =
-      start_ns + (stage[STAGE_HOST] + stage[STAGE_HBM] + stage[STAGE_CORE]) / blocks;
+  o->head_ns[CONFIG_ICI] = start_ns + (stage[STAGE_HOST] + stage[STAGE_HBM] + stage[STAGE_CORE]) / blocks;
 }
 
 /* One plan's timing on the context's own executor; with a gating pipeline (`gating`,
  * NULL otherwise) the gated intervals inside the op. */
 static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
-                          const int domain[COST_NUNIT], int crossing, const cost_pipeline *gating,
-                          op_timing *o) {
+                          const int domain[COST_NUNIT], int crossing, const cost_pipeline *gating, op_timing *o) {
   cost_gate_limits g;
   if (gating) gate_thresholds(gating, eff, &g);
   cost_timing_core(ctx, e, eff, domain, crossing, gating ? &g : NULL, &ctx->sim, o);
@@ -303,11 +293,9 @@ static int memo_grow_index(cost_ctx *ctx, enpu_err *err) {
 /* The memo entry of `op` with kernels for `shadow` registers. The critical-path
  * constants are always the chip's own NoDVFS (its shadow register file): the baseline a
  * shadow-size variant is measured against. */
-int cost_memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entry **out,
-                  enpu_err *err) {
+int cost_memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entry **out, enpu_err *err) {
   const cost_entry *base = NULL;
-  if (shadow != ctx->chip.shadow_vregs)
-    ENPU_FORWARD(cost_memo_get(ctx, op, ctx->chip.shadow_vregs, &base, err));
+  if (shadow != ctx->chip.shadow_vregs) ENPU_FORWARD(cost_memo_get(ctx, op, ctx->chip.shadow_vregs, &base, err));
   uint64_t key = op_key(op, shadow);
   if (ctx->cap_index) {
     size_t mask = ctx->cap_index - 1;
@@ -328,19 +316,17 @@ int cost_memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entr
   int any = 0;
   for (int v = 0; rc == 0 && v < COST_NVARIANT; v++) {
     /* A variant too large for the kernel limits is simply not a candidate. */
-    e->kernel_ok[v] = cost_kernel_build(&ctx->chip, &e->tile, variant_unroll[v],
-                                        variant_depth[v], shadow, &e->kernel[v], NULL) == 0;
+    e->kernel_ok[v] = cost_kernel_build(&ctx->chip, &e->tile, variant_unroll[v], variant_depth[v], shadow,
+                                        &e->kernel[v], NULL) == 0;
     any |= e->kernel_ok[v];
   }
   if (rc == 0 && !any)
-    rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): no schedule fits the kernel limits",
-                     op->id, op->name);
+    rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): no schedule fits the kernel limits", op->id, op->name);
   if (rc == 0 && base) e->t_nodvfs_ns = base->t_nodvfs_ns, e->own_peak_ns = base->own_peak_ns;
   else if (rc == 0) entry_peak(ctx, e);
   if (rc == 0 && ctx->nentries == ctx->cap_entries) {
     size_t before = ctx->cap_entries;
-    rc = enpu_grow((void **)&ctx->entries, &ctx->cap_entries, ctx->nentries + 1,
-                   sizeof *ctx->entries);
+    rc = enpu_grow((void **)&ctx->entries, &ctx->cap_entries, ctx->nentries + 1, sizeof *ctx->entries);
     if (rc) enpu_errorf(err, rc, "cost model: out of memory (memo)");
     else if (ctx->cap_entries != before) ctx->allocations++;
   }
@@ -373,16 +359,14 @@ void cost_effective_states(const cost_plan *plan, const cost_pipeline *pl, int e
 
 int cost_check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++)
-    ENPU_RETURN_IF(plan->state[c] < 0 || plan->state[c] > chip->freq_states, err,
-                   ENPU_ERR_RANGE, "plan state of %s is %d: expected 0..%d",
-                   config_component_name((config_component)c), plan->state[c],
-                   chip->freq_states);
+    ENPU_RETURN_IF(plan->state[c] < 0 || plan->state[c] > chip->freq_states, err, ENPU_ERR_RANGE,
+                   "plan state of %s is %d: expected 0..%d", config_component_name((config_component)c),
+                   plan->state[c], chip->freq_states);
   return 0;
 }
 
 /* The voltage of each component's rail: a domain sits at its highest member's voltage. */
-static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT],
-                          double rail_v[CONFIG_NCOMP]) {
+static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT], double rail_v[CONFIG_NCOMP]) {
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     rail_v[c] = 0;
     for (int w = 0; w < CONFIG_NCOMP; w++)
@@ -393,8 +377,8 @@ static void rail_voltages(const cost_pipeline *pl, const int eff[COST_NUNIT],
 
 /* Per-rail transition delays entering an op planned `eff` after one planned `prev_eff`:
  * every member of a domain waits for its rail. */
-static void rail_delays(const cost_pipeline *pl, const int prev_eff[COST_NUNIT],
-                        const int eff[COST_NUNIT], double delay_ns[CONFIG_NCOMP]) {
+static void rail_delays(const cost_pipeline *pl, const int prev_eff[COST_NUNIT], const int eff[COST_NUNIT],
+                        double delay_ns[CONFIG_NCOMP]) {
   double v0[CONFIG_NCOMP], v1[CONFIG_NCOMP];
   rail_voltages(pl, prev_eff, v0);
   rail_voltages(pl, eff, v1);
@@ -404,25 +388,24 @@ static void rail_delays(const cost_pipeline *pl, const int prev_eff[COST_NUNIT],
 /* Energy of the timed op at out->time_ns, plus the moving rails' extra leakage, less
  * what the intervals gated inside it saved; the regulator loss in each; with a gating
  * pipeline, what gating would save per ns (the request level's inter-op intervals). */
-static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_eff,
-                 double host_nj, cost_result *out, enpu_err *err) {
+static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_eff, double host_nj, cost_result *out,
+                 enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++) out->flop_utilization[c] = 1;
   out->flop_utilization[CONFIG_SA] = t->sa_util;
   out->flop_utilization[CONFIG_VU] = t->vu_util;
   double rail_v[CONFIG_NCOMP];
   rail_voltages(pl, out->state, rail_v);
   power_breakdown pb;
-  ENPU_FORWARD(power_op_energy(pl->power, out->state, rail_v, out->busy_ns,
-                               out->flop_utilization, out->time_ns, &pb, err));
+  ENPU_FORWARD(
+      power_op_energy(pl->power, out->state, rail_v, out->busy_ns, out->flop_utilization, out->time_ns, &pb, err));
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     double extra = 0, loss = 0;
     if (prev_eff)
-      extra = power_transition_energy_loss(pl->power, (config_component)c, prev_eff[c],
-                                           out->state[c], &loss);
+      extra = power_transition_energy_loss(pl->power, (config_component)c, prev_eff[c], out->state[c], &loss);
     if (pl->gating) {
       const config_component cc = (config_component)c;
-      out->gate_saved_w[c] = power_gate_saved_w(pl->power, cc, out->state[c], rail_v[c],
-                                                out->utilization[c], &out->gate_saved_loss_w[c]);
+      out->gate_saved_w[c] = power_gate_saved_w(pl->power, cc, out->state[c], rail_v[c], out->utilization[c],
+                                                &out->gate_saved_loss_w[c]);
       extra -= out->gate_saved_w[c] * out->gated_ns[c] - out->gates[c] * power_gate_wake_nj(pl->power, cc);
       loss -= out->gate_saved_loss_w[c] * out->gated_ns[c];
     }
@@ -443,8 +426,8 @@ static int price(const cost_pipeline *pl, const cost_tile *t, const int *prev_ef
 /* When each component can start after the rail transitions (prev) and the wake-ups
  * (wake_mask) entering the op, and the op's time: it cannot end before start_c + own_c +
  * tail_c for a delayed component with work. */
-static void entry_delays(const cost_pipeline *pl, const cost_plan *prev, unsigned wake_mask,
-                         const op_timing *o, cost_result *out, int prev_eff[COST_NUNIT]) {
+static void entry_delays(const cost_pipeline *pl, const cost_plan *prev, unsigned wake_mask, const op_timing *o,
+                         cost_result *out, int prev_eff[COST_NUNIT]) {
   double start[CONFIG_NCOMP] = {0};
   if (prev) {
     cost_effective_states(prev, pl, prev_eff);
@@ -477,21 +460,18 @@ static void gate_report(const cost_tile *t, const op_timing *o, cost_result *out
   }
 }
 
-int cost_check_gated(const graph_op *op, const cost_entry *e, const int eff[COST_NUNIT],
-                     enpu_err *err) {
+int cost_check_gated(const graph_op *op, const cost_entry *e, const int eff[COST_NUNIT], enpu_err *err) {
   const cost_tile *t = &e->tile;
-  const double work[COST_NUNIT] = {t->sa_cycles, t->vu_cycles, t->sram_cycles, t->hbm_bytes,
-                                   t->ici_bytes, t->sa_cycles + t->vu_cycles + t->sram_cycles};
+  const double work[COST_NUNIT] = {t->sa_cycles, t->vu_cycles, t->sram_cycles,
+                                   t->hbm_bytes, t->ici_bytes, t->sa_cycles + t->vu_cycles + t->sram_cycles};
   for (int u = 0; u < COST_NUNIT; u++)
-    ENPU_RETURN_IF(work[u] > 0 && eff[u] == 0, err, ENPU_ERR_RANGE,
-                   "op %d (%s): %s is clock-gated but has work", op->id, op->name,
-                   u == COST_FE ? "fe" : config_component_name((config_component)u));
+    ENPU_RETURN_IF(work[u] > 0 && eff[u] == 0, err, ENPU_ERR_RANGE, "op %d (%s): %s is clock-gated but has work",
+                   op->id, op->name, u == COST_FE ? "fe" : config_component_name((config_component)u));
   return 0;
 }
 
-int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *pl,
-                const op_timing *o, const cost_plan *prev, unsigned wake_mask, cost_result *out,
-                enpu_err *err) {
+int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *pl, const op_timing *o,
+                const cost_plan *prev, unsigned wake_mask, cost_result *out, enpu_err *err) {
   out->core_ns = o->core.time_ns;
   out->fe_stall_ns = o->core.stall_ns;
   out->unroll = o->unroll;
@@ -511,40 +491,36 @@ int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *p
     if (out->busy_ns[u] > out->time_ns) out->busy_ns[u] = out->time_ns;
     out->utilization[u] = out->time_ns > 0 ? out->busy_ns[u] / out->time_ns : 0;
   }
-  return price(pl, &e->tile, prev ? prev_eff : NULL,
-               e->tile.host_bytes * ctx->chip.host_pj_per_byte / 1e3, out, err);
+  return price(pl, &e->tile, prev ? prev_eff : NULL, e->tile.host_bytes * ctx->chip.host_pj_per_byte / 1e3, out,
+               err);
 }
 
 int cost_pipeline_shadow(const cost_ctx *ctx, const cost_pipeline *pl) {
   return pl->shadow_vregs < 0 ? ctx->chip.shadow_vregs : pl->shadow_vregs;
 }
 
-int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
-                    const cost_plan *plan, unsigned wake_mask, const cost_pipeline *pl,
-                    cost_result *out, enpu_err *err) {
+int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev, const cost_plan *plan,
+                    unsigned wake_mask, const cost_pipeline *pl, cost_result *out, enpu_err *err) {
   ENPU_FORWARD(cost_check_states(&ctx->chip, plan, err));
   if (prev) ENPU_FORWARD(cost_check_states(&ctx->chip, prev, err));
-  ENPU_RETURN_IF((pl->gating || wake_mask) && !power_gating_available(pl->power), err,
-                 ENPU_ERR_INVALID, "op %d (%s): power gating without the chip's gating parameters",
-                 op->id, op->name);
+  ENPU_RETURN_IF((pl->gating || wake_mask) && !power_gating_available(pl->power), err, ENPU_ERR_INVALID,
+                 "op %d (%s): power gating without the chip's gating parameters", op->id, op->name);
   const cost_entry *e = NULL;
   ENPU_FORWARD(cost_memo_get(ctx, op, cost_pipeline_shadow(ctx, pl), &e, err));
   memset(out, 0, sizeof *out);
   cost_effective_states(plan, pl, out->state);
   ENPU_FORWARD(cost_check_gated(op, e, out->state, err));
   op_timing o;
-  op_timing_run(ctx, e, out->state, pl->domain, pl->kind == COST_PIPE_ENPU,
-                pl->gating ? pl : NULL, &o);
+  op_timing_run(ctx, e, out->state, pl->domain, pl->kind == COST_PIPE_ENPU, pl->gating ? pl : NULL, &o);
   return cost_finish(ctx, e, pl, &o, prev, wake_mask, out, err);
 }
 
-int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
-                    const cost_plan *plan, const cost_pipeline *pl, cost_result *out,
-                    enpu_err *err) {
+int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev, const cost_plan *plan,
+                    const cost_pipeline *pl, cost_result *out, enpu_err *err) {
   return cost_eval_woken(ctx, op, prev, plan, 0, pl, out, err);
 }
 
-int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
-              const cost_pipeline *pl, cost_result *out, enpu_err *err) {
+int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan, const cost_pipeline *pl, cost_result *out,
+              enpu_err *err) {
   return cost_eval_after(ctx, op, NULL, plan, pl, out, err);
 }

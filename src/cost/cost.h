@@ -101,13 +101,13 @@ void cost_pipeline_ideal(cost_pipeline *p, const power_model *pm);
 
 typedef struct {
   double time_ns;
-  double busy_ns[COST_NUNIT];     /* SA, VU, SRAM, HBM, ICI, FE (issue cycles) */
-  double utilization[COST_NUNIT]; /* busy_ns / time_ns */
+  double busy_ns[COST_NUNIT];            /* SA, VU, SRAM, HBM, ICI, FE (issue cycles) */
+  double utilization[COST_NUNIT];        /* busy_ns / time_ns */
   double flop_utilization[CONFIG_NCOMP]; /* useful work / capacity while busy (SA, VU) */
-  double energy_nj[POWER_NSLOT];  /* sa, vu, sram, hbm, ici, fe, other */
+  double energy_nj[POWER_NSLOT];         /* sa, vu, sram, hbm, ici, fe, other */
   double energy_total_nj;
-  double energy_dynamic_nj; /* energy_total_nj split as power_breakdown does: switching */
-  double energy_static_nj;  /* of the five components / their leakage plus "other" */
+  double energy_dynamic_nj;     /* energy_total_nj split as power_breakdown does: switching */
+  double energy_static_nj;      /* of the five components / their leakage plus "other" */
   double loss_nj[CONFIG_NCOMP]; /* regulator loss inside energy_nj (Figure 13) */
   /* Power gating (a gating pipeline; 0 otherwise): the intervals gated inside the op
    * (their time and count; energy_nj already saves them), each component's idle
@@ -117,16 +117,16 @@ typedef struct {
   double gates[CONFIG_NCOMP];
   double head_idle_ns[CONFIG_NCOMP], tail_idle_ns[CONFIG_NCOMP];
   double gate_saved_w[CONFIG_NCOMP], gate_saved_loss_w[CONFIG_NCOMP];
-  unsigned idle_mask; /* components without work in the op (bit c) */
-  double cp_time_ns;   /* critical-path time (see above) */
+  unsigned idle_mask;          /* components without work in the op (bit c) */
+  double cp_time_ns;           /* critical-path time (see above) */
   double own_ns[CONFIG_NCOMP]; /* each component's own time (unclamped busy; HBM with its
                                   latency, ICI with its step latency): what cp and
                                   transitions use */
   double transition_ns;        /* how much the rail transitions lengthened the op */
-  double fe_stall_ns;  /* FE waiting on its scoreboard (producers retiring to it) */
-  double core_ns;      /* SA/VU/SRAM kernel alone, before overlap with DMA and ICI */
-  int state[COST_NUNIT]; /* effective state of each unit after domain sharing */
-  int unroll;            /* chosen schedule variant */
+  double fe_stall_ns;          /* FE waiting on its scoreboard (producers retiring to it) */
+  double core_ns;              /* SA/VU/SRAM kernel alone, before overlap with DMA and ICI */
+  int state[COST_NUNIT];       /* effective state of each unit after domain sharing */
+  int unroll;                  /* chosen schedule variant */
   int sw_depth;
 } cost_result;
 
@@ -142,22 +142,20 @@ void cost_ctx_free(cost_ctx *ctx); /* NULL is a no-op */
  * work whose state is 0: a gated unit never finishes), ENPU_ERR_INVALID (bad shape, or
  * the power model rejects the states, e.g. non-peak under the fixed regulator),
  * ENPU_ERR_NOMEM (first evaluation of an operator only). */
-int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan,
-              const cost_pipeline *pipeline, cost_result *out, enpu_err *err);
+int cost_eval(cost_ctx *ctx, const graph_op *op, const cost_plan *plan, const cost_pipeline *pipeline,
+              cost_result *out, enpu_err *err);
 /* The operator run right after an operator planned `prev` (NULL: no transition, as
  * cost_eval): every rail whose voltage changes from prev's plan to this one delays its
  * components (see above) and charges its transition energy. time_ns and energy include
  * them; cp_time_ns does not. Errors as cost_eval (prev's states are checked too). */
-int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
-                    const cost_plan *plan, const cost_pipeline *pipeline, cost_result *out,
-                    enpu_err *err);
+int cost_eval_after(cost_ctx *ctx, const graph_op *op, const cost_plan *prev, const cost_plan *plan,
+                    const cost_pipeline *pipeline, cost_result *out, enpu_err *err);
 
 /* cost_eval_after for an op where the components in wake_mask (bit c) were gated before
  * it and wake on demand: each starts its first work wake_ns (power.h) after its head
  * idle interval. */
-int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev,
-                    const cost_plan *plan, unsigned wake_mask, const cost_pipeline *pipeline,
-                    cost_result *out, enpu_err *err);
+int cost_eval_woken(cost_ctx *ctx, const graph_op *op, const cost_plan *prev, const cost_plan *plan,
+                    unsigned wake_mask, const cost_pipeline *pipeline, cost_result *out, enpu_err *err);
 
 /* What a search reads of one evaluation (cost_result's time_ns, cp_time_ns and
  * energy_total_nj). */
@@ -178,8 +176,8 @@ typedef struct {
  * whole as cost_eval does (the same results, no sharing).
  * @return 0, or cost_eval's error for the first plan that has one (named by its index;
  * out is then unspecified). */
-int cost_eval_batch(cost_ctx *ctx, const graph_op *op, const cost_plan *plans, int n,
-                    const cost_pipeline *pipeline, cost_brief *out, enpu_err *err);
+int cost_eval_batch(cost_ctx *ctx, const graph_op *op, const cost_plan *plans, int n, const cost_pipeline *pipeline,
+                    cost_brief *out, enpu_err *err);
 
 /* Lower bounds over a box of plans: for every plan p with lo.state[c] <= p.state[c] <=
  * hi.state[c] (1 <= lo <= hi <= freq_states), cost_eval(p) has time_ns >= lb->time_ns,

@@ -42,8 +42,7 @@ static int cache_bind(cost_ctx *ctx, const cost_entry *e, const cost_pipeline *p
     c->gen = 0;
   }
   const int crossing = pl->kind == COST_PIPE_ENPU;
-  if (c->gen && c->entry == e && c->crossing == crossing &&
-      !memcmp(c->domain, pl->domain, sizeof c->domain))
+  if (c->gen && c->entry == e && c->crossing == crossing && !memcmp(c->domain, pl->domain, sizeof c->domain))
     return 0;
   if (++c->gen == 0) {
     memset(c->slots, 0, c->cap * sizeof *c->slots);
@@ -69,8 +68,8 @@ static const cost_core_slot *core_slot(cost_ctx *ctx, const int eff[COST_NUNIT])
   op_timing o;
   cost_timing_core(ctx, c->entry, eff, c->domain, c->crossing, NULL, &ctx->sim, &o);
   c->kernel_runs++;
-  *s = (cost_core_slot){c->gen, key, o.core.time_ns, o.core.stall_ns, o.core.bundles,
-                        (int8_t)o.unroll, (int8_t)o.sw_depth};
+  *s = (cost_core_slot){
+      c->gen, key, o.core.time_ns, o.core.stall_ns, o.core.bundles, (int8_t)o.unroll, (int8_t)o.sw_depth};
   return s;
 }
 
@@ -87,9 +86,8 @@ static void core_get(cost_ctx *ctx, const int eff[COST_NUNIT], op_timing *o) {
 }
 
 /* One plan of a batch under a pipeline without gating, its core kernel from the cache. */
-static int batch_plan(cost_ctx *ctx, const graph_op *op, const cost_entry *e,
-                      const cost_plan *plan, const cost_pipeline *pl, cost_result *r,
-                      enpu_err *err) {
+static int batch_plan(cost_ctx *ctx, const graph_op *op, const cost_entry *e, const cost_plan *plan,
+                      const cost_pipeline *pl, cost_result *r, enpu_err *err) {
   memset(r, 0, sizeof *r);
   cost_effective_states(plan, pl, r->state);
   ENPU_FORWARD(cost_check_gated(op, e, r->state, err));
@@ -99,8 +97,8 @@ static int batch_plan(cost_ctx *ctx, const graph_op *op, const cost_entry *e,
   return cost_finish(ctx, e, pl, &o, NULL, 0, r, err);
 }
 
-int cost_eval_batch(cost_ctx *ctx, const graph_op *op, const cost_plan *plans, int n,
-                    const cost_pipeline *pl, cost_brief *out, enpu_err *err) {
+int cost_eval_batch(cost_ctx *ctx, const graph_op *op, const cost_plan *plans, int n, const cost_pipeline *pl,
+                    cost_brief *out, enpu_err *err) {
   ENPU_RETURN_IF(n < 0, err, ENPU_ERR_INVALID, "cost batch of %d plans", n);
   for (int i = 0; i < n; i++)
     if (cost_check_states(&ctx->chip, &plans[i], err) < 0) {
@@ -137,8 +135,7 @@ static double core_min(cost_ctx *ctx, const cost_plan *lo, const cost_plan *hi) 
   const int range[6] = {lo->state[CONFIG_SA], lo->state[CONFIG_VU], lo->state[CONFIG_SRAM],
                         hi->state[CONFIG_SA], hi->state[CONFIG_VU], hi->state[CONFIG_SRAM]};
   for (int k = 0; k < COST_RANGE_MEMO; k++)
-    if (c->range[k].gen == c->gen && !memcmp(c->range[k].box, range, sizeof range))
-      return c->range[k].min_ns;
+    if (c->range[k].gen == c->gen && !memcmp(c->range[k].box, range, sizeof range)) return c->range[k].min_ns;
   double m = INFINITY;
   int eff[COST_NUNIT] = {0};
   for (int a = range[0]; a <= range[3]; a++)
@@ -161,8 +158,8 @@ static double core_min(cost_ctx *ctx, const cost_plan *lo, const cost_plan *hi) 
  * CORE_FLOOR_RTOL for the kernel's float occupancies (2^-24 relative each). */
 #define CORE_SCAN_MAX 64
 #define CORE_FLOOR_RTOL 1e-6
-static double core_floor(cost_ctx *ctx, const cost_tile *t, const cost_plan *lo,
-                         const cost_plan *hi, const double period_ns[COST_NUNIT]) {
+static double core_floor(cost_ctx *ctx, const cost_tile *t, const cost_plan *lo, const cost_plan *hi,
+                         const double period_ns[COST_NUNIT]) {
   int64_t triples = 1;
   for (int c = CONFIG_SA; c <= CONFIG_SRAM; c++) triples *= hi->state[c] - lo->state[c] + 1;
   if (triples <= CORE_SCAN_MAX) return core_min(ctx, lo, hi);
@@ -180,26 +177,22 @@ static double busy_at(const cost_ctx *ctx, const cost_tile *t, config_component 
   case CONFIG_VU: return t->vu_cycles * (1.0 / config_state_ghz(chip, s));
   case CONFIG_SRAM: return t->sram_cycles * (1.0 / config_state_ghz(chip, s));
   case CONFIG_HBM: /* own time less the first request's latency, as cost_finish has it */
-    return t->hbm_bytes > 0
-               ? (chip->hbm_latency_ns + t->hbm_bytes / (chip->hbm_gbps * frac)) - chip->hbm_latency_ns
-               : 0;
+    return t->hbm_bytes > 0 ? (chip->hbm_latency_ns + t->hbm_bytes / (chip->hbm_gbps * frac)) - chip->hbm_latency_ns
+                            : 0;
   default: return t->ici_bytes > 0 ? t->ici_bytes / (t->ici_links * chip->ici_link_gbps * frac) : 0;
   }
 }
 
-static int check_box(const cost_ctx *ctx, const cost_plan *lo, const cost_plan *hi,
-                     const cost_pipeline *pl, enpu_err *err) {
+static int check_box(const cost_ctx *ctx, const cost_plan *lo, const cost_plan *hi, const cost_pipeline *pl,
+                     enpu_err *err) {
   for (int c = 0; c < CONFIG_NCOMP; c++)
-    ENPU_RETURN_IF(lo->state[c] < 1 || lo->state[c] > hi->state[c] ||
-                       hi->state[c] > ctx->chip.freq_states,
-                   err, ENPU_ERR_RANGE, "plan box: %s states %d..%d, expected 1 <= lo <= hi <= %d",
-                   config_component_name((config_component)c), lo->state[c], hi->state[c],
-                   ctx->chip.freq_states);
+    ENPU_RETURN_IF(lo->state[c] < 1 || lo->state[c] > hi->state[c] || hi->state[c] > ctx->chip.freq_states, err,
+                   ENPU_ERR_RANGE, "plan box: %s states %d..%d, expected 1 <= lo <= hi <= %d",
+                   config_component_name((config_component)c), lo->state[c], hi->state[c], ctx->chip.freq_states);
   for (int u = 0; u < COST_NUNIT; u++)
     for (int w = 0; w < u; w++)
       ENPU_RETURN_IF(pl->domain[u] == pl->domain[w], err, ENPU_ERR_INVALID,
-                     "plan box bounds need every unit in its own domain (units %d and %d share)",
-                     w, u);
+                     "plan box bounds need every unit in its own domain (units %d and %d share)", w, u);
   ENPU_RETURN_IF(pl->gating, err, ENPU_ERR_INVALID,
                  "plan box bounds do not hold under power gating (it saves static energy)");
   return 0;
@@ -231,8 +224,7 @@ int cost_bound_box(cost_ctx *ctx, const graph_op *op, const cost_plan *lo, const
     double best = INFINITY;
     for (int s = lo->state[c]; s <= hi->state[c]; s++) {
       const double busy = fmin(busy_at(ctx, t, (config_component)c, s), o.time_ns);
-      best = fmin(best, power_energy_floor(pl->power, (config_component)c, s, busy, o.time_ns,
-                                           util[c]));
+      best = fmin(best, power_energy_floor(pl->power, (config_component)c, s, busy, o.time_ns, util[c]));
     }
     energy += best;
   }

@@ -66,15 +66,15 @@ typedef struct {
  * register file (VU→VU through one of the first shadow_vregs registers): the consumer
  * waits for the producer's completion in the VU domain, the FE does not stall. */
 typedef struct {
-  int16_t dst;           /* register written, -1 for none */
-  int16_t src[2];        /* registers read, -1 for none */
+  int16_t dst;    /* register written, -1 for none */
+  int16_t src[2]; /* registers read, -1 for none */
   uint8_t src_fwd[2];
-  uint8_t unit;          /* config_component executing it */
-  uint8_t bundle_start;  /* 1 on the first command of a bundle */
-  uint8_t stage;         /* pipeline stage, for prologue/epilogue masks */
-  uint8_t copy;          /* unroll copy, for a partial last trip */
-  float occ_cycles;      /* cycles the unit is busy */
-  float lat_cycles;      /* cycles from start to result (>= occ_cycles) */
+  uint8_t unit;         /* config_component executing it */
+  uint8_t bundle_start; /* 1 on the first command of a bundle */
+  uint8_t stage;        /* pipeline stage, for prologue/epilogue masks */
+  uint8_t copy;         /* unroll copy, for a partial last trip */
+  float occ_cycles;     /* cycles the unit is busy */
+  float lat_cycles;     /* cycles from start to result (>= occ_cycles) */
 } cost_cmd;
 
 /* A loop kernel: the body runs `trips` times; with sw_depth d > 1 each stage lags the
@@ -97,16 +97,16 @@ typedef struct {
   double period_ns[COST_NUNIT];
   double cross_in_ns[COST_NUNIT];  /* FE → unit: sync cycles of the unit if crossing */
   double cross_out_ns[COST_NUNIT]; /* unit → FE: sync cycles of the FE if crossing */
-  int gating;                       /* 0: gate_min_ns and wake_ns are not read */
-  double gate_min_ns[COST_NGATED];  /* SA, VU, SRAM: INFINITY when never gated */
+  int gating;                      /* 0: gate_min_ns and wake_ns are not read */
+  double gate_min_ns[COST_NGATED]; /* SA, VU, SRAM: INFINITY when never gated */
   double wake_ns[COST_NGATED];
 } cost_timing;
 
 /* Outcome of executing a kernel. */
 typedef struct {
-  double time_ns;  /* until every result has retired to the FE */
-  double stall_ns; /* FE scoreboard stalls */
-  double bundles;  /* bundles issued */
+  double time_ns;                                   /* until every result has retired to the FE */
+  double stall_ns;                                  /* FE scoreboard stalls */
+  double bundles;                                   /* bundles issued */
   double gated_ns[COST_NGATED], gates[COST_NGATED]; /* gaps gated, per core unit */
 } cost_run;
 
@@ -127,8 +127,8 @@ int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *out, en
 /* Build the kernel of a tile for a schedule variant and allocate the shadow registers
  * (n_shadow of them) by dependency distance, shortest first (§3.1).
  * @return 0, or ENPU_ERR_RANGE when the variant needs more than COST_MAX_CMDS commands. */
-int cost_kernel_build(const config_chip *chip, const cost_tile *tile, int unroll, int sw_depth,
-                      int n_shadow, cost_kernel *out, enpu_err *err);
+int cost_kernel_build(const config_chip *chip, const cost_tile *tile, int unroll, int sw_depth, int n_shadow,
+                      cost_kernel *out, enpu_err *err);
 
 /* Allocate shadow registers in a hand-built or generated kernel: VU→VU source operands,
  * by increasing dependency distance, onto n_shadow registers whose live ranges do not
@@ -148,8 +148,8 @@ typedef struct {
   cost_tile tile;
   cost_kernel kernel[COST_NVARIANT];
   uint8_t kernel_ok[COST_NVARIANT];
-  double t_nodvfs_ns;  /* all-peak, one core clock, no crossing */
-  double own_peak_ns;  /* largest component own time at peak */
+  double t_nodvfs_ns; /* all-peak, one core clock, no crossing */
+  double own_peak_ns; /* largest component own time at peak */
 } cost_entry;
 
 /* Timing of one plan: the core kernel's fastest variant, the engines, their pipeline.
@@ -201,7 +201,7 @@ typedef struct {
   int crossing;
   uint32_t gen;
   cost_core_slot *slots;
-  size_t cap; /* power of two */
+  size_t cap;          /* power of two */
   int64_t kernel_runs; /* core kernels run by the batch path (cache misses) */
   cost_core_range range[COST_RANGE_MEMO];
   int range_next;
@@ -220,32 +220,29 @@ struct cost_ctx {
 
 /* The memo entry of an operator with kernels for `shadow` registers, built on its first
  * use (cost.c); cost_pipeline_shadow gives a pipeline's count. */
-int cost_memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entry **out,
-                  enpu_err *err);
+int cost_memo_get(cost_ctx *ctx, const graph_op *op, int shadow, const cost_entry **out, enpu_err *err);
 /* The shadow register count of a pipeline (the chip's when it says -1). */
 int cost_pipeline_shadow(const cost_ctx *ctx, const cost_pipeline *pl);
 int cost_check_states(const config_chip *chip, const cost_plan *plan, enpu_err *err);
 /* Effective state of every unit: FE at max(SA, VU, SRAM); a domain at its highest member. */
 void cost_effective_states(const cost_plan *plan, const cost_pipeline *pl, int eff[COST_NUNIT]);
 /* ENPU_ERR_RANGE when a unit with work is clock-gated (state 0). */
-int cost_check_gated(const graph_op *op, const cost_entry *e, const int eff[COST_NUNIT],
-                     enpu_err *err);
+int cost_check_gated(const graph_op *op, const cost_entry *e, const int eff[COST_NUNIT], enpu_err *err);
 /* Clock period of every unit at its effective state (0 when gated). */
 void cost_periods(const config_chip *chip, const int eff[COST_NUNIT], double period_ns[COST_NUNIT]);
 /* The two halves of one plan's timing: the core kernel (periods, fastest variant, the
  * gaps gated inside it), then the engines and the pipeline around it (every other field
  * of o). gate: the thresholds of a gating pipeline at eff, NULL without gating. */
 void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
-                      const int domain[COST_NUNIT], int crossing, const cost_gate_limits *gate,
-                      cost_sim *sim, op_timing *o);
+                      const int domain[COST_NUNIT], int crossing, const cost_gate_limits *gate, cost_sim *sim,
+                      op_timing *o);
 void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
                          const cost_gate_limits *gate, op_timing *o);
 /* Fill the rest of a result whose state[] is set (memset first) from its timing: times,
  * busy, utilisation, transitions after `prev` (NULL: none) and wake-ups of wake_mask,
  * gating outputs (a gating pipeline), energy. */
-int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *pl,
-                const op_timing *o, const cost_plan *prev, unsigned wake_mask, cost_result *out,
-                enpu_err *err);
+int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *pl, const op_timing *o,
+                const cost_plan *prev, unsigned wake_mask, cost_result *out, enpu_err *err);
 /* Free the batch path's cache (cost_ctx_free). */
 void cost_core_cache_free(cost_core_cache *c);
 

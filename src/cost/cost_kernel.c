@@ -27,17 +27,16 @@ static double pipe_cycles(const config_chip *chip, int unit) {
   }
 }
 
-int cost_kernel_build(const config_chip *chip, const cost_tile *tile, int unroll, int sw_depth,
-                      int n_shadow, cost_kernel *k, enpu_err *err) {
+int cost_kernel_build(const config_chip *chip, const cost_tile *tile, int unroll, int sw_depth, int n_shadow,
+                      cost_kernel *k, enpu_err *err) {
   int base[COST_MAX_STAGES], total = 0;
   for (int s = 0; s < tile->nstage; s++) {
     base[s] = total * unroll;
     total += tile->stage[s].chain;
   }
   int lag = sw_depth > 1 ? sw_depth - 1 : 1;
-  ENPU_RETURN_IF(total * unroll > COST_MAX_CMDS || total * unroll * lag > COST_MAX_REGS, err,
-                 ENPU_ERR_RANGE, "kernel of %d commands × unroll %d × lag %d exceeds %d", total,
-                 unroll, lag, COST_MAX_CMDS);
+  ENPU_RETURN_IF(total * unroll > COST_MAX_CMDS || total * unroll * lag > COST_MAX_REGS, err, ENPU_ERR_RANGE,
+                 "kernel of %d commands × unroll %d × lag %d exceeds %d", total, unroll, lag, COST_MAX_CMDS);
   memset(k, 0, sizeof *k);
   k->unroll = unroll;
   k->sw_depth = sw_depth;
@@ -57,12 +56,9 @@ int cost_kernel_build(const config_chip *chip, const cost_tile *tile, int unroll
       for (int c = 0; c < unroll; c++) {
         cost_cmd *cmd = &k->cmd[k->ncmd];
         cmd->dst = (int16_t)(base[s] + step * unroll + c);
-        if (step > 0)
-          cmd->src[0] = (int16_t)(base[s] + (step - 1) * unroll + c);
-        else if (s > 0)
-          cmd->src[0] = (int16_t)(base[s - 1] + (tile->stage[s - 1].chain - 1) * unroll + c);
-        else
-          cmd->src[0] = -1;
+        if (step > 0) cmd->src[0] = (int16_t)(base[s] + (step - 1) * unroll + c);
+        else if (s > 0) cmd->src[0] = (int16_t)(base[s - 1] + (tile->stage[s - 1].chain - 1) * unroll + c);
+        else cmd->src[0] = -1;
         cmd->src[1] = -1;
         cmd->unit = (uint8_t)st->unit;
         cmd->stage = (uint8_t)s;

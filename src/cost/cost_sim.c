@@ -35,8 +35,7 @@ static inline double dmax(double a, double b) { return a > b ? a : b; }
 
 /* The trip command c works on in body execution j (stages lag by sw_depth − 1 trips),
  * or -1 when it is masked out (prologue, epilogue, copies beyond a partial last trip). */
-static inline int64_t cmd_trip(const cost_kernel *k, const cost_cmd *c, int64_t j, int64_t trips,
-                               int last_copies) {
+static inline int64_t cmd_trip(const cost_kernel *k, const cost_cmd *c, int64_t j, int64_t trips, int last_copies) {
   int64_t trip = j - (int64_t)c->stage * (k->sw_depth - 1);
   if (trip < 0 || trip >= trips) return -1;
   return trip < trips - 1 || c->copy < last_copies ? trip : -1;
@@ -50,8 +49,8 @@ static inline int reg_slot(const cost_kernel *k, int r, int64_t trip) {
   return r * lag + (int)(trip % lag);
 }
 
-static void run_body(const cost_kernel *k, const cost_timing *tm, cost_sim *s, int64_t j,
-                     int64_t trips, int last_copies) {
+static void run_body(const cost_kernel *k, const cost_timing *tm, cost_sim *s, int64_t j, int64_t trips,
+                     int last_copies) {
   const double t_fe = tm->period_ns[COST_FE];
   int i = 0;
   while (i < k->ncmd) {
@@ -80,8 +79,7 @@ static void run_body(const cost_kernel *k, const cost_timing *tm, cost_sim *s, i
         double tu = tm->period_ns[u];
         double start = dmax(t + t_fe + tm->cross_in_ns[u], s->unit_free[u]);
         for (int q = 0; q < 2; q++)
-          if (c->src[q] >= 0 && c->src_fwd[q])
-            start = dmax(start, s->reg_loc[reg_slot(k, c->src[q], trip)]);
+          if (c->src[q] >= 0 && c->src_fwd[q]) start = dmax(start, s->reg_loc[reg_slot(k, c->src[q], trip)]);
         if (tm->gating && u < COST_NGATED) {
           const double gap = start - s->unit_free[u];
           if (s->used[u] && gap >= tm->gate_min_ns[u]) {
@@ -152,8 +150,7 @@ static void shift_state(const cost_kernel *k, cost_sim *s, double shift_ns) {
  * alone would let the kernel end before that unit's work is done. */
 static double period_advance(const cost_kernel *k, const double *cur, const double *prev, int len) {
   double growth = 0;
-  for (int u = 0; u < COST_NUNIT; u++)
-    growth = dmax(growth, cur[2 * k->nslot + u] - prev[2 * k->nslot + u]);
+  for (int u = 0; u < COST_NUNIT; u++) growth = dmax(growth, cur[2 * k->nslot + u] - prev[2 * k->nslot + u]);
   return cur[len] - prev[len] + growth;
 }
 

@@ -32,8 +32,8 @@ typedef struct {
   double passes, cycles, macs_capacity;
 } sa_work;
 
-static sa_work sa_matmul(const config_chip *chip, double count, double rows, double kk,
-                         double nn, double frac, int dtype) {
+static sa_work sa_matmul(const config_chip *chip, double count, double rows, double kk, double nn, double frac,
+                         int dtype) {
   sa_work w;
   double dim = chip->sa_dim;
   double wload = fmax(1, dim * dim * dtype / chip->vreg_bytes);
@@ -67,15 +67,16 @@ static int vector_chain(const graph_op *op) {
  * only on a chip with a host link. */
 static int check_op(const config_chip *chip, const graph_op *op, enpu_err *err) {
   const graph_shape *sh = &op->shape;
-  ENPU_RETURN_IF(op->kind < 0 || op->kind >= GRAPH_NKIND, err, ENPU_ERR_INVALID,
-                 "op %d: unknown kind %d", op->id, (int)op->kind);
+  ENPU_RETURN_IF(op->kind < 0 || op->kind >= GRAPH_NKIND, err, ENPU_ERR_INVALID, "op %d: unknown kind %d", op->id,
+                 (int)op->kind);
   ENPU_RETURN_IF(op->host_bytes > 0 && !(chip->host_gbps > 0), err, ENPU_ERR_INVALID,
                  "op %d (%s): %.0f bytes over the host link of a chip without one (no "
-                 "\"host\" in %s)", op->id, op->name, op->host_bytes, chip->path);
-  ENPU_RETURN_IF(sh->b < 0 || sh->m < 0 || sh->k < 0 || sh->n < 0 || sh->v < 0, err,
-                 ENPU_ERR_INVALID, "op %d (%s): negative dimension", op->id, op->name);
-  ENPU_RETURN_IF(op->flops < 0 || op->vector_ops < 0 || op->hbm_read_bytes < 0 ||
-                     op->hbm_write_bytes < 0 || op->ici_bytes < 0 || op->host_bytes < 0,
+                 "\"host\" in %s)",
+                 op->id, op->name, op->host_bytes, chip->path);
+  ENPU_RETURN_IF(sh->b < 0 || sh->m < 0 || sh->k < 0 || sh->n < 0 || sh->v < 0, err, ENPU_ERR_INVALID,
+                 "op %d (%s): negative dimension", op->id, op->name);
+  ENPU_RETURN_IF(op->flops < 0 || op->vector_ops < 0 || op->hbm_read_bytes < 0 || op->hbm_write_bytes < 0 ||
+                     op->ici_bytes < 0 || op->host_bytes < 0,
                  err, ENPU_ERR_INVALID, "op %d (%s): negative work", op->id, op->name);
   return 0;
 }
@@ -84,11 +85,11 @@ static int check_op(const config_chip *chip, const graph_op *op, enpu_err *err) 
 typedef struct {
   const config_chip *chip;
   const graph_op *op;
-  double b, m, k, n, v;           /* the shape (b at least 1) */
-  int dtype;                      /* bytes per element */
-  double sram_bw;                 /* bytes per cycle over all ports */
-  double elems;                   /* output rows × columns */
-  double sram_rd, sram_wr;        /* bytes the core loop reads / writes (DMA side included) */
+  double b, m, k, n, v;    /* the shape (b at least 1) */
+  int dtype;               /* bytes per element */
+  double sram_bw;          /* bytes per cycle over all ports */
+  double elems;            /* output rows × columns */
+  double sram_rd, sram_wr; /* bytes the core loop reads / writes (DMA side included) */
   double sa_passes, macs_capacity;
 } tile_work;
 
@@ -194,17 +195,13 @@ static void tile_totals(const tile_work *w, cost_tile *t) {
   t->sa_util = w->macs_capacity > 0 ? fmin(1, w->op->flops / 2 / w->macs_capacity) : 0;
   if (t->hbm_bytes > 0)
     t->hbm_blocks = fmax(ceil_ratio(t->hbm_bytes, chip->sram_bytes / 4),
-                         fmin(COST_DMA_MIN_BLOCKS,
-                              ceil_ratio(t->hbm_bytes, COST_DMA_MIN_BLOCK_BYTES)));
+                         fmin(COST_DMA_MIN_BLOCKS, ceil_ratio(t->hbm_bytes, COST_DMA_MIN_BLOCK_BYTES)));
   int vu_chain = 0;
   for (int s = 0; s < t->nstage; s++)
     if (t->stage[s].unit == CONFIG_VU) vu_chain += t->stage[s].chain;
-  if (w->sa_passes > 0)
-    t->iters = (int64_t)ceil_ratio(w->sa_passes, chip->sa_count);
-  else if (vu_chain > 0)
-    t->iters = (int64_t)ceil_ratio(t->vu_cycles, vu_chain);
-  else
-    t->iters = (int64_t)ceil(t->sram_cycles);
+  if (w->sa_passes > 0) t->iters = (int64_t)ceil_ratio(w->sa_passes, chip->sa_count);
+  else if (vu_chain > 0) t->iters = (int64_t)ceil_ratio(t->vu_cycles, vu_chain);
+  else t->iters = (int64_t)ceil(t->sram_cycles);
   if (t->iters < 1) t->iters = 1;
 }
 

@@ -44,10 +44,10 @@ static int mpi_error(int code, const char *call, enpu_err *err) {
   if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "MPI error %d", code);
   return enpu_errorf(err, ENPU_ERR_ENV, "%s failed: %s", call, msg);
 }
-#define MPI_CHECK(call, err)                                                                       \
-  do {                                                                                             \
-    const int mpi_rc_ = (call);                                                                    \
-    if (mpi_rc_ != MPI_SUCCESS) return mpi_error(mpi_rc_, #call, (err));                           \
+#define MPI_CHECK(call, err)                                             \
+  do {                                                                   \
+    const int mpi_rc_ = (call);                                          \
+    if (mpi_rc_ != MPI_SUCCESS) return mpi_error(mpi_rc_, #call, (err)); \
   } while (0)
 
 /* The one global of the farm: a signal handler can only reach static storage, and the
@@ -58,8 +58,7 @@ static volatile sig_atomic_t farm_signal_seen;
 static void on_signal(int sig) { farm_signal_seen = sig; }
 
 void farm_options_default(farm_options *o) {
-  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S,
-                      .batch_s = -1};
+  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S, .batch_s = -1};
 }
 
 static void sleep_s(double s) {
@@ -82,8 +81,8 @@ static int wait_message(MPI_Comm comm, int source, double max_sleep_s, MPI_Statu
 static int recv_bytes(MPI_Comm comm, const MPI_Status *st, farm_buf *b, enpu_err *err) {
   int n = 0;
   MPI_CHECK(MPI_Get_count(st, MPI_BYTE, &n), err);
-  ENPU_RETURN_IF(enpu_grow((void **)&b->data, &b->cap, (size_t)n + 1, 1) < 0, err,
-                 ENPU_ERR_NOMEM, "out of memory (message of %d bytes)", n);
+  ENPU_RETURN_IF(enpu_grow((void **)&b->data, &b->cap, (size_t)n + 1, 1) < 0, err, ENPU_ERR_NOMEM,
+                 "out of memory (message of %d bytes)", n);
   MPI_CHECK(MPI_Recv(b->data, n, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, comm, MPI_STATUS_IGNORE), err);
   b->len = (size_t)n;
   return 0;
@@ -100,9 +99,9 @@ typedef struct {
   int njobs;
   farm_cursor *cursor; /* per job, while a batch is filled */
   farm_summary *sums;
-  farm_exec *exec;     /* single rank: the master computes */
-  FILE *task_log;      /* farm_options.task_log, open */
-  int64_t batches;     /* task batches handed out */
+  farm_exec *exec; /* single rank: the master computes */
+  FILE *task_log;  /* farm_options.task_log, open */
+  int64_t batches; /* task batches handed out */
 } master;
 
 typedef struct {
@@ -142,8 +141,8 @@ static int take_results(master *m, const farm_buf *b, enpu_err *err) {
   farm_task_result tr;
   int rc;
   while ((rc = farm_result_next(b->data, b->len, &off, &tr, err)) == 1) {
-    ENPU_RETURN_IF(tr.job >= (uint32_t)m->njobs, err, ENPU_ERR_FORMAT,
-                   "a result for job %u of %d", tr.job, m->njobs);
+    ENPU_RETURN_IF(tr.job >= (uint32_t)m->njobs, err, ENPU_ERR_FORMAT, "a result for job %u of %d", tr.job,
+                   m->njobs);
     ENPU_FORWARD(farm_job_take(m->jobs[tr.job], &tr, err));
   }
   return rc;
@@ -175,9 +174,8 @@ static void progress(const master *m, double elapsed, int live, int final) {
   char eta[32];
   fmt_hms(frac > 0 ? elapsed * (1 - frac) / frac : 0, eta, sizeof eta);
   const double rate = elapsed > 0 ? (double)evals / elapsed : 0;
-  fprintf(m->o.log, "%sfarm: %lld/%lld tasks (%.1f%%), %.1fk evals/s, ETA %s%s",
-          live ? "\r" : "", (long long)done, (long long)total,
-          total ? 100.0 * (double)done / (double)total : 100.0, rate / 1e3, eta,
+  fprintf(m->o.log, "%sfarm: %lld/%lld tasks (%.1f%%), %.1fk evals/s, ETA %s%s", live ? "\r" : "", (long long)done,
+          (long long)total, total ? 100.0 * (double)done / (double)total : 100.0, rate / 1e3, eta,
           live ? (final ? "\033[K\n" : "\033[K") : "\n");
   fflush(m->o.log);
 }
@@ -231,9 +229,9 @@ static double batch_target_s(const master *m, int nworkers) {
  * it is refilled, the batch that used it before has been answered, so waiting on its
  * send returns at once. */
 typedef struct {
-  int *busy, *sent;   /* per rank: batches out, batches sent so far */
-  farm_buf *out, in;  /* 2 per rank; the last result received */
-  MPI_Request *req;   /* 2 per rank */
+  int *busy, *sent;  /* per rank: batches out, batches sent so far */
+  farm_buf *out, in; /* 2 per rank; the last result received */
+  MPI_Request *req;  /* 2 per rank */
 } links;
 
 static int links_open(links *l, int size, enpu_err *err) {
@@ -359,8 +357,8 @@ static int master_loop_inline(master *m, clocks *c, enpu_err *err) {
 static double process_cpu_s(void) {
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-  return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
-         (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+  return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+         1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 /* Every rank that computes has loaded the job (workers load it themselves): all go on,
@@ -368,8 +366,7 @@ static double process_cpu_s(void) {
 static int executors_ready(MPI_Comm comm, int rc, enpu_err *err) {
   int worst = rc;
   MPI_CHECK(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, comm), err);
-  if (worst < 0 && rc == 0)
-    return enpu_errorf(err, worst, "a rank could not load the job (see its message)");
+  if (worst < 0 && rc == 0) return enpu_errorf(err, worst, "a rank could not load the job (see its message)");
   return worst;
 }
 
@@ -401,12 +398,13 @@ static int check_jobs(const farm_options *o, enpu_err *err) {
     rc = config_job_load(o->job_paths[j], &jobs[j], err);
     for (int k = 0; rc == 0 && k < j; k++) {
       if (same_store(jobs[k]->store_path, jobs[j]->store_path))
-        rc = enpu_errorf(err, ENPU_ERR_INVALID, "jobs %s and %s write the same store %s",
-                         o->job_paths[k], o->job_paths[j], jobs[j]->store_path);
+        rc = enpu_errorf(err, ENPU_ERR_INVALID, "jobs %s and %s write the same store %s", o->job_paths[k],
+                         o->job_paths[j], jobs[j]->store_path);
       else if (o->results_dir && !strcmp(jobs[k]->name, jobs[j]->name))
-        rc = enpu_errorf(err, ENPU_ERR_INVALID, "jobs %s and %s are both named %s: --results "
-                         "would put their summaries in one place", o->job_paths[k],
-                         o->job_paths[j], jobs[j]->name);
+        rc = enpu_errorf(err, ENPU_ERR_INVALID,
+                         "jobs %s and %s are both named %s: --results "
+                         "would put their summaries in one place",
+                         o->job_paths[k], o->job_paths[j], jobs[j]->name);
     }
   }
   for (int j = 0; j < o->njobs; j++) config_job_free(jobs[j]);
@@ -420,12 +418,11 @@ static int master_setup(master *m, enpu_err *err) {
   m->cursor = enpu_calloc((size_t)m->o.njobs, sizeof *m->cursor);
   ENPU_RETURN_IF(!m->jobs || !m->cursor, err, ENPU_ERR_NOMEM, "out of memory (jobs)");
   for (; m->njobs < m->o.njobs; m->njobs++)
-    ENPU_FORWARD(farm_job_setup(&m->o, m->o.job_paths[m->njobs], m->o.store_path, m->njobs,
-                                &m->sums[m->njobs], &m->jobs[m->njobs], err));
+    ENPU_FORWARD(farm_job_setup(&m->o, m->o.job_paths[m->njobs], m->o.store_path, m->njobs, &m->sums[m->njobs],
+                                &m->jobs[m->njobs], err));
   if (!m->o.task_log) return 0;
   m->task_log = fopen(m->o.task_log, "w");
-  ENPU_RETURN_IF(!m->task_log, err, enpu_errno_code(errno), "cannot write %s: %s", m->o.task_log,
-                 strerror(errno));
+  ENPU_RETURN_IF(!m->task_log, err, enpu_errno_code(errno), "cannot write %s: %s", m->o.task_log, strerror(errno));
   fprintf(m->task_log, "job,kind,policy,compute_s,cpu_s,evaluations,result_bytes,packed_bytes\n");
   for (int j = 0; j < m->njobs; j++) farm_job_log_to(m->jobs[j], m->task_log);
   return 0;
@@ -503,8 +500,7 @@ static int run_master(master *m, enpu_err *err) {
 
 /* One message from the master: a batch run and answered, or the stop (*stop set;
  * @return the run's outcome >= 0, or the master's error). */
-static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out, int *stop,
-                       enpu_err *err) {
+static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out, int *stop, enpu_err *err) {
   MPI_Status st;
   ENPU_FORWARD(wait_message(comm, 0, 0.002, &st, err));
   if (st.MPI_TAG == TAG_STOP) {
@@ -520,8 +516,7 @@ static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out,
   return 0;
 }
 
-static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, int njobs,
-                      enpu_err *err) {
+static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, int njobs, enpu_err *err) {
   enpu_err setup;
   MPI_CHECK(MPI_Bcast(&setup, (int)sizeof setup, MPI_BYTE, 0, comm), err);
   if (setup.code < 0) {
@@ -635,8 +630,8 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
     fprintf(out, " |\n");
   }
   fprintf(out, "| tasks | %lld to do (%lld op, %lld bucket, %lld op part), %lld done, %lld failed |\n",
-          (long long)s->tasks_total, (long long)s->op_tasks, (long long)s->bucket_tasks,
-          (long long)s->part_tasks, (long long)s->tasks_done, (long long)s->tasks_failed);
+          (long long)s->tasks_total, (long long)s->op_tasks, (long long)s->bucket_tasks, (long long)s->part_tasks,
+          (long long)s->tasks_done, (long long)s->tasks_failed);
   fprintf(out, "| reused | %lld from the store, %lld from the journal (%lld op searches resumed part-way) |\n",
           (long long)s->reused_store, (long long)s->reused_journal, (long long)s->resumed_ops);
   fprintf(out, "| recomputed | %lld |\n", (long long)s->recomputed);
@@ -644,8 +639,7 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   fprintf(out, "| core-seconds | %.2f (CPU %.2f) |\n", s->core_s, s->cpu_s);
   fprintf(out, "| wall time | %.2f s |\n", s->wall_s);
   fprintf(out, "| master CPU | %.2f s (%.1f %% of one core)%s |\n", s->master_cpu_s,
-          s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0,
-          s->jobs > 1 ? ", the whole run's" : "");
+          s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0, s->jobs > 1 ? ", the whole run's" : "");
   fprintf(out, "| master memory | %.1f MB peak resident |\n", s->master_rss_mb);
   fprintf(out, "| task batches | %lld%s |\n", (long long)s->batches, s->jobs > 1 ? ", the whole run's" : "");
 }

@@ -30,38 +30,38 @@ struct farm_summary; /* below */
  * last checkpoint, with the store's writer lock still held by the farm. */
 typedef struct {
   const config_job *job;
-  const char *job_path;            /* as given */
-  const char *store_path;          /* resolved */
-  store_lock *lock;                /* the store's writer lock (validate_args.lock) */
-  const struct farm_summary *sum;  /* outcome and counts filled */
+  const char *job_path;           /* as given */
+  const char *store_path;         /* resolved */
+  store_lock *lock;               /* the store's writer lock (validate_args.lock) */
+  const struct farm_summary *sum; /* outcome and counts filled */
 } farm_finished_job;
 
 typedef struct {
-  const char *const *job_paths;      /* the jobs of the run, each into its own store */
-  int njobs;                         /* >= 1 */
-  const char *store_path;            /* NULL: the job's `store` (one job only) */
-  const farm_bucket_spec *add;       /* extra buckets (kept in the store for reruns; one
-                                        job only) */
+  const char *const *job_paths; /* the jobs of the run, each into its own store */
+  int njobs;                    /* >= 1 */
+  const char *store_path;       /* NULL: the job's `store` (one job only) */
+  const farm_bucket_spec *add;  /* extra buckets (kept in the store for reruns; one
+                                   job only) */
   int nadd;
-  double checkpoint_s;               /* store rewrite interval (default 60) */
-  double lock_wait_s;                /* wait for another writer of the store (default
-                                        STORE_LOCK_WAIT_S) */
-  double progress_s;                 /* progress line interval off a TTY (default 10) */
-  const char *results_dir;           /* two jobs of one run must not share a name when
-                                        it is set (their results would mix); finish_job
-                                        puts them there */
-  double batch_s;                    /* seconds of work per task batch (0: one task);
-                                        < 0 (the default): adaptive, at least 5 ms and more
-                                        beyond 50 workers so that messages take at most a
-                                        quarter of rank 0 */
-  int quiet;                         /* no progress lines */
-  const char *task_log;              /* CSV of every task this run computes (job, kind,
-                                        policy, wall and CPU seconds, evaluations, result
-                                        bytes plain and packed), written by rank 0; NULL:
-                                        none */
-  const char *capacity_factor;       /* NULL, or every job's MoE capacity factor replaced
-                                        (config_job_set_capacity_factor) on every rank */
-  FILE *log;                         /* progress and notes (stderr when NULL) */
+  double checkpoint_s;         /* store rewrite interval (default 60) */
+  double lock_wait_s;          /* wait for another writer of the store (default
+                                  STORE_LOCK_WAIT_S) */
+  double progress_s;           /* progress line interval off a TTY (default 10) */
+  const char *results_dir;     /* two jobs of one run must not share a name when
+                                  it is set (their results would mix); finish_job
+                                  puts them there */
+  double batch_s;              /* seconds of work per task batch (0: one task);
+                                  < 0 (the default): adaptive, at least 5 ms and more
+                                  beyond 50 workers so that messages take at most a
+                                  quarter of rank 0 */
+  int quiet;                   /* no progress lines */
+  const char *task_log;        /* CSV of every task this run computes (job, kind,
+                                  policy, wall and CPU seconds, evaluations, result
+                                  bytes plain and packed), written by rank 0; NULL:
+                                  none */
+  const char *capacity_factor; /* NULL, or every job's MoE capacity factor replaced
+                                  (config_job_set_capacity_factor) on every rank */
+  FILE *log;                   /* progress and notes (stderr when NULL) */
   /* Rank 0 calls it with every job's summary (NULL: none printed) before the ranks leave
    * farm_run: printed after it, a worker exiting first with a non-zero status can make
    * mpirun kill rank 0 mid-print. print_user is its last argument. */
@@ -78,41 +78,41 @@ typedef struct {
 void farm_options_default(farm_options *o);
 
 typedef enum {
-  FARM_DONE = 0,        /* every task done */
-  FARM_FAILED = 1,      /* finished, some tasks failed (recorded in the store) */
-  FARM_INTERRUPTED = 3  /* SIGTERM/SIGUSR1: checkpointed, resumable */
+  FARM_DONE = 0,       /* every task done */
+  FARM_FAILED = 1,     /* finished, some tasks failed (recorded in the store) */
+  FARM_INTERRUPTED = 3 /* SIGTERM/SIGUSR1: checkpointed, resumable */
 } farm_outcome;
 
 typedef struct farm_summary {
   farm_outcome outcome;
-  int input_error;                    /* farm_run failed before anything was written */
-  int rank, ranks;                    /* this process, and the world size */
+  int input_error; /* farm_run failed before anything was written */
+  int rank, ranks; /* this process, and the world size */
   char job[CONFIG_NAME_LEN];
   char store_path[CONFIG_PATH_LEN];
   int64_t buckets_ok, buckets_infeasible, buckets_failed; /* per bucket × policy */
-  int64_t unique_ops[CONFIG_MAX_POLICIES]; /* distinct op signatures per job policy
-                                              (epoch policies: 0, their buckets search) */
-  uint32_t policies[CONFIG_MAX_POLICIES];  /* the job's policies (config_policy_spec_code) */
+  int64_t unique_ops[CONFIG_MAX_POLICIES];                /* distinct op signatures per job policy
+                                                             (epoch policies: 0, their buckets search) */
+  uint32_t policies[CONFIG_MAX_POLICIES];                 /* the job's policies (config_policy_spec_code) */
   int npolicies;
-  int64_t tasks_total;                /* tasks this run had to do: */
-  int64_t op_tasks, bucket_tasks;     /*   Pareto searches and bucket walks, */
-  int64_t part_tasks;                 /*   parts of split Pareto searches (`ideal`) */
+  int64_t tasks_total;            /* tasks this run had to do: */
+  int64_t op_tasks, bucket_tasks; /*   Pareto searches and bucket walks, */
+  int64_t part_tasks;             /*   parts of split Pareto searches (`ideal`) */
   int64_t tasks_done, tasks_failed;
-  int64_t reused_store, reused_journal; /* results taken from the store / the journal */
-  int64_t resumed_ops;                /* split op searches the journal held part of */
-  int64_t recomputed;                 /* results computed by this run */
-  int64_t evaluations;                /* op-level evaluations of this run */
-  double core_s;                      /* compute seconds summed over ranks */
-  double cpu_s;                       /* CPU seconds of the tasks, summed over ranks */
+  int64_t reused_store, reused_journal;     /* results taken from the store / the journal */
+  int64_t resumed_ops;                      /* split op searches the journal held part of */
+  int64_t recomputed;                       /* results computed by this run */
+  int64_t evaluations;                      /* op-level evaluations of this run */
+  double core_s;                            /* compute seconds summed over ranks */
+  double cpu_s;                             /* CPU seconds of the tasks, summed over ranks */
   double policy_cpu_s[CONFIG_MAX_POLICIES]; /* the same per job policy (op tasks count
                                                for the first policy with that op level) */
   double wall_s;
-  double master_cpu_s;                /* CPU time of rank 0 (setup, scheduling, journal,
-                                         checkpoints; with one rank also the compute) */
-  double master_rss_mb;               /* rank 0's peak resident memory */
-  int64_t batches;                    /* task batches rank 0 handed out (whole run) */
-  int jobs;                           /* jobs of the run (the figures above are this one's,
-                                         the times and rank 0's use the whole run's) */
+  double master_cpu_s;  /* CPU time of rank 0 (setup, scheduling, journal,
+                           checkpoints; with one rank also the compute) */
+  double master_rss_mb; /* rank 0's peak resident memory */
+  int64_t batches;      /* task batches rank 0 handed out (whole run) */
+  int jobs;             /* jobs of the run (the figures above are this one's,
+                           the times and rank 0's use the whole run's) */
 } farm_summary;
 
 /* Run the farm (every rank calls it) on o->njobs jobs at once: one task queue over all

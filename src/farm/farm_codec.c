@@ -64,7 +64,7 @@ static const columns result_cols = COLUMNS(result_list, farm_op_result); /* then
 
 /* Encoded bytes of one record. */
 static size_t record_bytes(const columns *c) {
-  static const size_t width[] = {[STORE_F_U8] = 1, [STORE_F_U32] = 4, [STORE_F_I32] = 4,
+  static const size_t width[] = {[STORE_F_U8] = 1,  [STORE_F_U32] = 4, [STORE_F_I32] = 4,
                                  [STORE_F_U64] = 8, [STORE_F_F64] = 8, [STORE_F_STR] = 1};
   size_t bytes = 0;
   for (size_t i = 0; i < c->n; i++) bytes += width[c->col[i].kind] * c->col[i].count;
@@ -276,13 +276,11 @@ static int alloc_section(reader *rd, uint64_t n, size_t each, size_t size, void 
                          enpu_err *err) {
   *out = NULL;
   if (rd->short_read || n > rd->left / each)
-    return enpu_errorf(err, ENPU_ERR_FORMAT,
-                       "farm: result record claims %llu %s but only %zu bytes remain",
+    return enpu_errorf(err, ENPU_ERR_FORMAT, "farm: result record claims %llu %s but only %zu bytes remain",
                        (unsigned long long)n, what, rd->left);
   if (n == 0) return ENPU_OK;
   *out = enpu_calloc((size_t)n, size);
-  ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "farm: no memory for %llu %s",
-                 (unsigned long long)n, what);
+  ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "farm: no memory for %llu %s", (unsigned long long)n, what);
   return ENPU_OK;
 }
 
@@ -307,7 +305,8 @@ static int decode_op(reader *rd, farm_op_result *r, enpu_err *err) {
   if (rd->short_read) return BAD("op result truncated in its header");
   if (!policy_ok(r->policy) || name_bad || r->npoints == 0)
     return BAD("op result %016llx: policy %u out of range, name not a terminated string, or no "
-               "Pareto points", (unsigned long long)r->key, r->policy);
+               "Pareto points",
+               (unsigned long long)r->key, r->policy);
   ENPU_FORWARD(alloc_section(rd, r->npoints, record_bytes(&point_cols), point_cols.size, (void **)&r->points,
                              "Pareto points", err));
   get_records(rd, &point_cols, r->points, r->npoints);
@@ -316,7 +315,8 @@ static int decode_op(reader *rd, farm_op_result *r, enpu_err *err) {
     if (!isfinite(pt->time_ns) || !(pt->time_ns >= 0) || !isfinite(pt->energy_nj) ||
         (i > 0 && pt->time_ns < pt[-1].time_ns))
       return BAD("op result %016llx: Pareto point %u has a bad time/energy or is out of time "
-                 "order", (unsigned long long)r->key, i);
+                 "order",
+                 (unsigned long long)r->key, i);
   }
   return ENPU_OK;
 }
@@ -326,9 +326,8 @@ static int decode_bucket_head(reader *rd, farm_bucket_result *r, enpu_err *err) 
   r->policy = get_u32(rd);
   int msg_bad = get_records(rd, &bucket_cols, bk, 1);
   if (rd->short_read) return BAD("bucket result truncated in its header");
-  if (!policy_ok(r->policy) || bk->phase > STORE_PHASE_DECODE ||
-      bk->status > STORE_BUCKET_FAILED || bk->budget > STORE_BUDGET_PAPER || bk->batch < 1 ||
-      bk->seq < 1 || msg_bad)
+  if (!policy_ok(r->policy) || bk->phase > STORE_PHASE_DECODE || bk->status > STORE_BUCKET_FAILED ||
+      bk->budget > STORE_BUDGET_PAPER || bk->batch < 1 || bk->seq < 1 || msg_bad)
     return BAD("bucket result: policy %u, phase %u, status %u, budget mode %u, batch %d or seq %d "
                "out of range, or message not a terminated string",
                r->policy, bk->phase, bk->status, bk->budget, bk->batch, bk->seq);
@@ -342,8 +341,7 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
   config_policy_spec spec;
   config_policy_spec_decode(r->policy, &spec); /* checked with the header */
   const config_policy_spec op = config_policy_spec_ungated(&spec);
-  if (n != r->bundle.nops)
-    return BAD("bucket result: %u epoch op results for %u ops", n, r->bundle.nops);
+  if (n != r->bundle.nops) return BAD("bucket result: %u epoch op results for %u ops", n, r->bundle.nops);
   ENPU_FORWARD(alloc_section(rd, n, record_bytes(&result_cols), sizeof *r->units, (void **)&r->units,
                              "epoch op results", err));
   while (r->nunits < n) {
@@ -355,7 +353,8 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
     }
     if (u->key != r->bundle.ops[r->nunits++].signature || u->policy != config_policy_spec_code(&op))
       return BAD("bucket result: epoch op result %u has key %016llx or policy %u, not the "
-                 "bucket's", r->nunits - 1, (unsigned long long)u->key, u->policy);
+                 "bucket's",
+                 r->nunits - 1, (unsigned long long)u->key, u->policy);
   }
   return ENPU_OK;
 }
@@ -395,19 +394,17 @@ int farm_op_result_decode(const void *data, size_t bytes, farm_op_result *r, enp
   return decode_all(data, bytes, r, decode_op_any, empty_op, "op result", err);
 }
 
-int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r,
-                              enpu_err *err) {
+int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r, enpu_err *err) {
   memset(r, 0, sizeof *r);
   return decode_all(data, bytes, r, decode_bucket_any, empty_bucket, "bucket result", err);
 }
 
-int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r,
-                            enpu_err *err) {
+int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r, enpu_err *err) {
   memset(r, 0, sizeof *r);
   ENPU_RETURN_IF(!data || bytes < 4, err, ENPU_ERR_FORMAT, "part record of %zu bytes", bytes);
   reader rd = {.p = data, .left = bytes};
   *part = get_u32(&rd);
-  ENPU_RETURN_IF(*part >= FARM_MAX_PARTS, err, ENPU_ERR_FORMAT, "part record: part %u of at most %u",
-                 *part, FARM_MAX_PARTS);
+  ENPU_RETURN_IF(*part >= FARM_MAX_PARTS, err, ENPU_ERR_FORMAT, "part record: part %u of at most %u", *part,
+                 FARM_MAX_PARTS);
   return farm_op_result_decode((const unsigned char *)data + 4, bytes - 4, r, err);
 }

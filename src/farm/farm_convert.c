@@ -42,9 +42,8 @@ static int convert_walk(const farm_convert_in *in, store_bucket_bundle *r, enpu_
     int64_t done = 0;
     while (done < st->count) {
       while (c < ncut && cuts[c] <= st->moves_before + done) c++;
-      const int64_t end = c < ncut && cuts[c] < st->moves_before + st->count
-                              ? cuts[c] - st->moves_before
-                              : st->count;
+      const int64_t end = c < ncut && cuts[c] < st->moves_before + st->count ? cuts[c] - st->moves_before
+                                                                             : st->count;
       store_walk_rec *o = &r->walk[r->nwalk++];
       o->op = (uint32_t)in->key_of[st->op];
       o->pareto = (uint32_t)st->to;
@@ -66,8 +65,8 @@ static int convert_walk(const farm_convert_in *in, store_bucket_bundle *r, enpu_
     uint64_t n = 0;
     while (m > 0 && n < r->nwalk && moves + (int64_t)r->walk[n].instances <= m)
       moves += (int64_t)r->walk[n++].instances;
-    ENPU_RETURN_IF(m > 0 && moves != m, err, ENPU_ERR_INTERNAL,
-                   "plan %u: %lld walk moves fall inside a step", k, (long long)m);
+    ENPU_RETURN_IF(m > 0 && moves != m, err, ENPU_ERR_INTERNAL, "plan %u: %lld walk moves fall inside a step", k,
+                   (long long)m);
     r->plans[k].walk_prefix = n;
   }
   return 0;
@@ -87,8 +86,7 @@ static void push_run(store_bucket_bundle *r, uint32_t k, uint32_t i, const searc
   for (int c = 0; c < STORE_NSTATE; c++) st8[c] = (uint8_t)st[c];
   const uint32_t pt = point_of(set, st);
   store_plan_state_rec *last = r->nstates ? &r->states[r->nstates - 1] : NULL;
-  if (last && last->plan == k && last->op == i && last->pareto == pt &&
-      !memcmp(last->states, st8, STORE_NSTATE)) {
+  if (last && last->plan == k && last->op == i && last->pareto == pt && !memcmp(last->states, st8, STORE_NSTATE)) {
     last->instances++;
     return;
   }
@@ -134,15 +132,18 @@ int farm_convert_bucket(const farm_convert_in *in, store_bucket_bundle *r, enpu_
   ENPU_RETURN_IF(!r->plans, err, ENPU_ERR_NOMEM, "out of memory (plans)");
   for (int k = 0; k < sr->nplans; k++) {
     const search_slack_plan *p = &sr->plans[k];
-    r->plans[k] = (store_plan_rec){.budget = (uint8_t)p->budget, .slack = p->slack,
-                                   .budget_ns = p->budget_ns, .time_ns = p->time_ns,
-                                   .energy_nj = p->energy_nj, .cp_time_ns = p->cp_time_ns,
+    r->plans[k] = (store_plan_rec){.budget = (uint8_t)p->budget,
+                                   .slack = p->slack,
+                                   .budget_ns = p->budget_ns,
+                                   .time_ns = p->time_ns,
+                                   .energy_nj = p->energy_nj,
+                                   .cp_time_ns = p->cp_time_ns,
                                    .overhead_pct = p->overhead_pct,
                                    .lower_bound_nj = p->lower_bound_nj,
                                    .savings_vs_nodvfs = p->savings_vs_nodvfs,
-                                   .gated = (uint8_t)p->gated, .gates = p->gates};
-    memcpy(r->plans[k].regulator_loss_nj, p->regulator_loss_nj,
-           sizeof r->plans[k].regulator_loss_nj);
+                                   .gated = (uint8_t)p->gated,
+                                   .gates = p->gates};
+    memcpy(r->plans[k].regulator_loss_nj, p->regulator_loss_nj, sizeof r->plans[k].regulator_loss_nj);
   }
   ENPU_FORWARD(convert_walk(in, r, err));
   ENPU_FORWARD(convert_states(in, r, err));

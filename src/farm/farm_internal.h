@@ -30,21 +30,21 @@
  * Results */
 
 typedef struct {
-  uint32_t policy;             /* policy code, without gating (farm_op_policy) */
-  uint64_t key;                /* store ops.signature */
-  uint32_t kind;               /* graph_op_kind, or STORE_OP_KIND_EPOCH */
+  uint32_t policy; /* policy code, without gating (farm_op_policy) */
+  uint64_t key;    /* store ops.signature */
+  uint32_t kind;   /* graph_op_kind, or STORE_OP_KIND_EPOCH */
   char name[STORE_NAME_LEN];
   uint64_t evaluations;
-  uint32_t npoints;            /* >= 1 */
-  store_pareto_rec *points;    /* time ascending; `op` field unused (0) */
+  uint32_t npoints;         /* >= 1 */
+  store_pareto_rec *points; /* time ascending; `op` field unused (0) */
 } farm_op_result;
 
 typedef struct {
   uint32_t policy;
-  store_bucket_bundle bundle;  /* the bucket in its own indices (store.h) */
-  uint32_t nunits;             /* epoch policies: the op result of every bundle op, in
-                                  bundle op order (the bucket task searched them); 0
-                                  otherwise */
+  store_bucket_bundle bundle; /* the bucket in its own indices (store.h) */
+  uint32_t nunits;            /* epoch policies: the op result of every bundle op, in
+                                 bundle op order (the bucket task searched them); 0
+                                 otherwise */
   farm_op_result *units;
 } farm_bucket_result;
 
@@ -76,11 +76,9 @@ int farm_part_result_encode(uint32_t part, const farm_op_result *r, farm_buf *b,
  * @return 0, or ENPU_ERR_FORMAT (truncated, trailing bytes, out-of-range index or
  * count), ENPU_ERR_NOMEM; on failure *r is empty. */
 int farm_op_result_decode(const void *data, size_t bytes, farm_op_result *r, enpu_err *err);
-int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r,
-                              enpu_err *err);
+int farm_bucket_result_decode(const void *data, size_t bytes, farm_bucket_result *r, enpu_err *err);
 /* A part record: *part < FARM_MAX_PARTS (the caller checks it against its part count). */
-int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r,
-                            enpu_err *err);
+int farm_part_result_decode(const void *data, size_t bytes, uint32_t *part, farm_op_result *r, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Journal: `<store>.journal`, a header then records of (kind, length, checksum,
@@ -91,8 +89,7 @@ typedef struct farm_journal farm_journal;
 
 #define FARM_JOURNAL_MAX_KIND 255u /* record kinds are 1..this */
 
-typedef int (*farm_journal_fn)(void *user, uint32_t kind, const void *payload, size_t bytes,
-                               enpu_err *err);
+typedef int (*farm_journal_fn)(void *user, uint32_t kind, const void *payload, size_t bytes, enpu_err *err);
 
 typedef struct {
   int64_t records;       /* intact records replayed */
@@ -105,18 +102,15 @@ typedef struct {
  * resynchronising on the next intact record after a damaged one. A file whose header is
  * not a journal's replays nothing and sets st->unreadable (farm_journal_open moves it
  * aside). fn's error stops the replay and is returned. */
-int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st,
-                        enpu_err *err);
+int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st, enpu_err *err);
 /* Open for appending (creating it with its header); a torn tail is truncated first so
  * new records follow the last intact one, and a file that is not a journal is renamed
  * to `<path>.unreadable` and replaced by a new journal. */
 int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
 /* Compress and buffer one record (written at the next sync, or when the buffer fills). */
-int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
-                        enpu_err *err);
+int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes, enpu_err *err);
 /* Buffer one record already packed (farm_zframe_pack), as it is. */
-int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len,
-                              enpu_err *err);
+int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len, enpu_err *err);
 
 /* A record's zstd frame (content size declared, at most FARM_JOURNAL_MAX_RECORD bytes
  * decompressed): workers send each result as its record and its frame, the master reads
@@ -125,8 +119,7 @@ typedef struct farm_zframe farm_zframe;
 int farm_zframe_create(farm_zframe **out, enpu_err *err);
 void farm_zframe_free(farm_zframe *z); /* NULL no-op */
 /* out receives the frame of `bytes` bytes of payload (replacing its content). */
-int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out,
-                     enpu_err *err);
+int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out, enpu_err *err);
 /* Write buffered records and fsync. */
 int farm_journal_sync(farm_journal *j, enpu_err *err);
 /* After a checkpoint made every record redundant: truncate to the header and fsync. */
@@ -145,8 +138,8 @@ void farm_state_free(farm_state *s); /* NULL no-op */
  * become op results, each compiled bucket (with its ops, walk, plans, plan states) a
  * bucket result; pending buckets are not results. *added_json receives the store's
  * added_buckets attribute (malloc'd, or NULL). */
-int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets,
-                          char **added_json, enpu_err *err);
+int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets, char **added_json,
+                          enpu_err *err);
 /* Take ownership of a result's arrays (r is emptied). A result with a key already known
  * replaces the old one (bucket results: same policy/phase/batch/seq). A bucket result's
  * units become op results of its policy without gating. */
@@ -154,16 +147,15 @@ int farm_state_add_op(farm_state *s, farm_op_result *r, enpu_err *err);
 int farm_state_add_bucket(farm_state *s, farm_bucket_result *r, enpu_err *err);
 /* Lookups; NULL when unknown (a bucket also when its input_hash differs). */
 const farm_op_result *farm_state_find_op(const farm_state *s, uint32_t policy, uint64_t key);
-const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t policy,
-                                                 int phase, int batch, int seq,
-                                                 uint64_t input_hash);
+const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t policy, int phase, int batch,
+                                                 int seq, uint64_t input_hash);
 
 /* What the current job wants in the store: per policy the op keys of its grid and its
  * buckets (phase, batch, seq, input_hash). Known results outside it are not written. */
 typedef struct {
-  uint32_t policy;                 /* its code */
-  uint32_t op_policy;              /* the code its op results are kept under */
-  const uint64_t *op_keys;         /* NULL for an epoch policy: its buckets' epochs */
+  uint32_t policy;         /* its code */
+  uint32_t op_policy;      /* the code its op results are kept under */
+  const uint64_t *op_keys; /* NULL for an epoch policy: its buckets' epochs */
   size_t nops;
   const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash (and budget, for a
                                       pending row) are read */

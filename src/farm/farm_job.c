@@ -20,8 +20,7 @@
 /* ---------------------------------------------------------------------------------
  * Setup: the store, the journal, the plan */
 
-static int journal_record(void *user, uint32_t kind, const void *payload, size_t bytes,
-                         enpu_err *err) {
+static int journal_record(void *user, uint32_t kind, const void *payload, size_t bytes, enpu_err *err) {
   farm_job *m = user;
   if (kind == FARM_REC_PART) {
     farm_op_result r;
@@ -36,8 +35,8 @@ static int journal_record(void *user, uint32_t kind, const void *payload, size_t
     ENPU_FORWARD(farm_op_result_decode(payload, bytes, &r, err));
     return farm_state_add_op(m->state, &r, err);
   }
-  ENPU_RETURN_IF(kind != FARM_REC_BUCKET, err, ENPU_ERR_FORMAT, "%s: record of unknown kind %u",
-                 m->journal_path, kind);
+  ENPU_RETURN_IF(kind != FARM_REC_BUCKET, err, ENPU_ERR_FORMAT, "%s: record of unknown kind %u", m->journal_path,
+                 kind);
   farm_bucket_result r;
   ENPU_FORWARD(farm_bucket_result_decode(payload, bytes, &r, err));
   return farm_state_add_bucket(m->state, &r, err);
@@ -99,8 +98,10 @@ static int read_journal(farm_job *m, enpu_err *err) {
   ENPU_FORWARD(farm_journal_replay(m->journal_path, journal_record, m, &st, err));
   if (m->o.quiet) return 0;
   if (st.unreadable)
-    fprintf(m->o.log, "farm: warning: %s is not a farm journal (bad header): moved aside to %s.unreadable; "
-                      "results since the last checkpoint are recomputed\n", m->journal_path, m->journal_path);
+    fprintf(m->o.log,
+            "farm: warning: %s is not a farm journal (bad header): moved aside to %s.unreadable; "
+            "results since the last checkpoint are recomputed\n",
+            m->journal_path, m->journal_path);
   if (st.skipped_bytes > 0)
     fprintf(m->o.log, "farm: warning: %s: skipped %lld damaged bytes between intact records (%lld replayed)\n",
             m->journal_path, (long long)st.skipped_bytes, (long long)st.records);
@@ -137,8 +138,8 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   return 0;
 }
 
-int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path,
-                   int index, farm_summary *sum, farm_job **out, enpu_err *err) {
+int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path, int index,
+                   farm_summary *sum, farm_job **out, enpu_err *err) {
   *out = NULL;
   farm_job *m = enpu_calloc(1, sizeof *m);
   ENPU_RETURN_IF(!m, err, ENPU_ERR_NOMEM, "out of memory (farm job)");
@@ -167,19 +168,23 @@ void farm_job_free(farm_job *m) {
 /* Write the store; the journal then starts over with the parts of ops not merged yet,
  * which the store does not hold. */
 static int checkpoint(farm_job *m, enpu_err *err) {
-  const store_provenance prov = {
-      .cost_model_hash = enpu_hash64(COST_MODEL_VERSION, strlen(COST_MODEL_VERSION), 0),
-      .chip_hash = m->job->chip.hash, .model_hash = m->job->model.hash, .job_hash = m->job->hash,
-      .tool_version = ENPU_TOOL_VERSION, .job_json = m->job->job_json,
-      .model_json = m->job->model_json, .chip_json = m->job->chip_json,
-      .cluster_json = m->job->cluster_json, .added_buckets_json = m->added_json};
-  ENPU_FORWARD(farm_state_checkpoint(m->state, m->lock, &prov, m->plan.wanted,
-                                     m->job->policy_count, err));
+  const store_provenance prov = {.cost_model_hash = enpu_hash64(COST_MODEL_VERSION, strlen(COST_MODEL_VERSION), 0),
+                                 .chip_hash = m->job->chip.hash,
+                                 .model_hash = m->job->model.hash,
+                                 .job_hash = m->job->hash,
+                                 .tool_version = ENPU_TOOL_VERSION,
+                                 .job_json = m->job->job_json,
+                                 .model_json = m->job->model_json,
+                                 .chip_json = m->job->chip_json,
+                                 .cluster_json = m->job->cluster_json,
+                                 .added_buckets_json = m->added_json};
+  ENPU_FORWARD(farm_state_checkpoint(m->state, m->lock, &prov, m->plan.wanted, m->job->policy_count, err));
   ENPU_FORWARD(farm_journal_reset(m->journal, err));
   farm_buf b = {0};
   int rc = 0;
   for (int i = 0; rc == 0 && i < m->plan.nops; i++)
-    for (int k = 0; rc == 0 && m->plan.ops[i].status != T_KNOWN && m->plan.ops[i].part_res && k < SEARCH_EXACT_PARTS; k++) {
+    for (int k = 0;
+         rc == 0 && m->plan.ops[i].status != T_KNOWN && m->plan.ops[i].part_res && k < SEARCH_EXACT_PARTS; k++) {
       if (!m->plan.ops[i].part_res[k].npoints) continue;
       b.len = 0;
       rc = farm_part_result_encode((uint32_t)k, &m->plan.ops[i].part_res[k], &b, err);
@@ -200,7 +205,6 @@ int farm_job_sync(farm_job *m, enpu_err *err) {
 
 int farm_job_checkpoint(farm_job *m, enpu_err *err) { return checkpoint(m, err); }
 
-
 /* ---------------------------------------------------------------------------------
  * The end of a job's run */
 
@@ -209,9 +213,8 @@ static void count_buckets(farm_job *m) {
   for (int p = 0; p < m->job->policy_count; p++)
     for (int b = 0; b < m->plan.nbuckets; b++) {
       const mbucket *mb = &m->plan.buckets[b];
-      const farm_bucket_result *r =
-          farm_state_find_bucket(m->state, m->plan.code[p], mb->phase, mb->batch, mb->seq,
-                                 m->plan.wanted_buckets[p][b].input_hash);
+      const farm_bucket_result *r = farm_state_find_bucket(m->state, m->plan.code[p], mb->phase, mb->batch, mb->seq,
+                                                           m->plan.wanted_buckets[p][b].input_hash);
       const int status = r ? r->bundle.bucket.status : -1;
       if (status == STORE_BUCKET_OK) s->buckets_ok++;
       else if (status == STORE_BUCKET_INFEASIBLE_CAPACITY) s->buckets_infeasible++;
@@ -222,7 +225,7 @@ static void count_buckets(farm_job *m) {
 int farm_job_finish(farm_job *m, enpu_err *err) {
   count_buckets(m);
   if (!m->o.finish_job) return 0;
-  const farm_finished_job f = {.job = m->job, .job_path = m->job_path, .store_path = m->store_path,
-                               .lock = m->lock, .sum = m->sum};
+  const farm_finished_job f = {
+      .job = m->job, .job_path = m->job_path, .store_path = m->store_path, .lock = m->lock, .sum = m->sum};
   return m->o.finish_job(&f, m->o.finish_user, err);
 }

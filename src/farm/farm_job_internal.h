@@ -24,8 +24,8 @@ typedef struct farm_job farm_job;
  * buckets, tasks and queue. `index` is the job's place in the run (task batches carry
  * it); sum is filled as the run goes. store_path overrides the job's store (NULL: the
  * job's). @return 0, or an input error (nothing written) / ENPU_ERR_IO etc. */
-int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path,
-                   int index, farm_summary *sum, farm_job **out, enpu_err *err);
+int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path, int index,
+                   farm_summary *sum, farm_job **out, enpu_err *err);
 void farm_job_free(farm_job *j); /* releases the store lock; NULL no-op */
 
 const char *farm_job_store(const farm_job *j); /* the resolved store path */

@@ -54,10 +54,10 @@ enum { HEADER_BYTES = 16, RECORD_HEAD_BYTES = 16 };
 struct farm_journal {
   int fd;
   char *path;
-  off_t end;           /* end of the last record written to the file */
-  farm_buf pending;    /* encoded records not yet written */
+  off_t end;        /* end of the last record written to the file */
+  farm_buf pending; /* encoded records not yet written */
   farm_zframe *z;
-  farm_buf frame;      /* the record being appended, packed */
+  farm_buf frame; /* the record being appended, packed */
 };
 
 /* Scratch reused across records while scanning. */
@@ -155,8 +155,8 @@ static int head_plausible(uint32_t kind, uint32_t comp_bytes, off_t room) {
 
 /* Is the record at `off` intact? Fills sc->plain with its payload. @return 1 intact,
  * 0 torn or corrupt, or a negative error (I/O, memory). */
-static int read_record(int fd, off_t off, off_t size, scan_scratch *sc, uint32_t *kind,
-                       uint32_t *comp_len, const char *path, enpu_err *err) {
+static int read_record(int fd, off_t off, off_t size, scan_scratch *sc, uint32_t *kind, uint32_t *comp_len,
+                       const char *path, enpu_err *err) {
   unsigned char head[RECORD_HEAD_BYTES];
   if (size - off < RECORD_HEAD_BYTES) return 0;
   ENPU_RETURN_IF(pread_full(fd, head, sizeof head, off) < 0, err, enpu_errno_code(errno),
@@ -171,8 +171,8 @@ static int read_record(int fd, off_t off, off_t size, scan_scratch *sc, uint32_t
   if (record_checksum(*kind, sc->comp.data, comp_bytes) != sum) return 0;
   unsigned long long plain = ZSTD_getFrameContentSize(sc->comp.data, comp_bytes);
   size_t frame = ZSTD_findFrameCompressedSize(sc->comp.data, comp_bytes);
-  if (plain == ZSTD_CONTENTSIZE_ERROR || plain == ZSTD_CONTENTSIZE_UNKNOWN ||
-      plain > FARM_JOURNAL_MAX_RECORD || ZSTD_isError(frame) || frame != comp_bytes)
+  if (plain == ZSTD_CONTENTSIZE_ERROR || plain == ZSTD_CONTENTSIZE_UNKNOWN || plain > FARM_JOURNAL_MAX_RECORD ||
+      ZSTD_isError(frame) || frame != comp_bytes)
     return 0;
   ENPU_FORWARD(grow_buf(&sc->plain, plain ? (size_t)plain : 1, path, err));
   size_t got = ZSTD_decompressDCtx(sc->dctx, sc->plain.data, (size_t)plain, sc->comp.data, comp_bytes);
@@ -190,7 +190,8 @@ static int find_record(int fd, off_t from, off_t size, scan_scratch *sc, off_t *
   ENPU_FORWARD(grow_buf(&sc->window, RESYNC_WINDOW_BYTES + RECORD_HEAD_BYTES, path, err));
   for (off_t base = from; base < size; base += (off_t)RESYNC_WINDOW_BYTES) {
     size_t got = (size_t)(size - base) < RESYNC_WINDOW_BYTES + RECORD_HEAD_BYTES
-                     ? (size_t)(size - base) : RESYNC_WINDOW_BYTES + RECORD_HEAD_BYTES;
+                     ? (size_t)(size - base)
+                     : RESYNC_WINDOW_BYTES + RECORD_HEAD_BYTES;
     ENPU_RETURN_IF(pread_full(fd, sc->window.data, got, base) != 0, err, enpu_errno_code(errno),
                    "%s: cannot read at %lld: %s", path, (long long)base, strerror(errno));
     for (size_t i = 0; i < RESYNC_WINDOW_BYTES && i + RECORD_HEAD_BYTES <= got; i++) {
@@ -264,8 +265,7 @@ static int open_existing(const char *path, int *fd, off_t *size, enpu_err *err) 
   return ENPU_OK;
 }
 
-int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st,
-                        enpu_err *err) {
+int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st, enpu_err *err) {
   *st = (farm_journal_stats){0};
   int fd;
   off_t size = 0, good_end = 0;
@@ -290,8 +290,7 @@ static int fsync_parent(const char *path, enpu_err *err) {
   int saved = errno;
   if (fd >= 0) close(fd);
   free(dir);
-  ENPU_RETURN_IF(rc != 0, err, enpu_errno_code(saved), "%s: cannot fsync its directory: %s", path,
-                 strerror(saved));
+  ENPU_RETURN_IF(rc != 0, err, enpu_errno_code(saved), "%s: cannot fsync its directory: %s", path, strerror(saved));
   return ENPU_OK;
 }
 
@@ -382,14 +381,12 @@ static int write_pending(farm_journal *j, enpu_err *err) {
   return ENPU_OK;
 }
 
-int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes,
-                        enpu_err *err) {
+int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes, enpu_err *err) {
   ENPU_FORWARD(farm_zframe_pack(j->z, payload, bytes, &j->frame, err));
   return farm_journal_append_frame(j, kind, j->frame.data, j->frame.len, err);
 }
 
-int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len,
-                              enpu_err *err) {
+int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame, size_t len, enpu_err *err) {
   ENPU_RETURN_IF(len > ZSTD_compressBound(FARM_JOURNAL_MAX_RECORD), err, ENPU_ERR_RANGE,
                  "%s: a %zu-byte frame exceeds the journal's limit", j->path, len);
   size_t at = j->pending.len;
@@ -414,8 +411,7 @@ struct farm_zframe {
 int farm_zframe_create(farm_zframe **out, enpu_err *err) {
   farm_zframe *z = calloc(1, sizeof *z);
   if (z) z->cctx = ZSTD_createCCtx();
-  size_t set = z && z->cctx ? ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, JOURNAL_ZSTD_LEVEL)
-                            : 0;
+  size_t set = z && z->cctx ? ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, JOURNAL_ZSTD_LEVEL) : 0;
   if (z && z->cctx && !ZSTD_isError(set)) set = ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 1);
   if (!z || !z->cctx || ZSTD_isError(set)) {
     farm_zframe_free(z);
@@ -432,11 +428,9 @@ void farm_zframe_free(farm_zframe *z) {
   free(z);
 }
 
-int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out,
-                     enpu_err *err) {
+int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out, enpu_err *err) {
   ENPU_RETURN_IF(bytes > FARM_JOURNAL_MAX_RECORD, err, ENPU_ERR_RANGE,
-                 "a %zu-byte record exceeds the journal's limit of %zu bytes", bytes,
-                 FARM_JOURNAL_MAX_RECORD);
+                 "a %zu-byte record exceeds the journal's limit of %zu bytes", bytes, FARM_JOURNAL_MAX_RECORD);
   const size_t bound = ZSTD_compressBound(bytes);
   ENPU_FORWARD(grow_buf(out, bound, "zstd frame", err));
   const size_t comp = ZSTD_compress2(z->cctx, out->data, bound, bytes ? payload : "", bytes);

@@ -21,11 +21,9 @@ static int cmp_bucket(const void *pa, const void *pb) {
   return phase ? phase : batch ? batch : ENPU_ORDER(a->seq, b->seq);
 }
 
-static int add_bucket(farm_plan *m, size_t *cap, config_phase phase, int batch, int seq,
-                      enpu_err *err) {
-  ENPU_RETURN_IF(enpu_grow((void **)&m->buckets, cap, (size_t)m->nbuckets + 1,
-                           sizeof *m->buckets) < 0,
-                 err, ENPU_ERR_NOMEM, "out of memory (buckets)");
+static int add_bucket(farm_plan *m, size_t *cap, config_phase phase, int batch, int seq, enpu_err *err) {
+  ENPU_RETURN_IF(enpu_grow((void **)&m->buckets, cap, (size_t)m->nbuckets + 1, sizeof *m->buckets) < 0, err,
+                 ENPU_ERR_NOMEM, "out of memory (buckets)");
   m->buckets[m->nbuckets++] = (mbucket){.phase = phase, .batch = batch, .seq = seq};
   return 0;
 }
@@ -53,8 +51,7 @@ static int collect_added(farm_plan *m, size_t *cap, const bucket_inputs *in, enp
     config_phase phase;
     if (json_unpack(v, "{s:s, s:i, s:i}", "phase", &ph, "batch", &batch, "seq", &seq) < 0 ||
         config_phase_parse(ph, &phase) < 0) {
-      rc = enpu_errorf(err, ENPU_ERR_FORMAT, "%s: added_buckets_json[%zu] is not a bucket",
-                       in->where, i);
+      rc = enpu_errorf(err, ENPU_ERR_FORMAT, "%s: added_buckets_json[%zu] is not a bucket", in->where, i);
       break;
     }
     rc = add_bucket(m, cap, phase, batch, seq, err);
@@ -112,10 +109,10 @@ static int compile_bucket(farm_plan *m, const grid *gr, mbucket *b, json_t *adde
   int in_grid = 0;
   for (int k = 0; k < gp->bucket_count && !in_grid; k++)
     in_grid = gp->buckets[k].batch == b->batch && gp->buckets[k].seq == b->seq;
-  ENPU_RETURN_IF(!in_grid && json_array_append_new(added, json_pack("{s:s, s:i, s:i}", "phase",
-                                                                    config_phase_name(b->phase), "batch",
-                                                                    b->batch, "seq", b->seq)) < 0,
-                 err, ENPU_ERR_NOMEM, "out of memory (JSON)");
+  ENPU_RETURN_IF(
+      !in_grid && json_array_append_new(added, json_pack("{s:s, s:i, s:i}", "phase", config_phase_name(b->phase),
+                                                         "batch", b->batch, "seq", b->seq)) < 0,
+      err, ENPU_ERR_NOMEM, "out of memory (JSON)");
   const int fits = grid_bucket_fits(m->job, b->phase, b->batch, b->seq, b->message, sizeof b->message, err);
   ENPU_FORWARD(fits);
   if (!fits) {
@@ -176,7 +173,7 @@ static double est_op_s(config_policy policy, int peak) {
   case CONFIG_POLICY_DVFS_C_WALK:
   case CONFIG_POLICY_DVFS_C_MS: return (peak + 1) * EST_EVAL_S;
   case CONFIG_POLICY_IDEAL: return pow(peak, 3) * EST_EVAL_S; /* exact: ~one kernel a triple */
-  default: return 8.0 * peak * EST_EVAL_S; /* Algorithm 1: ~peak steps of 2^d - 1 candidates */
+  default: return 8.0 * peak * EST_EVAL_S;                    /* Algorithm 1: ~peak steps of 2^d - 1 candidates */
   }
 }
 
@@ -233,10 +230,9 @@ static double est_bucket_s(const farm_plan *m, int p, const graph *g) {
   double est = (double)instances * (2 * m->job->slack_count + 4) * EST_INSTANCE_S;
   if (m->job->policies[p].gate) est *= 2; /* plans priced plain and gated */
   if (base == CONFIG_POLICY_DVFS_C || base == CONFIG_POLICY_DVFS_C_MS)
-    est += (double)m->job->slack_count * m->opt[p].ga.population * m->opt[p].ga.generations *
-           graph_op_count(g) * m->opt[p].ga_groups * EST_GENE_S;
-  if (config_policy_is_epoch(base))
-    est += 4.0 * graph_op_count(g) * est_op_s(base, m->job->chip.freq_states);
+    est += (double)m->job->slack_count * m->opt[p].ga.population * m->opt[p].ga.generations * graph_op_count(g) *
+           m->opt[p].ga_groups * EST_GENE_S;
+  if (config_policy_is_epoch(base)) est += 4.0 * graph_op_count(g) * est_op_s(base, m->job->chip.freq_states);
   return est;
 }
 
@@ -245,15 +241,16 @@ static int add_bucket_task(farm_plan *m, int p, int b, size_t *ndeps, enpu_err *
   const graph *g = m->buckets[b].g;
   const config_policy_spec *spec = &m->job->policies[p];
   mtask *t = &m->bt[m->nbt++];
-  *t = (mtask){.policy = m->code[p], .op_policy = m->op_code[p], .bucket = b,
+  *t = (mtask){.policy = m->code[p],
+               .op_policy = m->op_code[p],
+               .bucket = b,
                .input_hash = farm_bucket_input_hash(m->job, spec, &m->opt[p], g),
                .est_s = est_bucket_s(m, p, g)};
   t->ops = enpu_calloc((size_t)graph_op_count(g) + 1, sizeof *t->ops);
   ENPU_RETURN_IF(!t->ops, err, ENPU_ERR_NOMEM, "out of memory (bucket task ops)");
   if (config_policy_is_epoch(spec->base)) return 0; /* its task searches its epochs */
   for (int i = 0; i < graph_op_count(g); i++)
-    t->ops[i] = farm_plan_find_op(m, m->op_code[p],
-                                 farm_op_key(m->job, spec, &m->opt[p], graph_op_at(g, i)));
+    t->ops[i] = farm_plan_find_op(m, m->op_code[p], farm_op_key(m->job, spec, &m->opt[p], graph_op_at(g, i)));
   qsort(t->ops, (size_t)graph_op_count(g), sizeof *t->ops, cmp_int);
   for (int i = 0; i < graph_op_count(g); i++)
     if (t->nops == 0 || t->ops[t->nops - 1] != t->ops[i]) t->ops[t->nops++] = t->ops[i];
@@ -276,20 +273,20 @@ static int build_ops(farm_plan *m, enpu_err *err) {
     if (config_policy_is_epoch(spec->base)) continue;
     for (int b = 0; b < m->nbuckets; b++)
       for (int i = 0; m->buckets[b].g && i < graph_op_count(m->buckets[b].g); i++)
-        refs[n++] = (op_ref){m->op_code[p],
-                             farm_op_key(m->job, spec, &m->opt[p], graph_op_at(m->buckets[b].g, i)),
+        refs[n++] = (op_ref){m->op_code[p], farm_op_key(m->job, spec, &m->opt[p], graph_op_at(m->buckets[b].g, i)),
                              b, i};
   }
   qsort(refs, n, sizeof *refs, cmp_op_ref);
   m->ops = enpu_calloc(n + 1, sizeof *m->ops);
   int rc = m->ops ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (ops)");
   for (size_t i = 0; rc == 0 && i < n; i++) {
-    if (m->nops && m->ops[m->nops - 1].policy == refs[i].policy && m->ops[m->nops - 1].key == refs[i].key)
-      continue;
+    if (m->nops && m->ops[m->nops - 1].policy == refs[i].policy && m->ops[m->nops - 1].key == refs[i].key) continue;
     config_policy_spec spec;
     config_policy_spec_decode(refs[i].policy, &spec);
-    m->ops[m->nops++] = (mop){.policy = refs[i].policy, .key = refs[i].key,
-                              .bucket = refs[i].bucket, .op = refs[i].op,
+    m->ops[m->nops++] = (mop){.policy = refs[i].policy,
+                              .key = refs[i].key,
+                              .bucket = refs[i].bucket,
+                              .op = refs[i].op,
                               .est_s = est_op_s(spec.base, m->job->chip.freq_states)};
   }
   free(refs);
@@ -355,8 +352,11 @@ static int build_wanted(farm_plan *m, enpu_err *err) {
       const mbucket *mb = &m->buckets[b];
       store_bucket_rec *r = &m->wanted_buckets[p][w->nbuckets++];
       const uint64_t h = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->job->budget);
-      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase, .budget = (uint8_t)m->job->budget, .batch = mb->batch,
-                              .seq = mb->seq, .input_hash = h};
+      *r = (store_bucket_rec){.phase = (uint8_t)mb->phase,
+                              .budget = (uint8_t)m->job->budget,
+                              .batch = mb->batch,
+                              .seq = mb->seq,
+                              .input_hash = h};
     }
     w->op_keys = config_policy_is_epoch(m->job->policies[p].base) ? NULL : m->wanted_keys[p];
     w->buckets = m->wanted_buckets[p];
@@ -370,9 +370,11 @@ int farm_plan_add_uncompiled(const farm_plan *m, farm_state *state, enpu_err *er
       const mbucket *mb = &m->buckets[b];
       if (mb->g) continue;
       farm_bucket_result r = {.policy = m->code[p]};
-      r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)mb->phase, .status = (uint8_t)mb->status,
+      r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)mb->phase,
+                                           .status = (uint8_t)mb->status,
                                            .budget = (uint8_t)m->job->budget,
-                                           .batch = mb->batch, .seq = mb->seq,
+                                           .batch = mb->batch,
+                                           .seq = mb->seq,
                                            .input_hash = uncompiled_hash(mb, m->job->budget)};
       memcpy(r.bundle.bucket.message, mb->message, sizeof r.bundle.bucket.message);
       ENPU_FORWARD(farm_state_add_bucket(state, &r, err));
@@ -392,8 +394,8 @@ int64_t farm_plan_mark_known(farm_plan *m, const farm_state *state) {
   for (int j = 0; j < m->nbt; j++) {
     mtask *t = &m->bt[j];
     const mbucket *b = &m->buckets[t->bucket];
-    const farm_bucket_result *r = farm_state_find_bucket(state, t->policy, b->phase, b->batch,
-                                                         b->seq, t->input_hash);
+    const farm_bucket_result *r = farm_state_find_bucket(state, t->policy, b->phase, b->batch, b->seq,
+                                                         t->input_hash);
     /* A failed bucket is retried: its failure may have been transient. */
     if (t->status != T_KNOWN && r && r->bundle.bucket.status == STORE_BUCKET_OK) t->status = T_KNOWN, n++;
   }
@@ -418,15 +420,14 @@ int farm_plan_queue(farm_plan *m, farm_summary *sum, double *est_total_s, enpu_e
     *est_total_s += est;
   }
   for (int j = 0; j < m->nbt; j++)
-    for (int k = 0; k < m->bt[j].nops; k++)
-      m->bt[j].waiting += m->ops[m->bt[j].ops[k]].status != T_KNOWN;
+    for (int k = 0; k < m->bt[j].nops; k++) m->bt[j].waiting += m->ops[m->bt[j].ops[k]].status != T_KNOWN;
   qsort(m->queue, (size_t)m->nqueue, sizeof *m->queue, cmp_qentry);
   sum->tasks_total = m->nqueue;
   return 0;
 }
 
-int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec *add, int nadd,
-                    char **added_json, const char *where, enpu_err *err) {
+int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec *add, int nadd, char **added_json,
+                    const char *where, enpu_err *err) {
   p->job = job;
   for (int k = 0; k < job->policy_count; k++) {
     search_options_for_job(&p->opt[k], job, &job->policies[k]);
@@ -442,8 +443,7 @@ int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec 
 /* Each array after what its elements own. */
 void farm_plan_free(farm_plan *m) {
   for (int i = 0; m->ops && i < m->nops; i++) {
-    for (int k = 0; m->ops[i].part_res && k < SEARCH_EXACT_PARTS; k++)
-      farm_op_result_free(&m->ops[i].part_res[k]);
+    for (int k = 0; m->ops[i].part_res && k < SEARCH_EXACT_PARTS; k++) farm_op_result_free(&m->ops[i].part_res[k]);
     free(m->ops[i].part_res);
     farm_buf_free(&m->ops[i].record);
   }

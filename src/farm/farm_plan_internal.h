@@ -99,8 +99,8 @@ typedef struct {
  * *added_json — a previous store's — and `add`), their graphs, tasks and the wanted set.
  * *added_json becomes this plan's added buckets (NULL: none). where names the store in
  * messages. @return 0, or an input error. */
-int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec *add, int nadd,
-                    char **added_json, const char *where, enpu_err *err);
+int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec *add, int nadd, char **added_json,
+                    const char *where, enpu_err *err);
 void farm_plan_free(farm_plan *p); /* members; a zeroed plan is a no-op */
 
 /* Buckets that are not compiled (capacity, graph failure): their results, made here. */

@@ -25,9 +25,12 @@ static int fail_bucket(farm_job *m, int j, const char *message, enpu_err *err) {
   t->status = T_FAILED;
   m->sum->tasks_failed++;
   farm_bucket_result r = {.policy = t->policy};
-  r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)b->phase, .status = STORE_BUCKET_FAILED,
+  r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)b->phase,
+                                       .status = STORE_BUCKET_FAILED,
                                        .budget = (uint8_t)m->job->budget,
-                                       .batch = b->batch, .seq = b->seq, .input_hash = t->input_hash};
+                                       .batch = b->batch,
+                                       .seq = b->seq,
+                                       .input_hash = t->input_hash};
   snprintf(r.bundle.bucket.message, sizeof r.bundle.bucket.message, "%s", message);
   return keep_bucket(m, &r, err);
 }
@@ -42,8 +45,8 @@ static int op_settled(farm_job *m, int i, enpu_err *err) {
     m->plan.bt[j].waiting--;
     if (o->status == T_FAILED && m->plan.bt[j].status == T_TODO) {
       char msg[STORE_MSG_LEN];
-      snprintf(msg, sizeof msg, "op %.60s failed: %.80s",
-               graph_op_at(m->plan.buckets[o->bucket].g, o->op)->name, o->message);
+      snprintf(msg, sizeof msg, "op %.60s failed: %.80s", graph_op_at(m->plan.buckets[o->bucket].g, o->op)->name,
+               o->message);
       ENPU_FORWARD(fail_bucket(m, j, msg, err));
     }
   }
@@ -52,8 +55,7 @@ static int op_settled(farm_job *m, int i, enpu_err *err) {
 
 /* An op result into the state, journalled: as the frame it came in (a worker's), or
  * packed here when frame is NULL (a merge). */
-static int op_known(farm_job *m, int i, farm_op_result *r, const farm_task_result *frame,
-                    enpu_err *err) {
+static int op_known(farm_job *m, int i, farm_op_result *r, const farm_task_result *frame, enpu_err *err) {
   mop *o = &m->plan.ops[i];
   ENPU_RETURN_IF(r->policy != o->policy || r->key != o->key, err, ENPU_ERR_INTERNAL,
                  "op %d: a result for another key", i);
@@ -99,8 +101,8 @@ int farm_job_keep_part(farm_job *m, uint32_t part, farm_op_result *r, enpu_err *
   if (i < 0 || m->plan.ops[i].first_part < 0 || m->plan.ops[i].status == T_KNOWN) return 0; /* stale */
   mop *o = &m->plan.ops[i];
   ENPU_RETURN_IF(part >= SEARCH_EXACT_PARTS || r->npoints < 1, err, ENPU_ERR_FORMAT,
-                 "op %016llx: part %u of %d with %u points", (unsigned long long)r->key, part,
-                 SEARCH_EXACT_PARTS, r->npoints);
+                 "op %016llx: part %u of %d with %u points", (unsigned long long)r->key, part, SEARCH_EXACT_PARTS,
+                 r->npoints);
   if (!o->part_res) o->part_res = enpu_calloc(SEARCH_EXACT_PARTS, sizeof *o->part_res);
   ENPU_RETURN_IF(!o->part_res, err, ENPU_ERR_NOMEM, "out of memory (parts)");
   if (o->part_res[part].npoints) return 0;
@@ -152,7 +154,8 @@ void farm_job_log_to(farm_job *m, FILE *f) { m->task_log = f; }
 /* The job policy a task's compute time counts for: a bucket task's; an op (or part)
  * task's first policy with its op level (pg+X's ops are X's when X is in the job). */
 static int task_policy_slot(const farm_job *m, farm_task_ref r) {
-  const uint32_t code = r.kind == K_BUCKET ? m->plan.bt[r.index].policy : m->plan.ops[farm_task_op(&m->plan, r)].policy;
+  const uint32_t code = r.kind == K_BUCKET ? m->plan.bt[r.index].policy
+                                           : m->plan.ops[farm_task_op(&m->plan, r)].policy;
   const uint32_t *codes = r.kind == K_BUCKET ? m->plan.code : m->plan.op_code;
   int p = 0;
   while (p + 1 < m->job->policy_count && codes[p] != code) p++;
@@ -166,15 +169,14 @@ static void log_task(const farm_job *m, const farm_task_result *tr, int kind, in
   if (kind != K_BUCKET) spec = config_policy_spec_ungated(&spec);
   char name[CONFIG_NAME_LEN];
   config_policy_spec_name(&spec, name);
-  fprintf(m->task_log, "%s,%s,%s,%.9f,%.9f,%llu,%zu,%zu\n", m->job->name, kinds[kind], name,
-          tr->compute_s, tr->cpu_s, (unsigned long long)tr->evaluations, tr->plain_bytes,
-          tr->bytes);
+  fprintf(m->task_log, "%s,%s,%s,%.9f,%.9f,%llu,%zu,%zu\n", m->job->name, kinds[kind], name, tr->compute_s,
+          tr->cpu_s, (unsigned long long)tr->evaluations, tr->plain_bytes, tr->bytes);
 }
 
 int farm_job_take(farm_job *m, const farm_task_result *tr, enpu_err *err) {
   farm_plan *p = &m->plan;
-  ENPU_RETURN_IF(tr->id >= farm_task_count(p) || *farm_task_state(p, farm_task_at(p, tr->id)) != T_RUNNING,
-                 err, ENPU_ERR_FORMAT, "a result for task %u, which is not running", tr->id);
+  ENPU_RETURN_IF(tr->id >= farm_task_count(p) || *farm_task_state(p, farm_task_at(p, tr->id)) != T_RUNNING, err,
+                 ENPU_ERR_FORMAT, "a result for task %u, which is not running", tr->id);
   const farm_task_ref t = farm_task_at(p, tr->id);
   const int kind = t.kind;
   const double est = farm_task_est(p, t);
@@ -194,8 +196,8 @@ int farm_job_take(farm_job *m, const farm_task_result *tr, enpu_err *err) {
     return fail_op(m, farm_task_op(p, t), tr->message, err);
   }
   static const uint32_t want[] = {FARM_REC_OP, FARM_REC_PART, FARM_REC_BUCKET};
-  ENPU_RETURN_IF(tr->kind != want[kind], err, ENPU_ERR_FORMAT,
-                 "task %u: result of the wrong kind %u", tr->id, tr->kind);
+  ENPU_RETURN_IF(tr->kind != want[kind], err, ENPU_ERR_FORMAT, "task %u: result of the wrong kind %u", tr->id,
+                 tr->kind);
   m->sum->tasks_done++;
   m->sum->recomputed++;
   if (kind == K_PART) {
@@ -254,7 +256,8 @@ static int op_record(farm_job *m, int i, enpu_err *err) {
 
 void farm_job_cursor(farm_job *m, farm_cursor *c) {
   const farm_plan *p = &m->plan;
-  while (m->sched.qhead < p->nqueue && *farm_task_state(p, farm_task_at(p, p->queue[m->sched.qhead].task)) != T_TODO)
+  while (m->sched.qhead < p->nqueue &&
+         *farm_task_state(p, farm_task_at(p, p->queue[m->sched.qhead].task)) != T_TODO)
     m->sched.qhead++;
   c->q = m->sched.qhead;
 }
@@ -272,8 +275,7 @@ int farm_job_put(farm_job *m, farm_cursor *c, farm_buf *out, enpu_err *err) {
     const int part = r.kind == K_PART ? m->plan.parts[r.index].part : -1;
     const mop *o = &m->plan.ops[farm_task_op(&m->plan, r)];
     const mbucket *b = &m->plan.buckets[o->bucket];
-    ENPU_FORWARD(farm_task_put_op(out, job, t, o->policy, o->key, b->phase, b->batch, b->seq,
-                                  o->op, part, err));
+    ENPU_FORWARD(farm_task_put_op(out, job, t, o->policy, o->key, b->phase, b->batch, b->seq, o->op, part, err));
   } else {
     const mtask *bt = &m->plan.bt[r.index];
     const mbucket *b = &m->plan.buckets[bt->bucket];
@@ -285,8 +287,8 @@ int farm_job_put(farm_job *m, farm_cursor *c, farm_buf *out, enpu_err *err) {
       sets[k] = &m->plan.ops[bt->ops[k]].record;
     }
     if (rc == 0)
-      rc = farm_task_put_bucket(out, job, t, bt->policy, bt->input_hash, b->phase, b->batch,
-                                b->seq, sets, (uint32_t)bt->nops, err);
+      rc = farm_task_put_bucket(out, job, t, bt->policy, bt->input_hash, b->phase, b->batch, b->seq, sets,
+                                (uint32_t)bt->nops, err);
     free(sets);
     ENPU_FORWARD(rc);
   }
@@ -294,9 +296,7 @@ int farm_job_put(farm_job *m, farm_cursor *c, farm_buf *out, enpu_err *err) {
   return 0;
 }
 
-int farm_job_settled(const farm_job *m) {
-  return m->sum->tasks_done + m->sum->tasks_failed == m->sum->tasks_total;
-}
+int farm_job_settled(const farm_job *m) { return m->sum->tasks_done + m->sum->tasks_failed == m->sum->tasks_total; }
 
 double farm_job_left_s(const farm_job *m) {
   const double seen = m->sched.est_seen[0] + m->sched.est_seen[1];

@@ -79,9 +79,7 @@ static void **map_slot(const result_map *m, const void *probe) {
     if (!m->slots[i] || m->same(m->slots[i], probe)) return &m->slots[i];
 }
 
-static const void *map_find(const result_map *m, const void *probe) {
-  return m->cap ? *map_slot(m, probe) : NULL;
-}
+static const void *map_find(const result_map *m, const void *probe) { return m->cap ? *map_slot(m, probe) : NULL; }
 
 /* Insert or replace; the map owns `result` afterwards, even on failure (it is freed). */
 static int map_put(result_map *m, void *result, enpu_err *err) {
@@ -162,9 +160,8 @@ const farm_op_result *farm_state_find_op(const farm_state *s, uint32_t policy, u
   return map_find(&s->ops, &probe);
 }
 
-const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t policy,
-                                                 int phase, int batch, int seq,
-                                                 uint64_t input_hash) {
+const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t policy, int phase, int batch,
+                                                 int seq, uint64_t input_hash) {
   farm_bucket_result probe = {.policy = policy,
                               .bundle.bucket = {.phase = (uint8_t)phase, .batch = batch, .seq = seq}};
   if (phase < 0 || phase > UINT8_MAX) return NULL;
@@ -174,12 +171,14 @@ const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t p
 
 /* ---- loading a store ----------------------------------------------------------- */
 
-static int load_policy_ops(farm_state *s, const store_policy_tables *t, uint32_t policy,
-                           enpu_err *err) {
+static int load_policy_ops(farm_state *s, const store_policy_tables *t, uint32_t policy, enpu_err *err) {
   for (size_t i = 0; i < t->nops; i++) {
     const store_op_rec *o = &t->ops[i];
-    farm_op_result r = {.policy = policy, .key = o->signature, .kind = o->kind,
-                        .evaluations = o->evaluations, .npoints = o->pareto_count};
+    farm_op_result r = {.policy = policy,
+                        .key = o->signature,
+                        .kind = o->kind,
+                        .evaluations = o->evaluations,
+                        .npoints = o->pareto_count};
     memcpy(r.name, o->name, STORE_NAME_LEN);
     r.points = enpu_calloc(r.npoints, sizeof *r.points);
     ENPU_RETURN_IF(!r.points, err, ENPU_ERR_NOMEM, "farm: no memory to load op %zu", i);
@@ -191,8 +190,8 @@ static int load_policy_ops(farm_state *s, const store_policy_tables *t, uint32_t
 }
 
 /* Every compiled bucket of the policy as a result (a pending one is a checkpoint's gap). */
-static int load_policy_buckets(farm_state *s, const store_policy_tables *t, uint32_t policy,
-                               int64_t *buckets, enpu_err *err) {
+static int load_policy_buckets(farm_state *s, const store_policy_tables *t, uint32_t policy, int64_t *buckets,
+                               enpu_err *err) {
   for (size_t i = 0; i < t->nbuckets; i++) {
     if (t->buckets[i].status == STORE_BUCKET_PENDING) continue;
     farm_bucket_result r = {.policy = policy};
@@ -203,8 +202,8 @@ static int load_policy_buckets(farm_state *s, const store_policy_tables *t, uint
   return ENPU_OK;
 }
 
-int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets,
-                          char **added_json, enpu_err *err) {
+int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets, char **added_json,
+                          enpu_err *err) {
   int64_t nops = 0, nbuckets = 0;
   if (ops) *ops = 0;
   if (buckets) *buckets = 0;
@@ -224,8 +223,7 @@ int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t
     const config_policy_spec op = config_policy_spec_ungated(&policy);
     rc = load_policy_ops(s, t, config_policy_spec_code(&op), err);
     nops += rc == ENPU_OK ? (int64_t)t->nops : 0;
-    if (rc == ENPU_OK)
-      rc = load_policy_buckets(s, t, config_policy_spec_code(&policy), &nbuckets, err);
+    if (rc == ENPU_OK) rc = load_policy_buckets(s, t, config_policy_spec_code(&policy), &nbuckets, err);
   }
   if (rc == ENPU_OK && added_json) {
     *added_json = c->added_buckets_json;
@@ -265,11 +263,11 @@ static int wanted_keys(const farm_state *s, const farm_wanted *wt, uint64_t **ke
   if (*n) memcpy(*keys, wt->op_keys, *n * sizeof **keys);
   for (size_t i = 0; !wt->op_keys && i < wt->nbuckets; i++) {
     const store_bucket_rec *wb = &wt->buckets[i];
-    const farm_bucket_result *r =
-        farm_state_find_bucket(s, wt->policy, wb->phase, wb->batch, wb->seq, wb->input_hash);
+    const farm_bucket_result *r = farm_state_find_bucket(s, wt->policy, wb->phase, wb->batch, wb->seq,
+                                                         wb->input_hash);
     if (!r) continue;
-    ENPU_RETURN_IF(enpu_grow((void **)keys, &cap, *n + r->bundle.nops + 1, sizeof **keys) < 0, err,
-                   ENPU_ERR_NOMEM, "farm: no memory for the epoch keys");
+    ENPU_RETURN_IF(enpu_grow((void **)keys, &cap, *n + r->bundle.nops + 1, sizeof **keys) < 0, err, ENPU_ERR_NOMEM,
+                   "farm: no memory for the epoch keys");
     for (uint32_t k = 0; k < r->bundle.nops; k++) (*keys)[(*n)++] = r->bundle.ops[k].signature;
   }
   qsort(*keys, *n, sizeof **keys, u64_cmp);
@@ -305,17 +303,20 @@ static int build_policy(const farm_state *s, const farm_wanted *wt, store_policy
   for (size_t i = 0; i < wt->nbuckets && rc == ENPU_OK; i++) {
     const store_bucket_rec *wb = &want[i];
     if (i > 0 && wanted_bucket_cmp(&want[i - 1], wb) == 0) {
-      rc = enpu_errorf(err, ENPU_ERR_INVALID, "farm: bucket %u/%d/%d is wanted twice in policy %u",
-                       wb->phase, wb->batch, wb->seq, wt->policy);
+      rc = enpu_errorf(err, ENPU_ERR_INVALID, "farm: bucket %u/%d/%d is wanted twice in policy %u", wb->phase,
+                       wb->batch, wb->seq, wt->policy);
       break;
     }
-    const farm_bucket_result *r =
-        farm_state_find_bucket(s, wt->policy, wb->phase, wb->batch, wb->seq, wb->input_hash);
+    const farm_bucket_result *r = farm_state_find_bucket(s, wt->policy, wb->phase, wb->batch, wb->seq,
+                                                         wb->input_hash);
     rc = r ? store_bucket_bundle_append(b, &r->bundle, err) : 0;
     if (rc == 0) { /* not compiled yet: its key and the hash it is wanted with */
-      const store_bucket_bundle pending = {
-          .bucket = {.phase = wb->phase, .status = STORE_BUCKET_PENDING, .budget = wb->budget,
-                     .batch = wb->batch, .seq = wb->seq, .input_hash = wb->input_hash}};
+      const store_bucket_bundle pending = {.bucket = {.phase = wb->phase,
+                                                      .status = STORE_BUCKET_PENDING,
+                                                      .budget = wb->budget,
+                                                      .batch = wb->batch,
+                                                      .seq = wb->seq,
+                                                      .input_hash = wb->input_hash}};
       rc = store_bucket_bundle_append(b, &pending, err);
     }
     if (rc > 0) rc = ENPU_OK;

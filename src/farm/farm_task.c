@@ -49,9 +49,8 @@ uint32_t farm_op_policy(const config_policy_spec *policy) {
 
 /* A unit's key: a graph op's, or an epoch's (the hash of its members' signatures); with
  * its segment when segment >= 0. */
-static uint64_t unit_key(const config_job *job, const config_policy_spec *policy,
-                         const search_options *opt, const char *what, uint64_t signature,
-                         int segment) {
+static uint64_t unit_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
+                         const char *what, uint64_t signature, int segment) {
   enpu_hasher h;
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, what);
@@ -62,16 +61,16 @@ static uint64_t unit_key(const config_job *job, const config_policy_spec *policy
   return enpu_hasher_digest(&h);
 }
 
-uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy,
-                     const search_options *opt, const graph_op *op) {
+uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
+                     const graph_op *op) {
   /* uniform keeps an op's instances apart per segment (embedding, layer kinds, head), so
    * a reader can rebuild a pass of fewer layers from its ops (planstore.md). */
   return unit_key(job, policy, opt, "enpu-farm-op", op->signature,
                   policy->base == CONFIG_POLICY_UNIFORM ? op->segment : -1);
 }
 
-uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy,
-                                const search_options *opt, const graph *g) {
+uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy, const search_options *opt,
+                                const graph *g) {
   enpu_hasher h;
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, "enpu-farm-bucket");
@@ -121,19 +120,17 @@ static int buf_put(farm_buf *b, const void *p, size_t n, enpu_err *err) {
   return 0;
 }
 
-int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t key,
-                     config_phase phase, int batch, int seq, int op_index, int part,
-                     enpu_err *err) {
-  const task_hdr h = {part < 0 ? FARM_TASK_OP : FARM_TASK_PART, job, id, policy, 0, phase, batch,
-                      seq, op_index, part, key};
+int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t key, config_phase phase,
+                     int batch, int seq, int op_index, int part, enpu_err *err) {
+  const task_hdr h = {
+      part < 0 ? FARM_TASK_OP : FARM_TASK_PART, job, id, policy, 0, phase, batch, seq, op_index, part, key};
   return buf_put(b, &h, sizeof h, err);
 }
 
-int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy,
-                         uint64_t input_hash, config_phase phase, int batch, int seq,
-                         const farm_buf *const *sets, uint32_t nsets, enpu_err *err) {
-  const task_hdr h = {FARM_TASK_BUCKET, job, id, policy, nsets, phase, batch, seq, -1, -1,
-                      input_hash};
+int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t input_hash,
+                         config_phase phase, int batch, int seq, const farm_buf *const *sets, uint32_t nsets,
+                         enpu_err *err) {
+  const task_hdr h = {FARM_TASK_BUCKET, job, id, policy, nsets, phase, batch, seq, -1, -1, input_hash};
   ENPU_FORWARD(buf_put(b, &h, sizeof h, err));
   for (uint32_t i = 0; i < nsets; i++) {
     const uint64_t bytes = sets[i]->len;
@@ -145,30 +142,33 @@ int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy
 
 /* A result: its header, the record, then the record's zstd frame (the master reads the
  * one and journals the other, so it neither packs nor unpacks). */
-static int result_put(farm_buf *b, const result_hdr *h, const farm_buf *plain,
-                      const farm_buf *frame, enpu_err *err) {
+static int result_put(farm_buf *b, const result_hdr *h, const farm_buf *plain, const farm_buf *frame,
+                      enpu_err *err) {
   ENPU_FORWARD(buf_put(b, h, sizeof *h, err));
   if (plain && plain->len) ENPU_FORWARD(buf_put(b, plain->data, plain->len, err));
   return frame && frame->len ? buf_put(b, frame->data, frame->len, err) : 0;
 }
 
-int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r,
-                     enpu_err *err) {
+int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r, enpu_err *err) {
   if (*off == len) return 0;
   result_hdr h;
-  ENPU_RETURN_IF(len - *off < sizeof h, err, ENPU_ERR_FORMAT,
-                 "result batch: truncated header at byte %zu of %zu", *off, len);
+  ENPU_RETURN_IF(len - *off < sizeof h, err, ENPU_ERR_FORMAT, "result batch: truncated header at byte %zu of %zu",
+                 *off, len);
   memcpy(&h, (const unsigned char *)data + *off, sizeof h);
   *off += sizeof h;
-  ENPU_RETURN_IF(h.kind > FARM_REC_PART || h.plain_bytes > len - *off ||
-                     h.bytes > len - *off - h.plain_bytes,
-                 err, ENPU_ERR_FORMAT,
-                 "result batch: record of kind %u and %llu + %llu bytes beyond the %zu-byte batch",
+  ENPU_RETURN_IF(h.kind > FARM_REC_PART || h.plain_bytes > len - *off || h.bytes > len - *off - h.plain_bytes, err,
+                 ENPU_ERR_FORMAT, "result batch: record of kind %u and %llu + %llu bytes beyond the %zu-byte batch",
                  h.kind, (unsigned long long)h.plain_bytes, (unsigned long long)h.bytes, len);
   const unsigned char *at = (const unsigned char *)data + *off;
-  *r = (farm_task_result){.job = h.job, .id = h.id, .kind = h.kind, .compute_s = h.compute_s,
-                          .cpu_s = h.cpu_s, .evaluations = h.evaluations, .payload = at,
-                          .plain_bytes = h.plain_bytes, .frame = at + h.plain_bytes,
+  *r = (farm_task_result){.job = h.job,
+                          .id = h.id,
+                          .kind = h.kind,
+                          .compute_s = h.compute_s,
+                          .cpu_s = h.cpu_s,
+                          .evaluations = h.evaluations,
+                          .payload = at,
+                          .plain_bytes = h.plain_bytes,
+                          .frame = at + h.plain_bytes,
                           .bytes = h.bytes};
   memcpy(r->message, h.message, sizeof r->message);
   r->message[sizeof r->message - 1] = '\0';
@@ -196,22 +196,21 @@ typedef struct {
 } exec_job;
 
 struct farm_exec {
-  farm_zframe *z;  /* results travel packed, as the journal keeps them */
+  farm_zframe *z; /* results travel packed, as the journal keeps them */
   farm_buf frame;
   int njobs;       /* set up so far */
   exec_job jobs[]; /* one allocation with the executor: freed with it */
 };
 
-static int exec_job_init(exec_job *x, const char *job_path, const char *capacity_factor,
-                         enpu_err *err) {
+static int exec_job_init(exec_job *x, const char *job_path, const char *capacity_factor, enpu_err *err) {
   ENPU_FORWARD(config_job_load(job_path, &x->job, err));
   if (capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(x->job, capacity_factor, err));
   ENPU_FORWARD(cost_ctx_create(&x->job->chip, &x->cost, err));
   return search_ctx_create(&x->job->chip, &x->search, err);
 }
 
-int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor,
-                     farm_exec **out, enpu_err *err) {
+int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor, farm_exec **out,
+                     enpu_err *err) {
   ENPU_RETURN_IF(njobs < 0 || njobs > INT_MAX / (int)sizeof(exec_job), err, ENPU_ERR_INVALID,
                  "farm executor: %d jobs", njobs);
   farm_exec *x = enpu_calloc(1, sizeof *x + (size_t)njobs * sizeof x->jobs[0]);
@@ -239,12 +238,10 @@ void farm_exec_free(farm_exec *x) {
 }
 
 /* The graph of a bucket, built once and kept while it is among the last used. */
-static int exec_graph(exec_job *x, config_phase phase, int batch, int seq, const graph **out,
-                      enpu_err *err) {
+static int exec_graph(exec_job *x, config_phase phase, int batch, int seq, const graph **out, enpu_err *err) {
   int slot = 0;
   for (int i = 0; i < GRAPH_CACHE; i++) {
-    if (x->cache[i].g && x->cache[i].phase == phase && x->cache[i].batch == batch &&
-        x->cache[i].seq == seq) {
+    if (x->cache[i].g && x->cache[i].phase == phase && x->cache[i].batch == batch && x->cache[i].seq == seq) {
       x->cache[i].used = ++x->tick;
       *out = x->cache[i].g;
       return 0;
@@ -262,8 +259,8 @@ static int exec_graph(exec_job *x, config_phase phase, int batch, int seq, const
 }
 
 /* A task's policy and the options the farm compiles it with. */
-static int task_policy(const exec_job *x, const task_hdr *t, config_policy_spec *spec,
-                       search_options *opt, enpu_err *err) {
+static int task_policy(const exec_job *x, const task_hdr *t, config_policy_spec *spec, search_options *opt,
+                       enpu_err *err) {
   ENPU_RETURN_IF(config_policy_spec_decode(t->policy, spec) < 0, err, ENPU_ERR_FORMAT,
                  "task: unknown policy code %u", t->policy);
   search_options_for_job(opt, x->job, spec);
@@ -273,27 +270,26 @@ static int task_policy(const exec_job *x, const task_hdr *t, config_policy_spec 
 /* The op result of one unit's Pareto set: each point's per-slot energy from the cost
  * model (units NULL: `unit` is a graph op). */
 static int set_result(exec_job *x, const graph *g, const search_units *units, int unit,
-                      const config_policy_spec *spec, const search_options *opt,
-                      const search_pareto *p, uint64_t key, farm_op_result *r, enpu_err *err) {
+                      const config_policy_spec *spec, const search_options *opt, const search_pareto *p,
+                      uint64_t key, farm_op_result *r, enpu_err *err) {
   const graph_op *op = graph_op_at(g, units ? units->unit[unit].op : unit);
-  *r = (farm_op_result){.policy = farm_op_policy(spec), .key = key,
+  *r = (farm_op_result){.policy = farm_op_policy(spec),
+                        .key = key,
                         .kind = units ? (uint32_t)units->unit[unit].kind : (uint32_t)op->kind,
-                        .evaluations = (uint64_t)p->evals, .npoints = (uint32_t)p->count};
+                        .evaluations = (uint64_t)p->evals,
+                        .npoints = (uint32_t)p->count};
   if (spec->base == CONFIG_POLICY_UNIFORM)
     snprintf(r->name, sizeof r->name, "%.20s:%.42s", graph_segment_at(g, op->segment)->name, op->name);
-  else
-    snprintf(r->name, sizeof r->name, "%s", units ? units->unit[unit].name : op->name);
+  else snprintf(r->name, sizeof r->name, "%s", units ? units->unit[unit].name : op->name);
   r->points = enpu_calloc((size_t)p->count + 1, sizeof *r->points);
   ENPU_RETURN_IF(!r->points, err, ENPU_ERR_NOMEM, "out of memory (Pareto points)");
   for (int i = 0; i < p->count; i++) {
     store_pareto_rec *q = &r->points[i];
     cost_result cr;
     if (units)
-      ENPU_FORWARD(search_unit_breakdown(x->search, x->cost, g, units, unit, spec->base, opt,
-                                         p->points[i].state, &cr, err));
-    else
-      ENPU_FORWARD(search_op_breakdown(x->search, x->cost, op, spec->base, opt,
-                                       p->points[i].state, &cr, err));
+      ENPU_FORWARD(
+          search_unit_breakdown(x->search, x->cost, g, units, unit, spec->base, opt, p->points[i].state, &cr, err));
+    else ENPU_FORWARD(search_op_breakdown(x->search, x->cost, op, spec->base, opt, p->points[i].state, &cr, err));
     for (int c = 0; c < STORE_NSTATE; c++) q->states[c] = (uint8_t)p->points[i].state[c];
     q->time_ns = p->points[i].time_ns;
     q->energy_nj = p->points[i].energy_nj;
@@ -303,8 +299,7 @@ static int set_result(exec_job *x, const graph *g, const search_units *units, in
 }
 
 /* An op task, or one part of its exact search (a part record). */
-static int run_op(exec_job *x, const task_hdr *t, farm_buf *rec, uint64_t *evals,
-                  enpu_err *err) {
+static int run_op(exec_job *x, const task_hdr *t, farm_buf *rec, uint64_t *evals, enpu_err *err) {
   const graph *g;
   ENPU_FORWARD(exec_graph(x, (config_phase)t->phase, t->batch, t->seq, &g, err));
   ENPU_RETURN_IF(t->op_index < 0 || t->op_index >= graph_op_count(g), err, ENPU_ERR_FORMAT,
@@ -315,8 +310,8 @@ static int run_op(exec_job *x, const task_hdr *t, farm_buf *rec, uint64_t *evals
   ENPU_FORWARD(task_policy(x, t, &spec, &opt, err));
   ENPU_RETURN_IF(farm_op_key(x->job, &spec, &opt, op) != t->key, err, ENPU_ERR_INVALID,
                  "op %s: its key differs from the master's (did the job change?)", op->name);
-  ENPU_RETURN_IF(t->kind == FARM_TASK_PART && (t->part < 0 || t->part >= SEARCH_EXACT_PARTS), err,
-                 ENPU_ERR_FORMAT, "part task: part %d of %d", t->part, SEARCH_EXACT_PARTS);
+  ENPU_RETURN_IF(t->kind == FARM_TASK_PART && (t->part < 0 || t->part >= SEARCH_EXACT_PARTS), err, ENPU_ERR_FORMAT,
+                 "part task: part %d of %d", t->part, SEARCH_EXACT_PARTS);
   search_pareto p;
   ENPU_FORWARD(search_op_compile_part(x->search, x->cost, op, spec.base, &opt,
                                       t->kind == FARM_TASK_PART ? t->part : -1, &p, err));
@@ -405,8 +400,8 @@ static void bucket_scratch_free(bucket_scratch *s) {
 }
 
 /* Decode the sets sent with a bucket task (the batch bytes after its header). */
-static int decode_sets(const task_hdr *t, const unsigned char *p, size_t len, size_t *used,
-                       bucket_scratch *s, enpu_err *err) {
+static int decode_sets(const task_hdr *t, const unsigned char *p, size_t len, size_t *used, bucket_scratch *s,
+                       enpu_err *err) {
   s->res = enpu_calloc((size_t)t->nsets + 1, sizeof *s->res);
   ENPU_RETURN_IF(!s->res, err, ENPU_ERR_NOMEM, "out of memory (task sets)");
   size_t off = 0;
@@ -454,9 +449,8 @@ static int set_copy(bucket_scratch *s, uint32_t k, const search_point *pts, int 
 }
 
 /* A per-operator policy: the request level over the Pareto sets sent with the task. */
-static int bucket_of_ops(exec_job *x, const config_policy_spec *spec, const search_options *opt,
-                         const graph *g, bucket_scratch *s, farm_bucket_result *r,
-                         search_bucket_result *sr, enpu_err *err) {
+static int bucket_of_ops(exec_job *x, const config_policy_spec *spec, const search_options *opt, const graph *g,
+                         bucket_scratch *s, farm_bucket_result *r, search_bucket_result *sr, enpu_err *err) {
   const int nops = graph_op_count(g);
   uint64_t *keys = enpu_calloc((size_t)nops + 1, sizeof *keys);
   int64_t *mult = enpu_calloc((size_t)nops + 1, sizeof *mult);
@@ -490,8 +484,8 @@ static int bucket_of_ops(exec_job *x, const config_policy_spec *spec, const sear
   }
   for (int i = 0; rc == 0 && i < nops; i++) by_op[i] = &s->sets[s->key_of[i]];
   if (rc == 0)
-    rc = search_compile_bucket_sets(x->search, x->cost, g, spec->base, by_op, x->job->slacks,
-                                    x->job->slack_count, opt, sr, err);
+    rc = search_compile_bucket_sets(x->search, x->cost, g, spec->base, by_op, x->job->slacks, x->job->slack_count,
+                                    opt, sr, err);
   free(keys);
   free(mult);
   free(by_op);
@@ -500,11 +494,10 @@ static int bucket_of_ops(exec_job *x, const config_policy_spec *spec, const sear
 
 /* An epoch policy: the whole bucket (epochs, their Pareto sets, the request level); the
  * result carries each distinct epoch's op result. */
-static int bucket_of_epochs(exec_job *x, const config_policy_spec *spec,
-                            const search_options *opt, const graph *g, bucket_scratch *s,
-                            farm_bucket_result *r, search_bucket_result *sr, enpu_err *err) {
-  ENPU_FORWARD(search_compile_bucket(x->search, x->cost, g, spec->base, x->job->slacks,
-                                     x->job->slack_count, opt, sr, err));
+static int bucket_of_epochs(exec_job *x, const config_policy_spec *spec, const search_options *opt, const graph *g,
+                            bucket_scratch *s, farm_bucket_result *r, search_bucket_result *sr, enpu_err *err) {
+  ENPU_FORWARD(
+      search_compile_bucket(x->search, x->cost, g, spec->base, x->job->slacks, x->job->slack_count, opt, sr, err));
   const search_units *u = sr->units;
   uint64_t *keys = enpu_calloc((size_t)u->count + 1, sizeof *keys);
   int64_t *mult = enpu_calloc((size_t)u->count + 1, sizeof *mult);
@@ -529,15 +522,14 @@ static int bucket_of_epochs(exec_job *x, const config_policy_spec *spec,
   return rc;
 }
 
-static int run_bucket(exec_job *x, const task_hdr *t, bucket_scratch *s, farm_buf *rec,
-                      enpu_err *err) {
+static int run_bucket(exec_job *x, const task_hdr *t, bucket_scratch *s, farm_buf *rec, enpu_err *err) {
   const graph *g;
   ENPU_FORWARD(exec_graph(x, (config_phase)t->phase, t->batch, t->seq, &g, err));
   config_policy_spec spec;
   search_options opt;
   ENPU_FORWARD(task_policy(x, t, &spec, &opt, err));
-  ENPU_RETURN_IF(farm_bucket_input_hash(x->job, &spec, &opt, g) != t->key, err,
-                 ENPU_ERR_INVALID, "its input hash differs from the master's (did the job change?)");
+  ENPU_RETURN_IF(farm_bucket_input_hash(x->job, &spec, &opt, g) != t->key, err, ENPU_ERR_INVALID,
+                 "its input hash differs from the master's (did the job change?)");
   farm_bucket_result r = {.policy = t->policy};
   search_bucket_result sr = {0};
   int rc = config_policy_is_epoch(spec.base) ? bucket_of_epochs(x, &spec, &opt, g, s, &r, &sr, err)
@@ -556,8 +548,7 @@ static int run_bucket(exec_job *x, const task_hdr *t, bucket_scratch *s, farm_bu
  * time also counts the other processes. */
 static double thread_cpu_s(void) {
   struct timespec ts;
-  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec
-                                                          : 0.0;
+  return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
 }
 
 int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out, enpu_err *err) {
@@ -574,12 +565,10 @@ int farm_exec_batch(farm_exec *x, const void *tasks, size_t bytes, farm_buf *out
     memcpy(&t, p + off, sizeof t);
     off += sizeof t;
     config_policy_spec spec;
-    if (t.kind < FARM_TASK_OP || t.kind > FARM_TASK_PART ||
-        config_policy_spec_decode(t.policy, &spec) < 0 ||
+    if (t.kind < FARM_TASK_OP || t.kind > FARM_TASK_PART || config_policy_spec_decode(t.policy, &spec) < 0 ||
         (t.phase != CONFIG_PREFILL && t.phase != CONFIG_DECODE) || t.job >= (uint32_t)x->njobs) {
-      rc = enpu_errorf(err, ENPU_ERR_FORMAT,
-                       "task batch: bad task (kind %u, policy %u, phase %d, job %u of %d)", t.kind,
-                       t.policy, t.phase, t.job, x->njobs);
+      rc = enpu_errorf(err, ENPU_ERR_FORMAT, "task batch: bad task (kind %u, policy %u, phase %d, job %u of %d)",
+                       t.kind, t.policy, t.phase, t.job, x->njobs);
       break;
     }
     exec_job *xj = &x->jobs[t.job];

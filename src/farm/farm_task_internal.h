@@ -31,8 +31,8 @@ uint32_t farm_op_policy(const config_policy_spec *policy);
 
 /* Key of one graph op under one policy: its graph signature, the chip tables, the
  * cost-model version, the policy without gating and its search options. */
-uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy,
-                     const search_options *opt, const graph_op *op);
+uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
+                     const graph_op *op);
 
 /* A bucket task's result as a store bucket bundle (farm_convert.c; its ops already set):
  * `sr` over its units, the sets per bundle op and each unit's op, the task's bucket and
@@ -50,8 +50,8 @@ int farm_convert_bucket(const farm_convert_in *in, store_bucket_bundle *r, enpu_
 
 /* Input hash of one bucket under one policy (with gating): its ops' keys and
  * multiplicities in execution order, its segments, the slacks, the chip, the options. */
-uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy,
-                                const search_options *opt, const graph *g);
+uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy, const search_options *opt,
+                                const graph *g);
 
 /* Append to a task batch, for job `job` (its index in the run's job list): an op task
  * (part < 0), a part task (part 0..SEARCH_EXACT_PARTS − 1 of the op's exact search), or a
@@ -59,12 +59,11 @@ uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec 
  * op record: farm_op_result_encode, or the bytes a worker sent; none for an epoch
  * policy, whose bucket task searches its epochs). `policy` is a policy code
  * (config_policy_spec_code; an op's without gating). @return 0 or ENPU_ERR_NOMEM. */
-int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t key,
-                     config_phase phase, int batch, int seq, int op_index, int part,
-                     enpu_err *err);
-int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy,
-                         uint64_t input_hash, config_phase phase, int batch, int seq,
-                         const farm_buf *const *sets, uint32_t nsets, enpu_err *err);
+int farm_task_put_op(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t key, config_phase phase,
+                     int batch, int seq, int op_index, int part, enpu_err *err);
+int farm_task_put_bucket(farm_buf *b, uint32_t job, uint32_t id, uint32_t policy, uint64_t input_hash,
+                         config_phase phase, int batch, int seq, const farm_buf *const *sets, uint32_t nsets,
+                         enpu_err *err);
 
 /* The op result of an op's parts (all SEARCH_EXACT_PARTS of them, any order): the merged
  * set (search_pareto_merge), each point with the per-slot energies its part computed,
@@ -76,29 +75,28 @@ int farm_merge_parts(const farm_op_result *parts, int n, farm_op_result *out, en
 typedef struct {
   uint32_t job;
   uint32_t id;
-  uint32_t kind;          /* FARM_REC_OP, FARM_REC_BUCKET, FARM_REC_PART or FARM_RES_FAILED */
-  double compute_s;       /* wall seconds of the task */
-  double cpu_s;           /* its thread's CPU seconds */
+  uint32_t kind;    /* FARM_REC_OP, FARM_REC_BUCKET, FARM_REC_PART or FARM_RES_FAILED */
+  double compute_s; /* wall seconds of the task */
+  double cpu_s;     /* its thread's CPU seconds */
   uint64_t evaluations;
   const void *payload;
-  size_t plain_bytes;     /* of the record */
+  size_t plain_bytes; /* of the record */
   const void *frame;
-  size_t bytes;           /* of the frame */
+  size_t bytes; /* of the frame */
   char message[STORE_MSG_LEN];
 } farm_task_result;
 
 /* Read the result at *off of a result batch and advance *off.
  * @return 1 (a result), 0 (end of batch), ENPU_ERR_FORMAT. */
-int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r,
-                     enpu_err *err);
+int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result *r, enpu_err *err);
 
 /* The executor: every job of the run, each with its cost and search context (jobs may
  * name different chips) and a small graph cache. */
 typedef struct farm_exec farm_exec;
 
 /* capacity_factor: NULL, or every job's MoE capacity factor replaced. */
-int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor,
-                     farm_exec **out, enpu_err *err);
+int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor, farm_exec **out,
+                     enpu_err *err);
 void farm_exec_free(farm_exec *x); /* NULL no-op */
 
 /* Run every task of a task batch, appending one result per task to `out`.

@@ -52,9 +52,9 @@ typedef struct {
 } builder;
 
 const char *graph_kind_name(graph_op_kind kind) {
-  static const char *const names[GRAPH_NKIND] = {
-      "matmul",    "attention", "norm",      "rope",           "elementwise", "router",
-      "embedding", "allreduce", "allgather", "reduce_scatter", "alltoall", "host_load"};
+  static const char *const names[GRAPH_NKIND] = {"matmul",      "attention",      "norm",      "rope",
+                                                 "elementwise", "router",         "embedding", "allreduce",
+                                                 "allgather",   "reduce_scatter", "alltoall",  "host_load"};
   return (unsigned)kind < GRAPH_NKIND ? names[kind] : "unknown";
 }
 
@@ -69,10 +69,10 @@ static uint64_t op_signature(const builder *bld, const graph_op *op) {
   const graph_shape *s = &op->shape;
   enpu_hasher hs;
   enpu_hasher_init(&hs, GRAPH_SIGNATURE_SEED);
-  const int64_t fields[] = {op->kind,      s->b,           s->m,         s->k,
-                            s->n,          s->v,           s->kv_group,  s->causal,
-                            s->kv_shared,  s->rhs_is_weight, s->ranks,   s->in_tensors,
-                            s->out_tensors, s->dtype_bytes, bld->tp,     bld->ep};
+  const int64_t fields[] = {op->kind, s->b,          s->m,           s->k,           s->n,
+                            s->v,     s->kv_group,   s->causal,      s->kv_shared,   s->rhs_is_weight,
+                            s->ranks, s->in_tensors, s->out_tensors, s->dtype_bytes, bld->tp,
+                            bld->ep};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) enpu_hasher_i64(&hs, fields[i]);
   enpu_hasher_f64(&hs, s->vector_ops_per_elem);
   enpu_hasher_f64(&hs, op->host_bytes);
@@ -81,8 +81,7 @@ static uint64_t op_signature(const builder *bld, const graph_op *op) {
 
 /* Append `op` (figures filled by the caller); activation_bytes is its activation
  * working set, for the peak-footprint estimate. */
-static int push(builder *bld, const char *name, graph_op op, double activation_bytes,
-                enpu_err *err) {
+static int push(builder *bld, const char *name, graph_op op, double activation_bytes, enpu_err *err) {
   graph *g = bld->g;
   if (enpu_grow((void **)&g->ops, &g->cap, (size_t)g->count + 1, sizeof *g->ops) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory building the operator graph");
@@ -100,8 +99,7 @@ static int push(builder *bld, const char *name, graph_op op, double activation_b
 static int add_matmul(builder *bld, const char *name, int64_t b, int64_t m, int64_t k, int64_t n,
                       bool rhs_is_weight, enpu_err *err) {
   const double d = bld->dtype;
-  graph_op op = {.kind = GRAPH_MATMUL,
-                 .shape = {.b = b, .m = m, .k = k, .n = n, .rhs_is_weight = rhs_is_weight}};
+  graph_op op = {.kind = GRAPH_MATMUL, .shape = {.b = b, .m = m, .k = k, .n = n, .rhs_is_weight = rhs_is_weight}};
   const double lhs = (double)b * m * k * d, rhs = (double)b * k * n * d, out = (double)b * m * n * d;
   op.flops = 2.0 * b * m * k * n;
   op.hbm_read_bytes = lhs + rhs;
@@ -113,8 +111,8 @@ static int add_matmul(builder *bld, const char *name, int64_t b, int64_t m, int6
 /* Vector-only ops over s.m rows of s.n elements: s.in_tensors tensors read,
  * s.out_tensors written, plus `extra_read` bytes (norm weight, RoPE table) of which
  * `weight` bytes are model weights. */
-static int add_vector(builder *bld, const char *name, graph_op_kind kind, graph_shape s,
-                      double extra_read, double weight, enpu_err *err) {
+static int add_vector(builder *bld, const char *name, graph_op_kind kind, graph_shape s, double extra_read,
+                      double weight, enpu_err *err) {
   const double d = bld->dtype, elems = (double)s.m * s.n;
   graph_op op = {.kind = kind, .shape = s};
   op.vector_ops = elems * s.vector_ops_per_elem;
@@ -124,24 +122,22 @@ static int add_vector(builder *bld, const char *name, graph_op_kind kind, graph_
   return push(bld, name, op, (s.in_tensors + s.out_tensors) * elems * d, err);
 }
 
-static int add_elementwise(builder *bld, const char *name, int64_t m, int64_t n, int in,
-                           double ops_per_elem, enpu_err *err) {
-  graph_shape s = {.m = m, .n = n, .in_tensors = in, .out_tensors = 1,
-                   .vector_ops_per_elem = ops_per_elem};
+static int add_elementwise(builder *bld, const char *name, int64_t m, int64_t n, int in, double ops_per_elem,
+                           enpu_err *err) {
+  graph_shape s = {.m = m, .n = n, .in_tensors = in, .out_tensors = 1, .vector_ops_per_elem = ops_per_elem};
   return add_vector(bld, name, GRAPH_ELEMENTWISE, s, 0.0, 0.0, err);
 }
 
 static int add_norm(builder *bld, const char *name, int64_t m, int64_t n, enpu_err *err) {
   const double w = (double)n * bld->dtype;
-  graph_shape s = {.m = m, .n = n, .in_tensors = 1, .out_tensors = 1,
-                   .vector_ops_per_elem = NORM_OPS_PER_ELEM};
+  graph_shape s = {.m = m, .n = n, .in_tensors = 1, .out_tensors = 1, .vector_ops_per_elem = NORM_OPS_PER_ELEM};
   return add_vector(bld, name, GRAPH_NORM, s, w, w, err);
 }
 
 /* RoPE over m rows of n elements, reading a cos/sin row of `table` elements per row. */
 static int add_rope(builder *bld, int64_t m, int64_t n, int64_t table, enpu_err *err) {
-  graph_shape s = {.m = m, .n = n, .k = table, .in_tensors = 1, .out_tensors = 1,
-                   .vector_ops_per_elem = ROPE_OPS_PER_ELEM};
+  graph_shape s = {
+      .m = m, .n = n, .k = table, .in_tensors = 1, .out_tensors = 1, .vector_ops_per_elem = ROPE_OPS_PER_ELEM};
   return add_vector(bld, "attn.rope", GRAPH_ROPE, s, (double)m * table * bld->dtype, 0.0, err);
 }
 
@@ -155,12 +151,16 @@ typedef struct {
  * keys, i.e. m·n − m(m−1)/2 scores per query head. */
 static int add_attention(builder *bld, const char *name, attention_args a, enpu_err *err) {
   const double d = bld->dtype;
-  const double scores = a.causal ? (double)a.m * a.n - (double)a.m * (a.m - 1) / 2.0
-                                 : (double)a.m * a.n;
+  const double scores = a.causal ? (double)a.m * a.n - (double)a.m * (a.m - 1) / 2.0 : (double)a.m * a.n;
   const double heads = (double)a.b * a.kv_group;
   graph_op op = {.kind = GRAPH_ATTENTION,
-                 .shape = {.b = a.b, .m = a.m, .n = a.n, .k = a.k, .v = a.v,
-                           .kv_group = (int)a.kv_group, .causal = a.causal,
+                 .shape = {.b = a.b,
+                           .m = a.m,
+                           .n = a.n,
+                           .k = a.k,
+                           .v = a.v,
+                           .kv_group = (int)a.kv_group,
+                           .causal = a.causal,
                            .kv_shared = a.kv_shared}};
   const double q = heads * a.m * a.k * d, o = heads * a.m * a.v * d;
   const double kv = (double)a.b * a.n * (a.kv_shared ? a.k : a.k + a.v) * d;
@@ -173,9 +173,9 @@ static int add_attention(builder *bld, const char *name, attention_args a, enpu_
 
 static int add_router(builder *bld, int64_t m, int64_t experts, int64_t topk, enpu_err *err) {
   const double d = bld->dtype;
-  graph_op op = {.kind = GRAPH_ROUTER,
-                 .shape = {.m = m, .n = experts, .k = topk,
-                           .vector_ops_per_elem = ROUTER_OPS_PER_LOGIT + (double)topk}};
+  graph_op op = {
+      .kind = GRAPH_ROUTER,
+      .shape = {.m = m, .n = experts, .k = topk, .vector_ops_per_elem = ROUTER_OPS_PER_LOGIT + (double)topk}};
   op.vector_ops = (double)m * experts * op.shape.vector_ops_per_elem;
   op.hbm_read_bytes = (double)m * experts * d;
   /* expert index (int32) and gate weight per chosen expert */
@@ -194,8 +194,8 @@ static int add_embed(builder *bld, int64_t m, int64_t n, enpu_err *err) {
 
 /* A collective over `ranks` chips on a payload of `payload_bytes` per chip (the full
  * buffer); nothing to do on one rank. */
-static int add_collective(builder *bld, const char *name, graph_op_kind kind, int ranks,
-                          double payload_bytes, enpu_err *err) {
+static int add_collective(builder *bld, const char *name, graph_op_kind kind, int ranks, double payload_bytes,
+                          enpu_err *err) {
   if (ranks <= 1) return 0;
   const double share = (double)(ranks - 1) / ranks;
   graph_op op = {.kind = kind, .shape = {.n = (int64_t)payload_bytes, .ranks = ranks}};
@@ -215,9 +215,7 @@ static int add_collective(builder *bld, const char *name, graph_op_kind kind, in
     op.ici_bytes = share * payload_bytes;
     op.hbm_read_bytes = payload_bytes / ranks;
     break;
-  default: /* GRAPH_ALLTOALL */
-    op.ici_bytes = share * payload_bytes;
-    break;
+  default: /* GRAPH_ALLTOALL */ op.ici_bytes = share * payload_bytes; break;
   }
   return push(bld, name, op, op.hbm_read_bytes + op.hbm_write_bytes, err);
 }
@@ -252,15 +250,19 @@ static int add_gqa_attention(builder *bld, const graph_info *in, enpu_err *err) 
   const int64_t q_heads = m->heads / bld->tp;
   const int64_t kv_heads = gqa_kv_heads_per_chip(m, bld->tp);
   ENPU_FORWARD(add_norm(bld, "attn.norm", T, m->hidden, err));
-  ENPU_FORWARD(add_matmul(bld, "attn.qkv_proj", 1, T, m->hidden, (q_heads + 2 * kv_heads) * hd,
-                          true, err));
+  ENPU_FORWARD(add_matmul(bld, "attn.qkv_proj", 1, T, m->hidden, (q_heads + 2 * kv_heads) * hd, true, err));
   ENPU_FORWARD(add_rope(bld, T, (q_heads + kv_heads) * hd, hd, err));
   /* K and V rows copied into the cache: a DMA, no vector work */
   ENPU_FORWARD(add_elementwise(bld, "attn.kv_cache_write", T, 2 * kv_heads * hd, 1, 0.0, err));
   const bool prefill = in->phase == CONFIG_PREFILL;
-  attention_args a = {.b = in->chip_requests * kv_heads, .kv_group = q_heads / kv_heads,
-                      .m = prefill ? in->seq : 1, .n = in->seq, .k = hd, .v = hd,
-                      .causal = prefill, .kv_from_cache = !prefill};
+  attention_args a = {.b = in->chip_requests * kv_heads,
+                      .kv_group = q_heads / kv_heads,
+                      .m = prefill ? in->seq : 1,
+                      .n = in->seq,
+                      .k = hd,
+                      .v = hd,
+                      .causal = prefill,
+                      .kv_from_cache = !prefill};
   ENPU_FORWARD(add_attention(bld, prefill ? "attn.flash" : "attn.decode", a, err));
   return add_matmul(bld, "attn.o_proj", 1, T, q_heads * hd, m->hidden, true, err);
 }
@@ -284,13 +286,24 @@ static int add_mla_attention(builder *bld, const graph_info *in, enpu_err *err) 
   ENPU_FORWARD(add_elementwise(bld, "attn.kv_cache_write", T, lora + rope, 1, 0.0, err));
   if (in->phase == CONFIG_PREFILL) {
     ENPU_FORWARD(add_matmul(bld, "attn.kv_b_proj", 1, T, lora, heads * (nope + vd), true, err));
-    attention_args a = {.b = in->chip_requests * heads, .kv_group = 1, .m = in->seq,
-                        .n = in->seq, .k = qk, .v = vd, .causal = true};
+    attention_args a = {.b = in->chip_requests * heads,
+                        .kv_group = 1,
+                        .m = in->seq,
+                        .n = in->seq,
+                        .k = qk,
+                        .v = vd,
+                        .causal = true};
     ENPU_FORWARD(add_attention(bld, "attn.flash", a, err));
   } else {
     ENPU_FORWARD(add_matmul(bld, "attn.q_absorb", heads, T, nope, lora, true, err));
-    attention_args a = {.b = in->chip_requests, .kv_group = heads, .m = 1, .n = in->seq,
-                        .k = lora + rope, .v = lora, .kv_shared = true, .kv_from_cache = true};
+    attention_args a = {.b = in->chip_requests,
+                        .kv_group = heads,
+                        .m = 1,
+                        .n = in->seq,
+                        .k = lora + rope,
+                        .v = lora,
+                        .kv_shared = true,
+                        .kv_from_cache = true};
     ENPU_FORWARD(add_attention(bld, "attn.decode_latent", a, err));
     ENPU_FORWARD(add_matmul(bld, "attn.v_up", heads, T, lora, vd, true, err));
   }
@@ -301,8 +314,8 @@ static int add_mla_attention(builder *bld, const graph_info *in, enpu_err *err) 
  * a single expert): the gate and up projections (one matmul when the model fuses them,
  * graph.h), SwiGLU, down; op names are `prefix` + "gate_up" or "gate"/"up", "swiglu",
  * "down". */
-static int add_swiglu_mlp(builder *bld, const char *prefix, int64_t experts, int64_t m,
-                          int64_t inter, enpu_err *err) {
+static int add_swiglu_mlp(builder *bld, const char *prefix, int64_t experts, int64_t m, int64_t inter,
+                          enpu_err *err) {
   const int64_t hidden = bld->model->hidden;
   char name[64];
   if (bld->model->ffn_fuse_gate_up) {
@@ -325,16 +338,14 @@ static int add_residual(builder *bld, const char *name, int64_t T, enpu_err *err
 }
 
 static int add_tp_allreduce(builder *bld, const char *name, int64_t T, enpu_err *err) {
-  return add_collective(bld, name, GRAPH_ALLREDUCE, bld->tp,
-                        (double)T * bld->model->hidden * bld->dtype, err);
+  return add_collective(bld, name, GRAPH_ALLREDUCE, bld->tp, (double)T * bld->model->hidden * bld->dtype, err);
 }
 
 /* One projection ("gate_up", "gate", "up", "swiglu" or "down") of one expert of m tokens. */
-static int add_expert_projection(builder *bld, const char *name, const char *proj, int64_t m,
-                                 int64_t inter, enpu_err *err) {
+static int add_expert_projection(builder *bld, const char *name, const char *proj, int64_t m, int64_t inter,
+                                 enpu_err *err) {
   const int64_t hidden = bld->model->hidden;
-  if (!strcmp(proj, "swiglu"))
-    return add_elementwise(bld, name, m, inter, 2, SWIGLU_OPS_PER_ELEM, err);
+  if (!strcmp(proj, "swiglu")) return add_elementwise(bld, name, m, inter, 2, SWIGLU_OPS_PER_ELEM, err);
   if (!strcmp(proj, "down")) return add_matmul(bld, name, 1, m, inter, hidden, true, err);
   const int64_t n = strcmp(proj, "gate_up") ? inter : 2 * inter;
   return add_matmul(bld, name, 1, m, hidden, n, true, err);
@@ -342,8 +353,7 @@ static int add_expert_projection(builder *bld, const char *name, const char *pro
 
 /* All-resident experts (graph.h, "MoE experts"), projection by projection: the hot
  * expert's op, then one op standing for the cold experts (count = their number). */
-static int add_resident_experts(builder *bld, const grid_moe_load *l, int64_t inter,
-                                enpu_err *err) {
+static int add_resident_experts(builder *bld, const grid_moe_load *l, int64_t inter, enpu_err *err) {
   static const char *const fused[] = {"gate_up", "swiglu", "down"};
   static const char *const split[] = {"gate", "up", "swiglu", "down"};
   const bool fuse = bld->model->ffn_fuse_gate_up;
@@ -376,19 +386,16 @@ static int add_moe(builder *bld, const graph_info *in, enpu_err *err) {
   ENPU_FORWARD(add_norm(bld, "ffn.norm", T, hidden, err));
   ENPU_FORWARD(add_matmul(bld, "moe.router", 1, T, hidden, m->routed_experts, true, err));
   ENPU_FORWARD(add_router(bld, T, m->routed_experts, k, err));
-  ENPU_FORWARD(add_collective(bld, "moe.dispatch", GRAPH_ALLTOALL, bld->ep,
-                              (double)T * k * hidden * d, err));
+  ENPU_FORWARD(add_collective(bld, "moe.dispatch", GRAPH_ALLTOALL, bld->ep, (double)T * k * hidden * d, err));
   ENPU_FORWARD(add_routed_experts(bld, &in->moe, err));
-  ENPU_FORWARD(add_collective(bld, "moe.combine", GRAPH_ALLTOALL, bld->ep,
-                              (double)in->moe.token_slots * hidden * d, err));
+  ENPU_FORWARD(
+      add_collective(bld, "moe.combine", GRAPH_ALLTOALL, bld->ep, (double)in->moe.token_slots * hidden * d, err));
   if (m->shared_experts > 0)
     ENPU_FORWARD(add_swiglu_mlp(bld, "moe.shared_", 1, T,
-                                (int64_t)m->shared_experts * m->expert_intermediate / bld->tp,
-                                err));
+                                (int64_t)m->shared_experts * m->expert_intermediate / bld->tp, err));
   /* gate-weighted sum of the k routed outputs (+ the shared output) per token */
   const int in_tensors = (int)k + (m->shared_experts > 0);
-  ENPU_FORWARD(add_elementwise(bld, "moe.weighted_sum", T, hidden, in_tensors, 2.0 * in_tensors,
-                               err));
+  ENPU_FORWARD(add_elementwise(bld, "moe.weighted_sum", T, hidden, in_tensors, 2.0 * in_tensors, err));
   ENPU_FORWARD(add_tp_allreduce(bld, "ffn.allreduce", T, err));
   return add_residual(bld, "ffn.residual", T, err);
 }
@@ -398,10 +405,8 @@ static int add_layer(builder *bld, const graph_info *in, bool moe, enpu_err *err
   /* Offload: the streaming layers (grid.h) first bring their share of the weights in. */
   if (in->memory.offload_bytes > 0 && moe == bld->model->moe)
     ENPU_FORWARD(add_host_load(bld, "host.weight_stream", in->memory.offload_layer_bytes, err));
-  if (bld->model->attention == CONFIG_ATTN_MLA)
-    ENPU_FORWARD(add_mla_attention(bld, in, err));
-  else
-    ENPU_FORWARD(add_gqa_attention(bld, in, err));
+  if (bld->model->attention == CONFIG_ATTN_MLA) ENPU_FORWARD(add_mla_attention(bld, in, err));
+  else ENPU_FORWARD(add_gqa_attention(bld, in, err));
   ENPU_FORWARD(add_tp_allreduce(bld, "attn.allreduce", T, err));
   ENPU_FORWARD(add_residual(bld, "attn.residual", T, err));
   if (moe) return add_moe(bld, in, err);
@@ -423,13 +428,11 @@ static int add_head(builder *bld, const graph_info *in, enpu_err *err) {
 /* ---------------------------------------------------------------------------------
  * Validation and bucket arithmetic */
 
-static int check_inputs(const config_job *job, config_phase phase, int batch, int seq,
-                        enpu_err *err) {
+static int check_inputs(const config_job *job, config_phase phase, int batch, int seq, enpu_err *err) {
   ENPU_RETURN_IF(!job, err, ENPU_ERR_INVALID, "no job");
-  ENPU_RETURN_IF((unsigned)phase >= CONFIG_NPHASE, err, ENPU_ERR_INVALID,
-                 "unknown phase %d", (int)phase);
-  ENPU_RETURN_IF(!job->phase[phase].enabled, err, ENPU_ERR_INVALID,
-                 "job '%s' has no %s phase", job->name, config_phase_name(phase));
+  ENPU_RETURN_IF((unsigned)phase >= CONFIG_NPHASE, err, ENPU_ERR_INVALID, "unknown phase %d", (int)phase);
+  ENPU_RETURN_IF(!job->phase[phase].enabled, err, ENPU_ERR_INVALID, "job '%s' has no %s phase", job->name,
+                 config_phase_name(phase));
   if (config_range_check("job", "$.phases.*.batch[]", batch, err) < 0 ||
       config_range_check("job", "$.phases.*.seq[]", seq, err) < 0) {
     enpu_err_prefix(err, "bucket batch %d seq %d: ", batch, seq);
@@ -437,54 +440,47 @@ static int check_inputs(const config_job *job, config_phase phase, int batch, in
   }
   const config_parallel *p = &job->phase[phase].parallel;
   ENPU_RETURN_IF(p->dp < 1 || p->tp < 1 || p->pp < 1 || p->ep < 1, err, ENPU_ERR_INVALID,
-                 "parallel degrees must be >= 1, got dp %d tp %d pp %d ep %d", p->dp,
-                 p->tp, p->pp, p->ep);
+                 "parallel degrees must be >= 1, got dp %d tp %d pp %d ep %d", p->dp, p->tp, p->pp, p->ep);
   const config_model *m = &job->model;
-  ENPU_RETURN_IF(m->hidden < 1 || m->layers < 1 || m->vocab < 1 || m->dtype_bytes < 1 ||
-                     m->heads < 1,
-                 err, ENPU_ERR_INVALID, "model '%s' has a non-positive size", m->name);
-  ENPU_RETURN_IF(m->heads % p->tp, err, ENPU_ERR_INVALID,
-                 "tp %d does not divide %d attention heads", p->tp, m->heads);
+  ENPU_RETURN_IF(m->hidden < 1 || m->layers < 1 || m->vocab < 1 || m->dtype_bytes < 1 || m->heads < 1, err,
+                 ENPU_ERR_INVALID, "model '%s' has a non-positive size", m->name);
+  ENPU_RETURN_IF(m->heads % p->tp, err, ENPU_ERR_INVALID, "tp %d does not divide %d attention heads", p->tp,
+                 m->heads);
   if (m->attention == CONFIG_ATTN_GQA) {
-    ENPU_RETURN_IF(m->kv_heads < 1 || m->head_dim < 1 || m->heads % m->kv_heads, err,
-                   ENPU_ERR_INVALID, "bad GQA heads %d / kv heads %d / head dim %d",
-                   m->heads, m->kv_heads, m->head_dim);
+    ENPU_RETURN_IF(m->kv_heads < 1 || m->head_dim < 1 || m->heads % m->kv_heads, err, ENPU_ERR_INVALID,
+                   "bad GQA heads %d / kv heads %d / head dim %d", m->heads, m->kv_heads, m->head_dim);
     ENPU_RETURN_IF(m->kv_heads % p->tp && p->tp % m->kv_heads, err, ENPU_ERR_INVALID,
-                   "tp %d and %d kv heads: one must divide the other", p->tp,
-                   m->kv_heads);
+                   "tp %d and %d kv heads: one must divide the other", p->tp, m->kv_heads);
   } else {
-    ENPU_RETURN_IF(m->kv_lora_rank < 1 || m->qk_nope_head_dim < 1 || m->qk_rope_head_dim < 1 ||
-                       m->v_head_dim < 1 || m->q_lora_rank < 0,
+    ENPU_RETURN_IF(m->kv_lora_rank < 1 || m->qk_nope_head_dim < 1 || m->qk_rope_head_dim < 1 || m->v_head_dim < 1 ||
+                       m->q_lora_rank < 0,
                    err, ENPU_ERR_INVALID, "bad MLA dimensions in model '%s'", m->name);
   }
   const bool dense_layers = !m->moe || m->first_dense_layers > 0;
-  ENPU_RETURN_IF(dense_layers && (m->ffn_intermediate < 1 || m->ffn_intermediate % p->tp), err,
-                 ENPU_ERR_INVALID, "tp %d does not divide FFN intermediate %d", p->tp,
-                 m->ffn_intermediate);
+  ENPU_RETURN_IF(dense_layers && (m->ffn_intermediate < 1 || m->ffn_intermediate % p->tp), err, ENPU_ERR_INVALID,
+                 "tp %d does not divide FFN intermediate %d", p->tp, m->ffn_intermediate);
   if (m->moe) {
     ENPU_RETURN_IF(m->routed_experts < 1 || m->routed_experts % p->ep, err, ENPU_ERR_INVALID,
                    "ep %d does not divide %d routed experts", p->ep, m->routed_experts);
-    ENPU_RETURN_IF(m->experts_per_token < 1 || m->shared_experts < 0 ||
-                       m->expert_intermediate < 1 || m->expert_intermediate % p->tp ||
-                       m->first_dense_layers < 0 || m->first_dense_layers > m->layers,
+    ENPU_RETURN_IF(m->experts_per_token < 1 || m->shared_experts < 0 || m->expert_intermediate < 1 ||
+                       m->expert_intermediate % p->tp || m->first_dense_layers < 0 ||
+                       m->first_dense_layers > m->layers,
                    err, ENPU_ERR_INVALID,
                    "bad MoE sizes in model '%s' (tp %d must divide expert "
                    "intermediate %d)",
                    m->name, p->tp, m->expert_intermediate);
   } else {
-    ENPU_RETURN_IF(p->ep != 1, err, ENPU_ERR_INVALID,
-                   "ep %d on the dense model '%s'", p->ep, m->name);
+    ENPU_RETURN_IF(p->ep != 1, err, ENPU_ERR_INVALID, "ep %d on the dense model '%s'", p->ep, m->name);
   }
-  ENPU_RETURN_IF(!(job->moe_capacity_factor == 0 || job->moe_capacity_factor >= 1), err,
-                 ENPU_ERR_INVALID, "capacity factor must be >= 1 (0 = worst case), got %g",
-                 job->moe_capacity_factor);
+  ENPU_RETURN_IF(!(job->moe_capacity_factor == 0 || job->moe_capacity_factor >= 1), err, ENPU_ERR_INVALID,
+                 "capacity factor must be >= 1 (0 = worst case), got %g", job->moe_capacity_factor);
   return 0;
 }
 
 /* Token counts, layer counts (of the first `depth` layers), KV bytes per token, expert
  * load and memory of the bucket. */
-static int bucket_info(const config_job *job, config_phase phase, int batch, int seq, int depth,
-                       graph_info *in, enpu_err *err) {
+static int bucket_info(const config_job *job, config_phase phase, int batch, int seq, int depth, graph_info *in,
+                       enpu_err *err) {
   const config_model *m = &job->model;
   const config_parallel *p = &job->phase[phase].parallel;
   const int64_t per_request = phase == CONFIG_PREFILL ? seq : 1;
@@ -500,8 +496,7 @@ static int bucket_info(const config_job *job, config_phase phase, int batch, int
   const double d = m->dtype_bytes;
   if (m->attention == CONFIG_ATTN_MLA)
     in->kv_bytes_per_token = (double)layers * (m->kv_lora_rank + m->qk_rope_head_dim) * d;
-  else
-    in->kv_bytes_per_token = 2.0 * layers * gqa_kv_heads_per_chip(m, p->tp) * m->head_dim * d;
+  else in->kv_bytes_per_token = 2.0 * layers * gqa_kv_heads_per_chip(m, p->tp) * m->head_dim * d;
   ENPU_FORWARD(grid_moe_load_of(job, phase, batch, seq, &in->moe, err));
   return grid_memory_per_chip(job, phase, batch, seq, &in->memory, err);
 }
@@ -522,8 +517,7 @@ static void compute_totals(graph *g, const builder *bld) {
   }
   const graph_info *in = &g->info;
   t->kv_cache_bytes = (double)in->chip_requests * in->seq * in->kv_bytes_per_token;
-  t->activation_bytes =
-      (double)in->chip_tokens * bld->model->hidden * bld->dtype + bld->max_activation_bytes;
+  t->activation_bytes = (double)in->chip_tokens * bld->model->hidden * bld->dtype + bld->max_activation_bytes;
 }
 
 static int build(builder *bld, enpu_err *err) {
@@ -549,8 +543,8 @@ static int build(builder *bld, enpu_err *err) {
   return 0;
 }
 
-int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers,
-                      graph **out, enpu_err *err) {
+int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers, graph **out,
+                      enpu_err *err) {
   ENPU_RETURN_IF(!out, err, ENPU_ERR_INVALID, "no output pointer");
   *out = NULL;
   ENPU_FORWARD(check_inputs(job, phase, batch, seq, err));
@@ -559,8 +553,12 @@ int graph_build_depth(const config_job *job, config_phase phase, int batch, int 
   graph *g = enpu_calloc(1, sizeof *g);
   ENPU_RETURN_IF(!g, err, ENPU_ERR_NOMEM, "out of memory building the operator graph");
   const config_parallel *p = &job->phase[phase].parallel;
-  builder bld = {.g = g, .model = &job->model, .tp = p->tp, .ep = p->ep,
-                 .experts = job->moe_experts, .dtype = job->model.dtype_bytes};
+  builder bld = {.g = g,
+                 .model = &job->model,
+                 .tp = p->tp,
+                 .ep = p->ep,
+                 .experts = job->moe_experts,
+                 .dtype = job->model.dtype_bytes};
   int rc = bucket_info(job, phase, batch, seq, layers, &g->info, err);
   if (rc == 0) rc = build(&bld, err);
   /* Searches and re-simulations allocate per op instance of a pass (multiplicity counts
@@ -569,7 +567,8 @@ int graph_build_depth(const config_job *job, config_phase phase, int batch, int 
   int64_t instances = 0;
   for (int i = 0; rc == 0 && i < g->count; i++) instances += g->ops[i].multiplicity;
   if (rc == 0 && instances > GRAPH_MAX_INSTANCES)
-    rc = enpu_errorf(err, ENPU_ERR_RANGE, "%s batch %d seq %d: %lld operator instances per forward pass (limit %lld)",
+    rc = enpu_errorf(err, ENPU_ERR_RANGE,
+                     "%s batch %d seq %d: %lld operator instances per forward pass (limit %lld)",
                      config_phase_name(phase), batch, seq, (long long)instances, (long long)GRAPH_MAX_INSTANCES);
   if (rc < 0) {
     graph_free(g);
@@ -579,8 +578,7 @@ int graph_build_depth(const config_job *job, config_phase phase, int batch, int 
   return 0;
 }
 
-int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
-                enpu_err *err) {
+int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out, enpu_err *err) {
   return graph_build_depth(job, phase, batch, seq, job ? job->model.layers : 1, out, err);
 }
 
@@ -592,9 +590,7 @@ void graph_free(graph *g) {
 
 int graph_op_count(const graph *g) { return g->count; }
 
-const graph_op *graph_op_at(const graph *g, int id) {
-  return id >= 0 && id < g->count ? &g->ops[id] : NULL;
-}
+const graph_op *graph_op_at(const graph *g, int id) { return id >= 0 && id < g->count ? &g->ops[id] : NULL; }
 
 int graph_segment_count(const graph *g) { return g->segment_count; }
 

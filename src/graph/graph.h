@@ -110,22 +110,22 @@
 #define GRAPH_MAX_INSTANCES ((int64_t)1 << 22)
 
 typedef enum {
-  GRAPH_MATMUL = 0,      /* b × ([m,k] @ [k,n]); rhs_is_weight: [k,n] comes from weights */
-  GRAPH_ATTENTION,       /* flash attention: b = (requests × kv heads), each with
-                            kv_group query heads sharing one K/V head; m = query tokens,
-                            n = kv tokens, k = qk head dim, v = value head dim */
-  GRAPH_NORM,            /* RMSNorm over m rows of n elements */
-  GRAPH_ROPE,            /* rotary embedding over m rows of n elements; k = width of the
-                            cos/sin table row read per token */
-  GRAPH_ELEMENTWISE,     /* m × n elements, vector_ops_per_elem, in/out tensors */
-  GRAPH_ROUTER,          /* MoE gate: softmax/sigmoid + top-k over m rows of n experts;
-                            k = experts chosen per row */
-  GRAPH_EMBED,           /* gather of m rows of n elements from the embedding table */
-  GRAPH_ALLREDUCE,       /* collectives: n bytes of payload per chip among `ranks` */
+  GRAPH_MATMUL = 0,  /* b × ([m,k] @ [k,n]); rhs_is_weight: [k,n] comes from weights */
+  GRAPH_ATTENTION,   /* flash attention: b = (requests × kv heads), each with
+                        kv_group query heads sharing one K/V head; m = query tokens,
+                        n = kv tokens, k = qk head dim, v = value head dim */
+  GRAPH_NORM,        /* RMSNorm over m rows of n elements */
+  GRAPH_ROPE,        /* rotary embedding over m rows of n elements; k = width of the
+                        cos/sin table row read per token */
+  GRAPH_ELEMENTWISE, /* m × n elements, vector_ops_per_elem, in/out tensors */
+  GRAPH_ROUTER,      /* MoE gate: softmax/sigmoid + top-k over m rows of n experts;
+                        k = experts chosen per row */
+  GRAPH_EMBED,       /* gather of m rows of n elements from the embedding table */
+  GRAPH_ALLREDUCE,   /* collectives: n bytes of payload per chip among `ranks` */
   GRAPH_ALLGATHER,
   GRAPH_REDUCE_SCATTER,
   GRAPH_ALLTOALL,
-  GRAPH_HOST_LOAD,       /* host_bytes from host memory over the host link into HBM */
+  GRAPH_HOST_LOAD, /* host_bytes from host memory over the host link into HBM */
   GRAPH_NKIND
 } graph_op_kind;
 
@@ -133,20 +133,20 @@ const char *graph_kind_name(graph_op_kind kind); /* "matmul", "attention", ... *
 
 typedef struct {
   int64_t b, m, k, n, v;
-  int kv_group;           /* attention: query heads per K/V head (GQA; MLA absorbed) */
-  int causal;             /* attention: 1 for causal prefill */
-  int kv_shared;          /* attention: 1 when V is the first v columns of K (absorbed MLA
-                             latent), so K/V bytes are read once */
-  int rhs_is_weight;      /* matmul: the [k,n] operand is a weight in HBM */
-  int ranks;              /* collectives: chips in the group */
+  int kv_group;                /* attention: query heads per K/V head (GQA; MLA absorbed) */
+  int causal;                  /* attention: 1 for causal prefill */
+  int kv_shared;               /* attention: 1 when V is the first v columns of K (absorbed MLA
+                                  latent), so K/V bytes are read once */
+  int rhs_is_weight;           /* matmul: the [k,n] operand is a weight in HBM */
+  int ranks;                   /* collectives: chips in the group */
   int in_tensors, out_tensors; /* elementwise: tensors read / written */
   double vector_ops_per_elem;  /* VU ops per output element (elementwise/norm/rope/router) */
   int dtype_bytes;
 } graph_shape;
 
 typedef struct {
-  int id;             /* index in the graph, as printed by `enpu graph` */
-  char name[64];      /* e.g. "attn.qkv_proj", "moe.expert_up" */
+  int id;        /* index in the graph, as printed by `enpu graph` */
+  char name[64]; /* e.g. "attn.qkv_proj", "moe.expert_up" */
   graph_op_kind kind;
   graph_shape shape;
   double flops;           /* matrix FLOPs (2·m·k·n per matmul), per chip */
@@ -159,7 +159,7 @@ typedef struct {
   int64_t count;          /* identical instances run back to back per segment pass, >= 1 */
   int64_t multiplicity;   /* how many times the op runs in the forward pass: repeat·count */
   uint64_t signature;
-  int segment;            /* index of its segment (graph_segment_at) */
+  int segment; /* index of its segment (graph_segment_at) */
 } graph_op;
 
 typedef struct {
@@ -170,26 +170,25 @@ typedef struct {
 } graph_segment;
 
 typedef struct {
-  double flops, vector_ops, hbm_read_bytes, hbm_write_bytes, weight_bytes, ici_bytes,
-      host_bytes;
-  double kv_cache_bytes; /* KV cache resident for this bucket, per chip */
+  double flops, vector_ops, hbm_read_bytes, hbm_write_bytes, weight_bytes, ici_bytes, host_bytes;
+  double kv_cache_bytes;   /* KV cache resident for this bucket, per chip */
   double activation_bytes; /* peak activation footprint, per chip: the residual stream
                               (T·hidden·dtype) plus the largest activation working set
                               (inputs + outputs, without weights and KV cache) of any op */
-} graph_totals;           /* sums over ops × multiplicity, per chip */
+} graph_totals;            /* sums over ops × multiplicity, per chip */
 
 /* The bucket and the token counts the graph was built with. */
 typedef struct {
   config_phase phase;
   int batch, seq;
   config_parallel parallel;
-  int64_t tokens;         /* bucket tokens: batch·seq (prefill) or batch (decode) */
-  int64_t chip_requests;  /* requests through this chip's non-expert ops: ceil(batch/ep) */
-  int64_t chip_tokens;    /* T: chip_requests·seq (prefill) or chip_requests (decode) */
-  int64_t dense_layers;   /* layers of each kind held by this chip (one pipeline stage) */
+  int64_t tokens;        /* bucket tokens: batch·seq (prefill) or batch (decode) */
+  int64_t chip_requests; /* requests through this chip's non-expert ops: ceil(batch/ep) */
+  int64_t chip_tokens;   /* T: chip_requests·seq (prefill) or chip_requests (decode) */
+  int64_t dense_layers;  /* layers of each kind held by this chip (one pipeline stage) */
   int64_t moe_layers;
-  grid_moe_load moe;      /* MoE expert load of this chip (all zero if dense) */
-  grid_memory memory;     /* per-chip memory and the capacity offload (grid.h) */
+  grid_moe_load moe;         /* MoE expert load of this chip (all zero if dense) */
+  grid_memory memory;        /* per-chip memory and the capacity offload (grid.h) */
   double kv_bytes_per_token; /* KV cache per token per chip, all layers of the stage */
 } graph_info;
 
@@ -199,16 +198,15 @@ typedef struct graph graph;
  * capacity). A bucket that is infeasible under the job's capacity policy still builds
  * (as if it fitted, without an offload): callers that compile check grid_memory_status.
  * @return 0, or ENPU_ERR_INVALID/RANGE with a message (e.g. batch < 1). */
-int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out,
-                enpu_err *err);
+int graph_build(const config_job *job, config_phase phase, int batch, int seq, graph **out, enpu_err *err);
 /* graph_build of a partial-depth pass: the embedding, the model's first `layers` layers
  * (dense ones first, as the model stacks them) and the LM head — the draft or
  * verification pass of self-speculative decoding (an early exit). The ops are those of
  * the full graph; only the layer segments' repeats (and the KV bytes per token, of those
  * layers only) change. layers == model layers is graph_build.
  * @return as graph_build; ENPU_ERR_RANGE for layers outside 1..model layers. */
-int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers,
-                      graph **out, enpu_err *err);
+int graph_build_depth(const config_job *job, config_phase phase, int batch, int seq, int layers, graph **out,
+                      enpu_err *err);
 void graph_free(graph *g);
 
 int graph_op_count(const graph *g);

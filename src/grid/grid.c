@@ -55,8 +55,7 @@ nomem:
   return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory expanding a bucket axis");
 }
 
-int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values, int *count,
-                     enpu_err *err) {
+int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values, int *count, enpu_err *err) {
   const char *what = kind == GRID_AXIS_BATCH ? "batch" : "seq";
   *values = NULL;
   *count = 0;
@@ -65,15 +64,14 @@ int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values,
                    "%s axis: rule max must be a positive integer, got %d", what, axis->rule_max);
     return expand_rule(kind, axis->rule_max, values, count, err);
   }
-  ENPU_RETURN_IF(axis->count < 1 || !axis->values, err, ENPU_ERR_INVALID,
-                 "%s axis: the explicit list is empty", what);
+  ENPU_RETURN_IF(axis->count < 1 || !axis->values, err, ENPU_ERR_INVALID, "%s axis: the explicit list is empty",
+                 what);
   for (int i = 0; i < axis->count; i++) {
     ENPU_RETURN_IF(axis->values[i] < 1, err, ENPU_ERR_INVALID,
-                   "%s axis: value [%d] must be a positive integer, got %d", what, i,
-                   axis->values[i]);
+                   "%s axis: value [%d] must be a positive integer, got %d", what, i, axis->values[i]);
     ENPU_RETURN_IF(i > 0 && axis->values[i] <= axis->values[i - 1], err, ENPU_ERR_INVALID,
-                   "%s axis: values must be strictly increasing, got %d after %d", what,
-                   axis->values[i], axis->values[i - 1]);
+                   "%s axis: values must be strictly increasing, got %d after %d", what, axis->values[i],
+                   axis->values[i - 1]);
   }
   int *out = enpu_calloc((size_t)axis->count, sizeof *out);
   ENPU_RETURN_IF(!out, err, ENPU_ERR_NOMEM, "out of memory expanding the %s axis", what);
@@ -90,27 +88,26 @@ static double max2(double a, double b) { return a > b ? a : b; }
 
 static int check_degrees(const config_parallel *p, config_phase phase, enpu_err *err) {
   ENPU_RETURN_IF(p->dp < 1 || p->tp < 1 || p->pp < 1 || p->ep < 1, err, ENPU_ERR_INVALID,
-                 "%s: parallel degrees must be >= 1, got dp %d tp %d pp %d ep %d",
-                 config_phase_name(phase), p->dp, p->tp, p->pp, p->ep);
+                 "%s: parallel degrees must be >= 1, got dp %d tp %d pp %d ep %d", config_phase_name(phase), p->dp,
+                 p->tp, p->pp, p->ep);
   return 0;
 }
 
 double grid_capacity_factor(const config_job *job) {
   const config_model *m = &job->model;
   if (!m->moe) return 0;
-  return job->moe_capacity_factor > 0 ? job->moe_capacity_factor
-                                      : (double)m->routed_experts / m->experts_per_token;
+  return job->moe_capacity_factor > 0 ? job->moe_capacity_factor : (double)m->routed_experts / m->experts_per_token;
 }
 
 static int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-int grid_moe_load_of(const config_job *job, config_phase phase, int batch, int seq,
-                     grid_moe_load *out, enpu_err *err) {
+int grid_moe_load_of(const config_job *job, config_phase phase, int batch, int seq, grid_moe_load *out,
+                     enpu_err *err) {
   *out = (grid_moe_load){0};
-  ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID,
-                 "batch and seq must be >= 1, got batch %d seq %d", batch, seq);
+  ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID, "batch and seq must be >= 1, got batch %d seq %d",
+                 batch, seq);
   const config_model *m = &job->model;
   const int ep = job->phase[phase].parallel.ep;
   ENPU_RETURN_IF(ep < 1, err, ENPU_ERR_INVALID, "ep must be >= 1, got %d", ep);
@@ -137,12 +134,11 @@ int grid_moe_load_of(const config_job *job, config_phase phase, int batch, int s
 
 /* Widest per-chip intermediate tensor of one layer, in bytes (see grid.h): t tokens
  * on this chip, `slots` token rows through its routed experts, r requests on it. */
-static double largest_intermediate_bytes(const config_model *m, const config_parallel *p,
-                                         double t, double slots, double r) {
+static double largest_intermediate_bytes(const config_model *m, const config_parallel *p, double t, double slots,
+                                         double r) {
   double tp = p->tp;
   double attn_width = m->attention == CONFIG_ATTN_MLA
-                          ? (double)m->heads *
-                                (m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim)
+                          ? (double)m->heads * (m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim)
                           : ((double)m->heads + 2.0 * m->kv_heads) * m->head_dim;
   double elems = t * attn_width / tp;
   elems = max2(elems, 2.0 * t * m->ffn_intermediate / tp);
@@ -178,29 +174,27 @@ static void plan_offload(const config_job *job, const config_parallel *p, grid_m
   mem->offload_bytes = s * (double)layers;
 }
 
-int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, int seq,
-                         grid_memory *out, enpu_err *err) {
-  ENPU_RETURN_IF((int)phase < 0 || phase >= CONFIG_NPHASE, err, ENPU_ERR_INVALID,
-                 "unknown phase %d", (int)phase);
+int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, int seq, grid_memory *out,
+                         enpu_err *err) {
+  ENPU_RETURN_IF((int)phase < 0 || phase >= CONFIG_NPHASE, err, ENPU_ERR_INVALID, "unknown phase %d", (int)phase);
   ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID,
-                 "%s bucket: batch and seq must be >= 1, got batch %d seq %d",
-                 config_phase_name(phase), batch, seq);
+                 "%s bucket: batch and seq must be >= 1, got batch %d seq %d", config_phase_name(phase), batch,
+                 seq);
   const config_parallel *p = &job->phase[phase].parallel;
   ENPU_FORWARD(check_degrees(p, phase, err));
   const config_model *m = &job->model;
-  ENPU_RETURN_IF(m->dtype_bytes < 1, err, ENPU_ERR_INVALID,
-                 "model %s: dtype_bytes must be >= 1, got %d", m->name, m->dtype_bytes);
+  ENPU_RETURN_IF(m->dtype_bytes < 1, err, ENPU_ERR_INVALID, "model %s: dtype_bytes must be >= 1, got %d", m->name,
+                 m->dtype_bytes);
 
   *out = (grid_memory){.capacity = job->capacity, .hbm_bytes = job->chip.hbm_bytes};
   double d = m->dtype_bytes;
   double dense = m->params_total - m->params_routed;
-  out->weights_bytes =
-      dense * d / ((double)p->tp * p->pp) + m->params_routed * d / ((double)p->ep * p->tp * p->pp);
+  out->weights_bytes = dense * d / ((double)p->tp * p->pp) + m->params_routed * d / ((double)p->ep * p->tp * p->pp);
 
   int kv_shard = 1;
   if (m->attention == CONFIG_ATTN_GQA) {
-    ENPU_RETURN_IF(m->kv_heads < 1, err, ENPU_ERR_INVALID,
-                   "model %s: GQA needs kv_heads >= 1, got %d", m->name, m->kv_heads);
+    ENPU_RETURN_IF(m->kv_heads < 1, err, ENPU_ERR_INVALID, "model %s: GQA needs kv_heads >= 1, got %d", m->name,
+                   m->kv_heads);
     kv_shard = p->tp < m->kv_heads ? p->tp : m->kv_heads;
   }
   double r = (double)(((int64_t)batch + p->ep - 1) / p->ep); /* requests on this chip */
@@ -233,12 +227,13 @@ void grid_memory_note(const grid_memory *mem, char *buf, size_t cap) {
   const char *what = mem->capacity == CONFIG_CAPACITY_IGNORE ? "capacity ignored: needs"
                      : mem->offload_bytes > 0                ? "offload: needs"
                                                              : "needs";
-  int n = snprintf(buf, cap, "%s %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), "
-                   "HBM holds %.1f GB", what, used / 1e9, mem->weights_bytes / 1e9,
-                   mem->kv_bytes / 1e9, mem->activation_bytes / 1e9, mem->hbm_bytes / 1e9);
+  int n = snprintf(buf, cap,
+                   "%s %.1f GB per chip (weights %.1f, KV %.1f, activations %.1f), "
+                   "HBM holds %.1f GB",
+                   what, used / 1e9, mem->weights_bytes / 1e9, mem->kv_bytes / 1e9, mem->activation_bytes / 1e9,
+                   mem->hbm_bytes / 1e9);
   if (mem->offload_bytes > 0 && n > 0 && (size_t)n < cap)
-    snprintf(buf + n, cap - (size_t)n, "; streams %.2f GB per pass from the host",
-             mem->offload_bytes / 1e9);
+    snprintf(buf + n, cap - (size_t)n, "; streams %.2f GB per pass from the host", mem->offload_bytes / 1e9);
 }
 
 int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int seq, char *why, size_t cap,
@@ -260,8 +255,7 @@ static int build_phase(grid *g, const config_job *job, config_phase ph, enpu_err
   view->parallel = pg->parallel;
 
   int rc = grid_axis_expand(&pg->batch, GRID_AXIS_BATCH, &g->batch[ph], &view->batch_count, err);
-  if (rc == 0)
-    rc = grid_axis_expand(&pg->seq, GRID_AXIS_SEQ, &g->seq[ph], &view->seq_count, err);
+  if (rc == 0) rc = grid_axis_expand(&pg->seq, GRID_AXIS_SEQ, &g->seq[ph], &view->seq_count, err);
   if (rc < 0) {
     enpu_err_prefix(err, "%s: ", config_phase_name(ph));
     return rc;
@@ -270,8 +264,7 @@ static int build_phase(grid *g, const config_job *job, config_phase ph, enpu_err
   view->seq = g->seq[ph];
 
   size_t n = (size_t)view->batch_count * (size_t)view->seq_count;
-  ENPU_RETURN_IF(n > INT_MAX, err, ENPU_ERR_INVALID, "%s: %zu buckets is too many",
-                 config_phase_name(ph), n);
+  ENPU_RETURN_IF(n > INT_MAX, err, ENPU_ERR_INVALID, "%s: %zu buckets is too many", config_phase_name(ph), n);
   g->buckets[ph] = enpu_calloc(n, sizeof *g->buckets[ph]);
   ENPU_RETURN_IF(!g->buckets[ph], err, ENPU_ERR_NOMEM, "out of memory for %zu %s buckets", n,
                  config_phase_name(ph));
@@ -350,26 +343,24 @@ static int first_at_least(const int *a, int n, int x) {
   return lo;
 }
 
-int grid_pad(const grid *g, config_phase phase, int batch, int seq, const grid_bucket **out,
-             enpu_err *err) {
+int grid_pad(const grid *g, config_phase phase, int batch, int seq, const grid_bucket **out, enpu_err *err) {
   *out = NULL;
   const grid_phase *v = grid_get_phase(g, phase);
   ENPU_RETURN_IF(!v, err, ENPU_ERR_NOT_FOUND, "phase %s is not in the job's grid",
                  (int)phase >= 0 && phase < CONFIG_NPHASE ? config_phase_name(phase) : "?");
   const char *name = config_phase_name(phase);
-  ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID,
-                 "%s: batch and seq must be >= 1, got batch %d seq %d", name, batch, seq);
+  ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID, "%s: batch and seq must be >= 1, got batch %d seq %d",
+                 name, batch, seq);
   int bi = first_at_least(v->batch, v->batch_count, batch);
   int si = first_at_least(v->seq, v->seq_count, seq);
   ENPU_RETURN_IF(bi == v->batch_count || si == v->seq_count, err, ENPU_ERR_NOT_FOUND,
-                 "%s: no bucket covers batch %d seq %d; the largest bucket is batch %d seq %d",
-                 name, batch, seq, v->batch[v->batch_count - 1], v->seq[v->seq_count - 1]);
+                 "%s: no bucket covers batch %d seq %d; the largest bucket is batch %d seq %d", name, batch, seq,
+                 v->batch[v->batch_count - 1], v->seq[v->seq_count - 1]);
   const grid_bucket *b = &v->buckets[(size_t)bi * v->seq_count + si];
   *out = b;
   ENPU_RETURN_IF(b->status != GRID_FEASIBLE, err, ENPU_ERR_INFEASIBLE,
                  "%s: batch %d seq %d pads to bucket batch %d seq %d, which does not fit HBM "
                  "(%.1f GB needed per chip, %.1f GB available)",
-                 name, batch, seq, b->batch, b->seq, grid_memory_used_bytes(&b->mem) / 1e9,
-                 b->mem.hbm_bytes / 1e9);
+                 name, batch, seq, b->batch, b->seq, grid_memory_used_bytes(&b->mem) / 1e9, b->mem.hbm_bytes / 1e9);
   return 0;
 }

@@ -38,8 +38,7 @@ typedef enum { GRID_AXIS_BATCH = 0, GRID_AXIS_SEQ = 1 } grid_axis_kind;
 /* Expand `axis` into a new heap array *values (free() it) of *count entries.
  * @return 0, or ENPU_ERR_INVALID (max < 1, an explicit list that is empty, not
  *         positive or not strictly increasing) or ENPU_ERR_NOMEM; then *values is NULL. */
-int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values, int *count,
-                     enpu_err *err);
+int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values, int *count, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Capacity check, per chip of the phase's node (all figures in bytes)
@@ -111,8 +110,8 @@ typedef struct {
 /* Per-chip memory of bucket (batch, seq) of `phase` in `job` (uses job->model,
  * job->chip.hbm_bytes, job->phase[phase].parallel, the job's MoE options and capacity).
  * @return 0, or ENPU_ERR_INVALID (batch or seq < 1, a parallel degree < 1). */
-int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, int seq,
-                         grid_memory *out, enpu_err *err);
+int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, int seq, grid_memory *out,
+                         enpu_err *err);
 
 /* weights + kv + activations, in bytes (what the bucket needs with every weight
  * resident, whatever the capacity policy). */
@@ -148,10 +147,10 @@ int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int s
  *    most P = T·min(k, E_loc) token-expert pairs and runs b = min(E_loc, P) experts,
  *    batched, with m = min(T, ceil(P / b), ceil(c·T·k/E)) tokens each. */
 typedef struct {
-  int64_t tokens;         /* T */
-  int64_t experts_local;  /* E_loc */
-  int64_t hot_tokens;     /* all-resident */
-  int64_t cold_experts;   /* E_loc − 1 */
+  int64_t tokens;        /* T */
+  int64_t experts_local; /* E_loc */
+  int64_t hot_tokens;    /* all-resident */
+  int64_t cold_experts;  /* E_loc − 1 */
   int64_t cold_tokens;
   int64_t active_experts; /* active-only: b */
   int64_t active_tokens;  /* active-only: m */
@@ -160,8 +159,8 @@ typedef struct {
 
 /* The load of bucket (batch, seq) of `phase` (all zero for a dense model).
  * @return 0, or ENPU_ERR_INVALID (batch or seq < 1, ep < 1). */
-int grid_moe_load_of(const config_job *job, config_phase phase, int batch, int seq,
-                     grid_moe_load *out, enpu_err *err);
+int grid_moe_load_of(const config_job *job, config_phase phase, int batch, int seq, grid_moe_load *out,
+                     enpu_err *err);
 
 /* The capacity factor in use: the job's, or E/k for "worst" (0 for a dense model). */
 double grid_capacity_factor(const config_job *job);
@@ -235,7 +234,6 @@ const grid_totals *grid_get_totals(const grid *g);
  *         ENPU_ERR_NOT_FOUND when no bucket covers (batch, seq) — the message names the
  *           largest bucket — or the phase is not in the job (*out is NULL);
  *         ENPU_ERR_INVALID for batch or seq < 1. */
-int grid_pad(const grid *g, config_phase phase, int batch, int seq, const grid_bucket **out,
-             enpu_err *err);
+int grid_pad(const grid *g, config_phase phase, int batch, int seq, const grid_bucket **out, enpu_err *err);
 
 #endif /* ENPU_GRID_H */

@@ -19,10 +19,10 @@
 #define POWER_LEVEL_RTOL 1e-9
 
 typedef struct {
-  double level;     /* GHz (SA/VU/SRAM) or GB/s (HBM/ICI) */
-  double voltage_v; /* the component's DVFS rail (HBM/ICI: the controller) */
-  double static_w;  /* the rail's part, whole component */
-  double dynamic_w; /* idem, utilisation 1, busy the whole time */
+  double level;                           /* GHz (SA/VU/SRAM) or GB/s (HBM/ICI) */
+  double voltage_v;                       /* the component's DVFS rail (HBM/ICI: the controller) */
+  double static_w;                        /* the rail's part, whole component */
+  double dynamic_w;                       /* idem, utilisation 1, busy the whole time */
   double fixed_static_w, fixed_dynamic_w; /* HBM I/O + DRAM, ICI PHY: fixed regulator */
 } power_row;
 
@@ -59,7 +59,7 @@ struct power_model {
   double *eta_pmax;       /* like eta: the row's best efficiency at its activities 0..k */
   double *fixed_eta_pmax; /* like fixed_eta */
   int nbands[POWER_NRAILCOMP];
-  power_rail_row *rail;   /* POWER_NRAILCOMP × (peak_state + 1) × POWER_MAXBANDS */
+  power_rail_row *rail; /* POWER_NRAILCOMP × (peak_state + 1) × POWER_MAXBANDS */
   bool has_gating;
   config_gating gating[CONFIG_NCOMP];
 };
@@ -121,17 +121,15 @@ static double state_level(const config_chip *chip, config_component c, int state
 }
 
 /* A table's static and dynamic power at `level` in the band starting at row `first`. */
-static void band_power(const config_vf_table *t, int first, double level, double *static_w,
-                       double *dynamic_w) {
+static void band_power(const config_vf_table *t, int first, double level, double *static_w, double *dynamic_w) {
   *static_w = t->points[first].static_w;
   *dynamic_w = band_dynamic_w(t, first, level);
 }
 
 /* HBM/ICI: the controller is the table less (1 − share) of its top band at the same level
  * (the PHY, fixed in the table); fails when the share leaves the controller negative. */
-static int split_controller(const config_chip *chip, config_component c, int s, double share,
-                            power_row *r, double *phy_static_w, double *phy_dynamic_w,
-                            enpu_err *err) {
+static int split_controller(const config_chip *chip, config_component c, int s, double share, power_row *r,
+                            double *phy_static_w, double *phy_dynamic_w, enpu_err *err) {
   const config_vf_table *t = &chip->vf[c];
   double top_s, top_d;
   band_power(t, top_band(t), r->level, &top_s, &top_d);
@@ -161,8 +159,7 @@ static void hbm_phy(const power_model *pm, const config_chip *chip, power_row *r
 }
 
 /* Every band of an SA/VU/SRAM table at each state's level (the rail rows). */
-static int fill_rail_rows(power_model *pm, const config_chip *chip, config_component c,
-                          enpu_err *err) {
+static int fill_rail_rows(power_model *pm, const config_chip *chip, config_component c, enpu_err *err) {
   const config_vf_table *t = &chip->vf[c];
   int nb = 0;
   for (int first = 0; first < t->count; first = band_end(t, first) + 1) nb++;
@@ -183,13 +180,12 @@ static int fill_rail_rows(power_model *pm, const config_chip *chip, config_compo
   return 0;
 }
 
-static int fill_rows(power_model *pm, const config_chip *chip, config_component c,
-                     enpu_err *err) {
+static int fill_rows(power_model *pm, const config_chip *chip, config_component c, enpu_err *err) {
   const config_vf_table *t = &chip->vf[c];
-  ENPU_RETURN_IF(t->count <= 0 || t->points == NULL, err, ENPU_ERR_INVALID,
-                 "chip %s: the %s V/f table is empty", chip->name, config_component_name(c));
-  ENPU_RETURN_IF(c == CONFIG_HBM && (chip->hbm_io.count <= 0 || chip->hbm_dram.count <= 0), err,
-                 ENPU_ERR_INVALID, "chip %s: the HBM I/O or DRAM table is empty", chip->name);
+  ENPU_RETURN_IF(t->count <= 0 || t->points == NULL, err, ENPU_ERR_INVALID, "chip %s: the %s V/f table is empty",
+                 chip->name, config_component_name(c));
+  ENPU_RETURN_IF(c == CONFIG_HBM && (chip->hbm_io.count <= 0 || chip->hbm_dram.count <= 0), err, ENPU_ERR_INVALID,
+                 "chip %s: the HBM I/O or DRAM table is empty", chip->name);
   for (int s = 0; s <= pm->peak_state; s++) {
     power_row *r = &pm->rows[c * (pm->peak_state + 1) + s];
     *r = (power_row){.level = state_level(chip, c, s)};
@@ -199,8 +195,7 @@ static int fill_rows(power_model *pm, const config_chip *chip, config_component 
     band_power(t, b, r->level, &r->static_w, &r->dynamic_w);
     if (c == CONFIG_HBM || c == CONFIG_ICI) {
       double share = c == CONFIG_HBM ? chip->hbm_controller_share : chip->ici_controller_share;
-      ENPU_FORWARD(split_controller(chip, c, s, share, r, &r->fixed_static_w,
-                                    &r->fixed_dynamic_w, err));
+      ENPU_FORWARD(split_controller(chip, c, s, share, r, &r->fixed_static_w, &r->fixed_dynamic_w, err));
       if (c == CONFIG_HBM) hbm_phy(pm, chip, r);
     }
     r->static_w *= pm->count[c];
@@ -231,15 +226,15 @@ static void eta_grid_free(power_grid *g) { free(g->act); /* owns volt and eff */
 
 /* Build the grid from the rows of `t` at scaling time `time_ns` (every row when
  * `any_time`: the fixed regulator has a single, nominal scaling time). */
-static int eta_grid_build(power_grid *g, const config_ivr_table *t, const char *what,
-                      bool any_time, double time_ns, enpu_err *err) {
+static int eta_grid_build(power_grid *g, const config_ivr_table *t, const char *what, bool any_time, double time_ns,
+                          enpu_err *err) {
   int n = 0;
   for (int i = 0; i < t->count; i++)
     if (any_time || t->points[i].scaling_time_ns == time_ns) n++;
-  ENPU_RETURN_IF(n == 0, err, ENPU_ERR_INVALID,
-                 "the %s regulator table has no rows at scaling_time_ns %g", what, time_ns);
-  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(g->act, n), ENPU_PART(g->volt, n), ENPU_PART(g->eff, n)) < 0,
-                 err, ENPU_ERR_NOMEM, "out of memory");
+  ENPU_RETURN_IF(n == 0, err, ENPU_ERR_INVALID, "the %s regulator table has no rows at scaling_time_ns %g", what,
+                 time_ns);
+  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(g->act, n), ENPU_PART(g->volt, n), ENPU_PART(g->eff, n)) < 0, err,
+                 ENPU_ERR_NOMEM, "out of memory");
   int k = 0;
   for (int i = 0; i < t->count; i++) {
     if (!(any_time || t->points[i].scaling_time_ns == time_ns)) continue;
@@ -259,11 +254,9 @@ static int eta_grid_build(power_grid *g, const config_ivr_table *t, const char *
   for (int i = 0; i < t->count && rc == 0; i++) {
     const config_ivr_point *p = &t->points[i];
     if (!(any_time || p->scaling_time_ns == time_ns)) continue;
-    int cell = find_value(g->act, g->na, p->activity) * g->nv +
-               find_value(g->volt, g->nv, p->voltage_v);
+    int cell = find_value(g->act, g->na, p->activity) * g->nv + find_value(g->volt, g->nv, p->voltage_v);
     if (seen[cell])
-      rc = enpu_errorf(err, ENPU_ERR_INVALID,
-                       "the %s regulator table repeats activity %g, voltage %g V", what,
+      rc = enpu_errorf(err, ENPU_ERR_INVALID, "the %s regulator table repeats activity %g, voltage %g V", what,
                        p->activity, p->voltage_v);
     seen[cell] = true;
     g->eff[cell] = p->efficiency;
@@ -302,17 +295,16 @@ static const double *eta_row_of(const power_model *pm, config_component c, int s
 /* ---------------------------------------------------------------------------------
  * Create / free */
 
-static int check_args(const config_chip *chip, power_hbm_mode hbm_mode, power_regulator regulator,
-                      enpu_err *err) {
+static int check_args(const config_chip *chip, power_hbm_mode hbm_mode, power_regulator regulator, enpu_err *err) {
   ENPU_RETURN_IF(chip == NULL, err, ENPU_ERR_INVALID, "power_model_create: no chip");
-  ENPU_RETURN_IF(hbm_mode != POWER_HBM_CTRL_ONLY && hbm_mode != POWER_HBM_FULL, err,
-                 ENPU_ERR_INVALID, "power_model_create: unknown HBM mode %d", (int)hbm_mode);
+  ENPU_RETURN_IF(hbm_mode != POWER_HBM_CTRL_ONLY && hbm_mode != POWER_HBM_FULL, err, ENPU_ERR_INVALID,
+                 "power_model_create: unknown HBM mode %d", (int)hbm_mode);
   ENPU_RETURN_IF(regulator != POWER_REG_DVFS && regulator != POWER_REG_FIXED &&
                      regulator != POWER_REG_DVFS_COMPUTE && regulator != POWER_REG_CHIPWIDE,
                  err, ENPU_ERR_INVALID, "power_model_create: unknown regulator %d", (int)regulator);
   ENPU_RETURN_IF(chip->freq_states <= 0 || chip->ivr_step_mv <= 0.0, err, ENPU_ERR_RANGE,
-                 "chip %s: freq_states %d and ivr step_mv %g must be positive", chip->name,
-                 chip->freq_states, chip->ivr_step_mv);
+                 "chip %s: freq_states %d and ivr step_mv %g must be positive", chip->name, chip->freq_states,
+                 chip->ivr_step_mv);
   return 0;
 }
 
@@ -336,8 +328,8 @@ static void fill_eta(power_model *pm) {
       pm->eta_pmax[i * na + k] = fmax(k ? pm->eta_pmax[i * na + k - 1] : 0, pm->eta[i * na + k]);
 }
 
-int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
-                       power_regulator regulator, power_model **out, enpu_err *err) {
+int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode, power_regulator regulator,
+                       power_model **out, enpu_err *err) {
   *out = NULL;
   ENPU_FORWARD(check_args(chip, hbm_mode, regulator, err));
   power_model *pm = enpu_calloc(1, sizeof *pm);
@@ -366,8 +358,7 @@ int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
   if (rc == 0) {
     size_t na = (size_t)(pm->dvfs.na > pm->fixed.na ? pm->dvfs.na : pm->fixed.na);
     if (ENPU_CALLOC_PARTS(ENPU_PART(pm->rows, CONFIG_NCOMP * nstates),
-                          ENPU_PART(pm->eta, CONFIG_NCOMP * nstates * na),
-                          ENPU_PART(pm->fixed_eta, pm->fixed.na),
+                          ENPU_PART(pm->eta, CONFIG_NCOMP * nstates * na), ENPU_PART(pm->fixed_eta, pm->fixed.na),
                           ENPU_PART(pm->eta_pmax, CONFIG_NCOMP * nstates * na),
                           ENPU_PART(pm->fixed_eta_pmax, pm->fixed.na),
                           ENPU_PART(pm->rail, POWER_NRAILCOMP * nstates * POWER_MAXBANDS)) < 0)
@@ -403,9 +394,7 @@ static const power_row *row_of(const power_model *pm, config_component c, int st
   return &pm->rows[(size_t)c * (pm->peak_state + 1) + state];
 }
 
-double power_level(const power_model *pm, config_component c, int state) {
-  return row_of(pm, c, state)->level;
-}
+double power_level(const power_model *pm, config_component c, int state) { return row_of(pm, c, state)->level; }
 double power_voltage_v(const power_model *pm, config_component c, int state) {
   return row_of(pm, c, state)->voltage_v;
 }
@@ -433,8 +422,7 @@ double power_fixed_efficiency(const power_model *pm, double activity) {
 
 /* The rail row of c at `state` for a rail at rail_v (the first band at or above it), NULL
  * when rail_v is c's own voltage. */
-static const power_rail_row *rail_row(const power_model *pm, config_component c, int state,
-                                      double rail_v) {
+static const power_rail_row *rail_row(const power_model *pm, config_component c, int state, double rail_v) {
   if (rail_v <= row_of(pm, c, state)->voltage_v + 1e-12 || (int)c >= POWER_NRAILCOMP) return NULL;
   const power_rail_row *r = &pm->rail[((size_t)c * (pm->peak_state + 1) + state) * POWER_MAXBANDS];
   int b = 0;
@@ -442,27 +430,24 @@ static const power_rail_row *rail_row(const power_model *pm, config_component c,
   return &r[b];
 }
 
-int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
-                 double time_ns, double utilization, power_energy_nj *e, enpu_err *err) {
+int power_energy(const power_model *pm, config_component c, int state, double busy_ns, double time_ns,
+                 double utilization, power_energy_nj *e, enpu_err *err) {
   return power_energy_rail(pm, c, state, 0.0, busy_ns, time_ns, utilization, e, err);
 }
 
-int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v,
-                      double busy_ns, double time_ns, double utilization, power_energy_nj *e,
-                      enpu_err *err) {
-  ENPU_RETURN_IF((unsigned)c >= CONFIG_NCOMP || state < 0 || state > pm->peak_state, err,
-                 ENPU_ERR_INVALID, "power_energy: component %d state %d out of range",
-                 (int)c, state);
+int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v, double busy_ns,
+                      double time_ns, double utilization, power_energy_nj *e, enpu_err *err) {
+  ENPU_RETURN_IF((unsigned)c >= CONFIG_NCOMP || state < 0 || state > pm->peak_state, err, ENPU_ERR_INVALID,
+                 "power_energy: component %d state %d out of range", (int)c, state);
   ENPU_RETURN_IF(rail_v > row_of(pm, c, state)->voltage_v + 1e-12 && (int)c >= POWER_NRAILCOMP, err,
-                 ENPU_ERR_INVALID, "power_energy: %s is never on a shared rail",
-                 config_component_name(c));
+                 ENPU_ERR_INVALID, "power_energy: %s is never on a shared rail", config_component_name(c));
   ENPU_RETURN_IF(!pm->on_dvfs[c] && pm->regulator != POWER_REG_CHIPWIDE && state != pm->peak_state, err,
-                 ENPU_ERR_INVALID, "power_energy: %s at state %d on the fixed regulator (it runs at state %d "
+                 ENPU_ERR_INVALID,
+                 "power_energy: %s at state %d on the fixed regulator (it runs at state %d "
                  "only)",
                  config_component_name(c), state, pm->peak_state);
   /* The relative slack lets a busy time computed as a sum of pieces equal the total. */
-  ENPU_RETURN_IF(!(time_ns >= 0.0) || !(busy_ns >= 0.0) ||
-                     busy_ns > time_ns * (1.0 + POWER_LEVEL_RTOL) ||
+  ENPU_RETURN_IF(!(time_ns >= 0.0) || !(busy_ns >= 0.0) || busy_ns > time_ns * (1.0 + POWER_LEVEL_RTOL) ||
                      !(utilization >= 0.0 && utilization <= 1.0 + POWER_LEVEL_RTOL),
                  err, ENPU_ERR_INVALID,
                  "power_energy: %s needs 0 <= busy_ns (%g) <= time_ns (%g) and "
@@ -479,7 +464,7 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
   double work_ns = busy_ns * utilization;
   const power_rail_row *hi = rail_row(pm, c, state, rail_v);
   const double eta = hi ? eta_grid_eval(rail_grid(pm, c), hi->voltage_v, activity)
-                       : row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
+                        : row_eta(rail_grid(pm, c), eta_row_of(pm, c, state), activity);
   const double dyn_w = hi ? hi->dynamic_w : r->dynamic_w, stat_w = hi ? hi->static_w : r->static_w;
   e->dynamic_nj = dyn_w * work_ns / eta;
   e->static_nj = stat_w * time_ns / eta;
@@ -496,8 +481,8 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
   return 0;
 }
 
-double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns,
-                          double time_ns, double utilization) {
+double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns, double time_ns,
+                          double utilization) {
   const power_row *r = row_of(pm, c, state);
   const double work_ns = busy_ns * utilization;
   /* The highest activity any such operator can have, a hair up for rounding; every
@@ -517,8 +502,8 @@ double power_energy_floor(const power_model *pm, config_component c, int state, 
 
 bool power_gating_available(const power_model *pm) { return pm->has_gating; }
 
-double power_gate_saved_w(const power_model *pm, config_component c, int state, double rail_v,
-                          double activity, double *loss_w) {
+double power_gate_saved_w(const power_model *pm, config_component c, int state, double rail_v, double activity,
+                          double *loss_w) {
   const power_row *r = row_of(pm, c, state);
   const power_rail_row *hi = rail_row(pm, c, state, rail_v);
   const double a = state == 0 ? 0.0 : fmin(activity, 1.0);
@@ -537,17 +522,12 @@ double power_gate_saved_w(const power_model *pm, config_component c, int state, 
   return wall;
 }
 
-double power_gate_wake_ns(const power_model *pm, config_component c) {
-  return pm->gating[c].wake_ns;
-}
+double power_gate_wake_ns(const power_model *pm, config_component c) { return pm->gating[c].wake_ns; }
 
-double power_gate_wake_nj(const power_model *pm, config_component c) {
-  return pm->gating[c].wake_energy_nj;
-}
+double power_gate_wake_nj(const power_model *pm, config_component c) { return pm->gating[c].wake_energy_nj; }
 
 bool power_gate_worth(const power_model *pm, config_component c, double idle_ns, double saved_nj) {
-  return pm->has_gating && idle_ns >= pm->gating[c].min_idle_ns &&
-         saved_nj > pm->gating[c].wake_energy_nj;
+  return pm->has_gating && idle_ns >= pm->gating[c].min_idle_ns && saved_nj > pm->gating[c].wake_energy_nj;
 }
 
 double power_gate_min_idle_ns(const power_model *pm, config_component c, double saved_w) {
@@ -556,24 +536,20 @@ double power_gate_min_idle_ns(const power_model *pm, config_component c, double 
   return fmax(pm->gating[c].min_idle_ns, pays);
 }
 
-double power_gate_saving_nj(const power_model *pm, config_component c, double saved_w,
-                            double interval_ns) {
+double power_gate_saving_nj(const power_model *pm, config_component c, double saved_w, double interval_ns) {
   return saved_w * (interval_ns - pm->gating[c].wake_ns) - pm->gating[c].wake_energy_nj;
 }
 
-double power_other_energy(const power_model *pm, double time_ns) {
-  return pm->other_static_w * time_ns;
-}
+double power_other_energy(const power_model *pm, double time_ns) { return pm->other_static_w * time_ns; }
 
-int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
-                    const double *rail_v, const double busy_ns[CONFIG_NCOMP],
-                    const double utilization[CONFIG_NCOMP], double time_ns,
+int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP], const double *rail_v,
+                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP], double time_ns,
                     power_breakdown *out, enpu_err *err) {
   *out = (power_breakdown){0};
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     power_energy_nj e = {0};
-    ENPU_FORWARD(power_energy_rail(pm, (config_component)c, state[c], rail_v ? rail_v[c] : 0.0,
-                                   busy_ns[c], time_ns, utilization[c], &e, err));
+    ENPU_FORWARD(power_energy_rail(pm, (config_component)c, state[c], rail_v ? rail_v[c] : 0.0, busy_ns[c], time_ns,
+                                   utilization[c], &e, err));
     out->energy_nj[c] = e.total_nj;
     out->loss_nj[c] = e.loss_nj;
     out->dynamic_nj += e.dynamic_nj;
@@ -600,8 +576,7 @@ double power_transition_energy(const power_model *pm, config_component c, int fr
   return power_transition_energy_loss(pm, c, from, to, NULL);
 }
 
-double power_transition_energy_loss(const power_model *pm, config_component c, int from, int to,
-                                    double *loss_nj) {
+double power_transition_energy_loss(const power_model *pm, config_component c, int from, int to, double *loss_nj) {
   const power_row *a = row_of(pm, c, from), *b = row_of(pm, c, to);
   if (loss_nj) *loss_nj = 0.0;
   if (a->voltage_v <= b->voltage_v) return 0.0; /* rising: leaks at `to`'s voltage already */
@@ -617,10 +592,9 @@ void power_peak_chip(const power_model *pm, power_peak *out) {
   int s = pm->peak_state;
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     const power_row *r = row_of(pm, (config_component)c, s);
-    out->component_w[c] =
-        (r->static_w + r->dynamic_w) / row_eta(rail_grid(pm, (config_component)c),
-                                               eta_row_of(pm, (config_component)c, s), 1.0) +
-        (r->fixed_static_w + r->fixed_dynamic_w) / power_fixed_efficiency(pm, 1.0);
+    out->component_w[c] = (r->static_w + r->dynamic_w) / row_eta(rail_grid(pm, (config_component)c),
+                                                                 eta_row_of(pm, (config_component)c, s), 1.0) +
+                          (r->fixed_static_w + r->fixed_dynamic_w) / power_fixed_efficiency(pm, 1.0);
     out->total_w += out->component_w[c];
   }
   out->other_w = pm->other_static_w;

@@ -126,8 +126,8 @@ typedef struct power_model power_model;
  * regulator table's (activity, voltage) rows do not form a full grid, or a controller
  * share leaves negative controller power.
  * @return 0 and *out, or a negative ENPU_ERR_* with *out NULL and err filled. */
-int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode,
-                       power_regulator regulator, power_model **out, enpu_err *err);
+int power_model_create(const config_chip *chip, power_hbm_mode hbm_mode, power_regulator regulator,
+                       power_model **out, enpu_err *err);
 void power_model_free(power_model *pm); /* NULL is a no-op */
 
 power_hbm_mode power_model_hbm_mode(const power_model *pm);
@@ -141,7 +141,7 @@ double power_level(const power_model *pm, config_component c, int state); /* GHz
 double power_voltage_v(const power_model *pm, config_component c, int state);
 double power_static_w(const power_model *pm, config_component c, int state);
 double power_dynamic_w(const power_model *pm, config_component c, int state); /* u = 1 */
-int power_unit_count(const power_model *pm, config_component c); /* 8 SA, 6 VU, else 1 */
+int power_unit_count(const power_model *pm, config_component c);              /* 8 SA, 6 VU, else 1 */
 
 /* Regulator efficiency (fraction in (0, 1]) at a voltage and activity, rounded as
  * described above: of the DVFS IVR when this model has one (every regulator but
@@ -157,15 +157,14 @@ double power_fixed_efficiency(const power_model *pm, double activity);
  *   E = Σ_p (P_dyn,p(state) · busy_ns · u + P_static,p(state) · time_ns) / η_p(V_p, busy/time)
  * @return 0, or ENPU_ERR_INVALID (bad component/state/times, or a non-peak state under
  * the fixed regulator) with err filled (err may be NULL). */
-int power_energy(const power_model *pm, config_component c, int state, double busy_ns,
-                 double time_ns, double utilization, power_energy_nj *e, enpu_err *err);
+int power_energy(const power_model *pm, config_component c, int state, double busy_ns, double time_ns,
+                 double utilization, power_energy_nj *e, enpu_err *err);
 
 /* power_energy for a component whose rail is at rail_v (>= its own voltage at `state`:
  * a domain shared with a member needing more; <= its own: as power_energy). Only SA, VU
  * and SRAM may share a rail (ENPU_ERR_INVALID otherwise). */
-int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v,
-                      double busy_ns, double time_ns, double utilization, power_energy_nj *e,
-                      enpu_err *err);
+int power_energy_rail(const power_model *pm, config_component c, int state, double rail_v, double busy_ns,
+                      double time_ns, double utilization, power_energy_nj *e, enpu_err *err);
 
 /* A lower bound of power_energy for component c at `state` on its own rail, over any
  * operator at least time_ns long during which it is busy for at least busy_ns at an
@@ -174,8 +173,8 @@ int power_energy_rail(const power_model *pm, config_component c, int state, doub
  * (P_dyn · busy_ns · u + P_static · time_ns) / η, η its regulator's best efficiency at
  * any activity up to that one. Exact arithmetic; a caller comparing against computed
  * energies leaves room for rounding. */
-double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns,
-                          double time_ns, double utilization);
+double power_energy_floor(const power_model *pm, config_component c, int state, double busy_ns, double time_ns,
+                          double utilization);
 
 /* "Other" static chip power (other_static_w) over time_ns, in nJ. */
 double power_other_energy(const power_model *pm, double time_ns);
@@ -183,9 +182,8 @@ double power_other_energy(const power_model *pm, double time_ns);
 /* Energy of one operator: power_energy_rail for each component with its state, rail
  * voltage (rail_v may be NULL: every component on its own rail), busy time and
  * utilisation (arrays indexed by config_component), FE (0) and other. */
-int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP],
-                    const double *rail_v, const double busy_ns[CONFIG_NCOMP],
-                    const double utilization[CONFIG_NCOMP], double time_ns,
+int power_op_energy(const power_model *pm, const int state[CONFIG_NCOMP], const double *rail_v,
+                    const double busy_ns[CONFIG_NCOMP], const double utilization[CONFIG_NCOMP], double time_ns,
                     power_breakdown *out, enpu_err *err);
 
 /* V/f transition delay between two rail voltages: ceil(|ΔV| / ivr_step_mv) × ivr_step_ns
@@ -200,8 +198,7 @@ double power_transition_ns(const power_model *pm, double v_from_v, double v_to_v
  * for power_voltage_v. */
 double power_transition_energy(const power_model *pm, config_component c, int from, int to);
 /* The same, and (loss_nj, may be NULL) the regulator loss inside it. */
-double power_transition_energy_loss(const power_model *pm, config_component c, int from, int to,
-                                    double *loss_nj);
+double power_transition_energy_loss(const power_model *pm, config_component c, int from, int to, double *loss_nj);
 
 /* Power gating (§4.7, after ReGate; parameters from the chip's "gating" section).
  * A component idle for `idle_ns` in the schedule being gated is gated when
@@ -214,8 +211,8 @@ double power_transition_energy_loss(const power_model *pm, config_component c, i
  * prices it. The wake-up energy is charged at the wall as given. */
 bool power_gating_available(const power_model *pm); /* the chip has "gating" */
 /* saved_w, and (loss_w) the regulator loss inside it. Arguments as power_energy_rail. */
-double power_gate_saved_w(const power_model *pm, config_component c, int state, double rail_v,
-                          double activity, double *loss_w);
+double power_gate_saved_w(const power_model *pm, config_component c, int state, double rail_v, double activity,
+                          double *loss_w);
 double power_gate_wake_ns(const power_model *pm, config_component c);
 double power_gate_wake_nj(const power_model *pm, config_component c);
 /* Whether an idle interval of idle_ns (the schedule being gated) over which gating would
@@ -226,8 +223,7 @@ bool power_gate_worth(const power_model *pm, config_component c, double idle_ns,
 double power_gate_min_idle_ns(const power_model *pm, config_component c, double saved_w);
 /* Net energy one gated interval of I ns (the gated schedule) saves:
  * saved_w · (I − wake_ns) − wake_energy_nj. */
-double power_gate_saving_nj(const power_model *pm, config_component c, double saved_w,
-                            double interval_ns);
+double power_gate_saving_nj(const power_model *pm, config_component c, double saved_w, double interval_ns);
 
 /* Peak chip power at full utilisation, per component and in total, beside the TDP. */
 void power_peak_chip(const power_model *pm, power_peak *out);

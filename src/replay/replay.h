@@ -35,7 +35,7 @@
 #define REPLAY_YEAR_MIN 1970
 #define REPLAY_YEAR_MAX 2100
 #define REPLAY_SPAN_MAX_S (31.0 * 86400) /* a trace covers at most a month */
-#define REPLAY_TOKENS_MAX 2097152         /* 2M tokens: twice the longest context of §3.4 */
+#define REPLAY_TOKENS_MAX 2097152        /* 2M tokens: twice the longest context of §3.4 */
 /* A shaped trace: a week of Azure's busier service; a run holds ~180 bytes per request
  * and policy. */
 #define REPLAY_REQUESTS_MAX 30000000
@@ -49,10 +49,10 @@ typedef struct {
 typedef struct {
   replay_request *requests;
   size_t count;
-  size_t skipped;         /* bad rows skipped (skip_bad_rows only) */
+  size_t skipped;                       /* bad rows skipped (skip_bad_rows only) */
   char first_skipped[ENPU_ERR_MSG_LEN]; /* message of the first skipped row, "" when none */
-  double origin_tod_s;    /* time of day of arrival 0, seconds after midnight (as written,
-                             UTC when the rows carry an offset; 0 for a shaped day) */
+  double origin_tod_s;                  /* time of day of arrival 0, seconds after midnight (as written,
+                                           UTC when the rows carry an offset; 0 for a shaped day) */
 } replay_trace;
 
 /* Parse a trace from memory; `name` is used in messages (file:line:column: ...). A bad
@@ -63,8 +63,8 @@ typedef struct {
  * the row farthest from the median), even with skip_bad_rows.
  * @return 0 and *out; ENPU_ERR_PARSE (syntax), ENPU_ERR_RANGE (a value out of range),
  * ENPU_ERR_INVALID (no data rows), ENPU_ERR_NOMEM. *out is NULL on failure. */
-int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows,
-                       replay_trace **out, enpu_err *err);
+int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows, replay_trace **out,
+                       enpu_err *err);
 /* replay_trace_parse on a file's contents (ENPU_ERR_IO when it cannot be read). */
 int replay_trace_load(const char *path, bool skip_bad_rows, replay_trace **out, enpu_err *err);
 void replay_trace_free(replay_trace *t); /* NULL is a no-op */
@@ -96,8 +96,7 @@ bool replay_is_peak(double time_of_day_s);
 /* @return 0 and a new trace; ENPU_ERR_INVALID for rate < 0, warp <= 0, non-finite values
  * or a result without requests; ENPU_ERR_RANGE when the result would hold more than
  * REPLAY_REQUESTS_MAX requests; ENPU_ERR_NOMEM. */
-int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay_trace **out,
-                       enpu_err *err);
+int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay_trace **out, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Cluster set-up */
@@ -105,14 +104,14 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
 #define REPLAY_MAX_STATE 255 /* V/f states of a chip (config_chip.freq_states) */
 
 typedef struct {
-  const config_cluster *cluster; /* nodes, chips, SLO classes, batching, idle, scheduler
-                                    (kept, not copied) */
-  const config_model *model;     /* layers and the speculative acceptance table (kept) */
-  double kv_bytes_per_token;     /* whole model (config_model.kv_bytes_per_token) */
-  double dcn_gbps_per_chip;      /* config_chip.dcn_gbps (Table 6: 50) */
+  const config_cluster *cluster;          /* nodes, chips, SLO classes, batching, idle, scheduler
+                                             (kept, not copied) */
+  const config_model *model;              /* layers and the speculative acceptance table (kept) */
+  double kv_bytes_per_token;              /* whole model (config_model.kv_bytes_per_token) */
+  double dcn_gbps_per_chip;               /* config_chip.dcn_gbps (Table 6: 50) */
   double idle_w_per_chip[CONFIG_NPOLICY]; /* an awake idle chip under each policy */
-  int peak_state;                /* config_chip.freq_states */
-  double tdp_w;                  /* config_chip.tdp_w: scale of a governor's power reading */
+  int peak_state;                         /* config_chip.freq_states */
+  double tdp_w;                           /* config_chip.tdp_w: scale of a governor's power reading */
   /* An awake idle chip whose every component sits at chip-wide state s (1..peak_state),
    * on the chip-wide rail of the uniform policy: what a governor's idle node draws. */
   double idle_w_state[REPLAY_MAX_STATE + 1];
@@ -126,8 +125,8 @@ typedef struct {
  * (SA, VU, SRAM as one domain), enpu-c every component with only the HBM controller
  * scaling, enpu-all and ideal the HBM I/O too (paper §4.1, Table 6; power.h).
  * @return 0, ENPU_ERR_INVALID for an unknown policy, or the power module's error. */
-int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode,
-                        double *watts, enpu_err *err);
+int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode, double *watts,
+                        enpu_err *err);
 /* The same for every component at chip-wide state `state` (1..freq_states) on the
  * uniform policy's rail (power.h, POWER_REG_CHIPWIDE); at the peak state it is NoDVFS's.
  * @return 0, ENPU_ERR_RANGE for a state out of range, or the power module's error. */
@@ -154,8 +153,7 @@ int replay_check_store(const char *store_path, const config_cluster *cluster, co
 
 /* Phases are config_phase values throughout, and the replay hands them to
  * planstore_lookup as they are: the store's codes must be the same. */
-_Static_assert(CONFIG_PREFILL == PLANSTORE_PREFILL && CONFIG_DECODE == PLANSTORE_DECODE &&
-                   CONFIG_NPHASE == 2,
+_Static_assert(CONFIG_PREFILL == PLANSTORE_PREFILL && CONFIG_DECODE == PLANSTORE_DECODE && CONFIG_NPHASE == 2,
                "config_phase and the plan store's phase codes must agree");
 
 /* What happened to a request. Coverage is decided at admission, for both phases. */
@@ -167,12 +165,12 @@ enum {
 
 typedef struct {
   double arrival_ns;
-  double ttft_ns;        /* arrival → end of its prefill batch (first token); NaN if not run */
-  double tpot_ns;        /* (last token − first token) / (generated − 1); NaN if generated
-                            is 1 or not served */
-  double finish_ns;      /* last token; NaN if not served */
-  double kv_transfer_ns; /* end of prefill → KV cache on its decode node (0 without decode) */
-  double energy_nj;      /* equal share of every batch it ran in + its KV transfer */
+  double ttft_ns;                  /* arrival → end of its prefill batch (first token); NaN if not run */
+  double tpot_ns;                  /* (last token − first token) / (generated − 1); NaN if generated
+                                      is 1 or not served */
+  double finish_ns;                /* last token; NaN if not served */
+  double kv_transfer_ns;           /* end of prefill → KV cache on its decode node (0 without decode) */
+  double energy_nj;                /* equal share of every batch it ran in + its KV transfer */
   double ttft_slo_ns, tpot_slo_ns; /* its SLOs (class, or extrapolated) */
   int32_t context_tokens, generated_tokens;
   uint8_t status;        /* REPLAY_DONE / REPLAY_UNCOVERED_* */
@@ -192,8 +190,8 @@ typedef struct {
   uint64_t arrivals;
   uint64_t finished, slo_met, ttft_met, tpot_met; /* served requests whose last token is here */
   double busy_energy_nj[CONFIG_NPHASE], idle_energy_nj[CONFIG_NPHASE], kv_energy_nj;
-  double busy_node_ns[CONFIG_NPHASE];             /* node-time running batches */
-  double occupancy_ns;                            /* decode: Σ members × iteration time */
+  double busy_node_ns[CONFIG_NPHASE]; /* node-time running batches */
+  double occupancy_ns;                /* decode: Σ members × iteration time */
   uint64_t batches[CONFIG_NPHASE], safeguard1[CONFIG_NPHASE], locked[CONFIG_NPHASE];
   /* (SLO − latency) / SLO of the requests finished here: TTFT, and TPOT (generated > 1);
    * NaN when none. */
@@ -202,20 +200,20 @@ typedef struct {
 
 typedef struct {
   double busy_energy_nj, idle_energy_nj, energy_nj; /* energy = busy + idle */
-  double busy_node_ns;    /* node-time running batches */
-  double asleep_node_ns;  /* node-time asleep (idle mode sleep) */
-  double wake_node_ns;    /* node-time waking up */
-  double occupancy_ns;    /* decode: Σ members × iteration time */
-  uint64_t batches;       /* prefill batches / decode iterations */
-  uint64_t slowed;        /* ran a plan slower than the fastest (walk prefix > 0) */
-  uint64_t slowest;       /* ran the slowest plan of its bucket (the whole walk) */
-  uint64_t safeguard1;    /* given a less aggressive plan by safeguard 1 */
-  uint64_t safeguard1_fastest; /* ... down to the fastest (its own target allowed slower) */
-  uint64_t locked;        /* run while safeguard 2 locked the chips to peak */
-  uint64_t late;          /* its own T_target below the fastest plan: ran the fastest */
-  uint64_t tokens;        /* prefill: context tokens run; decode: tokens generated */
-  uint64_t padded_tokens; /* bucket batch × seq (prefill) / bucket batch (decode) */
-  uint64_t padded_max;    /* the largest of one batch */
+  double busy_node_ns;                              /* node-time running batches */
+  double asleep_node_ns;                            /* node-time asleep (idle mode sleep) */
+  double wake_node_ns;                              /* node-time waking up */
+  double occupancy_ns;                              /* decode: Σ members × iteration time */
+  uint64_t batches;                                 /* prefill batches / decode iterations */
+  uint64_t slowed;                                  /* ran a plan slower than the fastest (walk prefix > 0) */
+  uint64_t slowest;                                 /* ran the slowest plan of its bucket (the whole walk) */
+  uint64_t safeguard1;                              /* given a less aggressive plan by safeguard 1 */
+  uint64_t safeguard1_fastest;                      /* ... down to the fastest (its own target allowed slower) */
+  uint64_t locked;                                  /* run while safeguard 2 locked the chips to peak */
+  uint64_t late;                                    /* its own T_target below the fastest plan: ran the fastest */
+  uint64_t tokens;                                  /* prefill: context tokens run; decode: tokens generated */
+  uint64_t padded_tokens;                           /* bucket batch × seq (prefill) / bucket batch (decode) */
+  uint64_t padded_max;                              /* the largest of one batch */
 } replay_phase_stats;
 
 typedef struct {
@@ -230,7 +228,7 @@ typedef struct {
   double idle_w_per_chip; /* awake idle power of this policy */
   replay_phase_stats phase[CONFIG_NPHASE];
   double kv_energy_nj;
-  double energy_nj;       /* both phases (busy + idle) + KV */
+  double energy_nj;                                          /* both phases (busy + idle) + KV */
   double ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, tpot_p99_ns; /* over served requests */
   double kv_transfer_total_ns, kv_transfer_mean_ns, kv_bytes;
   uint64_t context_tokens, generated_tokens; /* of the trace */
@@ -244,8 +242,8 @@ typedef struct replay_result replay_result;
  * @return 0 and *out; ENPU_ERR_NOT_FOUND (unknown policy), ENPU_ERR_INVALID (bad set-up),
  * the store's errors other than "no bucket covers this request alone" (counted as
  * uncovered), ENPU_ERR_NOMEM. */
-int replay_run(const planstore *ps, const char *policy, const replay_trace *trace,
-               const replay_setup *setup, replay_result **out, enpu_err *err);
+int replay_run(const planstore *ps, const char *policy, const replay_trace *trace, const replay_setup *setup,
+               replay_result **out, enpu_err *err);
 void replay_result_free(replay_result *r); /* NULL is a no-op */
 
 /* Charge every run of one trace over the same horizon: the latest end_ns of them (idle
@@ -340,18 +338,18 @@ int replay_spec_check(const config_model *model, const replay_spec *spec, enpu_e
 typedef struct replay_pelm replay_pelm;
 
 typedef struct {
-  uint64_t seed;          /* weights, exploration, replay sampling */
-  double qoe_weight;      /* 4 */
-  double gamma;           /* 0.9 */
-  double learning_rate;   /* 0.01 (FANN's incremental SGD) */
+  uint64_t seed;                     /* weights, exploration, replay sampling */
+  double qoe_weight;                 /* 4 */
+  double gamma;                      /* 0.9 */
+  double learning_rate;              /* 0.01 (FANN's incremental SGD) */
   double epsilon_start, epsilon_end; /* 1 → 0.05 */
-  double epsilon_decay_s; /* over the first 300 s of a training run (trace time) */
-  int replay_capacity;    /* 20000 transitions */
-  int batch;              /* 32 per update */
-  int train_every;        /* an update every 4 control periods */
-  int target_every;       /* target network copied every 250 updates */
-  bool lossless;          /* verification always through every layer (the verification
-                             branch has one action): outputs stay the model's */
+  double epsilon_decay_s;            /* over the first 300 s of a training run (trace time) */
+  int replay_capacity;               /* 20000 transitions */
+  int batch;                         /* 32 per update */
+  int train_every;                   /* an update every 4 control periods */
+  int target_every;                  /* target network copied every 250 updates */
+  bool lossless;                     /* verification always through every layer (the verification
+                                        branch has one action): outputs stay the model's */
 } replay_pelm_params;
 
 void replay_pelm_params_default(replay_pelm_params *p);
@@ -380,14 +378,14 @@ void replay_pelm_greedy(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], int 
 uint64_t replay_pelm_updates(const replay_pelm *a);
 
 typedef struct {
-  int kind;                /* REPLAY_GOV_* */
-  double control_ms;       /* > 0 (default 100) */
-  int fixed_state;         /* REPLAY_GOV_FIXED: the state, 1..peak */
-  replay_spec fixed_spec;  /* REPLAY_GOV_FIXED: decode nodes' configuration */
-  replay_pelm *pelm;       /* REPLAY_GOV_PELM: the agent (not owned; one run at a time) */
-  bool learn;              /* REPLAY_GOV_PELM: train and explore (else greedy, frozen) */
-  bool lossless;           /* REPLAY_GOV_PELM: named pelm-lossless (its agent's
-                              replay_pelm_params.lossless) */
+  int kind;               /* REPLAY_GOV_* */
+  double control_ms;      /* > 0 (default 100) */
+  int fixed_state;        /* REPLAY_GOV_FIXED: the state, 1..peak */
+  replay_spec fixed_spec; /* REPLAY_GOV_FIXED: decode nodes' configuration */
+  replay_pelm *pelm;      /* REPLAY_GOV_PELM: the agent (not owned; one run at a time) */
+  bool learn;             /* REPLAY_GOV_PELM: train and explore (else greedy, frozen) */
+  bool lossless;          /* REPLAY_GOV_PELM: named pelm-lossless (its agent's
+                             replay_pelm_params.lossless) */
 } replay_governor;
 
 const char *replay_governor_name(int kind); /* "ondemand", "pid", "pelm", "fixed" */
@@ -409,8 +407,8 @@ typedef struct {
  * job needs it (governors, speculative decoding); ENPU_ERR_INVALID for a bad governor
  * or configuration (control period <= 0, a state out of range, a configuration the model
  * does not allow). */
-int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace,
-                   const replay_setup *setup, replay_result **out, enpu_err *err);
+int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
+                   replay_result **out, enpu_err *err);
 /* replay_run_job of each job on up to `threads` threads, then replay_align_horizon. */
 int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const replay_trace *trace,
                     const replay_setup *setup, int threads, replay_result **runs, enpu_err *err);
@@ -434,12 +432,12 @@ const replay_gov_window *replay_result_gov_windows(const replay_result *r, size_
 typedef struct {
   bool governor, speculative;
   uint64_t decisions, state_changes;
-  uint64_t spec_rounds;     /* decode iterations run as speculation rounds */
-  uint64_t lossy_tokens;    /* tokens verified below the model's depth */
+  uint64_t spec_rounds;  /* decode iterations run as speculation rounds */
+  uint64_t lossy_tokens; /* tokens verified below the model's depth */
   double mean_tokens_per_round;
   double reward_first10, reward_last90; /* PELM: mean reward over the first 10 % of the
                                            run's decisions and over the rest */
-  uint64_t updates;         /* PELM training updates */
+  uint64_t updates;                     /* PELM training updates */
 } replay_gov_summary;
 const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
 
@@ -473,28 +471,28 @@ int replay_write_outputs(const char *dir, const replay_result *const *runs, size
 
 typedef struct {
   double slo_attainment;
-  double savings_busy, savings;     /* vs nodvfs at the same rate; NaN without nodvfs */
-  double util[CONFIG_NPHASE];       /* replay_utilisation */
-  double util_busiest[CONFIG_NPHASE]; /* replay_busiest_window */
+  double savings_busy, savings;          /* vs nodvfs at the same rate; NaN without nodvfs */
+  double util[CONFIG_NPHASE];            /* replay_utilisation */
+  double util_busiest[CONFIG_NPHASE];    /* replay_busiest_window */
   double locked_share, safeguard1_share; /* of all batches */
 } replay_sweep_cell;
 
 typedef struct {
   size_t nrates, npolicies;
-  double *rates;                    /* ascending */
-  size_t *requests;                 /* per rate */
+  double *rates;    /* ascending */
+  size_t *requests; /* per rate */
   char (*policies)[64];
-  replay_sweep_cell *cells;         /* [rate * npolicies + policy] */
-  double *capacity;                 /* per policy: the highest rate whose attainment and
-                                       every lower rate's is >= 99 %; 0 when none */
+  replay_sweep_cell *cells; /* [rate * npolicies + policy] */
+  double *capacity;         /* per policy: the highest rate whose attainment and
+                               every lower rate's is >= 99 %; 0 when none */
 } replay_sweep;
 
 /* Shape `raw` at each rate (`base` gives seed, warp and day; its rate is replaced),
  * replay every policy on it and aggregate. Rates must be > 0; they are sorted.
  * @return 0 and *out; the shaping's and the runs' errors (naming the rate). */
-int replay_sweep_run(const planstore *ps, const char *const *policies, size_t npolicies,
-                     const replay_trace *raw, const replay_shape *base, const double *rates, size_t nrates,
-                     const replay_setup *setup, int threads, replay_sweep **out, enpu_err *err);
+int replay_sweep_run(const planstore *ps, const char *const *policies, size_t npolicies, const replay_trace *raw,
+                     const replay_shape *base, const double *rates, size_t nrates, const replay_setup *setup,
+                     int threads, replay_sweep **out, enpu_err *err);
 void replay_sweep_free(replay_sweep *s); /* NULL is a no-op */
 
 /* { "rates": [...], "requests": [...], "policies": { NAME: { "slo_attainment": [...],

@@ -120,7 +120,8 @@ int account_idle(replay_result *r, int phase, size_t node, double from_ns, doubl
   replay_phase_stats *ph = &r->summary.phase[phase];
   const double awake_nj = (split - from_ns) * idle_w(r, node) * chips;
   const double asleep_nj = (to_ns - split) * r->cluster->idle.sleep_w * chips;
-  if (split > from_ns) ENPU_FORWARD(spread(r, phase, from_ns, split - from_ns, &(span_load){0, awake_nj, 0, 0}, err));
+  if (split > from_ns)
+    ENPU_FORWARD(spread(r, phase, from_ns, split - from_ns, &(span_load){0, awake_nj, 0, 0}, err));
   if (to_ns > split) ENPU_FORWARD(spread(r, phase, split, to_ns - split, &(span_load){0, asleep_nj, 0, 0}, err));
   ph->idle_energy_nj += awake_nj + asleep_nj;
   ph->asleep_node_ns += to_ns - split;
@@ -167,7 +168,8 @@ bool sg2_locked(sim *s, int phase) {
   sg2_window *g = &s->sg2[sc->safeguard2 == CONFIG_SG2_PAPER ? 0 : phase];
   if (s->now_ns < g->decided_until_ns) return g->locked;
   const double window_ns = sc->safeguard2_window_s * 1e9;
-  while (g->head < g->n && g->time_ns[g->head] <= s->now_ns - window_ns) g->missed_in_window -= g->missed[g->head++];
+  while (g->head < g->n && g->time_ns[g->head] <= s->now_ns - window_ns)
+    g->missed_in_window -= g->missed[g->head++];
   const size_t total = g->n - g->head;
   g->locked = total > 0 && (double)g->missed_in_window > sc->safeguard2_miss_fraction * (double)total;
   g->decided_until_ns = total > 0 ? g->time_ns[g->head] + window_ns : INFINITY;
@@ -237,7 +239,8 @@ static void window_slacks(sim *s) {
 
 /* Idle energy of every node up to horizon H, windows to H, the energy totals. */
 static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
-  const size_t np = (size_t)r->cluster->node[CONFIG_PREFILL].nodes, nd = (size_t)r->cluster->node[CONFIG_DECODE].nodes;
+  const size_t np = (size_t)r->cluster->node[CONFIG_PREFILL].nodes,
+               nd = (size_t)r->cluster->node[CONFIG_DECODE].nodes;
   for (size_t k = 0; k < np + nd; k++)
     ENPU_FORWARD(account_idle(r, node_phase(r, k), k, fmax(idle_from(r, k), r->summary.horizon_ns), h_ns, err));
   replay_window *w = NULL;
@@ -292,8 +295,8 @@ int replay_align_horizon(replay_result *const *runs, size_t n, enpu_err *err) {
   for (size_t i = 0; i < n; i++) {
     ENPU_RETURN_IF(runs[i]->trace_requests != runs[0]->trace_requests ||
                        runs[i]->summary.requests != runs[0]->summary.requests,
-                   err, ENPU_ERR_INVALID, "replay: runs %s and %s replayed different traces", runs[0]->summary.policy,
-                   runs[i]->summary.policy);
+                   err, ENPU_ERR_INVALID, "replay: runs %s and %s replayed different traces",
+                   runs[0]->summary.policy, runs[i]->summary.policy);
     h = fmax(h, runs[i]->summary.horizon_ns);
   }
   for (size_t i = 0; i < n; i++) ENPU_FORWARD(extend_horizon(runs[i], h, err));
@@ -309,8 +312,8 @@ static void utilisation(const config_cluster *cl, double busy_prefill_ns, double
 }
 
 void replay_utilisation(const replay_result *r, double util[CONFIG_NPHASE]) {
-  utilisation(r->cluster, r->summary.phase[CONFIG_PREFILL].busy_node_ns, r->summary.phase[CONFIG_DECODE].occupancy_ns,
-              r->summary.horizon_ns, util);
+  utilisation(r->cluster, r->summary.phase[CONFIG_PREFILL].busy_node_ns,
+              r->summary.phase[CONFIG_DECODE].occupancy_ns, r->summary.horizon_ns, util);
 }
 
 void replay_busiest_window(const replay_result *r, double util[CONFIG_NPHASE]) {

@@ -28,7 +28,9 @@
 
 #include "replay_internal.h"
 
-static size_t global_node(const sim *s, int node) { return (size_t)s->cl->node[CONFIG_PREFILL].nodes + (size_t)node; }
+static size_t global_node(const sim *s, int node) {
+  return (size_t)s->cl->node[CONFIG_PREFILL].nodes + (size_t)node;
+}
 
 static bool slo_in_class(const sim *s, int32_t i) {
   const replay_request_result *q = &s->res->requests[i];
@@ -162,8 +164,8 @@ static int plan_iteration(sim *s, decode_node *dn, int seq, double start, node_b
   const bool spec = s->job && s->job->spec.exit_layers + s->job->spec.verify_layers > 0;
   if (spec) ENPU_FORWARD(spec_store_ratio(s, &dn->bucket, (int)dn->n, seq, &ratio, err));
   const double cap = decode_cap_end(s, dn, dn->bucket.time_ns * ratio) - start;
-  ENPU_FORWARD(choose_plan(s, CONFIG_DECODE, &dn->bucket, decode_target(s, dn, start) / ratio, cap / ratio, &dn->memo,
-                           &b->c, err));
+  ENPU_FORWARD(choose_plan(s, CONFIG_DECODE, &dn->bucket, decode_target(s, dn, start) / ratio, cap / ratio,
+                           &dn->memo, &b->c, err));
   b->energy_nj = b->c.pl.energy_nj * chips;
   if (!spec) return ENPU_OK;
   double t, e;
@@ -188,7 +190,8 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   node_batch *b = &dn->batch;
   b->start_ns = start, b->members = dn->n; /* the rest is set below: a batch per iteration */
   if (s->gov) {
-    ENPU_FORWARD(gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
+    ENPU_FORWARD(
+        gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
     ENPU_FORWARD(gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));
   } else {
     ENPU_FORWARD(plan_iteration(s, dn, seq, start, b, err));

@@ -64,7 +64,8 @@ int replay_governor_parse(const char *name, replay_governor *out, enpu_err *err)
     }
   }
   return enpu_errorf(err, ENPU_ERR_INVALID,
-                     "unknown governor '%s' (ondemand, pid, pelm, pelm-lossless or fixed:S with S a V/f state)", name);
+                     "unknown governor '%s' (ondemand, pid, pelm, pelm-lossless or fixed:S with S a V/f state)",
+                     name);
 }
 
 /* ---- nodes --------------------------------------------------------------------------- */
@@ -251,7 +252,8 @@ static int gov_window(replay_result *r, double t_ns, replay_gov_window **w, doub
                        enpu_grow((void **)&r->gov_time_ns, &cap2, cap * GT_N, sizeof *r->gov_time_ns) < 0,
                    err, ENPU_ERR_NOMEM, "out of memory (governor windows)");
     memset(r->gov_windows + r->gov_windows_cap, 0, (cap - r->gov_windows_cap) * sizeof *r->gov_windows);
-    memset(r->gov_time_ns + r->gov_windows_cap * GT_N, 0, (cap - r->gov_windows_cap) * GT_N * sizeof *r->gov_time_ns);
+    memset(r->gov_time_ns + r->gov_windows_cap * GT_N, 0,
+           (cap - r->gov_windows_cap) * GT_N * sizeof *r->gov_time_ns);
     r->gov_windows_cap = cap;
   }
   *w = &r->gov_windows[i];
@@ -333,14 +335,14 @@ int gov_init(sim *s, enpu_err *err) {
   ENPU_RETURN_IF(gv->kind == REPLAY_GOV_FIXED && (gv->fixed_state < 1 || gv->fixed_state > s->setup->peak_state),
                  err, ENPU_ERR_INVALID, "fixed state %d outside the chip's 1..%d", gv->fixed_state,
                  s->setup->peak_state);
-  ENPU_RETURN_IF(gv->kind == REPLAY_GOV_PELM && !gv->pelm, err, ENPU_ERR_INVALID, "the pelm governor needs an agent");
+  ENPU_RETURN_IF(gv->kind == REPLAY_GOV_PELM && !gv->pelm, err, ENPU_ERR_INVALID,
+                 "the pelm governor needs an agent");
   if (gv->kind == REPLAY_GOV_FIXED) ENPU_FORWARD(replay_spec_check(m, &gv->fixed_spec, err));
   const size_t n = nnodes(s);
   s->gov = enpu_calloc(n, sizeof *s->gov);
-  ENPU_RETURN_IF(!s->gov || ENPU_CALLOC_PARTS(ENPU_PART(s->res->idle_w_node, n),
-                                              ENPU_PART(s->res->idle_mark_ns, n)) < 0,
-                 err, ENPU_ERR_NOMEM,
-                 "out of memory (governor nodes)");
+  ENPU_RETURN_IF(
+      !s->gov || ENPU_CALLOC_PARTS(ENPU_PART(s->res->idle_w_node, n), ENPU_PART(s->res->idle_mark_ns, n)) < 0, err,
+      ENPU_ERR_NOMEM, "out of memory (governor nodes)");
   const int peak = s->setup->peak_state;
   for (size_t k = 0; k < n; k++) {
     gov_node *g = &s->gov[k];

@@ -16,16 +16,16 @@ struct replay_result {
                                       with idle_since_ns */
   replay_window *windows;
   size_t nwindows, windows_cap;
-  const config_cluster *cluster;   /* class names, nodes, idle (owned by the caller) */
-  double *idle_since_ns;           /* per node: idle from then to the horizon */
+  const config_cluster *cluster;        /* class names, nodes, idle (owned by the caller) */
+  double *idle_since_ns;                /* per node: idle from then to the horizon */
   const replay_request *trace_requests; /* identity of the trace (alignment check) */
   /* Governor runs: per node the idle power of its state and the end of the idle time
    * charged so far (a state change charges the idle time before it); NULL otherwise.
    * One block, owned by idle_w_node. */
   double *idle_w_node, *idle_mark_ns;
-  replay_gov_window *gov_windows;  /* nwindows entries when governed or speculative */
+  replay_gov_window *gov_windows; /* nwindows entries when governed or speculative */
   size_t gov_windows_cap;
-  double *gov_time_ns;             /* per window: [phase] node time, then decode spec time */
+  double *gov_time_ns; /* per window: [phase] node time, then decode spec time */
   replay_gov_summary gov;
 };
 
@@ -51,7 +51,7 @@ typedef struct {
   double *time_ns;
   uint8_t *missed;
   size_t head, n, missed_in_window;
-  bool locked;            /* the decision, valid until ... */
+  bool locked;             /* the decision, valid until ... */
   double decided_until_ns; /* ... the oldest outcome leaves the window (or a new one comes) */
 } sg2_window;
 
@@ -75,7 +75,7 @@ typedef struct {
 /* The batch a node runs; committed to the accounts when it ends, since a governor's
  * state change mid-batch changes its end and energy. */
 typedef struct {
-  uint64_t id;  /* its done event's: a new one at every start and re-timing */
+  uint64_t id; /* its done event's: a new one at every start and re-timing */
   plan_choice c;
   double start_ns, end_ns, energy_nj; /* energy of the whole node */
   double target_ns;                   /* governor runs: its SLO target (QoE signal) */
@@ -89,8 +89,8 @@ typedef struct {
 
 typedef struct {
   bool busy;
-  size_t first, count;   /* the batch: prefill queue entries [first, first+count) */
-  double dcn_free_ns;    /* egress link */
+  size_t first, count; /* the batch: prefill queue entries [first, first+count) */
+  double dcn_free_ns;  /* egress link */
   node_batch batch;
 } prefill_node;
 
@@ -106,54 +106,54 @@ typedef struct {
 typedef struct {
   int32_t *members;
   size_t n, cap;
-  int32_t *waiting;      /* FIFO [whead, wn): KV arrived, not admitted yet */
+  int32_t *waiting; /* FIFO [whead, wn): KV arrived, not admitted yet */
   size_t whead, wn, wcap;
-  int32_t *extra;        /* members with extrapolated SLOs (not in the class aggregates) */
+  int32_t *extra; /* members with extrapolated SLOs (not in the class aggregates) */
   size_t nextra, extra_cap;
-  size_t inbound;        /* KV transfers on their way here */
-  bool busy;             /* an iteration is running */
-  double dcn_free_ns;    /* ingress link */
-  uint64_t iter;         /* iterations completed */
-  double share_nj;       /* energy of one member, summed over the iterations so far */
-  int64_t max_offset;    /* max over members of context + 1 − iter at join */
-  int64_t max_final;     /* max over members of the longest total length it reaches */
-  uint64_t next_finish;  /* smallest iteration count at which a member is done */
+  size_t inbound;                       /* KV transfers on their way here */
+  bool busy;                            /* an iteration is running */
+  double dcn_free_ns;                   /* ingress link */
+  uint64_t iter;                        /* iterations completed */
+  double share_nj;                      /* energy of one member, summed over the iterations so far */
+  int64_t max_offset;                   /* max over members of context + 1 − iter at join */
+  int64_t max_final;                    /* max over members of the longest total length it reaches */
+  uint64_t next_finish;                 /* smallest iteration count at which a member is done */
   double min_k[CONFIG_MAX_SLO_CLASSES]; /* deadline of the next token = k + SLO × iter */
   size_t class_n[CONFIG_MAX_SLO_CLASSES];
   planstore_plan bucket; /* fastest plan of the bucket of (n, seq) while valid */
   bool bucket_valid;
-  plan_memo memo;        /* the last plan of that bucket (reset with it) */
+  plan_memo memo; /* the last plan of that bucket (reset with it) */
   node_batch batch;
 } decode_node;
 
 /* A node under a governor: its action and what it saw since the last decision. */
 typedef struct {
-  int state;               /* V/f state of its batches from now on */
-  replay_spec spec;        /* decode nodes */
+  int state;        /* V/f state of its batches from now on */
+  replay_spec spec; /* decode nodes */
   int action[REPLAY_PELM_NBRANCH];
   double obs[REPLAY_PELM_NOBS];
-  bool has_obs;            /* obs/action: the PELM decision the next reward answers */
-  double acc_ns;           /* period accrued up to */
+  bool has_obs;              /* obs/action: the PELM decision the next reward answers */
+  double acc_ns;             /* period accrued up to */
   double busy_ns, energy_nj; /* busy node time and node energy of the period */
-  uint64_t batches, late;  /* batches started, and those slower than their target */
-  double margin;           /* min over them of 1 − time / target (1 without batches) */
-  double pid_u, pid_prev;  /* pid: control 0..1 (state fraction), previous error */
+  uint64_t batches, late;    /* batches started, and those slower than their target */
+  double margin;             /* min over them of 1 − time / target (1 without batches) */
+  double pid_u, pid_prev;    /* pid: control 0..1 (state fraction), previous error */
 } gov_node;
 
 typedef struct {
   bool valid;
-  double fixed_t, fixed_e;   /* embedding and head, per chip */
+  double fixed_t, fixed_e;       /* embedding and head, per chip */
   double layer_t[2], layer_e[2]; /* one dense / one MoE layer */
 } uniform_pass;
 
 typedef struct {
-  double t_first_ns;     /* first token (end of prefill) */
-  double k_ns;           /* decode deadline offset, see decode_node.min_k */
+  double t_first_ns; /* first token (end of prefill) */
+  double k_ns;       /* decode deadline offset, see decode_node.min_k */
   double share_at_join_nj;
   double fast_prefill_ns; /* its fastest prefill alone (safeguard 1's estimate) */
-  int64_t offset;        /* KV length at an iteration = offset + node iter */
+  int64_t offset;         /* KV length at an iteration = offset + node iter */
   uint64_t finish_iter;
-  int32_t node;          /* decode node */
+  int32_t node; /* decode node */
 } req_state;
 
 typedef struct {
@@ -163,13 +163,13 @@ typedef struct {
   const config_cluster *cl;
   const replay_request *rq;
   size_t nreq, arrived;
-  int32_t *pq;           /* prefill queue [pq_head, pq_tail) of admitted requests */
+  int32_t *pq; /* prefill queue [pq_head, pq_tail) of admitted requests */
   size_t pq_head, pq_tail;
   double now_ns;
   event_heap heap;
-  uint64_t batch_ids;    /* node_batch.id of the last done event pushed */
-  prefill_node *pnodes;  /* one block with pq, assigned, dnodes, st, sg2 and scratch_* */
-  int *assigned;         /* dispatch scratch: nodes given a batch */
+  uint64_t batch_ids;   /* node_batch.id of the last done event pushed */
+  prefill_node *pnodes; /* one block with pq, assigned, dnodes, st, sg2 and scratch_* */
+  int *assigned;        /* dispatch scratch: nodes given a batch */
   decode_node *dnodes;
   req_state *st;
   sg2_window sg2[CONFIG_NPHASE]; /* paper mode: [0] only */
@@ -180,20 +180,20 @@ typedef struct {
   size_t *scratch_idx;
   /* Governor and speculative runs. */
   const replay_job *job;
-  const char *uniform;   /* "uniform" when the run needs the table, else NULL */
-  gov_node *gov;         /* per node (prefill, then decode) for governor runs */
+  const char *uniform; /* "uniform" when the run needs the table, else NULL */
+  gov_node *gov;       /* per node (prefill, then decode) for governor runs */
   double period_ns, next_tick_ns;
   uint64_t ticks;
   uniform_pass **ucache; /* per uniform bucket row: peak_state + 1 passes */
   size_t ucache_n;
   int dense_layers, moe_layers; /* of the model (partial-depth passes) */
-  double reward_sum[2];  /* PELM: rewards of the first 10 % of the trace's span / the rest */
+  double reward_sum[2];         /* PELM: rewards of the first 10 % of the trace's span / the rest */
   uint64_t reward_n[2];
-  double span_ns;        /* last arrival (where 10 % of the run ends) */
+  double span_ns; /* last arrival (where 10 % of the run ends) */
 } sim;
 
 /* ---- replay_output.c ----------------------------------------------------------- */
-json_t *replay_json_number(double x);           /* null when not finite */
+json_t *replay_json_number(double x);               /* null when not finite */
 double replay_ratio(uint64_t part, uint64_t whole); /* NaN when whole is 0 */
 
 /* ---- replay_account.c ---------------------------------------------------------- */
@@ -231,7 +231,6 @@ int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns,
 /* Start node `node`'s batch b (its c, start, energy, members set; end from c.pl.time_ns
  * or, under a governor, from its work at the node's state) and push its done event. */
 int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err);
-
 
 /* ---- replay_decode.c ----------------------------------------------------------- */
 /* Route request i (prefilled on prefill node `pnode`) to a decode node and start its
@@ -287,12 +286,13 @@ int gov_finish(sim *s, enpu_err *err);
 void pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, double t_ns,
               int action[REPLAY_PELM_NBRANCH]);
 /* Remember a transition (prev obs and action, reward, obs after). */
-void pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next, int phase);
+void pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next,
+                   int phase);
 /* One training update (when the buffer holds a batch). */
 int pelm_train(replay_pelm *a, enpu_err *err);
 /* Branch sizes and the action an index means. */
 int pelm_branch_size(const replay_pelm *a, int branch);
-int pelm_exit_of(const replay_pelm *a, int index);   /* 0 for "no draft" is ns = 0 */
+int pelm_exit_of(const replay_pelm *a, int index); /* 0 for "no draft" is ns = 0 */
 int pelm_verify_of(const replay_pelm *a, int index);
 int pelm_draft_of(const replay_pelm *a, int index);
 double pelm_qoe_weight(const replay_pelm *a);

@@ -19,7 +19,8 @@ json_t *replay_json_number(double x) { return isfinite(x) ? json_real(x) : json_
 double replay_ratio(uint64_t part, uint64_t whole) { return whole ? (double)part / (double)whole : NAN; }
 
 static json_t *phase_triple(double prefill, double decode, double total) {
-  return json_pack("{s:o, s:o, s:o}", "prefill", replay_json_number(prefill), "decode", replay_json_number(decode), "total", replay_json_number(total));
+  return json_pack("{s:o, s:o, s:o}", "prefill", replay_json_number(prefill), "decode", replay_json_number(decode),
+                   "total", replay_json_number(total));
 }
 
 static const replay_result *find_nodvfs(const replay_result *const *runs, size_t n) {
@@ -67,19 +68,20 @@ static json_t *period_json(const period_sum *p, const period_sum *b) {
     sav = phase_triple(savings(p->busy_nj[0] + p->idle_nj[0], b->busy_nj[0] + b->idle_nj[0]),
                        savings(p->busy_nj[1] + p->idle_nj[1], b->busy_nj[1] + b->idle_nj[1]), savings(all, ball));
   }
-  return json_pack("{s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "windows", (json_int_t)p->windows,
-                   "hours", replay_json_number(p->hours), "finished", (json_int_t)p->finished, "slo_attainment",
-                   replay_json_number(replay_ratio(p->slo_met, p->finished)), "ttft_attainment", replay_json_number(replay_ratio(p->ttft_met, p->finished)),
-                   "tpot_attainment", replay_json_number(replay_ratio(p->tpot_met, p->finished)), "busy_energy_j",
-                   phase_triple(p->busy_nj[0] * 1e-9, p->busy_nj[1] * 1e-9, busy * 1e-9), "energy_j",
-                   phase_triple((p->busy_nj[0] + p->idle_nj[0]) * 1e-9, (p->busy_nj[1] + p->idle_nj[1]) * 1e-9,
-                                all * 1e-9),
-                   "busy_energy_savings", busy_sav, "energy_savings", sav, "safeguard1_share",
-                   phase_triple(replay_ratio(p->safeguard1[0], p->batches[0]), replay_ratio(p->safeguard1[1], p->batches[1]),
-                                replay_ratio(p->safeguard1[0] + p->safeguard1[1], p->batches[0] + p->batches[1])),
-                   "locked_share",
-                   phase_triple(replay_ratio(p->locked[0], p->batches[0]), replay_ratio(p->locked[1], p->batches[1]),
-                                replay_ratio(p->locked[0] + p->locked[1], p->batches[0] + p->batches[1])));
+  return json_pack(
+      "{s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "windows", (json_int_t)p->windows, "hours",
+      replay_json_number(p->hours), "finished", (json_int_t)p->finished, "slo_attainment",
+      replay_json_number(replay_ratio(p->slo_met, p->finished)), "ttft_attainment",
+      replay_json_number(replay_ratio(p->ttft_met, p->finished)), "tpot_attainment",
+      replay_json_number(replay_ratio(p->tpot_met, p->finished)), "busy_energy_j",
+      phase_triple(p->busy_nj[0] * 1e-9, p->busy_nj[1] * 1e-9, busy * 1e-9), "energy_j",
+      phase_triple((p->busy_nj[0] + p->idle_nj[0]) * 1e-9, (p->busy_nj[1] + p->idle_nj[1]) * 1e-9, all * 1e-9),
+      "busy_energy_savings", busy_sav, "energy_savings", sav, "safeguard1_share",
+      phase_triple(replay_ratio(p->safeguard1[0], p->batches[0]), replay_ratio(p->safeguard1[1], p->batches[1]),
+                   replay_ratio(p->safeguard1[0] + p->safeguard1[1], p->batches[0] + p->batches[1])),
+      "locked_share",
+      phase_triple(replay_ratio(p->locked[0], p->batches[0]), replay_ratio(p->locked[1], p->batches[1]),
+                   replay_ratio(p->locked[0] + p->locked[1], p->batches[0] + p->batches[1])));
 }
 
 static json_t *periods_json(const replay_result *r, const replay_result *base) {
@@ -99,12 +101,12 @@ static json_t *batches_json(const replay_summary *s) {
   json_t *b = json_object();
   for (int ph = 0; b && ph < CONFIG_NPHASE; ph++) {
     const replay_phase_stats *st = &s->phase[ph];
-    json_object_set_new(b, ph ? "decode" : "prefill",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)st->batches, "slowed",
-                                  (json_int_t)st->slowed, "slowest", (json_int_t)st->slowest, "safeguard1",
-                                  (json_int_t)st->safeguard1,
-                                  "safeguard1_fastest", (json_int_t)st->safeguard1_fastest, "locked",
-                                  (json_int_t)st->locked, "late", (json_int_t)st->late));
+    json_object_set_new(
+        b, ph ? "decode" : "prefill",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)st->batches, "slowed",
+                  (json_int_t)st->slowed, "slowest", (json_int_t)st->slowest, "safeguard1",
+                  (json_int_t)st->safeguard1, "safeguard1_fastest", (json_int_t)st->safeguard1_fastest, "locked",
+                  (json_int_t)st->locked, "late", (json_int_t)st->late));
   }
   return b;
 }
@@ -125,8 +127,9 @@ static json_t *savings_json(const replay_summary *s, const replay_summary *b, bo
   if (!b) return json_null();
   const replay_phase_stats *p = s->phase, *q = b->phase;
   if (busy_only)
-    return phase_triple(savings(p[0].busy_energy_nj, q[0].busy_energy_nj), savings(p[1].busy_energy_nj, q[1].busy_energy_nj),
-                        savings(p[0].busy_energy_nj + p[1].busy_energy_nj, q[0].busy_energy_nj + q[1].busy_energy_nj));
+    return phase_triple(
+        savings(p[0].busy_energy_nj, q[0].busy_energy_nj), savings(p[1].busy_energy_nj, q[1].busy_energy_nj),
+        savings(p[0].busy_energy_nj + p[1].busy_energy_nj, q[0].busy_energy_nj + q[1].busy_energy_nj));
   return phase_triple(savings(p[0].energy_nj, q[0].energy_nj), savings(p[1].energy_nj, q[1].energy_nj),
                       savings(s->energy_nj, b->energy_nj));
 }
@@ -145,17 +148,21 @@ static json_t *run_summary_json(const replay_result *r, const replay_result *bas
       "ttft_attainment", replay_json_number(req ? (double)s->ttft_met / req : NAN), "tpot_attainment",
       replay_json_number(req ? (double)s->tpot_met / req : NAN), "energy_savings", savings_json(s, b, false),
       "busy_energy_savings", savings_json(s, b, true), "utilisation",
-      json_pack("{s:o, s:o}", "prefill", replay_json_number(util[0]), "decode", replay_json_number(util[1])), "idle_w_per_chip",
-      replay_json_number(s->idle_w_per_chip), "ttft_ms",
-      json_pack("{s:o, s:o}", "p50", replay_json_number(s->ttft_p50_ns * 1e-6), "p99", replay_json_number(s->ttft_p99_ns * 1e-6)), "tpot_ms",
-      json_pack("{s:o, s:o}", "p50", replay_json_number(s->tpot_p50_ns * 1e-6), "p99", replay_json_number(s->tpot_p99_ns * 1e-6)), "batches",
-      batches_json(s), "periods", periods_json(r, base), "kv_transfer",
+      json_pack("{s:o, s:o}", "prefill", replay_json_number(util[0]), "decode", replay_json_number(util[1])),
+      "idle_w_per_chip", replay_json_number(s->idle_w_per_chip), "ttft_ms",
+      json_pack("{s:o, s:o}", "p50", replay_json_number(s->ttft_p50_ns * 1e-6), "p99",
+                replay_json_number(s->ttft_p99_ns * 1e-6)),
+      "tpot_ms",
+      json_pack("{s:o, s:o}", "p50", replay_json_number(s->tpot_p50_ns * 1e-6), "p99",
+                replay_json_number(s->tpot_p99_ns * 1e-6)),
+      "batches", batches_json(s), "periods", periods_json(r, base), "kv_transfer",
       json_pack("{s:o, s:o, s:o}", "total_s", replay_json_number(s->kv_transfer_total_ns * 1e-9), "mean_ms",
                 replay_json_number(s->kv_transfer_mean_ns * 1e-6), "bytes", replay_json_number(s->kv_bytes)),
       "end_s", replay_json_number(s->end_ns * 1e-9));
   json_t *tokens = json_pack("{s:I, s:I, s:I, s:I, s:I}", "prefill_run", (json_int_t)p->tokens, "prefill_padded",
                              (json_int_t)p->padded_tokens, "prefill_padded_max", (json_int_t)p->padded_max,
-                             "decode_generated", (json_int_t)d->tokens, "decode_padded", (json_int_t)d->padded_tokens);
+                             "decode_generated", (json_int_t)d->tokens, "decode_padded",
+                             (json_int_t)d->padded_tokens);
   json_t *energy = energy_json(s);
   const replay_gov_summary *g = &r->gov;
   if (o && (g->governor || g->speculative))
@@ -164,9 +171,11 @@ static json_t *run_summary_json(const replay_result *r, const replay_result *bas
         json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:I}", "governor", g->governor, "decisions",
                   (json_int_t)g->decisions, "state_changes", (json_int_t)g->state_changes, "spec_rounds",
                   (json_int_t)g->spec_rounds, "mean_tokens_per_round", replay_json_number(g->mean_tokens_per_round),
-                  "lossy_tokens", (json_int_t)g->lossy_tokens, "reward_first10", replay_json_number(g->reward_first10),
-                  "reward_last90", replay_json_number(g->reward_last90), "updates", (json_int_t)g->updates));
-  if (!o || !tokens || !energy || json_object_set_new(o, "tokens", tokens) < 0 || json_object_update(o, energy) < 0) {
+                  "lossy_tokens", (json_int_t)g->lossy_tokens, "reward_first10",
+                  replay_json_number(g->reward_first10), "reward_last90", replay_json_number(g->reward_last90),
+                  "updates", (json_int_t)g->updates));
+  if (!o || !tokens || !energy || json_object_set_new(o, "tokens", tokens) < 0 ||
+      json_object_update(o, energy) < 0) {
     json_decref(o);
     o = NULL;
   }
@@ -215,8 +224,9 @@ static void put_num(FILE *f, double x, double scale) {
 
 static void write_requests(FILE *f, const replay_result *r) {
   static const char *const status[] = {"done", "uncovered-prefill", "uncovered-decode"};
-  fprintf(f, "id,arrival_s,context_tokens,generated_tokens,status,ttft_class,tpot_class,slo_extrapolated,"
-             "ttft_slo_ms,tpot_slo_ms,ttft_ms,tpot_ms,finish_s,kv_transfer_ms,energy_j,ttft_met,tpot_met,slo_met\n");
+  fprintf(f,
+          "id,arrival_s,context_tokens,generated_tokens,status,ttft_class,tpot_class,slo_extrapolated,"
+          "ttft_slo_ms,tpot_slo_ms,ttft_ms,tpot_ms,finish_s,kv_transfer_ms,energy_j,ttft_met,tpot_met,slo_met\n");
   for (size_t i = 0; i < r->summary.requests; i++) {
     const replay_request_result *q = &r->requests[i];
     fprintf(f, "%zu,%.10g,%d,%d,%s,%s,%s,%d", i, q->arrival_ns * 1e-9, q->context_tokens, q->generated_tokens,
@@ -265,9 +275,10 @@ static void write_windows(FILE *f, const replay_result *r) {
     const double len = w->length_ns > 0 ? w->length_ns : NAN;
     put_num(f, w->busy_node_ns[CONFIG_PREFILL] / (cl->node[CONFIG_PREFILL].nodes * len), 1);
     put_num(f, w->occupancy_ns / ((double)cl->node[CONFIG_DECODE].nodes * slots * len), 1);
-    fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)w->batches[0], (unsigned long long)w->batches[1],
-            (unsigned long long)w->safeguard1[0], (unsigned long long)w->safeguard1[1],
-            (unsigned long long)w->locked[0], (unsigned long long)w->locked[1]);
+    fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)w->batches[0],
+            (unsigned long long)w->batches[1], (unsigned long long)w->safeguard1[0],
+            (unsigned long long)w->safeguard1[1], (unsigned long long)w->locked[0],
+            (unsigned long long)w->locked[1]);
     for (int q = 0; q < REPLAY_NSLACK; q++) put_num(f, w->ttft_slack[q], 1);
     for (int q = 0; q < REPLAY_NSLACK; q++) put_num(f, w->tpot_slack[q], 1);
     fputc('\n', f);
@@ -278,7 +289,8 @@ static void write_windows(FILE *f, const replay_result *r) {
 static void write_actions(FILE *f, const replay_result *r) {
   size_t n = 0;
   const replay_gov_window *g = replay_result_gov_windows(r, &n);
-  fprintf(f, "start_s,prefill_state,decode_state,spec_share,exit_layers,draft_tokens,verify_layers,reward,decisions\n");
+  fprintf(
+      f, "start_s,prefill_state,decode_state,spec_share,exit_layers,draft_tokens,verify_layers,reward,decisions\n");
   for (size_t i = 0; i < n; i++) {
     fprintf(f, "%.10g", r->windows[i].start_ns * 1e-9);
     put_num(f, g[i].state_mean[CONFIG_PREFILL], 1);

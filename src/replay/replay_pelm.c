@@ -52,9 +52,17 @@ static uint64_t next_u64(uint64_t *x) { /* splitmix64 */
 static double uniform01(uint64_t *x) { return (double)(next_u64(x) >> 11) * 0x1.0p-53; }
 
 void replay_pelm_params_default(replay_pelm_params *p) {
-  *p = (replay_pelm_params){.seed = 1, .qoe_weight = 4, .gamma = 0.9, .learning_rate = 0.01, .epsilon_start = 1,
-                            .epsilon_end = 0.05, .epsilon_decay_s = 300, .replay_capacity = 20000, .batch = 32,
-                            .train_every = 4, .target_every = 250};
+  *p = (replay_pelm_params){.seed = 1,
+                            .qoe_weight = 4,
+                            .gamma = 0.9,
+                            .learning_rate = 0.01,
+                            .epsilon_start = 1,
+                            .epsilon_end = 0.05,
+                            .epsilon_decay_s = 300,
+                            .replay_capacity = 20000,
+                            .batch = 32,
+                            .train_every = 4,
+                            .target_every = 250};
 }
 
 void replay_pelm_free(replay_pelm *a) {
@@ -202,7 +210,8 @@ void pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, 
     if (uniform01(&a->rng) < eps) action[b] = (int)(next_u64(&a->rng) % (uint64_t)a->size[b]);
 }
 
-void pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next, int phase) {
+void pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next,
+                   int phase) {
   const int i = a->head;
   to_input(obs, a->obs[i]);
   to_input(next, a->next[i]);
@@ -274,10 +283,10 @@ static json_t *ints_json(const int *v, int n) {
 
 static json_t *params_json(const replay_pelm_params *p) {
   return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:b}", "seed", (json_int_t)p->seed,
-                   "qoe_weight", p->qoe_weight, "gamma", p->gamma, "learning_rate", p->learning_rate, "epsilon_start",
-                   p->epsilon_start, "epsilon_end", p->epsilon_end, "epsilon_decay_s", p->epsilon_decay_s,
-                   "replay_capacity", p->replay_capacity, "batch", p->batch, "train_every", p->train_every,
-                   "target_every", p->target_every, "lossless", p->lossless);
+                   "qoe_weight", p->qoe_weight, "gamma", p->gamma, "learning_rate", p->learning_rate,
+                   "epsilon_start", p->epsilon_start, "epsilon_end", p->epsilon_end, "epsilon_decay_s",
+                   p->epsilon_decay_s, "replay_capacity", p->replay_capacity, "batch", p->batch, "train_every",
+                   p->train_every, "target_every", p->target_every, "lossless", p->lossless);
 }
 
 int replay_pelm_save(const replay_pelm *a, const char *path, enpu_err *err) {
@@ -291,10 +300,10 @@ int replay_pelm_save(const replay_pelm *a, const char *path, enpu_err *err) {
   free(w);
   const int layers[4] = {REPLAY_PELM_NOBS, HIDDEN, HIDDEN, a->nout};
   json_t *doc = json_pack("{s:s, s:i, s:o, s:{s:i, s:o, s:o, s:o}, s:o, s:I, s:o}", "format", NET_FORMAT, "version",
-                          NET_VERSION, "layers", ints_json(layers, 4), "branches", "states", a->size[0], "exit_layers",
-                          ints_json(a->exits, a->size[1]), "verify_layers", ints_json(a->verifies, a->size[2]),
-                          "draft_tokens", ints_json(draft_choices, NDRAFT), "params", params_json(&a->p), "updates",
-                          (json_int_t)a->updates, "weights", weights);
+                          NET_VERSION, "layers", ints_json(layers, 4), "branches", "states", a->size[0],
+                          "exit_layers", ints_json(a->exits, a->size[1]), "verify_layers",
+                          ints_json(a->verifies, a->size[2]), "draft_tokens", ints_json(draft_choices, NDRAFT),
+                          "params", params_json(&a->p), "updates", (json_int_t)a->updates, "weights", weights);
   ENPU_RETURN_IF(!doc, err, ENPU_ERR_NOMEM, "out of memory (network document)");
   const int rc = json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
   json_decref(doc);
@@ -306,14 +315,16 @@ int replay_pelm_save(const replay_pelm *a, const char *path, enpu_err *err) {
 static int same_ints(const json_t *v, const int *want, int n) {
   if (!json_is_array(v) || json_array_size(v) != (size_t)n) return 0;
   for (int i = 0; i < n; i++)
-    if (!json_is_integer(json_array_get(v, (size_t)i)) || json_integer_value(json_array_get(v, (size_t)i)) != want[i])
+    if (!json_is_integer(json_array_get(v, (size_t)i)) ||
+        json_integer_value(json_array_get(v, (size_t)i)) != want[i])
       return 0;
   return 1;
 }
 
 static int load_params(const json_t *o, const char *path, replay_pelm_params *p, enpu_err *err) {
-  static const char *const keys[] = {"seed", "qoe_weight", "gamma", "learning_rate", "epsilon_start", "epsilon_end",
-                                     "epsilon_decay_s", "replay_capacity", "batch", "train_every", "target_every"};
+  static const char *const keys[] = {"seed",          "qoe_weight",  "gamma",           "learning_rate",
+                                     "epsilon_start", "epsilon_end", "epsilon_decay_s", "replay_capacity",
+                                     "batch",         "train_every", "target_every"};
   ENPU_RETURN_IF(!json_is_object(o) || json_object_size(o) != sizeof keys / sizeof keys[0] + 1 ||
                      !json_is_boolean(json_object_get(o, "lossless")),
                  err, ENPU_ERR_FORMAT,
@@ -328,8 +339,17 @@ static int load_params(const json_t *o, const char *path, replay_pelm_params *p,
                    "%s: $.params.%s: expected a number%s", path, keys[i], i == 0 ? " (an integer)" : "");
     v[i] = json_number_value(x);
   }
-  *p = (replay_pelm_params){(uint64_t)json_integer_value(json_object_get(o, "seed")), v[1], v[2], v[3], v[4], v[5],
-                            v[6], (int)v[7], (int)v[8], (int)v[9], (int)v[10],
+  *p = (replay_pelm_params){(uint64_t)json_integer_value(json_object_get(o, "seed")),
+                            v[1],
+                            v[2],
+                            v[3],
+                            v[4],
+                            v[5],
+                            v[6],
+                            (int)v[7],
+                            (int)v[8],
+                            (int)v[9],
+                            (int)v[10],
                             json_is_true(json_object_get(o, "lossless"))};
   enpu_err why = {0};
   ENPU_RETURN_IF(check_params(p, &why) != ENPU_OK, err, ENPU_ERR_FORMAT, "%s: $.params: %s", path, why.msg);

@@ -75,12 +75,17 @@ int replay_idle_power_state_w(const config_chip *chip, int state, double *watts,
 int replay_setup_init(replay_setup *s, const config_cluster *cluster, const config_model *model,
                       const config_chip *chip, enpu_err *err) {
   ENPU_RETURN_IF(strcmp(cluster->model_name, model->name) != 0, err, ENPU_ERR_INVALID,
-                 "cluster %s is for model '%s', but the model file %s is '%s'", cluster->path,
-                 cluster->model_name, model->path, model->name);
+                 "cluster %s is for model '%s', but the model file %s is '%s'", cluster->path, cluster->model_name,
+                 model->path, model->name);
   ENPU_RETURN_IF(chip->freq_states < 1 || chip->freq_states > REPLAY_MAX_STATE, err, ENPU_ERR_RANGE,
-                 "chip %s: %d V/f states, the replay handles 1..%d", chip->name, chip->freq_states, REPLAY_MAX_STATE);
-  *s = (replay_setup){.cluster = cluster, .model = model, .kv_bytes_per_token = model->kv_bytes_per_token,
-                      .dcn_gbps_per_chip = chip->dcn_gbps, .peak_state = chip->freq_states, .tdp_w = chip->tdp_w};
+                 "chip %s: %d V/f states, the replay handles 1..%d", chip->name, chip->freq_states,
+                 REPLAY_MAX_STATE);
+  *s = (replay_setup){.cluster = cluster,
+                      .model = model,
+                      .kv_bytes_per_token = model->kv_bytes_per_token,
+                      .dcn_gbps_per_chip = chip->dcn_gbps,
+                      .peak_state = chip->freq_states,
+                      .tdp_w = chip->tdp_w};
   for (int p = 0; p < CONFIG_NPOLICY; p++)
     ENPU_FORWARD(replay_idle_power_w(chip, (config_policy)p, cluster->idle.mode, &s->idle_w_per_chip[p], err));
   for (int st = 1; st <= chip->freq_states; st++)

@@ -141,7 +141,8 @@ int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
 
 int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
   b->id = ++s->batch_ids;
-  return heap_push(&s->heap, b->end_ns, phase == CONFIG_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, b->id, err);
+  return heap_push(&s->heap, b->end_ns, phase == CONFIG_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, b->id,
+                   err);
 }
 
 /* ---- SLOs and admission ----------------------------------------------------------- */
@@ -176,7 +177,8 @@ static void set_slos(const sim *s, replay_request_result *q) {
   q->tpot_slo_ns = cl->slo[q->tpot_class].tpot_ms * 1e6;
   q->slo_extrapolated = tc == cl->slo_count || dc == cl->slo_count;
   if (tc == cl->slo_count)
-    q->ttft_slo_ns = extrapolated_slo(s, CONFIG_PREFILL, q->context_tokens, last->prefill_max_tokens, q->ttft_slo_ns);
+    q->ttft_slo_ns = extrapolated_slo(s, CONFIG_PREFILL, q->context_tokens, last->prefill_max_tokens,
+                                      q->ttft_slo_ns);
   if (dc == cl->slo_count)
     q->tpot_slo_ns = extrapolated_slo(s, CONFIG_DECODE, total, last->decode_max_tokens, q->tpot_slo_ns);
 }
@@ -219,7 +221,8 @@ static int form_prefill(sim *s, double start_ns, size_t *count, planstore_plan *
   const size_t avail = s->pq_tail - s->pq_head;
   int len = s->rq[q[0]].context_tokens;
   int ok = fastest_plan(s, CONFIG_PREFILL, 1, len, fast, NULL, err);
-  if (ok <= 0) return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "admitted request %d lost its bucket", q[0]);
+  if (ok <= 0)
+    return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "admitted request %d lost its bucket", q[0]);
   double tightest = ttft_deadline(s, q[0]) >= start_ns + fast->time_ns ? ttft_deadline(s, q[0]) : INFINITY;
   size_t n = 1;
   for (; n < avail && n < (size_t)s->cl->max_batch; n++) {
@@ -361,20 +364,24 @@ static int sim_init(sim *s, replay_result *r, enpu_err *err) {
   const size_t n = s->nreq;
   const config_cluster *cl = s->cl;
   const size_t np = (size_t)cl->node[CONFIG_PREFILL].nodes, nd = (size_t)cl->node[CONFIG_DECODE].nodes;
-  const int nomem =
-      ENPU_CALLOC_PARTS(ENPU_PART(s->pnodes, np),
-                        {&s->assigned, np, sizeof(prefill_start)}, /* dispatch_prefill's scratch */
-                        ENPU_PART(s->dnodes, nd), ENPU_PART(s->st, n), ENPU_PART(s->pq, n),
-                        ENPU_PART(s->scratch_a, n), ENPU_PART(s->scratch_b, n), ENPU_PART(s->scratch_idx, n),
-                        ENPU_PART(s->sg2[CONFIG_PREFILL].time_ns, n), ENPU_PART(s->sg2[CONFIG_PREFILL].missed, n),
-                        ENPU_PART(s->sg2[CONFIG_DECODE].time_ns, n), ENPU_PART(s->sg2[CONFIG_DECODE].missed, n)) < 0 ||
-      ENPU_CALLOC_PARTS(ENPU_PART(r->requests, n), ENPU_PART(r->idle_since_ns, np + nd)) < 0;
+  const int nomem = ENPU_CALLOC_PARTS(ENPU_PART(s->pnodes, np),
+                                      {&s->assigned, np, sizeof(prefill_start)}, /* dispatch_prefill's scratch */
+                                      ENPU_PART(s->dnodes, nd), ENPU_PART(s->st, n), ENPU_PART(s->pq, n),
+                                      ENPU_PART(s->scratch_a, n), ENPU_PART(s->scratch_b, n),
+                                      ENPU_PART(s->scratch_idx, n), ENPU_PART(s->sg2[CONFIG_PREFILL].time_ns, n),
+                                      ENPU_PART(s->sg2[CONFIG_PREFILL].missed, n),
+                                      ENPU_PART(s->sg2[CONFIG_DECODE].time_ns, n),
+                                      ENPU_PART(s->sg2[CONFIG_DECODE].missed, n)) < 0 ||
+                    ENPU_CALLOC_PARTS(ENPU_PART(r->requests, n), ENPU_PART(r->idle_since_ns, np + nd)) < 0;
   ENPU_RETURN_IF(nomem, err, ENPU_ERR_NOMEM, "out of memory (replay of %zu requests)", n);
   for (size_t i = 0; i < n; i++) {
     const replay_request *q = &s->rq[i];
-    r->requests[i] = (replay_request_result){
-        .arrival_ns = q->arrival_ns, .ttft_ns = NAN, .tpot_ns = NAN, .finish_ns = NAN,
-        .context_tokens = q->context_tokens, .generated_tokens = q->generated_tokens};
+    r->requests[i] = (replay_request_result){.arrival_ns = q->arrival_ns,
+                                             .ttft_ns = NAN,
+                                             .tpot_ns = NAN,
+                                             .finish_ns = NAN,
+                                             .context_tokens = q->context_tokens,
+                                             .generated_tokens = q->generated_tokens};
     set_slos(s, &r->requests[i]);
     r->summary.slo_extrapolated += r->requests[i].slo_extrapolated;
   }
@@ -424,8 +431,8 @@ static bool job_speculates(const replay_job *job) {
 }
 
 /* The store policy the job's batches come from, checked; *pol its idle-power index. */
-static int check_run(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
-                     config_policy *pol, enpu_err *err) {
+static int check_run(const planstore *ps, const replay_job *job, const replay_trace *trace,
+                     const replay_setup *setup, config_policy *pol, enpu_err *err) {
   ENPU_RETURN_IF(!ps || !job || (!job->policy && !job->governor) || !trace || !setup || !setup->cluster, err,
                  ENPU_ERR_INVALID, "replay_run: missing store, policy or governor, trace or set-up");
   const config_cluster *cl = setup->cluster;
@@ -446,9 +453,9 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
                  "scheduler can pick by target: run it with a governor (fixed:S for one state)");
   ENPU_RETURN_IF(cl->slo_count < 1 || cl->max_batch < 1 || cl->max_batch_tokens < 1, err, ENPU_ERR_INVALID,
                  "cluster %s: needs SLO classes and batching limits", cl->name);
-  ENPU_RETURN_IF(!(setup->kv_bytes_per_token >= 0) || !(setup->dcn_gbps_per_chip > 0) ||
-                     !(setup->idle_w_per_chip[*pol] >= 0),
-                 err, ENPU_ERR_INVALID, "replay set-up: KV bytes, DCN bandwidth and idle power must be >= 0 (> 0 DCN)");
+  ENPU_RETURN_IF(
+      !(setup->kv_bytes_per_token >= 0) || !(setup->dcn_gbps_per_chip > 0) || !(setup->idle_w_per_chip[*pol] >= 0),
+      err, ENPU_ERR_INVALID, "replay set-up: KV bytes, DCN bandwidth and idle power must be >= 0 (> 0 DCN)");
   if (job_speculates(job)) {
     ENPU_RETURN_IF(!setup->model, err, ENPU_ERR_INVALID, "speculative decoding needs the model in the set-up");
     ENPU_FORWARD(replay_spec_check(setup->model, &job->spec, err));
@@ -460,9 +467,9 @@ static void run_name(const replay_job *job, char *out, size_t cap) {
   if (job->governor && job->governor->kind == REPLAY_GOV_FIXED)
     snprintf(out, cap, "fixed-%d", job->governor->fixed_state);
   else if (job->governor)
-    snprintf(out, cap, "%s%s", replay_governor_name(job->governor->kind), job->governor->lossless ? "-lossless" : "");
-  else
-    snprintf(out, cap, "%s%s", job->policy, job_speculates(job) ? "+sd" : "");
+    snprintf(out, cap, "%s%s", replay_governor_name(job->governor->kind),
+             job->governor->lossless ? "-lossless" : "");
+  else snprintf(out, cap, "%s%s", job->policy, job_speculates(job) ? "+sd" : "");
 }
 
 int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
@@ -478,8 +485,15 @@ int replay_run_job(const planstore *ps, const replay_job *job, const replay_trac
   r->cluster = setup->cluster;
   r->trace_requests = trace->requests;
   const bool uniform = job->governor || job_speculates(job);
-  sim s = {.ps = ps, .policy = job->governor ? "uniform" : job->policy, .setup = setup, .cl = setup->cluster,
-           .rq = trace->requests, .nreq = trace->count, .res = r, .job = job, .uniform = uniform ? "uniform" : NULL};
+  sim s = {.ps = ps,
+           .policy = job->governor ? "uniform" : job->policy,
+           .setup = setup,
+           .cl = setup->cluster,
+           .rq = trace->requests,
+           .nreq = trace->count,
+           .res = r,
+           .job = job,
+           .uniform = uniform ? "uniform" : NULL};
   int rc = sim_init(&s, r, err);
   if (rc == ENPU_OK && uniform) rc = gov_init(&s, err);
   if (rc == ENPU_OK) rc = sim_loop(&s, err);
@@ -531,8 +545,8 @@ int replay_run_jobs(const planstore *ps, const replay_job *jobs, size_t n, const
   enpu_err *errs = enpu_calloc(n, sizeof *errs);
   run_batch *batches = enpu_calloc(nt, sizeof *batches);
   pthread_t *tids = enpu_calloc(nt, sizeof *tids);
-  int status =
-      rc && errs && batches && tids ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay jobs)");
+  int status = rc && errs && batches && tids ? ENPU_OK
+                                             : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay jobs)");
   size_t started = 0;
   for (size_t t = 0; status == ENPU_OK && t < nt; t++) {
     batches[t] = (run_batch){ps, jobs, n, t, nt, trace, setup, runs, rc, errs};

@@ -53,7 +53,7 @@ static int sweep_alloc(replay_sweep **out, const char *const *policies, size_t n
                        enpu_err *err) {
   replay_sweep *s = calloc(1, sizeof *s);
   if (!s || ENPU_CALLOC_PARTS(ENPU_PART(s->rates, nr), ENPU_PART(s->requests, nr), ENPU_PART(s->policies, np),
-                               ENPU_PART(s->cells, nr * np), ENPU_PART(s->capacity, np)) < 0) {
+                              ENPU_PART(s->cells, nr * np), ENPU_PART(s->capacity, np)) < 0) {
     free(s);
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (sweep of %zu rates)", nr);
   }
@@ -104,15 +104,15 @@ int replay_sweep_run(const planstore *ps, const char *const *policies, size_t np
 
 /* One policy's series: each field of its cells, in rate order. */
 static json_t *policy_series(const replay_sweep *s, size_t p) {
-  static const char *const names[] = {"slo_attainment",       "savings_busy",        "savings",
-                                      "util_prefill",         "util_decode",         "util_prefill_busiest",
-                                      "util_decode_busiest",  "locked_share",        "safeguard1_share"};
+  static const char *const names[] = {"slo_attainment",      "savings_busy", "savings",
+                                      "util_prefill",        "util_decode",  "util_prefill_busiest",
+                                      "util_decode_busiest", "locked_share", "safeguard1_share"};
   json_t *o = json_object();
   for (size_t f = 0; o && f < sizeof names / sizeof names[0]; f++) {
     json_t *a = json_array();
     for (size_t r = 0; a && r < s->nrates; r++) {
       const replay_sweep_cell *c = &s->cells[r * s->npolicies + p];
-      const double v[] = {c->slo_attainment,  c->savings_busy,    c->savings,      c->util[0],       c->util[1],
+      const double v[] = {c->slo_attainment,  c->savings_busy,    c->savings,      c->util[0],         c->util[1],
                           c->util_busiest[0], c->util_busiest[1], c->locked_share, c->safeguard1_share};
       json_array_append_new(a, replay_json_number(v[f]));
     }

@@ -71,16 +71,15 @@ static int parse_timestamp(const row_ctx *rc, const char **p, stamp *t, enpu_err
   const char *s = *p;
   long y, mo, d, h, mi, sec;
   if (digits(&s, 4, &y) || *s++ != '-' || digits(&s, 2, &mo) || *s++ != '-' || digits(&s, 2, &d) ||
-      (*s != ' ' && *s != 'T') || (s++, digits(&s, 2, &h)) || *s++ != ':' || digits(&s, 2, &mi) ||
-      *s++ != ':' || digits(&s, 2, &sec))
+      (*s != ' ' && *s != 'T') || (s++, digits(&s, 2, &h)) || *s++ != ':' || digits(&s, 2, &mi) || *s++ != ':' ||
+      digits(&s, 2, &sec))
     return row_fail(rc, *p, ENPU_ERR_PARSE, err, what);
   if (y < REPLAY_YEAR_MIN || y > REPLAY_YEAR_MAX) {
     char years[64];
     snprintf(years, sizeof years, "a year from %d to %d", REPLAY_YEAR_MIN, REPLAY_YEAR_MAX);
     return row_fail(rc, *p, ENPU_ERR_RANGE, err, years);
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(y)) || h > 23 || mi > 59 ||
-      sec > 60)
+  if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(y)) || h > 23 || mi > 59 || sec > 60)
     return row_fail(rc, *p, ENPU_ERR_RANGE, err, "a valid date and time");
   double frac = 0, scale = 0.1;
   if (*s == '.') {
@@ -93,8 +92,7 @@ static int parse_timestamp(const row_ctx *rc, const char **p, stamp *t, enpu_err
     const int sign = *s == '-' ? -1 : 1;
     long oh, om;
     s++;
-    if (digits(&s, 2, &oh) || *s++ != ':' || digits(&s, 2, &om))
-      return row_fail(rc, *p, ENPU_ERR_PARSE, err, what);
+    if (digits(&s, 2, &oh) || *s++ != ':' || digits(&s, 2, &om)) return row_fail(rc, *p, ENPU_ERR_PARSE, err, what);
     offset_s = sign * (oh * 3600 + om * 60);
   }
   t->whole_s = (int64_t)days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
@@ -179,11 +177,12 @@ static int check_span(const timed_row *rows, size_t n, const char *name, enpu_er
   if (rows[n - 1].t - rows[0].t <= REPLAY_SPAN_MAX_S) return ENPU_OK;
   const double median = rows[n / 2].t;
   const timed_row *odd = median - rows[0].t > rows[n - 1].t - median ? &rows[0] : &rows[n - 1];
-  return enpu_errorf(err, ENPU_ERR_RANGE,
-                     "%s:%zu:1: expected a timestamp within %.0f days of the trace's median row, got one %.1f days %s "
-                     "it",
-                     name, odd->line, REPLAY_SPAN_MAX_S / DAY_S, fabs(odd->t - median) / DAY_S,
-                     odd->t < median ? "before" : "after");
+  return enpu_errorf(
+      err, ENPU_ERR_RANGE,
+      "%s:%zu:1: expected a timestamp within %.0f days of the trace's median row, got one %.1f days %s "
+      "it",
+      name, odd->line, REPLAY_SPAN_MAX_S / DAY_S, fabs(odd->t - median) / DAY_S,
+      odd->t < median ? "before" : "after");
 }
 
 /* Rows parsed so far, times relative to base_s (the first good row's whole second). */
@@ -230,8 +229,8 @@ static int finish_parse(row_set *set, const char *name, replay_trace **out, enpu
   return ENPU_OK;
 }
 
-int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows,
-                       replay_trace **out, enpu_err *err) {
+int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows, replay_trace **out,
+                       enpu_err *err) {
   *out = NULL;
   ENPU_RETURN_IF(!text, err, ENPU_ERR_INVALID, "%s: no trace text", name);
   ENPU_RETURN_IF(memchr(text, '\0', len), err, ENPU_ERR_PARSE, "%s: expected a text CSV file, found a NUL byte",
@@ -315,8 +314,7 @@ static int emit_copies(timed_row **rows, size_t *n, size_t *cap, const replay_re
   return ENPU_OK;
 }
 
-int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay_trace **out,
-                       enpu_err *err) {
+int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay_trace **out, enpu_err *err) {
   *out = NULL;
   ENPU_RETURN_IF(!in || !shape || in->count == 0, err, ENPU_ERR_INVALID, "shape: empty trace");
   ENPU_RETURN_IF(!(shape->rate >= 0) || !isfinite(shape->rate), err, ENPU_ERR_INVALID,
@@ -343,8 +341,8 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
       if (shape->day && t >= day_ns) break;
       double next = i + 1 < n ? in->requests[i + 1].arrival_ns : period_ns;
       double expected = shape->rate * (shape->day ? replay_diurnal_factor(t / 3600e9) : 1.0);
-      rc = emit_copies(&rows, &nrows, &cap, &in->requests[i], t, next - in->requests[i].arrival_ns, expected,
-                       &rng, err);
+      rc = emit_copies(&rows, &nrows, &cap, &in->requests[i], t, next - in->requests[i].arrival_ns, expected, &rng,
+                       err);
     }
   }
   if (rc == ENPU_OK && nrows == 0)

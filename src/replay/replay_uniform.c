@@ -60,7 +60,8 @@ int replay_spec_check(const config_model *model, const replay_spec *spec, enpu_e
 
 /* ---- the uniform table ------------------------------------------------------------- */
 
-int fastest_plan_of(const sim *s, const char *policy, int phase, int n, int seq, planstore_plan *pl, enpu_err *err) {
+int fastest_plan_of(const sim *s, const char *policy, int phase, int n, int seq, planstore_plan *pl,
+                    enpu_err *err) {
   const int rc = planstore_lookup(s->ps, policy, phase, n, seq, -INFINITY, pl, NULL);
   if (rc == ENPU_OK || (rc == ENPU_ERR_INFEASIBLE && pl->batch > 0)) return 1;
   if (rc == ENPU_ERR_NOT_FOUND || rc == ENPU_ERR_INFEASIBLE) return 0;
@@ -156,8 +157,8 @@ void uniform_cache_free(sim *s) {
 
 /* The draft and verification buckets of a round of n members at length seq: the KV grows
  * by up to ns within the round; 0 when the store has no bucket for them. */
-static int round_buckets(const sim *s, const char *policy, int n, int seq, const replay_spec *sp, planstore_plan *draft,
-                         planstore_plan *verify, enpu_err *err) {
+static int round_buckets(const sim *s, const char *policy, int n, int seq, const replay_spec *sp,
+                         planstore_plan *draft, planstore_plan *verify, enpu_err *err) {
   const int64_t len = (int64_t)seq + sp->draft_tokens, rows = (int64_t)n * (sp->draft_tokens + 1);
   if (len > INT32_MAX || rows > INT32_MAX) return 0;
   int ok = fastest_plan_of(s, policy, CONFIG_DECODE, n, (int)len, draft, err);
@@ -167,7 +168,8 @@ static int round_buckets(const sim *s, const char *policy, int n, int seq, const
 
 int gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const replay_spec *spec, gov_work *w,
                     enpu_err *err) {
-  *w = (gov_work){.phase = CONFIG_DECODE, .base = *base, .tokens = 1, .spec = {.verify_layers = spec->verify_layers}};
+  *w = (gov_work){
+      .phase = CONFIG_DECODE, .base = *base, .tokens = 1, .spec = {.verify_layers = spec->verify_layers}};
   if (spec->exit_layers == 0) return ENPU_OK;
   const int ok = round_buckets(s, "uniform", n, seq, spec, &w->base, &w->verify, err);
   if (ok < 0) return ok;

@@ -36,11 +36,11 @@
 
 typedef struct {
   char policy[STORE_NAME_LEN];
-  int phase;             /* STORE_PHASE_* */
-  double slack;          /* fraction of T_nodvfs */
-  int budget;            /* STORE_BUDGET_* the plans were compiled in (a row never mixes) */
-  size_t buckets;        /* ok buckets with a plan at this slack */
-  double mean, min, max; /* savings_vs_nodvfs over those plans (fractions) */
+  int phase;                          /* STORE_PHASE_* */
+  double slack;                       /* fraction of T_nodvfs */
+  int budget;                         /* STORE_BUDGET_* the plans were compiled in (a row never mixes) */
+  size_t buckets;                     /* ok buckets with a plan at this slack */
+  double mean, min, max;              /* savings_vs_nodvfs over those plans (fractions) */
   double overhead_mean, overhead_max; /* the plans' overhead_pct (% of T_nodvfs): time
                                          beyond the critical path, what paper mode reports */
 } report_savings_row;
@@ -54,11 +54,11 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
  * Capacity policy and MoE options of the compiled job */
 
 typedef struct {
-  char capacity[16];   /* "enforce", "offload" or "ignore" */
-  char experts[16];    /* "all-resident" or "active-only" */
-  char factor[24];     /* "worst" or the number */
-  size_t over_hbm;     /* ok buckets of the first policy compiled over HBM (with a note) */
-  size_t buckets;      /* buckets of the first policy */
+  char capacity[16]; /* "enforce", "offload" or "ignore" */
+  char experts[16];  /* "all-resident" or "active-only" */
+  char factor[24];   /* "worst" or the number */
+  size_t over_hbm;   /* ok buckets of the first policy compiled over HBM (with a note) */
+  size_t buckets;    /* buckets of the first policy */
 } report_capacity_info;
 
 /* From the store's job document (the loader's defaults for a key it lacks: a store
@@ -101,21 +101,21 @@ typedef struct {
  * say where every instance is (a run that is no Pareto point counts its op's fastest
  * point's per-slot energies).
  * @return 0; ENPU_ERR_NOT_FOUND when no policy has the bucket ok; ENPU_ERR_NOMEM. */
-int report_breakdown(const store_contents *c, const report_bucket_key *key,
-                     report_breakdown_row **out, size_t *n, enpu_err *err);
+int report_breakdown(const store_contents *c, const report_bucket_key *key, report_breakdown_row **out, size_t *n,
+                     enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Figure 19: chosen frequency vs utilisation at peak */
 
 typedef struct {
-  char op[STORE_NAME_LEN];       /* the store op's name */
+  char op[STORE_NAME_LEN]; /* the store op's name */
   report_bucket_key bucket;
   uint64_t instances;
-  uint8_t state[STORE_NSTATE];   /* lead point of the plan: SA, VU, SRAM, HBM, ICI */
+  uint8_t state[STORE_NSTATE];    /* lead point of the plan: SA, VU, SRAM, HBM, ICI */
   double util_peak[STORE_NSTATE]; /* busy/time of each component, NoDVFS at all-peak */
-  int matched;                   /* 1: a graph op of the job's bucket has this name and,
-                                    under the policy at `state`, the stored time (rel.
-                                    1e-6); 0: no such op (utilisations are 0) */
+  int matched;                    /* 1: a graph op of the job's bucket has this name and,
+                                     under the policy at `state`, the stored time (rel.
+                                     1e-6); 0: no such op (utilisations are 0) */
 } report_freq_row;
 
 /* The ops of `policy`'s plan for bucket `key` at its stored slack closest to `slack`,
@@ -134,8 +134,8 @@ typedef struct {
   char policy[STORE_NAME_LEN];
   double capacity_factor; /* the true load: 1 = balanced ... E/k = every token on one expert */
   double slack;
-  double savings;         /* the plan compiled for this load (ideal provisioning) */
-  double savings_worst;   /* the plan compiled for the worst case, run on this load */
+  double savings;       /* the plan compiled for this load (ideal provisioning) */
+  double savings_worst; /* the plan compiled for the worst case, run on this load */
 } report_imbalance_row;
 
 /* Write <dir>/figure20.md, figure20.dat, figure20.gp and figure20.png (creating dir):
@@ -151,11 +151,11 @@ int report_write_imbalance(const char *dir, const char *gnuplot, const char *tit
 
 typedef struct {
   const char *store_path;
-  const char *out_dir;     /* NULL: results/<job name>/ (the name in the store's job_json) */
-  const char *replay_dir;  /* NULL: no Figure 22 */
-  const config_job *job;   /* NULL: Figure 19 is skipped with a note */
-  const char *gnuplot;     /* program to run, NULL: "gnuplot" from PATH */
-  double freq_slack;       /* slack for Figure 19 (closest stored one); < 0: the largest */
+  const char *out_dir;    /* NULL: results/<job name>/ (the name in the store's job_json) */
+  const char *replay_dir; /* NULL: no Figure 22 */
+  const config_job *job;  /* NULL: Figure 19 is skipped with a note */
+  const char *gnuplot;    /* program to run, NULL: "gnuplot" from PATH */
+  double freq_slack;      /* slack for Figure 19 (closest stored one); < 0: the largest */
 } report_options;
 
 /* Write <out_dir>/report.md, the PNGs and their .dat/.gp files (creating out_dir and its
@@ -179,11 +179,11 @@ int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu
  * The paper's evaluation (`enpu report paper`, written by tools/paper.py's last stage) */
 
 typedef struct {
-  const char *out_dir;             /* README.md, the figures, and per run <model>/<run>/report.md */
-  const char *numbers_path;        /* the paper's stated numbers (config_paper_load) */
-  const char *const *manifests;    /* <model>/manifest.json per model, in the README's order */
+  const char *out_dir;          /* README.md, the figures, and per run <model>/<run>/report.md */
+  const char *numbers_path;     /* the paper's stated numbers (config_paper_load) */
+  const char *const *manifests; /* <model>/manifest.json per model, in the README's order */
   int nmanifests;
-  const char *gnuplot;             /* NULL: "gnuplot" from PATH */
+  const char *gnuplot; /* NULL: "gnuplot" from PATH */
 } report_paper_options;
 
 /* Write <out_dir>/README.md: the headline claims and every table and figure of the

@@ -29,8 +29,7 @@ static int bucket_ok(const store_bucket_rec *b) { return b->status == STORE_BUCK
 /* Row of bucket (phase, batch, seq) in policy p, or -1. */
 static long bucket_row(const store_policy_tables *p, int phase, int32_t batch, int32_t seq) {
   for (size_t i = 0; i < p->nbuckets; i++)
-    if (p->buckets[i].phase == phase && p->buckets[i].batch == batch && p->buckets[i].seq == seq)
-      return (long)i;
+    if (p->buckets[i].phase == phase && p->buckets[i].batch == batch && p->buckets[i].seq == seq) return (long)i;
   return -1;
 }
 
@@ -56,9 +55,12 @@ static int plan_op_states(const store_policy_tables *p, const store_bucket_rec *
     const store_op_rec *op = &p->ops[ps->op];
     const uint32_t pt = ps->pareto == STORE_NO_INDEX ? op->pareto_first : ps->pareto;
     if (o->instances == 0) {
-      *o = (planstore_op_states){.op = ps->op, .signature = op->signature, .name = op->name,
+      *o = (planstore_op_states){.op = ps->op,
+                                 .signature = op->signature,
+                                 .name = op->name,
                                  .instances = p->bucket_ops[b->ops_first + k].multiplicity,
-                                 .lead_instances = ps->instances, .lead_pareto = pt,
+                                 .lead_instances = ps->instances,
+                                 .lead_pareto = pt,
                                  .lead_time_ns = p->pareto[pt].time_ns};
       memcpy(o->lead_states, ps->states, PLANSTORE_NSTATE);
     }
@@ -90,15 +92,20 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
       const store_bucket_rec *b = &p->buckets[pl->bucket];
       if (b->status != STORE_BUCKET_OK) continue;
       size_t r = first;
-      while (r < count && !(rows[r].phase == b->phase && rows[r].slack == pl->slack && rows[r].budget == pl->budget))
+      while (r < count &&
+             !(rows[r].phase == b->phase && rows[r].slack == pl->slack && rows[r].budget == pl->budget))
         r++;
       if (r == count) {
         if (enpu_grow((void **)&rows, &cap, count + 1, sizeof *rows) < 0) {
           free(rows);
           return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (savings rows)");
         }
-        rows[count] = (report_savings_row){.phase = b->phase, .slack = pl->slack, .budget = pl->budget,
-                                           .min = INFINITY, .max = -INFINITY, .overhead_max = -INFINITY};
+        rows[count] = (report_savings_row){.phase = b->phase,
+                                           .slack = pl->slack,
+                                           .budget = pl->budget,
+                                           .min = INFINITY,
+                                           .max = -INFINITY,
+                                           .overhead_max = -INFINITY};
         snprintf(rows[count].policy, sizeof rows[count].policy, "%s", p->name);
         count++;
       }
@@ -192,8 +199,8 @@ static void plan_slots(const store_policy_tables *p, const store_plan_rec *pl, r
   for (int s = 0; s < STORE_NENERGY; s++) row->slots_total_nj += row->slot_nj[s];
 }
 
-int report_breakdown(const store_contents *c, const report_bucket_key *key, report_breakdown_row **out,
-                     size_t *n, enpu_err *err) {
+int report_breakdown(const store_contents *c, const report_bucket_key *key, report_breakdown_row **out, size_t *n,
+                     enpu_err *err) {
   *out = NULL;
   *n = 0;
   size_t cap = 0, count = 0;
@@ -212,8 +219,11 @@ int report_breakdown(const store_contents *c, const report_bucket_key *key, repo
         break;
       }
       report_breakdown_row *r = &rows[count];
-      *r = (report_breakdown_row){.bucket = *key, .slack = pl->slack, .walk_prefix = pl->walk_prefix,
-                                  .plan_energy_nj = pl->energy_nj, .e_nodvfs_nj = b->e_nodvfs_nj};
+      *r = (report_breakdown_row){.bucket = *key,
+                                  .slack = pl->slack,
+                                  .walk_prefix = pl->walk_prefix,
+                                  .plan_energy_nj = pl->energy_nj,
+                                  .e_nodvfs_nj = b->e_nodvfs_nj};
       snprintf(r->policy, sizeof r->policy, "%s", p->name);
       plan_slots(p, pl, r);
       count++;
@@ -272,7 +282,8 @@ static int match_op(freq_ctx *fc, const graph *g, const store_op_rec *sop, const
     const double t_at = fc->paper ? at.cp_time_ns : at.time_ns;
     if (!(fabs(t_at - st->lead_time_ns) <= 1e-6 * st->lead_time_ns)) continue;
     cost_result peak;
-    ENPU_FORWARD(search_op_breakdown(fc->search, fc->cost, op, CONFIG_POLICY_NODVFS, &fc->opt, fc->peak, &peak, err));
+    ENPU_FORWARD(
+        search_op_breakdown(fc->search, fc->cost, op, CONFIG_POLICY_NODVFS, &fc->opt, fc->peak, &peak, err));
     for (int k = 0; k < CONFIG_NCOMP; k++) row->util_peak[k] = peak.utilization[k];
     row->matched = 1;
   }

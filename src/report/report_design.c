@@ -59,8 +59,8 @@ static stat metric(const store_policy_tables *p, int phase, double slack, int32_
   for (size_t k = 0; p && k < p->nplans; k++) {
     const store_plan_rec *pl = &p->plans[k];
     const store_bucket_rec *b = &p->buckets[pl->bucket];
-    if (b->status != STORE_BUCKET_OK || b->phase != phase || pl->slack != slack ||
-        (batch && b->batch != batch) || (seq && b->seq != seq))
+    if (b->status != STORE_BUCKET_OK || b->phase != phase || pl->slack != slack || (batch && b->batch != batch) ||
+        (seq && b->seq != seq))
       continue;
     const double v = f(b, pl);
     s.mean += v, s.max = fmax(s.max, v), s.n++;
@@ -97,9 +97,9 @@ typedef struct {
   const char *stem, *title, *xlabel, *ylabel;
   int logx;
   size_t nx, ns;
-  const double *x;          /* nx */
+  const double *x;           /* nx */
   const char *const *series; /* ns names */
-  const double *y;          /* nx × ns, NaN: missing */
+  const double *y;           /* nx × ns, NaN: missing */
 } line_plot;
 
 static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
@@ -132,8 +132,7 @@ static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
 }
 
 /* The plot, then its image and its values as a markdown table (one row per x). */
-static int draw_with_table(const report_ctx *r, FILE *md, const line_plot *lp, const char *x_head,
-                           enpu_err *err) {
+static int draw_with_table(const report_ctx *r, FILE *md, const line_plot *lp, const char *x_head, enpu_err *err) {
   ENPU_FORWARD(draw(r, lp, err));
   fprintf(md, "![%s](%s.png)\n\n| %s |", lp->title, lp->stem, x_head);
   for (size_t s = 0; s < lp->ns; s++) fprintf(md, " %s |", lp->series[s]);
@@ -152,8 +151,8 @@ static int draw_with_table(const report_ctx *r, FILE *md, const line_plot *lp, c
 
 /* Figures whose x axis is the slack: series = policies, y = mean of `f`; plot and a
  * markdown table (one row per slack). */
-static int by_slack(const report_ctx *r, FILE *md, const char *stem, const char *what,
-                    const char *const *names, size_t np, int phase, plan_metric f, enpu_err *err) {
+static int by_slack(const report_ctx *r, FILE *md, const char *stem, const char *what, const char *const *names,
+                    size_t np, int phase, plan_metric f, enpu_err *err) {
   double slacks[64], x[64], y[64 * 16];
   const size_t ns = slacks_of(r->c, slacks, 64);
   if (np > 16 || ns == 0) return ENPU_OK;
@@ -171,16 +170,15 @@ static int by_slack(const report_ctx *r, FILE *md, const char *stem, const char 
 }
 
 /* The names among `want` the store holds (at most cap). */
-static size_t present(const store_contents *c, const char *const *want, size_t nw, const char **out,
-                      size_t cap) {
+static size_t present(const store_contents *c, const char *const *want, size_t nw, const char **out, size_t cap) {
   size_t n = 0;
   for (size_t i = 0; i < nw && n < cap; i++)
     if (policy(c, want[i])) out[n++] = want[i];
   return n;
 }
 
-static int both_phases(const report_ctx *r, FILE *md, const char *stem, const char *what,
-                       const char *const *names, size_t np, plan_metric f, enpu_err *err) {
+static int both_phases(const report_ctx *r, FILE *md, const char *stem, const char *what, const char *const *names,
+                       size_t np, plan_metric f, enpu_err *err) {
   for (int ph = 0; ph < 2; ph++) ENPU_FORWARD(by_slack(r, md, stem, what, names, np, ph, f, err));
   return ENPU_OK;
 }
@@ -201,8 +199,8 @@ static int fig13(const report_ctx *r, FILE *md, enpu_err *err) {
   for (size_t i = 0; i < r->c->npolicies && n < 16; i++) names[n++] = r->c->policies[i].name;
   ENPU_FORWARD(both_phases(r, md, "regulator_loss", "regulator loss (% of NoDVFS energy)", names, n,
                            report_regulator_loss_pct, err));
-  return both_phases(r, md, "regulator_loss_share", "regulator loss (% of the plan energy)", names,
-                     n, m_loss_share, err);
+  return both_phases(r, md, "regulator_loss_share", "regulator loss (% of the plan energy)", names, n, m_loss_share,
+                     err);
 }
 
 /* ---- Figure 15 ------------------------------------------------------------------- */
@@ -240,18 +238,19 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
   const int own = chip_shadow(r->c);
   int have_own = 0; /* the chip's own size, as a variant */
   for (size_t i = 0; i < n; i++) have_own |= pts[i].shadow == own;
-  if (n && own >= 0 && !have_own && policy(r->c, base))
-    pts[n++] = (shadow_point){policy(r->c, base)->name, own};
+  if (n && own >= 0 && !have_own && policy(r->c, base)) pts[n++] = (shadow_point){policy(r->c, base)->name, own};
   if (n == 0) {
     fprintf(md, "Not shown: the store has no `<policy>@shadow=N` policies.\n\n");
     return ENPU_OK;
   }
   qsort(pts, n, sizeof *pts, cmp_shadow);
-  fprintf(md, "%s with the VU shadow register file sizes the store holds (the chip's is %d). "
-              "`slowdown` is the plan's time over NoDVFS's at 0 %% slack (what Figure 15 plots), "
-              "`overhead` its time beyond the critical path, both in %% of T_nodvfs.\n\n"
-              "| shadow registers | policy | phase | buckets | mean slowdown (%%) | max (%%) | mean overhead (%%) |\n"
-              "|---:|---|---|---:|---:|---:|---:|\n", base, own);
+  fprintf(md,
+          "%s with the VU shadow register file sizes the store holds (the chip's is %d). "
+          "`slowdown` is the plan's time over NoDVFS's at 0 %% slack (what Figure 15 plots), "
+          "`overhead` its time beyond the critical path, both in %% of T_nodvfs.\n\n"
+          "| shadow registers | policy | phase | buckets | mean slowdown (%%) | max (%%) | mean overhead (%%) |\n"
+          "|---:|---|---|---:|---:|---:|---:|\n",
+          base, own);
   double x[32], y[64];
   const char *series[2] = {"prefill", "decode"};
   for (size_t i = 0; i < n; i++) {
@@ -266,15 +265,23 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
     }
   }
   fprintf(md, "\n![Figure 15](shadow.png)\n\n");
-  const line_plot lp = {"shadow", "slowdown at 0 % slack vs VU shadow registers (mean over buckets)",
-                        "shadow vector registers", "time over NoDVFS (%)", 0, n, 2, x, series, y};
+  const line_plot lp = {"shadow",
+                        "slowdown at 0 % slack vs VU shadow registers (mean over buckets)",
+                        "shadow vector registers",
+                        "time over NoDVFS (%)",
+                        0,
+                        n,
+                        2,
+                        x,
+                        series,
+                        y};
   return draw(r, &lp, err);
 }
 
 /* ---- Figures 16, 17, 21 ----------------------------------------------------------- */
 
-static int fig_set(const report_ctx *r, FILE *md, const char *heading, const char *text,
-                   const char *stem, const char *const *want, size_t nw, size_t need, enpu_err *err) {
+static int fig_set(const report_ctx *r, FILE *md, const char *heading, const char *text, const char *stem,
+                   const char *const *want, size_t nw, size_t need, enpu_err *err) {
   const char *names[8];
   const size_t n = present(r->c, want, nw, names, 8);
   fprintf(md, "### %s\n\n", heading);
@@ -344,8 +351,9 @@ static int fig18_phase(const report_ctx *r, FILE *md, const store_policy_tables 
   }
   char stem[32], title[160];
   snprintf(stem, sizeof stem, "seq_%s", phase_name[ph]);
-  snprintf(title, sizeof title, "%s, %s, batch %d: energy savings vs sequence length", phase_name[ph], p->name, batch);
-  const line_plot lp = {stem, title, "sequence length (tokens)", "energy savings vs NoDVFS (%)", 1, nq, ns, x,
+  snprintf(title, sizeof title, "%s, %s, batch %d: energy savings vs sequence length", phase_name[ph], p->name,
+           batch);
+  const line_plot lp = {stem,   title, "sequence length (tokens)", "energy savings vs NoDVFS (%)", 1, nq, ns, x,
                         series, y};
   char head[32];
   snprintf(head, sizeof head, "%s seq", phase_name[ph]);
@@ -362,9 +370,10 @@ static int fig18(const report_ctx *r, FILE *md, enpu_err *err) {
   fprintf(md, "### Savings vs sequence length (Figure 18)\n\n");
   if (n == 0) fprintf(md, "Not shown: the store has neither `enpu-all` nor `enpu-c`.\n\n");
   else
-    fprintf(md, "Model %s, policy %s: per sequence length of the grid, the savings of the bucket at the "
-                "grid's smallest batch (one request), per slack. One store holds one model: the "
-                "report of each model's store gives its curve.\n\n",
+    fprintf(md,
+            "Model %s, policy %s: per sequence length of the grid, the savings of the bucket at the "
+            "grid's smallest batch (one request), per slack. One store holds one model: the "
+            "report of each model's store gives its curve.\n\n",
             mname ? mname : "?", names[0]);
   json_decref(model);
   for (int ph = 0; ph < 2 && n; ph++) ENPU_FORWARD(fig18_phase(r, md, policy(r->c, names[0]), ph, err));

@@ -18,8 +18,8 @@
 
 #define MAX_RUNS 16
 enum { A_START, A_PREFILL, A_DECODE, A_SHARE, A_EXIT, A_DRAFT, A_VERIFY, A_REWARD, NA };
-static const char *const a_names[NA] = {"start_s",      "prefill_state", "decode_state",  "spec_share",
-                                        "exit_layers",  "draft_tokens",  "verify_layers", "reward"};
+static const char *const a_names[NA] = {"start_s",     "prefill_state", "decode_state",  "spec_share",
+                                        "exit_layers", "draft_tokens",  "verify_layers", "reward"};
 
 typedef struct {
   char name[64];
@@ -161,7 +161,8 @@ static void compare_row(FILE *md, const char *name, const json_t *p) {
   report_md_cell(md, report_jget(p, "slo_attainment", NULL), 100, "%.3f");
   fprintf(md, " %.1f / %.1f | %.1f / %.1f |", report_jget(p, "ttft_ms", "p50"), report_jget(p, "ttft_ms", "p99"),
           report_jget(p, "tpot_ms", "p50"), report_jget(p, "tpot_ms", "p99"));
-  const double tokens = report_jget(on, "mean_tokens_per_round", NULL), lossy = report_jget(on, "lossy_tokens", NULL);
+  const double tokens = report_jget(on, "mean_tokens_per_round", NULL),
+               lossy = report_jget(on, "lossy_tokens", NULL);
   report_md_cell(md, tokens > 0 ? tokens : NAN, 1, "%.3f");
   const double decoded = report_jget(p, "tokens", "decode_generated");
   if (isfinite(lossy) && decoded > 0) fprintf(md, " %.0f (%.1f %%) |", lossy, 100 * lossy / decoded);
@@ -199,8 +200,11 @@ static void md_verdict(FILE *md, const char *gname, const json_t *g, const char 
       if (!isfinite(a) || !isfinite(b) || a == b) continue;
       const bool better = m->lower_better ? a < b : a > b;
       if (better != (pass == 0)) continue;
-      fprintf(md, "%s %s %.3g %s vs %.3g (%+.1f %%)", listed++ ? "," : pass ? "; loses on" : " beats it on", m->label,
-              a, m->unit, b, b != 0 ? 100 * (a - b) / fabs(b) : NAN);
+      fprintf(md, "%s %s %.3g %s vs %.3g (%+.1f %%)",
+              listed++ ? ","
+              : pass   ? "; loses on"
+                       : " beats it on",
+              m->label, a, m->unit, b, b != 0 ? 100 * (a - b) / fabs(b) : NAN);
     }
     if (!listed) fprintf(md, "%s", pass ? "; loses on nothing measured" : " beats it on nothing measured");
   }
@@ -219,9 +223,11 @@ static void md_verdicts(FILE *md, const json_t *pols) {
     }
     const double r0 = report_jget(on, "reward_first10", NULL), r1 = report_jget(on, "reward_last90", NULL);
     if (isfinite(r0) && isfinite(r1))
-      fprintf(md, "- **%s learning**: mean reward %.4f over its first 10 %% of the run, %.4f over the rest (%s by "
-                  "%.1f %%; %.0f training updates).\n",
-              gn, r0, r1, r1 > r0 ? "better" : "worse", 100 * fabs((r1 - r0) / r0), report_jget(on, "updates", NULL));
+      fprintf(md,
+              "- **%s learning**: mean reward %.4f over its first 10 %% of the run, %.4f over the rest (%s by "
+              "%.1f %%; %.0f training updates).\n",
+              gn, r0, r1, r1 > r0 ? "better" : "worse", 100 * fabs((r1 - r0) / r0),
+              report_jget(on, "updates", NULL));
   }
   fprintf(md, "\n");
 }
@@ -238,11 +244,10 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
   int rc = ENPU_OK, learning = 0;
   const char *name;
   json_t *p;
-  json_object_foreach((json_t *)pols, name, p)
-    if (rc == ENPU_OK && json_object_get(p, "online") && n < MAX_RUNS) {
-      a[n] = (actions){0};
-      rc = load_actions(dir, name, &a[n++], err);
-    }
+  json_object_foreach((json_t *)pols, name, p) if (rc == ENPU_OK && json_object_get(p, "online") && n < MAX_RUNS) {
+    a[n] = (actions){0};
+    rc = load_actions(dir, name, &a[n++], err);
+  }
   if (rc == ENPU_OK && n > 0) {
     const double origin_h = report_jget(doc, "origin_time_of_day_h", NULL);
     rc = write_dat(r, a, n, isfinite(origin_h) ? origin_h : 0, err);
@@ -250,18 +255,20 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
     if (rc == ENPU_OK) rc = plot_learning(r, a, n, &learning, err);
   }
   if (rc == ENPU_OK && n > 0) {
-    fprintf(md, "## 5. Offline eNPU plans vs online governors\n\n"
-                "Governors run the store's `uniform` table (one chip-wide V/f state per node and control period); "
-                "`+sd` runs add a fixed self-speculative configuration to a compiled plan. Actions per window%s:"
-                "\n\n![actions](governors_actions.png)\n\n%s",
+    fprintf(md,
+            "## 5. Offline eNPU plans vs online governors\n\n"
+            "Governors run the store's `uniform` table (one chip-wide V/f state per node and control period); "
+            "`+sd` runs add a fixed self-speculative configuration to a compiled plan. Actions per window%s:"
+            "\n\n![actions](governors_actions.png)\n\n%s",
             learning ? " and the PELM agent's learning curve" : "",
             learning ? "![learning curve](governors_learning.png)\n\n" : "");
-    report_md_policy_table(md,
-                           "| run | kind | energy with idle (MJ) | savings with idle total / prefill / decode (%) | "
-                           "busy-only savings (%) | SLO attainment (%) | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) "
-                           "| tokens per speculation round | tokens verified below full depth (share of decode "
-                           "tokens) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-                           pols, compare_row);
+    report_md_policy_table(
+        md,
+        "| run | kind | energy with idle (MJ) | savings with idle total / prefill / decode (%) | "
+        "busy-only savings (%) | SLO attainment (%) | TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) "
+        "| tokens per speculation round | tokens verified below full depth (share of decode "
+        "tokens) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        pols, compare_row);
     md_verdicts(md, pols);
   }
   for (size_t i = 0; i < n; i++) free(a[i].v);

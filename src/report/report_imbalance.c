@@ -16,7 +16,7 @@
 typedef struct {
   char policy[STORE_NAME_LEN];
   double factor;
-  double mean, min, max;             /* plans made for the factor */
+  double mean, min, max;                   /* plans made for the factor */
   double worst_mean, worst_min, worst_max; /* worst-case plans on the factor's load */
   int n;
 } imbalance_point;
@@ -36,8 +36,11 @@ static size_t make_points(report_imbalance_row *rows, size_t n, imbalance_point 
     imbalance_point *p = np ? &pts[np - 1] : NULL;
     if (!p || strcmp(p->policy, r->policy) || p->factor != r->capacity_factor) {
       p = &pts[np++];
-      *p = (imbalance_point){.factor = r->capacity_factor, .min = INFINITY, .max = -INFINITY,
-                             .worst_min = INFINITY, .worst_max = -INFINITY};
+      *p = (imbalance_point){.factor = r->capacity_factor,
+                             .min = INFINITY,
+                             .max = -INFINITY,
+                             .worst_min = INFINITY,
+                             .worst_max = -INFINITY};
       snprintf(p->policy, sizeof p->policy, "%s", r->policy);
     }
     p->mean += r->savings, p->worst_mean += r->savings_worst, p->n++;
@@ -58,58 +61,58 @@ static int write_dat(const char *dir, const imbalance_point *pts, size_t np, enp
     if (i > 0 && strcmp(pts[i].policy, pts[i - 1].policy)) fprintf(f, "\n\n");
     if (i == 0 || strcmp(pts[i].policy, pts[i - 1].policy)) fprintf(f, "# %s\n", pts[i].policy);
     const imbalance_point *p = &pts[i];
-    fprintf(f, "%g %.4f %.4f %.4f %.4f %.4f %.4f %.4f\n", p->factor, 100 * p->mean, 100 * p->min,
-            100 * p->max, 100 * p->worst_mean, 100 * p->worst_min, 100 * p->worst_max,
-            100 * (p->mean - p->worst_mean));
+    fprintf(f, "%g %.4f %.4f %.4f %.4f %.4f %.4f %.4f\n", p->factor, 100 * p->mean, 100 * p->min, 100 * p->max,
+            100 * p->worst_mean, 100 * p->worst_min, 100 * p->worst_max, 100 * (p->mean - p->worst_mean));
   }
   return report_file_close(f, dir, "figure20.dat", err);
 }
 
-static int write_gp(const char *dir, const char *title, const imbalance_point *pts, size_t np,
-                    enpu_err *err) {
+static int write_gp(const char *dir, const char *title, const imbalance_point *pts, size_t np, enpu_err *err) {
   FILE *gp;
   ENPU_FORWARD(report_file_open(dir, "figure20.gp", &gp, err));
   report_gp_preamble(gp, "figure20.png", 500, "");
-  fprintf(gp, "set multiplot layout 1,2 title '%s'\nset logscale x 2\n"
-              "set xlabel 'expert capacity factor'\n", title);
+  fprintf(gp,
+          "set multiplot layout 1,2 title '%s'\nset logscale x 2\n"
+          "set xlabel 'expert capacity factor'\n",
+          title);
   fprintf(gp, "set key top right font ',8'\nset style fill transparent solid 0.15 noborder\n"
               "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load "
               "(band: min..max over slacks), dashed: worst-case plans' font ',9'\nplot ");
   int block = 0;
   for (size_t i = 0; i < np; i++) {
     if (i > 0 && !strcmp(pts[i].policy, pts[i - 1].policy)) continue;
-    fprintf(gp, "%s'figure20.dat' index %d using 1:3:4 with filledcurves lc %d notitle, "
-                "'' index %d using 1:2 with linespoints lc %d title '%s', "
-                "'' index %d using 1:5 with lines dt 2 lc %d title '%s worst-case plan'",
-            block ? ", " : "", block, block + 1, block, block + 1, pts[i].policy, block, block + 1,
-            pts[i].policy);
+    fprintf(gp,
+            "%s'figure20.dat' index %d using 1:3:4 with filledcurves lc %d notitle, "
+            "'' index %d using 1:2 with linespoints lc %d title '%s', "
+            "'' index %d using 1:5 with lines dt 2 lc %d title '%s worst-case plan'",
+            block ? ", " : "", block, block + 1, block, block + 1, pts[i].policy, block, block + 1, pts[i].policy);
     block++;
   }
   fprintf(gp, "\nset ylabel 'saving lost by worst-case provisioning (points)'\n"
               "set title 'plan for the true load minus worst-case plan (mean over slacks)' font ',9'\nplot ");
   for (int b = 0; b < block; b++)
-    fprintf(gp, "%s'figure20.dat' index %d using 1:8 with linespoints lc %d notitle", b ? ", " : "",
-            b, b + 1);
+    fprintf(gp, "%s'figure20.dat' index %d using 1:8 with linespoints lc %d notitle", b ? ", " : "", b, b + 1);
   fprintf(gp, "\nunset multiplot\n");
   return report_file_close(gp, dir, "figure20.gp", err);
 }
 
-static int write_md(const char *dir, const char *title, const imbalance_point *pts, size_t np,
-                    enpu_err *err) {
+static int write_md(const char *dir, const char *title, const imbalance_point *pts, size_t np, enpu_err *err) {
   FILE *md;
   ENPU_FORWARD(report_file_open(dir, "figure20.md", &md, err));
-  fprintf(md, "# Figure 20: expert load imbalance — %s\n\n![Figure 20](figure20.png)\n\n"
-              "Savings vs NoDVFS (at the same load) by expert capacity factor: mean over the "
-              "slacks, min..max in brackets. \"For the load\": plans compiled for that factor "
-              "(ideal provisioning); \"worst-case plan\": the plans compiled for the worst case "
-              "(the default) run on that load. Data: `figure20.dat`.\n\n"
-              "| policy | capacity factor | for the load | worst-case plan | difference (points) |\n"
-              "|---|---:|---:|---:|---:|\n", title);
+  fprintf(md,
+          "# Figure 20: expert load imbalance — %s\n\n![Figure 20](figure20.png)\n\n"
+          "Savings vs NoDVFS (at the same load) by expert capacity factor: mean over the "
+          "slacks, min..max in brackets. \"For the load\": plans compiled for that factor "
+          "(ideal provisioning); \"worst-case plan\": the plans compiled for the worst case "
+          "(the default) run on that load. Data: `figure20.dat`.\n\n"
+          "| policy | capacity factor | for the load | worst-case plan | difference (points) |\n"
+          "|---|---:|---:|---:|---:|\n",
+          title);
   for (size_t i = 0; i < np; i++) {
     const imbalance_point *p = &pts[i];
-    fprintf(md, "| %s | %g | %.2f %% [%.2f, %.2f] | %.2f %% [%.2f, %.2f] | %.2f |\n", p->policy,
-            p->factor, 100 * p->mean, 100 * p->min, 100 * p->max, 100 * p->worst_mean,
-            100 * p->worst_min, 100 * p->worst_max, 100 * (p->mean - p->worst_mean));
+    fprintf(md, "| %s | %g | %.2f %% [%.2f, %.2f] | %.2f %% [%.2f, %.2f] | %.2f |\n", p->policy, p->factor,
+            100 * p->mean, 100 * p->min, 100 * p->max, 100 * p->worst_mean, 100 * p->worst_min, 100 * p->worst_max,
+            100 * (p->mean - p->worst_mean));
   }
   return report_file_close(md, dir, "figure20.md", err);
 }
@@ -130,9 +133,7 @@ int report_write_imbalance(const char *dir, const char *gnuplot, const char *tit
   if (rc == 0) rc = report_absolute_dir(dir, absdir, sizeof absdir, err);
   if (rc == 0) rc = write_dat(dir, pts, np, err);
   if (rc == 0) rc = write_gp(dir, title, pts, np, err);
-  if (rc == 0)
-    rc = report_run_gnuplot(gnuplot ? gnuplot : "gnuplot", absdir, "figure20.gp", "figure20.png",
-                            err);
+  if (rc == 0) rc = report_run_gnuplot(gnuplot ? gnuplot : "gnuplot", absdir, "figure20.gp", "figure20.png", err);
   if (rc == 0) rc = write_md(dir, title, pts, np, err);
   free(sorted);
   free(pts);

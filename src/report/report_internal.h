@@ -11,10 +11,10 @@
 
 typedef struct {
   const store_contents *c;
-  const config_job *job;   /* NULL: no Figure 19 */
-  const char *gnuplot;     /* program name or path */
-  const char *dir;         /* output directory as given */
-  char absdir[PATH_MAX];   /* the same, absolute (gnuplot runs there) */
+  const config_job *job;       /* NULL: no Figure 19 */
+  const char *gnuplot;         /* program name or path */
+  const char *dir;             /* output directory as given */
+  char absdir[PATH_MAX];       /* the same, absolute (gnuplot runs there) */
   report_bucket_key median[2]; /* per phase, the bucket of Figures 12 and 19 ... */
   enpu_err median_why[2];      /* ... when median_why[ph].code is 0, else why none */
 } report_ctx;
@@ -36,8 +36,7 @@ void report_gp_preamble(FILE *gp, const char *png, int height, const char *title
  * and check that it wrote a non-empty <absdir>/<png>.
  * @return 0; ENPU_ERR_NOT_FOUND (program not on PATH), ENPU_ERR_INTERNAL (gnuplot
  * failed or wrote no PNG; the message quotes its first line of output), ENPU_ERR_IO. */
-int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png,
-                       enpu_err *err);
+int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png, enpu_err *err);
 
 /* Section 4: the design-space figures (13, 15, 16, 17, 18, 21) from the policies the
  * store holds (report_design.c). @return 0, or a file/gnuplot error. */
@@ -77,7 +76,6 @@ void report_md_cell(FILE *md, double x, double scale, const char *fmt);
 void report_split_csv(char *line, char **fields, size_t cap, size_t *nf);
 /* Find each of names[0..count) in the header line of `path` (split in place): col[k] is
  * its field index. @return 0, or ENPU_ERR_PARSE naming the first column missing. */
-int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col,
-                      enpu_err *err);
+int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col, enpu_err *err);
 
 #endif /* ENPU_REPORT_INTERNAL_H */

@@ -28,7 +28,7 @@ static int bad(const mctx *mc, const char *where, const char *what, enpu_err *er
 }
 
 static int member_str(const mctx *mc, const json_t *o, const char *where, const char *key, char *out, size_t cap,
-                   enpu_err *err) {
+                      enpu_err *err) {
   const char *s = json_string_value(json_object_get(o, key));
   char at[160];
   snprintf(at, sizeof at, "%s.%s", where, key);
@@ -82,7 +82,8 @@ static int each(const mctx *mc, const json_t *doc, const char *key, paper_model 
 }
 
 static int load_run(const mctx *mc, const json_t *r, const char *at, paper_model *m, enpu_err *err) {
-  ENPU_RETURN_IF(m->nruns == PAPER_MAX_RUNS, err, ENPU_ERR_RANGE, "%s: more than %d runs", mc->file, PAPER_MAX_RUNS);
+  ENPU_RETURN_IF(m->nruns == PAPER_MAX_RUNS, err, ENPU_ERR_RANGE, "%s: more than %d runs", mc->file,
+                 PAPER_MAX_RUNS);
   paper_run *run = &m->runs[m->nruns++];
   const json_t *v = json_object_get(r, "variant");
   ENPU_FORWARD(member_str(mc, r, at, "name", run->name, sizeof run->name, err));
@@ -142,7 +143,8 @@ static int load_request(const mctx *mc, const json_t *doc, paper_model *m, enpu_
     const json_t *b = json_object_get(req, config_phase_name((config_phase)ph));
     if (!b) continue;
     const json_t *batch = json_object_get(b, "batch"), *seq = json_object_get(b, "seq");
-    if (!json_is_integer(batch) || !json_is_integer(seq)) return bad(mc, "$.request", "{batch, seq} per phase", err);
+    if (!json_is_integer(batch) || !json_is_integer(seq))
+      return bad(mc, "$.request", "{batch, seq} per phase", err);
     m->req_phase[ph] = true;
     m->req_batch[ph] = (int)json_integer_value(batch), m->req_seq[ph] = (int)json_integer_value(seq);
   }
@@ -232,8 +234,12 @@ int paper_variants(const paper_ctx *x, const char **out, int cap) {
 static int run_report(paper_ctx *x, const paper_run *run, const char *out, const char *replay_dir, enpu_err *err) {
   config_job *job = NULL;
   ENPU_FORWARD(config_job_load(run->job, &job, err));
-  report_options o = {.store_path = run->store, .out_dir = out, .replay_dir = replay_dir, .job = job,
-                      .gnuplot = x->gnuplot, .freq_slack = 0.3};
+  report_options o = {.store_path = run->store,
+                      .out_dir = out,
+                      .replay_dir = replay_dir,
+                      .job = job,
+                      .gnuplot = x->gnuplot,
+                      .freq_slack = 0.3};
   const int rc = report_write(&o, NULL, err);
   config_job_free(job);
   return rc;
@@ -287,9 +293,11 @@ static void md_intro(paper_ctx *x, FILE *md) {
     }
     fprintf(md, " |\n");
   }
-  fprintf(md, "\nThe stages of all models took **%.1f minutes** of wall time when they last ran (each stage's "
-              "time is kept until its inputs change; per model and stage, and the farm's scaling: "
-              "`results/bench.md`).\n\n", total / 60);
+  fprintf(md,
+          "\nThe stages of all models took **%.1f minutes** of wall time when they last ran (each stage's "
+          "time is kept until its inputs change; per model and stage, and the farm's scaling: "
+          "`results/bench.md`).\n\n",
+          total / 60);
   paper_md_method(x, md);
 }
 

@@ -89,7 +89,9 @@ const store_plan_rec *paper_request_plan(paper_model *m, const paper_column *col
   const store_bucket_rec *bk = request_bucket(m, p, phase);
   if (!p || !bk) {
     snprintf(v->note, sizeof v->note, "%s: policy %s not compiled%s", m->name, policy,
-             p ? " for this phase" : col->variant[0] ? " on this chip" : " (not in this build's job)");
+             p                 ? " for this phase"
+             : col->variant[0] ? " on this chip"
+                               : " (not in this build's job)");
     v->not_in_variant = !p && col->variant[0];
     return NULL;
   }
@@ -156,8 +158,9 @@ static void eval_plans(paper_ctx *x, const config_paper_query *q, const paper_co
         for (int j = 0; j < ns; j++) {
           const store_bucket_rec *b = NULL, *bb = NULL;
           const store_plan_rec *pl = paper_request_plan(m, col, q->policy[k], ph, slacks[j], &b, &why);
-          const store_plan_rec *base =
-              q->base[0] && pl ? paper_request_plan(m, col, q->base, ph, slacks[j], &bb, &why) : NULL;
+          const store_plan_rec *base = q->base[0] && pl
+                                           ? paper_request_plan(m, col, q->base, ph, slacks[j], &bb, &why)
+                                           : NULL;
           if (!pl || (q->base[0] && !base)) {
             missing(s, &why);
             continue;
@@ -186,7 +189,8 @@ static void eval_loss_growth(paper_ctx *x, const config_paper_query *q, const pa
       if ((q->phase >= 0 && ph != q->phase) || !m->req_phase[ph]) continue;
       const store_bucket_rec *b0 = NULL, *b1 = NULL;
       const store_plan_rec *p0 = ns ? paper_request_plan(m, col, q->policy[0], ph, slacks[0], &b0, &why) : NULL;
-      const store_plan_rec *p1 = p0 ? paper_request_plan(m, col, q->policy[0], ph, slacks[ns - 1], &b1, &why) : NULL;
+      const store_plan_rec *p1 = p0 ? paper_request_plan(m, col, q->policy[0], ph, slacks[ns - 1], &b1, &why)
+                                    : NULL;
       if (!p1) missing(s, &why);
       else add(s, plan_metric(q->kind, b1, p1) - plan_metric(q->kind, b0, p0));
     }
@@ -278,7 +282,8 @@ static void freq_corr_one(paper_model *m, const paper_column *col, const config_
   double *a = calloc(n * STORE_NSTATE + 1, sizeof *a), *b = calloc(n * STORE_NSTATE + 1, sizeof *b);
   int k = 0;
   for (size_t i = 0; a && b && i < n; i++)
-    for (int c = 0; c < STORE_NSTATE && rows[i].matched; c++, k++) a[k] = rows[i].state[c], b[k] = rows[i].util_peak[c];
+    for (int c = 0; c < STORE_NSTATE && rows[i].matched; c++, k++)
+      a[k] = rows[i].state[c], b[k] = rows[i].util_peak[c];
   const double r = pearson(a, b, k);
   if (k > 2 && !isnan(r)) add(s, r);
   else {
@@ -333,7 +338,8 @@ double paper_compile_s(const paper_model *m, const char *policy, int ph, config_
   double req = 0;
   size_t i;
   json_t *sl;
-  json_array_foreach(json_object_get(p, "slacks"), i, sl) req += json_number_value(json_object_get(sl, "search_s")) - op;
+  json_array_foreach(json_object_get(p, "slacks"), i, sl)
+      req += json_number_value(json_object_get(sl, "search_s")) - op;
   return level == CONFIG_LEVEL_OP ? op : level == CONFIG_LEVEL_REQ ? req : op + req;
 }
 
@@ -376,9 +382,10 @@ static void eval_core_hours(paper_ctx *x, const config_paper_query *q, samples *
     }
     paper_value why = {0};
     snprintf(why.note, sizeof why.note,
-             partial ? "%s: the last farm run was incremental (it reused results), so its core-seconds do not cover "
-                       "the grid: rerun the farms from empty stores"
-                     : "%s: no farm timings",
+             partial
+                 ? "%s: the last farm run was incremental (it reused results), so its core-seconds do not cover "
+                   "the grid: rerun the farms from empty stores"
+                 : "%s: no farm timings",
              m->name);
     if (found && !partial) add(s, core_s / 3600);
     else missing(s, &why);
@@ -395,8 +402,9 @@ static double f20_mean(const json_t *doc, const char *policy, double factor, con
   size_t i;
   json_t *r;
   json_array_foreach(json_object_get(doc, "rows"), i, r) {
-    if (strcmp(json_string_value(json_object_get(r, "policy")) ? json_string_value(json_object_get(r, "policy")) : "",
-               policy) ||
+    if (strcmp(
+            json_string_value(json_object_get(r, "policy")) ? json_string_value(json_object_get(r, "policy")) : "",
+            policy) ||
         fabs(json_number_value(json_object_get(r, "capacity_factor")) - factor) > 1e-9)
       continue;
     sum += json_number_value(json_object_get(r, field)), n++;

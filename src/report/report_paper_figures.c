@@ -75,11 +75,12 @@ static int figure20(paper_ctx *x, FILE *md, enpu_err *err) {
   images im = {0};
   for (int i = 0; i < x->nmodels; i++)
     if (x->models[i].figure20) add_image(&im, x->models[i].name, "figure20", "figure20.png");
-  return paper_md_figure(x, md, "20", "13. Figure 20: MoE expert load imbalance",
-                         "The single request compiled at each expert capacity factor, and the worst-case plans "
-                         "(eNPU's default provisioning) run on each factor's load (`enpu compile --capacity-factor`; "
-                         "`results/figure20.md` decomposes the difference).",
-                         im.ptr, im.n, err);
+  return paper_md_figure(
+      x, md, "20", "13. Figure 20: MoE expert load imbalance",
+      "The single request compiled at each expert capacity factor, and the worst-case plans "
+      "(eNPU's default provisioning) run on each factor's load (`enpu compile --capacity-factor`; "
+      "`results/figure20.md` decomposes the difference).",
+      im.ptr, im.n, err);
 }
 
 static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
@@ -90,16 +91,17 @@ static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
         add_image(&im, x->models[i].name, x->models[i].runs[r].name, "replay_energy.png");
         add_image(&im, x->models[i].name, x->models[i].runs[r].name, "replay_slack.png");
       }
-  ENPU_FORWARD(paper_md_figure(x, md, "22", "15. Figure 22 and §4.8: the 24-hour service",
-                               "The first replay of each grid store (the pipeline's first replay run: a 24-hour day of "
-                               "the production trace on Table 3's cluster at the load its nodes are provisioned for, "
-                               "12× the trace's rate, `results/llama3-70b/README.md`), in each budget mode: SLO attainment and savings per 5-minute "
-                               "window; busy batches only compare with §4.8 (the paper's simulator counts no idle "
-                               "energy). The run's `report.md` has the peak/off-peak table with idle energy.",
-                               im.ptr, im.n, err));
-  return paper_md_figure(x, md, "5", "16. Figure 5: SLO slack over the day",
-                         "The NoDVFS requests' SLO slack per 5-minute window (the second image of each pair above).",
-                         NULL, 0, err);
+  ENPU_FORWARD(paper_md_figure(
+      x, md, "22", "15. Figure 22 and §4.8: the 24-hour service",
+      "The first replay of each grid store (the pipeline's first replay run: a 24-hour day of "
+      "the production trace on Table 3's cluster at the load its nodes are provisioned for, "
+      "12× the trace's rate, `results/llama3-70b/README.md`), in each budget mode: SLO attainment and savings per 5-minute "
+      "window; busy batches only compare with §4.8 (the paper's simulator counts no idle "
+      "energy). The run's `report.md` has the peak/off-peak table with idle energy.",
+      im.ptr, im.n, err));
+  return paper_md_figure(
+      x, md, "5", "16. Figure 5: SLO slack over the day",
+      "The NoDVFS requests' SLO slack per 5-minute window (the second image of each pair above).", NULL, 0, err);
 }
 
 /* Beyond the paper: the replays with online governors, each with its own report. */
@@ -138,16 +140,17 @@ static void decompositions(paper_ctx *x, FILE *md) {
     for (int k = 0; k < x->models[i].ndecompose; k++, n++)
       fprintf(md, "- [%s, %s](%s/decompose/%s.md)\n", x->models[i].name, x->models[i].decompose[k],
               x->models[i].name, x->models[i].decompose[k]);
-  fprintf(md, n ? "\n" : "*missing: no decomposition in this build's pipeline (bench_request is built with the "
-                          "tests)*\n\n");
+  fprintf(md, n ? "\n"
+                : "*missing: no decomposition in this build's pipeline (bench_request is built with the "
+                  "tests)*\n\n");
 }
 
 int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err) {
   ENPU_FORWARD(design_space(x, md, err));
   ENPU_FORWARD(figure20(x, md, err));
   ENPU_FORWARD(section(x, md, "21", "14. Figure 21: DVFS and power gating",
-                       "None, PG only (`pg`), DVFS only (`enpu-all`) and PG + DVFS (`pg+enpu-all`).", "request-paper",
-                       "gating_%s.png", false, err));
+                       "None, PG only (`pg`), DVFS only (`enpu-all`) and PG + DVFS (`pg+enpu-all`).",
+                       "request-paper", "gating_%s.png", false, err));
   ENPU_FORWARD(replay(x, md, err));
   governors(x, md);
   decompositions(x, md);

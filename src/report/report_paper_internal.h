@@ -25,25 +25,25 @@ typedef struct {
   char budget[16];               /* "strict" or "paper" */
   char variant[CONFIG_NAME_LEN]; /* "" or the sensitivity's name */
   char store[PATH_MAX], job[PATH_MAX];
-  store_contents *c;             /* NULL until loaded */
-  int load_rc;                   /* 0, or why it cannot be loaded (load_err) */
+  store_contents *c; /* NULL until loaded */
+  int load_rc;       /* 0, or why it cannot be loaded (load_err) */
   enpu_err load_err;
 } paper_run;
 
 typedef struct {
   int phase;
   char policy[CONFIG_NAME_LEN];
-  json_t *doc;                   /* `enpu compile --json` output */
+  json_t *doc; /* `enpu compile --json` output */
 } paper_compile;
 
 typedef struct {
   int phase, seq;
-  double time_ns;                /* NoDVFS time of one request (`enpu graph --time`) */
+  double time_ns; /* NoDVFS time of one request (`enpu graph --time`) */
 } paper_graph;
 
 typedef struct {
   char run[CONFIG_NAME_LEN], name[CONFIG_NAME_LEN], dir[PATH_MAX];
-  json_t *summary;               /* summary.json of `enpu replay --out` */
+  json_t *summary; /* summary.json of `enpu replay --out` */
 } paper_replay;
 
 typedef struct {
@@ -59,11 +59,11 @@ typedef struct {
   int ncompile;
   paper_graph graph[PAPER_MAX_FILES];
   int ngraph;
-  char figure20_dir[PATH_MAX];   /* "" when the model has no Figure 20 */
+  char figure20_dir[PATH_MAX]; /* "" when the model has no Figure 20 */
   json_t *figure20;
   paper_replay replays[PAPER_MAX_FILES];
   int nreplays;
-  json_t *timings;               /* timings.json */
+  json_t *timings;                                  /* timings.json */
   char decompose[PAPER_MAX_FILES][CONFIG_NAME_LEN]; /* measured decompositions: <name>.md */
   int ndecompose;
 } paper_model;
@@ -83,9 +83,9 @@ typedef struct {
   config_paper *numbers;
   paper_model *models;
   int nmodels;
-  char absdir[PATH_MAX];         /* out_dir, absolute (gnuplot runs there) */
+  char absdir[PATH_MAX]; /* out_dir, absolute (gnuplot runs there) */
   const char *gnuplot;
-  paper_value *values;           /* [claim][column], filled by paper_claim_value */
+  paper_value *values; /* [claim][column], filled by paper_claim_value */
   bool *known;
 } paper_ctx;
 

@@ -14,7 +14,6 @@
 
 #include "report_paper_internal.h"
 
-
 static bool is_points(const char *unit) { return !strcmp(unit, "%") || !strcmp(unit, "pts"); }
 
 static void number(FILE *md, double v, const char *unit) {
@@ -57,7 +56,8 @@ static gap_t claim_gap(const config_paper_claim *c, const paper_value *v) {
     return g;
   }
   if (v->lo != v->hi && c->paper_lo != c->paper_hi) g.lo = v->lo - c->paper_lo, g.hi = v->hi - c->paper_hi;
-  else if (v->lo != v->hi) g.lo = g.hi = c->paper_lo < v->lo ? v->lo - c->paper_lo : c->paper_lo > v->hi ? v->hi - c->paper_lo : 0;
+  else if (v->lo != v->hi)
+    g.lo = g.hi = c->paper_lo < v->lo ? v->lo - c->paper_lo : c->paper_lo > v->hi ? v->hi - c->paper_lo : 0;
   else g.lo = g.hi = v->lo < c->paper_lo ? v->lo - c->paper_lo : v->lo > c->paper_hi ? v->lo - c->paper_hi : 0;
   g.over = fmax(fabs(g.lo), fabs(g.hi)) > 5;
   return g;
@@ -78,12 +78,14 @@ int paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]) {
   cols[n] = (paper_column){"paper", ""}, snprintf(names[n++], 96, "ours, `paper` mode");
   cols[n] = (paper_column){"strict", ""}, snprintf(names[n++], 96, "ours, `strict` mode");
   for (int i = 0; i < nv; i++)
-    cols[n] = (paper_column){"paper", variants[i]}, snprintf(names[n++], 96, "ours, `paper` mode, chip `%s`",
-                                                             variants[i]);
+    cols[n] = (paper_column){"paper", variants[i]},
+    snprintf(names[n++], 96, "ours, `paper` mode, chip `%s`", variants[i]);
   return n;
 }
 
-static bool figure_has(const char *figure, const config_paper_claim *c) { return !figure || !strcmp(figure, c->figure); }
+static bool figure_has(const char *figure, const config_paper_claim *c) {
+  return !figure || !strcmp(figure, c->figure);
+}
 
 const paper_value *paper_claim_value(paper_ctx *x, int claim, int k) {
   const size_t i = (size_t)claim * PAPER_MAX_COLUMNS + (size_t)k;
@@ -203,23 +205,26 @@ void paper_md_method(paper_ctx *x, FILE *md) {
       const double s = paper_compile_s(&x->models[i], "dvfs-c", ph, CONFIG_LEVEL_TOTAL);
       if (s == s) ga_s = fmax(ga_s, s);
     }
-  fprintf(md, "How the numbers are made:\n\n"
-              "- **Budget modes** (README, \"Budget modes\"): `paper` holds a plan's critical-path time to "
-              "(1 + slack) · T_nodvfs and reports transitions and crossings as overhead, as the paper does "
-              "(§4.2, §4.4): the column to compare. `strict` holds the plan's whole time to the budget: what a "
-              "serving runtime gets. Every store exists in both; every claim that reads one has both columns.\n"
-              "- **DVFS-C**: the paper's GA (`dvfs-c`, 1000 × 500 per slack, warm-started) runs on the single "
-              "request of every model, where the figures use it (§4.2, Table 7 at 20 %%); the full grids and the "
-              "replays use the same baseline with our hull walk (`dvfs-c-walk`). The GA costs up to %.2f s of "
-              "one core per request here (Figure 14), the walk milliseconds; on the %d single-request plans "
-              "where both exist the two save within %.2f points of each other (`paper` mode).\n",
+  fprintf(md,
+          "How the numbers are made:\n\n"
+          "- **Budget modes** (README, \"Budget modes\"): `paper` holds a plan's critical-path time to "
+          "(1 + slack) · T_nodvfs and reports transitions and crossings as overhead, as the paper does "
+          "(§4.2, §4.4): the column to compare. `strict` holds the plan's whole time to the budget: what a "
+          "serving runtime gets. Every store exists in both; every claim that reads one has both columns.\n"
+          "- **DVFS-C**: the paper's GA (`dvfs-c`, 1000 × 500 per slack, warm-started) runs on the single "
+          "request of every model, where the figures use it (§4.2, Table 7 at 20 %%); the full grids and the "
+          "replays use the same baseline with our hull walk (`dvfs-c-walk`). The GA costs up to %.2f s of "
+          "one core per request here (Figure 14), the walk milliseconds; on the %d single-request plans "
+          "where both exist the two save within %.2f points of each other (`paper` mode).\n",
           ga_s, n, gap);
   const char *variants[PAPER_MAX_COLUMNS];
   const int nv = paper_variants(x, variants, PAPER_MAX_COLUMNS);
   for (int i = 0; i < nv; i++)
-    fprintf(md, "- **Sensitivity `%s`**: the single request compiled on the chip of the run "
-                "`request-paper-%s` (a named variant, never a default: `jobs/chips/`), shown as its own "
-                "column.\n", variants[i], variants[i]);
+    fprintf(md,
+            "- **Sensitivity `%s`**: the single request compiled on the chip of the run "
+            "`request-paper-%s` (a named variant, never a default: `jobs/chips/`), shown as its own "
+            "column.\n",
+            variants[i], variants[i]);
   fprintf(md, "- **Not computed by this build** (their rows say why):");
   int missing = 0;
   for (int c = 0; c < x->numbers->nclaims; c++)

@@ -26,7 +26,8 @@ static double model_graph_ms(const paper_model *m, int ph, int seq) {
 static void table2_model(FILE *md, const paper_model *m, const config_cluster *cl) {
   for (int s = 0; s < cl->slo_count; s++) {
     const config_slo_class *c = &cl->slo[s];
-    const double ttft = model_graph_ms(m, 0, c->prefill_max_tokens), tpot = model_graph_ms(m, 1, c->decode_max_tokens);
+    const double ttft = model_graph_ms(m, 0, c->prefill_max_tokens),
+                 tpot = model_graph_ms(m, 1, c->decode_max_tokens);
     fprintf(md, "| %s | %s | %d | %.0f | %.0f | ×%.2f | %d | %.1f | %.1f | ×%.2f |\n", m->name, c->name,
             c->prefill_max_tokens, 5 * ttft, c->ttft_ms, 5 * ttft / c->ttft_ms, c->decode_max_tokens, 5 * tpot,
             c->tpot_ms, 5 * tpot / c->tpot_ms);
@@ -76,11 +77,12 @@ int paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
   ENPU_FORWARD(config_job_load(x->models[0].job, &job, err));
   json_error_t je;
   json_t *chip = json_loads(job->chip_json, 0, &je);
-  fprintf(md, "## 3. Table 5: the chip parameters of the area table\n\n"
-              "The parameters of Table 5 (and Table 6) our chip file `%s` uses. The area itself is not modelled: "
-              "the cost model charges the async FIFOs' crossings in time and the shadow registers in the VU's "
-              "schedule, not in mm².\n\n| parameter | paper | ours (chip file) |\n|---|---:|---:|\n",
-              job->chip.name);
+  fprintf(md,
+          "## 3. Table 5: the chip parameters of the area table\n\n"
+          "The parameters of Table 5 (and Table 6) our chip file `%s` uses. The area itself is not modelled: "
+          "the cost model charges the async FIFOs' crossings in time and the shadow registers in the VU's "
+          "schedule, not in mm².\n\n| parameter | paper | ours (chip file) |\n|---|---:|---:|\n",
+          job->chip.name);
   for (int i = 0; i < x->numbers->ntable5; i++) {
     const config_paper_t5 *t = &x->numbers->table5[i];
     char buf[64];
@@ -89,7 +91,8 @@ int paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
     char *save = NULL;
     for (char *k = strtok_r(buf, ".", &save); v && k; k = strtok_r(NULL, ".", &save)) v = json_object_get(v, k);
     fprintf(md, "| %s | %.0f | ", t->what, t->paper);
-    if (json_is_number(v)) fprintf(md, "%.0f%s |\n", json_number_value(v), json_number_value(v) == t->paper ? "" : " ✗");
+    if (json_is_number(v))
+      fprintf(md, "%.0f%s |\n", json_number_value(v), json_number_value(v) == t->paper ? "" : " ✗");
     else fprintf(md, "*missing: no `%s` in the chip file* |\n", t->chip);
   }
   fprintf(md, "\n");
@@ -129,8 +132,9 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
       for (size_t p = 0; p < sizeof t7_policies / sizeof *t7_policies; p++) {
         const double op = paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP);
         const double rq = paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_REQ);
-        if (!isnan(op)) fprintf(f, "\"%s %s %s\" %.6g %.6g\n", x->models[i].name, phase_names[ph], t7_policies[p],
-                                fmax(op, 1e-4), fmax(rq, 1e-4));
+        if (!isnan(op))
+          fprintf(f, "\"%s %s %s\" %.6g %.6g\n", x->models[i].name, phase_names[ph], t7_policies[p], fmax(op, 1e-4),
+                  fmax(rq, 1e-4));
       }
   ENPU_FORWARD(report_file_close(f, dir, "figure14.dat", err));
   ENPU_FORWARD(report_file_open(dir, "figure14.gp", &f, err));
@@ -144,12 +148,13 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
 }
 
 int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
-  fprintf(md, "## 4. Table 7 and Figure 14: the search and its cost\n\n"
-              "Explored plans of one request at %.0f %% slack in the budget mode `%s` (`enpu compile --json`): "
-              "operator level = the evaluations of the unique operators' Pareto searches; request level = "
-              "the walk's moves and finalisations at that slack, for DVFS-C's GA generations × population "
-              "summed over the slacks up to it (it is warm-started from each). Ideal is the exact Pareto set "
-              "(the paper enumerates 34^5 ≈ 45 M plans per operator).\n\n| model | phase |",
+  fprintf(md,
+          "## 4. Table 7 and Figure 14: the search and its cost\n\n"
+          "Explored plans of one request at %.0f %% slack in the budget mode `%s` (`enpu compile --json`): "
+          "operator level = the evaluations of the unique operators' Pareto searches; request level = "
+          "the walk's moves and finalisations at that slack, for DVFS-C's GA generations × population "
+          "summed over the slacks up to it (it is warm-started from each). Ideal is the exact Pareto set "
+          "(the paper enumerates 34^5 ≈ 45 M plans per operator).\n\n| model | phase |",
           x->nmodels ? 100 * x->models[0].t7_slack : 0, x->nmodels ? x->models[0].t7_budget : "");
   for (size_t p = 0; p < 3; p++) fprintf(md, " %s op | paper | %s req | paper |", t7_policies[p], t7_policies[p]);
   fprintf(md, "\n|---|---|");
@@ -224,15 +229,17 @@ static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_
   ENPU_FORWARD(report_file_open(x->o->out_dir, gp, &f, err));
   snprintf(title, sizeof title, "Figure 11: %s, one request, budget mode %s", m->name, col->budget);
   report_gp_preamble(f, png, 900, title);
-  fprintf(f, "unset title\nset multiplot layout 3,2 title '%s'\nset key outside right font ',8'\n"
-             "set xlabel 'SLO slack (%%)'\n", title);
+  fprintf(f,
+          "unset title\nset multiplot layout 3,2 title '%s'\nset key outside right font ',8'\n"
+          "set xlabel 'SLO slack (%%)'\n",
+          title);
   static const char *const metric[3] = {"energy saving (%)", "power saving (%)", "overhead (% of T_nodvfs)"};
   for (int k = 0; k < 3; k++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       fprintf(f, "set ylabel '%s'\nset title '%s'\nplot", metric[k], phase_names[ph]);
       for (int p = 0; p < np; p++)
-        fprintf(f, "%s '%s' index %d using 1:%d with linespoints lw 2 title '%s'", p ? "," : "", dat, ph, 2 + 3 * p + k,
-                c->policies[p].name);
+        fprintf(f, "%s '%s' index %d using 1:%d with linespoints lw 2 title '%s'", p ? "," : "", dat, ph,
+                2 + 3 * p + k, c->policies[p].name);
       fprintf(f, "\n");
     }
   fprintf(f, "unset multiplot\n");

@@ -23,8 +23,22 @@
 /* The columns the figures need, by header name; those after COL_FIRST_OPTIONAL may be
  * empty (nothing finished in the window). */
 enum {
-  COL_START, COL_LENGTH, COL_BUSY_P, COL_BUSY_D, COL_IDLE_P, COL_IDLE_D, COL_BATCH_P, COL_BATCH_D, COL_SG1_P,
-  COL_SG1_D, COL_LOCK_P, COL_LOCK_D, COL_TTFT_ATT, COL_TPOT_ATT, COL_TTFT_SLACK, COL_TPOT_SLACK = COL_TTFT_SLACK + NSLACK,
+  COL_START,
+  COL_LENGTH,
+  COL_BUSY_P,
+  COL_BUSY_D,
+  COL_IDLE_P,
+  COL_IDLE_D,
+  COL_BATCH_P,
+  COL_BATCH_D,
+  COL_SG1_P,
+  COL_SG1_D,
+  COL_LOCK_P,
+  COL_LOCK_D,
+  COL_TTFT_ATT,
+  COL_TPOT_ATT,
+  COL_TTFT_SLACK,
+  COL_TPOT_SLACK = COL_TTFT_SLACK + NSLACK,
   NCOL = COL_TPOT_SLACK + NSLACK
 };
 #define COL_FIRST_OPTIONAL COL_TTFT_ATT
@@ -58,8 +72,7 @@ void report_split_csv(char *line, char **fields, size_t cap, size_t *nf) {
   }
 }
 
-int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col,
-                      enpu_err *err) {
+int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col, enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
   report_split_csv(line, fields, 128, &nf);
@@ -73,7 +86,7 @@ int report_csv_header(const char *path, char *line, const char *const *names, in
 }
 
 static int parse_window_row(const char *path, size_t line_no, char *line, const long col[NCOL], window_row *row,
-                     enpu_err *err) {
+                            enpu_err *err) {
   char *fields[128];
   size_t nf = 0;
   report_split_csv(line, fields, 128, &nf);
@@ -245,8 +258,9 @@ static void gp_series(FILE *f, const char *dat, const window_series *s, size_t n
                       const char *suffix, bool dashed, bool more) {
   for (size_t i = 0, drawn = 0; i < n; i++)
     if ((long)i != skip)
-      fprintf(f, "%s '%s' using 1:%zu with lines lw 2 lc %zu %s title '%s%s'", (more || drawn++) ? ", \\\n    " : " ",
-              dat, 2 + (size_t)group * i + (size_t)k, i + 1, dashed ? "dt 2" : "", s[i].policy, suffix);
+      fprintf(f, "%s '%s' using 1:%zu with lines lw 2 lc %zu %s title '%s%s'",
+              (more || drawn++) ? ", \\\n    " : " ", dat, 2 + (size_t)group * i + (size_t)k, i + 1,
+              dashed ? "dt 2" : "", s[i].policy, suffix);
 }
 
 static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, long base, double origin_h,
@@ -259,15 +273,17 @@ static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, lon
   fprintf(f, "set multiplot layout %d,1\nset xlabel 'time of day (h)'\nset key outside right top\n", panels);
   static const char *const phases[2] = {"prefill", "decode"};
   for (int ph = 0; ph < 2; ph++) {
-    fprintf(f, "set title '%s SLO attainment (%s) of the requests finished in the window'\n"
-               "set ylabel 'SLO attainment (%%)'\nplot",
+    fprintf(f,
+            "set title '%s SLO attainment (%s) of the requests finished in the window'\n"
+            "set ylabel 'SLO attainment (%%)'\nplot",
             phases[ph], ph ? "TPOT" : "TTFT");
     gp_series(f, "replay_energy.dat", s, n, F22_COLS, ph, -1, "", false, false);
     fprintf(f, "\n");
   }
   for (int ph = 0; base >= 0 && ph < 2; ph++) {
-    fprintf(f, "set title '%s energy savings vs nodvfs (solid: busy batches only, dashed: with idle chips)'\n"
-               "set ylabel 'savings (%%)'\nplot",
+    fprintf(f,
+            "set title '%s energy savings vs nodvfs (solid: busy batches only, dashed: with idle chips)'\n"
+            "set ylabel 'savings (%%)'\nplot",
             phases[ph]);
     gp_series(f, "replay_energy.dat", s, n, F22_COLS, 2 + ph, base, " busy", false, false);
     gp_series(f, "replay_energy.dat", s, n, F22_COLS, 4 + ph, base, " with idle", true, true);
@@ -283,8 +299,9 @@ static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, lon
 static int plot_fig5(const report_ctx *r, const window_series *b, double origin_h, enpu_err *err) {
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "replay_slack.dat", &f, err));
-  fprintf(f, "# %s, per 5-minute window: hour of the day, TTFT slack P1 P25 mean P75 P99, TPOT slack P1 P25 mean"
-             " P75 P99 (%% of the SLO: (SLO - latency) / SLO)\n",
+  fprintf(f,
+          "# %s, per 5-minute window: hour of the day, TTFT slack P1 P25 mean P75 P99, TPOT slack P1 P25 mean"
+          " P75 P99 (%% of the SLO: (SLO - latency) / SLO)\n",
           b->policy);
   for (size_t w = 0; w < b->n; w++) {
     fprintf(f, "%.6f", origin_h + b->w[w].v[COL_START] / 3600);
@@ -339,7 +356,8 @@ void report_md_policy_table(FILE *md, const char *header, const json_t *pols,
 static void summary_row(FILE *md, const char *name, const json_t *p) {
   fprintf(md, "| %s | %lld | %.3f | %.1f |", name, (long long)json_integer_value(json_object_get(p, "requests")),
           100 * report_jget(p, "slo_attainment", NULL), report_jget(p, "energy_j", "total"));
-  static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {"total", "prefill", "decode"};
+  static const char *const sav[2] = {"energy_savings", "busy_energy_savings"}, *const parts[3] = {
+                                                                                   "total", "prefill", "decode"};
   for (int s = 0; s < 2; s++)
     for (int k = 0; k < 3; k++) {
       const double v = report_jget(p, sav[s], parts[k]);
@@ -350,8 +368,9 @@ static void summary_row(FILE *md, const char *name, const json_t *p) {
   static const char *const counts[] = {"slowed", "safeguard1", "locked"};
   const json_t *b = json_object_get(p, "batches");
   for (int k = 0; k < 3; k++)
-    fprintf(md, " %lld |", (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
-                                       json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
+    fprintf(md, " %lld |",
+            (long long)(json_integer_value(json_object_get(json_object_get(b, "prefill"), counts[k])) +
+                        json_integer_value(json_object_get(json_object_get(b, "decode"), counts[k]))));
   fprintf(md, "\n");
 }
 
@@ -379,7 +398,8 @@ static void md_periods(FILE *md, const json_t *pols) {
       if (!per) continue;
       fprintf(md, "| %s | %s |", label[k], name);
       report_md_cell(md, report_jget(per, "slo_attainment", NULL), 100, "%.2f");
-      static const char *const pairs[4] = {"busy_energy_savings", "energy_savings", "safeguard1_share", "locked_share"};
+      static const char *const pairs[4] = {"busy_energy_savings", "energy_savings", "safeguard1_share",
+                                           "locked_share"};
       for (int q = 0; q < 4; q++) {
         const double a = report_jget(per, pairs[q], "prefill"), b = report_jget(per, pairs[q], "decode");
         if (isfinite(a) && isfinite(b)) fprintf(md, " %.2f / %.2f |", 100 * a, 100 * b);
@@ -399,7 +419,9 @@ static void md_tables(FILE *md, const char *dir, double *origin_h) {
   json_error_t jerr;
   json_t *doc = json_load_file(path, 0, &jerr);
   json_t *pols = json_object_get(doc, "policies");
-  *origin_h = isfinite(report_jget(doc, "origin_time_of_day_h", NULL)) ? report_jget(doc, "origin_time_of_day_h", NULL) : 0;
+  *origin_h = isfinite(report_jget(doc, "origin_time_of_day_h", NULL))
+                  ? report_jget(doc, "origin_time_of_day_h", NULL)
+                  : 0;
   if (!json_is_object(pols)) {
     fprintf(md, "No summary tables: %s is missing or has no \"policies\" object.\n\n", path);
   } else {
@@ -434,10 +456,11 @@ int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_e
   if (rc == 0) rc = plot_fig22(r, s, n, base, origin_h, err);
   if (rc == 0) rc = plot_fig5(r, &s[base >= 0 ? base : 0], origin_h, err);
   if (rc == 0)
-    fprintf(md, "The replay in `%s`, per 5-minute window: SLO attainment per phase of every policy, and each "
-                "policy's energy savings against nodvfs in the same window, busy batches only and with idle chips "
-                "(Figure 22); the SLO slack of the requests finished in each window (Figure 5, %s).\n\n"
-                "![replay per window](replay_energy.png)\n\n![SLO slack per window](replay_slack.png)\n\n%s",
+    fprintf(md,
+            "The replay in `%s`, per 5-minute window: SLO attainment per phase of every policy, and each "
+            "policy's energy savings against nodvfs in the same window, busy batches only and with idle chips "
+            "(Figure 22); the SLO slack of the requests finished in each window (Figure 5, %s).\n\n"
+            "![replay per window](replay_energy.png)\n\n![SLO slack per window](replay_slack.png)\n\n%s",
             dir, s[base >= 0 ? base : 0].policy, tables ? tables : "");
   free(tables);
   for (size_t i = 0; i < n; i++) free(s[i].w);

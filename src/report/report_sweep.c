@@ -8,8 +8,8 @@
 #include "report_internal.h"
 
 #define SWEEP_FIELDS 7
-static const char *const fields[SWEEP_FIELDS] = {"slo_attainment", "savings_busy",         "savings",
-                                                 "util_prefill",   "util_decode",          "util_prefill_busiest",
+static const char *const fields[SWEEP_FIELDS] = {"slo_attainment",     "savings_busy", "savings",
+                                                 "util_prefill",       "util_decode",  "util_prefill_busiest",
                                                  "util_decode_busiest"};
 
 static double num_at(const json_t *series, size_t i) {

@@ -32,8 +32,8 @@ static const char *const phase_names[2] = {"prefill", "decode"};
 /* `dir` made absolute against the working directory (gnuplot runs elsewhere). */
 int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err) {
   char cwd[PATH_MAX];
-  ENPU_RETURN_IF(dir[0] != '/' && !getcwd(cwd, sizeof cwd), err, ENPU_ERR_IO, "cannot get the working directory: %s",
-                 strerror(errno));
+  ENPU_RETURN_IF(dir[0] != '/' && !getcwd(cwd, sizeof cwd), err, ENPU_ERR_IO,
+                 "cannot get the working directory: %s", strerror(errno));
   const int n = dir[0] == '/' ? snprintf(out, len, "%s", dir) : snprintf(out, len, "%s/%s", cwd, dir);
   ENPU_RETURN_IF(n < 0 || (size_t)n >= len, err, ENPU_ERR_RANGE, "output directory name too long: %s", dir);
   return ENPU_OK;
@@ -139,8 +139,8 @@ static int phase_slacks(const report_savings_row *rows, size_t n, int phase, dou
   return ENPU_OK;
 }
 
-static const report_savings_row *savings_at(const report_savings_row *rows, size_t n, const char *policy,
-                                            int phase, double slack) {
+static const report_savings_row *savings_at(const report_savings_row *rows, size_t n, const char *policy, int phase,
+                                            double slack) {
   for (size_t i = 0; i < n; i++)
     if (rows[i].phase == phase && rows[i].slack == slack && !strcmp(rows[i].policy, policy)) return &rows[i];
   return NULL;
@@ -254,8 +254,8 @@ static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows,
   plot_files pf;
   FILE *f = NULL;
   ENPU_FORWARD(plot_begin(r, "breakdown", phase, &pf, &f, err));
-  fprintf(f, "# %s bucket batch %d seq %d: energy per forward pass by component (mJ)\n# label",
-          phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq);
+  fprintf(f, "# %s bucket batch %d seq %d: energy per forward pass by component (mJ)\n# label", phase_names[phase],
+          rows[0].bucket.batch, rows[0].bucket.seq);
   for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %s", slot_names[s]);
   fprintf(f, "\n");
   for (size_t i = 0; i < n; i++) {
@@ -264,12 +264,14 @@ static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows,
     fprintf(f, "\n");
   }
   ENPU_FORWARD(plot_script(r, &pf, &f, err));
-  snprintf(title, sizeof title, "%s, batch %d, seq %d: energy by component per policy and slack", phase_names[phase],
-           rows[0].bucket.batch, rows[0].bucket.seq);
+  snprintf(title, sizeof title, "%s, batch %d, seq %d: energy by component per policy and slack",
+           phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq);
   report_gp_preamble(f, pf.png, 560, title);
-  fprintf(f, "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
-             "set boxwidth 0.75\nset bmargin 6\nset xtics rotate by -40 scale 0\nset ylabel 'energy per forward pass (mJ)'\n"
-             "set yrange [0:*]\nset key outside right top\nplot");
+  fprintf(
+      f,
+      "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
+      "set boxwidth 0.75\nset bmargin 6\nset xtics rotate by -40 scale 0\nset ylabel 'energy per forward pass (mJ)'\n"
+      "set yrange [0:*]\nset key outside right top\nplot");
   for (int s = 0; s < STORE_NENERGY; s++)
     fprintf(f, "%s '%s' using %d%s title '%s'", s ? ", \\\n    " : " ", pf.dat, 2 + s, s ? "" : ":xtic(1)",
             slot_names[s]);
@@ -340,8 +342,9 @@ static int plot_freq(const report_ctx *r, const report_freq_row *rows, size_t n,
   plot_files pf;
   FILE *f = NULL;
   ENPU_FORWARD(plot_begin(r, "freq_util", phase, &pf, &f, err));
-  fprintf(f, "# %s, policy %s, slack %g%%: per op, utilisation at peak (%%) and chosen state / peak state\n"
-             "# op util_sa util_vu util_sram util_hbm util_ici f_sa f_vu f_sram f_hbm f_ici\n",
+  fprintf(f,
+          "# %s, policy %s, slack %g%%: per op, utilisation at peak (%%) and chosen state / peak state\n"
+          "# op util_sa util_vu util_sram util_hbm util_ici f_sa f_vu f_sram f_hbm f_ici\n",
           phase_names[phase], policy, 100 * slack);
   const double peak = r->job->chip.freq_states;
   for (size_t i = 0; i < n; i++) {
@@ -355,8 +358,9 @@ static int plot_freq(const report_ctx *r, const report_freq_row *rows, size_t n,
   snprintf(title, sizeof title, "%s, batch %d, seq %d, %s at %g%% slack: chosen frequency vs utilisation at peak",
            phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq, policy, 100 * slack);
   report_gp_preamble(f, pf.png, 560, title);
-  fprintf(f, "set xlabel 'utilisation at peak, NoDVFS (%% busy)'\nset ylabel 'chosen frequency (fraction of peak)'\n"
-             "set xrange [0:100]\nset yrange [0:1.05]\nset key outside right top\nplot");
+  fprintf(f,
+          "set xlabel 'utilisation at peak, NoDVFS (%% busy)'\nset ylabel 'chosen frequency (fraction of peak)'\n"
+          "set xrange [0:100]\nset yrange [0:1.05]\nset key outside right top\nplot");
   for (int k = 0; k < STORE_NSTATE; k++)
     fprintf(f, "%s '%s' using %d:%d with points pt %d ps 1.4 title '%s'", k ? ", \\\n    " : " ", pf.dat, 2 + k,
             7 + k, 5 + 2 * k, slot_names[k]);
@@ -374,10 +378,12 @@ static void md_freq(FILE *md, const report_freq_row *rows, size_t n, int phase, 
   const size_t unmatched = count_unmatched(rows, n);
   fprintf(md, "### %s: batch %d, seq %d, slack %g %%\n\n", phase_names[phase], rows[0].bucket.batch,
           rows[0].bucket.seq, 100 * slack);
-  if (unmatched < n) fprintf(md, "![%s frequency vs utilisation](freq_util_%s.png)\n\n", phase_names[phase], phase_names[phase]);
+  if (unmatched < n)
+    fprintf(md, "![%s frequency vs utilisation](freq_util_%s.png)\n\n", phase_names[phase], phase_names[phase]);
   if (unmatched)
-    fprintf(md, "%zu of %zu ops could not be matched to an op of the job's graph with the stored time (a "
-                "different job, chip or cost model than the store's?); they are not plotted.\n\n",
+    fprintf(md,
+            "%zu of %zu ops could not be matched to an op of the job's graph with the stored time (a "
+            "different job, chip or cost model than the store's?); they are not plotted.\n\n",
             unmatched, n);
   fprintf(md, "| op | instances | util SA (%%) | util VU (%%) | util SRAM (%%) | util HBM (%%) | util ICI (%%) | "
               "state SA | state VU | state SRAM | state HBM | state ICI |\n|---|---:|---:|---:|---:|---:|---:|"
@@ -394,10 +400,11 @@ static void md_freq(FILE *md, const report_freq_row *rows, size_t n, int phase, 
 
 static int section_freq(const report_ctx *r, FILE *md, double want_slack, enpu_err *err) {
   const char *policy = freq_policy(r->c);
-  fprintf(md, "## 3. Chosen frequency vs utilisation at peak (Figure 19)\n\n"
-              "For each op of the median buckets, the frequency state the %s plan chose for each "
-              "component (as a fraction of the peak state) against that component's busy fraction when "
-              "the op runs at peak without DVFS, recomputed with the cost model from the job file.\n\n",
+  fprintf(md,
+          "## 3. Chosen frequency vs utilisation at peak (Figure 19)\n\n"
+          "For each op of the median buckets, the frequency state the %s plan chose for each "
+          "component (as a fraction of the peak state) against that component's busy fraction when "
+          "the op runs at peak without DVFS, recomputed with the cost model from the job file.\n\n",
           policy ? policy : "(none)");
   if (!r->job) {
     fprintf(md, "Not shown: it needs the job file (`enpu report STORE --job JOB.json`), because the chip's "
@@ -405,16 +412,16 @@ static int section_freq(const report_ctx *r, FILE *md, double want_slack, enpu_e
     return ENPU_OK;
   }
   if (r->job->hash != r->c->job_hash)
-    fprintf(md, "Note: the job file's hash (0x%016llx) differs from the store's job_hash (0x%016llx); ops are "
-                "matched by name and by the stored time, so only ops that still cost the same are shown.\n\n",
+    fprintf(md,
+            "Note: the job file's hash (0x%016llx) differs from the store's job_hash (0x%016llx); ops are "
+            "matched by name and by the stored time, so only ops that still cost the same are shown.\n\n",
             (unsigned long long)r->job->hash, (unsigned long long)r->c->job_hash);
   for (int ph = 0; ph < 2 && policy; ph++) {
     if (!has_median(r, md, ph)) continue;
     report_freq_row *rows = NULL;
     size_t n = 0;
     double slack = 0;
-    ENPU_FORWARD(
-        report_freq_util(r->c, r->job, policy, &r->median[ph], want_slack, &rows, &n, &slack, err));
+    ENPU_FORWARD(report_freq_util(r->c, r->job, policy, &r->median[ph], want_slack, &rows, &n, &slack, err));
     /* nothing to plot when no op matched (gnuplot refuses a plot without points) */
     int rc = n > count_unmatched(rows, n) ? plot_freq(r, rows, n, ph, policy, slack, err) : 0;
     if (rc == 0 && n) md_freq(md, rows, n, ph, slack);
@@ -433,11 +440,11 @@ static int job_name(const store_contents *c, char *out, size_t len, enpu_err *er
   json_t *doc = c->job_json ? json_loads(c->job_json, 0, &jerr) : NULL;
   const char *name = json_string_value(json_object_get(doc, "name"));
   int rc = ENPU_OK;
-  if (!name || !*name || name[0] == '.' || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789._-") != strlen(name))
+  if (!name || !*name || name[0] == '.' ||
+      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789._-") != strlen(name))
     rc = enpu_errorf(err, ENPU_ERR_FORMAT, "the store's job_json has no usable \"name\" (give --out DIR)");
-  else if (snprintf(out, len, "%s", name) >= (int)len)
-    rc = enpu_errorf(err, ENPU_ERR_RANGE, "job name too long");
+  else if (snprintf(out, len, "%s", name) >= (int)len) rc = enpu_errorf(err, ENPU_ERR_RANGE, "job name too long");
   json_decref(doc);
   return rc;
 }
@@ -459,8 +466,10 @@ static void md_header(FILE *md, const report_ctx *r, const char *name, const cha
   report_capacity(c, &ci);
   fprintf(md, "- Capacity `%s`", ci.capacity);
   if (ci.over_hbm)
-    fprintf(md, ": %zu of %zu buckets were compiled although they exceed a chip's HBM (%s; "
-                "every such plan carries the note)", ci.over_hbm, ci.buckets,
+    fprintf(md,
+            ": %zu of %zu buckets were compiled although they exceed a chip's HBM (%s; "
+            "every such plan carries the note)",
+            ci.over_hbm, ci.buckets,
             strcmp(ci.capacity, "offload") ? "as if they fitted" : "weights stream from the host");
   fprintf(md, "; MoE experts `%s`, capacity factor `%s`\n", ci.experts, ci.factor);
   fprintf(md, "- Report written %s by `enpu report`; energies are per forward pass of a bucket.\n\n", now);
@@ -515,8 +524,7 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   store_contents *c = NULL;
   char name[STORE_NAME_LEN] = "", dir[PATH_MAX];
   int rc = store_load(o->store_path, &c, err);
-  if (rc == 0 && job_name(c, name, sizeof name, o->out_dir ? NULL : err) < 0 && !o->out_dir)
-    rc = ENPU_ERR_FORMAT;
+  if (rc == 0 && job_name(c, name, sizeof name, o->out_dir ? NULL : err) < 0 && !o->out_dir) rc = ENPU_ERR_FORMAT;
   if (rc == 0 && !name[0]) snprintf(name, sizeof name, "(unnamed job)");
   if (rc == 0 && (o->out_dir ? snprintf(dir, sizeof dir, "%s", o->out_dir)
                              : snprintf(dir, sizeof dir, "results/%s", name)) >= (int)sizeof dir)

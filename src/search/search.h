@@ -65,8 +65,7 @@ typedef struct {
 /* eNPU with 5, 4 ({SA,VU} one domain) or 3 ({SA,VU,SRAM} one domain) searched domains
  * (§4.6); `method` picks Algorithm 1 or the exhaustive search (`ideal`).
  * @return 0, or ENPU_ERR_INVALID for another count or a peak_state outside 1..255. */
-int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
-                        search_op_method method, enpu_err *err);
+int search_domains_enpu(search_domains *d, int ndomains, int peak_state, search_op_method method, enpu_err *err);
 /* dvfs-c: {SA,VU,SRAM} one domain swept over every state, HBM and ICI at peak. */
 int search_domains_dvfs_c(search_domains *d, int peak_state, enpu_err *err);
 /* nodvfs: nothing searched, the single all-peak plan. */
@@ -77,19 +76,18 @@ int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err);
 
 /* Evaluate one plan of one operator: time and total energy. Must be deterministic.
  * @return 0, or a negative ENPU_ERR_* with err filled (err may be NULL). */
-typedef int (*search_eval_fn)(void *user, const int state[CONFIG_NCOMP], double *time_ns,
-                              double *energy_nj, enpu_err *err);
+typedef int (*search_eval_fn)(void *user, const int state[CONFIG_NCOMP], double *time_ns, double *energy_nj,
+                              enpu_err *err);
 
 /* Evaluate n plans of one operator at once: the same results as n calls of the
  * search_eval_fn it comes with (cost_eval_batch). */
-typedef int (*search_eval_batch_fn)(void *user, int n, const int (*state)[CONFIG_NCOMP],
-                                    double *time_ns, double *energy_nj, enpu_err *err);
+typedef int (*search_eval_batch_fn)(void *user, int n, const int (*state)[CONFIG_NCOMP], double *time_ns,
+                                    double *energy_nj, enpu_err *err);
 /* Lower bounds over a box of plans (every component c at a state in lo[c]..hi[c]): no
  * plan of the box evaluates faster than *time_ns or cheaper than *energy_nj
  * (cost_bound_box, in the budget mode's time). */
-typedef int (*search_bound_fn)(void *user, const int lo[CONFIG_NCOMP],
-                               const int hi[CONFIG_NCOMP], double *time_ns, double *energy_nj,
-                               enpu_err *err);
+typedef int (*search_bound_fn)(void *user, const int lo[CONFIG_NCOMP], const int hi[CONFIG_NCOMP], double *time_ns,
+                               double *energy_nj, enpu_err *err);
 
 typedef struct {
   search_eval_fn eval;        /* required */
@@ -99,15 +97,15 @@ typedef struct {
 
 typedef struct {
   int state[CONFIG_NCOMP];
-  double time_ns;   /* the budget mode's measure: op time (strict), critical path (paper) */
+  double time_ns; /* the budget mode's measure: op time (strict), critical path (paper) */
   double energy_nj;
 } search_point;
 
 typedef struct {
   search_point *points; /* owned; sorted by time, energy strictly decreasing */
   int count;
-  int64_t evals;        /* distinct plans evaluated (memo misses) */
-  int64_t steps;        /* Algorithm 1 iterations (plans selected after the start) */
+  int64_t evals; /* distinct plans evaluated (memo misses) */
+  int64_t steps; /* Algorithm 1 iterations (plans selected after the start) */
 } search_pareto;
 
 void search_pareto_free(search_pareto *p); /* frees p->points; NULL and empty are no-ops */
@@ -133,8 +131,8 @@ typedef struct {
 /* gap may be NULL (summary only), else it holds approx->count values.
  * @return 0, or ENPU_ERR_INVALID when a set is empty or an approximate point is faster
  * than every exact point (so `exact` cannot be exact). */
-int search_pareto_gap(const search_pareto *exact, const search_pareto *approx, double *gap,
-                      search_gap *out, enpu_err *err);
+int search_pareto_gap(const search_pareto *exact, const search_pareto *approx, double *gap, search_gap *out,
+                      enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Request level: the walk over lower convex hulls, the plain greedy, and prefixes. */
@@ -164,14 +162,12 @@ typedef struct search_walk search_walk;
  * an op share a hull segment's rate, so they move as one counted step), until the total
  * time (no transitions) reaches time_cap_ns or every hull is exhausted.
  * @return 0, or ENPU_ERR_INVALID (empty set, multiplicity < 1), ENPU_ERR_NOMEM. */
-int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
-                      search_walk **out, enpu_err *err);
+int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns, search_walk **out, enpu_err *err);
 /* The paper's plain greedy over Pareto points (no hull), for one budget: from the fastest
  * points, repeatedly move one instance to its op's next Pareto point with the best
  * energy saved per added time among the moves that still fit in budget_ns; stop when
  * none fits or saves energy. Recorded as a walk (consecutive identical moves merged). */
-int search_greedy_build(const search_req_op *ops, int nops, double budget_ns,
-                        search_walk **out, enpu_err *err);
+int search_greedy_build(const search_req_op *ops, int nops, double budget_ns, search_walk **out, enpu_err *err);
 void search_walk_free(search_walk *w); /* NULL is a no-op */
 
 /* Parameters of the paper's DVFS-C genetic algorithm (search_ga_run). */
@@ -198,8 +194,7 @@ typedef struct {
 
 /* @return 0, ENPU_ERR_INFEASIBLE when even the start exceeds budget_ns, or
  * ENPU_ERR_RANGE when the walk was capped below budget_ns (its bound would be unknown). */
-int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *out,
-                       enpu_err *err);
+int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *out, enpu_err *err);
 
 /* Point index of every instance after the first `moves` instance moves: pos[off_i + r]
  * for instance r of op i, off_i the sum of the multiplicities of ops 0..i-1. A step
@@ -212,20 +207,20 @@ int search_walk_positions(const search_walk *w, int64_t moves, int *pos, enpu_er
 /* One slack's compiled plan. */
 typedef struct {
   double slack;
-  config_budget budget;    /* the mode budget_ns was computed in */
-  double budget_ns;        /* strict: max(T_nodvfs, T_peak) + slack·T_nodvfs;
-                              paper: (1 + slack)·T_nodvfs */
-  double time_ns;          /* on the real operator order, transitions included */
-  double energy_nj;        /* idem */
-  double cp_time_ns;       /* the plan's critical-path time (sum over its ops) */
-  double overhead_pct;     /* 100 · (time_ns − cp_time_ns) / T_nodvfs: transitions,
-                              crossings and the fill/drain they lengthen */
-  double lower_bound_nj;   /* LP relaxation over the op-level Pareto sets */
-  double savings_vs_nodvfs; /* 1 - energy / E_nodvfs */
-  int64_t op_evals;        /* op-level evaluations of the policy (shared by its slacks) */
-  int64_t request_evals;   /* request-level plans visited: walk moves + finalisations */
-  double search_s;         /* op-level search (shared) + this slack's request level */
-  int64_t walk_moves;      /* instance moves of the chosen walk prefix (-1: all-peak) */
+  config_budget budget;       /* the mode budget_ns was computed in */
+  double budget_ns;           /* strict: max(T_nodvfs, T_peak) + slack·T_nodvfs;
+                                 paper: (1 + slack)·T_nodvfs */
+  double time_ns;             /* on the real operator order, transitions included */
+  double energy_nj;           /* idem */
+  double cp_time_ns;          /* the plan's critical-path time (sum over its ops) */
+  double overhead_pct;        /* 100 · (time_ns − cp_time_ns) / T_nodvfs: transitions,
+                                 crossings and the fill/drain they lengthen */
+  double lower_bound_nj;      /* LP relaxation over the op-level Pareto sets */
+  double savings_vs_nodvfs;   /* 1 - energy / E_nodvfs */
+  int64_t op_evals;           /* op-level evaluations of the policy (shared by its slacks) */
+  int64_t request_evals;      /* request-level plans visited: walk moves + finalisations */
+  double search_s;            /* op-level search (shared) + this slack's request level */
+  int64_t walk_moves;         /* instance moves of the chosen walk prefix (-1: all-peak) */
   int (*state)[CONFIG_NCOMP]; /* per op instance in execution order; owned by the result */
   int64_t instances;
   /* Ours, not the paper's: searched domains whose rails finalisation lifted (bit k: domain
@@ -235,8 +230,8 @@ typedef struct {
   int64_t polish_moves;
   int from_ga;
   double regulator_loss_nj[CONFIG_NCOMP]; /* energy lost in regulators (Figure 13) */
-  int gated;         /* power gating applied (pg policies; the cheaper plan that fits) */
-  double gates;      /* gate events of the pass (inside and between ops) */
+  int gated;                              /* power gating applied (pg policies; the cheaper plan that fits) */
+  double gates;                           /* gate events of the pass (inside and between ops) */
 } search_slack_plan;
 
 /* Plan invariants (src/README.md) over the slacks of one policy in increasing order:
@@ -245,8 +240,7 @@ typedef struct {
  * (plain plans: the bound is over the Pareto sets, which gating can go below). Relative
  * tolerance 1e-9.
  * @return 0, or ENPU_ERR_INTERNAL naming the slack and the broken invariant. */
-int search_check_invariants(const search_slack_plan *plans, int n, double peak_energy_nj,
-                            enpu_err *err);
+int search_check_invariants(const search_slack_plan *plans, int n, double peak_energy_nj, enpu_err *err);
 
 /* vf.set, register variant (paper §3.2): states of the six clocked units
  * in the order FE, SA, VU, SRAM, HBM, ICI, 8 bits each in bits 0..47 (FE lowest), and the
@@ -256,12 +250,10 @@ enum { SEARCH_VF_FE = 0, SEARCH_VF_NUNIT = 6 };
 #define SEARCH_VF_MASK_ALL 0x3Fu
 
 /* @return 0, or ENPU_ERR_RANGE for a state outside 0..255 or a mask beyond 6 bits. */
-int search_vfset_encode(const int state[SEARCH_VF_NUNIT], unsigned mask, uint64_t *word,
-                        enpu_err *err);
+int search_vfset_encode(const int state[SEARCH_VF_NUNIT], unsigned mask, uint64_t *word, enpu_err *err);
 /* @return 0, or ENPU_ERR_FORMAT for bits above 53 or a non-zero field outside the mask.
  * Fields outside the mask come back as -1 (unchanged). */
-int search_vfset_decode(uint64_t word, int state[SEARCH_VF_NUNIT], unsigned *mask,
-                        enpu_err *err);
+int search_vfset_decode(uint64_t word, int state[SEARCH_VF_NUNIT], unsigned *mask, enpu_err *err);
 
 typedef struct {
   int64_t instance; /* the op instance (execution order) the command precedes */
@@ -271,15 +263,15 @@ typedef struct {
 /* The vf.set stream of a plan: one command before the first instance (every unit) and
  * one at each later boundary where any unit's state changes (FE = max of SA, VU, SRAM).
  * out must hold `instances` commands; *count receives how many were written. */
-int search_vfset_stream(const int (*state)[CONFIG_NCOMP], int64_t instances,
-                        search_vfset_cmd *out, int64_t *count, enpu_err *err);
+int search_vfset_stream(const int (*state)[CONFIG_NCOMP], int64_t instances, search_vfset_cmd *out, int64_t *count,
+                        enpu_err *err);
 
 /* Decode a stream and replay it over `instances` instances: every command must decode,
  * commands must be in increasing instance order starting at 0 with every unit set, and
  * the replayed units must equal the plan's (FE = max of SA, VU, SRAM).
  * @return 0, or ENPU_ERR_FORMAT naming the first mismatch. */
-int search_vfset_check(const int (*state)[CONFIG_NCOMP], int64_t instances,
-                       const search_vfset_cmd *cmds, int64_t count, enpu_err *err);
+int search_vfset_check(const int (*state)[CONFIG_NCOMP], int64_t instances, const search_vfset_cmd *cmds,
+                       int64_t count, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Compiling one bucket for one policy */
@@ -294,15 +286,15 @@ typedef enum {
 
 /* How V/f transitions between consecutive operators are priced. */
 typedef enum {
-  SEARCH_TRANS_PER_RAIL = 0, /* default: each moving rail delays only its components, inside
-                                the next op (cost_eval_after, paper §3.2) */
+  SEARCH_TRANS_PER_RAIL = 0,  /* default: each moving rail delays only its components, inside
+                                 the next op (cost_eval_after, paper §3.2) */
   SEARCH_TRANS_CHIP_STALL = 1 /* the whole chip stalls for the slowest moving rail between
                                  the two ops (a synchronous vf.set on every domain) */
 } search_transitions;
 
 typedef struct {
   search_req_method request;
-  int enpu_domains;     /* 5 (default), 4 or 3 for enpu-c / enpu-all */
+  int enpu_domains;      /* 5 (default), 4 or 3 for enpu-c / enpu-all */
   double walk_cap_slack; /* walk continues to this slack at least (default 0.5) */
   int threads;           /* exhaustive op-level search (`ideal`) */
   /* Ours, not the paper's: the GA's parameters (defaults: the paper's 1000 × 500, seed 1)
@@ -345,25 +337,25 @@ void search_options_for_job(search_options *o, const config_job *job, const conf
 enum { SEARCH_UNIT_EPOCH = 1000 }; /* search_unit.kind of an epoch (not a graph_op_kind) */
 
 typedef struct {
-  uint64_t signature;   /* the graph op's, or a hash of the epoch's members in order */
-  int64_t multiplicity; /* instances in a pass */
-  int kind;             /* graph_op_kind, or SEARCH_UNIT_EPOCH */
-  int op;               /* its graph op (an epoch: its first member) */
+  uint64_t signature;             /* the graph op's, or a hash of the epoch's members in order */
+  int64_t multiplicity;           /* instances in a pass */
+  int kind;                       /* graph_op_kind, or SEARCH_UNIT_EPOCH */
+  int op;                         /* its graph op (an epoch: its first member) */
   int member_first, member_count; /* its members: member_op/member_count[first..] */
   char name[64];
 } search_unit;
 
 typedef struct {
   int count;
-  search_unit *unit;       /* one block with member_op, member_count, offset, walk_of */
-  int *member_op;          /* per member: graph op */
-  int64_t *member_count;   /* per member: instances of it in one instance of the unit */
-  int64_t instances;       /* unit instances of a pass: walk numbers 0..instances-1 */
-  int64_t *offset;         /* per unit (count + 1): its first walk number */
-  int *unit_of_walk;       /* per walk number: its unit (one block with first_x) */
-  int64_t *first_x;        /* per walk number: the execution index of its first op */
-  int64_t op_instances;    /* op instances of a pass (execution order) */
-  int64_t *walk_of;        /* per op instance: its unit instance's walk number */
+  search_unit *unit;     /* one block with member_op, member_count, offset, walk_of */
+  int *member_op;        /* per member: graph op */
+  int64_t *member_count; /* per member: instances of it in one instance of the unit */
+  int64_t instances;     /* unit instances of a pass: walk numbers 0..instances-1 */
+  int64_t *offset;       /* per unit (count + 1): its first walk number */
+  int *unit_of_walk;     /* per walk number: its unit (one block with first_x) */
+  int64_t *first_x;      /* per walk number: the execution index of its first op */
+  int64_t op_instances;  /* op instances of a pass (execution order) */
+  int64_t *walk_of;      /* per op instance: its unit instance's walk number */
 } search_units;
 
 /* Search context: the chip's power models (fixed regulator; DVFS IVR with HBM ctrl-only
@@ -375,20 +367,20 @@ void search_ctx_free(search_ctx *s); /* NULL is a no-op */
 
 typedef struct {
   config_policy policy;
-  double t_nodvfs_ns, e_nodvfs_nj; /* NoDVFS forward pass */
-  double t_peak_ns;                /* eNPU (5-domain) pipeline at all-peak */
-  config_budget budget;            /* the mode every plan was compiled in */
+  double t_nodvfs_ns, e_nodvfs_nj;                   /* NoDVFS forward pass */
+  double t_peak_ns;                                  /* eNPU (5-domain) pipeline at all-peak */
+  config_budget budget;                              /* the mode every plan was compiled in */
   double policy_peak_time_ns, policy_peak_energy_nj; /* the policy's all-peak plan */
   int64_t op_evals;
-  int unique_ops;                  /* ops searched (distinct signatures) */
+  int unique_ops; /* ops searched (distinct signatures) */
   double op_search_s;
-  int64_t walk_moves;              /* instance moves in the walk (hull walk only) */
-  search_slack_plan *plans;        /* one per slack, in the given (increasing) order */
+  int64_t walk_moves;       /* instance moves in the walk (hull walk only) */
+  search_slack_plan *plans; /* one per slack, in the given (increasing) order */
   int nplans;
-  search_walk *walk;               /* the hull walk over the units (owned) */
-  search_units *units;             /* the request's units (owned) */
-  search_pareto *unit_sets;        /* per unit, when the bucket compiled them itself
-                                      (search_compile_bucket); NULL otherwise (owned) */
+  search_walk *walk;        /* the hull walk over the units (owned) */
+  search_units *units;      /* the request's units (owned) */
+  search_pareto *unit_sets; /* per unit, when the bucket compiled them itself
+                               (search_compile_bucket); NULL otherwise (owned) */
 } search_bucket_result;
 
 void search_bucket_result_free(search_bucket_result *r); /* frees members; NULL no-op */
@@ -404,22 +396,19 @@ int search_op_compile(search_ctx *s, cost_ctx *cost, const graph_op *op, config_
  * is SEARCH_OP_EXACT (`ideal`'s default), what a farm sub-task computes; part −1, or any
  * other method, is search_op_compile. Merging the parts' sets (search_pareto_merge)
  * gives search_op_compile's set. */
-int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op,
-                           config_policy policy, const search_options *opt, int part,
-                           search_pareto *out, enpu_err *err);
+int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                           const search_options *opt, int part, search_pareto *out, enpu_err *err);
 
 /* The full cost result (per-slot energies, utilisations) of one plan of one op under the
  * policy's pipeline and power model: the breakdown behind a Pareto point. */
 int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
-                        const search_options *opt, const int state[CONFIG_NCOMP],
-                        cost_result *out, enpu_err *err);
+                        const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
 /* The same for the op run right after an op planned `prev` (NULL: as
  * search_op_breakdown): per-rail transitions included as the request level prices them
  * (cost_eval_after; none for a policy without transitions). */
-int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
-                              config_policy policy, const search_options *opt,
-                              const int prev[CONFIG_NCOMP], const int state[CONFIG_NCOMP],
-                              cost_result *out, enpu_err *err);
+int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                              const search_options *opt, const int prev[CONFIG_NCOMP],
+                              const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
 
 /* The units of a request over graph g under a policy (search_units above): the graph's
  * ops, or for an epoch policy its epochs. Epochs (§4.6: "merge consecutive
@@ -440,22 +429,20 @@ void search_units_free(search_units *u); /* NULL is a no-op */
  * search with each plan evaluated as one V/f setting for all its operators — the cost
  * model's time (or critical path) and energy of every member instance at that setting,
  * summed (no transition inside an epoch). */
-int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
-                        int unit, config_policy policy, const search_options *opt,
-                        search_pareto *out, enpu_err *err);
+int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                        config_policy policy, const search_options *opt, search_pareto *out, enpu_err *err);
 /* The cost result of one unit instance at one plan: an op's search_op_breakdown; an
  * epoch's members' times, energies (per slot) and losses summed. */
-int search_unit_breakdown(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
-                          int unit, config_policy policy, const search_options *opt,
-                          const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
+int search_unit_breakdown(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                          config_policy policy, const search_options *opt, const int state[CONFIG_NCOMP],
+                          cost_result *out, enpu_err *err);
 
 /* The op level of a bucket, one Pareto set per distinct signature: `count` items (a
  * request's units, or graph ops) with their signatures; compile(user, item, rank,
  * distinct, &set) runs once per signature, on its first item in order (rank: 0-based
  * among the distinct signatures, `distinct` of them), and every item's set_of points at
  * its signature's set. On failure the sets compiled so far stay for search_sets_free. */
-typedef int (*search_set_fn)(void *user, int item, int rank, int distinct, search_pareto *out,
-                             enpu_err *err);
+typedef int (*search_set_fn)(void *user, int item, int rank, int distinct, search_pareto *out, enpu_err *err);
 typedef struct {
   int count, distinct;
   search_pareto *sets;          /* per item; the first item of each signature's (owned) */
@@ -465,8 +452,8 @@ typedef struct {
 } search_sets;
 
 /* @return 0, compile's error, or ENPU_ERR_NOMEM. */
-int search_sets_compile(const uint64_t *signature, int count, search_set_fn compile, void *user,
-                        search_sets *out, enpu_err *err);
+int search_sets_compile(const uint64_t *signature, int count, search_set_fn compile, void *user, search_sets *out,
+                        enpu_err *err);
 void search_sets_free(search_sets *s); /* frees members; NULL is a no-op */
 /* A result search_compile_bucket_sets compiled from `sets` takes their op-level figures:
  * op_evals, unique_ops, op_search_s, and each plan's op_evals and search_s. */
@@ -478,10 +465,9 @@ void search_bucket_add_op_level(search_bucket_result *r, const search_sets *sets
  * set): reference times, the walk, each slack's finalised plan, the invariants.
  * op_evals/unique_ops/op_search_s are left 0 (the caller did the op level).
  * @return as search_compile_bucket. */
-int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
-                               config_policy policy, const search_pareto *const *sets,
-                               const double *slacks, int nslack, const search_options *opt,
-                               search_bucket_result *out, enpu_err *err);
+int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                               const search_pareto *const *sets, const double *slacks, int nslack,
+                               const search_options *opt, search_bucket_result *out, enpu_err *err);
 
 /* Compile one bucket (graph g) for one policy at the given slacks (increasing, >= 0):
  * budgets T_budget(p) = max(T_nodvfs, T_peak) + p·T_nodvfs (strict) or
@@ -489,19 +475,17 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g,
  * request-level search, finalisation on the real operator order (V/f transitions per
  * opt->transitions between consecutive ops whose voltages differ; none for `ideal`),
  * stepping back along the walk until the plan fits (strict; a paper plan's walk prefix
- * fits by construction), and the plan invariants. With opt->transition_aware, finalisation also (1) tries the walk prefix (or
- * GA/greedy plan) with rails lifted — for every subset of the searched domains, each
- * instance's state in a lifted domain is raised to the lowest state of the highest
- * voltage band that domain uses in the plan, so its rail never changes voltage (frequency
- * changes within a band cost no transition) — and keeps the cheapest candidate that fits;
- * (2) improves the plan taken by a local search on the real order with transitions
- * priced: shift one run of layers of one op by one Pareto point while that lowers the
- * energy and fits. `cost` is the caller's per-thread cost context.
+ * fits by construction), and the plan invariants. With opt->transition_aware, finalisation also (1) tries the walk
+ * prefix (or GA/greedy plan) with rails lifted — for every subset of the searched domains, each instance's state in
+ * a lifted domain is raised to the lowest state of the highest voltage band that domain uses in the plan, so its
+ * rail never changes voltage (frequency changes within a band cost no transition) — and keeps the cheapest
+ * candidate that fits; (2) improves the plan taken by a local search on the real order with transitions priced:
+ * shift one run of layers of one op by one Pareto point while that lowers the energy and fits. `cost` is the
+ * caller's per-thread cost context.
  * @return 0, or the cost model's error, ENPU_ERR_INVALID (bad slacks/options),
  * ENPU_ERR_INTERNAL (an invariant broke), ENPU_ERR_NOMEM. */
-int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                          const double *slacks, int nslack, const search_options *opt,
-                          search_bucket_result *out, enpu_err *err);
+int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, const double *slacks,
+                          int nslack, const search_options *opt, search_bucket_result *out, enpu_err *err);
 
 /* What a plan costs on the real operator order. */
 typedef struct {
@@ -530,7 +514,6 @@ double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_
 /* A plan's states in execution order (search_slack_plan.state) rearranged into the walk
  * numbering of units u (search_units_build; a unit instance takes its first op
  * instance's states), as search_plan_simulate takes them. */
-void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP],
-                           int (*walk)[CONFIG_NCOMP]);
+void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP], int (*walk)[CONFIG_NCOMP]);
 
 #endif /* ENPU_SEARCH_H */

@@ -25,8 +25,8 @@
 #include "search_internal.h"
 
 typedef struct {
-  int64_t first, last;    /* op instances [first, last] */
-  int prev, next;         /* neighbouring regions, -1 at the ends */
+  int64_t first, last; /* op instances [first, last] */
+  int prev, next;      /* neighbouring regions, -1 at the ends */
   int label, version, alive;
   double len_ns;
 } region;
@@ -96,8 +96,8 @@ static void merge_short(merge_state *m, int id) {
 }
 
 /* The label of every graph op at peak and its NoDVFS time. */
-static int op_labels(search_ctx *s, cost_ctx *cost, const graph *g, int binary, int *label,
-                     double *t_ns, enpu_err *err) {
+static int op_labels(search_ctx *s, cost_ctx *cost, const graph *g, int binary, int *label, double *t_ns,
+                     enpu_err *err) {
   cost_pipeline nodvfs;
   cost_pipeline_nodvfs(&nodvfs, s->fixed);
   cost_plan peak;
@@ -115,8 +115,7 @@ static int op_labels(search_ctx *s, cost_ctx *cost, const graph *g, int binary, 
 }
 
 /* The first regions: maximal runs of one label, in execution order (op_of). */
-static int first_regions(merge_state *m, const int *op_of, int64_t n, const int *label,
-                         const double *t_ns) {
+static int first_regions(merge_state *m, const int *op_of, int64_t n, const int *label, const double *t_ns) {
   int nr = 0;
   for (int64_t x = 0; x < n; x++) {
     const int i = op_of[x], l = label[i];
@@ -151,8 +150,7 @@ static int merge_regions(merge_state *m, int nr, double epoch_ns) {
 static uint64_t epoch_signature(const graph *g, const int *op_of, const region *r) {
   enpu_hasher h;
   enpu_hasher_init(&h, 0x65706f6368u);
-  for (int64_t x = r->first; x <= r->last; x++)
-    enpu_hasher_i64(&h, (int64_t)graph_op_at(g, op_of[x])->signature);
+  for (int64_t x = r->first; x <= r->last; x++) enpu_hasher_i64(&h, (int64_t)graph_op_at(g, op_of[x])->signature);
   return enpu_hasher_digest(&h);
 }
 
@@ -160,19 +158,17 @@ static uint64_t epoch_signature(const graph *g, const int *op_of, const region *
 static int same_ops(const graph *g, const int *op_of, const region *a, const region *b) {
   if (a->last - a->first != b->last - b->first) return 0;
   for (int64_t k = 0; k <= a->last - a->first; k++)
-    if (graph_op_at(g, op_of[a->first + k])->signature != graph_op_at(g, op_of[b->first + k])->signature)
-      return 0;
+    if (graph_op_at(g, op_of[a->first + k])->signature != graph_op_at(g, op_of[b->first + k])->signature) return 0;
   return 1;
 }
 
 /* Units from the epochs: distinct ones, their members (graph op, instances) and walk
  * numbers. */
-static int epoch_units(const graph *g, const int *op_of, int64_t n, const region *r,
-                       const int *order, int ne, search_units **out, enpu_err *err) {
+static int epoch_units(const graph *g, const int *op_of, int64_t n, const region *r, const int *order, int ne,
+                       search_units **out, enpu_err *err) {
   int *unit_of = enpu_calloc((size_t)ne + 1, sizeof *unit_of);
   int *rep = enpu_calloc((size_t)ne + 1, sizeof *rep); /* per unit: a representative epoch */
-  ENPU_RETURN_IF(!unit_of || !rep, err, (free(unit_of), free(rep), ENPU_ERR_NOMEM),
-                 "out of memory (epochs)");
+  ENPU_RETURN_IF(!unit_of || !rep, err, (free(unit_of), free(rep), ENPU_ERR_NOMEM), "out of memory (epochs)");
   int nu = 0, members = 0;
   for (int e = 0; e < ne; e++) {
     int u = 0;
@@ -186,8 +182,10 @@ static int epoch_units(const graph *g, const int *op_of, int64_t n, const region
   for (int u = 0, mfirst = 0; rc == 0 && u < nu; u++) {
     const region *e = &r[order[rep[u]]];
     search_unit *su = &un->unit[u];
-    *su = (search_unit){.signature = epoch_signature(g, op_of, e), .kind = SEARCH_UNIT_EPOCH,
-                        .op = op_of[e->first], .member_first = mfirst};
+    *su = (search_unit){.signature = epoch_signature(g, op_of, e),
+                        .kind = SEARCH_UNIT_EPOCH,
+                        .op = op_of[e->first],
+                        .member_first = mfirst};
     snprintf(su->name, sizeof su->name, "epoch:%.40s+%lld", graph_op_at(g, op_of[e->first])->name,
              (long long)(e->last - e->first));
     for (int64_t x = e->first; x <= e->last; x++) { /* members: each graph op once */
@@ -211,8 +209,8 @@ static int epoch_units(const graph *g, const int *op_of, int64_t n, const region
   return rc;
 }
 
-int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                    double epoch_ns, search_units **out, enpu_err *err) {
+int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, double epoch_ns,
+                    search_units **out, enpu_err *err) {
   int64_t n;
   ENPU_FORWARD(req_check_graph(g, &n, err));
   const int nops = graph_op_count(g);
@@ -226,8 +224,7 @@ int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy
   m.heap = enpu_calloc(2 * (size_t)n + 2, sizeof *m.heap); /* one push per region and merge */
   int rc = label && t_ns && op_of && order && m.r && m.heap
                ? op_labels(s, cost, g, binary, label, t_ns, err)
-               : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (epochs of %lld ops)",
-                             (long long)n);
+               : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (epochs of %lld ops)", (long long)n);
   if (rc == 0) each_instance(g, op_of_visit, op_of);
   if (rc == 0 && n > 0) {
     const int nr = first_regions(&m, op_of, n, label, t_ns);

@@ -33,8 +33,7 @@
 enum { EXH_RUN = 1024, EXACT_BATCH = 64 };
 
 typedef struct job_set job_set;
-typedef int (*job_fn)(const job_set *js, int job, void *user, search_front *f, int64_t *evals,
-                      enpu_err *err);
+typedef int (*job_fn)(const job_set *js, int job, void *user, search_front *f, int64_t *evals, enpu_err *err);
 
 struct job_set {
   const search_domains *dom;
@@ -65,8 +64,8 @@ static void *job_thread_run(void *arg) {
 }
 
 /* Run jobs 0..njobs-1 over nthreads threads (users[t] for thread t) into f. */
-static int run_jobs(const job_set *js, int njobs, void *const *users, int nthreads,
-                    search_front *f, search_pareto *out, enpu_err *err) {
+static int run_jobs(const job_set *js, int njobs, void *const *users, int nthreads, search_front *f,
+                    search_pareto *out, enpu_err *err) {
   if (nthreads > njobs) nthreads = njobs > 0 ? njobs : 1;
   job_thread *th = enpu_calloc((size_t)nthreads, sizeof *th);
   pthread_t *tids = enpu_calloc((size_t)nthreads, sizeof *tids);
@@ -74,8 +73,7 @@ static int run_jobs(const job_set *js, int njobs, void *const *users, int nthrea
   int rc = th && tids ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (search threads)");
   int started = 0;
   for (int t = 0; rc == 0 && t < nthreads; t++) {
-    th[t] = (job_thread){.js = js, .user = users[t], .first = t, .stride = nthreads,
-                         .njobs = njobs, .stop = &stop};
+    th[t] = (job_thread){.js = js, .user = users[t], .first = t, .stride = nthreads, .njobs = njobs, .stop = &stop};
     if (t == 0) continue; /* thread 0's share runs on the caller's thread */
     if (pthread_create(&tids[t], NULL, job_thread_run, &th[t]) != 0) {
       atomic_store(&stop, 1);
@@ -103,16 +101,15 @@ static int run_jobs(const job_set *js, int njobs, void *const *users, int nthrea
 }
 
 /* Evaluate n plans (component states) and insert them into f. */
-static int eval_insert(const search_evaluator *ev, void *user, int n,
-                       const int (*st)[CONFIG_NCOMP], search_front *f, enpu_err *err) {
+static int eval_insert(const search_evaluator *ev, void *user, int n, const int (*st)[CONFIG_NCOMP],
+                       search_front *f, enpu_err *err) {
   double t[EXH_RUN], e[EXH_RUN];
   if (ev->batch) ENPU_FORWARD(ev->batch(user, n, st, t, e, err));
   for (int i = 0; i < n && !ev->batch; i++) ENPU_FORWARD(ev->eval(user, st[i], &t[i], &e[i], err));
   for (int i = 0; i < n; i++) {
     search_point p = {.time_ns = t[i], .energy_nj = e[i]};
     memcpy(p.state, st[i], sizeof p.state);
-    ENPU_RETURN_IF(search_front_insert(f, &p) < 0, err, ENPU_ERR_NOMEM,
-                   "out of memory (Pareto front)");
+    ENPU_RETURN_IF(search_front_insert(f, &p) < 0, err, ENPU_ERR_NOMEM, "out of memory (Pareto front)");
   }
   return 0;
 }
@@ -126,13 +123,12 @@ static int64_t plan_count(const search_domains *dom) {
   return total;
 }
 
-static int exh_job(const job_set *js, int job, void *user, search_front *f, int64_t *evals,
-                   enpu_err *err) {
+static int exh_job(const job_set *js, int job, void *user, search_front *f, int64_t *evals, enpu_err *err) {
   const search_domains *dom = js->dom;
   const int d = dom->ndomains, peak = dom->peak_state;
   const int64_t total = plan_count(dom), first = (int64_t)job * EXH_RUN;
   const int n = (int)(total - first < EXH_RUN ? total - first : EXH_RUN);
-  int (*st)[CONFIG_NCOMP] = malloc((size_t)n * sizeof *st);
+  int(*st)[CONFIG_NCOMP] = malloc((size_t)n * sizeof *st);
   ENPU_RETURN_IF(!st, err, ENPU_ERR_NOMEM, "out of memory (exhaustive search)");
   for (int i = 0; i < n; i++) {
     int dstate[CONFIG_NCOMP] = {0};
@@ -146,12 +142,11 @@ static int exh_job(const job_set *js, int job, void *user, search_front *f, int6
   return rc;
 }
 
-int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev,
-                         void *const *users, int nthreads, search_front *f, search_pareto *out,
-                         enpu_err *err) {
+int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev, void *const *users, int nthreads,
+                         search_front *f, search_pareto *out, enpu_err *err) {
   const int64_t total = plan_count(dom);
-  ENPU_RETURN_IF((total + EXH_RUN - 1) / EXH_RUN > INT_MAX, err, ENPU_ERR_RANGE,
-                 "exhaustive search of %lld plans", (long long)total);
+  ENPU_RETURN_IF((total + EXH_RUN - 1) / EXH_RUN > INT_MAX, err, ENPU_ERR_RANGE, "exhaustive search of %lld plans",
+                 (long long)total);
   const job_set js = {dom, ev, -1, exh_job};
   return run_jobs(&js, (int)((total + EXH_RUN - 1) / EXH_RUN), users, nthreads, f, out, err);
 }
@@ -204,8 +199,7 @@ static int part_box(const search_domains *dom, int part, xbox *b) {
   return 1;
 }
 
-static void comp_box(const search_domains *dom, const xbox *b, int lo[CONFIG_NCOMP],
-                     int hi[CONFIG_NCOMP]) {
+static void comp_box(const search_domains *dom, const xbox *b, int lo[CONFIG_NCOMP], int hi[CONFIG_NCOMP]) {
   int dlo[CONFIG_NCOMP] = {0}, dhi[CONFIG_NCOMP] = {0};
   for (int k = 0; k < dom->ndomains; k++) dlo[k] = b->lo[k], dhi[k] = b->hi[k];
   search_domains_expand(dom, dlo, lo);
@@ -216,13 +210,12 @@ static int flush(xrun *x, enpu_err *err) {
   const int n = x->npend;
   x->npend = 0;
   x->evals += n;
-  return n ? eval_insert(x->js->ev, x->user, n, (const int(*)[CONFIG_NCOMP])x->pend, x->f, err)
-           : 0;
+  return n ? eval_insert(x->js->ev, x->user, n, (const int(*)[CONFIG_NCOMP])x->pend, x->f, err) : 0;
 }
 
 static int push_box(xrun *x, const xbox *b, enpu_err *err) {
-  ENPU_RETURN_IF(enpu_grow((void **)&x->stack, &x->cap, x->nstack + 1, sizeof *x->stack) < 0,
-                 err, ENPU_ERR_NOMEM, "out of memory (exact search)");
+  ENPU_RETURN_IF(enpu_grow((void **)&x->stack, &x->cap, x->nstack + 1, sizeof *x->stack) < 0, err, ENPU_ERR_NOMEM,
+                 "out of memory (exact search)");
   x->stack[x->nstack++] = *b;
   return 0;
 }
@@ -247,8 +240,7 @@ static int visit(xrun *x, const xbox *b, enpu_err *err) {
   return x->npend == EXACT_BATCH ? flush(x, err) : 0;
 }
 
-static int exact_job(const job_set *js, int job, void *user, search_front *f, int64_t *evals,
-                     enpu_err *err) {
+static int exact_job(const job_set *js, int job, void *user, search_front *f, int64_t *evals, enpu_err *err) {
   const int part = js->part >= 0 ? js->part : job;
   xbox root;
   if (!part_box(js->dom, part, &root)) return 0;
@@ -274,8 +266,8 @@ static int exact_job(const job_set *js, int job, void *user, search_front *f, in
   return rc;
 }
 
-int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users,
-                    int nthreads, int part, search_front *f, search_pareto *out, enpu_err *err) {
+int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users, int nthreads,
+                    int part, search_front *f, search_pareto *out, enpu_err *err) {
   ENPU_RETURN_IF(dom->ndomains < 1 || dom->peak_state > UINT8_MAX, err, ENPU_ERR_INVALID,
                  "exact search: %d domains of %d states", dom->ndomains, dom->peak_state);
   const job_set js = {dom, ev, part, exact_job};

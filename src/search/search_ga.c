@@ -27,8 +27,8 @@ static uint64_t splitmix_next(rng *r) {
  * loop draws a few numbers per gene); the bias is below n / 2^32. */
 static int rng_below(rng *r, int n) { return (int)(((splitmix_next(r) >> 32) * (uint64_t)n) >> 32); }
 
-void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes,
-                           double *time_ns, double *energy_nj) {
+void search_ga_genome_cost(const search_req_op *ops, int nops, const int *genes, double *time_ns,
+                           double *energy_nj) {
   double t = 0, e = 0;
   for (int i = 0; i < nops; i++) {
     const search_point *p = &ops[i].points[genes[i]];
@@ -100,31 +100,27 @@ static int tournament(rng *r, const double *fit, int pop) {
 }
 
 /* Check the inputs and build the flat problem. */
-static int ga_problem_make(const search_req_op *ops, int nops, double budget_ns,
-                           const search_ga_params *prm, const int *seed, ga_problem *pb,
-                           enpu_err *err) {
+static int ga_problem_make(const search_req_op *ops, int nops, double budget_ns, const search_ga_params *prm,
+                           const int *seed, ga_problem *pb, enpu_err *err) {
   ENPU_RETURN_IF(nops < 1, err, ENPU_ERR_INVALID, "GA over %d genes", nops);
   ENPU_RETURN_IF(prm->population < 2 || prm->generations < 0, err, ENPU_ERR_INVALID,
-                 "GA population %d (>= 2) or generations %d (>= 0)", prm->population,
-                 prm->generations);
-  *pb = (ga_problem){.ops = ops, .n = nops, .budget_ns = budget_ns,
-                     .log_keep = nops > 1 ? log1p(-1.0 / nops) : -INFINITY};
+                 "GA population %d (>= 2) or generations %d (>= 0)", prm->population, prm->generations);
+  *pb = (ga_problem){
+      .ops = ops, .n = nops, .budget_ns = budget_ns, .log_keep = nops > 1 ? log1p(-1.0 / nops) : -INFINITY};
   int total = 0;
   for (int i = 0; i < nops; i++) {
     ENPU_RETURN_IF(ops[i].count < 1 || ops[i].multiplicity < 1, err, ENPU_ERR_INVALID,
-                   "GA gene %d: %d points, multiplicity %lld", i, ops[i].count,
-                   (long long)ops[i].multiplicity);
+                   "GA gene %d: %d points, multiplicity %lld", i, ops[i].count, (long long)ops[i].multiplicity);
     ENPU_RETURN_IF(seed && (seed[i] < 0 || seed[i] >= ops[i].count), err, ENPU_ERR_INVALID,
-                   "GA seed gene %d = %d outside 0..%d", i, seed ? seed[i] : 0,
-                   ops[i].count - 1);
+                   "GA seed gene %d = %d outside 0..%d", i, seed ? seed[i] : 0, ops[i].count - 1);
     total += ops[i].count;
   }
   pb->off = enpu_calloc((size_t)nops, sizeof *pb->off);
   pb->count = enpu_calloc((size_t)nops, sizeof *pb->count);
   pb->t = enpu_calloc((size_t)total, sizeof *pb->t);
   pb->e = enpu_calloc((size_t)total, sizeof *pb->e);
-  ENPU_RETURN_IF(!pb->off || !pb->count || !pb->t || !pb->e, err, ENPU_ERR_NOMEM,
-                 "out of memory (GA of %d genes)", nops);
+  ENPU_RETURN_IF(!pb->off || !pb->count || !pb->t || !pb->e, err, ENPU_ERR_NOMEM, "out of memory (GA of %d genes)",
+                 nops);
   double t_fast = 0;
   for (int i = 0, at = 0; i < nops; i++) {
     const double m = (double)ops[i].multiplicity;
@@ -138,15 +134,12 @@ static int ga_problem_make(const search_req_op *ops, int nops, double budget_ns,
   return 0;
 }
 
-static void ga_problem_free(ga_problem *pb) {
-  free(pb->off), free(pb->count), free(pb->t), free(pb->e);
-}
+static void ga_problem_free(ga_problem *pb) { free(pb->off), free(pb->count), free(pb->t), free(pb->e); }
 
 /* One child of a generation: uniform crossover of two tournament winners (one random bit
  * per gene) with its cost summed on the way, then mutation (about one gene per child,
  * whose cost difference is applied). */
-static double ga_child(const ga_problem *pb, rng *r, const int *cur, const double *fit, int pop,
-                       int *c) {
+static double ga_child(const ga_problem *pb, rng *r, const int *cur, const double *fit, int pop, int *c) {
   const size_t n = (size_t)pb->n;
   const int *a = cur + (size_t)tournament(r, fit, pop) * n;
   const int *b = cur + (size_t)tournament(r, fit, pop) * n;
@@ -168,9 +161,8 @@ static double ga_child(const ga_problem *pb, rng *r, const int *cur, const doubl
   return fitness_of(pb, t, e);
 }
 
-int search_ga_run(const search_req_op *ops, int nops, double budget_ns,
-                  const search_ga_params *prm, const int *seed, int *best, int64_t *evals,
-                  enpu_err *err) {
+int search_ga_run(const search_req_op *ops, int nops, double budget_ns, const search_ga_params *prm,
+                  const int *seed, int *best, int64_t *evals, enpu_err *err) {
   *evals = 0;
   ga_problem pb = {0};
   int rc = ga_problem_make(ops, nops, budget_ns, prm, seed, &pb, err);

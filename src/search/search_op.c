@@ -36,15 +36,13 @@ static int domains_set(search_domains *d, int ndomains, const int map[CONFIG_NCO
   return 0;
 }
 
-int search_domains_enpu(search_domains *d, int ndomains, int peak_state,
-                        search_op_method method, enpu_err *err) {
+int search_domains_enpu(search_domains *d, int ndomains, int peak_state, search_op_method method, enpu_err *err) {
   /* Component → domain per §4.6; SA, VU, SRAM, HBM, ICI order. */
   static const int map5[CONFIG_NCOMP] = {0, 1, 2, 3, 4};
   static const int map4[CONFIG_NCOMP] = {0, 0, 1, 2, 3};
   static const int map3[CONFIG_NCOMP] = {0, 0, 0, 1, 2};
   const int *map = ndomains == 5 ? map5 : ndomains == 4 ? map4 : ndomains == 3 ? map3 : NULL;
-  ENPU_RETURN_IF(!map, err, ENPU_ERR_INVALID, "eNPU domain count %d: expected 5, 4 or 3",
-                 ndomains);
+  ENPU_RETURN_IF(!map, err, ENPU_ERR_INVALID, "eNPU domain count %d: expected 5, 4 or 3", ndomains);
   return domains_set(d, ndomains, map, peak_state, method, err);
 }
 
@@ -66,9 +64,8 @@ static int domains_validate(const search_domains *d, enpu_err *err) {
   int used[CONFIG_NCOMP] = {0};
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     const int k = d->domain_of[c];
-    ENPU_RETURN_IF(k < -1 || k >= d->ndomains, err, ENPU_ERR_INVALID,
-                   "component %s in domain %d of %d", config_component_name((config_component)c),
-                   k, d->ndomains);
+    ENPU_RETURN_IF(k < -1 || k >= d->ndomains, err, ENPU_ERR_INVALID, "component %s in domain %d of %d",
+                   config_component_name((config_component)c), k, d->ndomains);
     if (k >= 0) used[k] = 1;
   }
   for (int k = 0; k < d->ndomains; k++)
@@ -77,10 +74,8 @@ static int domains_validate(const search_domains *d, enpu_err *err) {
 }
 
 /* Component states of a plan given the state of each searched domain. */
-void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP],
-                           int state[CONFIG_NCOMP]) {
-  for (int c = 0; c < CONFIG_NCOMP; c++)
-    state[c] = d->domain_of[c] < 0 ? d->peak_state : dstate[d->domain_of[c]];
+void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP], int state[CONFIG_NCOMP]) {
+  for (int c = 0; c < CONFIG_NCOMP; c++) state[c] = d->domain_of[c] < 0 ? d->peak_state : dstate[d->domain_of[c]];
 }
 
 /* ---------------------------------------------------------------------------------
@@ -97,25 +92,20 @@ int search_front_insert(search_front *f, const search_point *p) {
   size_t lo = 0, hi = f->n; /* lo: first point slower than p */
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
-    if (f->pts[mid].time_ns <= p->time_ns)
-      lo = mid + 1;
-    else
-      hi = mid;
+    if (f->pts[mid].time_ns <= p->time_ns) lo = mid + 1;
+    else hi = mid;
   }
   size_t ins = lo;
   if (lo > 0) {
     const search_point *q = &f->pts[lo - 1]; /* the cheapest point not slower than p */
     if (q->energy_nj < p->energy_nj) return 0;
-    if (q->energy_nj == p->energy_nj &&
-        (q->time_ns < p->time_ns || state_cmp(q->state, p->state) <= 0))
-      return 0;
+    if (q->energy_nj == p->energy_nj && (q->time_ns < p->time_ns || state_cmp(q->state, p->state) <= 0)) return 0;
     if (q->time_ns == p->time_ns) ins = lo - 1; /* p replaces q */
   }
   size_t end = ins; /* points [ins, end) are dominated by p */
   while (end < f->n && f->pts[end].energy_nj >= p->energy_nj) end++;
   if (end == ins) {
-    if (enpu_grow((void **)&f->pts, &f->cap, f->n + 1, sizeof *f->pts) < 0)
-      return ENPU_ERR_NOMEM;
+    if (enpu_grow((void **)&f->pts, &f->cap, f->n + 1, sizeof *f->pts) < 0) return ENPU_ERR_NOMEM;
     memmove(&f->pts[ins + 1], &f->pts[ins], (f->n - ins) * sizeof *f->pts);
     f->n++;
   } else {
@@ -232,8 +222,8 @@ static int memo_reserve(search_memo *m, int64_t entries, enpu_err *err) {
   if (2 * entries < (int64_t)m->cap) return 0;
   search_memo old = *m;
   m->slots = enpu_calloc(2 * old.cap, sizeof *m->slots);
-  ENPU_RETURN_IF(!m->slots, err, (m->slots = old.slots, ENPU_ERR_NOMEM),
-                 "out of memory (search memo of %zu slots)", 2 * old.cap);
+  ENPU_RETURN_IF(!m->slots, err, (m->slots = old.slots, ENPU_ERR_NOMEM), "out of memory (search memo of %zu slots)",
+                 2 * old.cap);
   m->cap = 2 * old.cap;
   m->shift = old.shift - 1;
   m->gen = 1;
@@ -251,8 +241,8 @@ static int memo_reserve(search_memo *m, int64_t entries, enpu_err *err) {
  * in one batch (ev->batch, or one at a time), each counted once. */
 enum { GREEDY_BATCH = 32 };
 
-static int greedy_eval_many(greedy_run *g, const int (*dstate)[CONFIG_NCOMP], int n,
-                            search_point *p, enpu_err *err) {
+static int greedy_eval_many(greedy_run *g, const int (*dstate)[CONFIG_NCOMP], int n, search_point *p,
+                            enpu_err *err) {
   int st[GREEDY_BATCH][CONFIG_NCOMP], nmiss = 0;
   double t[GREEDY_BATCH], e[GREEDY_BATCH];
   ENPU_FORWARD(memo_reserve(g->memo, g->evals + n, err));
@@ -262,10 +252,8 @@ static int greedy_eval_many(greedy_run *g, const int (*dstate)[CONFIG_NCOMP], in
     for (int k = 0; k < nmiss && !known; k++) known = !memcmp(st[k], p[i].state, sizeof st[k]);
     if (!known) memcpy(st[nmiss++], p[i].state, sizeof st[0]);
   }
-  if (nmiss && g->ev->batch)
-    ENPU_FORWARD(g->ev->batch(g->user, nmiss, (const int(*)[CONFIG_NCOMP])st, t, e, err));
-  for (int k = 0; k < nmiss && !g->ev->batch; k++)
-    ENPU_FORWARD(g->ev->eval(g->user, st[k], &t[k], &e[k], err));
+  if (nmiss && g->ev->batch) ENPU_FORWARD(g->ev->batch(g->user, nmiss, (const int(*)[CONFIG_NCOMP])st, t, e, err));
+  for (int k = 0; k < nmiss && !g->ev->batch; k++) ENPU_FORWARD(g->ev->eval(g->user, st[k], &t[k], &e[k], err));
   for (int k = 0; k < nmiss; k++) {
     *memo_slot(g->memo, memo_key(st[k])) = (memo_entry){memo_key(st[k]), g->memo->gen, t[k], e[k]};
     search_point q = {.time_ns = t[k], .energy_nj = e[k]};
@@ -281,8 +269,7 @@ static int greedy_eval_many(greedy_run *g, const int (*dstate)[CONFIG_NCOMP], in
   return 0;
 }
 
-static int greedy_eval(greedy_run *g, const int dstate[CONFIG_NCOMP], search_point *p,
-                       enpu_err *err) {
+static int greedy_eval(greedy_run *g, const int dstate[CONFIG_NCOMP], search_point *p, enpu_err *err) {
   return greedy_eval_many(g, (const int(*)[CONFIG_NCOMP])dstate, 1, p, err);
 }
 
@@ -313,8 +300,8 @@ enum { TRIM_PAIR_STEP = 1 };
 /* The first single move from ds (see op_trim) that improves cur; 1 if one was taken.
  * Otherwise `slow` gets the hand-over, cheaper than cur but slower, that saves the most
  * energy per ns lost (cur itself when there is none): trim_repair's starting plan. */
-static int trim_single(greedy_run *g, int ds[CONFIG_NCOMP], search_point *cur,
-                       int slow_ds[CONFIG_NCOMP], search_point *slow, enpu_err *err) {
+static int trim_single(greedy_run *g, int ds[CONFIG_NCOMP], search_point *cur, int slow_ds[CONFIG_NCOMP],
+                       search_point *slow, enpu_err *err) {
   const int nd = g->dom->ndomains;
   *slow = *cur;
   double best_rate = 0;
@@ -374,9 +361,8 @@ static int trim_pair(greedy_run *g, int ds[CONFIG_NCOMP], search_point *cur, enp
  * each go one state higher. 1 if taken, 0 if not. */
 enum { TRIM_REPAIR_STEPS = 3 };
 
-static int trim_repair(greedy_run *g, int ds[CONFIG_NCOMP], search_point *cur,
-                       const int slow_ds[CONFIG_NCOMP], const search_point *slow,
-                       enpu_err *err) {
+static int trim_repair(greedy_run *g, int ds[CONFIG_NCOMP], search_point *cur, const int slow_ds[CONFIG_NCOMP],
+                       const search_point *slow, enpu_err *err) {
   const int nd = g->dom->ndomains, peak = g->dom->peak_state;
   int at[CONFIG_NCOMP];
   memcpy(at, slow_ds, sizeof at);
@@ -402,8 +388,7 @@ static int trim_repair(greedy_run *g, int ds[CONFIG_NCOMP], search_point *cur,
         const double dt = cand.time_ns - pa.time_ns;
         if (dt >= 0) continue;
         const double grad = (cand.energy_nj - pa.energy_nj) / -dt;
-        if (!found || grad < best_grad)
-          found = 1, best_grad = grad, bp = cand, memcpy(best, next, sizeof best);
+        if (!found || grad < best_grad) found = 1, best_grad = grad, bp = cand, memcpy(best, next, sizeof best);
       }
     if (!found) break;
     pa = bp;
@@ -429,8 +414,7 @@ static int op_trim(greedy_run *g, search_front *f, enpu_err *err) {
       search_point slow;
       int moved = trim_single(g, ds, &cur, slow_ds, &slow, err);
       if (moved == 0) moved = trim_pair(g, ds, &cur, err);
-      if (moved == 0 && slow.energy_nj < cur.energy_nj)
-        moved = trim_repair(g, ds, &cur, slow_ds, &slow, err);
+      if (moved == 0 && slow.energy_nj < cur.energy_nj) moved = trim_repair(g, ds, &cur, slow_ds, &slow, err);
       if (moved <= 0) {
         rc = moved;
         break;
@@ -463,9 +447,8 @@ static int descend_fastest(greedy_run *g, search_front *f, enpu_err *err) {
   }
 }
 
-int search_op_greedy(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
-                     void *user, search_front *f, int every_eval, search_pareto *out,
-                     enpu_err *err) {
+int search_op_greedy(search_memo *memo, const search_domains *dom, const search_evaluator *ev, void *user,
+                     search_front *f, int every_eval, search_pareto *out, enpu_err *err) {
   const int d = dom->ndomains, peak = dom->peak_state;
   /* Worst case: one domain raised per step, 2^d - 1 candidates each, + start and peak. */
   ENPU_FORWARD(memo_begin(memo, (int64_t)d * peak * ((1 << d) - 1) + 2, err));
@@ -516,22 +499,20 @@ int search_op_greedy(search_memo *memo, const search_domains *dom, const search_
 /* ---------------------------------------------------------------------------------
  * Entry */
 
-int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev,
-                     void *const *users, int nthreads, int part, search_pareto *out,
-                     enpu_err *err) {
+int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev, void *const *users,
+                     int nthreads, int part, search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   ENPU_FORWARD(domains_validate(dom, err));
   ENPU_RETURN_IF(nthreads < 1, err, ENPU_ERR_INVALID, "thread count %d < 1", nthreads);
-  ENPU_RETURN_IF(part >= SEARCH_EXACT_PARTS, err, ENPU_ERR_INVALID,
-                 "exact search part %d outside 0..%d", part, SEARCH_EXACT_PARTS - 1);
+  ENPU_RETURN_IF(part >= SEARCH_EXACT_PARTS, err, ENPU_ERR_INVALID, "exact search part %d outside 0..%d", part,
+                 SEARCH_EXACT_PARTS - 1);
   search_front f = {0};
   int rc;
   if (dom->method == SEARCH_OP_GREEDY && dom->ndomains > 0)
     rc = search_op_greedy(memo, dom, ev, users[0], &f, 0, out, err);
   else if (dom->method == SEARCH_OP_EXACT && ev->bound && dom->ndomains > 0)
     rc = search_op_exact(dom, ev, users, nthreads, part, &f, out, err);
-  else
-    rc = search_op_exhaustive(dom, ev, users, nthreads, &f, out, err);
+  else rc = search_op_exhaustive(dom, ev, users, nthreads, &f, out, err);
   if (rc < 0 || f.n > INT_MAX) {
     free(f.pts);
     memset(out, 0, sizeof *out);
@@ -542,8 +523,8 @@ int search_op_search(search_memo *memo, const search_domains *dom, const search_
   return 0;
 }
 
-int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval,
-                     void *const *users, int nthreads, search_pareto *out, enpu_err *err) {
+int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval, void *const *users,
+                     int nthreads, search_pareto *out, enpu_err *err) {
   const search_evaluator ev = {eval, NULL, NULL};
   return search_op_search(memo, dom, &ev, users, nthreads, -1, out, err);
 }
@@ -555,8 +536,7 @@ int search_pareto_merge(const search_pareto *sets, int n, search_pareto *out, en
   for (int k = 0; k < n && rc == 0; k++) {
     out->evals += sets[k].evals;
     out->steps += sets[k].steps;
-    for (int i = 0; i < sets[k].count && rc == 0; i++)
-      rc = front_insert_checked(&f, &sets[k].points[i], err);
+    for (int i = 0; i < sets[k].count && rc == 0; i++) rc = front_insert_checked(&f, &sets[k].points[i], err);
   }
   if (rc < 0) {
     free(f.pts);
@@ -581,20 +561,18 @@ static double hypervolume(const search_pareto *p, double ref_t, double ref_e) {
   return hv;
 }
 
-int search_pareto_gap(const search_pareto *exact, const search_pareto *approx, double *gap,
-                      search_gap *out, enpu_err *err) {
+int search_pareto_gap(const search_pareto *exact, const search_pareto *approx, double *gap, search_gap *out,
+                      enpu_err *err) {
   ENPU_RETURN_IF(exact->count < 1 || approx->count < 1, err, ENPU_ERR_INVALID,
-                 "empty Pareto set (exact %d points, approximate %d)", exact->count,
-                 approx->count);
+                 "empty Pareto set (exact %d points, approximate %d)", exact->count, approx->count);
   *out = (search_gap){0};
   double ref_t = 0, ref_e = 0, sum = 0;
   int j = 0; /* exact points [0, j) are not slower than the current approximate point */
   for (int i = 0; i < approx->count; i++) {
     const search_point *a = &approx->points[i];
     while (j < exact->count && exact->points[j].time_ns <= a->time_ns) j++;
-    ENPU_RETURN_IF(j == 0, err, ENPU_ERR_INVALID,
-                   "approximate point %d (%.3f ns) is faster than every exact point", i,
-                   a->time_ns);
+    ENPU_RETURN_IF(j == 0, err, ENPU_ERR_INVALID, "approximate point %d (%.3f ns) is faster than every exact point",
+                   i, a->time_ns);
     const double g = a->energy_nj / exact->points[j - 1].energy_nj - 1.0;
     if (gap) gap[i] = g;
     sum += g;

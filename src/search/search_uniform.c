@@ -64,7 +64,7 @@ static int round_plan(int k, int peak, double time_ns, double energy_nj, int64_t
     for (int c = 0; c < CONFIG_NCOMP; c++) pl->state[x][c] = peak - k;
   pl->time_ns = pl->cp_time_ns = time_ns; /* the caller prices the critical path */
   pl->energy_nj = energy_nj;
-  pl->lower_bound_nj = energy_nj; /* one knob, every value tried: nothing to relax */
+  pl->lower_bound_nj = energy_nj;          /* one knob, every value tried: nothing to relax */
   pl->walk_moves = (int64_t)k * instances; /* a round moves every instance */
   return 0;
 }
@@ -81,8 +81,7 @@ int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int 
     const graph_op *op = graph_op_at(g, i);
     if (!sets[i] || sets[i]->count != peak)
       rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): not a sweep of %d uniform states", i, op->name, peak);
-    else
-      req[i] = (search_req_op){sets[i]->points, sets[i]->count, op->multiplicity};
+    else req[i] = (search_req_op){sets[i]->points, sets[i]->count, op->multiplicity};
     instances += op->multiplicity;
   }
   if (rc == 0) rc = search_walk_rounds(req, nops, &out->walk, err);

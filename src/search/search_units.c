@@ -14,19 +14,16 @@
 
 #include "search_internal.h"
 
-int units_alloc(int count, int members, int64_t op_instances, search_units **out,
-                enpu_err *err) {
+int units_alloc(int count, int members, int64_t op_instances, search_units **out, enpu_err *err) {
   search_units *u = enpu_calloc(1, sizeof *u);
   ENPU_RETURN_IF(!u, err, ENPU_ERR_NOMEM, "out of memory (units)");
   u->count = count;
   u->op_instances = op_instances;
   if (ENPU_CALLOC_PARTS(ENPU_PART(u->unit, (size_t)count + 1), ENPU_PART(u->member_op, (size_t)members + 1),
-                        ENPU_PART(u->member_count, (size_t)members + 1),
-                        ENPU_PART(u->offset, (size_t)count + 1),
+                        ENPU_PART(u->member_count, (size_t)members + 1), ENPU_PART(u->offset, (size_t)count + 1),
                         ENPU_PART(u->walk_of, (size_t)op_instances + 1)) < 0) {
     free(u);
-    return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (units of %lld op instances)",
-                       (long long)op_instances);
+    return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (units of %lld op instances)", (long long)op_instances);
   }
   *out = u;
   return 0;
@@ -34,7 +31,7 @@ int units_alloc(int count, int members, int64_t op_instances, search_units **out
 
 void search_units_free(search_units *u) {
   if (!u) return;
-  free(u->unit); /* owns member_op, member_count, offset and walk_of */
+  free(u->unit);         /* owns member_op, member_count, offset and walk_of */
   free(u->unit_of_walk); /* owns first_x */
   free(u);
 }
@@ -49,9 +46,9 @@ static int units_number(search_units *u, const int64_t *occ, enpu_err *err) {
   for (int64_t w = 0; w < u->instances; w++) u->first_x[w] = -1;
   for (int64_t x = 0; x < u->op_instances; x++) {
     const int k = (int)u->walk_of[x];
-    ENPU_RETURN_IF(k < 0 || k >= u->count || occ[x] < 0 || occ[x] >= u->unit[k].multiplicity,
-                   err, ENPU_ERR_INTERNAL, "op instance %lld: unit %d occurrence %lld",
-                   (long long)x, k, (long long)occ[x]);
+    ENPU_RETURN_IF(k < 0 || k >= u->count || occ[x] < 0 || occ[x] >= u->unit[k].multiplicity, err,
+                   ENPU_ERR_INTERNAL, "op instance %lld: unit %d occurrence %lld", (long long)x, k,
+                   (long long)occ[x]);
     const int64_t w = u->offset[k] + occ[x];
     u->walk_of[x] = w;
     u->unit_of_walk[w] = k;
@@ -95,8 +92,12 @@ int units_of_ops(const graph *g, search_units **out, enpu_err *err) {
   for (int i = 0; i < nops; i++) {
     const graph_op *op = graph_op_at(g, i);
     search_unit *un = &u->unit[i];
-    *un = (search_unit){.signature = op->signature, .multiplicity = op->multiplicity,
-                        .kind = (int)op->kind, .op = i, .member_first = i, .member_count = 1};
+    *un = (search_unit){.signature = op->signature,
+                        .multiplicity = op->multiplicity,
+                        .kind = (int)op->kind,
+                        .op = i,
+                        .member_first = i,
+                        .member_count = 1};
     snprintf(un->name, sizeof un->name, "%s", op->name);
     u->member_op[i] = i;
     u->member_count[i] = 1;
@@ -114,8 +115,7 @@ int search_units_build(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
   if (!config_policy_is_epoch(policy)) return units_of_ops(g, out, err);
-  ENPU_RETURN_IF(!(opt->epoch_ns > 0), err, ENPU_ERR_INVALID, "epoch of %g ns: expected > 0",
-                 opt->epoch_ns);
+  ENPU_RETURN_IF(!(opt->epoch_ns > 0), err, ENPU_ERR_INVALID, "epoch of %g ns: expected > 0", opt->epoch_ns);
   return units_of_epochs(s, cost, g, policy, opt->epoch_ns, out, err);
 }
 
@@ -150,7 +150,8 @@ static op_line *cache_slot(const unit_cache *uc, uint64_t key) {
 
 static int cache_grow(unit_cache *uc, enpu_err *err) {
   if (2 * (uc->n + 1) <= uc->cap) return 0;
-  unit_cache big = {enpu_calloc(uc->cap ? 2 * uc->cap : 4096, sizeof *big.lines), uc->cap ? 2 * uc->cap : 4096, uc->n};
+  unit_cache big = {enpu_calloc(uc->cap ? 2 * uc->cap : 4096, sizeof *big.lines), uc->cap ? 2 * uc->cap : 4096,
+                    uc->n};
   ENPU_RETURN_IF(!big.lines, err, ENPU_ERR_NOMEM, "out of memory (epoch cost cache)");
   for (size_t i = 0; i < uc->cap; i++)
     if (uc->lines[i].key) *cache_slot(&big, uc->lines[i].key) = uc->lines[i];
@@ -183,8 +184,8 @@ typedef struct {
   unit_cache *cache;
 } epoch_user;
 
-static int epoch_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns,
-                      double *energy_nj, enpu_err *err) {
+static int epoch_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns, double *energy_nj,
+                      enpu_err *err) {
   const epoch_user *e = user;
   const search_unit *un = &e->u->unit[e->unit];
   cost_plan plan;
@@ -209,11 +210,10 @@ static int epoch_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns
 }
 
 int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
-                 config_policy policy, const search_options *opt, unit_cache *cache,
-                 search_pareto *out, enpu_err *err) {
+                 config_policy policy, const search_options *opt, unit_cache *cache, search_pareto *out,
+                 enpu_err *err) {
   memset(out, 0, sizeof *out);
-  ENPU_RETURN_IF(unit < 0 || unit >= u->count, err, ENPU_ERR_INVALID, "unit %d of %d", unit,
-                 u->count);
+  ENPU_RETURN_IF(unit < 0 || unit >= u->count, err, ENPU_ERR_INVALID, "unit %d of %d", unit, u->count);
   const search_unit *un = &u->unit[unit];
   if (un->kind != SEARCH_UNIT_EPOCH)
     return search_op_compile(s, cost, graph_op_at(g, un->op), policy, opt, out, err);
@@ -228,9 +228,8 @@ int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_uni
   return rc;
 }
 
-int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
-                        int unit, config_policy policy, const search_options *opt,
-                        search_pareto *out, enpu_err *err) {
+int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                        config_policy policy, const search_options *opt, search_pareto *out, enpu_err *err) {
   unit_cache *cache;
   ENPU_FORWARD(unit_cache_create(&cache, err));
   const int rc = unit_compile(s, cost, g, u, unit, policy, opt, cache, out, err);
@@ -238,8 +237,8 @@ int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const sea
   return rc;
 }
 
-int search_sets_compile(const uint64_t *signature, int count, search_set_fn compile, void *user,
-                        search_sets *out, enpu_err *err) {
+int search_sets_compile(const uint64_t *signature, int count, search_set_fn compile, void *user, search_sets *out,
+                        enpu_err *err) {
   *out = (search_sets){.count = count};
   out->sets = enpu_calloc((size_t)count + 1, sizeof *out->sets);
   out->set_of = enpu_calloc((size_t)count + 1, sizeof *out->set_of);
@@ -292,19 +291,17 @@ static void result_add(cost_result *acc, const cost_result *r, double n) {
   }
 }
 
-int search_unit_breakdown(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u,
-                          int unit, config_policy policy, const search_options *opt,
-                          const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
-  ENPU_RETURN_IF(unit < 0 || unit >= u->count, err, ENPU_ERR_INVALID, "unit %d of %d", unit,
-                 u->count);
+int search_unit_breakdown(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                          config_policy policy, const search_options *opt, const int state[CONFIG_NCOMP],
+                          cost_result *out, enpu_err *err) {
+  ENPU_RETURN_IF(unit < 0 || unit >= u->count, err, ENPU_ERR_INVALID, "unit %d of %d", unit, u->count);
   const search_unit *un = &u->unit[unit];
   if (un->kind != SEARCH_UNIT_EPOCH)
     return search_op_breakdown(s, cost, graph_op_at(g, un->op), policy, opt, state, out, err);
   memset(out, 0, sizeof *out);
   for (int m = un->member_first; m < un->member_first + un->member_count; m++) {
     cost_result r;
-    ENPU_FORWARD(search_op_breakdown(s, cost, graph_op_at(g, u->member_op[m]), policy, opt,
-                                     state, &r, err));
+    ENPU_FORWARD(search_op_breakdown(s, cost, graph_op_at(g, u->member_op[m]), policy, opt, state, &r, err));
     result_add(out, &r, (double)u->member_count[m]);
   }
   for (int c = 0; c < CONFIG_NCOMP; c++)

@@ -53,10 +53,9 @@ static int walk_create(const search_req_op *ops, int nops, int pareto, search_wa
   *out = NULL;
   ENPU_RETURN_IF(nops < 1, err, ENPU_ERR_INVALID, "request with %d ops", nops);
   for (int i = 0; i < nops; i++) {
-    ENPU_RETURN_IF(ops[i].count < 1 || !ops[i].points, err, ENPU_ERR_INVALID,
-                   "op %d has an empty Pareto set", i);
-    ENPU_RETURN_IF(ops[i].multiplicity < 1, err, ENPU_ERR_INVALID,
-                   "op %d has multiplicity %lld", i, (long long)ops[i].multiplicity);
+    ENPU_RETURN_IF(ops[i].count < 1 || !ops[i].points, err, ENPU_ERR_INVALID, "op %d has an empty Pareto set", i);
+    ENPU_RETURN_IF(ops[i].multiplicity < 1, err, ENPU_ERR_INVALID, "op %d has multiplicity %lld", i,
+                   (long long)ops[i].multiplicity);
     for (int k = 1; k < ops[i].count; k++)
       ENPU_RETURN_IF(pareto ? !(ops[i].points[k].time_ns > ops[i].points[k - 1].time_ns &&
                                 ops[i].points[k].energy_nj < ops[i].points[k - 1].energy_nj)
@@ -81,8 +80,8 @@ static int walk_create(const search_req_op *ops, int nops, int pareto, search_wa
 }
 
 /* Append `count` instance moves of op from → to; consecutive identical moves merge. */
-static int walk_push(search_walk *w, const search_req_op *ops, int op, int from, int to,
-                     int64_t count, enpu_err *err) {
+static int walk_push(search_walk *w, const search_req_op *ops, int op, int from, int to, int64_t count,
+                     enpu_err *err) {
   const search_point *a = &ops[op].points[from], *b = &ops[op].points[to];
   search_walk_step *last = w->nsteps ? &w->steps[w->nsteps - 1] : NULL;
   const double t = last ? last->time_ns : w->t0_ns, e = last ? last->energy_nj : w->e0_nj;
@@ -90,8 +89,8 @@ static int walk_push(search_walk *w, const search_req_op *ops, int op, int from,
   if (last && last->op == op && last->from == from && last->to == to) {
     last->count += count;
   } else {
-    ENPU_RETURN_IF(enpu_grow((void **)&w->steps, &w->cap, w->nsteps + 1, sizeof *w->steps) < 0,
-                   err, ENPU_ERR_NOMEM, "out of memory (walk of %zu steps)", w->nsteps);
+    ENPU_RETURN_IF(enpu_grow((void **)&w->steps, &w->cap, w->nsteps + 1, sizeof *w->steps) < 0, err, ENPU_ERR_NOMEM,
+                   "out of memory (walk of %zu steps)", w->nsteps);
     last = &w->steps[w->nsteps++];
     *last = (search_walk_step){op, from, to, count, dt, de, 0, 0, w->moves};
   }
@@ -147,8 +146,7 @@ static int lower_hull(const search_point *p, int n, int *h) {
   return len;
 }
 
-int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
-                      search_walk **out, enpu_err *err) {
+int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns, search_walk **out, enpu_err *err) {
   search_walk *w;
   ENPU_FORWARD(walk_create(ops, nops, 1, &w, err));
   size_t nseg = 0;
@@ -170,8 +168,7 @@ int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
     const int len = lower_hull(p, ops[i].count, h);
     for (int j = 0; j + 1 < len; j++) {
       const search_point *a = &p[h[j]], *b = &p[h[j + 1]];
-      segs[nseg++] = (hull_seg){i, j, h[j], h[j + 1],
-                                (a->energy_nj - b->energy_nj) / (b->time_ns - a->time_ns)};
+      segs[nseg++] = (hull_seg){i, j, h[j], h[j + 1], (a->energy_nj - b->energy_nj) / (b->time_ns - a->time_ns)};
     }
   }
   qsort(segs, nseg, sizeof *segs, seg_cmp);
@@ -182,8 +179,7 @@ int search_walk_build(const search_req_op *ops, int nops, double time_cap_ns,
       w->exhausted = 0;
       break;
     }
-    rc = walk_push(w, ops, segs[s].op, segs[s].from, segs[s].to, ops[segs[s].op].multiplicity,
-                   err);
+    rc = walk_push(w, ops, segs[s].op, segs[s].from, segs[s].to, ops[segs[s].op].multiplicity, err);
   }
 done:
   free(segs);
@@ -211,8 +207,7 @@ static void greedy_refresh(greedy_op *g, const search_req_op *op, double slack_n
   }
 }
 
-int search_greedy_build(const search_req_op *ops, int nops, double budget_ns,
-                        search_walk **out, enpu_err *err) {
+int search_greedy_build(const search_req_op *ops, int nops, double budget_ns, search_walk **out, enpu_err *err) {
   search_walk *w;
   ENPU_FORWARD(walk_create(ops, nops, 1, &w, err));
   w->exhausted = 1;
@@ -267,8 +262,7 @@ const search_walk_step *search_walk_step_at(const search_walk *w, int i) {
 }
 int64_t search_walk_moves(const search_walk *w) { return w->moves; }
 
-int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *out,
-                       enpu_err *err) {
+int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *out, enpu_err *err) {
   /* The start and a budget made of the same op times summed in another order (an
    * epoch's members, the all-peak reference) may differ in their last bits. */
   ENPU_RETURN_IF(budget_ns < w->t0_ns * (1 - 1e-12), err, ENPU_ERR_INFEASIBLE,
@@ -276,10 +270,8 @@ int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *ou
   size_t lo = 0, hi = w->nsteps; /* lo: steps that fit entirely */
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
-    if (w->steps[mid].time_ns <= budget_ns)
-      lo = mid + 1;
-    else
-      hi = mid;
+    if (w->steps[mid].time_ns <= budget_ns) lo = mid + 1;
+    else hi = mid;
   }
   const search_walk_step *done = lo ? &w->steps[lo - 1] : NULL;
   out->moves = done ? done->moves_before + done->count : 0;
@@ -304,9 +296,8 @@ int search_walk_prefix(const search_walk *w, double budget_ns, search_prefix *ou
 }
 
 int search_walk_positions(const search_walk *w, int64_t moves, int *pos, enpu_err *err) {
-  ENPU_RETURN_IF(moves < 0 || moves > w->moves, err, ENPU_ERR_RANGE,
-                 "walk prefix of %lld moves outside 0..%lld", (long long)moves,
-                 (long long)w->moves);
+  ENPU_RETURN_IF(moves < 0 || moves > w->moves, err, ENPU_ERR_RANGE, "walk prefix of %lld moves outside 0..%lld",
+                 (long long)moves, (long long)w->moves);
   memset(pos, 0, (size_t)w->instances * sizeof *pos);
   for (size_t s = 0; s < w->nsteps && moves > 0; s++) {
     const search_walk_step *st = &w->steps[s];
@@ -315,8 +306,10 @@ int search_walk_positions(const search_walk *w, int64_t moves, int *pos, enpu_er
     int *p = pos + w->offset[st->op];
     for (int64_t r = 0; r < w->mult[st->op] && k > 0; r++)
       if (p[r] == st->from) p[r] = st->to, k--;
-    ENPU_RETURN_IF(k > 0, err, ENPU_ERR_INTERNAL, "walk step %zu moves instances of op %d "
-                   "that are not at point %d", s, st->op, st->from);
+    ENPU_RETURN_IF(k > 0, err, ENPU_ERR_INTERNAL,
+                   "walk step %zu moves instances of op %d "
+                   "that are not at point %d",
+                   s, st->op, st->from);
   }
   return 0;
 }

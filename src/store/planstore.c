@@ -43,9 +43,7 @@ static int open_store(const char *path, int all, const char *policy, planstore *
   return ENPU_OK;
 }
 
-int planstore_open(const char *path, planstore **out, enpu_err *err) {
-  return open_store(path, 1, NULL, out, err);
-}
+int planstore_open(const char *path, planstore **out, enpu_err *err) { return open_store(path, 1, NULL, out, err); }
 
 int planstore_open_policy(const char *path, const char *policy, planstore **out, enpu_err *err) {
   return open_store(path, 0, policy, out, err);
@@ -103,8 +101,8 @@ static const store_policy *find_policy(const planstore *ps, const char *policy, 
 static int lookup_bucket(const planstore *ps, const char *policy, int phase, int batch, int seq,
                          const store_policy **pol, planstore_plan *plan, enpu_err *err) {
   ENPU_RETURN_IF(!ps || !plan, err, ENPU_ERR_INVALID, "planstore_lookup: no store or plan");
-  ENPU_RETURN_IF(phase != PLANSTORE_PREFILL && phase != PLANSTORE_DECODE, err, ENPU_ERR_INVALID,
-                 "bad phase %d", phase);
+  ENPU_RETURN_IF(phase != PLANSTORE_PREFILL && phase != PLANSTORE_DECODE, err, ENPU_ERR_INVALID, "bad phase %d",
+                 phase);
   ENPU_RETURN_IF(batch < 1 || seq < 1, err, ENPU_ERR_INVALID, "batch %d and seq %d must be >= 1", batch, seq);
   uint32_t pi = 0;
   const store_policy *p = find_policy(ps, policy, &pi);
@@ -121,14 +119,24 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
                  "%s bucket batch %d seq %d does not fit the chips: %s", phase_name, b->batch, b->seq, b->message);
   ENPU_RETURN_IF(b->status == STORE_BUCKET_PENDING, err, ENPU_ERR_NOT_FOUND,
                  "%s bucket batch %d seq %d: not compiled yet (store is a checkpoint of a running farm: "
-                 "%zu of %zu buckets)", phase_name, b->batch, b->seq, p->t.nbuckets - p->pending, p->t.nbuckets);
+                 "%zu of %zu buckets)",
+                 phase_name, b->batch, b->seq, p->t.nbuckets - p->pending, p->t.nbuckets);
   ENPU_RETURN_IF(b->status == STORE_BUCKET_FAILED, err, ENPU_ERR_NOT_FOUND,
                  "%s bucket batch %d seq %d failed to compile: %s", phase_name, b->batch, b->seq, b->message);
-  *plan = (planstore_plan){.policy = pi, .bucket = (uint32_t)bi, .phase = phase, .budget_mode = b->budget,
-                           .batch = b->batch, .seq = b->seq, .t_nodvfs_ns = b->t_nodvfs_ns,
-                           .t_peak_ns = b->t_peak_ns, .e_nodvfs_nj = b->e_nodvfs_nj,
-                           .walk_steps = b->walk_count, .plan_time_ns = NAN, .overhead_pct = NAN,
-                           .plan_energy_nj = NAN, .note = b->message};
+  *plan = (planstore_plan){.policy = pi,
+                           .bucket = (uint32_t)bi,
+                           .phase = phase,
+                           .budget_mode = b->budget,
+                           .batch = b->batch,
+                           .seq = b->seq,
+                           .t_nodvfs_ns = b->t_nodvfs_ns,
+                           .t_peak_ns = b->t_peak_ns,
+                           .e_nodvfs_nj = b->e_nodvfs_nj,
+                           .walk_steps = b->walk_count,
+                           .plan_time_ns = NAN,
+                           .overhead_pct = NAN,
+                           .plan_energy_nj = NAN,
+                           .note = b->message};
   *pol = p;
   return ENPU_OK;
 }
@@ -150,8 +158,7 @@ static int plan_at_target(const store_policy *p, double target_ns, planstore_pla
   for (uint32_t k = 0; k < b->plan_count; k++) { /* a stored plan for this very target */
     const store_plan_rec *sp = &p->t.plans[b->plan_first + k];
     if (fabs(sp->budget_ns - target_ns) <= 1e-9 * fabs(target_ns))
-      plan->plan_time_ns = sp->time_ns, plan->overhead_pct = sp->overhead_pct,
-      plan->plan_energy_nj = sp->energy_nj;
+      plan->plan_time_ns = sp->time_ns, plan->overhead_pct = sp->overhead_pct, plan->plan_energy_nj = sp->energy_nj;
   }
   plan->time_ns = lo ? walk[lo - 1].time_ns : b->walk_start_time_ns;
   plan->energy_nj = lo ? walk[lo - 1].energy_nj : b->walk_start_energy_nj;
@@ -170,15 +177,15 @@ static int plan_at_target(const store_policy *p, double target_ns, planstore_pla
   return ENPU_OK;
 }
 
-int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
-                     double target_ns, planstore_plan *plan, enpu_err *err) {
+int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq, double target_ns,
+                     planstore_plan *plan, enpu_err *err) {
   const store_policy *p = NULL;
   ENPU_FORWARD(lookup_bucket(ps, policy, phase, batch, seq, &p, plan, err));
   return plan_at_target(p, target_ns, plan, err);
 }
 
-int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch, int seq,
-                           double slack, planstore_plan *plan, enpu_err *err) {
+int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch, int seq, double slack,
+                           planstore_plan *plan, enpu_err *err) {
   const store_policy *p = NULL;
   ENPU_FORWARD(lookup_bucket(ps, policy, phase, batch, seq, &p, plan, err));
   ENPU_RETURN_IF(!(slack >= 0) || !isfinite(slack), err, ENPU_ERR_INVALID, "slack %g must be >= 0", slack);
@@ -191,16 +198,15 @@ int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, i
 static const store_policy *plan_policy(const planstore *ps, const planstore_plan *plan) {
   if (!ps || !plan || plan->policy >= ps->npolicies) return NULL;
   const store_policy *p = &ps->policies[plan->policy];
-  if (plan->bucket >= p->t.nbuckets || plan->walk_prefix > p->t.buckets[plan->bucket].walk_count)
-    return NULL;
+  if (plan->bucket >= p->t.nbuckets || plan->walk_prefix > p->t.buckets[plan->bucket].walk_count) return NULL;
   return p;
 }
 
 int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, double target_ns,
                        planstore_plan *plan, enpu_err *err) {
   const store_policy *p = plan_policy(ps, bucket_plan);
-  ENPU_RETURN_IF(!p || !plan || p->t.buckets[bucket_plan->bucket].status != STORE_BUCKET_OK, err,
-                 ENPU_ERR_INVALID, "planstore_retarget: not a plan of this store");
+  ENPU_RETURN_IF(!p || !plan || p->t.buckets[bucket_plan->bucket].status != STORE_BUCKET_OK, err, ENPU_ERR_INVALID,
+                 "planstore_retarget: not a plan of this store");
   *plan = *bucket_plan;
   return plan_at_target(p, target_ns, plan, err);
 }
@@ -208,12 +214,12 @@ int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, d
 int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan, uint64_t walk_prefix,
                         planstore_plan *plan, enpu_err *err) {
   const store_policy *p = plan_policy(ps, bucket_plan);
-  ENPU_RETURN_IF(!p || !plan || p->t.buckets[bucket_plan->bucket].status != STORE_BUCKET_OK, err,
-                 ENPU_ERR_INVALID, "planstore_at_prefix: not a plan of this store");
+  ENPU_RETURN_IF(!p || !plan || p->t.buckets[bucket_plan->bucket].status != STORE_BUCKET_OK, err, ENPU_ERR_INVALID,
+                 "planstore_at_prefix: not a plan of this store");
   const store_bucket_rec *b = &p->t.buckets[bucket_plan->bucket];
   ENPU_RETURN_IF(walk_prefix > b->walk_count, err, ENPU_ERR_RANGE,
-                 "walk prefix %llu beyond the %llu steps of bucket batch %d seq %d", (unsigned long long)walk_prefix,
-                 (unsigned long long)b->walk_count, b->batch, b->seq);
+                 "walk prefix %llu beyond the %llu steps of bucket batch %d seq %d",
+                 (unsigned long long)walk_prefix, (unsigned long long)b->walk_count, b->batch, b->seq);
   const store_walk_rec *last = walk_prefix ? &p->t.walk[b->walk_first + walk_prefix - 1] : NULL;
   *plan = *bucket_plan;
   plan->walk_prefix = walk_prefix;
@@ -228,8 +234,8 @@ size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan) 
   return p ? p->t.buckets[plan->bucket].ops_count : 0;
 }
 
-int planstore_plan_states(const planstore *ps, const planstore_plan *plan, planstore_op_states *out,
-                          size_t cap, size_t *n, enpu_err *err) {
+int planstore_plan_states(const planstore *ps, const planstore_plan *plan, planstore_op_states *out, size_t cap,
+                          size_t *n, enpu_err *err) {
   const store_policy *p = plan_policy(ps, plan);
   ENPU_RETURN_IF(!p || !n, err, ENPU_ERR_INVALID, "planstore_plan_states: plan is not from this store");
   size_t need = p->t.buckets[plan->bucket].ops_count;

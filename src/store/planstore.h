@@ -66,21 +66,21 @@ typedef struct {
   /* That stored plan's energy on the real operator order (with power gating for a pg
    * policy, whose walk energies are its DVFS plan's without); NaN as above. */
   double plan_energy_nj;
-  const char *note;         /* how the bucket stands with HBM: "" when it fits; else the
-                               farm's note, "capacity ignored: ..." (the plan assumes the
-                               model fits) or "offload: ..." (weights stream from the
-                               host). Valid until planstore_close. */
+  const char *note; /* how the bucket stands with HBM: "" when it fits; else the
+                       farm's note, "capacity ignored: ..." (the plan assumes the
+                       model fits) or "offload: ..." (weights stream from the
+                       host). Valid until planstore_close. */
 } planstore_plan;
 
 /* Frequency states of one op of a plan. The walk moves the instances of an op from one
  * Pareto point to the next, so at any prefix an op has `lead_instances` instances at
  * its lead point and the rest at its trail point (the same point when all moved). */
 typedef struct {
-  uint32_t op;              /* row of the policy's op table */
+  uint32_t op; /* row of the policy's op table */
   uint64_t signature;
-  const char *name;         /* valid until planstore_close */
-  uint64_t instances;       /* instances of the op in one forward pass */
-  uint64_t lead_instances;  /* 1..instances */
+  const char *name;        /* valid until planstore_close */
+  uint64_t instances;      /* instances of the op in one forward pass */
+  uint64_t lead_instances; /* 1..instances */
   uint32_t lead_pareto, trail_pareto;
   uint8_t lead_states[PLANSTORE_NSTATE], trail_states[PLANSTORE_NSTATE];
   double lead_time_ns, trail_time_ns; /* one instance at that point */
@@ -95,8 +95,7 @@ PLANSTORE_API int planstore_open(const char *path, planstore **out, enpu_err *er
 /* planstore_open of one policy only (NULL: the first in name order): the other
  * policies' tables are not read, so a runtime serving one policy opens faster.
  * @return as planstore_open, or ENPU_ERR_NOT_FOUND when the store has no such policy. */
-PLANSTORE_API int planstore_open_policy(const char *path, const char *policy, planstore **out,
-                                        enpu_err *err);
+PLANSTORE_API int planstore_open_policy(const char *path, const char *policy, planstore **out, enpu_err *err);
 PLANSTORE_API void planstore_close(planstore *ps); /* NULL is a no-op */
 
 PLANSTORE_API size_t planstore_policy_count(const planstore *ps);
@@ -116,15 +115,14 @@ PLANSTORE_API const char *planstore_policy_name(const planstore *ps, size_t i);
  *     below the fastest plan — in that case *plan is still filled with the fastest plan
  *     (walk prefix 0), which a runtime may use when it prefers late to nothing;
  *   ENPU_ERR_INVALID: bad arguments. */
-PLANSTORE_API int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch,
-                                   int seq, double target_ns, planstore_plan *plan, enpu_err *err);
+PLANSTORE_API int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
+                                   double target_ns, planstore_plan *plan, enpu_err *err);
 
 /* planstore_lookup at the bucket's slack budget (slack as a fraction): strict buckets
  * target max(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns, paper buckets
  * (1 + slack) * t_nodvfs_ns. */
-PLANSTORE_API int planstore_lookup_slack(const planstore *ps, const char *policy, int phase,
-                                         int batch, int seq, double slack, planstore_plan *plan,
-                                         enpu_err *err);
+PLANSTORE_API int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch, int seq,
+                                         double slack, planstore_plan *plan, enpu_err *err);
 
 /* The plan of the same bucket as `bucket_plan` (any plan planstore_lookup returned from
  * this store, ENPU_ERR_INFEASIBLE ones included) for another target: what
@@ -132,8 +130,8 @@ PLANSTORE_API int planstore_lookup_slack(const planstore *ps, const char *policy
  * searching the buckets again (a runtime that keeps a batch's bucket while its
  * sequence grows). @return as planstore_lookup; ENPU_ERR_INVALID for a plan that does
  * not come from this store. */
-PLANSTORE_API int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan,
-                                     double target_ns, planstore_plan *plan, enpu_err *err);
+PLANSTORE_API int planstore_retarget(const planstore *ps, const planstore_plan *bucket_plan, double target_ns,
+                                     planstore_plan *plan, enpu_err *err);
 
 /* The plan of the same bucket as `bucket_plan` after the first `walk_prefix` steps of its
  * walk, whatever their time (target_ns is set to the plan's time): a runtime that knows
@@ -141,8 +139,8 @@ PLANSTORE_API int planstore_retarget(const planstore *ps, const planstore_plan *
  * chip-wide state (schemas/planstore.md). The lower bound is the plan's energy.
  * @return 0; ENPU_ERR_RANGE for a prefix beyond the walk; ENPU_ERR_INVALID for a plan
  * that does not come from this store. */
-PLANSTORE_API int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan,
-                                      uint64_t walk_prefix, planstore_plan *plan, enpu_err *err);
+PLANSTORE_API int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan, uint64_t walk_prefix,
+                                      planstore_plan *plan, enpu_err *err);
 
 /* Number of distinct ops of the plan's bucket (the size planstore_plan_states needs). */
 PLANSTORE_API size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan);
@@ -150,9 +148,8 @@ PLANSTORE_API size_t planstore_plan_op_count(const planstore *ps, const planstor
 /* Per-op frequency states implied by the plan's walk prefix, in op-table order.
  * @return 0, or ENPU_ERR_RANGE when cap < planstore_plan_op_count (nothing written),
  * ENPU_ERR_INVALID for a plan that does not come from this store. */
-PLANSTORE_API int planstore_plan_states(const planstore *ps, const planstore_plan *plan,
-                                        planstore_op_states *out, size_t cap, size_t *n,
-                                        enpu_err *err);
+PLANSTORE_API int planstore_plan_states(const planstore *ps, const planstore_plan *plan, planstore_op_states *out,
+                                        size_t cap, size_t *n, enpu_err *err);
 
 #ifdef __cplusplus
 }

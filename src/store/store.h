@@ -29,11 +29,11 @@
  * (kind STORE_OP_KIND_EPOCH). */
 #define STORE_FORMAT_VERSION 4u
 #define STORE_NSTATE PLANSTORE_NSTATE /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
-#define STORE_NENERGY 7    /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
-#define STORE_NAME_LEN 64  /* fixed string columns (op and policy names) */
-#define STORE_MSG_LEN 160  /* bucket status message */
-#define STORE_ZSTD_FILTER_ID 32015 /* the registered Zstandard HDF5 filter */
-#define STORE_NO_INDEX UINT32_MAX  /* plan_states row that is not a Pareto point */
+#define STORE_NENERGY 7               /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
+#define STORE_NAME_LEN 64             /* fixed string columns (op and policy names) */
+#define STORE_MSG_LEN 160             /* bucket status message */
+#define STORE_ZSTD_FILTER_ID 32015    /* the registered Zstandard HDF5 filter */
+#define STORE_NO_INDEX UINT32_MAX     /* plan_states row that is not a Pareto point */
 /* plans.walk_prefix of a plan that is no walk prefix (the GA's, a rail-lifted one, the
  * all-peak fallback). */
 #define STORE_NO_PREFIX UINT64_MAX
@@ -60,16 +60,16 @@ enum { STORE_BUDGET_STRICT = PLANSTORE_BUDGET_STRICT, STORE_BUDGET_PAPER = PLANS
  * epoch). */
 typedef struct {
   uint64_t signature;
-  uint32_t kind;              /* graph_op_kind */
-  uint32_t pareto_first;      /* this op's Pareto points: [first, first+count) */
-  uint32_t pareto_count;      /* >= 1 */
-  uint64_t evaluations;       /* (op, plan) evaluations the search spent on it */
-  char name[STORE_NAME_LEN];  /* e.g. "attn.qkv_proj" (one of the names it had) */
+  uint32_t kind;             /* graph_op_kind */
+  uint32_t pareto_first;     /* this op's Pareto points: [first, first+count) */
+  uint32_t pareto_count;     /* >= 1 */
+  uint64_t evaluations;      /* (op, plan) evaluations the search spent on it */
+  char name[STORE_NAME_LEN]; /* e.g. "attn.qkv_proj" (one of the names it had) */
 } store_op_rec;
 
 /* pareto: one Pareto point of one op (time and energy of one instance). */
 typedef struct {
-  uint32_t op;                /* index into ops */
+  uint32_t op; /* index into ops */
   uint8_t states[STORE_NSTATE];
   double time_ns;
   double energy_nj;
@@ -78,19 +78,19 @@ typedef struct {
 
 /* buckets: one compiled (or not) bucket of the grid. */
 typedef struct {
-  uint8_t phase;              /* STORE_PHASE_* */
-  uint8_t status;             /* STORE_BUCKET_* */
-  uint8_t budget;             /* STORE_BUDGET_*: what the walk's times and the plans'
-                                 budgets measure (strict: op time; paper: critical path) */
-  uint64_t input_hash;        /* hash of everything the bucket's plans depend on (its
-                                 ops' signatures and multiplicities, slacks, options):
-                                 a rerun re-walks the bucket only when it changes */
+  uint8_t phase;       /* STORE_PHASE_* */
+  uint8_t status;      /* STORE_BUCKET_* */
+  uint8_t budget;      /* STORE_BUDGET_*: what the walk's times and the plans'
+                          budgets measure (strict: op time; paper: critical path) */
+  uint64_t input_hash; /* hash of everything the bucket's plans depend on (its
+                          ops' signatures and multiplicities, slacks, options):
+                          a rerun re-walks the bucket only when it changes */
   int32_t batch;
   int32_t seq;
-  double t_nodvfs_ns;         /* NoDVFS time of one forward pass */
-  double t_peak_ns;           /* eNPU pipeline at all-peak */
-  double e_nodvfs_nj;         /* NoDVFS energy of one forward pass */
-  double walk_start_time_ns;  /* every op at its fastest point: the walk's prefix 0 */
+  double t_nodvfs_ns;        /* NoDVFS time of one forward pass */
+  double t_peak_ns;          /* eNPU pipeline at all-peak */
+  double e_nodvfs_nj;        /* NoDVFS energy of one forward pass */
+  double walk_start_time_ns; /* every op at its fastest point: the walk's prefix 0 */
   double walk_start_energy_nj;
   uint32_t ops_first, ops_count;   /* bucket_ops range */
   uint64_t walk_first, walk_count; /* walk range */
@@ -103,8 +103,8 @@ typedef struct {
 /* bucket_ops: the ops of one bucket and how many instances of each run in a pass. */
 typedef struct {
   uint32_t bucket;
-  uint32_t op;                /* index into ops; strictly increasing within a bucket */
-  uint64_t multiplicity;      /* >= 1 */
+  uint32_t op;           /* index into ops; strictly increasing within a bucket */
+  uint64_t multiplicity; /* >= 1 */
 } store_bucket_op_rec;
 
 /* walk: one step of a bucket's request-level walk: `instances` instances of `op` move
@@ -112,10 +112,10 @@ typedef struct {
  * in the bucket's budget measure, like the Pareto points'). */
 typedef struct {
   uint32_t bucket;
-  uint32_t op;                /* index into ops (an op of this bucket) */
-  uint32_t pareto;            /* new Pareto point, inside the op's range */
-  uint64_t instances;         /* >= 1 */
-  double time_ns;             /* cumulative after this step */
+  uint32_t op;        /* index into ops (an op of this bucket) */
+  uint32_t pareto;    /* new Pareto point, inside the op's range */
+  uint64_t instances; /* >= 1 */
+  double time_ns;     /* cumulative after this step */
   double energy_nj;
 } store_walk_rec;
 
@@ -123,22 +123,22 @@ typedef struct {
  * re-timed on the real operator order with transition costs). */
 typedef struct {
   uint32_t bucket;
-  uint8_t budget;             /* STORE_BUDGET_*, its bucket's */
-  double slack;               /* fraction of T_nodvfs, e.g. 0.05 */
-  double budget_ns;           /* strict: max(T_nodvfs, T_peak) + slack·T_nodvfs;
-                                 paper: (1 + slack)·T_nodvfs */
-  double time_ns;             /* with V/f transitions, domain crossings, pipeline fill */
+  uint8_t budget;   /* STORE_BUDGET_*, its bucket's */
+  double slack;     /* fraction of T_nodvfs, e.g. 0.05 */
+  double budget_ns; /* strict: max(T_nodvfs, T_peak) + slack·T_nodvfs;
+                       paper: (1 + slack)·T_nodvfs */
+  double time_ns;   /* with V/f transitions, domain crossings, pipeline fill */
   double energy_nj;
-  double cp_time_ns;          /* critical-path time (what a paper budget constrains) */
-  double overhead_pct;        /* 100 · (time_ns − cp_time_ns) / t_nodvfs_ns */
+  double cp_time_ns;   /* critical-path time (what a paper budget constrains) */
+  double overhead_pct; /* 100 · (time_ns − cp_time_ns) / t_nodvfs_ns */
   double lower_bound_nj;
-  double savings_vs_nodvfs;   /* 1 - energy_nj / e_nodvfs_nj */
-  uint64_t walk_prefix;       /* steps of the bucket's walk applied, or STORE_NO_PREFIX */
-  uint64_t states_first, states_count; /* plan_states range */
+  double savings_vs_nodvfs;               /* 1 - energy_nj / e_nodvfs_nj */
+  uint64_t walk_prefix;                   /* steps of the bucket's walk applied, or STORE_NO_PREFIX */
+  uint64_t states_first, states_count;    /* plan_states range */
   double regulator_loss_nj[STORE_NSTATE]; /* energy lost in the regulators, per component
                                              (SA, VU, SRAM, HBM, ICI), inside energy_nj */
-  uint8_t gated;              /* 1: priced with power gating (pg policies) */
-  double gates;               /* gate events of the pass */
+  uint8_t gated;                          /* 1: priced with power gating (pg policies) */
+  double gates;                           /* gate events of the pass */
 } store_plan_rec;
 
 /* plan_states: the plan's ops as runs of instances. A plan's rows follow its bucket's ops
@@ -146,21 +146,21 @@ typedef struct {
  * share the store op one after the other) and their `instances` add up to its
  * multiplicity. A walk-prefix plan has at most two runs per op (lead, then trail). */
 typedef struct {
-  uint32_t plan;              /* index into plans */
-  uint32_t op;                /* index into ops */
-  uint32_t pareto;            /* Pareto point used, or STORE_NO_INDEX */
+  uint32_t plan;   /* index into plans */
+  uint32_t op;     /* index into ops */
+  uint32_t pareto; /* Pareto point used, or STORE_NO_INDEX */
   uint8_t states[STORE_NSTATE];
-  uint64_t instances;         /* >= 1: the run's length */
+  uint64_t instances; /* >= 1: the run's length */
 } store_plan_state_rec;
 
 /* validation: one re-simulated plan of a bucket sampled by `enpu validate` (validate.h),
  * in sample order; replaced as a whole by each validation. */
 typedef struct {
-  uint32_t bucket;            /* index into buckets */
-  uint32_t plan;              /* index into plans (a plan of that bucket) */
-  uint32_t stratum;           /* sample stratum: (phase · 3 + batch range) · 3 + seq range */
-  uint8_t phase;              /* the bucket's key, for readers of this table alone */
-  uint8_t pass;               /* 1: every check held */
+  uint32_t bucket;  /* index into buckets */
+  uint32_t plan;    /* index into plans (a plan of that bucket) */
+  uint32_t stratum; /* sample stratum: (phase · 3 + batch range) · 3 + seq range */
+  uint8_t phase;    /* the bucket's key, for readers of this table alone */
+  uint8_t pass;     /* 1: every check held */
   int32_t batch, seq;
   double slack, budget_ns;
   double stored_time_ns, stored_energy_nj; /* the plans row */
@@ -171,21 +171,21 @@ typedef struct {
 /* validation_replay: the trace replay of the policy run by the last validation (one row). */
 typedef struct {
   uint64_t requests, served, slo_met;
-  double slo_attainment;      /* slo_met / requests */
+  double slo_attainment;                                 /* slo_met / requests */
   double energy_nj, prefill_energy_nj, decode_energy_nj; /* busy + idle chips */
-  double savings_vs_nodvfs;   /* 1 - energy / nodvfs's energy on the trace; NaN without nodvfs */
+  double savings_vs_nodvfs; /* 1 - energy / nodvfs's energy on the trace; NaN without nodvfs */
   double ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, tpot_p99_ns;
   uint64_t batches, slowed, locked; /* both phases: run, on a slower plan, locked to peak */
-  uint64_t seed;              /* of the sample */
-  uint32_t sample;            /* buckets per policy asked for */
-  double tolerance;           /* relative, of the time and energy comparison */
-  char trace[STORE_MSG_LEN];  /* the trace file as given */
+  uint64_t seed;                    /* of the sample */
+  uint32_t sample;                  /* buckets per policy asked for */
+  double tolerance;                 /* relative, of the time and energy comparison */
+  char trace[STORE_MSG_LEN];        /* the trace file as given */
 } store_validation_replay_rec;
 
 /* Provenance, stored as root attributes. Hashes are enpu_hash64 of the inputs. */
 typedef struct {
   uint64_t cost_model_hash, chip_hash, model_hash, job_hash;
-  const char *tool_version;   /* e.g. "0.1.0" */
+  const char *tool_version;                                     /* e.g. "0.1.0" */
   const char *job_json, *model_json, *chip_json, *cluster_json; /* may be NULL */
   const char *added_buckets_json; /* buckets added with `enpu farm --add-buckets`: a JSON
                                      array of {"phase","batch","seq"}; may be NULL */
@@ -201,20 +201,22 @@ typedef enum { STORE_F_U8, STORE_F_U32, STORE_F_I32, STORE_F_U64, STORE_F_F64, S
 
 typedef struct {
   const char *name;
-  size_t offset;          /* in the C record */
+  size_t offset; /* in the C record */
   store_field_kind kind;
-  size_t count;           /* array length (1 = scalar), or string length for STR */
+  size_t count; /* array length (1 = scalar), or string length for STR */
 } store_field;
 
-#define STORE_FIELD_KIND_(x)                                                                       \
+#define STORE_FIELD_KIND_(x) \
   _Generic((x), uint8_t: STORE_F_U8, uint8_t *: STORE_F_U8, uint32_t: STORE_F_U32,                  \
            int32_t: STORE_F_I32, uint64_t: STORE_F_U64, uint64_t *: STORE_F_U64,                    \
            double: STORE_F_F64, double *: STORE_F_F64, char *: STORE_F_STR)
-#define STORE_FIELD_ELEM_BYTES_(x)                                                                 \
-  _Generic((x), uint8_t *: 1, uint64_t *: 8, double *: 8, char *: 1, default: sizeof(x))
-#define STORE_FIELD(rec, member)                                                                   \
-  {#member, offsetof(rec, member), STORE_FIELD_KIND_(((rec *)0)->member),                          \
-   sizeof(((rec *)0)->member) / STORE_FIELD_ELEM_BYTES_(((rec *)0)->member)}
+#define STORE_FIELD_ELEM_BYTES_(x) \
+  _Generic((x), uint8_t * : 1, uint64_t * : 8, double * : 8, char * : 1, default : sizeof(x))
+#define STORE_FIELD(rec, member)                                                 \
+  {                                                                              \
+#member, offsetof(rec, member), STORE_FIELD_KIND_(((rec *)0)->member),       \
+        sizeof(((rec *)0)->member) / STORE_FIELD_ELEM_BYTES_(((rec *)0)->member) \
+  }
 
 typedef enum {
   STORE_T_OPS = 0,
@@ -224,7 +226,7 @@ typedef enum {
   STORE_T_WALK,
   STORE_T_PLANS,
   STORE_T_PLAN_STATES,
-  STORE_T_VALIDATION,        /* written by `enpu validate`; absent (empty) otherwise */
+  STORE_T_VALIDATION, /* written by `enpu validate`; absent (empty) otherwise */
   STORE_T_VALIDATION_REPLAY,
   STORE_NTABLE
 } store_table;
@@ -271,14 +273,14 @@ typedef struct store_writer store_writer;
  * until then. zstd_level 0 = the default level; level < 0 disables compression (for size
  * checks). The lock must stay held until store_writer_free.
  * @return 0, or ENPU_ERR_INTERNAL/NOMEM with a message. */
-int store_writer_create(const store_lock *lock, const store_provenance *prov, int zstd_level,
-                        store_writer **out, enpu_err *err);
+int store_writer_create(const store_lock *lock, const store_provenance *prov, int zstd_level, store_writer **out,
+                        enpu_err *err);
 
 /* Append n records of `table` (an array of the matching store_*_rec) to the policy's
  * table, creating /policies/<policy>/ on first use. Records are written as given.
  * @return 0, or ENPU_ERR_INVALID (bad policy name/table) / ENPU_ERR_IO. */
-int store_writer_append(store_writer *w, const char *policy, store_table table,
-                        const void *records, size_t n, enpu_err *err);
+int store_writer_append(store_writer *w, const char *policy, store_table table, const void *records, size_t n,
+                        enpu_err *err);
 
 /* Add the checksums, write the file image to `<path>.tmp`, fsync it, rename it over
  * `path` and fsync the directory. A reader that opened the previous store keeps reading
@@ -296,15 +298,24 @@ void store_writer_free(store_writer *w);
 
 typedef struct {
   char name[STORE_NAME_LEN];
-  store_op_rec *ops;                 size_t nops;
-  store_pareto_rec *pareto;          size_t npareto;
-  store_bucket_rec *buckets;         size_t nbuckets;
-  store_bucket_op_rec *bucket_ops;   size_t nbucket_ops;
-  store_walk_rec *walk;              size_t nwalk;
-  store_plan_rec *plans;             size_t nplans;
-  store_plan_state_rec *plan_states; size_t nplan_states;
-  store_validation_rec *validation;  size_t nvalidation;       /* store_load only */
-  store_validation_replay_rec *validation_replay; size_t nvalidation_replay; /* idem */
+  store_op_rec *ops;
+  size_t nops;
+  store_pareto_rec *pareto;
+  size_t npareto;
+  store_bucket_rec *buckets;
+  size_t nbuckets;
+  store_bucket_op_rec *bucket_ops;
+  size_t nbucket_ops;
+  store_walk_rec *walk;
+  size_t nwalk;
+  store_plan_rec *plans;
+  size_t nplans;
+  store_plan_state_rec *plan_states;
+  size_t nplan_states;
+  store_validation_rec *validation;
+  size_t nvalidation; /* store_load only */
+  store_validation_replay_rec *validation_replay;
+  size_t nvalidation_replay; /* idem */
 } store_policy_tables;
 
 /* Table t of a loaded policy as (records of the matching store_*_rec, *rows), e.g. to
@@ -314,9 +325,9 @@ const void *store_policy_table(const store_policy_tables *p, store_table t, size
 typedef struct {
   uint32_t format_version;
   uint64_t cost_model_hash, chip_hash, model_hash, job_hash;
-  char *tool_version, *created_utc;  /* malloc'd; "" when absent */
+  char *tool_version, *created_utc;                                            /* malloc'd; "" when absent */
   char *job_json, *model_json, *chip_json, *cluster_json, *added_buckets_json; /* or NULL */
-  store_policy_tables *policies;     /* in name order */
+  store_policy_tables *policies;                                               /* in name order */
   size_t npolicies;
 } store_contents;
 
@@ -389,7 +400,7 @@ typedef struct {
 } store_bundle_op;
 
 typedef struct {
-  store_bucket_rec bucket;      /* key, status, budget, input_hash, times, message */
+  store_bucket_rec bucket; /* key, status, budget, input_hash, times, message */
   uint32_t nops;
   store_bundle_op *ops;
   uint64_t nwalk;
@@ -416,8 +427,7 @@ int store_bucket_bundle_check(const store_bucket_bundle *b, const uint32_t *npoi
  * @return 0, ENPU_ERR_FORMAT (no row bi, two ops of the bucket share a signature, or an
  * index is not the bucket's), ENPU_ERR_INVALID (plan_states not loaded), ENPU_ERR_NOMEM;
  * on failure *out is empty. */
-int store_bucket_bundle_read(const store_policy_tables *p, uint32_t bi, store_bucket_bundle *out,
-                             enpu_err *err);
+int store_bucket_bundle_read(const store_policy_tables *p, uint32_t bi, store_bucket_bundle *out, enpu_err *err);
 
 /* A policy's tables built in memory: ops first, then buckets as bundles, each given the
  * next rows of every table; then written with store_writer_append_tables. */
@@ -459,8 +469,7 @@ typedef struct {
 /* The sizes of every table of the store at `path`, whose contents `c` were loaded from
  * it: out[i][t] for policy c->policies[i] and table t (zero for a missing table).
  * @return 0, or ENPU_ERR_IO/FORMAT when the file or a table cannot be opened. */
-int store_sizes(const char *path, const store_contents *c, store_table_size (*out)[STORE_NTABLE],
-                enpu_err *err);
+int store_sizes(const char *path, const store_contents *c, store_table_size (*out)[STORE_NTABLE], enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * Comparing two stores by content (`enpu store diff`). Rows are matched by key — a
@@ -475,18 +484,18 @@ typedef enum {
   STORE_DIFF_POLICY,         /* a policy only in one store */
   STORE_DIFF_BUCKET,
   STORE_DIFF_OP,
-  STORE_DIFF_TABLE           /* row-by-row: row count, or the first row that differs */
+  STORE_DIFF_TABLE /* row-by-row: row count, or the first row that differs */
 } store_diff_what;
 
 typedef enum { STORE_DIFF_ADDED = 0, STORE_DIFF_REMOVED, STORE_DIFF_CHANGED } store_diff_kind;
 
 typedef struct {
   store_diff_what what;
-  store_diff_kind kind;            /* added = only in B, removed = only in A */
-  const char *policy;              /* NULL for provenance */
-  uint8_t phase;                   /* STORE_DIFF_BUCKET: the key */
+  store_diff_kind kind; /* added = only in B, removed = only in A */
+  const char *policy;   /* NULL for provenance */
+  uint8_t phase;        /* STORE_DIFF_BUCKET: the key */
   int32_t batch, seq;
-  uint64_t signature;              /* STORE_DIFF_OP: the key, and one of its names */
+  uint64_t signature; /* STORE_DIFF_OP: the key, and one of its names */
   const char *name;
   store_table table;               /* STORE_DIFF_TABLE */
   uint64_t rows_a, rows_b;         /*   row counts */
@@ -500,8 +509,7 @@ typedef struct {
  * policies only in one store, then per common policy its buckets, ops and tables.
  * *count receives the number of differences (0: the contents are identical).
  * @return 0, or ENPU_ERR_NOMEM. */
-int store_diff(const store_contents *a, const store_contents *b,
-               void (*fn)(const store_diff_entry *d, void *user), void *user, size_t *count,
-               enpu_err *err);
+int store_diff(const store_contents *a, const store_contents *b, void (*fn)(const store_diff_entry *d, void *user),
+               void *user, size_t *count, enpu_err *err);
 
 #endif /* ENPU_STORE_H */

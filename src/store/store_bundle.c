@@ -44,8 +44,8 @@ static int check_walk(const store_bucket_bundle *b, const uint32_t *npoints, enp
     const store_walk_rec *w = &b->walk[s];
     if (!point_ok(b, npoints, w->op, w->pareto) || w->instances == 0)
       rc = BAD("bucket %u/%d/%d: walk step %llu: op %u or point %u outside the bundle's %u ops and their "
-               "points, or no instances", k->phase, k->batch, k->seq, (unsigned long long)s, w->op, w->pareto,
-               b->nops);
+               "points, or no instances",
+               k->phase, k->batch, k->seq, (unsigned long long)s, w->op, w->pareto, b->nops);
     else if (store_walk_step(&pos[w->op], w->pareto, w->instances) != STORE_WALK_OK)
       rc = BAD("bucket %u/%d/%d: walk step %llu of op %016llx breaks the lead/trail rule", k->phase, k->batch,
                k->seq, (unsigned long long)s, (unsigned long long)b->ops[w->op].signature);
@@ -65,18 +65,18 @@ int store_bucket_bundle_check(const store_bucket_bundle *b, const uint32_t *npoi
     if ((pl->walk_prefix > b->nwalk && pl->walk_prefix != STORE_NO_PREFIX) || pl->states_first > b->nstates ||
         pl->states_count > b->nstates - pl->states_first || pl->budget != k->budget)
       return BAD("bucket %u/%d/%d: plan %u: walk prefix %llu or states [%llu, +%llu) outside the %llu steps and "
-                 "%llu states, or its budget mode is not the bucket's", k->phase, k->batch, k->seq, i,
-                 (unsigned long long)pl->walk_prefix, (unsigned long long)pl->states_first,
-                 (unsigned long long)pl->states_count, (unsigned long long)b->nwalk,
-                 (unsigned long long)b->nstates);
+                 "%llu states, or its budget mode is not the bucket's",
+                 k->phase, k->batch, k->seq, i, (unsigned long long)pl->walk_prefix,
+                 (unsigned long long)pl->states_first, (unsigned long long)pl->states_count,
+                 (unsigned long long)b->nwalk, (unsigned long long)b->nstates);
   }
   for (uint64_t i = 0; i < b->nstates; i++) {
     const store_plan_state_rec *s = &b->states[i];
     if (s->plan >= b->nplans || s->instances == 0 ||
         !point_ok(b, s->pareto == STORE_NO_INDEX ? NULL : npoints, s->op, s->pareto))
       return BAD("bucket %u/%d/%d: plan state %llu: plan %u, op %u or point %u outside the bundle's %u plans, "
-                 "%u ops and their points, or no instances", k->phase, k->batch, k->seq, (unsigned long long)i,
-                 s->plan, s->op, s->pareto, b->nplans, b->nops);
+                 "%u ops and their points, or no instances",
+                 k->phase, k->batch, k->seq, (unsigned long long)i, s->plan, s->op, s->pareto, b->nplans, b->nops);
   }
   return check_walk(b, npoints, err);
 }
@@ -101,8 +101,9 @@ static int read_ops(const store_policy_tables *p, uint32_t bi, store_bucket_bund
   const store_bucket_rec *b = &p->buckets[bi];
   read_op *ops = enpu_calloc(b->ops_count + 1, sizeof *ops);
   out->ops = enpu_calloc(b->ops_count + 1, sizeof *out->ops);
-  int rc = ops && out->ops ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "policy %s: no memory to read bucket %u",
-                                                   p->name, bi);
+  int rc = ops && out->ops
+               ? ENPU_OK
+               : enpu_errorf(err, ENPU_ERR_NOMEM, "policy %s: no memory to read bucket %u", p->name, bi);
   for (uint32_t i = 0; rc == ENPU_OK && i < b->ops_count; i++) {
     const store_bucket_op_rec *bo = &p->bucket_ops[b->ops_first + i];
     ops[i] = (read_op){{p->ops[bo->op].signature, bo->multiplicity}, i};
@@ -122,8 +123,8 @@ static int read_ops(const store_policy_tables *p, uint32_t bi, store_bucket_bund
 
 /* (op row, Pareto row) of the store as (local op, point within it), or -1 when the op is
  * not the bucket's or the point not the op's. */
-static int local_point(const store_policy_tables *p, const store_bucket_rec *b, const uint32_t *local,
-                       uint32_t *op, uint32_t *pareto) {
+static int local_point(const store_policy_tables *p, const store_bucket_rec *b, const uint32_t *local, uint32_t *op,
+                       uint32_t *pareto) {
   const long pos = *op < p->nops ? store_bucket_op_pos(p, b, *op) : -1;
   if (pos < 0) return -1;
   const store_op_rec *o = &p->ops[*op];
@@ -205,7 +206,7 @@ int store_bucket_bundle_read(const store_policy_tables *p, uint32_t bi, store_bu
 struct store_policy_builder {
   store_policy_tables t;
   size_t cap[STORE_NTABLE];
-  uint32_t *rows;  /* scratch: a bundle's op rows, then their point counts */
+  uint32_t *rows; /* scratch: a bundle's op rows, then their point counts */
   size_t rows_cap;
 };
 
@@ -251,8 +252,8 @@ static void copy_str(char *dst, const char *src, size_t width) {
 int store_policy_builder_add_op(store_policy_builder *b, const store_op_rec *op, const store_pareto_rec *points,
                                 uint32_t npoints, enpu_err *err) {
   const store_policy_tables *t = &b->t;
-  ENPU_RETURN_IF(npoints == 0 || (t->nops && op->signature <= t->ops[t->nops - 1].signature), err,
-                 ENPU_ERR_INVALID, "store: policy %s: op %016llx has no points or is not above the last", t->name,
+  ENPU_RETURN_IF(npoints == 0 || (t->nops && op->signature <= t->ops[t->nops - 1].signature), err, ENPU_ERR_INVALID,
+                 "store: policy %s: op %016llx has no points or is not above the last", t->name,
                  (unsigned long long)op->signature);
   ENPU_RETURN_IF((uint64_t)t->nops + 1 > UINT32_MAX || (uint64_t)t->npareto + npoints > UINT32_MAX, err,
                  ENPU_ERR_RANGE, "store: policy %s: more than 2^32 ops or Pareto points", t->name);
@@ -273,8 +274,8 @@ int store_policy_builder_add_op(store_policy_builder *b, const store_op_rec *op,
 /* The op rows of the bundle's ops into b->rows[0..nops) and their point counts into
  * b->rows[nops..2 nops). @return 1, 0 when an op is not in the builder, or NOMEM. */
 static int map_ops(store_policy_builder *b, const store_bucket_bundle *bundle, enpu_err *err) {
-  ENPU_RETURN_IF(enpu_grow((void **)&b->rows, &b->rows_cap, 2 * (size_t)bundle->nops + 1, sizeof *b->rows) < 0,
-                 err, ENPU_ERR_NOMEM, "store: no memory to map a bucket's ops");
+  ENPU_RETURN_IF(enpu_grow((void **)&b->rows, &b->rows_cap, 2 * (size_t)bundle->nops + 1, sizeof *b->rows) < 0, err,
+                 ENPU_ERR_NOMEM, "store: no memory to map a bucket's ops");
   const store_policy_tables *t = &b->t;
   for (uint32_t i = 0; i < bundle->nops; i++) {
     size_t lo = 0, hi = t->nops;
@@ -308,8 +309,8 @@ static int append_rows(store_policy_builder *b, const store_bucket_bundle *bundl
   bk->plan_first = plan_base, bk->plan_count = bundle->nplans;
   const store_op_rec *ops = t->ops;
   for (uint32_t i = 0; i < bundle->nops; i++)
-    t->bucket_ops[ops_base + i] =
-        (store_bucket_op_rec){.bucket = bi, .op = b->rows[i], .multiplicity = bundle->ops[i].multiplicity};
+    t->bucket_ops[ops_base + i] = (store_bucket_op_rec){
+        .bucket = bi, .op = b->rows[i], .multiplicity = bundle->ops[i].multiplicity};
   for (uint64_t i = 0; i < bundle->nwalk; i++) {
     store_walk_rec *w = &t->walk[walk_base + i];
     *w = bundle->walk[i];

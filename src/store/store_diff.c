@@ -86,8 +86,8 @@ static int same_point(const store_policy_tables *a, uint32_t op_a, uint32_t pare
 }
 
 /* Do the sets of (signature, multiplicity) of bucket ba in a and bb in b differ? */
-static int bucket_ops_differ(const store_policy_tables *a, const store_bucket_rec *ba,
-                             const store_policy_tables *b, const store_bucket_rec *bb) {
+static int bucket_ops_differ(const store_policy_tables *a, const store_bucket_rec *ba, const store_policy_tables *b,
+                             const store_bucket_rec *bb) {
   if (ba->ops_count != bb->ops_count) return 1;
   for (uint32_t i = 0; i < ba->ops_count; i++) {
     const store_bucket_op_rec *x = &a->bucket_ops[ba->ops_first + i];
@@ -178,8 +178,8 @@ static void op_changes(store_diff_entry *e, const store_policy_tables *a, uint32
   diff_record(STORE_T_OPS, x, y, 1, e->fields, sizeof e->fields);
   int points = x->pareto_count != y->pareto_count;
   for (uint32_t k = 0; !points && k < x->pareto_count; k++)
-    points = diff_record(STORE_T_PARETO, &a->pareto[x->pareto_first + k], &b->pareto[y->pareto_first + k], 1,
-                         NULL, 0) != 0;
+    points = diff_record(STORE_T_PARETO, &a->pareto[x->pareto_first + k], &b->pareto[y->pareto_first + k], 1, NULL,
+                         0) != 0;
   if (points) add_name(e->fields, sizeof e->fields, "pareto");
 }
 
@@ -210,8 +210,11 @@ static int diff_keyed(differ *d, const store_policy_tables *a, const store_polic
   for (size_t i = 0, j = 0; rc == ENPU_OK && (i < na || j < nb);) {
     const uint64_t ka = i < na ? k->key(a, oa[i]) : 0, kb = j < nb ? k->key(b, ob[j]) : 0;
     const int c = i >= na ? 1 : j >= nb ? -1 : (ka > kb) - (ka < kb);
-    store_diff_entry e = {.what = k->what, .policy = a->name,
-                          .kind = c < 0 ? STORE_DIFF_REMOVED : c > 0 ? STORE_DIFF_ADDED : STORE_DIFF_CHANGED};
+    store_diff_entry e = {.what = k->what,
+                          .policy = a->name,
+                          .kind = c < 0   ? STORE_DIFF_REMOVED
+                                  : c > 0 ? STORE_DIFF_ADDED
+                                          : STORE_DIFF_CHANGED};
     if (c <= 0) k->entry(&e, a, oa[i]);
     else k->entry(&e, b, ob[j]);
     if (c == 0) k->changes(&e, a, oa[i], b, ob[j]);
@@ -230,8 +233,12 @@ static void diff_tables(differ *d, store_policy_tables *a, store_policy_tables *
   for (int t = 0; t < STORE_NTABLE; t++) {
     size_t *na = NULL, *nb = NULL;
     const char *ra = *store_table_slot(a, (store_table)t, &na), *rb = *store_table_slot(b, (store_table)t, &nb);
-    store_diff_entry e = {.what = STORE_DIFF_TABLE, .kind = STORE_DIFF_CHANGED, .policy = a->name,
-                          .table = (store_table)t, .rows_a = *na, .rows_b = *nb};
+    store_diff_entry e = {.what = STORE_DIFF_TABLE,
+                          .kind = STORE_DIFF_CHANGED,
+                          .policy = a->name,
+                          .table = (store_table)t,
+                          .rows_a = *na,
+                          .rows_b = *nb};
     if (*na == *nb) {
       size_t bytes = store_tables[t].record_bytes;
       for (size_t i = 0; i < *na; i++) {
@@ -276,8 +283,8 @@ static void diff_provenance(differ *d, const store_contents *a, const store_cont
     }
 }
 
-int store_diff(const store_contents *a, const store_contents *b,
-               void (*fn)(const store_diff_entry *d, void *user), void *user, size_t *count, enpu_err *err) {
+int store_diff(const store_contents *a, const store_contents *b, void (*fn)(const store_diff_entry *d, void *user),
+               void *user, size_t *count, enpu_err *err) {
   differ d = {fn, user, 0};
   *count = 0;
   diff_provenance(&d, a, b);
@@ -286,7 +293,8 @@ int store_diff(const store_contents *a, const store_contents *b,
   for (size_t i = 0, j = 0; rc == ENPU_OK && (i < a->npolicies || j < b->npolicies);) {
     int c = i >= a->npolicies ? 1 : j >= b->npolicies ? -1 : strcmp(a->policies[i].name, b->policies[j].name);
     if (c != 0) {
-      store_diff_entry e = {.what = STORE_DIFF_POLICY, .kind = c < 0 ? STORE_DIFF_REMOVED : STORE_DIFF_ADDED,
+      store_diff_entry e = {.what = STORE_DIFF_POLICY,
+                            .kind = c < 0 ? STORE_DIFF_REMOVED : STORE_DIFF_ADDED,
                             .policy = c < 0 ? a->policies[i].name : b->policies[j].name};
       emit(&d, &e);
     } else {

@@ -14,7 +14,7 @@
 #define STORE_POLICIES_GROUP "policies"
 #define STORE_ATTR_FORMAT_VERSION "format_version"
 #define STORE_ATTR_ADDED_BUCKETS "added_buckets" /* optional */
-#define STORE_ATTR_TABLE_CHECKSUM "xxh3_64"       /* on every table dataset */
+#define STORE_ATTR_TABLE_CHECKSUM "xxh3_64"      /* on every table dataset */
 #define STORE_ATTR_PROVENANCE_CHECKSUM "provenance_xxh3_64"
 #define STORE_MAX_RECORD_BYTES 4096 /* a file row; the store's rows are < 300 bytes */
 
@@ -23,16 +23,16 @@
 enum { STORE_NROOT_HASHES = 4, STORE_NROOT_STRINGS = 7 };
 typedef struct {
   uint32_t format_version;
-  uint64_t hashes[STORE_NROOT_HASHES];        /* named by store_root_hash_names */
-  const char *strings[STORE_NROOT_STRINGS];   /* named by store_root_string_names;
-                                                 NULL = absent (only added_buckets) */
+  uint64_t hashes[STORE_NROOT_HASHES];      /* named by store_root_hash_names */
+  const char *strings[STORE_NROOT_STRINGS]; /* named by store_root_string_names;
+                                               NULL = absent (only added_buckets) */
 } store_root_attrs;
 extern const char *const store_root_hash_names[STORE_NROOT_HASHES];
 extern const char *const store_root_string_names[STORE_NROOT_STRINGS];
 
 typedef struct {
-  const char *name;       /* dataset name inside the policy group */
-  size_t record_bytes;    /* sizeof the C record */
+  const char *name;    /* dataset name inside the policy group */
+  size_t record_bytes; /* sizeof the C record */
   const store_field *fields;
   size_t nfields;
 } store_table_desc;
@@ -81,13 +81,11 @@ typedef struct {
  * attributes (the caller closes it). Call it inside H5E_BEGIN_TRY.
  * @return 0, ENPU_ERR_IO (cannot open), ENPU_ERR_FORMAT, ENPU_ERR_NOMEM; on failure
  * nothing is left open or allocated. */
-int store_read(const char *path, int with_plan_states, hid_t *file, store_policy **out, size_t *n,
-               enpu_err *err);
+int store_read(const char *path, int with_plan_states, hid_t *file, store_policy **out, size_t *n, enpu_err *err);
 /* store_read of one policy only, `policy` (NULL: the first in name order); the others
  * are not loaded (a runtime that serves one policy opens faster).
  * @return as store_read, or ENPU_ERR_NOT_FOUND when the store has no such policy. */
-int store_read_policy(const char *path, const char *policy, store_policy **out, size_t *n,
-                      enpu_err *err);
+int store_read_policy(const char *path, const char *policy, store_policy **out, size_t *n, enpu_err *err);
 void store_policies_free(store_policy *p, size_t n); /* NULL is a no-op */
 /* Free the row arrays of one policy's tables and zero their counts (not the struct). */
 void store_policy_tables_free(store_policy_tables *p);

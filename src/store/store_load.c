@@ -41,8 +41,8 @@ static int read_provenance(hid_t file, store_contents *c, enpu_err *err) {
   ENPU_RETURN_IF(H5Fget_filesize(file, &file_bytes) < 0, err, ENPU_ERR_FORMAT, "cannot tell the file size");
   c->format_version = STORE_FORMAT_VERSION; /* store_read accepted no other */
   uint64_t *hashes[STORE_NROOT_HASHES] = {&c->cost_model_hash, &c->chip_hash, &c->model_hash, &c->job_hash};
-  char **strings[STORE_NROOT_STRINGS] = {&c->tool_version, &c->created_utc, &c->job_json, &c->model_json,
-                                         &c->chip_json, &c->cluster_json, &c->added_buckets_json};
+  char **strings[STORE_NROOT_STRINGS] = {&c->tool_version, &c->created_utc,  &c->job_json,          &c->model_json,
+                                         &c->chip_json,    &c->cluster_json, &c->added_buckets_json};
   store_root_attrs root = {.format_version = c->format_version};
   for (int i = 0; i < STORE_NROOT_HASHES; i++) {
     ENPU_FORWARD(store_read_attr_u64(file, store_root_hash_names[i], hashes[i], err));
@@ -136,7 +136,7 @@ void store_contents_free(store_contents *c) {
   if (!c) return;
   for (size_t i = 0; i < c->npolicies; i++) store_policy_tables_free(&c->policies[i]);
   free(c->policies);
-  char *strings[] = {c->tool_version, c->created_utc, c->job_json,          c->model_json,
+  char *strings[] = {c->tool_version, c->created_utc,  c->job_json,          c->model_json,
                      c->chip_json,    c->cluster_json, c->added_buckets_json};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(strings[i]);
   free(c);
@@ -156,8 +156,7 @@ static int policy_sizes(hid_t policies, const char *name, store_table_size sizes
     if (exists < 0 || (exists > 0 && (rows < 0 || type < 0)))
       rc = enpu_errorf(err, ENPU_ERR_FORMAT, "policy %s: cannot read the size of table %s", name,
                        store_tables[t].name);
-    else if (exists > 0)
-      sizes[t] = (store_table_size){(uint64_t)rows * H5Tget_size(type), H5Dget_storage_size(ds)};
+    else if (exists > 0) sizes[t] = (store_table_size){(uint64_t)rows * H5Tget_size(type), H5Dget_storage_size(ds)};
     if (type >= 0) H5Tclose(type);
     if (space >= 0) H5Sclose(space);
     if (ds >= 0) H5Dclose(ds);

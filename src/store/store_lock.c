@@ -33,19 +33,18 @@
 
 struct store_lock {
   int fd;
-  char store[PATH_MAX];      /* the resolved store path */
+  char store[PATH_MAX]; /* the resolved store path */
   char lock_path[PATH_MAX + 8];
 };
 
 /* Follow symbolic links at `path` itself (a link may name a store not written yet). */
 static int follow_links(const char *path, char cur[PATH_MAX], enpu_err *err) {
-  ENPU_RETURN_IF(snprintf(cur, PATH_MAX, "%s", path) >= PATH_MAX, err, ENPU_ERR_RANGE,
-                 "store path too long: %s", path);
+  ENPU_RETURN_IF(snprintf(cur, PATH_MAX, "%s", path) >= PATH_MAX, err, ENPU_ERR_RANGE, "store path too long: %s",
+                 path);
   for (int hops = 0;; hops++) {
     struct stat st;
     if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return ENPU_OK;
-    ENPU_RETURN_IF(hops == STORE_LOCK_MAX_LINKS, err, ENPU_ERR_IO, "%s: too many levels of symbolic links",
-                   path);
+    ENPU_RETURN_IF(hops == STORE_LOCK_MAX_LINKS, err, ENPU_ERR_IO, "%s: too many levels of symbolic links", path);
     char target[PATH_MAX];
     ssize_t n = readlink(cur, target, sizeof target - 1);
     ENPU_RETURN_IF(n < 0, err, ENPU_ERR_IO, "%s: cannot read the link: %s", cur, strerror(errno));

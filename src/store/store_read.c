@@ -32,11 +32,11 @@
 #include "store_internal.h"
 
 #define STORE_MAX_POLICIES 64
-#define STORE_MAX_CHUNK_BYTES (4u << 20)  /* the writer makes ~64 KiB chunks */
+#define STORE_MAX_CHUNK_BYTES (4u << 20) /* the writer makes ~64 KiB chunks */
 /* Uncompressed bytes per stored byte; real stores stay far below (see schemas/planstore.md). */
 #define STORE_MAX_ZSTD_RATIO 4096
 #define STORE_MAX_FILTER_VALUES 8
-#define STORE_MIN_CHUNK_STORED 8 /* bytes: a zstd frame is longer */
+#define STORE_MIN_CHUNK_STORED 8               /* bytes: a zstd frame is longer */
 #define STORE_CONVERT_BUFFER ((size_t)1 << 20) /* HDF5's default type conversion buffer */
 
 #define BAD(...) enpu_errorf(err, ENPU_ERR_FORMAT, __VA_ARGS__)
@@ -67,8 +67,8 @@ static int check_filters(hid_t dcpl, uint64_t chunk_bytes, int *zstd, const char
                    "%s: filter %d is not shuffle (%d) or zstd (%d)", what, (int)id, H5Z_FILTER_SHUFFLE,
                    STORE_ZSTD_FILTER_ID);
     ENPU_RETURN_IF(nvalues < 2 || values[1] != chunk_bytes, err, ENPU_ERR_FORMAT,
-                   "%s: zstd chunk bound %u is not the chunk size %llu bytes", what,
-                   nvalues < 2 ? 0u : values[1], (unsigned long long)chunk_bytes);
+                   "%s: zstd chunk bound %u is not the chunk size %llu bytes", what, nvalues < 2 ? 0u : values[1],
+                   (unsigned long long)chunk_bytes);
     *zstd = 1;
   }
   return ENPU_OK;
@@ -79,8 +79,8 @@ static int check_filters(hid_t dcpl, uint64_t chunk_bytes, int *zstd, const char
  * skipped" as if it were chunk-sized), lies inside the file, and without filters holds
  * exactly one chunk. One index lookup per chunk, after the count is bounded by the
  * stored bytes (a stored chunk takes at least STORE_MIN_CHUNK_STORED bytes). */
-static int check_chunks(hid_t ds, uint64_t rows, hsize_t chunk, uint64_t chunk_bytes, int filtered,
-                        uint64_t stored, uint64_t file_bytes, const char *what, enpu_err *err) {
+static int check_chunks(hid_t ds, uint64_t rows, hsize_t chunk, uint64_t chunk_bytes, int filtered, uint64_t stored,
+                        uint64_t file_bytes, const char *what, enpu_err *err) {
   uint64_t nchunks = rows / chunk + (rows % chunk != 0);
   ENPU_RETURN_IF(nchunks > stored / STORE_MIN_CHUNK_STORED, err, ENPU_ERR_FORMAT,
                  "%s: %llu chunks cannot be stored in %llu bytes", what, (unsigned long long)nchunks,
@@ -92,8 +92,8 @@ static int check_chunks(hid_t ds, uint64_t rows, hsize_t chunk, uint64_t chunk_b
     ENPU_RETURN_IF(H5Dget_chunk_info_by_coord(ds, &at, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF, err,
                    ENPU_ERR_FORMAT, "%s: the chunk at row %llu is missing", what, (unsigned long long)at);
     ENPU_RETURN_IF(mask != 0 || size > file_bytes || (!filtered && size != chunk_bytes), err, ENPU_ERR_FORMAT,
-                   "%s: the chunk at row %llu (%llu bytes, filter mask 0x%x) is not a whole filtered chunk",
-                   what, (unsigned long long)at, (unsigned long long)size, mask);
+                   "%s: the chunk at row %llu (%llu bytes, filter mask 0x%x) is not a whole filtered chunk", what,
+                   (unsigned long long)at, (unsigned long long)size, mask);
   }
   return ENPU_OK;
 }
@@ -114,21 +114,19 @@ static int check_layout(hid_t ds, uint64_t rows, size_t record_bytes, uint64_t f
   hsize_t chunk = 0;
   if (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT && layout != H5D_CHUNKED)
     rc = BAD("%s: storage layout %d is not contiguous, compact or chunked", what, (int)layout);
-  else if (external != 0)
-    rc = BAD("%s: data stored outside the file", what);
-  else if (layout == H5D_CHUNKED && (H5Pget_chunk(dcpl, 1, &chunk) != 1 || chunk == 0 ||
-                                     chunk > STORE_MAX_CHUNK_BYTES / record_bytes))
-    rc = BAD("%s: chunks of %llu rows of %zu bytes (limit %u bytes)", what, (unsigned long long)chunk,
-             record_bytes, STORE_MAX_CHUNK_BYTES);
-  else if (layout == H5D_CHUNKED)
-    rc = check_filters(dcpl, chunk * record_bytes, &zstd, what, err);
+  else if (external != 0) rc = BAD("%s: data stored outside the file", what);
+  else if (layout == H5D_CHUNKED &&
+           (H5Pget_chunk(dcpl, 1, &chunk) != 1 || chunk == 0 || chunk > STORE_MAX_CHUNK_BYTES / record_bytes))
+    rc = BAD("%s: chunks of %llu rows of %zu bytes (limit %u bytes)", what, (unsigned long long)chunk, record_bytes,
+             STORE_MAX_CHUNK_BYTES);
+  else if (layout == H5D_CHUNKED) rc = check_filters(dcpl, chunk * record_bytes, &zstd, what, err);
   H5Pclose(dcpl);
   ENPU_FORWARD(rc);
   /* rows <= UINT32_MAX and record_bytes <= 4096: no overflow. */
   uint64_t table_bytes = rows * record_bytes, limit = zstd ? stored * STORE_MAX_ZSTD_RATIO : stored;
   ENPU_RETURN_IF(table_bytes > limit, err, ENPU_ERR_FORMAT,
-                 "%s: %llu rows (%llu bytes) cannot come from %llu stored bytes", what,
-                 (unsigned long long)rows, (unsigned long long)table_bytes, (unsigned long long)stored);
+                 "%s: %llu rows (%llu bytes) cannot come from %llu stored bytes", what, (unsigned long long)rows,
+                 (unsigned long long)table_bytes, (unsigned long long)stored);
   if (layout != H5D_CHUNKED) return ENPU_OK;
   return check_chunks(ds, rows, chunk, chunk * record_bytes, nfilters > 0, stored, file_bytes, what, err);
 }
@@ -157,7 +155,7 @@ static int read_rows(hid_t ds, hid_t ftype, store_table t, hsize_t dims, const c
   /* HDF5 clears its 1 MiB conversion and background buffers on every read: sized to
    * the table instead, opening a store of many small tables costs a tenth. */
   size_t row_bytes = store_tables[t].record_bytes > H5Tget_size(ftype) ? store_tables[t].record_bytes
-                                                                         : H5Tget_size(ftype);
+                                                                       : H5Tget_size(ftype);
   size_t buffer = (size_t)dims < STORE_CONVERT_BUFFER / row_bytes ? (size_t)dims * row_bytes : STORE_CONVERT_BUFFER;
   hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
   if (rc == ENPU_OK && (dxpl < 0 || H5Pset_buffer(dxpl, buffer, NULL, NULL) < 0))
@@ -212,10 +210,8 @@ static int load_table(hid_t group, store_policy_tables *p, store_table t, int lo
   int rc = ENPU_OK;
   if (rank != 1 || ftype < 0 || H5Tget_class(ftype) != H5T_COMPOUND)
     rc = BAD("%s is not a 1-D compound dataset", what);
-  else if (dims > UINT32_MAX)
-    rc = BAD("%s has %llu rows (limit %u)", what, (unsigned long long)dims, UINT32_MAX);
-  else
-    rc = check_layout(ds, dims, H5Tget_size(ftype), file_bytes, what, err);
+  else if (dims > UINT32_MAX) rc = BAD("%s has %llu rows (limit %u)", what, (unsigned long long)dims, UINT32_MAX);
+  else rc = check_layout(ds, dims, H5Tget_size(ftype), file_bytes, what, err);
   size_t *count = NULL;
   void **slot = store_table_slot(p, t, &count);
   *count = rc == ENPU_OK ? (size_t)dims : 0;
@@ -233,21 +229,18 @@ static int load_table(hid_t group, store_policy_tables *p, store_table t, int lo
 /* ---- validation ---------------------------------------------------------------- */
 
 /* Is [first, first+count) inside a table of `rows` rows? */
-static int in_table(uint64_t first, uint64_t count, size_t rows) {
-  return first <= rows && count <= rows - first;
-}
+static int in_table(uint64_t first, uint64_t count, size_t rows) { return first <= rows && count <= rows - first; }
 
 static int check_ops(const store_policy_tables *p, enpu_err *err) {
   for (size_t i = 0; i < p->npareto; i++)
     if (p->pareto[i].op >= p->nops || !isfinite(p->pareto[i].time_ns) || !(p->pareto[i].time_ns >= 0) ||
         !isfinite(p->pareto[i].energy_nj))
-      return BAD("policy %s: pareto row %zu: op %u out of range or bad time/energy", p->name, i,
-                 p->pareto[i].op);
+      return BAD("policy %s: pareto row %zu: op %u out of range or bad time/energy", p->name, i, p->pareto[i].op);
   for (size_t i = 0; i < p->nops; i++) {
     const store_op_rec *o = &p->ops[i];
     if (o->pareto_count == 0 || !in_table(o->pareto_first, o->pareto_count, p->npareto))
-      return BAD("policy %s: op %zu: pareto range [%u, +%u) outside the %zu points", p->name, i,
-                 o->pareto_first, o->pareto_count, p->npareto);
+      return BAD("policy %s: op %zu: pareto range [%u, +%u) outside the %zu points", p->name, i, o->pareto_first,
+                 o->pareto_count, p->npareto);
     for (uint32_t k = 0; k < o->pareto_count; k++) {
       const store_pareto_rec *pt = &p->pareto[o->pareto_first + k];
       if (pt->op != i || (k > 0 && pt->time_ns < pt[-1].time_ns))
@@ -277,8 +270,7 @@ store_walk_status store_walk_step(store_walk_pos *p, uint32_t to, uint64_t moved
     p->lead_instances += moved;
     return STORE_WALK_OK;
   }
-  if (p->lead_instances != p->instances || moved > p->instances || to == p->lead)
-    return STORE_WALK_EARLY;
+  if (p->lead_instances != p->instances || moved > p->instances || to == p->lead) return STORE_WALK_EARLY;
   p->trail = p->lead, p->lead = to, p->lead_instances = moved;
   return STORE_WALK_OK;
 }
@@ -289,15 +281,20 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
   for (uint32_t i = 0; i < b->ops_count; i++) {
     const store_bucket_op_rec *bo = &p->bucket_ops[b->ops_first + i];
     const store_op_rec *o = &p->ops[bo->op];
-    st[i] = (planstore_op_states){.op = bo->op, .signature = o->signature, .name = o->name,
-                                  .instances = bo->multiplicity, .lead_instances = bo->multiplicity,
-                                  .lead_pareto = o->pareto_first, .trail_pareto = o->pareto_first};
+    st[i] = (planstore_op_states){.op = bo->op,
+                                  .signature = o->signature,
+                                  .name = o->name,
+                                  .instances = bo->multiplicity,
+                                  .lead_instances = bo->multiplicity,
+                                  .lead_pareto = o->pareto_first,
+                                  .trail_pareto = o->pareto_first};
   }
   for (uint64_t k = 0; k < prefix; k++) {
     const store_walk_rec *w = &p->walk[b->walk_first + k];
     long pos = store_bucket_op_pos(p, b, w->op);
-    if (pos < 0) return BAD("policy %s: walk row %llu: op %u is not an op of bucket %u", p->name,
-                            (unsigned long long)(b->walk_first + k), w->op, bi);
+    if (pos < 0)
+      return BAD("policy %s: walk row %llu: op %u is not an op of bucket %u", p->name,
+                 (unsigned long long)(b->walk_first + k), w->op, bi);
     planstore_op_states *s = &st[pos];
     const store_op_rec *o = &p->ops[w->op];
     store_walk_pos at = {s->lead_pareto, s->trail_pareto, s->lead_instances, s->instances};
@@ -305,8 +302,8 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
                                        ? STORE_WALK_BACKWARD
                                        : store_walk_step(&at, w->pareto, w->instances);
     if (step == STORE_WALK_BACKWARD)
-      return BAD("policy %s: walk row %llu: pareto %u outside op %u's remaining points, or no instances",
-                 p->name, (unsigned long long)(b->walk_first + k), w->pareto, w->op);
+      return BAD("policy %s: walk row %llu: pareto %u outside op %u's remaining points, or no instances", p->name,
+                 (unsigned long long)(b->walk_first + k), w->pareto, w->op);
     if (step == STORE_WALK_OVERFLOW)
       return BAD("policy %s: walk row %llu: moves more instances of op %u than it has", p->name,
                  (unsigned long long)(b->walk_first + k), w->op);
@@ -327,8 +324,7 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
   return ENPU_OK;
 }
 
-static int check_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch,
-                           enpu_err *err) {
+static int check_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_states *scratch, enpu_err *err) {
   const store_bucket_rec *b = &p->buckets[bi];
   if (b->phase > STORE_PHASE_DECODE || b->status >= STORE_NBUCKET_STATUS || b->budget > STORE_BUDGET_PAPER ||
       b->batch < 1 || b->seq < 1)
@@ -371,7 +367,8 @@ static int check_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_
       loss_ok &= isfinite(pl->regulator_loss_nj[c]) && pl->regulator_loss_nj[c] >= 0;
     if (!loss_ok)
       return BAD("policy %s: plan %u: regulator loss not finite and >= 0, gated not 0 or 1, or gate "
-                 "count not finite and >= 0", p->name, b->plan_first + k);
+                 "count not finite and >= 0",
+                 p->name, b->plan_first + k);
   }
   return store_walk_replay(p, bi, b->walk_count, scratch, err);
 }
@@ -382,8 +379,8 @@ static int check_plan_states(const store_policy_tables *p, enpu_err *err) {
   for (size_t k = 0; k < p->nplans; k++) {
     const store_plan_rec *pl = &p->plans[k];
     const store_bucket_rec *b = &p->buckets[pl->bucket]; /* checked by check_bucket */
-    uint32_t j = 0;  /* the bucket op the runs are at */
-    uint64_t n = 0;  /* its instances covered so far */
+    uint32_t j = 0;                                      /* the bucket op the runs are at */
+    uint64_t n = 0;                                      /* its instances covered so far */
     for (uint64_t i = 0; i < pl->states_count; i++) {
       const uint64_t row = pl->states_first + i;
       const store_plan_state_rec *s = &p->plan_states[row];
@@ -399,8 +396,9 @@ static int check_plan_states(const store_policy_tables *p, enpu_err *err) {
         j++, n = 0;
       if (j == b->ops_count || p->bucket_ops[b->ops_first + j].op != s->op ||
           s->instances > p->bucket_ops[b->ops_first + j].multiplicity - n)
-        return BAD("policy %s: plan_states row %llu: op %u out of its bucket's order, or more instances than it has",
-                   p->name, (unsigned long long)row, s->op);
+        return BAD(
+            "policy %s: plan_states row %llu: op %u out of its bucket's order, or more instances than it has",
+            p->name, (unsigned long long)row, s->op);
       n += s->instances;
     }
     if (b->ops_count && (j != b->ops_count - 1 || n != p->bucket_ops[b->ops_first + j].multiplicity))
@@ -580,8 +578,8 @@ typedef struct {
   const char *name;
 } policy_filter;
 
-static int read_policies(hid_t file, int with_plan_states, const policy_filter *f, store_policy **out,
-                         size_t *n, enpu_err *err) {
+static int read_policies(hid_t file, int with_plan_states, const policy_filter *f, store_policy **out, size_t *n,
+                         enpu_err *err) {
   hsize_t file_bytes = 0;
   ENPU_RETURN_IF(H5Fget_filesize(file, &file_bytes) < 0, err, ENPU_ERR_FORMAT, "cannot tell the file size");
   hid_t policies = H5Gopen2(file, STORE_POLICIES_GROUP, H5P_DEFAULT);
@@ -649,8 +647,7 @@ int store_read(const char *path, int with_plan_states, hid_t *file_out, store_po
   return read_store(path, with_plan_states, &all, file_out, out, n, err);
 }
 
-int store_read_policy(const char *path, const char *policy, store_policy **out, size_t *n,
-                      enpu_err *err) {
+int store_read_policy(const char *path, const char *policy, store_policy **out, size_t *n, enpu_err *err) {
   const policy_filter one = {0, policy};
   return read_store(path, 0, &one, NULL, out, n, err);
 }

@@ -59,8 +59,7 @@ const store_table_desc store_tables[STORE_NTABLE] = {
     [STORE_T_PLANS] = TABLE("plans", store_plan_rec, plan_fields),
     [STORE_T_PLAN_STATES] = TABLE("plan_states", store_plan_state_rec, plan_state_fields),
     [STORE_T_VALIDATION] = TABLE("validation", store_validation_rec, validation_fields),
-    [STORE_T_VALIDATION_REPLAY] = TABLE("validation_replay", store_validation_replay_rec,
-                                        validation_replay_fields),
+    [STORE_T_VALIDATION_REPLAY] = TABLE("validation_replay", store_validation_replay_rec, validation_replay_fields),
 };
 
 const char *const store_root_hash_names[STORE_NROOT_HASHES] = {"cost_model_hash", "chip_hash", "model_hash",
@@ -68,9 +67,7 @@ const char *const store_root_hash_names[STORE_NROOT_HASHES] = {"cost_model_hash"
 const char *const store_root_string_names[STORE_NROOT_STRINGS] = {
     "tool_version", "created_utc", "job_json", "model_json", "chip_json", "cluster_json", STORE_ATTR_ADDED_BUCKETS};
 
-const char *store_table_name(store_table t) {
-  return (unsigned)t < STORE_NTABLE ? store_tables[t].name : NULL;
-}
+const char *store_table_name(store_table t) { return (unsigned)t < STORE_NTABLE ? store_tables[t].name : NULL; }
 
 void **store_table_slot(store_policy_tables *p, store_table t, size_t **rows) {
   switch (t) {
@@ -120,8 +117,7 @@ static hid_t field_type(const store_field *f, int file) {
     return t;
   }
   hsize_t n = f->count;
-  return f->count == 1 ? H5Tcopy(scalar_type(f->kind, file))
-                       : H5Tarray_create2(scalar_type(f->kind, file), 1, &n);
+  return f->count == 1 ? H5Tcopy(scalar_type(f->kind, file)) : H5Tarray_create2(scalar_type(f->kind, file), 1, &n);
 }
 
 /* Bytes of the packed file record: the sum of its columns' file types. */

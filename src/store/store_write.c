@@ -20,7 +20,7 @@
 
 #include "store_internal.h"
 
-#define STORE_CHUNK_BYTES 65536 /* target uncompressed chunk size */
+#define STORE_CHUNK_BYTES 65536                /* target uncompressed chunk size */
 #define STORE_CORE_INCREMENT ((size_t)1 << 20) /* the in-memory file grows by this */
 
 /* The running checksums of one policy's tables. */
@@ -41,8 +41,8 @@ struct store_writer {
   int tmp_on_disk; /* <path>.tmp exists and is ours to remove */
 };
 
-static int write_attr(hid_t loc, const char *name, hid_t file_type, const void *value,
-                          hid_t mem_type, enpu_err *err) {
+static int write_attr(hid_t loc, const char *name, hid_t file_type, const void *value, hid_t mem_type,
+                      enpu_err *err) {
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t attr = space < 0 ? -1 : H5Acreate2(loc, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
   herr_t rc = attr < 0 ? -1 : H5Awrite(attr, mem_type, value);
@@ -71,22 +71,22 @@ static int write_attr_str(hid_t loc, const char *name, const char *text, enpu_er
 static int root_attrs(store_writer *w, const store_provenance *prov, enpu_err *err) {
   time_t now = time(NULL);
   struct tm utc;
-  ENPU_RETURN_IF(!gmtime_r(&now, &utc) || !strftime(w->created, sizeof w->created, "%Y-%m-%dT%H:%M:%SZ", &utc),
-                 err, ENPU_ERR_INTERNAL, "store: cannot format the creation time");
-  const char *strings[STORE_NROOT_STRINGS] = {prov->tool_version, w->created,       prov->job_json,
-                                              prov->model_json,   prov->chip_json,  prov->cluster_json,
+  ENPU_RETURN_IF(!gmtime_r(&now, &utc) || !strftime(w->created, sizeof w->created, "%Y-%m-%dT%H:%M:%SZ", &utc), err,
+                 ENPU_ERR_INTERNAL, "store: cannot format the creation time");
+  const char *strings[STORE_NROOT_STRINGS] = {prov->tool_version,      w->created,      prov->job_json,
+                                              prov->model_json,        prov->chip_json, prov->cluster_json,
                                               prov->added_buckets_json};
-  w->root = (store_root_attrs){.format_version = STORE_FORMAT_VERSION,
-                               .hashes = {prov->cost_model_hash, prov->chip_hash, prov->model_hash,
-                                          prov->job_hash}};
+  w->root = (store_root_attrs){
+      .format_version = STORE_FORMAT_VERSION,
+      .hashes = {prov->cost_model_hash, prov->chip_hash, prov->model_hash, prov->job_hash}};
   for (int i = 0; i < STORE_NROOT_STRINGS; i++)
     w->root.strings[i] = strings[i] ? strings[i] : i == STORE_NROOT_STRINGS - 1 ? NULL : "";
   return ENPU_OK;
 }
 
 static int write_root(hid_t file, const store_root_attrs *a, enpu_err *err) {
-  ENPU_FORWARD(write_attr(file, STORE_ATTR_FORMAT_VERSION, H5T_STD_U32LE, &a->format_version,
-                          H5T_NATIVE_UINT32, err));
+  ENPU_FORWARD(
+      write_attr(file, STORE_ATTR_FORMAT_VERSION, H5T_STD_U32LE, &a->format_version, H5T_NATIVE_UINT32, err));
   for (int i = 0; i < STORE_NROOT_HASHES; i++)
     ENPU_FORWARD(write_attr_u64(file, store_root_hash_names[i], a->hashes[i], err));
   for (int i = 0; i < STORE_NROOT_STRINGS; i++)
@@ -105,8 +105,8 @@ static hid_t create_core_file(const char *name) {
   return file;
 }
 
-int store_writer_create(const store_lock *lock, const store_provenance *prov, int zstd_level,
-                        store_writer **out, enpu_err *err) {
+int store_writer_create(const store_lock *lock, const store_provenance *prov, int zstd_level, store_writer **out,
+                        enpu_err *err) {
   *out = NULL;
   ENPU_RETURN_IF(!lock || !prov, err, ENPU_ERR_INVALID, "store: no lock or provenance");
   const char *path = store_lock_path(lock);
@@ -168,8 +168,7 @@ static hid_t create_table(const store_writer *w, hid_t group, store_table t, hid
     if (rc >= 0) rc = H5Pset_filter(dcpl, STORE_ZSTD_FILTER_ID, H5Z_FLAG_MANDATORY, 1, &level);
   }
   hid_t ds = rc < 0 ? H5I_INVALID_HID
-                    : H5Dcreate2(group, store_tables[t].name, file_type, space, H5P_DEFAULT, dcpl,
-                                 H5P_DEFAULT);
+                    : H5Dcreate2(group, store_tables[t].name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   if (dcpl >= 0) H5Pclose(dcpl);
   if (space >= 0) H5Sclose(space);
   return ds;
@@ -198,8 +197,8 @@ static int table_hash(store_writer *w, const char *policy, store_table t, store_
   size_t i = 0;
   while (i < w->npolicies && strcmp(w->policies[i].name, policy) != 0) i++;
   if (i == w->npolicies) {
-    ENPU_RETURN_IF(enpu_grow((void **)&w->policies, &w->cap, i + 1, sizeof *w->policies) < 0, err,
-                   ENPU_ERR_NOMEM, "store: out of memory");
+    ENPU_RETURN_IF(enpu_grow((void **)&w->policies, &w->cap, i + 1, sizeof *w->policies) < 0, err, ENPU_ERR_NOMEM,
+                   "store: out of memory");
     memset(&w->policies[i], 0, sizeof w->policies[i]);
     snprintf(w->policies[i].name, sizeof w->policies[i].name, "%s", policy);
     w->npolicies++;
@@ -209,8 +208,8 @@ static int table_hash(store_writer *w, const char *policy, store_table t, store_
   return ENPU_OK;
 }
 
-int store_writer_append(store_writer *w, const char *policy, store_table table,
-                        const void *records, size_t n, enpu_err *err) {
+int store_writer_append(store_writer *w, const char *policy, store_table table, const void *records, size_t n,
+                        enpu_err *err) {
   ENPU_RETURN_IF(!w || w->file < 0, err, ENPU_ERR_INVALID, "store: writer is closed");
   ENPU_FORWARD(check_policy_name(policy, err));
   ENPU_RETURN_IF((unsigned)table >= STORE_NTABLE || (n && !records), err, ENPU_ERR_INVALID,
@@ -346,8 +345,8 @@ int store_writer_commit(store_writer *w, enpu_err *err) {
   if (rc == ENPU_OK) rc = write_durably(w->tmp, image, bytes, err);
   free(image);
   ENPU_FORWARD(rc);
-  ENPU_RETURN_IF(rename(w->tmp, w->path) != 0, err, enpu_errno_code(errno), "store: rename %s -> %s: %s",
-                 w->tmp, w->path, strerror(errno));
+  ENPU_RETURN_IF(rename(w->tmp, w->path) != 0, err, enpu_errno_code(errno), "store: rename %s -> %s: %s", w->tmp,
+                 w->path, strerror(errno));
   w->tmp_on_disk = 0; /* published */
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", w->path);

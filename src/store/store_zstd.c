@@ -19,8 +19,8 @@
  * chunk size is treated as corrupt rather than allocated. */
 #define STORE_ZSTD_MAX_BYTES ((size_t)1 << 30)
 
-static size_t zstd_decompress_chunk(size_t cd_nelmts, const unsigned cd_values[], size_t nbytes,
-                                    size_t *buf_size, void **buf) {
+static size_t zstd_decompress_chunk(size_t cd_nelmts, const unsigned cd_values[], size_t nbytes, size_t *buf_size,
+                                    void **buf) {
   size_t bound = cd_nelmts >= 2 ? (size_t)cd_values[1] : STORE_ZSTD_MAX_BYTES;
   if (ZSTD_findFrameCompressedSize(*buf, nbytes) != nbytes) return 0; /* error or trailing bytes */
   unsigned long long size = ZSTD_getFrameContentSize(*buf, nbytes);
@@ -41,8 +41,8 @@ static size_t zstd_decompress_chunk(size_t cd_nelmts, const unsigned cd_values[]
   return got;
 }
 
-static size_t zstd_compress_chunk(size_t cd_nelmts, const unsigned cd_values[], size_t nbytes,
-                                  size_t *buf_size, void **buf) {
+static size_t zstd_compress_chunk(size_t cd_nelmts, const unsigned cd_values[], size_t nbytes, size_t *buf_size,
+                                  void **buf) {
   int level = cd_nelmts >= 1 ? (int)cd_values[0] : 0; /* negative levels travel as unsigned */
   if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) return 0;
   size_t cap = ZSTD_compressBound(nbytes);
@@ -60,8 +60,8 @@ static size_t zstd_compress_chunk(size_t cd_nelmts, const unsigned cd_values[], 
   return got;
 }
 
-static size_t zstd_filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[],
-                          size_t nbytes, size_t *buf_size, void **buf) {
+static size_t zstd_filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size_t nbytes,
+                          size_t *buf_size, void **buf) {
   if (flags & H5Z_FLAG_REVERSE) return zstd_decompress_chunk(cd_nelmts, cd_values, nbytes, buf_size, buf);
   return zstd_compress_chunk(cd_nelmts, cd_values, nbytes, buf_size, buf);
 }
@@ -71,8 +71,7 @@ static size_t zstd_filter(unsigned flags, size_t cd_nelmts, const unsigned cd_va
 static herr_t zstd_set_local(hid_t dcpl, hid_t type, hid_t space) {
   unsigned flags = 0, values[8] = {0};
   size_t nvalues = 8;
-  if (H5Pget_filter_by_id2(dcpl, STORE_ZSTD_FILTER_ID, &flags, &nvalues, values, 0, NULL, NULL) < 0)
-    return -1;
+  if (H5Pget_filter_by_id2(dcpl, STORE_ZSTD_FILTER_ID, &flags, &nvalues, values, 0, NULL, NULL) < 0) return -1;
   hsize_t dims[H5S_MAX_RANK];
   int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, dims);
   size_t bytes = H5Tget_size(type);
@@ -104,8 +103,7 @@ const void *H5PLget_plugin_info(void) { return &store_zstd_class; }
 #else
 int store_zstd_register(enpu_err *err) {
   htri_t avail = H5Zfilter_avail(STORE_ZSTD_FILTER_ID);
-  ENPU_RETURN_IF(avail < 0, err, ENPU_ERR_INTERNAL, "HDF5: cannot query filter %d",
-                 STORE_ZSTD_FILTER_ID);
+  ENPU_RETURN_IF(avail < 0, err, ENPU_ERR_INTERNAL, "HDF5: cannot query filter %d", STORE_ZSTD_FILTER_ID);
   if (avail > 0) return ENPU_OK;
   ENPU_RETURN_IF(H5Zregister(&store_zstd_class) < 0, err, ENPU_ERR_INTERNAL,
                  "HDF5: cannot register the zstd filter (id %d)", STORE_ZSTD_FILTER_ID);

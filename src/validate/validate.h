@@ -46,13 +46,12 @@ typedef struct {
  * batch, seq)), until n are taken or every bucket is; so each stratum gets n/S or
  * n/S + 1 buckets while it has them. out must hold min(n, t->nbuckets) picks; they come
  * back ordered by bucket row. @return 0, ENPU_ERR_INVALID (n < 1), ENPU_ERR_NOMEM. */
-int validate_sample(const store_policy_tables *t, int n, uint64_t seed, validate_pick *out,
-                    size_t *count, enpu_err *err);
+int validate_sample(const store_policy_tables *t, int n, uint64_t seed, validate_pick *out, size_t *count,
+                    enpu_err *err);
 
 /* "prefill b1-4 s1024-4096" ("b8" for a single value): the phase and the batch and seq
  * ranges of a stratum in this policy's buckets (the values its buckets span). */
-void validate_stratum_label(const store_policy_tables *t, uint32_t stratum, char *buf,
-                            size_t cap);
+void validate_stratum_label(const store_policy_tables *t, uint32_t stratum, char *buf, size_t cap);
 
 /* ---------------------------------------------------------------------------------
  * Re-simulating stored plans */
@@ -76,18 +75,17 @@ void validate_ctx_free(validate_ctx *v); /* NULL is a no-op */
  * message; that is not an error.
  * @return 0; ENPU_ERR_RANGE (cap too small), ENPU_ERR_NOT_FOUND (unknown policy name),
  * ENPU_ERR_NOMEM. */
-int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t bucket,
-                    uint32_t stratum, double tolerance, store_validation_rec *out, size_t cap,
-                    enpu_err *err);
+int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t bucket, uint32_t stratum,
+                    double tolerance, store_validation_rec *out, size_t cap, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * A whole validation */
 
 typedef struct {
   const char *store_path;
-  const store_lock *lock;        /* the store's writer lock when the caller holds it (the
-                                    farm); NULL: validate_run takes it for the whole run, */
-  double lock_wait_s;            /* waiting this long for another writer */
+  const store_lock *lock; /* the store's writer lock when the caller holds it (the
+                             farm); NULL: validate_run takes it for the whole run, */
+  double lock_wait_s;     /* waiting this long for another writer */
   const char *trace_path;
   const config_job *job;         /* graphs, model and chip for the re-simulation/replay */
   const char *job_source;        /* where the job came from, for the report */
@@ -96,7 +94,7 @@ typedef struct {
   int sample;                    /* buckets per policy */
   uint64_t seed;
   double tolerance;
-  FILE *log;                     /* progress notes; NULL: none */
+  FILE *log; /* progress notes; NULL: none */
 } validate_args;
 
 typedef struct {
@@ -125,7 +123,6 @@ int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err);
  * @return 0 and *out; ENPU_ERR_FORMAT (a document missing from the store),
  * ENPU_ERR_INVALID (the cluster file is not at the job's reference, or the hash differs:
  * the inputs are not the compiled ones), ENPU_ERR_IO, config errors. */
-int validate_job_from_store(const store_contents *c, const char *cluster_path,
-                            config_job **out, enpu_err *err);
+int validate_job_from_store(const store_contents *c, const char *cluster_path, config_job **out, enpu_err *err);
 
 #endif /* ENPU_VALIDATE_H */

@@ -18,9 +18,7 @@
 
 #include "validate.h"
 
-static int safe_rel(const char *rel) {
-  return rel && rel[0] && rel[0] != '/' && !strstr(rel, "..");
-}
+static int safe_rel(const char *rel) { return rel && rel[0] && rel[0] != '/' && !strstr(rel, ".."); }
 
 /* Create the parent directories of dir/rel (inside dir). */
 static int make_parents(const char *path, size_t keep, enpu_err *err) {
@@ -36,13 +34,12 @@ static int make_parents(const char *path, size_t keep, enpu_err *err) {
   return 0;
 }
 
-static int write_whole_file(const char *dir, const char *rel, const char *data, size_t len,
-                      enpu_err *err) {
+static int write_whole_file(const char *dir, const char *rel, const char *data, size_t len, enpu_err *err) {
   char path[CONFIG_PATH_LEN];
   ENPU_RETURN_IF(!safe_rel(rel), err, ENPU_ERR_INVALID,
                  "store attribute names '%s', a path outside the job's directory", rel ? rel : "");
-  ENPU_RETURN_IF((size_t)snprintf(path, sizeof path, "%s/%s", dir, rel) >= sizeof path, err,
-                 ENPU_ERR_RANGE, "path too long: %s/%s", dir, rel);
+  ENPU_RETURN_IF((size_t)snprintf(path, sizeof path, "%s/%s", dir, rel) >= sizeof path, err, ENPU_ERR_RANGE,
+                 "path too long: %s/%s", dir, rel);
   ENPU_FORWARD(make_parents(path, strlen(dir), err));
   FILE *f = fopen(path, "wb");
   ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: %s", path, strerror(errno));
@@ -68,16 +65,15 @@ static void dir_part(const char *rel, char *out, size_t cap) {
 }
 
 /* Write the documents and copy the chip tables into dir. */
-static int materialise(const store_contents *c, const json_t *job, const char *inputs_dir,
-                       const char *dir, enpu_err *err) {
+static int materialise(const store_contents *c, const json_t *job, const char *inputs_dir, const char *dir,
+                       enpu_err *err) {
   ENPU_FORWARD(write_whole_file(dir, "job.json", c->job_json, strlen(c->job_json), err));
   ENPU_FORWARD(write_whole_file(dir, member(job, "model"), c->model_json, strlen(c->model_json), err));
   ENPU_FORWARD(write_whole_file(dir, member(job, "chip"), c->chip_json, strlen(c->chip_json), err));
   ENPU_FORWARD(write_whole_file(dir, member(job, "cluster"), c->cluster_json, strlen(c->cluster_json), err));
   json_error_t je;
   json_t *chip = json_loads(c->chip_json, 0, &je);
-  ENPU_RETURN_IF(!chip, err, ENPU_ERR_FORMAT, "store attribute chip_json: %s (line %d)", je.text,
-                 je.line);
+  ENPU_RETURN_IF(!chip, err, ENPU_ERR_FORMAT, "store attribute chip_json: %s (line %d)", je.text, je.line);
   char chip_dir[CONFIG_PATH_LEN];
   dir_part(member(job, "chip"), chip_dir, sizeof chip_dir);
   const char *key;
@@ -106,21 +102,18 @@ static int materialise(const store_contents *c, const json_t *job, const char *i
   return rc;
 }
 
-int validate_job_from_store(const store_contents *c, const char *cluster_path, config_job **out,
-                            enpu_err *err) {
+int validate_job_from_store(const store_contents *c, const char *cluster_path, config_job **out, enpu_err *err) {
   *out = NULL;
-  ENPU_RETURN_IF(!c->job_json || !c->model_json || !c->chip_json || !c->cluster_json, err,
-                 ENPU_ERR_FORMAT, "the store lacks its job/model/chip/cluster documents: pass --job");
+  ENPU_RETURN_IF(!c->job_json || !c->model_json || !c->chip_json || !c->cluster_json, err, ENPU_ERR_FORMAT,
+                 "the store lacks its job/model/chip/cluster documents: pass --job");
   json_error_t je;
   json_t *job = json_loads(c->job_json, 0, &je);
-  ENPU_RETURN_IF(!job, err, ENPU_ERR_FORMAT, "store attribute job_json: %s (line %d)", je.text,
-                 je.line);
+  ENPU_RETURN_IF(!job, err, ENPU_ERR_FORMAT, "store attribute job_json: %s (line %d)", je.text, je.line);
   /* The job's input directory: cluster_path with the job's cluster reference cut off. */
   const char *ref = member(job, "cluster");
   const size_t lp = strlen(cluster_path), lr = ref ? strlen(ref) : 0;
   char inputs_dir[CONFIG_PATH_LEN] = ".";
-  int rc = ref && lp >= lr && !strcmp(cluster_path + lp - lr, ref) &&
-                   (lp == lr || cluster_path[lp - lr - 1] == '/')
+  int rc = ref && lp >= lr && !strcmp(cluster_path + lp - lr, ref) && (lp == lr || cluster_path[lp - lr - 1] == '/')
                ? 0
                : enpu_errorf(err, ENPU_ERR_INVALID,
                              "cannot find the job's inputs (chip power tables): the cluster file "

@@ -51,17 +51,15 @@ void validate_ctx_free(validate_ctx *v) {
   free(v);
 }
 
-static int close_to(double a, double b, double tol) {
-  return fabs(a - b) <= tol * fmax(fabs(a), fabs(b));
-}
+static int close_to(double a, double b, double tol) { return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)); }
 
 /* Per bucket: the graph, its units, which unit each store op stands for, and scratch. */
 typedef struct {
   graph *g;
   search_units *u;
-  int *key_of;            /* per unit: index into the bucket's store ops, or -1 (one block
-                             with pos and state) */
-  uint32_t *pos;          /* per unit instance: pareto row, or STORE_NO_INDEX */
+  int *key_of;   /* per unit: index into the bucket's store ops, or -1 (one block
+                    with pos and state) */
+  uint32_t *pos; /* per unit instance: pareto row, or STORE_NO_INDEX */
   int (*state)[CONFIG_NCOMP];
 } bucket_map;
 
@@ -75,70 +73,65 @@ static void bucket_map_free(bucket_map *m) {
  * each segment's ops apart (schemas/planstore.md). */
 static int same_store_unit(config_policy policy, const bucket_map *m, int i, int j) {
   const search_unit *a = &m->u->unit[i], *b = &m->u->unit[j];
-  return a->signature == b->signature &&
-         (policy != CONFIG_POLICY_UNIFORM ||
-          graph_op_at(m->g, a->op)->segment == graph_op_at(m->g, b->op)->segment);
+  return a->signature == b->signature && (policy != CONFIG_POLICY_UNIFORM ||
+                                          graph_op_at(m->g, a->op)->segment == graph_op_at(m->g, b->op)->segment);
 }
 
 /* Does unit `un` reproduce store op `so`'s fastest Pareto point under the policy?
  * (A point's time is the bucket's budget measure: the op's time or its critical path.) */
-static int same_unit(validate_ctx *v, const config_policy_spec *policy,
-                     const search_options *opt, const store_policy_tables *t, uint32_t so,
-                     const bucket_map *m, int un, double tol, int *same, enpu_err *err) {
+static int same_unit(validate_ctx *v, const config_policy_spec *policy, const search_options *opt,
+                     const store_policy_tables *t, uint32_t so, const bucket_map *m, int un, double tol, int *same,
+                     enpu_err *err) {
   const store_pareto_rec *p = &t->pareto[t->ops[so].pareto_first];
   int st[CONFIG_NCOMP];
   for (int c = 0; c < CONFIG_NCOMP; c++) st[c] = p->states[c];
   cost_result r;
-  ENPU_FORWARD(search_unit_breakdown(v->search, v->cost, m->g, m->u, un, policy->base, opt, st,
-                                     &r, err));
+  ENPU_FORWARD(search_unit_breakdown(v->search, v->cost, m->g, m->u, un, policy->base, opt, st, &r, err));
   const double t_op = opt->budget == CONFIG_BUDGET_PAPER ? r.cp_time_ns : r.time_ns;
   *same = close_to(t_op, p->time_ns, tol) && close_to(r.energy_total_nj, p->energy_nj, tol);
   return 0;
 }
 
-
 /* The checks of one re-simulated plan against its own budget mode, most telling first:
  * the budget formula, the budget (strict: time; paper: critical-path time), and the
  * stored time, energy and (paper) overhead. */
-static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl,
-                       const store_validation_rec *o, const search_plan_totals *sim, double tol,
-                       char *msg, size_t cap) {
+static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl, const store_validation_rec *o,
+                       const search_plan_totals *sim, double tol, char *msg, size_t cap) {
   const double sim_cp = sim->cp_time_ns;
   double loss_diff = 0;
   for (int c = 0; c < CONFIG_NCOMP; c++)
     loss_diff = fmax(loss_diff, fabs(sim->regulator_loss_nj[c] - pl->regulator_loss_nj[c]) -
                                     tol * fmax(fabs(sim->regulator_loss_nj[c]), 1.0));
   const int paper = pl->budget == STORE_BUDGET_PAPER;
-  const double want = search_budget_ns((config_budget)pl->budget, b->t_nodvfs_ns, b->t_peak_ns,
-                                       pl->slack);
+  const double want = search_budget_ns((config_budget)pl->budget, b->t_nodvfs_ns, b->t_peak_ns, pl->slack);
   const double fit = paper ? sim_cp : o->sim_time_ns;
   const double overhead = 100.0 * (o->sim_time_ns - sim_cp) / b->t_nodvfs_ns;
   if (!close_to(pl->budget_ns, want, tol))
     snprintf(msg, cap, "budget %.6g ns is not %s = %.6g ns", pl->budget_ns,
              paper ? "(1 + slack) x T_nodvfs" : "max(T_nodvfs, T_peak) + slack x T_nodvfs", want);
   else if (fit > pl->budget_ns * (1 + tol))
-    snprintf(msg, cap, "re-simulated %s %.6g ns exceeds the budget %.6g ns",
-             paper ? "critical-path time" : "time", fit, pl->budget_ns);
+    snprintf(msg, cap, "re-simulated %s %.6g ns exceeds the budget %.6g ns", paper ? "critical-path time" : "time",
+             fit, pl->budget_ns);
   else if (!close_to(o->sim_time_ns, pl->time_ns, tol))
-    snprintf(msg, cap, "re-simulated time %.9g ns differs from the stored %.9g ns", o->sim_time_ns,
-             pl->time_ns);
+    snprintf(msg, cap, "re-simulated time %.9g ns differs from the stored %.9g ns", o->sim_time_ns, pl->time_ns);
   else if (!close_to(o->sim_energy_nj, pl->energy_nj, tol))
-    snprintf(msg, cap, "re-simulated energy %.9g nJ differs from the stored %.9g nJ",
-             o->sim_energy_nj, pl->energy_nj);
+    snprintf(msg, cap, "re-simulated energy %.9g nJ differs from the stored %.9g nJ", o->sim_energy_nj,
+             pl->energy_nj);
   else if (!close_to(sim_cp, pl->cp_time_ns, tol) ||
            fabs(overhead - pl->overhead_pct) > tol * fmax(1.0, fabs(overhead)))
-    snprintf(msg, cap, "re-simulated critical path %.9g ns / overhead %.6g %% differ from the "
-             "stored %.9g ns / %.6g %%", sim_cp, overhead, pl->cp_time_ns, pl->overhead_pct);
+    snprintf(msg, cap,
+             "re-simulated critical path %.9g ns / overhead %.6g %% differ from the "
+             "stored %.9g ns / %.6g %%",
+             sim_cp, overhead, pl->cp_time_ns, pl->overhead_pct);
   else if (loss_diff > 0)
-    snprintf(msg, cap, "re-simulated regulator loss differs from the stored one by up to %.6g nJ",
-             loss_diff);
+    snprintf(msg, cap, "re-simulated regulator loss differs from the stored one by up to %.6g nJ", loss_diff);
 }
 
 /* Build the graph and its units and match ops. *why is set (and 0 returned) when the
  * store and the rebuild disagree. */
 static int match_bucket_ops(validate_ctx *v, const config_policy_spec *policy, const search_options *opt,
-                      const store_policy_tables *t, const store_bucket_rec *b, double tol,
-                      bucket_map *m, char *why, size_t why_cap, enpu_err *err) {
+                            const store_policy_tables *t, const store_bucket_rec *b, double tol, bucket_map *m,
+                            char *why, size_t why_cap, enpu_err *err) {
   enpu_err gerr = {0};
   if (graph_build(v->job, (config_phase)b->phase, b->batch, b->seq, &m->g, &gerr) < 0) {
     snprintf(why, why_cap, "graph: %.150s", gerr.msg);
@@ -146,10 +139,10 @@ static int match_bucket_ops(validate_ctx *v, const config_policy_spec *policy, c
   }
   ENPU_FORWARD(search_units_build(v->search, v->cost, m->g, policy->base, opt, &m->u, err));
   const search_units *u = m->u;
-  ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(m->key_of, (size_t)u->count + 1),
-                                   ENPU_PART(m->pos, (size_t)u->instances + 1),
-                                   ENPU_PART(m->state, (size_t)u->instances + 1)) < 0,
-                 err, ENPU_ERR_NOMEM, "out of memory (plan states)");
+  ENPU_RETURN_IF(
+      ENPU_CALLOC_PARTS(ENPU_PART(m->key_of, (size_t)u->count + 1), ENPU_PART(m->pos, (size_t)u->instances + 1),
+                        ENPU_PART(m->state, (size_t)u->instances + 1)) < 0,
+      err, ENPU_ERR_NOMEM, "out of memory (plan states)");
   for (int i = 0; i < u->count; i++) m->key_of[i] = -1;
   /* Units with equal signatures share one store op (the farm's key adds only the policy
    * and options to the signature, and the segment for uniform). Each store op takes the
@@ -169,8 +162,8 @@ static int match_bucket_ops(validate_ctx *v, const config_policy_spec *policy, c
         if (same_store_unit(policy->base, m, i, j)) m->key_of[j] = (int)k;
     }
     if (!found) {
-      snprintf(why, why_cap, "store op %u (%s, %llu instances) matches no unit of the rebuilt graph",
-               bo->op, so->name, (unsigned long long)bo->multiplicity);
+      snprintf(why, why_cap, "store op %u (%s, %llu instances) matches no unit of the rebuilt graph", bo->op,
+               so->name, (unsigned long long)bo->multiplicity);
       return 0;
     }
   }
@@ -197,18 +190,20 @@ static int64_t instance_of(const bucket_map *m, uint32_t k, uint64_t n) {
 /* Every instance of plan `pl` from its plan_states runs (each op's runs in instance
  * order): its Pareto row (or STORE_NO_INDEX) and its states. A row naming a Pareto point
  * must carry that point's states. */
-static void apply_rows(const store_policy_tables *t, const store_bucket_rec *b,
-                       const store_plan_rec *pl, bucket_map *m, char *why, size_t why_cap) {
+static void apply_rows(const store_policy_tables *t, const store_bucket_rec *b, const store_plan_rec *pl,
+                       bucket_map *m, char *why, size_t why_cap) {
   uint32_t k = 0;
   uint64_t n = 0; /* instances of bucket op k placed so far */
   for (uint64_t r = 0; r < pl->states_count && !why[0]; r++) {
     const store_plan_state_rec *ps = &t->plan_states[pl->states_first + r];
     while (k < b->ops_count && t->bucket_ops[b->ops_first + k].op != ps->op) k++, n = 0;
-    const int same_states =
-        ps->pareto == STORE_NO_INDEX || !memcmp(ps->states, t->pareto[ps->pareto].states, STORE_NSTATE);
+    const int same_states = ps->pareto == STORE_NO_INDEX ||
+                            !memcmp(ps->states, t->pareto[ps->pareto].states, STORE_NSTATE);
     if (k == b->ops_count || !same_states) {
-      snprintf(why, why_cap, "plan_states row %llu (op %u, point %u): not its bucket's op order, or states not "
-               "its point's", (unsigned long long)(pl->states_first + r), ps->op, ps->pareto);
+      snprintf(why, why_cap,
+               "plan_states row %llu (op %u, point %u): not its bucket's op order, or states not "
+               "its point's",
+               (unsigned long long)(pl->states_first + r), ps->op, ps->pareto);
       break;
     }
     for (uint64_t c = 0; c < ps->instances; c++, n++) {
@@ -243,12 +238,11 @@ static void check_prefix(const store_policy_tables *t, uint32_t bucket, const st
     }
 }
 
-int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t bucket,
-                    uint32_t stratum, double tolerance, store_validation_rec *out, size_t cap,
-                    enpu_err *err) {
+int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t bucket, uint32_t stratum,
+                    double tolerance, store_validation_rec *out, size_t cap, enpu_err *err) {
   const store_bucket_rec *b = &t->buckets[bucket];
-  ENPU_RETURN_IF(b->plan_count > cap, err, ENPU_ERR_RANGE,
-                 "bucket %u has %u plans, room for %zu", bucket, b->plan_count, cap);
+  ENPU_RETURN_IF(b->plan_count > cap, err, ENPU_ERR_RANGE, "bucket %u has %u plans, room for %zu", bucket,
+                 b->plan_count, cap);
   config_policy_spec policy;
   ENPU_RETURN_IF(config_policy_spec_parse(t->name, &policy) < 0, err, ENPU_ERR_NOT_FOUND,
                  "unknown policy '%s' in the store", t->name);
@@ -263,11 +257,18 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
   for (uint32_t p = 0; rc == 0 && p < b->plan_count; p++) {
     const store_plan_rec *pl = &t->plans[b->plan_first + p];
     store_validation_rec *o = &out[p];
-    *o = (store_validation_rec){.bucket = bucket, .plan = b->plan_first + p, .stratum = stratum,
-                               .phase = b->phase, .batch = b->batch, .seq = b->seq,
-                               .slack = pl->slack, .budget_ns = pl->budget_ns,
-                               .stored_time_ns = pl->time_ns, .stored_energy_nj = pl->energy_nj,
-                               .sim_time_ns = NAN, .sim_energy_nj = NAN};
+    *o = (store_validation_rec){.bucket = bucket,
+                                .plan = b->plan_first + p,
+                                .stratum = stratum,
+                                .phase = b->phase,
+                                .batch = b->batch,
+                                .seq = b->seq,
+                                .slack = pl->slack,
+                                .budget_ns = pl->budget_ns,
+                                .stored_time_ns = pl->time_ns,
+                                .stored_energy_nj = pl->energy_nj,
+                                .sim_time_ns = NAN,
+                                .sim_energy_nj = NAN};
     char msg[STORE_MSG_LEN] = "";
     snprintf(msg, sizeof msg, "%s", why);
     if (!msg[0]) apply_rows(t, b, pl, &m, msg, sizeof msg);
@@ -277,8 +278,8 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
       snprintf(msg, sizeof msg, "a gated plan in policy %s, which does not gate", t->name);
     if (!msg[0]) {
       enpu_err serr = {0};
-      if (search_plan_simulate(v->search, v->cost, m.g, policy.base, &opt,
-                               (const int(*)[CONFIG_NCOMP])m.state, pl->gated, &sim, &serr) < 0)
+      if (search_plan_simulate(v->search, v->cost, m.g, policy.base, &opt, (const int(*)[CONFIG_NCOMP])m.state,
+                               pl->gated, &sim, &serr) < 0)
         snprintf(msg, sizeof msg, "re-simulation: %.140s", serr.msg);
       o->sim_time_ns = sim.time_ns, o->sim_energy_nj = sim.energy_nj;
     }

@@ -18,8 +18,10 @@
 #include "validate.h"
 
 void validate_args_default(validate_args *a) {
-  *a = (validate_args){.sample = VALIDATE_DEFAULT_SAMPLE, .seed = 1,
-                       .tolerance = VALIDATE_DEFAULT_TOLERANCE, .lock_wait_s = STORE_LOCK_WAIT_S};
+  *a = (validate_args){.sample = VALIDATE_DEFAULT_SAMPLE,
+                       .seed = 1,
+                       .tolerance = VALIDATE_DEFAULT_TOLERANCE,
+                       .lock_wait_s = STORE_LOCK_WAIT_S};
 }
 
 /* Per policy of the store: the checked plans, the strata sampled, the replay. */
@@ -39,8 +41,8 @@ static void runs_free(policy_run *r, size_t n) {
   free(r);
 }
 
-static int check_sampled_plans(validate_ctx *v, const validate_args *a, const store_policy_tables *t,
-                        policy_run *r, validate_outcome *out, enpu_err *err) {
+static int check_sampled_plans(validate_ctx *v, const validate_args *a, const store_policy_tables *t, policy_run *r,
+                               validate_outcome *out, enpu_err *err) {
   validate_pick *picks = enpu_calloc((size_t)a->sample + 1, sizeof *picks);
   ENPU_RETURN_IF(!picks, err, ENPU_ERR_NOMEM, "out of memory (sample)");
   size_t n = 0;
@@ -71,8 +73,7 @@ static int check_sampled_plans(validate_ctx *v, const validate_args *a, const st
       }
       out->failed++;
       if (!out->first_failure[0])
-        snprintf(out->first_failure, sizeof out->first_failure,
-                 "%s %s batch %d seq %d slack %g: %s", t->name,
+        snprintf(out->first_failure, sizeof out->first_failure, "%s %s batch %d seq %d slack %g: %s", t->name,
                  config_phase_name((config_phase)o->phase), o->batch, o->seq, o->slack, o->message);
     }
     r->nrows += b->plan_count;
@@ -84,23 +85,30 @@ static int check_sampled_plans(validate_ctx *v, const validate_args *a, const st
 }
 
 static void summarise_replay(const validate_args *a, const replay_summary *s, const replay_summary *base,
-                      store_validation_replay_rec *o) {
+                             store_validation_replay_rec *o) {
   const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
-  *o = (store_validation_replay_rec){
-      .requests = s->requests, .served = s->served, .slo_met = s->slo_met,
-      .slo_attainment = s->slo_attainment, .energy_nj = s->energy_nj,
-      .prefill_energy_nj = p->energy_nj, .decode_energy_nj = d->energy_nj,
-      .savings_vs_nodvfs = base ? 1 - s->energy_nj / base->energy_nj : NAN,
-      .ttft_p50_ns = s->ttft_p50_ns, .ttft_p99_ns = s->ttft_p99_ns,
-      .tpot_p50_ns = s->tpot_p50_ns, .tpot_p99_ns = s->tpot_p99_ns,
-      .batches = p->batches + d->batches, .slowed = p->slowed + d->slowed,
-      .locked = p->locked + d->locked, .seed = a->seed, .sample = (uint32_t)a->sample,
-      .tolerance = a->tolerance};
+  *o = (store_validation_replay_rec){.requests = s->requests,
+                                     .served = s->served,
+                                     .slo_met = s->slo_met,
+                                     .slo_attainment = s->slo_attainment,
+                                     .energy_nj = s->energy_nj,
+                                     .prefill_energy_nj = p->energy_nj,
+                                     .decode_energy_nj = d->energy_nj,
+                                     .savings_vs_nodvfs = base ? 1 - s->energy_nj / base->energy_nj : NAN,
+                                     .ttft_p50_ns = s->ttft_p50_ns,
+                                     .ttft_p99_ns = s->ttft_p99_ns,
+                                     .tpot_p50_ns = s->tpot_p50_ns,
+                                     .tpot_p99_ns = s->tpot_p99_ns,
+                                     .batches = p->batches + d->batches,
+                                     .slowed = p->slowed + d->slowed,
+                                     .locked = p->locked + d->locked,
+                                     .seed = a->seed,
+                                     .sample = (uint32_t)a->sample,
+                                     .tolerance = a->tolerance};
   snprintf(o->trace, sizeof o->trace, "%s", a->trace_path);
 }
 
-static int run_trace_replays(const validate_args *a, const store_contents *c, policy_run *runs,
-                      enpu_err *err) {
+static int run_trace_replays(const validate_args *a, const store_contents *c, policy_run *runs, enpu_err *err) {
   replay_setup setup;
   ENPU_FORWARD(replay_setup_init(&setup, a->cluster, &a->job->model, &a->job->chip, err));
   replay_trace *trace = NULL;
@@ -134,13 +142,17 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
 }
 
 /* The store again, with the validation tables replaced. */
-static int rewrite_store(const store_lock *lock, const store_contents *c, const policy_run *runs,
-                         enpu_err *err) {
-  const store_provenance prov = {
-      .cost_model_hash = c->cost_model_hash, .chip_hash = c->chip_hash,
-      .model_hash = c->model_hash, .job_hash = c->job_hash, .tool_version = c->tool_version,
-      .job_json = c->job_json, .model_json = c->model_json, .chip_json = c->chip_json,
-      .cluster_json = c->cluster_json, .added_buckets_json = c->added_buckets_json};
+static int rewrite_store(const store_lock *lock, const store_contents *c, const policy_run *runs, enpu_err *err) {
+  const store_provenance prov = {.cost_model_hash = c->cost_model_hash,
+                                 .chip_hash = c->chip_hash,
+                                 .model_hash = c->model_hash,
+                                 .job_hash = c->job_hash,
+                                 .tool_version = c->tool_version,
+                                 .job_json = c->job_json,
+                                 .model_json = c->model_json,
+                                 .chip_json = c->chip_json,
+                                 .cluster_json = c->cluster_json,
+                                 .added_buckets_json = c->added_buckets_json};
   store_writer *w = NULL;
   ENPU_FORWARD(store_writer_create(lock, &prov, 0, &w, err));
   int rc = 0;
@@ -175,31 +187,32 @@ static int make_parent_dirs(const char *path, enpu_err *err) {
   return 0;
 }
 
-static void write_markdown(FILE *f, const validate_args *a, const store_contents *c,
-                           const policy_run *runs, const validate_outcome *out) {
+static void write_markdown(FILE *f, const validate_args *a, const store_contents *c, const policy_run *runs,
+                           const validate_outcome *out) {
   fprintf(f, "# Validation of `%s` (job %s)\n\n", a->store_path, a->job->name);
   fprintf(f, "- Job: %s\n- Trace: `%s`; cluster: %s (%d prefill + %d decode nodes)\n",
           a->job_source ? a->job_source : a->job->path, a->trace_path, a->cluster->name,
           a->cluster->node[CONFIG_PREFILL].nodes, a->cluster->node[CONFIG_DECODE].nodes);
-  fprintf(f, "- Sample: up to %d buckets per policy, seed %llu, strata phase x batch range x "
-             "seq range (%d ranges each); every stored slack of a sampled bucket is checked\n",
+  fprintf(f,
+          "- Sample: up to %d buckets per policy, seed %llu, strata phase x batch range x "
+          "seq range (%d ranges each); every stored slack of a sampled bucket is checked\n",
           a->sample, (unsigned long long)a->seed, VALIDATE_RANGES);
-  fprintf(f, "- Check: each plan re-simulated on the real operator order with the full cost "
-             "model and V/f transitions; pass when the re-simulated time is within the budget "
-             "and time and energy equal the stored values within a relative %g\n",
+  fprintf(f,
+          "- Check: each plan re-simulated on the real operator order with the full cost "
+          "model and V/f transitions; pass when the re-simulated time is within the budget "
+          "and time and energy equal the stored values within a relative %g\n",
           a->tolerance);
-  fprintf(f, "- Result: **%s** — %zu plans in %zu buckets of %zu policies: %zu passed, "
-             "%zu failed\n\n",
-          out->failed ? "FAIL" : "PASS", out->plans, out->buckets, out->policies, out->passed,
-          out->failed);
+  fprintf(f,
+          "- Result: **%s** — %zu plans in %zu buckets of %zu policies: %zu passed, "
+          "%zu failed\n\n",
+          out->failed ? "FAIL" : "PASS", out->plans, out->buckets, out->policies, out->passed, out->failed);
   fprintf(f, "## Sample per stratum\n\n| policy | stratum | buckets | sampled |\n|---|---|---:|---:|\n");
   for (size_t i = 0; i < c->npolicies; i++)
     for (uint32_t s = 0; s < VALIDATE_NSTRATA; s++) {
       if (!runs[i].present[s]) continue;
       char label[128];
       validate_stratum_label(&c->policies[i], s, label, sizeof label);
-      fprintf(f, "| %s | %s | %zu | %zu |\n", c->policies[i].name, label, runs[i].present[s],
-              runs[i].picked[s]);
+      fprintf(f, "| %s | %s | %zu | %zu |\n", c->policies[i].name, label, runs[i].present[s], runs[i].picked[s]);
     }
   fprintf(f, "\n## Re-simulated plans\n\nTimes in ms, energies in mJ (one forward pass).\n\n"
              "| policy | phase | batch | seq | slack | budget | stored time | re-sim time | "
@@ -208,32 +221,31 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
   for (size_t i = 0; i < c->npolicies; i++)
     for (size_t k = 0; k < runs[i].nrows; k++) {
       const store_validation_rec *o = &runs[i].rows[k];
-      fprintf(f, "| %s | %s | %d | %d | %g | %.6f | %.6f | %.6f | %.6f | %.6f | %s%s%s |\n",
-              c->policies[i].name, config_phase_name((config_phase)o->phase), o->batch, o->seq,
-              o->slack, o->budget_ns * 1e-6, o->stored_time_ns * 1e-6, o->sim_time_ns * 1e-6,
-              o->stored_energy_nj * 1e-6, o->sim_energy_nj * 1e-6, o->pass ? "pass" : "FAIL",
-              o->pass ? "" : ": ", o->message);
+      fprintf(f, "| %s | %s | %d | %d | %g | %.6f | %.6f | %.6f | %.6f | %.6f | %s%s%s |\n", c->policies[i].name,
+              config_phase_name((config_phase)o->phase), o->batch, o->seq, o->slack, o->budget_ns * 1e-6,
+              o->stored_time_ns * 1e-6, o->sim_time_ns * 1e-6, o->stored_energy_nj * 1e-6, o->sim_energy_nj * 1e-6,
+              o->pass ? "pass" : "FAIL", o->pass ? "" : ": ", o->message);
     }
-  fprintf(f, "\n## Replay of the trace per policy\n\n%llu requests. Energy over the whole "
-             "replay (busy + idle chips); savings vs nodvfs on the same trace.\n\n"
-             "| policy | served | SLO attainment | energy (kJ) | savings vs nodvfs | "
-             "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | batches | slowed | locked |\n"
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+  fprintf(f,
+          "\n## Replay of the trace per policy\n\n%llu requests. Energy over the whole "
+          "replay (busy + idle chips); savings vs nodvfs on the same trace.\n\n"
+          "| policy | served | SLO attainment | energy (kJ) | savings vs nodvfs | "
+          "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | batches | slowed | locked |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
           c->npolicies ? (unsigned long long)runs[0].summary.requests : 0ull);
   for (size_t i = 0; i < c->npolicies; i++) {
     const store_validation_replay_rec *s = &runs[i].summary;
     fprintf(f, "| %s | %llu | %.2f %% | %.1f | %.2f %% | %.1f / %.1f | %.1f / %.1f | %llu | %llu | %llu |\n",
-            c->policies[i].name, (unsigned long long)s->served, 100 * s->slo_attainment,
-            s->energy_nj * 1e-12, 100 * s->savings_vs_nodvfs, s->ttft_p50_ns * 1e-6,
-            s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6,
-            (unsigned long long)s->batches, (unsigned long long)s->slowed,
+            c->policies[i].name, (unsigned long long)s->served, 100 * s->slo_attainment, s->energy_nj * 1e-12,
+            100 * s->savings_vs_nodvfs, s->ttft_p50_ns * 1e-6, s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6,
+            s->tpot_p99_ns * 1e-6, (unsigned long long)s->batches, (unsigned long long)s->slowed,
             (unsigned long long)s->locked);
   }
   if (out->failed) fprintf(f, "\nFirst failure: %s\n", out->first_failure);
 }
 
 static int write_validation_md(const validate_args *a, const store_contents *c, const policy_run *runs,
-                        const validate_outcome *out, enpu_err *err) {
+                               const validate_outcome *out, enpu_err *err) {
   ENPU_FORWARD(make_parent_dirs(a->report_path, err));
   FILE *f = fopen(a->report_path, "w");
   ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: %s", a->report_path, strerror(errno));

@@ -73,8 +73,8 @@ static int pick_cmp(const void *pa, const void *pb) {
   return (a->bucket > b->bucket) - (a->bucket < b->bucket);
 }
 
-int validate_sample(const store_policy_tables *t, int n, uint64_t seed, validate_pick *out,
-                    size_t *count, enpu_err *err) {
+int validate_sample(const store_policy_tables *t, int n, uint64_t seed, validate_pick *out, size_t *count,
+                    enpu_err *err) {
   *count = 0;
   ENPU_RETURN_IF(n < 1, err, ENPU_ERR_INVALID, "sample size %d: expected at least 1", n);
   phase_axes axes[CONFIG_NPHASE] = {0};
@@ -115,8 +115,7 @@ int validate_sample(const store_policy_tables *t, int n, uint64_t seed, validate
   return 0;
 }
 
-void validate_stratum_label(const store_policy_tables *t, uint32_t stratum, char *buf,
-                            size_t cap) {
+void validate_stratum_label(const store_policy_tables *t, uint32_t stratum, char *buf, size_t cap) {
   const uint32_t phase = stratum / (VALIDATE_RANGES * VALIDATE_RANGES);
   int32_t lo[2] = {INT32_MAX, INT32_MAX}, hi[2] = {0, 0};
   phase_axes ax;

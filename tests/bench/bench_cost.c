@@ -33,15 +33,13 @@ static uint64_t rng_next(uint64_t *s) {
 enum { BATCH_RANDOM = 256, BATCH_MAX = 256 * 256 };
 
 /* One batch: a random triple × every HBM × ICI state (exhaustive order), or random plans. */
-static int bench_batch(cost_ctx *ctx, const graph_op *op, const cost_pipeline *pl, int kind,
-                       int states, int n, uint64_t *seed, cost_plan *plans, cost_brief *out,
-                       enpu_err *err) {
+static int bench_batch(cost_ctx *ctx, const graph_op *op, const cost_pipeline *pl, int kind, int states, int n,
+                       uint64_t *seed, cost_plan *plans, cost_brief *out, enpu_err *err) {
   int triple[3];
   for (int c = 0; c < 3; c++) triple[c] = 1 + (int)(rng_next(seed) % (uint64_t)states);
   for (int i = 0; i < n; i++) {
     for (int c = 0; c < CONFIG_NCOMP; c++)
-      plans[i].state[c] = kind == 2 || c >= 3 ? 1 + (int)(rng_next(seed) % (uint64_t)states)
-                                              : triple[c];
+      plans[i].state[c] = kind == 2 || c >= 3 ? 1 + (int)(rng_next(seed) % (uint64_t)states) : triple[c];
     if (kind == 1) {
       plans[i].state[CONFIG_HBM] = 1 + i % states;
       plans[i].state[CONFIG_ICI] = 1 + i / states % states;
@@ -65,8 +63,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_cost [JOB] [--json] [--after | --batch exhaustive|random] [--evals N]\n");
         return 2;
       }
-    }
-    else job_path = argv[i];
+    } else job_path = argv[i];
   }
   enpu_err err = {0};
   config_job *job = NULL;
@@ -110,10 +107,8 @@ int main(int argc, char **argv) {
       while (!rc && !batch && (fixed ? evals < fixed : dt < MIN_SECONDS_PER_OP)) {
         for (int k = 0; k < 256 && !rc && (!fixed || evals < fixed); k++, evals++) {
           prev = p;
-          for (int c = 0; c < CONFIG_NCOMP; c++)
-            p.state[c] = 1 + (int)(rng_next(&seed) % (uint64_t)states);
-          rc = after ? cost_eval_after(ctx, op, &prev, &p, &pl, &r, &err)
-                     : cost_eval(ctx, op, &p, &pl, &r, &err);
+          for (int c = 0; c < CONFIG_NCOMP; c++) p.state[c] = 1 + (int)(rng_next(&seed) % (uint64_t)states);
+          rc = after ? cost_eval_after(ctx, op, &prev, &p, &pl, &r, &err) : cost_eval(ctx, op, &p, &pl, &r, &err);
         }
         dt = enpu_now_s() - t0;
       }
@@ -132,8 +127,7 @@ int main(int argc, char **argv) {
     const char *sep = "";
     for (int k = 0; k < GRAPH_NKIND; k++) {
       if (!kind_ops[k]) continue;
-      printf("%s\"%s\": %.0f", sep, graph_kind_name((graph_op_kind)k),
-             exp(kind_log_sum[k] / kind_ops[k]));
+      printf("%s\"%s\": %.0f", sep, graph_kind_name((graph_op_kind)k), exp(kind_log_sum[k] / kind_ops[k]));
       sep = ", ";
     }
     printf("}}\n");
@@ -146,8 +140,8 @@ int main(int argc, char **argv) {
            nops, job->name);
     for (int k = 0; k < GRAPH_NKIND; k++)
       if (kind_ops[k])
-        printf("  %-15s %3d ops  %10.0f evals/s\n", graph_kind_name((graph_op_kind)k),
-               kind_ops[k], exp(kind_log_sum[k] / kind_ops[k]));
+        printf("  %-15s %3d ops  %10.0f evals/s\n", graph_kind_name((graph_op_kind)k), kind_ops[k],
+               exp(kind_log_sum[k] / kind_ops[k]));
     printf("  geometric mean          %10.0f evals/s\n", exp(log_sum / nops));
   }
   free(plans);

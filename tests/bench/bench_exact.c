@@ -26,8 +26,7 @@ static int same_set(const search_pareto *a, const search_pareto *b) {
   if (a->count != b->count) return 0;
   for (int i = 0; i < a->count; i++)
     if (memcmp(a->points[i].state, b->points[i].state, sizeof a->points[i].state) ||
-        a->points[i].time_ns != b->points[i].time_ns ||
-        a->points[i].energy_nj != b->points[i].energy_nj)
+        a->points[i].time_ns != b->points[i].time_ns || a->points[i].energy_nj != b->points[i].energy_nj)
       return 0;
   return 1;
 }
@@ -41,13 +40,12 @@ typedef struct {
 static int collect(config_job *jobs[2], graph *g[4], sample *out, int max, enpu_err *err) {
   static const char *paths[2] = {ENPU_SOURCE_DIR "/jobs/llama3-70b.json",
                                  ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json"};
-  static const int shape[4][3] = {{CONFIG_PREFILL, 1, 4096}, {CONFIG_DECODE, 16, 4096},
-                                  {CONFIG_PREFILL, 2, 1024}, {CONFIG_DECODE, 64, 4096}};
+  static const int shape[4][3] = {
+      {CONFIG_PREFILL, 1, 4096}, {CONFIG_DECODE, 16, 4096}, {CONFIG_PREFILL, 2, 1024}, {CONFIG_DECODE, 64, 4096}};
   int n = 0;
   for (int k = 0; k < 4; k++) {
     if (k % 2 == 0) ENPU_FORWARD(config_job_load(paths[k / 2], &jobs[k / 2], err));
-    ENPU_FORWARD(graph_build(jobs[k / 2], (config_phase)shape[k][0], shape[k][1], shape[k][2],
-                             &g[k], err));
+    ENPU_FORWARD(graph_build(jobs[k / 2], (config_phase)shape[k][0], shape[k][1], shape[k][2], &g[k], err));
     int seen[GRAPH_NKIND] = {0};
     for (int i = 0; i < graph_op_count(g[k]) && n < max; i++) {
       const graph_op *op = graph_op_at(g[k], i);
@@ -68,9 +66,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--no-exhaustive")) exhaustive = 0;
     else if (!strcmp(argv[i], "--max") && i + 1 < argc) max = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--budget") && i + 1 < argc &&
-             config_budget_parse(argv[++i], &budget) == 0)
-      continue;
+    else if (!strcmp(argv[i], "--budget") && i + 1 < argc && config_budget_parse(argv[++i], &budget) == 0) continue;
     else {
       fprintf(stderr, "usage: bench_exact [--budget strict|paper] [--max N] [--no-exhaustive] [--json]\n");
       return 2;
@@ -86,8 +82,8 @@ int main(int argc, char **argv) {
   int nkind[GRAPH_NKIND] = {0};
   if (json && rc == 0) printf("{\"budget\": \"%s\", \"ops\": [", config_budget_name(budget));
   else if (rc == 0)
-    printf("%-24s %-14s %6s %10s %9s %8s %9s %9s %s\n", "op", "kind", "points", "exact evals",
-           "share", "kernels", "exact s", "exhaust s", "same");
+    printf("%-24s %-14s %6s %10s %9s %8s %9s %9s %s\n", "op", "kind", "points", "exact evals", "share", "kernels",
+           "exact s", "exhaust s", "same");
   for (int k = 0; rc == 0 && k < n; k++) {
     cost_ctx *cost = NULL;
     search_ctx *sx = NULL;
@@ -119,12 +115,15 @@ int main(int argc, char **argv) {
       printf("%s{\"op\": \"%s\", \"kind\": \"%s\", \"points\": %d, \"exact_evals\": %lld, "
              "\"share_pct\": %.4f, \"kernel_runs\": %lld, \"exact_cpu_s\": %.2f, "
              "\"exhaustive_cpu_s\": %.2f, \"same\": %s}",
-             k ? ", " : "", ops[k].op.name, graph_kind_name(ops[k].op.kind), bb.count,
-             (long long)bb.evals, share, (long long)kernels, exact_s, ex_s, same ? "true" : "false");
+             k ? ", " : "", ops[k].op.name, graph_kind_name(ops[k].op.kind), bb.count, (long long)bb.evals, share,
+             (long long)kernels, exact_s, ex_s, same ? "true" : "false");
     else if (rc == 0)
       printf("%-24s %-14s %6d %10lld %8.3f%% %8lld %9.2f %9.2f %s\n", ops[k].op.name,
-             graph_kind_name(ops[k].op.kind), bb.count, (long long)bb.evals, share,
-             (long long)kernels, exact_s, ex_s, !exhaustive ? "-" : same ? "yes" : "NO");
+             graph_kind_name(ops[k].op.kind), bb.count, (long long)bb.evals, share, (long long)kernels, exact_s,
+             ex_s,
+             !exhaustive ? "-"
+             : same      ? "yes"
+                         : "NO");
     fflush(stdout);
     search_pareto_free(&ex);
     search_pareto_free(&bb);

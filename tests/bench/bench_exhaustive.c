@@ -41,10 +41,9 @@ int main(int argc, char **argv) {
   if (!rc) rc = search_ctx_create(&job->chip, &sx, &err);
   if (json) printf("{\"threads\": %d, \"ops\": [", threads);
   else
-    printf("%-4s %-16s %-11s %7s %10s %8s %7s %9s %8s %8s %9s %8s | %6s %9s %8s %9s %8s\n", "op",
-           "name", "kind", "exact", "evals", "exact s", "greedy", "evals", "max gap",
-           "mean gap", "worst pt", "HV ratio", "+trim", "evals", "max gap", "worst pt",
-           "HV ratio");
+    printf("%-4s %-16s %-11s %7s %10s %8s %7s %9s %8s %8s %9s %8s | %6s %9s %8s %9s %8s\n", "op", "name", "kind",
+           "exact", "evals", "exact s", "greedy", "evals", "max gap", "mean gap", "worst pt", "HV ratio", "+trim",
+           "evals", "max gap", "worst pt", "HV ratio");
   for (int k = 0; !rc && k < nop; k++) {
     if (op_ids[k] < 0 || op_ids[k] >= graph_op_count(g)) {
       rc = enpu_errorf(&err, ENPU_ERR_INVALID, "no op %d", op_ids[k]);
@@ -72,17 +71,15 @@ int main(int argc, char **argv) {
              "\"hv_ratio\": %.6f, \"trim_points\": %d, \"trim_evals\": %lld, "
              "\"trim_max_gap\": %.6f, \"trim_mean_gap\": %.6f, \"trim_worst\": %d, "
              "\"trim_hv_ratio\": %.6f}",
-             k ? ", " : "", op->id, op->name, graph_kind_name(op->kind), ex.count,
-             (long long)ex.evals, ex_s, gr.count, (long long)gr.evals, gap.max_gap,
-             gap.mean_gap, gap.worst, gap.hv_ratio, tr.count, (long long)tr.evals, gt.max_gap,
-             gt.mean_gap, gt.worst, gt.hv_ratio);
+             k ? ", " : "", op->id, op->name, graph_kind_name(op->kind), ex.count, (long long)ex.evals, ex_s,
+             gr.count, (long long)gr.evals, gap.max_gap, gap.mean_gap, gap.worst, gap.hv_ratio, tr.count,
+             (long long)tr.evals, gt.max_gap, gt.mean_gap, gt.worst, gt.hv_ratio);
     else if (!rc)
       printf("%-4d %-16s %-11s %7d %10lld %8.1f %7d %9lld %7.3f%% %7.3f%% %9d %8.5f | %6d %9lld "
              "%7.3f%% %9d %8.5f\n",
-             op->id, op->name, graph_kind_name(op->kind), ex.count, (long long)ex.evals, ex_s,
-             gr.count, (long long)gr.evals, 100 * gap.max_gap, 100 * gap.mean_gap, gap.worst,
-             gap.hv_ratio, tr.count, (long long)tr.evals, 100 * gt.max_gap, gt.worst,
-             gt.hv_ratio);
+             op->id, op->name, graph_kind_name(op->kind), ex.count, (long long)ex.evals, ex_s, gr.count,
+             (long long)gr.evals, 100 * gap.max_gap, 100 * gap.mean_gap, gap.worst, gap.hv_ratio, tr.count,
+             (long long)tr.evals, 100 * gt.max_gap, gt.worst, gt.hv_ratio);
     fflush(stdout);
     search_pareto_free(&ex);
     search_pareto_free(&gr);

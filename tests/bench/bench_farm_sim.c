@@ -201,15 +201,18 @@ static outcome simulate(const tasks *ts, int ranks, const params *p, int scaled)
 }
 
 int main(int argc, char **argv) {
-  params p = {.setup_s = 2.0, .task_us = 2.0, .msg_us = 10.0, .sync_us = 50.0, .ckpt_us = 30.0,
-              .checkpoint_s = 60.0};
+  params p = {
+      .setup_s = 2.0, .task_us = 2.0, .msg_us = 10.0, .sync_us = 50.0, .ckpt_us = 30.0, .checkpoint_s = 60.0};
   int ranks[32] = {64, 128, 256, 512, 1000, 2000, 3000, 5000}, nr = 8, json = 0, repeat = 1;
   tasks ts = {0};
   for (int i = 1; i < argc; i++) {
-    double *v = !strcmp(argv[i], "--setup-s") ? &p.setup_s : !strcmp(argv[i], "--task-us") ? &p.task_us
-              : !strcmp(argv[i], "--msg-us") ? &p.msg_us : !strcmp(argv[i], "--sync-us") ? &p.sync_us
-              : !strcmp(argv[i], "--ckpt-us") ? &p.ckpt_us : !strcmp(argv[i], "--checkpoint-s") ? &p.checkpoint_s
-              : NULL;
+    double *v = !strcmp(argv[i], "--setup-s")        ? &p.setup_s
+                : !strcmp(argv[i], "--task-us")      ? &p.task_us
+                : !strcmp(argv[i], "--msg-us")       ? &p.msg_us
+                : !strcmp(argv[i], "--sync-us")      ? &p.sync_us
+                : !strcmp(argv[i], "--ckpt-us")      ? &p.ckpt_us
+                : !strcmp(argv[i], "--checkpoint-s") ? &p.checkpoint_s
+                                                     : NULL;
     if (v && i + 1 < argc) *v = atof(argv[++i]);
     else if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
@@ -239,8 +242,9 @@ int main(int argc, char **argv) {
   if (json) printf("{\"tasks\": %d, \"cpu_s\": %.3f, \"runs\": [", ts.n, total);
   else
     printf("%d tasks, %.1f CPU s; master: setup %.2f s, %.2f us a task, %.1f us a message\n"
-           "%6s | %10s %8s %8s | %10s %8s %8s %8s\n", ts.n, total, p.setup_s, p.task_us, p.msg_us,
-           "ranks", "fixed: s", "master%", "workers%", "scaled: s", "master%", "workers%", "speedup");
+           "%6s | %10s %8s %8s | %10s %8s %8s %8s\n",
+           ts.n, total, p.setup_s, p.task_us, p.msg_us, "ranks", "fixed: s", "master%", "workers%", "scaled: s",
+           "master%", "workers%", "speedup");
   double base = 0;
   for (int r = 0; r < nr; r++) {
     if (ranks[r] < 2) continue;
@@ -253,8 +257,8 @@ int main(int argc, char **argv) {
              s.master_busy_s / s.wall_s, s.worker_util);
     else
       printf("%6d | %10.3f %7.1f%% %7.1f%% | %10.3f %7.1f%% %7.1f%% %7.2fx\n", ranks[r], f.wall_s,
-             100 * f.master_busy_s / f.wall_s, 100 * f.worker_util, s.wall_s,
-             100 * s.master_busy_s / s.wall_s, 100 * s.worker_util, base / s.wall_s);
+             100 * f.master_busy_s / f.wall_s, 100 * f.worker_util, s.wall_s, 100 * s.master_busy_s / s.wall_s,
+             100 * s.worker_util, base / s.wall_s);
   }
   if (json) printf("]}\n");
   free(ts.t);

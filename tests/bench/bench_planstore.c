@@ -78,8 +78,9 @@ static double time_query(const char *enpu, const char *store, const query *q, do
   snprintf(batch, sizeof batch, "%d", q->batch);
   snprintf(seq, sizeof seq, "%d", q->seq);
   snprintf(target, sizeof target, "%.17g", q->target_ns / 1e6);
-  char *argv[] = {(char *)enpu, "query", (char *)store, "--phase", q->phase ? "decode" : "prefill", "--batch",
-                  batch, "--seq", seq, "--target-ms", target, "--policy", (char *)q->policy, "--json", NULL};
+  char *argv[] = {(char *)enpu, "query",    (char *)store,     "--phase", q->phase ? "decode" : "prefill",
+                  "--batch",    batch,      "--seq",           seq,       "--target-ms",
+                  target,       "--policy", (char *)q->policy, "--json",  NULL};
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -170,13 +171,12 @@ int main(int argc, char **argv) {
   } else {
     printf("plan store %s: %ld bytes, %zu policies\n", store, bytes, c->npolicies);
     printf("planstore_open: median %.3f ms wall, %.3f ms CPU over %d opens\n", open_med, open_cpu_med, OPENS);
-    printf("planstore_lookup: median %.1f ns per lookup (%d rounds of %zu; target <= 1000 ns)\n", lookup_med, ROUNDS,
-           nq);
+    printf("planstore_lookup: median %.1f ns per lookup (%d rounds of %zu; target <= 1000 ns)\n", lookup_med,
+           ROUNDS, nq);
     if (spawned)
       printf("enpu query: median %.2f ms wall (max %.2f), %.2f ms CPU over %d processes (target <= 50 ms)\n",
              query_med, query_max, query_cpu_med, spawned);
-    else
-      printf("enpu query: not measured (give --enpu PATH)\n");
+    else printf("enpu query: not measured (give --enpu PATH)\n");
   }
   planstore_close(ps);
   store_contents_free(c);

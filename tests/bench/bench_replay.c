@@ -6,10 +6,9 @@
  *   agent learning online (its DQN decisions and training included; target <= 30 s).
  * The store is the synthetic one of tests/integration/replay/synth_store.h (written to
  * a temporary file first), or a real one with --store (e.g. results/llama3-70b/plans.h5,
- * four policies and the governors' uniform table). Wall time and the process's CPU time are printed: on a shared machine
- * the wall time of the threaded cases depends on the other load.
- * Usage: bench_replay [--store S] [--policy NAME] [--threads N] [--json]. Prints figures;
- * never fails on speed. */
+ * four policies and the governors' uniform table). Wall time and the process's CPU time are printed: on a shared
+ * machine the wall time of the threaded cases depends on the other load. Usage: bench_replay [--store S] [--policy
+ * NAME] [--threads N] [--json]. Prints figures; never fails on speed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +45,13 @@ static double cpu_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void report(const bench *b, int k, const char *name, size_t requests, unsigned long long batches, double wall,
-                   double cpu, double target, double slo) {
+static void report(const bench *b, int k, const char *name, size_t requests, unsigned long long batches,
+                   double wall, double cpu, double target, double slo) {
   if (b->json)
     printf("%s{\"case\": \"%s\", \"requests\": %zu, \"batches\": %llu, \"seconds\": %.3f, \"cpu_seconds\": %.3f, "
            "\"target_s\": %g, \"slo_attainment\": %.6f}",
            k ? ", " : "", name, requests, batches, wall, cpu, target, slo);
-  else
-    printf("%-34s %9zu %12llu %8.2f %8.2f %8.0f %8.2f\n", name, requests, batches, wall, cpu, target, 100 * slo);
+  else printf("%-34s %9zu %12llu %8.2f %8.2f %8.0f %8.2f\n", name, requests, batches, wall, cpu, target, 100 * slo);
 }
 
 static unsigned long long batches_of(const replay_result *r) {
@@ -93,7 +91,8 @@ static int bench_sweep(bench *b) {
   replay_sweep *sw = NULL;
   enpu_err err = {0};
   const double t0 = enpu_now_s(), c0 = cpu_s();
-  if (replay_sweep_run(b->ps, b->policies, b->npolicies, b->trace, &base, rates, 6, &b->setup, b->threads, &sw, &err))
+  if (replay_sweep_run(b->ps, b->policies, b->npolicies, b->trace, &base, rates, 6, &b->setup, b->threads, &sw,
+                       &err))
     return fail(&err);
   const double wall = enpu_now_s() - t0, cpu = cpu_s() - c0;
   size_t requests = 0;
@@ -159,8 +158,10 @@ int main(int argc, char **argv) {
   enpu_err err = {0};
   if (!store && (store_fixture_dir_make("bench_replay", dir, path) != 0 || synth_store_write(path, synth, 4, &err)))
     return fail(&err);
-  if (planstore_open(store ? store : path, &b.ps, &err) || config_cluster_load(SRC("clusters/llama3-70b.json"), &b.cl, &err) ||
-      config_model_load(SRC("models/llama3-70b.json"), &b.model, &err) || config_chip_load(SRC("chips/tpuv5p.json"), &b.chip, &err) ||
+  if (planstore_open(store ? store : path, &b.ps, &err) ||
+      config_cluster_load(SRC("clusters/llama3-70b.json"), &b.cl, &err) ||
+      config_model_load(SRC("models/llama3-70b.json"), &b.model, &err) ||
+      config_chip_load(SRC("chips/tpuv5p.json"), &b.chip, &err) ||
       replay_setup_init(&b.setup, b.cl, b.model, b.chip, &err) ||
       replay_trace_load(SRC("traces/AzureLLMInferenceTrace_conv.csv"), false, &b.trace, &err))
     return fail(&err);
@@ -171,7 +172,9 @@ int main(int argc, char **argv) {
     else b.policies[b.npolicies++] = name;
   }
   if (b.json) printf("{\"store\": \"%s\", \"threads\": %d, \"cases\": [", store ? store : "synthetic", b.threads);
-  else printf("%-34s %9s %12s %8s %8s %8s %8s\n", "replay", "requests", "batches", "wall s", "CPU s", "target", "SLO %");
+  else
+    printf("%-34s %9s %12s %8s %8s %8s %8s\n", "replay", "requests", "batches", "wall s", "CPU s", "target",
+           "SLO %");
   int rc = bench_runs(&b);
   if (rc == 0) rc = bench_sweep(&b);
   if (rc == 0 && uniform) rc = bench_governors(&b);

@@ -44,9 +44,8 @@ typedef struct {
   int peak_state;
 } bench;
 
-static int compile(const bench *b, config_policy p, const search_options *base,
-                   search_req_method m, int aware, search_bucket_result *r, double *s,
-                   const double *sl, int nsl, enpu_err *err) {
+static int compile(const bench *b, config_policy p, const search_options *base, search_req_method m, int aware,
+                   search_bucket_result *r, double *s, const double *sl, int nsl, enpu_err *err) {
   search_options o = *base;
   o.request = m;
   o.transition_aware = aware;
@@ -64,9 +63,8 @@ static void opts(search_options *o, config_budget mode) {
 /* ---- figure11 -------------------------------------------------------------------- */
 
 static int figure11(const bench *b, config_budget mode, enpu_err *err) {
-  static const config_policy pols[] = {CONFIG_POLICY_NODVFS, CONFIG_POLICY_DVFS_C,
-                                       CONFIG_POLICY_DVFS_C_WALK, CONFIG_POLICY_ENPU_C,
-                                       CONFIG_POLICY_ENPU_ALL};
+  static const config_policy pols[] = {CONFIG_POLICY_NODVFS, CONFIG_POLICY_DVFS_C, CONFIG_POLICY_DVFS_C_WALK,
+                                       CONFIG_POLICY_ENPU_C, CONFIG_POLICY_ENPU_ALL};
   enum { NP = 5 };
   double sav[NP][NSLACK], ovh[NP][NSLACK], secs[NP];
   search_options o;
@@ -74,8 +72,7 @@ static int figure11(const bench *b, config_budget mode, enpu_err *err) {
   for (int p = 0; p < NP; p++) {
     search_bucket_result r;
     ENPU_FORWARD(compile(b, pols[p], &o, SEARCH_REQ_POLICY, 0, &r, &secs[p], slacks, NSLACK, err));
-    for (int k = 0; k < NSLACK; k++)
-      sav[p][k] = r.plans[k].savings_vs_nodvfs, ovh[p][k] = r.plans[k].overhead_pct;
+    for (int k = 0; k < NSLACK; k++) sav[p][k] = r.plans[k].savings_vs_nodvfs, ovh[p][k] = r.plans[k].overhead_pct;
     search_bucket_result_free(&r);
   }
   printf("\n| %s, %s | slack | dvfs-c (GA) | dvfs-c-walk | enpu-c | enpu-all | enpu-c − dvfs-c "
@@ -93,8 +90,8 @@ static int figure11(const bench *b, config_budget mode, enpu_err *err) {
   }
   printf("<!-- %s %s: compile s (op + request level, %d slacks): nodvfs %.2f, dvfs-c %.2f, "
          "dvfs-c-walk %.2f, enpu-c %.2f, enpu-all %.2f -->\n",
-         config_phase_name(b->phase), config_budget_name(mode), NSLACK, secs[0], secs[1],
-         secs[2], secs[3], secs[4]);
+         config_phase_name(b->phase), config_budget_name(mode), NSLACK, secs[0], secs[1], secs[2], secs[3],
+         secs[4]);
   return 0;
 }
 
@@ -103,20 +100,20 @@ static int figure11(const bench *b, config_budget mode, enpu_err *err) {
 enum { NSLOT = CONFIG_NCOMP + 1 }; /* five components, then "other" */
 
 typedef struct {
-  double e0[NSLOT], e1[NSLOT];   /* NoDVFS / plan energy by slot */
+  double e0[NSLOT], e1[NSLOT]; /* NoDVFS / plan energy by slot */
   double dyn0, dyn1, stat0, stat1, oth0, oth1;
-  double t0, t1, tcp;            /* NoDVFS time, plan time, plan critical-path time */
-  double tr_e, tr_t;             /* energy and time the V/f transitions add */
-  double own0[CONFIG_NCOMP];     /* NoDVFS own time per component */
-  double crit0[CONFIG_NCOMP];    /* NoDVFS time of ops whose slowest component is c */
-  double vstate[CONFIG_NCOMP];   /* plan state × NoDVFS time (time-weighted mean state) */
+  double t0, t1, tcp;          /* NoDVFS time, plan time, plan critical-path time */
+  double tr_e, tr_t;           /* energy and time the V/f transitions add */
+  double own0[CONFIG_NCOMP];   /* NoDVFS own time per component */
+  double crit0[CONFIG_NCOMP];  /* NoDVFS time of ops whose slowest component is c */
+  double vstate[CONFIG_NCOMP]; /* plan state × NoDVFS time (time-weighted mean state) */
   int used;
 } kind_acc;
 
 static int slot_of(int s) { return s < CONFIG_NCOMP ? s : POWER_SLOT_OTHER; }
 
-static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p,
-                    const cost_result *q, const int *state) {
+static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p, const cost_result *q,
+                    const int *state) {
   a->used = 1;
   for (int s = 0; s < NSLOT; s++) a->e0[s] += n->energy_nj[slot_of(s)], a->e1[s] += p->energy_nj[slot_of(s)];
   a->dyn0 += n->energy_dynamic_nj, a->dyn1 += p->energy_dynamic_nj;
@@ -134,9 +131,8 @@ static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p,
   a->crit0[crit] += n->time_ns;
 }
 
-static int decompose_plan(const bench *b, config_policy pol, const search_options *o,
-                          const search_slack_plan *pl, kind_acc acc[GRAPH_NKIND + 1],
-                          enpu_err *err) {
+static int decompose_plan(const bench *b, config_policy pol, const search_options *o, const search_slack_plan *pl,
+                          kind_acc acc[GRAPH_NKIND + 1], enpu_err *err) {
   int peak[CONFIG_NCOMP];
   for (int c = 0; c < CONFIG_NCOMP; c++) peak[c] = b->peak_state;
   int64_t x = 0;
@@ -148,8 +144,8 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
           const graph_op *op = graph_op_at(b->g, i);
           cost_result n, p, q;
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_NODVFS, o, peak, &n, err));
-          ENPU_FORWARD(search_op_breakdown_after(b->sx, b->cost, op, pol, o,
-                                                 x ? pl->state[x - 1] : NULL, pl->state[x], &p, err));
+          ENPU_FORWARD(search_op_breakdown_after(b->sx, b->cost, op, pol, o, x ? pl->state[x - 1] : NULL,
+                                                 pl->state[x], &p, err));
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, pol, o, pl->state[x], &q, err));
           acc_add(&acc[op->kind], &n, &p, &q, pl->state[x]);
           acc_add(&acc[GRAPH_NKIND], &n, &p, &q, pl->state[x]);
@@ -158,8 +154,7 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
   return 0;
 }
 
-static void print_decomposition(const kind_acc *acc, const search_bucket_result *r,
-                                const search_slack_plan *pl) {
+static void print_decomposition(const kind_acc *acc, const search_bucket_result *r, const search_slack_plan *pl) {
   static const char *comp[] = {"SA", "VU", "SRAM", "HBM", "ICI", "other"};
   const kind_acc *all = &acc[GRAPH_NKIND];
   const double E = all->e0[0] + all->e0[1] + all->e0[2] + all->e0[3] + all->e0[4] + all->e0[5];
@@ -168,8 +163,7 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
          "policy's all-peak plan %.2f %%.\n\n",
          100 * pl->savings_vs_nodvfs, pl->energy_nj / 1e6, r->e_nodvfs_nj / 1e6, pl->time_ns / 1e6,
          pl->cp_time_ns / 1e6, pl->budget_ns / 1e6, pl->overhead_pct,
-         100 * (1 - pl->lower_bound_nj / r->e_nodvfs_nj),
-         100 * (1 - r->policy_peak_energy_nj / r->e_nodvfs_nj));
+         100 * (1 - pl->lower_bound_nj / r->e_nodvfs_nj), 100 * (1 - r->policy_peak_energy_nj / r->e_nodvfs_nj));
   printf("Saved energy in points of E_nodvfs, by op kind and component (NoDVFS share of "
          "E in brackets):\n\n| op kind | E share | saved |");
   for (int s = 0; s < NSLOT; s++) printf(" %s |", comp[s]);
@@ -181,12 +175,11 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
     if (!a->used) continue;
     double e0 = 0, e1 = 0;
     for (int s = 0; s < NSLOT; s++) e0 += a->e0[s], e1 += a->e1[s];
-    printf("| %s | %.1f %% | %.2f |", k < GRAPH_NKIND ? graph_kind_name((graph_op_kind)k) : "**all**",
-           100 * e0 / E, 100 * (e0 - e1) / E);
-    for (int s = 0; s < NSLOT; s++)
-      printf(" %.2f (%.1f) |", 100 * (a->e0[s] - a->e1[s]) / E, 100 * a->e0[s] / E);
-    printf(" %.2f | %.2f | %.2f | %.2f |\n", 100 * (a->dyn0 - a->dyn1) / E,
-           100 * (a->stat0 - a->stat1) / E, 100 * (a->oth0 - a->oth1) / E, -100 * a->tr_e / E);
+    printf("| %s | %.1f %% | %.2f |", k < GRAPH_NKIND ? graph_kind_name((graph_op_kind)k) : "**all**", 100 * e0 / E,
+           100 * (e0 - e1) / E);
+    for (int s = 0; s < NSLOT; s++) printf(" %.2f (%.1f) |", 100 * (a->e0[s] - a->e1[s]) / E, 100 * a->e0[s] / E);
+    printf(" %.2f | %.2f | %.2f | %.2f |\n", 100 * (a->dyn0 - a->dyn1) / E, 100 * (a->stat0 - a->stat1) / E,
+           100 * (a->oth0 - a->oth1) / E, -100 * a->tr_e / E);
   }
   printf("\nTime by op kind: NoDVFS share, which component is slowest at NoDVFS (share of "
          "the kind's NoDVFS time whose op has it slowest), the plan's mean state per "
@@ -206,8 +199,7 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
   }
 }
 
-static int decompose(const bench *b, config_budget mode, config_policy pol, double slack,
-                     enpu_err *err) {
+static int decompose(const bench *b, config_budget mode, config_policy pol, double slack, enpu_err *err) {
   search_options o;
   opts(&o, mode);
   search_bucket_result r;
@@ -215,8 +207,8 @@ static int decompose(const bench *b, config_budget mode, config_policy pol, doub
   ENPU_FORWARD(compile(b, pol, &o, SEARCH_REQ_POLICY, 0, &r, &s, &slack, 1, err));
   kind_acc acc[GRAPH_NKIND + 1];
   memset(acc, 0, sizeof acc);
-  printf("\n#### %s, %s, %g %% slack, %s budget\n\n", config_phase_name(b->phase),
-         config_policy_name(pol), 100 * slack, config_budget_name(mode));
+  printf("\n#### %s, %s, %g %% slack, %s budget\n\n", config_phase_name(b->phase), config_policy_name(pol),
+         100 * slack, config_budget_name(mode));
   const int rc = decompose_plan(b, pol, &o, &r.plans[0], acc, err);
   if (rc == 0) print_decomposition(acc, &r, &r.plans[0]);
   search_bucket_result_free(&r);
@@ -234,27 +226,25 @@ static int compare(const bench *b, enpu_err *err) {
   for (int p = 0; p < 2; p++) {
     search_bucket_result r[3];
     double s[3];
-    for (int m = 0; m < 3; m++)
-      ENPU_FORWARD(compile(b, pols[p], &o, ms[m], 0, &r[m], &s[m], slacks, NSLACK, err));
+    for (int m = 0; m < 3; m++) ENPU_FORWARD(compile(b, pols[p], &o, ms[m], 0, &r[m], &s[m], slacks, NSLACK, err));
     for (int k = 0; k < NSLACK; k++) {
       printf("| %s | %s | %g %% | %.4f |", config_phase_name(b->phase), config_policy_name(pols[p]),
              100 * slacks[k], r[0].plans[k].lower_bound_nj / 1e6);
       for (int m = 0; m < 3; m++)
-        printf(" %.4f (%.2f %%) | %lld |", r[m].plans[k].energy_nj / 1e6,
-               100 * r[m].plans[k].savings_vs_nodvfs, (long long)r[m].plans[k].request_evals);
+        printf(" %.4f (%.2f %%) | %lld |", r[m].plans[k].energy_nj / 1e6, 100 * r[m].plans[k].savings_vs_nodvfs,
+               (long long)r[m].plans[k].request_evals);
       printf("\n");
     }
     for (int m = 0; m < 3; m++)
-      printf("<!-- %s %s %s: request level + op level %.3f s for %d slacks -->\n",
-             config_phase_name(b->phase), config_policy_name(pols[p]), mname[m], s[m], NSLACK);
+      printf("<!-- %s %s %s: request level + op level %.3f s for %d slacks -->\n", config_phase_name(b->phase),
+             config_policy_name(pols[p]), mname[m], s[m], NSLACK);
     for (int m = 0; m < 3; m++) search_bucket_result_free(&r[m]);
   }
   return 0;
 }
 
 static int transitions(const bench *b, enpu_err *err) {
-  static const config_policy pols[] = {CONFIG_POLICY_DVFS_C_WALK, CONFIG_POLICY_ENPU_C,
-                                       CONFIG_POLICY_ENPU_ALL};
+  static const config_policy pols[] = {CONFIG_POLICY_DVFS_C_WALK, CONFIG_POLICY_ENPU_C, CONFIG_POLICY_ENPU_ALL};
   for (int mode = 0; mode < CONFIG_NBUDGET; mode++)
     for (int p = 0; p < 3; p++) {
       search_bucket_result v[3];
@@ -267,8 +257,8 @@ static int transitions(const bench *b, enpu_err *err) {
       o.transitions = SEARCH_TRANS_PER_RAIL;
       if (!rc) rc = compile(b, pols[p], &o, SEARCH_REQ_POLICY, 1, &v[2], &sv[2], slacks, NSLACK, err);
       for (int k = 0; rc == 0 && k < NSLACK; k++) {
-        printf("| %s | %s | %s | %g %% |", config_budget_name((config_budget)mode),
-               config_phase_name(b->phase), config_policy_name(pols[p]), 100 * slacks[k]);
+        printf("| %s | %s | %s | %g %% |", config_budget_name((config_budget)mode), config_phase_name(b->phase),
+               config_policy_name(pols[p]), 100 * slacks[k]);
         for (int m = 0; m < 3; m++)
           printf(" %.2f %% (%.3f) |", 100 * v[m].plans[k].savings_vs_nodvfs, v[m].plans[k].overhead_pct);
         printf(" %u | %lld |\n", v[2].plans[k].lifted_mask, (long long)v[2].plans[k].polish_moves);
@@ -315,8 +305,7 @@ static int parse(int argc, char **argv, args *a) {
 
 static int run(const bench *b, const args *a, enpu_err *err) {
   switch (a->what) {
-  case DECOMP:
-    return a->phase == b->phase ? decompose(b, (config_budget)a->mode, a->policy, a->slack, err) : 0;
+  case DECOMP: return a->phase == b->phase ? decompose(b, (config_budget)a->mode, a->policy, a->slack, err) : 0;
   case CMP: return compare(b, err);
   case TRANS: return transitions(b, err);
   default:

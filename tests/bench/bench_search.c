@@ -29,9 +29,8 @@ int main(int argc, char **argv) {
   const double slack = 0.20;
   if (json) printf("{\"cases\": [");
   else
-    printf("%-17s %-7s %-8s %6s %9s %10s %9s %8s %9s %10s %10s\n", "model", "phase", "policy",
-           "ops", "op evals", "paper op", "req evals", "paper req", "evals/op", "ms/op",
-           "compile s");
+    printf("%-17s %-7s %-8s %6s %9s %10s %9s %8s %9s %10s %10s\n", "model", "phase", "policy", "ops", "op evals",
+           "paper op", "req evals", "paper req", "evals/op", "ms/op", "compile s");
   int first = 1;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const bench_case *bc = &cases[i];
@@ -58,20 +57,18 @@ int main(int argc, char **argv) {
         printf("%s{\"model\": \"%s\", \"phase\": \"%s\", \"policy\": \"%s\", \"ops\": %d, "
                "\"op_evals\": %lld, \"request_evals\": %lld, \"op_search_ms_per_op\": %.3f, "
                "\"evals_per_op\": %.1f, \"compile_s\": %.3f, \"savings\": %.4f}",
-               first ? "" : ", ", bc->job, config_phase_name(bc->phase),
-               config_policy_name(pols[p]), r.unique_ops, (long long)r.op_evals,
-               (long long)r.plans[0].request_evals, per_op_ms, evals_per_op, total_s,
+               first ? "" : ", ", bc->job, config_phase_name(bc->phase), config_policy_name(pols[p]), r.unique_ops,
+               (long long)r.op_evals, (long long)r.plans[0].request_evals, per_op_ms, evals_per_op, total_s,
                r.plans[0].savings_vs_nodvfs);
       else
         printf("%-17s %-7s %-8s %6d %9lld %10.0f %9lld %8s %9.1f %10.3f %10.3f\n", bc->job,
-               config_phase_name(bc->phase), config_policy_name(pols[p]), r.unique_ops,
-               (long long)r.op_evals, bc->paper_op[p], (long long)r.plans[0].request_evals,
-               bc->paper_req[p], evals_per_op, per_op_ms, total_s);
+               config_phase_name(bc->phase), config_policy_name(pols[p]), r.unique_ops, (long long)r.op_evals,
+               bc->paper_op[p], (long long)r.plans[0].request_evals, bc->paper_req[p], evals_per_op, per_op_ms,
+               total_s);
       first = 0;
       search_bucket_result_free(&r);
     }
-    if (rc) fprintf(stderr, "bench_search: %s %s: %s\n", bc->job, config_phase_name(bc->phase),
-                    err.msg);
+    if (rc) fprintf(stderr, "bench_search: %s %s: %s\n", bc->job, config_phase_name(bc->phase), err.msg);
     search_ctx_free(sx);
     cost_ctx_free(cost);
     graph_free(g);

@@ -33,8 +33,7 @@ static void check_decoders(const void *data, size_t size) {
   farm_buf again = {0};
   farm_op_result op;
   if (farm_op_result_decode(data, size, &op, &err) == 0) {
-    if (farm_op_result_encode(&op, &again, &err) != 0 || again.len != size ||
-        memcmp(again.data, data, size) != 0)
+    if (farm_op_result_encode(&op, &again, &err) != 0 || again.len != size || memcmp(again.data, data, size) != 0)
       abort();
     farm_op_result_free(&op);
   } else if (op.points || !err.msg[0]) {
@@ -54,8 +53,8 @@ static void check_decoders(const void *data, size_t size) {
   again.len = 0;
   uint32_t part;
   if (farm_part_result_decode(data, size, &part, &op, &err) == 0) {
-    if (part >= FARM_MAX_PARTS || farm_part_result_encode(part, &op, &again, &err) != 0 ||
-        again.len != size || memcmp(again.data, data, size) != 0)
+    if (part >= FARM_MAX_PARTS || farm_part_result_encode(part, &op, &again, &err) != 0 || again.len != size ||
+        memcmp(again.data, data, size) != 0)
       abort();
     farm_op_result_free(&op);
   } else if (op.points || !err.msg[0]) {
@@ -64,8 +63,7 @@ static void check_decoders(const void *data, size_t size) {
   farm_buf_free(&again);
 }
 
-static int decode_record(void *user, uint32_t kind, const void *payload, size_t bytes,
-                         enpu_err *err) {
+static int decode_record(void *user, uint32_t kind, const void *payload, size_t bytes, enpu_err *err) {
   check_decoders(payload, bytes);
   (*(int64_t *)user)++;
   return 0;

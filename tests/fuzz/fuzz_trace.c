@@ -36,7 +36,8 @@ static void check_failure(int rc, const replay_trace *t, const enpu_err *err) {
 /* Shaped at half the rate, and as a day when that stays small (a day tiles the trace's
  * span: about count × 86400 s / span requests). */
 static void shape(const replay_trace *t) {
-  static const replay_shape shapes[] = {{.rate = 0.5, .warp = 1, .seed = 1}, {.rate = 1, .warp = 1, .day = true, .seed = 2}};
+  static const replay_shape shapes[] = {{.rate = 0.5, .warp = 1, .seed = 1},
+                                        {.rate = 1, .warp = 1, .day = true, .seed = 2}};
   const bool day_ok = t->requests[t->count - 1].arrival_ns >= (double)t->count * 1e9;
   for (size_t k = 0; k < (day_ok ? 2u : 1u); k++) {
     replay_trace *s = NULL;

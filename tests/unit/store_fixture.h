@@ -17,10 +17,10 @@
 
 /* cmocka 1.1 has only a float comparison; times and energies need double precision.
  * (A macro, so fail_msg comes from the cmocka.h of the test that uses it.) */
-#define assert_near(a, b, eps)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g (within %g)", a_, b_, (double)(eps));  \
+#define assert_near(a, b, eps)                                                                    \
+  do {                                                                                            \
+    double a_ = (a), b_ = (b);                                                                    \
+    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g (within %g)", a_, b_, (double)(eps)); \
   } while (0)
 
 #define STORE_FIXTURE_DIR_LEN 64
@@ -41,8 +41,8 @@ typedef struct {
 
 /* Take the lock of the store at `path` (no waiting) and start a writer for it; the
  * caller frees the writer, then releases the lock. @return 0 or the error (in err). */
-static inline int store_fixture_writer(const char *path, const store_provenance *prov, int level,
-                                       store_lock **lock, store_writer **w, enpu_err *err) {
+static inline int store_fixture_writer(const char *path, const store_provenance *prov, int level, store_lock **lock,
+                                       store_writer **w, enpu_err *err) {
   *w = NULL;
   int rc = store_lock_acquire(path, "store test fixture", 0, NULL, lock, err);
   if (rc == 0) rc = store_writer_create(*lock, prov, level, w, err);
@@ -62,9 +62,12 @@ static inline int store_fixture_write(const char *path, const store_provenance *
       store_table table;
       const void *rows;
       size_t n;
-    } tabs[] = {{STORE_T_OPS, p->ops, p->nops},           {STORE_T_PARETO, p->pareto, p->npareto},
-                {STORE_T_BUCKETS, p->buckets, p->nbuckets}, {STORE_T_BUCKET_OPS, p->bops, p->nbops},
-                {STORE_T_WALK, p->walk, p->nwalk},        {STORE_T_PLANS, p->plans, p->nplans},
+    } tabs[] = {{STORE_T_OPS, p->ops, p->nops},
+                {STORE_T_PARETO, p->pareto, p->npareto},
+                {STORE_T_BUCKETS, p->buckets, p->nbuckets},
+                {STORE_T_BUCKET_OPS, p->bops, p->nbops},
+                {STORE_T_WALK, p->walk, p->nwalk},
+                {STORE_T_PLANS, p->plans, p->nplans},
                 {STORE_T_PLAN_STATES, p->pstates, p->npstates}};
     for (size_t k = 0; rc == 0 && k < sizeof tabs / sizeof tabs[0]; k++)
       rc = store_writer_append(w, p->policy, tabs[k].table, tabs[k].rows, tabs[k].n, err);

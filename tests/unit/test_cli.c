@@ -103,9 +103,8 @@ static void test_every_type_stored(void **state) {
   (void)state;
   t_parse t;
   const t_args *a = &t.a;
-  assert_int_equal(parse(&t,
-                         "p1 -f --count 8 --seed 18446744073709551615 --seconds 0.5 --slack 0.1 --batch 65536 "
-                         "--mode exact --name okay --list 1,2.5,3 --whole 4,0 --custom x p2"),
+  assert_int_equal(parse(&t, "p1 -f --count 8 --seed 18446744073709551615 --seconds 0.5 --slack 0.1 --batch 65536 "
+                             "--mode exact --name okay --list 1,2.5,3 --whole 4,0 --custom x p2"),
                    CLI_PARSED);
   assert_int_equal(a->extra.n, 2);
   assert_string_equal(a->extra.v[0], "p1");
@@ -264,7 +263,8 @@ static void check_spec(const cli_spec *s) {
       if (!strcmp(s->opts[j].name, o->name)) fail_msg("enpu %s: %s twice", s->command, name);
     const bool numeric = o->type == CLI_INT || o->type == CLI_U64 || o->type == CLI_DOUBLE || o->type == CLI_LIST;
     if (numeric && !has_range(o)) fail_msg("enpu %s %s has no range", s->command, name);
-    if (o->type == CLI_ENUM && (!o->choices || !o->choices[0])) fail_msg("enpu %s %s: no choices", s->command, name);
+    if (o->type == CLI_ENUM && (!o->choices || !o->choices[0]))
+      fail_msg("enpu %s %s: no choices", s->command, name);
     if (o->type == CLI_CUSTOM && !o->accept) fail_msg("enpu %s %s: custom without accept", s->command, name);
     const char *bad[2] = {bad_value(o), outside(o, buf, sizeof buf)};
     for (int b = 0; b < 2; b++) {
@@ -292,12 +292,9 @@ static void test_every_subcommand_table(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_every_type_stored),
-      cmocka_unit_test(test_defaults_and_not_given),
-      cmocka_unit_test(test_usage_errors),
-      cmocka_unit_test(test_help_option),
-      cmocka_unit_test(test_help_text),
-      cmocka_unit_test(test_every_subcommand_table),
+      cmocka_unit_test(test_every_type_stored), cmocka_unit_test(test_defaults_and_not_given),
+      cmocka_unit_test(test_usage_errors),      cmocka_unit_test(test_help_option),
+      cmocka_unit_test(test_help_text),         cmocka_unit_test(test_every_subcommand_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,9 +50,8 @@ static void test_calloc_parts(void **state) {
     int64_t (*pair)[2];
     char *empty;
   } s = {0};
-  assert_int_equal(ENPU_CALLOC_PARTS(ENPU_PART(s.tag, 3), ENPU_PART(s.x, 5), ENPU_PART(s.pair, 4),
-                                     ENPU_PART(s.empty, 0)),
-                   0);
+  assert_int_equal(
+      ENPU_CALLOC_PARTS(ENPU_PART(s.tag, 3), ENPU_PART(s.x, 5), ENPU_PART(s.pair, 4), ENPU_PART(s.empty, 0)), 0);
   const char *parts[] = {s.tag, (char *)s.x, (char *)s.pair, s.empty};
   const size_t bytes[] = {3, 5 * sizeof(double), 4 * sizeof *s.pair, 1};
   for (int i = 0; i < 4; i++) {
@@ -80,8 +79,7 @@ static void test_path_relative(void **state) {
   assert_int_equal(enpu_path_relative("jobs/demo.json", "/abs/a.json", out, sizeof out, NULL), 0);
   assert_string_equal(out, "/abs/a.json");
   char tiny[8];
-  assert_int_equal(enpu_path_relative("jobs/demo.json", "models/a.json", tiny, sizeof tiny, NULL),
-                   ENPU_ERR_RANGE);
+  assert_int_equal(enpu_path_relative("jobs/demo.json", "models/a.json", tiny, sizeof tiny, NULL), ENPU_ERR_RANGE);
 }
 
 static void test_read_missing_file_names_it(void **state) {

@@ -45,18 +45,17 @@ static const char JOB[] =
     "  \"moe\": { \"capacity_factor\": \"worst\" }\n"
     "}\n";
 
-static const char JOB_MOE[] =
-    "{\n"
-    "  \"name\": \"small-moe\",\n"
-    "  \"model\": \"models/moe.json\",\n"
-    "  \"chip\": \"chips/c.json\",\n"
-    "  \"cluster\": \"clusters/moe.json\",\n"
-    "  \"store\": \"/abs/plans.h5\",\n"
-    "  \"phases\": { \"prefill\": { \"batch\": [1, 2], \"seq\": [128, 256] } },\n"
-    "  \"slacks\": [0.05],\n"
-    "  \"policies\": [\"enpu-all\"],\n"
-    "  \"moe\": { \"capacity_factor\": 1.25 }\n"
-    "}\n";
+static const char JOB_MOE[] = "{\n"
+                              "  \"name\": \"small-moe\",\n"
+                              "  \"model\": \"models/moe.json\",\n"
+                              "  \"chip\": \"chips/c.json\",\n"
+                              "  \"cluster\": \"clusters/moe.json\",\n"
+                              "  \"store\": \"/abs/plans.h5\",\n"
+                              "  \"phases\": { \"prefill\": { \"batch\": [1, 2], \"seq\": [128, 256] } },\n"
+                              "  \"slacks\": [0.05],\n"
+                              "  \"policies\": [\"enpu-all\"],\n"
+                              "  \"moe\": { \"capacity_factor\": 1.25 }\n"
+                              "}\n";
 
 static const char MODEL_DENSE[] =
     "{\n"
@@ -233,8 +232,8 @@ static void fixture_path(const fixture *fx, const char *file, char *out, size_t 
 }
 
 /* Write the set; `file` (may be NULL) gets up to two edits. */
-static fixture *fixture_create(const char *file, const char *from, const char *to,
-                               const char *from2, const char *to2) {
+static fixture *fixture_create(const char *file, const char *from, const char *to, const char *from2,
+                               const char *to2) {
   fixture *fx = calloc(1, sizeof *fx);
   assert_non_null(fx);
   snprintf(fx->dir, sizeof fx->dir, "/tmp/test_config.XXXXXX");
@@ -291,8 +290,8 @@ static void fixture_free(fixture *fx) {
 
 /* "dir/file:line:column: " of needle[offset] in that file's text, computed by counting
  * newlines and characters (UTF-8 continuation bytes do not start a column, as in jansson). */
-static void position_of(const fixture *fx, const char *file, const char *needle, int offset,
-                        char *out, size_t cap) {
+static void position_of(const fixture *fx, const char *file, const char *needle, int offset, char *out,
+                        size_t cap) {
   const char *text = fixture_text(fx, file);
   assert_int_equal(count_occurrences(text, needle), 1);
   size_t at = (size_t)(strstr(text, needle) - text) + (size_t)offset;
@@ -1032,8 +1031,7 @@ static void test_bad_input(void **state) {
   if (!strstr(err.msg, c->expect)) fail_msg("expected '%s' in '%s'", c->expect, err.msg);
   if (c->ends) assert_string_equal(err.msg + strlen(err.msg) - strlen(c->expect), c->expect);
   if (c->needle2) {
-    position_of(fx, c->err_file ? c->err_file : c->file, c->needle2, c->offset2, where,
-                sizeof where);
+    position_of(fx, c->err_file ? c->err_file : c->file, c->needle2, c->offset2, where, sizeof where);
     char second[700];
     snprintf(second, sizeof second, "%s%s)", where, c->path2);
     if (!strstr(err.msg, second)) fail_msg("expected '%s' in '%s'", second, err.msg);
@@ -1156,8 +1154,7 @@ static void test_validation_section(void **state) {
   config_job_free(job);
   fixture_free(fx);
   fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
-                      "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"paper\"\n", NULL,
-                      NULL);
+                      "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"paper\"\n", NULL, NULL);
   fixture_path(fx, "job.json", path, sizeof path);
   if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
   assert_int_equal(job->budget, CONFIG_BUDGET_PAPER);
@@ -1206,8 +1203,7 @@ static void test_capacity_settings(void **state) {
   static const char *const caps[] = {"enforce", "offload", "ignore"};
   for (int c = 0; c < CONFIG_NCAPACITY; c++) {
     char to[160];
-    snprintf(to, sizeof to,
-             "\"moe\": { \"capacity_factor\": 2, \"experts\": \"%s\" },\n  \"capacity\": \"%s\"\n",
+    snprintf(to, sizeof to, "\"moe\": { \"capacity_factor\": 2, \"experts\": \"%s\" },\n  \"capacity\": \"%s\"\n",
              c == 1 ? "active-only" : "all-resident", caps[c]);
     fixture *fx = fixture_create("chips/c.json", "\"dcn\": { \"gbps\": 5 },",
                                  "\"dcn\": { \"gbps\": 5 }, \"host\": { \"gbps\": 32, "
@@ -1223,8 +1219,7 @@ static void test_capacity_settings(void **state) {
     config_job *job = load_ok(fx, "job.json");
     assert_int_equal(job->capacity, (config_capacity)c);
     assert_string_equal(config_capacity_name(job->capacity), caps[c]);
-    assert_int_equal(job->moe_experts,
-                     c == 1 ? CONFIG_EXPERTS_ACTIVE_ONLY : CONFIG_EXPERTS_ALL_RESIDENT);
+    assert_int_equal(job->moe_experts, c == 1 ? CONFIG_EXPERTS_ACTIVE_ONLY : CONFIG_EXPERTS_ALL_RESIDENT);
     assert_true(job->moe_capacity_factor == 2);
     assert_true(job->chip.host_gbps == 32 && job->chip.host_latency_ns == 400 &&
                 job->chip.host_pj_per_byte == 15.44);
@@ -1322,8 +1317,8 @@ static void test_names(void **state) {
   assert_string_equal(config_component_name(CONFIG_SRAM), "sram");
   assert_string_equal(config_phase_name(CONFIG_PREFILL), "prefill");
   /* Policy variants: one spelling each, and a code that round-trips. */
-  const char *const names[] = {"pg", "pg+enpu-all", "enpu-all@shadow=0", "pg+dvfs-c-ms@shadow=32",
-                               "pg@shadow=2", "enpu-3dom", "dvfs-c-walk"};
+  const char *const names[] = {"pg",          "pg+enpu-all", "enpu-all@shadow=0", "pg+dvfs-c-ms@shadow=32",
+                               "pg@shadow=2", "enpu-3dom",   "dvfs-c-walk"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     config_policy_spec sp, back;
     char again[CONFIG_NAME_LEN];
@@ -1338,8 +1333,9 @@ static void test_names(void **state) {
   assert_true(sp.base == CONFIG_POLICY_ENPU_ALL && sp.gate && sp.shadow_vregs == 4);
   assert_int_equal(config_policy_spec_parse("pg+ideal", &sp), 0);
   assert_true(config_policy_spec_ungated(&sp).gate == false);
-  const char *const bad[] = {"pg+nodvfs", "pg+pg", "enpu-all@shadow=", "enpu-all@shadow=-1",
-                             "enpu-all@shadow=04", "enpu-all@shadow=256", "PG", "enpu-all@shadow=2x"};
+  const char *const bad[] = {
+      "pg+nodvfs",           "pg+pg", "enpu-all@shadow=",  "enpu-all@shadow=-1", "enpu-all@shadow=04",
+      "enpu-all@shadow=256", "PG",    "enpu-all@shadow=2x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(config_policy_spec_parse(bad[i], &sp), ENPU_ERR_NOT_FOUND);
   assert_int_equal(config_policy_spec_decode(0xFFu, &sp), ENPU_ERR_NOT_FOUND);
@@ -1378,8 +1374,8 @@ static config_model *shipped_model(const char *name) {
   config_model *m = NULL;
   enpu_err err = {0};
   if (config_model_load(path, &m, &err)) fail_msg("%s", err.msg);
-  print_message("    %s: total %.4g, active %.4g, routed %.4g, KV %.0f B/token\n", name,
-                m->params_total, m->params_active, m->params_routed, m->kv_bytes_per_token);
+  print_message("    %s: total %.4g, active %.4g, routed %.4g, KV %.0f B/token\n", name, m->params_total,
+                m->params_active, m->params_routed, m->kv_bytes_per_token);
   return m;
 }
 
@@ -1481,15 +1477,16 @@ static void test_cluster_defaults(void **state) {
   config_cluster_free(c);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
-  fputs("{ \"name\": \"s\", \"model\": \"dense\",\n"
-        "  \"prefill\": { \"nodes\": 1, \"chips\": 1, \"parallel\": { \"dp\": 1, \"tp\": 1, \"pp\": 1, \"ep\": 1 } },\n"
-        "  \"decode\": { \"nodes\": 1, \"chips\": 1, \"parallel\": { \"dp\": 1, \"tp\": 1, \"pp\": 1, \"ep\": 1 } },\n"
-        "  \"slo\": [ { \"name\": \"P100\", \"prefill_max_tokens\": 8, \"decode_max_tokens\": 9, \"ttft_ms\": 1, "
-        "\"tpot_ms\": 1 } ],\n"
-        "  \"batching\": { \"max_batch\": 1, \"max_batch_tokens\": 8 },\n"
-        "  \"idle\": { \"mode\": \"sleep\", \"sleep_w\": 7.5, \"wake_ms\": 20, \"sleep_after_ms\": 1000 },\n"
-        "  \"scheduler\": { \"safeguard2\": \"per-phase\", \"safeguard1_scan\": 100 } }\n",
-        f);
+  fputs(
+      "{ \"name\": \"s\", \"model\": \"dense\",\n"
+      "  \"prefill\": { \"nodes\": 1, \"chips\": 1, \"parallel\": { \"dp\": 1, \"tp\": 1, \"pp\": 1, \"ep\": 1 } },\n"
+      "  \"decode\": { \"nodes\": 1, \"chips\": 1, \"parallel\": { \"dp\": 1, \"tp\": 1, \"pp\": 1, \"ep\": 1 } },\n"
+      "  \"slo\": [ { \"name\": \"P100\", \"prefill_max_tokens\": 8, \"decode_max_tokens\": 9, \"ttft_ms\": 1, "
+      "\"tpot_ms\": 1 } ],\n"
+      "  \"batching\": { \"max_batch\": 1, \"max_batch_tokens\": 8 },\n"
+      "  \"idle\": { \"mode\": \"sleep\", \"sleep_w\": 7.5, \"wake_ms\": 20, \"sleep_after_ms\": 1000 },\n"
+      "  \"scheduler\": { \"safeguard2\": \"per-phase\", \"safeguard1_scan\": 100 } }\n",
+      f);
   fclose(f);
   if (config_cluster_load(path, &c, &err)) fail_msg("%s", err.msg);
   assert_int_equal(c->idle.mode, CONFIG_IDLE_SLEEP);
@@ -1502,22 +1499,21 @@ static void test_cluster_defaults(void **state) {
 
 int main(void) {
   static const struct CMUnitTest fixed[] = {
-      cmocka_unit_test(test_missing_job_file),   cmocka_unit_test(test_empty_file_is_syntax_error),
-      cmocka_unit_test(test_small_job_loads),    cmocka_unit_test(test_moe_job_loads),
-      cmocka_unit_test(test_capacity_settings), cmocka_unit_test(test_capacity_factor_override),
-      cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names), cmocka_unit_test(test_spec_acceptance),
-      cmocka_unit_test(test_shipped_jobs_load),  cmocka_unit_test(test_published_model_sizes),
-      cmocka_unit_test(test_shipped_chip),       cmocka_unit_test(test_shipped_clusters),
-      cmocka_unit_test(test_cluster_defaults),
+      cmocka_unit_test(test_missing_job_file),      cmocka_unit_test(test_empty_file_is_syntax_error),
+      cmocka_unit_test(test_small_job_loads),       cmocka_unit_test(test_moe_job_loads),
+      cmocka_unit_test(test_capacity_settings),     cmocka_unit_test(test_capacity_factor_override),
+      cmocka_unit_test(test_hash_covers_tables),    cmocka_unit_test(test_names),
+      cmocka_unit_test(test_spec_acceptance),       cmocka_unit_test(test_shipped_jobs_load),
+      cmocka_unit_test(test_published_model_sizes), cmocka_unit_test(test_shipped_chip),
+      cmocka_unit_test(test_shipped_clusters),      cmocka_unit_test(test_cluster_defaults),
       cmocka_unit_test(test_validation_section),
   };
   enum { NFIXED = sizeof fixed / sizeof fixed[0] };
   struct CMUnitTest tests[NFIXED + NBAD + 8];
   memcpy(tests, fixed, sizeof fixed);
   for (size_t i = 0; i < NBAD; i++)
-    tests[NFIXED + i] = (struct CMUnitTest){.name = bad_cases[i].name,
-                                            .test_func = test_bad_input,
-                                            .initial_state = (void *)&bad_cases[i]};
+    tests[NFIXED + i] = (struct CMUnitTest){
+        .name = bad_cases[i].name, .test_func = test_bad_input, .initial_state = (void *)&bad_cases[i]};
   for (size_t i = 0; i < config_paper_ntests && i < 8; i++) tests[NFIXED + NBAD + i] = config_paper_tests[i];
   return _cmocka_run_group_tests("config", tests, NFIXED + NBAD + config_paper_ntests, NULL, NULL);
 }

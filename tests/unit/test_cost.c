@@ -15,7 +15,6 @@
 #include "cost_internal.h"
 #include "test_cost.h"
 
-
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   enpu_err err = {0};
@@ -62,8 +61,7 @@ graph_op matmul_op(int64_t m, int64_t k, int64_t n) {
 static graph_op decode_attention_op(int64_t req, int64_t kv_heads, int g, int64_t n) {
   graph_op op = {.kind = GRAPH_ATTENTION, .name = "attention"};
   int64_t b = req * kv_heads;
-  op.shape = (graph_shape){.b = b, .m = 1, .k = 128, .n = n, .v = 128, .kv_group = g,
-                           .dtype_bytes = 2};
+  op.shape = (graph_shape){.b = b, .m = 1, .k = 128, .n = n, .v = 128, .kv_group = g, .dtype_bytes = 2};
   op.flops = 2.0 * b * g * n * (128 + 128);
   op.vector_ops = 5.0 * b * g * n;
   op.hbm_read_bytes = 2.0 * b * n * 256 + 2.0 * b * g * 128;
@@ -73,8 +71,13 @@ static graph_op decode_attention_op(int64_t req, int64_t kv_heads, int g, int64_
 
 static graph_op vector_op(graph_op_kind kind, int64_t m, int64_t n, double ops_per_elem) {
   graph_op op = {.kind = kind, .name = "vector"};
-  op.shape = (graph_shape){.b = 1, .m = m, .n = n, .in_tensors = 2, .out_tensors = 1,
-                           .vector_ops_per_elem = ops_per_elem, .dtype_bytes = 2};
+  op.shape = (graph_shape){.b = 1,
+                           .m = m,
+                           .n = n,
+                           .in_tensors = 2,
+                           .out_tensors = 1,
+                           .vector_ops_per_elem = ops_per_elem,
+                           .dtype_bytes = 2};
   op.vector_ops = ops_per_elem * m * n;
   op.hbm_read_bytes = 2.0 * m * n * (kind == GRAPH_ELEMENTWISE ? 2 : 1);
   op.hbm_write_bytes = 2.0 * m * n;
@@ -104,13 +107,13 @@ static graph_op collective_op(graph_op_kind kind, int ranks, double bytes) {
 
 static void test_fifo_depth(void **state) {
   (void)state;
-  assert_int_equal(cost_fifo_depth(1, 1), 10);            /* worst case, §3.1 */
+  assert_int_equal(cost_fifo_depth(1, 1), 10); /* worst case, §3.1 */
   assert_int_equal(cost_fifo_depth(0.588, 0.588), 10);
-  assert_int_equal(cost_fifo_depth(1, 2), 8);             /* (5 + 10) / 2 = 7.5 → 8 */
+  assert_int_equal(cost_fifo_depth(1, 2), 8); /* (5 + 10) / 2 = 7.5 → 8 */
   assert_int_equal(cost_fifo_depth(2, 1), 8);
-  assert_int_equal(cost_fifo_depth(1, 4), 7);             /* 25 / 4 = 6.25 → 7 */
-  assert_int_equal(cost_fifo_depth(1, 34), 6);            /* 175 / 34 = 5.15 → 6 */
-  for (double r = 1; r < 40; r += 0.37) {                 /* always in (5, 10] */
+  assert_int_equal(cost_fifo_depth(1, 4), 7);  /* 25 / 4 = 6.25 → 7 */
+  assert_int_equal(cost_fifo_depth(1, 34), 6); /* 175 / 34 = 5.15 → 6 */
+  for (double r = 1; r < 40; r += 0.37) {      /* always in (5, 10] */
     int d = cost_fifo_depth(1, r);
     assert_true(d > 5 && d <= 10);
     assert_int_equal(d, (int)ceil((5 + 5 * r) / r - 1e-12));
@@ -203,8 +206,7 @@ static void test_roofline_matmul(void **state) {
   cost_pipeline pl;
   cost_pipeline_nodvfs(&pl, f->pm_fixed);
   cost_plan p = peak(f);
-  const int64_t shapes[][3] = {{4096, 8192, 2560}, {8192, 8192, 7168}, {4096, 28672 / 4, 8192},
-                               {2048, 8192, 8192}};
+  const int64_t shapes[][3] = {{4096, 8192, 2560}, {8192, 8192, 7168}, {4096, 28672 / 4, 8192}, {2048, 8192, 8192}};
   double peak_flops_per_ns = f->chip->sa_count * 2.0 * f->chip->sa_dim * f->chip->sa_dim *
                              config_state_ghz(f->chip, f->chip->freq_states);
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -213,9 +215,8 @@ static void test_roofline_matmul(void **state) {
     enpu_err err = {0};
     assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, &err), 0);
     double flops_ns = op.flops / peak_flops_per_ns; /* independent compute roofline */
-    printf("matmul %ldx%ldx%ld: time %.1f us, SA busy %.1f us, FLOP roofline %.1f us\n",
-           (long)shapes[i][0], (long)shapes[i][1], (long)shapes[i][2], r.time_ns / 1e3,
-           r.busy_ns[CONFIG_SA] / 1e3, flops_ns / 1e3);
+    printf("matmul %ldx%ldx%ld: time %.1f us, SA busy %.1f us, FLOP roofline %.1f us\n", (long)shapes[i][0],
+           (long)shapes[i][1], (long)shapes[i][2], r.time_ns / 1e3, r.busy_ns[CONFIG_SA] / 1e3, flops_ns / 1e3);
     assert_true(fabs(r.busy_ns[CONFIG_SA] - flops_ns) <= 0.01 * flops_ns);
     assert_true(r.busy_ns[CONFIG_SA] >= r.busy_ns[CONFIG_HBM]); /* compute-bound */
     assert_true(r.time_ns >= roofline(&r) * (1 - 1e-12));
@@ -242,8 +243,8 @@ static void test_roofline_decode_attention(void **state) {
     cost_result r;
     assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &r, NULL), 0);
     double bytes_ns = (op.hbm_read_bytes + op.hbm_write_bytes) / f->chip->hbm_gbps;
-    printf("decode attention b=%ld kv=%ld: time %.1f us, HBM roofline %.1f us\n",
-           (long)cases[i][0], (long)cases[i][1], r.time_ns / 1e3, bytes_ns / 1e3);
+    printf("decode attention b=%ld kv=%ld: time %.1f us, HBM roofline %.1f us\n", (long)cases[i][0],
+           (long)cases[i][1], r.time_ns / 1e3, bytes_ns / 1e3);
     assert_true(fabs(r.busy_ns[CONFIG_HBM] - bytes_ns) <= 1e-9 * bytes_ns);
     assert_true(roofline(&r) == r.busy_ns[CONFIG_HBM]); /* memory-bound */
     assert_true(r.time_ns <= 1.05 * bytes_ns);
@@ -264,8 +265,7 @@ int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi) {
 
 graph_op random_op(uint64_t *s, int kind) {
   switch (kind) {
-  case GRAPH_MATMUL: return matmul_op(rng_range(s, 1, 4096), rng_range(s, 64, 8192),
-                                      rng_range(s, 64, 8192));
+  case GRAPH_MATMUL: return matmul_op(rng_range(s, 1, 4096), rng_range(s, 64, 8192), rng_range(s, 64, 8192));
   case GRAPH_ATTENTION: {
     graph_op op = decode_attention_op(rng_range(s, 1, 64), 2, 8, rng_range(s, 128, 8192));
     if (rng_next(s) & 1) { /* prefill: causal, m = n */
@@ -284,8 +284,7 @@ graph_op random_op(uint64_t *s, int kind) {
   case GRAPH_EMBED: return vector_op(GRAPH_EMBED, rng_range(s, 1, 4096), 8192, 0);
   case GRAPH_HOST_LOAD: return host_op((double)rng_range(s, 1 << 20, 1 << 30));
   default:
-    return collective_op((graph_op_kind)kind, (int)rng_range(s, 2, 64),
-                         (double)rng_range(s, 1024, 64 << 20));
+    return collective_op((graph_op_kind)kind, (int)rng_range(s, 2, 64), (double)rng_range(s, 1024, 64 << 20));
   }
 }
 
@@ -314,8 +313,7 @@ static void test_monotone(void **state) {
         assert_int_equal(cost_eval(f->ctx, &op, &q, pl, &up, &err), 0);
         if (up.time_ns > base.time_ns * (1 + 1e-9))
           fail_msg("%s: raising %s %d→%d: %.6f > %.6f ns", graph_kind_name(op.kind),
-                   config_component_name((config_component)c), p.state[c], q.state[c],
-                   up.time_ns, base.time_ns);
+                   config_component_name((config_component)c), p.state[c], q.state[c], up.time_ns, base.time_ns);
         checks++;
       }
     }
@@ -438,8 +436,8 @@ static void test_pipelines(void **state) {
   assert_int_equal(cost_eval(f->ctx, &norm, &p, &enpu, &re, NULL), 0);
   assert_int_equal(cost_eval(f->ctx, &norm, &p, &ideal, &ri, NULL), 0);
   assert_int_equal(cost_eval(f->ctx, &norm, &p, &enpu3, &r3, NULL), 0);
-  printf("norm 64x8192 at peak: nodvfs %.2f us, enpu %.2f us (stall %.2f), ideal %.2f us\n",
-         rn.time_ns / 1e3, re.time_ns / 1e3, re.fe_stall_ns / 1e3, ri.time_ns / 1e3);
+  printf("norm 64x8192 at peak: nodvfs %.2f us, enpu %.2f us (stall %.2f), ideal %.2f us\n", rn.time_ns / 1e3,
+         re.time_ns / 1e3, re.fe_stall_ns / 1e3, ri.time_ns / 1e3);
   assert_true(re.time_ns >= ri.time_ns);
   assert_true(fabs(ri.time_ns - rn.time_ns) <= 1e-9 * rn.time_ns); /* same clocks */
   assert_true(re.fe_stall_ns > 0);
@@ -472,8 +470,7 @@ static void test_pipelines(void **state) {
   assert_int_equal(cost_eval(f->ctx, &ar, &slow_ici, &enpu, &a2, NULL), 0);
   assert_int_equal(cost_eval(f->ctx, &ar, &no_sa, &enpu, &a3, NULL), 0);
   assert_true(a2.time_ns > 1.8 * a1.time_ns - 6 * f->chip->ici_latency_ns);
-  assert_true(fabs(a2.busy_ns[CONFIG_ICI] - 2 * a1.busy_ns[CONFIG_ICI]) <=
-              1e-9 * a2.busy_ns[CONFIG_ICI]);
+  assert_true(fabs(a2.busy_ns[CONFIG_ICI] - 2 * a1.busy_ns[CONFIG_ICI]) <= 1e-9 * a2.busy_ns[CONFIG_ICI]);
 }
 
 /* Per-rail transitions (§3.2): a decode matmul (one token) is HBM-bound, so the HBM
@@ -529,8 +526,7 @@ static void test_critical_path_time(void **state) {
   assert_int_equal(cost_eval(f->ctx, &op, &sa_low, &en, &rs, NULL), 0);
   const double sa_peak = re.own_ns[CONFIG_SA];
   assert_true(fabs(rs.own_ns[CONFIG_SA] - sa_peak * 34 / 30) <= 1e-9 * sa_peak);
-  assert_true(fabs(rs.cp_time_ns - (rn.time_ns + rs.own_ns[CONFIG_SA] - sa_peak)) <=
-              1e-9 * rn.time_ns);
+  assert_true(fabs(rs.cp_time_ns - (rn.time_ns + rs.own_ns[CONFIG_SA] - sa_peak)) <= 1e-9 * rn.time_ns);
 }
 
 /* ---- power gating inside the kernel ----
@@ -595,8 +591,8 @@ static void test_gating_in_op(void **state) {
       const config_component cc = (config_component)c;
       gated_any |= b.gates[c] > 0;
       power_energy_nj e;
-      assert_int_equal(power_energy(f->pm_dvfs, cc, b.state[c], b.busy_ns[c], b.time_ns,
-                                    b.flop_utilization[c], &e, NULL), 0);
+      assert_int_equal(
+          power_energy(f->pm_dvfs, cc, b.state[c], b.busy_ns[c], b.time_ns, b.flop_utilization[c], &e, NULL), 0);
       const double want = e.total_nj - b.gate_saved_w[c] * b.gated_ns[c] +
                           b.gates[c] * power_gate_wake_nj(f->pm_dvfs, cc);
       assert_true(fabs(b.energy_nj[c] - want) <= 1e-9 * e.total_nj);
@@ -662,8 +658,7 @@ static void test_no_alloc_after_first_eval(void **state) {
   for (int kind = 0; kind < GRAPH_NKIND; kind++) ops[kind] = random_op(&s, kind);
   cost_result r;
   cost_plan p = peak(f);
-  for (int kind = 0; kind < GRAPH_NKIND; kind++)
-    assert_int_equal(cost_eval(ctx, &ops[kind], &p, &pl, &r, NULL), 0);
+  for (int kind = 0; kind < GRAPH_NKIND; kind++) assert_int_equal(cost_eval(ctx, &ops[kind], &p, &pl, &r, NULL), 0);
   int64_t nops, allocs;
   cost_ctx_stats(ctx, &nops, &allocs);
   assert_int_equal(nops, GRAPH_NKIND);

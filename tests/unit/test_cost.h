@@ -14,12 +14,12 @@ typedef struct {
   cost_ctx *ctx;
 } fixture;
 
-cost_plan peak(const fixture *f);                     /* every component at its peak */
-graph_op matmul_op(int64_t m, int64_t k, int64_t n);  /* a weight matmul, bf16 */
-uint64_t rng_next(uint64_t *s);                       /* xorshift64 */
+cost_plan peak(const fixture *f);                    /* every component at its peak */
+graph_op matmul_op(int64_t m, int64_t k, int64_t n); /* a weight matmul, bf16 */
+uint64_t rng_next(uint64_t *s);                      /* xorshift64 */
 int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi);
-graph_op random_op(uint64_t *s, int kind);            /* an op of graph_op_kind `kind` */
-cost_pipeline enpu5(const fixture *f);                /* eNPU-All on the DVFS power model */
+graph_op random_op(uint64_t *s, int kind); /* an op of graph_op_kind `kind` */
+cost_pipeline enpu5(const fixture *f);     /* eNPU-All on the DVFS power model */
 
 void test_batch_identical(void **state);
 void test_bound_box(void **state);

@@ -20,8 +20,7 @@
 static void random_plans(uint64_t *s, cost_plan *p, int n) {
   for (int i = 0; i < n; i++) {
     for (int c = 0; c < CONFIG_NCOMP; c++) p[i].state[c] = (int)rng_range(s, 1, 34);
-    if (i > 0 && rng_next(s) % 3 == 0)
-      memcpy(p[i].state, p[rng_next(s) % (uint64_t)i].state, 3 * sizeof(int));
+    if (i > 0 && rng_next(s) % 3 == 0) memcpy(p[i].state, p[rng_next(s) % (uint64_t)i].state, 3 * sizeof(int));
   }
 }
 
@@ -65,8 +64,8 @@ void test_batch_identical(void **state) {
               memcmp(&r.cp_time_ns, &out[i].cp_time_ns, sizeof(double)) ||
               memcmp(&r.energy_total_nj, &out[i].energy_nj, sizeof(double)))
             fail_msg("%s pipeline %d plan %d: batch %.17g ns %.17g nJ, single %.17g ns %.17g nJ",
-                     graph_kind_name(op.kind), k, i, out[i].time_ns, out[i].energy_nj,
-                     r.time_ns, r.energy_total_nj);
+                     graph_kind_name(op.kind), k, i, out[i].time_ns, out[i].energy_nj, r.time_ns,
+                     r.energy_total_nj);
         }
       }
     }
@@ -111,8 +110,8 @@ void test_bound_box(void **state) {
         assert_int_equal(cost_eval(f->ctx, &op, &p, pl, &r, NULL), 0);
         assert_true(r.time_ns >= lb.time_ns && r.cp_time_ns >= lb.cp_time_ns);
         if (r.energy_total_nj < lb.energy_nj)
-          fail_msg("%s: energy %.17g below its box's bound %.17g", graph_kind_name(op.kind),
-                   r.energy_total_nj, lb.energy_nj);
+          fail_msg("%s: energy %.17g below its box's bound %.17g", graph_kind_name(op.kind), r.energy_total_nj,
+                   lb.energy_nj);
         plans++;
         int c = 0;
         while (c < CONFIG_NCOMP && p.state[c] == hi.state[c]) p.state[c] = lo.state[c], c++;

@@ -31,8 +31,8 @@
  * Fixtures */
 
 static farm_op_result make_op(uint32_t policy, uint64_t key) {
-  farm_op_result r = {.policy = policy, .key = key, .kind = (uint32_t)(key % 3),
-                      .evaluations = 1000 + key % 97, .npoints = NPTS};
+  farm_op_result r = {
+      .policy = policy, .key = key, .kind = (uint32_t)(key % 3), .evaluations = 1000 + key % 97, .npoints = NPTS};
   snprintf(r.name, sizeof r.name, "layer.op%llu", (unsigned long long)(key % 1000));
   r.points = calloc(NPTS, sizeof *r.points);
   assert_non_null(r.points);
@@ -49,8 +49,8 @@ static farm_op_result make_op(uint32_t policy, uint64_t key) {
 /* A bucket over ascending keys[0..nops): per op a walk of three steps (one instance to
  * point 1, the rest to point 1, one instance to point 2), two plans with one state per
  * op (the second plan has one state that is not a Pareto point). */
-static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int seq,
-                                      const uint64_t *keys, uint32_t nops, uint64_t input_hash) {
+static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int seq, const uint64_t *keys,
+                                      uint32_t nops, uint64_t input_hash) {
   farm_bucket_result r = {.policy = policy};
   store_bucket_bundle *u = &r.bundle;
   *u = (store_bucket_bundle){.nops = nops, .nwalk = 3ull * nops, .nplans = 2, .nstates = 2ull * nops};
@@ -79,17 +79,20 @@ static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int
     for (int k = 0; k < 3; k++) {
       t += 10.0 * (k + 1);
       e -= 5.0 * (k + 1);
-      u->walk[3 * i + k] = (store_walk_rec){.op = i, .pareto = steps[k].pareto,
-                                           .instances = steps[k].instances, .time_ns = t,
-                                           .energy_nj = e};
+      u->walk[3 * i + k] = (store_walk_rec){
+          .op = i, .pareto = steps[k].pareto, .instances = steps[k].instances, .time_ns = t, .energy_nj = e};
     }
   }
   for (uint32_t k = 0; k < 2; k++) {
-    u->plans[k] = (store_plan_rec){.slack = 0.05 * (k + 1), .budget_ns = 1.05e6 + k,
-                                  .time_ns = 1e6 + 100 * k, .energy_nj = 4e6 - k,
-                                  .lower_bound_nj = 3.9e6, .savings_vs_nodvfs = 0.1 * (k + 1),
-                                  .walk_prefix = k ? u->nwalk : 0, .states_first = k * nops,
-                                  .states_count = nops};
+    u->plans[k] = (store_plan_rec){.slack = 0.05 * (k + 1),
+                                   .budget_ns = 1.05e6 + k,
+                                   .time_ns = 1e6 + 100 * k,
+                                   .energy_nj = 4e6 - k,
+                                   .lower_bound_nj = 3.9e6,
+                                   .savings_vs_nodvfs = 0.1 * (k + 1),
+                                   .walk_prefix = k ? u->nwalk : 0,
+                                   .states_first = k * nops,
+                                   .states_count = nops};
     for (uint32_t i = 0; i < nops; i++) {
       store_plan_state_rec *st = &u->states[k * nops + i];
       st->plan = k;
@@ -103,11 +106,13 @@ static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int
 }
 
 /* An infeasible bucket: status and message, nothing else. */
-static farm_bucket_result make_infeasible(uint32_t policy, int phase, int batch, int seq,
-                                          uint64_t input_hash) {
+static farm_bucket_result make_infeasible(uint32_t policy, int phase, int batch, int seq, uint64_t input_hash) {
   farm_bucket_result r = {.policy = policy};
-  r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)phase, .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
-                                       .batch = batch, .seq = seq, .input_hash = input_hash};
+  r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)phase,
+                                       .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
+                                       .batch = batch,
+                                       .seq = seq,
+                                       .input_hash = input_hash};
   snprintf(r.bundle.bucket.message, sizeof r.bundle.bucket.message, "KV cache needs %d GiB, HBM has 96", batch);
   return r;
 }
@@ -323,7 +328,7 @@ static void test_codec_bad_indices(void **state) {
 typedef struct {
   char dir[STORE_FIXTURE_DIR_LEN];
   char path[STORE_FIXTURE_PATH_LEN]; /* a store */
-  char journal[160]; /* its journal */
+  char journal[160];                 /* its journal */
 } tmp_fixture;
 
 static int tmp_setup(void **state) {
@@ -557,8 +562,11 @@ static void test_journal_reset(void **state) {
 /* ---------------------------------------------------------------------------------
  * State */
 
-static const store_provenance prov = {.cost_model_hash = 1, .chip_hash = 2, .model_hash = 3,
-                                      .job_hash = 4, .tool_version = "test",
+static const store_provenance prov = {.cost_model_hash = 1,
+                                      .chip_hash = 2,
+                                      .model_hash = 3,
+                                      .job_hash = 4,
+                                      .tool_version = "test",
                                       .added_buckets_json = "[{\"phase\":\"decode\",\"batch\":24,\"seq\":3000}]"};
 
 /* The results of the state tests: ops 11..55 of POLICY (44 never computed), two of
@@ -571,12 +579,16 @@ static void add_result(farm_state *s, int i) {
   farm_op_result op;
   farm_bucket_result bk;
   switch (i) {
-  case 0: case 1: case 2: case 3:
+  case 0:
+  case 1:
+  case 2:
+  case 3:
     op = make_op(POLICY, (uint64_t)(11 * (i + 1) + (i == 3) * 11)); /* 11 22 33 55 */
     assert_int_equal(farm_state_add_op(s, &op, &err), 0);
     assert_null(op.points);
     return;
-  case 4: case 5:
+  case 4:
+  case 5:
     op = make_op(CONFIG_POLICY_NODVFS, 11 * (uint64_t)(i - 3));
     assert_int_equal(farm_state_add_op(s, &op, &err), 0);
     return;
@@ -630,10 +642,10 @@ static store_contents *load(const char *path) {
   return c;
 }
 
-#define SAME_TABLE(a, b, field, count)                                                             \
-  do {                                                                                             \
-    assert_int_equal((a)->count, (b)->count);                                                      \
-    if ((a)->count) assert_memory_equal((a)->field, (b)->field, (a)->count * sizeof *(a)->field);  \
+#define SAME_TABLE(a, b, field, count)                                                            \
+  do {                                                                                            \
+    assert_int_equal((a)->count, (b)->count);                                                     \
+    if ((a)->count) assert_memory_equal((a)->field, (b)->field, (a)->count * sizeof *(a)->field); \
   } while (0)
 
 static void test_state_order_independent(void **state) {
@@ -730,7 +742,8 @@ static void test_state_load_round_trip(void **state) {
   for (size_t i = 0; i < 4; i++) {
     const store_bucket_rec *wb = &want_buckets[i == 0 ? 3 : i];
     const farm_bucket_result *x = farm_state_find_bucket(s, POLICY, wb->phase, wb->batch, wb->seq, wb->input_hash);
-    const farm_bucket_result *y = farm_state_find_bucket(back, POLICY, wb->phase, wb->batch, wb->seq, wb->input_hash);
+    const farm_bucket_result *y = farm_state_find_bucket(back, POLICY, wb->phase, wb->batch, wb->seq,
+                                                         wb->input_hash);
     assert_non_null(x);
     assert_non_null(y);
     farm_buf bx = encode_bucket(x), by = encode_bucket(y);
@@ -784,8 +797,8 @@ static void test_state_checkpoint_rejects(void **state) {
   bad.bundle.walk[0].pareto = NPTS;
   assert_int_equal(farm_state_add_bucket(s, &bad, &err), 0);
   store_bucket_rec wb = {.phase = 1, .batch = 16, .seq = 2048, .input_hash = 600};
-  farm_wanted w = {.policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6,
-                   .buckets = &wb, .nbuckets = 1};
+  farm_wanted w = {
+      .policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = &wb, .nbuckets = 1};
   store_lock *lock = NULL;
   assert_int_equal(store_lock_acquire(f->path, "test_farm", 0, NULL, &lock, &err), 0);
   assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
@@ -855,8 +868,7 @@ static int bench(int n) {
                {"frames packed by the workers, sync every 100 records", 100, 1}};
   farm_zframe *z = NULL;
   farm_buf frame = {0};
-  if (farm_zframe_create(&z, &err) != 0 || farm_zframe_pack(z, rec.data, rec.len, &frame, &err) != 0)
-    return 1;
+  if (farm_zframe_create(&z, &err) != 0 || farm_zframe_pack(z, rec.data, rec.len, &frame, &err) != 0) return 1;
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
     farm_journal *j = NULL;
     if (farm_journal_open(path, &j, &err) != 0) return 1;

@@ -17,8 +17,8 @@
 /* A part's set: points (time, energy) with states s..s+4 and slot energies energy / (k+2)
  * + tag, so the part a merged point came from shows in its slots. */
 static farm_op_result part_set(const double (*te)[2], int n, int state0, double tag) {
-  farm_op_result r = {.policy = CONFIG_POLICY_IDEAL, .key = 77, .kind = 1, .evaluations = 100,
-                      .npoints = (uint32_t)n};
+  farm_op_result r = {
+      .policy = CONFIG_POLICY_IDEAL, .key = 77, .kind = 1, .evaluations = 100, .npoints = (uint32_t)n};
   strcpy(r.name, "attn.flash");
   r.points = calloc((size_t)n, sizeof *r.points);
   assert_non_null(r.points);
@@ -58,10 +58,8 @@ void test_merge_parts(void **state) {
   (void)state;
   /* Part 0: (10, 50), (30, 20); part 1: (20, 30), (40, 25) — dominated by (30, 20);
    * part 2: (5, 90), (30, 20) again with other states — the tie keeps the smaller states. */
-  const double p0[2][2] = {{10, 50}, {30, 20}}, p1[2][2] = {{20, 30}, {40, 25}},
-               p2[2][2] = {{5, 90}, {30, 20}};
-  farm_op_result parts[3] = {part_set(p0, 2, 10, 1000), part_set(p1, 2, 20, 2000),
-                             part_set(p2, 2, 5, 3000)};
+  const double p0[2][2] = {{10, 50}, {30, 20}}, p1[2][2] = {{20, 30}, {40, 25}}, p2[2][2] = {{5, 90}, {30, 20}};
+  farm_op_result parts[3] = {part_set(p0, 2, 10, 1000), part_set(p1, 2, 20, 2000), part_set(p2, 2, 5, 3000)};
   farm_op_result shuffled[3] = {parts[2], parts[0], parts[1]}, a, b;
   enpu_err err = {0};
   assert_int_equal(farm_merge_parts(parts, 3, &a, &err), 0);

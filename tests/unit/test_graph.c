@@ -25,36 +25,58 @@
  * Models (their published configurations) and jobs */
 
 static config_model llama3_70b(void) {
-  return (config_model){.name = "llama3-70b", .hidden = 8192, .layers = 80, .vocab = 128256,
-                        .dtype_bytes = 2, .attention = CONFIG_ATTN_GQA, .heads = 64,
-                        .kv_heads = 8, .head_dim = 128, .ffn_intermediate = 28672};
+  return (config_model){.name = "llama3-70b",
+                        .hidden = 8192,
+                        .layers = 80,
+                        .vocab = 128256,
+                        .dtype_bytes = 2,
+                        .attention = CONFIG_ATTN_GQA,
+                        .heads = 64,
+                        .kv_heads = 8,
+                        .head_dim = 128,
+                        .ffn_intermediate = 28672};
 }
 
 static config_model llama31_405b(void) {
-  return (config_model){.name = "llama3.1-405b", .hidden = 16384, .layers = 126,
-                        .vocab = 128256, .dtype_bytes = 2, .attention = CONFIG_ATTN_GQA,
-                        .heads = 128, .kv_heads = 8, .head_dim = 128,
+  return (config_model){.name = "llama3.1-405b",
+                        .hidden = 16384,
+                        .layers = 126,
+                        .vocab = 128256,
+                        .dtype_bytes = 2,
+                        .attention = CONFIG_ATTN_GQA,
+                        .heads = 128,
+                        .kv_heads = 8,
+                        .head_dim = 128,
                         .ffn_intermediate = 53248};
 }
 
-static config_model deepseek(int hidden, int layers, int vocab, int inter, int routed,
-                             int shared, int topk, int expert_inter, int first_dense) {
-  return (config_model){.name = "deepseek", .hidden = hidden, .layers = layers, .vocab = vocab,
-                        .dtype_bytes = 2, .attention = CONFIG_ATTN_MLA, .heads = 128,
-                        .kv_heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512,
-                        .qk_nope_head_dim = 128, .qk_rope_head_dim = 64, .v_head_dim = 128,
-                        .ffn_intermediate = inter, .moe = true, .routed_experts = routed,
-                        .shared_experts = shared, .experts_per_token = topk,
-                        .expert_intermediate = expert_inter, .first_dense_layers = first_dense};
+static config_model deepseek(int hidden, int layers, int vocab, int inter, int routed, int shared, int topk,
+                             int expert_inter, int first_dense) {
+  return (config_model){.name = "deepseek",
+                        .hidden = hidden,
+                        .layers = layers,
+                        .vocab = vocab,
+                        .dtype_bytes = 2,
+                        .attention = CONFIG_ATTN_MLA,
+                        .heads = 128,
+                        .kv_heads = 128,
+                        .q_lora_rank = 1536,
+                        .kv_lora_rank = 512,
+                        .qk_nope_head_dim = 128,
+                        .qk_rope_head_dim = 64,
+                        .v_head_dim = 128,
+                        .ffn_intermediate = inter,
+                        .moe = true,
+                        .routed_experts = routed,
+                        .shared_experts = shared,
+                        .experts_per_token = topk,
+                        .expert_intermediate = expert_inter,
+                        .first_dense_layers = first_dense};
 }
 
-static config_model deepseek_v2(void) {
-  return deepseek(5120, 60, 102400, 12288, 160, 2, 6, 1536, 1);
-}
+static config_model deepseek_v2(void) { return deepseek(5120, 60, 102400, 12288, 160, 2, 6, 1536, 1); }
 
-static config_model deepseek_v3(void) {
-  return deepseek(7168, 61, 129280, 18432, 256, 1, 8, 2048, 3);
-}
+static config_model deepseek_v3(void) { return deepseek(7168, 61, 129280, 18432, 256, 1, 8, 2048, 3); }
 
 /* A heap job with both phases on parallelism (dp 1, tp, pp, ep). */
 static config_job *make_job(config_model model, int tp, int pp, int ep, double capacity) {
@@ -86,8 +108,8 @@ static graph *build(const config_job *job, config_phase phase, int batch, int se
 static void assert_rel(double actual, double expected, double tolerance, const char *what) {
   const double rel = fabs(actual - expected) / fabs(expected);
   if (!(rel <= tolerance))
-    fail_msg("%s: got %.6g, expected %.6g (off by %.3f %%, allowed %.3f %%)", what, actual,
-             expected, 100.0 * rel, 100.0 * tolerance);
+    fail_msg("%s: got %.6g, expected %.6g (off by %.3f %%, allowed %.3f %%)", what, actual, expected, 100.0 * rel,
+             100.0 * tolerance);
 }
 
 /* Sum over ops of `kind` (GRAPH_NKIND: all ops) of flops × multiplicity. */
@@ -121,16 +143,14 @@ static int has_op(const graph *g, const char *name) {
 /* Matrix weights of one GQA layer (q, k, v, o and the SwiGLU FFN). */
 static double gqa_layer_params(const config_model *m) {
   const double H = m->hidden, hd = m->head_dim;
-  return H * (m->heads + 2.0 * m->kv_heads) * hd + m->heads * hd * H +
-         3.0 * H * m->ffn_intermediate;
+  return H * (m->heads + 2.0 * m->kv_heads) * hd + m->heads * hd * H + 3.0 * H * m->ffn_intermediate;
 }
 
 /* Matrix weights of one MLA attention block: q_a, q_b, kv_a, kv_b, o. */
 static double mla_params(const config_model *m) {
   const double H = m->hidden, h = m->heads, ql = m->q_lora_rank, lora = m->kv_lora_rank;
   const double nope = m->qk_nope_head_dim, rope = m->qk_rope_head_dim, v = m->v_head_dim;
-  return H * ql + ql * h * (nope + rope) + H * (lora + rope) + lora * h * (nope + v) +
-         h * v * H;
+  return H * ql + ql * h * (nope + rope) + H * (lora + rope) + lora * h * (nope + v) + h * v * H;
 }
 
 /* Active matrix weights per token of a DeepSeek model (LM head included, embedding
@@ -139,8 +159,7 @@ static double deepseek_active_params(const config_model *m) {
   const double H = m->hidden, Ie = m->expert_intermediate;
   const int dense = m->first_dense_layers, moe = m->layers - dense;
   return m->layers * mla_params(m) + dense * 3.0 * H * m->ffn_intermediate +
-         moe * (H * m->routed_experts + 3.0 * H * Ie * (m->experts_per_token + m->shared_experts)) +
-         H * m->vocab;
+         moe * (H * m->routed_experts + 3.0 * H * Ie * (m->experts_per_token + m->shared_experts)) + H * m->vocab;
 }
 
 /* ---------------------------------------------------------------------------------
@@ -161,8 +180,8 @@ static void test_llama70b_prefill_flops_weights_kv(void **state) {
   const graph_totals *t = graph_get_totals(g);
   assert_rel(t->flops * tp / T, expected, 0.02, "llama70b prefill FLOPs/token");
   /* The looser form: 2 × active params (LM head for every token) + attention. */
-  assert_rel(t->flops * tp / T, 2.0 * (m.layers * gqa_layer_params(&m) + H * V) + attention,
-             0.02, "llama70b prefill vs 2x active params + attention");
+  assert_rel(t->flops * tp / T, 2.0 * (m.layers * gqa_layer_params(&m) + H * V) + attention, 0.02,
+             "llama70b prefill vs 2x active params + attention");
   assert_rel(flops_of(g, GRAPH_ATTENTION) * tp / T, attention, 1e-9, "attention FLOPs/token");
 
   /* Weights: every weight byte once per forward pass, sharded 1/tp (kv 8 >= tp 4). */
@@ -188,8 +207,7 @@ static void test_llama70b_prefill_flops_weights_kv(void **state) {
   assert_true(ar->ici_bytes == 2.0 * (tp - 1) / tp * T * H * m.dtype_bytes);
   /* LM head computes one row per request; the allgather collects B·V logits. */
   assert_int_equal(find_op(g, "head", "head.lm_head")->shape.m, B);
-  assert_true(find_op(g, "head", "head.logits_allgather")->ici_bytes ==
-              (tp - 1.0) / tp * B * V * m.dtype_bytes);
+  assert_true(find_op(g, "head", "head.logits_allgather")->ici_bytes == (tp - 1.0) / tp * B * V * m.dtype_bytes);
   graph_free(g);
   free(job);
 }
@@ -207,8 +225,8 @@ static void test_llama70b_decode_flops_weights_kv(void **state) {
   const double attention = m.layers * 2.0 * m.heads * (hd + hd) * S;
   const double expected = 2.0 * (m.layers * gqa_layer_params(&m) + H * V) + attention;
   assert_rel(t->flops * tp / B, expected, 0.02, "llama70b decode FLOPs/token");
-  assert_rel(t->weight_bytes, (m.layers * gqa_layer_params(&m) + H * V) * m.dtype_bytes / tp,
-             0.02, "llama70b decode weight bytes per chip");
+  assert_rel(t->weight_bytes, (m.layers * gqa_layer_params(&m) + H * V) * m.dtype_bytes / tp, 0.02,
+             "llama70b decode weight bytes per chip");
 
   /* Decode attention reads the whole KV cache of the bucket, per layer. */
   const double kv_token = 2.0 * m.layers * (m.kv_heads / tp) * hd * m.dtype_bytes;
@@ -243,10 +261,8 @@ static void test_llama405b_tp64_replicates_kv_heads(void **state) {
   assert_true(t->kv_cache_bytes == 2.0 * m.layers * kv_local * hd * m.dtype_bytes * B * S);
 
   /* Per chip: q and o sharded, one full K and V head, FFN sharded, vocab sharded. */
-  const double layer = H * q_local * hd + 2.0 * H * kv_local * hd + q_local * hd * H +
-                       3.0 * H * I / tp;
-  assert_rel(t->weight_bytes, (m.layers * layer + H * V / tp) * m.dtype_bytes, 0.02,
-             "405b weight bytes per chip");
+  const double layer = H * q_local * hd + 2.0 * H * kv_local * hd + q_local * hd * H + 3.0 * H * I / tp;
+  assert_rel(t->weight_bytes, (m.layers * layer + H * V / tp) * m.dtype_bytes, 0.02, "405b weight bytes per chip");
   const double attention = m.layers * 2.0 * q_local * (hd + hd) * S;
   assert_rel(t->flops / B, 2.0 * (m.layers * layer + H * V / tp) + attention, 0.02,
              "405b FLOPs per token per chip");
@@ -269,8 +285,7 @@ static void check_deepseek_active(config_model m, double published, const char *
   assert_rel(active, published, 0.03, what);
   assert_rel(active, deepseek_active_params(&m), 0.005, "active params vs layer formula");
   /* MLA latent cache: layers · (kv_lora + rope) · d per token, exactly. */
-  assert_true(in->kv_bytes_per_token ==
-              (double)m.layers * (m.kv_lora_rank + m.qk_rope_head_dim) * m.dtype_bytes);
+  assert_true(in->kv_bytes_per_token == (double)m.layers * (m.kv_lora_rank + m.qk_rope_head_dim) * m.dtype_bytes);
   graph_free(g);
 
   /* Prefill of 4096 tokens: same weights per token, except that the LM head runs for
@@ -281,16 +296,14 @@ static void check_deepseek_active(config_model m, double published, const char *
   const double per_expert = ceil((double)S * m.experts_per_token / m.routed_experts);
   assert_int_equal(in->moe.active_tokens, (int64_t)per_expert);
   const double prefill_active = (flops_of(g, GRAPH_NKIND) - flops_of(g, GRAPH_ATTENTION)) / 2.0 / S;
-  const double routed_excess = (m.layers - m.first_dense_layers) * 3.0 * m.hidden *
-                               m.expert_intermediate *
+  const double routed_excess = (m.layers - m.first_dense_layers) * 3.0 * m.hidden * m.expert_intermediate *
                                (m.routed_experts * per_expert / S - m.experts_per_token);
   assert_rel(prefill_active,
-             deepseek_active_params(&m) - (double)m.hidden * m.vocab * (1.0 - 1.0 / S) +
-                 routed_excess,
-             0.005, "prefill active params");
+             deepseek_active_params(&m) - (double)m.hidden * m.vocab * (1.0 - 1.0 / S) + routed_excess, 0.005,
+             "prefill active params");
   const double h = m.heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim, v = m.v_head_dim;
-  assert_rel(flops_of(g, GRAPH_ATTENTION) / S, m.layers * 2.0 * h * (qk + v) * (S + 1) / 2.0,
-             1e-9, "MLA prefill attention FLOPs/token");
+  assert_rel(flops_of(g, GRAPH_ATTENTION) / S, m.layers * 2.0 * h * (qk + v) * (S + 1) / 2.0, 1e-9,
+             "MLA prefill attention FLOPs/token");
   graph_free(g);
   free(job);
 }
@@ -315,8 +328,7 @@ static double v3_chip_weights(const config_model *m, int tp, int ep) {
   const double lora = m->kv_lora_rank, nope = m->qk_nope_head_dim, rope = m->qk_rope_head_dim;
   const double v = m->v_head_dim, Ie = m->expert_intermediate;
   const int dense = m->first_dense_layers, moe = m->layers - dense;
-  const double attn = H * ql + H * (lora + rope) + ql * hl * (nope + rope) +
-                      lora * hl * (nope + v) + hl * v * H;
+  const double attn = H * ql + H * (lora + rope) + ql * hl * (nope + rope) + lora * hl * (nope + v) + hl * v * H;
   return m->layers * attn + dense * 3.0 * H * m->ffn_intermediate / tp +
          moe * (H * m->routed_experts + 3.0 * H * Ie * m->shared_experts / tp +
                 (double)m->routed_experts / ep * 3.0 * H * Ie / tp) +
@@ -349,13 +361,12 @@ static void test_deepseek_v3_tp16_ep2(void **state) {
   const int moe = m.layers - m.first_dense_layers;
   const double routed_all = (double)m.routed_experts / ep * 3.0 * H * Ie / tp; /* all local */
   const double token_weights = v3_chip_weights(&m, tp, ep) - moe * routed_all;
-  const double experts =
-      moe * (double)in->moe.active_experts * in->moe.active_tokens * 3.0 * H * Ie / tp;
+  const double experts = moe * (double)in->moe.active_experts * in->moe.active_tokens * 3.0 * H * Ie / tp;
   const double attention = m.layers * 2.0 * hl * Tl * S * ((lora + rope) + lora);
   assert_rel(graph_get_totals(gb)->flops, 2.0 * (Tl * token_weights + experts) + attention, 0.01,
              "V3 per-chip FLOPs");
-  assert_rel(graph_get_totals(gb)->weight_bytes, v3_chip_weights(&m, tp, ep) * m.dtype_bytes,
-             0.01, "V3 per-chip weight bytes");
+  assert_rel(graph_get_totals(gb)->weight_bytes, v3_chip_weights(&m, tp, ep) * m.dtype_bytes, 0.01,
+             "V3 per-chip weight bytes");
   /* The latent cache is replicated over TP: layers·(kv_lora+rope)·d per token, for the
    * chip's B/ep requests. */
   assert_true(graph_get_totals(gb)->kv_cache_bytes ==
@@ -365,11 +376,9 @@ static void test_deepseek_v3_tp16_ep2(void **state) {
    * combine returns what the local experts computed. */
   const graph_op *dispatch = find_op(gb, "moe_layer", "moe.dispatch");
   assert_int_equal(dispatch->kind, GRAPH_ALLTOALL);
-  assert_true(dispatch->ici_bytes ==
-              (ep - 1.0) / ep * Tl * m.experts_per_token * H * m.dtype_bytes);
+  assert_true(dispatch->ici_bytes == (ep - 1.0) / ep * Tl * m.experts_per_token * H * m.dtype_bytes);
   const graph_op *combine = find_op(gw, "moe_layer", "moe.combine");
-  assert_true(combine->ici_bytes == (ep - 1.0) / ep * (m.routed_experts / ep) * 4.0 * H *
-                                        m.dtype_bytes);
+  assert_true(combine->ici_bytes == (ep - 1.0) / ep * (m.routed_experts / ep) * 4.0 * H * m.dtype_bytes);
 
   /* Worst case costs more expert FLOPs than balanced, attention is identical. */
   assert_true(graph_get_totals(gw)->flops > graph_get_totals(gb)->flops);
@@ -401,7 +410,6 @@ static void test_moe_small_batch_and_no_ep(void **state) {
   free(job);
 }
 
-
 /* ---------------------------------------------------------------------------------
  * MoE experts as operators (all-resident, the paper's) on a small model counted by hand:
  * H 64, 3 layers (1 dense), GQA 4 heads / 2 KV heads of 16, E = 8 routed experts of
@@ -410,11 +418,22 @@ static void test_moe_small_batch_and_no_ep(void **state) {
 static void check_segments(const graph *g);
 
 static config_model small_moe(void) {
-  return (config_model){.name = "small-moe", .hidden = 64, .layers = 3, .vocab = 1000,
-                        .dtype_bytes = 2, .attention = CONFIG_ATTN_GQA, .heads = 4,
-                        .kv_heads = 2, .head_dim = 16, .ffn_intermediate = 128, .moe = true,
-                        .routed_experts = 8, .shared_experts = 1, .experts_per_token = 2,
-                        .expert_intermediate = 32, .first_dense_layers = 1};
+  return (config_model){.name = "small-moe",
+                        .hidden = 64,
+                        .layers = 3,
+                        .vocab = 1000,
+                        .dtype_bytes = 2,
+                        .attention = CONFIG_ATTN_GQA,
+                        .heads = 4,
+                        .kv_heads = 2,
+                        .head_dim = 16,
+                        .ffn_intermediate = 128,
+                        .moe = true,
+                        .routed_experts = 8,
+                        .shared_experts = 1,
+                        .experts_per_token = 2,
+                        .expert_intermediate = 32,
+                        .first_dense_layers = 1};
 }
 
 /* The ops of the moe_layer segment whose name starts with `prefix`. */
@@ -424,8 +443,7 @@ static int count_ops(const graph *g, const char *prefix, int64_t *instances) {
   int n = 0;
   *instances = 0;
   for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
-    if (!strncmp(graph_op_at(g, i)->name, prefix, strlen(prefix)))
-      n++, *instances += graph_op_at(g, i)->count;
+    if (!strncmp(graph_op_at(g, i)->name, prefix, strlen(prefix))) n++, *instances += graph_op_at(g, i)->count;
   return n;
 }
 
@@ -461,8 +479,7 @@ static void test_moe_resident_experts_hand_count(void **state) {
   assert_int_equal(down->shape.n, 64);
   assert_int_equal(find_op(g, "moe_layer", "moe.expert1-3.swiglu")->shape.n, 32);
   /* Order: every expert's gate, then every up, SwiGLU, down. */
-  assert_true(find_op(g, "moe_layer", "moe.expert1-3.gate")->id <
-              find_op(g, "moe_layer", "moe.expert0.up")->id);
+  assert_true(find_op(g, "moe_layer", "moe.expert1-3.gate")->id < find_op(g, "moe_layer", "moe.expert0.up")->id);
   /* The combine returns the 32 + 3·5 = 47 rows the chip's experts computed. */
   assert_true(find_op(g, "moe_layer", "moe.combine")->ici_bytes == 0.5 * 47 * 64 * 2);
   assert_true(find_op(g, "moe_layer", "moe.dispatch")->ici_bytes == 0.5 * 16 * 2 * 64 * 2);
@@ -518,8 +535,7 @@ static void test_gate_up_fusion_option(void **state) {
   assert_true(graph_get_totals(gs)->flops == graph_get_totals(gf)->flops);
   assert_true(graph_get_totals(gs)->weight_bytes == graph_get_totals(gf)->weight_bytes);
   assert_true(graph_get_totals(gs)->hbm_read_bytes > graph_get_totals(gf)->hbm_read_bytes);
-  assert_int_equal(graph_op_count(gs), graph_op_count(gf) + 1 /* dense */ + 2 /* experts */ +
-                                           1 /* shared */);
+  assert_int_equal(graph_op_count(gs), graph_op_count(gf) + 1 /* dense */ + 2 /* experts */ + 1 /* shared */);
   graph_free(gs);
   graph_free(gf);
   free(split);
@@ -664,11 +680,10 @@ static void test_shipped_llama70b(void **state) {
   const double H = m->hidden, V = m->vocab, T = (double)B * S;
   /* params_active counts the LM head for every token; prefill computes it for B rows. */
   const double attention = m->layers * 2.0 * m->heads * 2.0 * m->head_dim * (S + 1) / 2.0;
-  assert_rel(graph_get_totals(g)->flops * tp / T,
-             2.0 * (m->params_active - H * V * (1.0 - B / T)) + attention, 0.02,
-             "shipped llama70b FLOPs/token");
-  assert_rel(graph_get_totals(g)->weight_bytes, (m->params_total - H * V) * m->dtype_bytes / tp,
-             0.02, "shipped llama70b weight bytes per chip");
+  assert_rel(graph_get_totals(g)->flops * tp / T, 2.0 * (m->params_active - H * V * (1.0 - B / T)) + attention,
+             0.02, "shipped llama70b FLOPs/token");
+  assert_rel(graph_get_totals(g)->weight_bytes, (m->params_total - H * V) * m->dtype_bytes / tp, 0.02,
+             "shipped llama70b weight bytes per chip");
   assert_true(graph_get_info(g)->kv_bytes_per_token == m->kv_bytes_per_token / tp);
   graph_free(g);
   config_job_free(job);
@@ -680,8 +695,8 @@ static void test_shipped_deepseek_v3(void **state) {
   const config_model *m = &job->model;
   const config_parallel *p = &job->phase[CONFIG_DECODE].parallel;
   graph *g = build(job, CONFIG_DECODE, 256, 4096);
-  assert_rel(graph_get_totals(g)->weight_bytes, v3_chip_weights(m, p->tp, p->ep) * m->dtype_bytes,
-             0.01, "shipped V3 weight bytes per chip");
+  assert_rel(graph_get_totals(g)->weight_bytes, v3_chip_weights(m, p->tp, p->ep) * m->dtype_bytes, 0.01,
+             "shipped V3 weight bytes per chip");
   assert_true(graph_get_info(g)->kv_bytes_per_token == m->kv_bytes_per_token);
   graph_free(g);
 

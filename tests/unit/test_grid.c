@@ -63,8 +63,7 @@ static void deepseek_v2(config_model *m) {
   m->first_dense_layers = 1;
   m->params_total = 236e9;
   m->params_routed = 220e9;
-  m->kv_bytes_per_token =
-      (double)m->layers * (m->kv_lora_rank + m->qk_rope_head_dim) * m->dtype_bytes;
+  m->kv_bytes_per_token = (double)m->layers * (m->kv_lora_rank + m->qk_rope_head_dim) * m->dtype_bytes;
 }
 
 static const double tpuv5p_hbm_bytes = 95e9;
@@ -379,8 +378,7 @@ static void test_capacity_policies(void **state) {
   assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 1024, &mem, &err), 0);
   assert_int_equal(mem.offload_layers, 80);
   assert_float_equal(mem.offload_bytes,
-                     mem.weights_bytes - (20e9 - mem.kv_bytes - mem.activation_bytes -
-                                          mem.offload_layer_bytes),
+                     mem.weights_bytes - (20e9 - mem.kv_bytes - mem.activation_bytes - mem.offload_layer_bytes),
                      1e-3);
   free(job);
 }
@@ -421,11 +419,9 @@ static void test_memory_rejects_bad_input(void **state) {
   config_job *job = make_job();
   grid_memory mem;
   enpu_err err = {0};
-  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 0, 128, &mem, &err),
-                   ENPU_ERR_INVALID);
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 0, 128, &mem, &err), ENPU_ERR_INVALID);
   job->phase[CONFIG_DECODE].parallel.tp = 0;
-  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 128, &mem, &err),
-                   ENPU_ERR_INVALID);
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 1, 128, &mem, &err), ENPU_ERR_INVALID);
   assert_non_null(strstr(err.msg, "tp 0"));
   free(job);
 }
@@ -453,14 +449,11 @@ static void test_grid_totals_and_monotone_capacity(void **state) {
         const grid_bucket *b = &v->buckets[bi * v->seq_count + si];
         assert_int_equal(b->batch, v->batch[bi]);
         assert_int_equal(b->seq, v->seq[si]);
-        assert_int_equal(b->status == GRID_FEASIBLE,
-                         grid_memory_used_bytes(&b->mem) <= tpuv5p_hbm_bytes);
+        assert_int_equal(b->status == GRID_FEASIBLE, grid_memory_used_bytes(&b->mem) <= tpuv5p_hbm_bytes);
         feasible += b->status == GRID_FEASIBLE;
         /* More tokens never need less memory, so infeasibility propagates. */
-        if (si > 0) assert_true(grid_memory_used_bytes(&b->mem) >=
-                                grid_memory_used_bytes(&b[-1].mem));
-        if (bi > 0) assert_true(grid_memory_used_bytes(&b->mem) >=
-                                grid_memory_used_bytes(&b[-v->seq_count].mem));
+        if (si > 0) assert_true(grid_memory_used_bytes(&b->mem) >= grid_memory_used_bytes(&b[-1].mem));
+        if (bi > 0) assert_true(grid_memory_used_bytes(&b->mem) >= grid_memory_used_bytes(&b[-v->seq_count].mem));
       }
     }
     assert_int_equal(v->totals.feasible, feasible);

@@ -125,12 +125,12 @@ static void test_table_rows_and_counts(void **state) {
   assert_int_equal(power_unit_count(f->ctrl, CONFIG_SA), 8);
   assert_int_equal(power_unit_count(f->ctrl, CONFIG_VU), 6);
   assert_int_equal(power_unit_count(f->ctrl, CONFIG_SRAM), 1);
-  assert_close(power_dynamic_w(f->ctrl, CONFIG_SA, 1), 8 * 0.244, TOL);     /* 0.05 GHz row */
-  assert_close(power_dynamic_w(f->ctrl, CONFIG_SA, 34), 8 * 21.3248, TOL);  /* 1.7 GHz row */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_SA, 1), 8 * 0.244, TOL);    /* 0.05 GHz row */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_SA, 34), 8 * 21.3248, TOL); /* 1.7 GHz row */
   assert_close(power_static_w(f->ctrl, CONFIG_SA, 34), 8 * 1.35868996, TOL);
   assert_close(power_static_w(f->ctrl, CONFIG_SA, 0), 8 * 0.5883612773214286, TOL);
   assert_close(power_dynamic_w(f->ctrl, CONFIG_VU, 34), 6 * 5.1, TOL);
-  assert_close(power_dynamic_w(f->ctrl, CONFIG_SRAM, 20), 23.6, TOL);       /* 1.0 GHz row */
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_SRAM, 20), 23.6, TOL); /* 1.0 GHz row */
   /* HBM peak (Table 6: 2765 GB/s) in the top band, linear from the 2755 GB/s rows: the
    * controller (40 % of the hbm table at its top voltage), the I/O link and the DRAM. */
   assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 34),
@@ -161,7 +161,7 @@ static void test_efficiency_dvfs(void **state) {
 /* Fixed-voltage regulator: 89–92 % by activity (paper §4.1: 89–93 %), one voltage. */
 static void test_efficiency_fixed(void **state) {
   fixture *f = *state;
-  assert_close(power_efficiency(f->fixed, 0.7, 0.5), 0.905, TOL);  /* 0,0.5,0.7,90.5 */
+  assert_close(power_efficiency(f->fixed, 0.7, 0.5), 0.905, TOL);   /* 0,0.5,0.7,90.5 */
   assert_close(power_efficiency(f->fixed, 0.45, 0.05), 0.893, TOL); /* activity 0.1 row */
   assert_close(power_efficiency(f->fixed, 0.7, 1.0), 0.92, TOL);
   assert_close(power_efficiency(f->fixed, 0.7, 0.0), 0.89, TOL);
@@ -236,8 +236,7 @@ static void test_gating_by_hand(void **state) {
   assert_close(power_gate_wake_nj(f->ctrl, CONFIG_VU), 54.82, TOL);
   /* A long interval I (the gated schedule) saves saved · (I − wake) − wake energy. */
   const double interval = 5000;
-  assert_close(power_gate_saving_nj(f->ctrl, CONFIG_VU, saved, interval),
-               saved * (interval - 1.176) - 54.82, TOL);
+  assert_close(power_gate_saving_nj(f->ctrl, CONFIG_VU, saved, interval), saved * (interval - 1.176) - 54.82, TOL);
   /* Break-even at this state: E / saved = 54.82 / 3.4544 ≈ 15.87 ns < min idle 18.824. */
   const double min_idle = power_gate_min_idle_ns(f->ctrl, CONFIG_VU, saved);
   assert_close(min_idle, 18.824, TOL);
@@ -284,9 +283,7 @@ static void test_energy_rejects_bad_input(void **state) {
   assert_close(e.total_nj, 8 * (21.3248 * 5 + 1.35868996 * 10) / 0.905, TOL); /* fixed, act 0.5 */
   /* DVFS-C: the HBM and ICI controllers stay at peak on the fixed regulator. */
   power_model *dc = NULL;
-  assert_int_equal(power_model_create(f->chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS_COMPUTE, &dc,
-                                      &err),
-                   0);
+  assert_int_equal(power_model_create(f->chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS_COMPUTE, &dc, &err), 0);
   assert_int_equal(power_energy(dc, CONFIG_SA, 20, 5, 10, 1, &e, &err), 0);
   assert_int_equal(power_energy(dc, CONFIG_HBM, 20, 5, 10, 1, &e, &err), ENPU_ERR_INVALID);
   assert_int_equal(power_energy(dc, CONFIG_ICI, 34, 5, 10, 1, &e, &err), 0);
@@ -355,8 +352,7 @@ static void test_hbm_full_vs_ctrl(void **state) {
   assert_close(power_static_w(f->full, CONFIG_HBM, 9), mc_static + 6.2, TOL);
   const double mc_dyn = level * 7.968341 / 810.294118 - 0.6 * level * 33.808835 / 2755.0;
   const double dram = level * 13.8 / 2755.0;
-  assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 9), mc_dyn + level * 15.680358 / 2755.0 + dram,
-               1e-7);
+  assert_close(power_dynamic_w(f->ctrl, CONFIG_HBM, 9), mc_dyn + level * 15.680358 / 2755.0 + dram, 1e-7);
   assert_close(power_dynamic_w(f->full, CONFIG_HBM, 9), mc_dyn + level * 3.58701 / 810.294118 + dram,
                1e-7); /* I/O 0.7 V row at 810.29 GB/s */
   for (int s = 0; s <= power_peak_state(f->ctrl); s++) {
@@ -364,17 +360,13 @@ static void test_hbm_full_vs_ctrl(void **state) {
     assert_int_equal(power_energy(f->ctrl, CONFIG_HBM, s, 700, 1000, 1.0, &ec, NULL), 0);
     assert_int_equal(power_energy(f->full, CONFIG_HBM, s, 700, 1000, 1.0, &ef, NULL), 0);
     /* Below the I/O table's 0.8859 V row the I/O runs under its top voltage. */
-    if (s > 0 && power_level(f->ctrl, CONFIG_HBM, s) <= 2673.970588)
-      assert_true(ef.total_nj < ec.total_nj);
-    else
-      assert_close(ef.total_nj, ec.total_nj, TOL);
+    if (s > 0 && power_level(f->ctrl, CONFIG_HBM, s) <= 2673.970588) assert_true(ef.total_nj < ec.total_nj);
+    else assert_close(ef.total_nj, ec.total_nj, TOL);
     /* The controller's rail is the hbm table's voltage in both. */
-    assert_close(power_voltage_v(f->full, CONFIG_HBM, s), power_voltage_v(f->ctrl, CONFIG_HBM, s),
-                 TOL);
+    assert_close(power_voltage_v(f->full, CONFIG_HBM, s), power_voltage_v(f->ctrl, CONFIG_HBM, s), TOL);
   }
   /* The other components do not depend on the HBM mode. */
-  assert_close(power_static_w(f->full, CONFIG_ICI, 10), power_static_w(f->ctrl, CONFIG_ICI, 10),
-               TOL);
+  assert_close(power_static_w(f->full, CONFIG_ICI, 10), power_static_w(f->ctrl, CONFIG_ICI, 10), TOL);
 }
 
 /* A shared rail: SA at 0.55 GHz needs 0.45 V, SRAM at 0.55 GHz 0.5 V; on one rail the SA
@@ -387,13 +379,11 @@ static void test_shared_rail(void **state) {
   assert_close(power_voltage_v(f->ctrl, CONFIG_SRAM, 11), 0.50, TOL);
   assert_int_equal(power_energy(f->ctrl, CONFIG_SA, 11, 500, 1000, 1.0, &own, NULL), 0);
   assert_int_equal(power_energy_rail(f->ctrl, CONFIG_SA, 11, 0.5, 500, 1000, 1.0, &shared, NULL), 0);
-  assert_close(shared.total_nj,
-               8 * (3.97 * 0.55 / 0.650195059 * 500 + 0.7066400908035716 * 1000) / 0.80, TOL);
+  assert_close(shared.total_nj, 8 * (3.97 * 0.55 / 0.650195059 * 500 + 0.7066400908035716 * 1000) / 0.80, TOL);
   assert_true(shared.total_nj > own.total_nj);
   assert_int_equal(power_energy_rail(f->ctrl, CONFIG_SA, 11, 0.45, 500, 1000, 1.0, &same, NULL), 0);
   assert_close(same.total_nj, own.total_nj, TOL);
-  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_HBM, 11, 0.7, 500, 1000, 1.0, &same, NULL),
-                   ENPU_ERR_INVALID);
+  assert_int_equal(power_energy_rail(f->ctrl, CONFIG_HBM, 11, 0.7, 500, 1000, 1.0, &same, NULL), ENPU_ERR_INVALID);
 }
 
 static void test_op_energy_breakdown(void **state) {
@@ -406,9 +396,7 @@ static void test_op_energy_breakdown(void **state) {
   double sum = 0.0;
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     power_energy_nj e;
-    assert_int_equal(power_energy(f->ctrl, (config_component)c, st[c], busy[c], 1000, util[c],
-                                  &e, NULL),
-                     0);
+    assert_int_equal(power_energy(f->ctrl, (config_component)c, st[c], busy[c], 1000, util[c], &e, NULL), 0);
     assert_close(b.energy_nj[c], e.total_nj, TOL);
     sum += e.total_nj;
   }
@@ -481,8 +469,7 @@ static void test_create_errors(void **state) {
   power_model *pm = (power_model *)1;
   config_chip bad = *f->chip; /* shallow: shares the tables, not freed here */
   bad.ivr_scaling_time_ns = 7;
-  assert_int_equal(power_model_create(&bad, POWER_HBM_FULL, POWER_REG_DVFS, &pm, &err),
-                   ENPU_ERR_INVALID);
+  assert_int_equal(power_model_create(&bad, POWER_HBM_FULL, POWER_REG_DVFS, &pm, &err), ENPU_ERR_INVALID);
   assert_null(pm);
   assert_non_null(strstr(err.msg, "scaling_time_ns 7"));
   /* The fixed regulator ignores the scaling time. */

@@ -42,7 +42,8 @@ static int teardown(void **state) {
 /* ---- shared helpers ----------------------------------------------------------------- */
 
 replay_trace head_of(const replay_trace *t, size_t n) {
-  return (replay_trace){.requests = t->requests, .count = n < t->count ? n : t->count, .origin_tod_s = t->origin_tod_s};
+  return (replay_trace){
+      .requests = t->requests, .count = n < t->count ? n : t->count, .origin_tod_s = t->origin_tod_s};
 }
 
 replay_trace *parse_ok(const char *text) {
@@ -142,8 +143,9 @@ static void test_trace_bad_rows(void **state) {
   /* Rows within the year range but 44 days apart: the odd row is named, even when bad
    * rows may be skipped (it is a trace, not a row, that is wrong). */
   static const char span[] = H "2023-11-16 18:00:00,3,5\n2023-11-16 18:00:01,3,5\n2023-12-30 18:00:00,3,5\n";
-  expect_parse_error(span, true, ENPU_ERR_RANGE, "t.csv:4:1: expected a timestamp within 31 days of the trace's "
-                                                 "median row, got one 44.0 days after it");
+  expect_parse_error(span, true, ENPU_ERR_RANGE,
+                     "t.csv:4:1: expected a timestamp within 31 days of the trace's "
+                     "median row, got one 44.0 days after it");
   /* Skipping: two bad rows of four (one a year 9999), counted, the first one's message kept. */
   const char *text = H "2023-11-16 18:15:46,3,5\nbad\n9999-11-16 18:15:47,1,5\n2023-11-16 18:15:48,4,6\n";
 #undef H
@@ -199,7 +201,8 @@ static void test_trace_shape(void **state) {
     per_hour[(int)h]++;
   }
   const double trace_rate_per_h = (double)c->trace->count * 3600e9 /
-                                  (c->trace->requests[c->trace->count - 1].arrival_ns * (1 + 1.0 / (c->trace->count - 1)));
+                                  (c->trace->requests[c->trace->count - 1].arrival_ns *
+                                   (1 + 1.0 / (c->trace->count - 1)));
   assert_in_range(per_hour[16], (size_t)(0.9 * trace_rate_per_h), (size_t)(1.1 * trace_rate_per_h));
   const double at4 = (replay_diurnal_factor(4) + replay_diurnal_factor(5)) / 2; /* mean over 04:00-05:00 */
   assert_in_range(per_hour[4], (size_t)(0.85 * at4 * trace_rate_per_h), (size_t)(1.15 * at4 * trace_rate_per_h));
@@ -270,9 +273,12 @@ static void write_prov_store(ctx *c, const char *path, uint64_t model_hash) {
   static const char cluster_json[] =
       "{\"prefill\": {\"chips\": 4, \"parallel\": {\"dp\": 1, \"tp\": 4, \"pp\": 1, \"ep\": 1}},"
       " \"decode\": {\"chips\": 4, \"parallel\": {\"dp\": 1, \"tp\": 4, \"pp\": 1, \"ep\": 1}}}";
-  const store_provenance prov = {.tool_version = "synthetic", .job_json = "{\"name\": \"x\", \"phases\": {}}",
-                                 .model_json = "{\"name\": \"llama3-70b\"}", .chip_json = "{\"name\": \"tpuv5p\"}",
-                                 .cluster_json = cluster_json, .model_hash = model_hash,
+  const store_provenance prov = {.tool_version = "synthetic",
+                                 .job_json = "{\"name\": \"x\", \"phases\": {}}",
+                                 .model_json = "{\"name\": \"llama3-70b\"}",
+                                 .chip_json = "{\"name\": \"tpuv5p\"}",
+                                 .cluster_json = cluster_json,
+                                 .model_hash = model_hash,
                                  .chip_hash = c->chip->hash};
   enpu_err err = {0};
   if (synth_store_write_prov(path, &prov, all_policies, 1, &err) != 0) fail_msg("%s", err.msg);

@@ -26,7 +26,7 @@
 #define CHIP_PATH ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json"
 #define NPOL 3
 
-extern const char *const all_policies[NPOL]; /* dvfs-c, enpu-all, nodvfs */
+extern const char *const all_policies[NPOL];       /* dvfs-c, enpu-all, nodvfs */
 extern const char *const store_policies[NPOL + 1]; /* and uniform (the fixture's store) */
 
 typedef struct {

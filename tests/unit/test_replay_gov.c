@@ -27,7 +27,7 @@ static replay_governor governor(const char *name) {
 void test_spec_formulas(void **state) {
   (void)state;
   assert_near(replay_spec_speedup(2.5, 4, 20, 80), 200.0 / 160.0, 1e-15);
-  assert_near(replay_spec_speedup(1, 0, 0, 80), 1, 0);      /* no draft: no speed-up */
+  assert_near(replay_spec_speedup(1, 0, 0, 80), 1, 0);        /* no draft: no speed-up */
   assert_near(replay_spec_speedup(3, 2, 16, 32), 1.5, 1e-15); /* 96 / 64 */
   assert_true(isnan(replay_spec_speedup(1, 0, 0, 0)));
   assert_near(replay_spec_tokens(0.5, 2), 1.75, 1e-15); /* 1 + 0.5 + 0.25 */
@@ -86,7 +86,8 @@ void test_governor_fixed_state(void **state) {
   replay_result *r = run_job(c, &job, t);
   const replay_request_result *q = replay_result_requests(r);
   const double tp = synth_time_ns(STORE_PHASE_PREFILL, 1, 1024), td = synth_time_ns(STORE_PHASE_DECODE, 1, 1024);
-  const double ep = synth_energy_nj(STORE_PHASE_PREFILL, 1, 1024), ed = synth_energy_nj(STORE_PHASE_DECODE, 1, 1024);
+  const double ep = synth_energy_nj(STORE_PHASE_PREFILL, 1, 1024),
+               ed = synth_energy_nj(STORE_PHASE_DECODE, 1, 1024);
   assert_near(q[0].ttft_ns, tp * synth_uniform_time(17), 1e-3);
   const replay_summary *s = replay_result_summary(r);
   assert_near(s->phase[CONFIG_PREFILL].busy_energy_nj, 4 * ep * synth_uniform_energy(17), 1e-6 * ep);
@@ -94,8 +95,8 @@ void test_governor_fixed_state(void **state) {
   assert_near(s->phase[CONFIG_DECODE].busy_node_ns, 2 * td * synth_uniform_time(17), 1e-3);
   /* Idle: every node but the busy one for the whole horizon at state 17's idle power. */
   const double idle_w = c->setup.idle_w_state[17];
-  const double idle_node_ns =
-      (24 * s->horizon_ns - s->phase[0].busy_node_ns) + (8 * s->horizon_ns - s->phase[1].busy_node_ns);
+  const double idle_node_ns = (24 * s->horizon_ns - s->phase[0].busy_node_ns) +
+                              (8 * s->horizon_ns - s->phase[1].busy_node_ns);
   const double idle = idle_node_ns * 4 * idle_w;
   assert_near(s->phase[0].idle_energy_nj + s->phase[1].idle_energy_nj, idle, 1e-9 * idle);
   assert_true(idle_w < c->setup.idle_w_state[34]);
@@ -159,8 +160,10 @@ void test_governors_run(void **state) {
     const replay_gov_window *w = replay_result_gov_windows(runs[k], &nw);
     assert_true(nw > 0 && w[0].state_mean[0] >= 1 && w[0].state_mean[0] <= 34);
     const replay_phase_stats *p = s->phase;
-    assert_near(s->energy_nj, p[0].busy_energy_nj + p[0].idle_energy_nj + p[1].busy_energy_nj + p[1].idle_energy_nj +
-                                  s->kv_energy_nj, 1e-9 * s->energy_nj);
+    assert_near(
+        s->energy_nj,
+        p[0].busy_energy_nj + p[0].idle_energy_nj + p[1].busy_energy_nj + p[1].idle_energy_nj + s->kv_energy_nj,
+        1e-9 * s->energy_nj);
   }
   /* Parked idle nodes: ondemand's idle energy is below NoDVFS's. */
   const replay_summary *b = replay_result_summary(runs[0]), *o = replay_result_summary(runs[1]);

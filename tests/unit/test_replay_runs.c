@@ -57,7 +57,8 @@ static void check_conservation(const replay_result *r, const replay_trace *t, co
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     const replay_phase_stats *p = &sm->phase[ph];
     const config_node *node = &s->cluster->node[ph];
-    const double idle = ((double)node->nodes * sm->horizon_ns - p->busy_node_ns) * node->chips * sm->idle_w_per_chip;
+    const double idle = ((double)node->nodes * sm->horizon_ns - p->busy_node_ns) * node->chips *
+                        sm->idle_w_per_chip;
     assert_true(p->busy_node_ns <= (double)node->nodes * sm->horizon_ns);
     assert_near(p->idle_energy_nj, idle, 1e-9 * idle);
     assert_near(p->energy_nj, p->busy_energy_nj + p->idle_energy_nj, 1e-9 * p->energy_nj);
@@ -134,8 +135,9 @@ void test_single_request(void **state) {
     assert_near(q[0].kv_transfer_ns, kv_ns, 1e-6);
     assert_near(q[0].tpot_ns, (kv_ns + 2 * td * slow) / 2, 1e-3);
     assert_true(q[0].slo_met);
-    const double e_expect = 4 * em * (synth_energy_nj(STORE_PHASE_PREFILL, 1, 1024) +
-                                      2 * synth_energy_nj(STORE_PHASE_DECODE, 1, 1024)) +
+    const double e_expect = 4 * em *
+                                (synth_energy_nj(STORE_PHASE_PREFILL, 1, 1024) +
+                                 2 * synth_energy_nj(STORE_PHASE_DECODE, 1, 1024)) +
                             bytes * 480e-3;
     assert_near(q[0].energy_nj, e_expect, 1e-6 * e_expect);
     replay_result_free(r);
@@ -393,7 +395,8 @@ void test_sleep(void **state) {
   replay_result *r = run(c, "nodvfs", t, &s), *awake = run(c, "nodvfs", t, &c->setup);
   const replay_request_result *q = replay_result_requests(r);
   const replay_summary *sm = replay_result_summary(r);
-  const double td = synth_time_ns(STORE_PHASE_DECODE, 1, 1024), kv = 1000 * c->model->kv_bytes_per_token / kv_gbps_node;
+  const double td = synth_time_ns(STORE_PHASE_DECODE, 1, 1024),
+               kv = 1000 * c->model->kv_bytes_per_token / kv_gbps_node;
   assert_near(q[0].ttft_ns, prefill_alone_ns(100), 1e-3);
   assert_near(q[1].ttft_ns, 50e6 + prefill_alone_ns(1000), 1e-3);
   assert_near(q[1].tpot_ns, (kv + 50e6 + 2 * td) / 2, 1e-3);
@@ -403,7 +406,8 @@ void test_sleep(void **state) {
     const replay_phase_stats *p = &sm->phase[ph];
     const config_node *n = &cl.node[ph];
     const double asleep = p->asleep_node_ns;
-    const double idle = ((double)n->nodes * sm->horizon_ns - p->busy_node_ns - asleep) * n->chips * sm->idle_w_per_chip +
+    const double idle = ((double)n->nodes * sm->horizon_ns - p->busy_node_ns - asleep) * n->chips *
+                            sm->idle_w_per_chip +
                         asleep * n->chips * 10.0;
     assert_true(asleep > 0.9 * n->nodes * sm->horizon_ns);
     assert_near(p->idle_energy_nj, idle, 1e-9 * idle);

@@ -35,8 +35,12 @@ typedef struct {
   size_t nops, npareto, nbuckets, nbops, nwalk, nplans, npstates;
 } pol_fx;
 
-static const store_provenance prov = {.cost_model_hash = 1, .chip_hash = 2, .model_hash = 3, .job_hash = 4,
-                                      .tool_version = "test", .job_json = "{\"name\": \"report-unit\"}"};
+static const store_provenance prov = {.cost_model_hash = 1,
+                                      .chip_hash = 2,
+                                      .model_hash = 3,
+                                      .job_hash = 4,
+                                      .tool_version = "test",
+                                      .job_json = "{\"name\": \"report-unit\"}"};
 
 static int write_store(const char *path, pol_fx *const *pols, size_t n) {
   store_fixture_policy views[2];
@@ -44,11 +48,21 @@ static int write_store(const char *path, pol_fx *const *pols, size_t n) {
   if (n > sizeof views / sizeof views[0]) return -1;
   for (size_t i = 0; i < n; i++) {
     const pol_fx *p = pols[i];
-    views[i] = (store_fixture_policy){.policy = p->name, .ops = p->ops, .pareto = p->pareto,
-                                      .buckets = p->buckets, .bops = p->bops, .walk = p->walk,
-                                      .plans = p->plans, .pstates = p->pstates, .nops = p->nops,
-                                      .npareto = p->npareto, .nbuckets = p->nbuckets, .nbops = p->nbops,
-                                      .nwalk = p->nwalk, .nplans = p->nplans, .npstates = p->npstates};
+    views[i] = (store_fixture_policy){.policy = p->name,
+                                      .ops = p->ops,
+                                      .pareto = p->pareto,
+                                      .buckets = p->buckets,
+                                      .bops = p->bops,
+                                      .walk = p->walk,
+                                      .plans = p->plans,
+                                      .pstates = p->pstates,
+                                      .nops = p->nops,
+                                      .npareto = p->npareto,
+                                      .nbuckets = p->nbuckets,
+                                      .nbops = p->nbops,
+                                      .nwalk = p->nwalk,
+                                      .nplans = p->nplans,
+                                      .npstates = p->npstates};
   }
   int rc = store_fixture_write(path, &prov, 1, views, n, &err);
   if (rc) fprintf(stderr, "write_store: %s\n", err.msg);
@@ -73,13 +87,17 @@ enum { MULT0 = 4, MULT1 = 2 };
 static void add_ops(pol_fx *p) {
   const int npts[2] = {3, 2};
   for (int i = 0; i < 2; i++) {
-    p->ops[i] = (store_op_rec){.signature = 100u + (uint64_t)i, .kind = 0, .pareto_first = (uint32_t)p->npareto,
-                               .pareto_count = (uint32_t)npts[i], .evaluations = 1};
+    p->ops[i] = (store_op_rec){.signature = 100u + (uint64_t)i,
+                               .kind = 0,
+                               .pareto_first = (uint32_t)p->npareto,
+                               .pareto_count = (uint32_t)npts[i],
+                               .evaluations = 1};
     snprintf(p->ops[i].name, sizeof p->ops[i].name, "op%d", i);
     for (int k = 0; k < npts[i]; k++) {
       store_pareto_rec *pt = &p->pareto[p->npareto++];
       *pt = (store_pareto_rec){.op = (uint32_t)i, .time_ns = pt_time(i, k)};
-      for (int s = 0; s < STORE_NENERGY; s++) pt->energy_by_slot_nj[s] = slot_e(i, k, s), pt->energy_nj += slot_e(i, k, s);
+      for (int s = 0; s < STORE_NENERGY; s++)
+        pt->energy_by_slot_nj[s] = slot_e(i, k, s), pt->energy_nj += slot_e(i, k, s);
       for (int c = 0; c < STORE_NSTATE; c++) pt->states[c] = (uint8_t)(34 - 5 * k);
     }
   }
@@ -93,8 +111,13 @@ static void add_bucket(pol_fx *p, int phase, int batch, int seq, int status, dou
                        double sav5) {
   const uint32_t row = (uint32_t)p->nbuckets++;
   store_bucket_rec *b = &p->buckets[row];
-  *b = (store_bucket_rec){.phase = (uint8_t)phase, .status = (uint8_t)status, .batch = batch, .seq = seq,
-                          .t_nodvfs_ns = t_nodvfs, .t_peak_ns = t_nodvfs, .e_nodvfs_nj = 1000,
+  *b = (store_bucket_rec){.phase = (uint8_t)phase,
+                          .status = (uint8_t)status,
+                          .batch = batch,
+                          .seq = seq,
+                          .t_nodvfs_ns = t_nodvfs,
+                          .t_peak_ns = t_nodvfs,
+                          .e_nodvfs_nj = 1000,
                           .plan_first = (uint32_t)p->nplans};
   if (status == STORE_BUCKET_FAILED) {
     p->plans[p->nplans++] = (store_plan_rec){.bucket = row, .slack = 0, .savings_vs_nodvfs = 0.99};
@@ -112,9 +135,11 @@ static void add_bucket(pol_fx *p, int phase, int batch, int seq, int status, dou
   b->walk_count = NSTEPS;
   const uint32_t first[2] = {0, 3};
   for (size_t k = 0; k < NSTEPS; k++) {
-    t += walk_steps[k].n * (pt_time(walk_steps[k].op, walk_steps[k].to) - pt_time(walk_steps[k].op, walk_steps[k].from));
-    p->walk[p->nwalk++] = (store_walk_rec){row, (uint32_t)walk_steps[k].op,
-                                           first[walk_steps[k].op] + (uint32_t)walk_steps[k].to, walk_steps[k].n, t, 0};
+    t += walk_steps[k].n *
+         (pt_time(walk_steps[k].op, walk_steps[k].to) - pt_time(walk_steps[k].op, walk_steps[k].from));
+    p->walk[p->nwalk++] = (store_walk_rec){
+        row, (uint32_t)walk_steps[k].op, first[walk_steps[k].op] + (uint32_t)walk_steps[k].to, walk_steps[k].n, t,
+        0};
   }
   const double sav[2] = {sav0, sav5};
   const uint64_t prefix[2] = {1, 4};
@@ -126,15 +151,19 @@ static void add_bucket(pol_fx *p, int phase, int batch, int seq, int status, dou
   } runs[2][3] = {{{0, 1, 3}, {0, 0, 1}, {1, 0, 2}}, {{0, 2, 2}, {0, 1, 2}, {1, 1, 2}}};
   for (int k = 0; k < 2; k++) {
     const uint32_t plan = (uint32_t)p->nplans;
-    p->plans[p->nplans++] = (store_plan_rec){.bucket = row, .slack = 0.05 * k, .walk_prefix = prefix[k],
-                                             .savings_vs_nodvfs = sav[k], .energy_nj = 1000 * (1 - sav[k]),
-                                             .overhead_pct = sav[k] / 10, .states_first = p->npstates,
+    p->plans[p->nplans++] = (store_plan_rec){.bucket = row,
+                                             .slack = 0.05 * k,
+                                             .walk_prefix = prefix[k],
+                                             .savings_vs_nodvfs = sav[k],
+                                             .energy_nj = 1000 * (1 - sav[k]),
+                                             .overhead_pct = sav[k] / 10,
+                                             .states_first = p->npstates,
                                              .states_count = 3};
     for (int r = 0; r < 3; r++) {
       const uint32_t pt = first[runs[k][r].op] + (uint32_t)runs[k][r].pt;
       store_plan_state_rec *s = &p->pstates[p->npstates++];
-      *s = (store_plan_state_rec){.plan = plan, .op = (uint32_t)runs[k][r].op, .pareto = pt,
-                                  .instances = runs[k][r].n};
+      *s = (store_plan_state_rec){
+          .plan = plan, .op = (uint32_t)runs[k][r].op, .pareto = pt, .instances = runs[k][r].n};
       memcpy(s->states, p->pareto[pt].states, STORE_NSTATE);
     }
   }
@@ -223,12 +252,10 @@ static void test_savings_budget_modes(void **state) {
   (void)state;
   store_bucket_rec b[2] = {{.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .budget = STORE_BUDGET_PAPER},
                            {.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .budget = STORE_BUDGET_STRICT}};
-  store_plan_rec pl[3] = {{.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.2,
-                           .overhead_pct = 0.5},
-                          {.bucket = 1, .slack = 0.1, .budget = STORE_BUDGET_STRICT, .savings_vs_nodvfs = 0.1,
-                           .overhead_pct = 0.25},
-                          {.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.4,
-                           .overhead_pct = 1.5}};
+  store_plan_rec pl[3] = {
+      {.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.2, .overhead_pct = 0.5},
+      {.bucket = 1, .slack = 0.1, .budget = STORE_BUDGET_STRICT, .savings_vs_nodvfs = 0.1, .overhead_pct = 0.25},
+      {.bucket = 0, .slack = 0.1, .budget = STORE_BUDGET_PAPER, .savings_vs_nodvfs = 0.4, .overhead_pct = 1.5}};
   store_policy_tables p = {.name = "enpu-all", .buckets = b, .nbuckets = 2, .plans = pl, .nplans = 3};
   store_contents c = {.policies = &p, .npolicies = 1};
   report_savings_row *rows = NULL;
@@ -331,8 +358,13 @@ static void test_freq_util(void **state) {
   p = (pol_fx){.name = "enpu-all"};
   double util[64][CONFIG_NCOMP];
   store_bucket_rec *b = &p.buckets[p.nbuckets++];
-  *b = (store_bucket_rec){.phase = STORE_PHASE_DECODE, .status = STORE_BUCKET_OK, .batch = 8, .seq = 2048,
-                          .t_nodvfs_ns = 1, .t_peak_ns = 1, .e_nodvfs_nj = 1};
+  *b = (store_bucket_rec){.phase = STORE_PHASE_DECODE,
+                          .status = STORE_BUCKET_OK,
+                          .batch = 8,
+                          .seq = 2048,
+                          .t_nodvfs_ns = 1,
+                          .t_peak_ns = 1,
+                          .e_nodvfs_nj = 1};
   double t = 0;
   for (int j = 0; j < graph_op_count(g); j++) {
     const graph_op *op = graph_op_at(g, j);
@@ -341,8 +373,10 @@ static void test_freq_util(void **state) {
     if (seen) continue;
     assert_true(p.nops < 63);
     const size_t i = p.nops++;
-    p.ops[i] = (store_op_rec){.signature = op->signature, .kind = (uint32_t)op->kind,
-                              .pareto_first = (uint32_t)p.npareto, .pareto_count = 2};
+    p.ops[i] = (store_op_rec){.signature = op->signature,
+                              .kind = (uint32_t)op->kind,
+                              .pareto_first = (uint32_t)p.npareto,
+                              .pareto_count = 2};
     snprintf(p.ops[i].name, sizeof p.ops[i].name, "%s", op->name);
     for (int k = 0; k < 2; k++) {
       cost_result r;
@@ -359,8 +393,11 @@ static void test_freq_util(void **state) {
   }
   /* an op the graph does not have: same kind as a matmul, a name no op has */
   const size_t bogus = p.nops++;
-  p.ops[bogus] = (store_op_rec){.signature = 1, .kind = GRAPH_MATMUL, .pareto_first = (uint32_t)p.npareto,
-                                .pareto_count = 1, .name = "no.such.op"};
+  p.ops[bogus] = (store_op_rec){.signature = 1,
+                                .kind = GRAPH_MATMUL,
+                                .pareto_first = (uint32_t)p.npareto,
+                                .pareto_count = 1,
+                                .name = "no.such.op"};
   p.pareto[p.npareto++] = (store_pareto_rec){.op = (uint32_t)bogus, .time_ns = 1234, .states = {1, 1, 1, 1, 1}};
   p.bops[p.nbops++] = (store_bucket_op_rec){0, (uint32_t)bogus, 1};
   t += 1234;
@@ -435,9 +472,9 @@ static void test_freq_util(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_savings),   cmocka_unit_test(test_savings_budget_modes),
-      cmocka_unit_test(test_pick_bucket),    cmocka_unit_test(test_breakdown),
-      cmocka_unit_test(test_freq_util), cmocka_unit_test(test_missing_gnuplot),
+      cmocka_unit_test(test_savings),     cmocka_unit_test(test_savings_budget_modes),
+      cmocka_unit_test(test_pick_bucket), cmocka_unit_test(test_breakdown),
+      cmocka_unit_test(test_freq_util),   cmocka_unit_test(test_missing_gnuplot),
   };
   const int failed = cmocka_run_group_tests(tests, setup, teardown);
   return failed + _cmocka_run_group_tests("report paper", report_paper_tests, report_paper_ntests, NULL, NULL);

@@ -62,8 +62,8 @@ static void test_bad_manifests(void **state) {
     snprintf(text, sizeof text, "%s%s", GOOD_HEAD, cases[i].tail);
     put(dir, "manifest.json", text, path, sizeof path);
     const char *manifests[] = {path};
-    const report_paper_options o = {.out_dir = out, .numbers_path = NUMBERS, .manifests = manifests,
-                                    .nmanifests = 1};
+    const report_paper_options o = {
+        .out_dir = out, .numbers_path = NUMBERS, .manifests = manifests, .nmanifests = 1};
     enpu_err err = {0};
     const int rc = report_paper_write(&o, &err);
     if (rc >= 0 || !strstr(err.msg, cases[i].expect) || (strstr(cases[i].expect, "$.") && !strstr(err.msg, path)))

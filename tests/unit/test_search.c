@@ -26,11 +26,11 @@
 #define JOB_PATH ENPU_SOURCE_DIR "/jobs/llama3-70b.json"
 
 /* a and b within a relative tolerance. */
-#define assert_near_rel(a, b, rel)                                                                 \
-  do {                                                                                             \
-    const double a_ = (a), b_ = (b);                                                               \
-    if (!(fabs(a_ - b_) <= fmax(fabs(a_), fabs(b_)) * (rel)))                                      \
-      fail_msg("%.17g != %.17g (relative %g)", a_, b_, (double)(rel));                             \
+#define assert_near_rel(a, b, rel)                                     \
+  do {                                                                 \
+    const double a_ = (a), b_ = (b);                                   \
+    if (!(fabs(a_ - b_) <= fmax(fabs(a_), fabs(b_)) * (rel)))          \
+      fail_msg("%.17g != %.17g (relative %g)", a_, b_, (double)(rel)); \
   } while (0)
 
 /* ---------------------------------------------------------------------------------
@@ -41,8 +41,7 @@ typedef struct {
   int64_t calls;
 } roofline;
 
-static int roofline_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e,
-                         enpu_err *err) {
+static int roofline_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e, enpu_err *err) {
   roofline *r = user;
   double tm = 0, sum = 0;
   for (int c = 0; c < CONFIG_NCOMP; c++) {
@@ -110,8 +109,7 @@ typedef struct {
   int64_t calls, repeats;
 } separable;
 
-static int separable_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e,
-                          enpu_err *err) {
+static int separable_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e, enpu_err *err) {
   static const double a[CONFIG_NCOMP] = {50, 20, 30, 40, 5};
   static const double k[CONFIG_NCOMP] = {0.02, 0.05, 0.01, 0.03, 0.04};
   separable *sp = user;
@@ -162,8 +160,7 @@ static void test_algorithm1_separable_memo(void **state) {
 }
 
 /* Coarse hashed values: many exact ties in time and energy. */
-static int hashed_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e,
-                       enpu_err *err) {
+static int hashed_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e, enpu_err *err) {
   uint64_t h = 1469598103934665603ull;
   for (int c = 0; c < CONFIG_NCOMP; c++) h = (h ^ (uint64_t)s[c]) * 1099511628211ull;
   h ^= h >> 29;
@@ -196,8 +193,7 @@ static void test_exhaustive_pareto_filter(void **state) {
       if (i == j) continue;
       const search_point *p = &all[i], *q = &all[j];
       if (q->time_ns <= p->time_ns && q->energy_nj <= p->energy_nj &&
-          (q->time_ns < p->time_ns || q->energy_nj < p->energy_nj ||
-           lex_less(q->state, p->state)))
+          (q->time_ns < p->time_ns || q->energy_nj < p->energy_nj || lex_less(q->state, p->state)))
         dominated = 1;
     }
     if (!dominated) keep[nkeep++] = i;
@@ -245,8 +241,7 @@ static void test_exhaustive_pareto_filter(void **state) {
   search_memo_free(memo);
 }
 
-static int failing_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e,
-                        enpu_err *err) {
+static int failing_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e, enpu_err *err) {
   return enpu_errorf(err, ENPU_ERR_RANGE, "synthetic failure");
 }
 
@@ -258,13 +253,11 @@ static void test_eval_error(void **state) {
   assert_int_equal(search_domains_enpu(&dom, 5, 34, SEARCH_OP_GREEDY, &err), 0);
   void *users[2] = {NULL, NULL};
   search_pareto p;
-  assert_int_equal(search_op_pareto(memo, &dom, failing_eval, users, 1, &p, &err),
-                   ENPU_ERR_RANGE);
+  assert_int_equal(search_op_pareto(memo, &dom, failing_eval, users, 1, &p, &err), ENPU_ERR_RANGE);
   assert_null(p.points);
   dom.method = SEARCH_OP_EXHAUSTIVE;
   dom.peak_state = 3;
-  assert_int_equal(search_op_pareto(memo, &dom, failing_eval, users, 2, &p, &err),
-                   ENPU_ERR_RANGE);
+  assert_int_equal(search_op_pareto(memo, &dom, failing_eval, users, 2, &p, &err), ENPU_ERR_RANGE);
   assert_non_null(strstr(err.msg, "synthetic"));
   search_memo_free(memo);
 }
@@ -465,11 +458,9 @@ static void test_vfset_round_trip(void **state) {
   unsigned mask;
   int back[SEARCH_VF_NUNIT];
   assert_int_equal(search_vfset_encode(s, SEARCH_VF_MASK_ALL, &word, &err), 0);
-  assert_true(word == (0x3Full << 48 | 5ull << 40 | 4ull << 32 | 3ull << 24 | 2ull << 16 |
-                       1ull << 8 | 34ull));
+  assert_true(word == (0x3Full << 48 | 5ull << 40 | 4ull << 32 | 3ull << 24 | 2ull << 16 | 1ull << 8 | 34ull));
   assert_int_equal(search_vfset_decode(word | 1ull << 60, back, &mask, &err), ENPU_ERR_FORMAT);
-  assert_int_equal(search_vfset_decode(1ull << 48 | 7ull << 8, back, &mask, &err),
-                   ENPU_ERR_FORMAT);
+  assert_int_equal(search_vfset_decode(1ull << 48 | 7ull << 8, back, &mask, &err), ENPU_ERR_FORMAT);
   const int big[SEARCH_VF_NUNIT] = {256, 0, 0, 0, 0, 0};
   assert_int_equal(search_vfset_encode(big, 1, &word, &err), ENPU_ERR_RANGE);
   assert_int_equal(search_vfset_encode(s, 0x40, &word, &err), ENPU_ERR_RANGE);
@@ -547,8 +538,7 @@ static void test_counted_ops_plans_resimulate(void **state) {
   (void)state;
   enpu_err err = {0};
   config_job *job;
-  if (config_job_load(ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json", &job, &err) < 0)
-    fail_msg("%s", err.msg);
+  if (config_job_load(ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json", &job, &err) < 0) fail_msg("%s", err.msg);
   graph *g;
   assert_int_equal(graph_build(job, CONFIG_DECODE, 8, 1024, &g, &err), 0);
   int64_t instances = 0, counted = 0;
@@ -579,13 +569,13 @@ static void test_counted_ops_plans_resimulate(void **state) {
       assert_int_equal(pl->instances, instances);
       search_states_by_walk(res.units, (const int(*)[CONFIG_NCOMP])pl->state, walk);
       search_plan_totals tot;
-      assert_int_equal(search_plan_simulate(sx, cost, g, spec.base, &opt,
-                                            (const int(*)[CONFIG_NCOMP])walk, pl->gated, &tot,
-                                            &err), 0);
+      assert_int_equal(search_plan_simulate(sx, cost, g, spec.base, &opt, (const int(*)[CONFIG_NCOMP])walk,
+                                            pl->gated, &tot, &err),
+                       0);
       if (fabs(tot.time_ns - pl->time_ns) > 1e-9 * tot.time_ns ||
           fabs(tot.energy_nj - pl->energy_nj) > 1e-9 * tot.energy_nj)
-        fail_msg("%s slack %g: re-simulated %.6f ns %.6f nJ, plan %.6f ns %.6f nJ", names[n],
-                 pl->slack, tot.time_ns, tot.energy_nj, pl->time_ns, pl->energy_nj);
+        fail_msg("%s slack %g: re-simulated %.6f ns %.6f nJ, plan %.6f ns %.6f nJ", names[n], pl->slack,
+                 tot.time_ns, tot.energy_nj, pl->time_ns, pl->energy_nj);
     }
     search_bucket_result_free(&res);
   }
@@ -606,15 +596,13 @@ static void test_real_op_enpu_all(void **state) {
   assert_int_equal(cost_ctx_create(&job->chip, &cost, &err), 0);
   power_model *full, *fixed;
   assert_int_equal(power_model_create(&job->chip, POWER_HBM_FULL, POWER_REG_DVFS, &full, &err), 0);
-  assert_int_equal(
-      power_model_create(&job->chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &fixed, &err), 0);
+  assert_int_equal(power_model_create(&job->chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &fixed, &err), 0);
   cost_pipeline enpu, nodvfs;
   assert_int_equal(cost_pipeline_enpu(&enpu, 5, full, &err), 0);
   cost_pipeline_nodvfs(&nodvfs, fixed);
   const graph_op *op = NULL;
   for (int i = 0; i < graph_op_count(g) && !op; i++)
-    if (graph_op_at(g, i)->kind == GRAPH_MATMUL && graph_op_at(g, i)->multiplicity > 1)
-      op = graph_op_at(g, i);
+    if (graph_op_at(g, i)->kind == GRAPH_MATMUL && graph_op_at(g, i)->multiplicity > 1) op = graph_op_at(g, i);
   assert_non_null(op);
   search_memo *memo;
   assert_int_equal(search_memo_create(&memo, &err), 0);
@@ -643,8 +631,8 @@ static void test_real_op_enpu_all(void **state) {
     assert_int_equal(search_walk_prefix(w, fmax(t_nd, t_peak) + slack[k] * t_nd, &pf, &err), 0);
     savings[k] = 1 - pf.energy_nj / e_nd;
   }
-  print_message("op %s: %d Pareto points, %lld evals; savings %.1f%% at 0%%, %.1f%% at 10%%\n",
-                op->name, p.count, (long long)p.evals, 100 * savings[0], 100 * savings[1]);
+  print_message("op %s: %d Pareto points, %lld evals; savings %.1f%% at 0%%, %.1f%% at 10%%\n", op->name, p.count,
+                (long long)p.evals, 100 * savings[0], 100 * savings[1]);
   assert_true(savings[1] >= savings[0]);
   search_walk_free(w);
   search_pareto_free(&p);
@@ -655,12 +643,11 @@ static void test_real_op_enpu_all(void **state) {
   search_ctx *sx;
   assert_int_equal(search_ctx_create(&job->chip, &sx, &err), 0);
   const double slacks[3] = {0, 0.05, 0.10};
-  const config_policy pols[4] = {CONFIG_POLICY_NODVFS, CONFIG_POLICY_DVFS_C,
-                                 CONFIG_POLICY_ENPU_C, CONFIG_POLICY_ENPU_ALL};
+  const config_policy pols[4] = {CONFIG_POLICY_NODVFS, CONFIG_POLICY_DVFS_C, CONFIG_POLICY_ENPU_C,
+                                 CONFIG_POLICY_ENPU_ALL};
   for (int k = 0; k < 4; k++) {
     search_bucket_result res;
-    if (search_compile_bucket(sx, cost, gd, pols[k], slacks, 3, NULL, &res, &err) < 0)
-      fail_msg("%s", err.msg);
+    if (search_compile_bucket(sx, cost, gd, pols[k], slacks, 3, NULL, &res, &err) < 0) fail_msg("%s", err.msg);
     assert_int_equal(res.nplans, 3);
     for (int j = 0; j < 3; j++) {
       const search_slack_plan *pl = &res.plans[j];
@@ -760,8 +747,7 @@ static void test_trim(void **state) {
  * it, and hand-overs need unequal states), but the pair move "SA down 1, VU up 1" can. */
 static const int planted_state[CONFIG_NCOMP] = {19, 21, 20, 20, 20};
 
-static int planted_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e,
-                        enpu_err *err) {
+static int planted_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e, enpu_err *err) {
   ENPU_FORWARD(roofline_eval(user, s, t, e, err));
   const roofline *r = user;
   if (!memcmp(s, planted_state, sizeof planted_state)) /* the diagonal's s = 20, 0.5 nJ less */
@@ -794,8 +780,7 @@ static void test_trim_pair_moves(void **state) {
   assert_true(fabs(p[1].points[14].time_ns - 50.0) < 1e-12);
   assert_true(fabs(p[1].points[14].energy_nj - (p[0].points[14].energy_nj - 0.5)) < 1e-9);
   for (int i = 0; i < 19; i++)
-    if (i != 14) assert_memory_equal(p[1].points[i].state, p[0].points[i].state,
-                                     sizeof p[0].points[i].state);
+    if (i != 14) assert_memory_equal(p[1].points[i].state, p[0].points[i].state, sizeof p[0].points[i].state);
   /* Bounded work: per Pareto point and accepted move (one here), at most 5 lowerings,
    * 20 hand-overs, 20 pair moves and 3 repair steps of 15 raises. */
   assert_true(calls[1] > calls[0]);
@@ -811,8 +796,8 @@ static void test_trim_pair_moves(void **state) {
 static void ga_ops(search_point pts[5][4], search_req_op ops[5]) {
   for (int i = 0; i < 5; i++) {
     for (int k = 0; k < 4; k++)
-      pts[i][k] = (search_point){{0}, 10.0 + i + 3.0 * k + 0.1 * k * k * i,
-                                 100.0 - 7.0 * k * (i + 1) + 1.3 * k * k};
+      pts[i][k] = (search_point){
+          {0}, 10.0 + i + 3.0 * k + 0.1 * k * k * i, 100.0 - 7.0 * k * (i + 1) + 1.3 * k * k};
     ops[i] = (search_req_op){pts[i], 4, 1 + i % 2};
   }
 }
@@ -905,8 +890,7 @@ static void test_real_bucket_ga_lift(void **state) {
   search_bucket_result r1, r2, w0, w1;
   if (search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r1, &err) < 0)
     fail_msg("%s", err.msg);
-  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r2,
-                                         &err), 0);
+  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_DVFS_C, slacks, 3, &o, &r2, &err), 0);
   int any_ga = 0;
   for (int k = 0; k < 3; k++) {
     assert_true(r1.plans[k].energy_nj == r2.plans[k].energy_nj); /* deterministic */
@@ -924,8 +908,8 @@ static void test_real_bucket_ga_lift(void **state) {
   search_bucket_result_free(&r1);
   search_bucket_result_free(&r2);
   search_options_default(&o);
-  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o,
-                                         &w0, &err), 0);
+  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o, &w0, &err),
+                   0);
   o.transition_aware = 1;
   if (search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_ENPU_ALL, slacks, 3, &o, &w1, &err) < 0)
     fail_msg("%s", err.msg);
@@ -1023,8 +1007,8 @@ typedef struct {
   double overhead;
 } synth_price;
 
-static int synth_price_fn(void *user, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode,
-                          req_line *out, enpu_err *err) {
+static int synth_price_fn(void *user, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode, req_line *out,
+                          enpu_err *err) {
   (void)err, (void)mode;
   memset(out, 0, sizeof *out);
   const synth_price *sp = user;
@@ -1077,8 +1061,8 @@ static void test_paper_equals_strict_without_overhead(void **state) {
     res.policy_peak_energy_nj += (double)graph_op_at(g, i)->multiplicity * 2 * sets[i].points[0].energy_nj;
   }
   res.policy_peak_time_ns = res.t_nodvfs_ns;
-  sc.peak_plain = (req_cost){.time_ns = res.policy_peak_time_ns, .cp_ns = res.t_nodvfs_ns,
-                             .energy_nj = res.policy_peak_energy_nj};
+  sc.peak_plain = (req_cost){
+      .time_ns = res.policy_peak_time_ns, .cp_ns = res.t_nodvfs_ns, .energy_nj = res.policy_peak_energy_nj};
   for (int64_t x = 0; x < n; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) sc.peak_state[x][c] = 4;
   search_walk *w;
@@ -1171,7 +1155,7 @@ static void test_epoch_units(void **state) {
     search_pareto p;
     assert_int_equal(search_unit_compile(rb.sx, rb.cost, rb.g, u, k, CONFIG_POLICY_ENPU_MS, &opt, &p, &err), 0);
     const int64_t w = u->offset[k], end = w + 1 < u->instances ? u->first_x[w + 1] : n;
-    for (int q = 0; q < p.count; q += p.count > 3 ? p.count / 3 : 1) {
+    for (int q = 0; q<p.count; q += p.count> 3 ? p.count / 3 : 1) {
       cost_plan plan;
       memcpy(plan.state, p.points[q].state, sizeof plan.state);
       double t = 0, e = 0;
@@ -1184,18 +1168,21 @@ static void test_epoch_units(void **state) {
       assert_true(fabs(p.points[q].energy_nj - e) <= 1e-9 * e);
       cost_result br;
       assert_int_equal(search_unit_breakdown(rb.sx, rb.cost, rb.g, u, k, CONFIG_POLICY_ENPU_MS, &opt,
-                                             p.points[q].state, &br, &err), 0);
+                                             p.points[q].state, &br, &err),
+                       0);
       assert_true(fabs(br.energy_total_nj - e) <= 1e-9 * e && fabs(br.time_ns - t) <= 1e-9 * t);
     }
     search_pareto_free(&p);
   }
   const double slacks[] = {0, 0.05};
   search_bucket_result res;
-  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_ENPU_MS, slacks, 2, &opt, &res, &err), 0);
+  assert_int_equal(search_compile_bucket(rb.sx, rb.cost, rb.g, CONFIG_POLICY_ENPU_MS, slacks, 2, &opt, &res, &err),
+                   0);
   for (int k = 0; k < res.nplans; k++) {
     const search_slack_plan *pl = &res.plans[k];
     for (int64_t x = 1; x < n; x++)
-      if (u->walk_of[x] == u->walk_of[x - 1]) assert_memory_equal(pl->state[x], pl->state[x - 1], sizeof pl->state[x]);
+      if (u->walk_of[x] == u->walk_of[x - 1])
+        assert_memory_equal(pl->state[x], pl->state[x - 1], sizeof pl->state[x]);
     search_vfset_cmd *cmds = calloc((size_t)n, sizeof *cmds);
     int64_t ncmd;
     assert_int_equal(search_vfset_stream((const int(*)[CONFIG_NCOMP])pl->state, n, cmds, &ncmd, &err), 0);
@@ -1223,8 +1210,8 @@ typedef struct {
   unsigned woken; /* wake masks op 1 and 2 were priced with */
 } gate_price;
 
-static int gate_price_fn(void *user, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode,
-                         req_line *out, enpu_err *err) {
+static int gate_price_fn(void *user, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode, req_line *out,
+                         enpu_err *err) {
   (void)state, (void)err;
   gate_price *gp = user;
   memset(out, 0, sizeof *out);
@@ -1280,8 +1267,10 @@ static void test_design_space_properties(void **state) {
   enpu_err err = {0};
   real_bucket rb;
   real_bucket_open(&rb);
-  const struct { config_phase phase; int batch, seq; } buckets[] = {
-      {CONFIG_PREFILL, 1, 1024}, {CONFIG_DECODE, 8, 4096}, {CONFIG_DECODE, 64, 2048}};
+  const struct {
+    config_phase phase;
+    int batch, seq;
+  } buckets[] = {{CONFIG_PREFILL, 1, 1024}, {CONFIG_DECODE, 8, 4096}, {CONFIG_DECODE, 64, 2048}};
   const double slacks[] = {0, 0.02, 0.1, 0.3};
   const config_policy_spec pg = {CONFIG_POLICY_ENPU_ALL, true, -1};
   for (size_t b = 0; b < sizeof buckets / sizeof buckets[0]; b++) {
@@ -1294,13 +1283,17 @@ static void test_design_space_properties(void **state) {
       gopt = opt;
       search_options_set_policy(&gopt, &pg);
       search_bucket_result all, ms, gated;
-      assert_int_equal(search_compile_bucket(rb.sx, rb.cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 4, &opt, &all, &err), 0);
-      assert_int_equal(search_compile_bucket(rb.sx, rb.cost, g, CONFIG_POLICY_ENPU_MS, slacks, 4, &opt, &ms, &err), 0);
-      assert_int_equal(search_compile_bucket(rb.sx, rb.cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 4, &gopt, &gated, &err), 0);
+      assert_int_equal(
+          search_compile_bucket(rb.sx, rb.cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 4, &opt, &all, &err), 0);
+      assert_int_equal(search_compile_bucket(rb.sx, rb.cost, g, CONFIG_POLICY_ENPU_MS, slacks, 4, &opt, &ms, &err),
+                       0);
+      assert_int_equal(
+          search_compile_bucket(rb.sx, rb.cost, g, CONFIG_POLICY_ENPU_ALL, slacks, 4, &gopt, &gated, &err), 0);
       for (int k = 0; k < 4; k++) {
         const char *what = all.plans[k].energy_nj > ms.plans[k].energy_nj * (1 + 1e-9) ? "enpu-all > enpu-ms"
-                           : gated.plans[k].energy_nj > all.plans[k].energy_nj * (1 + 1e-9) ? "pg+enpu-all > enpu-all"
-                                                                                          : NULL;
+                           : gated.plans[k].energy_nj > all.plans[k].energy_nj * (1 + 1e-9)
+                               ? "pg+enpu-all > enpu-all"
+                               : NULL;
         if (what)
           fail_msg("%s: %s batch %d seq %d, %s budget, slack %g: %.6g / %.6g / %.6g nJ", what,
                    config_phase_name(buckets[b].phase), buckets[b].batch, buckets[b].seq,
@@ -1399,8 +1392,7 @@ typedef struct {
   int calls, item[8], rank[8], distinct;
 } sets_log;
 
-static int sets_log_compile(void *user, int item, int rank, int distinct, search_pareto *out,
-                            enpu_err *err) {
+static int sets_log_compile(void *user, int item, int rank, int distinct, search_pareto *out, enpu_err *err) {
   (void)err;
   sets_log *l = user;
   l->item[l->calls] = item, l->rank[l->calls++] = rank, l->distinct = distinct;

@@ -70,8 +70,7 @@ static void env_close(bucket_env *b) {
   config_job_free(b->job);
 }
 
-static void compile(bucket_env *b, const config_policy_spec *p, config_budget mode,
-                    search_bucket_result *out) {
+static void compile(bucket_env *b, const config_policy_spec *p, config_budget mode, search_bucket_result *out) {
   enpu_err err = {0};
   search_options o;
   search_options_for_job(&o, b->job, p);
@@ -91,8 +90,8 @@ static void effective_states(config_policy coarse, int st[CONFIG_NCOMP]) {
 }
 
 /* Fine's plans against coarse's run on fine's hardware; @return the comparisons made. */
-static int check_mimic(bucket_env *b, const bucket_case *c, config_budget mode,
-                       const search_bucket_result *fine, const search_bucket_result *coarse) {
+static int check_mimic(bucket_env *b, const bucket_case *c, config_budget mode, const search_bucket_result *fine,
+                       const search_bucket_result *coarse) {
   enpu_err err = {0};
   search_options o;
   search_options_for_job(&o, b->job, NULL);
@@ -105,8 +104,8 @@ static int check_mimic(bucket_env *b, const bucket_case *c, config_budget mode,
     search_states_by_walk(u, (const int(*)[CONFIG_NCOMP])coarse->plans[k].state, walk);
     for (int64_t w = 0; w < u->instances; w++) effective_states(coarse->policy, walk[w]);
     search_plan_totals t;
-    if (search_plan_simulate(b->sx, b->cost, b->g, fine->policy, &o,
-                             (const int(*)[CONFIG_NCOMP])walk, 0, &t, &err) < 0)
+    if (search_plan_simulate(b->sx, b->cost, b->g, fine->policy, &o, (const int(*)[CONFIG_NCOMP])walk, 0, &t,
+                             &err) < 0)
       fail_msg("%s", err.msg);
     const search_slack_plan *pf = &fine->plans[k];
     const double t_ns = mode == CONFIG_BUDGET_PAPER ? t.cp_time_ns : t.time_ns;
@@ -114,15 +113,14 @@ static int check_mimic(bucket_env *b, const bucket_case *c, config_budget mode,
     if (mode == CONFIG_BUDGET_PAPER && !fits)
       fail_msg("paper mode: %s's plan (%s batch %d seq %d, slack %g) has critical path %.3f ns "
                "on %s's hardware, over the budget %.3f ns",
-               config_policy_name(coarse->policy), config_phase_name(c->phase), c->batch, c->seq,
-               slacks[k], t_ns, config_policy_name(fine->policy), pf->budget_ns);
+               config_policy_name(coarse->policy), config_phase_name(c->phase), c->batch, c->seq, slacks[k], t_ns,
+               config_policy_name(fine->policy), pf->budget_ns);
     if (fits && pf->energy_nj > t.energy_nj * (1 + 1e-9))
       fail_msg("search gap: %s %.6g nJ > %.6g nJ, %s's plan (%.6g nJ on its own hardware) run on "
                "%s's: %s batch %d seq %d, %s budget, slack %g",
-               config_policy_name(fine->policy), pf->energy_nj, t.energy_nj,
-               config_policy_name(coarse->policy), coarse->plans[k].energy_nj,
-               config_policy_name(fine->policy), config_phase_name(c->phase), c->batch, c->seq,
-               config_budget_name(mode), slacks[k]);
+               config_policy_name(fine->policy), pf->energy_nj, t.energy_nj, config_policy_name(coarse->policy),
+               coarse->plans[k].energy_nj, config_policy_name(fine->policy), config_phase_name(c->phase), c->batch,
+               c->seq, config_budget_name(mode), slacks[k]);
     compared += fits;
   }
   free(walk);

@@ -24,11 +24,9 @@ static void assert_same_set(const search_pareto *a, const search_pareto *b, cons
   if (a->count != b->count) fail_msg("%s: %d points against %d", what, a->count, b->count);
   for (int i = 0; i < a->count; i++) /* fields, not bytes: search_point has padding */
     if (memcmp(a->points[i].state, b->points[i].state, sizeof a->points[i].state) ||
-        a->points[i].time_ns != b->points[i].time_ns ||
-        a->points[i].energy_nj != b->points[i].energy_nj)
-      fail_msg("%s: point %d differs (%.17g ns %.17g nJ against %.17g ns %.17g nJ)", what, i,
-               a->points[i].time_ns, a->points[i].energy_nj, b->points[i].time_ns,
-               b->points[i].energy_nj);
+        a->points[i].time_ns != b->points[i].time_ns || a->points[i].energy_nj != b->points[i].energy_nj)
+      fail_msg("%s: point %d differs (%.17g ns %.17g nJ against %.17g ns %.17g nJ)", what, i, a->points[i].time_ns,
+               a->points[i].energy_nj, b->points[i].time_ns, b->points[i].energy_nj);
 }
 
 enum { NJOBS = 3, NGRAPHS = 2 * NJOBS };
@@ -104,13 +102,13 @@ void test_exact_equals_exhaustive(void **state) {
       assert_int_equal(bb3.evals, bb.evals);
       o.threads = 1;
       for (int p = SEARCH_EXACT_PARTS - 1; p >= 0; p--) /* any order */
-        assert_int_equal(search_op_compile_part(sx, cost2, &ops[k], CONFIG_POLICY_IDEAL, &o, p,
-                                                &parts[p], &err), 0);
+        assert_int_equal(search_op_compile_part(sx, cost2, &ops[k], CONFIG_POLICY_IDEAL, &o, p, &parts[p], &err),
+                         0);
       assert_int_equal(search_pareto_merge(parts, SEARCH_EXACT_PARTS, &merged, &err), 0);
       assert_same_set(&bb, &merged, what);
       assert_int_equal(merged.evals, bb.evals);
-      print_message("%-40s %3d points, exact %6lld of %lld evaluations (%.1f %%)\n", what,
-                    bb.count, (long long)bb.evals, (long long)plans, 100.0 * bb.evals / plans);
+      print_message("%-40s %3d points, exact %6lld of %lld evaluations (%.1f %%)\n", what, bb.count,
+                    (long long)bb.evals, (long long)plans, 100.0 * bb.evals / plans);
       for (int p = 0; p < SEARCH_EXACT_PARTS; p++) search_pareto_free(&parts[p]);
       search_pareto_free(&merged);
       search_pareto_free(&ex);
@@ -118,8 +116,9 @@ void test_exact_equals_exhaustive(void **state) {
       search_pareto_free(&bb3);
     }
   search_pareto none;
-  assert_int_equal(search_op_compile_part(sx, cost, &ops[0], CONFIG_POLICY_IDEAL, NULL,
-                                          SEARCH_EXACT_PARTS, &none, &err), ENPU_ERR_INVALID);
+  assert_int_equal(
+      search_op_compile_part(sx, cost, &ops[0], CONFIG_POLICY_IDEAL, NULL, SEARCH_EXACT_PARTS, &none, &err),
+      ENPU_ERR_INVALID);
   search_ctx_free(sx);
   cost_ctx_free(cost);
   cost_ctx_free(cost2);
@@ -144,8 +143,7 @@ void test_exact_variants(void **state) {
   enpu_err err = {0};
   cost_ctx *cost;
   search_ctx *sx;
-  if (cost_ctx_create(&chip, &cost, &err) < 0 || search_ctx_create(&chip, &sx, &err) < 0)
-    fail_msg("%s", err.msg);
+  if (cost_ctx_create(&chip, &cost, &err) < 0 || search_ctx_create(&chip, &sx, &err) < 0) fail_msg("%s", err.msg);
   const graph_op_kind kinds[] = {GRAPH_ATTENTION, GRAPH_NORM, GRAPH_ELEMENTWISE, GRAPH_MATMUL};
   for (int budget = 0; budget < CONFIG_NBUDGET; budget++)
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {

@@ -108,8 +108,10 @@ static const struct {
 static void make_fixture(fixture *f) {
   memset(f, 0, sizeof *f);
   for (int i = 0; i < NOPS; i++) {
-    f->ops[i] = (store_op_rec){.signature = 0x1000u + (uint64_t)i, .kind = (uint32_t)i,
-                               .pareto_first = (uint32_t)(i * NPTS), .pareto_count = NPTS,
+    f->ops[i] = (store_op_rec){.signature = 0x1000u + (uint64_t)i,
+                               .kind = (uint32_t)i,
+                               .pareto_first = (uint32_t)(i * NPTS),
+                               .pareto_count = NPTS,
                                .evaluations = 50};
     snprintf(f->ops[i].name, sizeof f->ops[i].name, "op%d", i);
     for (int k = 0; k < NPTS; k++) {
@@ -123,8 +125,11 @@ static void make_fixture(fixture *f) {
   }
   for (size_t row = 0; row < NGRID; row++) {
     store_bucket_rec *b = &f->buckets[f->nbuckets++];
-    *b = (store_bucket_rec){.phase = grid[row].phase, .status = grid[row].status, .batch = grid[row].batch,
-                            .seq = grid[row].seq, .input_hash = 0xfeed0000u + row};
+    *b = (store_bucket_rec){.phase = grid[row].phase,
+                            .status = grid[row].status,
+                            .batch = grid[row].batch,
+                            .seq = grid[row].seq,
+                            .input_hash = 0xfeed0000u + row};
     if (b->status != STORE_BUCKET_OK) {
       snprintf(b->message, sizeof b->message, "%s",
                b->status == STORE_BUCKET_FAILED ? "numerical trouble" : "KV cache exceeds HBM");
@@ -147,17 +152,20 @@ static void make_fixture(fixture *f) {
     for (size_t s = 0; s < NMOVES; s++) {
       int op = walk_moves[s].op;
       uint64_t n = walk_moves[s].instances < 0 ? multiplicity(op, row) : (uint64_t)walk_moves[s].instances;
-      f->walk[f->nwalk++] = (store_walk_rec){(uint32_t)row, (uint32_t)op,
-                                             (uint32_t)(op * NPTS + walk_moves[s].pt), n, cum_t[s], cum_e[s]};
+      f->walk[f->nwalk++] = (store_walk_rec){
+          (uint32_t)row, (uint32_t)op, (uint32_t)(op * NPTS + walk_moves[s].pt), n, cum_t[s], cum_e[s]};
     }
     b->plan_first = (uint32_t)f->nplans;
     b->plan_count = 2;
     for (int k = 0; k < 2; k++) {
       size_t prefix = k == 0 ? 0 : 3;
       store_plan_rec *pl = &f->plans[f->nplans];
-      *pl = (store_plan_rec){.bucket = (uint32_t)row, .slack = 0.05 * k, .budget_ns = t0 * (1 + 0.05 * k),
+      *pl = (store_plan_rec){.bucket = (uint32_t)row,
+                             .slack = 0.05 * k,
+                             .budget_ns = t0 * (1 + 0.05 * k),
                              .time_ns = prefix ? cum_t[prefix - 1] : t0,
-                             .energy_nj = prefix ? cum_e[prefix - 1] : e0, .walk_prefix = prefix,
+                             .energy_nj = prefix ? cum_e[prefix - 1] : e0,
+                             .walk_prefix = prefix,
                              .states_first = f->npstates};
       pl->lower_bound_nj = pl->energy_nj;
       pl->savings_vs_nodvfs = 1 - pl->energy_nj / b->e_nodvfs_nj;
@@ -178,16 +186,32 @@ static void make_fixture(fixture *f) {
 }
 
 static const store_provenance test_prov = {
-    .cost_model_hash = 11, .chip_hash = 22, .model_hash = 33, .job_hash = 44,
-    .tool_version = "test", .job_json = "{\"name\": \"unit\"}", .model_json = "{\"m\": 1}",
-    .chip_json = "{\"c\": 2}", .cluster_json = "{}",
+    .cost_model_hash = 11,
+    .chip_hash = 22,
+    .model_hash = 33,
+    .job_hash = 44,
+    .tool_version = "test",
+    .job_json = "{\"name\": \"unit\"}",
+    .model_json = "{\"m\": 1}",
+    .chip_json = "{\"c\": 2}",
+    .cluster_json = "{}",
     .added_buckets_json = "[{\"phase\": \"decode\", \"batch\": 24, \"seq\": 3000}]"};
 
 static int write_fixture(const char *path, const fixture *f, int level, enpu_err *err) {
-  const store_fixture_policy pol = {.policy = POLICY, .ops = f->ops, .pareto = f->pareto, .buckets = f->buckets,
-                                    .bops = f->bops, .walk = f->walk, .plans = f->plans, .pstates = f->pstates,
-                                    .nops = NOPS, .npareto = NOPS * NPTS, .nbuckets = f->nbuckets,
-                                    .nbops = f->nbops, .nwalk = f->nwalk, .nplans = f->nplans,
+  const store_fixture_policy pol = {.policy = POLICY,
+                                    .ops = f->ops,
+                                    .pareto = f->pareto,
+                                    .buckets = f->buckets,
+                                    .bops = f->bops,
+                                    .walk = f->walk,
+                                    .plans = f->plans,
+                                    .pstates = f->pstates,
+                                    .nops = NOPS,
+                                    .npareto = NOPS * NPTS,
+                                    .nbuckets = f->nbuckets,
+                                    .nbops = f->nbops,
+                                    .nwalk = f->nwalk,
+                                    .nplans = f->nplans,
                                     .npstates = f->npstates};
   return store_fixture_write(path, &test_prov, level, &pol, 1, err);
 }
@@ -294,13 +318,16 @@ static void test_beyond_largest_and_bad_buckets(void **state) {
   ctx *c = *state;
   planstore_plan plan;
   enpu_err err = {0};
-  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 5, 128, 1e9, &plan, &err), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 5, 128, 1e9, &plan, &err),
+                   ENPU_ERR_NOT_FOUND);
   assert_non_null(strstr(err.msg, "largest batch is 4"));
   assert_non_null(strstr(err.msg, "largest seq 512"));
-  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_DECODE, 1, 2000, 1e9, &plan, &err), ENPU_ERR_NOT_FOUND);
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_DECODE, 1, 2000, 1e9, &plan, &err),
+                   ENPU_ERR_NOT_FOUND);
   assert_non_null(strstr(err.msg, "largest batch is 8"));
   /* batch 2 seq 300 pads to decode b8 s1024 (b8 s256 is too short): capacity */
-  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_DECODE, 2, 300, 1e9, &plan, &err), ENPU_ERR_INFEASIBLE);
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_DECODE, 2, 300, 1e9, &plan, &err),
+                   ENPU_ERR_INFEASIBLE);
   assert_non_null(strstr(err.msg, "KV cache exceeds HBM"));
   assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_DECODE, 2, 200, 1e9, &plan, &err), ENPU_ERR_NOT_FOUND);
   assert_non_null(strstr(err.msg, "numerical trouble"));
@@ -404,7 +431,8 @@ static void test_plan_states(void **state) {
       assert_int_equal(have[lead], st[i].lead_instances);
       if (trail != lead) assert_int_equal(have[trail], st[i].instances - st[i].lead_instances);
       assert_memory_equal(st[i].lead_states, c->f.pareto[st[i].lead_pareto].states, PLANSTORE_NSTATE);
-      t += st[i].lead_instances * st[i].lead_time_ns + (st[i].instances - st[i].lead_instances) * st[i].trail_time_ns;
+      t += st[i].lead_instances * st[i].lead_time_ns +
+           (st[i].instances - st[i].lead_instances) * st[i].trail_time_ns;
       e += st[i].lead_instances * st[i].lead_energy_nj +
            (st[i].instances - st[i].lead_instances) * st[i].trail_energy_nj;
       assert_near(st[i].lead_energy_nj, c->f.pareto[st[i].lead_pareto].energy_nj, 0);
@@ -450,7 +478,8 @@ static void check_pareto(const store_pareto_rec *got, const store_pareto_rec *wa
     assert_memory_equal(got[i].states, want[i].states, STORE_NSTATE);
     assert_near(got[i].time_ns, want[i].time_ns, 0);
     assert_near(got[i].energy_nj, want[i].energy_nj, 0);
-    for (int c = 0; c < STORE_NENERGY; c++) assert_near(got[i].energy_by_slot_nj[c], want[i].energy_by_slot_nj[c], 0);
+    for (int c = 0; c < STORE_NENERGY; c++)
+      assert_near(got[i].energy_by_slot_nj[c], want[i].energy_by_slot_nj[c], 0);
   }
 }
 
@@ -495,8 +524,10 @@ static void check_rest(const store_policy_tables *p, const fixture *f) {
   for (size_t i = 0; i < f->nplans; i++) {
     const store_plan_rec *g = &p->plans[i], *w = &f->plans[i];
     assert_int_equal(g->bucket, w->bucket);
-    const double got[] = {g->slack, g->budget_ns, g->time_ns, g->energy_nj, g->lower_bound_nj, g->savings_vs_nodvfs};
-    const double want[] = {w->slack, w->budget_ns, w->time_ns, w->energy_nj, w->lower_bound_nj, w->savings_vs_nodvfs};
+    const double got[] = {g->slack,     g->budget_ns,      g->time_ns,
+                          g->energy_nj, g->lower_bound_nj, g->savings_vs_nodvfs};
+    const double want[] = {w->slack,     w->budget_ns,      w->time_ns,
+                           w->energy_nj, w->lower_bound_nj, w->savings_vs_nodvfs};
     for (int k = 0; k < 6; k++) assert_near(got[k], want[k], 0);
     assert_int_equal(g->walk_prefix, w->walk_prefix);
     assert_int_equal(g->states_first, w->states_first);
@@ -691,7 +722,7 @@ static void test_compression_shrinks(void **state) {
   store_walk_rec *rows = calloc(ROWS, sizeof *rows);
   assert_non_null(rows);
   for (size_t i = 0; i < ROWS; i++)
-    rows[i] = (store_walk_rec){(uint32_t)(i / 200), (uint32_t)(i % 37), (uint32_t)(i % 37) * 3 + 1, 1,
+    rows[i] = (store_walk_rec){(uint32_t)(i / 200),    (uint32_t)(i % 37),    (uint32_t)(i % 37) * 3 + 1, 1,
                                1e6 + 10.0 * (double)i, 5e6 - 20.0 * (double)i};
   long bytes[2];
   for (int k = 0; k < 2; k++) {
@@ -708,8 +739,8 @@ static void test_compression_shrinks(void **state) {
     bytes[k] = file_bytes(path);
   }
   free(rows);
-  print_message("walk table of %d rows: %ld bytes uncompressed, %ld with shuffle+zstd (%.1fx)\n", ROWS,
-                bytes[0], bytes[1], (double)bytes[0] / (double)bytes[1]);
+  print_message("walk table of %d rows: %ld bytes uncompressed, %ld with shuffle+zstd (%.1fx)\n", ROWS, bytes[0],
+                bytes[1], (double)bytes[0] / (double)bytes[1]);
   assert_true(bytes[0] > (long)(ROWS * sizeof(store_walk_rec)) / 2);
   assert_true(bytes[1] * 3 < bytes[0]);
 }
@@ -1013,8 +1044,7 @@ static void test_not_a_store(void **state) {
   H5Aclose(a);
   H5Fclose(f);
   char want[96];
-  snprintf(want, sizeof want, "format_version %u, written before this reader's format %u", v,
-           STORE_FORMAT_VERSION);
+  snprintf(want, sizeof want, "format_version %u, written before this reader's format %u", v, STORE_FORMAT_VERSION);
   expect_open_fails(path, ENPU_ERR_FORMAT, want);
   expect_open_fails(path, ENPU_ERR_FORMAT, "recompile it");
 }
@@ -1114,8 +1144,8 @@ static void test_lookup_speed_report(void **state) {
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < PER_ROUND; i++) {
       planstore_plan plan;
-      int rc = planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 1 + i % 4, 100 + i % 400,
-                                1000.0 + i % 2000, &plan, NULL);
+      int rc = planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 1 + i % 4, 100 + i % 400, 1000.0 + i % 2000,
+                                &plan, NULL);
       sink += rc == 0 ? plan.energy_nj : 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &b);
@@ -1196,18 +1226,30 @@ static void make_bundle(test_bundle *t, int batch) {
   t->walk[0] = (store_walk_rec){.op = 0, .pareto = 1, .instances = 1, .time_ns = 510, .energy_nj = 90};
   t->walk[1] = (store_walk_rec){.op = 0, .pareto = 1, .instances = 1, .time_ns = 520, .energy_nj = 80};
   t->walk[2] = (store_walk_rec){.op = 1, .pareto = 3, .instances = 1, .time_ns = 530, .energy_nj = 70};
-  t->plans[0] = (store_plan_rec){.slack = 0, .time_ns = 500, .walk_prefix = 0, .states_first = 0, .states_count = 2};
-  t->plans[1] = (store_plan_rec){.slack = 0.1, .time_ns = 530, .walk_prefix = 3, .states_first = 2, .states_count = 3};
+  t->plans[0] = (store_plan_rec){
+      .slack = 0, .time_ns = 500, .walk_prefix = 0, .states_first = 0, .states_count = 2};
+  t->plans[1] = (store_plan_rec){
+      .slack = 0.1, .time_ns = 530, .walk_prefix = 3, .states_first = 2, .states_count = 3};
   const store_plan_state_rec st[5] = {{.plan = 0, .op = 0, .pareto = 0, .instances = 2},
                                       {.plan = 0, .op = 1, .pareto = 0, .instances = 1},
                                       {.plan = 1, .op = 0, .pareto = 1, .instances = 1},
                                       {.plan = 1, .op = 0, .pareto = STORE_NO_INDEX, .instances = 1},
                                       {.plan = 1, .op = 1, .pareto = 3, .instances = 1}};
   memcpy(t->states, st, sizeof st);
-  t->b = (store_bucket_bundle){.bucket = {.phase = STORE_PHASE_DECODE, .batch = batch, .seq = 2048,
-                                          .input_hash = 77, .t_nodvfs_ns = 600, .walk_start_time_ns = 500},
-                               .nops = 2, .ops = t->ops, .nwalk = 3, .walk = t->walk, .nplans = 2,
-                               .plans = t->plans, .nstates = 5, .states = t->states};
+  t->b = (store_bucket_bundle){.bucket = {.phase = STORE_PHASE_DECODE,
+                                          .batch = batch,
+                                          .seq = 2048,
+                                          .input_hash = 77,
+                                          .t_nodvfs_ns = 600,
+                                          .walk_start_time_ns = 500},
+                               .nops = 2,
+                               .ops = t->ops,
+                               .nwalk = 3,
+                               .walk = t->walk,
+                               .nplans = 2,
+                               .plans = t->plans,
+                               .nstates = 5,
+                               .states = t->states};
   snprintf(t->b.bucket.message, sizeof t->b.bucket.message, "offloaded %d", batch);
 }
 
@@ -1258,7 +1300,8 @@ static void test_bundle_round_trip(void **state) {
   y.b.nwalk = 0, y.b.nplans = 1, y.b.nstates = 1;
   y.states[0] = (store_plan_state_rec){.plan = 0, .op = 0, .pareto = 0, .instances = 3};
   y.plans[0].states_count = 1;
-  const store_bucket_bundle pending = {.bucket = {.phase = 0, .status = STORE_BUCKET_PENDING, .batch = 1, .seq = 64}};
+  const store_bucket_bundle pending = {
+      .bucket = {.phase = 0, .status = STORE_BUCKET_PENDING, .batch = 1, .seq = 64}};
   assert_int_equal(store_bucket_bundle_append(b, &x.b, &err), 1);
   assert_int_equal(store_bucket_bundle_append(b, &y.b, &err), 1);
   assert_int_equal(store_bucket_bundle_append(b, &pending, &err), 1);
@@ -1333,7 +1376,7 @@ static void test_bundle_bad_input(void **state) {
   assert_int_equal(store_policy_builder_add_op(b, &o, &pt, 1, &err), ENPU_ERR_INVALID); /* below 200 */
   o.signature = 900;
   assert_int_equal(store_policy_builder_add_op(b, &o, &pt, 0, &err), ENPU_ERR_INVALID); /* no points */
-  bundle_op(b, 2); /* 300: four points */
+  bundle_op(b, 2);                                                                      /* 300: four points */
   test_bundle x;
   make_bundle(&x, 8);
   expect_refused(b, &x.b, 0, "op 100 not in the builder");

@@ -35,12 +35,12 @@ static store_policy_tables *synthetic_tables(void) {
   for (int ph = 0; ph < 2; ph++) {
     for (int b = 0; b < NB; b++)
       for (int s = 0; s < NS; s++)
-        t->buckets[t->nbuckets++] = (store_bucket_rec){.phase = (uint8_t)ph, .batch = BATCHES[b],
-                                                       .seq = SEQS[s], .plan_count = 1};
-    t->buckets[t->nbuckets++] = (store_bucket_rec){.phase = (uint8_t)ph, .batch = 64, .seq = 8192,
-                                                   .status = STORE_BUCKET_INFEASIBLE_CAPACITY};
-    t->buckets[t->nbuckets++] = (store_bucket_rec){.phase = (uint8_t)ph, .batch = 64, .seq = 128,
-                                                   .status = STORE_BUCKET_FAILED};
+        t->buckets[t->nbuckets++] = (store_bucket_rec){
+            .phase = (uint8_t)ph, .batch = BATCHES[b], .seq = SEQS[s], .plan_count = 1};
+    t->buckets[t->nbuckets++] = (store_bucket_rec){
+        .phase = (uint8_t)ph, .batch = 64, .seq = 8192, .status = STORE_BUCKET_INFEASIBLE_CAPACITY};
+    t->buckets[t->nbuckets++] = (store_bucket_rec){
+        .phase = (uint8_t)ph, .batch = 64, .seq = 128, .status = STORE_BUCKET_FAILED};
   }
   return t;
 }
@@ -63,8 +63,7 @@ static int index_of(const int32_t *v, int n, int32_t x) {
 
 /* Sample n and check: distinct, sorted, sampleable buckets, each in the stratum its
  * values say (two values per range out of six), and per stratum n/18 or n/18 + 1. */
-static void check_sample(const store_policy_tables *t, int n, uint64_t seed, validate_pick *out,
-                         size_t *count) {
+static void check_sample(const store_policy_tables *t, int n, uint64_t seed, validate_pick *out, size_t *count) {
   enpu_err err = {0};
   assert_int_equal(validate_sample(t, n, seed, out, count, &err), 0);
   const size_t usable = 2 * NB * NS;
@@ -169,25 +168,34 @@ static int setup_plans(void **state) {
       continue;
     }
     const uint32_t k = (uint32_t)t->nops++;
-    t->ops[k] = (store_op_rec){.signature = op->signature, .kind = (uint32_t)op->kind,
-                               .pareto_first = k, .pareto_count = 1};
+    t->ops[k] = (store_op_rec){
+        .signature = op->signature, .kind = (uint32_t)op->kind, .pareto_first = k, .pareto_count = 1};
     snprintf(t->ops[k].name, sizeof t->ops[k].name, "%s", op->name);
-    t->pareto[t->npareto++] = (store_pareto_rec){.op = k, .time_ns = r.time_ns, .energy_nj = r.energy_total_nj,
-                                                 .states = {(uint8_t)peak, (uint8_t)peak, (uint8_t)peak,
-                                                            (uint8_t)peak, (uint8_t)peak}};
+    t->pareto[t->npareto++] = (store_pareto_rec){
+        .op = k,
+        .time_ns = r.time_ns,
+        .energy_nj = r.energy_total_nj,
+        .states = {(uint8_t)peak, (uint8_t)peak, (uint8_t)peak, (uint8_t)peak, (uint8_t)peak}};
     t->bucket_ops[t->nbucket_ops++] = (store_bucket_op_rec){0, k, (uint64_t)op->multiplicity};
   }
-  t->buckets[0] = (store_bucket_rec){.phase = STORE_PHASE_PREFILL, .batch = 1, .seq = 1024,
-                                     .t_nodvfs_ns = time_ns, .t_peak_ns = time_ns,
-                                     .e_nodvfs_nj = energy_nj, .ops_count = (uint32_t)t->nops,
+  t->buckets[0] = (store_bucket_rec){.phase = STORE_PHASE_PREFILL,
+                                     .batch = 1,
+                                     .seq = 1024,
+                                     .t_nodvfs_ns = time_ns,
+                                     .t_peak_ns = time_ns,
+                                     .e_nodvfs_nj = energy_nj,
+                                     .ops_count = (uint32_t)t->nops,
                                      .plan_count = 2};
   t->nbuckets = 1;
   const double slacks[2] = {0, 0.05};
   for (uint32_t p = 0; p < 2; p++) {
-    t->plans[p] = (store_plan_rec){.slack = slacks[p], .budget_ns = time_ns * (1 + slacks[p]),
-                                   .time_ns = time_ns, .energy_nj = energy_nj,
+    t->plans[p] = (store_plan_rec){.slack = slacks[p],
+                                   .budget_ns = time_ns * (1 + slacks[p]),
+                                   .time_ns = time_ns,
+                                   .energy_nj = energy_nj,
                                    .cp_time_ns = time_ns, /* all-peak: its NoDVFS time */
-                                   .states_first = t->nplan_states, .states_count = t->nops};
+                                   .states_first = t->nplan_states,
+                                   .states_count = t->nops};
     memcpy(t->plans[p].regulator_loss_nj, loss_nj, sizeof loss_nj);
     for (uint32_t k = 0; k < t->nops; k++)
       t->plan_states[t->nplan_states++] = (store_plan_state_rec){p, k, k, {0}, t->bucket_ops[k].multiplicity};
@@ -217,8 +225,7 @@ static void run_bucket(plan_fixture *fx, store_validation_rec out[2]) {
   assert_int_equal(validate_ctx_create(fx->job, &v, &err), 0);
   assert_int_equal(validate_bucket(v, fx->t, 0, 3, VALIDATE_DEFAULT_TOLERANCE, out, 2, &err), 0);
   store_validation_rec small[1];
-  assert_int_equal(validate_bucket(v, fx->t, 0, 3, VALIDATE_DEFAULT_TOLERANCE, small, 1, &err),
-                   ENPU_ERR_RANGE);
+  assert_int_equal(validate_bucket(v, fx->t, 0, 3, VALIDATE_DEFAULT_TOLERANCE, small, 1, &err), ENPU_ERR_RANGE);
   validate_ctx_free(v);
   validate_ctx_free(NULL);
 }
@@ -343,8 +350,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tampered_budget_fails, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_tampered_states_fail, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_paper_plans_pass, setup_plans, teardown_plans),
-      cmocka_unit_test_setup_teardown(test_paper_overhead_tampered_fails, setup_plans,
-                                      teardown_plans),
+      cmocka_unit_test_setup_teardown(test_paper_overhead_tampered_fails, setup_plans, teardown_plans),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,8 +100,13 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
         const uint32_t row = (uint32_t)t->nbuckets++;
         store_bucket_rec *bk = &t->buckets[row];
         const double T = synth_time_ns(phase, b, s), E = synth_energy_nj(phase, b, s);
-        *bk = (store_bucket_rec){.phase = (uint8_t)phase, .batch = b, .seq = s, .t_nodvfs_ns = T,
-                                 .t_peak_ns = T, .e_nodvfs_nj = E, .input_hash = row + 1};
+        *bk = (store_bucket_rec){.phase = (uint8_t)phase,
+                                 .batch = b,
+                                 .seq = s,
+                                 .t_nodvfs_ns = T,
+                                 .t_peak_ns = T,
+                                 .e_nodvfs_nj = E,
+                                 .input_hash = row + 1};
         if (phase == STORE_PHASE_DECODE && (double)b * s > SYNTH_KV_CAP_TOKENS) {
           bk->status = STORE_BUCKET_INFEASIBLE_CAPACITY;
           snprintf(bk->message, sizeof bk->message, "KV cache of %d x %d tokens exceeds HBM", b, s);
@@ -114,12 +119,16 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
         for (int k = 0; k < 2; k++) {
           const uint32_t op = (uint32_t)t->nops++;
           first_pt[k] = (uint32_t)t->npareto;
-          t->ops[op] = (store_op_rec){.signature = ((uint64_t)row << 1) | (uint64_t)k, .kind = (uint32_t)k,
-                                      .pareto_first = first_pt[k], .pareto_count = (uint32_t)npts, .evaluations = 1};
+          t->ops[op] = (store_op_rec){.signature = ((uint64_t)row << 1) | (uint64_t)k,
+                                      .kind = (uint32_t)k,
+                                      .pareto_first = first_pt[k],
+                                      .pareto_count = (uint32_t)npts,
+                                      .evaluations = 1};
           snprintf(t->ops[op].name, sizeof t->ops[op].name, "%s%d", k ? "attn" : "matmul", (int)row);
           for (int q = 0; q < npts; q++) {
             store_pareto_rec *pt = &t->pareto[t->npareto++];
-            *pt = (store_pareto_rec){.op = op, .time_ns = share[k] * T * synth_time_mult[q],
+            *pt = (store_pareto_rec){.op = op,
+                                     .time_ns = share[k] * T * synth_time_mult[q],
                                      .energy_nj = share[k] * E * (energy_mult ? energy_mult[q] : 1.0)};
             for (int c = 0; c < STORE_NSTATE; c++) pt->states[c] = (uint8_t)(34 - 4 * q);
             pt->energy_by_slot_nj[0] = pt->energy_nj;
@@ -137,8 +146,8 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
           time += share[k] * T * (synth_time_mult[q] - synth_time_mult[q - 1]);
           energy += share[k] * E * (energy_mult[q] - energy_mult[q - 1]);
           cum_t[st] = time, cum_e[st] = energy;
-          t->walk[t->nwalk++] =
-              (store_walk_rec){row, t->bops[bk->ops_first + k].op, first_pt[k] + (uint32_t)q, 1, time, energy};
+          t->walk[t->nwalk++] = (store_walk_rec){
+              row, t->bops[bk->ops_first + k].op, first_pt[k] + (uint32_t)q, 1, time, energy};
         }
         bk->plan_first = (uint32_t)t->nplans;
         bk->plan_count = 2;
@@ -147,17 +156,23 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
           int prefix = 0;
           while (prefix < nsteps && cum_t[prefix] <= budget) prefix++;
           store_plan_rec *pl = &t->plans[t->nplans];
-          *pl = (store_plan_rec){.bucket = row, .slack = slack, .budget_ns = budget,
+          *pl = (store_plan_rec){.bucket = row,
+                                 .slack = slack,
+                                 .budget_ns = budget,
                                  .time_ns = prefix ? cum_t[prefix - 1] : bk->walk_start_time_ns,
                                  .energy_nj = prefix ? cum_e[prefix - 1] : bk->walk_start_energy_nj,
-                                 .walk_prefix = (uint64_t)prefix, .states_first = t->npstates, .states_count = 2};
+                                 .walk_prefix = (uint64_t)prefix,
+                                 .states_first = t->npstates,
+                                 .states_count = 2};
           pl->lower_bound_nj = pl->energy_nj;
           pl->savings_vs_nodvfs = 1 - pl->energy_nj / E;
           for (int k = 0; k < 2; k++) {
             const int q = (prefix + 1 - k) / 2; /* point of op k after `prefix` steps */
             store_plan_state_rec *ps = &t->pstates[t->npstates++];
-            *ps = (store_plan_state_rec){.plan = (uint32_t)t->nplans, .op = t->bops[bk->ops_first + k].op,
-                                         .pareto = first_pt[k] + (uint32_t)q, .instances = 1};
+            *ps = (store_plan_state_rec){.plan = (uint32_t)t->nplans,
+                                         .op = t->bops[bk->ops_first + k].op,
+                                         .pareto = first_pt[k] + (uint32_t)q,
+                                         .instances = 1};
             for (int c = 0; c < STORE_NSTATE; c++) ps->states[c] = (uint8_t)(34 - 4 * q);
           }
           t->nplans++;
@@ -170,9 +185,7 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
 #define SYNTH_STATES 34
 
 static inline double synth_uniform_time(int q) { return (double)SYNTH_STATES / q; }
-static inline double synth_uniform_energy(int q) {
-  return 0.7 * q / SYNTH_STATES + 0.3 * (double)SYNTH_STATES / q;
-}
+static inline double synth_uniform_energy(int q) { return 0.7 * q / SYNTH_STATES + 0.3 * (double)SYNTH_STATES / q; }
 
 /* The uniform policy's tables (see the file comment). */
 static inline int synth_uniform(synth_tables *t) {
@@ -198,25 +211,43 @@ static inline int synth_uniform(synth_tables *t) {
         const uint32_t row = (uint32_t)t->nbuckets++;
         const double T = synth_time_ns(phase, b, sq), E = synth_energy_nj(phase, b, sq);
         store_bucket_rec *bk = &t->buckets[row];
-        *bk = (store_bucket_rec){.phase = (uint8_t)phase, .batch = b, .seq = sq, .t_nodvfs_ns = T, .t_peak_ns = T,
-                                 .e_nodvfs_nj = E, .input_hash = row + 1, .walk_start_time_ns = T,
-                                 .walk_start_energy_nj = E, .ops_first = (uint32_t)t->nbops, .ops_count = 3,
-                                 .walk_first = t->nwalk, .walk_count = 3 * rounds};
+        *bk = (store_bucket_rec){.phase = (uint8_t)phase,
+                                 .batch = b,
+                                 .seq = sq,
+                                 .t_nodvfs_ns = T,
+                                 .t_peak_ns = T,
+                                 .e_nodvfs_nj = E,
+                                 .input_hash = row + 1,
+                                 .walk_start_time_ns = T,
+                                 .walk_start_energy_nj = E,
+                                 .ops_first = (uint32_t)t->nbops,
+                                 .ops_count = 3,
+                                 .walk_first = t->nwalk,
+                                 .walk_count = 3 * rounds};
         if (phase == STORE_PHASE_DECODE && (double)b * sq > SYNTH_KV_CAP_TOKENS) {
-          *bk = (store_bucket_rec){.phase = 1, .batch = b, .seq = sq, .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
-                                   .t_nodvfs_ns = T, .t_peak_ns = T, .e_nodvfs_nj = E, .input_hash = row + 1};
+          *bk = (store_bucket_rec){.phase = 1,
+                                   .batch = b,
+                                   .seq = sq,
+                                   .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
+                                   .t_nodvfs_ns = T,
+                                   .t_peak_ns = T,
+                                   .e_nodvfs_nj = E,
+                                   .input_hash = row + 1};
           continue;
         }
         uint32_t first[3];
         for (int k = 0; k < 3; k++) {
           const uint32_t op = (uint32_t)t->nops++;
           first[k] = (uint32_t)t->npareto;
-          t->ops[op] = (store_op_rec){.signature = ((uint64_t)row << 2) | (uint64_t)k, .pareto_first = first[k],
-                                      .pareto_count = SYNTH_STATES, .evaluations = SYNTH_STATES};
+          t->ops[op] = (store_op_rec){.signature = ((uint64_t)row << 2) | (uint64_t)k,
+                                      .pareto_first = first[k],
+                                      .pareto_count = SYNTH_STATES,
+                                      .evaluations = SYNTH_STATES};
           snprintf(t->ops[op].name, sizeof t->ops[op].name, "%s", names[k]);
           for (int q = SYNTH_STATES; q >= 1; q--) {
             store_pareto_rec *pt = &t->pareto[t->npareto++];
-            *pt = (store_pareto_rec){.op = op, .time_ns = share[k] * T * synth_uniform_time(q) / mult[k],
+            *pt = (store_pareto_rec){.op = op,
+                                     .time_ns = share[k] * T * synth_uniform_time(q) / mult[k],
                                      .energy_nj = share[k] * E * synth_uniform_energy(q) / mult[k]};
             for (int c = 0; c < STORE_NSTATE; c++) pt->states[c] = (uint8_t)q;
           }
@@ -231,8 +262,8 @@ static inline int synth_uniform(synth_tables *t) {
               time += mult[j] * t->pareto[first[j] + at[j]].time_ns;
               energy += mult[j] * t->pareto[first[j] + at[j]].energy_nj;
             }
-            t->walk[t->nwalk++] = (store_walk_rec){row, t->bops[bk->ops_first + k].op, first[k] + (uint32_t)r,
-                                                   (uint64_t)mult[k], time, energy};
+            t->walk[t->nwalk++] = (store_walk_rec){
+                row, t->bops[bk->ops_first + k].op, first[k] + (uint32_t)r, (uint64_t)mult[k], time, energy};
           }
       }
   return 0;
@@ -240,21 +271,31 @@ static inline int synth_uniform(synth_tables *t) {
 
 /* Write the store with the named policies ("nodvfs", "dvfs-c", "enpu-all", "uniform") and the
  * given provenance. @return 0 or the writer's error. */
-static inline int synth_store_write_prov(const char *path, const store_provenance *prov, const char *const *policies,
-                                  size_t npolicies, enpu_err *err) {
+static inline int synth_store_write_prov(const char *path, const store_provenance *prov,
+                                         const char *const *policies, size_t npolicies, enpu_err *err) {
   synth_tables *t = calloc(npolicies ? npolicies : 1, sizeof *t);
   store_fixture_policy *views = calloc(npolicies ? npolicies : 1, sizeof *views);
   int rc = t && views ? 0 : -1;
   for (size_t i = 0; rc == 0 && i < npolicies; i++) {
     const double *em = !strcmp(policies[i], "enpu-all") ? synth_energy_enpu
                        : !strcmp(policies[i], "dvfs-c") ? synth_energy_dvfs
-                                                         : NULL;
+                                                        : NULL;
     rc = !strcmp(policies[i], "uniform") ? synth_uniform(&t[i]) : synth_policy(&t[i], em);
-    views[i] = (store_fixture_policy){.policy = policies[i], .ops = t[i].ops, .pareto = t[i].pareto,
-                                      .buckets = t[i].buckets, .bops = t[i].bops, .walk = t[i].walk,
-                                      .plans = t[i].plans, .pstates = t[i].pstates, .nops = t[i].nops,
-                                      .npareto = t[i].npareto, .nbuckets = t[i].nbuckets, .nbops = t[i].nbops,
-                                      .nwalk = t[i].nwalk, .nplans = t[i].nplans, .npstates = t[i].npstates};
+    views[i] = (store_fixture_policy){.policy = policies[i],
+                                      .ops = t[i].ops,
+                                      .pareto = t[i].pareto,
+                                      .buckets = t[i].buckets,
+                                      .bops = t[i].bops,
+                                      .walk = t[i].walk,
+                                      .plans = t[i].plans,
+                                      .pstates = t[i].pstates,
+                                      .nops = t[i].nops,
+                                      .npareto = t[i].npareto,
+                                      .nbuckets = t[i].nbuckets,
+                                      .nbops = t[i].nbops,
+                                      .nwalk = t[i].nwalk,
+                                      .nplans = t[i].nplans,
+                                      .npstates = t[i].npstates};
   }
   if (rc != 0) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (synthetic store)");
   else rc = store_fixture_write(path, prov, 1, views, npolicies, err);
@@ -266,7 +307,8 @@ static inline int synth_store_write_prov(const char *path, const store_provenanc
 
 /* The store without model, chip or cluster documents: a hand-made store that any
  * cluster may replay. */
-static inline int synth_store_write(const char *path, const char *const *policies, size_t npolicies, enpu_err *err) {
+static inline int synth_store_write(const char *path, const char *const *policies, size_t npolicies,
+                                    enpu_err *err) {
   static const store_provenance prov = {.tool_version = "synthetic", .job_json = "{\"name\": \"synthetic\"}"};
   return synth_store_write_prov(path, &prov, policies, npolicies, err);
 }
