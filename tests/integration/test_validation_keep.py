@@ -66,6 +66,12 @@ def validation_of(r):
     return summary(r.stdout).get("validation", {})
 
 
+def validate(jobs, job, store, out):
+    return h.run("validate", store, "--job", job, "--trace", os.path.join(jobs, "traces",
+                 "AzureLLMInferenceTrace_conv.csv"), "--cluster", os.path.join(jobs, "clusters", "llama3-70b.json"),
+                 "--sample", "24", "--out", out)
+
+
 def write_job(jobs, name, **changes):
     job = json.load(open(os.path.join(jobs, "demo.json")))
     del job["validation"]
@@ -83,9 +89,7 @@ with tempfile.TemporaryDirectory() as tmp:
     r = farm(h, 2, store, tmp, job=keep)
     if not h.check("the demo job (no validation section) is farmed at -np 2", r.returncode == 0, r.stderr[-600:]):
         h.finish()
-    v = h.run("validate", store, "--job", keep, "--trace", os.path.join(jobs, "traces", "AzureLLMInferenceTrace_conv.csv"),
-              "--cluster", os.path.join(jobs, "clusters", "llama3-70b.json"), "--sample", "24", "--out",
-              os.path.join(tmp, "val"))
+    v = validate(jobs, keep, store, os.path.join(tmp, "val"))
     h.check("enpu validate passes", v.returncode == 0, v.stdout[-300:] + v.stderr[-600:])
     validated = os.path.join(tmp, "validated.h5")
     shutil.copy(store, validated)
@@ -138,9 +142,7 @@ with tempfile.TemporaryDirectory() as tmp:
     answers = [without_rows(json.loads(x.stdout)) if x.returncode == 0 else None for x in q]
     h.check("add-buckets: enpu query answers an old bucket as before", answers[0] and answers[0] == answers[1],
             q[1].stdout[:300] + q[1].stderr[-300:])
-    v = h.run("validate", store, "--job", keep, "--trace", os.path.join(jobs, "traces", "AzureLLMInferenceTrace_conv.csv"),
-              "--cluster", os.path.join(jobs, "clusters", "llama3-70b.json"), "--sample", "24", "--out",
-              os.path.join(tmp, "val2"))
+    v = validate(jobs, keep, store, os.path.join(tmp, "val2"))
     h.check("add-buckets: enpu validate passes on the result", v.returncode == 0, v.stderr[-400:])
 
     # ---- 3. one policy fewer; 4. other slacks (every plan recompiled)
@@ -161,7 +163,8 @@ with tempfile.TemporaryDirectory() as tmp:
         "kept": 0, "dropped": sum(counts.values()), "replay_kept": 0, "replay_dropped": len(counts)},
         str(validation_of(r)) + r.stderr[-400:])
     h.check("other slacks: the farm says how many it dropped",
-            f"validation: 0 rows kept, {sum(counts.values())} dropped (their plans changed" in r.stderr, r.stderr[-400:])
+            f"validation: 0 rows kept, {sum(counts.values())} dropped (their plans changed" in r.stderr,
+            r.stderr[-400:])
     h.check("other slacks: no validation rows left", all(x[0] is None for x in rows(store).values()))
     r2 = h.run("store", "verify", store)
     h.check("other slacks: store verify passes", r2.returncode == 0, r2.stderr[-300:])
