@@ -130,14 +130,16 @@ static json_t *per_policy(const farm_summary *s, const int64_t *counts, const do
 static json_t *summary_json(const farm_summary *s) {
   return json_pack(
       "{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, "
-      "s:{s:I, s:I, s:I}, s:I, s:I, s:f, s:f, s:o, s:f, s:f, s:f, s:I, s:i}",
+      "s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:f, s:f, s:o, s:f, s:f, s:f, s:I, s:i}",
       "job", s->job, "store", s->store_path, "outcome", outcome_names[s->outcome], "ranks", s->ranks, "buckets",
       "ok", (json_int_t)s->buckets_ok, "infeasible_capacity", (json_int_t)s->buckets_infeasible, "failed",
       (json_int_t)s->buckets_failed, "unique_ops", per_policy(s, s->unique_ops, NULL), "tasks", "total",
       (json_int_t)s->tasks_total, "op", (json_int_t)s->op_tasks, "bucket", (json_int_t)s->bucket_tasks, "part",
       (json_int_t)s->part_tasks, "done", (json_int_t)s->tasks_done, "failed", (json_int_t)s->tasks_failed, "reused",
       "store", (json_int_t)s->reused_store, "journal", (json_int_t)s->reused_journal, "resumed_ops",
-      (json_int_t)s->resumed_ops, "recomputed", (json_int_t)s->recomputed, "evaluations",
+      (json_int_t)s->resumed_ops, "recomputed", (json_int_t)s->recomputed, "validation", "kept",
+      (json_int_t)s->validation_kept, "dropped", (json_int_t)s->validation_dropped, "replay_kept",
+      (json_int_t)s->replay_kept, "replay_dropped", (json_int_t)s->replay_dropped, "evaluations",
       (json_int_t)s->evaluations, "core_s", s->core_s, "cpu_s", s->cpu_s, "policy_cpu_s",
       per_policy(s, NULL, s->policy_cpu_s), "wall_s", s->wall_s, "master_cpu_s", s->master_cpu_s, "master_rss_mb",
       s->master_rss_mb, "batches", (json_int_t)s->batches, "jobs", s->jobs);

@@ -635,6 +635,12 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   fprintf(out, "| reused | %lld from the store, %lld from the journal (%lld op searches resumed part-way) |\n",
           (long long)s->reused_store, (long long)s->reused_journal, (long long)s->resumed_ops);
   fprintf(out, "| recomputed | %lld |\n", (long long)s->recomputed);
+  if (s->validation_kept + s->validation_dropped + s->replay_kept + s->replay_dropped > 0)
+    fprintf(out,
+            "| validation rows | %lld kept, %lld dropped (their plans changed or are gone); replay rows %lld "
+            "kept, %lld dropped |\n",
+            (long long)s->validation_kept, (long long)s->validation_dropped, (long long)s->replay_kept,
+            (long long)s->replay_dropped);
   fprintf(out, "| evaluations | %lld |\n", (long long)s->evaluations);
   fprintf(out, "| core-seconds | %.2f (CPU %.2f) |\n", s->core_s, s->cpu_s);
   fprintf(out, "| wall time | %.2f s |\n", s->wall_s);

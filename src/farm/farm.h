@@ -98,14 +98,18 @@ typedef struct farm_summary {
   int64_t op_tasks, bucket_tasks; /*   Pareto searches and bucket walks, */
   int64_t part_tasks;             /*   parts of split Pareto searches (`ideal`) */
   int64_t tasks_done, tasks_failed;
-  int64_t reused_store, reused_journal;     /* results taken from the store / the journal */
-  int64_t resumed_ops;                      /* split op searches the journal held part of */
-  int64_t recomputed;                       /* results computed by this run */
-  int64_t evaluations;                      /* op-level evaluations of this run */
-  double core_s;                            /* compute seconds summed over ranks */
-  double cpu_s;                             /* CPU seconds of the tasks, summed over ranks */
-  double policy_cpu_s[CONFIG_MAX_POLICIES]; /* the same per job policy (op tasks count
-                                               for the first policy with that op level) */
+  int64_t reused_store, reused_journal;        /* results taken from the store / the journal */
+  int64_t resumed_ops;                         /* split op searches the journal held part of */
+  int64_t validation_kept, validation_dropped; /* the previous store's validation rows the
+                                                  last checkpoint carried over / dropped
+                                                  (their plans changed or are gone) */
+  int64_t replay_kept, replay_dropped;         /* the same for its validation_replay rows */
+  int64_t recomputed;                          /* results computed by this run */
+  int64_t evaluations;                         /* op-level evaluations of this run */
+  double core_s;                               /* compute seconds summed over ranks */
+  double cpu_s;                                /* CPU seconds of the tasks, summed over ranks */
+  double policy_cpu_s[CONFIG_MAX_POLICIES];    /* the same per job policy (op tasks count
+                                                  for the first policy with that op level) */
   double wall_s;
   double master_cpu_s;  /* CPU time of rank 0 (setup, scheduling, journal,
                            checkpoints; with one rank also the compute) */

@@ -136,8 +136,9 @@ void farm_state_free(farm_state *s); /* NULL no-op */
 
 /* Load a previous store's results (a missing file loads nothing): each policy's ops
  * become op results, each compiled bucket (with its ops, walk, plans, plan states) a
- * bucket result; pending buckets are not results. *added_json receives the store's
- * added_buckets attribute (malloc'd, or NULL). */
+ * bucket result; pending buckets are not results. Its validation rows are kept for the
+ * checkpoints (store_validation_set). *added_json receives the store's added_buckets
+ * attribute (malloc'd, or NULL). */
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets, char **added_json,
                           enpu_err *err);
 /* Take ownership of a result's arrays (r is emptied). A result with a key already known
@@ -167,8 +168,10 @@ typedef struct {
  * rows assigned here, so the content depends only on the results, never on arrival order
  * or rank count. A wanted bucket without a result (or whose ops are not all known) is
  * written as STORE_BUCKET_PENDING, so readers of a checkpoint can tell "not compiled
- * yet". */
+ * yet". The loaded store's validation rows of plans written unchanged are carried over
+ * (store_validation_carry); *validation (may be NULL) counts what was kept and dropped. */
 int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
-                          const farm_wanted *wanted, int nwanted, enpu_err *err);
+                          const farm_wanted *wanted, int nwanted, store_validation_counts *validation,
+                          enpu_err *err);
 
 #endif /* ENPU_FARM_INTERNAL_H */

@@ -165,6 +165,23 @@ void farm_job_free(farm_job *m) {
 /* ---------------------------------------------------------------------------------
  * Results and checkpoints */
 
+/* What the checkpoint did with the previous store's validation rows, said when it
+ * changes (the first checkpoint, then only when a bucket recompiled drops more). */
+static void note_validation(farm_job *m, const store_validation_counts *v) {
+  farm_summary *s = m->sum;
+  const int64_t now[4] = {(int64_t)v->kept, (int64_t)v->dropped, (int64_t)v->replay_kept,
+                          (int64_t)v->replay_dropped};
+  const int changed = now[0] != s->validation_kept || now[1] != s->validation_dropped || now[2] != s->replay_kept ||
+                      now[3] != s->replay_dropped;
+  s->validation_kept = now[0], s->validation_dropped = now[1], s->replay_kept = now[2], s->replay_dropped = now[3];
+  if (!changed || m->o.quiet) return;
+  fprintf(m->o.log,
+          "farm: %s: validation: %lld rows kept, %lld dropped (their plans changed or are gone); replay: %lld rows "
+          "kept, %lld dropped (%s)\n",
+          m->store_path, (long long)now[0], (long long)now[1], (long long)now[2], (long long)now[3],
+          now[3] ? "a replay uses every plan of every policy, and some changed" : "no plan changed");
+}
+
 /* Write the store; the journal then starts over with the parts of ops not merged yet,
  * which the store does not hold. */
 static int checkpoint(farm_job *m, enpu_err *err) {
@@ -178,7 +195,9 @@ static int checkpoint(farm_job *m, enpu_err *err) {
                                  .chip_json = m->job->chip_json,
                                  .cluster_json = m->job->cluster_json,
                                  .added_buckets_json = m->added_json};
-  ENPU_FORWARD(farm_state_checkpoint(m->state, m->lock, &prov, m->plan.wanted, m->job->policy_count, err));
+  store_validation_counts v = {0};
+  ENPU_FORWARD(farm_state_checkpoint(m->state, m->lock, &prov, m->plan.wanted, m->job->policy_count, &v, err));
+  note_validation(m, &v);
   ENPU_FORWARD(farm_journal_reset(m->journal, err));
   farm_buf b = {0};
   int rc = 0;

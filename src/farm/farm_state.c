@@ -113,6 +113,7 @@ static void map_free(result_map *m) {
 
 struct farm_state {
   result_map ops, buckets;
+  store_validation_set *validated; /* the loaded store's validation rows, or NULL */
 };
 
 int farm_state_create(farm_state **out, enpu_err *err) {
@@ -127,6 +128,7 @@ void farm_state_free(farm_state *s) {
   if (!s) return;
   map_free(&s->ops);
   map_free(&s->buckets);
+  store_validation_set_free(s->validated);
   free(s);
 }
 
@@ -202,6 +204,15 @@ static int load_policy_buckets(farm_state *s, const store_policy_tables *t, uint
   return ENPU_OK;
 }
 
+/* The store's validation rows, for the checkpoints to carry (none: no set). */
+static int load_validation(farm_state *s, const store_contents *c, enpu_err *err) {
+  size_t rows = 0;
+  for (size_t p = 0; p < c->npolicies; p++) rows += c->policies[p].nvalidation + c->policies[p].nvalidation_replay;
+  store_validation_set_free(s->validated);
+  s->validated = NULL;
+  return rows ? store_validation_set_create(c, &s->validated, err) : ENPU_OK;
+}
+
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets, char **added_json,
                           enpu_err *err) {
   int64_t nops = 0, nbuckets = 0;
@@ -225,6 +236,7 @@ int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t
     nops += rc == ENPU_OK ? (int64_t)t->nops : 0;
     if (rc == ENPU_OK) rc = load_policy_buckets(s, t, config_policy_spec_code(&policy), &nbuckets, err);
   }
+  if (rc == ENPU_OK) rc = load_validation(s, c, err);
   if (rc == ENPU_OK && added_json) {
     *added_json = c->added_buckets_json;
     c->added_buckets_json = NULL;
@@ -332,7 +344,8 @@ static int wanted_policy_cmp(const void *a, const void *b) {
 }
 
 int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const store_provenance *prov,
-                          const farm_wanted *wanted, int nwanted, enpu_err *err) {
+                          const farm_wanted *wanted, int nwanted, store_validation_counts *validation,
+                          enpu_err *err) {
   /* Policies are written in code order, whatever order the caller lists them in. */
   ENPU_RETURN_IF(nwanted < 0 || nwanted > CONFIG_MAX_POLICIES, err, ENPU_ERR_INVALID,
                  "farm: checkpoint of %s: %d policies", store_lock_path(lock), nwanted);
@@ -350,6 +363,7 @@ int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const sto
   store_writer *w = NULL;
   ENPU_FORWARD(store_writer_create(lock, prov, 0, &w, err));
   int rc = ENPU_OK;
+  store_validation_counts counts = {0};
   for (int p = 0; p < nwanted && rc == ENPU_OK; p++) {
     char name[CONFIG_NAME_LEN];
     config_policy_spec_decode(by_policy[p]->policy, &spec);
@@ -358,9 +372,12 @@ int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const sto
     rc = store_policy_builder_create(name, &b, err);
     if (rc == ENPU_OK) rc = build_policy(s, by_policy[p], b, err);
     if (rc == ENPU_OK) rc = store_writer_append_tables(w, store_policy_builder_tables(b), err);
+    if (rc == ENPU_OK) rc = store_validation_carry(s->validated, w, store_policy_builder_tables(b), &counts, err);
     store_policy_builder_free(b);
   }
+  if (rc == ENPU_OK) rc = store_validation_carry_replay(s->validated, w, &counts, err);
   if (rc == ENPU_OK) rc = store_writer_commit(w, err);
   store_writer_free(w);
+  if (rc == ENPU_OK && validation) *validation = counts;
   return rc;
 }

@@ -382,6 +382,46 @@ int store_walk_replay(const store_policy_tables *p, uint32_t bi, uint64_t prefix
                       enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
+ * Validation rows across a rewrite (store_carry.c). A validation row names the plan it
+ * re-simulated by its rows (bucket, plan); a writer that rebuilds a store from results
+ * (the farm's checkpoint) may move, change or remove plans. A row stays true while its
+ * plan is unchanged — its bucket's (phase, batch, seq) and input_hash, the plan's
+ * position among the bucket's plans, its record and plan-state runs, all as they were —
+ * and is carried into the new store with `bucket` and `plan` re-indexed; the others are
+ * dropped. A replay row depends on every plan of every policy (a policy's replay serves
+ * requests from all its plans, shares one horizon with the other policies' and compares
+ * with nodvfs's), so replay rows are carried only when no plan table of any policy
+ * changed and no policy was added or removed. */
+
+typedef struct store_validation_set store_validation_set;
+
+typedef struct {
+  size_t kept, dropped;               /* validation rows */
+  size_t replay_kept, replay_dropped; /* validation_replay rows */
+} store_validation_counts;
+
+/* What the validation tables of a loaded store (store_load) validate.
+ * @return 0, or ENPU_ERR_NOMEM. */
+int store_validation_set_create(const store_contents *c, store_validation_set **out, enpu_err *err);
+void store_validation_set_free(store_validation_set *v); /* NULL is a no-op */
+
+/* Append to `w` the validation rows of policy t->name whose plans `t` (the tables just
+ * appended to `w` for that policy) holds unchanged, re-indexed into `t`, in their stored
+ * order; add them to n->kept and the policy's other rows to n->dropped. Call it once per
+ * policy written; a NULL set is a no-op.
+ * @return 0, or ENPU_ERR_NOMEM / as store_writer_append. */
+int store_validation_carry(const store_validation_set *v, store_writer *w, const store_policy_tables *t,
+                           store_validation_counts *n, enpu_err *err);
+
+/* After every policy's tables and store_validation_carry, before store_writer_commit:
+ * append every replay row when `w` holds the plan tables of the loaded store unchanged
+ * (n->replay_kept), else count them in n->replay_dropped; the validation rows of
+ * policies not written count in n->dropped. A NULL set is a no-op.
+ * @return 0, or ENPU_ERR_NOMEM / as store_writer_append. */
+int store_validation_carry_replay(const store_validation_set *v, store_writer *w, store_validation_counts *n,
+                                  enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
  * Bucket bundles (store_bundle.c): one bucket of one policy with what it owns — its ops
  * and their multiplicities, its walk, its slack plans and their plan-state runs — in
  * indices of its own, the shape a bucket has before it has rows in a store (the farm's

@@ -60,6 +60,15 @@ void store_hash_free(store_hash *h); /* NULL is a no-op */
 int store_table_checksum(store_table t, const void *rows, size_t n, uint64_t *out, enpu_err *err);
 uint64_t store_provenance_checksum(const store_root_attrs *a);
 
+/* ---- what a writer has written (store_write.c) ------------------------------------ */
+
+/* Policies that have rows so far. */
+size_t store_writer_policy_count(const store_writer *w);
+/* The checksum of the rows of `policy`'s table t appended so far (that of no rows when
+ * the policy has rows in other tables only). @return 1; 0 when the policy has no rows at
+ * all; ENPU_ERR_INVALID, ENPU_ERR_NOMEM. */
+int store_writer_checksum(const store_writer *w, const char *policy, store_table t, uint64_t *out, enpu_err *err);
+
 /* ---- reading (store_read.c) ------------------------------------------------------- */
 
 /* Open a plan store read-only after checking it is one of this format version (the

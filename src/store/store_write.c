@@ -237,6 +237,19 @@ int store_writer_append(store_writer *w, const char *policy, store_table table, 
   return ENPU_OK;
 }
 
+size_t store_writer_policy_count(const store_writer *w) { return w->npolicies; }
+
+int store_writer_checksum(const store_writer *w, const char *policy, store_table t, uint64_t *out, enpu_err *err) {
+  ENPU_RETURN_IF((unsigned)t >= STORE_NTABLE, err, ENPU_ERR_INVALID, "store: bad table %d", (int)t);
+  for (size_t i = 0; i < w->npolicies; i++) {
+    if (strcmp(w->policies[i].name, policy) != 0) continue;
+    if (!w->policies[i].hash[t]) ENPU_FORWARD(store_table_checksum(t, NULL, 0, out, err));
+    else *out = store_hash_digest(w->policies[i].hash[t]);
+    return 1;
+  }
+  return 0;
+}
+
 /* Each table's checksum as its dataset's attribute. */
 static int write_checksums(const store_writer *w, enpu_err *err) {
   int rc = ENPU_OK;

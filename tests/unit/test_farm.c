@@ -629,7 +629,7 @@ static void checkpoint(const farm_state *s, const char *path, int reverse_polici
   enpu_err err = {0};
   store_lock *lock = NULL;
   int rc = store_lock_acquire(path, "test_farm", 0, NULL, &lock, &err);
-  if (rc == 0) rc = farm_state_checkpoint(s, lock, &prov, w, 2, &err);
+  if (rc == 0) rc = farm_state_checkpoint(s, lock, &prov, w, 2, NULL, &err);
   store_lock_release(lock);
   if (rc != 0) fail_msg("checkpoint: %s", err.msg);
 }
@@ -801,16 +801,16 @@ static void test_state_checkpoint_rejects(void **state) {
       .policy = POLICY, .op_policy = POLICY, .op_keys = want_ops, .nops = 6, .buckets = &wb, .nbuckets = 1};
   store_lock *lock = NULL;
   assert_int_equal(store_lock_acquire(f->path, "test_farm", 0, NULL, &lock, &err), 0);
-  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_FORMAT);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, NULL, &err), ENPU_ERR_FORMAT);
   assert_non_null(strstr(err.msg, "1/16/2048"));
   assert_int_equal(access(f->path, F_OK), -1); /* nothing published */
   /* The same policy twice, or a bucket wanted twice, is the caller's bug. */
   farm_wanted twice[2] = {w, w};
-  assert_int_equal(farm_state_checkpoint(s, lock, &prov, twice, 2, &err), ENPU_ERR_INVALID);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, twice, 2, NULL, &err), ENPU_ERR_INVALID);
   store_bucket_rec dup[2] = {want_buckets[2], want_buckets[2]};
   w.buckets = dup;
   w.nbuckets = 2;
-  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, &err), ENPU_ERR_INVALID);
+  assert_int_equal(farm_state_checkpoint(s, lock, &prov, &w, 1, NULL, &err), ENPU_ERR_INVALID);
   store_lock_release(lock);
   farm_state_free(s);
 }

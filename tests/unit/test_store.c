@@ -1404,6 +1404,111 @@ static void test_bundle_bad_input(void **state) {
   store_bucket_bundle_free(NULL);
 }
 
+/* ---------------------------------------------------------------------------------
+ * Validation rows across a rewrite: a store's rows are carried into a store rebuilt from
+ * bundles exactly for the plans it holds unchanged, re-indexed. */
+
+/* Policy POLICY of `bundles` (ops 100, 200, 300) published at `path`, with `nval`
+ * validation rows and a replay row when `val` is given, and the rows `set` carries
+ * (adding to *n). */
+static void write_bundles(const char *path, const store_bucket_bundle *const *bundles, int nbundles,
+                          const store_validation_rec *val, size_t nval, const store_validation_set *set,
+                          store_validation_counts *n) {
+  enpu_err err = {0};
+  store_policy_builder *b = NULL;
+  assert_int_equal(store_policy_builder_create(POLICY, &b, &err), 0);
+  for (int i = 0; i < 3; i++) bundle_op(b, i);
+  for (int i = 0; i < nbundles; i++) assert_int_equal(store_bucket_bundle_append(b, bundles[i], &err), 1);
+  store_writer *w = NULL;
+  store_lock *lock = NULL;
+  assert_int_equal(store_fixture_writer(path, &test_prov, 3, &lock, &w, &err), 0);
+  assert_int_equal(store_writer_append_tables(w, store_policy_builder_tables(b), &err), 0);
+  const store_validation_replay_rec replay = {.requests = 10, .served = 9, .seed = 1, .sample = 2};
+  if (val) assert_int_equal(store_writer_append(w, POLICY, STORE_T_VALIDATION, val, nval, &err), 0);
+  if (val) assert_int_equal(store_writer_append(w, POLICY, STORE_T_VALIDATION_REPLAY, &replay, 1, &err), 0);
+  assert_int_equal(store_validation_carry(set, w, store_policy_builder_tables(b), n, &err), 0);
+  assert_int_equal(store_validation_carry_replay(set, w, n, &err), 0);
+  assert_int_equal(store_writer_commit(w, &err), 0);
+  store_writer_free(w);
+  store_lock_release(lock);
+  store_policy_builder_free(b);
+}
+
+/* The validation row of plan k of bundle x, at rows (bucket, plan). */
+static store_validation_rec val_row(uint32_t bucket, uint32_t plan, const test_bundle *x, int k) {
+  store_validation_rec v = {.bucket = bucket,
+                            .plan = plan,
+                            .phase = x->b.bucket.phase,
+                            .pass = 1,
+                            .batch = x->b.bucket.batch,
+                            .seq = x->b.bucket.seq,
+                            .slack = x->plans[k].slack,
+                            .stored_time_ns = x->plans[k].time_ns,
+                            .sim_time_ns = x->plans[k].time_ns};
+  snprintf(v.message, sizeof v.message, "row %u", plan);
+  return v;
+}
+
+/* Rewrite the store at `from` as `to` from `bundles`, carrying its rows; the counts, and
+ * the new store loaded (store_load checks every row names a plan of its bucket). */
+static store_validation_counts rewrite(const char *from, const char *to, const store_bucket_bundle *const *bundles,
+                                       int nbundles, store_contents **out) {
+  enpu_err err = {0};
+  store_contents *c = NULL;
+  store_validation_set *set = NULL;
+  assert_int_equal(store_load(from, &c, &err), 0);
+  assert_int_equal(store_validation_set_create(c, &set, &err), 0);
+  store_contents_free(c);
+  store_validation_counts n = {0};
+  write_bundles(to, bundles, nbundles, NULL, 0, set, &n);
+  store_validation_set_free(set);
+  assert_int_equal(store_load(to, out, &err), 0);
+  return n;
+}
+
+static void test_validation_carry(void **state) {
+  ctx *c = *state;
+  char a[160], b[160], d[160];
+  snprintf(a, sizeof a, "%s/val_a.h5", c->dir);
+  snprintf(b, sizeof b, "%s/val_b.h5", c->dir);
+  snprintf(d, sizeof d, "%s/val_d.h5", c->dir);
+  test_bundle x, y, z;
+  make_bundle(&x, 8);
+  make_bundle(&y, 16);
+  make_bundle(&z, 4);
+  const store_validation_rec val[3] = {val_row(1, 3, &y, 1), val_row(0, 0, &x, 0), val_row(0, 1, &x, 1)};
+  const store_bucket_bundle *same[2] = {&x.b, &y.b};
+  write_bundles(a, same, 2, val, 3, NULL, &(store_validation_counts){0});
+  enpu_err err = {0};
+  store_contents *ca = NULL, *cb = NULL;
+  assert_int_equal(store_load(a, &ca, &err), 0);
+  /* Nothing changed: every row, the replay row too, comes back as it was. */
+  store_validation_counts n = rewrite(a, b, same, 2, &cb);
+  assert_true(n.kept == 3 && n.dropped == 0 && n.replay_kept == 1 && n.replay_dropped == 0);
+  uint64_t ha = 0, hb = 0;
+  assert_int_equal(store_content_hash(ca, &ha, &err), 0);
+  assert_int_equal(store_content_hash(cb, &hb, &err), 0);
+  assert_true(ha == hb && cb->policies[0].nvalidation == 3 && cb->policies[0].nvalidation_replay == 1);
+  store_contents_free(cb);
+  /* A bucket added before both (rows move), y recompiled (another input hash), x's second
+   * plan changed: only x's first plan keeps its row, re-indexed; the replay row goes. */
+  y.b.bucket.input_hash = 78;
+  x.plans[1].energy_nj = 1;
+  const store_bucket_bundle *changed[3] = {&z.b, &x.b, &y.b};
+  n = rewrite(a, d, changed, 3, &cb);
+  assert_true(n.kept == 1 && n.dropped == 2 && n.replay_kept == 0 && n.replay_dropped == 1);
+  const store_policy_tables *t = &cb->policies[0];
+  assert_true(t->nvalidation == 1 && t->nvalidation_replay == 0);
+  const store_validation_rec *got = &t->validation[0], *was = &ca->policies[0].validation[1];
+  assert_true(got->bucket == 1 && got->plan == 2); /* z's bucket and its two plans come first */
+  assert_true(t->buckets[1].batch == 8 && t->plans[2].bucket == 1 && t->plans[2].time_ns == got->stored_time_ns);
+  assert_true(got->batch == was->batch && got->seq == was->seq && got->slack == was->slack &&
+              got->sim_time_ns == was->sim_time_ns && got->pass == was->pass);
+  assert_string_equal(got->message, "row 0");
+  store_contents_free(cb);
+  store_contents_free(ca);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "--write") == 0) return write_only(argv[2], argc > 3 ? atoi(argv[3]) : 3);
   /* Expected failures (corrupt files, a missing directory) need no HDF5 error stacks on
@@ -1435,6 +1540,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_walk_step_rule),
       cmocka_unit_test(test_bundle_round_trip),
       cmocka_unit_test(test_bundle_bad_input),
+      cmocka_unit_test(test_validation_carry),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
