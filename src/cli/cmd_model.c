@@ -14,14 +14,28 @@ typedef struct {
 static int import_run(void *args);
 
 static const cli_opt import_opts[] = {
-    {.name = "output", .alias = 'o', .type = CLI_STRING, .at = offsetof(import_args, out), .meta = "MODEL.json",
+    {.name = "output",
+     .alias = 'o',
+     .type = CLI_STRING,
+     .at = offsetof(import_args, out),
+     .meta = "MODEL.json",
      .help = "write the model file here (default: stdout)"},
-    {.name = "name", .type = CLI_STRING, .at = offsetof(import_args, name), .meta = "NAME",
+    {.name = "name",
+     .type = CLI_STRING,
+     .at = offsetof(import_args, name),
+     .meta = "NAME",
      .help = "the model's name (default: the config file's stem, or its folder's\nfor config.json); a job's "
              "cluster file names the same"},
-    {.name = "dtype-bytes", .type = CLI_INT, .at = offsetof(import_args, dtype_bytes), .meta = "N",
-     .range = CLI_RANGE(1, 4), .help = "bytes per weight and activation (default: from torch_dtype)"},
-    {.name = "ignore", .type = CLI_STRING, .at = offsetof(import_args, ignore), .meta = "KEY[,KEY...]",
+    {.name = "dtype-bytes",
+     .type = CLI_INT,
+     .at = offsetof(import_args, dtype_bytes),
+     .meta = "N",
+     .range = CLI_RANGE(1, 4),
+     .help = "bytes per weight and activation (default: from torch_dtype)"},
+    {.name = "ignore",
+     .type = CLI_STRING,
+     .at = offsetof(import_args, ignore),
+     .meta = "KEY[,KEY...]",
      .help = "config keys to drop although the importer does not know them\n(or, for sliding_window, cannot "
              "express them)"},
     CLI_JSON_OPT(import_args, "{\"output\", \"model\", \"notes\"} (the model file still goes to -o)"),
@@ -42,7 +56,8 @@ static int report(const import_args *a, const char *model, char *notes) {
     else json_array_append_new(list, json_string(l));
   }
   if (!a->json) return json_decref(list), CLI_EXIT_OK;
-  json_t *doc = json_pack("{s:s?, s:o?, s:o}", "output", a->out, "model", json_loads(model, 0, NULL), "notes", list);
+  json_t *doc = json_pack("{s:s?, s:o?, s:o}", "output", a->out, "model", json_loads(model, 0, NULL), "notes",
+                          list);
   const int rc = doc ? cli_print_json(doc) : cli_fail("model import", "out of memory (JSON output)");
   json_decref(doc);
   return rc;
@@ -58,7 +73,8 @@ static int import_run(void *args) {
     for (char *save = NULL, *k = strtok_r(keys, ",", &save); k && nignore < 64; k = strtok_r(NULL, ",", &save))
       ignore[nignore++] = k;
   }
-  const config_hf_options o = {.name = a->name, .dtype_bytes = a->dtype_bytes, .ignore = ignore, .nignore = nignore};
+  const config_hf_options o = {
+      .name = a->name, .dtype_bytes = a->dtype_bytes, .ignore = ignore, .nignore = nignore};
   enpu_err err = {0};
   char *json = NULL, *notes = NULL;
   if (config_model_import_hf(a->config, &o, &json, &notes, &err) < 0) {

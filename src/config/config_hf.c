@@ -268,14 +268,16 @@ static int moe_object(hf_ctx *c, json_t **out) {
   const char *rk = NULL;
   for (size_t i = 0; i < 3; i++)
     if (get(c, routed_keys[i])) rk = routed_keys[i];
-  if (!rk) return fail_key(c, "n_routed_experts", "the routed expert count (n_routed_experts, num_local_experts "
-                                                  "or num_experts) of a MoE family");
+  if (!rk)
+    return fail_key(c, "n_routed_experts",
+                    "the routed expert count (n_routed_experts, num_local_experts "
+                    "or num_experts) of a MoE family");
   int routed = 0, k = 0, inter = 0, shared = 0, first = 0;
   ENPU_FORWARD(get_int(c, rk, -1, &routed));
   ENPU_FORWARD(get_int(c, "num_experts_per_tok", -1, &k));
   /* Mixtral's experts are intermediate_size wide; the others give moe_intermediate_size. */
-  ENPU_FORWARD(get_int(c, get(c, "moe_intermediate_size") ? "moe_intermediate_size" : "intermediate_size", -1,
-                       &inter));
+  ENPU_FORWARD(
+      get_int(c, get(c, "moe_intermediate_size") ? "moe_intermediate_size" : "intermediate_size", -1, &inter));
   ENPU_FORWARD(get_int(c, "n_shared_experts", 0, &shared));
   int shared_inter = 0;
   ENPU_FORWARD(get_int(c, "shared_expert_intermediate_size", 0, &shared_inter));
@@ -332,9 +334,8 @@ static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **
     json_decref(attn);
     return rc;
   }
-  json_t *m = json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:{s:i}}", "name", name, "hidden", hidden, "layers",
-                        layers, "vocab", vocab, "dtype_bytes", dtype, "attention", attn, "ffn", "intermediate",
-                        inter);
+  json_t *m = json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:{s:i}}", "name", name, "hidden", hidden, "layers", layers,
+                        "vocab", vocab, "dtype_bytes", dtype, "attention", attn, "ffn", "intermediate", inter);
   if (m && json_is_true(tie)) json_object_set_new(m, "tie_embeddings", json_true());
   if (m && moe && json_object_set_new(m, "moe", moe) < 0) json_decref(m), m = NULL;
   else if (!m) json_decref(moe);

@@ -18,8 +18,8 @@
 #define CONVERT_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
 #define CONVERT_MAX_COLS 64
 
-const char *const replay_format_names[REPLAY_NFORMAT + 1] = {"azure2023", "azure2024", "burstgpt", "mooncake",
-                                                            "csv",       NULL};
+const char *const replay_format_names[REPLAY_NFORMAT + 1] = {"azure2023", "azure2024", "burstgpt",
+                                                             "mooncake",  "csv",       NULL};
 
 typedef struct {
   char *buf;
@@ -117,8 +117,8 @@ static void format_time(int64_t start_s, double rel_s, char *buf, int cap) {
   const int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
   const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
   const int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9, y = yoe + era * 400 + (m <= 2);
-  snprintf(buf, (size_t)cap, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld.%07ld", (long long)y, (long long)m, (long long)d,
-           (long long)(sod / 3600), (long long)(sod / 60 % 60), (long long)(sod % 60), frac);
+  snprintf(buf, (size_t)cap, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld.%07ld", (long long)y, (long long)m,
+           (long long)d, (long long)(sod / 3600), (long long)(sod / 60 % 60), (long long)(sod % 60), frac);
 }
 
 /* Write one row (its timestamp text as given) and read it back as the replay would. */
@@ -270,8 +270,8 @@ static int parse_start(conv *c, enpu_err *err) {
   const int n = snprintf(row, sizeof row, "%s,1,1", start);
   replay_request rq;
   enpu_err e = {0};
-  if (n < 0 || n >= (int)sizeof row || replay_trace_row(row, (size_t)n, "--start", 1, &c->start_s, &c->start_frac_s,
-                                                        &rq, &e) < 0)
+  if (n < 0 || n >= (int)sizeof row ||
+      replay_trace_row(row, (size_t)n, "--start", 1, &c->start_s, &c->start_frac_s, &rq, &e) < 0)
     return enpu_errorf(err, ENPU_ERR_INVALID, "--start: expected YYYY-MM-DD HH:MM:SS[.fraction], got '%s'", start);
   return ENPU_OK;
 }
@@ -295,13 +295,14 @@ static int convert_lines(conv *c, const char *p, const char *end, replay_convert
   return ENPU_OK;
 }
 
-int replay_trace_convert(const char *text, size_t len, const char *name, const replay_convert_options *o, char **csv,
-                         replay_convert_counts *counts, enpu_err *err) {
+int replay_trace_convert(const char *text, size_t len, const char *name, const replay_convert_options *o,
+                         char **csv, replay_convert_counts *counts, enpu_err *err) {
   *csv = NULL;
   *counts = (replay_convert_counts){0};
-  ENPU_RETURN_IF(!text || memchr(text, '\0', len), err, ENPU_ERR_PARSE, "%s: expected a text file, found a NUL byte",
-                 name);
-  ENPU_RETURN_IF((unsigned)o->format >= REPLAY_NFORMAT, err, ENPU_ERR_INVALID, "unknown trace format %d", o->format);
+  ENPU_RETURN_IF(!text || memchr(text, '\0', len), err, ENPU_ERR_PARSE,
+                 "%s: expected a text file, found a NUL byte", name);
+  ENPU_RETURN_IF((unsigned)o->format >= REPLAY_NFORMAT, err, ENPU_ERR_INVALID, "unknown trace format %d",
+                 o->format);
   conv c = {.name = name, .o = o};
   ENPU_FORWARD(parse_start(&c, err));
   const char *p = text, *end = text + len;
