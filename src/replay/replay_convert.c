@@ -135,7 +135,13 @@ static int emit_row(conv *c, const char *stamp, long context, long generated, en
   return out_append(&c->out, "\n", 1, err);
 }
 
+/* Relative times beyond 130 years would overflow the seconds before the reader's year
+ * range could reject them. */
+#define CONVERT_MAX_REL_S 4.1e9
+
 static int emit_relative(conv *c, double rel_s, long context, long generated, enpu_err *err) {
+  ENPU_RETURN_IF(!(rel_s >= 0 && rel_s < CONVERT_MAX_REL_S), err, ENPU_ERR_RANGE,
+                 "%s:%zu:1: expected a time within 130 years of the start, got %g s", c->name, c->line, rel_s);
   char stamp[96];
   format_time(c->start_s, c->start_frac_s + rel_s, stamp, sizeof stamp);
   return emit_row(c, stamp, context, generated, err);

@@ -59,8 +59,8 @@ void test_convert_formats(void **state) {
                            "2024-01-01 00:00:00.5000000,9,1\n");
   free(csv);
   /* A mapped CSV: columns by name and by index, quoted fields, microseconds. */
-  csv = convert_ok(REPLAY_FORMAT_CSV, "id,\"t\",in,out\nr1,\"250\",3,4\nr2,1000001,5,6\n", "time=t,context=3,generated=out,unit=us",
-                   NULL, false, &n);
+  csv = convert_ok(REPLAY_FORMAT_CSV, "id,\"t\",in,out\nr1,\"250\",3,4\nr2,1000001,5,6\n",
+                   "time=t,context=3,generated=out,unit=us", NULL, false, &n);
   assert_string_equal(csv, "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                            "1970-01-01 00:00:00.0002500,3,4\n"
                            "1970-01-01 00:00:01.0000010,5,6\n");
@@ -84,8 +84,8 @@ void test_convert_bad_input(void **state) {
   assert_int_equal(convert_fails(REPLAY_FORMAT_BURSTGPT, "TIMESTAMP,ContextTokens,GeneratedTokens\n", NULL, msg),
                    ENPU_ERR_PARSE);
   assert_non_null(strstr(msg, "in:1:1: expected the header 'Timestamp,Model"));
-  assert_int_equal(convert_fails(REPLAY_FORMAT_MOONCAKE, "{\"timestamp\": -1, \"input_length\": 7, \"output_length\": 5}\n",
-                                 NULL, msg),
+  assert_int_equal(convert_fails(REPLAY_FORMAT_MOONCAKE,
+                                 "{\"timestamp\": -1, \"input_length\": 7, \"output_length\": 5}\n", NULL, msg),
                    ENPU_ERR_PARSE);
   assert_non_null(strstr(msg, "in:1:"));
   assert_non_null(strstr(msg, "timestamp"));
@@ -97,9 +97,12 @@ void test_convert_bad_input(void **state) {
   assert_non_null(strstr(msg, "in:2:"));
   assert_int_equal(convert_fails(REPLAY_FORMAT_CSV, "a,b,c\n1,2,3\n", "time=a,context=b,generated=c,unit=h", msg),
                    ENPU_ERR_INVALID);
+  assert_int_equal(convert_fails(REPLAY_FORMAT_CSV, "a,b,c\n1e300,2,3\n", "time=a,context=b,generated=c", msg),
+                   ENPU_ERR_RANGE);
+  assert_non_null(strstr(msg, "in:2:1: expected a time within 130 years"));
   /* Every row bad: no trace, even when skipping. */
-  const replay_convert_options o = {.format = REPLAY_FORMAT_CSV, .map = "time=1,context=2,generated=3",
-                                    .skip_bad_rows = true};
+  const replay_convert_options o = {
+      .format = REPLAY_FORMAT_CSV, .map = "time=1,context=2,generated=3", .skip_bad_rows = true};
   char *csv = NULL;
   replay_convert_counts n;
   enpu_err err = {0};
