@@ -164,4 +164,26 @@ h.check("no torch_dtype: error naming it", r.returncode == 2 and "torch_dtype" i
 r = h.run("model", "import", path, "--dtype-bytes", "1")
 h.check("--dtype-bytes 1 replaces torch_dtype", r.returncode == 0 and json.loads(r.stdout)["dtype_bytes"] == 1,
         r.stderr)
+
+
+# Families without a fixture of their own: the same shapes under their model_type.
+def variant(label, base, change, check):
+    c = json.load(open(os.path.join(hf, f"{base}.json")))
+    c.update(change)
+    path = os.path.join(tmp, "variant-%d.json" % len(os.listdir(tmp)))
+    json.dump(c, open(path, "w"))
+    r = h.run("model", "import", path)
+    m = json.loads(r.stdout) if r.returncode == 0 else {}
+    h.check(f"{label}: imports", r.returncode == 0 and check(m), f"{r.stderr} {m}")
+
+
+variant("mistral (no sliding window)", "llama3.1-8b", {"model_type": "mistral", "sliding_window": None},
+        lambda m: m["attention"] == {"kind": "gqa", "heads": 32, "kv_heads": 8, "head_dim": 128})
+variant("qwen3 dense (head_dim 128 beside hidden/heads 64)", "llama3.2-1b",
+        {"model_type": "qwen3", "head_dim": 128, "tie_word_embeddings": False},
+        lambda m: m["attention"]["head_dim"] == 128 and "tie_embeddings" not in m)
+variant("deepseek without a low-rank query (q_lora_rank null, as V2-Lite)", "deepseek-v2-236b",
+        {"q_lora_rank": None}, lambda m: m["attention"]["q_lora_rank"] == 0)
+variant("newer transformers' dtype key", "llama3.1-8b", {"torch_dtype": None, "dtype": "float32"},
+        lambda m: m["dtype_bytes"] == 4)
 h.finish()
