@@ -160,10 +160,10 @@ static int check_keys(hf_ctx *c) {
                          "--ignore %s if it does not change the operators of a forward pass)",
                          key, key);
     }
-    if (hf_keys[i].role == HF_NOTE && hf_keys[i].why && json_is_true(v)) note(c, hf_keys[i].why);
-    if (hf_keys[i].role == HF_NOTE && hf_keys[i].why && json_is_object(v)) note(c, hf_keys[i].why);
-    if (hf_keys[i].role == HF_NOTE && hf_keys[i].why && json_is_integer(v) && json_integer_value(v) > 0)
-      note(c, hf_keys[i].why);
+    /* An approximated term is reported when the config has it: true, a positive count or
+     * a settings object (false, 0 and null mean the model has none). */
+    const bool present = json_is_true(v) || json_is_object(v) || (json_is_integer(v) && json_integer_value(v) > 0);
+    if (hf_keys[i].role == HF_NOTE && hf_keys[i].why && present) note(c, hf_keys[i].why);
   }
   return ENPU_OK;
 }
