@@ -247,6 +247,6 @@ class PlanStore:
                 "ops": self._ops(plan, vfset), "capacity_note": (plan.note or b"").decode()}
 
 
-def open(path, policy=None):  # noqa: A001 (the package's entry point, as the issue names it)
+def open(path, policy=None):  # noqa: A001 (shadows the builtin on purpose: enpu_planstore.open)
     """Open a plan store (every policy, or only `policy` for a faster open)."""
     return PlanStore(path, policy)
