@@ -18,6 +18,8 @@ const cli_command cli_commands[] = {
     COMMAND(replay, "replay an LLM trace on the cluster with the store's plans per policy"),
     COMMAND(report, "markdown report with gnuplot plots of a plan store (and a replay)"),
     COMMAND(validate, "re-simulate a sample of a store's plans, replay every policy, record it"),
+    COMMAND(model, "import a Hugging Face config.json as a model file (model import)"),
+    COMMAND(trace, "convert a public trace format to the replay's CSV (trace convert)"),
 };
 
 const int cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];

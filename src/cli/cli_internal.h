@@ -41,6 +41,8 @@ extern const cli_spec *const cli_query_specs[];
 extern const cli_spec *const cli_replay_specs[];
 extern const cli_spec *const cli_report_specs[];
 extern const cli_spec *const cli_validate_specs[];
+extern const cli_spec *const cli_model_specs[];
+extern const cli_spec *const cli_trace_specs[];
 
 /* Run command c on argv (argv[0] its name, argv[1] the sub-command when it has them): the
  * spec chosen, the arguments parsed by it into a fresh struct, then its run.
@@ -59,6 +61,10 @@ int cli_exit_status(int code, int otherwise);
 
 /* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
 int cli_print_json(json_t *doc);
+
+/* Write text to path ("-" or NULL: stdout) through a sibling temporary renamed over it.
+ * @return 0, or a negative code with err naming the path. */
+int cli_write_text(const char *path, const char *text, enpu_err *err);
 
 /* Print "enpu <cmd>: <msg>" on stderr and return 1. */
 int cli_fail(const char *cmd, const char *msg);

@@ -121,6 +121,8 @@ int config_policy_parse(const char *name, config_policy *out);
  *   "dtype_bytes": 2,
  *   "attention": { "kind": "gqa", "heads": 64, "kv_heads": 8, "head_dim": 128 },
  *   "ffn": { "intermediate": 28672, "fuse_gate_up": false } }     (fuse_gate_up optional)
+ * "tie_embeddings": true (optional, default false) shares the embedding table with the LM
+ * head: the weights held count it once (the operators are the same).
  * MLA (DeepSeek):
  *   "attention": { "kind": "mla", "heads": 128, "q_lora_rank": 1536,
  *                  "kv_lora_rank": 512, "qk_nope_head_dim": 128,
@@ -153,6 +155,24 @@ double config_spec_default_rate(double fraction);
 
 typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
 
+/* `enpu model import`: a Hugging Face transformers config.json (llama, mistral, qwen2,
+ * qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3) as a model file. Every
+ * key of the config is read, checked for a value the graph expresses, or known not to
+ * change a forward pass's operators; an unknown key is an error naming it unless listed in
+ * `ignore`. name: the model's (NULL: the file's stem, or its folder's for config.json);
+ * dtype_bytes: 0 reads torch_dtype. @return 0 with *json the model file's text (malloc'd;
+ * it passed config_model_parse) and *notes (malloc'd, may be NULL) one line per term the
+ * graph approximates; ENPU_ERR_IO, _PARSE, _INVALID, _RANGE naming file:line:column and
+ * the key. */
+typedef struct {
+  const char *name;
+  int dtype_bytes;
+  const char *const *ignore;
+  int nignore;
+} config_hf_options;
+int config_model_import_hf(const char *path, const config_hf_options *opt, char **json, char **notes,
+                           enpu_err *err);
+
 typedef struct {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
@@ -167,11 +187,12 @@ typedef struct {
   int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; /* MLA */
   int ffn_intermediate;
   bool ffn_fuse_gate_up; /* gate and up as one matmul (default false: two, as NeuSim) */
+  bool tie_embeddings;   /* embedding table and LM head are one matrix (default false) */
   bool moe;              /* true when the "moe" object is present */
   int routed_experts, shared_experts, experts_per_token, expert_intermediate, first_dense_layers;
 
   /* Derived at load (counts, not bytes; whole model, not per chip). */
-  double params_total;           /* embeddings + LM head (untied) + all layers, incl. norms */
+  double params_total;           /* embeddings + LM head (once when tied) + all layers, incl. norms */
   double params_active;          /* per token: dense + shared + experts_per_token routed */
   double params_routed;          /* all routed-expert weights (sharded by EP × TP); 0 if dense */
   double params_layer_attention; /* one layer's attention block and its two RMSNorms */

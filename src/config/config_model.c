@@ -1,18 +1,17 @@
 /* config_model.c — model files (jobs/models/<name>.json): validation and derived sizes.
  *
  * Parameter counts follow the public Llama 3 and DeepSeek-V2/V3 architectures: untied
- * embedding and LM head, RMSNorm weights (two per layer, one final, plus MLA's q/kv
- * low-rank norms), SwiGLU FFNs (3 matrices), MLA low-rank projections, a router per MoE
- * layer, and dense FFNs in the first_dense_layers. Checked against the published sizes
- * in tests/unit/test_config.c. */
+ * embedding and LM head (one matrix with "tie_embeddings"), RMSNorm weights (two per layer, one final, plus MLA's
+ * q/kv low-rank norms), SwiGLU FFNs (3 matrices), MLA low-rank projections, a router per MoE layer, and dense FFNs
+ * in the first_dense_layers. Checked against the published sizes in tests/unit/test_config.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config_internal.h"
 
-static const char *const model_keys[] = {"name",      "hidden", "layers", "vocab",      "dtype_bytes",
-                                         "attention", "ffn",    "moe",    "speculative"};
+static const char *const model_keys[] = {"name",      "hidden", "layers", "vocab",       "dtype_bytes",
+                                         "attention", "ffn",    "moe",    "speculative", "tie_embeddings"};
 static const char *const spec_keys[] = {"acceptance"};
 static const char *const spec_exit_keys[] = {"exit_layers", "rate"};
 static const char *const attention_kinds[] = {"gqa", "mla"};
@@ -157,8 +156,8 @@ static void derive(config_model *m) {
   double attn = attention_params(m) + 2.0 * h; /* + pre-attention and pre-FFN RMSNorm */
   m->params_layer_attention = attn;
   double dense_ffn = 3.0 * h * m->ffn_intermediate;
-  double embed = (double)m->vocab * h;
-  double head = (double)m->vocab * h + h; /* LM head + final norm */
+  double embed = m->tie_embeddings ? 0.0 : (double)m->vocab * h; /* tied: the LM head's matrix */
+  double head = (double)m->vocab * h + h;                        /* LM head + final norm */
   int dense_layers = m->moe ? m->first_dense_layers : m->layers;
   int moe_layers = m->layers - dense_layers;
   double expert = 3.0 * h * m->expert_intermediate;
@@ -194,6 +193,11 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   if (fuse) {
     config_path up = CONFIG_KEY(&fp, "fuse_gate_up");
     ENPU_FORWARD(config_bool(doc, &up, fuse, &m->ffn_fuse_gate_up, err));
+  }
+  const json_t *tie = json_object_get(o, "tie_embeddings");
+  if (tie) {
+    config_path tp = CONFIG_KEY(&root, "tie_embeddings");
+    ENPU_FORWARD(config_bool(doc, &tp, tie, &m->tie_embeddings, err));
   }
   const json_t *moe = json_object_get(o, "moe");
   if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));

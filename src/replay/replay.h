@@ -69,6 +69,49 @@ int replay_trace_parse(const char *text, size_t len, const char *name, bool skip
 int replay_trace_load(const char *path, bool skip_bad_rows, replay_trace **out, enpu_err *err);
 void replay_trace_free(replay_trace *t); /* NULL is a no-op */
 
+/* One data row of the trace CSV (row[0..len), no newline) checked as replay_trace_parse
+ * checks it, errors naming name:line:column: its time as whole seconds since the epoch
+ * and the fraction, and its token counts into rq (arrival_ns untouched). */
+int replay_trace_row(const char *row, size_t len, const char *name, size_t line, int64_t *whole_s, double *frac_s,
+                     replay_request *rq, enpu_err *err);
+
+/* `enpu trace convert`: a public trace format into the replay's CSV
+ * (TIMESTAMP,ContextTokens,GeneratedTokens), every row written checked by
+ * replay_trace_row. Formats:
+ *  azure2023, azure2024  the replay's own columns (2024's timestamps carry +00:00),
+ *                        rows passed through unchanged;
+ *  burstgpt   Timestamp (s from the trace's start), Model, Request tokens, Response
+ *             tokens, Total tokens, Log Type: context = Request, generated = Response;
+ *  mooncake   JSON lines {"timestamp": ms from the start, "input_length",
+ *             "output_length", "hash_ids"};
+ *  csv        any CSV with a header; `map` names its columns:
+ *             "time=COL,context=COL,generated=COL[,unit=s|ms|us|datetime]" (COL a header
+ *             name or a 1-based index; unit s by default, datetime: the reader's format).
+ * Relative times start at `start` ("YYYY-MM-DD HH:MM:SS", NULL: 1970-01-01 00:00:00). A bad
+ * row is an error naming name:line:column, or with skip_bad_rows is counted (the first
+ * one's message kept). @return 0 with *csv (malloc'd text), or an error. */
+typedef enum {
+  REPLAY_FORMAT_AZURE2023,
+  REPLAY_FORMAT_AZURE2024,
+  REPLAY_FORMAT_BURSTGPT,
+  REPLAY_FORMAT_MOONCAKE,
+  REPLAY_FORMAT_CSV,
+  REPLAY_NFORMAT
+} replay_format;
+extern const char *const replay_format_names[REPLAY_NFORMAT + 1]; /* NULL-terminated */
+typedef struct {
+  replay_format format;
+  const char *map;
+  const char *start;
+  bool skip_bad_rows;
+} replay_convert_options;
+typedef struct {
+  size_t rows, skipped;
+  char first_skipped[ENPU_ERR_MSG_LEN];
+} replay_convert_counts;
+int replay_trace_convert(const char *text, size_t len, const char *name, const replay_convert_options *o,
+                         char **csv, replay_convert_counts *counts, enpu_err *err);
+
 /* How to reshape a trace before replaying it.
  *  rate: expected copies of every request (1 = as recorded; 0.5 keeps each request with
  *    probability 0.5; 5 = five copies). Copies beyond the first arrive uniformly at

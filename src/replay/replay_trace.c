@@ -132,6 +132,21 @@ static int parse_row(const row_ctx *rc, const char *eol, stamp *t, replay_reques
   return ENPU_OK;
 }
 
+int replay_trace_row(const char *row, size_t len, const char *name, size_t line, int64_t *whole_s, double *frac_s,
+                     replay_request *rq, enpu_err *err) {
+  char buf[512];
+  ENPU_RETURN_IF(len >= sizeof buf, err, ENPU_ERR_PARSE,
+                 "%s:%zu:1: expected a row of at most %zu characters, got %zu", name, line, sizeof buf - 1, len);
+  memcpy(buf, row, len);
+  buf[len] = '\0';
+  const row_ctx rc = {.name = name, .line = line, .row = buf};
+  stamp t = {0};
+  ENPU_FORWARD(parse_row(&rc, buf + len, &t, rq, err));
+  *whole_s = t.whole_s;
+  *frac_s = t.frac_s;
+  return ENPU_OK;
+}
+
 typedef struct {
   double t; /* seconds from the first row's whole second (parsed) or ns (shaped) */
   size_t index;

@@ -61,6 +61,35 @@ const char *planstore_policy_name(const planstore *ps, size_t i) {
   return ps && i < ps->npolicies ? ps->policies[i].t.name : NULL;
 }
 
+/* ---- the bucket grid ------------------------------------------------------------- */
+
+_Static_assert(PLANSTORE_BUCKET_OK == STORE_BUCKET_OK && PLANSTORE_BUCKET_PENDING == STORE_BUCKET_PENDING &&
+                   PLANSTORE_BUCKET_FAILED == STORE_BUCKET_FAILED &&
+                   PLANSTORE_BUCKET_INFEASIBLE_CAPACITY == STORE_BUCKET_INFEASIBLE_CAPACITY,
+               "planstore.h's bucket statuses are the store's");
+
+static const store_policy *policy_named(const planstore *ps, const char *policy) {
+  for (size_t i = 0; ps && i < ps->npolicies; i++)
+    if (!policy || strcmp(ps->policies[i].t.name, policy) == 0) return &ps->policies[i];
+  return NULL;
+}
+
+size_t planstore_bucket_count(const planstore *ps, const char *policy) {
+  const store_policy *p = policy_named(ps, policy);
+  return p ? p->t.nbuckets : 0;
+}
+
+int planstore_bucket_info(const planstore *ps, const char *policy, size_t i, planstore_bucket *out, enpu_err *err) {
+  ENPU_RETURN_IF(!ps || !out, err, ENPU_ERR_INVALID, "planstore_bucket_info: no store or output");
+  const store_policy *p = policy_named(ps, policy);
+  ENPU_RETURN_IF(!p, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy ? policy : "(any)");
+  ENPU_RETURN_IF(i >= p->t.nbuckets, err, ENPU_ERR_RANGE, "bucket %zu of policy %s: it has %zu", i, p->t.name,
+                 p->t.nbuckets);
+  const store_bucket_rec *b = &p->t.buckets[p->order[i]];
+  *out = (planstore_bucket){.phase = b->phase, .batch = b->batch, .seq = b->seq, .status = b->status};
+  return ENPU_OK;
+}
+
 /* ---- lookups ------------------------------------------------------------------- */
 
 /* First position in `order` whose bucket is >= (phase, batch, seq). */
@@ -90,12 +119,9 @@ static long find_bucket(const store_policy *p, int phase, int batch, int seq) {
 }
 
 static const store_policy *find_policy(const planstore *ps, const char *policy, uint32_t *index) {
-  for (size_t i = 0; i < ps->npolicies; i++)
-    if (!policy || strcmp(ps->policies[i].t.name, policy) == 0) {
-      *index = (uint32_t)i;
-      return &ps->policies[i];
-    }
-  return NULL;
+  const store_policy *p = policy_named(ps, policy);
+  if (p) *index = (uint32_t)(p - ps->policies);
+  return p;
 }
 
 static int lookup_bucket(const planstore *ps, const char *policy, int phase, int batch, int seq,

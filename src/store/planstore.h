@@ -151,6 +151,27 @@ PLANSTORE_API size_t planstore_plan_op_count(const planstore *ps, const planstor
 PLANSTORE_API int planstore_plan_states(const planstore *ps, const planstore_plan *plan, planstore_op_states *out,
                                         size_t cap, size_t *n, enpu_err *err);
 
+/* One bucket of a policy's grid: its key and how it stands (a runtime or a tool walking
+ * the whole grid, e.g. to check every answer). */
+#define PLANSTORE_BUCKET_OK 0
+#define PLANSTORE_BUCKET_INFEASIBLE_CAPACITY 1 /* does not fit the chips */
+#define PLANSTORE_BUCKET_FAILED 2              /* its compilation failed */
+#define PLANSTORE_BUCKET_PENDING 3             /* not compiled yet (a running farm's checkpoint) */
+typedef struct {
+  int phase;          /* PLANSTORE_PREFILL / PLANSTORE_DECODE */
+  int32_t batch, seq; /* the bucket's key */
+  int status;         /* PLANSTORE_BUCKET_* */
+} planstore_bucket;
+
+/* Number of buckets of policy `policy` (NULL: the first in name order); 0 for an unknown
+ * policy. */
+PLANSTORE_API size_t planstore_bucket_count(const planstore *ps, const char *policy);
+/* The i-th bucket of the policy in (phase, batch, seq) order.
+ * @return 0; ENPU_ERR_NOT_FOUND for an unknown policy; ENPU_ERR_RANGE for i beyond
+ * planstore_bucket_count; ENPU_ERR_INVALID for bad arguments. */
+PLANSTORE_API int planstore_bucket_info(const planstore *ps, const char *policy, size_t i, planstore_bucket *out,
+                                        enpu_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,8 +4,10 @@
  * first arrival at 0, within REPLAY_SPAN_MAX_S, every token count in
  * [1, REPLAY_TOKENS_MAX], a time of day in [0, 86400)); the strict parse's trace is the
  * lenient one's with nothing skipped. A trace that parses is then shaped at a small rate
- * and as a day, whose results keep the same invariants. Seed it with the head of the
- * shipped trace (`make fuzz` does). */
+ * and as a day, whose results keep the same invariants. The same bytes go through
+ * `enpu trace convert` in every format: a conversion either fails with a message and no
+ * output, or writes a trace the strict reader takes, with as many requests as rows
+ * written. Seed it with the head of the shipped trace (`make fuzz` does). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,7 +51,31 @@ static void shape(const replay_trace *t) {
   }
 }
 
+/* Every format, strict and skipping bad rows. */
+static void convert(const uint8_t *data, size_t size) {
+  for (int f = 0; f < REPLAY_NFORMAT; f++)
+    for (int skip = 0; skip < 2; skip++) {
+      const replay_convert_options o = {
+          .format = (replay_format)f, .map = "time=1,context=2,generated=3,unit=ms", .skip_bad_rows = skip};
+      char *csv = NULL;
+      replay_convert_counts n;
+      enpu_err err = {0};
+      if (replay_trace_convert((const char *)data, size, "fuzz.in", &o, &csv, &n, &err) != 0) {
+        if (csv || !err.msg[0]) abort();
+        continue;
+      }
+      replay_trace *t = NULL;
+      if (replay_trace_parse(csv, strlen(csv), "converted.csv", false, &t, &err) != 0) {
+        /* Rows more than REPLAY_SPAN_MAX_S apart are each fine but not one trace. */
+        if (!strstr(err.msg, "days of the trace's median row")) abort();
+      } else if (t->count != n.rows) abort();
+      replay_trace_free(t);
+      free(csv);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  convert(data, size);
   replay_trace *strict = NULL, *lenient = NULL;
   enpu_err err = {0}, err2 = {0};
   const int rc = replay_trace_parse((const char *)data, size, "fuzz.csv", false, &strict, &err);

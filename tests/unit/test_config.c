@@ -1416,6 +1416,57 @@ static void test_published_model_sizes(void **state) {
   config_model_free(v3);
 }
 
+/* An imported Hugging Face config loaded as a model file (config_model_import_hf). */
+static config_model *imported_model(const char *name, const config_hf_options *o, char **notes) {
+  char path[1024], out[64];
+  snprintf(path, sizeof path, "%s/tests/fixtures/hf/%s.json", ENPU_SOURCE_DIR, name);
+  char *json = NULL;
+  enpu_err err = {0};
+  if (config_model_import_hf(path, o, &json, notes, &err)) fail_msg("%s", err.msg);
+  snprintf(out, sizeof out, "/tmp/enpu-test-import-%ld.json", (long)getpid());
+  FILE *f = fopen(out, "w");
+  assert_non_null(f);
+  fputs(json, f);
+  fclose(f);
+  free(json);
+  config_model *m = NULL;
+  if (config_model_load(out, &m, &err)) fail_msg("%s", err.msg);
+  remove(out);
+  return m;
+}
+
+static void test_hf_import(void **state) {
+  (void)state;
+  config_model *l70 = shipped_model("llama3-70b");
+  if (!l70) skip();
+  char *notes = NULL;
+  const config_hf_options named = {.name = "llama3-70b"};
+  config_model *m = imported_model("llama3-70b", &named, &notes);
+  assert_string_equal(m->name, "llama3-70b");
+  assert_true(m->params_total == l70->params_total && m->params_active == l70->params_active);
+  assert_true(m->kv_bytes_per_token == l70->kv_bytes_per_token && m->spec_default);
+  assert_non_null(strstr(notes, "speculative"));
+  free(notes);
+  config_model_free(m);
+  config_model_free(l70);
+  /* Llama-3.2-1B ties its embeddings: 1.24 B weights (model card), the table counted once;
+   * its head_dim (64) is read, not derived. */
+  m = imported_model("llama3.2-1b", NULL, NULL);
+  assert_true(m->tie_embeddings);
+  assert_int_equal(m->head_dim, 64);
+  assert_within(m->params_total, 1.236e9, 0.01);
+  assert_true(fabs(m->params_total - m->params_active) < 0.5); /* no separate table */
+  config_model_free(m);
+  /* The dtype override wins over torch_dtype; the name defaults to the file's stem. */
+  const config_hf_options fp8 = {.dtype_bytes = 1};
+  m = imported_model("qwen3-235b-a22b", &fp8, NULL);
+  assert_int_equal(m->dtype_bytes, 1);
+  assert_string_equal(m->name, "qwen3-235b-a22b");
+  assert_int_equal(m->routed_experts, 128);
+  assert_int_equal(m->experts_per_token, 8);
+  config_model_free(m);
+}
+
 static void test_shipped_chip(void **state) {
   (void)state;
   const char *path = ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json";
@@ -1506,7 +1557,7 @@ int main(void) {
       cmocka_unit_test(test_spec_acceptance),       cmocka_unit_test(test_shipped_jobs_load),
       cmocka_unit_test(test_published_model_sizes), cmocka_unit_test(test_shipped_chip),
       cmocka_unit_test(test_shipped_clusters),      cmocka_unit_test(test_cluster_defaults),
-      cmocka_unit_test(test_validation_section),
+      cmocka_unit_test(test_validation_section),    cmocka_unit_test(test_hf_import),
   };
   enum { NFIXED = sizeof fixed / sizeof fixed[0] };
   struct CMUnitTest tests[NFIXED + NBAD + 8];

@@ -79,4 +79,8 @@ void test_pelm_deterministic(void **state);
 void test_pelm_save_load(void **state);
 void test_governor_bad_input(void **state);
 
+/* test_replay_convert.c */
+void test_convert_formats(void **state);
+void test_convert_bad_input(void **state);
+
 #endif /* TEST_REPLAY_H */

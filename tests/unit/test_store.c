@@ -258,6 +258,32 @@ static void test_policies(void **state) {
   assert_null(planstore_policy_name(c->ps, 1));
 }
 
+/* The bucket grid in (phase, batch, seq) order with each bucket's status, whatever the
+ * order the farm wrote it in; errors for an unknown policy and an index past the end. */
+static size_t grid_row(int phase, int batch, int seq);
+
+static void test_bucket_grid(void **state) {
+  ctx *c = *state;
+  assert_int_equal(planstore_bucket_count(c->ps, NULL), NGRID);
+  assert_int_equal(planstore_bucket_count(c->ps, "no-such-policy"), 0);
+  planstore_bucket prev = {-1, 0, 0, 0};
+  for (size_t i = 0; i < NGRID; i++) {
+    planstore_bucket b;
+    enpu_err err = {0};
+    assert_int_equal(planstore_bucket_info(c->ps, POLICY, i, &b, &err), 0);
+    assert_true(b.phase > prev.phase ||
+                (b.phase == prev.phase && (b.batch > prev.batch || (b.batch == prev.batch && b.seq > prev.seq))));
+    const size_t r = grid_row(b.phase, b.batch, b.seq);
+    assert_int_equal(b.status, grid[r].status);
+    prev = b;
+  }
+  planstore_bucket b;
+  enpu_err err = {0};
+  assert_int_equal(planstore_bucket_info(c->ps, POLICY, NGRID, &b, &err), ENPU_ERR_RANGE);
+  assert_int_equal(planstore_bucket_info(c->ps, "no-such-policy", 0, &b, &err), ENPU_ERR_NOT_FOUND);
+  assert_non_null(strstr(err.msg, "no-such-policy"));
+}
+
 /* Opening one policy: by name, the first by default, and a clear error for a name the
  * store does not have. */
 static void test_open_policy(void **state) {
@@ -1518,6 +1544,7 @@ int main(int argc, char **argv) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_policies),
+      cmocka_unit_test(test_bucket_grid),
       cmocka_unit_test(test_open_policy),
       cmocka_unit_test(test_exact_hit_and_padding),
       cmocka_unit_test(test_beyond_largest_and_bad_buckets),

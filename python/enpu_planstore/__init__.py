@@ -1,0 +1,252 @@
+"""enpu_planstore: the eNPU plan store from Python, over libenpu_planstore (ctypes).
+
+    import enpu_planstore
+    with enpu_planstore.open("results/demo/plans.h5") as store:
+        store.policies()                       # ["dvfs-c-walk", "enpu-all", ...]
+        store.buckets()                        # [{"phase": "prefill", "batch": 1, "seq": 1024, "status": "ok"}, ...]
+        plan = store.lookup(phase="decode", batch=8, seq=2048, slack=0.05, policy="enpu-all")
+        plan["energy_nj"], plan["ops"][0]["lead_vfset"]
+
+A lookup answers what `enpu query --json --vfset` answers (the same library does the
+work; the field names are the same). Errors of the library raise PlanStoreError with its
+code (enpu_err.h) and message. The library is found by, in order: the ENPU_PLANSTORE_LIB
+environment variable (a path to libenpu_planstore.so), a build tree beside this package
+(../build/src/store/, the source tree's layout), then the system's loader
+(`cmake --install build --component planstore`)."""
+import ctypes
+import ctypes.util
+import math
+import os
+
+__all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "ERRORS"]
+
+# The library's error codes (enpu_err.h; stable, never renumbered).
+ERRORS = {0: "OK", -1: "INVALID", -2: "NOMEM", -3: "IO", -4: "PARSE", -5: "RANGE", -6: "NOT_FOUND",
+          -7: "FORMAT", -8: "INFEASIBLE", -9: "INTERNAL", -10: "ENV"}
+PHASES = ("prefill", "decode")            # PLANSTORE_PREFILL, PLANSTORE_DECODE
+STATUSES = ("ok", "infeasible_capacity", "failed", "pending")  # PLANSTORE_BUCKET_*
+NSTATE = 5                                # SA, VU, SRAM, HBM, ICI
+ERR_MSG_LEN = 1024
+
+
+class PlanStoreError(Exception):
+    """An error of libenpu_planstore: .code (negative, enpu_err.h), .name ("NOT_FOUND"),
+    .message (the library's text). A lookup below the fastest plan also carries .plan,
+    the fastest plan (the library fills it; a runtime may prefer late to nothing)."""
+
+    def __init__(self, code, message, plan=None):
+        super().__init__(f"{message} (ENPU_ERR_{ERRORS.get(code, code)})")
+        self.code, self.name, self.message, self.plan = code, ERRORS.get(code, str(code)), message, plan
+
+
+class _Err(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * ERR_MSG_LEN)]
+
+
+class _Plan(ctypes.Structure):
+    _fields_ = [("policy", ctypes.c_uint32), ("bucket", ctypes.c_uint32), ("phase", ctypes.c_int),
+                ("budget_mode", ctypes.c_int), ("batch", ctypes.c_int32), ("seq", ctypes.c_int32),
+                ("t_nodvfs_ns", ctypes.c_double), ("t_peak_ns", ctypes.c_double), ("e_nodvfs_nj", ctypes.c_double),
+                ("target_ns", ctypes.c_double), ("walk_prefix", ctypes.c_uint64), ("walk_steps", ctypes.c_uint64),
+                ("time_ns", ctypes.c_double), ("energy_nj", ctypes.c_double), ("lower_bound_nj", ctypes.c_double),
+                ("savings_vs_nodvfs", ctypes.c_double), ("plan_time_ns", ctypes.c_double),
+                ("overhead_pct", ctypes.c_double), ("plan_energy_nj", ctypes.c_double), ("note", ctypes.c_char_p)]
+
+
+class _OpStates(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_uint32), ("signature", ctypes.c_uint64), ("name", ctypes.c_char_p),
+                ("instances", ctypes.c_uint64), ("lead_instances", ctypes.c_uint64),
+                ("lead_pareto", ctypes.c_uint32), ("trail_pareto", ctypes.c_uint32),
+                ("lead_states", ctypes.c_uint8 * NSTATE), ("trail_states", ctypes.c_uint8 * NSTATE),
+                ("lead_time_ns", ctypes.c_double), ("trail_time_ns", ctypes.c_double),
+                ("lead_energy_nj", ctypes.c_double), ("trail_energy_nj", ctypes.c_double)]
+
+
+class _Bucket(ctypes.Structure):
+    _fields_ = [("phase", ctypes.c_int), ("batch", ctypes.c_int32), ("seq", ctypes.c_int32),
+                ("status", ctypes.c_int)]
+
+
+def _candidates():
+    env = os.environ.get("ENPU_PLANSTORE_LIB")
+    if env:
+        return [env]  # asked for explicitly: no fallback that would hide a wrong path
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = [os.path.join(here, "..", "..", "build", "src", "store", "libenpu_planstore.so")]
+    found = ctypes.util.find_library("enpu_planstore")
+    return out + [found or "libenpu_planstore.so.0"]
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+            break
+        except OSError as e:
+            tried.append(f"{path}: {e}")
+    else:
+        raise OSError("libenpu_planstore not found; set ENPU_PLANSTORE_LIB to its path (tried: "
+                      + "; ".join(tried) + ")")
+    P, E, c_char_p, c_int, c_size_t = ctypes.POINTER, P_ERR, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t
+    sigs = {
+        "planstore_open": (c_int, [c_char_p, P(ctypes.c_void_p), E]),
+        "planstore_open_policy": (c_int, [c_char_p, c_char_p, P(ctypes.c_void_p), E]),
+        "planstore_close": (None, [ctypes.c_void_p]),
+        "planstore_policy_count": (c_size_t, [ctypes.c_void_p]),
+        "planstore_policy_name": (c_char_p, [ctypes.c_void_p, c_size_t]),
+        "planstore_lookup": (c_int, [ctypes.c_void_p, c_char_p, c_int, c_int, c_int, ctypes.c_double, P(_Plan), E]),
+        "planstore_lookup_slack": (c_int, [ctypes.c_void_p, c_char_p, c_int, c_int, c_int, ctypes.c_double,
+                                           P(_Plan), E]),
+        "planstore_plan_op_count": (c_size_t, [ctypes.c_void_p, P(_Plan)]),
+        "planstore_plan_states": (c_int, [ctypes.c_void_p, P(_Plan), P(_OpStates), c_size_t, P(c_size_t), E]),
+        "planstore_bucket_count": (c_size_t, [ctypes.c_void_p, c_char_p]),
+        "planstore_bucket_info": (c_int, [ctypes.c_void_p, c_char_p, c_size_t, P(_Bucket), E]),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+P_ERR = ctypes.POINTER(_Err)
+_lib = None
+
+
+def _library():
+    global _lib
+    if _lib is None:
+        _lib = _load()
+    return _lib
+
+
+def _raise(err, plan=None):
+    raise PlanStoreError(err.code, err.msg.decode("utf-8", "replace"), plan)
+
+
+def vfset_word(states):
+    """The vf.set word (paper §3.2, register variant) setting the six clocked units to one
+    op's states (SA, VU, SRAM, HBM, ICI): FE runs at max(SA, VU, SRAM); unit u's state in
+    bits 8u..8u+7 in the order FE, SA, VU, SRAM, HBM, ICI, and the mask of the units set
+    (all six) in bits 48..53 — the word `enpu query --vfset` prints."""
+    units = [max(states[0], states[1], states[2])] + list(states)
+    word = 0x3F << 48
+    for u, s in enumerate(units):
+        if not 0 <= s <= 255:
+            raise PlanStoreError(-5, f"vf.set state {s} of unit {u} outside 0..255")
+        word |= s << (8 * u)
+    return word
+
+
+def _nan_none(x):
+    return None if math.isnan(x) else x
+
+
+class PlanStore:
+    """An open plan store (read-only; lookups work on memory). Close it, or use `with`."""
+
+    def __init__(self, path, policy=None):
+        lib, err, h = _library(), _Err(), ctypes.c_void_p()
+        self.path = os.fspath(path)
+        bpath = self.path.encode()
+        rc = (lib.planstore_open(bpath, ctypes.byref(h), ctypes.byref(err)) if policy is None else
+              lib.planstore_open_policy(bpath, policy.encode(), ctypes.byref(h), ctypes.byref(err)))
+        if rc < 0:
+            _raise(err)
+        self._lib, self._h = lib, h
+
+    def close(self):
+        if getattr(self, "_h", None):
+            self._lib.planstore_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _handle(self):
+        if not self._h:
+            raise PlanStoreError(-1, f"plan store {self.path} is closed")
+        return self._h
+
+    def policies(self):
+        """The store's policies in name order (the first is the default of lookup)."""
+        h = self._handle()
+        return [self._lib.planstore_policy_name(h, i).decode() for i in range(self._lib.planstore_policy_count(h))]
+
+    def buckets(self, policy=None):
+        """The policy's bucket grid in (phase, batch, seq) order, each with its status."""
+        h, err, b = self._handle(), _Err(), _Bucket()
+        pol = policy.encode() if policy else None
+        n = self._lib.planstore_bucket_count(h, pol)
+        if n == 0 and policy is not None and policy not in self.policies():
+            raise PlanStoreError(-6, f"no policy '{policy}' in the store")
+        out = []
+        for i in range(n):
+            if self._lib.planstore_bucket_info(h, pol, i, ctypes.byref(b), ctypes.byref(err)) < 0:
+                _raise(err)
+            out.append({"phase": PHASES[b.phase], "batch": b.batch, "seq": b.seq, "status": STATUSES[b.status]})
+        return out
+
+    def lookup(self, phase, batch, seq, slack=None, target_ms=None, policy=None, vfset=True):
+        """The plan for a batch of `batch` requests of `seq` tokens (padded to the smallest
+        covering bucket), at a slack (a fraction of the bucket's NoDVFS time) or an exact
+        target in ms: a dict with the fields of `enpu query --json` (ops with their lead
+        and trail states, and with vfset their vf.set words). Raises PlanStoreError."""
+        if (slack is None) == (target_ms is None):
+            raise PlanStoreError(-1, "give exactly one of slack and target_ms")
+        if phase not in PHASES:
+            raise PlanStoreError(-1, f"phase must be one of {PHASES}, got {phase!r}")
+        h, err, plan = self._handle(), _Err(), _Plan()
+        ph, pol = PHASES.index(phase), policy.encode() if policy else None
+        rc = (self._lib.planstore_lookup_slack(h, pol, ph, batch, seq, slack, ctypes.byref(plan), ctypes.byref(err))
+              if slack is not None else
+              self._lib.planstore_lookup(h, pol, ph, batch, seq, target_ms * 1e6, ctypes.byref(plan),
+                                         ctypes.byref(err)))
+        if rc < 0:
+            late = rc == -8 and plan.walk_steps > 0  # below the fastest plan: filled with it
+            _raise(err, self._plan_dict(plan, phase, batch, seq, slack, vfset) if late else None)
+        return self._plan_dict(plan, phase, batch, seq, slack, vfset)
+
+    def _ops(self, plan, vfset):
+        h, err = self._handle(), _Err()
+        n = self._lib.planstore_plan_op_count(h, ctypes.byref(plan))
+        states, got = (_OpStates * max(n, 1))(), ctypes.c_size_t()
+        if self._lib.planstore_plan_states(h, ctypes.byref(plan), states, n, ctypes.byref(got), ctypes.byref(err)) < 0:
+            _raise(err)
+        ops = []
+        for s in states[:got.value]:
+            o = {"op": s.op, "signature": f"0x{s.signature:016x}", "name": s.name.decode(),
+                 "instances": s.instances, "lead_instances": s.lead_instances, "lead_pareto": s.lead_pareto,
+                 "trail_pareto": s.trail_pareto, "lead_states": list(s.lead_states),
+                 "trail_states": list(s.trail_states), "lead_time_ns": s.lead_time_ns,
+                 "trail_time_ns": s.trail_time_ns, "lead_energy_nj": s.lead_energy_nj,
+                 "trail_energy_nj": s.trail_energy_nj}
+            if vfset:
+                o["lead_vfset"], o["trail_vfset"] = vfset_word(o["lead_states"]), vfset_word(o["trail_states"])
+            ops.append(o)
+        return ops
+
+    def _plan_dict(self, plan, phase, batch, seq, slack, vfset):
+        h = self._handle()
+        return {"store": self.path, "policy": self._lib.planstore_policy_name(h, plan.policy).decode(),
+                "phase": phase, "budget": "paper" if plan.budget_mode == 1 else "strict",
+                "request": {"batch": batch, "seq": seq},
+                "bucket": {"batch": plan.batch, "seq": plan.seq, "row": plan.bucket},
+                "target_ns": plan.target_ns, "slack": slack, "walk_prefix": plan.walk_prefix,
+                "walk_steps": plan.walk_steps, "time_ns": plan.time_ns, "energy_nj": plan.energy_nj,
+                "lower_bound_nj": plan.lower_bound_nj, "savings_vs_nodvfs": plan.savings_vs_nodvfs,
+                "plan_time_ns": _nan_none(plan.plan_time_ns), "overhead_pct": _nan_none(plan.overhead_pct),
+                "plan_energy_nj": _nan_none(plan.plan_energy_nj), "t_nodvfs_ns": plan.t_nodvfs_ns,
+                "t_peak_ns": plan.t_peak_ns, "e_nodvfs_nj": plan.e_nodvfs_nj,
+                "ops": self._ops(plan, vfset), "capacity_note": (plan.note or b"").decode()}
+
+
+def open(path, policy=None):  # noqa: A001 (shadows the builtin on purpose: enpu_planstore.open)
+    """Open a plan store (every policy, or only `policy` for a faster open)."""
+    return PlanStore(path, policy)

@@ -1,0 +1,93 @@
+/* cmd_model.c — `enpu model import CONFIG.json [-o MODEL.json]`: a Hugging Face
+ * config.json as a model file (config_model_import_hf does the reading and checking; this
+ * file parses the options, writes the file and prints the importer's notes on stderr). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_internal.h"
+
+typedef struct {
+  const char *config, *out, *name, *ignore;
+  int dtype_bytes, json;
+} import_args;
+
+static int import_run(void *args);
+
+static const cli_opt import_opts[] = {
+    {.name = "output",
+     .alias = 'o',
+     .type = CLI_STRING,
+     .at = offsetof(import_args, out),
+     .meta = "MODEL.json",
+     .help = "write the model file here (default: stdout)"},
+    {.name = "name",
+     .type = CLI_STRING,
+     .at = offsetof(import_args, name),
+     .meta = "NAME",
+     .help = "the model's name (default: the config file's stem, or its folder's\nfor config.json); a job's "
+             "cluster file names the same"},
+    {.name = "dtype-bytes",
+     .type = CLI_INT,
+     .at = offsetof(import_args, dtype_bytes),
+     .meta = "N",
+     .range = CLI_RANGE(1, 4),
+     .help = "bytes per weight and activation (default: from torch_dtype)"},
+    {.name = "ignore",
+     .type = CLI_STRING,
+     .at = offsetof(import_args, ignore),
+     .meta = "KEY[,KEY...]",
+     .help = "config keys to drop although the importer does not know them\n(or, for sliding_window, cannot "
+             "express them)"},
+    CLI_JSON_OPT(import_args, "{\"output\", \"model\", \"notes\"} (the model file still goes to -o)"),
+};
+
+/* clang-format off */
+static const cli_spec import_spec = {.command = "model import", .run = import_run,
+                                     .pos = {"CONFIG.json", "Hugging Face config", 1, 1, offsetof(import_args, config)},
+                                     CLI_OPTS(import_opts, import_args)};
+/* clang-format on */
+const cli_spec *const cli_model_specs[] = {&import_spec, NULL};
+
+/* The notes on stderr, or with --json one document on stdout. @return the exit status. */
+static int report(const import_args *a, const char *model, char *notes) {
+  json_t *list = json_array();
+  for (char *save = NULL, *l = notes ? strtok_r(notes, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+    if (!a->json) fprintf(stderr, "enpu model import: note: %s\n", l);
+    else json_array_append_new(list, json_string(l));
+  }
+  if (!a->json) return json_decref(list), CLI_EXIT_OK;
+  json_t *doc = json_pack("{s:s?, s:o?, s:o}", "output", a->out, "model", json_loads(model, 0, NULL), "notes",
+                          list);
+  const int rc = doc ? cli_print_json(doc) : cli_fail("model import", "out of memory (JSON output)");
+  json_decref(doc);
+  return rc;
+}
+
+static int import_run(void *args) {
+  const import_args *a = args;
+  char keys[1024] = "";
+  const char *ignore[64];
+  int nignore = 0;
+  if (a->ignore) {
+    snprintf(keys, sizeof keys, "%s", a->ignore);
+    for (char *save = NULL, *k = strtok_r(keys, ",", &save); k && nignore < 64; k = strtok_r(NULL, ",", &save))
+      ignore[nignore++] = k;
+  }
+  const config_hf_options o = {
+      .name = a->name, .dtype_bytes = a->dtype_bytes, .ignore = ignore, .nignore = nignore};
+  enpu_err err = {0};
+  char *json = NULL, *notes = NULL;
+  if (config_model_import_hf(a->config, &o, &json, &notes, &err) < 0) {
+    cli_fail("model import", err.msg);
+    return cli_exit_status(err.code, CLI_EXIT_USAGE);
+  }
+  const size_t n = strlen(json);
+  char *text = realloc(json, n + 2); /* a trailing newline */
+  if (text) memcpy(text + n, "\n", 2), json = text;
+  int rc = a->out || !a->json ? cli_write_text(a->out, json, &err) : 0;
+  if (rc == 0) rc = report(a, json, notes);
+  free(json);
+  free(notes);
+  if (rc < 0) cli_fail("model import", err.msg);
+  return rc < 0 ? cli_exit_status(rc, CLI_EXIT_FAILED) : rc;
+}

@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""`enpu model import` on public Hugging Face config.json files (tests/fixtures/hf/).
+
+1. The four paper models: the imported model file gives the same graph as the shipped
+   one under the same job (FLOPs, HBM bytes, weight bytes, KV and activation bytes of
+   both phases, and the weights held per chip).
+2. The other configs: prefill FLOPs of one request of T tokens on one chip within 5 % of
+   the analytic 2 * P_active * T + causal attention, P_active counted here from the
+   config.json itself (not from the C code), its LM head once per request (prefill's
+   logits are the last token's); each one's job farms one bucket per phase.
+3. What the graph cannot express is an error naming the key.
+
+usage: test_model_import.py ENPU_BINARY SOURCE_DIR"""
+import copy
+import json
+import os
+import sys
+import tempfile
+
+from harness import Harness
+
+enpu, src = sys.argv[1], os.path.abspath(sys.argv[2])
+h = Harness(enpu, src)
+hf = os.path.join(src, "tests/fixtures/hf")
+tmp = tempfile.mkdtemp(prefix="enpu-import-")
+
+PAPER = ["llama3-70b", "llama3.1-405b", "deepseek-v2-236b", "deepseek-v3-671b"]
+OTHERS = ["llama3.1-8b", "llama3.2-1b", "mixtral-8x7b", "qwen2.5-72b", "qwen2-57b-a14b", "qwen3-235b-a22b"]
+TOTALS = ["flops", "hbm_bytes", "weight_bytes", "kv_cache_bytes", "activation_bytes", "ici_bytes", "vector_ops"]
+
+
+def do_import(name, *extra):
+    out = os.path.join(tmp, f"{name}.json")
+    r = h.run("model", "import", os.path.join(hf, f"{name}.json"), "-o", out, *extra)
+    h.check(f"{name}: import exit 0", r.returncode == 0, r.stderr)
+    return out, r
+
+
+def graph(job, phase, batch, seq):
+    return h.run_json("graph", job, "--phase", phase, "--batch", str(batch), "--seq", str(seq))
+
+
+# 1. The paper models reproduce the shipped graphs.
+for name in PAPER:
+    model, r = do_import(name, "--name", name)
+    h.check(f"{name}: notes name the speculative default", "speculative" in r.stderr, r.stderr)
+    job = json.load(open(os.path.join(src, "jobs", f"{name}.json")))
+    for k in ("chip", "cluster"):
+        job[k] = os.path.join(src, "jobs", job[k])
+    job["model"], job["store"] = model, os.path.join(tmp, name, "plans.h5")
+    job.pop("validation", None)
+    path = os.path.join(tmp, f"job-{name}.json")
+    json.dump(job, open(path, "w"))
+    for phase, batch, seq in (("prefill", 1, 4096), ("decode", 32, 8192)):
+        a = graph(f"jobs/{name}.json", phase, batch, seq)
+        b = graph(path, phase, batch, seq)
+        same = all(a["totals"][k] == b["totals"][k] for k in TOTALS)
+        h.check(f"{name} {phase}: imported graph totals equal the shipped model's", same,
+                str({k: (a["totals"][k], b["totals"][k]) for k in TOTALS}))
+        h.check(f"{name} {phase}: same weights held per chip",
+                a["capacity"]["weights_bytes"] == b["capacity"]["weights_bytes"])
+        h.check(f"{name} {phase}: same operators", [o["signature"] for o in a["ops"]] == [o["signature"] for o in b["ops"]])
+
+
+# 2. Other families: prefill FLOPs against the analytic count, and a farm of one bucket per phase.
+def active_params(c):
+    """Weights a token multiplies with (LM head in, embedding lookup out), from config.json."""
+    h_ = c["hidden_size"]
+    heads, kv = c["num_attention_heads"], c.get("num_key_value_heads") or c["num_attention_heads"]
+    hd = c.get("head_dim") or h_ // heads
+    attn = h_ * heads * hd * 2 + 2 * h_ * kv * hd
+    experts = c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts")
+    if experts:
+        inter = c.get("moe_intermediate_size") or c["intermediate_size"]
+        shared = c.get("shared_expert_intermediate_size", 0)
+        ffn = 3 * h_ * inter * c["num_experts_per_tok"] + 3 * h_ * shared + h_ * experts
+    else:
+        ffn = 3 * h_ * c["intermediate_size"]
+    return c["num_hidden_layers"] * (attn + ffn), c["vocab_size"] * h_, hd
+
+
+def cluster_tp1(model_name):
+    c = json.load(open(os.path.join(src, "jobs/clusters/llama3-70b.json")))
+    c["name"], c["model"] = f"{model_name}-tp1", model_name
+    for ph in ("prefill", "decode"):
+        c[ph] = {"nodes": 1, "chips": 1, "parallel": {"dp": 1, "tp": 1, "pp": 1, "ep": 1}}
+    path = os.path.join(tmp, f"cluster-{model_name}.json")
+    json.dump(c, open(path, "w"))
+    return path
+
+
+T = 4096
+for name in OTHERS:
+    model, _ = do_import(name)
+    cfg = json.load(open(os.path.join(hf, f"{name}.json")))
+    imported = json.load(open(model))
+    if cfg.get("tie_word_embeddings"):
+        h.check(f"{name}: tied embeddings carried over", imported.get("tie_embeddings") is True)
+    job = {"name": name, "model": model, "chip": os.path.join(src, "jobs/chips/tpuv5p.json"),
+           "cluster": cluster_tp1(name), "store": os.path.join(tmp, name, "plans.h5"),
+           "phases": {"prefill": {"batch": [1], "seq": [1024]}, "decode": {"batch": [8], "seq": [2048]}},
+           "slacks": [0.05], "policies": ["nodvfs", "enpu-all"], "capacity": "ignore",
+           "moe": {"capacity_factor": 1, "experts": "active-only"}}
+    path = os.path.join(tmp, f"job-{name}.json")
+    json.dump(job, open(path, "w"))
+    g = graph(path, "prefill", 1, T)
+    p_layers, p_head, hd = active_params(cfg)
+    p_active = p_layers + p_head
+    attention = 2 * cfg["num_hidden_layers"] * cfg["num_attention_heads"] * (T * (T + 1) / 2) * (2 * hd)
+    # Prefill computes logits for a prompt's last token only (they sample the first output
+    # token), so the LM head's weights are multiplied once per request, the rest T times.
+    analytic = 2 * p_layers * T + 2 * p_head * 1 + attention
+    ratio = g["totals"]["flops"] / analytic
+    print(f"     {name}: P_active {p_active / 1e9:.2f} B, prefill FLOPs {g['totals']['flops']:.4g} "
+          f"vs analytic {analytic:.4g} (ratio {ratio:.4f})")
+    h.check(f"{name}: prefill FLOPs within 5 % of 2*P_active*T + attention", abs(ratio - 1) <= 0.05, f"{ratio:.4f}")
+    r = h.run("farm", path, "--json")
+    ok = r.returncode == 0
+    h.check(f"{name}: farm of one bucket per phase exit 0", ok, r.stderr[-2000:])
+    if ok:
+        info = h.run_json("store", "info", job["store"])
+        ok_buckets = {p["name"]: p["buckets"]["ok"] for p in info["policies"]}
+        h.check(f"{name}: store holds one ok bucket per phase for every policy",
+                ok_buckets == {p: 2 for p in job["policies"]}, str(ok_buckets))
+        q = h.run_json("query", job["store"], "--phase", "decode", "--batch", "8", "--seq", "2048",
+                       "--slack", "0.05", "--policy", "enpu-all")
+        h.check(f"{name}: the decode bucket answers a query with energy below NoDVFS's",
+                q["bucket"]["batch"] == 8 and 0 < q["energy_nj"] <= q["e_nodvfs_nj"], json.dumps(q)[:300])
+
+
+# 3. What cannot be expressed is an error naming it; an unknown key too, unless ignored.
+def bad(label, mutate, needle, *extra):
+    c = json.load(open(os.path.join(hf, "llama3.1-8b.json")))
+    mutate(c)
+    path = os.path.join(tmp, f"bad-{label}.json")
+    json.dump(c, open(path, "w"), indent=2)
+    r = h.run("model", "import", path, *extra)
+    h.check(f"{label}: exit 2 naming {needle}", r.returncode == 2 and needle in r.stderr and path in r.stderr,
+            f"exit {r.returncode}: {r.stderr}")
+    return path
+
+
+bad("sliding window", lambda c: c.update(sliding_window=4096), "sliding_window")
+bad("mlp bias", lambda c: c.update(mlp_bias=True), "mlp_bias")
+bad("gelu", lambda c: c.update(hidden_act="gelu"), "hidden_act")
+bad("gpt-oss", lambda c: c.update(model_type="gpt_oss"), "sinks")
+bad("unknown architecture", lambda c: c.update(model_type="falcon"), "model_type")
+bad("heads", lambda c: c.update(num_key_value_heads=7), "num_key_value_heads")
+p = bad("unknown key", lambda c: c.update(attn_logit_softcapping=50.0), "attn_logit_softcapping")
+r = h.run("model", "import", p, "--ignore", "attn_logit_softcapping")
+h.check("--ignore accepts the named key", r.returncode == 0, r.stderr)
+mix = json.load(open(os.path.join(hf, "mixtral-8x7b.json")))
+mix["moe_layer_freq"] = 2
+path = os.path.join(tmp, "bad-moe-freq.json")
+json.dump(mix, open(path, "w"))
+r = h.run("model", "import", path)
+h.check("MoE every 2nd layer: error naming moe_layer_freq", r.returncode == 2 and "moe_layer_freq" in r.stderr, r.stderr)
+no_dtype = json.load(open(os.path.join(hf, "llama3.1-8b.json")))
+del no_dtype["torch_dtype"]
+path = os.path.join(tmp, "no-dtype.json")
+json.dump(no_dtype, open(path, "w"))
+r = h.run("model", "import", path)
+h.check("no torch_dtype: error naming it", r.returncode == 2 and "torch_dtype" in r.stderr, r.stderr)
+r = h.run("model", "import", path, "--dtype-bytes", "1")
+h.check("--dtype-bytes 1 replaces torch_dtype", r.returncode == 0 and json.loads(r.stdout)["dtype_bytes"] == 1,
+        r.stderr)
+
+
+# Families without a fixture of their own: the same shapes under their model_type.
+def variant(label, base, change, check):
+    c = json.load(open(os.path.join(hf, f"{base}.json")))
+    c.update(change)
+    path = os.path.join(tmp, "variant-%d.json" % len(os.listdir(tmp)))
+    json.dump(c, open(path, "w"))
+    r = h.run("model", "import", path)
+    m = json.loads(r.stdout) if r.returncode == 0 else {}
+    h.check(f"{label}: imports", r.returncode == 0 and check(m), f"{r.stderr} {m}")
+
+
+variant("mistral (no sliding window)", "llama3.1-8b", {"model_type": "mistral", "sliding_window": None},
+        lambda m: m["attention"] == {"kind": "gqa", "heads": 32, "kv_heads": 8, "head_dim": 128})
+variant("qwen3 dense (head_dim 128 beside hidden/heads 64)", "llama3.2-1b",
+        {"model_type": "qwen3", "head_dim": 128, "tie_word_embeddings": False},
+        lambda m: m["attention"]["head_dim"] == 128 and "tie_embeddings" not in m)
+variant("deepseek without a low-rank query (q_lora_rank null, as V2-Lite)", "deepseek-v2-236b",
+        {"q_lora_rank": None}, lambda m: m["attention"]["q_lora_rank"] == 0)
+variant("newer transformers' dtype key", "llama3.1-8b", {"torch_dtype": None, "dtype": "float32"},
+        lambda m: m["dtype_bytes"] == 4)
+h.finish()

@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""The Python package python/enpu_planstore (ctypes over libenpu_planstore) against the C
+answers: on a small Llama3-70B store farmed here, every lookup over the whole bucket grid
+of every policy (the job's slacks, a slack between them, an exact target, padded
+requests) equals `enpu query --json --vfset`, errors included (same code, same message);
+a damaged store raises the library's error exactly when `enpu query` fails on it; the
+package works from PYTHONPATH=python and after `pip install` into a venv; the example
+python/examples/serve_loop.py runs over a trace.
+
+usage: test_python_planstore.py ENPU_BINARY SOURCE_DIR LIBENPU_PLANSTORE_SO"""
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from harness import Harness
+
+enpu, src, libpath = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+h = Harness(enpu, src)
+tmp = tempfile.mkdtemp(prefix="enpu-python-")
+os.environ["ENPU_PLANSTORE_LIB"] = libpath
+sys.path.insert(0, os.path.join(src, "python"))
+import enpu_planstore  # noqa: E402  (from the source tree, as PYTHONPATH=python)
+
+h.check("imported from the source tree", enpu_planstore.__file__.startswith(os.path.join(src, "python")))
+
+# A small store: both phases, two policies, two slacks, and decode buckets too large for
+# the chips (infeasible_capacity: an error to compare as well).
+store = os.path.join(tmp, "plans.h5")
+job = {"name": "python-planstore", "model": os.path.join(src, "jobs/models/llama3-70b.json"),
+       "chip": os.path.join(src, "jobs/chips/tpuv5p.json"), "cluster": os.path.join(src, "jobs/clusters/llama3-70b.json"),
+       "store": store, "phases": {"prefill": {"batch": [1, 4], "seq": [1024, 4096]},
+                                  "decode": {"batch": [1, 8, 256], "seq": [2048, 8192, 131072]}},
+       "slacks": [0, 0.05], "policies": ["nodvfs", "enpu-all"], "moe": {"capacity_factor": "worst"}}
+jpath = os.path.join(tmp, "job.json")
+json.dump(job, open(jpath, "w"))
+r = h.run("farm", jpath)
+if not h.check("farm of the test store: exit 0", r.returncode == 0, r.stderr[-1500:]):
+    h.finish()
+    sys.exit(1)
+
+
+def same(a, b, path="$"):
+    """Equal documents; numbers to the 12 significant digits `enpu query` prints (a
+    relative error of at most 5e-12)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return f"{path}: keys {sorted(set(a) ^ set(b))}"
+        return next((d for k in a for d in [same(a[k], b[k], f"{path}.{k}")] if d), None)
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} vs {len(b)} items"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) for d in [same(x, y, f"{path}[{i}]")] if d), None)
+    if isinstance(a, float) or isinstance(b, float):
+        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=5.01e-12,
+                                                                                         abs_tol=1e-300)
+        return None if ok else f"{path}: {a!r} vs {b!r}"
+    return None if a == b else f"{path}: {a!r} vs {b!r}"
+
+
+def compare(st, label, phase, batch, seq, policy, slack=None, target_ms=None):
+    """One lookup through Python and through `enpu query`; @return True when they agree."""
+    args = ["query", store, "--phase", phase, "--batch", str(batch), "--seq", str(seq), "--policy", policy,
+            "--json", "--vfset"] + (["--slack", repr(slack)] if slack is not None else ["--target-ms", repr(target_ms)])
+    c = h.run(*args)
+    try:
+        got, err = st.lookup(phase=phase, batch=batch, seq=seq, slack=slack, target_ms=target_ms, policy=policy), None
+    except enpu_planstore.PlanStoreError as e:
+        got, err = None, e
+    if c.returncode == 0:
+        if err:
+            return h.fail(label, f"Python raised {err}, enpu query answered")
+        want = json.loads(c.stdout)
+        want.pop("ops")
+        ops_c = json.loads(c.stdout)["ops"]
+        ops_py = [{k: v for k, v in o.items() if k not in ("lead_energy_nj", "trail_energy_nj")} for o in got["ops"]]
+        got = dict(got)
+        got.pop("ops")
+        got["slack"] = slack
+        d = same(got, want) or same(ops_py, ops_c, "$.ops")
+        return d is None or h.fail(label, d)
+    msg = c.stderr.strip().removeprefix("enpu query: ")
+    if not err or err.message != msg:
+        return h.fail(label, f"enpu query failed ({msg}); Python: {err.message if err else got}")
+    return True
+
+
+with enpu_planstore.open(store) as st:
+    pols = st.policies()
+    h.check("policies() in name order", pols == sorted(job["policies"]), str(pols))
+    n = agree = 0
+    statuses = set()
+    for pol in pols:
+        grid = st.buckets(pol)
+        want = {(ph, b, s) for ph in ("prefill", "decode") for b in job["phases"][ph]["batch"]
+                for s in job["phases"][ph]["seq"]}
+        h.check(f"{pol}: buckets() is the job's grid", {(g["phase"], g["batch"], g["seq"]) for g in grid} == want)
+        for g in grid:
+            statuses.add(g["status"])
+            for slack in (0.0, 0.05, 0.03):
+                n += 1
+                agree += compare(st, f"{pol} {g} slack {slack}", g["phase"], g["batch"], g["seq"], pol, slack=slack)
+            if g["status"] == "ok":
+                t = st.lookup(phase=g["phase"], batch=g["batch"], seq=g["seq"], slack=0.0, policy=pol)
+                for target in (t["t_nodvfs_ns"] * 1.02e-6, t["t_nodvfs_ns"] * 0.5e-6):
+                    n += 1
+                    agree += compare(st, f"{pol} {g} target {target} ms", g["phase"], g["batch"], g["seq"], pol,
+                                     target_ms=target)
+    h.check(f"every lookup over the grid equals enpu query ({agree} of {n})", agree == n and n > 0)
+    h.check("the grid holds ok and infeasible_capacity buckets", {"ok", "infeasible_capacity"} <= statuses,
+            str(statuses))
+    padded = [("prefill", 3, 2000), ("prefill", 2, 10), ("decode", 5, 3000), ("decode", 300, 100), ("prefill", 1, 5000)]
+    h.check("padded and uncovered requests equal enpu query",
+            all(compare(st, f"padded {p}", *p, "enpu-all", slack=0.05) for p in padded))
+    try:
+        st.lookup(phase="decode", batch=1, seq=2048, target_ms=1e-6, policy="enpu-all")
+        h.fail("a target below the fastest plan raises")
+    except enpu_planstore.PlanStoreError as e:
+        h.check("a target below the fastest plan raises INFEASIBLE with the fastest plan",
+                e.code == -8 and e.plan is not None and e.plan["walk_prefix"] == 0, str(e))
+    try:
+        st.buckets("no-such-policy")
+        h.fail("buckets() of an unknown policy raises")
+    except enpu_planstore.PlanStoreError as e:
+        h.check("buckets() of an unknown policy raises NOT_FOUND", e.code == -6 and "no-such-policy" in e.message)
+
+# Damaged stores: Python raises exactly when `enpu query` fails, with its code and message.
+def damaged(label, path):
+    c = h.run("query", path, "--phase", "decode", "--batch", "1", "--seq", "2048", "--slack", "0.05")
+    try:
+        with enpu_planstore.open(path) as st:
+            st.lookup(phase="decode", batch=1, seq=2048, slack=0.05)
+        err = None
+    except enpu_planstore.PlanStoreError as e:
+        err = e
+    if c.returncode == 0:
+        return h.check(f"{label}: both answer", err is None, str(err))
+    msg = c.stderr.strip().removeprefix("enpu query: ")
+    return h.check(f"{label}: raises the library's error", err is not None and err.message == msg
+                   and err.code in (-3, -6, -7), f"{msg} / {err}") and err is not None
+
+
+trunc = os.path.join(tmp, "truncated.h5")
+data = open(store, "rb").read()
+open(trunc, "wb").write(data[: len(data) // 2])
+h.check("a truncated store raises", damaged("truncated store", trunc))
+junk = os.path.join(tmp, "junk.h5")
+open(junk, "wb").write(b"not a plan store\n" * 100)
+h.check("a file that is not a store raises", damaged("not a store", junk))
+rnd, raised = random.Random(28), 0
+flip = os.path.join(tmp, "flip.h5")
+for k in range(12):
+    shutil.copyfile(store, flip)
+    with open(flip, "r+b") as fp:
+        pos = rnd.randrange(len(data))
+        fp.seek(pos)
+        fp.write(bytes([data[pos] ^ 0xFF]))
+    raised += damaged(f"byte flip {k} at {pos}", flip) is True
+print(f"     byte flips: {raised} of 12 raised")
+
+# pip install into a venv (Debian's Python is externally managed: a venv, or
+# --break-system-packages); offline, so setuptools from Debian (--no-build-isolation).
+pkg = os.path.join(tmp, "python")
+shutil.copytree(os.path.join(src, "python"), pkg, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+venv = os.path.join(tmp, "venv")
+r = subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], capture_output=True, text=True)
+r = r if r.returncode else subprocess.run([os.path.join(venv, "bin/pip"), "install", "--no-build-isolation",
+                                           "--no-index", "-q", pkg], capture_output=True, text=True)
+h.check("pip install ./python into a venv", r.returncode == 0, r.stderr[-1500:])
+probe = ("import enpu_planstore as e, json, sys; s = e.open(sys.argv[1]); "
+         "p = s.lookup(phase='decode', batch=8, seq=8192, slack=0.05, policy='enpu-all'); "
+         "print(json.dumps([e.__file__, p['energy_nj'], p['walk_prefix']]))")
+r = subprocess.run([os.path.join(venv, "bin/python"), "-c", probe, store], capture_output=True, text=True, cwd=tmp)
+with enpu_planstore.open(store) as st:
+    ref = st.lookup(phase="decode", batch=8, seq=8192, slack=0.05, policy="enpu-all")
+out = json.loads(r.stdout) if r.returncode == 0 else None
+h.check("the installed package answers as the source tree's",
+        out and out[0].startswith(venv) and out[1] == ref["energy_nj"] and out[2] == ref["walk_prefix"], r.stderr)
+
+# The example: a batch loop over a trace, energy reported.
+trace = os.path.join(tmp, "trace.csv")
+with open(os.path.join(src, "jobs/traces/AzureLLMInferenceTrace_conv.csv")) as f:
+    lines = [l for l in f.read().splitlines() if l][:41]
+open(trace, "w").write("\n".join(lines) + "\n")
+env = dict(os.environ, PYTHONPATH=os.path.join(src, "python"))
+r = subprocess.run(["/usr/bin/python3", os.path.join(src, "python/examples/serve_loop.py"), store, trace, "--json",
+                    "--policy", "enpu-all", "--slack", "0.05"], capture_output=True, text=True, env=env)
+rep = json.loads(r.stdout) if r.returncode == 0 else {}
+h.check("serve_loop.py runs over 40 requests", rep.get("requests") == 40, r.stderr[-1500:])
+h.check("serve_loop.py: every batch had a plan, decode batches >= the longest generation",
+        rep and rep["uncovered_batches"] == 0 and
+        rep["batches"]["decode"] >= max(int(l.split(",")[2]) for l in lines[1:]) - 1, json.dumps(rep))
+h.check("serve_loop.py: energy below NoDVFS's", rep and 0 < rep["energy_j"] < rep["nodvfs_energy_j"], json.dumps(rep))
+h.finish()

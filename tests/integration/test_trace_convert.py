@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""`enpu trace convert` on the sample of every format (tests/fixtures/traces/): the rows
+written against the input parsed here independently (times, token counts, order), bad
+rows failing with file:line:column or counted with --skip-bad-rows, and the BurstGPT
+and Mooncake samples replayed (`enpu replay`) on a small Llama3-70B store farmed here.
+
+usage: test_trace_convert.py ENPU_BINARY SOURCE_DIR"""
+import csv
+import datetime as dt
+import json
+import os
+import sys
+import tempfile
+
+from harness import Harness
+
+enpu, src = sys.argv[1], os.path.abspath(sys.argv[2])
+h = Harness(enpu, src)
+fx = os.path.join(src, "tests/fixtures/traces")
+tmp = tempfile.mkdtemp(prefix="enpu-convert-")
+START = dt.datetime(2024, 3, 1, 14, 0, 0)
+
+
+def convert(fmt, path, *extra):
+    out = os.path.join(tmp, f"{fmt}-{len(os.listdir(tmp))}.csv")
+    r = h.run("trace", "convert", "--from", fmt, path, "-o", out, "--json", *extra)
+    doc = json.loads(r.stdout) if r.returncode == 0 else None
+    rows = list(csv.reader(open(out)))[1:] if r.returncode == 0 else None
+    return r, doc, rows, out
+
+
+def stamp(t):
+    return dt.datetime.strptime(t[:26], "%Y-%m-%d %H:%M:%S.%f")
+
+
+# Azure: rows passed through unchanged.
+for fmt in ("azure2023", "azure2024"):
+    path = os.path.join(fx, f"{fmt}.csv")
+    r, doc, rows, out = convert(fmt, path)
+    src_rows = [l for l in open(path).read().splitlines()[1:] if l]
+    h.check(f"{fmt}: exit 0, every row passed through unchanged",
+            r.returncode == 0 and open(out).read().splitlines()[1:] == src_rows, r.stderr)
+    h.check(f"{fmt}: the count reported", doc and doc["rows"] == len(src_rows) and doc["skipped"] == 0)
+
+# BurstGPT: relative seconds from --start; its failed request (0 response tokens) is a bad row.
+path = os.path.join(fx, "burstgpt.csv")
+want = [(START + dt.timedelta(seconds=float(x["Timestamp"])), int(x["Request tokens"]), int(x["Response tokens"]))
+        for x in csv.DictReader(open(path))]
+fails = [i for i, w in enumerate(want) if w[2] == 0]
+r, _, _, _ = convert("burstgpt", path, "--start", "2024-03-01 14:00:00")
+h.check("burstgpt: the failed request (line %d) is an error naming file:line" % (fails[0] + 2),
+        r.returncode == 2 and f"{path}:{fails[0] + 2}:" in r.stderr and "token count" in r.stderr, r.stderr)
+r, doc, rows, burst_csv = convert("burstgpt", path, "--start", "2024-03-01 14:00:00", "--skip-bad-rows")
+good = [w for w in want if w[2] > 0]
+got = [(stamp(x[0]), int(x[1]), int(x[2])) for x in rows or []]
+h.check("burstgpt --skip-bad-rows: one counted, the first named",
+        doc and doc["skipped"] == len(fails) and f":{fails[0] + 2}:" in doc["first_skipped"], str(doc))
+h.check("burstgpt: times, request and response tokens as the input's", got == good, f"{got} vs {good}")
+
+# Mooncake: ms from the start, input and output lengths.
+path = os.path.join(fx, "mooncake.jsonl")
+want = [json.loads(l) for l in open(path) if l.strip()]
+r, doc, rows, moon_csv = convert("mooncake", path, "--start", "2024-03-01 14:00:00")
+got = [(stamp(x[0]), int(x[1]), int(x[2])) for x in rows or []]
+exp = [(START + dt.timedelta(milliseconds=w["timestamp"]), w["input_length"], w["output_length"]) for w in want]
+h.check("mooncake: times in ms, input and output lengths", r.returncode == 0 and got == exp, r.stderr)
+
+# Generic CSV: columns by name and by 1-based index, times in ms.
+path = os.path.join(fx, "generic.csv")
+want = list(csv.DictReader(open(path)))
+r, doc, rows, _ = convert("csv", path, "--map", "time=arrival_ms,context=prompt_tokens,generated=4,unit=ms")
+got = [(stamp(x[0]), int(x[1]), int(x[2])) for x in rows or []]
+exp = [(dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=int(w["arrival_ms"])), int(w["prompt_tokens"]),
+        int(w["completion_tokens"])) for w in want]
+h.check("csv --map: columns by name and index, times from the default start", got == exp, f"{r.stderr} {got}")
+r, _, _, _ = convert("csv", path, "--map", "time=arrival_ms,context=no_such,generated=4")
+h.check("csv --map naming a missing column: exit 2 naming it", r.returncode == 2 and "no_such" in r.stderr, r.stderr)
+r, _, _, _ = convert("csv", path)
+h.check("csv without --map: exit 2 asking for it", r.returncode == 2 and "--map" in r.stderr, r.stderr)
+
+
+# Bad rows of every format: file:line:column, or counted.
+def bad(fmt, name, text, line, needle):
+    path = os.path.join(tmp, name)
+    open(path, "w").write(text)
+    r, _, _, _ = convert(fmt, path)
+    h.check(f"{fmt} bad row: exit 2 naming {name}:{line}: and '{needle}'",
+            r.returncode == 2 and f"{path}:{line}:" in r.stderr and needle in r.stderr, r.stderr)
+    r, doc, rows, _ = convert(fmt, path, "--skip-bad-rows")
+    h.check(f"{fmt} bad row skipped and counted", r.returncode == 0 and doc["skipped"] == 1, r.stderr)
+
+
+az = open(os.path.join(fx, "azure2023.csv")).read().splitlines()
+bad("azure2023", "az.csv", "\n".join(az[:3] + ["2023-11-16 18:15:5x.0,10,10"] + az[3:]) + "\n", 4, "timestamp")
+bad("azure2024", "az24.csv", "\n".join(az[:2] + ["2023-11-16 18:15:50.0,10"] + az[2:]) + "\n", 3, "',' after")
+bu = open(os.path.join(fx, "burstgpt.csv")).read().splitlines()
+bad("burstgpt", "bu.csv", "\n".join([bu[0], bu[1], "12,ChatGPT,abc,5,5,Conversation log", bu[2]]) + "\n", 3,
+    "token count")
+mo = open(os.path.join(fx, "mooncake.jsonl")).read().splitlines()
+bad("mooncake", "mo.jsonl", "\n".join(mo[:4] + ['{"timestamp": 5, "input_length": 10'] + mo[4:]) + "\n", 5, "JSON")
+bad("mooncake", "mo2.jsonl", "\n".join(mo[:1] + ['{"timestamp": 5, "input_length": 0, "output_length": 3}'] + mo[1:]),
+    2, "input_length")
+r, _, _, _ = convert("burstgpt", os.path.join(fx, "azure2023.csv"))
+h.check("a file of another format: exit 2 naming the header expected",
+        r.returncode == 2 and ":1:1:" in r.stderr and "Request tokens" in r.stderr, r.stderr)
+
+# The BurstGPT and Mooncake samples replayed on a small store.
+store = os.path.join(tmp, "plans.h5")
+job = {"name": "convert-replay", "model": os.path.join(src, "jobs/models/llama3-70b.json"),
+       "chip": os.path.join(src, "jobs/chips/tpuv5p.json"), "cluster": os.path.join(src, "jobs/clusters/llama3-70b.json"),
+       "store": store, "phases": {"prefill": {"batch": [1, 2, 4], "seq": [1024, 4096, 8192]},
+                                  "decode": {"batch": [1, 2, 4, 8], "seq": [2048, 8192]}},
+       "slacks": [0.1], "policies": ["nodvfs", "enpu-all"], "moe": {"capacity_factor": "worst"}}
+jpath = os.path.join(tmp, "job.json")
+json.dump(job, open(jpath, "w"))
+r = h.run("farm", jpath)
+h.check("farm of the replay store: exit 0", r.returncode == 0, r.stderr[-1500:])
+for label, trace in (("burstgpt", burst_csv), ("mooncake", moon_csv)):
+    rows = list(csv.reader(open(trace)))[1:]
+    rep = h.run_json("replay", "--store", store, "--trace", trace, "--cluster", job["cluster"])
+    pol = rep["policies"]["enpu-all"]
+    h.check(f"{label} replayed: every request served, none uncovered",
+            rep["requests"] == len(rows) and pol["served"] == len(rows) and pol["uncovered"] == 0, json.dumps(rep)[:400])
+    h.check(f"{label} replayed: the trace's token totals",
+            rep["context_tokens"] == sum(int(x[1]) for x in rows)
+            and rep["generated_tokens"] == sum(int(x[2]) for x in rows))
+    h.check(f"{label} replayed: enpu-all saves energy over nodvfs", pol["energy_savings"]["total"] > 0)
+h.finish()
