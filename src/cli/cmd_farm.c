@@ -57,7 +57,7 @@ static int accept_bucket(const char *spec, void *args, char *expected, size_t le
 static const cli_opt opts[] = {
     {.name = "store", .type = CLI_STRING, .at = offsetof(farm_args, o.store_path), .meta = "PATH",
      .help = "the store (default: the job's \"store\"); journal: PATH.journal\n(one job only)"},
-    {.name = "add-buckets", .type = CLI_CUSTOM, .meta = "SPEC", .accept = accept_bucket,
+    {.name = "add-buckets", .type = CLI_CUSTOM, .meta = "SPEC", .accept = accept_bucket, .flags = CLI_REPEATABLE,
      .help = "extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
              "kept in the store, so later runs keep compiling it; one job)"},
     SECONDS_OPT("checkpoint-s", checkpoint_s, true, 1e9,
@@ -88,6 +88,9 @@ static void print_summaries(const farm_summary *sums, int njobs, void *args);
 
 static void init(void *args) {
   farm_args *a = args;
+  /* The command's first moment: from here to the exit a stop signal never kills a rank
+   * (farm_signals_catch); farm_run decides what it means in each phase. */
+  farm_signals_catch();
   farm_options_default(&a->o);
   a->o.add = a->add;
   a->o.job_paths = a->jobs.v;
@@ -126,8 +129,8 @@ static json_t *per_policy(const farm_summary *s, const int64_t *counts, const do
   return o;
 }
 
-/* One job's summary as JSON; NULL when out of memory. */
-static json_t *summary_json(const farm_summary *s) {
+/* One job's summary as JSON but its warnings; NULL when out of memory. */
+static json_t *summary_core_json(const farm_summary *s) {
   return json_pack(
       "{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, "
       "s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:f, s:f, s:o, s:f, s:f, s:f, s:I, s:i}",
@@ -143,6 +146,25 @@ static json_t *summary_json(const farm_summary *s) {
       (json_int_t)s->evaluations, "core_s", s->core_s, "cpu_s", s->cpu_s, "policy_cpu_s",
       per_policy(s, NULL, s->policy_cpu_s), "wall_s", s->wall_s, "master_cpu_s", s->master_cpu_s, "master_rss_mb",
       s->master_rss_mb, "batches", (json_int_t)s->batches, "jobs", s->jobs);
+}
+
+/* The job's warnings, as printed (the first FARM_WARNINGS_MAX, then how many more). */
+static json_t *warnings_json(const farm_summary *s) {
+  json_t *a = json_array();
+  for (int k = 0; a && k < s->nwarnings && k < FARM_WARNINGS_MAX; k++)
+    if (json_array_append_new(a, json_string(s->warnings[k])) < 0) json_decref(a), a = NULL;
+  char more[64];
+  snprintf(more, sizeof more, "%d more warnings", s->nwarnings - FARM_WARNINGS_MAX);
+  if (a && s->nwarnings > FARM_WARNINGS_MAX && json_array_append_new(a, json_string(more)) < 0)
+    json_decref(a), a = NULL;
+  return a;
+}
+
+/* One job's summary as JSON; NULL when out of memory. */
+static json_t *summary_json(const farm_summary *s) {
+  json_t *j = summary_core_json(s);
+  if (j && json_object_set_new(j, "warnings", warnings_json(s)) < 0) json_decref(j), j = NULL;
+  return j;
 }
 
 /* Rank 0, before the ranks leave farm_run: every job's Markdown summary, or with --json
