@@ -25,6 +25,7 @@ typedef struct {
   cli_strings jobs;                   /* o.job_paths */
   farm_bucket_spec add[CLI_LIST_MAX]; /* o.add */
   int json;
+  int error_printed; /* rank 0 printed the run's error (print_error) */
 } farm_args;
 
 /* --add-buckets "phase=P,batch=B,seq=S" in any order, appended to the added buckets. */
@@ -86,6 +87,14 @@ static const cli_opt opts[] = {
 
 static void print_summaries(const farm_summary *sums, int njobs, void *args);
 
+/* Rank 0's error, printed (and stderr flushed) before the ranks leave farm_run. */
+static void print_error(const enpu_err *err, void *args) {
+  farm_args *a = args;
+  cli_fail("farm", err->msg);
+  fflush(stderr);
+  a->error_printed = 1;
+}
+
 static void init(void *args) {
   farm_args *a = args;
   /* The command's first moment: from here to the exit a stop signal never kills a rank
@@ -94,7 +103,7 @@ static void init(void *args) {
   farm_options_default(&a->o);
   a->o.add = a->add;
   a->o.job_paths = a->jobs.v;
-  a->o.print_summaries = print_summaries, a->o.print_user = a;
+  a->o.print_summaries = print_summaries, a->o.print_error = print_error, a->o.print_user = a;
   a->o.finish_job = cli_farm_finish_job, a->o.finish_user = &a->o; /* summary.md, validation */
 }
 
@@ -190,7 +199,7 @@ static int run(void *args) {
   farm_summary sums[CLI_LIST_MAX];
   enpu_err err = {0};
   if (farm_run(&a->o, sums, &err) < 0) {
-    if (sums[0].rank == 0) cli_fail("farm", err.msg);
+    if (sums[0].rank == 0 && !a->error_printed) cli_fail("farm", err.msg);
     return cli_exit_status(err.code, sums[0].input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
   }
   int st = 0; /* rank 0 printed the summaries (print_summaries) */

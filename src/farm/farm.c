@@ -636,7 +636,7 @@ static int close_comm(master *m, int own_mpi, int rc, enpu_err *err) {
   return zrc != MPI_SUCCESS ? mpi_error(zrc, "MPI_Finalize", err) : 0;
 }
 
-static int run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
+static int run_ranks(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   const int njobs = opt->njobs > 0 ? opt->njobs : 1;
   memset(sums, 0, (size_t)njobs * sizeof *sums);
   master m = {.o = *opt, .sums = sums, .comm = MPI_COMM_NULL};
@@ -646,6 +646,7 @@ static int run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   for (int j = 0; j < njobs; j++) sums[j].rank = m.rank, sums[j].ranks = m.size;
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sums, njobs, err);
   if (m.rank == 0) master_free(&m);
+  if (m.rank == 0 && rc < 0 && m.o.print_error) m.o.print_error(err, m.o.print_user);
   if (m.rank == 0 && rc == 0 && farm_signal_seen && run_outcome(sums, njobs) != FARM_INTERRUPTED)
     fprintf(m.o.log,
             "farm: signal %d came after every task was done: the run finished, nothing is left to resume\n",
@@ -660,7 +661,7 @@ int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   struct sigaction old[NSTOP];
   if (mine) farm_signal_seen = 0, catch_signals(old);
   test_hold(opt->log ? opt->log : stderr, "start");
-  const int rc = run(opt, sums, err);
+  const int rc = run_ranks(opt, sums, err);
   for (int i = 0; mine && i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
   return rc;
 }

@@ -66,6 +66,11 @@ typedef struct {
    * farm_run: printed after it, a worker exiting first with a non-zero status can make
    * mpirun kill rank 0 mid-print. print_user is its last argument. */
   void (*print_summaries)(const struct farm_summary *sums, int njobs, void *print_user);
+  /* Rank 0 calls it with the run's error (NULL: none printed), for the same reason:
+   * the workers leave farm_run with the error's status right after, and mpirun kills a
+   * rank 0 that has not printed yet (a disk-full message lost). print_user is its
+   * last argument. */
+  void (*print_error)(const enpu_err *err, void *print_user);
   void *print_user;
   /* Rank 0 calls it for every job at the end of the run (NULL: nothing), before the
    * ranks leave farm_run so that no worker exits first: the CLI writes summary.md and

@@ -17,6 +17,9 @@ where it is first seen.
   5. `enpu validate --job J --cluster C` with a cluster of other chips and node
      parallelism than the store's exits 2 with the same message `enpu replay` gives for
      it (one provenance check), and the store is left as it was.
+  6. Damaged copies of a store (a byte flipped every 1/80 of it): `store verify` and
+     `query` fail with their own message, never with HDF5's exit-time "infinite loop
+     closing library" dump (HDF5 1.10.8 prints it after an object header failed to load).
 Usage: test_exit_codes.py ENPU SOURCE_DIR"""
 import json
 import os
@@ -159,6 +162,21 @@ def main():
     h.check("validate and replay give the one provenance check's message",
             why and why == p.stderr.split(": ", 1)[-1].strip(), f"{v.stderr[-300:]} / {p.stderr[-300:]}")
     h.check("validate with a cluster that does not fit: the store is unchanged", open(store, "rb").read() == before)
+
+    # 6. damaged copies of a store: errors of our own, never HDF5's exit-time dump
+    data = open(store, "rb").read()
+    damaged, dumps, failed = os.path.join(tmp, "damaged.h5"), 0, 0
+    for at in range(0, len(data), len(data) // 80 + 1):
+        bad_bytes = bytearray(data)
+        bad_bytes[at] ^= 0xFF
+        open(damaged, "wb").write(bad_bytes)
+        for argv in (["store", "verify", damaged], ["query", damaged, *BUCKET, "--slack", "0.05"]):
+            r = run(*argv)
+            failed += r.returncode != 0
+            dumps += "infinite loop closing library" in r.stderr
+    print(f"     {failed} failed reads of damaged stores, {dumps} HDF5 dumps")
+    h.check("damaged stores: some reads fail, none prints HDF5's 'infinite loop closing library'",
+            failed > 0 and dumps == 0, f"{dumps} dumps")
     shutil.rmtree(tmp, ignore_errors=True)
     h.finish()
 
