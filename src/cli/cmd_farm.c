@@ -76,7 +76,7 @@ static const cli_opt opts[] = {
      .help = "a CSV line per task computed: job, kind (op, part, bucket),\n"
              "policy, wall and CPU seconds, evaluations, result bytes\n"
              "(plain, packed)"},
-    {.name = "quiet", .type = CLI_FLAG, .at = offsetof(farm_args, o.quiet), .help = "no progress lines"},
+    {.name = "quiet", .type = CLI_FLAG, .at = offsetof(farm_args, o.quiet), .help = "no progress lines (warnings are still printed)"},
     {.name = "capacity-factor", .type = CLI_STRING, .at = offsetof(farm_args, o.capacity_factor), .meta = "F",
      .help = "the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
              "one store per factor sweeps it (give each its own --store);\n"
