@@ -148,10 +148,8 @@ int farm_run(const farm_options *o, farm_summary *sums, enpu_err *err);
  * comes after every task was done (final checkpoint, finish_job, summaries) stops
  * nothing: the run finishes with the outcome of its work, since a resume would find
  * nothing to do. Without farm_signals_catch, farm_run catches them for its own
- * duration and restores the caller's handlers. farm_signal_pending: the last signal
- * seen, 0 if none. */
+ * duration and restores the caller's handlers. */
 void farm_signals_catch(void);
-int farm_signal_pending(void);
 
 /* The summary as Markdown (what summary.md holds and the CLI prints). */
 void farm_summary_print(const farm_summary *s, FILE *out);
