@@ -208,8 +208,13 @@ int cli_parse_args(const cli_spec *s, int argc, char **argv, int first, void *ar
       cli_reject(msg, len, o ? "option '%s' needs a value" : "unknown option '%s'", a);
       return CLI_USAGE;
     }
+    const uint64_t bit = UINT64_C(1) << (o - s->opts);
+    if ((p->given & bit) && o->type != CLI_FLAG && !(o->flags & CLI_REPEATABLE)) {
+      cli_reject(msg, len, "--%s given twice: it takes one value", o->name);
+      return CLI_USAGE;
+    }
     if (set_value(o, o->type == CLI_FLAG ? NULL : argv[++i], args, msg, len) < 0) return CLI_USAGE;
-    p->given |= UINT64_C(1) << (o - s->opts);
+    p->given |= bit;
   }
   if (missing_argument(s, npos, p, msg, len) < 0) return CLI_USAGE;
   if (s->check && s->check(args, p, msg, len) < 0) return CLI_USAGE;

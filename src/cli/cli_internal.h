@@ -59,6 +59,18 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERR
  * `otherwise` for the others. */
 int cli_exit_status(int code, int otherwise);
 
+/* The exit status of an error met reading a command's inputs (its files, what they name,
+ * its option values): CLI_EXIT_ENV when the environment refused (ENPU_ERR_ENV, NOMEM),
+ * CLI_EXIT_FAILED for a broken invariant or an infeasible request (INTERNAL,
+ * INFEASIBLE), CLI_EXIT_USAGE for every other (a file that cannot be opened, is
+ * malformed, out of range or of the wrong kind). */
+int cli_input_status(int code);
+
+/* The same for a command that also reads the store at path: ENPU_ERR_FORMAT is a
+ * damaged plan store or one of another format version (1), or a file that is no plan
+ * store at all (store_probe; 2). */
+int cli_store_status(const char *path, int code);
+
 /* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
 int cli_print_json(json_t *doc);
 
@@ -98,8 +110,10 @@ typedef enum {
 } cli_type;
 
 enum {
-  CLI_REQUIRED = 1, /* a usage error when absent */
-  CLI_WHOLE = 2     /* CLI_LIST: whole numbers */
+  CLI_REQUIRED = 1,  /* a usage error when absent */
+  CLI_WHOLE = 2,     /* CLI_LIST: whole numbers */
+  CLI_REPEATABLE = 4 /* CLI_CUSTOM: may be given several times (each adds a value); any
+                        other option given twice is a usage error, never "the last wins" */
 };
 
 #define CLI_LIST_MAX 64
@@ -210,8 +224,8 @@ typedef struct {
   graph *g;
 } cli_job_graph;
 
-/* The job at path and the graph of its bucket b. @return 0, or 1 after printing the error
- * (nothing to free). */
+/* The job at path and the graph of its bucket b. @return 0, or the exit status
+ * (cli_input_status) after printing the error (nothing to free). */
 int cli_load_graph(const char *cmd, const char *path, const cli_bucket *b, cli_job_graph *out);
 void cli_job_graph_free(cli_job_graph *jg);
 

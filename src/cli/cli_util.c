@@ -11,6 +11,7 @@
 #include "common.h"
 #include "config.h"
 #include "graph.h"
+#include "store.h"
 
 int cli_print_json(json_t *doc) {
   char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
@@ -23,6 +24,18 @@ int cli_print_json(json_t *doc) {
 
 int cli_exit_status(int code, int otherwise) {
   return code == ENPU_ERR_ENV || code == ENPU_ERR_NOMEM ? CLI_EXIT_ENV : otherwise;
+}
+
+int cli_input_status(int code) {
+  if (code == ENPU_ERR_ENV || code == ENPU_ERR_NOMEM) return CLI_EXIT_ENV;
+  return code == ENPU_ERR_INTERNAL || code == ENPU_ERR_INFEASIBLE ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
+}
+
+int cli_store_status(const char *path, int code) {
+  uint32_t version = 0;
+  enpu_err probe = {0};
+  if (code == ENPU_ERR_FORMAT) return store_probe(path, &version, &probe) == 0 ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
+  return cli_input_status(code);
 }
 
 int cli_fail(const char *cmd, const char *msg) {
@@ -68,7 +81,8 @@ int cli_load_graph(const char *cmd, const char *path, const cli_bucket *b, cli_j
       graph_build(out->job, (config_phase)b->phase, b->batch, b->seq, &out->g, &err) == 0)
     return 0;
   cli_job_graph_free(out);
-  return cli_fail(cmd, err.msg);
+  cli_fail(cmd, err.msg);
+  return cli_input_status(err.code);
 }
 
 void cli_job_graph_free(cli_job_graph *jg) {

@@ -165,11 +165,12 @@ static int run(void *args) {
   buckets_args *a = args;
   enpu_err err = {0};
   config_job *job = NULL;
-  if (config_job_load(a->path, &job, &err) < 0) return cli_fail("buckets", err.msg);
+  if (config_job_load(a->path, &job, &err) < 0) return cli_fail("buckets", err.msg), cli_input_status(err.code);
   grid *g = NULL;
   if (grid_create(job, &g, &err) < 0) {
     config_job_free(job);
-    return cli_fail("buckets", err.msg);
+    cli_fail("buckets", err.msg);
+    return cli_input_status(err.code);
   }
 
   int rc = 0;

@@ -473,7 +473,8 @@ static int run(void *args) {
                             cli_phase_names[phase], a->b.batch, a->b.seq, why) < 0) ||
       graph_build(job, phase, a->b.batch, a->b.seq, &g, &err) < 0 || cost_ctx_create(&job->chip, &cost, &err) < 0 ||
       search_ctx_create(&job->chip, &sx, &err) < 0) {
-    status = cli_fail("compile", err.msg);
+    cli_fail("compile", err.msg);
+    status = cli_input_status(err.code);
     goto done;
   }
   search_options opt;

@@ -7,7 +7,8 @@
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
- * by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same command again resumes;
+ * by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same command again resumes
+ * (a signal after every task was done stops nothing: the run finishes with 0 or 1);
  * 4 the environment refused (disk full, I/O error, the store locked by another writer):
  * the published store is intact and the same command resumes once that is fixed.
  * Under mpirun only SIGUSR1 gives 3: mpirun turns SIGTERM/SIGINT into its own exit 1
@@ -25,6 +26,7 @@ typedef struct {
   cli_strings jobs;                   /* o.job_paths */
   farm_bucket_spec add[CLI_LIST_MAX]; /* o.add */
   int json;
+  int error_printed; /* rank 0 printed the run's error (print_error) */
 } farm_args;
 
 /* --add-buckets "phase=P,batch=B,seq=S" in any order, appended to the added buckets. */
@@ -57,7 +59,7 @@ static int accept_bucket(const char *spec, void *args, char *expected, size_t le
 static const cli_opt opts[] = {
     {.name = "store", .type = CLI_STRING, .at = offsetof(farm_args, o.store_path), .meta = "PATH",
      .help = "the store (default: the job's \"store\"); journal: PATH.journal\n(one job only)"},
-    {.name = "add-buckets", .type = CLI_CUSTOM, .meta = "SPEC", .accept = accept_bucket,
+    {.name = "add-buckets", .type = CLI_CUSTOM, .meta = "SPEC", .accept = accept_bucket, .flags = CLI_REPEATABLE,
      .help = "extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
              "kept in the store, so later runs keep compiling it; one job)"},
     SECONDS_OPT("checkpoint-s", checkpoint_s, true, 1e9,
@@ -75,7 +77,7 @@ static const cli_opt opts[] = {
      .help = "a CSV line per task computed: job, kind (op, part, bucket),\n"
              "policy, wall and CPU seconds, evaluations, result bytes\n"
              "(plain, packed)"},
-    {.name = "quiet", .type = CLI_FLAG, .at = offsetof(farm_args, o.quiet), .help = "no progress lines"},
+    {.name = "quiet", .type = CLI_FLAG, .at = offsetof(farm_args, o.quiet), .help = "no progress lines (warnings are still printed)"},
     {.name = "capacity-factor", .type = CLI_STRING, .at = offsetof(farm_args, o.capacity_factor), .meta = "F",
      .help = "the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
              "one store per factor sweeps it (give each its own --store);\n"
@@ -86,12 +88,23 @@ static const cli_opt opts[] = {
 
 static void print_summaries(const farm_summary *sums, int njobs, void *args);
 
+/* Rank 0's error, printed (and stderr flushed) before the ranks leave farm_run. */
+static void print_error(const enpu_err *err, void *args) {
+  farm_args *a = args;
+  cli_fail("farm", err->msg);
+  fflush(stderr);
+  a->error_printed = 1;
+}
+
 static void init(void *args) {
   farm_args *a = args;
+  /* The command's first moment: from here to the exit a stop signal never kills a rank
+   * (farm_signals_catch); farm_run decides what it means in each phase. */
+  farm_signals_catch();
   farm_options_default(&a->o);
   a->o.add = a->add;
   a->o.job_paths = a->jobs.v;
-  a->o.print_summaries = print_summaries, a->o.print_user = a;
+  a->o.print_summaries = print_summaries, a->o.print_error = print_error, a->o.print_user = a;
   a->o.finish_job = cli_farm_finish_job, a->o.finish_user = &a->o; /* summary.md, validation */
 }
 
@@ -126,8 +139,8 @@ static json_t *per_policy(const farm_summary *s, const int64_t *counts, const do
   return o;
 }
 
-/* One job's summary as JSON; NULL when out of memory. */
-static json_t *summary_json(const farm_summary *s) {
+/* One job's summary as JSON but its warnings; NULL when out of memory. */
+static json_t *summary_core_json(const farm_summary *s) {
   return json_pack(
       "{s:s, s:s, s:s, s:i, s:{s:I, s:I, s:I}, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, "
       "s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:f, s:f, s:o, s:f, s:f, s:f, s:I, s:i}",
@@ -143,6 +156,25 @@ static json_t *summary_json(const farm_summary *s) {
       (json_int_t)s->evaluations, "core_s", s->core_s, "cpu_s", s->cpu_s, "policy_cpu_s",
       per_policy(s, NULL, s->policy_cpu_s), "wall_s", s->wall_s, "master_cpu_s", s->master_cpu_s, "master_rss_mb",
       s->master_rss_mb, "batches", (json_int_t)s->batches, "jobs", s->jobs);
+}
+
+/* The job's warnings, as printed (the first FARM_WARNINGS_MAX, then how many more). */
+static json_t *warnings_json(const farm_summary *s) {
+  json_t *a = json_array();
+  for (int k = 0; a && k < s->nwarnings && k < FARM_WARNINGS_MAX; k++)
+    if (json_array_append_new(a, json_string(s->warnings[k])) < 0) json_decref(a), a = NULL;
+  char more[64];
+  snprintf(more, sizeof more, "%d more warnings", s->nwarnings - FARM_WARNINGS_MAX);
+  if (a && s->nwarnings > FARM_WARNINGS_MAX && json_array_append_new(a, json_string(more)) < 0)
+    json_decref(a), a = NULL;
+  return a;
+}
+
+/* One job's summary as JSON; NULL when out of memory. */
+static json_t *summary_json(const farm_summary *s) {
+  json_t *j = summary_core_json(s);
+  if (j && json_object_set_new(j, "warnings", warnings_json(s)) < 0) json_decref(j), j = NULL;
+  return j;
 }
 
 /* Rank 0, before the ranks leave farm_run: every job's Markdown summary, or with --json
@@ -168,7 +200,7 @@ static int run(void *args) {
   farm_summary sums[CLI_LIST_MAX];
   enpu_err err = {0};
   if (farm_run(&a->o, sums, &err) < 0) {
-    if (sums[0].rank == 0) cli_fail("farm", err.msg);
+    if (sums[0].rank == 0 && !a->error_printed) cli_fail("farm", err.msg);
     return cli_exit_status(err.code, sums[0].input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);
   }
   int st = 0; /* rank 0 printed the summaries (print_summaries) */

@@ -301,7 +301,8 @@ static json_t *op_graph_json(const config_job *job, const graph *g, const cost_r
 static int run(void *args) {
   const graph_args *a = args;
   cli_job_graph jg;
-  if (cli_load_graph("graph", a->path, &a->b, &jg) != 0) return CLI_EXIT_FAILED;
+  const int loaded = cli_load_graph("graph", a->path, &a->b, &jg);
+  if (loaded != 0) return loaded;
   const config_job *job = jg.job;
   const graph *g = jg.g;
   enpu_err err = {0};

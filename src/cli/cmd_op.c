@@ -324,12 +324,12 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
   const int nops = graph_op_count(g);
   if (a->op < 0 || a->op >= nops) {
     snprintf(msg, sizeof msg, "op %d does not exist: this graph has ops 0..%d", a->op, nops - 1);
-    return cli_fail("op", msg);
+    return cli_fail("op", msg), CLI_EXIT_USAGE;
   }
   if (a->exhaustive) return run_exhaustive(job, g, a);
   const int peak = job->chip.freq_states;
   cost_plan plan;
-  if (parse_plan(a->plan, peak, &plan, msg, sizeof msg) < 0) return cli_fail("op", msg);
+  if (parse_plan(a->plan, peak, &plan, msg, sizeof msg) < 0) return cli_fail("op", msg), CLI_EXIT_USAGE;
   const int nodvfs = a->pipeline == PIPE_NODVFS, uniform = a->pipeline == PIPE_UNIFORM;
   for (int c = 1; uniform && c < CONFIG_NCOMP; c++)
     if (plan.state[c] != plan.state[0]) {
@@ -337,7 +337,7 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
                "--pipeline uniform runs every component at one state: --plan %d,%d,%d,%d,%d has %s at %d",
                plan.state[0], plan.state[0], plan.state[0], plan.state[0], plan.state[0], unit_name(c),
                plan.state[c]);
-      return cli_fail("op", msg);
+      return cli_fail("op", msg), CLI_EXIT_USAGE;
     }
   for (int c = 0; nodvfs && c < CONFIG_NCOMP; c++) {
     if (plan.state[c] != peak) {
@@ -345,7 +345,7 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
                "--pipeline nodvfs has no DVFS: every component runs at its peak state, so "
                "--plan must be %d,%d,%d,%d,%d (%s is %d)",
                peak, peak, peak, peak, peak, unit_name(c), plan.state[c]);
-      return cli_fail("op", msg);
+      return cli_fail("op", msg), CLI_EXIT_USAGE;
     }
   }
 
@@ -384,7 +384,8 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
 static int run(void *args) {
   const op_args *a = args;
   cli_job_graph jg;
-  if (cli_load_graph("op", a->path, &a->b, &jg) != 0) return CLI_EXIT_FAILED;
+  const int loaded = cli_load_graph("op", a->path, &a->b, &jg);
+  if (loaded != 0) return loaded;
   const int status = evaluate(jg.job, jg.g, a);
   cli_job_graph_free(&jg);
   return status;

@@ -178,7 +178,8 @@ static int run(void *args) {
   planstore_op_states *states = NULL;
   int status = 0;
   if (planstore_open_policy(a->path, a->policy, &ps, &err) < 0) {
-    status = cli_exit_status(err.code, cli_fail("query", err.msg));
+    cli_fail("query", err.msg);
+    status = cli_store_status(a->path, err.code);
     goto done;
   }
   planstore_plan plan;

@@ -431,9 +431,14 @@ static int run(void *args) {
   const int threads = a->threads ? (int)a->threads : cpus > 0 ? (int)cpus : 1;
   replay_inputs in = {0};
   enpu_err err = {0};
-  int rc = load_inputs(a, &in, &err);
-  if (rc == ENPU_OK) rc = a->rates.n ? run_sweep(a, &in, threads, &err) : run_one(a, &in, threads, &err);
-  const int status = rc == ENPU_OK ? 0 : rc == ENPU_ERR_IO && !err.msg[0] ? 1 : cli_fail("replay", err.msg);
+  int rc = load_inputs(a, &in, &err), status = 0;
+  if (rc != ENPU_OK) {
+    cli_fail("replay", err.msg);
+    status = cli_store_status(a->store, rc);
+  } else {
+    rc = a->rates.n ? run_sweep(a, &in, threads, &err) : run_one(a, &in, threads, &err);
+    status = rc == ENPU_OK ? 0 : rc == ENPU_ERR_IO && !err.msg[0] ? 1 : cli_fail("replay", err.msg);
+  }
   inputs_free(&in);
   return status;
 }

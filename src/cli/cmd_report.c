@@ -12,6 +12,7 @@
 #include "cli_internal.h"
 #include "config.h"
 #include "report.h"
+#include "store.h"
 
 static int run(void *args);
 static int run_paper(void *args);
@@ -100,8 +101,14 @@ static int run(void *args) {
                       .freq_slack = a->slack_pct < 0 ? -1 : a->slack_pct / 100};
   enpu_err err = {0};
   config_job *job = NULL;
-  if (a->job && config_job_load(a->job, &job, &err) < 0) return cli_fail("report", err.msg);
+  if (a->job && config_job_load(a->job, &job, &err) < 0)
+    return cli_fail("report", err.msg), cli_input_status(err.code);
   o.job = job;
+  uint32_t version = 0; /* no such file, or none a plan store: bad input, not a failure */
+  if (store_probe(a->store, &version, &err) < 0) {
+    config_job_free(job);
+    return cli_fail("report", err.msg), cli_input_status(err.code);
+  }
   char *md = NULL;
   int status = 0;
   if (report_write(&o, &md, &err) < 0) status = cli_fail("report", err.msg);

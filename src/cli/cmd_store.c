@@ -175,7 +175,8 @@ static int info_run(void *args) {
   struct stat sb;
   int status = 0;
   if (o.rc < 0) {
-    status = cli_exit_status(o.rc, cli_fail("store info", o.err.msg));
+    cli_fail("store info", o.err.msg);
+    status = cli_store_status(o.path, o.rc);
   } else if (!(sizes = calloc(o.c->npolicies ? o.c->npolicies : 1, sizeof *sizes))) {
     status = cli_fail("store info", "out of memory");
   } else if (store_sizes(o.path, o.c, sizes, &o.err) < 0 || stat(o.path, &sb) != 0) {

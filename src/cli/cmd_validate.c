@@ -128,7 +128,11 @@ static int run(void *args) {
     va.log = a->json ? NULL : stderr, va.lock_wait_s = a->lock_wait_s;
     rc = validate_run(&va, &o, &err);
   }
-  int status = rc == 0 ? 0 : cli_exit_status(err.code, cli_fail("validate", err.msg));
+  int status = 0;
+  if (rc != 0) {
+    cli_fail("validate", err.msg);
+    status = cli_store_status(a->store, err.code);
+  }
   if (rc == 0) {
     if (a->json) {
       status = print_json(&o, report, source);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli_internal.h"
+#include "store.h"
 
 static void usage(FILE *out) {
   fprintf(out, "usage: enpu <command> [options]\n\ncommands:\n");
@@ -13,6 +14,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  store_hdf5_quiet(); /* every store error comes back as our own message */
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -299,6 +299,14 @@ static int parse_scalars(const config_doc *doc, const config_path *root, config_
     if (!s && !strcmp(sections[k].key, "host")) continue;
     ENPU_FORWARD(config_fields(doc, &p, s, sections[k].fields, sections[k].nfields, c, err));
   }
+  /* The n shadow registers map to the first n architectural ones (§3.1, "the n shadow
+   * registers map to the first n architectural registers"): never more than there are. */
+  if (c->shadow_vregs > c->vregs) {
+    config_path vp = CONFIG_KEY(root, "vu"), kp = CONFIG_KEY(&vp, "shadow_vregs");
+    return config_fail(doc, &kp, err, ENPU_ERR_RANGE,
+                       "expected at most the chip's %d vector registers (vregs), got %d", c->vregs,
+                       c->shadow_vregs);
+  }
   config_path p = CONFIG_KEY(root, "ivr");
   const json_t *ivr = json_object_get(o, "ivr");
   ENPU_FORWARD(config_fields_object(doc, &p, ivr, ivr_fields, NKEYS(ivr_fields), err));

@@ -21,6 +21,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
@@ -57,6 +58,32 @@ static volatile sig_atomic_t farm_signal_seen;
 
 static void on_signal(int sig) { farm_signal_seen = sig; }
 
+/* SIGUSR1 is what Slurm's warning and mpirun forward; SIGTERM and SIGINT come from a
+ * scheduler, a user or srun. mpirun does not forward SIGTERM/SIGINT: it sends the
+ * ranks SIGTERM itself and SIGKILL a second later (Open MPI 4.1's
+ * odls_base_sigkill_timeout), so the master syncs its journals as soon as it sees a
+ * signal and checkpoints right after. */
+static const int stop_signals[] = {SIGTERM, SIGINT, SIGUSR1};
+enum { NSTOP = sizeof stop_signals / sizeof stop_signals[0] };
+
+/* SA_RESTART: the handler stays for the rest of the process (validation, summaries),
+ * whose file I/O and lock waits must not fail with EINTR; the loops that wait poll the
+ * flag with sleeps of at most 10 ms. */
+static void catch_signals(struct sigaction *old) {
+  struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &sa, old ? &old[i] : NULL);
+}
+
+static int signals_caught(void) {
+  struct sigaction cur;
+  for (int i = 0; i < NSTOP; i++)
+    if (sigaction(stop_signals[i], NULL, &cur) != 0 || cur.sa_handler != on_signal) return 0;
+  return 1;
+}
+
+void farm_signals_catch(void) { catch_signals(NULL); }
+
 void farm_options_default(farm_options *o) {
   *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S, .batch_s = -1};
 }
@@ -64,6 +91,25 @@ void farm_options_default(farm_options *o) {
 static void sleep_s(double s) {
   struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
   nanosleep(&ts, NULL);
+}
+
+/* A test's hook (ENPU_FARM_TEST_HOLD=PHASE[:FILE], README "Failure semantics"): at the
+ * boundary PHASE (start, setup, tasks, validation, summary) wait until a stop signal
+ * comes, having said so on the log, so that a test signals a farm in a known phase
+ * without racing it. With FILE, only when FILE does not exist yet (it is created): a
+ * resumed run goes through. Unset, it does nothing. */
+static void test_hold(FILE *log, const char *phase) {
+  const char *v = getenv("ENPU_FARM_TEST_HOLD");
+  const size_t n = v ? strcspn(v, ":") : 0;
+  if (!v || n != strlen(phase) || strncmp(v, phase, n)) return;
+  if (v[n] == ':') {
+    const int fd = open(v + n + 1, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return;
+    close(fd);
+  }
+  fprintf(log, "farm: test hold at %s: waiting for a stop signal\n", phase);
+  fflush(log);
+  while (!farm_signal_seen) sleep_s(0.01);
 }
 
 /* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off. */
@@ -99,9 +145,10 @@ typedef struct {
   int njobs;
   farm_cursor *cursor; /* per job, while a batch is filled */
   farm_summary *sums;
-  farm_exec *exec; /* single rank: the master computes */
-  FILE *task_log;  /* farm_options.task_log, open */
-  int64_t batches; /* task batches handed out */
+  farm_exec *exec;  /* single rank: the master computes */
+  FILE *task_log;   /* farm_options.task_log, open */
+  int64_t batches;  /* task batches handed out */
+  int results_seen; /* a result batch was taken (ENPU_FARM_TEST_HOLD=tasks) */
 } master;
 
 typedef struct {
@@ -145,6 +192,7 @@ static int take_results(master *m, const farm_buf *b, enpu_err *err) {
                    m->njobs);
     ENPU_FORWARD(farm_job_take(m->jobs[tr.job], &tr, err));
   }
+  if (rc == 0 && !m->results_seen++) test_hold(m->o.log, "tasks");
   return rc;
 }
 
@@ -445,6 +493,7 @@ static double process_rss_mb(void) {
 /* The end of the run: every job's outcome, summary and validation. */
 static int finish_jobs(master *m, clocks *c, int finished, enpu_err *err) {
   progress(m, enpu_now_s() - c->start, c->live, 1);
+  test_hold(m->o.log, "validation");
   int rc = 0;
   for (int j = 0; j < m->njobs; j++) {
     farm_summary *s = &m->sums[j];
@@ -458,6 +507,7 @@ static int finish_jobs(master *m, clocks *c, int finished, enpu_err *err) {
     if (jr < 0 && rc == 0) rc = jr;
     if (jr < 0 && j + 1 < m->njobs) enpu_err_prefix(err, "%s: ", s->job);
   }
+  test_hold(m->o.log, "summary");
   if (rc == 0 && m->o.print_summaries) m->o.print_summaries(m->sums, m->njobs, m->o.print_user);
   return rc;
 }
@@ -483,6 +533,7 @@ static int run_master(master *m, enpu_err *err) {
   if (m->size == 1) rc = farm_exec_create(m->o.job_paths, m->o.njobs, m->o.capacity_factor, &m->exec, err);
   ENPU_FORWARD(executors_ready(m->comm, rc, err));
   c.last_sync = c.last_ckpt = c.last_progress = enpu_now_s();
+  test_hold(m->o.log, "setup");
   rc = m->size > 1 ? master_loop_mpi(m, &c, err) : master_loop_inline(m, &c, err);
   for (int j = 0; rc == 0 && j < m->njobs; j++) rc = farm_job_sync(m->jobs[j], err);
   for (int j = 0; rc == 0 && j < m->njobs; j++) rc = farm_job_checkpoint(m->jobs[j], err);
@@ -583,7 +634,7 @@ static int close_comm(master *m, int own_mpi, int rc, enpu_err *err) {
   return zrc != MPI_SUCCESS ? mpi_error(zrc, "MPI_Finalize", err) : 0;
 }
 
-int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
+static int run_ranks(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   const int njobs = opt->njobs > 0 ? opt->njobs : 1;
   memset(sums, 0, (size_t)njobs * sizeof *sums);
   master m = {.o = *opt, .sums = sums, .comm = MPI_COMM_NULL};
@@ -591,61 +642,24 @@ int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   int own_mpi = 0;
   ENPU_FORWARD(open_comm(&m, &own_mpi, err));
   for (int j = 0; j < njobs; j++) sums[j].rank = m.rank, sums[j].ranks = m.size;
-  /* SIGUSR1 is what Slurm's warning and mpirun forward; SIGTERM and SIGINT come from a
-   * scheduler, a user or srun. mpirun does not forward SIGTERM/SIGINT: it sends the
-   * ranks SIGTERM itself and SIGKILL a second later (Open MPI 4.1's
-   * odls_base_sigkill_timeout), so the master syncs its journals as soon as it sees a
-   * signal and checkpoints right after. */
-  static const int stop_signals[] = {SIGTERM, SIGINT, SIGUSR1};
-  enum { NSTOP = sizeof stop_signals / sizeof stop_signals[0] };
-  struct sigaction sa = {.sa_handler = on_signal}, old[NSTOP];
-  sigemptyset(&sa.sa_mask);
-  farm_signal_seen = 0;
-  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &sa, &old[i]);
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sums, njobs, err);
   if (m.rank == 0) master_free(&m);
-  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
+  if (m.rank == 0 && rc < 0 && m.o.print_error) m.o.print_error(err, m.o.print_user);
+  if (m.rank == 0 && rc == 0 && farm_signal_seen && run_outcome(sums, njobs) != FARM_INTERRUPTED)
+    fprintf(m.o.log,
+            "farm: signal %d came after every task was done: the run finished, nothing is left to resume\n",
+            (int)farm_signal_seen);
   return close_comm(&m, own_mpi, rc, err);
 }
 
-void farm_summary_print(const farm_summary *s, FILE *out) {
-  static const char *outcome[] = {"done", "finished with failures", "", "interrupted (resumable)"};
-  fprintf(out, "# Farm summary: %s\n\n", s->job);
-  fprintf(out, "| | |\n|---|---|\n");
-  fprintf(out, "| outcome | %s |\n", outcome[s->outcome]);
-  fprintf(out, "| store | %s |\n", s->store_path);
-  fprintf(out, "| ranks | %d |\n", s->ranks);
-  fprintf(out, "| buckets (x policies) | %lld ok, %lld infeasible (capacity), %lld failed |\n",
-          (long long)s->buckets_ok, (long long)s->buckets_infeasible, (long long)s->buckets_failed);
-  for (int k = 0; k < 2; k++) {
-    fprintf(out, k ? "| CPU seconds per policy |" : "| unique op signatures |");
-    for (int p = 0; p < s->npolicies; p++) {
-      config_policy_spec spec = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
-      char name[CONFIG_NAME_LEN];
-      config_policy_spec_decode(s->policies[p], &spec);
-      config_policy_spec_name(&spec, name);
-      if (k) fprintf(out, "%s %s %.2f", p ? "," : "", name, s->policy_cpu_s[p]);
-      else fprintf(out, "%s %s %lld", p ? "," : "", name, (long long)s->unique_ops[p]);
-    }
-    fprintf(out, " |\n");
-  }
-  fprintf(out, "| tasks | %lld to do (%lld op, %lld bucket, %lld op part), %lld done, %lld failed |\n",
-          (long long)s->tasks_total, (long long)s->op_tasks, (long long)s->bucket_tasks, (long long)s->part_tasks,
-          (long long)s->tasks_done, (long long)s->tasks_failed);
-  fprintf(out, "| reused | %lld from the store, %lld from the journal (%lld op searches resumed part-way) |\n",
-          (long long)s->reused_store, (long long)s->reused_journal, (long long)s->resumed_ops);
-  fprintf(out, "| recomputed | %lld |\n", (long long)s->recomputed);
-  if (s->validation_kept + s->validation_dropped + s->replay_kept + s->replay_dropped > 0)
-    fprintf(out,
-            "| validation rows | %lld kept, %lld dropped (their plans changed or are gone); replay rows %lld "
-            "kept, %lld dropped |\n",
-            (long long)s->validation_kept, (long long)s->validation_dropped, (long long)s->replay_kept,
-            (long long)s->replay_dropped);
-  fprintf(out, "| evaluations | %lld |\n", (long long)s->evaluations);
-  fprintf(out, "| core-seconds | %.2f (CPU %.2f) |\n", s->core_s, s->cpu_s);
-  fprintf(out, "| wall time | %.2f s |\n", s->wall_s);
-  fprintf(out, "| master CPU | %.2f s (%.1f %% of one core)%s |\n", s->master_cpu_s,
-          s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0, s->jobs > 1 ? ", the whole run's" : "");
-  fprintf(out, "| master memory | %.1f MB peak resident |\n", s->master_rss_mb);
-  fprintf(out, "| task batches | %lld%s |\n", (long long)s->batches, s->jobs > 1 ? ", the whole run's" : "");
+int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
+  /* A caller that caught the signals (enpu farm, from its start) keeps them and any
+   * signal already seen; otherwise they are caught for this run only. */
+  const int mine = !signals_caught();
+  struct sigaction old[NSTOP];
+  if (mine) farm_signal_seen = 0, catch_signals(old);
+  test_hold(opt->log ? opt->log : stderr, "start");
+  const int rc = run_ranks(opt, sums, err);
+  for (int i = 0; mine && i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
+  return rc;
 }

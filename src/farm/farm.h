@@ -54,7 +54,7 @@ typedef struct {
                                   < 0 (the default): adaptive, at least 5 ms and more
                                   beyond 50 workers so that messages take at most a
                                   quarter of rank 0 */
-  int quiet;                   /* no progress lines */
+  int quiet;                   /* no progress lines (warnings are always printed) */
   const char *task_log;        /* CSV of every task this run computes (job, kind,
                                   policy, wall and CPU seconds, evaluations, result
                                   bytes plain and packed), written by rank 0; NULL:
@@ -66,6 +66,11 @@ typedef struct {
    * farm_run: printed after it, a worker exiting first with a non-zero status can make
    * mpirun kill rank 0 mid-print. print_user is its last argument. */
   void (*print_summaries)(const struct farm_summary *sums, int njobs, void *print_user);
+  /* Rank 0 calls it with the run's error (NULL: none printed), for the same reason:
+   * the workers leave farm_run with the error's status right after, and mpirun kills a
+   * rank 0 that has not printed yet (a disk-full message lost). print_user is its
+   * last argument. */
+  void (*print_error)(const enpu_err *err, void *print_user);
   void *print_user;
   /* Rank 0 calls it for every job at the end of the run (NULL: nothing), before the
    * ranks leave farm_run so that no worker exits first: the CLI writes summary.md and
@@ -82,6 +87,8 @@ typedef enum {
   FARM_FAILED = 1,     /* finished, some tasks failed (recorded in the store) */
   FARM_INTERRUPTED = 3 /* SIGTERM/SIGUSR1: checkpointed, resumable */
 } farm_outcome;
+
+enum { FARM_WARNINGS_MAX = 8, FARM_WARNING_LEN = 512 };
 
 typedef struct farm_summary {
   farm_outcome outcome;
@@ -117,6 +124,11 @@ typedef struct farm_summary {
   int64_t batches;      /* task batches rank 0 handed out (whole run) */
   int jobs;             /* jobs of the run (the figures above are this one's,
                            the times and rank 0's use the whole run's) */
+  /* What the run had to distrust and recompute (a damaged journal or store): printed on
+   * the log whatever farm_options.quiet says, and kept here for the summary. The first
+   * FARM_WARNINGS_MAX; nwarnings counts them all. */
+  int nwarnings;
+  char warnings[FARM_WARNINGS_MAX][FARM_WARNING_LEN];
 } farm_summary;
 
 /* Run the farm (every rank calls it) on o->njobs jobs at once: one task queue over all
@@ -127,6 +139,17 @@ typedef struct farm_summary {
  * @return 0 with sums[0..njobs-1] filled, or a negative ENPU_ERR_* (err names the
  * problem; sums[0].rank and input_error are set). */
 int farm_run(const farm_options *o, farm_summary *sums, enpu_err *err);
+
+/* Stop signals (SIGTERM, SIGINT, SIGUSR1). From farm_signals_catch on, for the rest of
+ * the process, each one only sets the farm's stop flag (the process's one global), so a
+ * rank is never killed by one, whatever phase it is in: a command calls it first thing.
+ * farm_run acts on the flag: a signal before or during the tasks checkpoints and ends
+ * the run FARM_INTERRUPTED (a signal that came before farm_run counts too); one that
+ * comes after every task was done (final checkpoint, finish_job, summaries) stops
+ * nothing: the run finishes with the outcome of its work, since a resume would find
+ * nothing to do. Without farm_signals_catch, farm_run catches them for its own
+ * duration and restores the caller's handlers. */
+void farm_signals_catch(void);
 
 /* The summary as Markdown (what summary.md holds and the CLI prints). */
 void farm_summary_print(const farm_summary *s, FILE *out);

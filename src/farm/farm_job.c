@@ -8,6 +8,9 @@
  * farm_state_checkpoint orders them by key, so the content never depends on the rank
  * count, arrival order or resume; an op's parts merge into the same op result whatever
  * order they arrive in (farm_merge_parts). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +77,22 @@ static int lock_store(farm_job *m, const char *store, enpu_err *err) {
   return 0;
 }
 
+/* An integrity warning: on the log even when quiet, and in the job's summary. */
+static void warn(farm_job *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(farm_job *m, const char *fmt, ...) {
+  char msg[ENPU_ERR_MSG_LEN + 2 * CONFIG_PATH_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(m->o.log, "farm: warning: %s\n", msg);
+  fflush(m->o.log);
+  farm_summary *s = m->sum;
+  if (s->nwarnings < FARM_WARNINGS_MAX)
+    snprintf(s->warnings[s->nwarnings], FARM_WARNING_LEN, "%.*s", FARM_WARNING_LEN - 1, msg);
+  s->nwarnings++;
+}
+
 /* The previous store's results. A damaged store, or one of another format version, is
  * recomputed (its content cannot be trusted; the next checkpoint replaces it); a file
  * that is no plan store at all is an input error, so that a mistyped --store never
@@ -84,9 +103,8 @@ static int load_previous(farm_job *m, enpu_err *err) {
   uint32_t version = 0;
   enpu_err probe = {0};
   if (rc != ENPU_ERR_FORMAT || store_probe(m->store_path, &version, &probe) < 0) return rc;
-  if (!m->o.quiet)
-    fprintf(m->o.log, "farm: warning: %s (format_version %u) cannot be reused, every result is recomputed: %s\n",
-            m->store_path, version, err->msg);
+  warn(m, "%s (format_version %u) cannot be reused, every result is recomputed: %s", m->store_path, version,
+       err->msg);
   farm_state_free(m->state);
   m->state = NULL;
   return farm_state_create(&m->state, err);
@@ -96,24 +114,37 @@ static int load_previous(farm_job *m, enpu_err *err) {
 static int read_journal(farm_job *m, enpu_err *err) {
   farm_journal_stats st;
   ENPU_FORWARD(farm_journal_replay(m->journal_path, journal_record, m, &st, err));
-  if (m->o.quiet) return 0;
   if (st.unreadable)
-    fprintf(m->o.log,
-            "farm: warning: %s is not a farm journal (bad header): moved aside to %s.unreadable; "
-            "results since the last checkpoint are recomputed\n",
-            m->journal_path, m->journal_path);
+    warn(m,
+         "%s is not a farm journal (bad header): moved aside to %s.unreadable; results since the last "
+         "checkpoint are recomputed",
+         m->journal_path, m->journal_path);
   if (st.skipped_bytes > 0)
-    fprintf(m->o.log, "farm: warning: %s: skipped %lld damaged bytes between intact records (%lld replayed)\n",
-            m->journal_path, (long long)st.skipped_bytes, (long long)st.records);
+    warn(m, "%s: skipped %lld damaged bytes between intact records (%lld replayed)", m->journal_path,
+         (long long)st.skipped_bytes, (long long)st.records);
+  /* A torn tail is what a kill leaves: expected, a note. */
+  if (m->o.quiet) return 0;
   if (st.dropped_bytes > 0)
     fprintf(m->o.log, "farm: %s: dropped a torn tail of %lld bytes after %lld records\n", m->journal_path,
             (long long)st.dropped_bytes, (long long)st.records);
   return 0;
 }
 
+/* The job's validation runs after every task: a trace it cannot read is found now,
+ * before the first task, not after the whole farm. */
+static int check_validation_input(const farm_job *m, enpu_err *err) {
+  if (!m->job->validation.enabled) return 0;
+  FILE *f = fopen(m->job->validation.trace_path, "r");
+  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: validation trace %s: %s", m->job_path, m->job->validation.trace_path,
+                 strerror(errno));
+  fclose(f);
+  return 0;
+}
+
 static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->job_path, &m->job, err));
   if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
+  ENPU_FORWARD(check_validation_input(m, err));
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
   ENPU_FORWARD(lock_store(m, store_path ? store_path : m->job->store_path, err));
   snprintf(m->sum->store_path, sizeof m->sum->store_path, "%s", m->store_path);

@@ -92,7 +92,11 @@ static int parse_timestamp(const row_ctx *rc, const char **p, stamp *t, enpu_err
     const int sign = *s == '-' ? -1 : 1;
     long oh, om;
     s++;
+    const char *at = s - 1;
     if (digits(&s, 2, &oh) || *s++ != ':' || digits(&s, 2, &om)) return row_fail(rc, *p, ENPU_ERR_PARSE, err, what);
+    /* RFC 3339 §5.6: time-numoffset = ("+" / "-") time-hour ":" time-minute, hours
+     * 00-23 and minutes 00-59. */
+    if (oh > 23 || om > 59) return row_fail(rc, at, ENPU_ERR_RANGE, err, "a UTC offset from -23:59 to +23:59");
     offset_s = sign * (oh * 3600 + om * 60);
   }
   t->whole_s = (int64_t)days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;

@@ -337,6 +337,14 @@ typedef struct {
  * format_version, damaged: the message names the policy and table), ENPU_ERR_NOMEM. */
 int store_load(const char *path, store_contents **out, enpu_err *err);
 
+/* Turn HDF5's own error printing off for the rest of the process (a program's choice,
+ * never a library's: the enpu binary calls it first). Every error of the store's readers
+ * and writers comes back as an enpu_err naming the file and the table; HDF5's stacks
+ * repeat it, and HDF5 1.10.8 prints "infinite loop closing library" at exit after an
+ * object header failed to load (a block of its free lists it leaks itself, no identifier
+ * of ours: tests/unit/test_store_leaks.c). */
+void store_hdf5_quiet(void);
+
 /* Is `path` a plan store at all: an HDF5 file with a readable format_version (of any
  * value, damaged or not)? Tells a damaged or old store, which the farm recomputes, from
  * a file that is none, which it must not overwrite.

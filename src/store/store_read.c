@@ -536,6 +536,8 @@ static int open_hdf5(const char *path, hid_t *file, enpu_err *err) {
   return ENPU_OK;
 }
 
+void store_hdf5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
 int store_probe(const char *path, uint32_t *format_version, enpu_err *err) {
   int rc = ENPU_OK;
   H5E_BEGIN_TRY {

@@ -286,6 +286,13 @@ int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   ENPU_RETURN_IF(a->sample < 1 || !(a->tolerance >= 0), err, ENPU_ERR_INVALID,
                  "bad validation options (sample %d, tolerance %g)", a->sample, a->tolerance);
+  /* The provenance check `enpu replay` makes: a cluster of other node parallelism,
+   * chips, model or chip would replay plans that mean nothing for it and write rows
+   * that say they passed. */
+  char warning[ENPU_ERR_MSG_LEN];
+  ENPU_FORWARD(
+      replay_check_store(a->store_path, a->cluster, &a->job->model, &a->job->chip, warning, sizeof warning, err));
+  if (warning[0] && a->log) fprintf(a->log, "validate: warning: %s\n", warning);
   if (a->lock) return run_locked(a, a->lock, out, err);
   /* The store is read, re-simulated and rewritten under one lock: a farm checkpointing
    * in between would otherwise be overwritten with the older contents read here. */

@@ -17,8 +17,10 @@ def farm_cmd(h, np_, store, tmp, job=None, extra=(), jobs=None, as_json=True):
     """`enpu farm` on one job (--store given) or several (jobs=[...], their own stores),
     its summary as JSON on stdout (Markdown with as_json=False)."""
     jobs = jobs or [job or os.path.join(h.src, "jobs", "demo.json")]
-    cmd = [h.enpu, "farm", *jobs, "--results", os.path.join(tmp, "results"), "--progress-s", "0.5",
-           *(("--store", store) if store else ()), *(("--json",) if as_json else ()), *extra]
+    # the defaults, unless extra gives them (an option given twice is a usage error)
+    defaults = [o for o in (("--results", os.path.join(tmp, "results")), ("--progress-s", "0.5")) if o[0] not in extra]
+    cmd = [h.enpu, "farm", *jobs, *(a for o in defaults for a in o), *(("--store", store) if store else ()),
+           *(("--json",) if as_json else ()), *extra]
     return ["mpirun", "-np", str(np_), *cmd] if np_ > 1 else cmd
 
 

@@ -62,7 +62,7 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("malformed job error names file:line", f"bad.json:{line}:" in r.stderr, r.stderr)
     h.check("malformed job error names the JSON path", "$.phases.prefill.batch[1]" in r.stderr, r.stderr)
     r = h.run("buckets", os.path.join(tmp, "missing.json"))
-    h.check("missing job file exits 1 and names it", r.returncode == 1 and "missing.json" in r.stderr, r.stderr)
+    h.check("missing job file exits 2 (bad input) and names it", r.returncode == 2 and "missing.json" in r.stderr, r.stderr)
 r = h.run("buckets")
 h.check("usage error exits 2", r.returncode == 2, f"exit {r.returncode}")
 

@@ -58,12 +58,12 @@ for extra in (("--pipeline", "ideal"), ("--domains", "3"), ("--domains", "4", "-
 
 last = len(ops) - 1
 for name, args, code, needle in (
-        ("unknown op id names the range", ("--op", "999", "--plan", PEAK), 1, f"0..{last}"),
-        ("bad plan names the position", ("--op", "1", "--plan", "34,34,x,34,34"), 1, "position 3 (sram)"),
-        ("plan state out of range", ("--op", "1", "--plan", "34,34,34,35,34"), 1, "position 4 (hbm)"),
-        ("short plan", ("--op", "1", "--plan", "34,34"), 1, "expected 5"),
+        ("unknown op id names the range", ("--op", "999", "--plan", PEAK), 2, f"0..{last}"),
+        ("bad plan names the position", ("--op", "1", "--plan", "34,34,x,34,34"), 2, "position 3 (sram)"),
+        ("plan state out of range", ("--op", "1", "--plan", "34,34,34,35,34"), 2, "position 4 (hbm)"),
+        ("short plan", ("--op", "1", "--plan", "34,34"), 2, "expected 5"),
         ("nodvfs needs the all-peak plan", ("--op", "1", "--plan", "30,34,34,34,34", "--pipeline",
-                                            "nodvfs"), 1, "peak"),
+                                            "nodvfs"), 2, "peak"),
         ("gated unit with work", ("--op", "1", "--plan", "34,0,34,34,34"), 1, "gated"),
         ("missing --plan is a usage error", ("--op", "1"), 2, "--plan"),
         ("unknown pipeline is a usage error", ("--op", "1", "--plan", PEAK, "--pipeline", "x"), 2,

@@ -61,8 +61,8 @@ model = json.load(open(os.path.join(h.src, "jobs/models/llama3-70b.json")))
 model["speculative"]["acceptance"][1]["rate"] = 1.2
 bad_model = write("bad-model.json", json.dumps(model, indent=1))
 r = replay("--governors", "pelm", "--model", bad_model)
-h.check("acceptance rate 1.2: exit 1 naming file:line:column and the JSON path",
-        r.returncode == 1 and "bad-model.json:" in r.stderr and
+h.check("acceptance rate 1.2: exit 2 (bad input) naming file:line:column and the JSON path",
+        r.returncode == 2 and "bad-model.json:" in r.stderr and
         "$.speculative.acceptance[1].rate: expected a number in [0, 1] (probability that a drafted token is accepted), got 1.2" in r.stderr, r.stderr)
 r = replay("--spec", "21,4", "--policy", "nodvfs", trace=trace_part("head50.csv", 0, 50))
 h.check("--spec with an exit depth the model has no rate for: exit 1", r.returncode == 1 and
@@ -127,7 +127,7 @@ h.check("a loaded network runs frozen (no updates beyond the saved ones)",
         loaded.get("updates") == json.load(open(net))["updates"], loaded)
 broken = write("broken-net.json", '{"format": "enpu-pelm-net", "version": 1, "layers": [12, 32, 32, 47],\n "oops"}')
 r = replay("--governors", "pelm", "--load-net", broken, trace=head)
-h.check("a broken network file: exit 1 naming file:line:column", r.returncode == 1 and "broken-net.json:2:" in r.stderr,
+h.check("a broken network file: exit 2 (bad input) naming file:line:column", r.returncode == 2 and "broken-net.json:2:" in r.stderr,
         r.stderr)
 
 # ---- --train on the first half, --eval on the second ---------------------------------------

@@ -257,7 +257,7 @@ def check_errors(chk, store, tables, pol):
         (["--phase", phase, "--batch", "1", "--seq", str(big), "--slack", "0.05"], 1, "bucket covers"),
         (["--phase", phase, "--batch", str(ok[0]["batch"]), "--seq", str(ok[0]["seq"]), "--target-ms", "1e-9"], 1,
          "below the fastest plan"),
-        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0.05", "--policy", "no-such"], 1,
+        (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0.05", "--policy", "no-such"], 2,
          "no policy 'no-such'"),
         (["--phase", phase, "--batch", "1", "--seq", "1"], 2, "exactly one of --target-ms and --slack"),
         (["--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0.05", "--target-ms", "1"], 2, "exactly one"),
@@ -274,7 +274,7 @@ def check_errors(chk, store, tables, pol):
             chk.fail(f"query {' '.join(args)}: exit {got.returncode} (want {code}), stderr {got.stderr.strip()!r} "
                      f"(want '{needle}')")
     got = chk.run("query", store + ".missing", "--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0")
-    if got.returncode != 1 or "cannot open" not in got.stderr:
+    if got.returncode != 2 or "cannot open" not in got.stderr:
         chk.fail(f"query on a missing store: exit {got.returncode}, {got.stderr!r}")
 
 

@@ -150,7 +150,7 @@ with open(bad, "w") as f:
     f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n"
             "2023-11-16 18:15:50.99,39x,109\n2023-11-16 18:15:51.22,879,55\n")
 r = replay("--policy", "nodvfs", trace=bad)
-h.check("bad row: exit 1", r.returncode == 1, r.returncode)
+h.check("bad row: exit 2 (bad input)", r.returncode == 2, r.returncode)
 h.check("bad row: file, line and column", f"{bad}:3:26: expected ',' after ContextTokens" in r.stderr, r.stderr)
 r = replay("--policy", "nodvfs", "--skip-bad-rows", "--json", trace=bad)
 h.check("--skip-bad-rows: exit 0", r.returncode == 0, r.stderr)
@@ -160,17 +160,17 @@ year = os.path.join(tmp, "year9999.csv")
 with open(year, "w") as f:
     f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n9999-11-16 18:15:50.99,39,109\n")
 r = replay("--policy", "nodvfs", trace=year)
-h.check("a row dated 9999: exit 1 naming file, line and column",
-        r.returncode == 1 and f"{year}:3:1: expected a year from 1970 to 2100" in r.stderr, r.stderr)
+h.check("a row dated 9999: exit 2 naming file, line and column",
+        r.returncode == 2 and f"{year}:3:1: expected a year from 1970 to 2100" in r.stderr, r.stderr)
 far = os.path.join(tmp, "far.csv")
 with open(far, "w") as f:
     f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,3,4\n"
             "2099-11-16 18:15:50.99,39,109\n")
 r = replay("--policy", "nodvfs", "--skip-bad-rows", trace=far)
-h.check("rows 76 years apart: exit 1 naming the odd row, even with --skip-bad-rows",
-        r.returncode == 1 and f"{far}:4:1: expected a timestamp within 31 days" in r.stderr, r.stderr)
+h.check("rows 76 years apart: exit 2 naming the odd row, even with --skip-bad-rows",
+        r.returncode == 2 and f"{far}:4:1: expected a timestamp within 31 days" in r.stderr, r.stderr)
 r = replay("--rate", "1e9", "--policy", "nodvfs")
-h.check("--rate 1e9: exit 1 before allocating", r.returncode == 1 and "more than the 30000000" in r.stderr, r.stderr)
+h.check("--rate 1e9: exit 2 before allocating", r.returncode == 2 and "more than the 30000000" in r.stderr, r.stderr)
 r = h.run("replay", "--store", store, "--cluster", CLUSTER)
 h.check("missing --trace: usage error 2", r.returncode == 2 and "missing --trace" in r.stderr, r.stderr)
 r = replay("--rate", "2", "--rates", "1,2")
@@ -196,9 +196,9 @@ h.check("--rates table: every rate and the capacities", r.returncode == 0 and "C
 r = replay("--rate", "-2")
 h.check("negative --rate: usage error 2", r.returncode == 2, r.stderr)
 r = replay("--policy", "ideal")
-h.check("unknown policy: exit 1 naming it", r.returncode == 1 and "ideal" in r.stderr, r.stderr)
+h.check("unknown policy: exit 2 naming it", r.returncode == 2 and "ideal" in r.stderr, r.stderr)
 r = replay(store_path=os.path.join(tmp, "missing.h5"))
-h.check("missing store: exit 1 naming it", r.returncode == 1 and "missing.h5" in r.stderr, r.stderr)
+h.check("missing store: exit 2 naming it", r.returncode == 2 and "missing.h5" in r.stderr, r.stderr)
 
 # ---- a real farm store -------------------------------------------------------------------
 if h.run("farm", "--help").returncode == 0:
@@ -220,7 +220,7 @@ if h.run("farm", "--help").returncode == 0:
               f"with idle {fp['enpu-all']['energy_savings']}")
     r = h.run("replay", "--store", farm_store, "--trace", trace_head(20), "--cluster",
               "jobs/clusters/deepseek-v3-671b.json")
-    h.check("a Llama3-70B store on DeepSeek-V3's cluster: exit 1 naming both models", r.returncode == 1 and
+    h.check("a Llama3-70B store on DeepSeek-V3's cluster: exit 2 (bad input) naming both models", r.returncode == 2 and
             "compiled for model 'llama3-70b', but cluster" in r.stderr and "'deepseek-v3-671b'" in r.stderr,
             r.stderr)
 else:

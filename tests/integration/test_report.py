@@ -185,7 +185,7 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("no gnuplot on PATH: exit 1 naming gnuplot", r.returncode == 1 and "gnuplot" in r.stderr, r.stderr)
     h.check("no gnuplot: no report.md", not os.path.exists(os.path.join(tmp, "nognuplot", "report.md")))
     r = h.run("report", os.path.join(tmp, "missing.h5"))
-    h.check("missing store: exit 1 naming it", r.returncode == 1 and "missing.h5" in r.stderr, r.stderr)
+    h.check("missing store: exit 2 naming it", r.returncode == 2 and "missing.h5" in r.stderr, r.stderr)
     r = h.run("report")
     h.check("no store: usage error 2", r.returncode == 2 and "usage" in r.stderr, r.stderr)
 

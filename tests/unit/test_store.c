@@ -27,6 +27,7 @@
 #include "planstore.h"
 #include "store.h"
 #include "store_fixture.h"
+#include "test_store.h"
 
 #define NOPS 3
 #define NPTS 3
@@ -1158,6 +1159,11 @@ static void test_flipped_bytes(void **state) {
   assert_true(counts[0] > 0);
 }
 
+static void test_damaged_opens_leak_nothing(void **state) {
+  const ctx *c = *state;
+  test_failed_opens_leak_nothing(c->path, c->dir);
+}
+
 /* Not a timed test: prints the median lookup time over many lookups. */
 static void test_lookup_speed_report(void **state) {
   ctx *c = *state;
@@ -1563,6 +1569,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_not_a_store),
       cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_flipped_bytes),
+      cmocka_unit_test(test_damaged_opens_leak_nothing),
       cmocka_unit_test(test_lookup_speed_report),
       cmocka_unit_test(test_walk_step_rule),
       cmocka_unit_test(test_bundle_round_trip),

@@ -8,7 +8,9 @@ PID, also on failure:
   requeue  a job with --time=1 (Slurm's minimum) and --signal=B:USR1@20 on a job of about
            a minute of compute (2 tasks, mpirun): the batch shell receives the warning
            signal, the farm checkpoints (exit 3), the job requeues itself and finishes on a
-           later start, reusing the checkpointed work; the store is identical
+           later start, reusing the checkpointed work (the first start holds after its
+           first result until the signal, ENPU_FARM_TEST_HOLD, so the warning never comes
+           after the work is done); the store is identical
            (`enpu store diff`, exit 0) to an uninterrupted run made alongside. A loaded
            machine needs more starts: the test waits while the job makes progress
            (restarts, log lines), not for a fixed time;
@@ -170,7 +172,11 @@ def test_requeue(s):
                                    os.path.join(s.tmp, "results"), "--progress-s", "5"],
                    ["--ntasks=2", "--time=1", "--signal=B:USR1@20", "--output=farm-%j.out",
                     "--error=farm-%j.err"],
-                   env=dict(s.env, ENPU_LAUNCHER="mpirun"))
+                   env=dict(s.env, ENPU_LAUNCHER="mpirun",
+                            # the first start holds after its first result until the warning
+                            # comes, so the warning always finds work left (under load the
+                            # tasks could otherwise all be done first: exit 0, no requeue)
+                            ENPU_FARM_TEST_HOLD="tasks:" + os.path.join(s.tmp, "held-once")))
     # The uninterrupted reference, alongside on the other core; it checkpoints every 5 s
     # so its progress can be seen.
     reference = subprocess.Popen([h.enpu, "farm", job, "--store", ref, "--results",

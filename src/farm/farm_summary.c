@@ -1,0 +1,48 @@
+/* farm_summary.c — a farm job's summary as Markdown (farm_summary_print): what the CLI
+ * prints and summary.md holds. Every figure comes from the farm_summary as filled by
+ * farm_run; nothing is computed here. */
+#include "farm.h"
+
+void farm_summary_print(const farm_summary *s, FILE *out) {
+  static const char *outcome[] = {"done", "finished with failures", "", "interrupted (resumable)"};
+  fprintf(out, "# Farm summary: %s\n\n", s->job);
+  fprintf(out, "| | |\n|---|---|\n");
+  fprintf(out, "| outcome | %s |\n", outcome[s->outcome]);
+  fprintf(out, "| store | %s |\n", s->store_path);
+  fprintf(out, "| ranks | %d |\n", s->ranks);
+  fprintf(out, "| buckets (x policies) | %lld ok, %lld infeasible (capacity), %lld failed |\n",
+          (long long)s->buckets_ok, (long long)s->buckets_infeasible, (long long)s->buckets_failed);
+  for (int k = 0; k < 2; k++) {
+    fprintf(out, k ? "| CPU seconds per policy |" : "| unique op signatures |");
+    for (int p = 0; p < s->npolicies; p++) {
+      config_policy_spec spec = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+      char name[CONFIG_NAME_LEN];
+      config_policy_spec_decode(s->policies[p], &spec);
+      config_policy_spec_name(&spec, name);
+      if (k) fprintf(out, "%s %s %.2f", p ? "," : "", name, s->policy_cpu_s[p]);
+      else fprintf(out, "%s %s %lld", p ? "," : "", name, (long long)s->unique_ops[p]);
+    }
+    fprintf(out, " |\n");
+  }
+  fprintf(out, "| tasks | %lld to do (%lld op, %lld bucket, %lld op part), %lld done, %lld failed |\n",
+          (long long)s->tasks_total, (long long)s->op_tasks, (long long)s->bucket_tasks, (long long)s->part_tasks,
+          (long long)s->tasks_done, (long long)s->tasks_failed);
+  fprintf(out, "| reused | %lld from the store, %lld from the journal (%lld op searches resumed part-way) |\n",
+          (long long)s->reused_store, (long long)s->reused_journal, (long long)s->resumed_ops);
+  fprintf(out, "| recomputed | %lld |\n", (long long)s->recomputed);
+  if (s->validation_kept + s->validation_dropped + s->replay_kept + s->replay_dropped > 0)
+    fprintf(out,
+            "| validation rows | %lld kept, %lld dropped (their plans changed or are gone); replay rows %lld "
+            "kept, %lld dropped |\n",
+            (long long)s->validation_kept, (long long)s->validation_dropped, (long long)s->replay_kept,
+            (long long)s->replay_dropped);
+  fprintf(out, "| evaluations | %lld |\n", (long long)s->evaluations);
+  fprintf(out, "| core-seconds | %.2f (CPU %.2f) |\n", s->core_s, s->cpu_s);
+  fprintf(out, "| wall time | %.2f s |\n", s->wall_s);
+  fprintf(out, "| master CPU | %.2f s (%.1f %% of one core)%s |\n", s->master_cpu_s,
+          s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0, s->jobs > 1 ? ", the whole run's" : "");
+  fprintf(out, "| master memory | %.1f MB peak resident |\n", s->master_rss_mb);
+  fprintf(out, "| task batches | %lld%s |\n", (long long)s->batches, s->jobs > 1 ? ", the whole run's" : "");
+  for (int k = 0; k < s->nwarnings && k < FARM_WARNINGS_MAX; k++)
+    fprintf(out, "| warning | %s |\n", s->warnings[k]);
+}
