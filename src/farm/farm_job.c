@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "farm_job_internal.h"
@@ -131,16 +132,20 @@ static int check_identity(farm_job *m, int *replaced, enpu_err *err) {
   return 0;
 }
 
-/* Move a damaged store to the first free `<store>.damaged-<n>` (never replacing one). */
+/* Move a damaged store to the first free `<store>.damaged-<n>`, never replacing one: by
+ * link + unlink, or (a file system without hard links) by rename to a name that does not
+ * exist, which the store's lock keeps so. */
 static int move_damaged(const char *path, char *aside, size_t cap, enpu_err *err) {
   for (int n = 1; n <= 999; n++) {
     snprintf(aside, cap, "%s.damaged-%d", path, n);
-    if (link(path, aside) == 0) {
-      ENPU_RETURN_IF(unlink(path) != 0, err, enpu_errno_code(errno),
-                     "%s: cannot remove it after keeping it as %s: %s", path, aside, strerror(errno));
-      return 0;
+    int moved = link(path, aside) == 0 ? unlink(path) : -1;
+    if (moved != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)) {
+      struct stat st;
+      if (lstat(aside, &st) == 0) continue;
+      moved = errno == ENOENT ? rename(path, aside) : -1;
     }
-    ENPU_RETURN_IF(errno != EEXIST, err, enpu_errno_code(errno), "%s: cannot keep it as %s: %s", path, aside,
+    if (moved == 0) return 0;
+    ENPU_RETURN_IF(errno != EEXIST, err, enpu_errno_code(errno), "%s: cannot move it aside to %s: %s", path, aside,
                    strerror(errno));
   }
   return enpu_errorf(err, ENPU_ERR_ENV, "%s: %s.damaged-1 to -999 all exist; remove some", path, path);
