@@ -154,8 +154,10 @@ static int move_damaged(const char *path, char *aside, size_t cap, enpu_err *err
 /* The previous store's results. A store of this job is reused. A plan store that is
  * damaged, or of another format version, is recomputed (its content cannot be trusted;
  * the next checkpoint replaces it). A file that is no readable plan store at all
- * (truncated, zeroed, not a store) is moved aside to `<store>.damaged-<n>`, never
- * overwritten, and recomputed; the journal still gives back what it holds. */
+ * (truncated, zeroed, garbage) where a farm has run (its journal is beside it) is moved
+ * aside to `<store>.damaged-<n>`, never overwritten, and recomputed with what the
+ * journal holds; without a journal it is no store of a farm, and an input error, so
+ * that a mistyped --store never touches someone's file. */
 static int load_previous(farm_job *m, enpu_err *err) {
   int replaced = 0;
   ENPU_FORWARD(check_identity(m, &replaced, err));
@@ -169,6 +171,11 @@ static int load_previous(farm_job *m, enpu_err *err) {
     fprintf(m->o.log, "farm: warning: %s (format_version %u) cannot be reused, every result is recomputed: %s\n",
             m->store_path, version, err->msg);
   } else {
+    struct stat st; /* a farm leaves its journal beside the store; none: not a store of ours */
+    ENPU_RETURN_IF(lstat(m->journal_path, &st) != 0 || !S_ISREG(st.st_mode), err, ENPU_ERR_FORMAT,
+                   "%s, and no farm journal is beside it (%s), so no farm wrote it there: left as it is "
+                   "(a mistyped --store?); move it away to compile a store at this path",
+                   probe.msg, m->journal_path);
     char aside[CONFIG_PATH_LEN + 16];
     ENPU_FORWARD(move_damaged(m->store_path, aside, sizeof aside, err));
     fprintf(m->o.log,

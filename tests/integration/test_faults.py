@@ -16,8 +16,8 @@ its validation section), every run compared with an uninterrupted reference stor
     as on the reference (never a changed answer with exit 0); a query that exits 0 on a
     damaged store answers as the reference. A farm run on a damaged store recomputes and
     publishes the reference again, and so it does with a store of format_version 1 (which
-    readers refuse naming the version); a file that is no plan store is moved aside to
-    `<store>.damaged-1`, kept as it was, and the store compiled in its place.
+    readers refuse naming the version); a file that is no plan store is refused (exit 2)
+    and left as it is.
  4. Disk full (a tmpfs 1.5 times the store, when this process may mount one): exit 4 with
     "No space left on device", without a crash, the published store (if any) verifies,
     and after the tmpfs grows the same command resumes to the reference. A full disk
@@ -235,7 +235,7 @@ def byte_flips(f, rnd):
             and reused_of(r.stdout).get("store") == 0, r.stderr[-400:] + r.stdout[-300:])
     h.check("flips: ... and publishes the reference again", *f.same(f.ref, flip))
     # A store of format_version 1 (before checksums): readers name the version, the farm
-    # recomputes it; a file that is no plan store at all is moved aside, never overwritten.
+    # recomputes it; a file that is no plan store at all is refused and left alone.
     old = os.path.join(f.tmp, "format1.h5")
     shutil.copyfile(f.ref, old)
     with h5py.File(old, "r+") as fp:
@@ -251,9 +251,8 @@ def byte_flips(f, rnd):
     other = os.path.join(f.tmp, "not-a-store.h5")
     open(other, "w").write("someone's notes\n")
     r = f.farm(other)
-    h.check("not a plan store: the farm moves it aside intact and compiles the store there",
-            r.returncode == 0 and "not a plan store" in r.stderr and f"moved it aside to {other}.damaged-1" in r.stderr
-            and open(other + ".damaged-1").read() == "someone's notes\n" and f.same(f.ref, other)[0],
+    h.check("not a plan store: the farm refuses it (exit 2) and leaves it alone",
+            r.returncode == 2 and "not a plan store" in r.stderr and open(other).read() == "someone's notes\n",
             r.stderr[-300:])
 
 

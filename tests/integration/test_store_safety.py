@@ -14,8 +14,10 @@ rank 0 before it prints when another rank exits first), real files beside the st
     hard link planted at `.tmp` are replaced as names, their targets untouched.
  3. A hard link to the store: a farm through either name exits 2 naming the hard links,
     and the store is left as it was.
- 5. A damaged store (truncated to half, zeroed, garbage): the farm exits 0, says it moved
-    the file aside to `<store>.damaged-1` (kept byte for byte) and ends at the reference.
+ 5. A damaged store (truncated to half, zeroed, garbage) where a farm ran (its journal
+    beside it): the farm exits 0, says it moved the file aside to `<store>.damaged-1`
+    (kept byte for byte) and ends at the reference. A file no farm wrote (no journal) is
+    refused (exit 2) and left as it was.
  8. Determinism: the same job with a validation section farmed from two working
     directories, its path spelled relative and absolute and the store's path through a
     `..`, gives identical stores.
@@ -189,7 +191,8 @@ def damaged(s):
               "garbage": lambda b: bytes((i * 131 + 7) % 251 for i in range(size))}
     for what, make in damage.items():
         store = s.path(f"damaged-{what.split()[0]}.h5")
-        bad = make(bytes_of(ref))
+        r = s.farm(job, store)  # the store a resume finds damaged, its journal beside it
+        bad = make(bytes_of(store))
         open(store, "wb").write(bad)
         r = s.farm(job, store)
         h.check(f"{what}: the farm recomputes it (exit 0) and says it moved the file aside",
@@ -198,6 +201,13 @@ def damaged(s):
         h.check(f"{what}: the damaged file is kept byte for byte",
                 os.path.exists(store + ".damaged-1") and bytes_of(store + ".damaged-1") == bad)
         h.check(f"{what}: the store equals the reference", *s.same(ref, store))
+    # No journal beside it: no farm wrote the file there (a mistyped --store): refused.
+    other = s.path("someones-file.h5")
+    open(other, "wb").write(bytes(size))
+    r = s.farm(job, other, np_=1)
+    h.check("a file no farm wrote (no journal beside it): refused (exit 2), left as it was",
+            r.returncode == 2 and "no farm journal" in r.stderr and bytes_of(other) == bytes(size)
+            and not os.path.exists(other + ".damaged-1"), f"exit {r.returncode}: {r.stderr[-400:]}")
 
 
 # ---- 8. determinism across working directories and spellings --------------------------------
