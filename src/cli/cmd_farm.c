@@ -1,6 +1,7 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
- * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor F] [--replace]`:
+ * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor F]
+ * [--replace]`:
  * compile each job's whole grid into its HDF5 plan store with the farm module, all jobs
  * sharing the ranks. Every rank runs this command; only rank 0 prints. With several
  * jobs the exit status is the worst of theirs.

@@ -3,11 +3,13 @@
  *
  * Invariants: the HDF5 file is built in memory (HDF5's core driver, no backing file) and
  * reaches the disk only at commit, as one image written to `<path>.tmp` by this file's
- * own code (a file it creates: never through a link planted at that name), fsync'd and renamed over `path`; so
- * `path` is always either the previous complete store or the new complete one, a reader that has the old file open
- * keeps its (unlinked) inode, and a full disk is one failed write() with errno — HDF5 never sees a failing file
- * system (with a file on disk, a failed close left HDF5 in a state that crashed at exit). Every table gets the
- * checksum of the rows appended to it, the root the checksum of its attributes (store_hash.c). */
+ * own code (a file it creates, never through a link planted at that name), fsync'd and
+ * renamed over `path`; so `path` is always either the previous complete store or the
+ * new complete one, a reader that has the old file open keeps its (unlinked) inode, and
+ * a full disk is one failed write() with errno — HDF5 never sees a failing file system
+ * (with a file on disk, a failed close left HDF5 in a state that crashed at exit). Every
+ * table gets the checksum of the rows appended to it, the root the checksum of its
+ * attributes (store_hash.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -315,10 +317,10 @@ static int file_image(hid_t file, void **image, size_t *bytes, enpu_err *err) {
   return ENPU_OK;
 }
 
-/* A new file at `path`, created by this call: a stale one (a writer killed before its
- * rename) is removed first; a symbolic or hard link planted there is removed as a name,
- * never written through (O_EXCL | O_NOFOLLOW), so its target is never truncated and
- * the rename never publishes a link. The lock keeps other writers out of the name. */
+/* A new file at `path`, created by this call (O_EXCL | O_NOFOLLOW): a symbolic link
+ * there is refused; a stale file (a writer killed before its rename) or a hard link
+ * planted there is removed as a name first, so no target is ever truncated and the
+ * rename never publishes a link. The lock keeps other writers out of the name. */
 static int create_new(const char *path, enpu_err *err) {
   struct stat st;
   ENPU_RETURN_IF(lstat(path, &st) == 0 && S_ISLNK(st.st_mode), err, ENPU_ERR_INVALID,
