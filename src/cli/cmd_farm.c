@@ -1,6 +1,7 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
- * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor F]`:
+ * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor F]
+ * [--replace]`:
  * compile each job's whole grid into its HDF5 plan store with the farm module, all jobs
  * sharing the ranks. Every rank runs this command; only rank 0 prints. With several
  * jobs the exit status is the worst of theirs.
@@ -77,6 +78,8 @@ static const cli_opt opts[] = {
      .help = "a CSV line per task computed: job, kind (op, part, bucket),\n"
              "policy, wall and CPU seconds, evaluations, result bytes\n"
              "(plain, packed)"},
+    {.name = "replace", .type = CLI_FLAG, .at = offsetof(farm_args, o.replace),
+     .help = "reuse a store of another job (name, model, chip or cluster\nnames differ) for this one, discarding its plans"},
     {.name = "quiet", .type = CLI_FLAG, .at = offsetof(farm_args, o.quiet), .help = "no progress lines (warnings are still printed)"},
     {.name = "capacity-factor", .type = CLI_STRING, .at = offsetof(farm_args, o.capacity_factor), .meta = "F",
      .help = "the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"

@@ -55,6 +55,8 @@ typedef struct {
                                   beyond 50 workers so that messages take at most a
                                   quarter of rank 0 */
   int quiet;                   /* no progress lines (warnings are always printed) */
+  int replace;                 /* a store of another job (name, model, chip or cluster)
+                                  is replaced instead of refused */
   const char *task_log;        /* CSV of every task this run computes (job, kind,
                                   policy, wall and CPU seconds, evaluations, result
                                   bytes plain and packed), written by rank 0; NULL:

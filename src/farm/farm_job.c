@@ -9,10 +9,13 @@
  * count, arrival order or resume; an op's parts merge into the same op result whatever
  * order they arrive in (farm_merge_parts). */
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "farm_job_internal.h"
 
@@ -93,18 +96,109 @@ static void warn(farm_job *m, const char *fmt, ...) {
   s->nwarnings++;
 }
 
-/* The previous store's results. A damaged store, or one of another format version, is
- * recomputed (its content cannot be trusted; the next checkpoint replaces it); a file
- * that is no plan store at all is an input error, so that a mistyped --store never
- * overwrites someone's file. */
+/* A job's identity: what names the plans a store holds. Content (model sizes, chip
+ * tables, slacks, buckets, policies) is not part of it, so a changed model or grid of
+ * the same job is an incremental rerun; another job's name, or the same name on another
+ * model, chip or cluster, is another job. */
+typedef struct {
+  char job[CONFIG_NAME_LEN], model[CONFIG_NAME_LEN], chip[CONFIG_NAME_LEN], cluster[CONFIG_NAME_LEN];
+} job_identity;
+
+/* The "name" of a stored JSON document ("?" when absent or unreadable). */
+static void stored_name(const char *json, char out[CONFIG_NAME_LEN]) {
+  json_t *doc = json ? json_loads(json, 0, NULL) : NULL;
+  const char *name = json_string_value(json_object_get(doc, "name"));
+  snprintf(out, CONFIG_NAME_LEN, "%s", name ? name : "?");
+  json_decref(doc);
+}
+
+/* Stored names against the job's; a name the store lacks ("?") does not count. */
+static int same_identity(const job_identity *had, const job_identity *want) {
+  const char *h[] = {had->job, had->model, had->chip, had->cluster};
+  const char *w[] = {want->job, want->model, want->chip, want->cluster};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(h[i], "?") && strcmp(h[i], w[i])) return 0;
+  return 1;
+}
+
+/* Refuse a store compiled for another job, unless --replace: then its results are not
+ * loaded (*replaced set) and the next checkpoint writes the new job over it. */
+static int check_identity(farm_job *m, int *replaced, enpu_err *err) {
+  *replaced = 0;
+  store_contents *c = NULL;
+  if (store_load_provenance(m->store_path, &c, err) < 0) return 0; /* load_previous judges the damage */
+  job_identity had, want;
+  stored_name(c->job_json, had.job), stored_name(c->model_json, had.model);
+  stored_name(c->chip_json, had.chip), stored_name(c->cluster_json, had.cluster);
+  store_contents_free(c);
+  snprintf(want.job, sizeof want.job, "%s", m->job->name);
+  snprintf(want.model, sizeof want.model, "%s", m->job->model.name);
+  snprintf(want.chip, sizeof want.chip, "%s", m->job->chip.name);
+  snprintf(want.cluster, sizeof want.cluster, "%s", m->job->cluster.name);
+  if (same_identity(&had, &want)) return 0;
+  ENPU_RETURN_IF(!m->o.replace, err, ENPU_ERR_INVALID,
+                 "refusing to farm job \"%s\" (model %s, chip %s, cluster %s; %s) into %s: it holds the plans "
+                 "of job \"%s\" (model %s, chip %s, cluster %s). Give this job its own --store, or --replace "
+                 "to discard the other job's plans",
+                 want.job, want.model, want.chip, want.cluster, m->job_path, m->store_path, had.job, had.model,
+                 had.chip, had.cluster);
+  warn(m, "--replace: %s held job \"%s\" (model %s, chip %s, cluster %s); its plans are replaced by job \"%s\"'s",
+       m->store_path, had.job, had.model, had.chip, had.cluster, want.job);
+  *replaced = 1;
+  return 0;
+}
+
+/* Move a damaged store to the first free `<store>.damaged-<n>`, never replacing one: by
+ * link + unlink, or (a file system without hard links) by rename to a name that does not
+ * exist, which the store's lock keeps so. */
+static int move_damaged(const char *path, char *aside, size_t cap, enpu_err *err) {
+  for (int n = 1; n <= 999; n++) {
+    snprintf(aside, cap, "%s.damaged-%d", path, n);
+    int moved = link(path, aside) == 0 ? unlink(path) : -1;
+    if (moved != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)) {
+      struct stat st;
+      if (lstat(aside, &st) == 0) continue;
+      moved = errno == ENOENT ? rename(path, aside) : -1;
+    }
+    if (moved == 0) return 0;
+    ENPU_RETURN_IF(errno != EEXIST, err, enpu_errno_code(errno), "%s: cannot move it aside to %s: %s", path, aside,
+                   strerror(errno));
+  }
+  return enpu_errorf(err, ENPU_ERR_ENV, "%s: %s.damaged-1 to -999 all exist; remove some", path, path);
+}
+
+/* The previous store's results. A store of this job is reused. A plan store that is
+ * damaged, or of another format version, is recomputed (its content cannot be trusted;
+ * the next checkpoint replaces it). A file that is no readable plan store at all
+ * (truncated, zeroed, garbage) where a farm has run (its journal is beside it) is moved
+ * aside to `<store>.damaged-<n>`, never overwritten, and recomputed with what the
+ * journal holds; without a journal it is no store of a farm, and an input error, so
+ * that a mistyped --store never touches someone's file. */
 static int load_previous(farm_job *m, enpu_err *err) {
+  int replaced = 0;
+  ENPU_FORWARD(check_identity(m, &replaced, err));
+  if (replaced) return 0;
   int64_t nops = 0, nbuckets = 0;
   int rc = farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err);
   uint32_t version = 0;
   enpu_err probe = {0};
-  if (rc != ENPU_ERR_FORMAT || store_probe(m->store_path, &version, &probe) < 0) return rc;
-  warn(m, "%s (format_version %u) cannot be reused, every result is recomputed: %s", m->store_path, version,
-       err->msg);
+  if (rc != ENPU_ERR_FORMAT) return rc;
+  if (store_probe(m->store_path, &version, &probe) == 0) {
+    warn(m, "%s (format_version %u) cannot be reused, every result is recomputed: %s", m->store_path, version,
+         err->msg);
+  } else {
+    struct stat st; /* a farm leaves its journal beside the store; none: not a store of ours */
+    ENPU_RETURN_IF(lstat(m->journal_path, &st) != 0 || !S_ISREG(st.st_mode), err, ENPU_ERR_FORMAT,
+                   "%s, and no farm journal is beside it (%s), so no farm wrote it there: left as it is "
+                   "(a mistyped --store?); move it away to compile a store at this path",
+                   probe.msg, m->journal_path);
+    char aside[CONFIG_PATH_LEN + 16];
+    ENPU_FORWARD(move_damaged(m->store_path, aside, sizeof aside, err));
+    warn(m,
+         "%s, not a plan store to reuse: moved it aside to %s; every result the journal does not hold is "
+         "recomputed",
+         probe.msg, aside);
+  }
   farm_state_free(m->state);
   m->state = NULL;
   return farm_state_create(&m->state, err);

@@ -251,7 +251,7 @@ static int journal_scan(int fd, off_t size, const char *path, farm_journal_fn fn
 
 /* Open `path` read-only for replay. @return 0, 1 when it does not exist, or an error. */
 static int open_existing(const char *path, int *fd, off_t *size, enpu_err *err) {
-  *fd = open(path, O_RDONLY);
+  *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* store_lock refuses a link here */
   if (*fd < 0 && errno == ENOENT) return 1;
   ENPU_RETURN_IF(*fd < 0, err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
@@ -314,7 +314,7 @@ static int move_aside(farm_journal *j, enpu_err *err) {
   free(aside);
   ENPU_FORWARD(rc);
   close(j->fd);
-  j->fd = open(j->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  j->fd = open(j->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   ENPU_RETURN_IF(j->fd < 0, err, enpu_errno_code(errno), "%s: cannot create: %s", j->path, strerror(errno));
   return ENPU_OK;
 }
@@ -354,7 +354,7 @@ int farm_journal_open(const char *path, farm_journal **out, enpu_err *err) {
   int rc = j->path ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   if (rc == ENPU_OK) rc = farm_zframe_create(&j->z, err);
   if (rc == ENPU_OK) {
-    j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    j->fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (j->fd < 0) rc = enpu_errorf(err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
   }
   if (rc == ENPU_OK) rc = prepare_file(j, err);

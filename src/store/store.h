@@ -179,7 +179,7 @@ typedef struct {
   uint64_t seed;                    /* of the sample */
   uint32_t sample;                  /* buckets per policy asked for */
   double tolerance;                 /* relative, of the time and energy comparison */
-  char trace[STORE_MSG_LEN];        /* the trace file as given */
+  char trace[STORE_MSG_LEN];        /* the trace file, relative to the store's directory */
 } store_validation_replay_rec;
 
 /* Provenance, stored as root attributes. Hashes are enpu_hash64 of the inputs. */

@@ -6,7 +6,16 @@
  * Invariants:
  *  - The lock is taken on the resolved path (symbolic links followed, the directory made
  *    absolute), so `link.h5 -> real.h5` and `real.h5` are one store with one lock, and
- *    the writer publishes by renaming over the real file (a link stays a link).
+ *    the writer publishes by renaming over the real file (a link stays a link). The
+ *    store path's own links are the user's (followed on purpose); the files beside the
+ *    resolved store are the writer's: `.lock`, `.tmp` and `.journal` that are symbolic
+ *    links are refused (writing through one would truncate its target and, renamed
+ *    over the store, turn the store into a link to it), and so is a lock file with
+ *    other hard links (its holder line would overwrite their content).
+ *  - A store with more than one hard link is refused: the writer publishes by rename,
+ *    which gives the name it locked a new inode and leaves the other names on the old
+ *    one, so a writer through another name would hold another lock on the same data.
+ *    Refusing (rather than locking the inode) keeps one store = one name = one lock.
  *  - flock belongs to the open file description: the kernel drops it when the holder
  *    dies, however it dies; a second acquire in the same process on another descriptor
  *    conflicts, so a process passes its lock on (validate inside the farm) instead.
@@ -19,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +85,39 @@ int store_resolve_path(const char *path, char *out, size_t cap, enpu_err *err) {
   return ENPU_OK;
 }
 
+/* A file the writer owns beside the store must not be a symbolic link. */
+static int refuse_link(const char *path, const char *what, enpu_err *err) {
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return ENPU_OK;
+  char target[PATH_MAX] = "?";
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  target[n > 0 ? n : 1] = '\0';
+  return enpu_errorf(err, ENPU_ERR_INVALID,
+                     "refusing %s: it is a symbolic link (to %s), and a store's %s is never written through a "
+                     "link (its target would be overwritten); remove the link",
+                     path, target, what);
+}
+
+/* The lock file is a plain file of one name, and the store (if any) has one name. */
+static int check_files(const store_lock *l, enpu_err *err) {
+  struct stat st;
+  ENPU_RETURN_IF(fstat(l->fd, &st) != 0, err, enpu_errno_code(errno), "%s: %s", l->lock_path, strerror(errno));
+  ENPU_RETURN_IF(!S_ISREG(st.st_mode) || st.st_nlink != 1, err, ENPU_ERR_INVALID,
+                 "refusing %s: it is not a plain file of one name (%ju hard links); remove it", l->lock_path,
+                 (uintmax_t)st.st_nlink);
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s.tmp", l->store);
+  ENPU_FORWARD(refuse_link(path, "temporary file", err));
+  snprintf(path, sizeof path, "%s.journal", l->store);
+  ENPU_FORWARD(refuse_link(path, "journal", err));
+  ENPU_RETURN_IF(stat(l->store, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1, err, ENPU_ERR_INVALID,
+                 "refusing plan store %s: it has %ju hard links. A writer publishes by renaming a new file over "
+                 "this name, so the other names would keep the old store, and a writer through another name "
+                 "would not see this one's lock; remove the other links (or copy the file)",
+                 l->store, (uintmax_t)st.st_nlink);
+  return ENPU_OK;
+}
+
 /* Record who holds the lock (best effort: a reader of it only prints it). */
 static void write_holder(int fd, const char *command) {
   char host[256] = "?", since[32] = "?", line[1024];
@@ -108,8 +151,13 @@ int store_lock_acquire(const char *path, const char *command, double wait_s, FIL
   int rc = store_resolve_path(path, l->store, sizeof l->store, err);
   if (rc == ENPU_OK) {
     snprintf(l->lock_path, sizeof l->lock_path, "%s.lock", l->store);
-    l->fd = open(l->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (l->fd < 0) rc = enpu_errorf(err, enpu_errno_code(errno), "%s: %s", l->lock_path, strerror(errno));
+    rc = refuse_link(l->lock_path, "lock", err);
+  }
+  if (rc == ENPU_OK) { /* O_NOFOLLOW: a link planted after the check is refused too */
+    l->fd = open(l->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (l->fd < 0 && errno == ELOOP)
+      rc = enpu_errorf(err, ENPU_ERR_INVALID, "refusing %s: it is a symbolic link; remove it", l->lock_path);
+    else if (l->fd < 0) rc = enpu_errorf(err, enpu_errno_code(errno), "%s: %s", l->lock_path, strerror(errno));
   }
   const double start = enpu_now_s();
   for (int told = 0; rc == ENPU_OK && flock(l->fd, LOCK_EX | LOCK_NB) != 0;) {
@@ -124,6 +172,7 @@ int store_lock_acquire(const char *path, const char *command, double wait_s, FIL
       fprintf(log, "plan store %s is being written by %s: waiting up to %.0f s\n", l->store, holder, wait_s);
     if (rc == ENPU_OK) nanosleep(&(struct timespec){0, 100000000L}, NULL);
   }
+  if (rc == ENPU_OK) rc = check_files(l, err);
   if (rc < 0) {
     if (l->fd >= 0) close(l->fd);
     free(l);

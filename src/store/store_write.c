@@ -3,18 +3,20 @@
  *
  * Invariants: the HDF5 file is built in memory (HDF5's core driver, no backing file) and
  * reaches the disk only at commit, as one image written to `<path>.tmp` by this file's
- * own code, fsync'd and renamed over `path`; so `path` is always either the previous
- * complete store or the new complete one, a reader that has the old file open keeps its
- * (unlinked) inode, and a full disk is one failed write() with errno — HDF5 never sees
- * a failing file system (with a file on disk, a failed close left HDF5 in a state that
- * crashed at exit). Every table gets the checksum of the rows appended to it, the root
- * the checksum of its attributes (store_hash.c). */
+ * own code (a file it creates, never through a link planted at that name), fsync'd and
+ * renamed over `path`; so `path` is always either the previous complete store or the
+ * new complete one, a reader that has the old file open keeps its (unlinked) inode, and
+ * a full disk is one failed write() with errno — HDF5 never sees a failing file system
+ * (with a file on disk, a failed close left HDF5 in a state that crashed at exit). Every
+ * table gets the checksum of the rows appended to it, the root the checksum of its
+ * attributes (store_hash.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -315,11 +317,32 @@ static int file_image(hid_t file, void **image, size_t *bytes, enpu_err *err) {
   return ENPU_OK;
 }
 
+/* A new file at `path`, created by this call (O_EXCL | O_NOFOLLOW): a symbolic link
+ * there is refused; a stale file (a writer killed before its rename) or a hard link
+ * planted there is removed as a name first, so no target is ever truncated and the
+ * rename never publishes a link. The lock keeps other writers out of the name. */
+static int create_new(const char *path, enpu_err *err) {
+  struct stat st;
+  ENPU_RETURN_IF(lstat(path, &st) == 0 && S_ISLNK(st.st_mode), err, ENPU_ERR_INVALID,
+                 "store: refusing %s: it is a symbolic link, and the store's temporary file is never written "
+                 "through one; remove the link",
+                 path);
+  ENPU_RETURN_IF(unlink(path) != 0 && errno != ENOENT, err, enpu_errno_code(errno), "store: cannot remove %s: %s",
+                 path, strerror(errno));
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  ENPU_RETURN_IF(
+      fd < 0, err, errno == EEXIST || errno == ELOOP ? ENPU_ERR_INVALID : enpu_errno_code(errno),
+      "store: cannot create %s: %s%s", path, strerror(errno),
+      errno == EEXIST || errno == ELOOP ? " (something else created it while the store was locked)" : "");
+  return fd;
+}
+
 /* Write `bytes` of `data` to a new file at `path` and fsync it; errno decides whether a
- * failure is the environment's (no space, I/O error). */
-static int write_durably(const char *path, const void *data, size_t bytes, enpu_err *err) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  ENPU_RETURN_IF(fd < 0, err, enpu_errno_code(errno), "store: cannot create %s: %s", path, strerror(errno));
+ * failure is the environment's (no space, I/O error); *created once the file exists. */
+static int write_durably(const char *path, const void *data, size_t bytes, int *created, enpu_err *err) {
+  int fd = create_new(path, err);
+  if (fd < 0) return fd;
+  *created = 1; /* ours to remove if the rest fails */
   const unsigned char *p = data;
   int saved = 0;
   for (size_t left = bytes; left > 0 && !saved;) {
@@ -354,8 +377,7 @@ int store_writer_commit(store_writer *w, enpu_err *err) {
   if (rc == ENPU_OK) rc = file_image(w->file, &image, &bytes, err);
   H5Fclose(w->file); /* in memory: nothing can fail on disk */
   w->file = H5I_INVALID_HID;
-  w->tmp_on_disk = rc == ENPU_OK;
-  if (rc == ENPU_OK) rc = write_durably(w->tmp, image, bytes, err);
+  if (rc == ENPU_OK) rc = write_durably(w->tmp, image, bytes, &w->tmp_on_disk, err);
   free(image);
   ENPU_FORWARD(rc);
   ENPU_RETURN_IF(rename(w->tmp, w->path) != 0, err, enpu_errno_code(errno), "store: rename %s -> %s: %s", w->tmp,

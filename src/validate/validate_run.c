@@ -7,7 +7,9 @@
  * table but the validation ones and every content attribute is copied as read, so
  * `enpu store diff` against the previous store shows only the validation tables. A
  * failure before the commit leaves the store as it was. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +86,8 @@ static int check_sampled_plans(validate_ctx *v, const validate_args *a, const st
   return rc;
 }
 
-static void summarise_replay(const validate_args *a, const replay_summary *s, const replay_summary *base,
-                             store_validation_replay_rec *o) {
+static void summarise_replay(const validate_args *a, const char *trace, const replay_summary *s,
+                             const replay_summary *base, store_validation_replay_rec *o) {
   const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
   *o = (store_validation_replay_rec){.requests = s->requests,
                                      .served = s->served,
@@ -105,7 +107,26 @@ static void summarise_replay(const validate_args *a, const replay_summary *s, co
                                      .seed = a->seed,
                                      .sample = (uint32_t)a->sample,
                                      .tolerance = a->tolerance};
-  snprintf(o->trace, sizeof o->trace, "%s", a->trace_path);
+  snprintf(o->trace, sizeof o->trace, "%s", trace);
+}
+
+/* The trace as the store records it: relative to the (resolved) store's directory, so
+ * the same validation gives the same store whatever the working directory and however
+ * the paths were spelled; as given when it cannot be resolved. */
+static void trace_label(const validate_args *a, char *out, size_t cap) {
+  char trace[PATH_MAX], store[PATH_MAX];
+  snprintf(out, cap, "%s", a->trace_path);
+  if (!realpath(a->trace_path, trace) || store_resolve_path(a->store_path, store, sizeof store, NULL) < 0) return;
+  *strrchr(store, '/') = '\0'; /* resolved paths are absolute: the store's directory */
+  size_t common = 0;           /* where the directories the two paths share end (a '/' of trace) */
+  for (size_t i = 0;; i++) {
+    if ((store[i] == '\0' || store[i] == '/') && trace[i] == '/') common = i;
+    if (!store[i] || store[i] != trace[i]) break;
+  }
+  size_t n = 0;
+  for (const char *c = store + common; *c; c++) /* one ".." per directory left in the store's path */
+    if (*c == '/' && n + 4 < cap) n += (size_t)snprintf(out + n, cap - n, "../");
+  snprintf(out + n, cap - n, "%s", trace + common + 1);
 }
 
 static int run_trace_replays(const validate_args *a, const store_contents *c, policy_run *runs, enpu_err *err) {
@@ -134,8 +155,10 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
   const replay_summary *base = NULL;
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
     if (!strcmp(c->policies[i].name, "nodvfs")) base = replay_result_summary(runs[i].replay);
+  char trace_as_stored[STORE_MSG_LEN];
+  trace_label(a, trace_as_stored, sizeof trace_as_stored);
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
-    summarise_replay(a, replay_result_summary(runs[i].replay), base, &runs[i].summary);
+    summarise_replay(a, trace_as_stored, replay_result_summary(runs[i].replay), base, &runs[i].summary);
   planstore_close(ps);
   replay_trace_free(trace);
   return rc;

@@ -3,6 +3,7 @@ rank), killing a whole farm, reading its summary and its journal, variants of th
 job, and comparing stores. Used by test_farm.py, test_farm_jobs.py and test_faults.py."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -121,3 +122,11 @@ def demo_variant(h, tmp, name, **changes):
     path = os.path.join(tmp, f"{name}.json")
     json.dump(job, open(path, "w"), indent=2)
     return path
+
+
+def copy_jobs(h, tmp):
+    """The shipped jobs/ copied to tmp/jobs (for variants beside them), its traces a link."""
+    jobs, src = os.path.join(tmp, "jobs"), os.path.join(h.src, "jobs")
+    shutil.copytree(src, jobs, ignore=shutil.ignore_patterns("traces"))
+    os.symlink(os.path.join(src, "traces"), os.path.join(jobs, "traces"))
+    return jobs

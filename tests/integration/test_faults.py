@@ -54,7 +54,7 @@ import time
 import h5py
 
 from harness import Harness
-from farm_harness import journal_has_records, kill_farm, reused_of, summary, wait_for
+from farm_harness import copy_jobs, journal_has_records, kill_farm, reused_of, summary, wait_for
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -78,10 +78,7 @@ class Faults:
     def __init__(self, h, tmp, plugins):
         self.h, self.tmp = h, tmp
         self.env = dict(ENV, HDF5_PLUGIN_PATH=plugins)
-        self.jobs = os.path.join(tmp, "jobs")
-        src = os.path.join(h.src, "jobs")
-        shutil.copytree(src, self.jobs, ignore=shutil.ignore_patterns("traces"))
-        os.symlink(os.path.join(src, "traces"), os.path.join(self.jobs, "traces"))
+        self.jobs = copy_jobs(h, tmp)
         self.job = self.write_job("fault")
         self.ref = os.path.join(tmp, "ref.h5")
         self.long = self.write_job("fault-long", phases=LONG_PHASES, policies=LONG_POLICIES)

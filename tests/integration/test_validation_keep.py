@@ -73,9 +73,11 @@ def validate(jobs, job, store, out):
 
 
 def write_job(jobs, name, **changes):
+    """The demo job (no validation) changed, as jobs/<name>.json; it stays job "keep" (its
+    store refuses another job's name)."""
     job = json.load(open(os.path.join(jobs, "demo.json")))
     del job["validation"]
-    job.update(name=name, **changes)
+    job.update(name="keep", **changes)
     path = os.path.join(jobs, f"{name}.json")
     json.dump(job, open(path, "w"), indent=2)
     return path

@@ -3,8 +3,9 @@
  * through planstore.h, check padding, walk-prefix lookups and per-op states against an
  * independent replay done here, read it whole with store_load (every field equals what
  * was written) and compare stores with store_diff, check that zstd (filter 32015)
- * really compresses, that publication is atomic, and that truncated, bit-flipped and
- * crafted stores (indices and storage layouts) give clean errors from both readers.
+ * really compresses, that publication is atomic (never through a planted link), and
+ * that truncated, bit-flipped and crafted stores (indices and storage layouts) give
+ * clean errors from both readers.
  * With --write PATH it only writes the store (for the integration test).
  * Expected values are computed by this file's own bookkeeping from the
  * fixture, never copied from the reader's output. */
@@ -841,6 +842,65 @@ static void test_writer_rejects_bad_input(void **state) {
   assert_null(lock);
 }
 
+/* The text of a small file ("" when it cannot be read). */
+static void read_small(const char *path, char *out, size_t cap) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+  out[n] = '\0';
+  if (f) fclose(f);
+}
+
+/* Links beside the store are never written through: a symbolic link at .lock is refused
+ * when locking, one planted at .tmp after the lock was taken is refused at commit (the
+ * link and its target stay as they were, nothing is published), and a store with a
+ * second hard link is refused. */
+static void test_writer_refuses_links(void **state) {
+  ctx *c = *state;
+  char path[160], side[192], victim[192], other[192], text[64];
+  snprintf(path, sizeof path, "%s/links.h5", c->dir);
+  snprintf(victim, sizeof victim, "%s/victim.txt", c->dir);
+  FILE *f = fopen(victim, "w");
+  assert_non_null(f);
+  fputs("victim\n", f);
+  fclose(f);
+  store_lock *lock = NULL;
+  store_writer *w = NULL;
+  enpu_err err = {0};
+  snprintf(side, sizeof side, "%s.lock", path);
+  assert_int_equal(symlink(victim, side), 0);
+  assert_int_equal(store_lock_acquire(path, "test", 0, NULL, &lock, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "symbolic link"));
+  assert_null(lock);
+  assert_int_equal(unlink(side), 0);
+
+  assert_int_equal(store_fixture_writer(path, &test_prov, 3, &lock, &w, &err), 0);
+  snprintf(side, sizeof side, "%s.tmp", path);
+  assert_int_equal(symlink(victim, side), 0);
+  assert_int_equal(store_writer_commit(w, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "symbolic link"));
+  store_writer_free(w);
+  struct stat st;
+  assert_int_equal(lstat(side, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  read_small(victim, text, sizeof text);
+  assert_string_equal(text, "victim\n");
+  assert_int_equal(file_bytes(path), -1);
+  assert_int_equal(unlink(side), 0);
+  assert_int_equal(store_writer_create(lock, &test_prov, 3, &w, &err), 0);
+  assert_int_equal(store_writer_commit(w, &err), 0);
+  store_writer_free(w);
+  store_lock_release(lock);
+
+  snprintf(other, sizeof other, "%s/links-other-name.h5", c->dir);
+  assert_int_equal(link(path, other), 0);
+  assert_int_equal(store_lock_acquire(path, "test", 0, NULL, &lock, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "2 hard links"));
+  assert_null(lock);
+  assert_int_equal(unlink(other), 0);
+  assert_int_equal(store_lock_acquire(path, "test", 0, NULL, &lock, &err), 0);
+  store_lock_release(lock);
+}
+
 /* ---------------------------------------------------------------------------------
  * Corrupt and crafted stores */
 
@@ -1562,6 +1622,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compression_shrinks),
       cmocka_unit_test(test_atomic_publication),
       cmocka_unit_test(test_writer_rejects_bad_input),
+      cmocka_unit_test(test_writer_refuses_links),
       cmocka_unit_test(test_store_load_round_trip),
       cmocka_unit_test(test_store_diff),
       cmocka_unit_test(test_crafted_indices),
