@@ -148,7 +148,9 @@ def main():
     two = os.path.join(tmp, "two.h5")
     first = start(h, 1, two, tmp, job=slow)
     h.check("two farms: the first holds the lock", wait_for(lambda: journal_has_records(two), 120))
-    r = farm(h, 1, two, tmp, job=slow)
+    # The wait is a hang guard, not the 30 s default: on a loaded machine the first farm
+    # can hold the lock longer than that (exit 4 would be right, and no test of the wait).
+    r = farm(h, 1, two, tmp, job=slow, extra=("--lock-wait", "1500"))
     first.communicate()
     h.check("second farm waited for the first, naming it",
             re.search(r"is being written by pid %d on \S+ since \S+: enpu farm " % first.pid, r.stderr),
