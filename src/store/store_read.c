@@ -611,6 +611,33 @@ static int read_policies(hid_t file, int with_plan_states, const policy_filter *
   return rc;
 }
 
+static int list_policies(hid_t file, char (*names)[STORE_NAME_LEN], size_t cap, size_t *n, enpu_err *err) {
+  hid_t policies = H5Gopen2(file, STORE_POLICIES_GROUP, H5P_DEFAULT);
+  H5G_info_t info = {0};
+  int rc = ENPU_OK;
+  if (policies < 0 || H5Gget_info(policies, &info) < 0)
+    rc = enpu_errorf(err, ENPU_ERR_FORMAT, "no readable /%s group", STORE_POLICIES_GROUP);
+  else if (info.nlinks > cap)
+    rc = enpu_errorf(err, ENPU_ERR_RANGE, "%llu policies (room for %zu)", (unsigned long long)info.nlinks, cap);
+  for (hsize_t i = 0; rc == ENPU_OK && i < info.nlinks; i++, ++*n) rc = policy_name(policies, i, names[i], err);
+  if (policies >= 0) H5Gclose(policies);
+  return rc;
+}
+
+int store_policy_names(const char *path, char (*names)[STORE_NAME_LEN], size_t cap, size_t *n, enpu_err *err) {
+  *n = 0;
+  int rc = ENPU_OK;
+  H5E_BEGIN_TRY {
+    hid_t file = H5I_INVALID_HID;
+    rc = store_file_open(path, &file, err);
+    if (rc == ENPU_OK) rc = list_policies(file, names, cap, n, err);
+    if (file >= 0) H5Fclose(file);
+  }
+  H5E_END_TRY;
+  if (rc < 0) enpu_err_prefix(err, "plan store %s: ", path);
+  return rc;
+}
+
 int store_file_open(const char *path, hid_t *file, enpu_err *err) {
   *file = H5I_INVALID_HID;
   ENPU_FORWARD(store_zstd_register(err));
