@@ -47,6 +47,10 @@ extern const cli_spec *const cli_validate_specs[];
  * @return the exit status. */
 int cli_run(const cli_command *c, int argc, char **argv);
 
+/* `enpu --version` on out: version and git describe, store format, HDF5 and MPI.
+ * @return 0. */
+int cli_version(FILE *out);
+
 /* `enpu farm`'s farm_options.finish_job (cmd_farm_finish.c): the job's summary.md and
  * validation; `options` is the run's farm_options. */
 int cli_farm_finish_job(const farm_finished_job *f, void *options, enpu_err *err);

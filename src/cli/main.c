@@ -9,7 +9,8 @@ static void usage(FILE *out) {
   fprintf(out, "usage: enpu <command> [options]\n\ncommands:\n");
   for (int i = 0; i < cli_ncommands; i++)
     fprintf(out, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
-  fprintf(out, "\n`enpu <command> --help` shows a command's options.\n");
+  fprintf(out, "\n`enpu <command> --help` shows a command's options; `enpu --version` the version,\n"
+               "the plan store format and the HDF5 and MPI it was built with.\n");
 }
 
 int main(int argc, char **argv) {
@@ -17,6 +18,7 @@ int main(int argc, char **argv) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!strcmp(argv[1], "--version")) return cli_version(stdout);
   for (int i = 0; i < cli_ncommands; i++)
     if (!strcmp(argv[1], cli_commands[i].name)) return cli_run(&cli_commands[i], argc - 1, argv + 1);
   fprintf(stderr, "enpu: unknown command '%s'\n", argv[1]);

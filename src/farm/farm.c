@@ -649,3 +649,12 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   fprintf(out, "| master memory | %.1f MB peak resident |\n", s->master_rss_mb);
   fprintf(out, "| task batches | %lld%s |\n", (long long)s->batches, s->jobs > 1 ? ", the whole run's" : "");
 }
+
+void farm_mpi_version(char *out, size_t len) {
+#ifdef OMPI_MAJOR_VERSION
+  snprintf(out, len, "Open MPI %d.%d.%d, MPI %d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION,
+           MPI_VERSION, MPI_SUBVERSION);
+#else
+  snprintf(out, len, "MPI %d.%d", MPI_VERSION, MPI_SUBVERSION);
+#endif
+}
