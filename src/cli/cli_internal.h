@@ -47,6 +47,10 @@ extern const cli_spec *const cli_validate_specs[];
  * @return the exit status. */
 int cli_run(const cli_command *c, int argc, char **argv);
 
+/* The command table of the README: one row per command and sub-command, its synopsis from
+ * the option table it parses with and its summary (`enpu --help --markdown`). */
+void cli_commands_markdown(FILE *out);
+
 /* `enpu --version` on out: version and git describe, store format, HDF5 and MPI.
  * @return 0. */
 int cli_version(FILE *out);

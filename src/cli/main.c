@@ -14,6 +14,10 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--help") && !strcmp(argv[2], "--markdown")) {
+    cli_commands_markdown(stdout);
+    return 0;
+  }
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
