@@ -164,9 +164,36 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
   return rc;
 }
 
+/* What a replay depends on besides the plans, which the store's rows do not record: the
+ * cluster file's and the trace's contents, as the line validation.md carries
+ * ("- Replay inputs: cluster <hash>, trace <hash>"). */
+static int replay_inputs_line(const validate_args *a, char *out, size_t len, enpu_err *err) {
+  char *trace = NULL;
+  size_t n = 0;
+  ENPU_FORWARD(enpu_read_file(a->trace_path, &trace, &n, err));
+  snprintf(out, len, "- Replay inputs: cluster %016llx, trace %016llx\n", (unsigned long long)a->cluster->hash,
+           (unsigned long long)enpu_hash64(trace, n, 0));
+  free(trace);
+  return 0;
+}
+
+/* Does the report of the last validation (a->report_path) name these replay inputs? */
+static bool same_replay_inputs(const validate_args *a, const char *line) {
+  char *md = NULL;
+  size_t n = 0;
+  enpu_err ignored = {0};
+  if (!a->report_path || enpu_read_file(a->report_path, &md, &n, &ignored) < 0) return false;
+  const bool same = strstr(md, line) != NULL;
+  free(md);
+  return same;
+}
+
 /* reuse_kept: every policy's stored replay row into runs[i].summary when each has one
- * from a validation with a's trace, sample, seed and tolerance. @return whether it did. */
-static bool reuse_replays(const validate_args *a, const store_contents *c, policy_run *runs) {
+ * from a validation with a's trace, sample, seed and tolerance, and its report names the
+ * same replay inputs (a cluster or trace edited under the same path changes no plan, so
+ * the store kept the rows). @return whether it did. */
+static bool reuse_replays(const validate_args *a, const store_contents *c, const char *inputs, policy_run *runs) {
+  if (!same_replay_inputs(a, inputs)) return false;
   for (size_t i = 0; i < c->npolicies; i++) {
     size_t n = 0;
     const store_validation_replay_rec *s = store_policy_table(&c->policies[i], STORE_T_VALIDATION_REPLAY, &n);
@@ -240,7 +267,7 @@ static int make_parent_dirs(const char *path, enpu_err *err) {
 }
 
 static void write_markdown(FILE *f, const validate_args *a, const store_contents *c, const policy_run *runs,
-                           const validate_outcome *out) {
+                           const validate_outcome *out, const char *inputs) {
   fprintf(f, "# Validation of `%s` (job %s)\n\n", a->store_path, a->job->name);
   fprintf(f, "- Job: %s\n- Trace: `%s`; cluster: %s (%d prefill + %d decode nodes)\n",
           a->job_source ? a->job_source : a->job->path, a->trace_path, a->cluster->name,
@@ -256,13 +283,14 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
           a->tolerance);
   fprintf(f,
           "- Result: **%s** — %zu plans in %zu buckets of %zu policies: %zu passed, "
-          "%zu failed\n\n",
+          "%zu failed\n",
           out->failed ? "FAIL" : "PASS", out->plans, out->buckets, out->policies, out->passed, out->failed);
   if (out->reused_buckets || out->reused_replay)
     fprintf(f,
             "- Reused from the store (a farm rerun kept them: their plans did not change): the rows of %zu of "
-            "the %zu buckets%s\n\n",
+            "the %zu buckets%s\n",
             out->reused_buckets, out->buckets, out->reused_replay ? " and the replay" : "");
+  fprintf(f, "%s\n", inputs);
   fprintf(f, "## Sample per stratum\n\n| policy | stratum | buckets | sampled |\n|---|---|---:|---:|\n");
   for (size_t i = 0; i < c->npolicies; i++)
     for (uint32_t s = 0; s < VALIDATE_NSTRATA; s++) {
@@ -302,11 +330,11 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
 }
 
 static int write_validation_md(const validate_args *a, const store_contents *c, const policy_run *runs,
-                               const validate_outcome *out, enpu_err *err) {
+                               const validate_outcome *out, const char *inputs, enpu_err *err) {
   ENPU_FORWARD(make_parent_dirs(a->report_path, err));
   FILE *f = fopen(a->report_path, "w");
   ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: %s", a->report_path, strerror(errno));
-  write_markdown(f, a, c, runs, out);
+  write_markdown(f, a, c, runs, out, inputs);
   const int bad = ferror(f);
   ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "%s: write failed", a->report_path);
   return 0;
@@ -329,12 +357,14 @@ static int run_locked(const validate_args *a, const store_lock *lock, validate_o
               runs[i].nrows - runs[i].reused, runs[i].reused);
   }
   out->resim_s = enpu_now_s() - t0;
-  if (rc == 0) out->reused_replay = a->reuse_kept && reuse_replays(a, c, runs);
+  char inputs[128] = "";
+  if (rc == 0) rc = replay_inputs_line(a, inputs, sizeof inputs, err);
+  if (rc == 0) out->reused_replay = a->reuse_kept && reuse_replays(a, c, inputs, runs);
   if (rc == 0 && !out->reused_replay) rc = run_trace_replays(a, c, runs, err);
   out->replay_s = enpu_now_s() - t0 - out->resim_s;
   if (rc == 0) out->unchanged = out->reused_replay && out->reused_buckets == out->buckets && same_tables(c, runs);
   if (rc == 0 && !out->unchanged) rc = rewrite_store(lock, c, runs, err);
-  if (rc == 0 && a->report_path) rc = write_validation_md(a, c, runs, out, err);
+  if (rc == 0 && a->report_path) rc = write_validation_md(a, c, runs, out, inputs, err);
   out->total_s = enpu_now_s() - t0;
   validate_ctx_free(v);
   runs_free(runs, c->npolicies);

@@ -22,8 +22,9 @@ Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
    counts equal to h5py's counts of the bucket statuses.
 5. A farm of a job with a validation section, run again unchanged: the validation takes
    every bucket's rows and the replay from the store and leaves the tables byte for byte
-   as they were; after --add-buckets it re-simulates only the new buckets' rows among
-   the sample and replays again; `enpu validate` itself recomputes everything.
+   as they were; after the cluster file is edited (no plan changes) it replays again;
+   after --add-buckets it re-simulates only the new buckets' rows among the sample and
+   replays again; `enpu validate` itself recomputes everything.
 6. `make run` (dry run) ends with the one-line note naming T_peak and the paper-mode
    figure, which exists.
 """
@@ -205,7 +206,9 @@ def taken(err):
 
 def rerun_validation(tmp):
     phases = {"prefill": {"batch": [1, 4], "seq": [1024, 4096]}, "decode": {"batch": [8, 32], "seq": [2048, 8192]}}
-    path, store = job(tmp, "val", ["nodvfs", "enpu-all"], phases, validation=True)
+    cluster = os.path.join(tmp, "cluster.json")  # a copy next to the job, edited below
+    shutil.copyfile(f"{SRC}/clusters/llama3-70b.json", cluster)
+    path, store = job(tmp, "val", ["nodvfs", "enpu-all"], phases, validation=True, cluster=cluster)
     r = farm(path, np_=2)
     t = taken(r.stderr)
     h.check("a job with validation: the first run computes it all", r.returncode == 0 and t and t[0] == 0
@@ -220,6 +223,15 @@ def rerun_validation(tmp):
     h.check("  ... the validation tables byte for byte as they were", raw_validation(store) == before)
     md = open(os.path.join(tmp, "val", "validation.md")).read()
     h.check("  ... validation.md says what was reused", "Reused from the store" in md)
+    with open(cluster) as f:  # DCN energy: the replay's, no plan's (the store keeps the replay rows)
+        doc = json.load(f)
+    doc["dcn"]["energy_pj_per_byte"] *= 2
+    with open(cluster, "w") as f:
+        json.dump(doc, f)
+    r = farm(path, np_=2)
+    t = taken(r.stderr)
+    h.check("a cluster edited under the same path: the rows are taken, the replay runs again",
+            r.returncode == 0 and t and t[0] == t[1] and not t[2] and not t[3], f"{t} {r.stderr[-400:]}")
     r = farm(path, "--add-buckets", "phase=decode,batch=16,seq=4096", "--add-buckets",
              "phase=prefill,batch=2,seq=2048", np_=2)
     t = taken(r.stderr)
@@ -229,7 +241,7 @@ def rerun_validation(tmp):
     h.check("  ... and only the other sampled buckets re-simulated (2 slacks each)",
             t and sum(resim) == 2 * (t[1] - t[0]), f"{resim} {t}")
     r = h.run("validate", store, "--trace", f"{SRC}/traces/AzureLLMInferenceTrace_conv.csv", "--cluster",
-              f"{SRC}/clusters/llama3-70b.json", "--sample", "4", "--job", path, "--out", os.path.join(tmp, "v"))
+              cluster, "--sample", "4", "--job", path, "--out", os.path.join(tmp, "v"))
     h.check("enpu validate recomputes every row", r.returncode == 0 and
             re.findall(r"(\d+) taken from the store", r.stderr) == ["0"] * len(before), r.stderr[-400:])
 
