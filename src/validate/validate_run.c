@@ -167,7 +167,7 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
 /* What a replay depends on besides the plans, which the store's rows do not record: the
  * cluster file's and the trace's contents, as the line validation.md carries
  * ("- Replay inputs: cluster <hash>, trace <hash>"). */
-static int replay_inputs_line(const validate_args *a, char *out, size_t len, enpu_err *err) {
+static int inputs_line_of(const validate_args *a, char *out, size_t len, enpu_err *err) {
   char *trace = NULL;
   size_t n = 0;
   ENPU_FORWARD(enpu_read_file(a->trace_path, &trace, &n, err));
@@ -358,7 +358,7 @@ static int run_locked(const validate_args *a, const store_lock *lock, validate_o
   }
   out->resim_s = enpu_now_s() - t0;
   char inputs[128] = "";
-  if (rc == 0) rc = replay_inputs_line(a, inputs, sizeof inputs, err);
+  if (rc == 0) rc = inputs_line_of(a, inputs, sizeof inputs, err);
   if (rc == 0) out->reused_replay = a->reuse_kept && reuse_replays(a, c, inputs, runs);
   if (rc == 0 && !out->reused_replay) rc = run_trace_replays(a, c, runs, err);
   out->replay_s = enpu_now_s() - t0 - out->resim_s;
