@@ -9,8 +9,9 @@ static void usage(FILE *out) {
   fprintf(out, "usage: enpu <command> [options]\n\ncommands:\n");
   for (int i = 0; i < cli_ncommands; i++)
     fprintf(out, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
-  fprintf(out, "\n`enpu <command> --help` shows a command's options; `enpu --version` the version,\n"
-               "the plan store format and the HDF5 and MPI it was built with.\n");
+  fprintf(out, "\n`enpu <command> --help` shows a command's options; `enpu --help --markdown` the\n"
+               "README's command table; `enpu --version` the version, the plan store format and the\n"
+               "HDF5 and MPI it was built with.\n");
 }
 
 int main(int argc, char **argv) {
