@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run reference paper paper-quick test clean
+.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm commands-table reference paper paper-quick test clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -88,6 +88,21 @@ run: build
 	$(BUILD)/enpu buckets jobs/demo.json
 	$(MPI_ENV) mpirun -np $(JOBS) --use-hwthread-cpus $(BUILD)/enpu farm jobs/demo.json
 	$(BUILD)/enpu query results/demo/plans.h5 --phase decode --batch 8 --seq 2048 --slack 0.05 --policy enpu-all
+	@echo "note: at 0 % slack the strict budget is T_peak, so eNPU keeps its components at peak behind its DVFS regulator (Table 6), which loses more than NoDVFS's fixed one: why eNPU spends a few % more than NoDVFS there (paper mode: results/figure11.md)"
+
+# `make farm JOB=jobs/x.json [NP=N] [ARGS='--progress-s 30']`: the farm of one job over N
+# ranks (default: every local core) as the README shows it, on any machine: as root with
+# Open MPI's two confirmation variables, and with --oversubscribe so that N may exceed the
+# cores (ranks then share them; the store does not depend on N).
+NP ?= $(JOBS)
+farm: build
+	@test -n "$(JOB)" || { echo "usage: make farm JOB=jobs/<job>.json [NP=N] [ARGS='...']" >&2; exit 2; }
+	$(MPI_ENV) mpirun -np $(NP) --oversubscribe $(BUILD)/enpu farm $(JOB) $(ARGS)
+
+# The README's command table from the option tables the commands parse with
+# (tools/commands_table.py; integration_commands_table fails while it is stale).
+commands-table: build
+	@tools/commands_table.py --enpu $(BUILD)/enpu
 
 # The committed reference results of the full Llama3-70B job (results/llama3-70b/): the
 # farm over 3 ranks, replays of the one-hour trace (1x, 5x, 8x, 16x) and of a 24-hour

@@ -239,20 +239,21 @@ static void meta_text(const cli_opt *o, char *out, size_t len) {
       at += (size_t)snprintf(out + at, len - at, "%s%s", k ? "|" : "", o->choices[k]);
 }
 
-/* One synopsis item, wrapped at HELP_WIDTH under the first; @return the column after it. */
-static int synopsis_item(FILE *out, const char *item, int col, int indent) {
-  if (col + 1 + (int)strlen(item) > HELP_WIDTH && col > indent) col = fprintf(out, "\n%*s", indent, "") - 1;
+/* One synopsis item, wrapped at width under the first; @return the column after it. */
+static int synopsis_item(FILE *out, const char *item, int col, int indent, int width) {
+  if (col + 1 + (int)strlen(item) > width && col > indent) col = fprintf(out, "\n%*s", indent, "") - 1;
   return col + fprintf(out, " %s", item);
 }
 
-/* "usage: enpu <command> POSITIONAL --required R [--optional O]...", required first. */
-static void synopsis(const cli_spec *s, FILE *out) {
+/* "<lead> <command> POSITIONAL --required R [--optional O]...", required first, wrapped at
+ * width. */
+static void synopsis_wrapped(const cli_spec *s, FILE *out, const char *lead, int width) {
   char item[160], meta[96];
-  const int indent = fprintf(out, "usage: enpu %s", s->command);
+  const int indent = fprintf(out, "%s %s", lead, s->command);
   int col = indent;
   if (s->pos.meta) {
     snprintf(item, sizeof item, s->pos.min > 0 ? "%s" : "[%s]", s->pos.meta);
-    col = synopsis_item(out, item, col, indent);
+    col = synopsis_item(out, item, col, indent, width);
   }
   for (int required = 1; required >= 0; required--)
     for (int k = 0; k < s->nopts; k++) {
@@ -260,9 +261,49 @@ static void synopsis(const cli_spec *s, FILE *out) {
       if (!(o->flags & CLI_REQUIRED) != !required) continue;
       meta_text(o, meta, sizeof meta);
       snprintf(item, sizeof item, required ? "--%s%s%s" : "[--%s%s%s]", o->name, meta[0] ? " " : "", meta);
-      col = synopsis_item(out, item, col, indent);
+      col = synopsis_item(out, item, col, indent, width);
     }
   fputc('\n', out);
+}
+
+static void synopsis(const cli_spec *s, FILE *out) { synopsis_wrapped(s, out, "usage: enpu", HELP_WIDTH); }
+
+/* One row of the command table: the synopsis on one line, '|' escaped, and the summary. */
+static void markdown_row(const cli_spec *s, const char *summary, FILE *out) {
+  char *line = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&line, &len);
+  if (!mem) return;
+  synopsis_wrapped(s, mem, "enpu", INT32_MAX);
+  fclose(mem);
+  fputs("| `", out);
+  for (size_t i = 0; i < len && line[i] != '\n'; i++) fprintf(out, line[i] == '|' ? "\\|" : "%c", line[i]);
+  fprintf(out, "` | %s |\n", summary);
+  free(line);
+}
+
+/* The first sentence of s's commands.md section on one line into out[len]; "" if none. */
+static void first_sentence(const cli_spec *s, char *out, size_t len) {
+  const char *about = NULL, *exit = NULL;
+  int about_len = 0, exit_len = 0, n = 0;
+  if (cli_help_section(s, &about, &about_len, &exit, &exit_len) < 0) about_len = 0;
+  for (; n < about_len && n + 1 < (int)len; n++) {
+    const bool end = n + 1 == about_len || about[n + 1] == ' ' || about[n + 1] == '\n';
+    if (about[n] == '.' && end) break;
+    out[n] = about[n] == '\n' ? ' ' : about[n];
+  }
+  out[n] = '\0';
+}
+
+void cli_commands_markdown(FILE *out) {
+  fprintf(out, "| command | what it does |\n|---|---|\n");
+  char sentence[512];
+  for (int i = 0; i < cli_ncommands; i++)
+    for (int k = 0; cli_commands[i].specs[k]; k++) {
+      const cli_spec *s = cli_commands[i].specs[k];
+      first_sentence(s, sentence, sizeof sentence);
+      markdown_row(s, sentence[0] ? sentence : cli_commands[i].summary, out);
+    }
 }
 
 /* "required; in [1, 65536]; default 5" for o, its default read from the initialised

@@ -49,6 +49,14 @@ extern const cli_spec *const cli_trace_specs[];
  * @return the exit status. */
 int cli_run(const cli_command *c, int argc, char **argv);
 
+/* The command table of the README: one row per command and sub-command, its synopsis from
+ * the option table it parses with and its summary (`enpu --help --markdown`). */
+void cli_commands_markdown(FILE *out);
+
+/* `enpu --version` on out: version and git describe, store format, HDF5 and MPI.
+ * @return 0. */
+int cli_version(FILE *out);
+
 /* `enpu farm`'s farm_options.finish_job (cmd_farm_finish.c): the job's summary.md and
  * validation; `options` is the run's farm_options. */
 int cli_farm_finish_job(const farm_finished_job *f, void *options, enpu_err *err);

@@ -51,6 +51,7 @@ static int run_validation(const farm_options *o, const farm_finished_job *f, enp
   a.store_path = f->store_path, a.lock = f->lock, a.trace_path = val->trace_path, a.job = f->job;
   a.job_source = f->job_path, a.cluster = &f->job->cluster, a.report_path = report;
   a.sample = val->sample, a.seed = val->seed, a.log = o->quiet ? NULL : log;
+  a.reuse_kept = true; /* rows this run kept describe unchanged plans: no need to redo them */
   validate_outcome out;
   int rc = validate_run(&a, &out, err);
   if (rc < 0) {
@@ -58,8 +59,12 @@ static int run_validation(const farm_options *o, const farm_finished_job *f, enp
     return rc;
   }
   if (!o->quiet)
-    fprintf(log, "farm: validation: %zu of %zu sampled plans passed (%.2f s), %s\n", out.passed, out.plans,
-            out.total_s, report);
+    fprintf(
+        log,
+        "farm: validation: %zu of %zu sampled plans passed (%.2f s; taken from the store: %zu of %zu buckets%s%s), "
+        "%s\n",
+        out.passed, out.plans, out.total_s, out.reused_buckets, out.buckets,
+        out.reused_replay ? ", the replay" : "", out.unchanged ? "; store unchanged" : "", report);
   ENPU_RETURN_IF(out.failed, err, ENPU_ERR_INTERNAL,
                  "validation: %zu of %zu sampled plans failed (see %s); first: %s", out.failed, out.plans, report,
                  out.first_failure);

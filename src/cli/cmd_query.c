@@ -7,9 +7,13 @@
  * op's vf.set words (all six units, FE = max(SA, VU, SRAM), encoded by the search module). JSON field names are a
  * contract for scripts; u64 signatures are hex strings (JSON integers are signed).
  *
- * Exit status: 0 ok; 1 the store cannot be read, or no plan (no covering bucket, a
- * failed, infeasible or not yet compiled bucket, a target below the fastest plan),
- * message on stderr; 2 usage error; 4 the system failed reading the store (I/O error). */
+ * Without --policy the store's eNPU policy answers (default_policy below gives the order)
+ * and the output says which policy that was and that it was the default.
+ *
+ * Exit status: 0 ok (a target below the fastest plan: the fastest plan, with a warning on
+ * stderr and in the JSON); 1 the store cannot be read, or no plan (no covering bucket, a
+ * failed, infeasible or not yet compiled bucket), message on stderr; 2 usage error; 4 the
+ * system failed reading the store (I/O error). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,6 +22,7 @@
 #include "cli_internal.h"
 #include "planstore.h"
 #include "search.h"
+#include "store.h"
 
 static int run(void *args);
 
@@ -36,7 +41,8 @@ static const cli_opt opts[] = {
     {.name = "slack", .type = CLI_DOUBLE, .at = offsetof(query_args, slack), .meta = "X",
      .range = CLI_CONFIG_RANGE("job", "$.slacks[]"), .help = "the target as a slack (a fraction: 0.05 = 5 %)"},
     {.name = "policy", .type = CLI_STRING, .at = offsetof(query_args, policy), .meta = "NAME",
-     .help = "a policy of the store (default: the first by name)"},
+     .help = "a policy of the store (default: enpu-all, else enpu-c, else the first\n"
+             "enpu* policy, else the first but nodvfs and uniform, by name)"},
     CLI_JSON_OPT(query_args, "the plan"),
     {.name = "vfset", .type = CLI_FLAG, .at = offsetof(query_args, vfset),
      .help = "add the vf.set words of every op's lead and trail states"},
@@ -62,6 +68,33 @@ static const cli_spec spec = {.command = "query", .run = run, .init = init, .che
                               CLI_STORE_ARG(query_args, path), CLI_OPTS(opts, query_args)};
 /* clang-format on */
 const cli_spec *const cli_query_specs[] = {&spec, NULL};
+
+/* The policy a query without --policy answers with: the design the store was farmed to
+ * evaluate, the eNPU, rather than whichever name sorts first (dvfs-c-walk, a baseline).
+ * In order: enpu-all (the paper's eNPU); enpu-c (eNPU without I/O-link scaling); the
+ * first policy by name starting with "enpu" (a design-space variant); the first that is
+ * not a reference (nodvfs, uniform); the first. */
+static int default_policy(const char *path, char *out, enpu_err *err) {
+  enum { MAX_POLICIES = 256 };
+  char(*names)[STORE_NAME_LEN] = calloc(MAX_POLICIES, STORE_NAME_LEN);
+  ENPU_RETURN_IF(!names, err, ENPU_ERR_NOMEM, "out of memory");
+  size_t n = 0;
+  const int rc = store_policy_names(path, names, MAX_POLICIES, &n, err);
+  long pick = -1;
+  for (int rule = 0; rc == ENPU_OK && rule < 5 && pick < 0; rule++)
+    for (size_t i = 0; i < n && pick < 0; i++) {
+      const char *nm = names[i];
+      const bool reference = !strcmp(nm, "nodvfs") || !strcmp(nm, "uniform");
+      const bool hit[5] = {!strcmp(nm, "enpu-all"), !strcmp(nm, "enpu-c"), !strncmp(nm, "enpu", 4), !reference,
+                           true};
+      if (hit[rule]) pick = (long)i;
+    }
+  if (pick >= 0) snprintf(out, STORE_NAME_LEN, "%s", names[pick]);
+  free(names);
+  ENPU_FORWARD(rc);
+  ENPU_RETURN_IF(pick < 0, err, ENPU_ERR_NOT_FOUND, "plan store %s holds no policy", path);
+  return ENPU_OK;
+}
 
 /* The vf.set word of one op state set: a one-instance stream sets every unit once. */
 static int vfset_word(const uint8_t states[PLANSTORE_NSTATE], uint64_t *word, enpu_err *err) {
@@ -102,7 +135,15 @@ static json_t *op_json(const planstore_op_states *s, int vfset, enpu_err *err) {
   return o;
 }
 
-static int print_json(const query_args *a, const char *policy, const planstore_plan *pl,
+/* Who answered and how: the policy's name, whether it was the default, and the warning
+ * of a target below the fastest plan (NULL when none). */
+typedef struct {
+  const char *policy;
+  int by_default;
+  const char *warning;
+} query_answer;
+
+static int print_json(const query_args *a, const query_answer *ans, const planstore_plan *pl,
                       const planstore_op_states *st, size_t n, enpu_err *err) {
   json_t *ops = json_array();
   for (size_t i = 0; ops && i < n; i++)
@@ -110,7 +151,7 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
   json_t *doc = json_pack(
       "{s:s, s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o, "
       "s:f, s:f, s:f, s:o, s:s}",
-      "store", a->path, "policy", policy, "phase", cli_phase_names[a->b.phase], "budget",
+      "store", a->path, "policy", ans->policy, "phase", cli_phase_names[a->b.phase], "budget",
       pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->b.batch, "seq",
       a->b.seq, "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns",
       pl->target_ns, "slack", isnan(a->slack) ? json_null() : json_real(a->slack), "walk_prefix",
@@ -120,8 +161,10 @@ static int print_json(const query_args *a, const char *policy, const planstore_p
       isnan(pl->overhead_pct) ? json_null() : json_real(pl->overhead_pct), "t_nodvfs_ns", pl->t_nodvfs_ns,
       "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops, "capacity_note",
       pl->note ? pl->note : "");
-  if (doc && json_object_set_new(doc, "plan_energy_nj",
-                                 isnan(pl->plan_energy_nj) ? json_null() : json_real(pl->plan_energy_nj)) < 0)
+  if (doc && (json_object_set_new(doc, "plan_energy_nj",
+                                  isnan(pl->plan_energy_nj) ? json_null() : json_real(pl->plan_energy_nj)) < 0 ||
+              json_object_set_new(doc, "policy_from", json_string(ans->by_default ? "default" : "--policy")) < 0 ||
+              json_object_set_new(doc, "warning", ans->warning ? json_string(ans->warning) : json_null()) < 0))
     json_decref(doc), doc = NULL;
   if (!doc) return cli_fail("query", err->code ? err->msg : "cannot build JSON output");
   int rc = cli_print_json(doc);
@@ -133,11 +176,13 @@ static void print_states(const uint8_t s[PLANSTORE_NSTATE]) {
   printf("%2u %2u %2u %2u %2u", s[0], s[1], s[2], s[3], s[4]);
 }
 
-static int print_human(const query_args *a, const char *policy, const planstore_plan *pl,
+static int print_human(const query_args *a, const query_answer *ans, const planstore_plan *pl,
                        const planstore_op_states *st, size_t n, enpu_err *err) {
   const int paper = pl->budget_mode == PLANSTORE_BUDGET_PAPER;
-  printf("policy %s, %s bucket batch %d seq %d (request batch %d seq %d), budget mode %s\n", policy,
+  printf("policy %s%s, %s bucket batch %d seq %d (request batch %d seq %d), budget mode %s\n", ans->policy,
+         ans->by_default ? " (the store's eNPU policy, the default; --policy picks another)" : "",
          cli_phase_names[a->b.phase], pl->batch, pl->seq, a->b.batch, a->b.seq, paper ? "paper" : "strict");
+  if (ans->warning) printf("warning: %s\n", ans->warning);
   printf("target %.6f ms", pl->target_ns / 1e6);
   if (!isnan(a->slack)) printf(" (slack %g%%)", 100 * a->slack);
   printf(": walk prefix %" PRIu64 " of %" PRIu64 " steps\n", pl->walk_prefix, pl->walk_steps);
@@ -177,17 +222,25 @@ static int run(void *args) {
   planstore *ps = NULL;
   planstore_op_states *states = NULL;
   int status = 0;
-  if (planstore_open_policy(a->path, a->policy, &ps, &err) < 0) {
+  char chosen[STORE_NAME_LEN] = "";
+  query_answer ans = {.policy = a->policy, .by_default = !a->policy};
+  if ((!a->policy && default_policy(a->path, chosen, &err) < 0) ||
+      planstore_open_policy(a->path, a->policy ? a->policy : chosen, &ps, &err) < 0) {
     cli_fail("query", err.msg);
     status = cli_store_status(a->path, err.code);
     goto done;
   }
-  planstore_plan plan;
+  if (!a->policy) ans.policy = chosen;
+  planstore_plan plan = {.target_ns = NAN};
   const cli_bucket *b = &a->b;
   const int rc = !isnan(a->slack)
-                     ? planstore_lookup_slack(ps, a->policy, phase, b->batch, b->seq, a->slack, &plan, &err)
-                     : planstore_lookup(ps, a->policy, phase, b->batch, b->seq, a->target_ms * 1e6, &plan, &err);
-  if (rc < 0) {
+                     ? planstore_lookup_slack(ps, ans.policy, phase, b->batch, b->seq, a->slack, &plan, &err)
+                     : planstore_lookup(ps, ans.policy, phase, b->batch, b->seq, a->target_ms * 1e6, &plan, &err);
+  /* Below the fastest plan the reader still fills the plan (the fastest): a caller asking
+   * for a time gets the best the store has, told it is late. */
+  const bool late = rc == ENPU_ERR_INFEASIBLE && !isnan(plan.target_ns);
+  if (late) fprintf(stderr, "enpu query: warning: %s\n", err.msg), ans.warning = err.msg;
+  if (rc < 0 && !late) {
     status = cli_fail("query", err.msg);
     goto done;
   }
@@ -197,8 +250,7 @@ static int run(void *args) {
     status = cli_fail("query", states ? err.msg : "out of memory");
     goto done;
   }
-  const char *policy = planstore_policy_name(ps, plan.policy);
-  status = a->json ? print_json(a, policy, &plan, states, n, &err) : print_human(a, policy, &plan, states, n, &err);
+  status = a->json ? print_json(a, &ans, &plan, states, n, &err) : print_human(a, &ans, &plan, states, n, &err);
 done:
   free(states);
   planstore_close(ps);

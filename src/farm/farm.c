@@ -663,3 +663,12 @@ int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {
   for (int i = 0; mine && i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
   return rc;
 }
+
+void farm_mpi_version(char *out, size_t len) {
+#ifdef OMPI_MAJOR_VERSION
+  snprintf(out, len, "Open MPI %d.%d.%d, MPI %d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION,
+           MPI_VERSION, MPI_SUBVERSION);
+#else
+  snprintf(out, len, "MPI %d.%d", MPI_VERSION, MPI_SUBVERSION);
+#endif
+}

@@ -153,6 +153,11 @@ int farm_run(const farm_options *o, farm_summary *sums, enpu_err *err);
  * duration and restores the caller's handlers. */
 void farm_signals_catch(void);
 
+/* The MPI this build was compiled against ("Open MPI 4.1.4, MPI 3.1": Open MPI's
+ * version macros when mpi.h has them, the standard's otherwise) into out[len]. Needs no
+ * MPI_Init. */
+void farm_mpi_version(char *out, size_t len);
+
 /* The summary as Markdown (what summary.md holds and the CLI prints). */
 void farm_summary_print(const farm_summary *s, FILE *out);
 

@@ -124,6 +124,21 @@ static const store_policy *find_policy(const planstore *ps, const char *policy, 
   return p;
 }
 
+/* A bucket of a checkpoint not compiled yet: the message counts the policy's buckets by
+ * what the farm has done with them, so "compiled" counts compiled plans only (a bucket
+ * that does not fit the chips is settled at the start but never compiled). */
+static int pending_error(const store_policy *p, const store_bucket_rec *b, const char *phase_name, enpu_err *err) {
+  size_t count[4] = {0};
+  for (size_t i = 0; i < p->t.nbuckets; i++)
+    if (p->t.buckets[i].status < 4) count[p->t.buckets[i].status]++;
+  return enpu_errorf(err, ENPU_ERR_NOT_FOUND,
+                     "%s bucket batch %d seq %d: not compiled yet (store is a checkpoint of a running farm: "
+                     "%zu of %zu buckets compiled, %zu failed, %zu pending, %zu do not fit the chips)",
+                     phase_name, b->batch, b->seq, count[STORE_BUCKET_OK],
+                     p->t.nbuckets - count[STORE_BUCKET_INFEASIBLE_CAPACITY], count[STORE_BUCKET_FAILED],
+                     count[STORE_BUCKET_PENDING], count[STORE_BUCKET_INFEASIBLE_CAPACITY]);
+}
+
 static int lookup_bucket(const planstore *ps, const char *policy, int phase, int batch, int seq,
                          const store_policy **pol, planstore_plan *plan, enpu_err *err) {
   ENPU_RETURN_IF(!ps || !plan, err, ENPU_ERR_INVALID, "planstore_lookup: no store or plan");
@@ -143,10 +158,7 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
   const store_bucket_rec *b = &p->t.buckets[bi];
   ENPU_RETURN_IF(b->status == STORE_BUCKET_INFEASIBLE_CAPACITY, err, ENPU_ERR_INFEASIBLE,
                  "%s bucket batch %d seq %d does not fit the chips: %s", phase_name, b->batch, b->seq, b->message);
-  ENPU_RETURN_IF(b->status == STORE_BUCKET_PENDING, err, ENPU_ERR_NOT_FOUND,
-                 "%s bucket batch %d seq %d: not compiled yet (store is a checkpoint of a running farm: "
-                 "%zu of %zu buckets)",
-                 phase_name, b->batch, b->seq, p->t.nbuckets - p->pending, p->t.nbuckets);
+  if (b->status == STORE_BUCKET_PENDING) return pending_error(p, b, phase_name, err);
   ENPU_RETURN_IF(b->status == STORE_BUCKET_FAILED, err, ENPU_ERR_NOT_FOUND,
                  "%s bucket batch %d seq %d failed to compile: %s", phase_name, b->batch, b->seq, b->message);
   *plan = (planstore_plan){.policy = pi,

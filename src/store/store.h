@@ -351,6 +351,15 @@ void store_hdf5_quiet(void);
  * @return 0 with *format_version, ENPU_ERR_FORMAT (not a plan store), ENPU_ERR_IO. */
 int store_probe(const char *path, uint32_t *format_version, enpu_err *err);
 void store_contents_free(store_contents *c); /* NULL is a no-op */
+/* The HDF5 this build was compiled against and the one loaded at run time ("1.10.8,
+ * running 1.10.8") into out[len]. */
+void store_hdf5_version(char *out, size_t len);
+
+/* The names of a store's policies in name order (the order every reader numbers them),
+ * without reading their tables: for a command choosing which policy to load.
+ * @return 0 with *n names in names[0..cap), ENPU_ERR_RANGE when there are more than cap,
+ * or as store_probe for a file that is no readable store of this format_version. */
+int store_policy_names(const char *path, char (*names)[STORE_NAME_LEN], size_t cap, size_t *n, enpu_err *err);
 /* A hash of the store's content as `enpu store diff` sees it: the provenance hashes and
  * input documents, the added buckets, and every table of every policy (by its checksum),
  * never the creation time or the tool version. Two stores with the same content have the

@@ -580,18 +580,24 @@ typedef struct {
   const char *name;
 } policy_filter;
 
+/* The /policies group into *policies (to close when >= 0, also on failure) and its info;
+ * more than `limit` policies is error `code`. */
+static int open_policies(hid_t file, size_t limit, int code, hid_t *policies, H5G_info_t *info, enpu_err *err) {
+  *policies = H5Gopen2(file, STORE_POLICIES_GROUP, H5P_DEFAULT);
+  ENPU_RETURN_IF(*policies < 0 || H5Gget_info(*policies, info) < 0, err, ENPU_ERR_FORMAT, "no readable /%s group",
+                 STORE_POLICIES_GROUP);
+  ENPU_RETURN_IF(info->nlinks > limit, err, code, "%llu policies (limit %zu)", (unsigned long long)info->nlinks,
+                 limit);
+  return ENPU_OK;
+}
+
 static int read_policies(hid_t file, int with_plan_states, const policy_filter *f, store_policy **out, size_t *n,
                          enpu_err *err) {
   hsize_t file_bytes = 0;
   ENPU_RETURN_IF(H5Fget_filesize(file, &file_bytes) < 0, err, ENPU_ERR_FORMAT, "cannot tell the file size");
-  hid_t policies = H5Gopen2(file, STORE_POLICIES_GROUP, H5P_DEFAULT);
+  hid_t policies = H5I_INVALID_HID;
   H5G_info_t info = {0};
-  int rc = ENPU_OK;
-  if (policies < 0 || H5Gget_info(policies, &info) < 0)
-    rc = enpu_errorf(err, ENPU_ERR_FORMAT, "no readable /%s group", STORE_POLICIES_GROUP);
-  else if (info.nlinks > STORE_MAX_POLICIES)
-    rc = enpu_errorf(err, ENPU_ERR_FORMAT, "%llu policies (limit %d)", (unsigned long long)info.nlinks,
-                     STORE_MAX_POLICIES);
+  int rc = open_policies(file, STORE_MAX_POLICIES, ENPU_ERR_FORMAT, &policies, &info, err);
   if (rc == ENPU_OK && info.nlinks > 0) {
     *out = enpu_calloc(info.nlinks, sizeof **out);
     if (!*out) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
@@ -610,6 +616,23 @@ static int read_policies(hid_t file, int with_plan_states, const policy_filter *
     ++*n;
   }
   if (policies >= 0) H5Gclose(policies);
+  return rc;
+}
+
+int store_policy_names(const char *path, char (*names)[STORE_NAME_LEN], size_t cap, size_t *n, enpu_err *err) {
+  *n = 0;
+  int rc = ENPU_OK;
+  H5E_BEGIN_TRY {
+    hid_t file = H5I_INVALID_HID, policies = H5I_INVALID_HID;
+    H5G_info_t info = {0};
+    rc = store_file_open(path, &file, err);
+    if (rc == ENPU_OK) rc = open_policies(file, cap, ENPU_ERR_RANGE, &policies, &info, err);
+    for (hsize_t i = 0; rc == ENPU_OK && i < info.nlinks; i++, ++*n) rc = policy_name(policies, i, names[i], err);
+    if (policies >= 0) H5Gclose(policies);
+    if (file >= 0) H5Fclose(file);
+  }
+  H5E_END_TRY;
+  if (rc < 0) enpu_err_prefix(err, "plan store %s: ", path);
   return rc;
 }
 

@@ -166,3 +166,10 @@ int store_table_types(store_table t, hid_t *mem, hid_t *file, enpu_err *err) {
   if (file) *file = f;
   return ENPU_OK;
 }
+
+void store_hdf5_version(char *out, size_t len) {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  snprintf(out, len, "%d.%d.%d, running %u.%u.%u", H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE, major, minor,
+           release);
+}

@@ -13,6 +13,7 @@
 #ifndef ENPU_VALIDATE_H
 #define ENPU_VALIDATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,10 +96,19 @@ typedef struct {
   uint64_t seed;
   double tolerance;
   FILE *log; /* progress notes; NULL: none */
+  /* Take what the store already holds instead of computing it again (the farm, after a
+   * rerun kept the rows of the plans it did not change): a sampled bucket's validation
+   * rows when the store has them (rows in a store always describe its current plans),
+   * and the replay when every policy's replay row is there with this run's trace, sample,
+   * seed and tolerance. A validation with nothing left to do leaves the store as it is. */
+  bool reuse_kept;
 } validate_args;
 
 typedef struct {
   size_t policies, buckets, plans, passed, failed;
+  size_t reused_buckets; /* of `buckets`: rows taken from the store (reuse_kept) */
+  bool reused_replay;    /* the replay rows taken from the store (reuse_kept) */
+  bool unchanged;        /* everything was reused: the store was not rewritten */
   double resim_s, replay_s, total_s;
   char first_failure[ENPU_ERR_MSG_LEN]; /* "" when every plan passed */
 } validate_outcome;

@@ -30,6 +30,7 @@ void validate_args_default(validate_args *a) {
 typedef struct {
   store_validation_rec *rows;
   size_t nrows, cap;
+  size_t reused; /* of nrows: taken from the store (reuse_kept) */
   size_t picked[VALIDATE_NSTRATA], present[VALIDATE_NSTRATA];
   replay_result *replay;
   store_validation_replay_rec summary;
@@ -41,6 +42,33 @@ static void runs_free(policy_run *r, size_t n) {
     replay_result_free(r[i].replay);
   }
   free(r);
+}
+
+/* The rows the store holds for bucket bi, when there is one per plan of it: @return the
+ * first (rows of one bucket are consecutive, in plan order), or NULL. */
+static const store_validation_rec *stored_rows(const store_policy_tables *t, uint32_t bi) {
+  size_t n = 0;
+  const store_validation_rec *v = store_policy_table(t, STORE_T_VALIDATION, &n);
+  for (size_t k = 0; k < n; k++)
+    if (v[k].bucket == bi)
+      return k + t->buckets[bi].plan_count <= n && v[k + t->buckets[bi].plan_count - 1].bucket == bi ? &v[k] : NULL;
+  return NULL;
+}
+
+/* Count the plan rows r->rows[r->nrows..+count) into out. */
+static void count_rows(const store_policy_tables *t, const policy_run *r, uint32_t count, validate_outcome *out) {
+  for (uint32_t p = 0; p < count; p++) {
+    const store_validation_rec *o = &r->rows[r->nrows + p];
+    out->plans++;
+    if (o->pass) {
+      out->passed++;
+      continue;
+    }
+    out->failed++;
+    if (!out->first_failure[0])
+      snprintf(out->first_failure, sizeof out->first_failure, "%s %s batch %d seq %d slack %g: %s", t->name,
+               config_phase_name((config_phase)o->phase), o->batch, o->seq, o->slack, o->message);
+  }
 }
 
 static int check_sampled_plans(validate_ctx *v, const validate_args *a, const store_policy_tables *t, policy_run *r,
@@ -62,22 +90,17 @@ static int check_sampled_plans(validate_ctx *v, const validate_args *a, const st
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (validation rows)");
       break;
     }
-    rc = validate_bucket(v, t, picks[i].bucket, picks[i].stratum, a->tolerance, r->rows + r->nrows,
-                         r->cap - r->nrows, err);
+    const store_validation_rec *kept = a->reuse_kept ? stored_rows(t, picks[i].bucket) : NULL;
+    if (kept) {
+      memcpy(r->rows + r->nrows, kept, b->plan_count * sizeof *kept);
+      for (uint32_t p = 0; p < b->plan_count; p++) r->rows[r->nrows + p].stratum = picks[i].stratum;
+      out->reused_buckets++, r->reused += b->plan_count;
+    } else
+      rc = validate_bucket(v, t, picks[i].bucket, picks[i].stratum, a->tolerance, r->rows + r->nrows,
+                           r->cap - r->nrows, err);
     if (rc < 0) break;
     r->picked[picks[i].stratum]++;
-    for (uint32_t p = 0; p < b->plan_count; p++) {
-      const store_validation_rec *o = &r->rows[r->nrows + p];
-      out->plans++;
-      if (o->pass) {
-        out->passed++;
-        continue;
-      }
-      out->failed++;
-      if (!out->first_failure[0])
-        snprintf(out->first_failure, sizeof out->first_failure, "%s %s batch %d seq %d slack %g: %s", t->name,
-                 config_phase_name((config_phase)o->phase), o->batch, o->seq, o->slack, o->message);
-    }
+    count_rows(t, r, b->plan_count, out);
     r->nrows += b->plan_count;
     out->buckets++;
   }
@@ -164,6 +187,62 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
   return rc;
 }
 
+/* What a replay depends on besides the plans, which the store's rows do not record: the
+ * cluster file's and the trace's contents, as the line validation.md carries
+ * ("- Replay inputs: cluster <hash>, trace <hash>"). */
+static int inputs_line_of(const validate_args *a, char *out, size_t len, enpu_err *err) {
+  char *trace = NULL;
+  size_t n = 0;
+  ENPU_FORWARD(enpu_read_file(a->trace_path, &trace, &n, err));
+  snprintf(out, len, "- Replay inputs: cluster %016llx, trace %016llx\n", (unsigned long long)a->cluster->hash,
+           (unsigned long long)enpu_hash64(trace, n, 0));
+  free(trace);
+  return 0;
+}
+
+/* Does the report of the last validation (a->report_path) name these replay inputs? */
+static bool same_replay_inputs(const validate_args *a, const char *line) {
+  char *md = NULL;
+  size_t n = 0;
+  enpu_err ignored = {0};
+  if (!a->report_path || enpu_read_file(a->report_path, &md, &n, &ignored) < 0) return false;
+  const bool same = strstr(md, line) != NULL;
+  free(md);
+  return same;
+}
+
+/* reuse_kept: every policy's stored replay row into runs[i].summary when each has one
+ * from a validation with a's trace, sample, seed and tolerance, and its report names the
+ * same replay inputs (a cluster or trace edited under the same path changes no plan, so
+ * the store kept the rows). @return whether it did. */
+static bool reuse_replays(const validate_args *a, const store_contents *c, const char *inputs, policy_run *runs) {
+  if (!same_replay_inputs(a, inputs)) return false;
+  for (size_t i = 0; i < c->npolicies; i++) {
+    size_t n = 0;
+    const store_validation_replay_rec *s = store_policy_table(&c->policies[i], STORE_T_VALIDATION_REPLAY, &n);
+    if (n != 1 || strcmp(s->trace, a->trace_path) || s->sample != (uint32_t)a->sample || s->seed != a->seed ||
+        s->tolerance != a->tolerance)
+      return false;
+  }
+  for (size_t i = 0; i < c->npolicies; i++)
+    memcpy(&runs[i].summary, store_policy_table(&c->policies[i], STORE_T_VALIDATION_REPLAY, &(size_t){0}),
+           sizeof runs[i].summary);
+  return true;
+}
+
+/* Are the validation tables computed the ones the store holds, byte for byte? */
+static bool same_tables(const store_contents *c, const policy_run *runs) {
+  for (size_t i = 0; i < c->npolicies; i++) {
+    size_t n = 0, m = 0;
+    const void *v = store_policy_table(&c->policies[i], STORE_T_VALIDATION, &n);
+    const void *s = store_policy_table(&c->policies[i], STORE_T_VALIDATION_REPLAY, &m);
+    if (n != runs[i].nrows || (n && memcmp(v, runs[i].rows, n * sizeof *runs[i].rows)) || m != 1 ||
+        memcmp(s, &runs[i].summary, sizeof runs[i].summary))
+      return false;
+  }
+  return true;
+}
+
 /* The store again, with the validation tables replaced. */
 static int rewrite_store(const store_lock *lock, const store_contents *c, const policy_run *runs, enpu_err *err) {
   const store_provenance prov = {.cost_model_hash = c->cost_model_hash,
@@ -211,7 +290,7 @@ static int make_parent_dirs(const char *path, enpu_err *err) {
 }
 
 static void write_markdown(FILE *f, const validate_args *a, const store_contents *c, const policy_run *runs,
-                           const validate_outcome *out) {
+                           const validate_outcome *out, const char *inputs) {
   fprintf(f, "# Validation of `%s` (job %s)\n\n", a->store_path, a->job->name);
   fprintf(f, "- Job: %s\n- Trace: `%s`; cluster: %s (%d prefill + %d decode nodes)\n",
           a->job_source ? a->job_source : a->job->path, a->trace_path, a->cluster->name,
@@ -227,8 +306,14 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
           a->tolerance);
   fprintf(f,
           "- Result: **%s** — %zu plans in %zu buckets of %zu policies: %zu passed, "
-          "%zu failed\n\n",
+          "%zu failed\n",
           out->failed ? "FAIL" : "PASS", out->plans, out->buckets, out->policies, out->passed, out->failed);
+  if (out->reused_buckets || out->reused_replay)
+    fprintf(f,
+            "- Reused from the store (a farm rerun kept them: their plans did not change): the rows of %zu of "
+            "the %zu buckets%s\n",
+            out->reused_buckets, out->buckets, out->reused_replay ? " and the replay" : "");
+  fprintf(f, "%s\n", inputs);
   fprintf(f, "## Sample per stratum\n\n| policy | stratum | buckets | sampled |\n|---|---|---:|---:|\n");
   for (size_t i = 0; i < c->npolicies; i++)
     for (uint32_t s = 0; s < VALIDATE_NSTRATA; s++) {
@@ -268,11 +353,11 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
 }
 
 static int write_validation_md(const validate_args *a, const store_contents *c, const policy_run *runs,
-                               const validate_outcome *out, enpu_err *err) {
+                               const validate_outcome *out, const char *inputs, enpu_err *err) {
   ENPU_FORWARD(make_parent_dirs(a->report_path, err));
   FILE *f = fopen(a->report_path, "w");
   ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: %s", a->report_path, strerror(errno));
-  write_markdown(f, a, c, runs, out);
+  write_markdown(f, a, c, runs, out, inputs);
   const int bad = ferror(f);
   ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "%s: write failed", a->report_path);
   return 0;
@@ -291,13 +376,18 @@ static int run_locked(const validate_args *a, const store_lock *lock, validate_o
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
     rc = check_sampled_plans(v, a, &c->policies[i], &runs[i], out, err);
     if (rc == 0 && a->log)
-      fprintf(a->log, "validate: %s: %zu plans re-simulated\n", c->policies[i].name, runs[i].nrows);
+      fprintf(a->log, "validate: %s: %zu plans re-simulated, %zu taken from the store\n", c->policies[i].name,
+              runs[i].nrows - runs[i].reused, runs[i].reused);
   }
   out->resim_s = enpu_now_s() - t0;
-  if (rc == 0) rc = run_trace_replays(a, c, runs, err);
+  char inputs[128] = "";
+  if (rc == 0) rc = inputs_line_of(a, inputs, sizeof inputs, err);
+  if (rc == 0) out->reused_replay = a->reuse_kept && reuse_replays(a, c, inputs, runs);
+  if (rc == 0 && !out->reused_replay) rc = run_trace_replays(a, c, runs, err);
   out->replay_s = enpu_now_s() - t0 - out->resim_s;
-  if (rc == 0) rc = rewrite_store(lock, c, runs, err);
-  if (rc == 0 && a->report_path) rc = write_validation_md(a, c, runs, out, err);
+  if (rc == 0) out->unchanged = out->reused_replay && out->reused_buckets == out->buckets && same_tables(c, runs);
+  if (rc == 0 && !out->unchanged) rc = rewrite_store(lock, c, runs, err);
+  if (rc == 0 && a->report_path) rc = write_validation_md(a, c, runs, out, inputs, err);
   out->total_s = enpu_now_s() - t0;
   validate_ctx_free(v);
   runs_free(runs, c->npolicies);

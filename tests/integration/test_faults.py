@@ -28,7 +28,7 @@ its validation section), every run compared with an uninterrupted reference stor
     1e308 W in a power table are refused at load (exit 2 or 1 with the JSON path or CSV
     cell); --slack 1e308 and --target-ms 1e308 are usage errors.
  8. Queries of a running farm's checkpoint say "not compiled yet (store is a checkpoint of
-    a running farm: N of M buckets)" for a bucket the farm has not finished.
+    a running farm: N of M buckets compiled, ...)" for a bucket the farm has not finished.
  9. Signals: SIGTERM to mpirun (Open MPI 4.1 exits 1 about 2 s later, having sent the
     ranks SIGTERM then SIGKILL a second apart) keeps the work (the resume reuses it and
     ends at the reference); SIGINT to a one-rank farm exits 3; the Slurm scripts' shell
@@ -400,7 +400,8 @@ def running_checkpoint(f):
     msg = seen[0].stderr if seen else ""
     h.check("checkpoint: a query of a running farm's checkpoint says so (exit 1)",
             seen and seen[0].returncode == 1 and
-            re.search(r"not compiled yet \(store is a checkpoint of a running farm: (\d+) of (\d+) buckets\)", msg),
+            re.search(r"not compiled yet \(store is a checkpoint of a running farm: (\d+) of (\d+) buckets compiled",
+                      msg),
             msg or "the farm finished before a checkpoint with a pending bucket was seen")
     m = re.search(r"(\d+) of (\d+) buckets", msg)
     h.check("checkpoint: N < M in the message", m and int(m.group(1)) < int(m.group(2)), msg)

@@ -311,6 +311,24 @@ static void test_open_policy(void **state) {
   assert_non_null(strstr(err.msg, "no-such-policy"));
 }
 
+/* The policy names without their tables: what the store holds, in name order; too little
+ * room and a missing file are errors, not truncated lists. */
+static void test_policy_names(void **state) {
+  ctx *c = *state;
+  char names[2][STORE_NAME_LEN];
+  size_t n = 9;
+  enpu_err err = {0};
+  assert_int_equal(store_policy_names(c->path, names, 2, &n, &err), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(names[0], POLICY);
+  assert_int_equal(store_policy_names(c->path, names, 0, &n, &err), ENPU_ERR_RANGE);
+  assert_non_null(strstr(err.msg, "1 policies"));
+  char missing[600];
+  snprintf(missing, sizeof missing, "%s.missing", c->path);
+  assert_true(store_policy_names(missing, names, 2, &n, &err) < 0);
+  assert_int_equal(n, 0);
+}
+
 /* Row of the grid entry (phase, batch, seq). */
 static size_t grid_row(int phase, int batch, int seq) {
   for (size_t r = 0; r < NGRID; r++)
@@ -1612,6 +1630,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_policies),
       cmocka_unit_test(test_bucket_grid),
       cmocka_unit_test(test_open_policy),
+      cmocka_unit_test(test_policy_names),
       cmocka_unit_test(test_exact_hit_and_padding),
       cmocka_unit_test(test_beyond_largest_and_bad_buckets),
       cmocka_unit_test(test_walk_prefix_targets),
