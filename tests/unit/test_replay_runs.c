@@ -216,8 +216,11 @@ void test_prefill_batches_padded(void **state) {
 }
 
 /* One prefill node taking one request at a time, a 400 ms TTFT SLO. */
+/* One prefill node taking one request at a time, under the paper's safeguards (what the
+ * safeguard 1 tests below pin down; the switching tests ask for the others). */
 static void one_node_cluster(ctx *c, config_cluster *cl, replay_setup *s, double ttft_ms) {
   resized(c, cl, s, 1, 0);
+  s->safeguards = CONFIG_SAFEGUARDS_PAPER;
   cl->max_batch = 1;
   for (int k = 0; ttft_ms > 0 && k < cl->slo_count; k++) cl->slo[k].ttft_ms = ttft_ms;
 }
