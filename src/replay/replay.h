@@ -491,7 +491,8 @@ typedef struct {
   double util_busiest[CONFIG_NPHASE];    /* replay_busiest_window */
   double locked_share, safeguard1_share; /* of all batches */
   double switched_share;                 /* of prefill batches, switched mid-way */
-  double switch_energy_share;            /* switches' transitions and faster suffixes over busy energy */
+  double switch_energy_share;            /* prefill switches' transitions and faster suffixes over the
+                                            busy energy of both phases */
   uint64_t peak_queue;                   /* replay_summary.peak_queue */
 } replay_sweep_cell;
 

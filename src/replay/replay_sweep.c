@@ -38,7 +38,7 @@ static void reduce(replay_sweep *s, size_t ri, replay_result *const *runs) {
     const uint64_t batches = a[0].batches + a[1].batches;
     c->locked_share = replay_ratio(a[0].locked + a[1].locked, batches);
     c->safeguard1_share = replay_ratio(a[0].safeguard1 + a[1].safeguard1, batches);
-    c->switched_share = replay_ratio(a[0].switched + a[1].switched, batches);
+    c->switched_share = replay_ratio(a[0].switched, a[0].batches); /* only prefill batches switch */
     c->switch_energy_share = busy > 0 ? (a[0].switch_nj + a[0].switch_extra_nj) / busy : NAN;
     c->peak_queue = m->peak_queue;
   }
