@@ -115,6 +115,8 @@ reference: build
 	  --out $(REF)/bursts/sweep-paper > $(REF)/bursts/sweep-paper/sweep.txt
 	mkdir -p $(REF)/bursts/day-paper && $(REPLAY) --day --safeguards paper --windows-only --out $(REF)/bursts/day-paper \
 	  > $(REF)/bursts/day-paper/replay.txt
+	mkdir -p $(REF)/bursts/day-12x-paper && $(REPLAY) --day --rate 12 --safeguards paper --windows-only \
+	  --out $(REF)/bursts/day-12x-paper > $(REF)/bursts/day-12x-paper/replay.txt
 	for b in $(BURSTS); do name=$${b%%:*}; shape=$$(echo $$b | cut -d: -f2-3 | tr : ' '); \
 	  python3 tools/burst_trace.py jobs/traces/AzureLLMInferenceTrace_conv.csv $$shape -o $(BUILD)/burst-$$name.csv \
 	  || exit 1; for m in paper switching predictive; do mkdir -p $(REF)/bursts/$$name-$$m && \
