@@ -1,7 +1,8 @@
 /* replay.h — cluster replay of an LLM inference trace (paper §3.4, §4.8): a
  * discrete-event simulation of prefill/decode disaggregated nodes with continuous
  * batching, KV-cache transfer over DCN, SLO classes, idle chips, and the DVFS-aware
- * scheduler with its two safeguards, driven by plans read from a plan store
+ * scheduler with its two safeguards (and, by the cluster's "safeguards", mid-batch plan
+ * switching and a predictive T_target cap), driven by plans read from a plan store
  * (planstore.h); and a load sweep over request rates.
  *
  * Determinism: a run depends only on its inputs. The trace shaping (rate scaling, the

@@ -28,6 +28,9 @@
  *    ran next (the paper's "directly"): a queue longer than the free nodes can serve in
  *    one round may still see its last requests miss.
  *  - Safeguard 2 (replay_account.c): while locked, every batch runs the fastest plan.
+ *  - Beyond the paper (the cluster's safeguards, replay_switch.c): the queue-aware
+ *    safeguard 1 bound at batch start and at every arrival, mid-batch switching, and
+ *    the predictive cap on T_target.
  * Ties are broken by index and by event sequence number: the run is deterministic. */
 #include <math.h>
 #include <pthread.h>
