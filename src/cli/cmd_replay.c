@@ -28,13 +28,20 @@ static int run(void *args);
 
 typedef struct {
   const char *store, *trace, *cluster, *policy, *model, *chip, *out;
-  const char *governors, *train, *eval, *save_net, *load_net, *safeguards;
+  const char *governors, *train, *eval, *save_net, *load_net;
   uint64_t seed, threads, epochs; /* threads 0: the online CPUs */
   double rate, warp, control_ms;
   cli_numbers rates, spec_list;
   replay_spec spec; /* --spec, from spec_list */
   int day, skip_bad, json, windows_only;
+  int safeguards; /* config_safeguards; -1: the cluster file's */
 } replay_args;
+
+/* config_safeguards, in its order (config_safeguards_name of each). */
+static const char *const safeguard_names[] = {"paper", "switching", "predictive", NULL};
+_Static_assert(CONFIG_SAFEGUARDS_PAPER == 0 && CONFIG_SAFEGUARDS_SWITCHING == 1 &&
+                   CONFIG_SAFEGUARDS_PREDICTIVE == 2 && CONFIG_NSAFEGUARDS == 3,
+               "safeguard_names follows config_safeguards");
 
 /* clang-format off */
 #define PATH_OPT(field, meta_, help_)                                                              \
@@ -81,8 +88,7 @@ static const cli_opt opts[] = {
     {.name = "day", .type = CLI_FLAG, .at = offsetof(replay_args, day),
      .help = "a 24-hour day from the trace with a diurnal rate curve\n"
              "(peak 14:00-20:00 at the trace's rate, 0.3x at 04:00)"},
-    {.name = "safeguards", .type = CLI_STRING, .at = offsetof(replay_args, safeguards),
-     .meta = "paper|switching|predictive",
+    {.name = "safeguards", .type = CLI_ENUM, .at = offsetof(replay_args, safeguards), .choices = safeguard_names,
      .help = "the scheduler's safeguards instead of the cluster file's: the\n"
              "paper's two; switching (also mid-batch plan switching at arrivals);\n"
              "predictive (switching and a T_target from recent arrivals)"},
@@ -131,8 +137,6 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   if (a->rates.n && (a->governors || a->spec_list.n))
     return cli_reject(msg, len, "--governors and --spec replay one rate, not a --rates sweep");
   if (check_governors(a->governors, msg, len) < 0) return -1;
-  if (a->safeguards && config_safeguards_parse(a->safeguards) < 0)
-    return cli_reject(msg, len, "--safeguards: expected paper, switching or predictive, got '%s'", a->safeguards);
   const bool pelm = a->governors && strstr(a->governors, "pelm");
   if ((a->train || a->save_net || a->load_net) && !pelm)
     return cli_reject(msg, len, "--train, --save-net and --load-net need the pelm governor");
@@ -190,7 +194,7 @@ static int load_configs(const replay_args *a, replay_inputs *in, enpu_err *err) 
   if (!a->chip) ENPU_FORWARD(enpu_path_relative(a->cluster, "../chips/tpuv5p.json", path, sizeof path, err));
   ENPU_FORWARD(config_chip_load(a->chip ? a->chip : path, &in->chip, err));
   ENPU_FORWARD(replay_setup_init(&in->setup, in->cluster, in->model, in->chip, err));
-  if (a->safeguards) in->setup.safeguards = (config_safeguards)config_safeguards_parse(a->safeguards);
+  if (a->safeguards >= 0) in->setup.safeguards = (config_safeguards)a->safeguards;
   return ENPU_OK;
 }
 
