@@ -109,10 +109,13 @@ commands-table: build
 # day (1x, and 12x: the load Table 3's nodes are provisioned for), the load sweep,
 # validation of a sample of plans, and the report with its plots; the online governors
 # beside the plans on the hour, and pelm-lossless trained on its first half and replayed
-# on the second. ~7 min on 2 cores.
+# on the second; the burst traces of tools/burst_trace.py (a minute at 6x, 10 s at 4x every
+# minute) swept under each safeguard mode, and the day and the sweep under the paper's
+# safeguards beside the default predictive ones. ~9 min on 2 cores.
 REF := results/llama3-70b
-REPLAY := $(BUILD)/enpu replay --store $(REF)/plans.h5 \
-  --trace jobs/traces/AzureLLMInferenceTrace_conv.csv --cluster jobs/clusters/llama3-70b.json
+REPLAY_ON := $(BUILD)/enpu replay --store $(REF)/plans.h5 --cluster jobs/clusters/llama3-70b.json
+REPLAY := $(REPLAY_ON) --trace jobs/traces/AzureLLMInferenceTrace_conv.csv
+BURSTS := window:--window:1860,60,6 onoff:--onoff:10,50,4
 
 reference: build
 	$(MPI_ENV) mpirun -np 3 --oversubscribe $(BUILD)/enpu farm jobs/llama3-70b.json --progress-s 30
@@ -123,6 +126,17 @@ reference: build
 	$(REPLAY) --day --out $(REF)/replay-day
 	$(REPLAY) --day --rate 12 --windows-only --out $(REF)/replay-day-12x
 	mkdir -p $(REF)/sweep && $(REPLAY) --rates 0.5,1,2,3,5,8,12,16,24 --out $(REF)/sweep > $(REF)/sweep/sweep.txt
+	mkdir -p $(REF)/bursts/sweep-paper && $(REPLAY) --rates 0.5,1,2,3,5,8,12,16,24 --safeguards paper \
+	  --out $(REF)/bursts/sweep-paper > $(REF)/bursts/sweep-paper/sweep.txt
+	mkdir -p $(REF)/bursts/day-paper && $(REPLAY) --day --safeguards paper --windows-only --out $(REF)/bursts/day-paper \
+	  > $(REF)/bursts/day-paper/replay.txt
+	mkdir -p $(REF)/bursts/day-12x-paper && $(REPLAY) --day --rate 12 --safeguards paper --windows-only \
+	  --out $(REF)/bursts/day-12x-paper > $(REF)/bursts/day-12x-paper/replay.txt
+	for b in $(BURSTS); do name=$${b%%:*}; shape=$$(echo $$b | cut -d: -f2-3 | tr : ' '); \
+	  python3 tools/burst_trace.py jobs/traces/AzureLLMInferenceTrace_conv.csv $$shape -o $(BUILD)/burst-$$name.csv \
+	  || exit 1; for m in paper switching predictive; do mkdir -p $(REF)/bursts/$$name-$$m && \
+	  $(REPLAY_ON) --trace $(BUILD)/burst-$$name.csv --rates 1,1.5,2,2.5,3 --safeguards $$m \
+	  --out $(REF)/bursts/$$name-$$m > $(REF)/bursts/$$name-$$m/sweep.txt || exit 1; done; done
 	$(BUILD)/enpu validate $(REF)/plans.h5 --trace jobs/traces/AzureLLMInferenceTrace_conv.csv \
 	  --cluster jobs/clusters/llama3-70b.json --sample 24
 	$(BUILD)/enpu report $(REF)/plans.h5 --job jobs/llama3-70b.json --replay $(REF)/replay-day-12x

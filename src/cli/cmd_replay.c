@@ -1,7 +1,8 @@
 /* cmd_replay.c — `enpu replay --store S (--trace T | --eval T) --cluster C [--policy NAME|all]
  * [--governors G,...] [--control-ms MS] [--spec EX,NS[,VD]] [--train T [--epochs N]]
  * [--save-net F] [--load-net F] [--seed N] [--rate X | --rates X,Y,...] [--warp W] [--day]
- * [--skip-bad-rows] [--model M] [--chip F] [--threads N] [--out DIR [--windows-only]]
+ * [--safeguards paper|switching|predictive] [--skip-bad-rows] [--model M] [--chip F] [--threads N] [--out DIR
+ * [--windows-only]]
  * [--json]`: replay a trace on the cluster with the plans of every policy in the store (or
  * one) and, beside them, online governors running the store's uniform table; print the
  * summary and, with --out, write the per-request and per-window CSVs, the governors'
@@ -33,7 +34,14 @@ typedef struct {
   cli_numbers rates, spec_list;
   replay_spec spec; /* --spec, from spec_list */
   int day, skip_bad, json, windows_only;
+  int safeguards; /* config_safeguards; -1: the cluster file's */
 } replay_args;
+
+/* config_safeguards, in its order (config_safeguards_name of each). */
+static const char *const safeguard_names[] = {"paper", "switching", "predictive", NULL};
+_Static_assert(CONFIG_SAFEGUARDS_PAPER == 0 && CONFIG_SAFEGUARDS_SWITCHING == 1 &&
+                   CONFIG_SAFEGUARDS_PREDICTIVE == 2 && CONFIG_NSAFEGUARDS == 3,
+               "safeguard_names follows config_safeguards");
 
 /* clang-format off */
 #define PATH_OPT(field, meta_, help_)                                                              \
@@ -80,6 +88,10 @@ static const cli_opt opts[] = {
     {.name = "day", .type = CLI_FLAG, .at = offsetof(replay_args, day),
      .help = "a 24-hour day from the trace with a diurnal rate curve\n"
              "(peak 14:00-20:00 at the trace's rate, 0.3x at 04:00)"},
+    {.name = "safeguards", .type = CLI_ENUM, .at = offsetof(replay_args, safeguards), .choices = safeguard_names,
+     .help = "the scheduler's safeguards instead of the cluster file's: the\n"
+             "paper's two; switching (also mid-batch plan switching at arrivals);\n"
+             "predictive (switching and a T_target from recent arrivals)"},
     {.name = "skip-bad-rows", .type = CLI_FLAG, .at = offsetof(replay_args, skip_bad),
      .help = "skip malformed trace rows (counted) instead of failing"},
     PATH_OPT(model, "M",
@@ -181,7 +193,9 @@ static int load_configs(const replay_args *a, replay_inputs *in, enpu_err *err) 
   ENPU_FORWARD(config_model_load(a->model ? a->model : path, &in->model, err));
   if (!a->chip) ENPU_FORWARD(enpu_path_relative(a->cluster, "../chips/tpuv5p.json", path, sizeof path, err));
   ENPU_FORWARD(config_chip_load(a->chip ? a->chip : path, &in->chip, err));
-  return replay_setup_init(&in->setup, in->cluster, in->model, in->chip, err);
+  ENPU_FORWARD(replay_setup_init(&in->setup, in->cluster, in->model, in->chip, err));
+  if (a->safeguards >= 0) in->setup.safeguards = (config_safeguards)a->safeguards;
+  return ENPU_OK;
 }
 
 /* The store's policies to run: all, or the one named. */
@@ -318,30 +332,34 @@ static void print_row(const replay_summary *s, const replay_summary *b) {
   pct_cell(c[4], 32, p[1].energy_nj, q ? q[1].energy_nj : 0);
   pct_cell(c[5], 32, s->energy_nj, b ? b->energy_nj : 0);
   const double batches = (double)(p[0].batches + p[1].batches);
-  printf("%-14s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu\n", s->policy,
-         (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment,
+  printf("%-14s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu %6.2f\n",
+         s->policy, (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment,
          s->ttft_p50_ns * 1e-6, s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6, c[0], c[1],
          c[2], c[3], c[4], c[5], batches ? 100 * (double)(p[0].safeguard1 + p[1].safeguard1) / batches : 0,
          batches ? 100 * (double)(p[0].locked + p[1].locked) / batches : 0,
-         (unsigned long long)(p[0].late + p[1].late));
+         (unsigned long long)(p[0].late + p[1].late),
+         p[0].batches ? 100 * (double)p[0].switched / p[0].batches : 0);
 }
 
 static void print_table(const replay_inputs *in) {
   const replay_summary *base = nodvfs_baseline(in), *s0 = replay_result_summary(in->runs[0]);
-  printf("%zu requests (%s cluster: %d prefill + %d decode nodes; idle %s; safeguard 2 %s; horizon %.1f s)\n\n",
+  printf("%zu requests (%s cluster: %d prefill + %d decode nodes; idle %s; safeguards %s, safeguard 2 %s; "
+         "horizon %.1f s)\n\n",
          in->trace->count, in->cluster->name, in->cluster->node[CONFIG_PREFILL].nodes,
          in->cluster->node[CONFIG_DECODE].nodes, config_idle_mode_name(in->cluster->idle.mode),
-         config_safeguard2_name(in->cluster->scheduler.safeguard2), s0->horizon_ns * 1e-9);
+         config_safeguards_name(in->setup.safeguards), config_safeguard2_name(in->cluster->scheduler.safeguard2),
+         s0->horizon_ns * 1e-9);
   printf("%-14s %7s %5s %7s %8s %8s %7s %7s %23s %23s %6s %6s %5s\n", "", "", "", "", "TTFT ms", "", "TPOT ms", "",
          "busy-only savings %", "with-idle savings %", "", "", "");
-  printf("%-14s %7s %5s %7s %8s %8s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %5s\n", "policy", "served", "uncov",
+  printf("%-14s %7s %5s %7s %8s %8s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %5s %6s\n", "policy", "served", "uncov",
          "SLO %", "p50", "p99", "p50", "p99", "prefill", "decode", "all", "prefill", "decode", "all", "sg1 %",
-         "lock %", "late");
+         "lock %", "late", "sw %");
   for (size_t i = 0; i < in->njobs; i++) print_row(replay_result_summary(in->runs[i]), base);
   printf("\nbusy-only: the batches' energy (the paper's simulator counts no idle energy); with idle:\n"
          "plus idle chips and KV transfers over DCN. sg1 %%: batches given a less aggressive plan by\n"
          "safeguard 1; lock %%: batches run while safeguard 2 held the chips at peak; late: batches\n"
-         "whose own target was below their fastest plan (governors: slower than their target).\n"
+         "whose own target was below their fastest plan (governors: slower than their target); sw %%:\n"
+         "prefill batches switched mid-way to a faster plan (safeguards switching, predictive).\n"
          "--json or --out for peak/off-peak hours.\n");
   bool header = false;
   for (size_t i = 0; i < in->njobs; i++) {
@@ -384,19 +402,22 @@ static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_er
 /* ---- --rates: the sweep ---------------------------------------------------------------- */
 
 static void print_sweep(const replay_sweep *s) {
-  printf("%8s %9s %-9s %7s %9s %9s %15s %15s %6s %6s\n", "rate", "requests", "policy", "SLO %", "save busy",
-         "save idle", "prefill % (max)", "decode % (max)", "sg1 %", "lock %");
+  printf("%8s %9s %6s %-9s %7s %9s %9s %15s %15s %6s %6s %6s %6s\n", "rate", "requests", "peak/s", "policy",
+         "SLO %", "save busy", "save idle", "prefill % (max)", "decode % (max)", "sg1 %", "lock %", "sw %",
+         "queue");
   for (size_t r = 0; r < s->nrates; r++)
     for (size_t p = 0; p < s->npolicies; p++) {
       const replay_sweep_cell *c = &s->cells[r * s->npolicies + p];
-      printf("%8g %9zu %-9s %7.2f %9.2f %9.2f %7.2f (%5.1f) %7.2f (%5.1f) %6.2f %6.2f\n", s->rates[r],
-             s->requests[r], s->policies[p], 100 * c->slo_attainment, 100 * c->savings_busy, 100 * c->savings,
-             100 * c->util[0], 100 * c->util_busiest[0], 100 * c->util[1], 100 * c->util_busiest[1],
-             100 * c->safeguard1_share, 100 * c->locked_share);
+      printf("%8g %9zu %6.0f %-9s %7.2f %9.2f %9.2f %7.2f (%5.1f) %7.2f (%5.1f) %6.2f %6.2f %6.2f %6llu\n",
+             s->rates[r], s->requests[r], s->peak_arrivals_per_s[r], s->policies[p], 100 * c->slo_attainment,
+             100 * c->savings_busy, 100 * c->savings, 100 * c->util[0], 100 * c->util_busiest[0], 100 * c->util[1],
+             100 * c->util_busiest[1], 100 * c->safeguard1_share, 100 * c->locked_share, 100 * c->switched_share,
+             (unsigned long long)c->peak_queue);
     }
-  printf("\nprefill %%: prefill node-time busy; decode %%: decode batch slots filled (mean members /\n"
-         "max batch); over the run, and (max) in the busiest 5-minute window. Capacity, the highest\n"
-         "rate with >= %.0f %% SLO attainment there and below:\n",
+  printf("\npeak/s: the most arrivals in one second; queue: the longest prefill queue; sw %%: batches\n"
+         "switched mid-way. prefill %%: prefill node-time busy; decode %%: decode batch slots filled\n"
+         "(mean members / max batch); over the run, and (max) in the busiest 5-minute window.\n"
+         "Capacity, the highest rate with >= %.0f %% SLO attainment there and below:\n",
          100 * REPLAY_CAPACITY_ATTAINMENT);
   for (size_t p = 0; p < s->npolicies; p++)
     printf("  %-9s %s%g\n", s->policies[p], s->capacity[p] > 0 ? "" : "none of the rates tried, ", s->capacity[p]);

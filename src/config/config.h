@@ -329,7 +329,10 @@ double config_state_ghz(const config_chip *chip, int state);
  *   "batching": { "max_batch": 256, "max_batch_tokens": 16384 },
  *   "idle": { "mode": "lowest-state" },                                        optional
  *   "scheduler": { "safeguard1_scan": 128, "safeguard2": "paper",              optional
- *                  "safeguard2_window_s": 300, "safeguard2_miss_fraction": 0.01 },
+ *                  "safeguard2_window_s": 300, "safeguard2_miss_fraction": 0.01,
+ *                  "safeguards": "predictive", "predictive_window_s": (shortest TTFT SLO),
+ *                  "predictive_hold_s": (longest TTFT SLO),
+ *                  "predictive_beta": (from safeguard2_miss_fraction) },
  *   "dcn": { "energy_pj_per_byte": 480 } }                                      optional
  * Checks: chips == dp*tp*pp*ep; class bounds strictly increasing; "sleep" needs
  * sleep_w and wake_ms. Defaults: idle lowest-state, the scheduler values shown, DCN
@@ -385,11 +388,36 @@ typedef enum { CONFIG_SG2_PAPER = 0, CONFIG_SG2_PER_PHASE = 1, CONFIG_NSG2 = 2 }
 const char *config_idle_mode_name(config_idle_mode m);   /* "peak", "lowest-state", "sleep" */
 const char *config_safeguard2_name(config_safeguard2 m); /* "paper", "per-phase" */
 
+/* Which safeguards the replay's scheduler runs (replay_sim.c states the rules):
+ *  paper       §3.4's two, safeguard 1 tested when a batch starts;
+ *  switching   the same, and safeguard 1's test at every arrival: a running prefill
+ *              batch that would keep the queue from its deadlines switches, at its next
+ *              operator boundary, to the suffix of a faster plan of its bucket;
+ *  predictive  switching, and T_target capped so that the pool's utilisation predicted
+ *              from the last predictive_window_s of arrivals and the queued work, times
+ *              the batch's slow-down, stays within 1 − predictive_beta / √(prefill nodes)
+ *              (the busier of the two windows predictive_window_s and _hold_s)
+ *              (square-root staffing, Halfin and Whitt 1981). */
+typedef enum {
+  CONFIG_SAFEGUARDS_PAPER = 0,
+  CONFIG_SAFEGUARDS_SWITCHING = 1,
+  CONFIG_SAFEGUARDS_PREDICTIVE = 2,
+  CONFIG_NSAFEGUARDS = 3
+} config_safeguards;
+const char *config_safeguards_name(config_safeguards m); /* "paper", "switching", "predictive" */
+/* The mode of a name; -1 when none. */
+int config_safeguards_parse(const char *name);
+
 typedef struct {
   int safeguard1_scan; /* waiting requests safeguard 1 checks per queue */
   config_safeguard2 safeguard2;
   double safeguard2_window_s;
   double safeguard2_miss_fraction;
+  config_safeguards safeguards;
+  double predictive_window_s; /* arrivals counted for the rate (default: the shortest TTFT SLO) */
+  double predictive_hold_s;   /* and over this longer window (default: the longest TTFT SLO) */
+  double predictive_beta;     /* square-root staffing margin (default: its Halfin–Whitt wait
+                                 probability is safeguard2_miss_fraction, 2.37 at 1 %) */
 } config_scheduler;
 
 typedef struct {

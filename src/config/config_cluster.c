@@ -30,8 +30,9 @@ static const config_field batching_fields[] = {
     CONFIG_INT_FIELD(config_cluster, "max_batch", max_batch),
     CONFIG_INT_FIELD(config_cluster, "max_batch_tokens", max_batch_tokens)};
 static const char *const idle_keys[] = {"mode", "sleep_w", "wake_ms", "sleep_after_ms"};
-static const char *const scheduler_keys[] = {"safeguard1_scan", "safeguard2", "safeguard2_window_s",
-                                             "safeguard2_miss_fraction"};
+static const char *const scheduler_keys[] = {"safeguard1_scan",          "safeguard2",     "safeguard2_window_s",
+                                             "safeguard2_miss_fraction", "safeguards",     "predictive_window_s",
+                                             "predictive_hold_s",        "predictive_beta"};
 static const char *const dcn_keys[] = {"energy_pj_per_byte"};
 
 #define SG1_SCAN_DEFAULT 128
@@ -118,13 +119,47 @@ static int parse_idle(const config_doc *doc, const config_path *root, config_clu
   return config_opt_number(doc, &ip, v, "sleep_after_ms", &c->idle.sleep_after_ms, err);
 }
 
+/* The predictive safeguard's default windows: a request of the tightest class must be
+ * served within its TTFT SLO (Table 2), so the arrivals of that long are the ones it
+ * competes with for the prefill nodes; one of the loosest class may wait its own. */
+static double ttft_s(const config_cluster *c, bool longest) {
+  double ms = longest ? 0 : INFINITY;
+  for (int k = 0; k < c->slo_count; k++) ms = (c->slo[k].ttft_ms > ms) == longest ? c->slo[k].ttft_ms : ms;
+  return isfinite(ms) && ms > 0 ? ms / 1e3 : 1.0;
+}
+
+/* The predictive safeguard's default margin: the β of square-root staffing at which the
+ * Halfin–Whitt probability that a request waits at all, 1 / (1 + β Φ(β) / φ(β)), equals
+ * the SLO misses safeguard 2 tolerates (Halfin and Whitt 1981; 1 % gives β ≈ 2.37). */
+static double staffing_beta(double wait_probability) {
+  if (!(wait_probability > 0)) return 100; /* the range's top: never slow a busy pool */
+  double lo = 0, hi = 100;
+  for (int k = 0; k < 100; k++) {
+    const double b = (lo + hi) / 2, phi = exp(-b * b / 2) / sqrt(2 * acos(-1.0)),
+                 cdf = 0.5 * (1 + erf(b / sqrt(2)));
+    if (1 / (1 + b * cdf / phi) > wait_probability) lo = b;
+    else hi = b;
+  }
+  return lo;
+}
+
+static int default_beta(config_cluster *c) {
+  if (c->scheduler.predictive_beta < 0)
+    c->scheduler.predictive_beta = staffing_beta(c->scheduler.safeguard2_miss_fraction);
+  return ENPU_OK;
+}
+
 static int parse_scheduler(const config_doc *doc, const config_path *root, config_cluster *c, enpu_err *err) {
   c->scheduler = (config_scheduler){.safeguard1_scan = SG1_SCAN_DEFAULT,
                                     .safeguard2 = CONFIG_SG2_PAPER,
                                     .safeguard2_window_s = 300,
-                                    .safeguard2_miss_fraction = 0.01};
+                                    .safeguard2_miss_fraction = 0.01,
+                                    .safeguards = CONFIG_SAFEGUARDS_PREDICTIVE,
+                                    .predictive_window_s = ttft_s(c, false),
+                                    .predictive_hold_s = ttft_s(c, true),
+                                    .predictive_beta = -1};
   const json_t *v = json_object_get(doc->root, "scheduler");
-  if (!v) return ENPU_OK;
+  if (!v) return default_beta(c);
   config_path sp = CONFIG_KEY(root, "scheduler");
   ENPU_FORWARD(config_object(doc, &sp, v, scheduler_keys, NKEYS(scheduler_keys), err));
   ENPU_FORWARD(config_opt_int(doc, &sp, v, "safeguard1_scan", &c->scheduler.safeguard1_scan, err));
@@ -132,7 +167,15 @@ static int parse_scheduler(const config_doc *doc, const config_path *root, confi
   ENPU_FORWARD(config_opt_enum(doc, &sp, v, "safeguard2", config_safeguard2_names, CONFIG_NSG2, &mode, err));
   c->scheduler.safeguard2 = (config_safeguard2)mode;
   ENPU_FORWARD(config_opt_number(doc, &sp, v, "safeguard2_window_s", &c->scheduler.safeguard2_window_s, err));
-  return config_opt_number(doc, &sp, v, "safeguard2_miss_fraction", &c->scheduler.safeguard2_miss_fraction, err);
+  ENPU_FORWARD(
+      config_opt_number(doc, &sp, v, "safeguard2_miss_fraction", &c->scheduler.safeguard2_miss_fraction, err));
+  mode = c->scheduler.safeguards;
+  ENPU_FORWARD(config_opt_enum(doc, &sp, v, "safeguards", config_safeguards_names, CONFIG_NSAFEGUARDS, &mode, err));
+  c->scheduler.safeguards = (config_safeguards)mode;
+  ENPU_FORWARD(config_opt_number(doc, &sp, v, "predictive_window_s", &c->scheduler.predictive_window_s, err));
+  ENPU_FORWARD(config_opt_number(doc, &sp, v, "predictive_hold_s", &c->scheduler.predictive_hold_s, err));
+  ENPU_FORWARD(config_opt_number(doc, &sp, v, "predictive_beta", &c->scheduler.predictive_beta, err));
+  return default_beta(c);
 }
 
 /* "dcn": energy of moving one byte of KV cache between nodes (both link ends). */

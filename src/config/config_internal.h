@@ -138,6 +138,7 @@ extern const char *const config_capacity_names[CONFIG_NCAPACITY];
 extern const char *const config_budget_names[CONFIG_NBUDGET];
 extern const char *const config_idle_mode_names[CONFIG_NIDLE_MODE];
 extern const char *const config_safeguard2_names[CONFIG_NSG2];
+extern const char *const config_safeguards_names[CONFIG_NSAFEGUARDS];
 
 /* The public *_load functions: allocate a zeroed struct of `size` bytes, parse `path` (a
  * document of `kind`) into it; on failure call clear (may be NULL) on it, free it, and

@@ -18,6 +18,7 @@ const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs",  "dvfs-c",   
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
+const char *const config_safeguards_names[CONFIG_NSAFEGUARDS] = {"paper", "switching", "predictive"};
 
 const char *const config_moe_experts_names[CONFIG_NEXPERTS] = {"all-resident", "active-only"};
 const char *const config_capacity_names[CONFIG_NCAPACITY] = {"enforce", "offload", "ignore"};
@@ -53,6 +54,13 @@ NAME_OF(config_component, component_names, CONFIG_NCOMP, config_component_name)
 NAME_OF(config_moe_experts, config_moe_experts_names, CONFIG_NEXPERTS, config_moe_experts_name)
 NAME_OF(config_idle_mode, config_idle_mode_names, CONFIG_NIDLE_MODE, config_idle_mode_name)
 NAME_OF(config_safeguard2, config_safeguard2_names, CONFIG_NSG2, config_safeguard2_name)
+NAME_OF(config_safeguards, config_safeguards_names, CONFIG_NSAFEGUARDS, config_safeguards_name)
+
+int config_safeguards_parse(const char *name) {
+  for (int m = 0; name && m < CONFIG_NSAFEGUARDS; m++)
+    if (!strcmp(name, config_safeguards_names[m])) return m;
+  return -1;
+}
 
 /* ---------------------------------------------------------------------------------
  * Policy variants */

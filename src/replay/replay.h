@@ -1,7 +1,8 @@
 /* replay.h — cluster replay of an LLM inference trace (paper §3.4, §4.8): a
  * discrete-event simulation of prefill/decode disaggregated nodes with continuous
  * batching, KV-cache transfer over DCN, SLO classes, idle chips, and the DVFS-aware
- * scheduler with its two safeguards, driven by plans read from a plan store
+ * scheduler with its two safeguards (and, by the cluster's "safeguards", mid-batch plan
+ * switching and a predictive T_target cap), driven by plans read from a plan store
  * (planstore.h); and a load sweep over request rates.
  *
  * Determinism: a run depends only on its inputs. The trace shaping (rate scaling, the
@@ -158,6 +159,13 @@ typedef struct {
   /* An awake idle chip whose every component sits at chip-wide state s (1..peak_state),
    * on the chip-wide rail of the uniform policy: what a governor's idle node draws. */
   double idle_w_state[REPLAY_MAX_STATE + 1];
+  /* A mid-batch switch to a faster plan (config_safeguards): every rail of a chip moves
+   * at once, charged as the largest move there is, each component from state 1 to the
+   * peak: its delay (power_transition_ns) and the chip's energy over it at the peak
+   * state's idle power (a rising rail adds no leakage, power_transition_energy). */
+  double switch_ns;
+  double switch_nj_per_chip;
+  config_safeguards safeguards; /* the cluster's, or the caller's override */
 } replay_setup;
 
 /* Power of an idle, awake chip under `policy` for the cluster's idle mode: every
@@ -257,6 +265,12 @@ typedef struct {
   uint64_t tokens;                                  /* prefill: context tokens run; decode: tokens generated */
   uint64_t padded_tokens;                           /* bucket batch × seq (prefill) / bucket batch (decode) */
   uint64_t padded_max;                              /* the largest of one batch */
+  uint64_t predictive;                              /* of safeguard1: the predictive cap bound it */
+  uint64_t switched;                                /* switched to a faster plan mid-way (once or more) */
+  uint64_t switches;                                /* switches in all */
+  double switch_nj;                                 /* their V/f transitions (node energy) */
+  double switch_extra_nj;                           /* the faster suffixes' energy over the suffixes
+                                                       they replaced */
 } replay_phase_stats;
 
 typedef struct {
@@ -275,6 +289,8 @@ typedef struct {
   double ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, tpot_p99_ns; /* over served requests */
   double kv_transfer_total_ns, kv_transfer_mean_ns, kv_bytes;
   uint64_t context_tokens, generated_tokens; /* of the trace */
+  uint64_t peak_queue;                       /* the longest the prefill queue grew */
+  config_safeguards safeguards;              /* the run's (governor runs: paper, unused) */
   char uncovered_example[ENPU_ERR_MSG_LEN];  /* the store's message for the first one */
 } replay_summary;
 
@@ -518,17 +534,25 @@ typedef struct {
   double util[CONFIG_NPHASE];            /* replay_utilisation */
   double util_busiest[CONFIG_NPHASE];    /* replay_busiest_window */
   double locked_share, safeguard1_share; /* of all batches */
+  double switched_share;                 /* of prefill batches, switched mid-way */
+  double switch_energy_share;            /* prefill switches' transitions and faster suffixes over the
+                                            busy energy of both phases */
+  uint64_t peak_queue;                   /* replay_summary.peak_queue */
 } replay_sweep_cell;
 
 typedef struct {
   size_t nrates, npolicies;
-  double *rates;    /* ascending */
-  size_t *requests; /* per rate */
+  double *rates;               /* ascending */
+  size_t *requests;            /* per rate */
+  double *peak_arrivals_per_s; /* per rate: the most arrivals in one second of the shaped trace */
   char (*policies)[64];
   replay_sweep_cell *cells; /* [rate * npolicies + policy] */
   double *capacity;         /* per policy: the highest rate whose attainment and
                                every lower rate's is >= 99 %; 0 when none */
 } replay_sweep;
+
+/* The most arrivals of `t` within one second [k, k + 1) s after its first. */
+double replay_trace_peak_per_s(const replay_trace *t);
 
 /* Shape `raw` at each rate (`base` gives seed, warp and day; its rate is replaced),
  * replay every policy on it and aggregate. Rates must be > 0; they are sorted.
@@ -538,9 +562,10 @@ int replay_sweep_run(const planstore *ps, const char *const *policies, size_t np
                      int threads, replay_sweep **out, enpu_err *err);
 void replay_sweep_free(replay_sweep *s); /* NULL is a no-op */
 
-/* { "rates": [...], "requests": [...], "policies": { NAME: { "slo_attainment": [...],
- *   "savings_busy", "savings", "util_prefill", "util_decode", "util_prefill_busiest",
- *   "util_decode_busiest", "locked_share", "safeguard1_share": [...], "capacity_rate" } } }
+/* { "rates": [...], "requests": [...], "peak_arrivals_per_s": [...], "policies": { NAME: {
+ *   "slo_attainment": [...], "savings_busy", "savings", "util_prefill", "util_decode",
+ *   "util_prefill_busiest", "util_decode_busiest", "locked_share", "safeguard1_share",
+ *   "switched_share", "switch_energy_share", "peak_queue": [...], "capacity_rate" } } }
  * (NaN as null). */
 int replay_sweep_json(const replay_sweep *s, json_t **out, enpu_err *err);
 

@@ -81,10 +81,13 @@ typedef struct {
   double target_ns;                   /* governor runs: its SLO target (QoE signal) */
   size_t members;
   /* governor runs: state since mark_ns, work fraction and node energy done by then, and
-   * the whole batch's time and node energy at that state */
+   * the whole batch's time and node energy at that state; store-plan prefill batches the
+   * same for their current plan (a mid-batch switch moves the mark, replay_switch.c) */
   gov_work work;
   int state;
   double mark_ns, done_frac, done_nj, unit_ns, unit_nj;
+  uint64_t instances; /* op instances of a pass (switching runs; 0 when unknown) */
+  bool switched;      /* switched mid-way at least once */
 } node_batch;
 
 typedef struct {
@@ -190,6 +193,15 @@ typedef struct {
   double reward_sum[2];         /* PELM: rewards of the first 10 % of the trace's span / the rest */
   uint64_t reward_n[2];
   double span_ns; /* last arrival (where 10 % of the run ends) */
+  /* Switching and predictive safeguards (replay_switch.c). */
+  config_safeguards safeguards; /* PAPER for governor runs */
+  double queued_fast_ns;        /* Σ fastest single-request prefill of the queue */
+  double recent_fast_ns;        /* the same over arrivals [rate_head, arrived) */
+  size_t rate_head;             /* first arrival inside the predictive window */
+  double hold_fast_ns;          /* ... and over [hold_head, arrived) */
+  size_t hold_head;             /* first arrival inside the hold window */
+  double *drain_free_ns;        /* per prefill node: switch_prefill's scratch */
+  double *drain_bound_ns, *drain_ahead_ns;
 } sim;
 
 /* ---- replay_output.c ----------------------------------------------------------- */
@@ -231,6 +243,23 @@ int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns,
 /* Start node `node`'s batch b (its c, start, energy, members set; end from c.pl.time_ns
  * or, under a governor, from its work at the node's state) and push its done event. */
 int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err);
+
+/* ---- replay_switch.c ------------------------------------------------------------- */
+/* Request i was admitted (queued) at s->now_ns: the predictive window and the queue's work. */
+void predict_admitted(sim *s, int32_t i);
+/* The queue's requests [first, first + count) left for a node. */
+void predict_dispatched(sim *s, size_t first, size_t count);
+/* The predictive cap on a prefill batch's time whose fastest plan takes fast_ns (INFINITY
+ * unless the run is predictive). */
+double predictive_cap_ns(sim *s, double fast_ns);
+/* A store-plan prefill batch starts: the marks a later switch needs. */
+int switch_batch_init(sim *s, node_batch *b, enpu_err *err);
+/* The queue drained at its fastest plans onto the prefill nodes as they free: the latest
+ * end each node's running batch may have (drain_bound_ns; INFINITY when none binds). */
+void drain_bounds(sim *s);
+/* Safeguard 1's test at an arrival: running prefill batches that would keep the queue
+ * from its deadlines switch to the suffix of a faster plan (switching runs). */
+int switch_prefill(sim *s, enpu_err *err);
 
 /* ---- replay_decode.c ----------------------------------------------------------- */
 /* Route request i (prefilled on prefill node `pnode`) to a decode node and start its

@@ -107,6 +107,11 @@ static json_t *batches_json(const replay_summary *s) {
                   (json_int_t)st->slowed, "slowest", (json_int_t)st->slowest, "safeguard1",
                   (json_int_t)st->safeguard1, "safeguard1_fastest", (json_int_t)st->safeguard1_fastest, "locked",
                   (json_int_t)st->locked, "late", (json_int_t)st->late));
+    json_object_update_new(json_object_get(b, ph ? "decode" : "prefill"),
+                           json_pack("{s:I, s:I, s:I, s:o, s:o}", "predictive", (json_int_t)st->predictive,
+                                     "switched", (json_int_t)st->switched, "switches", (json_int_t)st->switches,
+                                     "switch_energy_j", replay_json_number(st->switch_nj * 1e-9),
+                                     "switch_extra_energy_j", replay_json_number(st->switch_extra_nj * 1e-9)));
   }
   return b;
 }
@@ -165,6 +170,9 @@ static json_t *run_summary_json(const replay_result *r, const replay_result *bas
                              (json_int_t)d->padded_tokens);
   json_t *energy = energy_json(s);
   const replay_gov_summary *g = &r->gov;
+  if (o)
+    json_object_update_new(o, json_pack("{s:s, s:I}", "safeguards", config_safeguards_name(s->safeguards),
+                                        "peak_queue", (json_int_t)s->peak_queue));
   if (o && (g->governor || g->speculative))
     json_object_set_new(
         o, "online",

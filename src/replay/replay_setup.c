@@ -72,6 +72,26 @@ int replay_idle_power_state_w(const config_chip *chip, int state, double *watts,
   return idle_watts(chip, POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS, state, watts, err);
 }
 
+/* The largest V/f move of a chip: every component from state 1 to the peak (rails on
+ * their own IVRs move in parallel, so the delay is the longest one's), priced as the
+ * chip at the peak state's idle power over that delay. */
+static int switch_cost(const config_chip *chip, double idle_peak_w, double *ns, double *nj, enpu_err *err) {
+  power_model *pm = NULL;
+  ENPU_FORWARD(power_model_create(chip, POWER_HBM_FULL, POWER_REG_DVFS, &pm, err));
+  const int peak = power_peak_state(pm);
+  double longest = 0, extra_nj = 0;
+  for (int c = 0; c < CONFIG_NCOMP; c++) {
+    const double t = power_transition_ns(pm, power_voltage_v(pm, (config_component)c, 1),
+                                         power_voltage_v(pm, (config_component)c, peak));
+    longest = t > longest ? t : longest;
+    extra_nj += power_transition_energy(pm, (config_component)c, 1, peak);
+  }
+  power_model_free(pm);
+  *ns = longest;
+  *nj = idle_peak_w * longest + extra_nj; /* W × ns = nJ */
+  return ENPU_OK;
+}
+
 int replay_setup_init(replay_setup *s, const config_cluster *cluster, const config_model *model,
                       const config_chip *chip, enpu_err *err) {
   ENPU_RETURN_IF(strcmp(cluster->model_name, model->name) != 0, err, ENPU_ERR_INVALID,
@@ -85,12 +105,13 @@ int replay_setup_init(replay_setup *s, const config_cluster *cluster, const conf
                       .kv_bytes_per_token = model->kv_bytes_per_token,
                       .dcn_gbps_per_chip = chip->dcn_gbps,
                       .peak_state = chip->freq_states,
-                      .tdp_w = chip->tdp_w};
+                      .tdp_w = chip->tdp_w,
+                      .safeguards = cluster->scheduler.safeguards};
   for (int p = 0; p < CONFIG_NPOLICY; p++)
     ENPU_FORWARD(replay_idle_power_w(chip, (config_policy)p, cluster->idle.mode, &s->idle_w_per_chip[p], err));
   for (int st = 1; st <= chip->freq_states; st++)
     ENPU_FORWARD(replay_idle_power_state_w(chip, st, &s->idle_w_state[st], err));
-  return ENPU_OK;
+  return switch_cost(chip, s->idle_w_state[chip->freq_states], &s->switch_ns, &s->switch_nj_per_chip, err);
 }
 
 /* ---- does the store fit the cluster? ------------------------------------------------- */

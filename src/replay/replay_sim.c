@@ -28,6 +28,9 @@
  *    ran next (the paper's "directly"): a queue longer than the free nodes can serve in
  *    one round may still see its last requests miss.
  *  - Safeguard 2 (replay_account.c): while locked, every batch runs the fastest plan.
+ *  - Beyond the paper (the cluster's safeguards, replay_switch.c): the queue-aware
+ *    safeguard 1 bound at batch start and at every arrival, mid-batch switching, and
+ *    the predictive cap on T_target.
  * Ties are broken by index and by event sequence number: the run is deterministic. */
 #include <math.h>
 #include <pthread.h>
@@ -209,6 +212,7 @@ static int admit(sim *s, int32_t i, enpu_err *err) {
   }
   s->st[i].fast_prefill_ns = pre.time_ns;
   s->pq[s->pq_tail++] = i;
+  predict_admitted(s, i);
   return ENPU_OK;
 }
 
@@ -262,8 +266,11 @@ static int start_prefill(sim *s, const prefill_start *a, double cap_ns, enpu_err
     b->work = (gov_work){.phase = CONFIG_PREFILL, .base = a->fast, .tokens = 1};
     ENPU_FORWARD(gov_choose(s, (size_t)a->node, target, b, err));
   } else {
-    ENPU_FORWARD(choose_plan(s, CONFIG_PREFILL, &a->fast, target, cap_ns, NULL, &b->c, err));
+    const double pred_ns = predictive_cap_ns(s, a->fast.time_ns);
+    ENPU_FORWARD(choose_plan(s, CONFIG_PREFILL, &a->fast, target, fmin(cap_ns, pred_ns), NULL, &b->c, err));
+    s->res->summary.phase[CONFIG_PREFILL].predictive += b->c.safeguard1 && pred_ns < cap_ns;
     b->energy_nj = b->c.pl.energy_nj * s->cl->node[CONFIG_PREFILL].chips;
+    ENPU_FORWARD(switch_batch_init(s, b, err));
   }
   replay_phase_stats *ph = &s->res->summary.phase[CONFIG_PREFILL];
   const uint64_t padded = (uint64_t)b->c.pl.batch * (uint64_t)b->c.pl.seq;
@@ -298,12 +305,19 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
       ENPU_FORWARD(account_wake(s, CONFIG_PREFILL, (size_t)k, &a->start_ns, err));
       ENPU_FORWARD(form_prefill(s, a->start_ns, &pn->count, &a->fast, err));
       pn->first = s->pq_head;
+      predict_dispatched(s, pn->first, pn->count);
       s->pq_head += pn->count;
       pn->busy = true;
     }
   const double cap_end = prefill_cap_end(s);
-  for (int k = 0; k < nstarted; k++)
-    ENPU_FORWARD(start_prefill(s, &started[k], cap_end - started[k].start_ns, err));
+  const bool drain = s->safeguards != CONFIG_SAFEGUARDS_PAPER && !s->gov && s->pq_head < s->pq_tail;
+  for (int k = 0; drain && k < nstarted; k++) /* at their fastest until their plans are picked */
+    s->pnodes[started[k].node].batch.end_ns = started[k].start_ns + started[k].fast.time_ns;
+  if (drain) drain_bounds(s);
+  for (int k = 0; k < nstarted; k++) {
+    const double end = drain ? fmin(cap_end, s->drain_bound_ns[started[k].node]) : cap_end;
+    ENPU_FORWARD(start_prefill(s, &started[k], end - started[k].start_ns, err));
+  }
   return ENPU_OK;
 }
 
@@ -371,7 +385,8 @@ static int sim_init(sim *s, replay_result *r, enpu_err *err) {
                                       ENPU_PART(s->scratch_idx, n), ENPU_PART(s->sg2[CONFIG_PREFILL].time_ns, n),
                                       ENPU_PART(s->sg2[CONFIG_PREFILL].missed, n),
                                       ENPU_PART(s->sg2[CONFIG_DECODE].time_ns, n),
-                                      ENPU_PART(s->sg2[CONFIG_DECODE].missed, n)) < 0 ||
+                                      ENPU_PART(s->sg2[CONFIG_DECODE].missed, n), ENPU_PART(s->drain_free_ns, np),
+                                      ENPU_PART(s->drain_bound_ns, np), ENPU_PART(s->drain_ahead_ns, np)) < 0 ||
                     ENPU_CALLOC_PARTS(ENPU_PART(r->requests, n), ENPU_PART(r->idle_since_ns, np + nd)) < 0;
   ENPU_RETURN_IF(nomem, err, ENPU_ERR_NOMEM, "out of memory (replay of %zu requests)", n);
   for (size_t i = 0; i < n; i++) {
@@ -416,6 +431,9 @@ static int sim_loop(sim *s, enpu_err *err) {
     w->arrivals++;
     ENPU_FORWARD(admit(s, (int32_t)s->arrived++, err));
     if (s->pq_head < s->pq_tail) ENPU_FORWARD(dispatch_prefill(s, err));
+    const uint64_t queued = s->pq_tail - s->pq_head;
+    if (queued > s->res->summary.peak_queue) s->res->summary.peak_queue = queued;
+    if (queued) ENPU_FORWARD(switch_prefill(s, err));
   }
   return ENPU_OK;
 }
@@ -493,7 +511,9 @@ int replay_run_job(const planstore *ps, const replay_job *job, const replay_trac
            .nreq = trace->count,
            .res = r,
            .job = job,
-           .uniform = uniform ? "uniform" : NULL};
+           .uniform = uniform ? "uniform" : NULL,
+           .safeguards = job->governor ? CONFIG_SAFEGUARDS_PAPER : setup->safeguards};
+  r->summary.safeguards = s.safeguards;
   int rc = sim_init(&s, r, err);
   if (rc == ENPU_OK && uniform) rc = gov_init(&s, err);
   if (rc == ENPU_OK) rc = sim_loop(&s, err);

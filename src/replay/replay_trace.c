@@ -375,3 +375,16 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
   free(rows);
   return rc;
 }
+
+double replay_trace_peak_per_s(const replay_trace *t) {
+  /* Arrivals are sorted: count each one-second bucket as the scan passes it. */
+  uint64_t best = 0, run = 0;
+  double bucket = -1;
+  for (size_t i = 0; t && i < t->count; i++) {
+    const double b = floor(t->requests[i].arrival_ns / 1e9);
+    run = b == bucket ? run + 1 : 1;
+    bucket = b;
+    if (run > best) best = run;
+  }
+  return (double)best;
+}

@@ -267,6 +267,40 @@ int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan, 
   return ENPU_OK;
 }
 
+uint64_t planstore_plan_instance_count(const planstore *ps, const planstore_plan *plan) {
+  const store_policy *p = plan_policy(ps, plan);
+  if (!p) return 0;
+  const store_bucket_rec *b = &p->t.buckets[plan->bucket];
+  uint64_t n = 0;
+  for (uint32_t k = 0; k < b->ops_count; k++) n += p->t.bucket_ops[b->ops_first + k].multiplicity;
+  return n;
+}
+
+int planstore_lookup_suffix(const planstore *ps, const planstore_plan *bucket_plan, uint64_t first_instance,
+                            double target_ns, planstore_plan *plan, enpu_err *err) {
+  const store_policy *p = plan_policy(ps, bucket_plan);
+  ENPU_RETURN_IF(!p || !plan || p->t.buckets[bucket_plan->bucket].status != STORE_BUCKET_OK, err, ENPU_ERR_INVALID,
+                 "planstore_lookup_suffix: not a plan of this store");
+  ENPU_RETURN_IF(isnan(target_ns), err, ENPU_ERR_INVALID, "target time is NaN");
+  const uint64_t n = planstore_plan_instance_count(ps, bucket_plan);
+  ENPU_RETURN_IF(first_instance > n || n == 0, err, ENPU_ERR_RANGE,
+                 "op instance %llu beyond the %llu of a pass of bucket batch %d seq %d",
+                 (unsigned long long)first_instance, (unsigned long long)n, bucket_plan->batch, bucket_plan->seq);
+  /* The share of the pass left; an empty suffix takes no time at any prefix. */
+  const double share = (double)(n - first_instance) / (double)n;
+  *plan = *bucket_plan;
+  plan->plan_time_ns = plan->overhead_pct = plan->plan_energy_nj = NAN;
+  const int rc = plan_at_target(p, share > 0 ? target_ns / share : INFINITY, plan, NULL);
+  plan->target_ns = target_ns;
+  plan->time_ns *= share, plan->energy_nj *= share, plan->lower_bound_nj *= share;
+  if (rc == ENPU_ERR_INFEASIBLE && err)
+    enpu_errorf(err, rc,
+                "the fastest suffix from op instance %llu of bucket batch %d seq %d takes %.0f ns, above the "
+                "target %.0f ns; the fastest is returned",
+                (unsigned long long)first_instance, plan->batch, plan->seq, plan->time_ns, target_ns);
+  return rc;
+}
+
 size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan) {
   const store_policy *p = plan_policy(ps, plan);
   return p ? p->t.buckets[plan->bucket].ops_count : 0;

@@ -142,6 +142,30 @@ PLANSTORE_API int planstore_retarget(const planstore *ps, const planstore_plan *
 PLANSTORE_API int planstore_at_prefix(const planstore *ps, const planstore_plan *bucket_plan, uint64_t walk_prefix,
                                       planstore_plan *plan, enpu_err *err);
 
+/* Op instances of one forward pass of the plan's bucket (the sum of its ops'
+ * multiplicities): the positions 0..n that planstore_lookup_suffix takes. 0 for a plan
+ * that does not come from this store. */
+PLANSTORE_API uint64_t planstore_plan_instance_count(const planstore *ps, const planstore_plan *plan);
+
+/* Mid-batch re-targeting: the plan of the same bucket as `bucket_plan` for the op
+ * instances first_instance..n-1 of its pass (n = planstore_plan_instance_count) that
+ * finishes within target_ns — the longest walk prefix whose suffix takes <= target_ns.
+ * A suffix is priced as the share (n − first_instance) / n of the whole pass's time and
+ * energy at that prefix: exact when every op's instances are spread evenly along the
+ * pass, as a model's repeated layers spread theirs (the embedding and head, once per
+ * pass, are where it approximates). On return time_ns, energy_nj and lower_bound_nj are
+ * the suffix's, target_ns is the target, and walk_prefix names the plan whose per-op
+ * states the suffix runs (planstore_plan_states); plan_time_ns, overhead_pct and
+ * plan_energy_nj are NaN. A runtime that switches to it charges its own V/f transitions
+ * (take their time off target_ns). Memory only, like planstore_retarget.
+ * @return 0; ENPU_ERR_INFEASIBLE when even the fastest suffix takes longer than target_ns
+ * (*plan is then the fastest, walk prefix 0; no message is formatted when err is NULL);
+ * ENPU_ERR_RANGE for first_instance > n; ENPU_ERR_INVALID for a plan that does not come
+ * from this store or a NaN target. */
+PLANSTORE_API int planstore_lookup_suffix(const planstore *ps, const planstore_plan *bucket_plan,
+                                          uint64_t first_instance, double target_ns, planstore_plan *plan,
+                                          enpu_err *err);
+
 /* Number of distinct ops of the plan's bucket (the size planstore_plan_states needs). */
 PLANSTORE_API size_t planstore_plan_op_count(const planstore *ps, const planstore_plan *plan);
 

@@ -26,6 +26,9 @@ check() {
     exit 1
   fi
   [[ $(grep -c '^op ' <<<"$out") == 3 ]] || { echo "FAIL: $1 listed no 3 ops"; exit 1; }
+  # planstore_lookup_suffix links and answers: half the instances in half the time fits.
+  grep -Eq '^suffix from=[1-9][0-9]* of [1-9][0-9]* prefix=[0-9]+ time_ns=[0-9.e+]+ fits=1$' <<<"$out" ||
+    { echo "FAIL: $1 printed no fitting suffix: $(grep '^suffix' <<<"$out")"; exit 1; }
 }
 
 cmake -S "$src/tests/integration/planstore_example" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null

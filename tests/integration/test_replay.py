@@ -188,6 +188,13 @@ if r.returncode == 0:
             sw["requests"][0] < sw["requests"][1] == 1500 < sw["requests"][2], (sw["rates"], sw["requests"]))
     ea = sw["policies"]["enpu-all"]
     h.check("--rates: a value per rate and a capacity", len(ea["slo_attainment"]) == 3 and "capacity_rate" in ea, ea)
+    # What five-minute utilisation hides: the peak second's arrivals grow with the rate
+    # (1x: the most rows of the head in one second), and the longest queue is counted.
+    peak = sw["peak_arrivals_per_s"]
+    h.check("--rates: peak arrivals per second grow with the rate", 0 < peak[0] <= peak[1] < peak[2], peak)
+    h.check("--rates: peak queue and switched share per rate",
+            all(len(ea[k]) == 3 for k in ("peak_queue", "switched_share", "switch_energy_share")) and
+            all(q >= 0 for q in ea["peak_queue"]), ea)
     h.check("--rates: sweep.json, sweep.dat and a PNG", json.load(open(os.path.join(sweep_dir, "sweep.json"))) == sw
             and open(os.path.join(sweep_dir, "sweep.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n")
 r = replay("--rates", "0.5,1", trace=trace_head(300))

@@ -1,4 +1,4 @@
-"""Regression tests of four replay defects, on the real binary and the synthetic store
+"""Regression tests of five replay defects, on the real binary and the synthetic store
 (tests/integration/replay/synth_store.h, written by `test_replay --write-store`). Each
 check failed before the fix it guards:
 
@@ -9,7 +9,11 @@ check failed before the fix it guards:
 3. a request whose decode no bucket covers still got a full prefill before being
    marked uncovered;
 4. a batch run at the fastest plan because safeguard 1's cap was below it was counted
-   "late" although its own target was not.
+   "late" although its own target was not;
+5. a batch that started on a slow plan just before a burst held its node: the paper's
+   safeguards (safeguard 1 only at batch start) let the burst miss its TTFT where
+   mid-batch switching and the predictive safeguard do not; and on a burst trace built
+   with tools/burst_trace.py the predictive safeguards never do worse than the paper's.
 
 usage: test_replay_regressions.py ENPU SOURCE_DIR TEST_REPLAY"""
 import csv
@@ -108,11 +112,60 @@ if pol:
 # while r1's own target (245 ms) is above it. r2 itself is late by its own target.
 small = cluster_with("one-node.json", 1, max_batch=1, ttft_ms=400)
 sg1 = trace("sg1.csv", [(0, 1000, 2), (0.001, 1000, 2), (0.002, 2048, 2)])
-pol = replay(sg1, "--policy", "enpu-all", cluster=small)
+pol = replay(sg1, "--policy", "enpu-all", "--safeguards", "paper", cluster=small)
 if pol:
     b = pol["enpu-all"]["batches"]["prefill"]
     print(f"     safeguard 1 below the fastest plan: prefill batches {b}")
     h.check("4: only the batch late by its own target counts as late", b["late"] == 1, b)
+
+# ---- 5: a burst behind a slow batch ----------------------------------------------------
+# One node, one request per batch, 480 ms TTFT: r0 starts alone on its slowest plan
+# (1.4 x its fastest, tp), then r1..r3 arrive. Behind it r3 cannot finish before
+# 1.4 tp + 3 tp > 483 ms whatever later plans do; switching r0 half-way to a faster
+# suffix leaves 4 tp < 483 ms. The predictive safeguard never slows a lone node.
+one = cluster_with("one-node-480.json", 1, max_batch=1, ttft_ms=480)
+b5 = trace("b5.csv", [(0, 1000, 2), (0.001, 1000, 2), (0.002, 1000, 2), (0.003, 1000, 2)])
+for mode in ("paper", "switching", "predictive"):
+    pol = replay(b5, "--policy", "enpu-all", "--safeguards", mode, cluster=one)
+    if not pol:
+        continue
+    p = pol["enpu-all"]
+    b = p["batches"]["prefill"]
+    print(f"     burst behind a slow batch, {mode}: TTFT attainment {p['ttft_attainment']:.2f}, "
+          f"switched {b['switched']}, switch energy {b['switch_energy_j']:.3g} J")
+    h.check(f"5: safeguards reported as {mode}", p["safeguards"] == mode, p["safeguards"])
+    if mode == "paper":
+        h.check("5: the paper's safeguards miss a TTFT in the burst", p["ttft_attainment"] < 1, p["ttft_attainment"])
+    else:
+        h.check(f"5: {mode} meets every TTFT of the burst", p["ttft_attainment"] == 1, p["ttft_attainment"])
+    if mode == "switching":
+        h.check("5: switching switched the slow batch once, and charged it", b["switched"] == 1 and
+                b["switch_energy_j"] > 0, b)
+
+# The shipped trace's first 2,000 requests with a minute at 6x its rate: at each rate,
+# the predictive safeguards keep at least the paper's SLO attainment for every policy.
+head = os.path.join(tmp, "head.csv")
+with open(os.path.join(h.src, "jobs/traces/AzureLLMInferenceTrace_conv.csv")) as f, open(head, "w") as g:
+    g.writelines(line for _, line in zip(range(2001), f))
+burst6 = os.path.join(tmp, "burst6.csv")
+tool = os.path.join(h.src, "tools/burst_trace.py")
+subprocess.run([sys.executable, tool, head, "--window", "120,60,6", "-o", burst6], check=True)
+again = os.path.join(tmp, "burst6-again.csv")
+subprocess.run([sys.executable, tool, head, "--window", "120,60,6", "-o", again], check=True)
+with open(burst6) as f, open(again) as g:
+    h.check("5: the burst recipe is deterministic", f.read() == g.read())
+peak = subprocess.run([sys.executable, tool, burst6, "--peak"], capture_output=True, text=True, check=True).stdout
+base = subprocess.run([sys.executable, tool, head, "--peak"], capture_output=True, text=True, check=True).stdout
+h.check("5: the burst raises the peak arrivals per second", int(peak.split()[1]) > 2 * int(base.split()[1]),
+        (base, peak))
+for rate in ("1", "3"):
+    res = {m: replay(burst6, "--rate", rate, "--safeguards", m) for m in ("paper", "predictive")}
+    if not all(res.values()):
+        continue
+    for name in res["paper"]:
+        a, b = res["paper"][name]["slo_attainment"], res["predictive"][name]["slo_attainment"]
+        print(f"     burst trace at {rate}x, {name}: SLO paper {100 * a:.3f} %, predictive {100 * b:.3f} %")
+        h.check(f"5: {name} at {rate}x: predictive SLO >= paper's", b >= a, (a, b))
 
 subprocess.run(["rm", "-rf", tmp], check=False)
 h.finish()

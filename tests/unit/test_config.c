@@ -993,6 +993,22 @@ static const bad_case bad_cases[] = {
      .needle = "\"off\"",
      .path = "$.scheduler.safeguard2",
      .expect = "expected one of: paper, per-phase, got \"off\""},
+    {.name = "unknown safeguards",
+     .file = "clusters/dense.json",
+     .from = "\"max_batch_tokens\": 8192 }\n",
+     .to = "\"max_batch_tokens\": 8192 },\n  \"scheduler\": { \"safeguards\": \"burst\" }\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"burst\"",
+     .path = "$.scheduler.safeguards",
+     .expect = "expected one of: paper, switching, predictive, got \"burst\""},
+    {.name = "predictive window of no time",
+     .file = "clusters/dense.json",
+     .from = "\"max_batch_tokens\": 8192 }\n",
+     .to = "\"max_batch_tokens\": 8192 },\n  \"scheduler\": { \"predictive_window_s\": 0.0 }\n",
+     .code = ENPU_ERR_RANGE,
+     .needle = "0.0 }",
+     .path = "$.scheduler.predictive_window_s",
+     .expect = "expected a number in (0, 3600] (the predictive safeguard's rate window), got 0"},
     {.name = "safeguard 1 scanning nothing",
      .file = "clusters/dense.json",
      .from = "\"max_batch_tokens\": 8192 }\n",
@@ -1525,6 +1541,18 @@ static void test_cluster_defaults(void **state) {
   assert_int_equal(c->scheduler.safeguard2, CONFIG_SG2_PAPER);
   assert_true(c->scheduler.safeguard2_window_s == 300 && c->scheduler.safeguard2_miss_fraction == 0.01);
   assert_true(c->dcn_energy_pj_per_byte == 0);
+  /* Predictive safeguards by default; windows from the SLO classes' shortest and longest
+   * TTFT; β whose Halfin–Whitt wait probability 1 / (1 + β Φ(β) / φ(β)) is the 1 % miss
+   * fraction. */
+  assert_int_equal(c->scheduler.safeguards, CONFIG_SAFEGUARDS_PREDICTIVE);
+  double lo = INFINITY, hi = 0;
+  for (int k = 0; k < c->slo_count; k++)
+    lo = fmin(lo, c->slo[k].ttft_ms / 1e3), hi = fmax(hi, c->slo[k].ttft_ms / 1e3);
+  assert_true(c->scheduler.predictive_window_s == lo && c->scheduler.predictive_hold_s == hi);
+  const double b = c->scheduler.predictive_beta;
+  const double wait = 1 / (1 + b * 0.5 * (1 + erf(b / sqrt(2))) / (exp(-b * b / 2) / sqrt(2 * acos(-1.0))));
+  assert_true(fabs(wait - 0.01) < 1e-9);
+  assert_true(b > 2.3 && b < 2.4);
   config_cluster_free(c);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
@@ -1536,7 +1564,8 @@ static void test_cluster_defaults(void **state) {
       "\"tpot_ms\": 1 } ],\n"
       "  \"batching\": { \"max_batch\": 1, \"max_batch_tokens\": 8 },\n"
       "  \"idle\": { \"mode\": \"sleep\", \"sleep_w\": 7.5, \"wake_ms\": 20, \"sleep_after_ms\": 1000 },\n"
-      "  \"scheduler\": { \"safeguard2\": \"per-phase\", \"safeguard1_scan\": 100 } }\n",
+      "  \"scheduler\": { \"safeguard2\": \"per-phase\", \"safeguard1_scan\": 100, \"safeguards\": \"paper\",\n"
+      "                 \"predictive_window_s\": 2, \"predictive_beta\": 1 } }\n",
       f);
   fclose(f);
   if (config_cluster_load(path, &c, &err)) fail_msg("%s", err.msg);
@@ -1544,6 +1573,12 @@ static void test_cluster_defaults(void **state) {
   assert_true(c->idle.sleep_w == 7.5 && c->idle.wake_ms == 20 && c->idle.sleep_after_ms == 1000);
   assert_int_equal(c->scheduler.safeguard2, CONFIG_SG2_PER_PHASE);
   assert_int_equal(c->scheduler.safeguard1_scan, 100);
+  assert_int_equal(c->scheduler.safeguards, CONFIG_SAFEGUARDS_PAPER);
+  assert_true(c->scheduler.predictive_window_s == 2 && c->scheduler.predictive_hold_s == 0.001);
+  assert_true(c->scheduler.predictive_beta == 1);
+  assert_int_equal(config_safeguards_parse("switching"), CONFIG_SAFEGUARDS_SWITCHING);
+  assert_int_equal(config_safeguards_parse("off"), -1);
+  assert_string_equal(config_safeguards_name(CONFIG_SAFEGUARDS_PREDICTIVE), "predictive");
   config_cluster_free(c);
   fixture_free(fx);
 }

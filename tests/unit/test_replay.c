@@ -347,6 +347,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_window_slack),
       cmocka_unit_test(test_determinism_and_outputs),
       cmocka_unit_test(test_sweep),
+      cmocka_unit_test(test_switch_burst),
+      cmocka_unit_test(test_predictive_cap),
       cmocka_unit_test(test_spec_formulas),
       cmocka_unit_test(test_governor_peak_is_nodvfs),
       cmocka_unit_test(test_governor_fixed_state),

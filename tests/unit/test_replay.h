@@ -68,6 +68,8 @@ void test_kv_contention(void **state);
 void test_window_slack(void **state);
 void test_determinism_and_outputs(void **state);
 void test_sweep(void **state);
+void test_switch_burst(void **state);
+void test_predictive_cap(void **state);
 
 /* test_replay_gov.c */
 void test_spec_formulas(void **state);

@@ -216,8 +216,11 @@ void test_prefill_batches_padded(void **state) {
 }
 
 /* One prefill node taking one request at a time, a 400 ms TTFT SLO. */
+/* One prefill node taking one request at a time, under the paper's safeguards (what the
+ * safeguard 1 tests below pin down; the switching tests ask for the others). */
 static void one_node_cluster(ctx *c, config_cluster *cl, replay_setup *s, double ttft_ms) {
   resized(c, cl, s, 1, 0);
+  s->safeguards = CONFIG_SAFEGUARDS_PAPER;
   cl->max_batch = 1;
   for (int k = 0; ttft_ms > 0 && k < cl->slo_count; k++) cl->slo[k].ttft_ms = ttft_ms;
 }
@@ -570,4 +573,83 @@ void test_sweep(void **state) {
   assert_int_equal(replay_sweep_run(c->ps, all_policies, NPOL, &head, &base, bad, 1, &c->setup, 1, &sw, &err),
                    ENPU_ERR_INVALID);
   assert_null(sw);
+}
+
+/* The burst the paper's safeguards cannot absorb: r0 (1,000 tokens) starts alone on the
+ * slowest plan (1.4 x its fastest time tp), then r1..r3 arrive at once, one node running
+ * one request at a time, TTFT 480 ms. Behind the slow r0, r3 cannot end before
+ * 1.4 tp + 3 tp > its deadline whatever the later plans; with switching, r3's arrival
+ * finds the queue drained at fastest plans would miss and r0 switches at its next
+ * operator boundary (half-way: the synthetic bucket has two op instances) to a faster
+ * suffix, and everyone meets. Predictive on one node never slows a batch (1 − β/√1 < 0:
+ * a single server has no headroom to share). Energy stays conserved with the switch. */
+void test_switch_burst(void **state) {
+  ctx *c = *state;
+  config_cluster cl;
+  replay_setup s;
+  one_node_cluster(c, &cl, &s, 480);
+  replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.000,1000,2\n"
+                             "2023-11-16 18:00:00.001,1000,2\n2023-11-16 18:00:00.002,1000,2\n"
+                             "2023-11-16 18:00:00.003,1000,2\n");
+  const double tp = synth_time_ns(STORE_PHASE_PREFILL, 1, 1024), slowest = synth_time_mult[SYNTH_NPTS - 1];
+  assert_true(slowest * tp + 3 * tp > 3e6 + 480e6 && 4 * tp < 3e6 + 480e6); /* the scenario */
+  for (int mode = 0; mode < CONFIG_NSAFEGUARDS; mode++) {
+    s.safeguards = (config_safeguards)mode;
+    replay_result *r = run(c, "enpu-all", t, &s);
+    const replay_request_result *q = replay_result_requests(r);
+    const replay_phase_stats *p = &replay_result_summary(r)->phase[CONFIG_PREFILL];
+    check_conservation(r, t, &s);
+    if (mode == CONFIG_SAFEGUARDS_PAPER) {
+      assert_near(q[0].ttft_ns, slowest * tp, 1e-3);
+      assert_false(q[3].ttft_met);
+      assert_int_equal(p->switched, 0);
+    } else {
+      for (int i = 0; i < 4; i++) assert_true(q[i].ttft_met);
+      assert_true(q[0].ttft_ns < slowest * tp);
+    }
+    if (mode == CONFIG_SAFEGUARDS_SWITCHING) {
+      assert_int_equal(p->switched, 1);
+      assert_true(p->switches >= 1);
+      assert_true(q[0].ttft_ns > tp / 2 * slowest); /* the switch waited for the op boundary */
+      assert_true(p->switch_nj > 0 && p->switch_nj == p->switches * s.switch_nj_per_chip * cl.node[0].chips);
+    }
+    if (mode == CONFIG_SAFEGUARDS_PREDICTIVE) assert_near(q[0].ttft_ns, tp, 1e-3); /* never slowed */
+    replay_result_free(r);
+  }
+  replay_trace_free(t);
+}
+
+/* The predictive cap on a pool of 24 nodes: quiet, the slowest plans run as under the
+ * paper's rules. Then 40 prompts of 4,000 tokens arrive 1 ms apart, each taking a free
+ * node at once (so safeguard 1 never sees a queue): the paper's rules run the first 24
+ * at their slowest; the predictive cap counts each one's fastest work over the shortest
+ * TTFT window, and from the 21st on (21 x T(4096) over 24 nodes x 725 ms is past
+ * 1 − 2.37/√24) runs them at their fastest. */
+void test_predictive_cap(void **state) {
+  ctx *c = *state;
+  config_cluster cl;
+  replay_setup s;
+  resized(c, &cl, &s, 24, 0);
+  char text[4096] = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.000,1000,2\n";
+  for (int k = 0; k < 40; k++) /* 40 x 4,000 tokens within 40 ms: ~40 s of fastest work on 24 nodes */
+    snprintf(text + strlen(text), sizeof text - strlen(text), "2023-11-16 18:00:10.%03d,4000,2\n", k);
+  replay_trace *t = parse_ok(text);
+  const double tp = synth_time_ns(STORE_PHASE_PREFILL, 1, 1024);
+  for (int mode = 0; mode < 2; mode++) {
+    s.safeguards = mode ? CONFIG_SAFEGUARDS_PREDICTIVE : CONFIG_SAFEGUARDS_PAPER;
+    replay_result *r = run(c, "enpu-all", t, &s);
+    const replay_request_result *q = replay_result_requests(r);
+    const replay_phase_stats *p = &replay_result_summary(r)->phase[CONFIG_PREFILL];
+    check_conservation(r, t, &s);
+    assert_near(q[0].ttft_ns, tp * synth_time_mult[SYNTH_NPTS - 1], 1e-3); /* quiet: slowest in both */
+    const double fast = prefill_alone_ns(4000);
+    assert_true(21 * fast / (24 * 725e6) > 1 - 2.37 / sqrt(24));             /* the scenario */
+    assert_near(q[1].ttft_ns, fast * synth_time_mult[SYNTH_NPTS - 1], 1e-3); /* alone in its window */
+    for (int k = 21; k <= 24; k++)
+      assert_near(q[k].ttft_ns, fast * (mode ? 1 : synth_time_mult[SYNTH_NPTS - 1]), 1e-3);
+    if (mode) assert_true(p->predictive > 0 && p->predictive <= p->safeguard1);
+    else assert_int_equal(p->predictive, 0);
+    replay_result_free(r);
+  }
+  replay_trace_free(t);
 }

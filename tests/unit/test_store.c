@@ -504,6 +504,44 @@ static void test_plan_states(void **state) {
   assert_int_equal(planstore_at_prefix(c->ps, &plan, 0, &at, &err), ENPU_ERR_INVALID);
 }
 
+/* planstore_lookup_suffix: the rest of a pass from op instance k of n, priced as the share
+ * (n − k) / n of every walk prefix, answers what a whole-pass lookup at target × n / (n − k)
+ * answers, scaled; from 0 it is planstore_retarget; an empty suffix takes nothing. */
+static void test_lookup_suffix(void **state) {
+  ctx *c = *state;
+  const size_t row = grid_row(PLANSTORE_PREFILL, 4, 128);
+  double t0, e0, cum_t[NMOVES], cum_e[NMOVES];
+  uint64_t counts[NMOVES][NOPS][NPTS];
+  replay_here(row, &t0, &e0, cum_t, cum_e, counts);
+  planstore_plan plan, rest, whole;
+  enpu_err err = {0};
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, cum_t[NMOVES - 1], &plan, &err), 0);
+  const uint64_t n = planstore_plan_instance_count(c->ps, &plan);
+  assert_int_equal(n, multiplicity(0, row) + multiplicity(1, row) + multiplicity(2, row));
+  for (uint64_t k = 0; k < n; k++)
+    for (size_t s = 0; s < NMOVES; s++) {
+      const double share = (double)(n - k) / (double)n, target = cum_t[s] * share;
+      assert_int_equal(planstore_lookup_suffix(c->ps, &plan, k, target, &rest, &err), 0);
+      assert_int_equal(planstore_retarget(c->ps, &plan, target / share, &whole, &err), 0);
+      assert_int_equal(rest.walk_prefix, whole.walk_prefix);
+      assert_true(rest.time_ns <= target * (1 + 1e-12));
+      assert_near(rest.time_ns, whole.time_ns * share, 1e-9 * whole.time_ns);
+      assert_near(rest.energy_nj, whole.energy_nj * share, 1e-9 * whole.energy_nj);
+      assert_true(rest.target_ns == target && isnan(rest.plan_time_ns));
+    }
+  /* Below the fastest suffix: the fastest, flagged; an empty suffix fits any target. */
+  assert_int_equal(planstore_lookup_suffix(c->ps, &plan, n / 2, 1.0, &rest, &err), ENPU_ERR_INFEASIBLE);
+  assert_int_equal(rest.walk_prefix, 0);
+  assert_non_null(strstr(err.msg, "fastest suffix"));
+  assert_int_equal(planstore_lookup_suffix(c->ps, &plan, n, 0, &rest, NULL), 0);
+  assert_true(rest.time_ns == 0 && rest.energy_nj == 0);
+  assert_int_equal(planstore_lookup_suffix(c->ps, &plan, n + 1, 1e30, &rest, &err), ENPU_ERR_RANGE);
+  assert_int_equal(planstore_lookup_suffix(c->ps, &plan, 0, NAN, &rest, &err), ENPU_ERR_INVALID);
+  plan.policy = 99;
+  assert_int_equal(planstore_lookup_suffix(c->ps, &plan, 0, 1e30, &rest, &err), ENPU_ERR_INVALID);
+  assert_int_equal(planstore_plan_instance_count(c->ps, &plan), 0);
+}
+
 /* ---------------------------------------------------------------------------------
  * store_load: the whole store back, field by field */
 
@@ -1637,6 +1675,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_target_below_fastest),
       cmocka_unit_test(test_lookup_slack),
       cmocka_unit_test(test_plan_states),
+      cmocka_unit_test(test_lookup_suffix),
       cmocka_unit_test(test_zstd_filter_in_pipeline),
       cmocka_unit_test(test_compression_shrinks),
       cmocka_unit_test(test_atomic_publication),

@@ -1,5 +1,6 @@
 /* main.c — the smallest serving-runtime client of <enpu/planstore.h>: open a store, pad
- * a batch to its bucket, take the plan for a target time and list its op states.
+ * a batch to its bucket, take the plan for a target time, list its op states and
+ * re-target the rest of the pass from its middle op instance.
  * Usage: planstore_example STORE PHASE(prefill|decode) BATCH SEQ TARGET_NS */
 #include <enpu/planstore.h>
 #include <stdio.h>
@@ -32,6 +33,13 @@ int main(int argc, char **argv) {
              (unsigned long long)st[i].lead_instances, st[i].lead_states[0], st[i].lead_states[1],
              st[i].lead_states[2], st[i].lead_states[3], st[i].lead_states[4]);
     free(st);
+    /* Re-target the batch half-way: the rest of the pass within half its time. */
+    const unsigned long long total = planstore_plan_instance_count(ps, &plan);
+    planstore_plan rest;
+    const int src = planstore_lookup_suffix(ps, &plan, total / 2, plan.time_ns / 2, &rest, NULL);
+    if (rc == 0 && (src == 0 || src == ENPU_ERR_INFEASIBLE))
+      printf("suffix from=%llu of %llu prefix=%llu time_ns=%.17g fits=%d\n", total / 2, total,
+             (unsigned long long)rest.walk_prefix, rest.time_ns, src == 0);
   }
   if (rc != 0) fprintf(stderr, "%s\n", err.msg);
   planstore_close(ps);
