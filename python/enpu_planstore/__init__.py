@@ -31,12 +31,11 @@ ERR_MSG_LEN = 1024
 
 class PlanStoreError(Exception):
     """An error of libenpu_planstore: .code (negative, enpu_err.h), .name ("NOT_FOUND"),
-    .message (the library's text). A lookup below the fastest plan also carries .plan,
-    the fastest plan (the library fills it; a runtime may prefer late to nothing)."""
+    .message (the library's text)."""
 
-    def __init__(self, code, message, plan=None):
+    def __init__(self, code, message):
         super().__init__(f"{message} (ENPU_ERR_{ERRORS.get(code, code)})")
-        self.code, self.name, self.message, self.plan = code, ERRORS.get(code, str(code)), message, plan
+        self.code, self.name, self.message = code, ERRORS.get(code, str(code)), message
 
 
 class _Err(ctypes.Structure):
@@ -120,8 +119,8 @@ def _library():
     return _lib
 
 
-def _raise(err, plan=None):
-    raise PlanStoreError(err.code, err.msg.decode("utf-8", "replace"), plan)
+def _raise(err):
+    raise PlanStoreError(err.code, err.msg.decode("utf-8", "replace"))
 
 
 def vfset_word(states):
@@ -197,21 +196,29 @@ class PlanStore:
         """The plan for a batch of `batch` requests of `seq` tokens (padded to the smallest
         covering bucket), at a slack (a fraction of the bucket's NoDVFS time) or an exact
         target in ms: a dict with the fields of `enpu query --json` (ops with their lead
-        and trail states, and with vfset their vf.set words). Raises PlanStoreError."""
+        and trail states, and with vfset their vf.set words). Without a policy the store's
+        eNPU policy answers, as in `enpu query` (`policy_from`: "default"). A target below the
+        bucket's fastest plan gives that plan with `warning` set, as `enpu query` does.
+        Raises PlanStoreError."""
         if (slack is None) == (target_ms is None):
             raise PlanStoreError(-1, "give exactly one of slack and target_ms")
         if phase not in PHASES:
             raise PlanStoreError(-1, f"phase must be one of {PHASES}, got {phase!r}")
+        policy_from = "--policy" if policy else "default"
+        policy = policy or default_policy(self.policies())
         h, err, plan = self._handle(), _Err(), _Plan()
-        ph, pol = PHASES.index(phase), policy.encode() if policy else None
+        plan.target_ns = math.nan  # the reader sets it only when it fills the plan
+        ph, pol = PHASES.index(phase), policy.encode()
         rc = (self._lib.planstore_lookup_slack(h, pol, ph, batch, seq, slack, ctypes.byref(plan), ctypes.byref(err))
               if slack is not None else
               self._lib.planstore_lookup(h, pol, ph, batch, seq, target_ms * 1e6, ctypes.byref(plan),
                                          ctypes.byref(err)))
-        if rc < 0:
-            late = rc == -8 and plan.walk_steps > 0  # below the fastest plan: filled with it
-            _raise(err, self._plan_dict(plan, phase, batch, seq, slack, vfset) if late else None)
-        return self._plan_dict(plan, phase, batch, seq, slack, vfset)
+        late = rc == -8 and not math.isnan(plan.target_ns)  # below the fastest plan: filled with it
+        if rc < 0 and not late:
+            _raise(err)
+        d = self._plan_dict(plan, phase, batch, seq, slack, vfset)
+        d["policy_from"], d["warning"] = policy_from, err.msg.decode("utf-8", "replace") if late else None
+        return d
 
     def _ops(self, plan, vfset):
         h, err = self._handle(), _Err()
@@ -245,6 +252,15 @@ class PlanStore:
                 "plan_energy_nj": _nan_none(plan.plan_energy_nj), "t_nodvfs_ns": plan.t_nodvfs_ns,
                 "t_peak_ns": plan.t_peak_ns, "e_nodvfs_nj": plan.e_nodvfs_nj,
                 "ops": self._ops(plan, vfset), "capacity_note": (plan.note or b"").decode()}
+
+
+def default_policy(names):
+    """The policy `enpu query` answers with when none is given: enpu-all, else enpu-c, else
+    the first eNPU policy by name, else the first but the nodvfs and uniform references,
+    else the first."""
+    rules = (lambda n: n == "enpu-all", lambda n: n == "enpu-c", lambda n: n.startswith("enpu"),
+             lambda n: n not in ("nodvfs", "uniform"), lambda n: True)
+    return next((n for rule in rules for n in sorted(names) if rule(n)), None)
 
 
 def open(path, policy=None):  # noqa: A001 (shadows the builtin on purpose: enpu_planstore.open)
