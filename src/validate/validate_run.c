@@ -217,10 +217,12 @@ static bool same_replay_inputs(const validate_args *a, const char *line) {
  * the store kept the rows). @return whether it did. */
 static bool reuse_replays(const validate_args *a, const store_contents *c, const char *inputs, policy_run *runs) {
   if (!same_replay_inputs(a, inputs)) return false;
+  char trace_as_stored[STORE_MSG_LEN]; /* the rows hold the trace as trace_label spells it */
+  trace_label(a, trace_as_stored, sizeof trace_as_stored);
   for (size_t i = 0; i < c->npolicies; i++) {
     size_t n = 0;
     const store_validation_replay_rec *s = store_policy_table(&c->policies[i], STORE_T_VALIDATION_REPLAY, &n);
-    if (n != 1 || strcmp(s->trace, a->trace_path) || s->sample != (uint32_t)a->sample || s->seed != a->seed ||
+    if (n != 1 || strcmp(s->trace, trace_as_stored) || s->sample != (uint32_t)a->sample || s->seed != a->seed ||
         s->tolerance != a->tolerance)
       return false;
   }
