@@ -34,7 +34,7 @@
  * - model option "ffn.fuse_gate_up" (config.h): false (default) builds the gate and up
  *   projections of every SwiGLU MLP (dense FFN, shared and routed experts) as two
  *   matmuls, true as one [hidden, 2·inter] matmul. The default follows the authors'
- *   simulator, which builds them as separate operators (NeuSim
+ *   simulator, which builds them as separate operators (NeuSim at commit 45dbdc1,
  *   neusim/npusim/frontend/llm_ops_lib.py, create_ffn_matmul_llama: FFgate, FFup, their
  *   product, FFoutput), so our per-operator statistics count what the paper's count;
  *   fused saves one read of the MLP input and one operator's HBM latency per MLP (what a

@@ -128,7 +128,7 @@ int grid_bucket_fits(const config_job *job, config_phase phase, int batch, int s
 /* ---------------------------------------------------------------------------------
  * MoE expert load on the busiest chip of a bucket (paper §3.4 "Support for custom
  * operators": the cost model takes an expert's worst-case token count from a capacity
- * factor). The token model is the authors' simulator's (NeuSim,
+ * factor). The token model is the authors' simulator's (NeuSim at commit 45dbdc1,
  * neusim/npusim/frontend/llm_ops_lib.py create_ffn_deepseek_moe and
  * neusim/configs/models/LLMConfig.py get_effective_expert_tokens).
  *

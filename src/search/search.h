@@ -413,7 +413,8 @@ int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op,
 /* The units of a request over graph g under a policy (search_units above): the graph's
  * ops, or for an epoch policy its epochs. Epochs (§4.6: "merge consecutive
  * sub-millisecond operators into epochs (>= 5 milliseconds)"), after the region merge of
- * the paper's artifact (NeuSim `neusim/npusim/frontend/dvfs_region_merge.py`) on the
+ * the paper's artifact (NeuSim at commit 14f47dd,
+ * `neusim/npusim/frontend/dvfs_region_merge.py`) on the
  * real operator order: each op instance is labelled by its bottleneck at peak (enpu-ms:
  * the component with the largest own time; dvfs-c-ms: compute-bound or not); runs of one
  * label start as regions; then, while a region is shorter than opt->epoch_ns of NoDVFS

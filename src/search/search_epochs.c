@@ -1,7 +1,7 @@
 /* search_epochs.c — the epochs of dvfs-c-ms and enpu-ms (§4.6): consecutive operators
  * merged into regions of at least epoch_ns of NoDVFS time, each run at one V/f setting.
  *
- * The merge follows the paper's artifact (NeuSim
+ * The merge follows the paper's artifact (NeuSim at commit 14f47dd,
  * `neusim/npusim/frontend/dvfs_region_merge.py`) on the real operator order: every op
  * instance is labelled by what bounds it at peak (enpu-ms: the component with the
  * largest own time, SA, VU, SRAM, HBM, ICI in that order on a tie; dvfs-c-ms: compute
