@@ -170,7 +170,10 @@ def test_requeue(s):
                                    os.path.join(s.tmp, "results"), "--progress-s", "5"],
                    ["--ntasks=2", "--time=1", "--signal=B:USR1@20", "--output=farm-%j.out",
                     "--error=farm-%j.err"],
-                   env=dict(s.env, ENPU_LAUNCHER="mpirun"))
+                   # The starts a job needs grow with the machine's load (each computes
+                   # until its warning); the test bounds the wait by progress, so the
+                   # script's own cap (20 restarts) must not end the job first.
+                   env=dict(s.env, ENPU_LAUNCHER="mpirun", ENPU_MAX_REQUEUES="1000"))
     # The uninterrupted reference, alongside on the other core; it checkpoints every 5 s
     # so its progress can be seen.
     reference = subprocess.Popen([h.enpu, "farm", job, "--store", ref, "--results",
