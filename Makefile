@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm commands-table reference paper paper-quick test clean
+.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm commands-table reference paper paper-quick test check clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -162,11 +162,27 @@ paper: build
 paper-quick: build
 	tools/paper.py --pipeline jobs/paper/quick/pipeline.json --out $(BUILD)/paper-quick --enpu $(BUILD)/enpu --np 3 all
 
+# Every tier: the fuzzers (fixed seed and run count), then the Release build's unit and
+# integration tests with the unit tests under ASan + UBSan alongside, at nice 10: they take
+# the CPU the Release tests leave idle while they wait on mpirun, Slurm or a farm's
+# progress. Their output follows the Release tests'; either failing fails the target.
+ASAN_LOG := $(ASAN_BUILD)/Testing/unit-asan.log
+
 test: build asan fuzz
-	@echo "== unit + integration tests (Release) =="
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	@echo "== unit tests under ASan + UBSan =="
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+	@echo "== unit + integration tests (Release); unit tests under ASan + UBSan alongside =="
+	@mkdir -p $(ASAN_BUILD)/Testing; \
+	(cd $(ASAN_BUILD) && nice -n 10 ctest --output-on-failure -j $(JOBS) -L unit) > $(ASAN_LOG) 2>&1 & asan=$$!; \
+	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS)); release=$$?; \
+	wait $$asan; asan_rc=$$?; \
+	echo "== unit tests under ASan + UBSan (ran alongside; $(ASAN_LOG)) =="; cat $(ASAN_LOG); \
+	exit $$(( release || asan_rc ))
+
+# The pre-commit tier, under 3 minutes on 2 quiet cores: every unit test (the heaviest
+# cases at their small size, ENPU_TEST_SIZE=small) and the integration tests labelled
+# `check` (a farm under mpirun, `enpu query` against h5py, a replay). `make test` runs
+# everything.
+check: build
+	cd $(BUILD) && ENPU_TEST_SIZE=small ctest --output-on-failure -j $(JOBS) -L check
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

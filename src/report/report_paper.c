@@ -188,7 +188,7 @@ paper_run *paper_find_run(paper_model *m, const char *kind, const paper_column *
     if (strcmp(r->kind, kind) || strcmp(r->budget, col->budget) || strcmp(r->variant, col->variant)) continue;
     if (!r->c && !r->load_rc) r->load_rc = store_load(r->store, &r->c, &r->load_err);
     if (r->load_rc < 0) {
-      snprintf(v->note, sizeof v->note, "%s/%s: %s", m->name, r->name, r->load_err.msg);
+      snprintf(v->note, sizeof v->note, "%s/%s: %.340s", m->name, r->name, r->load_err.msg); /* note: 480 - names */
       return NULL;
     }
     return r;

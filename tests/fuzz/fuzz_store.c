@@ -23,11 +23,16 @@ const char *__lsan_default_suppressions(void);
 
 const char *__lsan_default_suppressions(void) { return "leak:libhdf5_serial.so\nleak:libhdf5.so\n"; }
 
-static char store_path[64]; /* one scratch file per fuzzing process */
+static char store_path[64]; /* one scratch file per fuzzing process, removed at exit */
+
+/* libFuzzer leaves through exit() when its runs or time are done (atexit handlers run);
+ * after a crash it writes the input to crash-<sha1> itself. */
+static void remove_store(void) { unlink(store_path); }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* corrupt input is the norm here */
   snprintf(store_path, sizeof store_path, "/tmp/fuzz_store.%ld.h5", (long)getpid());
+  atexit(remove_store);
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "search.h"
 #include "search_internal.h"
 #include "test_search.h"
+#include "test_size.h"
 
 #define JOB_PATH ENPU_SOURCE_DIR "/jobs/llama3-70b.json"
 
@@ -32,6 +33,11 @@
     if (!(fabs(a_ - b_) <= fmax(fabs(a_), fabs(b_)) * (rel)))          \
       fail_msg("%.17g != %.17g (relative %g)", a_, b_, (double)(rel)); \
   } while (0)
+
+/* The layers a heavy case builds its graph with (graph_build_depth): the model's all, or
+ * `small` of them at ENPU_TEST_SIZE=small (test_size.h), the same ops with fewer
+ * instances; the request-level walks re-price the whole request at each step. */
+static int case_layers(const config_job *job, int small) { return test_size_small() ? small : job->model.layers; }
 
 /* ---------------------------------------------------------------------------------
  * Synthetic evaluators */
@@ -533,14 +539,15 @@ static int real_eval(void *user, const int s[CONFIG_NCOMP], double *t, double *e
 /* Ops that stand for several back-to-back instances (the cold experts of an MoE layer):
  * every plan re-simulated from its states (search_plan_simulate, the validator's path)
  * gives the time and energy the search reported, so the incremental step-back of the
- * finalisation and the execution order agree with a whole re-timing. */
+ * finalisation and the execution order agree with a whole re-timing. Small size: the
+ * first 5 of the 61 layers (3 dense, 2 MoE: the counted ops too). */
 static void test_counted_ops_plans_resimulate(void **state) {
   (void)state;
   enpu_err err = {0};
   config_job *job;
   if (config_job_load(ENPU_SOURCE_DIR "/jobs/deepseek-v3-671b.json", &job, &err) < 0) fail_msg("%s", err.msg);
   graph *g;
-  assert_int_equal(graph_build(job, CONFIG_DECODE, 8, 1024, &g, &err), 0);
+  assert_int_equal(graph_build_depth(job, CONFIG_DECODE, 8, 1024, case_layers(job, 5), &g, &err), 0);
   int64_t instances = 0, counted = 0;
   for (int i = 0; i < graph_op_count(g); i++) {
     instances += graph_op_at(g, i)->multiplicity;
@@ -1261,7 +1268,7 @@ static void test_gating_request_by_hand(void **state) {
 
 /* Finer control can mimic coarser (enpu-all <= enpu-ms), and gating never makes a plan
  * dearer (pg+enpu-all <= enpu-all), for every slack of a few real buckets in both budget
- * modes; a failure names the bucket and the slack. */
+ * modes (8 of the 80 layers at the small size); a failure names the bucket and the slack. */
 static void test_design_space_properties(void **state) {
   (void)state;
   enpu_err err = {0};
@@ -1275,7 +1282,9 @@ static void test_design_space_properties(void **state) {
   const config_policy_spec pg = {CONFIG_POLICY_ENPU_ALL, true, -1};
   for (size_t b = 0; b < sizeof buckets / sizeof buckets[0]; b++) {
     graph *g;
-    assert_int_equal(graph_build(rb.job, buckets[b].phase, buckets[b].batch, buckets[b].seq, &g, &err), 0);
+    assert_int_equal(graph_build_depth(rb.job, buckets[b].phase, buckets[b].batch, buckets[b].seq,
+                                       case_layers(rb.job, 8), &g, &err),
+                     0);
     for (int mode = 0; mode < CONFIG_NBUDGET; mode++) {
       search_options opt, gopt;
       search_options_for_job(&opt, rb.job, NULL);
