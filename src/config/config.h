@@ -598,6 +598,9 @@ typedef struct {
   int claim;                 /* 1..5: the numbered claim of §4; 0: a §4.x number */
   double paper_lo, paper_hi; /* equal for a single number */
   char relation;             /* '=', '<' (paper: "below"), '>' (paper: "above") */
+  char better[16];           /* "": a bound that does not hold fails; else the word printed
+                                instead (e.g. "faster"): ours is past the bound on the side
+                                that is no disagreement, and the row is not ✗ */
   config_paper_query ours;
 } config_paper_claim;
 

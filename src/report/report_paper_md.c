@@ -6,7 +6,9 @@
  *
  * Invariants: gaps are ours − paper in the claim's unit; only percentages and points are
  * held to the 5-point rule (counts and seconds get a ratio); a bound ("<", ">") holds or
- * fails. A missing value prints why it is missing, never a number. */
+ * fails, unless the claim names the side past its bound that is no disagreement
+ * (`better`, e.g. "faster": a compile time the paper states as a lower bound), which is
+ * printed instead and is not ✗. A missing value prints why it is missing, never a number. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +44,14 @@ static void paper_number(FILE *md, const config_paper_claim *c) {
 /* Signed distance of ours from the paper's (interval to interval, 0 when they meet). */
 typedef struct {
   double lo, hi; /* ours − paper at each end; equal when either side is one number */
-  bool over, fails, ratio;
+  bool over, fails, better, ratio;
 } gap_t;
 
 static gap_t claim_gap(const config_paper_claim *c, const paper_value *v) {
   gap_t g = {0};
   if (c->relation == '<') g.fails = !(v->hi < c->paper_lo);
   if (c->relation == '>') g.fails = !(v->lo > c->paper_lo);
+  if (g.fails && c->better[0]) g.fails = false, g.better = true;
   if (c->relation != '=') return g;
   if (!is_points(c->unit)) {
     g.ratio = true;
@@ -65,7 +68,7 @@ static gap_t claim_gap(const config_paper_claim *c, const paper_value *v) {
 
 static void gap_md(FILE *md, const config_paper_claim *c, const paper_value *v, gap_t g) {
   if (!v->ok) fprintf(md, "—");
-  else if (c->relation != '=') fprintf(md, g.fails ? "**fails** ✗" : "holds");
+  else if (c->relation != '=') fprintf(md, g.fails ? "**fails** ✗" : g.better ? c->better : "holds");
   else if (g.ratio) fprintf(md, "×%.3g", g.lo);
   else if (g.lo != g.hi) fprintf(md, "%+.2f / %+.2f%s", g.lo, g.hi, g.over ? " ✗" : "");
   else fprintf(md, "%+.2f%s", g.lo, g.over ? " ✗" : "");

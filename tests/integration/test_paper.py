@@ -9,7 +9,8 @@ Usage: /usr/bin/python3 test_paper.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
 2. Our numbers in the README are the stores' and the compile outputs', recomputed here
    independently with h5py and json: the mean eNPU-All prefill saving at 0 % slack over the
    models (claim c1-prefill-0) in both budget modes, the overhead range at 0 % (claim
-   c2-overhead-0), the growth of the regulator loss (claim c2-ivr-loss), Table 7's cells
+   c2-overhead-0), the growth of the regulator loss (claim c2-ivr-loss), Table 7's cells,
+   the GA's compile time read as "faster" than the paper's bound (claim c2-dvfsc-time)
    and Table 2's ratios; the design-space policies reach the single-request store.
 3. A rerun with nothing changed runs no stage and changes no file (every file's bytes).
 4. A change recomputes only what depends on it: a pipeline whose Figure 20 sweep has
@@ -100,6 +101,12 @@ got = cell_number(claims.get("c2-overhead-0", [""] * 9)[3])
 h.check(f"c2-overhead-0 = [{min(overheads):.2f}, {max(overheads):.2f}] % from the stores",
         got and abs(got[0] - min(overheads)) < 0.006 and abs(got[1] - max(overheads)) < 0.006,
         str(claims.get("c2-overhead-0")))
+# A bound the paper states as a cost (the GA takes more than 8 h): ours below it is
+# "faster", never a failure, and gets no reason line.
+ga = claims.get("c2-dvfsc-time", [""] * 9)
+got = cell_number(ga[3])
+h.check("c2-dvfsc-time below the paper's 28800 s reads 'faster', not 'fails'",
+        got and got[0] < 28800 and ga[4] == "faster" and "- `c2-dvfsc-time`:" not in md, str(ga))
 
 def loss_pct(store, slack):
     """eNPU-All's prefill regulator loss at `slack`, % of the bucket's NoDVFS energy."""
