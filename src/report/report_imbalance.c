@@ -73,9 +73,9 @@ static int write_gp(const char *dir, const char *title, const imbalance_point *p
   report_gp_preamble(gp, "figure20.png", 500, "");
   fprintf(gp,
           "set multiplot layout 1,2 title '%s'\nset logscale x 2\n"
-          "set xlabel 'expert capacity factor'\n",
+          "set xlabel 'expert capacity factor (x the mean expert load)'\n",
           title);
-  fprintf(gp, "set key top right font ',8'\nset style fill transparent solid 0.15 noborder\n"
+  fprintf(gp, "set key outside right top font ',8'\nset style fill transparent solid 0.15 noborder\n"
               "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load "
               "(band: min..max over slacks), dashed: worst-case plans' font ',9'\nplot ");
   int block = 0;

@@ -86,6 +86,14 @@ for m in manifests:
         rep = os.path.join(out, m, run["name"], "report.md")
         h.check(f"{m}/{run['name']}: report.md and its Figure 11 plot", os.path.exists(rep) and os.path.exists(
             os.path.join(out, m, run["name"], "savings_prefill.png")))
+h.figures_legible("the quick pipeline's figures", out)
+COMPARED = {"nodvfs", "dvfs-c", "dvfs-c-walk", "enpu-c", "enpu-all", "ideal"}
+for m in manifests:
+    for b in ("paper", "strict"):
+        dat = os.path.join(out, f"figure11_{m}_{b}.dat")
+        heads = [l.split()[2:] for l in open(dat) if l.startswith("# slack")] if os.path.exists(dat) else []
+        h.check(f"{m} {b}: Figure 11 draws the compared policies only, both phases, none of the variants",
+                len(heads) == 2 and all("enpu-all" in x and set(x) <= COMPARED for x in heads), str(heads))
 
 # 2. the README's numbers against the outputs, recomputed here
 claims = {row[-1].strip("`"): row for row in md_rows(md, "| # | stated by the paper")}
