@@ -9,7 +9,7 @@ Per panel (each plot command; a multiplot has several):
   series    at most 8 series in the key, and at most 16 plot elements (a series may have
             one untitled band or marker of its own);
   key       with more than one series, the key is outside the plot area (outside,
-            above, below, a margin, or unset);
+            above, below, a margin, at screen coordinates the layout leaves free, or unset);
   width     the plot area is at least half the panel's width (the canvas width over the
             multiplot layout's columns), so an outside key does not squeeze the plot;
   units     the y axis label names a unit in parentheses, and so does the x axis label
@@ -20,8 +20,8 @@ Per panel (each plot command; a multiplot has several):
             font size (0.6 em per character, generous for sans); rotated tick labels must
             be at least 1.1 em apart across their direction;
   warnings  gnuplot warns of nothing while drawing the PNG (e.g. "difficulty fitting plot
-            titles into key": the key then lies over the plot), but of the empty range of
-            a flat line, which it widens.
+            titles into key": the key then lies over the plot), but of the data (the empty
+            range of a flat line, a series without a point).
 Exit status: 0 every figure keeps every rule; 1 a rule is broken (each is printed as
 "file: panel N: what"); 2 bad usage or a script gnuplot cannot draw.
 """
@@ -37,6 +37,9 @@ import tempfile
 MAX_SERIES = 8
 EM = 0.6  # character width in em for the text extent estimate
 MARK = "ENPU_FIGCHECK"
+# Warnings about the data, not the layout: a flat line's range is widened, a series with
+# no point in a window (a governor that never speculates) draws nothing.
+DATA_WARNINGS = ("empty", "no valid points")
 
 
 def commands(text):
@@ -94,7 +97,7 @@ def text_checks(path, cmds):
             if "inside" in words:
                 key_outside = False
             elif any(w in words for w in ("outside", "above", "below", "over", "under", "tmargin", "bmargin",
-                                          "lmargin", "rmargin")):
+                                          "lmargin", "rmargin", "screen")):  # at screen: on the canvas
                 key_outside = True
             elif not any(w in words for w in ("font", "spacing", "samplen", "width", "height", "box", "nobox",
                                               "noautotitle", "autotitle", "maxrows", "maxcols", "reverse",
@@ -208,7 +211,7 @@ def check(path, gnuplot):
                 raise RuntimeError(f"{path}: gnuplot cannot draw it: {p.stderr.strip()[:300]}")
             if kind == "png":
                 problems += [f"{path}: gnuplot: {l.strip()}" for l in p.stderr.splitlines()
-                             if "arning" in l and "empty" not in l]  # a flat line's range is widened
+                             if "arning" in l and not any(w in l for w in DATA_WARNINGS)]
             areas[kind] = [tuple(map(int, l.split()[1:])) for l in (p.stdout + p.stderr).splitlines()
                            if l.startswith(MARK)]
         for i, (x0, x1) in enumerate(areas["png"]):

@@ -115,7 +115,8 @@ static int plot_actions(const report_ctx *r, const actions *a, size_t n, enpu_er
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "governors_actions.gp", &f, err));
   report_gp_preamble(f, "governors_actions.png", 1100, "online governors: actions per 5-minute window");
-  fprintf(f, "set multiplot layout 4,1\nset xlabel 'time of day (h)'\nset key outside right top\n");
+  fprintf(f, "set multiplot layout 4,1\nset xlabel 'time of day (h)'\nset key outside right top\n"
+             "set rmargin at screen 0.8\n"); /* the panels' time axes line up, keyed or not */
   gp_panel(f, a, n, A_PREFILL, "prefill nodes: mean chip-wide V/f state (time-weighted)", "V/f state (index)");
   gp_panel(f, a, n, A_DECODE, "decode nodes: mean chip-wide V/f state (time-weighted)", "V/f state (index)");
   gp_panel(f, a, n, A_SHARE, "decode time spent in speculation rounds", "share (%)");

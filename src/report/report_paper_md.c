@@ -102,7 +102,10 @@ const paper_value *paper_claim_value(paper_ctx *x, int claim, int k) {
   return &x->values[i];
 }
 
-static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *cols, int ncols, bool *over) {
+/* One claim's row; `link`: a cell linking the figure's section, where its image and its
+ * claims stand (the headline table, which lists every figure's). */
+static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *cols, int ncols, bool link,
+                         bool *over) {
   const config_paper_claim *c = &x->numbers->claims[ci];
   if (c->claim) fprintf(md, "| (%d) | %s (%s) | ", c->claim, c->what, c->cite);
   else fprintf(md, "| | %s (%s) | ", c->what, c->cite);
@@ -121,6 +124,7 @@ static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *col
     gap_md(md, c, &v, g);
     *over = *over || (v.ok && (g.over || g.fails));
   }
+  if (link) fprintf(md, " | [%s](#claims-%s)", c->figure, c->figure);
   fprintf(md, " | `%s` |\n", c->id);
 }
 
@@ -129,22 +133,24 @@ int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
   paper_column cols[PAPER_MAX_COLUMNS];
   char names[PAPER_MAX_COLUMNS][96];
   const int ncols = paper_columns(x, cols, names);
+  if (figure) fprintf(md, "<a id=\"claims-%s\"></a>\n\n", figure); /* the headline table links here */
   fprintf(md, "| # | stated by the paper (section) | paper |");
   for (int k = 0; k < ncols; k++) fprintf(md, " %s | gap |", names[k]);
-  fprintf(md, " id |\n|---|---|---:|");
+  fprintf(md, "%s id |\n|---|---|---:|", figure ? "" : " figure |");
   for (int k = 0; k < ncols; k++) fprintf(md, "---:|---:|");
-  fprintf(md, "---|\n");
+  fprintf(md, "%s---|\n", figure ? "" : "---|");
   const config_paper *p = x->numbers;
   bool *over = calloc((size_t)p->nclaims + 1, sizeof *over);
   for (int i = 0; i < p->nclaims; i++)
-    if (figure_has(figure, &p->claims[i])) md_claim_row(x, md, i, cols, ncols, &over[i]);
+    if (figure_has(figure, &p->claims[i])) md_claim_row(x, md, i, cols, ncols, !figure, &over[i]);
   if (!figure)
     fprintf(md, "\nGap: ours − paper (in points for percentages; ×: our value over the paper's for counts and "
                 "times); ✗: more than 5 points apart, or a stated bound that fails. *missing*: the pipeline has "
                 "no such output in this build (the note says which). R, S and D in the reasons are the three "
                 "measured terms of `results/figure11.md`: R, the DVFS regulator at peak costs more than NoDVFS's "
                 "fixed one; S, the SA is the critical component of prefill's matmuls; D, decode's ops are HBM- or "
-                "ICI-critical, which leaves the compute domain free.\n");
+                "ICI-critical, which leaves the compute domain free. *figure*: the figure's section, its "
+                "images beside its claims.\n");
   fprintf(md, "\n");
   for (int i = 0; over && i < p->nclaims; i++) {
     if (!over[i] || !figure_has(figure, &p->claims[i])) continue;

@@ -272,9 +272,10 @@ static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, lon
   ENPU_FORWARD(report_file_open(r->dir, "replay_energy.gp", &f, err));
   const int rows = base >= 0 ? 4 : 2;
   const size_t cols = (n + REPORT_MAX_SERIES - 1) / REPORT_MAX_SERIES, per = (n + cols - 1) / cols;
-  const bool idle = 2 * per <= REPORT_MAX_SERIES;
+  const bool idle = 2 * (per - (base >= 0)) <= REPORT_MAX_SERIES; /* the savings panels skip the base */
   report_gp_preamble(f, "replay_energy.png", 280 * rows, "replay per 5-minute window (Figure 22)");
-  fprintf(f, "set multiplot layout %d,%zu\nset xlabel 'time of day (h)'\nset key outside right top\n", rows, cols);
+  fprintf(f, "set multiplot layout %d,%zu\nset xlabel 'time of day (h)'\nset key outside right top\n%s", rows, cols,
+          cols == 1 ? "set rmargin at screen 0.74\n" : ""); /* one column: the time axes line up */
   static const char *const phases[2] = {"prefill", "decode"};
   for (int ph = 0; ph < 2; ph++)
     for (size_t c = 0; c < cols; c++) {

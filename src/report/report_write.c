@@ -262,16 +262,15 @@ static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows,
           rows[0].bucket.batch, rows[0].bucket.seq);
   for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %s", slot_names[s]);
   fprintf(f, "\n");
-  size_t idx[REPORT_MAX_SERIES]; /* the compared policies' bars; the table has every one */
+  size_t idx[REPORT_MAX_SERIES]; /* the compared policies' bars, in the paper's order; the table has all */
   const size_t np = report_headline_policies(r->c, 1, idx, REPORT_MAX_SERIES);
-  for (size_t i = 0; i < n; i++) {
-    size_t k = 0;
-    while (k < np && strcmp(r->c->policies[idx[k]].name, rows[i].policy)) k++;
-    if (k == np) continue;
-    fprintf(f, "\"%s %g%%\"", rows[i].policy, 100 * rows[i].slack);
-    for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %.9g", rows[i].slot_nj[s] / 1e6);
-    fprintf(f, "\n");
-  }
+  for (size_t k = 0; k < np; k++)
+    for (size_t i = 0; i < n; i++) {
+      if (strcmp(r->c->policies[idx[k]].name, rows[i].policy)) continue;
+      fprintf(f, "\"%s %g%%\"", rows[i].policy, 100 * rows[i].slack);
+      for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %.9g", rows[i].slot_nj[s] / 1e6);
+      fprintf(f, "\n");
+    }
   ENPU_FORWARD(plot_script(r, &pf, &f, err));
   snprintf(title, sizeof title, "%s, batch %d, seq %d: energy by component per policy and slack",
            phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq);
