@@ -263,8 +263,9 @@ static void gp_series(FILE *f, const char *dat, const window_series *s, size_t l
               dashed ? "dt 2" : "", s[i].policy, suffix);
 }
 
-/* A row per metric; with more policies than a panel can tell apart, a column per share of
- * them (the busy savings only then: the tables have the savings with idle chips). */
+/* A panel per metric; with more policies than a panel can tell apart, a panel per metric
+ * and share of them, stacked (side by side, the hour's ticks and the titles would not fit;
+ * the busy savings only then: the tables have the savings with idle chips). */
 static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, long base, double origin_h,
                       enpu_err *err) {
   ENPU_FORWARD(write_fig22_dat(r, s, n, base, origin_h, err));
@@ -273,9 +274,11 @@ static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, lon
   const int rows = base >= 0 ? 4 : 2;
   const size_t cols = (n + REPORT_MAX_SERIES - 1) / REPORT_MAX_SERIES, per = (n + cols - 1) / cols;
   const bool idle = 2 * (per - (base >= 0)) <= REPORT_MAX_SERIES; /* the savings panels skip the base */
-  report_gp_preamble(f, "replay_energy.png", 280 * rows, "replay per 5-minute window (Figure 22)");
-  fprintf(f, "set multiplot layout %d,%zu\nset xlabel 'time of day (h)'\nset key outside right top\n%s", rows, cols,
-          cols == 1 ? "set rmargin at screen 0.74\n" : ""); /* one column: the time axes line up */
+  report_gp_preamble(f, "replay_energy.png", 280 * rows * (int)cols, "replay per 5-minute window (Figure 22)");
+  fprintf(f,
+          "set multiplot layout %zu,1\nset xlabel 'time of day (h)'\nset key outside right top\n"
+          "set rmargin at screen 0.74\n", /* the time axes line up */
+          (size_t)rows * cols);
   static const char *const phases[2] = {"prefill", "decode"};
   for (int ph = 0; ph < 2; ph++)
     for (size_t c = 0; c < cols; c++) {
