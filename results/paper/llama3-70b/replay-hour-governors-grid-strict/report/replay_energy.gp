@@ -1,12 +1,13 @@
 # Drawn by enpu; run from this directory: gnuplot replay_energy.gp
-set terminal pngcairo size 960,1120 noenhanced font 'sans,10'
+set terminal pngcairo size 960,2240 noenhanced font 'sans,10'
 set output 'replay_energy.png'
 set datafile missing 'NaN'
 set grid
 set title 'replay per 5-minute window (Figure 22)'
-set multiplot layout 4,2
+set multiplot layout 8,1
 set xlabel 'time of day (h)'
 set key outside right top
+set rmargin at screen 0.74
 set title 'prefill SLO attainment (TTFT) of the requests finished in the window'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:2 with lines lw 2 lc 1  title 'dvfs-c-walk', \
