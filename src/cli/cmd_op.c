@@ -1,5 +1,5 @@
 /* cmd_op.c — `enpu op JOB --phase P --batch B --seq S --op ID --plan SA,VU,SRAM,HBM,ICI
- * [--pipeline nodvfs|enpu|ideal|uniform] [--domains 5|4|3] [--hbm ctrl-only|full] [--json]`:
+ * [--pipeline nodvfs|enpu|ideal|uniform] [--domains 5|4|3] [--shadow N] [--hbm ctrl-only|full] [--json]`:
  * one operator of a bucket's graph (ids as printed by `enpu graph`) under one DVFS plan,
  * through the cost model: time, per-unit busy time and utilisation, energy breakdown.
  * `enpu op ... --op ID --exhaustive [--threads N] [--json]` instead prints the op's exact
@@ -31,7 +31,7 @@ static const char *const hbm_modes[] = {"ctrl-only", "full", NULL};
 typedef struct {
   const char *path, *plan;
   cli_bucket b;
-  int op, pipeline, domains, hbm, exhaustive, threads, json;
+  int op, pipeline, domains, hbm, exhaustive, threads, json, shadow;
 } op_args;
 
 /* clang-format off */
@@ -51,6 +51,9 @@ static const cli_opt opts[] = {
     {.name = "domains", .type = CLI_INT, .at = offsetof(op_args, domains), .meta = "D", .range = CLI_RANGE(3, 5),
      .help = "eNPU V/f domains: 5 (every unit its own), 4 ({FE,SA,VU} share\n"
              "one) or 3 ({FE,SA,VU,SRAM} share one)"},
+    {.name = "shadow", .type = CLI_INT, .at = offsetof(op_args, shadow), .meta = "N", .range = CLI_RANGE(0, 255),
+     .help = "VU shadow registers of the pipeline (§4.5; default: the\n"
+             "chip's)"},
     {.name = "hbm", .type = CLI_ENUM, .at = offsetof(op_args, hbm), .choices = hbm_modes,
      .help = "ctrl-only: only the memory controller scales; full: controller\n"
              "and I/O scale"},
@@ -66,7 +69,7 @@ static const cli_opt opts[] = {
 
 static void init(void *args) {
   op_args *a = args;
-  a->pipeline = PIPE_ENPU, a->hbm = HBM_CTRL_ONLY, a->domains = 5, a->threads = 1;
+  a->pipeline = PIPE_ENPU, a->hbm = HBM_CTRL_ONLY, a->domains = 5, a->threads = 1, a->shadow = -1;
 }
 
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
@@ -365,6 +368,10 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
     else if (a->pipeline == PIPE_IDEAL) cost_pipeline_ideal(&pl, pm);
     else rc = cost_pipeline_enpu(&pl, a->domains, pm, &err);
   }
+  if (!rc && a->shadow > job->chip.vregs)
+    rc = enpu_errorf(&err, ENPU_ERR_RANGE, "--shadow %d: the chip has %d vector registers", a->shadow,
+                     job->chip.vregs);
+  pl.shadow_vregs = a->shadow;
   if (!rc) rc = cost_eval(ctx, graph_op_at(g, a->op), &plan, &pl, &r, &err);
   int status = 0;
   if (rc) {

@@ -490,7 +490,12 @@ typedef enum {
 } config_capacity;
 
 const char *config_moe_experts_name(config_moe_experts e); /* "all-resident", ... */
-const char *config_capacity_name(config_capacity c);       /* "enforce", ... */
+/* How MLA attention is built (job key "attention_impl"): "flash" (default, a serving
+ * stack's: one fused operator, no seq×seq tensor in HBM) or "einsum" (the authors'
+ * simulator's: the absorbed einsums as separate matmuls, the scores through HBM). */
+typedef enum { CONFIG_ATTN_IMPL_FLASH = 0, CONFIG_ATTN_IMPL_EINSUM = 1, CONFIG_NATTN_IMPL = 2 } config_attn_impl;
+const char *config_attn_impl_name(config_attn_impl a); /* "flash", "einsum" */
+const char *config_capacity_name(config_capacity c);   /* "enforce", ... */
 int config_capacity_parse(const char *name, config_capacity *out);
 
 typedef struct {
@@ -537,7 +542,8 @@ typedef struct {
   double moe_capacity_factor; /* 0 = worst case (E/k: every token may hit one expert) */
   config_moe_experts moe_experts;
   config_capacity capacity;
-  config_validation validation; /* enabled only when the job has the section */
+  config_attn_impl attention_impl; /* "attention_impl": MLA as flash (default) or einsums */
+  config_validation validation;    /* enabled only when the job has the section */
 
   /* The raw documents, kept for provenance (store attributes). */
   char *job_json, *model_json, *chip_json, *cluster_json;
@@ -647,6 +653,9 @@ typedef struct {
   int claim;                 /* 1..5: the numbered claim of §4; 0: a §4.x number */
   double paper_lo, paper_hi; /* equal for a single number */
   char relation;             /* '=', '<' (paper: "below"), '>' (paper: "above") */
+  char better[16];           /* "": a bound that does not hold fails; else the word printed
+                                instead (e.g. "faster"): ours is past the bound on the side
+                                that is no disagreement, and the row is not ✗ */
   config_paper_query ours;
 } config_paper_claim;
 

@@ -15,8 +15,9 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const job_keys[] = {"name",     "model",  "chip", "cluster",  "store",      "phases",  "slacks",
-                                       "policies", "budget", "moe",  "capacity", "validation", "epoch_ms"};
+static const char *const job_keys[] = {"name",     "model",      "chip",     "cluster",       "store",
+                                       "phases",   "slacks",     "policies", "budget",        "moe",
+                                       "capacity", "validation", "epoch_ms", "attention_impl"};
 static const char *const sweep_keys[] = {"policy", "shadow"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
@@ -437,6 +438,10 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   ENPU_FORWARD(parse_budget(doc, &root, job, err));
   ENPU_FORWARD(parse_moe(doc, &root, job, err));
   ENPU_FORWARD(parse_capacity(doc, &root, job, err));
+  int impl = CONFIG_ATTN_IMPL_FLASH;
+  ENPU_FORWARD(config_opt_enum(doc, &root, doc->root, "attention_impl", config_attn_impl_names, CONFIG_NATTN_IMPL,
+                               &impl, err));
+  job->attention_impl = (config_attn_impl)impl;
   ENPU_FORWARD(parse_validation(doc, &root, job, err));
   job->hash = job_hash(job, doc->text, doc->len);
   return ENPU_OK;

@@ -12,8 +12,8 @@
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const paper_keys[] = {"paper", "claims", "table7", "table5"};
-static const char *const claim_keys[] = {"id",    "claim",    "figure", "cite", "what",
-                                         "paper", "relation", "unit",   "why",  "ours"};
+static const char *const claim_keys[] = {"id",       "claim", "figure", "cite", "what",  "paper",
+                                         "relation", "unit",  "why",    "ours", "better"};
 static const char *const t7_keys[] = {"model", "phase", "plans"};
 static const char *const t7_plan_keys[] = {"policy", "op", "req"};
 static const config_field claim_fields[] = {
@@ -210,6 +210,11 @@ static int parse_claim(const config_doc *doc, const config_path *cp, const json_
     strcpy(out->unit, u);
   }
   ENPU_FORWARD(config_opt_string(doc, cp, c, "why", out->why, sizeof out->why, err));
+  ENPU_FORWARD(config_opt_string(doc, cp, c, "better", out->better, sizeof out->better, err));
+  if (out->better[0] && out->relation == '=') {
+    config_path bp = CONFIG_KEY(cp, "better");
+    return config_fail(doc, &bp, err, ENPU_ERR_INVALID, "\"better\" needs a bound (\"relation\": \"<\" or \">\")");
+  }
   config_path qp = CONFIG_KEY(cp, "ours");
   return parse_query(doc, &qp, json_object_get(c, "ours"), &out->ours, err);
 }

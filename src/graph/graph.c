@@ -47,7 +47,8 @@ typedef struct {
   const config_model *model;
   int tp, ep;
   config_moe_experts experts;
-  double dtype; /* bytes per element */
+  config_attn_impl attention; /* MLA as flash (one op) or as the reference's einsums */
+  double dtype;               /* bytes per element */
   double max_activation_bytes;
 } builder;
 
@@ -267,6 +268,23 @@ static int add_gqa_attention(builder *bld, const graph_info *in, enpu_err *err) 
   return add_matmul(bld, "attn.o_proj", 1, T, q_heads * hd, m->hidden, true, err);
 }
 
+/* MLA's attention core as the authors' simulator builds it (NeuSim 45dbdc1,
+ * neusim/npusim/frontend/llm_ops_lib.py, create_multi_head_latent_attention, which
+ * refuses flash attention for MLA): weight absorption in both phases, each einsum its own
+ * operator, so the scores [tokens × heads × kv] are written to HBM twice (nope and rope
+ * parts) and read back for the product with the latent cache; no causal mask and no
+ * softmax operator (the reference lists none). Weights: wkv_b's two halves, per head. */
+static int add_mla_einsums(builder *bld, const graph_info *in, int64_t heads, enpu_err *err) {
+  const config_model *m = bld->model;
+  const int64_t T = in->chip_tokens, kv = in->seq, lora = m->kv_lora_rank;
+  const int64_t q_rows = (in->phase == CONFIG_PREFILL ? in->seq : 1) * heads; /* per request */
+  ENPU_FORWARD(add_matmul(bld, "attn.q_absorb", heads, T, m->qk_nope_head_dim, lora, true, err));
+  ENPU_FORWARD(add_matmul(bld, "attn.scores_nope", in->chip_requests, q_rows, lora, kv, false, err));
+  ENPU_FORWARD(add_matmul(bld, "attn.scores_rope", in->chip_requests, q_rows, m->qk_rope_head_dim, kv, false, err));
+  ENPU_FORWARD(add_matmul(bld, "attn.scores_latent", in->chip_requests, q_rows, kv, lora, false, err));
+  return add_matmul(bld, "attn.v_up", heads, T, lora, m->v_head_dim, true, err);
+}
+
 static int add_mla_attention(builder *bld, const graph_info *in, enpu_err *err) {
   const config_model *m = bld->model;
   const int64_t T = in->chip_tokens, heads = m->heads / bld->tp;
@@ -284,7 +302,9 @@ static int add_mla_attention(builder *bld, const graph_info *in, enpu_err *err) 
   ENPU_FORWARD(add_norm(bld, "attn.kv_norm", T, lora, err));
   ENPU_FORWARD(add_rope(bld, T, (heads + 1) * rope, rope, err));
   ENPU_FORWARD(add_elementwise(bld, "attn.kv_cache_write", T, lora + rope, 1, 0.0, err));
-  if (in->phase == CONFIG_PREFILL) {
+  if (bld->attention == CONFIG_ATTN_IMPL_EINSUM) {
+    ENPU_FORWARD(add_mla_einsums(bld, in, heads, err));
+  } else if (in->phase == CONFIG_PREFILL) {
     ENPU_FORWARD(add_matmul(bld, "attn.kv_b_proj", 1, T, lora, heads * (nope + vd), true, err));
     attention_args a = {.b = in->chip_requests * heads,
                         .kv_group = 1,
@@ -558,6 +578,7 @@ int graph_build_depth(const config_job *job, config_phase phase, int batch, int 
                  .tp = p->tp,
                  .ep = p->ep,
                  .experts = job->moe_experts,
+                 .attention = job->attention_impl,
                  .dtype = job->model.dtype_bytes};
   int rc = bucket_info(job, phase, batch, seq, layers, &g->info, err);
   if (rc == 0) rc = build(&bld, err);

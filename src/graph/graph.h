@@ -5,7 +5,7 @@
  * Prefill covers the whole prompt of `batch` requests of `seq` tokens; decode covers
  * one iteration of `batch` requests whose KV length is `seq`. Every quantity is per
  * chip (after TP/EP sharding). Prefill attention is flash-style: no seq×seq tensor
- * touches HBM.
+ * touches HBM (except MLA under the job's "attention_impl": "einsum", below).
  *
  * Execution order is a list of segments, each a run of consecutive ops repeated
  * `repeat` times (embedding once; the dense layers L times; the LM head once), and an
@@ -53,7 +53,12 @@
  *   expands K/V with kv_b_proj and runs flash attention with k = nope+rope,
  *   v = v_head_dim; decode uses weight absorption: q_absorb (per head q_nope × W_UK),
  *   attention over the latent (k = kv_lora+rope, v = kv_lora, kv_shared = 1, all local
- *   heads share the one latent), then v_up (× W_UV per head).
+ *   heads share the one latent), then v_up (× W_UV per head). With the job's
+ *   "attention_impl": "einsum" (the paper's world: its simulator refuses flash attention
+ *   for MLA) both phases run the absorbed einsums as separate matmuls, as that simulator
+ *   lists them: q_absorb, scores_nope and scores_rope (each writing the tokens × heads ×
+ *   KV scores to HBM), scores_latent (reading them back against the latent cache), v_up;
+ *   no causal mask, no softmax operator.
  * - EP: the ep expert-parallel groups also split the requests of the bucket for the
  *   non-expert ops (DeepSeek-style attention data parallelism): a chip serves
  *   ceil(batch/ep) requests; when batch < ep the graph is that of a busy group. The

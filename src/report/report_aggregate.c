@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "report.h"
+#include "report_internal.h"
 #include "search.h"
 
 /* Rows index a plan's states by config_component and its energies by power slot, the
@@ -338,4 +339,17 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
   *out = rows;
   *n = nst;
   return ENPU_OK;
+}
+
+size_t report_headline_policies(const store_contents *c, int with_nodvfs, size_t *idx, size_t max) {
+  static const char *const headline[] = {"nodvfs", "dvfs-c", "dvfs-c-walk", "enpu-c", "enpu-all", "ideal"};
+  size_t n = 0;
+  for (size_t h = with_nodvfs ? 0 : 1; h < sizeof headline / sizeof *headline; h++)
+    for (size_t p = 0; p < c->npolicies && n < max; p++)
+      if (!strcmp(c->policies[p].name, headline[h]) &&
+          (h != 2 || !n || strcmp(c->policies[idx[n - 1]].name, "dvfs-c"))) /* the walk: when no GA */
+        idx[n++] = p;
+  if (n >= 2) return n;
+  for (n = 0; n < c->npolicies && n < max; n++) idx[n] = n;
+  return n;
 }

@@ -194,9 +194,10 @@ static int fig13(const report_ctx *r, FILE *md, enpu_err *err) {
               "has the conversion overhead grow slightly as the plans throttle more (~1.5 %% for "
               "prefill). A plan that throttles more also spends less, so its loss can fall in "
               "the first reading while its share grows in the second.\n\n");
-  const char *names[16];
-  size_t n = 0;
-  for (size_t i = 0; i < r->c->npolicies && n < 16; i++) names[n++] = r->c->policies[i].name;
+  const char *names[REPORT_MAX_SERIES]; /* the compared policies (NoDVFS loses none) */
+  size_t idx[REPORT_MAX_SERIES];
+  const size_t n = report_headline_policies(r->c, 0, idx, REPORT_MAX_SERIES);
+  for (size_t i = 0; i < n; i++) names[i] = r->c->policies[idx[i]].name;
   ENPU_FORWARD(both_phases(r, md, "regulator_loss", "regulator loss (% of NoDVFS energy)", names, n,
                            report_regulator_loss_pct, err));
   return both_phases(r, md, "regulator_loss_share", "regulator loss (% of the plan energy)", names, n, m_loss_share,
@@ -267,7 +268,7 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
   fprintf(md, "\n![Figure 15](shadow.png)\n\n");
   const line_plot lp = {"shadow",
                         "slowdown at 0 % slack vs VU shadow registers (mean over buckets)",
-                        "shadow vector registers",
+                        "shadow vector registers (count)",
                         "time over NoDVFS (%)",
                         0,
                         n,

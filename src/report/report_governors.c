@@ -115,11 +115,12 @@ static int plot_actions(const report_ctx *r, const actions *a, size_t n, enpu_er
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "governors_actions.gp", &f, err));
   report_gp_preamble(f, "governors_actions.png", 1100, "online governors: actions per 5-minute window");
-  fprintf(f, "set multiplot layout 4,1\nset xlabel 'time of day (h)'\nset key outside right top\n");
-  gp_panel(f, a, n, A_PREFILL, "prefill nodes: mean chip-wide V/f state (time-weighted)", "state");
-  gp_panel(f, a, n, A_DECODE, "decode nodes: mean chip-wide V/f state (time-weighted)", "state");
+  fprintf(f, "set multiplot layout 4,1\nset xlabel 'time of day (h)'\nset key outside right top\n"
+             "set rmargin at screen 0.8\n"); /* the panels' time axes line up, keyed or not */
+  gp_panel(f, a, n, A_PREFILL, "prefill nodes: mean chip-wide V/f state (time-weighted)", "V/f state (index)");
+  gp_panel(f, a, n, A_DECODE, "decode nodes: mean chip-wide V/f state (time-weighted)", "V/f state (index)");
   gp_panel(f, a, n, A_SHARE, "decode time spent in speculation rounds", "share (%)");
-  gp_panel(f, a, n, A_EXIT, "mean draft exit depth while speculating", "layers");
+  gp_panel(f, a, n, A_EXIT, "mean draft exit depth while speculating", "depth (layers)");
   fprintf(f, "unset multiplot\n");
   return run_plot(r, f, "governors_actions", err);
 }
@@ -133,8 +134,10 @@ static int plot_learning(const report_ctx *r, const actions *a, size_t n, int *d
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "governors_learning.gp", &f, err));
   report_gp_preamble(f, "governors_learning.png", 420, "PELM learning curve");
-  fprintf(f, "set xlabel 'time of day (h)'\nset ylabel 'mean reward per decision'\nset key outside right top\n"
-             "set title 'reward = -(energy share of TDP + w x late share) / (1 + w), per 5-minute window'\nplot");
+  fprintf(
+      f,
+      "set xlabel 'time of day (h)'\nset ylabel 'mean reward per decision (dimensionless)'\nset key outside right top\n"
+      "set title 'reward = -(energy share of TDP + w x late share) / (1 + w), per 5-minute window'\nplot");
   for (size_t i = 0, k = 0; i < n; i++) {
     bool any = false;
     for (size_t w = 0; w < a[i].n; w++) any |= isfinite(a[i].v[w][A_REWARD]);

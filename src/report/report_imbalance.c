@@ -70,12 +70,12 @@ static int write_dat(const char *dir, const imbalance_point *pts, size_t np, enp
 static int write_gp(const char *dir, const char *title, const imbalance_point *pts, size_t np, enpu_err *err) {
   FILE *gp;
   ENPU_FORWARD(report_file_open(dir, "figure20.gp", &gp, err));
-  report_gp_preamble(gp, "figure20.png", 500, "");
+  report_gp_preamble(gp, "figure20.png", 820, ""); /* stacked: each panel the width, its key beside it */
   fprintf(gp,
-          "set multiplot layout 1,2 title '%s'\nset logscale x 2\n"
-          "set xlabel 'expert capacity factor'\n",
+          "set multiplot layout 2,1 title '%s'\nset logscale x 2\nset lmargin 12\nset rmargin at screen 0.72\n"
+          "set xlabel 'expert capacity factor (x the mean expert load)'\n",
           title);
-  fprintf(gp, "set key top right font ',8'\nset style fill transparent solid 0.15 noborder\n"
+  fprintf(gp, "set key outside right top font ',8'\nset style fill transparent solid 0.15 noborder\n"
               "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load "
               "(band: min..max over slacks), dashed: worst-case plans' font ',9'\nplot ");
   int block = 0;

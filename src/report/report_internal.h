@@ -38,6 +38,17 @@ void report_gp_preamble(FILE *gp, const char *png, int height, const char *title
  * failed or wrote no PNG; the message quotes its first line of output), ENPU_ERR_IO. */
 int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png, enpu_err *err);
 
+/* At most this many series in one panel of any figure: beyond it a reader cannot tell
+ * the lines apart; the variants of the design space have their own figures. */
+#define REPORT_MAX_SERIES 8
+
+/* The policies a headline panel compares, into idx[0..max) as indices of c->policies:
+ * the paper's compared policies the store holds (NoDVFS when with_nodvfs, DVFS-C or,
+ * without its GA, its walk, eNPU-C, eNPU-All, Ideal), in that order; a store with fewer than two of them
+ * gets its first policies instead, so a custom job still draws something.
+ * @return how many. */
+size_t report_headline_policies(const store_contents *c, int with_nodvfs, size_t *idx, size_t max);
+
 /* Section 4: the design-space figures (13, 15, 16, 17, 18, 21) from the policies the
  * store holds (report_design.c). @return 0, or a file/gnuplot error. */
 int report_design_section(const report_ctx *r, FILE *md, enpu_err *err);

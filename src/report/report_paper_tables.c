@@ -122,6 +122,19 @@ static void t7_cell(FILE *md, double ours, const config_paper_t7 *row, const cha
 
 static const char *const t7_policies[] = {"dvfs-c", "enpu-all", "ideal"};
 
+/* The paper's number of claim `id`, NaN when the numbers file has no such claim. */
+static double paper_stated(const paper_ctx *x, const char *id) {
+  for (int i = 0; i < x->numbers->nclaims; i++)
+    if (!strcmp(x->numbers->claims[i].id, id)) return x->numbers->claims[i].paper_lo;
+  return NAN;
+}
+
+/* The paper's bound `id` as a horizontal line in the key (nothing when it states none). */
+static void paper_bound_line(FILE *f, const paper_ctx *x, const char *id, const char *what, int dt) {
+  const double v = paper_stated(x, id);
+  if (!isnan(v)) fprintf(f, ", %g with lines dt %d lw 1.5 lc rgb 'black' title 'paper: %s < %g s'", v, dt, what, v);
+}
+
 static int figure14_plot(paper_ctx *x, enpu_err *err) {
   const char *dir = x->o->out_dir;
   FILE *f = NULL;
@@ -138,11 +151,14 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
       }
   ENPU_FORWARD(report_file_close(f, dir, "figure14.dat", err));
   ENPU_FORWARD(report_file_open(dir, "figure14.gp", &f, err));
-  report_gp_preamble(f, "figure14.png", 640, "Figure 14: compile time of one request on this machine (one core)");
+  report_gp_preamble(f, "figure14.png", 760, "Figure 14: compile time of one request on this machine (one core)");
   fprintf(f, "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
-             "set boxwidth 0.7\nset logscale y\nset yrange [1e-4:*]\nset ylabel 'seconds (log)'\n"
-             "set xtics rotate by -45 font ',8'\nset key top left\n"
-             "plot 'figure14.dat' using 2:xtic(1) title 'operator level', '' using 3 title 'request level'\n");
+             "set boxwidth 0.7\nset logscale y\nset yrange [1e-4:1e5]\nset ylabel 'compile time (s, log)'\n"
+             "set xtics rotate by -45 font ',8'\nset bmargin 13\nset key outside right top\n"
+             "plot 'figure14.dat' using 2:xtic(1) title 'operator level', '' using 3 title 'request level'");
+  paper_bound_line(f, x, "c2-op-time", "operator level", 2);
+  paper_bound_line(f, x, "c2-request-time", "one request", 3);
+  fprintf(f, "\n");
   ENPU_FORWARD(report_file_close(f, dir, "figure14.gp", err));
   return report_run_gnuplot(x->gnuplot, x->absdir, "figure14.gp", "figure14.png", err);
 }
@@ -181,28 +197,69 @@ int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
 
 /* ---- Figure 11 per model --------------------------------------------------------------- */
 
-/* figure11_<model>_<budget>.dat: per phase a block, per slack a row, per policy of the
- * request store (store order) energy saving, power saving and overhead.
- * @return the number of policies (0: no such store), or an error. */
-static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const char *dat, enpu_err *err) {
+/* Figure 11 as the paper lays it out: per phase (columns) energy saving, power saving and
+ * overhead (rows), each a group of bars per slack for the compared policies (NoDVFS,
+ * DVFS-C, eNPU-C, eNPU-All, Ideal); the design-space variants are in Figures 15-17 and 21.
+ * figure11_<model>_<budget>.dat: per phase a block, per slack a row: the slack, then per
+ * drawn policy energy saving, power saving, overhead (%); blocks 2 and 3 hold the paper's
+ * stated savings per phase (x at the policy's bar, y). */
+typedef struct {
+  size_t idx[REPORT_MAX_SERIES]; /* indices into the store's policies */
+  size_t n;
+  double slacks[32];
+  int ns;
+} f11_data;
+
+/* The bar of policy k in slack group s, in gnuplot's clustered histogram coordinates:
+ * group s is centred at s and its n bars (gap 1) are 1 / (n + 1) wide each. */
+static double f11_bar_x(const f11_data *d, int s, size_t k) {
+  return s + ((double)k - (d->n - 1) / 2.0) / (d->n + 1);
+}
+
+/* The paper's stated single-model-independent savings of one policy at one slack (§4 (1):
+ * means over the four models), as a marker on that policy's bar in every model's figure. */
+static void f11_paper_points(FILE *f, const paper_ctx *x, const store_contents *c, const f11_data *d, int ph) {
+  fprintf(f, "# paper's stated energy saving, %s: x y\n", phase_names[ph]);
+  int n = 0;
+  for (int i = 0; i < x->numbers->nclaims; i++) {
+    const config_paper_claim *cl = &x->numbers->claims[i];
+    const config_paper_query *q = &cl->ours;
+    if (strcmp(cl->figure, "11") || q->kind != CONFIG_PAPER_SAVINGS || q->npolicy != 1 || q->phase != ph ||
+        q->slack_sel != CONFIG_SLACK_VALUE || cl->paper_lo != cl->paper_hi)
+      continue;
+    for (size_t k = 0; k < d->n; k++)
+      for (int s = 0; s < d->ns; s++)
+        if (!strcmp(c->policies[d->idx[k]].name, q->policy[0]) && fabs(d->slacks[s] - q->slack) < 1e-9) {
+          fprintf(f, "%.4f %.4f\n", f11_bar_x(d, s, k), cl->paper_lo);
+          n++;
+        }
+  }
+  if (!n) fprintf(f, "NaN NaN\n"); /* gnuplot needs a point; NaN draws none */
+  fprintf(f, "\n\n");
+}
+
+/* @return 1 written, 0 no such store, or an error. */
+static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const char *dat, f11_data *d,
+                   enpu_err *err) {
   paper_value why = {0};
   paper_run *run = paper_find_run(m, "request", col, &why);
   if (!run) return 0;
-  double slacks[32];
-  const int ns = paper_request_slacks(m, col, slacks, 32);
+  d->ns = paper_request_slacks(m, col, d->slacks, 32);
+  d->n = report_headline_policies(run->c, 1, d->idx, 5);
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(x->o->out_dir, dat, &f, err));
   fprintf(f, "# %s, %s mode: per phase, per policy: energy saving, power saving, overhead (%%)\n", m->name,
           col->budget);
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     fprintf(f, "# phase %s\n# slack", phase_names[ph]);
-    for (size_t p = 0; p < run->c->npolicies; p++) fprintf(f, " %s", run->c->policies[p].name);
+    for (size_t k = 0; k < d->n; k++) fprintf(f, " %s", run->c->policies[d->idx[k]].name);
     fprintf(f, "\n");
-    for (int s = 0; s < ns; s++) {
-      fprintf(f, "%g", 100 * slacks[s]);
-      for (size_t p = 0; p < run->c->npolicies; p++) {
+    for (int s = 0; s < d->ns; s++) {
+      fprintf(f, "%g", 100 * d->slacks[s]);
+      for (size_t k = 0; k < d->n; k++) {
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *pl = paper_request_plan(m, col, run->c->policies[p].name, ph, slacks[s], &b, &why);
+        const store_plan_rec *pl = paper_request_plan(m, col, run->c->policies[d->idx[k]].name, ph, d->slacks[s],
+                                                      &b, &why);
         if (!pl) fprintf(f, " NaN NaN NaN");
         else
           fprintf(f, " %.4f %.4f %.4f", 100 * pl->savings_vs_nodvfs,
@@ -212,8 +269,28 @@ static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const 
     }
     fprintf(f, "\n\n");
   }
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++) f11_paper_points(f, x, run->c, d, ph);
   ENPU_FORWARD(report_file_close(f, x->o->out_dir, dat, err));
-  return (int)run->c->npolicies;
+  return 1;
+}
+
+static void f11_panel(FILE *f, const store_contents *c, const f11_data *d, const char *dat, int ph, int k) {
+  static const char *const metric[3] = {"energy saving (%)", "power saving (%)", "overhead (% of T_nodvfs)"};
+  /* one key for the figure, a row under its title (the multiplot's margins leave it room):
+   * the bars keep their colours in every panel */
+  fprintf(f, "set ylabel '%s'\nset title '%s: %s'\n%s\n%s\nplot", metric[k], phase_names[ph], metric[k],
+          k == 2 ? "set xlabel 'SLO slack (%)'" : "unset xlabel",
+          k == 0 && ph == 0 ? "set key horizontal at screen 0.5, 0.95 center top font ',10' samplen 2 width 1"
+                            : "unset key");
+  for (size_t p = 0; p < d->n; p++)
+    fprintf(f, "%s '%s' index %d using %zu%s title '%s'", p ? "," : "", dat, ph, 2 + 3 * p + k,
+            p ? "" : ":xtic(sprintf('%g %%', $1))", c->policies[d->idx[p]].name);
+  if (k == 0)
+    fprintf(f,
+            ", '%s' index %d using 1:2 with points pt 9 ps 1.6 lc rgb 'black' "
+            "title 'paper'",
+            dat, 2 + ph);
+  fprintf(f, "\n");
 }
 
 static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_err *err) {
@@ -221,52 +298,54 @@ static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_
   snprintf(dat, sizeof dat, "figure11_%s_%s.dat", m->name, col->budget);
   snprintf(gp, sizeof gp, "figure11_%s_%s.gp", m->name, col->budget);
   snprintf(png, sizeof png, "figure11_%s_%s.png", m->name, col->budget);
-  const int np = f11_dat(x, m, col, dat, err);
-  if (np <= 0) return np;
+  f11_data d = {0};
+  const int rc = f11_dat(x, m, col, dat, &d, err);
+  if (rc <= 0) return rc;
   paper_value why = {0};
   const store_contents *c = paper_find_run(m, "request", col, &why)->c;
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(x->o->out_dir, gp, &f, err));
   snprintf(title, sizeof title, "Figure 11: %s, one request, budget mode %s", m->name, col->budget);
-  report_gp_preamble(f, png, 900, title);
+  report_gp_preamble(f, png, 1000, title);
   fprintf(f,
-          "unset title\nset multiplot layout 3,2 title '%s'\nset key outside right font ',8'\n"
-          "set xlabel 'SLO slack (%%)'\n",
+          "unset title\nset multiplot layout 3,2 title '%s' margins 0.08, 0.98, 0.06, 0.87 spacing 0.1, 0.08\n"
+          "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
+          "set grid ytics\n",
           title);
-  static const char *const metric[3] = {"energy saving (%)", "power saving (%)", "overhead (% of T_nodvfs)"};
   for (int k = 0; k < 3; k++)
-    for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
-      fprintf(f, "set ylabel '%s'\nset title '%s'\nplot", metric[k], phase_names[ph]);
-      for (int p = 0; p < np; p++)
-        fprintf(f, "%s '%s' index %d using 1:%d with linespoints lw 2 title '%s'", p ? "," : "", dat, ph,
-                2 + 3 * p + k, c->policies[p].name);
-      fprintf(f, "\n");
-    }
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) f11_panel(f, c, &d, dat, ph, k);
   fprintf(f, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(f, x->o->out_dir, gp, err));
   ENPU_FORWARD(report_run_gnuplot(x->gnuplot, x->absdir, gp, png, err));
   return 1;
 }
 
-/* The savings table of one model: slack rows, a column per policy, "paper / strict". */
+/* The savings table of one model: slack rows, a column per compared policy (and the
+ * walk the grids use), "paper / strict". */
 static void f11_table(FILE *md, paper_model *m) {
   const paper_column pc = {"paper", ""}, sc = {"strict", ""};
   paper_value why = {0};
   paper_run *run = paper_find_run(m, "request", &pc, &why);
   double slacks[32];
   const int ns = run ? paper_request_slacks(m, &pc, slacks, 32) : 0;
+  size_t idx[REPORT_MAX_SERIES], np = run ? report_headline_policies(run->c, 0, idx, REPORT_MAX_SERIES - 1) : 0;
+  for (size_t p = 0; run && p < run->c->npolicies; p++)
+    if (!strcmp(run->c->policies[p].name, "dvfs-c-walk") &&
+        (!np || strcmp(run->c->policies[idx[np - 1]].name, "dvfs-c-walk")))
+      idx[np++] = p;
   for (int ph = 0; run && ph < CONFIG_NPHASE; ph++) {
     fprintf(md, "| %s %s, slack |", m->name, phase_names[ph]);
-    for (size_t p = 0; p < run->c->npolicies; p++) fprintf(md, " %s |", run->c->policies[p].name);
+    for (size_t p = 0; p < np; p++) fprintf(md, " %s |", run->c->policies[idx[p]].name);
     fprintf(md, "\n|---|");
-    for (size_t p = 0; p < run->c->npolicies; p++) fprintf(md, "---:|");
+    for (size_t p = 0; p < np; p++) fprintf(md, "---:|");
     fprintf(md, "\n");
     for (int s = 0; s < ns; s++) {
       fprintf(md, "| %g %% |", 100 * slacks[s]);
-      for (size_t p = 0; p < run->c->npolicies; p++) {
+      for (size_t p = 0; p < np; p++) {
+        const char *name = run->c->policies[idx[p]].name;
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *a = paper_request_plan(m, &pc, run->c->policies[p].name, ph, slacks[s], &b, &why);
-        const store_plan_rec *z = paper_request_plan(m, &sc, run->c->policies[p].name, ph, slacks[s], &b, &why);
+        const store_plan_rec *a = paper_request_plan(m, &pc, name, ph, slacks[s], &b, &why);
+        const store_plan_rec *z = paper_request_plan(m, &sc, name, ph, slacks[s], &b, &why);
         if (a) fprintf(md, " %.2f", 100 * a->savings_vs_nodvfs);
         else fprintf(md, " –");
         if (z) fprintf(md, " / %.2f |", 100 * z->savings_vs_nodvfs);
@@ -279,10 +358,15 @@ static void f11_table(FILE *md, paper_model *m) {
 }
 
 int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
-  fprintf(md, "## 5. Figure 11: energy saving, power saving and overhead of one request against slack\n\n"
-              "Each model's single request (§4.1: 4096/512; prefill at 4096 tokens, decode the last step at 4608) "
-              "in both budget modes; `dvfs-c` is the paper's GA, `dvfs-c-walk` the same baseline with our hull "
-              "walk (what the grids and the replay use). Tables: energy saving (%%), `paper` / `strict` mode.\n\n");
+  fprintf(
+      md,
+      "## 5. Figure 11: energy saving, power saving and overhead of one request against slack\n\n"
+      "Each model's single request (§4.1: 4096/512; prefill at 4096 tokens, decode the last step at 4608) "
+      "in both budget modes; `dvfs-c` is the paper's GA, `dvfs-c-walk` the same baseline with our hull "
+      "walk (what the grids and the replay use). The figures draw, as the paper does, a group of bars "
+      "per slack for NoDVFS, DVFS-C, eNPU-C, eNPU-All and Ideal (▲ `paper`: the paper's stated eNPU-All saving, "
+      "a mean over the four models); the design-space variants are in Figures 15–17 and 21. "
+      "Tables: energy saving (%%), `paper` / `strict` mode.\n\n");
   static const char *const budgets[2] = {"paper", "strict"};
   for (int i = 0; i < x->nmodels; i++) {
     fprintf(md, "### %s\n\n", x->models[i].name);

@@ -252,43 +252,55 @@ static int write_fig22_dat(const report_ctx *r, const window_series *s, size_t n
   return report_file_close(f, r->dir, "replay_energy.dat", err);
 }
 
-/* One panel: column k of each policy's group in `dat` (but the base's when skip_base),
+/* One panel: column k of the policies [lo, hi) of `dat` (but the base's when skip_base),
  * dashed when `dashed`; `more` continues the plot command. */
-static void gp_series(FILE *f, const char *dat, const window_series *s, size_t n, int group, int k, long skip,
-                      const char *suffix, bool dashed, bool more) {
-  for (size_t i = 0, drawn = 0; i < n; i++)
+static void gp_series(FILE *f, const char *dat, const window_series *s, size_t lo, size_t hi, int group, int k,
+                      long skip, const char *suffix, bool dashed, bool more) {
+  for (size_t i = lo, drawn = 0; i < hi; i++)
     if ((long)i != skip)
       fprintf(f, "%s '%s' using 1:%zu with lines lw 2 lc %zu %s title '%s%s'",
               (more || drawn++) ? ", \\\n    " : " ", dat, 2 + (size_t)group * i + (size_t)k, i + 1,
               dashed ? "dt 2" : "", s[i].policy, suffix);
 }
 
+/* A panel per metric; with more policies than a panel can tell apart, a panel per metric
+ * and share of them, stacked (side by side, the hour's ticks and the titles would not fit;
+ * the busy savings only then: the tables have the savings with idle chips). */
 static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, long base, double origin_h,
                       enpu_err *err) {
   ENPU_FORWARD(write_fig22_dat(r, s, n, base, origin_h, err));
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "replay_energy.gp", &f, err));
-  const int panels = base >= 0 ? 4 : 2;
-  report_gp_preamble(f, "replay_energy.png", 280 * panels, "replay per 5-minute window (Figure 22)");
-  fprintf(f, "set multiplot layout %d,1\nset xlabel 'time of day (h)'\nset key outside right top\n", panels);
+  const int rows = base >= 0 ? 4 : 2;
+  const size_t cols = (n + REPORT_MAX_SERIES - 1) / REPORT_MAX_SERIES, per = (n + cols - 1) / cols;
+  const bool idle = 2 * (per - (base >= 0)) <= REPORT_MAX_SERIES; /* the savings panels skip the base */
+  report_gp_preamble(f, "replay_energy.png", 280 * rows * (int)cols, "replay per 5-minute window (Figure 22)");
+  fprintf(f,
+          "set multiplot layout %zu,1\nset xlabel 'time of day (h)'\nset key outside right top\n"
+          "set rmargin at screen 0.74\n", /* the time axes line up */
+          (size_t)rows * cols);
   static const char *const phases[2] = {"prefill", "decode"};
-  for (int ph = 0; ph < 2; ph++) {
-    fprintf(f,
-            "set title '%s SLO attainment (%s) of the requests finished in the window'\n"
-            "set ylabel 'SLO attainment (%%)'\nplot",
-            phases[ph], ph ? "TPOT" : "TTFT");
-    gp_series(f, "replay_energy.dat", s, n, F22_COLS, ph, -1, "", false, false);
-    fprintf(f, "\n");
-  }
-  for (int ph = 0; base >= 0 && ph < 2; ph++) {
-    fprintf(f,
-            "set title '%s energy savings vs nodvfs (solid: busy batches only, dashed: with idle chips)'\n"
-            "set ylabel 'savings (%%)'\nplot",
-            phases[ph]);
-    gp_series(f, "replay_energy.dat", s, n, F22_COLS, 2 + ph, base, " busy", false, false);
-    gp_series(f, "replay_energy.dat", s, n, F22_COLS, 4 + ph, base, " with idle", true, true);
-    fprintf(f, "\n");
-  }
+  for (int ph = 0; ph < 2; ph++)
+    for (size_t c = 0; c < cols; c++) {
+      fprintf(f,
+              "set title '%s SLO attainment (%s) of the requests finished in the window'\n"
+              "set ylabel 'SLO attainment (%%)'\nplot",
+              phases[ph], ph ? "TPOT" : "TTFT");
+      gp_series(f, "replay_energy.dat", s, c * per, c * per + per < n ? c * per + per : n, F22_COLS, ph, -1, "",
+                false, false);
+      fprintf(f, "\n");
+    }
+  for (int ph = 0; base >= 0 && ph < 2; ph++)
+    for (size_t c = 0; c < cols; c++) {
+      const size_t lo = c * per, hi = lo + per < n ? lo + per : n;
+      fprintf(
+          f,
+          "set title '%s energy savings vs nodvfs (solid: busy batches only%s)'\nset ylabel 'savings (%%)'\nplot",
+          phases[ph], idle ? ", dashed: with idle chips" : "");
+      gp_series(f, "replay_energy.dat", s, lo, hi, F22_COLS, 2 + ph, base, " busy", false, false);
+      if (idle) gp_series(f, "replay_energy.dat", s, lo, hi, F22_COLS, 4 + ph, base, " with idle", true, true);
+      fprintf(f, "\n");
+    }
   fprintf(f, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(f, r->dir, "replay_energy.gp", err));
   return report_run_gnuplot(r->gnuplot, r->absdir, "replay_energy.gp", "replay_energy.png", err);

@@ -63,8 +63,9 @@ int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(dir, "sweep.gp", &f, err));
   report_gp_preamble(f, "sweep.png", 1200, "load sweep");
+  /* one right margin for every panel: the stacked rate axes line up whatever each key's width */
   fprintf(f, "set multiplot layout 4,1\nset xlabel 'request rate (x the trace)'\nset logscale x 2\n"
-             "set key outside right top\n");
+             "set key outside right top\nset rmargin at screen 0.70\n");
   gp_panel(f, pols, 0, false, "SLO attainment", "SLO attainment (%)");
   gp_panel(f, pols, 1, true, "energy savings vs nodvfs, busy batches only", "savings (%)");
   gp_panel(f, pols, 2, true, "energy savings vs nodvfs, with idle chips and KV transfers", "savings (%)");

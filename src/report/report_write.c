@@ -213,9 +213,11 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
     report_gp_preamble(f, pf.png, 560, title);
     fprintf(f, "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
                "set key outside right top\nset offsets 0.3, 0.3, 0, 0\nplot");
-    for (size_t p = 0; p < r->c->npolicies; p++)
-      fprintf(f, "%s '%s' using 1:%zu:%zu:%zu with yerrorlines lw 2 pt 7 title '%s'", p ? ", \\\n    " : " ",
-              pf.dat, 2 + 3 * p, 3 + 3 * p, 4 + 3 * p, r->c->policies[p].name);
+    size_t idx[REPORT_MAX_SERIES]; /* the headline policies; the table below has every one */
+    const size_t np = report_headline_policies(r->c, 1, idx, REPORT_MAX_SERIES);
+    for (size_t i = 0; i < np; i++)
+      fprintf(f, "%s '%s' using 1:%zu:%zu:%zu with yerrorlines lw 2 pt 7 title '%s'", i ? ", \\\n    " : " ",
+              pf.dat, 2 + 3 * idx[i], 3 + 3 * idx[i], 4 + 3 * idx[i], r->c->policies[idx[i]].name);
     fprintf(f, "\n");
     rc = plot_draw(r, &pf, f, err);
   }
@@ -232,7 +234,9 @@ static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const
               "the plan's whole time in max(T_nodvfs, T_peak) + slack · T_nodvfs; paper fits its "
               "critical-path time in (1 + slack) · T_nodvfs. `overhead` is the time beyond the "
               "critical path (V/f transitions, domain crossings), in %% of T_nodvfs: in paper mode "
-              "the plans run that much past their budget.\n\n");
+              "the plans run that much past their budget. The plots draw the compared policies (NoDVFS, "
+              "DVFS-C, eNPU-C, eNPU-All, Ideal); the design-space variants have their own figures "
+              "(section 4) and every policy is in the table.\n\n");
   for (int ph = 0; ph < 2; ph++)
     if (drawn[ph]) fprintf(md, "![%s savings vs slack](savings_%s.png)\n\n", phase_names[ph], phase_names[ph]);
   fprintf(md, "| policy | phase | budget | slack (%%) | buckets | mean saving (%%) | min (%%) | max (%%) "
@@ -258,20 +262,23 @@ static int plot_breakdown(const report_ctx *r, const report_breakdown_row *rows,
           rows[0].bucket.batch, rows[0].bucket.seq);
   for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %s", slot_names[s]);
   fprintf(f, "\n");
-  for (size_t i = 0; i < n; i++) {
-    fprintf(f, "\"%s %g%%\"", rows[i].policy, 100 * rows[i].slack);
-    for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %.9g", rows[i].slot_nj[s] / 1e6);
-    fprintf(f, "\n");
-  }
+  size_t idx[REPORT_MAX_SERIES]; /* the compared policies' bars, in the paper's order; the table has all */
+  const size_t np = report_headline_policies(r->c, 1, idx, REPORT_MAX_SERIES);
+  for (size_t k = 0; k < np; k++)
+    for (size_t i = 0; i < n; i++) {
+      if (strcmp(r->c->policies[idx[k]].name, rows[i].policy)) continue;
+      fprintf(f, "\"%s %g%%\"", rows[i].policy, 100 * rows[i].slack);
+      for (int s = 0; s < STORE_NENERGY; s++) fprintf(f, " %.9g", rows[i].slot_nj[s] / 1e6);
+      fprintf(f, "\n");
+    }
   ENPU_FORWARD(plot_script(r, &pf, &f, err));
   snprintf(title, sizeof title, "%s, batch %d, seq %d: energy by component per policy and slack",
            phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq);
   report_gp_preamble(f, pf.png, 560, title);
-  fprintf(
-      f,
-      "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
-      "set boxwidth 0.75\nset bmargin 6\nset xtics rotate by -40 scale 0\nset ylabel 'energy per forward pass (mJ)'\n"
-      "set yrange [0:*]\nset key outside right top\nplot");
+  fprintf(f, "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
+             "set boxwidth 0.75\nset bmargin 6\nset xtics rotate by -40 scale 0 font ',8'\n"
+             "set ylabel 'energy per forward pass (mJ)'\n"
+             "set yrange [0:*]\nset key outside right top\nplot");
   for (int s = 0; s < STORE_NENERGY; s++)
     fprintf(f, "%s '%s' using %d%s title '%s'", s ? ", \\\n    " : " ", pf.dat, 2 + s, s ? "" : ":xtic(1)",
             slot_names[s]);

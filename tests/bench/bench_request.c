@@ -6,8 +6,13 @@
  *  decompose <strict|paper> <prefill|decode> <policy> <slack>: where one plan's savings
  *            come from, measured: by op kind and component, by cost-model term (switching,
  *            leakage, "other" static, V/f transitions), the all-peak plan's regulator and
- *            pipeline cost, the request level's distance to its LP bound, and which
- *            component is on each op kind's critical path;
+ *            pipeline cost, the request level's distance to its LP bound, which
+ *            component is on each op kind's critical path, and the paper-mode overhead
+ *            (time − critical path) by mechanism: V/f transitions, domain crossings (the
+ *            plan's time on its pipeline less the same states on the crossing-free `ideal`
+ *            pipeline; what the VU shadow registers act on) and the pipeline fill and drain
+ *            the crossing-free pipeline still takes over the critical path. POLICY may be
+ *            a variant (enpu-all@shadow=N);
  *  compare:  for dvfs-c and enpu-all, energy and request-level evaluations of the hull
  *            walk, the paper's plain greedy and the GA (1000 × 500, warm-started);
  *  transitions: per policy, the plan with per-rail transitions (default), with the
@@ -104,6 +109,7 @@ typedef struct {
   double dyn0, dyn1, stat0, stat1, oth0, oth1;
   double t0, t1, tcp;          /* NoDVFS time, plan time, plan critical-path time */
   double tr_e, tr_t;           /* energy and time the V/f transitions add */
+  double cross_t, fill_t;      /* time of the domain crossings; fill/drain over the cp */
   double own0[CONFIG_NCOMP];   /* NoDVFS own time per component */
   double crit0[CONFIG_NCOMP];  /* NoDVFS time of ops whose slowest component is c */
   double vstate[CONFIG_NCOMP]; /* plan state × NoDVFS time (time-weighted mean state) */
@@ -112,8 +118,10 @@ typedef struct {
 
 static int slot_of(int s) { return s < CONFIG_NCOMP ? s : POWER_SLOT_OTHER; }
 
+/* n: NoDVFS, p: the plan after its predecessor, q: the plan alone, z: the plan's states
+ * on the crossing-free pipeline. */
 static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p, const cost_result *q,
-                    const int *state) {
+                    const cost_result *z, const int *state) {
   a->used = 1;
   for (int s = 0; s < NSLOT; s++) a->e0[s] += n->energy_nj[slot_of(s)], a->e1[s] += p->energy_nj[slot_of(s)];
   a->dyn0 += n->energy_dynamic_nj, a->dyn1 += p->energy_dynamic_nj;
@@ -122,6 +130,7 @@ static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p, con
   a->stat1 += p->energy_static_nj - p->energy_nj[POWER_SLOT_OTHER];
   a->t0 += n->time_ns, a->t1 += p->time_ns, a->tcp += p->cp_time_ns;
   a->tr_e += p->energy_total_nj - q->energy_total_nj, a->tr_t += p->time_ns - q->time_ns;
+  a->cross_t += q->time_ns - z->time_ns, a->fill_t += z->time_ns - q->cp_time_ns;
   int crit = 0;
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     a->own0[c] += n->own_ns[c];
@@ -142,13 +151,14 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
       for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
         for (int64_t c = 0; c < graph_op_at(b->g, i)->count; c++, x++) {
           const graph_op *op = graph_op_at(b->g, i);
-          cost_result n, p, q;
+          cost_result n, p, q, z;
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_NODVFS, o, peak, &n, err));
           ENPU_FORWARD(search_op_breakdown_after(b->sx, b->cost, op, pol, o, x ? pl->state[x - 1] : NULL,
                                                  pl->state[x], &p, err));
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, pol, o, pl->state[x], &q, err));
-          acc_add(&acc[op->kind], &n, &p, &q, pl->state[x]);
-          acc_add(&acc[GRAPH_NKIND], &n, &p, &q, pl->state[x]);
+          ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_IDEAL, o, pl->state[x], &z, err));
+          acc_add(&acc[op->kind], &n, &p, &q, &z, pl->state[x]);
+          acc_add(&acc[GRAPH_NKIND], &n, &p, &q, &z, pl->state[x]);
         }
   }
   return 0;
@@ -197,18 +207,37 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
     for (int c = 0; c < CONFIG_NCOMP; c++) printf("%s%.1f", c ? " / " : "", a->vstate[c] / a->t0);
     printf(" | %.4f | %.4f | %.3f %% |\n", a->tcp / a->t0, a->t1 / a->t0, 100 * a->tr_t / a->t0);
   }
+  printf("\nOverhead (time − critical path) by mechanism, in %% of T_nodvfs (the kind's share of "
+         "the plan's overhead): V/f transitions; domain crossings (the plan's states on its "
+         "pipeline less the same states on the crossing-free pipeline: async FIFOs, FE stalls "
+         "the VU shadow registers remove); fill and drain (the crossing-free pipeline over the "
+         "critical path: the core kernel's prologue and epilogue and the DMA → core → ICI "
+         "pipeline's last blocks at the plan's clocks):\n\n"
+         "| op kind | overhead | transitions | crossings | fill/drain |\n|---|---:|---:|---:|---:|\n");
+  for (int k = 0; k <= GRAPH_NKIND; k++) {
+    const kind_acc *a = &acc[k];
+    if (!a->used) continue;
+    printf("| %s | %.3f %% | %.3f %% | %.3f %% | %.3f %% |\n",
+           k < GRAPH_NKIND ? graph_kind_name((graph_op_kind)k) : "**all**", 100 * (a->t1 - a->tcp) / all->t0,
+           100 * a->tr_t / all->t0, 100 * a->cross_t / all->t0, 100 * a->fill_t / all->t0);
+  }
 }
 
-static int decompose(const bench *b, config_budget mode, config_policy pol, double slack, enpu_err *err) {
+static int decompose(const bench *b, config_budget mode, const config_policy_spec *spec, double slack,
+                     enpu_err *err) {
   search_options o;
   opts(&o, mode);
+  search_options_set_policy(&o, spec);
+  const config_policy pol = spec->base;
+  char name[CONFIG_NAME_LEN];
+  config_policy_spec_name(spec, name);
   search_bucket_result r;
   double s;
   ENPU_FORWARD(compile(b, pol, &o, SEARCH_REQ_POLICY, 0, &r, &s, &slack, 1, err));
   kind_acc acc[GRAPH_NKIND + 1];
   memset(acc, 0, sizeof acc);
-  printf("\n#### %s, %s, %g %% slack, %s budget\n\n", config_phase_name(b->phase), config_policy_name(pol),
-         100 * slack, config_budget_name(mode));
+  printf("\n#### %s, %s, %g %% slack, %s budget\n\n", config_phase_name(b->phase), name, 100 * slack,
+         config_budget_name(mode));
   const int rc = decompose_plan(b, pol, &o, &r.plans[0], acc, err);
   if (rc == 0) print_decomposition(acc, &r, &r.plans[0]);
   search_bucket_result_free(&r);
@@ -275,7 +304,7 @@ typedef struct {
   enum { FIG, DECOMP, CMP, TRANS } what;
   int mode; /* -1: both */
   config_phase phase;
-  config_policy policy;
+  config_policy_spec policy;
   double slack;
 } args;
 
@@ -294,7 +323,7 @@ static int parse(int argc, char **argv, args *a) {
   if (strcmp(argv[1], "decompose") || argc != 6) return -1;
   config_budget m;
   a->what = DECOMP;
-  if (config_budget_parse(argv[2], &m) || config_policy_parse(argv[4], &a->policy)) return -1;
+  if (config_budget_parse(argv[2], &m) || config_policy_spec_parse(argv[4], &a->policy)) return -1;
   a->mode = (int)m;
   if (!strcmp(argv[3], "prefill")) a->phase = CONFIG_PREFILL;
   else if (!strcmp(argv[3], "decode")) a->phase = CONFIG_DECODE;
@@ -305,7 +334,7 @@ static int parse(int argc, char **argv, args *a) {
 
 static int run(const bench *b, const args *a, enpu_err *err) {
   switch (a->what) {
-  case DECOMP: return a->phase == b->phase ? decompose(b, (config_budget)a->mode, a->policy, a->slack, err) : 0;
+  case DECOMP: return a->phase == b->phase ? decompose(b, (config_budget)a->mode, &a->policy, a->slack, err) : 0;
   case CMP: return compare(b, err);
   case TRANS: return transitions(b, err);
   default:

@@ -70,6 +70,14 @@ class Harness:
         kw.setdefault("cwd", self.src)
         return subprocess.run([self.enpu, *args], capture_output=True, text=True, **kw)
 
+    def figures_legible(self, name, *paths):
+        """Check that every figure under paths keeps the report's legibility rules
+        (tools/figcheck.py: series per panel, key outside, plot width, units, ticks)."""
+        p = subprocess.run(["/usr/bin/python3", os.path.join(self.src, "tools", "figcheck.py"), *paths],
+                           capture_output=True, text=True)
+        self.check(f"{name}: every figure legible (tools/figcheck.py)", p.returncode == 0,
+                   (p.stdout + p.stderr)[-2000:])
+
     def run_json(self, *args):
         r = self.run(*args, "--json")
         if r.returncode != 0:

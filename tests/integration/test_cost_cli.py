@@ -56,6 +56,15 @@ h.check("op: halving the HBM state slows an HBM-bound op", slow["time_ns"] > 1.5
 for extra in (("--pipeline", "ideal"), ("--domains", "3"), ("--domains", "4", "--hbm", "full")):
     h.check(f"op {' '.join(extra)} runs", op(ffn["id"], "20,20,20,20,20", *extra)["time_ns"] > 0)
 
+# The VU shadow register file (§3.1, §4.5): the norm's dependent VU commands wait for the
+# FE round trip without it, forward inside the VU with it.
+norm = next(o for o in ops if o["kind"] == "norm")
+sh = {n: op(norm["id"], "34,20,34,34,34", "--shadow", str(n)) for n in (0, 4, 32)}
+h.check("op --shadow 0 stalls the FE more than the chip's 4 and is no faster",
+        sh[0]["fe_stall_ns"] > sh[4]["fe_stall_ns"] and sh[0]["time_ns"] >= sh[4]["time_ns"],
+        str({n: (r["fe_stall_ns"], r["time_ns"]) for n, r in sh.items()}))
+h.check("op --shadow 32 is no slower than --shadow 4", sh[32]["time_ns"] <= sh[4]["time_ns"])
+
 last = len(ops) - 1
 for name, args, code, needle in (
         ("unknown op id names the range", ("--op", "999", "--plan", PEAK), 2, f"0..{last}"),
@@ -68,6 +77,8 @@ for name, args, code, needle in (
         ("missing --plan is a usage error", ("--op", "1"), 2, "--plan"),
         ("unknown pipeline is a usage error", ("--op", "1", "--plan", PEAK, "--pipeline", "x"), 2,
          "--pipeline"),
+        ("more shadow registers than the chip's vregs", ("--op", "1", "--plan", PEAK, "--shadow", "33"), 1,
+         "32 vector registers"),
         ("bad domain count is a usage error", ("--op", "1", "--plan", PEAK, "--domains", "2"), 2,
          "--domains")):
     p = h.run("op", JOB, *BUCKET, *args)

@@ -107,6 +107,7 @@ h.check("report: pelm's learning line", "**pelm learning**: mean reward" in md)
 for png in ("governors_actions.png", "governors_learning.png"):
     ok = os.path.exists(os.path.join(rep, png)) and open(os.path.join(rep, png), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     h.check(f"report: {png} is a PNG", ok)
+h.figures_legible("report with governors", rep)
 
 # ---- a saved network: the schema, and a loaded one acts alike ----------------------------
 net = os.path.join(tmp, "net.json")

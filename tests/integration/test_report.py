@@ -170,6 +170,7 @@ with tempfile.TemporaryDirectory() as tmp:
                                                    for e in ("dat", "gp", "png")))
     h.check("without --job Figure 19 says why", "needs the job file" in md)
     check_report("test store", store, out1, md)
+    h.figures_legible("test store", out1)
 
     r = h.run("report", store, "--job", "jobs/demo.json", "--out", os.path.join(tmp, "mismatch"))
     md2 = open(os.path.join(tmp, "mismatch", "report.md")).read() if r.returncode == 0 else ""
@@ -231,6 +232,7 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("report with --job and --replay exits 0", r.returncode == 0, r.stderr)
     md = open(os.path.join(out4, "report.md")).read() if r.returncode == 0 else ""
     check_report("farm store", fstore, out4, md)
+    h.figures_legible("farm store with a replay", out4)
     for ph in PHASES:
         h.check(f"farm store: freq_util_{ph}.png is a PNG", png_ok(os.path.join(out4, f"freq_util_{ph}.png")))
         h.check(f"farm store: Figure 19 {ph} at the requested 5 % slack",

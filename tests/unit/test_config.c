@@ -569,6 +569,14 @@ static const bad_case bad_cases[] = {
      .needle = "\"lax\"",
      .path = "$.budget",
      .expect = "expected one of: strict, paper, got \"lax\""},
+    {.name = "bad attention implementation",
+     .file = "job.json",
+     .from = "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+     .to = "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"attention_impl\": \"naive\"\n",
+     .code = ENPU_ERR_INVALID,
+     .needle = "\"naive\"",
+     .path = "$.attention_impl",
+     .expect = "expected one of: flash, einsum, got \"naive\""},
     {.name = "duplicate policy",
      .file = "job.json",
      .from = "\"enpu-all\"]",
@@ -1166,7 +1174,8 @@ static void test_validation_section(void **state) {
   assert_string_equal(job->validation.trace_path, want);
   assert_int_equal(job->validation.sample, 16);
   assert_int_equal(job->validation.seed, 7);
-  assert_int_equal(job->budget, CONFIG_BUDGET_STRICT); /* the default */
+  assert_int_equal(job->budget, CONFIG_BUDGET_STRICT);           /* the default */
+  assert_int_equal(job->attention_impl, CONFIG_ATTN_IMPL_FLASH); /* the default */
   config_job_free(job);
   fixture_free(fx);
   fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
@@ -1175,6 +1184,15 @@ static void test_validation_section(void **state) {
   if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
   assert_int_equal(job->budget, CONFIG_BUDGET_PAPER);
   assert_string_equal(config_budget_name(job->budget), "paper");
+  config_job_free(job);
+  fixture_free(fx);
+  fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
+                      "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"attention_impl\": \"einsum\"\n", NULL,
+                      NULL);
+  fixture_path(fx, "job.json", path, sizeof path);
+  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  assert_int_equal(job->attention_impl, CONFIG_ATTN_IMPL_EINSUM);
+  assert_string_equal(config_attn_impl_name(job->attention_impl), "einsum");
   config_job_free(job);
   fixture_free(fx);
 }

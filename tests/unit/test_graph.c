@@ -542,6 +542,48 @@ static void test_gate_up_fusion_option(void **state) {
   free(fused);
 }
 
+/* MLA as the authors' simulator builds it ("attention_impl": "einsum", graph.h): DeepSeek-V2
+ * on TP 4 (h = 128/4 = 32 heads per chip, C = kv_lora 512, R = rope 64, nope 128, v 128),
+ * one request. Prefill of S tokens: q_absorb [S,128]@[128,512] per head, scores
+ * [S·h, C]@[C, S] and [S·h, R]@[R, S] (each written to HBM: S·h·S·2 bytes), latent
+ * [S·h, S]@[S, C] (the scores read back), v_up [S,512]@[512,128] per head; no flash
+ * operator and no kv_b_proj, whose weights q_absorb and v_up hold instead. Decode: the
+ * same with one query row per head. */
+static void test_mla_einsum_option(void **state) {
+  (void)state;
+  const double S = 1024, h = 32, C = 512, R = 64, d = 2;
+  config_job *flash = make_job(deepseek_v2(), 4, 1, 1, 0.0);
+  config_job *eins = make_job(deepseek_v2(), 4, 1, 1, 0.0);
+  eins->attention_impl = CONFIG_ATTN_IMPL_EINSUM;
+  graph *gf = build(flash, CONFIG_PREFILL, 1, (int)S), *ge = build(eins, CONFIG_PREFILL, 1, (int)S);
+  assert_false(has_op(ge, "attn.flash"));
+  assert_false(has_op(ge, "attn.kv_b_proj"));
+  const graph_op *qa = find_op(ge, "dense_layer", "attn.q_absorb");
+  assert_true(qa->flops == 2 * h * S * 128 * C && qa->weight_bytes == h * 128 * C * d);
+  const graph_op *sn = find_op(ge, "dense_layer", "attn.scores_nope");
+  assert_true(sn->flops == 2 * S * h * C * S && sn->hbm_write_bytes == S * h * S * d);
+  assert_true(sn->weight_bytes == 0 && sn->hbm_read_bytes == (S * h * C + C * S) * d);
+  const graph_op *sr = find_op(ge, "dense_layer", "attn.scores_rope");
+  assert_true(sr->flops == 2 * S * h * R * S && sr->hbm_write_bytes == S * h * S * d);
+  const graph_op *sl = find_op(ge, "dense_layer", "attn.scores_latent");
+  assert_true(sl->flops == 2 * S * h * S * C && sl->hbm_read_bytes == (S * h * S + S * C) * d);
+  assert_true(sl->hbm_write_bytes == S * h * C * d);
+  const graph_op *vu = find_op(ge, "dense_layer", "attn.v_up");
+  assert_true(vu->flops == 2 * h * S * C * 128 && vu->weight_bytes == h * C * 128 * d);
+  /* the same weights as the flash graph's kv_b_proj, every other op unchanged */
+  assert_true(graph_get_totals(ge)->weight_bytes == graph_get_totals(gf)->weight_bytes);
+  assert_int_equal(graph_op_count(ge), graph_op_count(gf) + 2 * 3 /* 5 ops for 2, in both layer kinds */);
+  graph_free(gf);
+  graph_free(ge);
+  graph *gd = build(eins, CONFIG_DECODE, 1, (int)S);
+  const graph_op *dn = find_op(gd, "dense_layer", "attn.scores_nope");
+  assert_true(dn->shape.m == h && dn->shape.k == C && dn->shape.n == S && dn->hbm_write_bytes == h * S * d);
+  assert_false(has_op(gd, "attn.decode_latent"));
+  graph_free(gd);
+  free(flash);
+  free(eins);
+}
+
 /* ---------------------------------------------------------------------------------
  * Signatures, segments, pipeline stages, errors */
 
@@ -724,6 +766,7 @@ int main(void) {
       cmocka_unit_test(test_moe_small_batch_and_no_ep),
       cmocka_unit_test(test_moe_resident_experts_hand_count),
       cmocka_unit_test(test_gate_up_fusion_option),
+      cmocka_unit_test(test_mla_einsum_option),
       cmocka_unit_test(test_signatures),
       cmocka_unit_test(test_segments),
       cmocka_unit_test(test_bad_input),

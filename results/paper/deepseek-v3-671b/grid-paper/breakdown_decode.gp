@@ -3,13 +3,13 @@ set terminal pngcairo size 960,560 noenhanced font 'sans,10'
 set output 'breakdown_decode.png'
 set datafile missing 'NaN'
 set grid
-set title 'decode, batch 8, seq 20480: energy by component per policy and slack'
+set title 'decode, batch 8, seq 16384: energy by component per policy and slack'
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1
 set boxwidth 0.75
 set bmargin 6
-set xtics rotate by -40 scale 0
+set xtics rotate by -40 scale 0 font ',8'
 set ylabel 'energy per forward pass (mJ)'
 set yrange [0:*]
 set key outside right top

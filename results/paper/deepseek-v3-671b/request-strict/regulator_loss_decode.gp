@@ -9,18 +9,6 @@ set ylabel 'regulator loss (% of NoDVFS energy)'
 set key outside right top
 set offsets 0.3, 0.3, 0, 0
 plot  'regulator_loss_decode.dat' using 1:2 with linespoints lw 2 pt 7 title 'dvfs-c', \
-     'regulator_loss_decode.dat' using 1:3 with linespoints lw 2 pt 7 title 'dvfs-c-ms', \
-     'regulator_loss_decode.dat' using 1:4 with linespoints lw 2 pt 7 title 'dvfs-c-walk', \
-     'regulator_loss_decode.dat' using 1:5 with linespoints lw 2 pt 7 title 'enpu-3dom', \
-     'regulator_loss_decode.dat' using 1:6 with linespoints lw 2 pt 7 title 'enpu-4dom', \
-     'regulator_loss_decode.dat' using 1:7 with linespoints lw 2 pt 7 title 'enpu-all', \
-     'regulator_loss_decode.dat' using 1:8 with linespoints lw 2 pt 7 title 'enpu-all@shadow=0', \
-     'regulator_loss_decode.dat' using 1:9 with linespoints lw 2 pt 7 title 'enpu-all@shadow=1', \
-     'regulator_loss_decode.dat' using 1:10 with linespoints lw 2 pt 7 title 'enpu-all@shadow=16', \
-     'regulator_loss_decode.dat' using 1:11 with linespoints lw 2 pt 7 title 'enpu-all@shadow=2', \
-     'regulator_loss_decode.dat' using 1:12 with linespoints lw 2 pt 7 title 'enpu-all@shadow=32', \
-     'regulator_loss_decode.dat' using 1:13 with linespoints lw 2 pt 7 title 'enpu-all@shadow=8', \
-     'regulator_loss_decode.dat' using 1:14 with linespoints lw 2 pt 7 title 'enpu-c', \
-     'regulator_loss_decode.dat' using 1:15 with linespoints lw 2 pt 7 title 'enpu-ms', \
-     'regulator_loss_decode.dat' using 1:16 with linespoints lw 2 pt 7 title 'ideal', \
-     'regulator_loss_decode.dat' using 1:17 with linespoints lw 2 pt 7 title 'nodvfs'
+     'regulator_loss_decode.dat' using 1:3 with linespoints lw 2 pt 7 title 'enpu-c', \
+     'regulator_loss_decode.dat' using 1:4 with linespoints lw 2 pt 7 title 'enpu-all', \
+     'regulator_loss_decode.dat' using 1:5 with linespoints lw 2 pt 7 title 'ideal'

@@ -4,7 +4,7 @@ set output 'shadow.png'
 set datafile missing 'NaN'
 set grid
 set title 'slowdown at 0 % slack vs VU shadow registers (mean over buckets)'
-set xlabel 'shadow vector registers'
+set xlabel 'shadow vector registers (count)'
 set ylabel 'time over NoDVFS (%)'
 set key outside right top
 set offsets 0.3, 0.3, 0, 0
