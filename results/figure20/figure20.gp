@@ -1,13 +1,15 @@
 # Drawn by enpu; run from this directory: gnuplot figure20.gp
-set terminal pngcairo size 960,500 noenhanced font 'sans,10'
+set terminal pngcairo size 960,820 noenhanced font 'sans,10'
 set output 'figure20.png'
 set datafile missing 'NaN'
 set grid
 set title ''
-set multiplot layout 1,2 title 'deepseek-v3-671b prefill batch 1 seq 4096'
+set multiplot layout 2,1 title 'deepseek-v3-671b prefill batch 1 seq 4096'
 set logscale x 2
-set xlabel 'expert capacity factor'
-set key top right font ',8'
+set lmargin 12
+set rmargin at screen 0.72
+set xlabel 'expert capacity factor (x the mean expert load)'
+set key outside right top font ',8'
 set style fill transparent solid 0.15 noborder
 set ylabel 'energy saving vs NoDVFS (%)'
 set title 'plans for the true load (band: min..max over slacks), dashed: worst-case plans' font ',9'

@@ -7,8 +7,9 @@ set title 'online governors: actions per 5-minute window'
 set multiplot layout 4,1
 set xlabel 'time of day (h)'
 set key outside right top
+set rmargin at screen 0.8
 set title 'prefill nodes: mean chip-wide V/f state (time-weighted)'
-set ylabel 'state'
+set ylabel 'V/f state (index)'
 plot  'governors.dat' using 1:2 with lines lw 2 lc 1 title 'dvfs-c-walk+sd', \
      'governors.dat' using 1:9 with lines lw 2 lc 2 title 'enpu-all+sd', \
      'governors.dat' using 1:16 with lines lw 2 lc 3 title 'enpu-c+sd', \
@@ -18,7 +19,7 @@ plot  'governors.dat' using 1:2 with lines lw 2 lc 1 title 'dvfs-c-walk+sd', \
      'governors.dat' using 1:44 with lines lw 2 lc 7 title 'pelm', \
      'governors.dat' using 1:51 with lines lw 2 lc 8 title 'pelm-lossless'
 set title 'decode nodes: mean chip-wide V/f state (time-weighted)'
-set ylabel 'state'
+set ylabel 'V/f state (index)'
 plot  'governors.dat' using 1:3 with lines lw 2 lc 1 title 'dvfs-c-walk+sd', \
      'governors.dat' using 1:10 with lines lw 2 lc 2 title 'enpu-all+sd', \
      'governors.dat' using 1:17 with lines lw 2 lc 3 title 'enpu-c+sd', \
@@ -38,7 +39,7 @@ plot  'governors.dat' using 1:4 with lines lw 2 lc 1 title 'dvfs-c-walk+sd', \
      'governors.dat' using 1:46 with lines lw 2 lc 7 title 'pelm', \
      'governors.dat' using 1:53 with lines lw 2 lc 8 title 'pelm-lossless'
 set title 'mean draft exit depth while speculating'
-set ylabel 'layers'
+set ylabel 'depth (layers)'
 plot  'governors.dat' using 1:5 with lines lw 2 lc 1 title 'dvfs-c-walk+sd', \
      'governors.dat' using 1:12 with lines lw 2 lc 2 title 'enpu-all+sd', \
      'governors.dat' using 1:19 with lines lw 2 lc 3 title 'enpu-c+sd', \

@@ -9,7 +9,5 @@ set ylabel 'regulator loss (% of the plan energy)'
 set key outside right top
 set offsets 0.3, 0.3, 0, 0
 plot  'regulator_loss_share_decode.dat' using 1:2 with linespoints lw 2 pt 7 title 'dvfs-c-walk', \
-     'regulator_loss_share_decode.dat' using 1:3 with linespoints lw 2 pt 7 title 'enpu-all', \
-     'regulator_loss_share_decode.dat' using 1:4 with linespoints lw 2 pt 7 title 'enpu-c', \
-     'regulator_loss_share_decode.dat' using 1:5 with linespoints lw 2 pt 7 title 'nodvfs', \
-     'regulator_loss_share_decode.dat' using 1:6 with linespoints lw 2 pt 7 title 'uniform'
+     'regulator_loss_share_decode.dat' using 1:3 with linespoints lw 2 pt 7 title 'enpu-c', \
+     'regulator_loss_share_decode.dat' using 1:4 with linespoints lw 2 pt 7 title 'enpu-all'

@@ -9,7 +9,7 @@ set style histogram rowstacked
 set style fill solid 0.85 border -1
 set boxwidth 0.75
 set bmargin 6
-set xtics rotate by -40 scale 0
+set xtics rotate by -40 scale 0 font ',8'
 set ylabel 'energy per forward pass (mJ)'
 set yrange [0:*]
 set key outside right top

@@ -8,8 +8,7 @@ set xlabel 'SLO slack (% of T_nodvfs)'
 set ylabel 'energy savings vs NoDVFS (%)'
 set key outside right top
 set offsets 0.3, 0.3, 0, 0
-plot  'savings_decode.dat' using 1:2:3:4 with yerrorlines lw 2 pt 7 title 'dvfs-c-walk', \
-     'savings_decode.dat' using 1:5:6:7 with yerrorlines lw 2 pt 7 title 'enpu-all', \
+plot  'savings_decode.dat' using 1:11:12:13 with yerrorlines lw 2 pt 7 title 'nodvfs', \
+     'savings_decode.dat' using 1:2:3:4 with yerrorlines lw 2 pt 7 title 'dvfs-c-walk', \
      'savings_decode.dat' using 1:8:9:10 with yerrorlines lw 2 pt 7 title 'enpu-c', \
-     'savings_decode.dat' using 1:11:12:13 with yerrorlines lw 2 pt 7 title 'nodvfs', \
-     'savings_decode.dat' using 1:14:15:16 with yerrorlines lw 2 pt 7 title 'uniform'
+     'savings_decode.dat' using 1:5:6:7 with yerrorlines lw 2 pt 7 title 'enpu-all'
