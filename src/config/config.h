@@ -94,6 +94,12 @@ bool config_policy_is_epoch(config_policy p);
 typedef enum { CONFIG_BUDGET_STRICT = 0, CONFIG_BUDGET_PAPER = 1, CONFIG_NBUDGET = 2 } config_budget;
 const char *config_budget_name(config_budget b); /* "strict", "paper" */
 int config_budget_parse(const char *name, config_budget *out);
+/* The one conversion between a budget mode and the u8 code a plan store records for it
+ * (store.h STORE_BUDGET_*, planstore.h PLANSTORE_BUDGET_*: 0 strict, 1 paper);
+ * farm_convert.c, which writes the codes, asserts at compile time that the three agree.
+ * config_budget_decode: 0, or ENPU_ERR_RANGE for a code no mode has. */
+uint8_t config_budget_code(config_budget b);
+int config_budget_decode(unsigned code, config_budget *out);
 
 const char *config_phase_name(config_phase p);         /* "prefill", "decode" */
 const char *config_component_name(config_component c); /* "sa", "vu", "sram", "hbm", "ici" */

@@ -51,6 +51,14 @@ NAME_AND_PARSE(config_policy, config_policy_names, CONFIG_NPOLICY, config_policy
 NAME_AND_PARSE(config_capacity, config_capacity_names, CONFIG_NCAPACITY, config_capacity_name,
                config_capacity_parse)
 NAME_AND_PARSE(config_budget, config_budget_names, CONFIG_NBUDGET, config_budget_name, config_budget_parse)
+
+uint8_t config_budget_code(config_budget b) { return (uint8_t)b; }
+
+int config_budget_decode(unsigned code, config_budget *out) {
+  if (code >= CONFIG_NBUDGET) return ENPU_ERR_RANGE;
+  *out = (config_budget)code;
+  return ENPU_OK;
+}
 NAME_OF(config_component, component_names, CONFIG_NCOMP, config_component_name)
 NAME_OF(config_moe_experts, config_moe_experts_names, CONFIG_NEXPERTS, config_moe_experts_name)
 NAME_OF(config_attn_impl, config_attn_impl_names, CONFIG_NATTN_IMPL, config_attn_impl_name)

@@ -18,6 +18,13 @@
 
 #include "farm_task_internal.h"
 
+/* The budget code a store row carries is config_budget_code's (config.h): the store's
+ * and the serving reader's names for it must be the same numbers. */
+_Static_assert(STORE_BUDGET_STRICT == PLANSTORE_BUDGET_STRICT && STORE_BUDGET_PAPER == PLANSTORE_BUDGET_PAPER &&
+                   (int)CONFIG_BUDGET_STRICT == STORE_BUDGET_STRICT &&
+                   (int)CONFIG_BUDGET_PAPER == STORE_BUDGET_PAPER && CONFIG_NBUDGET == 2,
+               "a stored budget code is config_budget_code's");
+
 static int cmp_i64(const void *a, const void *b) {
   const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
@@ -120,7 +127,7 @@ int farm_convert_bucket(const farm_convert_in *in, store_bucket_bundle *r, enpu_
   const search_bucket_result *sr = in->sr;
   store_bucket_rec *b = &r->bucket;
   b->phase = (uint8_t)in->phase, b->status = STORE_BUCKET_OK, b->input_hash = in->input_hash;
-  b->budget = (uint8_t)sr->budget;
+  b->budget = config_budget_code(sr->budget);
   b->batch = in->batch, b->seq = in->seq;
   /* A compiled bucket that does not fit HBM (capacity offload or ignore) says so. */
   grid_memory_note(&graph_get_info(in->g)->memory, b->message, sizeof b->message);
@@ -132,7 +139,7 @@ int farm_convert_bucket(const farm_convert_in *in, store_bucket_bundle *r, enpu_
   ENPU_RETURN_IF(!r->plans, err, ENPU_ERR_NOMEM, "out of memory (plans)");
   for (int k = 0; k < sr->nplans; k++) {
     const search_slack_plan *p = &sr->plans[k];
-    r->plans[k] = (store_plan_rec){.budget = (uint8_t)p->budget,
+    r->plans[k] = (store_plan_rec){.budget = config_budget_code(p->budget),
                                    .slack = p->slack,
                                    .budget_ns = p->budget_ns,
                                    .time_ns = p->time_ns,

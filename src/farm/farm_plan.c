@@ -353,7 +353,7 @@ static int build_wanted(farm_plan *m, enpu_err *err) {
       store_bucket_rec *r = &m->wanted_buckets[p][w->nbuckets++];
       const uint64_t h = mb->g ? m->bt[t++].input_hash : uncompiled_hash(mb, m->job->budget);
       *r = (store_bucket_rec){.phase = (uint8_t)mb->phase,
-                              .budget = (uint8_t)m->job->budget,
+                              .budget = config_budget_code(m->job->budget),
                               .batch = mb->batch,
                               .seq = mb->seq,
                               .input_hash = h};
@@ -372,7 +372,7 @@ int farm_plan_add_uncompiled(const farm_plan *m, farm_state *state, enpu_err *er
       farm_bucket_result r = {.policy = m->code[p]};
       r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)mb->phase,
                                            .status = (uint8_t)mb->status,
-                                           .budget = (uint8_t)m->job->budget,
+                                           .budget = config_budget_code(m->job->budget),
                                            .batch = mb->batch,
                                            .seq = mb->seq,
                                            .input_hash = uncompiled_hash(mb, m->job->budget)};

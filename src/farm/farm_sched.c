@@ -27,7 +27,7 @@ static int fail_bucket(farm_job *m, int j, const char *message, enpu_err *err) {
   farm_bucket_result r = {.policy = t->policy};
   r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)b->phase,
                                        .status = STORE_BUCKET_FAILED,
-                                       .budget = (uint8_t)m->job->budget,
+                                       .budget = config_budget_code(m->job->budget),
                                        .batch = b->batch,
                                        .seq = b->seq,
                                        .input_hash = t->input_hash};

@@ -22,9 +22,6 @@
 #include "validate.h"
 
 _Static_assert(STORE_NSTATE == CONFIG_NCOMP, "a stored plan has one state per component");
-_Static_assert((int)CONFIG_BUDGET_STRICT == (int)STORE_BUDGET_STRICT &&
-                   (int)CONFIG_BUDGET_PAPER == (int)STORE_BUDGET_PAPER,
-               "a stored budget mode is a config_budget");
 
 struct validate_ctx {
   const config_job *job;
@@ -102,8 +99,13 @@ static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl, cons
   for (int c = 0; c < CONFIG_NCOMP; c++)
     loss_diff = fmax(loss_diff, fabs(sim->regulator_loss_nj[c] - pl->regulator_loss_nj[c]) -
                                     tol * fmax(fabs(sim->regulator_loss_nj[c]), 1.0));
-  const int paper = pl->budget == STORE_BUDGET_PAPER;
-  const double want = search_budget_ns((config_budget)pl->budget, b->t_nodvfs_ns, b->t_peak_ns, pl->slack);
+  config_budget mode;
+  if (config_budget_decode(pl->budget, &mode) < 0) {
+    snprintf(msg, cap, "budget code %u is no budget mode", (unsigned)pl->budget);
+    return;
+  }
+  const int paper = mode == CONFIG_BUDGET_PAPER;
+  const double want = search_budget_ns(mode, b->t_nodvfs_ns, b->t_peak_ns, pl->slack);
   const double fit = paper ? sim_cp : o->sim_time_ns;
   const double overhead = 100.0 * (o->sim_time_ns - sim_cp) / b->t_nodvfs_ns;
   if (!close_to(pl->budget_ns, want, tol))
@@ -248,7 +250,8 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
                  "unknown policy '%s' in the store", t->name);
   search_options opt;
   search_options_for_job(&opt, v->job, &policy);
-  opt.budget = (config_budget)b->budget;
+  ENPU_RETURN_IF(config_budget_decode(b->budget, &opt.budget) < 0, err, ENPU_ERR_INVALID,
+                 "bucket %u: budget code %u is no budget mode", bucket, (unsigned)b->budget);
   char why[STORE_MSG_LEN] = "";
   bucket_map m = {0};
   planstore_op_states *st = enpu_calloc((size_t)b->ops_count + 1, sizeof *st);

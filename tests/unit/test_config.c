@@ -1184,6 +1184,11 @@ static void test_validation_section(void **state) {
   if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
   assert_int_equal(job->budget, CONFIG_BUDGET_PAPER);
   assert_string_equal(config_budget_name(job->budget), "paper");
+  /* The stored code round-trips; a code no mode has is refused. */
+  config_budget back = CONFIG_BUDGET_STRICT;
+  assert_int_equal(config_budget_decode(config_budget_code(job->budget), &back), 0);
+  assert_int_equal(back, CONFIG_BUDGET_PAPER);
+  assert_int_equal(config_budget_decode(CONFIG_NBUDGET, &back), ENPU_ERR_RANGE);
   config_job_free(job);
   fixture_free(fx);
   fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
