@@ -41,7 +41,7 @@ static const char *const transitions[] = {[SEARCH_TRANS_PER_RAIL] = "per-rail",
 
 /* --policy: "all" or one policy's name. */
 static int accept_policy(const char *v, void *args, char *expected, size_t len) {
-  config_policy_spec p = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+  config_policy_spec p;
   if (!strcmp(v, "all") || config_policy_spec_parse(v, &p) == 0) return 0;
   return cli_reject(expected, len, "a policy name or all");
 }
@@ -453,7 +453,7 @@ static int compile_one(search_ctx *sx, cost_ctx *cost, const graph *g, const con
 static int run(void *args) {
   compile_args *a = args;
   const config_phase phase = (config_phase)a->b.phase;
-  config_policy_spec one = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
+  config_policy_spec one = {.shadow_vregs = -1};                           /* read only when one policy is asked */
   if (strcmp(a->policy, "all")) config_policy_spec_parse(a->policy, &one); /* accept_policy checked it */
 
   enpu_err err = {0};

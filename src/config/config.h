@@ -83,8 +83,11 @@ int config_policy_spec_decode(uint32_t code, config_policy_spec *out);
 /* The policy without power gating: its DVFS plan search is the same, so its op-level
  * Pareto sets are too. */
 config_policy_spec config_policy_spec_ungated(const config_policy_spec *p);
-/* Epoch policies (dvfs-c-ms, enpu-ms): one V/f setting per job-given epoch. */
-bool config_policy_is_epoch(config_policy p);
+/* The spelling of the policy of a code, or "policy-code-N" for a code no policy has. */
+void config_policy_code_name(uint32_t code, char out[CONFIG_NAME_LEN]);
+/* Whether a policy may carry pg+ and @shadow= variants (uniform, a table of chip-wide
+ * states, has none). What else a policy means is its row in power/power_policy.c. */
+bool config_policy_has_variants(config_policy p);
 
 /* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):
  * strict: every cost of the plan (V/f transitions, domain crossings, pipeline fill) fits

@@ -221,7 +221,7 @@ static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem
   config_path np = CONFIG_KEY(ep, "policy"), sp = CONFIG_KEY(ep, "shadow");
   config_policy_spec spec;
   ENPU_FORWARD(parse_policy_name(doc, &np, json_object_get(v, "policy"), &spec, err));
-  if (spec.shadow_vregs >= 0 || spec.base == CONFIG_POLICY_UNIFORM)
+  if (spec.shadow_vregs >= 0 || !config_policy_has_variants(spec.base))
     return config_fail(doc, &np, err, ENPU_ERR_INVALID,
                        "expected a policy without @shadow= (the sizes come from \"shadow\") "
                        "other than uniform (no variants)");

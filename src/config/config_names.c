@@ -136,10 +136,16 @@ int config_policy_spec_decode(uint32_t code, config_policy_spec *out) {
   return ENPU_OK;
 }
 
+void config_policy_code_name(uint32_t code, char out[CONFIG_NAME_LEN]) {
+  config_policy_spec spec;
+  if (config_policy_spec_decode(code, &spec) == ENPU_OK) config_policy_spec_name(&spec, out);
+  else snprintf(out, CONFIG_NAME_LEN, "policy-code-%u", (unsigned)code);
+}
+
+bool config_policy_has_variants(config_policy p) { return p != CONFIG_POLICY_UNIFORM; }
+
 config_policy_spec config_policy_spec_ungated(const config_policy_spec *p) {
   config_policy_spec q = *p;
   q.gate = false;
   return q;
 }
-
-bool config_policy_is_epoch(config_policy p) { return p == CONFIG_POLICY_DVFS_C_MS || p == CONFIG_POLICY_ENPU_MS; }

@@ -166,15 +166,10 @@ static int cmp_op_ref(const void *pa, const void *pb) {
 #define EST_INSTANCE_S 0.3e-6
 #define EST_GENE_S 2e-9
 
+/* The policy row's estimate of op-level evaluations per op (power_policy.c). */
 static double est_op_s(config_policy policy, int peak) {
-  switch (policy) {
-  case CONFIG_POLICY_NODVFS: return 2 * EST_EVAL_S;
-  case CONFIG_POLICY_DVFS_C:
-  case CONFIG_POLICY_DVFS_C_WALK:
-  case CONFIG_POLICY_DVFS_C_MS: return (peak + 1) * EST_EVAL_S;
-  case CONFIG_POLICY_IDEAL: return pow(peak, 3) * EST_EVAL_S; /* exact: ~one kernel a triple */
-  default: return 8.0 * peak * EST_EVAL_S;                    /* Algorithm 1: ~peak steps of 2^d - 1 candidates */
-  }
+  const power_policy *row = power_policy_of(policy);
+  return (row->est_evals[0] + row->est_evals[1] * pow(peak, row->est_pow)) * EST_EVAL_S;
 }
 
 int farm_plan_find_op(const farm_plan *m, uint32_t policy, uint64_t key) {
@@ -197,7 +192,7 @@ static int cmp_int(const void *a, const void *b) {
  * ideal's), with the options of the first job policy keeping its ops under that code. */
 static int op_split(const farm_plan *m, uint32_t code) {
   config_policy_spec spec;
-  if (config_policy_spec_decode(code, &spec) < 0 || spec.base != CONFIG_POLICY_IDEAL) return 0;
+  if (config_policy_spec_decode(code, &spec) < 0 || power_policy_of(spec.base)->ops != POWER_OPS_IDEAL) return 0;
   for (int p = 0; p < m->job->policy_count; p++)
     if (m->op_code[p] == code) return m->opt[p].ideal_method == SEARCH_OP_EXACT;
   return 0;
@@ -229,10 +224,10 @@ static double est_bucket_s(const farm_plan *m, int p, const graph *g) {
   for (int i = 0; i < graph_op_count(g); i++) instances += graph_op_at(g, i)->multiplicity;
   double est = (double)instances * (2 * m->job->slack_count + 4) * EST_INSTANCE_S;
   if (m->job->policies[p].gate) est *= 2; /* plans priced plain and gated */
-  if (base == CONFIG_POLICY_DVFS_C || base == CONFIG_POLICY_DVFS_C_MS)
+  if (power_policy_of(base)->request_ga)
     est += (double)m->job->slack_count * m->opt[p].ga.population * m->opt[p].ga.generations * graph_op_count(g) *
            m->opt[p].ga_groups * EST_GENE_S;
-  if (config_policy_is_epoch(base)) est += 4.0 * graph_op_count(g) * est_op_s(base, m->job->chip.freq_states);
+  if (power_policy_of(base)->epoch) est += 4.0 * graph_op_count(g) * est_op_s(base, m->job->chip.freq_states);
   return est;
 }
 
@@ -248,7 +243,7 @@ static int add_bucket_task(farm_plan *m, int p, int b, size_t *ndeps, enpu_err *
                .est_s = est_bucket_s(m, p, g)};
   t->ops = enpu_calloc((size_t)graph_op_count(g) + 1, sizeof *t->ops);
   ENPU_RETURN_IF(!t->ops, err, ENPU_ERR_NOMEM, "out of memory (bucket task ops)");
-  if (config_policy_is_epoch(spec->base)) return 0; /* its task searches its epochs */
+  if (power_policy_of(spec->base)->epoch) return 0; /* its task searches its epochs */
   for (int i = 0; i < graph_op_count(g); i++)
     t->ops[i] = farm_plan_find_op(m, m->op_code[p], farm_op_key(m->job, spec, &m->opt[p], graph_op_at(g, i)));
   qsort(t->ops, (size_t)graph_op_count(g), sizeof *t->ops, cmp_int);
@@ -270,7 +265,7 @@ static int build_ops(farm_plan *m, enpu_err *err) {
   size_t n = 0;
   for (int p = 0; p < m->job->policy_count; p++) {
     const config_policy_spec *spec = &m->job->policies[p];
-    if (config_policy_is_epoch(spec->base)) continue;
+    if (power_policy_of(spec->base)->epoch) continue;
     for (int b = 0; b < m->nbuckets; b++)
       for (int i = 0; m->buckets[b].g && i < graph_op_count(m->buckets[b].g); i++)
         refs[n++] = (op_ref){m->op_code[p], farm_op_key(m->job, spec, &m->opt[p], graph_op_at(m->buckets[b].g, i)),
@@ -358,7 +353,7 @@ static int build_wanted(farm_plan *m, enpu_err *err) {
                               .seq = mb->seq,
                               .input_hash = h};
     }
-    w->op_keys = config_policy_is_epoch(m->job->policies[p].base) ? NULL : m->wanted_keys[p];
+    w->op_keys = power_policy_of(m->job->policies[p].base)->epoch ? NULL : m->wanted_keys[p];
     w->buckets = m->wanted_buckets[p];
   }
   return 0;

@@ -15,10 +15,8 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   for (int k = 0; k < 2; k++) {
     fprintf(out, k ? "| CPU seconds per policy |" : "| unique op signatures |");
     for (int p = 0; p < s->npolicies; p++) {
-      config_policy_spec spec = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
       char name[CONFIG_NAME_LEN];
-      config_policy_spec_decode(s->policies[p], &spec);
-      config_policy_spec_name(&spec, name);
+      config_policy_code_name(s->policies[p], name);
       if (k) fprintf(out, "%s %s %.2f", p ? "," : "", name, s->policy_cpu_s[p]);
       else fprintf(out, "%s %s %lld", p ? "," : "", name, (long long)s->unique_ops[p]);
     }

@@ -66,7 +66,7 @@ uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy, co
   /* uniform keeps an op's instances apart per segment (embedding, layer kinds, head), so
    * a reader can rebuild a pass of fewer layers from its ops (planstore.md). */
   return unit_key(job, policy, opt, "enpu-farm-op", op->signature,
-                  policy->base == CONFIG_POLICY_UNIFORM ? op->segment : -1);
+                  power_policy_of(policy->base)->ops_per_segment ? op->segment : -1);
 }
 
 uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy, const search_options *opt,
@@ -278,7 +278,7 @@ static int set_result(exec_job *x, const graph *g, const search_units *units, in
                         .kind = units ? (uint32_t)units->unit[unit].kind : (uint32_t)op->kind,
                         .evaluations = (uint64_t)p->evals,
                         .npoints = (uint32_t)p->count};
-  if (spec->base == CONFIG_POLICY_UNIFORM)
+  if (power_policy_of(spec->base)->ops_per_segment)
     snprintf(r->name, sizeof r->name, "%.20s:%.42s", graph_segment_at(g, op->segment)->name, op->name);
   else snprintf(r->name, sizeof r->name, "%s", units ? units->unit[unit].name : op->name);
   r->points = enpu_calloc((size_t)p->count + 1, sizeof *r->points);
@@ -532,7 +532,7 @@ static int run_bucket(exec_job *x, const task_hdr *t, bucket_scratch *s, farm_bu
                  "its input hash differs from the master's (did the job change?)");
   farm_bucket_result r = {.policy = t->policy};
   search_bucket_result sr = {0};
-  int rc = config_policy_is_epoch(spec.base) ? bucket_of_epochs(x, &spec, &opt, g, s, &r, &sr, err)
+  int rc = power_policy_of(spec.base)->epoch ? bucket_of_epochs(x, &spec, &opt, g, s, &r, &sr, err)
                                              : bucket_of_ops(x, &spec, &opt, g, s, &r, &sr, err);
   if (rc == 0) {
     const farm_convert_in in = {&sr, s->sets, s->key_of, g, t->phase, t->batch, t->seq, t->key};

@@ -84,6 +84,37 @@ typedef enum {
                                  fixed regulator's efficiency by activity at every state */
 } power_regulator;
 
+/* What a DVFS policy is, one row per config_policy (power_policy.c): the facts the
+ * search, the replay, the farm and the report all read, kept in the lowest module they
+ * all link. A new policy is a row here plus its search code (search_bucket.c setup). */
+typedef enum {
+  POWER_OPS_FIXED,   /* no DVFS: every component at peak, one domain */
+  POWER_OPS_COMPUTE, /* one compute domain (SA, VU, SRAM) scales, HBM and ICI at peak */
+  POWER_OPS_DOMAINS, /* per-component domains, Algorithm 1's greedy (§3.3) */
+  POWER_OPS_IDEAL,   /* five domains, free transitions, the options' op method */
+  POWER_OPS_CHIPWIDE /* one domain of all five components, every state */
+} power_ops_kind;
+
+typedef struct {
+  power_regulator regulator; /* its rails' regulators */
+  power_hbm_mode hbm;        /* which HBM parts scale */
+  unsigned scaled;           /* bit c: component c leaves peak (c a config_component) */
+  power_ops_kind ops;        /* the op-level search's domains */
+  int domains;               /* POWER_OPS_DOMAINS/IDEAL: V/f domains, 0 = the options' count */
+  bool request_ga;           /* the request level is the GA of §4.3, else the hull walk */
+  bool epoch;                /* one V/f setting per millisecond epoch, not per op (§4.6) */
+  bool ops_per_segment;      /* an op's instances are kept apart per graph segment */
+  double est_evals[2];       /* farm cost estimate: est_evals[0] + est_evals[1] · peak^est_pow
+                                op-level evaluations per op (only the order of magnitude counts) */
+  int est_pow;
+} power_policy;
+
+/* The row of policy p; NULL for a value that is no policy. */
+const power_policy *power_policy_of(config_policy p);
+/* The component mask of scaled components that POWER_OPS_COMPUTE scales. */
+#define POWER_COMPUTE_COMPONENTS ((1u << CONFIG_SA) | (1u << CONFIG_VU) | (1u << CONFIG_SRAM))
+#define POWER_ALL_COMPONENTS ((1u << CONFIG_NCOMP) - 1)
+
 /* Slots of an operator's energy breakdown, in report order: the five components
  * (config_component), then the frontend (always 0, see above) and "other". */
 enum { POWER_SLOT_FE = CONFIG_NCOMP, POWER_SLOT_OTHER = CONFIG_NCOMP + 1, POWER_NSLOT };

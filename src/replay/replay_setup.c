@@ -8,34 +8,6 @@
 #include "replay.h"
 #include "store.h"
 
-/* What each policy scales, as the paper defines the designs (§4.1; power.h for the
- * HBM models and regulators): NoDVFS nothing; DVFS-C (either request level) the compute
- * core (SA, VU, SRAM) as one domain, HBM and ICI at peak on the fixed regulator; eNPU-C
- * every component, HBM controller only; eNPU-All (and Ideal) the HBM I/O too; uniform
- * every component on one chip-wide rail (the board regulator, power.h). The epoch and
- * domain-count variants scale what DVFS-C and eNPU-All do. */
-typedef struct {
-  power_regulator reg; /* when parked */
-  power_hbm_mode hbm;
-  unsigned scaled; /* bit c: component c may sit at its lowest state */
-} idle_policy;
-
-#define ALL_COMPONENTS ((1u << CONFIG_NCOMP) - 1)
-#define COMPUTE ((1u << CONFIG_SA) | (1u << CONFIG_VU) | (1u << CONFIG_SRAM))
-static const idle_policy idle_policies[CONFIG_NPOLICY] = {
-    [CONFIG_POLICY_NODVFS] = {POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0},
-    [CONFIG_POLICY_DVFS_C] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
-    [CONFIG_POLICY_DVFS_C_WALK] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
-    [CONFIG_POLICY_ENPU_C] = {POWER_REG_DVFS, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
-    [CONFIG_POLICY_ENPU_ALL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_IDEAL] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_DVFS_C_MS] = {POWER_REG_DVFS_COMPUTE, POWER_HBM_CTRL_ONLY, COMPUTE},
-    [CONFIG_POLICY_ENPU_MS] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_ENPU_3DOM] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_ENPU_4DOM] = {POWER_REG_DVFS, POWER_HBM_FULL, ALL_COMPONENTS},
-    [CONFIG_POLICY_UNIFORM] = {POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS},
-};
-
 /* Static power of an awake chip whose scaled components sit at `low` and the rest at
  * peak: one second of every component busy 0 ns, at the regulator's efficiency for no
  * activity. */
@@ -60,16 +32,17 @@ static int idle_watts(const config_chip *chip, power_regulator reg, power_hbm_mo
 
 int replay_idle_power_w(const config_chip *chip, config_policy policy, config_idle_mode mode, double *watts,
                         enpu_err *err) {
-  ENPU_RETURN_IF((unsigned)policy >= CONFIG_NPOLICY, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
-  const idle_policy *ip = &idle_policies[policy];
-  const bool parked = ip->reg != POWER_REG_FIXED && mode != CONFIG_IDLE_PEAK;
+  /* What the policy scales and on which regulator: its row (power_policy.c). */
+  const power_policy *ip = power_policy_of(policy);
+  ENPU_RETURN_IF(!ip, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  const bool parked = ip->regulator != POWER_REG_FIXED && mode != CONFIG_IDLE_PEAK;
   /* State 1 is the lowest clocked V/f state. */
-  return parked ? idle_watts(chip, ip->reg, ip->hbm, ip->scaled, 1, watts, err)
+  return parked ? idle_watts(chip, ip->regulator, ip->hbm, ip->scaled, 1, watts, err)
                 : idle_watts(chip, POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0, chip->freq_states, watts, err);
 }
 
 int replay_idle_power_state_w(const config_chip *chip, int state, double *watts, enpu_err *err) {
-  return idle_watts(chip, POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, ALL_COMPONENTS, state, watts, err);
+  return idle_watts(chip, POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, POWER_ALL_COMPONENTS, state, watts, err);
 }
 
 /* The largest V/f move of a chip: every component from state 1 to the peak (rails on

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "power.h"
 #include "replay_internal.h"
 
 /* ---- events --------------------------------------------------------------------- */
@@ -466,7 +467,7 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
   ENPU_RETURN_IF(config_policy_spec_parse(policy, &spec) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
                  "policy '%s' of the store is not one the replay knows the idle power of", policy);
   *pol = spec.base; /* a variant idles as its base policy does */
-  ENPU_RETURN_IF(!job->governor && *pol == CONFIG_POLICY_UNIFORM, err, ENPU_ERR_INVALID,
+  ENPU_RETURN_IF(!job->governor && power_policy_of(*pol)->ops == POWER_OPS_CHIPWIDE, err, ENPU_ERR_INVALID,
                  "uniform is the table of online governors (one plan per chip-wide state), not a DVFS plan the "
                  "scheduler can pick by target: run it with a governor (fixed:S for one state)");
   ENPU_RETURN_IF(cl->slo_count < 1 || cl->max_batch < 1 || cl->max_batch_tokens < 1, err, ENPU_ERR_INVALID,
@@ -493,7 +494,7 @@ static void run_name(const replay_job *job, char *out, size_t cap) {
 int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
                    replay_result **out, enpu_err *err) {
   *out = NULL;
-  config_policy pol = CONFIG_POLICY_NODVFS;
+  config_policy pol = CONFIG_NPOLICY; /* none until check_run names it */
   ENPU_FORWARD(check_run(ps, job, trace, setup, &pol, err));
   replay_result *r = calloc(1, sizeof *r);
   ENPU_RETURN_IF(!r, err, ENPU_ERR_NOMEM, "out of memory (replay result)");

@@ -298,15 +298,17 @@ static int fig_set(const report_ctx *r, FILE *md, const char *heading, const cha
 
 /* Figure 21: for the first pg+X the store holds with X: none, PG only, X, pg+X. */
 static int fig21(const report_ctx *r, FILE *md, enpu_err *err) {
-  const char *x = NULL;
+  const char *x = NULL, *pgx = "pg+enpu-all";
   for (size_t i = 0; i < r->c->npolicies && !x; i++) {
     const char *nm = r->c->policies[i].name;
-    if (!strncmp(nm, CONFIG_POLICY_GATE_PREFIX, strlen(CONFIG_POLICY_GATE_PREFIX)) &&
-        policy(r->c, nm + strlen(CONFIG_POLICY_GATE_PREFIX)))
-      x = nm + strlen(CONFIG_POLICY_GATE_PREFIX);
+    config_policy_spec gated, plain;
+    char plain_name[CONFIG_NAME_LEN];
+    if (!strcmp(nm, "pg") || config_policy_spec_parse(nm, &gated) < 0 || !gated.gate) continue;
+    plain = config_policy_spec_ungated(&gated);
+    config_policy_spec_name(&plain, plain_name);
+    const store_policy_tables *t = policy(r->c, plain_name);
+    if (t) x = t->name, pgx = nm;
   }
-  char pgx[STORE_NAME_LEN];
-  snprintf(pgx, sizeof pgx, "%s%s", CONFIG_POLICY_GATE_PREFIX, x ? x : "enpu-all");
   const char *want[] = {"nodvfs", "pg", x ? x : "enpu-all", pgx};
   return fig_set(r, md, "DVFS and power gating (Figure 21)",
                  "None (`nodvfs`), PG only (`pg`: ReGate-style gating on the NoDVFS schedule), "

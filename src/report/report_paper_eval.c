@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "power.h"
 #include "report_paper_internal.h"
 
 typedef struct {
@@ -317,7 +318,8 @@ double paper_t7_value(const paper_model *m, const char *policy, int ph, config_l
   const json_t *p = compile_doc(m, policy, ph);
   if (!p) return NAN;
   if (level == CONFIG_LEVEL_OP) return json_number_value(json_object_get(p, "op_evals"));
-  const bool chained = !strcmp(policy, "dvfs-c");
+  config_policy_spec spec; /* the GA (its policy row's request level) is chained */
+  const bool chained = config_policy_spec_parse(policy, &spec) == 0 && power_policy_of(spec.base)->request_ga;
   double req = 0;
   size_t i;
   json_t *sl;

@@ -122,55 +122,48 @@ int search_policy_setup(const search_ctx *s, config_policy policy, const search_
   return setup_finish(s, o, ps, err);
 }
 
+/* The context's power model of a row's regulator and HBM model. */
+static power_model *ctx_model_of(const search_ctx *s, const power_policy *row) {
+  for (size_t k = 0; k < NCTX_MODELS; k++)
+    if (ctx_models[k].regulator == row->regulator && ctx_models[k].hbm == row->hbm)
+      return *(power_model *const *)((const char *)s + ctx_models[k].member);
+  return NULL;
+}
+
+/* The policy's row (power_policy.c) as domains, pipeline, power model and request level. */
 static int setup_base(const search_ctx *s, config_policy policy, const search_options *o, policy_setup *ps,
                       enpu_err *err) {
   const int peak = s->chip->freq_states;
-  const int ga = policy == CONFIG_POLICY_DVFS_C || policy == CONFIG_POLICY_DVFS_C_MS;
-  ps->transitions = 1;
-  ps->request = o->request == SEARCH_REQ_POLICY ? (ga ? SEARCH_REQ_GA : SEARCH_REQ_WALK) : o->request;
-  switch (policy) {
-  case CONFIG_POLICY_NODVFS:
-    ps->pm = s->fixed;
-    cost_pipeline_nodvfs(&ps->pipe, ps->pm);
-    return search_domains_nodvfs(&ps->dom, peak, err);
-  case CONFIG_POLICY_DVFS_C:
-  case CONFIG_POLICY_DVFS_C_WALK:
-  case CONFIG_POLICY_DVFS_C_MS:
-    /* §4.1: the compute domain (SA, VU, SRAM) scales; HBM and ICI stay at peak on the
-     * fixed regulator. One core clock, no crossing inside. */
-    ps->pm = s->dvfs_c;
+  const power_policy *row = power_policy_of(policy);
+  ENPU_RETURN_IF(!row, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  ps->pm = ctx_model_of(s, row);
+  ENPU_RETURN_IF(!ps->pm, err, ENPU_ERR_INTERNAL, "policy %s: no power model of its regulator",
+                 config_policy_name(policy));
+  ps->ops = row->ops;
+  ps->transitions = row->ops != POWER_OPS_IDEAL;
+  ps->request = o->request == SEARCH_REQ_POLICY ? (row->request_ga ? SEARCH_REQ_GA : SEARCH_REQ_WALK) : o->request;
+  const int d = row->domains ? row->domains : o->enpu_domains;
+  switch (row->ops) {
+  case POWER_OPS_FIXED: cost_pipeline_nodvfs(&ps->pipe, ps->pm); return search_domains_nodvfs(&ps->dom, peak, err);
+  case POWER_OPS_COMPUTE: /* one core clock, no crossing inside */
     cost_pipeline_nodvfs(&ps->pipe, ps->pm);
     return search_domains_dvfs_c(&ps->dom, peak, err);
-  case CONFIG_POLICY_ENPU_C:
-  case CONFIG_POLICY_ENPU_ALL:
-  case CONFIG_POLICY_ENPU_MS:
-  case CONFIG_POLICY_ENPU_3DOM:
-  case CONFIG_POLICY_ENPU_4DOM: {
-    /* §4.6: enpu-ms is eNPU-All per epoch; 3 and 4 domains are eNPU-All's merged. */
-    const int d = policy == CONFIG_POLICY_ENPU_3DOM   ? 3
-                  : policy == CONFIG_POLICY_ENPU_4DOM ? 4
-                  : policy == CONFIG_POLICY_ENPU_MS   ? 5
-                                                      : o->enpu_domains;
-    ps->pm = policy == CONFIG_POLICY_ENPU_C ? s->ctrl : s->full;
+  case POWER_OPS_DOMAINS:
     ENPU_FORWARD(cost_pipeline_enpu(&ps->pipe, d, ps->pm, err));
     ENPU_FORWARD(search_domains_enpu(&ps->dom, d, peak, SEARCH_OP_GREEDY, err));
     ps->dom.trim = o->op_trim;
     return 0;
-  }
-  case CONFIG_POLICY_IDEAL:
-    ps->pm = s->full;
-    ps->transitions = 0;
+  case POWER_OPS_IDEAL:
     cost_pipeline_ideal(&ps->pipe, ps->pm);
-    ENPU_FORWARD(search_domains_enpu(&ps->dom, 5, peak, o->ideal_method, err));
+    ENPU_FORWARD(search_domains_enpu(&ps->dom, d, peak, o->ideal_method, err));
     ps->dom.trim = o->op_trim;
     return 0;
-  case CONFIG_POLICY_UNIFORM: /* one domain of all five, every state (search_uniform.c) */
-    ps->pm = s->chipwide;
+  case POWER_OPS_CHIPWIDE: /* every state (search_uniform.c) */
     cost_pipeline_nodvfs(&ps->pipe, ps->pm);
     ps->dom = (search_domains){.ndomains = 1, .peak_state = peak, .method = SEARCH_OP_EXHAUSTIVE};
     return 0;
-  default: return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
   }
+  return enpu_errorf(err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -280,7 +273,7 @@ int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op, co
   ENPU_RETURN_IF(opt->threads < 1, err, ENPU_ERR_INVALID, "bad search options (threads %d)", opt->threads);
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
-  if (policy == CONFIG_POLICY_UNIFORM) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
+  if (ps.ops == POWER_OPS_CHIPWIDE) return search_uniform_sweep(cost, op, &ps.pipe, ps.dom.peak_state, out, err);
   return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, part, out, err);
 }
 
@@ -556,7 +549,7 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   int64_t instances;
   int rc = check_options(slacks, nslack, opt, err);
   if (rc == 0) rc = req_prepare(s, policy, opt, g, &ps, &instances, err);
-  if (rc == 0 && policy == CONFIG_POLICY_UNIFORM) {
+  if (rc == 0 && ps.ops == POWER_OPS_CHIPWIDE) {
     rc = bucket_uniform(s, cost, g, &ps, sets, slacks, nslack, opt->budget, out, err);
     if (rc < 0) search_bucket_result_free(out);
     return rc;

@@ -215,7 +215,7 @@ int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy
   ENPU_FORWARD(req_check_graph(g, &n, err));
   const int nops = graph_op_count(g);
   merge_state m = {0};
-  const int binary = policy == CONFIG_POLICY_DVFS_C_MS;
+  const int binary = power_policy_of(policy)->ops == POWER_OPS_COMPUTE; /* one compute domain */
   int *label = enpu_calloc((size_t)nops + 1, sizeof *label);
   double *t_ns = enpu_calloc((size_t)nops + 1, sizeof *t_ns);
   int *op_of = enpu_calloc((size_t)n + 1, sizeof *op_of);

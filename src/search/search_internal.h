@@ -114,6 +114,7 @@ typedef struct {
   int transitions;           /* V/f transitions priced between ops (not for `ideal`) */
   int gating;                /* pg policy */
   search_req_method request; /* the request level actually used */
+  power_ops_kind ops;        /* the policy row's (power_policy_of) */
 } policy_setup;
 
 int search_policy_setup(const search_ctx *s, config_policy policy, const search_options *o, policy_setup *ps,

@@ -114,7 +114,9 @@ int search_units_build(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   *out = NULL;
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
-  if (!config_policy_is_epoch(policy)) return units_of_ops(g, out, err);
+  const power_policy *row = power_policy_of(policy);
+  ENPU_RETURN_IF(!row, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  if (!row->epoch) return units_of_ops(g, out, err);
   ENPU_RETURN_IF(!(opt->epoch_ns > 0), err, ENPU_ERR_INVALID, "epoch of %g ns: expected > 0", opt->epoch_ns);
   return units_of_epochs(s, cost, g, policy, opt->epoch_ns, out, err);
 }

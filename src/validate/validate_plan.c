@@ -70,7 +70,7 @@ static void bucket_map_free(bucket_map *m) {
  * each segment's ops apart (schemas/planstore.md). */
 static int same_store_unit(config_policy policy, const bucket_map *m, int i, int j) {
   const search_unit *a = &m->u->unit[i], *b = &m->u->unit[j];
-  return a->signature == b->signature && (policy != CONFIG_POLICY_UNIFORM ||
+  return a->signature == b->signature && (!power_policy_of(policy)->ops_per_segment ||
                                           graph_op_at(m->g, a->op)->segment == graph_op_at(m->g, b->op)->segment);
 }
 

@@ -1378,7 +1378,8 @@ static void test_names(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(config_policy_spec_parse(bad[i], &sp), ENPU_ERR_NOT_FOUND);
   assert_int_equal(config_policy_spec_decode(0xFFu, &sp), ENPU_ERR_NOT_FOUND);
-  assert_true(config_policy_is_epoch(CONFIG_POLICY_ENPU_MS) && !config_policy_is_epoch(CONFIG_POLICY_ENPU_ALL));
+  assert_true(config_policy_has_variants(CONFIG_POLICY_ENPU_MS) &&
+              !config_policy_has_variants(CONFIG_POLICY_UNIFORM));
 }
 
 /* ---------------------------------------------------------------------------------

@@ -483,6 +483,27 @@ static void test_create_errors(void **state) {
   power_model_free(NULL);
 }
 
+/* The policy table: a row per policy, each consistent with what it scales (nothing
+ * scales on the fixed regulator; DVFS-C's compute domain is SA, VU, SRAM), and the
+ * variants that share a design share its power model. */
+static void test_policy_rows(void **state) {
+  (void)state;
+  for (int p = 0; p < CONFIG_NPOLICY; p++) {
+    const power_policy *row = power_policy_of((config_policy)p);
+    assert_non_null(row);
+    assert_true((row->regulator == POWER_REG_FIXED) == (row->scaled == 0));
+    assert_true((row->ops == POWER_OPS_COMPUTE) == (row->scaled == POWER_COMPUTE_COMPONENTS));
+    assert_true(row->est_evals[0] + row->est_evals[1] > 0);
+  }
+  assert_null(power_policy_of(CONFIG_NPOLICY));
+  const power_policy *all = power_policy_of(CONFIG_POLICY_ENPU_ALL), *ms = power_policy_of(CONFIG_POLICY_ENPU_MS);
+  assert_true(ms->epoch && !all->epoch && ms->regulator == all->regulator && ms->hbm == all->hbm);
+  assert_true(power_policy_of(CONFIG_POLICY_DVFS_C)->request_ga &&
+              !power_policy_of(CONFIG_POLICY_DVFS_C_WALK)->request_ga);
+  assert_int_equal(power_policy_of(CONFIG_POLICY_ENPU_3DOM)->domains, 3);
+  assert_true(power_policy_of(CONFIG_POLICY_UNIFORM)->ops_per_segment);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_voltage_band_edges),
@@ -505,6 +526,7 @@ int main(void) {
       cmocka_unit_test(test_op_energy_breakdown),
       cmocka_unit_test(test_peak_chip_power),
       cmocka_unit_test(test_create_errors),
+      cmocka_unit_test(test_policy_rows),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
