@@ -228,8 +228,9 @@ bool sg2_locked(sim *s, int phase);
 int finish_request(sim *s, int32_t i, enpu_err *err);
 int finish_run(sim *s, enpu_err *err);
 
-/* ---- replay_sim.c -------------------------------------------------------------- */
+/* ---- replay_batch.c ------------------------------------------------------------ */
 int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err);
+sim_event heap_pop(event_heap *h); /* the earliest event; h not empty */
 /* Push the done event of node `node`'s batch b at b->end_ns, under a new b->id. */
 int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err);
 /* The fastest plan of the bucket covering (n, seq): 1 covered, 0 not (`why`, may be

@@ -96,7 +96,10 @@ typedef struct {
   const char *variant; /* "" or a sensitivity name */
 } paper_column;
 
-/* ---- report_paper.c: the pipeline's outputs -------------------------------------- */
+/* ---- report_paper_load.c: the pipeline's outputs --------------------------------- */
+
+/* Load a manifest into m (m zeroed by the caller; stores load on first use). */
+int paper_load_manifest(const char *file, paper_model *m, enpu_err *err);
 
 /* The run of model m with this kind, budget and variant, its store loaded; NULL with
  * v->note set when there is none or it cannot be read. */

@@ -240,3 +240,17 @@ int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy
   free(m.heap);
   return rc;
 }
+
+/* The units of a bucket: one per graph op, or (epoch policies, their policy row) the
+ * epochs above. Here rather than in search_units.c so that the unit files call one way. */
+int search_units_build(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
+                       const search_options *opt, search_units **out, enpu_err *err) {
+  *out = NULL;
+  search_options defaults;
+  if (!opt) search_options_default(&defaults), opt = &defaults;
+  const power_policy *row = power_policy_of(policy);
+  ENPU_RETURN_IF(!row, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
+  if (!row->epoch) return units_of_ops(g, out, err);
+  ENPU_RETURN_IF(!(opt->epoch_ns > 0), err, ENPU_ERR_INVALID, "epoch of %g ns: expected > 0", opt->epoch_ns);
+  return units_of_epochs(s, cost, g, policy, opt->epoch_ns, out, err);
+}

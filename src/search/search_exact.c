@@ -1,5 +1,7 @@
 /* search_exact.c — the op-level searches that find the exact Pareto set: the exhaustive
- * enumeration and the branch and bound that gets the same set from far fewer plans.
+ * enumeration and the branch and bound that gets the same set from far fewer plans; and
+ * the op level's entry (search_op_search), which runs one of them or Algorithm 1
+ * (search_op.c) by the domains' method.
  *
  * Both split their work into numbered jobs (exhaustive: runs of consecutive plans;
  * exact: the SEARCH_EXACT_PARTS parts) that threads take round robin, each thread into
@@ -272,4 +274,37 @@ int search_op_exact(const search_domains *dom, const search_evaluator *ev, void 
                  "exact search: %d domains of %d states", dom->ndomains, dom->peak_state);
   const job_set js = {dom, ev, part, exact_job};
   return run_jobs(&js, part >= 0 ? 1 : SEARCH_EXACT_PARTS, users, nthreads, f, out, err);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Entry */
+
+int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev, void *const *users,
+                     int nthreads, int part, search_pareto *out, enpu_err *err) {
+  memset(out, 0, sizeof *out);
+  ENPU_FORWARD(search_domains_validate(dom, err));
+  ENPU_RETURN_IF(nthreads < 1, err, ENPU_ERR_INVALID, "thread count %d < 1", nthreads);
+  ENPU_RETURN_IF(part >= SEARCH_EXACT_PARTS, err, ENPU_ERR_INVALID, "exact search part %d outside 0..%d", part,
+                 SEARCH_EXACT_PARTS - 1);
+  search_front f = {0};
+  int rc;
+  if (dom->method == SEARCH_OP_GREEDY && dom->ndomains > 0)
+    rc = search_op_greedy(memo, dom, ev, users[0], &f, 0, out, err);
+  else if (dom->method == SEARCH_OP_EXACT && ev->bound && dom->ndomains > 0)
+    rc = search_op_exact(dom, ev, users, nthreads, part, &f, out, err);
+  else rc = search_op_exhaustive(dom, ev, users, nthreads, &f, out, err);
+  if (rc < 0 || f.n > INT_MAX) {
+    free(f.pts);
+    memset(out, 0, sizeof *out);
+    return rc < 0 ? rc : enpu_errorf(err, ENPU_ERR_RANGE, "Pareto set of %zu points", f.n);
+  }
+  out->points = f.pts;
+  out->count = (int)f.n;
+  return 0;
+}
+
+int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval, void *const *users,
+                     int nthreads, search_pareto *out, enpu_err *err) {
+  const search_evaluator ev = {eval, NULL, NULL};
+  return search_op_search(memo, dom, &ev, users, nthreads, -1, out, err);
 }

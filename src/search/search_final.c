@@ -28,21 +28,6 @@
  * T_peak) summed the same op times in their own orders. */
 #define FIT_RTOL 1e-9
 
-int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
-  *instances = 0;
-  for (int si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, si);
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
-      const graph_op *op = graph_op_at(g, i);
-      ENPU_RETURN_IF(op->count < 1 || op->multiplicity != seg->repeat * op->count, err, ENPU_ERR_INVALID,
-                     "op %d: multiplicity %lld is not its segment's repeat %lld × count %lld", i,
-                     (long long)op->multiplicity, (long long)seg->repeat, (long long)op->count);
-      *instances += op->multiplicity;
-    }
-  }
-  return 0;
-}
-
 int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt, const graph *g,
                 policy_setup *ps, int64_t *instances, enpu_err *err) {
   ENPU_FORWARD(search_policy_setup(s, policy, opt, ps, err));
@@ -55,25 +40,6 @@ request req_of_setup(const search_units *u, const policy_setup *ps, const search
   rq.pipe = &ps->pipe, rq.gate_pipe = &ps->gate_pipe, rq.gating = ps->gating;
   rq.transition_aware = opt->transition_aware;
   return rq;
-}
-
-void each_instance(const graph *g, instance_visit *visit, void *ctx) {
-  int64_t x = 0, offset = 0;
-  for (int si = 0; si < graph_segment_count(g); si++) {
-    const graph_segment *seg = graph_segment_at(g, si);
-    for (int64_t r = 0; r < seg->repeat; r++)
-      for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
-        const int64_t count = graph_op_at(g, i)->count;
-        for (int64_t c = 0; c < count; c++, x++) visit(ctx, i, x, offset + at + r * count + c);
-        at += (int)graph_op_at(g, i)->multiplicity;
-      }
-    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) offset += graph_op_at(g, i)->multiplicity;
-  }
-}
-
-void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk) {
-  (void)walk;
-  ((int *)ctx)[exec] = op;
 }
 
 int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {

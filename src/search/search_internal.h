@@ -93,6 +93,8 @@ int search_front_insert(search_front *f, const search_point *p);
 /* 1 when a point of f is no slower than time_ns and strictly cheaper than energy_nj. */
 int search_front_dominates(const search_front *f, double time_ns, double energy_nj);
 /* Component states of a plan given the state of each searched domain. */
+/* 0, or ENPU_ERR_INVALID for domains no op-level search can run (search_op.c). */
+int search_domains_validate(const search_domains *d, enpu_err *err);
 void search_domains_expand(const search_domains *d, const int dstate[CONFIG_NCOMP], int state[CONFIG_NCOMP]);
 /* 1 when the memo holds an evaluation of these component states (current operator). */
 int search_memo_known(search_memo *m, const int state[CONFIG_NCOMP]);
@@ -104,6 +106,10 @@ int search_op_exhaustive(const search_domains *dom, const search_evaluator *ev, 
                          search_front *f, search_pareto *out, enpu_err *err);
 int search_op_exact(const search_domains *dom, const search_evaluator *ev, void *const *users, int nthreads,
                     int part, search_front *f, search_pareto *out, enpu_err *err);
+
+/* search_policy.c: the all-peak plan's time and energy of one op (strict measure). */
+int search_eval_peak(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak, double *time_ns,
+                     double *energy_nj, enpu_err *err);
 
 /* Policy → search setup (paper §4.1, §4.6; src/README.md). gate_pipe is pipe with power
  * gating on (pg policies price their plans with it too). */
@@ -270,7 +276,7 @@ int search_uniform_sweep(cost_ctx *cost, const graph_op *op, const cost_pipeline
  * uniform pass has no V/f transition (one state throughout), so a plan's time and energy
  * are its ops' sums.
  * @return 0, ENPU_ERR_INVALID (a set that is not a sweep of `peak` states),
- * ENPU_ERR_INTERNAL (invariants), ENPU_ERR_NOMEM. */
+ * ENPU_ERR_INTERNAL (invariants), ENPU_ERR_NOMEM; on failure the caller frees `out`. */
 int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int peak, const double *slacks,
                           int nslack, config_budget budget, search_bucket_result *out, enpu_err *err);
 

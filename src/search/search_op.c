@@ -1,6 +1,7 @@
 /* search_op.c — operator-level search: domain descriptions, the evaluation memo,
- * Algorithm 1 (paper §3.3) and its optional trim pass, the exhaustive search (dvfs-c's
- * sweep, `ideal`), the Pareto front they all feed, and the exact-vs-greedy gap.
+ * Algorithm 1 (paper §3.3) and its optional trim pass, the Pareto front every op-level
+ * search feeds, and the exact-vs-greedy gap. The exhaustive and exact searches and the
+ * entry that picks one are search_exact.c's, which calls down into this file.
  *
  * Invariants: a front is sorted by time, strictly increasing, with strictly decreasing
  * energy; of two plans with equal time and energy the one with the lexicographically
@@ -57,7 +58,7 @@ int search_domains_nodvfs(search_domains *d, int peak_state, enpu_err *err) {
   return domains_set(d, 0, map, peak_state, SEARCH_OP_EXHAUSTIVE, err);
 }
 
-static int domains_validate(const search_domains *d, enpu_err *err) {
+int search_domains_validate(const search_domains *d, enpu_err *err) {
   ENPU_FORWARD(domains_check_peak(d->peak_state, err));
   ENPU_RETURN_IF(d->ndomains < 0 || d->ndomains > CONFIG_NCOMP, err, ENPU_ERR_INVALID,
                  "searched domain count %d outside 0..%d", d->ndomains, CONFIG_NCOMP);
@@ -497,37 +498,7 @@ int search_op_greedy(search_memo *memo, const search_domains *dom, const search_
 }
 
 /* ---------------------------------------------------------------------------------
- * Entry */
-
-int search_op_search(search_memo *memo, const search_domains *dom, const search_evaluator *ev, void *const *users,
-                     int nthreads, int part, search_pareto *out, enpu_err *err) {
-  memset(out, 0, sizeof *out);
-  ENPU_FORWARD(domains_validate(dom, err));
-  ENPU_RETURN_IF(nthreads < 1, err, ENPU_ERR_INVALID, "thread count %d < 1", nthreads);
-  ENPU_RETURN_IF(part >= SEARCH_EXACT_PARTS, err, ENPU_ERR_INVALID, "exact search part %d outside 0..%d", part,
-                 SEARCH_EXACT_PARTS - 1);
-  search_front f = {0};
-  int rc;
-  if (dom->method == SEARCH_OP_GREEDY && dom->ndomains > 0)
-    rc = search_op_greedy(memo, dom, ev, users[0], &f, 0, out, err);
-  else if (dom->method == SEARCH_OP_EXACT && ev->bound && dom->ndomains > 0)
-    rc = search_op_exact(dom, ev, users, nthreads, part, &f, out, err);
-  else rc = search_op_exhaustive(dom, ev, users, nthreads, &f, out, err);
-  if (rc < 0 || f.n > INT_MAX) {
-    free(f.pts);
-    memset(out, 0, sizeof *out);
-    return rc < 0 ? rc : enpu_errorf(err, ENPU_ERR_RANGE, "Pareto set of %zu points", f.n);
-  }
-  out->points = f.pts;
-  out->count = (int)f.n;
-  return 0;
-}
-
-int search_op_pareto(search_memo *memo, const search_domains *dom, search_eval_fn eval, void *const *users,
-                     int nthreads, search_pareto *out, enpu_err *err) {
-  const search_evaluator ev = {eval, NULL, NULL};
-  return search_op_search(memo, dom, &ev, users, nthreads, -1, out, err);
-}
+ * Merging and comparing Pareto sets */
 
 int search_pareto_merge(const search_pareto *sets, int n, search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);

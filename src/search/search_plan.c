@@ -1,4 +1,5 @@
-/* search_plan.c — what a compiled plan must satisfy before it leaves the search
+/* search_plan.c — a slack's budget in each budget mode; what a compiled plan must
+ * satisfy before it leaves the search
  * (src/README.md, "Plan invariants") and how it is emitted: the vf.set register
  * encoding and stream (paper §3.2).
  *
@@ -12,6 +13,11 @@
 _Static_assert((int)SEARCH_VF_NUNIT == (int)COST_NUNIT, "vf.set has one field per clocked unit");
 
 #define INV_RTOL 1e-9
+
+double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_ns, double slack) {
+  return budget == CONFIG_BUDGET_PAPER ? (1.0 + slack) * t_nodvfs_ns
+                                       : fmax(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns;
+}
 
 static int le_tol(double a, double b) { return a <= b + INV_RTOL * fmax(fabs(a), fabs(b)); }
 

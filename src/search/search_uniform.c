@@ -107,9 +107,6 @@ int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int 
   free(req);
   free(t);
   free(e);
-  if (rc < 0) {
-    enpu_err_prefix(err, "uniform: ");
-    search_bucket_result_free(out);
-  }
+  if (rc < 0) enpu_err_prefix(err, "uniform: "); /* the caller frees out */
   return rc;
 }

@@ -14,6 +14,42 @@
 
 #include "search_internal.h"
 
+/* A graph's op instances: each op's multiplicity its segment's repeat × its count. */
+int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
+  *instances = 0;
+  for (int si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) {
+      const graph_op *op = graph_op_at(g, i);
+      ENPU_RETURN_IF(op->count < 1 || op->multiplicity != seg->repeat * op->count, err, ENPU_ERR_INVALID,
+                     "op %d: multiplicity %lld is not its segment's repeat %lld × count %lld", i,
+                     (long long)op->multiplicity, (long long)seg->repeat, (long long)op->count);
+      *instances += op->multiplicity;
+    }
+  }
+  return 0;
+}
+
+/* Every op instance in execution order with its walk index (ops grouped per segment). */
+void each_instance(const graph *g, instance_visit *visit, void *ctx) {
+  int64_t x = 0, offset = 0;
+  for (int si = 0; si < graph_segment_count(g); si++) {
+    const graph_segment *seg = graph_segment_at(g, si);
+    for (int64_t r = 0; r < seg->repeat; r++)
+      for (int i = seg->first_op, at = 0; i < seg->first_op + seg->op_count; i++) {
+        const int64_t count = graph_op_at(g, i)->count;
+        for (int64_t c = 0; c < count; c++, x++) visit(ctx, i, x, offset + at + r * count + c);
+        at += (int)graph_op_at(g, i)->multiplicity;
+      }
+    for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++) offset += graph_op_at(g, i)->multiplicity;
+  }
+}
+
+void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+  (void)walk;
+  ((int *)ctx)[exec] = op;
+}
+
 int units_alloc(int count, int members, int64_t op_instances, search_units **out, enpu_err *err) {
   search_units *u = enpu_calloc(1, sizeof *u);
   ENPU_RETURN_IF(!u, err, ENPU_ERR_NOMEM, "out of memory (units)");
@@ -107,18 +143,6 @@ int units_of_ops(const graph *g, search_units **out, enpu_err *err) {
   if (rc < 0) search_units_free(u);
   else *out = u;
   return rc;
-}
-
-int search_units_build(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy,
-                       const search_options *opt, search_units **out, enpu_err *err) {
-  *out = NULL;
-  search_options defaults;
-  if (!opt) search_options_default(&defaults), opt = &defaults;
-  const power_policy *row = power_policy_of(policy);
-  ENPU_RETURN_IF(!row, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
-  if (!row->epoch) return units_of_ops(g, out, err);
-  ENPU_RETURN_IF(!(opt->epoch_ns > 0), err, ENPU_ERR_INVALID, "epoch of %g ns: expected > 0", opt->epoch_ns);
-  return units_of_epochs(s, cost, g, policy, opt->epoch_ns, out, err);
 }
 
 /* ---------------------------------------------------------------------------------
