@@ -25,7 +25,7 @@
 
 /* ---- windows ------------------------------------------------------------------------- */
 
-int account_window(replay_result *r, double t_ns, replay_window **w, enpu_err *err) {
+int replay_account_window(replay_result *r, double t_ns, replay_window **w, enpu_err *err) {
   const size_t i = (size_t)(t_ns / REPLAY_WINDOW_NS);
   if (i >= r->nwindows) {
     if (enpu_grow((void **)&r->windows, &r->windows_cap, i + 1, sizeof *r->windows) < 0)
@@ -62,7 +62,7 @@ static int spread(replay_result *r, int phase, double t0, double dur, const span
   }
   for (double t = t0, end = t0 + dur; t < end;) {
     replay_window *w = NULL;
-    ENPU_FORWARD(account_window(r, t, &w, err));
+    ENPU_FORWARD(replay_account_window(r, t, &w, err));
     double piece = fmin(end, w->start_ns + REPLAY_WINDOW_NS) - t;
     if (piece <= 0) piece = end - t; /* rounding at a window edge: finish in this one */
     add_share(w, phase, l, piece / dur);
@@ -71,12 +71,12 @@ static int spread(replay_result *r, int phase, double t0, double dur, const span
   return ENPU_OK;
 }
 
-int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) {
+int replay_account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) {
   replay_result *r = s->res;
   replay_phase_stats *ph = &r->summary.phase[phase];
   const double dur_ns = b->end_ns - b->start_ns, energy_nj = b->energy_nj;
   replay_window *w = NULL;
-  ENPU_FORWARD(account_window(r, b->start_ns, &w, err));
+  ENPU_FORWARD(replay_account_window(r, b->start_ns, &w, err));
   w->batches[phase]++;
   w->locked[phase] += b->c.locked;
   w->safeguard1[phase] += b->c.safeguard1;
@@ -102,9 +102,9 @@ static double sleep_at(const replay_result *r, size_t node) {
   return idle->mode == CONFIG_IDLE_SLEEP ? r->idle_since_ns[node] + idle->sleep_after_ms * 1e6 : INFINITY;
 }
 
-bool node_asleep(const sim *s, size_t node) { return s->now_ns > sleep_at(s->res, node); }
+bool replay_node_asleep(const sim *s, size_t node) { return s->now_ns > sleep_at(s->res, node); }
 
-double idle_from(const replay_result *r, size_t node) {
+double replay_idle_from(const replay_result *r, size_t node) {
   return r->idle_mark_ns ? fmax(r->idle_since_ns[node], r->idle_mark_ns[node]) : r->idle_since_ns[node];
 }
 
@@ -113,7 +113,7 @@ static double idle_w(const replay_result *r, size_t node) {
   return r->idle_w_node ? r->idle_w_node[node] : r->summary.idle_w_per_chip;
 }
 
-int account_idle(replay_result *r, int phase, size_t node, double from_ns, double to_ns, enpu_err *err) {
+int replay_account_idle(replay_result *r, int phase, size_t node, double from_ns, double to_ns, enpu_err *err) {
   if (!(to_ns > from_ns)) return ENPU_OK;
   const double chips = r->cluster->node[phase].chips;
   const double split = fmin(fmax(sleep_at(r, node), from_ns), to_ns);
@@ -128,10 +128,10 @@ int account_idle(replay_result *r, int phase, size_t node, double from_ns, doubl
   return ENPU_OK;
 }
 
-int account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_err *err) {
+int replay_account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_err *err) {
   replay_result *r = s->res;
-  const bool asleep = node_asleep(s, node);
-  ENPU_FORWARD(account_idle(r, phase, node, idle_from(r, node), s->now_ns, err));
+  const bool asleep = replay_node_asleep(s, node);
+  ENPU_FORWARD(replay_account_idle(r, phase, node, replay_idle_from(r, node), s->now_ns, err));
   *start_ns = s->now_ns;
   if (!asleep || !(s->wake_ns > 0)) return ENPU_OK;
   const double nj = s->wake_ns * idle_w(r, node) * r->cluster->node[phase].chips;
@@ -142,10 +142,10 @@ int account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_err *err
   return ENPU_OK;
 }
 
-int account_kv(sim *s, double start_ns, double bytes, enpu_err *err) {
+int replay_account_kv(sim *s, double start_ns, double bytes, enpu_err *err) {
   const double nj = bytes * s->cl->dcn_energy_pj_per_byte * 1e-3;
   replay_window *w = NULL;
-  ENPU_FORWARD(account_window(s->res, start_ns, &w, err));
+  ENPU_FORWARD(replay_account_window(s->res, start_ns, &w, err));
   w->kv_energy_nj += nj;
   s->res->summary.kv_energy_nj += nj;
   return ENPU_OK;
@@ -153,7 +153,7 @@ int account_kv(sim *s, double start_ns, double bytes, enpu_err *err) {
 
 /* ---- safeguard 2 --------------------------------------------------------------------- */
 
-void sg2_push(sim *s, int window, bool missed) {
+void replay_sg2_push(sim *s, int window, bool missed) {
   sg2_window *g = &s->sg2[window];
   g->time_ns[g->n] = s->now_ns;
   g->missed[g->n++] = missed;
@@ -163,7 +163,7 @@ void sg2_push(sim *s, int window, bool missed) {
 
 /* The decision only changes when an outcome comes in or the oldest one leaves the
  * window, so it is kept until then (batches ask it at every decode iteration). */
-bool sg2_locked(sim *s, int phase) {
+bool replay_sg2_locked(sim *s, int phase) {
   const config_scheduler *sc = &s->cl->scheduler;
   sg2_window *g = &s->sg2[sc->safeguard2 == CONFIG_SG2_PAPER ? 0 : phase];
   if (s->now_ns < g->decided_until_ns) return g->locked;
@@ -176,14 +176,14 @@ bool sg2_locked(sim *s, int phase) {
   return g->locked;
 }
 
-int finish_request(sim *s, int32_t i, enpu_err *err) {
+int replay_finish_request(sim *s, int32_t i, enpu_err *err) {
   replay_request_result *q = &s->res->requests[i];
   q->finish_ns = s->now_ns;
   q->status = REPLAY_DONE;
   q->slo_met = q->ttft_met && q->tpot_met;
-  if (s->cl->scheduler.safeguard2 == CONFIG_SG2_PAPER) sg2_push(s, 0, !q->slo_met);
+  if (s->cl->scheduler.safeguard2 == CONFIG_SG2_PAPER) replay_sg2_push(s, 0, !q->slo_met);
   replay_window *w = NULL;
-  ENPU_FORWARD(account_window(s->res, s->now_ns, &w, err));
+  ENPU_FORWARD(replay_account_window(s->res, s->now_ns, &w, err));
   w->finished++;
   w->slo_met += q->slo_met;
   w->ttft_met += q->ttft_met;
@@ -242,9 +242,10 @@ static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
   const size_t np = (size_t)r->cluster->node[CONFIG_PREFILL].nodes,
                nd = (size_t)r->cluster->node[CONFIG_DECODE].nodes;
   for (size_t k = 0; k < np + nd; k++)
-    ENPU_FORWARD(account_idle(r, node_phase(r, k), k, fmax(idle_from(r, k), r->summary.horizon_ns), h_ns, err));
+    ENPU_FORWARD(replay_account_idle(r, node_phase(r, k), k, fmax(replay_idle_from(r, k), r->summary.horizon_ns),
+                                     h_ns, err));
   replay_window *w = NULL;
-  ENPU_FORWARD(account_window(r, h_ns, &w, err));
+  ENPU_FORWARD(replay_account_window(r, h_ns, &w, err));
   for (size_t k = 0; k < r->nwindows; k++)
     r->windows[k].length_ns = fmax(0, fmin(REPLAY_WINDOW_NS, h_ns - r->windows[k].start_ns));
   replay_summary *sm = &r->summary;
@@ -257,7 +258,7 @@ static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
   return ENPU_OK;
 }
 
-int finish_run(sim *s, enpu_err *err) {
+int replay_finish_run(sim *s, enpu_err *err) {
   replay_result *r = s->res;
   replay_summary *sm = &r->summary;
   size_t nt = 0, np = 0;

@@ -16,7 +16,7 @@ static int ev_less(const sim_event *a, const sim_event *b) {
   return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
 }
 
-int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err) {
+int replay_heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err) {
   if (enpu_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (event queue)");
   size_t i = h->n++;
@@ -29,7 +29,7 @@ int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batc
   return ENPU_OK;
 }
 
-sim_event heap_pop(event_heap *h) {
+sim_event replay_heap_pop(event_heap *h) {
   sim_event top = h->v[0], last = h->v[--h->n];
   size_t i = 0;
   for (;;) {
@@ -46,7 +46,7 @@ sim_event heap_pop(event_heap *h) {
 
 /* ---- plans ---------------------------------------------------------------------- */
 
-int fastest_plan(const sim *s, int phase, int n, int seq, planstore_plan *pl, enpu_err *why, enpu_err *err) {
+int replay_fastest_plan(const sim *s, int phase, int n, int seq, planstore_plan *pl, enpu_err *why, enpu_err *err) {
   memset(pl, 0, sizeof *pl);
   /* Below every plan: INFEASIBLE with the fastest plan filled (no message formatted). */
   int rc = planstore_lookup(s->ps, s->policy, phase, n, seq, -INFINITY, pl, NULL);
@@ -77,10 +77,10 @@ static int plan_at(sim *s, const planstore_plan *fast, double target_ns, plan_me
   return ENPU_OK;
 }
 
-int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns, double cap_ns, plan_memo *memo,
-                plan_choice *c, enpu_err *err) {
+int replay_choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns, double cap_ns,
+                       plan_memo *memo, plan_choice *c, enpu_err *err) {
   replay_phase_stats *ph = &s->res->summary.phase[phase];
-  *c = (plan_choice){.pl = *fast, .locked = sg2_locked(s, phase)};
+  *c = (plan_choice){.pl = *fast, .locked = replay_sg2_locked(s, phase)};
   if (c->locked) {
     ph->locked++;
   } else if (target_ns < fast->time_ns) {
@@ -101,8 +101,8 @@ int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns,
   return ENPU_OK;
 }
 
-int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
-  if (s->gov) { /* gov_choose priced it at the node's state */
+int replay_batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
+  if (s->gov) { /* replay_gov_choose priced it at the node's state */
     b->mark_ns = b->start_ns;
     b->done_frac = b->done_nj = 0;
     b->end_ns = b->start_ns + b->unit_ns;
@@ -110,12 +110,11 @@ int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
   } else {
     b->end_ns = b->start_ns + b->c.pl.time_ns;
   }
-  return batch_push_done(s, phase, node, b, err);
+  return replay_batch_push_done(s, phase, node, b, err);
 }
 
-int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
+int replay_batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err) {
   b->id = ++s->batch_ids;
-  return heap_push(&s->heap, b->end_ns, phase == CONFIG_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node, b->id,
-                   err);
+  return replay_heap_push(&s->heap, b->end_ns, phase == CONFIG_PREFILL ? EV_PREFILL_DONE : EV_DECODE_DONE, node,
+                          b->id, err);
 }
-

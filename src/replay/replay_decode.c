@@ -37,7 +37,7 @@ static bool slo_in_class(const sim *s, int32_t i) {
   return q->tpot_slo_ns == s->cl->slo[q->tpot_class].tpot_ms * 1e6;
 }
 
-int decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err) {
+int replay_decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err) {
   const int nodes = s->cl->node[CONFIG_DECODE].nodes;
   int best = 0;
   for (int k = 1; k < nodes; k++) {
@@ -56,11 +56,11 @@ int decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err) {
   pn->dcn_free_ns = dn->dcn_free_ns = end;
   q->kv_transfer_ns = end - s->now_ns;
   s->res->summary.kv_bytes += bytes;
-  ENPU_FORWARD(account_kv(s, start, bytes, err));
+  ENPU_FORWARD(replay_account_kv(s, start, bytes, err));
   q->energy_nj += bytes * s->cl->dcn_energy_pj_per_byte * 1e-3;
   dn->inbound++;
   s->st[i].node = best;
-  return heap_push(&s->heap, end, EV_KV_DONE, i, 0, err);
+  return replay_heap_push(&s->heap, end, EV_KV_DONE, i, 0, err);
 }
 
 /* Longest total length request i reaches in decode (KV of its last iteration). */
@@ -103,7 +103,7 @@ static int decode_admit(sim *s, decode_node *dn, enpu_err *err) {
     const int64_t final_len = final_length(s, i);
     const int64_t len = dn->n > 0 && dn->max_final > final_len ? dn->max_final : final_len;
     planstore_plan pl;
-    int ok = fastest_plan(s, CONFIG_DECODE, (int)dn->n + 1, (int)len, &pl, NULL, err);
+    int ok = replay_fastest_plan(s, CONFIG_DECODE, (int)dn->n + 1, (int)len, &pl, NULL, err);
     if (ok < 0) return ok;
     if (!ok && dn->n == 0)
       return enpu_errorf(err, ENPU_ERR_INTERNAL, "request %d was admitted but no decode bucket covers it", i);
@@ -148,7 +148,7 @@ static double decode_cap_end(const sim *s, const decode_node *dn, double fast_ns
  * stay and seq stays within the bucket). */
 static int decode_fastest_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
   if (dn->bucket_valid && seq <= dn->bucket.seq) return ENPU_OK;
-  int ok = fastest_plan(s, CONFIG_DECODE, (int)dn->n, seq, &dn->bucket, NULL, err);
+  int ok = replay_fastest_plan(s, CONFIG_DECODE, (int)dn->n, seq, &dn->bucket, NULL, err);
   if (ok < 0) return ok;
   ENPU_RETURN_IF(!ok, err, ENPU_ERR_INTERNAL, "decode batch of %zu at %d tokens lost its bucket", dn->n, seq);
   dn->bucket_valid = true;
@@ -162,14 +162,14 @@ static int plan_iteration(sim *s, decode_node *dn, int seq, double start, node_b
   const double chips = s->cl->node[CONFIG_DECODE].chips;
   double ratio = 1;
   const bool spec = s->job && s->job->spec.exit_layers + s->job->spec.verify_layers > 0;
-  if (spec) ENPU_FORWARD(spec_store_ratio(s, &dn->bucket, (int)dn->n, seq, &ratio, err));
+  if (spec) ENPU_FORWARD(replay_spec_store_ratio(s, &dn->bucket, (int)dn->n, seq, &ratio, err));
   const double cap = decode_cap_end(s, dn, dn->bucket.time_ns * ratio) - start;
-  ENPU_FORWARD(choose_plan(s, CONFIG_DECODE, &dn->bucket, decode_target(s, dn, start) / ratio, cap / ratio,
-                           &dn->memo, &b->c, err));
+  ENPU_FORWARD(replay_choose_plan(s, CONFIG_DECODE, &dn->bucket, decode_target(s, dn, start) / ratio, cap / ratio,
+                                  &dn->memo, &b->c, err));
   b->energy_nj = b->c.pl.energy_nj * chips;
   if (!spec) return ENPU_OK;
   double t, e;
-  ENPU_FORWARD(spec_store_step(s, &dn->bucket, &b->c, (int)dn->n, seq, &t, &e, &b->work, err));
+  ENPU_FORWARD(replay_spec_store_step(s, &dn->bucket, &b->c, (int)dn->n, seq, &t, &e, &b->work, err));
   b->c.pl.time_ns = t;
   b->energy_nj = e * chips;
   return ENPU_OK;
@@ -184,15 +184,15 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
     return ENPU_OK;
   }
   double start = s->now_ns;
-  if (from_idle) ENPU_FORWARD(account_wake(s, CONFIG_DECODE, global_node(s, node), &start, err));
+  if (from_idle) ENPU_FORWARD(replay_account_wake(s, CONFIG_DECODE, global_node(s, node), &start, err));
   const int seq = (int)(dn->max_offset + (int64_t)dn->iter);
   ENPU_FORWARD(decode_fastest_bucket(s, dn, seq, err));
   node_batch *b = &dn->batch;
   b->start_ns = start, b->members = dn->n; /* the rest is set below: a batch per iteration */
   if (s->gov) {
     ENPU_FORWARD(
-        gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
-    ENPU_FORWARD(gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));
+        replay_gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
+    ENPU_FORWARD(replay_gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));
   } else {
     ENPU_FORWARD(plan_iteration(s, dn, seq, start, b, err));
   }
@@ -201,10 +201,10 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   ph->padded_tokens += (uint64_t)b->c.pl.batch;
   if ((uint64_t)b->c.pl.batch > ph->padded_max) ph->padded_max = (uint64_t)b->c.pl.batch;
   dn->busy = true;
-  return batch_start(s, CONFIG_DECODE, node, b, err);
+  return replay_batch_start(s, CONFIG_DECODE, node, b, err);
 }
 
-int decode_kv_done(sim *s, int32_t i, enpu_err *err) {
+int replay_decode_kv_done(sim *s, int32_t i, enpu_err *err) {
   const int node = s->st[i].node;
   decode_node *dn = &s->dnodes[node];
   dn->inbound--;
@@ -219,12 +219,12 @@ int decode_kv_done(sim *s, int32_t i, enpu_err *err) {
 
 /* Members whose last token this iteration made leave; the node's aggregates are rebuilt
  * from those who stay. */
-int decode_done(sim *s, int node, uint64_t batch, enpu_err *err) {
+int replay_decode_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   decode_node *dn = &s->dnodes[node];
   if (batch != dn->batch.id) return ENPU_OK; /* a state change moved its end */
-  if (s->gov) gov_batch_ended(s, global_node(s, node), &dn->batch);
-  ENPU_FORWARD(account_batch(s, CONFIG_DECODE, &dn->batch, err));
-  if (s->uniform) spec_count(s, &dn->batch, dn->n);
+  if (s->gov) replay_gov_batch_ended(s, global_node(s, node), &dn->batch);
+  ENPU_FORWARD(replay_account_batch(s, CONFIG_DECODE, &dn->batch, err));
+  if (s->uniform) replay_spec_count(s, &dn->batch, dn->n);
   dn->share_nj += dn->batch.energy_nj / (double)dn->n;
   const bool per_phase = s->cl->scheduler.safeguard2 == CONFIG_SG2_PER_PHASE;
   dn->iter++;
@@ -241,8 +241,8 @@ int decode_done(sim *s, int node, uint64_t batch, enpu_err *err) {
       q->energy_nj += dn->share_nj - s->st[i].share_at_join_nj;
       q->tpot_ns = (s->now_ns - s->st[i].t_first_ns) / (double)(q->generated_tokens - 1);
       q->tpot_met = q->tpot_ns <= q->tpot_slo_ns;
-      if (per_phase) sg2_push(s, CONFIG_DECODE, !q->tpot_met);
-      ENPU_FORWARD(finish_request(s, i, err));
+      if (per_phase) replay_sg2_push(s, CONFIG_DECODE, !q->tpot_met);
+      ENPU_FORWARD(replay_finish_request(s, i, err));
     }
     /* Rebuild in place: node_track writes slot dn->n <= k before reading slot k. */
     dn->n = dn->nextra = 0;

@@ -93,7 +93,7 @@ static void accrue(sim *s, size_t k, const node_batch *b, double upto) {
   g->acc_ns = fmax(g->acc_ns, upto);
 }
 
-void gov_batch_ended(sim *s, size_t node, const node_batch *b) { accrue(s, node, b, b->end_ns); }
+void replay_gov_batch_ended(sim *s, size_t node, const node_batch *b) { accrue(s, node, b, b->end_ns); }
 
 /* A batch of duration dur_ns against its SLO target in the period's QoE counters. */
 static void count_batch(gov_node *g, double dur_ns, double target_ns) {
@@ -102,11 +102,11 @@ static void count_batch(gov_node *g, double dur_ns, double target_ns) {
   g->margin = fmin(g->margin, target_ns > 0 ? 1 - dur_ns / target_ns : -1);
 }
 
-int gov_choose(sim *s, size_t node, double target_ns, node_batch *b, enpu_err *err) {
+int replay_gov_choose(sim *s, size_t node, double target_ns, node_batch *b, enpu_err *err) {
   gov_node *g = &s->gov[node];
   b->state = g->state;
-  ENPU_FORWARD(uniform_plan(s, &b->work.base, b->state, &b->c.pl, err));
-  ENPU_FORWARD(gov_work_cost(s, &b->work, b->state, &b->unit_ns, &b->unit_nj, err));
+  ENPU_FORWARD(replay_uniform_plan(s, &b->work.base, b->state, &b->c.pl, err));
+  ENPU_FORWARD(replay_gov_work_cost(s, &b->work, b->state, &b->unit_ns, &b->unit_nj, err));
   replay_phase_stats *ph = &s->res->summary.phase[b->work.phase];
   ph->slowed += b->state < s->setup->peak_state;
   ph->late += b->unit_ns > target_ns;
@@ -126,12 +126,12 @@ static int retime(sim *s, size_t k, int state, enpu_err *err) {
   b->done_nj += frac * b->unit_nj;
   b->state = state;
   b->mark_ns = s->now_ns;
-  ENPU_FORWARD(gov_work_cost(s, &b->work, state, &b->unit_ns, &b->unit_nj, err));
+  ENPU_FORWARD(replay_gov_work_cost(s, &b->work, state, &b->unit_ns, &b->unit_nj, err));
   const double left = fmax(0, 1 - b->done_frac);
   b->end_ns = s->now_ns + left * b->unit_ns;
   b->energy_nj = b->done_nj + left * b->unit_nj;
   const size_t np = nprefill(s);
-  return batch_push_done(s, phase_of(s, k), (int)(k < np ? k : k - np), b, err);
+  return replay_batch_push_done(s, phase_of(s, k), (int)(k < np ? k : k - np), b, err);
 }
 
 /* Apply a decision: a busy node's batch is re-timed, an idle node's idle time so far is
@@ -144,7 +144,7 @@ static int apply_state(sim *s, size_t k, int state, enpu_err *err) {
   if (busy(s, k)) {
     ENPU_FORWARD(retime(s, k, state, err));
   } else {
-    ENPU_FORWARD(account_idle(r, phase_of(s, k), k, idle_from(r, k), s->now_ns, err));
+    ENPU_FORWARD(replay_account_idle(r, phase_of(s, k), k, replay_idle_from(r, k), s->now_ns, err));
     r->idle_mark_ns[k] = s->now_ns;
   }
   g->state = state;
@@ -202,13 +202,13 @@ static int pid_state(const sim *s, gov_node *g) {
 static void pelm_decide(sim *s, size_t k, gov_node *g, const double obs[REPLAY_PELM_NOBS], double reward) {
   replay_pelm *a = s->job->governor->pelm;
   const bool learn = s->job->governor->learn;
-  if (g->has_obs && learn) pelm_remember(a, g->obs, g->action, reward, obs, phase_of(s, k));
-  pelm_act(a, obs, learn, s->now_ns, g->action);
+  if (g->has_obs && learn) replay_pelm_remember(a, g->obs, g->action, reward, obs, phase_of(s, k));
+  replay_pelm_act(a, obs, learn, s->now_ns, g->action);
   memcpy(g->obs, obs, sizeof g->obs);
   g->has_obs = true;
   if (phase_of(s, k) == CONFIG_PREFILL) return;
-  const int ns = pelm_draft_of(a, g->action[3]);
-  const int ex = ns ? pelm_exit_of(a, g->action[1]) : 0, vd = pelm_verify_of(a, g->action[2]);
+  const int ns = replay_pelm_draft_of(a, g->action[3]);
+  const int ex = ns ? replay_pelm_exit_of(a, g->action[1]) : 0, vd = replay_pelm_verify_of(a, g->action[2]);
   g->spec = (replay_spec){ex, ns, vd > ex ? vd : 0};
 }
 
@@ -228,7 +228,7 @@ static int decide(sim *s, size_t k, double *reward, enpu_err *err) {
   case REPLAY_GOV_PID: state = pid_state(s, g); break;
   case REPLAY_GOV_FIXED: state = gv->fixed_state; break;
   default: {
-    const double w = pelm_qoe_weight(gv->pelm);
+    const double w = replay_pelm_qoe_weight(gv->pelm);
     *reward = -(obs[3] + w * obs[4]) / (1 + w);
     pelm_decide(s, k, g, obs, *reward);
     state = g->action[0] + 1;
@@ -261,7 +261,7 @@ static int gov_window(replay_result *r, double t_ns, replay_gov_window **w, doub
   return ENPU_OK;
 }
 
-void spec_count(sim *s, const node_batch *b, size_t n) {
+void replay_spec_count(sim *s, const node_batch *b, size_t n) {
   replay_gov_summary *gs = &s->res->gov;
   const replay_spec *sp = &b->work.spec;
   const double dur = b->end_ns - b->start_ns, layers = s->setup->model->layers;
@@ -305,12 +305,12 @@ static int tick(sim *s, enpu_err *err) {
     s->reward_n[late]++;
   }
   const replay_governor *gv = s->job->governor;
-  if (gv->kind == REPLAY_GOV_PELM && gv->learn && ++s->ticks % (uint64_t)pelm_train_every(gv->pelm) == 0)
-    ENPU_FORWARD(pelm_train(gv->pelm, err));
+  if (gv->kind == REPLAY_GOV_PELM && gv->learn && ++s->ticks % (uint64_t)replay_pelm_train_every(gv->pelm) == 0)
+    ENPU_FORWARD(replay_pelm_train(gv->pelm, err));
   return ENPU_OK;
 }
 
-int gov_ticks_until(sim *s, double t_ns, enpu_err *err) {
+int replay_gov_ticks_until(sim *s, double t_ns, enpu_err *err) {
   while (s->next_tick_ns <= t_ns) {
     s->now_ns = s->next_tick_ns;
     ENPU_FORWARD(tick(s, err));
@@ -319,7 +319,7 @@ int gov_ticks_until(sim *s, double t_ns, enpu_err *err) {
   return ENPU_OK;
 }
 
-int gov_init(sim *s, enpu_err *err) {
+int replay_gov_init(sim *s, enpu_err *err) {
   const config_model *m = s->setup->model;
   ENPU_RETURN_IF(!m || s->setup->peak_state < 2 || s->setup->peak_state > REPLAY_MAX_STATE, err, ENPU_ERR_INVALID,
                  "governors and speculative decoding need the model and 2..%d V/f states in the set-up",
@@ -358,12 +358,12 @@ int gov_init(sim *s, enpu_err *err) {
   return ENPU_OK;
 }
 
-void gov_free(sim *s) {
+void replay_gov_free(sim *s) {
   free(s->gov);
   s->gov = NULL;
 }
 
-int gov_finish(sim *s, enpu_err *err) {
+int replay_gov_finish(sim *s, enpu_err *err) {
   replay_result *r = s->res;
   replay_gov_summary *gs = &r->gov;
   if (gs->spec_rounds) gs->mean_tokens_per_round /= (double)gs->spec_rounds;

@@ -55,7 +55,7 @@ typedef struct {
   double decided_until_ns; /* ... the oldest outcome leaves the window (or a new one comes) */
 } sg2_window;
 
-/* The plan a batch runs and why (choose_plan). */
+/* The plan a batch runs and why (replay_choose_plan). */
 typedef struct {
   planstore_plan pl;
   bool locked;     /* safeguard 2 held the chips at peak */
@@ -200,7 +200,7 @@ typedef struct {
   size_t rate_head;             /* first arrival inside the predictive window */
   double hold_fast_ns;          /* ... and over [hold_head, arrived) */
   size_t hold_head;             /* first arrival inside the hold window */
-  double *drain_free_ns;        /* per prefill node: switch_prefill's scratch */
+  double *drain_free_ns;        /* per prefill node: replay_switch_prefill's scratch */
   double *drain_bound_ns, *drain_ahead_ns;
 } sim;
 
@@ -209,123 +209,124 @@ json_t *replay_json_number(double x);               /* null when not finite */
 double replay_ratio(uint64_t part, uint64_t whole); /* NaN when whole is 0 */
 
 /* ---- replay_account.c ---------------------------------------------------------- */
-int account_window(replay_result *r, double t_ns, replay_window **w, enpu_err *err);
+int replay_account_window(replay_result *r, double t_ns, replay_window **w, enpu_err *err);
 /* The batch that ended on one node: [start, end) of its node energy; `members` fill its
  * slots. */
-int account_batch(sim *s, int phase, const node_batch *b, enpu_err *err);
+int replay_account_batch(sim *s, int phase, const node_batch *b, enpu_err *err);
 /* Where the node's uncharged idle time starts: its idle_since, or later when a governor
  * charged part of it at another state. */
-double idle_from(const replay_result *r, size_t node);
+double replay_idle_from(const replay_result *r, size_t node);
 /* Idle energy of node `node` over [from, to): awake, or asleep past its sleep time. */
-int account_idle(replay_result *r, int phase, size_t node, double from_ns, double to_ns, enpu_err *err);
+int replay_account_idle(replay_result *r, int phase, size_t node, double from_ns, double to_ns, enpu_err *err);
 /* Node `node` (idle) takes work at s->now_ns: its idle time is charged and *start_ns
  * receives when the work can start (after a wake-up when it slept). */
-int account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_err *err);
-int account_kv(sim *s, double start_ns, double bytes, enpu_err *err);
-bool node_asleep(const sim *s, size_t node);
-void sg2_push(sim *s, int window, bool missed);
-bool sg2_locked(sim *s, int phase);
-int finish_request(sim *s, int32_t i, enpu_err *err);
-int finish_run(sim *s, enpu_err *err);
+int replay_account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_err *err);
+int replay_account_kv(sim *s, double start_ns, double bytes, enpu_err *err);
+bool replay_node_asleep(const sim *s, size_t node);
+void replay_sg2_push(sim *s, int window, bool missed);
+bool replay_sg2_locked(sim *s, int phase);
+int replay_finish_request(sim *s, int32_t i, enpu_err *err);
+int replay_finish_run(sim *s, enpu_err *err);
 
 /* ---- replay_batch.c ------------------------------------------------------------ */
-int heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err);
-sim_event heap_pop(event_heap *h); /* the earliest event; h not empty */
+int replay_heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err);
+sim_event replay_heap_pop(event_heap *h); /* the earliest event; h not empty */
 /* Push the done event of node `node`'s batch b at b->end_ns, under a new b->id. */
-int batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err);
+int replay_batch_push_done(sim *s, int phase, int node, node_batch *b, enpu_err *err);
 /* The fastest plan of the bucket covering (n, seq): 1 covered, 0 not (`why`, may be
  * NULL, gets the store's message), < 0 error. */
-int fastest_plan(const sim *s, int phase, int n, int seq, planstore_plan *pl, enpu_err *why, enpu_err *err);
+int replay_fastest_plan(const sim *s, int phase, int n, int seq, planstore_plan *pl, enpu_err *why, enpu_err *err);
 /* Pick and count the plan of a batch whose fastest plan is `fast`, for its own target
  * and safeguard 1's cap (INFINITY: none), safeguard 2 consulted. */
-int choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns, double cap_ns, plan_memo *memo,
-                plan_choice *c, enpu_err *err);
+int replay_choose_plan(sim *s, int phase, const planstore_plan *fast, double target_ns, double cap_ns,
+                       plan_memo *memo, plan_choice *c, enpu_err *err);
 
 /* Start node `node`'s batch b (its c, start, energy, members set; end from c.pl.time_ns
  * or, under a governor, from its work at the node's state) and push its done event. */
-int batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err);
+int replay_batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err);
 
 /* ---- replay_switch.c ------------------------------------------------------------- */
 /* Request i was admitted (queued) at s->now_ns: the predictive window and the queue's work. */
-void predict_admitted(sim *s, int32_t i);
+void replay_predict_admitted(sim *s, int32_t i);
 /* The queue's requests [first, first + count) left for a node. */
-void predict_dispatched(sim *s, size_t first, size_t count);
+void replay_predict_dispatched(sim *s, size_t first, size_t count);
 /* The predictive cap on a prefill batch's time whose fastest plan takes fast_ns (INFINITY
  * unless the run is predictive). */
-double predictive_cap_ns(sim *s, double fast_ns);
+double replay_predictive_cap_ns(sim *s, double fast_ns);
 /* A store-plan prefill batch starts: the marks a later switch needs. */
-int switch_batch_init(sim *s, node_batch *b, enpu_err *err);
+int replay_switch_batch_init(sim *s, node_batch *b, enpu_err *err);
 /* The queue drained at its fastest plans onto the prefill nodes as they free: the latest
  * end each node's running batch may have (drain_bound_ns; INFINITY when none binds). */
-void drain_bounds(sim *s);
+void replay_drain_bounds(sim *s);
 /* Safeguard 1's test at an arrival: running prefill batches that would keep the queue
  * from its deadlines switch to the suffix of a faster plan (switching runs). */
-int switch_prefill(sim *s, enpu_err *err);
+int replay_switch_prefill(sim *s, enpu_err *err);
 
 /* ---- replay_decode.c ----------------------------------------------------------- */
 /* Route request i (prefilled on prefill node `pnode`) to a decode node and start its
  * KV transfer. */
-int decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err);
-int decode_kv_done(sim *s, int32_t i, enpu_err *err);
+int replay_decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err);
+int replay_decode_kv_done(sim *s, int32_t i, enpu_err *err);
 /* The done event of batch `batch` of decode node `node` (ignored when a re-timing made
  * it stale). */
-int decode_done(sim *s, int node, uint64_t batch, enpu_err *err);
+int replay_decode_done(sim *s, int node, uint64_t batch, enpu_err *err);
 
 /* ---- replay_uniform.c ---------------------------------------------------------- */
-/* The fastest plan of the bucket covering (n, seq) in `policy`: as fastest_plan. */
-int fastest_plan_of(const sim *s, const char *policy, int phase, int n, int seq, planstore_plan *pl, enpu_err *err);
+/* The fastest plan of the bucket covering (n, seq) in `policy`: as replay_fastest_plan. */
+int replay_fastest_plan_of(const sim *s, const char *policy, int phase, int n, int seq, planstore_plan *pl,
+                           enpu_err *err);
 /* The uniform plan of `bucket`'s bucket at chip-wide `state`. */
-int uniform_plan(sim *s, const planstore_plan *bucket, int state, planstore_plan *pl, enpu_err *err);
+int replay_uniform_plan(sim *s, const planstore_plan *bucket, int state, planstore_plan *pl, enpu_err *err);
 /* Time and energy per chip of one pass through `layers` layers (0: all) of the uniform
  * `bucket` at `state`. */
-int uniform_depth(sim *s, const planstore_plan *bucket, int state, int layers, double *time_ns, double *energy_nj,
-                  enpu_err *err);
+int replay_uniform_depth(sim *s, const planstore_plan *bucket, int state, int layers, double *time_ns,
+                         double *energy_nj, enpu_err *err);
 /* The work of a governor decode iteration of n members at KV length seq under `spec`
  * (base = fastest uniform plan of (n, seq)): a round when speculating and its buckets
  * exist, else plain decoding. */
-int gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const replay_spec *spec, gov_work *w,
-                    enpu_err *err);
+int replay_gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const replay_spec *spec, gov_work *w,
+                           enpu_err *err);
 /* Time and node energy of the whole of `w` at `state` (one token per member). */
-int gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, double *node_nj, enpu_err *err);
+int replay_gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, double *node_nj, enpu_err *err);
 /* A store policy's decode iteration with the run's fixed speculative configuration: the
  * plan the scheduler picked for the base bucket (c), turned into a token step. */
-int spec_store_step(sim *s, const planstore_plan *fast, const plan_choice *c, int n, int seq, double *time_ns,
-                    double *energy_nj, gov_work *w, enpu_err *err);
+int replay_spec_store_step(sim *s, const planstore_plan *fast, const plan_choice *c, int n, int seq,
+                           double *time_ns, double *energy_nj, gov_work *w, enpu_err *err);
 /* The per-token fastest time of that step over the base bucket's fastest time (>= 0), so
  * the scheduler's per-token target becomes a target for the base plan. */
-int spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err);
-void uniform_cache_free(sim *s);
+int replay_spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err);
+void replay_uniform_cache_free(sim *s);
 
 /* ---- replay_gov.c ---------------------------------------------------------------- */
-int gov_init(sim *s, enpu_err *err);
-void gov_free(sim *s);
+int replay_gov_init(sim *s, enpu_err *err);
+void replay_gov_free(sim *s);
 /* Every control period ending at or before t_ns. */
-int gov_ticks_until(sim *s, double t_ns, enpu_err *err);
+int replay_gov_ticks_until(sim *s, double t_ns, enpu_err *err);
 /* A governor node's batch b (work set): its plan at the node's state (b->c, b->state),
  * and the period's counters against its target (QoE signal). */
-int gov_choose(sim *s, size_t node, double target_ns, node_batch *b, enpu_err *err);
+int replay_gov_choose(sim *s, size_t node, double target_ns, node_batch *b, enpu_err *err);
 /* A governor node's batch ended (batch_ends_now): its energy up to now into the period. */
-void gov_batch_ended(sim *s, size_t node, const node_batch *b);
+void replay_gov_batch_ended(sim *s, size_t node, const node_batch *b);
 /* Speculation totals and the actions per window, for a decode iteration of n members that
  * ended (governor and speculative runs). */
-void spec_count(sim *s, const node_batch *b, size_t n);
-int gov_finish(sim *s, enpu_err *err);
+void replay_spec_count(sim *s, const node_batch *b, size_t n);
+int replay_gov_finish(sim *s, enpu_err *err);
 
 /* ---- replay_pelm.c --------------------------------------------------------------- */
 /* The agent's action for obs (ε-greedy when learning, at trace time t_ns). */
-void pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, double t_ns,
-              int action[REPLAY_PELM_NBRANCH]);
+void replay_pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, double t_ns,
+                     int action[REPLAY_PELM_NBRANCH]);
 /* Remember a transition (prev obs and action, reward, obs after). */
-void pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next,
-                   int phase);
+void replay_pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next,
+                          int phase);
 /* One training update (when the buffer holds a batch). */
-int pelm_train(replay_pelm *a, enpu_err *err);
+int replay_pelm_train(replay_pelm *a, enpu_err *err);
 /* Branch sizes and the action an index means. */
-int pelm_branch_size(const replay_pelm *a, int branch);
-int pelm_exit_of(const replay_pelm *a, int index); /* 0 for "no draft" is ns = 0 */
-int pelm_verify_of(const replay_pelm *a, int index);
-int pelm_draft_of(const replay_pelm *a, int index);
-double pelm_qoe_weight(const replay_pelm *a);
-int pelm_train_every(const replay_pelm *a);
+int replay_pelm_branch_size(const replay_pelm *a, int branch);
+int replay_pelm_exit_of(const replay_pelm *a, int index); /* 0 for "no draft" is ns = 0 */
+int replay_pelm_verify_of(const replay_pelm *a, int index);
+int replay_pelm_draft_of(const replay_pelm *a, int index);
+double replay_pelm_qoe_weight(const replay_pelm *a);
+int replay_pelm_train_every(const replay_pelm *a);
 
 #endif /* ENPU_REPLAY_INTERNAL_H */

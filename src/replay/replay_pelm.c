@@ -199,8 +199,8 @@ void replay_pelm_greedy(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], int 
   for (int b = 0; b < REPLAY_PELM_NBRANCH; b++) action[b] = argmax(q + a->offset[b], a->size[b]);
 }
 
-void pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, double t_ns,
-              int action[REPLAY_PELM_NBRANCH]) {
+void replay_pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, double t_ns,
+                     int action[REPLAY_PELM_NBRANCH]) {
   replay_pelm_greedy(a, obs, action);
   if (!explore) return;
   const replay_pelm_params *p = &a->p;
@@ -210,8 +210,8 @@ void pelm_act(replay_pelm *a, const double obs[REPLAY_PELM_NOBS], bool explore, 
     if (uniform01(&a->rng) < eps) action[b] = (int)(next_u64(&a->rng) % (uint64_t)a->size[b]);
 }
 
-void pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next,
-                   int phase) {
+void replay_pelm_remember(replay_pelm *a, const double *obs, const int *action, double reward, const double *next,
+                          int phase) {
   const int i = a->head;
   to_input(obs, a->obs[i]);
   to_input(next, a->next[i]);
@@ -222,7 +222,7 @@ void pelm_remember(replay_pelm *a, const double *obs, const int *action, double 
   if (a->filled < a->p.replay_capacity) a->filled++;
 }
 
-int pelm_train(replay_pelm *a, enpu_err *err) {
+int replay_pelm_train(replay_pelm *a, enpu_err *err) {
   if (a->filled < a->p.batch) return ENPU_OK;
   fann_type desired[MAX_OUT], target_max[REPLAY_PELM_NBRANCH];
   for (int k = 0; k < a->p.batch; k++) {
@@ -249,12 +249,12 @@ int pelm_train(replay_pelm *a, enpu_err *err) {
   return ENPU_OK;
 }
 
-int pelm_branch_size(const replay_pelm *a, int branch) { return a->size[branch]; }
-int pelm_exit_of(const replay_pelm *a, int index) { return a->exits[index]; }
-int pelm_verify_of(const replay_pelm *a, int index) { return a->verifies[index]; }
-int pelm_draft_of(const replay_pelm *a, int index) { return draft_choices[index]; }
-double pelm_qoe_weight(const replay_pelm *a) { return a->p.qoe_weight; }
-int pelm_train_every(const replay_pelm *a) { return a->p.train_every; }
+int replay_pelm_branch_size(const replay_pelm *a, int branch) { return a->size[branch]; }
+int replay_pelm_exit_of(const replay_pelm *a, int index) { return a->exits[index]; }
+int replay_pelm_verify_of(const replay_pelm *a, int index) { return a->verifies[index]; }
+int replay_pelm_draft_of(const replay_pelm *a, int index) { return draft_choices[index]; }
+double replay_pelm_qoe_weight(const replay_pelm *a) { return a->p.qoe_weight; }
+int replay_pelm_train_every(const replay_pelm *a) { return a->p.train_every; }
 uint64_t replay_pelm_updates(const replay_pelm *a) { return a->updates; }
 
 void replay_pelm_weights(const replay_pelm *a, double *w, size_t cap, size_t *n) {

@@ -89,12 +89,12 @@ static int admit(sim *s, int32_t i, enpu_err *err) {
   replay_summary *sm = &s->res->summary;
   enpu_err why = {0};
   planstore_plan pre, dec;
-  int ok = fastest_plan(s, CONFIG_PREFILL, 1, q->context_tokens, &pre, &why, err);
+  int ok = replay_fastest_plan(s, CONFIG_PREFILL, 1, q->context_tokens, &pre, &why, err);
   if (ok < 0) return ok;
   q->status = REPLAY_UNCOVERED_PREFILL;
   if (ok && q->generated_tokens > 1) {
     const int64_t longest = (int64_t)q->context_tokens + q->generated_tokens - 1;
-    ok = longest <= INT32_MAX ? fastest_plan(s, CONFIG_DECODE, 1, (int)longest, &dec, &why, err) : 0;
+    ok = longest <= INT32_MAX ? replay_fastest_plan(s, CONFIG_DECODE, 1, (int)longest, &dec, &why, err) : 0;
     if (ok < 0) return ok;
     if (!ok) q->status = REPLAY_UNCOVERED_DECODE;
   }
@@ -105,7 +105,7 @@ static int admit(sim *s, int32_t i, enpu_err *err) {
   }
   s->st[i].fast_prefill_ns = pre.time_ns;
   s->pq[s->pq_tail++] = i;
-  predict_admitted(s, i);
+  replay_predict_admitted(s, i);
   return ENPU_OK;
 }
 
@@ -117,7 +117,7 @@ static int form_prefill(sim *s, double start_ns, size_t *count, planstore_plan *
   const int32_t *q = &s->pq[s->pq_head];
   const size_t avail = s->pq_tail - s->pq_head;
   int len = s->rq[q[0]].context_tokens;
-  int ok = fastest_plan(s, CONFIG_PREFILL, 1, len, fast, NULL, err);
+  int ok = replay_fastest_plan(s, CONFIG_PREFILL, 1, len, fast, NULL, err);
   if (ok <= 0)
     return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "admitted request %d lost its bucket", q[0]);
   double tightest = ttft_deadline(s, q[0]) >= start_ns + fast->time_ns ? ttft_deadline(s, q[0]) : INFINITY;
@@ -126,7 +126,7 @@ static int form_prefill(sim *s, double start_ns, size_t *count, planstore_plan *
     const int len2 = s->rq[q[n]].context_tokens > len ? s->rq[q[n]].context_tokens : len;
     planstore_plan next = *fast;
     if ((int)n + 1 > fast->batch || len2 > fast->seq) { /* else the same bucket covers it */
-      ok = fastest_plan(s, CONFIG_PREFILL, (int)n + 1, len2, &next, NULL, err);
+      ok = replay_fastest_plan(s, CONFIG_PREFILL, (int)n + 1, len2, &next, NULL, err);
       if (ok < 0) return ok;
       if (!ok) break;
     }
@@ -157,20 +157,20 @@ static int start_prefill(sim *s, const prefill_start *a, double cap_ns, enpu_err
   b->start_ns = a->start_ns, b->members = pn->count; /* the rest is set below */
   if (s->gov) {
     b->work = (gov_work){.phase = CONFIG_PREFILL, .base = a->fast, .tokens = 1};
-    ENPU_FORWARD(gov_choose(s, (size_t)a->node, target, b, err));
+    ENPU_FORWARD(replay_gov_choose(s, (size_t)a->node, target, b, err));
   } else {
-    const double pred_ns = predictive_cap_ns(s, a->fast.time_ns);
-    ENPU_FORWARD(choose_plan(s, CONFIG_PREFILL, &a->fast, target, fmin(cap_ns, pred_ns), NULL, &b->c, err));
+    const double pred_ns = replay_predictive_cap_ns(s, a->fast.time_ns);
+    ENPU_FORWARD(replay_choose_plan(s, CONFIG_PREFILL, &a->fast, target, fmin(cap_ns, pred_ns), NULL, &b->c, err));
     s->res->summary.phase[CONFIG_PREFILL].predictive += b->c.safeguard1 && pred_ns < cap_ns;
     b->energy_nj = b->c.pl.energy_nj * s->cl->node[CONFIG_PREFILL].chips;
-    ENPU_FORWARD(switch_batch_init(s, b, err));
+    ENPU_FORWARD(replay_switch_batch_init(s, b, err));
   }
   replay_phase_stats *ph = &s->res->summary.phase[CONFIG_PREFILL];
   const uint64_t padded = (uint64_t)b->c.pl.batch * (uint64_t)b->c.pl.seq;
   ph->padded_tokens += padded;
   if (padded > ph->padded_max) ph->padded_max = padded;
   for (size_t k = pn->first; k < pn->first + pn->count; k++) ph->tokens += (uint64_t)s->rq[s->pq[k]].context_tokens;
-  return batch_start(s, CONFIG_PREFILL, a->node, b, err);
+  return replay_batch_start(s, CONFIG_PREFILL, a->node, b, err);
 }
 
 /* Safeguard 1's bound on the end of a batch: each of the first waiting requests must
@@ -192,13 +192,13 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
   for (int pass = 0; pass < 2; pass++)
     for (int k = 0; k < nodes && s->pq_head < s->pq_tail; k++) {
       prefill_node *pn = &s->pnodes[k];
-      if (pn->busy || node_asleep(s, (size_t)k) != (pass == 1)) continue;
+      if (pn->busy || replay_node_asleep(s, (size_t)k) != (pass == 1)) continue;
       prefill_start *a = &started[nstarted++];
       a->node = k;
-      ENPU_FORWARD(account_wake(s, CONFIG_PREFILL, (size_t)k, &a->start_ns, err));
+      ENPU_FORWARD(replay_account_wake(s, CONFIG_PREFILL, (size_t)k, &a->start_ns, err));
       ENPU_FORWARD(form_prefill(s, a->start_ns, &pn->count, &a->fast, err));
       pn->first = s->pq_head;
-      predict_dispatched(s, pn->first, pn->count);
+      replay_predict_dispatched(s, pn->first, pn->count);
       s->pq_head += pn->count;
       pn->busy = true;
     }
@@ -206,7 +206,7 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
   const bool drain = s->safeguards != CONFIG_SAFEGUARDS_PAPER && !s->gov && s->pq_head < s->pq_tail;
   for (int k = 0; drain && k < nstarted; k++) /* at their fastest until their plans are picked */
     s->pnodes[started[k].node].batch.end_ns = started[k].start_ns + started[k].fast.time_ns;
-  if (drain) drain_bounds(s);
+  if (drain) replay_drain_bounds(s);
   for (int k = 0; k < nstarted; k++) {
     const double end = drain ? fmin(cap_end, s->drain_bound_ns[started[k].node]) : cap_end;
     ENPU_FORWARD(start_prefill(s, &started[k], end - started[k].start_ns, err));
@@ -217,8 +217,8 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
 static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   prefill_node *pn = &s->pnodes[node];
   if (batch != pn->batch.id) return ENPU_OK; /* a state change moved its end */
-  if (s->gov) gov_batch_ended(s, (size_t)node, &pn->batch);
-  ENPU_FORWARD(account_batch(s, CONFIG_PREFILL, &pn->batch, err));
+  if (s->gov) replay_gov_batch_ended(s, (size_t)node, &pn->batch);
+  ENPU_FORWARD(replay_account_batch(s, CONFIG_PREFILL, &pn->batch, err));
   const bool per_phase = s->cl->scheduler.safeguard2 == CONFIG_SG2_PER_PHASE;
   for (size_t k = pn->first; k < pn->first + pn->count; k++) {
     const int32_t i = s->pq[k];
@@ -227,12 +227,12 @@ static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
     q->ttft_ns = s->now_ns - q->arrival_ns;
     q->ttft_met = q->ttft_ns <= q->ttft_slo_ns;
     s->st[i].t_first_ns = s->now_ns;
-    if (per_phase) sg2_push(s, CONFIG_PREFILL, !q->ttft_met);
+    if (per_phase) replay_sg2_push(s, CONFIG_PREFILL, !q->ttft_met);
     if (q->generated_tokens == 1) {
       q->tpot_met = true;
-      ENPU_FORWARD(finish_request(s, i, err));
+      ENPU_FORWARD(replay_finish_request(s, i, err));
     } else {
-      ENPU_FORWARD(decode_route(s, (size_t)node, i, err));
+      ENPU_FORWARD(replay_decode_route(s, (size_t)node, i, err));
     }
   }
   pn->busy = false;
@@ -251,8 +251,8 @@ static void sim_free(sim *s) {
       free(s->dnodes[k].extra);
     }
   free(s->pnodes); /* owns the other per-node and per-request arrays */
-  gov_free(s);
-  uniform_cache_free(s);
+  replay_gov_free(s);
+  replay_uniform_cache_free(s);
 }
 
 void replay_result_free(replay_result *r) {
@@ -306,27 +306,27 @@ static int sim_loop(sim *s, enpu_err *err) {
     const double ta = s->arrived < s->nreq ? s->rq[s->arrived].arrival_ns : INFINITY;
     const double next = s->heap.n > 0 ? fmin(s->heap.v[0].time_ns, ta) : ta;
     if (s->gov && s->next_tick_ns <= next) { /* decisions before what happens then */
-      ENPU_FORWARD(gov_ticks_until(s, next, err));
+      ENPU_FORWARD(replay_gov_ticks_until(s, next, err));
       continue;
     }
     if (s->heap.n > 0 && s->heap.v[0].time_ns <= ta) {
-      sim_event e = heap_pop(&s->heap);
+      sim_event e = replay_heap_pop(&s->heap);
       s->now_ns = e.time_ns;
       int rc = e.kind == EV_PREFILL_DONE  ? prefill_done(s, e.id, e.batch, err)
-               : e.kind == EV_DECODE_DONE ? decode_done(s, e.id, e.batch, err)
-                                          : decode_kv_done(s, e.id, err);
+               : e.kind == EV_DECODE_DONE ? replay_decode_done(s, e.id, e.batch, err)
+                                          : replay_decode_kv_done(s, e.id, err);
       ENPU_FORWARD(rc);
       continue;
     }
     s->now_ns = ta;
     replay_window *w = NULL;
-    ENPU_FORWARD(account_window(s->res, ta, &w, err));
+    ENPU_FORWARD(replay_account_window(s->res, ta, &w, err));
     w->arrivals++;
     ENPU_FORWARD(admit(s, (int32_t)s->arrived++, err));
     if (s->pq_head < s->pq_tail) ENPU_FORWARD(dispatch_prefill(s, err));
     const uint64_t queued = s->pq_tail - s->pq_head;
     if (queued > s->res->summary.peak_queue) s->res->summary.peak_queue = queued;
-    if (queued) ENPU_FORWARD(switch_prefill(s, err));
+    if (queued) ENPU_FORWARD(replay_switch_prefill(s, err));
   }
   return ENPU_OK;
 }
@@ -408,10 +408,10 @@ int replay_run_job(const planstore *ps, const replay_job *job, const replay_trac
            .safeguards = job->governor ? CONFIG_SAFEGUARDS_PAPER : setup->safeguards};
   r->summary.safeguards = s.safeguards;
   int rc = sim_init(&s, r, err);
-  if (rc == ENPU_OK && uniform) rc = gov_init(&s, err);
+  if (rc == ENPU_OK && uniform) rc = replay_gov_init(&s, err);
   if (rc == ENPU_OK) rc = sim_loop(&s, err);
-  if (rc == ENPU_OK && uniform) rc = gov_finish(&s, err);
-  if (rc == ENPU_OK) rc = finish_run(&s, err);
+  if (rc == ENPU_OK && uniform) rc = replay_gov_finish(&s, err);
+  if (rc == ENPU_OK) rc = replay_finish_run(&s, err);
   sim_free(&s);
   if (rc != ENPU_OK) {
     replay_result_free(r);

@@ -7,7 +7,7 @@
  * holds its node while the queue grows. A chip changes a rail's V/f per operator (the
  * plans are per-operator states), so the test runs again at every arrival that finds a
  * queue, over the whole queue: the first safeguard1_scan waiting requests drained in
- * order at their fastest plans onto the nodes as they free (drain_bounds) must each
+ * order at their fastest plans onto the nodes as they free (replay_drain_bounds) must each
  * start in time for its deadline. A running prefill batch that ends after the bound its
  * node gets switches, at its next operator boundary, to the suffix of the slowest plan
  * of its bucket that ends within the bound — down to the fastest, when none does
@@ -46,18 +46,18 @@ static void predict_trim(sim *s, double window_s, size_t *head, double *sum) {
   if (*head == s->arrived) *sum = 0; /* no drift from the subtractions */
 }
 
-void predict_admitted(sim *s, int32_t i) {
+void replay_predict_admitted(sim *s, int32_t i) {
   s->queued_fast_ns += s->st[i].fast_prefill_ns;
   s->recent_fast_ns += s->st[i].fast_prefill_ns;
   s->hold_fast_ns += s->st[i].fast_prefill_ns;
 }
 
-void predict_dispatched(sim *s, size_t first, size_t count) {
+void replay_predict_dispatched(sim *s, size_t first, size_t count) {
   for (size_t k = first; k < first + count; k++) s->queued_fast_ns -= s->st[s->pq[k]].fast_prefill_ns;
   if (s->pq_head + count == s->pq_tail) s->queued_fast_ns = 0;
 }
 
-double predictive_cap_ns(sim *s, double fast_ns) {
+double replay_predictive_cap_ns(sim *s, double fast_ns) {
   if (s->safeguards != CONFIG_SAFEGUARDS_PREDICTIVE) return INFINITY;
   const config_scheduler *sc = &s->cl->scheduler;
   predict_trim(s, sc->predictive_window_s, &s->rate_head, &s->recent_fast_ns);
@@ -73,7 +73,7 @@ double predictive_cap_ns(sim *s, double fast_ns) {
 
 /* ---- mid-batch switching ----------------------------------------------------------- */
 
-int switch_batch_init(sim *s, node_batch *b, enpu_err *err) {
+int replay_switch_batch_init(sim *s, node_batch *b, enpu_err *err) {
   b->mark_ns = b->start_ns;
   b->done_frac = b->done_nj = 0;
   b->unit_ns = b->c.pl.time_ns;
@@ -117,7 +117,7 @@ static int switch_batch(sim *s, int node, node_batch *b, double end_ns, enpu_err
   b->c.pl.walk_prefix = rest.walk_prefix;
   b->end_ns = b->mark_ns + rest.time_ns;
   b->energy_nj = b->done_nj + rest_nj;
-  return batch_push_done(s, CONFIG_PREFILL, node, b, err);
+  return replay_batch_push_done(s, CONFIG_PREFILL, node, b, err);
 }
 
 /* The queue drained at its fastest plans: each of the first safeguard1_scan waiting
@@ -126,12 +126,12 @@ static int switch_batch(sim *s, int node, node_batch *b, double end_ns, enpu_err
  * its fastest plan, so its node's running batch must end by that minus the queued work
  * ahead of it there: drain_bound_ns per node (INFINITY when nothing binds). Alone is
  * safeguard 1's estimate; batching only serves the queue sooner. */
-void drain_bounds(sim *s) {
+void replay_drain_bounds(sim *s) {
   const int nodes = s->cl->node[CONFIG_PREFILL].nodes;
   double *free_ns = s->drain_free_ns, *bound = s->drain_bound_ns;
   for (int k = 0; k < nodes; k++) {
     const prefill_node *pn = &s->pnodes[k];
-    free_ns[k] = pn->busy ? pn->batch.end_ns : s->now_ns + (node_asleep(s, (size_t)k) ? s->wake_ns : 0);
+    free_ns[k] = pn->busy ? pn->batch.end_ns : s->now_ns + (replay_node_asleep(s, (size_t)k) ? s->wake_ns : 0);
     bound[k] = INFINITY;
   }
   double *ahead = s->drain_ahead_ns; /* queued work given to each node so far */
@@ -147,9 +147,9 @@ void drain_bounds(sim *s) {
   }
 }
 
-int switch_prefill(sim *s, enpu_err *err) {
+int replay_switch_prefill(sim *s, enpu_err *err) {
   if (s->safeguards == CONFIG_SAFEGUARDS_PAPER || s->gov) return ENPU_OK;
-  drain_bounds(s);
+  replay_drain_bounds(s);
   for (int k = 0; k < s->cl->node[CONFIG_PREFILL].nodes; k++) {
     node_batch *b = &s->pnodes[k].batch;
     if (s->pnodes[k].busy && b->instances && b->c.pl.walk_prefix > 0 && b->end_ns > s->drain_bound_ns[k])

@@ -60,15 +60,15 @@ int replay_spec_check(const config_model *model, const replay_spec *spec, enpu_e
 
 /* ---- the uniform table ------------------------------------------------------------- */
 
-int fastest_plan_of(const sim *s, const char *policy, int phase, int n, int seq, planstore_plan *pl,
-                    enpu_err *err) {
+int replay_fastest_plan_of(const sim *s, const char *policy, int phase, int n, int seq, planstore_plan *pl,
+                           enpu_err *err) {
   const int rc = planstore_lookup(s->ps, policy, phase, n, seq, -INFINITY, pl, NULL);
   if (rc == ENPU_OK || (rc == ENPU_ERR_INFEASIBLE && pl->batch > 0)) return 1;
   if (rc == ENPU_ERR_NOT_FOUND || rc == ENPU_ERR_INFEASIBLE) return 0;
   return planstore_lookup(s->ps, policy, phase, n, seq, -INFINITY, pl, err);
 }
 
-int uniform_plan(sim *s, const planstore_plan *bucket, int state, planstore_plan *pl, enpu_err *err) {
+int replay_uniform_plan(sim *s, const planstore_plan *bucket, int state, planstore_plan *pl, enpu_err *err) {
   const int peak = s->setup->peak_state;
   ENPU_RETURN_IF(peak < 2 || bucket->walk_steps % (uint64_t)(peak - 1), err, ENPU_ERR_FORMAT,
                  "the store's uniform bucket batch %d seq %d has %llu walk steps, not rounds over %d states",
@@ -88,7 +88,7 @@ static int op_part(const char *name) {
  * kind, checking the walk's rounds put every op there. */
 static int split_pass(sim *s, const planstore_plan *bucket, int state, uniform_pass *u, enpu_err *err) {
   planstore_plan pl;
-  ENPU_FORWARD(uniform_plan(s, bucket, state, &pl, err));
+  ENPU_FORWARD(replay_uniform_plan(s, bucket, state, &pl, err));
   const size_t nops = planstore_plan_op_count(s->ps, &pl);
   planstore_op_states *ops = enpu_calloc(nops ? nops : 1, sizeof *ops);
   ENPU_RETURN_IF(!ops, err, ENPU_ERR_NOMEM, "out of memory (uniform ops)");
@@ -117,13 +117,13 @@ static int split_pass(sim *s, const planstore_plan *bucket, int state, uniform_p
   return rc;
 }
 
-int uniform_depth(sim *s, const planstore_plan *bucket, int state, int layers, double *time_ns, double *energy_nj,
-                  enpu_err *err) {
+int replay_uniform_depth(sim *s, const planstore_plan *bucket, int state, int layers, double *time_ns,
+                         double *energy_nj, enpu_err *err) {
   const int peak = s->setup->peak_state, total = s->dense_layers + s->moe_layers;
   ENPU_RETURN_IF(state < 1 || state > peak, err, ENPU_ERR_RANGE, "state %d outside 1..%d", state, peak);
   if (layers == 0 || layers == total) { /* the stored pass itself */
     planstore_plan pl;
-    ENPU_FORWARD(uniform_plan(s, bucket, state, &pl, err));
+    ENPU_FORWARD(replay_uniform_plan(s, bucket, state, &pl, err));
     *time_ns = pl.time_ns;
     *energy_nj = pl.energy_nj;
     return ENPU_OK;
@@ -146,7 +146,7 @@ int uniform_depth(sim *s, const planstore_plan *bucket, int state, int layers, d
   return ENPU_OK;
 }
 
-void uniform_cache_free(sim *s) {
+void replay_uniform_cache_free(sim *s) {
   for (size_t i = 0; i < s->ucache_n; i++) free(s->ucache[i]);
   free(s->ucache);
   s->ucache = NULL;
@@ -161,13 +161,13 @@ static int round_buckets(const sim *s, const char *policy, int n, int seq, const
                          planstore_plan *draft, planstore_plan *verify, enpu_err *err) {
   const int64_t len = (int64_t)seq + sp->draft_tokens, rows = (int64_t)n * (sp->draft_tokens + 1);
   if (len > INT32_MAX || rows > INT32_MAX) return 0;
-  int ok = fastest_plan_of(s, policy, CONFIG_DECODE, n, (int)len, draft, err);
-  if (ok > 0) ok = fastest_plan_of(s, policy, CONFIG_DECODE, (int)rows, (int)len, verify, err);
+  int ok = replay_fastest_plan_of(s, policy, CONFIG_DECODE, n, (int)len, draft, err);
+  if (ok > 0) ok = replay_fastest_plan_of(s, policy, CONFIG_DECODE, (int)rows, (int)len, verify, err);
   return ok;
 }
 
-int gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const replay_spec *spec, gov_work *w,
-                    enpu_err *err) {
+int replay_gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const replay_spec *spec, gov_work *w,
+                           enpu_err *err) {
   *w = (gov_work){
       .phase = CONFIG_DECODE, .base = *base, .tokens = 1, .spec = {.verify_layers = spec->verify_layers}};
   if (spec->exit_layers == 0) return ENPU_OK;
@@ -184,14 +184,14 @@ int gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, const re
   return ENPU_OK;
 }
 
-int gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, double *node_nj, enpu_err *err) {
+int replay_gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, double *node_nj, enpu_err *err) {
   double t, e;
   if (w->spec.exit_layers == 0) {
-    ENPU_FORWARD(uniform_depth(s, &w->base, state, w->spec.verify_layers, &t, &e, err));
+    ENPU_FORWARD(replay_uniform_depth(s, &w->base, state, w->spec.verify_layers, &t, &e, err));
   } else {
     double td, ed, tv, ev;
-    ENPU_FORWARD(uniform_depth(s, &w->base, state, w->spec.exit_layers, &td, &ed, err));
-    ENPU_FORWARD(uniform_depth(s, &w->verify, state, w->spec.verify_layers, &tv, &ev, err));
+    ENPU_FORWARD(replay_uniform_depth(s, &w->base, state, w->spec.exit_layers, &td, &ed, err));
+    ENPU_FORWARD(replay_uniform_depth(s, &w->verify, state, w->spec.verify_layers, &tv, &ev, err));
     t = (w->spec.draft_tokens * td + tv) / w->tokens;
     e = (w->spec.draft_tokens * ed + ev) / w->tokens;
   }
@@ -207,14 +207,14 @@ int gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, double 
 static int depth_share(sim *s, const planstore_plan *policy_plan, int layers, double *t_share, double *e_share,
                        enpu_err *err) {
   planstore_plan u;
-  const int ok = fastest_plan_of(s, "uniform", CONFIG_DECODE, policy_plan->batch, policy_plan->seq, &u, err);
+  const int ok = replay_fastest_plan_of(s, "uniform", CONFIG_DECODE, policy_plan->batch, policy_plan->seq, &u, err);
   if (ok < 0) return ok;
   ENPU_RETURN_IF(ok == 0, err, ENPU_ERR_NOT_FOUND, "the uniform policy has no decode bucket for batch %d seq %d",
                  policy_plan->batch, policy_plan->seq);
   double tf, ef, td, ed;
   const int peak = s->setup->peak_state;
-  ENPU_FORWARD(uniform_depth(s, &u, peak, 0, &tf, &ef, err));
-  ENPU_FORWARD(uniform_depth(s, &u, peak, layers, &td, &ed, err));
+  ENPU_FORWARD(replay_uniform_depth(s, &u, peak, 0, &tf, &ef, err));
+  ENPU_FORWARD(replay_uniform_depth(s, &u, peak, layers, &td, &ed, err));
   *t_share = td / tf;
   *e_share = ed / ef;
   return ENPU_OK;
@@ -247,15 +247,15 @@ static int round_from_store(sim *s, const planstore_plan *fast, int n, int seq, 
   return ENPU_OK;
 }
 
-int spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err) {
+int replay_spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err) {
   store_round r;
   ENPU_FORWARD(round_from_store(s, fast, n, seq, &r, err));
   *ratio = r.t_fast / fast->time_ns;
   return ENPU_OK;
 }
 
-int spec_store_step(sim *s, const planstore_plan *fast, const plan_choice *c, int n, int seq, double *time_ns,
-                    double *energy_nj, gov_work *w, enpu_err *err) {
+int replay_spec_store_step(sim *s, const planstore_plan *fast, const plan_choice *c, int n, int seq,
+                           double *time_ns, double *energy_nj, gov_work *w, enpu_err *err) {
   store_round r;
   ENPU_FORWARD(round_from_store(s, fast, n, seq, &r, err));
   *w = (gov_work){.phase = CONFIG_DECODE, .tokens = r.tokens, .spec = s->job->spec};

@@ -108,4 +108,3 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
                  "gnuplot ran %s but wrote no %s (see %s)", gp, out, log);
   return ENPU_OK;
 }
-

@@ -85,18 +85,18 @@ static void md_intro(paper_ctx *x, FILE *md) {
           "time is kept until its inputs change; per model and stage, and the farm's scaling: "
           "`results/bench.md`).\n\n",
           total / 60);
-  paper_md_method(x, md);
+  report_paper_md_method(x, md);
 }
 
 static int write_readme(paper_ctx *x, FILE *md, enpu_err *err) {
   md_intro(x, md);
   fprintf(md, "## 1. The headline claims (§4's \"We show that\" list and the numbers of §4.2–§4.8)\n\n");
-  ENPU_FORWARD(paper_md_claims(x, md, NULL, err));
-  ENPU_FORWARD(paper_md_table2(x, md, err));
-  ENPU_FORWARD(paper_md_table5(x, md, err));
-  ENPU_FORWARD(paper_md_table7(x, md, err));
-  ENPU_FORWARD(paper_md_figure11(x, md, err));
-  return paper_md_figures(x, md, err);
+  ENPU_FORWARD(report_paper_md_claims(x, md, NULL, err));
+  ENPU_FORWARD(report_paper_md_table2(x, md, err));
+  ENPU_FORWARD(report_paper_md_table5(x, md, err));
+  ENPU_FORWARD(report_paper_md_table7(x, md, err));
+  ENPU_FORWARD(report_paper_md_figure11(x, md, err));
+  return report_paper_md_figures(x, md, err);
 }
 
 static void free_models(paper_ctx *x) {
@@ -141,7 +141,7 @@ int report_paper_write(const report_paper_options *o, enpu_err *err) {
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int i = 0; rc == 0 && i < o->nmanifests; i++, x.nmodels++)
-    rc = paper_load_manifest(o->manifests[i], &x.models[i], err);
+    rc = report_paper_load_manifest(o->manifests[i], &x.models[i], err);
   if (rc == 0) rc = enpu_mkdir_p(o->out_dir, err);
   if (rc == 0) rc = report_absolute_dir(o->out_dir, x.absdir, sizeof x.absdir, err);
   if (rc == 0) rc = write_all(&x, err);

@@ -82,11 +82,12 @@ static const store_bucket_rec *request_bucket(paper_model *m, const store_policy
   return NULL;
 }
 
-const store_plan_rec *paper_request_plan(paper_model *m, const paper_column *col, const char *policy, int phase,
-                                         double slack, const store_bucket_rec **b, paper_value *v) {
-  paper_run *run = paper_find_run(m, "request", col, v);
+const store_plan_rec *report_paper_request_plan(paper_model *m, const paper_column *col, const char *policy,
+                                                int phase, double slack, const store_bucket_rec **b,
+                                                paper_value *v) {
+  paper_run *run = report_paper_find_run(m, "request", col, v);
   if (!run) return NULL;
-  const store_policy_tables *p = paper_policy(run->c, policy);
+  const store_policy_tables *p = report_paper_policy(run->c, policy);
   const store_bucket_rec *bk = request_bucket(m, p, phase);
   if (!p || !bk) {
     snprintf(v->note, sizeof v->note, "%s: policy %s not compiled%s", m->name, policy,
@@ -105,9 +106,9 @@ const store_plan_rec *paper_request_plan(paper_model *m, const paper_column *col
   return NULL;
 }
 
-int paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap) {
+int report_paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap) {
   paper_value v = {0};
-  paper_run *run = paper_find_run(m, "request", col, &v);
+  paper_run *run = report_paper_find_run(m, "request", col, &v);
   const store_policy_tables *p = run && run->c->npolicies ? &run->c->policies[0] : NULL;
   int n = 0;
   for (int ph = 0; p && ph < CONFIG_NPHASE && !n; ph++) {
@@ -133,7 +134,7 @@ static int query_slacks(paper_model *m, const config_paper_query *q, const paper
     out[0] = q->slack;
     return 1;
   }
-  const int n = paper_request_slacks(m, col, out, 32);
+  const int n = report_paper_request_slacks(m, col, out, 32);
   if (q->slack_sel == CONFIG_SLACK_MAX && n) {
     out[0] = out[n - 1];
     return 1;
@@ -158,9 +159,9 @@ static void eval_plans(paper_ctx *x, const config_paper_query *q, const paper_co
         double mean = 0;
         for (int j = 0; j < ns; j++) {
           const store_bucket_rec *b = NULL, *bb = NULL;
-          const store_plan_rec *pl = paper_request_plan(m, col, q->policy[k], ph, slacks[j], &b, &why);
+          const store_plan_rec *pl = report_paper_request_plan(m, col, q->policy[k], ph, slacks[j], &b, &why);
           const store_plan_rec *base = q->base[0] && pl
-                                           ? paper_request_plan(m, col, q->base, ph, slacks[j], &bb, &why)
+                                           ? report_paper_request_plan(m, col, q->base, ph, slacks[j], &bb, &why)
                                            : NULL;
           if (!pl || (q->base[0] && !base)) {
             missing(s, &why);
@@ -183,14 +184,15 @@ static void eval_loss_growth(paper_ctx *x, const config_paper_query *q, const pa
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     double slacks[32];
-    const int ns = paper_request_slacks(m, col, slacks, 32);
+    const int ns = report_paper_request_slacks(m, col, slacks, 32);
     paper_value why = {0};
     snprintf(why.note, sizeof why.note, "%s: no single-request store in %s mode", m->name, col->budget);
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       if ((q->phase >= 0 && ph != q->phase) || !m->req_phase[ph]) continue;
       const store_bucket_rec *b0 = NULL, *b1 = NULL;
-      const store_plan_rec *p0 = ns ? paper_request_plan(m, col, q->policy[0], ph, slacks[0], &b0, &why) : NULL;
-      const store_plan_rec *p1 = p0 ? paper_request_plan(m, col, q->policy[0], ph, slacks[ns - 1], &b1, &why)
+      const store_plan_rec *p0 = ns ? report_paper_request_plan(m, col, q->policy[0], ph, slacks[0], &b0, &why)
+                                    : NULL;
+      const store_plan_rec *p1 = p0 ? report_paper_request_plan(m, col, q->policy[0], ph, slacks[ns - 1], &b1, &why)
                                     : NULL;
       if (!p1) missing(s, &why);
       else add(s, plan_metric(q->kind, b1, p1) - plan_metric(q->kind, b0, p0));
@@ -204,11 +206,11 @@ static void eval_saturation(paper_ctx *x, const config_paper_query *q, const pap
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     double slacks[32], sav[32], best = -INFINITY;
-    const int ns = paper_request_slacks(m, col, slacks, 32);
+    const int ns = report_paper_request_slacks(m, col, slacks, 32);
     paper_value why = {0};
     for (int j = 0; j < ns; j++) {
       const store_bucket_rec *b = NULL;
-      const store_plan_rec *pl = paper_request_plan(m, col, q->policy[0], q->phase, slacks[j], &b, &why);
+      const store_plan_rec *pl = report_paper_request_plan(m, col, q->policy[0], q->phase, slacks[j], &b, &why);
       if (!pl) {
         missing(s, &why);
         return;
@@ -230,8 +232,8 @@ static void eval_seq(paper_ctx *x, const config_paper_query *q, const paper_colu
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     paper_value why = {0};
-    paper_run *run = paper_find_run(m, "grid", col, &why);
-    const store_policy_tables *p = run ? paper_policy(run->c, q->policy[0]) : NULL;
+    paper_run *run = report_paper_find_run(m, "grid", col, &why);
+    const store_policy_tables *p = run ? report_paper_policy(run->c, q->policy[0]) : NULL;
     if (run && !p) snprintf(why.note, sizeof why.note, "%s: grid has no policy %s", m->name, q->policy[0]);
     int32_t batch = INT32_MAX;
     for (size_t b = 0; p && b < p->nbuckets; b++)
@@ -270,7 +272,7 @@ static double pearson(const double *a, const double *b, int n) {
 static void freq_corr_one(paper_model *m, const paper_column *col, const config_paper_query *q, int ph,
                           samples *s) {
   paper_value why = {0};
-  paper_run *run = paper_find_run(m, "request", col, &why);
+  paper_run *run = report_paper_find_run(m, "request", col, &why);
   config_job *job = NULL;
   enpu_err err = {0};
   if (run && config_job_load(run->job, &job, &err) < 0) snprintf(why.note, sizeof why.note, "%.400s", err.msg);
@@ -314,7 +316,7 @@ static const json_t *compile_doc(const paper_model *m, const char *policy, int p
 /* Explored plans of one request: op level (unique ops' evaluations); request level at the
  * Table 7 slack, for the GA summed over the slacks up to it (it is warm-started from
  * each smaller slack, so reaching 20 % costs every generation before it). */
-double paper_t7_value(const paper_model *m, const char *policy, int ph, config_level level) {
+double report_paper_t7_value(const paper_model *m, const char *policy, int ph, config_level level) {
   const json_t *p = compile_doc(m, policy, ph);
   if (!p) return NAN;
   if (level == CONFIG_LEVEL_OP) return json_number_value(json_object_get(p, "op_evals"));
@@ -333,7 +335,7 @@ double paper_t7_value(const paper_model *m, const char *policy, int ph, config_l
 
 /* Seconds of one request's compilation: the op level once, the request level over
  * every slack (search_s counts the shared op level in each). */
-double paper_compile_s(const paper_model *m, const char *policy, int ph, config_level level) {
+double report_paper_compile_s(const paper_model *m, const char *policy, int ph, config_level level) {
   const json_t *p = compile_doc(m, policy, ph);
   if (!p) return NAN;
   const double op = json_number_value(json_object_get(p, "op_search_s"));
@@ -351,8 +353,8 @@ static void eval_compile(paper_ctx *x, const config_paper_query *q, samples *s) 
     if (!model_wanted(q, m->name)) continue;
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       if ((q->phase >= 0 && ph != q->phase) || !m->req_phase[ph]) continue;
-      const double v = q->kind == CONFIG_PAPER_TABLE7 ? paper_t7_value(m, q->policy[0], ph, q->level)
-                                                      : paper_compile_s(m, q->policy[0], ph, q->level);
+      const double v = q->kind == CONFIG_PAPER_TABLE7 ? report_paper_t7_value(m, q->policy[0], ph, q->level)
+                                                      : report_paper_compile_s(m, q->policy[0], ph, q->level);
       paper_value why = {0};
       snprintf(why.note, sizeof why.note, "%s: no %s compile output (policy not in this build's job)", m->name,
                q->policy[0]);
@@ -453,7 +455,7 @@ static const paper_replay *column_replay(paper_model *m, const config_paper_quer
                                          paper_value *why) {
   char run[CONFIG_NAME_LEN];
   snprintf(run, sizeof run, "grid-%s", col->budget);
-  const paper_replay *r = paper_find_replay(m, run, q->run);
+  const paper_replay *r = report_paper_find_replay(m, run, q->run);
   if (!r) snprintf(why->note, sizeof why->note, "%s: no replay %s of %s", m->name, q->run, run);
   return r;
 }
@@ -498,7 +500,7 @@ static void eval_windows(paper_ctx *x, const config_paper_query *q, const paper_
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
-bool paper_query_has_column(const config_paper_query *q, const paper_column *col) {
+bool report_paper_query_has_column(const config_paper_query *q, const paper_column *col) {
   switch (q->kind) {
   case CONFIG_PAPER_TABLE7:
   case CONFIG_PAPER_COMPILE_S:
@@ -512,7 +514,7 @@ bool paper_query_has_column(const config_paper_query *q, const paper_column *col
   }
 }
 
-paper_value paper_eval(paper_ctx *x, const config_paper_query *q, const paper_column *col) {
+paper_value report_paper_eval(paper_ctx *x, const config_paper_query *q, const paper_column *col) {
   samples s = {0};
   switch (q->kind) {
   case CONFIG_PAPER_SAVINGS:

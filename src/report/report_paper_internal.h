@@ -85,7 +85,7 @@ typedef struct {
   int nmodels;
   char absdir[PATH_MAX]; /* out_dir, absolute (gnuplot runs there) */
   const char *gnuplot;
-  paper_value *values; /* [claim][column], filled by paper_claim_value */
+  paper_value *values; /* [claim][column], filled by report_paper_claim_value */
   bool *known;
 } paper_ctx;
 
@@ -99,64 +99,65 @@ typedef struct {
 /* ---- report_paper_load.c: the pipeline's outputs --------------------------------- */
 
 /* Load a manifest into m (m zeroed by the caller; stores load on first use). */
-int paper_load_manifest(const char *file, paper_model *m, enpu_err *err);
+int report_paper_load_manifest(const char *file, paper_model *m, enpu_err *err);
 
 /* The run of model m with this kind, budget and variant, its store loaded; NULL with
  * v->note set when there is none or it cannot be read. */
-paper_run *paper_find_run(paper_model *m, const char *kind, const paper_column *col, paper_value *v);
-const paper_replay *paper_find_replay(const paper_model *m, const char *run, const char *name);
-const paper_replay *paper_find_replay_of(const paper_model *m, const char *run); /* its first */
-const store_policy_tables *paper_policy(const store_contents *c, const char *name);
+paper_run *report_paper_find_run(paper_model *m, const char *kind, const paper_column *col, paper_value *v);
+const paper_replay *report_paper_find_replay(const paper_model *m, const char *run, const char *name);
+const paper_replay *report_paper_find_replay_of(const paper_model *m, const char *run); /* its first */
+const store_policy_tables *report_paper_policy(const store_contents *c, const char *name);
 /* Variant names the models' runs use, in first-seen order (at most cap). */
-int paper_variants(const paper_ctx *x, const char **out, int cap);
+int report_paper_variants(const paper_ctx *x, const char **out, int cap);
 
 /* ---- report_paper_eval.c: claims ------------------------------------------------- */
 
 /* Our value of claim q in column col (see paper_column), over the models it names. */
-paper_value paper_eval(paper_ctx *x, const config_paper_query *q, const paper_column *col);
-/* The claim's value in column k of paper_columns (computed once, then kept). */
-const paper_value *paper_claim_value(paper_ctx *x, int claim, int k);
+paper_value report_paper_eval(paper_ctx *x, const config_paper_query *q, const paper_column *col);
+/* The claim's value in column k of report_paper_columns (computed once, then kept). */
+const paper_value *report_paper_claim_value(paper_ctx *x, int claim, int k);
 /* The report's columns: `paper` mode, `strict` mode, then `paper` mode on each
  * sensitivity's chip; names[k] is the column's heading. @return how many. */
-int paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]);
+int report_paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]);
 /* Does column col apply to q's kind (a kind that reads no store of that mode: no)? */
-bool paper_query_has_column(const config_paper_query *q, const paper_column *col);
+bool report_paper_query_has_column(const config_paper_query *q, const paper_column *col);
 
 /* The plan of `policy` at `slack` on model m's single request (`phase`) in col's store;
  * NULL with v->note set when there is none. *b receives its bucket. */
-const store_plan_rec *paper_request_plan(paper_model *m, const paper_column *col, const char *policy, int phase,
-                                         double slack, const store_bucket_rec **b, paper_value *v);
+const store_plan_rec *report_paper_request_plan(paper_model *m, const paper_column *col, const char *policy,
+                                                int phase, double slack, const store_bucket_rec **b,
+                                                paper_value *v);
 /* The stored slacks of the request store's first policy, ascending (at most cap). */
-int paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap);
+int report_paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap);
 
 /* Table 7: explored plans of model m's single request (`level` op or req), NaN when the
  * policy was not compiled. Figure 14: its compile seconds (op, req or total). */
-double paper_t7_value(const paper_model *m, const char *policy, int ph, config_level level);
-double paper_compile_s(const paper_model *m, const char *policy, int ph, config_level level);
+double report_paper_t7_value(const paper_model *m, const char *policy, int ph, config_level level);
+double report_paper_compile_s(const paper_model *m, const char *policy, int ph, config_level level);
 
 /* ---- report_paper_md.c: the README's sections ------------------------------------ */
 
 /* How the numbers were made (budget modes, the GA on the single request and the walk on
  * the grids with their measured difference and cost, the sensitivities) and which claims
  * this build cannot compute. */
-void paper_md_method(paper_ctx *x, FILE *md);
+void report_paper_md_method(paper_ctx *x, FILE *md);
 
 /* "16.9", "[12.8, 19.1]"; a missing value as its note in italics. */
-void paper_md_value(FILE *md, const paper_value *v, const char *unit);
+void report_paper_md_value(FILE *md, const paper_value *v, const char *unit);
 /* The claims table of figure `figure` (NULL: every claim), then one line per claim with a
  * gap over 5 points. */
-int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err);
+int report_paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err);
 /* An image under the output folder (rel), or a note that the pipeline did not draw it. */
-void paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt);
+void report_paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt);
 /* A figure's section: heading, text, images (paths under the output folder) and the
  * claims tagged with `figure`. */
-int paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
-                    const char *const *images, int nimages, enpu_err *err);
-int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err);
-int paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err);
-int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err); /* and Figure 14 */
-int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err);
+int report_paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
+                           const char *const *images, int nimages, enpu_err *err);
+int report_paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err);
+int report_paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err);
+int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err); /* and Figure 14 */
+int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err);
 /* The figures drawn per run: 12, 13, 15–21, 22 and 5 (report_paper_figures.c). */
-int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err);
+int report_paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err);
 
 #endif /* ENPU_REPORT_PAPER_INTERNAL_H */

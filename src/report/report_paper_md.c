@@ -24,7 +24,7 @@ static void number(FILE *md, double v, const char *unit) {
   else fprintf(md, "%.3g", v);
 }
 
-void paper_md_value(FILE *md, const paper_value *v, const char *unit) {
+void report_paper_md_value(FILE *md, const paper_value *v, const char *unit) {
   if (!v->ok) {
     fprintf(md, v->not_in_variant ? "— (%s)" : "*missing: %s*", v->note);
     return;
@@ -38,7 +38,7 @@ void paper_md_value(FILE *md, const paper_value *v, const char *unit) {
 static void paper_number(FILE *md, const config_paper_claim *c) {
   const paper_value p = {.ok = 1, .lo = c->paper_lo, .hi = c->paper_hi};
   if (c->relation != '=') fprintf(md, "%c ", c->relation);
-  paper_md_value(md, &p, c->unit);
+  report_paper_md_value(md, &p, c->unit);
 }
 
 /* Signed distance of ours from the paper's (interval to interval, 0 when they meet). */
@@ -74,9 +74,9 @@ static void gap_md(FILE *md, const config_paper_claim *c, const paper_value *v, 
   else fprintf(md, "%+.2f%s", g.lo, g.over ? " ✗" : "");
 }
 
-int paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]) {
+int report_paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]) {
   const char *variants[PAPER_MAX_COLUMNS];
-  const int nv = paper_variants(x, variants, PAPER_MAX_COLUMNS - 2);
+  const int nv = report_paper_variants(x, variants, PAPER_MAX_COLUMNS - 2);
   int n = 0;
   cols[n] = (paper_column){"paper", ""}, snprintf(names[n++], 96, "ours, `paper` mode");
   cols[n] = (paper_column){"strict", ""}, snprintf(names[n++], 96, "ours, `strict` mode");
@@ -90,13 +90,13 @@ static bool figure_has(const char *figure, const config_paper_claim *c) {
   return !figure || !strcmp(figure, c->figure);
 }
 
-const paper_value *paper_claim_value(paper_ctx *x, int claim, int k) {
+const paper_value *report_paper_claim_value(paper_ctx *x, int claim, int k) {
   const size_t i = (size_t)claim * PAPER_MAX_COLUMNS + (size_t)k;
   if (!x->known[i]) {
     paper_column cols[PAPER_MAX_COLUMNS];
     char names[PAPER_MAX_COLUMNS][96];
-    paper_columns(x, cols, names);
-    x->values[i] = paper_eval(x, &x->numbers->claims[claim].ours, &cols[k]);
+    report_paper_columns(x, cols, names);
+    x->values[i] = report_paper_eval(x, &x->numbers->claims[claim].ours, &cols[k]);
     x->known[i] = true;
   }
   return &x->values[i];
@@ -113,13 +113,13 @@ static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *col
   *over = false;
   for (int k = 0; k < ncols; k++) {
     fprintf(md, " | ");
-    if (!paper_query_has_column(&c->ours, &cols[k])) {
+    if (!report_paper_query_has_column(&c->ours, &cols[k])) {
       fprintf(md, "— | —");
       continue;
     }
-    const paper_value v = *paper_claim_value(x, ci, k);
+    const paper_value v = *report_paper_claim_value(x, ci, k);
     const gap_t g = claim_gap(c, &v);
-    paper_md_value(md, &v, c->unit);
+    report_paper_md_value(md, &v, c->unit);
     fprintf(md, " | ");
     gap_md(md, c, &v, g);
     *over = *over || (v.ok && (g.over || g.fails));
@@ -128,11 +128,11 @@ static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *col
   fprintf(md, " | `%s` |\n", c->id);
 }
 
-int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
+int report_paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
   (void)err;
   paper_column cols[PAPER_MAX_COLUMNS];
   char names[PAPER_MAX_COLUMNS][96];
-  const int ncols = paper_columns(x, cols, names);
+  const int ncols = report_paper_columns(x, cols, names);
   if (figure) fprintf(md, "<a id=\"claims-%s\"></a>\n\n", figure); /* the headline table links here */
   fprintf(md, "| # | stated by the paper (section) | paper |");
   for (int k = 0; k < ncols; k++) fprintf(md, " %s | gap |", names[k]);
@@ -165,7 +165,7 @@ int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
 /* ---- figure sections --------------------------------------------------------------- */
 
 /* An image of the output folder, or a note when the pipeline did not draw it. */
-void paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt) {
+void report_paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt) {
   char path[PATH_MAX * 2];
   snprintf(path, sizeof path, "%s/%s", x->o->out_dir, rel);
   if (access(path, R_OK) == 0) fprintf(md, "![%s](%s)\n\n", alt, rel);
@@ -173,13 +173,13 @@ void paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt) {
 }
 
 /* The section of a figure: heading, text, the per-run images and the figure's claims. */
-int paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
-                    const char *const *images, int nimages, enpu_err *err) {
+int report_paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
+                           const char *const *images, int nimages, enpu_err *err) {
   fprintf(md, "## %s\n\n%s\n\n", heading, text);
-  for (int i = 0; i < nimages; i++) paper_md_image(x, md, images[i], images[i]);
+  for (int i = 0; i < nimages; i++) report_paper_md_image(x, md, images[i], images[i]);
   bool any = false;
   for (int i = 0; i < x->numbers->nclaims; i++) any = any || !strcmp(x->numbers->claims[i].figure, figure);
-  return any ? paper_md_claims(x, md, figure, err) : ENPU_OK;
+  return any ? report_paper_md_claims(x, md, figure, err) : ENPU_OK;
 }
 
 /* ---- how the numbers were made ------------------------------------------------------- */
@@ -191,27 +191,28 @@ static double ga_walk_gap(paper_ctx *x, int *n) {
   *n = 0;
   for (int i = 0; i < x->nmodels; i++) {
     double slacks[32];
-    const int ns = paper_request_slacks(&x->models[i], &col, slacks, 32);
+    const int ns = report_paper_request_slacks(&x->models[i], &col, slacks, 32);
     for (int ph = 0; ph < CONFIG_NPHASE; ph++)
       for (int s = 0; s < ns; s++) {
         paper_value why = {0};
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *ga = paper_request_plan(&x->models[i], &col, "dvfs-c", ph, slacks[s], &b, &why);
+        const store_plan_rec *ga = report_paper_request_plan(&x->models[i], &col, "dvfs-c", ph, slacks[s], &b,
+                                                             &why);
         const store_plan_rec *walk =
-            ga ? paper_request_plan(&x->models[i], &col, "dvfs-c-walk", ph, slacks[s], &b, &why) : NULL;
+            ga ? report_paper_request_plan(&x->models[i], &col, "dvfs-c-walk", ph, slacks[s], &b, &why) : NULL;
         if (walk) worst = fmax(worst, 100 * fabs(ga->savings_vs_nodvfs - walk->savings_vs_nodvfs)), (*n)++;
       }
   }
   return worst;
 }
 
-void paper_md_method(paper_ctx *x, FILE *md) {
+void report_paper_md_method(paper_ctx *x, FILE *md) {
   int n = 0;
   const double gap = ga_walk_gap(x, &n);
   double ga_s = 0;
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
-      const double s = paper_compile_s(&x->models[i], "dvfs-c", ph, CONFIG_LEVEL_TOTAL);
+      const double s = report_paper_compile_s(&x->models[i], "dvfs-c", ph, CONFIG_LEVEL_TOTAL);
       if (s == s) ga_s = fmax(ga_s, s);
     }
   fprintf(md,
@@ -227,7 +228,7 @@ void paper_md_method(paper_ctx *x, FILE *md) {
           "where both exist the two save within %.2f points of each other (`paper` mode).\n",
           ga_s, n, gap);
   const char *variants[PAPER_MAX_COLUMNS];
-  const int nv = paper_variants(x, variants, PAPER_MAX_COLUMNS);
+  const int nv = report_paper_variants(x, variants, PAPER_MAX_COLUMNS);
   for (int i = 0; i < nv; i++)
     fprintf(md,
             "- **Sensitivity `%s`**: the single request compiled on the chip of the run "
@@ -237,6 +238,7 @@ void paper_md_method(paper_ctx *x, FILE *md) {
   fprintf(md, "- **Not computed by this build** (their rows say why):");
   int missing = 0;
   for (int c = 0; c < x->numbers->nclaims; c++)
-    if (!paper_claim_value(x, c, 0)->ok) fprintf(md, "%s `%s`", missing++ ? "," : "", x->numbers->claims[c].id);
+    if (!report_paper_claim_value(x, c, 0)->ok)
+      fprintf(md, "%s `%s`", missing++ ? "," : "", x->numbers->claims[c].id);
   fprintf(md, "%s.\n\n", missing ? "" : " none");
 }

@@ -34,7 +34,7 @@ static void table2_model(FILE *md, const paper_model *m, const config_cluster *c
   }
 }
 
-int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
+int report_paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
   fprintf(md, "## 2. Tables 2 and 3: SLOs and nodes\n\n"
               "Table 2's SLOs are 5× the single-request TTFT/TPOT on the model's node (§2). Ours: 5× our NoDVFS "
               "time of one request at each class's length (`enpu graph --time`; prefill at the input length, "
@@ -71,7 +71,7 @@ int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
 
 /* ---- Table 5 --------------------------------------------------------------------------- */
 
-int paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
+int report_paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
   if (!x->numbers->ntable5 || !x->nmodels) return ENPU_OK;
   config_job *job = NULL;
   ENPU_FORWARD(config_job_load(x->models[0].job, &job, err));
@@ -143,8 +143,8 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++)
       for (size_t p = 0; p < sizeof t7_policies / sizeof *t7_policies; p++) {
-        const double op = paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP);
-        const double rq = paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_REQ);
+        const double op = report_paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP);
+        const double rq = report_paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_REQ);
         if (!isnan(op))
           fprintf(f, "\"%s %s %s\" %.6g %.6g\n", x->models[i].name, phase_names[ph], t7_policies[p], fmax(op, 1e-4),
                   fmax(rq, 1e-4));
@@ -163,7 +163,7 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
   return report_run_gnuplot(x->gnuplot, x->absdir, "figure14.gp", "figure14.png", err);
 }
 
-int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
+int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
   fprintf(md,
           "## 4. Table 7 and Figure 14: the search and its cost\n\n"
           "Explored plans of one request at %.0f %% slack in the budget mode `%s` (`enpu compile --json`): "
@@ -182,17 +182,19 @@ int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
       const config_paper_t7 *row = table7_numbers(x, x->models[i].name, ph);
       fprintf(md, "| %s | %s |", x->models[i].name, phase_names[ph]);
       for (size_t p = 0; p < 3; p++) {
-        t7_cell(md, paper_t7_value(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP), row, t7_policies[p], 0);
-        t7_cell(md, paper_t7_value(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_REQ), row, t7_policies[p], 1);
+        t7_cell(md, report_paper_t7_value(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP), row, t7_policies[p],
+                0);
+        t7_cell(md, report_paper_t7_value(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_REQ), row, t7_policies[p],
+                1);
       }
       fprintf(md, "\n");
     }
   fprintf(md, "\nFigure 14: the compile seconds of the same requests on this machine, one core (the paper: 24 Xeon "
               "cores), operator level and request level over every slack.\n\n");
   ENPU_FORWARD(figure14_plot(x, err));
-  paper_md_image(x, md, "figure14.png", "Figure 14");
-  ENPU_FORWARD(paper_md_claims(x, md, "7", err));
-  return paper_md_claims(x, md, "14", err);
+  report_paper_md_image(x, md, "figure14.png", "Figure 14");
+  ENPU_FORWARD(report_paper_md_claims(x, md, "7", err));
+  return report_paper_md_claims(x, md, "14", err);
 }
 
 /* ---- Figure 11 per model --------------------------------------------------------------- */
@@ -242,9 +244,9 @@ static void f11_paper_points(FILE *f, const paper_ctx *x, const store_contents *
 static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const char *dat, f11_data *d,
                    enpu_err *err) {
   paper_value why = {0};
-  paper_run *run = paper_find_run(m, "request", col, &why);
+  paper_run *run = report_paper_find_run(m, "request", col, &why);
   if (!run) return 0;
-  d->ns = paper_request_slacks(m, col, d->slacks, 32);
+  d->ns = report_paper_request_slacks(m, col, d->slacks, 32);
   d->n = report_headline_policies(run->c, 1, d->idx, 5);
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(x->o->out_dir, dat, &f, err));
@@ -258,8 +260,8 @@ static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const 
       fprintf(f, "%g", 100 * d->slacks[s]);
       for (size_t k = 0; k < d->n; k++) {
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *pl = paper_request_plan(m, col, run->c->policies[d->idx[k]].name, ph, d->slacks[s],
-                                                      &b, &why);
+        const store_plan_rec *pl = report_paper_request_plan(m, col, run->c->policies[d->idx[k]].name, ph,
+                                                             d->slacks[s], &b, &why);
         if (!pl) fprintf(f, " NaN NaN NaN");
         else
           fprintf(f, " %.4f %.4f %.4f", 100 * pl->savings_vs_nodvfs,
@@ -302,7 +304,7 @@ static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_
   const int rc = f11_dat(x, m, col, dat, &d, err);
   if (rc <= 0) return rc;
   paper_value why = {0};
-  const store_contents *c = paper_find_run(m, "request", col, &why)->c;
+  const store_contents *c = report_paper_find_run(m, "request", col, &why)->c;
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(x->o->out_dir, gp, &f, err));
   snprintf(title, sizeof title, "Figure 11: %s, one request, budget mode %s", m->name, col->budget);
@@ -325,9 +327,9 @@ static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_
 static void f11_table(FILE *md, paper_model *m) {
   const paper_column pc = {"paper", ""}, sc = {"strict", ""};
   paper_value why = {0};
-  paper_run *run = paper_find_run(m, "request", &pc, &why);
+  paper_run *run = report_paper_find_run(m, "request", &pc, &why);
   double slacks[32];
-  const int ns = run ? paper_request_slacks(m, &pc, slacks, 32) : 0;
+  const int ns = run ? report_paper_request_slacks(m, &pc, slacks, 32) : 0;
   size_t idx[REPORT_MAX_SERIES], np = run ? report_headline_policies(run->c, 0, idx, REPORT_MAX_SERIES - 1) : 0;
   for (size_t p = 0; run && p < run->c->npolicies; p++)
     if (!strcmp(run->c->policies[p].name, "dvfs-c-walk") &&
@@ -344,8 +346,8 @@ static void f11_table(FILE *md, paper_model *m) {
       for (size_t p = 0; p < np; p++) {
         const char *name = run->c->policies[idx[p]].name;
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *a = paper_request_plan(m, &pc, name, ph, slacks[s], &b, &why);
-        const store_plan_rec *z = paper_request_plan(m, &sc, name, ph, slacks[s], &b, &why);
+        const store_plan_rec *a = report_paper_request_plan(m, &pc, name, ph, slacks[s], &b, &why);
+        const store_plan_rec *z = report_paper_request_plan(m, &sc, name, ph, slacks[s], &b, &why);
         if (a) fprintf(md, " %.2f", 100 * a->savings_vs_nodvfs);
         else fprintf(md, " –");
         if (z) fprintf(md, " / %.2f |", 100 * z->savings_vs_nodvfs);
@@ -357,7 +359,7 @@ static void f11_table(FILE *md, paper_model *m) {
   }
 }
 
-int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
+int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
   fprintf(
       md,
       "## 5. Figure 11: energy saving, power saving and overhead of one request against slack\n\n"
@@ -376,9 +378,9 @@ int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
       ENPU_FORWARD(rc);
       char png[160];
       snprintf(png, sizeof png, "figure11_%s_%s.png", x->models[i].name, budgets[b]);
-      paper_md_image(x, md, png, png);
+      report_paper_md_image(x, md, png, png);
     }
     f11_table(md, &x->models[i]);
   }
-  return paper_md_claims(x, md, "11", err);
+  return report_paper_md_claims(x, md, "11", err);
 }

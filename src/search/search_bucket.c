@@ -44,7 +44,7 @@ static int bucket_units(search_ctx *s, cost_ctx *cost, const graph *g, config_po
   return search_units_build(s, cost, g, policy, *opt, u, err);
 }
 
-/* What unit_compile needs besides the unit (a search_set_fn's user). */
+/* What search_unit_compile_cached needs besides the unit (a search_set_fn's user). */
 typedef struct {
   search_ctx *s;
   cost_ctx *cost;
@@ -58,7 +58,7 @@ typedef struct {
 static int unit_set(void *user, int unit, int rank, int distinct, search_pareto *out, enpu_err *err) {
   (void)rank, (void)distinct;
   const unit_compile_user *c = user;
-  return unit_compile(c->s, c->cost, c->g, c->u, unit, c->policy, c->opt, c->cache, out, err);
+  return search_unit_compile_cached(c->s, c->cost, c->g, c->u, unit, c->policy, c->opt, c->cache, out, err);
 }
 
 /* The result keeps the sets, each unit its own copy of a shared one. */
@@ -84,11 +84,11 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
   uint64_t *signature = enpu_calloc((size_t)u->count + 1, sizeof *signature);
   unit_compile_user c = {s, cost, g, u, policy, opt, NULL};
   search_sets sets = {0};
-  int rc = signature ? unit_cache_create(&c.cache, err)
+  int rc = signature ? search_unit_cache_create(&c.cache, err)
                      : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
   for (int i = 0; rc == 0 && i < u->count; i++) signature[i] = u->unit[i].signature;
   if (rc == 0) rc = search_sets_compile(signature, u->count, unit_set, &c, &sets, err);
-  unit_cache_free(c.cache);
+  search_unit_cache_free(c.cache);
   free(signature);
   if (rc < 0) enpu_err_prefix(err, "%s: ", config_policy_name(policy));
   search_units *owned = u;
@@ -126,7 +126,7 @@ static int bucket_alloc(const graph *g, const search_units *u, int nslack, int p
   }
   for (size_t x = 0; x < n; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) sc->peak_state[x][c] = peak;
-  return req_init(rq, sc, g, (int64_t)n, err);
+  return search_req_init(rq, sc, g, (int64_t)n, err);
 }
 
 /* Reference times: NoDVFS and the eNPU 5-domain pipeline at all-peak on the policy's
@@ -188,8 +188,8 @@ static int bucket_uniform(search_ctx *s, cost_ctx *cost, const graph *g, const p
 /* The policy's all-peak plan on the real operator order, plain and (pg) gated. */
 static int bucket_peak_plan(const request *rq, scratch *sc, search_bucket_result *out, enpu_err *err) {
   const int(*peak)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->peak_state;
-  ENPU_FORWARD(req_total(rq, peak, 0, &sc->peak_plain, err));
-  if (rq->gating) ENPU_FORWARD(req_total(rq, peak, 1, &sc->peak_gated, err));
+  ENPU_FORWARD(search_req_total(rq, peak, 0, &sc->peak_plain, err));
+  if (rq->gating) ENPU_FORWARD(search_req_total(rq, peak, 1, &sc->peak_gated, err));
   out->policy_peak_time_ns = sc->peak_plain.time_ns;
   out->policy_peak_energy_nj = sc->peak_plain.energy_nj;
   return 0;
@@ -210,8 +210,8 @@ static int bucket_slack(const request *rq, scratch *sc, const policy_setup *ps, 
     ENPU_FORWARD(search_greedy_build(sc->req, rq->units->count, pl->budget_ns, &sc->greedy, err));
     w = sc->greedy;
   }
-  if (ps->request == SEARCH_REQ_GA) ENPU_FORWARD(plan_slack_ga(rq, sc, opt, k == 0, out, pl, err));
-  else ENPU_FORWARD(plan_slack_walk(rq, sc, w, out, pl, err));
+  if (ps->request == SEARCH_REQ_GA) ENPU_FORWARD(search_plan_slack_ga(rq, sc, opt, k == 0, out, pl, err));
+  else ENPU_FORWARD(search_plan_slack_walk(rq, sc, w, out, pl, err));
   if (k > 0 && pl->energy_nj > out->plans[k - 1].energy_nj) {
     /* Transitions made this plan dearer than the smaller slack's plan, which fits. */
     const search_slack_plan *prev = &out->plans[k - 1];
@@ -277,14 +277,14 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   policy_setup ps;
   int64_t instances;
   int rc = check_options(slacks, nslack, opt, err);
-  if (rc == 0) rc = req_prepare(s, policy, opt, g, &ps, &instances, err);
+  if (rc == 0) rc = search_req_prepare(s, policy, opt, g, &ps, &instances, err);
   if (rc == 0 && ps.ops == POWER_OPS_CHIPWIDE) {
     rc = bucket_uniform(s, cost, g, &ps, sets, slacks, nslack, opt->budget, out, err);
     if (rc < 0) search_bucket_result_free(out);
     return rc;
   }
   scratch sc = {0};
-  request rq = req_of_setup(u, &ps, opt, cost);
+  request rq = search_req_of_setup(u, &ps, opt, cost);
   rq.sets = sets;
   if (rc == 0) rc = bucket_alloc(g, u, nslack, s->chip->freq_states, &rq, &sc, out, err);
   if (rc == 0) rc = bucket_reference(s, cost, g, &ps, out, err);
@@ -295,7 +295,7 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   if (rc == 0) rc = bucket_walk(u, &sc, slacks[nslack - 1], opt, out, err);
   const double walk_s = enpu_now_s() - t_walk0;
   if (rc == 0 && (ps.request == SEARCH_REQ_GA || opt->transition_aware))
-    rc = ga_genes_make(u, sets, opt->ga_groups, &sc, err);
+    rc = search_ga_genes_make(u, sets, opt->ga_groups, &sc, err);
   for (int k = 0; rc == 0 && k < nslack; k++) {
     const double t0 = enpu_now_s();
     search_slack_plan *pl = &out->plans[k];
@@ -306,7 +306,7 @@ static int bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
     pl->search_s = walk_s + (enpu_now_s() - t0);
   }
   if (rc == 0) rc = search_check_invariants(out->plans, nslack, out->policy_peak_energy_nj, err);
-  scratch_free(&sc);
+  search_scratch_free(&sc);
   if (rc < 0) {
     enpu_err_prefix(err, "%s: ", config_policy_name(policy));
     search_bucket_result_free(out);

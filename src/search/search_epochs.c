@@ -178,7 +178,7 @@ static int epoch_units(const graph *g, const int *op_of, int64_t n, const region
   }
   for (int u = 0; u < nu; u++) members += (int)(r[order[rep[u]]].last - r[order[rep[u]]].first + 1);
   search_units *un = NULL;
-  int rc = units_alloc(nu, members, n, &un, err);
+  int rc = search_units_alloc(nu, members, n, &un, err);
   for (int u = 0, mfirst = 0; rc == 0 && u < nu; u++) {
     const region *e = &r[order[rep[u]]];
     search_unit *su = &un->unit[u];
@@ -201,7 +201,7 @@ static int epoch_units(const graph *g, const int *op_of, int64_t n, const region
     for (int64_t x = r[order[e]].first; x <= r[order[e]].last; x++)
       un->walk_of[x] = unit_of[e] + (x == r[order[e]].first ? 0 : nu);
   }
-  if (rc == 0) rc = units_finish(un, err);
+  if (rc == 0) rc = search_units_finish(un, err);
   free(unit_of);
   free(rep);
   if (rc < 0) search_units_free(un);
@@ -209,10 +209,10 @@ static int epoch_units(const graph *g, const int *op_of, int64_t n, const region
   return rc;
 }
 
-int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, double epoch_ns,
-                    search_units **out, enpu_err *err) {
+int search_units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, double epoch_ns,
+                           search_units **out, enpu_err *err) {
   int64_t n;
-  ENPU_FORWARD(req_check_graph(g, &n, err));
+  ENPU_FORWARD(search_req_check_graph(g, &n, err));
   const int nops = graph_op_count(g);
   merge_state m = {0};
   const int binary = power_policy_of(policy)->ops == POWER_OPS_COMPUTE; /* one compute domain */
@@ -225,7 +225,7 @@ int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy
   int rc = label && t_ns && op_of && order && m.r && m.heap
                ? op_labels(s, cost, g, binary, label, t_ns, err)
                : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (epochs of %lld ops)", (long long)n);
-  if (rc == 0) each_instance(g, op_of_visit, op_of);
+  if (rc == 0) search_each_instance(g, search_op_of_visit, op_of);
   if (rc == 0 && n > 0) {
     const int nr = first_regions(&m, op_of, n, label, t_ns);
     int ne = 0;
@@ -250,7 +250,7 @@ int search_units_build(search_ctx *s, cost_ctx *cost, const graph *g, config_pol
   if (!opt) search_options_default(&defaults), opt = &defaults;
   const power_policy *row = power_policy_of(policy);
   ENPU_RETURN_IF(!row, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
-  if (!row->epoch) return units_of_ops(g, out, err);
+  if (!row->epoch) return search_units_of_ops(g, out, err);
   ENPU_RETURN_IF(!(opt->epoch_ns > 0), err, ENPU_ERR_INVALID, "epoch of %g ns: expected > 0", opt->epoch_ns);
-  return units_of_epochs(s, cost, g, policy, opt->epoch_ns, out, err);
+  return search_units_of_epochs(s, cost, g, policy, opt->epoch_ns, out, err);
 }

@@ -3,7 +3,7 @@
  * job's budget mode, optionally transition-aware (rail lifting, local search); and the
  * re-simulation `enpu validate` checks stored plans with.
  *
- * Pricing (req_total): every instance is evaluated by the cost model after the instance
+ * Pricing (search_req_total): every instance is evaluated by the cost model after the instance
  * before it — per-rail transitions inside the op (cost_eval_after, the default) — or
  * alone plus a whole-chip stall between the two (SEARCH_TRANS_CHIP_STALL); `ideal` has no
  * transitions. A small cache per graph op keeps the last evaluations, since consecutive
@@ -28,13 +28,14 @@
  * T_peak) summed the same op times in their own orders. */
 #define FIT_RTOL 1e-9
 
-int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt, const graph *g,
-                policy_setup *ps, int64_t *instances, enpu_err *err) {
+int search_req_prepare(const search_ctx *s, config_policy policy, const search_options *opt, const graph *g,
+                       policy_setup *ps, int64_t *instances, enpu_err *err) {
   ENPU_FORWARD(search_policy_setup(s, policy, opt, ps, err));
-  return req_check_graph(g, instances, err);
+  return search_req_check_graph(g, instances, err);
 }
 
-request req_of_setup(const search_units *u, const policy_setup *ps, const search_options *opt, cost_ctx *cost) {
+request search_req_of_setup(const search_units *u, const policy_setup *ps, const search_options *opt,
+                            cost_ctx *cost) {
   request rq = {.units = u, .offset = u->offset, .cost = cost, .model = opt->transitions, .budget = opt->budget};
   rq.pm = ps->pm, rq.transitions = ps->transitions, rq.dom = &ps->dom;
   rq.pipe = &ps->pipe, rq.gate_pipe = &ps->gate_pipe, rq.gating = ps->gating;
@@ -42,13 +43,13 @@ request req_of_setup(const search_units *u, const policy_setup *ps, const search
   return rq;
 }
 
-int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
+int search_req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err) {
   const int nops = graph_op_count(g);
   ENPU_RETURN_IF(ENPU_CALLOC_PARTS(ENPU_PART(sc->op_of, (size_t)instances + 1),
                                    ENPU_PART(sc->cache, (size_t)nops * REQ_CACHE_WAYS + 1),
                                    ENPU_PART(sc->cache_next, (size_t)nops + 1)) < 0,
                  err, ENPU_ERR_NOMEM, "out of memory (request of %lld instances)", (long long)instances);
-  each_instance(g, op_of_visit, sc->op_of);
+  search_each_instance(g, search_op_of_visit, sc->op_of);
   for (size_t k = 0; k < (size_t)nops * REQ_CACHE_WAYS; k++) sc->cache[k].state[0] = -1;
   rq->g = g;
   rq->instances = instances;
@@ -62,15 +63,15 @@ void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP
   for (int64_t w = 0; w < u->instances; w++) memcpy(walk[w], exec[u->first_x[w]], sizeof walk[0]);
 }
 
-void scratch_free(scratch *sc) {
+void search_scratch_free(scratch *sc) {
   free(sc->req);
   free(sc->pos);
   free(sc->best_pos);
   free(sc->peak_state);
   free(sc->cand);
   free(sc->lift);
-  free(sc->op_of);  /* owns cache and cache_next (req_init) */
-  free(sc->ga_req); /* owns the other ga_ arrays (ga_genes_make) */
+  free(sc->op_of);  /* owns cache and cache_next (search_req_init) */
+  free(sc->ga_req); /* owns the other ga_ arrays (search_ga_genes_make) */
   search_walk_free(sc->hull);
   search_walk_free(sc->greedy);
 }
@@ -217,7 +218,7 @@ static int total_gated(const request *rq, const int (*state)[CONFIG_NCOMP], req_
   return 0;
 }
 
-int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out, enpu_err *err) {
+int search_req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out, enpu_err *err) {
   *out = (req_cost){0};
   ENPU_RETURN_IF(gated && !rq->gating, err, ENPU_ERR_INTERNAL, "a gated plan of a policy without gating");
   if (gated) return total_gated(rq, state, out, err);
@@ -267,13 +268,13 @@ static int take_cand(const request *rq, scratch *sc, search_slack_plan *pl, req_
                      int *fit_gated, int *took, enpu_err *err) {
   const int(*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
   *took = 0;
-  ENPU_FORWARD(req_total(rq, cand, 0, plain, err));
+  ENPU_FORWARD(search_req_total(rq, cand, 0, plain, err));
   pl->request_evals++;
   if (fit_plain) *fit_plain = fits(rq, plain, pl->budget_ns);
   if (take_if_better(rq, cand, plain, 0, pl)) *took = 1;
   if (!rq->gating) return 0;
   req_cost gated;
-  ENPU_FORWARD(req_total(rq, cand, 1, &gated, err));
+  ENPU_FORWARD(search_req_total(rq, cand, 1, &gated, err));
   pl->request_evals++;
   if (fit_gated) *fit_gated = fits(rq, &gated, pl->budget_ns);
   if (take_if_better(rq, cand, &gated, 1, pl)) *took = 2;
@@ -341,7 +342,7 @@ static int lift_rails(const request *rq, scratch *sc, search_slack_plan *pl, enp
         sc->lift[x][c] = k >= 0 && (mask >> k & 1u) && st < floor_state[k] ? floor_state[k] : st;
       }
     req_cost c;
-    ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->lift, 0, &c, err));
+    ENPU_FORWARD(search_req_total(rq, (const int(*)[CONFIG_NCOMP])sc->lift, 0, &c, err));
     pl->request_evals++;
     if (take_if_better(rq, (const int(*)[CONFIG_NCOMP])sc->lift, &c, 0, pl))
       pl->lifted_mask = mask, pl->walk_moves = -1, sc->have_best = 0;
@@ -375,7 +376,7 @@ static int polish(const request *rq, scratch *sc, search_slack_plan *pl, enpu_er
           else sc->pos[r] = 0; /* sc->pos: which instances moved, to undo */
         fill_cand(rq, sc, sc->best_pos);
         req_cost c;
-        const int rc = req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, 0, &c, err);
+        const int rc = search_req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, 0, &c, err);
         for (int64_t r = 0; r < n; r++) p[r] -= sc->pos[r] ? d : 0;
         ENPU_FORWARD(rc);
         pl->request_evals++;
@@ -453,13 +454,13 @@ static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, r
   const int(*cand)[CONFIG_NCOMP] = (const int(*)[CONFIG_NCOMP])sc->cand;
   int took = 0;
   if (!*found_plain) {
-    if (confirm) ENPU_FORWARD(req_total(rq, cand, 0, run, err));
+    if (confirm) ENPU_FORWARD(search_req_total(rq, cand, 0, run, err));
     *found_plain = fits(rq, run, pl->budget_ns);
     took |= take_if_better(rq, cand, run, 0, pl);
   }
   if (!*found_gated) {
     req_cost gated;
-    ENPU_FORWARD(req_total(rq, cand, 1, &gated, err));
+    ENPU_FORWARD(search_req_total(rq, cand, 1, &gated, err));
     pl->request_evals++;
     *found_gated = fits(rq, &gated, pl->budget_ns);
     took |= take_if_better(rq, cand, &gated, 1, pl);
@@ -472,8 +473,8 @@ static int take_prefix(const request *rq, scratch *sc, int64_t m, int confirm, r
   return 0;
 }
 
-int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const search_bucket_result *res,
-                    search_slack_plan *pl, enpu_err *err) {
+int search_plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const search_bucket_result *res,
+                           search_slack_plan *pl, enpu_err *err) {
   search_prefix pf;
   ENPU_FORWARD(search_walk_prefix(w, pl->budget_ns, &pf, err));
   plan_peak(rq, sc, res, pl);
@@ -486,7 +487,7 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const 
   req_cost run;
   ENPU_FORWARD(search_walk_positions(w, pf.moves, sc->pos, err));
   fill_cand(rq, sc, sc->pos);
-  ENPU_FORWARD(req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, 0, &run, err));
+  ENPU_FORWARD(search_req_total(rq, (const int(*)[CONFIG_NCOMP])sc->cand, 0, &run, err));
   int found_plain = 0, found_gated = !rq->gating;
   for (int64_t m = pf.moves; m >= 0 && !(found_plain && found_gated); m--) {
     if (m < pf.moves) ENPU_FORWARD(step_back(rq, sc, w, m, &step, &run, err));
@@ -501,7 +502,8 @@ int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const 
   return plan_fits(rq, pl, res, err);
 }
 
-int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups, scratch *sc, enpu_err *err) {
+int search_ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups, scratch *sc,
+                         enpu_err *err) {
   int n = 0;
   for (int i = 0; i < u->count; i++) {
     const int64_t m = u->unit[i].multiplicity;
@@ -531,8 +533,8 @@ int ga_genes_make(const search_units *u, const search_pareto *const *sets, int g
  * updated): GA, finalisation with transitions (and rail lifting), and while the plan
  * overruns (strict: transitions; paper: never, the genome's time is its critical path),
  * the GA again on the budget less the overrun (at most 3 times). */
-int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
-                  const search_bucket_result *res, search_slack_plan *pl, enpu_err *err) {
+int search_plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
+                         const search_bucket_result *res, search_slack_plan *pl, enpu_err *err) {
   plan_peak(rq, sc, res, pl);
   pl->request_evals = 0;
   const int aware = rq->transition_aware && rq->transitions;
@@ -576,29 +578,29 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;
   int64_t instances;
-  ENPU_FORWARD(req_prepare(s, policy, opt, g, &ps, &instances, err));
+  ENPU_FORWARD(search_req_prepare(s, policy, opt, g, &ps, &instances, err));
   search_units *u = NULL;
   ENPU_FORWARD(search_units_build(s, cost, g, policy, opt, &u, err));
   scratch sc = {0};
-  request rq = req_of_setup(u, &ps, opt, cost);
+  request rq = search_req_of_setup(u, &ps, opt, cost);
   rq.gating = ps.gating || gated;
   rq.transition_aware = false;
   int(*exec)[CONFIG_NCOMP] = enpu_calloc((size_t)instances + 1, sizeof *exec);
-  int rc = exec ? req_init(&rq, &sc, g, instances, err)
+  int rc = exec ? search_req_init(&rq, &sc, g, instances, err)
                 : enpu_errorf(err, ENPU_ERR_NOMEM,
                               "out of memory (plan of %lld "
                               "instances)",
                               (long long)instances);
   for (int64_t x = 0; rc == 0 && x < instances; x++) memcpy(exec[x], state[u->walk_of[x]], sizeof exec[x]);
   req_cost c;
-  if (rc == 0) rc = req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &c, err);
+  if (rc == 0) rc = search_req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &c, err);
   if (rc == 0) {
     *out = (search_plan_totals){
         .time_ns = c.time_ns, .cp_time_ns = c.cp_ns, .energy_nj = c.energy_nj, .gates = c.gates};
     memcpy(out->regulator_loss_nj, c.loss_nj, sizeof out->regulator_loss_nj);
   }
   free(exec);
-  scratch_free(&sc);
+  search_scratch_free(&sc);
   search_units_free(u);
   return rc;
 }

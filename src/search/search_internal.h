@@ -8,7 +8,7 @@
  * positions (pos[]) are in the walk numbering of its units (search_units: unit u's
  * instances at offset[u] .. offset[u] + multiplicity − 1 in execution order, so a graph
  * op's are layer-major: instance r·count + c is copy c in layer r). Every plan a
- * request prices goes through req_total, so the compiler, finalisation and validation
+ * request prices goes through search_req_total, so the compiler, finalisation and validation
  * (search_plan_simulate) price a plan the same way, bit for bit. */
 #ifndef ENPU_SEARCH_INTERNAL_H
 #define ENPU_SEARCH_INTERNAL_H
@@ -140,7 +140,7 @@ typedef struct {
   double saved_w[CONFIG_NCOMP], saved_loss_w[CONFIG_NCOMP];
 } req_line;
 
-/* What a plan costs (req_total). */
+/* What a plan costs (search_req_total). */
 typedef struct {
   double time_ns, cp_ns, energy_nj;
   double loss_nj[CONFIG_NCOMP];
@@ -200,13 +200,14 @@ typedef struct {
 
 /* Every op's multiplicity is its segment's repeat × its count; *instances: op instances
  * of a pass. */
-int req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
+int search_req_check_graph(const graph *g, int64_t *instances, enpu_err *err);
 /* The policy's setup and the graph check, what every request over graph g starts with. */
-int req_prepare(const search_ctx *s, config_policy policy, const search_options *opt, const graph *g,
-                policy_setup *ps, int64_t *instances, enpu_err *err);
+int search_req_prepare(const search_ctx *s, config_policy policy, const search_options *opt, const graph *g,
+                       policy_setup *ps, int64_t *instances, enpu_err *err);
 /* A request over units u priced by the setup ps and the options' transitions and budget
  * (no Pareto sets: the caller adds them when it searches). */
-request req_of_setup(const search_units *u, const policy_setup *ps, const search_options *opt, cost_ctx *cost);
+request search_req_of_setup(const search_units *u, const policy_setup *ps, const search_options *opt,
+                            cost_ctx *cost);
 
 /* Visits graph g's instances in execution order (graph.h): visit(ctx, i, x, w) for the
  * instance of op i at execution index x, numbered w among op i's (copy c of op i in layer
@@ -214,47 +215,48 @@ request req_of_setup(const search_units *u, const policy_setup *ps, const search
  * Runs once per request set-up, unit set or stored plan, never in the search's inner
  * loop. */
 typedef void instance_visit(void *ctx, int op, int64_t exec, int64_t walk);
-void each_instance(const graph *g, instance_visit *visit, void *ctx);
+void search_each_instance(const graph *g, instance_visit *visit, void *ctx);
 /* The visit that fills ctx, an int op_of[], with the graph op of each execution index. */
-void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk);
+void search_op_of_visit(void *ctx, int op, int64_t exec, int64_t walk);
 
 /* Allocate the execution-order arrays of a request over graph g (op_of, the cache). */
-int req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);
-void scratch_free(scratch *sc);
+int search_req_init(request *rq, scratch *sc, const graph *g, int64_t instances, enpu_err *err);
+void search_scratch_free(scratch *sc);
 
 /* Time (transitions included), critical-path time, energy and regulator loss of the plan
  * `state` (execution order), plain or with power gating (gated: rq->gating only). */
-int req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out, enpu_err *err);
+int search_req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out, enpu_err *err);
 
 /* Units of a per-operator request: one per graph op (search_units_build's default). */
-int units_of_ops(const graph *g, search_units **out, enpu_err *err);
+int search_units_of_ops(const graph *g, search_units **out, enpu_err *err);
 /* The epochs of an epoch policy (search_epochs.c). */
-int units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, double epoch_ns,
-                    search_units **out, enpu_err *err);
+int search_units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, double epoch_ns,
+                           search_units **out, enpu_err *err);
 /* Cost-model results of (graph op, plan) shared by the epochs of one compilation. */
 typedef struct unit_cache unit_cache;
-int unit_cache_create(unit_cache **out, enpu_err *err);
-void unit_cache_free(unit_cache *uc); /* NULL is a no-op */
+int search_unit_cache_create(unit_cache **out, enpu_err *err);
+void search_unit_cache_free(unit_cache *uc); /* NULL is a no-op */
 /* search_unit_compile with the compilation's cache (one pipeline and chip). */
-int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
-                 config_policy policy, const search_options *opt, unit_cache *cache, search_pareto *out,
-                 enpu_err *err);
+int search_unit_compile_cached(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                               config_policy policy, const search_options *opt, unit_cache *cache,
+                               search_pareto *out, enpu_err *err);
 
 /* Allocate a units struct for `count` units, `members` members and the given instances;
- * the caller fills it (units_finish derives offset, unit_of_walk and first_x from
+ * the caller fills it (search_units_finish derives offset, unit_of_walk and first_x from
  * walk_of). */
-int units_alloc(int count, int members, int64_t op_instances, search_units **out, enpu_err *err);
-int units_finish(search_units *u, enpu_err *err);
+int search_units_alloc(int count, int members, int64_t op_instances, search_units **out, enpu_err *err);
+int search_units_finish(search_units *u, enpu_err *err);
 
 /* The slack's plan from a walk (prefix within budget, stepping back in strict mode; rail
  * lifting and local search when transition-aware), or from the GA; the all-peak plan
  * when nothing cheaper fits. pl->budget_ns, slack and budget are set by the caller. */
-int plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const search_bucket_result *res,
-                    search_slack_plan *pl, enpu_err *err);
-int plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
-                  const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
+int search_plan_slack_walk(const request *rq, scratch *sc, const search_walk *w, const search_bucket_result *res,
+                           search_slack_plan *pl, enpu_err *err);
+int search_plan_slack_ga(const request *rq, scratch *sc, const search_options *opt, int first,
+                         const search_bucket_result *res, search_slack_plan *pl, enpu_err *err);
 /* The GA's genes: each unit's instances cut into at most `groups` runs. */
-int ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups, scratch *sc, enpu_err *err);
+int search_ga_genes_make(const search_units *u, const search_pareto *const *sets, int groups, scratch *sc,
+                         enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * The uniform policy: no DVFS plan but the table an online governor runs from, every

@@ -274,4 +274,3 @@ int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, confi
                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
   return search_op_breakdown_after(s, cost, op, policy, opt, NULL, state, out, err);
 }
-

@@ -15,7 +15,7 @@
 #include "search_internal.h"
 
 /* A graph's op instances: each op's multiplicity its segment's repeat × its count. */
-int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
+int search_req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
   *instances = 0;
   for (int si = 0; si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
@@ -31,7 +31,7 @@ int req_check_graph(const graph *g, int64_t *instances, enpu_err *err) {
 }
 
 /* Every op instance in execution order with its walk index (ops grouped per segment). */
-void each_instance(const graph *g, instance_visit *visit, void *ctx) {
+void search_each_instance(const graph *g, instance_visit *visit, void *ctx) {
   int64_t x = 0, offset = 0;
   for (int si = 0; si < graph_segment_count(g); si++) {
     const graph_segment *seg = graph_segment_at(g, si);
@@ -45,12 +45,12 @@ void each_instance(const graph *g, instance_visit *visit, void *ctx) {
   }
 }
 
-void op_of_visit(void *ctx, int op, int64_t exec, int64_t walk) {
+void search_op_of_visit(void *ctx, int op, int64_t exec, int64_t walk) {
   (void)walk;
   ((int *)ctx)[exec] = op;
 }
 
-int units_alloc(int count, int members, int64_t op_instances, search_units **out, enpu_err *err) {
+int search_units_alloc(int count, int members, int64_t op_instances, search_units **out, enpu_err *err) {
   search_units *u = enpu_calloc(1, sizeof *u);
   ENPU_RETURN_IF(!u, err, ENPU_ERR_NOMEM, "out of memory (units)");
   u->count = count;
@@ -93,7 +93,7 @@ static int units_number(search_units *u, const int64_t *occ, enpu_err *err) {
   return 0;
 }
 
-int units_finish(search_units *u, enpu_err *err) {
+int search_units_finish(search_units *u, enpu_err *err) {
   int64_t *occ = enpu_calloc((size_t)u->op_instances + 1, sizeof *occ);
   int64_t *seen = enpu_calloc((size_t)u->count + 1, sizeof *seen);
   int rc = occ && seen ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (units)");
@@ -119,12 +119,12 @@ static void unit_visit(void *ctx, int op, int64_t exec, int64_t walk) {
   ((int64_t *)ctx)[exec] = op;
 }
 
-int units_of_ops(const graph *g, search_units **out, enpu_err *err) {
+int search_units_of_ops(const graph *g, search_units **out, enpu_err *err) {
   int64_t instances;
-  ENPU_FORWARD(req_check_graph(g, &instances, err));
+  ENPU_FORWARD(search_req_check_graph(g, &instances, err));
   const int nops = graph_op_count(g);
   search_units *u;
-  ENPU_FORWARD(units_alloc(nops, nops, instances, &u, err));
+  ENPU_FORWARD(search_units_alloc(nops, nops, instances, &u, err));
   for (int i = 0; i < nops; i++) {
     const graph_op *op = graph_op_at(g, i);
     search_unit *un = &u->unit[i];
@@ -138,8 +138,8 @@ int units_of_ops(const graph *g, search_units **out, enpu_err *err) {
     u->member_op[i] = i;
     u->member_count[i] = 1;
   }
-  each_instance(g, unit_visit, u->walk_of); /* every op instance starts an occurrence */
-  const int rc = units_finish(u, err);
+  search_each_instance(g, unit_visit, u->walk_of); /* every op instance starts an occurrence */
+  const int rc = search_units_finish(u, err);
   if (rc < 0) search_units_free(u);
   else *out = u;
   return rc;
@@ -186,13 +186,13 @@ static int cache_grow(unit_cache *uc, enpu_err *err) {
   return 0;
 }
 
-int unit_cache_create(unit_cache **out, enpu_err *err) {
+int search_unit_cache_create(unit_cache **out, enpu_err *err) {
   *out = enpu_calloc(1, sizeof **out);
   ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "out of memory (epoch cost cache)");
   return 0;
 }
 
-void unit_cache_free(unit_cache *uc) {
+void search_unit_cache_free(unit_cache *uc) {
   if (!uc) return;
   free(uc->lines);
   free(uc);
@@ -235,9 +235,9 @@ static int epoch_eval(void *user, const int state[CONFIG_NCOMP], double *time_ns
   return 0;
 }
 
-int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
-                 config_policy policy, const search_options *opt, unit_cache *cache, search_pareto *out,
-                 enpu_err *err) {
+int search_unit_compile_cached(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
+                               config_policy policy, const search_options *opt, unit_cache *cache,
+                               search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
   ENPU_RETURN_IF(unit < 0 || unit >= u->count, err, ENPU_ERR_INVALID, "unit %d of %d", unit, u->count);
   const search_unit *un = &u->unit[unit];
@@ -257,9 +257,9 @@ int unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_uni
 int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
                         config_policy policy, const search_options *opt, search_pareto *out, enpu_err *err) {
   unit_cache *cache;
-  ENPU_FORWARD(unit_cache_create(&cache, err));
-  const int rc = unit_compile(s, cost, g, u, unit, policy, opt, cache, out, err);
-  unit_cache_free(cache);
+  ENPU_FORWARD(search_unit_cache_create(&cache, err));
+  const int rc = search_unit_compile_cached(s, cost, g, u, unit, policy, opt, cache, out, err);
+  search_unit_cache_free(cache);
   return rc;
 }
 

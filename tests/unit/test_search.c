@@ -1040,12 +1040,12 @@ static void test_paper_equals_strict_without_overhead(void **state) {
   assert_int_equal(graph_build(job, CONFIG_PREFILL, 1, 1024, &g, &err), 0);
   const int nops = graph_op_count(g);
   int64_t n = 0;
-  assert_int_equal(req_check_graph(g, &n, &err), 0);
+  assert_int_equal(search_req_check_graph(g, &n, &err), 0);
   search_pareto *sets = calloc((size_t)nops, sizeof *sets);
   const search_pareto **by_op = calloc((size_t)nops, sizeof *by_op);
   scratch sc = {0};
   search_units *u;
-  assert_int_equal(units_of_ops(g, &u, &err), 0);
+  assert_int_equal(search_units_of_ops(g, &u, &err), 0);
   sc.req = calloc((size_t)nops, sizeof *sc.req);
   sc.pos = calloc((size_t)n, sizeof *sc.pos);
   sc.best_pos = calloc((size_t)n, sizeof *sc.best_pos);
@@ -1075,7 +1075,7 @@ static void test_paper_equals_strict_without_overhead(void **state) {
   search_walk *w;
   assert_int_equal(search_walk_build(sc.req, nops, 2 * res.t_nodvfs_ns, &w, &err), 0);
   request rq = {.units = u, .sets = by_op, .offset = u->offset, .transitions = 1};
-  assert_int_equal(req_init(&rq, &sc, g, n, &err), 0);
+  assert_int_equal(search_req_init(&rq, &sc, g, n, &err), 0);
   synth_price sp = {&rq, 0};
   rq.price = synth_price_fn, rq.price_user = &sp;
   for (int with_overhead = 0; with_overhead < 2; with_overhead++) {
@@ -1086,7 +1086,7 @@ static void test_paper_equals_strict_without_overhead(void **state) {
       rq.budget = (config_budget)b;
       pl[b].budget_ns = 1.05 * res.t_nodvfs_ns; /* one budget for both modes */
       pl[b].state = calloc((size_t)n, sizeof *pl[b].state);
-      if (plan_slack_walk(&rq, &sc, w, &res, &pl[b], &err) < 0) fail_msg("%s", err.msg);
+      if (search_plan_slack_walk(&rq, &sc, w, &res, &pl[b], &err) < 0) fail_msg("%s", err.msg);
     }
     const int same = pl[0].walk_moves == pl[1].walk_moves &&
                      !memcmp(pl[0].state, pl[1].state, (size_t)n * sizeof *pl[0].state);
@@ -1103,7 +1103,7 @@ static void test_paper_equals_strict_without_overhead(void **state) {
     free(pl[1].state);
   }
   search_walk_free(w);
-  scratch_free(&sc);
+  search_scratch_free(&sc);
   search_units_free(u);
   for (int i = 0; i < nops; i++) free(sets[i].points);
   free(sets);
@@ -1248,8 +1248,8 @@ static void test_gating_request_by_hand(void **state) {
   gate_price gp = {.tail0 = 100, .head2 = 50, .saved_w = 2.0};
   request rq = {.instances = 3, .pm = pm, .gating = 1, .price = gate_price_fn, .price_user = &gp};
   req_cost plain, gated;
-  assert_int_equal(req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 0, &plain, &err), 0);
-  assert_int_equal(req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 1, &gated, &err), 0);
+  assert_int_equal(search_req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 0, &plain, &err), 0);
+  assert_int_equal(search_req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 1, &gated, &err), 0);
   const double wake = power_gate_wake_ns(pm, CONFIG_VU), interval = 1150 + wake;
   const double want = gp.saved_w * (interval - wake) - power_gate_wake_nj(pm, CONFIG_VU);
   assert_true(fabs((plain.energy_nj - gated.energy_nj) - want) < 1e-9);
@@ -1259,8 +1259,8 @@ static void test_gating_request_by_hand(void **state) {
    * never gated whatever they would save, nobody woken. */
   gate_price short_gp = {.tail0 = 5, .head1 = 5, .head2 = 5, .saved_w = 1e6, .busy1 = 1};
   rq.price_user = &short_gp;
-  assert_int_equal(req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 0, &plain, &err), 0);
-  assert_int_equal(req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 1, &gated, &err), 0);
+  assert_int_equal(search_req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 0, &plain, &err), 0);
+  assert_int_equal(search_req_total(&rq, (const int(*)[CONFIG_NCOMP])st, 1, &gated, &err), 0);
   assert_true(gated.energy_nj == plain.energy_nj && gated.gates == 0 && short_gp.woken == 0);
   power_model_free(pm);
   config_chip_free(chip);
