@@ -3,7 +3,7 @@
  * Parameter counts follow the public Llama 3 and DeepSeek-V2/V3 architectures: untied
  * embedding and LM head (one matrix with "tie_embeddings"), RMSNorm weights (two per layer, one final, plus MLA's
  * q/kv low-rank norms), SwiGLU FFNs (3 matrices), MLA low-rank projections, a router per MoE layer, and dense FFNs
- * in the first_dense_layers. Checked against the published sizes in tests/unit/test_config.c. */
+ * in the first_dense_layers. Checked against the published sizes in tests/unit/test_config_shipped.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -14,19 +14,16 @@
 
 #include "cost_internal.h"
 #include "test_cost.h"
+#include "test_util.h"
 
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   enpu_err err = {0};
-  if (config_chip_load(ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json", &f->chip, &err) ||
-      power_model_create(f->chip, POWER_HBM_FULL, POWER_REG_DVFS, &f->pm_dvfs, &err) ||
-      power_model_create(f->chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &f->pm_fixed, &err) ||
-      cost_ctx_create(f->chip, &f->ctx, &err)) {
-    fprintf(stderr, "setup: %s\n", err.msg);
-    return -1;
-  }
-  *state = f;
-  return 0;
+  const int failed = config_chip_load(ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json", &f->chip, &err) ||
+                     power_model_create(f->chip, POWER_HBM_FULL, POWER_REG_DVFS, &f->pm_dvfs, &err) ||
+                     power_model_create(f->chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &f->pm_fixed, &err) ||
+                     cost_ctx_create(f->chip, &f->ctx, &err);
+  return test_setup_done(failed, &err, state, f);
 }
 
 static int teardown(void **state) {

@@ -8,7 +8,9 @@
  *   test_farm                 run the tests
  *   test_farm --write DIR     write fuzz seeds (seed.journal, seed.op, seed.bucket)
  *   test_farm --bench [N]     journal append+sync throughput for bucket-sized records
- *                             (compressed by the journal, or packed as workers send them) */
+ *                             (compressed by the journal, or packed as workers send them)
+ * The module's tests are split by topic over test_farm.c and test_farm_*.c, one program
+ * (test_farm.h says which file holds what; main here runs them all). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,13 +26,10 @@
 #include "store_fixture.h"
 #include "test_farm.h"
 
-#define NPTS 3
-#define POLICY CONFIG_POLICY_ENPU_ALL
-
 /* ---------------------------------------------------------------------------------
  * Fixtures */
 
-static farm_op_result make_op(uint32_t policy, uint64_t key) {
+farm_op_result make_op(uint32_t policy, uint64_t key) {
   farm_op_result r = {
       .policy = policy, .key = key, .kind = (uint32_t)(key % 3), .evaluations = 1000 + key % 97, .npoints = NPTS};
   snprintf(r.name, sizeof r.name, "layer.op%llu", (unsigned long long)(key % 1000));
@@ -49,8 +48,8 @@ static farm_op_result make_op(uint32_t policy, uint64_t key) {
 /* A bucket over ascending keys[0..nops): per op a walk of three steps (one instance to
  * point 1, the rest to point 1, one instance to point 2), two plans with one state per
  * op (the second plan has one state that is not a Pareto point). */
-static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int seq, const uint64_t *keys,
-                                      uint32_t nops, uint64_t input_hash) {
+farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int seq, const uint64_t *keys, uint32_t nops,
+                               uint64_t input_hash) {
   farm_bucket_result r = {.policy = policy};
   store_bucket_bundle *u = &r.bundle;
   *u = (store_bucket_bundle){.nops = nops, .nwalk = 3ull * nops, .nplans = 2, .nstates = 2ull * nops};
@@ -106,7 +105,7 @@ static farm_bucket_result make_bucket(uint32_t policy, int phase, int batch, int
 }
 
 /* An infeasible bucket: status and message, nothing else. */
-static farm_bucket_result make_infeasible(uint32_t policy, int phase, int batch, int seq, uint64_t input_hash) {
+farm_bucket_result make_infeasible(uint32_t policy, int phase, int batch, int seq, uint64_t input_hash) {
   farm_bucket_result r = {.policy = policy};
   r.bundle.bucket = (store_bucket_rec){.phase = (uint8_t)phase,
                                        .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
@@ -117,221 +116,29 @@ static farm_bucket_result make_infeasible(uint32_t policy, int phase, int batch,
   return r;
 }
 
-static farm_buf encode_op(const farm_op_result *r) {
+farm_buf encode_op(const farm_op_result *r) {
   farm_buf b = {0};
   enpu_err err = {0};
   assert_int_equal(farm_op_result_encode(r, &b, &err), 0);
   return b;
 }
 
-static farm_buf encode_bucket(const farm_bucket_result *r) {
+farm_buf encode_bucket(const farm_bucket_result *r) {
   farm_buf b = {0};
   enpu_err err = {0};
   assert_int_equal(farm_bucket_result_encode(r, &b, &err), 0);
   return b;
 }
 
-static void assert_same_bytes(const farm_buf *a, const farm_buf *b) {
+void assert_same_bytes(const farm_buf *a, const farm_buf *b) {
   assert_int_equal(a->len, b->len);
   assert_memory_equal(a->data, b->data, a->len);
-}
-
-static const uint64_t keys3[3] = {11, 22, 33};
-
-/* ---------------------------------------------------------------------------------
- * Codec */
-
-static void test_codec_op_round_trip(void **state) {
-  farm_op_result r = make_op(POLICY, 12345), d;
-  farm_buf b = encode_op(&r);
-  enpu_err err = {0};
-  assert_int_equal(farm_op_result_decode(b.data, b.len, &d, &err), 0);
-  assert_int_equal(d.policy, POLICY);
-  assert_true(d.key == 12345);
-  assert_string_equal(d.name, r.name);
-  assert_int_equal(d.npoints, NPTS);
-  for (int p = 0; p < NPTS; p++) {
-    assert_memory_equal(d.points[p].states, r.points[p].states, STORE_NSTATE);
-    assert_true(d.points[p].time_ns == r.points[p].time_ns);
-    assert_true(d.points[p].energy_by_slot_nj[6] == r.points[p].energy_by_slot_nj[6]);
-  }
-  farm_buf again = encode_op(&d);
-  assert_same_bytes(&b, &again);
-  farm_buf_free(&again);
-  farm_buf_free(&b);
-  farm_op_result_free(&d);
-  farm_op_result_free(&r);
-  farm_op_result_free(NULL);
-  farm_buf_free(NULL);
-}
-
-static void test_codec_bucket_round_trip(void **state) {
-  farm_bucket_result r = make_bucket(POLICY, STORE_PHASE_DECODE, 8, 2048, keys3, 3, 77), d;
-  farm_buf b = encode_bucket(&r);
-  enpu_err err = {0};
-  assert_int_equal(farm_bucket_result_decode(b.data, b.len, &d, &err), 0);
-  const store_bucket_bundle *u = &d.bundle;
-  assert_int_equal(u->nops, 3);
-  assert_true(u->nwalk == 9 && u->nplans == 2 && u->nstates == 6);
-  assert_true(u->bucket.input_hash == 77 && u->bucket.batch == 8 && u->bucket.seq == 2048);
-  assert_true(u->ops[2].signature == 33 && u->ops[2].multiplicity == 4);
-  assert_true(u->walk[8].pareto == 2 && u->walk[4].instances == 2);
-  assert_true(u->plans[1].walk_prefix == 9 && u->plans[1].states_first == 3);
-  assert_int_equal(u->states[3].pareto, STORE_NO_INDEX);
-  farm_buf again = encode_bucket(&d);
-  assert_same_bytes(&b, &again);
-  farm_buf_free(&again);
-  farm_bucket_result_free(&d);
-  /* An infeasible bucket (no ops) keeps its status and message. */
-  farm_bucket_result inf = make_infeasible(POLICY, 0, 64, 131072, 5);
-  farm_buf bi = encode_bucket(&inf);
-  assert_int_equal(farm_bucket_result_decode(bi.data, bi.len, &d, &err), 0);
-  assert_int_equal(d.bundle.bucket.status, STORE_BUCKET_INFEASIBLE_CAPACITY);
-  assert_string_equal(d.bundle.bucket.message, inf.bundle.bucket.message);
-  assert_int_equal(d.bundle.nops, 0);
-  farm_bucket_result_free(&d);
-  farm_bucket_result_free(&inf);
-  farm_buf_free(&bi);
-  farm_buf_free(&b);
-  farm_bucket_result_free(&r);
-}
-
-static int is_empty(const void *p, size_t n) {
-  const unsigned char *c = p;
-  for (size_t i = 0; i < n; i++)
-    if (c[i]) return 0;
-  return 1;
-}
-
-static void test_codec_truncations(void **state) {
-  farm_op_result op = make_op(POLICY, 99);
-  farm_bucket_result bk = make_bucket(POLICY, 0, 4, 512, keys3, 3, 1);
-  farm_buf bo = encode_op(&op), bb = encode_bucket(&bk);
-  enpu_err err = {0};
-  for (size_t n = 0; n < bo.len; n++) {
-    farm_op_result d;
-    assert_int_equal(farm_op_result_decode(bo.data, n, &d, &err), ENPU_ERR_FORMAT);
-    assert_true(is_empty(&d, sizeof d));
-  }
-  for (size_t n = 0; n < bb.len; n++) {
-    farm_bucket_result d;
-    assert_int_equal(farm_bucket_result_decode(bb.data, n, &d, &err), ENPU_ERR_FORMAT);
-    assert_true(is_empty(&d, sizeof d));
-  }
-  /* One trailing byte is an error too, and says so. */
-  bo.data = realloc(bo.data, bo.len + 1);
-  assert_non_null(bo.data);
-  bo.data[bo.len] = 0;
-  farm_op_result d;
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len + 1, &d, &err), ENPU_ERR_FORMAT);
-  assert_non_null(strstr(err.msg, "trailing"));
-  /* An op record decoded as a bucket record fails cleanly. */
-  farm_bucket_result wrong;
-  assert_int_equal(farm_bucket_result_decode(bo.data, bo.len, &wrong, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
-  farm_buf_free(&bb);
-  farm_op_result_free(&op);
-  farm_bucket_result_free(&bk);
-}
-
-/* Encode a modified bucket and check that decoding refuses it with a message. */
-static void expect_bad_bucket(const farm_bucket_result *r, const char *what) {
-  farm_buf b = encode_bucket(r);
-  farm_bucket_result d;
-  enpu_err err = {0};
-  int rc = farm_bucket_result_decode(b.data, b.len, &d, &err);
-  if (rc != ENPU_ERR_FORMAT) fail_msg("%s: decode gave %d, expected ENPU_ERR_FORMAT", what, rc);
-  assert_true(err.msg[0] != '\0');
-  farm_buf_free(&b);
-}
-
-static void test_codec_bad_indices(void **state) {
-  farm_bucket_result r = make_bucket(POLICY, 1, 2, 64, keys3, 3, 9);
-  store_bucket_bundle *u = &r.bundle;
-  u->walk[4].op = 3;
-  expect_bad_bucket(&r, "walk op == nops");
-  u->walk[4].op = 1;
-  u->walk[5].pareto = 0;
-  expect_bad_bucket(&r, "walk step back to a point left");
-  u->walk[5].pareto = 2;
-  u->states[5].plan = 2;
-  expect_bad_bucket(&r, "state plan == nplans");
-  u->states[5].plan = 1;
-  u->states[0].op = 7;
-  expect_bad_bucket(&r, "state op out of range");
-  u->states[0].op = 0;
-  u->plans[1].states_first = 4; /* 4 + 3 > 6 */
-  expect_bad_bucket(&r, "plan states past the end");
-  u->plans[1].states_first = 3;
-  u->plans[0].walk_prefix = 10;
-  expect_bad_bucket(&r, "walk prefix past the walk");
-  u->plans[0].walk_prefix = 0;
-  u->ops[1].signature = 11;
-  expect_bad_bucket(&r, "op keys not ascending");
-  u->ops[1].signature = 22;
-  u->ops[0].multiplicity = 0;
-  expect_bad_bucket(&r, "zero multiplicity");
-  u->ops[0].multiplicity = 2;
-  u->bucket.phase = 2;
-  expect_bad_bucket(&r, "phase out of range");
-  u->bucket.phase = 1;
-  u->bucket.message[STORE_MSG_LEN - 1] = 'x'; /* the encoder terminates it: still decodes */
-  farm_buf ok = encode_bucket(&r);
-  farm_bucket_result d;
-  enpu_err err = {0};
-  assert_int_equal(farm_bucket_result_decode(ok.data, ok.len, &d, &err), 0);
-  farm_bucket_result_free(&d);
-
-  /* Huge counts are refused before anything is allocated: patch nwalk (after the
-   * 222-byte head, the u32 op count and 3 ops of 16 bytes) and nstates (the last u64
-   * before the states). */
-  size_t nwalk_at = 222 + 4 + 3 * 16;
-  memset(ok.data + nwalk_at, 0xff, 8);
-  assert_int_equal(farm_bucket_result_decode(ok.data, ok.len, &d, &err), ENPU_ERR_FORMAT);
-  assert_non_null(strstr(err.msg, "walk steps"));
-  farm_buf_free(&ok);
-  farm_bucket_result_free(&r);
-
-  /* Ops: a name without a terminator, padding that is not zero, points out of time
-   * order, no points at all, a policy out of range. */
-  farm_op_result op = make_op(POLICY, 5);
-  farm_buf bo = encode_op(&op);
-  farm_op_result od;
-  size_t name_at = 4 + 8 + 4;
-  bo.data[name_at + STORE_NAME_LEN - 1] = 'x';
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  bo.data[name_at + STORE_NAME_LEN - 1] = 0;
-  bo.data[name_at + STORE_NAME_LEN - 2] = 'y';
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
-  double t = op.points[1].time_ns;
-  op.points[1].time_ns = op.points[0].time_ns - 1;
-  bo = encode_op(&op);
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
-  op.points[1].time_ns = t;
-  op.npoints = 0;
-  bo = encode_op(&op);
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
-  op.npoints = NPTS;
-  op.policy = CONFIG_NPOLICY;
-  bo = encode_op(&op);
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
-  farm_op_result_free(&op);
 }
 
 /* ---------------------------------------------------------------------------------
  * Journal */
 
-typedef struct {
-  char dir[STORE_FIXTURE_DIR_LEN];
-  char path[STORE_FIXTURE_PATH_LEN]; /* a store */
-  char journal[160];                 /* its journal */
-} tmp_fixture;
-
-static int tmp_setup(void **state) {
+int tmp_setup(void **state) {
   tmp_fixture *f = calloc(1, sizeof *f);
   if (!f) return -1;
   if (store_fixture_dir_make("test_farm", f->dir, f->path) != 0) return -1;
@@ -340,7 +147,7 @@ static int tmp_setup(void **state) {
   return 0;
 }
 
-static int tmp_teardown(void **state) {
+int tmp_teardown(void **state) {
   tmp_fixture *f = *state;
   int rc = store_fixture_dir_remove(f->dir);
   free(f);
@@ -348,217 +155,6 @@ static int tmp_teardown(void **state) {
 }
 
 /* Replay callback: collects (kind, payload) pairs. */
-typedef struct {
-  int n;
-  uint32_t kinds[16];
-  farm_buf payloads[16];
-  int fail_at; /* return an error at this record; -1 never */
-} collected;
-
-static int collect(void *user, uint32_t kind, const void *payload, size_t bytes, enpu_err *err) {
-  collected *c = user;
-  if (c->n == c->fail_at) return enpu_errorf(err, ENPU_ERR_INVALID, "stop here");
-  assert_true(c->n < 16);
-  c->kinds[c->n] = kind;
-  farm_buf *b = &c->payloads[c->n++];
-  b->data = malloc(bytes ? bytes : 1);
-  assert_non_null(b->data);
-  memcpy(b->data, payload, bytes);
-  b->len = bytes;
-  return 0;
-}
-
-static void collected_free(collected *c) {
-  for (int i = 0; i < c->n; i++) farm_buf_free(&c->payloads[i]);
-  c->n = 0;
-}
-
-/* Record i of the test journals: a bucket or an op result, encoded. */
-static farm_buf record_payload(int i, uint32_t *kind) {
-  if (i % 2) {
-    farm_op_result r = make_op(POLICY, 100 + (uint64_t)i);
-    farm_buf b = encode_op(&r);
-    farm_op_result_free(&r);
-    *kind = FARM_REC_OP;
-    return b;
-  }
-  farm_bucket_result r = make_bucket(POLICY, 1, 1 + i, 1024, keys3, 3, (uint64_t)i);
-  farm_buf b = encode_bucket(&r);
-  farm_bucket_result_free(&r);
-  *kind = FARM_REC_BUCKET;
-  return b;
-}
-
-static void append_records(const char *path, int first, int n, int sync_each) {
-  farm_journal *j = NULL;
-  enpu_err err = {0};
-  assert_int_equal(farm_journal_open(path, &j, &err), 0);
-  for (int i = first; i < first + n; i++) {
-    uint32_t kind;
-    farm_buf b = record_payload(i, &kind);
-    assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0);
-    if (sync_each) assert_int_equal(farm_journal_sync(j, &err), 0);
-    farm_buf_free(&b);
-  }
-  assert_int_equal(farm_journal_sync(j, &err), 0);
-  farm_journal_free(j);
-}
-
-/* Replay and check that records [0, n) are exactly record_payload(0..n). */
-/* The journal at path replays records first..first+n-1 of the test journals except
- * `missing` (-1: none), having skipped and dropped those many bytes. */
-static void expect_records_skipping(const char *path, int n, int missing, int64_t skipped, int64_t dropped) {
-  collected c = {.fail_at = -1};
-  farm_journal_stats st;
-  enpu_err err = {0};
-  assert_int_equal(farm_journal_replay(path, collect, &c, &st, &err), 0);
-  assert_int_equal(st.records, n);
-  assert_int_equal(c.n, n);
-  assert_int_equal(st.skipped_bytes, skipped);
-  assert_int_equal(st.dropped_bytes, dropped);
-  assert_int_equal(st.unreadable, 0);
-  for (int i = 0; i < n; i++) {
-    uint32_t kind;
-    farm_buf b = record_payload(missing >= 0 && i >= missing ? i + 1 : i, &kind);
-    assert_int_equal(c.kinds[i], kind);
-    assert_same_bytes(&b, &c.payloads[i]);
-    farm_buf_free(&b);
-  }
-  collected_free(&c);
-}
-
-static void expect_records(const char *path, int n, int64_t dropped) {
-  expect_records_skipping(path, n, -1, 0, dropped);
-}
-
-static long file_size(const char *path) {
-  struct stat st;
-  assert_int_equal(stat(path, &st), 0);
-  return (long)st.st_size;
-}
-
-static void test_journal_append_replay(void **state) {
-  const char *jpath = ((tmp_fixture *)*state)->journal;
-  expect_records(jpath, 0, 0); /* missing file: nothing */
-  append_records(jpath, 0, 4, 0);
-  expect_records(jpath, 4, 0);
-  append_records(jpath, 4, 2, 1); /* reopen appends after the existing records */
-  expect_records(jpath, 6, 0);
-  /* The callback's error stops the replay and is returned with the record named. */
-  collected c = {.fail_at = 2};
-  enpu_err err = {0};
-  farm_journal_stats st;
-  assert_int_equal(farm_journal_replay(jpath, collect, &c, &st, &err), ENPU_ERR_INVALID);
-  assert_int_equal(c.n, 2);
-  assert_non_null(strstr(err.msg, "record 2"));
-  collected_free(&c);
-}
-
-static void test_journal_torn_tail(void **state) {
-  const char *jpath = ((tmp_fixture *)*state)->journal;
-  append_records(jpath, 0, 2, 1);
-  long two = file_size(jpath);
-  append_records(jpath, 2, 1, 1);
-  long three = file_size(jpath);
-  assert_true(three > two + 16);
-  /* Cut the third record at every kind of place: inside its header, inside its payload,
-   * one byte short. */
-  const long cuts[] = {two + 3, two + 16, two + (three - two) / 2, three - 1};
-  for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
-    assert_int_equal(truncate(jpath, cuts[k]), 0);
-    expect_records(jpath, 2, cuts[k] - two);
-    /* open truncates the torn tail; the next record follows the intact ones */
-    append_records(jpath, 2, 1, 0);
-    assert_int_equal(file_size(jpath), three);
-    expect_records(jpath, 3, 0);
-  }
-  /* A journal torn inside its own header (a crash right after creation). */
-  assert_int_equal(truncate(jpath, 5), 0);
-  expect_records(jpath, 0, 5);
-  append_records(jpath, 0, 1, 0);
-  expect_records(jpath, 1, 0);
-}
-
-static void flip_byte(const char *path, long at) {
-  FILE *fp = fopen(path, "r+b");
-  assert_non_null(fp);
-  assert_int_equal(fseek(fp, at, SEEK_SET), 0);
-  int c = fgetc(fp);
-  assert_true(c != EOF);
-  assert_int_equal(fseek(fp, at, SEEK_SET), 0);
-  assert_int_equal(fputc(c ^ 0x20, fp), c ^ 0x20);
-  assert_int_equal(fclose(fp), 0);
-}
-
-static void test_journal_flipped_byte(void **state) {
-  const char *jpath = ((tmp_fixture *)*state)->journal;
-  append_records(jpath, 0, 1, 1);
-  long one = file_size(jpath);
-  append_records(jpath, 1, 1, 1);
-  long two = file_size(jpath);
-  append_records(jpath, 2, 1, 1);
-  long three = file_size(jpath);
-  append_records(jpath, 3, 1, 1);
-  long all = file_size(jpath);
-  /* A byte of the second record's payload, then of its kind, then of its length: that
-   * record is skipped, the two after it still replay. */
-  const long where[] = {one + 16 + 5, one, one + 4};
-  for (size_t k = 0; k < sizeof where / sizeof where[0]; k++) {
-    flip_byte(jpath, where[k]);
-    expect_records_skipping(jpath, 3, 1, two - one, 0);
-    flip_byte(jpath, where[k]);
-    expect_records(jpath, 4, 0);
-  }
-  /* The last record damaged is a tail that cannot be told from a torn one. */
-  flip_byte(jpath, all - 3);
-  expect_records(jpath, 3, all - three);
-  flip_byte(jpath, all - 3);
-  /* A bad header: nothing replays, and open moves the file aside and starts afresh. */
-  flip_byte(jpath, 2);
-  farm_journal_stats st;
-  enpu_err err = {0};
-  assert_int_equal(farm_journal_replay(jpath, collect, &(collected){.fail_at = -1}, &st, &err), 0);
-  assert_true(st.unreadable && st.records == 0 && st.dropped_bytes == 0);
-  farm_journal *j = NULL;
-  assert_int_equal(farm_journal_open(jpath, &j, &err), 0);
-  farm_journal_free(j);
-  char aside[200];
-  snprintf(aside, sizeof aside, "%s.unreadable", jpath);
-  assert_int_equal(file_size(aside), all);
-  expect_records(jpath, 0, 0);
-  unlink(aside);
-}
-
-static void test_journal_reset(void **state) {
-  const char *jpath = ((tmp_fixture *)*state)->journal;
-  farm_journal *j = NULL;
-  enpu_err err = {0};
-  assert_int_equal(farm_journal_open(jpath, &j, &err), 0);
-  for (int i = 0; i < 3; i++) {
-    uint32_t kind;
-    farm_buf b = record_payload(i, &kind);
-    assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0);
-    farm_buf_free(&b);
-  }
-  assert_int_equal(farm_journal_sync(j, &err), 0);
-  uint32_t kind;
-  farm_buf b = record_payload(3, &kind);
-  assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0); /* still buffered */
-  assert_int_equal(farm_journal_reset(j, &err), 0);
-  assert_int_equal(file_size(jpath), 16);
-  assert_int_equal(farm_journal_sync(j, &err), 0); /* the buffered record went with the reset */
-  expect_records(jpath, 0, 0);
-  b.len = 0;
-  farm_buf_free(&b);
-  b = record_payload(0, &kind);
-  assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0);
-  assert_int_equal(farm_journal_sync(j, &err), 0);
-  expect_records(jpath, 1, 0);
-  farm_buf_free(&b);
-  farm_journal_free(j);
-  farm_journal_free(NULL);
-}
-
 /* ---------------------------------------------------------------------------------
  * State */
 
@@ -903,22 +499,17 @@ int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--write") == 0) return write_seeds(argv[2]);
   if (argc >= 2 && strcmp(argv[1], "--bench") == 0) return bench(argc > 2 ? atoi(argv[2]) : 2000);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_codec_op_round_trip),
-      cmocka_unit_test(test_codec_bucket_round_trip),
-      cmocka_unit_test(test_codec_truncations),
-      cmocka_unit_test(test_codec_bad_indices),
       cmocka_unit_test(test_part_codec),
       cmocka_unit_test(test_merge_parts),
       cmocka_unit_test(test_plan_demo),
       cmocka_unit_test(test_plan_added_buckets),
       cmocka_unit_test(test_sched_order_free),
-      cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
-      cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
-      cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
-      cmocka_unit_test_setup_teardown(test_journal_reset, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_state_order_independent, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_state_load_round_trip, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_state_checkpoint_rejects, tmp_setup, tmp_teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  const test_part parts[] = {{farm_codec_tests, farm_codec_ntests},
+                             {tests, sizeof tests / sizeof tests[0]},
+                             {farm_journal_tests, farm_journal_ntests}};
+  return test_run_parts("farm", parts, 3, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "power.h"
+#include "test_util.h"
 
 #define CHIP_PATH ENPU_SOURCE_DIR "/jobs/chips/tpuv5p.json"
 #define TOL 1e-9
@@ -32,14 +33,10 @@ static int setup(void **state) {
     fprintf(stderr, "%s\n", err.msg);
     return -1;
   }
-  if (power_model_create(f.chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &f.ctrl, &err) < 0 ||
-      power_model_create(f.chip, POWER_HBM_FULL, POWER_REG_DVFS, &f.full, &err) < 0 ||
-      power_model_create(f.chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &f.fixed, &err) < 0) {
-    fprintf(stderr, "%s\n", err.msg);
-    return -1;
-  }
-  *state = &f;
-  return 0;
+  const int failed = power_model_create(f.chip, POWER_HBM_CTRL_ONLY, POWER_REG_DVFS, &f.ctrl, &err) < 0 ||
+                     power_model_create(f.chip, POWER_HBM_FULL, POWER_REG_DVFS, &f.full, &err) < 0 ||
+                     power_model_create(f.chip, POWER_HBM_CTRL_ONLY, POWER_REG_FIXED, &f.fixed, &err) < 0;
+  return test_setup_done(failed, &err, state, &f);
 }
 
 static int teardown(void **state) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "test_replay.h"
+#include "test_util.h"
 
 const char *const all_policies[NPOL] = {"dvfs-c", "enpu-all", "nodvfs"};
 const char *const store_policies[NPOL + 1] = {"dvfs-c", "enpu-all", "nodvfs", "uniform"};
@@ -15,16 +16,14 @@ static int setup(void **state) {
   enpu_err err = {0};
   if (!c) return -1;
   if (store_fixture_dir_make("test_replay", c->dir, c->store) != 0) return -1;
-  if (synth_store_write(c->store, store_policies, NPOL + 1, &err) || planstore_open(c->store, &c->ps, &err) ||
-      config_cluster_load(CLUSTER_PATH, &c->cluster, &err) || config_model_load(MODEL_PATH, &c->model, &err) ||
-      config_chip_load(CHIP_PATH, &c->chip, &err) ||
-      replay_setup_init(&c->setup, c->cluster, c->model, c->chip, &err) ||
-      replay_trace_load(TRACE_PATH, false, &c->trace, &err)) {
-    fprintf(stderr, "setup: %s\n", err.msg);
-    return -1;
-  }
-  *state = c;
-  return 0;
+  const int failed = synth_store_write(c->store, store_policies, NPOL + 1, &err) ||
+                     planstore_open(c->store, &c->ps, &err) ||
+                     config_cluster_load(CLUSTER_PATH, &c->cluster, &err) ||
+                     config_model_load(MODEL_PATH, &c->model, &err) ||
+                     config_chip_load(CHIP_PATH, &c->chip, &err) ||
+                     replay_setup_init(&c->setup, c->cluster, c->model, c->chip, &err) ||
+                     replay_trace_load(TRACE_PATH, false, &c->trace, &err);
+  return test_setup_done(failed, &err, state, c);
 }
 
 static int teardown(void **state) {

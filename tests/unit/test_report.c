@@ -19,6 +19,7 @@
 #include "test_report.h"
 #include "search.h"
 #include "store_fixture.h"
+#include "test_util.h"
 
 /* ---------------------------------------------------------------------------------
  * A policy's tables, filled by the helpers below */
@@ -196,12 +197,8 @@ static int setup(void **state) {
   add_bucket(&fx_nodvfs, STORE_PHASE_DECODE, 1, 1024, STORE_BUCKET_OK, 500, 0, 0);
   pol_fx *pols[] = {&fx_nodvfs, &fx_enpu};
   enpu_err err = {0};
-  if (write_store(c->path, pols, 2) || store_load(c->path, &c->c, &err)) {
-    fprintf(stderr, "setup: %s\n", err.msg);
-    return -1;
-  }
-  *state = c;
-  return 0;
+  const int failed = write_store(c->path, pols, 2) || store_load(c->path, &c->c, &err);
+  return test_setup_done(failed, &err, state, c);
 }
 
 static int teardown(void **state) {
