@@ -132,10 +132,7 @@ static const char *const outcome_names[] = {
 static json_t *per_policy(const farm_summary *s, const int64_t *counts, const double *seconds) {
   json_t *o = json_object();
   for (int p = 0; o && p < s->npolicies; p++) {
-    config_policy_spec pol = {.base = CONFIG_POLICY_NODVFS, .shadow_vregs = -1};
-    char name[CONFIG_NAME_LEN];
-    config_policy_spec_decode(s->policies[p], &pol);
-    config_policy_spec_name(&pol, name);
+    const char *name = s->policy_names[p];
     json_t *v = counts ? json_integer(counts[p]) : json_real(seconds[p]);
     if (json_object_set_new(o, name, v) < 0) json_decref(o), o = NULL;
   }

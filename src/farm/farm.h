@@ -98,11 +98,16 @@ typedef struct farm_summary {
   int rank, ranks; /* this process, and the world size */
   char job[CONFIG_NAME_LEN];
   char store_path[CONFIG_PATH_LEN];
-  int64_t buckets_ok, buckets_infeasible, buckets_failed; /* per bucket × policy */
-  int64_t unique_ops[CONFIG_MAX_POLICIES];                /* distinct op signatures per job policy
-                                                             (epoch policies: 0, their buckets search) */
-  uint32_t policies[CONFIG_MAX_POLICIES];                 /* the job's policies (config_policy_spec_code) */
+  int64_t buckets_ok, buckets_infeasible, buckets_failed;  /* per bucket × policy */
+  int64_t unique_ops[CONFIG_MAX_POLICIES];                 /* distinct op signatures per job policy
+                                                              (epoch policies: 0, their buckets search) */
+  uint32_t policies[CONFIG_MAX_POLICIES];                  /* the job's policies (config_policy_spec_code) */
+  char policy_names[CONFIG_MAX_POLICIES][CONFIG_NAME_LEN]; /* their store names (config_job_policy_name) */
   int npolicies;
+  int variants;                   /* the job's sweep points (0: no sweep) */
+  int64_t variant_ops;            /* op searches the points' policies need, */
+  int64_t variant_reuse;          /*   of which the job's chip's op results serve (the point's values
+                                     change nothing the op level reads) */
   int64_t tasks_total;            /* tasks this run had to do: */
   int64_t op_tasks, bucket_tasks; /*   Pareto searches and bucket walks, */
   int64_t part_tasks;             /*   parts of split Pareto searches (`ideal`) */

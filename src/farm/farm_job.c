@@ -53,8 +53,15 @@ static void summary_counts(farm_job *m) {
   s->npolicies = m->job->policy_count;
   for (int p = 0; p < m->job->policy_count; p++) {
     s->policies[p] = m->plan.code[p];
+    config_job_policy_name(m->job, &m->job->policies[p], s->policy_names[p]);
     for (int i = 0; i < m->plan.nops; i++) s->unique_ops[p] += m->plan.ops[i].policy == m->plan.op_code[p];
+    if (m->job->policies[p].variant == 0) continue;
+    config_policy_spec op;
+    config_policy_spec_decode(m->plan.op_code[p], &op);
+    s->variant_ops += s->unique_ops[p];
+    s->variant_reuse += op.variant == 0 ? s->unique_ops[p] : 0;
   }
+  s->variants = m->job->variant_count;
 }
 
 /* One writer per store (store_lock): a second farm would write the same temporary file
@@ -179,7 +186,7 @@ static int load_previous(farm_job *m, enpu_err *err) {
   ENPU_FORWARD(check_identity(m, &replaced, err));
   if (replaced) return 0;
   int64_t nops = 0, nbuckets = 0;
-  int rc = farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err);
+  int rc = farm_state_load_job_store(m->state, m->job, m->store_path, &nops, &nbuckets, &m->added_json, err);
   uint32_t version = 0;
   enpu_err probe = {0};
   if (rc != ENPU_ERR_FORMAT) return rc;
