@@ -71,11 +71,12 @@ static void set_states(config_chip *c, const sweep_param *p, double v) {
 }
 
 #define CHIP_AT(member) offsetof(config_chip, member)
-#define GATING_ROWS(comp, i)                                                                                       \
+#define GATING_ROWS(comp, i)                                                                                     \
   {"gating." comp ".gated_fraction", false, CHIP_AT(gating[i].gated_fraction), false, check_gating, NULL},       \
       {"gating." comp ".wake_ns", false, CHIP_AT(gating[i].wake_ns), false, check_gating, NULL},                 \
-      {"gating." comp ".wake_energy_nj", false, CHIP_AT(gating[i].wake_energy_nj), false, check_gating, NULL},   \
-      {"gating." comp ".min_idle_ns", false, CHIP_AT(gating[i].min_idle_ns), false, check_gating, NULL}
+      {"gating." comp ".wake_energy_nj", false, CHIP_AT(gating[i].wake_energy_nj), false, check_gating, NULL}, { \
+    "gating." comp ".min_idle_ns", false, CHIP_AT(gating[i].min_idle_ns), false, check_gating, NULL              \
+  }
 
 /* The table, in canonical name order. `ops` false:
  *  - ivr.step_ns, ivr.step_mv: the V/f transition delay (Table 6, "IVR Transition Delay
@@ -229,7 +230,8 @@ static int add_variant(const config_doc *doc, const config_path *where, config_j
                        CONFIG_NAME_LEN - 1);
   for (int k = 0; k < job->variant_count; k++)
     if (!strcmp(job->variants[k].name, v->name))
-      return config_fail(doc, where, err, ENPU_ERR_INVALID, "expected each sweep point once, got %s again", v->name);
+      return config_fail(doc, where, err, ENPU_ERR_INVALID, "expected each sweep point once, got %s again",
+                         v->name);
   point_apply(&job->chip, pt, v);
   job->variant_count++;
   return ENPU_OK;
@@ -285,8 +287,8 @@ static int parse_grid(const config_doc *doc, const config_path *sp, const json_t
   size_t total = 1;
   for (size_t k = 0; k < np; k++) total *= len[k];
   if (total > CONFIG_MAX_VARIANTS)
-    return config_fail(doc, sp, err, ENPU_ERR_RANGE, "expected at most %d sweep points, got %zu (the cross product)",
-                       CONFIG_MAX_VARIANTS, total);
+    return config_fail(doc, sp, err, ENPU_ERR_RANGE,
+                       "expected at most %d sweep points, got %zu (the cross product)", CONFIG_MAX_VARIANTS, total);
   for (size_t t = 0; t < total; t++) {
     sweep_point pt;
     for (int i = 0; i < NPARAMS; i++) pt.v[i] = NAN;
@@ -311,8 +313,8 @@ static int expand_policies(const config_doc *doc, const config_path *sp, config_
       char name[CONFIG_NAME_LEN];
       if (config_job_policy_name(job, &spec, name) < 0)
         return config_fail(doc, sp, err, ENPU_ERR_RANGE,
-                           "expected policy names within %d bytes: \"%s:%s\" is longer", CONFIG_NAME_LEN - 1,
-                           name, job->variants[v - 1].name);
+                           "expected policy names within %d bytes: \"%s:%s\" is longer", CONFIG_NAME_LEN - 1, name,
+                           job->variants[v - 1].name);
       if (job->policy_count == CONFIG_MAX_POLICIES)
         return config_fail(doc, sp, err, ENPU_ERR_RANGE,
                            "expected at most %d policies x sweep points, got %d policies and %d points",
@@ -326,9 +328,15 @@ int config_sweep_parse(const config_doc *doc, const config_path *root, config_jo
   const json_t *s = json_object_get(doc->root, "sweep");
   if (!s) return ENPU_OK;
   config_path sp = CONFIG_KEY(root, "sweep");
-  if (!json_is_object(s) || json_object_size(s) == 0)
+  /* validation re-simulates plans and replays the trace on the job's chip */
+  if (job->validation.enabled)
     return config_fail(doc, &sp, err, ENPU_ERR_INVALID,
-                       "expected {\"<chip path>\": [values], ...} or {\"points\": [{\"<chip path>\": value, ...}]}");
+                       "expected no \"validation\" section beside a sweep (enpu validate checks plans of the "
+                       "job's own chip only)");
+  if (!json_is_object(s) || json_object_size(s) == 0)
+    return config_fail(
+        doc, &sp, err, ENPU_ERR_INVALID,
+        "expected {\"<chip path>\": [values], ...} or {\"points\": [{\"<chip path>\": value, ...}]}");
   job->variants = enpu_calloc(CONFIG_MAX_VARIANTS, sizeof *job->variants);
   if (!job->variants) return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (sweep)");
   const json_t *pts = json_object_get(s, "points");
@@ -353,7 +361,8 @@ int config_job_policy_name(const config_job *job, const config_policy_spec *p, c
   if (p->variant <= 0) return ENPU_OK;
   if (p->variant > job->variant_count) return ENPU_ERR_NOT_FOUND;
   const size_t n = strlen(out);
-  const int w = snprintf(out + n, CONFIG_NAME_LEN - n, "%c%s", CONFIG_VARIANT_SEP, job->variants[p->variant - 1].name);
+  const int w = snprintf(out + n, CONFIG_NAME_LEN - n, "%c%s", CONFIG_VARIANT_SEP,
+                         job->variants[p->variant - 1].name);
   if (w < 0 || (size_t)w >= CONFIG_NAME_LEN - n) {
     out[n] = '\0';
     return ENPU_ERR_RANGE;
@@ -397,8 +406,8 @@ int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_
     }
     char *end = NULL;
     const double v = strtod(eq + 1, &end);
-    ENPU_RETURN_IF(end == eq + 1 || *end || !isfinite(v), err, ENPU_ERR_INVALID, "%s: expected a number, got \"%s\"",
-                   tok, eq + 1);
+    ENPU_RETURN_IF(end == eq + 1 || *end || !isfinite(v), err, ENPU_ERR_INVALID,
+                   "%s: expected a number, got \"%s\"", tok, eq + 1);
     pt.v[i] = v;
   }
   ENPU_RETURN_IF(point_name(&pt, out, CONFIG_NAME_LEN) < 0, err, ENPU_ERR_RANGE, "variant \"%s\" is too long",

@@ -1613,11 +1613,13 @@ int main(void) {
       cmocka_unit_test(test_validation_section),    cmocka_unit_test(test_hf_import),
   };
   enum { NFIXED = sizeof fixed / sizeof fixed[0] };
-  struct CMUnitTest tests[NFIXED + NBAD + 8];
+  struct CMUnitTest tests[NFIXED + NBAD + 8 + 8];
   memcpy(tests, fixed, sizeof fixed);
   for (size_t i = 0; i < NBAD; i++)
     tests[NFIXED + i] = (struct CMUnitTest){
         .name = bad_cases[i].name, .test_func = test_bad_input, .initial_state = (void *)&bad_cases[i]};
   for (size_t i = 0; i < config_paper_ntests && i < 8; i++) tests[NFIXED + NBAD + i] = config_paper_tests[i];
-  return _cmocka_run_group_tests("config", tests, NFIXED + NBAD + config_paper_ntests, NULL, NULL);
+  const size_t nsweep = config_sweep_ntests < 8 ? config_sweep_ntests : 8;
+  for (size_t i = 0; i < nsweep; i++) tests[NFIXED + NBAD + config_paper_ntests + i] = config_sweep_tests[i];
+  return _cmocka_run_group_tests("config", tests, NFIXED + NBAD + config_paper_ntests + nsweep, NULL, NULL);
 }
