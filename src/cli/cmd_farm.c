@@ -174,6 +174,9 @@ static json_t *warnings_json(const farm_summary *s) {
 static json_t *summary_json(const farm_summary *s) {
   json_t *j = summary_core_json(s);
   if (j && json_object_set_new(j, "warnings", warnings_json(s)) < 0) json_decref(j), j = NULL;
+  json_t *sweep = json_pack("{s:i, s:I, s:I}", "variants", s->variants, "op_searches", (json_int_t)s->variant_ops,
+                            "reused", (json_int_t)s->variant_reuse);
+  if (j && json_object_set_new(j, "sweep", sweep) < 0) json_decref(j), j = NULL;
   return j;
 }
 

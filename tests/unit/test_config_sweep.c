@@ -80,8 +80,9 @@ static void test_listed_points(void **state) {
   char path[256];
   config_job *job = NULL;
   enpu_err err = {0};
-  if (load_sweep_job("{ \"points\": [ { \"clock.states\": 4 }, { \"ivr.step_ns\": 40, \"gating.hbm.wake_ns\": 70 } ] }",
-                     "", &job, &err, path, sizeof path))
+  if (load_sweep_job(
+          "{ \"points\": [ { \"clock.states\": 4 }, { \"ivr.step_ns\": 40, \"gating.hbm.wake_ns\": 70 } ] }", "",
+          &job, &err, path, sizeof path))
     fail_msg("%s", err.msg);
   assert_int_equal(job->variant_count, 2);
   const config_chip *c = &job->variants[0].chip;
