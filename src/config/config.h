@@ -588,6 +588,7 @@ int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err 
  * The sweepable paths are one table: config_sweep_param_count/_path list them. */
 int config_sweep_param_count(void);
 const char *config_sweep_param_path(int i);    /* NULL out of range */
+const char *config_sweep_param_unit(int i);    /* of its values ("ns", "states"); NULL out of range */
 int config_sweep_param_find(const char *path); /* index, or -1 */
 /* A value of parameter i as a point's name spells it. */
 void config_variant_value_text(int i, double v, char *out, size_t cap);

@@ -29,6 +29,7 @@
  * the chip cannot take; set (NULL: store the value at offset) applies one. */
 typedef struct sweep_param {
   const char *path; /* as a job's "sweep" spells it; the chip file's JSON path without "$." */
+  const char *unit; /* of its values, for axes */
   bool is_int;
   size_t offset; /* of the double or int member of config_chip */
   bool ops;      /* the op-level search reads it */
@@ -71,12 +72,12 @@ static void set_states(config_chip *c, const sweep_param *p, double v) {
 }
 
 #define CHIP_AT(member) offsetof(config_chip, member)
-#define GATING_ROWS(comp, i)                                                                                     \
-  {"gating." comp ".gated_fraction", false, CHIP_AT(gating[i].gated_fraction), false, check_gating, NULL},       \
-      {"gating." comp ".wake_ns", false, CHIP_AT(gating[i].wake_ns), false, check_gating, NULL},                 \
-      {"gating." comp ".wake_energy_nj", false, CHIP_AT(gating[i].wake_energy_nj), false, check_gating, NULL}, { \
-    "gating." comp ".min_idle_ns", false, CHIP_AT(gating[i].min_idle_ns), false, check_gating, NULL              \
-  }
+#define GATING_ROW(comp, i, key, unit, member) \
+  { "gating." comp "." key, unit, false, CHIP_AT(gating[i].member), false, check_gating, NULL }
+#define GATING_ROWS(comp, i)                                                                                      \
+  GATING_ROW(comp, i, "gated_fraction", "fraction", gated_fraction),                                              \
+      GATING_ROW(comp, i, "wake_ns", "ns", wake_ns), GATING_ROW(comp, i, "wake_energy_nj", "nJ", wake_energy_nj), \
+      GATING_ROW(comp, i, "min_idle_ns", "ns", min_idle_ns)
 
 /* The table, in canonical name order. `ops` false:
  *  - ivr.step_ns, ivr.step_mv: the V/f transition delay (Table 6, "IVR Transition Delay
@@ -89,14 +90,14 @@ static void set_states(config_chip *c, const sweep_param *p, double v) {
  *    (§4.7 combines DVFS "and power gating"; pg+X searches X's op level, README "Power
  *    gating"). */
 static const sweep_param params[] = {
-    {"clock.states", true, CHIP_AT(freq_states), true, NULL, set_states},
-    {"vu.shadow_vregs", true, CHIP_AT(shadow_vregs), true, check_shadow, NULL},
-    {"hbm.controller_share", false, CHIP_AT(hbm_controller_share), true, NULL, NULL},
-    {"ici.controller_share", false, CHIP_AT(ici_controller_share), true, NULL, NULL},
-    {"ivr.step_mv", false, CHIP_AT(ivr_step_mv), false, NULL, NULL},
-    {"ivr.step_ns", false, CHIP_AT(ivr_step_ns), false, NULL, NULL},
-    {"ivr.scaling_time_ns", false, CHIP_AT(ivr_scaling_time_ns), true, check_scaling_time, NULL},
-    {"fifo_sync_cycles", true, CHIP_AT(fifo_sync_cycles), true, NULL, NULL},
+    {"clock.states", "states", true, CHIP_AT(freq_states), true, NULL, set_states},
+    {"vu.shadow_vregs", "registers", true, CHIP_AT(shadow_vregs), true, check_shadow, NULL},
+    {"hbm.controller_share", "fraction", false, CHIP_AT(hbm_controller_share), true, NULL, NULL},
+    {"ici.controller_share", "fraction", false, CHIP_AT(ici_controller_share), true, NULL, NULL},
+    {"ivr.step_mv", "mV", false, CHIP_AT(ivr_step_mv), false, NULL, NULL},
+    {"ivr.step_ns", "ns per step", false, CHIP_AT(ivr_step_ns), false, NULL, NULL},
+    {"ivr.scaling_time_ns", "ns", false, CHIP_AT(ivr_scaling_time_ns), true, check_scaling_time, NULL},
+    {"fifo_sync_cycles", "cycles", true, CHIP_AT(fifo_sync_cycles), true, NULL, NULL},
     GATING_ROWS("sa", CONFIG_SA),
     GATING_ROWS("vu", CONFIG_VU),
     GATING_ROWS("sram", CONFIG_SRAM),
@@ -108,6 +109,8 @@ enum { NPARAMS = (int)NKEYS(params) };
 int config_sweep_param_count(void) { return NPARAMS; }
 
 const char *config_sweep_param_path(int i) { return i >= 0 && i < NPARAMS ? params[i].path : NULL; }
+
+const char *config_sweep_param_unit(int i) { return i >= 0 && i < NPARAMS ? params[i].unit : NULL; }
 
 int config_sweep_param_find(const char *path) {
   for (int i = 0; path && i < NPARAMS; i++)

@@ -158,7 +158,7 @@ const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t p
  * buckets (phase, batch, seq, input_hash). Known results outside it are not written. */
 typedef struct {
   uint32_t policy;            /* its code */
-  char name[CONFIG_NAME_LEN]; /* its store group (config_job_policy_name) */
+  char name[CONFIG_NAME_LEN]; /* its store group (config_job_policy_name); "": the code's name */
   uint32_t op_policy;         /* the code its op results are kept under */
   const uint64_t *op_keys;    /* NULL for an epoch policy: its buckets' epochs */
   size_t nops;

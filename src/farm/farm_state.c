@@ -373,8 +373,12 @@ int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const sto
   int rc = ENPU_OK;
   store_validation_counts counts = {0};
   for (int p = 0; p < nwanted && rc == ENPU_OK; p++) {
+    char name[CONFIG_NAME_LEN]; /* the job's name of it; a caller without a job: the code's */
+    config_policy_spec_decode(by_policy[p]->policy, &spec);
+    if (by_policy[p]->name[0]) snprintf(name, sizeof name, "%s", by_policy[p]->name);
+    else config_policy_spec_name(&spec, name);
     store_policy_builder *b = NULL;
-    rc = store_policy_builder_create(by_policy[p]->name, &b, err);
+    rc = store_policy_builder_create(name, &b, err);
     if (rc == ENPU_OK) rc = build_policy(s, by_policy[p], b, err);
     if (rc == ENPU_OK) rc = store_writer_append_tables(w, store_policy_builder_tables(b), err);
     if (rc == ENPU_OK) rc = store_validation_carry(s->validated, w, store_policy_builder_tables(b), &counts, err);

@@ -12,6 +12,8 @@ Usage: /usr/bin/python3 test_sweep.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
    nor as V/f states are removed (nested state sets at the same peak: every plan of the
    coarser chip is one of the finer); a point equal to the job's chip (ivr.step_ns=4)
    reproduces the job chip's Pareto sets, walks and plans bit for bit.
+6. `enpu report --sweep`: the line plot and break-even rows of the transition sweep, the
+   heat map of a pair (clock.states x vu.shadow_vregs), every figure legible.
 5. Reuse: the transition-time points take their op-level Pareto sets from the job chip
    (the farm's summary: every op search of a point reused), the state-count points do
    not (their op level reads the states).
@@ -123,6 +125,25 @@ with tempfile.TemporaryDirectory() as tmp:
         pts = f["policies"]["enpu-all:clock.states=2"]["pareto"][:]["states"]
         h.check("2 states: every Pareto point's states within 1..2", pts.size > 0 and pts.min() >= 1 and
                 pts.max() <= 2, str(pts.max()))
+
+    # 6: enpu report --sweep: a line plot per parameter, a heat map per pair, break-even rows
+    rep = os.path.join(tmp, "rep")
+    r = h.run("report", one, "--sweep", "--out", rep)
+    md = open(os.path.join(rep, "sweep.md")).read() if r.returncode == 0 else ""
+    h.check("report --sweep: the transition sweep's plot and break-even rows",
+            os.path.exists(os.path.join(rep, "sweep_ivr.step_ns.png")) and
+            md.count("| ivr.step_ns | prefill |") == 2 and md.count("| ivr.step_ns | decode |") == 2,
+            r.stderr[-400:] + md[:600])
+    pair = job(tmp, "pair", {"clock.states": [34, 17], "vu.shadow_vregs": [0, 4]})
+    pst = os.path.join(tmp, "pair.h5")
+    r = farm(h, 1, pst, tmp, job=pair)
+    h.check("pair sweep: exit 0, 4 points", r.returncode == 0 and summary(r.stdout).get("sweep", {}).get("variants")
+            == 4, r.stderr[-600:])
+    r = h.run("report", pst, "--sweep", "--out", rep, "--slack", "5")
+    h.check("report --sweep: a heat map of the pair",
+            r.returncode == 0 and os.path.exists(os.path.join(rep, "sweep_clock.states_x_vu.shadow_vregs.png")),
+            r.stderr[-400:])
+    h.figures_legible("report --sweep", rep)
 
     # 3: kill -9 mid-run (the GA of dvfs-c makes each bucket seconds of CPU), then resume
     slow = job(tmp, "slow", {"ivr.step_ns": STEPS}, policies=("nodvfs", "dvfs-c", "enpu-all"))
