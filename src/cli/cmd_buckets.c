@@ -74,7 +74,7 @@ static void print_human(const config_job *job, const grid *g) {
   printf("\npolicies:");
   for (int i = 0; i < job->policy_count; i++) {
     char name[CONFIG_NAME_LEN];
-    config_policy_spec_name(&job->policies[i], name);
+    config_job_policy_name(job, &job->policies[i], name);
     printf(" %s", name);
   }
   const grid_totals *t = grid_get_totals(g);
@@ -144,7 +144,7 @@ static json_t *job_json(const config_job *job, const grid *g) {
   json_t *policies = json_array();
   for (int i = 0; policies && i < job->policy_count; i++) {
     char name[CONFIG_NAME_LEN];
-    config_policy_spec_name(&job->policies[i], name);
+    config_job_policy_name(job, &job->policies[i], name);
     if (json_array_append_new(policies, json_string(name)) < 0) {
       json_decref(policies);
       policies = NULL;
