@@ -150,12 +150,15 @@ static json_t *job_json(const config_job *job, const grid *g) {
       policies = NULL;
     }
   }
+  json_t *points = json_array(); /* the sweep's points, 1.. (enpu farm --point K) */
+  for (int v = 0; points && v < job->variant_count; v++)
+    if (json_array_append_new(points, json_string(job->variants[v].name)) < 0) json_decref(points), points = NULL;
   const grid_totals *t = grid_get_totals(g);
-  return json_pack("{s:s, s:s, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name, "capacity",
+  return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name, "capacity",
                    config_capacity_name(job->capacity), "phases", phases, "slacks", slacks, "policies", policies,
-                   "totals", "buckets", (json_int_t)t->buckets, "feasible", (json_int_t)t->feasible,
-                   "infeasible_capacity", (json_int_t)t->infeasible_capacity, "compilations",
-                   (json_int_t)t->compilations);
+                   "sweep_points", points, "totals", "buckets", (json_int_t)t->buckets, "feasible",
+                   (json_int_t)t->feasible, "infeasible_capacity", (json_int_t)t->infeasible_capacity,
+                   "compilations", (json_int_t)t->compilations);
 }
 
 /* ---------------------------------------------------------------------------------

@@ -43,24 +43,30 @@ typedef struct {
   const farm_bucket_spec *add;  /* extra buckets (kept in the store for reruns; one
                                    job only) */
   int nadd;
-  double checkpoint_s;         /* store rewrite interval (default 60) */
-  double lock_wait_s;          /* wait for another writer of the store (default
-                                  STORE_LOCK_WAIT_S) */
-  double progress_s;           /* progress line interval off a TTY (default 10) */
-  const char *results_dir;     /* two jobs of one run must not share a name when
-                                  it is set (their results would mix); finish_job
-                                  puts them there */
-  double batch_s;              /* seconds of work per task batch (0: one task);
-                                  < 0 (the default): adaptive, at least 5 ms and more
-                                  beyond 50 workers so that messages take at most a
-                                  quarter of rank 0 */
-  int quiet;                   /* no progress lines (warnings are always printed) */
-  int replace;                 /* a store of another job (name, model, chip or cluster)
-                                  is replaced instead of refused */
-  const char *task_log;        /* CSV of every task this run computes (job, kind,
-                                  policy, wall and CPU seconds, evaluations, result
-                                  bytes plain and packed), written by rank 0; NULL:
-                                  none */
+  double checkpoint_s;      /* store rewrite interval (default 60) */
+  double lock_wait_s;       /* wait for another writer of the store (default
+                               STORE_LOCK_WAIT_S) */
+  double progress_s;        /* progress line interval off a TTY (default 10) */
+  const char *results_dir;  /* two jobs of one run must not share a name when
+                               it is set (their results would mix); finish_job
+                               puts them there */
+  double batch_s;           /* seconds of work per task batch (0: one task);
+                               < 0 (the default): adaptive, at least 5 ms and more
+                               beyond 50 workers so that messages take at most a
+                               quarter of rank 0 */
+  int quiet;                /* no progress lines (warnings are always printed) */
+  int replace;              /* a store of another job (name, model, chip or cluster)
+                               is replaced instead of refused */
+  const char *task_log;     /* CSV of every task this run computes (job, kind,
+                               policy, wall and CPU seconds, evaluations, result
+                               bytes plain and packed), written by rank 0; NULL:
+                               none */
+  int point;                /* -1 (default): every policy of the job; k >= 0: only its
+                               policies on sweep point k (0: the job's chip), e.g. one
+                               Slurm array task per point (one job only) */
+  const char *const *reuse; /* stores whose results are taken as known before any task
+                               (the per-point stores of such tasks; one job only) */
+  int nreuse;
   const char *capacity_factor; /* NULL, or every job's MoE capacity factor replaced
                                   (config_job_set_capacity_factor) on every rank */
   FILE *log;                   /* progress and notes (stderr when NULL) */

@@ -164,8 +164,8 @@ static int line_plot(const arch_ctx *a, int param, const double *x, int nx, FILE
     int col = 2 + ph * a->nbases * a->nslack, drawn = 0;
     for (int b = 0; b < a->nbases; b++)
       for (int s = 0; s < a->nslack; s++, col++)
-        fprintf(gp, "%s '%s' using 1:%d with linespoints lw 2 title '%s, %g %% slack'", drawn++ ? ", \\\n    " : " ",
-                dat, col, a->bases[b], 100 * a->slack[s]);
+        fprintf(gp, "%s '%s' using 1:%d with linespoints lw 2 title '%s, %g %% slack'",
+                drawn++ ? ", \\\n    " : " ", dat, col, a->bases[b], 100 * a->slack[s]);
     fprintf(gp, "\n");
   }
   fprintf(gp, "unset multiplot\n");
@@ -193,7 +193,9 @@ static void break_even(const arch_ctx *a, int param, const double *x, int nx, FI
       if (!(base > 0)) snprintf(keeps, sizeof keeps, "no saving on the job chip");
       fprintf(md, "| %s | %s | %g %% | %.2f %% | %s | %s |\n", config_sweep_param_path(param),
               ph ? "decode" : "prefill", 100 * a->slack[s], base, keeps,
-              !a->dvfs_c ? "no DVFS-C in the store" : used ? stops : "none: it beats DVFS-C at every value");
+              !a->dvfs_c ? "no DVFS-C in the store"
+              : used     ? stops
+                         : "none: it beats DVFS-C at every value");
     }
 }
 
@@ -340,7 +342,8 @@ static int arch_setup(arch_ctx *a, const report_arch_options *o, enpu_err *err) 
   ENPU_RETURN_IF(!a->groups, err, ENPU_ERR_NOMEM, "out of memory (sweep report)");
   for (size_t i = 0; i < a->c->npolicies; i++)
     ENPU_RETURN_IF(parse_group(a->c->policies[i].name, &a->groups[a->ngroups++]) < 0, err, ENPU_ERR_FORMAT,
-                   "policy group \"%s\": not <policy>:<path=value,...> of known chip paths", a->c->policies[i].name);
+                   "policy group \"%s\": not <policy>:<path=value,...> of known chip paths",
+                   a->c->policies[i].name);
   a->chip = a->c->chip_json ? json_loads(a->c->chip_json, 0, NULL) : NULL;
   ENPU_RETURN_IF(!a->chip, err, ENPU_ERR_FORMAT, "the store keeps no readable chip document");
   pick_bases(a);
@@ -361,8 +364,10 @@ int report_arch_write(const report_arch_options *o, char **md_path, enpu_err *er
   if (rc == 0) rc = report_absolute_dir(o->out_dir, a.absdir, sizeof a.absdir, err);
   if (rc == 0) rc = report_file_open(o->out_dir, "sweep.md", &md, err);
   if (rc == 0) {
-    fprintf(md, "# Chip sweep of %s\n\nSavings vs NoDVFS on the same chip variant, the mean over the ok buckets "
-                "of each phase (%%); the job's chip is the point at its own value.\n", o->store_path);
+    fprintf(md,
+            "# Chip sweep of %s\n\nSavings vs NoDVFS on the same chip variant, the mean over the ok buckets "
+            "of each phase (%%); the job's chip is the point at its own value.\n",
+            o->store_path);
     rc = sweeps(&a, md, err);
     const int crc = report_file_close(md, o->out_dir, "sweep.md", rc == 0 ? err : &(enpu_err){0});
     rc = rc ? rc : crc;
