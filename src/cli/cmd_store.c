@@ -71,7 +71,7 @@ static policy_summary sum_policy(const store_policy_tables *p, const store_table
 
 /* The sweep points the store's policies were compiled on (config_variant_of), each once,
  * in the order of their first policy; *n of them. */
-static size_t store_variants(const store_contents *c, const char **out) {
+static size_t info_variants(const store_contents *c, const char **out) {
   size_t n = 0;
   for (size_t i = 0; i < c->npolicies; i++) {
     const char *v = config_variant_of(c->policies[i].name);
@@ -85,7 +85,7 @@ static size_t store_variants(const store_contents *c, const char **out) {
 static json_t *variants_json(const store_contents *c) {
   const char **v = calloc(c->npolicies + 1, sizeof *v);
   json_t *a = v ? json_array() : NULL;
-  const size_t n = v ? store_variants(c, v) : 0;
+  const size_t n = v ? info_variants(c, v) : 0;
   for (size_t k = 0; a && k < n; k++)
     if (json_array_append_new(a, json_string(v[k])) < 0) json_decref(a), a = NULL;
   free(v);
@@ -160,7 +160,7 @@ static void info_human(const char *path, const store_contents *c, store_table_si
     printf(" (%zu buckets stream weights from the host every pass)", ci.over_hbm);
   printf("; MoE experts %s, capacity factor %s\n", ci.experts, ci.factor);
   const char **v = calloc(c->npolicies + 1, sizeof *v);
-  const size_t nv = v ? store_variants(c, v) : 0;
+  const size_t nv = v ? info_variants(c, v) : 0;
   printf("chip variants (sweep points; policy NAME:POINT, enpu query --variant POINT): %s", nv ? "" : "none");
   for (size_t k = 0; k < nv; k++) printf("%s%s", k ? ", " : "", v[k]);
   printf("\n");
