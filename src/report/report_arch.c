@@ -81,20 +81,38 @@ static double saving(const arch_ctx *a, const char *group, int phase, double sla
   return NAN;
 }
 
-/* The group of policy `base` at a point of the sweep over params[0..np) with `values`:
- * the job chip's own group when the values are its chip's, else the point's. */
-static const char *group_at(const arch_ctx *a, const char *base, const int *params, const double *values, int np) {
-  for (size_t g = 0; g < a->ngroups; g++) {
-    const arch_group *x = &a->groups[g];
-    if (x->n != np || strcmp(x->base, base)) continue;
-    int hit = 1;
-    for (int k = 0; k < np && hit; k++) hit = x->param[k] == params[k] && x->value[k] == values[k];
-    if (hit) return x->name;
+/* Group x's value of parameter i: its point's, else the job chip's. */
+static double group_value(const arch_ctx *a, const arch_group *x, int i) {
+  for (int k = 0; k < x->n; k++)
+    if (x->param[k] == i) return x->value[k];
+  return chip_value(a->chip, i);
+}
+
+/* Does group x lie on the slice through the job chip along params[0..np): every other
+ * parameter of its point at the chip's value, and (need_all) every one of params in its
+ * point? */
+static int on_slice(const arch_ctx *a, const arch_group *x, const int *params, int np, int need_all) {
+  int have = 0;
+  for (int k = 0; k < x->n; k++) {
+    int in = 0;
+    for (int j = 0; j < np; j++) in |= x->param[k] == params[j];
+    if (!in && x->value[k] != chip_value(a->chip, x->param[k])) return 0;
+    have += in;
   }
-  int base_chip = 1;
-  for (int k = 0; k < np; k++) base_chip = base_chip && chip_value(a->chip, params[k]) == values[k];
-  for (size_t g = 0; base_chip && g < a->ngroups; g++)
-    if (a->groups[g].n == 0 && !strcmp(a->groups[g].base, base)) return a->groups[g].name;
+  return !need_all || have == np;
+}
+
+/* The group of policy `base` at params[0..np) = values on the slice through the job chip
+ * (a sweep point's before the job chip's own group, which is every slice's origin). */
+static const char *group_at(const arch_ctx *a, const char *base, const int *params, const double *values, int np) {
+  for (int own = 0; own < 2; own++)
+    for (size_t g = 0; g < a->ngroups; g++) {
+      const arch_group *x = &a->groups[g];
+      if ((x->n == 0) != own || strcmp(x->base, base) || !on_slice(a, x, params, np, 0)) continue;
+      int hit = 1;
+      for (int k = 0; k < np && hit; k++) hit = group_value(a, x, params[k]) == values[k];
+      if (hit) return x->name;
+    }
   return NULL;
 }
 
@@ -103,20 +121,18 @@ static int cmp_double(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-/* The sorted distinct values parameter `param` takes among the points that vary exactly
- * params[0..np), with the job chip's value; *n of them (at most cap). */
+/* The sorted distinct values of params[k] on the slice through the job chip along
+ * params[0..np) (one parameter: the job chip's value too; two: only points varying
+ * both); *n of them (at most cap). */
 static int axis_values(const arch_ctx *a, const int *params, int np, int k, double *out, int cap) {
   int n = 0;
-  const double own = chip_value(a->chip, params[k]);
-  if (!isnan(own) && np == 1) out[n++] = own;
   for (size_t g = 0; g < a->ngroups; g++) {
     const arch_group *x = &a->groups[g];
-    if (x->n != np) continue;
-    int same = 1;
-    for (int j = 0; j < np && same; j++) same = x->param[j] == params[j];
-    int seen = 0;
-    for (int j = 0; same && j < n && !seen; j++) seen = out[j] == x->value[k];
-    if (same && !seen && n < cap) out[n++] = x->value[k];
+    if (!on_slice(a, x, params, np, np > 1) || (np > 1 && x->n == 0)) continue;
+    const double v = group_value(a, x, params[k]);
+    int seen = isnan(v);
+    for (int j = 0; j < n && !seen; j++) seen = out[j] == v;
+    if (!seen && n < cap) out[n++] = v;
   }
   qsort(out, (size_t)n, sizeof *out, cmp_double);
   return n;
@@ -181,16 +197,18 @@ static void break_even(const arch_ctx *a, int param, const double *x, int nx, FI
   for (int ph = 0; ph < 2; ph++)
     for (int s = 0; s < a->nslack; s++) {
       const double base = saving(a, group_at(a, "enpu-all", &param, &own, 1), ph, a->slack[s]);
-      char keeps[64] = "—", stops[256] = "";
+      char keeps[96] = "—", stops[256] = "";
+      double lo = NAN, hi = NAN;
       size_t used = 0;
       for (int i = 0; i < nx; i++) {
         const double e = saving(a, group_at(a, "enpu-all", &param, &x[i], 1), ph, a->slack[s]);
         const double d = saving(a, group_at(a, a->dvfs_c, &param, &x[i], 1), ph, a->slack[s]);
-        if (base > 0 && e >= 0.9 * base) snprintf(keeps, sizeof keeps, "%.10g", x[i]);
+        if (base > 0 && e >= 0.9 * base) hi = x[i], lo = isnan(lo) ? x[i] : lo;
         if (!isnan(e) && !isnan(d) && e <= d && used < sizeof stops - 24)
           used += (size_t)snprintf(stops + used, sizeof stops - used, "%s%.10g", used ? ", " : "", x[i]);
       }
       if (!(base > 0)) snprintf(keeps, sizeof keeps, "no saving on the job chip");
+      else if (!isnan(hi)) snprintf(keeps, sizeof keeps, "%.10g (smallest: %.10g)", hi, lo);
       fprintf(md, "| %s | %s | %g %% | %.2f %% | %s | %s |\n", config_sweep_param_path(param),
               ph ? "decode" : "prefill", 100 * a->slack[s], base, keeps,
               !a->dvfs_c ? "no DVFS-C in the store"
@@ -228,6 +246,28 @@ static void heat_tics(FILE *gp, const char *axis, const double *v, int n) {
   fprintf(gp, ")\nset %srange [-0.5:%d.5]\n", axis, n - 1);
 }
 
+/* The heat maps' numbers for the first compared policy: a table per phase, rows the
+ * second parameter, columns the first. */
+static void heat_table(const arch_ctx *a, const int *pq, const double *x, int nx, const double *y, int ny,
+                       FILE *md) {
+  for (int ph = 0; ph < 2; ph++) {
+    fprintf(md, "\n%s saving vs NoDVFS (%%), %s, %g %% slack\n\n| %s \\ %s |", a->bases[0],
+            ph ? "decode" : "prefill", 100 * a->slack[a->nslack - 1], config_sweep_param_path(pq[1]),
+            config_sweep_param_path(pq[0]));
+    for (int i = 0; i < nx; i++) fprintf(md, " %.6g |", x[i]);
+    fprintf(md, "\n|---|");
+    for (int i = 0; i < nx; i++) fprintf(md, "---|");
+    for (int j = 0; j < ny; j++) {
+      fprintf(md, "\n| %.6g |", y[j]);
+      for (int i = 0; i < nx; i++) {
+        const double v[2] = {x[i], y[j]};
+        report_md_cell(md, saving(a, group_at(a, a->bases[0], pq, v, 2), ph, a->slack[a->nslack - 1]), 1, "%.2f");
+      }
+    }
+    fprintf(md, "\n");
+  }
+}
+
 static int heat_map(const arch_ctx *a, const int *pq, const double *x, int nx, const double *y, int ny, FILE *md,
                     enpu_err *err) {
   char stem[128], dat[160], gpn[160], png[160];
@@ -252,6 +292,7 @@ static int heat_map(const arch_ctx *a, const int *pq, const double *x, int nx, c
   ENPU_FORWARD(report_file_close(gp, a->dir, gpn, err));
   ENPU_FORWARD(report_run_gnuplot(a->gnuplot, a->absdir, gpn, png, err));
   fprintf(md, "\n![%s](%s)\n", title, png);
+  heat_table(a, pq, x, nx, y, ny, md);
   return ENPU_OK;
 }
 
