@@ -912,6 +912,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_plan_demo),
       cmocka_unit_test(test_plan_added_buckets),
       cmocka_unit_test(test_sched_order_free),
+      cmocka_unit_test(test_sweep_keys),
       cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
