@@ -74,7 +74,7 @@ static void print_human(const config_job *job, const grid *g) {
   printf("\npolicies:");
   for (int i = 0; i < job->policy_count; i++) {
     char name[CONFIG_NAME_LEN];
-    config_policy_spec_name(&job->policies[i], name);
+    config_job_policy_name(job, &job->policies[i], name);
     printf(" %s", name);
   }
   const grid_totals *t = grid_get_totals(g);
@@ -144,18 +144,21 @@ static json_t *job_json(const config_job *job, const grid *g) {
   json_t *policies = json_array();
   for (int i = 0; policies && i < job->policy_count; i++) {
     char name[CONFIG_NAME_LEN];
-    config_policy_spec_name(&job->policies[i], name);
+    config_job_policy_name(job, &job->policies[i], name);
     if (json_array_append_new(policies, json_string(name)) < 0) {
       json_decref(policies);
       policies = NULL;
     }
   }
+  json_t *points = json_array(); /* the sweep's points, 1.. (enpu farm --point K) */
+  for (int v = 0; points && v < job->variant_count; v++)
+    if (json_array_append_new(points, json_string(job->variants[v].name)) < 0) json_decref(points), points = NULL;
   const grid_totals *t = grid_get_totals(g);
-  return json_pack("{s:s, s:s, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name, "capacity",
+  return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "job", job->name, "capacity",
                    config_capacity_name(job->capacity), "phases", phases, "slacks", slacks, "policies", policies,
-                   "totals", "buckets", (json_int_t)t->buckets, "feasible", (json_int_t)t->feasible,
-                   "infeasible_capacity", (json_int_t)t->infeasible_capacity, "compilations",
-                   (json_int_t)t->compilations);
+                   "sweep_points", points, "totals", "buckets", (json_int_t)t->buckets, "feasible",
+                   (json_int_t)t->feasible, "infeasible_capacity", (json_int_t)t->infeasible_capacity,
+                   "compilations", (json_int_t)t->compilations);
 }
 
 /* ---------------------------------------------------------------------------------

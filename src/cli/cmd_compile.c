@@ -480,7 +480,10 @@ static int run(void *args) {
   search_options opt;
   compile_options(a, job, &opt);
   const config_policy_spec *list = strcmp(a->policy, "all") ? &one : job->policies;
-  const int npol = strcmp(a->policy, "all") ? 1 : job->policy_count;
+  int npol = 0; /* all: the job chip's policies, listed first (a sweep point's compile on
+                  another chip: enpu farm) */
+  while (npol < job->policy_count && job->policies[npol].variant == 0) npol++;
+  if (strcmp(a->policy, "all")) npol = 1;
   if (a->factors) {
     const sweep_ctx c = {sx, cost, &opt, list, npol, phase, a->b.batch, a->b.seq};
     if (compile_sweep(job, a, &c, &err) < 0) status = cli_fail("compile", err.msg);

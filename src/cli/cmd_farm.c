@@ -26,11 +26,21 @@ typedef struct {
   farm_options o;
   cli_strings jobs;                   /* o.job_paths */
   farm_bucket_spec add[CLI_LIST_MAX]; /* o.add */
+  cli_strings reuse;                  /* o.reuse */
   int json;
   int error_printed; /* rank 0 printed the run's error (print_error) */
 } farm_args;
 
 /* --add-buckets "phase=P,batch=B,seq=S" in any order, appended to the added buckets. */
+/* --reuse STORE, appended. */
+static int accept_reuse(const char *path, void *args, char *expected, size_t len) {
+  farm_args *a = args;
+  if (a->reuse.n == CLI_LIST_MAX) return cli_reject(expected, len, "at most %d stores", CLI_LIST_MAX);
+  a->reuse.v[a->reuse.n++] = path;
+  a->o.nreuse = a->reuse.n;
+  return 0;
+}
+
 static int accept_bucket(const char *spec, void *args, char *expected, size_t len) {
   farm_args *a = args;
   farm_bucket_spec *b = &a->add[a->o.nadd];
@@ -63,6 +73,12 @@ static const cli_opt opts[] = {
     {.name = "add-buckets", .type = CLI_CUSTOM, .meta = "SPEC", .accept = accept_bucket, .flags = CLI_REPEATABLE,
      .help = "extra bucket, e.g. phase=decode,batch=24,seq=3000 (repeatable;\n"
              "kept in the store, so later runs keep compiling it; one job)"},
+    {.name = "point", .type = CLI_INT, .at = offsetof(farm_args, o.point), .meta = "K",
+     .range = CLI_RANGE(0, CONFIG_MAX_VARIANTS),
+     .help = "only the policies on the job's sweep point K (0: its own chip;\n"
+             "enpu buckets lists the points); one job"},
+    {.name = "reuse", .type = CLI_CUSTOM, .meta = "STORE", .accept = accept_reuse, .flags = CLI_REPEATABLE,
+     .help = "take the results of STORE (e.g. a --point run's) as known\n(repeatable; one job)"},
     SECONDS_OPT("checkpoint-s", checkpoint_s, true, 1e9,
                 "rewrite the store every SEC seconds (longer when a rewrite takes\nmore than a tenth of that)"),
     SECONDS_OPT("lock-wait", lock_wait_s, false, 1e9,
@@ -106,6 +122,7 @@ static void init(void *args) {
   farm_signals_catch();
   farm_options_default(&a->o);
   a->o.add = a->add;
+  a->o.reuse = a->reuse.v;
   a->o.job_paths = a->jobs.v;
   a->o.print_summaries = print_summaries, a->o.print_error = print_error, a->o.print_user = a;
   a->o.finish_job = cli_farm_finish_job, a->o.finish_user = &a->o; /* summary.md, validation */
@@ -113,8 +130,8 @@ static void init(void *args) {
 
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   const farm_args *a = args;
-  if (a->jobs.n > 1 && (a->o.store_path || a->o.nadd))
-    return cli_reject(msg, len, "--store and --add-buckets take a single job");
+  if (a->jobs.n > 1 && (a->o.store_path || a->o.nadd || a->o.point >= 0 || a->o.nreuse))
+    return cli_reject(msg, len, "--store, --add-buckets, --point and --reuse take a single job");
   return 0;
 }
 
@@ -132,8 +149,7 @@ static const char *const outcome_names[] = {
 static json_t *per_policy(const farm_summary *s, const int64_t *counts, const double *seconds) {
   json_t *o = json_object();
   for (int p = 0; o && p < s->npolicies; p++) {
-    char name[CONFIG_NAME_LEN];
-    config_policy_code_name(s->policies[p], name);
+    const char *name = s->policy_names[p];
     json_t *v = counts ? json_integer(counts[p]) : json_real(seconds[p]);
     if (json_object_set_new(o, name, v) < 0) json_decref(o), o = NULL;
   }
@@ -175,6 +191,9 @@ static json_t *warnings_json(const farm_summary *s) {
 static json_t *summary_json(const farm_summary *s) {
   json_t *j = summary_core_json(s);
   if (j && json_object_set_new(j, "warnings", warnings_json(s)) < 0) json_decref(j), j = NULL;
+  json_t *sweep = json_pack("{s:i, s:I, s:I}", "variants", s->variants, "op_searches", (json_int_t)s->variant_ops,
+                            "reused", (json_int_t)s->variant_reuse);
+  if (j && json_object_set_new(j, "sweep", sweep) < 0) json_decref(j), j = NULL;
   return j;
 }
 

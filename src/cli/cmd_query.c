@@ -27,7 +27,7 @@
 static int run(void *args);
 
 typedef struct {
-  const char *path, *policy;
+  const char *path, *policy, *variant;
   cli_bucket b;
   int json, vfset;
   double target_ms, slack; /* NAN: not given */
@@ -43,6 +43,9 @@ static const cli_opt opts[] = {
     {.name = "policy", .type = CLI_STRING, .at = offsetof(query_args, policy), .meta = "NAME",
      .help = "a policy of the store (default: enpu-all, else enpu-c, else the first\n"
              "enpu* policy, else the first but nodvfs and uniform, by name)"},
+    {.name = "variant", .type = CLI_STRING, .at = offsetof(query_args, variant), .meta = "PATH=VALUE[,...]",
+     .help = "the policy on a chip variant of the store's sweep (enpu store info lists\n"
+             "them), e.g. ivr.step_ns=400; paths in any order"},
     CLI_JSON_OPT(query_args, "the plan"),
     {.name = "vfset", .type = CLI_FLAG, .at = offsetof(query_args, vfset),
      .help = "add the vf.set words of every op's lead and trail states"},
@@ -85,6 +88,7 @@ static int default_policy(const char *path, char *out, enpu_err *err) {
     for (size_t i = 0; i < n && pick < 0; i++) {
       const char *nm = names[i];
       const bool reference = !strcmp(nm, "nodvfs") || !strcmp(nm, "uniform");
+      if (config_variant_of(nm)) continue; /* a sweep point's: --variant asks for one */
       const bool hit[5] = {!strcmp(nm, "enpu-all"), !strcmp(nm, "enpu-c"), !strncmp(nm, "enpu", 4), !reference,
                            true};
       if (hit[rule]) pick = (long)i;
@@ -215,6 +219,21 @@ static int print_human(const query_args *a, const query_answer *ans, const plans
   return 0;
 }
 
+/* --variant: the policy (--policy's, else the default) on that sweep point, as the
+ * store names it (config_job_policy_name). */
+static int variant_policy(const query_args *a, char out[STORE_NAME_LEN], enpu_err *err) {
+  char point[CONFIG_NAME_LEN], base[STORE_NAME_LEN];
+  ENPU_RETURN_IF(a->policy && config_variant_of(a->policy), err, ENPU_ERR_INVALID,
+                 "--variant with a --policy that names a sweep point already (%s)", a->policy);
+  ENPU_FORWARD(config_variant_canonical(a->variant, point, err));
+  if (a->policy) snprintf(base, sizeof base, "%s", a->policy);
+  else ENPU_FORWARD(default_policy(a->path, base, err));
+  const int n = snprintf(out, STORE_NAME_LEN, "%s%c%s", base, CONFIG_VARIANT_SEP, point);
+  ENPU_RETURN_IF(n < 0 || n >= STORE_NAME_LEN, err, ENPU_ERR_RANGE, "policy %s on variant %s: name too long", base,
+                 point);
+  return ENPU_OK;
+}
+
 static int run(void *args) {
   query_args *a = args;
   const int phase = a->b.phase == CONFIG_PREFILL ? PLANSTORE_PREFILL : PLANSTORE_DECODE;
@@ -224,13 +243,18 @@ static int run(void *args) {
   int status = 0;
   char chosen[STORE_NAME_LEN] = "";
   query_answer ans = {.policy = a->policy, .by_default = !a->policy};
-  if ((!a->policy && default_policy(a->path, chosen, &err) < 0) ||
-      planstore_open_policy(a->path, a->policy ? a->policy : chosen, &ps, &err) < 0) {
+  if (a->variant && variant_policy(a, chosen, &err) < 0) {
+    cli_fail("query", err.msg);
+    status = 2;
+    goto done;
+  }
+  if ((!a->policy && !a->variant && default_policy(a->path, chosen, &err) < 0) ||
+      planstore_open_policy(a->path, a->policy && !a->variant ? a->policy : chosen, &ps, &err) < 0) {
     cli_fail("query", err.msg);
     status = cli_store_status(a->path, err.code);
     goto done;
   }
-  if (!a->policy) ans.policy = chosen;
+  if (!a->policy || a->variant) ans.policy = chosen;
   planstore_plan plan = {.target_ns = NAN};
   const cli_bucket *b = &a->b;
   const int rc = !isnan(a->slack)

@@ -205,8 +205,9 @@ static int pick_policies(const replay_args *a, replay_inputs *in, enpu_err *err)
   ENPU_RETURN_IF(!in->policies, err, ENPU_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < np; i++) {
     const char *name = planstore_policy_name(in->ps, i);
-    if ((!strcmp(a->policy, "all") && strcmp(name, "uniform")) || !strcmp(a->policy, name))
-      in->policies[in->npolicies++] = name;
+    /* a sweep point's policies price their plans on another chip than the cluster's */
+    const bool all = !strcmp(a->policy, "all") && strcmp(name, "uniform") && !config_variant_of(name);
+    if (all || !strcmp(a->policy, name)) in->policies[in->npolicies++] = name;
   }
   ENPU_RETURN_IF(in->npolicies == 0, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in %s", a->policy, a->store);
   return ENPU_OK;

@@ -20,7 +20,7 @@ static int run_paper(void *args);
 typedef struct {
   const char *store, *out, *replay, *job, *gnuplot;
   double slack_pct; /* -1: the largest stored */
-  int json;
+  int json, sweep;
 } report_args;
 
 /* clang-format off */
@@ -38,6 +38,9 @@ static const cli_opt opts[] = {
     {.name = "slack", .type = CLI_DOUBLE, .at = offsetof(report_args, slack_pct), .meta = "PCT",
      .range = CLI_AT_LEAST(0),
      .help = "slack of the Figure 19 plans, in % (closest stored; default the\nlargest)"},
+    {.name = "sweep", .type = CLI_FLAG, .at = offsetof(report_args, sweep),
+     .help = "the store's chip sweep instead (DIR/sweep.md, default DIR: sweep/\nbeside the store): "
+             "savings against each swept chip parameter\nat --slack (default: the smallest and largest)"},
     GNUPLOT_OPT(report_args, gnuplot),
     CLI_JSON_OPT(report_args, "the files written"),
 };
@@ -92,8 +95,32 @@ static int run_paper(void *args) {
   return 0;
 }
 
+/* `enpu report STORE --sweep`: report_arch_write into --out, else sweep/ beside the store. */
+static int run_sweep(const report_args *a) {
+  char dir[CONFIG_PATH_LEN + 8];
+  const char *slash = strrchr(a->store, '/');
+  if (a->out) snprintf(dir, sizeof dir, "%s", a->out);
+  else if (slash) snprintf(dir, sizeof dir, "%.*s/sweep", (int)(slash - a->store), a->store);
+  else snprintf(dir, sizeof dir, "sweep");
+  const report_arch_options o = {.store_path = a->store,
+                                 .out_dir = dir,
+                                 .gnuplot = a->gnuplot,
+                                 .slack = a->slack_pct < 0 ? -1 : a->slack_pct / 100};
+  enpu_err err = {0};
+  uint32_t version = 0;
+  if (store_probe(a->store, &version, &err) < 0) return cli_fail("report", err.msg), cli_input_status(err.code);
+  char *md = NULL;
+  int status = 0;
+  if (report_arch_write(&o, &md, &err) < 0) status = cli_fail("report", err.msg);
+  else if (a->json) status = print_written("report", md);
+  else printf("wrote %s\n", md);
+  free(md);
+  return status;
+}
+
 static int run(void *args) {
   const report_args *a = args;
+  if (a->sweep) return run_sweep(a);
   report_options o = {.store_path = a->store,
                       .out_dir = a->out,
                       .replay_dir = a->replay,

@@ -69,6 +69,29 @@ static policy_summary sum_policy(const store_policy_tables *p, const store_table
   return s;
 }
 
+/* The sweep points the store's policies were compiled on (config_variant_of), each once,
+ * in the order of their first policy; *n of them. */
+static size_t info_variants(const store_contents *c, const char **out) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->npolicies; i++) {
+    const char *v = config_variant_of(c->policies[i].name);
+    size_t k = 0;
+    while (v && k < n && strcmp(out[k], v)) k++;
+    if (v && k == n) out[n++] = v;
+  }
+  return n;
+}
+
+static json_t *variants_json(const store_contents *c) {
+  const char **v = calloc(c->npolicies + 1, sizeof *v);
+  json_t *a = v ? json_array() : NULL;
+  const size_t n = v ? info_variants(c, v) : 0;
+  for (size_t k = 0; a && k < n; k++)
+    if (json_array_append_new(a, json_string(v[k])) < 0) json_decref(a), a = NULL;
+  free(v);
+  return a;
+}
+
 static double factor(uint64_t table_bytes, uint64_t stored_bytes) {
   return stored_bytes ? (double)table_bytes / (double)stored_bytes : 0.0;
 }
@@ -106,15 +129,17 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
   if (store_content_hash(c, &content, &err) < 0) return json_decref(pols), json_decref(added), NULL;
   char content_hex[20];
   hex64(content_hex, content);
-  return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:{s:s, s:I}, s:{s:s, s:s}, "
-                   "s:o, s:I, s:I, s:f}",
-                   "store", path, "format_version", (json_int_t)c->format_version, "file_bytes",
-                   (json_int_t)file_bytes, "tool_version", c->tool_version, "created_utc", c->created_utc,
-                   "content_hash", content_hex, "hashes", "cost_model", h[0], "chip", h[1], "model", h[2], "job",
-                   h[3], "added_buckets", added, "capacity", "policy", ci.capacity, "buckets_over_hbm",
-                   (json_int_t)ci.over_hbm, "moe", "experts", ci.experts, "capacity_factor", ci.factor, "policies",
-                   pols, "table_bytes", (json_int_t)table_bytes, "stored_bytes", (json_int_t)stored_bytes,
-                   "zstd_factor", factor(table_bytes, stored_bytes));
+  json_t *doc = json_pack(
+      "{s:s, s:I, s:I, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:{s:s, s:I}, s:{s:s, s:s}, "
+      "s:o, s:I, s:I, s:f}",
+      "store", path, "format_version", (json_int_t)c->format_version, "file_bytes", (json_int_t)file_bytes,
+      "tool_version", c->tool_version, "created_utc", c->created_utc, "content_hash", content_hex, "hashes",
+      "cost_model", h[0], "chip", h[1], "model", h[2], "job", h[3], "added_buckets", added, "capacity", "policy",
+      ci.capacity, "buckets_over_hbm", (json_int_t)ci.over_hbm, "moe", "experts", ci.experts, "capacity_factor",
+      ci.factor, "policies", pols, "table_bytes", (json_int_t)table_bytes, "stored_bytes", (json_int_t)stored_bytes,
+      "zstd_factor", factor(table_bytes, stored_bytes));
+  if (doc && json_object_set_new(doc, "variants", variants_json(c)) < 0) json_decref(doc), doc = NULL;
+  return doc;
 }
 
 static void info_human(const char *path, const store_contents *c, store_table_size (*sizes)[STORE_NTABLE],
@@ -134,6 +159,12 @@ static void info_human(const char *path, const store_contents *c, store_table_si
   else if (!strcmp(ci.capacity, "offload"))
     printf(" (%zu buckets stream weights from the host every pass)", ci.over_hbm);
   printf("; MoE experts %s, capacity factor %s\n", ci.experts, ci.factor);
+  const char **v = calloc(c->npolicies + 1, sizeof *v);
+  const size_t nv = v ? info_variants(c, v) : 0;
+  printf("chip variants (sweep points; policy NAME:POINT, enpu query --variant POINT): %s", nv ? "" : "none");
+  for (size_t k = 0; k < nv; k++) printf("%s%s", k ? ", " : "", v[k]);
+  printf("\n");
+  free(v);
   uint64_t table_bytes = 0, stored_bytes = 0;
   int w = 10; /* the policy column fits the longest name (policy variants are long) */
   for (size_t i = 0; i < c->npolicies; i++)

@@ -66,16 +66,19 @@ typedef struct {
   config_policy base;
   bool gate;
   int shadow_vregs; /* 0..255, or -1: the chip's */
+  int variant;      /* 0: the job's chip; k: the job's sweep point k (config_variant) */
 } config_policy_spec;
 
-#define CONFIG_MAX_POLICIES 32
+/* Policies × sweep points of one job (a sweep multiplies the job's policies). */
+#define CONFIG_MAX_POLICIES 128
 #define CONFIG_POLICY_GATE_PREFIX "pg+"
 
-/* @return 0, or ENPU_ERR_NOT_FOUND for a name that is not a policy in its one spelling. */
+/* @return 0, or ENPU_ERR_NOT_FOUND for a name that is not a policy in its one spelling
+ * (a name with a sweep point is a job's: config_job_policy_parse). */
 int config_policy_spec_parse(const char *name, config_policy_spec *out);
 /* The spelling of a policy (at most CONFIG_NAME_LEN bytes with the NUL). */
 void config_policy_spec_name(const config_policy_spec *p, char out[CONFIG_NAME_LEN]);
-/* A 32-bit code that identifies a policy (base, gate, shadow size): what farm results
+/* A 32-bit code that identifies a policy (base, gate, shadow size, sweep point): what farm results
  * and journal records carry. config_policy_spec_decode inverts it.
  * @return 0, or ENPU_ERR_NOT_FOUND for a code no policy has. */
 uint32_t config_policy_spec_code(const config_policy_spec *p);
@@ -534,6 +537,20 @@ typedef struct {
   uint64_t seed;
 } config_validation;
 
+/* One point of a job's architecture sweep (config_sweep.c): the job's chip with some
+ * parameters at other values. name is the point, "path=value[,path=value...]" (paths in
+ * the sweep table's order); its policies are named "<policy>:<name>". chip shares the
+ * job chip's tables; its hash is the job chip's mixed with the name. ops_differ: a
+ * value the op-level search reads (otherwise the variant's op-level Pareto sets are the
+ * job chip's, and the farm reuses them). */
+#define CONFIG_MAX_VARIANTS 64
+#define CONFIG_VARIANT_SEP ':'
+typedef struct {
+  char name[CONFIG_NAME_LEN];
+  config_chip chip;
+  bool ops_differ;
+} config_variant;
+
 typedef struct {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
@@ -553,6 +570,8 @@ typedef struct {
   config_capacity capacity;
   config_attn_impl attention_impl; /* "attention_impl": MLA as flash (default) or einsums */
   config_validation validation;    /* enabled only when the job has the section */
+  config_variant *variants;        /* the "sweep" section's points (NULL: none) */
+  int variant_count;
 
   /* The raw documents, kept for provenance (store attributes). */
   char *job_json, *model_json, *chip_json, *cluster_json;
@@ -569,6 +588,33 @@ void config_job_free(config_job *job);
  * several factors. job_json and hash are rewritten so the store records what was
  * compiled. @return 0, ENPU_ERR_INVALID (not a number), ENPU_ERR_RANGE, ENPU_ERR_NOMEM. */
 int config_job_set_capacity_factor(config_job *job, const char *value, enpu_err *err);
+
+/* Architecture sweeps (config_sweep.c). A job's optional "sweep" section:
+ *   "sweep": { "ivr.step_ns": [4, 40, 400], "vu.shadow_vregs": [0, 4] }   cross product
+ *   "sweep": { "points": [ { "ivr.step_ns": 0.4, "ivr.scaling_time_ns": 2 }, ... ] }
+ * Every policy but uniform is compiled on the job's chip and once per point (policy
+ * k·(points + 1) ...: the job's list, then the list again per point, spec.variant set).
+ * The sweepable paths are one table: config_sweep_param_count/_path list them. */
+int config_sweep_param_count(void);
+const char *config_sweep_param_path(int i);    /* NULL out of range */
+const char *config_sweep_param_unit(int i);    /* of its values ("ns", "states"); NULL out of range */
+int config_sweep_param_find(const char *path); /* index, or -1 */
+/* A value of parameter i as a point's name spells it. */
+void config_variant_value_text(int i, double v, char *out, size_t cap);
+/* The chip of a policy's variant (0 or out of range: the job's). */
+const config_chip *config_job_chip(const config_job *job, int variant);
+/* A policy's name in the job's store: config_policy_spec_name, then ":<point>" for a
+ * variant. @return 0, ENPU_ERR_NOT_FOUND (no such variant), ENPU_ERR_RANGE (too long). */
+int config_job_policy_name(const config_job *job, const config_policy_spec *p, char out[CONFIG_NAME_LEN]);
+/* The inverse; ENPU_ERR_NOT_FOUND for a name that is not a policy of this job's points. */
+int config_job_policy_parse(const config_job *job, const char *name, config_policy_spec *out);
+/* "path=value[,...]" in any order and number spelling → the point's name (what
+ * `enpu query --variant` looks up). @return 0, ENPU_ERR_INVALID naming the bad part
+ * (an unknown path lists the known ones), ENPU_ERR_RANGE. */
+int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_err *err);
+/* The point of a store policy name ("enpu-all:ivr.step_ns=40" → "ivr.step_ns=40"), NULL
+ * for a policy of the job's own chip. */
+const char *config_variant_of(const char *policy_name);
 
 int config_model_load(const char *path, config_model **out, enpu_err *err);
 void config_model_free(config_model *model);

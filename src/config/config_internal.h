@@ -162,6 +162,9 @@ int config_load_file(const char *path, const char *kind, size_t size,
  * fill a zeroed struct; on failure the caller frees it with the *_clear function. */
 int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err);
 int config_chip_parse(const config_doc *doc, config_chip *c, enpu_err *err);
+/* The job's "sweep" section (config_sweep.c): its variants, and its policies once more
+ * per variant. After the policies and the chip are read. */
+int config_sweep_parse(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err);
 void config_chip_clear(config_chip *c);
 int config_cluster_parse(const config_doc *doc, config_cluster *c, enpu_err *err);
 /* A {dp, tp, pp, ep} object (cluster nodes and job overrides), and the check that it

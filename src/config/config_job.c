@@ -15,9 +15,9 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const job_keys[] = {"name",     "model",      "chip",     "cluster",       "store",
-                                       "phases",   "slacks",     "policies", "budget",        "moe",
-                                       "capacity", "validation", "epoch_ms", "attention_impl"};
+static const char *const job_keys[] = {"name",     "model",      "chip",     "cluster",        "store",
+                                       "phases",   "slacks",     "policies", "budget",         "moe",
+                                       "capacity", "validation", "epoch_ms", "attention_impl", "sweep"};
 static const char *const sweep_keys[] = {"policy", "shadow"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
@@ -443,6 +443,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
                                &impl, err));
   job->attention_impl = (config_attn_impl)impl;
   ENPU_FORWARD(parse_validation(doc, &root, job, err));
+  ENPU_FORWARD(config_sweep_parse(doc, &root, job, err));
   job->hash = job_hash(job, doc->text, doc->len);
   return ENPU_OK;
 }
@@ -478,6 +479,7 @@ void config_job_free(config_job *job) {
     free(job->phase[ph].seq.values);
   }
   free(job->slacks);
+  free(job->variants); /* they share the chip's tables */
   config_chip_clear(&job->chip);
   free(job->job_json);
   free(job->model_json);

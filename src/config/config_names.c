@@ -84,7 +84,11 @@ void config_policy_spec_name(const config_policy_spec *p, char out[CONFIG_NAME_L
   if (p->gate && p->base == CONFIG_POLICY_NODVFS) n = snprintf(out, CONFIG_NAME_LEN, "pg");
   else n = snprintf(out, CONFIG_NAME_LEN, "%s%s", p->gate ? CONFIG_POLICY_GATE_PREFIX : "", base);
   if (p->shadow_vregs >= 0 && n > 0 && n < CONFIG_NAME_LEN)
-    snprintf(out + n, (size_t)(CONFIG_NAME_LEN - n), SHADOW_SUFFIX "%d", p->shadow_vregs);
+    n += snprintf(out + n, (size_t)(CONFIG_NAME_LEN - n), SHADOW_SUFFIX "%d", p->shadow_vregs);
+  /* a sweep point's name is the job's (config_job_policy_name); without the job the
+   * point's number, which no parser accepts */
+  if (p->variant > 0 && n > 0 && n < CONFIG_NAME_LEN)
+    snprintf(out + n, (size_t)(CONFIG_NAME_LEN - n), "%c#%d", CONFIG_VARIANT_SEP, p->variant);
 }
 
 /* Parse a name in any spelling; config_policy_spec_parse then insists on the one. */
@@ -123,16 +127,21 @@ int config_policy_spec_parse(const char *name, config_policy_spec *out) {
   return strcmp(canonical, name) == 0 ? ENPU_OK : ENPU_ERR_NOT_FOUND;
 }
 
+/* bits 0-7 base, 8 gate, 9-17 shadow size + 1, 18-31 sweep point (0: the job's chip) */
 uint32_t config_policy_spec_code(const config_policy_spec *p) {
-  return (uint32_t)p->base | (uint32_t)p->gate << 8 | (uint32_t)(p->shadow_vregs + 1) << 9;
+  return (uint32_t)p->base | (uint32_t)p->gate << 8 | (uint32_t)(p->shadow_vregs + 1) << 9 |
+         (uint32_t)p->variant << 18;
 }
 
 int config_policy_spec_decode(uint32_t code, config_policy_spec *out) {
-  const uint32_t base = code & 0xFFu, shadow1 = code >> 9;
-  if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1 || (base == CONFIG_POLICY_UNIFORM && code != base))
+  const uint32_t base = code & 0xFFu, shadow1 = code >> 9 & 0x1FFu, variant = code >> 18;
+  if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1 || variant > CONFIG_MAX_VARIANTS ||
+      (base == CONFIG_POLICY_UNIFORM && code != base))
     return ENPU_ERR_NOT_FOUND;
-  *out = (config_policy_spec){
-      .base = (config_policy)base, .gate = (code >> 8 & 1u) != 0, .shadow_vregs = (int)shadow1 - 1};
+  *out = (config_policy_spec){.base = (config_policy)base,
+                              .gate = (code >> 8 & 1u) != 0,
+                              .shadow_vregs = (int)shadow1 - 1,
+                              .variant = (int)variant};
   return ENPU_OK;
 }
 

@@ -85,7 +85,8 @@ static int signals_caught(void) {
 void farm_signals_catch(void) { catch_signals(NULL); }
 
 void farm_options_default(farm_options *o) {
-  *o = (farm_options){.checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S, .batch_s = -1};
+  *o = (farm_options){
+      .checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S, .batch_s = -1, .point = -1};
 }
 
 static void sleep_s(double s) {
@@ -437,8 +438,8 @@ static int same_store(const char *a, const char *b) {
 
 static int check_jobs(const farm_options *o, enpu_err *err) {
   ENPU_RETURN_IF(o->njobs < 1, err, ENPU_ERR_INVALID, "no job to farm");
-  ENPU_RETURN_IF(o->njobs > 1 && (o->store_path || o->nadd), err, ENPU_ERR_INVALID,
-                 "--store and --add-buckets name one job's store: give a single job");
+  ENPU_RETURN_IF(o->njobs > 1 && (o->store_path || o->nadd || o->point >= 0 || o->nreuse), err, ENPU_ERR_INVALID,
+                 "--store, --add-buckets, --point and --reuse name one job's store: give a single job");
   config_job **jobs = enpu_calloc((size_t)o->njobs, sizeof *jobs);
   ENPU_RETURN_IF(!jobs, err, ENPU_ERR_NOMEM, "out of memory (jobs)");
   int rc = 0;

@@ -43,24 +43,30 @@ typedef struct {
   const farm_bucket_spec *add;  /* extra buckets (kept in the store for reruns; one
                                    job only) */
   int nadd;
-  double checkpoint_s;         /* store rewrite interval (default 60) */
-  double lock_wait_s;          /* wait for another writer of the store (default
-                                  STORE_LOCK_WAIT_S) */
-  double progress_s;           /* progress line interval off a TTY (default 10) */
-  const char *results_dir;     /* two jobs of one run must not share a name when
-                                  it is set (their results would mix); finish_job
-                                  puts them there */
-  double batch_s;              /* seconds of work per task batch (0: one task);
-                                  < 0 (the default): adaptive, at least 5 ms and more
-                                  beyond 50 workers so that messages take at most a
-                                  quarter of rank 0 */
-  int quiet;                   /* no progress lines (warnings are always printed) */
-  int replace;                 /* a store of another job (name, model, chip or cluster)
-                                  is replaced instead of refused */
-  const char *task_log;        /* CSV of every task this run computes (job, kind,
-                                  policy, wall and CPU seconds, evaluations, result
-                                  bytes plain and packed), written by rank 0; NULL:
-                                  none */
+  double checkpoint_s;      /* store rewrite interval (default 60) */
+  double lock_wait_s;       /* wait for another writer of the store (default
+                               STORE_LOCK_WAIT_S) */
+  double progress_s;        /* progress line interval off a TTY (default 10) */
+  const char *results_dir;  /* two jobs of one run must not share a name when
+                               it is set (their results would mix); finish_job
+                               puts them there */
+  double batch_s;           /* seconds of work per task batch (0: one task);
+                               < 0 (the default): adaptive, at least 5 ms and more
+                               beyond 50 workers so that messages take at most a
+                               quarter of rank 0 */
+  int quiet;                /* no progress lines (warnings are always printed) */
+  int replace;              /* a store of another job (name, model, chip or cluster)
+                               is replaced instead of refused */
+  const char *task_log;     /* CSV of every task this run computes (job, kind,
+                               policy, wall and CPU seconds, evaluations, result
+                               bytes plain and packed), written by rank 0; NULL:
+                               none */
+  int point;                /* -1 (default): every policy of the job; k >= 0: only its
+                               policies on sweep point k (0: the job's chip), e.g. one
+                               Slurm array task per point (one job only) */
+  const char *const *reuse; /* stores whose results are taken as known before any task
+                               (the per-point stores of such tasks; one job only) */
+  int nreuse;
   const char *capacity_factor; /* NULL, or every job's MoE capacity factor replaced
                                   (config_job_set_capacity_factor) on every rank */
   FILE *log;                   /* progress and notes (stderr when NULL) */
@@ -98,11 +104,16 @@ typedef struct farm_summary {
   int rank, ranks; /* this process, and the world size */
   char job[CONFIG_NAME_LEN];
   char store_path[CONFIG_PATH_LEN];
-  int64_t buckets_ok, buckets_infeasible, buckets_failed; /* per bucket × policy */
-  int64_t unique_ops[CONFIG_MAX_POLICIES];                /* distinct op signatures per job policy
-                                                             (epoch policies: 0, their buckets search) */
-  uint32_t policies[CONFIG_MAX_POLICIES];                 /* the job's policies (config_policy_spec_code) */
+  int64_t buckets_ok, buckets_infeasible, buckets_failed;  /* per bucket × policy */
+  int64_t unique_ops[CONFIG_MAX_POLICIES];                 /* distinct op signatures per job policy
+                                                              (epoch policies: 0, their buckets search) */
+  uint32_t policies[CONFIG_MAX_POLICIES];                  /* the job's policies (config_policy_spec_code) */
+  char policy_names[CONFIG_MAX_POLICIES][CONFIG_NAME_LEN]; /* their store names (config_job_policy_name) */
   int npolicies;
+  int variants;                   /* the job's sweep points (0: no sweep) */
+  int64_t variant_ops;            /* op searches the points' policies need, */
+  int64_t variant_reuse;          /*   of which the job's chip's op results serve (the point's values
+                                     change nothing the op level reads) */
   int64_t tasks_total;            /* tasks this run had to do: */
   int64_t op_tasks, bucket_tasks; /*   Pareto searches and bucket walks, */
   int64_t part_tasks;             /*   parts of split Pareto searches (`ideal`) */

@@ -340,7 +340,8 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
   if (rd->short_read || n == 0) return rd->short_read ? BAD("bucket result truncated") : ENPU_OK;
   config_policy_spec spec;
   config_policy_spec_decode(r->policy, &spec); /* checked with the header */
-  const config_policy_spec op = config_policy_spec_ungated(&spec);
+  config_policy_spec op = config_policy_spec_ungated(&spec), base_op = op;
+  base_op.variant = 0; /* a sweep point may keep them under the job chip's (farm_op_policy) */
   if (n != r->bundle.nops) return BAD("bucket result: %u epoch op results for %u ops", n, r->bundle.nops);
   ENPU_FORWARD(alloc_section(rd, n, record_bytes(&result_cols), sizeof *r->units, (void **)&r->units,
                              "epoch op results", err));
@@ -351,7 +352,8 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
       farm_op_result_free(u);
       return rc;
     }
-    if (u->key != r->bundle.ops[r->nunits++].signature || u->policy != config_policy_spec_code(&op))
+    if (u->key != r->bundle.ops[r->nunits++].signature ||
+        (u->policy != config_policy_spec_code(&op) && u->policy != config_policy_spec_code(&base_op)))
       return BAD("bucket result: epoch op result %u has key %016llx or policy %u, not the "
                  "bucket's",
                  r->nunits - 1, (unsigned long long)u->key, u->policy);

@@ -141,6 +141,9 @@ void farm_state_free(farm_state *s); /* NULL no-op */
  * attribute (malloc'd, or NULL). */
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets, char **added_json,
                           enpu_err *err);
+/* The same for job `job` (NULL: no sweep), whose sweep points name some of its groups. */
+int farm_state_load_job_store(farm_state *s, const config_job *job, const char *path, int64_t *ops,
+                              int64_t *buckets, char **added_json, enpu_err *err);
 /* Take ownership of a result's arrays (r is emptied). A result with a key already known
  * replaces the old one (bucket results: same policy/phase/batch/seq). A bucket result's
  * units become op results of its policy without gating. */
@@ -154,9 +157,10 @@ const farm_bucket_result *farm_state_find_bucket(const farm_state *s, uint32_t p
 /* What the current job wants in the store: per policy the op keys of its grid and its
  * buckets (phase, batch, seq, input_hash). Known results outside it are not written. */
 typedef struct {
-  uint32_t policy;         /* its code */
-  uint32_t op_policy;      /* the code its op results are kept under */
-  const uint64_t *op_keys; /* NULL for an epoch policy: its buckets' epochs */
+  uint32_t policy;            /* its code */
+  char name[CONFIG_NAME_LEN]; /* its store group (config_job_policy_name); "": the code's name */
+  uint32_t op_policy;         /* the code its op results are kept under */
+  const uint64_t *op_keys;    /* NULL for an epoch policy: its buckets' epochs */
   size_t nops;
   const store_bucket_rec *buckets; /* only phase, batch, seq, input_hash (and budget, for a
                                       pending row) are read */

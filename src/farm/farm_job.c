@@ -53,8 +53,15 @@ static void summary_counts(farm_job *m) {
   s->npolicies = m->job->policy_count;
   for (int p = 0; p < m->job->policy_count; p++) {
     s->policies[p] = m->plan.code[p];
+    config_job_policy_name(m->job, &m->job->policies[p], s->policy_names[p]);
     for (int i = 0; i < m->plan.nops; i++) s->unique_ops[p] += m->plan.ops[i].policy == m->plan.op_code[p];
+    if (m->job->policies[p].variant == 0) continue;
+    config_policy_spec op;
+    config_policy_spec_decode(m->plan.op_code[p], &op);
+    s->variant_ops += s->unique_ops[p];
+    s->variant_reuse += op.variant == 0 ? s->unique_ops[p] : 0;
   }
+  s->variants = m->job->variant_count;
 }
 
 /* One writer per store (store_lock): a second farm would write the same temporary file
@@ -179,7 +186,7 @@ static int load_previous(farm_job *m, enpu_err *err) {
   ENPU_FORWARD(check_identity(m, &replaced, err));
   if (replaced) return 0;
   int64_t nops = 0, nbuckets = 0;
-  int rc = farm_state_load_store(m->state, m->store_path, &nops, &nbuckets, &m->added_json, err);
+  int rc = farm_state_load_job_store(m->state, m->job, m->store_path, &nops, &nbuckets, &m->added_json, err);
   uint32_t version = 0;
   enpu_err probe = {0};
   if (rc != ENPU_ERR_FORMAT) return rc;
@@ -235,15 +242,42 @@ static int check_validation_input(const farm_job *m, enpu_err *err) {
   return 0;
 }
 
+/* --point k: the job's policies on sweep point k only (their codes, and so their keys,
+ * stay those of the whole job: a later run of the whole job reuses the results). */
+static int keep_point(farm_job *m, enpu_err *err) {
+  config_job *job = m->job;
+  ENPU_RETURN_IF(m->o.point > job->variant_count, err, ENPU_ERR_INVALID,
+                 "%s: --point %d: the job has %d sweep points (0: its own chip, 1..%d)", m->job_path, m->o.point,
+                 job->variant_count, job->variant_count);
+  int n = 0;
+  for (int k = 0; k < job->policy_count; k++)
+    if (job->policies[k].variant == m->o.point) job->policies[n++] = job->policies[k];
+  job->policy_count = n;
+  return ENPU_OK;
+}
+
+/* --reuse: the results of other stores of this job (a point's, by --point) as known. */
+static int load_reused(farm_job *m, enpu_err *err) {
+  for (int i = 0; i < m->o.nreuse; i++) {
+    int64_t ops = 0, buckets = 0;
+    ENPU_FORWARD(farm_state_load_job_store(m->state, m->job, m->o.reuse[i], &ops, &buckets, NULL, err));
+    ENPU_RETURN_IF(ops + buckets == 0, err, ENPU_ERR_INVALID, "--reuse %s: no results in it (is it a store?)",
+                   m->o.reuse[i]);
+  }
+  return ENPU_OK;
+}
+
 static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   ENPU_FORWARD(config_job_load(m->job_path, &m->job, err));
   if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
+  if (m->o.point >= 0) ENPU_FORWARD(keep_point(m, err));
   ENPU_FORWARD(check_validation_input(m, err));
   snprintf(m->sum->job, sizeof m->sum->job, "%s", m->job->name);
   ENPU_FORWARD(lock_store(m, store_path ? store_path : m->job->store_path, err));
   snprintf(m->sum->store_path, sizeof m->sum->store_path, "%s", m->store_path);
   ENPU_FORWARD(farm_state_create(&m->state, err));
   ENPU_FORWARD(load_previous(m, err));
+  ENPU_FORWARD(load_reused(m, err));
   ENPU_FORWARD(farm_plan_build(&m->plan, m->job, m->o.add, m->o.nadd, &m->added_json, m->store_path, err));
   ENPU_FORWARD(farm_plan_add_uncompiled(&m->plan, m->state, err));
   m->sum->reused_store = farm_plan_mark_known(&m->plan, m->state);

@@ -338,6 +338,7 @@ static int build_wanted(farm_plan *m, enpu_err *err) {
     const uint32_t pol = m->op_code[p];
     farm_wanted *w = &m->wanted[p];
     *w = (farm_wanted){.policy = m->code[p], .op_policy = pol};
+    config_job_policy_name(m->job, &m->job->policies[p], w->name);
     m->wanted_keys[p] = enpu_calloc((size_t)m->nops + 1, sizeof **m->wanted_keys);
     m->wanted_buckets[p] = enpu_calloc((size_t)m->nbuckets + 1, sizeof **m->wanted_buckets);
     ENPU_RETURN_IF(!m->wanted_keys[p] || !m->wanted_buckets[p], err, ENPU_ERR_NOMEM, "out of memory");
@@ -427,7 +428,7 @@ int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec 
   for (int k = 0; k < job->policy_count; k++) {
     search_options_for_job(&p->opt[k], job, &job->policies[k]);
     p->code[k] = config_policy_spec_code(&job->policies[k]);
-    p->op_code[k] = farm_op_policy(&job->policies[k]);
+    p->op_code[k] = farm_op_policy(job, &job->policies[k]);
   }
   const bucket_inputs in = {add, nadd, added_json, where};
   ENPU_FORWARD(build_buckets(p, &in, err));

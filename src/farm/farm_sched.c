@@ -166,9 +166,9 @@ static int task_policy_slot(const farm_job *m, farm_task_ref r) {
 static void log_task(const farm_job *m, const farm_task_result *tr, int kind, int slot) {
   static const char *const kinds[] = {"op", "part", "bucket"};
   config_policy_spec spec = m->job->policies[slot];
-  if (kind != K_BUCKET) spec = config_policy_spec_ungated(&spec);
+  if (kind != K_BUCKET) config_policy_spec_decode(m->plan.op_code[slot], &spec);
   char name[CONFIG_NAME_LEN];
-  config_policy_spec_name(&spec, name);
+  config_job_policy_name(m->job, &spec, name);
   fprintf(m->task_log, "%s,%s,%s,%.9f,%.9f,%llu,%zu,%zu\n", m->job->name, kinds[kind], name, tr->compute_s,
           tr->cpu_s, (unsigned long long)tr->evaluations, tr->plain_bytes, tr->bytes);
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "farm_internal.h"
+#include "farm_task_internal.h"
 
 /* ---- maps ---------------------------------------------------------------------- */
 
@@ -215,6 +216,11 @@ static int load_validation(farm_state *s, const store_contents *c, enpu_err *err
 
 int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t *buckets, char **added_json,
                           enpu_err *err) {
+  return farm_state_load_job_store(s, NULL, path, ops, buckets, added_json, err);
+}
+
+int farm_state_load_job_store(farm_state *s, const config_job *job, const char *path, int64_t *ops,
+                              int64_t *buckets, char **added_json, enpu_err *err) {
   int64_t nops = 0, nbuckets = 0;
   if (ops) *ops = 0;
   if (buckets) *buckets = 0;
@@ -227,12 +233,14 @@ int farm_state_load_store(farm_state *s, const char *path, int64_t *ops, int64_t
   for (size_t p = 0; p < c->npolicies && rc == ENPU_OK; p++) {
     const store_policy_tables *t = &c->policies[p];
     config_policy_spec policy;
-    if (config_policy_spec_parse(t->name, &policy) != 0) {
+    if (config_job_policy_parse(job, t->name, &policy) != 0) {
+      /* a sweep point the job no longer has: like a policy it no longer lists, its
+       * results are not wanted, and the next checkpoint leaves them out */
+      if (config_variant_of(t->name)) continue;
       rc = enpu_errorf(err, ENPU_ERR_FORMAT, "unknown policy group \"%.64s\"", t->name);
       break;
     }
-    const config_policy_spec op = config_policy_spec_ungated(&policy);
-    rc = load_policy_ops(s, t, config_policy_spec_code(&op), err);
+    rc = load_policy_ops(s, t, farm_op_policy(job, &policy), err);
     nops += rc == ENPU_OK ? (int64_t)t->nops : 0;
     if (rc == ENPU_OK) rc = load_policy_buckets(s, t, config_policy_spec_code(&policy), &nbuckets, err);
   }
@@ -365,9 +373,10 @@ int farm_state_checkpoint(const farm_state *s, const store_lock *lock, const sto
   int rc = ENPU_OK;
   store_validation_counts counts = {0};
   for (int p = 0; p < nwanted && rc == ENPU_OK; p++) {
-    char name[CONFIG_NAME_LEN];
+    char name[CONFIG_NAME_LEN]; /* the job's name of it; a caller without a job: the code's */
     config_policy_spec_decode(by_policy[p]->policy, &spec);
-    config_policy_spec_name(&spec, name);
+    if (by_policy[p]->name[0]) snprintf(name, sizeof name, "%s", by_policy[p]->name);
+    else config_policy_spec_name(&spec, name);
     store_policy_builder *b = NULL;
     rc = store_policy_builder_create(name, &b, err);
     if (rc == ENPU_OK) rc = build_policy(s, by_policy[p], b, err);

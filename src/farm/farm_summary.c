@@ -15,13 +15,18 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   for (int k = 0; k < 2; k++) {
     fprintf(out, k ? "| CPU seconds per policy |" : "| unique op signatures |");
     for (int p = 0; p < s->npolicies; p++) {
-      char name[CONFIG_NAME_LEN];
-      config_policy_code_name(s->policies[p], name);
+      const char *name = s->policy_names[p];
       if (k) fprintf(out, "%s %s %.2f", p ? "," : "", name, s->policy_cpu_s[p]);
       else fprintf(out, "%s %s %lld", p ? "," : "", name, (long long)s->unique_ops[p]);
     }
     fprintf(out, " |\n");
   }
+  if (s->variants > 0)
+    fprintf(
+        out,
+        "| sweep | %d chip variants; their policies' op searches: %lld, %lld of them (%.1f %%) the job chip's |\n",
+        s->variants, (long long)s->variant_ops, (long long)s->variant_reuse,
+        s->variant_ops ? 100.0 * (double)s->variant_reuse / (double)s->variant_ops : 0.0);
   fprintf(out, "| tasks | %lld to do (%lld op, %lld bucket, %lld op part), %lld done, %lld failed |\n",
           (long long)s->tasks_total, (long long)s->op_tasks, (long long)s->bucket_tasks, (long long)s->part_tasks,
           (long long)s->tasks_done, (long long)s->tasks_failed);

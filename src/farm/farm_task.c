@@ -23,8 +23,8 @@
 
 /* Every option that changes a Pareto set or a plan (threads only change speed); gating
  * changes plans only, so op keys leave it out and pg+X shares X's op tasks. */
-static void hash_options(enpu_hasher *h, const config_job *job, const search_options *opt) {
-  enpu_hasher_i64(h, (int64_t)job->chip.hash);
+static void hash_options(enpu_hasher *h, const config_job *job, int variant, const search_options *opt) {
+  enpu_hasher_i64(h, (int64_t)config_job_chip(job, variant)->hash);
   enpu_hasher_str(h, COST_MODEL_VERSION);
   enpu_hasher_i64(h, opt->request);
   enpu_hasher_i64(h, opt->enpu_domains);
@@ -42,8 +42,17 @@ static void hash_options(enpu_hasher *h, const config_job *job, const search_opt
   enpu_hasher_f64(h, opt->epoch_ns);
 }
 
-uint32_t farm_op_policy(const config_policy_spec *policy) {
-  const config_policy_spec op = config_policy_spec_ungated(policy);
+/* A sweep point whose values the op level does not read shares the job chip's op
+ * results (config_variant.ops_differ): its op key is the job chip's, exactly. */
+static config_policy_spec op_spec(const config_job *job, const config_policy_spec *policy) {
+  config_policy_spec op = config_policy_spec_ungated(policy);
+  if (job && op.variant > 0 && op.variant <= job->variant_count && !job->variants[op.variant - 1].ops_differ)
+    op.variant = 0;
+  return op;
+}
+
+uint32_t farm_op_policy(const config_job *job, const config_policy_spec *policy) {
+  const config_policy_spec op = op_spec(job, policy);
   return config_policy_spec_code(&op);
 }
 
@@ -55,9 +64,10 @@ static uint64_t unit_key(const config_job *job, const config_policy_spec *policy
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, what);
   enpu_hasher_i64(&h, (int64_t)signature);
-  enpu_hasher_i64(&h, farm_op_policy(policy));
+  const config_policy_spec op = op_spec(job, policy);
+  enpu_hasher_i64(&h, config_policy_spec_code(&op));
   if (segment >= 0) enpu_hasher_i64(&h, segment);
-  hash_options(&h, job, opt);
+  hash_options(&h, job, op.variant, opt);
   return enpu_hasher_digest(&h);
 }
 
@@ -75,7 +85,7 @@ uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec 
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, "enpu-farm-bucket");
   enpu_hasher_i64(&h, config_policy_spec_code(policy));
-  hash_options(&h, job, opt);
+  hash_options(&h, job, policy->variant, opt);
   for (int i = 0; i < graph_op_count(g); i++) {
     const graph_op *op = graph_op_at(g, i);
     enpu_hasher_i64(&h, (int64_t)farm_op_key(job, policy, opt, op));
@@ -181,11 +191,14 @@ int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result
 
 enum { GRAPH_CACHE = 8 };
 
-/* One job's executor. */
+/* One job's executor. cost and search are the contexts of the current task's chip (the
+ * job's, or a sweep point's: costs/searches by variant, made on first use). */
 typedef struct {
   config_job *job;
   cost_ctx *cost;
   search_ctx *search;
+  cost_ctx **costs;
+  search_ctx **searches;
   struct {
     config_phase phase;
     int batch, seq;
@@ -205,8 +218,25 @@ struct farm_exec {
 static int exec_job_init(exec_job *x, const char *job_path, const char *capacity_factor, enpu_err *err) {
   ENPU_FORWARD(config_job_load(job_path, &x->job, err));
   if (capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(x->job, capacity_factor, err));
-  ENPU_FORWARD(cost_ctx_create(&x->job->chip, &x->cost, err));
-  return search_ctx_create(&x->job->chip, &x->search, err);
+  const size_t n = (size_t)x->job->variant_count + 1;
+  x->costs = enpu_calloc(n, sizeof *x->costs);
+  x->searches = enpu_calloc(n, sizeof *x->searches);
+  ENPU_RETURN_IF(!x->costs || !x->searches, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
+  ENPU_FORWARD(cost_ctx_create(&x->job->chip, &x->costs[0], err));
+  ENPU_FORWARD(search_ctx_create(&x->job->chip, &x->searches[0], err));
+  x->cost = x->costs[0], x->search = x->searches[0];
+  return 0;
+}
+
+/* Make the contexts of sweep point `variant` (0: the job's chip) current. */
+static int exec_use_variant(exec_job *x, int variant, enpu_err *err) {
+  ENPU_RETURN_IF(variant < 0 || variant > x->job->variant_count, err, ENPU_ERR_FORMAT,
+                 "task: sweep point %d of a job with %d", variant, x->job->variant_count);
+  const config_chip *chip = config_job_chip(x->job, variant);
+  if (!x->costs[variant]) ENPU_FORWARD(cost_ctx_create(chip, &x->costs[variant], err));
+  if (!x->searches[variant]) ENPU_FORWARD(search_ctx_create(chip, &x->searches[variant], err));
+  x->cost = x->costs[variant], x->search = x->searches[variant];
+  return 0;
 }
 
 int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor, farm_exec **out,
@@ -228,8 +258,12 @@ void farm_exec_free(farm_exec *x) {
   for (int j = 0; j < x->njobs; j++) { /* a job that failed half-way too */
     exec_job *e = &x->jobs[j];
     for (int i = 0; i < GRAPH_CACHE; i++) graph_free(e->cache[i].g);
-    search_ctx_free(e->search);
-    cost_ctx_free(e->cost);
+    for (int v = 0; e->job && v <= e->job->variant_count; v++) {
+      if (e->searches) search_ctx_free(e->searches[v]);
+      if (e->costs) cost_ctx_free(e->costs[v]);
+    }
+    free(e->searches);
+    free(e->costs);
     config_job_free(e->job);
   }
   farm_zframe_free(x->z);
@@ -259,12 +293,12 @@ static int exec_graph(exec_job *x, config_phase phase, int batch, int seq, const
 }
 
 /* A task's policy and the options the farm compiles it with. */
-static int task_policy(const exec_job *x, const task_hdr *t, config_policy_spec *spec, search_options *opt,
+static int task_policy(exec_job *x, const task_hdr *t, config_policy_spec *spec, search_options *opt,
                        enpu_err *err) {
   ENPU_RETURN_IF(config_policy_spec_decode(t->policy, spec) < 0, err, ENPU_ERR_FORMAT,
                  "task: unknown policy code %u", t->policy);
   search_options_for_job(opt, x->job, spec);
-  return 0;
+  return exec_use_variant(x, spec->variant, err);
 }
 
 /* The op result of one unit's Pareto set: each point's per-slot energy from the cost
@@ -273,7 +307,7 @@ static int set_result(exec_job *x, const graph *g, const search_units *units, in
                       const config_policy_spec *spec, const search_options *opt, const search_pareto *p,
                       uint64_t key, farm_op_result *r, enpu_err *err) {
   const graph_op *op = graph_op_at(g, units ? units->unit[unit].op : unit);
-  *r = (farm_op_result){.policy = farm_op_policy(spec),
+  *r = (farm_op_result){.policy = farm_op_policy(x->job, spec),
                         .key = key,
                         .kind = units ? (uint32_t)units->unit[unit].kind : (uint32_t)op->kind,
                         .evaluations = (uint64_t)p->evals,

@@ -26,8 +26,9 @@ enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2, FARM_TASK_PART = 3 };
 enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET/PART */
 
 /* The code a policy's op results are kept under: its policy without power gating (the
- * DVFS plan search, and so its op level, is the same). */
-uint32_t farm_op_policy(const config_policy_spec *policy);
+ * DVFS plan search, and so its op level, is the same), and on the job's own chip when its
+ * sweep point changes nothing the op level reads (config_variant.ops_differ). */
+uint32_t farm_op_policy(const config_job *job, const config_policy_spec *policy);
 
 /* Key of one graph op under one policy: its graph signature, the chip tables, the
  * cost-model version, the policy without gating and its search options. */

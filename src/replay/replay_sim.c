@@ -356,6 +356,9 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
                  "speculative decoding prices partial-depth passes with the store's uniform policy, which this "
                  "store lacks (add \"uniform\" to the job's policies and rerun the farm)");
   config_policy_spec spec;
+  ENPU_RETURN_IF(config_variant_of(policy), err, ENPU_ERR_INVALID,
+                 "policy '%s' is compiled on a sweep point's chip: the replay runs the job chip's policies",
+                 policy);
   ENPU_RETURN_IF(config_policy_spec_parse(policy, &spec) != ENPU_OK, err, ENPU_ERR_NOT_FOUND,
                  "policy '%s' of the store is not one the replay knows the idle power of", policy);
   *pol = spec.base; /* a variant idles as its base policy does */

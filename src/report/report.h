@@ -166,6 +166,26 @@ typedef struct {
 int report_write(const report_options *o, char **md_path, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
+ * Architecture sweep (`enpu report STORE --sweep`, report_arch.c): a store whose policies
+ * were compiled on chip variants (a job's "sweep" section, config.h) */
+
+typedef struct {
+  const char *store_path;
+  const char *out_dir; /* created with its parents */
+  const char *gnuplot; /* NULL: "gnuplot" from PATH */
+  double slack;        /* fraction, the closest stored; < 0: the smallest and the largest */
+} report_arch_options;
+
+/* <out_dir>/sweep.md: per single-parameter sweep a table and a line plot of the savings
+ * per policy, phase and chosen slack against the value, per pair a heat map per policy
+ * and phase (the largest chosen slack), and the break-even table (the largest value at
+ * which eNPU-All keeps >= 90 % of its saving on the job's chip; the values at which it
+ * does not beat DVFS-C). *md_path (may be NULL) receives the file's path (malloc'd).
+ * @return 0; errors as report_write; ENPU_ERR_FORMAT for a group name that is no
+ * policy:point; ENPU_ERR_NOT_FOUND for a store without a compared policy. */
+int report_arch_write(const report_arch_options *o, char **md_path, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
  * Load sweep (`enpu replay --rates ... --out DIR`) */
 
 /* DIR/sweep.dat, sweep.gp and sweep.png (SLO attainment, savings busy-only and with

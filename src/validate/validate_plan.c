@@ -246,6 +246,10 @@ int validate_bucket(validate_ctx *v, const store_policy_tables *t, uint32_t buck
   ENPU_RETURN_IF(b->plan_count > cap, err, ENPU_ERR_RANGE, "bucket %u has %u plans, room for %zu", bucket,
                  b->plan_count, cap);
   config_policy_spec policy;
+  ENPU_RETURN_IF(config_variant_of(t->name), err, ENPU_ERR_INVALID,
+                 "policy '%s' is compiled on a sweep point's chip: validation re-simulates the job chip's "
+                 "policies only",
+                 t->name);
   ENPU_RETURN_IF(config_policy_spec_parse(t->name, &policy) < 0, err, ENPU_ERR_NOT_FOUND,
                  "unknown policy '%s' in the store", t->name);
   search_options opt;

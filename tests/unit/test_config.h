@@ -54,5 +54,7 @@ extern const struct CMUnitTest config_paper_tests[];
 extern const struct CMUnitTest config_shipped_tests[];
 extern const size_t config_shipped_ntests;
 extern const size_t config_paper_ntests;
+extern const struct CMUnitTest config_sweep_tests[]; /* test_config_sweep.c */
+extern const size_t config_sweep_ntests;
 
 #endif /* TEST_CONFIG_H */

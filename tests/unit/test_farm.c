@@ -504,6 +504,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_plan_demo),
       cmocka_unit_test(test_plan_added_buckets),
       cmocka_unit_test(test_sched_order_free),
+      cmocka_unit_test(test_sweep_keys),
       cmocka_unit_test_setup_teardown(test_state_order_independent, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_state_load_round_trip, tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_state_checkpoint_rejects, tmp_setup, tmp_teardown),

@@ -46,5 +46,6 @@ void test_merge_parts(void **state);
 void test_plan_demo(void **state);
 void test_plan_added_buckets(void **state);
 void test_sched_order_free(void **state);
+void test_sweep_keys(void **state); /* test_farm_sweep.c: a sweep's chip variants in the keys */
 
 #endif /* TEST_FARM_H */

@@ -183,7 +183,7 @@ static void test_design_space_properties(void **state) {
     int batch, seq;
   } buckets[] = {{CONFIG_PREFILL, 1, 1024}, {CONFIG_DECODE, 8, 4096}, {CONFIG_DECODE, 64, 2048}};
   const double slacks[] = {0, 0.02, 0.1, 0.3};
-  const config_policy_spec pg = {CONFIG_POLICY_ENPU_ALL, true, -1};
+  const config_policy_spec pg = {CONFIG_POLICY_ENPU_ALL, true, -1, 0};
   for (size_t b = 0; b < sizeof buckets / sizeof buckets[0]; b++) {
     graph *g;
     assert_int_equal(graph_build_depth(rb.job, buckets[b].phase, buckets[b].batch, buckets[b].seq,

@@ -130,9 +130,9 @@ static int check_mimic(bucket_env *b, const bucket_case *c, config_budget mode, 
 /* enpu-all vs enpu-4dom and enpu-4dom vs enpu-3dom, every bucket, slack and mode. */
 void test_finer_mimics_coarser(void **state) {
   (void)state;
-  static const config_policy_spec all = {CONFIG_POLICY_ENPU_ALL, false, -1},
-                                  dom4 = {CONFIG_POLICY_ENPU_4DOM, false, -1},
-                                  dom3 = {CONFIG_POLICY_ENPU_3DOM, false, -1};
+  static const config_policy_spec all = {CONFIG_POLICY_ENPU_ALL, false, -1, 0},
+                                  dom4 = {CONFIG_POLICY_ENPU_4DOM, false, -1, 0},
+                                  dom3 = {CONFIG_POLICY_ENPU_3DOM, false, -1, 0};
   int strict_compared = 0, strict_total = 0;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     bucket_env b;

@@ -23,7 +23,12 @@ PID, also on failure:
            one array task per model and a report job after the array; every job
            completes, the README is written, and each store equals the one tools/paper.py
            (what `make paper` runs) gives for the same grid (`enpu store diff`, exit 0), as do
-           the Table 2, Figure 20 and replay outputs.
+           the Table 2, Figure 20 and replay outputs;
+  sweep    sweep.sbatch on a small sweep job (two points): the submitter submits an array
+           of one task per chip variant and a report job after it; every job completes,
+           the report job's farm takes every result from the points' stores (nothing
+           recomputed), its store equals a single `enpu farm` of the job (`enpu store
+           diff`, exit 0), and the sweep report is written.
 
 When Slurm cannot start (not root, daemons missing, no munge) the scenario prints SKIP and
 exits 77 (CTest's SKIP_RETURN_CODE), unless CI is set (CI=1/true) or ENPU_REQUIRE_SLURM=1:
@@ -357,8 +362,46 @@ def test_paper(s):
                 str(outs))
 
 
+def test_sweep(s):
+    h = s.h
+    job = json.load(open(os.path.join(s.jobs, "demo.json")))
+    del job["validation"]  # validation re-simulates the job chip's policies only
+    job.update(name="sw", store="../sw/plans.h5", policies=["nodvfs", "dvfs-c-walk", "enpu-all"],
+               phases={"prefill": {"batch": [1], "seq": [1024]}, "decode": {"batch": [8], "seq": [2048]}},
+               sweep={"ivr.step_ns": [40, 4000]})
+    path = os.path.join(s.jobs, "sw.json")
+    json.dump(job, open(path, "w"), indent=2)
+    jid = s.submit("sweep.sbatch", [path, "--", "--json"], ["--ntasks=1"])
+    s.done_ok("sweep submitter", s.slurm.wait_job(jid, 120), s.log(f"enpu-sweep-{jid}.out"))
+    m = re.search(r"array (\d+) \((\d+) points and the job's chip\), report (\d+)", s.log(f"enpu-sweep-{jid}.out"))
+    if not h.check("sweep: the submitter printed the array and report ids", m, s.log(f"enpu-sweep-{jid}.out")):
+        return
+    array, npoints, report = m.group(1), int(m.group(2)), m.group(3)
+    info = s.slurm.wait_job(array, STALL_S, max_s=MAX_WAIT_S)
+    logs = "".join(s.log(f"enpu-sweep-{array}_{t}.out") for t in range(npoints + 1))
+    s.done_ok("sweep array (one task per chip variant)", info, logs[-3000:])
+    h.check("sweep: one array task per point and the job's chip", npoints == 2 and len(info) == 3, str(info.keys()))
+    info = s.slurm.wait_job(report, STALL_S, max_s=MAX_WAIT_S)
+    rlog = s.log(f"enpu-sweep-{report}.out")
+    s.done_ok("sweep report job (after the array)", info, rlog[-2000:])
+    sums = summaries(rlog)
+    last = first_job(sums[-1]) if sums else {}
+    h.check("sweep: the report job's farm recomputed nothing (every result from the points' stores)",
+            last.get("recomputed") == 0 and last.get("reused", {}).get("store", 0) > 0, rlog[-1500:])
+    store = os.path.join(s.tmp, "sw", "plans.h5")
+    ref = os.path.join(s.tmp, "ref.h5")
+    r = subprocess.run([h.enpu, "farm", path, "--store", ref, "--quiet"], capture_output=True, text=True,
+                       env=s.env, cwd=s.tmp)
+    h.check("sweep: a single enpu farm of the job, exit 0", r.returncode == 0, r.stderr[-600:])
+    d = h.run("store", "diff", store, ref)
+    h.check("sweep: the array's store equals the single farm's (store diff exit 0)", d.returncode == 0,
+            d.stdout[-600:] + d.stderr[-300:])
+    h.check("sweep: the sweep report is written",
+            os.path.exists(os.path.join(s.tmp, "sw", "sweep", "sweep.md")), rlog[-800:])
+
+
 SCENARIOS = {"demo": test_demo, "requeue": test_requeue, "array": test_array,
-             "regen": test_regen, "validate": test_validate, "paper": test_paper}
+             "regen": test_regen, "validate": test_validate, "paper": test_paper, "sweep": test_sweep}
 
 
 def main():
