@@ -88,8 +88,8 @@ int config_policy_spec_decode(uint32_t code, config_policy_spec *out);
 config_policy_spec config_policy_spec_ungated(const config_policy_spec *p);
 /* The spelling of the policy of a code, or "policy-code-N" for a code no policy has. */
 void config_policy_code_name(uint32_t code, char out[CONFIG_NAME_LEN]);
-/* Whether a policy may carry pg+ and @shadow= variants (uniform, a table of chip-wide
- * states, has none). What else a policy means is its row in power/power_policy.c. */
+/* Whether a policy may carry pg+ and @shadow= variants and sweep points (uniform, a
+ * table of chip-wide states, has none). What else a policy means is its row in power/power_policy.c. */
 bool config_policy_has_variants(config_policy p);
 
 /* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):

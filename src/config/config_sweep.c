@@ -311,7 +311,7 @@ static int expand_policies(const config_doc *doc, const config_path *sp, config_
   for (int v = 1; v <= job->variant_count; v++)
     for (int k = 0; k < nbase; k++) {
       config_policy_spec spec = job->policies[k];
-      if (spec.base == CONFIG_POLICY_UNIFORM) continue; /* the governors' table has no variants */
+      if (!config_policy_has_variants(spec.base)) continue; /* the governors' table: none */
       spec.variant = v;
       char name[CONFIG_NAME_LEN];
       if (config_job_policy_name(job, &spec, name) < 0)
