@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm commands-table reference paper paper-quick test check clean
+.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm commands-table reference paper paper-quick test check test-full clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -58,22 +58,22 @@ fuzz-setup: build
 	@printf 'TIMESTAMP,ContextTokens,GeneratedTokens\r\n2024-05-10 00:00:00.009930+00:00,12,3\r\n2024-05-10 00:00:01-05:30,7,1\r\n' \
 	  > $(FUZZ_BUILD)/corpus-trace/offsets.csv
 
+# The targets run $(JOBS) at a time (each is one process on one core); each prints its
+# name and libFuzzer's "Done N runs" line, and a crash fails the target.
+FUZZ_EXTRA_config := jobs
 fuzz: fuzz-setup
-	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_config -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
-	  $(FUZZ_BUILD)/corpus-config jobs 2>&1 | grep -E '^Done [0-9]+ runs'
-	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_store -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
-	  $(FUZZ_BUILD)/corpus-store 2>&1 | grep -E '^Done [0-9]+ runs'
-	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_journal -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
-	  $(FUZZ_BUILD)/corpus-journal 2>&1 | grep -E '^Done [0-9]+ runs'
-	set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_trace -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
-	  $(FUZZ_BUILD)/corpus-trace 2>&1 | grep -E '^Done [0-9]+ runs'
+	@$(MAKE) --no-print-directory -j $(JOBS) $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+
+fuzz-run-%:
+	@set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_$* -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
+	  $(FUZZ_BUILD)/corpus-$* $(FUZZ_EXTRA_$*) 2>&1 | grep -E '^Done [0-9]+ runs' | sed 's/^/fuzz_$*: /'
 
 # Each target for FUZZ_LONG_S seconds on one core, from the same seeds; prints
 # libFuzzer's final line (coverage, features, corpus) and stats (runs, exec/s, peak RSS)
 # per target and stops at the first crash.
 fuzz-long: fuzz-setup
 	@set -o pipefail; for t in $(FUZZ_TARGETS); do \
-	  extra=$$( [ $$t = config ] && echo jobs ); \
+	  extra=$$( [ $$t = config ] && echo $(FUZZ_EXTRA_config) ); \
 	  echo "== fuzz_$$t for $(FUZZ_LONG_S) s"; \
 	  $(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_LONG_S) -print_final_stats=1 \
 	    $(FUZZ_BUILD)/corpus-$$t $$extra 2>&1 | grep -E '^(Done|stat::|#[0-9]+.*DONE|==[0-9]+==ERROR|SUMMARY)' \
@@ -177,12 +177,16 @@ test: build asan fuzz
 	echo "== unit tests under ASan + UBSan (ran alongside; $(ASAN_LOG)) =="; cat $(ASAN_LOG); \
 	exit $$(( release || asan_rc ))
 
-# The pre-commit tier, under 3 minutes on 2 quiet cores: every unit test (the heaviest
-# cases at their small size, ENPU_TEST_SIZE=small) and the integration tests labelled
-# `check` (a farm under mpirun, `enpu query` against h5py, a replay). `make test` runs
-# everything.
+# The pre-commit tier, under 3 minutes on 2 quiet cores: every unit test and the
+# integration tests labelled `check` (a farm under mpirun, `enpu query` against h5py, a
+# replay). `make test` runs everything.
 check: build
-	cd $(BUILD) && ENPU_TEST_SIZE=small ctest --output-on-failure -j $(JOBS) -L check
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L check
+
+# The unit tests' heaviest cases on the whole model instead of a few layers (test_size.h):
+# the same properties at full size, minutes of CPU (unit_search ~2 min on one core).
+test-full: build
+	cd $(BUILD) && ENPU_TEST_SIZE=full ctest --output-on-failure -j $(JOBS) -L unit
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -3,7 +3,11 @@
 pipeline `make paper` runs (tools/paper.py: farms, compile timings, Table 2 graphs, the
 Figure 20 sweep, replays, `enpu report paper`), so that it cannot rot.
 
-Usage: /usr/bin/python3 test_paper.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
+Usage: /usr/bin/python3 test_paper.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR [FIXTURE_DIR]
+
+With FIXTURE_DIR the cold run's output is FIXTURE_DIR/make/out and stays there, as the
+cold run left it (step 6 restores it), for integration_slurm_paper to compare the Slurm
+run's output with (the CTest fixture paper_quick); without, a scratch folder.
 
 1. A cold run finishes (exit 0) and writes README.md, the per-run reports and plots.
 2. Our numbers in the README are the stores' and the compile outputs', recomputed here
@@ -16,11 +20,14 @@ Usage: /usr/bin/python3 test_paper.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
 4. A change recomputes only what depends on it: a pipeline whose Figure 20 sweep has
    another slack reruns the figure20 and report stages, nothing else.
 5. Bad input: a pipeline with an unknown key is refused (exit 2) naming the JSON path.
+6. Back to the original pipeline: figure20 and the report rerun, nothing else, and every
+   data file the cold run wrote is as it was (bytes): stores, tables, .dat and figures.
 """
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,7 +79,10 @@ def cell_number(cell):
 
 
 tmp = tempfile.mkdtemp(prefix="enpu-paper-test-")
-out = os.path.join(tmp, "a", "out")
+fixture = sys.argv[4] if len(sys.argv) > 4 else None
+if fixture:
+    shutil.rmtree(fixture, ignore_errors=True)
+out = os.path.join(fixture or tmp, "make" if fixture else "a", "out")
 p, cold_s = paper(out, "all")
 h.check("cold run exits 0", p.returncode == 0, p.stdout[-1500:] + p.stderr[-1500:])
 print(f"     quick pipeline, cold: {cold_s:.1f} s wall")
@@ -202,5 +212,18 @@ json.dump(bad, open(alt, "w"))
 p, _ = paper(out, "all", pipeline=alt)
 h.check("a pipeline with an unknown key: exit 2 naming it", p.returncode == 2 and "grid_policies" in p.stderr
         and alt in p.stderr, p.stderr[-400:])
-subprocess.run(["rm", "-rf", tmp])
+
+# 6. back to the original pipeline: what the change reran reruns, and the cold output is back
+p, _ = paper(out, "all")
+h.check("the original pipeline again reruns figure20 and the report only",
+        p.returncode == 0 and ran(p.stdout) == [("deepseek-v3-671b", "figure20"), ("out", "report")],
+        str(ran(p.stdout)) + p.stderr[-500:])
+back = files(out)
+# The report stage writes its date into the reports and gnuplot's log beside them, and a
+# stage that ran records its times: those change, every data file is the cold run's.
+DATED = ("README.md", "report.md", "gnuplot.log", "timings.json")
+changed = sorted(k for k in set(before) | set(back) if before.get(k) != back.get(k))
+h.check("every data file is as the cold run wrote it (stores, tables, figures; not the dated reports)",
+        not [k for k in changed if os.path.basename(k) not in DATED], str(changed)[:1500])
+shutil.rmtree(tmp, ignore_errors=True)
 h.finish()

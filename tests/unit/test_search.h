@@ -27,8 +27,8 @@
 /* The layers a heavy case builds its graph with (graph_build_depth): the model's all, or
  * `small` of them at ENPU_TEST_SIZE=small (test_size.h), the same ops with fewer
  * instances; the request-level walks re-price the whole request at each step. */
-/* The layers a heavy case builds its graph with (graph_build_depth): the model's all, or
- * `small` of them at ENPU_TEST_SIZE=small (test_size.h). */
+/* The layers a heavy case builds its graph with (graph_build_depth): `small` of them (the
+ * same ops with fewer instances), or the model's all at ENPU_TEST_SIZE=full (test_size.h). */
 int case_layers(const config_job *job, int small);
 
 /* A synthetic roofline evaluator (test_search.c): time max over components of a / state,
