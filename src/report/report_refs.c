@@ -52,7 +52,10 @@ static bool applies(const report_refs_ctx *r, const config_paper_claim *cl, conf
 void report_refs_context(FILE *gp, const report_refs_ctx *r) {
   if (!r->numbers) return;
   fprintf(gp, "# paper values: %s figure %s phase %s model %s policies ", r->numbers->path, r->figure,
-          r->phase < 0 ? "both" : r->phase ? "decode" : "prefill", r->model && *r->model ? r->model : "-");
+          r->phase < 0 ? "both"
+          : r->phase   ? "decode"
+                       : "prefill",
+          r->model && *r->model ? r->model : "-");
   for (size_t i = 0; i < r->nseries; i++) fprintf(gp, "%s%s", i ? "," : "", r->series[i]);
   fprintf(gp, "\n");
 }
@@ -84,13 +87,14 @@ static int point_type(char relation) { return relation == '<' ? 11 : relation ==
 
 /* A value or a range at one x: a marker (with an error bar over a range). `y` is a gnuplot
  * expression of the value's offset (0, or a base column) the claim's numbers add to. */
-static void mark(FILE *gp, const char *dat, const char *x, const char *sel, const char *y, const config_paper_claim *cl,
-                 const char *t) {
+static void mark(FILE *gp, const char *dat, const char *x, const char *sel, const char *y,
+                 const config_paper_claim *cl, const char *t) {
   if (cl->paper_lo == cl->paper_hi)
     fprintf(gp, ", \\\n    '%s'%s using %s:(%s + %g) with points pt %d ps 2 lc rgb 'black' %s", dat, sel, x, y,
             cl->paper_lo, point_type(cl->relation), t);
   else
-    fprintf(gp, ", \\\n    '%s'%s using %s:(%s + %g):(%s + %g):(%s + %g) with yerrorbars pt %d ps 1.5 lw 2 "
+    fprintf(gp,
+            ", \\\n    '%s'%s using %s:(%s + %g):(%s + %g):(%s + %g) with yerrorbars pt %d ps 1.5 lw 2 "
             "lc rgb 'black' %s",
             dat, sel, x, y, (cl->paper_lo + cl->paper_hi) / 2, y, cl->paper_lo, y, cl->paper_hi,
             point_type(cl->relation), t);
@@ -104,7 +108,8 @@ static void across(FILE *gp, const char *dat, const char *y, const config_paper_
     fprintf(gp, ", \\\n    '%s' using 1:(%s + %g) with lines dt 2 lw 2 lc %zu %s", dat, y, cl->paper_lo, colour + 1,
             t);
   else
-    fprintf(gp, ", \\\n    '%s' using 1:(%s + %g):(%s + %g) with filledcurves fs transparent solid 0.18 noborder "
+    fprintf(gp,
+            ", \\\n    '%s' using 1:(%s + %g):(%s + %g) with filledcurves fs transparent solid 0.18 noborder "
             "lc %zu %s",
             dat, y, cl->paper_lo, y, cl->paper_hi, colour + 1, t);
 }
@@ -148,7 +153,8 @@ void report_refs_at(FILE *gp, const report_refs_ctx *r, const char *dat, config_
   for (int i = 0; r->numbers && i < r->numbers->nclaims; i++) {
     const config_paper_claim *cl = &r->numbers->claims[i];
     size_t p = 0, b = 0;
-    if (!applies(r, cl, kind, &p, &b) || (kind == CONFIG_PAPER_FIGURE20 && (int)cl->ours.metric != metric)) continue;
+    if (!applies(r, cl, kind, &p, &b) || (kind == CONFIG_PAPER_FIGURE20 && (int)cl->ours.metric != metric))
+      continue;
     if (kind == CONFIG_PAPER_FIGURE20) {
       snprintf(what, sizeof what, "%s %s, factor %g", r->series[p],
                metric == CONFIG_F20_WORST ? "worst-case plan" : "saving lost", cl->ours.factor);
