@@ -27,7 +27,7 @@ Per figure, the paper's values:
             Figure 11, shadow: 15, granularity_<phase>: 16, domains_<phase>: 17,
             gating_<phase>: 21, figure20: 20) says what it shows in a "# paper values:
             FILE figure F phase P model M policies A,B" line, and carries a key entry
-            "paper §x.y: ..." for the section of every claim of FILE (the paper's stated
+            (or a text beside the marker) "paper §x.y: ..." for the section of every claim of FILE (the paper's stated
             numbers) that belongs there: its figure, a kind the figure plots, its one
             policy (and a gain's base) among the figure's, its phase and models (when it
             names them) the figure's; and no "paper §" entry that no such claim explains.
@@ -262,7 +262,7 @@ def paper_checks(path, text):
     for cl in numbers(file):
         if applies(cl, fig, phase, model, pols.split(",")):
             want.setdefault(section(cl["cite"]), []).append(cl["id"])
-    have = set(re.findall(r"title\s+'paper (§[^:']*):", text))
+    have = set(re.findall(r"['\"]\s*paper (§[^:'\"]*):", text))  # a key entry, or a text beside the marker
     problems = [f"{path}: the paper's value of {', '.join(ids)} ({sec}) is not drawn (no key entry 'paper {sec}: ...')"
                 for sec, ids in sorted(want.items()) if sec not in have]
     problems += [f"{path}: a key entry 'paper {sec}: ...' that no claim of {file} puts on figure {fig}"

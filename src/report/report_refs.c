@@ -155,14 +155,21 @@ void report_refs_at(FILE *gp, const report_refs_ctx *r, const char *dat, config_
     size_t p = 0, b = 0;
     if (!applies(r, cl, kind, &p, &b) || (kind == CONFIG_PAPER_FIGURE20 && (int)cl->ours.metric != metric))
       continue;
-    if (kind == CONFIG_PAPER_FIGURE20) {
-      snprintf(what, sizeof what, "%s %s, factor %g", r->series[p],
-               metric == CONFIG_F20_WORST ? "worst-case plan" : "saving lost", cl->ours.factor);
+    if (kind == CONFIG_PAPER_FIGURE20) { /* its key is full: the text beside the marker */
+      char sec[64];
+      section(cl, sec, sizeof sec);
       snprintf(x, sizeof x, "(%g)", cl->ours.factor);
-    } else {
-      snprintf(what, sizeof what, "%s%s", r->series[p], agg_note(cl));
-      snprintf(x, sizeof x, "(%g)", xs[p]);
+      mark(gp, dat, x, " index 0 every ::0::0", "0", cl, "notitle");
+      fprintf(gp,
+              ", \\\n    '%s' index 0 every ::0::0 using %s:(%g):(\"    paper %s: %s %s, factor %g: %g %s\") with "
+              "labels left font ',9' notitle",
+              dat, x, cl->paper_lo, sec, r->series[p],
+              metric == CONFIG_F20_WORST ? "worst-case plan" : "saving lost", cl->ours.factor, cl->paper_lo,
+              cl->unit);
+      continue;
     }
+    snprintf(what, sizeof what, "%s%s", r->series[p], agg_note(cl));
+    snprintf(x, sizeof x, "(%g)", xs[p]);
     title(cl, what, seen, &nseen, t, sizeof t);
     mark(gp, dat, x, " index 0 every ::0::0", "0", cl, t);
   }
