@@ -123,8 +123,11 @@ static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
   ENPU_FORWARD(report_file_open(r->dir, gpn, &f, err));
   report_gp_preamble(f, png, 520, lp->title);
   if (lp->refs) report_refs_context(f, lp->refs);
-  fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset key outside right top\n%s", lp->xlabel, lp->ylabel,
-          lp->logx ? "set logscale x 2\n" : "set offsets 0.3, 0.3, 0, 0\n");
+  fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset key outside right top%s\n%s", lp->xlabel, lp->ylabel,
+          lp->refs ? " samplen 2" : "", /* room for the paper's longer entries */
+          lp->logx   ? "set logscale x 2\n"
+          : lp->refs ? "set offsets 0.3, 0.3, graph 0.05, graph 0.05\n" /* a paper line off the border */
+                     : "set offsets 0.3, 0.3, 0, 0\n");
   fprintf(f, "plot");
   for (size_t s = 0; s < lp->ns; s++)
     fprintf(f, "%s '%s' using 1:%zu with linespoints lw 2 pt 7 title '%s'", s ? ", \\\n    " : " ", dat, 2 + s,

@@ -76,8 +76,8 @@ static void title(const config_paper_claim *cl, const char *what, char seen[][25
 }
 
 static const char *agg_note(const config_paper_claim *cl) {
-  if (cl->relation == '<') return " (upper bound)";
-  if (cl->relation == '>') return " (lower bound)";
+  if (cl->relation == '<') return " (below)";
+  if (cl->relation == '>') return " (above)";
   if (cl->ours.nmodels) return "";
   static const char *const notes[CONFIG_NAGG] = {", model mean", ", range", ", up to", ", min"};
   return notes[cl->ours.agg];
@@ -126,10 +126,16 @@ void report_refs_slack(FILE *gp, const report_refs_ctx *r, const char *dat) {
     if (nseen + r->nseries >= REPORT_MAX_SERIES) break; /* the key holds at most 8 */
     if (gain) {
       char amount[48] = "";
-      if (cl->paper_lo != cl->paper_hi) snprintf(amount, sizeof amount, " + %g–%g pts", cl->paper_lo, cl->paper_hi);
-      else if (cl->paper_lo != 0) snprintf(amount, sizeof amount, " + %g pts", cl->paper_lo);
+      if (cl->paper_lo != cl->paper_hi) snprintf(amount, sizeof amount, "+%g–%g", cl->paper_lo, cl->paper_hi);
+      else if (cl->paper_lo != 0) snprintf(amount, sizeof amount, "+%g", cl->paper_lo);
       snprintf(what, sizeof what, "%s %c %s%s", q->policy[0], cl->relation, q->base, amount);
       snprintf(y, sizeof y, "column(%d)", r->cols[b]);
+    } else if (q->slack_sel != CONFIG_SLACK_VALUE) { /* a line or band: its numbers in the key */
+      char v[48];
+      if (cl->paper_lo != cl->paper_hi) snprintf(v, sizeof v, "%g–%g %s", cl->paper_lo, cl->paper_hi, cl->unit);
+      else snprintf(v, sizeof v, "%g %s", cl->paper_lo, cl->unit);
+      snprintf(what, sizeof what, "%s%s %s", q->policy[0], q->agg == CONFIG_AGG_MAX ? " up to" : "", v);
+      snprintf(y, sizeof y, "0");
     } else {
       snprintf(what, sizeof what, "%s%s", q->policy[0], agg_note(cl));
       snprintf(y, sizeof y, "0");
@@ -168,7 +174,10 @@ void report_refs_at(FILE *gp, const report_refs_ctx *r, const char *dat, config_
               cl->unit);
       continue;
     }
-    snprintf(what, sizeof what, "%s%s", r->series[p], agg_note(cl));
+    if (cl->relation != '=') /* a bound: its number in the key */
+      snprintf(what, sizeof what, "%s %s %g %s", r->series[p], cl->relation == '<' ? "below" : "above",
+               cl->paper_lo, cl->unit);
+    else snprintf(what, sizeof what, "%s%s", r->series[p], agg_note(cl));
     snprintf(x, sizeof x, "(%g)", xs[p]);
     title(cl, what, seen, &nseen, t, sizeof t);
     mark(gp, dat, x, " index 0 every ::0::0", "0", cl, t);

@@ -218,8 +218,10 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
     for (size_t i = 0; i < np; i++) names[i] = r->c->policies[idx[i]].name, cols[i] = 2 + 3 * (int)idx[i];
     const report_refs_ctx refs = {r->numbers, "11", phase, r->model, names, cols, np, false};
     report_refs_context(f, &refs);
-    fprintf(f, "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
-               "set key outside right top\nset offsets 0.3, 0.3, 0, 0\nplot");
+    fprintf(f,
+            "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
+            "set key outside right top\nset offsets 0.3, 0.3, %s\nplot",
+            r->numbers ? "graph 0.05, graph 0.05" : "0, 0"); /* a paper marker off the border */
     for (size_t i = 0; i < np; i++)
       fprintf(f, "%s '%s' using 1:%d:%d:%d with yerrorlines lw 2 pt 7 title '%s'", i ? ", \\\n    " : " ", pf.dat,
               cols[i], cols[i] + 1, cols[i] + 2, names[i]);
