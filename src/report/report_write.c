@@ -466,7 +466,7 @@ static int job_name(const store_contents *c, char *out, size_t len, enpu_err *er
 
 /* The model's name from the store's model_json ("" when it has none): the paper's values
  * for one model are drawn only on that model's figures. */
-static void model_name(const store_contents *c, char *out, size_t len) {
+static void model_of_store(const store_contents *c, char *out, size_t len) {
   json_error_t jerr;
   json_t *doc = c->model_json ? json_loads(c->model_json, 0, &jerr) : NULL;
   const char *name = json_string_value(json_object_get(doc, "name"));
@@ -564,7 +564,7 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   if (rc == 0) rc = report_absolute_dir(dir, r.absdir, sizeof r.absdir, err);
   if (rc == 0) {
     r.c = c, r.dir = dir, r.numbers = o->numbers;
-    model_name(c, r.model, sizeof r.model);
+    model_of_store(c, r.model, sizeof r.model);
     for (int ph = 0; ph < 2 && rc == 0; ph++) /* "no such bucket" is a note in the report */
       if (report_pick_bucket(c, ph, &r.median[ph], &r.median_why[ph]) == ENPU_ERR_NOMEM)
         rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");

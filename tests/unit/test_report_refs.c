@@ -69,7 +69,7 @@ static void test_gains(void **state) {
   char *t = draw(&r, CONFIG_NPAPER_KIND, 0);
   /* c3-temporal: enpu-all is enpu-ms (column 5) + 0.6..6.3, in enpu-all's colour (3) */
   assert_non_null(strstr(t, "using 1:(column(5) + 0.6):(column(5) + 6.3) with filledcurves"));
-  assert_non_null(strstr(t, "noborder lc 3 title 'paper §4.6: enpu-all = enpu-ms + 0.6–6.3 pts'"));
+  assert_non_null(strstr(t, "noborder lc 3 title 'paper §4.6: enpu-all = enpu-ms+0.6–6.3'"));
   /* c3-spatial: enpu-ms is dvfs-c-ms (column 3) + 4.4..9.6 */
   assert_non_null(strstr(t, "using 1:(column(3) + 4.4):(column(3) + 9.6)"));
   free(t);
