@@ -8,7 +8,7 @@ set title 'prefill: energy savings vs SLO slack (mean over buckets, bars min..ma
 set xlabel 'SLO slack (% of T_nodvfs)'
 set ylabel 'energy savings vs NoDVFS (%)'
 set key outside right top
-set offsets 0.3, 0.3, 0, 0
+set offsets 0.3, 0.3, graph 0.05, graph 0.05
 plot  'savings_prefill.dat' using 1:11:12:13 with yerrorlines lw 2 pt 7 title 'nodvfs', \
      'savings_prefill.dat' using 1:2:3:4 with yerrorlines lw 2 pt 7 title 'dvfs-c-walk', \
      'savings_prefill.dat' using 1:8:9:10 with yerrorlines lw 2 pt 7 title 'enpu-c', \
