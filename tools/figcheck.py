@@ -22,11 +22,22 @@ Per panel (each plot command; a multiplot has several):
   warnings  gnuplot warns of nothing while drawing the PNG (e.g. "difficulty fitting plot
             titles into key": the key then lies over the plot), but of the data (the empty
             range of a flat line, a series without a point).
+Per figure, the paper's values:
+  paper     a figure of the report that the paper states values for (savings_<phase>:
+            Figure 11, shadow: 15, granularity_<phase>: 16, domains_<phase>: 17,
+            gating_<phase>: 21, figure20: 20) says what it shows in a "# paper values:
+            FILE figure F phase P model M policies A,B" line, and carries a key entry
+            (or a text beside the marker) "paper §x.y: ..." for the section of every claim of FILE (the paper's stated
+            numbers) that belongs there: its figure, a kind the figure plots, its one
+            policy (and a gain's base) among the figure's, its phase and models (when it
+            names them) the figure's; and no "paper §" entry that no such claim explains.
+            Checked here from FILE, not from what the report decided to draw.
 Exit status: 0 every figure keeps every rule; 1 a rule is broken (each is printed as
 "file: panel N: what"); 2 bad usage or a script gnuplot cannot draw.
 """
 import argparse
 import html
+import json
 import math
 import os
 import re
@@ -35,6 +46,15 @@ import sys
 import tempfile
 
 MAX_SERIES = 8
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The report's figures the paper states values for: stem (before _<phase>) -> figure, and
+# the kinds of claim each plots.
+PAPER_FIGURES = {"savings": "11", "shadow": "15", "granularity": "16", "domains": "17", "gating": "21",
+                 "figure20": "20"}
+PAPER_KINDS = {"11": {"savings"}, "15": {"slowdown"}, "16": {"savings", "gain"}, "17": {"savings", "gain"},
+               "21": {"savings", "gain"}, "20": {"figure20"}}
+CONTEXT = re.compile(r"#\s*paper values:\s*(\S+)\s+figure\s+(\S+)\s+phase\s+(\S+)\s+model\s+(\S+)"
+                     r"\s+policies\s+(\S*)")
 EM = 0.6  # character width in em for the text extent estimate
 MARK = "ENPU_FIGCHECK"
 # Warnings about the data, not the layout: a flat line's range is widened, a series with
@@ -189,9 +209,72 @@ def overlaps(path, items, scale):
     return problems
 
 
+def section(cite):
+    """A claim's most specific section: the first "§4.x" of its citation, else its first."""
+    i = cite.find("§4.")
+    s = cite[i:] if i >= 0 else cite
+    s = s.split(";")[0]
+    return s.split(" ('")[0].strip()
+
+
+NUMBERS = {}
+
+
+def numbers(path):
+    """The claims of a numbers file (a relative path: from here, else from the repository)."""
+    if not os.path.isabs(path) and not os.path.exists(path):
+        path = os.path.join(ROOT, path)
+    if path not in NUMBERS:
+        try:
+            NUMBERS[path] = json.load(open(path))["claims"]
+        except (OSError, ValueError, KeyError) as e:
+            raise RuntimeError(f"{path}: cannot read the paper's numbers: {e}")
+    return NUMBERS[path]
+
+
+def applies(cl, fig, phase, model, policies):
+    q = cl["ours"]
+    pol = q.get("policy")
+    pols = pol if isinstance(pol, list) else [pol]
+    if cl["figure"] != fig or q["kind"] not in PAPER_KINDS[fig] or len(pols) != 1 or pols[0] not in policies:
+        return False
+    if q.get("models") and model not in q["models"]:
+        return False
+    if q.get("phase") and phase != "both" and q["phase"] != phase:
+        return False
+    if q["kind"] == "gain" and (q.get("slack") == "max" or q.get("base") not in policies or fig == "11"):
+        return False
+    return q["kind"] != "figure20" or q.get("metric") in ("worst", "loss")
+
+
+def paper_checks(path, text):
+    """The paper's values the figure must carry (and no others)."""
+    stem = os.path.basename(path)[:-3]
+    known = PAPER_FIGURES.get(re.sub(r"_(prefill|decode)$", "", stem))
+    m = CONTEXT.search(text)
+    if not m:
+        return [f"{path}: Figure {known} of the paper states values but the script has no '# paper values:' "
+                "line (drawn without the paper's numbers?)"] if known else []
+    file, fig, phase, model, pols = m.groups()
+    if fig not in PAPER_KINDS:
+        return [f"{path}: '# paper values:' names figure {fig}, which is no figure of the report's"]
+    want = {}
+    for cl in numbers(file):
+        if applies(cl, fig, phase, model, pols.split(",")):
+            want.setdefault(section(cl["cite"]), []).append(cl["id"])
+    have = set(re.findall(r"['\"]\s*paper (§[^:'\"]*):", text))  # a key entry, or a text beside the marker
+    problems = [f"{path}: the paper's value of {', '.join(ids)} ({sec}) is not drawn (no key entry 'paper {sec}: ...')"
+                for sec, ids in sorted(want.items()) if sec not in have]
+    problems += [f"{path}: a key entry 'paper {sec}: ...' that no claim of {file} puts on figure {fig}"
+                 for sec in sorted(have - set(want))]
+    return problems
+
+
 def check(path, gnuplot):
-    cmds = commands(open(path).read())
+    text = open(path).read()
+    cmds = commands(text)
     problems, npanels = text_checks(path, cmds)
+    problems += paper_checks(path, text)
     cols = 1
     for c in cmds:
         m = re.match(r"\s*set\s+multiplot\s+layout\s+(\d+)\s*,\s*(\d+)", c)

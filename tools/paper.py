@@ -423,10 +423,12 @@ def stage_figure20(rn, pipe, mdir, runs, job_file):
         job[k] = resolve(os.path.join(mdir, run[0]), src[k])
     job_path = write_job(fig_dir, src["name"].replace(run[0], "figure20"), job)
     out = os.path.join(fig_dir, "figure20.json")
+    numbers = resolve(pipe["_dir"], pipe["numbers"])  # the paper's values drawn on the figure
     cmd = [rn.enpu, "compile", job_path, "--phase", f["phase"], "--batch", str(f["batch"]), "--seq", str(f["seq"]),
            "--capacity-factor", ",".join(f["factors"]), "--slacks", ",".join(str(s) for s in f["slacks"]),
-           "--budget", f["budget"], "--json", "--out", fig_dir]
-    rn.stage(mdir, "figure20", [cmd], files=[job_path] + job_inputs(job_path, job), outputs=[out], stdout_to=[out])
+           "--budget", f["budget"], "--json", "--out", fig_dir, "--numbers", numbers]
+    rn.stage(mdir, "figure20", [cmd], files=[job_path, numbers] + job_inputs(job_path, job), outputs=[out],
+             stdout_to=[out])
     return {"dir": "figure20", "json": "figure20/figure20.json"}
 
 

@@ -86,6 +86,13 @@ int cli_print_json(json_t *doc);
  * @return 0, or a negative code with err naming the path. */
 int cli_write_text(const char *path, const char *text, enpu_err *err);
 
+/* The paper's stated numbers a report draws on its figures: `path`, or when it is NULL
+ * CLI_PAPER_NUMBERS if that file exists (relative to the working directory, as the
+ * repository's commands run), else none (*out NULL).
+ * @return 0, or config_paper_load's error for a file that is given or exists. */
+#define CLI_PAPER_NUMBERS "jobs/paper/paper-numbers.json"
+int cli_load_paper_numbers(const char *path, config_paper **out, enpu_err *err);
+
 /* Print "enpu <cmd>: <msg>" on stderr and return 1. */
 int cli_fail(const char *cmd, const char *msg);
 

@@ -113,3 +113,9 @@ int cli_write_text(const char *path, const char *text, enpu_err *err) {
   }
   return 0;
 }
+
+int cli_load_paper_numbers(const char *path, config_paper **out, enpu_err *err) {
+  *out = NULL;
+  if (!path && access(CLI_PAPER_NUMBERS, R_OK) != 0) return 0;
+  return config_paper_load(path ? path : CLI_PAPER_NUMBERS, out, err);
+}

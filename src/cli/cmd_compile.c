@@ -24,7 +24,7 @@
 static int run(void *args);
 
 typedef struct {
-  const char *path, *policy, *factors, *out;
+  const char *path, *policy, *factors, *out, *numbers;
   cli_bucket b;
   int request, budget, transitions, domains, threads, sample_ops;
   int json, vfset, lift, trim;
@@ -92,6 +92,9 @@ static const cli_opt opts[] = {
              "factor's load; prints savings vs NoDVFS of both per policy and slack"},
     {.name = "out", .type = CLI_STRING, .at = offsetof(compile_args, out), .meta = "DIR",
      .help = "with --capacity-factor: write DIR/figure20.{md,dat,gp,png}"},
+    {.name = "numbers", .type = CLI_STRING, .at = offsetof(compile_args, numbers), .meta = "FILE",
+     .help = "with --out: the paper's stated numbers, drawn on Figure 20 for its\nmodel and phase "
+             "(default: " CLI_PAPER_NUMBERS "\nwhen it exists)"},
 };
 /* clang-format on */
 
@@ -106,6 +109,7 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   if (a->sample_ops && strcmp(a->policy, "ideal"))
     return cli_reject(msg, len, "--sample-ops goes with --policy ideal");
   if (a->out && !a->factors) return cli_reject(msg, len, "--out goes with --capacity-factor");
+  if (a->numbers && !a->out) return cli_reject(msg, len, "--numbers goes with --out");
   for (int k = 1; k < a->slacks.n; k++)
     if (!(a->slacks.v[k] > a->slacks.v[k - 1]))
       return cli_reject(msg, len, "--slacks: expected increasing fractions");
@@ -418,7 +422,11 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
   char title[160];
   snprintf(title, sizeof title, "%s %s batch %d seq %d", job->name, cli_phase_names[a->b.phase], a->b.batch,
            a->b.seq);
-  if (rc == 0 && a->out) rc = report_write_imbalance(a->out, NULL, title, rows, (size_t)nf * per, err);
+  config_paper *numbers = NULL;
+  if (rc == 0 && a->out) rc = cli_load_paper_numbers(a->numbers, &numbers, err);
+  const report_imbalance_refs paper = {numbers, job->model.name, a->b.phase};
+  if (rc == 0 && a->out) rc = report_write_imbalance(a->out, NULL, title, &paper, rows, (size_t)nf * per, err);
+  config_paper_free(numbers);
   for (int p = 0; p < c->npol; p++) search_bucket_result_free(&worst[p]);
   graph_free(gw);
   free(rows);

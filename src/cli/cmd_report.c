@@ -1,5 +1,5 @@
 /* cmd_report.c — `enpu report STORE [--replay DIR] [--out DIR] [--job JOB.json]
- * [--slack PCT] [--gnuplot PROG]`: write report.md with tables and gnuplot PNG plots of a
+ * [--slack PCT] [--gnuplot PROG] [--numbers FILE]`: write report.md with tables and gnuplot PNG plots of a
  * plan store (and of a replay); `enpu report paper --out DIR --numbers FILE MANIFEST...`:
  * the README of the paper's evaluation (tools/paper.py runs it). The report module does
  * the work; this file parses.
@@ -18,7 +18,7 @@ static int run(void *args);
 static int run_paper(void *args);
 
 typedef struct {
-  const char *store, *out, *replay, *job, *gnuplot;
+  const char *store, *out, *replay, *job, *gnuplot, *numbers;
   double slack_pct; /* -1: the largest stored */
   int json, sweep;
 } report_args;
@@ -42,6 +42,9 @@ static const cli_opt opts[] = {
      .help = "the store's chip sweep instead (DIR/sweep.md, default DIR: sweep/\nbeside the store): "
              "savings against each swept chip parameter\nat --slack (default: the smallest and largest)"},
     GNUPLOT_OPT(report_args, gnuplot),
+    {.name = "numbers", .type = CLI_STRING, .at = offsetof(report_args, numbers), .meta = "FILE",
+     .help = "the paper's stated numbers, drawn on the figures they are about\n(default: "
+             CLI_PAPER_NUMBERS " when it exists)"},
     CLI_JSON_OPT(report_args, "the files written"),
 };
 /* clang-format on */
@@ -131,17 +134,21 @@ static int run(void *args) {
   if (a->job && config_job_load(a->job, &job, &err) < 0)
     return cli_fail("report", err.msg), cli_input_status(err.code);
   o.job = job;
+  config_paper *numbers = NULL;
   uint32_t version = 0; /* no such file, or none a plan store: bad input, not a failure */
-  if (store_probe(a->store, &version, &err) < 0) {
+  if (cli_load_paper_numbers(a->numbers, &numbers, &err) < 0 || store_probe(a->store, &version, &err) < 0) {
+    config_paper_free(numbers);
     config_job_free(job);
     return cli_fail("report", err.msg), cli_input_status(err.code);
   }
+  o.numbers = numbers;
   char *md = NULL;
   int status = 0;
   if (report_write(&o, &md, &err) < 0) status = cli_fail("report", err.msg);
   else if (a->json) status = print_written("report", md);
   else printf("wrote %s\n", md);
   free(md);
+  config_paper_free(numbers);
   config_job_free(job);
   return status;
 }

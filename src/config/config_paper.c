@@ -48,7 +48,7 @@ static const char *const *const kind_keys[CONFIG_NPAPER_KIND] = {
     (const char *const[]){"policy", "phase", "agg", "models", "level", NULL},
     (const char *const[]){"policy", "phase", "agg", "models", "level", NULL},
     (const char *const[]){"agg", "models", NULL},
-    (const char *const[]){"policy", "base", "factor", "metric", NULL},
+    (const char *const[]){"policy", "base", "factor", "metric", "phase", "models", NULL},
     (const char *const[]){"policy", "run", "paths", "agg", "scale", "offset", NULL},
     (const char *const[]){"policy", "run", "column", "hours", "agg", "scale", "offset", NULL},
 };

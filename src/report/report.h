@@ -138,24 +138,35 @@ typedef struct {
   double savings_worst; /* the plan compiled for the worst case, run on this load */
 } report_imbalance_row;
 
+/* The paper's values for Figure 20: drawn when the sweep's model and phase are theirs. */
+typedef struct {
+  const config_paper *numbers; /* NULL: none drawn */
+  const char *model;           /* the job's model name */
+  int phase;                   /* the bucket's CONFIG_PREFILL / CONFIG_DECODE */
+} report_imbalance_refs;
+
 /* Write <dir>/figure20.md, figure20.dat, figure20.gp and figure20.png (creating dir):
  * per policy, savings vs NoDVFS against the capacity factor (mean over the slacks,
  * min..max as the paper's shaded 0–max slack band) for the plans made for each factor
- * and for the worst-case plans, and their difference. `title` names the bucket; rows in
- * any order. @return 0, ENPU_ERR_IO, ENPU_ERR_NOT_FOUND/INTERNAL from gnuplot. */
+ * and for the worst-case plans, and their difference, with the paper's stated values
+ * (`paper` may be NULL). `title` names the bucket; rows in any order.
+ * @return 0, ENPU_ERR_IO, ENPU_ERR_NOT_FOUND/INTERNAL from gnuplot. */
 int report_write_imbalance(const char *dir, const char *gnuplot, const char *title,
-                           const report_imbalance_row *rows, size_t n, enpu_err *err);
+                           const report_imbalance_refs *paper, const report_imbalance_row *rows, size_t n,
+                           enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
  * The whole report */
 
 typedef struct {
   const char *store_path;
-  const char *out_dir;    /* NULL: results/<job name>/ (the name in the store's job_json) */
-  const char *replay_dir; /* NULL: no Figure 22 */
-  const config_job *job;  /* NULL: Figure 19 is skipped with a note */
-  const char *gnuplot;    /* program to run, NULL: "gnuplot" from PATH */
-  double freq_slack;      /* slack for Figure 19 (closest stored one); < 0: the largest */
+  const char *out_dir;         /* NULL: results/<job name>/ (the name in the store's job_json) */
+  const char *replay_dir;      /* NULL: no Figure 22 */
+  const config_job *job;       /* NULL: Figure 19 is skipped with a note */
+  const char *gnuplot;         /* program to run, NULL: "gnuplot" from PATH */
+  double freq_slack;           /* slack for Figure 19 (closest stored one); < 0: the largest */
+  const config_paper *numbers; /* the paper's stated values, drawn on the figures they are
+                                  about (NULL: none) */
 } report_options;
 
 /* Write <out_dir>/report.md, the PNGs and their .dat/.gp files (creating out_dir and its

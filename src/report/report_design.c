@@ -97,9 +97,11 @@ typedef struct {
   const char *stem, *title, *xlabel, *ylabel;
   int logx;
   size_t nx, ns;
-  const double *x;           /* nx */
-  const char *const *series; /* ns names */
-  const double *y;           /* nx × ns, NaN: missing */
+  const double *x;             /* nx */
+  const char *const *series;   /* ns names */
+  const double *y;             /* nx × ns, NaN: missing */
+  const report_refs_ctx *refs; /* the paper's values to draw, or NULL */
+  const double *refs_x;        /* NULL: x is the slack; else refs->series[i] at refs_x[i] */
 } line_plot;
 
 static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
@@ -120,12 +122,18 @@ static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
   ENPU_FORWARD(report_file_close(f, r->dir, dat, err));
   ENPU_FORWARD(report_file_open(r->dir, gpn, &f, err));
   report_gp_preamble(f, png, 520, lp->title);
-  fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset key outside right top\n%s", lp->xlabel, lp->ylabel,
-          lp->logx ? "set logscale x 2\n" : "set offsets 0.3, 0.3, 0, 0\n");
+  if (lp->refs) report_refs_context(f, lp->refs);
+  fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset key outside right top%s\n%s", lp->xlabel, lp->ylabel,
+          lp->refs ? " samplen 2" : "", /* room for the paper's longer entries */
+          lp->logx   ? "set logscale x 2\n"
+          : lp->refs ? "set offsets 0.3, 0.3, graph 0.05, graph 0.05\n" /* a paper line off the border */
+                     : "set offsets 0.3, 0.3, 0, 0\n");
   fprintf(f, "plot");
   for (size_t s = 0; s < lp->ns; s++)
     fprintf(f, "%s '%s' using 1:%zu with linespoints lw 2 pt 7 title '%s'", s ? ", \\\n    " : " ", dat, 2 + s,
             lp->series[s]);
+  if (lp->refs && lp->refs_x) report_refs_at(f, lp->refs, dat, CONFIG_PAPER_SLOWDOWN, lp->refs_x, 0);
+  else if (lp->refs) report_refs_slack(f, lp->refs, dat);
   fprintf(f, "\n");
   ENPU_FORWARD(report_file_close(f, r->dir, gpn, err));
   return report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
@@ -149,6 +157,15 @@ static int draw_with_table(const report_ctx *r, FILE *md, const line_plot *lp, c
   return ENPU_OK;
 }
 
+/* The paper's figure a slack figure's stem is (its stated values are drawn on it), NULL:
+ * one whose quantity the paper states no value of (Figure 13's loss: only its growth). */
+static const char *figure_of(const char *stem) {
+  static const char *const map[][2] = {{"granularity", "16"}, {"domains", "17"}, {"gating", "21"}};
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+    if (!strcmp(stem, map[i][0])) return map[i][1];
+  return NULL;
+}
+
 /* Figures whose x axis is the slack: series = policies, y = mean of `f`; plot and a
  * markdown table (one row per slack). */
 static int by_slack(const report_ctx *r, FILE *md, const char *stem, const char *what, const char *const *names,
@@ -163,7 +180,11 @@ static int by_slack(const report_ctx *r, FILE *md, const char *stem, const char 
   char full_stem[64], title[160];
   snprintf(full_stem, sizeof full_stem, "%s_%s", stem, phase_name[phase]);
   snprintf(title, sizeof title, "%s: %s vs SLO slack (mean over buckets)", phase_name[phase], what);
-  const line_plot lp = {full_stem, title, "SLO slack (% of T_nodvfs)", what, 0, ns, np, x, names, y};
+  int cols[16];
+  for (size_t p = 0; p < np; p++) cols[p] = 2 + (int)p;
+  const report_refs_ctx refs = {r->numbers, figure_of(stem), phase, r->model, names, cols, np, true};
+  const line_plot lp = {full_stem, title, "SLO slack (% of T_nodvfs)", what, 0, ns, np, x,
+                        names,     y,     refs.figure ? &refs : NULL,  NULL};
   char head[64];
   snprintf(head, sizeof head, "%s: slack (%%)", phase_name[phase]);
   return draw_with_table(r, md, &lp, head, err);
@@ -266,6 +287,13 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
     }
   }
   fprintf(md, "\n![Figure 15](shadow.png)\n\n");
+  /* the paper's bounds name the policies (the base is the chip's own size) at their x */
+  const char *names[33];
+  double at[33];
+  size_t nn = 0;
+  for (size_t i = 0; i < n; i++) names[nn] = pts[i].name, at[nn++] = pts[i].shadow;
+  if (own >= 0 && policy(r->c, base)) names[nn] = policy(r->c, base)->name, at[nn++] = own;
+  const report_refs_ctx refs = {r->numbers, "15", -1, r->model, names, NULL, nn, false};
   const line_plot lp = {"shadow",
                         "slowdown at 0 % slack vs VU shadow registers (mean over buckets)",
                         "shadow vector registers (count)",
@@ -275,7 +303,9 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
                         2,
                         x,
                         series,
-                        y};
+                        y,
+                        &refs,
+                        at};
   return draw(r, &lp, err);
 }
 
@@ -356,8 +386,8 @@ static int fig18_phase(const report_ctx *r, FILE *md, const store_policy_tables 
   snprintf(stem, sizeof stem, "seq_%s", phase_name[ph]);
   snprintf(title, sizeof title, "%s, %s, batch %d: energy savings vs sequence length", phase_name[ph], p->name,
            batch);
-  const line_plot lp = {stem,   title, "sequence length (tokens)", "energy savings vs NoDVFS (%)", 1, nq, ns, x,
-                        series, y};
+  const line_plot lp = {
+      stem, title, "sequence length (tokens)", "energy savings vs NoDVFS (%)", 1, nq, ns, x, series, y, NULL, NULL};
   char head[32];
   snprintf(head, sizeof head, "%s seq", phase_name[ph]);
   return draw_with_table(r, md, &lp, head, err);

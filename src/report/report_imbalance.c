@@ -67,10 +67,12 @@ static int write_dat(const char *dir, const imbalance_point *pts, size_t np, enp
   return report_file_close(f, dir, "figure20.dat", err);
 }
 
-static int write_gp(const char *dir, const char *title, const imbalance_point *pts, size_t np, enpu_err *err) {
+static int write_gp(const char *dir, const char *title, const imbalance_point *pts, size_t np,
+                    const report_refs_ctx *refs, enpu_err *err) {
   FILE *gp;
   ENPU_FORWARD(report_file_open(dir, "figure20.gp", &gp, err));
   report_gp_preamble(gp, "figure20.png", 820, ""); /* stacked: each panel the width, its key beside it */
+  report_refs_context(gp, refs);
   fprintf(gp,
           "set multiplot layout 2,1 title '%s'\nset logscale x 2\nset lmargin 12\nset rmargin at screen 0.72\n"
           "set xlabel 'expert capacity factor (x the mean expert load)'\n",
@@ -88,10 +90,12 @@ static int write_gp(const char *dir, const char *title, const imbalance_point *p
             block ? ", " : "", block, block + 1, block, block + 1, pts[i].policy, block, block + 1, pts[i].policy);
     block++;
   }
+  report_refs_at(gp, refs, "figure20.dat", CONFIG_PAPER_FIGURE20, NULL, CONFIG_F20_WORST);
   fprintf(gp, "\nset ylabel 'saving lost by worst-case provisioning (points)'\n"
               "set title 'plan for the true load minus worst-case plan (mean over slacks)' font ',9'\nplot ");
   for (int b = 0; b < block; b++)
     fprintf(gp, "%s'figure20.dat' index %d using 1:8 with linespoints lc %d notitle", b ? ", " : "", b, b + 1);
+  report_refs_at(gp, refs, "figure20.dat", CONFIG_PAPER_FIGURE20, NULL, CONFIG_F20_LOSS);
   fprintf(gp, "\nunset multiplot\n");
   return report_file_close(gp, dir, "figure20.gp", err);
 }
@@ -118,7 +122,8 @@ static int write_md(const char *dir, const char *title, const imbalance_point *p
 }
 
 int report_write_imbalance(const char *dir, const char *gnuplot, const char *title,
-                           const report_imbalance_row *rows, size_t n, enpu_err *err) {
+                           const report_imbalance_refs *paper, const report_imbalance_row *rows, size_t n,
+                           enpu_err *err) {
   ENPU_RETURN_IF(n == 0, err, ENPU_ERR_INVALID, "figure 20: no rows");
   report_imbalance_row *sorted = malloc(n * sizeof *sorted);
   imbalance_point *pts = calloc(n, sizeof *pts);
@@ -132,7 +137,19 @@ int report_write_imbalance(const char *dir, const char *gnuplot, const char *tit
   if (rc == 0) rc = enpu_mkdir_p(dir, err);
   if (rc == 0) rc = report_absolute_dir(dir, absdir, sizeof absdir, err);
   if (rc == 0) rc = write_dat(dir, pts, np, err);
-  if (rc == 0) rc = write_gp(dir, title, pts, np, err);
+  const char *names[CONFIG_MAX_POLICIES]; /* the policies drawn, for the paper's values */
+  size_t nn = 0;
+  for (size_t i = 0; i < np && nn < CONFIG_MAX_POLICIES; i++)
+    if (!nn || strcmp(names[nn - 1], pts[i].policy)) names[nn++] = pts[i].policy;
+  const report_refs_ctx refs = {paper ? paper->numbers : NULL,
+                                "20",
+                                paper ? paper->phase : -1,
+                                paper ? paper->model : NULL,
+                                names,
+                                NULL,
+                                nn,
+                                false};
+  if (rc == 0) rc = write_gp(dir, title, pts, np, &refs, err);
   if (rc == 0) rc = report_run_gnuplot(gnuplot ? gnuplot : "gnuplot", absdir, "figure20.gp", "figure20.png", err);
   if (rc == 0) rc = write_md(dir, title, pts, np, err);
   free(sorted);

@@ -26,7 +26,8 @@ static int run_report(paper_ctx *x, const paper_run *run, const char *out, const
                       .replay_dir = replay_dir,
                       .job = job,
                       .gnuplot = x->gnuplot,
-                      .freq_slack = 0.3};
+                      .freq_slack = 0.3,
+                      .numbers = x->numbers};
   const int rc = report_write(&o, NULL, err);
   config_job_free(job);
   return rc;

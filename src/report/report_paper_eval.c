@@ -419,7 +419,7 @@ static double f20_mean(const json_t *doc, const char *policy, double factor, con
 static void eval_figure20(paper_ctx *x, const config_paper_query *q, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     const paper_model *m = &x->models[i];
-    if (!m->figure20) continue;
+    if (!m->figure20 || !model_wanted(q, m->name)) continue;
     const json_t *doc = m->figure20;
     double v = NAN;
     if (q->metric == CONFIG_F20_WORST) v = f20_mean(doc, q->policy[0], q->factor, "savings_worst_case_plan");

@@ -114,13 +114,21 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
     snprintf(title, sizeof title, "%s: energy savings vs SLO slack (mean over buckets, bars min..max)",
              phase_names[phase]);
     report_gp_preamble(f, pf.png, 560, title);
-    fprintf(f, "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
-               "set key outside right top\nset offsets 0.3, 0.3, 0, 0\nplot");
     size_t idx[REPORT_MAX_SERIES]; /* the headline policies; the table below has every one */
     const size_t np = report_headline_policies(r->c, 1, idx, REPORT_MAX_SERIES);
+    const char *names[REPORT_MAX_SERIES];
+    int cols[REPORT_MAX_SERIES];
+    for (size_t i = 0; i < np; i++) names[i] = r->c->policies[idx[i]].name, cols[i] = 2 + 3 * (int)idx[i];
+    const report_refs_ctx refs = {r->numbers, "11", phase, r->model, names, cols, np, false};
+    report_refs_context(f, &refs);
+    fprintf(f,
+            "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
+            "set key outside right top\nset offsets 0.3, 0.3, %s\nplot",
+            r->numbers ? "graph 0.05, graph 0.05" : "0, 0"); /* a paper marker off the border */
     for (size_t i = 0; i < np; i++)
-      fprintf(f, "%s '%s' using 1:%zu:%zu:%zu with yerrorlines lw 2 pt 7 title '%s'", i ? ", \\\n    " : " ",
-              pf.dat, 2 + 3 * idx[i], 3 + 3 * idx[i], 4 + 3 * idx[i], r->c->policies[idx[i]].name);
+      fprintf(f, "%s '%s' using 1:%d:%d:%d with yerrorlines lw 2 pt 7 title '%s'", i ? ", \\\n    " : " ", pf.dat,
+              cols[i], cols[i] + 1, cols[i] + 2, names[i]);
+    report_refs_slack(f, &refs, pf.dat);
     fprintf(f, "\n");
     rc = plot_draw(r, &pf, f, err);
   }
@@ -359,6 +367,16 @@ static int job_name(const store_contents *c, char *out, size_t len, enpu_err *er
   return rc;
 }
 
+/* The model's name from the store's model_json ("" when it has none): the paper's values
+ * for one model are drawn only on that model's figures. */
+static void model_of_store(const store_contents *c, char *out, size_t len) {
+  json_error_t jerr;
+  json_t *doc = c->model_json ? json_loads(c->model_json, 0, &jerr) : NULL;
+  const char *name = json_string_value(json_object_get(doc, "name"));
+  snprintf(out, len, "%s", name ? name : "");
+  json_decref(doc);
+}
+
 static void md_header(FILE *md, const report_ctx *r, const char *name, const char *store_path) {
   char now[32];
   time_t t = time(NULL);
@@ -382,7 +400,13 @@ static void md_header(FILE *md, const report_ctx *r, const char *name, const cha
             ci.over_hbm, ci.buckets,
             strcmp(ci.capacity, "offload") ? "as if they fitted" : "weights stream from the host");
   fprintf(md, "; MoE experts `%s`, capacity factor `%s`\n", ci.experts, ci.factor);
-  fprintf(md, "- Report written %s by `enpu report`; energies are per forward pass of a bucket.\n\n", now);
+  fprintf(md, "- Report written %s by `enpu report`; energies are per forward pass of a bucket.\n", now);
+  if (r->numbers)
+    fprintf(md,
+            "- The paper's stated values on the figures (keys `paper §x.y`, where the paper states one for the "
+            "figure's policies, phase and model) are from `%s`.\n\n",
+            r->numbers->path);
+  else fprintf(md, "- No paper values on the figures (no numbers file: `enpu report --numbers FILE`).\n\n");
   fprintf(md, "| policy | ops | buckets ok | infeasible (capacity) | failed | plans |\n"
               "|---|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < c->npolicies; i++) {
@@ -442,7 +466,8 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
   if (rc == 0) rc = enpu_mkdir_p(dir, err);
   if (rc == 0) rc = report_absolute_dir(dir, r.absdir, sizeof r.absdir, err);
   if (rc == 0) {
-    r.c = c, r.dir = dir;
+    r.c = c, r.dir = dir, r.numbers = o->numbers;
+    model_of_store(c, r.model, sizeof r.model);
     for (int ph = 0; ph < 2 && rc == 0; ph++) /* "no such bucket" is a note in the report */
       if (report_pick_bucket(c, ph, &r.median[ph], &r.median_why[ph]) == ENPU_ERR_NOMEM)
         rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");

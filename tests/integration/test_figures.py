@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The figures' legibility rules (tools/figcheck.py): the checker catches each broken rule
-on a small script made to break it, passes a script that keeps them all, and every figure
+on a small script made to break it (the paper's values too: one not drawn, one no claim
+explains, a figure drawn without the numbers), passes a script that keeps them all, and every figure
 committed under results/ keeps them (the report's own figures are checked where they are
 drawn: test_report.py, test_governors.py, test_paper.py).
 
@@ -54,6 +55,33 @@ for name, ((w, hgt), body, want) in CASES.items():
         h.check(f"{name}: a script keeping every rule passes", p.returncode == 0, p.stdout + p.stderr)
     else:
         h.check(f"{name}: reported ({want!r}), exit 1", p.returncode == 1 and want in p.stdout, p.stdout + p.stderr)
+# The paper's values: a Figure 11 script (savings_prefill.gp) of a llama3-70b store must
+# carry §4 (1)'s enpu-all savings, and only claims of the numbers file.
+NUMBERS = os.path.join(h.src, "jobs", "paper", "paper-numbers.json")
+CTX = f"# paper values: {NUMBERS} figure 11 phase prefill model llama3-70b policies {{pols}}\n"
+MARK = ", 'd.dat' index 0 every ::0::0 using (0):(16.9) with points title 'paper §4 (1): enpu-all, model mean'"
+PLOT = "plot 'd.dat' using 1:2 with lines title 'nodvfs', '' using 1:3 with lines title 'enpu-all'"
+PAPER = {
+    "drawn": (CTX.format(pols="nodvfs,enpu-all"), MARK, None),
+    "missing": (CTX.format(pols="nodvfs,enpu-all"), "", "is not drawn"),
+    "unexplained": (CTX.format(pols="nodvfs,dvfs-c-walk"), MARK, "no claim"),
+    "no context": ("", MARK, "no '# paper values:' line"),
+}
+for name, (ctx, mark, want) in PAPER.items():
+    d = os.path.join(tmp, name.replace(" ", "-"))
+    os.makedirs(d)
+    with open(os.path.join(d, "d.dat"), "w") as f:
+        f.writelines(f"{x} 0 {x * 0.5}\n" for x in range(31))
+    gp = os.path.join(d, "savings_prefill.gp")
+    with open(gp, "w") as f:
+        f.write(HEAD.format(w=960, h=500, name="savings_prefill") + ctx + GOOD.split("plot")[0] + PLOT + mark + "\n")
+    p = figcheck(gp)
+    if want is None:
+        h.check(f"paper values, {name}: passes", p.returncode == 0, p.stdout + p.stderr)
+    else:
+        h.check(f"paper values, {name}: reported ({want!r}), exit 1", p.returncode == 1 and want in p.stdout,
+                p.stdout + p.stderr)
+
 p = figcheck(os.path.join(tmp, "missing.gp"))
 h.check("a path that is no .gp file: exit 2", p.returncode == 2, p.stderr)
 

@@ -474,5 +474,6 @@ int main(void) {
       cmocka_unit_test(test_freq_util),   cmocka_unit_test(test_missing_gnuplot),
   };
   const int failed = cmocka_run_group_tests(tests, setup, teardown);
-  return failed + _cmocka_run_group_tests("report paper", report_paper_tests, report_paper_ntests, NULL, NULL);
+  return failed + _cmocka_run_group_tests("report paper", report_paper_tests, report_paper_ntests, NULL, NULL) +
+         _cmocka_run_group_tests("report refs", report_refs_tests, report_refs_ntests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* test_report.h — the report module's tests in more than one file: test_report.c (one
- * store's report and main) and test_report_paper.c (`enpu report paper`). */
+ * store's report and main), test_report_paper.c (`enpu report paper`) and
+ * test_report_refs.c (the paper's values on a figure). */
 #ifndef TEST_REPORT_H
 #define TEST_REPORT_H
 
@@ -12,5 +13,7 @@
 
 extern const struct CMUnitTest report_paper_tests[];
 extern const size_t report_paper_ntests;
+extern const struct CMUnitTest report_refs_tests[];
+extern const size_t report_refs_ntests;
 
 #endif /* TEST_REPORT_H */
