@@ -167,12 +167,16 @@ paper-quick: build
 # the CPU the Release tests leave idle while they wait on mpirun, Slurm or a farm's
 # progress. Their output follows the Release tests'; either failing fails the target.
 ASAN_LOG := $(ASAN_BUILD)/Testing/unit-asan.log
+# One Release test more than there are cores: the Slurm, signal and fault tests spend
+# much of their time waiting (a walltime to pass, Open MPI's kill delays, a daemon's
+# poll), and the third test takes the core they leave idle.
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 
 test: build asan fuzz
 	@echo "== unit + integration tests (Release); unit tests under ASan + UBSan alongside =="
 	@mkdir -p $(ASAN_BUILD)/Testing; \
 	(cd $(ASAN_BUILD) && nice -n 10 ctest --output-on-failure -j $(JOBS) -L unit) > $(ASAN_LOG) 2>&1 & asan=$$!; \
-	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS)); release=$$?; \
+	(cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)); release=$$?; \
 	wait $$asan; asan_rc=$$?; \
 	echo "== unit tests under ASan + UBSan (ran alongside; $(ASAN_LOG)) =="; cat $(ASAN_LOG); \
 	exit $$(( release || asan_rc ))
