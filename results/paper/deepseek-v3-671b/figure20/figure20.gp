@@ -4,7 +4,7 @@ set output 'figure20.png'
 set datafile missing 'NaN'
 set grid
 set title ''
-# paper values: /work/wt/i30ref/jobs/paper/paper-numbers.json figure 20 phase prefill model deepseek-v3-671b policies dvfs-c-walk,enpu-all,nodvfs
+# paper values: jobs/paper/paper-numbers.json figure 20 phase prefill model deepseek-v3-671b policies dvfs-c-walk,enpu-all,nodvfs
 set multiplot layout 2,1 title 'paper-deepseek-v3-671b-figure20 prefill batch 1 seq 4096'
 set logscale x 2
 set lmargin 12

@@ -4,7 +4,7 @@ set output 'savings_decode.png'
 set datafile missing 'NaN'
 set grid
 set title 'decode: energy savings vs SLO slack (mean over buckets, bars min..max)'
-# paper values: /work/wt/i30ref/jobs/paper/paper-numbers.json figure 11 phase decode model deepseek-v3-671b policies nodvfs,dvfs-c,enpu-c,enpu-all,ideal
+# paper values: jobs/paper/paper-numbers.json figure 11 phase decode model deepseek-v3-671b policies nodvfs,dvfs-c,enpu-c,enpu-all,ideal
 set xlabel 'SLO slack (% of T_nodvfs)'
 set ylabel 'energy savings vs NoDVFS (%)'
 set key outside right top

@@ -4,7 +4,7 @@ set output 'shadow.png'
 set datafile missing 'NaN'
 set grid
 set title 'slowdown at 0 % slack vs VU shadow registers (mean over buckets)'
-# paper values: /work/wt/i30ref/jobs/paper/paper-numbers.json figure 15 phase both model deepseek-v3-671b policies enpu-all@shadow=0,enpu-all@shadow=1,enpu-all@shadow=2,enpu-all,enpu-all@shadow=8,enpu-all@shadow=16,enpu-all@shadow=32,enpu-all
+# paper values: jobs/paper/paper-numbers.json figure 15 phase both model deepseek-v3-671b policies enpu-all@shadow=0,enpu-all@shadow=1,enpu-all@shadow=2,enpu-all,enpu-all@shadow=8,enpu-all@shadow=16,enpu-all@shadow=32,enpu-all
 set xlabel 'shadow vector registers (count)'
 set ylabel 'time over NoDVFS (%)'
 set key outside right top samplen 2

@@ -4,7 +4,7 @@ set output 'granularity_decode.png'
 set datafile missing 'NaN'
 set grid
 set title 'decode: energy savings vs NoDVFS (%) vs SLO slack (mean over buckets)'
-# paper values: /work/wt/i30ref/jobs/paper/paper-numbers.json figure 16 phase decode model llama3-70b policies dvfs-c,enpu-all
+# paper values: jobs/paper/paper-numbers.json figure 16 phase decode model llama3-70b policies dvfs-c,enpu-all
 set xlabel 'SLO slack (% of T_nodvfs)'
 set ylabel 'energy savings vs NoDVFS (%)'
 set key outside right top samplen 2

@@ -4,7 +4,7 @@ set output 'domains_prefill.png'
 set datafile missing 'NaN'
 set grid
 set title 'prefill: energy savings vs NoDVFS (%) vs SLO slack (mean over buckets)'
-# paper values: /work/wt/i30ref/jobs/paper/paper-numbers.json figure 17 phase prefill model llama3-70b policies enpu-3dom,enpu-4dom,enpu-all
+# paper values: jobs/paper/paper-numbers.json figure 17 phase prefill model llama3-70b policies enpu-3dom,enpu-4dom,enpu-all
 set xlabel 'SLO slack (% of T_nodvfs)'
 set ylabel 'energy savings vs NoDVFS (%)'
 set key outside right top samplen 2

@@ -4,7 +4,7 @@ set output 'granularity_prefill.png'
 set datafile missing 'NaN'
 set grid
 set title 'prefill: energy savings vs NoDVFS (%) vs SLO slack (mean over buckets)'
-# paper values: /work/wt/i30ref/jobs/paper/paper-numbers.json figure 16 phase prefill model llama3.1-405b policies dvfs-c,dvfs-c-ms,enpu-all,enpu-ms
+# paper values: jobs/paper/paper-numbers.json figure 16 phase prefill model llama3.1-405b policies dvfs-c,dvfs-c-ms,enpu-all,enpu-ms
 set xlabel 'SLO slack (% of T_nodvfs)'
 set ylabel 'energy savings vs NoDVFS (%)'
 set key outside right top samplen 2
