@@ -129,6 +129,9 @@ typedef struct {
   uint8_t used[COST_NGATED]; /* the unit has run a command (a gap needs a work before it) */
 } cost_sim;
 
+/* The SA's systolic fill in cycles, counted in its own time (cost.c). */
+double cost_sa_fill_cycles(const config_chip *chip, const cost_tile *t);
+
 /* Tile an operator for the chip. @return 0, or ENPU_ERR_INVALID for a bad shape. */
 int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *out, enpu_err *err);
 

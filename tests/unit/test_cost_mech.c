@@ -1,8 +1,9 @@
-/* test_cost_shadow.c — the VU shadow register file (§3.1, §4.5) with reductions'
- * accumulators: loop-carried VU→VU values, their shadow register allocation (shortest
- * dependency distance first, a register per live range) and the executor's timing of
- * them, each against numbers worked out by hand; then the tile level's accumulators and
- * the sweep's monotonicity on real operators.
+/* test_cost_mech.c — the pipeline mechanisms the overhead at 0 % slack depends on, each
+ * against numbers worked out by hand: the VU shadow register file (§3.1, §4.5) with
+ * reductions' accumulators (loop-carried VU→VU values, their allocation shortest
+ * dependency distance first with a register per live range, and the executor's timing
+ * of them; the tile level's accumulators; the sweep's monotonicity on real operators),
+ * and the SA's systolic fill as part of its own time (the critical path).
  *
  * Timing set-up of the hand-built kernels: FE period 1 ns, VU period 2 ns (half the FE
  * clock, as Figure 7b/c), the async FIFO's five cycles of the receiving clock each way
@@ -109,7 +110,8 @@ void test_accumulators_need_registers(void **state) {
   for (int i = 0; i < 7; i++) {
     vu_stage_kernel(f, 2, 1u << 1, 4, 64, regs[i], &k);
     assert_int_equal(k.ncmd, 8);
-    if (forwarded(&k) != fwd[i]) fail_msg("%d registers: %d forwarded, expected %d", regs[i], forwarded(&k), fwd[i]);
+    if (forwarded(&k) != fwd[i])
+      fail_msg("%d registers: %d forwarded, expected %d", regs[i], forwarded(&k), fwd[i]);
   }
   /* With 4, the chain values are the ones forwarded (distance 4 before 8). */
   vu_stage_kernel(f, 2, 1u << 1, 4, 64, 4, &k);
@@ -194,4 +196,34 @@ void test_sweep_on_operators(void **state) {
   }
   printf("operators faster with 32 shadow registers than with 4: %d of 150\n", faster_beyond_4);
   assert_true(faster_beyond_4 > 0);
+}
+
+/* A 512 × 1024 × 1024 weight matmul on the chip (8 arrays of 128 × 128, 4 KiB vregs):
+ * one M block of 512 rows, 8 × 8 = 64 passes, 8 per array, each max(512 rows, 8-cycle
+ * weight load) = 512 cycles: 4096 SA cycles, plus the 128-cycle systolic fill of the
+ * last pass in its own time, not in its busy time. The SA is the slowest component at
+ * peak (HBM: 4 MiB at 2765 GB/s + 500 ns = 2017 ns < 4224 / 1.7 = 2485 ns), so halving
+ * its clock lengthens the critical path by 4224 × (1 / 0.85 − 1 / 1.7) ns, the fill
+ * included. */
+void test_sa_fill_in_own_time(void **state) {
+  fixture *f = *state;
+  graph_op op = matmul_op(512, 1024, 1024);
+  cost_pipeline pl = enpu5(f);
+  cost_plan p = peak(f);
+  cost_result a, b;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &a, NULL), 0);
+  assert_true(fabs(a.own_ns[CONFIG_SA] - 4224 / 1.7) < 1e-6);
+  assert_true(fabs(a.busy_ns[CONFIG_SA] - 4096 / 1.7) < 1e-6);
+  assert_true(a.own_ns[CONFIG_HBM] < a.own_ns[CONFIG_SA]);
+  assert_true(a.core_ns >= a.own_ns[CONFIG_SA]); /* the kernel has the fill too */
+  p.state[CONFIG_SA] = 17;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &pl, &b, NULL), 0);
+  assert_true(fabs(b.own_ns[CONFIG_SA] - 4224 / 0.85) < 1e-6);
+  assert_true(fabs((b.cp_time_ns - a.cp_time_ns) - 4224 * (1 / 0.85 - 1 / 1.7)) < 1e-6);
+  cost_pipeline nd;
+  cost_pipeline_nodvfs(&nd, f->pm_fixed);
+  cost_result n;
+  p = peak(f);
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &nd, &n, NULL), 0);
+  assert_true(n.cp_time_ns == n.time_ns); /* the critical path is anchored at NoDVFS */
 }
