@@ -130,11 +130,15 @@ static shadow_cand shadow_candidate(const cost_kernel *k, const int *vu_pos, int
   return cd;
 }
 
-/* Body positions a candidate's register is live at: [producer, last use) and, when it is
- * carried, on to the end of the body and from its start to the carried reader. */
-static int live_at(const shadow_cand *cd, int t, int ncmd) {
-  if (cd->carried_use >= 0) return (t >= cd->producer && t < ncmd) || t < cd->carried_use;
-  return t >= cd->producer && t < cd->last_use;
+/* The body positions a candidate's register is live at, as up to two half-open ranges:
+ * [producer, last use), or, when it is carried, on to the end of the body and from its
+ * start to the carried reader. @return the number of ranges. */
+static int live_ranges(const shadow_cand *cd, int ncmd, int lo[2], int hi[2]) {
+  lo[0] = cd->producer;
+  hi[0] = cd->carried_use >= 0 ? ncmd : cd->last_use;
+  lo[1] = 0;
+  hi[1] = cd->carried_use >= 0 ? cd->carried_use : 0;
+  return hi[1] > 0 ? 2 : 1;
 }
 
 void cost_kernel_alloc_shadow(cost_kernel *k, int n_shadow) {
@@ -164,10 +168,13 @@ void cost_kernel_alloc_shadow(cost_kernel *k, int n_shadow) {
   memset(busy, 0, sizeof busy);
   for (int x = 0; x < ncand; x++) {
     for (int r = 0; r < nreg_used; r++) {
-      int free = 1;
-      for (int t = 0; t < k->ncmd && free; t++) free = !(busy[r][t] && live_at(&cand[x], t, k->ncmd));
+      int lo[2], hi[2], free = 1;
+      const int nr = live_ranges(&cand[x], k->ncmd, lo, hi);
+      for (int g = 0; g < nr; g++)
+        for (int t = lo[g]; t < hi[g] && free; t++) free = !busy[r][t];
       if (!free) continue;
-      for (int t = 0; t < k->ncmd; t++) busy[r][t] |= (uint8_t)live_at(&cand[x], t, k->ncmd);
+      for (int g = 0; g < nr; g++)
+        for (int t = lo[g]; t < hi[g]; t++) busy[r][t] = 1;
       const int16_t reg = k->cmd[cand[x].producer].dst;
       for (int i = 0; i < k->ncmd; i++) {
         cost_cmd *c = &k->cmd[i];

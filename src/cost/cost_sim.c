@@ -45,7 +45,8 @@ static inline int64_t cmd_trip(const cost_kernel *k, const cost_cmd *c, int64_t 
  * of a value are live at once, so each register has L slots used in rotation (modulo
  * variable expansion, done by the compiler). */
 static inline int reg_slot(const cost_kernel *k, int r, int64_t trip) {
-  int lag = k->sw_depth > 1 ? k->sw_depth - 1 : 1;
+  if (k->sw_depth <= 2) return r; /* one slot: no division in the executor's inner loop */
+  const int lag = k->sw_depth - 1;
   return r * lag + (int)(trip % lag);
 }
 
