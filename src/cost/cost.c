@@ -207,6 +207,18 @@ void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[CO
   for (int u = 0; u < COST_NGATED; u++) o->gated_ns[u] = o->core.gated_ns[u], o->gates[u] = o->core.gates[u];
 }
 
+/* The SA's systolic fill, part of its own time like HBM's first-request latency: the
+ * last pass's results leave the array sa_dim cycles after its last row enters (the
+ * kernel's SA latency, cost_kernel.c), at the SA's clock. The authors' simulator counts
+ * the same in the SA's time: NeuSim 45dbdc1, neusim/npusim/backend/npusim_lib.py,
+ * compute_node_cost_mxu_time_from_num_ops, "(num_ops + 2) # the initiation interval of
+ * push+matmul+pop pipeline is 2", at least "one push+matmul+pop latency", both scaled by
+ * the SA's frequency. So a plan that slows the SA pays its slower fill on the critical
+ * path, not as overhead past it. Not busy time: it does not switch the whole array. */
+double cost_sa_fill_cycles(const config_chip *chip, const cost_tile *t) {
+  return t->sa_cycles > 0 ? chip->sa_dim : 0;
+}
+
 /* The DMA and ICI engines and the three-stage pipeline around a timed core (o->core),
  * with `gate` the gaps gated between blocks: bandwidth = state / states × peak; ICI: α–β
  * sum per collective step. Without gating every step is a sum, product, quotient by a
@@ -225,7 +237,7 @@ void cost_timing_engines(const cost_ctx *ctx, const cost_entry *e, const int eff
   double host_ns = t->host_bytes > 0 ? t->host_bytes / chip->host_gbps : 0;
   double blocks = fmax(1, fmax(t->hbm_blocks, t->ici_steps));
   double lead_ns = t->hbm_bytes > 0 ? chip->hbm_latency_ns : 0;
-  o->own_ns[CONFIG_SA] = t->sa_cycles * o->period_ns[CONFIG_SA];
+  o->own_ns[CONFIG_SA] = (t->sa_cycles + cost_sa_fill_cycles(chip, t)) * o->period_ns[CONFIG_SA];
   o->own_ns[CONFIG_VU] = t->vu_cycles * o->period_ns[CONFIG_VU];
   o->own_ns[CONFIG_SRAM] = t->sram_cycles * o->period_ns[CONFIG_SRAM];
   o->own_ns[CONFIG_HBM] = lead_ns + hbm_ns; /* its first request's latency is its own */
@@ -484,6 +496,7 @@ int cost_finish(const cost_ctx *ctx, const cost_entry *e, const cost_pipeline *p
   if (pl->gating) gate_report(&e->tile, o, out);
 
   for (int c = 0; c < CONFIG_NCOMP; c++) out->busy_ns[c] = o->own_ns[c];
+  out->busy_ns[CONFIG_SA] = e->tile.sa_cycles * o->period_ns[CONFIG_SA]; /* without the fill */
   out->busy_ns[CONFIG_HBM] -= o->own_ns[CONFIG_HBM] > 0 ? ctx->chip.hbm_latency_ns : 0;
   out->busy_ns[CONFIG_ICI] = o->ici_xfer_ns; /* the links switch only while they transfer */
   out->busy_ns[COST_FE] = o->core.bundles * o->period_ns[COST_FE];

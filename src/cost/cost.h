@@ -62,7 +62,7 @@
 
 /* Version of the cost model's behaviour: part of every plan store op key, so changing
  * what cost_eval computes (bump this) makes the farm recompute every signature. */
-#define COST_MODEL_VERSION "cost-3"
+#define COST_MODEL_VERSION "cost-4"
 
 /* Units of the chip that own a clock: the five plan components (config_component order)
  * and the frontend. */
@@ -119,9 +119,9 @@ typedef struct {
   double gate_saved_w[CONFIG_NCOMP], gate_saved_loss_w[CONFIG_NCOMP];
   unsigned idle_mask;          /* components without work in the op (bit c) */
   double cp_time_ns;           /* critical-path time (see above) */
-  double own_ns[CONFIG_NCOMP]; /* each component's own time (unclamped busy; HBM with its
-                                  latency, ICI with its step latency): what cp and
-                                  transitions use */
+  double own_ns[CONFIG_NCOMP]; /* each component's own time (unclamped busy; SA with its
+                                  systolic fill, HBM with its latency, ICI with its step
+                                  latency): what cp and transitions use */
   double transition_ns;        /* how much the rail transitions lengthened the op */
   double fe_stall_ns;          /* FE waiting on its scoreboard (producers retiring to it) */
   double core_ns;              /* SA/VU/SRAM kernel alone, before overlap with DMA and ICI */

@@ -37,11 +37,16 @@
 #define COST_NGATED 3 /* the core units the kernel gates: SA, VU, SRAM */
 
 /* One pipeline stage of an operator's core loop: `chain` dependent commands on `unit`
- * (SA, VU or SRAM) doing `cycles` of that unit's work over the whole operator. */
+ * (SA, VU or SRAM) doing `cycles` of that unit's work over the whole operator. Bit i of
+ * `carried` marks step i as a reduction's accumulator (a row max or sum, flash
+ * attention's running output): its command also reads its own result of the previous
+ * trip, a loop-carried VU→VU dependency (§2.4: "elementwise or reduction operators on
+ * the VU"). */
 typedef struct {
   int unit;
   int chain;
   double cycles;
+  unsigned carried;
 } cost_stage;
 
 /* Tile-level work of one operator: frequency-independent amounts per component. */
@@ -64,11 +69,14 @@ typedef struct {
 
 /* One command of a VLIW bundle. src_fwd marks a source read through the VU shadow
  * register file (VU→VU through one of the first shadow_vregs registers): the consumer
- * waits for the producer's completion in the VU domain, the FE does not stall. */
+ * waits for the producer's completion in the VU domain, the FE does not stall.
+ * src_prev marks a loop-carried source: the value the register held for the previous
+ * trip (none in the first trip). */
 typedef struct {
   int16_t dst;    /* register written, -1 for none */
   int16_t src[2]; /* registers read, -1 for none */
   uint8_t src_fwd[2];
+  uint8_t src_prev[2];
   uint8_t unit;         /* config_component executing it */
   uint8_t bundle_start; /* 1 on the first command of a bundle */
   uint8_t stage;        /* pipeline stage, for prologue/epilogue masks */
@@ -120,6 +128,9 @@ typedef struct {
   double gated_ns[COST_NGATED], gates[COST_NGATED];
   uint8_t used[COST_NGATED]; /* the unit has run a command (a gap needs a work before it) */
 } cost_sim;
+
+/* The SA's systolic fill in cycles, counted in its own time (cost.c). */
+double cost_sa_fill_cycles(const config_chip *chip, const cost_tile *t);
 
 /* Tile an operator for the chip. @return 0, or ENPU_ERR_INVALID for a bad shape. */
 int cost_tile_op(const config_chip *chip, const graph_op *op, cost_tile *out, enpu_err *err);

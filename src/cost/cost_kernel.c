@@ -11,7 +11,18 @@
  *    it, so a consumer reads the value its producer wrote d − 1 trips earlier.
  * Bundles pack consecutive commands of different units with no dependency between
  * them (one slot per unit). Every command writes its own register: the compiler
- * renames, so only true dependencies remain.
+ * renames, so only true dependencies remain. A reduction's accumulator step (a stage's
+ * `carried` bit) also reads its own register's value of the previous trip: each unroll
+ * copy keeps a partial accumulator, so those values stay live across the loop's back
+ * edge and hold a shadow register for the whole body when they are forwarded.
+ *
+ * Shadow registers (§3.1): a VU value read by later VU commands is a candidate; the
+ * compiler allocates "priority ... based on dependency distance between each
+ * producer-consumer command pair" and "prioritizes command pairs with shortest
+ * dependency distances", so candidates go shortest first onto the first register free
+ * over their live range. A larger file thus "maps more simultaneously live VU
+ * dependencies to shadow registers" (§4.5): the accumulators (distance: a whole body of
+ * VU commands) get registers only after the chains (distance: the unroll factor).
  *
  * Invariant: the occupancies of a stage's commands over all iterations add up to the
  * stage's tile-level cycles, so the kernel does exactly the tile level's work. */
@@ -60,6 +71,10 @@ int cost_kernel_build(const config_chip *chip, const cost_tile *tile, int unroll
         else if (s > 0) cmd->src[0] = (int16_t)(base[s - 1] + (tile->stage[s - 1].chain - 1) * unroll + c);
         else cmd->src[0] = -1;
         cmd->src[1] = -1;
+        if (st->carried >> step & 1u) { /* the accumulator: its own previous-trip value */
+          cmd->src[1] = cmd->dst;
+          cmd->src_prev[1] = 1;
+        }
         cmd->unit = (uint8_t)st->unit;
         cmd->stage = (uint8_t)s;
         cmd->copy = (uint8_t)c;
@@ -83,31 +98,59 @@ int cost_kernel_build(const config_chip *chip, const cost_tile *tile, int unroll
   return 0;
 }
 
-/* A VU value that some later VU command of the same body reads. */
+/* A VU value that later VU commands read: in the same body up to last_use, and in the
+ * next trip (a loop-carried source) up to carried_use; distance is the shortest
+ * dependency distance in VU commands over its readers. */
 typedef struct {
-  int producer, last_use, distance;
+  int producer, last_use, carried_use, distance;
 } shadow_cand;
+
+/* The candidate of VU command p's value, or distance < 0 when no VU command reads it. */
+static shadow_cand shadow_candidate(const cost_kernel *k, const int *vu_pos, int nvu, int p) {
+  const int16_t reg = k->cmd[p].dst;
+  shadow_cand cd = {p, -1, -1, 1 << 30};
+  for (int i = p + 1; i < k->ncmd; i++) {
+    const cost_cmd *c = &k->cmd[i];
+    for (int q = 0; q < 2 && c->unit == CONFIG_VU; q++)
+      if (c->src[q] == reg && !c->src_prev[q]) {
+        cd.last_use = i;
+        if (vu_pos[i] - vu_pos[p] < cd.distance) cd.distance = vu_pos[i] - vu_pos[p];
+      }
+    if (c->dst == reg) break; /* overwritten: later readers see another value */
+  }
+  for (int i = 0; i <= p; i++) { /* readers of it in the next trip */
+    const cost_cmd *c = &k->cmd[i];
+    for (int q = 0; q < 2 && c->unit == CONFIG_VU; q++)
+      if (c->src[q] == reg && c->src_prev[q]) {
+        cd.carried_use = i;
+        if (nvu - vu_pos[p] + vu_pos[i] < cd.distance) cd.distance = nvu - vu_pos[p] + vu_pos[i];
+      }
+  }
+  if (cd.last_use < 0 && cd.carried_use < 0) cd.distance = -1;
+  return cd;
+}
+
+/* The body positions a candidate's register is live at, as up to two half-open ranges:
+ * [producer, last use), or, when it is carried, on to the end of the body and from its
+ * start to the carried reader. @return the number of ranges. */
+static int live_ranges(const shadow_cand *cd, int ncmd, int lo[2], int hi[2]) {
+  lo[0] = cd->producer;
+  hi[0] = cd->carried_use >= 0 ? ncmd : cd->last_use;
+  lo[1] = 0;
+  hi[1] = cd->carried_use >= 0 ? cd->carried_use : 0;
+  return hi[1] > 0 ? 2 : 1;
+}
 
 void cost_kernel_alloc_shadow(cost_kernel *k, int n_shadow) {
   shadow_cand cand[COST_MAX_CMDS];
-  int ncand = 0;
+  int ncand = 0, nvu = 0;
   int vu_pos[COST_MAX_CMDS]; /* index among the body's VU commands */
-  for (int i = 0, n = 0; i < k->ncmd; i++) vu_pos[i] = k->cmd[i].unit == CONFIG_VU ? n++ : -1;
+  for (int i = 0; i < k->ncmd; i++) vu_pos[i] = k->cmd[i].unit == CONFIG_VU ? nvu++ : -1;
 
   for (int p = 0; p < k->ncmd; p++) {
-    const cost_cmd *prod = &k->cmd[p];
-    if (prod->unit != CONFIG_VU || prod->dst < 0) continue;
-    shadow_cand cd = {p, -1, 1 << 30};
-    for (int i = p + 1; i < k->ncmd; i++) {
-      const cost_cmd *c = &k->cmd[i];
-      if (c->unit == CONFIG_VU && (c->src[0] == prod->dst || c->src[1] == prod->dst)) {
-        cd.last_use = i;
-        int d = vu_pos[i] - vu_pos[p];
-        if (d < cd.distance) cd.distance = d;
-      }
-      if (c->dst == prod->dst) break; /* overwritten: later readers see another value */
-    }
-    if (cd.last_use >= 0) cand[ncand++] = cd;
+    if (k->cmd[p].unit != CONFIG_VU || k->cmd[p].dst < 0) continue;
+    shadow_cand cd = shadow_candidate(k, vu_pos, nvu, p);
+    if (cd.distance >= 0) cand[ncand++] = cd;
   }
   /* Shortest dependency distance first: it would stall the FE longest (§3.1). */
   for (int i = 1; i < ncand; i++) {
@@ -119,22 +162,28 @@ void cost_kernel_alloc_shadow(cost_kernel *k, int n_shadow) {
     }
     cand[j + 1] = v;
   }
-  /* Live ranges [producer, last use) per shadow register; first register that is free. */
+  /* Live ranges per shadow register; the first register that is free over the range. */
   uint8_t busy[COST_MAX_CMDS][COST_MAX_CMDS];
   int nreg_used = n_shadow < COST_MAX_CMDS ? n_shadow : COST_MAX_CMDS;
   memset(busy, 0, sizeof busy);
   for (int x = 0; x < ncand; x++) {
     for (int r = 0; r < nreg_used; r++) {
-      int free = 1;
-      for (int t = cand[x].producer; t < cand[x].last_use && free; t++) free = !busy[r][t];
+      int lo[2], hi[2], free = 1;
+      const int nr = live_ranges(&cand[x], k->ncmd, lo, hi);
+      for (int g = 0; g < nr; g++)
+        for (int t = lo[g]; t < hi[g] && free; t++) free = !busy[r][t];
       if (!free) continue;
-      for (int t = cand[x].producer; t < cand[x].last_use; t++) busy[r][t] = 1;
-      int16_t reg = k->cmd[cand[x].producer].dst;
-      for (int i = cand[x].producer + 1; i <= cand[x].last_use; i++) {
+      for (int g = 0; g < nr; g++)
+        for (int t = lo[g]; t < hi[g]; t++) busy[r][t] = 1;
+      const int16_t reg = k->cmd[cand[x].producer].dst;
+      for (int i = 0; i < k->ncmd; i++) {
         cost_cmd *c = &k->cmd[i];
         if (c->unit != CONFIG_VU) continue;
-        for (int q = 0; q < 2; q++)
-          if (c->src[q] == reg) c->src_fwd[q] = 1;
+        for (int q = 0; q < 2; q++) {
+          const int in_body = !c->src_prev[q] && i > cand[x].producer && i <= cand[x].last_use;
+          const int next_trip = c->src_prev[q] && i <= cand[x].carried_use;
+          if (c->src[q] == reg && (in_body || next_trip)) c->src_fwd[q] = 1;
+        }
       }
       break;
     }

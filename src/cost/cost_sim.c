@@ -45,8 +45,15 @@ static inline int64_t cmd_trip(const cost_kernel *k, const cost_cmd *c, int64_t 
  * of a value are live at once, so each register has L slots used in rotation (modulo
  * variable expansion, done by the compiler). */
 static inline int reg_slot(const cost_kernel *k, int r, int64_t trip) {
-  int lag = k->sw_depth > 1 ? k->sw_depth - 1 : 1;
+  if (k->sw_depth <= 2) return r; /* one slot: no division in the executor's inner loop */
+  const int lag = k->sw_depth - 1;
   return r * lag + (int)(trip % lag);
+}
+
+/* Source q of c waits on a value: it names one, and a loop-carried one has a previous
+ * trip (the first trip's accumulator starts from a constant). */
+static inline int src_live(const cost_cmd *c, int q, int64_t trip) {
+  return c->src[q] >= 0 && trip >= c->src_prev[q];
 }
 
 static void run_body(const cost_kernel *k, const cost_timing *tm, cost_sim *s, int64_t j, int64_t trips,
@@ -65,7 +72,8 @@ static void run_body(const cost_kernel *k, const cost_timing *tm, cost_sim *s, i
       if (trip < 0) continue;
       any = 1;
       for (int q = 0; q < 2; q++)
-        if (c->src[q] >= 0 && !c->src_fwd[q]) t = dmax(t, s->reg_fe[reg_slot(k, c->src[q], trip)]);
+        if (src_live(c, q, trip) && !c->src_fwd[q])
+          t = dmax(t, s->reg_fe[reg_slot(k, c->src[q], trip - c->src_prev[q])]);
     }
     if (any) {
       s->stall_ns += t - earliest;
@@ -79,7 +87,8 @@ static void run_body(const cost_kernel *k, const cost_timing *tm, cost_sim *s, i
         double tu = tm->period_ns[u];
         double start = dmax(t + t_fe + tm->cross_in_ns[u], s->unit_free[u]);
         for (int q = 0; q < 2; q++)
-          if (c->src[q] >= 0 && c->src_fwd[q]) start = dmax(start, s->reg_loc[reg_slot(k, c->src[q], trip)]);
+          if (src_live(c, q, trip) && c->src_fwd[q])
+            start = dmax(start, s->reg_loc[reg_slot(k, c->src[q], trip - c->src_prev[q])]);
         if (tm->gating && u < COST_NGATED) {
           const double gap = start - s->unit_free[u];
           if (s->used[u] && gap >= tm->gate_min_ns[u]) {

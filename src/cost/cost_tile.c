@@ -47,7 +47,23 @@ static sa_work sa_matmul(const config_chip *chip, double count, double rows, dou
 
 static void add_stage(cost_tile *t, int unit, int chain, double cycles) {
   if (cycles <= 0) return;
-  t->stage[t->nstage++] = (cost_stage){unit, chain, cycles};
+  t->stage[t->nstage++] = (cost_stage){unit, chain, cycles, 0};
+}
+
+/* A VU stage whose steps `carried` (bit i: step i) are reductions' accumulators. */
+static void add_reduction_stage(cost_tile *t, int chain, double cycles, unsigned carried) {
+  add_stage(t, CONFIG_VU, chain, cycles);
+  if (cycles > 0) t->stage[t->nstage - 1].carried = carried;
+}
+
+/* The accumulators among a vector operator's chain steps (vector_chain's order): the
+ * norm's row sum, the router's max and sum. */
+static unsigned vector_carried(const graph_op *op) {
+  switch (op->kind) {
+  case GRAPH_NORM: return 1u << 1;
+  case GRAPH_ROUTER: return 1u << 0 | 1u << 3;
+  default: return 0;
+  }
 }
 
 /* VU chain length of the vector operators: the dependent operations per element. */
@@ -155,9 +171,10 @@ static void tile_attention(tile_work *w, cost_tile *t) {
   w->sram_wr += b * qrows * v * w->dtype;
   add_stage(t, CONFIG_SRAM, 1, w->sram_rd / w->sram_bw);
   add_stage(t, CONFIG_SA, 1, qk.cycles);
-  add_stage(t, CONFIG_VU, 4, 0.8 * t->vu_cycles); /* max, subtract, exp, row sum */
+  /* max, subtract, exp, row sum: the running max and sum carried over the KV blocks */
+  add_reduction_stage(t, 4, 0.8 * t->vu_cycles, 1u << 0 | 1u << 3);
   add_stage(t, CONFIG_SA, 1, pv.cycles);
-  add_stage(t, CONFIG_VU, 1, 0.2 * t->vu_cycles); /* rescale the running output */
+  add_reduction_stage(t, 1, 0.2 * t->vu_cycles, 1u << 0); /* rescale the running output */
   add_stage(t, CONFIG_SRAM, 1, w->sram_wr / w->sram_bw);
 }
 
@@ -183,7 +200,7 @@ static void tile_vector(tile_work *w, cost_tile *t) {
   w->sram_rd += bytes * (elementwise ? fmax(1, op->shape.in_tensors) : 1);
   w->sram_wr += bytes * (elementwise ? fmax(1, op->shape.out_tensors) : 1);
   add_stage(t, CONFIG_SRAM, 1, w->sram_rd / w->sram_bw);
-  add_stage(t, CONFIG_VU, vector_chain(op), t->vu_cycles);
+  add_reduction_stage(t, vector_chain(op), t->vu_cycles, vector_carried(op));
   add_stage(t, CONFIG_SRAM, 1, w->sram_wr / w->sram_bw);
 }
 

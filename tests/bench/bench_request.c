@@ -11,8 +11,9 @@
  *            (time − critical path) by mechanism: V/f transitions, domain crossings (the
  *            plan's time on its pipeline less the same states on the crossing-free `ideal`
  *            pipeline; what the VU shadow registers act on) and the pipeline fill and drain
- *            the crossing-free pipeline still takes over the critical path. POLICY may be
- *            a variant (enpu-all@shadow=N);
+ *            the crossing-free pipeline still takes over the critical path, split into what
+ *            the plan's VU and SRAM clocks add, what its SA clock adds, and the DMA → core
+ *            → ICI pipeline's ends. POLICY may be a variant (enpu-all@shadow=N);
  *  compare:  for dvfs-c and enpu-all, energy and request-level evaluations of the hull
  *            walk, the paper's plain greedy and the GA (1000 × 500, warm-started);
  *  transitions: per policy, the plan with per-rail transitions (default), with the
@@ -110,6 +111,7 @@ typedef struct {
   double t0, t1, tcp;          /* NoDVFS time, plan time, plan critical-path time */
   double tr_e, tr_t;           /* energy and time the V/f transitions add */
   double cross_t, fill_t;      /* time of the domain crossings; fill/drain over the cp */
+  double fill_vs_t, fill_sa_t; /* the parts of fill_t the plan's VU and SRAM, then SA clocks add */
   double own0[CONFIG_NCOMP];   /* NoDVFS own time per component */
   double crit0[CONFIG_NCOMP];  /* NoDVFS time of ops whose slowest component is c */
   double vstate[CONFIG_NCOMP]; /* plan state × NoDVFS time (time-weighted mean state) */
@@ -118,10 +120,11 @@ typedef struct {
 
 static int slot_of(int s) { return s < CONFIG_NCOMP ? s : POWER_SLOT_OTHER; }
 
-/* n: NoDVFS, p: the plan after its predecessor, q: the plan alone, z: the plan's states
- * on the crossing-free pipeline. */
+/* n: NoDVFS, p: the plan after its predecessor, q: the plan alone, z[0]: the plan's
+ * states on the crossing-free pipeline, z[1]: the same with the VU and SRAM at peak,
+ * z[2]: with the SA at peak too. */
 static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p, const cost_result *q,
-                    const cost_result *z, const int *state) {
+                    const cost_result z[3], const int *state) {
   a->used = 1;
   for (int s = 0; s < NSLOT; s++) a->e0[s] += n->energy_nj[slot_of(s)], a->e1[s] += p->energy_nj[slot_of(s)];
   a->dyn0 += n->energy_dynamic_nj, a->dyn1 += p->energy_dynamic_nj;
@@ -130,7 +133,9 @@ static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p, con
   a->stat1 += p->energy_static_nj - p->energy_nj[POWER_SLOT_OTHER];
   a->t0 += n->time_ns, a->t1 += p->time_ns, a->tcp += p->cp_time_ns;
   a->tr_e += p->energy_total_nj - q->energy_total_nj, a->tr_t += p->time_ns - q->time_ns;
-  a->cross_t += q->time_ns - z->time_ns, a->fill_t += z->time_ns - q->cp_time_ns;
+  a->cross_t += q->time_ns - z[0].time_ns, a->fill_t += z[0].time_ns - q->cp_time_ns;
+  a->fill_vs_t += (z[0].time_ns - z[0].cp_time_ns) - (z[1].time_ns - z[1].cp_time_ns);
+  a->fill_sa_t += (z[1].time_ns - z[1].cp_time_ns) - (z[2].time_ns - z[2].cp_time_ns);
   int crit = 0;
   for (int c = 0; c < CONFIG_NCOMP; c++) {
     a->own0[c] += n->own_ns[c];
@@ -151,14 +156,19 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
       for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
         for (int64_t c = 0; c < graph_op_at(b->g, i)->count; c++, x++) {
           const graph_op *op = graph_op_at(b->g, i);
-          cost_result n, p, q, z;
+          cost_result n, p, q, z[3];
+          int st[3][CONFIG_NCOMP]; /* the plan; VU and SRAM at peak; SA too */
+          for (int v = 0; v < 3; v++) memcpy(st[v], pl->state[x], sizeof st[v]);
+          st[1][CONFIG_VU] = st[1][CONFIG_SRAM] = st[2][CONFIG_VU] = st[2][CONFIG_SRAM] = b->peak_state;
+          st[2][CONFIG_SA] = b->peak_state;
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_NODVFS, o, peak, &n, err));
           ENPU_FORWARD(search_op_breakdown_after(b->sx, b->cost, op, pol, o, x ? pl->state[x - 1] : NULL,
                                                  pl->state[x], &p, err));
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, pol, o, pl->state[x], &q, err));
-          ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_IDEAL, o, pl->state[x], &z, err));
-          acc_add(&acc[op->kind], &n, &p, &q, &z, pl->state[x]);
-          acc_add(&acc[GRAPH_NKIND], &n, &p, &q, &z, pl->state[x]);
+          for (int v = 0; v < 3; v++)
+            ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_IDEAL, o, st[v], &z[v], err));
+          acc_add(&acc[op->kind], &n, &p, &q, z, pl->state[x]);
+          acc_add(&acc[GRAPH_NKIND], &n, &p, &q, z, pl->state[x]);
         }
   }
   return 0;
@@ -212,14 +222,21 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
          "pipeline less the same states on the crossing-free pipeline: async FIFOs, FE stalls "
          "the VU shadow registers remove); fill and drain (the crossing-free pipeline over the "
          "critical path: the core kernel's prologue and epilogue and the DMA → core → ICI "
-         "pipeline's last blocks at the plan's clocks):\n\n"
-         "| op kind | overhead | transitions | crossings | fill/drain |\n|---|---:|---:|---:|---:|\n");
+         "pipeline's last blocks at the plan's clocks); of the fill/drain, what the plan's VU and "
+         "SRAM clocks add (its fill/drain less the same with the VU and SRAM at peak: their "
+         "latencies in the last iterations), then the SA's (less the same with the SA at peak "
+         "too: its systolic fill and last passes); the rest is the DMA → core → ICI "
+         "pipeline's first and last blocks at the plan's HBM and ICI clocks:\n\n"
+         "| op kind | overhead | transitions | crossings | fill/drain | of it: VU/SRAM clocks | SA "
+         "clock | rest |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int k = 0; k <= GRAPH_NKIND; k++) {
     const kind_acc *a = &acc[k];
     if (!a->used) continue;
-    printf("| %s | %.3f %% | %.3f %% | %.3f %% | %.3f %% |\n",
+    printf("| %s | %.3f %% | %.3f %% | %.3f %% | %.3f %% | %.3f %% | %.3f %% | %.3f %% |\n",
            k < GRAPH_NKIND ? graph_kind_name((graph_op_kind)k) : "**all**", 100 * (a->t1 - a->tcp) / all->t0,
-           100 * a->tr_t / all->t0, 100 * a->cross_t / all->t0, 100 * a->fill_t / all->t0);
+           100 * a->tr_t / all->t0, 100 * a->cross_t / all->t0, 100 * a->fill_t / all->t0,
+           100 * a->fill_vs_t / all->t0, 100 * a->fill_sa_t / all->t0,
+           100 * (a->fill_t - a->fill_vs_t - a->fill_sa_t) / all->t0);
   }
 }
 

@@ -690,6 +690,11 @@ int main(void) {
       cmocka_unit_test(test_shadow_zero_never_faster),
       cmocka_unit_test(test_batch_identical),
       cmocka_unit_test(test_bound_box),
+      cmocka_unit_test(test_accumulator_round_trip),
+      cmocka_unit_test(test_accumulators_need_registers),
+      cmocka_unit_test(test_tile_accumulators),
+      cmocka_unit_test(test_sweep_on_operators),
+      cmocka_unit_test(test_sa_fill_in_own_time),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

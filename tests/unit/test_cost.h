@@ -1,6 +1,7 @@
 /* test_cost.h — what the cost model's tests share across files: test_cost.c (which holds
- * main, the fixture and the hand-built operators) and test_cost_batch.c (the batch entry
- * point and the box bounds). */
+ * main, the fixture and the hand-built operators), test_cost_batch.c (the batch entry
+ * point and the box bounds) and test_cost_mech.c (reductions' accumulators in the VU shadow
+ * register file, the SA's fill in its own time). */
 #ifndef TEST_COST_H
 #define TEST_COST_H
 
@@ -23,5 +24,10 @@ cost_pipeline enpu5(const fixture *f);     /* eNPU-All on the DVFS power model *
 
 void test_batch_identical(void **state);
 void test_bound_box(void **state);
+void test_accumulator_round_trip(void **state);
+void test_accumulators_need_registers(void **state);
+void test_tile_accumulators(void **state);
+void test_sweep_on_operators(void **state);
+void test_sa_fill_in_own_time(void **state);
 
 #endif /* TEST_COST_H */
