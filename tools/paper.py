@@ -88,12 +88,21 @@ def load_pipeline(path):
     if errors:
         e = errors[0]
         raise Failure(f"{path}: {json_path(e.absolute_path)}: {e.message}", 2)
-    doc["_dir"] = os.path.dirname(os.path.abspath(path))
+    doc["_dir"] = as_given(os.path.dirname(os.path.abspath(path)))
     return doc
 
 
 def resolve(base_dir, rel):
     return os.path.normpath(os.path.join(base_dir, rel))
+
+
+def as_given(path):
+    """A path as a command line names it: relative to the working directory when it lies
+    below it. The commands write the paths they are given into their outputs (a report's
+    store line, a figure's '# paper values:' line, timings.json), so an absolute path would
+    put the checkout's location into committed results."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def job_inputs(job_path, job):
@@ -544,7 +553,7 @@ def main():
     a = ap.parse_args()
     try:
         pipe = load_pipeline(a.pipeline)
-        out = os.path.abspath(a.out or resolve(pipe["_dir"], pipe["out"]))
+        out = as_given(os.path.abspath(a.out or resolve(pipe["_dir"], pipe["out"])))
         os.makedirs(out, exist_ok=True)
         rn = Runner(a, out)
         jobs = {model_name(j): resolve(pipe["_dir"], j) for j in pipe["models"]}
