@@ -144,6 +144,11 @@ typedef struct {
                                   latent), so K/V bytes are read once */
   int rhs_is_weight;           /* matmul: the [k,n] operand is a weight in HBM */
   int ranks;                   /* collectives: chips in the group */
+  double ici_links;            /* collectives under "ici_model": "neusim": links in parallel
+                                  (2 per torus axis the group is split over); 0 = the ring
+                                  model's (the links of the axes the group spans) */
+  int ici_overlap;             /* collectives, neusim: 1 = latency and transfer overlap
+                                  (time = max of the two, not their sum) */
   int in_tensors, out_tensors; /* elementwise: tensors read / written */
   double vector_ops_per_elem;  /* VU ops per output element (elementwise/norm/rope/router) */
   int dtype_bytes;
