@@ -225,7 +225,8 @@ double cost_sa_fill_cycles(const config_chip *chip, const cost_tile *t) {
 
 /* The DMA and ICI engines and the three-stage pipeline around a timed core (o->core),
  * with `gate` the gaps gated between blocks: bandwidth = state / states × peak; ICI: α–β
- * sum per collective step. Without gating every step is a sum, product, quotient by a
+ * sum per collective step, or their max for a collective built as the authors' simulator
+ * times it (cost_tile.ici_overlap). Without gating every step is a sum, product, quotient by a
  * positive constant or max of non-negative terms, so the result is monotone in
  * o->core.time_ns and in the HBM and ICI states, in floating point too (rounding to
  * nearest is monotone). */
