@@ -27,6 +27,7 @@ int graph_ici_split(int64_t degree, int axes, int64_t dims[GRAPH_ICI_MAX_AXES]) 
     else f += f == 2 ? 1 : 2;
   }
   if (axes > GRAPH_ICI_MAX_AXES) axes = GRAPH_ICI_MAX_AXES;
+  if (axes < 1) return 0; /* no axis to split over */
   int n = nf < axes ? nf : axes;
   for (int i = 0; i < n; i++) dims[i] = factors[i];
   for (int i = n; i < nf; i++) {

@@ -209,6 +209,8 @@ static void test_neusim_collectives(void **state) {
   assert_true(graph_ici_split(8, 2, d) == 2 && d[0] == 4 && d[1] == 2);
   assert_true(graph_ici_split(4, 3, d) == 2 && d[0] == 2 && d[1] == 2);
   assert_true(graph_ici_split(32, 3, d) == 3 && d[0] == 4 && d[1] == 4 && d[2] == 2);
+  assert_int_equal(graph_ici_split(16, 0, d), 0);
+  assert_int_equal(graph_ici_split(1, 3, d), 0);
   const int64_t t16[] = {4, 2, 2};
   assert_true(graph_ici_rs_elems(1024, t16, 3) == 1024 + 256 + 128);
   assert_true(graph_ici_ag_elems(1024, t16, 3) == 22 * 1024);
