@@ -140,7 +140,8 @@ static void print_human(const config_job *job, const graph *g, const cost_result
     printf(" (capacity factor %s%g)", job->moe_capacity_factor > 0 ? "" : "worst case, ",
            grid_capacity_factor(job));
   if (job->model.attention == CONFIG_ATTN_MLA)
-    printf("\nMLA attention %s", config_attn_impl_name(job->attention_impl));
+    printf("\nMLA attention %s, ICI collectives %s", config_attn_impl_name(job->attention_impl),
+           config_ici_model_name(job->ici_model));
   char note[256];
   grid_memory_note(&in->memory, note, sizeof note);
   printf("\ncapacity %s%s%s", config_capacity_name(job->capacity), note[0] ? ": " : "", note);
@@ -286,7 +287,8 @@ static json_t *op_graph_json(const config_job *job, const graph *g, const cost_r
                           grid_memory_used_bytes(&in->memory) <= in->memory.hbm_bytes);
   if (!doc || (moe && json_object_set_new(doc, "moe", moe) < 0) || !cap ||
       json_object_set_new(doc, "capacity", cap) < 0 ||
-      json_object_set_new(doc, "attention_impl", json_string(config_attn_impl_name(job->attention_impl))) < 0) {
+      json_object_set_new(doc, "attention_impl", json_string(config_attn_impl_name(job->attention_impl))) < 0 ||
+      json_object_set_new(doc, "ici_model", json_string(config_ici_model_name(job->ici_model))) < 0) {
     if (!doc) json_decref(moe), json_decref(cap);
     json_decref(doc);
     doc = NULL;

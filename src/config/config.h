@@ -507,6 +507,14 @@ const char *config_moe_experts_name(config_moe_experts e); /* "all-resident", ..
  * simulator's: the absorbed einsums as separate matmuls, the scores through HBM). */
 typedef enum { CONFIG_ATTN_IMPL_FLASH = 0, CONFIG_ATTN_IMPL_EINSUM = 1, CONFIG_NATTN_IMPL = 2 } config_attn_impl;
 const char *config_attn_impl_name(config_attn_impl a); /* "flash", "einsum" */
+/* How the collectives of a layer are built and timed (job key "ici_model"): "ring"
+ * (default: one TP allreduce after attention and one after the FFN, ring volumes over the
+ * links of the torus axes the group spans, latency + transfer per step) or "neusim" (the
+ * authors' simulator's DeepSeek layer: sequence-parallel all-gathers and reduce-scatters
+ * with its staged per-axis volumes over 200 GB/s per axis, max(transfer, latency);
+ * MLA models only, graph.h). */
+typedef enum { CONFIG_ICI_RING = 0, CONFIG_ICI_NEUSIM = 1, CONFIG_NICI_MODEL = 2 } config_ici_model;
+const char *config_ici_model_name(config_ici_model m); /* "ring", "neusim" */
 const char *config_capacity_name(config_capacity c);   /* "enforce", ... */
 int config_capacity_parse(const char *name, config_capacity *out);
 
@@ -569,6 +577,7 @@ typedef struct {
   config_moe_experts moe_experts;
   config_capacity capacity;
   config_attn_impl attention_impl; /* "attention_impl": MLA as flash (default) or einsums */
+  config_ici_model ici_model;      /* "ici_model": ring (default) or the authors' simulator's */
   config_validation validation;    /* enabled only when the job has the section */
   config_variant *variants;        /* the "sweep" section's points (NULL: none) */
   int variant_count;

@@ -136,6 +136,7 @@ extern const char *const config_policy_names[CONFIG_NPOLICY];
 extern const char *const config_moe_experts_names[CONFIG_NEXPERTS];
 extern const char *const config_capacity_names[CONFIG_NCAPACITY];
 extern const char *const config_attn_impl_names[CONFIG_NATTN_IMPL];
+extern const char *const config_ici_model_names[CONFIG_NICI_MODEL];
 extern const char *const config_budget_names[CONFIG_NBUDGET];
 extern const char *const config_idle_mode_names[CONFIG_NIDLE_MODE];
 extern const char *const config_safeguard2_names[CONFIG_NSG2];

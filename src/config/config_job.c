@@ -15,9 +15,9 @@
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const job_keys[] = {"name",     "model",      "chip",     "cluster",        "store",
-                                       "phases",   "slacks",     "policies", "budget",         "moe",
-                                       "capacity", "validation", "epoch_ms", "attention_impl", "sweep"};
+static const char *const job_keys[] = {"name",     "model",          "chip",   "cluster",  "store",    "phases",
+                                       "slacks",   "policies",       "budget", "moe",      "capacity", "validation",
+                                       "epoch_ms", "attention_impl", "sweep",  "ici_model"};
 static const char *const sweep_keys[] = {"policy", "shadow"};
 static const char *const phase_keys[] = {"batch", "seq", "parallel"};
 static const char *const rule_keys[] = {"rule", "max"};
@@ -333,6 +333,22 @@ static int parse_capacity(const config_doc *doc, const config_path *root, config
   return ENPU_OK;
 }
 
+/* "ici_model": "ring" (default) | "neusim" (config.h); the latter builds the layers as the
+ * authors' simulator's DeepSeek generator does, so it needs an MLA model. */
+static int parse_ici_model(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
+  int m = CONFIG_ICI_RING;
+  ENPU_FORWARD(
+      config_opt_enum(doc, root, doc->root, "ici_model", config_ici_model_names, CONFIG_NICI_MODEL, &m, err));
+  job->ici_model = (config_ici_model)m;
+  config_path cp = CONFIG_KEY(root, "ici_model");
+  if (job->ici_model == CONFIG_ICI_NEUSIM && job->model.attention != CONFIG_ATTN_MLA)
+    return config_fail(doc, &cp, err, ENPU_ERR_INVALID,
+                       "expected \"ring\" for model '%s' (\"neusim\" builds the authors' simulator's "
+                       "DeepSeek layers, MLA models only), got \"neusim\"",
+                       job->model.name);
+  return ENPU_OK;
+}
+
 static int parse_validation(const config_doc *doc, const config_path *root, config_job *job, enpu_err *err) {
   const json_t *v = json_object_get(doc->root, "validation");
   config_validation *val = &job->validation;
@@ -442,6 +458,7 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
   ENPU_FORWARD(config_opt_enum(doc, &root, doc->root, "attention_impl", config_attn_impl_names, CONFIG_NATTN_IMPL,
                                &impl, err));
   job->attention_impl = (config_attn_impl)impl;
+  ENPU_FORWARD(parse_ici_model(doc, &root, job, err));
   ENPU_FORWARD(parse_validation(doc, &root, job, err));
   ENPU_FORWARD(config_sweep_parse(doc, &root, job, err));
   job->hash = job_hash(job, doc->text, doc->len);

@@ -23,6 +23,7 @@ const char *const config_safeguards_names[CONFIG_NSAFEGUARDS] = {"paper", "switc
 const char *const config_moe_experts_names[CONFIG_NEXPERTS] = {"all-resident", "active-only"};
 const char *const config_capacity_names[CONFIG_NCAPACITY] = {"enforce", "offload", "ignore"};
 const char *const config_attn_impl_names[CONFIG_NATTN_IMPL] = {"flash", "einsum"};
+const char *const config_ici_model_names[CONFIG_NICI_MODEL] = {"ring", "neusim"};
 
 static int parse_name(const char *name, const char *const *names, int count, int *out) {
   for (int i = 0; name && i < count; i++)
@@ -62,6 +63,7 @@ int config_budget_decode(unsigned code, config_budget *out) {
 NAME_OF(config_component, component_names, CONFIG_NCOMP, config_component_name)
 NAME_OF(config_moe_experts, config_moe_experts_names, CONFIG_NEXPERTS, config_moe_experts_name)
 NAME_OF(config_attn_impl, config_attn_impl_names, CONFIG_NATTN_IMPL, config_attn_impl_name)
+NAME_OF(config_ici_model, config_ici_model_names, CONFIG_NICI_MODEL, config_ici_model_name)
 NAME_OF(config_idle_mode, config_idle_mode_names, CONFIG_NIDLE_MODE, config_idle_mode_name)
 NAME_OF(config_safeguard2, config_safeguard2_names, CONFIG_NSG2, config_safeguard2_name)
 NAME_OF(config_safeguards, config_safeguards_names, CONFIG_NSAFEGUARDS, config_safeguards_name)

@@ -59,6 +59,7 @@ typedef struct {
   double ici_bytes;   /* bytes each chip sends */
   double ici_links;   /* links the collective uses in parallel */
   double ici_steps;   /* latency-bound steps of the collective algorithm */
+  int ici_overlap;    /* 1: steps' latency overlaps the transfer (max), 0: adds to it */
   double host_bytes;  /* received over the host link (DMA straight into HBM) */
   double sa_util;     /* useful MACs / SA capacity while busy */
   double vu_util;     /* useful lanes / VU capacity while busy */

@@ -12,7 +12,10 @@
  *  HBM   the graph's bytes, moved in double-buffered blocks sized to SRAM.
  *  ICI   the graph's bytes per chip over the links of the torus axes the group spans
  *        (both directions of each), with a latency per step of the ring algorithm
- *        (LogGP-style: per step latency + bytes / link bandwidth).
+ *        (LogGP-style: per step latency + bytes / link bandwidth). Under the job's
+ *        "ici_model": "neusim" the graph gives the links (2 per axis the group is split
+ *        over) and the time is the larger of the latency and the transfer, as the
+ *        authors' simulator's collectives take it.
  *  host  a host load (offloaded weights) is a DMA from the host link straight into HBM:
  *        host bytes and the HBM write, no core work.
  * The core loop (SA/VU/SRAM) is cut into iterations of one pass per SA (matmul,
@@ -183,6 +186,8 @@ static void tile_collective(tile_work *w, cost_tile *t) {
   double p = op->shape.ranks > 1 ? op->shape.ranks : 1;
   double axes = p > 1 ? fmin(3, ceil(log(p) / log(COST_TORUS_AXIS) - 1e-9)) : 0;
   t->ici_links = fmax(1, fmin(w->chip->ici_links, 2 * axes));
+  if (op->shape.ici_links > 0) t->ici_links = op->shape.ici_links; /* "ici_model": "neusim" (graph.h) */
+  t->ici_overlap = op->shape.ici_overlap;
   t->ici_steps = (op->kind == GRAPH_ALLREDUCE ? 2 : 1) * (p - 1);
   t->ici_bytes = p > 1 ? op->ici_bytes : 0;
   w->sram_rd += t->ici_bytes;

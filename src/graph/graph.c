@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_internal.h"
+
 /* VU element operations per output element. They are estimates of the vector work of
  * each kind, kept here so the cost model sees consistent counts:
  * RMSNorm: square, accumulate, scale by rsqrt, multiply by the weight;
@@ -48,7 +50,10 @@ typedef struct {
   int tp, ep;
   config_moe_experts experts;
   config_attn_impl attention; /* MLA as flash (one op) or as the reference's einsums */
-  double dtype;               /* bytes per element */
+  config_ici_model ici;       /* ring allreduces or the reference's collectives */
+  int tp_n, etp_n;            /* ici neusim: torus axes of attention TP and expert TP */
+  int64_t tp_dims[GRAPH_ICI_MAX_AXES], etp_dims[GRAPH_ICI_MAX_AXES];
+  double dtype; /* bytes per element */
   double max_activation_bytes;
 } builder;
 
@@ -77,6 +82,11 @@ static uint64_t op_signature(const builder *bld, const graph_op *op) {
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) enpu_hasher_i64(&hs, fields[i]);
   enpu_hasher_f64(&hs, s->vector_ops_per_elem);
   enpu_hasher_f64(&hs, op->host_bytes);
+  if (s->ici_links > 0) { /* only the neusim collectives: the ring ops keep their signatures */
+    enpu_hasher_f64(&hs, s->ici_links);
+    enpu_hasher_i64(&hs, s->ici_overlap);
+    enpu_hasher_f64(&hs, op->ici_bytes);
+  }
   return enpu_hasher_digest(&hs);
 }
 
@@ -221,6 +231,62 @@ static int add_collective(builder *bld, const char *name, graph_op_kind kind, in
   return push(bld, name, op, op.hbm_read_bytes + op.hbm_write_bytes, err);
 }
 
+/* A collective as the authors' simulator times it ("ici_model": "neusim", graph.h):
+ * `sent_elems` sent per chip over the n torus axes `dims` (2 links each), latency and
+ * transfer overlapped; a reduce-scatter adds each sent element ranks − 1 times. */
+static int add_neusim_collective(builder *bld, const char *name, graph_op_kind kind, const int64_t *dims, int n,
+                                 double sent_elems, double elem_bytes, double in_bytes, double out_bytes,
+                                 enpu_err *err) {
+  const int64_t ranks = graph_ici_ranks(dims, n);
+  if (ranks <= 1) return 0;
+  graph_op op = {.kind = kind,
+                 .shape = {.n = (int64_t)out_bytes, .ranks = (int)ranks, .ici_links = 2.0 * n, .ici_overlap = 1}};
+  op.ici_bytes = sent_elems * elem_bytes;
+  op.hbm_read_bytes = in_bytes;
+  op.hbm_write_bytes = out_bytes;
+  if (kind == GRAPH_REDUCE_SCATTER) op.vector_ops = sent_elems * (double)(ranks - 1);
+  return push(bld, name, op, in_bytes + out_bytes, err);
+}
+
+/* An all-gather of `elems` per chip over the attention TP axes (the simulator passes the
+ * full [T, hidden] as each chip's input, so the result is tp × that). */
+static int add_neusim_gather(builder *bld, const char *name, double elems, double elem_bytes, enpu_err *err) {
+  const double in_bytes = elems * elem_bytes;
+  return add_neusim_collective(bld, name, GRAPH_ALLGATHER, bld->tp_dims, bld->tp_n,
+                               graph_ici_ag_elems(elems, bld->tp_dims, bld->tp_n), elem_bytes, in_bytes,
+                               in_bytes * bld->tp, err);
+}
+
+/* After MLA's o_proj, as create_multi_head_latent_attention builds it: the latent (FP8)
+ * and rope key (FP32) all-gathers of its sequence parallelism, the reduce-scatter of the
+ * [T, tp·hidden] output and the all-gather of its [T, hidden] result. */
+static int add_neusim_attn_tail(builder *bld, const graph_info *in, enpu_err *err) {
+  const config_model *m = bld->model;
+  const double T = (double)in->chip_tokens, th = T * m->hidden;
+  ENPU_FORWARD(add_neusim_gather(bld, "attn.allgather_kv", T * m->kv_lora_rank, 1.0, err));
+  ENPU_FORWARD(add_neusim_gather(bld, "attn.allgather_k_pe", T * m->qk_rope_head_dim, 4.0, err));
+  ENPU_FORWARD(add_neusim_collective(bld, "attn.reduce_scatter", GRAPH_REDUCE_SCATTER, bld->tp_dims, bld->tp_n,
+                                     graph_ici_rs_elems(th, bld->tp_dims, bld->tp_n), bld->dtype,
+                                     th * bld->tp * bld->dtype, th * bld->dtype, err));
+  return add_neusim_gather(bld, "attn.allgather_out", th, bld->dtype, err);
+}
+
+/* The FFN's collectives as create_ffn builds them, over the expert-TP axes: an all-gather
+ * of [requests, hidden] before it, a reduce-scatter of [T, hidden] after it. */
+static int add_neusim_ffn(builder *bld, const graph_info *in, bool after, enpu_err *err) {
+  const double h = bld->model->hidden, d = bld->dtype;
+  const double etp = (double)graph_ici_ranks(bld->etp_dims, bld->etp_n);
+  if (!after) {
+    const double e = (double)in->chip_requests * h;
+    return add_neusim_collective(bld, "ffn.allgather", GRAPH_ALLGATHER, bld->etp_dims, bld->etp_n,
+                                 graph_ici_ag_elems(e, bld->etp_dims, bld->etp_n), d, e * d, e * d * etp, err);
+  }
+  const double th = (double)in->chip_tokens * h;
+  return add_neusim_collective(bld, "ffn.reduce_scatter", GRAPH_REDUCE_SCATTER, bld->etp_dims, bld->etp_n,
+                               graph_ici_rs_elems(ceil(th / etp), bld->etp_dims, bld->etp_n), d, th * d,
+                               th * d / etp, err);
+}
+
 /* `bytes` of weights from host memory over the host link, landing in HBM. */
 static int add_host_load(builder *bld, const char *name, double bytes, enpu_err *err) {
   graph_op op = {.kind = GRAPH_HOST_LOAD, .shape = {.n = (int64_t)ceil(bytes)}};
@@ -357,8 +423,13 @@ static int add_residual(builder *bld, const char *name, int64_t T, enpu_err *err
   return add_elementwise(bld, name, T, bld->model->hidden, 2, 1.0, err);
 }
 
-static int add_tp_allreduce(builder *bld, const char *name, int64_t T, enpu_err *err) {
-  return add_collective(bld, name, GRAPH_ALLREDUCE, bld->tp, (double)T * bld->model->hidden * bld->dtype, err);
+/* The TP collective after attention or after the FFN: a ring allreduce, or the
+ * reference's reduce-scatter and gathers under "ici_model": "neusim". */
+static int add_tp_allreduce(builder *bld, const graph_info *in, bool ffn, enpu_err *err) {
+  if (bld->ici == CONFIG_ICI_NEUSIM)
+    return ffn ? add_neusim_ffn(bld, in, true, err) : add_neusim_attn_tail(bld, in, err);
+  return add_collective(bld, ffn ? "ffn.allreduce" : "attn.allreduce", GRAPH_ALLREDUCE, bld->tp,
+                        (double)in->chip_tokens * bld->model->hidden * bld->dtype, err);
 }
 
 /* One projection ("gate_up", "gate", "up", "swiglu" or "down") of one expert of m tokens. */
@@ -416,7 +487,7 @@ static int add_moe(builder *bld, const graph_info *in, enpu_err *err) {
   /* gate-weighted sum of the k routed outputs (+ the shared output) per token */
   const int in_tensors = (int)k + (m->shared_experts > 0);
   ENPU_FORWARD(add_elementwise(bld, "moe.weighted_sum", T, hidden, in_tensors, 2.0 * in_tensors, err));
-  ENPU_FORWARD(add_tp_allreduce(bld, "ffn.allreduce", T, err));
+  ENPU_FORWARD(add_tp_allreduce(bld, in, true, err));
   return add_residual(bld, "ffn.residual", T, err);
 }
 
@@ -425,14 +496,18 @@ static int add_layer(builder *bld, const graph_info *in, bool moe, enpu_err *err
   /* Offload: the streaming layers (grid.h) first bring their share of the weights in. */
   if (in->memory.offload_bytes > 0 && moe == bld->model->moe)
     ENPU_FORWARD(add_host_load(bld, "host.weight_stream", in->memory.offload_layer_bytes, err));
+  const bool neusim = bld->ici == CONFIG_ICI_NEUSIM;
+  if (neusim)
+    ENPU_FORWARD(add_neusim_gather(bld, "attn.allgather_in", (double)T * bld->model->hidden, bld->dtype, err));
   if (bld->model->attention == CONFIG_ATTN_MLA) ENPU_FORWARD(add_mla_attention(bld, in, err));
   else ENPU_FORWARD(add_gqa_attention(bld, in, err));
-  ENPU_FORWARD(add_tp_allreduce(bld, "attn.allreduce", T, err));
+  ENPU_FORWARD(add_tp_allreduce(bld, in, false, err));
   ENPU_FORWARD(add_residual(bld, "attn.residual", T, err));
+  if (neusim) ENPU_FORWARD(add_neusim_ffn(bld, in, false, err));
   if (moe) return add_moe(bld, in, err);
   ENPU_FORWARD(add_norm(bld, "ffn.norm", T, bld->model->hidden, err));
   ENPU_FORWARD(add_swiglu_mlp(bld, "ffn.", 1, T, bld->model->ffn_intermediate / bld->tp, err));
-  ENPU_FORWARD(add_tp_allreduce(bld, "ffn.allreduce", T, err));
+  ENPU_FORWARD(add_tp_allreduce(bld, in, true, err));
   return add_residual(bld, "ffn.residual", T, err);
 }
 
@@ -579,7 +654,10 @@ int graph_build_depth(const config_job *job, config_phase phase, int batch, int 
                  .ep = p->ep,
                  .experts = job->moe_experts,
                  .attention = job->attention_impl,
+                 .ici = job->ici_model,
                  .dtype = job->model.dtype_bytes};
+  if (bld.ici == CONFIG_ICI_NEUSIM)
+    graph_ici_groups(p, job->chip.ici_links / 2, &bld.tp_n, bld.tp_dims, &bld.etp_n, bld.etp_dims);
   int rc = bucket_info(job, phase, batch, seq, layers, &g->info, err);
   if (rc == 0) rc = build(&bld, err);
   /* Searches and re-simulations allocate per op instance of a pass (multiplicity counts
@@ -610,15 +688,12 @@ void graph_free(graph *g) {
 }
 
 int graph_op_count(const graph *g) { return g->count; }
-
 const graph_op *graph_op_at(const graph *g, int id) { return id >= 0 && id < g->count ? &g->ops[id] : NULL; }
 
 int graph_segment_count(const graph *g) { return g->segment_count; }
-
 const graph_segment *graph_segment_at(const graph *g, int i) {
   return i >= 0 && i < g->segment_count ? &g->segments[i] : NULL;
 }
 
 const graph_totals *graph_get_totals(const graph *g) { return &g->totals; }
-
 const graph_info *graph_get_info(const graph *g) { return &g->info; }

@@ -100,7 +100,23 @@
  *   (flash attention reads Q, K, V once and writes O; decode attention reads the KV
  *   cache). Collectives read and write their payload; ici_bytes is what a chip sends
  *   with ring algorithms: allreduce 2(r−1)/r·payload, allgather, reduce-scatter and
- *   all-to-all (r−1)/r·payload, where payload is the full buffer on one chip. */
+ *   all-to-all (r−1)/r·payload, where payload is the full buffer on one chip.
+ * - Job "ici_model": "neusim" (the paper's world, MLA models only): the TP allreduces
+ *   become the collectives of the authors' simulator's DeepSeek layer (NeuSim 45dbdc1,
+ *   neusim/npusim/frontend/llm_ops_lib.py): before attention attn.allgather_in of the
+ *   full [T, hidden] per chip ("AllGatherMHA", create_multi_head_latent_attention), after
+ *   it attn.allgather_kv (the latent, FP8) and attn.allgather_k_pe (FP32) ("sequence
+ *   parallelism: allgather the kv and pe cache"), attn.reduce_scatter of [T, tp·hidden]
+ *   and attn.allgather_out of its [T, hidden] result; around every FFN (create_ffn)
+ *   ffn.allgather of [requests, hidden] and ffn.reduce_scatter of [T, hidden] over expert
+ *   TP (tp·dp/ep chips). Attention TP gets all the chip's torus axes when only TP is
+ *   used, expert parallelism one of them and expert TP the rest (run_sim_lib.py,
+ *   map_parallelism_to_ici_axes_llm_moe); a degree is split over its axes and its
+ *   volume staged per axis as graph_ici.c says; each op carries its links (2 per axis:
+ *   NeuSim's ici_bw_GBps = 200 is "BW of two links") and ici_overlap (time = max of
+ *   transfer and latency × steps, create_all_gather_op's "max(ceil(... / agg_bw),
+ *   config.ici_latency_ns * (parallelism_degree - 1))"). HBM bytes: the tensors read and
+ *   written. The MoE all-to-alls and the LM head's gather keep the ring model. */
 #ifndef ENPU_GRAPH_H
 #define ENPU_GRAPH_H
 
@@ -144,6 +160,11 @@ typedef struct {
                                   latent), so K/V bytes are read once */
   int rhs_is_weight;           /* matmul: the [k,n] operand is a weight in HBM */
   int ranks;                   /* collectives: chips in the group */
+  double ici_links;            /* collectives under "ici_model": "neusim": links in parallel
+                                  (2 per torus axis the group is split over); 0 = the ring
+                                  model's (the links of the axes the group spans) */
+  int ici_overlap;             /* collectives, neusim: 1 = latency and transfer overlap
+                                  (time = max of the two, not their sum) */
   int in_tensors, out_tensors; /* elementwise: tensors read / written */
   double vector_ops_per_elem;  /* VU ops per output element (elementwise/norm/rope/router) */
   int dtype_bytes;

@@ -10,10 +10,14 @@
    experts, other matmuls, TP collectives, EP all-to-all, vector ops, host-link loads)
    and the gap to the paper, so a reader sees which term would have to change.
    The same rows in the paper's world (jobs/paper/<model>.json: DeepSeek's MLA as the
-   authors' simulator builds it, "attention_impl": "einsum"), each world's count within
-   ±25 % printed; asserted: the serving jobs keep flash attention, the paper's DeepSeek
-   jobs use the einsums, and an einsum TTFT is no shorter than the flash one (more FLOPs
-   and the scores through HBM).
+   authors' simulator builds it, "attention_impl": "einsum", and its collectives,
+   "ici_model": "neusim"), and in the paper's world with our ring collectives (the paper
+   job with "ici_model" removed, written to a temporary file), each world's count within
+   ±25 % printed, and the paper world's rows outside ±25 % decomposed by term; asserted:
+   the serving jobs keep flash attention and ring collectives, the paper's DeepSeek jobs
+   use the einsums and NeuSim's collectives, an einsum TTFT is no shorter than the flash
+   one (more FLOPs and the scores through HBM), and NeuSim's collectives send more ICI
+   bytes than the ring allreduces (all-gathers of tp x the layer input).
 2. Energy sanity for Llama3-70B 4096/512 (NoDVFS): prefill batch 1 seq 4096 and decode
    batch 1 seq 4096+256 (the middle of the 512 generated tokens): static and dynamic
    share of chip energy and per-component shares, beside Figure 2's ranges.
@@ -28,6 +32,7 @@ usage: test_calibration.py ENPU_BINARY SOURCE_DIR"""
 import json
 import os
 import sys
+import tempfile
 
 from harness import Harness
 
@@ -43,6 +48,22 @@ def graph_time(job, phase, seq):
 def load(path):
     with open(os.path.join(src, path)) as f:
         return json.load(f)
+
+
+TMP = tempfile.mkdtemp(prefix="enpu-calibration-")
+
+
+def ring_variant(paper_job):
+    """The paper job with our ring collectives: "ici_model" removed, its files absolute."""
+    doc = load(paper_job)
+    doc.pop("ici_model", None)
+    base = os.path.dirname(os.path.join(src, paper_job))
+    for key in ("model", "chip", "cluster", "store"):
+        doc[key] = os.path.normpath(os.path.join(base, doc[key]))
+    out = os.path.join(TMP, os.path.basename(paper_job))
+    with open(out, "w") as f:
+        json.dump(doc, f)
+    return out
 
 
 chip = load("jobs/chips/tpuv5p.json")
@@ -73,9 +94,12 @@ def decompose(g):
 rows, parts = [], {}
 capacity = {}  # model -> (policy, whether the weights + KV fit a chip's HBM)
 paper_rows = {}  # (model, metric, class) -> ours ms with the paper world's job
+ring_rows = {}  # the same with the paper job's collectives as our ring model's
+paper_parts = {}  # (model, metric, class) -> the paper world's terms
 for model in MODELS:
     job = f"jobs/{model}.json"
     paper_job = f"jobs/paper/{model}.json"
+    ring_job = ring_variant(paper_job)
     cluster = load(f"jobs/clusters/{model}.json")
     hbm_per_chip = chip["hbm"]["bytes"]
     for metric, phase, key_len, key_ms in (("TTFT", "prefill", "prefill_max_tokens", "ttft_ms"),
@@ -88,11 +112,21 @@ for model in MODELS:
             t = g["totals"]
             ours_ms = t["time_ns"] / 1e6
             gp = graph_time(paper_job, phase, seq)
+            gr = graph_time(ring_job, phase, seq)
             paper_rows[(model, metric, slo["name"])] = gp["totals"]["time_ns"] / 1e6
+            ring_rows[(model, metric, slo["name"])] = gr["totals"]["time_ns"] / 1e6
+            paper_parts[(model, metric, slo["name"])] = decompose(gp)
             mla = model.startswith("deepseek")
             h.check(f"{model} {metric} {slo['name']}: serving job flash, paper job "
                     f"{'einsum' if mla else 'flash'}",
                     g["attention_impl"] == "flash" and gp["attention_impl"] == ("einsum" if mla else "flash"))
+            h.check(f"{model} {metric} {slo['name']}: serving and ring jobs ring collectives, paper job "
+                    f"{'neusim' if mla else 'ring'}",
+                    g["ici_model"] == "ring" and gr["ici_model"] == "ring"
+                    and gp["ici_model"] == ("neusim" if mla else "ring"))
+            if mla:
+                h.check(f"{model} {metric} {slo['name']}: NeuSim's collectives send more ICI bytes than rings",
+                        gp["totals"]["ici_bytes"] > gr["totals"]["ici_bytes"])
             if mla and metric == "TTFT":
                 h.check(f"{model} TTFT {slo['name']}: einsum MLA no faster than flash",
                         paper_rows[(model, metric, slo["name"])] >= ours_ms)
@@ -131,15 +165,28 @@ for model, metric, cls, seq, chips, ours, paper in rows:
 
 inside = sum(abs(ours / paper - 1) <= 0.25 for _, _, _, _, _, ours, paper in rows)
 inside_paper = sum(abs(paper_rows[(m, x, c)] / paper - 1) <= 0.25 for m, x, c, _, _, _, paper in rows)
-print(f"\nWithin +-25%: {inside} of {len(rows)} (serving jobs, flash attention); "
-      f"{inside_paper} of {len(rows)} (paper jobs, jobs/paper/: MLA as einsums)")
+inside_ring = sum(abs(ring_rows[(m, x, c)] / paper - 1) <= 0.25 for m, x, c, _, _, _, paper in rows)
+print(f"\nWithin +-25%: {inside} of {len(rows)} (serving jobs, flash attention, ring collectives); "
+      f"{inside_ring} of {len(rows)} (paper jobs with ring collectives: MLA as einsums); "
+      f"{inside_paper} of {len(rows)} (paper jobs, jobs/paper/: MLA as einsums, NeuSim's collectives)")
 print("\nThe paper world (jobs/paper/<model>.json), where it differs:")
-print(f"{'model':<18} {'metric':<5} {'class':<5} {'flash ms':>10} {'paper-job ms':>12} {'paper ms':>10} {'ratio':>6}")
+print(f"{'model':<18} {'metric':<5} {'class':<5} {'flash ms':>10} {'ring ms':>10} {'ratio':>6} "
+      f"{'paper-job ms':>12} {'paper ms':>10} {'ratio':>6}")
+for model, metric, cls, seq, chips, ours, paper in rows:
+    pw, pr = paper_rows[(model, metric, cls)], ring_rows[(model, metric, cls)]
+    if pw != ours:
+        print(f"{model:<18} {metric:<5} {cls:<5} {ours:>10.3f} {pr:>10.3f} {pr / paper:>6.2f} {pw:>12.3f} "
+              f"{paper:>10.3f} {pw / paper:>6.2f}{'' if abs(pw / paper - 1) <= 0.25 else '  outside +-25%'}")
+
+print("\nPaper-world rows outside +-25%: NoDVFS time by term (ms) and the gap to the paper")
+print(f"{'model':<18} {'metric':<5} {'class':<5} " + " ".join(f"{x:>10}" for x in TERMS) + f" {'gap':>9}")
 for model, metric, cls, seq, chips, ours, paper in rows:
     pw = paper_rows[(model, metric, cls)]
-    if pw != ours:
-        print(f"{model:<18} {metric:<5} {cls:<5} {ours:>10.3f} {pw:>12.3f} {paper:>10.3f} {pw / paper:>6.2f}"
-              f"{'' if abs(pw / paper - 1) <= 0.25 else '  outside +-25%'}")
+    if abs(pw / paper - 1) <= 0.25:
+        continue
+    p = paper_parts[(model, metric, cls)]
+    h.check(f"{model} {metric} {cls}: paper-world terms sum to the total", abs(sum(p.values()) - pw) <= 1e-6 * pw)
+    print(f"{model:<18} {metric:<5} {cls:<5} " + " ".join(f"{p[x]:>10.2f}" for x in TERMS) + f" {paper - pw:>9.2f}")
 
 print("\nRows outside +-25%: NoDVFS time by term (ms) and the gap to the paper (paper - ours)")
 print(f"{'model':<18} {'metric':<5} {'class':<5} " + " ".join(f"{x:>10}" for x in TERMS) + f" {'gap':>9}")

@@ -695,6 +695,7 @@ int main(void) {
       cmocka_unit_test(test_tile_accumulators),
       cmocka_unit_test(test_sweep_on_operators),
       cmocka_unit_test(test_sa_fill_in_own_time),
+      cmocka_unit_test(test_neusim_collective_overlap),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

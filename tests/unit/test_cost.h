@@ -1,7 +1,8 @@
 /* test_cost.h — what the cost model's tests share across files: test_cost.c (which holds
  * main, the fixture and the hand-built operators), test_cost_batch.c (the batch entry
  * point and the box bounds) and test_cost_mech.c (reductions' accumulators in the VU shadow
- * register file, the SA's fill in its own time). */
+ * register file, the SA's fill in its own time, the authors' simulator's collective
+ * timing). */
 #ifndef TEST_COST_H
 #define TEST_COST_H
 
@@ -29,5 +30,6 @@ void test_accumulators_need_registers(void **state);
 void test_tile_accumulators(void **state);
 void test_sweep_on_operators(void **state);
 void test_sa_fill_in_own_time(void **state);
+void test_neusim_collective_overlap(void **state);
 
 #endif /* TEST_COST_H */

@@ -227,3 +227,30 @@ void test_sa_fill_in_own_time(void **state) {
   assert_int_equal(cost_eval(f->ctx, &op, &p, &nd, &n, NULL), 0);
   assert_true(n.cp_time_ns == n.time_ns); /* the critical path is anchored at NoDVFS */
 }
+
+/* The authors' simulator's collective timing ("ici_model": "neusim", graph.h): an
+ * all-gather over 16 chips split into 3 torus axes (6 links of the shipped chip, 100 GB/s
+ * each, Table 6), 15 steps of 3330 ns. Its time is the larger of transfer and latency:
+ * 407,171,072 bytes (22 × 1291 × 7168 × 2) take 407171072 / 600 = 678,618.45 ns > 15 ×
+ * 3330 = 49,950 ns; 1 MB takes 1e6 / 600 = 1,666.7 ns < 49,950 ns. The ring model (no
+ * overlap) adds the two. */
+void test_neusim_collective_overlap(void **state) {
+  fixture *f = *state;
+  assert_true(f->chip->ici_links == 6 && f->chip->ici_link_gbps == 100 && f->chip->ici_latency_ns == 3330);
+  graph_op op = {.kind = GRAPH_ALLGATHER, .name = "attn.allgather_in"};
+  op.shape = (graph_shape){.b = 1, .m = 1, .n = 1, .ranks = 16, .ici_links = 6, .ici_overlap = 1, .dtype_bytes = 2};
+  cost_pipeline nd;
+  cost_pipeline_nodvfs(&nd, f->pm_fixed);
+  cost_plan p = peak(f);
+  cost_result r;
+  op.ici_bytes = 407171072.0;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &nd, &r, NULL), 0);
+  assert_true(fabs(r.own_ns[CONFIG_ICI] - 407171072.0 / 600) < 1e-6);
+  assert_true(r.time_ns >= r.own_ns[CONFIG_ICI]);
+  op.ici_bytes = 1e6;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &nd, &r, NULL), 0);
+  assert_true(fabs(r.own_ns[CONFIG_ICI] - 15 * 3330.0) < 1e-6);
+  op.shape.ici_overlap = 0;
+  assert_int_equal(cost_eval(f->ctx, &op, &p, &nd, &r, NULL), 0);
+  assert_true(fabs(r.own_ns[CONFIG_ICI] - (15 * 3330.0 + 1e6 / 600)) < 1e-6);
+}

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "config.h"
 #include "graph.h"
+#include "graph_internal.h"
 #include "test_graph.h"
 
 /* ---------------------------------------------------------------------------------
@@ -186,6 +187,61 @@ static void test_mla_einsum_option(void **state) {
   graph_free(gd);
   free(flash);
   free(eins);
+}
+
+/* The authors' simulator's collectives ("ici_model": "neusim", graph.h; graph_ici.c).
+ * Axis splits (smallest prime factors first, the rest onto the smallest axis): 16 on 3
+ * axes = 4·2·2, 8 on 2 = 4·2, 4 on 3 = 2·2 (two factors, two axes), 32 on 3 = 4·4·2.
+ * Staged volumes over 4·2·2: a reduce-scatter of E sends E + E/4 + E/8 = 1.375 E, an
+ * all-gather of E per chip sends 16E + 4E + 2E = 22 E.
+ * DeepSeek-V3 on TP 16 / EP 2 (the simulator: attention TP on all 3 axes; EP takes one
+ * of them, so expert TP = 16/2 = 8 runs on 2 axes, 4·2), prefill of S = 1024 tokens, H =
+ * 7168: attn.allgather_in sends 22 · S · H · 2 bytes over 6 links; the latent (FP8) 22 ·
+ * S · 512, the rope key (FP32) 22 · S · 64 · 4; the reduce-scatter of [S, 16 H] 1.375 ·
+ * S · H · 2; ffn.allgather of one request's [1, H] over 4·2: 8H + 2H = 10 H · 2 bytes;
+ * ffn.reduce_scatter S·H/8 (1 + 1/4) · 2 bytes. No TP allreduce is left; the MoE
+ * all-to-alls keep the ring model. */
+static void test_neusim_collectives(void **state) {
+  (void)state;
+  int64_t d[GRAPH_ICI_MAX_AXES];
+  assert_int_equal(graph_ici_split(16, 3, d), 3);
+  assert_true(d[0] == 4 && d[1] == 2 && d[2] == 2);
+  assert_true(graph_ici_split(8, 2, d) == 2 && d[0] == 4 && d[1] == 2);
+  assert_true(graph_ici_split(4, 3, d) == 2 && d[0] == 2 && d[1] == 2);
+  assert_true(graph_ici_split(32, 3, d) == 3 && d[0] == 4 && d[1] == 4 && d[2] == 2);
+  assert_int_equal(graph_ici_split(16, 0, d), 0);
+  assert_int_equal(graph_ici_split(1, 3, d), 0);
+  const int64_t t16[] = {4, 2, 2};
+  assert_true(graph_ici_rs_elems(1024, t16, 3) == 1024 + 256 + 128);
+  assert_true(graph_ici_ag_elems(1024, t16, 3) == 22 * 1024);
+  const double S = 1024, H = 7168;
+  config_job *job = make_job(deepseek_v3(), 16, 1, 2, 0.0);
+  job->chip.ici_links = 6;
+  job->ici_model = CONFIG_ICI_NEUSIM;
+  graph *g = build(job, CONFIG_PREFILL, 1, (int)S);
+  assert_false(has_op(g, "attn.allreduce"));
+  assert_false(has_op(g, "ffn.allreduce"));
+  const graph_op *in = find_op(g, "moe_layer", "attn.allgather_in");
+  assert_true(in->ici_bytes == 22 * S * H * 2 && in->shape.ranks == 16);
+  assert_true(in->shape.ici_links == 6 && in->shape.ici_overlap == 1);
+  assert_true(in->hbm_read_bytes == S * H * 2 && in->hbm_write_bytes == 16 * S * H * 2);
+  assert_true(find_op(g, "moe_layer", "attn.allgather_kv")->ici_bytes == 22 * S * 512);
+  assert_true(find_op(g, "moe_layer", "attn.allgather_k_pe")->ici_bytes == 22 * S * 64 * 4);
+  assert_true(find_op(g, "moe_layer", "attn.reduce_scatter")->ici_bytes == 1.375 * S * H * 2);
+  assert_true(find_op(g, "moe_layer", "attn.allgather_out")->signature == in->signature);
+  const graph_op *fa = find_op(g, "dense_layer", "ffn.allgather");
+  assert_true(fa->ici_bytes == 10 * H * 2 && fa->shape.ranks == 8 && fa->shape.ici_links == 4);
+  assert_true(find_op(g, "moe_layer", "ffn.reduce_scatter")->ici_bytes == S * H / 8 * 1.25 * 2);
+  const graph_op *a2a = find_op(g, "moe_layer", "moe.dispatch");
+  assert_true(a2a->shape.ici_links == 0 && a2a->shape.ici_overlap == 0);
+  graph_free(g);
+  /* The default keeps the ring allreduces, whose signatures do not hash the new fields. */
+  job->ici_model = CONFIG_ICI_RING;
+  g = build(job, CONFIG_PREFILL, 1, (int)S);
+  assert_true(has_op(g, "attn.allreduce") && !has_op(g, "attn.allgather_in"));
+  assert_true(find_op(g, "moe_layer", "attn.allreduce")->shape.ici_links == 0);
+  graph_free(g);
+  free(job);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -363,6 +419,7 @@ const struct CMUnitTest graph_structure_tests[] = {
     cmocka_unit_test(test_moe_resident_experts_hand_count),
     cmocka_unit_test(test_gate_up_fusion_option),
     cmocka_unit_test(test_mla_einsum_option),
+    cmocka_unit_test(test_neusim_collectives),
     cmocka_unit_test(test_signatures),
     cmocka_unit_test(test_segments),
     cmocka_unit_test(test_bad_input),
