@@ -64,7 +64,7 @@ int cli_farm_finish_job(const farm_finished_job *f, void *options, enpu_err *err
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 3, CLI_EXIT_ENV = 4 };
 
 /* The exit status for an error code: CLI_EXIT_ENV for ENPU_ERR_ENV and ENPU_ERR_NOMEM,
- * `otherwise` for the others. */
+ * CLI_EXIT_INTERRUPTED for ENPU_ERR_STOPPED, `otherwise` for the others. */
 int cli_exit_status(int code, int otherwise);
 
 /* The exit status of an error met reading a command's inputs (its files, what they name,

@@ -23,6 +23,7 @@ int cli_print_json(json_t *doc) {
 }
 
 int cli_exit_status(int code, int otherwise) {
+  if (code == ENPU_ERR_STOPPED) return CLI_EXIT_INTERRUPTED;
   return code == ENPU_ERR_ENV || code == ENPU_ERR_NOMEM ? CLI_EXIT_ENV : otherwise;
 }
 

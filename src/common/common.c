@@ -24,6 +24,7 @@ const char *enpu_strerror(int code) {
   case ENPU_ERR_INFEASIBLE: return "infeasible";
   case ENPU_ERR_INTERNAL: return "internal error";
   case ENPU_ERR_ENV: return "environment error";
+  case ENPU_ERR_STOPPED: return "stopped by a signal";
   default: return "unknown error";
   }
 }

@@ -18,9 +18,11 @@ enum {
   ENPU_ERR_FORMAT = -7,     /* a file of the wrong format, version, or corrupt */
   ENPU_ERR_INFEASIBLE = -8, /* no plan/bucket satisfies the constraints */
   ENPU_ERR_INTERNAL = -9,   /* a broken invariant: a bug */
-  ENPU_ERR_ENV = -10        /* the environment refused: no space, quota, I/O error,
+  ENPU_ERR_ENV = -10,       /* the environment refused: no space, quota, I/O error,
                                read-only file system, a store locked by another writer.
                                The same command succeeds once the environment is fixed. */
+  ENPU_ERR_STOPPED = -11    /* a stop signal ended a wait before anything was done; the
+                               same command, rerun, does the work */
 };
 
 #define ENPU_ERR_MSG_LEN 1024

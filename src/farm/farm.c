@@ -467,8 +467,8 @@ static int master_setup(master *m, enpu_err *err) {
   m->cursor = enpu_calloc((size_t)m->o.njobs, sizeof *m->cursor);
   ENPU_RETURN_IF(!m->jobs || !m->cursor, err, ENPU_ERR_NOMEM, "out of memory (jobs)");
   for (; m->njobs < m->o.njobs; m->njobs++)
-    ENPU_FORWARD(farm_job_setup(&m->o, m->o.job_paths[m->njobs], m->o.store_path, m->njobs, &m->sums[m->njobs],
-                                &m->jobs[m->njobs], err));
+    ENPU_FORWARD(farm_job_setup(&m->o, m->o.job_paths[m->njobs], m->o.store_path, m->njobs, &farm_signal_seen,
+                                &m->sums[m->njobs], &m->jobs[m->njobs], err));
   if (!m->o.task_log) return 0;
   m->task_log = fopen(m->o.task_log, "w");
   ENPU_RETURN_IF(!m->task_log, err, enpu_errno_code(errno), "cannot write %s: %s", m->o.task_log, strerror(errno));

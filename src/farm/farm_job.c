@@ -78,7 +78,8 @@ static int lock_store(farm_job *m, const char *store, enpu_err *err) {
   }
   char command[2 * CONFIG_PATH_LEN];
   snprintf(command, sizeof command, "enpu farm %s", m->job_path);
-  ENPU_FORWARD(store_lock_acquire(store, command, m->o.lock_wait_s, m->o.quiet ? NULL : m->o.log, &m->lock, err));
+  ENPU_FORWARD(store_lock_acquire_until(store, command, m->o.lock_wait_s, m->stop, m->o.quiet ? NULL : m->o.log,
+                                        &m->lock, err));
   const char *resolved = store_lock_path(m->lock);
   ENPU_RETURN_IF(strlen(resolved) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
                  "store path longer than %zu bytes: %s", sizeof m->store_path - 1, resolved);
@@ -298,11 +299,11 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
 }
 
 int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path, int index,
-                   farm_summary *sum, farm_job **out, enpu_err *err) {
+                   const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err) {
   *out = NULL;
   farm_job *m = enpu_calloc(1, sizeof *m);
   ENPU_RETURN_IF(!m, err, ENPU_ERR_NOMEM, "out of memory (farm job)");
-  *m = (farm_job){.o = *o, .job_path = job_path, .index = index, .sum = sum};
+  *m = (farm_job){.o = *o, .job_path = job_path, .index = index, .stop = stop, .sum = sum};
   if (!m->o.log) m->o.log = stderr;
   const int rc = job_setup(m, store_path, err);
   if (rc == 0) *out = m;

@@ -23,9 +23,10 @@ typedef struct farm_job farm_job;
 /* Load the job, lock its store, read the previous store and the journal, build the
  * buckets, tasks and queue. `index` is the job's place in the run (task batches carry
  * it); sum is filled as the run goes. store_path overrides the job's store (NULL: the
- * job's). @return 0, or an input error (nothing written) / ENPU_ERR_IO etc. */
+ * job's). A wait for the store's lock ends once *stop (the farm's stop flag) is set.
+ * @return 0, or an input error (nothing written) / ENPU_ERR_IO etc. */
 int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path, int index,
-                   farm_summary *sum, farm_job **out, enpu_err *err);
+                   const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err);
 void farm_job_free(farm_job *j); /* releases the store lock; NULL no-op */
 
 const char *farm_job_store(const farm_job *j); /* the resolved store path */
@@ -80,6 +81,7 @@ struct farm_job {
   config_job *job;
   char store_path[CONFIG_PATH_LEN], journal_path[CONFIG_PATH_LEN + 16];
   store_lock *lock; /* the store's writer lock, held from setup to the end */
+  const volatile sig_atomic_t *stop; /* the farm's stop flag, read while waiting for the lock */
   farm_state *state;
   farm_journal *journal;
   char *added_json; /* the added buckets, the store's provenance */

@@ -144,6 +144,11 @@ static void read_holder(int fd, char *out, size_t cap) {
 
 int store_lock_acquire(const char *path, const char *command, double wait_s, FILE *log, store_lock **out,
                        enpu_err *err) {
+  return store_lock_acquire_until(path, command, wait_s, NULL, log, out, err);
+}
+
+int store_lock_acquire_until(const char *path, const char *command, double wait_s, const volatile sig_atomic_t *stop,
+                             FILE *log, store_lock **out, enpu_err *err) {
   *out = NULL;
   store_lock *l = enpu_calloc(1, sizeof *l);
   ENPU_RETURN_IF(!l, err, ENPU_ERR_NOMEM, "out of memory");
@@ -165,6 +170,11 @@ int store_lock_acquire(const char *path, const char *command, double wait_s, FIL
     read_holder(l->fd, holder, sizeof holder);
     if (errno != EWOULDBLOCK && errno != EINTR)
       rc = enpu_errorf(err, ENPU_ERR_ENV, "%s: flock: %s", l->lock_path, strerror(errno));
+    else if (stop && *stop)
+      rc = enpu_errorf(err, ENPU_ERR_STOPPED,
+                       "stopped by signal %d while waiting for plan store %s (being written by %s): nothing was "
+                       "done; rerun the same command to resume",
+                       (int)*stop, l->store, holder);
     else if (enpu_now_s() - start >= wait_s)
       rc = enpu_errorf(err, ENPU_ERR_ENV, "plan store %s is being written by %s (lock %s; waited %.0f s)", l->store,
                        holder, l->lock_path, wait_s);

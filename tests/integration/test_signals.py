@@ -14,11 +14,16 @@ that line, sends SIGUSR1 to mpirun (which forwards it to every rank) and checks:
                         nothing to do (0 tasks).
 
 One run without the hook is signalled when the validation prints its first line.
+Two more wait for another writer's lock (held here with flock, as a farm holds it) and
+are signalled while they wait (SIGUSR1 to mpirun, SIGTERM to a one-rank farm): exit 3 at
+once, "stopped by signal", nothing written; with the lock free the same command farms
+the reference store.
 The worker ranks are in their last barrier during validation and summary: before the
 signals were caught for the whole life of a rank, rank 1 died of SIGUSR1 there and
 mpirun exited 138 (a Slurm job FAILED with a complete store).
 Usage: test_signals.py ENPU SOURCE_DIR
 Every wait is for a line or an exit; bounds only guard against hangs."""
+import fcntl
 import json
 import os
 import shutil
@@ -50,9 +55,9 @@ def write_job(h, tmp):
 class Farm:
     """One `enpu farm` (under mpirun for np > 1) whose stderr is read as it comes."""
 
-    def __init__(self, h, tmp, job, store, np_, hold=None):
+    def __init__(self, h, tmp, job, store, np_, hold=None, extra=()):
         cmd = [h.enpu, "farm", job, "--store", store, "--json", "--results", os.path.join(tmp, "res"),
-               "--progress-s", "0.2"]
+               "--progress-s", "0.2", *extra]
         env = dict(ENV, ENPU_FARM_TEST_HOLD=hold) if hold else ENV
         self.p = subprocess.Popen(["mpirun", "-np", str(np_), *cmd] if np_ > 1 else cmd, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env, cwd=tmp, start_new_session=True)
@@ -80,6 +85,31 @@ def same(h, a, b):
     return r.returncode == 0, r.stdout[-400:] + r.stderr[-400:]
 
 
+def lock_wait(h, tmp, job, ref):
+    """A farm waiting for another writer's lock stops at a stop signal, not at --lock-wait."""
+    for np_, sig in ((2, signal.SIGUSR1), (1, signal.SIGTERM)):
+        name = f"np {np_}, {signal.Signals(sig).name} while waiting for the lock"
+        store = os.path.join(tmp, f"locked-{np_}.h5")
+        with open(store + ".lock", "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            held.write(f"pid {os.getpid()} on test since now: test_signals.py\n")
+            held.flush()
+            f = Farm(h, tmp, job, store, np_, extra=("--lock-wait", str(HANG_S)))
+            waiting = wait_for(lambda: f.lines("is being written by") >= 1 or f.p.poll() is not None, HANG_S,
+                               0.05) and f.p.poll() is None
+            h.check(f"{name}: the farm waits, naming the holder", waiting, "".join(f.err)[-600:])
+            if waiting:
+                f.p.send_signal(sig)
+            rc, out, err = f.finish()
+        print(f"     {name}: exit {rc}")
+        h.check(f"{name}: exit 3, stopped by the signal (not the {HANG_S} s wait)",
+                rc == 3 and "stopped by signal" in err and "rerun the same command" in err, f"exit {rc}: {err[-600:]}")
+        h.check(f"{name}: nothing written", not os.path.exists(store) and not os.path.exists(store + ".journal"))
+        rc2, out2, err2 = run_plain(h, tmp, job, store, np_)
+        h.check(f"{name}: with the lock free the same command farms the store", rc2 == 0, err2[-400:])
+        h.check(f"{name}: identical to the uninterrupted run", *same(h, ref, store))
+
+
 def main():
     h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     tmp = tempfile.mkdtemp(prefix="enpu-signals-")
@@ -101,6 +131,7 @@ def main():
             rc == 0 and summary(out).get("outcome") == "done" and "exited on signal" not in err,
             f"exit {rc}: {err[-600:]}")
     h.check("np 2, SIGUSR1 during the validation: store identical to the uninterrupted run", *same(h, ref, store))
+    lock_wait(h, tmp, job, ref)
     for np_ in (2, 1):
         for phase in ("start", "setup", "tasks", "validation", "summary"):
             if np_ == 1 and phase in ("start", "setup"):
