@@ -436,7 +436,8 @@ def stage_figure20(rn, pipe, mdir, runs, job_file):
     cmd = [rn.enpu, "compile", job_path, "--phase", f["phase"], "--batch", str(f["batch"]), "--seq", str(f["seq"]),
            "--capacity-factor", ",".join(f["factors"]), "--slacks", ",".join(str(s) for s in f["slacks"]),
            "--budget", f["budget"], "--json", "--out", fig_dir, "--numbers", numbers]
-    rn.stage(mdir, "figure20", [cmd], files=[job_path, numbers] + job_inputs(job_path, job), outputs=[out],
+    rn.stage(mdir, "figure20", [cmd], files=[job_path, numbers] + job_inputs(job_path, load_json(job_path, "job")),
+             outputs=[out],
              stdout_to=[out])
     return {"dir": "figure20", "json": "figure20/figure20.json"}
 
