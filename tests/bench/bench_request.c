@@ -14,6 +14,14 @@
  *            the crossing-free pipeline still takes over the critical path, split into what
  *            the plan's VU and SRAM clocks add, what its SA clock adds, and the DMA → core
  *            → ICI pipeline's ends. POLICY may be a variant (enpu-all@shadow=N);
+ *  shadow-sweep <strict|paper> <prefill|decode> <policy> <slack>: the same overhead terms
+ *            at 0, 1, 2, 4, 8, 16, 32 VU shadow registers in two worlds: "same plan" (the
+ *            plan compiled once for the policy's register file, the chip's unless
+ *            @shadow=N, its states evaluated with N registers: §3.5's request-level
+ *            simulator, which takes the selected V/f and "invokes the instruction-level
+ *            model to quantify the impact of ... shadow vector regfile size") and
+ *            "recompiled for N" (a plan compiled for N registers, as decompose with
+ *            POLICY@shadow=N); a comment per world says whether the overhead ever rises;
  *  compare:  for dvfs-c and enpu-all, energy and request-level evaluations of the hull
  *            walk, the paper's plain greedy and the GA (1000 × 500, warm-started);
  *  transitions: per policy, the plan with per-rail transitions (default), with the
@@ -23,7 +31,7 @@
  * --job JOB: another model's job instead of jobs/llama3-70b.json (the same single request
  * on its node); --seq N: the phase's sequence length instead of 4096 (prefill) or 4608
  * (decode). Both go before --what-if-artifact-ivr, at the end.
- * Usage: bench_request [figure11 [mode]|decompose ...|compare|transitions]
+ * Usage: bench_request [figure11 [mode]|decompose ...|shadow-sweep ...|compare|transitions]
  *        [--job JOB] [--seq N] [--what-if-artifact-ivr].
  * Prints figures; never fails on a figure's content. */
 #include <math.h>
@@ -145,8 +153,11 @@ static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p, con
   a->crit0[crit] += n->time_ns;
 }
 
-static int decompose_plan(const bench *b, config_policy pol, const search_options *o, const search_slack_plan *pl,
-                          kind_acc acc[GRAPH_NKIND + 1], enpu_err *err) {
+/* The plan's states evaluated under options `o` (its shadow register file), the NoDVFS
+ * baseline under `base` (the same options, or the chip's when the plan is evaluated on
+ * another register file than the one it was compiled for). */
+static int decompose_plan(const bench *b, config_policy pol, const search_options *base, const search_options *o,
+                          const search_slack_plan *pl, kind_acc acc[GRAPH_NKIND + 1], enpu_err *err) {
   int peak[CONFIG_NCOMP];
   for (int c = 0; c < CONFIG_NCOMP; c++) peak[c] = b->peak_state;
   int64_t x = 0;
@@ -161,7 +172,7 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
           for (int v = 0; v < 3; v++) memcpy(st[v], pl->state[x], sizeof st[v]);
           st[1][CONFIG_VU] = st[1][CONFIG_SRAM] = st[2][CONFIG_VU] = st[2][CONFIG_SRAM] = b->peak_state;
           st[2][CONFIG_SA] = b->peak_state;
-          ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_NODVFS, o, peak, &n, err));
+          ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_NODVFS, base, peak, &n, err));
           ENPU_FORWARD(search_op_breakdown_after(b->sx, b->cost, op, pol, o, x ? pl->state[x - 1] : NULL,
                                                  pl->state[x], &p, err));
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, pol, o, pl->state[x], &q, err));
@@ -172,6 +183,19 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
         }
   }
   return 0;
+}
+
+/* The overhead of `a` and its mechanisms in % of t0_ns, as table cells: overhead,
+ * transitions, crossings, fill/drain, and the fill/drain's VU·SRAM clocks, SA clock, rest. */
+static void print_overhead_terms(const kind_acc *a, double t0_ns, int pct) {
+  const double v[7] = {a->t1 - a->tcp,
+                       a->tr_t,
+                       a->cross_t,
+                       a->fill_t,
+                       a->fill_vs_t,
+                       a->fill_sa_t,
+                       a->fill_t - a->fill_vs_t - a->fill_sa_t};
+  for (int i = 0; i < 7; i++) printf(pct ? " %.3f %% |" : " %.3f |", 100 * v[i] / t0_ns);
 }
 
 static void print_decomposition(const kind_acc *acc, const search_bucket_result *r, const search_slack_plan *pl) {
@@ -230,13 +254,10 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
          "| op kind | overhead | transitions | crossings | fill/drain | of it: VU/SRAM clocks | SA "
          "clock | rest |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int k = 0; k <= GRAPH_NKIND; k++) {
-    const kind_acc *a = &acc[k];
-    if (!a->used) continue;
-    printf("| %s | %.3f %% | %.3f %% | %.3f %% | %.3f %% | %.3f %% | %.3f %% | %.3f %% |\n",
-           k < GRAPH_NKIND ? graph_kind_name((graph_op_kind)k) : "**all**", 100 * (a->t1 - a->tcp) / all->t0,
-           100 * a->tr_t / all->t0, 100 * a->cross_t / all->t0, 100 * a->fill_t / all->t0,
-           100 * a->fill_vs_t / all->t0, 100 * a->fill_sa_t / all->t0,
-           100 * (a->fill_t - a->fill_vs_t - a->fill_sa_t) / all->t0);
+    if (!acc[k].used) continue;
+    printf("| %s |", k < GRAPH_NKIND ? graph_kind_name((graph_op_kind)k) : "**all**");
+    print_overhead_terms(&acc[k], all->t0, 1);
+    printf("\n");
   }
 }
 
@@ -255,9 +276,69 @@ static int decompose(const bench *b, config_budget mode, const config_policy_spe
   memset(acc, 0, sizeof acc);
   printf("\n#### %s, %s, %g %% slack, %s budget\n\n", config_phase_name(b->phase), name, 100 * slack,
          config_budget_name(mode));
-  const int rc = decompose_plan(b, pol, &o, &r.plans[0], acc, err);
+  const int rc = decompose_plan(b, pol, &o, &o, &r.plans[0], acc, err);
   if (rc == 0) print_decomposition(acc, &r, &r.plans[0]);
   search_bucket_result_free(&r);
+  return rc;
+}
+
+/* ---- shadow-sweep ---------------------------------------------------------------- */
+
+static const int sweep_regs[] = {0, 1, 2, 4, 8, 16, 32};
+enum { NSWEEP = 7 };
+
+/* One world's row at n shadow registers: `pl` decomposed with n registers (its NoDVFS
+ * baseline under `base`); the overhead goes to *ovh (% of T_nodvfs). */
+static int sweep_row(const bench *b, const char *world, config_policy pol, const search_options *base,
+                     const search_options *o, const search_slack_plan *pl, double *ovh, enpu_err *err) {
+  kind_acc acc[GRAPH_NKIND + 1];
+  memset(acc, 0, sizeof acc);
+  ENPU_FORWARD(decompose_plan(b, pol, base, o, pl, acc, err));
+  const kind_acc *all = &acc[GRAPH_NKIND];
+  *ovh = 100 * (all->t1 - all->tcp) / all->t0;
+  printf("| %s | %s | %d |", config_phase_name(b->phase), world, o->shadow_vregs);
+  print_overhead_terms(all, all->t0, 0);
+  printf(" %.6f |\n", all->t0 / 1e6);
+  return 0;
+}
+
+/* Whether a world's overhead falls (never rises) with every register added; the rises. */
+static void sweep_verdict(const bench *b, const char *world, const double ovh[NSWEEP]) {
+  printf("<!-- %s, %s: overhead at 4 registers %.3f %%;", config_phase_name(b->phase), world, ovh[3]);
+  int rises = 0;
+  for (int i = 1; i < NSWEEP; i++)
+    if (ovh[i] > ovh[i - 1] + 5e-7)
+      printf(" rises %d -> %d: %.4f -> %.4f;", sweep_regs[i - 1], sweep_regs[i], ovh[i - 1], ovh[i]), rises++;
+  printf(" %s -->\n", rises ? "does not fall monotonically" : "never rises");
+}
+
+/* The register sweep in two worlds. "same plan" (§3.5: the V/f are selected, then the
+ * instruction-level model quantifies the shadow register file's impact): the plan
+ * compiled once for the policy's register file (the chip's unless POLICY says
+ * @shadow=N), its states evaluated with n registers. "recompiled": a plan compiled for
+ * n registers, what a runtime compiling for such a chip gets. */
+static int shadow_sweep(const bench *b, config_budget mode, const config_policy_spec *spec, double slack,
+                        enpu_err *err) {
+  search_options chip, o;
+  opts(&chip, mode);
+  search_options_set_policy(&chip, spec);
+  const config_policy pol = spec->base;
+  search_bucket_result fixed;
+  double s, ovh[2][NSWEEP];
+  ENPU_FORWARD(compile(b, pol, &chip, SEARCH_REQ_POLICY, 0, &fixed, &s, &slack, 1, err));
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < NSWEEP; i++) {
+    o = chip;
+    o.shadow_vregs = sweep_regs[i];
+    rc = sweep_row(b, "same plan", pol, &chip, &o, &fixed.plans[0], &ovh[0][i], err);
+    search_bucket_result r;
+    if (rc == 0) rc = compile(b, pol, &o, SEARCH_REQ_POLICY, 0, &r, &s, &slack, 1, err);
+    if (rc) break;
+    rc = sweep_row(b, "recompiled for N", pol, &o, &o, &r.plans[0], &ovh[1][i], err);
+    search_bucket_result_free(&r);
+  }
+  search_bucket_result_free(&fixed);
+  if (rc == 0) sweep_verdict(b, "same plan", ovh[0]), sweep_verdict(b, "recompiled for N", ovh[1]);
   return rc;
 }
 
@@ -318,7 +399,7 @@ static int transitions(const bench *b, enpu_err *err) {
 /* ---- main ------------------------------------------------------------------------ */
 
 typedef struct {
-  enum { FIG, DECOMP, CMP, TRANS } what;
+  enum { FIG, DECOMP, SWEEP, CMP, TRANS } what;
   int mode; /* -1: both */
   config_phase phase;
   config_policy_spec policy;
@@ -337,9 +418,10 @@ static int parse(int argc, char **argv, args *a) {
   }
   if (!strcmp(argv[1], "compare")) return a->what = CMP, 0;
   if (!strcmp(argv[1], "transitions")) return a->what = TRANS, 0;
-  if (strcmp(argv[1], "decompose") || argc != 6) return -1;
+  const int sweep = !strcmp(argv[1], "shadow-sweep");
+  if ((strcmp(argv[1], "decompose") && !sweep) || argc != 6) return -1;
   config_budget m;
-  a->what = DECOMP;
+  a->what = sweep ? SWEEP : DECOMP;
   if (config_budget_parse(argv[2], &m) || config_policy_spec_parse(argv[4], &a->policy)) return -1;
   a->mode = (int)m;
   if (!strcmp(argv[3], "prefill")) a->phase = CONFIG_PREFILL;
@@ -352,6 +434,7 @@ static int parse(int argc, char **argv, args *a) {
 static int run(const bench *b, const args *a, enpu_err *err) {
   switch (a->what) {
   case DECOMP: return a->phase == b->phase ? decompose(b, (config_budget)a->mode, &a->policy, a->slack, err) : 0;
+  case SWEEP: return a->phase == b->phase ? shadow_sweep(b, (config_budget)a->mode, &a->policy, a->slack, err) : 0;
   case CMP: return compare(b, err);
   case TRANS: return transitions(b, err);
   default:
@@ -390,11 +473,12 @@ int main(int argc, char **argv) {
   }
   if (parse(argc, argv, &a) || seq < 0) {
     fprintf(stderr, "usage: bench_request [figure11 [strict|paper] | compare | transitions |\n"
-                    "       decompose strict|paper prefill|decode POLICY SLACK] [--what-if-artifact-ivr]\n"
+                    "       decompose|shadow-sweep strict|paper prefill|decode POLICY SLACK]\n"
+                    "       [--what-if-artifact-ivr]\n"
                     "       [--job JOB] [--seq N]\n");
     return 2;
   }
-  if (seq > 0 && a.what == DECOMP) buckets[a.phase == CONFIG_DECODE].seq = seq;
+  if (seq > 0 && (a.what == DECOMP || a.what == SWEEP)) buckets[a.phase == CONFIG_DECODE].seq = seq;
   enpu_err err = {0};
   config_job *job = NULL;
   int rc = config_job_load(job_path, &job, &err);
@@ -403,6 +487,10 @@ int main(int argc, char **argv) {
     printf("| budget | phase | policy | slack | per-rail: saving (overhead %%) | chip stall | "
            "transition-aware | lifted domains | local-search moves |\n"
            "|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+  if (a.what == SWEEP && !rc)
+    printf(
+        "| phase | world | shadow registers | overhead | transitions | crossings | fill/drain | VU/SRAM "
+        "clocks | SA clock | DMA-ICI ends | T_nodvfs ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   if (a.what == CMP && !rc)
     printf("| phase | policy | slack | LP bound mJ | walk mJ (saving) | walk evals | greedy mJ "
            "(saving) | greedy evals | GA mJ (saving) | GA evals |\n"

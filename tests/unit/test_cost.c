@@ -693,6 +693,7 @@ int main(void) {
       cmocka_unit_test(test_accumulator_round_trip),
       cmocka_unit_test(test_accumulators_need_registers),
       cmocka_unit_test(test_tile_accumulators),
+      cmocka_unit_test(test_sweep_fixed_schedule),
       cmocka_unit_test(test_sweep_on_operators),
       cmocka_unit_test(test_sa_fill_in_own_time),
       cmocka_unit_test(test_neusim_collective_overlap),

@@ -28,6 +28,7 @@ void test_bound_box(void **state);
 void test_accumulator_round_trip(void **state);
 void test_accumulators_need_registers(void **state);
 void test_tile_accumulators(void **state);
+void test_sweep_fixed_schedule(void **state);
 void test_sweep_on_operators(void **state);
 void test_sa_fill_in_own_time(void **state);
 void test_neusim_collective_overlap(void **state);

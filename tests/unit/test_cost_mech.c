@@ -2,7 +2,8 @@
  * against numbers worked out by hand: the VU shadow register file (§3.1, §4.5) with
  * reductions' accumulators (loop-carried VU→VU values, their allocation shortest
  * dependency distance first with a register per live range, and the executor's timing
- * of them; the tile level's accumulators; the sweep's monotonicity on real operators),
+ * of them; the tile level's accumulators; a fixed schedule's forwarded sets and crossing
+ * stall over the register sweep; the sweep's monotonicity on real operators),
  * and the SA's systolic fill as part of its own time (the critical path).
  *
  * Timing set-up of the hand-built kernels: FE period 1 ns, VU period 2 ns (half the FE
@@ -48,20 +49,31 @@ static void vu_stage_kernel(const fixture *f, int chain, unsigned carried, int u
   }
 }
 
-static double kernel_time(const cost_kernel *k) {
+static cost_run kernel_run_at(const cost_kernel *k, const cost_timing *tm) {
   static cost_sim sim;
-  cost_timing tm = half_vu_crossing();
   cost_run r;
-  cost_kernel_run(k, &tm, &sim, &r);
-  return r.time_ns;
+  cost_kernel_run(k, tm, &sim, &r);
+  return r;
+}
+
+static double kernel_time(const cost_kernel *k) {
+  const cost_timing tm = half_vu_crossing();
+  return kernel_run_at(k, &tm).time_ns;
+}
+
+/* A trip's time and FE stall (the extra of 48 extra trips) under timing tm. */
+static cost_run trip_at(const fixture *f, int chain, unsigned carried, int u, int n, const cost_timing *tm) {
+  static cost_kernel k;
+  vu_stage_kernel(f, chain, carried, u, 48 * u, n, &k);
+  const cost_run a = kernel_run_at(&k, tm);
+  vu_stage_kernel(f, chain, carried, u, 96 * u, n, &k);
+  const cost_run b = kernel_run_at(&k, tm);
+  return (cost_run){.time_ns = (b.time_ns - a.time_ns) / 48, .stall_ns = (b.stall_ns - a.stall_ns) / 48};
 }
 
 static double period(const fixture *f, int chain, unsigned carried, int u, int n) {
-  static cost_kernel k;
-  vu_stage_kernel(f, chain, carried, u, 48 * u, n, &k);
-  double t48 = kernel_time(&k);
-  vu_stage_kernel(f, chain, carried, u, 96 * u, n, &k);
-  return (kernel_time(&k) - t48) / 48;
+  const cost_timing tm = half_vu_crossing();
+  return trip_at(f, chain, carried, u, n, &tm).time_ns;
 }
 
 static int forwarded(const cost_kernel *k) {
@@ -163,6 +175,58 @@ void test_tile_accumulators(void **state) {
       v++;
     }
     assert_true(v > 0);
+  }
+}
+
+/* One schedule (the norm's product and row sum at unroll 4, as above), its register file
+ * swept from 0 to 9: the crossing stall never rises. Why it holds: the allocation visits
+ * the candidates in one priority order (distance, then position), whatever the file's
+ * size, and puts each on the first register free over its live range. With N + 1
+ * registers, registers 0 … N − 1 see the same candidates in the same order and so make
+ * the same choices as with N; register N only takes candidates the N-register file
+ * refused. So the forwarded set at N is a subset of the set at N + 1, and a forwarded
+ * source only drops a wait: the FE no longer waits for the value's retirement (complete
+ * + FIFO back) before issuing, the VU waits for the earlier completion instead. Every
+ * event time is a max and sum of earlier ones, so none moves later.
+ * By hand, per trip (set-up at the top; a_c at VU start S + 2c when the VU is the limit):
+ *   0 registers: b_c issues when a_c has retired (S + 2c + 7) and starts 11 ns later,
+ *     b0 at S + 18, b3 at S + 24, the VU free at S + 26: the next a0 (issued S + 14)
+ *     starts there. 26 ns a trip, 8 bundles of 1 ns: 18 ns of FE stall.
+ *   4 registers (the a_c forwarded): 18 ns a trip (above), 10 ns of stall.
+ *   8 registers: the VU's 8 × 2 = 16 ns, no stall.
+ * The same kernel with no crossing (the FIFOs at 0 ns) is VU-bound, 16 ns, at every
+ * size: the crossings cost 10, 2 and 0 ns a trip. */
+void test_sweep_fixed_schedule(void **state) {
+  fixture *f = *state;
+  static cost_kernel small, big;
+  const cost_timing cross = half_vu_crossing();
+  cost_timing none = cross;
+  memset(none.cross_in_ns, 0, sizeof none.cross_in_ns);
+  memset(none.cross_out_ns, 0, sizeof none.cross_out_ns);
+  static const struct {
+    int regs;
+    double time_ns, stall_ns;
+  } want[] = {{0, 26, 18}, {4, 18, 10}, {8, 16, 0}};
+  for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+    const cost_run r = trip_at(f, 2, 1u << 1, 4, want[w].regs, &cross);
+    if (fabs(r.time_ns - want[w].time_ns) > 1e-9 || fabs(r.stall_ns - want[w].stall_ns) > 1e-9)
+      fail_msg("%d registers: a trip %.3f ns with %.3f ns of stall, expected %.0f and %.0f", want[w].regs,
+               r.time_ns, r.stall_ns, want[w].time_ns, want[w].stall_ns);
+  }
+  double last_stall = INFINITY, last_cross = INFINITY;
+  for (int n = 0; n <= 9; n++) {
+    vu_stage_kernel(f, 2, 1u << 1, 4, 64, n, &small);
+    vu_stage_kernel(f, 2, 1u << 1, 4, 64, n + 1, &big);
+    for (int i = 0; i < small.ncmd; i++)
+      for (int q = 0; q < 2; q++)
+        if (small.cmd[i].src_fwd[q] && !big.cmd[i].src_fwd[q])
+          fail_msg("command %d source %d: forwarded with %d registers, not with %d", i, q, n, n + 1);
+    const cost_run c = trip_at(f, 2, 1u << 1, 4, n, &cross), z = trip_at(f, 2, 1u << 1, 4, n, &none);
+    assert_true(fabs(z.time_ns - 16) < 1e-9);
+    if (c.stall_ns > last_stall + 1e-9 || c.time_ns - z.time_ns > last_cross + 1e-9)
+      fail_msg("%d registers: stall %.3f ns, crossings %.3f ns a trip; more than with %d", n, c.stall_ns,
+               c.time_ns - z.time_ns, n - 1);
+    last_stall = c.stall_ns, last_cross = c.time_ns - z.time_ns;
   }
 }
 
