@@ -80,7 +80,7 @@ struct farm_job {
   int index;
   config_job *job;
   char store_path[CONFIG_PATH_LEN], journal_path[CONFIG_PATH_LEN + 16];
-  store_lock *lock; /* the store's writer lock, held from setup to the end */
+  store_lock *lock;                  /* the store's writer lock, held from setup to the end */
   const volatile sig_atomic_t *stop; /* the farm's stop flag, read while waiting for the lock */
   farm_state *state;
   farm_journal *journal;

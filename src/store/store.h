@@ -266,8 +266,8 @@ int store_lock_acquire(const char *path, const char *command, double wait_s, FIL
 /* As store_lock_acquire, and a wait ends early once *stop is nonzero (a caller's stop
  * signal flag; NULL: never): ENPU_ERR_STOPPED naming the signal, nothing taken. A
  * process that turns stop signals into a flag would otherwise sit out the whole wait. */
-int store_lock_acquire_until(const char *path, const char *command, double wait_s, const volatile sig_atomic_t *stop,
-                             FILE *log, store_lock **out, enpu_err *err);
+int store_lock_acquire_until(const char *path, const char *command, double wait_s,
+                             const volatile sig_atomic_t *stop, FILE *log, store_lock **out, enpu_err *err);
 /* The resolved store path the lock protects. */
 const char *store_lock_path(const store_lock *l);
 void store_lock_release(store_lock *l); /* NULL is a no-op */

@@ -147,8 +147,8 @@ int store_lock_acquire(const char *path, const char *command, double wait_s, FIL
   return store_lock_acquire_until(path, command, wait_s, NULL, log, out, err);
 }
 
-int store_lock_acquire_until(const char *path, const char *command, double wait_s, const volatile sig_atomic_t *stop,
-                             FILE *log, store_lock **out, enpu_err *err) {
+int store_lock_acquire_until(const char *path, const char *command, double wait_s,
+                             const volatile sig_atomic_t *stop, FILE *log, store_lock **out, enpu_err *err) {
   *out = NULL;
   store_lock *l = enpu_calloc(1, sizeof *l);
   ENPU_RETURN_IF(!l, err, ENPU_ERR_NOMEM, "out of memory");
