@@ -22,7 +22,7 @@ __all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "ERRORS"]
 
 # The library's error codes (enpu_err.h; stable, never renumbered).
 ERRORS = {0: "OK", -1: "INVALID", -2: "NOMEM", -3: "IO", -4: "PARSE", -5: "RANGE", -6: "NOT_FOUND",
-          -7: "FORMAT", -8: "INFEASIBLE", -9: "INTERNAL", -10: "ENV"}
+          -7: "FORMAT", -8: "INFEASIBLE", -9: "INTERNAL", -10: "ENV", -11: "STOPPED"}
 PHASES = ("prefill", "decode")            # PLANSTORE_PREFILL, PLANSTORE_DECODE
 STATUSES = ("ok", "infeasible_capacity", "failed", "pending")  # PLANSTORE_BUCKET_*
 NSTATE = 5                                # SA, VU, SRAM, HBM, ICI
