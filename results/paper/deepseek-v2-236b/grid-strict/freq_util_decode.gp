@@ -3,7 +3,7 @@ set terminal pngcairo size 960,560 noenhanced font 'sans,10'
 set output 'freq_util_decode.png'
 set datafile missing 'NaN'
 set grid
-set title 'decode, batch 16, seq 12288, enpu-all at 30% slack: chosen frequency vs utilisation at peak'
+set title 'decode, batch 48, seq 4096, enpu-all at 30% slack: chosen frequency vs utilisation at peak'
 set xlabel 'utilisation at peak, NoDVFS (% busy)'
 set ylabel 'chosen frequency (fraction of peak)'
 set xrange [0:100]

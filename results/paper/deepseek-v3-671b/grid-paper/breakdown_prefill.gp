@@ -3,7 +3,7 @@ set terminal pngcairo size 960,560 noenhanced font 'sans,10'
 set output 'breakdown_prefill.png'
 set datafile missing 'NaN'
 set grid
-set title 'prefill, batch 192, seq 256: energy by component per policy and slack'
+set title 'prefill, batch 8, seq 5120: energy by component per policy and slack'
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1

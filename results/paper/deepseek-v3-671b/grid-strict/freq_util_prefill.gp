@@ -3,7 +3,7 @@ set terminal pngcairo size 960,560 noenhanced font 'sans,10'
 set output 'freq_util_prefill.png'
 set datafile missing 'NaN'
 set grid
-set title 'prefill, batch 192, seq 256, enpu-all at 30% slack: chosen frequency vs utilisation at peak'
+set title 'prefill, batch 8, seq 5120, enpu-all at 30% slack: chosen frequency vs utilisation at peak'
 set xlabel 'utilisation at peak, NoDVFS (% busy)'
 set ylabel 'chosen frequency (fraction of peak)'
 set xrange [0:100]
