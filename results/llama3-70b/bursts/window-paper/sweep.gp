@@ -8,6 +8,7 @@ set multiplot layout 4,1
 set xlabel 'request rate (x the trace)'
 set logscale x 2
 set key outside right top
+set rmargin at screen 0.70
 set title 'SLO attainment'
 set ylabel 'SLO attainment (%)'
 plot  'sweep.dat' using 1:2 with linespoints lw 2 title 'dvfs-c-walk', \
