@@ -175,12 +175,14 @@ paper-quick: build
 	tools/paper.py --pipeline jobs/paper/quick/pipeline.json --out $(BUILD)/paper-quick --enpu $(BUILD)/enpu --np 3 all
 
 # Every tier. The Release build first; then its unit and integration tests, and beside
-# them, at nice 10, the side tier: the ASan+UBSan build and its unit tests, the libFuzzer
-# build and its runs (fixed seed and run count). The side tier takes the CPU the Release
+# them, at nice 10, two side tiers: the ASan+UBSan build and its unit tests, and the
+# libFuzzer build and its runs (fixed seed and run count). They take the CPU the Release
 # tests leave idle while they wait on mpirun, Slurm or a farm's progress, instead of
-# holding them back by the time of two more builds. Its output follows the Release
-# tests'; either failing fails the target.
-SIDE_LOG := $(ASAN_BUILD)-side.log
+# holding them back by the time of two more builds. Their results follow the Release
+# tests' (a failing tier's whole log; the logs stay in $(ASAN_LOG) and $(FUZZ_LOG)); any
+# failing fails the target.
+ASAN_LOG := $(ASAN_BUILD)/unit-asan.log
+FUZZ_LOG := $(FUZZ_BUILD)/fuzz.log
 # One Release test more than there are cores: the Slurm, signal and fault tests spend
 # much of their time waiting (a walltime to pass, Open MPI's kill delays, a daemon's
 # poll), and the third test takes the core they leave idle.
@@ -188,12 +190,17 @@ TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 
 test: build
 	@echo "== unit + integration tests (Release); beside them at nice 10: ASan + UBSan unit tests, fuzzers =="
-	@(nice -n 10 $(MAKE) --no-print-directory asan fuzz-corpora fuzz-runs && \
-	  cd $(ASAN_BUILD) && nice -n 10 ctest --output-on-failure -j $(JOBS) -L unit) > $(SIDE_LOG) 2>&1 & side=$$!; \
+	@mkdir -p $(ASAN_BUILD) $(FUZZ_BUILD); \
+	(nice -n 10 $(MAKE) --no-print-directory asan && cd $(ASAN_BUILD) && \
+	  nice -n 10 ctest --output-on-failure -j $(JOBS) -L unit) > $(ASAN_LOG) 2>&1 & asan=$$!; \
+	nice -n 10 $(MAKE) --no-print-directory fuzz-corpora fuzz-runs > $(FUZZ_LOG) 2>&1 & fuzz=$$!; \
 	(cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)); release=$$?; \
-	wait $$side; side_rc=$$?; \
-	echo "== fuzzers, then the unit tests under ASan + UBSan (ran alongside; $(SIDE_LOG)) =="; cat $(SIDE_LOG); \
-	exit $$(( release || side_rc ))
+	wait $$fuzz; fuzz_rc=$$?; wait $$asan; asan_rc=$$?; \
+	echo "== fuzzers (ran alongside; $(FUZZ_LOG)) =="; \
+	if [ $$fuzz_rc = 0 ]; then grep '^fuzz_' $(FUZZ_LOG); else cat $(FUZZ_LOG); fi; \
+	echo "== unit tests under ASan + UBSan (ran alongside; $(ASAN_LOG)) =="; \
+	if [ $$asan_rc = 0 ]; then sed -n '/tests passed/,$$p' $(ASAN_LOG); else cat $(ASAN_LOG); fi; \
+	exit $$(( release || fuzz_rc || asan_rc ))
 
 # The pre-commit tier, under 3 minutes on 2 quiet cores: every unit test and the
 # integration tests labelled `check` (a farm under mpirun, `enpu query` against h5py, a
