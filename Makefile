@@ -176,7 +176,10 @@ ASAN_LOG := $(ASAN_BUILD)/Testing/unit-asan.log
 # poll), and the third test takes the core they leave idle.
 TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 
-test: build asan fuzz
+# The three builds and the fuzzers first, side by side ($(JOBS) make jobs): one after
+# another they left a core idle in each configure, link and the fuzzers' tail.
+test:
+	@$(MAKE) --no-print-directory -j $(JOBS) build asan fuzz
 	@echo "== unit + integration tests (Release); unit tests under ASan + UBSan alongside =="
 	@mkdir -p $(ASAN_BUILD)/Testing; \
 	(cd $(ASAN_BUILD) && nice -n 10 ctest --output-on-failure -j $(JOBS) -L unit) > $(ASAN_LOG) 2>&1 & asan=$$!; \
