@@ -9,7 +9,7 @@
 - changing the FFN size recomputes exactly the ops whose signatures changed (derived
   independently from `enpu graph --json`) and re-walks every bucket, reusing the rest;
 - a reader (`enpu store info`, which validates the whole store) run over and over while
-  a farm writes always reads a complete store;
+  a farm writes and a second farm waits for its lock always reads a complete store;
 - bad input exits 2 without writing anything.
 Usage: test_farm.py ENPU SOURCE_DIR"""
 import os
@@ -144,20 +144,33 @@ def main():
             r.stdout)
     h.check("kill after a journal sync: store identical", *same(h, slow_ref, j))
 
-    # Two farms on one store: the second waits for the first's lock, then has nothing to do.
+    # Two farms on one store: the second waits for the first's lock, then has nothing to
+    # do; while they run, a reader (`enpu store info`) over and over always sees a
+    # complete, valid store.
     two = os.path.join(tmp, "two.h5")
-    first = start(h, 1, two, tmp, job=slow)
+    first = start(h, 1, two, tmp, job=slow, extra=("--checkpoint-s", "0.2"))
     h.check("two farms: the first holds the lock", wait_for(lambda: journal_has_records(two), 120))
     # The wait is a hang guard, not the 30 s default: on a loaded machine the first farm
     # can hold the lock longer than that (exit 4 would be right, and no test of the wait).
-    r = farm(h, 1, two, tmp, job=slow, extra=("--lock-wait", "1500"))
+    second = subprocess.Popen(farm_cmd(h, 1, two, tmp, job=slow, extra=("--lock-wait", "1500")),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp)
+    reads = bad = 0
+    while first.poll() is None or second.poll() is None:
+        if os.path.exists(two):
+            q = h.run("store", "info", two)
+            reads += 1
+            bad += q.returncode != 0
+            if q.returncode != 0:
+                print(q.stderr[-300:])
+        time.sleep(0.05)
     first.communicate()
+    out, err = second.communicate()
     h.check("second farm waited for the first, naming it",
-            re.search(r"is being written by pid %d on \S+ since \S+: enpu farm " % first.pid, r.stderr),
-            r.stderr[-300:])
-    h.check("second farm: exit 0, nothing recomputed", r.returncode == 0 and
-            summary(r.stdout).get("recomputed") == 0, r.stdout[-400:])
+            re.search(r"is being written by pid %d on \S+ since \S+: enpu farm " % first.pid, err), err[-300:])
+    h.check("second farm: exit 0, nothing recomputed", second.returncode == 0 and
+            summary(out).get("recomputed") == 0, out[-400:])
     h.check("two farms: store identical", *same(h, slow_ref, two))
+    h.check("reader during the farms: every open valid", reads >= 5 and bad == 0, f"{reads} reads, {bad} bad")
 
     # SIGUSR1 to mpirun: checkpoint, exit 3; the same command finishes.
     u = os.path.join(tmp, "usr1.h5")
@@ -173,21 +186,6 @@ def main():
     h.check("SIGUSR1: resumed with reuse",
             reused_of(r.stdout).get("store", 0) + reused_of(r.stdout).get("journal", 0) > 0, r.stdout)
     h.check("SIGUSR1: store identical to np1", *same(h, slow_ref, u))
-
-    # A reader during a running farm always sees a complete, valid store.
-    c = os.path.join(tmp, "reader.h5")
-    p = start(h, 1, c, tmp, job=slow, extra=("--checkpoint-s", "0.2"))
-    reads = bad = 0
-    while p.poll() is None:
-        if os.path.exists(c):
-            q = h.run("store", "info", c)
-            reads += 1
-            bad += q.returncode != 0
-            if q.returncode != 0:
-                print(q.stderr[-300:])
-        time.sleep(0.05)
-    p.communicate()
-    h.check("reader during the farm: every open valid", reads >= 5 and bad == 0, f"{reads} reads, {bad} bad")
 
     # --add-buckets extends the grid and is remembered by later runs.
     a = os.path.join(tmp, "added.h5")
