@@ -291,9 +291,7 @@ def draw_batch(jobs, gnuplot, tmp, kind):
     one gnuplot cannot draw)."""
     parts = []
     for i, (path, script) in enumerate(jobs):
-        d = os.path.dirname(os.path.abspath(path))
-        if "'" in d:
-            return None
+        d = os.path.dirname(os.path.abspath(path)).replace("'", "''")  # '' is a quote inside '...'
         parts.append(f"print '{MARK}_FIGURE {i}'\ncd '{d}'\n{script}unset multiplot\nunset output\nreset session\n")
     gp = os.path.join(tmp, f"batch-{kind}.gp")
     with open(gp, "w") as f:
@@ -352,11 +350,10 @@ def check_all(files, gnuplot):
         printed = {kind: draw_batch([(f, scripts[kind][i][0]) for i, f in enumerate(files)], gnuplot, tmp, kind)
                    for kind in ("png", "svg")}
         problems = []
-        for i, (f, (text_problems, cmds, cols)) in enumerate(zip(files, prepared)):
+        for i, (f, (text_problems, _, cols)) in enumerate(zip(files, prepared)):
             got = {}
             for kind in ("png", "svg"):
-                batch = printed[kind]
-                got[kind] = batch[i] if batch is not None and os.path.exists(outputs[kind][i]) else \
+                got[kind] = printed[kind][i] if printed[kind] is not None else \
                     draw_alone(f, scripts[kind][i][0], gnuplot, tmp, kind)
                 if not os.path.exists(outputs[kind][i]):
                     raise RuntimeError(f"{f}: gnuplot cannot draw it: no {kind} output")

@@ -92,11 +92,11 @@ h.check("actions_pelm.csv: states, speculation and reward per window",
                    "verify_layers", "reward", "decisions"], header)
 # The thread count against the default on the trace's first 3,000 requests (the runs
 # split by policy and governor, not by time, so a part of the trace shows it as well).
-part = trace_part("first3000.csv", 0, 3000)
+part, out_default = trace_part("first3000.csv", 0, 3000), os.path.join(tmp, "out-default")
 runs = [replay("--governors", "ondemand,pid,pelm,fixed:34", "--out", o, "--windows-only", "--json", *t, trace=part)
-        for o, t in ((out1 + "-part", ()), (out2, ("--threads", "1")))]
-same = sorted(os.listdir(out2)) == sorted(os.listdir(out1 + "-part")) and all(
-    open(os.path.join(out1 + "-part", f), "rb").read() == open(os.path.join(out2, f), "rb").read()
+        for o, t in ((out_default, ()), (out2, ("--threads", "1")))]
+same = sorted(os.listdir(out2)) == sorted(os.listdir(out_default)) and all(
+    open(os.path.join(out_default, f), "rb").read() == open(os.path.join(out2, f), "rb").read()
     for f in sorted(os.listdir(out2)))
 h.check("the same seed, another thread count: byte-identical outputs",
         all(r.returncode == 0 for r in runs) and same)
