@@ -25,7 +25,12 @@ PID, also on failure:
            (what `make paper` runs) gives for the same grid (`enpu store diff`, exit 0), as do
            the Table 2, Figure 20 and replay outputs. tools/paper.py's output is
            integration_paper's cold run (CTest fixture paper_quick, in ENPU_PAPER_QUICK), so
-           the quick grid is computed by tools/paper.py once per ctest run;
+           the quick grid is computed by tools/paper.py once per ctest run. The Slurm run
+           is a rerun after `make paper` for one model and a first run for the other:
+           Llama3-70B's folder starts as a copy of make paper's (its farms under Slurm
+           recompute nothing, and say so), DeepSeek-V3's starts empty (its task computes
+           every store). The Llama stores were 36 of the quick grid's 75 s of CPU;
+           computing them a second time tested nothing the DeepSeek task does not;
   sweep    sweep.sbatch on a small sweep job (two points): the submitter submits an array
            of one task per chip variant and a report job after it; every job completes,
            the report job's farm takes every result from the points' stores (nothing
@@ -335,6 +340,13 @@ def test_paper(s):
         return
     sl, mk = os.path.join(fix, "slurm", "out"), os.path.join(fix, "make", "out")
     shutil.rmtree(os.path.dirname(sl), ignore_errors=True)
+    # A rerun for one model: its stores as make paper left them, without the farm
+    # summaries, which the Slurm task's farms write again.
+    resumed = "llama3-70b"
+    shutil.copytree(os.path.join(mk, resumed), os.path.join(sl, resumed))
+    resumed_runs = [r["name"] for r in json.load(open(os.path.join(mk, resumed, "manifest.json")))["runs"]]
+    for name in resumed_runs:
+        os.remove(os.path.join(sl, resumed, name, "summary.md"))
     jid = s.submit("paper.sbatch", ["--pipeline", pipeline, "--out", sl], ["--ntasks=2"])
     s.done_ok("paper submitter", s.slurm.wait_job(jid, 120), s.log(f"enpu-paper-{jid}.out"))
     m = re.search(r"array (\d+) \((.*)\), report (\d+)", s.log(f"enpu-paper-{jid}.out"))
@@ -353,6 +365,13 @@ def test_paper(s):
     info = s.slurm.wait_job(report, STALL_S, progress=advancing, max_s=MAX_WAIT_S)
     s.done_ok("paper report job (after the array)", info, s.log(f"enpu-paper-{report}.out")[-2000:])
     h.check("paper: README.md written", os.path.exists(os.path.join(sl, "README.md")))
+    recomputed = {}
+    for name in resumed_runs:
+        path = os.path.join(sl, resumed, name, "summary.md")
+        m = re.search(r"^\| recomputed \| (\d+) \|", open(path).read(), re.M) if os.path.exists(path) else None
+        recomputed[name] = int(m.group(1)) if m else None
+    h.check(f"paper: {resumed}: the Slurm task's farms reused make paper's stores (recomputed 0 in each summary)",
+            recomputed and all(v == 0 for v in recomputed.values()), str(recomputed))
     for model in models:
         manifest = json.load(open(os.path.join(mk, model, "manifest.json")))
         for run in manifest["runs"]:
