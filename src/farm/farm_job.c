@@ -161,7 +161,8 @@ static int check_identity(farm_job *m, int *replaced, enpu_err *err) {
  * exist, which the store's lock keeps so. */
 static int move_damaged(const char *path, char *aside, size_t cap, enpu_err *err) {
   for (int n = 1; n <= 999; n++) {
-    snprintf(aside, cap, "%s.damaged-%d", path, n);
+    ENPU_RETURN_IF(snprintf(aside, cap, "%s.damaged-%d", path, n) >= (int)cap, err, ENPU_ERR_RANGE,
+                   "%s: path too long to move it aside", path);
     int moved = link(path, aside) == 0 ? unlink(path) : -1;
     if (moved != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)) {
       struct stat st;
