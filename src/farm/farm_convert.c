@@ -146,6 +146,7 @@ int farm_convert_bucket(const farm_convert_in *in, store_bucket_bundle *r, enpu_
                                    .energy_nj = p->energy_nj,
                                    .cp_time_ns = p->cp_time_ns,
                                    .overhead_pct = p->overhead_pct,
+                                   .paper_overhead_pct = p->paper_overhead_pct,
                                    .lower_bound_nj = p->lower_bound_nj,
                                    .savings_vs_nodvfs = p->savings_vs_nodvfs,
                                    .gated = (uint8_t)p->gated,

@@ -106,7 +106,8 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
                                            .budget = pl->budget,
                                            .min = INFINITY,
                                            .max = -INFINITY,
-                                           .overhead_max = -INFINITY};
+                                           .overhead_max = -INFINITY,
+                                           .paper_overhead_max = -INFINITY};
         snprintf(rows[count].policy, sizeof rows[count].policy, "%s", p->name);
         count++;
       }
@@ -116,9 +117,13 @@ int report_savings(const store_contents *c, report_savings_row **out, size_t *n,
       rows[r].max = fmax(rows[r].max, pl->savings_vs_nodvfs);
       rows[r].overhead_mean += pl->overhead_pct; /* a sum, as mean */
       rows[r].overhead_max = fmax(rows[r].overhead_max, pl->overhead_pct);
+      rows[r].paper_overhead_mean += pl->paper_overhead_pct; /* a sum, as mean */
+      rows[r].paper_overhead_max = fmax(rows[r].paper_overhead_max, pl->paper_overhead_pct);
     }
-    for (size_t r = first; r < count; r++)
+    for (size_t r = first; r < count; r++) {
       rows[r].mean /= (double)rows[r].buckets, rows[r].overhead_mean /= (double)rows[r].buckets;
+      rows[r].paper_overhead_mean /= (double)rows[r].buckets;
+    }
     qsort(rows + first, count - first, sizeof *rows, savings_cmp);
   }
   *out = rows;

@@ -59,6 +59,13 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err);
  * energy (Figure 13's quantity). */
 double report_regulator_loss_pct(const store_bucket_rec *b, const store_plan_rec *pl);
 
+/* A plan's overhead and its time over NoDVFS, in % of T_nodvfs, in its budget mode's
+ * world (README, Budget modes): a paper plan's overhead is the paper's (§4.4: V/f
+ * transitions and domain crossings, paper_overhead_pct) and its time the critical path
+ * plus that; a strict plan's are its whole time's, what a serving runtime waits for. */
+double report_plan_overhead_pct(const store_plan_rec *pl);
+double report_plan_slowdown_pct(const store_bucket_rec *b, const store_plan_rec *pl);
+
 /* Section 5 (Figure 22) from a replay output directory, or a note when dir is NULL.
  * @return 0; ENPU_ERR_IO (no windows_*.csv in dir), ENPU_ERR_PARSE (a CSV without the
  * expected columns or with a bad number, naming file, line and column). */

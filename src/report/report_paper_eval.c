@@ -121,8 +121,8 @@ int report_paper_request_slacks(paper_model *m, const paper_column *col, double 
 /* The metric of one plan (kinds that read one plan per sample). */
 static double plan_metric(config_paper_kind kind, const store_bucket_rec *b, const store_plan_rec *pl) {
   switch (kind) {
-  case CONFIG_PAPER_OVERHEAD: return pl->overhead_pct;
-  case CONFIG_PAPER_SLOWDOWN: return 100 * (pl->time_ns - b->t_nodvfs_ns) / b->t_nodvfs_ns;
+  case CONFIG_PAPER_OVERHEAD: return report_plan_overhead_pct(pl);
+  case CONFIG_PAPER_SLOWDOWN: return report_plan_slowdown_pct(b, pl);
   case CONFIG_PAPER_LOSS_GROWTH: return report_regulator_loss_pct(b, pl);
   default: return 100 * pl->savings_vs_nodvfs;
   }

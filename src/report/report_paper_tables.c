@@ -265,7 +265,8 @@ static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const 
         if (!pl) fprintf(f, " NaN NaN NaN");
         else
           fprintf(f, " %.4f %.4f %.4f", 100 * pl->savings_vs_nodvfs,
-                  100 * (1 - (pl->energy_nj / pl->time_ns) / (b->e_nodvfs_nj / b->t_nodvfs_ns)), pl->overhead_pct);
+                  100 * (1 - (pl->energy_nj / pl->time_ns) / (b->e_nodvfs_nj / b->t_nodvfs_ns)),
+                  report_plan_overhead_pct(pl));
       }
       fprintf(f, "\n");
     }

@@ -232,6 +232,38 @@ int search_req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int ga
   return 0;
 }
 
+/* Cache lines of an instance alone on the crossing-free pipeline (search_req_free_time);
+ * above the plain/gated modes' bits, so no other lookup matches them. */
+#define REQ_MODE_FREE (1u << 7)
+
+int search_req_free_time(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, double *time_ns,
+                         enpu_err *err) {
+  ENPU_RETURN_IF(rq->price || !rq->cost, err, ENPU_ERR_INTERNAL, "crossing-free time needs the cost model");
+  cost_pipeline free = gated ? *rq->gate_pipe : *rq->pipe;
+  free.kind = COST_PIPE_IDEAL;
+  const unsigned mode = REQ_MODE_FREE | (gated ? 1u : 0u);
+  *time_ns = 0;
+  for (int64_t x = 0; x < rq->instances; x++) {
+    const int i = rq->op_of[x];
+    req_line *lines = &rq->cache[(size_t)i * REQ_CACHE_WAYS], *hit = NULL;
+    for (int k = 0; k < REQ_CACHE_WAYS && !hit; k++)
+      if (lines[k].mode == mode && same(lines[k].state, state[x])) hit = &lines[k];
+    if (!hit) {
+      cost_plan plan;
+      memcpy(plan.state, state[x], sizeof plan.state);
+      cost_result r;
+      ENPU_FORWARD(cost_eval(rq->cost, graph_op_at(rq->g, i), &plan, &free, &r, err));
+      hit = &lines[rq->cache_next[i]++ % REQ_CACHE_WAYS];
+      memcpy(hit->state, state[x], sizeof hit->state);
+      hit->prev[0] = -1;
+      hit->mode = mode;
+      line_from(hit, &r);
+    }
+    *time_ns += hit->time_ns;
+  }
+  return 0;
+}
+
 /* The plan that puts unit instance w at point pos[w], into sc->cand (states, execution
  * order). */
 static void fill_cand(const request *rq, scratch *sc, const int *pos) {

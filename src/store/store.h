@@ -28,7 +28,7 @@
  * 4: plans carry their regulator loss per component and their power gating; policy
  * groups may be policy variants (pg+, @shadow=) and epoch policies, whose ops are epochs
  * (kind STORE_OP_KIND_EPOCH). */
-#define STORE_FORMAT_VERSION 4u
+#define STORE_FORMAT_VERSION 5u
 #define STORE_NSTATE PLANSTORE_NSTATE /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7               /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */
 #define STORE_NAME_LEN 64             /* fixed string columns (op and policy names) */
@@ -130,8 +130,10 @@ typedef struct {
                        paper: (1 + slack)·T_nodvfs */
   double time_ns;   /* with V/f transitions, domain crossings, pipeline fill */
   double energy_nj;
-  double cp_time_ns;   /* critical-path time (what a paper budget constrains) */
-  double overhead_pct; /* 100 · (time_ns − cp_time_ns) / t_nodvfs_ns */
+  double cp_time_ns;         /* critical-path time (what a paper budget constrains) */
+  double overhead_pct;       /* 100 · (time_ns − cp_time_ns) / t_nodvfs_ns */
+  double paper_overhead_pct; /* the paper's (§4.4): V/f transitions and domain crossings only,
+                                without the fill/drain in overhead_pct (search.h) */
   double lower_bound_nj;
   double savings_vs_nodvfs;               /* 1 - energy_nj / e_nodvfs_nj */
   uint64_t walk_prefix;                   /* steps of the bucket's walk applied, or STORE_NO_PREFIX */

@@ -358,7 +358,8 @@ static int check_bucket(const store_policy_tables *p, uint32_t bi, planstore_op_
         !in_table(pl->states_first, pl->states_count, p->nplan_states))
       return BAD("policy %s: plan %u: wrong bucket, walk prefix or plan_states range out of range", p->name,
                  b->plan_first + k);
-    if (pl->budget != b->budget || !isfinite(pl->cp_time_ns) || !isfinite(pl->overhead_pct))
+    if (pl->budget != b->budget || !isfinite(pl->cp_time_ns) || !isfinite(pl->overhead_pct) ||
+        !isfinite(pl->paper_overhead_pct))
       return BAD("policy %s: plan %u: budget mode %u differs from its bucket's %u, or non-finite critical path "
                  "or overhead",
                  p->name, b->plan_first + k, pl->budget, b->budget);
@@ -515,7 +516,8 @@ static int check_format_version(hid_t file, enpu_err *err) {
                  version, STORE_FORMAT_VERSION,
                  version < 2   ? "budget modes, per-rail V/f transitions, checksums, regulator loss"
                  : version < 3 ? "checksums, pending buckets, regulator loss"
-                               : "regulator loss and power gating per plan, policy variants");
+                 : version < 4 ? "regulator loss and power gating per plan, policy variants"
+                               : "the paper's overhead per plan");
   ENPU_RETURN_IF(version != STORE_FORMAT_VERSION, err, ENPU_ERR_FORMAT, "format_version %u, this reader reads %u",
                  version, STORE_FORMAT_VERSION);
   return ENPU_OK;

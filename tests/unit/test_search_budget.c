@@ -197,9 +197,58 @@ static void test_paper_equals_strict_without_overhead(void **state) {
   config_job_free(job);
 }
 
+/* The paper's overhead (paper_overhead_pct, §4.4: V/f transitions and domain crossings)
+ * is the plan's time less each instance alone on the crossing-free `ideal` pipeline,
+ * summed here independently of the compiler (the decomposition's path,
+ * search_op_breakdown); it lies between 0 and the whole overhead (time − critical path),
+ * and it is 0 exactly for the two policies without transitions or crossings, NoDVFS and
+ * `ideal`, whose whole overhead is the pipeline fill/drain alone (> 0 on a slowed plan). */
+static void test_paper_overhead(void **state) {
+  (void)state;
+  enpu_err err = {0};
+  real_bucket rb;
+  real_bucket_open(&rb);
+  const double slacks[2] = {0, 0.10};
+  const config_policy pols[3] = {CONFIG_POLICY_NODVFS, CONFIG_POLICY_IDEAL, CONFIG_POLICY_ENPU_ALL};
+  for (int p = 0; p < 3; p++) {
+    search_options o;
+    search_options_default(&o);
+    o.budget = CONFIG_BUDGET_PAPER;
+    search_bucket_result r;
+    if (search_compile_bucket(rb.sx, rb.cost, rb.g, pols[p], slacks, 2, &o, &r, &err) < 0) fail_msg("%s", err.msg);
+    for (int k = 0; k < 2; k++) {
+      const search_slack_plan *pl = &r.plans[k];
+      double free_ns = 0;
+      int64_t x = 0;
+      for (int si = 0; si < graph_segment_count(rb.g); si++) {
+        const graph_segment *seg = graph_segment_at(rb.g, si);
+        for (int64_t rep = 0; rep < seg->repeat; rep++)
+          for (int i = seg->first_op; i < seg->first_op + seg->op_count; i++)
+            for (int64_t c = 0; c < graph_op_at(rb.g, i)->count; c++, x++) {
+              cost_result z;
+              if (search_op_breakdown(rb.sx, rb.cost, graph_op_at(rb.g, i), CONFIG_POLICY_IDEAL, &o, pl->state[x],
+                                      &z, &err) < 0)
+                fail_msg("%s", err.msg);
+              free_ns += z.time_ns;
+            }
+      }
+      assert_int_equal(x, pl->instances);
+      const double want = 100 * (pl->time_ns - free_ns) / r.t_nodvfs_ns;
+      assert_true(fabs(pl->paper_overhead_pct - want) <= 1e-9 * fmax(1, fabs(want)));
+      assert_true(pl->paper_overhead_pct >= -1e-12 && pl->paper_overhead_pct <= pl->overhead_pct + 1e-12);
+      if (pols[p] != CONFIG_POLICY_ENPU_ALL) assert_true(pl->paper_overhead_pct == 0);
+      if (pols[p] == CONFIG_POLICY_IDEAL && k == 1) assert_true(pl->overhead_pct > 0); /* fill/drain */
+      if (pols[p] == CONFIG_POLICY_ENPU_ALL) assert_true(pl->paper_overhead_pct > 0);  /* FIFO crossings */
+    }
+    search_bucket_result_free(&r);
+  }
+  real_bucket_close(&rb);
+}
+
 const struct CMUnitTest search_budget_tests[] = {
     cmocka_unit_test(test_dvfs_c_compute_only),
     cmocka_unit_test(test_enpu_c_keeps_hbm_io),
     cmocka_unit_test(test_paper_equals_strict_without_overhead),
+    cmocka_unit_test(test_paper_overhead),
 };
 const size_t search_budget_ntests = sizeof search_budget_tests / sizeof search_budget_tests[0];
