@@ -34,6 +34,13 @@ int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err)
  * as output, a title. */
 void report_gp_preamble(FILE *gp, const char *png, int height, const char *title);
 
+/* Start `program` with argv (argv[0] is the program; NULL-terminated), stdin from
+ * /dev/null, stdout and stderr to the open descriptor log_fd, and wait for it: *status
+ * receives its wait status.
+ * @return 0; ENPU_ERR_NOT_FOUND (program not on PATH), ENPU_ERR_RANGE (the arguments
+ * are too long: E2BIG), ENPU_ERR_IO, ENPU_ERR_NOMEM. */
+int report_spawn_gnuplot(const char *program, char *const argv[], int log_fd, int *status, enpu_err *err);
+
 /* Run `program` on <absdir>/<script> in absdir (stdout/stderr appended to gnuplot.log)
  * and check that it wrote a non-empty <absdir>/<png>.
  * @return 0; ENPU_ERR_NOT_FOUND (program not on PATH), ENPU_ERR_INTERNAL (gnuplot
