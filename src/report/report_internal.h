@@ -18,7 +18,7 @@ typedef struct report_plots report_plots;
 typedef struct {
   const store_contents *c;
   const config_job *job;       /* NULL: no Figure 19 */
-  const char *gnuplot;         /* program name or path */
+  report_plots *plots;         /* the figures drawn at the end of the report call */
   const char *dir;             /* output directory as given */
   char absdir[PATH_MAX];       /* the same, absolute (gnuplot runs there) */
   report_bucket_key median[2]; /* per phase, the bucket of Figures 12 and 19 ... */
@@ -72,6 +72,11 @@ int report_plots_publish(report_plots *q, const char *from, const char *to, enpu
  * queued to publish. The figures are taken off the queue, drawn or not.
  * @return 0; report_run_gnuplot's errors; ENPU_ERR_IO (a log or rename); ENPU_ERR_NOMEM. */
 int report_plots_draw(report_plots *q, enpu_err *err);
+
+/* report_write with its figures queued on `plots`, not drawn, and report.md queued to
+ * publish: the caller draws them (`enpu report paper` draws every run's in one gnuplot).
+ * o->gnuplot is not read: the queue has its program. Errors as report_write's. */
+int report_write_queued(const report_options *o, report_plots *plots, char **md_path, enpu_err *err);
 
 /* At most this many series in one panel of any figure: beyond it a reader cannot tell
  * the lines apart; the variants of the design space have their own figures. */

@@ -1,9 +1,12 @@
 /* report_io.c — the report's files: an output directory made absolute, files opened
  * and closed with errors that name them, the gnuplot preamble every plot shares, and
- * gnuplot run as a child process (posix_spawnp, stdout and stderr to gnuplot.log). A
+ * gnuplot run as a child process (posix_spawnp, stdout and stderr to a log). One
+ * figure's gnuplot (report_run_gnuplot) appends to its directory's gnuplot.log; a
  * missing program or a failing script is an error naming the script, and a PNG that
- * gnuplot did not write is an error too. Every report section writes through these;
- * nothing here calls back into a section. */
+ * gnuplot did not write is an error too. A report's figures are normally drawn together
+ * in one gnuplot (report_plots.c, which starts it here too); one gnuplot per figure is
+ * how a failed batch finds the script that fails. Every report section writes through
+ * these; nothing here calls back into a section. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -488,6 +488,24 @@ static void test_plots_fallback(void **state) {
   report_plots_free(q);
 }
 
+/* A whole report's figures: one gnuplot. */
+static void test_report_one_gnuplot(void **state) {
+  if (!have_gnuplot()) skip();
+  ctx *c = *state;
+  char prog[256], out[256];
+  counting_gnuplot(c->dir, prog, sizeof prog);
+  snprintf(out, sizeof out, "%s/one-gnuplot", c->dir);
+  report_options o = {.store_path = c->path, .out_dir = out, .gnuplot = prog, .freq_slack = -1};
+  enpu_err err = {0};
+  char *md = NULL;
+  if (report_write(&o, &md, &err) != 0) fail_msg("%s", err.msg);
+  assert_int_equal(access(md, F_OK), 0);
+  free(md);
+  assert_true(file_size(out, "savings_prefill.png") > 0);
+  assert_true(file_size(out, "breakdown_decode.png") > 0);
+  assert_int_equal(take_starts(c->dir), 1);
+}
+
 /* ---------------------------------------------------------------------------------
  * Figure 19 on the demo job: a store whose ops are the graph's, with times from the
  * cost model, plus one op no graph op has. */
@@ -626,10 +644,15 @@ static void test_freq_util(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_savings),     cmocka_unit_test(test_savings_budget_modes),
-      cmocka_unit_test(test_pick_bucket), cmocka_unit_test(test_breakdown),
-      cmocka_unit_test(test_freq_util),   cmocka_unit_test(test_missing_gnuplot),
-      cmocka_unit_test(test_plots_batch), cmocka_unit_test(test_plots_fallback),
+      cmocka_unit_test(test_savings),
+      cmocka_unit_test(test_savings_budget_modes),
+      cmocka_unit_test(test_pick_bucket),
+      cmocka_unit_test(test_breakdown),
+      cmocka_unit_test(test_freq_util),
+      cmocka_unit_test(test_missing_gnuplot),
+      cmocka_unit_test(test_plots_batch),
+      cmocka_unit_test(test_plots_fallback),
+      cmocka_unit_test(test_report_one_gnuplot),
   };
   const int failed = cmocka_run_group_tests(tests, setup, teardown);
   return failed + _cmocka_run_group_tests("report paper", report_paper_tests, report_paper_ntests, NULL, NULL) +
