@@ -17,7 +17,9 @@
  *
  * The aggregation functions work on a loaded store (store_load) and are pure: the same
  * store gives the same rows. report_write adds the files: data (*.dat) and gnuplot
- * scripts (*.gp) next to the PNGs, gnuplot run as a child process, report.md last.
+ * scripts (*.gp) next to the PNGs, the figures of one call drawn together by one gnuplot
+ * child process at its end (one gnuplot per figure when that one fails, to name the
+ * script), report.md last.
  * Energies are per forward pass of a bucket (nJ in the rows, mJ in the report). */
 #ifndef ENPU_REPORT_H
 #define ENPU_REPORT_H

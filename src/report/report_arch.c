@@ -39,7 +39,8 @@ typedef struct {
   double slack[ARCH_MAX_SLACKS];
   int nslack;
   json_t *chip; /* the job chip's document */
-  const char *dir, *gnuplot;
+  const char *dir;
+  report_plots *plots; /* the figures, drawn when sweep.md is written */
   char absdir[PATH_MAX];
 } arch_ctx;
 
@@ -186,7 +187,7 @@ static int line_plot(const arch_ctx *a, int param, const double *x, int nx, FILE
   }
   fprintf(gp, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(gp, a->dir, gpn, err));
-  ENPU_FORWARD(report_run_gnuplot(a->gnuplot, a->absdir, gpn, png, err));
+  ENPU_FORWARD(report_plots_add(a->plots, a->absdir, gpn, png, err));
   fprintf(md, "\n![%s](%s)\n", title, png);
   return ENPU_OK;
 }
@@ -295,7 +296,7 @@ static int heat_map(const arch_ctx *a, const int *pq, const double *x, int nx, c
     }
   fprintf(gp, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(gp, a->dir, gpn, err));
-  ENPU_FORWARD(report_run_gnuplot(a->gnuplot, a->absdir, gpn, png, err));
+  ENPU_FORWARD(report_plots_add(a->plots, a->absdir, gpn, png, err));
   fprintf(md, "\n![%s](%s)\n", title, png);
   heat_table(a, pq, x, nx, y, ny, md);
   return ENPU_OK;
@@ -400,10 +401,11 @@ static int arch_setup(arch_ctx *a, const report_arch_options *o, enpu_err *err) 
 }
 
 int report_arch_write(const report_arch_options *o, char **md_path, enpu_err *err) {
-  arch_ctx a = {.dir = o->out_dir, .gnuplot = o->gnuplot ? o->gnuplot : "gnuplot"};
+  arch_ctx a = {.dir = o->out_dir};
   store_contents *c = NULL;
   FILE *md = NULL;
-  int rc = store_load(o->store_path, &c, err);
+  int rc = report_plots_create(o->gnuplot, &a.plots, err);
+  if (rc == 0) rc = store_load(o->store_path, &c, err);
   a.c = c;
   if (rc == 0) rc = arch_setup(&a, o, err);
   if (rc == 0) rc = enpu_mkdir_p(o->out_dir, err);
@@ -418,11 +420,13 @@ int report_arch_write(const report_arch_options *o, char **md_path, enpu_err *er
     const int crc = report_file_close(md, o->out_dir, "sweep.md", rc == 0 ? err : &(enpu_err){0});
     rc = rc ? rc : crc;
   }
+  if (rc == 0) rc = report_plots_draw(a.plots, err);
   if (rc == 0 && md_path) {
     const size_t n = strlen(o->out_dir) + 16;
     *md_path = malloc(n);
     if (*md_path) snprintf(*md_path, n, "%s/sweep.md", o->out_dir);
   }
+  report_plots_free(a.plots);
   json_decref(a.chip);
   free(a.groups);
   free(a.rows);

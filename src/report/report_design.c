@@ -148,7 +148,7 @@ static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
   else if (lp->refs) report_refs_slack(f, lp->refs, dat);
   fprintf(f, "\n");
   ENPU_FORWARD(report_file_close(f, r->dir, gpn, err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, gpn, png, err);
+  return report_plots_add(r->plots, r->absdir, gpn, png, err);
 }
 
 /* The plot, then its image and its values as a markdown table (one row per x). */

@@ -102,13 +102,13 @@ static void gp_panel(FILE *f, const actions *a, size_t n, int k, const char *tit
   fprintf(f, "\n");
 }
 
-/* Close <stem>.gp and draw <stem>.png with it. */
+/* Close <stem>.gp and queue <stem>.png (drawn at the end of the report). */
 static int run_plot(const report_ctx *r, FILE *f, const char *stem, enpu_err *err) {
   char gp[64], png[64];
   snprintf(gp, sizeof gp, "%s.gp", stem);
   snprintf(png, sizeof png, "%s.png", stem);
   ENPU_FORWARD(report_file_close(f, r->dir, gp, err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, gp, png, err);
+  return report_plots_add(r->plots, r->absdir, gp, png, err);
 }
 
 static int plot_actions(const report_ctx *r, const actions *a, size_t n, enpu_err *err) {

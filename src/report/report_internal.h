@@ -1,5 +1,6 @@
 /* report_internal.h — what the report's files share: the context of one report run, the
- * output-file helpers, the gnuplot runner and the replay section. Not installed. */
+ * output-file helpers, the gnuplot runner, the queue of a report call's figures and the
+ * replay section. Not installed. */
 #ifndef ENPU_REPORT_INTERNAL_H
 #define ENPU_REPORT_INTERNAL_H
 
@@ -9,10 +10,15 @@
 
 #include "report.h"
 
+/* The figures of one report call (report_plots.c): each section queues its scripts, and
+ * the top-level call draws them all in one gnuplot at its end (a gnuplot's start costs
+ * more than a small figure). Opaque. */
+typedef struct report_plots report_plots;
+
 typedef struct {
   const store_contents *c;
   const config_job *job;       /* NULL: no Figure 19 */
-  const char *gnuplot;         /* program name or path */
+  report_plots *plots;         /* the figures drawn at the end of the report call */
   const char *dir;             /* output directory as given */
   char absdir[PATH_MAX];       /* the same, absolute (gnuplot runs there) */
   report_bucket_key median[2]; /* per phase, the bucket of Figures 12 and 19 ... */
@@ -34,11 +40,43 @@ int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err)
  * as output, a title. */
 void report_gp_preamble(FILE *gp, const char *png, int height, const char *title);
 
+/* Start `program` with argv (argv[0] is the program; NULL-terminated), stdin from
+ * /dev/null, stdout and stderr to the open descriptor log_fd, and wait for it: *status
+ * receives its wait status.
+ * @return 0; ENPU_ERR_NOT_FOUND (program not on PATH), ENPU_ERR_RANGE (the arguments
+ * are too long: E2BIG), ENPU_ERR_IO, ENPU_ERR_NOMEM. */
+int report_spawn_gnuplot(const char *program, char *const argv[], int log_fd, int *status, enpu_err *err);
+
 /* Run `program` on <absdir>/<script> in absdir (stdout/stderr appended to gnuplot.log)
- * and check that it wrote a non-empty <absdir>/<png>.
+ * and check that it wrote a non-empty <absdir>/<png>: one figure, one gnuplot.
  * @return 0; ENPU_ERR_NOT_FOUND (program not on PATH), ENPU_ERR_INTERNAL (gnuplot
  * failed or wrote no PNG; the message quotes its first line of output), ENPU_ERR_IO. */
 int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png, enpu_err *err);
+
+/* An empty queue whose figures `program` draws (NULL: "gnuplot" from PATH; copied).
+ * @return 0, ENPU_ERR_NOMEM. */
+int report_plots_create(const char *program, report_plots **out, enpu_err *err);
+/* Free q (NULL: nothing). A file queued by report_plots_publish and not yet renamed is
+ * removed: a report whose figures were not drawn is not published. */
+void report_plots_free(report_plots *q);
+/* Queue <absdir>/<script> (absdir absolute; script and png relative to it), which draws
+ * <absdir>/<png>. @return 0, ENPU_ERR_NOMEM. */
+int report_plots_add(report_plots *q, const char *absdir, const char *script, const char *png, enpu_err *err);
+/* Rename `from` to `to` once every figure queued is drawn (report.md written to a
+ * temporary name). @return 0, ENPU_ERR_NOMEM. */
+int report_plots_publish(report_plots *q, const char *from, const char *to, enpu_err *err);
+/* Draw every queued figure in one gnuplot, each from its directory as its script runs
+ * alone, gnuplot's output appended to each figure's <absdir>/gnuplot.log; when that
+ * gnuplot fails or leaves a PNG missing or empty, draw them one gnuplot each
+ * (report_run_gnuplot: the error names the script that fails). Then rename what was
+ * queued to publish. The figures are taken off the queue, drawn or not.
+ * @return 0; report_run_gnuplot's errors; ENPU_ERR_IO (a log or rename); ENPU_ERR_NOMEM. */
+int report_plots_draw(report_plots *q, enpu_err *err);
+
+/* report_write with its figures queued on `plots`, not drawn, and report.md queued to
+ * publish: the caller draws them (`enpu report paper` draws every run's in one gnuplot).
+ * o->gnuplot is not read: the queue has its program. Errors as report_write's. */
+int report_write_queued(const report_options *o, report_plots *plots, char **md_path, enpu_err *err);
 
 /* At most this many series in one panel of any figure: beyond it a reader cannot tell
  * the lines apart; the variants of the design space have their own figures. */

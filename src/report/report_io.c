@@ -1,9 +1,12 @@
 /* report_io.c — the report's files: an output directory made absolute, files opened
  * and closed with errors that name them, the gnuplot preamble every plot shares, and
- * gnuplot run as a child process (posix_spawnp, stdout and stderr to gnuplot.log). A
+ * gnuplot run as a child process (posix_spawnp, stdout and stderr to a log). One
+ * figure's gnuplot (report_run_gnuplot) appends to its directory's gnuplot.log; a
  * missing program or a failing script is an error naming the script, and a PNG that
- * gnuplot did not write is an error too. Every report section writes through these;
- * nothing here calls back into a section. */
+ * gnuplot did not write is an error too. A report's figures are normally drawn together
+ * in one gnuplot (report_plots.c, which starts it here too); one gnuplot per figure is
+ * how a failed batch finds the script that fails. Every report section writes through
+ * these; nothing here calls back into a section. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -68,6 +71,25 @@ static void log_first_line(const char *log, char *out, size_t len) {
   out[strcspn(out, "\r\n")] = '\0';
 }
 
+int report_spawn_gnuplot(const char *program, char *const argv[], int log_fd, int *status, enpu_err *err) {
+  posix_spawn_file_actions_t fa;
+  ENPU_RETURN_IF(posix_spawn_file_actions_init(&fa) != 0, err, ENPU_ERR_NOMEM, "cannot prepare gnuplot");
+  int rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, log_fd, STDERR_FILENO);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+  pid_t pid = 0;
+  if (rc == 0) rc = posix_spawnp(&pid, program, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ENPU_RETURN_IF(rc == ENOENT, err, ENPU_ERR_NOT_FOUND,
+                 "cannot run '%s': not found on PATH (the plots need gnuplot; Debian: apt-get install gnuplot-nox)",
+                 program);
+  ENPU_RETURN_IF(rc == E2BIG, err, ENPU_ERR_RANGE, "cannot run '%s': %s", program, strerror(rc));
+  ENPU_RETURN_IF(rc != 0, err, ENPU_ERR_IO, "cannot run '%s': %s", program, strerror(rc));
+  while (waitpid(pid, status, 0) < 0)
+    ENPU_RETURN_IF(errno != EINTR, err, ENPU_ERR_IO, "waiting for gnuplot: %s", strerror(errno));
+  return ENPU_OK;
+}
+
 int report_run_gnuplot(const char *program, const char *absdir, const char *script, const char *png,
                        enpu_err *err) {
   char cd[PATH_MAX + 16], log[PATH_MAX], gp[PATH_MAX], out[PATH_MAX];
@@ -81,22 +103,15 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
   snprintf(out, sizeof out, "%s/%s", absdir, png);
   remove(out);
 
-  posix_spawn_file_actions_t fa;
-  ENPU_RETURN_IF(posix_spawn_file_actions_init(&fa) != 0, err, ENPU_ERR_NOMEM, "cannot prepare gnuplot");
-  int rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (rc == 0) rc = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
-  pid_t pid = 0;
+  /* opened here, not by the child: a log that cannot be written is named as such, where
+   * the child's ENOENT would read as gnuplot missing */
+  const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  ENPU_RETURN_IF(fd < 0, err, ENPU_ERR_IO, "cannot write %s: %s", log, strerror(errno));
   char *argv[] = {(char *)program, "-e", cd, gp, NULL};
-  if (rc == 0) rc = posix_spawnp(&pid, program, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ENPU_RETURN_IF(rc == ENOENT, err, ENPU_ERR_NOT_FOUND,
-                 "cannot run '%s': not found on PATH (the plots need gnuplot; Debian: apt-get install gnuplot-nox)",
-                 program);
-  ENPU_RETURN_IF(rc != 0, err, ENPU_ERR_IO, "cannot run '%s': %s", program, strerror(rc));
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    ENPU_RETURN_IF(errno != EINTR, err, ENPU_ERR_IO, "waiting for gnuplot: %s", strerror(errno));
+  const int rc = report_spawn_gnuplot(program, argv, fd, &status, err);
+  close(fd);
+  ENPU_FORWARD(rc);
   char first[256];
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     log_first_line(log, first, sizeof first);

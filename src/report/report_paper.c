@@ -3,12 +3,15 @@
  * per run: grid or single request, budget mode, sensitivity), the `enpu compile --json`
  * outputs of Table 7 and Figure 14, the `enpu graph` outputs of Table 2, the Figure 20
  * sweep and the replays. report_paper_load.c loads them (stores on first use); this file
- * writes one report_write report per run and assembles README.md from the sections of
- * report_paper_md.c and the claims of report_paper_eval.c.
+ * writes one report_write report per run, draws every run's figures and the README's own
+ * in one gnuplot (report_plots.c: a gnuplot's start costs more than a small figure), and
+ * then assembles README.md from the sections of report_paper_md.c and the claims of
+ * report_paper_eval.c.
  *
  * Invariants: README.md holds no timestamp and no absolute path, so the same outputs give
  * the same bytes (a rerun of the pipeline with nothing changed changes no file); it is
- * written to a temporary name and renamed, so a README.md that exists is complete. */
+ * written to a temporary name and renamed, so a README.md that exists is complete; it is
+ * written after the figures are drawn, because it links only the images that exist. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +28,9 @@ static int run_report(paper_ctx *x, const paper_run *run, const char *out, const
                       .out_dir = out,
                       .replay_dir = replay_dir,
                       .job = job,
-                      .gnuplot = x->gnuplot,
                       .freq_slack = 0.3,
                       .numbers = x->numbers};
-  const int rc = report_write(&o, NULL, err);
+  const int rc = report_write_queued(&o, x->plots, NULL, err); /* drawn with every run's figures */
   config_job_free(job);
   return rc;
 }
@@ -113,8 +115,12 @@ static void free_models(paper_ctx *x) {
   config_paper_free(x->numbers);
 }
 
+/* Every run's report and the README's figures queued, then drawn in one gnuplot (the runs'
+ * report.md published with them), then README.md, which links the images that exist. */
 static int write_all(paper_ctx *x, enpu_err *err) {
   ENPU_FORWARD(run_reports(x, err));
+  ENPU_FORWARD(report_paper_plots(x, err));
+  ENPU_FORWARD(report_plots_draw(x->plots, err));
   FILE *md = NULL;
   const char *dir = x->o->out_dir;
   ENPU_FORWARD(report_file_open(dir, "README.md.tmp", &md, err));
@@ -133,8 +139,9 @@ static int write_all(paper_ctx *x, enpu_err *err) {
 int report_paper_write(const report_paper_options *o, enpu_err *err) {
   ENPU_RETURN_IF(!o || !o->out_dir || !o->numbers_path || o->nmanifests < 1, err, ENPU_ERR_INVALID,
                  "report_paper_write: needs an output folder, the numbers file and a manifest");
-  paper_ctx x = {.o = o, .gnuplot = o->gnuplot ? o->gnuplot : "gnuplot"};
-  int rc = config_paper_load(o->numbers_path, &x.numbers, err);
+  paper_ctx x = {.o = o};
+  int rc = report_plots_create(o->gnuplot, &x.plots, err);
+  if (rc == 0) rc = config_paper_load(o->numbers_path, &x.numbers, err);
   if (rc == 0) {
     const size_t cells = (size_t)x.numbers->nclaims * PAPER_MAX_COLUMNS;
     if (ENPU_CALLOC_PARTS(ENPU_PART(x.models, o->nmanifests), ENPU_PART(x.values, cells),
@@ -147,5 +154,6 @@ int report_paper_write(const report_paper_options *o, enpu_err *err) {
   if (rc == 0) rc = report_absolute_dir(o->out_dir, x.absdir, sizeof x.absdir, err);
   if (rc == 0) rc = write_all(&x, err);
   free_models(&x);
+  report_plots_free(x.plots);
   return rc;
 }

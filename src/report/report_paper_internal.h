@@ -84,8 +84,8 @@ typedef struct {
   paper_model *models;
   int nmodels;
   char absdir[PATH_MAX]; /* out_dir, absolute (gnuplot runs there) */
-  const char *gnuplot;
-  paper_value *values; /* [claim][column], filled by report_paper_claim_value */
+  report_plots *plots;   /* every figure of the call: the runs' and the README's */
+  paper_value *values;   /* [claim][column], filled by report_paper_claim_value */
   bool *known;
 } paper_ctx;
 
@@ -157,6 +157,10 @@ int report_paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err);
 int report_paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err);
 int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err); /* and Figure 14 */
 int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err);
+/* The README's own figures (Figure 14, each model's Figure 11 per budget mode): their
+ * .dat and .gp written and queued on x->plots, drawn before README.md is written (which
+ * links only the images that exist). */
+int report_paper_plots(paper_ctx *x, enpu_err *err);
 /* The figures drawn per run: 12, 13, 15–21, 22 and 5 (report_paper_figures.c). */
 int report_paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err);
 

@@ -4,6 +4,8 @@
  * file), Table 7 with Figure 14 (explored plans and compile seconds of one request per
  * model, phase and policy; core-hours of the grids), and Figure 11 per model (energy
  * saving, power saving and overhead against slack, per policy, in each budget mode).
+ * The two figures' scripts are written and queued first (report_paper_plots), drawn with
+ * the runs' figures, and the README's sections only link them.
  *
  * Invariants: every number of ours comes from a store, a compile/graph output or the
  * chip and cluster files the runs were compiled with; a cell without data says so. */
@@ -160,7 +162,7 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
   paper_bound_line(f, x, "c2-request-time", "one request", 3);
   fprintf(f, "\n");
   ENPU_FORWARD(report_file_close(f, dir, "figure14.gp", err));
-  return report_run_gnuplot(x->gnuplot, x->absdir, "figure14.gp", "figure14.png", err);
+  return report_plots_add(x->plots, x->absdir, "figure14.gp", "figure14.png", err);
 }
 
 int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
@@ -191,7 +193,6 @@ int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
     }
   fprintf(md, "\nFigure 14: the compile seconds of the same requests on this machine, one core (the paper: 24 Xeon "
               "cores), operator level and request level over every slack.\n\n");
-  ENPU_FORWARD(figure14_plot(x, err));
   report_paper_md_image(x, md, "figure14.png", "Figure 14");
   ENPU_FORWARD(report_paper_md_claims(x, md, "7", err));
   return report_paper_md_claims(x, md, "14", err);
@@ -319,7 +320,7 @@ static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) f11_panel(f, c, &d, dat, ph, k);
   fprintf(f, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(f, x->o->out_dir, gp, err));
-  ENPU_FORWARD(report_run_gnuplot(x->gnuplot, x->absdir, gp, png, err));
+  ENPU_FORWARD(report_plots_add(x->plots, x->absdir, gp, png, err));
   return 1;
 }
 
@@ -360,6 +361,18 @@ static void f11_table(FILE *md, paper_model *m) {
   }
 }
 
+static const char *const f11_budgets[2] = {"paper", "strict"};
+
+int report_paper_plots(paper_ctx *x, enpu_err *err) {
+  ENPU_FORWARD(figure14_plot(x, err));
+  for (int i = 0; i < x->nmodels; i++)
+    for (int b = 0; b < 2; b++) {
+      const paper_column col = {f11_budgets[b], ""};
+      ENPU_FORWARD(f11_plot(x, &x->models[i], &col, err));
+    }
+  return ENPU_OK;
+}
+
 int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
   fprintf(
       md,
@@ -370,15 +383,11 @@ int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
       "per slack for NoDVFS, DVFS-C, eNPU-C, eNPU-All and Ideal (▲ `paper`: the paper's stated eNPU-All saving, "
       "a mean over the four models); the design-space variants are in Figures 15–17 and 21. "
       "Tables: energy saving (%%), `paper` / `strict` mode.\n\n");
-  static const char *const budgets[2] = {"paper", "strict"};
   for (int i = 0; i < x->nmodels; i++) {
     fprintf(md, "### %s\n\n", x->models[i].name);
     for (int b = 0; b < 2; b++) {
-      const paper_column col = {budgets[b], ""};
-      const int rc = f11_plot(x, &x->models[i], &col, err);
-      ENPU_FORWARD(rc);
       char png[160];
-      snprintf(png, sizeof png, "figure11_%s_%s.png", x->models[i].name, budgets[b]);
+      snprintf(png, sizeof png, "figure11_%s_%s.png", x->models[i].name, f11_budgets[b]);
       report_paper_md_image(x, md, png, png);
     }
     f11_table(md, &x->models[i]);

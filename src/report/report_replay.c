@@ -303,7 +303,7 @@ static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, lon
     }
   fprintf(f, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(f, r->dir, "replay_energy.gp", err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, "replay_energy.gp", "replay_energy.png", err);
+  return report_plots_add(r->plots, r->absdir, "replay_energy.gp", "replay_energy.png", err);
 }
 
 /* ---- Figure 5 ---------------------------------------------------------------------------- */
@@ -336,7 +336,7 @@ static int plot_fig5(const report_ctx *r, const window_series *b, double origin_
   }
   fprintf(f, "unset multiplot\n");
   ENPU_FORWARD(report_file_close(f, r->dir, "replay_slack.gp", err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, "replay_slack.gp", "replay_slack.png", err);
+  return report_plots_add(r->plots, r->absdir, "replay_slack.gp", "replay_slack.png", err);
 }
 
 /* ---- tables from summary.json --------------------------------------------------------- */

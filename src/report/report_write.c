@@ -2,8 +2,10 @@
  *
  * Every figure is a pair <name>.dat + <name>.gp written next to <name>.png; the scripts
  * use relative file names, so `cd OUT && gnuplot <name>.gp` redraws a plot by hand.
- * Files and gnuplot go through report_io.c. report.md is written last, so a report that
- * exists refers to plots that exist. */
+ * Files go through report_io.c; the figures are queued (report_plots.c) and drawn in one
+ * gnuplot at the end of the report call. report.md is written to a temporary name and
+ * renamed once its figures are drawn, so a report that exists refers to plots that
+ * exist. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -72,10 +74,10 @@ static int plot_script(const report_ctx *r, const plot_files *pf, FILE **f, enpu
   return report_file_open(r->dir, pf->gp, f, err);
 }
 
-/* The script written: close it and draw the .png. */
+/* The script written: close it and queue the .png (drawn at the end of the report). */
 static int plot_draw(const report_ctx *r, const plot_files *pf, FILE *f, enpu_err *err) {
   ENPU_FORWARD(report_file_close(f, r->dir, pf->gp, err));
-  return report_run_gnuplot(r->gnuplot, r->absdir, pf->gp, pf->png, err);
+  return report_plots_add(r->plots, r->absdir, pf->gp, pf->png, err);
 }
 
 /* savings_<phase>.dat/.gp/.png: one line per policy, error bars from min to max. */
@@ -431,8 +433,8 @@ static int write_report(report_ctx *r, const report_options *o, const char *name
   ENPU_FORWARD(report_savings(r->c, &sav, &nsav, err));
   int rc = ENPU_OK;
   for (int ph = 0; ph < 2 && rc == 0; ph++) rc = plot_savings(r, sav, nsav, ph, &drawn[ph], err);
-  /* report.md goes to a temporary name and is renamed at the end: a report.md that
-   * exists is complete and its plots exist. */
+  /* report.md goes to a temporary name, renamed when every figure is drawn: a report.md
+   * that exists is complete and its plots exist. */
   FILE *md = NULL;
   if (rc == 0) rc = report_file_open(r->dir, "report.md.tmp", &md, err);
   if (rc == 0) {
@@ -450,16 +452,15 @@ static int write_report(report_ctx *r, const report_options *o, const char *name
   char tmp[PATH_MAX], final[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s/report.md.tmp", r->dir);
   snprintf(final, sizeof final, "%s/report.md", r->dir);
-  if (rc == 0 && rename(tmp, final) < 0)
-    rc = enpu_errorf(err, ENPU_ERR_IO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
+  if (rc == 0) rc = report_plots_publish(r->plots, tmp, final, err);
   if (rc < 0) remove(tmp);
   return rc;
 }
 
-int report_write(const report_options *o, char **md_path, enpu_err *err) {
+int report_write_queued(const report_options *o, report_plots *plots, char **md_path, enpu_err *err) {
   if (md_path) *md_path = NULL;
   ENPU_RETURN_IF(!o || !o->store_path, err, ENPU_ERR_INVALID, "report_write: no store");
-  report_ctx r = {.job = o->job, .gnuplot = o->gnuplot ? o->gnuplot : "gnuplot"};
+  report_ctx r = {.job = o->job, .plots = plots};
   store_contents *c = NULL;
   char name[STORE_NAME_LEN] = "", dir[PATH_MAX];
   int rc = store_load(o->store_path, &c, err);
@@ -485,5 +486,20 @@ int report_write(const report_options *o, char **md_path, enpu_err *err) {
     else rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   store_contents_free(c);
+  return rc;
+}
+
+int report_write(const report_options *o, char **md_path, enpu_err *err) {
+  if (md_path) *md_path = NULL;
+  ENPU_RETURN_IF(!o || !o->store_path, err, ENPU_ERR_INVALID, "report_write: no store");
+  report_plots *plots = NULL;
+  int rc = report_plots_create(o->gnuplot, &plots, err);
+  if (rc == 0) rc = report_write_queued(o, plots, md_path, err);
+  if (rc == 0) rc = report_plots_draw(plots, err);
+  report_plots_free(plots);
+  if (rc < 0 && md_path) {
+    free(*md_path);
+    *md_path = NULL;
+  }
   return rc;
 }

@@ -2,7 +2,8 @@
  * savings per (policy, phase, slack) over ok buckets only, the representative (median)
  * bucket among buckets ok in every policy, energy by component slot at a walk prefix
  * with instances split between two points, Figure 19's op matching against the real
- * cost model (demo job), and a clear error when gnuplot cannot be run.
+ * cost model (demo job), a clear error when gnuplot cannot be run, and a report's
+ * figures drawn in one gnuplot, or one gnuplot each when that one fails.
  * Expected values come from this file's formulas, never from the report's output. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "report.h"
+#include "report_internal.h"
 #include "test_report.h"
 #include "search.h"
 #include "store_fixture.h"
@@ -332,6 +335,178 @@ static void test_missing_gnuplot(void **state) {
 }
 
 /* ---------------------------------------------------------------------------------
+ * A report call's figures in one gnuplot (report_plots.c), through a wrapper that counts
+ * the gnuplots started and runs the real one. */
+
+static bool have_gnuplot(void) { return system("command -v gnuplot > /dev/null 2>&1") == 0; }
+
+/* <dir>/<name> with `text`. */
+static void put_file(const char *dir, const char *name, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* <dir>/gnuplot-counted into prog: a line in <dir>/starts per start, then gnuplot. */
+static void counting_gnuplot(const char *dir, char *prog, size_t cap) {
+  char text[512];
+  snprintf(text, sizeof text, "#!/bin/sh\necho start >> '%s/starts'\nexec gnuplot \"$@\"\n", dir);
+  put_file(dir, "gnuplot-counted", text);
+  snprintf(prog, cap, "%s/gnuplot-counted", dir);
+  assert_int_equal(chmod(prog, 0755), 0);
+}
+
+/* Lines of <dir>/starts (0 when absent), then the file removed. */
+static int take_starts(const char *dir) {
+  char path[512], line[64];
+  snprintf(path, sizeof path, "%s/starts", dir);
+  FILE *f = fopen(path, "r");
+  int n = 0;
+  while (f && fgets(line, sizeof line, f)) n++;
+  if (f) fclose(f);
+  remove(path);
+  return n;
+}
+
+/* A figure drawing <png> from x; `extra`: commands before the plot. */
+static void put_figure(const char *dir, const char *gp, const char *png, const char *extra) {
+  char text[512];
+  snprintf(text, sizeof text, "set terminal pngcairo size 200,100\nset output '%s'\n%splot x\n", png, extra);
+  put_file(dir, gp, text);
+}
+
+static off_t file_size(const char *dir, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  struct stat st;
+  return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* The text of <dir>/<name> ("" when absent), malloc'd. */
+static char *slurp(const char *dir, const char *name) {
+  char path[512], *text = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return enpu_read_file(path, &text, &len, NULL) == 0 ? text : strdup("");
+}
+
+/* Three figures in two directories (one with a quote in its name), one leaving a
+ * multiplot open, two printing: one gnuplot draws them all, each directory's gnuplot.log
+ * gets what its figures printed, and the queued file is published. */
+static void test_plots_batch(void **state) {
+  if (!have_gnuplot()) skip();
+  ctx *c = *state;
+  char prog[256], a[256], b[256], md[300], md_tmp[300];
+  counting_gnuplot(c->dir, prog, sizeof prog);
+  snprintf(a, sizeof a, "%s/batch-a", c->dir);
+  snprintf(b, sizeof b, "%s/batch-it's", c->dir);
+  assert_int_equal(mkdir(a, 0755), 0);
+  assert_int_equal(mkdir(b, 0755), 0);
+  put_figure(a, "one.gp", "one.png", "print 'one was here'\n");
+  put_figure(a, "two.gp", "two.png", "set multiplot layout 1,2\nplot -x\n"); /* left open */
+  put_figure(b, "three.gp", "three.png", "print 'three was here'\n");
+  put_file(a, "one.png", "stale"); /* redrawn, not taken for drawn */
+  put_file(a, "r.md.tmp", "report\n");
+  snprintf(md_tmp, sizeof md_tmp, "%s/r.md.tmp", a);
+  snprintf(md, sizeof md, "%s/r.md", a);
+  report_plots *q = NULL;
+  enpu_err err = {0};
+  assert_int_equal(report_plots_create(prog, &q, &err), 0);
+  assert_int_equal(report_plots_add(q, a, "one.gp", "one.png", &err), 0);
+  assert_int_equal(report_plots_add(q, a, "two.gp", "two.png", &err), 0);
+  assert_int_equal(report_plots_add(q, b, "three.gp", "three.png", &err), 0);
+  assert_int_equal(report_plots_publish(q, md_tmp, md, &err), 0);
+  assert_int_equal(access(md, F_OK), -1); /* not before the figures are drawn */
+  if (report_plots_draw(q, &err) != 0) fail_msg("%s", err.msg);
+  assert_int_equal(take_starts(c->dir), 1);
+  assert_true(file_size(a, "one.png") > (off_t)sizeof "stale");
+  assert_true(file_size(a, "two.png") > 0);
+  assert_true(file_size(b, "three.png") > 0);
+  assert_int_equal(access(md, F_OK), 0);
+  assert_int_equal(access(md_tmp, F_OK), -1);
+  char *log_a = slurp(a, "gnuplot.log"), *log_b = slurp(b, "gnuplot.log");
+  assert_non_null(strstr(log_a, "one was here"));
+  assert_null(strstr(log_a, "three was here"));
+  assert_non_null(strstr(log_b, "three was here"));
+  assert_null(strstr(log_b, "one was here"));
+  free(log_a);
+  free(log_b);
+  assert_int_equal(report_plots_draw(q, &err), 0); /* the queue is empty: nothing runs */
+  assert_int_equal(take_starts(c->dir), 0);
+  report_plots_free(q);
+  assert_int_equal(access(md, F_OK), 0); /* published stays */
+  report_plots_free(NULL);
+}
+
+/* A batch with a broken script: every figure is drawn again one gnuplot each, up to the
+ * broken one, whose error names it, gnuplot's first line and the log; nothing is
+ * published. A batch that exits 0 but leaves a PNG missing falls back the same way. */
+static void test_plots_fallback(void **state) {
+  if (!have_gnuplot()) skip();
+  ctx *c = *state;
+  char prog[256], a[256], md[300], md_tmp[300], want[640];
+  counting_gnuplot(c->dir, prog, sizeof prog);
+  snprintf(a, sizeof a, "%s/fallback", c->dir);
+  assert_int_equal(mkdir(a, 0755), 0);
+  put_figure(a, "good.gp", "good.png", "");
+  put_file(a, "broken.gp", "set terminal pngcairo size 200,100\nset output 'broken.png'\nplot nosuch(x)\n");
+  put_figure(a, "late.gp", "late.png", "");
+  put_file(a, "r.md.tmp", "report\n");
+  snprintf(md_tmp, sizeof md_tmp, "%s/r.md.tmp", a);
+  snprintf(md, sizeof md, "%s/r.md", a);
+  report_plots *q = NULL;
+  enpu_err err = {0};
+  assert_int_equal(report_plots_create(prog, &q, &err), 0);
+  assert_int_equal(report_plots_add(q, a, "good.gp", "good.png", &err), 0);
+  assert_int_equal(report_plots_add(q, a, "broken.gp", "broken.png", &err), 0);
+  assert_int_equal(report_plots_add(q, a, "late.gp", "late.png", &err), 0);
+  assert_int_equal(report_plots_publish(q, md_tmp, md, &err), 0);
+  assert_int_equal(report_plots_draw(q, &err), ENPU_ERR_INTERNAL);
+  snprintf(want, sizeof want, "gnuplot failed on %s/broken.gp (status 1): ", a);
+  assert_non_null(strstr(err.msg, want));
+  assert_non_null(strstr(err.msg, "nosuch"));
+  snprintf(want, sizeof want, "(see %s/gnuplot.log)", a);
+  assert_non_null(strstr(err.msg, want));
+  assert_int_equal(take_starts(c->dir), 3); /* the batch, good.gp alone, broken.gp alone */
+  assert_true(file_size(a, "good.png") > 0);
+  report_plots_free(q);
+  assert_int_equal(access(md, F_OK), -1);
+  assert_int_equal(access(md_tmp, F_OK), -1); /* not published: removed */
+
+  /* gnuplot exits 0 but writes another file than the queued PNG */
+  put_figure(a, "misnamed.gp", "elsewhere.png", "");
+  assert_int_equal(report_plots_create(prog, &q, &err), 0);
+  assert_int_equal(report_plots_add(q, a, "good.gp", "good.png", &err), 0);
+  assert_int_equal(report_plots_add(q, a, "misnamed.gp", "misnamed.png", &err), 0);
+  assert_int_equal(report_plots_draw(q, &err), ENPU_ERR_INTERNAL);
+  snprintf(want, sizeof want, "gnuplot ran %s/misnamed.gp but wrote no %s/misnamed.png", a, a);
+  assert_non_null(strstr(err.msg, want));
+  assert_int_equal(take_starts(c->dir), 3);
+  report_plots_free(q);
+}
+
+/* A whole report's figures: one gnuplot. */
+static void test_report_one_gnuplot(void **state) {
+  if (!have_gnuplot()) skip();
+  ctx *c = *state;
+  char prog[256], out[256];
+  counting_gnuplot(c->dir, prog, sizeof prog);
+  snprintf(out, sizeof out, "%s/one-gnuplot", c->dir);
+  report_options o = {.store_path = c->path, .out_dir = out, .gnuplot = prog, .freq_slack = -1};
+  enpu_err err = {0};
+  char *md = NULL;
+  if (report_write(&o, &md, &err) != 0) fail_msg("%s", err.msg);
+  assert_int_equal(access(md, F_OK), 0);
+  free(md);
+  assert_true(file_size(out, "savings_prefill.png") > 0);
+  assert_true(file_size(out, "breakdown_decode.png") > 0);
+  assert_int_equal(take_starts(c->dir), 1);
+}
+
+/* ---------------------------------------------------------------------------------
  * Figure 19 on the demo job: a store whose ops are the graph's, with times from the
  * cost model, plus one op no graph op has. */
 
@@ -469,9 +644,15 @@ static void test_freq_util(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_savings),     cmocka_unit_test(test_savings_budget_modes),
-      cmocka_unit_test(test_pick_bucket), cmocka_unit_test(test_breakdown),
-      cmocka_unit_test(test_freq_util),   cmocka_unit_test(test_missing_gnuplot),
+      cmocka_unit_test(test_savings),
+      cmocka_unit_test(test_savings_budget_modes),
+      cmocka_unit_test(test_pick_bucket),
+      cmocka_unit_test(test_breakdown),
+      cmocka_unit_test(test_freq_util),
+      cmocka_unit_test(test_missing_gnuplot),
+      cmocka_unit_test(test_plots_batch),
+      cmocka_unit_test(test_plots_fallback),
+      cmocka_unit_test(test_report_one_gnuplot),
   };
   const int failed = cmocka_run_group_tests(tests, setup, teardown);
   return failed + _cmocka_run_group_tests("report paper", report_paper_tests, report_paper_ntests, NULL, NULL) +
