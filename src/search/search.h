@@ -495,9 +495,10 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, co
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, const double *slacks,
                           int nslack, const search_options *opt, search_bucket_result *out, enpu_err *err);
 
-/* What a plan costs on the real operator order. */
+/* What a plan costs on the real operator order; free_time_ns: each instance alone with
+ * crossings free (time_ns − free_time_ns is the paper's overhead, search_slack_plan). */
 typedef struct {
-  double time_ns, cp_time_ns, energy_nj;
+  double time_ns, cp_time_ns, energy_nj, free_time_ns;
   double regulator_loss_nj[CONFIG_NCOMP];
   double gates;
 } search_plan_totals;

@@ -626,9 +626,14 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
   for (int64_t x = 0; rc == 0 && x < instances; x++) memcpy(exec[x], state[u->walk_of[x]], sizeof exec[x]);
   req_cost c;
   if (rc == 0) rc = search_req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &c, err);
+  double free_ns = 0;
+  if (rc == 0) rc = search_req_free_time(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &free_ns, err);
   if (rc == 0) {
-    *out = (search_plan_totals){
-        .time_ns = c.time_ns, .cp_time_ns = c.cp_ns, .energy_nj = c.energy_nj, .gates = c.gates};
+    *out = (search_plan_totals){.time_ns = c.time_ns,
+                                .cp_time_ns = c.cp_ns,
+                                .energy_nj = c.energy_nj,
+                                .free_time_ns = free_ns,
+                                .gates = c.gates};
     memcpy(out->regulator_loss_nj, c.loss_nj, sizeof out->regulator_loss_nj);
   }
   free(exec);

@@ -91,7 +91,7 @@ static int same_unit(validate_ctx *v, const config_policy_spec *policy, const se
 
 /* The checks of one re-simulated plan against its own budget mode, most telling first:
  * the budget formula, the budget (strict: time; paper: critical-path time), and the
- * stored time, energy and (paper) overhead. */
+ * stored time, energy, overhead and the paper's overhead. */
 static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl, const store_validation_rec *o,
                        const search_plan_totals *sim, double tol, char *msg, size_t cap) {
   const double sim_cp = sim->cp_time_ns;
@@ -108,6 +108,7 @@ static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl, cons
   const double want = search_budget_ns(mode, b->t_nodvfs_ns, b->t_peak_ns, pl->slack);
   const double fit = paper ? sim_cp : o->sim_time_ns;
   const double overhead = 100.0 * (o->sim_time_ns - sim_cp) / b->t_nodvfs_ns;
+  const double paper_overhead = 100.0 * (o->sim_time_ns - sim->free_time_ns) / b->t_nodvfs_ns;
   if (!close_to(pl->budget_ns, want, tol))
     snprintf(msg, cap, "budget %.6g ns is not %s = %.6g ns", pl->budget_ns,
              paper ? "(1 + slack) x T_nodvfs" : "max(T_nodvfs, T_peak) + slack x T_nodvfs", want);
@@ -125,6 +126,9 @@ static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl, cons
              "re-simulated critical path %.9g ns / overhead %.6g %% differ from the "
              "stored %.9g ns / %.6g %%",
              sim_cp, overhead, pl->cp_time_ns, pl->overhead_pct);
+  else if (fabs(paper_overhead - pl->paper_overhead_pct) > tol * fmax(1.0, fabs(paper_overhead)))
+    snprintf(msg, cap, "re-simulated paper overhead %.6g %% differs from the stored %.6g %%", paper_overhead,
+             pl->paper_overhead_pct);
   else if (loss_diff > 0)
     snprintf(msg, cap, "re-simulated regulator loss differs from the stored one by up to %.6g nJ", loss_diff);
 }

@@ -339,6 +339,18 @@ static void test_paper_overhead_tampered_fails(void **state) {
   assert_non_null(strstr(out[1].message, "overhead"));
 }
 
+/* The paper's overhead (transitions and crossings) is re-simulated too: a stored value
+ * 0.3 points off fails, naming it. */
+static void test_paper_overhead_pct_tampered_fails(void **state) {
+  plan_fixture *fx = *state;
+  fx->t->plans[0].paper_overhead_pct += 0.3;
+  store_validation_rec out[2];
+  run_bucket(fx, out);
+  assert_false(out[0].pass);
+  assert_non_null(strstr(out[0].message, "re-simulated paper overhead"));
+  assert_true(out[1].pass);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sample_stratified),
@@ -351,6 +363,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tampered_states_fail, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_paper_plans_pass, setup_plans, teardown_plans),
       cmocka_unit_test_setup_teardown(test_paper_overhead_tampered_fails, setup_plans, teardown_plans),
+      cmocka_unit_test_setup_teardown(test_paper_overhead_pct_tampered_fails, setup_plans, teardown_plans),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
