@@ -393,6 +393,26 @@ static char *slurp(const char *dir, const char *name) {
   return enpu_read_file(path, &text, &len, NULL) == 0 ? text : strdup("");
 }
 
+/* A queue of three figures (dirs[k]/stems[k].gp drawing stems[k].png) and a report
+ * dir_md/r.md.tmp to publish as r.md (paths into md_tmp and md). */
+static report_plots *queue3(const char *prog, const char *const dirs[3], const char *const stems[3],
+                            const char *dir_md, char md_tmp[300], char md[300]) {
+  char gp[64], png[64];
+  report_plots *q = NULL;
+  enpu_err err = {0};
+  put_file(dir_md, "r.md.tmp", "report\n");
+  snprintf(md_tmp, 300, "%s/r.md.tmp", dir_md);
+  snprintf(md, 300, "%s/r.md", dir_md);
+  assert_int_equal(report_plots_create(prog, &q, &err), 0);
+  for (int k = 0; k < 3; k++) {
+    snprintf(gp, sizeof gp, "%s.gp", stems[k]);
+    snprintf(png, sizeof png, "%s.png", stems[k]);
+    assert_int_equal(report_plots_add(q, dirs[k], gp, png, &err), 0);
+  }
+  assert_int_equal(report_plots_publish(q, md_tmp, md, &err), 0);
+  return q;
+}
+
 /* Three figures in two directories (one with a quote in its name), one leaving a
  * multiplot open, two printing: one gnuplot draws them all, each directory's gnuplot.log
  * gets what its figures printed, and the queued file is published. */
@@ -409,16 +429,9 @@ static void test_plots_batch(void **state) {
   put_figure(a, "two.gp", "two.png", "set multiplot layout 1,2\nplot -x\n"); /* left open */
   put_figure(b, "three.gp", "three.png", "print 'three was here'\n");
   put_file(a, "one.png", "stale"); /* redrawn, not taken for drawn */
-  put_file(a, "r.md.tmp", "report\n");
-  snprintf(md_tmp, sizeof md_tmp, "%s/r.md.tmp", a);
-  snprintf(md, sizeof md, "%s/r.md", a);
-  report_plots *q = NULL;
   enpu_err err = {0};
-  assert_int_equal(report_plots_create(prog, &q, &err), 0);
-  assert_int_equal(report_plots_add(q, a, "one.gp", "one.png", &err), 0);
-  assert_int_equal(report_plots_add(q, a, "two.gp", "two.png", &err), 0);
-  assert_int_equal(report_plots_add(q, b, "three.gp", "three.png", &err), 0);
-  assert_int_equal(report_plots_publish(q, md_tmp, md, &err), 0);
+  report_plots *q = queue3(prog, (const char *const[]){a, a, b}, (const char *const[]){"one", "two", "three"}, a,
+                           md_tmp, md);
   assert_int_equal(access(md, F_OK), -1); /* not before the figures are drawn */
   if (report_plots_draw(q, &err) != 0) fail_msg("%s", err.msg);
   assert_int_equal(take_starts(c->dir), 1);
@@ -454,16 +467,9 @@ static void test_plots_fallback(void **state) {
   put_figure(a, "good.gp", "good.png", "");
   put_file(a, "broken.gp", "set terminal pngcairo size 200,100\nset output 'broken.png'\nplot nosuch(x)\n");
   put_figure(a, "late.gp", "late.png", "");
-  put_file(a, "r.md.tmp", "report\n");
-  snprintf(md_tmp, sizeof md_tmp, "%s/r.md.tmp", a);
-  snprintf(md, sizeof md, "%s/r.md", a);
-  report_plots *q = NULL;
   enpu_err err = {0};
-  assert_int_equal(report_plots_create(prog, &q, &err), 0);
-  assert_int_equal(report_plots_add(q, a, "good.gp", "good.png", &err), 0);
-  assert_int_equal(report_plots_add(q, a, "broken.gp", "broken.png", &err), 0);
-  assert_int_equal(report_plots_add(q, a, "late.gp", "late.png", &err), 0);
-  assert_int_equal(report_plots_publish(q, md_tmp, md, &err), 0);
+  report_plots *q = queue3(prog, (const char *const[]){a, a, a}, (const char *const[]){"good", "broken", "late"}, a,
+                           md_tmp, md);
   assert_int_equal(report_plots_draw(q, &err), ENPU_ERR_INTERNAL);
   snprintf(want, sizeof want, "gnuplot failed on %s/broken.gp (status 1): ", a);
   assert_non_null(strstr(err.msg, want));
