@@ -61,10 +61,11 @@ void report_gp_preamble(FILE *gp, const char *png, int height, const char *title
 /* ---- gnuplot -------------------------------------------------------------------- */
 
 /* First line of gnuplot.log, for an error message. */
-static void log_first_line(const char *log, char *out, size_t len) {
+static void log_first_line(const char *log, off_t from, char *out, size_t len) {
   out[0] = '\0';
   FILE *f = fopen(log, "r");
   if (!f) return;
+  if (fseeko(f, from, SEEK_SET) != 0) rewind(f);
   while (fgets(out, (int)len, f) && strspn(out, " \t\r\n") == strlen(out)) {
   }
   fclose(f);
@@ -107,6 +108,8 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
    * the child's ENOENT would read as gnuplot missing */
   const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   ENPU_RETURN_IF(fd < 0, err, ENPU_ERR_IO, "cannot write %s: %s", log, strerror(errno));
+  /* the log keeps every earlier run's lines: an error quotes this run's first */
+  const off_t before = lseek(fd, 0, SEEK_END);
   char *argv[] = {(char *)program, "-e", cd, gp, NULL};
   int status = 0;
   const int rc = report_spawn_gnuplot(program, argv, fd, &status, err);
@@ -114,7 +117,7 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
   ENPU_FORWARD(rc);
   char first[256];
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    log_first_line(log, first, sizeof first);
+    log_first_line(log, before < 0 ? 0 : before, first, sizeof first);
     return enpu_errorf(err, ENPU_ERR_INTERNAL, "gnuplot failed on %s (status %d): %s (see %s)", gp,
                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, first, log);
   }
