@@ -24,9 +24,12 @@ deps:
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# Each build runs its own $(JOBS) jobs, also under `make -j` (make test): without
+# MAKEFLAGS the inner make does not see the outer jobserver, which it would drop anyway
+# with a warning ("-jN forced in submake").
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@MAKEFLAGS= cmake --build $(BUILD) -j $(JOBS)
 
 # The C sources of src/ and tests/ in the style of .clang-format (clang-format 14), in
 # place; `make test` fails while a file differs (integration_format).
@@ -43,7 +46,7 @@ format: deps
 ASAN_G ?= -g1
 asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 $(ASAN_G)" -DENPU_SANITIZE=ON >/dev/null
-	@cmake --build $(ASAN_BUILD) -j $(JOBS) --target unit-tests
+	@MAKEFLAGS= cmake --build $(ASAN_BUILD) -j $(JOBS) --target unit-tests
 
 # Each libFuzzer target runs FUZZ_RUNS inputs with a fixed seed (so CI is reproducible)
 # from a corpus seeded with real inputs:
@@ -57,7 +60,7 @@ FUZZ_LONG_S ?= 600
 
 fuzz-setup: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@MAKEFLAGS= cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@rm -rf $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_CORPORA))
 	@mkdir -p $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_CORPORA))
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
@@ -70,7 +73,7 @@ fuzz-setup: build
 # name and libFuzzer's "Done N runs" line, and a crash fails the target.
 FUZZ_EXTRA_config := jobs
 fuzz: fuzz-setup
-	@$(MAKE) --no-print-directory -j $(JOBS) $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+	@MAKEFLAGS= $(MAKE) --no-print-directory -j $(JOBS) $(addprefix fuzz-run-,$(FUZZ_TARGETS))
 
 fuzz-run-%:
 	@set -o pipefail; $(FUZZ_BUILD)/tests/fuzz/fuzz_$* -seed=1 -runs=$(FUZZ_RUNS) -print_final_stats=0 \
