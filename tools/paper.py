@@ -96,6 +96,12 @@ def resolve(base_dir, rel):
     return os.path.normpath(os.path.join(base_dir, rel))
 
 
+def canonical(arg):
+    """A command-line argument as a stage key holds it: a path (it has a '/' and is no
+    option) made absolute, anything else as it is."""
+    return os.path.abspath(arg) if "/" in arg and not arg.startswith("-") else arg
+
+
 def as_given(path):
     """A path as a command line names it: relative to the working directory when it lies
     below it. The commands write the paths they are given into their outputs (a report's
@@ -235,13 +241,17 @@ class Runner:
         return json.loads(p.stdout)["content_hash"]
 
     def key(self, cmds, files=(), stores=()):
+        """A stage's key: the binary, its commands and its inputs' contents. A path is keyed
+        as the absolute path it names, not as spelled: the commands name paths relative to
+        the working directory when they lie below it (as_given), so the same pipeline run
+        from another directory spells them differently and must still find its stages done."""
         h = hashlib.sha256()
         h.update(self.enpu_sha.encode())
-        h.update(json.dumps(cmds).encode())
-        for f in files:
-            h.update(f.encode() + sha256_file(f).encode())
-        for s in stores:
-            h.update(s.encode() + self.content_hash(s).encode())
+        h.update(json.dumps([[canonical(a) for a in argv] for argv in cmds]).encode())
+        for f in sorted(files, key=canonical):
+            h.update(canonical(f).encode() + sha256_file(f).encode())
+        for s in sorted(stores, key=canonical):
+            h.update(canonical(s).encode() + self.content_hash(s).encode())
         return h.hexdigest()
 
     def stage(self, mdir, name, cmds, files=(), stores=(), outputs=(), stdout_to=None, env=None):
