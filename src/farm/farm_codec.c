@@ -35,8 +35,8 @@ static const store_field bucket_list[] = {
     BUCKET(walk_start_energy_nj), BUCKET(message)};
 static const store_field plan_list[] = {
     PLAN(budget), PLAN(slack), PLAN(budget_ns), PLAN(time_ns), PLAN(energy_nj), PLAN(cp_time_ns),
-    PLAN(overhead_pct), PLAN(paper_overhead_pct), PLAN(lower_bound_nj), PLAN(savings_vs_nodvfs), PLAN(walk_prefix), PLAN(states_first),
-    PLAN(states_count), PLAN(regulator_loss_nj), PLAN(gated), PLAN(gates)};
+    PLAN(overhead_pct), PLAN(paper_overhead_pct), PLAN(lower_bound_nj), PLAN(savings_vs_nodvfs),
+    PLAN(walk_prefix), PLAN(states_first), PLAN(states_count), PLAN(regulator_loss_nj), PLAN(gated), PLAN(gates)};
 static const store_field walk_list[] = {WALK(op), WALK(pareto), WALK(instances), WALK(time_ns), WALK(energy_nj)};
 static const store_field state_list[] = {STATE(plan), STATE(op), STATE(pareto), STATE(states), STATE(instances)};
 static const store_field point_list[] = {POINT(states), POINT(time_ns), POINT(energy_nj), POINT(energy_by_slot_nj)};

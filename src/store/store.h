@@ -27,7 +27,8 @@
  * 3: a checksum per table and over the root attributes, pending buckets in checkpoints.
  * 4: plans carry their regulator loss per component and their power gating; policy
  * groups may be policy variants (pg+, @shadow=) and epoch policies, whose ops are epochs
- * (kind STORE_OP_KIND_EPOCH). */
+ * (kind STORE_OP_KIND_EPOCH).
+ * 5: plans carry the paper's overhead (paper_overhead_pct) beside the runtime's. */
 #define STORE_FORMAT_VERSION 5u
 #define STORE_NSTATE PLANSTORE_NSTATE /* frequency states per plan: SA, VU, SRAM, HBM, ICI */
 #define STORE_NENERGY 7               /* energy slots: SA, VU, SRAM, HBM, ICI, FE, other */

@@ -34,8 +34,8 @@ static const store_field walk_fields[] = {WALK(bucket), WALK(op), WALK(pareto), 
                                           WALK(energy_nj)};
 static const store_field plan_fields[] = {
     PLAN(bucket), PLAN(budget), PLAN(slack), PLAN(budget_ns), PLAN(time_ns), PLAN(energy_nj), PLAN(cp_time_ns),
-    PLAN(overhead_pct), PLAN(paper_overhead_pct), PLAN(lower_bound_nj), PLAN(savings_vs_nodvfs), PLAN(walk_prefix), PLAN(states_first),
-    PLAN(states_count), PLAN(regulator_loss_nj), PLAN(gated), PLAN(gates)};
+    PLAN(overhead_pct), PLAN(paper_overhead_pct), PLAN(lower_bound_nj), PLAN(savings_vs_nodvfs),
+    PLAN(walk_prefix), PLAN(states_first), PLAN(states_count), PLAN(regulator_loss_nj), PLAN(gated), PLAN(gates)};
 static const store_field plan_state_fields[] = {PLAN_STATE(plan), PLAN_STATE(op), PLAN_STATE(pareto),
                                                 PLAN_STATE(states), PLAN_STATE(instances)};
 static const store_field validation_fields[] = {
