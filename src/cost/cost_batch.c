@@ -107,13 +107,14 @@ int cost_eval_batch(cost_ctx *ctx, const graph_op *op, const cost_plan *plans, i
     }
   if (n == 0) return 0;
   const cost_entry *e = NULL;
-  if (!pl->gating) {
+  const int one_by_one = pl->gating || pl->kind == COST_PIPE_PAPER_BASE; /* no shared kernel */
+  if (!one_by_one) {
     ENPU_FORWARD(cost_memo_get(ctx, op, cost_pipeline_shadow(ctx, pl), &e, err));
     ENPU_FORWARD(cache_bind(ctx, e, pl, err));
   }
   for (int i = 0; i < n; i++) {
     cost_result r;
-    const int rc = pl->gating ? cost_eval(ctx, op, &plans[i], pl, &r, err)
+    const int rc = one_by_one ? cost_eval(ctx, op, &plans[i], pl, &r, err)
                               : batch_plan(ctx, op, e, &plans[i], pl, &r, err);
     if (rc < 0) {
       enpu_err_prefix(err, "plan %d of the batch: ", i);
@@ -193,6 +194,8 @@ static int check_box(const cost_ctx *ctx, const cost_plan *lo, const cost_plan *
     for (int w = 0; w < u; w++)
       ENPU_RETURN_IF(pl->domain[u] == pl->domain[w], err, ENPU_ERR_INVALID,
                      "plan box bounds need every unit in its own domain (units %d and %d share)", w, u);
+  ENPU_RETURN_IF(pl->kind == COST_PIPE_PAPER_BASE, err, ENPU_ERR_INVALID,
+                 "plan box bounds are for the search's pipelines, not the paper's overhead base");
   ENPU_RETURN_IF(pl->gating, err, ENPU_ERR_INVALID,
                  "plan box bounds do not hold under power gating (it saves static energy)");
   return 0;

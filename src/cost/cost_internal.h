@@ -117,6 +117,7 @@ typedef struct {
   double stall_ns;                                  /* FE scoreboard stalls */
   double bundles;                                   /* bundles issued */
   double gated_ns[COST_NGATED], gates[COST_NGATED]; /* gaps gated, per core unit */
+  double period_ns; /* steady-state time per trip; NAN if the loop is too short to settle */
 } cost_run;
 
 /* Scratch of the executor, sized for COST_MAX_REGS; lives in the context. */
@@ -151,6 +152,10 @@ void cost_kernel_alloc_shadow(cost_kernel *k, int n_shadow);
  * periodic steady state. The executor is exposed for the Figure 7 test. */
 void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *sim, cost_run *out);
 
+/* The kernel's steady-state time per iteration (a trip over its unroll) with the given
+ * timing, whatever its own trip count: it runs the body until the period shows. */
+double cost_kernel_period_ns(const cost_kernel *k, const cost_timing *tm, cost_sim *sim);
+
 /* ---------------------------------------------------------------------------------
  * The memo, one evaluation's timing, the context (shared by cost.c and cost_batch.c) */
 
@@ -176,6 +181,7 @@ typedef struct {
   double head_ns[CONFIG_NCOMP];
   double gated_ns[CONFIG_NCOMP], gates[CONFIG_NCOMP];
   cost_run core;
+  int variant; /* the core's schedule variant (index into cost_entry.kernel), -1: none */
   int unroll, sw_depth;
   double period_ns[COST_NUNIT];
 } op_timing;

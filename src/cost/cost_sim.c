@@ -20,8 +20,9 @@
  * clamps to 0 because it can no longer delay anything) is compared with the state one
  * and two trips earlier. When it repeats, the loop is periodic from there on and the
  * remaining trips are added as whole periods: evaluation cost does not depend on the
- * trip count. FIFOs are sized by Eq. 2 for one command per cycle, so they never fill
- * and are not modelled. */
+ * trip count. That advance per trip is the loop's period: its throughput (Figure 7's
+ * IPC), which cost_kernel_period_ns measures for any trip count. FIFOs are sized by
+ * Eq. 2 for one command per cycle, so they never fill and are not modelled. */
 #include <math.h>
 #include <string.h>
 
@@ -163,9 +164,10 @@ static double period_advance(const cost_kernel *k, const double *cur, const doub
   return cur[len] - prev[len] + growth;
 }
 
-void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, cost_run *out) {
-  int64_t trips = (k->iters + k->unroll - 1) / k->unroll;
-  int last_copies = (int)(k->iters - (trips - 1) * k->unroll);
+/* One execution of k over `iters` iterations (k->iters for the kernel as built). */
+static void kernel_exec(const cost_kernel *k, int64_t iters, const cost_timing *tm, cost_sim *s, cost_run *out) {
+  int64_t trips = (iters + k->unroll - 1) / k->unroll;
+  int last_copies = (int)(iters - (trips - 1) * k->unroll);
   int64_t lag = (int64_t)(k->nstage - 1) * (k->sw_depth - 1);
   int64_t execs = trips + lag;
   /* Trips whose body is fully active and not the partial last one. */
@@ -181,6 +183,7 @@ void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, c
   memset(s->used, 0, sizeof s->used);
 
   int len = snap_len(k), nsnap = 0, extrapolated = 0;
+  out->period_ns = NAN;
   for (int64_t j = 0; j < execs; j++) {
     run_body(k, tm, s, j, trips, last_copies);
     if (extrapolated || j < steady_lo || j > steady_hi) continue;
@@ -193,9 +196,11 @@ void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, c
     else if (nsnap >= MAX_STEADY_TRIPS) cyc = 1; /* not exactly periodic: use the last trip */
     if (!cyc) continue;
     const double *prev = s->snap[(nsnap - 1 - cyc) % 3];
+    const double advance_ns = period_advance(k, cur, prev, len);
+    out->period_ns = advance_ns / cyc;
     int64_t periods = (steady_hi - j) / cyc;
     if (periods > 0) {
-      shift_state(k, s, (double)periods * period_advance(k, cur, prev, len));
+      shift_state(k, s, (double)periods * advance_ns);
       s->stall_ns += (double)periods * (cur[len + 1] - prev[len + 1]);
       s->bundles += (double)periods * (cur[len + 2] - prev[len + 2]);
       for (int u = 0; u < COST_NGATED; u++) {
@@ -213,4 +218,16 @@ void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, c
   out->bundles = s->bundles;
   memcpy(out->gated_ns, s->gated_ns, sizeof out->gated_ns);
   memcpy(out->gates, s->gates, sizeof out->gates);
+}
+
+void cost_kernel_run(const cost_kernel *k, const cost_timing *tm, cost_sim *s, cost_run *out) {
+  kernel_exec(k, k->iters, tm, s, out);
+}
+
+double cost_kernel_period_ns(const cost_kernel *k, const cost_timing *tm, cost_sim *s) {
+  /* The prologue's trips, then enough steady ones that the period is found or declared */
+  const int64_t trips = (int64_t)(k->nstage - 1) * (k->sw_depth - 1) + MAX_STEADY_TRIPS + 3;
+  cost_run r;
+  kernel_exec(k, trips * k->unroll, tm, s, &r);
+  return r.period_ns / k->unroll;
 }

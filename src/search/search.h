@@ -218,10 +218,12 @@ typedef struct {
                                  serving runtime waits for) */
   double paper_overhead_pct;  /* the paper's overhead (§4.4: "primarily from V/f transition
                                  delays and domain-crossing overhead"): 100 · (time_ns −
-                                 Σ each instance alone on the crossing-free pipeline) /
-                                 T_nodvfs, the transitions and crossings without the
-                                 fill/drain, which the authors' simulator does not time
-                                 (an op lasts its slowest component's time) */
+                                 Σ each instance alone on the paper's base pipeline,
+                                 cost_pipeline_paper_base) / T_nodvfs: the transitions and
+                                 the crossings' steady-state (IPC) loss, without the
+                                 fill/drain and the longer warmup crossings give it,
+                                 which the authors' simulator does not time (an op lasts
+                                 its slowest component's time) */
   double lower_bound_nj;      /* LP relaxation over the op-level Pareto sets */
   double savings_vs_nodvfs;   /* 1 - energy / E_nodvfs */
   int64_t op_evals;           /* op-level evaluations of the policy (shared by its slacks) */
@@ -410,7 +412,11 @@ int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op, co
  * policy's pipeline and power model: the breakdown behind a Pareto point. */
 int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
-/* The same for the op run right after an op planned `prev` (NULL: as
+/* The same on the paper's base of the policy's pipeline (cost_pipeline_paper_base): an
+ * instance's share of what a plan's paper_overhead_pct is measured from. */
+int search_op_paper_base(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
+/* The same as search_op_breakdown for the op run right after an op planned `prev` (NULL: as
  * search_op_breakdown): per-rail transitions included as the request level prices them
  * (cost_eval_after; none for a policy without transitions). */
 int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
@@ -495,10 +501,11 @@ int search_compile_bucket_sets(search_ctx *s, cost_ctx *cost, const graph *g, co
 int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, const double *slacks,
                           int nslack, const search_options *opt, search_bucket_result *out, enpu_err *err);
 
-/* What a plan costs on the real operator order; free_time_ns: each instance alone with
- * crossings free (time_ns − free_time_ns is the paper's overhead, search_slack_plan). */
+/* What a plan costs on the real operator order; paper_base_time_ns: each instance alone on
+ * the paper's base pipeline (time_ns − paper_base_time_ns is the paper's overhead,
+ * search_slack_plan). */
 typedef struct {
-  double time_ns, cp_time_ns, energy_nj, free_time_ns;
+  double time_ns, cp_time_ns, energy_nj, paper_base_time_ns;
   double regulator_loss_nj[CONFIG_NCOMP];
   double gates;
 } search_plan_totals;

@@ -232,16 +232,16 @@ int search_req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int ga
   return 0;
 }
 
-/* Cache lines of an instance alone on the crossing-free pipeline (search_req_free_time);
+/* Cache lines of an instance alone on the paper's base pipeline (search_req_paper_base_time);
  * above the plain/gated modes' bits, so no other lookup matches them. */
-#define REQ_MODE_FREE (1u << 7)
+#define REQ_MODE_PAPER_BASE (1u << 7)
 
-int search_req_free_time(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, double *time_ns,
-                         enpu_err *err) {
-  ENPU_RETURN_IF(rq->price || !rq->cost, err, ENPU_ERR_INTERNAL, "crossing-free time needs the cost model");
-  cost_pipeline free = gated ? *rq->gate_pipe : *rq->pipe;
-  free.kind = COST_PIPE_IDEAL;
-  const unsigned mode = REQ_MODE_FREE | (gated ? 1u : 0u);
+int search_req_paper_base_time(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, double *time_ns,
+                               enpu_err *err) {
+  ENPU_RETURN_IF(rq->price || !rq->cost, err, ENPU_ERR_INTERNAL, "the paper's base time needs the cost model");
+  cost_pipeline base;
+  cost_pipeline_paper_base(gated ? rq->gate_pipe : rq->pipe, &base);
+  const unsigned mode = REQ_MODE_PAPER_BASE | (gated ? 1u : 0u);
   *time_ns = 0;
   for (int64_t x = 0; x < rq->instances; x++) {
     const int i = rq->op_of[x];
@@ -252,7 +252,7 @@ int search_req_free_time(const request *rq, const int (*state)[CONFIG_NCOMP], in
       cost_plan plan;
       memcpy(plan.state, state[x], sizeof plan.state);
       cost_result r;
-      ENPU_FORWARD(cost_eval(rq->cost, graph_op_at(rq->g, i), &plan, &free, &r, err));
+      ENPU_FORWARD(cost_eval(rq->cost, graph_op_at(rq->g, i), &plan, &base, &r, err));
       hit = &lines[rq->cache_next[i]++ % REQ_CACHE_WAYS];
       memcpy(hit->state, state[x], sizeof hit->state);
       hit->prev[0] = -1;
@@ -626,13 +626,13 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
   for (int64_t x = 0; rc == 0 && x < instances; x++) memcpy(exec[x], state[u->walk_of[x]], sizeof exec[x]);
   req_cost c;
   if (rc == 0) rc = search_req_total(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &c, err);
-  double free_ns = 0;
-  if (rc == 0) rc = search_req_free_time(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &free_ns, err);
+  double base_ns = 0;
+  if (rc == 0) rc = search_req_paper_base_time(&rq, (const int(*)[CONFIG_NCOMP])exec, gated, &base_ns, err);
   if (rc == 0) {
     *out = (search_plan_totals){.time_ns = c.time_ns,
                                 .cp_time_ns = c.cp_ns,
                                 .energy_nj = c.energy_nj,
-                                .free_time_ns = free_ns,
+                                .paper_base_time_ns = base_ns,
                                 .gates = c.gates};
     memcpy(out->regulator_loss_nj, c.loss_nj, sizeof out->regulator_loss_nj);
   }

@@ -226,11 +226,12 @@ void search_scratch_free(scratch *sc);
 /* Time (transitions included), critical-path time, energy and regulator loss of the plan
  * `state` (execution order), plain or with power gating (gated: rq->gating only). */
 int search_req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, req_cost *out, enpu_err *err);
-/* The plan's time with its V/f transitions and domain crossings taken out: each instance
- * alone (no predecessor) on the pipeline it runs on (gate_pipe when gated) with crossings
- * free, summed. The cost model only (rq->price unset). */
-int search_req_free_time(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, double *time_ns,
-                         enpu_err *err);
+/* The plan's time with what the paper counts as overhead taken out (its V/f transitions
+ * and the crossings' throughput loss): each instance alone (no predecessor) on the paper's
+ * base of the pipeline it runs on (gate_pipe when gated; cost_pipeline_paper_base),
+ * summed. The cost model only (rq->price unset). */
+int search_req_paper_base_time(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, double *time_ns,
+                               enpu_err *err);
 
 /* Units of a per-operator request: one per graph op (search_units_build's default). */
 int search_units_of_ops(const graph *g, search_units **out, enpu_err *err);

@@ -274,3 +274,16 @@ int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, confi
                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
   return search_op_breakdown_after(s, cost, op, policy, opt, NULL, state, out, err);
 }
+
+int search_op_paper_base(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
+  search_options defaults;
+  if (!opt) search_options_default(&defaults), opt = &defaults;
+  policy_setup ps;
+  ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
+  cost_pipeline base;
+  cost_pipeline_paper_base(&ps.pipe, &base);
+  cost_plan plan;
+  memcpy(plan.state, state, sizeof plan.state);
+  return cost_eval(cost, op, &plan, &base, out, err);
+}

@@ -108,7 +108,7 @@ static void check_plan(const store_bucket_rec *b, const store_plan_rec *pl, cons
   const double want = search_budget_ns(mode, b->t_nodvfs_ns, b->t_peak_ns, pl->slack);
   const double fit = paper ? sim_cp : o->sim_time_ns;
   const double overhead = 100.0 * (o->sim_time_ns - sim_cp) / b->t_nodvfs_ns;
-  const double paper_overhead = 100.0 * (o->sim_time_ns - sim->free_time_ns) / b->t_nodvfs_ns;
+  const double paper_overhead = 100.0 * (o->sim_time_ns - sim->paper_base_time_ns) / b->t_nodvfs_ns;
   if (!close_to(pl->budget_ns, want, tol))
     snprintf(msg, cap, "budget %.6g ns is not %s = %.6g ns", pl->budget_ns,
              paper ? "(1 + slack) x T_nodvfs" : "max(T_nodvfs, T_peak) + slack x T_nodvfs", want);

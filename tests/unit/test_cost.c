@@ -190,6 +190,126 @@ static void test_figure7(void **state) {
   assert_true(fabs(fig7_ipc(2, 0, 0) - 0.5) < 1e-9);
 }
 
+/* Figure 7 as a loop: each trip issues I(2t) and I(2t+1), each reading its own chain's
+ * value of the previous trip (dependency distance 2), for `iters` trips. Per trip, by
+ * hand from the same assumptions as test_figure7: (a) VU at the FE clock, no crossing:
+ * two commands at IPC 1, 2 FE cycles; (b) half-speed VU with crossing, no forwarding:
+ * 6 (the 1/3 IPC above); (c) the same with forwarding: VU-bound, 2 commands × 2 = 4. */
+static void fig7_loop(cost_kernel *k, int64_t iters, int fwd) {
+  memset(k, 0, sizeof *k);
+  k->ncmd = k->nreg = k->nslot = 2;
+  k->nstage = k->unroll = k->sw_depth = 1;
+  k->iters = iters;
+  for (int i = 0; i < 2; i++) {
+    cost_cmd *c = &k->cmd[i];
+    c->dst = c->src[0] = (int16_t)i;
+    c->src_prev[0] = 1;
+    c->src_fwd[0] = (uint8_t)fwd;
+    c->src[1] = -1;
+    c->unit = CONFIG_VU;
+    c->bundle_start = 1;
+    c->occ_cycles = c->lat_cycles = 1;
+  }
+}
+
+static cost_timing fig7_timing(double t_vu, int crossing) {
+  cost_timing tm = {0};
+  for (int u = 0; u < COST_NUNIT; u++) tm.period_ns[u] = 1;
+  tm.period_ns[CONFIG_VU] = t_vu;
+  if (crossing) tm.cross_in_ns[CONFIG_VU] = t_vu, tm.cross_out_ns[CONFIG_VU] = 1;
+  return tm;
+}
+
+/* The loop period the paper's overhead reads (cost_kernel_period_ns): Figure 7's
+ * steady-state IPC, for any trip count, and what a loop of n trips loses to crossing
+ * beyond its warmup: n × (6 − 4) FE cycles without forwarding, none with it. */
+static void test_figure7_loop_period(void **state) {
+  (void)state;
+  static cost_kernel k;
+  static cost_sim sim;
+  const cost_timing a = fig7_timing(1, 0), b = fig7_timing(2, 1), ideal = fig7_timing(2, 0);
+  const int64_t trips[3] = {1, 5, 1000};
+  for (int i = 0; i < 3; i++) {
+    fig7_loop(&k, trips[i], 0);
+    assert_true(fabs(cost_kernel_period_ns(&k, &a, &sim) - 2) < 1e-9);
+    assert_true(fabs(cost_kernel_period_ns(&k, &b, &sim) - 6) < 1e-9);
+    assert_true(fabs(cost_kernel_period_ns(&k, &ideal, &sim) - 4) < 1e-9);
+    fig7_loop(&k, trips[i], 1);
+    assert_true(fabs(cost_kernel_period_ns(&k, &b, &sim) - 4) < 1e-9);
+  }
+  /* The whole kernel's time: n periods and a warmup that does not grow with n. */
+  cost_run r100, r1000, f100, f1000;
+  fig7_loop(&k, 100, 0);
+  cost_kernel_run(&k, &b, &sim, &r100);
+  assert_true(fabs(r100.period_ns - 6) < 1e-9);
+  fig7_loop(&k, 1000, 0);
+  cost_kernel_run(&k, &b, &sim, &r1000);
+  fig7_loop(&k, 100, 1);
+  cost_kernel_run(&k, &b, &sim, &f100);
+  fig7_loop(&k, 1000, 1);
+  cost_kernel_run(&k, &b, &sim, &f1000);
+  assert_true(fabs((r1000.time_ns - r100.time_ns) - 900 * 6) < 1e-6);
+  assert_true(fabs((f1000.time_ns - f100.time_ns) - 900 * 4) < 1e-6);
+  /* Too short to settle: the run reports no period. */
+  fig7_loop(&k, 2, 0);
+  cost_run short_run;
+  cost_kernel_run(&k, &b, &sim, &short_run);
+  assert_true(isnan(short_run.period_ns));
+}
+
+/* The paper's overhead base (cost_pipeline_paper_base, COST_PIPE_PAPER_BASE): eNPU with
+ * the crossings' throughput loss given back. A VU-chain op at a slow VU clock without
+ * shadow registers loses throughput to crossing, so its base lies strictly between the
+ * crossing-free (ideal) time and the eNPU time; with every register forwarded the loop
+ * runs at the ideal rate (Figure 7c) and only the warmup crosses, which the paper does
+ * not count: the base is the eNPU time itself. Non-eNPU pipelines have no crossing: their
+ * base is crossing-free. */
+static void test_paper_base_pipeline(void **state) {
+  fixture *f = *state;
+  cost_pipeline enpu, ideal, base, nodvfs, nbase;
+  assert_int_equal(cost_pipeline_enpu(&enpu, 5, f->pm_dvfs, NULL), 0);
+  cost_pipeline_ideal(&ideal, f->pm_dvfs);
+  cost_pipeline_nodvfs(&nodvfs, f->pm_dvfs);
+  enpu.shadow_vregs = ideal.shadow_vregs = 0;
+  cost_pipeline_paper_base(&enpu, &base);
+  cost_pipeline_paper_base(&nodvfs, &nbase);
+  assert_int_equal(base.kind, COST_PIPE_PAPER_BASE);
+  assert_int_equal(base.shadow_vregs, 0);
+  assert_int_equal(nbase.kind, COST_PIPE_IDEAL);
+  graph_op norm = vector_op(GRAPH_NORM, 64, 8192, 4);
+  cost_plan slow_vu = peak(f);
+  slow_vu.state[CONFIG_VU] = 10;
+  cost_result re, ri, rb;
+  assert_int_equal(cost_eval(f->ctx, &norm, &slow_vu, &enpu, &re, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &slow_vu, &ideal, &ri, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &slow_vu, &base, &rb, NULL), 0);
+  printf("norm 64x8192, VU at state 10, no shadow: ideal %.3f us, paper base %.3f us, enpu %.3f us\n",
+         ri.time_ns / 1e3, rb.time_ns / 1e3, re.time_ns / 1e3);
+  assert_true(ri.core_ns < rb.core_ns && rb.core_ns < re.core_ns);
+  assert_true(ri.time_ns <= rb.time_ns && rb.time_ns <= re.time_ns);
+  /* The batch path evaluates the base one plan at a time, as cost_eval does. */
+  cost_brief bb;
+  assert_int_equal(cost_eval_batch(f->ctx, &norm, &slow_vu, 1, &base, &bb, NULL), 0);
+  assert_true(bb.time_ns == rb.time_ns && bb.energy_nj == rb.energy_total_nj);
+  enpu_err err = {0};
+  cost_brief lb;
+  assert_int_equal(cost_bound_box(f->ctx, &norm, &slow_vu, &slow_vu, &base, &lb, &err), ENPU_ERR_INVALID);
+  /* With the chip's full register file forwarded, no throughput is lost. */
+  enpu.shadow_vregs = ideal.shadow_vregs = f->chip->vregs;
+  cost_pipeline_paper_base(&enpu, &base);
+  assert_int_equal(cost_eval(f->ctx, &norm, &slow_vu, &enpu, &re, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &slow_vu, &ideal, &ri, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &slow_vu, &base, &rb, NULL), 0);
+  printf("the same with %d shadow registers: ideal %.3f us, paper base %.3f us, enpu %.3f us\n", f->chip->vregs,
+         ri.time_ns / 1e3, rb.time_ns / 1e3, re.time_ns / 1e3);
+  assert_true(ri.time_ns <= rb.time_ns && rb.time_ns == re.time_ns); /* Figure 7c: ideal IPC */
+  /* No crossing on NoDVFS: its base is the ideal pipeline's time at its clocks. */
+  cost_plan top = peak(f);
+  assert_int_equal(cost_eval(f->ctx, &norm, &top, &nodvfs, &re, NULL), 0);
+  assert_int_equal(cost_eval(f->ctx, &norm, &top, &nbase, &rb, NULL), 0);
+  assert_true(fabs(rb.time_ns - re.time_ns) <= 1e-9 * re.time_ns);
+}
+
 /* ---- rooflines at peak under NoDVFS ---- */
 
 static double roofline(const cost_result *r) {
@@ -675,6 +795,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fifo_depth),
       cmocka_unit_test(test_figure7),
+      cmocka_unit_test(test_figure7_loop_period),
+      cmocka_unit_test(test_paper_base_pipeline),
       cmocka_unit_test(test_roofline_matmul),
       cmocka_unit_test(test_roofline_decode_attention),
       cmocka_unit_test(test_monotone),
