@@ -181,8 +181,9 @@ typedef struct {
  * (about 2 MB), so plans that share a triple — within a batch or across batches of one
  * search — share its kernel; the engines and the pricing run per plan. The pipeline's
  * shadow register count selects the kernels as in cost_eval. Under a gating pipeline
- * the kernel's gating thresholds read every rail's voltage, so each plan is evaluated
- * whole as cost_eval does (the same results, no sharing).
+ * the kernel's gating thresholds read every rail's voltage, and a paper-base pipeline
+ * runs two schedules per plan, so each plan is evaluated whole as cost_eval does (the
+ * same results, no sharing).
  * @return 0, or cost_eval's error for the first plan that has one (named by its index;
  * out is then unspecified). */
 int cost_eval_batch(cost_ctx *ctx, const graph_op *op, const cost_plan *plans, int n, const cost_pipeline *pipeline,

@@ -46,7 +46,8 @@ typedef struct {
   double overhead_mean, overhead_max; /* the plans' overhead_pct (% of T_nodvfs): time
                                          beyond the critical path */
   double paper_overhead_mean, paper_overhead_max; /* their paper_overhead_pct: V/f
-                                         transitions and crossings (§4.4), no fill/drain */
+                                         transitions and crossings' loop throughput loss
+                                         (§4.4), no fill/drain */
 } report_savings_row;
 
 /* One row per (policy, phase, slack, budget mode) present among the plans of ok buckets,

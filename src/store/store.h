@@ -133,8 +133,9 @@ typedef struct {
   double energy_nj;
   double cp_time_ns;         /* critical-path time (what a paper budget constrains) */
   double overhead_pct;       /* 100 · (time_ns − cp_time_ns) / t_nodvfs_ns */
-  double paper_overhead_pct; /* the paper's (§4.4): V/f transitions and domain crossings only,
-                                without the fill/drain in overhead_pct (search.h) */
+  double paper_overhead_pct; /* the paper's (§4.4): V/f transitions and the crossings' loop
+                                throughput loss, without the fill/drain in overhead_pct
+                                (search.h) */
   double lower_bound_nj;
   double savings_vs_nodvfs;               /* 1 - energy_nj / e_nodvfs_nj */
   uint64_t walk_prefix;                   /* steps of the bucket's walk applied, or STORE_NO_PREFIX */

@@ -9,7 +9,8 @@ dvfs-c, dvfs-c-walk, enpu-all) is farmed twice, once per mode:
 1. h5py: every bucket and plan row carries the job's mode; budget_ns is the mode's
    formula; strict plans fit their whole time, paper plans their critical-path time, and
    overhead_pct = 100 (time - critical path) / T_nodvfs; the paper's overhead
-   (paper_overhead_pct: transitions and crossings, no fill/drain) lies in [0, overhead_pct],
+   (paper_overhead_pct: transitions and the crossings' loop throughput loss, no fill/drain)
+   lies in [0, overhead_pct],
    is 0 for NoDVFS and above 0 for eNPU-All's slowed plans; DVFS-C's plans come from the GA
    (no walk prefix) and save what the hull walk's (dvfs-c-walk) do, within 0.5 points;
    at 0 % slack paper mode saves more than strict (its budget is on the critical path).
