@@ -62,7 +62,7 @@
 
 /* Version of the cost model's behaviour: part of every plan store op key, so changing
  * what cost_eval computes (bump this) makes the farm recompute every signature. */
-#define COST_MODEL_VERSION "cost-5"
+#define COST_MODEL_VERSION "cost-6"
 
 /* Units of the chip that own a clock: the five plan components (config_component order)
  * and the frontend. */

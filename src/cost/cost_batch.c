@@ -7,8 +7,9 @@
  * pipeline; a batch (and the bounds) run a kernel only on a miss. Each plan then goes
  * through the same code as cost_eval — cost_timing_engines and cost_finish — so a batch
  * result equals a single evaluation bit for bit. A gating pipeline's kernel reads its
- * gating thresholds, which depend on every rail's voltage: its plans go through
- * cost_eval one by one, and it has no bounds (cost.h).
+ * gating thresholds, which depend on every rail's voltage, and a paper-base pipeline runs
+ * two schedules per plan: their plans go through cost_eval one by one, and they have no
+ * bounds (cost.h).
  *
  * Invariants: a slot is valid when its generation equals the cache's; binding another
  * operator or pipeline starts a new generation (a real clear only when the 32-bit
@@ -79,6 +80,7 @@ static void core_get(cost_ctx *ctx, const int eff[COST_NUNIT], op_timing *o) {
   const cost_core_slot *s = core_slot(ctx, eff);
   cost_periods(&ctx->chip, eff, o->period_ns);
   o->core = (cost_run){.time_ns = s->time_ns, .stall_ns = s->stall_ns, .bundles = s->bundles};
+  o->variant = -1; /* the slot keeps the schedule's shape, not its index */
   o->unroll = s->unroll;
   o->sw_depth = s->sw_depth;
   memset(o->gated_ns, 0, sizeof o->gated_ns);
@@ -211,7 +213,7 @@ int cost_bound_box(cost_ctx *ctx, const graph_op *op, const cost_plan *lo, const
   /* Time: the engines at hi around the least core of the box (both monotone). */
   int eff[COST_NUNIT];
   cost_effective_states(hi, pl, eff);
-  op_timing o = {0};
+  op_timing o = {.variant = -1};
   cost_periods(&ctx->chip, eff, o.period_ns);
   o.core = (cost_run){.time_ns = t->nstage > 0 ? core_floor(ctx, t, lo, hi, o.period_ns) : 0};
   cost_timing_engines(ctx, e, eff, NULL, &o);

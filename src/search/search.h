@@ -412,8 +412,9 @@ int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op, co
  * policy's pipeline and power model: the breakdown behind a Pareto point. */
 int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
-/* The same on the paper's base of the policy's pipeline (cost_pipeline_paper_base): an
- * instance's share of what a plan's paper_overhead_pct is measured from. */
+/* The same on the paper's base of the policy's pipeline (cost_pipeline_paper_base; the
+ * pipeline without gating, as search_op_breakdown): an ungated instance's share of what
+ * a plan's paper_overhead_pct is measured from. */
 int search_op_paper_base(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                          const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
 /* The same as search_op_breakdown for the op run right after an op planned `prev` (NULL: as

@@ -303,6 +303,25 @@ static void test_paper_base_pipeline(void **state) {
   printf("the same with %d shadow registers: ideal %.3f us, paper base %.3f us, enpu %.3f us\n", f->chip->vregs,
          ri.time_ns / 1e3, rb.time_ns / 1e3, re.time_ns / 1e3);
   assert_true(ri.time_ns <= rb.time_ns && rb.time_ns == re.time_ns); /* Figure 7c: ideal IPC */
+  /* Gated (pg+): the base is never longer than the op alone on the gated eNPU pipeline,
+   * nor shorter than on the gated crossing-free one, over ops and VU clocks. */
+  cost_pipeline genpu = enpu, gideal = ideal, gbase;
+  genpu.gating = gideal.gating = 1;
+  genpu.shadow_vregs = gideal.shadow_vregs = 0;
+  cost_pipeline_paper_base(&genpu, &gbase);
+  assert_int_equal(gbase.gating, 1);
+  const graph_op gops[] = {norm, decode_attention_op(8, 2, 8, 2048), vector_op(GRAPH_ELEMENTWISE, 16, 8192, 1)};
+  for (size_t i = 0; i < sizeof gops / sizeof gops[0]; i++)
+    for (int vu = 1; vu <= f->chip->freq_states; vu += 11) {
+      cost_plan pv = peak(f);
+      pv.state[CONFIG_VU] = vu;
+      cost_result a, b, z;
+      assert_int_equal(cost_eval(f->ctx, &gops[i], &pv, &genpu, &a, NULL), 0);
+      assert_int_equal(cost_eval(f->ctx, &gops[i], &pv, &gbase, &b, NULL), 0);
+      assert_int_equal(cost_eval(f->ctx, &gops[i], &pv, &gideal, &z, NULL), 0);
+      assert_true(b.time_ns <= a.time_ns);
+      assert_true(b.core_ns >= z.core_ns * (1 - 1e-12));
+    }
   /* No crossing on NoDVFS: its base is the ideal pipeline's time at its clocks. */
   cost_plan top = peak(f);
   assert_int_equal(cost_eval(f->ctx, &norm, &top, &nodvfs, &re, NULL), 0);
