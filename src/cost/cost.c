@@ -248,8 +248,7 @@ static void timing_core_paper_base(const cost_ctx *ctx, const cost_entry *e, con
   core_timing(&ctx->chip, eff, domain, 0, gate, &tm_plain);
   const cost_kernel *k = &e->kernel[o->variant];
   const double loss_ns = cost_kernel_period_ns(k, &tm_cross, sim) - cost_kernel_period_ns(k, &tm_plain, sim);
-  if (loss_ns > 0)
-    o->core.time_ns = fmax(plain.core.time_ns, o->core.time_ns - (double)e->tile.iters * loss_ns);
+  if (loss_ns > 0) o->core.time_ns = fmax(plain.core.time_ns, o->core.time_ns - (double)e->tile.iters * loss_ns);
 }
 
 /* The SA's systolic fill, part of its own time like HBM's first-request latency: the

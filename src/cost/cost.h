@@ -73,9 +73,9 @@ typedef struct {
 } cost_plan;
 
 typedef enum {
-  COST_PIPE_NODVFS = 0, /* original pipeline: one core clock, sync FIFOs, no crossing */
-  COST_PIPE_ENPU = 1,   /* async FIFOs between units in different domains (Eq. 1) */
-  COST_PIPE_IDEAL = 2,  /* a clock per unit, crossing for free */
+  COST_PIPE_NODVFS = 0,    /* original pipeline: one core clock, sync FIFOs, no crossing */
+  COST_PIPE_ENPU = 1,      /* async FIFOs between units in different domains (Eq. 1) */
+  COST_PIPE_IDEAL = 2,     /* a clock per unit, crossing for free */
   COST_PIPE_PAPER_BASE = 3 /* eNPU less the crossing overhead the paper counts: loops run at
                               the crossing-free throughput, warmups still cross (cost.c,
                               timing_core_paper_base); a reference for the paper's

@@ -276,7 +276,8 @@ int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, confi
 }
 
 int search_op_paper_base(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
-                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
+                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out,
+                         enpu_err *err) {
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;

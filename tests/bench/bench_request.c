@@ -192,14 +192,8 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
  * transitions, crossings and the loops' throughput part of them, fill/drain, and the
  * fill/drain's VU·SRAM clocks, SA clock, rest. */
 static void print_overhead_terms(const kind_acc *a, double t0_ns, int pct) {
-  const double v[8] = {a->t1 - a->tcp,
-                       a->tr_t,
-                       a->cross_t,
-                       a->cross_loop_t,
-                       a->fill_t,
-                       a->fill_vs_t,
-                       a->fill_sa_t,
-                       a->fill_t - a->fill_vs_t - a->fill_sa_t};
+  const double v[8] = {a->t1 - a->tcp, a->tr_t,      a->cross_t,   a->cross_loop_t,
+                       a->fill_t,      a->fill_vs_t, a->fill_sa_t, a->fill_t - a->fill_vs_t - a->fill_sa_t};
   for (int i = 0; i < 8; i++) printf(pct ? " %.3f %% |" : " %.3f |", 100 * v[i] / t0_ns);
 }
 
@@ -246,19 +240,20 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
     for (int c = 0; c < CONFIG_NCOMP; c++) printf("%s%.1f", c ? " / " : "", a->vstate[c] / a->t0);
     printf(" | %.4f | %.4f | %.3f %% |\n", a->tcp / a->t0, a->t1 / a->t0, 100 * a->tr_t / a->t0);
   }
-  printf("\nOverhead (time − critical path) by mechanism, in %% of T_nodvfs (the kind's share of "
-         "the plan's overhead): V/f transitions; domain crossings (the plan's states on its "
-         "pipeline less the same states on the crossing-free pipeline: async FIFOs, FE stalls "
-         "the VU shadow registers remove), and of them what the loops' steady state loses "
-         "(the paper's: Figure 7's IPC; the rest lengthens their warmup); fill and drain (the crossing-free pipeline over the "
-         "critical path: the core kernel's prologue and epilogue and the DMA → core → ICI "
-         "pipeline's last blocks at the plan's clocks); of the fill/drain, what the plan's VU and "
-         "SRAM clocks add (its fill/drain less the same with the VU and SRAM at peak: their "
-         "latencies in the last iterations), then the SA's (less the same with the SA at peak "
-         "too: its systolic fill and last passes); the rest is the DMA → core → ICI "
-         "pipeline's first and last blocks at the plan's HBM and ICI clocks:\n\n"
-         "| op kind | overhead | transitions | crossings | of them: loop throughput | fill/drain | "
-         "of it: VU/SRAM clocks | SA clock | rest |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf(
+      "\nOverhead (time − critical path) by mechanism, in %% of T_nodvfs (the kind's share of "
+      "the plan's overhead): V/f transitions; domain crossings (the plan's states on its "
+      "pipeline less the same states on the crossing-free pipeline: async FIFOs, FE stalls "
+      "the VU shadow registers remove), and of them what the loops' steady state loses "
+      "(the paper's: Figure 7's IPC; the rest lengthens their warmup); fill and drain (the crossing-free pipeline over the "
+      "critical path: the core kernel's prologue and epilogue and the DMA → core → ICI "
+      "pipeline's last blocks at the plan's clocks); of the fill/drain, what the plan's VU and "
+      "SRAM clocks add (its fill/drain less the same with the VU and SRAM at peak: their "
+      "latencies in the last iterations), then the SA's (less the same with the SA at peak "
+      "too: its systolic fill and last passes); the rest is the DMA → core → ICI "
+      "pipeline's first and last blocks at the plan's HBM and ICI clocks:\n\n"
+      "| op kind | overhead | transitions | crossings | of them: loop throughput | fill/drain | "
+      "of it: VU/SRAM clocks | SA clock | rest |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int k = 0; k <= GRAPH_NKIND; k++) {
     if (!acc[k].used) continue;
     printf("| %s |", k < GRAPH_NKIND ? graph_kind_name((graph_op_kind)k) : "**all**");
@@ -494,10 +489,9 @@ int main(int argc, char **argv) {
            "transition-aware | lifted domains | local-search moves |\n"
            "|---|---|---|---:|---:|---:|---:|---:|---:|\n");
   if (a.what == SWEEP && !rc)
-    printf(
-        "| phase | world | shadow registers | overhead | transitions | crossings | loop throughput | "
-        "fill/drain | VU/SRAM clocks | SA clock | DMA-ICI ends | T_nodvfs ms |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| phase | world | shadow registers | overhead | transitions | crossings | loop throughput | "
+           "fill/drain | VU/SRAM clocks | SA clock | DMA-ICI ends | T_nodvfs ms |\n"
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   if (a.what == CMP && !rc)
     printf("| phase | policy | slack | LP bound mJ | walk mJ (saving) | walk evals | greedy mJ "
            "(saving) | greedy evals | GA mJ (saving) | GA evals |\n"

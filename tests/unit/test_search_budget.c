@@ -202,10 +202,10 @@ static void test_paper_equals_strict_without_overhead(void **state) {
  * cost only their steady-state throughput there, cost_pipeline_paper_base), summed here
  * independently of the compiler (the decomposition's path, search_op_paper_base). For
  * eNPU-All, whose domains are `ideal`'s, that base lies between each instance alone on the
- * crossing-free `ideal` pipeline and alone on the plan's own pipeline, so the paper's overhead lies between the plan's transitions
- * (time − Σ alone) and its transitions and whole crossings (time − Σ ideal); it is 0
- * exactly for the two policies without transitions or crossings, NoDVFS and `ideal`,
- * whose whole overhead is the pipeline fill/drain alone (> 0 on a slowed plan). */
+ * crossing-free `ideal` pipeline and alone on the plan's own pipeline, so the paper's overhead lies between the
+ * plan's transitions (time − Σ alone) and its transitions and whole crossings (time − Σ ideal); it is 0 exactly for
+ * the two policies without transitions or crossings, NoDVFS and `ideal`, whose whole overhead is the pipeline
+ * fill/drain alone (> 0 on a slowed plan). */
 static void test_paper_overhead(void **state) {
   (void)state;
   enpu_err err = {0};
