@@ -282,8 +282,9 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
           "%s with the VU shadow register file sizes the store holds (the chip's is %d). "
           "`slowdown` is the plan's time over NoDVFS's at 0 %% slack (what Figure 15 plots) in the "
           "store's budget mode (paper: the critical path plus the paper's overhead), `overhead` its "
-          "whole time beyond the critical path, `paper overhead` the V/f transitions and domain "
-          "crossings alone (§4.4; without the pipeline fill/drain), all in %% of T_nodvfs.\n\n"
+          "whole time beyond the critical path, `paper overhead` the V/f transitions and what domain "
+          "crossings cost the loops' throughput (§4.4, Figure 7; without the pipeline fill/drain and "
+          "warmup), all in %% of T_nodvfs.\n\n"
           "| shadow registers | policy | phase | buckets | mean slowdown (%%) | max (%%) | mean overhead (%%) "
           "| mean paper overhead (%%) |\n"
           "|---:|---|---|---:|---:|---:|---:|---:|\n",

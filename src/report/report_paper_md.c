@@ -218,9 +218,10 @@ void report_paper_md_method(paper_ctx *x, FILE *md) {
   fprintf(md,
           "How the numbers are made:\n\n"
           "- **Budget modes** (README, \"Budget modes\"): `paper` holds a plan's critical-path time to "
-          "(1 + slack) · T_nodvfs and reports transitions and crossings as overhead, as the paper does "
-          "(§4.2, §4.4): the column to compare. `strict` holds the plan's whole time to the budget: what a "
-          "serving runtime gets. Every store exists in both; every claim that reads one has both columns.\n"
+          "(1 + slack) · T_nodvfs and reports transitions and crossings (their loop throughput, Figure 7) "
+          "as overhead, as the paper does (§4.2, §4.4): the column to compare. `strict` holds the plan's "
+          "whole time to the budget: what a serving runtime gets. Every store exists in both; every claim "
+          "that reads one has both columns.\n"
           "- **DVFS-C**: the paper's GA (`dvfs-c`, 1000 × 500 per slack, warm-started) runs on the single "
           "request of every model, where the figures use it (§4.2, Table 7 at 20 %%); the full grids and the "
           "replays use the same baseline with our hull walk (`dvfs-c-walk`). The GA costs up to %.2f s of "

@@ -137,20 +137,19 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
 }
 
 static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const int drawn[2]) {
-  fprintf(
-      md,
-      "## 1. Energy savings vs SLO slack (Figure 11)\n\n"
-      "Per policy and phase, the energy saved against NoDVFS by the stored plan of every "
-      "compiled bucket at each slack (mean over buckets, error bars from min to max). "
-      "`budget` is the mode the plans were compiled in (README, Budget modes): strict fits "
-      "the plan's whole time in max(T_nodvfs, T_peak) + slack · T_nodvfs; paper fits its "
-      "critical-path time in (1 + slack) · T_nodvfs. `overhead` is the time beyond the "
-      "critical path (V/f transitions, domain crossings and the pipeline fill/drain they "
-      "lengthen), in %% of T_nodvfs: in paper mode the plans run that much past their budget. "
-      "`paper overhead` is the paper's (§4.4): the transitions and crossings alone, as the "
-      "authors' simulator times an op (its slowest component's time, no fill/drain). The plots draw the compared policies (NoDVFS, "
-      "DVFS-C, eNPU-C, eNPU-All, Ideal); the design-space variants have their own figures "
-      "(section 4) and every policy is in the table.\n\n");
+  fprintf(md, "## 1. Energy savings vs SLO slack (Figure 11)\n\n"
+              "Per policy and phase, the energy saved against NoDVFS by the stored plan of every "
+              "compiled bucket at each slack (mean over buckets, error bars from min to max). "
+              "`budget` is the mode the plans were compiled in (README, Budget modes): strict fits "
+              "the plan's whole time in max(T_nodvfs, T_peak) + slack · T_nodvfs; paper fits its "
+              "critical-path time in (1 + slack) · T_nodvfs. `overhead` is the time beyond the "
+              "critical path (V/f transitions, domain crossings and the pipeline fill/drain they "
+              "lengthen), in %% of T_nodvfs: in paper mode the plans run that much past their budget. "
+              "`paper overhead` is the paper's (§4.4): the transitions and what crossings cost the loops' "
+              "throughput (Figure 7's IPC), as the authors' simulator times an op (its slowest component's "
+              "time: no fill/drain, no warmup). The plots draw the compared policies (NoDVFS, "
+              "DVFS-C, eNPU-C, eNPU-All, Ideal); the design-space variants have their own figures "
+              "(section 4) and every policy is in the table.\n\n");
   for (int ph = 0; ph < 2; ph++)
     if (drawn[ph]) fprintf(md, "![%s savings vs slack](savings_%s.png)\n\n", phase_names[ph], phase_names[ph]);
   fprintf(md, "| policy | phase | budget | slack (%%) | buckets | mean saving (%%) | min (%%) | max (%%) "
