@@ -224,31 +224,38 @@ void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[CO
   for (int u = 0; u < COST_NGATED; u++) o->gated_ns[u] = o->core.gated_ns[u], o->gates[u] = o->core.gates[u];
 }
 
-/* The core kernel as the paper's overhead is measured from (COST_PIPE_PAPER_BASE): the
- * eNPU kernel with the throughput that crossing costs its loop given back. §3.1 measures
- * crossing as an IPC loss (Figure 7) and says forwarding "achieves ideal IPC ... despite
- * the longer pipeline warmup"; the authors' simulator times an op by its throughputs
- * (NeuSim 45dbdc1, npusim_lib.py: the max of compute and memory time), with no warmup.
- * So the paper's crossing overhead is, for every iteration, the steady-state period of
- * the schedule the compiler picks on the crossing pipeline (its fastest variant) less the
+/* The op as the paper's overhead is measured from (COST_PIPE_PAPER_BASE), from its eNPU
+ * timing `o` and that timing's core alone (`core`, before the engines): the eNPU kernel
+ * with the throughput that crossing costs its loop given back. §3.1 measures crossing as
+ * an IPC loss (Figure 7) and says forwarding "achieves ideal IPC ... despite the longer
+ * pipeline warmup"; the authors' simulator times an op by its throughputs (NeuSim
+ * 45dbdc1, npusim_lib.py: the max of compute and memory time), with no warmup. So the
+ * paper's crossing overhead is, for every iteration, the steady-state period of the
+ * schedule the compiler picks on the crossing pipeline (its fastest variant) less the
  * period of the same schedule without crossing: crossing's cost alone, not a change of
  * schedule. What crossing adds beyond that (the loop's longer prologue and epilogue)
- * stays in this base with the rest of the fill and drain. Both runs and both periods see
- * the same gating; the base kernel is never below the crossing-free kernel (the fastest
- * variant without crossing), nor above the crossing kernel. */
-static void timing_core_paper_base(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
-                                   const int domain[COST_NUNIT], const cost_gate_limits *gate, cost_sim *sim,
-                                   op_timing *o) {
+ * stays in the base with the rest of the fill and drain. Every run sees the same gating;
+ * the base kernel is never below the crossing-free kernel (the fastest variant without
+ * crossing), and the op keeps its eNPU timing when the base would be longer: gating
+ * between blocks is not monotone in the core's time (a shorter core widens its units'
+ * gaps past a gating threshold, whose wake-ups lengthen it), and the paper's overhead is
+ * never below the plan's transitions. */
+static void paper_base(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                       const int domain[COST_NUNIT], const cost_gate_limits *gate, cost_sim *sim,
+                       const op_timing *core, op_timing *o) {
+  if (core->variant < 0) return; /* no kernel: nothing crosses */
   op_timing plain;
   cost_timing_core(ctx, e, eff, domain, 0, gate, sim, &plain);
-  cost_timing_core(ctx, e, eff, domain, 1, gate, sim, o);
-  if (o->variant < 0) return; /* no kernel: nothing crosses */
   cost_timing tm_cross, tm_plain;
   core_timing(&ctx->chip, eff, domain, 1, gate, &tm_cross);
   core_timing(&ctx->chip, eff, domain, 0, gate, &tm_plain);
-  const cost_kernel *k = &e->kernel[o->variant];
+  const cost_kernel *k = &e->kernel[core->variant];
   const double loss_ns = cost_kernel_period_ns(k, &tm_cross, sim) - cost_kernel_period_ns(k, &tm_plain, sim);
-  if (loss_ns > 0) o->core.time_ns = fmax(plain.core.time_ns, o->core.time_ns - (double)e->tile.iters * loss_ns);
+  if (!(loss_ns > 0)) return;
+  op_timing base = *core;
+  base.core.time_ns = fmax(plain.core.time_ns, core->core.time_ns - (double)e->tile.iters * loss_ns);
+  cost_timing_engines(ctx, e, eff, gate, &base);
+  if (base.time_ns <= o->time_ns) *o = base;
 }
 
 /* The SA's systolic fill, part of its own time like HBM's first-request latency: the
@@ -311,21 +318,16 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
                           op_timing *o) {
   cost_gate_limits g;
   if (gating) gate_thresholds(gating, eff, &g);
-  if (kind != COST_PIPE_PAPER_BASE) {
-    cost_timing_core(ctx, e, eff, domain, kind == COST_PIPE_ENPU, gating ? &g : NULL, &ctx->sim, o);
-    cost_timing_engines(ctx, e, eff, gating ? &g : NULL, o);
+  const cost_gate_limits *gate = gating ? &g : NULL;
+  const int base = kind == COST_PIPE_PAPER_BASE;
+  cost_timing_core(ctx, e, eff, domain, base || kind == COST_PIPE_ENPU, gate, &ctx->sim, o);
+  if (!base) {
+    cost_timing_engines(ctx, e, eff, gate, o);
     return;
   }
-  /* Gating between blocks is not monotone in the core's time (a shorter core widens its
-   * units' gaps past a gating threshold, whose wake-ups lengthen it), so the base keeps
-   * the eNPU timing whenever giving the throughput back would make the op longer: the
-   * paper's overhead is never below the plan's transitions. */
-  op_timing enpu;
-  cost_timing_core(ctx, e, eff, domain, 1, gating ? &g : NULL, &ctx->sim, &enpu);
-  cost_timing_engines(ctx, e, eff, gating ? &g : NULL, &enpu);
-  timing_core_paper_base(ctx, e, eff, domain, gating ? &g : NULL, &ctx->sim, o);
-  cost_timing_engines(ctx, e, eff, gating ? &g : NULL, o);
-  if (o->time_ns > enpu.time_ns) *o = enpu;
+  const op_timing core = *o; /* the engines add their gaps to o's */
+  cost_timing_engines(ctx, e, eff, gate, o);
+  paper_base(ctx, e, eff, domain, gate, &ctx->sim, &core, o);
 }
 
 static double max_own(const double own[CONFIG_NCOMP]) {

@@ -78,7 +78,7 @@ typedef enum {
   COST_PIPE_IDEAL = 2,     /* a clock per unit, crossing for free */
   COST_PIPE_PAPER_BASE = 3 /* eNPU less the crossing overhead the paper counts: loops run at
                               the crossing-free throughput, warmups still cross (cost.c,
-                              timing_core_paper_base); a reference for the paper's
+                              paper_base); a reference for the paper's
                               overhead, not for search */
 } cost_pipeline_kind;
 

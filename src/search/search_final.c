@@ -94,11 +94,12 @@ static void line_from(req_line *l, const cost_result *r) {
 }
 
 /* Instance x of `state` after instance x − 1 (per-rail transitions) in `mode` (req_line),
- * through the cache. */
+ * through the cache; alone on the paper's base pipeline in REQ_MODE_PAPER_BASE. */
 static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_t x, unsigned mode, req_line *out,
                      enpu_err *err) {
   const int i = rq->op_of[x];
-  const int after = x > 0 && rq->transitions && rq->model == SEARCH_TRANS_PER_RAIL;
+  const int base = (mode & REQ_MODE_PAPER_BASE) != 0;
+  const int after = !base && x > 0 && rq->transitions && rq->model == SEARCH_TRANS_PER_RAIL;
   req_line *lines = &rq->cache[(size_t)i * REQ_CACHE_WAYS];
   for (int k = 0; k < REQ_CACHE_WAYS; k++)
     if (lines[k].mode == mode && same(lines[k].state, state[x]) &&
@@ -109,9 +110,12 @@ static int inst_eval(const request *rq, const int (*state)[CONFIG_NCOMP], int64_
   cost_plan prev, plan;
   memcpy(plan.state, state[x], sizeof plan.state);
   if (after) memcpy(prev.state, state[x - 1], sizeof prev.state);
+  cost_pipeline paper;
+  const cost_pipeline *pipe = mode & 1u ? rq->gate_pipe : rq->pipe;
+  if (base) cost_pipeline_paper_base(pipe, &paper), pipe = &paper;
   cost_result r;
-  ENPU_FORWARD(cost_eval_woken(rq->cost, graph_op_at(rq->g, i), after ? &prev : NULL, &plan, mode >> 1,
-                               mode & 1u ? rq->gate_pipe : rq->pipe, &r, err));
+  ENPU_FORWARD(cost_eval_woken(rq->cost, graph_op_at(rq->g, i), after ? &prev : NULL, &plan,
+                               (mode & ~REQ_MODE_PAPER_BASE) >> 1, pipe, &r, err));
   req_line *l = &lines[rq->cache_next[i]++ % REQ_CACHE_WAYS];
   memcpy(l->state, state[x], sizeof l->state);
   if (after) memcpy(l->prev, state[x - 1], sizeof l->prev);
@@ -232,34 +236,14 @@ int search_req_total(const request *rq, const int (*state)[CONFIG_NCOMP], int ga
   return 0;
 }
 
-/* Cache lines of an instance alone on the paper's base pipeline (search_req_paper_base_time);
- * above the plain/gated modes' bits, so no other lookup matches them. */
-#define REQ_MODE_PAPER_BASE (1u << 7)
-
 int search_req_paper_base_time(const request *rq, const int (*state)[CONFIG_NCOMP], int gated, double *time_ns,
                                enpu_err *err) {
   ENPU_RETURN_IF(rq->price || !rq->cost, err, ENPU_ERR_INTERNAL, "the paper's base time needs the cost model");
-  cost_pipeline base;
-  cost_pipeline_paper_base(gated ? rq->gate_pipe : rq->pipe, &base);
-  const unsigned mode = REQ_MODE_PAPER_BASE | (gated ? 1u : 0u);
   *time_ns = 0;
   for (int64_t x = 0; x < rq->instances; x++) {
-    const int i = rq->op_of[x];
-    req_line *lines = &rq->cache[(size_t)i * REQ_CACHE_WAYS], *hit = NULL;
-    for (int k = 0; k < REQ_CACHE_WAYS && !hit; k++)
-      if (lines[k].mode == mode && same(lines[k].state, state[x])) hit = &lines[k];
-    if (!hit) {
-      cost_plan plan;
-      memcpy(plan.state, state[x], sizeof plan.state);
-      cost_result r;
-      ENPU_FORWARD(cost_eval(rq->cost, graph_op_at(rq->g, i), &plan, &base, &r, err));
-      hit = &lines[rq->cache_next[i]++ % REQ_CACHE_WAYS];
-      memcpy(hit->state, state[x], sizeof hit->state);
-      hit->prev[0] = -1;
-      hit->mode = mode;
-      line_from(hit, &r);
-    }
-    *time_ns += hit->time_ns;
+    req_line l;
+    ENPU_FORWARD(inst_eval(rq, state, x, REQ_MODE_PAPER_BASE | (gated ? 1u : 0u), &l, err));
+    *time_ns += l.time_ns;
   }
   return 0;
 }

@@ -127,8 +127,10 @@ int search_policy_setup(const search_ctx *s, config_policy policy, const search_
                         enpu_err *err);
 
 /* An evaluation cache line: one op's plan after a given previous plan, plain (mode 0) or
- * gated (mode bit 0; bits 1..5: the components woken entering it). The gated lines carry
- * what the request level's gating of inter-op intervals needs (cost.h). */
+ * gated (mode bit 0; bits 1..5: the components woken entering it), or alone on the paper's
+ * base of either pipeline (REQ_MODE_PAPER_BASE, search_req_paper_base_time). The gated
+ * lines carry what the request level's gating of inter-op intervals needs (cost.h). */
+#define REQ_MODE_PAPER_BASE (1u << 7)
 typedef struct {
   int prev[CONFIG_NCOMP], state[CONFIG_NCOMP]; /* prev[0] == -1: no previous op */
   unsigned mode;
