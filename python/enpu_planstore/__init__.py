@@ -49,7 +49,8 @@ class _Plan(ctypes.Structure):
                 ("target_ns", ctypes.c_double), ("walk_prefix", ctypes.c_uint64), ("walk_steps", ctypes.c_uint64),
                 ("time_ns", ctypes.c_double), ("energy_nj", ctypes.c_double), ("lower_bound_nj", ctypes.c_double),
                 ("savings_vs_nodvfs", ctypes.c_double), ("plan_time_ns", ctypes.c_double),
-                ("overhead_pct", ctypes.c_double), ("plan_energy_nj", ctypes.c_double), ("note", ctypes.c_char_p)]
+                ("overhead_pct", ctypes.c_double), ("paper_overhead_pct", ctypes.c_double),
+                ("plan_energy_nj", ctypes.c_double), ("note", ctypes.c_char_p)]
 
 
 class _OpStates(ctypes.Structure):
@@ -73,7 +74,7 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     out = [os.path.join(here, "..", "..", "build", "src", "store", "libenpu_planstore.so")]
     found = ctypes.util.find_library("enpu_planstore")
-    return out + [found or "libenpu_planstore.so.0"]
+    return out + [found or "libenpu_planstore.so.0.2"]
 
 
 def _load():
@@ -249,6 +250,7 @@ class PlanStore:
                 "walk_steps": plan.walk_steps, "time_ns": plan.time_ns, "energy_nj": plan.energy_nj,
                 "lower_bound_nj": plan.lower_bound_nj, "savings_vs_nodvfs": plan.savings_vs_nodvfs,
                 "plan_time_ns": _nan_none(plan.plan_time_ns), "overhead_pct": _nan_none(plan.overhead_pct),
+                "paper_overhead_pct": _nan_none(plan.paper_overhead_pct),
                 "plan_energy_nj": _nan_none(plan.plan_energy_nj), "t_nodvfs_ns": plan.t_nodvfs_ns,
                 "t_peak_ns": plan.t_peak_ns, "e_nodvfs_nj": plan.e_nodvfs_nj,
                 "ops": self._ops(plan, vfset), "capacity_note": (plan.note or b"").decode()}

@@ -173,6 +173,7 @@ static int lookup_bucket(const planstore *ps, const char *policy, int phase, int
                            .walk_steps = b->walk_count,
                            .plan_time_ns = NAN,
                            .overhead_pct = NAN,
+                           .paper_overhead_pct = NAN,
                            .plan_energy_nj = NAN,
                            .note = b->message};
   *pol = p;
@@ -196,7 +197,8 @@ static int plan_at_target(const store_policy *p, double target_ns, planstore_pla
   for (uint32_t k = 0; k < b->plan_count; k++) { /* a stored plan for this very target */
     const store_plan_rec *sp = &p->t.plans[b->plan_first + k];
     if (fabs(sp->budget_ns - target_ns) <= 1e-9 * fabs(target_ns))
-      plan->plan_time_ns = sp->time_ns, plan->overhead_pct = sp->overhead_pct, plan->plan_energy_nj = sp->energy_nj;
+      plan->plan_time_ns = sp->time_ns, plan->overhead_pct = sp->overhead_pct,
+      plan->paper_overhead_pct = sp->paper_overhead_pct, plan->plan_energy_nj = sp->energy_nj;
   }
   plan->time_ns = lo ? walk[lo - 1].time_ns : b->walk_start_time_ns;
   plan->energy_nj = lo ? walk[lo - 1].energy_nj : b->walk_start_energy_nj;
@@ -289,7 +291,7 @@ int planstore_lookup_suffix(const planstore *ps, const planstore_plan *bucket_pl
   /* The share of the pass left; an empty suffix takes no time at any prefix. */
   const double share = (double)(n - first_instance) / (double)n;
   *plan = *bucket_plan;
-  plan->plan_time_ns = plan->overhead_pct = plan->plan_energy_nj = NAN;
+  plan->plan_time_ns = plan->overhead_pct = plan->paper_overhead_pct = plan->plan_energy_nj = NAN;
   const int rc = plan_at_target(p, share > 0 ? target_ns / share : INFINITY, plan, NULL);
   plan->target_ns = target_ns;
   plan->time_ns *= share, plan->energy_nj *= share, plan->lower_bound_nj *= share;

@@ -59,10 +59,15 @@ typedef struct {
   double lower_bound_nj;    /* LP-relaxation bound on energy at target_ns */
   double savings_vs_nodvfs; /* 1 - energy_nj / e_nodvfs_nj */
   /* The stored plan compiled for this target, when there is one (a slack of the job):
-   * its time on the real operator order with V/f transitions and its overhead,
-   * 100 · (time − critical path) / T_nodvfs. NaN when no stored plan has this target. */
+   * its time on the real operator order with V/f transitions and its two overheads,
+   * each named for the world it belongs to (README, "Budget modes"): overhead_pct, what
+   * a runtime waits for, 100 · (time − critical path) / T_nodvfs; paper_overhead_pct,
+   * §4.4's, 100 · (time − Σ instances alone on the paper's base pipeline) / T_nodvfs:
+   * the V/f transitions and the crossings' loop-throughput loss, no fill/drain. NaN when
+   * no stored plan has this target. */
   double plan_time_ns;
   double overhead_pct;
+  double paper_overhead_pct;
   /* That stored plan's energy on the real operator order (with power gating for a pg
    * policy, whose walk energies are its DVFS plan's without); NaN as above. */
   double plan_energy_nj;
@@ -155,8 +160,8 @@ PLANSTORE_API uint64_t planstore_plan_instance_count(const planstore *ps, const 
  * pass, as a model's repeated layers spread theirs (the embedding and head, once per
  * pass, are where it approximates). On return time_ns, energy_nj and lower_bound_nj are
  * the suffix's, target_ns is the target, and walk_prefix names the plan whose per-op
- * states the suffix runs (planstore_plan_states); plan_time_ns, overhead_pct and
- * plan_energy_nj are NaN. A runtime that switches to it charges its own V/f transitions
+ * states the suffix runs (planstore_plan_states); plan_time_ns, overhead_pct,
+ * paper_overhead_pct and plan_energy_nj are NaN. A runtime that switches to it charges its own V/f transitions
  * (take their time off target_ns). Memory only, like planstore_retarget.
  * @return 0; ENPU_ERR_INFEASIBLE when even the fastest suffix takes longer than target_ns
  * (*plan is then the fastest, walk prefix 0; no message is formatted when err is NULL);

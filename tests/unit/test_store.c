@@ -155,6 +155,8 @@ void make_fixture(fixture *f) {
                              .time_ns = prefix ? cum_t[prefix - 1] : t0,
                              .energy_nj = prefix ? cum_e[prefix - 1] : e0,
                              .walk_prefix = prefix,
+                             .overhead_pct = 0.5 + k,
+                             .paper_overhead_pct = 0.25 + 0.5 * k,
                              .states_first = f->npstates};
       pl->lower_bound_nj = pl->energy_nj;
       pl->savings_vs_nodvfs = 1 - pl->energy_nj / b->e_nodvfs_nj;
@@ -427,6 +429,26 @@ static void test_lookup_slack(void **state) {
   }
 }
 
+/* A lookup at a stored plan's own target carries both of its overheads, each under its
+ * own name (the runtime's and the paper's); any other target has none. */
+static void test_stored_plan_overheads(void **state) {
+  ctx *c = *state;
+  const size_t row = grid_row(PLANSTORE_PREFILL, 4, 128);
+  const store_bucket_rec *b = &c->f.buckets[row];
+  planstore_plan plan;
+  enpu_err err = {0};
+  for (uint32_t k = 0; k < b->plan_count; k++) {
+    const store_plan_rec *sp = &c->f.plans[b->plan_first + k];
+    assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, sp->budget_ns, &plan, &err), 0);
+    assert_true(plan.overhead_pct == 0.5 + k && plan.paper_overhead_pct == 0.25 + 0.5 * k);
+    assert_true(plan.plan_time_ns == sp->time_ns && plan.plan_energy_nj == sp->energy_nj);
+  }
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128,
+                                    1.01 * c->f.plans[b->plan_first].budget_ns, &plan, &err),
+                   0);
+  assert_true(isnan(plan.overhead_pct) && isnan(plan.paper_overhead_pct) && isnan(plan.plan_time_ns));
+}
+
 static void test_plan_states(void **state) {
   ctx *c = *state;
   size_t row = grid_row(PLANSTORE_PREFILL, 4, 128);
@@ -535,6 +557,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_walk_prefix_targets),
       cmocka_unit_test(test_target_below_fastest),
       cmocka_unit_test(test_lookup_slack),
+      cmocka_unit_test(test_stored_plan_overheads),
       cmocka_unit_test(test_plan_states),
       cmocka_unit_test(test_lookup_suffix),
   };
