@@ -67,9 +67,15 @@ void cost_pipeline_ideal(cost_pipeline *p, const power_model *pm) {
   pipeline_set(p, COST_PIPE_IDEAL, map, pm);
 }
 
-void cost_pipeline_paper_base(const cost_pipeline *pl, cost_pipeline *out) {
+void cost_pipeline_crossing_free(const cost_pipeline *pl, cost_pipeline *out) {
   *out = *pl;
-  out->kind = pl->kind == COST_PIPE_ENPU ? COST_PIPE_PAPER_BASE : COST_PIPE_IDEAL;
+  out->kind = COST_PIPE_IDEAL;
+}
+
+void cost_pipeline_paper_base(const cost_pipeline *pl, cost_pipeline *out) {
+  const int enpu = pl->kind == COST_PIPE_ENPU; /* out may be pl */
+  cost_pipeline_crossing_free(pl, out);
+  if (enpu) out->kind = COST_PIPE_PAPER_BASE;
 }
 
 int cost_ctx_create(const config_chip *chip, cost_ctx **out, enpu_err *err) {

@@ -102,11 +102,15 @@ void cost_pipeline_nodvfs(cost_pipeline *p, const power_model *pm);
 int cost_pipeline_enpu(cost_pipeline *p, int domains, const power_model *pm, enpu_err *err);
 /* Ideal: a clock per unit and no crossing cost. */
 void cost_pipeline_ideal(cost_pipeline *p, const power_model *pm);
+/* `pl` with crossing a domain boundary free: the same domains (so the same clock drives
+ * each unit), the ideal kind. What a plan's domain crossings cost is its time on `pl`
+ * less its time on this. */
+void cost_pipeline_crossing_free(const cost_pipeline *pl, cost_pipeline *out); /* out may be pl */
 /* The pipeline the paper's overhead of a plan on `pl` is measured from (§4.4: "primarily
  * from V/f transition delays and domain-crossing overhead"; a plan's time less each op
  * alone on it): COST_PIPE_PAPER_BASE for an eNPU pipeline, crossing-free (ideal kind,
  * the same domains) for the others. */
-void cost_pipeline_paper_base(const cost_pipeline *pl, cost_pipeline *out);
+void cost_pipeline_paper_base(const cost_pipeline *pl, cost_pipeline *out); /* out may be pl */
 
 typedef struct {
   double time_ns;

@@ -417,6 +417,11 @@ int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, confi
  * a plan's paper_overhead_pct is measured from. */
 int search_op_paper_base(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                          const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err);
+/* The same on the policy's pipeline with crossing free (cost_pipeline_crossing_free; its
+ * domains, so its clocks): the plan's time less this is what its domain crossings cost. */
+int search_op_crossing_free(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                            const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out,
+                            enpu_err *err);
 /* The same as search_op_breakdown for the op run right after an op planned `prev` (NULL: as
  * search_op_breakdown): per-rail transitions included as the request level prices them
  * (cost_eval_after; none for a policy without transitions). */

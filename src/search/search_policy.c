@@ -256,16 +256,20 @@ int search_op_compile_part(search_ctx *s, cost_ctx *cost, const graph_op *op, co
   return op_pareto(s, cost, op, &ps, opt->threads, opt->budget, part, out, err);
 }
 
-/* One plan of one op on the policy's pipeline after `prev` (NULL: alone), or alone on the
- * pipeline's paper base (paper_base): the breakdowns below. */
+/* Which pipeline op_breakdown runs an op on: the policy's, or one of its references. */
+typedef enum { ON_PIPELINE, ON_PAPER_BASE, ON_CROSSING_FREE } breakdown_on;
+
+/* One plan of one op on the policy's pipeline after `prev` (NULL: alone), or alone on a
+ * reference of that pipeline (`on`): the breakdowns below. */
 static int op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                         const search_options *opt, const int prev[CONFIG_NCOMP], const int state[CONFIG_NCOMP],
-                        int paper_base, cost_result *out, enpu_err *err) {
+                        breakdown_on on, cost_result *out, enpu_err *err) {
   search_options defaults;
   if (!opt) search_options_default(&defaults), opt = &defaults;
   policy_setup ps;
   ENPU_FORWARD(search_policy_setup(s, policy, opt, &ps, err));
-  if (paper_base) cost_pipeline_paper_base(&ps.pipe, &ps.pipe);
+  if (on == ON_PAPER_BASE) cost_pipeline_paper_base(&ps.pipe, &ps.pipe);
+  if (on == ON_CROSSING_FREE) cost_pipeline_crossing_free(&ps.pipe, &ps.pipe);
   cost_plan plan, before;
   memcpy(plan.state, state, sizeof plan.state);
   const int after = prev && ps.transitions && opt->transitions == SEARCH_TRANS_PER_RAIL;
@@ -276,16 +280,22 @@ static int op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, confi
 int search_op_breakdown_after(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                               const search_options *opt, const int prev[CONFIG_NCOMP],
                               const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
-  return op_breakdown(s, cost, op, policy, opt, prev, state, 0, out, err);
+  return op_breakdown(s, cost, op, policy, opt, prev, state, ON_PIPELINE, out, err);
 }
 
 int search_op_breakdown(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                         const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out, enpu_err *err) {
-  return op_breakdown(s, cost, op, policy, opt, NULL, state, 0, out, err);
+  return op_breakdown(s, cost, op, policy, opt, NULL, state, ON_PIPELINE, out, err);
 }
 
 int search_op_paper_base(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
                          const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out,
                          enpu_err *err) {
-  return op_breakdown(s, cost, op, policy, opt, NULL, state, 1, out, err);
+  return op_breakdown(s, cost, op, policy, opt, NULL, state, ON_PAPER_BASE, out, err);
+}
+
+int search_op_crossing_free(search_ctx *s, cost_ctx *cost, const graph_op *op, config_policy policy,
+                            const search_options *opt, const int state[CONFIG_NCOMP], cost_result *out,
+                            enpu_err *err) {
+  return op_breakdown(s, cost, op, policy, opt, NULL, state, ON_CROSSING_FREE, out, err);
 }

@@ -9,8 +9,8 @@
  *            pipeline cost, the request level's distance to its LP bound, which
  *            component is on each op kind's critical path, and the paper-mode overhead
  *            (time − critical path) by mechanism: V/f transitions, domain crossings (the
- *            plan's time on its pipeline less the same states on the crossing-free `ideal`
- *            pipeline; what the VU shadow registers act on) and the pipeline fill and drain
+ *            plan's time on its pipeline less the same states on that pipeline with
+ *            crossing free, its domains kept; what the VU shadow registers act on) and the pipeline fill and drain
  *            the crossing-free pipeline still takes over the critical path, split into what
  *            the plan's VU and SRAM clocks add, what its SA clock adds, and the DMA → core
  *            → ICI pipeline's ends. POLICY may be a variant (enpu-all@shadow=N);
@@ -130,7 +130,7 @@ typedef struct {
 static int slot_of(int s) { return s < CONFIG_NCOMP ? s : POWER_SLOT_OTHER; }
 
 /* n: NoDVFS, p: the plan after its predecessor, q: the plan alone, base: alone on the
- * paper's base pipeline, z[0]: the plan's states on the crossing-free pipeline, z[1]: the
+ * paper's base pipeline, z[0]: the plan's states on the pipeline with crossing free, z[1]: the
  * same with the VU and SRAM at peak, z[2]: with the SA at peak too. */
 static void acc_add(kind_acc *a, const cost_result *n, const cost_result *p, const cost_result *q,
                     const cost_result *base, const cost_result z[3], const int *state) {
@@ -180,7 +180,7 @@ static int decompose_plan(const bench *b, config_policy pol, const search_option
           ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, pol, o, pl->state[x], &q, err));
           ENPU_FORWARD(search_op_paper_base(b->sx, b->cost, op, pol, o, pl->state[x], &pb, err));
           for (int v = 0; v < 3; v++)
-            ENPU_FORWARD(search_op_breakdown(b->sx, b->cost, op, CONFIG_POLICY_IDEAL, o, st[v], &z[v], err));
+            ENPU_FORWARD(search_op_crossing_free(b->sx, b->cost, op, pol, o, st[v], &z[v], err));
           acc_add(&acc[op->kind], &n, &p, &q, &pb, z, pl->state[x]);
           acc_add(&acc[GRAPH_NKIND], &n, &p, &q, &pb, z, pl->state[x]);
         }
