@@ -251,7 +251,9 @@ static void print_decomposition(const kind_acc *acc, const search_bucket_result 
       "SRAM clocks add (its fill/drain less the same with the VU and SRAM at peak: their "
       "latencies in the last iterations), then the SA's (less the same with the SA at peak "
       "too: its systolic fill and last passes); the rest is the DMA → core → ICI "
-      "pipeline's first and last blocks at the plan's HBM and ICI clocks:\n\n"
+      "pipeline's first and last blocks at the plan's HBM and ICI clocks. Where units share "
+      "a domain (DVFS-C, 3 and 4 domains) a step raises the shared clock, so the VU/SRAM "
+      "column also holds what their domain-mates' clock adds:\n\n"
       "| op kind | overhead | transitions | crossings | of them: loop throughput | fill/drain | "
       "of it: VU/SRAM clocks | SA clock | rest |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int k = 0; k <= GRAPH_NKIND; k++) {
