@@ -147,6 +147,9 @@ typedef struct {
   const char *warning;
 } query_answer;
 
+/* A value the store leaves NaN where it has none (no stored plan, no slack): JSON null. */
+static json_t *real_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
+
 static int print_json(const query_args *a, const query_answer *ans, const planstore_plan *pl,
                       const planstore_op_states *st, size_t n, enpu_err *err) {
   json_t *ops = json_array();
@@ -154,24 +157,19 @@ static int print_json(const query_args *a, const query_answer *ans, const planst
     if (json_array_append_new(ops, op_json(&st[i], a->vfset, err)) < 0) json_decref(ops), ops = NULL;
   json_t *doc = json_pack(
       "{s:s, s:s, s:s, s:s, s:{s:i, s:i}, s:{s:i, s:i, s:I}, s:f, s:o, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o, "
-      "s:f, s:f, s:f, s:o, s:s}",
+      "s:o, s:o, s:f, s:f, s:f, s:o, s:s}",
       "store", a->path, "policy", ans->policy, "phase", cli_phase_names[a->b.phase], "budget",
       pl->budget_mode == PLANSTORE_BUDGET_PAPER ? "paper" : "strict", "request", "batch", a->b.batch, "seq",
       a->b.seq, "bucket", "batch", pl->batch, "seq", pl->seq, "row", (json_int_t)pl->bucket, "target_ns",
-      pl->target_ns, "slack", isnan(a->slack) ? json_null() : json_real(a->slack), "walk_prefix",
-      (json_int_t)pl->walk_prefix, "walk_steps", (json_int_t)pl->walk_steps, "time_ns", pl->time_ns, "energy_nj",
-      pl->energy_nj, "lower_bound_nj", pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs,
-      "plan_time_ns", isnan(pl->plan_time_ns) ? json_null() : json_real(pl->plan_time_ns), "overhead_pct",
-      isnan(pl->overhead_pct) ? json_null() : json_real(pl->overhead_pct), "t_nodvfs_ns", pl->t_nodvfs_ns,
-      "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops, "capacity_note",
+      pl->target_ns, "slack", real_or_null(a->slack), "walk_prefix", (json_int_t)pl->walk_prefix, "walk_steps",
+      (json_int_t)pl->walk_steps, "time_ns", pl->time_ns, "energy_nj", pl->energy_nj, "lower_bound_nj",
+      pl->lower_bound_nj, "savings_vs_nodvfs", pl->savings_vs_nodvfs, "plan_time_ns",
+      real_or_null(pl->plan_time_ns), "overhead_pct", real_or_null(pl->overhead_pct), "paper_overhead_pct",
+      real_or_null(pl->paper_overhead_pct), "plan_energy_nj", real_or_null(pl->plan_energy_nj), "t_nodvfs_ns",
+      pl->t_nodvfs_ns, "t_peak_ns", pl->t_peak_ns, "e_nodvfs_nj", pl->e_nodvfs_nj, "ops", ops, "capacity_note",
       pl->note ? pl->note : "");
-  if (doc &&
-      (json_object_set_new(doc, "plan_energy_nj",
-                           isnan(pl->plan_energy_nj) ? json_null() : json_real(pl->plan_energy_nj)) < 0 ||
-       json_object_set_new(doc, "paper_overhead_pct",
-                           isnan(pl->paper_overhead_pct) ? json_null() : json_real(pl->paper_overhead_pct)) < 0 ||
-       json_object_set_new(doc, "policy_from", json_string(ans->by_default ? "default" : "--policy")) < 0 ||
-       json_object_set_new(doc, "warning", ans->warning ? json_string(ans->warning) : json_null()) < 0))
+  if (doc && (json_object_set_new(doc, "policy_from", json_string(ans->by_default ? "default" : "--policy")) < 0 ||
+              json_object_set_new(doc, "warning", ans->warning ? json_string(ans->warning) : json_null()) < 0))
     json_decref(doc), doc = NULL;
   if (!doc) return cli_fail("query", err->code ? err->msg : "cannot build JSON output");
   int rc = cli_print_json(doc);
