@@ -97,22 +97,7 @@ int cli_write_text(const char *path, const char *text, enpu_err *err) {
     fputs(text, stdout);
     return fflush(stdout) ? enpu_errorf(err, enpu_errno_code(errno), "stdout: %s", strerror(errno)) : 0;
   }
-  /* A sibling temporary renamed over the path: a reader never sees half a file, and a
-   * failed write leaves what was there. */
-  char tmp[CONFIG_PATH_LEN + 16];
-  ENPU_RETURN_IF(snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp, err,
-                 ENPU_ERR_RANGE, "%s: path too long", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return enpu_errorf(err, enpu_errno_code(errno), "%s: %s", tmp, strerror(errno));
-  const size_t n = strlen(text);
-  int ok = fwrite(text, 1, n, f) == n;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    const int e = errno;
-    remove(tmp);
-    return enpu_errorf(err, enpu_errno_code(e), "%s: %s", path, strerror(e));
-  }
-  return 0;
+  return enpu_file_write(path, text, strlen(text), 0, err); /* a reader never sees half a file */
 }
 
 int cli_load_paper_numbers(const char *path, config_paper **out, enpu_err *err) {

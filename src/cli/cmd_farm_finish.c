@@ -27,13 +27,10 @@ static int result_path(const farm_options *o, const farm_finished_job *f, const 
 static int write_summary_md(const farm_options *o, const farm_finished_job *f, enpu_err *err) {
   char path[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 32];
   ENPU_FORWARD(result_path(o, f, "summary.md", path, sizeof path, err));
-  FILE *out = fopen(path, "w");
-  ENPU_RETURN_IF(!out, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
+  FILE *out = NULL;
+  ENPU_FORWARD(enpu_file_create(path, &out, err));
   farm_summary_print(f->sum, out);
-  const int bad = ferror(out);
-  ENPU_RETURN_IF(fclose(out) != 0 || bad, err, enpu_errno_code(errno), "cannot write %s: %s", path,
-                 strerror(errno));
-  return 0;
+  return enpu_file_publish(out, path, 0, err);
 }
 
 /* The job's `validation` section: `enpu validate` on the final store with the job's

@@ -83,6 +83,26 @@ int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t
  * `dir` exists but is not a directory. */
 int enpu_mkdir_p(const char *dir, enpu_err *err);
 
+/* Files beside a store or under a results directory (common_file.c): never written
+ * through a link planted at their name. enpu_file_create opens a new temporary file
+ * `<path>.tmp` (whatever had that name removed as a name first, then created
+ * O_CREAT | O_EXCL | O_NOFOLLOW); enpu_file_publish closes it and renames it over `path`,
+ * which replaces the name itself (a symbolic or hard link there keeps its target as it
+ * was), and on any failure removes the temporary (errno decides ENPU_ERR_ENV or _IO);
+ * enpu_file_discard closes it (f may be NULL) and removes it. ENPU_FILE_DURABLE fsyncs
+ * the file before the rename and its directory after. enpu_file_write is the three for
+ * a buffer. */
+#define ENPU_FILE_DURABLE 1u
+int enpu_file_create(const char *path, FILE **f, enpu_err *err);
+int enpu_file_publish(FILE *f, const char *path, unsigned flags, enpu_err *err);
+void enpu_file_discard(FILE *f, const char *path);
+int enpu_file_write(const char *path, const void *data, size_t bytes, unsigned flags, enpu_err *err);
+
+/* Move `path` to the first free `<path><suffix>-<n>` (n = 1..999; its name in aside),
+ * never replacing a file: by link + unlink, or where hard links are not supported by a
+ * rename the caller's lock keeps safe. @return 0, ENPU_ERR_RANGE, or an errno's code. */
+int enpu_file_move_aside(const char *path, const char *suffix, char *aside, size_t cap, enpu_err *err);
+
 /* 64-bit content hash (XXH3). Signatures and provenance hashes are built with it. */
 uint64_t enpu_hash64(const void *data, size_t len, uint64_t seed);
 

@@ -319,13 +319,11 @@ static int write_file(const char *dir, const char *name, const char *policy, con
                  policy);
   if (policy) snprintf(path, sizeof path, "%s/%s_%s.csv", dir, name, policy);
   else snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  FILE *f = NULL;
+  ENPU_FORWARD(enpu_file_create(path, &f, err));
   if (write) write(f, r);
   else fputs(text, f);
-  const int bad = ferror(f);
-  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "error writing %s", path);
-  return ENPU_OK;
+  return enpu_file_publish(f, path, 0, err);
 }
 
 /* A replay's directory holds one run's files: a CSV of a policy (or of per-request rows)

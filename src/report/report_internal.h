@@ -31,10 +31,12 @@ typedef struct {
  * @return 0, ENPU_ERR_IO, ENPU_ERR_RANGE (too long). */
 int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err);
 
-/* Open <dir>/<name> for writing / close it checking every write.
- * @return 0, or ENPU_ERR_IO naming the file. */
+/* Open <dir>/<name> for writing (a new temporary file, enpu_file_create) / close it
+ * checking every write and rename it over <dir>/<name> / close and remove it unpublished.
+ * @return 0, or ENPU_ERR_IO (_ENV, _RANGE) naming the file. */
 int report_file_open(const char *dir, const char *name, FILE **f, enpu_err *err);
 int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err);
+void report_file_discard(FILE *f, const char *dir, const char *name);
 
 /* The first lines of every gnuplot script: the PNG terminal (960 x height pixels), `png`
  * as output, a title. */

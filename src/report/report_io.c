@@ -31,19 +31,30 @@ int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err) {
   return ENPU_OK;
 }
 
-int report_file_open(const char *dir, const char *name, FILE **f, enpu_err *err) {
-  char path[PATH_MAX];
-  ENPU_RETURN_IF(snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path, err, ENPU_ERR_RANGE,
+/* dir/name, or ENPU_ERR_RANGE. */
+static int file_path(const char *dir, const char *name, char path[PATH_MAX], enpu_err *err) {
+  ENPU_RETURN_IF(snprintf(path, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX, err, ENPU_ERR_RANGE,
                  "path too long: %s/%s", dir, name);
-  *f = fopen(path, "w");
-  ENPU_RETURN_IF(!*f, err, ENPU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
   return ENPU_OK;
 }
 
+int report_file_open(const char *dir, const char *name, FILE **f, enpu_err *err) {
+  char path[PATH_MAX];
+  ENPU_FORWARD(file_path(dir, name, path, err));
+  return enpu_file_create(path, f, err);
+}
+
 int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err) {
-  const int bad = ferror(f);
-  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "writing %s/%s failed", dir, name);
-  return ENPU_OK;
+  char path[PATH_MAX];
+  const int rc = file_path(dir, name, path, err);
+  if (rc < 0) fclose(f);
+  return rc < 0 ? rc : enpu_file_publish(f, path, 0, err);
+}
+
+void report_file_discard(FILE *f, const char *dir, const char *name) {
+  char path[PATH_MAX];
+  if (file_path(dir, name, path, NULL) == ENPU_OK) enpu_file_discard(f, path);
+  else fclose(f);
 }
 
 /* The gnuplot preamble shared by every script: PNG terminal and output file. */

@@ -124,17 +124,10 @@ static int write_all(paper_ctx *x, enpu_err *err) {
   ENPU_FORWARD(report_plots_draw(x->plots, err));
   FILE *md = NULL;
   const char *dir = x->o->out_dir;
-  ENPU_FORWARD(report_file_open(dir, "README.md.tmp", &md, err));
-  int rc = write_readme(x, md, err);
-  const int crc = report_file_close(md, dir, "README.md.tmp", rc == 0 ? err : NULL);
-  if (rc == 0) rc = crc;
-  char tmp[PATH_MAX + 32], final[PATH_MAX + 32];
-  snprintf(tmp, sizeof tmp, "%s/README.md.tmp", dir);
-  snprintf(final, sizeof final, "%s/README.md", dir);
-  if (rc == 0 && rename(tmp, final) < 0)
-    rc = enpu_errorf(err, ENPU_ERR_IO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
-  if (rc < 0) remove(tmp);
-  return rc;
+  ENPU_FORWARD(report_file_open(dir, "README.md", &md, err));
+  const int rc = write_readme(x, md, err);
+  if (rc < 0) report_file_discard(md, dir, "README.md");
+  return rc < 0 ? rc : report_file_close(md, dir, "README.md", err);
 }
 
 int report_paper_write(const report_paper_options *o, enpu_err *err) {

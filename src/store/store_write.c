@@ -2,23 +2,17 @@
  * zstd, provenance as root attributes, checksums, and atomic publication.
  *
  * Invariants: the HDF5 file is built in memory (HDF5's core driver, no backing file) and
- * reaches the disk only at commit, as one image written to `<path>.tmp` by this file's
- * own code (a file it creates, never through a link planted at that name), fsync'd and
- * renamed over `path`; so `path` is always either the previous complete store or the
- * new complete one, a reader that has the old file open keeps its (unlinked) inode, and
- * a full disk is one failed write() with errno — HDF5 never sees a failing file system
- * (with a file on disk, a failed close left HDF5 in a state that crashed at exit). Every
- * table gets the checksum of the rows appended to it, the root the checksum of its
- * attributes (store_hash.c). */
-#include <errno.h>
-#include <fcntl.h>
+ * reaches the disk only at commit, as one image written to `<path>.tmp`, fsync'd and
+ * renamed over `path` (enpu_file_write: never through a link planted at either name); so `path` is always either
+ * the previous complete store or the new complete one, a reader that has the old file open keeps its (unlinked)
+ * inode, and a full disk is one failed write() with errno — HDF5 never sees a failing file system (with a file on
+ * disk, a failed close left HDF5 in a state that crashed at exit). Every table gets the checksum of the rows
+ * appended to it, the root the checksum of its attributes (store_hash.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "store_internal.h"
 
@@ -40,7 +34,6 @@ struct store_writer {
   size_t npolicies, cap;
   store_root_attrs root;
   char created[32];
-  int tmp_on_disk; /* <path>.tmp exists and is ours to remove */
 };
 
 static int write_attr(hid_t loc, const char *name, hid_t file_type, const void *value, hid_t mem_type,
@@ -317,58 +310,6 @@ static int file_image(hid_t file, void **image, size_t *bytes, enpu_err *err) {
   return ENPU_OK;
 }
 
-/* A new file at `path`, created by this call (O_EXCL | O_NOFOLLOW): a symbolic link
- * there is refused; a stale file (a writer killed before its rename) or a hard link
- * planted there is removed as a name first, so no target is ever truncated and the
- * rename never publishes a link. The lock keeps other writers out of the name. */
-static int create_new(const char *path, enpu_err *err) {
-  struct stat st;
-  ENPU_RETURN_IF(lstat(path, &st) == 0 && S_ISLNK(st.st_mode), err, ENPU_ERR_INVALID,
-                 "store: refusing %s: it is a symbolic link, and the store's temporary file is never written "
-                 "through one; remove the link",
-                 path);
-  ENPU_RETURN_IF(unlink(path) != 0 && errno != ENOENT, err, enpu_errno_code(errno), "store: cannot remove %s: %s",
-                 path, strerror(errno));
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  ENPU_RETURN_IF(
-      fd < 0, err, errno == EEXIST || errno == ELOOP ? ENPU_ERR_INVALID : enpu_errno_code(errno),
-      "store: cannot create %s: %s%s", path, strerror(errno),
-      errno == EEXIST || errno == ELOOP ? " (something else created it while the store was locked)" : "");
-  return fd;
-}
-
-/* Write `bytes` of `data` to a new file at `path` and fsync it; errno decides whether a
- * failure is the environment's (no space, I/O error); *created once the file exists. */
-static int write_durably(const char *path, const void *data, size_t bytes, int *created, enpu_err *err) {
-  int fd = create_new(path, err);
-  if (fd < 0) return fd;
-  *created = 1; /* ours to remove if the rest fails */
-  const unsigned char *p = data;
-  int saved = 0;
-  for (size_t left = bytes; left > 0 && !saved;) {
-    ssize_t put = write(fd, p, left);
-    if (put < 0 && errno != EINTR) saved = errno;
-    if (put == 0) saved = EIO; /* a regular file never takes nothing */
-    if (put > 0) p += put, left -= (size_t)put;
-  }
-  if (!saved && fsync(fd) != 0) saved = errno;
-  if (close(fd) != 0 && !saved) saved = errno;
-  ENPU_RETURN_IF(saved, err, enpu_errno_code(saved), "store: cannot write %s (%zu bytes): %s", path, bytes,
-                 strerror(saved));
-  return ENPU_OK;
-}
-
-/* fsync a directory. */
-static int fsync_dir(const char *dir, enpu_err *err) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  ENPU_RETURN_IF(fd < 0, err, enpu_errno_code(errno), "store: cannot open %s: %s", dir, strerror(errno));
-  int rc = fsync(fd);
-  int saved = errno;
-  close(fd);
-  ENPU_RETURN_IF(rc != 0, err, enpu_errno_code(saved), "store: fsync %s: %s", dir, strerror(saved));
-  return ENPU_OK;
-}
-
 int store_writer_commit(store_writer *w, enpu_err *err) {
   ENPU_RETURN_IF(!w || w->file < 0, err, ENPU_ERR_INVALID, "store: writer is closed");
   void *image = NULL;
@@ -377,25 +318,15 @@ int store_writer_commit(store_writer *w, enpu_err *err) {
   if (rc == ENPU_OK) rc = file_image(w->file, &image, &bytes, err);
   H5Fclose(w->file); /* in memory: nothing can fail on disk */
   w->file = H5I_INVALID_HID;
-  if (rc == ENPU_OK) rc = write_durably(w->tmp, image, bytes, &w->tmp_on_disk, err);
+  if (rc == ENPU_OK) rc = enpu_file_write(w->path, image, bytes, ENPU_FILE_DURABLE, err);
   free(image);
-  ENPU_FORWARD(rc);
-  ENPU_RETURN_IF(rename(w->tmp, w->path) != 0, err, enpu_errno_code(errno), "store: rename %s -> %s: %s", w->tmp,
-                 w->path, strerror(errno));
-  w->tmp_on_disk = 0; /* published */
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", w->path);
-  char *slash = strrchr(dir, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == dir) dir[1] = '\0';
-  else *slash = '\0';
-  return fsync_dir(dir, err);
+  if (rc < 0) enpu_err_prefix(err, "store: ");
+  return rc;
 }
 
 void store_writer_free(store_writer *w) {
   if (!w) return;
   if (w->file >= 0) H5Fclose(w->file);
-  if (w->tmp_on_disk) unlink(w->tmp);
   for (size_t i = 0; i < w->npolicies; i++)
     for (int t = 0; t < STORE_NTABLE; t++) store_hash_free(w->policies[i].hash[t]);
   free(w->policies);

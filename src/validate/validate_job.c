@@ -41,11 +41,7 @@ static int write_whole_file(const char *dir, const char *rel, const char *data, 
   ENPU_RETURN_IF((size_t)snprintf(path, sizeof path, "%s/%s", dir, rel) >= sizeof path, err, ENPU_ERR_RANGE,
                  "path too long: %s/%s", dir, rel);
   ENPU_FORWARD(make_parents(path, strlen(dir), err));
-  FILE *f = fopen(path, "wb");
-  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: %s", path, strerror(errno));
-  const int bad = fwrite(data, 1, len, f) != len;
-  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "%s: write failed", path);
-  return 0;
+  return enpu_file_write(path, data, len, 0, err);
 }
 
 static const char *member(const json_t *doc, const char *key) {

@@ -357,12 +357,10 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
 static int write_validation_md(const validate_args *a, const store_contents *c, const policy_run *runs,
                                const validate_outcome *out, const char *inputs, enpu_err *err) {
   ENPU_FORWARD(make_parent_dirs(a->report_path, err));
-  FILE *f = fopen(a->report_path, "w");
-  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: %s", a->report_path, strerror(errno));
+  FILE *f = NULL;
+  ENPU_FORWARD(enpu_file_create(a->report_path, &f, err));
   write_markdown(f, a, c, runs, out, inputs);
-  const int bad = ferror(f);
-  ENPU_RETURN_IF(fclose(f) != 0 || bad, err, ENPU_ERR_IO, "%s: write failed", a->report_path);
-  return 0;
+  return enpu_file_publish(f, a->report_path, 0, err);
 }
 
 /* validate_run with the store's lock held. */
