@@ -54,7 +54,7 @@ void farm_bucket_result_free(farm_bucket_result *r); /* frees members; NULL no-o
 /* ---------------------------------------------------------------------------------
  * Codec: little-endian, fixed-width fields; one record = one result. */
 
-enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2, FARM_REC_PART = 3 };
+enum { FARM_REC_OP = 1, FARM_REC_BUCKET = 2, FARM_REC_PART = 3, FARM_REC_JOB = 4 /* the journal's first */ };
 
 /* A part record: one part of an op's exact search (an `ideal` sub-task), u32 part then an
  * op result holding that part's set (search_op_compile_part) with each point's per-slot
@@ -104,9 +104,19 @@ typedef struct {
  * aside). fn's error stops the replay and is returned. */
 int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_journal_stats *st, enpu_err *err);
 /* Open for appending (creating it with its header); a torn tail is truncated first so
- * new records follow the last intact one, and a file that is not a journal is renamed
- * to `<path>.unreadable` and replaced by a new journal. */
-int farm_journal_open(const char *path, farm_journal **out, enpu_err *err);
+ * new records follow the last intact one, and a file that is not a journal is moved to
+ * the first free `<path>.unreadable-<n>` (farm_journal_aside names it) and replaced by
+ * a new journal. A symbolic link or a file of several names is refused
+ * (ENPU_ERR_INVALID). `identity` (identity_bytes, 0: none) is the job's: the FARM_REC_JOB
+ * record that starts the journal whenever it holds no record. */
+int farm_journal_open(const char *path, const void *identity, size_t identity_bytes, farm_journal **out,
+                      enpu_err *err);
+/* Where open moved an unreadable file, or NULL. */
+const char *farm_journal_aside(const farm_journal *j);
+/* The identity the journal at `path` starts with, into out (len 0: no journal, an
+ * unreadable one, or one without an identity, as a journal of version 3), and how many
+ * bytes follow it (*after 0: the journal holds no work). */
+int farm_journal_identity(const char *path, farm_buf *out, int64_t *after, enpu_err *err);
 /* Compress and buffer one record (written at the next sync, or when the buffer fills). */
 int farm_journal_append(farm_journal *j, uint32_t kind, const void *payload, size_t bytes, enpu_err *err);
 /* Buffer one record already packed (farm_zframe_pack), as it is. */
@@ -122,7 +132,8 @@ void farm_zframe_free(farm_zframe *z); /* NULL no-op */
 int farm_zframe_pack(farm_zframe *z, const void *payload, size_t bytes, farm_buf *out, enpu_err *err);
 /* Write buffered records and fsync. */
 int farm_journal_sync(farm_journal *j, enpu_err *err);
-/* After a checkpoint made every record redundant: truncate to the header and fsync. */
+/* After a checkpoint made every record redundant: truncate to the header and fsync; the
+ * identity record is buffered again (written at the next sync). */
 int farm_journal_reset(farm_journal *j, enpu_err *err);
 void farm_journal_free(farm_journal *j); /* does not sync; NULL no-op */
 

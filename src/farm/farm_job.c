@@ -28,6 +28,7 @@
 
 static int journal_record(void *user, uint32_t kind, const void *payload, size_t bytes, enpu_err *err) {
   farm_job *m = user;
+  if (kind == FARM_REC_JOB) return 0; /* checked before (check_journal_identity) */
   if (kind == FARM_REC_PART) {
     farm_op_result r;
     uint32_t part;
@@ -129,51 +130,85 @@ static int same_identity(const job_identity *had, const job_identity *want) {
   return 1;
 }
 
+/* This farm's job. */
+static void job_identity_of(const farm_job *m, job_identity *id) {
+  snprintf(id->job, sizeof id->job, "%s", m->job->name);
+  snprintf(id->model, sizeof id->model, "%s", m->job->model.name);
+  snprintf(id->chip, sizeof id->chip, "%s", m->job->chip.name);
+  snprintf(id->cluster, sizeof id->cluster, "%s", m->job->cluster.name);
+}
+
+/* Refuse the `work` of another job that `holder` holds (the store's plans, the journal's
+ * unfinished work), unless --replace: then *replaced is set and a warning names it. */
+static int refuse_other_job(farm_job *m, const job_identity *had, const char *holder, const char *work,
+                            int *replaced, enpu_err *err) {
+  job_identity want;
+  job_identity_of(m, &want);
+  *replaced = 0;
+  if (same_identity(had, &want)) return 0;
+  ENPU_RETURN_IF(!m->o.replace, err, ENPU_ERR_INVALID,
+                 "refusing to farm job \"%s\" (model %s, chip %s, cluster %s; %s) into %s: %s holds the %s of job "
+                 "\"%s\" (model %s, chip %s, cluster %s). Give this job its own --store, or --replace to discard "
+                 "the other job's %s",
+                 want.job, want.model, want.chip, want.cluster, m->job_path, m->store_path, holder, work, had->job,
+                 had->model, had->chip, had->cluster, work);
+  warn(m, "--replace: %s held the %s of job \"%s\" (model %s, chip %s, cluster %s); replaced by job \"%s\"'s",
+       holder, work, had->job, had->model, had->chip, had->cluster, want.job);
+  *replaced = 1;
+  return 0;
+}
+
 /* Refuse a store compiled for another job, unless --replace: then its results are not
  * loaded (*replaced set) and the next checkpoint writes the new job over it. */
 static int check_identity(farm_job *m, int *replaced, enpu_err *err) {
   *replaced = 0;
   store_contents *c = NULL;
   if (store_load_provenance(m->store_path, &c, err) < 0) return 0; /* load_previous judges the damage */
-  job_identity had, want;
+  job_identity had;
   stored_name(c->job_json, had.job), stored_name(c->model_json, had.model);
   stored_name(c->chip_json, had.chip), stored_name(c->cluster_json, had.cluster);
   store_contents_free(c);
-  snprintf(want.job, sizeof want.job, "%s", m->job->name);
-  snprintf(want.model, sizeof want.model, "%s", m->job->model.name);
-  snprintf(want.chip, sizeof want.chip, "%s", m->job->chip.name);
-  snprintf(want.cluster, sizeof want.cluster, "%s", m->job->cluster.name);
-  if (same_identity(&had, &want)) return 0;
-  ENPU_RETURN_IF(!m->o.replace, err, ENPU_ERR_INVALID,
-                 "refusing to farm job \"%s\" (model %s, chip %s, cluster %s; %s) into %s: it holds the plans "
-                 "of job \"%s\" (model %s, chip %s, cluster %s). Give this job its own --store, or --replace "
-                 "to discard the other job's plans",
-                 want.job, want.model, want.chip, want.cluster, m->job_path, m->store_path, had.job, had.model,
-                 had.chip, had.cluster);
-  warn(m, "--replace: %s held job \"%s\" (model %s, chip %s, cluster %s); its plans are replaced by job \"%s\"'s",
-       m->store_path, had.job, had.model, had.chip, had.cluster, want.job);
-  *replaced = 1;
-  return 0;
+  return refuse_other_job(m, &had, m->store_path, "plans", replaced, err);
 }
 
-/* Move a damaged store to the first free `<store>.damaged-<n>`, never replacing one: by
- * link + unlink, or (a file system without hard links) by rename to a name that does not
- * exist, which the store's lock keeps so. */
-static int move_damaged(const char *path, char *aside, size_t cap, enpu_err *err) {
-  for (int n = 1; n <= 999; n++) {
-    ENPU_RETURN_IF(snprintf(aside, cap, "%s.damaged-%d", path, n) >= (int)cap, err, ENPU_ERR_RANGE,
-                   "%s: path too long to move it aside", path);
-    int moved = link(path, aside) == 0 ? unlink(path) : -1;
-    if (moved != 0 && (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)) {
-      struct stat st;
-      if (lstat(aside, &st) == 0) continue;
-      moved = errno == ENOENT ? rename(path, aside) : -1;
-    }
-    if (moved == 0) return 0;
-    ENPU_RETURN_IF(errno != EEXIST, err, enpu_errno_code(errno), "%s: cannot move it aside to %s: %s", path, aside,
-                   strerror(errno));
+/* The identity a journal starts with: {"job", "model", "chip", "cluster"} (malloc'd). */
+static char *journal_identity_json(const farm_job *m) {
+  job_identity id;
+  job_identity_of(m, &id);
+  json_t *doc = json_pack("{s:s, s:s, s:s, s:s}", "job", id.job, "model", id.model, "chip", id.chip, "cluster",
+                          id.cluster);
+  char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(doc);
+  return text;
+}
+
+/* A journal left by another job's farm (killed before its first checkpoint, or beside
+ * another job's store) holds that job's unfinished work: refused as its store would be,
+ * before anything is read or moved; with --replace it is removed (as a name), as is one
+ * of another job that holds no work. A journal without an identity (version 3) is taken
+ * as this job's, as a store without names is. */
+static int check_journal_identity(farm_job *m, enpu_err *err) {
+  farm_buf b = {0};
+  int64_t work_bytes = 0;
+  const int rc = farm_journal_identity(m->journal_path, &b, &work_bytes, err);
+  json_t *doc = rc == 0 && b.len ? json_loadb((const char *)b.data, b.len, 0, NULL) : NULL;
+  farm_buf_free(&b);
+  if (!doc) return rc;
+  job_identity had;
+  const char *key[] = {"job", "model", "chip", "cluster"};
+  char *field[] = {had.job, had.model, had.chip, had.cluster};
+  for (int i = 0; i < 4; i++) {
+    const char *v = json_string_value(json_object_get(doc, key[i]));
+    snprintf(field[i], CONFIG_NAME_LEN, "%s", v ? v : "?");
   }
-  return enpu_errorf(err, ENPU_ERR_ENV, "%s: %s.damaged-1 to -999 all exist; remove some", path, path);
+  json_decref(doc);
+  job_identity want;
+  job_identity_of(m, &want);
+  int replaced = work_bytes == 0 && !same_identity(&had, &want);
+  if (!replaced) ENPU_FORWARD(refuse_other_job(m, &had, m->journal_path, "unfinished work", &replaced, err));
+  ENPU_RETURN_IF(replaced && unlink(m->journal_path) != 0, err, enpu_errno_code(errno), "cannot remove %s: %s",
+                 m->journal_path, strerror(errno));
+  return 0;
 }
 
 /* The previous store's results. A store of this job is reused. A plan store that is
@@ -186,6 +221,7 @@ static int move_damaged(const char *path, char *aside, size_t cap, enpu_err *err
 static int load_previous(farm_job *m, enpu_err *err) {
   int replaced = 0;
   ENPU_FORWARD(check_identity(m, &replaced, err));
+  ENPU_FORWARD(check_journal_identity(m, err)); /* after the store's refusal, before any move */
   if (replaced) return 0;
   int64_t nops = 0, nbuckets = 0;
   int rc = farm_state_load_job_store(m->state, m->job, m->store_path, &nops, &nbuckets, &m->added_json, err);
@@ -202,7 +238,7 @@ static int load_previous(farm_job *m, enpu_err *err) {
                    "(a mistyped --store?); move it away to compile a store at this path",
                    probe.msg, m->journal_path);
     char aside[CONFIG_PATH_LEN + 16];
-    ENPU_FORWARD(move_damaged(m->store_path, aside, sizeof aside, err));
+    ENPU_FORWARD(enpu_file_move_aside(m->store_path, ".damaged", aside, sizeof aside, err));
     warn(m,
          "%s, not a plan store to reuse: moved it aside to %s; every result the journal does not hold is "
          "recomputed",
@@ -217,11 +253,6 @@ static int load_previous(farm_job *m, enpu_err *err) {
 static int read_journal(farm_job *m, enpu_err *err) {
   farm_journal_stats st;
   ENPU_FORWARD(farm_journal_replay(m->journal_path, journal_record, m, &st, err));
-  if (st.unreadable)
-    warn(m,
-         "%s is not a farm journal (bad header): moved aside to %s.unreadable; results since the last "
-         "checkpoint are recomputed",
-         m->journal_path, m->journal_path);
   if (st.skipped_bytes > 0)
     warn(m, "%s: skipped %lld damaged bytes between intact records (%lld replayed)", m->journal_path,
          (long long)st.skipped_bytes, (long long)st.records);
@@ -285,7 +316,16 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   m->sum->reused_store = farm_plan_mark_known(&m->plan, m->state);
   ENPU_FORWARD(read_journal(m, err));
   m->sum->reused_journal = farm_plan_mark_known(&m->plan, m->state);
-  ENPU_FORWARD(farm_journal_open(m->journal_path, &m->journal, err));
+  char *identity = journal_identity_json(m);
+  ENPU_RETURN_IF(!identity, err, ENPU_ERR_NOMEM, "out of memory (journal identity)");
+  const int rc = farm_journal_open(m->journal_path, identity, strlen(identity), &m->journal, err);
+  free(identity);
+  ENPU_FORWARD(rc);
+  if (farm_journal_aside(m->journal))
+    warn(m,
+         "%s is not a farm journal (bad header): moved aside to %s; results since the last checkpoint are "
+         "recomputed",
+         m->journal_path, farm_journal_aside(m->journal));
   /* Ops whose last part the journal held but not their merge: merged now. Part-way ones
    * count their parts as reused. */
   for (int i = 0; i < m->plan.nops; i++)

@@ -3,8 +3,11 @@
  * a crash loses at most the work since the last sync.
  *
  * Format (little-endian):
- *   header  "ENPUJRNL", u32 version (1), u32 0                               16 bytes
+ *   header  "ENPUJRNL", u32 version (4), u32 0                               16 bytes
  *   record  u32 kind, u32 compressed bytes, u64 checksum, one zstd frame     16 + n bytes
+ * The first record is the identity of the job whose work the journal holds
+ * (FARM_REC_JOB, the caller's bytes), written whenever the journal holds no record (new,
+ * moved aside, reset), so every record of its work follows it.
  * The checksum is enpu_hash64 (XXH3) of the compressed bytes seeded with (kind << 32 |
  * length), so a flipped bit in the kind or the length fails it too. The frame declares
  * its decompressed size, at most FARM_JOURNAL_MAX_RECORD bytes.
@@ -20,15 +23,21 @@
  *    in place. A damaged record does not hide the ones after it: the scan resynchronises
  *    on the next offset where an intact record starts, and counts the bytes it skipped.
  *  - A file whose header is not a journal's holds nothing the farm can trust: replay
- *    reports it and replays nothing, open moves it aside (to `<path>.unreadable`) and
- *    starts a new journal. The store holds everything checkpointed, so that loses at
- *    most the results since the last checkpoint, which the farm recomputes.
+ *    reports it and replays nothing, open moves it aside (to the first free
+ *    `<path>.unreadable-<n>`) and starts a new journal. The store holds everything
+ *    checkpointed, so that loses at most the results since the last checkpoint, which the
+ *    farm recomputes.
+ *  - The journal is written in place, so open refuses a file of several names (the
+ *    others' content would change) and never follows a symbolic link; a new journal is
+ *    made whole beside its name and renamed over it (enpu_file_write).
  *  - Records are buffered in memory until sync (or until the buffer exceeds
  *    JOURNAL_FLUSH_BYTES); only sync makes them durable.
  *  - A record's frame is made by whoever makes the record (farm_zframe_pack: a worker
  *    for the results it computes); the journal checks its size and checksums it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,8 +51,9 @@
  * 3: policies are variant codes; plans carry regulator loss and gating; an epoch
  * policy's bucket records carry its epochs' op results; part records (FARM_REC_PART)
  * hold the parts of split op searches. */
-#define JOURNAL_VERSION 3u
-#define JOURNAL_ZSTD_LEVEL 1 /* fsync dominates; a fast level keeps the master light */
+#define JOURNAL_VERSION 4u
+#define JOURNAL_VERSION_NO_JOB 3u /* 4: the first record is the job's identity; a 3 is read as a 4 without */
+#define JOURNAL_ZSTD_LEVEL 1      /* fsync dominates; a fast level keeps the master light */
 enum { HEADER_BYTES = 16, RECORD_HEAD_BYTES = 16 };
 /* Largest decompressed record: far above any bucket's walk, low enough that a crafted
  * frame cannot make replay allocate much. */
@@ -57,7 +67,9 @@ struct farm_journal {
   off_t end;        /* end of the last record written to the file */
   farm_buf pending; /* encoded records not yet written */
   farm_zframe *z;
-  farm_buf frame; /* the record being appended, packed */
+  farm_buf frame;    /* the record being appended, packed */
+  farm_buf identity; /* the FARM_REC_JOB payload (len 0: none) */
+  char *aside;       /* where open moved an unreadable file, or NULL */
 };
 
 /* Scratch reused across records while scanning. */
@@ -65,6 +77,13 @@ typedef struct {
   farm_buf comp, plain, window;
   ZSTD_DCtx *dctx;
 } scan_scratch;
+
+static void scratch_free(scan_scratch *sc) {
+  farm_buf_free(&sc->comp);
+  farm_buf_free(&sc->plain);
+  farm_buf_free(&sc->window);
+  ZSTD_freeDCtx(sc->dctx);
+}
 
 static void put_le32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -141,6 +160,7 @@ static int check_header(int fd, off_t size, const char *path, enpu_err *err) {
   size_t n = size < HEADER_BYTES ? (size_t)size : HEADER_BYTES;
   ENPU_RETURN_IF(pread_full(fd, got, n, 0) != 0, err, enpu_errno_code(errno), "%s: cannot read: %s", path,
                  strerror(errno));
+  if (n == HEADER_BYTES && get_le32(got + 8) == JOURNAL_VERSION_NO_JOB) put_le32(got + 8, JOURNAL_VERSION);
   if (memcmp(got, want, n) != 0) return HEADER_BAD;
   return n < HEADER_BYTES ? HEADER_TORN : HEADER_INTACT;
 }
@@ -242,10 +262,7 @@ static int journal_scan(int fd, off_t size, const char *path, farm_journal_fn fn
     off += RECORD_HEAD_BYTES + (off_t)comp_len;
     *good_end = off;
   }
-  farm_buf_free(&sc.comp);
-  farm_buf_free(&sc.plain);
-  farm_buf_free(&sc.window);
-  ZSTD_freeDCtx(sc.dctx);
+  scratch_free(&sc);
   return rc;
 }
 
@@ -280,20 +297,6 @@ int farm_journal_replay(const char *path, farm_journal_fn fn, void *user, farm_j
   return rc;
 }
 
-/* fsync the directory holding `path`, so a newly created file survives a crash. */
-static int fsync_parent(const char *path, enpu_err *err) {
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-  ENPU_RETURN_IF(!dir, err, ENPU_ERR_NOMEM, "%s: out of memory", path);
-  int fd = open(dir, O_RDONLY);
-  int rc = fd < 0 ? -1 : fsync(fd);
-  int saved = errno;
-  if (fd >= 0) close(fd);
-  free(dir);
-  ENPU_RETURN_IF(rc != 0, err, enpu_errno_code(saved), "%s: cannot fsync its directory: %s", path, strerror(saved));
-  return ENPU_OK;
-}
-
 /* Make the file exactly `bytes` long and durable. */
 static int truncate_sync(int fd, off_t bytes, const char *path, enpu_err *err) {
   ENPU_RETURN_IF(ftruncate(fd, bytes) != 0 || fsync(fd) != 0, err, enpu_errno_code(errno),
@@ -301,22 +304,44 @@ static int truncate_sync(int fd, off_t bytes, const char *path, enpu_err *err) {
   return ENPU_OK;
 }
 
-/* A file that is no journal goes to `<path>.unreadable` (for a post-mortem; an older
- * one there is replaced) and a new, empty file takes its place. */
-static int move_aside(farm_journal *j, enpu_err *err) {
-  char *aside = malloc(strlen(j->path) + sizeof ".unreadable");
-  ENPU_RETURN_IF(!aside, err, ENPU_ERR_NOMEM, "%s: out of memory", j->path);
-  strcpy(aside, j->path);
-  strcat(aside, ".unreadable");
-  int rc = rename(j->path, aside) == 0 ? ENPU_OK
-                                       : enpu_errorf(err, enpu_errno_code(errno), "%s: cannot move it to %s: %s",
-                                                     j->path, aside, strerror(errno));
-  free(aside);
-  ENPU_FORWARD(rc);
-  close(j->fd);
-  j->fd = open(j->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  ENPU_RETURN_IF(j->fd < 0, err, enpu_errno_code(errno), "%s: cannot create: %s", j->path, strerror(errno));
+/* Open the file at j->path to append: a plain file of one name, never through a link.
+ * @return 0, 1 when there is none, or an error. */
+static int open_file(farm_journal *j, enpu_err *err) {
+  j->fd = open(j->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (j->fd < 0 && errno == ENOENT) return 1;
+  ENPU_RETURN_IF(j->fd < 0, err, errno == ELOOP ? ENPU_ERR_INVALID : enpu_errno_code(errno), "%s: cannot open: %s",
+                 j->path, strerror(errno));
+  struct stat st;
+  ENPU_RETURN_IF(fstat(j->fd, &st) != 0, err, enpu_errno_code(errno), "%s: cannot stat: %s", j->path,
+                 strerror(errno));
+  ENPU_RETURN_IF(!S_ISREG(st.st_mode) || st.st_nlink != 1, err, ENPU_ERR_INVALID,
+                 "refusing %s: it is not a plain file of one name (%ju hard links), and a journal is written in "
+                 "place; remove it",
+                 j->path, (uintmax_t)st.st_nlink);
   return ENPU_OK;
+}
+
+/* A new journal, its header alone, in place of whatever had its name. */
+static int create_file(farm_journal *j, enpu_err *err) {
+  if (j->fd >= 0) close(j->fd);
+  j->fd = -1;
+  unsigned char h[HEADER_BYTES];
+  make_header(h);
+  ENPU_FORWARD(enpu_file_write(j->path, h, sizeof h, ENPU_FILE_DURABLE, err));
+  const int rc = open_file(j, err);
+  ENPU_RETURN_IF(rc > 0, err, ENPU_ERR_IO, "%s: removed right after it was made", j->path);
+  j->end = HEADER_BYTES;
+  return rc;
+}
+
+/* A file that is no journal goes to the first free `<path>.unreadable-<n>` (for a
+ * post-mortem) and a new journal takes its place. */
+static int move_aside(farm_journal *j, enpu_err *err) {
+  char aside[PATH_MAX];
+  ENPU_FORWARD(enpu_file_move_aside(j->path, ".unreadable", aside, sizeof aside, err));
+  j->aside = strdup(aside);
+  ENPU_RETURN_IF(!j->aside, err, ENPU_ERR_NOMEM, "%s: out of memory", j->path);
+  return create_file(j, err);
 }
 
 /* Bring an open journal file to "header + intact records" and find its end. */
@@ -326,17 +351,12 @@ static int prepare_file(farm_journal *j, enpu_err *err) {
                  strerror(errno));
   int rc = check_header(j->fd, st.st_size, j->path, err);
   if (rc < 0) return rc;
-  if (rc == HEADER_BAD) ENPU_FORWARD(move_aside(j, err));
-  if (rc != HEADER_INTACT) { /* new, moved aside, or torn before its header was complete */
-    unsigned char h[HEADER_BYTES];
-    make_header(h);
-    ENPU_FORWARD(truncate_sync(j->fd, 0, j->path, err));
-    ENPU_RETURN_IF(pwrite_full(j->fd, h, sizeof h, 0) != 0, err, enpu_errno_code(errno),
-                   "%s: cannot write the header: %s", j->path, strerror(errno));
-    ENPU_FORWARD(truncate_sync(j->fd, HEADER_BYTES, j->path, err));
-    j->end = HEADER_BYTES;
-    return fsync_parent(j->path, err);
-  }
+  if (rc == HEADER_BAD) return move_aside(j, err);
+  if (rc == HEADER_TORN) return create_file(j, err); /* a crash before its header was complete */
+  unsigned char h[HEADER_BYTES];                     /* an older version's header becomes this one's */
+  make_header(h);
+  ENPU_RETURN_IF(pwrite_full(j->fd, h, sizeof h, 0) != 0, err, enpu_errno_code(errno),
+                 "%s: cannot write the header: %s", j->path, strerror(errno));
   off_t good_end;
   farm_journal_stats scanned = {0};
   ENPU_FORWARD(journal_scan(j->fd, st.st_size, j->path, NULL, NULL, &scanned, &good_end, err));
@@ -345,7 +365,14 @@ static int prepare_file(farm_journal *j, enpu_err *err) {
   return ENPU_OK;
 }
 
-int farm_journal_open(const char *path, farm_journal **out, enpu_err *err) {
+/* The job's identity first, whenever the journal holds no record. */
+static int begin(farm_journal *j, enpu_err *err) {
+  if (j->end != HEADER_BYTES || !j->identity.len) return ENPU_OK;
+  return farm_journal_append(j, FARM_REC_JOB, j->identity.data, j->identity.len, err);
+}
+
+int farm_journal_open(const char *path, const void *identity, size_t identity_bytes, farm_journal **out,
+                      enpu_err *err) {
   *out = NULL;
   farm_journal *j = calloc(1, sizeof *j);
   ENPU_RETURN_IF(!j, err, ENPU_ERR_NOMEM, "%s: out of memory", path);
@@ -353,17 +380,43 @@ int farm_journal_open(const char *path, farm_journal **out, enpu_err *err) {
   j->fd = -1;
   int rc = j->path ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   if (rc == ENPU_OK) rc = farm_zframe_create(&j->z, err);
-  if (rc == ENPU_OK) {
-    j->fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (j->fd < 0) rc = enpu_errorf(err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
-  }
-  if (rc == ENPU_OK) rc = prepare_file(j, err);
+  if (rc == ENPU_OK && identity_bytes) rc = grow_buf(&j->identity, identity_bytes, path, err);
+  if (rc == ENPU_OK && identity_bytes) memcpy(j->identity.data, identity, j->identity.len = identity_bytes);
+  if (rc == ENPU_OK) rc = open_file(j, err);
+  if (rc > 0) rc = create_file(j, err);
+  else if (rc == ENPU_OK) rc = prepare_file(j, err);
+  if (rc == ENPU_OK) rc = begin(j, err);
   if (rc != ENPU_OK) {
     farm_journal_free(j);
     return rc;
   }
   *out = j;
   return ENPU_OK;
+}
+
+const char *farm_journal_aside(const farm_journal *j) { return j->aside; }
+
+int farm_journal_identity(const char *path, farm_buf *out, int64_t *after, enpu_err *err) {
+  out->len = 0;
+  *after = 0;
+  int fd;
+  off_t size = 0;
+  int rc = open_existing(path, &fd, &size, err);
+  if (rc != ENPU_OK) return rc > 0 ? ENPU_OK : rc;
+  scan_scratch sc = {.dctx = ZSTD_createDCtx()};
+  uint32_t kind = 0, comp_len = 0;
+  rc = check_header(fd, size, path, err);
+  if (rc == HEADER_INTACT)
+    rc = sc.dctx ? read_record(fd, HEADER_BYTES, size, &sc, &kind, &comp_len, path, err)
+                 : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: no memory for zstd", path);
+  else if (rc > 0) rc = 0; /* torn or unreadable: no identity */
+  if (rc == 1 && kind == FARM_REC_JOB && (rc = grow_buf(out, sc.plain.len + 1, path, err)) == ENPU_OK) {
+    memcpy(out->data, sc.plain.data, out->len = sc.plain.len);
+    *after = size - HEADER_BYTES - RECORD_HEAD_BYTES - comp_len;
+  }
+  scratch_free(&sc);
+  close(fd);
+  return rc < 0 ? rc : ENPU_OK;
 }
 
 /* Write the pending records after the last intact one. On failure the file is cut back
@@ -450,7 +503,7 @@ int farm_journal_reset(farm_journal *j, enpu_err *err) {
   j->pending.len = 0; /* buffered records are covered by the checkpoint as well */
   ENPU_FORWARD(truncate_sync(j->fd, HEADER_BYTES, j->path, err));
   j->end = HEADER_BYTES;
-  return ENPU_OK;
+  return begin(j, err);
 }
 
 void farm_journal_free(farm_journal *j) {
@@ -459,6 +512,8 @@ void farm_journal_free(farm_journal *j) {
   farm_zframe_free(j->z);
   farm_buf_free(&j->frame);
   farm_buf_free(&j->pending);
+  farm_buf_free(&j->identity);
+  free(j->aside);
   free(j->path);
   free(j);
 }

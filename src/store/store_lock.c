@@ -10,8 +10,9 @@
  *    store path's own links are the user's (followed on purpose); the files beside the
  *    resolved store are the writer's: `.lock`, `.tmp` and `.journal` that are symbolic
  *    links are refused (writing through one would truncate its target and, renamed
- *    over the store, turn the store into a link to it), and so is a lock file with
- *    other hard links (its holder line would overwrite their content).
+ *    over the store, turn the store into a link to it), and so are a lock file and a
+ *    journal with other hard links (both are written in place: the other names' content
+ *    would change).
  *  - A store with more than one hard link is refused: the writer publishes by rename,
  *    which gives the name it locked a new inode and leaves the other names on the old
  *    one, so a writer through another name would hold another lock on the same data.
@@ -85,10 +86,17 @@ int store_resolve_path(const char *path, char *out, size_t cap, enpu_err *err) {
   return ENPU_OK;
 }
 
-/* A file the writer owns beside the store must not be a symbolic link. */
-static int refuse_link(const char *path, const char *what, enpu_err *err) {
+/* A file the writer owns beside the store must not be a symbolic link, nor, when the
+ * writer writes it in place (the journal), a file of other names (their content would
+ * change with it). */
+static int refuse_link(const char *path, const char *what, int in_place, enpu_err *err) {
   struct stat st;
-  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return ENPU_OK;
+  if (lstat(path, &st) != 0) return ENPU_OK;
+  ENPU_RETURN_IF(in_place && S_ISREG(st.st_mode) && st.st_nlink > 1, err, ENPU_ERR_INVALID,
+                 "refusing %s: it has %ju hard links, and a store's %s is written in place (the other names "
+                 "would change with it); remove the other links",
+                 path, (uintmax_t)st.st_nlink, what);
+  if (!S_ISLNK(st.st_mode)) return ENPU_OK;
   char target[PATH_MAX] = "?";
   ssize_t n = readlink(path, target, sizeof target - 1);
   target[n > 0 ? n : 1] = '\0';
@@ -107,9 +115,9 @@ static int check_files(const store_lock *l, enpu_err *err) {
                  (uintmax_t)st.st_nlink);
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s.tmp", l->store);
-  ENPU_FORWARD(refuse_link(path, "temporary file", err));
+  ENPU_FORWARD(refuse_link(path, "temporary file", 0, err));
   snprintf(path, sizeof path, "%s.journal", l->store);
-  ENPU_FORWARD(refuse_link(path, "journal", err));
+  ENPU_FORWARD(refuse_link(path, "journal", 1, err));
   ENPU_RETURN_IF(stat(l->store, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1, err, ENPU_ERR_INVALID,
                  "refusing plan store %s: it has %ju hard links. A writer publishes by renaming a new file over "
                  "this name, so the other names would keep the old store, and a writer through another name "
@@ -156,7 +164,7 @@ int store_lock_acquire_until(const char *path, const char *command, double wait_
   int rc = store_resolve_path(path, l->store, sizeof l->store, err);
   if (rc == ENPU_OK) {
     snprintf(l->lock_path, sizeof l->lock_path, "%s.lock", l->store);
-    rc = refuse_link(l->lock_path, "lock", err);
+    rc = refuse_link(l->lock_path, "lock", 0, err);
   }
   if (rc == ENPU_OK) { /* O_NOFOLLOW: a link planted after the check is refused too */
     l->fd = open(l->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);

@@ -23,7 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   /* tmpfs when there is one: open fsyncs, and the disk would make that the bottleneck */
   const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   snprintf(journal_path, sizeof journal_path, "%s/fuzz_journal.%ld", dir, (long)getpid());
-  snprintf(aside_path, sizeof aside_path, "%s.unreadable", journal_path); /* farm_journal_open's */
+  snprintf(aside_path, sizeof aside_path, "%s.unreadable-1", journal_path); /* farm_journal_open's */
   return 0;
 }
 
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (uint64_t)(st.dropped_bytes + st.skipped_bytes) > size || (st.unreadable && st.records))
     abort();
   farm_journal *j = NULL;
-  if (farm_journal_open(journal_path, &j, &err) != 0) abort(); /* replay accepted it */
+  if (farm_journal_open(journal_path, NULL, 0, &j, &err) != 0) abort(); /* replay accepted it */
   farm_journal_free(j);
   if (st.unreadable) unlink(aside_path);
   if (farm_journal_replay(journal_path, NULL, NULL, &again, &err) != 0 || again.records != st.records ||

@@ -1,5 +1,5 @@
 /* test_common.c — error formatting, growable arrays, blocks of parallel arrays, paths,
- * file reading, mkdir -p, hashing. */
+ * file reading, mkdir -p, hashing, files published by rename and moved aside. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +131,92 @@ static void test_mkdir_p(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* The whole of a small file, or "" when it cannot be read. */
+static const char *slurp(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* A symbolic link and a hard link planted at the final name and at its .tmp, and a stale
+ * .tmp: each is replaced as a name, the targets keep their content, the published file
+ * is a plain file of one name with the new content and no .tmp is left; a discarded file
+ * leaves nothing; a write that cannot publish (a directory at the name) removes its
+ * temporary. */
+static void test_file_publish_never_through_links(void **state) {
+  (void)state;
+  char base[] = "/tmp/test_common.XXXXXX", path[256], tmp[270], victim[256], side[256], buf[64], cmd[300];
+  enpu_err err = {0};
+  struct stat st;
+  assert_non_null(mkdtemp(base));
+  snprintf(path, sizeof path, "%s/out.md", base);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  snprintf(victim, sizeof victim, "%s/victim", base);
+  snprintf(side, sizeof side, "%s/other-name", base);
+  for (int plant = 0; plant < 5; plant++) {
+    assert_int_equal(enpu_file_write(victim, "victim\n", 7, 0, &err), 0);
+    unlink(side);
+    if (plant == 0) assert_int_equal(symlink(victim, path), 0);
+    if (plant == 1) assert_int_equal(link(victim, path), 0);
+    if (plant == 2) assert_int_equal(symlink(victim, tmp), 0);
+    if (plant == 3) assert_int_equal(link(victim, tmp), 0);
+    if (plant == 4) assert_int_equal(enpu_file_write(side, "stale", 5, 0, &err) || rename(side, tmp), 0);
+    FILE *f = NULL;
+    assert_int_equal(enpu_file_create(path, &f, &err), 0);
+    fprintf(f, "new %d\n", plant);
+    assert_int_equal(enpu_file_publish(f, path, plant % 2 ? ENPU_FILE_DURABLE : 0, &err), 0);
+    assert_string_equal(slurp(victim, buf, sizeof buf), "victim\n");
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode) && st.st_nlink == 1);
+    snprintf(cmd, sizeof cmd, "new %d\n", plant);
+    assert_string_equal(slurp(path, buf, sizeof buf), cmd);
+    assert_int_equal(lstat(tmp, &st), -1);
+    assert_int_equal(lstat(victim, &st), 0);
+    assert_int_equal(st.st_nlink, 1);
+    unlink(path);
+  }
+  FILE *f = NULL;
+  assert_int_equal(enpu_file_create(path, &f, &err), 0);
+  enpu_file_discard(f, path);
+  assert_int_equal(lstat(path, &st), -1);
+  assert_int_equal(lstat(tmp, &st), -1);
+  assert_int_equal(mkdir(path, 0700), 0);
+  assert_int_equal(enpu_file_write(path, "x", 1, 0, &err), ENPU_ERR_IO);
+  assert_non_null(strstr(err.msg, path));
+  assert_int_equal(lstat(tmp, &st), -1);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Moving aside takes the first free number and never replaces a file. */
+static void test_file_move_aside_numbers(void **state) {
+  (void)state;
+  char base[] = "/tmp/test_common.XXXXXX", path[256], aside[300], buf[16], cmd[300];
+  enpu_err err = {0};
+  assert_non_null(mkdtemp(base));
+  snprintf(path, sizeof path, "%s/j", base);
+  for (int i = 1; i <= 3; i++) {
+    char text[8];
+    snprintf(text, sizeof text, "%d", i);
+    assert_int_equal(enpu_file_write(path, text, strlen(text), 0, &err), 0);
+    if (i == 2) { /* a gap is filled, a taken name skipped */
+      snprintf(aside, sizeof aside, "%s.bad-1", path);
+      unlink(aside);
+    }
+    assert_int_equal(enpu_file_move_aside(path, ".bad", aside, sizeof aside, &err), 0);
+    snprintf(cmd, sizeof cmd, "%s.bad-%d", path, i == 3 ? 2 : 1);
+    assert_string_equal(aside, cmd);
+    assert_string_equal(slurp(aside, buf, sizeof buf), text);
+    assert_int_equal(access(path, F_OK), -1);
+  }
+  assert_int_equal(enpu_file_move_aside(path, ".bad", aside, sizeof aside, &err), ENPU_ERR_IO);
+  assert_int_equal(enpu_file_move_aside(path, ".bad", aside, 8, &err), ENPU_ERR_RANGE);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  assert_int_equal(system(cmd), 0);
+}
+
 static void test_hasher_is_field_sensitive(void **state) {
   (void)state;
   enpu_hasher a, b;
@@ -159,6 +245,8 @@ int main(void) {
       cmocka_unit_test(test_read_missing_file_names_it),
       cmocka_unit_test(test_mkdir_p),
       cmocka_unit_test(test_hasher_is_field_sensitive),
+      cmocka_unit_test(test_file_publish_never_through_links),
+      cmocka_unit_test(test_file_move_aside_numbers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

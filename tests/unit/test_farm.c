@@ -467,7 +467,7 @@ static int bench(int n) {
   if (farm_zframe_create(&z, &err) != 0 || farm_zframe_pack(z, rec.data, rec.len, &frame, &err) != 0) return 1;
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
     farm_journal *j = NULL;
-    if (farm_journal_open(path, &j, &err) != 0) return 1;
+    if (farm_journal_open(path, NULL, 0, &j, &err) != 0) return 1;
     double t0 = enpu_now_s();
     for (int i = 0; i < n; i++) {
       if ((modes[m].packed ? farm_journal_append_frame(j, FARM_REC_BUCKET, frame.data, frame.len, &err)

@@ -1,4 +1,5 @@
-/* test_farm_journal.c — the journal: append and replay, torn tails, flipped bytes, reset
+/* test_farm_journal.c — the journal: append and replay, torn tails, flipped bytes, reset,
+ * the job's identity, links refused
  * (the farm module's unit tests, one program: test_farm.c runs these with its own;
  * test_farm.h has what the files share). */
 #include <setjmp.h>
@@ -59,7 +60,7 @@ farm_buf record_payload(int i, uint32_t *kind) {
 void append_records(const char *path, int first, int n, int sync_each) {
   farm_journal *j = NULL;
   enpu_err err = {0};
-  assert_int_equal(farm_journal_open(path, &j, &err), 0);
+  assert_int_equal(farm_journal_open(path, NULL, 0, &j, &err), 0);
   for (int i = first; i < first + n; i++) {
     uint32_t kind;
     farm_buf b = record_payload(i, &kind);
@@ -187,12 +188,23 @@ static void test_journal_flipped_byte(void **state) {
   assert_int_equal(farm_journal_replay(jpath, collect, &(collected){.fail_at = -1}, &st, &err), 0);
   assert_true(st.unreadable && st.records == 0 && st.dropped_bytes == 0);
   farm_journal *j = NULL;
-  assert_int_equal(farm_journal_open(jpath, &j, &err), 0);
-  farm_journal_free(j);
+  assert_int_equal(farm_journal_open(jpath, NULL, 0, &j, &err), 0);
   char aside[200];
-  snprintf(aside, sizeof aside, "%s.unreadable", jpath);
+  snprintf(aside, sizeof aside, "%s.unreadable-1", jpath);
+  assert_string_equal(farm_journal_aside(j), aside);
+  farm_journal_free(j);
   assert_int_equal(file_size(aside), all);
   expect_records(jpath, 0, 0);
+  /* A second unreadable journal goes beside the first, which stays as it was. */
+  flip_byte(jpath, 2);
+  assert_int_equal(farm_journal_open(jpath, NULL, 0, &j, &err), 0);
+  snprintf(aside, sizeof aside, "%s.unreadable-2", jpath);
+  assert_string_equal(farm_journal_aside(j), aside);
+  farm_journal_free(j);
+  assert_int_equal(file_size(aside), 16);
+  unlink(aside);
+  snprintf(aside, sizeof aside, "%s.unreadable-1", jpath);
+  assert_int_equal(file_size(aside), all);
   unlink(aside);
 }
 
@@ -200,7 +212,7 @@ static void test_journal_reset(void **state) {
   const char *jpath = ((tmp_fixture *)*state)->journal;
   farm_journal *j = NULL;
   enpu_err err = {0};
-  assert_int_equal(farm_journal_open(jpath, &j, &err), 0);
+  assert_int_equal(farm_journal_open(jpath, NULL, 0, &j, &err), 0);
   for (int i = 0; i < 3; i++) {
     uint32_t kind;
     farm_buf b = record_payload(i, &kind);
@@ -226,10 +238,65 @@ static void test_journal_reset(void **state) {
   farm_journal_free(NULL);
 }
 
+/* The identity starts a new journal and a reset one, is replayed as the first record and
+ * read back alone; a journal without one (made without) has none; a symbolic link and a
+ * file of two names are refused, their targets untouched. */
+static void test_journal_identity_and_links(void **state) {
+  const char *jpath = ((tmp_fixture *)*state)->journal;
+  static const char id[] = "{\"job\":\"a\"}";
+  farm_journal *j = NULL;
+  enpu_err err = {0};
+  farm_buf got = {0};
+  int64_t after = -1;
+  assert_int_equal(farm_journal_identity(jpath, &got, &after, &err), 0); /* no journal yet */
+  assert_int_equal(got.len + after, 0);
+  assert_int_equal(farm_journal_open(jpath, id, strlen(id), &j, &err), 0);
+  assert_null(farm_journal_aside(j));
+  uint32_t kind;
+  farm_buf b = record_payload(0, &kind);
+  assert_int_equal(farm_journal_append(j, kind, b.data, b.len, &err), 0);
+  assert_int_equal(farm_journal_sync(j, &err), 0);
+  assert_int_equal(farm_journal_identity(jpath, &got, &after, &err), 0);
+  assert_true(got.len == strlen(id) && after > 0); /* work follows */
+  collected c = {.fail_at = -1};
+  farm_journal_stats st;
+  assert_int_equal(farm_journal_replay(jpath, collect, &c, &st, &err), 0);
+  assert_int_equal(c.n, 2);
+  assert_int_equal(c.kinds[0], FARM_REC_JOB);
+  assert_int_equal(c.kinds[1], kind);
+  collected_free(&c);
+  assert_int_equal(farm_journal_reset(j, &err), 0);
+  assert_int_equal(farm_journal_sync(j, &err), 0);
+  farm_journal_free(j);
+  assert_int_equal(farm_journal_identity(jpath, &got, &after, &err), 0);
+  assert_int_equal(got.len, strlen(id));
+  assert_memory_equal(got.data, id, got.len);
+  assert_int_equal(after, 0); /* the reset left the identity alone */
+  unlink(jpath);
+  assert_int_equal(farm_journal_open(jpath, NULL, 0, &j, &err), 0);
+  farm_journal_free(j);
+  assert_int_equal(farm_journal_identity(jpath, &got, &after, &err), 0);
+  assert_int_equal(got.len, 0);
+  char other[300];
+  snprintf(other, sizeof other, "%s.other", jpath);
+  assert_int_equal(link(jpath, other), 0);
+  assert_int_equal(farm_journal_open(jpath, id, strlen(id), &j, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "hard links"));
+  unlink(jpath);
+  assert_int_equal(symlink(other, jpath), 0);
+  assert_int_equal(farm_journal_open(jpath, id, strlen(id), &j, &err), ENPU_ERR_INVALID);
+  assert_int_equal(file_size(other), 16);
+  unlink(jpath);
+  unlink(other);
+  farm_buf_free(&got);
+  farm_buf_free(&b);
+}
+
 const struct CMUnitTest farm_journal_tests[] = {
     cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
     cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
     cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
     cmocka_unit_test_setup_teardown(test_journal_reset, tmp_setup, tmp_teardown),
+    cmocka_unit_test_setup_teardown(test_journal_identity_and_links, tmp_setup, tmp_teardown),
 };
 const size_t farm_journal_ntests = sizeof farm_journal_tests / sizeof farm_journal_tests[0];

@@ -189,20 +189,18 @@ static void test_writer_refuses_links(void **state) {
 
   assert_int_equal(store_fixture_writer(path, &test_prov, 3, &lock, &w, &err), 0);
   snprintf(side, sizeof side, "%s.tmp", path);
+  /* a link planted at .tmp after the lock's check is removed as a name, never written
+   * through (enpu_file_write); so is one at the store's own name */
   assert_int_equal(symlink(victim, side), 0);
-  assert_int_equal(store_writer_commit(w, &err), ENPU_ERR_INVALID);
-  assert_non_null(strstr(err.msg, "symbolic link"));
-  store_writer_free(w);
-  struct stat st;
-  assert_int_equal(lstat(side, &st), 0);
-  assert_true(S_ISLNK(st.st_mode));
-  read_small(victim, text, sizeof text);
-  assert_string_equal(text, "victim\n");
-  assert_int_equal(file_bytes(path), -1);
-  assert_int_equal(unlink(side), 0);
-  assert_int_equal(store_writer_create(lock, &test_prov, 3, &w, &err), 0);
+  assert_int_equal(symlink(victim, path), 0);
   assert_int_equal(store_writer_commit(w, &err), 0);
   store_writer_free(w);
+  struct stat st;
+  assert_int_equal(lstat(side, &st), -1);
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  read_small(victim, text, sizeof text);
+  assert_string_equal(text, "victim\n");
   store_lock_release(lock);
 
   snprintf(other, sizeof other, "%s/links-other-name.h5", c->dir);
