@@ -1,14 +1,15 @@
-/* cmd_model.c — `enpu model import CONFIG.json [-o MODEL.json]`: a Hugging Face
+/* cmd_model.c — `enpu model import CONFIG.json [-o MODEL.json] [--force]`: a Hugging Face
  * config.json as a model file (config_model_import_hf does the reading and checking; this
  * file parses the options, writes the file and prints the importer's notes on stderr). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli_internal.h"
 
 typedef struct {
   const char *config, *out, *name, *ignore;
-  int dtype_bytes, json;
+  int dtype_bytes, json, force;
 } import_args;
 
 static int import_run(void *args);
@@ -38,6 +39,10 @@ static const cli_opt import_opts[] = {
      .meta = "KEY[,KEY...]",
      .help = "config keys to drop although the importer does not know them\n(or, for sliding_window, cannot "
              "express them)"},
+    {.name = "force",
+     .type = CLI_FLAG,
+     .at = offsetof(import_args, force),
+     .help = "write -o even when it is CONFIG.json itself (which it replaces)"},
     CLI_JSON_OPT(import_args, "{\"output\", \"model\", \"notes\"} (the model file still goes to -o)"),
 };
 
@@ -63,8 +68,21 @@ static int report(const import_args *a, const char *model, char *notes) {
   return rc;
 }
 
+/* Is -o the config itself, however spelled (device and inode)? */
+static int output_is_input(const import_args *a) {
+  struct stat in, out;
+  return a->out && stat(a->config, &in) == 0 && stat(a->out, &out) == 0 && in.st_dev == out.st_dev &&
+         in.st_ino == out.st_ino;
+}
+
 static int import_run(void *args) {
   const import_args *a = args;
+  if (!a->force && output_is_input(a)) {
+    char msg[2 * CONFIG_PATH_LEN];
+    snprintf(msg, sizeof msg, "-o %s is %s itself: refusing to replace the config it reads (--force to do so)",
+             a->out, a->config);
+    return cli_fail("model import", msg), CLI_EXIT_USAGE;
+  }
   char keys[1024] = "";
   const char *ignore[64];
   int nignore = 0;
