@@ -97,6 +97,10 @@ int enpu_file_create(const char *path, FILE **f, enpu_err *err);
 int enpu_file_publish(FILE *f, const char *path, unsigned flags, enpu_err *err);
 void enpu_file_discard(FILE *f, const char *path);
 int enpu_file_write(const char *path, const void *data, size_t bytes, unsigned flags, enpu_err *err);
+/* A log kept across runs, opened to append (created when missing): only a plain file of
+ * one name, never through a symbolic link (ENPU_ERR_INVALID otherwise).
+ * @return its descriptor, or an error. */
+int enpu_file_append(const char *path, enpu_err *err);
 
 /* Move `path` to the first free `<path><suffix>-<n>` (n = 1..999; its name in aside),
  * never replacing a file: by link + unlink, or where hard links are not supported by a

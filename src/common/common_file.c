@@ -1,13 +1,15 @@
 /* common_file.c — how every file beside a store or under a results directory is written
  * (the store itself, a new journal, summary.md, validation.md, reports, replay outputs):
- * a new temporary file `<path>.tmp` made by this code, written, then renamed over `path`,
- * and how a file is moved aside to the first free numbered name.
+ * a new temporary file `<path>.tmp` made by this code, written, then renamed over `path`;
+ * how a log kept across runs is appended to; and how a file is moved aside to the first
+ * free numbered name.
  *
  * Invariants: the temporary is created O_CREAT | O_EXCL | O_NOFOLLOW after whatever had
  * its name (a stale temporary, a planted symbolic or hard link) is removed as a name, and
  * the rename replaces the name at `path` itself: no file outside these two names is ever
  * opened for writing, so a link planted at either leaves its target as it was. A reader
- * of `path` sees the old file or the new one whole. Nothing is ever moved aside over an
+ * of `path` sees the old file or the new one whole. A log is appended to only when it is
+ * a plain file of one name (opened O_NOFOLLOW). Nothing is ever moved aside over an
  * existing name. */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +94,19 @@ int enpu_file_write(const char *path, const void *data, size_t bytes, unsigned f
                        strerror(saved));
   }
   return enpu_file_publish(f, path, flags, err);
+}
+
+int enpu_file_append(const char *path, enpu_err *err) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  ENPU_RETURN_IF(fd < 0 && errno == ELOOP, err, ENPU_ERR_INVALID,
+                 "refusing %s: it is a symbolic link, and a log is never written through one; remove it", path);
+  ENPU_RETURN_IF(fd < 0, err, enpu_errno_code(errno), "cannot write %s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) return fd;
+  close(fd);
+  return enpu_errorf(
+      err, ENPU_ERR_INVALID,
+      "refusing %s: it is not a plain file of one name, and a log is appended to in place; remove it", path);
 }
 
 int enpu_file_move_aside(const char *path, const char *suffix, char *aside, size_t cap, enpu_err *err) {

@@ -117,8 +117,8 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
 
   /* opened here, not by the child: a log that cannot be written is named as such, where
    * the child's ENOENT would read as gnuplot missing */
-  const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  ENPU_RETURN_IF(fd < 0, err, ENPU_ERR_IO, "cannot write %s: %s", log, strerror(errno));
+  const int fd = enpu_file_append(log, err);
+  if (fd < 0) return fd;
   /* the log keeps every earlier run's lines: an error quotes this run's first */
   const off_t before = lseek(fd, 0, SEEK_END);
   char *argv[] = {(char *)program, "-e", cd, gp, NULL};

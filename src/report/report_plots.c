@@ -182,9 +182,11 @@ static int split_log(const report_plots *q, FILE *log, enpu_err *err) {
     if (out) rc = close_log(out, path, rc, err);
     dir = q->fig[cur].absdir;
     snprintf(path, sizeof path, "%s/gnuplot.log", dir);
-    out = rc == 0 ? fopen(path, "a") : NULL;
+    const int fd = rc == 0 ? enpu_file_append(path, err) : -1;
+    out = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (out) fputs(line, out);
-    else if (rc == 0) rc = enpu_errorf(err, ENPU_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    else if (rc == 0) rc = fd < 0 ? fd : enpu_errorf(err, ENPU_ERR_NOMEM, "cannot write %s: out of memory", path);
+    if (fd >= 0 && !out) close(fd);
   }
   return out ? close_log(out, path, rc, err) : rc;
 }

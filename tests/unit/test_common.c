@@ -143,8 +143,8 @@ static const char *slurp(const char *path, char *buf, size_t cap) {
 /* A symbolic link and a hard link planted at the final name and at its .tmp, and a stale
  * .tmp: each is replaced as a name, the targets keep their content, the published file
  * is a plain file of one name with the new content and no .tmp is left; a discarded file
- * leaves nothing; a write that cannot publish (a directory at the name) removes its
- * temporary. */
+ * leaves nothing; a log is appended to only as a plain file of one name; a write that
+ * cannot publish (a directory at the name) removes its temporary. */
 static void test_file_publish_never_through_links(void **state) {
   (void)state;
   char base[] = "/tmp/test_common.XXXXXX", path[256], tmp[270], victim[256], side[256], buf[64], cmd[300];
@@ -182,6 +182,19 @@ static void test_file_publish_never_through_links(void **state) {
   enpu_file_discard(f, path);
   assert_int_equal(lstat(path, &st), -1);
   assert_int_equal(lstat(tmp, &st), -1);
+  /* a log is appended to only as a plain file of one name */
+  int fd = enpu_file_append(path, &err);
+  assert_true(fd >= 0 && write(fd, "a", 1) == 1 && close(fd) == 0);
+  fd = enpu_file_append(path, &err);
+  assert_true(fd >= 0 && write(fd, "b", 1) == 1 && close(fd) == 0);
+  assert_string_equal(slurp(path, buf, sizeof buf), "ab");
+  assert_int_equal(link(path, side), 0);
+  assert_int_equal(enpu_file_append(path, &err), ENPU_ERR_INVALID);
+  assert_int_equal(unlink(path) | symlink(side, path), 0);
+  assert_int_equal(enpu_file_append(path, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "symbolic link"));
+  assert_string_equal(slurp(side, buf, sizeof buf), "ab");
+  assert_int_equal(unlink(path), 0);
   assert_int_equal(mkdir(path, 0700), 0);
   assert_int_equal(enpu_file_write(path, "x", 1, 0, &err), ENPU_ERR_IO);
   assert_non_null(strstr(err.msg, path));
