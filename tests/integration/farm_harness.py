@@ -11,7 +11,7 @@ import time
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
 
-REC_OP, REC_BUCKET, REC_PART = 1, 2, 3  # journal record kinds (farm_internal.h)
+REC_OP, REC_BUCKET, REC_PART, REC_JOB = 1, 2, 3, 4  # journal record kinds (farm_internal.h)
 
 
 def farm_cmd(h, np_, store, tmp, job=None, extra=(), jobs=None, as_json=True):
@@ -92,8 +92,9 @@ def wait_for(cond, timeout_s, step_s=0.02):
 
 
 def journal_kinds(store):
-    """Kinds of the intact-looking records of a store's journal, in order (the header is 16
-    bytes; a record is u32 kind, u32 compressed bytes, u64 checksum, then its frame)."""
+    """Kinds of the intact-looking work records of a store's journal, in order (the header
+    is 16 bytes; a record is u32 kind, u32 compressed bytes, u64 checksum, then its frame;
+    the job's identity, REC_JOB, is no work and left out)."""
     path = store + ".journal"
     data = open(path, "rb").read() if os.path.exists(path) else b""
     kinds, at = [], 16
@@ -103,7 +104,7 @@ def journal_kinds(store):
             break
         kinds.append(int.from_bytes(data[at:at + 4], "little"))
         at += 16 + n
-    return kinds
+    return [k for k in kinds if k != REC_JOB]
 
 
 def journal_has_records(store):

@@ -491,7 +491,7 @@ def journal(f):
         if what == "header":
             h.check("journal: a flipped header byte: exit 0 with a warning, the file moved aside",
                     r.returncode == 0 and "is not a farm journal (bad header): moved aside" in r.stderr
-                    and os.path.exists(store + ".journal.unreadable"), f"exit {r.returncode}: {r.stderr[-400:]}")
+                    and os.path.exists(store + ".journal.unreadable-1"), f"exit {r.returncode}: {r.stderr[-400:]}")
         else:
             h.check("journal: a flipped byte in one record: the later records still replay",
                     r.returncode == 0 and "skipped" in r.stderr and from_journal >= len(bounds) - 2,
