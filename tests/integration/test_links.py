@@ -55,6 +55,19 @@ class Links:
         json.dump(job, open(path, "w"), indent=2)
         return path
 
+    def job_and_store(self, name, folder, **kw):
+        """write_job(name, **kw) and the path of its store, in a new folder of tmp."""
+        os.makedirs(self.path(folder))
+        return self.write_job(name, **kw), self.path(folder, "plans.h5")
+
+    def farmed(self, name, folder, what):
+        """A job without validation and its store, farmed in a new folder (store None when
+        the farm failed: a failed check)."""
+        job, store = self.job_and_store(name, folder, validation=False)
+        r = self.farm(job, store)
+        ok = self.h.check(f"{what}: the store is farmed (exit 0)", r.returncode == 0, r.stderr[-400:])
+        return job, store if ok else None
+
     def cmd(self, np_, *args):
         c = [self.h.enpu, *args]
         return ["mpirun", "-np", str(np_), *c] if np_ > 1 else c
@@ -103,9 +116,7 @@ def bytes_of(path):
 # ---- 1. summary.md and validation.md ------------------------------------------------------
 def farm_outputs(s):
     h = s.h
-    job = s.write_job("links-out")
-    store = s.path("out", "plans.h5")
-    os.makedirs(os.path.dirname(store))
+    job, store = s.job_and_store("links-out", "out")
     results = s.path("results")
     for where, d in (("beside the store", s.path("out")), ("under --results", os.path.join(results, "links-out"))):
         os.makedirs(d, exist_ok=True)
@@ -126,11 +137,8 @@ def farm_outputs(s):
 # ---- 2. .lock, .journal, .tmp ---------------------------------------------------------------
 def store_neighbours(s):
     h = s.h
-    job = s.write_job("links-side", validation=False)
-    store = s.path("side", "plans.h5")
-    os.makedirs(os.path.dirname(store))
-    r = s.farm(job, store)
-    if not h.check("neighbours: the store is farmed (exit 0)", r.returncode == 0, r.stderr[-400:]):
+    job, store = s.farmed("links-side", "side", "neighbours")
+    if not store:
         return
     ref = bytes_of(store)
     for suffix in (".lock", ".journal", ".tmp"):
@@ -157,9 +165,7 @@ def store_neighbours(s):
 def other_jobs_journal(s):
     h = s.h
     long = s.write_job("kjob", small=False, validation=False, policies=("nodvfs", "enpu-c", "ideal"))
-    other = s.write_job("demonv", validation=False)
-    store = s.path("x", "plans.h5")
-    os.makedirs(os.path.dirname(store))
+    other, store = s.job_and_store("demonv", "x", validation=False)
     p = subprocess.Popen(s.cmd(2, "farm", long, "--store", store, "--quiet", "--checkpoint-s", "100000"),
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=s.env, cwd=s.tmp,
                          start_new_session=True)
@@ -184,9 +190,7 @@ def other_jobs_journal(s):
 # ---- 4. unreadable journals, numbered --------------------------------------------------------------
 def unreadable_journals(s):
     h = s.h
-    job = s.write_job("unreadable", validation=False)
-    store = s.path("u", "plans.h5")
-    os.makedirs(os.path.dirname(store))
+    job, store = s.job_and_store("unreadable", "u", validation=False)
     garbage = [b"not a journal, the first\n", b"not a journal, the second\n"]
     for i, g in enumerate(garbage, 1):
         open(store + ".journal", "wb").write(g)
@@ -201,11 +205,8 @@ def unreadable_journals(s):
 # ---- 5. report, replay and validate outputs ---------------------------------------------------------
 def command_outputs(s):
     h = s.h
-    job = s.write_job("links-cmd", validation=False)
-    store = s.path("c", "plans.h5")
-    os.makedirs(os.path.dirname(store))
-    r = s.farm(job, store)
-    if not h.check("outputs: the store is farmed (exit 0)", r.returncode == 0, r.stderr[-400:]):
+    _, store = s.farmed("links-cmd", "c", "outputs")
+    if not store:
         return
     trace = os.path.join(s.jobs, "traces", "AzureLLMInferenceTrace_conv.csv")
     cluster = os.path.join(s.jobs, "clusters", "llama3-70b.json")
