@@ -264,6 +264,22 @@ static int read_journal(farm_job *m, enpu_err *err) {
   return 0;
 }
 
+/* The journal opened to append, starting with this job's identity; one that was no
+ * journal was moved aside, which is said. */
+static int open_journal(farm_job *m, enpu_err *err) {
+  char *identity = journal_identity_json(m);
+  ENPU_RETURN_IF(!identity, err, ENPU_ERR_NOMEM, "out of memory (journal identity)");
+  const int rc = farm_journal_open(m->journal_path, identity, strlen(identity), &m->journal, err);
+  free(identity);
+  ENPU_FORWARD(rc);
+  if (farm_journal_aside(m->journal))
+    warn(m,
+         "%s is not a farm journal (bad header): moved aside to %s; results since the last checkpoint are "
+         "recomputed",
+         m->journal_path, farm_journal_aside(m->journal));
+  return 0;
+}
+
 /* The job's validation runs after every task: a trace it cannot read is found now,
  * before the first task, not after the whole farm. */
 static int check_validation_input(const farm_job *m, enpu_err *err) {
@@ -316,16 +332,7 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   m->sum->reused_store = farm_plan_mark_known(&m->plan, m->state);
   ENPU_FORWARD(read_journal(m, err));
   m->sum->reused_journal = farm_plan_mark_known(&m->plan, m->state);
-  char *identity = journal_identity_json(m);
-  ENPU_RETURN_IF(!identity, err, ENPU_ERR_NOMEM, "out of memory (journal identity)");
-  const int rc = farm_journal_open(m->journal_path, identity, strlen(identity), &m->journal, err);
-  free(identity);
-  ENPU_FORWARD(rc);
-  if (farm_journal_aside(m->journal))
-    warn(m,
-         "%s is not a farm journal (bad header): moved aside to %s; results since the last checkpoint are "
-         "recomputed",
-         m->journal_path, farm_journal_aside(m->journal));
+  ENPU_FORWARD(open_journal(m, err));
   /* Ops whose last part the journal held but not their merge: merged now. Part-way ones
    * count their parts as reused. */
   for (int i = 0; i < m->plan.nops; i++)
