@@ -137,6 +137,25 @@ int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err) {
   return ENPU_OK;
 }
 
+int enpu_kv_split(char *text, enpu_kv *out, int max, enpu_err *err) {
+  int n = 0;
+  for (char *item = text;; n++) {
+    char *comma = strchr(item, ',');
+    if (comma) *comma = '\0';
+    char *eq = strchr(item, '=');
+    ENPU_RETURN_IF(!*item, err, ENPU_ERR_INVALID, "expected key=value, got an empty item");
+    ENPU_RETURN_IF(!eq || eq == item, err, ENPU_ERR_INVALID, "expected key=value, got '%s'", item);
+    *eq = '\0';
+    for (int k = 0; k < n; k++)
+      ENPU_RETURN_IF(!strcmp(out[k].key, item), err, ENPU_ERR_INVALID, "key '%s' given twice: it takes one value",
+                     item);
+    ENPU_RETURN_IF(n == max, err, ENPU_ERR_INVALID, "expected at most %d key=value pairs", max);
+    out[n] = (enpu_kv){item, eq + 1};
+    if (!comma) return n + 1;
+    item = comma + 1;
+  }
+}
+
 int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len, enpu_err *err) {
   int n;
   const char *slash = strrchr(base_file, '/');

@@ -73,6 +73,21 @@ int enpu_grow(void **ptr, size_t *cap, size_t need, size_t elem_size);
  * @return 0, or ENPU_ERR_IO with the path and errno text in err. */
 int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err);
 
+/* One pair of a "key=value,key=value" option value (enpu_kv_split), pointing into the
+ * split text. */
+typedef struct {
+  const char *key, *value;
+} enpu_kv;
+
+/* The one parser of every "key=value[,key=value...]" option value (farm --add-buckets,
+ * query --variant, trace convert --map): split text in place at ',' and '=' into at most
+ * max pairs. Every item needs a non-empty key and a '='; a key given twice is an error
+ * naming it, never "the last one wins". What a key may be and what its value means is
+ * the caller's.
+ * @return the number of pairs (>= 1), or ENPU_ERR_INVALID with err saying which item and
+ * what was wrong. */
+int enpu_kv_split(char *text, enpu_kv *out, int max, enpu_err *err);
+
 /* Resolve `rel` against the directory of `base_file` (absolute `rel` is kept).
  * @return 0, or ENPU_ERR_RANGE when out_len is too small. */
 int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len, enpu_err *err);

@@ -1,5 +1,5 @@
 /* test_common.c — error formatting, growable arrays, blocks of parallel arrays, paths,
- * file reading, mkdir -p, hashing. */
+ * file reading, mkdir -p, hashing, key=value option values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,6 +150,29 @@ static void test_hasher_is_field_sensitive(void **state) {
   assert_true(enpu_hash64("x", 1, 0) != enpu_hash64("y", 1, 0));
 }
 
+/* The one key=value parser: pairs in order, and every malformed value refused with what
+ * was wrong; a key given twice names the key whatever the pair limit. */
+static void test_kv_split(void **state) {
+  (void)state;
+  enpu_kv kv[3];
+  enpu_err err = {0};
+  char ok[] = "phase=decode,batch=8,seq=";
+  assert_int_equal(enpu_kv_split(ok, kv, 3, &err), 3);
+  assert_string_equal(kv[0].key, "phase");
+  assert_string_equal(kv[0].value, "decode");
+  assert_string_equal(kv[2].key, "seq");
+  assert_string_equal(kv[2].value, "");
+  char twice[] = "phase=decode,batch=8,seq=3000,seq=5000";
+  assert_int_equal(enpu_kv_split(twice, kv, 3, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "'seq' given twice"));
+  const char *bad[] = {"a=1,,b=2", "a=1,b", "=1", "", "a=1,b=2,c=3,d=4"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[64];
+    snprintf(text, sizeof text, "%s", bad[i]);
+    assert_int_equal(enpu_kv_split(text, kv, 3, &err), ENPU_ERR_INVALID);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_errorf_returns_code_and_formats),
@@ -159,6 +182,7 @@ int main(void) {
       cmocka_unit_test(test_read_missing_file_names_it),
       cmocka_unit_test(test_mkdir_p),
       cmocka_unit_test(test_hasher_is_field_sensitive),
+      cmocka_unit_test(test_kv_split),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
