@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "planstore.h"
 #include "replay.h"
@@ -193,7 +194,7 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
 static int inputs_line_of(const validate_args *a, char *out, size_t len, enpu_err *err) {
   char *trace = NULL;
   size_t n = 0;
-  ENPU_FORWARD(enpu_read_file(a->trace_path, &trace, &n, err));
+  ENPU_FORWARD(enpu_read_file_max(a->trace_path, ENPU_TRACE_MAX_BYTES, &trace, &n, err));
   snprintf(out, len, "- Replay inputs: cluster %016llx, trace %016llx\n", (unsigned long long)a->cluster->hash,
            (unsigned long long)enpu_hash64(trace, n, 0));
   free(trace);
@@ -408,6 +409,11 @@ int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
   ENPU_FORWARD(
       replay_check_store(a->store_path, a->cluster, &a->job->model, &a->job->chip, warning, sizeof warning, err));
   if (warning[0] && a->log) fprintf(a->log, "validate: warning: %s\n", warning);
+  /* a trace that cannot be read (missing, no regular file, too large) is found now, not
+   * after the re-simulation */
+  int fd;
+  ENPU_FORWARD(enpu_open_input(a->trace_path, ENPU_TRACE_MAX_BYTES, &fd, NULL, err));
+  close(fd);
   if (a->lock) return run_locked(a, a->lock, out, err);
   /* The store is read, re-simulated and rewritten under one lock: a farm checkpointing
    * in between would otherwise be overwritten with the older contents read here. */

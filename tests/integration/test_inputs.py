@@ -12,10 +12,19 @@
      (num_attention_heads, num_key_value_heads, hidden_size, ...) is refused (exit 2)
      naming that field with the config's file:line:column, not a later rule it breaks nor
      the imported model's field.
+  4. An input that is no regular file (/dev/zero, a FIFO, a directory) or larger than an
+     input may hold (a JSON file or power table over 64 MiB, a trace over 16 GiB; sparse
+     files here) is refused at once (exit 2) naming the path and why, wherever it is
+     given: a job file, a job's model, chip or cluster, a chip's power table, `model
+     import`, a store, a trace, a farm job's validation trace; validate refuses its trace
+     before re-simulating anything.
+  5. `validate --job` with a job of another model than the store's exits 2 from the
+     provenance alone: nothing is re-simulated or replayed and the store is unchanged.
 Usage: test_inputs.py ENPU SOURCE_DIR"""
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,8 +53,11 @@ def main():
         json.dump(job, open(path, "w"), indent=2)
         return path
 
-    def run(*args, timeout=600):
-        return subprocess.run([h.enpu, *args], capture_output=True, text=True, env=ENV, cwd=tmp, timeout=timeout)
+    def run(*args, timeout=600, **kw):
+        return subprocess.run([h.enpu, *args], capture_output=True, text=True, env=ENV, cwd=tmp, timeout=timeout, **kw)
+
+    def at_most_4_gib():  # so a reader that never ends fails the test, not the machine
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
     job = job_file("inputs")
     store = os.path.join(tmp, "inputs.h5")
@@ -120,6 +132,69 @@ def main():
                     r.returncode == 2 and re.search(rf"zero\.json:{line}:\d+: \$\.{key}: expected an integer from 1 ",
                                                     r.stderr) and not os.path.exists(model_out),
                     f"exit {r.returncode}: {r.stderr[-300:]}")
+
+    # 4. inputs that are no regular file, or larger than an input may hold: exit 2 at once
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    adir = os.path.join(tmp, "adir")
+    os.mkdir(adir)
+    big_json = os.path.join(tmp, "big.json")  # sparse: 64 MiB + 1, over ENPU_READ_MAX_BYTES
+    with open(big_json, "wb") as f:
+        f.truncate((64 << 20) + 1)
+    big_trace = os.path.join(tmp, "big.csv")  # sparse: 16 GiB + 1, over ENPU_TRACE_MAX_BYTES
+    with open(big_trace, "wb") as f:
+        f.truncate((16 << 30) + 1)
+    chips = os.path.join(tmp, "chips")
+    shutil.copytree(os.path.join(src, "chips"), chips)
+    os.remove(os.path.join(chips, "tpuv5p", "sa_vf_power.csv"))
+    os.symlink("/dev/zero", os.path.join(chips, "tpuv5p", "sa_vf_power.csv"))
+    trace = os.path.join(src, "traces", "AzureLLMInferenceTrace_conv.csv")
+    cluster = os.path.join(src, "clusters", "llama3-70b.json")
+    copy = os.path.join(tmp, "copy.h5")
+    shutil.copyfile(store, copy)
+    vjob = job_file("vtrace", validation={"trace": fifo, "sample": 1, "seed": 1})
+    cases = [("buckets JOB", "/dev/zero", ["buckets", "/dev/zero"]),
+             ("buckets JOB", fifo, ["buckets", fifo]),
+             ("buckets JOB", adir, ["buckets", adir]),
+             ("buckets JOB", big_json, ["buckets", big_json]),
+             ("a job's model", "/dev/zero", ["buckets", job_file("zmodel", model="/dev/zero")]),
+             ("a job's chip", fifo, ["buckets", job_file("zchip", chip=fifo)]),
+             ("a job's cluster", "/dev/zero", ["farm", job_file("zcluster", cluster="/dev/zero"), "--quiet"]),
+             ("a chip's power table", "sa_vf_power.csv",
+              ["buckets", job_file("ztable", chip=os.path.join(chips, "tpuv5p.json"))]),
+             ("model import", "/dev/zero", ["model", "import", "/dev/zero", "-o", os.path.join(tmp, "m.json")]),
+             ("query STORE", fifo, ["query", fifo, *BUCKET, "--slack", "0"]),
+             ("store info STORE", "/dev/zero", ["store", "info", "/dev/zero"]),
+             ("store diff REF X", adir, ["store", "diff", store, adir]),
+             ("replay --trace", "/dev/zero", ["replay", "--store", store, "--trace", "/dev/zero", "--cluster", cluster]),
+             ("replay --trace", big_trace, ["replay", "--store", store, "--trace", big_trace, "--cluster", cluster]),
+             ("replay --cluster", fifo, ["replay", "--store", store, "--trace", trace, "--cluster", fifo]),
+             ("trace convert", fifo, ["trace", "convert", fifo, "--from", "azure2023", "-o", os.path.join(tmp, "t.csv")]),
+             ("validate --trace", fifo, ["validate", copy, "--job", job, "--trace", fifo, "--cluster", cluster]),
+             ("farm: the job's validation trace", fifo, ["farm", vjob, "--quiet"])]
+    for what, bad, argv in cases:
+        try:  # a hang guard: the refusal takes milliseconds
+            r = run(*argv, timeout=30, preexec_fn=at_most_4_gib)
+        except subprocess.TimeoutExpired:
+            h.fail(f"{what} = {os.path.basename(bad)}: refused", "still reading after 30 s")
+            continue
+        why = "regular file" if bad not in (big_json, big_trace) else "more than this input may hold"
+        h.check(f"{what} = {os.path.basename(bad)}: exit 2 naming it and why",
+                r.returncode == 2 and os.path.basename(bad) in r.stderr and why in r.stderr,
+                f"exit {r.returncode}: {r.stderr[-300:]}")
+    h.check("validate with a FIFO trace: refused before any re-simulation, the store as it was",
+            "re-simulated" not in r.stderr and open(copy, "rb").read() == open(store, "rb").read())
+    h.check("farm with a FIFO validation trace: nothing written", not os.path.exists(os.path.join(tmp, "vtrace.h5")))
+
+    # 5. validate --job of another model's job: refused from the provenance, before any work
+    other = os.path.join(src, "llama3.1-405b.json")
+    r = run("validate", copy, "--job", other, "--trace", trace, "--cluster", cluster, "--sample", "1")
+    h.check("validate --job of another model: exit 2 naming both models",
+            r.returncode == 2 and "'llama3-70b'" in r.stderr and "'llama3.1-405b'" in r.stderr,
+            f"exit {r.returncode}: {r.stderr[-400:]}")
+    h.check("validate --job of another model: nothing re-simulated or replayed, the store as it was",
+            "re-simulated" not in r.stderr and "replay" not in r.stdout and not r.stdout
+            and open(copy, "rb").read() == open(store, "rb").read(), r.stderr[-400:])
 
     shutil.rmtree(tmp, ignore_errors=True)
     h.finish()

@@ -91,6 +91,41 @@ static void test_read_missing_file_names_it(void **state) {
   assert_non_null(strstr(err.msg, "/nonexistent/x.json"));
 }
 
+/* Only a regular file within the limit is read: a FIFO (no writer: it would block), a
+ * device and a directory are refused as what they are, a file over the limit by size. */
+static void test_read_refuses_what_is_no_input(void **state) {
+  (void)state;
+  char dir[] = "/tmp/enpu-read-XXXXXX", fifo[64], file[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  snprintf(file, sizeof file, "%s/file", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fputs("0123456789", f);
+  fclose(f);
+  const struct {
+    const char *path, *says;
+  } bad[] = {{fifo, "a FIFO"}, {"/dev/zero", "a character device"}, {dir, "a directory"}};
+  enpu_err err = {0};
+  char *data = NULL;
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(enpu_read_file(bad[i].path, &data, &len, &err), ENPU_ERR_INVALID);
+    assert_null(data);
+    assert_non_null(strstr(err.msg, bad[i].says));
+  }
+  assert_int_equal(enpu_read_file_max(file, 9, &data, &len, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "more than this input may hold"));
+  assert_int_equal(enpu_read_file_max(file, 10, &data, &len, &err), ENPU_OK);
+  assert_int_equal(len, 10);
+  assert_string_equal(data, "0123456789");
+  free(data);
+  unlink(fifo);
+  unlink(file);
+  rmdir(dir);
+}
+
 static int is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -180,6 +215,7 @@ int main(void) {
       cmocka_unit_test(test_calloc_parts),
       cmocka_unit_test(test_path_relative),
       cmocka_unit_test(test_read_missing_file_names_it),
+      cmocka_unit_test(test_read_refuses_what_is_no_input),
       cmocka_unit_test(test_mkdir_p),
       cmocka_unit_test(test_hasher_is_field_sensitive),
       cmocka_unit_test(test_kv_split),
