@@ -68,7 +68,8 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERR
 int cli_exit_status(int code, int otherwise);
 
 /* The exit status of an error met reading a command's inputs (its files, what they name,
- * its option values): CLI_EXIT_ENV when the environment refused (ENPU_ERR_ENV, NOMEM),
+ * its option values): CLI_EXIT_INTERRUPTED for a stop signal (ENPU_ERR_STOPPED),
+ * CLI_EXIT_ENV when the environment refused (ENPU_ERR_ENV, NOMEM),
  * CLI_EXIT_FAILED for a broken invariant or an infeasible request (INTERNAL,
  * INFEASIBLE), CLI_EXIT_USAGE for every other (a file that cannot be opened, is
  * malformed, out of range or of the wrong kind). */

@@ -28,6 +28,7 @@ int cli_exit_status(int code, int otherwise) {
 }
 
 int cli_input_status(int code) {
+  if (code == ENPU_ERR_STOPPED) return CLI_EXIT_INTERRUPTED;
   if (code == ENPU_ERR_ENV || code == ENPU_ERR_NOMEM) return CLI_EXIT_ENV;
   return code == ENPU_ERR_INTERNAL || code == ENPU_ERR_INFEASIBLE ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
 }

@@ -45,15 +45,17 @@ static int accept_bucket(const char *spec, void *args, char *expected, size_t le
   farm_args *a = args;
   farm_bucket_spec *b = &a->add[a->o.nadd];
   char buf[256];
+  enpu_kv kv[3];
+  enpu_err err = {0};
   int have = a->o.nadd < CLI_LIST_MAX && strlen(spec) < sizeof buf ? 0 : -1;
   snprintf(buf, sizeof buf, "%s", spec);
-  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); have >= 0 && kv; kv = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(kv, '=');
-    if (eq) *eq = '\0';
-    const char *v = eq ? eq + 1 : "";
-    if (eq && !strcmp(kv, "phase") && config_phase_parse(v, &b->phase) == 0) have |= 1;
-    else if (eq && !strcmp(kv, "batch") && cli_parse_int(v, &b->batch) == 0 && b->batch > 0) have |= 2;
-    else if (eq && !strcmp(kv, "seq") && cli_parse_int(v, &b->seq) == 0 && b->seq > 0) have |= 4;
+  const int n = have < 0 ? 0 : enpu_kv_split(buf, kv, 3, &err);
+  if (n < 0) return cli_reject(expected, len, "phase=prefill|decode,batch=B,seq=S (%s)", err.msg);
+  for (int k = 0; have >= 0 && k < n; k++) {
+    const char *v = kv[k].value;
+    if (!strcmp(kv[k].key, "phase") && config_phase_parse(v, &b->phase) == 0) have |= 1;
+    else if (!strcmp(kv[k].key, "batch") && cli_parse_int(v, &b->batch) == 0 && b->batch > 0) have |= 2;
+    else if (!strcmp(kv[k].key, "seq") && cli_parse_int(v, &b->seq) == 0 && b->seq > 0) have |= 4;
     else have = -1;
   }
   if (have == 7) return a->o.nadd++, 0;

@@ -226,7 +226,11 @@ static int variant_policy(const query_args *a, char out[STORE_NAME_LEN], enpu_er
   char point[CONFIG_NAME_LEN], base[STORE_NAME_LEN];
   ENPU_RETURN_IF(a->policy && config_variant_of(a->policy), err, ENPU_ERR_INVALID,
                  "--variant with a --policy that names a sweep point already (%s)", a->policy);
-  ENPU_FORWARD(config_variant_canonical(a->variant, point, err));
+  const int rc = config_variant_canonical(a->variant, point, err);
+  if (rc < 0) {
+    enpu_err_prefix(err, "--variant: ");
+    return rc;
+  }
   if (a->policy) snprintf(base, sizeof base, "%s", a->policy);
   else ENPU_FORWARD(default_policy(a->path, base, err));
   const int n = snprintf(out, STORE_NAME_LEN, "%s%c%s", base, CONFIG_VARIANT_SEP, point);

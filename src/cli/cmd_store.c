@@ -9,7 +9,9 @@
  * Exit status: info 0 ok, 1 the store cannot be read, 4 an I/O error of the system;
  * verify 0 intact, 1 damaged or not a plan store, 2 usage or a file that cannot be
  * opened, 4 an I/O error of the system; diff like diff(1): 0 identical, 1 different,
- * 2 error (usage, or a store that cannot be read). */
+ * 2 error (usage, or a file that is no plan store or cannot be opened), but a damaged
+ * store (a checksum that does not match, a table that cannot be read) is 1, as every
+ * other command that reads it says. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,10 +336,14 @@ static int diff_run(void *args) {
   diff_out out = {json ? json_array() : NULL, 0};
   size_t count = 0;
   int status = 0;
-  if (store_load(paths[0], &a, &err) < 0 || store_load(paths[1], &b, &err) < 0 ||
-      store_diff(a, b, on_diff, &out, &count, &err) < 0) {
+  int rc = store_load(paths[0], &a, &err);
+  const char *failed = paths[0]; /* the store read last */
+  if (rc == 0) rc = store_load(failed = paths[1], &b, &err);
+  if (rc == 0) rc = store_diff(a, b, on_diff, &out, &count, &err);
+  if (rc < 0) {
     cli_fail("store diff", err.msg);
-    status = 2;
+    /* a damaged store is 1, as every other command says it; no plan store at all is 2 */
+    status = cli_store_status(failed, rc);
   } else if (json && (out.failed || !out.list)) {
     cli_fail("store diff", "cannot build JSON output");
     status = 2;

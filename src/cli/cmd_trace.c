@@ -59,7 +59,7 @@ static int convert_run(void *args) {
   enpu_err err = {0};
   char *text = NULL, *csv = NULL;
   size_t len = 0;
-  if (enpu_read_file(a->in, &text, &len, &err) < 0) {
+  if (enpu_read_file_max(a->in, ENPU_TRACE_MAX_BYTES, &text, &len, &err) < 0) {
     cli_fail("trace convert", err.msg);
     return cli_exit_status(err.code, CLI_EXIT_USAGE);
   }

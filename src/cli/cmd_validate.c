@@ -4,9 +4,13 @@
  * <out>/<job>/validation.md. The validate module does the work.
  *
  * Exit status: 0 every sampled plan passed; 1 a plan failed (the report says which) or a
- * file or the replay failed; 2 usage error; 4 the environment refused (cli_internal.h).
+ * file or the replay failed; 2 usage error; 3 a stop signal (SIGTERM, SIGINT, SIGUSR1)
+ * came while it waited for the lock or validated: nothing was published, the store is
+ * as it was; 4 the environment refused (cli_internal.h).
  * The store is rewritten under its writer lock (store_lock): with a farm on the same
- * store, whichever comes second waits for the first, up to STORE_LOCK_WAIT_S. */
+ * store, whichever comes second waits for the first, up to STORE_LOCK_WAIT_S. The stop
+ * signals are caught as the farm catches them (farm_signals_catch, from the command's
+ * first moment), so none kills it: validate_run polls the flag. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +52,7 @@ static const cli_opt opts[] = {
 
 static void init(void *args) {
   validate_cli *a = args;
+  farm_signals_catch(); /* from here to the exit a stop signal is a flag validate_run polls */
   a->sample = VALIDATE_DEFAULT_SAMPLE, a->seed = 1, a->lock_wait_s = STORE_LOCK_WAIT_S;
 }
 
@@ -125,7 +130,7 @@ static int run(void *args) {
     validate_args_default(&va);
     va.store_path = a->store, va.trace_path = a->trace, va.job = job, va.job_source = source;
     va.cluster = cluster, va.report_path = report, va.sample = a->sample, va.seed = a->seed;
-    va.log = a->json ? NULL : stderr, va.lock_wait_s = a->lock_wait_s;
+    va.log = a->json ? NULL : stderr, va.lock_wait_s = a->lock_wait_s, va.stop = farm_stop_flag();
     rc = validate_run(&va, &o, &err);
   }
   int status = 0;
@@ -133,6 +138,9 @@ static int run(void *args) {
     cli_fail("validate", err.msg);
     status = cli_store_status(a->store, err.code);
   }
+  if (rc == 0 && *farm_stop_flag())
+    fprintf(stderr, "enpu validate: signal %d came after the store was published: the validation finished\n",
+            (int)*farm_stop_flag());
   if (rc == 0) {
     if (a->json) {
       status = print_json(&o, report, source);

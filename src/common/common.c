@@ -3,12 +3,14 @@
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 const char *enpu_strerror(int code) {
@@ -108,33 +110,110 @@ int enpu_grow(void **ptr, size_t *cap, size_t need, size_t elem_size) {
   return ENPU_OK;
 }
 
+/* "64 MiB", "16 GiB" or "N bytes". */
+static void size_text(size_t bytes, char *out, size_t len) {
+  if (bytes && bytes % ((size_t)1 << 30) == 0) snprintf(out, len, "%zu GiB", bytes >> 30);
+  else if (bytes && bytes % ((size_t)1 << 20) == 0) snprintf(out, len, "%zu MiB", bytes >> 20);
+  else snprintf(out, len, "%zu bytes", bytes);
+}
+
+static const char *file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+int enpu_open_input(const char *path, size_t max_bytes, int *fd, size_t *size_bytes, enpu_err *err) {
+  *fd = -1;
+  /* O_NONBLOCK: opening a FIFO without a writer would wait for one */
+  const int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (f < 0) return enpu_errorf(err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  int rc = ENPU_OK;
+  char limit[32];
+  size_text(max_bytes, limit, sizeof limit);
+  if (fstat(f, &st) < 0)
+    rc = enpu_errorf(err, enpu_errno_code(errno), "%s: cannot stat: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    rc = enpu_errorf(err, ENPU_ERR_INVALID, "%s: expected a regular file, got %s", path, file_kind(st.st_mode));
+  else if ((uint64_t)st.st_size > (uint64_t)max_bytes)
+    rc = enpu_errorf(err, ENPU_ERR_INVALID, "%s: %lld bytes, more than this input may hold (%s)", path,
+                     (long long)st.st_size, limit);
+  const int flags = rc == ENPU_OK ? fcntl(f, F_GETFL) : 0;
+  if (rc == ENPU_OK && (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) < 0))
+    rc = enpu_errorf(err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
+  if (rc < 0) {
+    close(f);
+    return rc;
+  }
+  *fd = f;
+  if (size_bytes) *size_bytes = (size_t)st.st_size;
+  return ENPU_OK;
+}
+
 int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err) {
+  return enpu_read_file_max(path, ENPU_READ_MAX_BYTES, data, len, err);
+}
+
+int enpu_read_file_max(const char *path, size_t max_bytes, char **data, size_t *len, enpu_err *err) {
   *data = NULL;
   if (len) *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return enpu_errorf(err, ENPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 0, used = 0;
-  char *buf = NULL;
-  for (;;) {
-    if (enpu_grow((void **)&buf, &cap, used + 65536 + 1, 1) < 0) {
-      free(buf);
-      fclose(f);
-      return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory while reading", path);
+  int fd;
+  size_t size = 0, cap, used = 0;
+  ENPU_FORWARD(enpu_open_input(path, max_bytes, &fd, &size, err));
+  /* the size opened and one byte to see the end; more only if the file grows, never
+   * much past the limit */
+  cap = size + 2;
+  char *buf = malloc(cap);
+  int rc = buf ? ENPU_OK : enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory while reading", path);
+  while (rc == ENPU_OK) {
+    if (used > max_bytes) {
+      char limit[32];
+      size_text(max_bytes, limit, sizeof limit);
+      rc = enpu_errorf(err, ENPU_ERR_INVALID, "%s: more than this input may hold (%s)", path, limit);
+      break;
     }
-    size_t got = fread(buf + used, 1, cap - used - 1, f);
-    used += got;
-    if (got == 0) break;
+    if (cap - used < 2 && enpu_grow((void **)&buf, &cap, used + 65536 + 1, 1) < 0) {
+      rc = enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory while reading", path);
+      break;
+    }
+    const ssize_t got = read(fd, buf + used, cap - used - 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) rc = enpu_errorf(err, enpu_errno_code(errno), "%s: read error: %s", path, strerror(errno));
+    if (got <= 0) break;
+    used += (size_t)got;
   }
-  int failed = ferror(f);
-  fclose(f);
-  if (failed) {
+  close(fd);
+  if (rc < 0) {
     free(buf);
-    return enpu_errorf(err, ENPU_ERR_IO, "%s: read error", path);
+    return rc;
   }
   buf[used] = '\0';
   *data = buf;
   if (len) *len = used;
   return ENPU_OK;
+}
+
+int enpu_kv_split(char *text, enpu_kv *out, int max, enpu_err *err) {
+  int n = 0;
+  for (char *item = text;; n++) {
+    char *comma = strchr(item, ',');
+    if (comma) *comma = '\0';
+    char *eq = strchr(item, '=');
+    ENPU_RETURN_IF(!*item, err, ENPU_ERR_INVALID, "expected key=value, got an empty item");
+    ENPU_RETURN_IF(!eq || eq == item, err, ENPU_ERR_INVALID, "expected key=value, got '%s'", item);
+    *eq = '\0';
+    for (int k = 0; k < n; k++)
+      ENPU_RETURN_IF(!strcmp(out[k].key, item), err, ENPU_ERR_INVALID, "key '%s' given twice: it takes one value",
+                     item);
+    ENPU_RETURN_IF(n == max, err, ENPU_ERR_INVALID, "expected at most %d key=value pairs", max);
+    out[n] = (enpu_kv){item, eq + 1};
+    if (!comma) return n + 1;
+    item = comma + 1;
+  }
 }
 
 int enpu_path_relative(const char *base_file, const char *rel, char *out, size_t out_len, enpu_err *err) {

@@ -69,9 +69,54 @@ int enpu_calloc_parts(const enpu_part *parts, size_t nparts);
  * @return 0 or ENPU_ERR_NOMEM. */
 int enpu_grow(void **ptr, size_t *cap, size_t need, size_t elem_size);
 
-/* Read a whole file into a NUL-terminated heap buffer (*data, free() it).
- * @return 0, or ENPU_ERR_IO with the path and errno text in err. */
+/* How much an input may hold. Every file a command reads is read whole into memory, so a
+ * limit is what stops `enpu buckets /dev/zero` or a runaway file from eating the
+ * machine: generous against what real inputs hold, small against memory.
+ *   ENPU_READ_MAX_BYTES: a JSON document (job, model, chip, cluster, a Hugging Face
+ *     config, paper numbers, a PELM agent, a replay's summary), a power table: 64 MiB,
+ *     about 1000 times the largest shipped one;
+ *   ENPU_TRACE_MAX_BYTES: a request trace (replay, validate, trace convert) and the CSV
+ *     files a replay wrote (its windows and governor actions): 16 GiB, some 300 million
+ *     requests.
+ * A plan store is read by HDF5 as it needs, so it has no limit; it must still be a regular
+ * file. */
+#define ENPU_READ_MAX_BYTES ((size_t)64 << 20)
+#define ENPU_TRACE_MAX_BYTES ((size_t)16 << 30)
+
+/* Open path for reading as an input: a regular file (a FIFO, a device, a directory or a
+ * socket is refused without blocking on it) of at most max_bytes (SIZE_MAX: any size). The
+ * checks are on the opened descriptor (fstat), so what is read is what was checked.
+ * *size_bytes (may be NULL) is its size when opened.
+ * @return 0 with *fd open (close it), or ENPU_ERR_IO naming the path and the system's
+ * reason when it cannot be opened (ENPU_ERR_ENV for a failing system, enpu_errno_code),
+ * ENPU_ERR_INVALID naming the path and what it is when it is no regular file or is
+ * larger than max_bytes. */
+int enpu_open_input(const char *path, size_t max_bytes, int *fd, size_t *size_bytes, enpu_err *err);
+
+/* Read a whole input file (enpu_open_input: a regular file of at most
+ * ENPU_READ_MAX_BYTES) into a NUL-terminated heap buffer (*data, free() it).
+ * @return 0, or enpu_open_input's errors, ENPU_ERR_INVALID when it grows past the limit
+ * while read, ENPU_ERR_IO (ENPU_ERR_ENV for a failing system) for a read error,
+ * ENPU_ERR_NOMEM; err names the path. */
 int enpu_read_file(const char *path, char **data, size_t *len, enpu_err *err);
+
+/* The same with a limit of max_bytes (ENPU_TRACE_MAX_BYTES for a trace). */
+int enpu_read_file_max(const char *path, size_t max_bytes, char **data, size_t *len, enpu_err *err);
+
+/* One pair of a "key=value,key=value" option value (enpu_kv_split), pointing into the
+ * split text. */
+typedef struct {
+  const char *key, *value;
+} enpu_kv;
+
+/* The one parser of every "key=value[,key=value...]" option value (farm --add-buckets,
+ * query --variant, trace convert --map): split text in place at ',' and '=' into at most
+ * max pairs. Every item needs a non-empty key and a '='; a key given twice is an error
+ * naming it, never "the last one wins". What a key may be and what its value means is
+ * the caller's.
+ * @return the number of pairs (>= 1), or ENPU_ERR_INVALID with err saying which item and
+ * what was wrong. */
+int enpu_kv_split(char *text, enpu_kv *out, int max, enpu_err *err);
 
 /* Resolve `rel` against the directory of `base_file` (absolute `rel` is kept).
  * @return 0, or ENPU_ERR_RANGE when out_len is too small. */

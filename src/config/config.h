@@ -619,7 +619,8 @@ int config_job_policy_name(const config_job *job, const config_policy_spec *p, c
 int config_job_policy_parse(const config_job *job, const char *name, config_policy_spec *out);
 /* "path=value[,...]" in any order and number spelling → the point's name (what
  * `enpu query --variant` looks up). @return 0, ENPU_ERR_INVALID naming the bad part
- * (an unknown path lists the known ones), ENPU_ERR_RANGE. */
+ * (an unknown path lists the known ones; a path given twice, enpu_kv_split),
+ * ENPU_ERR_RANGE. */
 int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_err *err);
 /* The point of a store policy name ("enpu-all:ivr.step_ns=40" → "ivr.step_ns=40"), NULL
  * for a policy of the job's own chip. */

@@ -131,19 +131,28 @@ static int fail_key(hf_ctx *c, const char *key, const char *expected) {
   return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "expected %s, got %s", expected, got);
 }
 
-/* A positive integer at key; absent or null: dflt, or an error when dflt < 0. */
-static int get_int(hf_ctx *c, const char *key, int dflt, int *out) {
+/* An integer from min (0 or 1) to 16777216 at key; absent or null: dflt, or an error when
+ * dflt < 0. A count the graph divides by or sizes a tensor with is at least 1, and a 0
+ * there is an error naming its own key (not a later rule it breaks, nor the imported
+ * model's field it would become). */
+static int get_int_from(hf_ctx *c, const char *key, int dflt, int min, int *out) {
   const json_t *v = get(c, key);
   if (!v) {
     if (dflt < 0) return fail_key(c, key, "a positive integer");
     *out = dflt;
     return ENPU_OK;
   }
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 16777216)
-    return fail_key(c, key, "an integer from 0 to 16777216");
+  if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > 16777216)
+    return fail_key(c, key, min ? "an integer from 1 to 16777216" : "an integer from 0 to 16777216");
   *out = (int)json_integer_value(v);
   return ENPU_OK;
 }
+
+/* A count that may be 0 (a feature the model does not have). */
+static int get_int(hf_ctx *c, const char *key, int dflt, int *out) { return get_int_from(c, key, dflt, 0, out); }
+
+/* A size or count of at least 1. */
+static int get_count(hf_ctx *c, const char *key, int dflt, int *out) { return get_int_from(c, key, dflt, 1, out); }
 
 /* Every key of the config known, or listed as ignored. */
 static int check_keys(hf_ctx *c) {
@@ -238,11 +247,10 @@ static int dtype_bytes(hf_ctx *c, int *out) {
 
 static int gqa_attention(hf_ctx *c, int hidden, json_t **out) {
   int heads = 0, kv = 0, hd = 0;
-  ENPU_FORWARD(get_int(c, "num_attention_heads", -1, &heads));
-  ENPU_FORWARD(get_int(c, "num_key_value_heads", heads, &kv));
-  if (heads < 1 || kv < 1 || heads % kv)
-    return fail_key(c, "num_key_value_heads", "a divisor of num_attention_heads");
-  if (get(c, "head_dim")) ENPU_FORWARD(get_int(c, "head_dim", -1, &hd));
+  ENPU_FORWARD(get_count(c, "num_attention_heads", -1, &heads));
+  ENPU_FORWARD(get_count(c, "num_key_value_heads", heads, &kv));
+  if (heads % kv) return fail_key(c, "num_key_value_heads", "a divisor of num_attention_heads");
+  if (get(c, "head_dim")) ENPU_FORWARD(get_count(c, "head_dim", -1, &hd));
   else if (hidden % heads) return fail_key(c, "head_dim", "a head_dim (hidden_size is no multiple of the heads)");
   else hd = hidden / heads;
   *out = json_pack("{s:s, s:i, s:i, s:i}", "kind", "gqa", "heads", heads, "kv_heads", kv, "head_dim", hd);
@@ -251,12 +259,12 @@ static int gqa_attention(hf_ctx *c, int hidden, json_t **out) {
 
 static int mla_attention(hf_ctx *c, json_t **out) {
   int heads = 0, q = 0, kv = 0, nope = 0, rope = 0, vd = 0;
-  ENPU_FORWARD(get_int(c, "num_attention_heads", -1, &heads));
+  ENPU_FORWARD(get_count(c, "num_attention_heads", -1, &heads));
   ENPU_FORWARD(get_int(c, "q_lora_rank", 0, &q)); /* null: a full-rank query projection */
-  ENPU_FORWARD(get_int(c, "kv_lora_rank", -1, &kv));
-  ENPU_FORWARD(get_int(c, "qk_nope_head_dim", -1, &nope));
-  ENPU_FORWARD(get_int(c, "qk_rope_head_dim", -1, &rope));
-  ENPU_FORWARD(get_int(c, "v_head_dim", -1, &vd));
+  ENPU_FORWARD(get_count(c, "kv_lora_rank", -1, &kv));
+  ENPU_FORWARD(get_count(c, "qk_nope_head_dim", -1, &nope));
+  ENPU_FORWARD(get_count(c, "qk_rope_head_dim", -1, &rope));
+  ENPU_FORWARD(get_count(c, "v_head_dim", -1, &vd));
   *out = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i}", "kind", "mla", "heads", heads, "q_lora_rank", q,
                    "kv_lora_rank", kv, "qk_nope_head_dim", nope, "qk_rope_head_dim", rope, "v_head_dim", vd);
   return ENPU_OK;
@@ -273,11 +281,11 @@ static int moe_object(hf_ctx *c, json_t **out) {
                     "the routed expert count (n_routed_experts, num_local_experts "
                     "or num_experts) of a MoE family");
   int routed = 0, k = 0, inter = 0, shared = 0, first = 0;
-  ENPU_FORWARD(get_int(c, rk, -1, &routed));
-  ENPU_FORWARD(get_int(c, "num_experts_per_tok", -1, &k));
+  ENPU_FORWARD(get_count(c, rk, -1, &routed));
+  ENPU_FORWARD(get_count(c, "num_experts_per_tok", -1, &k));
   /* Mixtral's experts are intermediate_size wide; the others give moe_intermediate_size. */
   ENPU_FORWARD(
-      get_int(c, get(c, "moe_intermediate_size") ? "moe_intermediate_size" : "intermediate_size", -1, &inter));
+      get_count(c, get(c, "moe_intermediate_size") ? "moe_intermediate_size" : "intermediate_size", -1, &inter));
   ENPU_FORWARD(get_int(c, "n_shared_experts", 0, &shared));
   int shared_inter = 0;
   ENPU_FORWARD(get_int(c, "shared_expert_intermediate_size", 0, &shared_inter));
@@ -319,10 +327,10 @@ static int model_name(hf_ctx *c, const char *path, char *name) {
 /* The model file's JSON from the checked config. */
 static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **out) {
   int hidden = 0, layers = 0, vocab = 0, inter = 0, dtype = 0;
-  ENPU_FORWARD(get_int(c, "hidden_size", -1, &hidden));
-  ENPU_FORWARD(get_int(c, "num_hidden_layers", -1, &layers));
-  ENPU_FORWARD(get_int(c, "vocab_size", -1, &vocab));
-  ENPU_FORWARD(get_int(c, "intermediate_size", -1, &inter));
+  ENPU_FORWARD(get_count(c, "hidden_size", -1, &hidden));
+  ENPU_FORWARD(get_count(c, "num_hidden_layers", -1, &layers));
+  ENPU_FORWARD(get_count(c, "vocab_size", -1, &vocab));
+  ENPU_FORWARD(get_count(c, "intermediate_size", -1, &inter));
   ENPU_FORWARD(dtype_bytes(c, &dtype));
   const json_t *tie = get(c, "tie_word_embeddings");
   if (tie && !json_is_boolean(tie)) return fail_key(c, "tie_word_embeddings", "true or false");

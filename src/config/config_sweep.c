@@ -396,21 +396,22 @@ int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_
   ENPU_RETURN_IF(!point || strlen(point) >= sizeof buf || !*point, err, ENPU_ERR_INVALID,
                  "expected path=value[,path=value...], got \"%s\"", point ? point : "");
   memcpy(buf, point, strlen(point) + 1);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(tok, '=');
-    ENPU_RETURN_IF(!eq, err, ENPU_ERR_INVALID, "expected path=value, got \"%s\"", tok);
-    *eq = '\0';
-    const int i = config_sweep_param_find(tok);
+  enpu_kv kv[NPARAMS];
+  const int n = enpu_kv_split(buf, kv, NPARAMS, err);
+  ENPU_FORWARD(n);
+  for (int k = 0; k < n; k++) {
+    const int i = config_sweep_param_find(kv[k].key);
     if (i < 0) {
       char known[2048];
       known_paths(known, sizeof known);
-      return enpu_errorf(err, ENPU_ERR_INVALID, "expected a sweepable chip path (%s), got \"%s\"", known, tok);
+      return enpu_errorf(err, ENPU_ERR_INVALID, "expected a sweepable chip path (%s), got \"%s\"", known,
+                         kv[k].key);
     }
     char *end = NULL;
-    const double v = strtod(eq + 1, &end);
-    ENPU_RETURN_IF(end == eq + 1 || *end || !isfinite(v), err, ENPU_ERR_INVALID,
-                   "%s: expected a number, got \"%s\"", tok, eq + 1);
+    const double v = strtod(kv[k].value, &end);
+    ENPU_RETURN_IF(end == kv[k].value || *end || !isfinite(v), err, ENPU_ERR_INVALID,
+                   "%s: expected a number, got \"%s\"", kv[k].key, kv[k].value);
+    ENPU_RETURN_IF(!isnan(pt.v[i]), err, ENPU_ERR_INVALID, "%s given twice: it takes one value", kv[k].key);
     pt.v[i] = v;
   }
   ENPU_RETURN_IF(point_name(&pt, out, CONFIG_NAME_LEN) < 0, err, ENPU_ERR_RANGE, "variant \"%s\" is too long",

@@ -84,6 +84,8 @@ static int signals_caught(void) {
 
 void farm_signals_catch(void) { catch_signals(NULL); }
 
+const volatile sig_atomic_t *farm_stop_flag(void) { return &farm_signal_seen; }
+
 void farm_options_default(farm_options *o) {
   *o = (farm_options){
       .checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S, .batch_s = -1, .point = -1};

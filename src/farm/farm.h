@@ -164,6 +164,11 @@ int farm_run(const farm_options *o, farm_summary *sums, enpu_err *err);
  * duration and restores the caller's handlers. */
 void farm_signals_catch(void);
 
+/* The stop flag farm_signals_catch's handlers set (0, or the last signal's number), for
+ * another command that catches the signals the same way and polls it (enpu validate
+ * passes it as validate_args.stop). */
+const volatile sig_atomic_t *farm_stop_flag(void);
+
 /* The MPI this build was compiled against ("Open MPI 4.1.4, MPI 3.1": Open MPI's
  * version macros when mpi.h has them, the standard's otherwise) into out[len]. Needs no
  * MPI_Init. */

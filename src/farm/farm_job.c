@@ -284,10 +284,13 @@ static int open_journal(farm_job *m, enpu_err *err) {
  * before the first task, not after the whole farm. */
 static int check_validation_input(const farm_job *m, enpu_err *err) {
   if (!m->job->validation.enabled) return 0;
-  FILE *f = fopen(m->job->validation.trace_path, "r");
-  ENPU_RETURN_IF(!f, err, ENPU_ERR_IO, "%s: validation trace %s: %s", m->job_path, m->job->validation.trace_path,
-                 strerror(errno));
-  fclose(f);
+  int fd;
+  const int rc = enpu_open_input(m->job->validation.trace_path, ENPU_TRACE_MAX_BYTES, &fd, NULL, err);
+  if (rc < 0) {
+    enpu_err_prefix(err, "%s: validation trace: ", m->job_path);
+    return rc == ENPU_ERR_ENV ? rc : ENPU_ERR_IO;
+  }
+  close(fd);
   return 0;
 }
 

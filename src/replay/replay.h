@@ -189,10 +189,11 @@ int replay_idle_power_state_w(const config_chip *chip, int state, double *watts,
 int replay_setup_init(replay_setup *s, const config_cluster *cluster, const config_model *model,
                       const config_chip *chip, enpu_err *err);
 
-/* Check that the store at `store_path` was compiled for the cluster's model and the
- * chip and node parallelism given: its provenance (model, chip and cluster documents)
- * must name the same model and chip and the same chips and dp/tp/pp/ep per node, or
- * the plans mean nothing for this cluster. A store without provenance documents
+/* Check that the store at `store_path` was compiled for the cluster's model, the model
+ * given (enpu validate --job's), and the chip and node parallelism given: its provenance
+ * (model, chip and cluster documents) must name the same model and chip and the same
+ * chips and dp/tp/pp/ep per node, or the plans mean nothing for this cluster. It reads
+ * only the provenance, so a caller makes it before any work. A store without provenance documents
  * (hand-made) passes. When the names agree but the model or chip file's content hash
  * differs from the store's, `warning` (cap bytes, may be NULL) says so.
  * @return 0; ENPU_ERR_INVALID naming the mismatch; the store's errors. */

@@ -219,18 +219,45 @@ static int convert_row(conv *c, const char *p, size_t len, enpu_err *err) {
   }
 }
 
-/* The column of `key` in a --map ("time=COL,..."): COL a header name or a 1-based index. */
-static int map_column(const conv *c, const fields *header, const char *map, const char *key, int *out,
+/* --map "time=COL,context=COL,generated=COL[,unit=U]" split (enpu_kv_split: a key given
+ * twice is refused), every key one of those. */
+typedef struct {
+  char text[512];
+  enpu_kv kv[4];
+  int n;
+} map_spec;
+
+static int map_parse(const char *map, map_spec *m, enpu_err *err) {
+  static const char *const keys[] = {"time", "context", "generated", "unit"};
+  ENPU_RETURN_IF(strlen(map) >= sizeof m->text, err, ENPU_ERR_INVALID, "--map: expected at most %zu characters",
+                 sizeof m->text - 1);
+  memcpy(m->text, map, strlen(map) + 1);
+  m->n = enpu_kv_split(m->text, m->kv, 4, err);
+  if (m->n < 0) {
+    enpu_err_prefix(err, "--map: ");
+    return m->n;
+  }
+  for (int k = 0; k < m->n; k++) {
+    int known = 0;
+    for (int i = 0; i < 4; i++) known |= !strcmp(m->kv[k].key, keys[i]);
+    ENPU_RETURN_IF(!known, err, ENPU_ERR_INVALID, "--map: expected time, context, generated or unit, got '%s'",
+                   m->kv[k].key);
+  }
+  return ENPU_OK;
+}
+
+static const char *map_value(const map_spec *m, const char *key) {
+  for (int k = 0; k < m->n; k++)
+    if (!strcmp(m->kv[k].key, key)) return m->kv[k].value;
+  return NULL;
+}
+
+/* The column of `key` in a --map: a header name or a 1-based index. */
+static int map_column(const conv *c, const fields *header, const map_spec *m, const char *key, int *out,
                       enpu_err *err) {
-  char want[128];
-  const size_t kl = strlen(key);
-  const char *p = map;
-  while (p && (strncmp(p, key, kl) || p[kl] != '=')) p = (p = strchr(p, ',')) ? p + 1 : NULL;
-  ENPU_RETURN_IF(!p, err, ENPU_ERR_INVALID, "--map: expected %s=COLUMN (a header name or a 1-based index), in '%s'",
-                 key, map);
-  p += kl + 1;
-  const size_t n = strcspn(p, ",");
-  snprintf(want, sizeof want, "%.*s", (int)n, p);
+  const char *want = map_value(m, key);
+  ENPU_RETURN_IF(!want, err, ENPU_ERR_INVALID,
+                 "--map: expected %s=COLUMN (a header name or a 1-based index), in '%s'", key, c->o->map);
   for (int i = 0; i < header->n; i++)
     if (!strcmp(header->f[i], want)) return *out = i, ENPU_OK;
   char *end = NULL;
@@ -254,19 +281,20 @@ static int read_header(conv *c, char *line, enpu_err *err) {
     return ENPU_OK;
   }
   ENPU_RETURN_IF(!c->o->map, err, ENPU_ERR_INVALID, "--from csv needs --map time=COL,context=COL,generated=COL");
+  map_spec m;
+  ENPU_FORWARD(map_parse(c->o->map, &m, err));
   fields header;
   split(line, &header);
   c->map.ncols = header.n;
-  ENPU_FORWARD(map_column(c, &header, c->o->map, "time", &c->map.time, err));
-  ENPU_FORWARD(map_column(c, &header, c->o->map, "context", &c->map.context, err));
-  ENPU_FORWARD(map_column(c, &header, c->o->map, "generated", &c->map.generated, err));
-  const char *u = strstr(c->o->map, "unit=");
+  ENPU_FORWARD(map_column(c, &header, &m, "time", &c->map.time, err));
+  ENPU_FORWARD(map_column(c, &header, &m, "context", &c->map.context, err));
+  ENPU_FORWARD(map_column(c, &header, &m, "generated", &c->map.generated, err));
+  const char *u = map_value(&m, "unit");
   static const char *const units[] = {"s", "ms", "us", "datetime"};
   c->map.unit = UNIT_S;
   if (!u) return ENPU_OK;
   for (int i = 0; i < 4; i++)
-    if (!strncmp(u + 5, units[i], strlen(units[i])) && strchr(",", u[5 + strlen(units[i])]))
-      return c->map.unit = (time_unit)i, ENPU_OK;
+    if (!strcmp(u, units[i])) return c->map.unit = (time_unit)i, ENPU_OK;
   return enpu_errorf(err, ENPU_ERR_INVALID, "--map: expected unit=s, ms, us or datetime, got '%s'", u);
 }
 

@@ -410,8 +410,11 @@ static int load_doc(replay_pelm *a, const json_t *doc, const char *path, const r
 int replay_pelm_load(const char *path, const replay_setup *setup, replay_pelm **out, enpu_err *err) {
   *out = NULL;
   json_error_t je;
-  json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  ENPU_RETURN_IF(!doc && je.line < 0, err, ENPU_ERR_IO, "cannot read %s: %s", path, je.text);
+  char *text = NULL;
+  size_t len = 0;
+  ENPU_FORWARD(enpu_read_file(path, &text, &len, err));
+  json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+  free(text);
   ENPU_RETURN_IF(!doc, err, ENPU_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
   replay_pelm *a = enpu_calloc(1, sizeof *a);
   int rc = a ? load_doc(a, doc, path, setup, err) : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (PELM agent)");

@@ -125,12 +125,16 @@ static int check_nodes(const char *store_path, const json_t *job, const json_t *
 
 /* docs: the store's job, model, chip and cluster documents (NULL when absent). */
 static int check_docs(const char *store_path, json_t *const docs[4], const config_cluster *cl,
-                      const config_chip *chip, enpu_err *err) {
+                      const config_model *m, const config_chip *chip, enpu_err *err) {
   const char *model = json_name(docs[1]), *chip_name = json_name(docs[2]);
   ENPU_RETURN_IF(model && strcmp(model, cl->model_name) != 0, err, ENPU_ERR_INVALID,
                  "store %s was compiled for model '%s', but cluster %s is for model '%s': its plans do not "
                  "apply (replay the store of the cluster's model)",
                  store_path, model, cl->path, cl->model_name);
+  /* the cluster's model, then the model given (validate --job's) */
+  ENPU_RETURN_IF(model && strcmp(model, m->name) != 0, err, ENPU_ERR_INVALID,
+                 "store %s was compiled for model '%s', but the model file %s is '%s': its plans do not apply",
+                 store_path, model, m->path, m->name);
   ENPU_RETURN_IF(chip_name && strcmp(chip_name, chip->name) != 0, err, ENPU_ERR_INVALID,
                  "store %s was compiled for chip '%s', but the chip file %s is '%s'", store_path, chip_name,
                  chip->path, chip->name);
@@ -145,7 +149,7 @@ int replay_check_store(const char *store_path, const config_cluster *cluster, co
   const char *texts[4] = {c->job_json, c->model_json, c->chip_json, c->cluster_json};
   json_t *docs[4] = {NULL};
   for (int k = 0; k < 4; k++) docs[k] = texts[k] ? json_loads(texts[k], 0, NULL) : NULL;
-  int rc = check_docs(store_path, docs, cluster, chip, err);
+  int rc = check_docs(store_path, docs, cluster, model, chip, err);
   if (rc == ENPU_OK && warning && cap && docs[1] && docs[2] &&
       (c->model_hash != model->hash || c->chip_hash != chip->hash))
     snprintf(warning, cap,

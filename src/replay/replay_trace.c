@@ -287,7 +287,7 @@ int replay_trace_load(const char *path, bool skip_bad_rows, replay_trace **out, 
   *out = NULL;
   char *text = NULL;
   size_t len = 0;
-  ENPU_FORWARD(enpu_read_file(path, &text, &len, err));
+  ENPU_FORWARD(enpu_read_file_max(path, ENPU_TRACE_MAX_BYTES, &text, &len, err));
   int rc = replay_trace_parse(text, len, path, skip_bad_rows, out, err);
   free(text);
   return rc;

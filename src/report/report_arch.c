@@ -62,15 +62,14 @@ static int parse_group(const char *name, arch_group *g) {
   *sep = '\0';
   char point[STORE_NAME_LEN];
   snprintf(point, sizeof point, "%s", sep + 1);
-  for (char *save = NULL, *kv = strtok_r(point, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(kv, '=');
-    if (!eq || g->n == ARCH_MAX_PARAMS) return -1;
-    *eq = '\0';
-    g->param[g->n] = config_sweep_param_find(kv);
-    g->value[g->n] = strtod(eq + 1, NULL);
+  enpu_kv kv[ARCH_MAX_PARAMS];
+  const int n = enpu_kv_split(point, kv, ARCH_MAX_PARAMS, NULL);
+  for (int k = 0; k < n; k++) {
+    g->param[g->n] = config_sweep_param_find(kv[k].key);
+    g->value[g->n] = strtod(kv[k].value, NULL);
     if (g->param[g->n++] < 0) return -1;
   }
-  return 0;
+  return n < 0 ? -1 : 0;
 }
 
 /* Mean saving (%) of a group at a phase and slack; NAN when it has no plan there. */

@@ -33,7 +33,7 @@ static int load_actions(const char *dir, const char *name, actions *a, enpu_err 
   size_t len = 0, cap = 0;
   snprintf(path, sizeof path, "%s/actions_%s.csv", dir, name);
   snprintf(a->name, sizeof a->name, "%s", name);
-  ENPU_FORWARD(enpu_read_file(path, &text, &len, err));
+  ENPU_FORWARD(enpu_read_file_max(path, ENPU_TRACE_MAX_BYTES, &text, &len, err));
   char *save = NULL, *line = strtok_r(text, "\n", &save), *fields[32];
   long col[NA];
   size_t nf = 0, line_no = 1;
@@ -239,8 +239,7 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
   if (!dir) return ENPU_OK;
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/summary.json", dir);
-  json_error_t jerr;
-  json_t *doc = json_load_file(path, 0, &jerr);
+  json_t *doc = report_summary_json(path);
   const json_t *pols = json_object_get(doc, "policies");
   actions a[MAX_RUNS];
   size_t n = 0;

@@ -122,6 +122,10 @@ int report_windows_column(const char *path, const char *column, int peak, double
  * @return 0; ENPU_ERR_IO / ENPU_ERR_PARSE for an actions_<run>.csv it cannot read. */
 int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enpu_err *err);
 
+/* A replay's summary.json read (enpu_read_file: a regular file within its limit) and
+ * parsed; NULL when it is missing or cannot be read or parsed (the sections say so). */
+json_t *report_summary_json(const char *path);
+
 /* The number at o.a (o.a.b when b is not NULL) of a JSON summary, NaN when absent. */
 double report_jget(const json_t *o, const char *a, const char *b);
 

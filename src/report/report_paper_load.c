@@ -52,7 +52,11 @@ static int get_phase(const mctx *mc, const json_t *o, const char *where, int *ou
 
 static int load_json_file(const char *path, json_t **out, enpu_err *err) {
   json_error_t je;
-  *out = json_load_file(path, 0, &je);
+  char *text = NULL;
+  size_t len = 0;
+  ENPU_FORWARD(enpu_read_file(path, &text, &len, err));
+  *out = json_loadb(text, len, 0, &je);
+  free(text);
   ENPU_RETURN_IF(!*out, err, ENPU_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
   return ENPU_OK;
 }

@@ -163,7 +163,7 @@ int report_windows_column(const char *path, const char *column, int peak, double
   char *text = NULL;
   size_t len = 0;
   *out = NULL, *n = 0;
-  int rc = enpu_read_file(path, &text, &len, err);
+  int rc = enpu_read_file_max(path, ENPU_TRACE_MAX_BYTES, &text, &len, err);
   if (rc == 0) rc = column_values(path, text, column, peak, out, n, err);
   free(text);
   if (rc < 0) free(*out), *out = NULL, *n = 0;
@@ -180,7 +180,7 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
   *n = 0;
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/summary.json", dir);
-  json_t *doc = json_load_file(path, 0, NULL);
+  json_t *doc = report_summary_json(path);
   const json_t *pols = json_object_get(doc, "policies");
   DIR *d = opendir(dir);
   if (!d) json_decref(doc);
@@ -201,7 +201,7 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
     char *text = NULL;
     size_t tlen = 0;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    rc = enpu_read_file(path, &text, &tlen, err);
+    rc = enpu_read_file_max(path, ENPU_TRACE_MAX_BYTES, &text, &tlen, err);
     if (rc == 0) rc = parse_windows(path, text, w, err);
     free(text);
   }
@@ -341,6 +341,15 @@ static int plot_fig5(const report_ctx *r, const window_series *b, double origin_
 
 /* ---- tables from summary.json --------------------------------------------------------- */
 
+json_t *report_summary_json(const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  if (enpu_read_file(path, &text, &len, NULL) < 0) return NULL;
+  json_t *doc = json_loadb(text, len, 0, NULL);
+  free(text);
+  return doc;
+}
+
 double report_jget(const json_t *o, const char *a, const char *b) {
   const json_t *v = b ? json_object_get(json_object_get(o, a), b) : json_object_get(o, a);
   return json_is_number(v) ? json_number_value(v) : NAN;
@@ -428,8 +437,7 @@ static void md_periods(FILE *md, const json_t *pols) {
 static void md_tables(FILE *md, const char *dir, double *origin_h) {
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/summary.json", dir);
-  json_error_t jerr;
-  json_t *doc = json_load_file(path, 0, &jerr);
+  json_t *doc = report_summary_json(path);
   json_t *pols = json_object_get(doc, "policies");
   *origin_h = isfinite(report_jget(doc, "origin_time_of_day_h", NULL))
                   ? report_jget(doc, "origin_time_of_day_h", NULL)

@@ -25,9 +25,11 @@
  *  - strings read from the file are NUL-terminated. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store_internal.h"
 
@@ -527,9 +529,13 @@ static int check_format_version(hid_t file, enpu_err *err) {
  * Call inside H5E_BEGIN_TRY. */
 static int open_hdf5(const char *path, hid_t *file, enpu_err *err) {
   *file = H5I_INVALID_HID;
-  FILE *fp = fopen(path, "rb");
-  ENPU_RETURN_IF(!fp, err, enpu_errno_code(errno), "cannot open: %s", strerror(errno));
-  fclose(fp);
+  /* a regular file (HDF5 would wait on a FIFO); the caller prefixes the path, so this
+   * message goes without it */
+  int fd;
+  enpu_err why = {0};
+  if (enpu_open_input(path, SIZE_MAX, &fd, NULL, &why) < 0)
+    return enpu_errorf(err, why.code, "%s", why.msg + strlen(path) + 2);
+  close(fd);
   htri_t is_hdf5 = H5Fis_hdf5(path);
   ENPU_RETURN_IF(is_hdf5 < 0, err, ENPU_ERR_IO, "cannot open");
   ENPU_RETURN_IF(is_hdf5 == 0, err, ENPU_ERR_FORMAT, "not a plan store (not an HDF5 file)");

@@ -13,6 +13,7 @@
 #ifndef ENPU_VALIDATE_H
 #define ENPU_VALIDATE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -102,6 +103,16 @@ typedef struct {
    * and the replay when every policy's replay row is there with this run's trace, sample,
    * seed and tolerance. A validation with nothing left to do leaves the store as it is. */
   bool reuse_kept;
+  /* A caller's stop-signal flag (enpu validate's; NULL: none, as in the farm, whose
+   * validation comes after every task and finishes). Once it is nonzero the wait for the
+   * lock ends, and so does the work at its next bucket, policy replay or before the
+   * store is rewritten: ENPU_ERR_STOPPED naming the signal, the store as it was (the
+   * validation publishes only at its end) and no report written. A signal after the
+   * store was published stops nothing. With it, ENPU_VALIDATE_TEST_HOLD=PHASE (resim:
+   * after the sampled plans were re-simulated; publish: before the store is rewritten;
+   * report: after it, before the report) says "validate: test hold at PHASE" on the log
+   * and waits for a stop signal, so that a test signals a known phase without racing. */
+  const volatile sig_atomic_t *stop;
 } validate_args;
 
 typedef struct {

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "planstore.h"
 #include "replay.h"
@@ -42,6 +44,25 @@ static void runs_free(policy_run *r, size_t n) {
     replay_result_free(r[i].replay);
   }
   free(r);
+}
+
+/* ENPU_ERR_STOPPED once the caller's stop flag is set, saying what the store is. */
+static int stopped(const validate_args *a, enpu_err *err) {
+  ENPU_RETURN_IF(a->stop && *a->stop, err, ENPU_ERR_STOPPED,
+                 "stopped by signal %d during the validation of %s: nothing was published, the store is as it "
+                 "was; rerun the same command",
+                 (int)*a->stop, a->store_path);
+  return ENPU_OK;
+}
+
+/* The test hook of validate_args.stop (ENPU_VALIDATE_TEST_HOLD=PHASE). */
+static void validate_test_hold(const validate_args *a, const char *phase) {
+  const char *v = getenv("ENPU_VALIDATE_TEST_HOLD");
+  if (!a->stop || !v || strcmp(v, phase)) return;
+  FILE *log = a->log ? a->log : stderr;
+  fprintf(log, "validate: test hold at %s: waiting for a stop signal\n", phase);
+  fflush(log);
+  while (!*a->stop) nanosleep(&(struct timespec){0, 10000000L}, NULL);
 }
 
 /* The rows the store holds for bucket bi, when there is one per plan of it: @return the
@@ -84,7 +105,7 @@ static int check_sampled_plans(validate_ctx *v, const validate_args *a, const st
   if (rc == 0 && t->nbuckets) rc = validate_sample(t, (int)t->nbuckets, a->seed, all, &nall, err);
   for (size_t i = 0; rc == 0 && i < nall; i++) r->present[all[i].stratum]++;
   free(all);
-  for (size_t i = 0; rc == 0 && i < n; i++) {
+  for (size_t i = 0; rc == 0 && i < n && (rc = stopped(a, err)) == 0; i++) {
     const store_bucket_rec *b = &t->buckets[picks[i].bucket];
     if (enpu_grow((void **)&r->rows, &r->cap, r->nrows + b->plan_count, sizeof *r->rows) < 0) {
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (validation rows)");
@@ -105,7 +126,7 @@ static int check_sampled_plans(validate_ctx *v, const validate_args *a, const st
     out->buckets++;
   }
   free(picks);
-  if (rc < 0) enpu_err_prefix(err, "policy %s: ", t->name);
+  if (rc < 0 && rc != ENPU_ERR_STOPPED) enpu_err_prefix(err, "policy %s: ", t->name);
   return rc;
 }
 
@@ -163,7 +184,7 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
    * governors: its replay is the ondemand governor's. */
   replay_governor ondemand;
   if (rc == 0) rc = replay_governor_parse("ondemand", &ondemand, err);
-  for (size_t i = 0; rc == 0 && i < c->npolicies; i++) {
+  for (size_t i = 0; rc == 0 && i < c->npolicies && (rc = stopped(a, err)) == 0; i++) {
     const bool uniform = !strcmp(c->policies[i].name, "uniform");
     const replay_job job = {.policy = uniform ? NULL : c->policies[i].name, .governor = uniform ? &ondemand : NULL};
     rc = replay_run_job(ps, &job, trace, &setup, &runs[i].replay, err);
@@ -193,7 +214,7 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
 static int inputs_line_of(const validate_args *a, char *out, size_t len, enpu_err *err) {
   char *trace = NULL;
   size_t n = 0;
-  ENPU_FORWARD(enpu_read_file(a->trace_path, &trace, &n, err));
+  ENPU_FORWARD(enpu_read_file_max(a->trace_path, ENPU_TRACE_MAX_BYTES, &trace, &n, err));
   snprintf(out, len, "- Replay inputs: cluster %016llx, trace %016llx\n", (unsigned long long)a->cluster->hash,
            (unsigned long long)enpu_hash64(trace, n, 0));
   free(trace);
@@ -380,13 +401,18 @@ static int run_locked(const validate_args *a, const store_lock *lock, validate_o
               runs[i].nrows - runs[i].reused, runs[i].reused);
   }
   out->resim_s = enpu_now_s() - t0;
+  if (rc == 0) validate_test_hold(a, "resim");
+  if (rc == 0) rc = stopped(a, err);
   char inputs[128] = "";
   if (rc == 0) rc = inputs_line_of(a, inputs, sizeof inputs, err);
   if (rc == 0) out->reused_replay = a->reuse_kept && reuse_replays(a, c, inputs, runs);
   if (rc == 0 && !out->reused_replay) rc = run_trace_replays(a, c, runs, err);
   out->replay_s = enpu_now_s() - t0 - out->resim_s;
   if (rc == 0) out->unchanged = out->reused_replay && out->reused_buckets == out->buckets && same_tables(c, runs);
+  if (rc == 0) validate_test_hold(a, "publish");
+  if (rc == 0) rc = stopped(a, err); /* the last moment the store is as it was */
   if (rc == 0 && !out->unchanged) rc = rewrite_store(lock, c, runs, err);
+  if (rc == 0) validate_test_hold(a, "report");
   if (rc == 0 && a->report_path) rc = write_validation_md(a, c, runs, out, inputs, err);
   out->total_s = enpu_now_s() - t0;
   validate_ctx_free(v);
@@ -406,13 +432,18 @@ int validate_run(const validate_args *a, validate_outcome *out, enpu_err *err) {
   ENPU_FORWARD(
       replay_check_store(a->store_path, a->cluster, &a->job->model, &a->job->chip, warning, sizeof warning, err));
   if (warning[0] && a->log) fprintf(a->log, "validate: warning: %s\n", warning);
+  /* a trace that cannot be read (missing, no regular file, too large) is found now, not
+   * after the re-simulation */
+  int fd;
+  ENPU_FORWARD(enpu_open_input(a->trace_path, ENPU_TRACE_MAX_BYTES, &fd, NULL, err));
+  close(fd);
   if (a->lock) return run_locked(a, a->lock, out, err);
   /* The store is read, re-simulated and rewritten under one lock: a farm checkpointing
    * in between would otherwise be overwritten with the older contents read here. */
   char command[CONFIG_PATH_LEN + 32];
   snprintf(command, sizeof command, "enpu validate %s", a->store_path);
   store_lock *lock = NULL;
-  ENPU_FORWARD(store_lock_acquire(a->store_path, command, a->lock_wait_s, a->log, &lock, err));
+  ENPU_FORWARD(store_lock_acquire_until(a->store_path, command, a->lock_wait_s, a->stop, a->log, &lock, err));
   const int rc = run_locked(a, lock, out, err);
   store_lock_release(lock);
   return rc;

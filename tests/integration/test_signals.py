@@ -18,6 +18,11 @@ Two more wait for another writer's lock (held here with flock, as a farm holds i
 are signalled while they wait (SIGUSR1 to mpirun, SIGTERM to a one-rank farm): exit 3 at
 once, "stopped by signal", nothing written; with the lock free the same command farms
 the reference store.
+`enpu validate` follows the same rules: signalled (SIGTERM, SIGINT, SIGUSR1) while it
+waits for a held lock, or held mid-validation (ENPU_VALIDATE_TEST_HOLD=resim or publish)
+and signalled there, it exits 3 with the store byte for byte as it was and no report, and
+the same command then validates; held after it published (report), it finishes (exit 0)
+and says the signal came after.
 The worker ranks are in their last barrier during validation and summary: before the
 signals were caught for the whole life of a rank, rank 1 died of SIGUSR1 there and
 mpirun exited 138 (a Slurm job FAILED with a complete store).
@@ -110,6 +115,79 @@ def lock_wait(h, tmp, job, ref):
         h.check(f"{name}: identical to the uninterrupted run", *same(h, ref, store))
 
 
+class Validate(Farm):
+    """One `enpu validate` of store (with the test's job), its stderr read as it comes."""
+
+    def __init__(self, h, tmp, job, store, hold=None, extra=()):
+        src = os.path.join(h.src, "jobs")
+        cmd = [h.enpu, "validate", store, "--job", job, "--trace",
+               os.path.join(src, "traces", "AzureLLMInferenceTrace_conv.csv"), "--cluster",
+               os.path.join(src, "clusters", "llama3-70b.json"), "--sample", "1", "--out", os.path.join(tmp, "vres"),
+               *extra]
+        env = dict(ENV, ENPU_VALIDATE_TEST_HOLD=hold) if hold else ENV
+        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp,
+                                  start_new_session=True)
+        self.err = []
+        self.reader = threading.Thread(target=lambda: self.err.extend(self.p.stderr), daemon=True)
+        self.reader.start()
+
+
+def validate_signals(h, tmp, job, ref):
+    """`enpu validate` follows the farm's signal rules: a stop signal while it waits for the
+    lock or while it validates exits 3 with the store as it was (it publishes at its end);
+    one after it published stops nothing."""
+    report = os.path.join(tmp, "vres", "sig", "validation.md")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+        name = f"validate, {signal.Signals(sig).name} while waiting for the lock"
+        store = os.path.join(tmp, f"v-locked-{sig}.h5")
+        shutil.copyfile(ref, store)
+        before = open(store, "rb").read()
+        with open(store + ".lock", "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            held.write(f"pid {os.getpid()} on test since now: test_signals.py\n")
+            held.flush()
+            v = Validate(h, tmp, job, store, extra=("--lock-wait", str(HANG_S)))
+            waiting = wait_for(lambda: v.lines("is being written by") >= 1 or v.p.poll() is not None, HANG_S,
+                               0.05) and v.p.poll() is None
+            h.check(f"{name}: it waits, naming the holder", waiting, "".join(v.err)[-600:])
+            if waiting:
+                v.p.send_signal(sig)
+            rc, out, err = v.finish()
+        print(f"     {name}: exit {rc}")
+        h.check(f"{name}: exit 3, stopped by signal {int(sig)} (not the {HANG_S} s wait)",
+                rc == 3 and f"stopped by signal {int(sig)}" in err, f"exit {rc}: {err[-600:]}")
+        h.check(f"{name}: the store as it was, no report", open(store, "rb").read() == before
+                and not os.path.exists(report))
+    for phase, sig in (("resim", signal.SIGTERM), ("publish", signal.SIGINT), ("report", signal.SIGUSR1)):
+        name = f"validate, {signal.Signals(sig).name} at {phase}"
+        store = os.path.join(tmp, f"v-{phase}.h5")
+        shutil.copyfile(ref, store)
+        before = open(store, "rb").read()
+        v = Validate(h, tmp, job, store, hold=phase)
+        held = wait_for(lambda: v.lines(f"validate: test hold at {phase}") >= 1 or v.p.poll() is not None, HANG_S,
+                        0.05) and v.p.poll() is None
+        h.check(f"{name}: it reached the phase", held, "".join(v.err)[-600:])
+        if held:
+            v.p.send_signal(sig)
+        rc, out, err = v.finish()
+        print(f"     {name}: exit {rc}")
+        if phase == "report":  # published already: it finishes
+            h.check(f"{name}: exit 0, the validation finished, saying the signal came after it published",
+                    rc == 0 and out.startswith("PASS") and "came after the store was published" in err
+                    and os.path.exists(report), f"exit {rc}: {err[-600:]}")
+        else:
+            h.check(f"{name}: exit 3, nothing published: the store as it was, no report",
+                    rc == 3 and f"stopped by signal {int(sig)}" in err and "store is as it was" in err
+                    and open(store, "rb").read() == before and not os.path.exists(report),
+                    f"exit {rc}: {err[-600:]}")
+            v = Validate(h, tmp, job, store)
+            rc, out, err = v.finish()
+            h.check(f"{name}: the same command, rerun, validates (exit 0)", rc == 0 and out.startswith("PASS"),
+                    f"exit {rc}: {err[-400:]}")
+        if os.path.exists(report):
+            os.unlink(report)
+
+
 def main():
     h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     tmp = tempfile.mkdtemp(prefix="enpu-signals-")
@@ -132,6 +210,7 @@ def main():
             f"exit {rc}: {err[-600:]}")
     h.check("np 2, SIGUSR1 during the validation: store identical to the uninterrupted run", *same(h, ref, store))
     lock_wait(h, tmp, job, ref)
+    validate_signals(h, tmp, job, ref)
     for np_ in (2, 1):
         for phase in ("start", "setup", "tasks", "validation", "summary"):
             if np_ == 1 and phase in ("start", "setup"):

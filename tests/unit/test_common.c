@@ -1,5 +1,6 @@
 /* test_common.c — error formatting, growable arrays, blocks of parallel arrays, paths,
- * file reading, mkdir -p, hashing, files published by rename and moved aside. */
+ * file reading, mkdir -p, hashing, files published by rename and moved aside, key=value
+ * option values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +90,41 @@ static void test_read_missing_file_names_it(void **state) {
   assert_int_equal(enpu_read_file("/nonexistent/x.json", &data, NULL, &err), ENPU_ERR_IO);
   assert_null(data);
   assert_non_null(strstr(err.msg, "/nonexistent/x.json"));
+}
+
+/* Only a regular file within the limit is read: a FIFO (no writer: it would block), a
+ * device and a directory are refused as what they are, a file over the limit by size. */
+static void test_read_refuses_what_is_no_input(void **state) {
+  (void)state;
+  char dir[] = "/tmp/enpu-read-XXXXXX", fifo[64], file[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  snprintf(file, sizeof file, "%s/file", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fputs("0123456789", f);
+  fclose(f);
+  const struct {
+    const char *path, *says;
+  } bad[] = {{fifo, "a FIFO"}, {"/dev/zero", "a character device"}, {dir, "a directory"}};
+  enpu_err err = {0};
+  char *data = NULL;
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(enpu_read_file(bad[i].path, &data, &len, &err), ENPU_ERR_INVALID);
+    assert_null(data);
+    assert_non_null(strstr(err.msg, bad[i].says));
+  }
+  assert_int_equal(enpu_read_file_max(file, 9, &data, &len, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "more than this input may hold"));
+  assert_int_equal(enpu_read_file_max(file, 10, &data, &len, &err), ENPU_OK);
+  assert_int_equal(len, 10);
+  assert_string_equal(data, "0123456789");
+  free(data);
+  unlink(fifo);
+  unlink(file);
+  rmdir(dir);
 }
 
 static int is_dir(const char *path) {
@@ -249,6 +285,29 @@ static void test_hasher_is_field_sensitive(void **state) {
   assert_true(enpu_hash64("x", 1, 0) != enpu_hash64("y", 1, 0));
 }
 
+/* The one key=value parser: pairs in order, and every malformed value refused with what
+ * was wrong; a key given twice names the key whatever the pair limit. */
+static void test_kv_split(void **state) {
+  (void)state;
+  enpu_kv kv[3];
+  enpu_err err = {0};
+  char ok[] = "phase=decode,batch=8,seq=";
+  assert_int_equal(enpu_kv_split(ok, kv, 3, &err), 3);
+  assert_string_equal(kv[0].key, "phase");
+  assert_string_equal(kv[0].value, "decode");
+  assert_string_equal(kv[2].key, "seq");
+  assert_string_equal(kv[2].value, "");
+  char twice[] = "phase=decode,batch=8,seq=3000,seq=5000";
+  assert_int_equal(enpu_kv_split(twice, kv, 3, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "'seq' given twice"));
+  const char *bad[] = {"a=1,,b=2", "a=1,b", "=1", "", "a=1,b=2,c=3,d=4"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[64];
+    snprintf(text, sizeof text, "%s", bad[i]);
+    assert_int_equal(enpu_kv_split(text, kv, 3, &err), ENPU_ERR_INVALID);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_errorf_returns_code_and_formats),
@@ -256,10 +315,12 @@ int main(void) {
       cmocka_unit_test(test_calloc_parts),
       cmocka_unit_test(test_path_relative),
       cmocka_unit_test(test_read_missing_file_names_it),
+      cmocka_unit_test(test_read_refuses_what_is_no_input),
       cmocka_unit_test(test_mkdir_p),
       cmocka_unit_test(test_hasher_is_field_sensitive),
       cmocka_unit_test(test_file_publish_never_through_links),
       cmocka_unit_test(test_file_move_aside_numbers),
+      cmocka_unit_test(test_kv_split),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
