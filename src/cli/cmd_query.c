@@ -67,7 +67,7 @@ static void init(void *args) {
 }
 
 /* One argument from its text by the reader's rules (untouched NAN when not given). */
-static int parse_arg(int which, const char *name, const char *text, double *out, char *msg, size_t len) {
+static int query_arg(int which, const char *name, const char *text, double *out, char *msg, size_t len) {
   enpu_err err = {0};
   *out = NAN;
   if (text && planstore_parse_arg(which, text, out, &err) < 0)
@@ -76,20 +76,20 @@ static int parse_arg(int which, const char *name, const char *text, double *out,
 }
 
 /* The request's numbers from their text into r (batch, seq, target and slack). */
-static int parse_request(const query_args *a, query_args *r, char *msg, size_t len) {
+static int query_request(const query_args *a, query_args *r, char *msg, size_t len) {
   double batch = NAN, seq = NAN;
   if (!a->target_text == !a->slack_text) return cli_reject(msg, len, "give exactly one of --target-ms and --slack");
-  int rc = parse_arg(PLANSTORE_ARG_BATCH, "batch", a->batch_text, &batch, msg, len);
-  if (!rc) rc = parse_arg(PLANSTORE_ARG_SEQ, "seq", a->seq_text, &seq, msg, len);
-  if (!rc) rc = parse_arg(PLANSTORE_ARG_TARGET_MS, "target-ms", a->target_text, &r->target_ms, msg, len);
-  if (!rc) rc = parse_arg(PLANSTORE_ARG_SLACK, "slack", a->slack_text, &r->slack, msg, len);
+  int rc = query_arg(PLANSTORE_ARG_BATCH, "batch", a->batch_text, &batch, msg, len);
+  if (!rc) rc = query_arg(PLANSTORE_ARG_SEQ, "seq", a->seq_text, &seq, msg, len);
+  if (!rc) rc = query_arg(PLANSTORE_ARG_TARGET_MS, "target-ms", a->target_text, &r->target_ms, msg, len);
+  if (!rc) rc = query_arg(PLANSTORE_ARG_SLACK, "slack", a->slack_text, &r->slack, msg, len);
   if (!rc) r->b.batch = (int)batch, r->b.seq = (int)seq;
   return rc;
 }
 
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   query_args parsed = *(const query_args *)args;
-  return parse_request(args, &parsed, msg, len);
+  return query_request(args, &parsed, msg, len);
 }
 
 /* clang-format off */
@@ -264,7 +264,7 @@ static int variant_policy(const query_args *a, char out[STORE_NAME_LEN], enpu_er
 static int run(void *args) {
   query_args *a = args;
   char msg[ENPU_ERR_MSG_LEN];
-  if (parse_request(a, a, msg, sizeof msg) < 0) { /* check() passed: cannot fail */
+  if (query_request(a, a, msg, sizeof msg) < 0) { /* check() passed: cannot fail */
     cli_fail("query", msg);
     return 2;
   }

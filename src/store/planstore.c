@@ -264,7 +264,7 @@ int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, i
 /* ---- a lookup's arguments from text ---------------------------------------------- */
 
 /* A decimal integer filling all of text (no leading space), within [lo, hi]. */
-static int parse_int(const char *text, long long lo, long long hi, double *value, enpu_err *err) {
+static int int_from_text(const char *text, long long lo, long long hi, double *value, enpu_err *err) {
   char *end = NULL;
   errno = 0;
   const long long v = isdigit((unsigned char)text[0]) || text[0] == '-' || text[0] == '+' ? strtoll(text, &end, 10)
@@ -276,7 +276,7 @@ static int parse_int(const char *text, long long lo, long long hi, double *value
 }
 
 /* A number filling text but for a '%' unit at its end (*percent), no leading space. */
-static bool parse_real(const char *text, double *x, bool *percent) {
+static bool real_from_text(const char *text, double *x, bool *percent) {
   char *end = NULL;
   if (!text[0] || isspace((unsigned char)text[0])) return false;
   *x = strtod(text, &end); /* an underflow to a tiny or zero value is still that value */
@@ -284,10 +284,10 @@ static bool parse_real(const char *text, double *x, bool *percent) {
   return end != text && (*percent || !*end) && isfinite(*x);
 }
 
-static int parse_slack(const char *text, double *value, enpu_err *err) {
+static int slack_from_text(const char *text, double *value, enpu_err *err) {
   double x = NAN;
   bool percent = false;
-  const bool number = parse_real(text, &x, &percent);
+  const bool number = real_from_text(text, &x, &percent);
   const double fraction = percent ? x / 100 : x;
   ENPU_RETURN_IF(number && !percent && x > 1 && x <= PLANSTORE_MAX_SLACK, err, ENPU_ERR_INVALID,
                  "%.80s would be %g %%: give a fraction (0.05) or a percent with its unit (5%%, or %g%% if "
@@ -304,13 +304,13 @@ static int parse_slack(const char *text, double *value, enpu_err *err) {
 int planstore_parse_arg(int which, const char *text, double *value, enpu_err *err) {
   ENPU_RETURN_IF(!text || !value, err, ENPU_ERR_INVALID, "planstore_parse_arg: no text or output");
   switch (which) {
-  case PLANSTORE_ARG_BATCH: return parse_int(text, 1, PLANSTORE_MAX_BATCH, value, err);
-  case PLANSTORE_ARG_SEQ: return parse_int(text, 1, PLANSTORE_MAX_SEQ, value, err);
-  case PLANSTORE_ARG_SLACK: return parse_slack(text, value, err);
+  case PLANSTORE_ARG_BATCH: return int_from_text(text, 1, PLANSTORE_MAX_BATCH, value, err);
+  case PLANSTORE_ARG_SEQ: return int_from_text(text, 1, PLANSTORE_MAX_SEQ, value, err);
+  case PLANSTORE_ARG_SLACK: return slack_from_text(text, value, err);
   case PLANSTORE_ARG_TARGET_MS: {
     double x = NAN;
     bool percent = false;
-    ENPU_RETURN_IF(!parse_real(text, &x, &percent) || percent || !(x > 0) || !isfinite(x * 1e6), err,
+    ENPU_RETURN_IF(!real_from_text(text, &x, &percent) || percent || !(x > 0) || !isfinite(x * 1e6), err,
                    ENPU_ERR_INVALID, "expected a time in ms > 0 that is finite in ns, got '%.80s'", text);
     *value = x;
     return ENPU_OK;
