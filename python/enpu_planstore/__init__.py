@@ -20,7 +20,7 @@ import numbers
 import operator
 import os
 
-__all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "ERRORS"]
+__all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "slack_fraction", "ERRORS"]
 
 # The library's error codes (enpu_err.h; stable, never renumbered).
 ERRORS = {0: "OK", -1: "INVALID", -2: "NOMEM", -3: "IO", -4: "PARSE", -5: "RANGE", -6: "NOT_FOUND",
@@ -314,6 +314,13 @@ class PlanStore:
                 "plan_energy_nj": _nan_none(plan.plan_energy_nj), "t_nodvfs_ns": plan.t_nodvfs_ns,
                 "t_peak_ns": plan.t_peak_ns, "e_nodvfs_nj": plan.e_nodvfs_nj,
                 "ops": self._ops(plan, vfset), "capacity_note": (plan.note or b"").decode()}
+
+
+def slack_fraction(slack):
+    """A slack as lookup reads it (a fraction up to 1, or a str with its unit: "5%"), as a
+    fraction; PlanStoreError where `enpu query --slack` refuses it (a bare 5 would be
+    500 %). For a runtime that reads its slack from a command line or a config file."""
+    return _parse_arg(_library(), _ARG_SLACK, "slack", slack, strings=True)
 
 
 def default_policy(names):

@@ -177,6 +177,13 @@ with enpu_planstore.open(store) as st:
     p5, p005 = st.lookup(phase="decode", batch=8, seq=4608, slack="5%"), st.lookup(phase="decode", batch=8,
                                                                                      seq=4608, slack=0.05)
     h.check("Python slack='5%' equals slack=0.05", p5 == p005 and p5["slack"] == 0.05, str(p5["slack"]))
+    try:
+        enpu_planstore.slack_fraction(5)
+        bare = None
+    except enpu_planstore.PlanStoreError as e:
+        bare = e
+    h.check("slack_fraction (for a runtime's own --slack): '5%' is 0.05, 5 refused",
+            enpu_planstore.slack_fraction("5%") == 0.05 and bare is not None, repr(bare))
     two = st.lookup(phase="decode", batch=8, seq=4608, slack="200%")
     h.check("slack '200%' reaches the store's slack 2 (its stored plan answers)",
             two["slack"] == 2.0 and two["plan_time_ns"] is not None, str(two["plan_time_ns"]))
