@@ -36,14 +36,18 @@ typedef struct {
   double target_ms, slack; /* from their text (run); NAN: not given */
 } query_args;
 
+/* The reader's limits in the help text, so that it cannot drift from them. */
+#define QUERY_TEXT_(x) #x
+#define QUERY_TEXT(x) QUERY_TEXT_(x)
+
 /* clang-format off */
 static const cli_opt opts[] = {
     {.name = "phase", .type = CLI_ENUM, .at = offsetof(query_args, b.phase), .choices = cli_phase_names,
      .flags = CLI_REQUIRED, .help = "the bucket's phase"},
     {.name = "batch", .type = CLI_STRING, .at = offsetof(query_args, batch_text), .meta = "B",
-     .flags = CLI_REQUIRED, .help = "requests in the batch (1..65536)"},
+     .flags = CLI_REQUIRED, .help = "requests in the batch (1.." QUERY_TEXT(PLANSTORE_MAX_BATCH) ")"},
     {.name = "seq", .type = CLI_STRING, .at = offsetof(query_args, seq_text), .meta = "S",
-     .flags = CLI_REQUIRED, .help = "prompt length (prefill) or KV length (decode) (1..16777216)"},
+     .flags = CLI_REQUIRED, .help = "prompt length (prefill) or KV length (decode) (1.." QUERY_TEXT(PLANSTORE_MAX_SEQ) ")"},
     {.name = "target-ms", .type = CLI_STRING, .at = offsetof(query_args, target_text), .meta = "T",
      .help = "the target time of the batch, ms (> 0)"},
     {.name = "slack", .type = CLI_STRING, .at = offsetof(query_args, slack_text), .meta = "X",
@@ -66,7 +70,7 @@ static void init(void *args) {
   a->target_ms = a->slack = NAN;
 }
 
-/* One argument from its text by the reader's rules (untouched NAN when not given). */
+/* One argument from its text by the reader's rules (NAN when not given). */
 static int query_arg(int which, const char *name, const char *text, double *out, char *msg, size_t len) {
   enpu_err err = {0};
   *out = NAN;
