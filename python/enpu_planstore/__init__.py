@@ -16,9 +16,11 @@ environment variable (a path to libenpu_planstore.so), a build tree beside this 
 import ctypes
 import ctypes.util
 import math
+import numbers
+import operator
 import os
 
-__all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "ERRORS"]
+__all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "slack_fraction", "ERRORS"]
 
 # The library's error codes (enpu_err.h; stable, never renumbered).
 ERRORS = {0: "OK", -1: "INVALID", -2: "NOMEM", -3: "IO", -4: "PARSE", -5: "RANGE", -6: "NOT_FOUND",
@@ -74,7 +76,7 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     out = [os.path.join(here, "..", "..", "build", "src", "store", "libenpu_planstore.so")]
     found = ctypes.util.find_library("enpu_planstore")
-    return out + [found or "libenpu_planstore.so.0.2"]
+    return out + [found or "libenpu_planstore.so.0.3"]
 
 
 def _load():
@@ -102,6 +104,7 @@ def _load():
         "planstore_plan_states": (c_int, [ctypes.c_void_p, P(_Plan), P(_OpStates), c_size_t, P(c_size_t), E]),
         "planstore_bucket_count": (c_size_t, [ctypes.c_void_p, c_char_p]),
         "planstore_bucket_info": (c_int, [ctypes.c_void_p, c_char_p, c_size_t, P(_Bucket), E]),
+        "planstore_parse_arg": (c_int, [c_int, c_char_p, P(ctypes.c_double), E]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -142,15 +145,58 @@ def _nan_none(x):
     return None if math.isnan(x) else x
 
 
+# planstore.h's PLANSTORE_ARG_*: the library checks every number of a lookup from its
+# text, by the rules `enpu query` applies to its command line (one set, in C).
+_ARG_BATCH, _ARG_SEQ, _ARG_SLACK, _ARG_TARGET_MS = range(4)
+
+
+def _cstr(name, value, optional=False):
+    """value as the C string the library takes: a str without NUL (C would end it there
+    and answer for a shorter name), else TypeError."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if "\0" in value:
+        raise PlanStoreError(-1, f"{name}: {value!r} holds a NUL byte")
+    return os.fsencode(value)
+
+
+def _arg_text(name, value, strings):
+    """The text of a number as the command line would carry it: an int in decimal (any
+    size: the library refuses what is out of range, nothing wraps), a float by repr (its
+    exact value), a str (strings=True: a slack's percent form, "5%") as given."""
+    whole = name in ("batch", "seq")
+    if isinstance(value, str) and strings:
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(operator.index(value))
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and not whole:
+        return repr(float(value))
+    want = "an int" if whole else "a number or a str (\"5%\")" if strings else "a number"
+    raise TypeError(f"{name} must be {want}, got {type(value).__name__}")
+
+
+def _parse_arg(lib, which, name, value, strings=False):
+    """One lookup argument checked and converted by the library (planstore_parse_arg)."""
+    text, err, out = _arg_text(name, value, strings), _Err(), ctypes.c_double()
+    if lib.planstore_parse_arg(which, _cstr(name, text), ctypes.byref(out), ctypes.byref(err)) < 0:
+        raise PlanStoreError(err.code, f"{name}: {err.msg.decode('utf-8', 'replace')}")
+    return out.value
+
+
 class PlanStore:
     """An open plan store (read-only; lookups work on memory). Close it, or use `with`."""
 
     def __init__(self, path, policy=None):
         lib, err, h = _library(), _Err(), ctypes.c_void_p()
+        self._h = None
         self.path = os.fspath(path)
-        bpath = self.path.encode()
+        if isinstance(self.path, bytes):
+            self.path = os.fsdecode(self.path)
+        bpath, pol = _cstr("path", self.path), _cstr("policy", policy, optional=True)
         rc = (lib.planstore_open(bpath, ctypes.byref(h), ctypes.byref(err)) if policy is None else
-              lib.planstore_open_policy(bpath, policy.encode(), ctypes.byref(h), ctypes.byref(err)))
+              lib.planstore_open_policy(bpath, pol, ctypes.byref(h), ctypes.byref(err)))
         if rc < 0:
             _raise(err)
         self._lib, self._h = lib, h
@@ -182,7 +228,7 @@ class PlanStore:
     def buckets(self, policy=None):
         """The policy's bucket grid in (phase, batch, seq) order, each with its status."""
         h, err, b = self._handle(), _Err(), _Bucket()
-        pol = policy.encode() if policy else None
+        pol = _cstr("policy", policy, optional=True)
         n = self._lib.planstore_bucket_count(h, pol)
         if n == 0 and policy is not None and policy not in self.policies():
             raise PlanStoreError(-6, f"no policy '{policy}' in the store")
@@ -200,20 +246,34 @@ class PlanStore:
         and trail states, and with vfset their vf.set words). Without a policy the store's
         eNPU policy answers, as in `enpu query` (`policy_from`: "default"). A target below the
         bucket's fastest plan gives that plan with `warning` set, as `enpu query` does.
-        Raises PlanStoreError."""
+
+        Every argument is checked by the library with `enpu query`'s rules and refused
+        where the command refuses it (PlanStoreError, INVALID): batch and seq are ints of
+        the store's range (never reduced to a C int), a slack is a fraction up to 1 or a
+        str with its unit ("5%", up to "1000%"; a bare 5 would be 500 % and is refused),
+        target_ms is > 0 and finite, and no str holds a NUL byte. A wrong type raises
+        TypeError. Raises PlanStoreError."""
         if (slack is None) == (target_ms is None):
             raise PlanStoreError(-1, "give exactly one of slack and target_ms")
+        if not isinstance(phase, str):
+            raise TypeError(f"phase must be a str, got {type(phase).__name__}")
         if phase not in PHASES:
             raise PlanStoreError(-1, f"phase must be one of {PHASES}, got {phase!r}")
-        policy_from = "--policy" if policy else "default"
-        policy = policy or default_policy(self.policies())
+        lib = self._lib
+        pol = _cstr("policy", policy, optional=True)
+        batch, seq = int(_parse_arg(lib, _ARG_BATCH, "batch", batch)), int(_parse_arg(lib, _ARG_SEQ, "seq", seq))
+        if slack is not None:
+            slack = _parse_arg(lib, _ARG_SLACK, "slack", slack, strings=True)
+        else:
+            target_ms = _parse_arg(lib, _ARG_TARGET_MS, "target_ms", target_ms)
+        policy_from = "--policy" if policy is not None else "default"
+        policy = policy if policy is not None else default_policy(self.policies())
         h, err, plan = self._handle(), _Err(), _Plan()
         plan.target_ns = math.nan  # the reader sets it only when it fills the plan
-        ph, pol = PHASES.index(phase), policy.encode()
-        rc = (self._lib.planstore_lookup_slack(h, pol, ph, batch, seq, slack, ctypes.byref(plan), ctypes.byref(err))
+        ph, pol = PHASES.index(phase), _cstr("policy", policy)
+        rc = (lib.planstore_lookup_slack(h, pol, ph, batch, seq, slack, ctypes.byref(plan), ctypes.byref(err))
               if slack is not None else
-              self._lib.planstore_lookup(h, pol, ph, batch, seq, target_ms * 1e6, ctypes.byref(plan),
-                                         ctypes.byref(err)))
+              lib.planstore_lookup(h, pol, ph, batch, seq, target_ms * 1e6, ctypes.byref(plan), ctypes.byref(err)))
         late = rc == -8 and not math.isnan(plan.target_ns)  # below the fastest plan: filled with it
         if rc < 0 and not late:
             _raise(err)
@@ -254,6 +314,13 @@ class PlanStore:
                 "plan_energy_nj": _nan_none(plan.plan_energy_nj), "t_nodvfs_ns": plan.t_nodvfs_ns,
                 "t_peak_ns": plan.t_peak_ns, "e_nodvfs_nj": plan.e_nodvfs_nj,
                 "ops": self._ops(plan, vfset), "capacity_note": (plan.note or b"").decode()}
+
+
+def slack_fraction(slack):
+    """A slack as lookup reads it (a fraction up to 1, or a str with its unit: "5%"), as a
+    fraction; PlanStoreError where `enpu query --slack` refuses it (a bare 5 would be
+    500 %). For a runtime that reads its slack from a command line or a config file."""
+    return _parse_arg(_library(), _ARG_SLACK, "slack", slack, strings=True)
 
 
 def default_policy(names):

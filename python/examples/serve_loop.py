@@ -87,12 +87,16 @@ def main():
     ap.add_argument("store")
     ap.add_argument("trace")
     ap.add_argument("--policy", default="enpu-all")
-    ap.add_argument("--slack", type=float, default=0.05)
+    ap.add_argument("--slack", default="0.05", help="a fraction (0.05) or a percent with its unit (5%%)")
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--window-ms", type=float, default=50.0)
     ap.add_argument("--requests", type=int, default=0, help="the first N requests (0: all)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    try:
+        a.slack = enpu_planstore.slack_fraction(a.slack)  # the library's rule, as enpu query's
+    except enpu_planstore.PlanStoreError as e:
+        ap.error(e.message)
     rows = read_trace(a.trace, a.requests)
     with enpu_planstore.open(a.store) as store:
         meter = Meter(store, a.policy, a.slack)

@@ -28,18 +28,31 @@ static int run(void *args);
 
 typedef struct {
   const char *path, *policy, *variant;
-  cli_bucket b;
+  /* batch, seq, target and slack as given: the reader's planstore_parse_arg checks them,
+   * by the rules the Python package's lookups use too (one set, nothing wraps) */
+  const char *batch_text, *seq_text, *target_text, *slack_text;
+  cli_bucket b; /* phase as parsed; batch and seq from their text (run) */
   int json, vfset;
-  double target_ms, slack; /* NAN: not given */
+  double target_ms, slack; /* from their text (run); NAN: not given */
 } query_args;
+
+/* The reader's limits in the help text, so that it cannot drift from them. */
+#define QUERY_TEXT_(x) #x
+#define QUERY_TEXT(x) QUERY_TEXT_(x)
 
 /* clang-format off */
 static const cli_opt opts[] = {
-    CLI_BUCKET_OPTS(query_args),
-    {.name = "target-ms", .type = CLI_DOUBLE, .at = offsetof(query_args, target_ms), .meta = "T",
-     .range = CLI_ABOVE(0), .help = "the target time of the batch, ms"},
-    {.name = "slack", .type = CLI_DOUBLE, .at = offsetof(query_args, slack), .meta = "X",
-     .range = CLI_CONFIG_RANGE("job", "$.slacks[]"), .help = "the target as a slack (a fraction: 0.05 = 5 %)"},
+    {.name = "phase", .type = CLI_ENUM, .at = offsetof(query_args, b.phase), .choices = cli_phase_names,
+     .flags = CLI_REQUIRED, .help = "the bucket's phase"},
+    {.name = "batch", .type = CLI_STRING, .at = offsetof(query_args, batch_text), .meta = "B",
+     .flags = CLI_REQUIRED, .help = "requests in the batch (1.." QUERY_TEXT(PLANSTORE_MAX_BATCH) ")"},
+    {.name = "seq", .type = CLI_STRING, .at = offsetof(query_args, seq_text), .meta = "S",
+     .flags = CLI_REQUIRED, .help = "prompt length (prefill) or KV length (decode) (1.." QUERY_TEXT(PLANSTORE_MAX_SEQ) ")"},
+    {.name = "target-ms", .type = CLI_STRING, .at = offsetof(query_args, target_text), .meta = "T",
+     .help = "the target time of the batch, ms (> 0)"},
+    {.name = "slack", .type = CLI_STRING, .at = offsetof(query_args, slack_text), .meta = "X",
+     .help = "the target as a slack: a fraction (0.05 = 5 %, at most 1), or a percent\n"
+             "with its unit (5%, up to 1000%); a bare number above 1 is refused"},
     {.name = "policy", .type = CLI_STRING, .at = offsetof(query_args, policy), .meta = "NAME",
      .help = "a policy of the store (default: enpu-all, else enpu-c, else the first\n"
              "enpu* policy, else the first but nodvfs and uniform, by name)"},
@@ -57,13 +70,30 @@ static void init(void *args) {
   a->target_ms = a->slack = NAN;
 }
 
-static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
-  const query_args *a = args;
-  if (isnan(a->target_ms) == isnan(a->slack))
-    return cli_reject(msg, len, "give exactly one of --target-ms and --slack");
-  if (!isnan(a->target_ms) && !isfinite(a->target_ms * 1e6))
-    return cli_reject(msg, len, "--target-ms expects a time > 0 that is finite in ns, got %g", a->target_ms);
+/* One argument from its text by the reader's rules (NAN when not given). */
+static int query_arg(int which, const char *name, const char *text, double *out, char *msg, size_t len) {
+  enpu_err err = {0};
+  *out = NAN;
+  if (text && planstore_parse_arg(which, text, out, &err) < 0)
+    return cli_reject(msg, len, "--%s: %s", name, err.msg);
   return 0;
+}
+
+/* The request's numbers from their text into r (batch, seq, target and slack). */
+static int query_request(const query_args *a, query_args *r, char *msg, size_t len) {
+  double batch = NAN, seq = NAN;
+  if (!a->target_text == !a->slack_text) return cli_reject(msg, len, "give exactly one of --target-ms and --slack");
+  int rc = query_arg(PLANSTORE_ARG_BATCH, "batch", a->batch_text, &batch, msg, len);
+  if (!rc) rc = query_arg(PLANSTORE_ARG_SEQ, "seq", a->seq_text, &seq, msg, len);
+  if (!rc) rc = query_arg(PLANSTORE_ARG_TARGET_MS, "target-ms", a->target_text, &r->target_ms, msg, len);
+  if (!rc) rc = query_arg(PLANSTORE_ARG_SLACK, "slack", a->slack_text, &r->slack, msg, len);
+  if (!rc) r->b.batch = (int)batch, r->b.seq = (int)seq;
+  return rc;
+}
+
+static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
+  query_args parsed = *(const query_args *)args;
+  return query_request(args, &parsed, msg, len);
 }
 
 /* clang-format off */
@@ -241,6 +271,11 @@ static int variant_policy(const query_args *a, char out[STORE_NAME_LEN], enpu_er
 
 static int run(void *args) {
   query_args *a = args;
+  char msg[ENPU_ERR_MSG_LEN];
+  if (query_request(a, a, msg, sizeof msg) < 0) { /* check() passed: cannot fail */
+    cli_fail("query", msg);
+    return 2;
+  }
   const int phase = a->b.phase == CONFIG_PREFILL ? PLANSTORE_PREFILL : PLANSTORE_DECODE;
   enpu_err err = {0};
   planstore *ps = NULL;

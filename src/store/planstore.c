@@ -5,7 +5,10 @@
  * Invariants after planstore_open succeeds: those of store_read (every index and range
  * inside its table, walks replayable, `order` sorts the buckets without duplicates), so
  * lookups need no further checks. */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,25 @@ struct planstore {
 
 /* ---- open / close -------------------------------------------------------------- */
 
+/* HDF5 prints what it could not free at exit ("infinite loop closing library", with every
+ * interface it could not close) when the default error stack's automatic printing is on
+ * then, and HDF5 1.10 leaks such a block when it fails to load a damaged object header.
+ * Saving and restoring the printing around our calls (H5E_BEGIN_TRY) cannot reach that
+ * exit, so the printing goes off for good, but only while it is HDF5's untouched default
+ * (its own printer to stderr): a host that installed its own handler keeps it, and the host's
+ * own HDF5 calls still fail with their return codes. */
+static void quiet_hdf5_default_printing(void) {
+  H5E_auto2_t func = NULL, fresh_func = NULL;
+  void *data = NULL, *fresh_data = NULL;
+  /* HDF5's default printer is internal; a new stack starts with it, so compare to one. */
+  const hid_t fresh = H5Ecreate_stack();
+  if (fresh < 0) return;
+  const herr_t got = H5Eget_auto2(fresh, &fresh_func, &fresh_data);
+  H5Eclose_stack(fresh);
+  if (got >= 0 && H5Eget_auto2(H5E_DEFAULT, &func, &data) >= 0 && func && func == fresh_func && data == fresh_data)
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
 /* all: every policy; otherwise only `policy` (NULL: the first in name order). */
 static int open_store(const char *path, int all, const char *policy, planstore **out, enpu_err *err) {
   ENPU_RETURN_IF(!out, err, ENPU_ERR_INVALID, "planstore_open: no output handle");
@@ -26,6 +48,7 @@ static int open_store(const char *path, int all, const char *policy, planstore *
   ENPU_RETURN_IF(!path, err, ENPU_ERR_INVALID, "planstore_open: no path");
   planstore *ps = enpu_calloc(1, sizeof *ps);
   ENPU_RETURN_IF(!ps, err, ENPU_ERR_NOMEM, "out of memory opening %s", path);
+  quiet_hdf5_default_printing(); /* before the TRY block, which restores what it found */
   int rc = ENPU_OK;
   /* A crafted file is an expected input here: report it through err, not HDF5's stderr
    * error stack. */
@@ -224,14 +247,76 @@ int planstore_lookup(const planstore *ps, const char *policy, int phase, int bat
   return plan_at_target(p, target_ns, plan, err);
 }
 
+/* The slacks a lookup takes, as a fraction: those a store can hold (NaN fails too). */
+static bool slack_in_range(double slack) { return slack >= 0 && slack <= PLANSTORE_MAX_SLACK; }
+
 int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch, int seq, double slack,
                            planstore_plan *plan, enpu_err *err) {
   const store_policy *p = NULL;
   ENPU_FORWARD(lookup_bucket(ps, policy, phase, batch, seq, &p, plan, err));
-  ENPU_RETURN_IF(!(slack >= 0) || !isfinite(slack), err, ENPU_ERR_INVALID, "slack %g must be >= 0", slack);
+  ENPU_RETURN_IF(!slack_in_range(slack), err, ENPU_ERR_INVALID, "slack %g outside [0, %g] (a fraction)", slack,
+                 PLANSTORE_MAX_SLACK);
   double base = plan->budget_mode == PLANSTORE_BUDGET_PAPER ? plan->t_nodvfs_ns
                                                             : fmax(plan->t_nodvfs_ns, plan->t_peak_ns);
   return planstore_lookup(ps, policy, phase, batch, seq, base + slack * plan->t_nodvfs_ns, plan, err);
+}
+
+/* ---- a lookup's arguments from text ---------------------------------------------- */
+
+/* A decimal integer filling all of text (no leading space), within [lo, hi]. */
+static int int_from_text(const char *text, long long lo, long long hi, double *value, enpu_err *err) {
+  char *end = NULL;
+  errno = 0;
+  const long long v = isdigit((unsigned char)text[0]) || text[0] == '-' || text[0] == '+' ? strtoll(text, &end, 10)
+                                                                                          : 0;
+  ENPU_RETURN_IF(!end || end == text || *end || errno || v < lo || v > hi, err, ENPU_ERR_INVALID,
+                 "expected an integer in [%lld, %lld], got '%.80s'", lo, hi, text);
+  *value = (double)v;
+  return ENPU_OK;
+}
+
+/* A number filling text but for a '%' unit at its end (*percent), no leading space. */
+static bool real_from_text(const char *text, double *x, bool *percent) {
+  char *end = NULL;
+  if (!text[0] || isspace((unsigned char)text[0])) return false;
+  *x = strtod(text, &end); /* an underflow to a tiny or zero value is still that value */
+  *percent = end != text && end[0] == '%' && end[1] == '\0';
+  return end != text && (*percent || !*end) && isfinite(*x);
+}
+
+static int slack_from_text(const char *text, double *value, enpu_err *err) {
+  double x = NAN;
+  bool percent = false;
+  const bool number = real_from_text(text, &x, &percent);
+  const double fraction = percent ? x / 100 : x;
+  ENPU_RETURN_IF(number && !percent && x > 1 && x <= PLANSTORE_MAX_SLACK, err, ENPU_ERR_INVALID,
+                 "%.80s would be %g %%: give a fraction (0.05) or a percent with its unit (5%%, or %g%% if "
+                 "that is meant)",
+                 text, 100 * x, 100 * x);
+  ENPU_RETURN_IF(!number || !slack_in_range(fraction) || (!percent && x > 1), err, ENPU_ERR_INVALID,
+                 "expected a fraction in [0, 1] or a percent with its unit in [0%%, %g%%] (5%% = 0.05), got "
+                 "'%.80s'",
+                 100 * PLANSTORE_MAX_SLACK, text);
+  *value = fraction;
+  return ENPU_OK;
+}
+
+int planstore_parse_arg(int which, const char *text, double *value, enpu_err *err) {
+  ENPU_RETURN_IF(!text || !value, err, ENPU_ERR_INVALID, "planstore_parse_arg: no text or output");
+  switch (which) {
+  case PLANSTORE_ARG_BATCH: return int_from_text(text, 1, PLANSTORE_MAX_BATCH, value, err);
+  case PLANSTORE_ARG_SEQ: return int_from_text(text, 1, PLANSTORE_MAX_SEQ, value, err);
+  case PLANSTORE_ARG_SLACK: return slack_from_text(text, value, err);
+  case PLANSTORE_ARG_TARGET_MS: {
+    double x = NAN;
+    bool percent = false;
+    ENPU_RETURN_IF(!real_from_text(text, &x, &percent) || percent || !(x > 0) || !isfinite(x * 1e6), err,
+                   ENPU_ERR_INVALID, "expected a time in ms > 0 that is finite in ns, got '%.80s'", text);
+    *value = x;
+    return ENPU_OK;
+  }
+  default: return enpu_errorf(err, ENPU_ERR_INVALID, "planstore_parse_arg: no argument %d", which);
+  }
 }
 
 /* The policy and bucket of a plan, if the plan can come from this store. */

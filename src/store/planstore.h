@@ -123,11 +123,37 @@ PLANSTORE_API const char *planstore_policy_name(const planstore *ps, size_t i);
 PLANSTORE_API int planstore_lookup(const planstore *ps, const char *policy, int phase, int batch, int seq,
                                    double target_ns, planstore_plan *plan, enpu_err *err);
 
-/* planstore_lookup at the bucket's slack budget (slack as a fraction): strict buckets
- * target max(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns, paper buckets
- * (1 + slack) * t_nodvfs_ns. */
+/* planstore_lookup at the bucket's slack budget (slack as a fraction, 0..PLANSTORE_MAX_SLACK;
+ * ENPU_ERR_INVALID outside): strict buckets target max(t_nodvfs_ns, t_peak_ns) +
+ * slack * t_nodvfs_ns, paper buckets (1 + slack) * t_nodvfs_ns. */
 PLANSTORE_API int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, int batch, int seq,
                                          double slack, planstore_plan *plan, enpu_err *err);
+
+/* The largest request a lookup takes: a job's largest batch and sequence bucket and its
+ * largest slack (src/config/config_ranges.c holds the same bounds for jobs; unit_cli
+ * checks they agree), so no store holds a bucket or a slack beyond them. */
+#define PLANSTORE_MAX_BATCH 65536
+#define PLANSTORE_MAX_SEQ 16777216
+#define PLANSTORE_MAX_SLACK 10.0 /* a fraction: 1000 % */
+
+/* The arguments of a lookup as a person writes them, for planstore_parse_arg. */
+#define PLANSTORE_ARG_BATCH 0 /* an integer in 1..PLANSTORE_MAX_BATCH */
+#define PLANSTORE_ARG_SEQ 1   /* an integer in 1..PLANSTORE_MAX_SEQ */
+#define PLANSTORE_ARG_SLACK                                                                   \
+  2                               /* a fraction in 0..1 ("0.05"), or a percent with its unit  \
+                                     ("5%", up to "1000%"): a bare number above 1 is refused, \
+                                     as "5" meant as 5 % would silently be 500 % */
+#define PLANSTORE_ARG_TARGET_MS 3 /* a time in ms, > 0 and finite in ns */
+
+/* One lookup argument from its text (decimal, as a command line or a script's repr gives
+ * it), checked with the one set of rules `enpu query` and the Python package both use:
+ * nothing wraps (an integer beyond its range is refused, never reduced), NaN and the
+ * infinities are refused, and so is trailing text. *value is the argument in the unit
+ * of planstore_lookup_slack / planstore_lookup's callers (a slack as a fraction, a
+ * target in ms). @return 0; ENPU_ERR_INVALID with a message saying what was expected
+ * ("expected an integer in [1, 65536], got '4294967304'"), which callers prefix with
+ * the argument's name; *value is untouched on failure. */
+PLANSTORE_API int planstore_parse_arg(int which, const char *text, double *value, enpu_err *err);
 
 /* The plan of the same bucket as `bucket_plan` (any plan planstore_lookup returned from
  * this store, ENPU_ERR_INFEASIBLE ones included) for another target: what

@@ -369,7 +369,8 @@ def out_of_range(f):
                                             r.stderr), r.stderr[-300:])
     open(table, "w").write(text)
     h.check("range: the chip loads again", f.run("buckets", f.job).returncode == 0 and os.path.exists(chip))
-    for opt, val, msg in (("--slack", "1e308", "expected a number in [0, 10]"), ("--target-ms", "1e308", "finite")):
+    for opt, val, msg in (("--slack", "1e308", "expected a fraction in [0, 1] or a percent"),
+                          ("--target-ms", "1e308", "finite")):
         r = f.run("query", f.ref, "--phase", "decode", "--batch", "8", "--seq", "2048", opt, val)
         h.check(f"range: query {opt} {val} is a usage error", r.returncode == 2 and msg in r.stderr, r.stderr[:300])
     r = f.farm(os.path.join(f.tmp, "added.h5"), extra=("--add-buckets", "phase=decode,batch=70000,seq=2048"))

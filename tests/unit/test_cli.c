@@ -1,6 +1,8 @@
 /* test_cli.c — the option parser (cli_args.c) on a table of every type, and every
  * subcommand's real table: each option documented in its --help, and each checked value
- * refused with exit status 2 and a message naming the option and what it expected. */
+ * refused with exit status 2 and a message naming the option and what it expected; the
+ * reader's request limits, which `enpu query` checks, equal a job's. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "cli_internal.h"
+#include "planstore.h"
 
 /* ---- a table of every type ------------------------------------------------------ */
 
@@ -290,11 +293,38 @@ static void test_every_subcommand_table(void **state) {
   assert_true(nspecs >= cli_ncommands);
 }
 
+/* planstore.h's limits (planstore_parse_arg, so enpu query and the Python package) are a
+ * job's (config_ranges.c): a lookup refuses no request a store can hold, and a store
+ * holds no bucket or slack beyond what a lookup takes. */
+static void test_planstore_limits_are_the_jobs(void **state) {
+  (void)state;
+  enpu_err err = {0};
+  const struct {
+    const char *path;
+    double max;
+  } rows[] = {{"$.phases.*.batch[]", PLANSTORE_MAX_BATCH},
+              {"$.phases.*.seq[]", PLANSTORE_MAX_SEQ},
+              {"$.slacks[]", PLANSTORE_MAX_SLACK}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    assert_int_equal(config_range_check("job", rows[i].path, rows[i].max, &err), 0);
+    assert_int_not_equal(config_range_check("job", rows[i].path, nextafter(rows[i].max, INFINITY), &err), 0);
+  }
+  double v = 0;
+  assert_int_equal(planstore_parse_arg(PLANSTORE_ARG_SLACK, "1000%", &v, &err), 0);
+  assert_true(v == PLANSTORE_MAX_SLACK);
+  assert_int_equal(planstore_parse_arg(PLANSTORE_ARG_BATCH, "65536", &v, &err), 0);
+  assert_int_equal(planstore_parse_arg(PLANSTORE_ARG_BATCH, "65537", &v, &err), ENPU_ERR_INVALID);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_every_type_stored), cmocka_unit_test(test_defaults_and_not_given),
-      cmocka_unit_test(test_usage_errors),      cmocka_unit_test(test_help_option),
-      cmocka_unit_test(test_help_text),         cmocka_unit_test(test_every_subcommand_table),
+      cmocka_unit_test(test_every_type_stored),
+      cmocka_unit_test(test_defaults_and_not_given),
+      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_help_option),
+      cmocka_unit_test(test_help_text),
+      cmocka_unit_test(test_every_subcommand_table),
+      cmocka_unit_test(test_planstore_limits_are_the_jobs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,6 +53,9 @@ int write_only(const char *path, int level);
 /* test_store_leaks.c: damaged copies of the store at `store`, written in `dir`, opened by
  * every reader: errors, and no HDF5 object left open (nor at exit). */
 void test_failed_opens_leak_nothing(const char *store, const char *dir);
+/* test_store_leaks.c: a process with HDF5's printing at its default, opening damaged
+ * copies through planstore_open, prints nothing (no HDF5 dump at exit). */
+void test_damaged_opens_print_nothing_at_exit(const char *store, const char *dir);
 
 extern const struct CMUnitTest store_writer_tests[], store_load_tests[], store_damaged_tests[],
     store_bundle_tests[];

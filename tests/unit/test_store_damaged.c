@@ -344,6 +344,11 @@ static void test_damaged_opens_leak_nothing(void **state) {
   test_failed_opens_leak_nothing(c->path, c->dir);
 }
 
+static void test_damaged_opens_quiet_at_exit(void **state) {
+  const ctx *c = *state;
+  test_damaged_opens_print_nothing_at_exit(c->path, c->dir);
+}
+
 /* Not a timed test: prints the median lookup time over many lookups. */
 static void test_lookup_speed_report(void **state) {
   ctx *c = *state;
@@ -404,9 +409,14 @@ static void test_walk_step_rule(void **state) {
 }
 
 const struct CMUnitTest store_damaged_tests[] = {
-    cmocka_unit_test(test_crafted_indices),     cmocka_unit_test(test_crafted_layouts),
-    cmocka_unit_test(test_not_a_store),         cmocka_unit_test(test_truncated),
-    cmocka_unit_test(test_flipped_bytes),       cmocka_unit_test(test_damaged_opens_leak_nothing),
-    cmocka_unit_test(test_lookup_speed_report), cmocka_unit_test(test_walk_step_rule),
+    cmocka_unit_test(test_crafted_indices),
+    cmocka_unit_test(test_crafted_layouts),
+    cmocka_unit_test(test_not_a_store),
+    cmocka_unit_test(test_truncated),
+    cmocka_unit_test(test_flipped_bytes),
+    cmocka_unit_test(test_damaged_opens_leak_nothing),
+    cmocka_unit_test(test_damaged_opens_quiet_at_exit),
+    cmocka_unit_test(test_lookup_speed_report),
+    cmocka_unit_test(test_walk_step_rule),
 };
 const size_t store_damaged_ntests = sizeof store_damaged_tests / sizeof store_damaged_tests[0];

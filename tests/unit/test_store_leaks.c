@@ -8,7 +8,10 @@
  * load (HDFGroup/hdf5 pull request 4445, merged 2024-04-29, frees it), and then prints
  * "infinite loop closing library" at exit when its error printing is on: the child
  * counts those dumps (printed, not asserted: no identifier of ours is behind them; the
- * enpu binary turns HDF5's printing off, store_hdf5_quiet).
+ * enpu binary turns HDF5's printing off, store_hdf5_quiet). A library user that leaves
+ * HDF5's printing at its default gets no such dump: planstore_open turns the default
+ * off (a child process opens the damaged copies and exits through H5close, and its
+ * stderr holds no "infinite loop closing library").
  * Part of test_store (test_store.c registers it). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -132,4 +135,58 @@ void test_failed_opens_leak_nothing(const char *store, const char *dir) {
   print_message("HDF5 1.10.8's own free-list leak: %d \"infinite loop closing library\" dump(s) at exit, no "
                 "object of ours open\n",
                 loops);
+}
+
+/* HDF5's own printing as a process that never touched it has it: a new stack's. */
+static void hdf5_default_printing(void) {
+  H5E_auto2_t func = NULL;
+  void *data = NULL;
+  const hid_t fresh = H5Ecreate_stack();
+  assert_true(fresh >= 0);
+  assert_true(H5Eget_auto2(fresh, &func, &data) >= 0 && func);
+  H5Eclose_stack(fresh);
+  H5Eset_auto2(H5E_DEFAULT, func, data);
+}
+
+void test_damaged_opens_print_nothing_at_exit(const char *store, const char *dir) {
+  char path[512], log[512];
+  snprintf(path, sizeof path, "%s/quiet.h5", dir);
+  snprintf(log, sizeof log, "%s/quiet.log", dir);
+  fflush(NULL);
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(20);
+    hdf5_default_printing(); /* test_store's main turned it off */
+    struct stat st;
+    if (stat(store, &st) < 0) _exit(21);
+    int failed = 0;
+    for (long at = 0; at < (long)st.st_size; at += (long)st.st_size / 150 + 1) {
+      planstore *ps = NULL;
+      enpu_err err = {0};
+      if (damaged_copy(store, path, -1, at, 0) < 0) _exit(22);
+      failed += planstore_open(path, &ps, &err) < 0;
+      planstore_close(ps);
+    }
+    H5close(); /* where HDF5 prints what it could not free */
+    fflush(stderr);
+    _exit(failed > 20 ? 0 : 23);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  FILE *in = fopen(log, "r");
+  assert_non_null(in);
+  char line[1024];
+  int loops = 0, lines = 0;
+  while (fgets(line, sizeof line, in)) lines++, loops += strstr(line, "infinite loop closing library") != NULL;
+  fclose(in);
+  unlink(log);
+  unlink(path);
+  print_message("damaged stores through planstore_open, HDF5 printing at its default: %d line(s) on stderr\n",
+                lines);
+  assert_int_equal(loops, 0);
+  assert_int_equal(lines, 0);
 }
