@@ -590,6 +590,25 @@ typedef struct {
 /* Load and validate. On failure *out is NULL and err names file:line:column, the JSON
  * path and what was expected; nothing is left allocated. */
 int config_job_load(const char *path, config_job **out, enpu_err *err);
+
+/* The input files loads read, by the path they name them with (config_files.c). A set
+ * that is not sealed reads a file it lacks from disk and keeps its bytes; a sealed one
+ * (or one unpacked) serves only what it holds, so a farm's workers load the bytes rank
+ * 0 read and need no file system of their own. _free(NULL) is a no-op. */
+typedef struct config_files config_files;
+int config_files_create(config_files **out, enpu_err *err);
+void config_files_free(config_files *fs);
+void config_files_seal(config_files *fs);
+size_t config_files_count(const config_files *fs);
+/* The bytes of `path` (a heap copy, NUL-terminated; free() it); fs NULL reads the disk.
+ * @return 0, ENPU_ERR_IO (cannot read, or a sealed set lacks it), ENPU_ERR_NOMEM. */
+int config_files_read(config_files *fs, const char *path, char **data, size_t *len, enpu_err *err);
+/* One heap buffer holding every file (free() it), and the set it unpacks to (sealed).
+ * @return 0, ENPU_ERR_NOMEM, or ENPU_ERR_FORMAT for a buffer that is not a packed set. */
+int config_files_pack(const config_files *fs, char **buf, size_t *len, enpu_err *err);
+int config_files_unpack(const char *buf, size_t len, config_files **out, enpu_err *err);
+/* config_job_load reading every file through `fs` (NULL: the disk). */
+int config_job_load_from(config_files *fs, const char *path, config_job **out, enpu_err *err);
 void config_job_free(config_job *job);
 
 /* Override the job's MoE capacity factor with `value` ("worst" or a number in [1, E/k],

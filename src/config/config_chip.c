@@ -202,7 +202,7 @@ static int csv_read(const config_doc *doc, const config_path *tables_path, const
   t->names = names;
   char *text = NULL;
   size_t len = 0;
-  int rc = enpu_read_file(t->file, &text, &len, err);
+  int rc = config_files_read(doc->files, t->file, &text, &len, err);
   if (rc < 0) {
     char where[768];
     config_where(doc, &kp, where, sizeof where);

@@ -12,12 +12,13 @@
 
 #include "config_internal.h"
 
-int config_doc_open(config_doc *doc, const char *path, const char *kind, enpu_err *err) {
+int config_doc_open(config_doc *doc, config_files *files, const char *path, const char *kind, enpu_err *err) {
   memset(doc, 0, sizeof *doc);
   doc->kind = kind;
+  doc->files = files;
   if (snprintf(doc->file, sizeof doc->file, "%s", path) >= (int)sizeof doc->file)
     return enpu_errorf(err, ENPU_ERR_RANGE, "%s: path too long", path);
-  ENPU_FORWARD(enpu_read_file(path, &doc->text, &doc->len, err));
+  ENPU_FORWARD(config_files_read(files, path, &doc->text, &doc->len, err));
   json_error_t jerr;
   doc->root = json_loadb(doc->text, doc->len, JSON_REJECT_DUPLICATES, &jerr);
   if (!doc->root) {
@@ -522,7 +523,7 @@ int config_load_file(const char *path, const char *kind, size_t size,
   void *obj = enpu_calloc(1, size);
   if (!obj) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   config_doc doc;
-  int rc = config_doc_open(&doc, path, kind, err);
+  int rc = config_doc_open(&doc, NULL, path, kind, err);
   if (rc == ENPU_OK) rc = parse(&doc, obj, err);
   config_doc_close(&doc);
   if (rc < 0) {

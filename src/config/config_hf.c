@@ -369,7 +369,7 @@ int config_model_import_hf(const char *path, const config_hf_options *opt, char 
   *json = NULL;
   if (notes) *notes = NULL;
   hf_ctx c = {.root = CONFIG_ROOT, .opt = opt ? opt : &none, .err = err};
-  ENPU_FORWARD(config_doc_open(&c.doc, path, "hf", err));
+  ENPU_FORWARD(config_doc_open(&c.doc, NULL, path, "hf", err));
   const hf_arch *a = NULL;
   char name[CONFIG_NAME_LEN];
   json_t *m = NULL;

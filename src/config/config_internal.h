@@ -21,6 +21,7 @@ typedef struct {
   char *text;                 /* the whole document, NUL-terminated */
   size_t len;
   json_t *root;
+  config_files *files; /* what it and the files it names are read through (NULL: disk) */
 } config_doc;
 
 /* One step of a JSON path: an object member (key != NULL) or an array element. */
@@ -37,7 +38,7 @@ typedef struct config_path {
 /* Read and parse `path`, a document of `kind` (duplicate keys are syntax errors, so
  * every path names one value). @return 0, ENPU_ERR_IO (cannot read) or ENPU_ERR_PARSE
  * (file:line:column of jansson's syntax error); on failure the doc holds nothing. */
-int config_doc_open(config_doc *doc, const char *path, const char *kind, enpu_err *err);
+int config_doc_open(config_doc *doc, config_files *files, const char *path, const char *kind, enpu_err *err);
 void config_doc_close(config_doc *doc);
 /* Hand the text over to the caller (provenance); the doc no longer frees it. */
 char *config_doc_take_text(config_doc *doc);

@@ -379,7 +379,7 @@ static int open_ref(const config_doc *doc, const config_path *root, const char *
   ENPU_FORWARD(config_get_string(doc, root, doc->root, key, rel, sizeof rel, err));
   if (enpu_path_relative(doc->file, rel, path, sizeof path, NULL) < 0)
     return config_fail(doc, &kp, err, ENPU_ERR_RANGE, "expected a shorter path, got \"%s\"", rel);
-  int rc = config_doc_open(ref, path, key, err);
+  int rc = config_doc_open(ref, doc->files, path, key, err);
   if (rc == ENPU_ERR_IO) {
     char where[768];
     config_where(doc, &kp, where, sizeof where);
@@ -466,12 +466,16 @@ static int parse_job(const config_doc *doc, config_doc refs[3], config_job *job,
 }
 
 int config_job_load(const char *path, config_job **out, enpu_err *err) {
+  return config_job_load_from(NULL, path, out, err);
+}
+
+int config_job_load_from(config_files *fs, const char *path, config_job **out, enpu_err *err) {
   *out = NULL;
   config_job *job = enpu_calloc(1, sizeof *job);
   if (!job) return enpu_errorf(err, ENPU_ERR_NOMEM, "%s: out of memory", path);
   config_doc doc, refs[3];
   memset(refs, 0, sizeof refs);
-  int rc = config_doc_open(&doc, path, "job", err);
+  int rc = config_doc_open(&doc, fs, path, "job", err);
   if (rc == ENPU_OK) {
     rc = parse_job(&doc, refs, job, err);
     job->job_json = config_doc_take_text(&doc);

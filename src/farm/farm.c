@@ -148,10 +148,11 @@ typedef struct {
   int njobs;
   farm_cursor *cursor; /* per job, while a batch is filled */
   farm_summary *sums;
-  farm_exec *exec;  /* single rank: the master computes */
-  FILE *task_log;   /* farm_options.task_log, open */
-  int64_t batches;  /* task batches handed out */
-  int results_seen; /* a result batch was taken (ENPU_FARM_TEST_HOLD=tasks) */
+  farm_exec *exec;      /* single rank: the master computes */
+  config_files *inputs; /* every file the jobs' loads read, as rank 0 read it */
+  FILE *task_log;       /* farm_options.task_log, open */
+  int64_t batches;      /* task batches handed out */
+  int results_seen;     /* a result batch was taken (ENPU_FARM_TEST_HOLD=tasks) */
 } master;
 
 typedef struct {
@@ -412,8 +413,37 @@ static double process_cpu_s(void) {
          1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
-/* Every rank that computes has loaded the job (workers load it themselves): all go on,
- * or all stop with the first failure. */
+/* The job files rank 0 read, to every worker: a worker's node need not see them (nor
+ * see the same bytes under their names). The length goes first, -1 when rank 0 could
+ * not pack them (its error is then the run's). */
+static int send_inputs(MPI_Comm comm, const config_files *inputs, enpu_err *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  int rc = config_files_pack(inputs, &buf, &len, err);
+  if (rc == 0 && len > INT_MAX) rc = enpu_errorf(err, ENPU_ERR_RANGE, "the jobs' input files: %zu bytes", len);
+  int64_t n = rc == 0 ? (int64_t)len : -1;
+  int mrc = MPI_Bcast(&n, 1, MPI_INT64_T, 0, comm);
+  if (mrc == MPI_SUCCESS && rc == 0) mrc = MPI_Bcast(buf, (int)len, MPI_BYTE, 0, comm);
+  free(buf);
+  if (rc < 0) return rc;
+  return mrc == MPI_SUCCESS ? 0 : mpi_error(mrc, "MPI_Bcast", err);
+}
+
+static int recv_inputs(MPI_Comm comm, config_files **inputs, enpu_err *err) {
+  int64_t n = -1;
+  MPI_CHECK(MPI_Bcast(&n, 1, MPI_INT64_T, 0, comm), err);
+  ENPU_RETURN_IF(n < 0 || n > INT_MAX, err, ENPU_ERR_IO, "rank 0 could not send the jobs' input files");
+  char *buf = malloc((size_t)n + 1);
+  ENPU_RETURN_IF(!buf, err, ENPU_ERR_NOMEM, "out of memory (%lld bytes of input files)", (long long)n);
+  const int mrc = MPI_Bcast(buf, (int)n, MPI_BYTE, 0, comm);
+  const int rc = mrc != MPI_SUCCESS ? mpi_error(mrc, "MPI_Bcast", err)
+                                    : config_files_unpack(buf, (size_t)n, inputs, err);
+  free(buf);
+  return rc;
+}
+
+/* Every rank that computes has loaded the job (workers from the files rank 0 sent): all
+ * go on, or all stop with the first failure. */
 static int executors_ready(MPI_Comm comm, int rc, enpu_err *err) {
   int worst = rc;
   MPI_CHECK(MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, comm), err);
@@ -438,7 +468,7 @@ static int same_store(const char *a, const char *b) {
   return !strcmp(ra, rb);
 }
 
-static int check_jobs(const farm_options *o, enpu_err *err) {
+static int check_jobs(const farm_options *o, config_files *inputs, enpu_err *err) {
   ENPU_RETURN_IF(o->njobs < 1, err, ENPU_ERR_INVALID, "no job to farm");
   ENPU_RETURN_IF(o->njobs > 1 && (o->store_path || o->nadd || o->point >= 0 || o->nreuse), err, ENPU_ERR_INVALID,
                  "--store, --add-buckets, --point and --reuse name one job's store: give a single job");
@@ -446,7 +476,7 @@ static int check_jobs(const farm_options *o, enpu_err *err) {
   ENPU_RETURN_IF(!jobs, err, ENPU_ERR_NOMEM, "out of memory (jobs)");
   int rc = 0;
   for (int j = 0; rc == 0 && j < o->njobs && o->njobs > 1; j++) {
-    rc = config_job_load(o->job_paths[j], &jobs[j], err);
+    rc = config_job_load_from(inputs, o->job_paths[j], &jobs[j], err);
     for (int k = 0; rc == 0 && k < j; k++) {
       if (same_store(jobs[k]->store_path, jobs[j]->store_path))
         rc = enpu_errorf(err, ENPU_ERR_INVALID, "jobs %s and %s write the same store %s", o->job_paths[k],
@@ -464,13 +494,15 @@ static int check_jobs(const farm_options *o, enpu_err *err) {
 }
 
 static int master_setup(master *m, enpu_err *err) {
-  ENPU_FORWARD(check_jobs(&m->o, err));
+  ENPU_FORWARD(config_files_create(&m->inputs, err));
+  ENPU_FORWARD(check_jobs(&m->o, m->inputs, err));
   m->jobs = enpu_calloc((size_t)m->o.njobs, sizeof *m->jobs);
   m->cursor = enpu_calloc((size_t)m->o.njobs, sizeof *m->cursor);
   ENPU_RETURN_IF(!m->jobs || !m->cursor, err, ENPU_ERR_NOMEM, "out of memory (jobs)");
   for (; m->njobs < m->o.njobs; m->njobs++)
-    ENPU_FORWARD(farm_job_setup(&m->o, m->o.job_paths[m->njobs], m->o.store_path, m->njobs, &farm_signal_seen,
-                                &m->sums[m->njobs], &m->jobs[m->njobs], err));
+    ENPU_FORWARD(farm_job_setup(&m->o, m->inputs, m->o.job_paths[m->njobs], m->o.store_path, m->njobs,
+                                &farm_signal_seen, &m->sums[m->njobs], &m->jobs[m->njobs], err));
+  config_files_seal(m->inputs);
   if (!m->o.task_log) return 0;
   m->task_log = fopen(m->o.task_log, "w");
   ENPU_RETURN_IF(!m->task_log, err, enpu_errno_code(errno), "cannot write %s: %s", m->o.task_log, strerror(errno));
@@ -484,6 +516,7 @@ static void master_free(master *m) {
   free(m->jobs);
   free(m->cursor);
   farm_exec_free(m->exec);
+  config_files_free(m->inputs);
   if (m->task_log) fclose(m->task_log);
 }
 
@@ -533,7 +566,9 @@ static int run_master(master *m, enpu_err *err) {
     m->sums[0].input_error = 1;
     return rc;
   }
-  if (m->size == 1) rc = farm_exec_create(m->o.job_paths, m->o.njobs, m->o.capacity_factor, &m->exec, err);
+  if (m->size == 1)
+    rc = farm_exec_create(m->inputs, m->o.job_paths, m->o.njobs, m->o.capacity_factor, &m->exec, err);
+  else rc = send_inputs(m->comm, m->inputs, err);
   ENPU_FORWARD(executors_ready(m->comm, rc, err));
   c.last_sync = c.last_ckpt = c.last_progress = enpu_now_s();
   test_hold(m->o.log, "setup");
@@ -579,7 +614,11 @@ static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, 
     return setup.code;
   }
   farm_exec *x = NULL;
-  int rc = executors_ready(comm, farm_exec_create(o->job_paths, o->njobs, o->capacity_factor, &x, err), err);
+  config_files *inputs = NULL;
+  int rc = recv_inputs(comm, &inputs, err);
+  if (rc == 0) rc = farm_exec_create(inputs, o->job_paths, o->njobs, o->capacity_factor, &x, err);
+  config_files_free(inputs);
+  rc = executors_ready(comm, rc, err);
   if (rc < 0) return rc;
   farm_buf in = {0}, out = {0};
   for (int stop = 0; !stop;) {

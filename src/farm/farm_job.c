@@ -320,7 +320,7 @@ static int load_reused(farm_job *m, enpu_err *err) {
 }
 
 static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
-  ENPU_FORWARD(config_job_load(m->job_path, &m->job, err));
+  ENPU_FORWARD(config_job_load_from(m->inputs, m->job_path, &m->job, err));
   if (m->o.capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(m->job, m->o.capacity_factor, err));
   if (m->o.point >= 0) ENPU_FORWARD(keep_point(m, err));
   ENPU_FORWARD(check_validation_input(m, err));
@@ -349,12 +349,12 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   return 0;
 }
 
-int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path, int index,
-                   const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err) {
+int farm_job_setup(const farm_options *o, config_files *inputs, const char *job_path, const char *store_path,
+                   int index, const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err) {
   *out = NULL;
   farm_job *m = enpu_calloc(1, sizeof *m);
   ENPU_RETURN_IF(!m, err, ENPU_ERR_NOMEM, "out of memory (farm job)");
-  *m = (farm_job){.o = *o, .job_path = job_path, .index = index, .stop = stop, .sum = sum};
+  *m = (farm_job){.o = *o, .job_path = job_path, .inputs = inputs, .index = index, .stop = stop, .sum = sum};
   if (!m->o.log) m->o.log = stderr;
   const int rc = job_setup(m, store_path, err);
   if (rc == 0) *out = m;

@@ -24,9 +24,10 @@ typedef struct farm_job farm_job;
  * buckets, tasks and queue. `index` is the job's place in the run (task batches carry
  * it); sum is filled as the run goes. store_path overrides the job's store (NULL: the
  * job's). A wait for the store's lock ends once *stop (the farm's stop flag) is set.
+ * The job's files are read through `inputs` (which keeps their bytes for the workers).
  * @return 0, or an input error (nothing written) / ENPU_ERR_IO etc. */
-int farm_job_setup(const farm_options *o, const char *job_path, const char *store_path, int index,
-                   const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err);
+int farm_job_setup(const farm_options *o, config_files *inputs, const char *job_path, const char *store_path,
+                   int index, const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err);
 void farm_job_free(farm_job *j); /* releases the store lock; NULL no-op */
 
 const char *farm_job_store(const farm_job *j); /* the resolved store path */
@@ -77,6 +78,7 @@ typedef struct {
 struct farm_job {
   farm_options o;
   const char *job_path;
+  config_files *inputs; /* the master's: what the job's files held when it read them */
   int index;
   config_job *job;
   char store_path[CONFIG_PATH_LEN], journal_path[CONFIG_PATH_LEN + 16];

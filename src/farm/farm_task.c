@@ -215,8 +215,9 @@ struct farm_exec {
   exec_job jobs[]; /* one allocation with the executor: freed with it */
 };
 
-static int exec_job_init(exec_job *x, const char *job_path, const char *capacity_factor, enpu_err *err) {
-  ENPU_FORWARD(config_job_load(job_path, &x->job, err));
+static int exec_job_init(exec_job *x, config_files *inputs, const char *job_path, const char *capacity_factor,
+                         enpu_err *err) {
+  ENPU_FORWARD(config_job_load_from(inputs, job_path, &x->job, err));
   if (capacity_factor) ENPU_FORWARD(config_job_set_capacity_factor(x->job, capacity_factor, err));
   const size_t n = (size_t)x->job->variant_count + 1;
   x->costs = enpu_calloc(n, sizeof *x->costs);
@@ -239,15 +240,15 @@ static int exec_use_variant(exec_job *x, int variant, enpu_err *err) {
   return 0;
 }
 
-int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor, farm_exec **out,
-                     enpu_err *err) {
+int farm_exec_create(config_files *inputs, const char *const *job_paths, int njobs, const char *capacity_factor,
+                     farm_exec **out, enpu_err *err) {
   ENPU_RETURN_IF(njobs < 0 || njobs > INT_MAX / (int)sizeof(exec_job), err, ENPU_ERR_INVALID,
                  "farm executor: %d jobs", njobs);
   farm_exec *x = enpu_calloc(1, sizeof *x + (size_t)njobs * sizeof x->jobs[0]);
   ENPU_RETURN_IF(!x, err, ENPU_ERR_NOMEM, "out of memory (farm executor)");
   int rc = farm_zframe_create(&x->z, err);
   for (; rc == 0 && x->njobs < njobs; x->njobs++)
-    rc = exec_job_init(&x->jobs[x->njobs], job_paths[x->njobs], capacity_factor, err);
+    rc = exec_job_init(&x->jobs[x->njobs], inputs, job_paths[x->njobs], capacity_factor, err);
   if (rc == 0) *out = x;
   else farm_exec_free(x);
   return rc;

@@ -95,9 +95,11 @@ int farm_result_next(const void *data, size_t len, size_t *off, farm_task_result
  * name different chips) and a small graph cache. */
 typedef struct farm_exec farm_exec;
 
-/* capacity_factor: NULL, or every job's MoE capacity factor replaced. */
-int farm_exec_create(const char *const *job_paths, int njobs, const char *capacity_factor, farm_exec **out,
-                     enpu_err *err);
+/* The jobs are loaded from `inputs` (the files rank 0 read, sealed: a worker opens no
+ * file; NULL: the disk). capacity_factor: NULL, or every job's MoE capacity factor
+ * replaced. */
+int farm_exec_create(config_files *inputs, const char *const *job_paths, int njobs, const char *capacity_factor,
+                     farm_exec **out, enpu_err *err);
 void farm_exec_free(farm_exec *x); /* NULL no-op */
 
 /* Run every task of a task batch, appending one result per task to `out`.

@@ -652,6 +652,44 @@ static void test_names(void **state) {
               !config_policy_has_variants(CONFIG_POLICY_UNIFORM));
 }
 
+/* A job loaded through a recording set, packed, unpacked and loaded again from the
+ * sealed set alone (a farm worker's load) is the same job; a sealed set never reads the
+ * disk, and a cut buffer is an error, never a crash. */
+static void test_files_serve_a_load(void **state) {
+  (void)state;
+  const char *path = ENPU_SOURCE_DIR "/jobs/demo.json";
+  config_files *rec = NULL, *got = NULL;
+  config_job *a = NULL, *b = NULL;
+  enpu_err err = {0};
+  assert_int_equal(config_files_create(&rec, &err), 0);
+  if (config_job_load_from(rec, path, &a, &err) < 0) fail_msg("%s", err.msg);
+  assert_true(config_files_count(rec) >= 5); /* job, model, chip, cluster, power tables */
+  config_files_seal(rec);
+  char *buf = NULL;
+  size_t len = 0;
+  assert_int_equal(config_files_pack(rec, &buf, &len, &err), 0);
+  assert_int_equal(config_files_unpack(buf, len, &got, &err), 0);
+  assert_int_equal(config_files_count(got), config_files_count(rec));
+  if (config_job_load_from(got, path, &b, &err) < 0) fail_msg("%s", err.msg);
+  assert_true(a->hash == b->hash);
+  assert_string_equal(a->model_json, b->model_json);
+  config_job *c = (config_job *)1;
+  assert_int_equal(config_job_load_from(got, ENPU_SOURCE_DIR "/jobs/llama3-70b.json", &c, &err), ENPU_ERR_IO);
+  assert_null(c);
+  assert_non_null(strstr(err.msg, "not among the input files"));
+  for (size_t cut = 0; cut < len; cut += 1 + cut / 8) {
+    config_files *part = (config_files *)1;
+    assert_int_equal(config_files_unpack(buf, cut, &part, &err), ENPU_ERR_FORMAT);
+    assert_null(part);
+  }
+  free(buf);
+  config_job_free(a);
+  config_job_free(b);
+  config_files_free(rec);
+  config_files_free(got);
+  config_files_free(NULL);
+}
+
 int main(void) {
   static const struct CMUnitTest fixed[] = {
       cmocka_unit_test(test_missing_job_file),   cmocka_unit_test(test_empty_file_is_syntax_error),
@@ -659,6 +697,7 @@ int main(void) {
       cmocka_unit_test(test_capacity_settings),  cmocka_unit_test(test_capacity_factor_override),
       cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names),
       cmocka_unit_test(test_spec_acceptance),    cmocka_unit_test(test_validation_section),
+      cmocka_unit_test(test_files_serve_a_load),
   };
   const size_t nbad = config_bad_job_ncases + config_bad_docs_ncases;
   struct CMUnitTest *bad = calloc(nbad + 1, sizeof *bad);
