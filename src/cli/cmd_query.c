@@ -36,6 +36,27 @@ typedef struct {
   double target_ms, slack; /* from their text (run); NAN: not given */
 } query_args;
 
+/* An option's text by planstore_parse_arg's rules, at parse time (before the other
+ * checks of the command line, as a typed option's range): `expected` is the reader's
+ * message less its "expected " and ", got '...'" (the parser adds them back). */
+static int accept_arg(int which, const char *v, char *expected, size_t len) {
+  enpu_err err = {0};
+  double x;
+  if (planstore_parse_arg(which, v, &x, &err) == 0) return 0;
+  const char *m = strncmp(err.msg, "expected ", 9) ? err.msg : err.msg + 9, *got = strstr(m, ", got '");
+  snprintf(expected, len, "%.*s", got ? (int)(got - m) : (int)strlen(m), m);
+  return -1;
+}
+#define QUERY_ACCEPT(name_, which_)                                         \
+  static int name_(const char *v, void *args, char *expected, size_t len) { \
+    (void)args;                                                             \
+    return accept_arg(which_, v, expected, len);                            \
+  }
+QUERY_ACCEPT(accept_batch, PLANSTORE_ARG_BATCH)
+QUERY_ACCEPT(accept_seq, PLANSTORE_ARG_SEQ)
+QUERY_ACCEPT(accept_target, PLANSTORE_ARG_TARGET_MS)
+QUERY_ACCEPT(accept_slack, PLANSTORE_ARG_SLACK)
+
 /* The reader's limits in the help text, so that it cannot drift from them. */
 #define QUERY_TEXT_(x) #x
 #define QUERY_TEXT(x) QUERY_TEXT_(x)
@@ -44,13 +65,15 @@ typedef struct {
 static const cli_opt opts[] = {
     {.name = "phase", .type = CLI_ENUM, .at = offsetof(query_args, b.phase), .choices = cli_phase_names,
      .flags = CLI_REQUIRED, .help = "the bucket's phase"},
-    {.name = "batch", .type = CLI_STRING, .at = offsetof(query_args, batch_text), .meta = "B",
+    {.name = "batch", .type = CLI_STRING, .at = offsetof(query_args, batch_text), .meta = "B", .accept = accept_batch,
      .flags = CLI_REQUIRED, .help = "requests in the batch (1.." QUERY_TEXT(PLANSTORE_MAX_BATCH) ")"},
-    {.name = "seq", .type = CLI_STRING, .at = offsetof(query_args, seq_text), .meta = "S",
+    {.name = "seq", .type = CLI_STRING, .at = offsetof(query_args, seq_text), .meta = "S", .accept = accept_seq,
      .flags = CLI_REQUIRED, .help = "prompt length (prefill) or KV length (decode) (1.." QUERY_TEXT(PLANSTORE_MAX_SEQ) ")"},
     {.name = "target-ms", .type = CLI_STRING, .at = offsetof(query_args, target_text), .meta = "T",
+     .accept = accept_target,
      .help = "the target time of the batch, ms (> 0)"},
     {.name = "slack", .type = CLI_STRING, .at = offsetof(query_args, slack_text), .meta = "X",
+     .accept = accept_slack,
      .help = "the target as a slack: a fraction (0.05 = 5 %, at most 1), or a percent\n"
              "with its unit (5%, up to 1000%); a bare number above 1 is refused"},
     {.name = "policy", .type = CLI_STRING, .at = offsetof(query_args, policy), .meta = "NAME",

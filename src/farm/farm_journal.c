@@ -266,17 +266,23 @@ static int journal_scan(int fd, off_t size, const char *path, farm_journal_fn fn
   return rc;
 }
 
-/* Open `path` read-only for replay. @return 0, 1 when it does not exist, or an error. */
+/* Open `path` read-only for replay: a regular file (O_NONBLOCK: a FIFO planted there is
+ * refused, not waited on). @return 0, 1 when it does not exist, or an error. */
 static int open_existing(const char *path, int *fd, off_t *size, enpu_err *err) {
-  *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* store_lock refuses a link here */
+  *fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC); /* store_lock refuses a link here */
   if (*fd < 0 && errno == ENOENT) return 1;
   ENPU_RETURN_IF(*fd < 0, err, enpu_errno_code(errno), "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(*fd, &st) != 0) {
-    int saved = errno;
+  int rc = ENPU_OK;
+  if (fstat(*fd, &st) != 0)
+    rc = enpu_errorf(err, enpu_errno_code(errno), "%s: cannot stat: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    rc = enpu_errorf(err, ENPU_ERR_INVALID,
+                     "%s: expected a regular file (a farm's journal), got something else; remove it", path);
+  if (rc < 0) {
     close(*fd);
     *fd = -1;
-    return enpu_errorf(err, enpu_errno_code(saved), "%s: cannot stat: %s", path, strerror(saved));
+    return rc;
   }
   *size = st.st_size;
   return ENPU_OK;
@@ -307,7 +313,7 @@ static int truncate_sync(int fd, off_t bytes, const char *path, enpu_err *err) {
 /* Open the file at j->path to append: a plain file of one name, never through a link.
  * @return 0, 1 when there is none, or an error. */
 static int open_file(farm_journal *j, enpu_err *err) {
-  j->fd = open(j->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  j->fd = open(j->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (j->fd < 0 && errno == ENOENT) return 1;
   ENPU_RETURN_IF(j->fd < 0, err, errno == ELOOP ? ENPU_ERR_INVALID : enpu_errno_code(errno), "%s: cannot open: %s",
                  j->path, strerror(errno));

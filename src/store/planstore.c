@@ -290,9 +290,9 @@ static int slack_from_text(const char *text, double *value, enpu_err *err) {
   const bool number = real_from_text(text, &x, &percent);
   const double fraction = percent ? x / 100 : x;
   ENPU_RETURN_IF(number && !percent && x > 1 && x <= PLANSTORE_MAX_SLACK, err, ENPU_ERR_INVALID,
-                 "%.80s would be %g %%: give a fraction (0.05) or a percent with its unit (5%%, or %g%% if "
-                 "that is meant)",
-                 text, 100 * x, 100 * x);
+                 "expected a fraction (0.05) or a percent with its unit (5%%): a bare %.80s would be %g %% "
+                 "(write %g%% if that is meant), got '%.80s'",
+                 text, 100 * x, 100 * x, text);
   ENPU_RETURN_IF(!number || !slack_in_range(fraction) || (!percent && x > 1), err, ENPU_ERR_INVALID,
                  "expected a fraction in [0, 1] or a percent with its unit in [0%%, %g%%] (5%% = 0.05), got "
                  "'%.80s'",

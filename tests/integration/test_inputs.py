@@ -153,6 +153,8 @@ def main():
     copy = os.path.join(tmp, "copy.h5")
     shutil.copyfile(store, copy)
     vjob = job_file("vtrace", validation={"trace": fifo, "sample": 1, "seed": 1})
+    fjob = job_file("fjournal")
+    os.mkfifo(os.path.join(tmp, "fjournal.h5.journal"))
     cases = [("buckets JOB", "/dev/zero", ["buckets", "/dev/zero"]),
              ("buckets JOB", fifo, ["buckets", fifo]),
              ("buckets JOB", adir, ["buckets", adir]),
@@ -171,7 +173,8 @@ def main():
              ("replay --cluster", fifo, ["replay", "--store", store, "--trace", trace, "--cluster", fifo]),
              ("trace convert", fifo, ["trace", "convert", fifo, "--from", "azure2023", "-o", os.path.join(tmp, "t.csv")]),
              ("validate --trace", fifo, ["validate", copy, "--job", job, "--trace", fifo, "--cluster", cluster]),
-             ("farm: the job's validation trace", fifo, ["farm", vjob, "--quiet"])]
+             ("farm: the job's validation trace", fifo, ["farm", vjob, "--quiet"]),
+             ("farm: a FIFO at the store's journal", "fjournal.h5.journal", ["farm", fjob, "--quiet"])]
     for what, bad, argv in cases:
         try:  # a hang guard: the refusal takes milliseconds
             r = run(*argv, timeout=30, preexec_fn=at_most_4_gib)
