@@ -33,10 +33,12 @@ enpu_slurm_find_bin() {
 
 # Sets the array ENPU_LAUNCH to the command prefix that starts one farm rank per Slurm
 # task: ENPU_LAUNCHER=srun|mpirun|none, default srun when the job has several tasks.
+# `sbatch -N 3` alone sets no SLURM_NTASKS; srun then starts one task per node, so the
+# node count is the task count.
 enpu_slurm_launcher() {
   local launcher=${ENPU_LAUNCHER:-}
   if [ -z "$launcher" ]; then
-    if [ "${SLURM_NTASKS:-1}" -gt 1 ]; then launcher=srun; else launcher=none; fi
+    if [ "${SLURM_NTASKS:-${SLURM_NNODES:-1}}" -gt 1 ]; then launcher=srun; else launcher=none; fi
   fi
   case "$launcher" in
     srun)   ENPU_LAUNCH=(srun "--mpi=${ENPU_SRUN_MPI:-pmix}" --kill-on-bad-exit=0) ;;
@@ -81,6 +83,15 @@ enpu_slurm_farm() {
   echo "enpu-slurm: farm exit status $status${stop_signal:+ after SIG$stop_signal} at $(date -u +%FT%TZ)" >&2
   if [ "$status" -eq 1 ] && [ -n "$stop_signal" ] && [ "$forward" = USR1 ]; then
     echo "enpu-slurm: mpirun exits 1 when it is signalled itself; the farm kept its work: status 3" >&2
+    status=3
+  fi
+  # Ranks killed from outside (SIGKILL or SIGTERM, no stop signal to this script): srun
+  # lost a node of the job and cancelled the step, or the step was cancelled. The
+  # journal holds every result synced before, so the next start resumes like after a
+  # checkpoint. A crash of the farm itself (SIGSEGV, SIGABRT) is not requeued.
+  if [ -z "$stop_signal" ] && [ "${ENPU_LAUNCH[0]:-}" = srun ] && { [ "$status" -eq 137 ] || [ "$status" -eq 143 ]; }; then
+    echo "enpu-slurm: the farm's ranks were killed (status $status: a node of the job was lost or the step" \
+         "was cancelled); its journal keeps what was computed: status 3" >&2
     status=3
   fi
   if [ "$status" -eq 3 ]; then

@@ -52,6 +52,9 @@ class LocalSlurm:
         self.root = None
         self.procs = {}
         self._old_env = None
+        self.client_prefix = []  # what runs a client command where slurmctld is reached
+        self.log_names = []  # daemons' logs beyond DAEMONS' (root/<name>.out and .log)
+        self.kill_wait_s = 10  # a farm's checkpoint after SIGTERM fits in it
 
     # ---------------------------------------------------------------- start / stop
     def start(self, timeout_s=30):
@@ -67,24 +70,32 @@ class LocalSlurm:
             self._write_conf()
             self._old_env = os.environ.get("SLURM_CONF")
             os.environ["SLURM_CONF"] = self.conf
-            self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", self.conf])
-            self._wait_for(lambda: self._ok(["scontrol", "ping"], "UP"), timeout_s,
-                           "slurmctld answering scontrol ping")
-            self._spawn("slurmd", ["slurmd", "-D", "-f", self.conf])
-            self._wait_for(self.node_idle, timeout_s, "node localhost idle in sinfo")
+            self._start_daemons(timeout_s)
         except BaseException:
             self.stop()
             raise
 
+    def _start_daemons(self, timeout_s):
+        self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", self.conf])
+        self._wait_for(lambda: self._ok(["scontrol", "ping"], "UP"), timeout_s,
+                       "slurmctld answering scontrol ping")
+        self._spawn("slurmd", ["slurmd", "-D", "-f", self.conf])
+        self._wait_for(self.node_idle, timeout_s, "node localhost idle in sinfo")
+
+    def client(self, cmd, **kw):
+        """A Slurm client command (sbatch, squeue, scontrol, ...) run where it reaches
+        slurmctld, as subprocess.run with its output captured as text."""
+        kw.setdefault("timeout", 20)
+        return subprocess.run(self.client_prefix + list(cmd), capture_output=True, text=True, **kw)
+
     def stop(self):
         """Cancel jobs, wait for them, then stop the daemons by PID in reverse order."""
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
-            subprocess.run(["scancel", "--full", "--quiet", "--user", "root"],
-                           capture_output=True, timeout=20)
+            self.client(["scancel", "--full", "--quiet", "--user", "root"])
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and self.squeue_ids():
                 time.sleep(0.5)
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in [n for n in self.procs if n not in ("slurmctld", "munged")] + ["slurmctld", "munged"]:
             proc = self.procs.pop(name, None)
             if proc is None or proc.poll() is not None:
                 continue
@@ -113,21 +124,18 @@ class LocalSlurm:
     def sbatch(self, script, args=(), options=(), cwd=None, env=None):
         """Submits a batch script; returns the job id (sbatch --parsable)."""
         cmd = ["sbatch", "--parsable"] + list(options) + [script] + list(args)
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env,
-                             timeout=30)
+        out = self.client(cmd, cwd=cwd, env=env, timeout=30)
         if out.returncode != 0:
             raise RuntimeError(f"sbatch failed ({out.returncode}): {out.stderr.strip()}")
         return out.stdout.strip().split(";")[0]
 
     def squeue_ids(self):
-        out = subprocess.run(["squeue", "--noheader", "--format=%i"], capture_output=True,
-                             text=True, timeout=20)
+        out = self.client(["squeue", "--noheader", "--format=%i"])
         return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
     def job_info(self, job_id):
         """`scontrol show job` as a dict per array task/job: {JobId: {Key: Value}}."""
-        out = subprocess.run(["scontrol", "--oneliner", "show", "job", str(job_id)],
-                             capture_output=True, text=True, timeout=20)
+        out = self.client(["scontrol", "--oneliner", "show", "job", str(job_id)])
         jobs = {}
         for line in out.stdout.splitlines():
             fields = {}
@@ -167,14 +175,13 @@ class LocalSlurm:
             time.sleep(1)
 
     def node_idle(self):
-        out = subprocess.run(["sinfo", "--noheader", "--format=%T", "--nodes=localhost"],
-                             capture_output=True, text=True, timeout=20)
+        out = self.client(["sinfo", "--noheader", "--format=%T", "--nodes=localhost"])
         return out.returncode == 0 and out.stdout.strip() == "idle"
 
     def logs(self):
         """The tails of the daemons' output and log files, for a failure message."""
         text = []
-        for name in DAEMONS:
+        for name in sorted(set(DAEMONS) | set(self.log_names)):
             for suffix in (".out", ".log"):
                 path = os.path.join(self.root or "", name + suffix)
                 if os.path.exists(path):
@@ -213,12 +220,23 @@ class LocalSlurm:
         ctld_port, slurmd_port = _free_ports(2)
         for d in ("state", "spool", "tmp"):
             os.makedirs(self._path(d))
-        self.conf = self._path("slurm.conf")
-        settings = [
-            "ClusterName=enputest",
+        self._write_settings([
             "SlurmctldHost=localhost(127.0.0.1)",
             f"SlurmctldPort={ctld_port}",
             f"SlurmdPort={slurmd_port}",
+            f"SlurmdSpoolDir={self._path('spool')}",
+            f"SlurmdPidFile={self._path('slurmd.pid')}",
+            f"SlurmdLogFile={self._path('slurmd.log')}",
+            f"NodeName=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN",
+            "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP",
+        ])
+
+    def _write_settings(self, site):
+        """slurm.conf: what every test cluster shares, then `site` (hosts, ports, nodes,
+        the per-node paths)."""
+        self.conf = self._path("slurm.conf")
+        settings = [
+            "ClusterName=enputest",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
@@ -226,14 +244,11 @@ class LocalSlurm:
             # cred_expire also delays the restart of a requeued job (default 120 s).
             f"AuthInfo=socket={self.munge_socket},cred_expire=10",
             f"StateSaveLocation={self._path('state')}",
-            f"SlurmdSpoolDir={self._path('spool')}",
             # The pmix plugin's per-step directories (spmix_appdir_<uid>_<job>.<step>) go
             # under TmpFS: a second test cluster on the machine numbers its jobs from 1 too.
             f"TmpFS={self._path('tmp')}",
             f"SlurmctldPidFile={self._path('slurmctld.pid')}",
-            f"SlurmdPidFile={self._path('slurmd.pid')}",
             f"SlurmctldLogFile={self._path('slurmctld.log')}",
-            f"SlurmdLogFile={self._path('slurmd.log')}",
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
             "ProctrackType=proctrack/linuxproc",
@@ -248,27 +263,28 @@ class LocalSlurm:
             "SchedulerParameters=sched_interval=2,bf_interval=2",
             "JobRequeue=1",
             "ReturnToService=2",
-            "KillWait=10",
+            f"KillWait={self.kill_wait_s}",
             "MinJobAge=600",
             "JobCompType=jobcomp/none",
             "AccountingStorageType=accounting_storage/none",
-            f"NodeName=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN",
-            "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP",
+            *site,
         ]
         with open(self.conf, "w") as f:
             f.write("\n".join(settings) + "\n")
 
-    def _spawn(self, name, argv):
+    def _spawn(self, name, argv, prefix=()):
+        """A daemon in the foreground, its output in root/<name>.out; `prefix` runs it
+        elsewhere (nsenter into a node's namespaces)."""
         exe = shutil.which(argv[0]) or "/usr/sbin/" + argv[0]
         log = open(self._path(name + ".out"), "w")
-        self.procs[name] = subprocess.Popen([exe] + argv[1:], stdout=log,
+        self.procs[name] = subprocess.Popen(list(prefix) + [exe] + argv[1:], stdout=log,
                                             stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL,
                                             preexec_fn=_die_with_parent)
         log.close()
 
     def _ok(self, cmd, needle):
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        out = self.client(cmd)
         return out.returncode == 0 and needle in out.stdout
 
     def _wait_for(self, cond, timeout_s, what):
