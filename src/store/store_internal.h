@@ -73,6 +73,9 @@ int store_writer_checksum(const store_writer *w, const char *policy, store_table
 
 /* Open a plan store read-only after checking it is one of this format version (the
  * zstd filter registered). @return 0 and *file; ENPU_ERR_IO, ENPU_ERR_FORMAT. */
+/* H5Fopen read-only with HDF5's file lock best effort (skipped where the file system has
+ * none); H5I_INVALID_HID on failure. Call inside H5E_BEGIN_TRY. */
+hid_t store_h5_open_readonly(const char *path);
 int store_file_open(const char *path, hid_t *file, enpu_err *err);
 
 /* A policy read from a store: its tables, and the bucket index built while validating. */

@@ -168,7 +168,7 @@ static int policy_sizes(hid_t policies, const char *name, store_table_size sizes
 int store_sizes(const char *path, const store_contents *c, store_table_size (*out)[STORE_NTABLE], enpu_err *err) {
   int rc = ENPU_OK;
   H5E_BEGIN_TRY {
-    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = store_h5_open_readonly(path);
     hid_t policies = file < 0 ? H5I_INVALID_HID : H5Gopen2(file, STORE_POLICIES_GROUP, H5P_DEFAULT);
     if (policies < 0) rc = enpu_errorf(err, ENPU_ERR_IO, "cannot open /%s", STORE_POLICIES_GROUP);
     for (size_t i = 0; rc == ENPU_OK && i < c->npolicies; i++)

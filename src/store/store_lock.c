@@ -174,10 +174,17 @@ int store_lock_acquire_until(const char *path, const char *command, double wait_
   }
   const double start = enpu_now_s();
   for (int told = 0; rc == ENPU_OK && flock(l->fd, LOCK_EX | LOCK_NB) != 0;) {
+    const int why = errno; /* read_holder may change errno */
     char holder[512];
     read_holder(l->fd, holder, sizeof holder);
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      rc = enpu_errorf(err, ENPU_ERR_ENV, "%s: flock: %s", l->lock_path, strerror(errno));
+    if (why == ENOSYS || why == EOPNOTSUPP || why == ENOLCK)
+      rc = enpu_errorf(err, ENPU_ERR_ENV,
+                       "%s: flock: %s: this file system has no file locks, so a second writer of the store "
+                       "could not be kept out; put the store on a file system with flock (a local disk, NFS "
+                       "with its lock service, Lustre mounted with -o flock)",
+                       l->lock_path, strerror(why));
+    else if (why != EWOULDBLOCK && why != EINTR)
+      rc = enpu_errorf(err, ENPU_ERR_ENV, "%s: flock: %s", l->lock_path, strerror(why));
     else if (stop && *stop)
       rc = enpu_errorf(err, ENPU_ERR_STOPPED,
                        "stopped by signal %d while waiting for plan store %s (being written by %s): nothing was "

@@ -24,11 +24,14 @@
  *  - `order` lists the buckets sorted by (phase, batch, seq) without duplicates;
  *  - strings read from the file are NUL-terminated. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "store_internal.h"
@@ -525,6 +528,17 @@ static int check_format_version(hid_t file, enpu_err *err) {
   return ENPU_OK;
 }
 
+/* Whether path's file system refuses file locks (flock: ENOSYS and kin), as some NFS and
+ * Lustre mounts do: why HDF5 could not open a readable file. */
+static bool no_file_locks(const char *path) {
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool none = flock(fd, LOCK_SH | LOCK_NB) != 0 &&
+                    (errno == ENOSYS || errno == EOPNOTSUPP || errno == ENOLCK);
+  close(fd);
+  return none;
+}
+
 /* Open `path` read-only as an HDF5 file, with the system's reason when it cannot be read.
  * Call inside H5E_BEGIN_TRY. */
 static int open_hdf5(const char *path, hid_t *file, enpu_err *err) {
@@ -539,9 +553,28 @@ static int open_hdf5(const char *path, hid_t *file, enpu_err *err) {
   htri_t is_hdf5 = H5Fis_hdf5(path);
   ENPU_RETURN_IF(is_hdf5 < 0, err, ENPU_ERR_IO, "cannot open");
   ENPU_RETURN_IF(is_hdf5 == 0, err, ENPU_ERR_FORMAT, "not a plan store (not an HDF5 file)");
-  *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  *file = store_h5_open_readonly(path);
+  ENPU_RETURN_IF(*file < 0 && no_file_locks(path), err, ENPU_ERR_ENV,
+                 "HDF5 cannot lock it: this file system has no file locks (flock: %s) and HDF5_USE_FILE_LOCKING "
+                 "asks for them; set HDF5_USE_FILE_LOCKING=FALSE (or BEST_EFFORT): a store needs no HDF5 lock "
+                 "(readers open published stores, writers exclude each other with <store>.lock)",
+                 strerror(ENOSYS));
   ENPU_RETURN_IF(*file < 0, err, ENPU_ERR_FORMAT, "HDF5 cannot open it (truncated or corrupt)");
   return ENPU_OK;
+}
+
+/* HDF5's own file lock, best effort (as HDF5_USE_FILE_LOCKING=BEST_EFFORT): taken where
+ * the file system has locks, skipped where it answers ENOSYS (some NFS and Lustre
+ * mounts), which would otherwise make every read of a store there fail. Nothing here
+ * depends on it: a reader opens a published store, which no one writes in place (a
+ * writer renames a new file over it), and writers exclude each other with
+ * `<store>.lock` (store_lock.c). */
+hid_t store_h5_open_readonly(const char *path) {
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0) return H5I_INVALID_HID;
+  const hid_t file = H5Pset_file_locking(fapl, 1, 1) < 0 ? H5I_INVALID_HID : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  return file;
 }
 
 void store_hdf5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
