@@ -25,13 +25,18 @@ def row(out, name):
     return [float(x) for x in re.findall(r"[\d.]+", m.group(1))] if m else None
 
 
-def farm(enpu, np_, tmp, job=JOB, tag=""):
+def farm(enpu, np_, tmp, job=JOB, tag="", launch=None, env=ENV):
+    """One farm of `job` from an empty store at np_ ranks and its summary's figures;
+    `launch` (np -> argv prefix) replaces `mpirun -np N` (bench_multinode.py's
+    mpirun --hostfile across nodes)."""
     store = os.path.join(tmp, f"d{np_}{tag}.h5")
     cmd = [enpu, "farm", job, "--store", store, "--quiet", "--checkpoint-s", "600",
            "--results", os.path.join(tmp, "results")]
-    if np_ > 1:
+    if launch:
+        cmd = [*launch(np_), *cmd]
+    elif np_ > 1:
         cmd = ["mpirun", "-np", str(np_), *cmd]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=tmp)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp)
     if r.returncode != 0:
         raise SystemExit(f"np {np_}: exit {r.returncode}: {r.stderr[-600:]}")
     tasks, wall = row(r.stdout, "tasks")[0], row(r.stdout, "wall time")[0]
