@@ -3,7 +3,8 @@ namespace (one address on a test subnet, reached over a bridge), a hostname (UTS
 namespace) and a mount namespace whose node-local directory is bound over Slurm's TmpFS.
 Nothing here needs a virtual machine; everything needs root.
 
-Layout (names carry a per-cluster tag, so two clusters on the machine never meet):
+Layout (names carry a per-cluster tag, enpu<pid>, so two clusters on the machine never
+meet, and a cluster whose test was killed outright is removed by the next start):
   <tag>sw       a namespace holding only the bridge: no address, no route out
   <tag>ctl      slurmctld at .1; Slurm's client commands run here (client_prefix)
   <tag>n1..nN   one node each at .11, .12, ...: a holder process keeps its UTS and mount
@@ -23,6 +24,7 @@ cgroup mounts and refuses to start); a mount namespace per node with a directory
 own over TmpFS, or the pmix plugin's spmix_appdir_* directories collide between nodes;
 %n in SlurmdSpoolDir, SlurmdPidFile and SlurmdLogFile."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -40,6 +42,18 @@ def _ip(*args, check=True):
     return r
 
 
+def remove_orphans():
+    """Namespaces of a cluster whose test process is gone (killed outright, as by a CTest
+    timeout, before its stop() ran): their daemons died with it (PR_SET_PDEATHSIG), but a
+    named network namespace outlives every process. Names carry the owner's pid."""
+    if not os.path.isdir("/run/netns"):
+        return
+    for name in os.listdir("/run/netns"):
+        m = re.fullmatch(r"enpu(\d+)(sw|ctl|n\d+)", name)
+        if m and not os.path.exists(f"/proc/{m.group(1)}"):
+            _ip("netns", "del", name, check=False)
+
+
 class NetnsCluster(LocalSlurm):
     def __init__(self, nodes=3, keep=False, hide=None):
         """hide: {node: [directory, ...]} that node sees empty (a tmpfs over each), as a
@@ -47,7 +61,7 @@ class NetnsCluster(LocalSlurm):
         super().__init__(cpus=1, keep=keep)
         self.nodes = [f"n{k}" for k in range(1, nodes + 1)]
         self.hide = hide or {}
-        self.tag = f"e{os.getpid() % 100000}"
+        self.tag = f"enpu{os.getpid()}"
         self.holders = {}
         self.client_prefix = ["nsenter", f"--net=/run/netns/{self.ns('ctl')}"]
         self.log_names = [f"slurmd-{n}" for n in self.nodes]
@@ -192,6 +206,7 @@ class NetnsCluster(LocalSlurm):
     def start(self, timeout_s=30):
         if os.geteuid() != 0:
             raise SlurmUnavailable("network namespaces need root")
+        remove_orphans()
         try:
             self._net_up()
         except BaseException:
