@@ -298,6 +298,11 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   if (in->raw->skipped)
     fprintf(stderr, "enpu replay: skipped %zu bad rows of %s (first: %s)\n", in->raw->skipped, a->trace,
             in->raw->first_skipped);
+  if (in->raw->unsorted)
+    fprintf(stderr,
+            "enpu replay: warning: %zu rows of %s are earlier than the row before them (first: line %zu); "
+            "replayed in time order\n",
+            in->raw->unsorted, a->trace, in->raw->first_unsorted_line);
   if (!a->rates.n) {
     const replay_shape shape = {.rate = a->rate, .warp = a->warp, .day = a->day, .seed = a->seed};
     ENPU_FORWARD(replay_trace_shape(in->raw, &shape, &in->trace, err));
