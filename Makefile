@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 
 DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libzstd-dev libcmocka-dev libjansson-dev libxxhash-dev \
-  python3-h5py python3-jsonschema python3-xxhash gnuplot-nox clang libclang-rt-14-dev \
+  python3-h5py python3-jsonschema python3-xxhash python3-venv gnuplot-nox clang libclang-rt-14-dev \
   slurm-wlm munge libpmix2 libfann-dev universal-ctags clang-format
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000

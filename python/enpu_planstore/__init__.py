@@ -10,17 +10,29 @@
 A lookup answers what `enpu query --json --vfset` answers (the same library does the
 work; the field names are the same). Errors of the library raise PlanStoreError with its
 code (enpu_err.h) and message. The library is found by, in order: the ENPU_PLANSTORE_LIB
-environment variable (a path to libenpu_planstore.so), a build tree beside this package
-(../build/src/store/, the source tree's layout), then the system's loader
-(`cmake --install build --component planstore`)."""
+environment variable (a path to libenpu_planstore.so; nothing else is tried then), the
+path the install wrote into _install.py (`cmake --install` writes its prefix's library
+there; a wheel built from a source tree with a ./build writes that build's), a build tree
+beside this package (../build/src/store/, the source tree's layout), then the system's
+loader by soname (a prefix the loader searches, /usr/local after ldconfig)."""
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import math
 import numbers
 import operator
 import os
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Union
 
-__all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "slack_fraction", "ERRORS"]
+__version__ = "0.3.0"  # the CMake project's version; the library must be 0.3 or later
+SONAME = "libenpu_planstore.so.0.3"
+
+__all__ = ["open", "PlanStore", "PlanStoreError", "vfset_word", "slack_fraction", "default_policy", "ERRORS",
+           "__version__"]
+
+Number = Union[int, float]
+Plan = Dict[str, Any]
 
 # The library's error codes (enpu_err.h; stable, never renumbered).
 ERRORS = {0: "OK", -1: "INVALID", -2: "NOMEM", -3: "IO", -4: "PARSE", -5: "RANGE", -6: "NOT_FOUND",
@@ -35,7 +47,7 @@ class PlanStoreError(Exception):
     """An error of libenpu_planstore: .code (negative, enpu_err.h), .name ("NOT_FOUND"),
     .message (the library's text)."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         super().__init__(f"{message} (ENPU_ERR_{ERRORS.get(code, code)})")
         self.code, self.name, self.message = code, ERRORS.get(code, str(code)), message
 
@@ -69,17 +81,28 @@ class _Bucket(ctypes.Structure):
                 ("status", ctypes.c_int)]
 
 
-def _candidates():
+def _installed_library() -> Optional[str]:
+    """The library path an install wrote beside this file (_install.py), if any."""
+    try:
+        from . import _install  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return getattr(_install, "LIBRARY", None)
+
+
+def _candidates() -> List[str]:
     env = os.environ.get("ENPU_PLANSTORE_LIB")
     if env:
         return [env]  # asked for explicitly: no fallback that would hide a wrong path
     here = os.path.dirname(os.path.abspath(__file__))
-    out = [os.path.join(here, "..", "..", "build", "src", "store", "libenpu_planstore.so")]
+    installed = _installed_library()
+    out = [installed] if installed else []
+    out.append(os.path.join(here, "..", "..", "build", "src", "store", "libenpu_planstore.so"))
     found = ctypes.util.find_library("enpu_planstore")
-    return out + [found or "libenpu_planstore.so.0.3"]
+    return out + [found or SONAME]
 
 
-def _load():
+def _load() -> ctypes.CDLL:
     tried = []
     for path in _candidates():
         try:
@@ -88,7 +111,9 @@ def _load():
         except OSError as e:
             tried.append(f"{path}: {e}")
     else:
-        raise OSError("libenpu_planstore not found; set ENPU_PLANSTORE_LIB to its path (tried: "
+        raise OSError("libenpu_planstore not found; install it (cmake --install BUILD --component planstore) "
+                      "and reinstall this package from PREFIX/share/enpu_planstore/python, or set "
+                      "ENPU_PLANSTORE_LIB to its path (tried: "
                       + "; ".join(tried) + ")")
     P, E, c_char_p, c_int, c_size_t = ctypes.POINTER, P_ERR, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t
     sigs = {
@@ -116,18 +141,18 @@ P_ERR = ctypes.POINTER(_Err)
 _lib = None
 
 
-def _library():
+def _library() -> ctypes.CDLL:
     global _lib
     if _lib is None:
         _lib = _load()
     return _lib
 
 
-def _raise(err):
+def _raise(err: _Err) -> NoReturn:
     raise PlanStoreError(err.code, err.msg.decode("utf-8", "replace"))
 
 
-def vfset_word(states):
+def vfset_word(states: Sequence[int]) -> int:
     """The vf.set word (paper §3.2, register variant) setting the six clocked units to one
     op's states (SA, VU, SRAM, HBM, ICI): FE runs at max(SA, VU, SRAM); unit u's state in
     bits 8u..8u+7 in the order FE, SA, VU, SRAM, HBM, ICI, and the mask of the units set
@@ -141,7 +166,7 @@ def vfset_word(states):
     return word
 
 
-def _nan_none(x):
+def _nan_none(x: float) -> Optional[float]:
     return None if math.isnan(x) else x
 
 
@@ -150,7 +175,7 @@ def _nan_none(x):
 _ARG_BATCH, _ARG_SEQ, _ARG_SLACK, _ARG_TARGET_MS = range(4)
 
 
-def _cstr(name, value, optional=False):
+def _cstr(name: str, value: Optional[str], optional: bool = False) -> Optional[bytes]:
     """value as the C string the library takes: a str without NUL (C would end it there
     and answer for a shorter name), else TypeError."""
     if value is None and optional:
@@ -162,7 +187,7 @@ def _cstr(name, value, optional=False):
     return os.fsencode(value)
 
 
-def _arg_text(name, value, strings):
+def _arg_text(name: str, value: Any, strings: bool) -> str:
     """The text of a number as the command line would carry it: an int in decimal (any
     size: the library refuses what is out of range, nothing wraps), a float by repr (its
     exact value), a str (strings=True: a slack's percent form, "5%") as given."""
@@ -177,7 +202,7 @@ def _arg_text(name, value, strings):
     raise TypeError(f"{name} must be {want}, got {type(value).__name__}")
 
 
-def _parse_arg(lib, which, name, value, strings=False):
+def _parse_arg(lib: ctypes.CDLL, which: int, name: str, value: Any, strings: bool = False) -> float:
     """One lookup argument checked and converted by the library (planstore_parse_arg)."""
     text, err, out = _arg_text(name, value, strings), _Err(), ctypes.c_double()
     if lib.planstore_parse_arg(which, _cstr(name, text), ctypes.byref(out), ctypes.byref(err)) < 0:
@@ -188,7 +213,7 @@ def _parse_arg(lib, which, name, value, strings=False):
 class PlanStore:
     """An open plan store (read-only; lookups work on memory). Close it, or use `with`."""
 
-    def __init__(self, path, policy=None):
+    def __init__(self, path: Union[str, bytes, "os.PathLike[str]"], policy: Optional[str] = None) -> None:
         lib, err, h = _library(), _Err(), ctypes.c_void_p()
         self._h = None
         self.path = os.fspath(path)
@@ -201,31 +226,31 @@ class PlanStore:
             _raise(err)
         self._lib, self._h = lib, h
 
-    def close(self):
+    def close(self) -> None:
         if getattr(self, "_h", None):
             self._lib.planstore_close(self._h)
             self._h = None
 
-    def __enter__(self):
+    def __enter__(self) -> "PlanStore":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.close()
 
-    def _handle(self):
+    def _handle(self) -> ctypes.c_void_p:
         if not self._h:
             raise PlanStoreError(-1, f"plan store {self.path} is closed")
         return self._h
 
-    def policies(self):
+    def policies(self) -> List[str]:
         """The store's policies in name order (the first is the default of lookup)."""
         h = self._handle()
         return [self._lib.planstore_policy_name(h, i).decode() for i in range(self._lib.planstore_policy_count(h))]
 
-    def buckets(self, policy=None):
+    def buckets(self, policy: Optional[str] = None) -> List[Dict[str, Any]]:
         """The policy's bucket grid in (phase, batch, seq) order, each with its status."""
         h, err, b = self._handle(), _Err(), _Bucket()
         pol = _cstr("policy", policy, optional=True)
@@ -239,7 +264,8 @@ class PlanStore:
             out.append({"phase": PHASES[b.phase], "batch": b.batch, "seq": b.seq, "status": STATUSES[b.status]})
         return out
 
-    def lookup(self, phase, batch, seq, slack=None, target_ms=None, policy=None, vfset=True):
+    def lookup(self, phase: str, batch: int, seq: int, slack: Union[Number, str, None] = None,
+               target_ms: Optional[Number] = None, policy: Optional[str] = None, vfset: bool = True) -> Plan:
         """The plan for a batch of `batch` requests of `seq` tokens (padded to the smallest
         covering bucket), at a slack (a fraction of the bucket's NoDVFS time) or an exact
         target in ms: a dict with the fields of `enpu query --json` (ops with their lead
@@ -281,7 +307,7 @@ class PlanStore:
         d["policy_from"], d["warning"] = policy_from, err.msg.decode("utf-8", "replace") if late else None
         return d
 
-    def _ops(self, plan, vfset):
+    def _ops(self, plan: _Plan, vfset: bool) -> List[Dict[str, Any]]:
         h, err = self._handle(), _Err()
         n = self._lib.planstore_plan_op_count(h, ctypes.byref(plan))
         states, got = (_OpStates * max(n, 1))(), ctypes.c_size_t()
@@ -300,7 +326,8 @@ class PlanStore:
             ops.append(o)
         return ops
 
-    def _plan_dict(self, plan, phase, batch, seq, slack, vfset):
+    def _plan_dict(self, plan: _Plan, phase: str, batch: int, seq: int, slack: Optional[float],
+                   vfset: bool) -> Plan:
         h = self._handle()
         return {"store": self.path, "policy": self._lib.planstore_policy_name(h, plan.policy).decode(),
                 "phase": phase, "budget": "paper" if plan.budget_mode == 1 else "strict",
@@ -316,14 +343,14 @@ class PlanStore:
                 "ops": self._ops(plan, vfset), "capacity_note": (plan.note or b"").decode()}
 
 
-def slack_fraction(slack):
+def slack_fraction(slack: Union[Number, str]) -> float:
     """A slack as lookup reads it (a fraction up to 1, or a str with its unit: "5%"), as a
     fraction; PlanStoreError where `enpu query --slack` refuses it (a bare 5 would be
     500 %). For a runtime that reads its slack from a command line or a config file."""
     return _parse_arg(_library(), _ARG_SLACK, "slack", slack, strings=True)
 
 
-def default_policy(names):
+def default_policy(names: Sequence[str]) -> Optional[str]:
     """The policy `enpu query` answers with when none is given: enpu-all, else enpu-c, else
     the first eNPU policy by name, else the first but the nodvfs and uniform references,
     else the first."""
@@ -332,6 +359,6 @@ def default_policy(names):
     return next((n for rule in rules for n in sorted(names) if rule(n)), None)
 
 
-def open(path, policy=None):  # noqa: A001 (shadows the builtin on purpose: enpu_planstore.open)
+def open(path: Union[str, bytes, "os.PathLike[str]"], policy: Optional[str] = None) -> PlanStore:  # noqa: A001 (shadows the builtin on purpose: enpu_planstore.open)
     """Open a plan store (every policy, or only `policy` for a faster open)."""
     return PlanStore(path, policy)

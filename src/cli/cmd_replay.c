@@ -259,6 +259,15 @@ static int make_jobs(const replay_args *a, replay_inputs *in, enpu_err *err) {
 
 /* --train: the pelm governor learns on the training trace (shaped as the replayed one),
  * epoch after epoch; the replay then runs it frozen. */
+/* A trace out of time order is replayed sorted, never silently. */
+static void warn_unsorted(const char *path, const replay_trace *t) {
+  if (t->unsorted)
+    fprintf(stderr,
+            "enpu replay: warning: %zu rows of %s are earlier than the row before them (first: line %zu); "
+            "replayed in time order\n",
+            t->unsorted, path, t->first_unsorted_line);
+}
+
 static int train_pelm(const replay_args *a, replay_inputs *in, enpu_err *err) {
   replay_governor *g = NULL;
   for (size_t i = 0; i < in->ngovs; i++)
@@ -266,6 +275,7 @@ static int train_pelm(const replay_args *a, replay_inputs *in, enpu_err *err) {
   replay_trace *raw = NULL, *t = NULL;
   const replay_shape shape = {.rate = a->rate, .warp = a->warp, .day = a->day, .seed = a->seed};
   int rc = replay_trace_load(a->train, a->skip_bad, &raw, err);
+  if (rc == ENPU_OK) warn_unsorted(a->train, raw);
   if (rc == ENPU_OK) rc = replay_trace_shape(raw, &shape, &t, err);
   const replay_job job = {.governor = g};
   for (uint64_t e = 0; rc == ENPU_OK && e < a->epochs; e++) {
@@ -298,6 +308,7 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   if (in->raw->skipped)
     fprintf(stderr, "enpu replay: skipped %zu bad rows of %s (first: %s)\n", in->raw->skipped, a->trace,
             in->raw->first_skipped);
+  warn_unsorted(a->trace, in->raw);
   if (!a->rates.n) {
     const replay_shape shape = {.rate = a->rate, .warp = a->warp, .day = a->day, .seed = a->seed};
     ENPU_FORWARD(replay_trace_shape(in->raw, &shape, &in->trace, err));

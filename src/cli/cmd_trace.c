@@ -8,7 +8,7 @@
 
 typedef struct {
   const char *in, *out, *map, *start;
-  int from, skip_bad_rows, json;
+  int from, skip_bad_rows, strict, json;
 } convert_args;
 
 static int convert_run(void *args);
@@ -44,7 +44,12 @@ static const cli_opt convert_opts[] = {
      .type = CLI_FLAG,
      .at = offsetof(convert_args, skip_bad_rows),
      .help = "skip and count malformed rows instead of failing on the first"},
-    CLI_JSON_OPT(convert_args, "the counts {\"output\", \"rows\", \"skipped\", \"first_skipped\"}"),
+    {.name = "strict",
+     .type = CLI_FLAG,
+     .at = offsetof(convert_args, strict),
+     .help = "refuse rows out of time order (exit 2) instead of writing them\nsorted with a warning"},
+    CLI_JSON_OPT(convert_args, "the counts {\"output\", \"rows\", \"skipped\", \"first_skipped\",\n\"unsorted\", "
+                               "\"first_unsorted_line\"}"),
 };
 
 /* clang-format off */
@@ -63,8 +68,11 @@ static int convert_run(void *args) {
     cli_fail("trace convert", err.msg);
     return cli_exit_status(err.code, CLI_EXIT_USAGE);
   }
-  const replay_convert_options o = {
-      .format = (replay_format)a->from, .map = a->map, .start = a->start, .skip_bad_rows = a->skip_bad_rows};
+  const replay_convert_options o = {.format = (replay_format)a->from,
+                                    .map = a->map,
+                                    .start = a->start,
+                                    .skip_bad_rows = a->skip_bad_rows,
+                                    .strict = a->strict};
   replay_convert_counts n;
   int rc = replay_trace_convert(text, len, a->in, &o, &csv, &n, &err);
   free(text);
@@ -74,9 +82,15 @@ static int convert_run(void *args) {
     cli_fail("trace convert", err.msg);
     return cli_exit_status(rc, CLI_EXIT_USAGE);
   }
+  if (n.unsorted)
+    fprintf(stderr,
+            "enpu trace convert: warning: %zu rows of %s are earlier than the row before them (first: line %zu); "
+            "written sorted by time (--strict refuses them)\n",
+            n.unsorted, a->in, n.first_unsorted_line);
   if (a->json) {
-    json_t *doc = json_pack("{s:s, s:I, s:I, s:s}", "output", a->out, "rows", (json_int_t)n.rows, "skipped",
-                            (json_int_t)n.skipped, "first_skipped", n.first_skipped);
+    json_t *doc = json_pack("{s:s, s:I, s:I, s:s, s:I, s:I}", "output", a->out, "rows", (json_int_t)n.rows,
+                            "skipped", (json_int_t)n.skipped, "first_skipped", n.first_skipped, "unsorted",
+                            (json_int_t)n.unsorted, "first_unsorted_line", (json_int_t)n.first_unsorted_line);
     rc = doc ? cli_print_json(doc) : cli_fail("trace convert", "out of memory (JSON output)");
     json_decref(doc);
     return rc;

@@ -54,6 +54,8 @@ typedef struct {
   char first_skipped[ENPU_ERR_MSG_LEN]; /* message of the first skipped row, "" when none */
   double origin_tod_s;                  /* time of day of arrival 0, seconds after midnight (as written,
                                            UTC when the rows carry an offset; 0 for a shaped day) */
+  size_t unsorted;                      /* rows earlier than the row before them in the file */
+  size_t first_unsorted_line;           /* the file line of the first of them, 0 when none */
 } replay_trace;
 
 /* Parse a trace from memory; `name` is used in messages (file:line:column: ...). A bad
@@ -61,7 +63,9 @@ typedef struct {
  * skip_bad_rows, which skips it and counts it. Blank lines are ignored. A year outside
  * [REPLAY_YEAR_MIN, REPLAY_YEAR_MAX] or a token count above REPLAY_TOKENS_MAX makes a
  * row bad. Rows spanning more than REPLAY_SPAN_MAX_S are an error of the trace (naming
- * the row farthest from the median), even with skip_bad_rows.
+ * the row farthest from the median), even with skip_bad_rows. Rows out of time order are
+ * sorted (stable), and counted in `unsorted` with the first one's line for the caller
+ * to report: a trace is a set of arrivals, but an unsorted file is worth a warning.
  * @return 0 and *out; ENPU_ERR_PARSE (syntax), ENPU_ERR_RANGE (a value out of range),
  * ENPU_ERR_INVALID (no data rows), ENPU_ERR_NOMEM. *out is NULL on failure. */
 int replay_trace_parse(const char *text, size_t len, const char *name, bool skip_bad_rows, replay_trace **out,
@@ -81,8 +85,11 @@ int replay_trace_row(const char *row, size_t len, const char *name, size_t line,
  * replay_trace_row. Formats:
  *  azure2023, azure2024  the replay's own columns (2024's timestamps carry +00:00),
  *                        rows passed through unchanged;
- *  burstgpt   Timestamp (s from the trace's start), Model, Request tokens, Response
- *             tokens, Total tokens, Log Type: context = Request, generated = Response;
+ *  burstgpt   either published layout, told apart by its header: the 6 columns of
+ *             BurstGPT_1/_2 (Timestamp, Model, Request tokens, Response tokens, Total
+ *             tokens, Log Type) or the 8 of BurstGPT_3 (Timestamp, Session ID, Elapsed
+ *             time, Model, ...); Timestamp in s from the trace's start, context =
+ *             Request tokens, generated = Response tokens;
  *  mooncake   JSON lines {"timestamp": ms from the start, "input_length",
  *             "output_length", "hash_ids"};
  *  csv        any CSV with a header; `map` names its columns:
@@ -90,7 +97,11 @@ int replay_trace_row(const char *row, size_t len, const char *name, size_t line,
  *             name or a 1-based index; unit s by default, datetime: the reader's format).
  * Relative times start at `start` ("YYYY-MM-DD HH:MM:SS", NULL: 1970-01-01 00:00:00). A bad
  * row is an error naming name:line:column, or with skip_bad_rows is counted (the first
- * one's message kept). @return 0 with *csv (malloc'd text), or an error. */
+ * one's message kept). Rows out of time order (a row earlier than the one before it) are
+ * written sorted by time (stable), counted in `unsorted` with the first one's line, or
+ * with `strict` refused (ENPU_ERR_PARSE naming that line): the replay would sort them
+ * anyway, and a user should know the file was not in order.
+ * @return 0 with *csv (malloc'd text), or an error. */
 typedef enum {
   REPLAY_FORMAT_AZURE2023,
   REPLAY_FORMAT_AZURE2024,
@@ -105,10 +116,13 @@ typedef struct {
   const char *map;
   const char *start;
   bool skip_bad_rows;
+  bool strict; /* refuse rows out of time order instead of sorting them */
 } replay_convert_options;
 typedef struct {
   size_t rows, skipped;
   char first_skipped[ENPU_ERR_MSG_LEN];
+  size_t unsorted;            /* rows earlier than the row before them in the input */
+  size_t first_unsorted_line; /* the input line of the first of them, 0 when none */
 } replay_convert_counts;
 int replay_trace_convert(const char *text, size_t len, const char *name, const replay_convert_options *o,
                          char **csv, replay_convert_counts *counts, enpu_err *err);

@@ -5,7 +5,16 @@
  * name:line:column; the row written is then read back by replay_trace_row, so the output
  * is a trace replay_trace_parse accepts. Times of the relative formats (BurstGPT seconds,
  * Mooncake milliseconds, a mapped CSV's numbers) are added to the start time and written
- * with 7 fractional digits, the Azure files' precision (100 ns). */
+ * with 7 fractional digits, the Azure files' precision (100 ns). Each row written is
+ * remembered (time, place in the output) so that rows out of time order can be counted
+ * and written sorted, or refused under --strict.
+ *
+ * BurstGPT's two published layouts (HPMLL/BurstGPT README, "Schema"): release v1.1's
+ * BurstGPT_1.csv and _2.csv have the header
+ *   Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type
+ * and release v2.0's BurstGPT_3.csv adds a conversation id and the response time:
+ *   Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type
+ * (its Timestamps are seconds with a fraction, "19440110.0"). The header says which. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -67,9 +76,18 @@ typedef struct {
   int ncols;
 } column_map;
 
+/* A row written: its time, where its text sits in the output, and its input line. */
+typedef struct {
+  int64_t whole_s;
+  double frac_s;
+  size_t off, len, line;
+} written_row;
+
 typedef struct {
   const char *name;
   size_t line;
+  written_row *rows;
+  size_t nrows, rows_cap;
   int64_t start_s;
   double start_frac_s;
   const replay_convert_options *o;
@@ -121,18 +139,28 @@ static void format_time(int64_t start_s, double rel_s, char *buf, int cap) {
            (long long)d, (long long)(sod / 3600), (long long)(sod / 60 % 60), (long long)(sod % 60), frac);
 }
 
-/* Write one row (its timestamp text as given) and read it back as the replay would. */
+/* Check row[0, n) as the replay reads it, append it and a newline, and remember it. */
+static int write_row(conv *c, const char *row, size_t n, enpu_err *err) {
+  int64_t whole = 0;
+  double frac = 0;
+  replay_request rq;
+  ENPU_FORWARD(replay_trace_row(row, n, c->name, c->line, &whole, &frac, &rq, err));
+  if (enpu_grow((void **)&c->rows, &c->rows_cap, c->nrows + 1, sizeof *c->rows) < 0)
+    return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (row %zu)", c->line);
+  c->rows[c->nrows] = (written_row){.whole_s = whole, .frac_s = frac, .off = c->out.len, .len = n, .line = c->line};
+  ENPU_FORWARD(out_append(&c->out, row, n, err));
+  ENPU_FORWARD(out_append(&c->out, "\n", 1, err));
+  c->nrows++;
+  return ENPU_OK;
+}
+
+/* Write one row (its timestamp text as given). */
 static int emit_row(conv *c, const char *stamp, long context, long generated, enpu_err *err) {
   char row[160];
   const int n = snprintf(row, sizeof row, "%s,%ld,%ld", stamp, context, generated);
   ENPU_RETURN_IF(n < 0 || n >= (int)sizeof row, err, ENPU_ERR_PARSE, "%s:%zu:1: expected a shorter timestamp",
                  c->name, c->line);
-  int64_t whole = 0;
-  double frac = 0;
-  replay_request rq;
-  ENPU_FORWARD(replay_trace_row(row, (size_t)n, c->name, c->line, &whole, &frac, &rq, err));
-  ENPU_FORWARD(out_append(&c->out, row, (size_t)n, err));
-  return out_append(&c->out, "\n", 1, err);
+  return write_row(c, row, (size_t)n, err);
 }
 
 /* Relative times beyond 130 years would overflow the seconds before the reader's year
@@ -199,14 +227,7 @@ static int convert_row(conv *c, const char *p, size_t len, enpu_err *err) {
   if (len && p[len - 1] == '\r') len--;
   switch (c->o->format) {
   case REPLAY_FORMAT_AZURE2023:
-  case REPLAY_FORMAT_AZURE2024: {
-    int64_t whole = 0;
-    double frac = 0;
-    replay_request rq;
-    ENPU_FORWARD(replay_trace_row(p, len, c->name, c->line, &whole, &frac, &rq, err));
-    ENPU_FORWARD(out_append(&c->out, p, len, err));
-    return out_append(&c->out, "\n", 1, err);
-  }
+  case REPLAY_FORMAT_AZURE2024: return write_row(c, p, len, err);
   case REPLAY_FORMAT_MOONCAKE: return mooncake_row(c, p, len, err);
   default: {
     char row[1024];
@@ -269,14 +290,22 @@ static int map_column(const conv *c, const fields *header, const map_spec *m, co
 
 /* The header line of a CSV format into c->map. */
 static int read_header(conv *c, char *line, enpu_err *err) {
-  static const char burst[] = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type";
+  static const char burst6[] = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type";
+  static const char burst8[] =
+      "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type";
   const replay_format f = c->o->format;
   size_t l = strlen(line);
   while (l && line[l - 1] == '\r') line[--l] = '\0';
+  if (l >= 3 && !memcmp(line, "\xef\xbb\xbf", 3)) memmove(line, line + 3, (l -= 3) + 1); /* a UTF-8 BOM */
+  if (f == REPLAY_FORMAT_BURSTGPT && !strcmp(line, burst8)) {
+    c->map = (column_map){.time = 0, .context = 4, .generated = 5, .unit = UNIT_S, .ncols = 8};
+    return ENPU_OK;
+  }
   if (f == REPLAY_FORMAT_AZURE2023 || f == REPLAY_FORMAT_AZURE2024 || f == REPLAY_FORMAT_BURSTGPT) {
-    const char *want = f == REPLAY_FORMAT_BURSTGPT ? burst : CONVERT_HEADER;
-    ENPU_RETURN_IF(strcmp(line, want), err, ENPU_ERR_PARSE, "%s:1:1: expected the header '%s', got '%.80s'",
-                   c->name, want, line);
+    const bool burst = f == REPLAY_FORMAT_BURSTGPT;
+    ENPU_RETURN_IF(strcmp(line, burst ? burst6 : CONVERT_HEADER), err, ENPU_ERR_PARSE,
+                   "%s:1:1: expected the header '%s'%s%s%s, got '%.100s'", c->name, burst ? burst6 : CONVERT_HEADER,
+                   burst ? " or '" : "", burst ? burst8 : "", burst ? "'" : "", line);
     c->map = (column_map){.time = 0, .context = 2, .generated = 3, .unit = UNIT_S, .ncols = 6};
     return ENPU_OK;
   }
@@ -329,6 +358,36 @@ static int convert_lines(conv *c, const char *p, const char *end, replay_convert
   return ENPU_OK;
 }
 
+static int written_cmp(const void *a, const void *b) {
+  const written_row *x = a, *y = b;
+  const int t = x->whole_s != y->whole_s ? ENPU_ORDER(x->whole_s, y->whole_s) : ENPU_ORDER(x->frac_s, y->frac_s);
+  return t ? t : ENPU_ORDER(x->off, y->off);
+}
+
+/* Rows out of time order counted; then refused (strict) or the output rewritten sorted. */
+static int order_rows(conv *c, replay_convert_counts *counts, enpu_err *err) {
+  for (size_t i = 1; i < c->nrows; i++)
+    if (written_cmp(&c->rows[i], &c->rows[i - 1]) < 0 && counts->unsorted++ == 0)
+      counts->first_unsorted_line = c->rows[i].line;
+  if (!counts->unsorted) return ENPU_OK;
+  ENPU_RETURN_IF(c->o->strict, err, ENPU_ERR_PARSE,
+                 "%s:%zu:1: expected rows in time order (--strict), got a row earlier than the one before it "
+                 "(%zu such rows)",
+                 c->name, counts->first_unsorted_line, counts->unsorted);
+  qsort(c->rows, c->nrows, sizeof *c->rows, written_cmp);
+  out_text sorted = {0};
+  int rc = out_append(&sorted, CONVERT_HEADER "\n", sizeof CONVERT_HEADER, err);
+  for (size_t i = 0; i < c->nrows && rc == ENPU_OK; i++)
+    rc = out_append(&sorted, c->out.buf + c->rows[i].off, c->rows[i].len + 1, err);
+  if (rc != ENPU_OK) {
+    free(sorted.buf);
+    return rc;
+  }
+  free(c->out.buf);
+  c->out = sorted;
+  return ENPU_OK;
+}
+
 int replay_trace_convert(const char *text, size_t len, const char *name, const replay_convert_options *o,
                          char **csv, replay_convert_counts *counts, enpu_err *err) {
   *csv = NULL;
@@ -353,6 +412,8 @@ int replay_trace_convert(const char *text, size_t len, const char *name, const r
   if (rc == ENPU_OK) rc = convert_lines(&c, p, end, counts, err);
   if (rc == ENPU_OK && counts->rows == 0)
     rc = enpu_errorf(err, ENPU_ERR_INVALID, "%s: no data rows (%zu bad rows skipped)", name, counts->skipped);
+  if (rc == ENPU_OK) rc = order_rows(&c, counts, err);
+  free(c.rows);
   if (rc != ENPU_OK) {
     free(c.out.buf);
     return rc;

@@ -238,10 +238,15 @@ static int parse_line(row_ctx *rc, const char *p, const char *eol, row_set *set,
 /* The trace of the parsed rows: sorted, spanning at most REPLAY_SPAN_MAX_S. */
 static int finish_parse(row_set *set, const char *name, replay_trace **out, enpu_err *err) {
   ENPU_RETURN_IF(set->n == 0, err, ENPU_ERR_INVALID, "%s: no data rows (%zu bad rows skipped)", name, set->skipped);
+  size_t unsorted = 0, first_unsorted_line = 0;
+  for (size_t i = 1; i < set->n; i++)
+    if (set->rows[i].t < set->rows[i - 1].t && unsorted++ == 0) first_unsorted_line = set->rows[i].line;
   qsort(set->rows, set->n, sizeof *set->rows, timed_cmp);
   ENPU_FORWARD(check_span(set->rows, set->n, name, err));
   ENPU_FORWARD(trace_from_rows(set->rows, set->n, true, 1e9, out, err));
   (*out)->skipped = set->skipped;
+  (*out)->unsorted = unsorted;
+  (*out)->first_unsorted_line = first_unsorted_line;
   const double tod = fmod((double)(set->base_s % 86400) + set->rows[0].t, DAY_S);
   (*out)->origin_tod_s = tod < 0 ? tod + DAY_S : tod;
   memcpy((*out)->first_skipped, set->first_skipped, sizeof set->first_skipped);

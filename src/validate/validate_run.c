@@ -178,6 +178,11 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
   ENPU_FORWARD(replay_setup_init(&setup, a->cluster, &a->job->model, &a->job->chip, err));
   replay_trace *trace = NULL;
   ENPU_FORWARD(replay_trace_load(a->trace_path, false, &trace, err));
+  if (trace->unsorted) /* a warning about the input: printed even when progress is not */
+    fprintf(a->log ? a->log : stderr,
+            "validate: warning: %zu rows of %s are earlier than the row before them (first: line %zu); replayed in "
+            "time order\n",
+            trace->unsorted, a->trace_path, trace->first_unsorted_line);
   planstore *ps = NULL;
   int rc = planstore_open(a->store_path, &ps, err);
   /* The uniform policy is no plan the scheduler picks by target but the table of online

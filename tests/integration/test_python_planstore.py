@@ -5,7 +5,9 @@ of every policy (the job's slacks, a slack between them, an exact target, padded
 requests) equals `enpu query --json --vfset`, errors included (same code, same message);
 a damaged store raises the library's error exactly when `enpu query` fails on it; the
 package works from PYTHONPATH=python and after `pip install` into a venv; the example
-python/examples/serve_loop.py runs over a trace.
+python/examples/serve_loop.py runs over a trace and counts every batch (planned, at peak
+on a larger compiled bucket, or uncovered with its share, the saving over the covered
+batches with the coverage beside it, exit 1 below --min-coverage).
 
 usage: test_python_planstore.py ENPU_BINARY SOURCE_DIR LIBENPU_PLANSTORE_SO"""
 import json
@@ -196,4 +198,72 @@ h.check("serve_loop.py: every batch had a plan, decode batches >= the longest ge
         rep and rep["uncovered_batches"] == 0 and
         rep["batches"]["decode"] >= max(int(l.split(",")[2]) for l in lines[1:]) - 1, json.dumps(rep))
 h.check("serve_loop.py: energy below NoDVFS's", rep and 0 < rep["energy_j"] < rep["nodvfs_energy_j"], json.dumps(rep))
+h.check("serve_loop.py: coverage 100 %, exit 0", rep and rep["coverage"] == 1.0 and r.returncode == 0, json.dumps(rep))
+
+# Every batch counted: requests beyond every compiled bucket (20,000-token prompts; the
+# largest prefill seq is 4096, decode batch 8 at 131072 does not fit) are uncovered, with
+# their count and share, and the saving is over the covered batches with the coverage
+# beside it; below --min-coverage a warning and exit 1.
+def serve(rows, *extra):
+    path = os.path.join(tmp, f"serve-{len(os.listdir(tmp))}.csv")
+    open(path, "w").write("\n".join([lines[0]] + sorted(rows)) + "\n")
+    r = subprocess.run(["/usr/bin/python3", os.path.join(src, "python/examples/serve_loop.py"), store, path, *extra],
+                       capture_output=True, text=True, env=env)
+    return r, (json.loads(r.stdout) if "--json" in extra and r.stdout else None)
+
+
+long_rows = [f"2023-11-16 18:15:46.{i:07d},20000,3" for i in range(30)]
+short = ["2023-11-16 18:15:50.0000000,100,2"]
+for label, rows, low in (("mostly beyond the grid", short + long_rows, True),
+                         ("a few beyond the grid", lines[1:] + long_rows, False)):
+    r, rep = serve(rows, "--json")
+    total = rep and rep["batches"]["prefill"] + rep["batches"]["decode"]
+    h.check(f"serve_loop.py, {label}: every batch counted (planned + fallback + uncovered = all)",
+            rep and rep["uncovered_batches"] > 0 and rep["total_batches"] == total
+            and rep["planned_batches"] + rep["fallback_batches"] + rep["uncovered_batches"] == total
+            and all(sum(k.values()) == rep["batches"][ph] for ph, k in rep["by_phase"].items()), json.dumps(rep))
+    h.check(f"serve_loop.py, {label}: coverage and the uncovered share stated, saving over the covered only",
+            rep and math.isclose(rep["coverage"], 1 - rep["uncovered_batches"] / total)
+            and math.isclose(rep["uncovered_share"], rep["uncovered_batches"] / total)
+            and "covered" in rep["savings_over"]
+            and (rep["savings"] is None or math.isclose(rep["savings"], 1 - rep["energy_j"] / rep["nodvfs_energy_j"])),
+            json.dumps(rep))
+    h.check(f"serve_loop.py, {label}: " + ("a warning and exit 1 below 90 % coverage" if low else "exit 0 above 90 %"),
+            (r.returncode == 1 and "WARNING" in r.stderr and "% of the batches" in r.stderr) if low
+            else (r.returncode == 0 and rep["coverage"] >= 0.9), f"{r.returncode} {r.stderr}")
+    r, _ = serve(rows)
+    h.check(f"serve_loop.py, {label}: the text names the uncovered batches and the coverage beside the saving",
+            f"{rep['uncovered_batches']} uncovered" in r.stdout and "coverage" in r.stdout.splitlines()[-1], r.stdout)
+r, rep = serve(short + long_rows, "--json", "--min-coverage", "0")
+h.check("serve_loop.py --min-coverage 0: exit 0 at low coverage", r.returncode == 0 and rep["coverage"] < 0.9, r.stderr)
+
+# A bucket without a plan (failed) where a larger compiled one exists: the batch runs at
+# peak there, its NoDVFS energy in both sums ("fallback"); a stub store stands in, as a
+# farmed store's failed buckets cannot be made on purpose.
+sys.path.insert(0, os.path.join(src, "python/examples"))
+import serve_loop  # noqa: E402
+
+
+class StubStore:
+    grid = {(1, 1024): "ok", (4, 1024): "failed", (8, 1024): "ok"}
+
+    def buckets(self, policy=None):
+        return [{"phase": "prefill", "batch": b, "seq": s, "status": st} for (b, s), st in self.grid.items()]
+
+    def lookup(self, phase, batch, seq, slack=None, policy=None, vfset=True):
+        fits = sorted(k for k in self.grid if k[0] >= batch and k[1] >= seq)
+        if not fits:
+            raise enpu_planstore.PlanStoreError(-6, "beyond the grid")
+        if self.grid[fits[0]] != "ok":
+            raise enpu_planstore.PlanStoreError(-8, "no plan")
+        e = float(fits[0][0] * fits[0][1])
+        return {"energy_nj": e * (1 - slack), "e_nodvfs_nj": e}
+
+
+m = serve_loop.Meter(StubStore(), "enpu-all", 0.25)
+for shape in ((1, 100), (3, 1000), (3, 1000), (9, 10)):
+    m.run("prefill", *shape)
+h.check("serve_loop.Meter: planned, fallback at the larger bucket's NoDVFS energy, uncovered; all counted",
+        m.kinds["prefill"] == {"planned": 1, "fallback": 2, "uncovered": 1} and m.batches["prefill"] == 4
+        and m.energy_nj == 1024 * 0.75 + 2 * 8192 and m.nodvfs_nj == 1024 + 2 * 8192, f"{m.kinds} {m.energy_nj}")
 h.finish()

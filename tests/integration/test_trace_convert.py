@@ -57,6 +57,31 @@ h.check("burstgpt --skip-bad-rows: one counted, the first named",
         doc and doc["skipped"] == len(fails) and f":{fails[0] + 2}:" in doc["first_skipped"], str(doc))
 h.check("burstgpt: times, request and response tokens as the input's", got == good, f"{got} vs {good}")
 
+# BurstGPT_3 (release v2.0): the 8-column layout with Session ID and Elapsed time.
+path = os.path.join(fx, "burstgpt3.csv")
+want3 = [(START + dt.timedelta(seconds=float(x["Timestamp"])), int(x["Request tokens"]), int(x["Response tokens"]))
+         for x in csv.DictReader(open(path))]
+r, doc, rows, _ = convert("burstgpt", path, "--start", "2024-03-01 14:00:00")
+got = [(stamp(x[0]), int(x[1]), int(x[2])) for x in rows or []]
+h.check("burstgpt 8 columns (Session ID, Elapsed time): times, request and response tokens as the input's",
+        r.returncode == 0 and got == want3 and doc["unsorted"] == 0, r.stderr)
+
+# Rows out of time order: written sorted with a warning and a count, refused under --strict.
+b3 = open(path).read().splitlines()
+path = os.path.join(tmp, "burst3-unsorted.csv")
+open(path, "w").write("\n".join([b3[0], b3[3], b3[1], b3[4], b3[2]]) + "\n")  # lines 3 and 5 go back in time
+r, doc, rows, _ = convert("burstgpt", path, "--start", "2024-03-01 14:00:00")
+got = [(stamp(x[0]), int(x[1]), int(x[2])) for x in rows or []]
+h.check("unsorted rows: exit 0, written in time order", r.returncode == 0 and got == sorted(want3), f"{r.stderr} {got}")
+h.check("unsorted rows: counted (2, the first on line 3), and a warning saying so",
+        doc and doc["unsorted"] == 2 and doc["first_unsorted_line"] == 3
+        and "warning: 2 rows" in r.stderr and "line 3" in r.stderr, f"{doc} {r.stderr}")
+r, _, _, _ = convert("burstgpt", path, "--strict")
+h.check("unsorted rows under --strict: exit 2 naming file:3: and the order",
+        r.returncode == 2 and f"{path}:3:1:" in r.stderr and "time order" in r.stderr, r.stderr)
+r, doc, _, _ = convert("azure2024", os.path.join(fx, "azure2024.csv"), "--strict")
+h.check("a sorted trace under --strict: exit 0", r.returncode == 0 and doc["unsorted"] == 0, r.stderr)
+
 # Mooncake: ms from the start, input and output lengths.
 path = os.path.join(fx, "mooncake.jsonl")
 want = [json.loads(l) for l in open(path) if l.strip()]
@@ -125,4 +150,19 @@ for label, trace in (("burstgpt", burst_csv), ("mooncake", moon_csv)):
             rep["context_tokens"] == sum(int(x[1]) for x in rows)
             and rep["generated_tokens"] == sum(int(x[2]) for x in rows))
     h.check(f"{label} replayed: enpu-all saves energy over nodvfs", pol["energy_savings"]["total"] > 0)
+
+# The replay's own reader: a trace out of time order is replayed sorted, with a warning and
+# a count, and answers as the sorted trace does.
+rows = open(burst_csv).read().splitlines()
+unsorted = os.path.join(tmp, "replay-unsorted.csv")
+open(unsorted, "w").write("\n".join([rows[0], rows[-1]] + rows[1:-1]) + "\n")  # line 3 goes back in time
+args = ("replay", "--store", store, "--cluster", job["cluster"], "--json", "--trace")
+r_sorted, r_unsorted = h.run(*args, burst_csv), h.run(*args, unsorted)
+h.check("replay of an unsorted trace: exit 0, a warning counting 1 row from line 3",
+        r_unsorted.returncode == 0 and "warning: 1 rows" in r_unsorted.stderr and "line 3" in r_unsorted.stderr,
+        r_unsorted.stderr)
+a, b = json.loads(r_sorted.stdout), json.loads(r_unsorted.stdout)
+h.check("replay of an unsorted trace: the sorted trace's answer",
+        a["requests"] == b["requests"] and a["policies"] == b["policies"],
+        f"{a['policies']['enpu-all']} vs {b['policies']['enpu-all']}")
 h.finish()

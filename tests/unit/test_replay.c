@@ -327,6 +327,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_bad_rows),
       cmocka_unit_test(test_trace_shape),
       cmocka_unit_test(test_convert_formats),
+      cmocka_unit_test(test_convert_order),
       cmocka_unit_test(test_convert_bad_input),
       cmocka_unit_test(test_diurnal),
       cmocka_unit_test(test_idle_power),

@@ -83,6 +83,7 @@ void test_governor_bad_input(void **state);
 
 /* test_replay_convert.c */
 void test_convert_formats(void **state);
+void test_convert_order(void **state);
 void test_convert_bad_input(void **state);
 
 #endif /* TEST_REPLAY_H */

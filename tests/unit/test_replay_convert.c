@@ -110,3 +110,43 @@ void test_convert_bad_input(void **state) {
   assert_int_equal(replay_trace_convert(none, strlen(none), "in", &o, &csv, &n, &err), ENPU_ERR_INVALID);
   assert_non_null(strstr(err.msg, "no data rows (1 bad rows skipped)"));
 }
+
+/* BurstGPT_3's 8-column layout (Session ID, Elapsed time) read by its header; rows out of
+ * time order written sorted and counted, or refused with strict; the replay's own reader
+ * sorts them too and counts them for its warning. */
+void test_convert_order(void **state) {
+  (void)state;
+  static const char burst8[] =
+      "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n"
+      "19440110.0,1722ac82-0a46-4bf0-aa08-89794e7a2b3f,43,GPT-4,906,446,1352,Conversation log\r\n"
+      "19440192.0,a5c69b35-4fbc-45e9-955e-18715e376d74,8,GPT-4,1779,123,1902,Conversation log\r\n"
+      "19440161.0,d5983bf9-4b48-497b-892b-a58995247443,2,ChatGPT,36,29,65,Conversation log\r\n"
+      "19440161.0,d5983bf9-4b48-497b-892b-a58995247443,2,ChatGPT,37,29,66,Conversation log\r\n";
+  replay_convert_counts n;
+  char *csv = convert_ok(REPLAY_FORMAT_BURSTGPT, burst8, NULL, NULL, false, &n);
+  assert_string_equal(csv, "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                           "1970-08-14 00:01:50.0000000,906,446\n"
+                           "1970-08-14 00:02:41.0000000,36,29\n"
+                           "1970-08-14 00:02:41.0000000,37,29\n"
+                           "1970-08-14 00:03:12.0000000,1779,123\n");
+  assert_true(n.rows == 4 && n.unsorted == 1 && n.first_unsorted_line == 4);
+  free(csv);
+  const replay_convert_options strict = {.format = REPLAY_FORMAT_BURSTGPT, .strict = true};
+  enpu_err err = {0};
+  csv = NULL;
+  assert_int_equal(replay_trace_convert(burst8, strlen(burst8), "in", &strict, &csv, &n, &err), ENPU_ERR_PARSE);
+  assert_null(csv);
+  assert_non_null(strstr(err.msg, "in:4:1: expected rows in time order"));
+  replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                             "2024-05-10 00:00:02.0+00:00,5,1\n"
+                             "2024-05-10 00:00:01.0+00:00,6,1\n"
+                             "2024-05-10 00:00:03.0+00:00,7,1\n"
+                             "2024-05-10 00:00:00.5+00:00,8,1\n");
+  assert_true(t->unsorted == 2 && t->first_unsorted_line == 3);
+  assert_int_equal(t->requests[0].context_tokens, 8);
+  assert_int_equal(t->requests[3].context_tokens, 7);
+  replay_trace_free(t);
+  t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:01.0,5,1\n2024-05-10 00:00:01.0,6,1\n");
+  assert_true(t->unsorted == 0 && t->first_unsorted_line == 0);
+  replay_trace_free(t);
+}
