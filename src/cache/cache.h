@@ -48,11 +48,11 @@ int cache_put(cache *c, uint32_t kind, uint64_t key, const void *data, size_t by
 
 /* What a walk over the cache found, and did. */
 typedef struct {
-  int64_t entries, entry_bytes; /* intact entries (verify) or entries (stats, prune) */
-  int64_t by_kind[4];           /* entries of kind 1, 2, 3, others */
-  int64_t damaged;              /* verify: entries that failed their checks (removed) */
+  int64_t entries, entry_bytes;   /* intact entries (verify) or entries (stats, prune) */
+  int64_t by_kind[4];             /* entries of kind 1, 2, 3, others */
+  int64_t damaged;                /* verify: entries that failed their checks (removed) */
   int64_t removed, removed_bytes; /* prune: entries removed, oldest first */
-  int64_t temporaries;          /* temporary files of writers that died (removed when older than an hour) */
+  int64_t temporaries;            /* temporary files of writers that died (removed when older than an hour) */
 } cache_scan;
 
 /* Count entries and bytes. */

@@ -21,10 +21,12 @@ static int stats_run(void *args);
 static int verify_run(void *args);
 static int prune_run(void *args);
 
-#define CACHE_DIR_OPT                                                                              \
-  {.name = "cache", .type = CLI_STRING, .at = offsetof(cache_args, dir), .meta = "DIR",            \
-   .help = "the cache (default: $ENPU_CACHE when it names a directory, else\n"                      \
-           "$XDG_CACHE_HOME/enpu or ~/.cache/enpu)"}
+#define CACHE_DIR_OPT                                                                    \
+  {                                                                                      \
+    .name = "cache", .type = CLI_STRING, .at = offsetof(cache_args, dir), .meta = "DIR", \
+    .help = "the cache (default: $ENPU_CACHE when it names a directory, else\n"          \
+            "$XDG_CACHE_HOME/enpu or ~/.cache/enpu)"                                     \
+  }
 
 /* clang-format off */
 static const cli_opt plain_opts[] = {CACHE_DIR_OPT, CLI_JSON_OPT(cache_args, "the counts")};
@@ -95,7 +97,9 @@ static int print(const cache_args *a, const char *cmd, const char *dir, const ca
 
 typedef int (*walk_fn)(const char *dir, int64_t max_bytes, cache_scan *s, enpu_err *err);
 static int do_stats(const char *d, int64_t m, cache_scan *s, enpu_err *e) { return (void)m, cache_stats(d, s, e); }
-static int do_verify(const char *d, int64_t m, cache_scan *s, enpu_err *e) { return (void)m, cache_verify(d, s, e); }
+static int do_verify(const char *d, int64_t m, cache_scan *s, enpu_err *e) {
+  return (void)m, cache_verify(d, s, e);
+}
 
 static int walk(const cache_args *a, const char *cmd, walk_fn fn) {
   char dir[4096];

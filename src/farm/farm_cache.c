@@ -117,8 +117,8 @@ static void store(farm_job *m, uint32_t kind, uint64_t key, const void *data, si
     return;
   }
   m->cache_readonly = 1;
-  fprintf(m->o.log, "farm: warning: cache %s: %s; it is only read for the rest of this run\n",
-          cache_dir(m->cache), err.msg);
+  fprintf(m->o.log, "farm: warning: cache %s: %s; it is only read for the rest of this run\n", cache_dir(m->cache),
+          err.msg);
   fflush(m->o.log);
 }
 
@@ -134,5 +134,6 @@ int farm_cache_put_op(farm_job *m, const farm_op_result *r, enpu_err *err) {
 void farm_cache_put_bucket(farm_job *m, const farm_bucket_result *r, const void *record, size_t bytes) {
   const store_bucket_rec *k = &r->bundle.bucket;
   if (k->status != STORE_BUCKET_OK) return;
-  store(m, FARM_CACHE_BUCKET, bucket_cache_key(r->policy, k->phase, k->batch, k->seq, k->input_hash), record, bytes);
+  store(m, FARM_CACHE_BUCKET, bucket_cache_key(r->policy, k->phase, k->batch, k->seq, k->input_hash), record,
+        bytes);
 }

@@ -13,7 +13,7 @@
 
 /* A value as compact JSON, cut to fit (NULL: "(none)"). */
 static void show(const json_t *v, char out[FARM_CHANGE_VALUE_LEN]) {
-  char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS) : NULL;
+  char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS | JSON_REAL_PRECISION(12)) : NULL;
   const char *t = text ? text : "(none)";
   if (strlen(t) < FARM_CHANGE_VALUE_LEN) snprintf(out, FARM_CHANGE_VALUE_LEN, "%s", t);
   else snprintf(out, FARM_CHANGE_VALUE_LEN, "%.*s...", FARM_CHANGE_VALUE_LEN - 4, t);
@@ -100,7 +100,8 @@ int farm_changes_find(const store_contents *prev, const config_job *job, farm_su
   diff_doc("model", prev->model_json, job->model_json, sum);
   const int before_chip = sum->nchanges;
   diff_doc("chip", prev->chip_json, job->chip_json, sum);
-  if (sum->nchanges == before_chip) diff_hash("chip (tables beside the chip file)", prev->chip_hash, job->chip.hash, sum);
+  if (sum->nchanges == before_chip)
+    diff_hash("chip (tables beside the chip file)", prev->chip_hash, job->chip.hash, sum);
   diff_doc("cluster", prev->cluster_json, job->cluster_json, sum);
   diff_hash("cost model (COST_MODEL_VERSION)", prev->cost_model_hash,
             enpu_hash64(COST_MODEL_VERSION, strlen(COST_MODEL_VERSION), 0), sum);
