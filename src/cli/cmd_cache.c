@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "opcache.h"
 #include "cli_internal.h"
 
 typedef struct {
@@ -62,7 +62,7 @@ int cli_cache_dir(const char *given, int off, int fallback_default, char *out, s
     snprintf(out, len, "%s", v);
     return 1;
   }
-  ENPU_FORWARD(cache_default_dir(out, len, err));
+  ENPU_FORWARD(opcache_default_dir(out, len, err));
   return 1;
 }
 
@@ -74,7 +74,7 @@ static int resolve(const cache_args *a, const char *cmd, char *dir, size_t len) 
   return -1;
 }
 
-static int print(const cache_args *a, const char *cmd, const char *dir, const cache_scan *s) {
+static int print(const cache_args *a, const char *cmd, const char *dir, const opcache_scan *s) {
   if (a->json) {
     json_t *doc = json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I}", "cache", dir, "entries",
                             (json_int_t)s->entries, "bytes", (json_int_t)s->entry_bytes, "by_kind", "op",
@@ -95,16 +95,18 @@ static int print(const cache_args *a, const char *cmd, const char *dir, const ca
   return 0;
 }
 
-typedef int (*walk_fn)(const char *dir, int64_t max_bytes, cache_scan *s, enpu_err *err);
-static int do_stats(const char *d, int64_t m, cache_scan *s, enpu_err *e) { return (void)m, cache_stats(d, s, e); }
-static int do_verify(const char *d, int64_t m, cache_scan *s, enpu_err *e) {
-  return (void)m, cache_verify(d, s, e);
+typedef int (*walk_fn)(const char *dir, int64_t max_bytes, opcache_scan *s, enpu_err *err);
+static int do_stats(const char *d, int64_t m, opcache_scan *s, enpu_err *e) {
+  return (void)m, opcache_stats(d, s, e);
+}
+static int do_verify(const char *d, int64_t m, opcache_scan *s, enpu_err *e) {
+  return (void)m, opcache_verify(d, s, e);
 }
 
 static int walk(const cache_args *a, const char *cmd, walk_fn fn) {
   char dir[4096];
   if (resolve(a, cmd, dir, sizeof dir) < 0) return CLI_EXIT_USAGE;
-  cache_scan s;
+  opcache_scan s;
   enpu_err err = {0};
   if (fn(dir, (int64_t)a->max_bytes, &s, &err) < 0) {
     cli_fail(cmd, err.msg);
@@ -116,4 +118,4 @@ static int walk(const cache_args *a, const char *cmd, walk_fn fn) {
 
 static int stats_run(void *args) { return walk(args, "cache stats", do_stats); }
 static int verify_run(void *args) { return walk(args, "cache verify", do_verify); }
-static int prune_run(void *args) { return walk(args, "cache prune", cache_prune); }
+static int prune_run(void *args) { return walk(args, "cache prune", opcache_prune); }

@@ -30,7 +30,7 @@ typedef struct {
   int json;
   int error_printed;    /* rank 0 printed the run's error (print_error) */
   const char *cache;    /* --cache DIR */
-  int no_cache;         /* --no-cache */
+  int no_cache;         /* --no-opcache */
   char cache_dir[4096]; /* o.cache_dir, resolved (cli_cache_dir) */
 } farm_args;
 
@@ -199,7 +199,7 @@ static json_t *warnings_json(const farm_summary *s) {
 }
 
 /* The cache's counters (null: no cache). */
-static json_t *cache_json(const farm_summary *s) {
+static json_t *summary_cache_json(const farm_summary *s) {
   if (!s->cache_used) return json_null();
   return json_pack("{s:I, s:I, s:I, s:I, s:I}", "hits_op", (json_int_t)s->cache_hits_op, "hits_bucket",
                    (json_int_t)s->cache_hits_bucket, "misses", (json_int_t)s->cache_misses, "damaged",
@@ -230,7 +230,7 @@ static json_t *summary_json(const farm_summary *s) {
   json_t *sweep = json_pack("{s:i, s:I, s:I}", "variants", s->variants, "op_searches", (json_int_t)s->variant_ops,
                             "reused", (json_int_t)s->variant_reuse);
   if (j && json_object_set_new(j, "sweep", sweep) < 0) json_decref(j), j = NULL;
-  if (j && json_object_set_new(j, "cache", cache_json(s)) < 0) json_decref(j), j = NULL;
+  if (j && json_object_set_new(j, "cache", summary_cache_json(s)) < 0) json_decref(j), j = NULL;
   if (j && json_object_set_new(j, "changes", changes_json(s)) < 0) json_decref(j), j = NULL;
   return j;
 }
@@ -254,7 +254,7 @@ static void print_summaries(const farm_summary *sums, int njobs, void *args) {
 
 /* ENPU_CACHE_MAX_BYTES, or 4 GiB. */
 #define CACHE_MAX_BYTES_DEFAULT ((int64_t)4 << 30)
-static int64_t cache_max_bytes(void) {
+static int64_t env_cache_max_bytes(void) {
   const char *v = getenv("ENPU_CACHE_MAX_BYTES");
   uint64_t n = 0;
   return v && cli_parse_u64(v, &n) == 0 && n <= INT64_MAX ? (int64_t)n : CACHE_MAX_BYTES_DEFAULT;
@@ -268,7 +268,7 @@ static int run(void *args) {
   const int cached = cli_cache_dir(a->cache, a->no_cache, 0, a->cache_dir, sizeof a->cache_dir, &err);
   if (cached < 0) return cli_fail("farm", err.msg), CLI_EXIT_USAGE;
   a->o.cache_dir = cached ? a->cache_dir : NULL;
-  a->o.cache_max_bytes = cache_max_bytes();
+  a->o.cache_max_bytes = env_cache_max_bytes();
   if (farm_run(&a->o, sums, &err) < 0) {
     if (sums[0].rank == 0 && !a->error_printed) cli_fail("farm", err.msg);
     return cli_exit_status(err.code, sums[0].input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);

@@ -44,17 +44,17 @@ static uint64_t bucket_cache_key(uint32_t policy, int phase, int batch, int seq,
 
 /* One lookup, counted. @return 1 with *data (free it), 0 not there, or an error. */
 static int lookup(farm_job *m, uint32_t kind, uint64_t key, void **data, size_t *bytes, enpu_err *err) {
-  const int rc = cache_get(m->cache, kind, key, data, bytes, err);
+  const int rc = opcache_get(m->cache, kind, key, data, bytes, err);
   if (rc < 0) return rc;
-  m->sum->cache_misses += rc != CACHE_HIT;
-  m->sum->cache_damaged += rc == CACHE_DAMAGED;
-  return rc == CACHE_HIT;
+  m->sum->cache_misses += rc != OPCACHE_HIT;
+  m->sum->cache_damaged += rc == OPCACHE_DAMAGED;
+  return rc == OPCACHE_HIT;
 }
 
 /* A hit that does not decode, or decodes to another result: damaged. */
 static void undecodable(farm_job *m) { m->sum->cache_damaged++, m->sum->cache_misses++; }
 
-static int lookup_op(farm_job *m, const mop *o, enpu_err *err) {
+static int cached_op(farm_job *m, const mop *o, enpu_err *err) {
   void *data;
   size_t bytes;
   const int hit = lookup(m, FARM_CACHE_OP, op_cache_key(o->policy, o->key), &data, &bytes, err);
@@ -74,7 +74,7 @@ static int lookup_op(farm_job *m, const mop *o, enpu_err *err) {
   return rc;
 }
 
-static int lookup_bucket(farm_job *m, const mtask *t, enpu_err *err) {
+static int cached_bucket(farm_job *m, const mtask *t, enpu_err *err) {
   const mbucket *b = &m->plan.buckets[t->bucket];
   void *data;
   size_t bytes;
@@ -102,9 +102,9 @@ int farm_cache_lookup(farm_job *m, enpu_err *err) {
   if (!m->cache) return 0;
   m->sum->cache_used = 1;
   for (int i = 0; i < m->plan.nops; i++)
-    if (m->plan.ops[i].status != T_KNOWN) ENPU_FORWARD(lookup_op(m, &m->plan.ops[i], err));
+    if (m->plan.ops[i].status != T_KNOWN) ENPU_FORWARD(cached_op(m, &m->plan.ops[i], err));
   for (int j = 0; j < m->plan.nbt; j++)
-    if (m->plan.bt[j].status != T_KNOWN) ENPU_FORWARD(lookup_bucket(m, &m->plan.bt[j], err));
+    if (m->plan.bt[j].status != T_KNOWN) ENPU_FORWARD(cached_bucket(m, &m->plan.bt[j], err));
   return 0;
 }
 
@@ -112,13 +112,13 @@ int farm_cache_lookup(farm_job *m, enpu_err *err) {
 static void store(farm_job *m, uint32_t kind, uint64_t key, const void *data, size_t bytes) {
   if (!m->cache || m->cache_readonly) return;
   enpu_err err;
-  if (cache_put(m->cache, kind, key, data, bytes, &err) == 0) {
+  if (opcache_put(m->cache, kind, key, data, bytes, &err) == 0) {
     m->sum->cache_stored++;
     return;
   }
   m->cache_readonly = 1;
-  fprintf(m->o.log, "farm: warning: cache %s: %s; it is only read for the rest of this run\n", cache_dir(m->cache),
-          err.msg);
+  fprintf(m->o.log, "farm: warning: cache %s: %s; it is only read for the rest of this run\n",
+          opcache_dir(m->cache), err.msg);
   fflush(m->o.log);
 }
 

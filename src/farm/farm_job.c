@@ -354,7 +354,7 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
 }
 
 int farm_job_setup(const farm_options *o, config_files *inputs, const char *job_path, const char *store_path,
-                   int index, const volatile sig_atomic_t *stop, cache *results_cache, farm_summary *sum,
+                   int index, const volatile sig_atomic_t *stop, opcache *results_cache, farm_summary *sum,
                    farm_job **out, enpu_err *err) {
   *out = NULL;
   farm_job *m = enpu_calloc(1, sizeof *m);

@@ -15,7 +15,7 @@
 #ifndef ENPU_FARM_JOB_INTERNAL_H
 #define ENPU_FARM_JOB_INTERNAL_H
 
-#include "cache.h"
+#include "opcache.h"
 #include "farm.h"
 #include "farm_plan_internal.h"
 
@@ -30,7 +30,7 @@ typedef struct farm_job farm_job;
  * lack (farm_cache.c) and filled as results arrive.
  * @return 0, or an input error (nothing written) / ENPU_ERR_IO etc. */
 int farm_job_setup(const farm_options *o, config_files *inputs, const char *job_path, const char *store_path,
-                   int index, const volatile sig_atomic_t *stop, cache *results_cache, farm_summary *sum,
+                   int index, const volatile sig_atomic_t *stop, opcache *results_cache, farm_summary *sum,
                    farm_job **out, enpu_err *err);
 void farm_job_free(farm_job *j); /* releases the store lock; NULL no-op */
 
@@ -95,7 +95,7 @@ struct farm_job {
   farm_summary *sum;
   farm_plan plan;
   farm_sched sched;
-  cache *cache;       /* the run's result cache, or NULL */
+  opcache *cache;     /* the run's result cache, or NULL */
   int cache_readonly; /* a write failed: only read from then on */
 };
 

@@ -1,4 +1,4 @@
-/* cache_scan.c — walks over a whole cache (cache.h): `enpu cache stats` counts its
+/* opcache_scan.c — walks over a whole cache (opcache.h): `enpu cache stats` counts its
  * entries, `verify` reads and checks each one (removing the damaged), `prune` removes
  * the least recently used until the cache fits its size. Temporary files of writers that
  * died are removed once they are an hour old (a live writer renames its own within
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache_internal.h"
+#include "opcache_internal.h"
 
 enum { TMP_STALE_S = 3600 };
 
@@ -37,7 +37,7 @@ static uint32_t name_kind(const char *name) {
 }
 
 /* One file of a shard directory: an entry appended to the list, or a temporary. */
-static int visit(const char *dir, const char *name, entry_list *l, cache_scan *s, enpu_err *err) {
+static int visit_file(const char *dir, const char *name, entry_list *l, opcache_scan *s, enpu_err *err) {
   char path[PATH_MAX];
   ENPU_RETURN_IF(snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path, err, ENPU_ERR_RANGE,
                  "cache path too long under %s", dir);
@@ -59,9 +59,9 @@ static int visit(const char *dir, const char *name, entry_list *l, cache_scan *s
 }
 
 /* Every entry under dir (a missing cache has none). */
-static int list_entries(const char *dir, entry_list *l, cache_scan *s, enpu_err *err) {
+static int list_entries(const char *dir, entry_list *l, opcache_scan *s, enpu_err *err) {
   char top[PATH_MAX];
-  ENPU_RETURN_IF(snprintf(top, sizeof top, "%s/" CACHE_LAYOUT, dir) >= (int)sizeof top, err, ENPU_ERR_RANGE,
+  ENPU_RETURN_IF(snprintf(top, sizeof top, "%s/" OPCACHE_LAYOUT, dir) >= (int)sizeof top, err, ENPU_ERR_RANGE,
                  "cache path too long: %s", dir);
   DIR *d = opendir(top);
   if (!d && errno == ENOENT) return 0;
@@ -73,21 +73,21 @@ static int list_entries(const char *dir, entry_list *l, cache_scan *s, enpu_err 
     snprintf(shard, sizeof shard, "%s/%.2s", top, de->d_name);
     DIR *sd = opendir(shard);
     for (struct dirent *fe; sd && rc == 0 && (fe = readdir(sd));)
-      if (fe->d_name[0] != '.') rc = visit(shard, fe->d_name, l, s, err);
+      if (fe->d_name[0] != '.') rc = visit_file(shard, fe->d_name, l, s, err);
     if (sd) closedir(sd);
   }
   closedir(d);
   return rc;
 }
 
-static void count(cache_scan *s, const entry_info *e) {
+static void count(opcache_scan *s, const entry_info *e) {
   s->entries++;
   s->entry_bytes += e->bytes;
   s->by_kind[e->kind < 4 ? e->kind : 0]++;
 }
 
-int cache_stats(const char *dir, cache_scan *s, enpu_err *err) {
-  *s = (cache_scan){0};
+int opcache_stats(const char *dir, opcache_scan *s, enpu_err *err) {
+  *s = (opcache_scan){0};
   entry_list l = {0};
   const int rc = list_entries(dir, &l, s, err);
   for (size_t i = 0; rc == 0 && i < l.n; i++) count(s, &l.v[i]);
@@ -95,21 +95,21 @@ int cache_stats(const char *dir, cache_scan *s, enpu_err *err) {
   return rc;
 }
 
-int cache_verify(const char *dir, cache_scan *s, enpu_err *err) {
-  *s = (cache_scan){0};
+int opcache_verify(const char *dir, opcache_scan *s, enpu_err *err) {
+  *s = (opcache_scan){0};
   entry_list l = {0};
   int rc = list_entries(dir, &l, s, err);
   for (size_t i = 0; rc == 0 && i < l.n; i++) {
     unsigned char *buf;
     size_t n;
-    const int r = cache_read_whole(l.v[i].path, CACHE_MAX_ENTRY_BYTES, &buf, &n, err);
+    const int r = opcache_read_whole(l.v[i].path, OPCACHE_MAX_ENTRY_BYTES, &buf, &n, err);
     if (r == 1) continue; /* pruned meanwhile */
     if (r < 0) rc = r;
     uint32_t kind;
     uint64_t key;
     const char *name = strrchr(l.v[i].path, '/') + 1;
     char want[32];
-    if (r == 0 && cache_entry_check(buf, n, &kind, &key) == 0 &&
+    if (r == 0 && opcache_entry_check(buf, n, &kind, &key) == 0 &&
         snprintf(want, sizeof want, "%016llx-%u", (unsigned long long)key, kind) > 0 && !strcmp(want, name))
       count(s, &l.v[i]);
     else if (r == 0) s->damaged++, unlink(l.v[i].path);
@@ -125,8 +125,8 @@ static int older_first(const void *pa, const void *pb) {
   return sec ? sec : ENPU_ORDER(a->mtime.tv_nsec, b->mtime.tv_nsec);
 }
 
-int cache_prune(const char *dir, int64_t max_bytes, cache_scan *s, enpu_err *err) {
-  *s = (cache_scan){0};
+int opcache_prune(const char *dir, int64_t max_bytes, opcache_scan *s, enpu_err *err) {
+  *s = (opcache_scan){0};
   entry_list l = {0};
   const int rc = list_entries(dir, &l, s, err);
   int64_t total = 0;

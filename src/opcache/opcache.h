@@ -1,4 +1,4 @@
-/* cache.h — a result cache that outlives one store, one model version and one job, like a
+/* opcache.h — a result cache that outlives one store, one model version and one job, like a
  * compiler cache: a directory of entries, each a byte string under a 64-bit key and a
  * kind, shared by every farm on one machine or file system (src/README.md, "The farm").
  * The cache knows keys and bytes only; the farm decides what a key covers (an op
@@ -14,10 +14,10 @@
  *    read checks all of them, and an entry that fails (a torn write after a crash, a
  *    damaged disk, a hand edit) is removed and reported as damaged: the caller
  *    recomputes it, never trusts it.
- *  - A hit touches the entry's modification time, which is the LRU order cache_prune
+ *  - A hit touches the entry's modification time, which is the LRU order opcache_prune
  *    removes oldest first. */
-#ifndef ENPU_CACHE_H
-#define ENPU_CACHE_H
+#ifndef ENPU_OPCACHE_H
+#define ENPU_OPCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,25 +26,25 @@
 
 /* The default directory: $XDG_CACHE_HOME/enpu, else $HOME/.cache/enpu.
  * @return 0, or ENPU_ERR_ENV when neither is set, ENPU_ERR_RANGE when too long. */
-int cache_default_dir(char *out, size_t len, enpu_err *err);
+int opcache_default_dir(char *out, size_t len, enpu_err *err);
 
-typedef struct cache cache;
+typedef struct opcache opcache;
 
 /* Open (creating it and its parents) the cache at dir. */
-int cache_open(const char *dir, cache **out, enpu_err *err);
-void cache_close(cache *c); /* NULL no-op */
-const char *cache_dir(const cache *c);
+int opcache_open(const char *dir, opcache **out, enpu_err *err);
+void opcache_close(opcache *c); /* NULL no-op */
+const char *opcache_dir(const opcache *c);
 
-enum { CACHE_MISS = 0, CACHE_HIT = 1, CACHE_DAMAGED = 2 };
+enum { OPCACHE_MISS = 0, OPCACHE_HIT = 1, OPCACHE_DAMAGED = 2 };
 
 /* The payload of (kind, key) into *data (malloc'd, free() it) and *bytes on a hit.
- * @return CACHE_HIT, CACHE_MISS, CACHE_DAMAGED (the entry failed its checks and was
+ * @return OPCACHE_HIT, OPCACHE_MISS, OPCACHE_DAMAGED (the entry failed its checks and was
  * removed: a miss), or an error of the system (ENPU_ERR_IO/_ENV, ENPU_ERR_NOMEM). */
-int cache_get(cache *c, uint32_t kind, uint64_t key, void **data, size_t *bytes, enpu_err *err);
+int opcache_get(opcache *c, uint32_t kind, uint64_t key, void **data, size_t *bytes, enpu_err *err);
 
 /* Store the payload of (kind, key) (temporary file, then rename).
  * @return 0 or an error of the system (nothing is left behind). */
-int cache_put(cache *c, uint32_t kind, uint64_t key, const void *data, size_t bytes, enpu_err *err);
+int opcache_put(opcache *c, uint32_t kind, uint64_t key, const void *data, size_t bytes, enpu_err *err);
 
 /* What a walk over the cache found, and did. */
 typedef struct {
@@ -53,13 +53,13 @@ typedef struct {
   int64_t damaged;                /* verify: entries that failed their checks (removed) */
   int64_t removed, removed_bytes; /* prune: entries removed, oldest first */
   int64_t temporaries;            /* temporary files of writers that died (removed when older than an hour) */
-} cache_scan;
+} opcache_scan;
 
 /* Count entries and bytes. */
-int cache_stats(const char *dir, cache_scan *s, enpu_err *err);
+int opcache_stats(const char *dir, opcache_scan *s, enpu_err *err);
 /* Read and check every entry; remove the damaged ones. */
-int cache_verify(const char *dir, cache_scan *s, enpu_err *err);
+int opcache_verify(const char *dir, opcache_scan *s, enpu_err *err);
 /* Remove entries, least recently used first, until at most max_bytes remain. */
-int cache_prune(const char *dir, int64_t max_bytes, cache_scan *s, enpu_err *err);
+int opcache_prune(const char *dir, int64_t max_bytes, opcache_scan *s, enpu_err *err);
 
-#endif /* ENPU_CACHE_H */
+#endif /* ENPU_OPCACHE_H */
