@@ -6,7 +6,8 @@ farm's "what changed" table (README "Failure semantics").
     farm computes nothing, neither op nor bucket task (bucket results are cached too,
     keyed by everything they depend on), its counters say the cache held them, and its
     store equals the first one. Without the cache the third farm recomputes.
-  - Two farms of two jobs over the same operators fill one cache at once: both succeed,
+  - Two farms of two jobs over the same operators (one under mpirun -np 2) fill one
+    cache at once: both succeed,
     `enpu cache verify` finds every entry intact, and a farm afterwards computes nothing.
   - A damaged entry (a flipped byte, a truncated file) is detected on read, counted,
     recomputed and written again.
@@ -101,10 +102,11 @@ def test_concurrent(h, tmp):
     os.makedirs(root)
     cache = os.path.join(root, "cache")
     jobs = [write_inputs(h.src, root, name) for name in ("one", "two")]
-    procs = [subprocess.Popen(farm_cmd(h, 1, os.path.join(root, f"{n}.h5"), root, job=j,
+    # one of them under mpirun (rank 0 alone touches the cache), the other on one rank
+    procs = [subprocess.Popen(farm_cmd(h, np_, os.path.join(root, f"{n}.h5"), root, job=j,
                                        extra=("--cache", cache, "--quiet", "--results", os.path.join(root, n))),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=root)
-             for n, j in zip(("one", "two"), jobs)]
+             for n, j, np_ in zip(("one", "two"), jobs, (2, 1))]
     outs = [p.communicate() for p in procs]
     sums = [summary(o[0]) for o in outs]
     h.check("two farms on one cache at once: both done", all(p.returncode == 0 for p in procs),
