@@ -52,7 +52,7 @@ typedef struct {
   int64_t by_kind[4];             /* entries of kind 1, 2, 3, others */
   int64_t damaged;                /* verify: entries that failed their checks (removed) */
   int64_t removed, removed_bytes; /* prune: entries removed, oldest first */
-  int64_t temporaries;            /* temporary files of writers that died (removed when older than an hour) */
+  int64_t temporaries;            /* writers' temporaries (verify, prune: those older than an hour removed) */
 } opcache_scan;
 
 /* Count entries and bytes. */

@@ -1,8 +1,8 @@
 /* opcache_scan.c — walks over a whole cache (opcache.h): `enpu cache stats` counts its
- * entries, `verify` reads and checks each one (removing the damaged), `prune` removes
- * the least recently used until the cache fits its size. Temporary files of writers that
- * died are removed once they are an hour old (a live writer renames its own within
- * moments). */
+ * entries (and changes nothing), `verify` reads and checks each one (removing the
+ * damaged), `prune` removes the least recently used until the cache fits its size. Those
+ * two also remove the temporary files of writers that died, once they are an hour old
+ * (a live writer renames its own within moments). */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <errno.h>
@@ -37,7 +37,7 @@ static uint32_t name_kind(const char *name) {
 }
 
 /* One file of a shard directory: an entry appended to the list, or a temporary. */
-static int visit_file(const char *dir, const char *name, entry_list *l, opcache_scan *s, enpu_err *err) {
+static int visit_file(const char *dir, const char *name, int tidy, entry_list *l, opcache_scan *s, enpu_err *err) {
   char path[PATH_MAX];
   ENPU_RETURN_IF(snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path, err, ENPU_ERR_RANGE,
                  "cache path too long under %s", dir);
@@ -45,7 +45,7 @@ static int visit_file(const char *dir, const char *name, entry_list *l, opcache_
   if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
   if (strstr(name, ".tmp.")) {
     s->temporaries++;
-    if (time(NULL) - st.st_mtime > TMP_STALE_S) unlink(path);
+    if (tidy && time(NULL) - st.st_mtime > TMP_STALE_S) unlink(path);
     return 0;
   }
   const uint32_t kind = name_kind(name);
@@ -58,8 +58,8 @@ static int visit_file(const char *dir, const char *name, entry_list *l, opcache_
   return 0;
 }
 
-/* Every entry under dir (a missing cache has none). */
-static int list_entries(const char *dir, entry_list *l, opcache_scan *s, enpu_err *err) {
+/* Every entry under dir (a missing cache has none); with tidy, stale temporaries go. */
+static int list_entries(const char *dir, int tidy, entry_list *l, opcache_scan *s, enpu_err *err) {
   char top[PATH_MAX];
   ENPU_RETURN_IF(snprintf(top, sizeof top, "%s/" OPCACHE_LAYOUT, dir) >= (int)sizeof top, err, ENPU_ERR_RANGE,
                  "cache path too long: %s", dir);
@@ -73,7 +73,7 @@ static int list_entries(const char *dir, entry_list *l, opcache_scan *s, enpu_er
     snprintf(shard, sizeof shard, "%s/%.2s", top, de->d_name);
     DIR *sd = opendir(shard);
     for (struct dirent *fe; sd && rc == 0 && (fe = readdir(sd));)
-      if (fe->d_name[0] != '.') rc = visit_file(shard, fe->d_name, l, s, err);
+      if (fe->d_name[0] != '.') rc = visit_file(shard, fe->d_name, tidy, l, s, err);
     if (sd) closedir(sd);
   }
   closedir(d);
@@ -89,7 +89,7 @@ static void count(opcache_scan *s, const entry_info *e) {
 int opcache_stats(const char *dir, opcache_scan *s, enpu_err *err) {
   *s = (opcache_scan){0};
   entry_list l = {0};
-  const int rc = list_entries(dir, &l, s, err);
+  const int rc = list_entries(dir, 0, &l, s, err);
   for (size_t i = 0; rc == 0 && i < l.n; i++) count(s, &l.v[i]);
   free(l.v);
   return rc;
@@ -98,7 +98,7 @@ int opcache_stats(const char *dir, opcache_scan *s, enpu_err *err) {
 int opcache_verify(const char *dir, opcache_scan *s, enpu_err *err) {
   *s = (opcache_scan){0};
   entry_list l = {0};
-  int rc = list_entries(dir, &l, s, err);
+  int rc = list_entries(dir, 1, &l, s, err);
   for (size_t i = 0; rc == 0 && i < l.n; i++) {
     unsigned char *buf;
     size_t n;
@@ -128,7 +128,7 @@ static int older_first(const void *pa, const void *pb) {
 int opcache_prune(const char *dir, int64_t max_bytes, opcache_scan *s, enpu_err *err) {
   *s = (opcache_scan){0};
   entry_list l = {0};
-  const int rc = list_entries(dir, &l, s, err);
+  const int rc = list_entries(dir, 1, &l, s, err);
   int64_t total = 0;
   for (size_t i = 0; i < l.n; i++) total += l.v[i].bytes;
   qsort(l.v, l.n, sizeof *l.v, older_first);
