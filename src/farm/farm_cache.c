@@ -10,8 +10,8 @@
  *  - compiled bucket results (kind FARM_CACHE_BUCKET): the policy code, phase, batch,
  *    seq and the bucket's input hash (its ops' keys and multiplicities, segments,
  *    slacks, chip, options). Failed buckets are not cached (their failure may pass).
- * An entry that does not decode (a damaged one the checksum missed cannot happen; a
- * codec of another version can) counts as damaged and is recomputed.
+ * An entry that passes its checksum but does not decode to the result asked for (one
+ * written by a build with another codec) counts as damaged and is recomputed.
  * A cache that cannot be written (disk full, permissions) is said once and then only
  * read: it is an optimisation, never a reason for a farm to fail. */
 #include <stdlib.h>
