@@ -1,4 +1,4 @@
-/* farm_cache.c — a job's side of the operator-result cache (cache.h): before the queue
+/* farm_cache.c — a job's side of the operator-result cache (opcache.h): before the queue
  * is built the master looks up every op and bucket task the store and the journal did
  * not hold, and takes what the cache has as known; as results arrive it stores them.
  * Only rank 0 runs this (workers open no file).
