@@ -1,5 +1,5 @@
 /* cmd_cache.c — `enpu cache stats|verify|prune [--cache DIR] [--json]`: the operator-
- * result cache farms share (cache.h): its entries and bytes, every entry read and
+ * result cache farms share (opcache.h): its entries and bytes, every entry read and
  * checked (the damaged removed), the least recently used removed until it fits
  * --max-bytes. Also where a farm's cache is (cli_cache_dir), which `enpu farm` asks.
  *
