@@ -20,6 +20,7 @@ const cli_command cli_commands[] = {
     COMMAND(validate, "re-simulate a sample of a store's plans, replay every policy, record it"),
     COMMAND(model, "import a Hugging Face config.json as a model file (model import)"),
     COMMAND(trace, "convert a public trace format to the replay's CSV (trace convert)"),
+    COMMAND(cache, "the operator-result cache farms share: stats, verify, prune"),
 };
 
 const int cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];

@@ -43,6 +43,7 @@ extern const cli_spec *const cli_report_specs[];
 extern const cli_spec *const cli_validate_specs[];
 extern const cli_spec *const cli_model_specs[];
 extern const cli_spec *const cli_trace_specs[];
+extern const cli_spec *const cli_cache_specs[];
 
 /* Run command c on argv (argv[0] its name, argv[1] the sub-command when it has them): the
  * spec chosen, the arguments parsed by it into a fresh struct, then its run.
@@ -60,6 +61,12 @@ int cli_version(FILE *out);
 /* `enpu farm`'s farm_options.finish_job (cmd_farm_finish.c): the job's summary.md and
  * validation; `options` is the run's farm_options. */
 int cli_farm_finish_job(const farm_finished_job *f, void *options, enpu_err *err);
+
+/* Where a command's result cache is (cmd_cache.c): none with `off` (--no-cache); else
+ * `given` (--cache DIR); else $ENPU_CACHE (a directory; "1", "on" or "default": the
+ * default one; "", "0" or "off": none); else none, or with fallback_default the default
+ * ($XDG_CACHE_HOME/enpu, ~/.cache/enpu). @return 1 with out filled, 0 none, or an error. */
+int cli_cache_dir(const char *given, int off, int fallback_default, char *out, size_t len, enpu_err *err);
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 3, CLI_EXIT_ENV = 4 };
 

@@ -28,7 +28,10 @@ typedef struct {
   farm_bucket_spec add[CLI_LIST_MAX]; /* o.add */
   cli_strings reuse;                  /* o.reuse */
   int json;
-  int error_printed; /* rank 0 printed the run's error (print_error) */
+  int error_printed;    /* rank 0 printed the run's error (print_error) */
+  const char *cache;    /* --cache DIR */
+  int no_cache;         /* --no-opcache */
+  char cache_dir[4096]; /* o.cache_dir, resolved (cli_cache_dir) */
 } farm_args;
 
 /* --add-buckets "phase=P,batch=B,seq=S" in any order, appended to the added buckets. */
@@ -103,6 +106,11 @@ static const cli_opt opts[] = {
      .help = "the job's MoE capacity factor replaced (\"worst\" or 1..E/k):\n"
              "one store per factor sweeps it (give each its own --store);\n"
              "the store records the factor compiled"},
+    {.name = "cache", .type = CLI_STRING, .at = offsetof(farm_args, cache), .meta = "DIR",
+     .help = "the operator-result cache farms share (default: $ENPU_CACHE, a\n"
+             "directory or 1 for ~/.cache/enpu; unset: no cache); see enpu cache"},
+    {.name = "no-cache", .type = CLI_FLAG, .at = offsetof(farm_args, no_cache),
+     .help = "no cache, whatever $ENPU_CACHE says"},
     CLI_JSON_OPT(farm_args, "the summaries"),
 };
 /* clang-format on */
@@ -134,6 +142,7 @@ static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   const farm_args *a = args;
   if (a->jobs.n > 1 && (a->o.store_path || a->o.nadd || a->o.point >= 0 || a->o.nreuse))
     return cli_reject(msg, len, "--store, --add-buckets, --point and --reuse take a single job");
+  if (a->cache && a->no_cache) return cli_reject(msg, len, "--cache and --no-cache contradict each other");
   return 0;
 }
 
@@ -189,6 +198,31 @@ static json_t *warnings_json(const farm_summary *s) {
   return a;
 }
 
+/* The cache's counters (null: no cache). */
+static json_t *summary_cache_json(const farm_summary *s) {
+  if (!s->cache_used) return json_null();
+  return json_pack("{s:I, s:I, s:I, s:I, s:I}", "hits_op", (json_int_t)s->cache_hits_op, "hits_bucket",
+                   (json_int_t)s->cache_hits_bucket, "misses", (json_int_t)s->cache_misses, "damaged",
+                   (json_int_t)s->cache_damaged, "stored", (json_int_t)s->cache_stored);
+}
+
+/* What changed since the store was farmed (null: there was no store): the fields, how
+ * many there are (the first FARM_CHANGES_MAX listed) and the tasks recomputed. */
+static json_t *changes_json(const farm_summary *s) {
+  if (!s->had_store) return json_null();
+  json_t *fields = json_array();
+  for (int k = 0; fields && k < s->nchanges && k < FARM_CHANGES_MAX; k++) {
+    const farm_change *c = &s->changes[k];
+    if (json_array_append_new(
+            fields, json_pack("{s:s, s:s, s:s}", "path", c->path, "before", c->before, "now", c->now)) < 0)
+      json_decref(fields), fields = NULL;
+  }
+  if (!fields) return NULL;
+  return json_pack("{s:o, s:i, s:{s:I, s:I, s:I}}", "fields", fields, "count", s->nchanges, "recomputed", "op",
+                   (json_int_t)s->op_tasks, "bucket", (json_int_t)s->bucket_tasks, "part",
+                   (json_int_t)s->part_tasks);
+}
+
 /* One job's summary as JSON; NULL when out of memory. */
 static json_t *summary_json(const farm_summary *s) {
   json_t *j = summary_core_json(s);
@@ -196,6 +230,8 @@ static json_t *summary_json(const farm_summary *s) {
   json_t *sweep = json_pack("{s:i, s:I, s:I}", "variants", s->variants, "op_searches", (json_int_t)s->variant_ops,
                             "reused", (json_int_t)s->variant_reuse);
   if (j && json_object_set_new(j, "sweep", sweep) < 0) json_decref(j), j = NULL;
+  if (j && json_object_set_new(j, "cache", summary_cache_json(s)) < 0) json_decref(j), j = NULL;
+  if (j && json_object_set_new(j, "changes", changes_json(s)) < 0) json_decref(j), j = NULL;
   return j;
 }
 
@@ -216,11 +252,23 @@ static void print_summaries(const farm_summary *sums, int njobs, void *args) {
   fflush(stdout);
 }
 
+/* ENPU_CACHE_MAX_BYTES, or 4 GiB. */
+#define CACHE_MAX_BYTES_DEFAULT ((int64_t)4 << 30)
+static int64_t env_cache_max_bytes(void) {
+  const char *v = getenv("ENPU_CACHE_MAX_BYTES");
+  uint64_t n = 0;
+  return v && cli_parse_u64(v, &n) == 0 && n <= INT64_MAX ? (int64_t)n : CACHE_MAX_BYTES_DEFAULT;
+}
+
 static int run(void *args) {
   farm_args *a = args;
   a->o.njobs = a->jobs.n;
   farm_summary sums[CLI_LIST_MAX];
   enpu_err err = {0};
+  const int cached = cli_cache_dir(a->cache, a->no_cache, 0, a->cache_dir, sizeof a->cache_dir, &err);
+  if (cached < 0) return cli_fail("farm", err.msg), CLI_EXIT_USAGE;
+  a->o.cache_dir = cached ? a->cache_dir : NULL;
+  a->o.cache_max_bytes = env_cache_max_bytes();
   if (farm_run(&a->o, sums, &err) < 0) {
     if (sums[0].rank == 0 && !a->error_printed) cli_fail("farm", err.msg);
     return cli_exit_status(err.code, sums[0].input_error ? CLI_EXIT_USAGE : CLI_EXIT_FAILED);

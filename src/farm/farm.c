@@ -153,6 +153,7 @@ typedef struct {
   FILE *task_log;       /* farm_options.task_log, open */
   int64_t batches;      /* task batches handed out */
   int results_seen;     /* a result batch was taken (ENPU_FARM_TEST_HOLD=tasks) */
+  opcache *cache;       /* farm_options.cache_dir, open; NULL: none */
 } master;
 
 typedef struct {
@@ -496,12 +497,13 @@ static int check_jobs(const farm_options *o, config_files *inputs, enpu_err *err
 static int master_setup(master *m, enpu_err *err) {
   ENPU_FORWARD(config_files_create(&m->inputs, err));
   ENPU_FORWARD(check_jobs(&m->o, m->inputs, err));
+  if (m->o.cache_dir) ENPU_FORWARD(opcache_open(m->o.cache_dir, &m->cache, err));
   m->jobs = enpu_calloc((size_t)m->o.njobs, sizeof *m->jobs);
   m->cursor = enpu_calloc((size_t)m->o.njobs, sizeof *m->cursor);
   ENPU_RETURN_IF(!m->jobs || !m->cursor, err, ENPU_ERR_NOMEM, "out of memory (jobs)");
   for (; m->njobs < m->o.njobs; m->njobs++)
     ENPU_FORWARD(farm_job_setup(&m->o, m->inputs, m->o.job_paths[m->njobs], m->o.store_path, m->njobs,
-                                &farm_signal_seen, &m->sums[m->njobs], &m->jobs[m->njobs], err));
+                                &farm_signal_seen, m->cache, &m->sums[m->njobs], &m->jobs[m->njobs], err));
   config_files_seal(m->inputs);
   if (!m->o.task_log) return 0;
   m->task_log = fopen(m->o.task_log, "w");
@@ -516,6 +518,7 @@ static void master_free(master *m) {
   free(m->jobs);
   free(m->cursor);
   farm_exec_free(m->exec);
+  opcache_close(m->cache);
   config_files_free(m->inputs);
   if (m->task_log) fclose(m->task_log);
 }
@@ -524,6 +527,22 @@ static void master_free(master *m) {
 static double process_rss_mb(void) {
   struct rusage ru;
   return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0;
+}
+
+/* A run that added to the cache keeps it within its size (opcache_prune: least recently
+ * used first); a failure is a note, the cache is not the run's result. */
+static void prune_cache(const master *m) {
+  int64_t stored = 0;
+  for (int j = 0; j < m->njobs; j++) stored += m->sums[j].cache_stored;
+  if (!m->cache || !stored || m->o.cache_max_bytes <= 0) return;
+  opcache_scan s;
+  enpu_err err;
+  if (opcache_prune(opcache_dir(m->cache), m->o.cache_max_bytes, &s, &err) < 0)
+    fprintf(m->o.log, "farm: warning: cache %s: cannot prune: %s\n", opcache_dir(m->cache), err.msg);
+  else if (s.removed && !m->o.quiet)
+    fprintf(m->o.log, "farm: cache %s: removed %lld least recently used entries (%lld bytes) to stay within %lld\n",
+            opcache_dir(m->cache), (long long)s.removed, (long long)s.removed_bytes,
+            (long long)m->o.cache_max_bytes);
 }
 
 /* The end of the run: every job's outcome, summary and validation. */
@@ -543,6 +562,7 @@ static int finish_jobs(master *m, clocks *c, int finished, enpu_err *err) {
     if (jr < 0 && rc == 0) rc = jr;
     if (jr < 0 && j + 1 < m->njobs) enpu_err_prefix(err, "%s: ", s->job);
   }
+  prune_cache(m);
   test_hold(m->o.log, "summary");
   if (rc == 0 && m->o.print_summaries) m->o.print_summaries(m->sums, m->njobs, m->o.print_user);
   return rc;

@@ -69,6 +69,11 @@ typedef struct {
   int nreuse;
   const char *capacity_factor; /* NULL, or every job's MoE capacity factor replaced
                                   (config_job_set_capacity_factor) on every rank */
+  const char *cache_dir;       /* the operator-result cache shared by farms (cache.h;
+                                  rank 0 only): consulted before a task is queued,
+                                  filled as results arrive; NULL: none */
+  int64_t cache_max_bytes;     /* pruned to this size (least recently used first) at
+                                  the end of a run that stored entries; 0: no limit */
   FILE *log;                   /* progress and notes (stderr when NULL) */
   /* Rank 0 calls it with every job's summary (NULL: none printed) before the ranks leave
    * farm_run: printed after it, a worker exiting first with a non-zero status can make
@@ -97,6 +102,16 @@ typedef enum {
 } farm_outcome;
 
 enum { FARM_WARNINGS_MAX = 8, FARM_WARNING_LEN = 512 };
+enum { FARM_CHANGES_MAX = 16, FARM_CHANGE_PATH_LEN = 96, FARM_CHANGE_VALUE_LEN = 64 };
+
+/* One input field that differs from the previous store's provenance: its JSON path
+ * ("model.layers", "job.slacks"; an array of numbers or strings is one field) and its
+ * values before and now as compact JSON ("(none)": absent; long values are cut with
+ * "..."). Chip tables outside the chip file and the cost model are named by their hash. */
+typedef struct {
+  char path[FARM_CHANGE_PATH_LEN];
+  char before[FARM_CHANGE_VALUE_LEN], now[FARM_CHANGE_VALUE_LEN];
+} farm_change;
 
 typedef struct farm_summary {
   farm_outcome outcome;
@@ -125,11 +140,21 @@ typedef struct farm_summary {
                                                   (their plans changed or are gone) */
   int64_t replay_kept, replay_dropped;         /* the same for its validation_replay rows */
   int64_t recomputed;                          /* results computed by this run */
-  int64_t evaluations;                         /* op-level evaluations of this run */
-  double core_s;                               /* compute seconds summed over ranks */
-  double cpu_s;                                /* CPU seconds of the tasks, summed over ranks */
-  double policy_cpu_s[CONFIG_MAX_POLICIES];    /* the same per job policy (op tasks count
-                                                  for the first policy with that op level) */
+  int cache_used;                              /* a cache was given (farm_options.cache_dir) */
+  int64_t cache_hits_op, cache_hits_bucket;    /* results the cache held (not computed) */
+  int64_t cache_misses;                        /* tasks looked up and not found */
+  int64_t cache_damaged;                       /* entries that failed their checks:
+                                                  removed, recomputed */
+  int64_t cache_stored;                        /* results this run added to it */
+  int had_store;                               /* a previous store of this job was read */
+  int nchanges;                                /* input fields changed since it was
+                                                  farmed (the first FARM_CHANGES_MAX kept) */
+  farm_change changes[FARM_CHANGES_MAX];
+  int64_t evaluations;                      /* op-level evaluations of this run */
+  double core_s;                            /* compute seconds summed over ranks */
+  double cpu_s;                             /* CPU seconds of the tasks, summed over ranks */
+  double policy_cpu_s[CONFIG_MAX_POLICIES]; /* the same per job policy (op tasks count
+                                               for the first policy with that op level) */
   double wall_s;
   double master_cpu_s;  /* CPU time of rank 0 (setup, scheduling, journal,
                            checkpoints; with one rank also the compute) */
@@ -176,5 +201,8 @@ void farm_mpi_version(char *out, size_t len);
 
 /* The summary as Markdown (what summary.md holds and the CLI prints). */
 void farm_summary_print(const farm_summary *s, FILE *out);
+/* Its last section alone: the input fields changed since the previous store was farmed,
+ * one line each, with the tasks recomputed (nothing when there was no store). */
+void farm_changes_print(const farm_summary *s, FILE *out);
 
 #endif /* ENPU_FARM_H */

@@ -167,8 +167,10 @@ static int check_identity(farm_job *m, int *replaced, enpu_err *err) {
   job_identity had;
   stored_name(c->job_json, had.job), stored_name(c->model_json, had.model);
   stored_name(c->chip_json, had.chip), stored_name(c->cluster_json, had.cluster);
+  int rc = refuse_other_job(m, &had, m->store_path, "plans", replaced, err);
+  if (rc == 0 && !*replaced) rc = farm_changes_find(c, m->job, m->sum, err);
   store_contents_free(c);
-  return refuse_other_job(m, &had, m->store_path, "plans", replaced, err);
+  return rc;
 }
 
 /* The identity a journal starts with: {"job", "model", "chip", "cluster"} (malloc'd). */
@@ -343,6 +345,8 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
   ENPU_FORWARD(farm_job_merge_ready(m, err));
   for (int i = 0; i < m->plan.nops; i++)
     m->sum->resumed_ops += m->plan.ops[i].status != T_KNOWN && m->plan.ops[i].parts_known > 0;
+  ENPU_FORWARD(farm_cache_lookup(m, err));
+  farm_plan_mark_known(&m->plan, m->state); /* the cache's hits, counted by farm_cache_lookup */
   ENPU_FORWARD(farm_plan_queue(&m->plan, m->sum, &m->sched.est_total_s, err));
   m->sched.queued = 1;
   summary_counts(m);
@@ -350,11 +354,18 @@ static int job_setup(farm_job *m, const char *store_path, enpu_err *err) {
 }
 
 int farm_job_setup(const farm_options *o, config_files *inputs, const char *job_path, const char *store_path,
-                   int index, const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err) {
+                   int index, const volatile sig_atomic_t *stop, opcache *results_cache, farm_summary *sum,
+                   farm_job **out, enpu_err *err) {
   *out = NULL;
   farm_job *m = enpu_calloc(1, sizeof *m);
   ENPU_RETURN_IF(!m, err, ENPU_ERR_NOMEM, "out of memory (farm job)");
-  *m = (farm_job){.o = *o, .job_path = job_path, .inputs = inputs, .index = index, .stop = stop, .sum = sum};
+  *m = (farm_job){.o = *o,
+                  .job_path = job_path,
+                  .inputs = inputs,
+                  .index = index,
+                  .stop = stop,
+                  .sum = sum,
+                  .cache = results_cache};
   if (!m->o.log) m->o.log = stderr;
   const int rc = job_setup(m, store_path, err);
   if (rc == 0) *out = m;

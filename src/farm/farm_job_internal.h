@@ -15,6 +15,7 @@
 #ifndef ENPU_FARM_JOB_INTERNAL_H
 #define ENPU_FARM_JOB_INTERNAL_H
 
+#include "opcache.h"
 #include "farm.h"
 #include "farm_plan_internal.h"
 
@@ -25,9 +26,12 @@ typedef struct farm_job farm_job;
  * it); sum is filled as the run goes. store_path overrides the job's store (NULL: the
  * job's). A wait for the store's lock ends once *stop (the farm's stop flag) is set.
  * The job's files are read through `inputs` (which keeps their bytes for the workers).
+ * results_cache (NULL: none, the run's) is consulted for what the store and the journal
+ * lack (farm_cache.c) and filled as results arrive.
  * @return 0, or an input error (nothing written) / ENPU_ERR_IO etc. */
 int farm_job_setup(const farm_options *o, config_files *inputs, const char *job_path, const char *store_path,
-                   int index, const volatile sig_atomic_t *stop, farm_summary *sum, farm_job **out, enpu_err *err);
+                   int index, const volatile sig_atomic_t *stop, opcache *results_cache, farm_summary *sum,
+                   farm_job **out, enpu_err *err);
 void farm_job_free(farm_job *j); /* releases the store lock; NULL no-op */
 
 const char *farm_job_store(const farm_job *j); /* the resolved store path */
@@ -91,6 +95,8 @@ struct farm_job {
   farm_summary *sum;
   farm_plan plan;
   farm_sched sched;
+  opcache *cache;     /* the run's result cache, or NULL */
+  int cache_readonly; /* a write failed: only read from then on */
 };
 
 /* A part result (from the journal or a worker) of a split op that is not known yet:
@@ -98,5 +104,16 @@ struct farm_job {
 int farm_job_keep_part(farm_job *m, uint32_t part, farm_op_result *r, enpu_err *err);
 /* Merge every split op whose parts are all in. */
 int farm_job_merge_ready(farm_job *m, enpu_err *err);
+
+/* The cache (farm_cache.c): every task the state does not know looked up, the hits
+ * added to the state (farm_plan_mark_known then takes them as known); an op result and
+ * a compiled bucket result (its codec record) stored as they arrive. */
+int farm_cache_lookup(farm_job *m, enpu_err *err);
+int farm_cache_put_op(farm_job *m, const farm_op_result *r, enpu_err *err);
+void farm_cache_put_bucket(farm_job *m, const farm_bucket_result *r, const void *record, size_t bytes);
+
+/* What changed since the previous store was farmed (farm_changes.c): its provenance
+ * against the job's inputs, field by field, into sum->changes. */
+int farm_changes_find(const store_contents *prev, const config_job *job, farm_summary *sum, enpu_err *err);
 
 #endif /* ENPU_FARM_JOB_INTERNAL_H */

@@ -69,6 +69,7 @@ static int op_known(farm_job *m, int i, farm_op_result *r, const farm_task_resul
     ENPU_FORWARD(rc);
   }
   m->sched.unsynced++;
+  ENPU_FORWARD(farm_cache_put_op(m, r, err)); /* before the state takes r's arrays */
   ENPU_FORWARD(farm_state_add_op(m->state, r, err));
   o->status = T_KNOWN;
   return op_settled(m, i, err);
@@ -224,6 +225,7 @@ int farm_job_take(farm_job *m, const farm_task_result *tr, enpu_err *err) {
   farm_bucket_result r;
   ENPU_FORWARD(farm_bucket_result_decode(tr->payload, tr->plain_bytes, &r, err));
   p->bt[t.index].status = T_KNOWN;
+  farm_cache_put_bucket(m, &r, tr->payload, tr->plain_bytes);
   const int rc = farm_state_add_bucket(m->state, &r, err);
   farm_bucket_result_free(&r);
   return rc;

@@ -1,6 +1,8 @@
 /* farm_summary.c — a farm job's summary as Markdown (farm_summary_print): what the CLI
  * prints and summary.md holds. Every figure comes from the farm_summary as filled by
  * farm_run; nothing is computed here. */
+#include <string.h>
+
 #include "farm.h"
 
 void farm_summary_print(const farm_summary *s, FILE *out) {
@@ -32,6 +34,12 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
           (long long)s->tasks_done, (long long)s->tasks_failed);
   fprintf(out, "| reused | %lld from the store, %lld from the journal (%lld op searches resumed part-way) |\n",
           (long long)s->reused_store, (long long)s->reused_journal, (long long)s->resumed_ops);
+  if (s->cache_used)
+    fprintf(out,
+            "| cache | %lld op + %lld bucket results from the cache, %lld looked up and missing, %lld damaged "
+            "(removed, recomputed), %lld stored |\n",
+            (long long)s->cache_hits_op, (long long)s->cache_hits_bucket, (long long)s->cache_misses,
+            (long long)s->cache_damaged, (long long)s->cache_stored);
   fprintf(out, "| recomputed | %lld |\n", (long long)s->recomputed);
   if (s->validation_kept + s->validation_dropped + s->replay_kept + s->replay_dropped > 0)
     fprintf(out,
@@ -48,4 +56,36 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
   fprintf(out, "| task batches | %lld%s |\n", (long long)s->batches, s->jobs > 1 ? ", the whole run's" : "");
   for (int k = 0; k < s->nwarnings && k < FARM_WARNINGS_MAX; k++)
     fprintf(out, "| warning | %s |\n", s->warnings[k]);
+  farm_changes_print(s, out);
+}
+
+/* "151 op + 2930 bucket tasks recomputed" (op parts, cache hits when there are some). */
+static void recomputed_text(const farm_summary *s, char *out, size_t len) {
+  const int n = snprintf(out, len, "%lld op + %lld bucket tasks recomputed", (long long)s->op_tasks,
+                         (long long)s->bucket_tasks);
+  if (s->part_tasks && n > 0 && (size_t)n < len)
+    snprintf(out + n, len - (size_t)n, " (and %lld op parts)", (long long)s->part_tasks);
+  const size_t m = strlen(out);
+  if (s->cache_hits_op + s->cache_hits_bucket && m < len)
+    snprintf(out + m, len - m, "; %lld op + %lld bucket results from the cache", (long long)s->cache_hits_op,
+             (long long)s->cache_hits_bucket);
+}
+
+void farm_changes_print(const farm_summary *s, FILE *out) {
+  if (!s->had_store) return;
+  char done[256];
+  recomputed_text(s, done, sizeof done);
+  fprintf(out, "\n## What changed since the store was farmed\n\n");
+  if (s->nchanges == 0) {
+    fprintf(out, "No input changed: %s.\n", done);
+    return;
+  }
+  fprintf(out, "| input | before -> now | recomputed |\n|---|---|---|\n");
+  for (int k = 0; k < s->nchanges && k < FARM_CHANGES_MAX; k++)
+    fprintf(out, "| %s | %s -> %s | %s |\n", s->changes[k].path, s->changes[k].before, s->changes[k].now,
+            s->nchanges == 1 ? done : "");
+  if (s->nchanges > FARM_CHANGES_MAX) fprintf(out, "| %d more fields | | |\n", s->nchanges - FARM_CHANGES_MAX);
+  if (s->nchanges > 1)
+    fprintf(out, "| all %d together | | %s (a task may depend on several fields: not split per field) |\n",
+            s->nchanges, done);
 }

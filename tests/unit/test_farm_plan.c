@@ -145,7 +145,7 @@ static void run_in_process(const char *store, int backwards) {
   farm_job *j = NULL;
   farm_exec *x = NULL;
   enpu_err err = {0};
-  if (farm_job_setup(&o, NULL, DEMO_JOB, store, 0, NULL, &sum, &j, &err) < 0) fail_msg("%s", err.msg);
+  if (farm_job_setup(&o, NULL, DEMO_JOB, store, 0, NULL, NULL, &sum, &j, &err) < 0) fail_msg("%s", err.msg);
   assert_int_equal(farm_exec_create(NULL, paths, 1, NULL, &x, &err), 0);
   farm_buf tasks = {0}, results = {0};
   farm_task_result *trs = calloc((size_t)farm_task_count(&j->plan), sizeof *trs);

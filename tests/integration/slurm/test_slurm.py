@@ -296,10 +296,18 @@ def test_regen(s):
             t.get("op") == 4 * len(changed), log2[-1200:])
     h.check("regen: every bucket re-walked (all contain the FFN)", t.get("bucket") == 32, log2[-1200:])
     diff = log2.split("== regen: what changed")[-1]
-    h.check("regen: prints the store diff (FFN ops added, attention untouched)",
-            re.search(r"op 0x[0-9a-f]+ \(ffn\.\w+\): added", diff)
-            and not re.search(r"\(attn\.\w+\)", diff)
+    h.check("regen: prints the farm's what-changed table (the field, its values, the tasks)",
+            re.search(r"^\| model\.ffn\.intermediate \| 28672 -> 24576 \| %d op \+ 32 bucket tasks recomputed \|$"
+                      % (4 * len(changed)), diff, re.M), diff[-1200:])
+    h.check("regen: prints the store diff's summary per policy and phase, and its count",
+            re.search(r"^  enpu-all ops added +\d+$", diff, re.M) and re.search(r"^  nodvfs decode buckets changed +\d+$",
+                                                                               diff, re.M)
             and re.search(r"^\d+ differences$", diff, re.M), diff[-1200:])
+    full_path = store + ".regen-diff.txt"
+    full = open(full_path).read() if os.path.exists(full_path) else ""
+    h.check("regen: the whole diff in STORE.regen-diff.txt (FFN ops added, attention untouched)",
+            re.search(r"op 0x[0-9a-f]+ \(ffn\.\w+\): added", full) and not re.search(r"\(attn\.\w+\)", full)
+            and re.search(r"^\d+ differences$", full, re.M), full[-1200:])
     h.check("regen: the snapshot is removed", not os.path.exists(store + ".before-regen"))
 
 

@@ -1,0 +1,139 @@
+/* farm_cache.c — a job's side of the operator-result cache (opcache.h): before the queue
+ * is built the master looks up every op and bucket task the store and the journal did
+ * not hold, and takes what the cache has as known; as results arrive it stores them.
+ * Only rank 0 runs this (workers open no file).
+ *
+ * What is cached, and under which key (the keys cover everything a result depends on,
+ * so an entry is reused by any job, model, chip or sweep point that asks for it):
+ *  - op results (kind FARM_CACHE_OP): the policy code their ops are kept under and the
+ *    op key (graph signature, chip tables, cost-model version, search options);
+ *  - compiled bucket results (kind FARM_CACHE_BUCKET): the policy code, phase, batch,
+ *    seq and the bucket's input hash (its ops' keys and multiplicities, segments,
+ *    slacks, chip, options). Failed buckets are not cached (their failure may pass).
+ * An entry that passes its checksum but does not decode to the result asked for (one
+ * written by a build with another codec) counts as damaged and is recomputed.
+ * A cache that cannot be written (disk full, permissions) is said once and then only
+ * read: it is an optimisation, never a reason for a farm to fail. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "farm_job_internal.h"
+
+enum { FARM_CACHE_OP = 1, FARM_CACHE_BUCKET = 2 };
+
+static uint64_t op_cache_key(uint32_t policy, uint64_t key) {
+  enpu_hasher h;
+  enpu_hasher_init(&h, 0);
+  enpu_hasher_str(&h, "enpu-cache-op");
+  enpu_hasher_i64(&h, policy);
+  enpu_hasher_i64(&h, (int64_t)key);
+  return enpu_hasher_digest(&h);
+}
+
+static uint64_t bucket_cache_key(uint32_t policy, int phase, int batch, int seq, uint64_t input_hash) {
+  enpu_hasher h;
+  enpu_hasher_init(&h, 0);
+  enpu_hasher_str(&h, "enpu-cache-bucket");
+  enpu_hasher_i64(&h, policy);
+  enpu_hasher_i64(&h, phase);
+  enpu_hasher_i64(&h, batch);
+  enpu_hasher_i64(&h, seq);
+  enpu_hasher_i64(&h, (int64_t)input_hash);
+  return enpu_hasher_digest(&h);
+}
+
+/* One lookup, counted. @return 1 with *data (free it), 0 not there, or an error. */
+static int lookup(farm_job *m, uint32_t kind, uint64_t key, void **data, size_t *bytes, enpu_err *err) {
+  const int rc = opcache_get(m->cache, kind, key, data, bytes, err);
+  if (rc < 0) return rc;
+  m->sum->cache_misses += rc != OPCACHE_HIT;
+  m->sum->cache_damaged += rc == OPCACHE_DAMAGED;
+  return rc == OPCACHE_HIT;
+}
+
+/* A hit that does not decode, or decodes to another result: damaged. */
+static void undecodable(farm_job *m) { m->sum->cache_damaged++, m->sum->cache_misses++; }
+
+static int cached_op(farm_job *m, const mop *o, enpu_err *err) {
+  void *data;
+  size_t bytes;
+  const int hit = lookup(m, FARM_CACHE_OP, op_cache_key(o->policy, o->key), &data, &bytes, err);
+  if (hit <= 0) return hit;
+  farm_op_result r;
+  enpu_err ignored;
+  const int ok = farm_op_result_decode(data, bytes, &r, &ignored) == 0;
+  free(data);
+  if (!ok || r.policy != o->policy || r.key != o->key) {
+    if (ok) farm_op_result_free(&r);
+    undecodable(m);
+    return 0;
+  }
+  const int rc = farm_state_add_op(m->state, &r, err);
+  farm_op_result_free(&r);
+  m->sum->cache_hits_op += rc == 0;
+  return rc;
+}
+
+static int cached_bucket(farm_job *m, const mtask *t, enpu_err *err) {
+  const mbucket *b = &m->plan.buckets[t->bucket];
+  void *data;
+  size_t bytes;
+  const uint64_t key = bucket_cache_key(t->policy, b->phase, b->batch, b->seq, t->input_hash);
+  const int hit = lookup(m, FARM_CACHE_BUCKET, key, &data, &bytes, err);
+  if (hit <= 0) return hit;
+  farm_bucket_result r;
+  enpu_err ignored;
+  const int ok = farm_bucket_result_decode(data, bytes, &r, &ignored) == 0;
+  free(data);
+  const store_bucket_rec *k = &r.bundle.bucket;
+  if (!ok || r.policy != t->policy || k->phase != (uint8_t)b->phase || k->batch != b->batch || k->seq != b->seq ||
+      k->input_hash != t->input_hash || k->status != STORE_BUCKET_OK) {
+    if (ok) farm_bucket_result_free(&r);
+    undecodable(m);
+    return 0;
+  }
+  const int rc = farm_state_add_bucket(m->state, &r, err);
+  farm_bucket_result_free(&r);
+  m->sum->cache_hits_bucket += rc == 0;
+  return rc;
+}
+
+int farm_cache_lookup(farm_job *m, enpu_err *err) {
+  if (!m->cache) return 0;
+  m->sum->cache_used = 1;
+  for (int i = 0; i < m->plan.nops; i++)
+    if (m->plan.ops[i].status != T_KNOWN) ENPU_FORWARD(cached_op(m, &m->plan.ops[i], err));
+  for (int j = 0; j < m->plan.nbt; j++)
+    if (m->plan.bt[j].status != T_KNOWN) ENPU_FORWARD(cached_bucket(m, &m->plan.bt[j], err));
+  return 0;
+}
+
+/* Store one entry; a failure is said once, and the cache is only read from then on. */
+static void store(farm_job *m, uint32_t kind, uint64_t key, const void *data, size_t bytes) {
+  if (!m->cache || m->cache_readonly) return;
+  enpu_err err;
+  if (opcache_put(m->cache, kind, key, data, bytes, &err) == 0) {
+    m->sum->cache_stored++;
+    return;
+  }
+  m->cache_readonly = 1;
+  fprintf(m->o.log, "farm: warning: cache %s: %s; it is only read for the rest of this run\n",
+          opcache_dir(m->cache), err.msg);
+  fflush(m->o.log);
+}
+
+int farm_cache_put_op(farm_job *m, const farm_op_result *r, enpu_err *err) {
+  if (!m->cache || m->cache_readonly) return 0;
+  farm_buf b = {0};
+  const int rc = farm_op_result_encode(r, &b, err);
+  if (rc == 0) store(m, FARM_CACHE_OP, op_cache_key(r->policy, r->key), b.data, b.len);
+  farm_buf_free(&b);
+  return rc;
+}
+
+void farm_cache_put_bucket(farm_job *m, const farm_bucket_result *r, const void *record, size_t bytes) {
+  const store_bucket_rec *k = &r->bundle.bucket;
+  if (k->status != STORE_BUCKET_OK) return;
+  store(m, FARM_CACHE_BUCKET, bucket_cache_key(r->policy, k->phase, k->batch, k->seq, k->input_hash), record,
+        bytes);
+}
