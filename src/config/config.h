@@ -176,16 +176,18 @@ typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
  * it passed config_model_parse) and *notes (malloc'd, may be NULL) one line per term the
  * graph approximates; ENPU_ERR_IO, _PARSE, _INVALID, _RANGE naming file:line:column and
  * the key. */
+typedef struct config_model config_model;
 typedef struct {
   const char *name;
   int dtype_bytes;
   const char *const *ignore;
   int nignore;
+  config_model *model_out; /* when not NULL: the imported model as loaded (sizes derived) */
 } config_hf_options;
 int config_model_import_hf(const char *path, const config_hf_options *opt, char **json, char **notes,
                            enpu_err *err);
 
-typedef struct {
+struct config_model {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
   int hidden;
@@ -214,8 +216,9 @@ typedef struct {
   config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
   int spec_exit_count;
   bool spec_default; /* no "speculative" section: the default table */
+  int context_limit; /* "context_limit": longest sequence the model takes, tokens; 0 = not stated */
   uint64_t hash;     /* content hash of the file */
-} config_model;
+};
 
 /* ---------------------------------------------------------------------------------
  * Chip (jobs/chips/<name>.json), Table 6 of the paper

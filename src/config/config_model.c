@@ -10,8 +10,9 @@
 
 #include "config_internal.h"
 
-static const char *const model_keys[] = {"name",      "hidden", "layers", "vocab",       "dtype_bytes",
-                                         "attention", "ffn",    "moe",    "speculative", "tie_embeddings"};
+static const char *const model_keys[] = {"name",        "hidden",         "layers",       "vocab",
+                                         "dtype_bytes", "attention",      "ffn",          "moe",
+                                         "speculative", "tie_embeddings", "context_limit"};
 static const char *const spec_keys[] = {"acceptance"};
 static const char *const spec_exit_keys[] = {"exit_layers", "rate"};
 static const char *const attention_kinds[] = {"gqa", "mla"};
@@ -198,6 +199,11 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   if (tie) {
     config_path tp = CONFIG_KEY(&root, "tie_embeddings");
     ENPU_FORWARD(config_bool(doc, &tp, tie, &m->tie_embeddings, err));
+  }
+  const json_t *limit = json_object_get(o, "context_limit");
+  if (limit) {
+    config_path lp = CONFIG_KEY(&root, "context_limit");
+    ENPU_FORWARD(config_int(doc, &lp, limit, &m->context_limit, err));
   }
   const json_t *moe = json_object_get(o, "moe");
   if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));

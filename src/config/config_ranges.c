@@ -37,6 +37,8 @@ static const config_range ranges[] = {
     {"model", "$.moe.experts_per_token", 1, 1024, false, "routed experts a token visits"},
     {"model", "$.moe.expert_intermediate", 1, 4194304, false, "expert FFN width, 2^22"},
     {"model", "$.moe.first_dense_layers", 0, 4096, false, "dense layers before the MoE ones"},
+    {"model", "$.context_limit", 1, 16777216, false,
+     "longest sequence the model takes (its position limit), tokens"},
     {"model", "$.speculative.acceptance[].exit_layers", 1, 4096, false, "draft exit depth (self-speculation)"},
     {"model", "$.speculative.acceptance[].rate", 0, 1, false, "probability that a drafted token is accepted"},
     {"job", "$.phases.*.batch[]", 1, 65536, false, "requests in a batch bucket"},
