@@ -209,6 +209,7 @@ typedef struct {
   config_path text_at; /* storage for $.text_config */
   const config_hf_options *opt;
   enpu_err *err;
+  int limit; /* the context limit, tokens (0: not stated) */
   char *notes;
   size_t notes_len;
 } hf_ctx;
@@ -233,6 +234,12 @@ static bool ignored(const hf_ctx *c, const char *key) {
 static const json_t *get(const hf_ctx *c, const char *key) {
   const json_t *v = json_object_get(c->cfg, key);
   return json_is_null(v) ? NULL : v;
+}
+
+static const char *string_at(const json_t *obj, const char *key) {
+  const json_t *v = json_object_get(obj, key);
+  if (json_is_array(v)) v = json_array_get(v, 0);
+  return json_is_string(v) ? json_string_value(v) : "";
 }
 
 /* An error at the key: "file:line:column: $.key: expected ..., got ...". */
@@ -328,12 +335,6 @@ static int check_keys(hf_ctx *c) {
                      c->doc.file, count, count > 1 ? "s" : "", count > 1 ? "them" : "it", list, more);
 }
 
-static const char *string_at(const json_t *obj, const char *key) {
-  const json_t *v = json_object_get(obj, key);
-  if (json_is_array(v)) v = json_array_get(v, 0);
-  return json_is_string(v) ? json_string_value(v) : "";
-}
-
 /* A rejected family, by class or model_type: the error names what the graph lacks. */
 static int check_rejected(hf_ctx *c, const char *cls, const char *mt) {
   for (size_t i = 0; i < sizeof hf_rejected / sizeof hf_rejected[0]; i++) {
@@ -381,6 +382,36 @@ static int find_arch(hf_ctx *c, const hf_arch **out) {
   return ENPU_OK;
 }
 
+/* The context limit: max_position_embeddings, or the longer length a rope scaling
+ * (rope_scaling or rope_parameters: factor x original_max_position_embeddings) extends
+ * it to. 0: the config states none. */
+static int context_limit(hf_ctx *c, int *out) {
+  int limit = 0;
+  ENPU_FORWARD(get_int(c, "max_position_embeddings", 0, &limit));
+  const json_t *rope = get(c, "rope_scaling");
+  if (!json_is_object(rope)) rope = get(c, "rope_parameters");
+  const json_t *factor = json_object_get(rope, "factor"),
+               *orig = json_object_get(rope, "original_max_position_embeddings");
+  const char *type = string_at(rope, json_object_get(rope, "rope_type") ? "rope_type" : "type");
+  /* YaRN, linear and dynamic scaling stretch the trained length by the factor; llama3's
+   * and longrope's factor reshapes frequencies within max_position_embeddings */
+  const bool extends = !strcmp(type, "yarn") || !strcmp(type, "linear") || !strcmp(type, "dynamic");
+  if (extends && json_is_number(factor) && json_is_integer(orig)) {
+    const double ext = json_number_value(factor) * (double)json_integer_value(orig);
+    if (ext > limit && ext <= 16777216) {
+      char line[160];
+      snprintf(line, sizeof line, "context limit: rope scaling extends max_position_embeddings %d to %.0f tokens",
+               limit, ext);
+      note(c, line);
+      limit = (int)ext;
+    }
+  }
+  if (limit > 16777216) limit = 16777216;
+  if (!limit) note(c, "context limit: the config states none (no max_position_embeddings); buckets are unbounded");
+  *out = limit;
+  return ENPU_OK;
+}
+
 /* The MLP's activation: SiLU (SwiGLU) or GELU (GeGLU: the same gate, up, product and down
  * operators; the activation's vector work is counted as SiLU's). */
 static int check_activation(hf_ctx *c) {
@@ -401,7 +432,9 @@ static int check_activation(hf_ctx *c) {
  * does not have. A window off (use_sliding_window false) or null is full attention. */
 static int check_window(hf_ctx *c) {
   const json_t *sw = get(c, "sliding_window"), *use = json_object_get(c->cfg, "use_sliding_window");
-  if (sw && !json_is_false(use) && !ignored(c, "sliding_window"))
+  /* a window as long as the context never limits anything (Phi-3's 131072 of 131072) */
+  const bool limits = json_is_integer(sw) && (!c->limit || json_integer_value(sw) < c->limit);
+  if (sw && (limits || !json_is_integer(sw)) && !json_is_false(use) && !ignored(c, "sliding_window"))
     return fail_key(c, "sliding_window",
                     "null or \"use_sliding_window\": false: sliding-window attention cannot be expressed (the "
                     "graph attends over the whole sequence); pass --ignore sliding_window to model full attention");
@@ -429,33 +462,8 @@ static int check_values(hf_ctx *c, const hf_arch *a) {
     if (v && (!json_is_array(v) || json_array_size(v)))
       return fail_key(c, "mlp_only_layers", "[] (dense layers only before the MoE ones, by first_k_dense_replace)");
   }
+  ENPU_FORWARD(context_limit(c, &c->limit));
   return check_window(c);
-}
-
-/* The context limit: max_position_embeddings, or the longer length a rope scaling
- * (rope_scaling or rope_parameters: factor x original_max_position_embeddings) extends
- * it to. 0: the config states none. */
-static int context_limit(hf_ctx *c, int *out) {
-  int limit = 0;
-  ENPU_FORWARD(get_int(c, "max_position_embeddings", 0, &limit));
-  const json_t *rope = get(c, "rope_scaling");
-  if (!json_is_object(rope)) rope = get(c, "rope_parameters");
-  const json_t *factor = json_object_get(rope, "factor"),
-               *orig = json_object_get(rope, "original_max_position_embeddings");
-  if (json_is_number(factor) && json_is_integer(orig)) {
-    const double ext = json_number_value(factor) * (double)json_integer_value(orig);
-    if (ext > limit && ext <= 16777216) {
-      char line[160];
-      snprintf(line, sizeof line, "context limit: rope scaling extends max_position_embeddings %d to %.0f tokens",
-               limit, ext);
-      note(c, line);
-      limit = (int)ext;
-    }
-  }
-  if (limit > 16777216) limit = 16777216;
-  if (!limit) note(c, "context limit: the config states none (no max_position_embeddings); buckets are unbounded");
-  *out = limit;
-  return ENPU_OK;
 }
 
 static int dtype_bytes(hf_ctx *c, int *out) {
@@ -559,8 +567,8 @@ static int model_name(hf_ctx *c, const char *path, char *name) {
 
 /* The model file's JSON from the checked config. */
 static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **out) {
-  int hidden = 0, layers = 0, vocab = 0, inter = 0, dtype = 0, limit = 0;
-  ENPU_FORWARD(context_limit(c, &limit));
+  int hidden = 0, layers = 0, vocab = 0, inter = 0, dtype = 0;
+  const int limit = c->limit;
   ENPU_FORWARD(get_count(c, "hidden_size", -1, &hidden));
   ENPU_FORWARD(get_count(c, "num_hidden_layers", -1, &layers));
   ENPU_FORWARD(get_count(c, "vocab_size", -1, &vocab));

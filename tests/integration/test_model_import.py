@@ -25,7 +25,10 @@ hf = os.path.join(src, "tests/fixtures/hf")
 tmp = tempfile.mkdtemp(prefix="enpu-import-")
 
 PAPER = ["llama3-70b", "llama3.1-405b", "deepseek-v2-236b", "deepseek-v3-671b"]
-OTHERS = ["llama3.1-8b", "llama3.2-1b", "mixtral-8x7b", "qwen2.5-72b", "qwen2-57b-a14b", "qwen3-235b-a22b"]
+OTHERS = ["llama3.1-8b", "llama3.2-1b", "mixtral-8x7b", "qwen2.5-72b", "qwen2-57b-a14b", "qwen3-235b-a22b",
+          # published files of the families added since: Phi-3/4 (fused qkv and gate_up),
+          # Qwen2.5-VL (M-RoPE, a vision tower beside), a text_config nesting (Mistral 3)
+          "phi-4", "qwen2.5-vl-7b-instruct", "devstral-small-2-24b-instruct"]
 TOTALS = ["flops", "hbm_bytes", "weight_bytes", "kv_cache_bytes", "activation_bytes", "ici_bytes", "vector_ops"]
 
 
@@ -78,6 +81,7 @@ for name in PAPER:
 # 2. Other families: prefill FLOPs against the analytic count, and a farm of one bucket per phase.
 def active_params(c):
     """Weights a token multiplies with (LM head in, embedding lookup out), from config.json."""
+    c = c.get("text_config", c)
     h_ = c["hidden_size"]
     heads, kv = c["num_attention_heads"], c.get("num_key_value_heads") or c["num_attention_heads"]
     hd = c.get("head_dim") or h_ // heads
@@ -107,7 +111,7 @@ for name in OTHERS:
     model, _ = do_import(name)
     cfg = json.load(open(os.path.join(hf, f"{name}.json")))
     imported = json.load(open(model))
-    if cfg.get("tie_word_embeddings"):
+    if cfg.get("tie_word_embeddings") or cfg.get("text_config", {}).get("tie_word_embeddings"):
         h.check(f"{name}: tied embeddings carried over", imported.get("tie_embeddings") is True)
     job = {"name": name, "model": model, "chip": os.path.join(src, "jobs/chips/tpuv5p.json"),
            "cluster": cluster_tp1(name), "store": os.path.join(tmp, name, "plans.h5"),
@@ -119,7 +123,8 @@ for name in OTHERS:
     g = graph(path, "prefill", 1, T)
     p_layers, p_head, hd = active_params(cfg)
     p_active = p_layers + p_head
-    attention = 2 * cfg["num_hidden_layers"] * cfg["num_attention_heads"] * (T * (T + 1) / 2) * (2 * hd)
+    lm = cfg.get("text_config", cfg)
+    attention = 2 * lm["num_hidden_layers"] * lm["num_attention_heads"] * (T * (T + 1) / 2) * (2 * hd)
     # Prefill computes logits for a prompt's last token only (they sample the first output
     # token), so the LM head's weights are multiplied once per request, the rest T times.
     analytic = 2 * p_layers * T + 2 * p_head * 1 + attention
