@@ -146,6 +146,9 @@ int config_policy_parse(const char *name, config_policy *out);
  * the gate and up projections of every SwiGLU MLP of the model (dense, shared and routed
  * experts) as one [hidden, 2·inter] matmul instead of two (graph.h, "Operator
  * granularity"). Checks: experts_per_token <= routed_experts, first_dense_layers < layers.
+ * Optional, "context_limit": N (tokens; a job's seq bucket beyond it is refused at load),
+ * and "sliding_window": { "size": 4096, "layers": 48 } (48 of the layers attend to the
+ * last 4096 tokens only; dense GQA models).
  * Optional, self-speculative decoding (the replay's draft/verify passes, replay.h):
  *   "speculative": { "acceptance": [ { "exit_layers": 20, "rate": 0.63 }, ... ] }
  * one row per draft exit depth (strictly increasing, below layers): the probability that
@@ -217,7 +220,10 @@ struct config_model {
   int spec_exit_count;
   bool spec_default; /* no "speculative" section: the default table */
   int context_limit; /* "context_limit": longest sequence the model takes, tokens; 0 = not stated */
-  uint64_t hash;     /* content hash of the file */
+  /* "sliding_window": { "size", "layers" }: window_layers of the layers attend to the
+   * last window_size tokens only (0: every layer attends to the whole sequence) */
+  int window_size, window_layers;
+  uint64_t hash; /* content hash of the file */
 };
 
 /* ---------------------------------------------------------------------------------

@@ -42,7 +42,8 @@ static const hf_key hf_keys[] = {
   {"mlp_only_layers", HF_CHECKED, NULL}, {"sliding_window", HF_CHECKED, NULL},
   {"use_sliding_window", HF_CHECKED, NULL}, {"max_window_layers", HF_CHECKED, NULL},
   {"layer_types", HF_CHECKED, NULL}, {"sliding_window_pattern", HF_CHECKED, NULL},
-  {"cross_attention_layers", HF_CHECKED, NULL},
+  {"cross_attention_layers", HF_CHECKED, NULL}, {"cache_implementation", HF_INERT, NULL},
+  {"_sliding_window_pattern", HF_INERT, NULL},
   /* approximated: reported */
   {"attention_bias", HF_NOTE, "attention_bias: the q/k/v bias vectors are not modelled (an add of heads x head_dim "
                               "per token beside a hidden x heads x head_dim matmul)"},
@@ -119,59 +120,47 @@ typedef struct {
   bool moe;
   bool fuse_gate_up; /* the checkpoint's MLP has one gate_up matrix (Phi-3) */
   const char *note;  /* a term of the architecture the graph leaves out, or NULL */
+  bool tie_default;  /* tie_word_embeddings when the config omits it (Gemma's is true) */
+  int window_every;  /* one window-limited layer in this many (Gemma 2: 2), 0: by the config */
 } hf_arch;
 
+/* clang-format off */
 static const hf_arch hf_archs[] = {
-    {"llama", {"LlamaForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL},
-    {"mistral", {"MistralForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL},
-    {"ministral3",
-     {"Mistral3ForConditionalGeneration", "Ministral3ForCausalLM"},
-     CONFIG_ATTN_GQA,
-     false,
-     false,
-     NULL},
-    {"qwen2",
-     {"Qwen2ForCausalLM"},
-     CONFIG_ATTN_GQA,
-     false,
-     false,
-     "qwen2: the q/k/v bias vectors are not modelled"},
-    {"qwen2_5_vl",
-     {"Qwen2_5_VLForConditionalGeneration"},
-     CONFIG_ATTN_GQA,
-     false,
-     false,
-     "qwen2_5_vl: the q/k/v bias vectors are not modelled; M-RoPE rotates the same q/k elements as RoPE (the same "
-     "operator)"},
-    {"qwen3",
-     {"Qwen3ForCausalLM"},
-     CONFIG_ATTN_GQA,
-     false,
-     false,
-     "qwen3: the per-head q/k RMSNorms are not modelled"},
-    {"phi3",
-     {"Phi3ForCausalLM"},
-     CONFIG_ATTN_GQA,
-     false,
-     true,
-     "phi3: the checkpoint's fused qkv_proj and gate_up_proj are the graph's qkv_proj and (fuse_gate_up) gate_up "
-     "operators: the same arithmetic"},
-    {"mixtral", {"MixtralForCausalLM"}, CONFIG_ATTN_GQA, true, false, NULL},
-    {"qwen2_moe",
-     {"Qwen2MoeForCausalLM"},
-     CONFIG_ATTN_GQA,
-     true,
-     false,
-     "qwen2_moe: the q/k/v bias vectors and the shared expert's sigmoid gate (hidden x 1) are not modelled"},
-    {"qwen3_moe",
-     {"Qwen3MoeForCausalLM"},
-     CONFIG_ATTN_GQA,
-     true,
-     false,
-     "qwen3_moe: the per-head q/k RMSNorms are not modelled"},
-    {"deepseek_v2", {"DeepseekV2ForCausalLM"}, CONFIG_ATTN_MLA, true, false, NULL},
-    {"deepseek_v3", {"DeepseekV3ForCausalLM"}, CONFIG_ATTN_MLA, true, false, NULL},
+  {"llama", {"LlamaForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
+  {"mistral", {"MistralForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
+  {"ministral3", {"Mistral3ForConditionalGeneration", "Ministral3ForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL,
+   false, 0},
+  {"qwen2", {"Qwen2ForCausalLM"}, CONFIG_ATTN_GQA, false, false, "qwen2: the q/k/v bias vectors are not modelled",
+   false, 0},
+  {"qwen2_5_vl", {"Qwen2_5_VLForConditionalGeneration"}, CONFIG_ATTN_GQA, false, false,
+   "qwen2_5_vl: the q/k/v bias vectors are not modelled; M-RoPE rotates the same q/k elements as RoPE (the same "
+   "operator)", false, 0},
+  {"qwen3", {"Qwen3ForCausalLM"}, CONFIG_ATTN_GQA, false, false, "qwen3: the per-head q/k RMSNorms are not modelled",
+   false, 0},
+  {"phi3", {"Phi3ForCausalLM"}, CONFIG_ATTN_GQA, false, true,
+   "phi3: the checkpoint's fused qkv_proj and gate_up_proj are the graph's qkv_proj and (fuse_gate_up) gate_up "
+   "operators: the same arithmetic", false, 0},
+  {"mixtral", {"MixtralForCausalLM"}, CONFIG_ATTN_GQA, true, false, NULL, false, 0},
+  {"qwen2_moe", {"Qwen2MoeForCausalLM"}, CONFIG_ATTN_GQA, true, false,
+   "qwen2_moe: the q/k/v bias vectors and the shared expert's sigmoid gate (hidden x 1) are not modelled", false, 0},
+  {"qwen3_moe", {"Qwen3MoeForCausalLM"}, CONFIG_ATTN_GQA, true, false,
+   "qwen3_moe: the per-head q/k RMSNorms are not modelled", false, 0},
+  {"deepseek_v2", {"DeepseekV2ForCausalLM"}, CONFIG_ATTN_MLA, true, false, NULL, false, 0},
+  {"deepseek_v3", {"DeepseekV3ForCausalLM"}, CONFIG_ATTN_MLA, true, false, NULL, false, 0},
+  {"exaone4", {"Exaone4ForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "exaone4: the per-head q/k RMSNorms are not modelled (its norms after attention and after the MLP stand for "
+   "the graph's before them: the same count)", false, 0},
+  {"olmo3", {"Olmo3ForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "olmo3: the q/k RMSNorms are not modelled (its norms after attention and after the MLP stand for the graph's "
+   "before them: the same count)", false, 0},
+  {"gemma2", {"Gemma2ForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "gemma2: the embedding's scaling by sqrt(hidden) and the extra norms after attention and after the MLP are not "
+   "modelled (vector work per token beside the layer's matmuls)", true, 2},
+  {"gemma3_text", {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}, CONFIG_ATTN_GQA, false, false,
+   "gemma3: the embedding's scaling by sqrt(hidden), the per-head q/k RMSNorms and the extra norms after attention "
+   "and after the MLP are not modelled (vector work per token beside the layer's matmuls)", true, 0},
 };
+/* clang-format on */
 #define NARCH (sizeof hf_archs / sizeof hf_archs[0])
 
 /* Families the graph cannot express, with the feature it lacks. */
@@ -179,26 +168,11 @@ static const struct {
   const char *model_type, *cls, *why;
 } hf_rejected[] = {
     {"gpt_oss", "GptOssForCausalLM",
-     "attention sinks (a learned per-head logit in every softmax) on alternating sliding-window layers: the graph "
-     "has neither sinks nor window-limited attention"},
+     "attention sinks (a learned per-head logit in every softmax, on its sliding-window and full layers alike): the "
+     "graph's attention has no sink term"},
     {"mllama", "MllamaForConditionalGeneration",
      "cross-attention layers (text attending to image tokens, cross_attention_layers): the graph has self-attention "
      "only"},
-    {"exaone4", "Exaone4ForCausalLM",
-     "hybrid local/global attention (sliding-window layers, layer_types): the graph's attention is full causal "
-     "attention in every layer"},
-    {"gemma2", "Gemma2ForCausalLM",
-     "hybrid local/global attention (every other layer sliding-window): the graph's attention is full causal "
-     "attention in every layer"},
-    {"gemma3", "Gemma3ForConditionalGeneration",
-     "hybrid local/global attention (sliding-window layers, sliding_window_pattern): the graph's attention is full "
-     "causal attention in every layer"},
-    {"gemma3_text", "Gemma3ForCausalLM",
-     "hybrid local/global attention (sliding-window layers, sliding_window_pattern): the graph's attention is full "
-     "causal attention in every layer"},
-    {"olmo3", "Olmo3ForCausalLM",
-     "hybrid local/global attention (sliding-window layers, layer_types): the graph's attention is full causal "
-     "attention in every layer"},
 };
 
 typedef struct {
@@ -428,23 +402,59 @@ static int check_activation(hf_ctx *c) {
   return fail_key(c, key, "\"silu\" or \"gelu_pytorch_tanh\" (every FFN of the graph is a gated MLP)");
 }
 
-/* Window-limited attention: a window the sequence can outgrow is an operator the graph
- * does not have. A window off (use_sliding_window false) or null is full attention. */
-static int check_window(hf_ctx *c) {
-  const json_t *sw = get(c, "sliding_window"), *use = json_object_get(c->cfg, "use_sliding_window");
-  /* a window as long as the context never limits anything (Phi-3's 131072 of 131072) */
-  const bool limits = json_is_integer(sw) && (!c->limit || json_integer_value(sw) < c->limit);
-  if (sw && (limits || !json_is_integer(sw)) && !json_is_false(use) && !ignored(c, "sliding_window"))
-    return fail_key(c, "sliding_window",
-                    "null or \"use_sliding_window\": false: sliding-window attention cannot be expressed (the "
-                    "graph attends over the whole sequence); pass --ignore sliding_window to model full attention");
+/* How many layers a window limits: layer_types' sliding ones (every other one a
+ * full_attention), else the family's pattern (Gemma 2: every other layer; Gemma 3: all
+ * but every sliding_window_pattern-th), else Qwen2's layers from max_window_layers on,
+ * else (Mistral v0.1) every layer. */
+static int window_count(hf_ctx *c, const hf_arch *a, int layers, int *count) {
   const json_t *v = get(c, "layer_types");
-  for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++)
-    if (!json_is_string(json_array_get(v, i)) || strcmp(json_string_value(json_array_get(v, i)), "full_attention"))
-      return fail_key(c, "layer_types", "\"full_attention\" in every layer (no other layer kind can be expressed)");
-  v = get(c, "cross_attention_layers");
+  if (json_is_array(v)) {
+    if ((int)json_array_size(v) != layers)
+      return fail_key(c, "layer_types", "one entry per layer (num_hidden_layers)");
+    *count = 0;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+      const char *t = json_is_string(json_array_get(v, i)) ? json_string_value(json_array_get(v, i)) : "";
+      if (!strcmp(t, "sliding_attention")) (*count)++;
+      else if (strcmp(t, "full_attention"))
+        return fail_key(c, "layer_types", "\"full_attention\" or \"sliding_attention\" in every layer");
+    }
+    return ENPU_OK;
+  }
+  int pattern = 0, from = 0;
+  v = get(c, "sliding_window_pattern");
+  if (json_is_integer(v)) ENPU_FORWARD(get_count(c, "sliding_window_pattern", -1, &pattern));
+  if (a->window_every) *count = (layers + a->window_every - 1) / a->window_every;
+  else if (pattern) *count = layers - layers / pattern;
+  else if (json_is_true(get(c, "use_sliding_window"))) {
+    ENPU_FORWARD(get_int(c, "max_window_layers", 0, &from));
+    *count = from < layers ? layers - from : 0;
+  } else *count = layers;
+  return ENPU_OK;
+}
+
+/* Window-limited attention: a window the sequence can outgrow bounds the attention of
+ * the layers it applies to (the model's sliding_window). A window off (use_sliding_window
+ * false), null, or as long as the context (Phi-3's 131072 of 131072) limits nothing. */
+static int window_of(hf_ctx *c, const hf_arch *a, int layers, int *size, int *count) {
+  *size = *count = 0;
+  const json_t *v = get(c, "cross_attention_layers");
   if (v && (!json_is_array(v) || json_array_size(v)))
     return fail_key(c, "cross_attention_layers", "[] (cross-attention layers cannot be expressed)");
+  const json_t *sw = get(c, "sliding_window");
+  if (!sw || json_is_false(json_object_get(c->cfg, "use_sliding_window")) || ignored(c, "sliding_window")) {
+    if (sw) note(c, "sliding_window: not applied (use_sliding_window false, or --ignore): full attention");
+    return ENPU_OK;
+  }
+  ENPU_FORWARD(get_count(c, "sliding_window", -1, size));
+  if (c->limit && *size >= c->limit) return *size = 0, ENPU_OK;
+  ENPU_FORWARD(window_count(c, a, layers, count));
+  if (!*count) return *size = 0, ENPU_OK;
+  char line[320];
+  snprintf(line, sizeof line,
+           "sliding_window: %d of %d layers attend to the last %d tokens (their attention operators are bounded "
+           "by the window; the KV cache is still counted for the whole sequence in every layer)",
+           *count, layers, *size);
+  note(c, line);
   return ENPU_OK;
 }
 
@@ -462,8 +472,7 @@ static int check_values(hf_ctx *c, const hf_arch *a) {
     if (v && (!json_is_array(v) || json_array_size(v)))
       return fail_key(c, "mlp_only_layers", "[] (dense layers only before the MoE ones, by first_k_dense_replace)");
   }
-  ENPU_FORWARD(context_limit(c, &c->limit));
-  return check_window(c);
+  return context_limit(c, &c->limit);
 }
 
 static int dtype_bytes(hf_ctx *c, int *out) {
@@ -576,7 +585,13 @@ static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **
   ENPU_FORWARD(dtype_bytes(c, &dtype));
   const json_t *tie = get_lm(c, "tie_word_embeddings");
   if (tie && !json_is_boolean(tie)) return fail_key(c, "tie_word_embeddings", "true or false");
-  if (!tie) note(c, "tie_word_embeddings: absent, taken as false (an LM head of its own)");
+  if (!tie)
+    note(c, a->tie_default
+                ? "tie_word_embeddings: absent, taken as the family's true (the embedding is the LM head)"
+                : "tie_word_embeddings: absent, taken as false (an LM head of its own)");
+  const bool tied = tie ? json_is_true(tie) : a->tie_default;
+  int window = 0, windowed = 0;
+  ENPU_FORWARD(window_of(c, a, layers, &window, &windowed));
   json_t *attn = NULL, *moe = NULL;
   ENPU_FORWARD(a->attention == CONFIG_ATTN_GQA ? gqa_attention(c, hidden, &attn) : mla_attention(c, &attn));
   const int rc = a->moe ? moe_object(c, &moe) : ENPU_OK;
@@ -587,8 +602,10 @@ static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **
   json_t *m = json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:{s:i}}", "name", name, "hidden", hidden, "layers", layers,
                         "vocab", vocab, "dtype_bytes", dtype, "attention", attn, "ffn", "intermediate", inter);
   if (m && a->fuse_gate_up) json_object_set_new(json_object_get(m, "ffn"), "fuse_gate_up", json_true());
-  if (m && json_is_true(tie)) json_object_set_new(m, "tie_embeddings", json_true());
+  if (m && tied) json_object_set_new(m, "tie_embeddings", json_true());
   if (m && limit) json_object_set_new(m, "context_limit", json_integer(limit));
+  if (m && windowed)
+    json_object_set_new(m, "sliding_window", json_pack("{s:i, s:i}", "size", window, "layers", windowed));
   if (m && moe && json_object_set_new(m, "moe", moe) < 0) json_decref(m), m = NULL;
   else if (!m) json_decref(moe);
   ENPU_RETURN_IF(!m, c->err, ENPU_ERR_NOMEM, "out of memory (model document)");

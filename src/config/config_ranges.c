@@ -39,6 +39,8 @@ static const config_range ranges[] = {
     {"model", "$.moe.first_dense_layers", 0, 4096, false, "dense layers before the MoE ones"},
     {"model", "$.context_limit", 1, 16777216, false,
      "longest sequence the model takes (its position limit), tokens"},
+    {"model", "$.sliding_window.size", 1, 16777216, false, "tokens a window-limited layer attends to"},
+    {"model", "$.sliding_window.layers", 0, 4096, false, "layers whose attention is window-limited"},
     {"model", "$.speculative.acceptance[].exit_layers", 1, 4096, false, "draft exit depth (self-speculation)"},
     {"model", "$.speculative.acceptance[].rate", 0, 1, false, "probability that a drafted token is accepted"},
     {"job", "$.phases.*.batch[]", 1, 65536, false, "requests in a batch bucket"},

@@ -7,7 +7,8 @@ documents them, and what the importer promises about such files:
    exit 2 whose error holds the stated words.
 2. A full PretrainedConfig dump (Mistral-7B-Instruct-v0.3's 67 keys) imports in one run;
    every unknown key of a config is reported in one error, each at its file:line:column;
-   the architecture is checked before the keys.
+   the architecture is checked before the keys (gpt-oss's attention sinks, mllama's
+   cross-attention layers are named as what the graph cannot express).
 3. Dispatch on `architectures`: Kimi-K2's model_type kimi_k2 building
    DeepseekV3ForCausalLM imports as DeepSeek-V3, with a note; a config nested under
    text_config imports its language model, with a note.
@@ -83,18 +84,18 @@ for key in unknown:
 h.check("one error names all three (one run)", "3 unknown fields" in r.stderr, r.stderr)
 
 # The architecture first: a family that cannot be expressed says so, even with unknown keys.
-exa = json.load(open(os.path.join(hf, "exaone-4.0-32b.json")))
-exa["zz_unknown"] = 1
-exa_path = os.path.join(tmp, "exaone-unknown.json")
-json.dump(exa, open(exa_path, "w"), indent=2)
-r = do_import(exa_path)
-h.check("EXAONE 4 with an unknown key: the architecture's error, not the key's",
-        r.returncode == 2 and "Exaone4ForCausalLM" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
 oss = dict(base, architectures=["GptOssForCausalLM"], model_type="gpt_oss", zz_unknown=1)
 oss_path = os.path.join(tmp, "gpt-oss.json")
 json.dump(oss, open(oss_path, "w"), indent=2)
 r = do_import(oss_path)
-h.check("gpt-oss: the error names attention sinks", r.returncode == 2 and "attention sinks" in r.stderr, r.stderr)
+h.check("gpt-oss with an unknown key: the architecture's error (attention sinks), not the key's",
+        r.returncode == 2 and "attention sinks" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
+mll = dict(base, architectures=["MllamaForConditionalGeneration"], model_type="mllama", zz_unknown=1)
+mll_path = os.path.join(tmp, "mllama.json")
+json.dump(mll, open(mll_path, "w"), indent=2)
+r = do_import(mll_path)
+h.check("mllama: the error names its cross-attention layers",
+        r.returncode == 2 and "cross-attention" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
 
 # 3. Kimi-K2: DeepSeek-V3's class under model_type kimi_k2.
 ds = json.load(open(os.path.join(hf, "deepseek-v3-671b.json")))
