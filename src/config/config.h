@@ -170,15 +170,18 @@ double config_spec_default_rate(double fraction);
 
 typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
 
-/* `enpu model import`: a Hugging Face transformers config.json (llama, mistral, qwen2,
- * qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3) as a model file. Every
- * key of the config is read, checked for a value the graph expresses, or known not to
- * change a forward pass's operators; an unknown key is an error naming it unless listed in
- * `ignore`. name: the model's (NULL: the file's stem, or its folder's for config.json);
- * dtype_bytes: 0 reads torch_dtype. @return 0 with *json the model file's text (malloc'd;
- * it passed config_model_parse) and *notes (malloc'd, may be NULL) one line per term the
- * graph approximates; ENPU_ERR_IO, _PARSE, _INVALID, _RANGE naming file:line:column and
- * the key. */
+/* `enpu model import`: a Hugging Face transformers config.json as a model file. The
+ * family comes from architectures[0], else model_type (llama, mistral, ministral3, qwen2,
+ * qwen2_5_vl, qwen3, phi3, exaone4, olmo3, gemma2, gemma3_text, mixtral, qwen2_moe,
+ * qwen3_moe, deepseek_v2, deepseek_v3; Kimi-K2's kimi_k2 by its class); a text_config
+ * holds the language model of a vision-language release. Every key of the config is read,
+ * checked for a value the graph expresses, or known not to change a forward pass's
+ * operators; the architecture is checked first, then every unknown key not listed in
+ * `ignore` is reported in one error. name: the model's (NULL: the file's stem, or its
+ * folder's for config.json); dtype_bytes: 0 reads torch_dtype. @return 0 with *json the
+ * model file's text (malloc'd; it passed config_model_parse) and *notes (malloc'd, may be
+ * NULL) one line per term the graph approximates; ENPU_ERR_IO, _PARSE, _INVALID, _RANGE
+ * naming file:line:column and the key. */
 typedef struct config_model config_model;
 typedef struct {
   const char *name;

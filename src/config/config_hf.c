@@ -5,10 +5,11 @@
  * checked for a value the graph can express (anything else is an error naming the key),
  * inert (it does not change a forward pass's operators or their shapes: token ids,
  * initialisation, rope parameters, router scoring), or approximated (the graph leaves out
- * a term smaller than an operator it has; each one is reported in the notes). A key the
- * table does not know is an error unless the caller lists it as ignored: a field the
- * graph would need is never dropped silently. The model file written is then parsed by
- * config_model_parse, so it meets every rule a hand-written one does. */
+ * a term smaller than an operator it has; each one is reported in the notes). Keys the
+ * table does not know are one error listing each (file:line:column) unless the caller
+ * lists them as ignored: a field the graph would need is never dropped silently. The
+ * family is checked before the keys, so a model the graph cannot express says so first. The model file written is
+ * then parsed by config_model_parse, so it meets every rule a hand-written one does. */
 #include <stdlib.h>
 #include <string.h>
 
