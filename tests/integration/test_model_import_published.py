@@ -49,7 +49,7 @@ for row in rows:
         h.check(f"{name}: imports", ok, r.stderr)
         if not ok:
             continue
-        total = json.loads(r.stdout)["summary"]["params_total"] / 1e9
+        total = json.loads(r.stdout).get("summary", {}).get("params_total", 0) / 1e9
         published = float(size)
         h.check(f"{name}: {total:.3f} B parameters within 1 % of the published {published} B",
                 abs(total / published - 1) <= 0.01, f"{total:.3f}")
