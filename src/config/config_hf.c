@@ -107,6 +107,12 @@ static const hf_key hf_keys[] = {
   {"output_past", HF_INERT, NULL}, {"use_return_dict", HF_INERT, NULL}, {"classifier_dropout", HF_INERT, NULL},
   {"keys_to_ignore_at_inference", HF_INERT, NULL}, {"generation_config", HF_INERT, NULL},
   {"chat_template", HF_INERT, NULL}, {"tokenizer_config", HF_INERT, NULL},
+  {"_attn_implementation_internal", HF_INERT, NULL}, {"_attn_implementation_autoset", HF_INERT, NULL},
+  {"max_new_tokens", HF_INERT, NULL}, {"min_new_tokens", HF_INERT, NULL}, {"penalty_alpha", HF_INERT, NULL},
+  {"epsilon_cutoff", HF_INERT, NULL}, {"eta_cutoff", HF_INERT, NULL}, {"encoder_repetition_penalty", HF_INERT, NULL},
+  {"renormalize_logits", HF_INERT, NULL}, {"forced_decoder_ids", HF_INERT, NULL},
+  {"force_words_ids", HF_INERT, NULL}, {"sequence_bias", HF_INERT, NULL}, {"output_logits", HF_INERT, NULL},
+  {"guidance_scale", HF_INERT, NULL}, {"model_max_length", HF_INERT, NULL},
 };
 /* clang-format on */
 #define NHF (sizeof hf_keys / sizeof hf_keys[0])
