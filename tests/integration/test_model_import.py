@@ -34,9 +34,9 @@ OTHERS = ["llama3.1-8b", "llama3.2-1b", "mixtral-8x7b", "qwen2.5-72b", "qwen2-57
 TOTALS = ["flops", "hbm_bytes", "weight_bytes", "kv_cache_bytes", "activation_bytes", "ici_bytes", "vector_ops"]
 
 
-def do_import(name, *extra):
+def do_import(name, *extra, config_path=None):
     out = os.path.join(tmp, f"{name}.json")
-    r = h.run("model", "import", os.path.join(hf, f"{name}.json"), "-o", out, *extra)
+    r = h.run("model", "import", config_path or os.path.join(hf, f"{name}.json"), "-o", out, *extra)
     h.check(f"{name}: import exit 0", r.returncode == 0, r.stderr)
     return out, r
 
@@ -118,9 +118,10 @@ def attention_flops(lm, imported, T, hd):
     return 2 * lm["num_attention_heads"] * scores * (2 * hd)
 
 
-for name in OTHERS:
-    model, _ = do_import(name)
-    cfg = json.load(open(os.path.join(hf, f"{name}.json")))
+def check_family(name, config_path):
+    """Import, prefill FLOPs against the analytic count, a farm of one bucket per phase."""
+    model, _ = do_import(name, "--name", name, config_path=config_path)
+    cfg = json.load(open(config_path))
     imported = json.load(open(model))
     if cfg.get("tie_word_embeddings") or cfg.get("text_config", {}).get("tie_word_embeddings"):
         h.check(f"{name}: tied embeddings carried over", imported.get("tie_embeddings") is True)
@@ -142,7 +143,7 @@ for name in OTHERS:
     if window:
         segs = {s_["name"]: s_["repeat"] for s_ in g["segments"]}
         h.check(f"{name}: {window['layers']} window-limited layers in a segment of their own",
-                segs.get("window_layer") == window["layers"] and segs.get("dense_layer") == 64 - window["layers"],
+                segs.get("window_layer") == window["layers"] and segs.get("dense_layer") == imported["layers"] - window["layers"],
                 str(segs))
         d = graph(path, "decode", 8, 65536)
         first = {s_["name"]: s_["first_op"] for s_ in d["segments"]}["window_layer"]
@@ -168,6 +169,10 @@ for name in OTHERS:
                        "--slack", "0.05", "--policy", "enpu-all")
         h.check(f"{name}: the decode bucket answers a query with energy below NoDVFS's",
                 q["bucket"]["batch"] == 8 and 0 < q["energy_nj"] <= q["e_nodvfs_nj"], json.dumps(q)[:300])
+
+
+for name in OTHERS:
+    check_family(name, os.path.join(hf, f"{name}.json"))
 
 
 # 3. What cannot be expressed is an error naming it; an unknown key too, unless ignored.
@@ -250,6 +255,11 @@ for k in ("attn_logit_softcapping", "final_logit_softcapping", "cache_implementa
 variant("Gemma 3 12B (its language model; 12.2 B with the vision tower): 40 of 48 layers windowed", "llama3.1-8b",
         dict(gemma3, tie_word_embeddings=None, rope_scaling=None),
         lambda m: m["sliding_window"] == {"size": 1024, "layers": 40}, 11.77)
+# Gemma 2 and 3 (no published file here): their shapes farm one bucket per phase too.
+for label, g in (("gemma2-9b", gemma2), ("gemma3-12b", gemma3)):
+    g_path = os.path.join(tmp, f"{label}-config.json")
+    json.dump(dict(g, tie_word_embeddings=True, torch_dtype="bfloat16", vocab_size=g["vocab_size"]), open(g_path, "w"))
+    check_family(label, g_path)
 variant("mistral (no sliding window)", "llama3.1-8b", {"model_type": "mistral", "sliding_window": None},
         lambda m: m["attention"] == {"kind": "gqa", "heads": 32, "kv_heads": 8, "head_dim": 128})
 variant("qwen3 dense (head_dim 128 beside hidden/heads 64)", "llama3.2-1b",
