@@ -97,8 +97,9 @@ r = do_import(mll_path)
 h.check("mllama: the error names its cross-attention layers",
         r.returncode == 2 and "cross-attention" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
 
-# 3. Kimi-K2: DeepSeek-V3's class under model_type kimi_k2.
-ds = json.load(open(os.path.join(hf, "deepseek-v3-671b.json")))
+# 3. Kimi-K2: DeepSeek-V3's class under model_type kimi_k2 (its published config is DeepSeek-V3's
+# with these sizes changed).
+ds = json.load(open(os.path.join(hf, "deepseek-v3-published.json")))
 kimi = dict(ds, model_type="kimi_k2", architectures=["DeepseekV3ForCausalLM"], n_routed_experts=384,
             num_attention_heads=64, first_k_dense_replace=1, vocab_size=163840)
 kimi_path = os.path.join(tmp, "kimi-k2.json")
