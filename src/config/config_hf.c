@@ -269,14 +269,18 @@ static const hf_key *known_key(const char *key) {
   return NULL;
 }
 
-/* One unknown key's line of the error ("file:line:column: $.key"), while it fits. */
+/* One unknown key's line of the error ("file:line:column: $.key"); when the message
+ * runs short, the file is left out ("line:column $.key"), and only past that is a key
+ * merely counted. */
 static void list_unknown(hf_ctx *c, const config_path *at, const char *key, char *list, size_t cap, int *count,
                          int *left_out) {
   config_path p = CONFIG_KEY(at, key);
   char where[600];
   config_where(&c->doc, &p, where, sizeof where);
-  const size_t used = strlen(list);
-  if (used + strlen(where) + 4 < cap) snprintf(list + used, cap - used, "\n  %s", where);
+  const size_t used = strlen(list), file_len = strlen(c->doc.file);
+  const char *tail = strncmp(where, c->doc.file, file_len) ? where : where + file_len + 1;
+  if (used + strlen(where) + 4 < cap / 2) snprintf(list + used, cap - used, "\n  %s", where);
+  else if (used + strlen(tail) + 4 < cap) snprintf(list + used, cap - used, "\n  %s", tail);
   else (*left_out)++;
   (*count)++;
 }
