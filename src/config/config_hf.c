@@ -56,6 +56,8 @@ static const hf_key hf_keys[] = {
                              "(text tokens in, text tokens out)"},
   {"attn_logit_softcapping", HF_NOTE, "attn_logit_softcapping: the tanh capping of the attention scores is not "
                                       "modelled (a few vector ops per score inside the attention operator)"},
+  {"use_mrope", HF_NOTE, "use_mrope: M-RoPE rotates the same q/k elements as RoPE, by position ids of up to three "
+                        "axes: the same operator"},
   {"final_logit_softcapping", HF_NOTE, "final_logit_softcapping: the tanh capping of the logits is not modelled "
                                        "(a few vector ops per logit beside the LM head)"},
   {"norm_topk_prob", HF_NOTE, NULL}, /* a renormalisation of k router weights: inert */

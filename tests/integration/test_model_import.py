@@ -260,6 +260,10 @@ for label, g in (("gemma2-9b", gemma2), ("gemma3-12b", gemma3)):
     g_path = os.path.join(tmp, f"{label}-config.json")
     json.dump(dict(g, tie_word_embeddings=True, torch_dtype="bfloat16", vocab_size=g["vocab_size"]), open(g_path, "w"))
     check_family(label, g_path)
+variant("Qwen2.5-3B's shape with use_mrope (its config says false; true is the same operators)", "qwen2.5-7b-instruct",
+        {"use_mrope": True, "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+         "num_attention_heads": 16, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True},
+        lambda m: m["attention"] == {"kind": "gqa", "heads": 16, "kv_heads": 2, "head_dim": 128}, 3.09)
 variant("mistral (no sliding window)", "llama3.1-8b", {"model_type": "mistral", "sliding_window": None},
         lambda m: m["attention"] == {"kind": "gqa", "heads": 32, "kv_heads": 8, "head_dim": 128})
 variant("qwen3 dense (head_dim 128 beside hidden/heads 64)", "llama3.2-1b",
