@@ -163,6 +163,29 @@ open(job_path, "w").write(job_text.replace("1000000", "40960"))
 r = h.run("graph", job_path, "--phase", "prefill", "--batch", "1", "--seq", "40960")
 h.check("a bucket at the limit is accepted", r.returncode == 0, r.stderr)
 
+# The model file's new fields are checked as every other: a window over more layers than
+# the model has, or on a MoE model, and a context limit of 0 are refused at load.
+def model_refused(label, path_text, needle):
+    mpath = os.path.join(tmp, "qwen3-8b.json")
+    keep = open(mpath).read()
+    m = json.loads(keep)
+    m.update(path_text)
+    open(mpath, "w").write(json.dumps(m, indent=2))
+    r = h.run("graph", job_path, "--phase", "prefill", "--batch", "1", "--seq", "4096")
+    open(mpath, "w").write(keep)
+    h.check(f"model file {label}: exit 2 naming {needle}", r.returncode == 2 and needle in r.stderr, r.stderr)
+
+
+open(job_path, "w").write(job_text.replace("1000000", "40960"))
+model_refused("window over 37 of 36 layers", {"sliding_window": {"size": 4096, "layers": 37}},
+              "$.sliding_window.layers")
+model_refused("window of 0 tokens", {"sliding_window": {"size": 0, "layers": 4}}, "$.sliding_window.size")
+model_refused("context limit 0", {"context_limit": 0}, "$.context_limit")
+model_refused("window on a MoE model", {"sliding_window": {"size": 4096, "layers": 4},
+                                        "moe": {"routed_experts": 8, "shared_experts": 0, "experts_per_token": 2,
+                                                "expert_intermediate": 1024, "first_dense_layers": 0}},
+              "$.sliding_window")
+
 # 5. The summary, in text and in --json.
 r = do_import(os.path.join(hf, "llama3.1-8b-instruct.json"))
 s = json.loads(r.stdout)["summary"] if r.returncode == 0 else {}
