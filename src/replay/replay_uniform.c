@@ -96,14 +96,16 @@ static int split_pass(sim *s, const planstore_plan *bucket, int state, uniform_p
   size_t n = 0;
   int rc = planstore_plan_states(s->ps, &pl, ops, nops, &n, err);
   *u = (uniform_pass){.valid = true};
-  /* A window-limited layer (model sliding_window) is one of the dense layers: its ops
-   * are spread over them, so a partial-depth pass takes their average share. */
+  /* A window-limited layer (model sliding_window) is one of the dense layers: the full
+   * and the windowed ones' ops are spread over all of them, so a partial-depth pass takes
+   * their average share (and their counts need not divide the dense layers). */
   const int layers[4] = {1, s->dense_layers, s->moe_layers, s->dense_layers};
+  const bool windows = s->setup->model && s->setup->model->window_layers > 0;
   for (size_t i = 0; rc == ENPU_OK && i < n; i++) {
     const planstore_op_states *o = &ops[i];
     const int part = op_part(o->name);
     if (o->lead_instances != o->instances || o->lead_states[0] != state || layers[part] < 1 ||
-        ((part == 1 || part == 2) && o->instances % (uint64_t)layers[part])) {
+        ((part == 2 || (part == 1 && !windows)) && o->instances % (uint64_t)layers[part])) {
       rc = enpu_errorf(err, ENPU_ERR_FORMAT,
                        "uniform bucket batch %d seq %d, op %s: %llu instances at state %d, not all at state %d or "
                        "not a multiple of the model's %d layers of its kind (one pipeline stage per node?)",

@@ -131,7 +131,8 @@ def check_family(name, config_path):
     job = {"name": name, "model": model, "chip": os.path.join(src, "jobs/chips/tpuv5p.json"),
            "cluster": cluster_tp1(name), "store": os.path.join(tmp, name, "plans.h5"),
            "phases": {"prefill": {"batch": [1], "seq": [pseq]}, "decode": {"batch": [8], "seq": [dseq]}},
-           "slacks": [0.05], "policies": ["nodvfs", "enpu-all"], "capacity": "ignore",
+           "slacks": [0.05], "policies": ["nodvfs", "enpu-all"] + (["uniform"] if window else []),
+           "capacity": "ignore",
            "moe": {"capacity_factor": 1, "experts": "active-only"}}
     path = os.path.join(tmp, f"job-{name}.json")
     json.dump(job, open(path, "w"))
@@ -169,6 +170,20 @@ def check_family(name, config_path):
                        "--slack", "0.05", "--policy", "enpu-all")
         h.check(f"{name}: the decode bucket answers a query with energy below NoDVFS's",
                 q["bucket"]["batch"] == 8 and 0 < q["energy_nj"] <= q["e_nodvfs_nj"], json.dumps(q)[:300])
+        if window:
+            # Self-speculative drafts take a share of the layers: the full and the windowed
+            # layers' ops are spread over them (the uniform policy's split of a pass).
+            trace = os.path.join(tmp, "short-trace.csv")
+            with open(trace, "w") as f:
+                f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+                for i in range(12):
+                    f.write(f"2023-11-16 18:15:{i:02d}.000000,{600 + 500 * i},{8 + 3 * i}\n")
+            r = h.run("replay", "--store", job["store"], "--cluster", job["cluster"], "--model", model, "--chip",
+                      job["chip"], "--trace", trace, "--spec", f"{int(imported['layers'] / 4 + 0.5)},2", "--policy", "nodvfs",
+                      "--json")
+            served = json.loads(r.stdout)["policies"]["nodvfs"]["served"] if r.returncode == 0 else None
+            h.check(f"{name}: a self-speculative replay serves all 12 requests", served == 12,
+                    f"exit {r.returncode}: {r.stderr[-500:]}")
 
 
 for name in OTHERS:
