@@ -53,16 +53,38 @@ static const cli_spec import_spec = {.command = "model import", .run = import_ru
 /* clang-format on */
 const cli_spec *const cli_model_specs[] = {&import_spec, NULL};
 
+/* What the model weighs: parameters (total and per token), weight bytes, KV bytes per
+ * token and the context limit (0: not stated). */
+static json_t *model_summary(const config_model *m) {
+  return json_pack("{s:f, s:f, s:f, s:f, s:i}", "params_total", m->params_total, "params_active", m->params_active,
+                   "weight_bytes", m->params_total * m->dtype_bytes, "kv_bytes_per_token", m->kv_bytes_per_token,
+                   "context_limit", m->context_limit);
+}
+
+static void print_summary(FILE *f, const config_model *m) {
+  char limit[32] = "not stated";
+  if (m->context_limit > 0) snprintf(limit, sizeof limit, "%d tokens", m->context_limit);
+  fprintf(f,
+          "model %s: %.3f B parameters, %.3f B active per token, weights %.3f GB, KV cache %.0f bytes per token, "
+          "context limit %s\n",
+          m->name, m->params_total / 1e9, m->params_active / 1e9, m->params_total * m->dtype_bytes / 1e9,
+          m->kv_bytes_per_token, limit);
+}
+
 /* The notes on stderr, or with --json one document on stdout. @return the exit status. */
-static int report(const import_args *a, const char *model, char *notes) {
+static int report(const import_args *a, const char *model, char *notes, const config_model *m) {
   json_t *list = json_array();
   for (char *save = NULL, *l = notes ? strtok_r(notes, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
     if (!a->json) fprintf(stderr, "enpu model import: note: %s\n", l);
     else json_array_append_new(list, json_string(l));
   }
-  if (!a->json) return json_decref(list), CLI_EXIT_OK;
-  json_t *doc = json_pack("{s:s?, s:o?, s:o}", "output", a->out, "model", json_loads(model, 0, NULL), "notes",
-                          list);
+  if (!a->json) {
+    /* the model's text is on stdout when there is no -o: the summary goes beside the notes */
+    print_summary(a->out ? stdout : stderr, m);
+    return json_decref(list), CLI_EXIT_OK;
+  }
+  json_t *doc = json_pack("{s:s?, s:o?, s:o, s:o?}", "output", a->out, "model", json_loads(model, 0, NULL), "notes",
+                          list, "summary", model_summary(m));
   const int rc = doc ? cli_print_json(doc) : cli_fail("model import", "out of memory (JSON output)");
   json_decref(doc);
   return rc;
@@ -91,11 +113,14 @@ static int import_run(void *args) {
     for (char *save = NULL, *k = strtok_r(keys, ",", &save); k && nignore < 64; k = strtok_r(NULL, ",", &save))
       ignore[nignore++] = k;
   }
+  config_model *m = calloc(1, sizeof *m);
+  if (!m) return cli_fail("model import", "out of memory (model)"), CLI_EXIT_FAILED;
   const config_hf_options o = {
-      .name = a->name, .dtype_bytes = a->dtype_bytes, .ignore = ignore, .nignore = nignore};
+      .name = a->name, .dtype_bytes = a->dtype_bytes, .ignore = ignore, .nignore = nignore, .model_out = m};
   enpu_err err = {0};
   char *json = NULL, *notes = NULL;
   if (config_model_import_hf(a->config, &o, &json, &notes, &err) < 0) {
+    free(m);
     cli_fail("model import", err.msg);
     return cli_exit_status(err.code, CLI_EXIT_USAGE);
   }
@@ -103,7 +128,8 @@ static int import_run(void *args) {
   char *text = realloc(json, n + 2); /* a trailing newline */
   if (text) memcpy(text + n, "\n", 2), json = text;
   int rc = a->out || !a->json ? cli_write_text(a->out, json, &err) : 0;
-  if (rc == 0) rc = report(a, json, notes);
+  if (rc == 0) rc = report(a, json, notes, m);
+  free(m);
   free(json);
   free(notes);
   if (rc < 0) cli_fail("model import", err.msg);

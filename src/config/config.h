@@ -146,6 +146,9 @@ int config_policy_parse(const char *name, config_policy *out);
  * the gate and up projections of every SwiGLU MLP of the model (dense, shared and routed
  * experts) as one [hidden, 2·inter] matmul instead of two (graph.h, "Operator
  * granularity"). Checks: experts_per_token <= routed_experts, first_dense_layers < layers.
+ * Optional, "context_limit": N (tokens; a job's seq bucket beyond it is refused at load),
+ * and "sliding_window": { "size": 4096, "layers": 48 } (48 of the layers attend to the
+ * last 4096 tokens only; dense GQA models).
  * Optional, self-speculative decoding (the replay's draft/verify passes, replay.h):
  *   "speculative": { "acceptance": [ { "exit_layers": 20, "rate": 0.63 }, ... ] }
  * one row per draft exit depth (strictly increasing, below layers): the probability that
@@ -167,25 +170,30 @@ double config_spec_default_rate(double fraction);
 
 typedef enum { CONFIG_ATTN_GQA = 0, CONFIG_ATTN_MLA = 1 } config_attention_kind;
 
-/* `enpu model import`: a Hugging Face transformers config.json (llama, mistral, qwen2,
- * qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3) as a model file. Every
- * key of the config is read, checked for a value the graph expresses, or known not to
- * change a forward pass's operators; an unknown key is an error naming it unless listed in
- * `ignore`. name: the model's (NULL: the file's stem, or its folder's for config.json);
- * dtype_bytes: 0 reads torch_dtype. @return 0 with *json the model file's text (malloc'd;
- * it passed config_model_parse) and *notes (malloc'd, may be NULL) one line per term the
- * graph approximates; ENPU_ERR_IO, _PARSE, _INVALID, _RANGE naming file:line:column and
- * the key. */
+/* `enpu model import`: a Hugging Face transformers config.json as a model file. The
+ * family comes from architectures[0], else model_type (llama, mistral, ministral3, qwen2,
+ * qwen2_5_vl, qwen3, phi3, exaone4, olmo3, gemma2, gemma3_text, mixtral, qwen2_moe,
+ * qwen3_moe, deepseek_v2, deepseek_v3; Kimi-K2's kimi_k2 by its class); a text_config
+ * holds the language model of a vision-language release. Every key of the config is read,
+ * checked for a value the graph expresses, or known not to change a forward pass's
+ * operators; the architecture is checked first, then every unknown key not listed in
+ * `ignore` is reported in one error. name: the model's (NULL: the file's stem, or its
+ * folder's for config.json); dtype_bytes: 0 reads torch_dtype. @return 0 with *json the
+ * model file's text (malloc'd; it passed config_model_parse) and *notes (malloc'd, may be
+ * NULL) one line per term the graph approximates; ENPU_ERR_IO, _PARSE, _INVALID, _RANGE
+ * naming file:line:column and the key. */
+typedef struct config_model config_model;
 typedef struct {
   const char *name;
   int dtype_bytes;
   const char *const *ignore;
   int nignore;
+  config_model *model_out; /* when not NULL: the imported model as loaded (sizes derived) */
 } config_hf_options;
 int config_model_import_hf(const char *path, const config_hf_options *opt, char **json, char **notes,
                            enpu_err *err);
 
-typedef struct {
+struct config_model {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
   int hidden;
@@ -214,8 +222,12 @@ typedef struct {
   config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
   int spec_exit_count;
   bool spec_default; /* no "speculative" section: the default table */
-  uint64_t hash;     /* content hash of the file */
-} config_model;
+  int context_limit; /* "context_limit": longest sequence the model takes, tokens; 0 = not stated */
+  /* "sliding_window": { "size", "layers" }: window_layers of the layers attend to the
+   * last window_size tokens only (0: every layer attends to the whole sequence) */
+  int window_size, window_layers;
+  uint64_t hash; /* content hash of the file */
+};
 
 /* ---------------------------------------------------------------------------------
  * Chip (jobs/chips/<name>.json), Table 6 of the paper

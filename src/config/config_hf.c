@@ -5,10 +5,11 @@
  * checked for a value the graph can express (anything else is an error naming the key),
  * inert (it does not change a forward pass's operators or their shapes: token ids,
  * initialisation, rope parameters, router scoring), or approximated (the graph leaves out
- * a term smaller than an operator it has; each one is reported in the notes). A key the
- * table does not know is an error unless the caller lists it as ignored: a field the
- * graph would need is never dropped silently. The model file written is then parsed by
- * config_model_parse, so it meets every rule a hand-written one does. */
+ * a term smaller than an operator it has; each one is reported in the notes). Keys the
+ * table does not know are one error listing each (file:line:column) unless the caller
+ * lists them as ignored: a field the graph would need is never dropped silently. The
+ * family is checked before the keys, so a model the graph cannot express says so first. The model file written is
+ * then parsed by config_model_parse, so it meets every rule a hand-written one does. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,12 +35,16 @@ static const hf_key hf_keys[] = {
   {"n_routed_experts", HF_USED, NULL}, {"num_local_experts", HF_USED, NULL}, {"num_experts", HF_USED, NULL},
   {"n_shared_experts", HF_USED, NULL}, {"num_experts_per_tok", HF_USED, NULL},
   {"moe_intermediate_size", HF_USED, NULL}, {"shared_expert_intermediate_size", HF_USED, NULL},
-  {"first_k_dense_replace", HF_USED, NULL},
+  {"first_k_dense_replace", HF_USED, NULL}, {"max_position_embeddings", HF_USED, NULL},
+  {"rope_scaling", HF_USED, NULL}, {"rope_parameters", HF_USED, NULL}, {"text_config", HF_USED, NULL},
   /* must hold a value the graph expresses */
-  {"hidden_act", HF_CHECKED, NULL}, {"mlp_bias", HF_CHECKED, NULL}, {"moe_layer_freq", HF_CHECKED, NULL},
-  {"decoder_sparse_step", HF_CHECKED, NULL}, {"mlp_only_layers", HF_CHECKED, NULL},
-  {"sliding_window", HF_CHECKED, NULL}, {"use_sliding_window", HF_CHECKED, NULL},
-  {"max_window_layers", HF_CHECKED, NULL}, {"layer_types", HF_CHECKED, NULL},
+  {"hidden_act", HF_CHECKED, NULL}, {"hidden_activation", HF_CHECKED, NULL}, {"mlp_bias", HF_CHECKED, NULL},
+  {"moe_layer_freq", HF_CHECKED, NULL}, {"decoder_sparse_step", HF_CHECKED, NULL},
+  {"mlp_only_layers", HF_CHECKED, NULL}, {"sliding_window", HF_CHECKED, NULL},
+  {"use_sliding_window", HF_CHECKED, NULL}, {"max_window_layers", HF_CHECKED, NULL},
+  {"layer_types", HF_CHECKED, NULL}, {"sliding_window_pattern", HF_CHECKED, NULL},
+  {"cross_attention_layers", HF_CHECKED, NULL}, {"cache_implementation", HF_INERT, NULL},
+  {"_sliding_window_pattern", HF_INERT, NULL},
   /* approximated: reported */
   {"attention_bias", HF_NOTE, "attention_bias: the q/k/v bias vectors are not modelled (an add of heads x head_dim "
                               "per token beside a hidden x heads x head_dim matmul)"},
@@ -47,56 +52,147 @@ static const hf_key hf_keys[] = {
                                         "head outside the forward pass; the graph has the main layers only"},
   {"quantization_config", HF_NOTE, "quantization_config: weights and activations are modelled in the dtype of "
                                    "torch_dtype (or --dtype-bytes), not the checkpoint's quantized format"},
+  {"vision_config", HF_NOTE, "vision_config: the vision tower is not modelled; the graph is the language model's "
+                             "(text tokens in, text tokens out)"},
+  {"attn_logit_softcapping", HF_NOTE, "attn_logit_softcapping: the tanh capping of the attention scores is not "
+                                      "modelled (a few vector ops per score inside the attention operator)"},
+  {"use_mrope", HF_NOTE, "use_mrope: M-RoPE rotates the same q/k elements as RoPE, by position ids of up to three "
+                        "axes: the same operator"},
+  {"final_logit_softcapping", HF_NOTE, "final_logit_softcapping: the tanh capping of the logits is not modelled "
+                                       "(a few vector ops per logit beside the LM head)"},
   {"norm_topk_prob", HF_NOTE, NULL}, /* a renormalisation of k router weights: inert */
-  /* inert: no operator or shape depends on them */
+  /* inert, family keys: token ids, initialisation, norms' epsilon, rotary details, routing
+   * losses and group routing, multimodal token ids */
   {"_name_or_path", HF_INERT, NULL}, {"auto_map", HF_INERT, NULL}, {"transformers_version", HF_INERT, NULL},
   {"bos_token_id", HF_INERT, NULL}, {"eos_token_id", HF_INERT, NULL}, {"pad_token_id", HF_INERT, NULL},
   {"initializer_range", HF_INERT, NULL}, {"attention_dropout", HF_INERT, NULL}, {"hidden_dropout", HF_INERT, NULL},
-  {"rms_norm_eps", HF_INERT, NULL}, {"rope_theta", HF_INERT, NULL}, {"rope_scaling", HF_INERT, NULL},
-  {"rope_parameters", HF_INERT, NULL}, {"max_position_embeddings", HF_INERT, NULL}, {"use_cache", HF_INERT, NULL},
+  {"rms_norm_eps", HF_INERT, NULL}, {"rope_theta", HF_INERT, NULL}, {"use_cache", HF_INERT, NULL},
   {"pretraining_tp", HF_INERT, NULL}, {"output_router_logits", HF_INERT, NULL},
   {"router_aux_loss_coef", HF_INERT, NULL}, {"router_jitter_noise", HF_INERT, NULL},
   {"aux_loss_alpha", HF_INERT, NULL}, {"seq_aux", HF_INERT, NULL}, {"ep_size", HF_INERT, NULL},
   {"n_group", HF_INERT, NULL}, {"topk_group", HF_INERT, NULL}, {"topk_method", HF_INERT, NULL},
   {"scoring_func", HF_INERT, NULL}, {"routed_scaling_factor", HF_INERT, NULL},
+  {"original_max_position_embeddings", HF_INERT, NULL}, {"embd_pdrop", HF_INERT, NULL},
+  {"resid_pdrop", HF_INERT, NULL}, {"rope_local_base_freq", HF_INERT, NULL},
+  {"query_pre_attn_scalar", HF_INERT, NULL}, {"partial_rotary_factor", HF_INERT, NULL},
+  {"rope_interleave", HF_INERT, NULL}, {"layer_norm_eps", HF_INERT, NULL}, {"mlp_dropout", HF_INERT, NULL},
+  {"image_token_id", HF_INERT, NULL}, {"video_token_id", HF_INERT, NULL}, {"image_token_index", HF_INERT, NULL},
+  {"vision_start_token_id", HF_INERT, NULL}, {"vision_end_token_id", HF_INERT, NULL},
+  {"vision_token_id", HF_INERT, NULL}, {"boi_token_index", HF_INERT, NULL}, {"eoi_token_index", HF_INERT, NULL},
+  {"mm_tokens_per_image", HF_INERT, NULL}, {"multimodal_projector_bias", HF_INERT, NULL},
+  {"projector_hidden_act", HF_INERT, NULL}, {"spatial_merge_size", HF_INERT, NULL},
+  {"vision_feature_layer", HF_INERT, NULL}, {"vision_feature_select_strategy", HF_INERT, NULL},
+  {"image_seq_length", HF_INERT, NULL}, {"attn_implementation", HF_INERT, NULL},
+  {"_attn_implementation", HF_INERT, NULL}, {"_commit_hash", HF_INERT, NULL},
+  /* inert: transformers' PretrainedConfig itself (output switches, generation defaults,
+   * task heads, tokenizer names): none reaches a decoder's forward-pass operators */
+  {"return_dict", HF_INERT, NULL}, {"output_hidden_states", HF_INERT, NULL},
+  {"output_attentions", HF_INERT, NULL}, {"torchscript", HF_INERT, NULL}, {"use_bfloat16", HF_INERT, NULL},
+  {"tf_legacy_loss", HF_INERT, NULL}, {"pruned_heads", HF_INERT, NULL}, {"chunk_size_feed_forward", HF_INERT, NULL},
+  {"is_encoder_decoder", HF_INERT, NULL}, {"is_decoder", HF_INERT, NULL},
+  {"cross_attention_hidden_size", HF_INERT, NULL}, {"add_cross_attention", HF_INERT, NULL},
+  {"tie_encoder_decoder", HF_INERT, NULL}, {"max_length", HF_INERT, NULL}, {"min_length", HF_INERT, NULL},
+  {"do_sample", HF_INERT, NULL}, {"early_stopping", HF_INERT, NULL}, {"num_beams", HF_INERT, NULL},
+  {"num_beam_groups", HF_INERT, NULL}, {"diversity_penalty", HF_INERT, NULL}, {"temperature", HF_INERT, NULL},
+  {"top_k", HF_INERT, NULL}, {"top_p", HF_INERT, NULL}, {"typical_p", HF_INERT, NULL},
+  {"repetition_penalty", HF_INERT, NULL}, {"length_penalty", HF_INERT, NULL},
+  {"no_repeat_ngram_size", HF_INERT, NULL}, {"encoder_no_repeat_ngram_size", HF_INERT, NULL},
+  {"bad_words_ids", HF_INERT, NULL}, {"num_return_sequences", HF_INERT, NULL}, {"output_scores", HF_INERT, NULL},
+  {"return_dict_in_generate", HF_INERT, NULL}, {"forced_bos_token_id", HF_INERT, NULL},
+  {"forced_eos_token_id", HF_INERT, NULL}, {"remove_invalid_values", HF_INERT, NULL},
+  {"exponential_decay_length_penalty", HF_INERT, NULL}, {"suppress_tokens", HF_INERT, NULL},
+  {"begin_suppress_tokens", HF_INERT, NULL}, {"finetuning_task", HF_INERT, NULL}, {"id2label", HF_INERT, NULL},
+  {"label2id", HF_INERT, NULL}, {"num_labels", HF_INERT, NULL}, {"tokenizer_class", HF_INERT, NULL},
+  {"prefix", HF_INERT, NULL}, {"sep_token_id", HF_INERT, NULL}, {"decoder_start_token_id", HF_INERT, NULL},
+  {"unk_token_id", HF_INERT, NULL}, {"mask_token_id", HF_INERT, NULL}, {"cls_token_id", HF_INERT, NULL},
+  {"task_specific_params", HF_INERT, NULL}, {"problem_type", HF_INERT, NULL}, {"gradient_checkpointing", HF_INERT, NULL},
+  {"output_past", HF_INERT, NULL}, {"use_return_dict", HF_INERT, NULL}, {"classifier_dropout", HF_INERT, NULL},
+  {"keys_to_ignore_at_inference", HF_INERT, NULL}, {"generation_config", HF_INERT, NULL},
+  {"chat_template", HF_INERT, NULL}, {"tokenizer_config", HF_INERT, NULL},
+  {"_attn_implementation_internal", HF_INERT, NULL}, {"_attn_implementation_autoset", HF_INERT, NULL},
+  {"max_new_tokens", HF_INERT, NULL}, {"min_new_tokens", HF_INERT, NULL}, {"penalty_alpha", HF_INERT, NULL},
+  {"epsilon_cutoff", HF_INERT, NULL}, {"eta_cutoff", HF_INERT, NULL}, {"encoder_repetition_penalty", HF_INERT, NULL},
+  {"renormalize_logits", HF_INERT, NULL}, {"forced_decoder_ids", HF_INERT, NULL},
+  {"force_words_ids", HF_INERT, NULL}, {"sequence_bias", HF_INERT, NULL}, {"output_logits", HF_INERT, NULL},
+  {"guidance_scale", HF_INERT, NULL}, {"model_max_length", HF_INERT, NULL},
 };
 /* clang-format on */
 #define NHF (sizeof hf_keys / sizeof hf_keys[0])
 
-/* Architectures by model_type: the attention kind and whether it is a MoE family. */
+/* Families the graph expresses: the attention kind, MoE or dense, the MLP's operators.
+ * A config is matched by its architectures[0] (the class transformers builds), then by its
+ * model_type. */
 typedef struct {
   const char *model_type;
+  const char *classes[3]; /* architectures names building this family's language model */
   config_attention_kind attention;
   bool moe;
-  const char *note; /* a term of the architecture the graph leaves out, or NULL */
+  bool fuse_gate_up; /* the checkpoint's MLP has one gate_up matrix (Phi-3) */
+  const char *note;  /* a term of the architecture the graph leaves out, or NULL */
+  bool tie_default;  /* tie_word_embeddings when the config omits it (Gemma's is true) */
+  int window_every;  /* one window-limited layer in this many (Gemma 2: 2), 0: by the config */
 } hf_arch;
 
+/* clang-format off */
 static const hf_arch hf_archs[] = {
-    {"llama", CONFIG_ATTN_GQA, false, NULL},
-    {"mistral", CONFIG_ATTN_GQA, false, NULL},
-    {"qwen2", CONFIG_ATTN_GQA, false, "qwen2: the q/k/v bias vectors are not modelled"},
-    {"qwen3", CONFIG_ATTN_GQA, false, "qwen3: the per-head q/k RMSNorms are not modelled"},
-    {"mixtral", CONFIG_ATTN_GQA, true, NULL},
-    {"qwen2_moe", CONFIG_ATTN_GQA, true,
-     "qwen2_moe: the q/k/v bias vectors and the shared expert's sigmoid gate (hidden x 1) are not modelled"},
-    {"qwen3_moe", CONFIG_ATTN_GQA, true, "qwen3_moe: the per-head q/k RMSNorms are not modelled"},
-    {"deepseek_v2", CONFIG_ATTN_MLA, true, NULL},
-    {"deepseek_v3", CONFIG_ATTN_MLA, true, NULL},
+  {"llama", {"LlamaForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
+  {"mistral", {"MistralForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
+  {"ministral3", {"Mistral3ForConditionalGeneration", "Ministral3ForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL,
+   false, 0},
+  {"qwen2", {"Qwen2ForCausalLM"}, CONFIG_ATTN_GQA, false, false, "qwen2: the q/k/v bias vectors are not modelled",
+   false, 0},
+  {"qwen2_5_vl", {"Qwen2_5_VLForConditionalGeneration"}, CONFIG_ATTN_GQA, false, false,
+   "qwen2_5_vl: the q/k/v bias vectors are not modelled; M-RoPE rotates the same q/k elements as RoPE (the same "
+   "operator)", false, 0},
+  {"qwen3", {"Qwen3ForCausalLM"}, CONFIG_ATTN_GQA, false, false, "qwen3: the per-head q/k RMSNorms are not modelled",
+   false, 0},
+  {"phi3", {"Phi3ForCausalLM"}, CONFIG_ATTN_GQA, false, true,
+   "phi3: the checkpoint's fused qkv_proj and gate_up_proj are the graph's qkv_proj and (fuse_gate_up) gate_up "
+   "operators: the same arithmetic", false, 0},
+  {"mixtral", {"MixtralForCausalLM"}, CONFIG_ATTN_GQA, true, false, NULL, false, 0},
+  {"qwen2_moe", {"Qwen2MoeForCausalLM"}, CONFIG_ATTN_GQA, true, false,
+   "qwen2_moe: the q/k/v bias vectors and the shared expert's sigmoid gate (hidden x 1) are not modelled", false, 0},
+  {"qwen3_moe", {"Qwen3MoeForCausalLM"}, CONFIG_ATTN_GQA, true, false,
+   "qwen3_moe: the per-head q/k RMSNorms are not modelled", false, 0},
+  {"deepseek_v2", {"DeepseekV2ForCausalLM"}, CONFIG_ATTN_MLA, true, false, NULL, false, 0},
+  {"deepseek_v3", {"DeepseekV3ForCausalLM"}, CONFIG_ATTN_MLA, true, false, NULL, false, 0},
+  {"exaone4", {"Exaone4ForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "exaone4: the per-head q/k RMSNorms are not modelled (its norms after attention and after the MLP stand for "
+   "the graph's before them: the same count)", false, 0},
+  {"olmo3", {"Olmo3ForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "olmo3: the q/k RMSNorms are not modelled (its norms after attention and after the MLP stand for the graph's "
+   "before them: the same count)", false, 0},
+  {"gemma2", {"Gemma2ForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "gemma2: the embedding's scaling by sqrt(hidden) and the extra norms after attention and after the MLP are not "
+   "modelled (vector work per token beside the layer's matmuls)", true, 2},
+  {"gemma3_text", {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}, CONFIG_ATTN_GQA, false, false,
+   "gemma3: the embedding's scaling by sqrt(hidden), the per-head q/k RMSNorms and the extra norms after attention "
+   "and after the MLP are not modelled (vector work per token beside the layer's matmuls)", true, 0},
 };
+/* clang-format on */
+#define NARCH (sizeof hf_archs / sizeof hf_archs[0])
 
-/* Families the graph cannot express, with the reason. */
+/* Families the graph cannot express, with the feature it lacks. */
 static const struct {
-  const char *model_type, *why;
+  const char *model_type, *cls, *why;
 } hf_rejected[] = {
-    {"gpt_oss", "its attention alternates sliding-window layers and has per-head attention sinks; the graph's "
-                "attention is full causal attention over the whole sequence in every layer"},
+    {"gpt_oss", "GptOssForCausalLM",
+     "attention sinks (a learned per-head logit in every softmax, on its sliding-window and full layers alike): the "
+     "graph's attention has no sink term"},
+    {"mllama", "MllamaForConditionalGeneration",
+     "cross-attention layers (text attending to image tokens, cross_attention_layers): the graph has self-attention "
+     "only"},
 };
 
 typedef struct {
   config_doc doc;
   config_path root;
+  const json_t *cfg;   /* the language model's keys: the root, or its text_config */
+  config_path cfg_at;  /* where they are: $ or $.text_config */
+  config_path text_at; /* storage for $.text_config */
   const config_hf_options *opt;
   enpu_err *err;
+  int limit; /* the context limit, tokens (0: not stated) */
   char *notes;
   size_t notes_len;
 } hf_ctx;
@@ -119,15 +215,21 @@ static bool ignored(const hf_ctx *c, const char *key) {
 }
 
 static const json_t *get(const hf_ctx *c, const char *key) {
-  const json_t *v = json_object_get(c->doc.root, key);
+  const json_t *v = json_object_get(c->cfg, key);
   return json_is_null(v) ? NULL : v;
 }
 
-/* An error at $.key: "file:line:column: $.key: expected ..., got ...". */
+static const char *string_at(const json_t *obj, const char *key) {
+  const json_t *v = json_object_get(obj, key);
+  if (json_is_array(v)) v = json_array_get(v, 0);
+  return json_is_string(v) ? json_string_value(v) : "";
+}
+
+/* An error at the key: "file:line:column: $.key: expected ..., got ...". */
 static int fail_key(hf_ctx *c, const char *key, const char *expected) {
-  config_path p = CONFIG_KEY(&c->root, key);
+  config_path p = CONFIG_KEY(&c->cfg_at, key);
   char got[96] = "nothing (missing or null)";
-  if (get(c, key)) config_describe(json_object_get(c->doc.root, key), got, sizeof got);
+  if (get(c, key)) config_describe(json_object_get(c->cfg, key), got, sizeof got);
   return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "expected %s, got %s", expected, got);
 }
 
@@ -154,54 +256,224 @@ static int get_int(hf_ctx *c, const char *key, int dflt, int *out) { return get_
 /* A size or count of at least 1. */
 static int get_count(hf_ctx *c, const char *key, int dflt, int *out) { return get_int_from(c, key, dflt, 1, out); }
 
-/* Every key of the config known, or listed as ignored. */
-static int check_keys(hf_ctx *c) {
+/* A key of the language model, or of the wrapper around it (a vision-language config
+ * states the dtype and the embedding tying once, at its root). */
+static const json_t *get_lm(const hf_ctx *c, const char *key) {
+  const json_t *v = get(c, key);
+  if (v || c->cfg == c->doc.root) return v;
+  v = json_object_get(c->doc.root, key);
+  return json_is_null(v) ? NULL : v;
+}
+
+static const hf_key *known_key(const char *key) {
+  for (size_t i = 0; i < NHF; i++)
+    if (!strcmp(hf_keys[i].key, key)) return &hf_keys[i];
+  return NULL;
+}
+
+/* One unknown key's line of the error ("file:line:column: $.key"); when the message
+ * runs short, the file is left out ("line:column $.key"), and only past that is a key
+ * merely counted. */
+static void list_unknown(hf_ctx *c, const config_path *at, const char *key, char *list, size_t cap, int *count,
+                         int *left_out) {
+  config_path p = CONFIG_KEY(at, key);
+  char where[600];
+  config_where(&c->doc, &p, where, sizeof where);
+  const size_t used = strlen(list), file_len = strlen(c->doc.file);
+  const char *tail = strncmp(where, c->doc.file, file_len) ? where : where + file_len + 1;
+  if (used + strlen(where) + 4 < cap / 2) snprintf(list + used, cap - used, "\n  %s", where);
+  else if (used + strlen(tail) + 4 < cap) snprintf(list + used, cap - used, "\n  %s", tail);
+  else (*left_out)++;
+  (*count)++;
+}
+
+/* The keys of one object of the config: notes for the approximated ones present, the
+ * unknown ones (not listed as ignored) added to the list. */
+static void scan_keys(hf_ctx *c, const json_t *obj, const config_path *at, char *list, size_t cap, int *count,
+                      int *left_out) {
   const char *key;
   const json_t *v;
-  json_object_foreach(c->doc.root, key, v) {
-    size_t i = 0;
-    while (i < NHF && strcmp(hf_keys[i].key, key)) i++;
-    if (i == NHF) {
-      if (ignored(c, key)) continue;
-      config_path p = CONFIG_KEY(&c->root, key);
-      return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID,
-                         "unknown field \"%s\": the importer does not know whether the graph needs it (pass "
-                         "--ignore %s if it does not change the operators of a forward pass)",
-                         key, key);
+  json_object_foreach((json_t *)obj, key, v) {
+    const hf_key *k = known_key(key);
+    if (!k) {
+      if (!ignored(c, key)) list_unknown(c, at, key, list, cap, count, left_out);
+      continue;
     }
     /* An approximated term is reported when the config has it: true, a positive count or
      * a settings object (false, 0 and null mean the model has none). */
     const bool present = json_is_true(v) || json_is_object(v) || (json_is_integer(v) && json_integer_value(v) > 0);
-    if (hf_keys[i].role == HF_NOTE && hf_keys[i].why && present) note(c, hf_keys[i].why);
+    if (k->role == HF_NOTE && k->why && present) note(c, k->why);
+  }
+}
+
+/* Every key of the config (and of its text_config) known, or listed as ignored; all the
+ * unknown ones are reported in one error, each at its file:line:column. */
+static int check_keys(hf_ctx *c) {
+  char list[ENPU_ERR_MSG_LEN - 256] = "";
+  int count = 0, left_out = 0;
+  scan_keys(c, c->doc.root, &c->root, list, sizeof list, &count, &left_out);
+  if (c->cfg != c->doc.root) scan_keys(c, c->cfg, &c->cfg_at, list, sizeof list, &count, &left_out);
+  if (!count) return ENPU_OK;
+  char more[64] = "";
+  if (left_out) snprintf(more, sizeof more, "\n  ... and %d more", left_out);
+  return enpu_errorf(c->err, ENPU_ERR_INVALID,
+                     "%s: %d unknown field%s: the importer does not know whether the graph needs %s (pass --ignore "
+                     "KEY[,KEY...] for those that do not change the operators of a forward pass):%s%s",
+                     c->doc.file, count, count > 1 ? "s" : "", count > 1 ? "them" : "it", list, more);
+}
+
+/* A rejected family, by class or model_type: the error names what the graph lacks. */
+static int check_rejected(hf_ctx *c, const char *cls, const char *mt) {
+  for (size_t i = 0; i < sizeof hf_rejected / sizeof hf_rejected[0]; i++) {
+    const bool by_cls = *cls && !strcmp(hf_rejected[i].cls, cls);
+    if (!by_cls && strcmp(hf_rejected[i].model_type, mt)) continue;
+    config_path p = CONFIG_KEY(&c->root, by_cls ? "architectures" : "model_type");
+    return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "architecture \"%s\" cannot be expressed: %s",
+                       by_cls ? cls : mt, hf_rejected[i].why);
   }
   return ENPU_OK;
 }
 
+/* The family: architectures[0] first, model_type (the root's, then text_config's) as the
+ * fallback. A known class under another model_type (Kimi-K2's kimi_k2 building
+ * DeepseekV3ForCausalLM) is that class's graph, with a note. */
 static int find_arch(hf_ctx *c, const hf_arch **out) {
-  char mt[64] = "";
-  const json_t *v = get(c, "model_type");
-  if (json_is_string(v)) snprintf(mt, sizeof mt, "%s", json_string_value(v));
-  for (size_t i = 0; i < sizeof hf_archs / sizeof hf_archs[0]; i++)
-    if (!strcmp(hf_archs[i].model_type, mt)) {
-      *out = &hf_archs[i];
-      if (hf_archs[i].note) note(c, hf_archs[i].note);
+  const char *cls = string_at(c->doc.root, "architectures"), *mt = string_at(c->doc.root, "model_type");
+  const char *text_mt = c->cfg != c->doc.root ? string_at(c->cfg, "model_type") : "";
+  ENPU_FORWARD(check_rejected(c, cls, mt));
+  const hf_arch *a = NULL;
+  for (size_t i = 0; i < NARCH && !a && *cls; i++)
+    for (int k = 0; k < 3 && hf_archs[i].classes[k]; k++)
+      if (!strcmp(hf_archs[i].classes[k], cls)) a = &hf_archs[i];
+  for (size_t i = 0; i < NARCH && !a; i++)
+    if (!strcmp(hf_archs[i].model_type, mt) || (*text_mt && !strcmp(hf_archs[i].model_type, text_mt)))
+      a = &hf_archs[i];
+  if (!a) {
+    ENPU_FORWARD(check_rejected(c, "", text_mt));
+    config_path p = CONFIG_KEY(&c->root, *cls ? "architectures" : "model_type");
+    return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID,
+                       "expected a known architecture (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                       "Qwen3ForCausalLM, Phi3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, "
+                       "Qwen3MoeForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, ...) or model_type, got "
+                       "\"%s\" (model_type \"%s\")",
+                       cls, mt);
+  }
+  char line[256];
+  if (*mt && strcmp(a->model_type, mt) && strcmp(a->model_type, text_mt)) {
+    snprintf(line, sizeof line, "architecture %s under model_type \"%s\": imported as the %s family's graph", cls,
+             mt, a->model_type);
+    note(c, line);
+  }
+  if (a->note) note(c, a->note);
+  *out = a;
+  return ENPU_OK;
+}
+
+/* The context limit: max_position_embeddings, or the longer length a rope scaling
+ * (rope_scaling or rope_parameters: factor x original_max_position_embeddings) extends
+ * it to. 0: the config states none. */
+static int context_limit(hf_ctx *c, int *out) {
+  int limit = 0;
+  ENPU_FORWARD(get_int(c, "max_position_embeddings", 0, &limit));
+  const json_t *rope = get(c, "rope_scaling");
+  if (!json_is_object(rope)) rope = get(c, "rope_parameters");
+  const json_t *factor = json_object_get(rope, "factor"),
+               *orig = json_object_get(rope, "original_max_position_embeddings");
+  const char *type = string_at(rope, json_object_get(rope, "rope_type") ? "rope_type" : "type");
+  /* YaRN, linear and dynamic scaling stretch the trained length by the factor; llama3's
+   * and longrope's factor reshapes frequencies within max_position_embeddings */
+  const bool extends = !strcmp(type, "yarn") || !strcmp(type, "linear") || !strcmp(type, "dynamic");
+  if (extends && json_is_number(factor) && json_is_integer(orig)) {
+    const double ext = json_number_value(factor) * (double)json_integer_value(orig);
+    if (ext > limit && ext <= 16777216) {
+      char line[160];
+      snprintf(line, sizeof line, "context limit: rope scaling extends max_position_embeddings %d to %.0f tokens",
+               limit, ext);
+      note(c, line);
+      limit = (int)ext;
+    }
+  }
+  if (limit > 16777216) limit = 16777216;
+  if (!limit) note(c, "context limit: the config states none (no max_position_embeddings); buckets are unbounded");
+  *out = limit;
+  return ENPU_OK;
+}
+
+/* The MLP's activation: SiLU (SwiGLU) or GELU (GeGLU: the same gate, up, product and down
+ * operators; the activation's vector work is counted as SiLU's). */
+static int check_activation(hf_ctx *c) {
+  const char *key = get(c, "hidden_activation") ? "hidden_activation" : "hidden_act";
+  const json_t *v = get(c, key);
+  if (!v || (json_is_string(v) && !strcmp(json_string_value(v), "silu"))) return ENPU_OK;
+  static const char *const gelu[] = {"gelu_pytorch_tanh", "gelu", "gelu_new"};
+  for (size_t i = 0; json_is_string(v) && i < 3; i++)
+    if (!strcmp(json_string_value(v), gelu[i])) {
+      note(c, "GeGLU: a gated MLP with GELU in place of SiLU has the same operators; the activation's vector work "
+              "is counted as SiLU's");
       return ENPU_OK;
     }
-  for (size_t i = 0; i < sizeof hf_rejected / sizeof hf_rejected[0]; i++)
-    if (!strcmp(hf_rejected[i].model_type, mt)) {
-      config_path p = CONFIG_KEY(&c->root, "model_type");
-      return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "architecture \"%s\" cannot be expressed: %s", mt,
-                         hf_rejected[i].why);
+  return fail_key(c, key, "\"silu\" or \"gelu_pytorch_tanh\" (every FFN of the graph is a gated MLP)");
+}
+
+/* How many layers a window limits: layer_types' sliding ones (every other one a
+ * full_attention), else the family's pattern (Gemma 2: every other layer; Gemma 3: all
+ * but every sliding_window_pattern-th), else Qwen2's layers from max_window_layers on,
+ * else (Mistral v0.1) every layer. */
+static int window_count(hf_ctx *c, const hf_arch *a, int layers, int *count) {
+  const json_t *v = get(c, "layer_types");
+  if (json_is_array(v)) {
+    if ((int)json_array_size(v) != layers)
+      return fail_key(c, "layer_types", "one entry per layer (num_hidden_layers)");
+    *count = 0;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+      const char *t = json_is_string(json_array_get(v, i)) ? json_string_value(json_array_get(v, i)) : "";
+      if (!strcmp(t, "sliding_attention")) (*count)++;
+      else if (strcmp(t, "full_attention"))
+        return fail_key(c, "layer_types", "\"full_attention\" or \"sliding_attention\" in every layer");
     }
-  return fail_key(c, "model_type",
-                  "one of llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3");
+    return ENPU_OK;
+  }
+  int pattern = 0, from = 0;
+  v = get(c, "sliding_window_pattern");
+  if (json_is_integer(v)) ENPU_FORWARD(get_count(c, "sliding_window_pattern", -1, &pattern));
+  if (a->window_every) *count = (layers + a->window_every - 1) / a->window_every;
+  else if (pattern) *count = layers - layers / pattern;
+  else if (json_is_true(get(c, "use_sliding_window"))) {
+    ENPU_FORWARD(get_int(c, "max_window_layers", 0, &from));
+    *count = from < layers ? layers - from : 0;
+  } else *count = layers;
+  return ENPU_OK;
+}
+
+/* Window-limited attention: a window the sequence can outgrow bounds the attention of
+ * the layers it applies to (the model's sliding_window). A window off (use_sliding_window
+ * false), null, or as long as the context (Phi-3's 131072 of 131072) limits nothing. */
+static int window_of(hf_ctx *c, const hf_arch *a, int layers, int *size, int *count) {
+  *size = *count = 0;
+  const json_t *v = get(c, "cross_attention_layers");
+  if (v && (!json_is_array(v) || json_array_size(v)))
+    return fail_key(c, "cross_attention_layers", "[] (cross-attention layers cannot be expressed)");
+  const json_t *sw = get(c, "sliding_window");
+  if (!sw || json_is_false(json_object_get(c->cfg, "use_sliding_window")) || ignored(c, "sliding_window")) {
+    if (sw) note(c, "sliding_window: not applied (use_sliding_window false, or --ignore): full attention");
+    return ENPU_OK;
+  }
+  ENPU_FORWARD(get_count(c, "sliding_window", -1, size));
+  if (c->limit && *size >= c->limit) return *size = 0, ENPU_OK;
+  ENPU_FORWARD(window_count(c, a, layers, count));
+  if (!*count) return *size = 0, ENPU_OK;
+  char line[320];
+  snprintf(line, sizeof line,
+           "sliding_window: %d of %d layers attend to the last %d tokens (their attention operators are bounded "
+           "by the window; the KV cache is still counted for the whole sequence in every layer)",
+           *count, layers, *size);
+  note(c, line);
+  return ENPU_OK;
 }
 
 /* Keys that must hold the value the graph builds. */
 static int check_values(hf_ctx *c, const hf_arch *a) {
-  const json_t *v = get(c, "hidden_act");
-  if (v && (!json_is_string(v) || strcmp(json_string_value(v), "silu")))
-    return fail_key(c, "hidden_act", "\"silu\" (every FFN of the graph is a SwiGLU MLP)");
+  ENPU_FORWARD(check_activation(c));
   if (json_is_true(get(c, "mlp_bias"))) return fail_key(c, "mlp_bias", "false (the graph's MLPs have no bias)");
   int one = 1;
   if (a->moe) {
@@ -209,20 +481,11 @@ static int check_values(hf_ctx *c, const hf_arch *a) {
     if (one != 1) return fail_key(c, "moe_layer_freq", "1 (every layer after the first dense ones is MoE)");
     ENPU_FORWARD(get_int(c, "decoder_sparse_step", 1, &one));
     if (one != 1) return fail_key(c, "decoder_sparse_step", "1 (every layer after the first dense ones is MoE)");
-    v = get(c, "mlp_only_layers");
+    const json_t *v = get(c, "mlp_only_layers");
     if (v && (!json_is_array(v) || json_array_size(v)))
       return fail_key(c, "mlp_only_layers", "[] (dense layers only before the MoE ones, by first_k_dense_replace)");
   }
-  const json_t *sw = get(c, "sliding_window"), *use = json_object_get(c->doc.root, "use_sliding_window");
-  if (sw && !json_is_false(use) && !ignored(c, "sliding_window"))
-    return fail_key(c, "sliding_window",
-                    "null or \"use_sliding_window\": false: sliding-window attention cannot be expressed (the "
-                    "graph attends over the whole sequence); pass --ignore sliding_window to model full attention");
-  v = get(c, "layer_types");
-  for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++)
-    if (!json_is_string(json_array_get(v, i)) || strcmp(json_string_value(json_array_get(v, i)), "full_attention"))
-      return fail_key(c, "layer_types", "\"full_attention\" in every layer (no other layer kind can be expressed)");
-  return ENPU_OK;
+  return context_limit(c, &c->limit);
 }
 
 static int dtype_bytes(hf_ctx *c, int *out) {
@@ -230,8 +493,8 @@ static int dtype_bytes(hf_ctx *c, int *out) {
     *out = c->opt->dtype_bytes;
     return ENPU_OK;
   }
-  const char *key = get(c, "torch_dtype") ? "torch_dtype" : "dtype";
-  const json_t *v = get(c, key);
+  const char *key = get_lm(c, "torch_dtype") ? "torch_dtype" : "dtype";
+  const json_t *v = get_lm(c, key);
   static const struct {
     const char *name;
     int bytes;
@@ -327,14 +590,21 @@ static int model_name(hf_ctx *c, const char *path, char *name) {
 /* The model file's JSON from the checked config. */
 static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **out) {
   int hidden = 0, layers = 0, vocab = 0, inter = 0, dtype = 0;
+  const int limit = c->limit;
   ENPU_FORWARD(get_count(c, "hidden_size", -1, &hidden));
   ENPU_FORWARD(get_count(c, "num_hidden_layers", -1, &layers));
   ENPU_FORWARD(get_count(c, "vocab_size", -1, &vocab));
   ENPU_FORWARD(get_count(c, "intermediate_size", -1, &inter));
   ENPU_FORWARD(dtype_bytes(c, &dtype));
-  const json_t *tie = get(c, "tie_word_embeddings");
+  const json_t *tie = get_lm(c, "tie_word_embeddings");
   if (tie && !json_is_boolean(tie)) return fail_key(c, "tie_word_embeddings", "true or false");
-  if (!tie) note(c, "tie_word_embeddings: absent, taken as false (an LM head of its own)");
+  if (!tie)
+    note(c, a->tie_default
+                ? "tie_word_embeddings: absent, taken as the family's true (the embedding is the LM head)"
+                : "tie_word_embeddings: absent, taken as false (an LM head of its own)");
+  const bool tied = tie ? json_is_true(tie) : a->tie_default;
+  int window = 0, windowed = 0;
+  ENPU_FORWARD(window_of(c, a, layers, &window, &windowed));
   json_t *attn = NULL, *moe = NULL;
   ENPU_FORWARD(a->attention == CONFIG_ATTN_GQA ? gqa_attention(c, hidden, &attn) : mla_attention(c, &attn));
   const int rc = a->moe ? moe_object(c, &moe) : ENPU_OK;
@@ -344,7 +614,11 @@ static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **
   }
   json_t *m = json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:{s:i}}", "name", name, "hidden", hidden, "layers", layers,
                         "vocab", vocab, "dtype_bytes", dtype, "attention", attn, "ffn", "intermediate", inter);
-  if (m && json_is_true(tie)) json_object_set_new(m, "tie_embeddings", json_true());
+  if (m && a->fuse_gate_up) json_object_set_new(json_object_get(m, "ffn"), "fuse_gate_up", json_true());
+  if (m && tied) json_object_set_new(m, "tie_embeddings", json_true());
+  if (m && limit) json_object_set_new(m, "context_limit", json_integer(limit));
+  if (m && windowed)
+    json_object_set_new(m, "sliding_window", json_pack("{s:i, s:i}", "size", window, "layers", windowed));
   if (m && moe && json_object_set_new(m, "moe", moe) < 0) json_decref(m), m = NULL;
   else if (!m) json_decref(moe);
   ENPU_RETURN_IF(!m, c->err, ENPU_ERR_NOMEM, "out of memory (model document)");
@@ -359,8 +633,21 @@ static int check_model(hf_ctx *c, json_t *m, char *text) {
   config_model *cm = calloc(1, sizeof *cm);
   ENPU_RETURN_IF(!cm, c->err, ENPU_ERR_NOMEM, "out of memory (model)");
   const int rc = config_model_parse(&d, cm, c->err);
+  if (rc == ENPU_OK && c->opt->model_out) *c->opt->model_out = *cm;
   free(cm);
   return rc;
+}
+
+/* The language model's keys: the root's, or text_config's for a vision-language release. */
+static void find_lm(hf_ctx *c) {
+  c->cfg = c->doc.root;
+  c->cfg_at = c->root;
+  const json_t *text = json_object_get(c->doc.root, "text_config");
+  if (!json_is_object(text)) return;
+  c->text_at = CONFIG_KEY(&c->root, "text_config");
+  c->cfg = text;
+  c->cfg_at = c->text_at;
+  note(c, "text_config: the language model is imported; the vision tower and the projector are not modelled");
 }
 
 int config_model_import_hf(const char *path, const config_hf_options *opt, char **json, char **notes,
@@ -373,9 +660,11 @@ int config_model_import_hf(const char *path, const config_hf_options *opt, char 
   const hf_arch *a = NULL;
   char name[CONFIG_NAME_LEN];
   json_t *m = NULL;
+  c.cfg = c.doc.root;
   int rc = json_is_object(c.doc.root) ? ENPU_OK : fail_key(&c, "model_type", "a JSON object");
+  if (rc == ENPU_OK) find_lm(&c);
+  if (rc == ENPU_OK) rc = find_arch(&c, &a); /* the architecture first: a family refused is told so */
   if (rc == ENPU_OK) rc = check_keys(&c);
-  if (rc == ENPU_OK) rc = find_arch(&c, &a);
   if (rc == ENPU_OK) rc = check_values(&c, a);
   if (rc == ENPU_OK) rc = model_name(&c, path, name);
   if (rc == ENPU_OK) rc = hf_model_doc(&c, a, name, &m);

@@ -85,6 +85,31 @@ static int parse_axis(const config_doc *doc, const config_path *phase_path, cons
   return rc;
 }
 
+/* A sequence bucket the model cannot take (beyond its context limit) is refused where the
+ * job states it: a plan for it would price a forward pass no deployment can run. */
+static int check_context(const config_doc *doc, const config_path *phase_path, const config_axis *seq,
+                         const config_model *m, enpu_err *err) {
+  if (m->context_limit < 1) return ENPU_OK;
+  config_path sp = CONFIG_KEY(phase_path, "seq");
+  if (seq->rule) {
+    if (seq->rule_max <= m->context_limit) return ENPU_OK;
+    config_path mp = CONFIG_KEY(&sp, "max");
+    return config_fail(doc, &mp, err, ENPU_ERR_RANGE,
+                       "expected at most the model's context limit (%d tokens, %s), got %d", m->context_limit,
+                       m->path, seq->rule_max);
+  }
+  for (int i = 0; i < seq->count; i++) {
+    if (seq->values[i] <= m->context_limit) continue;
+    config_path ip = CONFIG_INDEX(&sp, (size_t)i);
+    return config_fail(
+        doc, &ip, err, ENPU_ERR_RANGE,
+        "sequence bucket beyond the model's context limit: expected at most %d tokens (context_limit "
+        "of %s), got %d",
+        m->context_limit, m->path, seq->values[i]);
+  }
+  return ENPU_OK;
+}
+
 /* Where a phase's parallelism came from, for locating divisibility errors. */
 typedef struct {
   const config_doc *doc;
@@ -124,6 +149,7 @@ static int parse_phase(const config_doc *doc, const config_doc *cluster_doc, con
   g->enabled = true;
   ENPU_FORWARD(parse_axis(doc, &pp, v, "batch", &g->batch, err));
   ENPU_FORWARD(parse_axis(doc, &pp, v, "seq", &g->seq, err));
+  ENPU_FORWARD(check_context(doc, &pp, &g->seq, &job->model, err));
   const config_node *node = &job->cluster.node[ph];
   g->chips = node->chips;
   config_path cluster_root = CONFIG_ROOT, cluster_node = CONFIG_KEY(&cluster_root, name);

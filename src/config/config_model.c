@@ -10,8 +10,10 @@
 
 #include "config_internal.h"
 
-static const char *const model_keys[] = {"name",      "hidden", "layers", "vocab",       "dtype_bytes",
-                                         "attention", "ffn",    "moe",    "speculative", "tie_embeddings"};
+static const char *const model_keys[] = {"name",        "hidden",         "layers",        "vocab",
+                                         "dtype_bytes", "attention",      "ffn",           "moe",
+                                         "speculative", "tie_embeddings", "context_limit", "sliding_window"};
+static const char *const window_keys[] = {"size", "layers"};
 static const char *const spec_keys[] = {"acceptance"};
 static const char *const spec_exit_keys[] = {"exit_layers", "rate"};
 static const char *const attention_kinds[] = {"gqa", "mla"};
@@ -78,6 +80,27 @@ static int parse_moe(const config_doc *doc, const config_path *root, const json_
                        "expected fewer than layers (%d) so that some layer is MoE, got %d", m->layers,
                        m->first_dense_layers);
   }
+  return ENPU_OK;
+}
+
+/* Window-limited attention: `layers` of the model's layers attend to the last `size`
+ * tokens only (Mistral v0.1, Gemma 2/3's local layers, EXAONE 4, OLMo 3). GQA dense
+ * models only: the graph splits their layers into full and windowed ones. */
+static int parse_window(const config_doc *doc, const config_path *root, const json_t *w, config_model *m,
+                        enpu_err *err) {
+  config_path wp = CONFIG_KEY(root, "sliding_window");
+  ENPU_FORWARD(config_object(doc, &wp, w, window_keys, NKEYS(window_keys), err));
+  ENPU_FORWARD(config_get_int(doc, &wp, w, "size", &m->window_size, err));
+  ENPU_FORWARD(config_get_int(doc, &wp, w, "layers", &m->window_layers, err));
+  config_path lp = CONFIG_KEY(&wp, "layers");
+  if (m->window_layers > m->layers)
+    return config_fail(doc, &lp, err, ENPU_ERR_RANGE, "expected at most layers (%d), got %d", m->layers,
+                       m->window_layers);
+  if (m->moe || m->attention != CONFIG_ATTN_GQA)
+    return config_fail(doc, &wp, err, ENPU_ERR_INVALID,
+                       "expected no sliding_window on a %s model: window-limited layers are built for dense GQA "
+                       "models only",
+                       m->moe ? "MoE" : "MLA");
   return ENPU_OK;
 }
 
@@ -199,8 +222,15 @@ int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
     config_path tp = CONFIG_KEY(&root, "tie_embeddings");
     ENPU_FORWARD(config_bool(doc, &tp, tie, &m->tie_embeddings, err));
   }
+  const json_t *limit = json_object_get(o, "context_limit");
+  if (limit) {
+    config_path lp = CONFIG_KEY(&root, "context_limit");
+    ENPU_FORWARD(config_int(doc, &lp, limit, &m->context_limit, err));
+  }
   const json_t *moe = json_object_get(o, "moe");
   if (moe) ENPU_FORWARD(parse_moe(doc, &root, moe, m, err));
+  const json_t *window = json_object_get(o, "sliding_window");
+  if (window) ENPU_FORWARD(parse_window(doc, &root, window, m, err));
   const json_t *spec = json_object_get(o, "speculative");
   if (spec) ENPU_FORWARD(parse_model_spec(doc, &root, spec, m, err));
   else spec_default(m);

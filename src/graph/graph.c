@@ -38,7 +38,7 @@ struct graph {
   graph_op *ops;
   size_t cap;
   int count;
-  graph_segment segments[4];
+  graph_segment segments[5];
   int segment_count;
   graph_totals totals;
   graph_info info;
@@ -55,6 +55,7 @@ typedef struct {
   int64_t tp_dims[GRAPH_ICI_MAX_AXES], etp_dims[GRAPH_ICI_MAX_AXES];
   double dtype; /* bytes per element */
   double max_activation_bytes;
+  bool window; /* building a window-limited layer (model sliding_window) */
 } builder;
 
 const char *graph_kind_name(graph_op_kind kind) {
@@ -155,6 +156,7 @@ static int add_rope(builder *bld, int64_t m, int64_t n, int64_t table, enpu_err 
 typedef struct {
   int64_t b, kv_group, m, n, k, v;
   bool causal, kv_shared, kv_from_cache;
+  int64_t kv_rows; /* K/V rows read from HBM per b when not n (a window's band streams them all) */
 } attention_args;
 
 /* Flash attention: per (request, kv head) b, kv_group query heads, m queries over n keys.
@@ -174,7 +176,7 @@ static int add_attention(builder *bld, const char *name, attention_args a, enpu_
                            .causal = a.causal,
                            .kv_shared = a.kv_shared}};
   const double q = heads * a.m * a.k * d, o = heads * a.m * a.v * d;
-  const double kv = (double)a.b * a.n * (a.kv_shared ? a.k : a.k + a.v) * d;
+  const double kv = (double)a.b * (a.kv_rows ? a.kv_rows : a.n) * (a.kv_shared ? a.k : a.k + a.v) * d;
   op.flops = 2.0 * heads * scores * (a.k + a.v);
   op.vector_ops = heads * (scores * SOFTMAX_OPS_PER_SCORE + (double)a.m * a.v);
   op.hbm_read_bytes = q + kv;
@@ -311,6 +313,17 @@ static void end_segment(graph *g, const char *name, int first, int64_t repeat) {
 /* ---------------------------------------------------------------------------------
  * Layer bodies */
 
+/* A window-limited layer's prefill past its first `size` queries (whose causal attention
+ * is the flash op before): each later query sees exactly the last `size` keys, so the
+ * scores are (seq - size) x size, non-causal; its K/V stream covers the whole sequence.
+ * With the flash op: seq·size − size(size−1)/2 scores, the window's bound. */
+static int add_window_band(builder *bld, const graph_info *in, attention_args a, enpu_err *err) {
+  a.m = in->seq - a.n;
+  a.causal = false;
+  a.kv_rows = in->seq;
+  return add_attention(bld, "attn.window_band", a, err);
+}
+
 static int add_gqa_attention(builder *bld, const graph_info *in, enpu_err *err) {
   const config_model *m = bld->model;
   const int64_t T = in->chip_tokens, hd = m->head_dim;
@@ -322,15 +335,17 @@ static int add_gqa_attention(builder *bld, const graph_info *in, enpu_err *err) 
   /* K and V rows copied into the cache: a DMA, no vector work */
   ENPU_FORWARD(add_elementwise(bld, "attn.kv_cache_write", T, 2 * kv_heads * hd, 1, 0.0, err));
   const bool prefill = in->phase == CONFIG_PREFILL;
+  const int64_t n = bld->window ? m->window_size : in->seq; /* keys a query sees at most */
   attention_args a = {.b = in->chip_requests * kv_heads,
                       .kv_group = q_heads / kv_heads,
-                      .m = prefill ? in->seq : 1,
-                      .n = in->seq,
+                      .m = prefill ? n : 1,
+                      .n = n,
                       .k = hd,
                       .v = hd,
                       .causal = prefill,
                       .kv_from_cache = !prefill};
   ENPU_FORWARD(add_attention(bld, prefill ? "attn.flash" : "attn.decode", a, err));
+  if (prefill && bld->window) ENPU_FORWARD(add_window_band(bld, in, a, err));
   return add_matmul(bld, "attn.o_proj", 1, T, q_heads * hd, m->hidden, true, err);
 }
 
@@ -585,9 +600,15 @@ static int bucket_info(const config_job *job, config_phase phase, int batch, int
   in->chip_tokens = in->chip_requests * per_request;
   const int64_t all_dense = m->moe ? m->first_dense_layers : m->layers;
   const int64_t dense = all_dense < depth ? all_dense : depth;
-  in->dense_layers = ceil_div(dense, p->pp);
+  /* Window-limited layers differ only when the sequence outgrows the window; among the
+   * first `depth` layers, their share of the model's. */
+  int64_t windowed = 0;
+  if (!m->moe && m->window_layers > 0 && seq > m->window_size)
+    windowed = llround((double)dense * m->window_layers / m->layers);
+  in->dense_layers = ceil_div(dense - windowed, p->pp);
+  in->window_layers = ceil_div(windowed, p->pp);
   in->moe_layers = ceil_div(depth - dense, p->pp);
-  const int64_t layers = in->dense_layers + in->moe_layers;
+  const int64_t layers = in->dense_layers + in->window_layers + in->moe_layers;
   const double d = m->dtype_bytes;
   if (m->attention == CONFIG_ATTN_MLA)
     in->kv_bytes_per_token = (double)layers * (m->kv_lora_rank + m->qk_rope_head_dim) * d;
@@ -625,6 +646,13 @@ static int build(builder *bld, enpu_err *err) {
     first = g->count;
     ENPU_FORWARD(add_layer(bld, in, false, err));
     end_segment(g, "dense_layer", first, in->dense_layers);
+  }
+  if (in->window_layers > 0) {
+    first = g->count;
+    bld->window = true;
+    ENPU_FORWARD(add_layer(bld, in, false, err));
+    bld->window = false;
+    end_segment(g, "window_layer", first, in->window_layers);
   }
   if (in->moe_layers > 0) {
     first = g->count;

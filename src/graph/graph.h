@@ -189,7 +189,7 @@ typedef struct {
 } graph_op;
 
 typedef struct {
-  char name[32]; /* "embed", "dense_layer", "moe_layer", "head" */
+  char name[32]; /* "embed", "dense_layer", "window_layer", "moe_layer", "head" */
   int first_op;  /* index of the first op of the segment */
   int op_count;
   int64_t repeat;
@@ -213,6 +213,9 @@ typedef struct {
   int64_t chip_tokens;   /* T: chip_requests·seq (prefill) or chip_requests (decode) */
   int64_t dense_layers;  /* layers of each kind held by this chip (one pipeline stage) */
   int64_t moe_layers;
+  int64_t window_layers;     /* dense layers whose attention is window-limited (the model's
+                                sliding_window, when the bucket's seq exceeds its size; else 0
+                                and they count as dense_layers) */
   grid_moe_load moe;         /* MoE expert load of this chip (all zero if dense) */
   grid_memory memory;        /* per-chip memory and the capacity offload (grid.h) */
   double kv_bytes_per_token; /* KV cache per token per chip, all layers of the stage */

@@ -81,6 +81,7 @@ int replay_uniform_plan(sim *s, const planstore_plan *bucket, int state, plansto
 static int op_part(const char *name) {
   if (!strncmp(name, "dense_layer:", 12)) return 1;
   if (!strncmp(name, "moe_layer:", 10)) return 2;
+  if (!strncmp(name, "window_layer:", 13)) return 3;
   return 0;
 }
 
@@ -95,12 +96,16 @@ static int split_pass(sim *s, const planstore_plan *bucket, int state, uniform_p
   size_t n = 0;
   int rc = planstore_plan_states(s->ps, &pl, ops, nops, &n, err);
   *u = (uniform_pass){.valid = true};
-  const int layers[3] = {1, s->dense_layers, s->moe_layers};
+  /* A window-limited layer (model sliding_window) is one of the dense layers: the full
+   * and the windowed ones' ops are spread over all of them, so a partial-depth pass takes
+   * their average share (and their counts need not divide the dense layers). */
+  const int layers[4] = {1, s->dense_layers, s->moe_layers, s->dense_layers};
+  const bool windows = s->setup->model && s->setup->model->window_layers > 0;
   for (size_t i = 0; rc == ENPU_OK && i < n; i++) {
     const planstore_op_states *o = &ops[i];
     const int part = op_part(o->name);
     if (o->lead_instances != o->instances || o->lead_states[0] != state || layers[part] < 1 ||
-        (part && o->instances % (uint64_t)layers[part])) {
+        ((part == 2 || (part == 1 && !windows)) && o->instances % (uint64_t)layers[part])) {
       rc = enpu_errorf(err, ENPU_ERR_FORMAT,
                        "uniform bucket batch %d seq %d, op %s: %llu instances at state %d, not all at state %d or "
                        "not a multiple of the model's %d layers of its kind (one pipeline stage per node?)",
@@ -109,7 +114,8 @@ static int split_pass(sim *s, const planstore_plan *bucket, int state, uniform_p
       break;
     }
     const double per = (double)o->instances / layers[part];
-    double *t = part ? &u->layer_t[part - 1] : &u->fixed_t, *e = part ? &u->layer_e[part - 1] : &u->fixed_e;
+    const int kind = part == 3 ? 0 : part - 1; /* window ops count with the dense layer's */
+    double *t = part ? &u->layer_t[kind] : &u->fixed_t, *e = part ? &u->layer_e[kind] : &u->fixed_e;
     *t += per * o->lead_time_ns;
     *e += per * o->lead_energy_nj;
   }

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""`enpu model import` on published config.json files, as tests/fixtures/hf/README.md
+documents them, and what the importer promises about such files:
+
+1. Every row of the README's table of published files imports as its "expected" column
+   says: `imports` with the total parameters within 1 % of the published size, or an
+   exit 2 whose error holds the stated words.
+2. A full PretrainedConfig dump (Mistral-7B-Instruct-v0.3's 67 keys) imports in one run;
+   every unknown key of a config is reported in one error, each at its file:line:column;
+   the architecture is checked before the keys (gpt-oss's attention sinks, mllama's
+   cross-attention layers are named as what the graph cannot express).
+3. Dispatch on `architectures`: Kimi-K2's model_type kimi_k2 building
+   DeepseekV3ForCausalLM imports as DeepSeek-V3, with a note; a config nested under
+   text_config imports its language model, with a note.
+4. The context limit: imported from max_position_embeddings (or a YaRN extension), and a
+   job bucket beyond it is refused at job load, at the bucket's file:line:column.
+5. The summary: total and active parameters, weight bytes, KV bytes per token and the
+   context limit, in text and in --json.
+
+usage: test_model_import_published.py ENPU_BINARY SOURCE_DIR"""
+import json
+import os
+import re
+import sys
+import tempfile
+
+from harness import Harness, md_rows
+
+enpu, src = sys.argv[1], os.path.abspath(sys.argv[2])
+h = Harness(enpu, src)
+hf = os.path.join(src, "tests/fixtures/hf")
+tmp = tempfile.mkdtemp(prefix="enpu-import-pub-")
+
+
+def do_import(path, *extra):
+    return h.run("model", "import", path, "--json", *extra)
+
+
+# 1. The README's table, row by row.
+rows = md_rows(open(os.path.join(hf, "README.md")).read(), "| file | repository |")
+h.check("README lists at least 15 published files", len(rows) >= 15, str(len(rows)))
+for row in rows:
+    name, repo, path, commit, size, expected = row[0].strip("`"), row[1], row[2], row[3], row[4], row[5]
+    h.check(f"{name}: source stated (repository, path, 40-hex commit)",
+            "/" in repo and path.endswith("config.json") and re.fullmatch(r"[0-9a-f]{40}", commit), str(row))
+    r = do_import(os.path.join(hf, name))
+    if expected == "imports":
+        ok = r.returncode == 0
+        h.check(f"{name}: imports", ok, r.stderr)
+        if not ok:
+            continue
+        total = json.loads(r.stdout).get("summary", {}).get("params_total", 0) / 1e9
+        published = float(size)
+        h.check(f"{name}: {total:.3f} B parameters within 1 % of the published {published} B",
+                abs(total / published - 1) <= 0.01, f"{total:.3f}")
+    else:
+        needle = expected.split("error:", 1)[1].strip()
+        h.check(f"{name}: exit 2 naming '{needle}' and the file", r.returncode == 2 and needle in r.stderr
+                and name in r.stderr, f"exit {r.returncode}: {r.stderr}")
+
+# ALLaM with its authors' key named as ignored: the 7.0 B model.
+r = do_import(os.path.join(hf, "allam-7b-instruct-preview.json"), "--ignore", "internal_version")
+h.check("allam with --ignore internal_version: 7.0 B within 1 %",
+        r.returncode == 0 and abs(json.loads(r.stdout)["summary"]["params_total"] / 7.0e9 - 1) <= 0.01, r.stderr)
+
+# 2. A full PretrainedConfig dump in one run; every unknown key in one error.
+r = do_import(os.path.join(hf, "mistral-7b-instruct-v0.3.json"))
+h.check("Mistral-7B-Instruct-v0.3's full dump (return_dict, id2label, temperature, ...) imports in one run",
+        r.returncode == 0, r.stderr)
+base = json.load(open(os.path.join(hf, "llama3.1-8b-instruct.json")))
+unknown = {"zz_first": 1, "new_decoder_architecture": True, "zz_third": "x"}
+bad = dict(base, **unknown)
+bad_path = os.path.join(tmp, "three-unknown.json")
+with open(bad_path, "w") as f:
+    json.dump(bad, f, indent=2)
+lines = open(bad_path).read().splitlines()
+r = do_import(bad_path)
+h.check("three unknown keys: exit 2", r.returncode == 2, r.stderr)
+for key in unknown:
+    line = next(i + 1 for i, l in enumerate(lines) if l.strip().startswith(f'"{key}"'))
+    col = lines[line - 1].index(":") + 3  # the value's column (1-based)
+    h.check(f"unknown key {key} reported at {bad_path}:{line}:{col}",
+            f"{bad_path}:{line}:{col}: $.{key}" in r.stderr, r.stderr)
+h.check("one error names all three (one run)", "3 unknown fields" in r.stderr, r.stderr)
+
+# The architecture first: a family that cannot be expressed says so, even with unknown keys.
+oss = dict(base, architectures=["GptOssForCausalLM"], model_type="gpt_oss", zz_unknown=1)
+oss_path = os.path.join(tmp, "gpt-oss.json")
+json.dump(oss, open(oss_path, "w"), indent=2)
+r = do_import(oss_path)
+h.check("gpt-oss with an unknown key: the architecture's error (attention sinks), not the key's",
+        r.returncode == 2 and "attention sinks" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
+mll = dict(base, architectures=["MllamaForConditionalGeneration"], model_type="mllama", zz_unknown=1)
+mll_path = os.path.join(tmp, "mllama.json")
+json.dump(mll, open(mll_path, "w"), indent=2)
+r = do_import(mll_path)
+h.check("mllama: the error names its cross-attention layers",
+        r.returncode == 2 and "cross-attention" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
+
+# 3. Kimi-K2: DeepSeek-V3's class under model_type kimi_k2 (its published config is DeepSeek-V3's
+# with these sizes changed).
+ds = json.load(open(os.path.join(hf, "deepseek-v3-published.json")))
+kimi = dict(ds, model_type="kimi_k2", architectures=["DeepseekV3ForCausalLM"], n_routed_experts=384,
+            num_attention_heads=64, first_k_dense_replace=1, vocab_size=163840)
+kimi_path = os.path.join(tmp, "kimi-k2.json")
+json.dump(kimi, open(kimi_path, "w"), indent=2)
+r = do_import(kimi_path)
+ok = r.returncode == 0
+h.check("kimi_k2 under DeepseekV3ForCausalLM imports", ok, r.stderr)
+if ok:
+    out = json.loads(r.stdout)
+    h.check("kimi_k2: a note names the model_type and the family",
+            any("kimi_k2" in n and "deepseek_v3" in n for n in out["notes"]), str(out["notes"]))
+    h.check("kimi_k2: MLA attention, 384 experts", out["model"]["attention"]["kind"] == "mla"
+            and out["model"]["moe"]["routed_experts"] == 384, str(out["model"]))
+    total = out["summary"]["params_total"] / 1e9
+    h.check(f"kimi_k2: {total:.1f} B parameters within 1 % of the published 1026 B (1.03 T in its safetensors)",
+            abs(total / 1026 - 1) <= 0.01, f"{total:.1f}")
+r = do_import(os.path.join(hf, "devstral-small-2-24b-instruct.json"))
+ok = r.returncode == 0
+h.check("text_config (Devstral Small 2): imports", ok, r.stderr)
+if ok:
+    out = json.loads(r.stdout)
+    h.check("text_config: a note that the vision tower is not modelled",
+            any("text_config" in n and "vision tower" in n for n in out["notes"]), str(out["notes"]))
+    h.check("text_config: the language model's sizes", out["model"]["hidden"] == 5120 and
+            out["model"]["layers"] == 40 and out["model"]["attention"]["head_dim"] == 128, str(out["model"]))
+
+# 4. The context limit.
+r = do_import(os.path.join(hf, "qwen3-8b.json"), "-o", os.path.join(tmp, "qwen3-8b.json"))
+h.check("Qwen3-8B: context limit 40960 in the model file",
+        r.returncode == 0 and json.load(open(os.path.join(tmp, "qwen3-8b.json")))["context_limit"] == 40960, r.stderr)
+q25 = json.load(open(os.path.join(hf, "qwen2.5-7b-instruct.json")))
+q25["rope_scaling"] = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
+q25_path = os.path.join(tmp, "qwen2.5-yarn.json")
+json.dump(q25, open(q25_path, "w"), indent=2)
+r = do_import(q25_path)
+h.check("YaRN factor 4 over 32768: context limit 131072",
+        r.returncode == 0 and json.loads(r.stdout)["model"]["context_limit"] == 131072, r.stderr)
+cluster = json.load(open(os.path.join(src, "jobs/clusters/llama3-70b.json")))
+cluster.update(name="qwen3-8b-tp1", model="qwen3-8b")
+for ph in ("prefill", "decode"):
+    cluster[ph] = {"nodes": 1, "chips": 1, "parallel": {"dp": 1, "tp": 1, "pp": 1, "ep": 1}}
+json.dump(cluster, open(os.path.join(tmp, "cluster.json"), "w"))
+job_text = """{
+  "name": "qwen3-8b-long", "model": "qwen3-8b.json", "chip": "%s", "cluster": "cluster.json",
+  "store": "long/plans.h5",
+  "phases": {
+    "prefill": {"batch": [1], "seq": [4096, 1000000]},
+    "decode": {"batch": [8], "seq": [8192]}
+  },
+  "slacks": [0.05], "policies": ["nodvfs"], "capacity": "ignore"
+}
+""" % os.path.join(src, "jobs/chips/tpuv5p.json")
+job_path = os.path.join(tmp, "job-long.json")
+open(job_path, "w").write(job_text)
+r = h.run("graph", job_path, "--phase", "prefill", "--batch", "1", "--seq", "4096")
+col = job_text.splitlines()[4].index("1000000") + 1
+h.check(f"a 1,000,000-token bucket of Qwen3-8B (limit 40960): refused at job load, exit 2, at 5:{col}",
+        r.returncode == 2 and f"{job_path}:5:{col}: $.phases.prefill.seq[1]" in r.stderr and "context limit" in r.stderr
+        and "40960" in r.stderr, r.stderr)
+open(job_path, "w").write(job_text.replace("1000000", "40960"))
+r = h.run("graph", job_path, "--phase", "prefill", "--batch", "1", "--seq", "40960")
+h.check("a bucket at the limit is accepted", r.returncode == 0, r.stderr)
+
+# The model file's new fields are checked as every other: a window over more layers than
+# the model has, or on a MoE model, and a context limit of 0 are refused at load.
+def model_refused(label, path_text, needle):
+    mpath = os.path.join(tmp, "qwen3-8b.json")
+    keep = open(mpath).read()
+    m = json.loads(keep)
+    m.update(path_text)
+    open(mpath, "w").write(json.dumps(m, indent=2))
+    r = h.run("graph", job_path, "--phase", "prefill", "--batch", "1", "--seq", "4096")
+    open(mpath, "w").write(keep)
+    h.check(f"model file {label}: exit 2 naming {needle}", r.returncode == 2 and needle in r.stderr, r.stderr)
+
+
+open(job_path, "w").write(job_text.replace("1000000", "40960"))
+model_refused("window over 37 of 36 layers", {"sliding_window": {"size": 4096, "layers": 37}},
+              "$.sliding_window.layers")
+model_refused("window of 0 tokens", {"sliding_window": {"size": 0, "layers": 4}}, "$.sliding_window.size")
+model_refused("context limit 0", {"context_limit": 0}, "$.context_limit")
+model_refused("window on a MoE model", {"sliding_window": {"size": 4096, "layers": 4},
+                                        "moe": {"routed_experts": 8, "shared_experts": 0, "experts_per_token": 2,
+                                                "expert_intermediate": 1024, "first_dense_layers": 0}},
+              "$.sliding_window")
+
+# 5. The summary, in text and in --json.
+r = do_import(os.path.join(hf, "llama3.1-8b-instruct.json"))
+s = json.loads(r.stdout)["summary"] if r.returncode == 0 else {}
+h.check("--json summary: Llama-3.1-8B's counts", r.returncode == 0 and abs(s["params_total"] - 8.030e9) < 1e7
+        and abs(s["params_active"] - 7.505e9) < 1e7 and s["weight_bytes"] == 2 * s["params_total"]
+        and s["kv_bytes_per_token"] == 131072 and s["context_limit"] == 131072, str(s))
+r = h.run("model", "import", os.path.join(hf, "llama3.1-8b-instruct.json"), "-o", os.path.join(tmp, "l8.json"))
+h.check("text summary on stdout with -o", r.returncode == 0 and re.search(
+    r"8\.030 B parameters, 7\.505 B active per token, weights 16\.061 GB, KV cache 131072 bytes per token, "
+    r"context limit 131072 tokens", r.stdout), r.stdout + r.stderr)
+h.finish()
