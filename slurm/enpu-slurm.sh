@@ -41,7 +41,10 @@ enpu_slurm_launcher() {
     if [ "${SLURM_NTASKS:-${SLURM_NNODES:-1}}" -gt 1 ]; then launcher=srun; else launcher=none; fi
   fi
   case "$launcher" in
-    srun)   ENPU_LAUNCH=(srun "--mpi=${ENPU_SRUN_MPI:-pmix}" --kill-on-bad-exit=0) ;;
+    # --wait: a rank that dies (a crash, its node lost) leaves the others waiting on it
+    # for ever; every rank of a farm leaves within moments of the others (they meet at
+    # a last barrier), so 60 s after the first exit srun ends the rest.
+    srun)   ENPU_LAUNCH=(srun "--mpi=${ENPU_SRUN_MPI:-pmix}" --kill-on-bad-exit=0 --wait=60) ;;
     mpirun) ENPU_LAUNCH=(mpirun) ;;  # Open MPI reads the rank count from the allocation
     none)   ENPU_LAUNCH=() ;;
     *) echo "enpu-slurm: ENPU_LAUNCHER must be srun, mpirun or none, got '$launcher'" >&2
