@@ -94,6 +94,16 @@ int cli_write_text(const char *path, const char *text, enpu_err *err);
 #define CLI_PAPER_NUMBERS "jobs/paper/paper-numbers.json"
 int cli_load_paper_numbers(const char *path, config_paper **out, enpu_err *err);
 
+/* A lookup argument's text (PLANSTORE_ARG_*) by the reader's rules, planstore_parse_arg,
+ * the one parser of `enpu query`, `enpu report --slack` and the Python package: *out in
+ * its unit (a slack as a fraction). An option's accept: 0, or -1 with `expected` the
+ * reader's message less its "expected " and ", got '...'" (cli_parse_args adds them). */
+int cli_planstore_arg(int which, const char *v, double *out, char *expected, size_t len);
+/* The help of every --slack: one unit, one rule. */
+#define CLI_SLACK_HELP                                                                  \
+  "a fraction (0.05 = 5 %, at most 1), or a percent with its unit\n(5%, up to 1000%); " \
+  "a bare number above 1 is refused"
+
 /* Print "enpu <cmd>: <msg>" on stderr and return 1. */
 int cli_fail(const char *cmd, const char *msg);
 
