@@ -83,6 +83,14 @@ int cli_store_status(const char *path, int code);
 /* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
 int cli_print_json(json_t *doc);
 
+/* Under --json an error is a document too (cli_json.c): print
+ * {"error": {"code": status, "message": message}} on stdout. */
+void cli_json_error(int status, const char *message);
+/* Run a command given --json: its stdout and stderr as they were, and when it exits
+ * non-zero without having printed a document, the error document of the message it
+ * printed last on stderr ("enpu <cmd>: ..."). @return run's status. */
+int cli_json_run(const char *cmd, int (*run)(void *), void *args);
+
 /* Write text to path ("-" or NULL: stdout) through a sibling temporary renamed over it.
  * @return 0, or a negative code with err naming the path. */
 int cli_write_text(const char *path, const char *text, enpu_err *err);
