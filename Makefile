@@ -104,11 +104,14 @@ run: build
 # `make farm JOB=jobs/x.json [NP=N] [ARGS='--progress-s 30']`: the farm of one job over N
 # ranks (default: every local core) as the README shows it, on any machine: as root with
 # Open MPI's two confirmation variables, and with --oversubscribe so that N may exceed the
-# cores (ranks then share them; the store does not depend on N).
+# cores (ranks then share them; the store does not depend on N). Its summary.md and
+# validation go to $(RUNS)/<job>/ (ignored by git), never over the shipped reference
+# results/<job>/ that `make reference` writes.
 NP ?= $(JOBS)
+RUNS ?= runs
 farm: build
 	@test -n "$(JOB)" || { echo "usage: make farm JOB=jobs/<job>.json [NP=N] [ARGS='...']" >&2; exit 2; }
-	$(MPI_ENV) mpirun -np $(NP) --oversubscribe $(BUILD)/enpu farm $(JOB) $(ARGS)
+	$(MPI_ENV) mpirun -np $(NP) --oversubscribe $(BUILD)/enpu farm $(JOB) --results $(RUNS) $(ARGS)
 
 # The README's command table from the option tables the commands parse with
 # (tools/commands_table.py; integration_commands_table fails while it is stale).
