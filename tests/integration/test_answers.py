@@ -31,6 +31,9 @@ Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR L
    replays again; `enpu validate` itself recomputes everything.
 6. `make run` (dry run) ends with the one-line note naming T_peak and the paper-mode
    figure, which exists.
+7. Quiet builds: `make farm` without JOB prints its usage first and builds nothing;
+   every `cmake --build` runs with --no-print-directory; `make test` ends with one line
+   summing the tiers (tools/test_summary.sh) and keeps both tiers' exit status.
 """
 import json
 import os
@@ -309,9 +312,47 @@ def make_run_note():
             note)
 
 
+def quiet_make(tmp):
+    """`make farm` without JOB: its usage first, nothing built; the builds pass
+    --no-print-directory (no Entering/Leaving lines); `make test`'s last line sums the
+    tiers from ctest's logs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    scratch = os.path.join(tmp, "never-built")
+    r = subprocess.run(["make", "-f", os.path.join(h.src, "Makefile"), "farm", f"BUILD={scratch}"], cwd=tmp,
+                       env=env, capture_output=True, text=True)
+    h.check("make farm without JOB: exit 2, its usage first, nothing built",
+            r.returncode == 2 and r.stderr.startswith("usage: make farm JOB=") and not os.path.exists(scratch)
+            and "Entering directory" not in r.stdout + r.stderr, f"exit {r.returncode}: {r.stderr[:300]}")
+    r = subprocess.run(["make", "-n", "build", "asan", "fuzz-setup"], cwd=h.src, env=env, capture_output=True,
+                       text=True)
+    builds = [line for line in r.stdout.splitlines() if "cmake --build" in line]
+    h.check("every cmake --build of the Makefile runs with --no-print-directory",
+            len(builds) == 3 and all("MAKEFLAGS=--no-print-directory" in line for line in builds), "\n".join(builds))
+    logs = {"release.log": "...\n100% tests passed, 0 tests failed out of 57\n",
+            "asan.log": "...\n100% tests passed, 0 tests failed out of 13\n",
+            "asan-bad.log": "...\n92% tests passed, 1 tests failed out of 13\n"}
+    for name, text in logs.items():
+        open(os.path.join(tmp, name), "w").write(text)
+    summary = os.path.join(h.src, "tools", "test_summary.sh")
+    ok = subprocess.run([summary, os.path.join(tmp, "release.log"), "0", os.path.join(tmp, "asan.log"), "0"],
+                        capture_output=True, text=True).stdout
+    bad = subprocess.run([summary, os.path.join(tmp, "release.log"), "0", os.path.join(tmp, "asan-bad.log"), "8"],
+                         capture_output=True, text=True).stdout
+    h.check("make test's last line sums the tiers: 57 + 13 passed, or which tier failed",
+            ok.strip() == "== 57 + 13 tests passed (Release + ASan), fuzzers clean" and "FAILED" in bad
+            and "ASan 1 of 13 failed" in bad, ok + bad)
+    mk = open(os.path.join(h.src, "Makefile")).read()
+    recipe = mk[mk.index("\ntest:"):].split("\n\n")[0]  # `make -n test` would run the sub-makes
+    h.check("  ... and make test runs it last, keeping the exit status of both tiers",
+            recipe.rstrip().endswith("tools/test_summary.sh $(RELEASE_LOG) $$release $(ASAN_LOG) $$asan_rc; \\\n"
+                                     "\texit $$(( release || asan_rc ))"), recipe[-400:])
+
+
 def main():
     version()
     make_run_note()
+    with tempfile.TemporaryDirectory() as tmp:
+        quiet_make(tmp)
     with tempfile.TemporaryDirectory() as tmp:
         store = default_policy(tmp)
         if store:
