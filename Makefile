@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm farm-usage commands-table reference paper paper-quick test check test-full clean
+.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm farm-usage slurm-local slurm-local-stop commands-table reference paper paper-quick test check test-full clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -115,6 +115,15 @@ farm: $(if $(JOB),build,farm-usage)
 
 farm-usage:
 	@echo "usage: make farm JOB=jobs/<job>.json [NP=N] [ARGS='...']" >&2; exit 2
+
+# The one-node Slurm the tests use (tests/integration/slurm/slurm_cluster.py), started
+# by hand and sized to this machine, for trying slurm/*.sbatch without a cluster: it
+# prints the `export SLURM_CONF=...` line the Slurm commands need (tools/slurm_local.py).
+slurm-local:
+	@tools/slurm_local.py start --state $(BUILD)/slurm-local
+
+slurm-local-stop:
+	@tools/slurm_local.py stop --state $(BUILD)/slurm-local
 
 # The README's command table from the option tables the commands parse with
 # (tools/commands_table.py; integration_commands_table fails while it is stale).
