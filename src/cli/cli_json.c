@@ -7,9 +7,9 @@
  * through its print_error), so instead of threading a sink through every one of them,
  * cli_json_run runs the command with stdout in a temporary file and stderr through a
  * pipe that a thread copies on to the real stderr as it comes (a farm's progress lines
- * keep their pace) while keeping the last lines (a struct of the call's, not a global). After the command: its stdout as it
- * was, and when it failed without printing a document, the error document. A rank of a
- * farm that printed no error prints no document, so mpirun's stdout holds one. */
+ * keep their pace) while keeping the last lines (a struct of the call's, not a global). After the command: its
+ * stdout as it was, and when it failed without printing a document, the error document. A rank of a farm that
+ * printed no error prints no document, so mpirun's stdout holds one. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -24,8 +24,8 @@
 enum { TAIL_BYTES = 8192 };
 
 typedef struct {
-  int from, to;                /* the pipe's read end; the real stderr */
-  char tail[TAIL_BYTES + 1];   /* the last bytes that went through */
+  int from, to;              /* the pipe's read end; the real stderr */
+  char tail[TAIL_BYTES + 1]; /* the last bytes that went through */
   size_t used;
   atomic_int stop; /* the command is done: drain and end */
 } json_tee;
