@@ -15,7 +15,8 @@ results/ and .gitignore (committed), with
 and must exit 0. The README's shell is the user's: no Open MPI variable is added here, so
 a block that needs one (root, more ranks than cores) must say it. Afterwards
 `git status --porcelain` of the scratch repository is empty: running the README leaves
-the shipped files as they were (run outputs go to the ignored runs/<job>/).
+the shipped files as they were (run outputs go to the ignored runs/<job>/). Every input
+file any shell block of the README names (runnable or not) is shipped.
 """
 import json
 import os
@@ -55,6 +56,23 @@ def on_demo(cmd, enpu, build_dir, makefile):
     return re.sub(r"(?<![\w/-])make ", f"make -f {makefile} -o build -o deps BUILD={build_dir} ", cmd)
 
 
+def unshipped_inputs(readme):
+    """Files the README's shell blocks (runnable or not) read that the repository does not
+    ship: every `*.csv|jsonl|json` argument but outputs (after -o/--output/--out, under
+    runs/, results/ or build/) and `path/to/` placeholders, a block's `VAR=dir` expanded."""
+    missing = set()
+    for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
+        names = dict(re.findall(r"^(\w+)=(\S+)", block, re.M))
+        for m in re.finditer(r"(\S+\s+)?([\w$./{}-]+\.(?:csv|jsonl|json))\b", block):
+            before, tok = (m.group(1) or "").strip(), m.group(2)
+            path = re.sub(r"\$(\w+)", lambda v: names.get(v.group(1), v.group(0)), tok)
+            if before in ("-o", "--output", "--out") or path.startswith(("runs/", "results/", "build/", "path/to/")):
+                continue
+            if not os.path.exists(os.path.join(h.src, path)):
+                missing.add(tok)
+    return sorted(missing)
+
+
 def git(cwd, *args):
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@t")
@@ -84,6 +102,9 @@ def main():
     nblocks = len({b for b, _ in cmds})
     h.check(f"README.md has runnable blocks ({nblocks}, {len(cmds)} commands)", nblocks >= 2,
             f"want a `{MARK}` line before at least two ```sh blocks")
+    missing = unshipped_inputs(readme)
+    h.check("every input file the README's shell blocks name is shipped (or an output, or a placeholder)",
+            not missing, str(missing))
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     with tempfile.TemporaryDirectory() as tmp:
         scratch_repo(tmp, {j for _, c in cmds for j in re.findall(r"\bjobs/([\w.-]+)\.json\b", c)})
