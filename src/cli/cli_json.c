@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,13 @@ int cli_json_run(const char *cmd, int (*run)(void *), void *args) {
     return run(args);
   }
   tee.from = fds[0];
+  /* The thread takes no signal: a farm's SIGTERM/SIGUSR1 must reach the thread that runs
+   * the command (and interrupt its waits), as without --json. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   const int teeing = pthread_create(&thread, NULL, tee_main, &tee) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   dup2(fileno(out), STDOUT_FILENO);
   if (teeing) dup2(fds[1], STDERR_FILENO);
   close(fds[1]);
