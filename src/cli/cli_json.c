@@ -39,7 +39,7 @@ typedef struct {
   atomic_int stop; /* the command is done: drain and end */
 } json_tee;
 
-static void write_all(int fd, const char *buf, size_t n) {
+static void tee_write(int fd, const char *buf, size_t n) {
   for (size_t off = 0; off < n;) {
     const ssize_t w = write(fd, buf + off, n - off);
     if (w <= 0) return;
@@ -50,7 +50,7 @@ static void write_all(int fd, const char *buf, size_t n) {
 /* Pass buf on, note stdout's first non-blank byte, keep stderr's end in the tail. */
 static void tee_keep(json_tee *t, int c, const char *buf, size_t n) {
   json_channel *ch = &t->ch[c];
-  write_all(ch->to, buf, n);
+  tee_write(ch->to, buf, n);
   for (size_t i = 0; i < n && ch->first < 0; i++)
     if (!strchr(" \t\r\n", buf[i])) ch->first = (unsigned char)buf[i];
   if (c == 0) return;
