@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm commands-table reference paper paper-quick test check test-full clean
+.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm farm-usage slurm-local slurm-local-stop commands-table reference paper paper-quick test check test-full clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -29,7 +29,7 @@ deps:
 # with a warning ("-jN forced in submake").
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@MAKEFLAGS= cmake --build $(BUILD) -j $(JOBS)
+	@MAKEFLAGS=--no-print-directory cmake --build $(BUILD) -j $(JOBS)
 
 # The C sources of src/ and tests/ in the style of .clang-format (clang-format 14), in
 # place; `make test` fails while a file differs (integration_format).
@@ -46,7 +46,7 @@ format: deps
 ASAN_G ?= -g1
 asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 $(ASAN_G)" -DENPU_SANITIZE=ON >/dev/null
-	@MAKEFLAGS= cmake --build $(ASAN_BUILD) -j $(JOBS) --target unit-tests
+	@MAKEFLAGS=--no-print-directory cmake --build $(ASAN_BUILD) -j $(JOBS) --target unit-tests
 
 # Each libFuzzer target runs FUZZ_RUNS inputs with a fixed seed (so CI is reproducible)
 # from a corpus seeded with real inputs:
@@ -60,7 +60,7 @@ FUZZ_LONG_S ?= 600
 
 fuzz-setup: build
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DENPU_FUZZ=ON -DENPU_TESTS=ON >/dev/null
-	@MAKEFLAGS= cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@MAKEFLAGS=--no-print-directory cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@rm -rf $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_CORPORA))
 	@mkdir -p $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_CORPORA))
 	@$(BUILD)/tests/unit/test_store --write $(FUZZ_BUILD)/corpus-store/seed.h5 >/dev/null
@@ -104,11 +104,26 @@ run: build
 # `make farm JOB=jobs/x.json [NP=N] [ARGS='--progress-s 30']`: the farm of one job over N
 # ranks (default: every local core) as the README shows it, on any machine: as root with
 # Open MPI's two confirmation variables, and with --oversubscribe so that N may exceed the
-# cores (ranks then share them; the store does not depend on N).
+# cores (ranks then share them; the store does not depend on N). Its summary.md and
+# validation go to $(RUNS)/<job>/ (ignored by git), never over the shipped reference
+# results/<job>/ that `make reference` writes.
 NP ?= $(JOBS)
-farm: build
-	@test -n "$(JOB)" || { echo "usage: make farm JOB=jobs/<job>.json [NP=N] [ARGS='...']" >&2; exit 2; }
-	$(MPI_ENV) mpirun -np $(NP) --oversubscribe $(BUILD)/enpu farm $(JOB) $(ARGS)
+RUNS ?= runs
+# Without JOB the usage comes first, before anything is built.
+farm: $(if $(JOB),build,farm-usage)
+	$(MPI_ENV) mpirun -np $(NP) --oversubscribe $(BUILD)/enpu farm $(JOB) --results $(RUNS) $(ARGS)
+
+farm-usage:
+	@echo "usage: make farm JOB=jobs/<job>.json [NP=N] [ARGS='...']" >&2; exit 2
+
+# The one-node Slurm the tests use (tests/integration/slurm/slurm_cluster.py), started
+# by hand and sized to this machine, for trying slurm/*.sbatch without a cluster: it
+# prints the `export SLURM_CONF=...` line the Slurm commands need (tools/slurm_local.py).
+slurm-local:
+	@tools/slurm_local.py start --state $(BUILD)/slurm-local
+
+slurm-local-stop:
+	@tools/slurm_local.py stop --state $(BUILD)/slurm-local
 
 # The README's command table from the option tables the commands parse with
 # (tools/commands_table.py; integration_commands_table fails while it is stale).
@@ -178,6 +193,9 @@ paper-quick: build
 # the CPU the Release tests leave idle while they wait on mpirun, Slurm or a farm's
 # progress. Their output follows the Release tests'; either failing fails the target.
 ASAN_LOG := $(ASAN_BUILD)/Testing/unit-asan.log
+# The Release tier's output (also on the terminal): the last line sums both tiers from
+# the two logs (tools/test_summary.sh), so the result is not buried mid-log.
+RELEASE_LOG := $(BUILD)/Testing/release.log
 # One Release test more than there are cores: the Slurm, signal and fault tests spend
 # much of their time waiting (a walltime to pass, Open MPI's kill delays, a daemon's
 # poll), and the third test takes the core they leave idle.
@@ -188,11 +206,12 @@ TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 test:
 	@$(MAKE) --no-print-directory -j $(JOBS) build asan fuzz
 	@echo "== unit + integration tests (Release); unit tests under ASan + UBSan alongside =="
-	@mkdir -p $(ASAN_BUILD)/Testing; \
+	@mkdir -p $(ASAN_BUILD)/Testing $(BUILD)/Testing; \
 	(cd $(ASAN_BUILD) && nice -n 10 ctest --output-on-failure -j $(JOBS) -L unit) > $(ASAN_LOG) 2>&1 & asan=$$!; \
-	(cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)); release=$$?; \
+	(cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)) 2>&1 | tee $(RELEASE_LOG); release=$${PIPESTATUS[0]}; \
 	wait $$asan; asan_rc=$$?; \
 	echo "== unit tests under ASan + UBSan (ran alongside; $(ASAN_LOG)) =="; cat $(ASAN_LOG); \
+	tools/test_summary.sh $(RELEASE_LOG) $$release $(ASAN_LOG) $$asan_rc; \
 	exit $$(( release || asan_rc ))
 
 # The pre-commit tier, under 3 minutes on 2 quiet cores: every unit test and the

@@ -118,3 +118,33 @@ enpu_slurm_requeue() {
     scontrol requeue "$id"
   fi
 }
+
+# Refuses (exit 2, with the reason) a request of more tasks than the partition has CPUs:
+# Slurm would keep such a job PENDING forever with no hint why. Arguments: the sbatch
+# options (--ntasks=N, --ntasks N, -n N, -nN; --partition=P, -p P; default: the default
+# partition). Reads `sinfo`; says nothing and returns 0 when it cannot tell.
+enpu_slurm_fits() {
+  local ntasks=1 partition="" cpus
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --ntasks=*) ntasks=${1#--ntasks=} ;;
+      --ntasks|-n) ntasks=${2:-1}; shift ;;
+      -n[0-9]*) ntasks=${1#-n} ;;
+      --partition=*) partition=${1#--partition=} ;;
+      --partition|-p) partition=${2:-}; shift ;;
+      -p?*) partition=${1#-p} ;;
+    esac
+    shift
+  done
+  # %C: allocated/idle/other/total CPUs of each partition; the default one carries a '*'
+  cpus=$(sinfo -h -o '%P %C' 2>/dev/null | awk -v p="$partition" '
+    { name = $1; def = sub(/\*$/, "", name); split($2, c, "/") }
+    (p == "" && def) || (p != "" && name == p) { total += c[4]; found = name }
+    END { if (found != "") print found, total }')
+  [ -n "$cpus" ] || return 0
+  set -- $cpus
+  if [ "$ntasks" -gt "$2" ] 2>/dev/null; then
+    echo "enpu-slurm: --ntasks=$ntasks does not fit partition $1: it has $2 CPUs in all, so the job would stay PENDING forever; ask for --ntasks=$2 or fewer, or another partition (-p)" >&2
+    exit 2
+  fi
+}

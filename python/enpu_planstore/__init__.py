@@ -130,6 +130,7 @@ def _load() -> ctypes.CDLL:
         "planstore_bucket_count": (c_size_t, [ctypes.c_void_p, c_char_p]),
         "planstore_bucket_info": (c_int, [ctypes.c_void_p, c_char_p, c_size_t, P(_Bucket), E]),
         "planstore_parse_arg": (c_int, [c_int, c_char_p, P(ctypes.c_double), E]),
+        "planstore_default_policy_index": (ctypes.c_long, [P(c_char_p), c_size_t]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -246,7 +247,7 @@ class PlanStore:
         return self._h
 
     def policies(self) -> List[str]:
-        """The store's policies in name order (the first is the default of lookup)."""
+        """The store's policies in name order (default_policy picks lookup's default)."""
         h = self._handle()
         return [self._lib.planstore_policy_name(h, i).decode() for i in range(self._lib.planstore_policy_count(h))]
 
@@ -351,12 +352,15 @@ def slack_fraction(slack: Union[Number, str]) -> float:
 
 
 def default_policy(names: Sequence[str]) -> Optional[str]:
-    """The policy `enpu query` answers with when none is given: enpu-all, else enpu-c, else
-    the first eNPU policy by name, else the first but the nodvfs and uniform references,
-    else the first."""
-    rules = (lambda n: n == "enpu-all", lambda n: n == "enpu-c", lambda n: n.startswith("enpu"),
-             lambda n: n not in ("nodvfs", "uniform"), lambda n: True)
-    return next((n for rule in rules for n in sorted(names) if rule(n)), None)
+    """The policy a lookup without one answers with, in `enpu query` and the C library
+    alike (a NULL policy): the library's one rule, planstore_default_policy_index (enpu-all,
+    else enpu-c, else the first eNPU policy by name, else the first but the nodvfs and
+    uniform references, else the first; a sweep point's policies only by name). None when
+    names is empty."""
+    names = list(names)
+    arr = (ctypes.c_char_p * max(len(names), 1))(*[_cstr("policy", n) for n in names])
+    pick = _library().planstore_default_policy_index(arr, len(names))
+    return names[pick] if pick >= 0 else None
 
 
 def open(path: Union[str, bytes, "os.PathLike[str]"], policy: Optional[str] = None) -> PlanStore:  # noqa: A001 (shadows the builtin on purpose: enpu_planstore.open)

@@ -422,6 +422,16 @@ static int no_sub(const cli_command *c, int argc, char **argv) {
   return help ? 0 : CLI_USAGE;
 }
 
+/* Was --json asked for on a command line that did not parse? Only for a command that
+ * has the option (a --json given to one without is the usage error itself). */
+static bool wants_json(const cli_spec *s, int argc, char **argv, int first) {
+  bool has = false;
+  for (int k = 0; k < s->nopts; k++) has = has || !strcmp(s->opts[k].name, "json");
+  for (int i = first; has && i < argc; i++)
+    if (!strcmp(argv[i], "--json")) return true;
+  return false;
+}
+
 int cli_run(const cli_command *c, int argc, char **argv) {
   const cli_spec *s = NULL;
   int first = 1;
@@ -445,6 +455,9 @@ int cli_run(const cli_command *c, int argc, char **argv) {
     fprintf(stderr, "enpu %s: %s\n", s->command, msg);
     synopsis(s, stderr);
     fprintf(stderr, "`enpu %s --help` shows every option.\n", s->command);
+    if (wants_json(s, argc, argv, first)) cli_json_error(st, msg);
+  } else if (cli_has(&p, "json")) {
+    st = cli_json_run(s->command, s->run, args);
   } else {
     st = s->run(args);
   }

@@ -90,6 +90,14 @@ int cli_store_status(const char *path, int code);
 /* Print a JSON document on stdout (one document, trailing newline); 0 or 1. */
 int cli_print_json(json_t *doc);
 
+/* Under --json an error is a document too (cli_json.c): print
+ * {"error": {"code": status, "message": message}} on stdout. */
+void cli_json_error(int status, const char *message);
+/* Run a command given --json: its stdout and stderr as they were, and when it exits
+ * non-zero without having printed a document, the error document of the message it
+ * printed last on stderr ("enpu <cmd>: ..."). @return run's status. */
+int cli_json_run(const char *cmd, int (*run)(void *), void *args);
+
 /* Write text to path ("-" or NULL: stdout) through a sibling temporary renamed over it.
  * @return 0, or a negative code with err naming the path. */
 int cli_write_text(const char *path, const char *text, enpu_err *err);
@@ -100,6 +108,16 @@ int cli_write_text(const char *path, const char *text, enpu_err *err);
  * @return 0, or config_paper_load's error for a file that is given or exists. */
 #define CLI_PAPER_NUMBERS "jobs/paper/paper-numbers.json"
 int cli_load_paper_numbers(const char *path, config_paper **out, enpu_err *err);
+
+/* A lookup argument's text (PLANSTORE_ARG_*) by the reader's rules, planstore_parse_arg,
+ * the one parser of `enpu query`, `enpu report --slack` and the Python package: *out in
+ * its unit (a slack as a fraction). An option's accept: 0, or -1 with `expected` the
+ * reader's message less its "expected " and ", got '...'" (cli_parse_args adds them). */
+int cli_planstore_arg(int which, const char *v, double *out, char *expected, size_t len);
+/* The help of every --slack: one unit, one rule. */
+#define CLI_SLACK_HELP                                                                  \
+  "a fraction (0.05 = 5 %, at most 1), or a percent with its unit\n(5%, up to 1000%); " \
+  "a bare number above 1 is refused"
 
 /* Print "enpu <cmd>: <msg>" on stderr and return 1. */
 int cli_fail(const char *cmd, const char *msg);

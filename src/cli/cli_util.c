@@ -11,6 +11,7 @@
 #include "common.h"
 #include "config.h"
 #include "graph.h"
+#include "planstore.h"
 #include "store.h"
 
 int cli_print_json(json_t *doc) {
@@ -38,6 +39,14 @@ int cli_store_status(const char *path, int code) {
   enpu_err probe = {0};
   if (code == ENPU_ERR_FORMAT) return store_probe(path, &version, &probe) == 0 ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
   return cli_input_status(code);
+}
+
+int cli_planstore_arg(int which, const char *v, double *out, char *expected, size_t len) {
+  enpu_err err = {0};
+  if (planstore_parse_arg(which, v, out, &err) == 0) return 0;
+  const char *m = strncmp(err.msg, "expected ", 9) ? err.msg : err.msg + 9, *got = strstr(m, ", got '");
+  snprintf(expected, len, "%.*s", got ? (int)(got - m) : (int)strlen(m), m);
+  return -1;
 }
 
 int cli_fail(const char *cmd, const char *msg) {

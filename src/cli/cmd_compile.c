@@ -18,6 +18,7 @@
 #include "cost.h"
 #include "graph.h"
 #include "grid.h"
+#include "planstore.h"
 #include "report.h"
 #include "search.h"
 
@@ -44,6 +45,24 @@ static int accept_policy(const char *v, void *args, char *expected, size_t len) 
   config_policy_spec p;
   if (!strcmp(v, "all") || config_policy_spec_parse(v, &p) == 0) return 0;
   return cli_reject(expected, len, "a policy name or all");
+}
+
+/* --slacks: each item as `enpu query --slack` reads it (planstore_parse_arg), so that a
+ * bare 5 is refused rather than compiled at 500 %. */
+static int accept_slacks(const char *v, void *args, char *expected, size_t len) {
+  cli_numbers *list = &((compile_args *)args)->slacks;
+  char item[64];
+  list->n = 0;
+  for (const char *p = v;; p++) {
+    const size_t n = strcspn(p, ",");
+    if (n == 0 || n >= sizeof item || list->n == CLI_LIST_MAX)
+      return snprintf(expected, len, "a comma-separated list of at most %d slacks", CLI_LIST_MAX), -1;
+    memcpy(item, p, n);
+    item[n] = '\0';
+    if (cli_planstore_arg(PLANSTORE_ARG_SLACK, item, &list->v[list->n++], expected, len) < 0) return -1;
+    p += n;
+    if (!*p) return 0;
+  }
 }
 
 /* clang-format off */
@@ -83,8 +102,8 @@ static const cli_opt opts[] = {
              "sampled ops' greedy-vs-exact energy gap"},
     CLI_JSON_OPT(compile_args, "the plans"),
     COMPILE_FLAG(vfset, "add every plan's vf.set stream (48-bit states + 6-bit mask)"),
-    {.name = "slacks", .type = CLI_LIST, .at = offsetof(compile_args, slacks), .meta = "LIST",
-     .range = CLI_CONFIG_RANGE("job", "$.slacks[]"), .help = "increasing slacks (fractions) instead of the job's"},
+    {.name = "slacks", .type = CLI_CUSTOM, .meta = "LIST", .accept = accept_slacks,
+     .help = "increasing slacks instead of the job's, comma-separated, each\n" CLI_SLACK_HELP},
     {.name = "capacity-factor", .type = CLI_STRING, .at = offsetof(compile_args, factors), .meta = "LIST",
      .help = "MoE expert load imbalance (paper §4.6, Figure 20): compile\n"
              "the bucket at each capacity factor (1 = balanced ... worst = E/k)\n"

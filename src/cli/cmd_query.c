@@ -7,8 +7,8 @@
  * op's vf.set words (all six units, FE = max(SA, VU, SRAM), encoded by the search module). JSON field names are a
  * contract for scripts; u64 signatures are hex strings (JSON integers are signed).
  *
- * Without --policy the store's eNPU policy answers (default_policy below gives the order)
- * and the output says which policy that was and that it was the default.
+ * Without --policy the store's default policy answers (planstore_default_policy_index:
+ * its eNPU policy) and the output says which policy that was and that it was the default.
  *
  * Exit status: 0 ok (a target below the fastest plan: the fastest plan, with a warning on
  * stderr and in the JSON); 1 the store cannot be read, or no plan (no covering bucket, a
@@ -37,15 +37,10 @@ typedef struct {
 } query_args;
 
 /* An option's text by planstore_parse_arg's rules, at parse time (before the other
- * checks of the command line, as a typed option's range): `expected` is the reader's
- * message less its "expected " and ", got '...'" (the parser adds them back). */
+ * checks of the command line, as a typed option's range). */
 static int accept_arg(int which, const char *v, char *expected, size_t len) {
-  enpu_err err = {0};
   double x;
-  if (planstore_parse_arg(which, v, &x, &err) == 0) return 0;
-  const char *m = strncmp(err.msg, "expected ", 9) ? err.msg : err.msg + 9, *got = strstr(m, ", got '");
-  snprintf(expected, len, "%.*s", got ? (int)(got - m) : (int)strlen(m), m);
-  return -1;
+  return cli_planstore_arg(which, v, &x, expected, len);
 }
 #define QUERY_ACCEPT(name_, which_)                                         \
   static int name_(const char *v, void *args, char *expected, size_t len) { \
@@ -74,8 +69,7 @@ static const cli_opt opts[] = {
      .help = "the target time of the batch, ms (> 0)"},
     {.name = "slack", .type = CLI_STRING, .at = offsetof(query_args, slack_text), .meta = "X",
      .accept = accept_slack,
-     .help = "the target as a slack: a fraction (0.05 = 5 %, at most 1), or a percent\n"
-             "with its unit (5%, up to 1000%); a bare number above 1 is refused"},
+     .help = "the target as a slack: " CLI_SLACK_HELP},
     {.name = "policy", .type = CLI_STRING, .at = offsetof(query_args, policy), .meta = "NAME",
      .help = "a policy of the store (default: enpu-all, else enpu-c, else the first\n"
              "enpu* policy, else the first but nodvfs and uniform, by name)"},
@@ -125,32 +119,26 @@ static const cli_spec spec = {.command = "query", .run = run, .init = init, .che
 /* clang-format on */
 const cli_spec *const cli_query_specs[] = {&spec, NULL};
 
-/* The policy a query without --policy answers with: the design the store was farmed to
- * evaluate, the eNPU, rather than whichever name sorts first (dvfs-c-walk, a baseline).
- * In order: enpu-all (the paper's eNPU); enpu-c (eNPU without I/O-link scaling); the
- * first policy by name starting with "enpu" (a design-space variant); the first that is
- * not a reference (nodvfs, uniform); the first. */
+_Static_assert(PLANSTORE_VARIANT_SEP == CONFIG_VARIANT_SEP,
+               "the reader knows a sweep point's names as config does");
+
+/* The policy a query without --policy answers with: the reader's default policy
+ * (planstore_default_policy_index, the one rule the C library and the Python package
+ * follow too), picked from the store's names without reading its tables. */
 static int default_policy(const char *path, char *out, enpu_err *err) {
   enum { MAX_POLICIES = 256 };
   char(*names)[STORE_NAME_LEN] = calloc(MAX_POLICIES, STORE_NAME_LEN);
-  ENPU_RETURN_IF(!names, err, ENPU_ERR_NOMEM, "out of memory");
+  const char **ptrs = calloc(MAX_POLICIES, sizeof *ptrs);
   size_t n = 0;
-  const int rc = store_policy_names(path, names, MAX_POLICIES, &n, err);
-  long pick = -1;
-  for (int rule = 0; rc == ENPU_OK && rule < 5 && pick < 0; rule++)
-    for (size_t i = 0; i < n && pick < 0; i++) {
-      const char *nm = names[i];
-      const bool reference = !strcmp(nm, "nodvfs") || !strcmp(nm, "uniform");
-      if (config_variant_of(nm)) continue; /* a sweep point's: --variant asks for one */
-      const bool hit[5] = {!strcmp(nm, "enpu-all"), !strcmp(nm, "enpu-c"), !strncmp(nm, "enpu", 4), !reference,
-                           true};
-      if (hit[rule]) pick = (long)i;
-    }
+  int rc = names && ptrs ? store_policy_names(path, names, MAX_POLICIES, &n, err)
+                         : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; rc == ENPU_OK && i < n; i++) ptrs[i] = names[i];
+  const long pick = rc == ENPU_OK ? planstore_default_policy_index(ptrs, n) : -1;
   if (pick >= 0) snprintf(out, STORE_NAME_LEN, "%s", names[pick]);
+  else if (rc == ENPU_OK) rc = enpu_errorf(err, ENPU_ERR_NOT_FOUND, "plan store %s holds no policy", path);
+  free(ptrs);
   free(names);
-  ENPU_FORWARD(rc);
-  ENPU_RETURN_IF(pick < 0, err, ENPU_ERR_NOT_FOUND, "plan store %s holds no policy", path);
-  return ENPU_OK;
+  return rc;
 }
 
 /* The vf.set word of one op state set: a one-instance stream sets every unit once. */
@@ -240,7 +228,6 @@ static int print_human(const query_args *a, const query_answer *ans, const plans
   printf("policy %s%s, %s bucket batch %d seq %d (request batch %d seq %d), budget mode %s\n", ans->policy,
          ans->by_default ? " (the store's eNPU policy, the default; --policy picks another)" : "",
          cli_phase_names[a->b.phase], pl->batch, pl->seq, a->b.batch, a->b.seq, paper ? "paper" : "strict");
-  if (ans->warning) printf("warning: %s\n", ans->warning);
   printf("target %.6f ms", pl->target_ns / 1e6);
   if (!isnan(a->slack)) printf(" (slack %g%%)", 100 * a->slack);
   printf(": walk prefix %" PRIu64 " of %" PRIu64 " steps\n", pl->walk_prefix, pl->walk_steps);

@@ -1,5 +1,5 @@
 /* cmd_report.c — `enpu report STORE [--replay DIR] [--out DIR] [--job JOB.json]
- * [--slack PCT] [--gnuplot PROG] [--numbers FILE]`: write report.md with tables and gnuplot PNG plots of a
+ * [--slack X] [--gnuplot PROG] [--numbers FILE]`: write report.md with tables and gnuplot PNG plots of a
  * plan store (and of a replay); `enpu report paper --out DIR --numbers FILE MANIFEST...`:
  * the README of the paper's evaluation (tools/paper.py runs it). The report module does
  * the work; this file parses.
@@ -12,6 +12,7 @@
 #include "cli_internal.h"
 #include "config.h"
 #include "report.h"
+#include "planstore.h"
 #include "store.h"
 
 static int run(void *args);
@@ -19,9 +20,14 @@ static int run_paper(void *args);
 
 typedef struct {
   const char *store, *out, *replay, *job, *gnuplot, *numbers;
-  double slack_pct; /* -1: the largest stored */
+  double slack; /* a fraction; -1: the largest stored */
   int json, sweep;
 } report_args;
+
+/* --slack as `enpu query` reads it (planstore_parse_arg): a fraction, or "5%". */
+static int accept_slack(const char *v, void *args, char *expected, size_t len) {
+  return cli_planstore_arg(PLANSTORE_ARG_SLACK, v, &((report_args *)args)->slack, expected, len);
+}
 
 /* clang-format off */
 #define GNUPLOT_OPT(T, field)                                                                      \
@@ -35,9 +41,8 @@ static const cli_opt opts[] = {
      .help = "a directory written by `enpu replay --out DIR`"},
     {.name = "job", .type = CLI_STRING, .at = offsetof(report_args, job), .meta = "JOB",
      .help = "the store's job file: Figure 19 recomputes utilisations with the\ncost model from it"},
-    {.name = "slack", .type = CLI_DOUBLE, .at = offsetof(report_args, slack_pct), .meta = "PCT",
-     .range = CLI_AT_LEAST(0),
-     .help = "slack of the Figure 19 plans, in % (closest stored; default the\nlargest)"},
+    {.name = "slack", .type = CLI_CUSTOM, .meta = "X", .accept = accept_slack,
+     .help = "slack of the Figure 19 plans (closest stored; default the largest):\n" CLI_SLACK_HELP},
     {.name = "sweep", .type = CLI_FLAG, .at = offsetof(report_args, sweep),
      .help = "the store's chip sweep instead (DIR/sweep.md, default DIR: sweep/\nbeside the store): "
              "savings against each swept chip parameter\nat --slack (default: the smallest and largest)"},
@@ -49,7 +54,7 @@ static const cli_opt opts[] = {
 };
 /* clang-format on */
 
-static void init(void *args) { ((report_args *)args)->slack_pct = -1; }
+static void init(void *args) { ((report_args *)args)->slack = -1; }
 
 typedef struct {
   report_paper_options o;
@@ -105,10 +110,7 @@ static int run_sweep(const report_args *a) {
   if (a->out) snprintf(dir, sizeof dir, "%s", a->out);
   else if (slash) snprintf(dir, sizeof dir, "%.*s/sweep", (int)(slash - a->store), a->store);
   else snprintf(dir, sizeof dir, "sweep");
-  const report_arch_options o = {.store_path = a->store,
-                                 .out_dir = dir,
-                                 .gnuplot = a->gnuplot,
-                                 .slack = a->slack_pct < 0 ? -1 : a->slack_pct / 100};
+  const report_arch_options o = {.store_path = a->store, .out_dir = dir, .gnuplot = a->gnuplot, .slack = a->slack};
   enpu_err err = {0};
   uint32_t version = 0;
   if (store_probe(a->store, &version, &err) < 0) return cli_fail("report", err.msg), cli_input_status(err.code);
@@ -128,7 +130,7 @@ static int run(void *args) {
                       .out_dir = a->out,
                       .replay_dir = a->replay,
                       .gnuplot = a->gnuplot,
-                      .freq_slack = a->slack_pct < 0 ? -1 : a->slack_pct / 100};
+                      .freq_slack = a->slack};
   enpu_err err = {0};
   config_job *job = NULL;
   if (a->job && config_job_load(a->job, &job, &err) < 0)

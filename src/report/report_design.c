@@ -380,6 +380,43 @@ static size_t seqs_of(const store_policy_tables *p, int phase, int32_t batch, in
   return n;
 }
 
+/* Series that lie on top of each other drawn once, labelled with every name they stand
+ * for ("slack 2%, 5%, 10% (identical)"): y is nq rows of *ns columns, compacted in place.
+ * Identical: every point within 1e-9 relative (or both NaN). */
+static void merge_identical(size_t nq, size_t *ns, char (*names)[96], double *y) {
+  size_t kept = 0, members[16] = {0};
+  for (size_t s = 0; s < *ns; s++) {
+    size_t u = 0;
+    for (; u < kept; u++) {
+      bool same = true;
+      for (size_t q = 0; q < nq && same; q++) {
+        const double a = y[q * *ns + s], b = y[q * *ns + u];
+        same = (isnan(a) && isnan(b)) || fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b)));
+      }
+      if (same) break;
+    }
+    if (u < kept) { /* "slack 2%" + " 5%": the unit once, the names in order */
+      const size_t len = strlen(names[u]);
+      snprintf(names[u] + len, sizeof names[u] - len, ", %s", names[s] + strlen("slack "));
+      members[u]++;
+      continue;
+    }
+    if (kept != s) {
+      memcpy(names[kept], names[s], sizeof names[kept]);
+      for (size_t q = 0; q < nq; q++) y[q * *ns + kept] = y[q * *ns + s];
+    }
+    members[kept++] = 1;
+  }
+  for (size_t u = 0; u < kept; u++)
+    if (members[u] > 1) {
+      const size_t len = strlen(names[u]);
+      snprintf(names[u] + len, sizeof names[u] - len, " (identical)");
+    }
+  for (size_t q = 0; q < nq; q++) /* the rows to kept columns each */
+    for (size_t u = 0; u < kept; u++) y[q * kept + u] = y[q * *ns + u];
+  *ns = kept;
+}
+
 static int fig18_phase(const report_ctx *r, FILE *md, const store_policy_tables *p, int ph, enpu_err *err) {
   int32_t batch = INT32_MAX, seqs[64];
   for (size_t b = 0; b < p->nbuckets; b++)
@@ -387,18 +424,17 @@ static int fig18_phase(const report_ctx *r, FILE *md, const store_policy_tables 
       batch = p->buckets[b].batch;
   const size_t nq = batch == INT32_MAX ? 0 : seqs_of(p, ph, batch, seqs, 64);
   double slacks[16], x[64], y[64 * 16];
-  const size_t ns = slacks_of(r->c, slacks, 16);
+  size_t ns = slacks_of(r->c, slacks, 16);
   if (nq < 2 || ns == 0) return ENPU_OK;
-  char names[16][24];
+  char names[16][96];
   const char *series[16];
-  for (size_t s = 0; s < ns; s++) {
-    snprintf(names[s], sizeof names[s], "slack %g%%", 100 * slacks[s]);
-    series[s] = names[s];
-  }
+  for (size_t s = 0; s < ns; s++) snprintf(names[s], sizeof names[s], "slack %g%%", 100 * slacks[s]);
   for (size_t q = 0; q < nq; q++) {
     x[q] = seqs[q];
     for (size_t s = 0; s < ns; s++) y[q * ns + s] = metric(p, ph, slacks[s], batch, seqs[q], m_savings).mean;
   }
+  merge_identical(nq, &ns, names, y);
+  for (size_t s = 0; s < ns; s++) series[s] = names[s];
   char stem[32], title[160];
   snprintf(stem, sizeof stem, "seq_%s", phase_name[ph]);
   snprintf(title, sizeof title, "%s, %s, batch %d: energy savings vs sequence length", phase_name[ph], p->name,

@@ -234,7 +234,15 @@ static int section_breakdown(const report_ctx *r, FILE *md, enpu_err *err) {
               "point its plan puts it on (the plan's walk prefix, or for a plan that is no walk "
               "prefix, `—`, e.g. DVFS-C's GA, its stored runs), times that point's per-component "
               "energy. `plan` is the stored plan energy on the real operator order; it differs "
-              "from Σ slots by the V/f transitions between operators.\n\n");
+              "from Σ slots by the V/f transitions between operators.\n\n"
+              "The slots: SA, VU, SRAM, HBM and ICI are the five DVFS components (dynamic and "
+              "leakage energy, their regulators' loss included); FE, the front end, is folded "
+              "into `other` (its column stays 0); `other` is the rest of the chip, which no "
+              "policy scales: the chip file's `other_static_w` (control, host interface, "
+              "clocking, I/O) times the pass's time, plus the host link's energy per byte for "
+              "weights a bucket streams from the host (capacity `offload`). It is the same "
+              "power under every policy, so it grows with the time a plan takes and is the "
+              "price of slack.\n\n");
   for (int ph = 0; ph < 2; ph++) {
     if (!has_median(r, md, ph)) continue;
     report_breakdown_row *rows = NULL;

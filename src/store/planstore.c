@@ -41,7 +41,69 @@ static void quiet_hdf5_default_printing(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-/* all: every policy; otherwise only `policy` (NULL: the first in name order). */
+/* ---- the default policy ----------------------------------------------------------- */
+
+long planstore_default_policy_index(const char *const *names, size_t n) {
+  enum { RULES = 5 };
+  for (int rule = 0; names && rule < RULES; rule++) {
+    long pick = -1;
+    for (size_t i = 0; i < n; i++) {
+      const char *nm = names[i];
+      if (!nm || (rule < RULES - 1 && strchr(nm, PLANSTORE_VARIANT_SEP))) continue;
+      const bool reference = !strcmp(nm, "nodvfs") || !strcmp(nm, "uniform");
+      const bool hit[RULES] = {!strcmp(nm, "enpu-all"), !strcmp(nm, "enpu-c"), !strncmp(nm, "enpu", 4), !reference,
+                               true};
+      if (hit[rule] && (pick < 0 || strcmp(nm, names[pick]) < 0)) pick = (long)i;
+    }
+    if (pick >= 0) return pick;
+  }
+  return -1;
+}
+
+const char *planstore_default_policy(const planstore *ps) {
+  enum { MAX_NAMES = 256 };
+  const char *names[MAX_NAMES];
+  const size_t n = ps ? (ps->npolicies < MAX_NAMES ? ps->npolicies : MAX_NAMES) : 0;
+  for (size_t i = 0; i < n; i++) names[i] = ps->policies[i].t.name;
+  const long pick = planstore_default_policy_index(names, n);
+  return pick < 0 ? NULL : names[pick];
+}
+
+/* The default policy's name among a store file's policies, read without their tables. */
+static int default_policy_of_file(const char *path, char out[STORE_NAME_LEN], enpu_err *err) {
+  char(*names)[STORE_NAME_LEN] = enpu_calloc(STORE_MAX_POLICIES, STORE_NAME_LEN);
+  const char **ptrs = enpu_calloc(STORE_MAX_POLICIES, sizeof *ptrs);
+  size_t n = 0;
+  int rc = names && ptrs ? store_policy_names(path, names, STORE_MAX_POLICIES, &n, err)
+                         : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory opening %s", path);
+  for (size_t i = 0; rc == ENPU_OK && i < n; i++) ptrs[i] = names[i];
+  const long pick = rc == ENPU_OK ? planstore_default_policy_index(ptrs, n) : -1;
+  if (rc == ENPU_OK && pick < 0) rc = enpu_errorf(err, ENPU_ERR_NOT_FOUND, "plan store %s holds no policy", path);
+  if (rc == ENPU_OK) snprintf(out, STORE_NAME_LEN, "%s", names[pick]);
+  free(ptrs);
+  free(names);
+  return rc;
+}
+
+/* A policy the store does not hold: the message lists those it does, so that a typo
+ * needs no second command to fix. */
+static void list_policies(const char *path, enpu_err *err) {
+  char(*names)[STORE_NAME_LEN] = enpu_calloc(STORE_MAX_POLICIES, STORE_NAME_LEN);
+  size_t n = 0;
+  enpu_err ignored = {0};
+  if (!err || !names || store_policy_names(path, names, STORE_MAX_POLICIES, &n, &ignored) < 0) {
+    free(names);
+    return;
+  }
+  size_t used = strlen(err->msg);
+  for (size_t i = 0; i < n && used < sizeof err->msg; i++) {
+    const int w = snprintf(err->msg + used, sizeof err->msg - used, "%s%s", i ? ", " : "; it holds ", names[i]);
+    used += w > 0 ? (size_t)w : 0;
+  }
+  free(names);
+}
+
+/* all: every policy; otherwise only `policy` (NULL: the default policy). */
 static int open_store(const char *path, int all, const char *policy, planstore **out, enpu_err *err) {
   ENPU_RETURN_IF(!out, err, ENPU_ERR_INVALID, "planstore_open: no output handle");
   *out = NULL;
@@ -49,6 +111,15 @@ static int open_store(const char *path, int all, const char *policy, planstore *
   planstore *ps = enpu_calloc(1, sizeof *ps);
   ENPU_RETURN_IF(!ps, err, ENPU_ERR_NOMEM, "out of memory opening %s", path);
   quiet_hdf5_default_printing(); /* before the TRY block, which restores what it found */
+  char chosen[STORE_NAME_LEN];
+  if (!all && !policy) {
+    const int rc = default_policy_of_file(path, chosen, err);
+    if (rc < 0) {
+      free(ps);
+      return rc;
+    }
+    policy = chosen;
+  }
   int rc = ENPU_OK;
   /* A crafted file is an expected input here: report it through err, not HDF5's stderr
    * error stack. */
@@ -57,6 +128,7 @@ static int open_store(const char *path, int all, const char *policy, planstore *
              : store_read_policy(path, policy, &ps->policies, &ps->npolicies, err);
   }
   H5E_END_TRY;
+  if (rc == ENPU_ERR_NOT_FOUND && !all) list_policies(path, err);
   if (rc < 0) {
     enpu_err_prefix(err, "plan store %s: ", path);
     free(ps);
@@ -91,9 +163,11 @@ _Static_assert(PLANSTORE_BUCKET_OK == STORE_BUCKET_OK && PLANSTORE_BUCKET_PENDIN
                    PLANSTORE_BUCKET_INFEASIBLE_CAPACITY == STORE_BUCKET_INFEASIBLE_CAPACITY,
                "planstore.h's bucket statuses are the store's");
 
+/* The policy of that name (NULL: the default policy). */
 static const store_policy *policy_named(const planstore *ps, const char *policy) {
-  for (size_t i = 0; ps && i < ps->npolicies; i++)
-    if (!policy || strcmp(ps->policies[i].t.name, policy) == 0) return &ps->policies[i];
+  if (!policy) policy = planstore_default_policy(ps);
+  for (size_t i = 0; ps && policy && i < ps->npolicies; i++)
+    if (strcmp(ps->policies[i].t.name, policy) == 0) return &ps->policies[i];
   return NULL;
 }
 
@@ -234,9 +308,9 @@ static int plan_at_target(const store_policy *p, double target_ns, planstore_pla
     plan->lower_bound_nj = plan->energy_nj + f * (walk[lo].energy_nj - plan->energy_nj);
   }
   ENPU_RETURN_IF(target_ns < b->walk_start_time_ns, err, ENPU_ERR_INFEASIBLE,
-                 "target %.0f ns is below the fastest plan of bucket batch %d seq %d (%.0f ns); "
+                 "target %.9g ms is below the fastest plan of bucket batch %d seq %d (%.9g ms); "
                  "the fastest plan is returned",
-                 target_ns, b->batch, b->seq, b->walk_start_time_ns);
+                 target_ns / 1e6, b->batch, b->seq, b->walk_start_time_ns / 1e6);
   return ENPU_OK;
 }
 

@@ -97,9 +97,10 @@ typedef struct {
  * format_version, corrupt or out-of-range contents), ENPU_ERR_NOMEM. *out is NULL on
  * failure. */
 PLANSTORE_API int planstore_open(const char *path, planstore **out, enpu_err *err);
-/* planstore_open of one policy only (NULL: the first in name order): the other
- * policies' tables are not read, so a runtime serving one policy opens faster.
- * @return as planstore_open, or ENPU_ERR_NOT_FOUND when the store has no such policy. */
+/* planstore_open of one policy only (NULL: the default policy, planstore_default_policy's
+ * rule): the other policies' tables are not read, so a runtime serving one policy opens
+ * faster. @return as planstore_open, or ENPU_ERR_NOT_FOUND when the store has no such
+ * policy. */
 PLANSTORE_API int planstore_open_policy(const char *path, const char *policy, planstore **out, enpu_err *err);
 PLANSTORE_API void planstore_close(planstore *ps); /* NULL is a no-op */
 
@@ -107,7 +108,23 @@ PLANSTORE_API size_t planstore_policy_count(const planstore *ps);
 /* NULL when out of range */
 PLANSTORE_API const char *planstore_policy_name(const planstore *ps, size_t i);
 
-/* The plan of policy `policy` (NULL = the first policy in name order) for a batch of
+/* The default policy: the one a NULL policy means in every function here, and the one
+ * `enpu query` and the Python package answer with when none is given. It is the design a
+ * store is farmed to evaluate, the eNPU, rather than whichever name sorts first (that is
+ * dvfs-c-walk, a baseline). In order: enpu-all (the paper's eNPU); enpu-c (eNPU without
+ * I/O-link scaling); the first name starting with "enpu" (a design-space variant); the
+ * first that is not a reference (nodvfs, uniform); the first. Rules 1-4 skip a sweep
+ * point's policies (their names hold PLANSTORE_VARIANT_SEP), which are asked for by name.
+ * "First" is by name (strcmp). @return the index of the pick in names[0..n-1], or -1 when
+ * n is 0 or names is NULL. */
+PLANSTORE_API long planstore_default_policy_index(const char *const *names, size_t n);
+/* The default policy of an open store (planstore_default_policy_index over its
+ * policies; the only one for a store opened with planstore_open_policy); NULL when the
+ * store holds no policy. Valid until planstore_close. */
+PLANSTORE_API const char *planstore_default_policy(const planstore *ps);
+#define PLANSTORE_VARIANT_SEP ':' /* "enpu-all:ivr.step_ns=400": a policy on a chip variant */
+
+/* The plan of policy `policy` (NULL = the default policy) for a batch of
  * `batch` requests of `seq` tokens, padded up to the smallest covering bucket (smallest
  * batch >= batch with a sequence bucket >= seq, then the smallest such seq), for the
  * exact target time: the longest walk prefix whose time is <= target_ns.
@@ -218,7 +235,7 @@ typedef struct {
   int status;         /* PLANSTORE_BUCKET_* */
 } planstore_bucket;
 
-/* Number of buckets of policy `policy` (NULL: the first in name order); 0 for an unknown
+/* Number of buckets of policy `policy` (NULL: the default policy); 0 for an unknown
  * policy. */
 PLANSTORE_API size_t planstore_bucket_count(const planstore *ps, const char *policy);
 /* The i-th bucket of the policy in (phase, batch, seq) order.

@@ -16,6 +16,7 @@
 #define STORE_ATTR_ADDED_BUCKETS "added_buckets" /* optional */
 #define STORE_ATTR_TABLE_CHECKSUM "xxh3_64"      /* on every table dataset */
 #define STORE_ATTR_PROVENANCE_CHECKSUM "provenance_xxh3_64"
+#define STORE_MAX_POLICIES 64       /* a store's policies group, at most */
 #define STORE_MAX_RECORD_BYTES 4096 /* a file row; the store's rows are < 300 bytes */
 
 /* The root attributes (provenance) as one record: what the writer writes, store_load

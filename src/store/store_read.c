@@ -36,7 +36,6 @@
 
 #include "store_internal.h"
 
-#define STORE_MAX_POLICIES 64
 #define STORE_MAX_CHUNK_BYTES (4u << 20) /* the writer makes ~64 KiB chunks */
 /* Uncompressed bytes per stored byte; real stores stay far below (see schemas/planstore.md). */
 #define STORE_MAX_ZSTD_RATIO 4096

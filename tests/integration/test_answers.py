@@ -3,7 +3,7 @@
 target below the fastest plan, a checkpoint's "not compiled yet" counts, a farm rerun's
 validation taking what the rerun kept, the documented store format, `make run`'s note.
 
-Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
+Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR LIBENPU_PLANSTORE
 
 1. `enpu --version` prints the version with `git describe` of the source tree (when it is
    a git checkout; src/cli/version.cmake run outside one writes the fallback), the store
@@ -13,10 +13,14 @@ Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
 2. On a farmed store with nodvfs, dvfs-c-walk and enpu-all, `enpu query` without
    --policy answers with enpu-all, says it was the default (text and "policy_from"), and
    gives the same plan as --policy enpu-all; without enpu-all it falls back to enpu-c,
-   and with no enpu* policy to the first non-reference one.
+   and with no enpu* policy to the first non-reference one. On each store the C library
+   (libenpu_planstore through ctypes: planstore_open_policy and planstore_lookup_slack
+   with a NULL policy, planstore_default_policy) and the Python package answer with the
+   policy the CLI names: one rule, the library's. `--policy nope` lists the store's
+   policies.
 3. --target-ms below the bucket's fastest plan: exit 0, the fastest plan (walk prefix 0,
-   its time equal to the stored walk start read by h5py), the warning on stderr and in
-   "warning"; a target at that plan has no warning.
+   its time equal to the stored walk start read by h5py), the warning once, on stderr only,
+   in ms as the target was given, and in "warning"; a target at that plan has no warning.
 4. A one-rank farm stopped by SIGUSR1 leaves a checkpoint with pending buckets; a query
    of a pending bucket in a copy of it names compiled, failed, pending and does-not-fit
    counts equal to h5py's counts of the bucket statuses.
@@ -27,6 +31,9 @@ Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR
    replays again; `enpu validate` itself recomputes everything.
 6. `make run` (dry run) ends with the one-line note naming T_peak and the paper-mode
    figure, which exists.
+7. Quiet builds: `make farm` without JOB prints its usage first and builds nothing;
+   every `cmake --build` runs with --no-print-directory; `make test` ends with one line
+   summing the tiers (tools/test_summary.sh) and keeps both tiers' exit status.
 """
 import json
 import os
@@ -44,6 +51,11 @@ HANG_S = 600  # a hang guard, never a speed assumption
 
 h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
 os.environ["HDF5_PLUGIN_PATH"] = os.path.abspath(sys.argv[3])
+os.environ["ENPU_PLANSTORE_LIB"] = os.path.abspath(sys.argv[4])
+sys.path.insert(0, os.path.join(h.src, "python"))
+import ctypes  # noqa: E402
+
+import enpu_planstore  # noqa: E402
 import h5py  # noqa: E402  (after HDF5_PLUGIN_PATH is set)
 
 SRC = os.path.join(h.src, "jobs")
@@ -134,13 +146,49 @@ def default_policy(tmp):
     h.check("query --policy enpu-all: policy_from --policy, the same plan",
             e["policy_from"] == "--policy" and {k: v for k, v in d.items() if k != "policy_from"} ==
             {k: v for k, v in e.items() if k != "policy_from"})
+    c_default(store, "enpu-all")
     for name, pols, want in (("noall", ["nodvfs", "dvfs-c-walk", "enpu-c"], "enpu-c"),
                              ("noenpu", ["nodvfs", "dvfs-c-walk"], "dvfs-c-walk")):
         p, s = job(tmp, name, pols)
         r = farm(p)
         d = json.loads(query(s, "--slack", "0", "--json").stdout) if r.returncode == 0 else {}
         h.check(f"query without --policy on {pols}: {want}", d.get("policy") == want, str(d.get("policy")))
+        c_default(s, want)
+    r = query(store, "--slack", "0.05", "--policy", "nope")
+    h.check("query --policy nope: exit 2, the message lists the store's policies",
+            r.returncode == 2 and "nope" in r.stderr and "dvfs-c-walk, enpu-all, nodvfs" in r.stderr, r.stderr)
     return store
+
+
+class _Plan(ctypes.Structure):  # the head of planstore_plan: policy index first
+    _fields_ = [("policy", ctypes.c_uint32), ("rest", ctypes.c_char * 4096)]
+
+
+def c_default(store, want):
+    """The C library's default (NULL policy) and the Python package's equal the CLI's."""
+    lib = ctypes.CDLL(os.environ["ENPU_PLANSTORE_LIB"])
+    lib.planstore_policy_name.restype = ctypes.c_char_p
+    lib.planstore_default_policy.restype = ctypes.c_char_p
+    lib.planstore_lookup_slack.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                           ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p]
+    err = ctypes.create_string_buffer(4096)
+    got = {}
+    for opener in ("open", "open_policy"):
+        ps = ctypes.c_void_p()
+        rc = (lib.planstore_open(store.encode(), ctypes.byref(ps), err) if opener == "open" else
+              lib.planstore_open_policy(store.encode(), None, ctypes.byref(ps), err))
+        if rc != 0:
+            got[opener] = f"rc {rc}"
+            continue
+        plan = _Plan()
+        rc = lib.planstore_lookup_slack(ps, None, 1, 8, 2048, ctypes.c_double(0.05), ctypes.byref(plan), err)
+        got[opener] = (lib.planstore_default_policy(ps).decode(),
+                       lib.planstore_policy_name(ps, ctypes.c_size_t(plan.policy)).decode() if rc == 0 else rc)
+        lib.planstore_close(ps)
+    with enpu_planstore.open(store) as ps:
+        py = ps.lookup("decode", 8, 2048, slack=0.05)["policy"]
+    h.check(f"C (NULL policy: open, open_policy, lookup) and Python default to the CLI's {want}",
+            got == {"open": (want, want), "open_policy": (want, want)} and py == want, f"C {got}, Python {py}")
 
 
 def below_fastest(store):
@@ -151,6 +199,11 @@ def below_fastest(store):
     d = json.loads(r.stdout) if r.returncode == 0 else {}
     h.check("target below the fastest plan: exit 0, warning on stderr",
             r.returncode == 0 and "below the fastest plan" in r.stderr, f"exit {r.returncode}: {r.stderr}")
+    t = query(store, "--target-ms", "1e-6")
+    h.check("  ... once, on stderr only, in ms as the target was given",
+            t.stderr.count("below the fastest plan") == 1 and "warning" not in t.stdout
+            and re.search(r"target 1e-06 ms is below the fastest plan .* \(%s ms\)" % re.escape(
+                "%.9g" % (fastest_ns / 1e6)), t.stderr) is not None and " ns" not in t.stderr, t.stdout[:300] + t.stderr)
     h.check("  ... the fastest plan: walk prefix 0, the stored walk start's time",
             d.get("walk_prefix") == 0 and abs(d.get("time_ns", 0) - fastest_ns) <= 1e-9 * fastest_ns, str(d)[:300])
     h.check("  ... and the warning in the JSON", "below the fastest plan" in (d.get("warning") or ""))
@@ -259,9 +312,47 @@ def make_run_note():
             note)
 
 
+def quiet_make(tmp):
+    """`make farm` without JOB: its usage first, nothing built; the builds pass
+    --no-print-directory (no Entering/Leaving lines); `make test`'s last line sums the
+    tiers from ctest's logs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    scratch = os.path.join(tmp, "never-built")
+    r = subprocess.run(["make", "-f", os.path.join(h.src, "Makefile"), "farm", f"BUILD={scratch}"], cwd=tmp,
+                       env=env, capture_output=True, text=True)
+    h.check("make farm without JOB: exit 2, its usage first, nothing built",
+            r.returncode == 2 and r.stderr.startswith("usage: make farm JOB=") and not os.path.exists(scratch)
+            and "Entering directory" not in r.stdout + r.stderr, f"exit {r.returncode}: {r.stderr[:300]}")
+    r = subprocess.run(["make", "-n", "build", "asan", "fuzz-setup"], cwd=h.src, env=env, capture_output=True,
+                       text=True)
+    builds = [line for line in r.stdout.splitlines() if "cmake --build" in line]
+    h.check("every cmake --build of the Makefile runs with --no-print-directory",
+            len(builds) == 3 and all("MAKEFLAGS=--no-print-directory" in line for line in builds), "\n".join(builds))
+    logs = {"release.log": "...\n100% tests passed, 0 tests failed out of 57\n",
+            "asan.log": "...\n100% tests passed, 0 tests failed out of 13\n",
+            "asan-bad.log": "...\n92% tests passed, 1 tests failed out of 13\n"}
+    for name, text in logs.items():
+        open(os.path.join(tmp, name), "w").write(text)
+    summary = os.path.join(h.src, "tools", "test_summary.sh")
+    ok = subprocess.run([summary, os.path.join(tmp, "release.log"), "0", os.path.join(tmp, "asan.log"), "0"],
+                        capture_output=True, text=True).stdout
+    bad = subprocess.run([summary, os.path.join(tmp, "release.log"), "0", os.path.join(tmp, "asan-bad.log"), "8"],
+                         capture_output=True, text=True).stdout
+    h.check("make test's last line sums the tiers: 57 + 13 passed, or which tier failed",
+            ok.strip() == "== 57 + 13 tests passed (Release + ASan), fuzzers clean" and "FAILED" in bad
+            and "ASan 1 of 13 failed" in bad, ok + bad)
+    mk = open(os.path.join(h.src, "Makefile")).read()
+    recipe = mk[mk.index("\ntest:"):].split("\n\n")[0]  # `make -n test` would run the sub-makes
+    h.check("  ... and make test runs it last, keeping the exit status of both tiers",
+            recipe.rstrip().endswith("tools/test_summary.sh $(RELEASE_LOG) $$release $(ASAN_LOG) $$asan_rc; \\\n"
+                                     "\texit $$(( release || asan_rc ))"), recipe[-400:])
+
+
 def main():
     version()
     make_run_note()
+    with tempfile.TemporaryDirectory() as tmp:
+        quiet_make(tmp)
     with tempfile.TemporaryDirectory() as tmp:
         store = default_policy(tmp)
         if store:

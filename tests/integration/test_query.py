@@ -276,6 +276,23 @@ def check_errors(chk, store, tables, pol):
         if got.returncode != code or needle not in got.stderr:
             chk.fail(f"query {' '.join(args)}: exit {got.returncode} (want {code}), stderr {got.stderr.strip()!r} "
                      f"(want '{needle}')")
+    # every --slack takes one unit by one parser: report's and compile's --slacks too (5
+    # refused, 5% and 0.05 taken)
+    job = os.path.join(chk.src, "jobs", "demo.json")
+    got = chk.run("compile", job, "--phase", phase, "--batch", "1", "--seq", "128", "--slacks", "0,5")
+    if got.returncode != 2 or "a bare 5 would be 500 %" not in got.stderr:
+        chk.fail(f"compile --slacks 0,5: exit {got.returncode}, {got.stderr.strip()!r}")
+    got = chk.run("compile", job, "--phase", phase, "--batch", "1", "--seq", "128", "--slacks", "0,5%",
+                  "--policy", "nodvfs")
+    if got.returncode != 0 or "slacks 0% 5%" not in got.stdout:
+        chk.fail(f"compile --slacks 0,5%: exit {got.returncode}, {got.stdout[:200]!r} {got.stderr.strip()!r}")
+    for cmd in (["report", store + ".missing"], ["report", store + ".missing", "--sweep"]):
+        for x, code, needle in (("5", 2, "a bare 5 would be 500 %"), ("5%", None, "cannot open"),
+                                ("0.05", None, "cannot open")):
+            got = chk.run(*cmd, "--slack", x)
+            if (code is not None and got.returncode != code) or needle not in got.stderr:
+                chk.fail(f"{' '.join(cmd)} --slack {x}: exit {got.returncode}, stderr {got.stderr.strip()!r} "
+                         f"(want '{needle}')")
     got = chk.run("query", store + ".missing", "--phase", phase, "--batch", "1", "--seq", "1", "--slack", "0")
     if got.returncode != 2 or "cannot open" not in got.stderr:
         chk.fail(f"query on a missing store: exit {got.returncode}, {got.stderr!r}")

@@ -225,7 +225,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # run into the same directory) is not plotted.
     shutil.copy(os.path.join(rdir, "windows_nodvfs.csv"), os.path.join(rdir, "windows_stale.csv"))
     out4 = os.path.join(tmp, "out4")
-    r = h.run("report", fstore, "--job", "jobs/demo.json", "--replay", rdir, "--out", out4, "--slack", "5")
+    r = h.run("report", fstore, "--job", "jobs/demo.json", "--replay", rdir, "--out", out4, "--slack", "5%")
     dat = os.path.join(out4, "replay_energy.dat")
     h.check("a stale windows file (no policy of summary.json) is not plotted",
             os.path.exists(dat) and "stale" not in open(dat).read() and "nodvfs(6)" in open(dat).read())

@@ -139,7 +139,7 @@ with tempfile.TemporaryDirectory() as tmp:
     r = farm(h, 1, pst, tmp, job=pair)
     h.check("pair sweep: exit 0, 4 points", r.returncode == 0 and summary(r.stdout).get("sweep", {}).get("variants")
             == 4, r.stderr[-600:])
-    r = h.run("report", pst, "--sweep", "--out", rep, "--slack", "5")
+    r = h.run("report", pst, "--sweep", "--out", rep, "--slack", "5%")
     h.check("report --sweep: a heat map of the pair",
             r.returncode == 0 and os.path.exists(os.path.join(rep, "sweep_clock.states_x_vu.shadow_vregs.png")),
             r.stderr[-400:])
