@@ -12,8 +12,9 @@ meet, and a cluster whose test was killed outright is removed by the next start)
 munged runs on the host: its socket is a file every namespace sees.
 
 Traffic stays inside these namespaces: the subnet exists only on their interfaces. A
-node "dies" (kill_node) as a real one does, all at once: every process in its network
-namespace is killed and its link goes down; revive_node brings it back. stop() removes
+node "dies" (kill_node) as a real one does, all at once: its link goes down, every
+process in its network namespace is killed, and the namespace goes with its TCP state;
+revive_node boots it with a new one. stop() removes
 every namespace (and with them the bridge and links), kills every process it started,
 and removes the directory; leftovers() says what of that is still there (the tests
 assert it is nothing).
@@ -77,19 +78,25 @@ class NetnsCluster(LocalSlurm):
         _ip("netns", "add", self.ns("sw"))
         _ip("-n", self.ns("sw"), "link", "add", "br0", "type", "bridge")
         _ip("-n", self.ns("sw"), "link", "set", "br0", "up")
-        for i, host in enumerate(["ctl"] + self.nodes):
-            ns, port = self.ns(host), f"{self.tag}v{i}"
-            _ip("netns", "add", ns)
-            _ip("link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            _ip("link", "set", port, "netns", self.ns("sw"))
-            _ip("-n", self.ns("sw"), "link", "set", port, "master", "br0")
-            _ip("-n", self.ns("sw"), "link", "set", port, "up")
-            _ip("-n", ns, "addr", "add", f"{self.addr(host)}/24", "dev", "eth0")
-            _ip("-n", ns, "link", "set", "eth0", "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
+        for host in ["ctl"] + self.nodes:
+            self._host_net_up(host)
 
-    def _link(self, node, state):
-        _ip("-n", self.ns("sw"), "link", "set", f"{self.tag}v{1 + self.nodes.index(node)}", state)
+    def _port(self, host):
+        """The host's link on the bridge (in the switch namespace)."""
+        return f"{self.tag}v{(['ctl'] + self.nodes).index(host)}"
+
+    def _host_net_up(self, host):
+        """A new network stack for the host: its namespace, its link to the bridge, its
+        address."""
+        ns, port = self.ns(host), self._port(host)
+        _ip("netns", "add", ns)
+        _ip("link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _ip("link", "set", port, "netns", self.ns("sw"))
+        _ip("-n", self.ns("sw"), "link", "set", port, "master", "br0")
+        _ip("-n", self.ns("sw"), "link", "set", port, "up")
+        _ip("-n", ns, "addr", "add", f"{self.addr(host)}/24", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
 
     # ---------------------------------------------------------------- nodes
     def _start_holder(self, node):
@@ -166,9 +173,12 @@ class NetnsCluster(LocalSlurm):
         return out.returncode == 0 and all(states.get(n) == "idle" for n in (nodes or self.nodes))
 
     def kill_node(self, node):
-        """The node dies at once: every process in its network namespace (slurmd, its
-        slurmstepd, the ranks, the holder) gets SIGKILL, and its link goes down."""
-        self._link(node, "down")
+        """The node dies at once: its link goes down, every process in its network
+        namespace (slurmd, its slurmstepd, the ranks, the holder) gets SIGKILL, and its
+        network stack goes with it (the namespace is deleted: a dead host keeps no TCP
+        state, and its killed sockets must not linger to meet the ports of the runs after
+        it, as they would in a namespace kept alive)."""
+        _ip("-n", self.ns("sw"), "link", "set", self._port(node), "down")
         for _ in range(50):  # a dying slurmstepd may fork once more: until none is left
             pids = self.pids_on(node)
             if not pids:
@@ -186,16 +196,20 @@ class NetnsCluster(LocalSlurm):
         h = self.holders.pop(node, None)
         if h:
             h.wait(timeout=10)
+        # the link first, by name: a deleted namespace frees its devices later, in the
+        # kernel's own time, and the revived node's link takes the same name
+        _ip("-n", self.ns("sw"), "link", "del", self._port(node), check=False)
+        _ip("netns", "del", self.ns(node), check=False)
 
     def revive_node(self, node, timeout_s=60):
-        """The node boots again: its link up, a new slurmd, and an empty node-local
+        """The node boots again: a new network stack, a new slurmd, and an empty node-local
         directory and spool (a reboot clears /tmp; the killed steps' pmix directories and
         sockets there would make the requeued job's step, with the same job and step id,
         fail to launch on this node: "Cannot bind() UNIX socket ... Address already in
         use")."""
         for d in (f"tmp-{node}", f"spool-{node}"):
             shutil.rmtree(self._path(d), ignore_errors=True)
-        self._link(node, "up")
+        self._host_net_up(node)
         self._start_node(node, timeout_s)
 
     def pids_on(self, node):
@@ -233,6 +247,8 @@ class NetnsCluster(LocalSlurm):
                 except ProcessLookupError:
                     pass
             _ip("netns", "del", ns, check=False)
+        for host in ["ctl"] + self.nodes:  # a link whose move into the switch failed
+            _ip("link", "del", self._port(host), check=False)
 
     def leftovers(self):
         """What this cluster left on the machine: namespaces, links, processes in them,

@@ -40,19 +40,6 @@ from netns_cluster import NetnsCluster  # noqa: E402
 from slurm_cluster import SlurmUnavailable  # noqa: E402
 
 PROGRESS = re.compile(r"farm: (\d+)/(\d+) tasks")
-# Open MPI 4.1's TCP transport, seen here about once in 60 launches across namespaces:
-# a peer's non-blocking connect reported failed while still in progress, then a
-# segfault of the process it connected to. It is upstream's (the same message is
-# reported on real clusters), before any result; a run it ends is run again once, as a
-# user would, and says so.
-OMPI_RACE = "Open MPI failed to TCP connect to a peer MPI process"
-
-
-def again_after_race(text, name):
-    if OMPI_RACE not in text:
-        return False
-    print(f"     {name}: Open MPI's TCP connect race ended the run (upstream, see OMPI_RACE); running it again")
-    return True
 
 
 def write_job(src, root, name, policies):
@@ -120,29 +107,16 @@ def results_held(store):
     return sum(1 for k in journal_kinds(store) if k in (REC_OP, REC_BUCKET))
 
 
-def slurm_farm(c, s, store, name):
-    """sbatch -N 3 farm.sbatch of s["job"] into store, waited for (once more after Open
-    MPI's race); returns (job info, its log)."""
-    for attempt in (1, 2):
-        jid = c.sbatch(s["farm_sbatch"], args=[s["job"], "--store", store, "--progress-s", "0.2"],
-                       options=["-N", "3"], cwd=s["tmp"], env=s["env"])
-        info = c.wait_job(jid, 120)
-        log = open(os.path.join(s["tmp"], f"enpu-farm-{jid}.out")).read()
-        job = info.get(jid, {})
-        if job.get("JobState") == "COMPLETED" or attempt == 2 or not again_after_race(log, name):
-            return job, log
-
-
-def mpirun_farm(c, s, store, name):
-    """The farm under mpirun --hostfile from n1 (once more after Open MPI's race)."""
-    for attempt in (1, 2):
-        r = c.run_on("n1", s["mpirun"](store, "--quiet"), env=s["mpi_env"], cwd=s["tmp"], timeout=300)
-        if r.returncode == 0 or attempt == 2 or not again_after_race(r.stderr, name):
-            return r
+def mpirun_farm(c, s, store):
+    """The farm under mpirun --hostfile from n1."""
+    return c.run_on("n1", s["mpirun"](store, "--quiet"), env=s["mpi_env"], cwd=s["tmp"], timeout=300)
 
 
 def part_slurm(h, c, s):
-    job, log = slurm_farm(c, s, s["store"]("slurm"), "slurm")
+    jid = c.sbatch(s["farm_sbatch"], args=[s["job"], "--store", s["store"]("slurm"), "--progress-s", "0.2"],
+                   options=["-N", "3"], cwd=s["tmp"], env=s["env"])
+    job = c.wait_job(jid, 120).get(jid, {})
+    log = open(os.path.join(s["tmp"], f"enpu-farm-{jid}.out")).read()
     h.check("slurm: sbatch -N 3 farm.sbatch COMPLETED", job.get("JobState") == "COMPLETED", log[-1500:])
     h.check("slurm: on n1, n2 and n3, three ranks under srun --mpi=pmix",
             job.get("NodeList") == "n[1-3]" and "| ranks | 3 |" in log and "srun --mpi=pmix" in log,
@@ -157,26 +131,23 @@ def part_mpirun(h, c, s):
     seen = c.run_on("n2", ["test", "-e", s["job"]])
     h.check("the worker nodes do not see the job's files", seen.returncode == 1, seen)
     store = s["store"]("mpirun")
-    r = mpirun_farm(c, s, store, "mpirun --hostfile")
+    r = mpirun_farm(c, s, store)
     h.check("mpirun --hostfile: the farm exits 0", r.returncode == 0, r.stderr[-800:])
     h.check("mpirun --hostfile: store identical to one rank's", *same(h, s["ref"], store))
 
 
 def trial_mpirun(h, c, s, n, victim, after):
     name, store = f"loss {n} (mpirun, {victim} after {after} results)", s["store"](f"loss{n}")
-    for attempt in (1, 2):
-        p = subprocess.Popen(c.node_prefix("n1") + s["mpirun"](store, "--progress-s", "0.1"), env=s["mpi_env"],
-                             cwd=s["tmp"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        watch = Watch(proc=p)
-        held = kill_mid_run(c, watch, store, victim, after)
-        if held is not None:
-            break
+    p = subprocess.Popen(c.node_prefix("n1") + s["mpirun"](store, "--progress-s", "0.1"), env=s["mpi_env"],
+                         cwd=s["tmp"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watch = Watch(proc=p)
+    held = kill_mid_run(c, watch, store, victim, after)
+    if held is None:
         p.kill()
         p.wait()
         watch.thread.join(timeout=10)
-        if attempt == 2 or not again_after_race(watch.text(), name):
-            h.fail(f"{name}: the farm got under way", watch.text()[-800:])
-            return 0
+        h.fail(f"{name}: the farm got under way", watch.text()[-800:])
+        return 0
     try:
         p.wait(timeout=120)
     except subprocess.TimeoutExpired:
@@ -186,25 +157,22 @@ def trial_mpirun(h, c, s, n, victim, after):
     done = watch.done()  # the master's last count: what the killed run computed, at least
     h.check(f"{name}: mpirun exits non-zero ({p.returncode})", p.returncode != 0, watch.text()[-600:])
     c.revive_node(victim)
-    r = mpirun_farm(c, s, store, name)
+    r = mpirun_farm(c, s, store)
     h.check(f"{name}: the same command resumes, exit 0", r.returncode == 0, r.stderr[-800:])
     return finish_trial(h, s, name, store, r.stdout, done, held)
 
 
 def trial_slurm(h, c, s, n, victim, after):
     name, store = f"loss {n} (Slurm, {victim} after {after} results)", s["store"](f"loss{n}")
-    for attempt in (1, 2):
-        jid = c.sbatch(s["farm_sbatch"], args=[s["job"], "--store", store, "--progress-s", "0.1"],
-                       options=["-N", "3"], cwd=s["tmp"], env=s["env"])
-        log = os.path.join(s["tmp"], f"enpu-farm-{jid}.out")
-        held = kill_mid_run(c, Watch(log=log), store, victim, after)
-        if held is not None:
-            break
+    jid = c.sbatch(s["farm_sbatch"], args=[s["job"], "--store", store, "--progress-s", "0.1"], options=["-N", "3"],
+                   cwd=s["tmp"], env=s["env"])
+    log = os.path.join(s["tmp"], f"enpu-farm-{jid}.out")
+    held = kill_mid_run(c, Watch(log=log), store, victim, after)
+    if held is None:
         c.client(["scancel", jid])
         c.wait_job(jid, 60)
-        if attempt == 2 or not again_after_race(open(log).read(), name):
-            h.fail(f"{name}: the farm got under way", open(log).read()[-800:])
-            return 0
+        h.fail(f"{name}: the farm got under way", open(log).read()[-800:])
+        return 0
     c.revive_node(victim)
 
     def advancing(info):
@@ -215,8 +183,6 @@ def trial_slurm(h, c, s, n, victim, after):
     found = PROGRESS.findall(starts[1] if len(starts) > 2 else "")
     done = int(found[-1][0]) if found else 0  # the first run's last count
     requeued = int(job.get("Restarts", 0)) >= 1
-    if job.get("JobState") != "COMPLETED" and requeued and again_after_race(text, name):
-        job, text = slurm_farm(c, s, store, name)  # the requeued start cut short: resubmitted
     h.check(f"{name}: requeued, then COMPLETED", job.get("JobState") == "COMPLETED" and requeued,
             f"{job.get('JobState')} restarts {job.get('Restarts')}: {text[-1500:]}")
     return finish_trial(h, s, name, store, text.split("enpu-slurm: job ")[-1], done, held)
