@@ -123,6 +123,36 @@ enpu_slurm_requeue() {
 # Slurm would keep such a job PENDING forever with no hint why. Arguments: the sbatch
 # options (--ntasks=N, --ntasks N, -n N, -nN; --partition=P, -p P; default: the default
 # partition). Reads `sinfo`; says nothing and returns 0 when it cannot tell.
+# Prints the folder where SCRIPT's log goes when it is submitted through submit.sh: the
+# job's results folder. farm/regen (--results D), validate (--out D): D/<job>, the job's
+# "name" (validate: the name in the store's provenance); models-array (after --,
+# --results D): D; sweep and paper (--out D): D itself, their own output folder. Without
+# the option D is runs, the run outputs' folder (ignored by git); paper's is runs/paper.
+# A job file or store that enpu refuses is reported and exits 2, before anything is
+# submitted. Needs ENPU_BIN (enpu_slurm_find_bin).
+enpu_slurm_log_dir() {
+  local script prev="" a d="" name
+  script=$(basename "$1"); shift
+  for a in "$@"; do
+    case "$prev" in --results | --out) d=$a ;; esac
+    case "$a" in --results=* | --out=*) d=${a#*=} ;; esac
+    prev=$a
+  done
+  case "$script" in
+    farm.sbatch | regen.sbatch | sweep.sbatch)
+      name=$("$ENPU_BIN" buckets "$1" --json | sed -n 's/^  "job": "\([^"/]*\)",\{0,1\}$/\1/p') ;;
+    validate.sbatch)
+      name=$("$ENPU_BIN" store info "$1" --json | sed -n 's/^  "job_name": "\([^"/]*\)",\{0,1\}$/\1/p') ;;
+    paper.sbatch) echo "${d:-runs/paper}"; return 0 ;;
+    *) echo "${d:-runs}"; return 0 ;;
+  esac
+  [ -n "$name" ] || { echo "enpu-slurm: cannot tell the job's name from ${1:-(no argument)}; not submitted" >&2; exit 2; }
+  case "$script" in
+    sweep.sbatch) echo "${d:-runs/$name}" ;;
+    *) echo "${d:-runs}/$name" ;;
+  esac
+}
+
 enpu_slurm_fits() {
   local ntasks=1 partition="" cpus
   while [ $# -gt 0 ]; do

@@ -98,6 +98,17 @@ static double factor(uint64_t table_bytes, uint64_t stored_bytes) {
   return stored_bytes ? (double)table_bytes / (double)stored_bytes : 0.0;
 }
 
+/* The job's "name" from the stored job file, or NULL (a store written without one). The
+ * Slurm scripts place a validation's log by it, before anything runs. */
+static json_t *stored_job_name(const store_contents *c) {
+  json_t *job = c->job_json ? json_loads(c->job_json, 0, NULL) : NULL;
+  json_t *name = json_incref(json_object_get(job, "name"));
+  json_decref(job);
+  if (json_is_string(name)) return name;
+  json_decref(name);
+  return NULL;
+}
+
 static json_t *info_json(const char *path, const store_contents *c, store_table_size (*sizes)[STORE_NTABLE],
                          long long file_bytes) {
   json_t *pols = json_array();
@@ -141,12 +152,17 @@ static json_t *info_json(const char *path, const store_contents *c, store_table_
       ci.factor, "policies", pols, "table_bytes", (json_int_t)table_bytes, "stored_bytes", (json_int_t)stored_bytes,
       "zstd_factor", factor(table_bytes, stored_bytes));
   if (doc && json_object_set_new(doc, "variants", variants_json(c)) < 0) json_decref(doc), doc = NULL;
+  json_t *name = stored_job_name(c);
+  if (doc && json_object_set_new(doc, "job_name", name ? name : json_null()) < 0) json_decref(doc), doc = NULL;
   return doc;
 }
 
 static void info_human(const char *path, const store_contents *c, store_table_size (*sizes)[STORE_NTABLE],
                        long long file_bytes) {
   printf("store %s: format_version %u, %lld bytes on disk\n", path, c->format_version, file_bytes);
+  json_t *name = stored_job_name(c);
+  printf("job: %s\n", name ? json_string_value(name) : "(not recorded)");
+  json_decref(name);
   printf("written by enpu %s at %s\n", c->tool_version[0] ? c->tool_version : "(unknown)",
          c->created_utc[0] ? c->created_utc : "(unknown time)");
   printf("hashes: cost model 0x%016" PRIx64 ", chip 0x%016" PRIx64 ", model 0x%016" PRIx64 ", job 0x%016" PRIx64

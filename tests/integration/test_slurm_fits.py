@@ -3,12 +3,14 @@
 the local Slurm is started and stopped by hand through one tool; no daemon is started
 here (fake `sinfo` and `sbatch` on PATH; the real local Slurm is integration_slurm's).
 
-Usage: /usr/bin/python3 test_slurm_fits.py SOURCE_DIR
+Usage: /usr/bin/python3 test_slurm_fits.py ENPU_BINARY SOURCE_DIR
 
 1. slurm/submit.sh --ntasks=4 on a partition of 2 CPUs (the default one): exit 2, the
    message names --ntasks=4, the partition and its 2 CPUs, and sbatch is not called;
    --ntasks=2, -n 2 and -p big --ntasks=4 (64 CPUs) reach sbatch with the arguments as
-   given; without sinfo's answer it submits as sbatch would.
+   given, plus --output under the job's results folder (RESULTS/<job>/, RESULTS/ for the
+   models array) unless -o was given; a job file enpu refuses is not submitted (exit 2);
+   without sinfo's answer it submits as sbatch would.
 2. tools/slurm_local.py (make slurm-local / slurm-local-stop): stop and status when
    nothing runs say so (exit 0 and 1), and an unknown command is a usage error (2); the
    Makefile's targets call it with one state directory.
@@ -21,7 +23,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness  # noqa: E402
 
-h = Harness("", os.path.abspath(sys.argv[1]))
+h = Harness("", os.path.abspath(sys.argv[2]))
+ENPU = os.path.abspath(sys.argv[1])
 SUBMIT = os.path.join(h.src, "slurm", "submit.sh")
 
 
@@ -39,7 +42,7 @@ def fakes(tmp, sinfo_lines):
 
 
 def submit(env, *args):
-    return subprocess.run([SUBMIT, *args], cwd=h.src, env=env, capture_output=True, text=True)
+    return subprocess.run([SUBMIT, *args], cwd=h.src, env=dict(env, ENPU_BIN=ENPU), capture_output=True, text=True)
 
 
 def main():
@@ -50,15 +53,29 @@ def main():
                 r.returncode == 2 and "--ntasks=4 does not fit partition debug" in r.stderr and "2 CPUs" in r.stderr
                 and "PENDING" in r.stderr, f"exit {r.returncode}: {r.stderr}")
         h.check("  ... and sbatch is not called", not os.path.exists(log))
+        runs = os.path.join(tmp, "runs")
         for args in (["--ntasks=2"], ["-n", "2"], ["-p", "big", "--ntasks=4"], ["--partition=big", "-n4"]):
-            r = submit(env, *args, "--time=1:00", "slurm/farm.sbatch", "jobs/demo.json", "--results", "runs")
+            r = submit(env, *args, "--time=1:00", "slurm/farm.sbatch", "jobs/demo.json", "--results", runs)
             got = open(log).read().splitlines()[-1] if os.path.exists(log) else ""
-            h.check(f"submit {' '.join(args)}: fits, sbatch gets the arguments as given",
-                    r.returncode == 0 and got == " ".join([*args, "--time=1:00", "slurm/farm.sbatch",
-                                                           "jobs/demo.json", "--results", "runs"]),
+            h.check(f"submit {' '.join(args)}: fits, sbatch gets the arguments as given, the log in "
+                    "RESULTS/<job>/", r.returncode == 0 and got == " ".join(
+                        [*args, "--time=1:00", f"--output={runs}/demo/enpu-farm-%j.out", "slurm/farm.sbatch",
+                         "jobs/demo.json", "--results", runs]) and os.path.isdir(os.path.join(runs, "demo")),
                     f"exit {r.returncode}: {r.stderr} / {got}")
+        r = submit(env, "-o", "x-%j.out", "slurm/regen.sbatch", "jobs/demo.json")
+        got = open(log).read().splitlines()[-1] if os.path.exists(log) else ""
+        h.check("submit -o FILE: the log where the user said", r.returncode == 0
+                and got == "-o x-%j.out slurm/regen.sbatch jobs/demo.json", f"{r.stderr} / {got}")
+        r = submit(env, "slurm/models-array.sbatch", "a.json", "--", "--results", runs)
+        got = open(log).read().splitlines()[-1] if os.path.exists(log) else ""
+        h.check("submit models-array: the logs in RESULTS/", r.returncode == 0 and got.startswith(
+            f"--output={runs}/enpu-array-%A_%a.out slurm/models-array.sbatch"), f"{r.stderr} / {got}")
+        before = open(log).read()
+        r = submit(env, "slurm/farm.sbatch", "jobs/nope.json", "--results", runs)
+        h.check("submit of a job file enpu cannot read: exit 2, not submitted",
+                r.returncode == 2 and "nope.json" in r.stderr and open(log).read() == before, r.stderr)
         env, log = fakes(os.path.join(tmp, "mute"), [])
-        r = submit(env, "--ntasks=4", "slurm/farm.sbatch", "jobs/demo.json")
+        r = submit(env, "--ntasks=4", "slurm/farm.sbatch", "jobs/demo.json", "--results", runs)
         h.check("submit when sinfo says nothing: submitted as sbatch would", r.returncode == 0 and os.path.exists(log),
                 r.stderr)
         tool = os.path.join(h.src, "tools", "slurm_local.py")

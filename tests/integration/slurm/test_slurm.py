@@ -317,14 +317,21 @@ def test_validate(s):
     r = h.run("farm", os.path.join(s.jobs, "demo.json"), "--store", store, "--results",
               os.path.join(s.tmp, "results"), "--quiet")
     h.check("validate: demo store compiled", r.returncode == 0, r.stderr[-300:])
-    jid = s.submit("validate.sbatch",
-                   [store, "--trace", os.path.join(h.src, "jobs", "traces",
-                                                   "AzureLLMInferenceTrace_conv.csv"),
-                    "--cluster", os.path.join(s.jobs, "clusters", "llama3-70b.json"),
-                    "--sample", "2", "--out", os.path.join(s.tmp, "vres")])
+    # Through slurm/submit.sh: the log goes under the job's results folder (vres/demo/),
+    # nothing lands in the folder submitted from.
+    r = s.slurm.client([os.path.join(h.src, "slurm", "submit.sh"), "--parsable", s.script("validate.sbatch"),
+                        store, "--trace", os.path.join(h.src, "jobs", "traces", "AzureLLMInferenceTrace_conv.csv"),
+                        "--cluster", os.path.join(s.jobs, "clusters", "llama3-70b.json"),
+                        "--sample", "2", "--out", os.path.join(s.tmp, "vres")], cwd=s.tmp, env=s.env, timeout=60)
+    if not h.check("validate: submit.sh submitted it", r.returncode == 0, r.stderr[-500:]):
+        return
+    jid = r.stdout.strip().split(";")[0]
     info = s.slurm.wait_job(jid, 120)
-    log = s.log(f"enpu-validate-{jid}.out")
+    log_path = os.path.join(s.tmp, "vres", "demo", f"enpu-validate-{jid}.out")
+    log = open(log_path, errors="replace").read() if os.path.exists(log_path) else ""
     s.done_ok("validate", info, log)
+    h.check("validate: the log is under the job's results folder, none where it was submitted",
+            log and not [f for f in os.listdir(s.tmp) if f.endswith(".out")], os.listdir(s.tmp))
     h.check("validate: every sampled plan passed, in the job log",
             re.search(r"^PASS: \d+ plans", log, re.M), log[-800:])
     h.check("validate: validation.md written",
