@@ -506,8 +506,7 @@ static int master_setup(master *m, enpu_err *err) {
                                 &farm_signal_seen, m->cache, &m->sums[m->njobs], &m->jobs[m->njobs], err));
   config_files_seal(m->inputs);
   if (!m->o.task_log) return 0;
-  m->task_log = fopen(m->o.task_log, "w");
-  ENPU_RETURN_IF(!m->task_log, err, enpu_errno_code(errno), "cannot write %s: %s", m->o.task_log, strerror(errno));
+  ENPU_FORWARD(enpu_file_create(m->o.task_log, &m->task_log, err));
   fprintf(m->task_log, "job,kind,policy,compute_s,cpu_s,evaluations,result_bytes,packed_bytes\n");
   for (int j = 0; j < m->njobs; j++) farm_job_log_to(m->jobs[j], m->task_log);
   return 0;
@@ -520,7 +519,11 @@ static void master_free(master *m) {
   farm_exec_free(m->exec);
   opcache_close(m->cache);
   config_files_free(m->inputs);
-  if (m->task_log) fclose(m->task_log);
+  /* The task log lists what this run computed, also when it stopped early: published on
+   * every outcome, through the same helper as every file the farm writes. */
+  enpu_err e;
+  if (m->task_log && enpu_file_publish(m->task_log, m->o.task_log, 0, &e) < 0)
+    fprintf(m->o.log, "farm: %s\n", e.msg);
 }
 
 /* Peak resident memory of this process, MB. */

@@ -4,7 +4,8 @@
 test_store_safety.py explains), real files. A "victim" is someone's file that a link
 planted at a path the project writes points to; it must keep its content.
 
- 1. summary.md and validation.md, beside the store and under --results DIR: a symbolic
+ 1. summary.md and validation.md, beside the store and under --results DIR, and the
+    farm's --task-log: a symbolic
     link and a hard link at each and at its .tmp: the farm exits 0, every victim is
     unchanged, the published files are plain files of one name with the run's content,
     and no .tmp is left.
@@ -132,6 +133,11 @@ def farm_outputs(s):
                               b"# Farm summary: links-out")
             s.check_published(f"{what}: validation.md", os.path.join(d, "validation.md"), victims[2:],
                               b"# Validation")
+    # --task-log PATH: the CSV of every task computed
+    victims = [s.plant(s.path("tasks.csv"), "symlink"), s.plant(s.path("tasks.csv.tmp"), "hard link")]
+    r = s.farm(job, s.path("out", "tasks.h5"), extra=("--task-log", s.path("tasks.csv")))
+    h.check("--task-log: the farm exits 0", r.returncode == 0, f"exit {r.returncode}: {r.stderr[-400:]}")
+    s.check_published("--task-log", s.path("tasks.csv"), victims, b"job,kind,policy,compute_s")
 
 
 # ---- 2. .lock, .journal, .tmp ---------------------------------------------------------------
