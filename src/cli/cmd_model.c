@@ -54,11 +54,15 @@ static const cli_spec import_spec = {.command = "model import", .run = import_ru
 const cli_spec *const cli_model_specs[] = {&import_spec, NULL};
 
 /* What the model weighs: parameters (total and per token), weight bytes, KV bytes per
- * token and the context limit (0: not stated). */
+ * token (and the sliding window that caps it, if any) and the context limit (0: not
+ * stated). */
 static json_t *model_summary(const config_model *m) {
-  return json_pack("{s:f, s:f, s:f, s:f, s:i}", "params_total", m->params_total, "params_active", m->params_active,
-                   "weight_bytes", m->params_total * m->dtype_bytes, "kv_bytes_per_token", m->kv_bytes_per_token,
-                   "context_limit", m->context_limit);
+  json_t *window = m->window_layers > 0
+                       ? json_pack("{s:i, s:i}", "size", m->window_size, "layers", m->window_layers)
+                       : json_null();
+  return json_pack("{s:f, s:f, s:f, s:f, s:o, s:i}", "params_total", m->params_total, "params_active",
+                   m->params_active, "weight_bytes", m->params_total * m->dtype_bytes, "kv_bytes_per_token",
+                   m->kv_bytes_per_token, "sliding_window", window, "context_limit", m->context_limit);
 }
 
 static void print_summary(FILE *f, const config_model *m) {
@@ -69,6 +73,10 @@ static void print_summary(FILE *f, const config_model *m) {
           "context limit %s\n",
           m->name, m->params_total / 1e9, m->params_active / 1e9, m->params_total * m->dtype_bytes / 1e9,
           m->kv_bytes_per_token, limit);
+  if (m->window_layers > 0)
+    fprintf(f, "  %d of its %d layers keep only the last %d tokens' KV (sliding window): %.0f bytes at %d tokens\n",
+            m->window_layers, m->layers, m->window_size, config_model_kv_bytes(m, 4.0 * m->window_size),
+            4 * m->window_size);
 }
 
 /* The notes on stderr, or with --json one document on stdout. @return the exit status. */

@@ -217,7 +217,8 @@ struct config_model {
   double params_routed;          /* all routed-expert weights (sharded by EP × TP); 0 if dense */
   double params_layer_attention; /* one layer's attention block and its two RMSNorms */
   /* KV-cache bytes per token, all layers, whole model: GQA 2*layers*kv_heads*head_dim*
-   * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). */
+   * dtype; MLA layers*(kv_lora_rank + qk_rope_head_dim)*dtype (compressed latent). A
+   * sequence longer than a sliding window holds less: config_model_kv_bytes. */
   double kv_bytes_per_token;
   config_spec_exit spec_exits[CONFIG_MAX_SPEC_EXITS]; /* the file's, or the default */
   int spec_exit_count;
@@ -658,6 +659,11 @@ int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_
 const char *config_variant_of(const char *policy_name);
 
 int config_model_load(const char *path, config_model **out, enpu_err *err);
+
+/* KV-cache bytes of one sequence of `tokens` tokens, whole model: a window-limited layer
+ * keeps only the last window_size tokens' keys and values (what it can attend to), every
+ * other layer keeps them all. tokens <= window_size: tokens x kv_bytes_per_token. */
+double config_model_kv_bytes(const config_model *m, double tokens);
 void config_model_free(config_model *model);
 
 int config_chip_load(const char *path, config_chip **out, enpu_err *err);

@@ -465,7 +465,7 @@ static int window_of(hf_ctx *c, const hf_arch *a, int layers, int *size, int *co
   char line[320];
   snprintf(line, sizeof line,
            "sliding_window: %d of %d layers attend to the last %d tokens (their attention operators are bounded "
-           "by the window; the KV cache is still counted for the whole sequence in every layer)",
+           "by the window, and they keep only the window's KV cache)",
            *count, layers, *size);
   note(c, line);
   return ENPU_OK;

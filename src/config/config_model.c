@@ -197,6 +197,12 @@ static void derive(config_model *m) {
   else m->kv_bytes_per_token = (double)m->layers * (m->kv_lora_rank + m->qk_rope_head_dim) * m->dtype_bytes;
 }
 
+double config_model_kv_bytes(const config_model *m, double tokens) {
+  if (m->window_layers <= 0 || tokens <= m->window_size) return tokens * m->kv_bytes_per_token;
+  const double per_layer = m->kv_bytes_per_token / m->layers;
+  return per_layer * ((double)(m->layers - m->window_layers) * tokens + (double)m->window_layers * m->window_size);
+}
+
 int config_model_parse(const config_doc *doc, config_model *m, enpu_err *err) {
   config_path root = CONFIG_ROOT;
   const json_t *o = doc->root;

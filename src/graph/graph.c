@@ -632,7 +632,12 @@ static void compute_totals(graph *g, const builder *bld) {
     t->host_bytes += op->host_bytes * mult;
   }
   const graph_info *in = &g->info;
-  t->kv_cache_bytes = (double)in->chip_requests * in->seq * in->kv_bytes_per_token;
+  /* A window-limited layer (built only when seq exceeds the window) keeps the window's
+   * tokens, every other layer all seq of them. */
+  const int64_t layers = in->dense_layers + in->window_layers + in->moe_layers;
+  const int64_t kept = in->window_layers > 0 ? bld->model->window_size : in->seq;
+  t->kv_cache_bytes = (double)in->chip_requests * in->kv_bytes_per_token / (double)layers *
+                      ((double)(layers - in->window_layers) * in->seq + (double)in->window_layers * kept);
   t->activation_bytes = (double)in->chip_tokens * bld->model->hidden * bld->dtype + bld->max_activation_bytes;
 }
 

@@ -198,7 +198,7 @@ int grid_memory_per_chip(const config_job *job, config_phase phase, int batch, i
     kv_shard = p->tp < m->kv_heads ? p->tp : m->kv_heads;
   }
   double r = (double)(((int64_t)batch + p->ep - 1) / p->ep); /* requests on this chip */
-  out->kv_bytes = r * seq * m->kv_bytes_per_token / ((double)p->pp * kv_shard);
+  out->kv_bytes = r * config_model_kv_bytes(m, seq) / ((double)p->pp * kv_shard);
 
   grid_moe_load load;
   ENPU_FORWARD(grid_moe_load_of(job, phase, batch, seq, &load, err));

@@ -50,7 +50,8 @@ int grid_axis_expand(const config_axis *axis, grid_axis_kind kind, int **values,
  * module) and the all-to-all dispatch brings every group's tokens to the experts.
  *
  *   weights     = (N - R)·d / (tp·pp) + R·d / (ep·tp·pp)
- *   kv          = r · seq · kv_bytes_per_token / (pp · kv_shard)
+ *   kv          = r · config_model_kv_bytes(seq) / (pp · kv_shard)   (seq · kv_bytes_per_token
+ *                 unless sliding-window layers cap theirs at the window)
  *                 kv_shard = min(tp, kv_heads) for GQA (K/V heads shard over TP and
  *                 are replicated beyond kv_heads); 1 for MLA (the compressed latent is
  *                 replicated on every TP rank). Prefill writes the KV of all `seq`

@@ -164,8 +164,8 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
 typedef struct {
   const config_cluster *cluster;          /* nodes, chips, SLO classes, batching, idle, scheduler
                                              (kept, not copied) */
-  const config_model *model;              /* layers and the speculative acceptance table (kept) */
-  double kv_bytes_per_token;              /* whole model (config_model.kv_bytes_per_token) */
+  const config_model *model;              /* layers, KV bytes (config_model_kv_bytes) and the
+                                             speculative acceptance table (kept) */
   double dcn_gbps_per_chip;               /* config_chip.dcn_gbps (Table 6: 50) */
   double idle_w_per_chip[CONFIG_NPOLICY]; /* an awake idle chip under each policy */
   int peak_state;                         /* config_chip.freq_states */

@@ -47,7 +47,7 @@ int replay_decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err) {
   decode_node *dn = &s->dnodes[best];
   prefill_node *pn = &s->pnodes[pnode];
   replay_request_result *q = &s->res->requests[i];
-  const double bytes = (double)q->context_tokens * s->setup->kv_bytes_per_token;
+  const double bytes = config_model_kv_bytes(s->setup->model, (double)q->context_tokens);
   const int chips = s->cl->node[CONFIG_PREFILL].chips < s->cl->node[CONFIG_DECODE].chips
                         ? s->cl->node[CONFIG_PREFILL].chips
                         : s->cl->node[CONFIG_DECODE].chips;

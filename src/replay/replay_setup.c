@@ -1,5 +1,5 @@
-/* replay_setup.c — what a replay needs from the model, chip and cluster files: KV-cache
- * bytes per token, DCN bandwidth, the power of an idle chip per policy (from the chip's
+/* replay_setup.c — what a replay needs from the model, chip and cluster files: the model
+ * (KV-cache bytes), DCN bandwidth, the power of an idle chip per policy (from the chip's
  * V/f tables through the power module), and the check that a store's plans were
  * compiled for this cluster's model, chip and nodes. */
 #include <string.h>
@@ -75,7 +75,6 @@ int replay_setup_init(replay_setup *s, const config_cluster *cluster, const conf
                  REPLAY_MAX_STATE);
   *s = (replay_setup){.cluster = cluster,
                       .model = model,
-                      .kv_bytes_per_token = model->kv_bytes_per_token,
                       .dcn_gbps_per_chip = chip->dcn_gbps,
                       .peak_state = chip->freq_states,
                       .tdp_w = chip->tdp_w,

@@ -367,11 +367,9 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
                  "scheduler can pick by target: run it with a governor (fixed:S for one state)");
   ENPU_RETURN_IF(cl->slo_count < 1 || cl->max_batch < 1 || cl->max_batch_tokens < 1, err, ENPU_ERR_INVALID,
                  "cluster %s: needs SLO classes and batching limits", cl->name);
-  ENPU_RETURN_IF(
-      !(setup->kv_bytes_per_token >= 0) || !(setup->dcn_gbps_per_chip > 0) || !(setup->idle_w_per_chip[*pol] >= 0),
-      err, ENPU_ERR_INVALID, "replay set-up: KV bytes, DCN bandwidth and idle power must be >= 0 (> 0 DCN)");
+  ENPU_RETURN_IF(!setup->model || !(setup->dcn_gbps_per_chip > 0) || !(setup->idle_w_per_chip[*pol] >= 0), err,
+                 ENPU_ERR_INVALID, "replay set-up: needs the model, DCN bandwidth > 0 and idle power >= 0");
   if (job_speculates(job)) {
-    ENPU_RETURN_IF(!setup->model, err, ENPU_ERR_INVALID, "speculative decoding needs the model in the set-up");
     ENPU_FORWARD(replay_spec_check(setup->model, &job->spec, err));
   }
   return ENPU_OK;

@@ -192,6 +192,11 @@ s = json.loads(r.stdout)["summary"] if r.returncode == 0 else {}
 h.check("--json summary: Llama-3.1-8B's counts", r.returncode == 0 and abs(s["params_total"] - 8.030e9) < 1e7
         and abs(s["params_active"] - 7.505e9) < 1e7 and s["weight_bytes"] == 2 * s["params_total"]
         and s["kv_bytes_per_token"] == 131072 and s["context_limit"] == 131072, str(s))
+r = do_import(os.path.join(hf, "exaone-4.0-32b.json"))
+s = json.loads(r.stdout)["summary"] if r.returncode == 0 else {}
+h.check("--json summary: EXAONE-4.0-32B's sliding window (48 of 64 layers, 4096 tokens) beside its KV per token",
+        r.returncode == 0 and s.get("sliding_window") == {"size": 4096, "layers": 48}
+        and s["kv_bytes_per_token"] == 2 * 64 * 8 * 128 * 2, str(s))
 r = h.run("model", "import", os.path.join(hf, "llama3.1-8b-instruct.json"), "-o", os.path.join(tmp, "l8.json"))
 h.check("text summary on stdout with -o", r.returncode == 0 and re.search(
     r"8\.030 B parameters, 7\.505 B active per token, weights 16\.061 GB, KV cache 131072 bytes per token, "

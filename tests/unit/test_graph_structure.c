@@ -391,6 +391,24 @@ static void test_shipped_llama70b(void **state) {
   config_job_free(job);
 }
 
+/* The bucket's resident KV cache with sliding-window layers: a window layer keeps the
+ * window's tokens, the others every token of the bucket (the capacity check's rule). */
+static void test_kv_cache_window_layers(void **state) {
+  (void)state;
+  config_job *job = load_job("llama3-70b");
+  job->model.window_layers = 60, job->model.window_size = 4096;
+  const int tp = job->phase[CONFIG_DECODE].parallel.tp, B = 8, S = 16384;
+  graph *g = build(job, CONFIG_DECODE, B, S);
+  assert_rel(graph_get_totals(g)->kv_cache_bytes, B * config_model_kv_bytes(&job->model, S) / tp, 1e-12,
+             "windowed KV per chip");
+  graph_free(g);
+  g = build(job, CONFIG_DECODE, B, 4096); /* within the window: every layer keeps all */
+  assert_rel(graph_get_totals(g)->kv_cache_bytes, B * 4096.0 * job->model.kv_bytes_per_token / tp, 1e-12,
+             "KV per chip within the window");
+  graph_free(g);
+  config_job_free(job);
+}
+
 static void test_shipped_deepseek_v3(void **state) {
   (void)state;
   config_job *job = load_job("deepseek-v3-671b");
@@ -424,6 +442,7 @@ const struct CMUnitTest graph_structure_tests[] = {
     cmocka_unit_test(test_segments),
     cmocka_unit_test(test_bad_input),
     cmocka_unit_test(test_shipped_llama70b),
+    cmocka_unit_test(test_kv_cache_window_layers),
     cmocka_unit_test(test_shipped_deepseek_v3),
 };
 const size_t graph_structure_ntests = sizeof graph_structure_tests / sizeof graph_structure_tests[0];

@@ -268,6 +268,24 @@ static void test_kv_formula_gqa(void **state) {
   free(job);
 }
 
+/* Sliding-window layers keep only the window's keys and values: Llama-3-70B's shape with
+ * 60 of its 80 layers limited to a 4,096-token window (as Gemma's or Mistral v0.1's
+ * local layers are), at 32,768 tokens. */
+static void test_kv_window_layers(void **state) {
+  (void)state;
+  config_job *job = make_job();
+  job->model.window_layers = 60, job->model.window_size = 4096;
+  const double per_layer_token = 327680.0 / 80; /* 4,096 B */
+  assert_float_equal(config_model_kv_bytes(&job->model, 4096), 4096 * 327680.0, 0.0);
+  assert_float_equal(config_model_kv_bytes(&job->model, 32768), per_layer_token * (20.0 * 32768 + 60.0 * 4096),
+                     0.0); /* 2.5 GB, not 10.7 */
+  grid_memory mem;
+  enpu_err err = {0};
+  assert_int_equal(grid_memory_per_chip(job, CONFIG_DECODE, 3, 32768, &mem, &err), 0);
+  assert_float_equal(mem.kv_bytes, 3.0 * per_layer_token * (20.0 * 32768 + 60.0 * 4096) / 4, 0.5);
+  free(job);
+}
+
 static void test_kv_and_weights_mla_moe(void **state) {
   (void)state;
   config_job *job = make_job();
@@ -575,6 +593,7 @@ int main(void) {
       cmocka_unit_test(test_llama_small_bucket_fits_tp4),
       cmocka_unit_test(test_huge_bucket_infeasible),
       cmocka_unit_test(test_kv_formula_gqa),
+      cmocka_unit_test(test_kv_window_layers),
       cmocka_unit_test(test_kv_and_weights_mla_moe),
       cmocka_unit_test(test_activations),
       cmocka_unit_test(test_capacity_policies),
