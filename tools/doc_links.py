@@ -10,7 +10,9 @@ Over README.md, every docs/**/*.md, src/README.md and results/bench.md:
    page names one of its headings (GitHub's slugs: lower case, punctuation but `-` and `_`
    dropped, spaces to `-`, a repeated heading `-1`, `-2`, ...) or an `<a id="...">`;
 2. README.md has at most 250 lines;
-3. README.md links every page of docs/ (docs/history/ may be reached through another page).
+3. README.md links every page of docs/ (docs/history/ may be reached through another page);
+4. every test file the README and docs/ pages name as the check of a promise
+   (`test_*.py`, `test_*.c`) exists under tests/ (the history, docs/history/, excepted).
 A link to a page another branch is writing now (PENDING) is printed, not failed, while the
 page does not exist. Prints one line per offence and a final "N passed, M failed"; exits 1
 on any failure.
@@ -97,6 +99,19 @@ def check_links(root, page, fails, notes):
                     fails.append(f"{where} {name} has no heading or anchor #{anchor}")
 
 
+def check_test_names(root, fails):
+    """Rule 4: the test files README.md and docs/ (but docs/history/) name exist under tests/."""
+    tests = {p.name for p in (root / "tests").glob("**/test_*")}
+    for page in pages(root):
+        parts = page.relative_to(root).parts
+        if parts[0] not in ("README.md", "docs") or "history" in parts:
+            continue
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            for name in re.findall(r"\b(test_\w+\.(?:py|c))\b", line):
+                if name not in tests:
+                    fails.append(f"{page.relative_to(root)}:{n}: names {name}, which tests/ does not have")
+
+
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
     fails, notes, checked = [], [], 0
@@ -112,6 +127,7 @@ def main():
     for page in sorted((root / "docs").glob("*.md")):
         if page.resolve() not in linked:
             fails.append(f"README.md does not link {page.relative_to(root)} (its map of the docs)")
+    check_test_names(root, fails)
     for line in notes:
         print("pending:", line)
     for line in fails:

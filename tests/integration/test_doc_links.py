@@ -7,7 +7,8 @@ Usage: /usr/bin/python3 test_doc_links.py ENPU_BINARY SOURCE_DIR
 1. tools/doc_links.py passes on this checkout.
 2. On a copy of the pages, each rule fails when broken, naming the offence: a link to a
    missing file, an anchor no heading makes, a README over 250 lines, a docs/ page the
-   README does not link; a repeated heading's `-1` anchor and a link inside code pass.
+   README does not link, a test file a page names that tests/ lacks; a repeated heading's
+   `-1` anchor and a link inside code pass.
 """
 import os
 import shutil
@@ -26,10 +27,11 @@ def run(root):
 
 
 def copy(tmp):
-    """README.md, docs/, src/README.md and results/bench.md, and the files they link, in tmp."""
+    """A copy of the checkout in tmp without build trees, stores and the committed figures'
+    images and data (30 MB the pages do not link)."""
     root = os.path.join(tmp, "root")
-    shutil.copytree(h.src, root, ignore=shutil.ignore_patterns(".git", "build", "build-*", "runs", "*.h5"),
-                    symlinks=True)
+    shutil.copytree(h.src, root, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", "build", "build-*", "runs", "*.h5", "*.png", "*.svg", "*.dat", "*.csv"))
     return root
 
 
@@ -70,6 +72,13 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("a README over 250 lines fails", r.returncode == 1 and "more than 250" in r.stdout, r.stdout[-1000:])
 
     open(readme, "w").write(original[0])
+    store = os.path.join(root, "docs", "store.md")
+    edit(store, "(`test_flock.py`)", "(`test_no_such_test.py`)")
+    r = run(root)
+    h.check("a test file a promise names that tests/ lacks fails, named",
+            r.returncode == 1 and "names test_no_such_test.py" in r.stdout, r.stdout[-1000:])
+
+    edit(store, "(`test_no_such_test.py`)", "(`test_flock.py`)")
     open(os.path.join(root, "docs", "orphan.md"), "w").write("# Orphan\n")
     r = run(root)
     h.check("a docs/ page the README does not link fails, named",
