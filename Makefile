@@ -38,10 +38,10 @@ format: deps
 
 # -O1, not Debug's -O0: AddressSanitizer's own documentation asks for -O1 or higher "to get
 # a reasonable performance"; asserts stay on (no NDEBUG). The unit tier's CPU falls from
-# 223 s to 85 s (results/bench.md). It builds what its tier runs, the unit-test programs
+# 223 s to 85 s (docs/history/bench-history.md). It builds what its tier runs, the unit-test programs
 # (target unit-tests): 98 s of CPU instead of 117 s for every target. -g1, not -g: the
 # line tables a sanitizer's stack trace needs (file:line of every frame), without the
-# types and locals only a debugger reads: 108 -> 87 s of CPU (results/bench.md);
+# types and locals only a debugger reads: 108 -> 87 s of CPU (docs/history/bench-history.md);
 # `make asan ASAN_G=-g` for a gdb session.
 ASAN_G ?= -g1
 asan: deps
@@ -125,7 +125,7 @@ slurm-local:
 slurm-local-stop:
 	@tools/slurm_local.py stop --state $(BUILD)/slurm-local
 
-# The README's command table from the option tables the commands parse with
+# The command table of docs/commands.md from the option tables the commands parse with
 # (tools/commands_table.py; integration_commands_table fails while it is stale).
 commands-table: build
 	@tools/commands_table.py --enpu $(BUILD)/enpu

@@ -20,7 +20,7 @@ and has the input's header; the same arguments and --seed give the same bytes.
 `--peak` prints the trace's peak arrival rate over one-second windows instead (the
 number the replay's sweep reports as peak_arrivals_per_s).
 
-Examples (README, "Burst stress"):
+Examples (docs/replay.md, "Burst stress traces"):
   tools/burst_trace.py jobs/traces/AzureLLMInferenceTrace_conv.csv --window 1200,60,4 -o burst.csv
   tools/burst_trace.py jobs/traces/AzureLLMInferenceTrace_conv.csv --onoff 10,50,3 -o onoff.csv
 """

@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""commands_table.py — the README's command table, generated from the option tables the
+"""commands_table.py — the command table of docs/commands.md, generated from the option tables the
 commands parse with (`make commands-table`, integration_commands_table).
 
 Usage: tools/commands_table.py [--check] [--enpu BIN] [ROOT]
 
-The table between the README's `<!-- commands table -->` and `<!-- end of commands table
+The table between docs/commands.md's `<!-- commands table -->` and `<!-- end of commands table
 -->` markers is what `enpu --help --markdown` prints: one row per command and sub-command,
 its synopsis built from the option table it parses with (so an option `--help` lists is
 in the table) and the first sentence of its section of src/cli/commands.md. Without
---check the README is rewritten; with --check nothing is written, the first differing row
+--check the page is rewritten; with --check nothing is written, the first differing row
 is printed and the exit status is 1 when the table is stale.
 """
 import argparse
@@ -29,7 +29,7 @@ def main():
     root = pathlib.Path(a.root)
     enpu = a.enpu or str(root / "build" / "enpu")
     table = subprocess.run([enpu, "--help", "--markdown"], capture_output=True, text=True, check=True).stdout
-    readme = root / "README.md"
+    readme = root / "docs" / "commands.md"
     text = readme.read_text()
     if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
         sys.exit(f"{readme}: expected one {BEGIN.strip()} ... {END.strip()} pair")
@@ -41,7 +41,7 @@ def main():
     if old == table:
         print(f"{readme}: the command table equals `enpu --help --markdown`")
         return 0
-    diff = difflib.unified_diff(old.splitlines(), table.splitlines(), "README.md", "enpu --help --markdown",
+    diff = difflib.unified_diff(old.splitlines(), table.splitlines(), "docs/commands.md", "enpu --help --markdown",
                                 lineterm="", n=0)
     print("\n".join(diff))
     print(f"{readme}: the command table is stale; run `make commands-table`", file=sys.stderr)

@@ -306,7 +306,7 @@ class Runner:
     def forward(self, signum, frame):
         """A stop signal (Slurm's warning SIGUSR1, SIGTERM, SIGINT) goes to the running
         command: the farm checkpoints and exits 3, and so does this script. mpirun forwards
-        only SIGUSR1 (README, Failure semantics), so it gets that for any of them."""
+        only SIGUSR1 (docs/store.md, Failure semantics), so it gets that for any of them."""
         self.stopped = True
         if self.child is not None:
             mpirun = self.args.launcher == "mpirun"

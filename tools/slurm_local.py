@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """slurm_local.py — start or stop, by hand, the one-node Slurm the tests use
 (tests/integration/slurm/slurm_cluster.py: LocalSlurm, munged + slurmctld + slurmd on
-localhost), sized to this machine (CPUs = its cores), so that the README's sbatch
-examples can be tried without a cluster. `make slurm-local` / `make slurm-local-stop`.
+localhost), sized to this machine (CPUs = its cores), so that the sbatch
+examples of docs/cluster.md can be tried without a cluster. `make slurm-local` / `make slurm-local-stop`.
 
 Usage: tools/slurm_local.py start|stop|status [--state DIR]
 

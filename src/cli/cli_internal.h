@@ -50,7 +50,7 @@ extern const cli_spec *const cli_cache_specs[];
  * @return the exit status. */
 int cli_run(const cli_command *c, int argc, char **argv);
 
-/* The command table of the README: one row per command and sub-command, its synopsis from
+/* The command table of docs/commands.md: one row per command and sub-command, its synopsis from
  * the option table it parses with and its summary (`enpu --help --markdown`). */
 void cli_commands_markdown(FILE *out);
 

@@ -11,8 +11,8 @@ static void usage(FILE *out) {
   for (int i = 0; i < cli_ncommands; i++)
     fprintf(out, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
   fprintf(out, "\n`enpu <command> --help` shows a command's options; `enpu --help --markdown` the\n"
-               "README's command table; `enpu --version` the version, the plan store format and the\n"
-               "HDF5 and MPI it was built with.\n");
+               "command table of docs/commands.md; `enpu --version` the version, the plan store format\n"
+               "and the HDF5 and MPI it was built with.\n");
 }
 
 int main(int argc, char **argv) {

@@ -92,7 +92,7 @@ void config_policy_code_name(uint32_t code, char out[CONFIG_NAME_LEN]);
  * table of chip-wide states, has none). What else a policy means is its row in power/power_policy.c. */
 bool config_policy_has_variants(config_policy p);
 
-/* How a job's slack becomes a budget (README "Budget modes", schemas/planstore.md):
+/* How a job's slack becomes a budget (docs/policies.md "Budget modes", schemas/planstore.md):
  * strict: every cost of the plan (V/f transitions, domain crossings, pipeline fill) fits
  *   max(T_nodvfs, T_peak) + slack · T_nodvfs — the guarantee a serving runtime needs;
  * paper: the plan's critical-path time (cost.h) fits (1 + slack) · T_nodvfs, and the

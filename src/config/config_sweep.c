@@ -87,7 +87,7 @@ static void set_states(config_chip *c, const sweep_param *p, double v) {
  *    optimized DVFS plan from the Pareto frontier of each operator"), so the transitions
  *    enter at the request level and in finalisation only (search.h).
  *  - gating.*: power gating is applied to the schedule of the finalised DVFS plan
- *    (§4.7 combines DVFS "and power gating"; pg+X searches X's op level, README "Power
+ *    (§4.7 combines DVFS "and power gating"; pg+X searches X's op level, docs/policies.md "Power
  *    gating"). */
 static const sweep_param params[] = {
     {"clock.states", "states", true, CHIP_AT(freq_states), true, NULL, set_states},

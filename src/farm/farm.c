@@ -96,7 +96,7 @@ static void sleep_s(double s) {
   nanosleep(&ts, NULL);
 }
 
-/* A test's hook (ENPU_FARM_TEST_HOLD=PHASE[:FILE], README "Failure semantics"): at the
+/* A test's hook (ENPU_FARM_TEST_HOLD=PHASE[:FILE], docs/store.md "Failure semantics"): at the
  * boundary PHASE (start, setup, tasks, validation, summary) wait until a stop signal
  * comes, having said so on the log, so that a test signals a farm in a known phase
  * without racing it. With FILE, only when FILE does not exist yet (it is created): a

@@ -1,5 +1,5 @@
 /* report_design.c — the report's design-space section: the figures of the paper's §4.4–§4.7
- * drawn from the policies a store holds (README, "Policy variants"):
+ * drawn from the policies a store holds (docs/policies.md, "Policy variants"):
  *   Figure 13  energy lost in the regulators vs slack, per policy;
  *   Figure 15  performance at 0 % slack per VU shadow register size (<base>@shadow=N);
  *   Figure 16  per-operator vs millisecond-epoch DVFS (dvfs-c, dvfs-c-ms, enpu-all, enpu-ms);

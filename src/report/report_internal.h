@@ -100,7 +100,7 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err);
 double report_regulator_loss_pct(const store_bucket_rec *b, const store_plan_rec *pl);
 
 /* A plan's overhead and its time over NoDVFS, in % of T_nodvfs, in its budget mode's
- * world (README, Budget modes): a paper plan's overhead is the paper's (§4.4: V/f
+ * world (docs/policies.md, Budget modes): a paper plan's overhead is the paper's (§4.4: V/f
  * transitions and the crossings' loop throughput loss, paper_overhead_pct) and its time the critical path
  * plus that; a strict plan's are its whole time's, what a serving runtime waits for. */
 double report_plan_overhead_pct(const store_plan_rec *pl);

@@ -1,6 +1,6 @@
 /* report_plots.c — the figures of one report call, queued while the report is written and
  * drawn together at its end in one gnuplot: a gnuplot's start (exec, dynamic linking,
- * cairo and font setup) costs more than drawing a small figure (results/bench.md: the
+ * cairo and font setup) costs more than drawing a small figure (docs/history/bench-history.md: the
  * quick paper pipeline's report stage, 165 figures, 13.2 s of CPU with one gnuplot per
  * figure, 6.5 s with one per call).
  *

@@ -33,7 +33,7 @@ extern "C" {
 #define PLANSTORE_PREFILL 0
 #define PLANSTORE_DECODE 1
 #define PLANSTORE_NSTATE 5 /* frequency states of an op: SA, VU, SRAM, HBM, ICI */
-/* Budget modes of a bucket (README, "Budget modes"): what its walk's times measure and
+/* Budget modes of a bucket (docs/policies.md, "Budget modes"): what its walk's times measure and
  * how a slack becomes a target. */
 #define PLANSTORE_BUDGET_STRICT 0 /* op times with every cost; max(T_nodvfs, T_peak) + s·T_nodvfs */
 #define PLANSTORE_BUDGET_PAPER 1  /* critical-path times; (1 + s)·T_nodvfs, overhead on top */
@@ -60,7 +60,7 @@ typedef struct {
   double savings_vs_nodvfs; /* 1 - energy_nj / e_nodvfs_nj */
   /* The stored plan compiled for this target, when there is one (a slack of the job):
    * its time on the real operator order with V/f transitions and its two overheads,
-   * each named for the world it belongs to (README, "Budget modes"): overhead_pct, what
+   * each named for the world it belongs to (docs/policies.md, "Budget modes"): overhead_pct, what
    * a runtime waits for, 100 · (time − critical path) / T_nodvfs; paper_overhead_pct,
    * §4.4's, 100 · (time − Σ instances alone on the paper's base pipeline) / T_nodvfs:
    * the V/f transitions and the crossings' loop-throughput loss, no fill/drain. NaN when

@@ -8,8 +8,8 @@ Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR L
 1. `enpu --version` prints the version with `git describe` of the source tree (when it is
    a git checkout; src/cli/version.cmake run outside one writes the fallback), the store
    format_version, and the HDF5 and Open MPI versions, which
-   equal what `h5dump --version` and `mpirun --version` of this machine say; README.md and
-   schemas/planstore.md give that same format_version wherever they name one.
+   equal what `h5dump --version` and `mpirun --version` of this machine say; README.md, the
+   docs/ pages and schemas/planstore.md give that same format_version wherever they name one.
 2. On a farmed store with nodvfs, dvfs-c-walk and enpu-all, `enpu query` without
    --policy answers with enpu-all, says it was the default (text and "policy_from"), and
    gives the same plan as --policy enpu-all; without enpu-all it falls back to enpu-c,
@@ -35,6 +35,7 @@ Usage: /usr/bin/python3 test_answers.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR L
    every `cmake --build` runs with --no-print-directory; `make test` ends with one line
    summing the tiers (tools/test_summary.sh) and keeps both tiers' exit status.
 """
+import glob
 import json
 import os
 import re
@@ -120,9 +121,13 @@ def version():
     h.check("--version: Open MPI as mpirun says", ompi and f"Open MPI {ompi.group(1)}, MPI " in out, out)
     if fmt:
         n = fmt.group(1)
-        readme = open(os.path.join(h.src, "README.md")).read()
-        named = re.findall(r"(?<![-\w])format(?:_version)? (\d+)\b", readme)
-        h.check(f"README names store format {n} wherever it names one", named and set(named) == {n}, str(named))
+        # The README and its docs/ pages (the history of changes, docs/history/, keeps the
+        # formats of its day).
+        docs = glob.glob(os.path.join(h.src, "docs", "**", "*.md"), recursive=True)
+        pages = [os.path.join(h.src, "README.md")] + [d for d in docs if "/docs/history/" not in d]
+        named = [m for p in pages for m in re.findall(r"(?<![-\w])format(?:_version)? (\d+)\b", open(p).read())]
+        h.check(f"README and docs/ name store format {n} wherever they name one", named and set(named) == {n},
+                str(named))
         head = open(os.path.join(h.src, "schemas", "planstore.md")).readline()
         h.check("schemas/planstore.md's heading names it", head.rstrip().endswith(f"`format_version` {n}"), head)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Budget modes end to end (README, "Budget modes"): farm, store, query, validate and
+"""Budget modes end to end (docs/policies.md, "Budget modes"): farm, store, query, validate and
 report carry each job's `budget` (strict | paper), and DVFS-C's request level is the GA.
 
 Usage: /usr/bin/python3 test_budget.py ENPU_BINARY SOURCE_DIR HDF5_PLUGIN_DIR

@@ -1,5 +1,5 @@
 """The operator-result cache farms share (`enpu farm --cache`, `enpu cache`) and the
-farm's "what changed" table (README "Failure semantics").
+farm's "what changed" table (docs/store.md, "Failure semantics").
 
   - A, B, A: a job farmed on model A, then on model B (another FFN width: other op
     signatures, every bucket changed), then on A again into the same store. The third

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Every command's exit status on bad input is the README's 2, and bad input is refused
+"""Every command's exit status on bad input is docs/store.md's 2, and bad input is refused
 where it is first seen.
 
   1. Each command (buckets, graph, op, compile, farm, query, store info/verify/diff,

@@ -3,7 +3,7 @@ mount without -o flock and on some NFS mounts), taken through an LD_PRELOAD shim
 (shim/flock_enosys.c) since no such mount can be made here:
   - HDF5's own lock fails there. An HDF5 that insists on it (HDF5_USE_FILE_LOCKING=TRUE,
     or a build without Debian's best-effort default) refuses every read: h5dump fails
-    until HDF5_USE_FILE_LOCKING=FALSE, as the README says. The project asks for HDF5's
+    until HDF5_USE_FILE_LOCKING=FALSE, as docs/cluster.md says. The project asks for HDF5's
     lock best effort (store_h5_open_readonly), so query, store verify and a rerun of the
     farm (which reads the previous store) work and answer as without the shim; where
     the environment insists, a read exits 4 saying to set HDF5_USE_FILE_LOCKING=FALSE;
@@ -42,7 +42,7 @@ def main():
     h.check("the shim takes HDF5's lock away: h5dump insisting on it fails", r.returncode != 0, r.stderr[-400:])
     r = subprocess.run(["h5dump", "-A", store], capture_output=True, text=True,
                        env=dict(nolocks, HDF5_USE_FILE_LOCKING="FALSE"))
-    h.check("h5dump with HDF5_USE_FILE_LOCKING=FALSE reads it (the README's advice)", r.returncode == 0,
+    h.check("h5dump with HDF5_USE_FILE_LOCKING=FALSE reads it (docs/cluster.md's advice)", r.returncode == 0,
             r.stderr[-400:])
 
     r = h.run("query", store, *QUERY, "--json", env=nolocks)

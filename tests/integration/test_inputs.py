@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Input rules every command keeps (README, Failure semantics, "Bad input, everywhere").
+"""Input rules every command keeps (docs/store.md, Failure semantics, "Bad input, everywhere").
 
   1. A key given twice inside one option value (`farm --add-buckets
      phase=decode,batch=8,seq=3000,seq=5000`, `query --variant ivr.step_ns=40,ivr.step_ns=4000`,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The paper's design space as policies of one store (README, "Policy variants"):
+"""The paper's design space as policies of one store (docs/policies.md, "Policy variants"):
 millisecond-epoch DVFS, power gating, shadow register sizes, domain counts and the
 regulator loss of every plan.
 

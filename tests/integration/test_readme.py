@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""The README's runnable shell blocks run as written, on the demo job.
+"""The runnable shell blocks of the README and of every docs/ page run as written, on the
+demo job.
 
 Usage: /usr/bin/python3 test_readme.py ENPU_BINARY SOURCE_DIR
 
-A block is runnable when the line before its ```sh fence is `<!-- runnable -->`. Each of
+The pages are README.md and every docs/**/*.md (a page added later is read too), in that
+order. A block is runnable when the line before its ```sh fence is `<!-- runnable -->`. Each of
 its commands (a line, with `\\` continuations, without its trailing `# comment`) runs
 with bash, in order, in a scratch git repository holding this checkout's tracked jobs/,
 results/ and .gitignore (committed), with
@@ -12,12 +14,13 @@ results/ and .gitignore (committed), with
   land where the full job's would, beside the shipped reference results/<job>/;
 - `build/enpu` replaced by the binary under test, and `make TARGET` by this checkout's
   Makefile on that binary's build directory without rebuilding it (`make -o build`);
-and must exit 0. The README's shell is the user's: no Open MPI variable is added here, so
+and must exit 0. The pages' shell is the user's: no Open MPI variable is added here, so
 a block that needs one (root, more ranks than cores) must say it. Afterwards
 `git status --porcelain` of the scratch repository is empty: running the README leaves
 the shipped files as they were (run outputs go to the ignored runs/<job>/). Every input
-file any shell block of the README names (runnable or not) is shipped.
+file any shell block of the pages names (runnable or not) is shipped.
 """
+import glob
 import json
 import os
 import re
@@ -32,10 +35,17 @@ h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
 MARK = "<!-- runnable -->"
 
 
-def blocks(readme):
-    """The commands of every runnable block, as (block number, command) in order."""
+def pages():
+    """README.md and every docs/**/*.md, relative to the checkout, README first."""
+    docs = glob.glob(os.path.join(h.src, "docs", "**", "*.md"), recursive=True)
+    return ["README.md"] + sorted(os.path.relpath(d, h.src) for d in docs)
+
+
+def blocks(readme, block=0):
+    """The commands of every runnable block, as (block number, command) in order, and the
+    last block's number; blocks are numbered on from `block`."""
     lines = readme.splitlines()
-    out, block = [], 0
+    out = []
     for i, line in enumerate(lines):
         if line.strip() != MARK or i + 1 >= len(lines) or lines[i + 1].strip() != "```sh":
             continue
@@ -48,7 +58,7 @@ def blocks(readme):
                     out.append((block, cmd.strip()))
                 cmd = ""
             k += 1
-    return out
+    return out, block
 
 
 def on_demo(cmd, enpu, build_dir, makefile):
@@ -97,13 +107,21 @@ def scratch_repo(tmp, jobs):
 
 
 def main():
-    readme = open(os.path.join(h.src, "README.md")).read()
-    cmds = blocks(readme)
+    cmds, where, missing, last = [], {}, [], 0
+    for page in pages():
+        text = open(os.path.join(h.src, page)).read()
+        more, end = blocks(text, last)
+        cmds += more
+        where.update({b: page for b in range(last + 1, end + 1)})
+        last = end
+        missing += [f"{page}: {tok}" for tok in unshipped_inputs(text)]
     nblocks = len({b for b, _ in cmds})
-    h.check(f"README.md has runnable blocks ({nblocks}, {len(cmds)} commands)", nblocks >= 2,
+    print("pages:", ", ".join(f"{p} ({list(where.values()).count(p)} runnable)" for p in pages()))
+    in_readme = list(where.values()).count("README.md")
+    h.check(f"README.md has runnable blocks ({in_readme})", in_readme >= 2,
             f"want a `{MARK}` line before at least two ```sh blocks")
-    missing = unshipped_inputs(readme)
-    h.check("every input file the README's shell blocks name is shipped (or an output, or a placeholder)",
+    h.check(f"the pages have runnable blocks ({nblocks}, {len(cmds)} commands)", nblocks >= 2)
+    h.check("every input file the pages' shell blocks name is shipped (or an output, or a placeholder)",
             not missing, str(missing))
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,9 +129,9 @@ def main():
         for block, cmd in cmds:
             run = on_demo(cmd, h.enpu, os.path.dirname(h.enpu), os.path.join(h.src, "Makefile"))
             r = subprocess.run(["bash", "-c", run], cwd=tmp, env=env, capture_output=True, text=True)
-            print(f"---- block {block}: {cmd}\n     as: {run}\n" + "\n".join(
+            print(f"---- block {block} ({where[block]}): {cmd}\n     as: {run}\n" + "\n".join(
                 "     | " + line for line in (r.stdout + r.stderr).splitlines()[-6:]))
-            h.check(f"block {block}: `{cmd[:90]}` exits 0", r.returncode == 0,
+            h.check(f"block {block} ({where[block]}): `{cmd[:90]}` exits 0", r.returncode == 0,
                     f"exit {r.returncode}: {r.stderr[-800:]}")
         h.check("the blocks farmed the job's store in the scratch directory",
                 any(os.path.exists(os.path.join(tmp, "results", j, "plans.h5")) for j in os.listdir(
