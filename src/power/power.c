@@ -94,9 +94,10 @@ static int top_band(const config_vf_table *t) {
 }
 
 /* Dynamic power of one unit at `level` in the band starting at row `first`: linear in
- * the level through the origin (the README's "scales linearly with frequency"),
- * anchored on the band's lowest row at or above the level so every row is reproduced
- * exactly; above the band's last row, anchored on that row. */
+ * the level through the origin (the power tables' README, jobs/chips/tpuv5p/README.md:
+ * dynamic power "scales linearly with frequency"), anchored on the band's lowest row at
+ * or above the level so every row is reproduced exactly; above the band's last row,
+ * anchored on that row. */
 static double band_dynamic_w(const config_vf_table *t, int first, double level) {
   if (level <= 0.0) return 0.0;
   int last = band_end(t, first);
