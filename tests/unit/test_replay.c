@@ -109,6 +109,12 @@ static void test_trace_parse(void **state) {
   assert_near(t->requests[3].arrival_ns, (23 * 3600 - (18 * 3600 + 15 * 60 + 46.68059)) * 1e9, 1e3);
   assert_int_equal(t->requests[3].generated_tokens, 1);
   replay_trace_free(t);
+  /* Four months, as BurstGPT's two releases concatenated: kept, to a few nanoseconds. */
+  t = parse_ok(
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00,3,5\n2023-05-02 00:00:00.000000123,3,5\n");
+  assert_int_equal(t->count, 2);
+  assert_near(t->requests[1].arrival_ns, 121 * 86400e9 + 123, 4);
+  replay_trace_free(t);
 }
 
 static void expect_parse_error(const char *text, bool skip, int code, const char *want) {
@@ -139,12 +145,12 @@ static void test_trace_bad_rows(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     expect_parse_error(cases[i].text, false, cases[i].code, cases[i].want);
-  /* Rows within the year range but 44 days apart: the odd row is named, even when bad
+  /* Rows within the year range but 410 days apart: the odd row is named, even when bad
    * rows may be skipped (it is a trace, not a row, that is wrong). */
-  static const char span[] = H "2023-11-16 18:00:00,3,5\n2023-11-16 18:00:01,3,5\n2023-12-30 18:00:00,3,5\n";
+  static const char span[] = H "2023-11-16 18:00:00,3,5\n2023-11-16 18:00:01,3,5\n2024-12-30 18:00:00,3,5\n";
   expect_parse_error(span, true, ENPU_ERR_RANGE,
-                     "t.csv:4:1: expected a timestamp within 31 days of the trace's "
-                     "median row, got one 44.0 days after it");
+                     "t.csv:4:1: expected a timestamp within 366 days of the trace's "
+                     "median row, got one 410.0 days after it");
   /* Skipping: two bad rows of four (one a year 9999), counted, the first one's message kept. */
   const char *text = H "2023-11-16 18:15:46,3,5\nbad\n9999-11-16 18:15:47,1,5\n2023-11-16 18:15:48,4,6\n";
 #undef H
