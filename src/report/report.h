@@ -11,9 +11,9 @@
  *   Figure 22  energy savings and SLO attainment per 5-minute window of a replay
  *              (`enpu replay --out`), peak (14–20 h) vs off-peak, safeguard shares;
  *   Figure 5   SLO-slack percentiles of the requests finished per window;
- * and the plot of a load sweep (`enpu replay --rates`); and the paper's whole evaluation
- * (`enpu report paper`): every model's stores, compile timings and replays beside the
- * paper's stated numbers.
+ * and the plot of a load sweep (`enpu replay --rates`). A caller may draw reference values
+ * on the figures through a report_overlay (the paper wing, src/paper/, draws the paper's
+ * stated numbers so); the report itself knows no reference.
  *
  * The aggregation functions work on a loaded store (store_load) and are pure: the same
  * store gives the same rows. report_write adds the files: data (*.dat) and gnuplot
@@ -25,8 +25,10 @@
 #define ENPU_REPORT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common.h"
 #include "config.h"
@@ -133,6 +135,42 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
                      double *slack_used, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
+ * Overlays: reference values a caller draws on the figures (the paper wing's stated
+ * numbers, src/paper/paper.h, are one). The report says what each figure that can carry
+ * them shows and lets the overlay continue its gnuplot script; the data files are the
+ * same with or without one, and the report never reads what the overlay draws. */
+
+/* What a figure shows. */
+typedef struct {
+  const char *figure;        /* its number in the report's numbering ("11", "15", "20") */
+  int phase;                 /* CONFIG_PREFILL / CONFIG_DECODE, -1: the figure has both */
+  const char *model;         /* the store's model, NULL or "" when unknown */
+  const char *const *series; /* the series drawn, series i in line colour i + 1 */
+  const int *cols;           /* series i's column in the .dat (slack figures), or NULL */
+  size_t nseries;
+  bool gains; /* slack figures: values about the difference of two series apply too */
+} report_figure;
+
+/* Where a figure with a fixed-x panel wants markers. */
+typedef enum {
+  REPORT_MARK_SLOWDOWN = 0,   /* Figure 15: series i's slowdown, at x = xs[i] */
+  REPORT_MARK_CAPACITY_WORST, /* Figure 20: the worst-case plans' saving by capacity factor */
+  REPORT_MARK_CAPACITY_LOSS   /* Figure 20: the saving lost by worst-case provisioning */
+} report_mark;
+
+typedef struct {
+  void *ctx; /* handed to every hook */
+  /* Comment lines at the top of a figure's script (before its settings). */
+  void (*context)(void *ctx, FILE *gp, const report_figure *f);
+  /* Continue a plot command whose x is the slack (%), one column per series. */
+  void (*slack)(void *ctx, FILE *gp, const report_figure *f, const char *dat);
+  /* Continue a plot command with markers of `kind` at fixed x (xs: REPORT_MARK_SLOWDOWN). */
+  void (*marks)(void *ctx, FILE *gp, const report_figure *f, const char *dat, report_mark kind, const double *xs);
+  /* report.md's list line saying where the values come from ("- ...\n"). */
+  void (*note)(void *ctx, FILE *md);
+} report_overlay;
+
+/* ---------------------------------------------------------------------------------
  * Figure 20: expert load imbalance (paper §4.6), from `enpu compile --capacity-factor` */
 
 typedef struct {
@@ -143,17 +181,17 @@ typedef struct {
   double savings_worst; /* the plan compiled for the worst case, run on this load */
 } report_imbalance_row;
 
-/* The paper's values for Figure 20: drawn when the sweep's model and phase are theirs. */
+/* What Figure 20 shows, for an overlay (report_overlay) to draw its reference values on. */
 typedef struct {
-  const config_paper *numbers; /* NULL: none drawn */
-  const char *model;           /* the job's model name */
-  int phase;                   /* the bucket's CONFIG_PREFILL / CONFIG_DECODE */
+  const report_overlay *overlay; /* NULL: none drawn */
+  const char *model;             /* the job's model name */
+  int phase;                     /* the bucket's CONFIG_PREFILL / CONFIG_DECODE */
 } report_imbalance_refs;
 
 /* Write <dir>/figure20.md, figure20.dat, figure20.gp and figure20.png (creating dir):
  * per policy, savings vs NoDVFS against the capacity factor (mean over the slacks,
  * min..max as the paper's shaded 0–max slack band) for the plans made for each factor
- * and for the worst-case plans, and their difference, with the paper's stated values
+ * and for the worst-case plans, and their difference, with an overlay's reference values
  * (`paper` may be NULL). `title` names the bucket; rows in any order.
  * @return 0, ENPU_ERR_IO, ENPU_ERR_NOT_FOUND/INTERNAL from gnuplot. */
 int report_write_imbalance(const char *dir, const char *gnuplot, const char *title,
@@ -165,13 +203,13 @@ int report_write_imbalance(const char *dir, const char *gnuplot, const char *tit
 
 typedef struct {
   const char *store_path;
-  const char *out_dir;         /* NULL: results/<job name>/ (the name in the store's job_json) */
-  const char *replay_dir;      /* NULL: no Figure 22 */
-  const config_job *job;       /* NULL: Figure 19 is skipped with a note */
-  const char *gnuplot;         /* program to run, NULL: "gnuplot" from PATH */
-  double freq_slack;           /* slack for Figure 19 (closest stored one); < 0: the largest */
-  const config_paper *numbers; /* the paper's stated values, drawn on the figures they are
-                                  about (NULL: none) */
+  const char *out_dir;           /* NULL: results/<job name>/ (the name in the store's job_json) */
+  const char *replay_dir;        /* NULL: no Figure 22 */
+  const config_job *job;         /* NULL: Figure 19 is skipped with a note */
+  const char *gnuplot;           /* program to run, NULL: "gnuplot" from PATH */
+  double freq_slack;             /* slack for Figure 19 (closest stored one); < 0: the largest */
+  const report_overlay *overlay; /* reference values drawn on the figures they are about
+                                    (NULL: none) */
 } report_options;
 
 /* Write <out_dir>/report.md, the PNGs and their .dat/.gp files (creating out_dir and its
@@ -210,26 +248,5 @@ int report_arch_write(const report_arch_options *o, char **md_path, enpu_err *er
  * @return 0; ENPU_ERR_FORMAT for a document without its arrays; gnuplot's and file
  * errors as report_write. */
 int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu_err *err);
-
-/* ---------------------------------------------------------------------------------
- * The paper's evaluation (`enpu report paper`, written by tools/paper.py's last stage) */
-
-typedef struct {
-  const char *out_dir;          /* README.md, the figures, and per run <model>/<run>/report.md */
-  const char *numbers_path;     /* the paper's stated numbers (config_paper_load) */
-  const char *const *manifests; /* <model>/manifest.json per model, in the README's order */
-  int nmanifests;
-  const char *gnuplot; /* NULL: "gnuplot" from PATH */
-} report_paper_options;
-
-/* Write <out_dir>/README.md: the headline claims and every table and figure of the
- * paper's §4 (numbered as the paper's), ours beside the paper's stated numbers with the
- * gap, both budget modes and each named sensitivity; per run a report_write report. No
- * timestamps: the same inputs give the same bytes.
- * @return 0; ENPU_ERR_PARSE/FORMAT for a manifest or an output it names that is not what
- * tools/paper.py writes (the message names the file and key); the numbers file's errors;
- * store and gnuplot errors as report_write. A claim whose data is missing is a marked
- * row, not an error. */
-int report_paper_write(const report_paper_options *o, enpu_err *err);
 
 #endif /* ENPU_REPORT_H */

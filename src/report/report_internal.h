@@ -17,14 +17,14 @@ typedef struct report_plots report_plots;
 
 typedef struct {
   const store_contents *c;
-  const config_job *job;       /* NULL: no Figure 19 */
-  report_plots *plots;         /* the figures drawn at the end of the report call */
-  const char *dir;             /* output directory as given */
-  char absdir[PATH_MAX];       /* the same, absolute (gnuplot runs there) */
-  report_bucket_key median[2]; /* per phase, the bucket of Figures 12 and 19 ... */
-  enpu_err median_why[2];      /* ... when median_why[ph].code is 0, else why none */
-  const config_paper *numbers; /* the paper's stated values to draw, NULL: none */
-  char model[CONFIG_NAME_LEN]; /* the store's model ("" when its model_json has none) */
+  const config_job *job;         /* NULL: no Figure 19 */
+  report_plots *plots;           /* the figures drawn at the end of the report call */
+  const char *dir;               /* output directory as given */
+  char absdir[PATH_MAX];         /* the same, absolute (gnuplot runs there) */
+  report_bucket_key median[2];   /* per phase, the bucket of Figures 12 and 19 ... */
+  enpu_err median_why[2];        /* ... when median_why[ph].code is 0, else why none */
+  const report_overlay *overlay; /* reference values to draw, NULL: none */
+  char model[CONFIG_NAME_LEN];   /* the store's model ("" when its model_json has none) */
 } report_ctx;
 
 /* `dir` made absolute against the working directory, into out[len].
@@ -142,34 +142,10 @@ void report_split_csv(char *line, char **fields, size_t cap, size_t *nf);
  * its field index. @return 0, or ENPU_ERR_PARSE naming the first column missing. */
 int report_csv_header(const char *path, char *line, const char *const *names, int count, long *col, enpu_err *err);
 
-/* ---- the paper's stated values on a figure (report_refs.c) ---- */
-
-/* What a figure shows, to find the claims of the paper drawn on it. */
-typedef struct {
-  const config_paper *numbers; /* NULL: nothing is drawn */
-  const char *figure;          /* the paper's figure number ("11") */
-  int phase;                   /* CONFIG_PREFILL / CONFIG_DECODE, -1: the figure has both */
-  const char *model;           /* the store's model, NULL or "": claims naming models do not apply */
-  const char *const *series;   /* the policies the figure draws (series i: line colour i + 1) */
-  const int *cols;             /* series i's column in the .dat (slack figures: gains start there) */
-  size_t nseries;
-  bool gains; /* slack figures: draw gains too (those whose quantity is the difference of two
-                 of their policies: Figures 16, 17, 21; Figure 11's are in the paper report) */
-} report_refs_ctx;
-
-/* The "# paper values:" comment line that says what the figure shows (tools/figcheck.py
- * checks the markers from it); nothing without numbers. */
-void report_refs_context(FILE *gp, const report_refs_ctx *r);
-
-/* Continue a plot command of a figure with the slack (%) as x and one column per series:
- * the figure's savings claims (a marker at a slack, a line or band over every slack) and
- * gains (the same on top of the base policy's column). */
-void report_refs_slack(FILE *gp, const report_refs_ctx *r, const char *dat);
-
-/* Continue a plot command with markers at fixed x: claims of `kind` (CONFIG_PAPER_SLOWDOWN:
- * series i at xs[i]; CONFIG_PAPER_FIGURE20: at the claim's capacity factor, those of
- * `metric` only). */
-void report_refs_at(FILE *gp, const report_refs_ctx *r, const char *dat, config_paper_kind kind, const double *xs,
-                    int metric);
+/* An overlay's hooks (report_io.c): nothing when o (or the hook) is NULL. */
+void report_overlay_context(const report_overlay *o, FILE *gp, const report_figure *f);
+void report_overlay_slack(const report_overlay *o, FILE *gp, const report_figure *f, const char *dat);
+void report_overlay_marks(const report_overlay *o, FILE *gp, const report_figure *f, const char *dat,
+                          report_mark kind, const double *xs);
 
 #endif /* ENPU_REPORT_INTERNAL_H */
