@@ -77,12 +77,12 @@ typedef struct {
   char base[CONFIG_NAME_LEN]; /* gain, figure20 min_gain: "" when absent */
   int phase;                  /* config_phase, or -1: both phases */
   paper_slack_sel slack_sel;
-  double slack;                                        /* PAPER_SLACK_VALUE: the fraction */
-  paper_agg agg;                                      /* over models x policies (x slacks for "all") */
+  double slack;                                 /* PAPER_SLACK_VALUE: the fraction */
+  paper_agg agg;                                /* over models x policies (x slacks for "all") */
   char models[PAPER_MAX_LIST][CONFIG_NAME_LEN]; /* 0 = every model */
   int nmodels;
   paper_level level;
-  char run[CONFIG_NAME_LEN];              /* replay run name (replay, windows) */
+  char run[CONFIG_NAME_LEN];       /* replay run name (replay, windows) */
   char paths[PAPER_MAX_LIST][128]; /* replay: dotted paths below the policy's object */
   int npaths;
   char column[64]; /* windows */
