@@ -15,8 +15,6 @@
 #include <stdio.h>
 
 #include "paper.h"
-#include "report_internal.h" /* the report's file helpers and its figure queue: the paper's
-                                README draws its figures with every run's in one gnuplot */
 
 #define PAPER_MAX_RUNS 24
 #define PAPER_MAX_FILES 32

@@ -220,6 +220,84 @@ typedef struct {
 int report_write(const report_options *o, char **md_path, enpu_err *err);
 
 /* ---------------------------------------------------------------------------------
+ * Drawing: the files, gnuplot scripts and figure queue every report section writes
+ * with, and the rules its figures share; public so a writer above this module (the
+ * paper wing) draws its figures the same way and in the same gnuplot. */
+
+/* The figures of one report call (report_plots.c): each section queues its scripts, and
+ * the top-level call draws them all in one gnuplot at its end (a gnuplot's start costs
+ * more than a small figure). Opaque. */
+typedef struct report_plots report_plots;
+
+/* `dir` made absolute against the working directory, into out[len].
+ * @return 0, ENPU_ERR_IO, ENPU_ERR_RANGE (too long). */
+int report_absolute_dir(const char *dir, char *out, size_t len, enpu_err *err);
+
+/* Open <dir>/<name> for writing (a new temporary file, enpu_file_create) / close it
+ * checking every write and rename it over <dir>/<name> / close and remove it unpublished.
+ * @return 0, or ENPU_ERR_IO (_ENV, _RANGE) naming the file. */
+int report_file_open(const char *dir, const char *name, FILE **f, enpu_err *err);
+int report_file_close(FILE *f, const char *dir, const char *name, enpu_err *err);
+void report_file_discard(FILE *f, const char *dir, const char *name);
+
+/* The first lines of every gnuplot script: the PNG terminal (960 x height pixels), `png`
+ * as output, a title. */
+void report_gp_preamble(FILE *gp, const char *png, int height, const char *title);
+
+/* An empty queue whose figures `program` draws (NULL: "gnuplot" from PATH; copied).
+ * @return 0, ENPU_ERR_NOMEM. */
+int report_plots_create(const char *program, report_plots **out, enpu_err *err);
+/* Free q (NULL: nothing). A file queued by report_plots_publish and not yet renamed is
+ * removed: a report whose figures were not drawn is not published. */
+void report_plots_free(report_plots *q);
+/* Queue <absdir>/<script> (absdir absolute; script and png relative to it), which draws
+ * <absdir>/<png>. @return 0, ENPU_ERR_NOMEM. */
+int report_plots_add(report_plots *q, const char *absdir, const char *script, const char *png, enpu_err *err);
+/* Rename `from` to `to` once every figure queued is drawn (report.md written to a
+ * temporary name). @return 0, ENPU_ERR_NOMEM. */
+int report_plots_publish(report_plots *q, const char *from, const char *to, enpu_err *err);
+/* Draw every queued figure in one gnuplot, each from its directory as its script runs
+ * alone, gnuplot's output appended to each figure's <absdir>/gnuplot.log; when that
+ * gnuplot fails or leaves a PNG missing or empty, draw them one gnuplot each
+ * (report_run_gnuplot: the error names the script that fails). Then rename what was
+ * queued to publish. The figures are taken off the queue, drawn or not.
+ * @return 0; report_run_gnuplot's errors; ENPU_ERR_IO (a log or rename); ENPU_ERR_NOMEM. */
+int report_plots_draw(report_plots *q, enpu_err *err);
+
+/* report_write with its figures queued on `plots`, not drawn, and report.md queued to
+ * publish: the caller draws them (`enpu report paper` draws every run's in one gnuplot).
+ * o->gnuplot is not read: the queue has its program. Errors as report_write's. */
+int report_write_queued(const report_options *o, report_plots *plots, char **md_path, enpu_err *err);
+
+/* At most this many series in one panel of any figure: beyond it a reader cannot tell
+ * the lines apart; the variants of the design space have their own figures. */
+#define REPORT_MAX_SERIES 8
+
+/* The policies a headline panel compares, into idx[0..max) as indices of c->policies:
+ * the paper's compared policies the store holds (NoDVFS when with_nodvfs, DVFS-C or,
+ * without its GA, its walk, eNPU-C, eNPU-All, Ideal), in that order; a store with fewer than two of them
+ * gets its first policies instead, so a custom job still draws something.
+ * @return how many. */
+size_t report_headline_policies(const store_contents *c, int with_nodvfs, size_t *idx, size_t max);
+
+/* Energy a plan lost in its regulators, all components, in % of the bucket's NoDVFS
+ * energy (Figure 13's quantity). */
+double report_regulator_loss_pct(const store_bucket_rec *b, const store_plan_rec *pl);
+
+/* A plan's overhead and its time over NoDVFS, in % of T_nodvfs, in its budget mode's
+ * world (README, Budget modes): a paper plan's overhead is the paper's (§4.4: V/f
+ * transitions and the crossings' loop throughput loss, paper_overhead_pct) and its time the critical path
+ * plus that; a strict plan's are its whole time's, what a serving runtime waits for. */
+double report_plan_overhead_pct(const store_plan_rec *pl);
+double report_plan_slowdown_pct(const store_bucket_rec *b, const store_plan_rec *pl);
+
+/* The values of `column` in a replay's windows_<policy>.csv, of the rows whose "peak"
+ * column is `peak` (1 peak hours, 0 off-peak, -1 every row); empty cells are skipped.
+ * *out is malloc'd. @return 0; ENPU_ERR_IO; ENPU_ERR_PARSE (no such column, a bad number,
+ * naming file and line). */
+int report_windows_column(const char *path, const char *column, int peak, double **out, int *n, enpu_err *err);
+
+/* ---------------------------------------------------------------------------------
  * Architecture sweep (`enpu report STORE --sweep`, report_arch.c): a store whose policies
  * were compiled on chip variants (a job's "sweep" section, config.h) */
 
