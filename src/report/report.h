@@ -158,6 +158,13 @@ typedef enum {
   REPORT_MARK_CAPACITY_LOSS   /* Figure 20: the saving lost by worst-case provisioning */
 } report_mark;
 
+/* The tables of report.md an overlay may add rows to. */
+typedef enum {
+  REPORT_TABLE_REPLAY_PERIODS = 0 /* Section 5's peak and off-peak table: | hours | policy | SLO
+                                     attainment | busy-only savings | with-idle savings |
+                                     safeguard 1 share | locked share | (prefill / decode) */
+} report_table;
+
 typedef struct {
   void *ctx; /* handed to every hook */
   /* Comment lines at the top of a figure's script (before its settings). */
@@ -168,6 +175,9 @@ typedef struct {
   void (*marks)(void *ctx, FILE *gp, const report_figure *f, const char *dat, report_mark kind, const double *xs);
   /* report.md's list line saying where the values come from ("- ...\n"). */
   void (*note)(void *ctx, FILE *md);
+  /* Reference rows at the end of a table of report.md (whole "| ... |\n" lines, the
+   * table's columns). */
+  void (*rows)(void *ctx, FILE *md, report_table table);
 } report_overlay;
 
 /* ---------------------------------------------------------------------------------
