@@ -135,7 +135,7 @@ commands-table: build
 # day (1x, and 12x: the load Table 3's nodes are provisioned for), the load sweep,
 # validation of a sample of plans, and the report with its plots; the online governors
 # beside the plans on the hour, and pelm-lossless trained on its first half and replayed
-# on the second; the burst traces of tools/burst_trace.py (a minute at 6x, 10 s at 4x every
+# on the second; the burst traces of `enpu trace burst` (a minute at 6x, 10 s at 4x every
 # minute) swept under each safeguard mode, and the day and the sweep under the paper's
 # safeguards beside the default predictive ones. ~9 min on 2 cores.
 REF := results/llama3-70b
@@ -159,7 +159,7 @@ reference: build
 	mkdir -p $(REF)/bursts/day-12x-paper && $(REPLAY) --day --rate 12 --safeguards paper --windows-only \
 	  --out $(REF)/bursts/day-12x-paper > $(REF)/bursts/day-12x-paper/replay.txt
 	for b in $(BURSTS); do name=$${b%%:*}; shape=$$(echo $$b | cut -d: -f2-3 | tr : ' '); \
-	  python3 tools/burst_trace.py jobs/traces/AzureLLMInferenceTrace_conv.csv $$shape -o $(BUILD)/burst-$$name.csv \
+	  $(BUILD)/enpu trace burst jobs/traces/AzureLLMInferenceTrace_conv.csv $$shape -o $(BUILD)/burst-$$name.csv \
 	  || exit 1; for m in paper switching predictive; do mkdir -p $(REF)/bursts/$$name-$$m && \
 	  $(REPLAY_ON) --trace $(BUILD)/burst-$$name.csv --rates 1,1.5,2,2.5,3 --safeguards $$m \
 	  --out $(REF)/bursts/$$name-$$m > $(REF)/bursts/$$name-$$m/sweep.txt || exit 1; done; done

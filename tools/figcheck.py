@@ -8,6 +8,10 @@ Usage: tools/figcheck.py [--gnuplot BIN] PATH...   (a .gp file or a directory, s
 Per panel (each plot command; a multiplot has several):
   series    at most 8 series in the key, and at most 16 plot elements (a series may have
             one untitled band or marker of its own);
+  drawn     at most 8 series drawn, titled or not: every plot element counts (a line, its
+            band, an error bar) but the reference annotations drawn over the data (a black
+            marker, `lc rgb 'black'`, and a text, `with labels`), so a panel whose key is
+            short cannot still crowd 9 or more lines and bands;
   key       with more than one series, the key is outside the plot area (outside,
             above, below, a margin, at screen coordinates the layout leaves free, or unset);
   width     the plot area is at least half the panel's width (the canvas width over the
@@ -141,6 +145,10 @@ def text_checks(path, cmds):
             if len(titled) > MAX_SERIES or len(elems) > 2 * MAX_SERIES:
                 problems.append(f"{where}: {len(titled)} series in the key, {len(elems)} plot elements "
                                 f"(at most {MAX_SERIES} series, each with at most one untitled band or marker)")
+            drawn = [e for e in elems if "lc rgb 'black'" not in e and not re.search(r"\bwith\s+labels\b", e)]
+            if len(drawn) > MAX_SERIES:
+                problems.append(f"{where}: {len(drawn)} series drawn (at most {MAX_SERIES}, bands included; "
+                                "split the panel)")
             if len(titled) > 1 and not key_outside:
                 problems.append(f"{where}: the key is inside the plot area")
             if not re.search(r"\(.+\)", ylabel):

@@ -19,7 +19,7 @@ const cli_command cli_commands[] = {
     COMMAND(report, "markdown report with gnuplot plots of a plan store (and a replay)"),
     COMMAND(validate, "re-simulate a sample of a store's plans, replay every policy, record it"),
     COMMAND(model, "import a Hugging Face config.json as a model file (model import)"),
-    COMMAND(trace, "convert a public trace format to the replay's CSV (trace convert)"),
+    COMMAND(trace, "convert a public trace to the replay's CSV (trace convert), or add a burst (trace burst)"),
     COMMAND(cache, "the operator-result cache farms share: stats, verify, prune"),
 };
 

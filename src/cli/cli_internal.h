@@ -17,6 +17,7 @@
 #include "config.h"
 #include "farm.h"
 #include "graph.h"
+#include "paper.h"
 
 typedef struct cli_spec cli_spec;
 typedef struct cli_parsed cli_parsed;
@@ -105,9 +106,9 @@ int cli_write_text(const char *path, const char *text, enpu_err *err);
 /* The paper's stated numbers a report draws on its figures: `path`, or when it is NULL
  * CLI_PAPER_NUMBERS if that file exists (relative to the working directory, as the
  * repository's commands run), else none (*out NULL).
- * @return 0, or config_paper_load's error for a file that is given or exists. */
+ * @return 0, or paper_numbers_load's error for a file that is given or exists. */
 #define CLI_PAPER_NUMBERS "jobs/paper/paper-numbers.json"
-int cli_load_paper_numbers(const char *path, config_paper **out, enpu_err *err);
+int cli_load_paper_numbers(const char *path, paper_numbers **out, enpu_err *err);
 
 /* A lookup argument's text (PLANSTORE_ARG_*) by the reader's rules, planstore_parse_arg,
  * the one parser of `enpu query`, `enpu report --slack` and the Python package: *out in

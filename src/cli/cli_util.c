@@ -110,8 +110,8 @@ int cli_write_text(const char *path, const char *text, enpu_err *err) {
   return enpu_file_write(path, text, strlen(text), 0, err); /* a reader never sees half a file */
 }
 
-int cli_load_paper_numbers(const char *path, config_paper **out, enpu_err *err) {
+int cli_load_paper_numbers(const char *path, paper_numbers **out, enpu_err *err) {
   *out = NULL;
   if (!path && access(CLI_PAPER_NUMBERS, R_OK) != 0) return 0;
-  return config_paper_load(path ? path : CLI_PAPER_NUMBERS, out, err);
+  return paper_numbers_load(path ? path : CLI_PAPER_NUMBERS, out, err);
 }

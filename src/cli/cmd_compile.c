@@ -442,11 +442,12 @@ static int compile_sweep(config_job *job, const compile_args *a, const sweep_ctx
   char title[160];
   snprintf(title, sizeof title, "%s %s batch %d seq %d", job->name, cli_phase_names[a->b.phase], a->b.batch,
            a->b.seq);
-  config_paper *numbers = NULL;
+  paper_numbers *numbers = NULL;
   if (rc == 0 && a->out) rc = cli_load_paper_numbers(a->numbers, &numbers, err);
-  const report_imbalance_refs paper = {numbers, job->model.name, a->b.phase};
+  const report_overlay overlay = paper_overlay(numbers);
+  const report_imbalance_refs paper = {numbers ? &overlay : NULL, job->model.name, a->b.phase};
   if (rc == 0 && a->out) rc = report_write_imbalance(a->out, NULL, title, &paper, rows, (size_t)nf * per, err);
-  config_paper_free(numbers);
+  paper_numbers_free(numbers);
   for (int p = 0; p < c->npol; p++) search_bucket_result_free(&worst[p]);
   graph_free(gw);
   free(rows);

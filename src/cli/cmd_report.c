@@ -57,7 +57,7 @@ static const cli_opt opts[] = {
 static void init(void *args) { ((report_args *)args)->slack = -1; }
 
 typedef struct {
-  report_paper_options o;
+  paper_options o;
   cli_strings manifests;
   int json;
 } paper_args;
@@ -95,7 +95,7 @@ static int run_paper(void *args) {
   a->o.manifests = a->manifests.v;
   a->o.nmanifests = a->manifests.n;
   enpu_err err = {0};
-  if (report_paper_write(&a->o, &err) < 0) return cli_fail("report paper", err.msg);
+  if (paper_write(&a->o, &err) < 0) return cli_fail("report paper", err.msg);
   char readme[2 * CONFIG_PATH_LEN];
   snprintf(readme, sizeof readme, "%s/README.md", a->o.out_dir);
   if (a->json) return print_written("readme", readme);
@@ -136,21 +136,22 @@ static int run(void *args) {
   if (a->job && config_job_load(a->job, &job, &err) < 0)
     return cli_fail("report", err.msg), cli_input_status(err.code);
   o.job = job;
-  config_paper *numbers = NULL;
+  paper_numbers *numbers = NULL;
   uint32_t version = 0; /* no such file, or none a plan store: bad input, not a failure */
   if (cli_load_paper_numbers(a->numbers, &numbers, &err) < 0 || store_probe(a->store, &version, &err) < 0) {
-    config_paper_free(numbers);
+    paper_numbers_free(numbers);
     config_job_free(job);
     return cli_fail("report", err.msg), cli_input_status(err.code);
   }
-  o.numbers = numbers;
+  const report_overlay overlay = paper_overlay(numbers);
+  o.overlay = numbers ? &overlay : NULL;
   char *md = NULL;
   int status = 0;
   if (report_write(&o, &md, &err) < 0) status = cli_fail("report", err.msg);
   else if (a->json) status = print_written("report", md);
   else printf("wrote %s\n", md);
   free(md);
-  config_paper_free(numbers);
+  paper_numbers_free(numbers);
   config_job_free(job);
   return status;
 }

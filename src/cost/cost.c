@@ -246,9 +246,9 @@ void cost_timing_core(const cost_ctx *ctx, const cost_entry *e, const int eff[CO
  * between blocks is not monotone in the core's time (a shorter core widens its units'
  * gaps past a gating threshold, whose wake-ups lengthen it), and the paper's overhead is
  * never below the plan's transitions. */
-static void paper_base(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
-                       const int domain[COST_NUNIT], const cost_gate_limits *gate, cost_sim *sim,
-                       const op_timing *core, op_timing *o) {
+static void crossing_only_base(const cost_ctx *ctx, const cost_entry *e, const int eff[COST_NUNIT],
+                               const int domain[COST_NUNIT], const cost_gate_limits *gate, cost_sim *sim,
+                               const op_timing *core, op_timing *o) {
   if (core->variant < 0) return; /* no kernel: nothing crosses */
   op_timing plain;
   cost_timing_core(ctx, e, eff, domain, 0, gate, sim, &plain);
@@ -333,7 +333,7 @@ static void op_timing_run(cost_ctx *ctx, const cost_entry *e, const int eff[COST
   }
   const op_timing core = *o; /* the engines add their gaps to o's */
   cost_timing_engines(ctx, e, eff, gate, o);
-  paper_base(ctx, e, eff, domain, gate, &ctx->sim, &core, o);
+  crossing_only_base(ctx, e, eff, domain, gate, &ctx->sim, &core, o);
 }
 
 static double max_own(const double own[CONFIG_NCOMP]) {

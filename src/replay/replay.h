@@ -57,6 +57,9 @@ typedef struct {
   char first_skipped[ENPU_ERR_MSG_LEN]; /* message of the first skipped row, "" when none */
   double origin_tod_s;                  /* time of day of arrival 0, seconds after midnight (as written,
                                            UTC when the rows carry an offset; 0 for a shaped day) */
+  int64_t origin_s;                     /* arrival 0's whole second since the epoch, as written (the
+                                           offset kept, as origin_tod_s); a shaped day's midnight */
+  double origin_frac_s;                 /* and its fraction of a second, [0, 1) */
   size_t unsorted;                      /* rows earlier than the row before them in the file */
   size_t first_unsorted_line;           /* the file line of the first of them, 0 when none */
 } replay_trace;
@@ -139,12 +142,24 @@ int replay_trace_convert(const char *text, size_t len, const char *name, const r
  *    from midnight and thin it with the diurnal curve of replay_diurnal_factor; the
  *    trace itself is the peak rate (the shipped one was recorded 18:15–19:14, inside the
  *    peak hours 14–20).
- * Order: day (if set), rate, then warp. Deterministic for a seed. */
+ *  burst: the rate is multiplied by burst.k for the requests arriving inside a burst
+ *    (`enpu trace burst`): [start_s, start_s + length_s) seconds after arrival 0, or,
+ *    with period_s > 0, the first length_s of every period_s (on/off bursts). k = 0
+ *    (a zeroed burst): none.
+ * Order: day (if set), rate and burst, then warp. Deterministic for a seed. */
+typedef struct {
+  double k;        /* rate factor inside a burst: 0 none, else finite and >= 1 */
+  double start_s;  /* a window's start after arrival 0 (period_s == 0) */
+  double length_s; /* > 0: the window's length, or each period's burst */
+  double period_s; /* > length_s: on/off bursts of length_s every period_s; 0: one window */
+} replay_burst;
+
 typedef struct {
   double rate;
   double warp;
   bool day;
   uint64_t seed;
+  replay_burst burst;
 } replay_shape;
 
 /* Rate factor of the 24-hour day at a time of day (hours, 0 <= h < 24): 1 from 14:00 to
@@ -571,6 +586,12 @@ typedef struct {
 
 /* The most arrivals of `t` within one second [k, k + 1) s after its first. */
 double replay_trace_peak_per_s(const replay_trace *t);
+
+/* The trace as the replay's CSV (TIMESTAMP,ContextTokens,GeneratedTokens; times from
+ * origin_s, 100 ns resolution), in *csv (malloc'd, NUL-terminated) of *len bytes; what
+ * replay_trace_parse reads back to the same requests (arrivals to 100 ns).
+ * @return 0, ENPU_ERR_NOMEM. */
+int replay_trace_csv(const replay_trace *t, char **csv, size_t *len, enpu_err *err);
 
 /* Shape `raw` at each rate (`base` gives seed, warp and day; its rate is replaced),
  * replay every policy on it and aggregate. Rates must be > 0; they are sorted.

@@ -1,5 +1,6 @@
 /* replay_convert.c — public request-trace formats converted to the replay's CSV
- * (`enpu trace convert`; the formats are listed in replay.h).
+ * (`enpu trace convert`; the formats are listed in replay.h), and a trace written back as
+ * that CSV (`enpu trace burst`: replay_trace_csv).
  *
  * Each format's row parser yields (time, context, generated) or an error naming
  * name:line:column; the row written is then read back by replay_trace_row, so the output
@@ -419,5 +420,25 @@ int replay_trace_convert(const char *text, size_t len, const char *name, const r
     return rc;
   }
   *csv = c.out.buf;
+  return ENPU_OK;
+}
+
+int replay_trace_csv(const replay_trace *t, char **csv, size_t *len, enpu_err *err) {
+  *csv = NULL, *len = 0;
+  out_text o = {0};
+  int rc = out_append(&o, CONVERT_HEADER "\n", strlen(CONVERT_HEADER) + 1, err);
+  for (size_t i = 0; rc == ENPU_OK && i < t->count; i++) {
+    const replay_request *rq = &t->requests[i];
+    char stamp[48], row[128];
+    format_time(t->origin_s, t->origin_frac_s + rq->arrival_ns / 1e9, stamp, sizeof stamp);
+    const int n = snprintf(row, sizeof row, "%s,%d,%d\n", stamp, (int)rq->context_tokens,
+                           (int)rq->generated_tokens);
+    rc = out_append(&o, row, (size_t)n, err);
+  }
+  if (rc < 0) {
+    free(o.buf);
+    return rc;
+  }
+  *csv = o.buf, *len = o.len;
   return ENPU_OK;
 }

@@ -247,6 +247,9 @@ static int finish_parse(row_set *set, const char *name, replay_trace **out, enpu
   (*out)->skipped = set->skipped;
   (*out)->unsorted = unsorted;
   (*out)->first_unsorted_line = first_unsorted_line;
+  const double first_whole = floor(set->rows[0].t);
+  (*out)->origin_s = set->base_s + (int64_t)first_whole;
+  (*out)->origin_frac_s = set->rows[0].t - first_whole;
   const double tod = fmod((double)(set->base_s % 86400) + set->rows[0].t, DAY_S);
   (*out)->origin_tod_s = tod < 0 ? tod + DAY_S : tod;
   memcpy((*out)->first_skipped, set->first_skipped, sizeof set->first_skipped);
@@ -338,8 +341,30 @@ static int emit_copies(timed_row **rows, size_t *n, size_t *cap, const replay_re
   return ENPU_OK;
 }
 
+/* The burst's rate factor at t_s seconds after arrival 0 (1 outside it). */
+static double burst_factor(const replay_burst *b, double t_s) {
+  if (b->k == 0) return 1.0;
+  const double at = b->period_s > 0 ? fmod(t_s, b->period_s) : t_s - b->start_s;
+  return at >= 0 && at < b->length_s ? b->k : 1.0;
+}
+
+static int check_burst(const replay_burst *b, enpu_err *err) {
+  if (b->k == 0) return ENPU_OK;
+  ENPU_RETURN_IF(!(b->k >= 1) || !isfinite(b->k), err, ENPU_ERR_INVALID,
+                 "burst: the rate factor must be a finite number >= 1, got %g", b->k);
+  ENPU_RETURN_IF(!(b->length_s > 0) || !isfinite(b->length_s), err, ENPU_ERR_INVALID,
+                 "burst: the length must be a finite number of seconds > 0, got %g", b->length_s);
+  ENPU_RETURN_IF(!(b->start_s >= 0) || !isfinite(b->start_s), err, ENPU_ERR_INVALID,
+                 "burst: the start must be a finite number of seconds >= 0, got %g", b->start_s);
+  ENPU_RETURN_IF(b->period_s != 0 && (!(b->period_s > b->length_s) || !isfinite(b->period_s)), err,
+                 ENPU_ERR_INVALID, "burst: the period (%g s) must be longer than the burst (%g s)", b->period_s,
+                 b->length_s);
+  return ENPU_OK;
+}
+
 int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay_trace **out, enpu_err *err) {
   *out = NULL;
+  ENPU_FORWARD(check_burst(&shape->burst, err));
   ENPU_RETURN_IF(!in || !shape || in->count == 0, err, ENPU_ERR_INVALID, "shape: empty trace");
   ENPU_RETURN_IF(!(shape->rate >= 0) || !isfinite(shape->rate), err, ENPU_ERR_INVALID,
                  "rate must be a finite number >= 0, got %g", shape->rate);
@@ -352,9 +377,10 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
   const double period_ns = span_ns + (n > 1 ? span_ns / (double)(n - 1) : 1e9);
   const double day_ns = DAY_S * 1e9;
   const double tiles_d = shape->day ? ceil(day_ns / period_ns) : 1;
-  ENPU_RETURN_IF(shape->rate * (double)n * tiles_d > REPLAY_REQUESTS_MAX, err, ENPU_ERR_RANGE,
-                 "rate %g%s would give about %.3g requests, more than the %d a replay takes", shape->rate,
-                 shape->day ? " over a day" : "", shape->rate * (double)n * tiles_d, REPLAY_REQUESTS_MAX);
+  const double most = shape->rate * (shape->burst.k > 1 ? shape->burst.k : 1); /* a bound: all in a burst */
+  ENPU_RETURN_IF(most * (double)n * tiles_d > REPLAY_REQUESTS_MAX, err, ENPU_ERR_RANGE,
+                 "rate %g%s would give up to %.3g requests, more than the %d a replay takes", most,
+                 shape->day ? " over a day" : "", most * (double)n * tiles_d, REPLAY_REQUESTS_MAX);
   const long tiles = (long)tiles_d;
   timed_row *rows = NULL;
   size_t nrows = 0, cap = 0;
@@ -364,7 +390,8 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
       double t = (double)tile * period_ns + in->requests[i].arrival_ns;
       if (shape->day && t >= day_ns) break;
       double next = i + 1 < n ? in->requests[i + 1].arrival_ns : period_ns;
-      double expected = shape->rate * (shape->day ? replay_diurnal_factor(t / 3600e9) : 1.0);
+      double expected = shape->rate * (shape->day ? replay_diurnal_factor(t / 3600e9) : 1.0) *
+                        burst_factor(&shape->burst, t / 1e9);
       rc = emit_copies(&rows, &nrows, &cap, &in->requests[i], t, next - in->requests[i].arrival_ns, expected, &rng,
                        err);
     }
@@ -376,7 +403,12 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
     qsort(rows, nrows, sizeof *rows, timed_cmp);
     rc = trace_from_rows(rows, nrows, false, shape->warp, out, err);
   }
-  if (rc == ENPU_OK) (*out)->origin_tod_s = shape->day ? 0 : in->origin_tod_s;
+  if (rc == ENPU_OK) {
+    (*out)->origin_tod_s = shape->day ? 0 : in->origin_tod_s;
+    const double midnight = floor((double)in->origin_s + in->origin_frac_s - in->origin_tod_s + 0.5);
+    (*out)->origin_s = shape->day ? (int64_t)midnight : in->origin_s;
+    (*out)->origin_frac_s = shape->day ? 0 : in->origin_frac_s;
+  }
   free(rows);
   return rc;
 }

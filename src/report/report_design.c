@@ -109,11 +109,11 @@ typedef struct {
   const char *stem, *title, *xlabel, *ylabel;
   int logx;
   size_t nx, ns;
-  const double *x;             /* nx */
-  const char *const *series;   /* ns names */
-  const double *y;             /* nx × ns, NaN: missing */
-  const report_refs_ctx *refs; /* the paper's values to draw, or NULL */
-  const double *refs_x;        /* NULL: x is the slack; else refs->series[i] at refs_x[i] */
+  const double *x;           /* nx */
+  const char *const *series; /* ns names */
+  const double *y;           /* nx × ns, NaN: missing */
+  const report_figure *fig;  /* what an overlay's values are drawn against, or NULL */
+  const double *refs_x;      /* NULL: x is the slack; else fig->series[i] at refs_x[i] */
 } line_plot;
 
 static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
@@ -134,18 +134,18 @@ static int draw(const report_ctx *r, const line_plot *lp, enpu_err *err) {
   ENPU_FORWARD(report_file_close(f, r->dir, dat, err));
   ENPU_FORWARD(report_file_open(r->dir, gpn, &f, err));
   report_gp_preamble(f, png, 520, lp->title);
-  if (lp->refs) report_refs_context(f, lp->refs);
+  if (lp->fig) report_overlay_context(r->overlay, f, lp->fig);
   fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset key outside right top%s\n%s", lp->xlabel, lp->ylabel,
-          lp->refs ? " samplen 2" : "", /* room for the paper's longer entries */
-          lp->logx   ? "set logscale x 2\n"
-          : lp->refs ? "set offsets 0.3, 0.3, graph 0.05, graph 0.05\n" /* a paper line off the border */
-                     : "set offsets 0.3, 0.3, 0, 0\n");
+          lp->fig ? " samplen 2" : "", /* room for an overlay's longer entries */
+          lp->logx  ? "set logscale x 2\n"
+          : lp->fig ? "set offsets 0.3, 0.3, graph 0.05, graph 0.05\n" /* a reference line off the border */
+                    : "set offsets 0.3, 0.3, 0, 0\n");
   fprintf(f, "plot");
   for (size_t s = 0; s < lp->ns; s++)
     fprintf(f, "%s '%s' using 1:%zu with linespoints lw 2 pt 7 title '%s'", s ? ", \\\n    " : " ", dat, 2 + s,
             lp->series[s]);
-  if (lp->refs && lp->refs_x) report_refs_at(f, lp->refs, dat, CONFIG_PAPER_SLOWDOWN, lp->refs_x, 0);
-  else if (lp->refs) report_refs_slack(f, lp->refs, dat);
+  if (lp->fig && lp->refs_x) report_overlay_marks(r->overlay, f, lp->fig, dat, REPORT_MARK_SLOWDOWN, lp->refs_x);
+  else if (lp->fig) report_overlay_slack(r->overlay, f, lp->fig, dat);
   fprintf(f, "\n");
   ENPU_FORWARD(report_file_close(f, r->dir, gpn, err));
   return report_plots_add(r->plots, r->absdir, gpn, png, err);
@@ -194,9 +194,9 @@ static int by_slack(const report_ctx *r, FILE *md, const char *stem, const char 
   snprintf(title, sizeof title, "%s: %s vs SLO slack (mean over buckets)", phase_name[phase], what);
   int cols[16];
   for (size_t p = 0; p < np; p++) cols[p] = 2 + (int)p;
-  const report_refs_ctx refs = {r->numbers, figure_of(stem), phase, r->model, names, cols, np, true};
+  const report_figure fig = {figure_of(stem), phase, r->model, names, cols, np, true};
   const line_plot lp = {full_stem, title, "SLO slack (% of T_nodvfs)", what, 0, ns, np, x,
-                        names,     y,     refs.figure ? &refs : NULL,  NULL};
+                        names,     y,     fig.figure ? &fig : NULL,    NULL};
   char head[64];
   snprintf(head, sizeof head, "%s: slack (%%)", phase_name[phase]);
   return draw_with_table(r, md, &lp, head, err);
@@ -310,7 +310,7 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
   size_t nn = 0;
   for (size_t i = 0; i < n; i++) names[nn] = pts[i].name, at[nn++] = pts[i].shadow;
   if (own >= 0 && policy(r->c, base)) names[nn] = policy(r->c, base)->name, at[nn++] = own;
-  const report_refs_ctx refs = {r->numbers, "15", -1, r->model, names, NULL, nn, false};
+  const report_figure fig = {"15", -1, r->model, names, NULL, nn, false};
   const line_plot lp = {"shadow",
                         "slowdown at 0 % slack vs VU shadow registers (mean over buckets)",
                         "shadow vector registers (count)",
@@ -321,7 +321,7 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
                         x,
                         series,
                         y,
-                        &refs,
+                        &fig,
                         at};
   return draw(r, &lp, err);
 }

@@ -4,8 +4,10 @@
  * worst-case plans eNPU compiles by default, run on that factor's load.
  *
  * Invariants: the rows come from one bucket; per (policy, factor) the mean, min and max
- * are over the slacks given (the paper's curve and shaded 0–max threshold band); the
- * files use relative names so `cd DIR && gnuplot figure20.gp` redraws the plot. */
+ * are over the slacks given (the paper's curve and shaded 0–max threshold band); a panel
+ * draws at most REPORT_MAX_SERIES series, so the plans for the load, the worst-case plans
+ * and their difference are three panels; the files use relative names so `cd DIR && gnuplot figure20.gp` redraws
+ * the plot. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,35 +69,42 @@ static int write_dat(const char *dir, const imbalance_point *pts, size_t np, enp
   return report_file_close(f, dir, "figure20.dat", err);
 }
 
-static int write_gp(const char *dir, const char *title, const imbalance_point *pts, size_t np,
-                    const report_refs_ctx *refs, enpu_err *err) {
+/* The three panels, stacked: plans for the true load (their band: min..max over the
+ * slacks, when the panel keeps at most REPORT_MAX_SERIES elements with it), the worst-case
+ * plans on that load, and the difference; one colour per policy throughout. */
+static int write_gp(const char *dir, const char *title, const report_figure *fig, const report_overlay *overlay,
+                    enpu_err *err) {
   FILE *gp;
   ENPU_FORWARD(report_file_open(dir, "figure20.gp", &gp, err));
-  report_gp_preamble(gp, "figure20.png", 820, ""); /* stacked: each panel the width, its key beside it */
-  report_refs_context(gp, refs);
+  report_gp_preamble(gp, "figure20.png", 1080, ""); /* stacked: each panel the width, its key beside it */
+  report_overlay_context(overlay, gp, fig);
   fprintf(gp,
-          "set multiplot layout 2,1 title '%s'\nset logscale x 2\nset lmargin 12\nset rmargin at screen 0.72\n"
+          "set multiplot layout 3,1 title '%s'\nset logscale x 2\nset lmargin 12\nset rmargin at screen 0.72\n"
           "set xlabel 'expert capacity factor (x the mean expert load)'\n",
           title);
-  fprintf(gp, "set key outside right top font ',8'\nset style fill transparent solid 0.15 noborder\n"
-              "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load "
-              "(band: min..max over slacks), dashed: worst-case plans' font ',9'\nplot ");
-  int block = 0;
-  for (size_t i = 0; i < np; i++) {
-    if (i > 0 && !strcmp(pts[i].policy, pts[i - 1].policy)) continue;
-    fprintf(gp,
-            "%s'figure20.dat' index %d using 1:3:4 with filledcurves lc %d notitle, "
-            "'' index %d using 1:2 with linespoints lc %d title '%s', "
-            "'' index %d using 1:5 with lines dt 2 lc %d title '%s worst-case plan'",
-            block ? ", " : "", block, block + 1, block, block + 1, pts[i].policy, block, block + 1, pts[i].policy);
-    block++;
+  const int bands = 2 * fig->nseries <= REPORT_MAX_SERIES;
+  fprintf(gp,
+          "set key outside right top font ',8'\nset style fill transparent solid 0.15 noborder\n"
+          "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load%s' font ',9'\nplot ",
+          bands ? " (band: min..max over slacks)" : "");
+  for (size_t b = 0; b < fig->nseries; b++) {
+    if (bands)
+      fprintf(gp, "%s'figure20.dat' index %zu using 1:3:4 with filledcurves lc %zu notitle", b ? ", " : "", b,
+              b + 1);
+    fprintf(gp, "%s'figure20.dat' index %zu using 1:2 with linespoints lc %zu title '%s'", b || bands ? ", " : "",
+            b, b + 1, fig->series[b]);
   }
-  report_refs_at(gp, refs, "figure20.dat", CONFIG_PAPER_FIGURE20, NULL, CONFIG_F20_WORST);
+  fprintf(gp, "\nset ylabel 'energy saving vs NoDVFS (%%)'\n"
+              "set title 'worst-case plans run on the true load (mean over slacks)' font ',9'\nplot ");
+  for (size_t b = 0; b < fig->nseries; b++)
+    fprintf(gp, "%s'figure20.dat' index %zu using 1:5 with linespoints dt 2 lc %zu title '%s'", b ? ", " : "", b,
+            b + 1, fig->series[b]);
+  report_overlay_marks(overlay, gp, fig, "figure20.dat", REPORT_MARK_CAPACITY_WORST, NULL);
   fprintf(gp, "\nset ylabel 'saving lost by worst-case provisioning (points)'\n"
               "set title 'plan for the true load minus worst-case plan (mean over slacks)' font ',9'\nplot ");
-  for (int b = 0; b < block; b++)
-    fprintf(gp, "%s'figure20.dat' index %d using 1:8 with linespoints lc %d notitle", b ? ", " : "", b, b + 1);
-  report_refs_at(gp, refs, "figure20.dat", CONFIG_PAPER_FIGURE20, NULL, CONFIG_F20_LOSS);
+  for (size_t b = 0; b < fig->nseries; b++)
+    fprintf(gp, "%s'figure20.dat' index %zu using 1:8 with linespoints lc %zu notitle", b ? ", " : "", b, b + 1);
+  report_overlay_marks(overlay, gp, fig, "figure20.dat", REPORT_MARK_CAPACITY_LOSS, NULL);
   fprintf(gp, "\nunset multiplot\n");
   return report_file_close(gp, dir, "figure20.gp", err);
 }
@@ -137,19 +146,12 @@ int report_write_imbalance(const char *dir, const char *gnuplot, const char *tit
   if (rc == 0) rc = enpu_mkdir_p(dir, err);
   if (rc == 0) rc = report_absolute_dir(dir, absdir, sizeof absdir, err);
   if (rc == 0) rc = write_dat(dir, pts, np, err);
-  const char *names[CONFIG_MAX_POLICIES]; /* the policies drawn, for the paper's values */
+  const char *names[CONFIG_MAX_POLICIES]; /* the policies drawn: block i of the .dat is names[i] */
   size_t nn = 0;
   for (size_t i = 0; i < np && nn < CONFIG_MAX_POLICIES; i++)
     if (!nn || strcmp(names[nn - 1], pts[i].policy)) names[nn++] = pts[i].policy;
-  const report_refs_ctx refs = {paper ? paper->numbers : NULL,
-                                "20",
-                                paper ? paper->phase : -1,
-                                paper ? paper->model : NULL,
-                                names,
-                                NULL,
-                                nn,
-                                false};
-  if (rc == 0) rc = write_gp(dir, title, pts, np, &refs, err);
+  const report_figure fig = {"20", paper ? paper->phase : -1, paper ? paper->model : NULL, names, NULL, nn, false};
+  if (rc == 0) rc = write_gp(dir, title, &fig, paper ? paper->overlay : NULL, err);
   if (rc == 0) rc = report_run_gnuplot(gnuplot ? gnuplot : "gnuplot", absdir, "figure20.gp", "figure20.png", err);
   if (rc == 0) rc = write_md(dir, title, pts, np, err);
   free(sorted);

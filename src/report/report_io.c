@@ -137,3 +137,16 @@ int report_run_gnuplot(const char *program, const char *absdir, const char *scri
                  "gnuplot ran %s but wrote no %s (see %s)", gp, out, log);
   return ENPU_OK;
 }
+
+void report_overlay_context(const report_overlay *o, FILE *gp, const report_figure *f) {
+  if (o && o->context) o->context(o->ctx, gp, f);
+}
+
+void report_overlay_slack(const report_overlay *o, FILE *gp, const report_figure *f, const char *dat) {
+  if (o && o->slack) o->slack(o->ctx, gp, f, dat);
+}
+
+void report_overlay_marks(const report_overlay *o, FILE *gp, const report_figure *f, const char *dat,
+                          report_mark kind, const double *xs) {
+  if (o && o->marks) o->marks(o->ctx, gp, f, dat, kind, xs);
+}

@@ -2,7 +2,8 @@
  * paper's Figure 22 (per 5-minute window: SLO attainment of prefill and decode, energy
  * savings against nodvfs busy-only and with idle chips, per phase) and Figure 5 (SLO
  * slack percentiles of the requests finished per window), and the peak (14–20 h) vs
- * off-peak table beside the paper's §4.8 numbers — from the per-window CSVs
+ * off-peak table (with a report_overlay's reference rows under it: the paper wing adds §4.8's)
+ * — from the per-window CSVs
  * (`windows_<policy>.csv`) and summary.json that `enpu replay --out DIR` writes.
  * Columns are found by their header names, so added columns do not matter and a missing
  * one is an error naming the file and column. Windows of different policies are aligned
@@ -425,15 +426,7 @@ static void summary_row(FILE *md, const char *name, const json_t *p) {
   fprintf(md, "\n");
 }
 
-/* The paper's §4.8 numbers (prefill / decode; the peak shares are eNPU-All's). */
-static void md_paper_rows(FILE *md) {
-  fprintf(md, "| paper §4.8, off-peak | dvfs-c | – | 25.8 / 33.0 | – | – | – |\n"
-              "| paper §4.8, off-peak | enpu-all | – | 33.0 / 42.0 | – | – | – |\n"
-              "| paper §4.8, peak 14–20 h | dvfs-c | – | 23.3 / 28.1 | – | – | – |\n"
-              "| paper §4.8, peak 14–20 h | enpu-all | – | 29.7 / 35.2 | – | 12 / 10 | 2.3 / 1.1 |\n");
-}
-
-static void md_periods(FILE *md, const json_t *pols) {
+static void md_periods(FILE *md, const json_t *pols, const report_overlay *overlay) {
   fprintf(md, "Peak (14–20 h of the day, windows by their start) and off-peak hours; savings against nodvfs over "
               "the same windows. The paper's simulator counts no idle energy, so its numbers compare with the "
               "busy-only column.\n\n"
@@ -459,12 +452,12 @@ static void md_periods(FILE *md, const json_t *pols) {
       fprintf(md, "\n");
     }
   }
-  md_paper_rows(md);
+  if (overlay && overlay->rows) overlay->rows(overlay->ctx, md, REPORT_TABLE_REPLAY_PERIODS);
   fprintf(md, "\n");
 }
 
 /* Tables from summary.json, when the directory has one; *origin_h its time of day. */
-static void md_tables(FILE *md, const char *dir, double *origin_h) {
+static void md_tables(FILE *md, const char *dir, double *origin_h, const report_overlay *overlay) {
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/summary.json", dir);
   json_t *doc = report_summary_json(path);
@@ -481,7 +474,7 @@ static void md_tables(FILE *md, const char *dir, double *origin_h) {
                            "slowed | given a less aggressive plan by safeguard 1 | locked to peak (safeguard 2) |\n"
                            "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
                            pols, summary_row);
-    md_periods(md, pols);
+    md_periods(md, pols, overlay);
   }
   json_decref(doc);
 }
@@ -501,7 +494,7 @@ int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_e
   size_t tables_len = 0;
   FILE *tf = rc == 0 ? open_memstream(&tables, &tables_len) : NULL;
   if (rc == 0 && !tf) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (replay tables)");
-  if (tf) md_tables(tf, dir, &origin_h), fclose(tf);
+  if (tf) md_tables(tf, dir, &origin_h, r->overlay), fclose(tf);
   const long base = rc == 0 ? baseline_series(s, n) : -1;
   if (rc == 0) rc = plot_fig22(r, s, n, base, origin_h, err);
   if (rc == 0) rc = plot_fig5(r, &s[base >= 0 ? base : 0], origin_h, err);

@@ -118,16 +118,16 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
     const char *names[REPORT_MAX_SERIES];
     int cols[REPORT_MAX_SERIES];
     for (size_t i = 0; i < np; i++) names[i] = r->c->policies[idx[i]].name, cols[i] = 2 + 3 * (int)idx[i];
-    const report_refs_ctx refs = {r->numbers, "11", phase, r->model, names, cols, np, false};
-    report_refs_context(f, &refs);
+    const report_figure fig = {"11", phase, r->model, names, cols, np, false};
+    report_overlay_context(r->overlay, f, &fig);
     fprintf(f,
             "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
             "set key outside right top\nset offsets 0.3, 0.3, %s\nplot",
-            r->numbers ? "graph 0.05, graph 0.05" : "0, 0"); /* a paper marker off the border */
+            r->overlay ? "graph 0.05, graph 0.05" : "0, 0"); /* a reference marker off the border */
     for (size_t i = 0; i < np; i++)
       fprintf(f, "%s '%s' using 1:%d:%d:%d with yerrorlines lw 2 pt 7 title '%s'", i ? ", \\\n    " : " ", pf.dat,
               cols[i], cols[i] + 1, cols[i] + 2, names[i]);
-    report_refs_slack(f, &refs, pf.dat);
+    report_overlay_slack(r->overlay, f, &fig, pf.dat);
     fprintf(f, "\n");
     rc = plot_draw(r, &pf, f, err);
   }
@@ -412,12 +412,8 @@ static void md_header(FILE *md, const report_ctx *r, const char *name, const cha
             strcmp(ci.capacity, "offload") ? "as if they fitted" : "weights stream from the host");
   fprintf(md, "; MoE experts `%s`, capacity factor `%s`\n", ci.experts, ci.factor);
   fprintf(md, "- Report written %s by `enpu report`; energies are per forward pass of a bucket.\n", now);
-  if (r->numbers)
-    fprintf(md,
-            "- The paper's stated values on the figures (keys `paper §x.y`, where the paper states one for the "
-            "figure's policies, phase and model) are from `%s`.\n\n",
-            r->numbers->path);
-  else fprintf(md, "- No paper values on the figures (no numbers file: `enpu report --numbers FILE`).\n\n");
+  if (r->overlay && r->overlay->note) r->overlay->note(r->overlay->ctx, md);
+  fprintf(md, "\n");
   fprintf(md, "| policy | ops | buckets ok | infeasible (capacity) | failed | plans |\n"
               "|---|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < c->npolicies; i++) {
@@ -476,7 +472,7 @@ int report_write_queued(const report_options *o, report_plots *plots, char **md_
   if (rc == 0) rc = enpu_mkdir_p(dir, err);
   if (rc == 0) rc = report_absolute_dir(dir, r.absdir, sizeof r.absdir, err);
   if (rc == 0) {
-    r.c = c, r.dir = dir, r.numbers = o->numbers;
+    r.c = c, r.dir = dir, r.overlay = o->overlay;
     model_of_store(c, r.model, sizeof r.model);
     for (int ph = 0; ph < 2 && rc == 0; ph++) /* "no such bucket" is a note in the report */
       if (report_pick_bucket(c, ph, &r.median[ph], &r.median_why[ph]) == ENPU_ERR_NOMEM)

@@ -17,6 +17,9 @@ Usage: /usr/bin/python3 check_schemas.py SOURCE_ROOT
 4. The schemas and the C loaders give every number the same range: each row of
    src/config/config_ranges.c has the same bounds in its schema, and every number a
    schema allows has a row (so none is read without a documented range).
+5. Every shipped manifest of the paper's results (results/paper/*/manifest.json) validates
+   against schemas/paper-manifest.schema.json, and a manifest with a run of an unknown
+   kind is rejected.
 Prints one line per check and a final "N passed, M failed"; exits 1 on any failure.
 """
 import hashlib
@@ -29,7 +32,9 @@ import jsonschema
 
 VALIDATOR = jsonschema.Draft202012Validator
 KINDS = ("job", "model", "chip", "cluster", "paper")
-SCHEMAS = KINDS + ("paper-pipeline",)  # the pipeline is read by tools/paper.py, not the C loaders
+# the pipeline file is read by the paper pipeline (src/paper/enpu_paper), not the C loaders;
+# the manifest is what that pipeline writes for `enpu report paper`
+SCHEMAS = KINDS + ("paper-pipeline", "paper-manifest")
 PAPER_FILES = {"pipeline.json": "paper-pipeline", "paper-numbers.json": "paper"}
 FOLDER_KIND = {"models": "model", "chips": "chip", "clusters": "cluster"}
 
@@ -354,6 +359,26 @@ def check_ranges(root, report):
                 report.result(False, f"{kind} {row[1]}: a config_ranges.c row no schema number matches")
 
 
+def check_manifests(root, schemas, report):
+    """The paper pipeline's manifests as shipped, and one mutation the schema must refuse."""
+    if "paper-manifest" not in schemas:
+        return
+    validator = schemas["paper-manifest"]
+    files = sorted((root / "results" / "paper").glob("*/manifest.json"))
+    if not files:
+        report.result(False, "results/paper/*/manifest.json: none found")
+    for path in files:
+        doc = json.loads(path.read_text())
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+        report.result(not errors, f"{path.relative_to(root)} (paper-manifest)", [describe(e) for e in errors[:3]])
+    if files:
+        doc = json.loads(files[0].read_text())
+        doc["runs"][0]["kind"] = "sweep"
+        errors = list(validator.iter_errors(doc))
+        report.result(any(list(e.absolute_path)[:3] == ["runs", 0, "kind"] for e in errors),
+                      "bad manifest: a run of unknown kind is rejected at $.runs[0].kind")
+
+
 def main(argv):
     if len(argv) != 2:
         print(f"usage: {argv[0]} SOURCE_ROOT", file=sys.stderr)
@@ -365,6 +390,7 @@ def main(argv):
     check_checksums(root, report)
     check_bad_documents(root, schemas, report)
     check_ranges(root, report)
+    check_manifests(root, schemas, report)
     print(f"{report.passed} passed, {report.failed} failed")
     return 0 if report.failed == 0 else 1
 

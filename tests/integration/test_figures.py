@@ -31,6 +31,11 @@ CASES = {
     "series": ((960, 500), "set xlabel 'x (s)'\nset ylabel 'y (%)'\nset key outside right\nplot " +
                ", ".join(f"'d.dat' using 1:{2 + i % 2} with lines title 's{i}'" for i in range(9)) + "\n",
                "9 series in the key"),
+    # 4 titled lines, each with an untitled band: a short key, 8 + 1 elements drawn
+    "drawn": ((960, 500), "set xlabel 'x (s)'\nset ylabel 'y (%)'\nset key outside right\nplot " +
+              ", ".join(f"'d.dat' using 1:2:3 with filledcurves notitle, '' using 1:{2 + i % 2} with lines title 's{i}'"
+                        for i in range(4)) + ", '' using 1:3 with lines notitle\n",
+              "9 series drawn"),
     "inside": ((640, 400), GOOD.replace("set key outside right top", "set key top left"), "key is inside"),
     "units": ((640, 400), GOOD.replace("energy saving (%)", "energy saving"), "names no unit"),
     "width": ((640, 400), GOOD.replace("title 'a'", "title '" + "a long policy name " * 2 + "(variant)'"),

@@ -13,7 +13,7 @@ check failed before the fix it guards:
 5. a batch that started on a slow plan just before a burst held its node: the paper's
    safeguards (safeguard 1 only at batch start) let the burst miss its TTFT where
    mid-batch switching and the predictive safeguard do not; and on a burst trace built
-   with tools/burst_trace.py the predictive safeguards never do worse than the paper's.
+   with `enpu trace burst` the predictive safeguards never do worse than the paper's.
 
 usage: test_replay_regressions.py ENPU SOURCE_DIR TEST_REPLAY"""
 import csv
@@ -148,14 +148,13 @@ head = os.path.join(tmp, "head.csv")
 with open(os.path.join(h.src, "jobs/traces/AzureLLMInferenceTrace_conv.csv")) as f, open(head, "w") as g:
     g.writelines(line for _, line in zip(range(2001), f))
 burst6 = os.path.join(tmp, "burst6.csv")
-tool = os.path.join(h.src, "tools/burst_trace.py")
-subprocess.run([sys.executable, tool, head, "--window", "120,60,6", "-o", burst6], check=True)
+subprocess.run([h.enpu, "trace", "burst", head, "--window", "120,60,6", "-o", burst6], check=True)
 again = os.path.join(tmp, "burst6-again.csv")
-subprocess.run([sys.executable, tool, head, "--window", "120,60,6", "-o", again], check=True)
+subprocess.run([h.enpu, "trace", "burst", head, "--window", "120,60,6", "-o", again], check=True)
 with open(burst6) as f, open(again) as g:
     h.check("5: the burst recipe is deterministic", f.read() == g.read())
-peak = subprocess.run([sys.executable, tool, burst6, "--peak"], capture_output=True, text=True, check=True).stdout
-base = subprocess.run([sys.executable, tool, head, "--peak"], capture_output=True, text=True, check=True).stdout
+peak = subprocess.run([h.enpu, "trace", "burst", burst6, "--peak"], capture_output=True, text=True, check=True).stdout
+base = subprocess.run([h.enpu, "trace", "burst", head, "--peak"], capture_output=True, text=True, check=True).stdout
 h.check("5: the burst raises the peak arrivals per second", int(peak.split()[1]) > 2 * int(base.split()[1]),
         (base, peak))
 for rate in ("1", "3"):

@@ -165,4 +165,39 @@ a, b = json.loads(r_sorted.stdout), json.loads(r_unsorted.stdout)
 h.check("replay of an unsorted trace: the sorted trace's answer",
         a["requests"] == b["requests"] and a["policies"] == b["policies"],
         f"{a['policies']['enpu-all']} vs {b['policies']['enpu-all']}")
+# `enpu trace burst`: the replay's shaping rule on a window of the shipped trace. Every
+# row of the input is kept, the window's rows come K times (K = 3: exactly 2 copies
+# each, inside the window's span), the output is the same for the same seed, differs for
+# another, and raises the peak; bad shapes are usage errors.
+shipped = os.path.join(src, "jobs", "traces", "AzureLLMInferenceTrace_conv.csv")
+lines = [x.rstrip("\r") for x in open(shipped).read().splitlines()]
+
+
+def secs(line):
+    return dt.datetime.strptime(line.split(",")[0][:19], "%Y-%m-%d %H:%M:%S").timestamp() + float(
+        "0." + line.split(",")[0][20:])
+
+
+t0 = secs(lines[1])
+window = [x for x in lines[1:] if 600 <= secs(x) - t0 < 660]
+b1, b2, b3 = (os.path.join(tmp, f"burst{i}.csv") for i in (1, 2, 3))
+r = h.run("trace", "burst", shipped, "--window", "600,60,3", "-o", b1)
+h.check("trace burst --window: exit 0", r.returncode == 0, r.stderr)
+out = open(b1).read().splitlines()
+h.check("trace burst: the input's header, every input row kept", out[0] == lines[0] and not set(lines) - set(out))
+h.check("trace burst: the window's rows come 3 times", len(out) == len(lines) + 2 * len(window),
+        (len(out), len(lines), len(window)))
+extra = [secs(x) - t0 for x in set(out) - set(lines)]
+h.check("trace burst: the copies arrive inside the window", extra and min(extra) >= 600 and max(extra) < 661,
+        (min(extra), max(extra)) if extra else None)
+h.check("trace burst: sorted by time", [secs(x) for x in out[1:]] == sorted(secs(x) for x in out[1:]))
+h.run("trace", "burst", shipped, "--window", "600,60,3", "-o", b2)
+h.run("trace", "burst", shipped, "--window", "600,60,3", "--seed", "2", "-o", b3)
+h.check("trace burst: deterministic for a seed, another seed draws other times",
+        open(b1).read() == open(b2).read() and open(b1).read() != open(b3).read())
+peak = lambda p: h.run_json("trace", "burst", p, "--peak")["peak_arrivals_per_s"]
+h.check("trace burst --peak: the burst raises the peak", peak(b1) > peak(shipped), (peak(b1), peak(shipped)))
+for bad in (["--window", "600,0,3"], ["--window", "600,60,0.5"], ["--onoff", "0,50,2"], ["--window", "1,2"], []):
+    r = h.run("trace", "burst", shipped, *bad, "-o", b3)
+    h.check(f"trace burst {' '.join(bad) or '(no shape)'}: exit 2", r.returncode == 2, r.stderr)
 h.finish()

@@ -710,9 +710,8 @@ int main(void) {
   const test_part parts[] = {{fixed, sizeof fixed / sizeof fixed[0]},
                              {config_shipped_tests, config_shipped_ntests},
                              {bad, nbad},
-                             {config_paper_tests, config_paper_ntests},
                              {config_sweep_tests, config_sweep_ntests}};
-  const int failed = test_run_parts("config", parts, 5, NULL, NULL);
+  const int failed = test_run_parts("config", parts, 4, NULL, NULL);
   free(bad);
   return failed;
 }

@@ -1,8 +1,7 @@
 /* test_config.h — the config module's tests in more than one file, one program:
  * test_config.c (the valid document set, its fixture, valid inputs, the bad-input runner
  * and main), test_config_bad_job.c and test_config_bad_docs.c (the bad-input table),
- * test_config_shipped.c (jobs/ as shipped) and test_config_paper.c (the paper's numbers
- * file). */
+ * and test_config_shipped.c (jobs/ as shipped). */
 #ifndef TEST_CONFIG_H
 #define TEST_CONFIG_H
 
@@ -50,10 +49,8 @@ extern const bad_case config_bad_job_cases[], config_bad_docs_cases[];
 extern const size_t config_bad_job_ncases, config_bad_docs_ncases;
 void test_bad_input(void **state); /* state: the bad_case */
 
-extern const struct CMUnitTest config_paper_tests[];
 extern const struct CMUnitTest config_shipped_tests[];
 extern const size_t config_shipped_ntests;
-extern const size_t config_paper_ntests;
 extern const struct CMUnitTest config_sweep_tests[]; /* test_config_sweep.c */
 extern const size_t config_sweep_ntests;
 

@@ -166,6 +166,67 @@ static void test_trace_bad_rows(void **state) {
   assert_non_null(strstr(err.msg, "/nonexistent/trace.csv"));
 }
 
+/* A burst: the requests of its window (or of each period's first seconds) come k times,
+ * by the rate rule; the rest are kept as they are; bad bursts are refused. The trace
+ * written back as CSV reads back to the same requests from the same origin. */
+static void test_trace_burst(void **state) {
+  ctx *c = *state;
+  const replay_trace *in = c->trace;
+  replay_trace *a = NULL, *b = NULL;
+  enpu_err err = {0};
+  const double start_s = 600, length_s = 120;
+  size_t inside = 0;
+  for (size_t i = 0; i < in->count; i++) {
+    const double t = in->requests[i].arrival_ns / 1e9;
+    inside += t >= start_s && t < start_s + length_s;
+  }
+  assert_true(inside > 10);
+  replay_shape sh = {.rate = 1, .warp = 1, .seed = 5, .burst = {.k = 4, .start_s = start_s, .length_s = length_s}};
+  assert_int_equal(replay_trace_shape(in, &sh, &a, &err), 0);
+  assert_int_equal(a->count, in->count + 3 * inside);
+  assert_true(a->origin_s == in->origin_s && a->origin_frac_s == in->origin_frac_s);
+  size_t before = 0; /* requests before the window: untouched, one each */
+  for (size_t i = 0; i < a->count && a->requests[i].arrival_ns < start_s * 1e9; i++) before++;
+  size_t before_in = 0;
+  for (size_t i = 0; i < in->count && in->requests[i].arrival_ns < start_s * 1e9; i++) before_in++;
+  assert_int_equal(before, before_in);
+  assert_memory_equal(a->requests, in->requests, before * sizeof *a->requests);
+  /* on/off: 10 s of every 60 at k = 2 */
+  sh.burst = (replay_burst){.k = 2, .length_s = 10, .period_s = 60};
+  assert_int_equal(replay_trace_shape(in, &sh, &b, &err), 0);
+  size_t on = 0;
+  for (size_t i = 0; i < in->count; i++) on += fmod(in->requests[i].arrival_ns / 1e9, 60) < 10;
+  assert_int_equal(b->count, in->count + on);
+  replay_trace_free(b);
+  /* written as CSV and read back: the same requests (to the CSV's 100 ns), same origin */
+  char *csv = NULL;
+  size_t len = 0;
+  assert_int_equal(replay_trace_csv(a, &csv, &len, &err), 0);
+  assert_int_equal(strlen(csv), len);
+  assert_int_equal(replay_trace_parse(csv, len, "burst.csv", false, &b, &err), 0);
+  assert_int_equal(b->count, a->count);
+  assert_true(b->origin_s == a->origin_s);
+  assert_near(b->origin_tod_s, a->origin_tod_s, 1e-6);
+  for (size_t i = 0; i < a->count; i++) {
+    assert_near(b->requests[i].arrival_ns, a->requests[i].arrival_ns, 200);
+    assert_int_equal(b->requests[i].context_tokens, a->requests[i].context_tokens);
+  }
+  free(csv);
+  replay_trace_free(a);
+  replay_trace_free(b);
+  const replay_burst bad[] = {{.k = 0.5, .length_s = 1},
+                              {.k = 2, .length_s = 0},
+                              {.k = 2, .start_s = -1, .length_s = 1},
+                              {.k = 2, .length_s = 10, .period_s = 5},
+                              {.k = NAN, .length_s = 1}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    sh.burst = bad[i];
+    assert_int_equal(replay_trace_shape(in, &sh, &a, &err), ENPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "burst"));
+    assert_null(a);
+  }
+}
+
 static void test_trace_shape(void **state) {
   ctx *c = *state;
   replay_trace *a = NULL, *b = NULL, *d = NULL;
@@ -332,6 +393,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_parse),
       cmocka_unit_test(test_trace_bad_rows),
       cmocka_unit_test(test_trace_shape),
+      cmocka_unit_test(test_trace_burst),
       cmocka_unit_test(test_convert_formats),
       cmocka_unit_test(test_convert_order),
       cmocka_unit_test(test_convert_bad_input),

@@ -662,7 +662,5 @@ int main(void) {
       cmocka_unit_test(test_plots_fallback),
       cmocka_unit_test(test_report_one_gnuplot),
   };
-  const int failed = cmocka_run_group_tests(tests, setup, teardown);
-  return failed + _cmocka_run_group_tests("report paper", report_paper_tests, report_paper_ntests, NULL, NULL) +
-         _cmocka_run_group_tests("report refs", report_refs_tests, report_refs_ntests, NULL, NULL);
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

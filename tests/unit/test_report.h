@@ -1,6 +1,5 @@
-/* test_report.h — the report module's tests in more than one file: test_report.c (one
- * store's report and main), test_report_paper.c (`enpu report paper`) and
- * test_report_refs.c (the paper's values on a figure). */
+/* test_report.h — the report module's tests (test_report.c: one store's report and main;
+ * the paper's report and its values on figures are the paper wing's, test_paper*.c). */
 #ifndef TEST_REPORT_H
 #define TEST_REPORT_H
 
@@ -10,10 +9,5 @@
 #include <stdint.h>
 
 #include <cmocka.h>
-
-extern const struct CMUnitTest report_paper_tests[];
-extern const size_t report_paper_ntests;
-extern const struct CMUnitTest report_refs_tests[];
-extern const size_t report_refs_ntests;
 
 #endif /* TEST_REPORT_H */

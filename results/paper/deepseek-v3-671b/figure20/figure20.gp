@@ -1,11 +1,11 @@
 # Drawn by enpu; run from this directory: gnuplot figure20.gp
-set terminal pngcairo size 960,820 noenhanced font 'sans,10'
+set terminal pngcairo size 960,1080 noenhanced font 'sans,10'
 set output 'figure20.png'
 set datafile missing 'NaN'
 set grid
 set title ''
 # paper values: jobs/paper/paper-numbers.json figure 20 phase prefill model deepseek-v3-671b policies dvfs-c-walk,enpu-all,nodvfs
-set multiplot layout 2,1 title 'paper-deepseek-v3-671b-figure20 prefill batch 1 seq 4096'
+set multiplot layout 3,1 title 'paper-deepseek-v3-671b-figure20 prefill batch 1 seq 4096'
 set logscale x 2
 set lmargin 12
 set rmargin at screen 0.72
@@ -13,8 +13,11 @@ set xlabel 'expert capacity factor (x the mean expert load)'
 set key outside right top font ',8'
 set style fill transparent solid 0.15 noborder
 set ylabel 'energy saving vs NoDVFS (%)'
-set title 'plans for the true load (band: min..max over slacks), dashed: worst-case plans' font ',9'
-plot 'figure20.dat' index 0 using 1:3:4 with filledcurves lc 1 notitle, '' index 0 using 1:2 with linespoints lc 1 title 'dvfs-c-walk', '' index 0 using 1:5 with lines dt 2 lc 1 title 'dvfs-c-walk worst-case plan', 'figure20.dat' index 1 using 1:3:4 with filledcurves lc 2 notitle, '' index 1 using 1:2 with linespoints lc 2 title 'enpu-all', '' index 1 using 1:5 with lines dt 2 lc 2 title 'enpu-all worst-case plan', 'figure20.dat' index 2 using 1:3:4 with filledcurves lc 3 notitle, '' index 2 using 1:2 with linespoints lc 3 title 'nodvfs', '' index 2 using 1:5 with lines dt 2 lc 3 title 'nodvfs worst-case plan', \
+set title 'plans for the true load (band: min..max over slacks)' font ',9'
+plot 'figure20.dat' index 0 using 1:3:4 with filledcurves lc 1 notitle, 'figure20.dat' index 0 using 1:2 with linespoints lc 1 title 'dvfs-c-walk', 'figure20.dat' index 1 using 1:3:4 with filledcurves lc 2 notitle, 'figure20.dat' index 1 using 1:2 with linespoints lc 2 title 'enpu-all', 'figure20.dat' index 2 using 1:3:4 with filledcurves lc 3 notitle, 'figure20.dat' index 2 using 1:2 with linespoints lc 3 title 'nodvfs'
+set ylabel 'energy saving vs NoDVFS (%)'
+set title 'worst-case plans run on the true load (mean over slacks)' font ',9'
+plot 'figure20.dat' index 0 using 1:5 with linespoints dt 2 lc 1 title 'dvfs-c-walk', 'figure20.dat' index 1 using 1:5 with linespoints dt 2 lc 2 title 'enpu-all', 'figure20.dat' index 2 using 1:5 with linespoints dt 2 lc 3 title 'nodvfs', \
     'figure20.dat' index 0 every ::0::0 using (1):(0 + 22) with points pt 13 ps 2 lc rgb 'black' notitle, \
     'figure20.dat' index 0 every ::0::0 using (1):(22):("    paper §4.6: enpu-all worst-case plan, factor 1: 22 %") with labels left font ',9' notitle
 set ylabel 'saving lost by worst-case provisioning (points)'

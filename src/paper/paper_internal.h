@@ -1,4 +1,4 @@
-/* report_paper_internal.h — what the files of `enpu report paper` share: the pipeline's
+/* paper_internal.h — what the files of `enpu report paper` share: the pipeline's
  * outputs per model as its manifest.json lists them (tools/paper.py writes it), loaded
  * once; a computed value with the reason it could not be computed; the claim evaluator
  * and the README's sections. Not installed.
@@ -7,14 +7,14 @@
  * paper_ctx_free; a value that cannot be computed (a policy the build did not compile, a
  * stage that did not run) is a paper_value with ok == 0 and a note saying which, never
  * a number. */
-#ifndef ENPU_REPORT_PAPER_INTERNAL_H
-#define ENPU_REPORT_PAPER_INTERNAL_H
+#ifndef ENPU_PAPER_INTERNAL_H
+#define ENPU_PAPER_INTERNAL_H
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "report_internal.h"
+#include "paper.h"
 
 #define PAPER_MAX_RUNS 24
 #define PAPER_MAX_FILES 32
@@ -79,13 +79,14 @@ typedef struct {
 #define PAPER_MAX_COLUMNS 6
 
 typedef struct {
-  const report_paper_options *o;
-  config_paper *numbers;
+  const paper_options *o;
+  paper_numbers *numbers;
+  report_overlay overlay; /* numbers drawn on every run's figures */
   paper_model *models;
   int nmodels;
   char absdir[PATH_MAX]; /* out_dir, absolute (gnuplot runs there) */
   report_plots *plots;   /* every figure of the call: the runs' and the README's */
-  paper_value *values;   /* [claim][column], filled by report_paper_claim_value */
+  paper_value *values;   /* [claim][column], filled by paper_claim_value */
   bool *known;
 } paper_ctx;
 
@@ -96,72 +97,101 @@ typedef struct {
   const char *variant; /* "" or a sensitivity name */
 } paper_column;
 
-/* ---- report_paper_load.c: the pipeline's outputs --------------------------------- */
+/* ---- paper_load.c: the pipeline's outputs --------------------------------- */
 
 /* Load a manifest into m (m zeroed by the caller; stores load on first use). */
-int report_paper_load_manifest(const char *file, paper_model *m, enpu_err *err);
+int paper_load_manifest(const char *file, paper_model *m, enpu_err *err);
 
 /* The run of model m with this kind, budget and variant, its store loaded; NULL with
  * v->note set when there is none or it cannot be read. */
-paper_run *report_paper_find_run(paper_model *m, const char *kind, const paper_column *col, paper_value *v);
-const paper_replay *report_paper_find_replay(const paper_model *m, const char *run, const char *name);
-const paper_replay *report_paper_find_replay_of(const paper_model *m, const char *run); /* its first */
-const store_policy_tables *report_paper_policy(const store_contents *c, const char *name);
+paper_run *paper_find_run(paper_model *m, const char *kind, const paper_column *col, paper_value *v);
+const paper_replay *paper_find_replay(const paper_model *m, const char *run, const char *name);
+const paper_replay *paper_find_replay_of(const paper_model *m, const char *run); /* its first */
+const store_policy_tables *paper_policy(const store_contents *c, const char *name);
 /* Variant names the models' runs use, in first-seen order (at most cap). */
-int report_paper_variants(const paper_ctx *x, const char **out, int cap);
+int paper_variants(const paper_ctx *x, const char **out, int cap);
 
-/* ---- report_paper_eval.c: claims ------------------------------------------------- */
+/* ---- paper_eval.c: claims ------------------------------------------------- */
 
 /* Our value of claim q in column col (see paper_column), over the models it names. */
-paper_value report_paper_eval(paper_ctx *x, const config_paper_query *q, const paper_column *col);
-/* The claim's value in column k of report_paper_columns (computed once, then kept). */
-const paper_value *report_paper_claim_value(paper_ctx *x, int claim, int k);
+paper_value paper_eval(paper_ctx *x, const paper_query *q, const paper_column *col);
+/* The claim's value in column k of paper_columns (computed once, then kept). */
+const paper_value *paper_claim_value(paper_ctx *x, int claim, int k);
 /* The report's columns: `paper` mode, `strict` mode, then `paper` mode on each
  * sensitivity's chip; names[k] is the column's heading. @return how many. */
-int report_paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]);
+int paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]);
 /* Does column col apply to q's kind (a kind that reads no store of that mode: no)? */
-bool report_paper_query_has_column(const config_paper_query *q, const paper_column *col);
+bool paper_query_has_column(const paper_query *q, const paper_column *col);
 
 /* The plan of `policy` at `slack` on model m's single request (`phase`) in col's store;
  * NULL with v->note set when there is none. *b receives its bucket. */
-const store_plan_rec *report_paper_request_plan(paper_model *m, const paper_column *col, const char *policy,
-                                                int phase, double slack, const store_bucket_rec **b,
-                                                paper_value *v);
+const store_plan_rec *paper_request_plan(paper_model *m, const paper_column *col, const char *policy, int phase,
+                                         double slack, const store_bucket_rec **b, paper_value *v);
 /* The stored slacks of the request store's first policy, ascending (at most cap). */
-int report_paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap);
+int paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap);
 
 /* Table 7: explored plans of model m's single request (`level` op or req), NaN when the
  * policy was not compiled. Figure 14: its compile seconds (op, req or total). */
-double report_paper_t7_value(const paper_model *m, const char *policy, int ph, config_level level);
-double report_paper_compile_s(const paper_model *m, const char *policy, int ph, config_level level);
+double paper_t7_value(const paper_model *m, const char *policy, int ph, paper_level level);
+double paper_compile_s(const paper_model *m, const char *policy, int ph, paper_level level);
 
-/* ---- report_paper_md.c: the README's sections ------------------------------------ */
+/* ---- paper_md.c: the README's sections ------------------------------------ */
 
 /* How the numbers were made (budget modes, the GA on the single request and the walk on
  * the grids with their measured difference and cost, the sensitivities) and which claims
  * this build cannot compute. */
-void report_paper_md_method(paper_ctx *x, FILE *md);
+void paper_md_method(paper_ctx *x, FILE *md);
 
 /* "16.9", "[12.8, 19.1]"; a missing value as its note in italics. */
-void report_paper_md_value(FILE *md, const paper_value *v, const char *unit);
+void paper_md_value(FILE *md, const paper_value *v, const char *unit);
 /* The claims table of figure `figure` (NULL: every claim), then one line per claim with a
  * gap over 5 points. */
-int report_paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err);
+int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err);
 /* An image under the output folder (rel), or a note that the pipeline did not draw it. */
-void report_paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt);
+void paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt);
 /* A figure's section: heading, text, images (paths under the output folder) and the
  * claims tagged with `figure`. */
-int report_paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
-                           const char *const *images, int nimages, enpu_err *err);
-int report_paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err);
-int report_paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err);
-int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err); /* and Figure 14 */
-int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err);
+int paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
+                    const char *const *images, int nimages, enpu_err *err);
+int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err);
+int paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err);
+int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err); /* and Figure 14 */
+int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err);
 /* The README's own figures (Figure 14, each model's Figure 11 per budget mode): their
  * .dat and .gp written and queued on x->plots, drawn before README.md is written (which
  * links only the images that exist). */
-int report_paper_plots(paper_ctx *x, enpu_err *err);
-/* The figures drawn per run: 12, 13, 15–21, 22 and 5 (report_paper_figures.c). */
-int report_paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err);
+int paper_plots(paper_ctx *x, enpu_err *err);
+/* The figures drawn per run: 12, 13, 15–21, 22 and 5 (paper_figures.c). */
+int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err);
 
-#endif /* ENPU_REPORT_PAPER_INTERNAL_H */
+/* ---- paper_refs.c: the paper's stated values on a figure ------------------------ */
+
+/* What a figure shows, to find the claims of the paper drawn on it. */
+typedef struct {
+  const paper_numbers *numbers; /* NULL: nothing is drawn */
+  const char *figure;           /* the paper's figure number ("11") */
+  int phase;                    /* CONFIG_PREFILL / CONFIG_DECODE, -1: the figure has both */
+  const char *model;            /* the store's model, NULL or "": claims naming models do not apply */
+  const char *const *series;    /* the policies the figure draws (series i: line colour i + 1) */
+  const int *cols;              /* series i's column in the .dat (slack figures: gains start there) */
+  size_t nseries;
+  bool gains; /* slack figures: draw gains too (those whose quantity is the difference of two
+                 of their policies: Figures 16, 17, 21; Figure 11's are in the paper report) */
+} paper_refs_ctx;
+
+/* The "# paper values:" comment line that says what the figure shows (tools/figcheck.py
+ * checks the markers from it); nothing without numbers. */
+void paper_refs_context(FILE *gp, const paper_refs_ctx *r);
+
+/* Continue a plot command of a figure with the slack (%) as x and one column per series:
+ * the figure's savings claims (a marker at a slack, a line or band over every slack) and
+ * gains (the same on top of the base policy's column). */
+void paper_refs_slack(FILE *gp, const paper_refs_ctx *r, const char *dat);
+
+/* Continue a plot command with markers at fixed x: claims of `kind` (PAPER_SLOWDOWN:
+ * series i at xs[i]; PAPER_FIGURE20: at the claim's capacity factor, those of `metric`
+ * only). */
+void paper_refs_at(FILE *gp, const paper_refs_ctx *r, const char *dat, paper_kind kind, const double *xs,
+                   int metric);
+
+#endif /* ENPU_PAPER_INTERNAL_H */

@@ -1,13 +1,13 @@
-/* report_paper_load.c — the inputs of `enpu report paper`: a model's manifest.json
+/* paper_load.c — the inputs of `enpu report paper`: a model's manifest.json
  * (written by tools/paper.py) checked field by field into a paper_model, and the lookups
  * every README section makes in it (a run by kind, budget and variant, its store loaded
  * on first use; a replay; a stored policy; the variants of every model). The sections
- * (report_paper_eval.c, _md.c, _tables.c, _figures.c) and report_paper.c call these;
+ * (paper_eval.c, _md.c, _tables.c, _figures.c) and report_paper.c call these;
  * nothing here calls a section. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_paper_internal.h"
+#include "paper_internal.h"
 
 /* ---- the manifest ---------------------------------------------------------------- */
 
@@ -151,7 +151,7 @@ static int load_request(const mctx *mc, const json_t *doc, paper_model *m, enpu_
   return member_str(mc, t7, "$.table7", "budget", m->t7_budget, sizeof m->t7_budget, err);
 }
 
-int report_paper_load_manifest(const char *file, paper_model *m, enpu_err *err) {
+int paper_load_manifest(const char *file, paper_model *m, enpu_err *err) {
   mctx mc = {.file = file};
   const char *slash = strrchr(file, '/');
   snprintf(mc.dir, sizeof mc.dir, "%.*s", slash ? (int)(slash - file) : 1, slash ? file : ".");
@@ -180,7 +180,7 @@ int report_paper_load_manifest(const char *file, paper_model *m, enpu_err *err) 
 
 /* ---- lookups --------------------------------------------------------------------- */
 
-paper_run *report_paper_find_run(paper_model *m, const char *kind, const paper_column *col, paper_value *v) {
+paper_run *paper_find_run(paper_model *m, const char *kind, const paper_column *col, paper_value *v) {
   for (int i = 0; i < m->nruns; i++) {
     paper_run *r = &m->runs[i];
     if (strcmp(r->kind, kind) || strcmp(r->budget, col->budget) || strcmp(r->variant, col->variant)) continue;
@@ -196,25 +196,25 @@ paper_run *report_paper_find_run(paper_model *m, const char *kind, const paper_c
   return NULL;
 }
 
-const paper_replay *report_paper_find_replay(const paper_model *m, const char *run, const char *name) {
+const paper_replay *paper_find_replay(const paper_model *m, const char *run, const char *name) {
   for (int i = 0; i < m->nreplays; i++)
     if (!strcmp(m->replays[i].run, run) && !strcmp(m->replays[i].name, name)) return &m->replays[i];
   return NULL;
 }
 
-const paper_replay *report_paper_find_replay_of(const paper_model *m, const char *run) {
+const paper_replay *paper_find_replay_of(const paper_model *m, const char *run) {
   for (int i = 0; i < m->nreplays; i++)
     if (!strcmp(m->replays[i].run, run)) return &m->replays[i];
   return NULL;
 }
 
-const store_policy_tables *report_paper_policy(const store_contents *c, const char *name) {
+const store_policy_tables *paper_policy(const store_contents *c, const char *name) {
   for (size_t i = 0; c && i < c->npolicies; i++)
     if (!strcmp(c->policies[i].name, name)) return &c->policies[i];
   return NULL;
 }
 
-int report_paper_variants(const paper_ctx *x, const char **out, int cap) {
+int paper_variants(const paper_ctx *x, const char **out, int cap) {
   int n = 0;
   for (int i = 0; i < x->nmodels; i++)
     for (int r = 0; r < x->models[i].nruns; r++) {

@@ -1,15 +1,15 @@
-/* test_report_paper.c — `enpu report paper`'s refusals: a manifest that is not what
- * tools/paper.py writes, or that names an output that is not there, is an error naming the
+/* test_paper.c — `enpu report paper`'s refusals: a manifest that is not what
+ * the pipeline writes, or that names an output that is not there, is an error naming the
  * file and the JSON key, and nothing is written. (The README's numbers against the
  * stores: tests/integration/test_paper.py.) */
-#include "test_report.h"
+#include "test_paper.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "report.h"
+#include "paper.h"
 
 #define NUMBERS ENPU_SOURCE_DIR "/jobs/paper/paper-numbers.json"
 
@@ -62,10 +62,9 @@ static void test_bad_manifests(void **state) {
     snprintf(text, sizeof text, "%s%s", GOOD_HEAD, cases[i].tail);
     put(dir, "manifest.json", text, path, sizeof path);
     const char *manifests[] = {path};
-    const report_paper_options o = {
-        .out_dir = out, .numbers_path = NUMBERS, .manifests = manifests, .nmanifests = 1};
+    const paper_options o = {.out_dir = out, .numbers_path = NUMBERS, .manifests = manifests, .nmanifests = 1};
     enpu_err err = {0};
-    const int rc = report_paper_write(&o, &err);
+    const int rc = paper_write(&o, &err);
     if (rc >= 0 || !strstr(err.msg, cases[i].expect) || (strstr(cases[i].expect, "$.") && !strstr(err.msg, path)))
       fail_msg("%s: rc %d, \"%s\" (want \"%s\")", cases[i].name, rc, err.msg, cases[i].expect);
     char readme[320];
@@ -80,14 +79,18 @@ static void test_bad_manifests(void **state) {
 
 static void test_no_manifest(void **state) {
   (void)state;
-  const report_paper_options o = {.out_dir = "/tmp", .numbers_path = NUMBERS};
+  const paper_options o = {.out_dir = "/tmp", .numbers_path = NUMBERS};
   enpu_err err = {0};
-  assert_int_equal(report_paper_write(&o, &err), ENPU_ERR_INVALID);
+  assert_int_equal(paper_write(&o, &err), ENPU_ERR_INVALID);
   assert_non_null(strstr(err.msg, "manifest"));
 }
 
-const struct CMUnitTest report_paper_tests[] = {
-    cmocka_unit_test(test_bad_manifests),
-    cmocka_unit_test(test_no_manifest),
-};
-const size_t report_paper_ntests = sizeof report_paper_tests / sizeof report_paper_tests[0];
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_manifests),
+      cmocka_unit_test(test_no_manifest),
+  };
+  return cmocka_run_group_tests_name("paper", tests, NULL, NULL) +
+         _cmocka_run_group_tests("paper numbers", paper_numbers_tests, paper_numbers_ntests, NULL, NULL) +
+         _cmocka_run_group_tests("paper refs", paper_refs_tests, paper_refs_ntests, NULL, NULL);
+}

@@ -1,4 +1,4 @@
-/* config_paper.c — the paper's stated numbers (jobs/paper/paper-numbers.json, config.h "The
+/* paper_numbers.c — the paper's stated numbers (jobs/paper/paper-numbers.json, paper.h "The
  * paper's stated numbers"): claims with their citation and the query that computes ours,
  * Table 7's explored plans and Table 5's chip parameters.
  * Invariants after load: every claim's paper_lo <= paper_hi; a query has exactly the keys
@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_internal.h" /* config's checked JSON reader: errors with file:line:column and path */
+#include "paper.h"
 
 #define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -17,25 +18,25 @@ static const char *const claim_keys[] = {"id",       "claim", "figure", "cite", 
 static const char *const t7_keys[] = {"model", "phase", "plans"};
 static const char *const t7_plan_keys[] = {"policy", "op", "req"};
 static const config_field claim_fields[] = {
-    CONFIG_STRING_FIELD(config_paper_claim, "id", id), CONFIG_INT_FIELD(config_paper_claim, "claim", claim),
-    CONFIG_STRING_FIELD(config_paper_claim, "figure", figure),
-    CONFIG_STRING_FIELD(config_paper_claim, "cite", cite), CONFIG_STRING_FIELD(config_paper_claim, "what", what)};
-static const config_field t5_fields[] = {CONFIG_STRING_FIELD(config_paper_t5, "what", what),
-                                         CONFIG_NUMBER_FIELD(config_paper_t5, "paper", paper),
-                                         CONFIG_STRING_FIELD(config_paper_t5, "chip", chip)};
-static const char *const kind_names[CONFIG_NPAPER_KIND] = {
+    CONFIG_STRING_FIELD(paper_claim, "id", id), CONFIG_INT_FIELD(paper_claim, "claim", claim),
+    CONFIG_STRING_FIELD(paper_claim, "figure", figure), CONFIG_STRING_FIELD(paper_claim, "cite", cite),
+    CONFIG_STRING_FIELD(paper_claim, "what", what)};
+static const config_field t5_fields[] = {CONFIG_STRING_FIELD(paper_t5, "what", what),
+                                         CONFIG_NUMBER_FIELD(paper_t5, "paper", paper),
+                                         CONFIG_STRING_FIELD(paper_t5, "chip", chip)};
+static const char *const kind_names[PAPER_NKIND] = {
     "savings",   "gain",   "overhead",  "slowdown",   "loss_growth", "saturation", "seq_trend", "seq_spread",
     "freq_corr", "table7", "compile_s", "core_hours", "figure20",    "replay",     "windows"};
-static const char *const agg_names[CONFIG_NAGG] = {"mean", "range", "max", "min"};
-static const char *const slack_names[CONFIG_NSLACK_SEL] = {"", "mean", "all", "max"};
-static const char *const level_names[CONFIG_NLEVEL] = {"op", "req", "total"};
-static const char *const hours_names[CONFIG_NHOURS] = {"all", "peak", "off_peak"};
-static const char *const f20_names[CONFIG_NF20] = {"worst", "loss", "min_gain"};
+static const char *const agg_names[PAPER_NAGG] = {"mean", "range", "max", "min"};
+static const char *const slack_names[PAPER_NSLACK_SEL] = {"", "mean", "all", "max"};
+static const char *const level_names[PAPER_NLEVEL] = {"op", "req", "total"};
+static const char *const hours_names[PAPER_NHOURS] = {"all", "peak", "off_peak"};
+static const char *const f20_names[PAPER_NF20] = {"worst", "loss", "min_gain"};
 static const char *const relation_names[] = {"=", "<", ">"};
 
 /* The keys each kind's query may have besides "kind" (its common selectors first). */
 #define SELECT "policy", "phase", "slack", "agg", "models", "scale", "offset"
-static const char *const *const kind_keys[CONFIG_NPAPER_KIND] = {
+static const char *const *const kind_keys[PAPER_NKIND] = {
     (const char *const[]){SELECT, NULL},
     (const char *const[]){SELECT, "base", NULL},
     (const char *const[]){SELECT, NULL},
@@ -59,7 +60,7 @@ static size_t count_keys(const char *const *keys) {
   return n;
 }
 
-/* A string, or an array of up to CONFIG_PAPER_MAX_LIST strings, into names[]. */
+/* A string, or an array of up to PAPER_MAX_LIST strings, into names[]. */
 static int name_list(const config_doc *doc, const config_path *p, const json_t *v, size_t cap,
                      char (*names)[CONFIG_NAME_LEN], int *n, enpu_err *err) {
   if (!json_is_array(v)) {
@@ -67,7 +68,7 @@ static int name_list(const config_doc *doc, const config_path *p, const json_t *
     return config_string(doc, p, v, names[0], CONFIG_NAME_LEN, err);
   }
   size_t count = 0;
-  ENPU_FORWARD(config_array_max(doc, p, v, CONFIG_PAPER_MAX_LIST, "names", &count, err));
+  ENPU_FORWARD(config_array_max(doc, p, v, PAPER_MAX_LIST, "names", &count, err));
   for (size_t i = 0; i < count; i++) {
     config_path ip = CONFIG_INDEX(p, i);
     ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), names[i], cap, err));
@@ -77,23 +78,23 @@ static int name_list(const config_doc *doc, const config_path *p, const json_t *
 }
 
 /* "slack": a number, or "mean" / "all" / "max". */
-static int parse_slack(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+static int parse_slack(const config_doc *doc, const config_path *qp, const json_t *q, paper_query *o,
                        enpu_err *err) {
   const json_t *v = json_object_get(q, "slack");
-  o->slack_sel = CONFIG_SLACK_ALL;
+  o->slack_sel = PAPER_SLACK_ALL;
   if (!v) return ENPU_OK;
   config_path kp = CONFIG_KEY(qp, "slack");
   if (json_is_number(v)) {
-    o->slack_sel = CONFIG_SLACK_VALUE;
+    o->slack_sel = PAPER_SLACK_VALUE;
     return config_number(doc, &kp, v, &o->slack, err);
   }
   int sel = 0;
-  ENPU_FORWARD(config_enum(doc, &kp, v, slack_names + 1, CONFIG_NSLACK_SEL - 1, &sel, err));
-  o->slack_sel = (config_slack_sel)(sel + 1);
+  ENPU_FORWARD(config_enum(doc, &kp, v, slack_names + 1, PAPER_NSLACK_SEL - 1, &sel, err));
+  o->slack_sel = (paper_slack_sel)(sel + 1);
   return ENPU_OK;
 }
 
-static int parse_lists(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+static int parse_lists(const config_doc *doc, const config_path *qp, const json_t *q, paper_query *o,
                        enpu_err *err) {
   const json_t *v;
   if ((v = json_object_get(q, "policy"))) {
@@ -107,7 +108,7 @@ static int parse_lists(const config_doc *doc, const config_path *qp, const json_
   if ((v = json_object_get(q, "paths"))) {
     config_path kp = CONFIG_KEY(qp, "paths");
     size_t count = 0;
-    ENPU_FORWARD(config_array_max(doc, &kp, v, CONFIG_PAPER_MAX_LIST, "paths", &count, err));
+    ENPU_FORWARD(config_array_max(doc, &kp, v, PAPER_MAX_LIST, "paths", &count, err));
     for (size_t i = 0; i < count; i++) {
       config_path ip = CONFIG_INDEX(&kp, i);
       ENPU_FORWARD(config_string(doc, &ip, json_array_get(v, i), o->paths[i], sizeof o->paths[i], err));
@@ -117,7 +118,7 @@ static int parse_lists(const config_doc *doc, const config_path *qp, const json_
   return ENPU_OK;
 }
 
-static int parse_strings(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+static int parse_strings(const config_doc *doc, const config_path *qp, const json_t *q, paper_query *o,
                          enpu_err *err) {
   ENPU_FORWARD(config_opt_string(doc, qp, q, "base", o->base, sizeof o->base, err));
   ENPU_FORWARD(config_opt_string(doc, qp, q, "run", o->run, sizeof o->run, err));
@@ -126,33 +127,30 @@ static int parse_strings(const config_doc *doc, const config_path *qp, const jso
 }
 
 /* What each kind cannot do without. */
-static int check_required(const config_doc *doc, const config_path *qp, const config_paper_query *o,
-                          enpu_err *err) {
-  const bool needs_policy = o->kind != CONFIG_PAPER_CORE_HOURS;
-  const bool needs_base = o->kind == CONFIG_PAPER_GAIN ||
-                          (o->kind == CONFIG_PAPER_FIGURE20 && o->metric == CONFIG_F20_MIN_GAIN);
-  const char *missing = needs_policy && !o->npolicy ? "policy"
-                        : needs_base && !o->base[0] ? "base"
-                        : (o->kind == CONFIG_PAPER_REPLAY || o->kind == CONFIG_PAPER_WINDOWS) && !o->run[0] ? "run"
-                        : o->kind == CONFIG_PAPER_REPLAY && !o->npaths     ? "paths"
-                        : o->kind == CONFIG_PAPER_WINDOWS && !o->column[0] ? "column"
-                        : o->kind == CONFIG_PAPER_FIGURE20 && o->factor == 0 && o->metric != CONFIG_F20_MIN_GAIN
-                            ? "factor"
-                            : NULL;
+static int check_required(const config_doc *doc, const config_path *qp, const paper_query *o, enpu_err *err) {
+  const bool needs_policy = o->kind != PAPER_CORE_HOURS;
+  const bool needs_base = o->kind == PAPER_GAIN || (o->kind == PAPER_FIGURE20 && o->metric == PAPER_F20_MIN_GAIN);
+  const char *missing = needs_policy && !o->npolicy                                                      ? "policy"
+                        : needs_base && !o->base[0]                                                      ? "base"
+                        : (o->kind == PAPER_REPLAY || o->kind == PAPER_WINDOWS) && !o->run[0]            ? "run"
+                        : o->kind == PAPER_REPLAY && !o->npaths                                          ? "paths"
+                        : o->kind == PAPER_WINDOWS && !o->column[0]                                      ? "column"
+                        : o->kind == PAPER_FIGURE20 && o->factor == 0 && o->metric != PAPER_F20_MIN_GAIN ? "factor"
+                                                                                                         : NULL;
   if (missing)
     return config_fail(doc, qp, err, ENPU_ERR_INVALID, "expected key \"%s\" for kind \"%s\"", missing,
                        kind_names[o->kind]);
   return ENPU_OK;
 }
 
-static int parse_query(const config_doc *doc, const config_path *qp, const json_t *q, config_paper_query *o,
+static int parse_query(const config_doc *doc, const config_path *qp, const json_t *q, paper_query *o,
                        enpu_err *err) {
-  *o = (config_paper_query){.phase = -1, .scale = 1, .agg = CONFIG_AGG_MEAN, .level = CONFIG_LEVEL_TOTAL};
+  *o = (paper_query){.phase = -1, .scale = 1, .agg = PAPER_AGG_MEAN, .level = PAPER_LEVEL_TOTAL};
   if (!json_is_object(q)) return config_fail(doc, qp, err, ENPU_ERR_INVALID, "expected an object");
   config_path kp = CONFIG_KEY(qp, "kind");
   int kind = 0;
-  ENPU_FORWARD(config_enum(doc, &kp, json_object_get(q, "kind"), kind_names, CONFIG_NPAPER_KIND, &kind, err));
-  o->kind = (config_paper_kind)kind;
+  ENPU_FORWARD(config_enum(doc, &kp, json_object_get(q, "kind"), kind_names, PAPER_NKIND, &kind, err));
+  o->kind = (paper_kind)kind;
   const char *allowed[16] = {"kind"};
   const size_t n = count_keys(kind_keys[kind]);
   memcpy(allowed + 1, kind_keys[kind], n * sizeof *allowed);
@@ -161,12 +159,12 @@ static int parse_query(const config_doc *doc, const config_path *qp, const json_
   ENPU_FORWARD(parse_strings(doc, qp, q, o, err));
   ENPU_FORWARD(parse_slack(doc, qp, q, o, err));
   int agg = o->agg, level = o->level, hours = o->hours, metric = o->metric;
-  ENPU_FORWARD(config_opt_enum(doc, qp, q, "agg", agg_names, CONFIG_NAGG, &agg, err));
-  ENPU_FORWARD(config_opt_enum(doc, qp, q, "level", level_names, CONFIG_NLEVEL, &level, err));
-  ENPU_FORWARD(config_opt_enum(doc, qp, q, "hours", hours_names, CONFIG_NHOURS, &hours, err));
-  ENPU_FORWARD(config_opt_enum(doc, qp, q, "metric", f20_names, CONFIG_NF20, &metric, err));
-  o->agg = (config_agg)agg, o->level = (config_level)level, o->hours = (config_hours)hours;
-  o->metric = (config_f20_metric)metric;
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "agg", agg_names, PAPER_NAGG, &agg, err));
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "level", level_names, PAPER_NLEVEL, &level, err));
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "hours", hours_names, PAPER_NHOURS, &hours, err));
+  ENPU_FORWARD(config_opt_enum(doc, qp, q, "metric", f20_names, PAPER_NF20, &metric, err));
+  o->agg = (paper_agg)agg, o->level = (paper_level)level, o->hours = (paper_hours)hours;
+  o->metric = (paper_f20_metric)metric;
   ENPU_FORWARD(config_opt_number(doc, qp, q, "factor", &o->factor, err));
   ENPU_FORWARD(config_opt_number(doc, qp, q, "scale", &o->scale, err));
   ENPU_FORWARD(config_opt_number(doc, qp, q, "offset", &o->offset, err));
@@ -174,7 +172,7 @@ static int parse_query(const config_doc *doc, const config_path *qp, const json_
 }
 
 /* "paper": a number, or [lo, hi] with lo <= hi. */
-static int parse_paper_value(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
+static int parse_paper_value(const config_doc *doc, const config_path *cp, const json_t *c, paper_claim *out,
                              enpu_err *err) {
   config_path vp = CONFIG_KEY(cp, "paper");
   const json_t *v = json_object_get(c, "paper");
@@ -192,7 +190,7 @@ static int parse_paper_value(const config_doc *doc, const config_path *cp, const
   return ENPU_OK;
 }
 
-static int parse_claim(const config_doc *doc, const config_path *cp, const json_t *c, config_paper_claim *out,
+static int parse_claim(const config_doc *doc, const config_path *cp, const json_t *c, paper_claim *out,
                        enpu_err *err) {
   ENPU_FORWARD(config_object(doc, cp, c, claim_keys, NKEYS(claim_keys), err));
   ENPU_FORWARD(config_get_fields(doc, cp, c, claim_fields, NKEYS(claim_fields), out, err));
@@ -220,8 +218,7 @@ static int parse_claim(const config_doc *doc, const config_path *cp, const json_
 }
 
 /* A Table 7 row: "model", "phase", "plans": [{"policy", "op", "req"}, ...]. */
-static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *r, config_paper_t7 *out,
-                    enpu_err *err) {
+static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *r, paper_t7 *out, enpu_err *err) {
   ENPU_FORWARD(config_object(doc, rp, r, t7_keys, NKEYS(t7_keys), err));
   ENPU_FORWARD(config_get_string(doc, rp, r, "model", out->model, sizeof out->model, err));
   config_path php = CONFIG_KEY(rp, "phase"), pp = CONFIG_KEY(rp, "plans");
@@ -229,7 +226,7 @@ static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *
       config_enum(doc, &php, json_object_get(r, "phase"), config_phase_names, CONFIG_NPHASE, &out->phase, err));
   const json_t *plans = json_object_get(r, "plans");
   size_t n = 0;
-  ENPU_FORWARD(config_array_max(doc, &pp, plans, CONFIG_PAPER_T7_POLICIES, "policies", &n, err));
+  ENPU_FORWARD(config_array_max(doc, &pp, plans, PAPER_T7_POLICIES, "policies", &n, err));
   for (size_t k = 0; k < n; k++) {
     config_path ep = CONFIG_INDEX(&pp, k);
     const json_t *e = json_array_get(plans, k);
@@ -242,8 +239,7 @@ static int parse_t7(const config_doc *doc, const config_path *rp, const json_t *
   return ENPU_OK;
 }
 
-static int parse_t5(const config_doc *doc, const config_path *rp, const json_t *r, config_paper_t5 *out,
-                    enpu_err *err) {
+static int parse_t5(const config_doc *doc, const config_path *rp, const json_t *r, paper_t5 *out, enpu_err *err) {
   return config_fields(doc, rp, r, t5_fields, NKEYS(t5_fields), out, err);
 }
 
@@ -271,7 +267,7 @@ static int claim_row(const config_doc *d, const config_path *p, const json_t *v,
 }
 
 /* Claims, each id once. */
-static int parse_claims(const config_doc *doc, const config_path *root, config_paper *p, enpu_err *err) {
+static int parse_claims(const config_doc *doc, const config_path *root, paper_numbers *p, enpu_err *err) {
   if (!json_object_get(doc->root, "claims")) {
     config_path ap = CONFIG_KEY(root, "claims");
     return config_array(doc, &ap, NULL, NULL, err); /* reports the missing key */
@@ -297,7 +293,7 @@ static int t5_row(const config_doc *d, const config_path *p, const json_t *v, vo
 }
 
 static int parse_paper(const config_doc *doc, void *out, enpu_err *err) {
-  config_paper *p = out;
+  paper_numbers *p = out;
   config_path root = CONFIG_ROOT;
   ENPU_FORWARD(config_object(doc, &root, doc->root, paper_keys, NKEYS(paper_keys), err));
   snprintf(p->path, sizeof p->path, "%s", doc->file);
@@ -308,15 +304,15 @@ static int parse_paper(const config_doc *doc, void *out, enpu_err *err) {
 }
 
 static void clear_paper(void *obj) {
-  config_paper *p = obj;
+  paper_numbers *p = obj;
   free(p->claims);
   free(p->table7);
   free(p->table5);
 }
 
-CONFIG_LOADER(config_paper_load, config_paper, "paper", parse_paper, clear_paper)
+CONFIG_LOADER(paper_numbers_load, paper_numbers, "paper", parse_paper, clear_paper)
 
-void config_paper_free(config_paper *p) {
+void paper_numbers_free(paper_numbers *p) {
   if (!p) return;
   clear_paper(p);
   free(p);

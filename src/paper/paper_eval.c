@@ -1,4 +1,4 @@
-/* report_paper_eval.c — our value of each claim of the paper's numbers file (config.h, "The
+/* paper_eval.c — our value of each claim of the paper's numbers file (paper.h, "The
  * paper's stated numbers"): a query names a kind, the policies, phase, slack and models, and
  * how the samples (one per model × policy × phase × slack it covers) are aggregated. Each
  * kind reads one output of the pipeline: the single-request stores (savings, gains,
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "power.h"
-#include "report_paper_internal.h"
+#include "paper_internal.h"
 
 typedef struct {
   double *v;
@@ -40,8 +40,8 @@ static void missing(samples *s, const paper_value *why) {
   s->miss.ok = -1;
 }
 
-static paper_value finish(samples *s, const config_paper_query *q) {
-  if (s->n == 0 && s->miss.ok == 0 && (q->kind == CONFIG_PAPER_REPLAY || q->kind == CONFIG_PAPER_WINDOWS))
+static paper_value finish(samples *s, const paper_query *q) {
+  if (s->n == 0 && s->miss.ok == 0 && (q->kind == PAPER_REPLAY || q->kind == PAPER_WINDOWS))
     snprintf(s->miss.note, sizeof s->miss.note, "no model has a replay named %s", q->run);
   paper_value out = {0};
   if (s->miss.ok < 0 || s->n == 0) {
@@ -52,8 +52,8 @@ static paper_value finish(samples *s, const config_paper_query *q) {
     double sum = 0, lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < s->n; i++) sum += s->v[i], lo = fmin(lo, s->v[i]), hi = fmax(hi, s->v[i]);
     out.ok = 1;
-    out.lo = out.hi = q->agg == CONFIG_AGG_MEAN ? sum / s->n : q->agg == CONFIG_AGG_MAX ? hi : lo;
-    if (q->agg == CONFIG_AGG_RANGE) out.lo = lo, out.hi = hi;
+    out.lo = out.hi = q->agg == PAPER_AGG_MEAN ? sum / s->n : q->agg == PAPER_AGG_MAX ? hi : lo;
+    if (q->agg == PAPER_AGG_RANGE) out.lo = lo, out.hi = hi;
     out.lo = q->scale * out.lo + q->offset, out.hi = q->scale * out.hi + q->offset;
     if (out.lo > out.hi) {
       const double t = out.lo;
@@ -64,7 +64,7 @@ static paper_value finish(samples *s, const config_paper_query *q) {
   return out;
 }
 
-static bool model_wanted(const config_paper_query *q, const char *name) {
+static bool model_wanted(const paper_query *q, const char *name) {
   for (int i = 0; i < q->nmodels; i++)
     if (!strcmp(q->models[i], name)) return true;
   return q->nmodels == 0;
@@ -82,12 +82,11 @@ static const store_bucket_rec *request_bucket(paper_model *m, const store_policy
   return NULL;
 }
 
-const store_plan_rec *report_paper_request_plan(paper_model *m, const paper_column *col, const char *policy,
-                                                int phase, double slack, const store_bucket_rec **b,
-                                                paper_value *v) {
-  paper_run *run = report_paper_find_run(m, "request", col, v);
+const store_plan_rec *paper_request_plan(paper_model *m, const paper_column *col, const char *policy, int phase,
+                                         double slack, const store_bucket_rec **b, paper_value *v) {
+  paper_run *run = paper_find_run(m, "request", col, v);
   if (!run) return NULL;
-  const store_policy_tables *p = report_paper_policy(run->c, policy);
+  const store_policy_tables *p = paper_policy(run->c, policy);
   const store_bucket_rec *bk = request_bucket(m, p, phase);
   if (!p || !bk) {
     snprintf(v->note, sizeof v->note, "%s: policy %s not compiled%s", m->name, policy,
@@ -106,9 +105,9 @@ const store_plan_rec *report_paper_request_plan(paper_model *m, const paper_colu
   return NULL;
 }
 
-int report_paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap) {
+int paper_request_slacks(paper_model *m, const paper_column *col, double *out, int cap) {
   paper_value v = {0};
-  paper_run *run = report_paper_find_run(m, "request", col, &v);
+  paper_run *run = paper_find_run(m, "request", col, &v);
   const store_policy_tables *p = run && run->c->npolicies ? &run->c->policies[0] : NULL;
   int n = 0;
   for (int ph = 0; p && ph < CONFIG_NPHASE && !n; ph++) {
@@ -119,23 +118,23 @@ int report_paper_request_slacks(paper_model *m, const paper_column *col, double 
 }
 
 /* The metric of one plan (kinds that read one plan per sample). */
-static double plan_metric(config_paper_kind kind, const store_bucket_rec *b, const store_plan_rec *pl) {
+static double plan_metric(paper_kind kind, const store_bucket_rec *b, const store_plan_rec *pl) {
   switch (kind) {
-  case CONFIG_PAPER_OVERHEAD: return report_plan_overhead_pct(pl);
-  case CONFIG_PAPER_SLOWDOWN: return report_plan_slowdown_pct(b, pl);
-  case CONFIG_PAPER_LOSS_GROWTH: return report_regulator_loss_pct(b, pl);
+  case PAPER_OVERHEAD: return report_plan_overhead_pct(pl);
+  case PAPER_SLOWDOWN: return report_plan_slowdown_pct(b, pl);
+  case PAPER_LOSS_GROWTH: return report_regulator_loss_pct(b, pl);
   default: return 100 * pl->savings_vs_nodvfs;
   }
 }
 
 /* The slacks a query covers on model m: one value, or all stored ones. */
-static int query_slacks(paper_model *m, const config_paper_query *q, const paper_column *col, double *out) {
-  if (q->slack_sel == CONFIG_SLACK_VALUE) {
+static int query_slacks(paper_model *m, const paper_query *q, const paper_column *col, double *out) {
+  if (q->slack_sel == PAPER_SLACK_VALUE) {
     out[0] = q->slack;
     return 1;
   }
-  const int n = report_paper_request_slacks(m, col, out, 32);
-  if (q->slack_sel == CONFIG_SLACK_MAX && n) {
+  const int n = paper_request_slacks(m, col, out, 32);
+  if (q->slack_sel == PAPER_SLACK_MAX && n) {
     out[0] = out[n - 1];
     return 1;
   }
@@ -144,7 +143,7 @@ static int query_slacks(paper_model *m, const config_paper_query *q, const paper
 
 /* savings, overhead, slowdown and gain: a sample per model × policy × phase (× slack for
  * "all"; "mean" averages the slacks into one sample). */
-static void eval_plans(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+static void eval_plans(paper_ctx *x, const paper_query *q, const paper_column *col, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
@@ -159,9 +158,9 @@ static void eval_plans(paper_ctx *x, const config_paper_query *q, const paper_co
         double mean = 0;
         for (int j = 0; j < ns; j++) {
           const store_bucket_rec *b = NULL, *bb = NULL;
-          const store_plan_rec *pl = report_paper_request_plan(m, col, q->policy[k], ph, slacks[j], &b, &why);
+          const store_plan_rec *pl = paper_request_plan(m, col, q->policy[k], ph, slacks[j], &b, &why);
           const store_plan_rec *base = q->base[0] && pl
-                                           ? report_paper_request_plan(m, col, q->base, ph, slacks[j], &bb, &why)
+                                           ? paper_request_plan(m, col, q->base, ph, slacks[j], &bb, &why)
                                            : NULL;
           if (!pl || (q->base[0] && !base)) {
             missing(s, &why);
@@ -169,30 +168,29 @@ static void eval_plans(paper_ctx *x, const config_paper_query *q, const paper_co
           }
           double v = plan_metric(q->kind, b, pl);
           if (base) v -= plan_metric(q->kind, bb, base);
-          if (q->slack_sel == CONFIG_SLACK_MEAN) mean += v / ns;
+          if (q->slack_sel == PAPER_SLACK_MEAN) mean += v / ns;
           else add(s, v);
         }
-        if (q->slack_sel == CONFIG_SLACK_MEAN) add(s, mean);
+        if (q->slack_sel == PAPER_SLACK_MEAN) add(s, mean);
       }
   }
 }
 
 /* Regulator loss at the largest stored slack minus at 0 (Figure 13): a sample per model ×
  * phase. */
-static void eval_loss_growth(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+static void eval_loss_growth(paper_ctx *x, const paper_query *q, const paper_column *col, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     double slacks[32];
-    const int ns = report_paper_request_slacks(m, col, slacks, 32);
+    const int ns = paper_request_slacks(m, col, slacks, 32);
     paper_value why = {0};
     snprintf(why.note, sizeof why.note, "%s: no single-request store in %s mode", m->name, col->budget);
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       if ((q->phase >= 0 && ph != q->phase) || !m->req_phase[ph]) continue;
       const store_bucket_rec *b0 = NULL, *b1 = NULL;
-      const store_plan_rec *p0 = ns ? report_paper_request_plan(m, col, q->policy[0], ph, slacks[0], &b0, &why)
-                                    : NULL;
-      const store_plan_rec *p1 = p0 ? report_paper_request_plan(m, col, q->policy[0], ph, slacks[ns - 1], &b1, &why)
+      const store_plan_rec *p0 = ns ? paper_request_plan(m, col, q->policy[0], ph, slacks[0], &b0, &why) : NULL;
+      const store_plan_rec *p1 = p0 ? paper_request_plan(m, col, q->policy[0], ph, slacks[ns - 1], &b1, &why)
                                     : NULL;
       if (!p1) missing(s, &why);
       else add(s, plan_metric(q->kind, b1, p1) - plan_metric(q->kind, b0, p0));
@@ -201,16 +199,16 @@ static void eval_loss_growth(paper_ctx *x, const config_paper_query *q, const pa
 }
 
 /* The smallest stored slack whose saving is within 1 point of the largest saving. */
-static void eval_saturation(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+static void eval_saturation(paper_ctx *x, const paper_query *q, const paper_column *col, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     double slacks[32], sav[32], best = -INFINITY;
-    const int ns = report_paper_request_slacks(m, col, slacks, 32);
+    const int ns = paper_request_slacks(m, col, slacks, 32);
     paper_value why = {0};
     for (int j = 0; j < ns; j++) {
       const store_bucket_rec *b = NULL;
-      const store_plan_rec *pl = report_paper_request_plan(m, col, q->policy[0], q->phase, slacks[j], &b, &why);
+      const store_plan_rec *pl = paper_request_plan(m, col, q->policy[0], q->phase, slacks[j], &b, &why);
       if (!pl) {
         missing(s, &why);
         return;
@@ -227,13 +225,13 @@ static void eval_saturation(paper_ctx *x, const config_paper_query *q, const pap
 
 /* ---- grid stores: savings against the sequence length at the smallest batch ------- */
 
-static void eval_seq(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+static void eval_seq(paper_ctx *x, const paper_query *q, const paper_column *col, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     paper_value why = {0};
-    paper_run *run = report_paper_find_run(m, "grid", col, &why);
-    const store_policy_tables *p = run ? report_paper_policy(run->c, q->policy[0]) : NULL;
+    paper_run *run = paper_find_run(m, "grid", col, &why);
+    const store_policy_tables *p = run ? paper_policy(run->c, q->policy[0]) : NULL;
     if (run && !p) snprintf(why.note, sizeof why.note, "%s: grid has no policy %s", m->name, q->policy[0]);
     int32_t batch = INT32_MAX;
     for (size_t b = 0; p && b < p->nbuckets; b++)
@@ -254,7 +252,7 @@ static void eval_seq(paper_ctx *x, const config_paper_query *q, const paper_colu
       if (!why.note[0]) snprintf(why.note, sizeof why.note, "%s: no grid plans at that slack", m->name);
       missing(s, &why);
     } else {
-      add(s, q->kind == CONFIG_PAPER_SEQ_TREND ? last - first : hi - lo);
+      add(s, q->kind == PAPER_SEQ_TREND ? last - first : hi - lo);
     }
   }
 }
@@ -269,10 +267,9 @@ static double pearson(const double *a, const double *b, int n) {
   return saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : NAN;
 }
 
-static void freq_corr_one(paper_model *m, const paper_column *col, const config_paper_query *q, int ph,
-                          samples *s) {
+static void freq_corr_one(paper_model *m, const paper_column *col, const paper_query *q, int ph, samples *s) {
   paper_value why = {0};
-  paper_run *run = report_paper_find_run(m, "request", col, &why);
+  paper_run *run = paper_find_run(m, "request", col, &why);
   config_job *job = NULL;
   enpu_err err = {0};
   if (run && config_job_load(run->job, &job, &err) < 0) snprintf(why.note, sizeof why.note, "%.400s", err.msg);
@@ -297,7 +294,7 @@ static void freq_corr_one(paper_model *m, const paper_column *col, const config_
   config_job_free(job);
 }
 
-static void eval_freq_corr(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+static void eval_freq_corr(paper_ctx *x, const paper_query *q, const paper_column *col, samples *s) {
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++)
       if (model_wanted(q, x->models[i].name) && x->models[i].req_phase[ph] && (q->phase < 0 || q->phase == ph))
@@ -316,10 +313,10 @@ static const json_t *compile_doc(const paper_model *m, const char *policy, int p
 /* Explored plans of one request: op level (unique ops' evaluations); request level at the
  * Table 7 slack, for the GA summed over the slacks up to it (it is warm-started from
  * each smaller slack, so reaching 20 % costs every generation before it). */
-double report_paper_t7_value(const paper_model *m, const char *policy, int ph, config_level level) {
+double paper_t7_value(const paper_model *m, const char *policy, int ph, paper_level level) {
   const json_t *p = compile_doc(m, policy, ph);
   if (!p) return NAN;
-  if (level == CONFIG_LEVEL_OP) return json_number_value(json_object_get(p, "op_evals"));
+  if (level == PAPER_LEVEL_OP) return json_number_value(json_object_get(p, "op_evals"));
   config_policy_spec spec; /* the GA (its policy row's request level) is chained */
   const bool chained = config_policy_spec_parse(policy, &spec) == 0 && power_policy_of(spec.base)->request_ga;
   double req = 0;
@@ -335,7 +332,7 @@ double report_paper_t7_value(const paper_model *m, const char *policy, int ph, c
 
 /* Seconds of one request's compilation: the op level once, the request level over
  * every slack (search_s counts the shared op level in each). */
-double report_paper_compile_s(const paper_model *m, const char *policy, int ph, config_level level) {
+double paper_compile_s(const paper_model *m, const char *policy, int ph, paper_level level) {
   const json_t *p = compile_doc(m, policy, ph);
   if (!p) return NAN;
   const double op = json_number_value(json_object_get(p, "op_search_s"));
@@ -344,17 +341,17 @@ double report_paper_compile_s(const paper_model *m, const char *policy, int ph, 
   json_t *sl;
   json_array_foreach(json_object_get(p, "slacks"), i, sl)
       req += json_number_value(json_object_get(sl, "search_s")) - op;
-  return level == CONFIG_LEVEL_OP ? op : level == CONFIG_LEVEL_REQ ? req : op + req;
+  return level == PAPER_LEVEL_OP ? op : level == PAPER_LEVEL_REQ ? req : op + req;
 }
 
-static void eval_compile(paper_ctx *x, const config_paper_query *q, samples *s) {
+static void eval_compile(paper_ctx *x, const paper_query *q, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       if ((q->phase >= 0 && ph != q->phase) || !m->req_phase[ph]) continue;
-      const double v = q->kind == CONFIG_PAPER_TABLE7 ? report_paper_t7_value(m, q->policy[0], ph, q->level)
-                                                      : report_paper_compile_s(m, q->policy[0], ph, q->level);
+      const double v = q->kind == PAPER_TABLE7 ? paper_t7_value(m, q->policy[0], ph, q->level)
+                                               : paper_compile_s(m, q->policy[0], ph, q->level);
       paper_value why = {0};
       snprintf(why.note, sizeof why.note, "%s: no %s compile output (policy not in this build's job)", m->name,
                q->policy[0]);
@@ -368,7 +365,7 @@ static void eval_compile(paper_ctx *x, const config_paper_query *q, samples *s) 
  * farm run that computed the whole grid (tools/paper.py keeps it as farm.full_grid while
  * the grid stores' content is unchanged; an incremental run's seconds cover only what it
  * recomputed, so they are no such figure). */
-static void eval_core_hours(paper_ctx *x, const config_paper_query *q, samples *s) {
+static void eval_core_hours(paper_ctx *x, const paper_query *q, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     const paper_model *m = &x->models[i];
     if (!model_wanted(q, m->name)) continue;
@@ -416,19 +413,19 @@ static double f20_mean(const json_t *doc, const char *policy, double factor, con
   return n ? 100 * sum / n : NAN;
 }
 
-static void eval_figure20(paper_ctx *x, const config_paper_query *q, samples *s) {
+static void eval_figure20(paper_ctx *x, const paper_query *q, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     const paper_model *m = &x->models[i];
     if (!m->figure20 || !model_wanted(q, m->name)) continue;
     const json_t *doc = m->figure20;
     double v = NAN;
-    if (q->metric == CONFIG_F20_WORST) v = f20_mean(doc, q->policy[0], q->factor, "savings_worst_case_plan");
-    else if (q->metric == CONFIG_F20_LOSS)
+    if (q->metric == PAPER_F20_WORST) v = f20_mean(doc, q->policy[0], q->factor, "savings_worst_case_plan");
+    else if (q->metric == PAPER_F20_LOSS)
       v = f20_mean(doc, q->policy[0], q->factor, "savings") -
           f20_mean(doc, q->policy[0], q->factor, "savings_worst_case_plan");
     size_t k;
     json_t *r;
-    json_array_foreach(json_object_get(doc, "rows"), k, r) if (q->metric == CONFIG_F20_MIN_GAIN) {
+    json_array_foreach(json_object_get(doc, "rows"), k, r) if (q->metric == PAPER_F20_MIN_GAIN) {
       const double f = json_number_value(json_object_get(r, "capacity_factor"));
       const double g = f20_mean(doc, q->policy[0], f, "savings_worst_case_plan") -
                        f20_mean(doc, q->base, f, "savings_worst_case_plan");
@@ -451,16 +448,16 @@ static const json_t *dotted(const json_t *o, const char *path) {
   return o;
 }
 
-static const paper_replay *column_replay(paper_model *m, const config_paper_query *q, const paper_column *col,
+static const paper_replay *column_replay(paper_model *m, const paper_query *q, const paper_column *col,
                                          paper_value *why) {
   char run[CONFIG_NAME_LEN];
   snprintf(run, sizeof run, "grid-%s", col->budget);
-  const paper_replay *r = report_paper_find_replay(m, run, q->run);
+  const paper_replay *r = paper_find_replay(m, run, q->run);
   if (!r) snprintf(why->note, sizeof why->note, "%s: no replay %s of %s", m->name, q->run, run);
   return r;
 }
 
-static void eval_replay(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+static void eval_replay(paper_ctx *x, const paper_query *q, const paper_column *col, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     paper_value why = {0};
@@ -477,7 +474,7 @@ static void eval_replay(paper_ctx *x, const config_paper_query *q, const paper_c
   }
 }
 
-static void eval_windows(paper_ctx *x, const config_paper_query *q, const paper_column *col, samples *s) {
+static void eval_windows(paper_ctx *x, const paper_query *q, const paper_column *col, samples *s) {
   for (int i = 0; i < x->nmodels; i++) {
     paper_model *m = &x->models[i];
     paper_value why = {0};
@@ -488,7 +485,7 @@ static void eval_windows(paper_ctx *x, const config_paper_query *q, const paper_
     double *v = NULL;
     int n = 0;
     enpu_err err = {0};
-    const int peak = q->hours == CONFIG_HOURS_PEAK ? 1 : q->hours == CONFIG_HOURS_OFF_PEAK ? 0 : -1;
+    const int peak = q->hours == PAPER_HOURS_PEAK ? 1 : q->hours == PAPER_HOURS_OFF_PEAK ? 0 : -1;
     if (report_windows_column(path, q->column, peak, &v, &n, &err) < 0) {
       snprintf(why.note, sizeof why.note, "%.400s", err.msg);
       missing(s, &why);
@@ -500,38 +497,38 @@ static void eval_windows(paper_ctx *x, const config_paper_query *q, const paper_
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
-bool report_paper_query_has_column(const config_paper_query *q, const paper_column *col) {
+bool paper_query_has_column(const paper_query *q, const paper_column *col) {
   switch (q->kind) {
-  case CONFIG_PAPER_TABLE7:
-  case CONFIG_PAPER_COMPILE_S:
-  case CONFIG_PAPER_CORE_HOURS:
-  case CONFIG_PAPER_FIGURE20: return !col->variant[0] && !strcmp(col->budget, "paper");
-  case CONFIG_PAPER_REPLAY:
-  case CONFIG_PAPER_WINDOWS:
-  case CONFIG_PAPER_SEQ_TREND:
-  case CONFIG_PAPER_SEQ_SPREAD: return !col->variant[0];
+  case PAPER_TABLE7:
+  case PAPER_COMPILE_S:
+  case PAPER_CORE_HOURS:
+  case PAPER_FIGURE20: return !col->variant[0] && !strcmp(col->budget, "paper");
+  case PAPER_REPLAY:
+  case PAPER_WINDOWS:
+  case PAPER_SEQ_TREND:
+  case PAPER_SEQ_SPREAD: return !col->variant[0];
   default: return true;
   }
 }
 
-paper_value report_paper_eval(paper_ctx *x, const config_paper_query *q, const paper_column *col) {
+paper_value paper_eval(paper_ctx *x, const paper_query *q, const paper_column *col) {
   samples s = {0};
   switch (q->kind) {
-  case CONFIG_PAPER_SAVINGS:
-  case CONFIG_PAPER_GAIN:
-  case CONFIG_PAPER_OVERHEAD:
-  case CONFIG_PAPER_SLOWDOWN: eval_plans(x, q, col, &s); break;
-  case CONFIG_PAPER_SATURATION: eval_saturation(x, q, col, &s); break;
-  case CONFIG_PAPER_SEQ_TREND:
-  case CONFIG_PAPER_SEQ_SPREAD: eval_seq(x, q, col, &s); break;
-  case CONFIG_PAPER_FREQ_CORR: eval_freq_corr(x, q, col, &s); break;
-  case CONFIG_PAPER_TABLE7:
-  case CONFIG_PAPER_COMPILE_S: eval_compile(x, q, &s); break;
-  case CONFIG_PAPER_CORE_HOURS: eval_core_hours(x, q, &s); break;
-  case CONFIG_PAPER_FIGURE20: eval_figure20(x, q, &s); break;
-  case CONFIG_PAPER_REPLAY: eval_replay(x, q, col, &s); break;
-  case CONFIG_PAPER_WINDOWS: eval_windows(x, q, col, &s); break;
-  case CONFIG_PAPER_LOSS_GROWTH: eval_loss_growth(x, q, col, &s); break;
+  case PAPER_SAVINGS:
+  case PAPER_GAIN:
+  case PAPER_OVERHEAD:
+  case PAPER_SLOWDOWN: eval_plans(x, q, col, &s); break;
+  case PAPER_SATURATION: eval_saturation(x, q, col, &s); break;
+  case PAPER_SEQ_TREND:
+  case PAPER_SEQ_SPREAD: eval_seq(x, q, col, &s); break;
+  case PAPER_FREQ_CORR: eval_freq_corr(x, q, col, &s); break;
+  case PAPER_TABLE7:
+  case PAPER_COMPILE_S: eval_compile(x, q, &s); break;
+  case PAPER_CORE_HOURS: eval_core_hours(x, q, &s); break;
+  case PAPER_FIGURE20: eval_figure20(x, q, &s); break;
+  case PAPER_REPLAY: eval_replay(x, q, col, &s); break;
+  case PAPER_WINDOWS: eval_windows(x, q, col, &s); break;
+  case PAPER_LOSS_GROWTH: eval_loss_growth(x, q, col, &s); break;
   default: break;
   }
   return finish(&s, q);

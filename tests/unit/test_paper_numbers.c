@@ -1,23 +1,23 @@
-/* test_config_paper.c — the paper's stated numbers (config_paper_load): the shipped file
+/* test_paper_numbers.c — the paper's stated numbers (paper_numbers_load): the shipped file
  * loads with every claim's query; a bad document is refused with file:line:column, the
  * JSON path and what was expected (an unknown or unused key of a query kind, a gain
  * without its base, a range given high first, a duplicate id, a slack in percent, a
  * "better" word on a claim without a bound). The position is found independently of the loader, by searching the
  * written text. */
-#include "test_config.h"
+#include "test_paper.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "paper.h"
 
 static void test_shipped_numbers(void **state) {
   (void)state;
-  config_paper *p = NULL;
+  paper_numbers *p = NULL;
   enpu_err err = {0};
-  if (config_paper_load(ENPU_SOURCE_DIR "/jobs/paper/paper-numbers.json", &p, &err)) fail_msg("%s", err.msg);
+  if (paper_numbers_load(ENPU_SOURCE_DIR "/jobs/paper/paper-numbers.json", &p, &err)) fail_msg("%s", err.msg);
   assert_true(p->nclaims >= 30);
   int numbered[6] = {0};
   for (int i = 0; i < p->nclaims; i++) {
@@ -25,12 +25,12 @@ static void test_shipped_numbers(void **state) {
     numbered[p->claims[i].claim]++;
   }
   for (int c = 1; c <= 5; c++) assert_true(numbered[c] > 0); /* every claim of §4's list has a row */
-  const config_paper_claim *c0 = &p->claims[0];
+  const paper_claim *c0 = &p->claims[0];
   assert_string_equal(c0->id, "c1-prefill-0");
-  assert_true(c0->paper_lo == 16.9 && c0->relation == '=' && c0->ours.kind == CONFIG_PAPER_SAVINGS);
+  assert_true(c0->paper_lo == 16.9 && c0->relation == '=' && c0->ours.kind == PAPER_SAVINGS);
   assert_string_equal(c0->ours.policy[0], "enpu-all");
   assert_int_equal(c0->ours.phase, CONFIG_PREFILL);
-  assert_true(c0->ours.slack_sel == CONFIG_SLACK_VALUE && c0->ours.slack == 0 && c0->ours.scale == 1);
+  assert_true(c0->ours.slack_sel == PAPER_SLACK_VALUE && c0->ours.slack == 0 && c0->ours.scale == 1);
   assert_int_equal(p->ntable7, 8);
   assert_int_equal(p->table7[0].npolicy, 3);
   assert_true(p->table7[0].op[1] == 15345 && p->table7[0].req[1] == 2881);
@@ -42,8 +42,8 @@ static void test_shipped_numbers(void **state) {
       faster = p->claims[i].relation == '>' && !strcmp(p->claims[i].better, "faster");
   assert_true(faster);
   assert_string_equal(c0->better, "");
-  config_paper_free(p);
-  config_paper_free(NULL);
+  paper_numbers_free(p);
+  paper_numbers_free(NULL);
 }
 
 /* The shipped file's text with `from` replaced once by `to`, written to a temporary file. */
@@ -110,9 +110,9 @@ static void test_bad_numbers(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char path[64], at[64], want[128];
     char *text = mutated(bad[i].from, bad[i].to, path, sizeof path);
-    config_paper *p = NULL;
+    paper_numbers *p = NULL;
     enpu_err err = {0};
-    const int rc = config_paper_load(path, &p, &err);
+    const int rc = paper_numbers_load(path, &p, &err);
     where(text, bad[i].needle, bad[i].offset, at, sizeof at);
     snprintf(want, sizeof want, "%s%s%s", path, at, bad[i].path);
     if (rc >= 0 || strncmp(err.msg, want, strlen(want)) || !strstr(err.msg, bad[i].expect))
@@ -123,8 +123,8 @@ static void test_bad_numbers(void **state) {
   }
 }
 
-const struct CMUnitTest config_paper_tests[] = {
+const struct CMUnitTest paper_numbers_tests[] = {
     cmocka_unit_test(test_shipped_numbers),
     cmocka_unit_test(test_bad_numbers),
 };
-const size_t config_paper_ntests = sizeof config_paper_tests / sizeof config_paper_tests[0];
+const size_t paper_numbers_ntests = sizeof paper_numbers_tests / sizeof paper_numbers_tests[0];

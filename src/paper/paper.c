@@ -1,12 +1,12 @@
-/* report_paper.c — `enpu report paper`: the README of the paper's evaluation from the
+/* paper.c — `enpu report paper`: the README of the paper's evaluation from the
  * pipeline's outputs (tools/paper.py): per model its manifest.json names the stores (one
  * per run: grid or single request, budget mode, sensitivity), the `enpu compile --json`
  * outputs of Table 7 and Figure 14, the `enpu graph` outputs of Table 2, the Figure 20
- * sweep and the replays. report_paper_load.c loads them (stores on first use); this file
+ * sweep and the replays. paper_load.c loads them (stores on first use); this file
  * writes one report_write report per run, draws every run's figures and the README's own
  * in one gnuplot (report_plots.c: a gnuplot's start costs more than a small figure), and
- * then assembles README.md from the sections of report_paper_md.c and the claims of
- * report_paper_eval.c.
+ * then assembles README.md from the sections of paper_md.c and the claims of
+ * paper_eval.c.
  *
  * Invariants: README.md holds no timestamp and no absolute path, so the same outputs give
  * the same bytes (a rerun of the pipeline with nothing changed changes no file); it is
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_paper_internal.h"
+#include "paper_internal.h"
 
 /* ---- per-run reports ------------------------------------------------------------- */
 
@@ -29,7 +29,7 @@ static int run_report(paper_ctx *x, const paper_run *run, const char *out, const
                       .replay_dir = replay_dir,
                       .job = job,
                       .freq_slack = 0.3,
-                      .numbers = x->numbers};
+                      .overlay = &x->overlay};
   const int rc = report_write_queued(&o, x->plots, NULL, err); /* drawn with every run's figures */
   config_job_free(job);
   return rc;
@@ -89,18 +89,18 @@ static void md_intro(paper_ctx *x, FILE *md) {
           "unchanged) reruns in seconds, so this is not a run from empty stores: those, per model and "
           "stage, and the farm's scaling are in `results/bench.md`.\n\n",
           total / 60);
-  report_paper_md_method(x, md);
+  paper_md_method(x, md);
 }
 
 static int write_readme(paper_ctx *x, FILE *md, enpu_err *err) {
   md_intro(x, md);
   fprintf(md, "## 1. The headline claims (§4's \"We show that\" list and the numbers of §4.2–§4.8)\n\n");
-  ENPU_FORWARD(report_paper_md_claims(x, md, NULL, err));
-  ENPU_FORWARD(report_paper_md_table2(x, md, err));
-  ENPU_FORWARD(report_paper_md_table5(x, md, err));
-  ENPU_FORWARD(report_paper_md_table7(x, md, err));
-  ENPU_FORWARD(report_paper_md_figure11(x, md, err));
-  return report_paper_md_figures(x, md, err);
+  ENPU_FORWARD(paper_md_claims(x, md, NULL, err));
+  ENPU_FORWARD(paper_md_table2(x, md, err));
+  ENPU_FORWARD(paper_md_table5(x, md, err));
+  ENPU_FORWARD(paper_md_table7(x, md, err));
+  ENPU_FORWARD(paper_md_figure11(x, md, err));
+  return paper_md_figures(x, md, err);
 }
 
 static void free_models(paper_ctx *x) {
@@ -113,14 +113,14 @@ static void free_models(paper_ctx *x) {
     json_decref(m->timings);
   }
   free(x->models); /* owns values and known */
-  config_paper_free(x->numbers);
+  paper_numbers_free(x->numbers);
 }
 
 /* Every run's report and the README's figures queued, then drawn in one gnuplot (the runs'
  * report.md published with them), then README.md, which links the images that exist. */
 static int write_all(paper_ctx *x, enpu_err *err) {
   ENPU_FORWARD(run_reports(x, err));
-  ENPU_FORWARD(report_paper_plots(x, err));
+  ENPU_FORWARD(paper_plots(x, err));
   ENPU_FORWARD(report_plots_draw(x->plots, err));
   FILE *md = NULL;
   const char *dir = x->o->out_dir;
@@ -130,12 +130,13 @@ static int write_all(paper_ctx *x, enpu_err *err) {
   return rc < 0 ? rc : report_file_close(md, dir, "README.md", err);
 }
 
-int report_paper_write(const report_paper_options *o, enpu_err *err) {
+int paper_write(const paper_options *o, enpu_err *err) {
   ENPU_RETURN_IF(!o || !o->out_dir || !o->numbers_path || o->nmanifests < 1, err, ENPU_ERR_INVALID,
-                 "report_paper_write: needs an output folder, the numbers file and a manifest");
+                 "paper_write: needs an output folder, the numbers file and a manifest");
   paper_ctx x = {.o = o};
   int rc = report_plots_create(o->gnuplot, &x.plots, err);
-  if (rc == 0) rc = config_paper_load(o->numbers_path, &x.numbers, err);
+  if (rc == 0) rc = paper_numbers_load(o->numbers_path, &x.numbers, err);
+  if (rc == 0) x.overlay = paper_overlay(x.numbers);
   if (rc == 0) {
     const size_t cells = (size_t)x.numbers->nclaims * PAPER_MAX_COLUMNS;
     if (ENPU_CALLOC_PARTS(ENPU_PART(x.models, o->nmanifests), ENPU_PART(x.values, cells),
@@ -143,7 +144,7 @@ int report_paper_write(const report_paper_options *o, enpu_err *err) {
       rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory");
   }
   for (int i = 0; rc == 0 && i < o->nmanifests; i++, x.nmodels++)
-    rc = report_paper_load_manifest(o->manifests[i], &x.models[i], err);
+    rc = paper_load_manifest(o->manifests[i], &x.models[i], err);
   if (rc == 0) rc = enpu_mkdir_p(o->out_dir, err);
   if (rc == 0) rc = report_absolute_dir(o->out_dir, x.absdir, sizeof x.absdir, err);
   if (rc == 0) rc = write_all(&x, err);

@@ -1,4 +1,4 @@
-/* report_paper_md.c — the claims tables of the paper's README: per claim the paper's number
+/* paper_md.c — the claims tables of the paper's README: per claim the paper's number
  * (or range, or bound) with its section, ours in each column (budget mode `paper`, the
  * comparable one; `strict`, what a runtime gets; each named sensitivity), the gap, and a
  * line naming the measured reason for every gap over 5 points; and the figure sections
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report_paper_internal.h"
+#include "paper_internal.h"
 
 static bool is_points(const char *unit) { return !strcmp(unit, "%") || !strcmp(unit, "pts"); }
 
@@ -24,7 +24,7 @@ static void number(FILE *md, double v, const char *unit) {
   else fprintf(md, "%.3g", v);
 }
 
-void report_paper_md_value(FILE *md, const paper_value *v, const char *unit) {
+void paper_md_value(FILE *md, const paper_value *v, const char *unit) {
   if (!v->ok) {
     fprintf(md, v->not_in_variant ? "— (%s)" : "*missing: %s*", v->note);
     return;
@@ -35,10 +35,10 @@ void report_paper_md_value(FILE *md, const paper_value *v, const char *unit) {
   if (unit[0] && strcmp(unit, "pts")) fprintf(md, " %s", unit);
 }
 
-static void paper_number(FILE *md, const config_paper_claim *c) {
+static void paper_number(FILE *md, const paper_claim *c) {
   const paper_value p = {.ok = 1, .lo = c->paper_lo, .hi = c->paper_hi};
   if (c->relation != '=') fprintf(md, "%c ", c->relation);
-  report_paper_md_value(md, &p, c->unit);
+  paper_md_value(md, &p, c->unit);
 }
 
 /* Signed distance of ours from the paper's (interval to interval, 0 when they meet). */
@@ -47,7 +47,7 @@ typedef struct {
   bool over, fails, better, ratio;
 } gap_t;
 
-static gap_t claim_gap(const config_paper_claim *c, const paper_value *v) {
+static gap_t claim_gap(const paper_claim *c, const paper_value *v) {
   gap_t g = {0};
   if (c->relation == '<') g.fails = !(v->hi < c->paper_lo);
   if (c->relation == '>') g.fails = !(v->lo > c->paper_lo);
@@ -66,7 +66,7 @@ static gap_t claim_gap(const config_paper_claim *c, const paper_value *v) {
   return g;
 }
 
-static void gap_md(FILE *md, const config_paper_claim *c, const paper_value *v, gap_t g) {
+static void gap_md(FILE *md, const paper_claim *c, const paper_value *v, gap_t g) {
   if (!v->ok) fprintf(md, "—");
   else if (c->relation != '=') fprintf(md, g.fails ? "**fails** ✗" : g.better ? c->better : "holds");
   else if (g.ratio) fprintf(md, "×%.3g", g.lo);
@@ -74,9 +74,9 @@ static void gap_md(FILE *md, const config_paper_claim *c, const paper_value *v, 
   else fprintf(md, "%+.2f%s", g.lo, g.over ? " ✗" : "");
 }
 
-int report_paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]) {
+int paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[96]) {
   const char *variants[PAPER_MAX_COLUMNS];
-  const int nv = report_paper_variants(x, variants, PAPER_MAX_COLUMNS - 2);
+  const int nv = paper_variants(x, variants, PAPER_MAX_COLUMNS - 2);
   int n = 0;
   cols[n] = (paper_column){"paper", ""}, snprintf(names[n++], 96, "ours, `paper` mode");
   cols[n] = (paper_column){"strict", ""}, snprintf(names[n++], 96, "ours, `strict` mode");
@@ -86,17 +86,15 @@ int report_paper_columns(const paper_ctx *x, paper_column *cols, char (*names)[9
   return n;
 }
 
-static bool figure_has(const char *figure, const config_paper_claim *c) {
-  return !figure || !strcmp(figure, c->figure);
-}
+static bool figure_has(const char *figure, const paper_claim *c) { return !figure || !strcmp(figure, c->figure); }
 
-const paper_value *report_paper_claim_value(paper_ctx *x, int claim, int k) {
+const paper_value *paper_claim_value(paper_ctx *x, int claim, int k) {
   const size_t i = (size_t)claim * PAPER_MAX_COLUMNS + (size_t)k;
   if (!x->known[i]) {
     paper_column cols[PAPER_MAX_COLUMNS];
     char names[PAPER_MAX_COLUMNS][96];
-    report_paper_columns(x, cols, names);
-    x->values[i] = report_paper_eval(x, &x->numbers->claims[claim].ours, &cols[k]);
+    paper_columns(x, cols, names);
+    x->values[i] = paper_eval(x, &x->numbers->claims[claim].ours, &cols[k]);
     x->known[i] = true;
   }
   return &x->values[i];
@@ -106,20 +104,20 @@ const paper_value *report_paper_claim_value(paper_ctx *x, int claim, int k) {
  * claims stand (the headline table, which lists every figure's). */
 static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *cols, int ncols, bool link,
                          bool *over) {
-  const config_paper_claim *c = &x->numbers->claims[ci];
+  const paper_claim *c = &x->numbers->claims[ci];
   if (c->claim) fprintf(md, "| (%d) | %s (%s) | ", c->claim, c->what, c->cite);
   else fprintf(md, "| | %s (%s) | ", c->what, c->cite);
   paper_number(md, c);
   *over = false;
   for (int k = 0; k < ncols; k++) {
     fprintf(md, " | ");
-    if (!report_paper_query_has_column(&c->ours, &cols[k])) {
+    if (!paper_query_has_column(&c->ours, &cols[k])) {
       fprintf(md, "— | —");
       continue;
     }
-    const paper_value v = *report_paper_claim_value(x, ci, k);
+    const paper_value v = *paper_claim_value(x, ci, k);
     const gap_t g = claim_gap(c, &v);
-    report_paper_md_value(md, &v, c->unit);
+    paper_md_value(md, &v, c->unit);
     fprintf(md, " | ");
     gap_md(md, c, &v, g);
     *over = *over || (v.ok && (g.over || g.fails));
@@ -128,18 +126,18 @@ static void md_claim_row(paper_ctx *x, FILE *md, int ci, const paper_column *col
   fprintf(md, " | `%s` |\n", c->id);
 }
 
-int report_paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
+int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
   (void)err;
   paper_column cols[PAPER_MAX_COLUMNS];
   char names[PAPER_MAX_COLUMNS][96];
-  const int ncols = report_paper_columns(x, cols, names);
+  const int ncols = paper_columns(x, cols, names);
   if (figure) fprintf(md, "<a id=\"claims-%s\"></a>\n\n", figure); /* the headline table links here */
   fprintf(md, "| # | stated by the paper (section) | paper |");
   for (int k = 0; k < ncols; k++) fprintf(md, " %s | gap |", names[k]);
   fprintf(md, "%s id |\n|---|---|---:|", figure ? "" : " figure |");
   for (int k = 0; k < ncols; k++) fprintf(md, "---:|---:|");
   fprintf(md, "%s---|\n", figure ? "" : "---|");
-  const config_paper *p = x->numbers;
+  const paper_numbers *p = x->numbers;
   bool *over = calloc((size_t)p->nclaims + 1, sizeof *over);
   for (int i = 0; i < p->nclaims; i++)
     if (figure_has(figure, &p->claims[i])) md_claim_row(x, md, i, cols, ncols, !figure, &over[i]);
@@ -154,7 +152,7 @@ int report_paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err 
   fprintf(md, "\n");
   for (int i = 0; over && i < p->nclaims; i++) {
     if (!over[i] || !figure_has(figure, &p->claims[i])) continue;
-    const config_paper_claim *c = &p->claims[i];
+    const paper_claim *c = &p->claims[i];
     fprintf(md, "- `%s`: %s\n", c->id, c->why[0] ? c->why : "no measured decomposition of this gap yet");
   }
   fprintf(md, "\n");
@@ -165,7 +163,7 @@ int report_paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err 
 /* ---- figure sections --------------------------------------------------------------- */
 
 /* An image of the output folder, or a note when the pipeline did not draw it. */
-void report_paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt) {
+void paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *alt) {
   char path[PATH_MAX * 2];
   snprintf(path, sizeof path, "%s/%s", x->o->out_dir, rel);
   if (access(path, R_OK) == 0) fprintf(md, "![%s](%s)\n\n", alt, rel);
@@ -173,13 +171,13 @@ void report_paper_md_image(paper_ctx *x, FILE *md, const char *rel, const char *
 }
 
 /* The section of a figure: heading, text, the per-run images and the figure's claims. */
-int report_paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
-                           const char *const *images, int nimages, enpu_err *err) {
+int paper_md_figure(paper_ctx *x, FILE *md, const char *figure, const char *heading, const char *text,
+                    const char *const *images, int nimages, enpu_err *err) {
   fprintf(md, "## %s\n\n%s\n\n", heading, text);
-  for (int i = 0; i < nimages; i++) report_paper_md_image(x, md, images[i], images[i]);
+  for (int i = 0; i < nimages; i++) paper_md_image(x, md, images[i], images[i]);
   bool any = false;
   for (int i = 0; i < x->numbers->nclaims; i++) any = any || !strcmp(x->numbers->claims[i].figure, figure);
-  return any ? report_paper_md_claims(x, md, figure, err) : ENPU_OK;
+  return any ? paper_md_claims(x, md, figure, err) : ENPU_OK;
 }
 
 /* ---- how the numbers were made ------------------------------------------------------- */
@@ -191,28 +189,27 @@ static double ga_walk_gap(paper_ctx *x, int *n) {
   *n = 0;
   for (int i = 0; i < x->nmodels; i++) {
     double slacks[32];
-    const int ns = report_paper_request_slacks(&x->models[i], &col, slacks, 32);
+    const int ns = paper_request_slacks(&x->models[i], &col, slacks, 32);
     for (int ph = 0; ph < CONFIG_NPHASE; ph++)
       for (int s = 0; s < ns; s++) {
         paper_value why = {0};
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *ga = report_paper_request_plan(&x->models[i], &col, "dvfs-c", ph, slacks[s], &b,
-                                                             &why);
+        const store_plan_rec *ga = paper_request_plan(&x->models[i], &col, "dvfs-c", ph, slacks[s], &b, &why);
         const store_plan_rec *walk =
-            ga ? report_paper_request_plan(&x->models[i], &col, "dvfs-c-walk", ph, slacks[s], &b, &why) : NULL;
+            ga ? paper_request_plan(&x->models[i], &col, "dvfs-c-walk", ph, slacks[s], &b, &why) : NULL;
         if (walk) worst = fmax(worst, 100 * fabs(ga->savings_vs_nodvfs - walk->savings_vs_nodvfs)), (*n)++;
       }
   }
   return worst;
 }
 
-void report_paper_md_method(paper_ctx *x, FILE *md) {
+void paper_md_method(paper_ctx *x, FILE *md) {
   int n = 0;
   const double gap = ga_walk_gap(x, &n);
   double ga_s = 0;
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
-      const double s = report_paper_compile_s(&x->models[i], "dvfs-c", ph, CONFIG_LEVEL_TOTAL);
+      const double s = paper_compile_s(&x->models[i], "dvfs-c", ph, PAPER_LEVEL_TOTAL);
       if (s == s) ga_s = fmax(ga_s, s);
     }
   fprintf(md,
@@ -229,7 +226,7 @@ void report_paper_md_method(paper_ctx *x, FILE *md) {
           "where both exist the two save within %.2f points of each other (`paper` mode).\n",
           ga_s, n, gap);
   const char *variants[PAPER_MAX_COLUMNS];
-  const int nv = report_paper_variants(x, variants, PAPER_MAX_COLUMNS);
+  const int nv = paper_variants(x, variants, PAPER_MAX_COLUMNS);
   for (int i = 0; i < nv; i++)
     fprintf(md,
             "- **Sensitivity `%s`**: the single request compiled on the chip of the run "
@@ -239,7 +236,6 @@ void report_paper_md_method(paper_ctx *x, FILE *md) {
   fprintf(md, "- **Not computed by this build** (their rows say why):");
   int missing = 0;
   for (int c = 0; c < x->numbers->nclaims; c++)
-    if (!report_paper_claim_value(x, c, 0)->ok)
-      fprintf(md, "%s `%s`", missing++ ? "," : "", x->numbers->claims[c].id);
+    if (!paper_claim_value(x, c, 0)->ok) fprintf(md, "%s `%s`", missing++ ? "," : "", x->numbers->claims[c].id);
   fprintf(md, "%s.\n\n", missing ? "" : " none");
 }

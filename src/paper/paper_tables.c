@@ -1,10 +1,10 @@
-/* report_paper_tables.c — the paper's tables and the figures drawn across models:
+/* paper_tables.c — the paper's tables and the figures drawn across models:
  * Table 2 (our SLOs, 5× the single-request TTFT/TPOT, beside the paper's) and Table 3
  * (the nodes we replay), Table 5 (the chip parameters the paper lists, from the chip
  * file), Table 7 with Figure 14 (explored plans and compile seconds of one request per
  * model, phase and policy; core-hours of the grids), and Figure 11 per model (energy
  * saving, power saving and overhead against slack, per policy, in each budget mode).
- * The two figures' scripts are written and queued first (report_paper_plots), drawn with
+ * The two figures' scripts are written and queued first (paper_plots), drawn with
  * the runs' figures, and the README's sections only link them.
  *
  * Invariants: every number of ours comes from a store, a compile/graph output or the
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_paper_internal.h"
+#include "paper_internal.h"
 
 static const char *const phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 
@@ -36,7 +36,7 @@ static void table2_model(FILE *md, const paper_model *m, const config_cluster *c
   }
 }
 
-int report_paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
+int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
   fprintf(md, "## 2. Tables 2 and 3: SLOs and nodes\n\n"
               "Table 2's SLOs are 5× the single-request TTFT/TPOT on the model's node (§2). Ours: 5× our NoDVFS "
               "time of one request at each class's length (`enpu graph --time`; prefill at the input length, "
@@ -73,7 +73,7 @@ int report_paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
 
 /* ---- Table 5 --------------------------------------------------------------------------- */
 
-int report_paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
+int paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
   if (!x->numbers->ntable5 || !x->nmodels) return ENPU_OK;
   config_job *job = NULL;
   ENPU_FORWARD(config_job_load(x->models[0].job, &job, err));
@@ -86,7 +86,7 @@ int report_paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
           "schedule, not in mm².\n\n| parameter | paper | ours (chip file) |\n|---|---:|---:|\n",
           job->chip.name);
   for (int i = 0; i < x->numbers->ntable5; i++) {
-    const config_paper_t5 *t = &x->numbers->table5[i];
+    const paper_t5 *t = &x->numbers->table5[i];
     char buf[64];
     snprintf(buf, sizeof buf, "%s", t->chip);
     const json_t *v = chip;
@@ -105,14 +105,14 @@ int report_paper_md_table5(paper_ctx *x, FILE *md, enpu_err *err) {
 
 /* ---- Table 7 and Figure 14 --------------------------------------------------------------- */
 
-static const config_paper_t7 *table7_numbers(const paper_ctx *x, const char *model, int ph) {
+static const paper_t7 *table7_numbers(const paper_ctx *x, const char *model, int ph) {
   for (int i = 0; i < x->numbers->ntable7; i++)
     if (!strcmp(x->numbers->table7[i].model, model) && x->numbers->table7[i].phase == ph)
       return &x->numbers->table7[i];
   return NULL;
 }
 
-static void t7_cell(FILE *md, double ours, const config_paper_t7 *row, const char *policy, int req) {
+static void t7_cell(FILE *md, double ours, const paper_t7 *row, const char *policy, int req) {
   double paper = NAN;
   for (int k = 0; row && k < row->npolicy; k++)
     if (!strcmp(row->policy[k], policy)) paper = req ? row->req[k] : row->op[k];
@@ -145,8 +145,8 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++)
       for (size_t p = 0; p < sizeof t7_policies / sizeof *t7_policies; p++) {
-        const double op = report_paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP);
-        const double rq = report_paper_compile_s(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_REQ);
+        const double op = paper_compile_s(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_OP);
+        const double rq = paper_compile_s(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_REQ);
         if (!isnan(op))
           fprintf(f, "\"%s %s %s\" %.6g %.6g\n", x->models[i].name, phase_names[ph], t7_policies[p], fmax(op, 1e-4),
                   fmax(rq, 1e-4));
@@ -165,7 +165,7 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
   return report_plots_add(x->plots, x->absdir, "figure14.gp", "figure14.png", err);
 }
 
-int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
+int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
   fprintf(md,
           "## 4. Table 7 and Figure 14: the search and its cost\n\n"
           "Explored plans of one request at %.0f %% slack in the budget mode `%s` (`enpu compile --json`): "
@@ -181,21 +181,19 @@ int report_paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       if (!x->models[i].req_phase[ph]) continue;
-      const config_paper_t7 *row = table7_numbers(x, x->models[i].name, ph);
+      const paper_t7 *row = table7_numbers(x, x->models[i].name, ph);
       fprintf(md, "| %s | %s |", x->models[i].name, phase_names[ph]);
       for (size_t p = 0; p < 3; p++) {
-        t7_cell(md, report_paper_t7_value(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_OP), row, t7_policies[p],
-                0);
-        t7_cell(md, report_paper_t7_value(&x->models[i], t7_policies[p], ph, CONFIG_LEVEL_REQ), row, t7_policies[p],
-                1);
+        t7_cell(md, paper_t7_value(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_OP), row, t7_policies[p], 0);
+        t7_cell(md, paper_t7_value(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_REQ), row, t7_policies[p], 1);
       }
       fprintf(md, "\n");
     }
   fprintf(md, "\nFigure 14: the compile seconds of the same requests on this machine, one core (the paper: 24 Xeon "
               "cores), operator level and request level over every slack.\n\n");
-  report_paper_md_image(x, md, "figure14.png", "Figure 14");
-  ENPU_FORWARD(report_paper_md_claims(x, md, "7", err));
-  return report_paper_md_claims(x, md, "14", err);
+  paper_md_image(x, md, "figure14.png", "Figure 14");
+  ENPU_FORWARD(paper_md_claims(x, md, "7", err));
+  return paper_md_claims(x, md, "14", err);
 }
 
 /* ---- Figure 11 per model --------------------------------------------------------------- */
@@ -225,10 +223,10 @@ static void f11_paper_points(FILE *f, const paper_ctx *x, const store_contents *
   fprintf(f, "# paper's stated energy saving, %s: x y\n", phase_names[ph]);
   int n = 0;
   for (int i = 0; i < x->numbers->nclaims; i++) {
-    const config_paper_claim *cl = &x->numbers->claims[i];
-    const config_paper_query *q = &cl->ours;
-    if (strcmp(cl->figure, "11") || q->kind != CONFIG_PAPER_SAVINGS || q->npolicy != 1 || q->phase != ph ||
-        q->slack_sel != CONFIG_SLACK_VALUE || cl->paper_lo != cl->paper_hi)
+    const paper_claim *cl = &x->numbers->claims[i];
+    const paper_query *q = &cl->ours;
+    if (strcmp(cl->figure, "11") || q->kind != PAPER_SAVINGS || q->npolicy != 1 || q->phase != ph ||
+        q->slack_sel != PAPER_SLACK_VALUE || cl->paper_lo != cl->paper_hi)
       continue;
     for (size_t k = 0; k < d->n; k++)
       for (int s = 0; s < d->ns; s++)
@@ -245,9 +243,9 @@ static void f11_paper_points(FILE *f, const paper_ctx *x, const store_contents *
 static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const char *dat, f11_data *d,
                    enpu_err *err) {
   paper_value why = {0};
-  paper_run *run = report_paper_find_run(m, "request", col, &why);
+  paper_run *run = paper_find_run(m, "request", col, &why);
   if (!run) return 0;
-  d->ns = report_paper_request_slacks(m, col, d->slacks, 32);
+  d->ns = paper_request_slacks(m, col, d->slacks, 32);
   d->n = report_headline_policies(run->c, 1, d->idx, 5);
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(x->o->out_dir, dat, &f, err));
@@ -261,8 +259,8 @@ static int f11_dat(paper_ctx *x, paper_model *m, const paper_column *col, const 
       fprintf(f, "%g", 100 * d->slacks[s]);
       for (size_t k = 0; k < d->n; k++) {
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *pl = report_paper_request_plan(m, col, run->c->policies[d->idx[k]].name, ph,
-                                                             d->slacks[s], &b, &why);
+        const store_plan_rec *pl = paper_request_plan(m, col, run->c->policies[d->idx[k]].name, ph, d->slacks[s],
+                                                      &b, &why);
         if (!pl) fprintf(f, " NaN NaN NaN");
         else
           fprintf(f, " %.4f %.4f %.4f", 100 * pl->savings_vs_nodvfs,
@@ -306,7 +304,7 @@ static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_
   const int rc = f11_dat(x, m, col, dat, &d, err);
   if (rc <= 0) return rc;
   paper_value why = {0};
-  const store_contents *c = report_paper_find_run(m, "request", col, &why)->c;
+  const store_contents *c = paper_find_run(m, "request", col, &why)->c;
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(x->o->out_dir, gp, &f, err));
   snprintf(title, sizeof title, "Figure 11: %s, one request, budget mode %s", m->name, col->budget);
@@ -329,9 +327,9 @@ static int f11_plot(paper_ctx *x, paper_model *m, const paper_column *col, enpu_
 static void f11_table(FILE *md, paper_model *m) {
   const paper_column pc = {"paper", ""}, sc = {"strict", ""};
   paper_value why = {0};
-  paper_run *run = report_paper_find_run(m, "request", &pc, &why);
+  paper_run *run = paper_find_run(m, "request", &pc, &why);
   double slacks[32];
-  const int ns = run ? report_paper_request_slacks(m, &pc, slacks, 32) : 0;
+  const int ns = run ? paper_request_slacks(m, &pc, slacks, 32) : 0;
   size_t idx[REPORT_MAX_SERIES], np = run ? report_headline_policies(run->c, 0, idx, REPORT_MAX_SERIES - 1) : 0;
   for (size_t p = 0; run && p < run->c->npolicies; p++)
     if (!strcmp(run->c->policies[p].name, "dvfs-c-walk") &&
@@ -348,8 +346,8 @@ static void f11_table(FILE *md, paper_model *m) {
       for (size_t p = 0; p < np; p++) {
         const char *name = run->c->policies[idx[p]].name;
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *a = report_paper_request_plan(m, &pc, name, ph, slacks[s], &b, &why);
-        const store_plan_rec *z = report_paper_request_plan(m, &sc, name, ph, slacks[s], &b, &why);
+        const store_plan_rec *a = paper_request_plan(m, &pc, name, ph, slacks[s], &b, &why);
+        const store_plan_rec *z = paper_request_plan(m, &sc, name, ph, slacks[s], &b, &why);
         if (a) fprintf(md, " %.2f", 100 * a->savings_vs_nodvfs);
         else fprintf(md, " –");
         if (z) fprintf(md, " / %.2f |", 100 * z->savings_vs_nodvfs);
@@ -363,7 +361,7 @@ static void f11_table(FILE *md, paper_model *m) {
 
 static const char *const f11_budgets[2] = {"paper", "strict"};
 
-int report_paper_plots(paper_ctx *x, enpu_err *err) {
+int paper_plots(paper_ctx *x, enpu_err *err) {
   ENPU_FORWARD(figure14_plot(x, err));
   for (int i = 0; i < x->nmodels; i++)
     for (int b = 0; b < 2; b++) {
@@ -373,7 +371,7 @@ int report_paper_plots(paper_ctx *x, enpu_err *err) {
   return ENPU_OK;
 }
 
-int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
+int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
   fprintf(
       md,
       "## 5. Figure 11: energy saving, power saving and overhead of one request against slack\n\n"
@@ -388,9 +386,9 @@ int report_paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
     for (int b = 0; b < 2; b++) {
       char png[160];
       snprintf(png, sizeof png, "figure11_%s_%s.png", x->models[i].name, f11_budgets[b]);
-      report_paper_md_image(x, md, png, png);
+      paper_md_image(x, md, png, png);
     }
     f11_table(md, &x->models[i]);
   }
-  return report_paper_md_claims(x, md, "11", err);
+  return paper_md_claims(x, md, "11", err);
 }

@@ -1,4 +1,4 @@
-/* report_paper_figures.c — the README's figure sections that show per-run plots (each run's
+/* paper_figures.c — the README's figure sections that show per-run plots (each run's
  * report_write report draws them from its store: Figures 12, 19, 22 and 5 here, the
  * design-space figures 13, 15–18 and 21 from the policies a store holds) beside the
  * claims of each figure, for every model that has the run.
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report_paper_internal.h"
+#include "paper_internal.h"
 
 #define MAX_IMAGES 24
 
@@ -40,7 +40,7 @@ static int section(paper_ctx *x, FILE *md, const char *fig, const char *heading,
                    const char *file, bool first_only, enpu_err *err) {
   images im = {0};
   each_model(x, &im, run, file, first_only);
-  return report_paper_md_figure(x, md, fig, heading, text, im.ptr, im.n, err);
+  return paper_md_figure(x, md, fig, heading, text, im.ptr, im.n, err);
 }
 
 static int design_space(paper_ctx *x, FILE *md, enpu_err *err) {
@@ -75,7 +75,7 @@ static int figure20(paper_ctx *x, FILE *md, enpu_err *err) {
   images im = {0};
   for (int i = 0; i < x->nmodels; i++)
     if (x->models[i].figure20) add_image(&im, x->models[i].name, "figure20", "figure20.png");
-  return report_paper_md_figure(
+  return paper_md_figure(
       x, md, "20", "13. Figure 20: MoE expert load imbalance",
       "The single request compiled at each expert capacity factor, and the worst-case plans "
       "(eNPU's default provisioning) run on each factor's load (`enpu compile --capacity-factor`; "
@@ -87,11 +87,11 @@ static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
   images im = {0};
   for (int i = 0; i < x->nmodels; i++) /* each grid run's report shows its first replay */
     for (int r = 0; r < x->models[i].nruns; r++)
-      if (report_paper_find_replay_of(&x->models[i], x->models[i].runs[r].name)) {
+      if (paper_find_replay_of(&x->models[i], x->models[i].runs[r].name)) {
         add_image(&im, x->models[i].name, x->models[i].runs[r].name, "replay_energy.png");
         add_image(&im, x->models[i].name, x->models[i].runs[r].name, "replay_slack.png");
       }
-  ENPU_FORWARD(report_paper_md_figure(
+  ENPU_FORWARD(paper_md_figure(
       x, md, "22", "15. Figure 22 and §4.8: the 24-hour service",
       "The first replay of each grid store (the pipeline's first replay run: a 24-hour day of "
       "the production trace on Table 3's cluster at the load its nodes are provisioned for, "
@@ -99,7 +99,7 @@ static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
       "window; busy batches only compare with §4.8 (the paper's simulator counts no idle "
       "energy). The run's `report.md` has the peak/off-peak table with idle energy.",
       im.ptr, im.n, err));
-  return report_paper_md_figure(
+  return paper_md_figure(
       x, md, "5", "16. Figure 5: SLO slack over the day",
       "The NoDVFS requests' SLO slack per 5-minute window (the second image of each pair above).", NULL, 0, err);
 }
@@ -121,7 +121,7 @@ static void governors(paper_ctx *x, FILE *md) {
       if (access(path, R_OK)) continue;
       fprintf(md, "- %s, `%s`: [report](%s/%s/report/report.md)\n\n", x->models[i].name, dir, x->models[i].name,
               dir);
-      report_paper_md_image(x, md, rel, "governors' actions");
+      paper_md_image(x, md, rel, "governors' actions");
       n++;
     }
   if (!n) fprintf(md, "*missing: no replay with governors in this build's pipeline*\n");
@@ -145,7 +145,7 @@ static void decompositions(paper_ctx *x, FILE *md) {
                   "tests)*\n\n");
 }
 
-int report_paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err) {
+int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err) {
   ENPU_FORWARD(design_space(x, md, err));
   ENPU_FORWARD(figure20(x, md, err));
   ENPU_FORWARD(section(x, md, "21", "14. Figure 21: DVFS and power gating",
