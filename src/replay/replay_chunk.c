@@ -10,7 +10,8 @@
  * own prefill buckets: a prefill's NoDVFS time grows as T(s) = d + a·s + q·s² (the
  * quadratic term is attention, which the paper's §4.6 names as what grows quadratically
  * in prefill busy time), q is the second divided difference of T over the three largest
- * compiled seq buckets, and a chunk of padded length c at offset o adds 2·q·c·o (its
+ * compiled seq buckets (with two buckets, through the two with no fixed term; with one,
+ * none), and a chunk of padded length c at offset o adds 2·q·c·o (its
  * c·o query-key pairs beyond its own causal block, at 2q per pair since s² work is
  * s²/2 causal pairs). Summed over the chunks this is exactly the quadratic term of the
  * whole prefill, q·L², so a chunked prefill costs what the extrapolated prefill costs
@@ -62,18 +63,26 @@ static double quad_coefficient(const int32_t x[3], const double y[3]) {
   return q > 0 && isfinite(q) ? q : 0;
 }
 
+/* Through two points, with no fixed per-pass term (d = 0): T/s = a + q·s. */
+static double quad_two_points(const int32_t x[2], const double y[2]) {
+  const double q = (y[0] / x[0] - y[1] / x[1]) / (x[0] - x[1]);
+  return q > 0 && isfinite(q) ? q : 0;
+}
+
+/* The prefill's quadratic term: from three buckets exact for d + a·s + q·s²; from two, with
+ * d taken as 0 (a fixed per-pass term then lowers q: an underestimate); from one, none. */
 static int fit_prefill(sim *s, enpu_err *err) {
   replay_cover *c = &s->cover;
-  if (c->pre_seq[2] == 0) return ENPU_OK; /* fewer than three buckets: no attention term known */
+  const int n = c->pre_seq[2] ? 3 : c->pre_seq[1] ? 2 : 0;
   double t[3], e[3];
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < n; k++) {
     planstore_plan pl;
     const int ok = replay_fastest_plan(s, CONFIG_PREFILL, c->pre_batch, c->pre_seq[k], &pl, NULL, err);
     if (ok <= 0) return ok < 0 ? ok : ENPU_OK;
     t[k] = pl.t_nodvfs_ns, e[k] = pl.e_nodvfs_nj;
   }
-  c->pre_quad_t_ns = quad_coefficient(c->pre_seq, t);
-  c->pre_quad_e_nj = quad_coefficient(c->pre_seq, e);
+  c->pre_quad_t_ns = n == 3 ? quad_coefficient(c->pre_seq, t) : n == 2 ? quad_two_points(c->pre_seq, t) : 0;
+  c->pre_quad_e_nj = n == 3 ? quad_coefficient(c->pre_seq, e) : n == 2 ? quad_two_points(c->pre_seq, e) : 0;
   return ENPU_OK;
 }
 
@@ -194,7 +203,8 @@ int replay_chunk_choose(sim *s, int tokens, double target_ns, double cap_ns, pla
   replay_phase_stats *ph = &s->res->summary.phase[CONFIG_PREFILL];
   replay_chunked fast, at;
   const int ok = replay_chunk_plan(s, tokens, -INFINITY, &fast, NULL, err);
-  if (ok <= 0) return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "chunked prefill of %d lost its buckets", tokens);
+  if (ok <= 0)
+    return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "chunked prefill of %d lost its buckets", tokens);
   *c = (plan_choice){.pl = fast.pl, .locked = replay_sg2_locked(s, CONFIG_PREFILL)};
   const double eff = fmin(target_ns, cap_ns);
   if (c->locked) {
@@ -248,9 +258,10 @@ int replay_cover_decode(const sim *s, int n, int64_t seq, planstore_plan *pl, pl
   }
   if ((double)n * (double)seq > c->kv_max_tokens || seq > INT32_MAX) {
     if (why)
-      enpu_errorf(why, ENPU_ERR_NOT_FOUND,
-                  "decode batch of %d at %lld tokens: its KV cache exceeds the largest compiled bucket's (%.0f tokens)",
-                  n, (long long)seq, c->kv_max_tokens);
+      enpu_errorf(
+          why, ENPU_ERR_NOT_FOUND,
+          "decode batch of %d at %lld tokens: its KV cache exceeds the largest compiled bucket's (%.0f tokens)", n,
+          (long long)seq, c->kv_max_tokens);
     return 0;
   }
   for (size_t k = 0; k < c->ndec; k++) {

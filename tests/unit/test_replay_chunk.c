@@ -80,7 +80,8 @@ void test_fallback_decode(void **state) {
   /* A DVFS policy claims nothing on the fallback: its iterations cost nodvfs's. */
   replay_result *e = run(c, "enpu-all", t, &c->setup);
   assert_int_equal(replay_result_summary(e)->phase[CONFIG_DECODE].fallback, 1615);
-  assert_true(replay_result_summary(e)->phase[CONFIG_DECODE].busy_energy_nj > chips * (per_chip_nj - 384 * synth_energy_nj(D, 1, 16384)));
+  assert_true(replay_result_summary(e)->phase[CONFIG_DECODE].busy_energy_nj >
+              chips * (per_chip_nj - 384 * synth_energy_nj(D, 1, 16384)));
   replay_result_free(e);
   replay_result_free(r);
   replay_trace_free(t);
