@@ -247,14 +247,15 @@ static void extrapolate(planstore_plan *pl, const planstore_plan *lo, const plan
   pl->plan_time_ns = pl->overhead_pct = pl->paper_overhead_pct = pl->plan_energy_nj = NAN;
 }
 
-int replay_cover_decode(const sim *s, int n, int64_t seq, planstore_plan *pl, planstore_plan *base, enpu_err *why,
-                        enpu_err *err) {
+int replay_cover_decode(const sim *s, int n, int64_t seq, bool admitted, planstore_plan *pl, planstore_plan *base,
+                        enpu_err *why, enpu_err *err) {
   const replay_cover *c = &s->cover;
-  const bool beyond = seq > c->dec_seq_max;
-  if (!beyond) {
+  if (seq <= c->dec_seq_max) {
     const int ok = replay_fastest_plan(s, CONFIG_DECODE, n, (int)seq, pl, why, err);
     if (ok > 0) *base = *pl;
-    return ok;
+    if (ok != 0 || !admitted) return ok;
+    /* A batch admitted for the fallback at its final length, still short of it: the
+     * bucket that pads it may not fit the HBM although the batch's own KV does. */
   }
   if ((double)n * (double)seq > c->kv_max_tokens || seq > INT32_MAX) {
     if (why)
@@ -291,5 +292,5 @@ double replay_cover_nodvfs_ns(const sim *s, int phase, int64_t tokens) {
     return replay_chunk_plan(s, (int)tokens, -INFINITY, &ch, NULL, &quiet) > 0 ? ch.pl.t_nodvfs_ns : NAN;
   }
   planstore_plan pl, base;
-  return replay_cover_decode(s, 1, tokens, &pl, &base, NULL, &quiet) == 2 ? pl.t_nodvfs_ns : NAN;
+  return replay_cover_decode(s, 1, tokens, false, &pl, &base, NULL, &quiet) == 2 ? pl.t_nodvfs_ns : NAN;
 }

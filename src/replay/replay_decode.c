@@ -105,7 +105,7 @@ static int decode_admit(sim *s, decode_node *dn, enpu_err *err) {
     const int64_t final_len = final_length(s, i);
     const int64_t len = dn->n > 0 && dn->max_final > final_len ? dn->max_final : final_len;
     planstore_plan pl, base;
-    int ok = replay_cover_decode(s, (int)dn->n + 1, len, &pl, &base, NULL, err);
+    int ok = replay_cover_decode(s, (int)dn->n + 1, len, false, &pl, &base, NULL, err);
     if (ok < 0) return ok;
     if (!ok && dn->n == 0)
       return enpu_errorf(err, ENPU_ERR_INTERNAL, "request %d was admitted but no decode bucket covers it", i);
@@ -150,7 +150,7 @@ static double decode_cap_end(const sim *s, const decode_node *dn, double fast_ns
  * stay and seq stays within the bucket). */
 static int decode_fastest_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
   if (dn->bucket_valid && seq <= dn->bucket.seq) return ENPU_OK;
-  int ok = replay_cover_decode(s, (int)dn->n, seq, &dn->bucket, &dn->bucket_base, NULL, err);
+  int ok = replay_cover_decode(s, (int)dn->n, seq, true, &dn->bucket, &dn->bucket_base, NULL, err);
   if (ok < 0) return ok;
   ENPU_RETURN_IF(!ok, err, ENPU_ERR_INTERNAL, "decode batch of %zu at %d tokens lost its bucket", dn->n, seq);
   dn->bucket_fallback = ok == 2; /* its seq is seq itself: looked up again next iteration */

@@ -340,9 +340,11 @@ int replay_chunk_plan(const sim *s, int tokens, double target_ns, replay_chunked
 int replay_chunk_choose(sim *s, int tokens, double target_ns, double cap_ns, plan_choice *c, enpu_err *err);
 /* The decode plan of (n, seq): 1 the store's (pl = base), 2 the fallback (seq beyond the
  * largest decode seq bucket: pl at NoDVFS extrapolated from base, a compiled bucket of
- * batch >= n), 0 none (why set when not NULL), < 0 error. */
-int replay_cover_decode(const sim *s, int n, int64_t seq, planstore_plan *pl, planstore_plan *base, enpu_err *why,
-                        enpu_err *err);
+ * batch >= n), 0 none (why set when not NULL), < 0 error. `admitted`: the batch is
+ * running (its KV at its final length fits), so a length inside the grid whose padded
+ * bucket does not fit the HBM takes the fallback too, rather than none. */
+int replay_cover_decode(const sim *s, int n, int64_t seq, bool admitted, planstore_plan *pl, planstore_plan *base,
+                        enpu_err *why, enpu_err *err);
 /* NoDVFS time of one request alone at `tokens` beyond the grid (chunked prefill, fallback
  * decode); NaN when there is none. */
 double replay_cover_nodvfs_ns(const sim *s, int phase, int64_t tokens);

@@ -105,7 +105,7 @@ static int servable(sim *s, int32_t i, double *fast_ns, enpu_err *why, enpu_err 
   }
   if (ok <= 0 || q->generated_tokens == 1) return ok;
   const int64_t longest = (int64_t)q->context_tokens + q->generated_tokens - 1;
-  ok = replay_cover_decode(s, 1, longest, &dec, &base, why, err);
+  ok = replay_cover_decode(s, 1, longest, false, &dec, &base, why, err);
   return ok < 0 ? ok : ok > 0;
 }
 

@@ -345,6 +345,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_fallback_decode),
       cmocka_unit_test(test_beyond_grid_governor),
       cmocka_unit_test(test_class_counts),
+      cmocka_unit_test(test_fallback_admitted_batch),
       cmocka_unit_test(test_slo_extrapolated),
       cmocka_unit_test(test_sleep),
       cmocka_unit_test(test_kv_contention),

@@ -76,6 +76,7 @@ void test_chunked_prefill(void **state);
 void test_fallback_decode(void **state);
 void test_beyond_grid_governor(void **state);
 void test_class_counts(void **state);
+void test_fallback_admitted_batch(void **state);
 
 /* test_replay_gov.c */
 void test_spec_formulas(void **state);

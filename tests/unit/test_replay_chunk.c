@@ -151,3 +151,30 @@ void test_class_counts(void **state) {
   replay_result_free(r);
   replay_trace_free(t);
 }
+
+/* A batch admitted for the fallback at its final length (33 × ~17,800 tokens fits the
+ * 688,128-token limit) runs through lengths inside the grid whose padded bucket
+ * (48 × 16,384) does not fit the HBM: those passes take the fallback too, rather than
+ * failing the run. 800 long requests onto one decode node make such batches. */
+void test_fallback_admitted_batch(void **state) {
+  ctx *c = *state;
+  config_cluster cl = *c->cluster;
+  cl.node[CONFIG_DECODE].nodes = 1;
+  replay_setup s;
+  setup_for(c, &cl, &s);
+  char *text = malloc(800 * 48 + 64);
+  assert_non_null(text);
+  size_t len = (size_t)sprintf(text, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
+  for (int i = 0; i < 800; i++)
+    len += (size_t)sprintf(text + len, "2023-11-16 18:00:%02d.%03d0000,%d,2000\n", i / 100, (i % 100) * 10,
+                           15800 + (i % 7) * 50);
+  replay_trace *t = parse_ok(text);
+  free(text);
+  replay_result *r = run(c, "nodvfs", t, &s);
+  const replay_summary *sm = replay_result_summary(r);
+  assert_int_equal(sm->served, 800);
+  assert_int_equal(sm->fallback, 800);
+  assert_true(sm->phase[CONFIG_DECODE].fallback > sm->phase[CONFIG_DECODE].batches / 2);
+  replay_result_free(r);
+  replay_trace_free(t);
+}
