@@ -571,8 +571,9 @@ const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
 int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out, enpu_err *err);
 
 /* Write under `dir` (created if missing): windows_<policy>.csv for every run (and
- * requests_<policy>.csv when per_request: ~150 bytes a request), and summary.json
- * (replay_summary_json).
+ * requests_<policy>.csv when per_request: ~150 bytes a request), coverage.csv (per
+ * policy and SLO class: requests served by plan, chunked, fallback, both, unservable,
+ * the attainment and mean slack), and summary.json (replay_summary_json).
  * @return 0, ENPU_ERR_IO naming the file, or replay_summary_json's errors. */
 int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, bool per_request,
                          enpu_err *err);

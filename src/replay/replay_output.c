@@ -325,6 +325,30 @@ static void write_windows(FILE *f, const replay_result *r) {
   }
 }
 
+/* coverage.csv: per policy and SLO class, how its requests were served (the counts add
+ * up to its requests) and the slack of the served ones. */
+static int write_coverage(const char *dir, const replay_result *const *runs, size_t n, enpu_err *err) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/coverage.csv", dir);
+  FILE *f = NULL;
+  ENPU_FORWARD(enpu_file_create(path, &f, err));
+  fprintf(f, "policy,class,requests,plan,chunked,fallback,chunked+fallback,unservable,slo_attainment,"
+             "ttft_slack_mean,tpot_slack_mean\n");
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < runs[i]->cluster->slo_count; c++) {
+      const replay_class_stats *k = &runs[i]->summary.classes[c];
+      fprintf(f, "%s,%s,%llu", runs[i]->summary.policy, runs[i]->cluster->slo[c].name,
+              (unsigned long long)k->requests);
+      for (int b = 0; b < REPLAY_NBY; b++) fprintf(f, ",%llu", (unsigned long long)k->by[b]);
+      fprintf(f, ",%llu", (unsigned long long)k->unservable);
+      put_num(f, replay_ratio(k->slo_met, k->requests), 1);
+      put_num(f, k->ttft_n ? k->ttft_slack_sum / (double)k->ttft_n : NAN, 1);
+      put_num(f, k->tpot_n ? k->tpot_slack_sum / (double)k->tpot_n : NAN, 1);
+      fputc('\n', f);
+    }
+  return enpu_file_publish(f, path, 0, err);
+}
+
 /* What a governor (or a fixed speculative configuration) did per window. */
 static void write_actions(FILE *f, const replay_result *r) {
   size_t n = 0;
@@ -403,6 +427,7 @@ int replay_write_outputs(const char *dir, const replay_result *const *runs, size
     text = nl;
     memcpy(text + len, "\n", 2);
   }
+  if (rc == ENPU_OK) rc = write_coverage(dir, runs, n, err);
   if (rc == ENPU_OK) rc = write_file(dir, "summary.json", NULL, NULL, NULL, text, err);
   free(text);
   return rc;

@@ -85,6 +85,14 @@ for name, p in pol.items():
             reqs[3]["served_by"] in ("chunked", "chunked+fallback") and reqs[4]["served_by"] == "fallback"
             and reqs[0]["served_by"] == "plan", [q["served_by"] for q in reqs])
 
+cov = list(csv.DictReader(open(os.path.join(out, "coverage.csv"))))
+h.check("coverage.csv: summary.json's per-class counts, every row adding up",
+        len(cov) == 3 * len(pol) and all(
+            sum(int(row[k]) for k in BY) == int(row["requests"])
+            and int(row["chunked+fallback"]) == [c for c in pol[row["policy"]]["classes"]
+                                                 if c["name"] == row["class"]][0]["chunked+fallback"]
+            for row in cov), cov[:4])
+
 # The text output carries the per-class table.
 r = h.run("replay", "--store", store, "--trace", beyond, "--cluster", CLUSTER, "--policy", "enpu-all")
 h.check("text output: a coverage table with every class's counts",
