@@ -322,6 +322,8 @@ typedef struct {
   char policy[64];
   uint64_t requests, served, unservable, slo_extrapolated;
   uint64_t chunked, fallback; /* served requests with the REPLAY_BY_* bit */
+  uint64_t fallback_own;      /* ... of the fallback ones, those whose own longest decode
+                                 length is beyond the grid (the rest rode a batch-mate's) */
   replay_class_stats classes[CONFIG_MAX_SLO_CLASSES];
   uint64_t ttft_met, tpot_met, slo_met;
   double slo_attainment;  /* slo_met / requests (unservable ones count as missed) */
@@ -553,8 +555,8 @@ const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
 /* The summary of runs of one trace (aligned, see replay_align_horizon) as a JSON
  * object: { "requests", "baseline", "idle_mode", "safeguard2", "horizon_s",
  *   "policies": { NAME: { "requests", "served", "unservable", "unservable_example",
- *   "chunked", "fallback", "classes": [{ "name", "requests", "plan", "chunked", "fallback",
- *   "chunked+fallback", "unservable", "slo_attainment", "ttft_slack_mean",
+ *   "chunked", "fallback", "fallback_own" (its own length beyond the grid), "classes": [{ "name", "requests",
+ * "plan", "chunked", "fallback", "chunked+fallback", "unservable", "slo_attainment", "ttft_slack_mean",
  *   "tpot_slack_mean" }] (every class's counts add up to its requests),
  *   "fastest_time_share": {prefill, decode} (busy node time at the fastest plan: 0 %
  *   slack used), "padding": {prefill, decode} (padded tokens / tokens run),

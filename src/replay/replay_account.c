@@ -263,7 +263,7 @@ static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
 }
 
 /* Request q in its class's counts and slack sums (replay_class_stats). */
-static void count_class(replay_summary *sm, const replay_request_result *q) {
+static void count_class(const sim *s, replay_summary *sm, const replay_request_result *q) {
   replay_class_stats *c = &sm->classes[q->ttft_class];
   c->requests++;
   if (q->status != REPLAY_DONE) {
@@ -273,6 +273,8 @@ static void count_class(replay_summary *sm, const replay_request_result *q) {
   c->by[q->served_by]++;
   sm->chunked += (q->served_by & REPLAY_BY_CHUNKED) != 0;
   sm->fallback += (q->served_by & REPLAY_BY_FALLBACK) != 0;
+  sm->fallback_own += q->generated_tokens > 1 &&
+                      (int64_t)q->context_tokens + q->generated_tokens - 1 > s->cover.dec_seq_max;
   c->slo_met += q->slo_met;
   c->ttft_slack_sum += (q->ttft_slo_ns - q->ttft_ns) / q->ttft_slo_ns;
   c->ttft_n++;
@@ -290,7 +292,7 @@ int replay_finish_run(sim *s, enpu_err *err) {
     const replay_request_result *q = &r->requests[i];
     sm->context_tokens += (uint64_t)q->context_tokens;
     sm->generated_tokens += (uint64_t)q->generated_tokens;
-    count_class(sm, q);
+    count_class(s, sm, q);
     if (q->status != REPLAY_DONE) continue;
     sm->served++;
     sm->ttft_met += q->ttft_met;

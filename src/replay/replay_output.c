@@ -159,9 +159,9 @@ static json_t *coverage_json(const replay_result *r) {
     json_array_append_new(classes, o);
   }
   const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
-  return json_pack("{s:I, s:I, s:o, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:I, s:I, s:I}}", "chunked",
-                   (json_int_t)s->chunked, "fallback", (json_int_t)s->fallback, "classes", classes,
-                   "fastest_time_share", "prefill",
+  return json_pack("{s:I, s:I, s:I, s:o, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:I, s:I, s:I}}", "chunked",
+                   (json_int_t)s->chunked, "fallback", (json_int_t)s->fallback, "fallback_own",
+                   (json_int_t)s->fallback_own, "classes", classes, "fastest_time_share", "prefill",
                    replay_json_number(p->busy_node_ns > 0 ? p->fastest_node_ns / p->busy_node_ns : NAN), "decode",
                    replay_json_number(d->busy_node_ns > 0 ? d->fastest_node_ns / d->busy_node_ns : NAN), "padding",
                    "prefill", replay_json_number(p->tokens ? (double)p->padded_tokens / (double)p->tokens : NAN),

@@ -133,6 +133,8 @@ void test_class_counts(void **state) {
   assert_non_null(strstr(sm->unservable_example, "exceeds the largest compiled bucket's (688128 tokens)"));
   assert_int_equal(sm->served, 4);
   assert_int_equal(sm->unservable, 1);
+  assert_int_equal(sm->fallback, 2);
+  assert_int_equal(sm->fallback_own, 2); /* 20,003 and 17,999 tokens: both beyond 16,384 alone */
   uint64_t total = 0, by[REPLAY_NBY] = {0}, unserv = 0;
   for (int k = 0; k < c->cluster->slo_count; k++) {
     const replay_class_stats *cs = &sm->classes[k];
