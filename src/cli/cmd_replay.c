@@ -373,13 +373,15 @@ static void print_coverage(const replay_inputs *in) {
         snprintf(pad[0], 16, "%.3f", p->tokens ? (double)p->padded_tokens / (double)p->tokens : 0);
         snprintf(pad[1], 16, "%.3f", d->tokens ? (double)d->padded_tokens / (double)d->tokens : 0);
       }
-      printf("%-14s %-10s %8llu %8llu %8llu %8llu %8llu %6llu %7.2f %7.3f %8.3f %8s %7s %7s\n", c ? "" : s->policy,
+      char num[3][16] = {"-", "-", "-"}; /* "-": no request to average over */
+      if (k->requests) snprintf(num[0], 16, "%.2f", 100.0 * (double)k->slo_met / (double)k->requests);
+      if (k->ttft_n) snprintf(num[1], 16, "%.3f", k->ttft_slack_sum / (double)k->ttft_n);
+      if (k->tpot_n) snprintf(num[2], 16, "%.3f", k->tpot_slack_sum / (double)k->tpot_n);
+      printf("%-14s %-10s %8llu %8llu %8llu %8llu %8llu %6llu %7s %7s %8s %8s %7s %7s\n", c ? "" : s->policy,
              cl->slo[c].name, (unsigned long long)k->requests, (unsigned long long)k->by[0],
              (unsigned long long)k->by[REPLAY_BY_CHUNKED], (unsigned long long)k->by[REPLAY_BY_FALLBACK],
              (unsigned long long)k->by[REPLAY_BY_CHUNKED | REPLAY_BY_FALLBACK], (unsigned long long)k->unservable,
-             k->requests ? 100.0 * (double)k->slo_met / (double)k->requests : 0,
-             k->ttft_n ? k->ttft_slack_sum / (double)k->ttft_n : 0,
-             k->tpot_n ? k->tpot_slack_sum / (double)k->tpot_n : 0, at0, pad[0], pad[1]);
+             num[0], num[1], num[2], at0, pad[0], pad[1]);
     }
   }
   printf("\nplan: every pass on a compiled plan; chunked: prefill longer than the largest seq bucket run\n"
