@@ -183,7 +183,7 @@ int replay_chunk_plan(const sim *s, int tokens, double target_ns, replay_chunked
                        (k - 1) + c->pre_quad_e_nj * pairs_full / full.e_nodvfs_nj,
                        1 + c->pre_quad_e_nj * pairs_tail / tail.e_nodvfs_nj};
   const double fastest_ns = w[0] * full.time_ns + w[1] * tail.time_ns;
-  const double share = target_ns > fastest_ns && isfinite(target_ns) ? target_ns / fastest_ns : 1;
+  const double share = target_ns > fastest_ns ? target_ns / fastest_ns : 1; /* INFINITY: the slowest */
   planstore_plan pf = full, pt = tail;
   if (share > 1) {
     ENPU_FORWARD(bucket_at(s, &full, share * full.time_ns, &pf, err));
