@@ -143,7 +143,9 @@ static int form_prefill(sim *s, double start_ns, size_t *count, planstore_plan *
     replay_chunked ch;
     const int rc = replay_chunk_plan(s, len, -INFINITY, &ch, NULL, err);
     *fast = ch.pl;
-    return rc < 0 ? rc : ENPU_OK;
+    if (rc <= 0)
+      return rc < 0 ? rc : enpu_errorf(err, ENPU_ERR_INTERNAL, "admitted request %d lost its chunk buckets", q[0]);
+    return ENPU_OK;
   }
   int ok = replay_fastest_plan(s, CONFIG_PREFILL, 1, len, fast, NULL, err);
   if (ok <= 0)
