@@ -345,12 +345,50 @@ static void print_row(const replay_summary *s, const replay_summary *b) {
   pct_cell(c[5], 32, s->energy_nj, b ? b->energy_nj : 0);
   const double batches = (double)(p[0].batches + p[1].batches);
   printf("%-14s %7llu %5llu %7.2f %8.1f %8.1f %7.1f %7.1f %7s %7s %7s %7s %7s %7s %6.2f %6.2f %5llu %6.2f\n",
-         s->policy, (unsigned long long)s->served, (unsigned long long)s->uncovered, 100 * s->slo_attainment,
+         s->policy, (unsigned long long)s->served, (unsigned long long)s->unservable, 100 * s->slo_attainment,
          s->ttft_p50_ns * 1e-6, s->ttft_p99_ns * 1e-6, s->tpot_p50_ns * 1e-6, s->tpot_p99_ns * 1e-6, c[0], c[1],
          c[2], c[3], c[4], c[5], batches ? 100 * (double)(p[0].safeguard1 + p[1].safeguard1) / batches : 0,
          batches ? 100 * (double)(p[0].locked + p[1].locked) / batches : 0,
          (unsigned long long)(p[0].late + p[1].late),
          p[0].batches ? 100 * (double)p[0].switched / p[0].batches : 0);
+}
+
+/* Per class, how its requests were served (the counts add up to its requests), and what
+ * limits the savings: each class's mean slack, the busy time at 0 % slack, the padding. */
+static void print_coverage(const replay_inputs *in) {
+  const config_cluster *cl = in->cluster;
+  printf("\n%-14s %-10s %8s %8s %8s %8s %8s %6s %7s %7s %8s %8s %7s %7s\n", "coverage", "class", "requests", "plan",
+         "chunked", "fallback", "both", "unsrv", "SLO %", "slack", "", "at 0 %", "padding", "");
+  printf("%-14s %-10s %8s %8s %8s %8s %8s %6s %7s %7s %8s %8s %7s %7s\n", "policy", "", "", "", "", "", "", "", "",
+         "TTFT", "TPOT", "pf/dec", "pf", "dec");
+  for (size_t i = 0; i < in->njobs; i++) {
+    const replay_summary *s = replay_result_summary(in->runs[i]);
+    const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
+    for (int c = 0; c < cl->slo_count; c++) {
+      const replay_class_stats *k = &s->classes[c];
+      char at0[32] = "", pad[2][16] = {"", ""};
+      if (c == 0) {
+        snprintf(at0, sizeof at0, "%.0f/%.0f", p->busy_node_ns > 0 ? 100 * p->fastest_node_ns / p->busy_node_ns : 0,
+                 d->busy_node_ns > 0 ? 100 * d->fastest_node_ns / d->busy_node_ns : 0);
+        snprintf(pad[0], 16, "%.3f", p->tokens ? (double)p->padded_tokens / (double)p->tokens : 0);
+        snprintf(pad[1], 16, "%.3f", d->tokens ? (double)d->padded_tokens / (double)d->tokens : 0);
+      }
+      char num[3][16] = {"-", "-", "-"}; /* "-": no request to average over */
+      if (k->requests) snprintf(num[0], 16, "%.2f", 100.0 * (double)k->slo_met / (double)k->requests);
+      if (k->ttft_n) snprintf(num[1], 16, "%.3f", k->ttft_slack_sum / (double)k->ttft_n);
+      if (k->tpot_n) snprintf(num[2], 16, "%.3f", k->tpot_slack_sum / (double)k->tpot_n);
+      printf("%-14s %-10s %8llu %8llu %8llu %8llu %8llu %6llu %7s %7s %8s %8s %7s %7s\n", c ? "" : s->policy,
+             cl->slo[c].name, (unsigned long long)k->requests, (unsigned long long)k->by[0],
+             (unsigned long long)k->by[REPLAY_BY_CHUNKED], (unsigned long long)k->by[REPLAY_BY_FALLBACK],
+             (unsigned long long)k->by[REPLAY_BY_CHUNKED | REPLAY_BY_FALLBACK], (unsigned long long)k->unservable,
+             num[0], num[1], num[2], at0, pad[0], pad[1]);
+    }
+  }
+  printf("\nplan: every pass on a compiled plan; chunked: prefill longer than the largest seq bucket run\n"
+         "in chunks; fallback: a decode pass beyond the largest seq bucket at NoDVFS, extrapolated; both:\n"
+         "chunked and fallback. Class by input length. slack: mean (SLO - latency) / SLO of the served\n"
+         "requests (nodvfs's is the slack there is to spend); at 0 %%: %% of busy time at the fastest plan;\n"
+         "padding: padded tokens / tokens run.\n");
 }
 
 static void print_table(const replay_inputs *in) {
@@ -363,7 +401,7 @@ static void print_table(const replay_inputs *in) {
          s0->horizon_ns * 1e-9);
   printf("%-14s %7s %5s %7s %8s %8s %7s %7s %23s %23s %6s %6s %5s\n", "", "", "", "", "TTFT ms", "", "TPOT ms", "",
          "busy-only savings %", "with-idle savings %", "", "", "");
-  printf("%-14s %7s %5s %7s %8s %8s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %5s %6s\n", "policy", "served", "uncov",
+  printf("%-14s %7s %5s %7s %8s %8s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %5s %6s\n", "policy", "served", "unsrv",
          "SLO %", "p50", "p99", "p50", "p99", "prefill", "decode", "all", "prefill", "decode", "all", "sg1 %",
          "lock %", "late", "sw %");
   for (size_t i = 0; i < in->njobs; i++) print_row(replay_result_summary(in->runs[i]), base);
@@ -373,6 +411,7 @@ static void print_table(const replay_inputs *in) {
          "whose own target was below their fastest plan (governors: slower than their target); sw %%:\n"
          "prefill batches switched mid-way to a faster plan (safeguards switching, predictive).\n"
          "--json or --out for peak/off-peak hours.\n");
+  print_coverage(in);
   bool header = false;
   for (size_t i = 0; i < in->njobs; i++) {
     const replay_gov_summary *g = replay_result_gov_summary(in->runs[i]);
@@ -396,9 +435,10 @@ static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_er
         replay_write_outputs(a->out, (const replay_result *const *)in->runs, in->njobs, !a->windows_only, err));
   for (size_t i = 0; i < in->njobs; i++) {
     const replay_summary *s = replay_result_summary(in->runs[i]);
-    if (s->uncovered)
-      fprintf(stderr, "enpu replay: policy %s: %llu requests not covered by any bucket (first: %s)\n", s->policy,
-              (unsigned long long)s->uncovered, s->uncovered_example);
+    if (s->unservable)
+      fprintf(stderr,
+              "enpu replay: policy %s: %llu requests unservable, not run and counted as SLO misses (first: %s)\n",
+              s->policy, (unsigned long long)s->unservable, s->unservable_example);
   }
   if (!a->json) {
     print_table(in);

@@ -240,12 +240,24 @@ int replay_check_store(const char *store_path, const config_cluster *cluster, co
 _Static_assert(CONFIG_PREFILL == PLANSTORE_PREFILL && CONFIG_DECODE == PLANSTORE_DECODE && CONFIG_NPHASE == 2,
                "config_phase and the plan store's phase codes must agree");
 
-/* What happened to a request. Coverage is decided at admission, for both phases. */
+/* What happened to a request. Every request the store can serve at all is run: within
+ * the bucket grid on its compiled plans, a prefill longer than the largest seq bucket as
+ * chunked prefill, a decode longer than the largest seq bucket on the fallback (its
+ * NoDVFS time and energy extrapolated from the store's largest decode buckets;
+ * replay_chunk.c). A request even that cannot serve (its KV cache beyond every compiled
+ * bucket's, or its bucket failed or not compiled yet) is "unservable": counted, named
+ * with a reason (replay_summary.unservable_example), never run, a miss in the SLO
+ * attainment. Decided at admission, for both phases. */
 enum {
-  REPLAY_DONE = 0,              /* served */
-  REPLAY_UNCOVERED_PREFILL = 1, /* no prefill bucket covers it alone: not run */
-  REPLAY_UNCOVERED_DECODE = 2   /* no decode bucket covers its longest length alone: not run */
+  REPLAY_DONE = 0,      /* served */
+  REPLAY_UNSERVABLE = 1 /* no plan, chunk or fallback can serve it: not run */
 };
+
+/* How a served request was served (replay_request_result.served_by, bits): 0 = compiled
+ * plans only; its prefill ran in chunks; at least one of its decode iterations ran on the
+ * fallback (its own length, or a batch-mate's, beyond the largest decode seq bucket). */
+enum { REPLAY_BY_CHUNKED = 1, REPLAY_BY_FALLBACK = 2, REPLAY_NBY = 4 };
+extern const char *const replay_by_names[REPLAY_NBY]; /* "plan", "chunked", "fallback", "chunked+fallback" */
 
 typedef struct {
   double arrival_ns;
@@ -257,7 +269,8 @@ typedef struct {
   double energy_nj;                /* equal share of every batch it ran in + its KV transfer */
   double ttft_slo_ns, tpot_slo_ns; /* its SLOs (class, or extrapolated) */
   int32_t context_tokens, generated_tokens;
-  uint8_t status;        /* REPLAY_DONE / REPLAY_UNCOVERED_* */
+  uint8_t status;        /* REPLAY_DONE / REPLAY_UNSERVABLE */
+  uint8_t served_by;     /* REPLAY_BY_* bits (0: compiled plans only) */
   uint8_t ttft_class;    /* SLO class index by input length */
   uint8_t tpot_class;    /* SLO class index by total length */
   bool slo_extrapolated; /* longer than the longest class: SLOs scaled from it */
@@ -301,16 +314,37 @@ typedef struct {
   uint64_t predictive;                              /* of safeguard1: the predictive cap bound it */
   uint64_t switched;                                /* switched to a faster plan mid-way (once or more) */
   uint64_t switches;                                /* switches in all */
+  uint64_t chunked;                                 /* prefill: batches run as chunked prefill */
+  uint64_t chunks;                                  /* prefill: their chunks */
+  uint64_t fallback;                                /* decode: iterations run on the fallback */
+  double fastest_node_ns;                           /* node-time of batches at their fastest plan
+                                                       (no slack used: 0 % slack) */
   double switch_nj;                                 /* their V/f transitions (node energy) */
   double switch_extra_nj;                           /* the faster suffixes' energy over the suffixes
                                                        they replaced */
 } replay_phase_stats;
 
+/* Per SLO class (the TTFT class: by input length): how its requests were served, and
+ * the SLO slack of the served ones, (SLO − latency) / SLO summed (the mean is the slack a
+ * policy had left; nodvfs's is the slack there is to spend). */
+typedef struct {
+  uint64_t requests;
+  uint64_t by[REPLAY_NBY]; /* served, per REPLAY_BY_* combination */
+  uint64_t unservable;
+  uint64_t slo_met;
+  double ttft_slack_sum, tpot_slack_sum;
+  uint64_t ttft_n, tpot_n; /* served requests; those with generated > 1 */
+} replay_class_stats;
+
 typedef struct {
   char policy[64];
-  uint64_t requests, served, uncovered, slo_extrapolated;
+  uint64_t requests, served, unservable, slo_extrapolated;
+  uint64_t chunked, fallback; /* served requests with the REPLAY_BY_* bit */
+  uint64_t fallback_own;      /* ... of the fallback ones, those whose own longest decode
+                                 length is beyond the grid (the rest rode a batch-mate's) */
+  replay_class_stats classes[CONFIG_MAX_SLO_CLASSES];
   uint64_t ttft_met, tpot_met, slo_met;
-  double slo_attainment;  /* slo_met / requests (uncovered count as missed) */
+  double slo_attainment;  /* slo_met / requests (unservable ones count as missed) */
   double end_ns;          /* this run's last event */
   double horizon_ns;      /* idle energy is charged over [0, horizon): end_ns, or the
                              common horizon after replay_align_horizon */
@@ -324,7 +358,7 @@ typedef struct {
   uint64_t context_tokens, generated_tokens; /* of the trace */
   uint64_t peak_queue;                       /* the longest the prefill queue grew */
   config_safeguards safeguards;              /* the run's (governor runs: paper, unused) */
-  char uncovered_example[ENPU_ERR_MSG_LEN];  /* the store's message for the first one */
+  char unservable_example[ENPU_ERR_MSG_LEN]; /* why the first unservable request is */
 } replay_summary;
 
 typedef struct replay_result replay_result;
@@ -332,8 +366,8 @@ typedef struct replay_result replay_result;
 /* Replay `trace` on the cluster with the plans of `policy` (a policy name of the store
  * and of config_policy), idle energy charged to the run's own end.
  * @return 0 and *out; ENPU_ERR_NOT_FOUND (unknown policy), ENPU_ERR_INVALID (bad set-up),
- * the store's errors other than "no bucket covers this request alone" (counted as
- * uncovered), ENPU_ERR_NOMEM. */
+ * the store's errors other than "no bucket covers this request" (counted as
+ * unservable), ENPU_ERR_NOMEM. */
 int replay_run(const planstore *ps, const char *policy, const replay_trace *trace, const replay_setup *setup,
                replay_result **out, enpu_err *err);
 void replay_result_free(replay_result *r); /* NULL is a no-op */
@@ -538,7 +572,14 @@ const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
 
 /* The summary of runs of one trace (aligned, see replay_align_horizon) as a JSON
  * object: { "requests", "baseline", "idle_mode", "safeguard2", "horizon_s",
- *   "policies": { NAME: { "requests", "served", "uncovered", "slo_attainment",
+ *   "policies": { NAME: { "requests", "served", "unservable", "unservable_example",
+ *   "chunked", "fallback", "fallback_own" (its own length beyond the grid), "classes": [{ "name", "requests",
+ * "plan", "chunked", "fallback", "chunked+fallback", "unservable", "slo_attainment", "ttft_slack_mean",
+ *   "tpot_slack_mean" }] (every class's counts add up to its requests),
+ *   "fastest_time_share": {prefill, decode} (busy node time at the fastest plan: 0 %
+ *   slack used), "padding": {prefill, decode} (padded tokens / tokens run),
+ *   "beyond_grid_batches": {prefill_chunked, prefill_chunks, decode_fallback},
+ *   "slo_attainment",
  *   "ttft_attainment", "tpot_attainment", "energy_j" / "busy_energy_j" /
  *   "idle_energy_j": {prefill, decode, total}, "kv_energy_j", "energy_savings" (with
  *   idle; total includes KV) and "busy_energy_savings" {prefill, decode, total} (vs
@@ -550,8 +591,9 @@ const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
 int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out, enpu_err *err);
 
 /* Write under `dir` (created if missing): windows_<policy>.csv for every run (and
- * requests_<policy>.csv when per_request: ~150 bytes a request), and summary.json
- * (replay_summary_json).
+ * requests_<policy>.csv when per_request: ~150 bytes a request), coverage.csv (per
+ * policy and SLO class: requests served by plan, chunked, fallback, both, unservable,
+ * the attainment and mean slack), and summary.json (replay_summary_json).
  * @return 0, ENPU_ERR_IO naming the file, or replay_summary_json's errors. */
 int replay_write_outputs(const char *dir, const replay_result *const *runs, size_t n, bool per_request,
                          enpu_err *err);

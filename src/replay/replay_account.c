@@ -87,6 +87,10 @@ int replay_account_batch(sim *s, int phase, const node_batch *b, enpu_err *err) 
   ph->busy_node_ns += dur_ns;
   ph->occupancy_ns += occupancy;
   ph->batches++;
+  /* No slack used: the fastest plan (a governor's peak state), as the batch ended. */
+  const bool fastest = s->gov ? b->state >= s->setup->peak_state
+                              : b->c.pl.walk_prefix == 0 && !b->c.composed_slowed;
+  ph->fastest_node_ns += fastest ? dur_ns : 0;
   return ENPU_OK;
 }
 
@@ -258,6 +262,28 @@ static int extend_horizon(replay_result *r, double h_ns, enpu_err *err) {
   return ENPU_OK;
 }
 
+/* Request q in its class's counts and slack sums (replay_class_stats). */
+static void count_class(const sim *s, replay_summary *sm, const replay_request_result *q) {
+  replay_class_stats *c = &sm->classes[q->ttft_class];
+  c->requests++;
+  if (q->status != REPLAY_DONE) {
+    c->unservable++;
+    return;
+  }
+  c->by[q->served_by]++;
+  sm->chunked += (q->served_by & REPLAY_BY_CHUNKED) != 0;
+  sm->fallback += (q->served_by & REPLAY_BY_FALLBACK) != 0;
+  sm->fallback_own += q->generated_tokens > 1 &&
+                      (int64_t)q->context_tokens + q->generated_tokens - 1 > s->cover.dec_seq_max;
+  c->slo_met += q->slo_met;
+  c->ttft_slack_sum += (q->ttft_slo_ns - q->ttft_ns) / q->ttft_slo_ns;
+  c->ttft_n++;
+  if (q->generated_tokens > 1) {
+    c->tpot_slack_sum += (q->tpot_slo_ns - q->tpot_ns) / q->tpot_slo_ns;
+    c->tpot_n++;
+  }
+}
+
 int replay_finish_run(sim *s, enpu_err *err) {
   replay_result *r = s->res;
   replay_summary *sm = &r->summary;
@@ -266,6 +292,7 @@ int replay_finish_run(sim *s, enpu_err *err) {
     const replay_request_result *q = &r->requests[i];
     sm->context_tokens += (uint64_t)q->context_tokens;
     sm->generated_tokens += (uint64_t)q->generated_tokens;
+    count_class(s, sm, q);
     if (q->status != REPLAY_DONE) continue;
     sm->served++;
     sm->ttft_met += q->ttft_met;

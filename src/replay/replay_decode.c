@@ -15,7 +15,9 @@
  *    and a bucket covers it at the longest total length any member will reach, so a
  *    batch never outgrows the HBM (the store marks buckets that do not fit). One
  *    iteration = one forward pass of the padded bucket (batch, longest current KV
- *    length); every member gains a token.
+ *    length); every member gains a token. Beyond the largest seq bucket the fallback
+ *    (replay_chunk.c) stands in for the bucket: NoDVFS, extrapolated, counted per
+ *    iteration and marked on every member it ran.
  *  - T_target: min over members of the time left to its next token's deadline, first
  *    token + TPOT SLO × (tokens so far), capped at one TPOT SLO (a request ahead of
  *    schedule gets one SLO per iteration, no more).
@@ -102,8 +104,8 @@ static int decode_admit(sim *s, decode_node *dn, enpu_err *err) {
     const int32_t i = dn->waiting[dn->whead];
     const int64_t final_len = final_length(s, i);
     const int64_t len = dn->n > 0 && dn->max_final > final_len ? dn->max_final : final_len;
-    planstore_plan pl;
-    int ok = replay_fastest_plan(s, CONFIG_DECODE, (int)dn->n + 1, (int)len, &pl, NULL, err);
+    planstore_plan pl, base;
+    int ok = replay_cover_decode(s, (int)dn->n + 1, len, false, &pl, &base, NULL, err);
     if (ok < 0) return ok;
     if (!ok && dn->n == 0)
       return enpu_errorf(err, ENPU_ERR_INTERNAL, "request %d was admitted but no decode bucket covers it", i);
@@ -148,9 +150,10 @@ static double decode_cap_end(const sim *s, const decode_node *dn, double fast_ns
  * stay and seq stays within the bucket). */
 static int decode_fastest_bucket(sim *s, decode_node *dn, int seq, enpu_err *err) {
   if (dn->bucket_valid && seq <= dn->bucket.seq) return ENPU_OK;
-  int ok = replay_fastest_plan(s, CONFIG_DECODE, (int)dn->n, seq, &dn->bucket, NULL, err);
+  int ok = replay_cover_decode(s, (int)dn->n, seq, true, &dn->bucket, &dn->bucket_base, NULL, err);
   if (ok < 0) return ok;
   ENPU_RETURN_IF(!ok, err, ENPU_ERR_INTERNAL, "decode batch of %zu at %d tokens lost its bucket", dn->n, seq);
+  dn->bucket_fallback = ok == 2; /* its seq is seq itself: looked up again next iteration */
   dn->bucket_valid = true;
   dn->memo.valid = false;
   return ENPU_OK;
@@ -158,8 +161,23 @@ static int decode_fastest_bucket(sim *s, decode_node *dn, int seq, enpu_err *err
 
 /* The plan of a store policy's iteration (with the run's fixed speculative configuration
  * when it has one: the target is per token, the plan the base bucket's). */
+/* A fallback iteration: NoDVFS, no plan to choose; its members marked. */
+static void fallback_iteration(sim *s, decode_node *dn, node_batch *b) {
+  replay_phase_stats *ph = &s->res->summary.phase[CONFIG_DECODE];
+  b->c = (plan_choice){.pl = dn->bucket, .locked = replay_sg2_locked(s, CONFIG_DECODE)};
+  b->work = (gov_work){.phase = CONFIG_DECODE, .base = dn->bucket_base, .tokens = 1}; /* no speculation */
+  ph->locked += b->c.locked;
+  ph->fallback++;
+  b->energy_nj = b->c.pl.energy_nj * s->cl->node[CONFIG_DECODE].chips;
+  for (size_t k = 0; k < dn->n; k++) s->res->requests[dn->members[k]].served_by |= REPLAY_BY_FALLBACK;
+}
+
 static int plan_iteration(sim *s, decode_node *dn, int seq, double start, node_batch *b, enpu_err *err) {
   const double chips = s->cl->node[CONFIG_DECODE].chips;
+  if (dn->bucket_fallback) {
+    fallback_iteration(s, dn, b);
+    return ENPU_OK;
+  }
   double ratio = 1;
   const bool spec = s->job && s->job->spec.exit_layers + s->job->spec.verify_layers > 0;
   if (spec) ENPU_FORWARD(replay_spec_store_ratio(s, &dn->bucket, (int)dn->n, seq, &ratio, err));
@@ -189,7 +207,15 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   ENPU_FORWARD(decode_fastest_bucket(s, dn, seq, err));
   node_batch *b = &dn->batch;
   b->start_ns = start, b->members = dn->n; /* the rest is set below: a batch per iteration */
-  if (s->gov) {
+  if (s->gov && dn->bucket_fallback) {     /* plain decoding of the base bucket, scaled */
+    const replay_spec plain = {0};
+    ENPU_FORWARD(replay_gov_decode_work(s, &dn->bucket_base, (int)dn->n, seq, &plain, &b->work, err));
+    b->work.scale_t = dn->bucket.t_nodvfs_ns / dn->bucket_base.t_nodvfs_ns;
+    b->work.scale_e = dn->bucket.e_nodvfs_nj / dn->bucket_base.e_nodvfs_nj;
+    ENPU_FORWARD(replay_gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));
+    s->res->summary.phase[CONFIG_DECODE].fallback++;
+    for (size_t k = 0; k < dn->n; k++) s->res->requests[dn->members[k]].served_by |= REPLAY_BY_FALLBACK;
+  } else if (s->gov) {
     ENPU_FORWARD(
         replay_gov_decode_work(s, &dn->bucket, (int)dn->n, seq, &s->gov[global_node(s, node)].spec, &b->work, err));
     ENPU_FORWARD(replay_gov_choose(s, global_node(s, node), decode_target(s, dn, start), b, err));

@@ -58,8 +58,9 @@ typedef struct {
 /* The plan a batch runs and why (replay_choose_plan). */
 typedef struct {
   planstore_plan pl;
-  bool locked;     /* safeguard 2 held the chips at peak */
-  bool safeguard1; /* safeguard 1 gave it a less aggressive plan */
+  bool locked;          /* safeguard 2 held the chips at peak */
+  bool safeguard1;      /* safeguard 1 gave it a less aggressive plan */
+  bool composed_slowed; /* a chunked prefill (pl composed, walk_prefix 0) whose chunks run slowed */
 } plan_choice;
 
 /* What a batch of a governor node (or a speculative round) runs, so that its time and
@@ -70,6 +71,9 @@ typedef struct {
   planstore_plan verify; /* a round's verification bucket */
   replay_spec spec;      /* exit_layers 0: no draft; verify_layers 0: full depth */
   double tokens;         /* expected tokens per member per round (1 without a draft) */
+  /* A chunked prefill or a fallback decode iteration, priced as `base` scaled: its time
+   * and energy over base's at NoDVFS (replay_chunk.c). 0: unscaled. */
+  double scale_t, scale_e;
 } gov_work;
 
 /* The batch a node runs; committed to the accounts when it ends, since a governor's
@@ -125,7 +129,9 @@ typedef struct {
   size_t class_n[CONFIG_MAX_SLO_CLASSES];
   planstore_plan bucket; /* fastest plan of the bucket of (n, seq) while valid */
   bool bucket_valid;
-  plan_memo memo; /* the last plan of that bucket (reset with it) */
+  bool bucket_fallback;       /* bucket is the fallback beyond the grid (replay_cover_decode) */
+  planstore_plan bucket_base; /* then: the compiled plan it extrapolates from */
+  plan_memo memo;             /* the last plan of that bucket (reset with it) */
   node_batch batch;
 } decode_node;
 
@@ -155,13 +161,28 @@ typedef struct {
   double share_at_join_nj;
   double fast_prefill_ns; /* its fastest prefill alone (safeguard 1's estimate) */
   int64_t offset;         /* KV length at an iteration = offset + node iter */
+  bool chunked;           /* its prefill runs in chunks (replay_chunk.c) */
   uint64_t finish_iter;
   int32_t node; /* decode node */
 } req_state;
 
+/* The store's grid edges a run serves beyond (replay_chunk.c), from the policy's buckets. */
+typedef struct {
+  int32_t pre_batch;        /* the smallest prefill batch bucket: a chunk's */
+  int32_t pre_seq[3];       /* its largest compiled seq buckets, largest first (0: none) */
+  double pre_quad_t_ns;     /* the prefill's quadratic term (ns per token²) from them, >= 0 */
+  double pre_quad_e_nj;     /* ... and its energy's (nJ per token² per chip) */
+  int32_t dec_seq_max;      /* the largest compiled decode seq bucket: the grid's edge */
+  int32_t *dec_batch;       /* decode batch buckets, ascending, with their two largest */
+  int32_t *dec_hi, *dec_lo; /* compiled seqs (dec_lo 0: only one) */
+  size_t ndec;
+  double kv_max_tokens; /* the most KV tokens (batch × seq) of a compiled bucket */
+} replay_cover;
+
 typedef struct {
   const planstore *ps;
   const char *policy;
+  replay_cover cover;
   const replay_setup *setup;
   const config_cluster *cl;
   const replay_request *rq;
@@ -296,6 +317,37 @@ int replay_spec_store_step(sim *s, const planstore_plan *fast, const plan_choice
  * the scheduler's per-token target becomes a target for the base plan. */
 int replay_spec_store_ratio(sim *s, const planstore_plan *fast, int n, int seq, double *ratio, enpu_err *err);
 void replay_uniform_cache_free(sim *s);
+
+/* ---- replay_chunk.c -------------------------------------------------------------- */
+/* The grid edges of s->policy into s->cover. */
+int replay_cover_init(sim *s, enpu_err *err);
+void replay_cover_free(sim *s);
+/* A chunked prefill of `tokens` context tokens, each chunk at the plan of its bucket for
+ * an equal share of target_ns (-INFINITY: the fastest). */
+typedef struct {
+  planstore_plan pl;   /* composed: time, energy, NoDVFS time and energy summed; batch and
+                          seq the full chunk's bucket; walk_prefix 0 (no one walk) */
+  planstore_plan base; /* the full chunk's compiled fastest plan (governors price it) */
+  int chunks;
+  uint64_t padded_tokens; /* Σ chunk buckets' batch × seq */
+  bool slowed;            /* a chunk runs a walk prefix > 0 */
+} replay_chunked;
+/* @return 1 and *out, 0 when the store has no chunk bucket (why set), < 0 error. */
+int replay_chunk_plan(const sim *s, int tokens, double target_ns, replay_chunked *out, enpu_err *why,
+                      enpu_err *err);
+/* A chunked prefill batch's plan for its target under the safeguards' cap (as
+ * replay_choose_plan; counted the same way). */
+int replay_chunk_choose(sim *s, int tokens, double target_ns, double cap_ns, plan_choice *c, enpu_err *err);
+/* The decode plan of (n, seq): 1 the store's (pl = base), 2 the fallback (seq beyond the
+ * largest decode seq bucket: pl at NoDVFS extrapolated from base, a compiled bucket of
+ * batch >= n), 0 none (why set when not NULL), < 0 error. `admitted`: the batch is
+ * running (its KV at its final length fits), so a length inside the grid whose padded
+ * bucket does not fit the HBM takes the fallback too, rather than none. */
+int replay_cover_decode(const sim *s, int n, int64_t seq, bool admitted, planstore_plan *pl, planstore_plan *base,
+                        enpu_err *why, enpu_err *err);
+/* NoDVFS time of one request alone at `tokens` beyond the grid (chunked prefill, fallback
+ * decode); NaN when there is none. */
+double replay_cover_nodvfs_ns(const sim *s, int phase, int64_t tokens);
 
 /* ---- replay_gov.c ---------------------------------------------------------------- */
 int replay_gov_init(sim *s, enpu_err *err);

@@ -139,6 +139,37 @@ static json_t *savings_json(const replay_summary *s, const replay_summary *b, bo
                       savings(s->energy_nj, b->energy_nj));
 }
 
+/* How every request was served, per class, and what limits the savings: the slack the
+ * classes had, the busy time at 0 % slack, the padding. */
+static json_t *coverage_json(const replay_result *r) {
+  const replay_summary *s = &r->summary;
+  json_t *classes = json_array();
+  for (int c = 0; classes && c < r->cluster->slo_count; c++) {
+    const replay_class_stats *k = &s->classes[c];
+    json_t *o = json_pack("{s:s, s:I, s:I}", "name", r->cluster->slo[c].name, "requests", (json_int_t)k->requests,
+                          "unservable", (json_int_t)k->unservable);
+    for (int b = 0; o && b < REPLAY_NBY; b++)
+      json_object_set_new(o, replay_by_names[b], json_integer((json_int_t)k->by[b]));
+    if (o)
+      json_object_update_new(
+          o, json_pack(
+                 "{s:o, s:o, s:o}", "slo_attainment", replay_json_number(replay_ratio(k->slo_met, k->requests)),
+                 "ttft_slack_mean", replay_json_number(k->ttft_n ? k->ttft_slack_sum / (double)k->ttft_n : NAN),
+                 "tpot_slack_mean", replay_json_number(k->tpot_n ? k->tpot_slack_sum / (double)k->tpot_n : NAN)));
+    json_array_append_new(classes, o);
+  }
+  const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
+  return json_pack("{s:I, s:I, s:I, s:o, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:I, s:I, s:I}}", "chunked",
+                   (json_int_t)s->chunked, "fallback", (json_int_t)s->fallback, "fallback_own",
+                   (json_int_t)s->fallback_own, "classes", classes, "fastest_time_share", "prefill",
+                   replay_json_number(p->busy_node_ns > 0 ? p->fastest_node_ns / p->busy_node_ns : NAN), "decode",
+                   replay_json_number(d->busy_node_ns > 0 ? d->fastest_node_ns / d->busy_node_ns : NAN), "padding",
+                   "prefill", replay_json_number(p->tokens ? (double)p->padded_tokens / (double)p->tokens : NAN),
+                   "decode", replay_json_number(d->tokens ? (double)d->padded_tokens / (double)d->tokens : NAN),
+                   "beyond_grid_batches", "prefill_chunked", (json_int_t)p->chunked, "prefill_chunks",
+                   (json_int_t)p->chunks, "decode_fallback", (json_int_t)d->fallback);
+}
+
 static json_t *run_summary_json(const replay_result *r, const replay_result *base) {
   const replay_summary *s = &r->summary, *b = base ? &base->summary : NULL;
   const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
@@ -147,8 +178,8 @@ static json_t *run_summary_json(const replay_result *r, const replay_result *bas
   replay_utilisation(r, util);
   json_t *o = json_pack(
       "{s:I, s:I, s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "requests",
-      (json_int_t)s->requests, "served", (json_int_t)s->served, "uncovered", (json_int_t)s->uncovered,
-      "uncovered_example", s->uncovered_example[0] ? json_string(s->uncovered_example) : json_null(),
+      (json_int_t)s->requests, "served", (json_int_t)s->served, "unservable", (json_int_t)s->unservable,
+      "unservable_example", s->unservable_example[0] ? json_string(s->unservable_example) : json_null(),
       "slo_extrapolated", (json_int_t)s->slo_extrapolated, "slo_attainment", replay_json_number(s->slo_attainment),
       "ttft_attainment", replay_json_number(req ? (double)s->ttft_met / req : NAN), "tpot_attainment",
       replay_json_number(req ? (double)s->tpot_met / req : NAN), "energy_savings", savings_json(s, b, false),
@@ -173,6 +204,7 @@ static json_t *run_summary_json(const replay_result *r, const replay_result *bas
   if (o)
     json_object_update_new(o, json_pack("{s:s, s:I}", "safeguards", config_safeguards_name(s->safeguards),
                                         "peak_queue", (json_int_t)s->peak_queue));
+  if (o) json_object_update_new(o, coverage_json(r));
   if (o && (g->governor || g->speculative))
     json_object_set_new(
         o, "online",
@@ -231,15 +263,15 @@ static void put_num(FILE *f, double x, double scale) {
 }
 
 static void write_requests(FILE *f, const replay_result *r) {
-  static const char *const status[] = {"done", "uncovered-prefill", "uncovered-decode"};
+  static const char *const status[] = {"done", "unservable"};
   fprintf(f,
-          "id,arrival_s,context_tokens,generated_tokens,status,ttft_class,tpot_class,slo_extrapolated,"
+          "id,arrival_s,context_tokens,generated_tokens,status,served_by,ttft_class,tpot_class,slo_extrapolated,"
           "ttft_slo_ms,tpot_slo_ms,ttft_ms,tpot_ms,finish_s,kv_transfer_ms,energy_j,ttft_met,tpot_met,slo_met\n");
   for (size_t i = 0; i < r->summary.requests; i++) {
     const replay_request_result *q = &r->requests[i];
-    fprintf(f, "%zu,%.10g,%d,%d,%s,%s,%s,%d", i, q->arrival_ns * 1e-9, q->context_tokens, q->generated_tokens,
-            status[q->status], r->cluster->slo[q->ttft_class].name, r->cluster->slo[q->tpot_class].name,
-            q->slo_extrapolated);
+    fprintf(f, "%zu,%.10g,%d,%d,%s,%s,%s,%s,%d", i, q->arrival_ns * 1e-9, q->context_tokens, q->generated_tokens,
+            status[q->status], q->status == REPLAY_DONE ? replay_by_names[q->served_by] : "",
+            r->cluster->slo[q->ttft_class].name, r->cluster->slo[q->tpot_class].name, q->slo_extrapolated);
     put_num(f, q->ttft_slo_ns, 1e-6);
     put_num(f, q->tpot_slo_ns, 1e-6);
     put_num(f, q->ttft_ns, 1e-6);
@@ -291,6 +323,30 @@ static void write_windows(FILE *f, const replay_result *r) {
     for (int q = 0; q < REPLAY_NSLACK; q++) put_num(f, w->tpot_slack[q], 1);
     fputc('\n', f);
   }
+}
+
+/* coverage.csv: per policy and SLO class, how its requests were served (the counts add
+ * up to its requests) and the slack of the served ones. */
+static int write_coverage(const char *dir, const replay_result *const *runs, size_t n, enpu_err *err) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/coverage.csv", dir);
+  FILE *f = NULL;
+  ENPU_FORWARD(enpu_file_create(path, &f, err));
+  fprintf(f, "policy,class,requests,plan,chunked,fallback,chunked+fallback,unservable,slo_attainment,"
+             "ttft_slack_mean,tpot_slack_mean\n");
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < runs[i]->cluster->slo_count; c++) {
+      const replay_class_stats *k = &runs[i]->summary.classes[c];
+      fprintf(f, "%s,%s,%llu", runs[i]->summary.policy, runs[i]->cluster->slo[c].name,
+              (unsigned long long)k->requests);
+      for (int b = 0; b < REPLAY_NBY; b++) fprintf(f, ",%llu", (unsigned long long)k->by[b]);
+      fprintf(f, ",%llu", (unsigned long long)k->unservable);
+      put_num(f, replay_ratio(k->slo_met, k->requests), 1);
+      put_num(f, k->ttft_n ? k->ttft_slack_sum / (double)k->ttft_n : NAN, 1);
+      put_num(f, k->tpot_n ? k->tpot_slack_sum / (double)k->tpot_n : NAN, 1);
+      fputc('\n', f);
+    }
+  return enpu_file_publish(f, path, 0, err);
 }
 
 /* What a governor (or a fixed speculative configuration) did per window. */
@@ -371,6 +427,7 @@ int replay_write_outputs(const char *dir, const replay_result *const *runs, size
     text = nl;
     memcpy(text + len, "\n", 2);
   }
+  if (rc == ENPU_OK) rc = write_coverage(dir, runs, n, err);
   if (rc == ENPU_OK) rc = write_file(dir, "summary.json", NULL, NULL, NULL, text, err);
   free(text);
   return rc;

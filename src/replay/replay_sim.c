@@ -4,9 +4,11 @@
  * Model (the decode side is in replay_decode.c, energy in replay_account.c, the event
  * heap and a batch's plan in replay_batch.c):
  *  - Admission: on arrival a request is checked against the store for both phases
- *    alone (prefill at its context, decode at its longest length); one that no bucket
- *    covers is "uncovered": counted, never run, never given invented times. The others
- *    join one FCFS prefill queue shared by the prefill nodes.
+ *    alone (prefill at its context, decode at its longest length). Beyond the largest
+ *    seq bucket it is served all the same (replay_chunk.c): its prefill in chunks, its
+ *    decode on the fallback. One that not even these can serve is "unservable": counted
+ *    with the reason, never run, never given invented times. The others join one FCFS
+ *    prefill queue shared by the prefill nodes; a chunked prefill runs alone.
  *  - SLOs: the class of its input length (TTFT) and total length (TPOT), Table 2. A
  *    request longer than the longest class gets that class's SLO scaled by the NoDVFS
  *    time of a single request at its length over that at the class's bound: the
@@ -50,16 +52,20 @@ static int class_of(const config_cluster *cl, int64_t tokens, bool decode) {
   return cl->slo_count;
 }
 
-/* The longest class's SLO scaled by NoDVFS single-request time at `tokens` over that
- * at the class's bound; the SLO itself when either is not in the store. */
+/* The longest class's SLO scaled by NoDVFS single-request time at `tokens` (beyond the
+ * grid: chunked or fallback, replay_chunk.c) over that at the class's bound; the SLO
+ * itself when either is unknown. */
 static double extrapolated_slo(const sim *s, int phase, int64_t tokens, int bound, double slo_ns) {
   planstore_plan at, ref;
-  if (tokens > INT32_MAX ||
-      planstore_lookup(s->ps, s->policy, phase, 1, (int)tokens, INFINITY, &at, NULL) != ENPU_OK ||
-      planstore_lookup(s->ps, s->policy, phase, 1, bound, INFINITY, &ref, NULL) != ENPU_OK ||
+  double at_ns = NAN;
+  if (tokens <= INT32_MAX &&
+      planstore_lookup(s->ps, s->policy, phase, 1, (int)tokens, INFINITY, &at, NULL) == ENPU_OK)
+    at_ns = at.t_nodvfs_ns;
+  else at_ns = replay_cover_nodvfs_ns(s, phase, tokens);
+  if (!(at_ns > 0) || planstore_lookup(s->ps, s->policy, phase, 1, bound, INFINITY, &ref, NULL) != ENPU_OK ||
       !(ref.t_nodvfs_ns > 0))
     return slo_ns;
-  return slo_ns * fmax(1.0, at.t_nodvfs_ns / ref.t_nodvfs_ns);
+  return slo_ns * fmax(1.0, at_ns / ref.t_nodvfs_ns);
 }
 
 static void set_slos(const sim *s, replay_request_result *q) {
@@ -83,27 +89,42 @@ static double ttft_deadline(const sim *s, int32_t i) {
   return s->res->requests[i].arrival_ns + s->res->requests[i].ttft_slo_ns;
 }
 
-/* Request i arrives: covered in both phases alone → the prefill queue; else uncovered. */
+/* Whether request i can be served, and its fastest prefill alone (*fast_ns): 1 yes, 0 no
+ * (why says why), < 0 error. Marks a chunked prefill. */
+static int servable(sim *s, int32_t i, double *fast_ns, enpu_err *why, enpu_err *err) {
+  replay_request_result *q = &s->res->requests[i];
+  planstore_plan pre, dec, base;
+  int ok = replay_fastest_plan(s, CONFIG_PREFILL, 1, q->context_tokens, &pre, why, err);
+  *fast_ns = pre.time_ns;
+  if (ok == 0 && q->context_tokens > s->cover.pre_seq[0]) {
+    replay_chunked ch;
+    ok = replay_chunk_plan(s, q->context_tokens, -INFINITY, &ch, why, err);
+    *fast_ns = ch.pl.time_ns;
+    s->st[i].chunked = ok > 0;
+    q->served_by |= ok > 0 ? REPLAY_BY_CHUNKED : 0;
+  }
+  if (ok <= 0 || q->generated_tokens == 1) return ok;
+  const int64_t longest = (int64_t)q->context_tokens + q->generated_tokens - 1;
+  ok = replay_cover_decode(s, 1, longest, false, &dec, &base, why, err);
+  return ok < 0 ? ok : ok > 0;
+}
+
+/* Request i arrives: servable → the prefill queue; else counted unservable. */
 static int admit(sim *s, int32_t i, enpu_err *err) {
   replay_request_result *q = &s->res->requests[i];
   replay_summary *sm = &s->res->summary;
   enpu_err why = {0};
-  planstore_plan pre, dec;
-  int ok = replay_fastest_plan(s, CONFIG_PREFILL, 1, q->context_tokens, &pre, &why, err);
+  double fast_ns = 0;
+  const int ok = servable(s, i, &fast_ns, &why, err);
   if (ok < 0) return ok;
-  q->status = REPLAY_UNCOVERED_PREFILL;
-  if (ok && q->generated_tokens > 1) {
-    const int64_t longest = (int64_t)q->context_tokens + q->generated_tokens - 1;
-    ok = longest <= INT32_MAX ? replay_fastest_plan(s, CONFIG_DECODE, 1, (int)longest, &dec, &why, err) : 0;
-    if (ok < 0) return ok;
-    if (!ok) q->status = REPLAY_UNCOVERED_DECODE;
-  }
   if (!ok) {
-    sm->uncovered++;
-    if (!sm->uncovered_example[0]) snprintf(sm->uncovered_example, sizeof sm->uncovered_example, "%s", why.msg);
+    q->status = REPLAY_UNSERVABLE;
+    q->served_by = 0;
+    sm->unservable++;
+    if (!sm->unservable_example[0]) snprintf(sm->unservable_example, sizeof sm->unservable_example, "%s", why.msg);
     return ENPU_OK;
   }
-  s->st[i].fast_prefill_ns = pre.time_ns;
+  s->st[i].fast_prefill_ns = fast_ns;
   s->pq[s->pq_tail++] = i;
   replay_predict_admitted(s, i);
   return ENPU_OK;
@@ -117,12 +138,21 @@ static int form_prefill(sim *s, double start_ns, size_t *count, planstore_plan *
   const int32_t *q = &s->pq[s->pq_head];
   const size_t avail = s->pq_tail - s->pq_head;
   int len = s->rq[q[0]].context_tokens;
+  *count = 1;
+  if (s->st[q[0]].chunked) { /* runs alone, its chunks back to back */
+    replay_chunked ch;
+    const int rc = replay_chunk_plan(s, len, -INFINITY, &ch, NULL, err);
+    *fast = ch.pl;
+    if (rc <= 0)
+      return rc < 0 ? rc : enpu_errorf(err, ENPU_ERR_INTERNAL, "admitted request %d lost its chunk buckets", q[0]);
+    return ENPU_OK;
+  }
   int ok = replay_fastest_plan(s, CONFIG_PREFILL, 1, len, fast, NULL, err);
   if (ok <= 0)
     return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "admitted request %d lost its bucket", q[0]);
   double tightest = ttft_deadline(s, q[0]) >= start_ns + fast->time_ns ? ttft_deadline(s, q[0]) : INFINITY;
   size_t n = 1;
-  for (; n < avail && n < (size_t)s->cl->max_batch; n++) {
+  for (; n < avail && n < (size_t)s->cl->max_batch && !s->st[q[n]].chunked; n++) {
     const int len2 = s->rq[q[n]].context_tokens > len ? s->rq[q[n]].context_tokens : len;
     planstore_plan next = *fast;
     if ((int)n + 1 > fast->batch || len2 > fast->seq) { /* else the same bucket covers it */
@@ -148,6 +178,34 @@ typedef struct {
   planstore_plan fast;
 } prefill_start;
 
+/* A chunked prefill's batch (its one request `i`): the composed plan, or under a governor
+ * the full chunk's pass at the node's state scaled to all the chunks. */
+static int chunk_start(sim *s, const prefill_start *a, int32_t i, double target_ns, double cap_ns, enpu_err *err) {
+  node_batch *b = &s->pnodes[a->node].batch;
+  replay_chunked ch;
+  const int ok = replay_chunk_plan(s, s->rq[i].context_tokens, -INFINITY, &ch, NULL, err);
+  if (ok <= 0) return ok < 0 ? ok : enpu_errorf(err, ENPU_ERR_INTERNAL, "request %d lost its chunk buckets", i);
+  replay_phase_stats *ph = &s->res->summary.phase[CONFIG_PREFILL];
+  if (s->gov) {
+    b->work = (gov_work){.phase = CONFIG_PREFILL,
+                         .base = ch.base,
+                         .tokens = 1,
+                         .scale_t = ch.pl.t_nodvfs_ns / ch.base.t_nodvfs_ns,
+                         .scale_e = ch.pl.e_nodvfs_nj / ch.base.e_nodvfs_nj};
+    ENPU_FORWARD(replay_gov_choose(s, (size_t)a->node, target_ns, b, err));
+    ph->chunked++;
+    ph->chunks += (uint64_t)ch.chunks;
+  } else {
+    ENPU_FORWARD(replay_chunk_choose(s, s->rq[i].context_tokens, target_ns, cap_ns, &b->c, err));
+    b->energy_nj = b->c.pl.energy_nj * s->cl->node[CONFIG_PREFILL].chips;
+    ENPU_FORWARD(replay_switch_batch_init(s, b, err)); /* walk prefix 0: never switched */
+  }
+  ph->padded_tokens += ch.padded_tokens;
+  if (ch.padded_tokens > ph->padded_max) ph->padded_max = ch.padded_tokens;
+  ph->tokens += (uint64_t)s->rq[i].context_tokens;
+  return replay_batch_start(s, CONFIG_PREFILL, a->node, b, err);
+}
+
 static int start_prefill(sim *s, const prefill_start *a, double cap_ns, enpu_err *err) {
   prefill_node *pn = &s->pnodes[a->node];
   double target = INFINITY;
@@ -155,6 +213,8 @@ static int start_prefill(sim *s, const prefill_start *a, double cap_ns, enpu_err
     target = fmin(target, ttft_deadline(s, s->pq[k]) - a->start_ns);
   node_batch *b = &pn->batch;
   b->start_ns = a->start_ns, b->members = pn->count; /* the rest is set below */
+  const int32_t head = s->pq[pn->first];
+  if (s->st[head].chunked) return chunk_start(s, a, head, target, cap_ns, err);
   if (s->gov) {
     b->work = (gov_work){.phase = CONFIG_PREFILL, .base = a->fast, .tokens = 1};
     ENPU_FORWARD(replay_gov_choose(s, (size_t)a->node, target, b, err));
@@ -253,6 +313,7 @@ static void sim_free(sim *s) {
   free(s->pnodes); /* owns the other per-node and per-request arrays */
   replay_gov_free(s);
   replay_uniform_cache_free(s);
+  replay_cover_free(s);
 }
 
 void replay_result_free(replay_result *r) {
@@ -282,6 +343,7 @@ static int sim_init(sim *s, replay_result *r, enpu_err *err) {
                                       ENPU_PART(s->drain_bound_ns, np), ENPU_PART(s->drain_ahead_ns, np)) < 0 ||
                     ENPU_CALLOC_PARTS(ENPU_PART(r->requests, n), ENPU_PART(r->idle_since_ns, np + nd)) < 0;
   ENPU_RETURN_IF(nomem, err, ENPU_ERR_NOMEM, "out of memory (replay of %zu requests)", n);
+  ENPU_FORWARD(replay_cover_init(s, err)); /* extrapolated SLOs beyond the grid use it */
   for (size_t i = 0; i < n; i++) {
     const replay_request *q = &s->rq[i];
     r->requests[i] = (replay_request_result){.arrival_ns = q->arrival_ns,

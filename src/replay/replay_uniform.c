@@ -201,8 +201,8 @@ int replay_gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, 
     t = (w->spec.draft_tokens * td + tv) / w->tokens;
     e = (w->spec.draft_tokens * ed + ev) / w->tokens;
   }
-  *time_ns = t;
-  *node_nj = e * s->cl->node[w->phase].chips;
+  *time_ns = t * (w->scale_t > 0 ? w->scale_t : 1);
+  *node_nj = e * (w->scale_e > 0 ? w->scale_e : 1) * s->cl->node[w->phase].chips;
   return ENPU_OK;
 }
 

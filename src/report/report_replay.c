@@ -456,6 +456,58 @@ static void md_periods(FILE *md, const json_t *pols, const report_overlay *overl
   fprintf(md, "\n");
 }
 
+static long long jint(const json_t *o, const char *key) {
+  return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* Per policy and SLO class: how its requests were served (the counts add up to the
+ * class's requests), and what its savings could draw on. */
+static void coverage_rows(FILE *md, const char *name, const json_t *p) {
+  const json_t *classes = json_object_get(p, "classes");
+  size_t i;
+  json_t *c;
+  json_array_foreach(classes, i, c) {
+    fprintf(md, "| %s | %s | %lld | %lld | %lld | %lld | %lld | %lld |", i ? "" : name,
+            json_string_value(json_object_get(c, "name")), jint(c, "requests"), jint(c, "plan"), jint(c, "chunked"),
+            jint(c, "fallback"), jint(c, "chunked+fallback"), jint(c, "unservable"));
+    report_md_cell(md, report_jget(c, "slo_attainment", NULL), 100, "%.2f");
+    report_md_cell(md, report_jget(c, "ttft_slack_mean", NULL), 100, "%.1f");
+    report_md_cell(md, report_jget(c, "tpot_slack_mean", NULL), 100, "%.1f");
+    if (i == 0) {
+      report_md_cell(md, report_jget(p, "fastest_time_share", "prefill"), 100, "%.1f");
+      report_md_cell(md, report_jget(p, "fastest_time_share", "decode"), 100, "%.1f");
+      report_md_cell(md, report_jget(p, "padding", "prefill"), 1, "%.3f");
+      report_md_cell(md, report_jget(p, "padding", "decode"), 1, "%.3f");
+    } else {
+      fprintf(md, " | | | |");
+    }
+    fprintf(md, "\n");
+  }
+}
+
+static void md_coverage(FILE *md, const json_t *pols) {
+  long long unservable = 0;
+  const char *name;
+  json_t *p;
+  json_object_foreach((json_t *)pols, name, p) unservable += jint(p, "unservable");
+  fprintf(
+      md,
+      "Every request is in the SLO attainment and the energy. Per SLO class (by input length): served on "
+      "compiled plans only (plan), its prefill beyond the largest seq bucket run in chunks (chunked), a decode "
+      "pass beyond the largest seq bucket run at NoDVFS on the extrapolated fallback (fallback; a short "
+      "request batched with a long one rides its passes), or both; unservable requests (KV beyond every "
+      "compiled bucket's) are not run and count as misses: %lld here. Why savings differ between traces: the "
+      "mean SLO slack left per class (nodvfs's row is the slack there is to spend), the share of busy time "
+      "at the fastest plan (0 %% slack used: no saving there; safeguard 2's locks and the fallback count "
+      "here), and the padding (padded tokens per token run; decode: per token generated).\n\n"
+      "| policy | class | requests | plan | chunked | fallback | both | unservable | SLO attainment (%%) | "
+      "TTFT slack (%%) | TPOT slack (%%) | busy time at 0 %% slack prefill (%%) | decode (%%) | padding prefill "
+      "| padding decode |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      unservable);
+  json_object_foreach((json_t *)pols, name, p) coverage_rows(md, name, p);
+  fprintf(md, "\n");
+}
+
 /* Tables from summary.json, when the directory has one; *origin_h its time of day. */
 static void md_tables(FILE *md, const char *dir, double *origin_h, const report_overlay *overlay) {
   char path[PATH_MAX];
@@ -475,6 +527,7 @@ static void md_tables(FILE *md, const char *dir, double *origin_h, const report_
                            "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
                            pols, summary_row);
     md_periods(md, pols, overlay);
+    md_coverage(md, pols);
   }
   json_decref(doc);
 }

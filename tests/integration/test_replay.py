@@ -218,8 +218,8 @@ if h.run("farm", "--help").returncode == 0:
     h.check("replay of the farm store exits 0", r.returncode == 0, r.stderr)
     if r.returncode == 0:
         fp = json.loads(r.stdout)["policies"]
-        h.check("farm store: 200 served, none uncovered",
-                all(p["served"] == 200 and p["uncovered"] == 0 for p in fp.values()), fp)
+        h.check("farm store: 200 served, none unservable",
+                all(p["served"] == 200 and p["unservable"] == 0 for p in fp.values()), fp)
         h.check("farm store: nodvfs SLO attainment >= 99 %", fp["nodvfs"]["slo_attainment"] >= 0.99)
         sav = fp["enpu-all"]["busy_energy_savings"]
         h.check("farm store: enpu-all saves busy energy in both phases", sav["prefill"] > 0 and sav["decode"] > 0, sav)
@@ -266,7 +266,7 @@ if real:
         p = json.loads(r.stdout)["policies"]["nodvfs"]
         print(f"     real store {real}: nodvfs SLO attainment {p['slo_attainment']:.4f} "
               f"(TTFT p99 {p['ttft_ms']['p99']:.1f} ms, TPOT p99 {p['tpot_ms']['p99']:.1f} ms, "
-              f"uncovered {p['uncovered']})")
+              f"unservable {p['unservable']})")
         h.check("real store: nodvfs SLO attainment >= 99 % on Table 3's nodes", p["slo_attainment"] >= 0.99)
     check_sweep_slos("real store", real, "0.5,1,2,3,5,8,12,16")
 else:

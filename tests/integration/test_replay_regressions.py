@@ -7,7 +7,8 @@ check failed before the fix it guards:
 2. prefill batches were limited by unpadded tokens and never checked against their
    members' deadlines after padding;
 3. a request whose decode no bucket covers still got a full prefill before being
-   marked uncovered;
+   marked uncovered (now: such a request is served, its decode beyond the grid on the
+   fallback, and one that not even that can serve is refused before its prefill);
 4. a batch run at the fastest plan because safeguard 1's cap was below it was counted
    "late" although its own target was not;
 5. a batch that started on a slow plan just before a burst held its node: the paper's
@@ -94,17 +95,21 @@ if pol:
     h.check("2: every batch's padded tokens within max_batch_tokens", largest <= 16384, p["tokens"])
 
 # ---- 3: decode coverage checked at admission ----------------------------------------
-# 16,000 + 2,000 tokens: longer than the synthetic store's largest decode bucket (16,384).
-long = trace("long.csv", [(0, 100, 4), (1, 16000, 2000)])
+# 16,000 + 2,000 tokens: longer than the synthetic store's largest decode bucket (16,384):
+# served, its decode beyond the grid on the fallback. 16,000 + 690,000 tokens: a KV cache
+# beyond every compiled bucket's (688,128 tokens): unservable, refused before its prefill.
+long = trace("long.csv", [(0, 100, 4), (1, 16000, 2000), (2, 16000, 690000)])
 out3 = os.path.join(tmp, "out3")
 pol = replay(long, "--policy", "nodvfs", "--out", out3)
 if pol:
     rows = list(csv.DictReader(open(os.path.join(out3, "requests_nodvfs.csv"))))
-    h.check("3: the long request is uncovered in decode", rows[1]["status"] == "uncovered-decode", rows[1])
+    h.check("3: the long request is served, its decode on the fallback",
+            rows[1]["status"] == "done" and rows[1]["served_by"] == "fallback" and rows[1]["ttft_ms"] != "", rows[1])
+    h.check("3: the one beyond every bucket's KV is unservable", rows[2]["status"] == "unservable", rows[2])
     h.check("3: ... and never prefilled (no TTFT, no energy)",
-            rows[1]["ttft_ms"] == "" and float(rows[1]["energy_j"]) == 0, rows[1])
-    h.check("3: prefill ran only the covered request's tokens", pol["nodvfs"]["tokens"]["prefill_run"] == 100,
-            pol["nodvfs"]["tokens"])
+            rows[2]["ttft_ms"] == "" and float(rows[2]["energy_j"]) == 0, rows[2])
+    h.check("3: prefill ran only the servable requests' tokens",
+            pol["nodvfs"]["tokens"]["prefill_run"] == 16100, pol["nodvfs"]["tokens"])
 
 # ---- 4: "late" only when a batch's own target is below its fastest plan -------------
 # One prefill node, one request per batch, 400 ms TTFT: r0 runs slowed; when r1 starts,

@@ -61,7 +61,7 @@ void test_safeguard1(void **state);
 void test_safeguard1_below_fastest(void **state);
 void test_safeguard1_scans_queue(void **state);
 void test_safeguard2(void **state);
-void test_uncovered(void **state);
+void test_unknown_policy(void **state);
 void test_slo_extrapolated(void **state);
 void test_sleep(void **state);
 void test_kv_contention(void **state);
@@ -70,6 +70,13 @@ void test_determinism_and_outputs(void **state);
 void test_sweep(void **state);
 void test_switch_burst(void **state);
 void test_predictive_cap(void **state);
+
+/* test_replay_chunk.c */
+void test_chunked_prefill(void **state);
+void test_fallback_decode(void **state);
+void test_beyond_grid_governor(void **state);
+void test_class_counts(void **state);
+void test_fallback_admitted_batch(void **state);
 
 /* test_replay_gov.c */
 void test_spec_formulas(void **state);

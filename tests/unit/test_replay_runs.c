@@ -335,28 +335,10 @@ void test_safeguard2(void **state) {
   replay_trace_free(t);
 }
 
-/* Coverage is decided at admission for both phases: a request no decode bucket covers
- * is never prefilled. */
-void test_uncovered(void **state) {
+/* An unknown policy is refused before anything runs (coverage beyond the grid is in
+ * test_replay_chunk.c). */
+void test_unknown_policy(void **state) {
   ctx *c = *state;
-  replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,100,4\n"
-                             "2023-11-16 18:00:01,20000,4\n2023-11-16 18:00:02,16000,2000\n");
-  replay_result *r = run(c, "nodvfs", t, &c->setup);
-  const replay_request_result *q = replay_result_requests(r);
-  const replay_summary *sm = replay_result_summary(r);
-  assert_int_equal(q[0].status, REPLAY_DONE);
-  assert_int_equal(q[1].status, REPLAY_UNCOVERED_PREFILL); /* longer than any prefill bucket */
-  assert_true(isnan(q[1].ttft_ns));
-  assert_int_equal(q[2].status, REPLAY_UNCOVERED_DECODE); /* 18,000 total tokens: no decode bucket */
-  assert_true(isnan(q[2].ttft_ns) && q[2].energy_nj == 0 && !q[2].slo_met);
-  assert_int_equal(sm->phase[CONFIG_PREFILL].tokens, 100);
-  assert_int_equal(sm->uncovered, 2);
-  assert_int_equal(sm->served, 1);
-  assert_near(sm->slo_attainment, 1.0 / 3, 1e-12);
-  assert_non_null(strstr(sm->uncovered_example, "no prefill bucket covers"));
-  replay_result_free(r);
-  replay_trace_free(t);
-  /* An unknown policy is refused before anything runs. */
   replay_result *none = NULL;
   enpu_err err = {0};
   assert_int_equal(replay_run(c->ps, "ideal", c->trace, &c->setup, &none, &err), ENPU_ERR_NOT_FOUND);
