@@ -1,0 +1,168 @@
+/* cmd_plan.c — `enpu plan CONFIG.json --trace TRACE [--chip CHIP] [--np N]`: the whole
+ * path from a published model config and a trace to validated plans, in RUNS/<name>/:
+ * job init (in this process), the farm (mpirun of this binary, which validates the store
+ * by the job's validation section), a replay of every policy on the trace and the report
+ * (this binary again). Each step resumes or is skipped when its outputs are newer than
+ * its inputs: the farm keeps its store, job init rewrites no file whose bytes are the
+ * same, and the replay and the report are skipped when they are newer than the store. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_internal.h"
+
+typedef struct {
+  cli_job_init_args init;
+  const char *runs;
+  int np, no_replay;
+} plan_args;
+
+static int plan_run(void *args);
+
+static void plan_defaults(void *args) {
+  plan_args *a = args;
+  jobinit_options_default(&a->init.o);
+  a->init.chip = CLI_DEFAULT_CHIP;
+  a->runs = "runs";
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  a->np = cores > 1 ? (int)cores : 2;
+}
+
+/* clang-format off */
+static const cli_opt plan_opts[] = {
+    {.name = "trace", .type = CLI_STRING, .at = offsetof(plan_args, init.trace), .meta = "TRACE.csv", .flags = CLI_REQUIRED,
+     .help = "the request trace in the replay's CSV (enpu trace convert makes one)"},
+    CLI_JOB_INIT_OPTS_AT(plan_args, init.),
+    {.name = "np", .type = CLI_INT, .at = offsetof(plan_args, np), .meta = "N", .range = CLI_RANGE(1, 4096),
+     .help = "the farm's MPI ranks (default: the cores, at least 2)"},
+    {.name = "runs", .type = CLI_STRING, .at = offsetof(plan_args, runs), .meta = "DIR",
+     .help = "everything goes to DIR/<name>/ (default runs, which git ignores)"},
+    {.name = "no-replay", .type = CLI_FLAG, .at = offsetof(plan_args, no_replay),
+     .help = "stop after the farm's validation (no replay of every policy, no report)"},
+};
+static const cli_spec plan_spec = {.command = "plan", .run = plan_run, .init = plan_defaults,
+                                   .pos = {"CONFIG.json", "model (Hugging Face config.json or model file)", 1, 1,
+                                           offsetof(plan_args, init.model)},
+                                   CLI_OPTS(plan_opts, plan_args)};
+/* clang-format on */
+const cli_spec *const cli_plan_specs[] = {&plan_spec, NULL};
+
+/* Run argv as a child with stdout and stderr shared; @return its exit status (a signal's
+ * death: CLI_EXIT_INTERRUPTED), or CLI_EXIT_ENV when it could not start. */
+static int run_child(char *const argv[]) {
+  fflush(stdout), fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) return cli_fail("plan", "cannot start a process"), CLI_EXIT_ENV;
+  if (pid == 0) {
+    if (geteuid() == 0) /* Open MPI refuses root without its two confirmations (as make farm) */
+      setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0), setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    execvp(argv[0], argv);
+    fprintf(stderr, "enpu plan: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(CLI_EXIT_ENV);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return cli_fail("plan", "lost a child process"), CLI_EXIT_ENV;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : CLI_EXIT_INTERRUPTED;
+}
+
+static double mtime_of(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 : -1;
+}
+
+/* Is `out` there and newer than each of the inputs? */
+static bool up_to_date(const char *out, const char *in1, const char *in2) {
+  const double t = mtime_of(out);
+  return t >= 0 && t >= mtime_of(in1) && t >= mtime_of(in2);
+}
+
+typedef struct {
+  char exe[4096], dir[CONFIG_PATH_LEN], store[CONFIG_PATH_LEN + 16], replay[CONFIG_PATH_LEN + 16];
+  char report[CONFIG_PATH_LEN + 16], np[16];
+  double t0;
+} plan_paths;
+
+static void step(const plan_paths *p, int k, int n, const char *what) {
+  fprintf(stderr, "enpu plan: [%d/%d] %s (%.1f s so far)\n", k, n, what, enpu_now_s() - p->t0);
+}
+
+static int farm_step(const plan_args *a, const jobinit_result *r, plan_paths *p) {
+  step(p, 2, 4, "farm: compile every bucket x policy into the store, then validate it");
+  char *argv[] = {"mpirun", "-np", p->np, "--oversubscribe", p->exe, "farm", (char *)r->job_path, "--results",
+                  (char *)a->runs, NULL};
+  return run_child(argv);
+}
+
+static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan_paths *p) {
+  char summary[sizeof p->replay + 16], report_md[sizeof p->report + 16];
+  snprintf(summary, sizeof summary, "%s/summary.json", p->replay);
+  snprintf(report_md, sizeof report_md, "%s/report.md", p->report);
+  step(p, 3, 4, "replay every policy on the trace");
+  if (up_to_date(summary, p->store, r->cluster_path)) fprintf(stderr, "enpu plan: replay: up to date, kept\n");
+  else {
+    char *argv[] = {p->exe, "replay", "--store", p->store, "--trace", (char *)a->init.trace, "--cluster",
+                    (char *)r->cluster_path, "--model", (char *)r->model_path, "--chip", (char *)a->init.chip, "--policy", "all", "--out", p->replay, NULL};
+    const int rc = run_child(argv);
+    if (rc) return rc;
+  }
+  step(p, 4, 4, "report");
+  if (up_to_date(report_md, p->store, summary)) {
+    fprintf(stderr, "enpu plan: report: up to date, kept\n");
+    return 0;
+  }
+  char *argv[] = {p->exe, "report", p->store, "--out", p->report, "--replay", p->replay, "--job",
+                  (char *)r->job_path, NULL};
+  return run_child(argv);
+}
+
+static void print_where(const plan_args *a, const jobinit_result *r, const plan_paths *p) {
+  printf("enpu plan: %s done in %.1f s\n", r->name, enpu_now_s() - p->t0);
+  printf("  job, cluster, model:  %s, %s, %s\n", r->job_path, r->cluster_path, r->model_path);
+  printf("  job init summary:     %s\n", r->summary_path);
+  printf("  plan store:           %s\n", p->store);
+  printf("  farm summary:         %s/%s/summary.md\n", a->runs, r->name);
+  printf("  validation:           %s/%s/validation.md\n", a->runs, r->name);
+  if (!a->no_replay) printf("  replay, report:       %s/, %s/report.md\n", p->replay, p->report);
+}
+
+static int plan_run(void *args) {
+  plan_args *a = args;
+  plan_paths *p = calloc(1, sizeof *p);
+  jobinit_result *r = calloc(1, sizeof *r);
+  if (!p || !r) return free(p), free(r), cli_fail("plan", "out of memory"), CLI_EXIT_ENV;
+  p->t0 = enpu_now_s();
+  char stem[CONFIG_PATH_LEN];
+  int rc = cli_job_init_options(&a->init, a->runs, p->dir, sizeof p->dir);
+  /* the job's name is its directory's: the farm writes its results to RUNS/<job name>/ */
+  snprintf(stem, sizeof stem, "%s", strrchr(p->dir, '/') ? strrchr(p->dir, '/') + 1 : p->dir);
+  a->init.o.name = stem;
+  const ssize_t n = readlink("/proc/self/exe", p->exe, sizeof p->exe - 1);
+  if (!rc && n <= 0) {
+    cli_fail("plan", "cannot find this program's path (/proc/self/exe)");
+    rc = CLI_EXIT_ENV;
+  }
+  enpu_err err = {0};
+  if (!rc) {
+    step(p, 1, 4, "job init: parallelism, SLO classes and bucket grid from the model, chip and trace");
+    if (jobinit_run(&a->init.o, r, &err) < 0) {
+      cli_fail("plan", err.msg);
+      rc = err.code == ENPU_ERR_INFEASIBLE ? CLI_EXIT_FAILED : cli_input_status(err.code);
+    } else {
+      jobinit_write_summary(&a->init.o, r, stderr);
+    }
+  }
+  snprintf(p->np, sizeof p->np, "%d", a->np);
+  snprintf(p->store, sizeof p->store, "%s/plans.h5", p->dir);
+  snprintf(p->replay, sizeof p->replay, "%s/replay", p->dir);
+  snprintf(p->report, sizeof p->report, "%s/report", p->dir);
+  if (!rc) rc = farm_step(a, r, p);
+  if (!rc && !a->no_replay) rc = replay_report_steps(a, r, p);
+  if (!rc) print_where(a, r, p);
+  else fprintf(stderr, "enpu plan: stopped (exit %d); rerun the same command to resume\n", rc);
+  free(p), free(r);
+  return rc;
+}
