@@ -77,19 +77,19 @@ int cli_job_init_options(cli_job_init_args *a, const char *runs, char *dir, size
 static json_t *result_json(const jobinit_result *r) {
   json_t *slo = json_array();
   for (int k = 0; k < r->nslo; k++)
-    json_array_append_new(slo, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f}", "name", r->slo[k].name,
-                                         "prefill_max_tokens", r->slo[k].prefill_max_tokens, "decode_max_tokens",
-                                         r->slo[k].decode_max_tokens, "ttft_ms", r->slo[k].ttft_ms, "tpot_ms",
-                                         r->slo[k].tpot_ms, "nodvfs_ttft_ms", r->nodvfs_ttft_ms[k],
-                                         "nodvfs_tpot_ms", r->nodvfs_tpot_ms[k]));
+    json_array_append_new(
+        slo, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f}", "name", r->slo[k].name, "prefill_max_tokens",
+                       r->slo[k].prefill_max_tokens, "decode_max_tokens", r->slo[k].decode_max_tokens, "ttft_ms",
+                       r->slo[k].ttft_ms, "tpot_ms", r->slo[k].tpot_ms, "nodvfs_ttft_ms", r->nodvfs_ttft_ms[k],
+                       "nodvfs_tpot_ms", r->nodvfs_tpot_ms[k]));
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:{s:f, s:f}, s:i, s:i, s:i, s:{s:f, s:f}, s:o, "
                    "s:{s:i, s:i}}",
                    "name", r->name, "job", r->job_path, "cluster", r->cluster_path, "model", r->model_path,
                    "summary", r->summary_path, "requests", (json_int_t)r->requests, "coverage", r->coverage,
                    "outside", (json_int_t)r->outside, "padding_waste", "prefill", r->padding_waste[0], "decode",
                    r->padding_waste[1], "chips", r->chips, "tp", r->parallel.tp, "ep", r->parallel.ep, "headroom",
-                   "prefill", r->headroom[0], "decode", r->headroom[1], "slo", slo, "nodes", "prefill",
-                   r->nodes[0], "decode", r->nodes[1]);
+                   "prefill", r->headroom[0], "decode", r->headroom[1], "slo", slo, "nodes", "prefill", r->nodes[0],
+                   "decode", r->nodes[1]);
 }
 
 int cli_job_init_print(const cli_job_init_args *a, const jobinit_result *r, FILE *out) {

@@ -92,8 +92,8 @@ static void step(const plan_paths *p, int k, int n, const char *what) {
 
 static int farm_step(const plan_args *a, const jobinit_result *r, plan_paths *p) {
   step(p, 2, 4, "farm: compile every bucket x policy into the store, then validate it");
-  char *argv[] = {"mpirun", "-np", p->np, "--oversubscribe", p->exe, "farm", (char *)r->job_path, "--results",
-                  (char *)a->runs, NULL};
+  char *argv[] = {"mpirun",    "-np",           p->np, "--oversubscribe", p->exe, "farm", (char *)r->job_path,
+                  "--results", (char *)a->runs, NULL};
   return run_child(argv);
 }
 
@@ -104,8 +104,15 @@ static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan
   step(p, 3, 4, "replay every policy on the trace");
   if (up_to_date(summary, p->store, r->cluster_path)) fprintf(stderr, "enpu plan: replay: up to date, kept\n");
   else {
-    char *argv[] = {p->exe, "replay", "--store", p->store, "--trace", (char *)a->init.trace, "--cluster",
-                    (char *)r->cluster_path, "--model", (char *)r->model_path, "--chip", (char *)a->init.chip, "--policy", "all", "--out", p->replay, NULL};
+    char *argv[] = {p->exe,      "replay",
+                    "--store",   p->store,
+                    "--trace",   (char *)a->init.trace,
+                    "--cluster", (char *)r->cluster_path,
+                    "--model",   (char *)r->model_path,
+                    "--chip",    (char *)a->init.chip,
+                    "--policy",  "all",
+                    "--out",     p->replay,
+                    NULL};
     const int rc = run_child(argv);
     if (rc) return rc;
   }
@@ -114,8 +121,8 @@ static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan
     fprintf(stderr, "enpu plan: report: up to date, kept\n");
     return 0;
   }
-  char *argv[] = {p->exe, "report", p->store, "--out", p->report, "--replay", p->replay, "--job",
-                  (char *)r->job_path, NULL};
+  char *argv[] = {
+      p->exe, "report", p->store, "--out", p->report, "--replay", p->replay, "--job", (char *)r->job_path, NULL};
   return run_child(argv);
 }
 

@@ -45,8 +45,9 @@ static int read_model(jobinit_ctx *c, enpu_err *err) {
     rc = config_model_load(c->o->model_path, &loaded, err);
     if (rc == 0) *m = *loaded, config_model_free(loaded), c->model_json = text, text = NULL;
   }
-  if (rc == 0) snprintf(c->model_name, sizeof c->model_name, "%s", m->name), c->r->context_limit = m->context_limit,
-              c->moe = m->moe;
+  if (rc == 0)
+    snprintf(c->model_name, sizeof c->model_name, "%s", m->name), c->r->context_limit = m->context_limit,
+                                                                  c->moe = m->moe;
   free(text);
   free(m);
   return rc;
@@ -104,7 +105,7 @@ static void choose_tops(jobinit_ctx *c, int top[CONFIG_NPHASE]) {
     top[CONFIG_DECODE] = seq_top(c, jobinit_percentile(c->total, n, q));
     c->r->outside = outside_of(c->trace, top);
     c->r->coverage = 1 - (double)c->r->outside / (double)n;
-    if (c->r->coverage >= c->o->coverage || q >= 100) return;
+    if ((double)c->r->outside <= (1 - c->o->coverage) * (double)n + 1e-9 || q >= 100) return; /* in counts: exact */
     q = 100 - q < 1e-3 ? 100 : q + (100 - q) / 2;
   }
 }
@@ -122,8 +123,8 @@ static int make_grid(jobinit_ctx *c, enpu_err *err) {
   choose_tops(c, top);
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     const int32_t *len = ph == CONFIG_PREFILL ? c->ctx : c->total;
-    ENPU_FORWARD(jobinit_seq_axis(len, r->requests, top[ph], JOBINIT_SEQ_STEP, k < JOBINIT_MAX_AXIS ? k : JOBINIT_MAX_AXIS,
-                                  r->seq[ph], &r->nseq[ph], err));
+    ENPU_FORWARD(jobinit_seq_axis(len, r->requests, top[ph], JOBINIT_SEQ_STEP,
+                                  k < JOBINIT_MAX_AXIS ? k : JOBINIT_MAX_AXIS, r->seq[ph], &r->nseq[ph], err));
     r->padding_waste[ph] = jobinit_padding_waste(len, r->requests, r->seq[ph], r->nseq[ph]);
   }
   return 0;

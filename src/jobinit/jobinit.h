@@ -80,11 +80,11 @@ typedef struct {
   /* grid */
   int batch[JOBINIT_MAX_AXIS], nbatch;
   int seq[CONFIG_NPHASE][JOBINIT_MAX_AXIS], nseq[CONFIG_NPHASE];
-  double coverage;                    /* fraction of the requests inside both phases' grids */
-  size_t outside;                     /* requests beyond them */
+  double coverage;                     /* fraction of the requests inside both phases' grids */
+  size_t outside;                      /* requests beyond them */
   double padding_waste[CONFIG_NPHASE]; /* padded / bucket tokens of the covered requests */
-  int context_limit;                  /* the model's (0: none); caps the grid */
-  bool capped;                        /* a largest length stopped at it */
+  int context_limit;                   /* the model's (0: none); caps the grid */
+  bool capped;                         /* a largest length stopped at it */
   /* parallelism and memory of the largest bucket per phase */
   config_parallel parallel;
   int chips;

@@ -72,7 +72,8 @@ int jobinit_choose_parallel(jobinit_ctx *c, enpu_err *err) {
   const config_model *m = &c->job->model;
   jobinit_result *r = c->r;
   if (c->o->tp > 0 || c->o->ep > 0) {
-    const config_parallel p = {.dp = 1, .tp = c->o->tp > 0 ? c->o->tp : 1, .pp = 1, .ep = c->o->ep > 0 ? c->o->ep : 1};
+    const config_parallel p = {
+        .dp = 1, .tp = c->o->tp > 0 ? c->o->tp : 1, .pp = 1, .ep = c->o->ep > 0 ? c->o->ep : 1};
     ENPU_RETURN_IF(!degrees_valid(m, p), err, ENPU_ERR_INFEASIBLE,
                    "tp %d, ep %d: expected tp dividing the attention heads (%d) and FFN widths (%d%s) and ep "
                    "dividing the routed experts (%d; 1 for a dense model)",

@@ -14,7 +14,7 @@ typedef struct {
   int32_t *ctx, *total; /* each request's prefill and decode length, sorted */
   char *model_json;     /* the model file's text */
   char model_name[CONFIG_NAME_LEN];
-  bool moe; /* the model has routed experts */
+  bool moe;                                                   /* the model has routed experts */
   char chip_rel[CONFIG_PATH_LEN], trace_rel[CONFIG_PATH_LEN]; /* as the job names them */
   config_job *job;                                            /* the draft, loaded from out_dir */
   /* NoDVFS time per seq bucket: a batch-1 prefill (TTFT), a full-batch decode step */

@@ -12,7 +12,7 @@
 #define JOBINIT_MAX_CANDIDATES 2048
 
 int32_t jobinit_percentile(const int32_t *sorted, size_t n, double p) {
-  size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+  size_t rank = (size_t)ceil(p / 100.0 * (double)n - 1e-9); /* 99.9 % of 1000 is rank 999, not 1000 */
   if (rank < 1) rank = 1;
   if (rank > n) rank = n;
   return sorted[rank - 1];

@@ -68,7 +68,8 @@ int jobinit_job_text(const jobinit_ctx *c, char **out, enpu_err *err) {
 }
 
 static void put_node(text *t, const char *phase, int nodes, const jobinit_result *r, bool last) {
-  put(t, "  \"%s\": %s{ \"nodes\": %d, \"chips\": %d, \"parallel\": { \"dp\": 1, \"tp\": %d, \"pp\": 1, \"ep\": %d } }%s\n",
+  put(t,
+      "  \"%s\": %s{ \"nodes\": %d, \"chips\": %d, \"parallel\": { \"dp\": 1, \"tp\": %d, \"pp\": 1, \"ep\": %d } }%s\n",
       phase, phase[0] == 'd' ? " " : "", nodes, r->chips, r->parallel.tp, r->parallel.ep, last ? "" : ",");
 }
 
@@ -136,8 +137,9 @@ static void summary_grid(const jobinit_options *o, const jobinit_result *r, FILE
           "- bucket budget %d per phase (each bucket is compiled once per policy: the farm's cost); %d x %d "
           "prefill and %d x %d decode buckets\n",
           o->bucket_budget, r->nbatch, r->nseq[0], r->nbatch, r->nseq[1]);
-  fprintf(f, "- coverage: %.3f %% of the %zu requests fit both phases' largest buckets (asked: at least %.3f %%); "
-             "%zu beyond them%s\n\n",
+  fprintf(f,
+          "- coverage: %.3f %% of the %zu requests fit both phases' largest buckets (asked: at least %.3f %%); "
+          "%zu beyond them%s\n\n",
           100 * r->coverage, r->requests, 100 * o->coverage, r->outside,
           r->capped ? " (the grid stops at the model's context limit)" : "");
 }
@@ -152,11 +154,12 @@ static void summary_memory(const jobinit_options *o, const jobinit_result *r, FI
             "headroom %.1f %% (asked: at least %.0f %%)\n",
             config_phase_name((config_phase)ph), r->weights_bytes / 1e9, r->kv_bytes[ph] / 1e9,
             r->activation_bytes[ph] / 1e9, r->hbm_bytes / 1e9, 100 * r->headroom[ph], 100 * o->headroom);
-  fprintf(f,
-          "- nodes for the busiest minute's %.2f requests/s: %d prefill (square-root staffing, beta %.2f, of a mean "
-          "NoDVFS TTFT of %.1f ms), %d decode (%.0f %% utilisation of batch %d, %.2f s of decode per request)\n\n",
-          r->peak_rate_per_s, r->nodes[0], r->staffing_beta, r->mean_ttft_ms, r->nodes[1], 100 * o->utilisation,
-          r->batch[r->nbatch - 1], r->mean_decode_s);
+  fprintf(
+      f,
+      "- nodes for the busiest minute's %.2f requests/s: %d prefill (square-root staffing, beta %.2f, of a mean "
+      "NoDVFS TTFT of %.1f ms), %d decode (%.0f %% utilisation of batch %d, %.2f s of decode per request)\n\n",
+      r->peak_rate_per_s, r->nodes[0], r->staffing_beta, r->mean_ttft_ms, r->nodes[1], 100 * o->utilisation,
+      r->batch[r->nbatch - 1], r->mean_decode_s);
 }
 
 void jobinit_write_summary(const jobinit_options *o, const jobinit_result *r, FILE *f) {
