@@ -2,9 +2,10 @@
  * path from a published model config and a trace to validated plans, in RUNS/<name>/:
  * job init (in this process), the farm (mpirun of this binary, which validates the store
  * by the job's validation section), a replay of every policy on the trace and the report
- * (this binary again). Each step resumes or is skipped when its outputs are newer than
- * its inputs: the farm keeps its store, job init rewrites no file whose bytes are the
- * same, and the replay and the report are skipped when they are newer than the store. */
+ * (this binary again). Each step resumes or is skipped when nothing it reads changed:
+ * the farm keeps its store, job init rewrites no file whose bytes are the same, and the
+ * replay and the report are kept while the stamp of their inputs (inputs_hash, in their
+ * directory's .inputs) is the same. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,15 +70,54 @@ static int run_child(char *const argv[]) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : CLI_EXIT_INTERRUPTED;
 }
 
-static double mtime_of(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 : -1;
+/* What the replay and the report are made from: the bytes of the job, cluster, model
+ * and chip files, and the trace's and this program's size and time (the plans are a
+ * deterministic function of these, whatever the farm did to the store's file). */
+static uint64_t inputs_hash(const plan_args *a, const jobinit_result *r, const char *exe) {
+  enpu_hasher hs;
+  enpu_hasher_init(&hs, 0x706c616e);
+  const char *files[] = {r->job_path, r->cluster_path, r->model_path, a->init.chip};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char *text = NULL;
+    size_t len = 0;
+    enpu_err ignored = {0};
+    if (enpu_read_file(files[i], &text, &len, &ignored) == 0) enpu_hasher_bytes(&hs, text, len);
+    enpu_hasher_i64(&hs, (int64_t)len);
+    free(text);
+  }
+  const char *stamped[] = {a->init.trace, exe};
+  for (size_t i = 0; i < 2; i++) {
+    struct stat st;
+    if (stat(stamped[i], &st) == 0)
+      enpu_hasher_i64(&hs, st.st_size), enpu_hasher_i64(&hs, st.st_mtim.tv_sec),
+          enpu_hasher_i64(&hs, st.st_mtim.tv_nsec);
+  }
+  return enpu_hasher_digest(&hs);
 }
 
-/* Is `out` there and newer than each of the inputs? */
-static bool up_to_date(const char *out, const char *in1, const char *in2) {
-  const double t = mtime_of(out);
-  return t >= 0 && t >= mtime_of(in1) && t >= mtime_of(in2);
+/* Was the step whose outputs are in dir made from these inputs (its stamp, dir/.inputs)? */
+static bool up_to_date(const char *dir, const char *output, uint64_t inputs) {
+  char path[CONFIG_PATH_LEN + 32], want[32];
+  snprintf(path, sizeof path, "%s/%s", dir, output);
+  if (access(path, R_OK) != 0) return false;
+  snprintf(path, sizeof path, "%s/.inputs", dir);
+  snprintf(want, sizeof want, "%016llx\n", (unsigned long long)inputs);
+  char *text = NULL;
+  size_t len = 0;
+  enpu_err ignored = {0};
+  const bool same = enpu_read_file(path, &text, &len, &ignored) == 0 && strcmp(text, want) == 0;
+  free(text);
+  return same;
+}
+
+static int stamp(const char *dir, uint64_t inputs) {
+  char path[CONFIG_PATH_LEN + 32], text[32];
+  snprintf(path, sizeof path, "%s/.inputs", dir);
+  snprintf(text, sizeof text, "%016llx\n", (unsigned long long)inputs);
+  enpu_err err = {0};
+  if (enpu_file_write(path, text, strlen(text), 0, &err) == 0) return 0;
+  cli_fail("plan", err.msg);
+  return cli_exit_status(err.code, CLI_EXIT_FAILED);
 }
 
 typedef struct {
@@ -98,11 +138,10 @@ static int farm_step(const plan_args *a, const jobinit_result *r, plan_paths *p)
 }
 
 static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan_paths *p) {
-  char summary[sizeof p->replay + 16], report_md[sizeof p->report + 16];
-  snprintf(summary, sizeof summary, "%s/summary.json", p->replay);
-  snprintf(report_md, sizeof report_md, "%s/report.md", p->report);
+  const uint64_t inputs = inputs_hash(a, r, p->exe);
   step(p, 3, 4, "replay every policy on the trace");
-  if (up_to_date(summary, p->store, r->cluster_path)) fprintf(stderr, "enpu plan: replay: up to date, kept\n");
+  int rc = 0;
+  if (up_to_date(p->replay, "summary.json", inputs)) fprintf(stderr, "enpu plan: replay: up to date, kept\n");
   else {
     char *argv[] = {p->exe,      "replay",
                     "--store",   p->store,
@@ -113,17 +152,19 @@ static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan
                     "--policy",  "all",
                     "--out",     p->replay,
                     NULL};
-    const int rc = run_child(argv);
+    rc = run_child(argv);
+    if (!rc) rc = stamp(p->replay, inputs);
     if (rc) return rc;
   }
   step(p, 4, 4, "report");
-  if (up_to_date(report_md, p->store, summary)) {
+  if (up_to_date(p->report, "report.md", inputs)) {
     fprintf(stderr, "enpu plan: report: up to date, kept\n");
     return 0;
   }
   char *argv[] = {
       p->exe, "report", p->store, "--out", p->report, "--replay", p->replay, "--job", (char *)r->job_path, NULL};
-  return run_child(argv);
+  rc = run_child(argv);
+  return rc ? rc : stamp(p->report, inputs);
 }
 
 static void print_where(const plan_args *a, const jobinit_result *r, const plan_paths *p) {

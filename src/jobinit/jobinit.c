@@ -5,6 +5,7 @@
  * node counts on it; write the final files and the summary. */
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,10 +202,30 @@ static int size_nodes(jobinit_ctx *c, enpu_err *err) {
 static int write_files(jobinit_ctx *c, enpu_err *err) {
   char *job = NULL, *cluster = NULL;
   int rc = jobinit_write_if_changed(c->r->model_path, c->model_json, err);
-  if (!rc) rc = jobinit_job_text(c, &job, err);
+  if (!rc) rc = jobinit_job_text(c, "cluster.json", &job, err);
   if (!rc) rc = jobinit_cluster_text(c, &cluster, err);
   if (!rc) rc = jobinit_write_if_changed(c->r->cluster_path, cluster, err);
   if (!rc) rc = jobinit_write_if_changed(c->r->job_path, job, err);
+  free(job);
+  free(cluster);
+  return rc;
+}
+
+/* The draft (placeholder SLO targets and nodes, one chip) beside the final files under
+ * names of its own, loaded and removed: the final files change only when their bytes do,
+ * so the store a farm made from them stays up to date. */
+static int load_draft(jobinit_ctx *c, enpu_err *err) {
+  char job_path[CONFIG_PATH_LEN + 16], cluster_path[CONFIG_PATH_LEN + 16];
+  snprintf(job_path, sizeof job_path, "%s/job.draft.json", c->o->out_dir);
+  snprintf(cluster_path, sizeof cluster_path, "%s/cluster.draft.json", c->o->out_dir);
+  char *job = NULL, *cluster = NULL;
+  int rc = jobinit_write_if_changed(c->r->model_path, c->model_json, err);
+  if (!rc) rc = jobinit_job_text(c, "cluster.draft.json", &job, err);
+  if (!rc) rc = jobinit_cluster_text(c, &cluster, err);
+  if (!rc) rc = enpu_file_write(cluster_path, cluster, strlen(cluster), 0, err);
+  if (!rc) rc = enpu_file_write(job_path, job, strlen(job), 0, err);
+  if (!rc) rc = config_job_load(job_path, &c->job, err);
+  remove(job_path), remove(cluster_path);
   free(job);
   free(cluster);
   return rc;
@@ -244,8 +265,7 @@ static int run_steps(jobinit_ctx *c, enpu_err *err) {
   ENPU_FORWARD(make_grid(c, err));
   slo_bounds(c);
   c->r->parallel = (config_parallel){1, 1, 1, 1}, c->r->chips = 1, c->r->nodes[0] = c->r->nodes[1] = 1;
-  ENPU_FORWARD(write_files(c, err)); /* the draft: measured as the farm will read it */
-  ENPU_FORWARD(config_job_load(c->r->job_path, &c->job, err));
+  ENPU_FORWARD(load_draft(c, err)); /* measured as the farm will read it */
   ENPU_FORWARD(jobinit_choose_parallel(c, err));
   ENPU_FORWARD(slo_targets(c, err));
   ENPU_FORWARD(size_nodes(c, err));

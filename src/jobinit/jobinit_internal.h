@@ -28,8 +28,9 @@ int jobinit_choose_parallel(jobinit_ctx *c, enpu_err *err);
 /* NoDVFS time of one forward pass of bucket (batch, seq) of `phase` on the job's node, in ms. */
 int jobinit_nodvfs_ms(const config_job *job, config_phase phase, int batch, int seq, double *ms, enpu_err *err);
 
-/* The job's and the cluster's text (malloc'd) from c->r. */
-int jobinit_job_text(const jobinit_ctx *c, char **out, enpu_err *err);
+/* The job's and the cluster's text (malloc'd) from c->r; the job names `cluster` (a
+ * file beside it). */
+int jobinit_job_text(const jobinit_ctx *c, const char *cluster, char **out, enpu_err *err);
 int jobinit_cluster_text(const jobinit_ctx *c, char **out, enpu_err *err);
 
 /* Write text to path unless the file already holds exactly it. */

@@ -46,11 +46,11 @@ static int finish(text *t, char **out, enpu_err *err) {
   return 0;
 }
 
-int jobinit_job_text(const jobinit_ctx *c, char **out, enpu_err *err) {
+int jobinit_job_text(const jobinit_ctx *c, const char *cluster, char **out, enpu_err *err) {
   const jobinit_result *r = c->r;
   text t = {0};
   put(&t, "{\n  \"name\": \"%s\",\n  \"model\": \"model.json\",\n  \"chip\": \"%s\",\n", r->name, c->chip_rel);
-  put(&t, "  \"cluster\": \"cluster.json\",\n  \"store\": \"plans.h5\",\n  \"phases\": {\n");
+  put(&t, "  \"cluster\": \"%s\",\n  \"store\": \"plans.h5\",\n  \"phases\": {\n", cluster);
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     put(&t, "    \"%s\": %s{ \"batch\": ", config_phase_name((config_phase)ph), ph ? " " : "");
     put_list(&t, r->batch, r->nbatch);
