@@ -18,7 +18,7 @@
 typedef struct {
   cli_job_init_args init;
   const char *runs;
-  int np, no_replay;
+  int np, no_replay, json;
 } plan_args;
 
 static int plan_run(void *args);
@@ -43,6 +43,7 @@ static const cli_opt plan_opts[] = {
      .help = "everything goes to DIR/<name>/ (default runs, which git ignores)"},
     {.name = "no-replay", .type = CLI_FLAG, .at = offsetof(plan_args, no_replay),
      .help = "stop after the farm's validation (no replay of every policy, no report)"},
+    CLI_JSON_OPT(plan_args, "where each file is (the steps' own output goes to stderr)"),
 };
 static const cli_spec plan_spec = {.command = "plan", .run = plan_run, .init = plan_defaults,
                                    .pos = {"CONFIG.json", "model (Hugging Face config.json or model file)", 1, 1,
@@ -53,11 +54,12 @@ const cli_spec *const cli_plan_specs[] = {&plan_spec, NULL};
 
 /* Run argv as a child with stdout and stderr shared; @return its exit status (a signal's
  * death: CLI_EXIT_INTERRUPTED), or CLI_EXIT_ENV when it could not start. */
-static int run_child(char *const argv[]) {
+static int run_child(char *const argv[], bool stdout_to_stderr) {
   fflush(stdout), fflush(stderr);
   const pid_t pid = fork();
   if (pid < 0) return cli_fail("plan", "cannot start a process"), CLI_EXIT_ENV;
   if (pid == 0) {
+    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO); /* --json: one document on stdout, ours */
     if (geteuid() == 0) /* Open MPI refuses root without its two confirmations (as make farm) */
       setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0), setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     execvp(argv[0], argv);
@@ -130,14 +132,14 @@ static void step(const plan_paths *p, int k, int n, const char *what) {
   fprintf(stderr, "enpu plan: [%d/%d] %s (%.1f s so far)\n", k, n, what, enpu_now_s() - p->t0);
 }
 
-static int farm_step(const plan_args *a, const jobinit_result *r, plan_paths *p) {
+static int step_farm(const plan_args *a, const jobinit_result *r, plan_paths *p) {
   step(p, 2, 4, "farm: compile every bucket x policy into the store, then validate it");
   char *argv[] = {"mpirun",    "-np",           p->np, "--oversubscribe", p->exe, "farm", (char *)r->job_path,
                   "--results", (char *)a->runs, NULL};
-  return run_child(argv);
+  return run_child(argv, a->json);
 }
 
-static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan_paths *p) {
+static int step_replay_report(const plan_args *a, const jobinit_result *r, plan_paths *p) {
   const uint64_t inputs = inputs_hash(a, r, p->exe);
   step(p, 3, 4, "replay every policy on the trace");
   int rc = 0;
@@ -152,7 +154,7 @@ static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan
                     "--policy",  "all",
                     "--out",     p->replay,
                     NULL};
-    rc = run_child(argv);
+    rc = run_child(argv, a->json);
     if (!rc) rc = stamp(p->replay, inputs);
     if (rc) return rc;
   }
@@ -163,18 +165,34 @@ static int replay_report_steps(const plan_args *a, const jobinit_result *r, plan
   }
   char *argv[] = {
       p->exe, "report", p->store, "--out", p->report, "--replay", p->replay, "--job", (char *)r->job_path, NULL};
-  rc = run_child(argv);
+  rc = run_child(argv, a->json);
   return rc ? rc : stamp(p->report, inputs);
 }
 
-static void print_where(const plan_args *a, const jobinit_result *r, const plan_paths *p) {
-  printf("enpu plan: %s done in %.1f s\n", r->name, enpu_now_s() - p->t0);
+static int print_where(const plan_args *a, const jobinit_result *r, const plan_paths *p) {
+  char summary[CONFIG_PATH_LEN + CONFIG_NAME_LEN + 16], validation[sizeof summary],
+      report_md[sizeof p->report + 16];
+  snprintf(summary, sizeof summary, "%s/%s/summary.md", a->runs, r->name);
+  snprintf(validation, sizeof validation, "%s/%s/validation.md", a->runs, r->name);
+  snprintf(report_md, sizeof report_md, "%s/report.md", p->report);
+  const double took_s = enpu_now_s() - p->t0;
+  if (a->json) {
+    json_t *doc = json_pack("{s:s, s:f, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}", "name", r->name, "seconds",
+                            took_s, "job", r->job_path, "cluster", r->cluster_path, "model", r->model_path, "init",
+                            r->summary_path, "store", p->store, "summary", summary, "validation", validation,
+                            "replay", a->no_replay ? NULL : p->replay, "report", a->no_replay ? NULL : report_md);
+    const int rc = doc ? cli_print_json(doc) : cli_fail("plan", "out of memory (JSON output)");
+    json_decref(doc);
+    return rc;
+  }
+  printf("enpu plan: %s done in %.1f s\n", r->name, took_s);
   printf("  job, cluster, model:  %s, %s, %s\n", r->job_path, r->cluster_path, r->model_path);
   printf("  job init summary:     %s\n", r->summary_path);
   printf("  plan store:           %s\n", p->store);
-  printf("  farm summary:         %s/%s/summary.md\n", a->runs, r->name);
-  printf("  validation:           %s/%s/validation.md\n", a->runs, r->name);
-  if (!a->no_replay) printf("  replay, report:       %s/, %s/report.md\n", p->replay, p->report);
+  printf("  farm summary:         %s\n", summary);
+  printf("  validation:           %s\n", validation);
+  if (!a->no_replay) printf("  replay, report:       %s/, %s\n", p->replay, report_md);
+  return 0;
 }
 
 static int plan_run(void *args) {
@@ -207,9 +225,9 @@ static int plan_run(void *args) {
   snprintf(p->store, sizeof p->store, "%s/plans.h5", p->dir);
   snprintf(p->replay, sizeof p->replay, "%s/replay", p->dir);
   snprintf(p->report, sizeof p->report, "%s/report", p->dir);
-  if (!rc) rc = farm_step(a, r, p);
-  if (!rc && !a->no_replay) rc = replay_report_steps(a, r, p);
-  if (!rc) print_where(a, r, p);
+  if (!rc) rc = step_farm(a, r, p);
+  if (!rc && !a->no_replay) rc = step_replay_report(a, r, p);
+  if (!rc) rc = print_where(a, r, p);
   else fprintf(stderr, "enpu plan: stopped (exit %d); rerun the same command to resume\n", rc);
   free(p), free(r);
   return rc;

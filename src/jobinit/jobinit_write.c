@@ -37,7 +37,7 @@ static void put_list(text *t, const int *v, int n) {
   put(t, "]");
 }
 
-static int finish(text *t, char **out, enpu_err *err) {
+static int text_finish(text *t, char **out, enpu_err *err) {
   if (t->failed) {
     free(t->s);
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (job init's text)");
@@ -64,7 +64,7 @@ int jobinit_job_text(const jobinit_ctx *c, const char *cluster, char **out, enpu
   put(&t, "  \"capacity\": \"enforce\",\n");
   put(&t, "  \"validation\": { \"trace\": \"%s\", \"sample\": %d, \"seed\": 1 }\n}\n", c->trace_rel,
       c->o->validation_sample);
-  return finish(&t, out, err);
+  return text_finish(&t, out, err);
 }
 
 static void put_node(text *t, const char *phase, int nodes, const jobinit_result *r, bool last) {
@@ -91,7 +91,7 @@ int jobinit_cluster_text(const jobinit_ctx *c, char **out, enpu_err *err) {
   put(&t, "  ],\n  \"batching\": { \"max_batch\": %d, \"max_batch_tokens\": %d },\n", r->batch[r->nbatch - 1],
       top > 16384 ? top : 16384);
   put(&t, "  \"idle\": { \"mode\": \"lowest-state\" }\n}\n");
-  return finish(&t, out, err);
+  return text_finish(&t, out, err);
 }
 
 int jobinit_write_if_changed(const char *path, const char *body, enpu_err *err) {

@@ -125,8 +125,8 @@ static void test_coverage_leaves_an_outlier(void **state) {
   assert_int_equal(r->outside, 1);
   assert_true(fabs(r->coverage - 0.999) < 1e-12);
   assert_int_equal(r->nseq[0], 1);
-  assert_int_equal(r->seq[0][0], 128);               /* 100 rounded up to the step */
-  assert_int_equal(r->seq[1][0], 128);               /* 110 total */
+  assert_int_equal(r->seq[0][0], 128); /* 100 rounded up to the step */
+  assert_int_equal(r->seq[1][0], 128); /* 110 total */
   assert_true(fabs(r->padding_waste[0] - 28.0 / 128) < 1e-12);
   /* all of them: the top reaches the outlier, 50000 rounded up to 50048 */
   o.coverage = 1;
