@@ -58,7 +58,7 @@ int jobinit_job_text(const jobinit_ctx *c, const char *cluster, char **out, enpu
     put_list(&t, r->seq[ph], r->nseq[ph]);
     put(&t, " }%s\n", ph + 1 < CONFIG_NPHASE ? "," : "");
   }
-  put(&t, "  },\n  \"slacks\": [0, 0.02, 0.05, 0.10],\n");
+  put(&t, "  },\n  \"slacks\": [0, 0.02, 0.05, 0.10, 0.20, 0.30],\n"); /* the paper's (§4.1) */
   put(&t, "  \"policies\": [\"nodvfs\", \"dvfs-c-walk\", \"enpu-c\", \"enpu-all\"],\n");
   if (c->moe) put(&t, "  \"moe\": { \"capacity_factor\": \"worst\", \"experts\": \"all-resident\" },\n");
   put(&t, "  \"capacity\": \"enforce\",\n");
