@@ -7,6 +7,7 @@
  * replay and the report are kept while the stamp of their inputs (inputs_hash, in their
  * directory's .inputs) is the same. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,9 +57,14 @@ const cli_spec *const cli_plan_specs[] = {&plan_spec, NULL};
  * death: CLI_EXIT_INTERRUPTED), or CLI_EXIT_ENV when it could not start. */
 static int run_child(char *const argv[], bool stdout_to_stderr) {
   fflush(stdout), fflush(stderr);
+  /* A Ctrl-C reaches the whole foreground group: the step stops as it does alone (the
+   * farm with its checkpoint, exit 3) and this process lives on to say how to resume. */
+  struct sigaction ignore = {.sa_handler = SIG_IGN}, was_int, was_quit;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &was_int), sigaction(SIGQUIT, &ignore, &was_quit);
   const pid_t pid = fork();
-  if (pid < 0) return cli_fail("plan", "cannot start a process"), CLI_EXIT_ENV;
   if (pid == 0) {
+    sigaction(SIGINT, &was_int, NULL), sigaction(SIGQUIT, &was_quit, NULL);
     if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO); /* --json: one document on stdout, ours */
     if (geteuid() == 0) /* Open MPI refuses root without its two confirmations (as make farm) */
       setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0), setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -66,10 +72,17 @@ static int run_child(char *const argv[], bool stdout_to_stderr) {
     fprintf(stderr, "enpu plan: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(CLI_EXIT_ENV);
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return cli_fail("plan", "lost a child process"), CLI_EXIT_ENV;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : CLI_EXIT_INTERRUPTED;
+  int status = 0, rc = CLI_EXIT_INTERRUPTED;
+  if (pid < 0) cli_fail("plan", "cannot start a process"), rc = CLI_EXIT_ENV;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      cli_fail("plan", "lost a child process");
+      status = -1, rc = CLI_EXIT_ENV;
+      break;
+    }
+  if (pid > 0 && status != -1 && WIFEXITED(status)) rc = WEXITSTATUS(status);
+  sigaction(SIGINT, &was_int, NULL), sigaction(SIGQUIT, &was_quit, NULL);
+  return rc;
 }
 
 /* What the replay and the report are made from: the bytes of the job, cluster, model
