@@ -18,6 +18,7 @@
 #include "farm.h"
 #include "graph.h"
 #include "jobinit.h"
+#include "replay.h"
 
 typedef struct cli_spec cli_spec;
 typedef struct cli_parsed cli_parsed;
@@ -308,8 +309,9 @@ void cli_help(const cli_spec *s, FILE *out);
 
 typedef struct {
   const char *model, *chip, *trace, *out, *name;
-  int tp, ep, json;
+  int tp, ep, json, from; /* from: a replay_format, -1 the replay's CSV */
   cli_numbers percentiles, ttft, tpot;
+  char converted[CONFIG_PATH_LEN + 16]; /* the trace converted by --from */
   jobinit_options o; /* coverage, budget, max batch, headroom, scale, utilisation: set by the rows */
 } cli_job_init_args;
 
@@ -317,6 +319,8 @@ typedef struct {
  * for job init and T.init for plan). */
 /* clang-format off */
 #define CLI_JOB_INIT_OPTS_AT(T, f)                                                                   \
+  {.name = "from", .type = CLI_ENUM, .at = offsetof(T, f from), .choices = replay_format_names,    \
+   .help = "the trace's published format, converted into DIR/trace.csv as\n`enpu trace convert --from` does (default: the replay's CSV)"}, \
   {.name = "chip", .type = CLI_STRING, .at = offsetof(T, f chip), .meta = "CHIP.json",               \
    .help = "the chip file (default " CLI_DEFAULT_CHIP ")"},                                          \
   {.name = "name", .type = CLI_STRING, .at = offsetof(T, f name), .meta = "NAME",                    \
@@ -353,6 +357,9 @@ typedef struct {
 /* The jobinit_options of parsed arguments, the output directory in dir (-o, else
  * runs/<name>). @return 0, or an exit status after printing the error. */
 int cli_job_init_options(cli_job_init_args *a, const char *runs, char *dir, size_t cap);
+/* With --from, the trace converted into dir/trace.csv (rewritten only when its bytes
+ * change) and taken as the job's. @return 0, or an exit status after printing the error. */
+int cli_job_init_trace(cli_job_init_args *a, const char *cmd);
 /* The summary (or with --json the document) of a finished job init. */
 int cli_job_init_print(const cli_job_init_args *a, const jobinit_result *r, FILE *out);
 

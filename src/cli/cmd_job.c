@@ -2,6 +2,7 @@
  * cluster for a model and a trace (jobinit_run does the work by the rules jobinit.h
  * states; this file parses the options and prints the summary). `enpu plan` calls the
  * same parsing (cli_job_init_options) on its own arguments. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_internal.h"
@@ -13,6 +14,7 @@ static void init_defaults(void *args) {
   cli_job_init_args *a = args;
   jobinit_options_default(&a->o);
   a->chip = CLI_DEFAULT_CHIP;
+  a->from = -1;
 }
 
 /* clang-format off */
@@ -74,6 +76,32 @@ int cli_job_init_options(cli_job_init_args *a, const char *runs, char *dir, size
   return 0;
 }
 
+int cli_job_init_trace(cli_job_init_args *a, const char *cmd) {
+  if (a->from < 0) return 0;
+  enpu_err err = {0};
+  char *text = NULL, *csv = NULL, *old = NULL;
+  size_t len = 0, old_len = 0;
+  snprintf(a->converted, sizeof a->converted, "%s/trace.csv", a->o.out_dir);
+  const replay_convert_options o = {.format = (replay_format)a->from};
+  replay_convert_counts n;
+  int rc = enpu_mkdir_p(a->o.out_dir, &err);
+  if (!rc) rc = enpu_read_file_max(a->trace, ENPU_TRACE_MAX_BYTES, &text, &len, &err);
+  if (!rc) rc = replay_trace_convert(text, len, a->trace, &o, &csv, &n, &err);
+  enpu_err ignored = {0};
+  const bool same = !rc && enpu_read_file_max(a->converted, ENPU_TRACE_MAX_BYTES, &old, &old_len, &ignored) == 0 &&
+                    old_len == strlen(csv) && memcmp(old, csv, old_len) == 0;
+  if (!rc && !same) rc = enpu_file_write(a->converted, csv, strlen(csv), 0, &err);
+  free(text), free(csv), free(old);
+  if (rc < 0) return cli_fail(cmd, err.msg), cli_input_status(err.code);
+  if (n.unsorted)
+    fprintf(stderr, "enpu %s: warning: %zu rows of %s are earlier than the row before them; converted sorted\n",
+            cmd, n.unsorted, a->trace);
+  fprintf(stderr, "enpu %s: %s converted from %s: %zu requests\n", cmd, a->converted, replay_format_names[a->from],
+          n.rows);
+  a->o.trace_path = a->trace = a->converted;
+  return 0;
+}
+
 static json_t *result_json(const jobinit_result *r) {
   json_t *slo = json_array();
   for (int k = 0; k < r->nslo; k++)
@@ -107,6 +135,7 @@ static int init_run(void *args) {
   cli_job_init_args *a = args;
   char dir[CONFIG_PATH_LEN];
   int rc = cli_job_init_options(a, "runs", dir, sizeof dir);
+  if (!rc) rc = cli_job_init_trace(a, "job init");
   if (rc) return rc;
   jobinit_result *r = calloc(1, sizeof *r);
   if (!r) return cli_fail("job init", "out of memory"), CLI_EXIT_ENV;

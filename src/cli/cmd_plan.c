@@ -28,6 +28,7 @@ static void plan_defaults(void *args) {
   plan_args *a = args;
   jobinit_options_default(&a->init.o);
   a->init.chip = CLI_DEFAULT_CHIP;
+  a->init.from = -1;
   a->runs = "runs";
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   a->np = cores > 1 ? (int)cores : 2;
@@ -219,6 +220,7 @@ static int plan_run(void *args) {
   /* the job's name is its directory's: the farm writes its results to RUNS/<job name>/ */
   snprintf(stem, sizeof stem, "%s", strrchr(p->dir, '/') ? strrchr(p->dir, '/') + 1 : p->dir);
   a->init.o.name = stem;
+  if (!rc) rc = cli_job_init_trace(&a->init, "plan");
   const ssize_t n = readlink("/proc/self/exe", p->exe, sizeof p->exe - 1);
   if (!rc && n <= 0) {
     cli_fail("plan", "cannot find this program's path (/proc/self/exe)");

@@ -132,6 +132,14 @@ with tempfile.TemporaryDirectory() as tmp:
         h.check("mixtral-8x7b: the job has the MoE section", "moe" in job)
 
     model = os.path.join(SRC, "tests/fixtures/hf/llama3.1-8b.json")
+    out = os.path.join(tmp, "mooncake")
+    p = h.run("job", "init", model, "--trace", os.path.join(SRC, "tests/fixtures/traces/mooncake.jsonl"), "--from",
+              "mooncake", "-o", out, "--json")
+    doc = json.loads(p.stdout) if p.returncode == 0 else {}
+    job = validates("--from mooncake", os.path.join(out, "job.json"), "job") if p.returncode == 0 else {}
+    h.check("--from mooncake: the trace converted into DIR/trace.csv and the job validates on it",
+            doc.get("requests") == 8 and job.get("validation", {}).get("trace") == "trace.csv" and
+            len(requests(os.path.join(out, "trace.csv"))) == 8, p.stdout[-400:] + p.stderr[-800:])
     for args, why in (((model, "--trace", os.path.join(tmp, "trace.csv"), "--ttft-ms", "1,2", "-o", tmp + "/x"),
                        "a TTFT list shorter than the classes"),
                       ((model, "--trace", os.path.join(tmp, "trace.csv"), "--percentiles", "66,33", "-o", tmp + "/x"),
