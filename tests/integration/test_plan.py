@@ -75,6 +75,15 @@ with tempfile.TemporaryDirectory() as tmp:
             doc.get("store") == os.path.join(run, "plans.h5") and doc.get("report", "").endswith("report/report.md"),
             p.stdout[-800:])
 
+    env = dict(ENV, PATH="/nonexistent")  # no mpirun: the farm step cannot start
+    cmd = [h.enpu, "plan", os.path.join(SRC, "tests/fixtures/hf/llama3.2-1b.json"), "--trace",
+           os.path.join(tmp, "trace.csv"), "--chip", os.path.join(SRC, "jobs/chips/tpuv5p.json"), "--max-batch", "4",
+           "--bucket-budget", "8", "--runs", os.path.join(tmp, "runs2")]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
+    h.check("a step that cannot start: exit 4, the step named, the resume line",
+            p.returncode == 4 and "cannot run mpirun" in p.stderr and "stopped (exit 4); rerun" in p.stderr,
+            p.stderr[-600:])
+
     p = plan(tmp, "--np", "0")
     h.check("--np 0: exit 2", p.returncode == 2, p.stderr[-300:])
 
