@@ -322,18 +322,18 @@ typedef struct {
   {.name = "from", .type = CLI_ENUM, .at = offsetof(T, f from), .choices = replay_format_names,    \
    .help = "the trace's published format, converted into DIR/trace.csv as\n`enpu trace convert --from` does (default: the replay's CSV)"}, \
   {.name = "chip", .type = CLI_STRING, .at = offsetof(T, f chip), .meta = "CHIP.json",               \
-   .help = "the chip file (default " CLI_DEFAULT_CHIP ")"},                                          \
+   .help = "the chip file"},                                          \
   {.name = "name", .type = CLI_STRING, .at = offsetof(T, f name), .meta = "NAME",                    \
    .help = "the job's name (default: the model's)"},                                                 \
   {.name = "coverage", .type = CLI_DOUBLE, .at = offsetof(T, f o.coverage), .meta = "F",            \
-   .range = CLI_RANGE(0.5, 1), .help = "fraction of the trace's requests the grid must hold (default 0.999)"}, \
+   .range = CLI_RANGE(0.5, 1), .help = "fraction of the trace's requests the grid must hold"}, \
   {.name = "bucket-budget", .type = CLI_INT, .at = offsetof(T, f o.bucket_budget), .meta = "N",     \
-   .range = CLI_RANGE(1, 4096), .help = "buckets per phase, the compile cost (default 64)"},        \
+   .range = CLI_RANGE(1, 4096), .help = "buckets per phase, the compile cost"},        \
   {.name = "max-batch", .type = CLI_INT, .at = offsetof(T, f o.max_batch), .meta = "B",             \
    .range = CLI_CONFIG_RANGE("cluster", "$.batching.max_batch"),                                     \
-   .help = "the batch axis' top: 1, 2, 4, ... up to B (default 32)"},                               \
+   .help = "the batch axis' top: 1, 2, 4, ... up to B"},                               \
   {.name = "headroom", .type = CLI_DOUBLE, .at = offsetof(T, f o.headroom), .meta = "F",            \
-   .range = CLI_RANGE(0, 0.9), .help = "HBM fraction the largest bucket leaves free (default 0.1)"}, \
+   .range = CLI_RANGE(0, 0.9), .help = "HBM fraction the largest bucket leaves free"}, \
   {.name = "tp", .type = CLI_INT, .at = offsetof(T, f tp), .meta = "N",                              \
    .range = CLI_CONFIG_RANGE("cluster", "$.*.parallel.tp"), .help = "tensor parallelism (default: by the memory rule)"}, \
   {.name = "ep", .type = CLI_INT, .at = offsetof(T, f ep), .meta = "N",                              \
@@ -342,7 +342,7 @@ typedef struct {
    .range = {.min = 0, .max = 100, .min_open = true}, .max_count = 8,                               \
    .help = "the SLO classes' length percentiles, increasing, at most 100\n(default 33,66,100: paper Table 2)"}, \
   {.name = "slo-scale", .type = CLI_DOUBLE, .at = offsetof(T, f o.slo_scale), .meta = "X",          \
-   .range = CLI_RANGE(1, 1000), .help = "targets as X times the NoDVFS single-request latency\n(default 5: paper §4.1)"}, \
+   .range = CLI_RANGE(1, 1000), .help = "targets as X times the NoDVFS single-request latency\n(paper §4.1: 5)"}, \
   {.name = "ttft-ms", .type = CLI_LIST, .at = offsetof(T, f ttft), .meta = "MS,...",                 \
    .range = CLI_CONFIG_RANGE("cluster", "$.slo[].ttft_ms"), .max_count = 8,                          \
    .help = "TTFT targets, one per class (default: the rule's)"},                                      \
@@ -350,7 +350,7 @@ typedef struct {
    .range = CLI_CONFIG_RANGE("cluster", "$.slo[].tpot_ms"), .max_count = 8,                          \
    .help = "TPOT targets, one per class (default: the rule's)"},                                      \
   {.name = "utilisation", .type = CLI_DOUBLE, .at = offsetof(T, f o.utilisation), .meta = "F",      \
-   .range = CLI_RANGE(0.05, 1), .help = "decode nodes' utilisation at the busiest minute (default 0.5)"}
+   .range = CLI_RANGE(0.05, 1), .help = "decode nodes' utilisation at the busiest minute"}
 #define CLI_JOB_INIT_OPTS(T) CLI_JOB_INIT_OPTS_AT(T, )
 /* clang-format on */
 

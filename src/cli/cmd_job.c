@@ -20,7 +20,7 @@ static void init_defaults(void *args) {
 /* clang-format off */
 static const cli_opt init_opts[] = {
     {.name = "trace", .type = CLI_STRING, .at = offsetof(cli_job_init_args, trace), .meta = "TRACE.csv", .flags = CLI_REQUIRED,
-     .help = "the request trace in the replay's CSV (enpu trace convert makes one)"},
+     .help = "the request trace: the replay's CSV, or a published layout with --from"},
     CLI_JOB_INIT_OPTS(cli_job_init_args),
     {.name = "output", .alias = 'o', .type = CLI_STRING, .at = offsetof(cli_job_init_args, out), .meta = "DIR",
      .help = "write job.json, cluster.json, model.json and init.md here\n(default: runs/<name>)"},

@@ -37,12 +37,12 @@ static void plan_defaults(void *args) {
 /* clang-format off */
 static const cli_opt plan_opts[] = {
     {.name = "trace", .type = CLI_STRING, .at = offsetof(plan_args, init.trace), .meta = "TRACE.csv", .flags = CLI_REQUIRED,
-     .help = "the request trace in the replay's CSV (enpu trace convert makes one)"},
+     .help = "the request trace: the replay's CSV, or a published layout with --from"},
     CLI_JOB_INIT_OPTS_AT(plan_args, init.),
     {.name = "np", .type = CLI_INT, .at = offsetof(plan_args, np), .meta = "N", .range = CLI_RANGE(1, 4096),
-     .help = "the farm's MPI ranks (default: the cores, at least 2)"},
+     .help = "the farm's MPI ranks (the default: this machine's cores, at least 2)"},
     {.name = "runs", .type = CLI_STRING, .at = offsetof(plan_args, runs), .meta = "DIR",
-     .help = "everything goes to DIR/<name>/ (default runs, which git ignores)"},
+     .help = "everything goes to DIR/<name>/ (runs/ is ignored by git)"},
     {.name = "no-replay", .type = CLI_FLAG, .at = offsetof(plan_args, no_replay),
      .help = "stop after the farm's validation (no replay of every policy, no report)"},
     CLI_JSON_OPT(plan_args, "where each file is (the steps' own output goes to stderr)"),
