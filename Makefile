@@ -12,7 +12,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libopenmpi-dev openmpi-bin \
 FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 4000
 
-.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm farm-usage slurm-local slurm-local-stop commands-table reference paper paper-quick test check test-full clean
+.PHONY: deps build asan format fuzz-setup fuzz fuzz-long run farm farm-usage plan plan-usage slurm-local slurm-local-stop commands-table reference paper paper-quick test check test-full clean
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -115,6 +115,15 @@ farm: $(if $(JOB),build,farm-usage)
 
 farm-usage:
 	@echo "usage: make farm JOB=jobs/<job>.json [NP=N] [ARGS='...']" >&2; exit 2
+
+# `make plan CONFIG=config.json TRACE=trace.csv [NP=N] [ARGS='--chip ...']`: from a
+# published model config and a trace to validated plans in $(RUNS)/<name>/ (enpu plan:
+# job init, the farm over N ranks, the replay and the report; a rerun resumes).
+plan: $(if $(and $(CONFIG),$(TRACE)),build,plan-usage)
+	$(MPI_ENV) $(BUILD)/enpu plan $(CONFIG) --trace $(TRACE) --np $(NP) --runs $(RUNS) $(ARGS)
+
+plan-usage:
+	@echo "usage: make plan CONFIG=<config.json> TRACE=<trace.csv> [NP=N] [ARGS='...']" >&2; exit 2
 
 # The one-node Slurm the tests use (tests/integration/slurm/slurm_cluster.py), started
 # by hand and sized to this machine, for trying slurm/*.sbatch without a cluster: it

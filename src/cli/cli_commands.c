@@ -20,6 +20,8 @@ const cli_command cli_commands[] = {
     COMMAND(validate, "re-simulate a sample of a store's plans, replay every policy, record it"),
     COMMAND(model, "import a Hugging Face config.json as a model file (model import)"),
     COMMAND(trace, "convert a public trace to the replay's CSV (trace convert), or add a burst (trace burst)"),
+    COMMAND(job, "a job and a cluster from a model, a chip and a trace (job init)"),
+    COMMAND(plan, "model config + trace to validated plans: job init, farm, replay, report"),
     COMMAND(cache, "the operator-result cache farms share: stats, verify, prune"),
 };
 

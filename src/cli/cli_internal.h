@@ -17,7 +17,9 @@
 #include "config.h"
 #include "farm.h"
 #include "graph.h"
+#include "jobinit.h"
 #include "paper.h"
+#include "replay.h"
 
 typedef struct cli_spec cli_spec;
 typedef struct cli_parsed cli_parsed;
@@ -45,6 +47,8 @@ extern const cli_spec *const cli_validate_specs[];
 extern const cli_spec *const cli_model_specs[];
 extern const cli_spec *const cli_trace_specs[];
 extern const cli_spec *const cli_cache_specs[];
+extern const cli_spec *const cli_job_specs[];
+extern const cli_spec *const cli_plan_specs[];
 
 /* Run command c on argv (argv[0] its name, argv[1] the sub-command when it has them): the
  * spec chosen, the arguments parsed by it into a fresh struct, then its run.
@@ -298,5 +302,66 @@ int cli_reject(char *msg, size_t len, const char *fmt, ...) __attribute__((forma
 /* The help of s: synopsis, the command's section of commands.md, one entry per option
  * with its range and default, the section's exit status paragraph. */
 void cli_help(const cli_spec *s, FILE *out);
+
+/* ---------------------------------------------------------------------------------
+ * `enpu job init` and `enpu plan` (cmd_job.c, cmd_plan.c): the same options of the rules. */
+
+#define CLI_DEFAULT_CHIP "jobs/chips/tpuv5p.json"
+
+typedef struct {
+  const char *model, *chip, *trace, *out, *name;
+  int tp, ep, json, from; /* from: a replay_format, -1 the replay's CSV */
+  cli_numbers percentiles, ttft, tpot;
+  char converted[CONFIG_PATH_LEN + 16]; /* the trace converted by --from */
+  jobinit_options o; /* coverage, budget, max batch, headroom, scale, utilisation: set by the rows */
+} cli_job_init_args;
+
+/* The rows of job init's rules into the cli_job_init_args field of T (which is T itself
+ * for job init and T.init for plan). */
+/* clang-format off */
+#define CLI_JOB_INIT_OPTS_AT(T, f)                                                                   \
+  {.name = "from", .type = CLI_ENUM, .at = offsetof(T, f from), .choices = replay_format_names,    \
+   .help = "the trace's published format, converted into DIR/trace.csv as\n`enpu trace convert --from` does (default: the replay's CSV)"}, \
+  {.name = "chip", .type = CLI_STRING, .at = offsetof(T, f chip), .meta = "CHIP.json",               \
+   .help = "the chip file"},                                          \
+  {.name = "name", .type = CLI_STRING, .at = offsetof(T, f name), .meta = "NAME",                    \
+   .help = "the job's name (default: the model's)"},                                                 \
+  {.name = "coverage", .type = CLI_DOUBLE, .at = offsetof(T, f o.coverage), .meta = "F",            \
+   .range = CLI_RANGE(0.5, 1), .help = "fraction of the trace's requests the grid must hold"}, \
+  {.name = "bucket-budget", .type = CLI_INT, .at = offsetof(T, f o.bucket_budget), .meta = "N",     \
+   .range = CLI_RANGE(1, 4096), .help = "buckets per phase, the compile cost"},        \
+  {.name = "max-batch", .type = CLI_INT, .at = offsetof(T, f o.max_batch), .meta = "B",             \
+   .range = CLI_CONFIG_RANGE("cluster", "$.batching.max_batch"),                                     \
+   .help = "the batch axis' top: 1, 2, 4, ... up to B"},                               \
+  {.name = "headroom", .type = CLI_DOUBLE, .at = offsetof(T, f o.headroom), .meta = "F",            \
+   .range = CLI_RANGE(0, 0.9), .help = "HBM fraction the largest bucket leaves free"}, \
+  {.name = "tp", .type = CLI_INT, .at = offsetof(T, f tp), .meta = "N",                              \
+   .range = CLI_CONFIG_RANGE("cluster", "$.*.parallel.tp"), .help = "tensor parallelism (default: by the memory rule)"}, \
+  {.name = "ep", .type = CLI_INT, .at = offsetof(T, f ep), .meta = "N",                              \
+   .range = CLI_CONFIG_RANGE("cluster", "$.*.parallel.ep"), .help = "expert parallelism (default: by the memory rule)"}, \
+  {.name = "percentiles", .type = CLI_LIST, .at = offsetof(T, f percentiles), .meta = "P,P,...",    \
+   .range = {.min = 0, .max = 100, .min_open = true}, .max_count = 8,                               \
+   .help = "the SLO classes' length percentiles, increasing, at most 100\n(default 33,66,100: paper Table 2)"}, \
+  {.name = "slo-scale", .type = CLI_DOUBLE, .at = offsetof(T, f o.slo_scale), .meta = "X",          \
+   .range = CLI_RANGE(1, 1000), .help = "targets as X times the NoDVFS single-request latency\n(paper §4.1: 5)"}, \
+  {.name = "ttft-ms", .type = CLI_LIST, .at = offsetof(T, f ttft), .meta = "MS,...",                 \
+   .range = CLI_CONFIG_RANGE("cluster", "$.slo[].ttft_ms"), .max_count = 8,                          \
+   .help = "TTFT targets, one per class (default: the rule's)"},                                      \
+  {.name = "tpot-ms", .type = CLI_LIST, .at = offsetof(T, f tpot), .meta = "MS,...",                 \
+   .range = CLI_CONFIG_RANGE("cluster", "$.slo[].tpot_ms"), .max_count = 8,                          \
+   .help = "TPOT targets, one per class (default: the rule's)"},                                      \
+  {.name = "utilisation", .type = CLI_DOUBLE, .at = offsetof(T, f o.utilisation), .meta = "F",      \
+   .range = CLI_RANGE(0.05, 1), .help = "decode nodes' utilisation at the busiest minute"}
+#define CLI_JOB_INIT_OPTS(T) CLI_JOB_INIT_OPTS_AT(T, )
+/* clang-format on */
+
+/* The jobinit_options of parsed arguments, the output directory in dir (-o, else
+ * runs/<name>). @return 0, or an exit status after printing the error. */
+int cli_job_init_options(cli_job_init_args *a, const char *runs, char *dir, size_t cap);
+/* With --from, the trace converted into dir/trace.csv (rewritten only when its bytes
+ * change) and taken as the job's. @return 0, or an exit status after printing the error. */
+int cli_job_init_trace(cli_job_init_args *a, const char *cmd);
+/* The summary (or with --json the document) of a finished job init. */
+int cli_job_init_print(const cli_job_init_args *a, const jobinit_result *r, FILE *out);
 
 #endif /* ENPU_CLI_INTERNAL_H */

@@ -8,7 +8,8 @@ The pages are README.md and every docs/**/*.md (a page added later is read too),
 order. A block is runnable when the line before its ```sh fence is `<!-- runnable -->`. Each of
 its commands (a line, with `\\` continuations, without its trailing `# comment`) runs
 with bash, in order, in a scratch git repository holding this checkout's tracked jobs/,
-results/ and .gitignore (committed), with
+results/, tests/fixtures/ (the published configs and trace samples) and .gitignore
+(committed), with
 - every `jobs/<job>.json` a block names made the demo job under that job's name (the
   blocks show the full jobs; the demo is the same command, small), so that its outputs
   land where the full job's would, beside the shipped reference results/<job>/;
@@ -90,9 +91,10 @@ def git(cwd, *args):
 
 
 def scratch_repo(tmp, jobs):
-    """tmp as a git repository of the checkout's tracked jobs/, results/ and .gitignore,
+    """tmp as a git repository of the checkout's tracked jobs/, results/, tests/fixtures/
+    and .gitignore,
     with each of `jobs` the demo job under its name, committed."""
-    listed = git(h.src, "ls-files", "-z", "jobs", "results", ".gitignore").stdout.split("\0")
+    listed = git(h.src, "ls-files", "-z", "jobs", "results", "tests/fixtures", ".gitignore").stdout.split("\0")
     for f in filter(None, listed):
         os.makedirs(os.path.dirname(os.path.join(tmp, f)) or tmp, exist_ok=True)
         shutil.copy2(os.path.join(h.src, f), os.path.join(tmp, f))

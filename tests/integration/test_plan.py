@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""test_plan.py — `enpu plan` end to end on a small published config (Llama-3.2-1B) and
+the first 300 requests of the shipped Azure conversation trace, on a small grid (max
+batch 4, 8 buckets per phase) under the real mpirun: from nothing to a validated store,
+a replay of every policy and a report, each where it says; then the same command again,
+which recomputes nothing (the farm has 0 tasks to do, the replay and the report are kept)
+and leaves job init's files as they were; then a changed SLO target, which keeps the
+store's plans but replays again.
+
+Usage: /usr/bin/python3 test_plan.py ENPU_BINARY SOURCE_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from harness import Harness
+
+h = Harness(sys.argv[1], sys.argv[2])
+SRC = h.src
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def plan(tmp, *extra):
+    cmd = [h.enpu, "plan", os.path.join(SRC, "tests/fixtures/hf/llama3.2-1b.json"), "--trace",
+           os.path.join(tmp, "trace.csv"), "--chip", os.path.join(SRC, "jobs/chips/tpuv5p.json"), "--np", "2",
+           "--max-batch", "4", "--bucket-budget", "8", "--runs", os.path.join(tmp, "runs"), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=tmp, timeout=600)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(SRC, "jobs/traces/AzureLLMInferenceTrace_conv.csv")) as f:
+        lines = f.readlines()
+    with open(os.path.join(tmp, "trace.csv"), "w") as f:
+        f.writelines(lines[:301])
+    run = os.path.join(tmp, "runs", "llama3.2-1b")
+    outputs = ["job.json", "cluster.json", "model.json", "init.md", "plans.h5", "summary.md", "validation.md",
+               "replay/summary.json", "report/report.md"]
+
+    p = plan(tmp)
+    out = p.stdout + p.stderr
+    h.check("first run: exit 0", p.returncode == 0, out[-3000:])
+    for name in outputs:
+        h.check(f"first run: {name} written", os.path.exists(os.path.join(run, name)))
+        h.check(f"first run: says where {name} is", os.path.join(run, name.split("/")[0]) in p.stdout, p.stdout[-800:])
+    h.check("first run: progress for each of the 4 steps", all(f"enpu plan: [{k}/4]" in p.stderr for k in range(1, 5)))
+    h.check("first run: the farm validated the store", "sampled plans passed" in p.stderr, p.stderr[-1500:])
+    summary = os.path.join(run, "replay/summary.json")
+    if os.path.exists(summary):
+        with open(summary) as f:
+            doc = json.load(f)
+        h.check("first run: the replay ran every policy of the job",
+                {"nodvfs", "dvfs-c-walk", "enpu-c", "enpu-all"} <= set(json.dumps(doc).replace('"', " ").split()),
+                json.dumps(doc)[:400])
+
+    stamp = {n: os.stat(os.path.join(run, n)).st_mtime_ns for n in outputs if os.path.exists(os.path.join(run, n))}
+    p = plan(tmp)
+    h.check("second run: exit 0", p.returncode == 0, (p.stdout + p.stderr)[-2000:])
+    h.check("second run: the farm has nothing to do", "| tasks | 0 to do" in p.stdout, p.stdout[-1500:])
+    h.check("second run: the replay and the report are kept",
+            "replay: up to date, kept" in p.stderr and "report: up to date, kept" in p.stderr, p.stderr[-1500:])
+    kept = [n for n in ("job.json", "cluster.json", "model.json", "init.md", "replay/summary.json", "report/report.md")
+            if os.stat(os.path.join(run, n)).st_mtime_ns == stamp.get(n)]
+    h.check("second run: job init's files, the replay and the report untouched", len(kept) == 6, f"kept {kept}")
+
+    p = plan(tmp, "--slo-scale", "6", "--json")
+    h.check("a new SLO scale: exit 0, the store's plans reused, the replay run again",
+            p.returncode == 0 and "| tasks | 0 to do" in p.stderr and "replay: up to date" not in p.stderr,
+            (p.stdout + p.stderr)[-2000:])
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        doc = {}
+    h.check("--json: one document on stdout naming the store and the report",
+            doc.get("store") == os.path.join(run, "plans.h5") and doc.get("report", "").endswith("report/report.md"),
+            p.stdout[-800:])
+
+    env = dict(ENV, PATH="/nonexistent")  # no mpirun: the farm step cannot start
+    cmd = [h.enpu, "plan", os.path.join(SRC, "tests/fixtures/hf/llama3.2-1b.json"), "--trace",
+           os.path.join(tmp, "trace.csv"), "--chip", os.path.join(SRC, "jobs/chips/tpuv5p.json"), "--max-batch", "4",
+           "--bucket-budget", "8", "--runs", os.path.join(tmp, "runs2")]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
+    h.check("a step that cannot start: exit 4, the step named, the resume line",
+            p.returncode == 4 and "cannot run mpirun" in p.stderr and "stopped (exit 4); rerun" in p.stderr,
+            p.stderr[-600:])
+
+    p = plan(tmp, "--np", "0")
+    h.check("--np 0: exit 2", p.returncode == 2, p.stderr[-300:])
+
+h.finish()
