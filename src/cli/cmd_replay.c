@@ -304,6 +304,14 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   char warning[ENPU_ERR_MSG_LEN];
   ENPU_FORWARD(replay_check_store(a->store, in->cluster, in->model, in->chip, warning, sizeof warning, err));
   if (warning[0]) fprintf(stderr, "enpu replay: warning: %s\n", warning);
+  const double u_max = replay_predictive_u_max(in->cluster), beta = in->cluster->scheduler.predictive_beta;
+  if (in->setup.safeguards == CONFIG_SAFEGUARDS_PREDICTIVE && u_max <= 0)
+    fprintf(stderr,
+            "enpu replay: note: predictive safeguards on %d prefill nodes: square-root staffing leaves such a pool "
+            "no headroom (1 - beta/sqrt(nodes) = %.2f at beta %.2f), so every prefill batch runs its fastest "
+            "plan and prefill saves nothing; --safeguards switching lets prefill spend its TTFT slack (safeguard 1 "
+            "still guards the queue), as does a pool of more than beta^2 = %.1f nodes\n",
+            in->cluster->node[CONFIG_PREFILL].nodes, u_max, beta, beta * beta);
   ENPU_FORWARD(replay_trace_load(a->trace, a->skip_bad, &in->raw, err));
   if (in->raw->skipped)
     fprintf(stderr, "enpu replay: skipped %zu bad rows of %s (first: %s)\n", in->raw->skipped, a->trace,

@@ -124,6 +124,9 @@ h.check("--rate 5 exits 0", r.returncode == 0, r.stderr)
 p5 = json.loads(r.stdout)["policies"]["enpu-all"]
 locked = p5["batches"]["prefill"]["locked"] + p5["batches"]["decode"]["locked"]
 h.check("5x rate on 3 + 1 nodes: safeguard 2 engages", locked > 0, p5["batches"])
+h.check("3 prefill nodes under predictive safeguards: a note says no prefill batch can slow, and why",
+        "predictive safeguards on 3 prefill nodes" in r.stderr and "--safeguards switching" in r.stderr
+        and p5["fastest_time_share"]["prefill"] == 1.0, r.stderr + str(p5["fastest_time_share"]))
 print(f"     5x rate: {p5['requests']} requests, SLO attainment {p5['slo_attainment']:.4f}, "
       f"locked {p5['batches']['prefill']['locked']}/{p5['batches']['decode']['locked']} of "
       f"{p5['batches']['prefill']['total']}/{p5['batches']['decode']['total']} prefill/decode batches")
