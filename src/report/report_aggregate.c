@@ -347,12 +347,14 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
 }
 
 size_t report_headline_policies(const store_contents *c, int with_nodvfs, size_t *idx, size_t max) {
-  static const char *const headline[] = {"nodvfs", "dvfs-c", "dvfs-c-walk", "enpu-c", "enpu-all", "ideal"};
+  static const config_policy headline[] = {CONFIG_POLICY_NODVFS, CONFIG_POLICY_DVFS_C,   CONFIG_POLICY_DVFS_C_WALK,
+                                           CONFIG_POLICY_ENPU_C, CONFIG_POLICY_ENPU_ALL, CONFIG_POLICY_IDEAL};
   size_t n = 0;
   for (size_t h = with_nodvfs ? 0 : 1; h < sizeof headline / sizeof *headline; h++)
     for (size_t p = 0; p < c->npolicies && n < max; p++)
-      if (!strcmp(c->policies[p].name, headline[h]) &&
-          (h != 2 || !n || strcmp(c->policies[idx[n - 1]].name, "dvfs-c"))) /* the walk: when no GA */
+      if (config_policy_named(c->policies[p].name, headline[h]) &&
+          (h != 2 || !n ||
+           !config_policy_named(c->policies[idx[n - 1]].name, CONFIG_POLICY_DVFS_C))) /* the walk: when no GA */
         idx[n++] = p;
   if (n >= 2) return n;
   for (n = 0; n < c->npolicies && n < max; n++) idx[n] = n;

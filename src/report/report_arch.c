@@ -35,7 +35,7 @@ typedef struct {
   size_t ngroups;
   const char *bases[ARCH_MAX_BASES + 1]; /* the compared policies (no nodvfs), NULL-ended */
   int nbases;
-  const char *dvfs_c; /* "dvfs-c", else "dvfs-c-walk", else NULL */
+  const char *dvfs_c; /* dvfs-c, else dvfs-c-walk, else NULL */
   double slack[ARCH_MAX_SLACKS];
   int nslack;
   json_t *chip; /* the job chip's document */
@@ -196,12 +196,14 @@ static void break_even(const arch_ctx *a, int param, const double *x, int nx, FI
   const double own = chip_value(a->chip, param);
   for (int ph = 0; ph < 2; ph++)
     for (int s = 0; s < a->nslack; s++) {
-      const double base = saving(a, group_at(a, "enpu-all", &param, &own, 1), ph, a->slack[s]);
+      const double base = saving(a, group_at(a, config_policy_name(CONFIG_POLICY_ENPU_ALL), &param, &own, 1), ph,
+                                 a->slack[s]);
       char keeps[96] = "—", stops[256] = "";
       double lo = NAN, hi = NAN;
       size_t used = 0;
       for (int i = 0; i < nx; i++) {
-        const double e = saving(a, group_at(a, "enpu-all", &param, &x[i], 1), ph, a->slack[s]);
+        const double e = saving(a, group_at(a, config_policy_name(CONFIG_POLICY_ENPU_ALL), &param, &x[i], 1), ph,
+                                a->slack[s]);
         const double d = saving(a, group_at(a, a->dvfs_c, &param, &x[i], 1), ph, a->slack[s]);
         if (base > 0 && e >= 0.9 * base) hi = x[i], lo = isnan(lo) ? x[i] : lo;
         if (!isnan(e) && !isnan(d) && e <= d && used < sizeof stops - 24)
@@ -354,16 +356,21 @@ static int sweeps(const arch_ctx *a, FILE *md, enpu_err *err) {
 /* The compared policies of the job chip's groups: eNPU-All, DVFS-C (its GA, else its
  * walk), eNPU-C, then the others but NoDVFS and uniform, at most ARCH_MAX_BASES. */
 static void pick_bases(arch_ctx *a) {
-  static const char *const order[] = {"enpu-all", "dvfs-c", "dvfs-c-walk", "enpu-c"};
+  static const config_policy order[] = {CONFIG_POLICY_ENPU_ALL, CONFIG_POLICY_DVFS_C, CONFIG_POLICY_DVFS_C_WALK,
+                                        CONFIG_POLICY_ENPU_C};
   for (size_t k = 0; k < sizeof order / sizeof order[0] + 1; k++)
     for (size_t g = 0; g < a->ngroups && a->nbases < ARCH_MAX_BASES; g++) {
       const arch_group *x = &a->groups[g];
-      int dup = x->n != 0 || !strcmp(x->base, "nodvfs") || !strcmp(x->base, "uniform");
+      int dup = x->n != 0 || config_policy_named(x->base, CONFIG_POLICY_NODVFS) ||
+                config_policy_named(x->base, CONFIG_POLICY_UNIFORM);
       for (int b = 0; b < a->nbases && !dup; b++) dup = !strcmp(a->bases[b], x->base);
-      if (!strcmp(x->base, "dvfs-c-walk") && a->dvfs_c) dup = 1; /* the GA's stands for DVFS-C */
-      if (dup || (k < 4 && strcmp(x->base, order[k]))) continue;
+      if (config_policy_named(x->base, CONFIG_POLICY_DVFS_C_WALK) && a->dvfs_c)
+        dup = 1; /* the GA's stands for DVFS-C */
+      if (dup || (k < 4 && !config_policy_named(x->base, order[k]))) continue;
       a->bases[a->nbases++] = x->base;
-      if (!strcmp(x->base, "dvfs-c") || !strcmp(x->base, "dvfs-c-walk")) a->dvfs_c = x->base;
+      if (config_policy_named(x->base, CONFIG_POLICY_DVFS_C) ||
+          config_policy_named(x->base, CONFIG_POLICY_DVFS_C_WALK))
+        a->dvfs_c = x->base;
     }
 }
 
