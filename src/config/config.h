@@ -674,6 +674,17 @@ int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_
 /* The point of a store policy name ("enpu-all:ivr.step_ns=40" → "ivr.step_ns=40"), NULL
  * for a policy of the job's own chip. */
 const char *config_variant_of(const char *policy_name);
+/* The one parser and builder of the "<policy>:<point>" grammar. split: the policy part of
+ * `name` into base and its point into *point (NULL without one); join: the name of
+ * `policy` on `point` (NULL or "": the policy alone).
+ * @return 0, or ENPU_ERR_RANGE when it does not fit in CONFIG_NAME_LEN bytes. */
+int config_policy_point_split(const char *name, char base[CONFIG_NAME_LEN], const char **point);
+int config_policy_point_join(const char *policy, const char *point, char out[CONFIG_NAME_LEN]);
+/* The one parser of a point's "path=value[,path=value...]": each sweepable parameter
+ * (config_sweep_param_find) and its value, at most `max`, values checked as numbers.
+ * @return the count, or ENPU_ERR_INVALID naming the bad part (an unknown path lists the
+ * known ones; a path given twice; a value that is not a finite number). */
+int config_point_parse(const char *point, int *param, double *value, int max, enpu_err *err);
 
 int config_model_load(const char *path, config_model **out, enpu_err *err);
 void config_model_free(config_model *model);

@@ -54,22 +54,23 @@ static double chip_value(const json_t *chip, int i) {
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static int parse_group(const char *name, arch_group *g) {
+_Static_assert(STORE_NAME_LEN == CONFIG_NAME_LEN, "a store's policy names are config's");
+
+/* A policy group from its store name, through config's parsers of the name and the point. */
+static int parse_group(const char *name, arch_group *g, enpu_err *err) {
   *g = (arch_group){.name = name};
-  snprintf(g->base, sizeof g->base, "%s", name);
-  char *sep = strchr(g->base, CONFIG_VARIANT_SEP);
-  if (!sep) return 0;
-  *sep = '\0';
-  char point[STORE_NAME_LEN];
-  snprintf(point, sizeof point, "%s", sep + 1);
-  enpu_kv kv[ARCH_MAX_PARAMS];
-  const int n = enpu_kv_split(point, kv, ARCH_MAX_PARAMS, NULL);
-  for (int k = 0; k < n; k++) {
-    g->param[g->n] = config_sweep_param_find(kv[k].key);
-    g->value[g->n] = strtod(kv[k].value, NULL);
-    if (g->param[g->n++] < 0) return -1;
+  const char *point;
+  ENPU_RETURN_IF(config_policy_point_split(name, g->base, &point) < 0, err, ENPU_ERR_FORMAT,
+                 "policy group \"%s\": name too long", name);
+  if (!point) return ENPU_OK;
+  const int n = config_point_parse(point, g->param, g->value, ARCH_MAX_PARAMS, err);
+  if (n < 0) {
+    enpu_err_prefix(err, "policy group \"%s\": ", name);
+    if (err) err->code = ENPU_ERR_FORMAT; /* a store's name, not the caller's input */
+    return ENPU_ERR_FORMAT;
   }
-  return n < 0 ? -1 : 0;
+  g->n = n;
+  return ENPU_OK;
 }
 
 /* Mean saving (%) of a group at a phase and slack; NAN when it has no plan there. */
@@ -394,9 +395,7 @@ static int arch_setup(arch_ctx *a, const report_arch_options *o, enpu_err *err) 
   a->groups = enpu_calloc(a->c->npolicies + 1, sizeof *a->groups);
   ENPU_RETURN_IF(!a->groups, err, ENPU_ERR_NOMEM, "out of memory (sweep report)");
   for (size_t i = 0; i < a->c->npolicies; i++)
-    ENPU_RETURN_IF(parse_group(a->c->policies[i].name, &a->groups[a->ngroups++]) < 0, err, ENPU_ERR_FORMAT,
-                   "policy group \"%s\": not <policy>:<path=value,...> of known chip paths",
-                   a->c->policies[i].name);
+    ENPU_FORWARD(parse_group(a->c->policies[i].name, &a->groups[a->ngroups++], err));
   a->chip = a->c->chip_json ? json_loads(a->c->chip_json, 0, NULL) : NULL;
   ENPU_RETURN_IF(!a->chip, err, ENPU_ERR_FORMAT, "the store keeps no readable chip document");
   pick_bases(a);
