@@ -546,17 +546,21 @@ static void test_freq_util(void **state) {
                           .t_peak_ns = 1,
                           .e_nodvfs_nj = 1};
   double t = 0;
+  /* each op under the key a farm files it under, the identity the report matches by */
+  config_policy_spec spec;
+  assert_int_equal(config_policy_spec_parse("enpu-all", &spec), 0);
+  search_options opt;
+  search_options_for_job(&opt, job, &spec);
   for (int j = 0; j < graph_op_count(g); j++) {
     const graph_op *op = graph_op_at(g, j);
+    const uint64_t key = search_op_key(job, &spec, &opt, op);
     int seen = 0;
-    for (size_t i = 0; i < p.nops; i++) seen |= p.ops[i].signature == op->signature;
+    for (size_t i = 0; i < p.nops; i++) seen |= p.ops[i].signature == key;
     if (seen) continue;
     assert_true(p.nops < 63);
     const size_t i = p.nops++;
-    p.ops[i] = (store_op_rec){.signature = op->signature,
-                              .kind = (uint32_t)op->kind,
-                              .pareto_first = (uint32_t)p.npareto,
-                              .pareto_count = 2};
+    p.ops[i] = (store_op_rec){
+        .signature = key, .kind = (uint32_t)op->kind, .pareto_first = (uint32_t)p.npareto, .pareto_count = 2};
     snprintf(p.ops[i].name, sizeof p.ops[i].name, "%s", op->name);
     for (int k = 0; k < 2; k++) {
       cost_result r;
@@ -571,7 +575,7 @@ static void test_freq_util(void **state) {
     memcpy(util[i], pk.utilization, sizeof util[i]);
     p.bops[p.nbops++] = (store_bucket_op_rec){0, (uint32_t)i, (uint64_t)op->multiplicity};
   }
-  /* an op the graph does not have: same kind as a matmul, a name no op has */
+  /* an op the graph does not have: a key no graph op has */
   const size_t bogus = p.nops++;
   p.ops[bogus] = (store_op_rec){.signature = 1,
                                 .kind = GRAPH_MATMUL,
