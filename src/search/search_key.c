@@ -58,10 +58,9 @@ uint64_t search_unit_key(const config_job *job, const config_policy_spec *policy
 }
 
 uint64_t search_op_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
-                     const graph_op *op) {
+                       const graph_op *op) {
   /* uniform keeps an op's instances apart per segment (embedding, layer kinds, head), so
    * a reader can rebuild a pass of fewer layers from its ops (planstore.md). */
   return search_unit_key(job, policy, opt, "enpu-farm-op", op->signature,
-                  power_policy_of(policy->base)->ops_per_segment ? op->segment : -1);
+                         power_policy_of(policy->base)->ops_per_segment ? op->segment : -1);
 }
-
