@@ -654,9 +654,25 @@ static void test_freq_util(void **state) {
   config_job_free(job);
 }
 
+/* The plan-store reader ships without config, so it spells the names of its default
+ * rule (planstore.h: enpu-all, enpu-c, an enpu*, any but the references) itself; here
+ * they are held against the policy table. */
+static void test_default_policy_names(void **state) {
+  (void)state;
+  const char *names[CONFIG_NPOLICY];
+  for (int p = 0; p < CONFIG_NPOLICY; p++) names[p] = config_policy_name((config_policy)p);
+  assert_int_equal(planstore_default_policy_index(names, CONFIG_NPOLICY), CONFIG_POLICY_ENPU_ALL);
+  names[CONFIG_POLICY_ENPU_ALL] = config_policy_name(CONFIG_POLICY_NODVFS);
+  assert_int_equal(planstore_default_policy_index(names, CONFIG_NPOLICY), CONFIG_POLICY_ENPU_C);
+  const char *refs[] = {config_policy_name(CONFIG_POLICY_UNIFORM), config_policy_name(CONFIG_POLICY_NODVFS),
+                        config_policy_name(CONFIG_POLICY_IDEAL)};
+  assert_int_equal(planstore_default_policy_index(refs, 3), 2); /* nodvfs and uniform are references */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_savings),
+      cmocka_unit_test(test_default_policy_names),
       cmocka_unit_test(test_savings_budget_modes),
       cmocka_unit_test(test_pick_bucket),
       cmocka_unit_test(test_breakdown),
