@@ -654,6 +654,24 @@ static void test_freq_util(void **state) {
   config_job_free(job);
 }
 
+/* A sweep group whose point holds a value that is no number is refused by the sweep
+ * report (config_point_parse), not read as the number its digits begin with. */
+static void test_arch_bad_point(void **state) {
+  ctx *c = *state;
+  static pol_fx bad;
+  bad = fx_enpu;
+  bad.name = "enpu-all:ivr.step_ns=4x";
+  pol_fx *pols[] = {&fx_enpu, &bad};
+  char path[160], out[160];
+  snprintf(path, sizeof path, "%s/arch.h5", c->dir);
+  snprintf(out, sizeof out, "%s/arch", c->dir);
+  assert_int_equal(write_store(path, pols, 2), 0);
+  const report_arch_options o = {.store_path = path, .out_dir = out, .slack = -1};
+  enpu_err err = {0};
+  assert_int_equal(report_arch_write(&o, NULL, &err), ENPU_ERR_FORMAT);
+  assert_non_null(strstr(err.msg, "ivr.step_ns: expected a number, got \"4x\""));
+}
+
 /* The plan-store reader ships without config, so it spells the names of its default
  * rule (planstore.h: enpu-all, enpu-c, an enpu*, any but the references) itself; here
  * they are held against the policy table. */
@@ -673,6 +691,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_savings),
       cmocka_unit_test(test_default_policy_names),
+      cmocka_unit_test(test_arch_bad_point),
       cmocka_unit_test(test_savings_budget_modes),
       cmocka_unit_test(test_pick_bucket),
       cmocka_unit_test(test_breakdown),
