@@ -1,18 +1,25 @@
 #!/usr/bin/python3
-"""sweep_check.py — the physics checks of an architecture sweep store, read from its
-tables (h5py): for each compared policy, whether the sweep point equal to the job's chip
-reproduces the job chip's plans bit for bit (and its Pareto points), and how often a plan's saving rises from one
-value of the swept parameter to the next (per bucket and slack).
+"""sweep_check.py — the physics checks of an architecture sweep store: for each compared
+policy, whether the sweep point equal to the job's chip reproduces the job chip's plans bit
+for bit (and its Pareto points), and how often a plan's saving rises from one value of the
+swept parameter to the next (per bucket and slack).
 
-Usage: HDF5_PLUGIN_PATH=build/hdf5-plugins tools/sweep_check.py STORE PATH [--falling]
+The store is first read whole by the checked reader (`enpu store verify`: every table,
+index and checksum, as `enpu report` loads it); a store it refuses is not read further
+(exit 2). The tables are then read with h5py. tests/integration/test_sweep.py runs it.
+
+Usage: HDF5_PLUGIN_PATH=build/hdf5-plugins tools/sweep_check.py STORE PATH [--falling] [--enpu BINARY]
   PATH     a swept chip path (e.g. ivr.step_ns); the points varying it with every other
            swept path at the job chip's value are read
   --falling  the saving is expected to fall as the value falls (e.g. clock.states: fewer
            states), not as it grows (the default: e.g. a slower V/f transition)
+  --enpu   the enpu binary (default: build/enpu beside this tools/ folder)
 Prints one line per policy; exit 1 when a saving rises in the expected direction or the
 point equal to the job's chip differs from it.
 """
 import json
+import os
+import subprocess
 import sys
 
 import h5py
@@ -37,11 +44,22 @@ def chip_value(chip, path):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    enpu = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "enpu")
+    if "--enpu" in argv:
+        i = argv.index("--enpu")
+        enpu = argv[i + 1] if i + 1 < len(argv) else sys.exit(__doc__)
+        del argv[i:i + 2]
+    args = [a for a in argv if not a.startswith("--")]
     if len(args) != 2:
         sys.exit(__doc__)
     store, path = args
-    falling = "--falling" in sys.argv
+    falling = "--falling" in argv
+    r = subprocess.run([enpu, "store", "verify", store], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"sweep_check: the checked reader refuses {store}: {r.stderr.strip() or r.stdout.strip()}",
+              file=sys.stderr)
+        sys.exit(2)
     f = h5py.File(store, "r")
     pols = f["policies"]
     chip = json.loads(f.attrs["chip_json"])

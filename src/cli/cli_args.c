@@ -331,12 +331,16 @@ static void suffix_text(const cli_opt *o, const void *args, char *out, size_t le
     if (parts[k][0]) n += (size_t)snprintf(out + n, len - n, "%s%s", n ? "; " : "", parts[k]);
 }
 
-/* One entry: the label, then the help text's lines from HELP_COLUMN, suffix after the last. */
-static void entry(FILE *out, const char *label, const char *help, const char *suffix) {
+/* One entry: the label, then the help text's lines from HELP_COLUMN (with `wrap`, each
+ * broken to HELP_WIDTH), suffix after the last. */
+static void entry(FILE *out, const char *label, const char *help, const char *suffix, bool wrap) {
   int col = fprintf(out, "  %s", label);
   const char *line = help;
   for (;;) {
-    const size_t n = strcspn(line, "\n");
+    size_t n = strcspn(line, "\n");
+    /* a line longer than the width (one made from a table) breaks at its last space that fits */
+    for (size_t k = n; wrap && HELP_COLUMN + n > HELP_WIDTH && k > 0; k--)
+      if (line[k] == ' ' && HELP_COLUMN + k <= HELP_WIDTH) n = k;
     const bool last = !line[n];
     if (col >= HELP_COLUMN) col = fprintf(out, "\n") - 1;
     fprintf(out, "%*s%.*s", HELP_COLUMN - col, "", (int)n, line);
@@ -383,16 +387,16 @@ void cli_help(const cli_spec *s, FILE *out) {
   if (about_len) fprintf(out, "\n%.*s\n", about_len, about);
   fputc('\n', out);
   char label[160], meta[96], suffix[256];
-  if (s->pos.meta && s->pos.help) entry(out, s->pos.meta, s->pos.help, "");
+  if (s->pos.meta && s->pos.help) entry(out, s->pos.meta, s->pos.help, "", false);
   for (int k = 0; k < s->nopts; k++) {
     const cli_opt *o = &s->opts[k];
     meta_text(o, meta, sizeof meta);
     const int n = o->alias ? snprintf(label, sizeof label, "-%c, ", o->alias) : 0;
     snprintf(label + n, sizeof label - (size_t)n, "--%s%s%s", o->name, meta[0] ? " " : "", meta);
     if (args) suffix_text(o, args, suffix, sizeof suffix);
-    entry(out, label, o->help, args ? suffix : "");
+    entry(out, label, o->help, args ? suffix : "", o->flags & CLI_WRAP);
   }
-  entry(out, "-h, --help", "show this help", "");
+  entry(out, "-h, --help", "show this help", "", false);
   if (exit_len) fprintf(out, "\n%.*s\n", exit_len, exit);
   free(args);
 }

@@ -156,10 +156,12 @@ typedef enum {
 } cli_type;
 
 enum {
-  CLI_REQUIRED = 1,  /* a usage error when absent */
-  CLI_WHOLE = 2,     /* CLI_LIST: whole numbers */
-  CLI_REPEATABLE = 4 /* CLI_CUSTOM: may be given several times (each adds a value); any
-                        other option given twice is a usage error, never "the last wins" */
+  CLI_REQUIRED = 1,   /* a usage error when absent */
+  CLI_WHOLE = 2,      /* CLI_LIST: whole numbers */
+  CLI_REPEATABLE = 4, /* CLI_CUSTOM: may be given several times (each adds a value); any
+                         other option given twice is a usage error, never "the last wins" */
+  CLI_WRAP = 8        /* help lines made from a table (config.h CONFIG_POLICY_NAMES_TEXT):
+                         --help breaks them at spaces to its width */
 };
 
 #define CLI_LIST_MAX 64

@@ -72,11 +72,10 @@ static int accept_slacks(const char *v, void *args, char *expected, size_t len) 
 static const cli_opt opts[] = {
     CLI_BUCKET_OPTS(compile_args),
     {.name = "policy", .type = CLI_STRING, .at = offsetof(compile_args, policy), .meta = "NAME|all",
-     .accept = accept_policy,
-     .help = "nodvfs, dvfs-c, dvfs-c-walk, dvfs-c-ms, enpu-c, enpu-all, enpu-ms,\n"
-             "enpu-3dom, enpu-4dom, ideal (the exact op-level set by branch and\n"
-             "bound), with pg+ (power gating) or @shadow=N (VU shadow\n"
-             "registers), pg; or all (the job's policies)"},
+     .accept = accept_policy, .flags = CLI_WRAP,
+     .help = CONFIG_POLICY_NAMES_TEXT "each but uniform also with pg+ (power gating) or @shadow=N (VU "
+             "shadow registers), pg; or all (the job's policies); ideal is the exact op-level set by branch "
+             "and bound"},
     {.name = "request", .type = CLI_ENUM, .at = offsetof(compile_args, request), .choices = requests,
      .help = "policy (the GA for dvfs-c, the hull walk with LP bound for every\n"
              "other policy), walk, greedy (the paper's) or ga (DVFS-C's genetic\n"
@@ -125,7 +124,7 @@ static void init(void *args) {
 
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   const compile_args *a = args;
-  if (a->sample_ops && strcmp(a->policy, "ideal"))
+  if (a->sample_ops && !config_policy_named(a->policy, CONFIG_POLICY_IDEAL))
     return cli_reject(msg, len, "--sample-ops goes with --policy ideal");
   if (a->out && !a->factors) return cli_reject(msg, len, "--out goes with --capacity-factor");
   if (a->numbers && !a->out) return cli_reject(msg, len, "--numbers goes with --out");

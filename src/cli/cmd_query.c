@@ -273,9 +273,8 @@ static int variant_policy(const query_args *a, char out[STORE_NAME_LEN], enpu_er
   }
   if (a->policy) snprintf(base, sizeof base, "%s", a->policy);
   else ENPU_FORWARD(default_policy(a->path, base, err));
-  const int n = snprintf(out, STORE_NAME_LEN, "%s%c%s", base, CONFIG_VARIANT_SEP, point);
-  ENPU_RETURN_IF(n < 0 || n >= STORE_NAME_LEN, err, ENPU_ERR_RANGE, "policy %s on variant %s: name too long", base,
-                 point);
+  ENPU_RETURN_IF(config_policy_point_join(base, point, out) < 0, err, ENPU_ERR_RANGE,
+                 "policy %s on variant %s: name too long", base, point);
   return ENPU_OK;
 }
 

@@ -206,7 +206,8 @@ static int pick_policies(const replay_args *a, replay_inputs *in, enpu_err *err)
   for (size_t i = 0; i < np; i++) {
     const char *name = planstore_policy_name(in->ps, i);
     /* a sweep point's policies price their plans on another chip than the cluster's */
-    const bool all = !strcmp(a->policy, "all") && strcmp(name, "uniform") && !config_variant_of(name);
+    const bool all = !strcmp(a->policy, "all") && !config_policy_named(name, CONFIG_POLICY_UNIFORM) &&
+                     !config_variant_of(name);
     if (all || !strcmp(a->policy, name)) in->policies[in->npolicies++] = name;
   }
   ENPU_RETURN_IF(in->npolicies == 0, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in %s", a->policy, a->store);
@@ -332,7 +333,8 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
 
 static const replay_summary *nodvfs_baseline(const replay_inputs *in) {
   for (size_t i = 0; i < in->njobs; i++)
-    if (!strcmp(replay_result_summary(in->runs[i])->policy, "nodvfs")) return replay_result_summary(in->runs[i]);
+    if (config_policy_named(replay_result_summary(in->runs[i])->policy, CONFIG_POLICY_NODVFS))
+      return replay_result_summary(in->runs[i]);
   return NULL;
 }
 

@@ -288,6 +288,10 @@ int enpu_cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+double enpu_budget_ns(bool paper, double t_nodvfs_ns, double t_peak_ns, double slack) {
+  return paper ? (1.0 + slack) * t_nodvfs_ns : fmax(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns;
+}
+
 double enpu_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -11,6 +11,7 @@
 #define ENPU_COMMON_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -175,6 +176,12 @@ uint64_t enpu_hasher_digest(const enpu_hasher *hs);
 /* qsort comparators, ascending: of doubles (NaN-free arrays) and of int32_t. */
 int enpu_cmp_double(const void *a, const void *b);
 int enpu_cmp_i32(const void *a, const void *b);
+
+/* The budget of a slack, the one formula both sides of a plan store use (the search that
+ * writes budget_ns, planstore_lookup_slack that reads a slack back): strict
+ * max(t_nodvfs, t_peak) + slack·t_nodvfs; paper (1 + slack)·t_nodvfs. The modes' codes
+ * and meanings are config.h's config_budget and store.h's STORE_BUDGET_*. */
+double enpu_budget_ns(bool paper, double t_nodvfs_ns, double t_peak_ns, double slack);
 
 /* Seconds from a monotonic clock (for durations and rates only). */
 double enpu_now_s(void);

@@ -41,21 +41,35 @@ typedef enum {
  * state, the table online governors run batches from (search.h, replay.h).
  * dvfs-c-ms and enpu-ms are DVFS-C and eNPU-All with one V/f setting per millisecond
  * epoch instead of per operator (§4.6, Figure 16); enpu-3dom and enpu-4dom are eNPU-All
- * with 3 and 4 V/f domains (§4.6, Figure 17). */
-typedef enum {
-  CONFIG_POLICY_NODVFS = 0,
-  CONFIG_POLICY_DVFS_C = 1,
-  CONFIG_POLICY_ENPU_C = 2,
-  CONFIG_POLICY_ENPU_ALL = 3,
-  CONFIG_POLICY_IDEAL = 4,
-  CONFIG_POLICY_DVFS_C_WALK = 5,
-  CONFIG_POLICY_UNIFORM = 6,
-  CONFIG_POLICY_DVFS_C_MS = 7,
-  CONFIG_POLICY_ENPU_MS = 8,
-  CONFIG_POLICY_ENPU_3DOM = 9,
-  CONFIG_POLICY_ENPU_4DOM = 10,
-  CONFIG_NPOLICY = 11
-} config_policy;
+ * with 3 and 4 V/f domains (§4.6, Figure 17).
+ *
+ * The one table of policies: one row each, in code order (the code is part of every
+ * farm key and journal record, so rows are only ever appended), with the policy's name
+ * (part of the file formats and the store layout: never renamed) and whether it takes
+ * pg+ and @shadow= variants and sweep points. The enum, the names, the parsers, the error
+ * and help texts are made from it, and tests/integration/check_schemas.py holds the job
+ * schema's policy pattern against it. What a policy means is its row in
+ * power/power_policy.c. */
+#define CONFIG_POLICY_TABLE(X)        \
+  X(NODVFS, "nodvfs", true)           \
+  X(DVFS_C, "dvfs-c", true)           \
+  X(ENPU_C, "enpu-c", true)           \
+  X(ENPU_ALL, "enpu-all", true)       \
+  X(IDEAL, "ideal", true)             \
+  X(DVFS_C_WALK, "dvfs-c-walk", true) \
+  X(UNIFORM, "uniform", false)        \
+  X(DVFS_C_MS, "dvfs-c-ms", true)     \
+  X(ENPU_MS, "enpu-ms", true)         \
+  X(ENPU_3DOM, "enpu-3dom", true)     \
+  X(ENPU_4DOM, "enpu-4dom", true)
+
+#define CONFIG_POLICY_ENUM_(id, name, variants) CONFIG_POLICY_##id,
+typedef enum { CONFIG_POLICY_TABLE(CONFIG_POLICY_ENUM_) CONFIG_NPOLICY } config_policy;
+#undef CONFIG_POLICY_ENUM_
+
+/* Every policy's name, ", " after each: a string literal for help texts. */
+#define CONFIG_POLICY_LIST_ITEM_(id, name, variants) name ", "
+#define CONFIG_POLICY_NAMES_TEXT CONFIG_POLICY_TABLE(CONFIG_POLICY_LIST_ITEM_)
 
 /* A policy as a job lists it and a store names it: a base policy, optionally with power
  * gating applied to the schedule its DVFS plan gives ("pg+<base>", §4.7; "pg" alone is
@@ -72,6 +86,7 @@ typedef struct {
 /* Policies × sweep points of one job (a sweep multiplies the job's policies). */
 #define CONFIG_MAX_POLICIES 128
 #define CONFIG_POLICY_GATE_PREFIX "pg+"
+#define CONFIG_POLICY_GATE_ALONE "pg" /* pg+nodvfs's one spelling */
 
 /* @return 0, or ENPU_ERR_NOT_FOUND for a name that is not a policy in its one spelling
  * (a name with a sweep point is a job's: config_job_policy_parse). */
@@ -110,6 +125,9 @@ int config_budget_decode(unsigned code, config_budget *out);
 const char *config_phase_name(config_phase p);         /* "prefill", "decode" */
 const char *config_component_name(config_component c); /* "sa", "vu", "sram", "hbm", "ici" */
 const char *config_policy_name(config_policy p);       /* "nodvfs", "dvfs-c", ... */
+/* Is `name` exactly policy p's name (no variant, no sweep point)? How code outside the
+ * policy table asks for one policy by name. */
+bool config_policy_named(const char *name, config_policy p);
 /* @return 0 and *out, or ENPU_ERR_NOT_FOUND for an unknown name. */
 int config_phase_parse(const char *name, config_phase *out);
 
@@ -657,6 +675,17 @@ int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_
 /* The point of a store policy name ("enpu-all:ivr.step_ns=40" → "ivr.step_ns=40"), NULL
  * for a policy of the job's own chip. */
 const char *config_variant_of(const char *policy_name);
+/* The one parser and builder of the "<policy>:<point>" grammar. split: the policy part of
+ * `name` into base and its point into *point (NULL without one); join: the name of
+ * `policy` on `point` (NULL or "": the policy alone).
+ * @return 0, or ENPU_ERR_RANGE when it does not fit in CONFIG_NAME_LEN bytes. */
+int config_policy_point_split(const char *name, char base[CONFIG_NAME_LEN], const char **point);
+int config_policy_point_join(const char *policy, const char *point, char out[CONFIG_NAME_LEN]);
+/* The one parser of a point's "path=value[,path=value...]": each sweepable parameter
+ * (config_sweep_param_find) and its value, at most `max`, values checked as numbers.
+ * @return the count, or ENPU_ERR_INVALID naming the bad part (an unknown path lists the
+ * known ones; a path given twice; a value that is not a finite number). */
+int config_point_parse(const char *point, int *param, double *value, int max, enpu_err *err);
 
 int config_model_load(const char *path, config_model **out, enpu_err *err);
 

@@ -134,6 +134,10 @@ int config_fields(const config_doc *doc, const config_path *p, const json_t *v, 
 /* The vocabularies as the files spell them, indexed by the enums. */
 extern const char *const config_phase_names[CONFIG_NPHASE];
 extern const char *const config_policy_names[CONFIG_NPOLICY];
+/* The names of the policies that take variants (or of those that do not), in code order,
+ * `sep` between them, into out (for messages).
+ * @return the length written, len when it was cut. */
+size_t config_policy_names_join(char *out, size_t len, const char *sep, bool variants);
 extern const char *const config_moe_experts_names[CONFIG_NEXPERTS];
 extern const char *const config_capacity_names[CONFIG_NCAPACITY];
 extern const char *const config_attn_impl_names[CONFIG_NATTN_IMPL];

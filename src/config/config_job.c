@@ -233,11 +233,11 @@ static int parse_policy_name(const config_doc *doc, const config_path *p, const 
   char name[CONFIG_NAME_LEN];
   ENPU_FORWARD(config_string(doc, p, v, name, sizeof name, err));
   if (config_policy_spec_parse(name, spec) == ENPU_OK) return ENPU_OK;
+  char with[256], without[64];
+  config_policy_names_join(with, sizeof with, "|", true);
+  config_policy_names_join(without, sizeof without, "\" or \"", false);
   return config_fail(doc, p, err, ENPU_ERR_INVALID,
-                     "expected a policy ([pg+]<nodvfs|dvfs-c|enpu-c|enpu-all|ideal|dvfs-c-walk|"
-                     "dvfs-c-ms|enpu-ms|enpu-3dom|enpu-4dom>[@shadow=N], \"pg\" or \"uniform\"), "
-                     "got \"%s\"",
-                     name);
+                     "expected a policy ([pg+]<%s>[@shadow=N], \"pg\" or \"%s\"), got \"%s\"", with, without, name);
 }
 
 /* {"policy": NAME, "shadow": [sizes]} at element `elem`: NAME@shadow=N for each size. */
@@ -247,10 +247,14 @@ static int parse_sweep(const config_doc *doc, const config_path *ep, size_t elem
   config_path np = CONFIG_KEY(ep, "policy"), sp = CONFIG_KEY(ep, "shadow");
   config_policy_spec spec;
   ENPU_FORWARD(parse_policy_name(doc, &np, json_object_get(v, "policy"), &spec, err));
-  if (spec.shadow_vregs >= 0 || !config_policy_has_variants(spec.base))
+  if (spec.shadow_vregs >= 0 || !config_policy_has_variants(spec.base)) {
+    char without[64];
+    config_policy_names_join(without, sizeof without, " or ", false);
     return config_fail(doc, &np, err, ENPU_ERR_INVALID,
                        "expected a policy without @shadow= (the sizes come from \"shadow\") "
-                       "other than uniform (no variants)");
+                       "other than %s (no variants)",
+                       without);
+  }
   const json_t *sizes = json_object_get(v, "shadow");
   size_t n;
   ENPU_FORWARD(config_array(doc, &sp, sizes, &n, err));

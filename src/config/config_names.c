@@ -12,9 +12,12 @@
 
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
-const char *const config_policy_names[CONFIG_NPOLICY] = {"nodvfs",  "dvfs-c",      "enpu-c",   "enpu-all",
-                                                         "ideal",   "dvfs-c-walk", "uniform",  "dvfs-c-ms",
-                                                         "enpu-ms", "enpu-3dom",   "enpu-4dom"};
+#define POLICY_NAME_(id, name, variants) name,
+#define POLICY_VARIANTS_(id, name, variants) variants,
+const char *const config_policy_names[CONFIG_NPOLICY] = {CONFIG_POLICY_TABLE(POLICY_NAME_)};
+static const bool policy_variants[CONFIG_NPOLICY] = {CONFIG_POLICY_TABLE(POLICY_VARIANTS_)};
+_Static_assert(CONFIG_POLICY_UNIFORM == 6 && CONFIG_POLICY_ENPU_4DOM == 10,
+               "policy codes are in farm keys and journals: the table only grows at its end");
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
 const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
@@ -83,7 +86,7 @@ int config_safeguards_parse(const char *name) {
 void config_policy_spec_name(const config_policy_spec *p, char out[CONFIG_NAME_LEN]) {
   const char *base = config_policy_name(p->base);
   int n;
-  if (p->gate && p->base == CONFIG_POLICY_NODVFS) n = snprintf(out, CONFIG_NAME_LEN, "pg");
+  if (p->gate && p->base == CONFIG_POLICY_NODVFS) n = snprintf(out, CONFIG_NAME_LEN, CONFIG_POLICY_GATE_ALONE);
   else n = snprintf(out, CONFIG_NAME_LEN, "%s%s", p->gate ? CONFIG_POLICY_GATE_PREFIX : "", base);
   if (p->shadow_vregs >= 0 && n > 0 && n < CONFIG_NAME_LEN)
     n += snprintf(out + n, (size_t)(CONFIG_NAME_LEN - n), SHADOW_SUFFIX "%d", p->shadow_vregs);
@@ -109,7 +112,7 @@ static int parse_any(const char *name, config_policy_spec *out) {
     *at = '\0';
   }
   const char *base = buf;
-  if (strcmp(buf, "pg") == 0) {
+  if (strcmp(buf, CONFIG_POLICY_GATE_ALONE) == 0) {
     out->gate = true;
     return ENPU_OK;
   }
@@ -119,7 +122,8 @@ static int parse_any(const char *name, config_policy_spec *out) {
   }
   ENPU_FORWARD(config_policy_parse(base, &out->base));
   /* uniform is the online governors' table, not a DVFS plan: it has no variants */
-  return out->base == CONFIG_POLICY_UNIFORM && (out->gate || out->shadow_vregs >= 0) ? ENPU_ERR_NOT_FOUND : ENPU_OK;
+  return !config_policy_has_variants(out->base) && (out->gate || out->shadow_vregs >= 0) ? ENPU_ERR_NOT_FOUND
+                                                                                         : ENPU_OK;
 }
 
 int config_policy_spec_parse(const char *name, config_policy_spec *out) {
@@ -138,7 +142,7 @@ uint32_t config_policy_spec_code(const config_policy_spec *p) {
 int config_policy_spec_decode(uint32_t code, config_policy_spec *out) {
   const uint32_t base = code & 0xFFu, shadow1 = code >> 9 & 0x1FFu, variant = code >> 18;
   if (base >= CONFIG_NPOLICY || shadow1 > MAX_SHADOW + 1 || variant > CONFIG_MAX_VARIANTS ||
-      (base == CONFIG_POLICY_UNIFORM && code != base))
+      (!config_policy_has_variants((config_policy)base) && code != base))
     return ENPU_ERR_NOT_FOUND;
   *out = (config_policy_spec){.base = (config_policy)base,
                               .gate = (code >> 8 & 1u) != 0,
@@ -153,7 +157,23 @@ void config_policy_code_name(uint32_t code, char out[CONFIG_NAME_LEN]) {
   else snprintf(out, CONFIG_NAME_LEN, "policy-code-%u", (unsigned)code);
 }
 
-bool config_policy_has_variants(config_policy p) { return p != CONFIG_POLICY_UNIFORM; }
+bool config_policy_named(const char *name, config_policy p) {
+  return name && (unsigned)p < CONFIG_NPOLICY && !strcmp(name, config_policy_names[p]);
+}
+
+bool config_policy_has_variants(config_policy p) { return (unsigned)p < CONFIG_NPOLICY && policy_variants[p]; }
+
+size_t config_policy_names_join(char *out, size_t len, const char *sep, bool variants) {
+  size_t n = 0;
+  if (len) out[0] = '\0';
+  for (int p = 0; p < CONFIG_NPOLICY; p++) {
+    if (policy_variants[p] != variants) continue;
+    const int w = snprintf(out + n, len - n, "%s%s", n ? sep : "", config_policy_names[p]);
+    if (w < 0 || (size_t)w >= len - n) return len;
+    n += (size_t)w;
+  }
+  return n;
+}
 
 config_policy_spec config_policy_spec_ungated(const config_policy_spec *p) {
   config_policy_spec q = *p;

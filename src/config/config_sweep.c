@@ -357,63 +357,83 @@ const config_chip *config_job_chip(const config_job *job, int variant) {
   return variant > 0 && variant <= job->variant_count ? &job->variants[variant - 1].chip : &job->chip;
 }
 
+int config_policy_point_join(const char *policy, const char *point, char out[CONFIG_NAME_LEN]) {
+  const int w = point && *point ? snprintf(out, CONFIG_NAME_LEN, "%s%c%s", policy, CONFIG_VARIANT_SEP, point)
+                                : snprintf(out, CONFIG_NAME_LEN, "%s", policy);
+  return w >= 0 && w < CONFIG_NAME_LEN ? ENPU_OK : ENPU_ERR_RANGE;
+}
+
+int config_policy_point_split(const char *name, char base[CONFIG_NAME_LEN], const char **point) {
+  *point = config_variant_of(name);
+  const size_t n = *point ? (size_t)(*point - 1 - name) : strlen(name);
+  base[0] = '\0';
+  if (n >= CONFIG_NAME_LEN) return ENPU_ERR_RANGE;
+  memcpy(base, name, n);
+  base[n] = '\0';
+  return ENPU_OK;
+}
+
 int config_job_policy_name(const config_job *job, const config_policy_spec *p, char out[CONFIG_NAME_LEN]) {
   config_policy_spec base = *p;
   base.variant = 0;
   config_policy_spec_name(&base, out);
   if (p->variant <= 0) return ENPU_OK;
   if (p->variant > job->variant_count) return ENPU_ERR_NOT_FOUND;
-  const size_t n = strlen(out);
-  const int w = snprintf(out + n, CONFIG_NAME_LEN - n, "%c%s", CONFIG_VARIANT_SEP,
-                         job->variants[p->variant - 1].name);
-  if (w < 0 || (size_t)w >= CONFIG_NAME_LEN - n) {
-    out[n] = '\0';
-    return ENPU_ERR_RANGE;
-  }
-  return ENPU_OK;
+  char name[CONFIG_NAME_LEN];
+  memcpy(name, out, CONFIG_NAME_LEN);
+  if (config_policy_point_join(name, job->variants[p->variant - 1].name, out) == ENPU_OK) return ENPU_OK;
+  memcpy(out, name, CONFIG_NAME_LEN); /* the policy alone, as before the point */
+  return ENPU_ERR_RANGE;
 }
 
 int config_job_policy_parse(const config_job *job, const char *name, config_policy_spec *out) {
-  char buf[CONFIG_NAME_LEN];
-  if (!name || strlen(name) >= sizeof buf) return ENPU_ERR_NOT_FOUND;
-  memcpy(buf, name, strlen(name) + 1);
-  char *sep = strchr(buf, CONFIG_VARIANT_SEP);
-  if (sep) *sep = '\0';
-  ENPU_FORWARD(config_policy_spec_parse(buf, out));
-  if (!sep) return ENPU_OK;
+  char base[CONFIG_NAME_LEN];
+  const char *point;
+  if (!name || config_policy_point_split(name, base, &point) < 0) return ENPU_ERR_NOT_FOUND;
+  ENPU_FORWARD(config_policy_spec_parse(base, out));
+  if (!point) return ENPU_OK;
   for (int v = 0; job && v < job->variant_count; v++)
-    if (!strcmp(job->variants[v].name, sep + 1)) {
+    if (!strcmp(job->variants[v].name, point)) {
       out->variant = v + 1;
       return ENPU_OK;
     }
   return ENPU_ERR_NOT_FOUND;
 }
 
-int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_err *err) {
-  sweep_point pt;
-  for (int i = 0; i < NPARAMS; i++) pt.v[i] = NAN;
+int config_point_parse(const char *point, int *param, double *value, int max, enpu_err *err) {
   char buf[256];
   ENPU_RETURN_IF(!point || strlen(point) >= sizeof buf || !*point, err, ENPU_ERR_INVALID,
                  "expected path=value[,path=value...], got \"%s\"", point ? point : "");
   memcpy(buf, point, strlen(point) + 1);
   enpu_kv kv[NPARAMS];
-  const int n = enpu_kv_split(buf, kv, NPARAMS, err);
+  const int n = enpu_kv_split(buf, kv, max < NPARAMS ? max : NPARAMS, err);
   ENPU_FORWARD(n);
   for (int k = 0; k < n; k++) {
-    const int i = config_sweep_param_find(kv[k].key);
-    if (i < 0) {
+    param[k] = config_sweep_param_find(kv[k].key);
+    if (param[k] < 0) {
       char known[2048];
       known_paths(known, sizeof known);
       return enpu_errorf(err, ENPU_ERR_INVALID, "expected a sweepable chip path (%s), got \"%s\"", known,
                          kv[k].key);
     }
     char *end = NULL;
-    const double v = strtod(kv[k].value, &end);
-    ENPU_RETURN_IF(end == kv[k].value || *end || !isfinite(v), err, ENPU_ERR_INVALID,
+    value[k] = strtod(kv[k].value, &end);
+    ENPU_RETURN_IF(end == kv[k].value || *end || !isfinite(value[k]), err, ENPU_ERR_INVALID,
                    "%s: expected a number, got \"%s\"", kv[k].key, kv[k].value);
-    ENPU_RETURN_IF(!isnan(pt.v[i]), err, ENPU_ERR_INVALID, "%s given twice: it takes one value", kv[k].key);
-    pt.v[i] = v;
+    for (int j = 0; j < k; j++)
+      ENPU_RETURN_IF(param[j] == param[k], err, ENPU_ERR_INVALID, "%s given twice: it takes one value", kv[k].key);
   }
+  return n;
+}
+
+int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_err *err) {
+  int param[NPARAMS];
+  double value[NPARAMS];
+  const int n = config_point_parse(point, param, value, NPARAMS, err);
+  ENPU_FORWARD(n);
+  sweep_point pt;
+  for (int i = 0; i < NPARAMS; i++) pt.v[i] = NAN;
+  for (int k = 0; k < n; k++) pt.v[param[k]] = value[k];
   ENPU_RETURN_IF(point_name(&pt, out, CONFIG_NAME_LEN) < 0, err, ENPU_ERR_RANGE, "variant \"%s\" is too long",
                  point);
   return ENPU_OK;

@@ -341,7 +341,7 @@ static int decode_units(reader *rd, farm_bucket_result *r, enpu_err *err) {
   config_policy_spec spec;
   config_policy_spec_decode(r->policy, &spec); /* checked with the header */
   config_policy_spec op = config_policy_spec_ungated(&spec), base_op = op;
-  base_op.variant = 0; /* a sweep point may keep them under the job chip's (farm_op_policy) */
+  base_op.variant = 0; /* a sweep point may keep them under the job chip's (search_op_policy) */
   if (n != r->bundle.nops) return BAD("bucket result: %u epoch op results for %u ops", n, r->bundle.nops);
   ENPU_FORWARD(alloc_section(rd, n, record_bytes(&result_cols), sizeof *r->units, (void **)&r->units,
                              "epoch op results", err));

@@ -5,7 +5,7 @@
  *
  * Invariants:
  *  - Policies are their codes (config_policy_spec_code). An op result is keyed by
- *    (policy, key): the policy without power gating (farm_op_policy), key = the op's
+ *    (policy, key): the policy without power gating (search_op_policy), key = the op's
  *    store signature: a hash of the graph signature (an epoch's: its members'), the chip
  *    tables, the cost-model version and the policy's search options. Equal keys mean
  *    identical results, whatever rank computed them.
@@ -30,7 +30,7 @@
  * Results */
 
 typedef struct {
-  uint32_t policy; /* policy code, without gating (farm_op_policy) */
+  uint32_t policy; /* policy code, without gating (search_op_policy) */
   uint64_t key;    /* store ops.signature */
   uint32_t kind;   /* graph_op_kind, or STORE_OP_KIND_EPOCH */
   char name[STORE_NAME_LEN];

@@ -85,7 +85,9 @@ static int lock_store(farm_job *m, const char *store, enpu_err *err) {
   ENPU_RETURN_IF(strlen(resolved) >= sizeof m->store_path, err, ENPU_ERR_RANGE,
                  "store path longer than %zu bytes: %s", sizeof m->store_path - 1, resolved);
   snprintf(m->store_path, sizeof m->store_path, "%s", resolved);
-  snprintf(m->journal_path, sizeof m->journal_path, "%s.journal", m->store_path);
+  ENPU_RETURN_IF(
+      store_sibling_path(m->store_path, STORE_SIBLING_JOURNAL, m->journal_path, sizeof m->journal_path) < 0, err,
+      ENPU_ERR_RANGE, "the journal's path beside %s is too long", m->store_path);
   return 0;
 }
 

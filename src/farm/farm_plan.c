@@ -245,7 +245,7 @@ static int add_bucket_task(farm_plan *m, int p, int b, size_t *ndeps, enpu_err *
   ENPU_RETURN_IF(!t->ops, err, ENPU_ERR_NOMEM, "out of memory (bucket task ops)");
   if (power_policy_of(spec->base)->epoch) return 0; /* its task searches its epochs */
   for (int i = 0; i < graph_op_count(g); i++)
-    t->ops[i] = farm_plan_find_op(m, m->op_code[p], farm_op_key(m->job, spec, &m->opt[p], graph_op_at(g, i)));
+    t->ops[i] = farm_plan_find_op(m, m->op_code[p], search_op_key(m->job, spec, &m->opt[p], graph_op_at(g, i)));
   qsort(t->ops, (size_t)graph_op_count(g), sizeof *t->ops, cmp_int);
   for (int i = 0; i < graph_op_count(g); i++)
     if (t->nops == 0 || t->ops[t->nops - 1] != t->ops[i]) t->ops[t->nops++] = t->ops[i];
@@ -268,8 +268,8 @@ static int build_ops(farm_plan *m, enpu_err *err) {
     if (power_policy_of(spec->base)->epoch) continue;
     for (int b = 0; b < m->nbuckets; b++)
       for (int i = 0; m->buckets[b].g && i < graph_op_count(m->buckets[b].g); i++)
-        refs[n++] = (op_ref){m->op_code[p], farm_op_key(m->job, spec, &m->opt[p], graph_op_at(m->buckets[b].g, i)),
-                             b, i};
+        refs[n++] = (op_ref){m->op_code[p],
+                             search_op_key(m->job, spec, &m->opt[p], graph_op_at(m->buckets[b].g, i)), b, i};
   }
   qsort(refs, n, sizeof *refs, cmp_op_ref);
   m->ops = enpu_calloc(n + 1, sizeof *m->ops);
@@ -428,7 +428,7 @@ int farm_plan_build(farm_plan *p, const config_job *job, const farm_bucket_spec 
   for (int k = 0; k < job->policy_count; k++) {
     search_options_for_job(&p->opt[k], job, &job->policies[k]);
     p->code[k] = config_policy_spec_code(&job->policies[k]);
-    p->op_code[k] = farm_op_policy(job, &job->policies[k]);
+    p->op_code[k] = search_op_policy(job, &job->policies[k]);
   }
   const bucket_inputs in = {add, nadd, added_json, where};
   ENPU_FORWARD(build_buckets(p, &in, err));

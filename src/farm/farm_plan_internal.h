@@ -8,7 +8,7 @@
  *
  * Invariants:
  *  - Policies are their codes (config_policy_spec_code); an op task's is its policy
- *    without gating (farm_op_policy), so pg+X shares X's op tasks; an epoch policy
+ *    without gating (search_op_policy), so pg+X shares X's op tasks; an epoch policy
  *    (dvfs-c-ms, enpu-ms) has no op tasks: its bucket task searches its epochs.
  *  - Task ids are per job: [0, nops) op tasks, then the part tasks of the ops whose
  *    exact search is split (`ideal`: SEARCH_EXACT_PARTS each), then bucket tasks;
@@ -36,7 +36,7 @@ typedef struct {
 } mbucket;
 
 typedef struct {
-  uint32_t policy; /* code, without gating (farm_op_policy) */
+  uint32_t policy; /* code, without gating (search_op_policy) */
   uint64_t key;
   int bucket, op; /* representative graph op */
   double est_s;

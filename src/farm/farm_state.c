@@ -240,7 +240,7 @@ int farm_state_load_job_store(farm_state *s, const config_job *job, const char *
       rc = enpu_errorf(err, ENPU_ERR_FORMAT, "unknown policy group \"%.64s\"", t->name);
       break;
     }
-    rc = load_policy_ops(s, t, farm_op_policy(job, &policy), err);
+    rc = load_policy_ops(s, t, search_op_policy(job, &policy), err);
     nops += rc == ENPU_OK ? (int64_t)t->nops : 0;
     if (rc == ENPU_OK) rc = load_policy_buckets(s, t, config_policy_spec_code(&policy), &nbuckets, err);
   }

@@ -21,74 +21,16 @@
 /* ---------------------------------------------------------------------------------
  * Keys */
 
-/* Every option that changes a Pareto set or a plan (threads only change speed); gating
- * changes plans only, so op keys leave it out and pg+X shares X's op tasks. */
-static void hash_options(enpu_hasher *h, const config_job *job, int variant, const search_options *opt) {
-  enpu_hasher_i64(h, (int64_t)config_job_chip(job, variant)->hash);
-  enpu_hasher_str(h, COST_MODEL_VERSION);
-  enpu_hasher_i64(h, opt->request);
-  enpu_hasher_i64(h, opt->enpu_domains);
-  enpu_hasher_f64(h, opt->walk_cap_slack);
-  enpu_hasher_i64(h, opt->ga.population);
-  enpu_hasher_i64(h, opt->ga.generations);
-  enpu_hasher_i64(h, (int64_t)opt->ga.rng_seed);
-  enpu_hasher_i64(h, opt->ga_groups);
-  enpu_hasher_i64(h, opt->ideal_method);
-  enpu_hasher_i64(h, opt->op_trim);
-  enpu_hasher_i64(h, opt->transition_aware);
-  enpu_hasher_i64(h, opt->budget);
-  enpu_hasher_i64(h, opt->transitions);
-  enpu_hasher_i64(h, opt->shadow_vregs);
-  enpu_hasher_f64(h, opt->epoch_ns);
-}
-
-/* A sweep point whose values the op level does not read shares the job chip's op
- * results (config_variant.ops_differ): its op key is the job chip's, exactly. */
-static config_policy_spec op_spec(const config_job *job, const config_policy_spec *policy) {
-  config_policy_spec op = config_policy_spec_ungated(policy);
-  if (job && op.variant > 0 && op.variant <= job->variant_count && !job->variants[op.variant - 1].ops_differ)
-    op.variant = 0;
-  return op;
-}
-
-uint32_t farm_op_policy(const config_job *job, const config_policy_spec *policy) {
-  const config_policy_spec op = op_spec(job, policy);
-  return config_policy_spec_code(&op);
-}
-
-/* A unit's key: a graph op's, or an epoch's (the hash of its members' signatures); with
- * its segment when segment >= 0. */
-static uint64_t unit_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
-                         const char *what, uint64_t signature, int segment) {
-  enpu_hasher h;
-  enpu_hasher_init(&h, 0);
-  enpu_hasher_str(&h, what);
-  enpu_hasher_i64(&h, (int64_t)signature);
-  const config_policy_spec op = op_spec(job, policy);
-  enpu_hasher_i64(&h, config_policy_spec_code(&op));
-  if (segment >= 0) enpu_hasher_i64(&h, segment);
-  hash_options(&h, job, op.variant, opt);
-  return enpu_hasher_digest(&h);
-}
-
-uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
-                     const graph_op *op) {
-  /* uniform keeps an op's instances apart per segment (embedding, layer kinds, head), so
-   * a reader can rebuild a pass of fewer layers from its ops (planstore.md). */
-  return unit_key(job, policy, opt, "enpu-farm-op", op->signature,
-                  power_policy_of(policy->base)->ops_per_segment ? op->segment : -1);
-}
-
 uint64_t farm_bucket_input_hash(const config_job *job, const config_policy_spec *policy, const search_options *opt,
                                 const graph *g) {
   enpu_hasher h;
   enpu_hasher_init(&h, 0);
   enpu_hasher_str(&h, "enpu-farm-bucket");
   enpu_hasher_i64(&h, config_policy_spec_code(policy));
-  hash_options(&h, job, policy->variant, opt);
+  search_hash_options(&h, job, policy->variant, opt);
   for (int i = 0; i < graph_op_count(g); i++) {
     const graph_op *op = graph_op_at(g, i);
-    enpu_hasher_i64(&h, (int64_t)farm_op_key(job, policy, opt, op));
+    enpu_hasher_i64(&h, (int64_t)search_op_key(job, policy, opt, op));
     enpu_hasher_i64(&h, op->multiplicity);
   }
   for (int s = 0; s < graph_segment_count(g); s++) {
@@ -308,7 +250,7 @@ static int set_result(exec_job *x, const graph *g, const search_units *units, in
                       const config_policy_spec *spec, const search_options *opt, const search_pareto *p,
                       uint64_t key, farm_op_result *r, enpu_err *err) {
   const graph_op *op = graph_op_at(g, units ? units->unit[unit].op : unit);
-  *r = (farm_op_result){.policy = farm_op_policy(x->job, spec),
+  *r = (farm_op_result){.policy = search_op_policy(x->job, spec),
                         .key = key,
                         .kind = units ? (uint32_t)units->unit[unit].kind : (uint32_t)op->kind,
                         .evaluations = (uint64_t)p->evals,
@@ -343,7 +285,7 @@ static int run_op(exec_job *x, const task_hdr *t, farm_buf *rec, uint64_t *evals
   config_policy_spec spec;
   search_options opt;
   ENPU_FORWARD(task_policy(x, t, &spec, &opt, err));
-  ENPU_RETURN_IF(farm_op_key(x->job, &spec, &opt, op) != t->key, err, ENPU_ERR_INVALID,
+  ENPU_RETURN_IF(search_op_key(x->job, &spec, &opt, op) != t->key, err, ENPU_ERR_INVALID,
                  "op %s: its key differs from the master's (did the job change?)", op->name);
   ENPU_RETURN_IF(t->kind == FARM_TASK_PART && (t->part < 0 || t->part >= SEARCH_EXACT_PARTS), err, ENPU_ERR_FORMAT,
                  "part task: part %d of %d", t->part, SEARCH_EXACT_PARTS);
@@ -492,7 +434,7 @@ static int bucket_of_ops(exec_job *x, const config_policy_spec *spec, const sear
   const search_pareto **by_op = enpu_calloc((size_t)nops + 1, sizeof *by_op);
   int rc = keys && mult && by_op ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (bucket ops)");
   for (int i = 0; rc == 0 && i < nops; i++) {
-    keys[i] = farm_op_key(x->job, spec, opt, graph_op_at(g, i));
+    keys[i] = search_op_key(x->job, spec, opt, graph_op_at(g, i));
     mult[i] = graph_op_at(g, i)->multiplicity;
   }
   if (rc == 0) rc = bucket_keys(keys, mult, nops, &r->bundle, s, err);
@@ -538,7 +480,7 @@ static int bucket_of_epochs(exec_job *x, const config_policy_spec *spec, const s
   int64_t *mult = enpu_calloc((size_t)u->count + 1, sizeof *mult);
   int rc = keys && mult ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (epochs)");
   for (int i = 0; rc == 0 && i < u->count; i++) {
-    keys[i] = unit_key(x->job, spec, opt, "enpu-farm-epoch", u->unit[i].signature, -1);
+    keys[i] = search_unit_key(x->job, spec, opt, "enpu-farm-epoch", u->unit[i].signature, -1);
     mult[i] = u->unit[i].multiplicity;
   }
   if (rc == 0) rc = bucket_keys(keys, mult, u->count, &r->bundle, s, err);

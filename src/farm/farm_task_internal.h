@@ -5,7 +5,7 @@
  * runs.
  *
  * Invariants:
- *  - farm_op_key and farm_bucket_input_hash depend only on the job's content (graph op
+ *  - search_op_key (search.h) and farm_bucket_input_hash depend only on the job's content (graph op
  *    signature, chip tables, cost-model version, policy, search options, slacks), never
  *    on paths, ranks or time: equal keys give bit-identical results.
  *  - Task and result batches are produced and consumed by the same binary; the reader
@@ -24,16 +24,6 @@
 
 enum { FARM_TASK_OP = 1, FARM_TASK_BUCKET = 2, FARM_TASK_PART = 3 };
 enum { FARM_RES_FAILED = 0 }; /* result kind of a failed task; else FARM_REC_OP/BUCKET/PART */
-
-/* The code a policy's op results are kept under: its policy without power gating (the
- * DVFS plan search, and so its op level, is the same), and on the job's own chip when its
- * sweep point changes nothing the op level reads (config_variant.ops_differ). */
-uint32_t farm_op_policy(const config_job *job, const config_policy_spec *policy);
-
-/* Key of one graph op under one policy: its graph signature, the chip tables, the
- * cost-model version, the policy without gating and its search options. */
-uint64_t farm_op_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
-                     const graph_op *op);
 
 /* A bucket task's result as a store bucket bundle (farm_convert.c; its ops already set):
  * `sr` over its units, the sets per bundle op and each unit's op, the task's bucket and

@@ -194,9 +194,12 @@ static double ga_walk_gap(paper_ctx *x, int *n) {
       for (int s = 0; s < ns; s++) {
         paper_value why = {0};
         const store_bucket_rec *b = NULL;
-        const store_plan_rec *ga = paper_request_plan(&x->models[i], &col, "dvfs-c", ph, slacks[s], &b, &why);
-        const store_plan_rec *walk =
-            ga ? paper_request_plan(&x->models[i], &col, "dvfs-c-walk", ph, slacks[s], &b, &why) : NULL;
+        const store_plan_rec *ga = paper_request_plan(&x->models[i], &col, config_policy_name(CONFIG_POLICY_DVFS_C),
+                                                      ph, slacks[s], &b, &why);
+        const store_plan_rec *walk = ga ? paper_request_plan(&x->models[i], &col,
+                                                             config_policy_name(CONFIG_POLICY_DVFS_C_WALK), ph,
+                                                             slacks[s], &b, &why)
+                                        : NULL;
         if (walk) worst = fmax(worst, 100 * fabs(ga->savings_vs_nodvfs - walk->savings_vs_nodvfs)), (*n)++;
       }
   }
@@ -209,7 +212,8 @@ void paper_md_method(paper_ctx *x, FILE *md) {
   double ga_s = 0;
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
-      const double s = paper_compile_s(&x->models[i], "dvfs-c", ph, PAPER_LEVEL_TOTAL);
+      const double s = paper_compile_s(&x->models[i], config_policy_name(CONFIG_POLICY_DVFS_C), ph,
+                                       PAPER_LEVEL_TOTAL);
       if (s == s) ga_s = fmax(ga_s, s);
     }
   fprintf(md,

@@ -122,7 +122,8 @@ static void t7_cell(FILE *md, double ours, const paper_t7 *row, const char *poli
   else fprintf(md, " %.0f |", paper);
 }
 
-static const char *const t7_policies[] = {"dvfs-c", "enpu-all", "ideal"};
+static const config_policy t7_ids[] = {CONFIG_POLICY_DVFS_C, CONFIG_POLICY_ENPU_ALL, CONFIG_POLICY_IDEAL};
+#define T7_NAME(p) config_policy_name(t7_ids[p])
 
 /* The paper's number of claim `id`, NaN when the numbers file has no such claim. */
 static double paper_stated(const paper_ctx *x, const char *id) {
@@ -144,11 +145,11 @@ static int figure14_plot(paper_ctx *x, enpu_err *err) {
   fprintf(f, "# seconds to compile one request (all slacks): label op_s req_s, per policy\n");
   for (int i = 0; i < x->nmodels; i++)
     for (int ph = 0; ph < CONFIG_NPHASE; ph++)
-      for (size_t p = 0; p < sizeof t7_policies / sizeof *t7_policies; p++) {
-        const double op = paper_compile_s(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_OP);
-        const double rq = paper_compile_s(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_REQ);
+      for (size_t p = 0; p < sizeof t7_ids / sizeof *t7_ids; p++) {
+        const double op = paper_compile_s(&x->models[i], T7_NAME(p), ph, PAPER_LEVEL_OP);
+        const double rq = paper_compile_s(&x->models[i], T7_NAME(p), ph, PAPER_LEVEL_REQ);
         if (!isnan(op))
-          fprintf(f, "\"%s %s %s\" %.6g %.6g\n", x->models[i].name, phase_names[ph], t7_policies[p], fmax(op, 1e-4),
+          fprintf(f, "\"%s %s %s\" %.6g %.6g\n", x->models[i].name, phase_names[ph], T7_NAME(p), fmax(op, 1e-4),
                   fmax(rq, 1e-4));
       }
   ENPU_FORWARD(report_file_close(f, dir, "figure14.dat", err));
@@ -174,7 +175,7 @@ int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
           "summed over the slacks up to it (it is warm-started from each). Ideal is the exact Pareto set "
           "(the paper enumerates 34^5 ≈ 45 M plans per operator).\n\n| model | phase |",
           x->nmodels ? 100 * x->models[0].t7_slack : 0, x->nmodels ? x->models[0].t7_budget : "");
-  for (size_t p = 0; p < 3; p++) fprintf(md, " %s op | paper | %s req | paper |", t7_policies[p], t7_policies[p]);
+  for (size_t p = 0; p < 3; p++) fprintf(md, " %s op | paper | %s req | paper |", T7_NAME(p), T7_NAME(p));
   fprintf(md, "\n|---|---|");
   for (size_t p = 0; p < 3; p++) fprintf(md, "---:|---:|---:|---:|");
   fprintf(md, "\n");
@@ -184,8 +185,8 @@ int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
       const paper_t7 *row = table7_numbers(x, x->models[i].name, ph);
       fprintf(md, "| %s | %s |", x->models[i].name, phase_names[ph]);
       for (size_t p = 0; p < 3; p++) {
-        t7_cell(md, paper_t7_value(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_OP), row, t7_policies[p], 0);
-        t7_cell(md, paper_t7_value(&x->models[i], t7_policies[p], ph, PAPER_LEVEL_REQ), row, t7_policies[p], 1);
+        t7_cell(md, paper_t7_value(&x->models[i], T7_NAME(p), ph, PAPER_LEVEL_OP), row, T7_NAME(p), 0);
+        t7_cell(md, paper_t7_value(&x->models[i], T7_NAME(p), ph, PAPER_LEVEL_REQ), row, T7_NAME(p), 1);
       }
       fprintf(md, "\n");
     }
@@ -332,8 +333,8 @@ static void f11_table(FILE *md, paper_model *m) {
   const int ns = run ? paper_request_slacks(m, &pc, slacks, 32) : 0;
   size_t idx[REPORT_MAX_SERIES], np = run ? report_headline_policies(run->c, 0, idx, REPORT_MAX_SERIES - 1) : 0;
   for (size_t p = 0; run && p < run->c->npolicies; p++)
-    if (!strcmp(run->c->policies[p].name, "dvfs-c-walk") &&
-        (!np || strcmp(run->c->policies[idx[np - 1]].name, "dvfs-c-walk")))
+    if (config_policy_named(run->c->policies[p].name, CONFIG_POLICY_DVFS_C_WALK) &&
+        (!np || !config_policy_named(run->c->policies[idx[np - 1]].name, CONFIG_POLICY_DVFS_C_WALK)))
       idx[np++] = p;
   for (int ph = 0; run && ph < CONFIG_NPHASE; ph++) {
     fprintf(md, "| %s %s, slack |", m->name, phase_names[ph]);

@@ -25,7 +25,7 @@ static json_t *phase_triple(double prefill, double decode, double total) {
 
 static const replay_result *find_nodvfs(const replay_result *const *runs, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(runs[i]->summary.policy, "nodvfs")) return runs[i];
+    if (config_policy_named(runs[i]->summary.policy, CONFIG_POLICY_NODVFS)) return runs[i];
   return NULL;
 }
 
@@ -244,8 +244,8 @@ int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out
   json_t *doc = pol ? json_pack("{s:I, s:I, s:I, s:o, s:s, s:s, s:o, s:o, s:o}", "requests",
                                 (json_int_t)s0->requests, "context_tokens", (json_int_t)s0->context_tokens,
                                 "generated_tokens", (json_int_t)s0->generated_tokens, "baseline",
-                                base ? json_string("nodvfs") : json_null(), "idle_mode",
-                                config_idle_mode_name(cl->idle.mode), "safeguard2",
+                                base ? json_string(config_policy_name(CONFIG_POLICY_NODVFS)) : json_null(),
+                                "idle_mode", config_idle_mode_name(cl->idle.mode), "safeguard2",
                                 config_safeguard2_name(cl->scheduler.safeguard2), "horizon_s",
                                 replay_json_number(s0->horizon_ns * 1e-9), "origin_time_of_day_h",
                                 replay_json_number(s0->origin_tod_s / 3600), "policies", pol)

@@ -409,12 +409,13 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
   ENPU_RETURN_IF(!ps || !job || (!job->policy && !job->governor) || !trace || !setup || !setup->cluster, err,
                  ENPU_ERR_INVALID, "replay_run: missing store, policy or governor, trace or set-up");
   const config_cluster *cl = setup->cluster;
-  const char *policy = job->governor ? "uniform" : job->policy;
+  const char *policy = job->governor ? config_policy_name(CONFIG_POLICY_UNIFORM) : job->policy;
   ENPU_RETURN_IF(!has_policy(ps, policy) && job->governor, err, ENPU_ERR_NOT_FOUND,
                  "governors run the store's uniform policy, which this store lacks (add \"uniform\" to the "
                  "job's policies and rerun the farm)");
   ENPU_RETURN_IF(!has_policy(ps, policy), err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
-  ENPU_RETURN_IF(job_speculates(job) && !has_policy(ps, "uniform"), err, ENPU_ERR_NOT_FOUND,
+  ENPU_RETURN_IF(job_speculates(job) && !has_policy(ps, config_policy_name(CONFIG_POLICY_UNIFORM)), err,
+                 ENPU_ERR_NOT_FOUND,
                  "speculative decoding prices partial-depth passes with the store's uniform policy, which this "
                  "store lacks (add \"uniform\" to the job's policies and rerun the farm)");
   config_policy_spec spec;
@@ -460,14 +461,14 @@ int replay_run_job(const planstore *ps, const replay_job *job, const replay_trac
   r->trace_requests = trace->requests;
   const bool uniform = job->governor || job_speculates(job);
   sim s = {.ps = ps,
-           .policy = job->governor ? "uniform" : job->policy,
+           .policy = job->governor ? config_policy_name(CONFIG_POLICY_UNIFORM) : job->policy,
            .setup = setup,
            .cl = setup->cluster,
            .rq = trace->requests,
            .nreq = trace->count,
            .res = r,
            .job = job,
-           .uniform = uniform ? "uniform" : NULL,
+           .uniform = uniform ? config_policy_name(CONFIG_POLICY_UNIFORM) : NULL,
            .safeguards = job->governor ? CONFIG_SAFEGUARDS_PAPER : setup->safeguards};
   r->summary.safeguards = s.safeguards;
   int rc = sim_init(&s, r, err);

@@ -24,7 +24,7 @@ void replay_sweep_free(replay_sweep *s) {
 static void reduce(replay_sweep *s, size_t ri, replay_result *const *runs) {
   const replay_summary *base = NULL;
   for (size_t p = 0; p < s->npolicies; p++)
-    if (!strcmp(s->policies[p], "nodvfs")) base = replay_result_summary(runs[p]);
+    if (config_policy_named(s->policies[p], CONFIG_POLICY_NODVFS)) base = replay_result_summary(runs[p]);
   for (size_t p = 0; p < s->npolicies; p++) {
     const replay_summary *m = replay_result_summary(runs[p]);
     const replay_phase_stats *a = m->phase;

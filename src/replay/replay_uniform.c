@@ -177,7 +177,8 @@ int replay_gov_decode_work(sim *s, const planstore_plan *base, int n, int seq, c
   *w = (gov_work){
       .phase = CONFIG_DECODE, .base = *base, .tokens = 1, .spec = {.verify_layers = spec->verify_layers}};
   if (spec->exit_layers == 0) return ENPU_OK;
-  const int ok = round_buckets(s, "uniform", n, seq, spec, &w->base, &w->verify, err);
+  const int ok = round_buckets(s, config_policy_name(CONFIG_POLICY_UNIFORM), n, seq, spec, &w->base, &w->verify,
+                               err);
   if (ok < 0) return ok;
   if (ok == 0) { /* no bucket for the round: plain decoding this iteration */
     w->base = *base;
@@ -213,7 +214,8 @@ int replay_gov_work_cost(sim *s, const gov_work *w, int state, double *time_ns, 
 static int depth_share(sim *s, const planstore_plan *policy_plan, int layers, double *t_share, double *e_share,
                        enpu_err *err) {
   planstore_plan u;
-  const int ok = replay_fastest_plan_of(s, "uniform", CONFIG_DECODE, policy_plan->batch, policy_plan->seq, &u, err);
+  const int ok = replay_fastest_plan_of(s, config_policy_name(CONFIG_POLICY_UNIFORM), CONFIG_DECODE,
+                                        policy_plan->batch, policy_plan->seq, &u, err);
   if (ok < 0) return ok;
   ENPU_RETURN_IF(ok == 0, err, ENPU_ERR_NOT_FOUND, "the uniform policy has no decode bucket for batch %d seq %d",
                  policy_plan->batch, policy_plan->seq);

@@ -265,28 +265,18 @@ typedef struct {
   search_ctx *search;
   cost_ctx *cost;
   search_options opt;
-  config_policy policy;
-  int paper; /* the bucket's Pareto times are critical-path times */
+  const config_job *job;
+  config_policy_spec spec;
   int peak[CONFIG_NCOMP];
 } freq_ctx;
 
-/* Find the graph op behind store op state `st` (same name and kind, and the stored time
- * at the lead states) and fill the row's utilisations at peak. A cost-model refusal of
- * a candidate (a state it cannot run) only means that candidate is not the op. */
-static int match_op(freq_ctx *fc, const graph *g, const store_op_rec *sop, const planstore_op_states *st,
-                    report_freq_row *row, enpu_err *err) {
-  int state[CONFIG_NCOMP];
-  for (int k = 0; k < CONFIG_NCOMP; k++) state[k] = st->lead_states[k];
+/* Find the graph op behind store op `sop` by the identity the store keeps, its key
+ * (search_op_key: what the farm filed it under), and fill the row's utilisations at peak.
+ * An epoch (an epoch policy's unit) is no graph op: its row stays unmatched. */
+static int match_op(freq_ctx *fc, const graph *g, const store_op_rec *sop, report_freq_row *row, enpu_err *err) {
   for (int j = 0; j < graph_op_count(g) && !row->matched; j++) {
     const graph_op *op = graph_op_at(g, j);
-    if (strcmp(op->name, sop->name) || (uint32_t)op->kind != sop->kind) continue;
-    cost_result at;
-    enpu_err local = {0};
-    int rc = search_op_breakdown(fc->search, fc->cost, op, fc->policy, &fc->opt, state, &at, &local);
-    if (rc == ENPU_ERR_RANGE || rc == ENPU_ERR_INVALID) continue;
-    if (rc < 0) return enpu_errorf(err, rc, "op %s: %s", sop->name, local.msg);
-    const double t_at = fc->paper ? at.cp_time_ns : at.time_ns;
-    if (!(fabs(t_at - st->lead_time_ns) <= 1e-6 * st->lead_time_ns)) continue;
+    if (search_op_key(fc->job, &fc->spec, &fc->opt, op) != sop->signature) continue;
     cost_result peak;
     ENPU_FORWARD(
         search_op_breakdown(fc->search, fc->cost, op, CONFIG_POLICY_NODVFS, &fc->opt, fc->peak, &peak, err));
@@ -301,11 +291,9 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
                      double *slack_used, enpu_err *err) {
   *out = NULL;
   *n = 0;
-  freq_ctx fc = {0};
-  config_policy_spec spec;
-  ENPU_RETURN_IF(config_policy_spec_parse(policy, &spec) < 0, err, ENPU_ERR_NOT_FOUND,
+  freq_ctx fc = {.job = job};
+  ENPU_RETURN_IF(config_policy_spec_parse(policy, &fc.spec) < 0, err, ENPU_ERR_NOT_FOUND,
                  "policy %s is not one the cost model knows", policy);
-  fc.policy = spec.base;
   const store_policy_tables *p = policy_tables(c, policy);
   ENPU_RETURN_IF(!p, err, ENPU_ERR_NOT_FOUND, "the store has no policy %s", policy);
   long bi = bucket_row(p, key->phase, key->batch, key->seq);
@@ -317,21 +305,20 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
   size_t nst = 0;
   graph *g = NULL;
   report_freq_row *rows = NULL;
-  fc.paper = p->buckets[bi].budget == STORE_BUDGET_PAPER;
   int rc = plan_op_states(p, &p->buckets[bi], pl, &st, &nst, err);
   if (rc == 0) rc = graph_build(job, (config_phase)key->phase, key->batch, key->seq, &g, err);
   if (rc == 0) rc = cost_ctx_create(&job->chip, &fc.cost, err);
   if (rc == 0) rc = search_ctx_create(&job->chip, &fc.search, err);
   if (rc == 0 && !(rows = enpu_calloc(nst ? nst : 1, sizeof *rows)))
     rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (frequency rows)");
-  search_options_for_job(&fc.opt, job, &spec);
+  search_options_for_job(&fc.opt, job, &fc.spec);
   for (int k = 0; k < CONFIG_NCOMP; k++) fc.peak[k] = job->chip.freq_states;
   for (size_t i = 0; rc == 0 && i < nst; i++) {
     report_freq_row *r = &rows[i];
     *r = (report_freq_row){.bucket = *key, .instances = st[i].instances};
     snprintf(r->op, sizeof r->op, "%s", st[i].name);
     memcpy(r->state, st[i].lead_states, sizeof r->state);
-    rc = match_op(&fc, g, &p->ops[st[i].op], &st[i], r, err);
+    rc = match_op(&fc, g, &p->ops[st[i].op], r, err);
   }
   search_ctx_free(fc.search);
   cost_ctx_free(fc.cost);
@@ -347,12 +334,14 @@ int report_freq_util(const store_contents *c, const config_job *job, const char 
 }
 
 size_t report_headline_policies(const store_contents *c, int with_nodvfs, size_t *idx, size_t max) {
-  static const char *const headline[] = {"nodvfs", "dvfs-c", "dvfs-c-walk", "enpu-c", "enpu-all", "ideal"};
+  static const config_policy headline[] = {CONFIG_POLICY_NODVFS, CONFIG_POLICY_DVFS_C,   CONFIG_POLICY_DVFS_C_WALK,
+                                           CONFIG_POLICY_ENPU_C, CONFIG_POLICY_ENPU_ALL, CONFIG_POLICY_IDEAL};
   size_t n = 0;
   for (size_t h = with_nodvfs ? 0 : 1; h < sizeof headline / sizeof *headline; h++)
     for (size_t p = 0; p < c->npolicies && n < max; p++)
-      if (!strcmp(c->policies[p].name, headline[h]) &&
-          (h != 2 || !n || strcmp(c->policies[idx[n - 1]].name, "dvfs-c"))) /* the walk: when no GA */
+      if (config_policy_named(c->policies[p].name, headline[h]) &&
+          (h != 2 || !n ||
+           !config_policy_named(c->policies[idx[n - 1]].name, CONFIG_POLICY_DVFS_C))) /* the walk: when no GA */
         idx[n++] = p;
   if (n >= 2) return n;
   for (n = 0; n < c->npolicies && n < max; n++) idx[n] = n;

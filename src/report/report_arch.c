@@ -35,7 +35,7 @@ typedef struct {
   size_t ngroups;
   const char *bases[ARCH_MAX_BASES + 1]; /* the compared policies (no nodvfs), NULL-ended */
   int nbases;
-  const char *dvfs_c; /* "dvfs-c", else "dvfs-c-walk", else NULL */
+  const char *dvfs_c; /* dvfs-c, else dvfs-c-walk, else NULL */
   double slack[ARCH_MAX_SLACKS];
   int nslack;
   json_t *chip; /* the job chip's document */
@@ -54,22 +54,23 @@ static double chip_value(const json_t *chip, int i) {
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static int parse_group(const char *name, arch_group *g) {
+_Static_assert(STORE_NAME_LEN == CONFIG_NAME_LEN, "a store's policy names are config's");
+
+/* A policy group from its store name, through config's parsers of the name and the point. */
+static int parse_group(const char *name, arch_group *g, enpu_err *err) {
   *g = (arch_group){.name = name};
-  snprintf(g->base, sizeof g->base, "%s", name);
-  char *sep = strchr(g->base, CONFIG_VARIANT_SEP);
-  if (!sep) return 0;
-  *sep = '\0';
-  char point[STORE_NAME_LEN];
-  snprintf(point, sizeof point, "%s", sep + 1);
-  enpu_kv kv[ARCH_MAX_PARAMS];
-  const int n = enpu_kv_split(point, kv, ARCH_MAX_PARAMS, NULL);
-  for (int k = 0; k < n; k++) {
-    g->param[g->n] = config_sweep_param_find(kv[k].key);
-    g->value[g->n] = strtod(kv[k].value, NULL);
-    if (g->param[g->n++] < 0) return -1;
+  const char *point;
+  ENPU_RETURN_IF(config_policy_point_split(name, g->base, &point) < 0, err, ENPU_ERR_FORMAT,
+                 "policy group \"%s\": name too long", name);
+  if (!point) return ENPU_OK;
+  const int n = config_point_parse(point, g->param, g->value, ARCH_MAX_PARAMS, err);
+  if (n < 0) {
+    enpu_err_prefix(err, "policy group \"%s\": ", name);
+    if (err) err->code = ENPU_ERR_FORMAT; /* a store's name, not the caller's input */
+    return ENPU_ERR_FORMAT;
   }
-  return n < 0 ? -1 : 0;
+  g->n = n;
+  return ENPU_OK;
 }
 
 /* Mean saving (%) of a group at a phase and slack; NAN when it has no plan there. */
@@ -196,12 +197,14 @@ static void break_even(const arch_ctx *a, int param, const double *x, int nx, FI
   const double own = chip_value(a->chip, param);
   for (int ph = 0; ph < 2; ph++)
     for (int s = 0; s < a->nslack; s++) {
-      const double base = saving(a, group_at(a, "enpu-all", &param, &own, 1), ph, a->slack[s]);
+      const double base = saving(a, group_at(a, config_policy_name(CONFIG_POLICY_ENPU_ALL), &param, &own, 1), ph,
+                                 a->slack[s]);
       char keeps[96] = "—", stops[256] = "";
       double lo = NAN, hi = NAN;
       size_t used = 0;
       for (int i = 0; i < nx; i++) {
-        const double e = saving(a, group_at(a, "enpu-all", &param, &x[i], 1), ph, a->slack[s]);
+        const double e = saving(a, group_at(a, config_policy_name(CONFIG_POLICY_ENPU_ALL), &param, &x[i], 1), ph,
+                                a->slack[s]);
         const double d = saving(a, group_at(a, a->dvfs_c, &param, &x[i], 1), ph, a->slack[s]);
         if (base > 0 && e >= 0.9 * base) hi = x[i], lo = isnan(lo) ? x[i] : lo;
         if (!isnan(e) && !isnan(d) && e <= d && used < sizeof stops - 24)
@@ -354,16 +357,21 @@ static int sweeps(const arch_ctx *a, FILE *md, enpu_err *err) {
 /* The compared policies of the job chip's groups: eNPU-All, DVFS-C (its GA, else its
  * walk), eNPU-C, then the others but NoDVFS and uniform, at most ARCH_MAX_BASES. */
 static void pick_bases(arch_ctx *a) {
-  static const char *const order[] = {"enpu-all", "dvfs-c", "dvfs-c-walk", "enpu-c"};
+  static const config_policy order[] = {CONFIG_POLICY_ENPU_ALL, CONFIG_POLICY_DVFS_C, CONFIG_POLICY_DVFS_C_WALK,
+                                        CONFIG_POLICY_ENPU_C};
   for (size_t k = 0; k < sizeof order / sizeof order[0] + 1; k++)
     for (size_t g = 0; g < a->ngroups && a->nbases < ARCH_MAX_BASES; g++) {
       const arch_group *x = &a->groups[g];
-      int dup = x->n != 0 || !strcmp(x->base, "nodvfs") || !strcmp(x->base, "uniform");
+      int dup = x->n != 0 || config_policy_named(x->base, CONFIG_POLICY_NODVFS) ||
+                config_policy_named(x->base, CONFIG_POLICY_UNIFORM);
       for (int b = 0; b < a->nbases && !dup; b++) dup = !strcmp(a->bases[b], x->base);
-      if (!strcmp(x->base, "dvfs-c-walk") && a->dvfs_c) dup = 1; /* the GA's stands for DVFS-C */
-      if (dup || (k < 4 && strcmp(x->base, order[k]))) continue;
+      if (config_policy_named(x->base, CONFIG_POLICY_DVFS_C_WALK) && a->dvfs_c)
+        dup = 1; /* the GA's stands for DVFS-C */
+      if (dup || (k < 4 && !config_policy_named(x->base, order[k]))) continue;
       a->bases[a->nbases++] = x->base;
-      if (!strcmp(x->base, "dvfs-c") || !strcmp(x->base, "dvfs-c-walk")) a->dvfs_c = x->base;
+      if (config_policy_named(x->base, CONFIG_POLICY_DVFS_C) ||
+          config_policy_named(x->base, CONFIG_POLICY_DVFS_C_WALK))
+        a->dvfs_c = x->base;
     }
 }
 
@@ -387,9 +395,7 @@ static int arch_setup(arch_ctx *a, const report_arch_options *o, enpu_err *err) 
   a->groups = enpu_calloc(a->c->npolicies + 1, sizeof *a->groups);
   ENPU_RETURN_IF(!a->groups, err, ENPU_ERR_NOMEM, "out of memory (sweep report)");
   for (size_t i = 0; i < a->c->npolicies; i++)
-    ENPU_RETURN_IF(parse_group(a->c->policies[i].name, &a->groups[a->ngroups++]) < 0, err, ENPU_ERR_FORMAT,
-                   "policy group \"%s\": not <policy>:<path=value,...> of known chip paths",
-                   a->c->policies[i].name);
+    ENPU_FORWARD(parse_group(a->c->policies[i].name, &a->groups[a->ngroups++], err));
   a->chip = a->c->chip_json ? json_loads(a->c->chip_json, 0, NULL) : NULL;
   ENPU_RETURN_IF(!a->chip, err, ENPU_ERR_FORMAT, "the store keeps no readable chip document");
   pick_bases(a);

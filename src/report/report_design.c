@@ -345,18 +345,22 @@ static int fig_set(const report_ctx *r, FILE *md, const char *heading, const cha
 
 /* Figure 21: for the first pg+X the store holds with X: none, PG only, X, pg+X. */
 static int fig21(const report_ctx *r, FILE *md, enpu_err *err) {
-  const char *x = NULL, *pgx = "pg+enpu-all";
+  const config_policy_spec pg_enpu_all = {.base = CONFIG_POLICY_ENPU_ALL, .gate = true, .shadow_vregs = -1};
+  char pg_enpu_all_name[CONFIG_NAME_LEN];
+  config_policy_spec_name(&pg_enpu_all, pg_enpu_all_name);
+  const char *x = NULL, *pgx = pg_enpu_all_name;
   for (size_t i = 0; i < r->c->npolicies && !x; i++) {
     const char *nm = r->c->policies[i].name;
     config_policy_spec gated, plain;
     char plain_name[CONFIG_NAME_LEN];
-    if (!strcmp(nm, "pg") || config_policy_spec_parse(nm, &gated) < 0 || !gated.gate) continue;
+    if (!strcmp(nm, CONFIG_POLICY_GATE_ALONE) || config_policy_spec_parse(nm, &gated) < 0 || !gated.gate) continue;
     plain = config_policy_spec_ungated(&gated);
     config_policy_spec_name(&plain, plain_name);
     const store_policy_tables *t = policy(r->c, plain_name);
     if (t) x = t->name, pgx = nm;
   }
-  const char *want[] = {"nodvfs", "pg", x ? x : "enpu-all", pgx};
+  const char *want[] = {config_policy_name(CONFIG_POLICY_NODVFS), CONFIG_POLICY_GATE_ALONE,
+                        x ? x : config_policy_name(CONFIG_POLICY_ENPU_ALL), pgx};
   return fig_set(r, md, "DVFS and power gating (Figure 21)",
                  "None (`nodvfs`), PG only (`pg`: ReGate-style gating on the NoDVFS schedule), "
                  "DVFS only and PG + DVFS (the DVFS plan first, then gating on its schedule; "
@@ -447,7 +451,7 @@ static int fig18_phase(const report_ctx *r, FILE *md, const store_policy_tables 
 }
 
 static int fig18(const report_ctx *r, FILE *md, enpu_err *err) {
-  const char *want[] = {"enpu-all", "enpu-c"};
+  const char *want[] = {config_policy_name(CONFIG_POLICY_ENPU_ALL), config_policy_name(CONFIG_POLICY_ENPU_C)};
   const char *names[2];
   const size_t n = present(r->c, want, 2, names, 2);
   json_error_t je;
@@ -474,13 +478,17 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err) {
               "buckets of each phase.\n\n");
   ENPU_FORWARD(fig13(r, md, err));
   ENPU_FORWARD(fig15(r, md, err));
-  const char *const gran[] = {"dvfs-c", "dvfs-c-ms", "enpu-all", "enpu-ms"};
+  const char *const gran[] = {config_policy_name(CONFIG_POLICY_DVFS_C), config_policy_name(CONFIG_POLICY_DVFS_C_MS),
+                              config_policy_name(CONFIG_POLICY_ENPU_ALL),
+                              config_policy_name(CONFIG_POLICY_ENPU_MS)};
   ENPU_FORWARD(fig_set(r, md, "Temporal and spatial DVFS granularity (Figure 16)",
                        "Per-operator DVFS (`dvfs-c`, `enpu-all`) against one V/f setting per "
                        "millisecond epoch (`dvfs-c-ms`, `enpu-ms`: operators merged into epochs of at "
                        "least the job's `epoch_ms` of NoDVFS time, §4.6).",
                        "granularity", gran, 4, 2, err));
-  const char *const doms[] = {"enpu-3dom", "enpu-4dom", "enpu-all"};
+  const char *const doms[] = {config_policy_name(CONFIG_POLICY_ENPU_3DOM),
+                              config_policy_name(CONFIG_POLICY_ENPU_4DOM),
+                              config_policy_name(CONFIG_POLICY_ENPU_ALL)};
   ENPU_FORWARD(fig_set(r, md, "V/f domain count (Figure 17)",
                        "eNPU with 3 domains (FE, SA, VU, SRAM one core domain; HBM; ICI), 4 (FE, SA, VU "
                        "one compute domain; SRAM; HBM; ICI) and 5 (`enpu-all`).",

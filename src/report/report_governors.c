@@ -221,7 +221,7 @@ static void md_verdicts(FILE *md, const json_t *pols) {
     const json_t *on = json_object_get(g, "online");
     if (!json_is_true(json_object_get(on, "governor"))) continue;
     json_object_foreach((json_t *)pols, pn, p) {
-      if (json_object_get(p, "online") || !strcmp(pn, "nodvfs")) continue;
+      if (json_object_get(p, "online") || config_policy_named(pn, CONFIG_POLICY_NODVFS)) continue;
       md_verdict(md, gn, g, pn, p);
     }
     const double r0 = report_jget(on, "reward_first10", NULL), r1 = report_jget(on, "reward_last90", NULL);

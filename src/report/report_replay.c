@@ -215,7 +215,7 @@ static int load_series(const char *dir, window_series *s, size_t *n, enpu_err *e
 
 static long baseline_series(const window_series *s, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(s[i].policy, "nodvfs")) return (long)i;
+    if (config_policy_named(s[i].policy, CONFIG_POLICY_NODVFS)) return (long)i;
   return -1;
 }
 

@@ -46,7 +46,7 @@ static void gp_panel(FILE *f, const json_t *pols, int k, bool skip_base, const c
   const json_t *p;
   size_t i = 0, drawn = 0;
   json_object_foreach((json_t *)pols, name, p) {
-    if (!(skip_base && !strcmp(name, "nodvfs")))
+    if (!(skip_base && config_policy_named(name, CONFIG_POLICY_NODVFS)))
       fprintf(f, "%s 'sweep.dat' using 1:%zu with linespoints lw 2 title '%s'", drawn++ ? ", \\\n    " : " ",
               2 + SWEEP_FIELDS * i + (size_t)k, name);
     i++;
@@ -74,7 +74,7 @@ int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu
   const char *name;
   const json_t *p;
   json_object_foreach((json_t *)pols, name, p) {
-    if (!strcmp(name, "nodvfs")) base = i;
+    if (config_policy_named(name, CONFIG_POLICY_NODVFS)) base = i;
     i++;
   }
   static const char *const what[4] = {"prefill busy", "decode slots filled", "prefill busy, busiest window",

@@ -261,7 +261,7 @@ static int section_breakdown(const report_ctx *r, FILE *md, enpu_err *err) {
 /* The policy Figure 19 shows: enpu-all when present, else the last one (store order). */
 static const char *freq_policy(const store_contents *c) {
   for (size_t i = 0; i < c->npolicies; i++)
-    if (!strcmp(c->policies[i].name, "enpu-all")) return c->policies[i].name;
+    if (config_policy_named(c->policies[i].name, CONFIG_POLICY_ENPU_ALL)) return c->policies[i].name;
   return c->npolicies ? c->policies[c->npolicies - 1].name : NULL;
 }
 

@@ -529,6 +529,25 @@ int search_plan_simulate(search_ctx *s, cost_ctx *cost, const graph *g, config_p
                          const search_options *opt, const int (*state)[CONFIG_NCOMP], int gated,
                          search_plan_totals *out, enpu_err *err);
 
+/* The identity of compiled units (search_key.c): what a store's ops.signature holds and
+ * what farm results and the result cache are keyed by. They depend only on the job's
+ * content (graph op signature, chip tables, cost-model version, policy, search options),
+ * never on paths, ranks or time: equal keys give bit-identical results.
+ *  search_hash_options: every option that changes a Pareto set or a plan, with the chip of
+ *    sweep point `variant`, into h;
+ *  search_op_policy: the code a policy's op results are kept under: the policy without
+ *    power gating (its op level is the same), and on the job's own chip when its sweep
+ *    point changes nothing the op level reads (config_variant.ops_differ);
+ *  search_unit_key: a unit's key from its signature (`what` names the kind of unit; with
+ *    its segment when segment >= 0);
+ *  search_op_key: a graph op's key under a policy. */
+void search_hash_options(enpu_hasher *h, const config_job *job, int variant, const search_options *opt);
+uint32_t search_op_policy(const config_job *job, const config_policy_spec *policy);
+uint64_t search_unit_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
+                         const char *what, uint64_t signature, int segment);
+uint64_t search_op_key(const config_job *job, const config_policy_spec *policy, const search_options *opt,
+                       const graph_op *op);
+
 /* The budget of a slack in a mode: strict max(t_nodvfs, t_peak) + slack·t_nodvfs, paper
  * (1 + slack)·t_nodvfs. */
 double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_ns, double slack);

@@ -15,8 +15,7 @@ _Static_assert((int)SEARCH_VF_NUNIT == (int)COST_NUNIT, "vf.set has one field pe
 #define INV_RTOL 1e-9
 
 double search_budget_ns(config_budget budget, double t_nodvfs_ns, double t_peak_ns, double slack) {
-  return budget == CONFIG_BUDGET_PAPER ? (1.0 + slack) * t_nodvfs_ns
-                                       : fmax(t_nodvfs_ns, t_peak_ns) + slack * t_nodvfs_ns;
+  return enpu_budget_ns(budget == CONFIG_BUDGET_PAPER, t_nodvfs_ns, t_peak_ns, slack);
 }
 
 static int le_tol(double a, double b) { return a <= b + INV_RTOL * fmax(fabs(a), fabs(b)); }

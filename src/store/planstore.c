@@ -330,9 +330,9 @@ int planstore_lookup_slack(const planstore *ps, const char *policy, int phase, i
   ENPU_FORWARD(lookup_bucket(ps, policy, phase, batch, seq, &p, plan, err));
   ENPU_RETURN_IF(!slack_in_range(slack), err, ENPU_ERR_INVALID, "slack %g outside [0, %g] (a fraction)", slack,
                  PLANSTORE_MAX_SLACK);
-  double base = plan->budget_mode == PLANSTORE_BUDGET_PAPER ? plan->t_nodvfs_ns
-                                                            : fmax(plan->t_nodvfs_ns, plan->t_peak_ns);
-  return planstore_lookup(ps, policy, phase, batch, seq, base + slack * plan->t_nodvfs_ns, plan, err);
+  const double budget_ns = enpu_budget_ns(plan->budget_mode == PLANSTORE_BUDGET_PAPER, plan->t_nodvfs_ns,
+                                          plan->t_peak_ns, slack);
+  return planstore_lookup(ps, policy, phase, batch, seq, budget_ns, plan, err);
 }
 
 /* ---- a lookup's arguments from text ---------------------------------------------- */

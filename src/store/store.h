@@ -254,6 +254,14 @@ typedef struct store_lock store_lock;
  * ranks to go away, short enough that a writer refused by a running farm says so soon. */
 #define STORE_LOCK_WAIT_S 30.0
 
+/* The files beside a store, named "<store><suffix>": the writer's new file (renamed over
+ * the store), a farm's journal and the writer lock. Their names are part of the failure
+ * semantics (the lock refuses links planted at each). */
+typedef enum { STORE_SIBLING_TMP = 0, STORE_SIBLING_JOURNAL = 1, STORE_SIBLING_LOCK = 2 } store_sibling;
+/* The path of sibling `s` of the store at `store` into out.
+ * @return 0, or ENPU_ERR_RANGE when it does not fit in len bytes (out is then ""). */
+int store_sibling_path(const char *store, store_sibling s, char *out, size_t len);
+
 /* The path a store at `path` lives at: symbolic links followed (also a link to a store
  * not written yet), the directory made absolute. The directory must exist.
  * @return 0, ENPU_ERR_IO (no such directory, a link loop), ENPU_ERR_RANGE, ENPU_ERR_INVALID. */

@@ -106,6 +106,15 @@ static int refuse_link(const char *path, const char *what, int in_place, enpu_er
                      path, target, what);
 }
 
+int store_sibling_path(const char *store, store_sibling s, char *out, size_t len) {
+  static const char *const suffix[] = {
+      [STORE_SIBLING_TMP] = ".tmp", [STORE_SIBLING_JOURNAL] = ".journal", [STORE_SIBLING_LOCK] = ".lock"};
+  const int n = (unsigned)s < sizeof suffix / sizeof *suffix ? snprintf(out, len, "%s%s", store, suffix[s]) : -1;
+  if (n >= 0 && (size_t)n < len) return ENPU_OK;
+  if (len) out[0] = '\0';
+  return ENPU_ERR_RANGE;
+}
+
 /* The lock file is a plain file of one name, and the store (if any) has one name. */
 static int check_files(const store_lock *l, enpu_err *err) {
   struct stat st;
@@ -114,9 +123,9 @@ static int check_files(const store_lock *l, enpu_err *err) {
                  "refusing %s: it is not a plain file of one name (%ju hard links); remove it", l->lock_path,
                  (uintmax_t)st.st_nlink);
   char path[PATH_MAX + 16];
-  snprintf(path, sizeof path, "%s.tmp", l->store);
+  store_sibling_path(l->store, STORE_SIBLING_TMP, path, sizeof path); /* fits: the store fits in PATH_MAX */
   ENPU_FORWARD(refuse_link(path, "temporary file", 0, err));
-  snprintf(path, sizeof path, "%s.journal", l->store);
+  store_sibling_path(l->store, STORE_SIBLING_JOURNAL, path, sizeof path);
   ENPU_FORWARD(refuse_link(path, "journal", 1, err));
   ENPU_RETURN_IF(stat(l->store, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1, err, ENPU_ERR_INVALID,
                  "refusing plan store %s: it has %ju hard links. A writer publishes by renaming a new file over "
@@ -163,7 +172,7 @@ int store_lock_acquire_until(const char *path, const char *command, double wait_
   l->fd = -1;
   int rc = store_resolve_path(path, l->store, sizeof l->store, err);
   if (rc == ENPU_OK) {
-    snprintf(l->lock_path, sizeof l->lock_path, "%s.lock", l->store);
+    store_sibling_path(l->store, STORE_SIBLING_LOCK, l->lock_path, sizeof l->lock_path);
     rc = refuse_link(l->lock_path, "lock", 0, err);
   }
   if (rc == ENPU_OK) { /* O_NOFOLLOW: a link planted after the check is refused too */

@@ -110,9 +110,9 @@ int store_writer_create(const store_lock *lock, const store_provenance *prov, in
   w->file = H5I_INVALID_HID;
   w->zstd_level = zstd_level;
   int n = snprintf(w->path, sizeof w->path, "%s", path);
-  int m = snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+  const int m = store_sibling_path(path, STORE_SIBLING_TMP, w->tmp, sizeof w->tmp);
   int rc = ENPU_OK;
-  if (n < 0 || (size_t)n >= sizeof w->path || m < 0 || (size_t)m >= sizeof w->tmp)
+  if (n < 0 || (size_t)n >= sizeof w->path || m < 0)
     rc = enpu_errorf(err, ENPU_ERR_RANGE, "store: path too long: %s", path);
   if (rc == ENPU_OK && zstd_level >= 0) rc = store_zstd_register(err);
   if (rc == ENPU_OK && (w->file = create_core_file(w->tmp)) < 0)

@@ -190,7 +190,7 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
   replay_governor ondemand;
   if (rc == 0) rc = replay_governor_parse("ondemand", &ondemand, err);
   for (size_t i = 0; rc == 0 && i < c->npolicies && (rc = stopped(a, err)) == 0; i++) {
-    const bool uniform = !strcmp(c->policies[i].name, "uniform");
+    const bool uniform = config_policy_named(c->policies[i].name, CONFIG_POLICY_UNIFORM);
     const replay_job job = {.policy = uniform ? NULL : c->policies[i].name, .governor = uniform ? &ondemand : NULL};
     rc = replay_run_job(ps, &job, trace, &setup, &runs[i].replay, err);
     if (rc < 0) enpu_err_prefix(err, "replay of policy %s: ", c->policies[i].name);
@@ -203,7 +203,8 @@ static int run_trace_replays(const validate_args *a, const store_contents *c, po
   free(aligned);
   const replay_summary *base = NULL;
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++)
-    if (!strcmp(c->policies[i].name, "nodvfs")) base = replay_result_summary(runs[i].replay);
+    if (config_policy_named(c->policies[i].name, CONFIG_POLICY_NODVFS))
+      base = replay_result_summary(runs[i].replay);
   char trace_as_stored[STORE_MSG_LEN];
   trace_label(a, trace_as_stored, sizeof trace_as_stored);
   for (size_t i = 0; rc == 0 && i < c->npolicies; i++)

@@ -14,7 +14,10 @@ Usage: /usr/bin/python3 check_schemas.py SOURCE_ROOT
    negative or zero value, wrong type, missing required key, unknown enum value, a value
    past its physical range, a job name that would leave the results directory...) are
    rejected, so the schemas are strict rather than accept-anything.
-4. The schemas and the C loaders give every number the same range: each row of
+4. The job schema's policy pattern is the one the policy table (CONFIG_POLICY_TABLE in
+   src/config/config.h) makes: every name in it, the ones with variants behind an optional
+   pg+ and @shadow=N, and no other.
+5. The schemas and the C loaders give every number the same range: each row of
    src/config/config_ranges.c has the same bounds in its schema, and every number a
    schema allows has a row (so none is read without a documented range).
 5. Every shipped manifest of the paper's results (results/paper/*/manifest.json) validates
@@ -337,6 +340,30 @@ def pattern_matches(pattern, path):
     return re.fullmatch(re.escape(pattern).replace(r"\*", r"[^.\[]+"), path) is not None
 
 
+POLICY_ROW = re.compile(r'X\((\w+), "([^"]+)", (true|false)\)')
+
+
+def check_policies(root, report):
+    """The job schema's policy patterns against the C policy table."""
+    text = (root / "src" / "config" / "config.h").read_text()
+    table = text[text.index("#define CONFIG_POLICY_TABLE(X)"):]
+    table = table[:table.index("\n\n")]
+    rows = POLICY_ROW.findall(table)
+    report.result(len(rows) >= 2, f"src/config/config.h: {len(rows)} policy rows read")
+    with_variants = [name for _, name, v in rows if v == "true"]
+    without = [name for _, name, v in rows if v == "false"]
+    want = ("^(" + "".join(f"{n}|" for n in without) + "(pg|(pg\\+)?(" + "|".join(with_variants) +
+            "))(@shadow=(0|[1-9][0-9]{0,2}))?)$")
+    want_not = "|".join(["@shadow="] + [f"^{n}$" for n in without])
+    schema = json.loads((root / "schemas" / "job.schema.json").read_text())
+    have = schema["$defs"]["policy"]["pattern"]
+    report.result(have == want, "job.schema.json $defs.policy.pattern is the policy table's",
+                  [] if have == want else [f"schema: {have}", f"table:  {want}"])
+    sweep = schema["properties"]["policies"]["items"]["oneOf"][1]["properties"]["policy"]["not"]["pattern"]
+    report.result(sweep == want_not, "job.schema.json shadow sweep excludes the policies without variants",
+                  [] if sweep == want_not else [f"schema: {sweep}", f"table:  {want_not}"])
+
+
 def check_ranges(root, report):
     rows = ranges_of_c(root)
     report.result(len(rows) > 50, f"src/config/config_ranges.c: {len(rows)} range rows read")
@@ -389,6 +416,7 @@ def main(argv):
     check_shipped(root, schemas, report)
     check_checksums(root, report)
     check_bad_documents(root, schemas, report)
+    check_policies(root, report)
     check_ranges(root, report)
     check_manifests(root, schemas, report)
     print(f"{report.passed} passed, {report.failed} failed")

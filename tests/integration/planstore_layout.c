@@ -1,5 +1,5 @@
 /* planstore_layout.c — the layout of planstore.h's structs as this compiler lays them out,
- * one line per field ("STRUCT FIELD OFFSET SIZE"), one per struct ("STRUCT - 0 SIZEOF")
+ * one line per field ("STRUCT FIELD OFFSET SIZE KIND"), one per struct ("STRUCT - 0 SIZEOF")
  * and one per constant the Python binding copies ("const NAME VALUE"), for
  * test_python_package.py to compare with the ctypes mirror in python/enpu_planstore. */
 #include <stddef.h>
@@ -7,7 +7,13 @@
 
 #include "planstore.h"
 
-#define FIELD(T, f) printf("%s %s %zu %zu\n", #T, #f, offsetof(T, f), sizeof(((T *)0)->f))
+/* A field's kind, so that a mirror of the right size and the wrong type (a double read as
+ * a uint64) fails too; an array is its element's kind with "[]" (it decays here). A type
+ * this does not know is "?", which no mirror matches: teach it the new type. */
+#define KIND(x) \
+  _Generic((x), double: "double", int: "int32", unsigned: "uint32", unsigned long: "uint64", const char *: "char*", \
+           char *: "char[]", unsigned char *: "uint8[]", default: "?")
+#define FIELD(T, f) printf("%s %s %zu %zu %s\n", #T, #f, offsetof(T, f), sizeof(((T *)0)->f), KIND(((T *)0)->f))
 #define SIZE(T) printf("%s - 0 %zu\n", #T, sizeof(T))
 #define CONST(c) printf("const %s %ld\n", #c, (long)(c))
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The Python package as its users get it. The ctypes mirror of planstore.h's structs
 against the compiler's layout (planstore_layout: every field's offset and size, each
-struct's size, the constants copied) and against the header's own field names; its
+struct's size, the constants copied, each field's kind: a double is not a uint64) and against the header's own field names; its
 version against pyproject.toml's and the CMake project's. Then, each in a fresh plain
 `python3 -m venv` with no package index (PIP_NO_INDEX), `pip install` of: a copy of
 python/ (a lookup with ENPU_PLANSTORE_LIB), the source tree's python/ beside its build
@@ -50,18 +50,29 @@ for line in r.stdout.splitlines():
     elif b == "-":
         c_sizes[a] = int(d[0])
     else:
-        c_fields.setdefault(a, []).append((b, int(c), int(d[0])))
+        c_fields.setdefault(a, []).append((b, int(c), int(d[0]), d[1]))
+
+
+def ctypes_kind(t):
+    """planstore_layout's KIND of a ctypes field type."""
+    if issubclass(t, ep.ctypes.Array):
+        return {ep.ctypes.c_char: "char[]", ep.ctypes.c_uint8: "uint8[]"}.get(t._type_, "?")
+    return {ep.ctypes.c_double: "double", ep.ctypes.c_int32: "int32", ep.ctypes.c_uint32: "uint32",
+            ep.ctypes.c_uint64: "uint64", ep.ctypes.c_char_p: "char*"}.get(t, "?")
+
+
+
 mirror = {"planstore_plan": (ep._Plan, "src/store/planstore.h"),
           "planstore_op_states": (ep._OpStates, "src/store/planstore.h"),
           "planstore_bucket": (ep._Bucket, "src/store/planstore.h"), "enpu_err": (ep._Err, "src/common/enpu_err.h")}
 for struct, (cls, header) in mirror.items():
     names = header_fields(os.path.join(src, header), struct)
-    py = [(n, getattr(cls, n).offset, getattr(cls, n).size) for n, _ in cls._fields_]
-    h.check(f"{struct}: the ctypes fields are the header's, in its order", [n for n, _, _ in py] == names,
-            f"{[n for n, _, _ in py]} vs {names}")
-    h.check(f"{struct}: planstore_layout lists every field of the header", [n for n, _, _ in c_fields.get(struct, [])]
+    py = [(n, getattr(cls, n).offset, getattr(cls, n).size, ctypes_kind(t)) for n, t in cls._fields_]
+    h.check(f"{struct}: the ctypes fields are the header's, in its order", [n for n, *_ in py] == names,
+            f"{[n for n, *_ in py]} vs {names}")
+    h.check(f"{struct}: planstore_layout lists every field of the header", [n for n, *_ in c_fields.get(struct, [])]
             == names, str(c_fields.get(struct)))
-    h.check(f"{struct}: every field's offset and size as the compiler's", py == c_fields.get(struct),
+    h.check(f"{struct}: every field's offset, size and kind as the compiler's", py == c_fields.get(struct),
             f"ctypes {py} vs C {c_fields.get(struct)}")
     h.check(f"{struct}: sizeof {c_sizes.get(struct)} = ctypes.sizeof", ep.ctypes.sizeof(cls) == c_sizes.get(struct),
             str(ep.ctypes.sizeof(cls)))

@@ -106,6 +106,18 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("query --variant answers from the point's plans", d.get("policy") == "enpu-all:ivr.step_ns=400" and
             len(row) == 1 and abs(d.get("plan_energy_nj", -1) - float(row[0]["energy_nj"])) <= 1e-6 *
             float(row[0]["energy_nj"]), q.stdout[-400:] + q.stderr[-300:])
+    # tools/sweep_check.py: the same physics checks, after the checked reader has read the store
+    check = [sys.executable, os.path.join(src, "tools", "sweep_check.py")]
+    r = subprocess.run(check + [one, "ivr.step_ns", "--enpu", h.enpu], capture_output=True, text=True)
+    h.check("sweep_check.py on the transition sweep: exit 0, eNPU-All's point reproduces the job chip",
+            r.returncode == 0 and "enpu-all: ivr.step_ns" in r.stdout and "Pareto points: True" in r.stdout,
+            r.stdout[-600:] + r.stderr[-300:])
+    not_a_store = os.path.join(tmp, "not-a-store.h5")
+    with open(not_a_store, "wb") as f:
+        f.write(b"\x89HDF\r\n\x1a\n" + bytes(64))
+    r = subprocess.run(check + [not_a_store, "ivr.step_ns", "--enpu", h.enpu], capture_output=True, text=True)
+    h.check("sweep_check.py refuses what the checked reader refuses: exit 2, before h5py reads a table",
+            r.returncode == 2 and "checked reader refuses" in r.stderr, r.stdout[-300:] + r.stderr[-300:])
     q = h.run("query", one, "--phase", "decode", "--batch", "8", "--seq", "2048", "--slack", "0.05",
               "--variant", "ivr.step_ns=5")
     h.check("query --variant of a point the store lacks: exit 2 naming it",

@@ -117,6 +117,38 @@ static void test_canonical(void **state) {
   assert_null(config_sweep_param_path(n));
 }
 
+/* The one parser of "<policy>:<point>" and of a point's path=value pairs: a value that
+ * is no number is refused (the sweep report once read it with an unchecked strtod). */
+static void test_policy_point(void **state) {
+  (void)state;
+  char base[CONFIG_NAME_LEN], name[CONFIG_NAME_LEN];
+  const char *point = NULL;
+  assert_int_equal(config_policy_point_split("pg+enpu-all:ivr.step_ns=40", base, &point), 0);
+  assert_string_equal(base, "pg+enpu-all");
+  assert_string_equal(point, "ivr.step_ns=40");
+  assert_int_equal(config_policy_point_join(base, point, name), 0);
+  assert_string_equal(name, "pg+enpu-all:ivr.step_ns=40");
+  assert_int_equal(config_policy_point_split("enpu-c", base, &point), 0);
+  assert_null(point);
+  assert_string_equal(base, "enpu-c");
+  char longer[2 * CONFIG_NAME_LEN];
+  memset(longer, 'a', sizeof longer - 1);
+  longer[sizeof longer - 1] = '\0';
+  assert_int_equal(config_policy_point_join("enpu-all", longer, name), ENPU_ERR_RANGE);
+  assert_int_equal(config_policy_point_split(longer, base, &point), ENPU_ERR_RANGE);
+
+  int param[4];
+  double value[4];
+  enpu_err err = {0};
+  assert_int_equal(config_point_parse("ivr.step_ns=40,vu.shadow_vregs=2", param, value, 4, &err), 2);
+  assert_int_equal(param[0], config_sweep_param_find("ivr.step_ns"));
+  assert_true(value[0] == 40 && value[1] == 2);
+  assert_int_equal(config_point_parse("ivr.step_ns=4x", param, value, 4, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "expected a number"));
+  assert_int_equal(config_point_parse("ivr.step_ns=4,ivr.step_ns=5", param, value, 4, &err), ENPU_ERR_INVALID);
+  assert_true(config_point_parse("ivr.stepns=4", param, value, 4, &err) < 0);
+}
+
 /* The line of the first occurrence of `needle` in the file at path (1-based). */
 static int line_of(const char *path, const char *needle) {
   FILE *f = fopen(path, "r");
@@ -165,9 +197,7 @@ static void test_bad_sweeps(void **state) {
 }
 
 const struct CMUnitTest config_sweep_tests[] = {
-    cmocka_unit_test(test_cross_product),
-    cmocka_unit_test(test_listed_points),
-    cmocka_unit_test(test_canonical),
-    cmocka_unit_test(test_bad_sweeps),
+    cmocka_unit_test(test_cross_product), cmocka_unit_test(test_listed_points), cmocka_unit_test(test_canonical),
+    cmocka_unit_test(test_policy_point),  cmocka_unit_test(test_bad_sweeps),
 };
 const size_t config_sweep_ntests = sizeof config_sweep_tests / sizeof config_sweep_tests[0];

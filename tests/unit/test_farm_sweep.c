@@ -48,17 +48,17 @@ void test_sweep_keys(void **state) {
   for (int k = 0; k < job->policy_count; k++) {
     search_options opt;
     search_options_for_job(&opt, job, &job->policies[k]);
-    op_key[k] = farm_op_key(job, &job->policies[k], &opt, op);
+    op_key[k] = search_op_key(job, &job->policies[k], &opt, op);
     bucket[k] = farm_bucket_input_hash(job, &job->policies[k], &opt, g);
   }
   const uint32_t base = config_policy_spec_code(&job->policies[0]);
   assert_int_equal(op_key[2], op_key[0]); /* the transition step: the job chip's op keys */
-  assert_int_equal(farm_op_policy(job, &job->policies[2]), base);
+  assert_int_equal(search_op_policy(job, &job->policies[2]), base);
   assert_true(op_key[4] != op_key[0]); /* the state count: its own */
-  assert_int_equal(farm_op_policy(job, &job->policies[4]), config_policy_spec_code(&job->policies[4]));
+  assert_int_equal(search_op_policy(job, &job->policies[4]), config_policy_spec_code(&job->policies[4]));
   assert_int_equal(op_key[6], op_key[0]); /* gating: the job chip's, for pg+ too */
   assert_int_equal(op_key[7], op_key[0]);
-  assert_int_equal(farm_op_policy(job, &job->policies[7]), base);
+  assert_int_equal(search_op_policy(job, &job->policies[7]), base);
   for (int k = 0; k < job->policy_count; k++)
     for (int j = 0; j < k; j++) assert_true(bucket[k] != bucket[j]);
   graph_free(g);

@@ -1,7 +1,7 @@
 /* test_graph.c — operator graphs checked against closed-form model arithmetic.
  *
- * Every expected value below is written from the model's published sizes (the values of
- * jobs/models/, built by hand as struct literals) and the modelling rules stated in
+ * Every expected value below is written from the model's published sizes (read from the
+ * shipped jobs/models/ files, so they are stated once) and the modelling rules stated in
  * graph.h, never copied from the program's output. Notation: H hidden, L layers, V vocab, h heads,
  * kv KV heads, hd head dim, I FFN intermediate, d = 2 bytes (bf16), B batch, S seq.
  *
@@ -27,59 +27,25 @@
 /* ---------------------------------------------------------------------------------
  * Models (their published configurations) and jobs */
 
-config_model llama3_70b(void) {
-  return (config_model){.name = "llama3-70b",
-                        .hidden = 8192,
-                        .layers = 80,
-                        .vocab = 128256,
-                        .dtype_bytes = 2,
-                        .attention = CONFIG_ATTN_GQA,
-                        .heads = 64,
-                        .kv_heads = 8,
-                        .head_dim = 128,
-                        .ffn_intermediate = 28672};
+/* A shipped model file, jobs/models/<name>.json, as the loader reads it. */
+static config_model shipped(const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/jobs/models/%s.json", ENPU_SOURCE_DIR, name);
+  config_model *m = NULL;
+  enpu_err err = {0};
+  if (config_model_load(path, &m, &err) < 0) fail_msg("%s: %s", path, err.msg);
+  const config_model out = *m; /* a flat struct: the copy owns nothing */
+  config_model_free(m);
+  return out;
 }
 
-static config_model llama31_405b(void) {
-  return (config_model){.name = "llama3.1-405b",
-                        .hidden = 16384,
-                        .layers = 126,
-                        .vocab = 128256,
-                        .dtype_bytes = 2,
-                        .attention = CONFIG_ATTN_GQA,
-                        .heads = 128,
-                        .kv_heads = 8,
-                        .head_dim = 128,
-                        .ffn_intermediate = 53248};
-}
+config_model llama3_70b(void) { return shipped("llama3-70b"); }
 
-static config_model deepseek(int hidden, int layers, int vocab, int inter, int routed, int shared, int topk,
-                             int expert_inter, int first_dense) {
-  return (config_model){.name = "deepseek",
-                        .hidden = hidden,
-                        .layers = layers,
-                        .vocab = vocab,
-                        .dtype_bytes = 2,
-                        .attention = CONFIG_ATTN_MLA,
-                        .heads = 128,
-                        .kv_heads = 128,
-                        .q_lora_rank = 1536,
-                        .kv_lora_rank = 512,
-                        .qk_nope_head_dim = 128,
-                        .qk_rope_head_dim = 64,
-                        .v_head_dim = 128,
-                        .ffn_intermediate = inter,
-                        .moe = true,
-                        .routed_experts = routed,
-                        .shared_experts = shared,
-                        .experts_per_token = topk,
-                        .expert_intermediate = expert_inter,
-                        .first_dense_layers = first_dense};
-}
+static config_model llama31_405b(void) { return shipped("llama3.1-405b"); }
 
-config_model deepseek_v2(void) { return deepseek(5120, 60, 102400, 12288, 160, 2, 6, 1536, 1); }
+config_model deepseek_v2(void) { return shipped("deepseek-v2-236b"); }
 
-config_model deepseek_v3(void) { return deepseek(7168, 61, 129280, 18432, 256, 1, 8, 2048, 3); }
+config_model deepseek_v3(void) { return shipped("deepseek-v3-671b"); }
 
 /* A heap job with both phases on parallelism (dp 1, tp, pp, ep). */
 config_job *make_job(config_model model, int tp, int pp, int ep, double capacity) {

@@ -9,7 +9,7 @@
 #include "graph.h"
 #include "test_util.h"
 
-/* Models written from their published sizes (struct literals, not jobs/models/). */
+/* The shipped model files (jobs/models/), loaded. */
 config_model llama3_70b(void);
 config_model deepseek_v2(void);
 config_model deepseek_v3(void);

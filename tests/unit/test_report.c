@@ -546,17 +546,21 @@ static void test_freq_util(void **state) {
                           .t_peak_ns = 1,
                           .e_nodvfs_nj = 1};
   double t = 0;
+  /* each op under the key a farm files it under, the identity the report matches by */
+  config_policy_spec spec;
+  assert_int_equal(config_policy_spec_parse("enpu-all", &spec), 0);
+  search_options opt;
+  search_options_for_job(&opt, job, &spec);
   for (int j = 0; j < graph_op_count(g); j++) {
     const graph_op *op = graph_op_at(g, j);
+    const uint64_t key = search_op_key(job, &spec, &opt, op);
     int seen = 0;
-    for (size_t i = 0; i < p.nops; i++) seen |= p.ops[i].signature == op->signature;
+    for (size_t i = 0; i < p.nops; i++) seen |= p.ops[i].signature == key;
     if (seen) continue;
     assert_true(p.nops < 63);
     const size_t i = p.nops++;
-    p.ops[i] = (store_op_rec){.signature = op->signature,
-                              .kind = (uint32_t)op->kind,
-                              .pareto_first = (uint32_t)p.npareto,
-                              .pareto_count = 2};
+    p.ops[i] = (store_op_rec){
+        .signature = key, .kind = (uint32_t)op->kind, .pareto_first = (uint32_t)p.npareto, .pareto_count = 2};
     snprintf(p.ops[i].name, sizeof p.ops[i].name, "%s", op->name);
     for (int k = 0; k < 2; k++) {
       cost_result r;
@@ -571,7 +575,7 @@ static void test_freq_util(void **state) {
     memcpy(util[i], pk.utilization, sizeof util[i]);
     p.bops[p.nbops++] = (store_bucket_op_rec){0, (uint32_t)i, (uint64_t)op->multiplicity};
   }
-  /* an op the graph does not have: same kind as a matmul, a name no op has */
+  /* an op the graph does not have: a key no graph op has */
   const size_t bogus = p.nops++;
   p.ops[bogus] = (store_op_rec){.signature = 1,
                                 .kind = GRAPH_MATMUL,
@@ -650,9 +654,44 @@ static void test_freq_util(void **state) {
   config_job_free(job);
 }
 
+/* A sweep group whose point holds a value that is no number is refused by the sweep
+ * report (config_point_parse), not read as the number its digits begin with. */
+static void test_arch_bad_point(void **state) {
+  ctx *c = *state;
+  static pol_fx bad;
+  bad = fx_enpu;
+  bad.name = "enpu-all:ivr.step_ns=4x";
+  pol_fx *pols[] = {&fx_enpu, &bad};
+  char path[160], out[160];
+  snprintf(path, sizeof path, "%s/arch.h5", c->dir);
+  snprintf(out, sizeof out, "%s/arch", c->dir);
+  assert_int_equal(write_store(path, pols, 2), 0);
+  const report_arch_options o = {.store_path = path, .out_dir = out, .slack = -1};
+  enpu_err err = {0};
+  assert_int_equal(report_arch_write(&o, NULL, &err), ENPU_ERR_FORMAT);
+  assert_non_null(strstr(err.msg, "ivr.step_ns: expected a number, got \"4x\""));
+}
+
+/* The plan-store reader ships without config, so it spells the names of its default
+ * rule (planstore.h: enpu-all, enpu-c, an enpu*, any but the references) itself; here
+ * they are held against the policy table. */
+static void test_default_policy_names(void **state) {
+  (void)state;
+  const char *names[CONFIG_NPOLICY];
+  for (int p = 0; p < CONFIG_NPOLICY; p++) names[p] = config_policy_name((config_policy)p);
+  assert_int_equal(planstore_default_policy_index(names, CONFIG_NPOLICY), CONFIG_POLICY_ENPU_ALL);
+  names[CONFIG_POLICY_ENPU_ALL] = config_policy_name(CONFIG_POLICY_NODVFS);
+  assert_int_equal(planstore_default_policy_index(names, CONFIG_NPOLICY), CONFIG_POLICY_ENPU_C);
+  const char *refs[] = {config_policy_name(CONFIG_POLICY_UNIFORM), config_policy_name(CONFIG_POLICY_NODVFS),
+                        config_policy_name(CONFIG_POLICY_IDEAL)};
+  assert_int_equal(planstore_default_policy_index(refs, 3), 2); /* nodvfs and uniform are references */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_savings),
+      cmocka_unit_test(test_default_policy_names),
+      cmocka_unit_test(test_arch_bad_point),
       cmocka_unit_test(test_savings_budget_modes),
       cmocka_unit_test(test_pick_bucket),
       cmocka_unit_test(test_breakdown),
