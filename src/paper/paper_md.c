@@ -218,7 +218,7 @@ void paper_md_method(paper_ctx *x, FILE *md) {
     }
   fprintf(md,
           "How the numbers are made:\n\n"
-          "- **Budget modes** (README, \"Budget modes\"): `paper` holds a plan's critical-path time to "
+          "- **Budget modes** (docs/policies.md, \"Budget modes\"): `paper` holds a plan's critical-path time to "
           "(1 + slack) · T_nodvfs and reports transitions and crossings (their loop throughput, Figure 7) "
           "as overhead, as the paper does (§4.2, §4.4): the column to compare. `strict` holds the plan's "
           "whole time to the budget: what a serving runtime gets. Every store exists in both; every claim "

@@ -474,7 +474,7 @@ static int fig18(const report_ctx *r, FILE *md, enpu_err *err) {
 
 int report_design_section(const report_ctx *r, FILE *md, enpu_err *err) {
   fprintf(md, "## 4. The design space (Figures 13, 15, 16, 17, 18, 21)\n\n"
-              "From the policies the store holds (README, \"Policy variants\"); means over the ok "
+              "From the policies the store holds (docs/policies.md, \"Policy variants\"); means over the ok "
               "buckets of each phase.\n\n");
   ENPU_FORWARD(fig13(r, md, err));
   ENPU_FORWARD(fig15(r, md, err));

@@ -140,7 +140,7 @@ static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const
   fprintf(md, "## 1. Energy savings vs SLO slack (Figure 11)\n\n"
               "Per policy and phase, the energy saved against NoDVFS by the stored plan of every "
               "compiled bucket at each slack (mean over buckets, error bars from min to max). "
-              "`budget` is the mode the plans were compiled in (README, Budget modes): strict fits "
+              "`budget` is the mode the plans were compiled in (docs/policies.md, Budget modes): strict fits "
               "the plan's whole time in max(T_nodvfs, T_peak) + slack · T_nodvfs; paper fits its "
               "critical-path time in (1 + slack) · T_nodvfs. `overhead` is the time beyond the "
               "critical path (V/f transitions, domain crossings and the pipeline fill/drain they "
