@@ -173,6 +173,7 @@ static json_t *run_summary_json(const replay_result *r, const replay_result *bas
   if (o)
     json_object_update_new(o, json_pack("{s:s, s:I}", "safeguards", config_safeguards_name(s->safeguards),
                                         "peak_queue", (json_int_t)s->peak_queue));
+  if (o) json_object_set_new(o, "fleet", replay_fleet_json(r));
   if (o && (g->governor || g->speculative))
     json_object_set_new(
         o, "online",
