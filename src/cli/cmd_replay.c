@@ -1,5 +1,6 @@
 /* cmd_replay.c — `enpu replay --store S (--trace T | --eval T) --cluster C [--policy NAME|all]
- * [--governors G,...] [--control-ms MS] [--spec EX,NS[,VD]] [--train T [--epochs N]]
+ * [--governors G,...] [--control-ms MS] [--spec EX,NS[,VD]] [--fleet F,..] [--fleet-params K=V,..]
+ * [--chip-set P=V,..] [--train T [--epochs N]]
  * [--save-net F] [--load-net F] [--seed N] [--rate X | --rates X,Y,...] [--warp W] [--day]
  * [--safeguards paper|switching|predictive] [--skip-bad-rows] [--model M] [--chip F] [--threads N] [--out DIR
  * [--windows-only]]
@@ -74,9 +75,9 @@ static const cli_opt opts[] = {
              "(idle mode peak, lowest-state or gated instead of the cluster's),\n"
              "<policy>+as (autoscaling, idle instances in the chip's deep sleep)\n"
              "or both, <policy>@gated+as; F is '@gated', '+as' or '@gated+as'"),
-    PATH_OPT(fleet_params, "K=V,..",
-             "autoscaling's parameters: control_ms, window_s, hold_s,\nheadroom, spare, decode_fill, attainment, "
-             "min_outcomes"),
+    {.name = "fleet-params", .type = CLI_STRING, .at = offsetof(replay_args, fleet_params), .meta = "K=V,..",
+     .help = "autoscaling's parameters: control_ms, window_s, hold_s,\nheadroom, spare, decode_fill, attainment, "
+             "min_outcomes"},
     {.name = "chip-set", .type = CLI_STRING, .at = offsetof(replay_args, chip_set), .meta = "P=V,..",
      .help = "set sweepable chip parameters for this replay, e.g.\n"
              "power_states.deep_sleep.wake_ms=100 (enpu replay --help lists none:\n"

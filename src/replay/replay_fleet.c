@@ -23,11 +23,11 @@ enum { FLEET_ACTIVE = 0, FLEET_DRAINING = 1, FLEET_ASLEEP = 2 };
 #define FLEET_BUCKET_NS 1e9
 
 typedef struct {
-  double *bucket_max;    /* ring of the window's buckets: the peak demand sampled in each */
-  size_t nbuckets, cur;  /* cur: the bucket of cur_id */
-  int64_t cur_id;        /* floor(t / FLEET_BUCKET_NS) */
-  double others_max;     /* the peak of the ring's other buckets */
-  double below_since_ns; /* the target has been below the awake count since (NAN: it is not) */
+  double *bucket_max;                    /* ring of the window's buckets: the peak demand sampled in each */
+  size_t nbuckets, cur;                  /* cur: the bucket of cur_id */
+  int64_t cur_id;                        /* floor(t / FLEET_BUCKET_NS) */
+  double others_max;                     /* the peak of the ring's other buckets */
+  double below_since_ns;                 /* the target has been below the awake count since (NAN: it is not) */
   size_t out_head, out_seen, out_missed; /* outcomes of the window in safeguard 2's arrays */
 } fleet_pool;
 
@@ -72,10 +72,11 @@ int replay_fleet_init(sim *s, enpu_err *err) {
   const size_t nb = (size_t)ceil(su->fleet.window_s * 1e9 / FLEET_BUCKET_NS);
   struct replay_fleet_state *f = calloc(1, sizeof *f);
   if (f) s->fleet = f;
-  const int nomem =
-      !f || ENPU_CALLOC_PARTS(ENPU_PART(f->state, n), ENPU_PART(f->ready_ns, n),
-                              ENPU_PART(f->pool[0].bucket_max, nb), ENPU_PART(f->pool[1].bucket_max, nb)) < 0 ||
-      !(s->res->fleet_asleep_ns = malloc(n * sizeof *s->res->fleet_asleep_ns));
+  const int nomem = !f ||
+                    ENPU_CALLOC_PARTS(ENPU_PART(f->state, n), ENPU_PART(f->ready_ns, n),
+                                      ENPU_PART(f->pool[0].bucket_max, nb),
+                                      ENPU_PART(f->pool[1].bucket_max, nb)) < 0 ||
+                    !(s->res->fleet_asleep_ns = malloc(n * sizeof *s->res->fleet_asleep_ns));
   ENPU_RETURN_IF(nomem, err, ENPU_ERR_NOMEM, "out of memory (autoscaling of %zu nodes)", n);
   for (size_t k = 0; k < n; k++) s->res->fleet_asleep_ns[k] = INFINITY;
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
@@ -229,7 +230,8 @@ static int decide(sim *s, int ph, enpu_err *err) {
   fleet_pool *p = &s->fleet->pool[ph];
   const int nodes = s->cl->node[ph].nodes;
   int awake = 0;
-  for (size_t n = first_of(s, ph); n < first_of(s, ph) + (size_t)nodes; n++) awake += s->fleet->state[n] == FLEET_ACTIVE;
+  for (size_t n = first_of(s, ph); n < first_of(s, ph) + (size_t)nodes; n++)
+    awake += s->fleet->state[n] == FLEET_ACTIVE;
   const double peak = window_peak(p, s->now_ns, demand(s, ph));
   const bool low = attainment_low(s, ph, p);
   int target = (int)ceil(peak * (1 + fp->headroom) - 1e-9) + fp->spare * (low ? 2 : 1);
@@ -265,8 +267,8 @@ int replay_job_parse(const char *name, replay_job *job, char *base, size_t cap, 
   const bool as = len > 3 && !strcmp(name + len - 3, "+as");
   const char *at = strchr(name, '@');
   const size_t base_len = at ? (size_t)(at - name) : len - (as ? 3 : 0);
-  ENPU_RETURN_IF(base_len == 0 || base_len >= cap, err, ENPU_ERR_INVALID, "run name '%s': no policy before its fleet",
-                 name);
+  ENPU_RETURN_IF(base_len == 0 || base_len >= cap, err, ENPU_ERR_INVALID,
+                 "run name '%s': no policy before its fleet", name);
   memcpy(base, name, base_len);
   base[base_len] = '\0';
   job->policy = base;
@@ -350,11 +352,11 @@ static json_t *classes_json(const replay_result *r) {
   }
   json_t *o = json_object();
   for (int c = 0; o && c < r->cluster->slo_count; c++)
-    json_object_set_new(o, r->cluster->slo[c].name,
-                        json_pack("{s:I, s:o, s:I, s:o}", "ttft_requests", (json_int_t)n[0][c], "ttft_attainment",
-                                  replay_json_number(replay_ratio(met[0][c], n[0][c])), "tpot_requests",
-                                  (json_int_t)n[1][c], "tpot_attainment",
-                                  replay_json_number(replay_ratio(met[1][c], n[1][c]))));
+    json_object_set_new(
+        o, r->cluster->slo[c].name,
+        json_pack("{s:I, s:o, s:I, s:o}", "ttft_requests", (json_int_t)n[0][c], "ttft_attainment",
+                  replay_json_number(replay_ratio(met[0][c], n[0][c])), "tpot_requests", (json_int_t)n[1][c],
+                  "tpot_attainment", replay_json_number(replay_ratio(met[1][c], n[1][c]))));
   return o;
 }
 
@@ -366,13 +368,14 @@ json_t *replay_fleet_json(const replay_result *r) {
     active_s[ph] = (r->cluster->node[ph].nodes * s->horizon_ns - s->phase[ph].asleep_node_ns) * 1e-9;
   const double awake_p = p->idle_energy_nj - p->sleep_energy_nj - p->transition_energy_nj,
                awake_d = d->idle_energy_nj - d->sleep_energy_nj - d->transition_energy_nj;
-  return json_pack(
-      "{s:s, s:b, s:o, s:{s:o, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}", "idle_mode",
-      config_idle_mode_name(s->idle_mode), "autoscale", s->autoscale, "sleep_w_per_chip",
-      replay_json_number(r->sleep_w), "energy_split_j", "busy", pair(p->busy_energy_nj * 1e-9, d->busy_energy_nj * 1e-9),
-      "idle", pair(awake_p * 1e-9, awake_d * 1e-9), "sleep",
-      pair(p->sleep_energy_nj * 1e-9, d->sleep_energy_nj * 1e-9), "transition",
-      pair(p->transition_energy_nj * 1e-9, d->transition_energy_nj * 1e-9), "kv", replay_json_number(s->kv_energy_nj * 1e-9),
-      "active_instance_s", pair(active_s[0], active_s[1]), "wakes", pair((double)p->wakes, (double)d->wakes),
-      "sleeps", pair((double)p->sleeps, (double)d->sleeps), "classes", classes_json(r));
+  return json_pack("{s:s, s:b, s:o, s:{s:o, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}", "idle_mode",
+                   config_idle_mode_name(s->idle_mode), "autoscale", s->autoscale, "sleep_w_per_chip",
+                   replay_json_number(r->sleep_w), "energy_split_j", "busy",
+                   pair(p->busy_energy_nj * 1e-9, d->busy_energy_nj * 1e-9), "idle",
+                   pair(awake_p * 1e-9, awake_d * 1e-9), "sleep",
+                   pair(p->sleep_energy_nj * 1e-9, d->sleep_energy_nj * 1e-9), "transition",
+                   pair(p->transition_energy_nj * 1e-9, d->transition_energy_nj * 1e-9), "kv",
+                   replay_json_number(s->kv_energy_nj * 1e-9), "active_instance_s", pair(active_s[0], active_s[1]),
+                   "wakes", pair((double)p->wakes, (double)d->wakes), "sleeps",
+                   pair((double)p->sleeps, (double)d->sleeps), "classes", classes_json(r));
 }
