@@ -314,7 +314,8 @@ static int sim_loop(sim *s, enpu_err *err) {
       continue;
     }
     if (s->fleet && s->fleet_next_ns <= next) {
-      ENPU_FORWARD(replay_fleet_ticks_until(s, next, err));
+      ENPU_FORWARD(replay_fleet_ticks_until(s, s->fleet_next_ns, err));    /* one decision */
+      if (s->pq_head < s->pq_tail) ENPU_FORWARD(dispatch_prefill(s, err)); /* onto nodes it woke or kept */
       continue;
     }
     if (s->heap.n > 0 && s->heap.v[0].time_ns <= ta) {
