@@ -30,7 +30,8 @@ static void fleet_setup(ctx *c, config_cluster *cl, replay_setup *s, int prefill
 static double pool_idle_nj(const replay_summary *sm, const config_cluster *cl, int ph) {
   const replay_phase_stats *p = &sm->phase[ph];
   const double chips = cl->node[ph].chips, w = sm->idle_w_per_chip;
-  const double awake_ns = cl->node[ph].nodes * sm->horizon_ns - p->busy_node_ns - p->asleep_node_ns - p->wake_node_ns;
+  const double awake_ns = cl->node[ph].nodes * sm->horizon_ns - p->busy_node_ns - p->asleep_node_ns -
+                          p->wake_node_ns;
   return awake_ns * chips * w + p->asleep_node_ns * chips * 10 + (double)p->wakes * chips * (1e9 + w * 50e6);
 }
 
