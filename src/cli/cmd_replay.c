@@ -56,8 +56,8 @@ static const cli_opt opts[] = {
     PATH_OPT(eval, "T", "the trace to replay (the same as --trace)"),
     {.name = "cluster", .type = CLI_STRING, .at = offsetof(replay_args, cluster), .meta = "C", .flags = CLI_REQUIRED,
      .help = "cluster file (nodes, SLO classes, batching, idle, scheduler), e.g.\njobs/clusters/llama3-70b.json"},
-    {.name = "policy", .type = CLI_STRING, .at = offsetof(replay_args, policy), .meta = "NAME|all",
-     .help = "one policy of the store, or all (every policy but uniform, the\ngovernors' table)"},
+    {.name = "policy", .type = CLI_STRING, .at = offsetof(replay_args, policy), .meta = "NAME,..|all",
+     .help = "policies of the store, or all (every policy but uniform, the\ngovernors' table)"},
     PATH_OPT(governors, "G,..",
              "online governors beside the policies, on the store's uniform policy\n"
              "(one chip-wide V/f state per control period): ondemand, pid, pelm\n"
@@ -281,7 +281,15 @@ static int load_configs(const replay_args *a, replay_inputs *in, enpu_err *err) 
   return ENPU_OK;
 }
 
-/* The store's policies to run: all, or the one named. */
+/* Whether name is one of the comma-separated list. */
+static bool listed(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return true;
+  return false;
+}
+
+/* The store's policies to run: all, or the ones named. */
 static int pick_policies(const replay_args *a, replay_inputs *in, enpu_err *err) {
   const size_t np = planstore_policy_count(in->ps);
   in->policies = calloc(np ? np : 1, sizeof *in->policies);
@@ -290,7 +298,7 @@ static int pick_policies(const replay_args *a, replay_inputs *in, enpu_err *err)
     const char *name = planstore_policy_name(in->ps, i);
     /* a sweep point's policies price their plans on another chip than the cluster's */
     const bool all = !strcmp(a->policy, "all") && strcmp(name, "uniform") && !config_variant_of(name);
-    if (all || !strcmp(a->policy, name)) in->policies[in->npolicies++] = name;
+    if (all || listed(a->policy, name)) in->policies[in->npolicies++] = name;
   }
   ENPU_RETURN_IF(in->npolicies == 0, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in %s", a->policy, a->store);
   return ENPU_OK;
