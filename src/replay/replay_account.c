@@ -140,7 +140,7 @@ int replay_account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_e
   replay_result *r = s->res;
   const bool asleep = replay_node_asleep(s, node);
   ENPU_FORWARD(replay_account_idle(r, phase, node, replay_idle_from(r, node), s->now_ns, err));
-  *start_ns = fmax(s->now_ns, replay_fleet_ready_ns(s, node)); /* autoscaling woke it: once awake */
+  *start_ns = s->fleet_ready_ns ? fmax(s->now_ns, s->fleet_ready_ns[node]) : s->now_ns; /* woken: once awake */
   if (!asleep || !(s->wake_ns > 0)) return ENPU_OK;
   const double nj = s->wake_ns * idle_w(r, node) * r->cluster->node[phase].chips;
   ENPU_FORWARD(spread(r, phase, s->now_ns, s->wake_ns, &(span_load){0, nj, 0, 0}, err));

@@ -33,7 +33,7 @@ typedef struct {
 
 struct replay_fleet_state {
   uint8_t *state;   /* per node (global numbering) */
-  double *ready_ns; /* per node: when a woken node takes work */
+  double *ready_ns; /* per node: when a woken node takes work (sim.fleet_ready_ns) */
   fleet_pool pool[CONFIG_NPHASE];
 };
 
@@ -79,6 +79,7 @@ int replay_fleet_init(sim *s, enpu_err *err) {
                     !(s->res->fleet_asleep_ns = malloc(n * sizeof *s->res->fleet_asleep_ns));
   ENPU_RETURN_IF(nomem, err, ENPU_ERR_NOMEM, "out of memory (autoscaling of %zu nodes)", n);
   for (size_t k = 0; k < n; k++) s->res->fleet_asleep_ns[k] = INFINITY;
+  s->fleet_ready_ns = f->ready_ns;
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     f->pool[ph].nbuckets = nb;
     f->pool[ph].below_since_ns = NAN;
@@ -93,6 +94,7 @@ void replay_fleet_free(sim *s) {
   free(f->state); /* owns the other blocks */
   free(f);
   s->fleet = NULL;
+  s->fleet_ready_ns = NULL;
 }
 
 bool replay_fleet_accepts(const sim *s, size_t node) { return !s->fleet || s->fleet->state[node] == FLEET_ACTIVE; }
@@ -330,52 +332,4 @@ void replay_fleet_run_idle(replay_result *r, const replay_job *job, const replay
   sm->idle_w_per_chip = job->idle_set ? setup->idle_w_mode[sm->idle_mode][pol] : setup->idle_w_per_chip[pol];
   sm->autoscale = job->autoscale;
   r->sleep_w = job->autoscale ? setup->sleep_w_per_chip : setup->cluster->idle.sleep_w;
-}
-
-/* ---- the summary ------------------------------------------------------------------- */
-
-static json_t *pair(double prefill, double decode) {
-  return json_pack("{s:o, s:o, s:o}", "prefill", replay_json_number(prefill), "decode", replay_json_number(decode),
-                   "total", replay_json_number(prefill + decode));
-}
-
-/* TTFT and TPOT attainment per SLO class (TTFT by its class of input length, TPOT by its
- * class of total length; requests not served count as missed). */
-static json_t *classes_json(const replay_result *r) {
-  uint64_t n[2][CONFIG_MAX_SLO_CLASSES] = {{0}}, met[2][CONFIG_MAX_SLO_CLASSES] = {{0}};
-  for (size_t i = 0; i < r->summary.requests; i++) {
-    const replay_request_result *q = &r->requests[i];
-    n[0][q->ttft_class]++;
-    n[1][q->tpot_class]++;
-    met[0][q->ttft_class] += q->status == REPLAY_DONE && q->ttft_met;
-    met[1][q->tpot_class] += q->status == REPLAY_DONE && q->tpot_met;
-  }
-  json_t *o = json_object();
-  for (int c = 0; o && c < r->cluster->slo_count; c++)
-    json_object_set_new(
-        o, r->cluster->slo[c].name,
-        json_pack("{s:I, s:o, s:I, s:o}", "ttft_requests", (json_int_t)n[0][c], "ttft_attainment",
-                  replay_json_number(replay_ratio(met[0][c], n[0][c])), "tpot_requests", (json_int_t)n[1][c],
-                  "tpot_attainment", replay_json_number(replay_ratio(met[1][c], n[1][c]))));
-  return o;
-}
-
-json_t *replay_fleet_json(const replay_result *r) {
-  const replay_summary *s = &r->summary;
-  const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
-  double active_s[CONFIG_NPHASE];
-  for (int ph = 0; ph < CONFIG_NPHASE; ph++)
-    active_s[ph] = (r->cluster->node[ph].nodes * s->horizon_ns - s->phase[ph].asleep_node_ns) * 1e-9;
-  const double awake_p = p->idle_energy_nj - p->sleep_energy_nj - p->transition_energy_nj,
-               awake_d = d->idle_energy_nj - d->sleep_energy_nj - d->transition_energy_nj;
-  return json_pack("{s:s, s:b, s:o, s:{s:o, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}", "idle_mode",
-                   config_idle_mode_name(s->idle_mode), "autoscale", s->autoscale, "sleep_w_per_chip",
-                   replay_json_number(r->sleep_w), "energy_split_j", "busy",
-                   pair(p->busy_energy_nj * 1e-9, d->busy_energy_nj * 1e-9), "idle",
-                   pair(awake_p * 1e-9, awake_d * 1e-9), "sleep",
-                   pair(p->sleep_energy_nj * 1e-9, d->sleep_energy_nj * 1e-9), "transition",
-                   pair(p->transition_energy_nj * 1e-9, d->transition_energy_nj * 1e-9), "kv",
-                   replay_json_number(s->kv_energy_nj * 1e-9), "active_instance_s", pair(active_s[0], active_s[1]),
-                   "wakes", pair((double)p->wakes, (double)d->wakes), "sleeps",
-                   pair((double)p->sleeps, (double)d->sleeps), "classes", classes_json(r));
 }

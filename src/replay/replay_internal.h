@@ -209,7 +209,8 @@ typedef struct {
   double *drain_bound_ns, *drain_ahead_ns;
   /* Autoscaling (replay_fleet.c); NULL without. */
   struct replay_fleet_state *fleet;
-  double fleet_next_ns; /* the next control decision */
+  double fleet_next_ns;   /* the next control decision */
+  double *fleet_ready_ns; /* per node: when a woken node takes work (owned by fleet) */
 } sim;
 
 /* ---- replay_output.c ----------------------------------------------------------- */
@@ -333,10 +334,7 @@ int replay_fleet_check(const replay_job *job, const replay_setup *setup, config_
 /* The run's idle: its mode, awake idle power and sleep power, autoscaling or not. */
 void replay_fleet_run_idle(replay_result *r, const replay_job *job, const replay_setup *setup, config_policy pol);
 int replay_fleet_init(sim *s, enpu_err *err);
-/* The run's fleet for its summary: idle mode, autoscaling, the energy split (busy, awake
- * idle, sleep, transition, KV), active-instance time, wakes and sleeps, TTFT and TPOT
- * attainment per SLO class. */
-json_t *replay_fleet_json(const replay_result *r); /* s->job->autoscale: the state, every node awake */
+/* s->job->autoscale: the state, every node awake */
 void replay_fleet_free(sim *s);
 /* Every control decision at or before t_ns. */
 int replay_fleet_ticks_until(sim *s, double t_ns, enpu_err *err);
