@@ -136,6 +136,18 @@ void test_fleet_names(void **state) {
   assert_near(chip.deep_sleep.wake_ms, 100, 0);
   assert_int_equal(config_chip_set(&chip, "power_states.deep_sleep.w=-1", &err), ENPU_ERR_RANGE);
   assert_int_equal(config_chip_set(&chip, "power_states.nap.w=1", &err), ENPU_ERR_INVALID);
+  /* autoscaling needs the chip's deep sleep, gated idle its gating: refused, saying so */
+  replay_setup bare = c->setup;
+  bare.has_deep_sleep = false;
+  bare.idle_w_mode[CONFIG_IDLE_GATED][CONFIG_POLICY_NODVFS] = NAN;
+  replay_trace *t = parse_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,100,2\n");
+  replay_result *r = NULL;
+  assert_int_equal(replay_run(c->ps, "nodvfs+as", t, &bare, &r, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "power_states"));
+  assert_int_equal(replay_run(c->ps, "nodvfs@gated", t, &bare, &r, &err), ENPU_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "gating"));
+  assert_null(r);
+  replay_trace_free(t);
   /* the shipped chip's states, ordered as their physics: peak > lowest V/f > gated > deep sleep */
   const replay_setup *s = &c->setup;
   const int ea = CONFIG_POLICY_ENPU_ALL;
