@@ -73,8 +73,9 @@ static const cli_opt opts[] = {
     PATH_OPT(fleet, "F,..",
              "the fleet beside each policy's run: per F, a run <policy>@<idle>\n"
              "(idle mode peak, lowest-state or gated instead of the cluster's),\n"
-             "<policy>+as (autoscaling, idle instances in the chip's deep sleep)\n"
-             "or both, <policy>@gated+as; F is '@gated', '+as' or '@gated+as'"),
+             "<policy>+as (autoscaling, idle instances in the chip's deep sleep;\n"
+             "+pas: prefill sized by the predicted load) or both,\n"
+             "<policy>@gated+as; F is '@gated', '+as', '+pas' or '@gated+as'"),
     {.name = "fleet-params", .type = CLI_STRING, .at = offsetof(replay_args, fleet_params), .meta = "K=V,..",
      .help = "autoscaling's parameters: control_ms, window_s, hold_s,\nheadroom, spare, decode_fill, attainment, "
              "min_outcomes"},
@@ -259,7 +260,7 @@ static int add_fleets(const replay_args *a, replay_inputs *in, enpu_err *err) {
       replay_job check;
       ENPU_FORWARD(replay_job_parse(name, &check, base, sizeof base, err));
       ENPU_RETURN_IF(!check.idle_set && !check.autoscale, err, ENPU_ERR_INVALID,
-                     "--fleet %s: expected @<idle mode>, +as or both", fleets[f]);
+                     "--fleet %s: expected @<idle mode>, +as or +pas, or both", fleets[f]);
       in->policies[in->npolicies++] = name;
     }
   return ENPU_OK;

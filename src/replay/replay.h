@@ -171,7 +171,12 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
  * awake count, draining instances are kept and sleeping ones woken at once; below it
  * for hold_s without a break (hysteresis), the surplus drains: no new work, and when
  * its last batch (decode: its last member, its KV drained by decoding it out) ends it
- * sleeps. A woken instance takes work wake_ns after the decision. */
+ * sleeps. A woken instance takes work wake_ns after the decision.
+ * Predictive (+pas): the prefill pool's target is instead the larger of its demand now ×
+ * (1 + headroom) and the square-root staffing of the load the burst safeguards predict
+ * from recent arrivals (replay_switch.c), L + β√L with β the cluster's predictive_beta,
+ * plus spare: it scales up as arrivals rise, before a queue forms, and forgets a peak
+ * once the prediction's windows have passed. Decode stays reactive. */
 typedef struct {
   double control_ms;  /* 100 */
   double window_s;    /* 60 */
@@ -513,10 +518,12 @@ typedef struct {
   bool idle_set;                   /* idle_mode replaces the cluster's for this run */
   int idle_mode;                   /* config_idle_mode */
   bool autoscale;                  /* the fleet follows load (replay_fleet_params) */
+  bool predictive;                 /* autoscale, the prefill pool sized by the predicted load */
 } replay_job;
 
-/* A run's name may carry its fleet: "<policy>[@<idle mode>][+as]" ("enpu-all@gated+as":
- * enpu-all's plans, power-gated idle, autoscaling). Parse one into a job whose policy
+/* A run's name may carry its fleet: "<policy>[@<idle mode>][+as|+pas]"
+ * ("enpu-all@gated+as": enpu-all's plans, power-gated idle, autoscaling; +pas: the
+ * predictive autoscaler). Parse one into a job whose policy
  * points into base (cap bytes). @return 0, ENPU_ERR_INVALID (an unknown idle mode,
  * "sleep" with +as: autoscaling has its own sleep). */
 int replay_job_parse(const char *name, replay_job *job, char *base, size_t cap, enpu_err *err);

@@ -234,9 +234,14 @@ static int decide(sim *s, int ph, enpu_err *err) {
   int awake = 0;
   for (size_t n = first_of(s, ph); n < first_of(s, ph) + (size_t)nodes; n++)
     awake += s->fleet->state[n] == FLEET_ACTIVE;
-  const double peak = window_peak(p, s->now_ns, demand(s, ph));
+  const double now = demand(s, ph), peak = window_peak(p, s->now_ns, now);
   const bool low = attainment_low(s, ph, p);
-  int target = (int)ceil(peak * (1 + fp->headroom) - 1e-9) + fp->spare * (low ? 2 : 1);
+  double want = peak * (1 + fp->headroom);
+  if (s->job->predictive && ph == CONFIG_PREFILL) {
+    const double load = replay_predict_load(s);
+    want = fmax(now * (1 + fp->headroom), load + s->cl->scheduler.predictive_beta * sqrt(load));
+  }
+  int target = (int)ceil(want - 1e-9) + fp->spare * (low ? 2 : 1);
   target = target < 1 ? 1 : target > nodes ? nodes : target;
   if (target > awake) {
     p->below_since_ns = NAN;
@@ -266,18 +271,21 @@ int replay_fleet_ticks_until(sim *s, double t_ns, enpu_err *err) {
 int replay_job_parse(const char *name, replay_job *job, char *base, size_t cap, enpu_err *err) {
   *job = (replay_job){0};
   const size_t len = strlen(name);
-  const bool as = len > 3 && !strcmp(name + len - 3, "+as");
+  const bool pas = len > 4 && !strcmp(name + len - 4, "+pas");
+  const bool as = pas || (len > 3 && !strcmp(name + len - 3, "+as"));
+  const size_t tail = pas ? 4 : as ? 3 : 0;
   const char *at = strchr(name, '@');
-  const size_t base_len = at ? (size_t)(at - name) : len - (as ? 3 : 0);
+  const size_t base_len = at ? (size_t)(at - name) : len - tail;
   ENPU_RETURN_IF(base_len == 0 || base_len >= cap, err, ENPU_ERR_INVALID,
                  "run name '%s': no policy before its fleet", name);
   memcpy(base, name, base_len);
   base[base_len] = '\0';
   job->policy = base;
   job->autoscale = as;
+  job->predictive = pas;
   if (!at) return ENPU_OK;
   char mode[32];
-  const size_t mlen = len - base_len - 1 - (as ? 3 : 0);
+  const size_t mlen = len - base_len - 1 - tail;
   ENPU_RETURN_IF(mlen >= sizeof mode, err, ENPU_ERR_INVALID, "run name '%s': unknown idle mode", name);
   memcpy(mode, at + 1, mlen);
   mode[mlen] = '\0';
@@ -297,13 +305,17 @@ int replay_job_resolve(const replay_job *in, replay_job *out, char *base, size_t
   *out = *in;
   const char *name = in->policy;
   const size_t len = name ? strlen(name) : 0;
-  if (!name || in->governor || (!strchr(name, '@') && !(len > 3 && !strcmp(name + len - 3, "+as")))) return ENPU_OK;
+  if (!name || in->governor ||
+      (!strchr(name, '@') && !(len > 3 && !strcmp(name + len - 3, "+as")) &&
+       !(len > 4 && !strcmp(name + len - 4, "+pas"))))
+    return ENPU_OK;
   replay_job parsed;
   ENPU_FORWARD(replay_job_parse(name, &parsed, base, cap, err));
   out->policy = parsed.policy;
   out->idle_set = parsed.idle_set;
   out->idle_mode = parsed.idle_mode;
   out->autoscale = parsed.autoscale;
+  out->predictive = parsed.predictive;
   return ENPU_OK;
 }
 

@@ -260,6 +260,11 @@ int replay_batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err
 /* ---- replay_switch.c ------------------------------------------------------------- */
 /* Request i was admitted (queued) at s->now_ns: the predictive window and the queue's work. */
 void replay_predict_admitted(sim *s, int32_t i);
+/* The prefill load predicted from recent arrivals and the queued work, in busy nodes
+ * (each request at its fastest single-request prefill; the busier of the predictive
+ * window and the hold window): what the predictive T_target cap and the predictive
+ * autoscaler read. */
+double replay_predict_load(sim *s);
 /* The queue's requests [first, first + count) left for a node. */
 void replay_predict_dispatched(sim *s, size_t first, size_t count);
 /* The predictive cap on a prefill batch's time whose fastest plan takes fast_ns (INFINITY

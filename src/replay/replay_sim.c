@@ -396,7 +396,10 @@ static void run_name(const replay_job *job, char *out, size_t cap) {
   else
     snprintf(out, cap, "%s%s%s%s%s", job->policy, job->idle_set ? "@" : "",
              job->idle_set ? config_idle_mode_name((config_idle_mode)job->idle_mode) : "",
-             job->autoscale ? "+as" : "", job_speculates(job) ? "+sd" : "");
+             job->predictive  ? "+pas"
+             : job->autoscale ? "+as"
+                              : "",
+             job_speculates(job) ? "+sd" : "");
 }
 
 int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,

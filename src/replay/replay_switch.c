@@ -71,6 +71,15 @@ double replay_predictive_cap_ns(sim *s, double fast_ns) {
   return u >= u_max ? fast_ns : fast_ns * u_max / u;
 }
 
+double replay_predict_load(sim *s) {
+  const config_scheduler *sc = &s->cl->scheduler;
+  predict_trim(s, sc->predictive_window_s, &s->rate_head, &s->recent_fast_ns);
+  predict_trim(s, sc->predictive_hold_s, &s->hold_head, &s->hold_fast_ns);
+  const double queued = fmax(0.0, s->queued_fast_ns);
+  return fmax((s->recent_fast_ns + queued) / (sc->predictive_window_s * 1e9),
+              (s->hold_fast_ns + queued) / (sc->predictive_hold_s * 1e9));
+}
+
 /* ---- mid-batch switching ----------------------------------------------------------- */
 
 int replay_switch_batch_init(sim *s, node_batch *b, enpu_err *err) {

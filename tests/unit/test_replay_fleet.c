@@ -127,7 +127,10 @@ void test_fleet_names(void **state) {
   assert_string_equal(j.policy, "enpu-all");
   assert_true(j.idle_set && j.idle_mode == CONFIG_IDLE_GATED && j.autoscale);
   assert_int_equal(replay_job_parse("nodvfs+as", &j, base, sizeof base, &err), 0);
-  assert_true(!j.idle_set && j.autoscale);
+  assert_true(!j.idle_set && j.autoscale && !j.predictive);
+  assert_int_equal(replay_job_parse("enpu-all@lowest-state+pas", &j, base, sizeof base, &err), 0);
+  assert_string_equal(j.policy, "enpu-all");
+  assert_true(j.idle_set && j.idle_mode == CONFIG_IDLE_LOWEST_STATE && j.autoscale && j.predictive);
   assert_int_equal(replay_job_parse("nodvfs@nap", &j, base, sizeof base, &err), ENPU_ERR_INVALID);
   assert_non_null(strstr(err.msg, "nap"));
   assert_int_equal(replay_job_parse("nodvfs@sleep+as", &j, base, sizeof base, &err), ENPU_ERR_INVALID);
