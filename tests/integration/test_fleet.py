@@ -2,8 +2,9 @@
 `test_replay --write-store` (Table 3's nodes, the shipped conv trace): every policy × idle
 mode × autoscaling; the energy split (busy, awake idle, sleep, transition, KV) adds up to
 each run's energy; autoscaling sleeps and wakes instances, keeps fewer awake and saves
-energy; and over a --rates sweep it holds the SLO attainment of the same policy always on
-within 0.1 point at every rate. Bad fleets and chip parameters are refused by name.
+energy; and over a --rates sweep, of the conv trace and of a one-minute 6x burst
+(tools/burst_trace.py), it holds the SLO attainment of the same policy always on within
+0.1 point at every rate. Bad fleets and chip parameters are refused by name.
 
 usage: test_fleet.py ENPU SOURCE_DIR TEST_REPLAY"""
 import json
@@ -80,6 +81,20 @@ for b in bases:
                 (auto["slo_attainment"][k], on["slo_attainment"][k]))
         h.check(f"rate {rate}: {b}+as saves more than {b} always on", auto["savings"][k] > on["savings"][k],
                 (auto["savings"][k], on["savings"][k]))
+
+# ---- a bursty trace (a minute at 6x): the reactive autoscaler still holds the SLO ------------
+burst = os.path.join(tmp, "burst.csv")
+subprocess.run([sys.executable, os.path.join(h.src, "tools/burst_trace.py"), os.path.join(h.src, TRACE), "--window",
+                "1860,60,6", "-o", burst], check=True)
+r = h.run("replay", "--store", store, "--trace", burst, "--cluster", CLUSTER, "--threads", "2", "--policy",
+          "enpu-all", "--fleet", "+as", "--rates", "1,2,3", "--json")
+h.check("burst sweep exits 0", r.returncode == 0, r.stderr)
+sw = json.loads(r.stdout)
+on, auto = sw["policies"]["enpu-all"], sw["policies"]["enpu-all+as"]
+for k, rate in enumerate(sw["rates"]):
+    h.check(f"burst, rate {rate}: enpu-all+as SLO attainment >= enpu-all's - 0.1 point",
+            auto["slo_attainment"][k] >= on["slo_attainment"][k] - 0.001,
+            (auto["slo_attainment"][k], on["slo_attainment"][k]))
 
 # ---- the chip's power states by path, and bad fleets -------------------------------------
 slow = replay("--policy", "enpu-all", "--fleet", "+as", "--chip-set", "power_states.deep_sleep.wake_ms=20000",
