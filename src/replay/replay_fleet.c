@@ -18,8 +18,6 @@
 
 #include "replay_internal.h"
 
-enum { FLEET_ACTIVE = 0, FLEET_DRAINING = 1, FLEET_ASLEEP = 2 };
-
 #define FLEET_BUCKET_NS 1e9
 
 typedef struct {
@@ -80,6 +78,7 @@ int replay_fleet_init(sim *s, enpu_err *err) {
   ENPU_RETURN_IF(nomem, err, ENPU_ERR_NOMEM, "out of memory (autoscaling of %zu nodes)", n);
   for (size_t k = 0; k < n; k++) s->res->fleet_asleep_ns[k] = INFINITY;
   s->fleet_ready_ns = f->ready_ns;
+  s->fleet_state = f->state;
   for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
     f->pool[ph].nbuckets = nb;
     f->pool[ph].below_since_ns = NAN;
@@ -95,9 +94,12 @@ void replay_fleet_free(sim *s) {
   free(f);
   s->fleet = NULL;
   s->fleet_ready_ns = NULL;
+  s->fleet_state = NULL;
 }
 
-bool replay_fleet_accepts(const sim *s, size_t node) { return !s->fleet || s->fleet->state[node] == FLEET_ACTIVE; }
+bool replay_fleet_accepts(const sim *s, size_t node) {
+  return !s->fleet || s->fleet->state[node] == REPLAY_FLEET_ACTIVE;
+}
 
 double replay_fleet_ready_ns(const sim *s, size_t node) { return s->fleet ? s->fleet->ready_ns[node] : 0; }
 
@@ -114,14 +116,14 @@ static bool node_empty(const sim *s, size_t node) {
 }
 
 static void fall_asleep(sim *s, size_t node) {
-  s->fleet->state[node] = FLEET_ASLEEP;
+  s->fleet->state[node] = REPLAY_FLEET_ASLEEP;
   s->res->fleet_asleep_ns[node] = fmax(s->now_ns, s->res->idle_since_ns[node]);
   s->res->summary.phase[phase_of(s, node)].sleeps++;
 }
 
 int replay_fleet_node_idle(sim *s, size_t node, enpu_err *err) {
   (void)err;
-  if (s->fleet && s->fleet->state[node] == FLEET_DRAINING && node_empty(s, node)) fall_asleep(s, node);
+  if (s->fleet && s->fleet->state[node] == REPLAY_FLEET_DRAINING && node_empty(s, node)) fall_asleep(s, node);
   return ENPU_OK;
 }
 
@@ -137,7 +139,7 @@ static int wake(sim *s, size_t node, enpu_err *err) {
   r->fleet_asleep_ns[node] = INFINITY;
   r->idle_since_ns[node] = s->now_ns + wake_ns;
   s->fleet->ready_ns[node] = s->now_ns + wake_ns;
-  s->fleet->state[node] = FLEET_ACTIVE;
+  s->fleet->state[node] = REPLAY_FLEET_ACTIVE;
   r->summary.phase[ph].wakes++;
   return ENPU_OK;
 }
@@ -153,10 +155,10 @@ static double node_load(const sim *s, size_t node) {
  * ones woken (lowest index first). */
 static int scale_up(sim *s, int ph, int k, enpu_err *err) {
   const size_t first = first_of(s, ph), last = first + (size_t)s->cl->node[ph].nodes;
-  for (int want = FLEET_DRAINING; want <= FLEET_ASLEEP; want++)
+  for (int want = REPLAY_FLEET_DRAINING; want <= REPLAY_FLEET_ASLEEP; want++)
     for (size_t n = first; n < last && k > 0; n++) {
       if (s->fleet->state[n] != want) continue;
-      if (want == FLEET_DRAINING) s->fleet->state[n] = FLEET_ACTIVE;
+      if (want == REPLAY_FLEET_DRAINING) s->fleet->state[n] = REPLAY_FLEET_ACTIVE;
       else ENPU_FORWARD(wake(s, n, err));
       k--;
     }
@@ -171,11 +173,11 @@ static int scale_down(sim *s, int ph, int k, enpu_err *err) {
   for (; k > 0; k--) {
     size_t pick = last;
     for (size_t n = last; n-- > first;) {
-      if (s->fleet->state[n] != FLEET_ACTIVE || s->fleet->ready_ns[n] > s->now_ns) continue;
+      if (s->fleet->state[n] != REPLAY_FLEET_ACTIVE || s->fleet->ready_ns[n] > s->now_ns) continue;
       if (pick == last || node_load(s, n) < node_load(s, pick)) pick = n;
     }
     if (pick == last) break;
-    s->fleet->state[pick] = FLEET_DRAINING;
+    s->fleet->state[pick] = REPLAY_FLEET_DRAINING;
     ENPU_FORWARD(replay_fleet_node_idle(s, pick, err));
   }
   return ENPU_OK;
@@ -233,7 +235,7 @@ static int decide(sim *s, int ph, enpu_err *err) {
   const int nodes = s->cl->node[ph].nodes;
   int awake = 0;
   for (size_t n = first_of(s, ph); n < first_of(s, ph) + (size_t)nodes; n++)
-    awake += s->fleet->state[n] == FLEET_ACTIVE;
+    awake += s->fleet->state[n] == REPLAY_FLEET_ACTIVE;
   const double now = demand(s, ph), peak = window_peak(p, s->now_ns, now);
   const bool low = attainment_low(s, ph, p);
   double want = peak * (1 + fp->headroom);

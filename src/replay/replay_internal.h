@@ -211,6 +211,7 @@ typedef struct {
   struct replay_fleet_state *fleet;
   double fleet_next_ns;   /* the next control decision */
   double *fleet_ready_ns; /* per node: when a woken node takes work (owned by fleet) */
+  uint8_t *fleet_state;   /* per node: REPLAY_FLEET_* (owned by fleet) */
 } sim;
 
 /* ---- replay_output.c ----------------------------------------------------------- */
@@ -328,6 +329,9 @@ void replay_gov_batch_ended(sim *s, size_t node, const node_batch *b);
  * ended (governor and speculative runs). */
 void replay_spec_count(sim *s, const node_batch *b, size_t n);
 int replay_gov_finish(sim *s, enpu_err *err);
+
+/* A node under autoscaling: taking work, draining (no new work, asleep once empty), asleep. */
+enum { REPLAY_FLEET_ACTIVE = 0, REPLAY_FLEET_DRAINING = 1, REPLAY_FLEET_ASLEEP = 2 };
 
 /* ---- replay_fleet.c --------------------------------------------------------------- */
 /* The job with the fleet its policy's name carries (replay_job_parse; base holds the

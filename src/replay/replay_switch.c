@@ -141,6 +141,9 @@ void replay_drain_bounds(sim *s) {
   for (int k = 0; k < nodes; k++) {
     const prefill_node *pn = &s->pnodes[k];
     free_ns[k] = pn->busy ? pn->batch.end_ns : s->now_ns + (replay_node_asleep(s, (size_t)k) ? s->wake_ns : 0);
+    if (s->fleet_state) /* autoscaling: a node taking no new work never frees for the queue, a waking one
+                           once awake */
+      free_ns[k] = s->fleet_state[k] != REPLAY_FLEET_ACTIVE ? INFINITY : fmax(free_ns[k], s->fleet_ready_ns[k]);
     bound[k] = INFINITY;
   }
   double *ahead = s->drain_ahead_ns; /* queued work given to each node so far */
