@@ -12,6 +12,8 @@
  *
  * Energy of a run: busy (the plans of the batches run) + idle (node time outside
  * batches, at the cluster's idle power for the policy) + KV (bytes moved over DCN).
+ * Of idle, the time asleep is sleep energy and the wake-ups transition energy (idle
+ * mode sleep, or autoscaling: replay_fleet_params, replay_job_parse).
  * Runs of one trace are compared over one common horizon (replay_align_horizon): a
  * policy that finishes later is not charged idle time the others escape.
  *
@@ -580,7 +582,11 @@ const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
  *   nodvfs; null without a nodvfs run), "utilisation", "ttft_ms"/"tpot_ms": {p50, p99},
  *   "batches": {prefill: {total, slowed, slowest, safeguard1, safeguard1_fastest, locked, late},
  *   decode: {...}}, "periods": {"peak", "off_peak"}: per §4.8's hours (windows by
- *   their start's time of day), "kv_transfer", "tokens", ... } } }
+ *   their start's time of day), "kv_transfer", "tokens", "fleet": {"idle_mode",
+ *   "autoscale", "sleep_w_per_chip", "energy_split_j": {busy, idle (awake), sleep,
+ *   transition: {prefill, decode, total}, kv} (adding up to energy_j.total),
+ *   "active_instance_s", "wakes", "sleeps": {prefill, decode, total}, "classes": {CLASS:
+ *   {ttft_requests, ttft_attainment, tpot_requests, tpot_attainment}}}, ... } } }
  * @return 0; ENPU_ERR_INVALID when the runs' horizons differ; ENPU_ERR_NOMEM. */
 int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out, enpu_err *err);
 
