@@ -30,7 +30,8 @@ def replay(*args):
 
 
 # ---- one rate: every policy x idle mode x autoscaling -----------------------------------
-r = replay("--fleet", "@gated,+as,@gated+as", "--json")
+out = os.path.join(tmp, "hour")
+r = replay("--fleet", "@gated,+as,@gated+as", "--json", "--out", out, "--windows-only")
 h.check("replay --fleet exits 0", r.returncode == 0, r.stderr)
 pol = json.loads(r.stdout)["policies"]
 bases = ["dvfs-c", "enpu-all", "nodvfs"]
@@ -68,6 +69,29 @@ ea, nd = pol["enpu-all@gated+as"], pol["nodvfs"]
 print(f"     conv trace 1x: enpu-all@gated+as saves {100 * ea['energy_savings']['total']:.1f} % against nodvfs "
       f"always on ({100 * pol['enpu-all']['energy_savings']['total']:.1f} % enpu-all alone); SLO "
       f"{ea['slo_attainment']:.4f} vs {nd['slo_attainment']:.4f}")
+
+# ---- the report: Figure 22 with the fleet's runs, and the saving split into its parts ------
+rep = os.path.join(tmp, "report")
+r = h.run("report", store, "--replay", out, "--out", rep)
+h.check("report --replay of the fleet exits 0", r.returncode == 0, r.stderr)
+md = open(os.path.join(rep, "report.md")).read()
+rows = {}
+for line in md.splitlines():
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    if len(cells) == 5 and cells[1].startswith("`enpu-all"):
+        rows[cells[0]] = (cells[1].strip("`"), float(cells[3]))
+h.check("report: the split's steps for enpu-all", set(rows) >= {"plans", "idle mode gated", "autoscaling", "total"},
+        rows)
+if "total" in rows:
+    steps = rows["plans"][1] + rows["idle mode gated"][1] + rows["autoscaling"][1]
+    h.check("report: the steps add up to the total saving, and it is the summary's",
+            abs(steps - rows["total"][1]) <= 0.15 and
+            abs(rows["total"][1] - 100 * pol["enpu-all@gated+as"]["energy_savings"]["total"]) <= 0.05,
+            (rows, pol["enpu-all@gated+as"]["energy_savings"]))
+head = open(os.path.join(rep, "replay_energy.dat")).read().splitlines()[:2]
+h.check("report: Figure 22 drawn with the fleet's runs beside the plans'",
+        all(f" {run}(6)" in " ".join(head) for run in ("enpu-all", "enpu-all+as", "enpu-all@gated+as", "nodvfs")),
+        head)
 
 # ---- a load sweep: autoscaling holds the SLO at every rate --------------------------------
 r = replay("--policy", "all", "--fleet", "+as", "--rates", "1,4,8", "--json")
