@@ -8,7 +8,7 @@ set multiplot layout 4,1
 set xlabel 'time of day (h)'
 set key outside right top
 set rmargin at screen 0.74
-set yrange [99.8509:100.05]
+set yrange [99.8949:100.05]
 set title 'prefill SLO attainment (TTFT) of the requests finished in the window'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:2 with lines lw 2 lc 1  title 'enpu-all', \
