@@ -13,8 +13,7 @@ Over README.md, every docs/**/*.md, src/README.md and results/bench.md:
 3. README.md links every page of docs/ (docs/history/ may be reached through another page);
 4. every test file the README and docs/ pages name as the check of a promise
    (`test_*.py`, `test_*.c`) exists under tests/ (the history, docs/history/, excepted).
-A link to a page another branch is writing now (PENDING) is printed, not failed, while the
-page does not exist. Prints one line per offence and a final "N passed, M failed"; exits 1
+Prints one line per offence and a final "N passed, M failed"; exits 1
 on any failure.
 """
 import pathlib
@@ -22,8 +21,6 @@ import re
 import sys
 
 README_MAX_LINES = 250
-# Pages the README's map links that other branches are adding; each goes once it is merged.
-PENDING = {"docs/coverage.md", "docs/your-model.md", "docs/fleet.md"}
 
 LINK = re.compile(r"(?<!\!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 
@@ -76,7 +73,7 @@ def pages(root):
     return [root / "README.md"] + docs + [p for p in extra if p.exists()]
 
 
-def check_links(root, page, fails, notes):
+def check_links(root, page, fails):
     rel = page.relative_to(root)
     cache = {}
     for n, line in enumerate(prose(page.read_text()), 1):
@@ -90,8 +87,7 @@ def check_links(root, page, fails, notes):
             if name is None:
                 fails.append(f"{where} points outside the checkout")
             elif not dest.exists():
-                (notes if name in PENDING else fails).append(
-                    f"{where} {name} does not exist" + (" (pending: another branch adds it)" if name in PENDING else ""))
+                fails.append(f"{where} {name} does not exist")
             elif anchor and dest.suffix == ".md":
                 if dest not in cache:
                     cache[dest] = anchors(dest.read_text())
@@ -114,10 +110,10 @@ def check_test_names(root, fails):
 
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
-    fails, notes, checked = [], [], 0
+    fails, checked = [], 0
     for page in pages(root):
         before = len(fails)
-        check_links(root, page, fails, notes)
+        check_links(root, page, fails)
         checked += 1 if len(fails) == before else 0
     readme = (root / "README.md").read_text()
     lines = readme.count("\n")
@@ -128,8 +124,6 @@ def main():
         if page.resolve() not in linked:
             fails.append(f"README.md does not link {page.relative_to(root)} (its map of the docs)")
     check_test_names(root, fails)
-    for line in notes:
-        print("pending:", line)
     for line in fails:
         print(line)
     print(f"{checked} pages' links resolve, README.md {lines} lines; {len(fails)} failed")

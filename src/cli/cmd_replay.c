@@ -1,5 +1,6 @@
 /* cmd_replay.c — `enpu replay --store S (--trace T | --eval T) --cluster C [--policy NAME|all]
- * [--governors G,...] [--control-ms MS] [--spec EX,NS[,VD]] [--train T [--epochs N]]
+ * [--governors G,...] [--control-ms MS] [--spec EX,NS[,VD]] [--fleet F,..] [--fleet-params K=V,..]
+ * [--chip-set P=V,..] [--train T [--epochs N]]
  * [--save-net F] [--load-net F] [--seed N] [--rate X | --rates X,Y,...] [--warp W] [--day]
  * [--safeguards paper|switching|predictive] [--skip-bad-rows] [--model M] [--chip F] [--threads N] [--out DIR
  * [--windows-only]]
@@ -29,6 +30,7 @@ static int run(void *args);
 typedef struct {
   const char *store, *trace, *cluster, *policy, *model, *chip, *out;
   const char *governors, *train, *eval, *save_net, *load_net;
+  const char *fleet, *chip_set, *fleet_params;
   uint64_t seed, threads, epochs; /* threads 0: the online CPUs */
   double rate, warp, control_ms;
   cli_numbers rates, spec_list;
@@ -54,8 +56,8 @@ static const cli_opt opts[] = {
     PATH_OPT(eval, "T", "the trace to replay (the same as --trace)"),
     {.name = "cluster", .type = CLI_STRING, .at = offsetof(replay_args, cluster), .meta = "C", .flags = CLI_REQUIRED,
      .help = "cluster file (nodes, SLO classes, batching, idle, scheduler), e.g.\njobs/clusters/llama3-70b.json"},
-    {.name = "policy", .type = CLI_STRING, .at = offsetof(replay_args, policy), .meta = "NAME|all",
-     .help = "one policy of the store, or all (every policy but uniform, the\ngovernors' table)"},
+    {.name = "policy", .type = CLI_STRING, .at = offsetof(replay_args, policy), .meta = "NAME,..|all",
+     .help = "policies of the store, or all (every policy but uniform, the\ngovernors' table)"},
     PATH_OPT(governors, "G,..",
              "online governors beside the policies, on the store's uniform policy\n"
              "(one chip-wide V/f state per control period): ondemand, pid, pelm\n"
@@ -68,6 +70,19 @@ static const cli_opt opts[] = {
      .help = "self-speculative decoding, fixed: drafts through EX layers, NS\n"
              "drafts a round, verification through VD layers (default all); adds\n"
              "a <policy>+sd run per store policy, and applies to fixed:S"},
+    PATH_OPT(fleet, "F,..",
+             "the fleet beside each policy's run: per F, a run <policy>@<idle>\n"
+             "(idle mode peak, lowest-state or gated instead of the cluster's),\n"
+             "<policy>+as (autoscaling, idle instances in the chip's deep sleep;\n"
+             "+pas: prefill sized by the predicted load) or both,\n"
+             "<policy>@gated+as; F is '@gated', '+as', '+pas' or '@gated+as'"),
+    {.name = "fleet-params", .type = CLI_STRING, .at = offsetof(replay_args, fleet_params), .meta = "K=V,..",
+     .help = "autoscaling's parameters: control_ms, window_s, hold_s,\nheadroom, spare, decode_fill, attainment, "
+             "min_outcomes"},
+    {.name = "chip-set", .type = CLI_STRING, .at = offsetof(replay_args, chip_set), .meta = "P=V,..",
+     .help = "set sweepable chip parameters for this replay, e.g.\n"
+             "power_states.deep_sleep.wake_ms=100 (enpu replay --help lists none:\n"
+             "see docs/fleet.md)"},
     PATH_OPT(train, "T", "train the pelm governor on trace T first, then replay frozen"),
     {.name = "epochs", .type = CLI_U64, .at = offsetof(replay_args, epochs), .meta = "N", .range = CLI_RANGE(1, 256),
      .help = "passes over the training trace"},
@@ -167,6 +182,7 @@ typedef struct {
   size_t njobs;
   replay_result **runs; /* per job */
   replay_sweep *sweep;
+  char (*fleet_names)[64]; /* --fleet's run names */
 } replay_inputs;
 
 static void inputs_free(replay_inputs *in) {
@@ -175,6 +191,7 @@ static void inputs_free(replay_inputs *in) {
   free(in->jobs);
   for (size_t i = 0; i < in->npelm; i++) replay_pelm_free(in->pelm[i]);
   free(in->policies);
+  free(in->fleet_names);
   replay_sweep_free(in->sweep);
   planstore_close(in->ps);
   replay_trace_free(in->trace);
@@ -182,6 +199,71 @@ static void inputs_free(replay_inputs *in) {
   config_chip_free(in->chip);
   config_model_free(in->model);
   config_cluster_free(in->cluster);
+}
+
+/* --chip-set: each path=value applied to the loaded chip. */
+static int chip_set(const char *list, config_chip *chip, enpu_err *err) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", list ? list : "");
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+    ENPU_FORWARD(config_chip_set(chip, tok, err));
+  return ENPU_OK;
+}
+
+/* --fleet-params: key=value pairs into the autoscaling parameters. */
+static int fleet_params(const char *list, replay_fleet_params *p, enpu_err *err) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", list ? list : "");
+  if (!buf[0]) return ENPU_OK;
+  enpu_kv kv[16];
+  const int n = enpu_kv_split(buf, kv, 16, err);
+  ENPU_FORWARD(n);
+  static const char *const keys[] = {"control_ms", "window_s",    "hold_s",     "headroom",
+                                     "spare",      "decode_fill", "attainment", "min_outcomes"};
+  double *const at[] = {&p->control_ms, &p->window_s,    &p->hold_s,     &p->headroom,
+                        NULL,           &p->decode_fill, &p->attainment, NULL};
+  for (int k = 0; k < n; k++) {
+    int i = 0;
+    while (i < 8 && strcmp(kv[k].key, keys[i])) i++;
+    char *end = NULL;
+    const double v = i < 8 ? strtod(kv[k].value, &end) : 0;
+    ENPU_RETURN_IF(i == 8 || end == kv[k].value || *end, err, ENPU_ERR_INVALID,
+                   "--fleet-params: expected %s=<number> (control_ms, window_s, hold_s, headroom, spare, "
+                   "decode_fill, attainment, min_outcomes)",
+                   kv[k].key);
+    if (at[i]) *at[i] = v;
+    else if (i == 4) p->spare = (int)v;
+    else p->min_outcomes = (int)v;
+  }
+  return ENPU_OK;
+}
+
+/* --fleet: every picked policy once more per fleet, "<policy><fleet>". */
+static int add_fleets(const replay_args *a, replay_inputs *in, enpu_err *err) {
+  if (!a->fleet) return ENPU_OK;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", a->fleet);
+  size_t nf = 0;
+  char *fleets[16];
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && nf < 16; tok = strtok_r(NULL, ",", &save))
+    fleets[nf++] = tok;
+  const size_t n = in->npolicies;
+  const char **names = realloc(in->policies, (n * (nf + 1) + 1) * sizeof *names);
+  ENPU_RETURN_IF(!names, err, ENPU_ERR_NOMEM, "out of memory");
+  in->policies = names;
+  in->fleet_names = calloc(n * nf + 1, sizeof *in->fleet_names);
+  ENPU_RETURN_IF(!in->fleet_names, err, ENPU_ERR_NOMEM, "out of memory");
+  for (size_t f = 0; f < nf; f++)
+    for (size_t i = 0; i < n; i++) {
+      char *name = in->fleet_names[f * n + i], base[64];
+      snprintf(name, 64, "%s%s", names[i], fleets[f]);
+      replay_job check;
+      ENPU_FORWARD(replay_job_parse(name, &check, base, sizeof base, err));
+      ENPU_RETURN_IF(!check.idle_set && !check.autoscale, err, ENPU_ERR_INVALID,
+                     "--fleet %s: expected @<idle mode>, +as or +pas, or both", fleets[f]);
+      in->policies[in->npolicies++] = name;
+    }
+  return ENPU_OK;
 }
 
 /* Model and chip files default to the project layout beside the cluster file. */
@@ -193,12 +275,22 @@ static int load_configs(const replay_args *a, replay_inputs *in, enpu_err *err) 
   ENPU_FORWARD(config_model_load(a->model ? a->model : path, &in->model, err));
   if (!a->chip) ENPU_FORWARD(enpu_path_relative(a->cluster, "../chips/tpuv5p.json", path, sizeof path, err));
   ENPU_FORWARD(config_chip_load(a->chip ? a->chip : path, &in->chip, err));
+  ENPU_FORWARD(chip_set(a->chip_set, in->chip, err));
   ENPU_FORWARD(replay_setup_init(&in->setup, in->cluster, in->model, in->chip, err));
+  ENPU_FORWARD(fleet_params(a->fleet_params, &in->setup.fleet, err));
   if (a->safeguards >= 0) in->setup.safeguards = (config_safeguards)a->safeguards;
   return ENPU_OK;
 }
 
-/* The store's policies to run: all, or the one named. */
+/* Whether name is one of the comma-separated list. */
+static bool listed(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return true;
+  return false;
+}
+
+/* The store's policies to run: all, or the ones named. */
 static int pick_policies(const replay_args *a, replay_inputs *in, enpu_err *err) {
   const size_t np = planstore_policy_count(in->ps);
   in->policies = calloc(np ? np : 1, sizeof *in->policies);
@@ -208,7 +300,7 @@ static int pick_policies(const replay_args *a, replay_inputs *in, enpu_err *err)
     /* a sweep point's policies price their plans on another chip than the cluster's */
     const bool all = !strcmp(a->policy, "all") && !config_policy_named(name, CONFIG_POLICY_UNIFORM) &&
                      !config_variant_of(name);
-    if (all || !strcmp(a->policy, name)) in->policies[in->npolicies++] = name;
+    if (all || listed(a->policy, name)) in->policies[in->npolicies++] = name;
   }
   ENPU_RETURN_IF(in->npolicies == 0, err, ENPU_ERR_NOT_FOUND, "no policy '%s' in %s", a->policy, a->store);
   return ENPU_OK;
@@ -324,6 +416,7 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   }
   ENPU_FORWARD(planstore_open(a->store, &in->ps, err));
   ENPU_FORWARD(pick_policies(a, in, err));
+  ENPU_FORWARD(add_fleets(a, in, err));
   ENPU_FORWARD(pick_governors(a, in, err));
   ENPU_FORWARD(make_jobs(a, in, err));
   return a->train ? train_pelm(a, in, err) : ENPU_OK;
@@ -437,6 +530,33 @@ static void print_table(const replay_inputs *in) {
   }
 }
 
+/* --fleet: where each run's energy went, its SLO and its active instances. */
+static void print_fleet(const replay_inputs *in) {
+  const replay_summary *base = nodvfs_baseline(in);
+  printf("\n%-22s %7s %7s %7s %9s %9s %9s %9s %9s %7s %9s %9s %6s\n", "fleet", "SLO %", "TTFT %", "TPOT %",
+         "busy MJ", "idle MJ", "sleep MJ", "trans MJ", "total MJ", "save %", "P inst-h", "D inst-h", "wakes");
+  for (size_t i = 0; i < in->njobs; i++) {
+    const replay_summary *s = replay_result_summary(in->runs[i]);
+    const replay_phase_stats *p = s->phase;
+    double busy = 0, idle = 0, sleep = 0, trans = 0, active[CONFIG_NPHASE];
+    for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
+      busy += p[ph].busy_energy_nj, sleep += p[ph].sleep_energy_nj, trans += p[ph].transition_energy_nj;
+      idle += p[ph].idle_energy_nj - p[ph].sleep_energy_nj - p[ph].transition_energy_nj;
+      active[ph] = (in->cluster->node[ph].nodes * s->horizon_ns - p[ph].asleep_node_ns) * 1e-9 / 3600;
+    }
+    char save[32];
+    pct_cell(save, sizeof save, s->energy_nj, base ? base->energy_nj : 0);
+    const double req = s->requests ? (double)s->requests : 1;
+    printf("%-22s %7.2f %7.2f %7.2f %9.3f %9.3f %9.3f %9.3f %9.3f %7s %9.2f %9.2f %6llu\n", s->policy,
+           100 * s->slo_attainment, 100 * s->ttft_met / req, 100 * s->tpot_met / req, busy * 1e-15, idle * 1e-15,
+           sleep * 1e-15, trans * 1e-15, s->energy_nj * 1e-15, save, active[0], active[1],
+           (unsigned long long)(p[0].wakes + p[1].wakes));
+  }
+  printf("\nidle: awake idle chips; sleep: instances autoscaling put to sleep (the chip's deep sleep);\n"
+         "trans: their wake-ups; total adds KV transfers; save: against nodvfs (always on);\n"
+         "inst-h: instance-hours awake. Per SLO class: --json or --out (\"fleet\").\n");
+}
+
 static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_err *err) {
   ENPU_FORWARD(replay_run_jobs(in->ps, in->jobs, in->njobs, in->trace, &in->setup, threads, in->runs, err));
   if (a->save_net) ENPU_FORWARD(replay_pelm_save(in->pelm[0], a->save_net, err));
@@ -452,6 +572,7 @@ static int run_one(const replay_args *a, replay_inputs *in, int threads, enpu_er
   }
   if (!a->json) {
     print_table(in);
+    if (in->fleet_names) print_fleet(in);
     return ENPU_OK;
   }
   json_t *doc = NULL;

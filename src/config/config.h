@@ -325,6 +325,19 @@ typedef struct {
   double min_idle_ns;
 } config_gating;
 
+/* The chip's power states beside its V/f tables (the replay's fleet, replay.h): an idle
+ * chip at its peak clock and at its lowest V/f point come from the tables, a power-gated
+ * idle chip from "gating"; the optional "power_states" section adds deep sleep:
+ *   "power_states": { "deep_sleep": { "w": 9.0, "wake_ms": 2970, "wake_energy_j": 1.467 } }
+ * w: what a sleeping chip draws; wake_ms: from the wake command to its first work;
+ * wake_energy_j: the wake-up's own energy at the wall, beyond the awake idle power the
+ * chip draws while it wakes. The chip README gives each value's source. */
+typedef struct {
+  double w;
+  double wake_ms;
+  double wake_energy_j;
+} config_deep_sleep;
+
 typedef struct {
   char name[CONFIG_NAME_LEN];
   char path[CONFIG_PATH_LEN];
@@ -352,6 +365,8 @@ typedef struct {
   config_ivr_table ivr_dvfs, ivr_fixed;
   bool has_gating; /* the "gating" section is present (pg policies need it) */
   config_gating gating[CONFIG_NCOMP];
+  bool has_deep_sleep; /* the "power_states" section is present (autoscaling needs it) */
+  config_deep_sleep deep_sleep;
 
   /* Derived at load. */
   double max_freq_ghz; /* freq_states * freq_step_mhz / 1000 */
@@ -407,12 +422,17 @@ typedef struct {
  *  lowest-state  a DVFS policy parks the components it scales at their lowest V/f
  *                state (NoDVFS stays at peak);
  *  sleep         as lowest-state while awake; after sleep_after_ms idle a node sleeps at
- *                sleep_w per chip and its next batch waits wake_ms. */
+ *                sleep_w per chip and its next batch waits wake_ms;
+ *  gated         as lowest-state, and every component power-gated (§4.7, the chip's
+ *                "gating": its gateable static power down to gated_fraction); a node's
+ *                idle time is ms long, far above every min_idle_ns, and the ns wake-ups
+ *                are not charged. */
 typedef enum {
   CONFIG_IDLE_PEAK = 0,
   CONFIG_IDLE_LOWEST_STATE = 1,
   CONFIG_IDLE_SLEEP = 2,
-  CONFIG_NIDLE_MODE = 3
+  CONFIG_IDLE_GATED = 3,
+  CONFIG_NIDLE_MODE = 4
 } config_idle_mode;
 
 typedef struct {
@@ -428,7 +448,9 @@ typedef struct {
  * prefill, TPOT at the end of decode) missed. */
 typedef enum { CONFIG_SG2_PAPER = 0, CONFIG_SG2_PER_PHASE = 1, CONFIG_NSG2 = 2 } config_safeguard2;
 
-const char *config_idle_mode_name(config_idle_mode m);   /* "peak", "lowest-state", "sleep" */
+const char *config_idle_mode_name(config_idle_mode m); /* "peak", "lowest-state", "sleep", "gated" */
+/* The mode of a name; -1 when none. */
+int config_idle_mode_parse(const char *name);
 const char *config_safeguard2_name(config_safeguard2 m); /* "paper", "per-phase" */
 
 /* Which safeguards the replay's scheduler runs (replay_sim.c states the rules):
@@ -672,6 +694,11 @@ int config_job_policy_parse(const config_job *job, const char *name, config_poli
  * (an unknown path lists the known ones; a path given twice, enpu_kv_split),
  * ENPU_ERR_RANGE. */
 int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_err *err);
+/* Set one sweepable parameter of a chip, "path=value" (a sweep point's form; the value
+ * checked as a sweep's is): how `enpu replay --chip-set` asks "what if wake took 10 ms".
+ * @return 0, ENPU_ERR_INVALID (unknown path, listing the known ones; not a number),
+ * ENPU_ERR_RANGE (out of the chip file's range). */
+int config_chip_set(config_chip *chip, const char *assignment, enpu_err *err);
 /* The point of a store policy name ("enpu-all:ivr.step_ns=40" → "ivr.step_ns=40"), NULL
  * for a policy of the job's own chip. */
 const char *config_variant_of(const char *policy_name);

@@ -23,7 +23,8 @@
 static const char *const chip_keys[] = {"name",           "tflops_bf16", "sa",     "vu",
                                         "sram",           "hbm",         "ici",    "dcn",
                                         "host",           "clock",       "ivr",    "fifo_sync_cycles",
-                                        "other_static_w", "tdp_w",       "tables", "gating"};
+                                        "other_static_w", "tdp_w",       "tables", "gating",
+                                        "power_states"};
 #define CHIP_INT(key, member) CONFIG_INT_FIELD(config_chip, key, member)
 #define CHIP_NUMBER(key, member) CONFIG_NUMBER_FIELD(config_chip, key, member)
 static const config_field sa_fields[] = {CHIP_INT("count", sa_count), CHIP_INT("dim", sa_dim)};
@@ -71,6 +72,10 @@ static const config_field gating_fields[] = {CONFIG_NUMBER_FIELD(config_gating, 
                                              CONFIG_NUMBER_FIELD(config_gating, "wake_ns", wake_ns),
                                              CONFIG_NUMBER_FIELD(config_gating, "wake_energy_nj", wake_energy_nj),
                                              CONFIG_NUMBER_FIELD(config_gating, "min_idle_ns", min_idle_ns)};
+static const config_field deep_sleep_fields[] = {
+    CONFIG_NUMBER_FIELD(config_deep_sleep, "w", w), CONFIG_NUMBER_FIELD(config_deep_sleep, "wake_ms", wake_ms),
+    CONFIG_NUMBER_FIELD(config_deep_sleep, "wake_energy_j", wake_energy_j)};
+static const char *const power_state_keys[] = {"deep_sleep"};
 static const char *const gating_keys[] = {"sa", "vu", "sram", "hbm", "ici"};
 /* The five components' tables (config_component order), the two regulators, then the
  * HBM PHY's parts. */
@@ -340,6 +345,19 @@ static int parse_gating(const config_doc *doc, const config_path *root, config_c
   return ENPU_OK;
 }
 
+/* "power_states": deep sleep (optional; config.h). */
+static int parse_power_states(const config_doc *doc, const config_path *root, config_chip *c, enpu_err *err) {
+  const json_t *v = json_object_get(doc->root, "power_states");
+  if (!v) return ENPU_OK;
+  config_path pp = CONFIG_KEY(root, "power_states");
+  ENPU_FORWARD(config_object(doc, &pp, v, power_state_keys, NKEYS(power_state_keys), err));
+  config_path dp = CONFIG_KEY(&pp, "deep_sleep");
+  ENPU_FORWARD(config_fields(doc, &dp, json_object_get(v, "deep_sleep"), deep_sleep_fields,
+                             NKEYS(deep_sleep_fields), &c->deep_sleep, err));
+  c->has_deep_sleep = true;
+  return ENPU_OK;
+}
+
 static int parse_tables(const config_doc *doc, const config_path *root, config_chip *c, enpu_hasher *hs,
                         enpu_err *err) {
   config_path tp = CONFIG_KEY(root, "tables");
@@ -365,15 +383,49 @@ static int parse_tables(const config_doc *doc, const config_path *root, config_c
   return rc;
 }
 
+/* The chip hash keys a store's provenance and the farm's change table, and no plan
+ * reads "power_states" (the replay's fleet does): the hash is of the file's text with
+ * that member cut out (from its key through its object and the comma and blanks after
+ * it), so a chip file that gains power states keeps the hash its stores carry. */
+static int hash_text(enpu_hasher *hs, const char *text, size_t len, enpu_err *err) {
+  const char *key = strstr(text, "\"power_states\"");
+  const char *open = key ? strchr(key, '{') : NULL;
+  size_t end = 0;
+  for (size_t i = open ? (size_t)(open - text) : len, depth = 0; i < len; i++) {
+    depth += text[i] == '{';
+    depth -= text[i] == '}';
+    if (text[i] == '}' && depth == 0) {
+      end = i + 1;
+      break;
+    }
+  }
+  if (!end) {
+    enpu_hasher_bytes(hs, text, len);
+    return ENPU_OK;
+  }
+  while (end < len &&
+         (text[end] == ',' || text[end] == ' ' || text[end] == '\n' || text[end] == '\r' || text[end] == '\t'))
+    end++;
+  const size_t head = (size_t)(key - text);
+  char *cut = malloc(len - (end - head) + 1);
+  ENPU_RETURN_IF(!cut, err, ENPU_ERR_NOMEM, "out of memory (chip hash)");
+  memcpy(cut, text, head);
+  memcpy(cut + head, text + end, len - end);
+  enpu_hasher_bytes(hs, cut, len - (end - head));
+  free(cut);
+  return ENPU_OK;
+}
+
 int config_chip_parse(const config_doc *doc, config_chip *c, enpu_err *err) {
   config_path root = CONFIG_ROOT;
   ENPU_FORWARD(config_object(doc, &root, doc->root, chip_keys, NKEYS(chip_keys), err));
   snprintf(c->path, sizeof c->path, "%s", doc->file);
   ENPU_FORWARD(parse_scalars(doc, &root, c, err));
   ENPU_FORWARD(parse_gating(doc, &root, c, err));
+  ENPU_FORWARD(parse_power_states(doc, &root, c, err));
   enpu_hasher hs;
   enpu_hasher_init(&hs, 0);
-  enpu_hasher_bytes(&hs, doc->text, doc->len);
+  ENPU_FORWARD(hash_text(&hs, doc->text, doc->len, err));
   ENPU_FORWARD(parse_tables(doc, &root, c, &hs, err));
   c->hash = enpu_hasher_digest(&hs);
   return ENPU_OK;

@@ -19,7 +19,7 @@ static const bool policy_variants[CONFIG_NPOLICY] = {CONFIG_POLICY_TABLE(POLICY_
 _Static_assert(CONFIG_POLICY_UNIFORM == 6 && CONFIG_POLICY_ENPU_4DOM == 10,
                "policy codes are in farm keys and journals: the table only grows at its end");
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
-const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep"};
+const char *const config_idle_mode_names[CONFIG_NIDLE_MODE] = {"peak", "lowest-state", "sleep", "gated"};
 const char *const config_safeguard2_names[CONFIG_NSG2] = {"paper", "per-phase"};
 const char *const config_safeguards_names[CONFIG_NSAFEGUARDS] = {"paper", "switching", "predictive"};
 
@@ -70,6 +70,12 @@ NAME_OF(config_ici_model, config_ici_model_names, CONFIG_NICI_MODEL, config_ici_
 NAME_OF(config_idle_mode, config_idle_mode_names, CONFIG_NIDLE_MODE, config_idle_mode_name)
 NAME_OF(config_safeguard2, config_safeguard2_names, CONFIG_NSG2, config_safeguard2_name)
 NAME_OF(config_safeguards, config_safeguards_names, CONFIG_NSAFEGUARDS, config_safeguards_name)
+
+int config_idle_mode_parse(const char *name) {
+  for (int m = 0; name && m < CONFIG_NIDLE_MODE; m++)
+    if (!strcmp(name, config_idle_mode_names[m])) return m;
+  return -1;
+}
 
 int config_safeguards_parse(const char *name) {
   for (int m = 0; name && m < CONFIG_NSAFEGUARDS; m++)

@@ -60,6 +60,13 @@ static int check_gating(const config_chip *c, double v, char *why, size_t cap) {
   return ENPU_ERR_INVALID;
 }
 
+static int check_deep_sleep(const config_chip *c, double v, char *why, size_t cap) {
+  (void)v;
+  if (c->has_deep_sleep) return ENPU_OK;
+  snprintf(why, cap, "a chip with a \"power_states\" section (%s has none)", c->path);
+  return ENPU_ERR_INVALID;
+}
+
 /* The V/f state count at the chip's peak frequency: states 1..N are peak·k/N, so that
  * fewer states mean coarser steps, not a lower peak (Table 6: "0 (clock-gated)–1.7 GHz,
  * 50 MHz steps" is N = 34 at 50 MHz). */
@@ -72,6 +79,8 @@ static void set_states(config_chip *c, const sweep_param *p, double v) {
 }
 
 #define CHIP_AT(member) offsetof(config_chip, member)
+#define SLEEP_ROW(key, unit, member) \
+  { "power_states.deep_sleep." key, unit, false, CHIP_AT(deep_sleep.member), false, check_deep_sleep, NULL }
 #define GATING_ROW(comp, i, key, unit, member) \
   { "gating." comp "." key, unit, false, CHIP_AT(gating[i].member), false, check_gating, NULL }
 #define GATING_ROWS(comp, i)                                                                                      \
@@ -88,7 +97,8 @@ static void set_states(config_chip *c, const sweep_param *p, double v) {
  *    enter at the request level and in finalisation only (search.h).
  *  - gating.*: power gating is applied to the schedule of the finalised DVFS plan
  *    (§4.7 combines DVFS "and power gating"; pg+X searches X's op level, docs/policies.md "Power
- *    gating"). */
+ *    gating").
+ *  - power_states.*: no plan reads them; the replay's fleet does (config_chip_set). */
 static const sweep_param params[] = {
     {"clock.states", "states", true, CHIP_AT(freq_states), true, NULL, set_states},
     {"vu.shadow_vregs", "registers", true, CHIP_AT(shadow_vregs), true, check_shadow, NULL},
@@ -103,6 +113,9 @@ static const sweep_param params[] = {
     GATING_ROWS("sram", CONFIG_SRAM),
     GATING_ROWS("hbm", CONFIG_HBM),
     GATING_ROWS("ici", CONFIG_ICI),
+    SLEEP_ROW("w", "W", w),
+    SLEEP_ROW("wake_ms", "ms", wake_ms),
+    SLEEP_ROW("wake_energy_j", "J", wake_energy_j),
 };
 enum { NPARAMS = (int)NKEYS(params) };
 
@@ -436,6 +449,36 @@ int config_variant_canonical(const char *point, char out[CONFIG_NAME_LEN], enpu_
   for (int k = 0; k < n; k++) pt.v[param[k]] = value[k];
   ENPU_RETURN_IF(point_name(&pt, out, CONFIG_NAME_LEN) < 0, err, ENPU_ERR_RANGE, "variant \"%s\" is too long",
                  point);
+  return ENPU_OK;
+}
+
+int config_chip_set(config_chip *chip, const char *assignment, enpu_err *err) {
+  char buf[256];
+  ENPU_RETURN_IF(!assignment || strlen(assignment) >= sizeof buf || !strchr(assignment, '='), err, ENPU_ERR_INVALID,
+                 "expected path=value, got \"%s\"", assignment ? assignment : "");
+  memcpy(buf, assignment, strlen(assignment) + 1);
+  char *value = strchr(buf, '=');
+  *value++ = '\0';
+  const int i = config_sweep_param_find(buf);
+  if (i < 0) {
+    char known[2048];
+    known_paths(known, sizeof known);
+    return enpu_errorf(err, ENPU_ERR_INVALID, "expected a sweepable chip path (%s), got \"%s\"", known, buf);
+  }
+  char *end = NULL;
+  const double v = strtod(value, &end);
+  ENPU_RETURN_IF(end == value || *end || !isfinite(v), err, ENPU_ERR_INVALID, "%s: expected a number, got \"%s\"",
+                 buf, value);
+  char why[1200];
+  const int rc = param_check(chip, i, v, why, sizeof why);
+  ENPU_RETURN_IF(rc < 0, err, rc, "%s: %s", buf, why);
+  sweep_point pt;
+  for (int k = 0; k < NPARAMS; k++) pt.v[k] = NAN;
+  pt.v[i] = v;
+  config_variant var = {0};
+  snprintf(var.name, sizeof var.name, "%s", assignment);
+  point_apply(chip, &pt, &var);
+  *chip = var.chip;
   return ENPU_OK;
 }
 

@@ -12,6 +12,8 @@
  *
  * Energy of a run: busy (the plans of the batches run) + idle (node time outside
  * batches, at the cluster's idle power for the policy) + KV (bytes moved over DCN).
+ * Of idle, the time asleep is sleep energy and the wake-ups transition energy (idle
+ * mode sleep, or autoscaling: replay_fleet_params, replay_job_parse).
  * Runs of one trace are compared over one common horizon (replay_align_horizon): a
  * policy that finishes later is not charged idle time the others escape.
  *
@@ -184,6 +186,34 @@ int replay_trace_shape(const replay_trace *in, const replay_shape *shape, replay
 
 #define REPLAY_MAX_STATE 255 /* V/f states of a chip (config_chip.freq_states) */
 
+/* Autoscaling (replay_fleet.c), a reactive policy per pool. Every control period it
+ * samples each pool's demand in instances: prefill, its busy nodes plus the queued
+ * context tokens over max_batch_tokens (rounded up); decode, its requests (running,
+ * waiting, on their way) over fill × the largest batch (rounded up). The target is the
+ * window's peak demand × (1 + headroom), plus spare, within [1, nodes]; and while the SLO
+ * attainment of the outcomes of the last window (safeguard 2's outcomes: whole requests,
+ * or per phase) is below `attainment`, one instance above the awake ones. Above the
+ * awake count, draining instances are kept and sleeping ones woken at once; below it
+ * for hold_s without a break (hysteresis), the surplus drains: no new work, and when
+ * its last batch (decode: its last member, its KV drained by decoding it out) ends it
+ * sleeps. A woken instance takes work wake_ns after the decision.
+ * Predictive (+pas): the prefill pool's target is instead the larger of its demand now ×
+ * (1 + headroom) and the square-root staffing of the load the burst safeguards predict
+ * from recent arrivals (replay_switch.c), L + β√L with β the cluster's predictive_beta,
+ * plus spare: it scales up as arrivals rise, before a queue forms, and forgets a peak
+ * once the prediction's windows have passed. Decode stays reactive. */
+typedef struct {
+  double control_ms;  /* 100 */
+  double window_s;    /* 60 */
+  double hold_s;      /* 120 */
+  double headroom;    /* 0.25 */
+  int spare;          /* 1 */
+  double decode_fill; /* 0.5 */
+  double attainment;  /* 0.99 */
+  int min_outcomes;   /* 20: fewer outcomes in the window say nothing about attainment */
+} replay_fleet_params;
+void replay_fleet_params_default(replay_fleet_params *p);
+
 typedef struct {
   const config_cluster *cluster;          /* nodes, chips, SLO classes, batching, idle, scheduler
                                              (kept, not copied) */
@@ -203,6 +233,15 @@ typedef struct {
   double switch_ns;
   double switch_nj_per_chip;
   config_safeguards safeguards; /* the cluster's, or the caller's override */
+  /* The fleet (replay_fleet.c): an awake idle chip under each idle mode and policy (the
+   * sleep mode's entry is lowest-state's: its awake part), the chip's deep sleep, and
+   * the autoscaling policy's parameters. */
+  double idle_w_mode[CONFIG_NIDLE_MODE][CONFIG_NPOLICY];
+  bool has_deep_sleep;       /* the chip file has "power_states" (autoscaling needs it) */
+  double sleep_w_per_chip;   /* config_deep_sleep.w */
+  double wake_ns;            /* config_deep_sleep.wake_ms */
+  double wake_nj_per_chip;   /* config_deep_sleep.wake_energy_j */
+  replay_fleet_params fleet; /* replay_fleet_params_default unless the caller sets them */
 } replay_setup;
 
 /* Power of an idle, awake chip under `policy` for the cluster's idle mode: every
@@ -305,6 +344,9 @@ typedef struct {
   double busy_node_ns;                              /* node-time running batches */
   double asleep_node_ns;                            /* node-time asleep (idle mode sleep) */
   double wake_node_ns;                              /* node-time waking up */
+  double sleep_energy_nj;                           /* of idle_energy_nj: asleep */
+  double transition_energy_nj;                      /* of idle_energy_nj: waking up */
+  uint64_t wakes, sleeps;                           /* autoscaling: instances woken / put to sleep */
   double occupancy_ns;                              /* decode: Σ members × iteration time */
   uint64_t batches;                                 /* prefill batches / decode iterations */
   uint64_t slowed;                                  /* ran a plan slower than the fastest (walk prefix > 0) */
@@ -363,6 +405,8 @@ typedef struct {
   uint64_t context_tokens, generated_tokens; /* of the trace */
   uint64_t peak_queue;                       /* the longest the prefill queue grew */
   config_safeguards safeguards;              /* the run's (governor runs: paper, unused) */
+  config_idle_mode idle_mode;                /* the run's (the cluster's unless its job set one) */
+  bool autoscale;                            /* the fleet followed load */
   char unservable_example[ENPU_ERR_MSG_LEN]; /* why the first unservable request is */
 } replay_summary;
 
@@ -530,7 +574,18 @@ typedef struct {
   const char *policy;              /* store policy; NULL for a governor run */
   const replay_governor *governor; /* or the governor */
   replay_spec spec;                /* store policy: fixed configuration (exit_layers 0: none) */
+  bool idle_set;                   /* idle_mode replaces the cluster's for this run */
+  int idle_mode;                   /* config_idle_mode */
+  bool autoscale;                  /* the fleet follows load (replay_fleet_params) */
+  bool predictive;                 /* autoscale, the prefill pool sized by the predicted load */
 } replay_job;
+
+/* A run's name may carry its fleet: "<policy>[@<idle mode>][+as|+pas]"
+ * ("enpu-all@gated+as": enpu-all's plans, power-gated idle, autoscaling; +pas: the
+ * predictive autoscaler). Parse one into a job whose policy
+ * points into base (cap bytes). @return 0, ENPU_ERR_INVALID (an unknown idle mode,
+ * "sleep" with +as: autoscaling has its own sleep). */
+int replay_job_parse(const char *name, replay_job *job, char *base, size_t cap, enpu_err *err);
 
 /* replay_run of one job. Its run is named after the policy ("enpu-all", "+sd" appended
  * with a speculative configuration) or the governor.
@@ -591,7 +646,11 @@ const replay_gov_summary *replay_result_gov_summary(const replay_result *r);
  *   nodvfs; null without a nodvfs run), "utilisation", "ttft_ms"/"tpot_ms": {p50, p99},
  *   "batches": {prefill: {total, slowed, slowest, safeguard1, safeguard1_fastest, locked, late},
  *   decode: {...}}, "periods": {"peak", "off_peak"}: per §4.8's hours (windows by
- *   their start's time of day), "kv_transfer", "tokens", ... } } }
+ *   their start's time of day), "kv_transfer", "tokens", "fleet": {"idle_mode",
+ *   "autoscale", "sleep_w_per_chip", "energy_split_j": {busy, idle (awake), sleep,
+ *   transition: {prefill, decode, total}, kv} (adding up to energy_j.total),
+ *   "active_instance_s", "wakes", "sleeps": {prefill, decode, total}, "classes": {CLASS:
+ *   {ttft_requests, ttft_attainment, tpot_requests, tpot_attainment}}}, ... } } }
  * @return 0; ENPU_ERR_INVALID when the runs' horizons differ; ENPU_ERR_NOMEM. */
 int replay_summary_json(const replay_result *const *runs, size_t n, json_t **out, enpu_err *err);
 

@@ -8,7 +8,10 @@
  *  - idle: per node, every instant outside its batches from 0 to the horizon, at the
  *    policy's awake idle power (replay_idle_power_w) — or, with idle mode "sleep", at
  *    the sleep power once the node has been idle sleep_after_ms; a sleeping node's next
- *    batch waits wake_ms, charged at awake idle power;
+ *    batch waits wake_ms, charged at awake idle power; under autoscaling, at the chip's
+ *    deep sleep power from when the fleet put the node to sleep (replay_fleet.c charges
+ *    its wake-ups). Of idle energy, the asleep part is sleep energy and the wake-ups'
+ *    transition energy;
  *  - KV: bytes × the cluster's DCN energy per byte, where the transfer starts.
  * The horizon is the run's own end until replay_align_horizon moves every run of a
  * trace to the latest end among them: the nodes idle from their last batch to it.
@@ -100,10 +103,14 @@ static int node_phase(const replay_result *r, size_t node) {
   return node < (size_t)r->cluster->node[CONFIG_PREFILL].nodes ? CONFIG_PREFILL : CONFIG_DECODE;
 }
 
-/* When an idle node falls asleep (INFINITY: never). */
+/* When an idle node falls asleep (INFINITY: never): after sleep_after_ms in idle mode
+ * sleep, when autoscaling put it to sleep. */
 static double sleep_at(const replay_result *r, size_t node) {
+  const double fleet = r->fleet_asleep_ns ? r->fleet_asleep_ns[node] : INFINITY;
   const config_idle *idle = &r->cluster->idle;
-  return idle->mode == CONFIG_IDLE_SLEEP ? r->idle_since_ns[node] + idle->sleep_after_ms * 1e6 : INFINITY;
+  return r->summary.idle_mode == CONFIG_IDLE_SLEEP
+             ? fmin(fleet, r->idle_since_ns[node] + idle->sleep_after_ms * 1e6)
+             : fleet;
 }
 
 bool replay_node_asleep(const sim *s, size_t node) { return s->now_ns > sleep_at(s->res, node); }
@@ -123,11 +130,12 @@ int replay_account_idle(replay_result *r, int phase, size_t node, double from_ns
   const double split = fmin(fmax(sleep_at(r, node), from_ns), to_ns);
   replay_phase_stats *ph = &r->summary.phase[phase];
   const double awake_nj = (split - from_ns) * idle_w(r, node) * chips;
-  const double asleep_nj = (to_ns - split) * r->cluster->idle.sleep_w * chips;
+  const double asleep_nj = (to_ns - split) * r->sleep_w * chips;
   if (split > from_ns)
     ENPU_FORWARD(spread(r, phase, from_ns, split - from_ns, &(span_load){0, awake_nj, 0, 0}, err));
   if (to_ns > split) ENPU_FORWARD(spread(r, phase, split, to_ns - split, &(span_load){0, asleep_nj, 0, 0}, err));
   ph->idle_energy_nj += awake_nj + asleep_nj;
+  ph->sleep_energy_nj += asleep_nj;
   ph->asleep_node_ns += to_ns - split;
   return ENPU_OK;
 }
@@ -136,13 +144,29 @@ int replay_account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_e
   replay_result *r = s->res;
   const bool asleep = replay_node_asleep(s, node);
   ENPU_FORWARD(replay_account_idle(r, phase, node, replay_idle_from(r, node), s->now_ns, err));
-  *start_ns = s->now_ns;
+  *start_ns = s->fleet_ready_ns ? fmax(s->now_ns, s->fleet_ready_ns[node]) : s->now_ns; /* woken: once awake */
   if (!asleep || !(s->wake_ns > 0)) return ENPU_OK;
   const double nj = s->wake_ns * idle_w(r, node) * r->cluster->node[phase].chips;
   ENPU_FORWARD(spread(r, phase, s->now_ns, s->wake_ns, &(span_load){0, nj, 0, 0}, err));
   r->summary.phase[phase].idle_energy_nj += nj;
+  r->summary.phase[phase].transition_energy_nj += nj;
   r->summary.phase[phase].wake_node_ns += s->wake_ns;
   *start_ns += s->wake_ns;
+  return ENPU_OK;
+}
+
+int replay_account_transition(replay_result *r, int phase, double from_ns, double dur_ns, double nj,
+                              enpu_err *err) {
+  replay_phase_stats *ph = &r->summary.phase[phase];
+  if (dur_ns > 0) ENPU_FORWARD(spread(r, phase, from_ns, dur_ns, &(span_load){0, nj, 0, 0}, err));
+  else {
+    replay_window *w = NULL;
+    ENPU_FORWARD(replay_account_window(r, from_ns, &w, err));
+    w->idle_energy_nj[phase] += nj;
+  }
+  ph->idle_energy_nj += nj;
+  ph->transition_energy_nj += nj;
+  ph->wake_node_ns += dur_ns;
   return ENPU_OK;
 }
 

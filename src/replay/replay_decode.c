@@ -4,7 +4,8 @@
  *  - Routing: at the end of its prefill a request goes to the decode node with the
  *    fewest requests (running + waiting + KV transfers on their way; lowest index on
  *    ties), chosen before the transfer, as a disaggregated engine picks the instance
- *    that pulls the cache.
+ *    that pulls the cache (under autoscaling, among the nodes taking work, awake ones
+ *    before waking ones).
  *  - KV transfer over DCN: bytes = context × KV bytes per token. Each node's DCN link
  *    carries one transfer at a time, at chips × DCN GB/s; a transfer holds both the
  *    prefill node's egress and the decode node's ingress at the slower of the two, so
@@ -41,11 +42,15 @@ static bool slo_in_class(const sim *s, int32_t i) {
 
 int replay_decode_route(sim *s, size_t pnode, int32_t i, enpu_err *err) {
   const int nodes = s->cl->node[CONFIG_DECODE].nodes;
-  int best = 0;
-  for (int k = 1; k < nodes; k++) {
-    const decode_node *a = &s->dnodes[k], *b = &s->dnodes[best];
-    if (a->n + a->wn - a->whead + a->inbound < b->n + b->wn - b->whead + b->inbound) best = k;
-  }
+  int best = -1; /* autoscaling: among the nodes taking work, awake ones first */
+  for (int pass = 0; pass < 2 && best < 0; pass++)
+    for (int k = 0; k < nodes; k++) {
+      const size_t g = global_node(s, k);
+      if (!replay_fleet_accepts(s, g) || (s->fleet && (replay_fleet_ready_ns(s, g) > s->now_ns) != pass)) continue;
+      const decode_node *a = &s->dnodes[k], *b = &s->dnodes[best < 0 ? k : best];
+      if (best < 0 || a->n + a->wn - a->whead + a->inbound < b->n + b->wn - b->whead + b->inbound) best = k;
+    }
+  if (best < 0) best = 0; /* the fleet keeps a node of each pool taking work */
   decode_node *dn = &s->dnodes[best];
   prefill_node *pn = &s->pnodes[pnode];
   replay_request_result *q = &s->res->requests[i];
@@ -199,7 +204,7 @@ static int decode_start(sim *s, int node, bool from_idle, enpu_err *err) {
   if (dn->n == 0) {
     if (!from_idle) s->res->idle_since_ns[global_node(s, node)] = s->now_ns;
     dn->busy = false;
-    return ENPU_OK;
+    return replay_fleet_node_idle(s, global_node(s, node), err);
   }
   double start = s->now_ns;
   if (from_idle) ENPU_FORWARD(replay_account_wake(s, CONFIG_DECODE, global_node(s, node), &start, err));

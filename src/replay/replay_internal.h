@@ -27,6 +27,11 @@ struct replay_result {
   size_t gov_windows_cap;
   double *gov_time_ns; /* per window: [phase] node time, then decode spec time */
   replay_gov_summary gov;
+  /* The run's idle: awake idle power (summary.idle_w_per_chip), the mode, the power of a
+   * sleeping chip, and under autoscaling per node when it fell asleep (INFINITY: awake;
+   * owned by the result, read up to the common horizon). */
+  double sleep_w;
+  double *fleet_asleep_ns;
 };
 
 enum { EV_PREFILL_DONE = 0, EV_KV_DONE = 1, EV_DECODE_DONE = 2 };
@@ -223,6 +228,11 @@ typedef struct {
   size_t hold_head;             /* first arrival inside the hold window */
   double *drain_free_ns;        /* per prefill node: replay_switch_prefill's scratch */
   double *drain_bound_ns, *drain_ahead_ns;
+  /* Autoscaling (replay_fleet.c); NULL without. */
+  struct replay_fleet_state *fleet;
+  double fleet_next_ns;   /* the next control decision */
+  double *fleet_ready_ns; /* per node: when a woken node takes work (owned by fleet) */
+  uint8_t *fleet_state;   /* per node: REPLAY_FLEET_* (owned by fleet) */
 } sim;
 
 /* ---- replay_output.c ----------------------------------------------------------- */
@@ -243,6 +253,9 @@ int replay_account_idle(replay_result *r, int phase, size_t node, double from_ns
  * receives when the work can start (after a wake-up when it slept). */
 int replay_account_wake(sim *s, int phase, size_t node, double *start_ns, enpu_err *err);
 int replay_account_kv(sim *s, double start_ns, double bytes, enpu_err *err);
+/* A wake-up of node energy nj over [from, from + dur): idle energy, of it transition
+ * energy, and waking node time. */
+int replay_account_transition(replay_result *r, int phase, double from_ns, double dur_ns, double nj, enpu_err *err);
 bool replay_node_asleep(const sim *s, size_t node);
 void replay_sg2_push(sim *s, int window, bool missed);
 bool replay_sg2_locked(sim *s, int phase);
@@ -269,6 +282,11 @@ int replay_batch_start(sim *s, int phase, int node, node_batch *b, enpu_err *err
 /* ---- replay_switch.c ------------------------------------------------------------- */
 /* Request i was admitted (queued) at s->now_ns: the predictive window and the queue's work. */
 void replay_predict_admitted(sim *s, int32_t i);
+/* The prefill load predicted from recent arrivals and the queued work, in busy nodes
+ * (each request at its fastest single-request prefill; the busier of the predictive
+ * window and the hold window): what the predictive T_target cap and the predictive
+ * autoscaler read. */
+double replay_predict_load(sim *s);
 /* The queue's requests [first, first + count) left for a node. */
 void replay_predict_dispatched(sim *s, size_t first, size_t count);
 /* The predictive cap on a prefill batch's time whose fastest plan takes fast_ns (INFINITY
@@ -363,6 +381,33 @@ void replay_gov_batch_ended(sim *s, size_t node, const node_batch *b);
  * ended (governor and speculative runs). */
 void replay_spec_count(sim *s, const node_batch *b, size_t n);
 int replay_gov_finish(sim *s, enpu_err *err);
+
+/* A node under autoscaling: taking work, draining (no new work, asleep once empty), asleep. */
+enum { REPLAY_FLEET_ACTIVE = 0, REPLAY_FLEET_DRAINING = 1, REPLAY_FLEET_ASLEEP = 2 };
+
+/* ---- replay_fleet.c --------------------------------------------------------------- */
+/* The job with the fleet its policy's name carries (replay_job_parse; base holds the
+ * policy), or a copy when the name carries none. */
+int replay_job_resolve(const replay_job *in, replay_job *out, char *base, size_t cap, enpu_err *err);
+/* Whether the set-up can run the job's fleet (idle mode, autoscaling): ENPU_ERR_INVALID
+ * saying why not. */
+int replay_fleet_check(const replay_job *job, const replay_setup *setup, config_policy pol, enpu_err *err);
+/* The run's idle: its mode, awake idle power and sleep power, autoscaling or not. */
+void replay_fleet_run_idle(replay_result *r, const replay_job *job, const replay_setup *setup, config_policy pol);
+int replay_fleet_init(sim *s, enpu_err *err);
+/* s->job->autoscale: the state, every node awake */
+void replay_fleet_free(sim *s);
+/* Every control decision at or before t_ns. */
+int replay_fleet_ticks_until(sim *s, double t_ns, enpu_err *err);
+/* Node (global numbering) takes new work: always without autoscaling; with it, unless it
+ * drains or sleeps. */
+bool replay_fleet_accepts(const sim *s, size_t node);
+/* Work given to the node now would wait: it sleeps (idle mode sleep) or is waking up. */
+bool replay_fleet_waits(const sim *s, size_t node);
+/* When a waking node can start work (0 when it is not waking). */
+double replay_fleet_ready_ns(const sim *s, size_t node);
+/* The node has just become idle: a draining one with nothing left falls asleep. */
+int replay_fleet_node_idle(sim *s, size_t node, enpu_err *err);
 
 /* ---- replay_pelm.c --------------------------------------------------------------- */
 /* The agent's action for obs (ε-greedy when learning, at trace time t_ns). */

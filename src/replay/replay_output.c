@@ -170,6 +170,55 @@ static json_t *coverage_json(const replay_result *r) {
                    (json_int_t)p->chunks, "decode_fallback", (json_int_t)d->fallback);
 }
 
+static json_t *fleet_pair(double prefill, double decode) {
+  return json_pack("{s:o, s:o, s:o}", "prefill", replay_json_number(prefill), "decode", replay_json_number(decode),
+                   "total", replay_json_number(prefill + decode));
+}
+
+/* TTFT and TPOT attainment per SLO class (TTFT by its class of input length, TPOT by its
+ * class of total length; requests not served count as missed). */
+static json_t *classes_json(const replay_result *r) {
+  uint64_t n[2][CONFIG_MAX_SLO_CLASSES] = {{0}}, met[2][CONFIG_MAX_SLO_CLASSES] = {{0}};
+  for (size_t i = 0; i < r->summary.requests; i++) {
+    const replay_request_result *q = &r->requests[i];
+    n[0][q->ttft_class]++;
+    n[1][q->tpot_class]++;
+    met[0][q->ttft_class] += q->status == REPLAY_DONE && q->ttft_met;
+    met[1][q->tpot_class] += q->status == REPLAY_DONE && q->tpot_met;
+  }
+  json_t *o = json_object();
+  for (int c = 0; o && c < r->cluster->slo_count; c++)
+    json_object_set_new(
+        o, r->cluster->slo[c].name,
+        json_pack("{s:I, s:o, s:I, s:o}", "ttft_requests", (json_int_t)n[0][c], "ttft_attainment",
+                  replay_json_number(replay_ratio(met[0][c], n[0][c])), "tpot_requests", (json_int_t)n[1][c],
+                  "tpot_attainment", replay_json_number(replay_ratio(met[1][c], n[1][c]))));
+  return o;
+}
+
+/* The run's fleet: idle mode, autoscaling, the energy split (busy, awake idle, sleep,
+ * transition, KV), active-instance time, wakes and sleeps, TTFT and TPOT attainment per
+ * SLO class. */
+static json_t *fleet_json(const replay_result *r) {
+  const replay_summary *s = &r->summary;
+  const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
+  double active_s[CONFIG_NPHASE];
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++)
+    active_s[ph] = (r->cluster->node[ph].nodes * s->horizon_ns - s->phase[ph].asleep_node_ns) * 1e-9;
+  const double awake_p = p->idle_energy_nj - p->sleep_energy_nj - p->transition_energy_nj,
+               awake_d = d->idle_energy_nj - d->sleep_energy_nj - d->transition_energy_nj;
+  return json_pack("{s:s, s:b, s:o, s:{s:o, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}", "idle_mode",
+                   config_idle_mode_name(s->idle_mode), "autoscale", s->autoscale, "sleep_w_per_chip",
+                   replay_json_number(r->sleep_w), "energy_split_j", "busy",
+                   fleet_pair(p->busy_energy_nj * 1e-9, d->busy_energy_nj * 1e-9), "idle",
+                   fleet_pair(awake_p * 1e-9, awake_d * 1e-9), "sleep",
+                   fleet_pair(p->sleep_energy_nj * 1e-9, d->sleep_energy_nj * 1e-9), "transition",
+                   fleet_pair(p->transition_energy_nj * 1e-9, d->transition_energy_nj * 1e-9), "kv",
+                   replay_json_number(s->kv_energy_nj * 1e-9), "active_instance_s",
+                   fleet_pair(active_s[0], active_s[1]), "wakes", fleet_pair((double)p->wakes, (double)d->wakes),
+                   "sleeps", fleet_pair((double)p->sleeps, (double)d->sleeps), "classes", classes_json(r));
+}
+
 static json_t *run_summary_json(const replay_result *r, const replay_result *base) {
   const replay_summary *s = &r->summary, *b = base ? &base->summary : NULL;
   const replay_phase_stats *p = &s->phase[CONFIG_PREFILL], *d = &s->phase[CONFIG_DECODE];
@@ -205,6 +254,7 @@ static json_t *run_summary_json(const replay_result *r, const replay_result *bas
     json_object_update_new(o, json_pack("{s:s, s:I}", "safeguards", config_safeguards_name(s->safeguards),
                                         "peak_queue", (json_int_t)s->peak_queue));
   if (o) json_object_update_new(o, coverage_json(r));
+  if (o) json_object_set_new(o, "fleet", fleet_json(r));
   if (o && (g->governor || g->speculative))
     json_object_set_new(
         o, "online",

@@ -2,6 +2,7 @@
  * (KV-cache bytes), DCN bandwidth, the power of an idle chip per policy (from the chip's
  * V/f tables through the power module), and the check that a store's plans were
  * compiled for this cluster's model, chip and nodes. */
+#include <math.h>
 #include <string.h>
 
 #include "power.h"
@@ -10,9 +11,10 @@
 
 /* Static power of an awake chip whose scaled components sit at `low` and the rest at
  * peak: one second of every component busy 0 ns, at the regulator's efficiency for no
- * activity. */
+ * activity; `gated`, every component power-gated over that second (§4.7: what gating
+ * keeps of its static power, power_gate_saved_w, taken off). */
 static int idle_watts(const config_chip *chip, power_regulator reg, power_hbm_mode hbm, unsigned scaled, int low,
-                      double *watts, enpu_err *err) {
+                      bool gated, double *watts, enpu_err *err) {
   power_model *pm = NULL;
   ENPU_FORWARD(power_model_create(chip, hbm, reg, &pm, err));
   const double one_s_ns = 1e9;
@@ -22,8 +24,13 @@ static int idle_watts(const config_chip *chip, power_regulator reg, power_hbm_mo
                                    : enpu_errorf(err, ENPU_ERR_RANGE, "state %d outside 1..%d", low, peak);
   for (int c = 0; c < CONFIG_NCOMP && rc == ENPU_OK; c++) {
     power_energy_nj e;
-    rc = power_energy(pm, (config_component)c, scaled >> c & 1u ? low : peak, 0.0, one_s_ns, 1.0, &e, err);
+    const int st = scaled >> c & 1u ? low : peak;
+    rc = power_energy(pm, (config_component)c, st, 0.0, one_s_ns, 1.0, &e, err);
     total_nj += e.total_nj;
+    if (gated && rc == ENPU_OK)
+      total_nj -= power_gate_saved_w(pm, (config_component)c, st, power_voltage_v(pm, (config_component)c, st), 0.0,
+                                     NULL) *
+                  one_s_ns;
   }
   power_model_free(pm);
   if (rc == ENPU_OK) *watts = total_nj / one_s_ns;
@@ -36,13 +43,16 @@ int replay_idle_power_w(const config_chip *chip, config_policy policy, config_id
   const power_policy *ip = power_policy_of(policy);
   ENPU_RETURN_IF(!ip, err, ENPU_ERR_INVALID, "unknown policy %d", (int)policy);
   const bool parked = ip->regulator != POWER_REG_FIXED && mode != CONFIG_IDLE_PEAK;
+  const bool gated = mode == CONFIG_IDLE_GATED;
+  ENPU_RETURN_IF(gated && !chip->has_gating, err, ENPU_ERR_INVALID,
+                 "idle mode gated needs the chip's \"gating\" section (%s has none)", chip->path);
   /* State 1 is the lowest clocked V/f state. */
-  return parked ? idle_watts(chip, ip->regulator, ip->hbm, ip->scaled, 1, watts, err)
-                : idle_watts(chip, POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0, chip->freq_states, watts, err);
+  return parked ? idle_watts(chip, ip->regulator, ip->hbm, ip->scaled, 1, gated, watts, err)
+                : idle_watts(chip, POWER_REG_FIXED, POWER_HBM_CTRL_ONLY, 0, chip->freq_states, gated, watts, err);
 }
 
 int replay_idle_power_state_w(const config_chip *chip, int state, double *watts, enpu_err *err) {
-  return idle_watts(chip, POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, POWER_ALL_COMPONENTS, state, watts, err);
+  return idle_watts(chip, POWER_REG_CHIPWIDE, POWER_HBM_CTRL_ONLY, POWER_ALL_COMPONENTS, state, false, watts, err);
 }
 
 /* The largest V/f move of a chip: every component from state 1 to the peak (rails on
@@ -81,6 +91,17 @@ int replay_setup_init(replay_setup *s, const config_cluster *cluster, const conf
                       .safeguards = cluster->scheduler.safeguards};
   for (int p = 0; p < CONFIG_NPOLICY; p++)
     ENPU_FORWARD(replay_idle_power_w(chip, (config_policy)p, cluster->idle.mode, &s->idle_w_per_chip[p], err));
+  for (int m = 0; m < CONFIG_NIDLE_MODE; m++)
+    for (int p = 0; p < CONFIG_NPOLICY; p++) {
+      if (m == CONFIG_IDLE_GATED && !chip->has_gating) s->idle_w_mode[m][p] = NAN; /* a run asking is refused */
+      else
+        ENPU_FORWARD(replay_idle_power_w(chip, (config_policy)p, (config_idle_mode)m, &s->idle_w_mode[m][p], err));
+    }
+  s->has_deep_sleep = chip->has_deep_sleep;
+  s->sleep_w_per_chip = chip->deep_sleep.w;
+  s->wake_ns = chip->deep_sleep.wake_ms * 1e6;
+  s->wake_nj_per_chip = chip->deep_sleep.wake_energy_j * 1e9;
+  replay_fleet_params_default(&s->fleet);
   for (int st = 1; st <= chip->freq_states; st++)
     ENPU_FORWARD(replay_idle_power_state_w(chip, st, &s->idle_w_state[st], err));
   return switch_cost(chip, s->idle_w_state[chip->freq_states], &s->switch_ns, &s->switch_nj_per_chip, err);

@@ -252,7 +252,8 @@ static int dispatch_prefill(sim *s, enpu_err *err) {
   for (int pass = 0; pass < 2; pass++)
     for (int k = 0; k < nodes && s->pq_head < s->pq_tail; k++) {
       prefill_node *pn = &s->pnodes[k];
-      if (pn->busy || replay_node_asleep(s, (size_t)k) != (pass == 1)) continue;
+      if (pn->busy || !replay_fleet_accepts(s, (size_t)k) || replay_fleet_waits(s, (size_t)k) != (pass == 1))
+        continue;
       prefill_start *a = &started[nstarted++];
       a->node = k;
       ENPU_FORWARD(replay_account_wake(s, CONFIG_PREFILL, (size_t)k, &a->start_ns, err));
@@ -297,6 +298,7 @@ static int prefill_done(sim *s, int node, uint64_t batch, enpu_err *err) {
   }
   pn->busy = false;
   s->res->idle_since_ns[node] = s->now_ns;
+  ENPU_FORWARD(replay_fleet_node_idle(s, (size_t)node, err));
   return dispatch_prefill(s, err);
 }
 
@@ -314,6 +316,7 @@ static void sim_free(sim *s) {
   replay_gov_free(s);
   replay_uniform_cache_free(s);
   replay_cover_free(s);
+  replay_fleet_free(s);
 }
 
 void replay_result_free(replay_result *r) {
@@ -323,6 +326,7 @@ void replay_result_free(replay_result *r) {
   free(r->idle_w_node); /* owns idle_mark_ns */
   free(r->gov_windows);
   free(r->gov_time_ns);
+  free(r->fleet_asleep_ns);
   free(r);
 }
 
@@ -357,7 +361,7 @@ static int sim_init(sim *s, replay_result *r, enpu_err *err) {
   }
   r->summary.requests = n;
   s->max_decode = cl->max_batch < cl->max_batch_tokens ? cl->max_batch : cl->max_batch_tokens;
-  const bool sleep = cl->idle.mode == CONFIG_IDLE_SLEEP;
+  const bool sleep = r->summary.idle_mode == CONFIG_IDLE_SLEEP;
   s->wake_ns = sleep ? cl->idle.wake_ms * 1e6 : 0;
   s->sleep_after_ns = sleep ? cl->idle.sleep_after_ms * 1e6 : INFINITY;
   return ENPU_OK;
@@ -369,6 +373,11 @@ static int sim_loop(sim *s, enpu_err *err) {
     const double next = s->heap.n > 0 ? fmin(s->heap.v[0].time_ns, ta) : ta;
     if (s->gov && s->next_tick_ns <= next) { /* decisions before what happens then */
       ENPU_FORWARD(replay_gov_ticks_until(s, next, err));
+      continue;
+    }
+    if (s->fleet && s->fleet_next_ns <= next) {
+      ENPU_FORWARD(replay_fleet_ticks_until(s, s->fleet_next_ns, err));    /* one decision */
+      if (s->pq_head < s->pq_tail) ENPU_FORWARD(dispatch_prefill(s, err)); /* onto nodes it woke or kept */
       continue;
     }
     if (s->heap.n > 0 && s->heap.v[0].time_ns <= ta) {
@@ -432,6 +441,7 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
                  "cluster %s: needs SLO classes and batching limits", cl->name);
   ENPU_RETURN_IF(!setup->model || !(setup->dcn_gbps_per_chip > 0) || !(setup->idle_w_per_chip[*pol] >= 0), err,
                  ENPU_ERR_INVALID, "replay set-up: needs the model, DCN bandwidth > 0 and idle power >= 0");
+  ENPU_FORWARD(replay_fleet_check(job, setup, *pol, err));
   if (job_speculates(job)) {
     ENPU_FORWARD(replay_spec_check(setup->model, &job->spec, err));
   }
@@ -444,19 +454,29 @@ static void run_name(const replay_job *job, char *out, size_t cap) {
   else if (job->governor)
     snprintf(out, cap, "%s%s", replay_governor_name(job->governor->kind),
              job->governor->lossless ? "-lossless" : "");
-  else snprintf(out, cap, "%s%s", job->policy, job_speculates(job) ? "+sd" : "");
+  else
+    snprintf(out, cap, "%s%s%s%s%s", job->policy, job->idle_set ? "@" : "",
+             job->idle_set ? config_idle_mode_name((config_idle_mode)job->idle_mode) : "",
+             job->predictive  ? "+pas"
+             : job->autoscale ? "+as"
+                              : "",
+             job_speculates(job) ? "+sd" : "");
 }
 
 int replay_run_job(const planstore *ps, const replay_job *job, const replay_trace *trace, const replay_setup *setup,
                    replay_result **out, enpu_err *err) {
   *out = NULL;
+  char base[64];
+  replay_job fleet_job; /* the job with the fleet its name carries ("enpu-all@gated+as") */
+  ENPU_FORWARD(replay_job_resolve(job, &fleet_job, base, sizeof base, err));
+  job = &fleet_job;
   config_policy pol = CONFIG_NPOLICY; /* none until check_run names it */
   ENPU_FORWARD(check_run(ps, job, trace, setup, &pol, err));
   replay_result *r = calloc(1, sizeof *r);
   ENPU_RETURN_IF(!r, err, ENPU_ERR_NOMEM, "out of memory (replay result)");
   run_name(job, r->summary.policy, sizeof r->summary.policy);
   r->summary.origin_tod_s = trace->origin_tod_s;
-  r->summary.idle_w_per_chip = setup->idle_w_per_chip[pol];
+  replay_fleet_run_idle(r, job, setup, pol);
   r->cluster = setup->cluster;
   r->trace_requests = trace->requests;
   const bool uniform = job->governor || job_speculates(job);
@@ -473,6 +493,7 @@ int replay_run_job(const planstore *ps, const replay_job *job, const replay_trac
   r->summary.safeguards = s.safeguards;
   int rc = sim_init(&s, r, err);
   if (rc == ENPU_OK && uniform) rc = replay_gov_init(&s, err);
+  if (rc == ENPU_OK && job->autoscale) rc = replay_fleet_init(&s, err);
   if (rc == ENPU_OK) rc = sim_loop(&s, err);
   if (rc == ENPU_OK && uniform) rc = replay_gov_finish(&s, err);
   if (rc == ENPU_OK) rc = replay_finish_run(&s, err);

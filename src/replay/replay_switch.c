@@ -75,6 +75,15 @@ double replay_predictive_cap_ns(sim *s, double fast_ns) {
   return u >= u_max ? fast_ns : fast_ns * u_max / u;
 }
 
+double replay_predict_load(sim *s) {
+  const config_scheduler *sc = &s->cl->scheduler;
+  predict_trim(s, sc->predictive_window_s, &s->rate_head, &s->recent_fast_ns);
+  predict_trim(s, sc->predictive_hold_s, &s->hold_head, &s->hold_fast_ns);
+  const double queued = fmax(0.0, s->queued_fast_ns);
+  return fmax((s->recent_fast_ns + queued) / (sc->predictive_window_s * 1e9),
+              (s->hold_fast_ns + queued) / (sc->predictive_hold_s * 1e9));
+}
+
 /* ---- mid-batch switching ----------------------------------------------------------- */
 
 int replay_switch_batch_init(sim *s, node_batch *b, enpu_err *err) {
@@ -136,6 +145,9 @@ void replay_drain_bounds(sim *s) {
   for (int k = 0; k < nodes; k++) {
     const prefill_node *pn = &s->pnodes[k];
     free_ns[k] = pn->busy ? pn->batch.end_ns : s->now_ns + (replay_node_asleep(s, (size_t)k) ? s->wake_ns : 0);
+    if (s->fleet_state) /* autoscaling: a node taking no new work never frees for the queue, a waking one
+                           once awake */
+      free_ns[k] = s->fleet_state[k] != REPLAY_FLEET_ACTIVE ? INFINITY : fmax(free_ns[k], s->fleet_ready_ns[k]);
     bound[k] = INFINITY;
   }
   double *ahead = s->drain_ahead_ns; /* queued work given to each node so far */

@@ -586,6 +586,39 @@ static void test_hash_covers_tables(void **state) {
   fixture_free(c);
 }
 
+/* The chip's power states are read (config_deep_sleep) but left out of the chip hash (no
+ * plan reads them), so a chip file that gains them keeps its stores' provenance; the
+ * rest of the file still counts. */
+static void test_hash_leaves_power_states(void **state) {
+  (void)state;
+  const char *from = "  \"tables\": {";
+  fixture *a = fixture_create(NULL, NULL, NULL, NULL, NULL);
+  fixture *b = fixture_create("chips/c.json", from,
+                              "  \"power_states\": { \"deep_sleep\": { \"w\": 9, \"wake_ms\": 2969,\n"
+                              "    \"wake_energy_j\": 1.467 } },\n  \"tables\": {",
+                              NULL, NULL);
+  fixture *c = fixture_create("chips/c.json", from,
+                              "  \"power_states\": { \"deep_sleep\": { \"w\": 20, \"wake_ms\": 5, "
+                              "\"wake_energy_j\": 0 } },\n  \"tables\": {",
+                              "\"tdp_w\": 100", "\"tdp_w\": 101");
+  char pa[512], pb[512], pc[512];
+  fixture_path(a, "job.json", pa, sizeof pa);
+  fixture_path(b, "job.json", pb, sizeof pb);
+  fixture_path(c, "job.json", pc, sizeof pc);
+  assert_true(job_hash(pa) == job_hash(pb));
+  assert_true(job_hash(pa) != job_hash(pc)); /* tdp_w still counts */
+  fixture_path(b, "chips/c.json", pb, sizeof pb);
+  config_chip *chip = NULL;
+  enpu_err err = {0};
+  assert_int_equal(config_chip_load(pb, &chip, &err), 0);
+  assert_true(chip->has_deep_sleep && chip->deep_sleep.w == 9 && chip->deep_sleep.wake_ms == 2969 &&
+              chip->deep_sleep.wake_energy_j == 1.467);
+  config_chip_free(chip);
+  fixture_free(a);
+  fixture_free(b);
+  fixture_free(c);
+}
+
 /* The acceptance table: the file's rows, or exits at 1/4, 1/2, 3/4 of the layers on the
  * default curve through (1/4, 0.63) and (1, 1). */
 static void test_spec_acceptance(void **state) {
@@ -692,12 +725,12 @@ static void test_files_serve_a_load(void **state) {
 
 int main(void) {
   static const struct CMUnitTest fixed[] = {
-      cmocka_unit_test(test_missing_job_file),   cmocka_unit_test(test_empty_file_is_syntax_error),
-      cmocka_unit_test(test_small_job_loads),    cmocka_unit_test(test_moe_job_loads),
-      cmocka_unit_test(test_capacity_settings),  cmocka_unit_test(test_capacity_factor_override),
-      cmocka_unit_test(test_hash_covers_tables), cmocka_unit_test(test_names),
-      cmocka_unit_test(test_spec_acceptance),    cmocka_unit_test(test_validation_section),
-      cmocka_unit_test(test_files_serve_a_load),
+      cmocka_unit_test(test_missing_job_file),         cmocka_unit_test(test_empty_file_is_syntax_error),
+      cmocka_unit_test(test_small_job_loads),          cmocka_unit_test(test_moe_job_loads),
+      cmocka_unit_test(test_capacity_settings),        cmocka_unit_test(test_capacity_factor_override),
+      cmocka_unit_test(test_hash_covers_tables),       cmocka_unit_test(test_names),
+      cmocka_unit_test(test_hash_leaves_power_states), cmocka_unit_test(test_spec_acceptance),
+      cmocka_unit_test(test_validation_section),       cmocka_unit_test(test_files_serve_a_load),
   };
   const size_t nbad = config_bad_job_ncases + config_bad_docs_ncases;
   struct CMUnitTest *bad = calloc(nbad + 1, sizeof *bad);

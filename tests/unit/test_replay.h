@@ -64,6 +64,10 @@ void test_safeguard2(void **state);
 void test_unknown_policy(void **state);
 void test_slo_extrapolated(void **state);
 void test_sleep(void **state);
+/* test_replay_fleet.c */
+void test_fleet_sleep_wake(void **state);
+void test_fleet_decode_drain(void **state);
+void test_fleet_names(void **state);
 void test_kv_contention(void **state);
 void test_window_slack(void **state);
 void test_determinism_and_outputs(void **state);
