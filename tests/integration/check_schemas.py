@@ -15,7 +15,7 @@ Usage: /usr/bin/python3 check_schemas.py SOURCE_ROOT
    past its physical range, a job name that would leave the results directory...) are
    rejected, so the schemas are strict rather than accept-anything.
 4. The job schema's policy pattern is the one the policy table (CONFIG_POLICY_TABLE in
-   src/config/config.h) makes: every name in it, the ones with variants behind an optional
+   src/config/config_vocab.h) makes: every name in it, the ones with variants behind an optional
    pg+ and @shadow=N, and no other.
 5. The schemas and the C loaders give every number the same range: each row of
    src/config/config_ranges.c has the same bounds in its schema, and every number a
@@ -345,11 +345,11 @@ POLICY_ROW = re.compile(r'X\((\w+), "([^"]+)", (true|false)\)')
 
 def check_policies(root, report):
     """The job schema's policy patterns against the C policy table."""
-    text = (root / "src" / "config" / "config.h").read_text()
+    text = (root / "src" / "config" / "config_vocab.h").read_text()
     table = text[text.index("#define CONFIG_POLICY_TABLE(X)"):]
     table = table[:table.index("\n\n")]
     rows = POLICY_ROW.findall(table)
-    report.result(len(rows) >= 2, f"src/config/config.h: {len(rows)} policy rows read")
+    report.result(len(rows) >= 2, f"src/config/config_vocab.h: {len(rows)} policy rows read")
     with_variants = [name for _, name, v in rows if v == "true"]
     without = [name for _, name, v in rows if v == "false"]
     want = ("^(" + "".join(f"{n}|" for n in without) + "(pg|(pg\\+)?(" + "|".join(with_variants) +
