@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 
 def md_rows(md, header_start):
@@ -46,6 +47,25 @@ def small_llama_job(src, tmp, name, mode, decode_batches, slacks, policies, **ex
     with open(path, "w") as f:
         json.dump(j, f)
     return path, j["store"]
+
+
+def synth_store(test_replay, prefix):
+    """A scratch folder and in it the synthetic Llama3-70B store `test_replay
+    --write-store` writes (tests/integration/replay/synth_store.h): (tmp, store path)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    store = os.path.join(tmp, "synth.h5")
+    subprocess.run([test_replay, "--write-store", store], check=True)
+    return tmp, store
+
+
+def write_trace(path, rows):
+    """A trace file (the replay's CSV) of (seconds after 2023-11-16 18:00:00, context,
+    generated) rows; returns path."""
+    with open(path, "w") as f:
+        f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+        for t, ctx, gen in rows:
+            f.write(f"2023-11-16 18:{int(t // 60):02d}:{t % 60:010.7f},{ctx},{gen}\n")
+    return path
 
 
 class Harness:

@@ -9,20 +9,16 @@ energy; and over a --rates sweep, of the conv trace and of a one-minute 6x burst
 usage: test_fleet.py ENPU SOURCE_DIR TEST_REPLAY"""
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness  # noqa: E402
+from harness import Harness, synth_store  # noqa: E402
 
 h = Harness(sys.argv[1], sys.argv[2])
 test_replay = sys.argv[3]
 TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
 CLUSTER = "jobs/clusters/llama3-70b.json"
-tmp = tempfile.mkdtemp(prefix="test_fleet_")
-store = os.path.join(tmp, "synth.h5")
-subprocess.run([test_replay, "--write-store", store], check=True)
+tmp, store = synth_store(test_replay, "test_fleet_")
 
 
 def replay(*args):

@@ -12,21 +12,17 @@ graph.
 usage: test_governors.py ENPU SOURCE_DIR TEST_REPLAY"""
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import jsonschema
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness  # noqa: E402
+from harness import Harness, synth_store  # noqa: E402
 
 h = Harness(sys.argv[1], sys.argv[2])
 TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
 CLUSTER = "jobs/clusters/llama3-70b.json"
-tmp = tempfile.mkdtemp(prefix="test_governors_")
-store = os.path.join(tmp, "synth.h5")
-subprocess.run([sys.argv[3], "--write-store", store], check=True)
+tmp, store = synth_store(sys.argv[3], "test_governors_")
 
 
 def replay(*args, store_path=store, trace=TRACE):

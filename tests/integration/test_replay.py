@@ -14,18 +14,15 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness  # noqa: E402
+from harness import Harness, synth_store  # noqa: E402
 
 h = Harness(sys.argv[1], sys.argv[2])
 test_replay = sys.argv[3]
 TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
 CLUSTER = "jobs/clusters/llama3-70b.json"
-tmp = tempfile.mkdtemp(prefix="test_replay_")
-store = os.path.join(tmp, "synth.h5")
-subprocess.run([test_replay, "--write-store", store], check=True)
+tmp, store = synth_store(test_replay, "test_replay_")
 
 
 def replay(*args, store_path=store, trace=TRACE):

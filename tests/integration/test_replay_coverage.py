@@ -20,27 +20,19 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness  # noqa: E402
+from harness import Harness, write_trace, synth_store  # noqa: E402
 
 h = Harness(sys.argv[1], sys.argv[2])
 CLUSTER = os.path.join(h.src, "jobs/clusters/llama3-70b.json")
 MOONCAKE = os.path.join(h.src, "jobs/traces/mooncake_conversation_trace.csv")
-tmp = tempfile.mkdtemp(prefix="test_replay_coverage_")
-store = os.path.join(tmp, "synth.h5")
-subprocess.run([sys.argv[3], "--write-store", store], check=True)
+tmp, store = synth_store(sys.argv[3], "test_replay_coverage_")
 BY = ("plan", "chunked", "fallback", "chunked+fallback", "unservable")
 
 
 def trace(name, rows):
-    path = os.path.join(tmp, name)
-    with open(path, "w") as f:
-        f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
-        for t, ctx, gen in rows:
-            f.write(f"2023-11-16 18:{int(t // 60):02d}:{t % 60:010.7f},{ctx},{gen}\n")
-    return path
+    return write_trace(os.path.join(tmp, name), rows)
 
 
 def classes_add_up(label, pol, requests):
