@@ -8,18 +8,21 @@ set multiplot layout 4,1
 set xlabel 'time of day (h)'
 set key outside right top
 set rmargin at screen 0.74
+set yrange [98.819:100.107]
 set title 'prefill SLO attainment (TTFT) of the requests finished in the window'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:2 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:8 with lines lw 2 lc 2  title 'enpu-all', \
      'replay_energy.dat' using 1:14 with lines lw 2 lc 3  title 'enpu-c', \
      'replay_energy.dat' using 1:20 with lines lw 2 lc 4  title 'nodvfs'
+set yrange [99.9385:100.05]
 set title 'decode SLO attainment (TPOT) of the requests finished in the window'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:3 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:9 with lines lw 2 lc 2  title 'enpu-all', \
      'replay_energy.dat' using 1:15 with lines lw 2 lc 3  title 'enpu-c', \
      'replay_energy.dat' using 1:21 with lines lw 2 lc 4  title 'nodvfs'
+set autoscale y
 set title 'prefill energy savings vs nodvfs (solid: busy batches only, dashed: with idle chips)'
 set ylabel 'savings (%)'
 plot  'replay_energy.dat' using 1:4 with lines lw 2 lc 1  title 'dvfs-c-walk busy', \

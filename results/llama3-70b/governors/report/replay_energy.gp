@@ -8,7 +8,8 @@ set multiplot layout 8,1
 set xlabel 'time of day (h)'
 set key outside right top
 set rmargin at screen 0.74
-set title 'prefill SLO attainment (TTFT) of the requests finished in the window'
+set yrange [0:105]
+set title 'prefill SLO attainment (TTFT) of the requests finished in the window: 100 % in every window, every policy'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:2 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:8 with lines lw 2 lc 2  title 'dvfs-c-walk+sd', \
@@ -16,7 +17,8 @@ plot  'replay_energy.dat' using 1:2 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:20 with lines lw 2 lc 4  title 'enpu-all+sd', \
      'replay_energy.dat' using 1:26 with lines lw 2 lc 5  title 'enpu-c', \
      'replay_energy.dat' using 1:32 with lines lw 2 lc 6  title 'enpu-c+sd'
-set title 'prefill SLO attainment (TTFT) of the requests finished in the window'
+set yrange [0:105]
+set title 'prefill SLO attainment (TTFT) of the requests finished in the window: 100 % in every window, every policy'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:38 with lines lw 2 lc 7  title 'nodvfs', \
      'replay_energy.dat' using 1:44 with lines lw 2 lc 8  title 'nodvfs+sd', \
@@ -24,7 +26,8 @@ plot  'replay_energy.dat' using 1:38 with lines lw 2 lc 7  title 'nodvfs', \
      'replay_energy.dat' using 1:56 with lines lw 2 lc 10  title 'pelm', \
      'replay_energy.dat' using 1:62 with lines lw 2 lc 11  title 'pelm-lossless', \
      'replay_energy.dat' using 1:68 with lines lw 2 lc 12  title 'pid'
-set title 'decode SLO attainment (TPOT) of the requests finished in the window'
+set yrange [0:105]
+set title 'decode SLO attainment (TPOT) of the requests finished in the window: 100 % in every window, every policy'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:3 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:9 with lines lw 2 lc 2  title 'dvfs-c-walk+sd', \
@@ -32,7 +35,8 @@ plot  'replay_energy.dat' using 1:3 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:21 with lines lw 2 lc 4  title 'enpu-all+sd', \
      'replay_energy.dat' using 1:27 with lines lw 2 lc 5  title 'enpu-c', \
      'replay_energy.dat' using 1:33 with lines lw 2 lc 6  title 'enpu-c+sd'
-set title 'decode SLO attainment (TPOT) of the requests finished in the window'
+set yrange [0:105]
+set title 'decode SLO attainment (TPOT) of the requests finished in the window: 100 % in every window, every policy'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:39 with lines lw 2 lc 7  title 'nodvfs', \
      'replay_energy.dat' using 1:45 with lines lw 2 lc 8  title 'nodvfs+sd', \
@@ -40,6 +44,7 @@ plot  'replay_energy.dat' using 1:39 with lines lw 2 lc 7  title 'nodvfs', \
      'replay_energy.dat' using 1:57 with lines lw 2 lc 10  title 'pelm', \
      'replay_energy.dat' using 1:63 with lines lw 2 lc 11  title 'pelm-lossless', \
      'replay_energy.dat' using 1:69 with lines lw 2 lc 12  title 'pid'
+set autoscale y
 set title 'prefill energy savings vs nodvfs (solid: busy batches only)'
 set ylabel 'savings (%)'
 plot  'replay_energy.dat' using 1:4 with lines lw 2 lc 1  title 'dvfs-c-walk busy', \

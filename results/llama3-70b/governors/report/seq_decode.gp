@@ -9,8 +9,4 @@ set ylabel 'energy savings vs NoDVFS (%)'
 set key outside right top
 set logscale x 2
 plot  'seq_decode.dat' using 1:2 with linespoints lw 2 pt 7 title 'slack 0%', \
-     'seq_decode.dat' using 1:3 with linespoints lw 2 pt 7 title 'slack 2%', \
-     'seq_decode.dat' using 1:4 with linespoints lw 2 pt 7 title 'slack 5%', \
-     'seq_decode.dat' using 1:5 with linespoints lw 2 pt 7 title 'slack 10%', \
-     'seq_decode.dat' using 1:6 with linespoints lw 2 pt 7 title 'slack 20%', \
-     'seq_decode.dat' using 1:7 with linespoints lw 2 pt 7 title 'slack 30%'
+     'seq_decode.dat' using 1:3 with linespoints lw 2 pt 7 title 'slack 2%, 5%, 10%, 20%, 30% (identical)'

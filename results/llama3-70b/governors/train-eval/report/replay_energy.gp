@@ -8,20 +8,23 @@ set multiplot layout 4,1
 set xlabel 'time of day (h)'
 set key outside right top
 set rmargin at screen 0.74
-set title 'prefill SLO attainment (TTFT) of the requests finished in the window'
+set yrange [0:105]
+set title 'prefill SLO attainment (TTFT) of the requests finished in the window: 100 % in every window, every policy'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:2 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:8 with lines lw 2 lc 2  title 'enpu-all', \
      'replay_energy.dat' using 1:14 with lines lw 2 lc 3  title 'enpu-c', \
      'replay_energy.dat' using 1:20 with lines lw 2 lc 4  title 'nodvfs', \
      'replay_energy.dat' using 1:26 with lines lw 2 lc 5  title 'pelm-lossless'
-set title 'decode SLO attainment (TPOT) of the requests finished in the window'
+set yrange [0:105]
+set title 'decode SLO attainment (TPOT) of the requests finished in the window: 100 % in every window, every policy'
 set ylabel 'SLO attainment (%)'
 plot  'replay_energy.dat' using 1:3 with lines lw 2 lc 1  title 'dvfs-c-walk', \
      'replay_energy.dat' using 1:9 with lines lw 2 lc 2  title 'enpu-all', \
      'replay_energy.dat' using 1:15 with lines lw 2 lc 3  title 'enpu-c', \
      'replay_energy.dat' using 1:21 with lines lw 2 lc 4  title 'nodvfs', \
      'replay_energy.dat' using 1:27 with lines lw 2 lc 5  title 'pelm-lossless'
+set autoscale y
 set title 'prefill energy savings vs nodvfs (solid: busy batches only, dashed: with idle chips)'
 set ylabel 'savings (%)'
 plot  'replay_energy.dat' using 1:4 with lines lw 2 lc 1  title 'dvfs-c-walk busy', \
