@@ -134,7 +134,6 @@ typedef struct {
 /* Frequency of a state in GHz (0 for the gated state 0). */
 double config_state_ghz(const config_chip *chip, int state);
 
-
 int config_chip_load(const char *path, config_chip **out, enpu_err *err);
 void config_chip_free(config_chip *chip);
 

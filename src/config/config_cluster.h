@@ -130,7 +130,6 @@ typedef struct {
   uint64_t hash;
 } config_cluster;
 
-
 int config_cluster_load(const char *path, config_cluster **out, enpu_err *err);
 void config_cluster_free(config_cluster *cluster);
 

@@ -109,7 +109,6 @@ struct config_model {
   uint64_t hash; /* content hash of the file */
 };
 
-
 int config_model_load(const char *path, config_model **out, enpu_err *err);
 
 /* KV-cache bytes of one sequence of `tokens` tokens, whole model: a window-limited layer

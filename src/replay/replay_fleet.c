@@ -276,7 +276,10 @@ int replay_job_parse(const char *name, replay_job *job, char *base, size_t cap, 
   const bool pas = len > 4 && !strcmp(name + len - 4, "+pas");
   const bool as = pas || (len > 3 && !strcmp(name + len - 3, "+as"));
   const size_t tail = pas ? 4 : as ? 3 : 0;
-  const char *at = strchr(name, '@');
+  /* The idle mode follows the last '@'; a policy's own variant "@shadow=N" has a '=',
+   * and stays part of the policy's name (enpu-all@shadow=8@gated+as). */
+  const char *at = strrchr(name, '@');
+  if (at && memchr(at, '=', (size_t)(name + len - tail - at))) at = NULL;
   const size_t base_len = at ? (size_t)(at - name) : len - tail;
   ENPU_RETURN_IF(base_len == 0 || base_len >= cap, err, ENPU_ERR_INVALID,
                  "run name '%s': no policy before its fleet", name);

@@ -131,6 +131,13 @@ void test_fleet_names(void **state) {
   assert_int_equal(replay_job_parse("enpu-all@lowest-state+pas", &j, base, sizeof base, &err), 0);
   assert_string_equal(j.policy, "enpu-all");
   assert_true(j.idle_set && j.idle_mode == CONFIG_IDLE_LOWEST_STATE && j.autoscale && j.predictive);
+  /* A policy's own "@shadow=N" variant is its name, not an idle mode */
+  assert_int_equal(replay_job_parse("enpu-all@shadow=0", &j, base, sizeof base, &err), 0);
+  assert_string_equal(j.policy, "enpu-all@shadow=0");
+  assert_true(!j.idle_set && !j.autoscale);
+  assert_int_equal(replay_job_parse("enpu-all@shadow=8@gated+as", &j, base, sizeof base, &err), 0);
+  assert_string_equal(j.policy, "enpu-all@shadow=8");
+  assert_true(j.idle_set && j.idle_mode == CONFIG_IDLE_GATED && j.autoscale);
   assert_int_equal(replay_job_parse("nodvfs@nap", &j, base, sizeof base, &err), ENPU_ERR_INVALID);
   assert_non_null(strstr(err.msg, "nap"));
   assert_int_equal(replay_job_parse("nodvfs@sleep+as", &j, base, sizeof base, &err), ENPU_ERR_INVALID);
