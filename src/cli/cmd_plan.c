@@ -138,7 +138,7 @@ static int stamp(const char *dir, uint64_t inputs) {
 
 typedef struct {
   char exe[4096], dir[CONFIG_PATH_LEN], store[CONFIG_PATH_LEN + 16], replay[CONFIG_PATH_LEN + 16];
-  char report[CONFIG_PATH_LEN + 16], np[16];
+  char report[CONFIG_PATH_LEN + 16], nodes[CONFIG_PATH_LEN + 16], np[16];
   double t0;
 } plan_paths;
 
@@ -147,22 +147,46 @@ static void step(const plan_paths *p, int k, int n, const char *what) {
 }
 
 static int step_farm(const plan_args *a, const jobinit_result *r, plan_paths *p) {
-  step(p, 2, 4, "farm: compile every bucket x policy into the store, then validate it");
+  step(p, 2, 5, "farm: compile every bucket x policy into the store, then validate it");
   char *argv[] = {"mpirun",    "-np",           p->np, "--oversubscribe", p->exe, "farm", (char *)r->job_path,
                   "--results", (char *)a->runs, NULL};
   return run_child(argv, a->json);
 }
 
+static int step_size(const plan_args *a, jobinit_result *r, plan_paths *p) {
+  step(p, 3, 5, "nodes: replay the trace on the store's NoDVFS plans, grow a pool that misses");
+  const uint64_t inputs = inputs_hash(a, r, p->exe);
+  snprintf(r->sized_cluster_path, sizeof r->sized_cluster_path, "%s/cluster.json", p->nodes);
+  if (up_to_date(p->nodes, "cluster.json", inputs)) {
+    fprintf(stderr, "enpu plan: nodes: up to date, kept (%s/sizing.md)\n", p->nodes);
+    return 0;
+  }
+  enpu_err err = {0};
+  if (jobinit_size_nodes(&a->init.o, r, p->store, JOBINIT_SIZE_TARGET, p->nodes, &err) < 0) {
+    cli_fail("plan", err.msg);
+    return cli_input_status(err.code);
+  }
+  fprintf(
+      stderr,
+      "enpu plan: nodes: prefill %d -> %d (TTFT met %.2f -> %.2f %%), decode %d -> %d (TPOT met %.2f -> %.2f %%)%s\n",
+      r->rule_nodes[0], r->nodes[0], 100 * r->attainment_rule[0], 100 * r->attainment_sized[0], r->rule_nodes[1],
+      r->nodes[1], 100 * r->attainment_rule[1], 100 * r->attainment_sized[1],
+      r->attainment_sized[0] < r->size_target || r->attainment_sized[1] < r->size_target
+          ? " (short of the target: sizing.md says why)"
+          : "");
+  return stamp(p->nodes, inputs);
+}
+
 static int step_replay_report(const plan_args *a, const jobinit_result *r, plan_paths *p) {
   const uint64_t inputs = inputs_hash(a, r, p->exe);
-  step(p, 3, 4, "replay every policy on the trace");
+  step(p, 4, 5, "replay every policy on the trace");
   int rc = 0;
   if (up_to_date(p->replay, "summary.json", inputs)) fprintf(stderr, "enpu plan: replay: up to date, kept\n");
   else {
     char *argv[] = {p->exe,      "replay",
                     "--store",   p->store,
                     "--trace",   (char *)a->init.trace,
-                    "--cluster", (char *)r->cluster_path,
+                    "--cluster", (char *)r->sized_cluster_path,
                     "--model",   (char *)r->model_path,
                     "--chip",    (char *)a->init.chip,
                     "--policy",  "all",
@@ -172,7 +196,7 @@ static int step_replay_report(const plan_args *a, const jobinit_result *r, plan_
     if (!rc) rc = stamp(p->replay, inputs);
     if (rc) return rc;
   }
-  step(p, 4, 4, "report");
+  step(p, 5, 5, "report");
   if (up_to_date(p->report, "report.md", inputs)) {
     fprintf(stderr, "enpu plan: report: up to date, kept\n");
     return 0;
@@ -191,9 +215,10 @@ static int print_where(const plan_args *a, const jobinit_result *r, const plan_p
   snprintf(report_md, sizeof report_md, "%s/report.md", p->report);
   const double took_s = enpu_now_s() - p->t0;
   if (a->json) {
-    json_t *doc = json_pack("{s:s, s:f, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}", "name", r->name, "seconds",
-                            took_s, "job", r->job_path, "cluster", r->cluster_path, "model", r->model_path, "init",
-                            r->summary_path, "store", p->store, "summary", summary, "validation", validation,
+    json_t *doc = json_pack("{s:s, s:f, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?, s:s?}", "name", r->name,
+                            "seconds", took_s, "job", r->job_path, "cluster", r->cluster_path, "model",
+                            r->model_path, "init", r->summary_path, "store", p->store, "summary", summary,
+                            "validation", validation, "nodes", a->no_replay ? NULL : r->sized_cluster_path,
                             "replay", a->no_replay ? NULL : p->replay, "report", a->no_replay ? NULL : report_md);
     const int rc = doc ? cli_print_json(doc) : cli_fail("plan", "out of memory (JSON output)");
     json_decref(doc);
@@ -205,6 +230,7 @@ static int print_where(const plan_args *a, const jobinit_result *r, const plan_p
   printf("  plan store:           %s\n", p->store);
   printf("  farm summary:         %s\n", summary);
   printf("  validation:           %s\n", validation);
+  if (!a->no_replay) printf("  measured cluster:     %s (%s/sizing.md)\n", r->sized_cluster_path, p->nodes);
   if (!a->no_replay) printf("  replay, report:       %s/, %s\n", p->replay, report_md);
   return 0;
 }
@@ -228,7 +254,7 @@ static int plan_run(void *args) {
   }
   enpu_err err = {0};
   if (!rc) {
-    step(p, 1, 4, "job init: parallelism, SLO classes and bucket grid from the model, chip and trace");
+    step(p, 1, 5, "job init: parallelism, SLO classes and bucket grid from the model, chip and trace");
     if (jobinit_run(&a->init.o, r, &err) < 0) {
       cli_fail("plan", err.msg);
       rc = err.code == ENPU_ERR_INFEASIBLE ? CLI_EXIT_FAILED : cli_input_status(err.code);
@@ -240,7 +266,9 @@ static int plan_run(void *args) {
   snprintf(p->store, sizeof p->store, "%s/plans.h5", p->dir);
   snprintf(p->replay, sizeof p->replay, "%s/replay", p->dir);
   snprintf(p->report, sizeof p->report, "%s/report", p->dir);
+  snprintf(p->nodes, sizeof p->nodes, "%s/nodes", p->dir);
   if (!rc) rc = step_farm(a, r, p);
+  if (!rc && !a->no_replay) rc = step_size(a, r, p);
   if (!rc && !a->no_replay) rc = step_replay_report(a, r, p);
   if (!rc) rc = print_where(a, r, p);
   else fprintf(stderr, "enpu plan: stopped (exit %d); rerun the same command to resume\n", rc);

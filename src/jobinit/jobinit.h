@@ -102,6 +102,14 @@ typedef struct {
   double mean_ttft_ms, mean_decode_s;
   double staffing_beta;
   bool imported; /* the model was a Hugging Face config */
+  /* nodes measured after the farm (jobinit_size_nodes): the rule's counts, and the share
+   * of the trace's requests that meet their TTFT (prefill) and TPOT (decode) on NoDVFS
+   * plans with the rule's nodes and with the final ones */
+  bool sized, size_capped;
+  bool size_flat[CONFIG_NPHASE]; /* more nodes stopped helping the pool: not queueing */
+  int rule_nodes[CONFIG_NPHASE];
+  double size_target, attainment_rule[CONFIG_NPHASE], attainment_sized[CONFIG_NPHASE];
+  char sized_cluster_path[CONFIG_PATH_LEN + 32];
 } jobinit_result;
 
 /* Read the model, chip and trace, choose as the rules say, and write out_dir/job.json,
@@ -111,6 +119,27 @@ typedef struct {
  * ENPU_ERR_INFEASIBLE (no chip count up to 64 fits, or a given tp/ep does not),
  * ENPU_ERR_NOMEM, with err saying which. */
 int jobinit_run(const jobinit_options *o, jobinit_result *r, enpu_err *err);
+
+/* After the farm compiled the job into store_path: the node rules above are queueing
+ * estimates from the busiest minute, blind to a heavy tail of long prompts (short ones
+ * wait behind them), so the trace is replayed on the store's NoDVFS plans and a pool
+ * whose outcome (prefill: TTFT, decode: TPOT) is met by fewer than `target` of the
+ * requests grows (by a quarter, at least one node) until it is, up to
+ * JOBINIT_SIZE_MAX_FACTOR times the rule's count (then r->size_capped), or until a step
+ * gains less than JOBINIT_SIZE_MIN_GAIN (taken back; r->size_flat: the misses are not
+ * queueing but the grid's padding or targets below the padded buckets' times). NoDVFS
+ * is the reference: where it misses, safeguard 2 locks the chips at peak and DVFS has no
+ * slack to spend. Job init's own files stay as they are (the farm reads them): the
+ * measured cluster is sized_dir/cluster.json (r->sized_cluster_path) and the account
+ * sized_dir/sizing.md (jobinit_write_sizing), each written only when its bytes change.
+ * @return 0, or the store's, the trace's or the replay's error. */
+#define JOBINIT_SIZE_MAX_FACTOR 16
+#define JOBINIT_SIZE_TARGET 0.99    /* the share safeguard 2 needs met: it locks above 1 % missed */
+#define JOBINIT_SIZE_MIN_GAIN 0.001 /* a step that gains less (0.1 point) is not a queueing cure */
+int jobinit_size_nodes(const jobinit_options *o, jobinit_result *r, const char *store_path, double target,
+                       const char *sized_dir, enpu_err *err);
+/* What the sizing measured and chose (Markdown); nothing when r->sized is false. */
+void jobinit_write_sizing(const jobinit_result *r, FILE *out);
 
 /* The summary (Markdown): what was chosen and why, with the headroom, coverage, padding
  * waste and the SLO rule's citation. */

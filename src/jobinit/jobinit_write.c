@@ -157,9 +157,31 @@ static void summary_memory(const jobinit_options *o, const jobinit_result *r, FI
   fprintf(
       f,
       "- nodes for the busiest minute's %.2f requests/s: %d prefill (square-root staffing, beta %.2f, of a mean "
-      "NoDVFS TTFT of %.1f ms), %d decode (%.0f %% utilisation of batch %d, %.2f s of decode per request)\n\n",
+      "NoDVFS TTFT of %.1f ms), %d decode (%.0f %% utilisation of batch %d, %.2f s of decode per request)\n",
       r->peak_rate_per_s, r->nodes[0], r->staffing_beta, r->mean_ttft_ms, r->nodes[1], 100 * o->utilisation,
       r->batch[r->nbatch - 1], r->mean_decode_s);
+  fprintf(f, "\n");
+}
+
+void jobinit_write_sizing(const jobinit_result *r, FILE *f) {
+  if (!r->sized) return;
+  fprintf(f, "# Nodes of %s measured after the farm (enpu plan)\n\n", r->name);
+  fprintf(f,
+          "- nodes measured after the farm (a replay of the trace on the store's NoDVFS plans, target %.1f %% of "
+          "the requests within their TTFT and their TPOT): prefill %d -> %d (TTFT met by %.2f -> %.2f %%), "
+          "decode %d -> %d (TPOT met by %.2f -> %.2f %%)%s\n",
+          100 * r->size_target, r->rule_nodes[0], r->nodes[0], 100 * r->attainment_rule[0],
+          100 * r->attainment_sized[0], r->rule_nodes[1], r->nodes[1], 100 * r->attainment_rule[1],
+          100 * r->attainment_sized[1],
+          r->size_capped ? "; stopped at the cap of 16 x the rule's count, short of the target" : "");
+  for (int ph = 0; ph < CONFIG_NPHASE; ph++)
+    if (r->sized && r->size_flat[ph] && r->attainment_sized[ph] < r->size_target)
+      fprintf(f,
+              "- %s: more nodes stopped helping short of the target: its misses are not queueing but the "
+              "grid's padding (a coarse seq axis: raise --bucket-budget) or %s targets below the padded "
+              "buckets' times (--slo-scale)\n",
+              config_phase_name((config_phase)ph), ph == CONFIG_PREFILL ? "TTFT" : "TPOT");
+  fprintf(f, "\nThe measured cluster: %s (job init's own: %s).\n", r->sized_cluster_path, r->cluster_path);
 }
 
 void jobinit_write_summary(const jobinit_options *o, const jobinit_result *r, FILE *f) {
