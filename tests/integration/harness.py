@@ -49,6 +49,15 @@ def small_llama_job(src, tmp, name, mode, decode_batches, slacks, policies, **ex
     return path, j["store"]
 
 
+def source_planstore(src, libpath):
+    """The Python package enpu_planstore from the source tree (as PYTHONPATH=python) on
+    the built library `libpath` (ENPU_PLANSTORE_LIB), imported."""
+    os.environ["ENPU_PLANSTORE_LIB"] = os.path.abspath(libpath)
+    sys.path.insert(0, os.path.join(src, "python"))
+    import enpu_planstore
+    return enpu_planstore
+
+
 def synth_store(test_replay, prefix):
     """A scratch folder and in it the synthetic Llama3-70B store `test_replay
     --write-store` writes (tests/integration/replay/synth_store.h): (tmp, store path)."""

@@ -36,6 +36,14 @@ def do_import(path, *extra):
     return h.run("model", "import", path, "--json", *extra)
 
 
+def import_doc(name, doc):
+    """do_import of a config document written to tmp/name."""
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+    return do_import(path)
+
+
 # 1. The README's table, row by row.
 rows = md_rows(open(os.path.join(hf, "README.md")).read(), "| file | repository |")
 h.check("README lists at least 15 published files", len(rows) >= 15, str(len(rows)))
@@ -85,15 +93,11 @@ h.check("one error names all three (one run)", "3 unknown fields" in r.stderr, r
 
 # The architecture first: a family that cannot be expressed says so, even with unknown keys.
 oss = dict(base, architectures=["GptOssForCausalLM"], model_type="gpt_oss", zz_unknown=1)
-oss_path = os.path.join(tmp, "gpt-oss.json")
-json.dump(oss, open(oss_path, "w"), indent=2)
-r = do_import(oss_path)
+r = import_doc("gpt-oss.json", oss)
 h.check("gpt-oss with an unknown key: the architecture's error (attention sinks), not the key's",
         r.returncode == 2 and "attention sinks" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
 mll = dict(base, architectures=["MllamaForConditionalGeneration"], model_type="mllama", zz_unknown=1)
-mll_path = os.path.join(tmp, "mllama.json")
-json.dump(mll, open(mll_path, "w"), indent=2)
-r = do_import(mll_path)
+r = import_doc("mllama.json", mll)
 h.check("mllama: the error names its cross-attention layers",
         r.returncode == 2 and "cross-attention" in r.stderr and "zz_unknown" not in r.stderr, r.stderr)
 
@@ -102,9 +106,7 @@ h.check("mllama: the error names its cross-attention layers",
 ds = json.load(open(os.path.join(hf, "deepseek-v3-published.json")))
 kimi = dict(ds, model_type="kimi_k2", architectures=["DeepseekV3ForCausalLM"], n_routed_experts=384,
             num_attention_heads=64, first_k_dense_replace=1, vocab_size=163840)
-kimi_path = os.path.join(tmp, "kimi-k2.json")
-json.dump(kimi, open(kimi_path, "w"), indent=2)
-r = do_import(kimi_path)
+r = import_doc("kimi-k2.json", kimi)
 ok = r.returncode == 0
 h.check("kimi_k2 under DeepseekV3ForCausalLM imports", ok, r.stderr)
 if ok:
@@ -132,9 +134,7 @@ h.check("Qwen3-8B: context limit 40960 in the model file",
         r.returncode == 0 and json.load(open(os.path.join(tmp, "qwen3-8b.json")))["context_limit"] == 40960, r.stderr)
 q25 = json.load(open(os.path.join(hf, "qwen2.5-7b-instruct.json")))
 q25["rope_scaling"] = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
-q25_path = os.path.join(tmp, "qwen2.5-yarn.json")
-json.dump(q25, open(q25_path, "w"), indent=2)
-r = do_import(q25_path)
+r = import_doc("qwen2.5-yarn.json", q25)
 h.check("YaRN factor 4 over 32768: context limit 131072",
         r.returncode == 0 and json.loads(r.stdout)["model"]["context_limit"] == 131072, r.stderr)
 cluster = json.load(open(os.path.join(src, "jobs/clusters/llama3-70b.json")))

@@ -25,14 +25,12 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness, small_llama_job
+from harness import Harness, small_llama_job, source_planstore
 
 enpu, src, libpath = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 h = Harness(enpu, src)
 tmp = tempfile.mkdtemp(prefix="enpu-python-args-")
-os.environ["ENPU_PLANSTORE_LIB"] = libpath
-sys.path.insert(0, os.path.join(src, "python"))
-import enpu_planstore  # noqa: E402  (from the source tree, as PYTHONPATH=python)
+enpu_planstore = source_planstore(src, libpath)
 
 # A small store with a slack above 1 (2 = 200 %), which a job may hold (up to 10).
 jpath, store = small_llama_job(src, tmp, "python-args", "strict", [1, 8], [0, 0.05, 2], ["nodvfs", "enpu-all"])

@@ -19,14 +19,12 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness
+from harness import Harness, source_planstore
 
 enpu, src, libpath = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 h = Harness(enpu, src)
 tmp = tempfile.mkdtemp(prefix="enpu-python-")
-os.environ["ENPU_PLANSTORE_LIB"] = libpath
-sys.path.insert(0, os.path.join(src, "python"))
-import enpu_planstore  # noqa: E402  (from the source tree, as PYTHONPATH=python)
+enpu_planstore = source_planstore(src, libpath)
 
 h.check("imported from the source tree", enpu_planstore.__file__.startswith(os.path.join(src, "python")))
 
