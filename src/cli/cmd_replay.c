@@ -12,6 +12,8 @@
  *
  * Exit status: 0 ok; 1 a file or the replay failed, or the store does not fit the
  * cluster; 2 usage error. */
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -218,22 +220,28 @@ static int fleet_params(const char *list, replay_fleet_params *p, enpu_err *err)
   enpu_kv kv[16];
   const int n = enpu_kv_split(buf, kv, 16, err);
   ENPU_FORWARD(n);
-  static const char *const keys[] = {"control_ms", "window_s",    "hold_s",     "headroom",
-                                     "spare",      "decode_fill", "attainment", "min_outcomes"};
-  double *const at[] = {&p->control_ms, &p->window_s,    &p->hold_s,     &p->headroom,
-                        NULL,           &p->decode_fill, &p->attainment, NULL};
+  const struct {
+    const char *key;
+    double *real;
+    int *count; /* a whole number */
+  } params[] = {{"control_ms", &p->control_ms, NULL}, {"window_s", &p->window_s, NULL},
+                {"hold_s", &p->hold_s, NULL},         {"headroom", &p->headroom, NULL},
+                {"spare", NULL, &p->spare},           {"decode_fill", &p->decode_fill, NULL},
+                {"attainment", &p->attainment, NULL}, {"min_outcomes", NULL, &p->min_outcomes}};
+  const int nparams = (int)(sizeof params / sizeof *params);
   for (int k = 0; k < n; k++) {
     int i = 0;
-    while (i < 8 && strcmp(kv[k].key, keys[i])) i++;
+    while (i < nparams && strcmp(kv[k].key, params[i].key)) i++;
     char *end = NULL;
-    const double v = i < 8 ? strtod(kv[k].value, &end) : 0;
-    ENPU_RETURN_IF(i == 8 || end == kv[k].value || *end, err, ENPU_ERR_INVALID,
-                   "--fleet-params: expected %s=<number> (control_ms, window_s, hold_s, headroom, spare, "
-                   "decode_fill, attainment, min_outcomes)",
+    const double v = i < nparams ? strtod(kv[k].value, &end) : 0;
+    ENPU_RETURN_IF(i == nparams || end == kv[k].value || *end || !isfinite(v) ||
+                       (params[i].count && (v != floor(v) || fabs(v) > INT_MAX)),
+                   err, ENPU_ERR_INVALID,
+                   "--fleet-params: expected %s=<number> (control_ms, window_s, hold_s, headroom, decode_fill, "
+                   "attainment; spare and min_outcomes whole numbers)",
                    kv[k].key);
-    if (at[i]) *at[i] = v;
-    else if (i == 4) p->spare = (int)v;
-    else p->min_outcomes = (int)v;
+    if (params[i].real) *params[i].real = v;
+    else *params[i].count = (int)v;
   }
   return ENPU_OK;
 }

@@ -127,7 +127,8 @@ h.check("a slower wake costs more transition energy per wake-up",
 for args, words in ((("--fleet", "@nap"), "nap"), (("--fleet", "@sleep+as"), "sleep"),
                     (("--chip-set", "power_states.deep_sleep.w=-1"), "power_states.deep_sleep.w"),
                     (("--chip-set", "power_states.nap=1"), "sweepable chip path"),
-                    (("--fleet", "+as", "--fleet-params", "hold=1"), "hold")):
+                    (("--fleet", "+as", "--fleet-params", "hold=1"), "hold"),
+                    (("--fleet", "+as", "--fleet-params", "spare=1.5"), "whole numbers")):
     r = replay("--policy", "enpu-all", *args)
     h.check(f"{' '.join(args)}: refused as bad input, saying {words}", r.returncode == 2 and words in r.stderr,
             (r.returncode, r.stderr))
