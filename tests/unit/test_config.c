@@ -359,15 +359,21 @@ static void test_empty_file_is_syntax_error(void **state) {
 /* ---------------------------------------------------------------------------------
  * Valid inputs */
 
+/* Load job file `name` of the fixture, which must succeed. */
+static config_job *load_ok(const fixture *fx, const char *name) {
+  char path[512];
+  fixture_path(fx, name, path, sizeof path);
+  config_job *job = NULL;
+  enpu_err err = {0};
+  if (config_job_load(path, &job, &err)) fail_msg("%s: %s", name, err.msg);
+  return job;
+}
+
 static void test_small_job_loads(void **state) {
   (void)state;
   fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  char path[512], want[600];
-  fixture_path(fx, "job.json", path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  int rc = config_job_load(path, &job, &err);
-  if (rc) fail_msg("%s", err.msg);
+  char want[600];
+  config_job *job = load_ok(fx, "job.json");
   assert_string_equal(job->name, "small");
   snprintf(want, sizeof want, "%s/out/plans.h5", fx->dir);
   assert_string_equal(job->store_path, want);
@@ -425,11 +431,8 @@ static void test_small_job_loads(void **state) {
 static void test_validation_section(void **state) {
   (void)state;
   fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  char path[512], want[600];
-  fixture_path(fx, "job.json", path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  char want[600];
+  config_job *job = load_ok(fx, "job.json");
   assert_false(job->validation.enabled);
   config_job_free(job);
   fixture_free(fx);
@@ -437,8 +440,7 @@ static void test_validation_section(void **state) {
                       "\"moe\": { \"capacity_factor\": \"worst\" },\n"
                       "  \"validation\": { \"trace\": \"traces/t.csv\", \"sample\": 16, \"seed\": 7 }\n",
                       NULL, NULL);
-  fixture_path(fx, "job.json", path, sizeof path);
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  job = load_ok(fx, "job.json");
   assert_true(job->validation.enabled);
   snprintf(want, sizeof want, "%s/traces/t.csv", fx->dir);
   assert_string_equal(job->validation.trace_path, want);
@@ -450,8 +452,7 @@ static void test_validation_section(void **state) {
   fixture_free(fx);
   fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
                       "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"paper\"\n", NULL, NULL);
-  fixture_path(fx, "job.json", path, sizeof path);
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  job = load_ok(fx, "job.json");
   assert_int_equal(job->budget, CONFIG_BUDGET_PAPER);
   assert_string_equal(config_budget_name(job->budget), "paper");
   /* The stored code round-trips; a code no mode has is refused. */
@@ -464,22 +465,11 @@ static void test_validation_section(void **state) {
   fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
                       "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"attention_impl\": \"einsum\"\n", NULL,
                       NULL);
-  fixture_path(fx, "job.json", path, sizeof path);
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  job = load_ok(fx, "job.json");
   assert_int_equal(job->attention_impl, CONFIG_ATTN_IMPL_EINSUM);
   assert_string_equal(config_attn_impl_name(job->attention_impl), "einsum");
   config_job_free(job);
   fixture_free(fx);
-}
-
-/* Load job file `name` of the fixture, which must succeed. */
-static config_job *load_ok(const fixture *fx, const char *name) {
-  char path[512];
-  fixture_path(fx, name, path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  if (config_job_load(path, &job, &err)) fail_msg("%s: %s", name, err.msg);
-  return job;
 }
 
 static void test_moe_job_loads(void **state) {
