@@ -188,8 +188,5 @@ static void test_bad_sweeps(void **state) {
   }
 }
 
-const struct CMUnitTest config_sweep_tests[] = {
-    cmocka_unit_test(test_cross_product), cmocka_unit_test(test_listed_points), cmocka_unit_test(test_canonical),
-    cmocka_unit_test(test_policy_point),  cmocka_unit_test(test_bad_sweeps),
-};
-const size_t config_sweep_ntests = sizeof config_sweep_tests / sizeof config_sweep_tests[0];
+TEST_PART(config_sweep, cmocka_unit_test(test_cross_product), cmocka_unit_test(test_listed_points),
+          cmocka_unit_test(test_canonical), cmocka_unit_test(test_policy_point), cmocka_unit_test(test_bad_sweeps));

@@ -201,10 +201,5 @@ static void test_codec_bad_indices(void **state) {
   farm_op_result_free(&op);
 }
 
-const struct CMUnitTest farm_codec_tests[] = {
-    cmocka_unit_test(test_codec_op_round_trip),
-    cmocka_unit_test(test_codec_bucket_round_trip),
-    cmocka_unit_test(test_codec_truncations),
-    cmocka_unit_test(test_codec_bad_indices),
-};
-const size_t farm_codec_ntests = sizeof farm_codec_tests / sizeof farm_codec_tests[0];
+TEST_PART(farm_codec, cmocka_unit_test(test_codec_op_round_trip), cmocka_unit_test(test_codec_bucket_round_trip),
+          cmocka_unit_test(test_codec_truncations), cmocka_unit_test(test_codec_bad_indices));

@@ -292,11 +292,8 @@ static void test_journal_identity_and_links(void **state) {
   farm_buf_free(&b);
 }
 
-const struct CMUnitTest farm_journal_tests[] = {
-    cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_reset, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_identity_and_links, tmp_setup, tmp_teardown),
-};
-const size_t farm_journal_ntests = sizeof farm_journal_tests / sizeof farm_journal_tests[0];
+TEST_PART(farm_journal, cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_reset, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_identity_and_links, tmp_setup, tmp_teardown));

@@ -24,6 +24,12 @@ typedef struct {
   size_t count;
 } test_part;
 
+/* Define one file's part of a group: the array NAME_tests of the tests given and its
+ * count NAME_ntests (the module's test header declares both). */
+#define TEST_PART(name, ...)                              \
+  const struct CMUnitTest name##_tests[] = {__VA_ARGS__}; \
+  const size_t name##_ntests = sizeof name##_tests / sizeof name##_tests[0]
+
 /* Run the tests of every part as one group `name`, in order, with the group's setup
  * and teardown (NULL: none). @return cmocka's: the number of failed tests. */
 static inline int test_run_parts(const char *name, const test_part *parts, size_t nparts, CMFixtureFunction setup,
