@@ -6,7 +6,10 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+
+from harness import Harness
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -123,6 +126,31 @@ def demo_variant(h, tmp, name, **changes):
     path = os.path.join(tmp, f"{name}.json")
     json.dump(job, open(path, "w"), indent=2)
     return path
+
+
+def small_demo_variant(h, tmp, name, **changes):
+    """demo_variant with one policy (nodvfs) and one bucket a phase: a store that farms in
+    seconds, for tests that only need one to read."""
+    phases = {"prefill": {"batch": [1], "seq": [1024]}, "decode": {"batch": [8], "seq": [2048]}}
+    return demo_variant(h, tmp, name, **{"policies": ["nodvfs"], "phases": phases, **changes})
+
+
+def run_in(h, tmp, *args, timeout=600, **kw):
+    """`enpu args` in the folder tmp with ENV, its output captured as text."""
+    return subprocess.run([h.enpu, *args], capture_output=True, text=True, env=ENV, cwd=tmp, timeout=timeout, **kw)
+
+
+def small_store_test(argv, prefix, name):
+    """The start of a test run as `test.py ENPU SOURCE_DIR` that needs a store to read: a
+    Harness, a scratch folder, and in it the job `name` (small_demo_variant) farmed into
+    name.h5 (the test ends there if that fails). Returns (h, tmp, job path, store path)."""
+    h = Harness(os.path.abspath(argv[1]), os.path.abspath(argv[2]))
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    job = small_demo_variant(h, tmp, name)
+    r = run_in(h, tmp, "farm", job, "--quiet", "--json")
+    if not h.check("a small store to read (farm exit 0)", r.returncode == 0, r.stderr[-500:]):
+        h.finish()
+    return h, tmp, job, os.path.join(tmp, f"{name}.h5")
 
 
 def copy_jobs(h, tmp):

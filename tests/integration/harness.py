@@ -9,10 +9,16 @@ check, and runners of the real `enpu` binary. A test script does
 
 `run` executes in the source directory so job paths like jobs/demo.json resolve."""
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
+
+# The shipped conv trace and Table 3's Llama3-70B cluster, relative to the source folder
+# (where Harness.run runs).
+TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
+CLUSTER = "jobs/clusters/llama3-70b.json"
 
 
 def md_rows(md, header_start):
@@ -29,6 +35,24 @@ def md_rows(md, header_start):
         else:
             inside = False
     return rows
+
+
+def same_doc(a, b, path="$"):
+    """None when two JSON documents are equal, with numbers to the 12 significant digits
+    `enpu query` prints (a relative error of at most 5e-12); else where they first differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return f"{path}: keys {sorted(set(a) ^ set(b))}"
+        return next((d for k in a for d in [same_doc(a[k], b[k], f"{path}.{k}")] if d), None)
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} vs {len(b)} items"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) for d in [same_doc(x, y, f"{path}[{i}]")] if d), None)
+    if isinstance(a, float) or isinstance(b, float):
+        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=5.01e-12,
+                                                                                         abs_tol=1e-300)
+        return None if ok else f"{path}: {a!r} vs {b!r}"
+    return None if a == b else f"{path}: {a!r} vs {b!r}"
 
 
 def small_llama_job(src, tmp, name, mode, decode_batches, slacks, policies, **extra):

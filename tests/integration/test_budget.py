@@ -24,7 +24,7 @@ import os
 import sys
 import tempfile
 
-from harness import Harness, md_rows, small_llama_job
+from harness import CLUSTER, TRACE, Harness, md_rows, small_llama_job
 
 h = Harness(sys.argv[1], sys.argv[2])
 src, plugins = sys.argv[2], sys.argv[3]
@@ -33,8 +33,6 @@ import h5py  # noqa: E402  (after HDF5_PLUGIN_PATH is set)
 
 NO_PREFIX = 2**64 - 1
 MODES = ("strict", "paper")
-TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
-CLUSTER = "jobs/clusters/llama3-70b.json"
 
 
 def job(tmp, mode):

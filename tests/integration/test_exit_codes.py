@@ -24,43 +24,25 @@ Usage: test_exit_codes.py ENPU SOURCE_DIR"""
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
-from harness import Harness
-from farm_harness import ENV
+from farm_harness import run_in, small_demo_variant, small_store_test
 
 BUCKET = ["--phase", "decode", "--batch", "8", "--seq", "2048"]
 
 
 def main():
-    h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
-    tmp = tempfile.mkdtemp(prefix="enpu-exit-")
+    h, tmp, job, store = small_store_test(sys.argv, "enpu-exit-", "codes")
     src = os.path.join(h.src, "jobs")
     trace = os.path.join(src, "traces", "AzureLLMInferenceTrace_conv.csv")
     cluster = os.path.join(src, "clusters", "llama3-70b.json")
 
     def job_file(name, **changes):
-        job = json.load(open(os.path.join(src, "demo.json")))
-        del job["validation"]
-        for k in ("model", "chip", "cluster"):
-            job[k] = os.path.join(src, job[k])
-        job.update(name=name, store=os.path.join(tmp, f"{name}.h5"), policies=["nodvfs"],
-                   phases={"prefill": {"batch": [1], "seq": [1024]}, "decode": {"batch": [8], "seq": [2048]}},
-                   **changes)
-        path = os.path.join(tmp, f"{name}.json")
-        json.dump(job, open(path, "w"), indent=2)
-        return path
+        return small_demo_variant(h, tmp, name, **changes)
 
     def run(*args):
-        return subprocess.run([h.enpu, *args], capture_output=True, text=True, env=ENV, cwd=tmp, timeout=600)
+        return run_in(h, tmp, *args)
 
-    job = job_file("codes")
-    store = os.path.join(tmp, "codes.h5")
-    r = run("farm", job, "--quiet", "--json")
-    if not h.check("a small store to read (farm exit 0)", r.returncode == 0, r.stderr[-500:]):
-        h.finish()
     missing = os.path.join(tmp, "no-such-file.json")
     bad = os.path.join(tmp, "bad.json")
     open(bad, "w").write('{"name": "bad", "model": \n')

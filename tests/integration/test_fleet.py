@@ -12,12 +12,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, synth_store  # noqa: E402
+from harness import CLUSTER, TRACE, Harness, synth_store  # noqa: E402
 
 h = Harness(sys.argv[1], sys.argv[2])
 test_replay = sys.argv[3]
-TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
-CLUSTER = "jobs/clusters/llama3-70b.json"
 tmp, store = synth_store(test_replay, "test_fleet_")
 
 

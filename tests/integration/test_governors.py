@@ -17,11 +17,9 @@ import sys
 import jsonschema
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, synth_store  # noqa: E402
+from harness import CLUSTER, TRACE, Harness, synth_store  # noqa: E402
 
 h = Harness(sys.argv[1], sys.argv[2])
-TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
-CLUSTER = "jobs/clusters/llama3-70b.json"
 tmp, store = synth_store(sys.argv[3], "test_governors_")
 
 

@@ -28,42 +28,24 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 
-from harness import Harness
-from farm_harness import ENV
+from farm_harness import run_in, small_demo_variant, small_store_test
 
 BUCKET = ["--phase", "decode", "--batch", "8", "--seq", "2048"]
 
 
 def main():
-    h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
-    tmp = tempfile.mkdtemp(prefix="enpu-inputs-")
+    h, tmp, job, store = small_store_test(sys.argv, "enpu-inputs-", "inputs")
     src = os.path.join(h.src, "jobs")
 
     def job_file(name, **changes):
-        job = json.load(open(os.path.join(src, "demo.json")))
-        del job["validation"]
-        for k in ("model", "chip", "cluster"):
-            job[k] = os.path.join(src, job[k])
-        job.update(name=name, store=os.path.join(tmp, f"{name}.h5"), policies=["nodvfs"],
-                   phases={"prefill": {"batch": [1], "seq": [1024]}, "decode": {"batch": [8], "seq": [2048]}},
-                   **changes)
-        path = os.path.join(tmp, f"{name}.json")
-        json.dump(job, open(path, "w"), indent=2)
-        return path
+        return small_demo_variant(h, tmp, name, **changes)
 
-    def run(*args, timeout=600, **kw):
-        return subprocess.run([h.enpu, *args], capture_output=True, text=True, env=ENV, cwd=tmp, timeout=timeout, **kw)
+    def run(*args, **kw):
+        return run_in(h, tmp, *args, **kw)
 
     def at_most_4_gib():  # so a reader that never ends fails the test, not the machine
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-    job = job_file("inputs")
-    store = os.path.join(tmp, "inputs.h5")
-    r = run("farm", job, "--quiet", "--json")
-    if not h.check("a small store to read (farm exit 0)", r.returncode == 0, r.stderr[-500:]):
-        h.finish()
 
     # 1. a key given twice inside one option value
     for spec, key in (("phase=decode,batch=8,seq=3000,seq=5000", "seq"),

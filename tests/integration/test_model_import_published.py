@@ -44,6 +44,11 @@ def import_doc(name, doc):
     return do_import(path)
 
 
+def imported(name, r):
+    """Check (as `name`) that the import r exited 0; its JSON output, or None if not."""
+    return json.loads(r.stdout) if h.check(name, r.returncode == 0, r.stderr) else None
+
+
 # 1. The README's table, row by row.
 rows = md_rows(open(os.path.join(hf, "README.md")).read(), "| file | repository |")
 h.check("README lists at least 15 published files", len(rows) >= 15, str(len(rows)))
@@ -106,11 +111,8 @@ h.check("mllama: the error names its cross-attention layers",
 ds = json.load(open(os.path.join(hf, "deepseek-v3-published.json")))
 kimi = dict(ds, model_type="kimi_k2", architectures=["DeepseekV3ForCausalLM"], n_routed_experts=384,
             num_attention_heads=64, first_k_dense_replace=1, vocab_size=163840)
-r = import_doc("kimi-k2.json", kimi)
-ok = r.returncode == 0
-h.check("kimi_k2 under DeepseekV3ForCausalLM imports", ok, r.stderr)
-if ok:
-    out = json.loads(r.stdout)
+out = imported("kimi_k2 under DeepseekV3ForCausalLM imports", import_doc("kimi-k2.json", kimi))
+if out:
     h.check("kimi_k2: a note names the model_type and the family",
             any("kimi_k2" in n and "deepseek_v3" in n for n in out["notes"]), str(out["notes"]))
     h.check("kimi_k2: MLA attention, 384 experts", out["model"]["attention"]["kind"] == "mla"
@@ -118,11 +120,9 @@ if ok:
     total = out["summary"]["params_total"] / 1e9
     h.check(f"kimi_k2: {total:.1f} B parameters within 1 % of the published 1026 B (1.03 T in its safetensors)",
             abs(total / 1026 - 1) <= 0.01, f"{total:.1f}")
-r = do_import(os.path.join(hf, "devstral-small-2-24b-instruct.json"))
-ok = r.returncode == 0
-h.check("text_config (Devstral Small 2): imports", ok, r.stderr)
-if ok:
-    out = json.loads(r.stdout)
+devstral = os.path.join(hf, "devstral-small-2-24b-instruct.json")
+out = imported("text_config (Devstral Small 2): imports", do_import(devstral))
+if out:
     h.check("text_config: a note that the vision tower is not modelled",
             any("text_config" in n and "vision tower" in n for n in out["notes"]), str(out["notes"]))
     h.check("text_config: the language model's sizes", out["model"]["hidden"] == 5120 and

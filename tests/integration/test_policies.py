@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness, md_rows, small_llama_job
+from harness import CLUSTER, TRACE, Harness, md_rows, small_llama_job
 
 h = Harness(sys.argv[1], sys.argv[2])
 src, plugins = sys.argv[2], sys.argv[3]
@@ -37,8 +37,6 @@ os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 import h5py  # noqa: E402  (after HDF5_PLUGIN_PATH is set)
 
 MODES = ("strict", "paper")
-TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
-CLUSTER = "jobs/clusters/llama3-70b.json"
 POLICIES = ["nodvfs", "dvfs-c", "dvfs-c-ms", "enpu-c", "enpu-all", "enpu-ms", "enpu-3dom", "enpu-4dom",
             "pg", "pg+enpu-all", "pg+dvfs-c-walk", {"policy": "enpu-all", "shadow": [0, 4, 32]}]
 NAMES = POLICIES[:-1] + ["enpu-all@shadow=0", "enpu-all@shadow=4", "enpu-all@shadow=32"]

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness, small_llama_job, source_planstore
+from harness import Harness, same_doc, small_llama_job, source_planstore
 
 enpu, src, libpath = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 h = Harness(enpu, src)
@@ -80,23 +80,6 @@ def cli_query(phase, batch, seq, slack=None, target_ms=None, policy=None):
     return c.returncode, json.loads(c.stdout) if c.returncode == 0 else None, c.stderr.strip()
 
 
-def same(a, b, path="$"):
-    """Equal documents; numbers to the 12 significant digits `enpu query` prints."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return f"{path}: keys {sorted(set(a) ^ set(b))}"
-        return next((d for k in a for d in [same(a[k], b[k], f"{path}.{k}")] if d), None)
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return f"{path}: {len(a)} vs {len(b)} items"
-        return next((d for i, (x, y) in enumerate(zip(a, b)) for d in [same(x, y, f"{path}[{i}]")] if d), None)
-    if isinstance(a, float) or isinstance(b, float):
-        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=5.01e-12,
-                                                                                         abs_tol=1e-300)
-        return None if ok else f"{path}: {a!r} vs {b!r}"
-    return None if a == b else f"{path}: {a!r} vs {b!r}"
-
-
 def py_lookup(st, **kw):
     """(document, None) or (None, the exception) of a Python lookup that refused."""
     try:
@@ -123,7 +106,7 @@ def agree(st, **kw):
         return (None if not bad_input or code == 2 else f"Python {err!r} is bad input, enpu query exit {code}"), 0
     got, want = dict(got), dict(want)
     ops_py = [{k: v for k, v in o.items() if k not in ("lead_energy_nj", "trail_energy_nj")} for o in got.pop("ops")]
-    return same(ops_py, want.pop("ops"), "$.ops") or same(got, want), True
+    return same_doc(ops_py, want.pop("ops"), "$.ops") or same_doc(got, want), True
 
 
 with enpu_planstore.open(store) as st:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import Harness, source_planstore
+from harness import Harness, same_doc, source_planstore
 
 enpu, src, libpath = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 h = Harness(enpu, src)
@@ -44,24 +44,6 @@ if not h.check("farm of the test store: exit 0", r.returncode == 0, r.stderr[-15
     sys.exit(1)
 
 
-def same(a, b, path="$"):
-    """Equal documents; numbers to the 12 significant digits `enpu query` prints (a
-    relative error of at most 5e-12)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return f"{path}: keys {sorted(set(a) ^ set(b))}"
-        return next((d for k in a for d in [same(a[k], b[k], f"{path}.{k}")] if d), None)
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return f"{path}: {len(a)} vs {len(b)} items"
-        return next((d for i, (x, y) in enumerate(zip(a, b)) for d in [same(x, y, f"{path}[{i}]")] if d), None)
-    if isinstance(a, float) or isinstance(b, float):
-        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=5.01e-12,
-                                                                                         abs_tol=1e-300)
-        return None if ok else f"{path}: {a!r} vs {b!r}"
-    return None if a == b else f"{path}: {a!r} vs {b!r}"
-
-
 def compare(st, label, phase, batch, seq, policy, slack=None, target_ms=None):
     """One lookup through Python and through `enpu query`; @return True when they agree."""
     args = ["query", store, "--phase", phase, "--batch", str(batch), "--seq", str(seq), "--policy", policy,
@@ -81,7 +63,7 @@ def compare(st, label, phase, batch, seq, policy, slack=None, target_ms=None):
         got = dict(got)
         got.pop("ops")
         got["slack"] = slack
-        d = same(got, want) or same(ops_py, ops_c, "$.ops")
+        d = same_doc(got, want) or same_doc(ops_py, ops_c, "$.ops")
         return d is None or h.fail(label, d)
     msg = c.stderr.strip().removeprefix("enpu query: ")
     if not err or err.message != msg:

@@ -90,22 +90,30 @@ def same(h, a, b):
     return r.returncode == 0, r.stdout[-400:] + r.stderr[-400:]
 
 
+def signal_while_locked(h, who, store, sig, start):
+    """With store's lock held here (as another writer holds it), start() a Farm or Validate,
+    check that `who` waits for the lock naming its holder, and send it sig there; its
+    (exit status, stdout, stderr)."""
+    with open(store + ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write(f"pid {os.getpid()} on test since now: test_signals.py\n")
+        held.flush()
+        f = start()
+        waiting = wait_for(lambda: f.lines("is being written by") >= 1 or f.p.poll() is not None, HANG_S,
+                           0.05) and f.p.poll() is None
+        h.check(f"{who} waits, naming the holder", waiting, "".join(f.err)[-600:])
+        if waiting:
+            f.p.send_signal(sig)
+        return f.finish()
+
+
 def lock_wait(h, tmp, job, ref):
     """A farm waiting for another writer's lock stops at a stop signal, not at --lock-wait."""
     for np_, sig in ((2, signal.SIGUSR1), (1, signal.SIGTERM)):
         name = f"np {np_}, {signal.Signals(sig).name} while waiting for the lock"
         store = os.path.join(tmp, f"locked-{np_}.h5")
-        with open(store + ".lock", "w") as held:
-            fcntl.flock(held, fcntl.LOCK_EX)
-            held.write(f"pid {os.getpid()} on test since now: test_signals.py\n")
-            held.flush()
-            f = Farm(h, tmp, job, store, np_, extra=("--lock-wait", str(HANG_S)))
-            waiting = wait_for(lambda: f.lines("is being written by") >= 1 or f.p.poll() is not None, HANG_S,
-                               0.05) and f.p.poll() is None
-            h.check(f"{name}: the farm waits, naming the holder", waiting, "".join(f.err)[-600:])
-            if waiting:
-                f.p.send_signal(sig)
-            rc, out, err = f.finish()
+        rc, out, err = signal_while_locked(h, f"{name}: the farm", store, sig,
+                                           lambda: Farm(h, tmp, job, store, np_, extra=("--lock-wait", str(HANG_S))))
         print(f"     {name}: exit {rc}")
         h.check(f"{name}: exit 3, stopped by the signal (not the {HANG_S} s wait)",
                 rc == 3 and "stopped by signal" in err and "rerun the same command" in err, f"exit {rc}: {err[-600:]}")
@@ -142,17 +150,8 @@ def validate_signals(h, tmp, job, ref):
         store = os.path.join(tmp, f"v-locked-{sig}.h5")
         shutil.copyfile(ref, store)
         before = open(store, "rb").read()
-        with open(store + ".lock", "w") as held:
-            fcntl.flock(held, fcntl.LOCK_EX)
-            held.write(f"pid {os.getpid()} on test since now: test_signals.py\n")
-            held.flush()
-            v = Validate(h, tmp, job, store, extra=("--lock-wait", str(HANG_S)))
-            waiting = wait_for(lambda: v.lines("is being written by") >= 1 or v.p.poll() is not None, HANG_S,
-                               0.05) and v.p.poll() is None
-            h.check(f"{name}: it waits, naming the holder", waiting, "".join(v.err)[-600:])
-            if waiting:
-                v.p.send_signal(sig)
-            rc, out, err = v.finish()
+        rc, out, err = signal_while_locked(h, f"{name}: it", store, sig,
+                                           lambda: Validate(h, tmp, job, store, extra=("--lock-wait", str(HANG_S))))
         print(f"     {name}: exit {rc}")
         h.check(f"{name}: exit 3, stopped by signal {int(sig)} (not the {HANG_S} s wait)",
                 rc == 3 and f"stopped by signal {int(sig)}" in err, f"exit {rc}: {err[-600:]}")

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from harness import Harness, md_rows
+from harness import CLUSTER, TRACE, Harness, md_rows
 
 h = Harness(sys.argv[1], sys.argv[2])
 src, plugins = sys.argv[2], sys.argv[3]
@@ -31,8 +31,6 @@ os.environ["HDF5_PLUGIN_PATH"] = plugins
 import h5py  # noqa: E402  (after HDF5_PLUGIN_PATH is set)
 from store_checksum import reseal  # noqa: E402
 
-TRACE = "jobs/traces/AzureLLMInferenceTrace_conv.csv"
-CLUSTER = "jobs/clusters/llama3-70b.json"
 
 
 def tables(path):

@@ -39,6 +39,12 @@ typedef struct {
   size_t nops, npareto, nbuckets, nbops, nwalk, nplans, npstates;
 } store_fixture_policy;
 
+/* The view, as policy `name`, of the tables held in t: any struct with the table and
+ * count members above (a test's own tables, owned or fixed-size). */
+#define STORE_FIXTURE_VIEW(name, t)                                                                             \
+  ((store_fixture_policy){(name), (t).ops, (t).pareto, (t).buckets, (t).bops, (t).walk, (t).plans, (t).pstates, \
+                          (t).nops, (t).npareto, (t).nbuckets, (t).nbops, (t).nwalk, (t).nplans, (t).npstates})
+
 /* Take the lock of the store at `path` (no waiting) and start a writer for it; the
  * caller frees the writer, then releases the lock. @return 0 or the error (in err). */
 static inline int store_fixture_writer(const char *path, const store_provenance *prov, int level, store_lock **lock,

@@ -359,15 +359,31 @@ static void test_empty_file_is_syntax_error(void **state) {
 /* ---------------------------------------------------------------------------------
  * Valid inputs */
 
+/* Load job file `name` of the fixture, which must succeed. */
+static config_job *load_ok(const fixture *fx, const char *name) {
+  char path[512];
+  fixture_path(fx, name, path, sizeof path);
+  config_job *job = NULL;
+  enpu_err err = {0};
+  if (config_job_load(path, &job, &err)) fail_msg("%s: %s", name, err.msg);
+  return job;
+}
+
+/* job.json of a new fixture with `member` (NULL: none) added after its moe section,
+ * loaded (which must succeed); *fx is the fixture, for fixture_free. */
+static config_job *load_job_with(fixture **fx, const char *member) {
+  char to[512];
+  snprintf(to, sizeof to, "\"moe\": { \"capacity_factor\": \"worst\" },\n  %s\n", member ? member : "");
+  *fx = member ? fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n", to, NULL, NULL)
+               : fixture_create(NULL, NULL, NULL, NULL, NULL);
+  return load_ok(*fx, "job.json");
+}
+
 static void test_small_job_loads(void **state) {
   (void)state;
   fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  char path[512], want[600];
-  fixture_path(fx, "job.json", path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  int rc = config_job_load(path, &job, &err);
-  if (rc) fail_msg("%s", err.msg);
+  char want[600];
+  config_job *job = load_ok(fx, "job.json");
   assert_string_equal(job->name, "small");
   snprintf(want, sizeof want, "%s/out/plans.h5", fx->dir);
   assert_string_equal(job->store_path, want);
@@ -424,21 +440,13 @@ static void test_small_job_loads(void **state) {
  * the job file, sample and seed as given (defaults 24 and 1). */
 static void test_validation_section(void **state) {
   (void)state;
-  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  char path[512], want[600];
-  fixture_path(fx, "job.json", path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  char want[600];
+  fixture *fx;
+  config_job *job = load_job_with(&fx, NULL);
   assert_false(job->validation.enabled);
   config_job_free(job);
   fixture_free(fx);
-  fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
-                      "\"moe\": { \"capacity_factor\": \"worst\" },\n"
-                      "  \"validation\": { \"trace\": \"traces/t.csv\", \"sample\": 16, \"seed\": 7 }\n",
-                      NULL, NULL);
-  fixture_path(fx, "job.json", path, sizeof path);
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  job = load_job_with(&fx, "\"validation\": { \"trace\": \"traces/t.csv\", \"sample\": 16, \"seed\": 7 }");
   assert_true(job->validation.enabled);
   snprintf(want, sizeof want, "%s/traces/t.csv", fx->dir);
   assert_string_equal(job->validation.trace_path, want);
@@ -448,10 +456,7 @@ static void test_validation_section(void **state) {
   assert_int_equal(job->attention_impl, CONFIG_ATTN_IMPL_FLASH); /* the default */
   config_job_free(job);
   fixture_free(fx);
-  fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
-                      "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"budget\": \"paper\"\n", NULL, NULL);
-  fixture_path(fx, "job.json", path, sizeof path);
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  job = load_job_with(&fx, "\"budget\": \"paper\"");
   assert_int_equal(job->budget, CONFIG_BUDGET_PAPER);
   assert_string_equal(config_budget_name(job->budget), "paper");
   /* The stored code round-trips; a code no mode has is refused. */
@@ -461,31 +466,26 @@ static void test_validation_section(void **state) {
   assert_int_equal(config_budget_decode(CONFIG_NBUDGET, &back), ENPU_ERR_RANGE);
   config_job_free(job);
   fixture_free(fx);
-  fx = fixture_create("job.json", "\"moe\": { \"capacity_factor\": \"worst\" }\n",
-                      "\"moe\": { \"capacity_factor\": \"worst\" },\n  \"attention_impl\": \"einsum\"\n", NULL,
-                      NULL);
-  fixture_path(fx, "job.json", path, sizeof path);
-  if (config_job_load(path, &job, &err)) fail_msg("%s", err.msg);
+  job = load_job_with(&fx, "\"attention_impl\": \"einsum\"");
   assert_int_equal(job->attention_impl, CONFIG_ATTN_IMPL_EINSUM);
   assert_string_equal(config_attn_impl_name(job->attention_impl), "einsum");
   config_job_free(job);
   fixture_free(fx);
 }
 
-/* Load job file `name` of the fixture, which must succeed. */
-static config_job *load_ok(const fixture *fx, const char *name) {
-  char path[512];
-  fixture_path(fx, name, path, sizeof path);
-  config_job *job = NULL;
-  enpu_err err = {0};
-  if (config_job_load(path, &job, &err)) fail_msg("%s: %s", name, err.msg);
-  return job;
+/* The unedited document set: the state of the tests that only read it. */
+static int plain_setup(void **state) {
+  *state = fixture_create(NULL, NULL, NULL, NULL, NULL);
+  return 0;
+}
+
+static int plain_teardown(void **state) {
+  fixture_free(*state);
+  return 0;
 }
 
 static void test_moe_job_loads(void **state) {
-  (void)state;
-  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  config_job *job = load_ok(fx, "moe_job.json");
+  config_job *job = load_ok(*state, "moe_job.json");
   assert_string_equal(job->store_path, "/abs/plans.h5");
   assert_false(job->phase[CONFIG_DECODE].enabled);
   assert_int_equal(job->phase[CONFIG_PREFILL].parallel.ep, 2);
@@ -502,7 +502,6 @@ static void test_moe_job_loads(void **state) {
   double unused = 3.0 * (8 - 2) * 3 * 256 * 128;
   assert_true(fabs(m->params_total - 1000.0 * 256 - unused - m->params_active) < 0.5);
   config_job_free(job);
-  fixture_free(fx);
 }
 
 /* The three capacity settings and both MoE expert graphs are accepted; offload needs a
@@ -539,9 +538,7 @@ static void test_capacity_settings(void **state) {
 
 /* The capacity factor override of a sweep: bounded like the key, recorded in job_json. */
 static void test_capacity_factor_override(void **state) {
-  (void)state;
-  fixture *fx = fixture_create(NULL, NULL, NULL, NULL, NULL);
-  config_job *job = load_ok(fx, "moe_job.json");
+  config_job *job = load_ok(*state, "moe_job.json");
   enpu_err err = {0};
   const uint64_t h = job->hash;
   assert_int_equal(config_job_set_capacity_factor(job, "3", &err), 0);
@@ -556,7 +553,6 @@ static void test_capacity_factor_override(void **state) {
   assert_int_equal(config_job_set_capacity_factor(job, "2x", &err), ENPU_ERR_INVALID);
   assert_true(job->moe_capacity_factor == 0); /* a rejected value changes nothing */
   config_job_free(job);
-  fixture_free(fx);
 }
 
 static uint64_t job_hash(const char *path) {
@@ -725,12 +721,18 @@ static void test_files_serve_a_load(void **state) {
 
 int main(void) {
   static const struct CMUnitTest fixed[] = {
-      cmocka_unit_test(test_missing_job_file),         cmocka_unit_test(test_empty_file_is_syntax_error),
-      cmocka_unit_test(test_small_job_loads),          cmocka_unit_test(test_moe_job_loads),
-      cmocka_unit_test(test_capacity_settings),        cmocka_unit_test(test_capacity_factor_override),
-      cmocka_unit_test(test_hash_covers_tables),       cmocka_unit_test(test_names),
-      cmocka_unit_test(test_hash_leaves_power_states), cmocka_unit_test(test_spec_acceptance),
-      cmocka_unit_test(test_validation_section),       cmocka_unit_test(test_files_serve_a_load),
+      cmocka_unit_test(test_missing_job_file),
+      cmocka_unit_test(test_empty_file_is_syntax_error),
+      cmocka_unit_test(test_small_job_loads),
+      cmocka_unit_test_setup_teardown(test_moe_job_loads, plain_setup, plain_teardown),
+      cmocka_unit_test(test_capacity_settings),
+      cmocka_unit_test_setup_teardown(test_capacity_factor_override, plain_setup, plain_teardown),
+      cmocka_unit_test(test_hash_covers_tables),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_hash_leaves_power_states),
+      cmocka_unit_test(test_spec_acceptance),
+      cmocka_unit_test(test_validation_section),
+      cmocka_unit_test(test_files_serve_a_load),
   };
   const size_t nbad = config_bad_job_ncases + config_bad_docs_ncases;
   struct CMUnitTest *bad = calloc(nbad + 1, sizeof *bad);

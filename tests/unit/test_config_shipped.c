@@ -242,9 +242,6 @@ static void test_cluster_defaults(void **state) {
   fixture_free(fx);
 }
 
-const struct CMUnitTest config_shipped_tests[] = {
-    cmocka_unit_test(test_shipped_jobs_load), cmocka_unit_test(test_published_model_sizes),
-    cmocka_unit_test(test_shipped_chip),      cmocka_unit_test(test_shipped_clusters),
-    cmocka_unit_test(test_cluster_defaults),  cmocka_unit_test(test_hf_import),
-};
-const size_t config_shipped_ntests = sizeof config_shipped_tests / sizeof config_shipped_tests[0];
+TEST_PART(config_shipped, cmocka_unit_test(test_shipped_jobs_load), cmocka_unit_test(test_published_model_sizes),
+          cmocka_unit_test(test_shipped_chip), cmocka_unit_test(test_shipped_clusters),
+          cmocka_unit_test(test_cluster_defaults), cmocka_unit_test(test_hf_import));

@@ -16,16 +16,8 @@
  * section's text, or "" for none) and `extra` members before it; loaded into *out. */
 static int load_sweep_job(const char *sweep, const char *extra, config_job **out, enpu_err *err, char *path,
                           size_t cap) {
-  snprintf(path, cap, "/tmp/enpu-test-sweep-%d.json", (int)getpid());
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f,
-          "{\n  \"name\": \"sw\",\n  \"model\": \"%s/jobs/models/llama3-70b.json\",\n"
-          "  \"chip\": \"%s/jobs/chips/tpuv5p.json\",\n  \"cluster\": \"%s/jobs/clusters/llama3-70b.json\",\n"
-          "  \"store\": \"sw.h5\",\n  \"phases\": { \"decode\": { \"batch\": [8], \"seq\": [2048] } },\n"
-          "  \"slacks\": [0, 0.05],\n  \"policies\": [\"nodvfs\", \"enpu-all\", \"uniform\"]%s%s%s\n}\n",
-          ENPU_SOURCE_DIR, ENPU_SOURCE_DIR, ENPU_SOURCE_DIR, extra, *sweep ? ",\n  \"sweep\": " : "", sweep);
-  fclose(f);
+  test_write_llama_job(path, cap, "sw", "\"nodvfs\", \"enpu-all\", \"uniform\"", "%s%s%s", extra,
+                       *sweep ? ",\n  \"sweep\": " : "", sweep);
   return config_job_load(path, out, err);
 }
 
@@ -196,8 +188,5 @@ static void test_bad_sweeps(void **state) {
   }
 }
 
-const struct CMUnitTest config_sweep_tests[] = {
-    cmocka_unit_test(test_cross_product), cmocka_unit_test(test_listed_points), cmocka_unit_test(test_canonical),
-    cmocka_unit_test(test_policy_point),  cmocka_unit_test(test_bad_sweeps),
-};
-const size_t config_sweep_ntests = sizeof config_sweep_tests / sizeof config_sweep_tests[0];
+TEST_PART(config_sweep, cmocka_unit_test(test_cross_product), cmocka_unit_test(test_listed_points),
+          cmocka_unit_test(test_canonical), cmocka_unit_test(test_policy_point), cmocka_unit_test(test_bad_sweeps));

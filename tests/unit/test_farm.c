@@ -135,6 +135,13 @@ void assert_same_bytes(const farm_buf *a, const farm_buf *b) {
   assert_memory_equal(a->data, b->data, a->len);
 }
 
+/* assert_same_bytes of two encodings, which it frees. */
+static void assert_same_encoding(farm_buf a, farm_buf b) {
+  assert_same_bytes(&a, &b);
+  farm_buf_free(&a);
+  farm_buf_free(&b);
+}
+
 /* ---------------------------------------------------------------------------------
  * Journal */
 
@@ -330,10 +337,7 @@ static void test_state_load_round_trip(void **state) {
     const farm_op_result *x = farm_state_find_op(s, POLICY, ops[i]), *y = farm_state_find_op(back, POLICY, ops[i]);
     assert_non_null(x);
     assert_non_null(y);
-    farm_buf bx = encode_op(x), by = encode_op(y);
-    assert_same_bytes(&bx, &by);
-    farm_buf_free(&bx);
-    farm_buf_free(&by);
+    assert_same_encoding(encode_op(x), encode_op(y));
   }
   for (size_t i = 0; i < 4; i++) {
     const store_bucket_rec *wb = &want_buckets[i == 0 ? 3 : i];
@@ -342,10 +346,7 @@ static void test_state_load_round_trip(void **state) {
                                                          wb->input_hash);
     assert_non_null(x);
     assert_non_null(y);
-    farm_buf bx = encode_bucket(x), by = encode_bucket(y);
-    assert_same_bytes(&bx, &by);
-    farm_buf_free(&bx);
-    farm_buf_free(&by);
+    assert_same_encoding(encode_bucket(x), encode_bucket(y));
   }
   /* Skipped results are not in the store; a stale input hash is not found. */
   assert_null(farm_state_find_bucket(back, POLICY, 1, 1, 4096, 300));

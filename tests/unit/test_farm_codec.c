@@ -111,47 +111,55 @@ static void test_codec_truncations(void **state) {
   farm_bucket_result_free(&bk);
 }
 
-/* Encode a modified bucket and check that decoding refuses it with a message. */
-static void expect_bad_bucket(const farm_bucket_result *r, const char *what) {
-  farm_buf b = encode_bucket(r);
-  farm_bucket_result d;
+/* Encode a modified op (or, with op NULL, bucket) and check that decoding refuses it
+ * with a message. */
+static void expect_refused(const farm_op_result *op, const farm_bucket_result *bucket, const char *what) {
+  farm_buf b = op ? encode_op(op) : encode_bucket(bucket);
+  farm_op_result od;
+  farm_bucket_result bd;
   enpu_err err = {0};
-  int rc = farm_bucket_result_decode(b.data, b.len, &d, &err);
+  int rc = op ? farm_op_result_decode(b.data, b.len, &od, &err)
+              : farm_bucket_result_decode(b.data, b.len, &bd, &err);
   if (rc != ENPU_ERR_FORMAT) fail_msg("%s: decode gave %d, expected ENPU_ERR_FORMAT", what, rc);
   assert_true(err.msg[0] != '\0');
   farm_buf_free(&b);
 }
 
+/* Set the unsigned integer of `size` bytes (1, 4 or 8) at field to v. */
+static void set_uint(void *field, size_t size, uint64_t v) {
+  if (size == 1) *(uint8_t *)field = (uint8_t)v;
+  else if (size == 4) *(uint32_t *)field = (uint32_t)v;
+  else if (size == 8) *(uint64_t *)field = v;
+  else fail_msg("set_uint: %zu bytes", size);
+}
+
 static void test_codec_bad_indices(void **state) {
   farm_bucket_result r = make_bucket(POLICY, 1, 2, 64, keys3, 3, 9);
   store_bucket_bundle *u = &r.bundle;
-  u->walk[4].op = 3;
-  expect_bad_bucket(&r, "walk op == nops");
-  u->walk[4].op = 1;
-  u->walk[5].pareto = 0;
-  expect_bad_bucket(&r, "walk step back to a point left");
-  u->walk[5].pareto = 2;
-  u->states[5].plan = 2;
-  expect_bad_bucket(&r, "state plan == nplans");
-  u->states[5].plan = 1;
-  u->states[0].op = 7;
-  expect_bad_bucket(&r, "state op out of range");
-  u->states[0].op = 0;
-  u->plans[1].states_first = 4; /* 4 + 3 > 6 */
-  expect_bad_bucket(&r, "plan states past the end");
-  u->plans[1].states_first = 3;
-  u->plans[0].walk_prefix = 10;
-  expect_bad_bucket(&r, "walk prefix past the walk");
-  u->plans[0].walk_prefix = 0;
-  u->ops[1].signature = 11;
-  expect_bad_bucket(&r, "op keys not ascending");
-  u->ops[1].signature = 22;
-  u->ops[0].multiplicity = 0;
-  expect_bad_bucket(&r, "zero multiplicity");
-  u->ops[0].multiplicity = 2;
-  u->bucket.phase = 2;
-  expect_bad_bucket(&r, "phase out of range");
-  u->bucket.phase = 1;
+  /* One field at a time set to a bad value, then back to the bucket's own. */
+  const struct {
+    const char *what;
+    void *field;
+    size_t size;
+    uint64_t bad;
+  } edits[] = {
+      {"walk op == nops", &u->walk[4].op, sizeof u->walk[4].op, 3},
+      {"walk step back to a point left", &u->walk[5].pareto, sizeof u->walk[5].pareto, 0},
+      {"state plan == nplans", &u->states[5].plan, sizeof u->states[5].plan, 2},
+      {"state op out of range", &u->states[0].op, sizeof u->states[0].op, 7},
+      {"plan states past the end", &u->plans[1].states_first, sizeof u->plans[1].states_first, 4}, /* 4 + 3 > 6 */
+      {"walk prefix past the walk", &u->plans[0].walk_prefix, sizeof u->plans[0].walk_prefix, 10},
+      {"op keys not ascending", &u->ops[1].signature, sizeof u->ops[1].signature, 11},
+      {"zero multiplicity", &u->ops[0].multiplicity, sizeof u->ops[0].multiplicity, 0},
+      {"phase out of range", &u->bucket.phase, sizeof u->bucket.phase, 2},
+  };
+  for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+    unsigned char own[8];
+    memcpy(own, edits[e].field, edits[e].size);
+    set_uint(edits[e].field, edits[e].size, edits[e].bad);
+    expect_refused(NULL, &r, edits[e].what);
+    memcpy(edits[e].field, own, edits[e].size);
+  }
   u->bucket.message[STORE_MSG_LEN - 1] = 'x'; /* the encoder terminates it: still decodes */
   farm_buf ok = encode_bucket(&r);
   farm_bucket_result d;
@@ -183,26 +191,15 @@ static void test_codec_bad_indices(void **state) {
   farm_buf_free(&bo);
   double t = op.points[1].time_ns;
   op.points[1].time_ns = op.points[0].time_ns - 1;
-  bo = encode_op(&op);
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
+  expect_refused(&op, NULL, "points out of time order");
   op.points[1].time_ns = t;
   op.npoints = 0;
-  bo = encode_op(&op);
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
+  expect_refused(&op, NULL, "no points");
   op.npoints = NPTS;
   op.policy = CONFIG_NPOLICY;
-  bo = encode_op(&op);
-  assert_int_equal(farm_op_result_decode(bo.data, bo.len, &od, &err), ENPU_ERR_FORMAT);
-  farm_buf_free(&bo);
+  expect_refused(&op, NULL, "policy out of range");
   farm_op_result_free(&op);
 }
 
-const struct CMUnitTest farm_codec_tests[] = {
-    cmocka_unit_test(test_codec_op_round_trip),
-    cmocka_unit_test(test_codec_bucket_round_trip),
-    cmocka_unit_test(test_codec_truncations),
-    cmocka_unit_test(test_codec_bad_indices),
-};
-const size_t farm_codec_ntests = sizeof farm_codec_tests / sizeof farm_codec_tests[0];
+TEST_PART(farm_codec, cmocka_unit_test(test_codec_op_round_trip), cmocka_unit_test(test_codec_bucket_round_trip),
+          cmocka_unit_test(test_codec_truncations), cmocka_unit_test(test_codec_bad_indices));

@@ -122,12 +122,20 @@ static void test_journal_append_replay(void **state) {
   collected_free(&c);
 }
 
+/* Append records 0..n-1 one at a time, each synced; ends[i] is the journal's size once
+ * record i is in. */
+static void append_each(const char *jpath, int n, long ends[]) {
+  for (int i = 0; i < n; i++) {
+    append_records(jpath, i, 1, 1);
+    ends[i] = file_size(jpath);
+  }
+}
+
 static void test_journal_torn_tail(void **state) {
   const char *jpath = ((tmp_fixture *)*state)->journal;
-  append_records(jpath, 0, 2, 1);
-  long two = file_size(jpath);
-  append_records(jpath, 2, 1, 1);
-  long three = file_size(jpath);
+  long ends[3];
+  append_each(jpath, 3, ends);
+  const long two = ends[1], three = ends[2];
   assert_true(three > two + 16);
   /* Cut the third record at every kind of place: inside its header, inside its payload,
    * one byte short. */
@@ -160,14 +168,9 @@ static void flip_byte(const char *path, long at) {
 
 static void test_journal_flipped_byte(void **state) {
   const char *jpath = ((tmp_fixture *)*state)->journal;
-  append_records(jpath, 0, 1, 1);
-  long one = file_size(jpath);
-  append_records(jpath, 1, 1, 1);
-  long two = file_size(jpath);
-  append_records(jpath, 2, 1, 1);
-  long three = file_size(jpath);
-  append_records(jpath, 3, 1, 1);
-  long all = file_size(jpath);
+  long ends[4];
+  append_each(jpath, 4, ends);
+  const long one = ends[0], two = ends[1], three = ends[2], all = ends[3];
   /* A byte of the second record's payload, then of its kind, then of its length: that
    * record is skipped, the two after it still replay. */
   const long where[] = {one + 16 + 5, one, one + 4};
@@ -292,11 +295,8 @@ static void test_journal_identity_and_links(void **state) {
   farm_buf_free(&b);
 }
 
-const struct CMUnitTest farm_journal_tests[] = {
-    cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_reset, tmp_setup, tmp_teardown),
-    cmocka_unit_test_setup_teardown(test_journal_identity_and_links, tmp_setup, tmp_teardown),
-};
-const size_t farm_journal_ntests = sizeof farm_journal_tests / sizeof farm_journal_tests[0];
+TEST_PART(farm_journal, cmocka_unit_test_setup_teardown(test_journal_append_replay, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_torn_tail, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_flipped_byte, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_reset, tmp_setup, tmp_teardown),
+          cmocka_unit_test_setup_teardown(test_journal_identity_and_links, tmp_setup, tmp_teardown));

@@ -16,18 +16,9 @@
 #include "test_farm.h"
 
 static config_job *load_sweep_job(char *path, size_t cap) {
-  snprintf(path, cap, "/tmp/enpu-test-farm-sweep-%d.json", (int)getpid());
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fprintf(f,
-          "{ \"name\": \"fs\", \"model\": \"%s/jobs/models/llama3-70b.json\",\n"
-          "  \"chip\": \"%s/jobs/chips/tpuv5p.json\", \"cluster\": \"%s/jobs/clusters/llama3-70b.json\",\n"
-          "  \"store\": \"fs.h5\", \"phases\": { \"decode\": { \"batch\": [8], \"seq\": [2048] } },\n"
-          "  \"slacks\": [0, 0.05], \"policies\": [\"enpu-all\", \"pg+enpu-all\"],\n"
-          "  \"sweep\": { \"points\": [ { \"ivr.step_ns\": 40 }, { \"clock.states\": 17 },\n"
-          "                            { \"gating.hbm.wake_ns\": 70 } ] } }\n",
-          ENPU_SOURCE_DIR, ENPU_SOURCE_DIR, ENPU_SOURCE_DIR);
-  fclose(f);
+  test_write_llama_job(path, cap, "fs", "\"enpu-all\", \"pg+enpu-all\"",
+                       ",\n  \"sweep\": { \"points\": [ { \"ivr.step_ns\": 40 }, { \"clock.states\": 17 },\n"
+                       "                            { \"gating.hbm.wake_ns\": 70 } ] }");
   config_job *job = NULL;
   enpu_err err = {0};
   if (config_job_load(path, &job, &err) < 0) fail_msg("%s", err.msg);

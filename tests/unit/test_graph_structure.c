@@ -433,16 +433,9 @@ static void test_shipped_deepseek_v3(void **state) {
   config_job_free(job);
 }
 
-const struct CMUnitTest graph_structure_tests[] = {
-    cmocka_unit_test(test_moe_resident_experts_hand_count),
-    cmocka_unit_test(test_gate_up_fusion_option),
-    cmocka_unit_test(test_mla_einsum_option),
-    cmocka_unit_test(test_neusim_collectives),
-    cmocka_unit_test(test_signatures),
-    cmocka_unit_test(test_segments),
-    cmocka_unit_test(test_bad_input),
-    cmocka_unit_test(test_shipped_llama70b),
-    cmocka_unit_test(test_kv_cache_window_layers),
-    cmocka_unit_test(test_shipped_deepseek_v3),
-};
-const size_t graph_structure_ntests = sizeof graph_structure_tests / sizeof graph_structure_tests[0];
+TEST_PART(graph_structure, cmocka_unit_test(test_moe_resident_experts_hand_count),
+          cmocka_unit_test(test_gate_up_fusion_option), cmocka_unit_test(test_mla_einsum_option),
+          cmocka_unit_test(test_neusim_collectives), cmocka_unit_test(test_signatures),
+          cmocka_unit_test(test_segments), cmocka_unit_test(test_bad_input),
+          cmocka_unit_test(test_shipped_llama70b), cmocka_unit_test(test_kv_cache_window_layers),
+          cmocka_unit_test(test_shipped_deepseek_v3));

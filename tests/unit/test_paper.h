@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 extern const struct CMUnitTest paper_numbers_tests[];
 extern const size_t paper_numbers_ntests;
 extern const struct CMUnitTest paper_refs_tests[];

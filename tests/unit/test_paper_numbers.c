@@ -123,8 +123,4 @@ static void test_bad_numbers(void **state) {
   }
 }
 
-const struct CMUnitTest paper_numbers_tests[] = {
-    cmocka_unit_test(test_shipped_numbers),
-    cmocka_unit_test(test_bad_numbers),
-};
-const size_t paper_numbers_ntests = sizeof paper_numbers_tests / sizeof paper_numbers_tests[0];
+TEST_PART(paper_numbers, cmocka_unit_test(test_shipped_numbers), cmocka_unit_test(test_bad_numbers));

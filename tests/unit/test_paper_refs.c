@@ -107,9 +107,5 @@ static void test_figure20(void **state) {
   paper_numbers_free(p);
 }
 
-const struct CMUnitTest paper_refs_tests[] = {
-    cmocka_unit_test(test_figure11),
-    cmocka_unit_test(test_gains),
-    cmocka_unit_test(test_figure20),
-};
-const size_t paper_refs_ntests = sizeof paper_refs_tests / sizeof paper_refs_tests[0];
+TEST_PART(paper_refs, cmocka_unit_test(test_figure11), cmocka_unit_test(test_gains),
+          cmocka_unit_test(test_figure20));

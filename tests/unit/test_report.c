@@ -52,21 +52,7 @@ static int write_store(const char *path, pol_fx *const *pols, size_t n) {
   if (n > sizeof views / sizeof views[0]) return -1;
   for (size_t i = 0; i < n; i++) {
     const pol_fx *p = pols[i];
-    views[i] = (store_fixture_policy){.policy = p->name,
-                                      .ops = p->ops,
-                                      .pareto = p->pareto,
-                                      .buckets = p->buckets,
-                                      .bops = p->bops,
-                                      .walk = p->walk,
-                                      .plans = p->plans,
-                                      .pstates = p->pstates,
-                                      .nops = p->nops,
-                                      .npareto = p->npareto,
-                                      .nbuckets = p->nbuckets,
-                                      .nbops = p->nbops,
-                                      .nwalk = p->nwalk,
-                                      .nplans = p->nplans,
-                                      .npstates = p->npstates};
+    views[i] = STORE_FIXTURE_VIEW(p->name, *p);
   }
   int rc = store_fixture_write(path, &prov, 1, views, n, &err);
   if (rc) fprintf(stderr, "write_store: %s\n", err.msg);

@@ -265,10 +265,5 @@ static void test_paper_overhead(void **state) {
   real_bucket_close(&rb);
 }
 
-const struct CMUnitTest search_budget_tests[] = {
-    cmocka_unit_test(test_dvfs_c_compute_only),
-    cmocka_unit_test(test_enpu_c_keeps_hbm_io),
-    cmocka_unit_test(test_paper_equals_strict_without_overhead),
-    cmocka_unit_test(test_paper_overhead),
-};
-const size_t search_budget_ntests = sizeof search_budget_tests / sizeof search_budget_tests[0];
+TEST_PART(search_budget, cmocka_unit_test(test_dvfs_c_compute_only), cmocka_unit_test(test_enpu_c_keeps_hbm_io),
+          cmocka_unit_test(test_paper_equals_strict_without_overhead), cmocka_unit_test(test_paper_overhead));

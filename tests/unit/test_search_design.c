@@ -339,11 +339,6 @@ static void test_sets_compile_dedup(void **state) {
   search_sets_free(NULL);
 }
 
-const struct CMUnitTest search_design_tests[] = {
-    cmocka_unit_test(test_epoch_units),
-    cmocka_unit_test(test_gating_request_by_hand),
-    cmocka_unit_test(test_design_space_properties),
-    cmocka_unit_test(test_uniform),
-    cmocka_unit_test(test_sets_compile_dedup),
-};
-const size_t search_design_ntests = sizeof search_design_tests / sizeof search_design_tests[0];
+TEST_PART(search_design, cmocka_unit_test(test_epoch_units), cmocka_unit_test(test_gating_request_by_hand),
+          cmocka_unit_test(test_design_space_properties), cmocka_unit_test(test_uniform),
+          cmocka_unit_test(test_sets_compile_dedup));

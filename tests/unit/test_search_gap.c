@@ -265,9 +265,6 @@ static void test_real_bucket_ga_lift(void **state) {
   real_bucket_close(&rb);
 }
 
-const struct CMUnitTest search_gap_tests[] = {
-    cmocka_unit_test(test_pareto_gap),          cmocka_unit_test(test_trim),
-    cmocka_unit_test(test_trim_pair_moves),     cmocka_unit_test(test_ga),
-    cmocka_unit_test(test_real_bucket_ga_lift),
-};
-const size_t search_gap_ntests = sizeof search_gap_tests / sizeof search_gap_tests[0];
+TEST_PART(search_gap, cmocka_unit_test(test_pareto_gap), cmocka_unit_test(test_trim),
+          cmocka_unit_test(test_trim_pair_moves), cmocka_unit_test(test_ga),
+          cmocka_unit_test(test_real_bucket_ga_lift));

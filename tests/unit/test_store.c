@@ -51,10 +51,15 @@ size_t walk_move_count(void) { return NMOVES; }
 /* Instances of each op in bucket `row`. */
 uint64_t multiplicity(int op, size_t row) { return op == 0 ? 1 : op == 1 ? 2 : row + 1; }
 
-/* Independent bookkeeping: counts[op][pt] instances; a move takes instances from the
- * earliest point that still has some. Fills cumulative time/energy after each move. */
-static void replay_here(size_t row, double *t0, double *e0, double cum_t[NMOVES], double cum_e[NMOVES],
-                        uint64_t counts_after[NMOVES][NOPS][NPTS]) {
+/* The walk of a bucket replayed by independent bookkeeping: its time and energy before
+ * the first move, after each move, and counts[move][op][pt] instances after each. */
+typedef struct {
+  double t0, e0, cum_t[NMOVES], cum_e[NMOVES];
+  uint64_t counts[NMOVES][NOPS][NPTS];
+} walk_replay;
+
+/* A move takes instances from the earliest point that still has some. */
+static void replay_here(size_t row, walk_replay *w) {
   uint64_t counts[NOPS][NPTS] = {{0}};
   double t = 0, e = 0;
   for (int i = 0; i < NOPS; i++) {
@@ -62,7 +67,7 @@ static void replay_here(size_t row, double *t0, double *e0, double cum_t[NMOVES]
     t += counts[i][0] * pt_time(i, 0);
     e += counts[i][0] * pt_energy(i, 0);
   }
-  *t0 = t, *e0 = e;
+  w->t0 = t, w->e0 = e;
   for (size_t s = 0; s < NMOVES; s++) {
     int op = walk_moves[s].op, q = walk_moves[s].pt;
     uint64_t n = walk_moves[s].instances < 0 ? multiplicity(op, row) : (uint64_t)walk_moves[s].instances;
@@ -74,8 +79,8 @@ static void replay_here(size_t row, double *t0, double *e0, double cum_t[NMOVES]
       t += take * (pt_time(op, q) - pt_time(op, from));
       e += take * (pt_energy(op, q) - pt_energy(op, from));
     }
-    cum_t[s] = t, cum_e[s] = e;
-    memcpy(counts_after[s], counts, sizeof counts);
+    w->cum_t[s] = t, w->cum_e[s] = e;
+    memcpy(w->counts[s], counts, sizeof counts);
   }
 }
 
@@ -124,14 +129,13 @@ void make_fixture(fixture *f) {
                b->status == STORE_BUCKET_FAILED ? "numerical trouble" : "KV cache exceeds HBM");
       continue;
     }
-    double t0, e0, cum_t[NMOVES], cum_e[NMOVES];
-    uint64_t counts[NMOVES][NOPS][NPTS];
-    replay_here(row, &t0, &e0, cum_t, cum_e, counts);
-    b->walk_start_time_ns = t0;
-    b->walk_start_energy_nj = e0;
-    b->t_peak_ns = t0;
-    b->t_nodvfs_ns = 1.05 * t0;
-    b->e_nodvfs_nj = 1.2 * e0;
+    walk_replay w;
+    replay_here(row, &w);
+    b->walk_start_time_ns = w.t0;
+    b->walk_start_energy_nj = w.e0;
+    b->t_peak_ns = w.t0;
+    b->t_nodvfs_ns = 1.05 * w.t0;
+    b->e_nodvfs_nj = 1.2 * w.e0;
     b->ops_first = (uint32_t)f->nbops;
     b->ops_count = NOPS;
     for (int i = 0; i < NOPS; i++)
@@ -142,7 +146,7 @@ void make_fixture(fixture *f) {
       int op = walk_moves[s].op;
       uint64_t n = walk_moves[s].instances < 0 ? multiplicity(op, row) : (uint64_t)walk_moves[s].instances;
       f->walk[f->nwalk++] = (store_walk_rec){
-          (uint32_t)row, (uint32_t)op, (uint32_t)(op * NPTS + walk_moves[s].pt), n, cum_t[s], cum_e[s]};
+          (uint32_t)row, (uint32_t)op, (uint32_t)(op * NPTS + walk_moves[s].pt), n, w.cum_t[s], w.cum_e[s]};
     }
     b->plan_first = (uint32_t)f->nplans;
     b->plan_count = 2;
@@ -151,9 +155,9 @@ void make_fixture(fixture *f) {
       store_plan_rec *pl = &f->plans[f->nplans];
       *pl = (store_plan_rec){.bucket = (uint32_t)row,
                              .slack = 0.05 * k,
-                             .budget_ns = t0 * (1 + 0.05 * k),
-                             .time_ns = prefix ? cum_t[prefix - 1] : t0,
-                             .energy_nj = prefix ? cum_e[prefix - 1] : e0,
+                             .budget_ns = w.t0 * (1 + 0.05 * k),
+                             .time_ns = prefix ? w.cum_t[prefix - 1] : w.t0,
+                             .energy_nj = prefix ? w.cum_e[prefix - 1] : w.e0,
                              .walk_prefix = prefix,
                              .overhead_pct = 0.5 + k,
                              .paper_overhead_pct = 0.25 + 0.5 * k,
@@ -164,7 +168,7 @@ void make_fixture(fixture *f) {
        * earliest point, so instance order is the furthest point first. */
       for (int i = 0; i < NOPS; i++)
         for (int q = NPTS - 1; q >= 0; q--) {
-          uint64_t n = prefix ? counts[prefix - 1][i][q] : q == 0 ? multiplicity(i, row) : 0;
+          uint64_t n = prefix ? w.counts[prefix - 1][i][q] : q == 0 ? multiplicity(i, row) : 0;
           if (!n) continue;
           store_plan_state_rec *r = &f->pstates[f->npstates++];
           *r = (store_plan_state_rec){(uint32_t)f->nplans, (uint32_t)i, (uint32_t)(i * NPTS + q), {0}, n};
@@ -366,29 +370,27 @@ static void test_beyond_largest_and_bad_buckets(void **state) {
  * prefix whose time is <= target; the lower bound interpolates inside the next step. */
 static void test_walk_prefix_targets(void **state) {
   ctx *c = *state;
-  size_t row = grid_row(PLANSTORE_PREFILL, 4, 512);
-  double t0, e0, cum_t[NMOVES], cum_e[NMOVES];
-  uint64_t counts[NMOVES][NOPS][NPTS];
-  replay_here(row, &t0, &e0, cum_t, cum_e, counts);
+  walk_replay w;
+  replay_here(grid_row(PLANSTORE_PREFILL, 4, 512), &w);
   for (size_t s = 0; s < NMOVES; s++) {
-    double prev_t = s ? cum_t[s - 1] : t0, prev_e = s ? cum_e[s - 1] : e0;
-    const double targets[] = {cum_t[s], (prev_t + cum_t[s]) / 2};
+    double prev_t = s ? w.cum_t[s - 1] : w.t0, prev_e = s ? w.cum_e[s - 1] : w.e0;
+    const double targets[] = {w.cum_t[s], (prev_t + w.cum_t[s]) / 2};
     for (int k = 0; k < 2; k++) {
       planstore_plan plan;
       enpu_err err = {0};
       assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 512, targets[k], &plan, &err), 0);
       if (k == 0) {
         assert_int_equal(plan.walk_prefix, s + 1);
-        assert_near(plan.time_ns, cum_t[s], 1e-9);
-        assert_near(plan.energy_nj, cum_e[s], 1e-9);
-      } else if (cum_t[s] > prev_t) {
+        assert_near(plan.time_ns, w.cum_t[s], 1e-9);
+        assert_near(plan.energy_nj, w.cum_e[s], 1e-9);
+      } else if (w.cum_t[s] > prev_t) {
         assert_int_equal(plan.walk_prefix, s);
         assert_near(plan.energy_nj, prev_e, 1e-9);
-        assert_near(plan.lower_bound_nj, (prev_e + cum_e[s]) / 2, 1e-6);
+        assert_near(plan.lower_bound_nj, (prev_e + w.cum_e[s]) / 2, 1e-6);
         assert_true(plan.lower_bound_nj <= plan.energy_nj);
       }
       assert_true(plan.time_ns <= targets[k]);
-      assert_near(plan.savings_vs_nodvfs, 1 - plan.energy_nj / (1.2 * e0), 1e-12);
+      assert_near(plan.savings_vs_nodvfs, 1 - plan.energy_nj / (1.2 * w.e0), 1e-12);
     }
   }
 }
@@ -412,15 +414,13 @@ static void test_target_below_fastest(void **state) {
 
 static void test_lookup_slack(void **state) {
   ctx *c = *state;
-  size_t row = grid_row(PLANSTORE_DECODE, 1, 1024);
-  double t0, e0, cum_t[NMOVES], cum_e[NMOVES];
-  uint64_t counts[NMOVES][NOPS][NPTS];
-  replay_here(row, &t0, &e0, cum_t, cum_e, counts);
+  walk_replay w;
+  replay_here(grid_row(PLANSTORE_DECODE, 1, 1024), &w);
   const double slacks[] = {0, 0.02, 0.05, 0.10};
   for (size_t i = 0; i < 4; i++) {
-    double budget = 1.05 * t0 + slacks[i] * 1.05 * t0; /* max(T_nodvfs, T_peak) + p·T_nodvfs */
+    double budget = 1.05 * w.t0 + slacks[i] * 1.05 * w.t0; /* max(T_nodvfs, T_peak) + p·T_nodvfs */
     size_t want = 0;
-    while (want < NMOVES && cum_t[want] <= budget) want++;
+    while (want < NMOVES && w.cum_t[want] <= budget) want++;
     planstore_plan plan;
     enpu_err err = {0};
     assert_int_equal(planstore_lookup_slack(c->ps, POLICY, PLANSTORE_DECODE, 1, 1024, slacks[i], &plan, &err), 0);
@@ -452,13 +452,12 @@ static void test_stored_plan_overheads(void **state) {
 static void test_plan_states(void **state) {
   ctx *c = *state;
   size_t row = grid_row(PLANSTORE_PREFILL, 4, 128);
-  double t0, e0, cum_t[NMOVES], cum_e[NMOVES];
-  uint64_t counts[NMOVES][NOPS][NPTS];
-  replay_here(row, &t0, &e0, cum_t, cum_e, counts);
+  walk_replay w;
+  replay_here(row, &w);
   for (size_t s = 0; s < NMOVES; s++) {
     planstore_plan plan;
     enpu_err err = {0};
-    assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, cum_t[s], &plan, &err), 0);
+    assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, w.cum_t[s], &plan, &err), 0);
     assert_int_equal(planstore_plan_op_count(c->ps, &plan), NOPS);
     planstore_op_states st[NOPS];
     size_t n = 0;
@@ -467,7 +466,7 @@ static void test_plan_states(void **state) {
     assert_int_equal(n, NOPS);
     double t = 0, e = 0;
     for (int i = 0; i < NOPS; i++) {
-      uint64_t *have = counts[plan.walk_prefix - 1][i];
+      uint64_t *have = w.counts[plan.walk_prefix - 1][i];
       int lead = st[i].lead_pareto - i * NPTS, trail = st[i].trail_pareto - i * NPTS;
       assert_int_equal(st[i].op, i);
       assert_string_equal(st[i].name, c->f.ops[i].name);
@@ -493,9 +492,9 @@ static void test_plan_states(void **state) {
   }
   planstore_plan plan, at;
   enpu_err err = {0};
-  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, cum_t[0], &plan, &err), 0);
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, w.cum_t[0], &plan, &err), 0);
   assert_int_equal(planstore_at_prefix(c->ps, &plan, 0, &at, &err), 0);
-  assert_near(at.time_ns, t0, 0);
+  assert_near(at.time_ns, w.t0, 0);
   assert_int_equal(planstore_at_prefix(c->ps, &plan, NMOVES + 1, &at, &err), ENPU_ERR_RANGE);
   assert_non_null(strstr(err.msg, "beyond the"));
   plan.policy = 99;
@@ -508,17 +507,16 @@ static void test_plan_states(void **state) {
 static void test_lookup_suffix(void **state) {
   ctx *c = *state;
   const size_t row = grid_row(PLANSTORE_PREFILL, 4, 128);
-  double t0, e0, cum_t[NMOVES], cum_e[NMOVES];
-  uint64_t counts[NMOVES][NOPS][NPTS];
-  replay_here(row, &t0, &e0, cum_t, cum_e, counts);
+  walk_replay w;
+  replay_here(row, &w);
   planstore_plan plan, rest, whole;
   enpu_err err = {0};
-  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, cum_t[NMOVES - 1], &plan, &err), 0);
+  assert_int_equal(planstore_lookup(c->ps, POLICY, PLANSTORE_PREFILL, 4, 128, w.cum_t[NMOVES - 1], &plan, &err), 0);
   const uint64_t n = planstore_plan_instance_count(c->ps, &plan);
   assert_int_equal(n, multiplicity(0, row) + multiplicity(1, row) + multiplicity(2, row));
   for (uint64_t k = 0; k < n; k++)
     for (size_t s = 0; s < NMOVES; s++) {
-      const double share = (double)(n - k) / (double)n, target = cum_t[s] * share;
+      const double share = (double)(n - k) / (double)n, target = w.cum_t[s] * share;
       assert_int_equal(planstore_lookup_suffix(c->ps, &plan, k, target, &rest, &err), 0);
       assert_int_equal(planstore_retarget(c->ps, &plan, target / share, &whole, &err), 0);
       assert_int_equal(rest.walk_prefix, whole.walk_prefix);

@@ -339,9 +339,5 @@ static void test_validation_carry(void **state) {
   store_contents_free(ca);
 }
 
-const struct CMUnitTest store_bundle_tests[] = {
-    cmocka_unit_test(test_bundle_round_trip),
-    cmocka_unit_test(test_bundle_bad_input),
-    cmocka_unit_test(test_validation_carry),
-};
-const size_t store_bundle_ntests = sizeof store_bundle_tests / sizeof store_bundle_tests[0];
+TEST_PART(store_bundle, cmocka_unit_test(test_bundle_round_trip), cmocka_unit_test(test_bundle_bad_input),
+          cmocka_unit_test(test_validation_carry));

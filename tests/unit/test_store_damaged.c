@@ -408,15 +408,8 @@ static void test_walk_step_rule(void **state) {
   assert_int_equal(p.lead, 5);
 }
 
-const struct CMUnitTest store_damaged_tests[] = {
-    cmocka_unit_test(test_crafted_indices),
-    cmocka_unit_test(test_crafted_layouts),
-    cmocka_unit_test(test_not_a_store),
-    cmocka_unit_test(test_truncated),
-    cmocka_unit_test(test_flipped_bytes),
-    cmocka_unit_test(test_damaged_opens_leak_nothing),
-    cmocka_unit_test(test_damaged_opens_quiet_at_exit),
-    cmocka_unit_test(test_lookup_speed_report),
-    cmocka_unit_test(test_walk_step_rule),
-};
-const size_t store_damaged_ntests = sizeof store_damaged_tests / sizeof store_damaged_tests[0];
+TEST_PART(store_damaged, cmocka_unit_test(test_crafted_indices), cmocka_unit_test(test_crafted_layouts),
+          cmocka_unit_test(test_not_a_store), cmocka_unit_test(test_truncated),
+          cmocka_unit_test(test_flipped_bytes), cmocka_unit_test(test_damaged_opens_leak_nothing),
+          cmocka_unit_test(test_damaged_opens_quiet_at_exit), cmocka_unit_test(test_lookup_speed_report),
+          cmocka_unit_test(test_walk_step_rule));

@@ -85,6 +85,19 @@ static void damage_loop(const char *store, const char *path, int *failed, int *l
   }
 }
 
+/* fork(); in the child (0 returned) stderr goes to the file log (a child that cannot open
+ * it exits 20). @return the child's pid in the parent. */
+static pid_t fork_logging_to(const char *log) {
+  fflush(NULL);
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(20);
+  }
+  return pid;
+}
+
 /* Everything runs in a child that leaves with _exit: HDF5's own leak would otherwise fail
  * LeakSanitizer for the whole of test_store (the ASan build). The child prints HDF5's
  * errors to a file, as a runtime with HDF5's default printing would see them. */
@@ -94,12 +107,8 @@ void test_failed_opens_leak_nothing(const char *store, const char *dir) {
   snprintf(log, sizeof log, "%s/leaks.log", dir);
   int fds[2];
   assert_int_equal(pipe(fds), 0);
-  fflush(NULL);
-  const pid_t pid = fork();
-  assert_true(pid >= 0);
+  const pid_t pid = fork_logging_to(log);
   if (pid == 0) {
-    const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(20);
     H5Eset_auto2(H5E_DEFAULT, (H5E_auto2_t)H5Eprint2, stderr);
     int counts[3] = {0, 0, 0}; /* failed opens, opens that left an object, objects at exit */
     damage_loop(store, path, &counts[0], &counts[1]);
@@ -152,12 +161,8 @@ void test_damaged_opens_print_nothing_at_exit(const char *store, const char *dir
   char path[512], log[512];
   snprintf(path, sizeof path, "%s/quiet.h5", dir);
   snprintf(log, sizeof log, "%s/quiet.log", dir);
-  fflush(NULL);
-  const pid_t pid = fork();
-  assert_true(pid >= 0);
+  const pid_t pid = fork_logging_to(log);
   if (pid == 0) {
-    const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(20);
     hdf5_default_printing(); /* test_store's main turned it off */
     struct stat st;
     if (stat(store, &st) < 0) _exit(21);

@@ -242,8 +242,4 @@ static void test_store_diff(void **state) {
   free(f);
 }
 
-const struct CMUnitTest store_load_tests[] = {
-    cmocka_unit_test(test_store_load_round_trip),
-    cmocka_unit_test(test_store_diff),
-};
-const size_t store_load_ntests = sizeof store_load_tests / sizeof store_load_tests[0];
+TEST_PART(store_load, cmocka_unit_test(test_store_load_round_trip), cmocka_unit_test(test_store_diff));

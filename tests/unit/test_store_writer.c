@@ -213,9 +213,6 @@ static void test_writer_refuses_links(void **state) {
   store_lock_release(lock);
 }
 
-const struct CMUnitTest store_writer_tests[] = {
-    cmocka_unit_test(test_zstd_filter_in_pipeline), cmocka_unit_test(test_compression_shrinks),
-    cmocka_unit_test(test_atomic_publication),      cmocka_unit_test(test_writer_rejects_bad_input),
-    cmocka_unit_test(test_writer_refuses_links),
-};
-const size_t store_writer_ntests = sizeof store_writer_tests / sizeof store_writer_tests[0];
+TEST_PART(store_writer, cmocka_unit_test(test_zstd_filter_in_pipeline), cmocka_unit_test(test_compression_shrinks),
+          cmocka_unit_test(test_atomic_publication), cmocka_unit_test(test_writer_rejects_bad_input),
+          cmocka_unit_test(test_writer_refuses_links));

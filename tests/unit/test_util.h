@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -22,6 +23,12 @@ typedef struct {
   const struct CMUnitTest *tests;
   size_t count;
 } test_part;
+
+/* Define one file's part of a group: the array NAME_tests of the tests given and its
+ * count NAME_ntests (the module's test header declares both). */
+#define TEST_PART(name, ...)                              \
+  const struct CMUnitTest name##_tests[] = {__VA_ARGS__}; \
+  const size_t name##_ntests = sizeof name##_tests / sizeof name##_tests[0]
 
 /* Run the tests of every part as one group `name`, in order, with the group's setup
  * and teardown (NULL: none). @return cmocka's: the number of failed tests. */
@@ -50,6 +57,30 @@ static inline int test_setup_done(int rc, const enpu_err *err, void **state, voi
   }
   *state = loaded;
   return 0;
+}
+
+/* Write /tmp/enpu-test-NAME-PID.json (its path into path), a
+ * job NAME on the shipped Llama3-70B model, TPUv5p chip and cluster (ENPU_SOURCE_DIR),
+ * store NAME.h5, decode batch 8 at seq 2048, slacks 0 and 0.05, the policies listed
+ * (JSON strings, comma-separated), then tail_fmt (further members, each after ",\n  ")
+ * and the closing brace. One member a line, so tests may assert on line numbers. */
+static inline void test_write_llama_job(char *path, size_t cap, const char *name, const char *policies,
+                                        const char *tail_fmt, ...) {
+  snprintf(path, cap, "/tmp/enpu-test-%s-%d.json", name, (int)getpid());
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f,
+          "{\n  \"name\": \"%s\",\n  \"model\": \"%s/jobs/models/llama3-70b.json\",\n"
+          "  \"chip\": \"%s/jobs/chips/tpuv5p.json\",\n  \"cluster\": \"%s/jobs/clusters/llama3-70b.json\",\n"
+          "  \"store\": \"%s.h5\",\n  \"phases\": { \"decode\": { \"batch\": [8], \"seq\": [2048] } },\n"
+          "  \"slacks\": [0, 0.05],\n  \"policies\": [%s]",
+          name, ENPU_SOURCE_DIR, ENPU_SOURCE_DIR, ENPU_SOURCE_DIR, name, policies);
+  va_list ap;
+  va_start(ap, tail_fmt);
+  vfprintf(f, tail_fmt, ap);
+  va_end(ap);
+  fprintf(f, "\n}\n");
+  assert_int_equal(fclose(f), 0);
 }
 
 #endif /* TEST_UTIL_H */

@@ -26,6 +26,7 @@
 #ifndef SYNTH_STORE_H
 #define SYNTH_STORE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,24 @@ static inline void synth_tables_free(synth_tables *t) {
   free(t->ops), free(t->pareto), free(t->buckets), free(t->bops), free(t->walk), free(t->plans), free(t->pstates);
 }
 
+/* Add the next bucket row of t, (phase, b, s) with its no-DVFS time and energy; a decode
+ * bucket whose KV cache exceeds SYNTH_KV_CAP_TOKENS is infeasible. @return whether the
+ * bucket is feasible (the caller then adds its ops, walk and plans). */
+static inline bool synth_bucket_start(synth_tables *t, int phase, int b, int s) {
+  const uint32_t row = (uint32_t)t->nbuckets++;
+  const double T = synth_time_ns(phase, b, s);
+  t->buckets[row] = (store_bucket_rec){.phase = (uint8_t)phase,
+                                       .batch = b,
+                                       .seq = s,
+                                       .t_nodvfs_ns = T,
+                                       .t_peak_ns = T,
+                                       .e_nodvfs_nj = synth_energy_nj(phase, b, s),
+                                       .input_hash = row + 1};
+  if (phase != STORE_PHASE_DECODE || (double)b * s <= SYNTH_KV_CAP_TOKENS) return true;
+  t->buckets[row].status = STORE_BUCKET_INFEASIBLE_CAPACITY;
+  return false;
+}
+
 /* One policy's tables. energy_mult NULL = nodvfs. */
 static inline int synth_policy(synth_tables *t, const double *energy_mult) {
   static const int pbatch[] = {1, 2, 4, 8, 16, 32};
@@ -97,18 +116,10 @@ static inline int synth_policy(synth_tables *t, const double *energy_mult) {
     for (int bi = 0; bi < nb; bi++)
       for (int si = 0; si < nseq; si++) {
         const int b = bl[bi], s = seqs[si];
-        const uint32_t row = (uint32_t)t->nbuckets++;
+        const uint32_t row = (uint32_t)t->nbuckets;
         store_bucket_rec *bk = &t->buckets[row];
         const double T = synth_time_ns(phase, b, s), E = synth_energy_nj(phase, b, s);
-        *bk = (store_bucket_rec){.phase = (uint8_t)phase,
-                                 .batch = b,
-                                 .seq = s,
-                                 .t_nodvfs_ns = T,
-                                 .t_peak_ns = T,
-                                 .e_nodvfs_nj = E,
-                                 .input_hash = row + 1};
-        if (phase == STORE_PHASE_DECODE && (double)b * s > SYNTH_KV_CAP_TOKENS) {
-          bk->status = STORE_BUCKET_INFEASIBLE_CAPACITY;
+        if (!synth_bucket_start(t, phase, b, s)) {
           snprintf(bk->message, sizeof bk->message, "KV cache of %d x %d tokens exceeds HBM", b, s);
           continue;
         }
@@ -208,33 +219,16 @@ static inline int synth_uniform(synth_tables *t) {
     for (int bi = 0; bi < (phase ? 12 : 6); bi++)
       for (int si = 0; si < nseq; si++) {
         const int b = (phase ? dbatch : pbatch)[bi], sq = seqs[si];
-        const uint32_t row = (uint32_t)t->nbuckets++;
+        const uint32_t row = (uint32_t)t->nbuckets;
         const double T = synth_time_ns(phase, b, sq), E = synth_energy_nj(phase, b, sq);
         store_bucket_rec *bk = &t->buckets[row];
-        *bk = (store_bucket_rec){.phase = (uint8_t)phase,
-                                 .batch = b,
-                                 .seq = sq,
-                                 .t_nodvfs_ns = T,
-                                 .t_peak_ns = T,
-                                 .e_nodvfs_nj = E,
-                                 .input_hash = row + 1,
-                                 .walk_start_time_ns = T,
-                                 .walk_start_energy_nj = E,
-                                 .ops_first = (uint32_t)t->nbops,
-                                 .ops_count = 3,
-                                 .walk_first = t->nwalk,
-                                 .walk_count = 3 * rounds};
-        if (phase == STORE_PHASE_DECODE && (double)b * sq > SYNTH_KV_CAP_TOKENS) {
-          *bk = (store_bucket_rec){.phase = 1,
-                                   .batch = b,
-                                   .seq = sq,
-                                   .status = STORE_BUCKET_INFEASIBLE_CAPACITY,
-                                   .t_nodvfs_ns = T,
-                                   .t_peak_ns = T,
-                                   .e_nodvfs_nj = E,
-                                   .input_hash = row + 1};
-          continue;
-        }
+        if (!synth_bucket_start(t, phase, b, sq)) continue;
+        bk->walk_start_time_ns = T;
+        bk->walk_start_energy_nj = E;
+        bk->ops_first = (uint32_t)t->nbops;
+        bk->ops_count = 3;
+        bk->walk_first = t->nwalk;
+        bk->walk_count = 3 * rounds;
         uint32_t first[3];
         for (int k = 0; k < 3; k++) {
           const uint32_t op = (uint32_t)t->nops++;
@@ -281,21 +275,7 @@ static inline int synth_store_write_prov(const char *path, const store_provenanc
                        : !strcmp(policies[i], "dvfs-c") ? synth_energy_dvfs
                                                         : NULL;
     rc = !strcmp(policies[i], "uniform") ? synth_uniform(&t[i]) : synth_policy(&t[i], em);
-    views[i] = (store_fixture_policy){.policy = policies[i],
-                                      .ops = t[i].ops,
-                                      .pareto = t[i].pareto,
-                                      .buckets = t[i].buckets,
-                                      .bops = t[i].bops,
-                                      .walk = t[i].walk,
-                                      .plans = t[i].plans,
-                                      .pstates = t[i].pstates,
-                                      .nops = t[i].nops,
-                                      .npareto = t[i].npareto,
-                                      .nbuckets = t[i].nbuckets,
-                                      .nbops = t[i].nbops,
-                                      .nwalk = t[i].nwalk,
-                                      .nplans = t[i].nplans,
-                                      .npstates = t[i].npstates};
+    views[i] = STORE_FIXTURE_VIEW(policies[i], t[i]);
   }
   if (rc != 0) rc = enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (synthetic store)");
   else rc = store_fixture_write(path, prov, 1, views, npolicies, err);
