@@ -27,25 +27,13 @@
 /* ---------------------------------------------------------------------------------
  * Models (their published configurations) and jobs */
 
-/* A shipped model file, jobs/models/<name>.json, as the loader reads it. */
-static config_model shipped(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/jobs/models/%s.json", ENPU_SOURCE_DIR, name);
-  config_model *m = NULL;
-  enpu_err err = {0};
-  if (config_model_load(path, &m, &err) < 0) fail_msg("%s: %s", path, err.msg);
-  const config_model out = *m; /* a flat struct: the copy owns nothing */
-  config_model_free(m);
-  return out;
-}
+config_model llama3_70b(void) { return test_shipped_model("llama3-70b"); }
 
-config_model llama3_70b(void) { return shipped("llama3-70b"); }
+static config_model llama31_405b(void) { return test_shipped_model("llama3.1-405b"); }
 
-static config_model llama31_405b(void) { return shipped("llama3.1-405b"); }
+config_model deepseek_v2(void) { return test_shipped_model("deepseek-v2-236b"); }
 
-config_model deepseek_v2(void) { return shipped("deepseek-v2-236b"); }
-
-config_model deepseek_v3(void) { return shipped("deepseek-v3-671b"); }
+config_model deepseek_v3(void) { return test_shipped_model("deepseek-v3-671b"); }
 
 /* A heap job with both phases on parallelism (dp 1, tp, pp, ep). */
 config_job *make_job(config_model model, int tp, int pp, int ep, double capacity) {

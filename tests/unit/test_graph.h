@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "graph.h"
+#include "test_models.h"
 #include "test_util.h"
 
 /* The shipped model files (jobs/models/), loaded. */
