@@ -59,7 +59,9 @@ int jobinit_job_text(const jobinit_ctx *c, const char *cluster, char **out, enpu
     put(&t, " }%s\n", ph + 1 < CONFIG_NPHASE ? "," : "");
   }
   put(&t, "  },\n  \"slacks\": [0, 0.02, 0.05, 0.10, 0.20, 0.30],\n"); /* the paper's (§4.1) */
-  put(&t, "  \"policies\": [\"nodvfs\", \"dvfs-c-walk\", \"enpu-c\", \"enpu-all\"],\n");
+  put(&t, "  \"policies\": [\"%s\", \"%s\", \"%s\", \"%s\"],\n", config_policy_name(CONFIG_POLICY_NODVFS),
+      config_policy_name(CONFIG_POLICY_DVFS_C_WALK), config_policy_name(CONFIG_POLICY_ENPU_C),
+      config_policy_name(CONFIG_POLICY_ENPU_ALL));
   if (c->moe) put(&t, "  \"moe\": { \"capacity_factor\": \"worst\", \"experts\": \"all-resident\" },\n");
   put(&t, "  \"capacity\": \"enforce\",\n");
   put(&t, "  \"validation\": { \"trace\": \"%s\", \"sample\": %d, \"seed\": 1 }\n}\n", c->trace_rel,

@@ -353,16 +353,17 @@ static int fig21(const report_ctx *r, FILE *md, enpu_err *err) {
     const char *nm = r->c->policies[i].name;
     config_policy_spec gated, plain;
     char plain_name[CONFIG_NAME_LEN];
-    if (!strcmp(nm, CONFIG_POLICY_GATE_ALONE) || config_policy_spec_parse(nm, &gated) < 0 || !gated.gate) continue;
+    if (!strcmp(nm, ENPU_POLICY_GATE_ALONE) || config_policy_spec_parse(nm, &gated) < 0 || !gated.gate) continue;
     plain = config_policy_spec_ungated(&gated);
     config_policy_spec_name(&plain, plain_name);
     const store_policy_tables *t = policy(r->c, plain_name);
     if (t) x = t->name, pgx = nm;
   }
-  const char *want[] = {config_policy_name(CONFIG_POLICY_NODVFS), CONFIG_POLICY_GATE_ALONE,
+  const char *want[] = {config_policy_name(CONFIG_POLICY_NODVFS), ENPU_POLICY_GATE_ALONE,
                         x ? x : config_policy_name(CONFIG_POLICY_ENPU_ALL), pgx};
   return fig_set(r, md, "DVFS and power gating (Figure 21)",
-                 "None (`nodvfs`), PG only (`pg`: ReGate-style gating on the NoDVFS schedule), "
+                 "None (`" ENPU_POLICY_NAME_NODVFS "`), PG only (`" ENPU_POLICY_GATE_ALONE
+                 "`: ReGate-style gating on the NoDVFS schedule), "
                  "DVFS only and PG + DVFS (the DVFS plan first, then gating on its schedule; "
                  "finalisation keeps the gated plan only when it fits and saves energy).",
                  "gating", want, 4, 3, err);
@@ -458,7 +459,9 @@ static int fig18(const report_ctx *r, FILE *md, enpu_err *err) {
   json_t *model = r->c->model_json ? json_loads(r->c->model_json, 0, &je) : NULL;
   const char *mname = json_string_value(json_object_get(model, "name"));
   fprintf(md, "### Savings vs sequence length (Figure 18)\n\n");
-  if (n == 0) fprintf(md, "Not shown: the store has neither `enpu-all` nor `enpu-c`.\n\n");
+  if (n == 0)
+    fprintf(md, "Not shown: the store has neither `" ENPU_POLICY_NAME_ENPU_ALL "` nor `" ENPU_POLICY_NAME_ENPU_C
+                "`.\n\n");
   else
     fprintf(md,
             "Model %s, policy %s: per sequence length of the grid, the savings of the bucket at the "
@@ -482,8 +485,10 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err) {
                               config_policy_name(CONFIG_POLICY_ENPU_ALL),
                               config_policy_name(CONFIG_POLICY_ENPU_MS)};
   ENPU_FORWARD(fig_set(r, md, "Temporal and spatial DVFS granularity (Figure 16)",
-                       "Per-operator DVFS (`dvfs-c`, `enpu-all`) against one V/f setting per "
-                       "millisecond epoch (`dvfs-c-ms`, `enpu-ms`: operators merged into epochs of at "
+                       "Per-operator DVFS (`" ENPU_POLICY_NAME_DVFS_C "`, `" ENPU_POLICY_NAME_ENPU_ALL
+                       "`) against one V/f setting per "
+                       "millisecond epoch (`" ENPU_POLICY_NAME_DVFS_C_MS "`, `" ENPU_POLICY_NAME_ENPU_MS
+                       "`: operators merged into epochs of at "
                        "least the job's `epoch_ms` of NoDVFS time, §4.6).",
                        "granularity", gran, 4, 2, err));
   const char *const doms[] = {config_policy_name(CONFIG_POLICY_ENPU_3DOM),
@@ -491,7 +496,7 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err) {
                               config_policy_name(CONFIG_POLICY_ENPU_ALL)};
   ENPU_FORWARD(fig_set(r, md, "V/f domain count (Figure 17)",
                        "eNPU with 3 domains (FE, SA, VU, SRAM one core domain; HBM; ICI), 4 (FE, SA, VU "
-                       "one compute domain; SRAM; HBM; ICI) and 5 (`enpu-all`).",
+                       "one compute domain; SRAM; HBM; ICI) and 5 (`" ENPU_POLICY_NAME_ENPU_ALL "`).",
                        "domains", doms, 3, 2, err));
   ENPU_FORWARD(fig18(r, md, err));
   return fig21(r, md, err);
