@@ -38,17 +38,17 @@
 /* One row per policy, in code order (the code is part of every farm key and journal
  * record, so rows are only ever appended): X(id, name, display name, variants), where
  * variants says whether the policy takes pg+ and @shadow= variants and sweep points. */
-#define ENPU_POLICY_TABLE(X)                                                          \
-  X(NODVFS, ENPU_POLICY_NAME_NODVFS, ENPU_POLICY_DISPLAY_NODVFS, true)                \
-  X(DVFS_C, ENPU_POLICY_NAME_DVFS_C, ENPU_POLICY_DISPLAY_DVFS_C, true)                \
-  X(ENPU_C, ENPU_POLICY_NAME_ENPU_C, ENPU_POLICY_DISPLAY_ENPU_C, true)                \
-  X(ENPU_ALL, ENPU_POLICY_NAME_ENPU_ALL, ENPU_POLICY_DISPLAY_ENPU_ALL, true)          \
-  X(IDEAL, ENPU_POLICY_NAME_IDEAL, ENPU_POLICY_DISPLAY_IDEAL, true)                   \
-  X(DVFS_C_WALK, ENPU_POLICY_NAME_DVFS_C_WALK, "DVFS-C (walk)", true)                 \
-  X(UNIFORM, ENPU_POLICY_NAME_UNIFORM, "Uniform", false)                              \
-  X(DVFS_C_MS, ENPU_POLICY_NAME_DVFS_C_MS, "DVFS-C (ms epochs)", true)                \
-  X(ENPU_MS, ENPU_POLICY_NAME_ENPU_MS, "eNPU-All (ms epochs)", true)                  \
-  X(ENPU_3DOM, ENPU_POLICY_NAME_ENPU_3DOM, "eNPU (3 domains)", true)                  \
+#define ENPU_POLICY_TABLE(X)                                                 \
+  X(NODVFS, ENPU_POLICY_NAME_NODVFS, ENPU_POLICY_DISPLAY_NODVFS, true)       \
+  X(DVFS_C, ENPU_POLICY_NAME_DVFS_C, ENPU_POLICY_DISPLAY_DVFS_C, true)       \
+  X(ENPU_C, ENPU_POLICY_NAME_ENPU_C, ENPU_POLICY_DISPLAY_ENPU_C, true)       \
+  X(ENPU_ALL, ENPU_POLICY_NAME_ENPU_ALL, ENPU_POLICY_DISPLAY_ENPU_ALL, true) \
+  X(IDEAL, ENPU_POLICY_NAME_IDEAL, ENPU_POLICY_DISPLAY_IDEAL, true)          \
+  X(DVFS_C_WALK, ENPU_POLICY_NAME_DVFS_C_WALK, "DVFS-C (walk)", true)        \
+  X(UNIFORM, ENPU_POLICY_NAME_UNIFORM, "Uniform", false)                     \
+  X(DVFS_C_MS, ENPU_POLICY_NAME_DVFS_C_MS, "DVFS-C (ms epochs)", true)       \
+  X(ENPU_MS, ENPU_POLICY_NAME_ENPU_MS, "eNPU-All (ms epochs)", true)         \
+  X(ENPU_3DOM, ENPU_POLICY_NAME_ENPU_3DOM, "eNPU (3 domains)", true)         \
   X(ENPU_4DOM, ENPU_POLICY_NAME_ENPU_4DOM, "eNPU (4 domains)", true)
 
 /* Power gating on a policy's schedule (§4.7): "pg+<name>", and "pg" alone for pg+nodvfs
