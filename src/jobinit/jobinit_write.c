@@ -199,7 +199,8 @@ void jobinit_write_summary(const jobinit_options *o, const jobinit_result *r, FI
           "(decode) lengths; each target %g x the model's NoDVFS single-request TTFT/TPOT on the node above "
           "(--slo-scale, --ttft-ms, --tpot-ms override it).\n\n",
           o->slo_scale);
-  fprintf(f, "| class | prefill tokens | decode tokens | NoDVFS TTFT ms | TTFT ms | NoDVFS TPOT ms | TPOT ms |\n");
+  fprintf(f, "| class | prefill tokens | decode tokens | " ENPU_POLICY_DISPLAY_NODVFS
+             " TTFT ms | TTFT ms | " ENPU_POLICY_DISPLAY_NODVFS " TPOT ms | TPOT ms |\n");
   fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
   for (int k = 0; k < r->nslo; k++) {
     const config_slo_class *s = &r->slo[k];

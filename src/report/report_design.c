@@ -18,6 +18,8 @@
 #include "report_internal.h"
 
 static const char *const phase_name[2] = {"prefill", "decode"};
+/* The y axis of every savings figure here: savings against the table's NoDVFS. */
+#define SAVINGS_LABEL "energy savings vs " ENPU_POLICY_DISPLAY_NODVFS " (%)"
 
 /* ---- aggregation ----------------------------------------------------------------- */
 
@@ -231,8 +233,8 @@ static int fig13(const report_ctx *r, FILE *md, enpu_err *err) {
   size_t idx[REPORT_MAX_SERIES];
   const size_t n = report_headline_policies(r->c, 0, idx, REPORT_MAX_SERIES);
   for (size_t i = 0; i < n; i++) names[i] = r->c->policies[idx[i]].name;
-  ENPU_FORWARD(both_phases(r, md, "regulator_loss", "regulator loss (% of NoDVFS energy)", names, n,
-                           report_regulator_loss_pct, err));
+  ENPU_FORWARD(both_phases(r, md, "regulator_loss", "regulator loss (% of " ENPU_POLICY_DISPLAY_NODVFS " energy)",
+                           names, n, report_regulator_loss_pct, err));
   return both_phases(r, md, "regulator_loss_share", "regulator loss (% of the plan energy)", names, n, m_loss_share,
                      err);
 }
@@ -314,7 +316,7 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
   const line_plot lp = {"shadow",
                         "slowdown at 0 % slack vs VU shadow registers (mean over buckets)",
                         "shadow vector registers (count)",
-                        "time over NoDVFS (%)",
+                        "time over " ENPU_POLICY_DISPLAY_NODVFS " (%)",
                         0,
                         n,
                         2,
@@ -340,7 +342,7 @@ static int fig_set(const report_ctx *r, FILE *md, const char *heading, const cha
     return ENPU_OK;
   }
   fprintf(md, "%s\n\n", text);
-  return both_phases(r, md, stem, "energy savings vs NoDVFS (%)", names, n, m_savings, err);
+  return both_phases(r, md, stem, SAVINGS_LABEL, names, n, m_savings, err);
 }
 
 /* Figure 21: for the first pg+X the store holds with X: none, PG only, X, pg+X. */
@@ -444,8 +446,8 @@ static int fig18_phase(const report_ctx *r, FILE *md, const store_policy_tables 
   snprintf(stem, sizeof stem, "seq_%s", phase_name[ph]);
   snprintf(title, sizeof title, "%s, %s, batch %d: energy savings vs sequence length", phase_name[ph], p->name,
            batch);
-  const line_plot lp = {
-      stem, title, "sequence length (tokens)", "energy savings vs NoDVFS (%)", 1, nq, ns, x, series, y, NULL, NULL};
+  const line_plot lp = {stem, title, "sequence length (tokens)", SAVINGS_LABEL, 1, nq, ns, x, series, y,
+                        NULL, NULL};
   char head[32];
   snprintf(head, sizeof head, "%s seq", phase_name[ph]);
   return draw_with_table(r, md, &lp, head, err);
