@@ -73,11 +73,11 @@ static const cli_opt opts[] = {
     CLI_BUCKET_OPTS(compile_args),
     {.name = "policy", .type = CLI_STRING, .at = offsetof(compile_args, policy), .meta = "NAME|all",
      .accept = accept_policy, .flags = CLI_WRAP,
-     .help = CONFIG_POLICY_NAMES_TEXT "each but uniform also with pg+ (power gating) or @shadow=N (VU "
-             "shadow registers), pg; or all (the job's policies); ideal is the exact op-level set by branch "
-             "and bound"},
+     .help = CONFIG_POLICY_NAMES_TEXT "each but " ENPU_POLICY_NAME_UNIFORM " also with " ENPU_POLICY_GATE_PREFIX
+             " (power gating) or @shadow=N (VU shadow registers), " ENPU_POLICY_GATE_ALONE "; or all (the job's "
+             "policies); " ENPU_POLICY_NAME_IDEAL " is the exact op-level set by branch and bound"},
     {.name = "request", .type = CLI_ENUM, .at = offsetof(compile_args, request), .choices = requests,
-     .help = "policy (the GA for dvfs-c, the hull walk with LP bound for every\n"
+     .help = "policy (the GA for " ENPU_POLICY_NAME_DVFS_C ", the hull walk with LP bound for every\n"
              "other policy), walk, greedy (the paper's) or ga (DVFS-C's genetic\n"
              "algorithm: 1000 x 500, warm-started)"},
     {.name = "budget", .type = CLI_ENUM, .at = offsetof(compile_args, budget), .choices = budgets,
@@ -91,13 +91,13 @@ static const cli_opt opts[] = {
     COMPILE_FLAG(trim, "Algorithm 1 + the trim pass (lower one domain at a time from each\n"
                        "Pareto point while time holds and energy does not grow)"),
     {.name = "domains", .type = CLI_INT, .at = offsetof(compile_args, domains), .meta = "D", .range = CLI_RANGE(3, 5),
-     .help = "eNPU V/f domains for enpu-c/enpu-all: 5, 4 or 3"},
+     .help = "eNPU V/f domains for " ENPU_POLICY_NAME_ENPU_C "/" ENPU_POLICY_NAME_ENPU_ALL ": 5, 4 or 3"},
     {.name = "threads", .type = CLI_INT, .at = offsetof(compile_args, threads), .meta = "N",
-     .range = CLI_RANGE(1, 4096), .help = "threads of the exact or exhaustive op-level search (ideal)"},
+     .range = CLI_RANGE(1, 4096), .help = "threads of the exact or exhaustive op-level search (" ENPU_POLICY_NAME_IDEAL ")"},
     {.name = "sample-ops", .type = CLI_INT, .at = offsetof(compile_args, sample_ops), .meta = "N",
      .range = CLI_RANGE(1, INT_MAX),
-     .help = "with --policy ideal: exhaustive enumeration on N sampled ops only\n"
-             "(Algorithm 1 on the ideal pipeline for the others); prints the\n"
+     .help = "with --policy " ENPU_POLICY_NAME_IDEAL ": exhaustive enumeration on N sampled ops only\n"
+             "(Algorithm 1 on the " ENPU_POLICY_NAME_IDEAL " pipeline for the others); prints the\n"
              "sampled ops' greedy-vs-exact energy gap"},
     CLI_JSON_OPT(compile_args, "the plans"),
     COMPILE_FLAG(vfset, "add every plan's vf.set stream (48-bit states + 6-bit mask)"),
@@ -125,7 +125,7 @@ static void init(void *args) {
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   const compile_args *a = args;
   if (a->sample_ops && !config_policy_named(a->policy, CONFIG_POLICY_IDEAL))
-    return cli_reject(msg, len, "--sample-ops goes with --policy ideal");
+    return cli_reject(msg, len, "--sample-ops goes with --policy " ENPU_POLICY_NAME_IDEAL);
   if (a->out && !a->factors) return cli_reject(msg, len, "--out goes with --capacity-factor");
   if (a->numbers && !a->out) return cli_reject(msg, len, "--numbers goes with --out");
   for (int k = 1; k < a->slacks.n; k++)
@@ -278,8 +278,8 @@ static int sampled_set(void *user, int i, int rank, int distinct, search_pareto 
   if (rc == 0) rc = search_pareto_gap(out, &greedy, NULL, &gap, err);
   if (rc == 0)
     fprintf(c->log,
-            "ideal: op %d (%s) exhaustive: %d points, %" PRId64 " plans, %.1f s; "
-            "greedy gap max %.3f%% mean %.3f%%, hypervolume ratio %.5f\n",
+            ENPU_POLICY_NAME_IDEAL ": op %d (%s) exhaustive: %d points, %" PRId64 " plans, %.1f s; "
+                                   "greedy gap max %.3f%% mean %.3f%%, hypervolume ratio %.5f\n",
             i, op->name, out->count, out->evals, enpu_now_s() - t0, 100 * gap.max_gap, 100 * gap.mean_gap,
             gap.hv_ratio);
   search_pareto_free(&greedy);

@@ -24,7 +24,9 @@
 static int run(void *args);
 
 enum { PIPE_NODVFS, PIPE_ENPU, PIPE_IDEAL, PIPE_UNIFORM };
-static const char *const pipelines[] = {"nodvfs", "enpu", "ideal", "uniform", NULL};
+/* The pipelines of the policies of the same names (enpu: the eNPU policies'). */
+static const char *const pipelines[] = {ENPU_POLICY_NAME_NODVFS, "enpu", ENPU_POLICY_NAME_IDEAL,
+                                        ENPU_POLICY_NAME_UNIFORM, NULL};
 enum { HBM_CTRL_ONLY, HBM_FULL };
 static const char *const hbm_modes[] = {"ctrl-only", "full", NULL};
 
@@ -44,10 +46,10 @@ static const cli_opt opts[] = {
              "the chip's peak (34 on TPUv5p)"},
     {.name = "pipeline", .type = CLI_ENUM, .at = offsetof(op_args, pipeline), .choices = pipelines,
      .help = "enpu: async FIFOs between V/f domains;\n"
-             "nodvfs: the original pipeline, fixed regulator, all-peak plan\n"
-             "only; uniform: the same pipeline on one chip-wide rail (the\n"
-             "uniform policy of online governors), all five states equal\n"
-             "only; ideal: a clock per unit, crossing for free"},
+             ENPU_POLICY_NAME_NODVFS ": the original pipeline, fixed regulator, all-peak plan\n"
+             "only; " ENPU_POLICY_NAME_UNIFORM ": the same pipeline on one chip-wide rail (the\n"
+             ENPU_POLICY_NAME_UNIFORM " policy of online governors), all five states equal\n"
+             "only; " ENPU_POLICY_NAME_IDEAL ": a clock per unit, crossing for free"},
     {.name = "domains", .type = CLI_INT, .at = offsetof(op_args, domains), .meta = "D", .range = CLI_RANGE(3, 5),
      .help = "eNPU V/f domains: 5 (every unit its own), 4 ({FE,SA,VU} share\n"
              "one) or 3 ({FE,SA,VU,SRAM} share one)"},
@@ -59,7 +61,7 @@ static const cli_opt opts[] = {
              "and I/O scale"},
     {.name = "exhaustive", .type = CLI_FLAG, .at = offsetof(op_args, exhaustive),
      .help = "instead of --plan: the exact Pareto set over all plans on the\n"
-             "`ideal` pipeline (no crossing, full HBM scaling) beside\n"
+             "`" ENPU_POLICY_NAME_IDEAL "` pipeline (no crossing, full HBM scaling) beside\n"
              "Algorithm 1's, with the energy gap at matched time (minutes)"},
     {.name = "threads", .type = CLI_INT, .at = offsetof(op_args, threads), .meta = "N", .range = CLI_RANGE(1, 4096),
      .help = "threads of the exhaustive search"},
@@ -75,7 +77,8 @@ static void init(void *args) {
 static int check(const void *args, const cli_parsed *p, char *msg, size_t len) {
   const op_args *a = args;
   if (a->exhaustive && (a->plan || cli_has(p, "domains")))
-    return cli_reject(msg, len, "--exhaustive searches every plan on the ideal pipeline: drop --%s",
+    return cli_reject(msg, len,
+                      "--exhaustive searches every plan on the " ENPU_POLICY_NAME_IDEAL " pipeline: drop --%s",
                       a->plan ? "plan" : "domains");
   if (cli_has(p, "threads") && !a->exhaustive)
     return cli_reject(msg, len, "--threads applies to --exhaustive only");
@@ -232,8 +235,8 @@ static void print_point(const search_point *q) {
 /* Both Pareto sets side by side, row i of each; the greedy side with its gap. */
 static void print_exhaustive(const graph_op *op, const search_pareto *ex, const search_pareto *gr,
                              const double *gap, const search_gap *sum, double ex_s, double gr_s, int threads) {
-  printf("op %d (%s, %s), multiplicity %lld; ideal pipeline (no crossing, HBM full)\n", op->id, op->name,
-         graph_kind_name(op->kind), (long long)op->multiplicity);
+  printf("op %d (%s, %s), multiplicity %lld; " ENPU_POLICY_NAME_IDEAL " pipeline (no crossing, HBM full)\n", op->id,
+         op->name, graph_kind_name(op->kind), (long long)op->multiplicity);
   printf("exact: %d points, %lld plans in %.1f s on %d thread%s; Algorithm 1: %d points, "
          "%lld plans in %.4f s\n\n",
          ex->count, (long long)ex->evals, ex_s, threads, threads == 1 ? "" : "s", gr->count, (long long)gr->evals,
@@ -297,7 +300,7 @@ static int run_exhaustive(const config_job *job, const graph *g, const op_args *
         "s:{s:i, s:I, s:f, s:f, s:f}}",
         "job", job->name, "phase", config_phase_name(in->phase), "batch", in->batch, "seq", in->seq, "op", "id",
         op->id, "name", op->name, "kind", graph_kind_name(op->kind), "multiplicity", (json_int_t)op->multiplicity,
-        "pipeline", "ideal", "threads", a->threads, "exact", pareto_json(&ex, NULL, ex_s), "greedy",
+        "pipeline", ENPU_POLICY_NAME_IDEAL, "threads", a->threads, "exact", pareto_json(&ex, NULL, ex_s), "greedy",
         pareto_json(&gr, gap, gr_s), "max_gap", sum.max_gap, "mean_gap", sum.mean_gap, "worst", sum.worst,
         "hv_ratio", sum.hv_ratio, "trim", "points", tr.count, "evals", (json_int_t)tr.evals, "max_gap",
         tsum.max_gap, "mean_gap", tsum.mean_gap, "hv_ratio", tsum.hv_ratio);
@@ -337,7 +340,8 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
   for (int c = 1; uniform && c < CONFIG_NCOMP; c++)
     if (plan.state[c] != plan.state[0]) {
       snprintf(msg, sizeof msg,
-               "--pipeline uniform runs every component at one state: --plan %d,%d,%d,%d,%d has %s at %d",
+               "--pipeline " ENPU_POLICY_NAME_UNIFORM
+               " runs every component at one state: --plan %d,%d,%d,%d,%d has %s at %d",
                plan.state[0], plan.state[0], plan.state[0], plan.state[0], plan.state[0], unit_name(c),
                plan.state[c]);
       return cli_fail("op", msg), CLI_EXIT_USAGE;
@@ -345,7 +349,7 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
   for (int c = 0; nodvfs && c < CONFIG_NCOMP; c++) {
     if (plan.state[c] != peak) {
       snprintf(msg, sizeof msg,
-               "--pipeline nodvfs has no DVFS: every component runs at its peak state, so "
+               "--pipeline " ENPU_POLICY_NAME_NODVFS " has no DVFS: every component runs at its peak state, so "
                "--plan must be %d,%d,%d,%d,%d (%s is %d)",
                peak, peak, peak, peak, peak, unit_name(c), plan.state[c]);
       return cli_fail("op", msg), CLI_EXIT_USAGE;

@@ -71,8 +71,9 @@ static const cli_opt opts[] = {
      .accept = accept_slack,
      .help = "the target as a slack: " CLI_SLACK_HELP},
     {.name = "policy", .type = CLI_STRING, .at = offsetof(query_args, policy), .meta = "NAME",
-     .help = "a policy of the store (default: enpu-all, else enpu-c, else the first\n"
-             "enpu* policy, else the first but nodvfs and uniform, by name)"},
+     .help = "a policy of the store (default: " ENPU_POLICY_NAME_ENPU_ALL ", else " ENPU_POLICY_NAME_ENPU_C
+             ", else the first\n" ENPU_POLICY_ENPU_PREFIX "* policy, else the first but " ENPU_POLICY_NAME_NODVFS
+             " and " ENPU_POLICY_NAME_UNIFORM ", by name)"},
     {.name = "variant", .type = CLI_STRING, .at = offsetof(query_args, variant), .meta = "PATH=VALUE[,...]",
      .help = "the policy on a chip variant of the store's sweep (enpu store info lists\n"
              "them), e.g. ivr.step_ns=400; paths in any order"},

@@ -59,9 +59,9 @@ static const cli_opt opts[] = {
     {.name = "cluster", .type = CLI_STRING, .at = offsetof(replay_args, cluster), .meta = "C", .flags = CLI_REQUIRED,
      .help = "cluster file (nodes, SLO classes, batching, idle, scheduler), e.g.\njobs/clusters/llama3-70b.json"},
     {.name = "policy", .type = CLI_STRING, .at = offsetof(replay_args, policy), .meta = "NAME,..|all",
-     .help = "policies of the store, or all (every policy but uniform, the\ngovernors' table)"},
+     .help = "policies of the store, or all (every policy but " ENPU_POLICY_NAME_UNIFORM ", the\ngovernors' table)"},
     PATH_OPT(governors, "G,..",
-             "online governors beside the policies, on the store's uniform policy\n"
+             "online governors beside the policies, on the store's " ENPU_POLICY_NAME_UNIFORM " policy\n"
              "(one chip-wide V/f state per control period): ondemand, pid, pelm\n"
              "(a DQN choosing the state and self-speculative decoding),\n"
              "pelm-lossless (its verification through every layer), fixed:S"),
@@ -498,7 +498,8 @@ static void print_coverage(const replay_inputs *in) {
   printf("\nplan: every pass on a compiled plan; chunked: prefill longer than the largest seq bucket run\n"
          "in chunks; fallback: a decode pass beyond the largest seq bucket at NoDVFS, extrapolated; both:\n"
          "chunked and fallback. Class by input length. slack: mean (SLO - latency) / SLO of the served\n"
-         "requests (nodvfs's is the slack there is to spend); at 0 %%: %% of busy time at the fastest plan;\n"
+         "requests (" ENPU_POLICY_NAME_NODVFS
+         "'s is the slack there is to spend); at 0 %%: %% of busy time at the fastest plan;\n"
          "padding: padded tokens / tokens run.\n");
 }
 
@@ -561,7 +562,7 @@ static void print_fleet(const replay_inputs *in) {
            (unsigned long long)(p[0].wakes + p[1].wakes));
   }
   printf("\nidle: awake idle chips; sleep: instances autoscaling put to sleep (the chip's deep sleep);\n"
-         "trans: their wake-ups; total adds KV transfers; save: against nodvfs (always on);\n"
+         "trans: their wake-ups; total adds KV transfers; save: against " ENPU_POLICY_NAME_NODVFS " (always on);\n"
          "inst-h: instance-hours awake. Per SLO class: --json or --out (\"fleet\").\n");
 }
 

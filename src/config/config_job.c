@@ -237,7 +237,9 @@ static int parse_policy_name(const config_doc *doc, const config_path *p, const 
   config_policy_names_join(with, sizeof with, "|", true);
   config_policy_names_join(without, sizeof without, "\" or \"", false);
   return config_fail(doc, p, err, ENPU_ERR_INVALID,
-                     "expected a policy ([pg+]<%s>[@shadow=N], \"pg\" or \"%s\"), got \"%s\"", with, without, name);
+                     "expected a policy ([" ENPU_POLICY_GATE_PREFIX "]<%s>[@shadow=N], \"" ENPU_POLICY_GATE_ALONE
+                     "\" or \"%s\"), got \"%s\"",
+                     with, without, name);
 }
 
 /* {"policy": NAME, "shadow": [sizes]} at element `elem`: NAME@shadow=N for each size. */

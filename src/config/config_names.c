@@ -12,10 +12,10 @@
 
 const char *const config_phase_names[CONFIG_NPHASE] = {"prefill", "decode"};
 static const char *const component_names[CONFIG_NCOMP] = {"sa", "vu", "sram", "hbm", "ici"};
-#define POLICY_NAME_(id, name, variants) name,
-#define POLICY_VARIANTS_(id, name, variants) variants,
-const char *const config_policy_names[CONFIG_NPOLICY] = {CONFIG_POLICY_TABLE(POLICY_NAME_)};
-static const bool policy_variants[CONFIG_NPOLICY] = {CONFIG_POLICY_TABLE(POLICY_VARIANTS_)};
+#define POLICY_NAME_(id, name, display, variants) name,
+#define POLICY_VARIANTS_(id, name, display, variants) variants,
+const char *const config_policy_names[CONFIG_NPOLICY] = {ENPU_POLICY_TABLE(POLICY_NAME_)};
+static const bool policy_variants[CONFIG_NPOLICY] = {ENPU_POLICY_TABLE(POLICY_VARIANTS_)};
 _Static_assert(CONFIG_POLICY_UNIFORM == 6 && CONFIG_POLICY_ENPU_4DOM == 10,
                "policy codes are in farm keys and journals: the table only grows at its end");
 const char *const config_budget_names[CONFIG_NBUDGET] = {"strict", "paper"};
@@ -92,8 +92,8 @@ int config_safeguards_parse(const char *name) {
 void config_policy_spec_name(const config_policy_spec *p, char out[CONFIG_NAME_LEN]) {
   const char *base = config_policy_name(p->base);
   int n;
-  if (p->gate && p->base == CONFIG_POLICY_NODVFS) n = snprintf(out, CONFIG_NAME_LEN, CONFIG_POLICY_GATE_ALONE);
-  else n = snprintf(out, CONFIG_NAME_LEN, "%s%s", p->gate ? CONFIG_POLICY_GATE_PREFIX : "", base);
+  if (p->gate && p->base == CONFIG_POLICY_NODVFS) n = snprintf(out, CONFIG_NAME_LEN, ENPU_POLICY_GATE_ALONE);
+  else n = snprintf(out, CONFIG_NAME_LEN, "%s%s", p->gate ? ENPU_POLICY_GATE_PREFIX : "", base);
   if (p->shadow_vregs >= 0 && n > 0 && n < CONFIG_NAME_LEN)
     n += snprintf(out + n, (size_t)(CONFIG_NAME_LEN - n), SHADOW_SUFFIX "%d", p->shadow_vregs);
   /* a sweep point's name is the job's (config_job_policy_name); without the job the
@@ -118,13 +118,13 @@ static int parse_any(const char *name, config_policy_spec *out) {
     *at = '\0';
   }
   const char *base = buf;
-  if (strcmp(buf, CONFIG_POLICY_GATE_ALONE) == 0) {
+  if (strcmp(buf, ENPU_POLICY_GATE_ALONE) == 0) {
     out->gate = true;
     return ENPU_OK;
   }
-  if (strncmp(buf, CONFIG_POLICY_GATE_PREFIX, strlen(CONFIG_POLICY_GATE_PREFIX)) == 0) {
+  if (strncmp(buf, ENPU_POLICY_GATE_PREFIX, strlen(ENPU_POLICY_GATE_PREFIX)) == 0) {
     out->gate = true;
-    base += strlen(CONFIG_POLICY_GATE_PREFIX);
+    base += strlen(ENPU_POLICY_GATE_PREFIX);
   }
   ENPU_FORWARD(config_policy_parse(base, &out->base));
   /* uniform is the online governors' table, not a DVFS plan: it has no variants */

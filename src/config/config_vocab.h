@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "enpu_policy.h" /* the one table of policies */
 
 #define CONFIG_NAME_LEN 64
 #define CONFIG_PATH_LEN 1024
@@ -36,33 +37,20 @@ typedef enum {
  * epoch instead of per operator (§4.6, Figure 16); enpu-3dom and enpu-4dom are eNPU-All
  * with 3 and 4 V/f domains (§4.6, Figure 17).
  *
- * The one table of policies: one row each, in code order (the code is part of every
- * farm key and journal record, so rows are only ever appended), with the policy's name
- * (part of the file formats and the store layout: never renamed) and whether it takes
- * pg+ and @shadow= variants and sweep points. The enum, the names, the parsers, the error
- * and help texts are made from it, and tests/integration/check_schemas.py holds the job
- * schema's policy pattern against it. What a policy means is its row in
- * power/power_policy.c. */
-#define CONFIG_POLICY_TABLE(X)        \
-  X(NODVFS, "nodvfs", true)           \
-  X(DVFS_C, "dvfs-c", true)           \
-  X(ENPU_C, "enpu-c", true)           \
-  X(ENPU_ALL, "enpu-all", true)       \
-  X(IDEAL, "ideal", true)             \
-  X(DVFS_C_WALK, "dvfs-c-walk", true) \
-  X(UNIFORM, "uniform", false)        \
-  X(DVFS_C_MS, "dvfs-c-ms", true)     \
-  X(ENPU_MS, "enpu-ms", true)         \
-  X(ENPU_3DOM, "enpu-3dom", true)     \
-  X(ENPU_4DOM, "enpu-4dom", true)
-
-#define CONFIG_POLICY_ENUM_(id, name, variants) CONFIG_POLICY_##id,
-typedef enum { CONFIG_POLICY_TABLE(CONFIG_POLICY_ENUM_) CONFIG_NPOLICY } config_policy;
+ * The one table of policies is ENPU_POLICY_TABLE in common/enpu_policy.h (common, so the
+ * plan store's reader can name policies too): one row each, in code order, with the
+ * policy's name (part of the file formats and the store layout: never renamed), its
+ * display name and whether it takes pg+ and @shadow= variants and sweep points. The enum,
+ * the names, the parsers, the error and help texts are made from it, and
+ * tests/integration/check_schemas.py holds the job schema's policy pattern against it.
+ * What a policy means is its row in power/power_policy.c. */
+#define CONFIG_POLICY_ENUM_(id, name, display, variants) CONFIG_POLICY_##id,
+typedef enum { ENPU_POLICY_TABLE(CONFIG_POLICY_ENUM_) CONFIG_NPOLICY } config_policy;
 #undef CONFIG_POLICY_ENUM_
 
 /* Every policy's name, ", " after each: a string literal for help texts. */
-#define CONFIG_POLICY_LIST_ITEM_(id, name, variants) name ", "
-#define CONFIG_POLICY_NAMES_TEXT CONFIG_POLICY_TABLE(CONFIG_POLICY_LIST_ITEM_)
+#define CONFIG_POLICY_LIST_ITEM_(id, name, display, variants) name ", "
+#define CONFIG_POLICY_NAMES_TEXT ENPU_POLICY_TABLE(CONFIG_POLICY_LIST_ITEM_)
 
 /* A policy as a job lists it and a store names it: a base policy, optionally with power
  * gating applied to the schedule its DVFS plan gives ("pg+<base>", §4.7; "pg" alone is
@@ -78,8 +66,6 @@ typedef struct {
 
 /* Policies × sweep points of one job (a sweep multiplies the job's policies). */
 #define CONFIG_MAX_POLICIES 128
-#define CONFIG_POLICY_GATE_PREFIX "pg+"
-#define CONFIG_POLICY_GATE_ALONE "pg" /* pg+nodvfs's one spelling */
 
 /* @return 0, or ENPU_ERR_NOT_FOUND for a name that is not a policy in its one spelling
  * (a name with a sweep point is a job's: config_job_policy_parse). */

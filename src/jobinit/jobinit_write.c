@@ -59,7 +59,9 @@ int jobinit_job_text(const jobinit_ctx *c, const char *cluster, char **out, enpu
     put(&t, " }%s\n", ph + 1 < CONFIG_NPHASE ? "," : "");
   }
   put(&t, "  },\n  \"slacks\": [0, 0.02, 0.05, 0.10, 0.20, 0.30],\n"); /* the paper's (§4.1) */
-  put(&t, "  \"policies\": [\"nodvfs\", \"dvfs-c-walk\", \"enpu-c\", \"enpu-all\"],\n");
+  put(&t, "  \"policies\": [\"%s\", \"%s\", \"%s\", \"%s\"],\n", config_policy_name(CONFIG_POLICY_NODVFS),
+      config_policy_name(CONFIG_POLICY_DVFS_C_WALK), config_policy_name(CONFIG_POLICY_ENPU_C),
+      config_policy_name(CONFIG_POLICY_ENPU_ALL));
   if (c->moe) put(&t, "  \"moe\": { \"capacity_factor\": \"worst\", \"experts\": \"all-resident\" },\n");
   put(&t, "  \"capacity\": \"enforce\",\n");
   put(&t, "  \"validation\": { \"trace\": \"%s\", \"sample\": %d, \"seed\": 1 }\n}\n", c->trace_rel,
@@ -197,7 +199,8 @@ void jobinit_write_summary(const jobinit_options *o, const jobinit_result *r, FI
           "(decode) lengths; each target %g x the model's NoDVFS single-request TTFT/TPOT on the node above "
           "(--slo-scale, --ttft-ms, --tpot-ms override it).\n\n",
           o->slo_scale);
-  fprintf(f, "| class | prefill tokens | decode tokens | NoDVFS TTFT ms | TTFT ms | NoDVFS TPOT ms | TPOT ms |\n");
+  fprintf(f, "| class | prefill tokens | decode tokens | " ENPU_POLICY_DISPLAY_NODVFS
+             " TTFT ms | TTFT ms | " ENPU_POLICY_DISPLAY_NODVFS " TPOT ms | TPOT ms |\n");
   fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
   for (int k = 0; k < r->nslo; k++) {
     const config_slo_class *s = &r->slo[k];

@@ -52,15 +52,17 @@ static int design_space(paper_ctx *x, FILE *md, enpu_err *err) {
                        "Each plan's regulator loss in % of the NoDVFS energy against slack, per policy.",
                        "request-paper", "regulator_loss_%s.png", false, err));
   ENPU_FORWARD(section(x, md, "15", "8. Figure 15: VU shadow registers",
-                       "Performance at 0 % slack per shadow vector register file size (`enpu-all@shadow=N`).",
+                       "Performance at 0 % slack per shadow vector register file size (`" ENPU_POLICY_NAME_ENPU_ALL
+                       "@shadow=N`).",
                        "request-paper", "shadow.png", false, err));
   ENPU_FORWARD(section(x, md, "16", "9. Figure 16: temporal and spatial DVFS granularity",
-                       "Per-operator DVFS (`dvfs-c`, `enpu-all`) against one setting per ≥ 5 ms epoch "
-                       "(`dvfs-c-ms`, `enpu-ms`).",
+                       "Per-operator DVFS (`" ENPU_POLICY_NAME_DVFS_C "`, `" ENPU_POLICY_NAME_ENPU_ALL
+                       "`) against one setting per ≥ 5 ms epoch (`" ENPU_POLICY_NAME_DVFS_C_MS
+                       "`, `" ENPU_POLICY_NAME_ENPU_MS "`).",
                        "request-paper", "granularity_%s.png", false, err));
   ENPU_FORWARD(section(x, md, "17", "10. Figure 17: V/f domain count",
-                       "eNPU with 3, 4 and 5 (`enpu-all`) V/f domains.", "request-paper", "domains_%s.png", false,
-                       err));
+                       "eNPU with 3, 4 and 5 (`" ENPU_POLICY_NAME_ENPU_ALL "`) V/f domains.", "request-paper",
+                       "domains_%s.png", false, err));
   ENPU_FORWARD(section(x, md, "18", "11. Figure 18: savings against the sequence length",
                        "The grid's buckets at its smallest batch, per slack (`paper` mode).", "grid-paper",
                        "seq_%s.png", false, err));
@@ -108,7 +110,8 @@ static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
 static void governors(paper_ctx *x, FILE *md) {
   fprintf(md, "## 17. Beyond the paper: online governors beside the compiled plans\n\n"
               "Replays with online governors (`enpu replay --governors`: a chip-wide V/f state per control period "
-              "on the store's `uniform` policy, PELM's DQN, self-speculative decoding), each with its report "
+              "on the store's `" ENPU_POLICY_NAME_UNIFORM
+              "` policy, PELM's DQN, self-speculative decoding), each with its report "
               "(actions per window, the learning curve, where each governor beats or loses to the plans):\n\n");
   int n = 0;
   for (int i = 0; i < x->nmodels; i++)
@@ -149,7 +152,8 @@ int paper_md_figures(paper_ctx *x, FILE *md, enpu_err *err) {
   ENPU_FORWARD(design_space(x, md, err));
   ENPU_FORWARD(figure20(x, md, err));
   ENPU_FORWARD(section(x, md, "21", "14. Figure 21: DVFS and power gating",
-                       "None, PG only (`pg`), DVFS only (`enpu-all`) and PG + DVFS (`pg+enpu-all`).",
+                       "None, PG only (`" ENPU_POLICY_GATE_ALONE "`), DVFS only (`" ENPU_POLICY_NAME_ENPU_ALL
+                       "`) and PG + DVFS (`" ENPU_POLICY_GATE_PREFIX ENPU_POLICY_NAME_ENPU_ALL "`).",
                        "request-paper", "gating_%s.png", false, err));
   ENPU_FORWARD(replay(x, md, err));
   governors(x, md);

@@ -223,9 +223,11 @@ void paper_md_method(paper_ctx *x, FILE *md) {
           "as overhead, as the paper does (§4.2, §4.4): the column to compare. `strict` holds the plan's "
           "whole time to the budget: what a serving runtime gets. Every store exists in both; every claim "
           "that reads one has both columns.\n"
-          "- **DVFS-C**: the paper's GA (`dvfs-c`, 1000 × 500 per slack, warm-started) runs on the single "
+          "- **DVFS-C**: the paper's GA (`" ENPU_POLICY_NAME_DVFS_C
+          "`, 1000 × 500 per slack, warm-started) runs on the single "
           "request of every model, where the figures use it (§4.2, Table 7 at 20 %%); the full grids and the "
-          "replays use the same baseline with our hull walk (`dvfs-c-walk`). The GA costs up to %.2f s of "
+          "replays use the same baseline with our hull walk (`" ENPU_POLICY_NAME_DVFS_C_WALK
+          "`). The GA costs up to %.2f s of "
           "one core per request here (Figure 14), the walk milliseconds; on the %d single-request plans "
           "where both exist the two save within %.2f points of each other (`paper` mode).\n",
           ga_s, n, gap);

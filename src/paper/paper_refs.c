@@ -218,10 +218,11 @@ static void overlay_note(void *ctx, FILE *md) {
 static void overlay_rows(void *ctx, FILE *md, report_table table) {
   (void)ctx;
   if (table != REPORT_TABLE_REPLAY_PERIODS) return;
-  fprintf(md, "| paper §4.8, off-peak | dvfs-c | – | 25.8 / 33.0 | – | – | – |\n"
-              "| paper §4.8, off-peak | enpu-all | – | 33.0 / 42.0 | – | – | – |\n"
-              "| paper §4.8, peak 14–20 h | dvfs-c | – | 23.3 / 28.1 | – | – | – |\n"
-              "| paper §4.8, peak 14–20 h | enpu-all | – | 29.7 / 35.2 | – | 12 / 10 | 2.3 / 1.1 |\n");
+  fprintf(md, "| paper §4.8, off-peak | " ENPU_POLICY_NAME_DVFS_C " | – | 25.8 / 33.0 | – | – | – |\n"
+              "| paper §4.8, off-peak | " ENPU_POLICY_NAME_ENPU_ALL " | – | 33.0 / 42.0 | – | – | – |\n"
+              "| paper §4.8, peak 14–20 h | " ENPU_POLICY_NAME_DVFS_C " | – | 23.3 / 28.1 | – | – | – |\n"
+              "| paper §4.8, peak 14–20 h | " ENPU_POLICY_NAME_ENPU_ALL
+              " | – | 29.7 / 35.2 | – | 12 / 10 | 2.3 / 1.1 |\n");
 }
 
 report_overlay paper_overlay(const paper_numbers *numbers) {

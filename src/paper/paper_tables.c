@@ -377,7 +377,8 @@ int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
       md,
       "## 5. Figure 11: energy saving, power saving and overhead of one request against slack\n\n"
       "Each model's single request (§4.1: 4096/512; prefill at 4096 tokens, decode the last step at 4608) "
-      "in both budget modes; `dvfs-c` is the paper's GA, `dvfs-c-walk` the same baseline with our hull "
+      "in both budget modes; `" ENPU_POLICY_NAME_DVFS_C "` is the paper's GA, `" ENPU_POLICY_NAME_DVFS_C_WALK
+      "` the same baseline with our hull "
       "walk (what the grids and the replay use). The figures draw, as the paper does, a group of bars "
       "per slack for NoDVFS, DVFS-C, eNPU-C, eNPU-All and Ideal (▲ `paper`: the paper's stated eNPU-All saving, "
       "a mean over the four models); the design-space variants are in Figures 15–17 and 21. "

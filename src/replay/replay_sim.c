@@ -420,13 +420,15 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
   const config_cluster *cl = setup->cluster;
   const char *policy = job->governor ? config_policy_name(CONFIG_POLICY_UNIFORM) : job->policy;
   ENPU_RETURN_IF(!has_policy(ps, policy) && job->governor, err, ENPU_ERR_NOT_FOUND,
-                 "governors run the store's uniform policy, which this store lacks (add \"uniform\" to the "
-                 "job's policies and rerun the farm)");
+                 "governors run the store's " ENPU_POLICY_NAME_UNIFORM
+                 " policy, which this store lacks (add \"" ENPU_POLICY_NAME_UNIFORM
+                 "\" to the job's policies and rerun the farm)");
   ENPU_RETURN_IF(!has_policy(ps, policy), err, ENPU_ERR_NOT_FOUND, "no policy '%s' in the store", policy);
   ENPU_RETURN_IF(job_speculates(job) && !has_policy(ps, config_policy_name(CONFIG_POLICY_UNIFORM)), err,
                  ENPU_ERR_NOT_FOUND,
-                 "speculative decoding prices partial-depth passes with the store's uniform policy, which this "
-                 "store lacks (add \"uniform\" to the job's policies and rerun the farm)");
+                 "speculative decoding prices partial-depth passes with the store's " ENPU_POLICY_NAME_UNIFORM
+                 " policy, which this store lacks (add \"" ENPU_POLICY_NAME_UNIFORM
+                 "\" to the job's policies and rerun the farm)");
   config_policy_spec spec;
   ENPU_RETURN_IF(config_variant_of(policy), err, ENPU_ERR_INVALID,
                  "policy '%s' is compiled on a sweep point's chip: the replay runs the job chip's policies",
@@ -435,7 +437,8 @@ static int check_run(const planstore *ps, const replay_job *job, const replay_tr
                  "policy '%s' of the store is not one the replay knows the idle power of", policy);
   *pol = spec.base; /* a variant idles as its base policy does */
   ENPU_RETURN_IF(!job->governor && power_policy_of(*pol)->ops == POWER_OPS_CHIPWIDE, err, ENPU_ERR_INVALID,
-                 "uniform is the table of online governors (one plan per chip-wide state), not a DVFS plan the "
+                 ENPU_POLICY_NAME_UNIFORM
+                 " is the table of online governors (one plan per chip-wide state), not a DVFS plan the "
                  "scheduler can pick by target: run it with a governor (fixed:S for one state)");
   ENPU_RETURN_IF(cl->slo_count < 1 || cl->max_batch < 1 || cl->max_batch_tokens < 1, err, ENPU_ERR_INVALID,
                  "cluster %s: needs SLO classes and batching limits", cl->name);

@@ -71,7 +71,8 @@ int replay_fastest_plan_of(const sim *s, const char *policy, int phase, int n, i
 int replay_uniform_plan(sim *s, const planstore_plan *bucket, int state, planstore_plan *pl, enpu_err *err) {
   const int peak = s->setup->peak_state;
   ENPU_RETURN_IF(peak < 2 || bucket->walk_steps % (uint64_t)(peak - 1), err, ENPU_ERR_FORMAT,
-                 "the store's uniform bucket batch %d seq %d has %llu walk steps, not rounds over %d states",
+                 "the store's " ENPU_POLICY_NAME_UNIFORM
+                 " bucket batch %d seq %d has %llu walk steps, not rounds over %d states",
                  bucket->batch, bucket->seq, (unsigned long long)bucket->walk_steps, peak);
   const uint64_t per_round = bucket->walk_steps / (uint64_t)(peak - 1);
   return planstore_at_prefix(s->ps, bucket, (uint64_t)(peak - state) * per_round, pl, err);
@@ -92,7 +93,7 @@ static int split_pass(sim *s, const planstore_plan *bucket, int state, uniform_p
   ENPU_FORWARD(replay_uniform_plan(s, bucket, state, &pl, err));
   const size_t nops = planstore_plan_op_count(s->ps, &pl);
   planstore_op_states *ops = enpu_calloc(nops ? nops : 1, sizeof *ops);
-  ENPU_RETURN_IF(!ops, err, ENPU_ERR_NOMEM, "out of memory (uniform ops)");
+  ENPU_RETURN_IF(!ops, err, ENPU_ERR_NOMEM, "out of memory (" ENPU_POLICY_NAME_UNIFORM " ops)");
   size_t n = 0;
   int rc = planstore_plan_states(s->ps, &pl, ops, nops, &n, err);
   *u = (uniform_pass){.valid = true};
@@ -107,7 +108,8 @@ static int split_pass(sim *s, const planstore_plan *bucket, int state, uniform_p
     if (o->lead_instances != o->instances || o->lead_states[0] != state || layers[part] < 1 ||
         ((part == 2 || (part == 1 && !windows)) && o->instances % (uint64_t)layers[part])) {
       rc = enpu_errorf(err, ENPU_ERR_FORMAT,
-                       "uniform bucket batch %d seq %d, op %s: %llu instances at state %d, not all at state %d or "
+                       ENPU_POLICY_NAME_UNIFORM
+                       " bucket batch %d seq %d, op %s: %llu instances at state %d, not all at state %d or "
                        "not a multiple of the model's %d layers of its kind (one pipeline stage per node?)",
                        pl.batch, pl.seq, o->name, (unsigned long long)o->lead_instances, o->lead_states[0], state,
                        layers[part]);
@@ -138,12 +140,12 @@ int replay_uniform_depth(sim *s, const planstore_plan *bucket, int state, int la
   if (row >= s->ucache_n) {
     size_t cap = s->ucache_n;
     ENPU_RETURN_IF(enpu_grow((void **)&s->ucache, &cap, row + 1, sizeof *s->ucache) < 0, err, ENPU_ERR_NOMEM,
-                   "out of memory (uniform cache)");
+                   "out of memory (" ENPU_POLICY_NAME_UNIFORM " cache)");
     memset(s->ucache + s->ucache_n, 0, (cap - s->ucache_n) * sizeof *s->ucache);
     s->ucache_n = cap;
   }
   if (!s->ucache[row]) s->ucache[row] = enpu_calloc((size_t)peak + 1, sizeof **s->ucache);
-  ENPU_RETURN_IF(!s->ucache[row], err, ENPU_ERR_NOMEM, "out of memory (uniform cache)");
+  ENPU_RETURN_IF(!s->ucache[row], err, ENPU_ERR_NOMEM, "out of memory (" ENPU_POLICY_NAME_UNIFORM " cache)");
   uniform_pass *u = &s->ucache[row][state];
   if (!u->valid) ENPU_FORWARD(split_pass(s, bucket, state, u, err));
   const int dense = layers < s->dense_layers ? layers : s->dense_layers, moe = layers - dense;
@@ -217,7 +219,8 @@ static int depth_share(sim *s, const planstore_plan *policy_plan, int layers, do
   const int ok = replay_fastest_plan_of(s, config_policy_name(CONFIG_POLICY_UNIFORM), CONFIG_DECODE,
                                         policy_plan->batch, policy_plan->seq, &u, err);
   if (ok < 0) return ok;
-  ENPU_RETURN_IF(ok == 0, err, ENPU_ERR_NOT_FOUND, "the uniform policy has no decode bucket for batch %d seq %d",
+  ENPU_RETURN_IF(ok == 0, err, ENPU_ERR_NOT_FOUND,
+                 "the " ENPU_POLICY_NAME_UNIFORM " policy has no decode bucket for batch %d seq %d",
                  policy_plan->batch, policy_plan->seq);
   double tf, ef, td, ed;
   const int peak = s->setup->peak_state;

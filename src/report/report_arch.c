@@ -149,7 +149,8 @@ static void axis_label(FILE *gp, const char *axis, int param) {
 static int line_dat(const arch_ctx *a, int param, const double *x, int nx, const char *name, enpu_err *err) {
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(a->dir, name, &f, err));
-  fprintf(f, "# %s, then saving vs NoDVFS (%%) per phase, policy and slack\n", config_sweep_param_path(param));
+  fprintf(f, "# %s, then saving vs " ENPU_POLICY_DISPLAY_NODVFS " (%%) per phase, policy and slack\n",
+          config_sweep_param_path(param));
   for (int i = 0; i < nx; i++) {
     fprintf(f, "%.10g", x[i]);
     for (int ph = 0; ph < 2; ph++)
@@ -175,7 +176,7 @@ static int line_plot(const arch_ctx *a, int param, const double *x, int nx, FILE
   fprintf(gp, "set multiplot layout 2,1\nset key outside right top\nset rmargin at screen 0.72\nset grid\n");
   if (nx > 1 && x[0] > 0 && x[nx - 1] / x[0] >= 100) fprintf(gp, "set logscale x 10\n");
   axis_label(gp, "x", param);
-  fprintf(gp, "set ylabel 'saving vs NoDVFS (%%)'\n");
+  fprintf(gp, "set ylabel 'saving vs " ENPU_POLICY_DISPLAY_NODVFS " (%%)'\n");
   for (int ph = 0; ph < 2; ph++) {
     fprintf(gp, "set title '%s'\nplot", ph ? "decode" : "prefill");
     int col = 2 + ph * a->nbases * a->nslack, drawn = 0;
@@ -227,7 +228,8 @@ static int heat_dat(const arch_ctx *a, const int *pq, const double *x, int nx, c
                     const char *name, enpu_err *err) {
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(a->dir, name, &f, err));
-  fprintf(f, "# index of %s, index of %s, then saving vs NoDVFS (%%) per phase and policy\n",
+  fprintf(f,
+          "# index of %s, index of %s, then saving vs " ENPU_POLICY_DISPLAY_NODVFS " (%%) per phase and policy\n",
           config_sweep_param_path(pq[0]), config_sweep_param_path(pq[1]));
   for (int j = 0; j < ny; j++) {
     for (int i = 0; i < nx; i++) {
@@ -254,7 +256,7 @@ static void heat_tics(FILE *gp, const char *axis, const double *v, int n) {
 static void heat_table(const arch_ctx *a, const int *pq, const double *x, int nx, const double *y, int ny,
                        FILE *md) {
   for (int ph = 0; ph < 2; ph++) {
-    fprintf(md, "\n%s saving vs NoDVFS (%%), %s, %g %% slack\n\n| %s \\ %s |", a->bases[0],
+    fprintf(md, "\n%s saving vs " ENPU_POLICY_DISPLAY_NODVFS " (%%), %s, %g %% slack\n\n| %s \\ %s |", a->bases[0],
             ph ? "decode" : "prefill", 100 * a->slack[a->nslack - 1], config_sweep_param_path(pq[1]),
             config_sweep_param_path(pq[0]));
     for (int i = 0; i < nx; i++) fprintf(md, " %.6g |", x[i]);
@@ -292,7 +294,8 @@ static int heat_map(const arch_ctx *a, const int *pq, const double *x, int nx, c
    * colour bar's tick labels are wide. */
   for (int ph = 0; ph < 2; ph++)
     for (int b = 0; b < a->nbases; b++) {
-      fprintf(gp, b == a->nbases - 1 ? "set cblabel 'saving vs NoDVFS (%%)'\n" : "unset cblabel\n");
+      fprintf(gp, b == a->nbases - 1 ? "set cblabel 'saving vs " ENPU_POLICY_DISPLAY_NODVFS " (%%)'\n"
+                                     : "unset cblabel\n");
       fprintf(gp, "set title '%s, %s'\nplot '%s' using 1:2:%d with image\n", a->bases[b], ph ? "decode" : "prefill",
               dat, 3 + ph * a->nbases + b);
     }
@@ -330,8 +333,11 @@ static void savings_table(const arch_ctx *a, int param, const double *x, int nx,
 static int sweeps(const arch_ctx *a, FILE *md, enpu_err *err) {
   enum { MAXV = CONFIG_MAX_VARIANTS + 1 };
   double x[MAXV], y[MAXV];
-  fprintf(md, "\n## Break-even\n\n| parameter | phase | slack | eNPU-All saving on the job chip | largest value "
-              "keeping >= 90 %% of it | values where eNPU-All does not beat DVFS-C |\n|---|---|---|---|---|---|\n");
+  fprintf(
+      md,
+      "\n## Break-even\n\n| parameter | phase | slack | " ENPU_POLICY_DISPLAY_ENPU_ALL
+      " saving on the job chip | largest value keeping >= 90 %% of it | values where " ENPU_POLICY_DISPLAY_ENPU_ALL
+      " does not beat " ENPU_POLICY_DISPLAY_DVFS_C " |\n|---|---|---|---|---|---|\n");
   for (int p = 0; p < config_sweep_param_count(); p++) {
     const int nx = axis_values(a, &p, 1, 0, x, MAXV);
     if (nx > 1) break_even(a, p, x, nx, md);

@@ -18,6 +18,8 @@
 #include "report_internal.h"
 
 static const char *const phase_name[2] = {"prefill", "decode"};
+/* The y axis of every savings figure here: savings against the table's NoDVFS. */
+#define SAVINGS_LABEL "energy savings vs " ENPU_POLICY_DISPLAY_NODVFS " (%)"
 
 /* ---- aggregation ----------------------------------------------------------------- */
 
@@ -231,8 +233,8 @@ static int fig13(const report_ctx *r, FILE *md, enpu_err *err) {
   size_t idx[REPORT_MAX_SERIES];
   const size_t n = report_headline_policies(r->c, 0, idx, REPORT_MAX_SERIES);
   for (size_t i = 0; i < n; i++) names[i] = r->c->policies[idx[i]].name;
-  ENPU_FORWARD(both_phases(r, md, "regulator_loss", "regulator loss (% of NoDVFS energy)", names, n,
-                           report_regulator_loss_pct, err));
+  ENPU_FORWARD(both_phases(r, md, "regulator_loss", "regulator loss (% of " ENPU_POLICY_DISPLAY_NODVFS " energy)",
+                           names, n, report_regulator_loss_pct, err));
   return both_phases(r, md, "regulator_loss_share", "regulator loss (% of the plan energy)", names, n, m_loss_share,
                      err);
 }
@@ -314,7 +316,7 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
   const line_plot lp = {"shadow",
                         "slowdown at 0 % slack vs VU shadow registers (mean over buckets)",
                         "shadow vector registers (count)",
-                        "time over NoDVFS (%)",
+                        "time over " ENPU_POLICY_DISPLAY_NODVFS " (%)",
                         0,
                         n,
                         2,
@@ -340,7 +342,7 @@ static int fig_set(const report_ctx *r, FILE *md, const char *heading, const cha
     return ENPU_OK;
   }
   fprintf(md, "%s\n\n", text);
-  return both_phases(r, md, stem, "energy savings vs NoDVFS (%)", names, n, m_savings, err);
+  return both_phases(r, md, stem, SAVINGS_LABEL, names, n, m_savings, err);
 }
 
 /* Figure 21: for the first pg+X the store holds with X: none, PG only, X, pg+X. */
@@ -353,16 +355,17 @@ static int fig21(const report_ctx *r, FILE *md, enpu_err *err) {
     const char *nm = r->c->policies[i].name;
     config_policy_spec gated, plain;
     char plain_name[CONFIG_NAME_LEN];
-    if (!strcmp(nm, CONFIG_POLICY_GATE_ALONE) || config_policy_spec_parse(nm, &gated) < 0 || !gated.gate) continue;
+    if (!strcmp(nm, ENPU_POLICY_GATE_ALONE) || config_policy_spec_parse(nm, &gated) < 0 || !gated.gate) continue;
     plain = config_policy_spec_ungated(&gated);
     config_policy_spec_name(&plain, plain_name);
     const store_policy_tables *t = policy(r->c, plain_name);
     if (t) x = t->name, pgx = nm;
   }
-  const char *want[] = {config_policy_name(CONFIG_POLICY_NODVFS), CONFIG_POLICY_GATE_ALONE,
+  const char *want[] = {config_policy_name(CONFIG_POLICY_NODVFS), ENPU_POLICY_GATE_ALONE,
                         x ? x : config_policy_name(CONFIG_POLICY_ENPU_ALL), pgx};
   return fig_set(r, md, "DVFS and power gating (Figure 21)",
-                 "None (`nodvfs`), PG only (`pg`: ReGate-style gating on the NoDVFS schedule), "
+                 "None (`" ENPU_POLICY_NAME_NODVFS "`), PG only (`" ENPU_POLICY_GATE_ALONE
+                 "`: ReGate-style gating on the NoDVFS schedule), "
                  "DVFS only and PG + DVFS (the DVFS plan first, then gating on its schedule; "
                  "finalisation keeps the gated plan only when it fits and saves energy).",
                  "gating", want, 4, 3, err);
@@ -443,8 +446,8 @@ static int fig18_phase(const report_ctx *r, FILE *md, const store_policy_tables 
   snprintf(stem, sizeof stem, "seq_%s", phase_name[ph]);
   snprintf(title, sizeof title, "%s, %s, batch %d: energy savings vs sequence length", phase_name[ph], p->name,
            batch);
-  const line_plot lp = {
-      stem, title, "sequence length (tokens)", "energy savings vs NoDVFS (%)", 1, nq, ns, x, series, y, NULL, NULL};
+  const line_plot lp = {stem, title, "sequence length (tokens)", SAVINGS_LABEL, 1, nq, ns, x, series, y,
+                        NULL, NULL};
   char head[32];
   snprintf(head, sizeof head, "%s seq", phase_name[ph]);
   return draw_with_table(r, md, &lp, head, err);
@@ -458,7 +461,9 @@ static int fig18(const report_ctx *r, FILE *md, enpu_err *err) {
   json_t *model = r->c->model_json ? json_loads(r->c->model_json, 0, &je) : NULL;
   const char *mname = json_string_value(json_object_get(model, "name"));
   fprintf(md, "### Savings vs sequence length (Figure 18)\n\n");
-  if (n == 0) fprintf(md, "Not shown: the store has neither `enpu-all` nor `enpu-c`.\n\n");
+  if (n == 0)
+    fprintf(md, "Not shown: the store has neither `" ENPU_POLICY_NAME_ENPU_ALL "` nor `" ENPU_POLICY_NAME_ENPU_C
+                "`.\n\n");
   else
     fprintf(md,
             "Model %s, policy %s: per sequence length of the grid, the savings of the bucket at the "
@@ -482,8 +487,10 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err) {
                               config_policy_name(CONFIG_POLICY_ENPU_ALL),
                               config_policy_name(CONFIG_POLICY_ENPU_MS)};
   ENPU_FORWARD(fig_set(r, md, "Temporal and spatial DVFS granularity (Figure 16)",
-                       "Per-operator DVFS (`dvfs-c`, `enpu-all`) against one V/f setting per "
-                       "millisecond epoch (`dvfs-c-ms`, `enpu-ms`: operators merged into epochs of at "
+                       "Per-operator DVFS (`" ENPU_POLICY_NAME_DVFS_C "`, `" ENPU_POLICY_NAME_ENPU_ALL
+                       "`) against one V/f setting per "
+                       "millisecond epoch (`" ENPU_POLICY_NAME_DVFS_C_MS "`, `" ENPU_POLICY_NAME_ENPU_MS
+                       "`: operators merged into epochs of at "
                        "least the job's `epoch_ms` of NoDVFS time, §4.6).",
                        "granularity", gran, 4, 2, err));
   const char *const doms[] = {config_policy_name(CONFIG_POLICY_ENPU_3DOM),
@@ -491,7 +498,7 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err) {
                               config_policy_name(CONFIG_POLICY_ENPU_ALL)};
   ENPU_FORWARD(fig_set(r, md, "V/f domain count (Figure 17)",
                        "eNPU with 3 domains (FE, SA, VU, SRAM one core domain; HBM; ICI), 4 (FE, SA, VU "
-                       "one compute domain; SRAM; HBM; ICI) and 5 (`enpu-all`).",
+                       "one compute domain; SRAM; HBM; ICI) and 5 (`" ENPU_POLICY_NAME_ENPU_ALL "`).",
                        "domains", doms, 3, 2, err));
   ENPU_FORWARD(fig18(r, md, err));
   return fig21(r, md, err);

@@ -259,7 +259,8 @@ int report_governors_section(const report_ctx *r, FILE *md, const char *dir, enp
   if (rc == ENPU_OK && n > 0) {
     fprintf(md,
             "## 5. Offline eNPU plans vs online governors\n\n"
-            "Governors run the store's `uniform` table (one chip-wide V/f state per node and control period); "
+            "Governors run the store's `" ENPU_POLICY_NAME_UNIFORM
+            "` table (one chip-wide V/f state per node and control period); "
             "`+sd` runs add a fixed self-speculative configuration to a compiled plan. Actions per window%s:"
             "\n\n![actions](governors_actions.png)\n\n%s",
             learning ? " and the PELM agent's learning curve" : "",

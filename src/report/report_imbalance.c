@@ -85,7 +85,8 @@ static int write_gp(const char *dir, const char *title, const report_figure *fig
   const int bands = 2 * fig->nseries <= REPORT_MAX_SERIES;
   fprintf(gp,
           "set key outside right top font ',8'\nset style fill transparent solid 0.15 noborder\n"
-          "set ylabel 'energy saving vs NoDVFS (%%)'\nset title 'plans for the true load%s' font ',9'\nplot ",
+          "set ylabel 'energy saving vs " ENPU_POLICY_DISPLAY_NODVFS
+          " (%%)'\nset title 'plans for the true load%s' font ',9'\nplot ",
           bands ? " (band: min..max over slacks)" : "");
   for (size_t b = 0; b < fig->nseries; b++) {
     if (bands)
@@ -94,7 +95,7 @@ static int write_gp(const char *dir, const char *title, const report_figure *fig
     fprintf(gp, "%s'figure20.dat' index %zu using 1:2 with linespoints lc %zu title '%s'", b || bands ? ", " : "",
             b, b + 1, fig->series[b]);
   }
-  fprintf(gp, "\nset ylabel 'energy saving vs NoDVFS (%%)'\n"
+  fprintf(gp, "\nset ylabel 'energy saving vs " ENPU_POLICY_DISPLAY_NODVFS " (%%)'\n"
               "set title 'worst-case plans run on the true load (mean over slacks)' font ',9'\nplot ");
   for (size_t b = 0; b < fig->nseries; b++)
     fprintf(gp, "%s'figure20.dat' index %zu using 1:5 with linespoints dt 2 lc %zu title '%s'", b ? ", " : "", b,

@@ -232,7 +232,7 @@ static int write_fig22_dat(const report_ctx *r, const window_series *s, size_t n
   FILE *f = NULL;
   ENPU_FORWARD(report_file_open(r->dir, "replay_energy.dat", &f, err));
   fprintf(f, "# per 5-minute window: hour of the day, then per policy: TTFT and TPOT attainment (%%), savings vs"
-             " nodvfs busy-only prefill/decode and with idle prefill/decode (%%)\n# hour");
+             " " ENPU_POLICY_NAME_NODVFS " busy-only prefill/decode and with idle prefill/decode (%%)\n# hour");
   for (size_t i = 0; i < n; i++) fprintf(f, " %s(%d)", s[i].policy, F22_COLS);
   fprintf(f, "\n");
   for (size_t w = 0; w < s[0].n; w++) {
@@ -324,10 +324,10 @@ static int plot_fig22(const report_ctx *r, const window_series *s, size_t n, lon
   for (int ph = 0; base >= 0 && ph < 2; ph++)
     for (size_t c = 0; c < cols; c++) {
       const size_t lo = c * per, hi = lo + per < n ? lo + per : n;
-      fprintf(
-          f,
-          "set title '%s energy savings vs nodvfs (solid: busy batches only%s)'\nset ylabel 'savings (%%)'\nplot",
-          phases[ph], idle ? ", dashed: with idle chips" : "");
+      fprintf(f,
+              "set title '%s energy savings vs " ENPU_POLICY_NAME_NODVFS
+              " (solid: busy batches only%s)'\nset ylabel 'savings (%%)'\nplot",
+              phases[ph], idle ? ", dashed: with idle chips" : "");
       gp_series(f, "replay_energy.dat", s, lo, hi, F22_COLS, 2 + ph, base, " busy", false, false);
       if (idle) gp_series(f, "replay_energy.dat", s, lo, hi, F22_COLS, 4 + ph, base, " with idle", true, true);
       fprintf(f, "\n");
@@ -427,12 +427,15 @@ static void summary_row(FILE *md, const char *name, const json_t *p) {
 }
 
 static void md_periods(FILE *md, const json_t *pols, const report_overlay *overlay) {
-  fprintf(md, "Peak (14–20 h of the day, windows by their start) and off-peak hours; savings against nodvfs over "
-              "the same windows. The paper's simulator counts no idle energy, so its numbers compare with the "
-              "busy-only column.\n\n"
-              "| hours | policy | SLO attainment (%%) | busy-only savings prefill / decode (%%) | with-idle "
-              "savings prefill / decode (%%) | safeguard 1 share of batches prefill / decode (%%) | locked share "
-              "prefill / decode (%%) |\n|---|---|---:|---:|---:|---:|---:|\n");
+  fprintf(
+      md,
+      "Peak (14–20 h of the day, windows by their start) and off-peak hours; savings against " ENPU_POLICY_NAME_NODVFS
+      " over "
+      "the same windows. The paper's simulator counts no idle energy, so its numbers compare with the "
+      "busy-only column.\n\n"
+      "| hours | policy | SLO attainment (%%) | busy-only savings prefill / decode (%%) | with-idle "
+      "savings prefill / decode (%%) | safeguard 1 share of batches prefill / decode (%%) | locked share "
+      "prefill / decode (%%) |\n|---|---|---:|---:|---:|---:|---:|\n");
   static const char *const periods[2] = {"peak", "off_peak"}, *const label[2] = {"peak 14–20 h", "off-peak"};
   for (int k = 0; k < 2; k++) {
     const char *name;
@@ -497,7 +500,8 @@ static void md_coverage(FILE *md, const json_t *pols) {
       "pass beyond the largest seq bucket run at NoDVFS on the extrapolated fallback (fallback; a short "
       "request batched with a long one rides its passes), or both; unservable requests (KV beyond every "
       "compiled bucket's) are not run and count as misses: %lld here. Why savings differ between traces: the "
-      "mean SLO slack left per class (nodvfs's row is the slack there is to spend), the share of busy time "
+      "mean SLO slack left per class (" ENPU_POLICY_NAME_NODVFS
+      "'s row is the slack there is to spend), the share of busy time "
       "at the fastest plan (0 %% slack used: no saving there; safeguard 2's locks and the fallback count "
       "here), and the padding (padded tokens per token run; decode: per token generated).\n\n"
       "| policy | class | requests | plan | chunked | fallback | both | unservable | SLO attainment (%%) | "
@@ -522,7 +526,8 @@ static void fleet_step(FILE *md, const char *step, const char *run, const json_t
  * X@M+as beside nodvfs) split into what the plans, the idle mode and autoscaling each
  * add, in that order (docs/fleet.md; tools/fleet_split.py gives the other order too). */
 static void md_fleet(FILE *md, const json_t *pols) {
-  const double base_j = report_jget(json_object_get(pols, "nodvfs"), "energy_j", "total");
+  const double base_j = report_jget(json_object_get(pols, config_policy_name(CONFIG_POLICY_NODVFS)), "energy_j",
+                                    "total");
   if (!(base_j > 0)) return;
   bool header = false;
   const char *name;
@@ -537,9 +542,11 @@ static void md_fleet(FILE *md, const json_t *pols) {
     snprintf(idle, sizeof idle, "%.*s", (int)(len - 3), name);
     if (!json_object_get(pols, base) || !json_object_get(pols, idle)) continue;
     if (!header)
-      fprintf(md, "The total saving against nodvfs always on, split into the compiled plans, the idle mode and "
-                  "autoscaling, each step's run adding one to the one before:\n\n| step | run | energy (MJ) | "
-                  "step saves (%% of nodvfs) | SLO attainment (%%) |\n|---|---|---:|---:|---:|\n");
+      fprintf(md,
+              "The total saving against " ENPU_POLICY_NAME_NODVFS
+              " always on, split into the compiled plans, the idle mode and "
+              "autoscaling, each step's run adding one to the one before:\n\n| step | run | energy (MJ) | "
+              "step saves (%% of " ENPU_POLICY_NAME_NODVFS ") | SLO attainment (%%) |\n|---|---|---:|---:|---:|\n");
     header = true;
     double prev_j = base_j;
     char label[160];
@@ -599,7 +606,8 @@ int report_replay_section(const report_ctx *r, FILE *md, const char *dir, enpu_e
   if (rc == 0)
     fprintf(md,
             "The replay in `%s`, per 5-minute window: SLO attainment per phase of every policy, and each "
-            "policy's energy savings against nodvfs in the same window, busy batches only and with idle chips "
+            "policy's energy savings against " ENPU_POLICY_NAME_NODVFS
+            " in the same window, busy batches only and with idle chips "
             "(Figure 22); the SLO slack of the requests finished in each window (Figure 5, %s).\n\n"
             "![replay per window](replay_energy.png)\n\n![SLO slack per window](replay_slack.png)\n\n%s",
             dir, s[base >= 0 ? base : 0].policy, tables ? tables : "");

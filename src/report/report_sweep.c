@@ -67,8 +67,9 @@ int report_sweep(const char *dir, const json_t *sweep, const char *gnuplot, enpu
   fprintf(f, "set multiplot layout 4,1\nset xlabel 'request rate (x the trace)'\nset logscale x 2\n"
              "set key outside right top\nset rmargin at screen 0.70\n");
   gp_panel(f, pols, 0, false, "SLO attainment", "SLO attainment (%)");
-  gp_panel(f, pols, 1, true, "energy savings vs nodvfs, busy batches only", "savings (%)");
-  gp_panel(f, pols, 2, true, "energy savings vs nodvfs, with idle chips and KV transfers", "savings (%)");
+  gp_panel(f, pols, 1, true, "energy savings vs " ENPU_POLICY_NAME_NODVFS ", busy batches only", "savings (%)");
+  gp_panel(f, pols, 2, true, "energy savings vs " ENPU_POLICY_NAME_NODVFS ", with idle chips and KV transfers",
+           "savings (%)");
   /* Utilisation hardly depends on the policy: nodvfs's (or the first policy's). */
   size_t i = 0, base = 0;
   const char *name;

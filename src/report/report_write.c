@@ -93,7 +93,9 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
   FILE *f = NULL;
   int rc = plot_begin(r, "savings", phase, &pf, &f, err);
   if (rc == 0) {
-    fprintf(f, "# %s: energy savings vs NoDVFS (%%) over the ok buckets, per policy: mean min max\n# slack_pct",
+    fprintf(f,
+            "# %s: energy savings vs " ENPU_POLICY_DISPLAY_NODVFS
+            " (%%) over the ok buckets, per policy: mean min max\n# slack_pct",
             phase_names[phase]);
     for (size_t p = 0; p < r->c->npolicies; p++)
       fprintf(f, " %s_mean %s_min %s_max", r->c->policies[p].name, r->c->policies[p].name, r->c->policies[p].name);
@@ -121,7 +123,8 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
     const report_figure fig = {"11", phase, r->model, names, cols, np, false};
     report_overlay_context(r->overlay, f, &fig);
     fprintf(f,
-            "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs NoDVFS (%%)'\n"
+            "set xlabel 'SLO slack (%% of T_nodvfs)'\nset ylabel 'energy savings vs " ENPU_POLICY_DISPLAY_NODVFS
+            " (%%)'\n"
             "set key outside right top\nset offsets 0.3, 0.3, %s\nplot",
             r->overlay ? "graph 0.05, graph 0.05" : "0, 0"); /* a reference marker off the border */
     for (size_t i = 0; i < np; i++)
@@ -205,7 +208,7 @@ static void md_breakdown(FILE *md, const report_breakdown_row *rows, size_t n, i
           rows[0].bucket.batch, rows[0].bucket.seq, phase_names[phase], phase_names[phase]);
   fprintf(md, "| policy | slack (%%) | walk prefix |");
   for (int s = 0; s < STORE_NENERGY; s++) fprintf(md, " %s (mJ) |", slot_names[s]);
-  fprintf(md, " Σ slots (mJ) | plan (mJ) | NoDVFS (mJ) | saving (%%) |\n|---|---:|---:|");
+  fprintf(md, " Σ slots (mJ) | plan (mJ) | " ENPU_POLICY_DISPLAY_NODVFS " (mJ) | saving (%%) |\n|---|---:|---:|");
   for (int s = 0; s < STORE_NENERGY + 4; s++) fprintf(md, "---:|");
   fprintf(md, "\n");
   for (size_t i = 0; i < n; i++) {
@@ -287,9 +290,9 @@ static int plot_freq(const report_ctx *r, const report_freq_row *rows, size_t n,
   snprintf(title, sizeof title, "%s, batch %d, seq %d, %s at %g%% slack: chosen frequency vs utilisation at peak",
            phase_names[phase], rows[0].bucket.batch, rows[0].bucket.seq, policy, 100 * slack);
   report_gp_preamble(f, pf.png, 560, title);
-  fprintf(f,
-          "set xlabel 'utilisation at peak, NoDVFS (%% busy)'\nset ylabel 'chosen frequency (fraction of peak)'\n"
-          "set xrange [0:100]\nset yrange [0:1.05]\nset key outside right top\nplot");
+  fprintf(f, "set xlabel 'utilisation at peak, " ENPU_POLICY_DISPLAY_NODVFS
+             " (%% busy)'\nset ylabel 'chosen frequency (fraction of peak)'\n"
+             "set xrange [0:100]\nset yrange [0:1.05]\nset key outside right top\nplot");
   for (int k = 0; k < STORE_NSTATE; k++)
     fprintf(f, "%s '%s' using %d:%d with points pt %d ps 1.4 title '%s'", k ? ", \\\n    " : " ", pf.dat, 2 + k,
             7 + k, 5 + 2 * k, slot_names[k]);

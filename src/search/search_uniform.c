@@ -17,16 +17,16 @@
 int search_uniform_sweep(cost_ctx *cost, const graph_op *op, const cost_pipeline *pipe, int peak,
                          search_pareto *out, enpu_err *err) {
   memset(out, 0, sizeof *out);
-  ENPU_RETURN_IF(peak < 1, err, ENPU_ERR_INVALID, "uniform sweep: %d states", peak);
+  ENPU_RETURN_IF(peak < 1, err, ENPU_ERR_INVALID, ENPU_POLICY_NAME_UNIFORM " sweep: %d states", peak);
   out->points = enpu_calloc((size_t)peak, sizeof *out->points);
-  ENPU_RETURN_IF(!out->points, err, ENPU_ERR_NOMEM, "out of memory (uniform sweep)");
+  ENPU_RETURN_IF(!out->points, err, ENPU_ERR_NOMEM, "out of memory (" ENPU_POLICY_NAME_UNIFORM " sweep)");
   for (int k = 0; k < peak; k++) {
     cost_plan plan;
     for (int c = 0; c < CONFIG_NCOMP; c++) plan.state[c] = peak - k;
     cost_result r;
     const int rc = cost_eval(cost, op, &plan, pipe, &r, err);
     if (rc < 0) {
-      enpu_err_prefix(err, "op %d (%s), uniform state %d: ", op->id, op->name, peak - k);
+      enpu_err_prefix(err, "op %d (%s), " ENPU_POLICY_NAME_UNIFORM " state %d: ", op->id, op->name, peak - k);
       search_pareto_free(out);
       return rc;
     }
@@ -58,7 +58,7 @@ static void round_totals(const graph *g, const search_pareto *const *sets, int k
 static int round_plan(int k, int peak, double time_ns, double energy_nj, int64_t instances, search_slack_plan *pl,
                       enpu_err *err) {
   pl->state = enpu_calloc((size_t)instances, sizeof *pl->state);
-  ENPU_RETURN_IF(!pl->state, err, ENPU_ERR_NOMEM, "out of memory (uniform plan)");
+  ENPU_RETURN_IF(!pl->state, err, ENPU_ERR_NOMEM, "out of memory (" ENPU_POLICY_NAME_UNIFORM " plan)");
   pl->instances = instances;
   for (int64_t x = 0; x < instances; x++)
     for (int c = 0; c < CONFIG_NCOMP; c++) pl->state[x][c] = peak - k;
@@ -75,12 +75,15 @@ int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int 
   search_req_op *req = enpu_calloc((size_t)nops + 1, sizeof *req);
   double *t = enpu_calloc((size_t)peak + 1, sizeof *t), *e = enpu_calloc((size_t)peak + 1, sizeof *e);
   out->plans = enpu_calloc((size_t)nslack, sizeof *out->plans);
-  int rc = req && t && e && out->plans ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (uniform bucket)");
+  int rc = req && t && e && out->plans
+               ? 0
+               : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (" ENPU_POLICY_NAME_UNIFORM " bucket)");
   int64_t instances = 0;
   for (int i = 0; rc == 0 && i < nops; i++) {
     const graph_op *op = graph_op_at(g, i);
     if (!sets[i] || sets[i]->count != peak)
-      rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): not a sweep of %d uniform states", i, op->name, peak);
+      rc = enpu_errorf(err, ENPU_ERR_INVALID, "op %d (%s): not a sweep of %d " ENPU_POLICY_NAME_UNIFORM " states",
+                       i, op->name, peak);
     else req[i] = (search_req_op){sets[i]->points, sets[i]->count, op->multiplicity};
     instances += op->multiplicity;
   }
@@ -107,6 +110,6 @@ int search_uniform_bucket(const graph *g, const search_pareto *const *sets, int 
   free(req);
   free(t);
   free(e);
-  if (rc < 0) enpu_err_prefix(err, "uniform: "); /* the caller frees out */
+  if (rc < 0) enpu_err_prefix(err, ENPU_POLICY_NAME_UNIFORM ": "); /* the caller frees out */
   return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enpu_policy.h" /* the policies' names: the default policy's rule below */
 #include "planstore.h"
 #include "store_internal.h"
 
@@ -43,6 +44,8 @@ static void quiet_hdf5_default_printing(void) {
 
 /* ---- the default policy ----------------------------------------------------------- */
 
+/* The rule names policies through common's policy table (enpu_policy.h): the reader
+ * ships without config, and the table lives in common so both read the same names. */
 long planstore_default_policy_index(const char *const *names, size_t n) {
   enum { RULES = 5 };
   for (int rule = 0; names && rule < RULES; rule++) {
@@ -50,8 +53,9 @@ long planstore_default_policy_index(const char *const *names, size_t n) {
     for (size_t i = 0; i < n; i++) {
       const char *nm = names[i];
       if (!nm || (rule < RULES - 1 && strchr(nm, PLANSTORE_VARIANT_SEP))) continue;
-      const bool reference = !strcmp(nm, "nodvfs") || !strcmp(nm, "uniform");
-      const bool hit[RULES] = {!strcmp(nm, "enpu-all"), !strcmp(nm, "enpu-c"), !strncmp(nm, "enpu", 4), !reference,
+      const bool reference = !strcmp(nm, ENPU_POLICY_NAME_NODVFS) || !strcmp(nm, ENPU_POLICY_NAME_UNIFORM);
+      const bool hit[RULES] = {!strcmp(nm, ENPU_POLICY_NAME_ENPU_ALL), !strcmp(nm, ENPU_POLICY_NAME_ENPU_C),
+                               !strncmp(nm, ENPU_POLICY_ENPU_PREFIX, strlen(ENPU_POLICY_ENPU_PREFIX)), !reference,
                                true};
       if (hit[rule] && (pick < 0 || strcmp(nm, names[pick]) < 0)) pick = (long)i;
     }

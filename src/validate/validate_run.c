@@ -365,8 +365,8 @@ static void write_markdown(FILE *f, const validate_args *a, const store_contents
     }
   fprintf(f,
           "\n## Replay of the trace per policy\n\n%llu requests. Energy over the whole "
-          "replay (busy + idle chips); savings vs nodvfs on the same trace.\n\n"
-          "| policy | served | SLO attainment | energy (kJ) | savings vs nodvfs | "
+          "replay (busy + idle chips); savings vs " ENPU_POLICY_NAME_NODVFS " on the same trace.\n\n"
+          "| policy | served | SLO attainment | energy (kJ) | savings vs " ENPU_POLICY_NAME_NODVFS " | "
           "TTFT p50 / p99 (ms) | TPOT p50 / p99 (ms) | batches | slowed | locked |\n"
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
           c->npolicies ? (unsigned long long)runs[0].summary.requests : 0ull);

@@ -14,8 +14,8 @@ Usage: /usr/bin/python3 check_schemas.py SOURCE_ROOT
    negative or zero value, wrong type, missing required key, unknown enum value, a value
    past its physical range, a job name that would leave the results directory...) are
    rejected, so the schemas are strict rather than accept-anything.
-4. The job schema's policy pattern is the one the policy table (CONFIG_POLICY_TABLE in
-   src/config/config_vocab.h) makes: every name in it, the ones with variants behind an optional
+4. The job schema's policy pattern is the one the policy table (ENPU_POLICY_TABLE in
+   src/common/enpu_policy.h) makes: every name in it, the ones with variants behind an optional
    pg+ and @shadow=N, and no other.
 5. The schemas and the C loaders give every number the same range: each row of
    src/config/config_ranges.c has the same bounds in its schema, and every number a
@@ -340,16 +340,19 @@ def pattern_matches(pattern, path):
     return re.fullmatch(re.escape(pattern).replace(r"\*", r"[^.\[]+"), path) is not None
 
 
-POLICY_ROW = re.compile(r'X\((\w+), "([^"]+)", (true|false)\)')
+POLICY_ROW = re.compile(r'X\((\w+), (\w+), [^,]+, (true|false)\)')
+POLICY_NAME = re.compile(r'#define (ENPU_POLICY_NAME_\w+) "([^"]+)"')
 
 
 def check_policies(root, report):
     """The job schema's policy patterns against the C policy table."""
-    text = (root / "src" / "config" / "config_vocab.h").read_text()
-    table = text[text.index("#define CONFIG_POLICY_TABLE(X)"):]
+    text = (root / "src" / "common" / "enpu_policy.h").read_text()
+    names = dict(POLICY_NAME.findall(text))
+    table = text[text.index("#define ENPU_POLICY_TABLE(X)"):]
     table = table[:table.index("\n\n")]
-    rows = POLICY_ROW.findall(table)
-    report.result(len(rows) >= 2, f"src/config/config_vocab.h: {len(rows)} policy rows read")
+    rows = [(pid, names.get(macro), v) for pid, macro, v in POLICY_ROW.findall(table)]
+    report.result(len(rows) >= 2 and all(name for _, name, _ in rows),
+                  f"src/common/enpu_policy.h: {len(rows)} policy rows read, each name a macro of the header")
     with_variants = [name for _, name, v in rows if v == "true"]
     without = [name for _, name, v in rows if v == "false"]
     want = ("^(" + "".join(f"{n}|" for n in without) + "(pg|(pg\\+)?(" + "|".join(with_variants) +

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""check_source.py — two rules of the source tree that no compiler checks.
+"""check_source.py — three rules of the source tree that no compiler checks.
 
 Usage: /usr/bin/python3 check_source.py SOURCE_ROOT CTAGS
 
@@ -15,6 +15,13 @@ Usage: /usr/bin/python3 check_source.py SOURCE_ROOT CTAGS
 2. Comments and scripts point only at what a clone of the repository has: no design
    document outside it (DESIGN.md), no issue numbers of a tracker, no paths of one
    machine (/work/...). They cite src/README.md, the paper by section, or results/.
+3. A policy's name is written once, in the one table (src/common/enpu_policy.h): no C
+   string literal in src/**/*.c|h elsewhere holds a policy's spelling as a whole word
+   (`nodvfs`, `pg+enpu-all`, `enpu-all@shadow=8`, `pg`), so renaming or adding a policy
+   cannot leave a stale copy in a help text, a report or a rule. Code names a policy with
+   config_policy_name() or the table's ENPU_POLICY_NAME_* macros
+   (help texts concatenate them). Comments may name policies: they are documentation.
+   A phrase where the word is English rather than a policy is listed in PROSE with why.
 Prints one line per offence and a final "N passed, M failed"; exits 1 on any failure.
 """
 import collections
@@ -33,6 +40,16 @@ PENDING = {}
 CITATION = re.compile(r"DESIGN\.md|\b[Ii]ssue [0-9]|/work/")
 CITATION_TREES = ("src", "tests", "tools", "slurm", "CMakeLists.txt", "Makefile")
 CITATION_SUFFIXES = {".c", ".h", ".py", ".sh", ".txt", ".sbatch", ".in", ".md", ""}
+
+# The table of policies: the one file whose string literals spell the policies.
+POLICY_TABLE = "src/common/enpu_policy.h"
+POLICY_NAME = re.compile(r'#define ENPU_POLICY_NAME_\w+ "([^"]+)"')
+# Phrases inside string literals where a policy's word is plain English (phrase: why).
+PROSE = {
+    "ideal provisioning": "the paper's words for a capacity that predicts the load (report_imbalance.c)",
+}
+# A C string literal, a character literal or a comment, in the order they start.
+C_TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
 
 
 def definitions(root, ctags):
@@ -84,6 +101,52 @@ def citation_problems(root):
     return found
 
 
+def policy_word(root):
+    """The regex of a policy's spelling as a whole word: [pg+]<name>[@...], or pg."""
+    table = root / POLICY_TABLE
+    names = POLICY_NAME.findall(table.read_text()) if table.is_file() else []
+    if len(names) < 5:  # the table was not read: fail rather than pass vacuously
+        return None
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:(?:pg\+)?(?:{alt})|pg)(?![\w-])")
+
+
+def spelled_literals(text, word):
+    """(line, literal) of every C string literal in text that spells a policy."""
+    for tok in C_TOKEN.finditer(text):
+        lit = tok.group(0)
+        if not lit.startswith('"'):
+            continue
+        bare = lit
+        for phrase in PROSE:
+            bare = bare.replace(phrase, "")
+        if word.search(bare):
+            yield text.count("\n", 0, tok.start()) + 1, lit
+
+
+# The rule on a sample, so a scanner that finds nothing cannot pass: (C text, lines found).
+SAMPLE = ('x = "nodvfs"; y = "a pg+enpu-all b"; z = "enpu-all@shadow=8";\n'
+          '/* "nodvfs" in a comment */ // "ideal"\n'
+          'w = "pg"; v = "T_nodvfs non-uniform ideal provisioning \\"quoted\\" uniformly"; c = \'"\';\n'
+          'u = "it is \\"uniform\\"";\n', [1, 1, 1, 3, 4])
+
+
+def literal_problems(root):
+    """[file:line: literal] of every string literal outside the table that spells a policy."""
+    word = policy_word(root)
+    if word is None:
+        return [f"{POLICY_TABLE}: fewer than 5 ENPU_POLICY_NAME_* macros read"]
+    sample = [no for no, _ in spelled_literals(SAMPLE[0], word)]
+    if sample != SAMPLE[1]:
+        return [f"the literal scanner on its sample found lines {sample}, not {SAMPLE[1]}"]
+    found = []
+    for f in sorted((root / "src").rglob("*")):
+        rel = f.relative_to(root).as_posix()
+        if f.suffix in (".c", ".h") and rel != POLICY_TABLE:
+            found += [f"{rel}:{no}: {lit}" for no, lit in spelled_literals(f.read_text(errors="replace"), word)]
+    return found
+
+
 def main():
     root = pathlib.Path(sys.argv[1])
     ctags = sys.argv[2]
@@ -101,6 +164,11 @@ def main():
         print(f"FAIL cites outside the repository: {line}")
     failed += len(cited)
     passed += not cited
+    spelled = literal_problems(root)
+    for line in spelled:
+        print(f"FAIL a policy's name outside {POLICY_TABLE}: {line}")
+    failed += len(spelled)
+    passed += not spelled
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
