@@ -82,13 +82,13 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
   search_options defaults;
   ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
   uint64_t *signature = enpu_calloc((size_t)u->count + 1, sizeof *signature);
-  unit_compile_user c = {s, cost, g, u, policy, opt, NULL};
+  unit_cache cache = {0};
+  unit_compile_user c = {s, cost, g, u, policy, opt, &cache};
   search_sets sets = {0};
-  int rc = signature ? search_unit_cache_create(&c.cache, err)
-                     : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+  int rc = signature ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
   for (int i = 0; rc == 0 && i < u->count; i++) signature[i] = u->unit[i].signature;
   if (rc == 0) rc = search_sets_compile(signature, u->count, unit_set, &c, &sets, err);
-  search_unit_cache_free(c.cache);
+  search_unit_cache_free(&cache);
   free(signature);
   if (rc < 0) enpu_err_prefix(err, "%s: ", config_policy_name(policy));
   search_units *owned = u;
