@@ -181,7 +181,7 @@ typedef struct {
 
 /* Scratch of one bucket's request level. */
 typedef struct {
-  search_req_op *req; /* per unit */
+  search_req_op *req; /* per unit; one block with pos, best_pos, peak_state, cand, lift */
   int *pos;           /* per unit instance (walk numbering) */
   int *best_pos;      /* positions of the plan taken so far, when it is on the Pareto sets */
   int have_best;
