@@ -299,35 +299,30 @@ static void test_little_endian(void **state) {
   assert_true(enpu_get_le64(b) == 0x0102030405060708ull);
 }
 
-typedef struct {
-  double key;
-  int seq;
-} heap_item;
-
-static int item_less(const void *pa, const void *pb) {
-  const heap_item *a = pa, *b = pb;
-  return a->key < b->key || (a->key == b->key && a->seq < b->seq);
+/* An element: {key, push number}; the push number breaks ties. */
+static int pair_less(const void *pa, const void *pb) {
+  const double *a = pa, *b = pb;
+  return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]);
 }
 
 /* The heap gives its elements back least first, interleaved pushes and pops included,
  * and a tie broken in less (here by push order) comes out in that order. */
 static void test_heap_orders(void **state) {
   (void)state;
-  heap_item v[64], top;
+  double v[64][2], top[2], prev[2] = {-1, -1};
   size_t n = 0;
   uint64_t x = 7;
   for (int i = 0; i < 40; i++) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
-    const heap_item e = {(double)(x >> 60), i}; /* 16 keys: many ties */
-    enpu_heap_push(v, &n, sizeof e, &e, item_less);
-    if (i % 5 == 4) enpu_heap_pop(v, &n, sizeof top, &top, item_less);
+    const double e[2] = {(double)(x >> 60), i}; /* 16 keys: many ties */
+    enpu_heap_push(v, &n, sizeof e, e, pair_less);
+    if (i % 5 == 4) enpu_heap_pop(v, &n, sizeof top, top, pair_less);
   }
   assert_int_equal(n, 32);
-  heap_item prev = {-1, -1};
   while (n > 0) {
-    enpu_heap_pop(v, &n, sizeof top, &top, item_less);
-    assert_true(item_less(&prev, &top));
-    prev = top;
+    enpu_heap_pop(v, &n, sizeof top, top, pair_less);
+    assert_true(pair_less(prev, top));
+    memcpy(prev, top, sizeof prev);
   }
 }
 
