@@ -304,7 +304,7 @@ static json_t *op_graph_json(const config_job *job, const graph *g, const cost_r
  * Entry point */
 
 /* The bucket's operators, timed with --time, as text or JSON. */
-static int show(const config_job *job, const graph *g, const void *args) {
+static int show_graph(const config_job *job, const graph *g, const void *args) {
   const graph_args *a = args;
   enpu_err err = {0};
   int rc = 0;
@@ -328,5 +328,5 @@ static int show(const config_job *job, const graph *g, const void *args) {
 
 static int run(void *args) {
   const graph_args *a = args;
-  return cli_on_graph("graph", a->path, &a->b, show, a);
+  return cli_on_graph("graph", a->path, &a->b, show_graph, a);
 }
