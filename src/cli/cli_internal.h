@@ -266,16 +266,13 @@ typedef struct {
 /* The options and the arguments struct T of a spec. */
 #define CLI_OPTS(opts_, T) .opts = (opts_), .nopts = (int)(sizeof(opts_) / sizeof(opts_)[0]), .args_size = sizeof(T)
 
-/* A job and the graph of one of its buckets. */
-typedef struct {
-  config_job *job;
-  graph *g;
-} cli_job_graph;
+/* What a command does with a job and the graph of one of its buckets: its exit status. */
+typedef int (*cli_graph_fn)(const config_job *job, const graph *g, const void *args);
 
-/* The job at path and the graph of its bucket b. @return 0, or the exit status
- * (cli_input_status) after printing the error (nothing to free). */
-int cli_load_graph(const char *cmd, const char *path, const cli_bucket *b, cli_job_graph *out);
-void cli_job_graph_free(cli_job_graph *jg);
+/* Run fn on the job at path and the graph of its bucket b, loaded and built here and freed
+ * after. @return fn's status, or the exit status (cli_input_status) of a job or graph that
+ * would not load, after printing the error. */
+int cli_on_graph(const char *cmd, const char *path, const cli_bucket *b, cli_graph_fn fn, const void *args);
 
 /* The --json row into the int field json of T. */
 /* clang-format off */

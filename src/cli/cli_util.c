@@ -85,21 +85,21 @@ int cli_parse_u64(const char *s, uint64_t *out) {
 
 const char *const cli_phase_names[] = {[CONFIG_PREFILL] = "prefill", [CONFIG_DECODE] = "decode", NULL};
 
-int cli_load_graph(const char *cmd, const char *path, const cli_bucket *b, cli_job_graph *out) {
+int cli_on_graph(const char *cmd, const char *path, const cli_bucket *b, cli_graph_fn fn, const void *args) {
   enpu_err err = {0};
-  *out = (cli_job_graph){NULL, NULL};
-  if (config_job_load(path, &out->job, &err) == 0 &&
-      graph_build(out->job, (config_phase)b->phase, b->batch, b->seq, &out->g, &err) == 0)
-    return 0;
-  cli_job_graph_free(out);
-  cli_fail(cmd, err.msg);
-  return cli_input_status(err.code);
-}
-
-void cli_job_graph_free(cli_job_graph *jg) {
-  graph_free(jg->g);
-  config_job_free(jg->job);
-  *jg = (cli_job_graph){NULL, NULL};
+  config_job *job = NULL;
+  graph *g = NULL;
+  int status;
+  if (config_job_load(path, &job, &err) == 0 &&
+      graph_build(job, (config_phase)b->phase, b->batch, b->seq, &g, &err) == 0) {
+    status = fn(job, g, args);
+  } else {
+    cli_fail(cmd, err.msg);
+    status = cli_input_status(err.code);
+  }
+  graph_free(g);
+  config_job_free(job);
+  return status;
 }
 
 int cli_write_text(const char *path, const char *text, enpu_err *err) {

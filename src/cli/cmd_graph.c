@@ -303,13 +303,9 @@ static json_t *op_graph_json(const config_job *job, const graph *g, const cost_r
 /* ---------------------------------------------------------------------------------
  * Entry point */
 
-static int run(void *args) {
+/* The bucket's operators, timed with --time, as text or JSON. */
+static int show_graph(const config_job *job, const graph *g, const void *args) {
   const graph_args *a = args;
-  cli_job_graph jg;
-  const int loaded = cli_load_graph("graph", a->path, &a->b, &jg);
-  if (loaded != 0) return loaded;
-  const config_job *job = jg.job;
-  const graph *g = jg.g;
   enpu_err err = {0};
   int rc = 0;
   cost_result *res = NULL;
@@ -327,6 +323,10 @@ static int run(void *args) {
     print_human(job, g, res, res ? &tot : NULL);
   }
   free(res);
-  cli_job_graph_free(&jg);
   return rc;
+}
+
+static int run(void *args) {
+  const graph_args *a = args;
+  return cli_on_graph("graph", a->path, &a->b, show_graph, a);
 }

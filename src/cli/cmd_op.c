@@ -325,7 +325,8 @@ static int run_exhaustive(const config_job *job, const graph *g, const op_args *
  * Entry point */
 
 /* Evaluate the op of `a` on a loaded job and graph; print; @return the exit status. */
-static int evaluate(const config_job *job, const graph *g, const op_args *a) {
+static int evaluate(const config_job *job, const graph *g, const void *args) {
+  const op_args *a = args;
   char msg[256];
   const int nops = graph_op_count(g);
   if (a->op < 0 || a->op >= nops) {
@@ -394,10 +395,5 @@ static int evaluate(const config_job *job, const graph *g, const op_args *a) {
 
 static int run(void *args) {
   const op_args *a = args;
-  cli_job_graph jg;
-  const int loaded = cli_load_graph("op", a->path, &a->b, &jg);
-  if (loaded != 0) return loaded;
-  const int status = evaluate(jg.job, jg.g, a);
-  cli_job_graph_free(&jg);
-  return status;
+  return cli_on_graph("op", a->path, &a->b, evaluate, a);
 }

@@ -89,6 +89,17 @@ static int print_written(const char *key, const char *path) {
   return rc;
 }
 
+/* What a report's write (rc) ends in: its error, or the markdown it wrote (md, freed
+ * here) said as a line or, with --json, as {"report": md}. */
+static int say_written(int rc, char *md, int json, const enpu_err *err) {
+  int status = 0;
+  if (rc < 0) status = cli_fail("report", err->msg);
+  else if (json) status = print_written("report", md);
+  else printf("wrote %s\n", md);
+  free(md);
+  return status;
+}
+
 /* `enpu report paper ...`. */
 static int run_paper(void *args) {
   paper_args *a = args;
@@ -115,12 +126,8 @@ static int run_sweep(const report_args *a) {
   uint32_t version = 0;
   if (store_probe(a->store, &version, &err) < 0) return cli_fail("report", err.msg), cli_input_status(err.code);
   char *md = NULL;
-  int status = 0;
-  if (report_arch_write(&o, &md, &err) < 0) status = cli_fail("report", err.msg);
-  else if (a->json) status = print_written("report", md);
-  else printf("wrote %s\n", md);
-  free(md);
-  return status;
+  const int rc = report_arch_write(&o, &md, &err);
+  return say_written(rc, md, a->json, &err);
 }
 
 static int run(void *args) {
@@ -146,11 +153,8 @@ static int run(void *args) {
   const report_overlay overlay = paper_overlay(numbers);
   o.overlay = numbers ? &overlay : NULL;
   char *md = NULL;
-  int status = 0;
-  if (report_write(&o, &md, &err) < 0) status = cli_fail("report", err.msg);
-  else if (a->json) status = print_written("report", md);
-  else printf("wrote %s\n", md);
-  free(md);
+  const int rc = report_write(&o, &md, &err);
+  const int status = say_written(rc, md, a->json, &err);
   paper_numbers_free(numbers);
   config_job_free(job);
   return status;

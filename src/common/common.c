@@ -256,9 +256,55 @@ void enpu_hasher_bytes(enpu_hasher *hs, const void *data, size_t len) {
   hs->h = XXH3_64bits_withSeed(data, len, hs->h);
 }
 
+void enpu_heap_push(void *v, size_t *n, size_t size, const void *e, enpu_less less) {
+  unsigned char *b = v;
+  size_t i = (*n)++;
+  while (i > 0 && less(e, b + (i - 1) / 2 * size)) {
+    memcpy(b + i * size, b + (i - 1) / 2 * size, size);
+    i = (i - 1) / 2;
+  }
+  memcpy(b + i * size, e, size);
+}
+
+void enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less) {
+  unsigned char *b = v, last[ENPU_HEAP_MAX_ELEM];
+  memcpy(top, b, size);
+  memcpy(last, b + --*n * size, size);
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && less(b + (c + 1) * size, b + c * size)) c++;
+    if (!less(b + c * size, last)) break;
+    memcpy(b + i * size, b + c * size, size);
+    i = c;
+  }
+  if (*n) memcpy(b + i * size, last, size);
+}
+
+void enpu_put_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+void enpu_put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint32_t enpu_get_le32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+
+uint64_t enpu_get_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
 void enpu_hasher_i64(enpu_hasher *hs, int64_t v) {
   unsigned char b[8];
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+  enpu_put_le64(b, (uint64_t)v);
   enpu_hasher_bytes(hs, b, sizeof b);
 }
 

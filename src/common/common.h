@@ -153,6 +153,24 @@ int enpu_file_append(const char *path, enpu_err *err);
  * rename the caller's lock keeps safe. @return 0, ENPU_ERR_RANGE, or an errno's code. */
 int enpu_file_move_aside(const char *path, const char *suffix, char *aside, size_t cap, enpu_err *err);
 
+/* A binary min-heap in a caller's array `v` of *n elements of `size` bytes each (at most
+ * ENPU_HEAP_MAX_ELEM), ordered by `less` (nonzero: a before b). Equal elements leave in
+ * no promised order, so a caller that needs one breaks ties inside less. Push copies *e
+ * in (the array has room for one more); pop copies the least element out into *top
+ * (*n > 0). */
+#define ENPU_HEAP_MAX_ELEM 64
+typedef int (*enpu_less)(const void *a, const void *b);
+void enpu_heap_push(void *v, size_t *n, size_t size, const void *e, enpu_less less);
+void enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less);
+
+/* Fixed-width unsigned integers in a byte buffer, least significant byte first: the one
+ * byte order of every binary record the project writes (the farm's journal and messages,
+ * cache entries, hashed fields), whatever the host's. */
+void enpu_put_le32(unsigned char *p, uint32_t v);
+void enpu_put_le64(unsigned char *p, uint64_t v);
+uint32_t enpu_get_le32(const unsigned char *p);
+uint64_t enpu_get_le64(const unsigned char *p);
+
 /* 64-bit content hash (XXH3). Signatures and provenance hashes are built with it. */
 uint64_t enpu_hash64(const void *data, size_t len, uint64_t seed);
 

@@ -1,7 +1,7 @@
 /* config_hf.c — a Hugging Face transformers config.json turned into a model file
  * (`enpu model import`).
  *
- * Every key of the config has one disposition in the table below: read into the model,
+ * Every key of the config has one disposition in the tables below: read into the model,
  * checked for a value the graph can express (anything else is an error naming the key),
  * inert (it does not change a forward pass's operators or their shapes: token ids,
  * initialisation, rope parameters, router scoring), or approximated (the graph leaves out
@@ -15,109 +15,75 @@
 
 #include "config_internal.h"
 
-typedef enum { HF_USED, HF_INERT, HF_CHECKED, HF_NOTE } hf_role;
-
-typedef struct {
-  const char *key;
-  hf_role role;
-  const char *why; /* HF_NOTE: the note; HF_INERT: why the graph does not need it */
-} hf_key;
-
+/* Every key the importer knows, by its disposition (above); a config key listed in
+ * neither table is unknown. */
 /* clang-format off */
-static const hf_key hf_keys[] = {
+static const char *const hf_known[] = {
   /* read into the model */
-  {"architectures", HF_USED, NULL}, {"model_type", HF_USED, NULL}, {"hidden_size", HF_USED, NULL},
-  {"num_hidden_layers", HF_USED, NULL}, {"vocab_size", HF_USED, NULL}, {"num_attention_heads", HF_USED, NULL},
-  {"num_key_value_heads", HF_USED, NULL}, {"head_dim", HF_USED, NULL}, {"intermediate_size", HF_USED, NULL},
-  {"torch_dtype", HF_USED, NULL}, {"dtype", HF_USED, NULL}, {"tie_word_embeddings", HF_USED, NULL},
-  {"q_lora_rank", HF_USED, NULL}, {"kv_lora_rank", HF_USED, NULL}, {"qk_nope_head_dim", HF_USED, NULL},
-  {"qk_rope_head_dim", HF_USED, NULL}, {"v_head_dim", HF_USED, NULL},
-  {"n_routed_experts", HF_USED, NULL}, {"num_local_experts", HF_USED, NULL}, {"num_experts", HF_USED, NULL},
-  {"n_shared_experts", HF_USED, NULL}, {"num_experts_per_tok", HF_USED, NULL},
-  {"moe_intermediate_size", HF_USED, NULL}, {"shared_expert_intermediate_size", HF_USED, NULL},
-  {"first_k_dense_replace", HF_USED, NULL}, {"max_position_embeddings", HF_USED, NULL},
-  {"rope_scaling", HF_USED, NULL}, {"rope_parameters", HF_USED, NULL}, {"text_config", HF_USED, NULL},
+  "architectures", "model_type", "hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads",
+  "num_key_value_heads", "head_dim", "intermediate_size", "torch_dtype", "dtype", "tie_word_embeddings",
+  "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts",
+  "num_local_experts", "num_experts", "n_shared_experts", "num_experts_per_tok", "moe_intermediate_size",
+  "shared_expert_intermediate_size", "first_k_dense_replace", "max_position_embeddings", "rope_scaling",
+  "rope_parameters", "text_config",
   /* must hold a value the graph expresses */
-  {"hidden_act", HF_CHECKED, NULL}, {"hidden_activation", HF_CHECKED, NULL}, {"mlp_bias", HF_CHECKED, NULL},
-  {"moe_layer_freq", HF_CHECKED, NULL}, {"decoder_sparse_step", HF_CHECKED, NULL},
-  {"mlp_only_layers", HF_CHECKED, NULL}, {"sliding_window", HF_CHECKED, NULL},
-  {"use_sliding_window", HF_CHECKED, NULL}, {"max_window_layers", HF_CHECKED, NULL},
-  {"layer_types", HF_CHECKED, NULL}, {"sliding_window_pattern", HF_CHECKED, NULL},
-  {"cross_attention_layers", HF_CHECKED, NULL}, {"cache_implementation", HF_INERT, NULL},
-  {"_sliding_window_pattern", HF_INERT, NULL},
-  /* approximated: reported */
-  {"attention_bias", HF_NOTE, "attention_bias: the q/k/v bias vectors are not modelled (an add of heads x head_dim "
-                              "per token beside a hidden x heads x head_dim matmul)"},
-  {"num_nextn_predict_layers", HF_NOTE, "num_nextn_predict_layers: the multi-token-prediction module is a draft "
-                                        "head outside the forward pass; the graph has the main layers only"},
-  {"quantization_config", HF_NOTE, "quantization_config: weights and activations are modelled in the dtype of "
-                                   "torch_dtype (or --dtype-bytes), not the checkpoint's quantized format"},
-  {"vision_config", HF_NOTE, "vision_config: the vision tower is not modelled; the graph is the language model's "
-                             "(text tokens in, text tokens out)"},
-  {"attn_logit_softcapping", HF_NOTE, "attn_logit_softcapping: the tanh capping of the attention scores is not "
-                                      "modelled (a few vector ops per score inside the attention operator)"},
-  {"use_mrope", HF_NOTE, "use_mrope: M-RoPE rotates the same q/k elements as RoPE, by position ids of up to three "
-                        "axes: the same operator"},
-  {"final_logit_softcapping", HF_NOTE, "final_logit_softcapping: the tanh capping of the logits is not modelled "
-                                       "(a few vector ops per logit beside the LM head)"},
-  {"norm_topk_prob", HF_NOTE, NULL}, /* a renormalisation of k router weights: inert */
+  "hidden_act", "hidden_activation", "mlp_bias", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
+  "sliding_window", "use_sliding_window", "max_window_layers", "layer_types", "sliding_window_pattern",
+  "cross_attention_layers",
   /* inert, family keys: token ids, initialisation, norms' epsilon, rotary details, routing
-   * losses and group routing, multimodal token ids */
-  {"_name_or_path", HF_INERT, NULL}, {"auto_map", HF_INERT, NULL}, {"transformers_version", HF_INERT, NULL},
-  {"bos_token_id", HF_INERT, NULL}, {"eos_token_id", HF_INERT, NULL}, {"pad_token_id", HF_INERT, NULL},
-  {"initializer_range", HF_INERT, NULL}, {"attention_dropout", HF_INERT, NULL}, {"hidden_dropout", HF_INERT, NULL},
-  {"rms_norm_eps", HF_INERT, NULL}, {"rope_theta", HF_INERT, NULL}, {"use_cache", HF_INERT, NULL},
-  {"pretraining_tp", HF_INERT, NULL}, {"output_router_logits", HF_INERT, NULL},
-  {"router_aux_loss_coef", HF_INERT, NULL}, {"router_jitter_noise", HF_INERT, NULL},
-  {"aux_loss_alpha", HF_INERT, NULL}, {"seq_aux", HF_INERT, NULL}, {"ep_size", HF_INERT, NULL},
-  {"n_group", HF_INERT, NULL}, {"topk_group", HF_INERT, NULL}, {"topk_method", HF_INERT, NULL},
-  {"scoring_func", HF_INERT, NULL}, {"routed_scaling_factor", HF_INERT, NULL},
-  {"original_max_position_embeddings", HF_INERT, NULL}, {"embd_pdrop", HF_INERT, NULL},
-  {"resid_pdrop", HF_INERT, NULL}, {"rope_local_base_freq", HF_INERT, NULL},
-  {"query_pre_attn_scalar", HF_INERT, NULL}, {"partial_rotary_factor", HF_INERT, NULL},
-  {"rope_interleave", HF_INERT, NULL}, {"layer_norm_eps", HF_INERT, NULL}, {"mlp_dropout", HF_INERT, NULL},
-  {"image_token_id", HF_INERT, NULL}, {"video_token_id", HF_INERT, NULL}, {"image_token_index", HF_INERT, NULL},
-  {"vision_start_token_id", HF_INERT, NULL}, {"vision_end_token_id", HF_INERT, NULL},
-  {"vision_token_id", HF_INERT, NULL}, {"boi_token_index", HF_INERT, NULL}, {"eoi_token_index", HF_INERT, NULL},
-  {"mm_tokens_per_image", HF_INERT, NULL}, {"multimodal_projector_bias", HF_INERT, NULL},
-  {"projector_hidden_act", HF_INERT, NULL}, {"spatial_merge_size", HF_INERT, NULL},
-  {"vision_feature_layer", HF_INERT, NULL}, {"vision_feature_select_strategy", HF_INERT, NULL},
-  {"image_seq_length", HF_INERT, NULL}, {"attn_implementation", HF_INERT, NULL},
-  {"_attn_implementation", HF_INERT, NULL}, {"_commit_hash", HF_INERT, NULL},
+   * losses and group routing (norm_topk_prob renormalises the k router weights), multimodal
+   * token ids, the cache's implementation */
+  "_name_or_path", "auto_map", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
+  "initializer_range", "attention_dropout", "hidden_dropout", "rms_norm_eps", "rope_theta", "use_cache",
+  "pretraining_tp", "output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "aux_loss_alpha",
+  "seq_aux", "ep_size", "n_group", "topk_group", "topk_method", "scoring_func", "routed_scaling_factor",
+  "original_max_position_embeddings", "embd_pdrop", "resid_pdrop", "rope_local_base_freq", "query_pre_attn_scalar",
+  "partial_rotary_factor", "rope_interleave", "layer_norm_eps", "mlp_dropout", "image_token_id", "video_token_id",
+  "image_token_index", "vision_start_token_id", "vision_end_token_id", "vision_token_id", "boi_token_index",
+  "eoi_token_index", "mm_tokens_per_image", "multimodal_projector_bias", "projector_hidden_act",
+  "spatial_merge_size", "vision_feature_layer", "vision_feature_select_strategy", "image_seq_length",
+  "attn_implementation", "_attn_implementation", "_commit_hash", "cache_implementation", "_sliding_window_pattern",
+  "norm_topk_prob",
   /* inert: transformers' PretrainedConfig itself (output switches, generation defaults,
    * task heads, tokenizer names): none reaches a decoder's forward-pass operators */
-  {"return_dict", HF_INERT, NULL}, {"output_hidden_states", HF_INERT, NULL},
-  {"output_attentions", HF_INERT, NULL}, {"torchscript", HF_INERT, NULL}, {"use_bfloat16", HF_INERT, NULL},
-  {"tf_legacy_loss", HF_INERT, NULL}, {"pruned_heads", HF_INERT, NULL}, {"chunk_size_feed_forward", HF_INERT, NULL},
-  {"is_encoder_decoder", HF_INERT, NULL}, {"is_decoder", HF_INERT, NULL},
-  {"cross_attention_hidden_size", HF_INERT, NULL}, {"add_cross_attention", HF_INERT, NULL},
-  {"tie_encoder_decoder", HF_INERT, NULL}, {"max_length", HF_INERT, NULL}, {"min_length", HF_INERT, NULL},
-  {"do_sample", HF_INERT, NULL}, {"early_stopping", HF_INERT, NULL}, {"num_beams", HF_INERT, NULL},
-  {"num_beam_groups", HF_INERT, NULL}, {"diversity_penalty", HF_INERT, NULL}, {"temperature", HF_INERT, NULL},
-  {"top_k", HF_INERT, NULL}, {"top_p", HF_INERT, NULL}, {"typical_p", HF_INERT, NULL},
-  {"repetition_penalty", HF_INERT, NULL}, {"length_penalty", HF_INERT, NULL},
-  {"no_repeat_ngram_size", HF_INERT, NULL}, {"encoder_no_repeat_ngram_size", HF_INERT, NULL},
-  {"bad_words_ids", HF_INERT, NULL}, {"num_return_sequences", HF_INERT, NULL}, {"output_scores", HF_INERT, NULL},
-  {"return_dict_in_generate", HF_INERT, NULL}, {"forced_bos_token_id", HF_INERT, NULL},
-  {"forced_eos_token_id", HF_INERT, NULL}, {"remove_invalid_values", HF_INERT, NULL},
-  {"exponential_decay_length_penalty", HF_INERT, NULL}, {"suppress_tokens", HF_INERT, NULL},
-  {"begin_suppress_tokens", HF_INERT, NULL}, {"finetuning_task", HF_INERT, NULL}, {"id2label", HF_INERT, NULL},
-  {"label2id", HF_INERT, NULL}, {"num_labels", HF_INERT, NULL}, {"tokenizer_class", HF_INERT, NULL},
-  {"prefix", HF_INERT, NULL}, {"sep_token_id", HF_INERT, NULL}, {"decoder_start_token_id", HF_INERT, NULL},
-  {"unk_token_id", HF_INERT, NULL}, {"mask_token_id", HF_INERT, NULL}, {"cls_token_id", HF_INERT, NULL},
-  {"task_specific_params", HF_INERT, NULL}, {"problem_type", HF_INERT, NULL}, {"gradient_checkpointing", HF_INERT, NULL},
-  {"output_past", HF_INERT, NULL}, {"use_return_dict", HF_INERT, NULL}, {"classifier_dropout", HF_INERT, NULL},
-  {"keys_to_ignore_at_inference", HF_INERT, NULL}, {"generation_config", HF_INERT, NULL},
-  {"chat_template", HF_INERT, NULL}, {"tokenizer_config", HF_INERT, NULL},
-  {"_attn_implementation_internal", HF_INERT, NULL}, {"_attn_implementation_autoset", HF_INERT, NULL},
-  {"max_new_tokens", HF_INERT, NULL}, {"min_new_tokens", HF_INERT, NULL}, {"penalty_alpha", HF_INERT, NULL},
-  {"epsilon_cutoff", HF_INERT, NULL}, {"eta_cutoff", HF_INERT, NULL}, {"encoder_repetition_penalty", HF_INERT, NULL},
-  {"renormalize_logits", HF_INERT, NULL}, {"forced_decoder_ids", HF_INERT, NULL},
-  {"force_words_ids", HF_INERT, NULL}, {"sequence_bias", HF_INERT, NULL}, {"output_logits", HF_INERT, NULL},
-  {"guidance_scale", HF_INERT, NULL}, {"model_max_length", HF_INERT, NULL},
+  "return_dict", "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16", "tf_legacy_loss",
+  "pruned_heads", "chunk_size_feed_forward", "is_encoder_decoder", "is_decoder", "cross_attention_hidden_size",
+  "add_cross_attention", "tie_encoder_decoder", "max_length", "min_length", "do_sample", "early_stopping",
+  "num_beams", "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p", "typical_p",
+  "repetition_penalty", "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+  "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id", "forced_eos_token_id",
+  "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
+  "finetuning_task", "id2label", "label2id", "num_labels", "tokenizer_class", "prefix", "sep_token_id",
+  "decoder_start_token_id", "unk_token_id", "mask_token_id", "cls_token_id", "task_specific_params", "problem_type",
+  "gradient_checkpointing", "output_past", "use_return_dict", "classifier_dropout", "keys_to_ignore_at_inference",
+  "generation_config", "chat_template", "tokenizer_config", "_attn_implementation_internal",
+  "_attn_implementation_autoset", "max_new_tokens", "min_new_tokens", "penalty_alpha", "epsilon_cutoff",
+  "eta_cutoff", "encoder_repetition_penalty", "renormalize_logits", "forced_decoder_ids", "force_words_ids",
+  "sequence_bias", "output_logits", "guidance_scale", "model_max_length",
 };
 /* clang-format on */
-#define NHF (sizeof hf_keys / sizeof hf_keys[0])
+
+/* The approximated keys: each one's note, added when the config has the term. */
+typedef struct {
+  const char *key, *note;
+} hf_note;
+
+static const hf_note hf_notes[] = {
+    {"attention_bias", "attention_bias: the q/k/v bias vectors are not modelled (an add of heads x head_dim "
+                       "per token beside a hidden x heads x head_dim matmul)"},
+    {"num_nextn_predict_layers", "num_nextn_predict_layers: the multi-token-prediction module is a draft "
+                                 "head outside the forward pass; the graph has the main layers only"},
+    {"quantization_config", "quantization_config: weights and activations are modelled in the dtype of "
+                            "torch_dtype (or --dtype-bytes), not the checkpoint's quantized format"},
+    {"vision_config", "vision_config: the vision tower is not modelled; the graph is the language model's "
+                      "(text tokens in, text tokens out)"},
+    {"attn_logit_softcapping", "attn_logit_softcapping: the tanh capping of the attention scores is not "
+                               "modelled (a few vector ops per score inside the attention operator)"},
+    {"use_mrope", "use_mrope: M-RoPE rotates the same q/k elements as RoPE, by position ids of up to three "
+                  "axes: the same operator"},
+    {"final_logit_softcapping", "final_logit_softcapping: the tanh capping of the logits is not modelled "
+                                "(a few vector ops per logit beside the LM head)"},
+};
 
 /* Families the graph expresses: the attention kind, MoE or dense, the MLP's operators.
  * A config is matched by its architectures[0] (the class transformers builds), then by its
@@ -265,10 +231,17 @@ static const json_t *get_lm(const hf_ctx *c, const char *key) {
   return json_is_null(v) ? NULL : v;
 }
 
-static const hf_key *known_key(const char *key) {
-  for (size_t i = 0; i < NHF; i++)
-    if (!strcmp(hf_keys[i].key, key)) return &hf_keys[i];
-  return NULL;
+#define NKNOWN (sizeof hf_known / sizeof hf_known[0])
+#define NNOTES (sizeof hf_notes / sizeof hf_notes[0])
+
+/* Whether the importer knows key; *note_out: its note if it is an approximated one, else NULL. */
+static bool known_key(const char *key, const char **note_out) {
+  *note_out = NULL;
+  for (size_t i = 0; i < NNOTES; i++)
+    if (!strcmp(hf_notes[i].key, key)) return (*note_out = hf_notes[i].note), true;
+  for (size_t i = 0; i < NKNOWN; i++)
+    if (!strcmp(hf_known[i], key)) return true;
+  return false;
 }
 
 /* One unknown key's line of the error ("file:line:column: $.key"); when the message
@@ -294,15 +267,15 @@ static void scan_keys(hf_ctx *c, const json_t *obj, const config_path *at, char 
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)obj, key, v) {
-    const hf_key *k = known_key(key);
-    if (!k) {
+    const char *why;
+    if (!known_key(key, &why)) {
       if (!ignored(c, key)) list_unknown(c, at, key, list, cap, count, left_out);
       continue;
     }
     /* An approximated term is reported when the config has it: true, a positive count or
      * a settings object (false, 0 and null mean the model has none). */
     const bool present = json_is_true(v) || json_is_object(v) || (json_is_integer(v) && json_integer_value(v) > 0);
-    if (k->role == HF_NOTE && k->why && present) note(c, k->why);
+    if (why && present) note(c, why);
   }
 }
 

@@ -42,56 +42,62 @@ static uint64_t bucket_cache_key(uint32_t policy, int phase, int batch, int seq,
   return enpu_hasher_digest(&h);
 }
 
-/* One lookup, counted. @return 1 with *data (free it), 0 not there, or an error. */
-static int lookup(farm_job *m, uint32_t kind, uint64_t key, void **data, size_t *bytes, enpu_err *err) {
-  const int rc = opcache_get(m->cache, kind, key, data, bytes, err);
-  if (rc < 0) return rc;
-  m->sum->cache_misses += rc != OPCACHE_HIT;
-  m->sum->cache_damaged += rc == OPCACHE_DAMAGED;
-  return rc == OPCACHE_HIT;
-}
+/* Decodes an entry's bytes into *r if they are the result `key` asks for (a result's own
+ * key, computed again from it, is key): 0, free *r after; else -1, nothing to free. */
+typedef int (*entry_decode)(const void *data, size_t bytes, uint64_t key, void *r);
 
-/* A hit that does not decode, or decodes to another result: damaged. */
-static void undecodable(farm_job *m) { m->sum->cache_damaged++, m->sum->cache_misses++; }
-
-static int cached_op(farm_job *m, const mop *o, enpu_err *err) {
+/* One lookup, counted. @return 1 with the entry decoded into *r (free it), 0 not there
+ * or not the result asked for (damaged: one written by a build with another codec), or
+ * an error. */
+static int lookup(farm_job *m, uint32_t kind, uint64_t key, entry_decode decode, void *r, enpu_err *err) {
   void *data;
   size_t bytes;
-  const int hit = lookup(m, FARM_CACHE_OP, op_cache_key(o->policy, o->key), &data, &bytes, err);
-  if (hit <= 0) return hit;
-  farm_op_result r;
+  const int rc = opcache_get(m->cache, kind, key, &data, &bytes, err);
+  if (rc < 0) return rc;
+  const int taken = rc == OPCACHE_HIT && decode(data, bytes, key, r) == 0;
+  if (rc == OPCACHE_HIT) free(data);
+  m->sum->cache_misses += !taken;
+  m->sum->cache_damaged += rc == OPCACHE_DAMAGED || (rc == OPCACHE_HIT && !taken);
+  return taken;
+}
+
+static int decode_op(const void *data, size_t bytes, uint64_t key, void *out) {
+  farm_op_result *r = out;
   enpu_err ignored;
-  const int ok = farm_op_result_decode(data, bytes, &r, &ignored) == 0;
-  free(data);
-  if (!ok || r.policy != o->policy || r.key != o->key) {
-    if (ok) farm_op_result_free(&r);
-    undecodable(m);
-    return 0;
-  }
+  if (farm_op_result_decode(data, bytes, r, &ignored) < 0) return -1;
+  if (op_cache_key(r->policy, r->key) == key) return 0;
+  farm_op_result_free(r);
+  return -1;
+}
+
+static int cached_op(farm_job *m, const mop *o, enpu_err *err) {
+  farm_op_result r;
+  const int hit = lookup(m, FARM_CACHE_OP, op_cache_key(o->policy, o->key), decode_op, &r, err);
+  if (hit <= 0) return hit;
   const int rc = farm_state_add_op(m->state, &r, err);
   farm_op_result_free(&r);
   m->sum->cache_hits_op += rc == 0;
   return rc;
 }
 
+/* Failed buckets are never stored: one that says it failed is not the result asked for. */
+static int decode_bucket(const void *data, size_t bytes, uint64_t key, void *out) {
+  farm_bucket_result *r = out;
+  enpu_err ignored;
+  if (farm_bucket_result_decode(data, bytes, r, &ignored) < 0) return -1;
+  const store_bucket_rec *k = &r->bundle.bucket;
+  if (k->status == STORE_BUCKET_OK && bucket_cache_key(r->policy, k->phase, k->batch, k->seq, k->input_hash) == key)
+    return 0;
+  farm_bucket_result_free(r);
+  return -1;
+}
+
 static int cached_bucket(farm_job *m, const mtask *t, enpu_err *err) {
   const mbucket *b = &m->plan.buckets[t->bucket];
-  void *data;
-  size_t bytes;
   const uint64_t key = bucket_cache_key(t->policy, b->phase, b->batch, b->seq, t->input_hash);
-  const int hit = lookup(m, FARM_CACHE_BUCKET, key, &data, &bytes, err);
-  if (hit <= 0) return hit;
   farm_bucket_result r;
-  enpu_err ignored;
-  const int ok = farm_bucket_result_decode(data, bytes, &r, &ignored) == 0;
-  free(data);
-  const store_bucket_rec *k = &r.bundle.bucket;
-  if (!ok || r.policy != t->policy || k->phase != (uint8_t)b->phase || k->batch != b->batch || k->seq != b->seq ||
-      k->input_hash != t->input_hash || k->status != STORE_BUCKET_OK) {
-    if (ok) farm_bucket_result_free(&r);
-    undecodable(m);
-    return 0;
-  }
+  const int hit = lookup(m, FARM_CACHE_BUCKET, key, decode_bucket, &r, err);
+  if (hit <= 0) return hit;
   const int rc = farm_state_add_bucket(m->state, &r, err);
   farm_bucket_result_free(&r);
   m->sum->cache_hits_bucket += rc == 0;

@@ -94,12 +94,12 @@ void farm_buf_free(farm_buf *b) {
 /* ---- writing ------------------------------------------------------------------- */
 
 static unsigned char *put_u32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+  enpu_put_le32(p, v);
   return p + 4;
 }
 
 static unsigned char *put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+  enpu_put_le64(p, v);
   return p + 8;
 }
 
@@ -217,19 +217,9 @@ static const unsigned char *take(reader *rd, size_t n) {
   return p;
 }
 
-static uint32_t get_u32(reader *rd) {
-  const unsigned char *p = take(rd, 4);
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
+static uint32_t get_u32(reader *rd) { return enpu_get_le32(take(rd, 4)); }
 
-static uint64_t get_u64(reader *rd) {
-  const unsigned char *p = take(rd, 8);
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
+static uint64_t get_u64(reader *rd) { return enpu_get_le64(take(rd, 8)); }
 
 /* A fixed-width string column in canonical form (text, NUL, zeros). @return 0 or -1. */
 static int get_str(reader *rd, char *out, size_t width) {

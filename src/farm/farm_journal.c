@@ -85,30 +85,10 @@ static void scratch_free(scan_scratch *sc) {
   ZSTD_freeDCtx(sc->dctx);
 }
 
-static void put_le32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_le64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
-
-static uint64_t get_le64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 static void make_header(unsigned char h[HEADER_BYTES]) {
   memcpy(h, JOURNAL_MAGIC, 8);
-  put_le32(h + 8, JOURNAL_VERSION);
-  put_le32(h + 12, 0);
+  enpu_put_le32(h + 8, JOURNAL_VERSION);
+  enpu_put_le32(h + 12, 0);
 }
 
 static uint64_t record_checksum(uint32_t kind, const void *comp, uint32_t comp_bytes) {
@@ -160,7 +140,8 @@ static int check_header(int fd, off_t size, const char *path, enpu_err *err) {
   size_t n = size < HEADER_BYTES ? (size_t)size : HEADER_BYTES;
   ENPU_RETURN_IF(pread_full(fd, got, n, 0) != 0, err, enpu_errno_code(errno), "%s: cannot read: %s", path,
                  strerror(errno));
-  if (n == HEADER_BYTES && get_le32(got + 8) == JOURNAL_VERSION_NO_JOB) put_le32(got + 8, JOURNAL_VERSION);
+  if (n == HEADER_BYTES && enpu_get_le32(got + 8) == JOURNAL_VERSION_NO_JOB)
+    enpu_put_le32(got + 8, JOURNAL_VERSION);
   if (memcmp(got, want, n) != 0) return HEADER_BAD;
   return n < HEADER_BYTES ? HEADER_TORN : HEADER_INTACT;
 }
@@ -181,9 +162,9 @@ static int read_record(int fd, off_t off, off_t size, scan_scratch *sc, uint32_t
   if (size - off < RECORD_HEAD_BYTES) return 0;
   ENPU_RETURN_IF(pread_full(fd, head, sizeof head, off) < 0, err, enpu_errno_code(errno),
                  "%s: cannot read at %lld: %s", path, (long long)off, strerror(errno));
-  *kind = get_le32(head);
-  uint32_t comp_bytes = *comp_len = get_le32(head + 4);
-  uint64_t sum = get_le64(head + 8);
+  *kind = enpu_get_le32(head);
+  uint32_t comp_bytes = *comp_len = enpu_get_le32(head + 4);
+  uint64_t sum = enpu_get_le64(head + 8);
   if (!head_plausible(*kind, comp_bytes, size - off)) return 0;
   ENPU_FORWARD(grow_buf(&sc->comp, comp_bytes ? comp_bytes : 1, path, err));
   ENPU_RETURN_IF(pread_full(fd, sc->comp.data, comp_bytes, off + RECORD_HEAD_BYTES) < 0, err,
@@ -216,7 +197,7 @@ static int find_record(int fd, off_t from, off_t size, scan_scratch *sc, off_t *
                    "%s: cannot read at %lld: %s", path, (long long)base, strerror(errno));
     for (size_t i = 0; i < RESYNC_WINDOW_BYTES && i + RECORD_HEAD_BYTES <= got; i++) {
       const unsigned char *h = sc->window.data + i;
-      if (!head_plausible(get_le32(h), get_le32(h + 4), size - base - (off_t)i)) continue;
+      if (!head_plausible(enpu_get_le32(h), enpu_get_le32(h + 4), size - base - (off_t)i)) continue;
       uint32_t kind, comp_len;
       int intact = read_record(fd, base + (off_t)i, size, sc, &kind, &comp_len, path, err);
       if (intact < 0) return intact;
@@ -452,9 +433,9 @@ int farm_journal_append_frame(farm_journal *j, uint32_t kind, const void *frame,
   ENPU_FORWARD(grow_buf(&j->pending, at + RECORD_HEAD_BYTES + len, j->path, err));
   unsigned char *rec = j->pending.data + at;
   memcpy(rec + RECORD_HEAD_BYTES, frame, len);
-  put_le32(rec, kind);
-  put_le32(rec + 4, (uint32_t)len); /* len <= the bound of 64 MiB: fits */
-  put_le64(rec + 8, record_checksum(kind, rec + RECORD_HEAD_BYTES, (uint32_t)len));
+  enpu_put_le32(rec, kind);
+  enpu_put_le32(rec + 4, (uint32_t)len); /* len <= the bound of 64 MiB: fits */
+  enpu_put_le64(rec + 8, record_checksum(kind, rec + RECORD_HEAD_BYTES, (uint32_t)len));
   j->pending.len = at + RECORD_HEAD_BYTES + len;
   return j->pending.len >= JOURNAL_FLUSH_BYTES ? write_pending(j, err) : ENPU_OK;
 }

@@ -48,31 +48,14 @@ void opcache_close(opcache *c) { free(c); }
 
 const char *opcache_dir(const opcache *c) { return c->dir; }
 
-static void header_put32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void header_put64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t header_get32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-static uint64_t header_get64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-
 int opcache_entry_check(const unsigned char *buf, size_t n, uint32_t *kind, uint64_t *key) {
   if (n < OPCACHE_HEADER_BYTES || memcmp(buf, "ENPUCAC1", 8) != 0) return -1;
-  if (header_get32(buf + 8) != OPCACHE_FORMAT_VERSION || header_get64(buf + 24) != n - OPCACHE_HEADER_BYTES)
+  if (enpu_get_le32(buf + 8) != OPCACHE_FORMAT_VERSION || enpu_get_le64(buf + 24) != n - OPCACHE_HEADER_BYTES)
     return -1;
-  *kind = header_get32(buf + 12);
-  *key = header_get64(buf + 16);
+  *kind = enpu_get_le32(buf + 12);
+  *key = enpu_get_le64(buf + 16);
   const uint64_t sum = enpu_hash64(buf + OPCACHE_HEADER_BYTES, n - OPCACHE_HEADER_BYTES, *key);
-  return sum == header_get64(buf + 32) ? 0 : -1;
+  return sum == enpu_get_le64(buf + 32) ? 0 : -1;
 }
 
 /* DIR/v1/<xx>/<key>-<kind>, and its directory into dir (may be NULL). */
@@ -149,11 +132,11 @@ int opcache_put(opcache *c, uint32_t kind, uint64_t key, const void *data, size_
   ENPU_FORWARD(enpu_mkdir_p(dir, err));
   unsigned char head[OPCACHE_HEADER_BYTES];
   memcpy(head, "ENPUCAC1", 8);
-  header_put32(head + 8, OPCACHE_FORMAT_VERSION);
-  header_put32(head + 12, kind);
-  header_put64(head + 16, key);
-  header_put64(head + 24, bytes);
-  header_put64(head + 32, enpu_hash64(data, bytes, key));
+  enpu_put_le32(head + 8, OPCACHE_FORMAT_VERSION);
+  enpu_put_le32(head + 12, kind);
+  enpu_put_le64(head + 16, key);
+  enpu_put_le64(head + 24, bytes);
+  enpu_put_le64(head + 32, enpu_hash64(data, bytes, key));
   /* Not enpu_file_write: its one `<path>.tmp` would be shared by two farms writing the
    * same entry, and the second removes the first's temporary mid-write. */
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), c->tmp_count++);

@@ -12,35 +12,23 @@
 
 /* ---- events --------------------------------------------------------------------- */
 
-static int ev_less(const sim_event *a, const sim_event *b) {
+static int ev_less(const void *pa, const void *pb) {
+  const sim_event *a = pa, *b = pb;
   return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
 }
+_Static_assert(sizeof(sim_event) <= ENPU_HEAP_MAX_ELEM, "an event fits the heap's element");
 
 int replay_heap_push(event_heap *h, double time_ns, int kind, int32_t id, uint64_t batch, enpu_err *err) {
   if (enpu_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v) < 0)
     return enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (event queue)");
-  size_t i = h->n++;
-  sim_event e = {time_ns, h->next_seq++, batch, kind, id};
-  while (i > 0 && ev_less(&e, &h->v[(i - 1) / 2])) {
-    h->v[i] = h->v[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h->v[i] = e;
+  const sim_event e = {time_ns, h->next_seq++, batch, kind, id};
+  enpu_heap_push(h->v, &h->n, sizeof e, &e, ev_less);
   return ENPU_OK;
 }
 
 sim_event replay_heap_pop(event_heap *h) {
-  sim_event top = h->v[0], last = h->v[--h->n];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= h->n) break;
-    if (c + 1 < h->n && ev_less(&h->v[c + 1], &h->v[c])) c++;
-    if (!ev_less(&h->v[c], &last)) break;
-    h->v[i] = h->v[c];
-    i = c;
-  }
-  if (h->n) h->v[i] = last;
+  sim_event top;
+  enpu_heap_pop(h->v, &h->n, sizeof top, &top, ev_less);
   return top;
 }
 

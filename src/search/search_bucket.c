@@ -82,13 +82,13 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
   search_options defaults;
   ENPU_FORWARD(bucket_units(s, cost, g, policy, &opt, &defaults, out, &u, err));
   uint64_t *signature = enpu_calloc((size_t)u->count + 1, sizeof *signature);
-  unit_compile_user c = {s, cost, g, u, policy, opt, NULL};
+  unit_cache cache = {0};
+  unit_compile_user c = {s, cost, g, u, policy, opt, &cache};
   search_sets sets = {0};
-  int rc = signature ? search_unit_cache_create(&c.cache, err)
-                     : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
+  int rc = signature ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (op sets)");
   for (int i = 0; rc == 0 && i < u->count; i++) signature[i] = u->unit[i].signature;
   if (rc == 0) rc = search_sets_compile(signature, u->count, unit_set, &c, &sets, err);
-  search_unit_cache_free(c.cache);
+  search_unit_cache_free(&cache);
   free(signature);
   if (rc < 0) enpu_err_prefix(err, "%s: ", config_policy_name(policy));
   search_units *owned = u;
@@ -109,15 +109,12 @@ int search_compile_bucket(search_ctx *s, cost_ctx *cost, const graph *g, config_
 static int bucket_alloc(const graph *g, const search_units *u, int nslack, int peak, request *rq, scratch *sc,
                         search_bucket_result *out, enpu_err *err) {
   const size_t n = (size_t)u->op_instances, nw = (size_t)u->instances;
-  sc->req = enpu_calloc((size_t)u->count + 1, sizeof *sc->req);
-  sc->pos = enpu_calloc(nw + 1, sizeof *sc->pos);
-  sc->best_pos = enpu_calloc(nw + 1, sizeof *sc->best_pos);
-  sc->peak_state = enpu_calloc(n + 1, sizeof *sc->peak_state);
-  sc->cand = enpu_calloc(n + 1, sizeof *sc->cand);
-  sc->lift = enpu_calloc(n + 1, sizeof *sc->lift);
+  const int parts = ENPU_CALLOC_PARTS(ENPU_PART(sc->req, (size_t)u->count + 1), ENPU_PART(sc->pos, nw + 1),
+                                      ENPU_PART(sc->best_pos, nw + 1), ENPU_PART(sc->peak_state, n + 1),
+                                      ENPU_PART(sc->cand, n + 1), ENPU_PART(sc->lift, n + 1));
   out->plans = enpu_calloc((size_t)nslack, sizeof *out->plans);
-  ENPU_RETURN_IF(!sc->req || !sc->pos || !sc->best_pos || !sc->peak_state || !sc->cand || !sc->lift || !out->plans,
-                 err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)", (long long)n);
+  ENPU_RETURN_IF(parts < 0 || !out->plans, err, ENPU_ERR_NOMEM, "out of memory (bucket of %lld instances)",
+                 (long long)n);
   out->nplans = nslack;
   for (int k = 0; k < nslack; k++) {
     out->plans[k].state = enpu_calloc(n + 1, sizeof *out->plans[k].state);

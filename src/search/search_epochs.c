@@ -40,35 +40,23 @@ typedef struct {
 typedef struct {
   region *r;
   heap_entry *heap;
-  int nheap;
+  size_t nheap;
 } merge_state;
 
-static int heap_less(const heap_entry *a, const heap_entry *b) {
+static int heap_less(const void *pa, const void *pb) {
+  const heap_entry *a = pa, *b = pb;
   return a->len_ns < b->len_ns || (a->len_ns == b->len_ns && a->first < b->first);
 }
+_Static_assert(sizeof(heap_entry) <= ENPU_HEAP_MAX_ELEM, "an entry fits the heap's element");
 
 static void region_heap_push(merge_state *m, int id) {
-  heap_entry e = {m->r[id].len_ns, m->r[id].first, id, m->r[id].version};
-  int i = m->nheap++;
-  while (i > 0 && heap_less(&e, &m->heap[(i - 1) / 2])) {
-    m->heap[i] = m->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  m->heap[i] = e;
+  const heap_entry e = {m->r[id].len_ns, m->r[id].first, id, m->r[id].version};
+  enpu_heap_push(m->heap, &m->nheap, sizeof e, &e, heap_less);
 }
 
 static heap_entry region_heap_pop(merge_state *m) {
-  heap_entry top = m->heap[0], last = m->heap[--m->nheap];
-  int i = 0;
-  for (;;) {
-    int c = 2 * i + 1;
-    if (c >= m->nheap) break;
-    if (c + 1 < m->nheap && heap_less(&m->heap[c + 1], &m->heap[c])) c++;
-    if (!heap_less(&m->heap[c], &last)) break;
-    m->heap[i] = m->heap[c];
-    i = c;
-  }
-  if (m->nheap > 0) m->heap[i] = last;
+  heap_entry top;
+  enpu_heap_pop(m->heap, &m->nheap, sizeof top, &top, heap_less);
   return top;
 }
 

@@ -64,12 +64,7 @@ void search_states_by_walk(const search_units *u, const int (*exec)[CONFIG_NCOMP
 }
 
 void search_scratch_free(scratch *sc) {
-  free(sc->req);
-  free(sc->pos);
-  free(sc->best_pos);
-  free(sc->peak_state);
-  free(sc->cand);
-  free(sc->lift);
+  free(sc->req);    /* owns pos, best_pos, peak_state, cand and lift (bucket_alloc) */
   free(sc->op_of);  /* owns cache and cache_next (search_req_init) */
   free(sc->ga_req); /* owns the other ga_ arrays (search_ga_genes_make) */
   search_walk_free(sc->hull);

@@ -181,7 +181,7 @@ typedef struct {
 
 /* Scratch of one bucket's request level. */
 typedef struct {
-  search_req_op *req; /* per unit */
+  search_req_op *req; /* per unit; one block with pos, best_pos, peak_state, cand, lift */
   int *pos;           /* per unit instance (walk numbering) */
   int *best_pos;      /* positions of the plan taken so far, when it is on the Pareto sets */
   int have_best;
@@ -240,10 +240,13 @@ int search_units_of_ops(const graph *g, search_units **out, enpu_err *err);
 /* The epochs of an epoch policy (search_epochs.c). */
 int search_units_of_epochs(search_ctx *s, cost_ctx *cost, const graph *g, config_policy policy, double epoch_ns,
                            search_units **out, enpu_err *err);
-/* Cost-model results of (graph op, plan) shared by the epochs of one compilation. */
-typedef struct unit_cache unit_cache;
-int search_unit_cache_create(unit_cache **out, enpu_err *err);
-void search_unit_cache_free(unit_cache *uc); /* NULL is a no-op */
+/* Cost-model results of (graph op, plan) shared by the epochs of one compilation
+ * (search_units.c): starts empty ({0}) and grows on its first use. */
+typedef struct {
+  struct search_op_line *lines;
+  size_t cap, n; /* cap: a power of two */
+} unit_cache;
+void search_unit_cache_free(unit_cache *uc); /* frees the lines; empty again */
 /* search_unit_compile with the compilation's cache (one pipeline and chip). */
 int search_unit_compile_cached(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
                                config_policy policy, const search_options *opt, unit_cache *cache,

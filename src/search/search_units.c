@@ -152,15 +152,10 @@ int search_units_of_ops(const graph *g, search_units **out, enpu_err *err) {
  * one compilation, which share their operators (every layer runs the same ones): an
  * open-addressing table at most half full, key = op + 1 in the high bits, the five
  * states in the low 40. */
-typedef struct {
+typedef struct search_op_line {
   uint64_t key;
   double time_ns, cp_ns, energy_nj;
 } op_line;
-
-struct unit_cache {
-  op_line *lines;
-  size_t cap, n; /* cap: a power of two */
-};
 
 static uint64_t line_key(int op, const int state[CONFIG_NCOMP]) {
   uint64_t k = (uint64_t)op + 1;
@@ -186,16 +181,9 @@ static int cache_grow(unit_cache *uc, enpu_err *err) {
   return 0;
 }
 
-int search_unit_cache_create(unit_cache **out, enpu_err *err) {
-  *out = enpu_calloc(1, sizeof **out);
-  ENPU_RETURN_IF(!*out, err, ENPU_ERR_NOMEM, "out of memory (epoch cost cache)");
-  return 0;
-}
-
 void search_unit_cache_free(unit_cache *uc) {
-  if (!uc) return;
   free(uc->lines);
-  free(uc);
+  *uc = (unit_cache){0};
 }
 
 /* One V/f setting for every member of an epoch: the cost model per member op, times its
@@ -256,10 +244,9 @@ int search_unit_compile_cached(search_ctx *s, cost_ctx *cost, const graph *g, co
 
 int search_unit_compile(search_ctx *s, cost_ctx *cost, const graph *g, const search_units *u, int unit,
                         config_policy policy, const search_options *opt, search_pareto *out, enpu_err *err) {
-  unit_cache *cache;
-  ENPU_FORWARD(search_unit_cache_create(&cache, err));
-  const int rc = search_unit_compile_cached(s, cost, g, u, unit, policy, opt, cache, out, err);
-  search_unit_cache_free(cache);
+  unit_cache cache = {0};
+  const int rc = search_unit_compile_cached(s, cost, g, u, unit, policy, opt, &cache, out, err);
+  search_unit_cache_free(&cache);
   return rc;
 }
 

@@ -293,7 +293,7 @@ static void fix_superblock_checksum(unsigned char *image, size_t bytes) {
   size_t at = 12 + 4 * (size_t)image[9]; /* flags, then base, extension, EOF, root addresses */
   if (at + 4 > bytes) return;
   uint32_t sum = lookup3(image, at);
-  for (int i = 0; i < 4; i++) image[at + (size_t)i] = (unsigned char)(sum >> (8 * i));
+  enpu_put_le32(image + at, sum);
 }
 
 /* The finished in-memory file as one image (malloc'd). */

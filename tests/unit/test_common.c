@@ -285,6 +285,47 @@ static void test_hasher_is_field_sensitive(void **state) {
   assert_true(enpu_hash64("x", 1, 0) != enpu_hash64("y", 1, 0));
 }
 
+/* The byte order of every binary record: least significant byte first, whatever the host. */
+static void test_little_endian(void **state) {
+  (void)state;
+  unsigned char b[8];
+  enpu_put_le32(b, 0x01020304u);
+  assert_int_equal(b[0], 0x04);
+  assert_int_equal(b[3], 0x01);
+  assert_int_equal(enpu_get_le32(b), 0x01020304u);
+  enpu_put_le64(b, 0x0102030405060708ull);
+  assert_int_equal(b[0], 0x08);
+  assert_int_equal(b[7], 0x01);
+  assert_true(enpu_get_le64(b) == 0x0102030405060708ull);
+}
+
+/* An element: {key, push number}; the push number breaks ties. */
+static int pair_less(const void *pa, const void *pb) {
+  const double *a = pa, *b = pb;
+  return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]);
+}
+
+/* The heap gives its elements back least first, interleaved pushes and pops included,
+ * and a tie broken in less (here by push order) comes out in that order. */
+static void test_heap_orders(void **state) {
+  (void)state;
+  double v[64][2], top[2], prev[2] = {-1, -1};
+  size_t n = 0;
+  uint64_t x = 7;
+  for (int i = 0; i < 40; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const double e[2] = {(double)(x >> 60), i}; /* 16 keys: many ties */
+    enpu_heap_push(v, &n, sizeof e, e, pair_less);
+    if (i % 5 == 4) enpu_heap_pop(v, &n, sizeof top, top, pair_less);
+  }
+  assert_int_equal(n, 32);
+  while (n > 0) {
+    enpu_heap_pop(v, &n, sizeof top, top, pair_less);
+    assert_true(pair_less(prev, top));
+    memcpy(prev, top, sizeof prev);
+  }
+}
+
 /* The one key=value parser: pairs in order, and every malformed value refused with what
  * was wrong; a key given twice names the key whatever the pair limit. */
 static void test_kv_split(void **state) {
@@ -321,6 +362,8 @@ int main(void) {
       cmocka_unit_test(test_file_publish_never_through_links),
       cmocka_unit_test(test_file_move_aside_numbers),
       cmocka_unit_test(test_kv_split),
+      cmocka_unit_test(test_little_endian),
+      cmocka_unit_test(test_heap_orders),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
