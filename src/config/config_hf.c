@@ -50,6 +50,10 @@ static const hf_key hf_keys[] = {
                               "per token beside a hidden x heads x head_dim matmul)"},
   {"num_nextn_predict_layers", HF_NOTE, "num_nextn_predict_layers: the multi-token-prediction module is a draft "
                                         "head outside the forward pass; the graph has the main layers only"},
+  {"_num_mtp_layers", HF_NOTE, "_num_mtp_layers: the multi-token-prediction module is a draft head outside the "
+                               "forward pass; the graph has the main layers only"},
+  {"mtp_num_hidden_layers", HF_NOTE, "mtp_num_hidden_layers: the multi-token-prediction module is a draft head "
+                                     "outside the forward pass; the graph has the main layers only"},
   {"quantization_config", HF_NOTE, "quantization_config: weights and activations are modelled in the dtype of "
                                    "torch_dtype (or --dtype-bytes), not the checkpoint's quantized format"},
   {"vision_config", HF_NOTE, "vision_config: the vision tower is not modelled; the graph is the language model's "
@@ -84,6 +88,10 @@ static const hf_key hf_keys[] = {
   {"vision_feature_layer", HF_INERT, NULL}, {"vision_feature_select_strategy", HF_INERT, NULL},
   {"image_seq_length", HF_INERT, NULL}, {"attn_implementation", HF_INERT, NULL},
   {"_attn_implementation", HF_INERT, NULL}, {"_commit_hash", HF_INERT, NULL},
+  /* inert: the multi-token-prediction module's training loss and weight sharing (the
+   * module itself is noted where its layer count is) */
+  {"mtp_loss_scaling_factor", HF_INERT, NULL}, {"mtp_share_layers", HF_INERT, NULL},
+  {"mtp_use_dedicated_embeddings", HF_INERT, NULL},
   /* inert: transformers' PretrainedConfig itself (output switches, generation defaults,
    * task heads, tokenizer names): none reaches a decoder's forward-pass operators */
   {"return_dict", HF_INERT, NULL}, {"output_hidden_states", HF_INERT, NULL},
@@ -173,6 +181,9 @@ static const hf_arch hf_archs[] = {
 #define NARCH (sizeof hf_archs / sizeof hf_archs[0])
 
 /* Families the graph cannot express, with the feature it lacks. */
+#define HF_LINEAR_ATTENTION                                                                                         \
+  "linear-attention layers (Gated DeltaNet, layer_types \"linear_attention\": a recurrent state updated per token " \
+  "in place of a KV cache, on three of every four layers): the graph has softmax attention only"
 static const struct {
   const char *model_type, *cls, *why;
 } hf_rejected[] = {
@@ -182,6 +193,29 @@ static const struct {
     {"mllama", "MllamaForConditionalGeneration",
      "cross-attention layers (text attending to image tokens, cross_attention_layers): the graph has self-attention "
      "only"},
+    {"qwen3_5", "Qwen3_5ForConditionalGeneration", HF_LINEAR_ATTENTION},
+    {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", HF_LINEAR_ATTENTION},
+    {"qwen3_next", "Qwen3NextForCausalLM", HF_LINEAR_ATTENTION},
+};
+
+/* Keys a family's published configs leave to its transformers class: Gemma 3's config.json
+ * states only what differs from Gemma3TextConfig (gemma-3-4b-it's text_config has no heads,
+ * head_dim or vocab_size). transformers fills them from the class's defaults; so does the
+ * importer, and it says which. The values are the class's __init__ defaults. */
+static const struct {
+  const char *model_type, *cls, *key, *value; /* value: JSON text */
+} hf_defaults[] = {
+    {"gemma3_text", "Gemma3TextConfig", "vocab_size", "262208"},
+    {"gemma3_text", "Gemma3TextConfig", "hidden_size", "2304"},
+    {"gemma3_text", "Gemma3TextConfig", "intermediate_size", "9216"},
+    {"gemma3_text", "Gemma3TextConfig", "num_hidden_layers", "26"},
+    {"gemma3_text", "Gemma3TextConfig", "num_attention_heads", "8"},
+    {"gemma3_text", "Gemma3TextConfig", "num_key_value_heads", "4"},
+    {"gemma3_text", "Gemma3TextConfig", "head_dim", "256"},
+    {"gemma3_text", "Gemma3TextConfig", "hidden_activation", "\"gelu_pytorch_tanh\""},
+    {"gemma3_text", "Gemma3TextConfig", "max_position_embeddings", "131072"},
+    {"gemma3_text", "Gemma3TextConfig", "sliding_window", "4096"},
+    {"gemma3_text", "Gemma3TextConfig", "sliding_window_pattern", "6"},
 };
 
 typedef struct {
@@ -192,7 +226,8 @@ typedef struct {
   config_path text_at; /* storage for $.text_config */
   const config_hf_options *opt;
   enpu_err *err;
-  int limit; /* the context limit, tokens (0: not stated) */
+  json_t *defaults; /* the family's class defaults of the keys the config omits (hf_defaults) */
+  int limit;        /* the context limit, tokens (0: not stated) */
   char *notes;
   size_t notes_len;
 } hf_ctx;
@@ -214,8 +249,10 @@ static bool ignored(const hf_ctx *c, const char *key) {
   return false;
 }
 
+/* A key of the language model: the config's, else (absent) its family's class default. */
 static const json_t *get(const hf_ctx *c, const char *key) {
   const json_t *v = json_object_get(c->cfg, key);
+  if (!v) v = json_object_get(c->defaults, key);
   return json_is_null(v) ? NULL : v;
 }
 
@@ -225,8 +262,16 @@ static const char *string_at(const json_t *obj, const char *key) {
   return json_is_string(v) ? json_string_value(v) : "";
 }
 
-/* An error at the key: "file:line:column: $.key: expected ..., got ...". */
+/* An error at the key: "file:line:column: $.key: expected ..., got ..."; a key the config
+ * lacks, at the object that lacks it (the text has no place for the key itself). */
 static int fail_key(hf_ctx *c, const char *key, const char *expected) {
+  if (json_is_object(c->cfg) && !json_object_get(c->cfg, key)) {
+    const json_t *dflt = json_object_get(c->defaults, key);
+    char got[96] = "";
+    if (dflt) config_describe(dflt, got, sizeof got);
+    return config_fail(&c->doc, &c->cfg_at, c->err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s%s%s)",
+                       key, expected, dflt ? "; the family's default is " : "", got);
+  }
   config_path p = CONFIG_KEY(&c->cfg_at, key);
   char got[96] = "nothing (missing or null)";
   if (get(c, key)) config_describe(json_object_get(c->cfg, key), got, sizeof got);
@@ -334,17 +379,49 @@ static int check_rejected(hf_ctx *c, const char *cls, const char *mt) {
   return ENPU_OK;
 }
 
-/* The family: architectures[0] first, model_type (the root's, then text_config's) as the
- * fallback. A known class under another model_type (Kimi-K2's kimi_k2 building
- * DeepseekV3ForCausalLM) is that class's graph, with a note. */
+static const hf_arch *arch_of_class(const char *cls) {
+  for (size_t i = 0; i < NARCH && *cls; i++)
+    for (int k = 0; k < 3 && hf_archs[i].classes[k]; k++)
+      if (!strcmp(hf_archs[i].classes[k], cls)) return &hf_archs[i];
+  return NULL;
+}
+
+/* The family's class defaults of the keys the config omits, in c->defaults, and a note
+ * naming each one taken. */
+static int take_defaults(hf_ctx *c, const hf_arch *a) {
+  char line[640] = "", *at = line;
+  const char *cls = NULL;
+  for (size_t i = 0; i < sizeof hf_defaults / sizeof *hf_defaults; i++) {
+    if (strcmp(hf_defaults[i].model_type, a->model_type) || json_object_get(c->cfg, hf_defaults[i].key)) continue;
+    if (!c->defaults) c->defaults = json_object();
+    json_t *v = json_loads(hf_defaults[i].value, JSON_DECODE_ANY, NULL);
+    ENPU_RETURN_IF(!c->defaults || !v || json_object_set_new(c->defaults, hf_defaults[i].key, v) < 0, c->err,
+                   ENPU_ERR_NOMEM, "out of memory (family defaults)");
+    at += snprintf(at, (size_t)(line + sizeof line - at), "%s%s %s", cls ? ", " : "", hf_defaults[i].key,
+                   hf_defaults[i].value);
+    cls = hf_defaults[i].cls;
+  }
+  if (!cls) return ENPU_OK;
+  char text[sizeof line + 160];
+  snprintf(text, sizeof text, "%s: absent from the config, taken as transformers' %s defaults (as it does): %s",
+           a->model_type, cls, line);
+  note(c, text);
+  return ENPU_OK;
+}
+
+/* The family: architectures[0] first (the root's, then text_config's), model_type (the
+ * root's, then text_config's) as the fallback. A known class under another model_type
+ * (Kimi-K2's kimi_k2 building DeepseekV3ForCausalLM, EXAONE 4.5's text_config building
+ * Exaone4ForCausalLM) is that class's graph, with a note. */
 static int find_arch(hf_ctx *c, const hf_arch **out) {
   const char *cls = string_at(c->doc.root, "architectures"), *mt = string_at(c->doc.root, "model_type");
   const char *text_mt = c->cfg != c->doc.root ? string_at(c->cfg, "model_type") : "";
   ENPU_FORWARD(check_rejected(c, cls, mt));
-  const hf_arch *a = NULL;
-  for (size_t i = 0; i < NARCH && !a && *cls; i++)
-    for (int k = 0; k < 3 && hf_archs[i].classes[k]; k++)
-      if (!strcmp(hf_archs[i].classes[k], cls)) a = &hf_archs[i];
+  const hf_arch *a = arch_of_class(cls);
+  if (!a && c->cfg != c->doc.root && (a = arch_of_class(string_at(c->cfg, "architectures")))) {
+    cls = string_at(c->cfg, "architectures");
+    mt = text_mt;
+  }
   for (size_t i = 0; i < NARCH && !a; i++)
     if (!strcmp(hf_archs[i].model_type, mt) || (*text_mt && !strcmp(hf_archs[i].model_type, text_mt)))
       a = &hf_archs[i];
@@ -366,7 +443,7 @@ static int find_arch(hf_ctx *c, const hf_arch **out) {
   }
   if (a->note) note(c, a->note);
   *out = a;
-  return ENPU_OK;
+  return take_defaults(c, a);
 }
 
 /* The context limit: max_position_embeddings, or the longer length a rope scaling
@@ -415,6 +492,18 @@ static int check_activation(hf_ctx *c) {
   return fail_key(c, key, "\"silu\" or \"gelu_pytorch_tanh\" (every FFN of the graph is a gated MLP)");
 }
 
+/* A window pattern as letters (EXAONE's "LLLG": a sliding layer, L, or a global one, G,
+ * repeated over the layers): how many layers are sliding. */
+static int pattern_count(hf_ctx *c, const char *pattern, int layers, int *count) {
+  const size_t n = strlen(pattern);
+  if (!n || strspn(pattern, "LG") != n)
+    return fail_key(c, "sliding_window_pattern",
+                    "an integer, or letters L (sliding) and G (global) repeated per layer");
+  *count = 0;
+  for (int i = 0; i < layers; i++) *count += pattern[(size_t)i % n] == 'L';
+  return ENPU_OK;
+}
+
 /* How many layers a window limits: layer_types' sliding ones (every other one a
  * full_attention), else the family's pattern (Gemma 2: every other layer; Gemma 3: all
  * but every sliding_window_pattern-th), else Qwen2's layers from max_window_layers on,
@@ -437,6 +526,7 @@ static int window_count(hf_ctx *c, const hf_arch *a, int layers, int *count) {
   v = get(c, "sliding_window_pattern");
   if (json_is_integer(v)) ENPU_FORWARD(get_count(c, "sliding_window_pattern", -1, &pattern));
   if (a->window_every) *count = (layers + a->window_every - 1) / a->window_every;
+  else if (json_is_string(v)) return pattern_count(c, json_string_value(v), layers, count);
   else if (pattern) *count = layers - layers / pattern;
   else if (json_is_true(get(c, "use_sliding_window"))) {
     ENPU_FORWARD(get_int(c, "max_window_layers", 0, &from));
@@ -680,6 +770,7 @@ int config_model_import_hf(const char *path, const config_hf_options *opt, char 
   free(text);
   free(c.notes);
   json_decref(m);
+  json_decref(c.defaults);
   config_doc_close(&c.doc);
   return rc;
 }

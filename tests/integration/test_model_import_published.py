@@ -49,8 +49,10 @@ rows = md_rows(open(os.path.join(hf, "README.md")).read(), "| file | repository 
 h.check("README lists at least 15 published files", len(rows) >= 15, str(len(rows)))
 for row in rows:
     name, repo, path, commit, size, expected = row[0].strip("`"), row[1], row[2], row[3], row[4], row[5]
+    quoted = re.fullmatch(r"\S+\.md \(its \S+ block\)", path)  # a config.json quoted whole in a document
     h.check(f"{name}: source stated (repository, path, 40-hex commit)",
-            "/" in repo and path.endswith("config.json") and re.fullmatch(r"[0-9a-f]{40}", commit), str(row))
+            "/" in repo and (path.endswith("config.json") or quoted) and re.fullmatch(r"[0-9a-f]{40}", commit),
+            str(row))
     r = do_import(os.path.join(hf, name))
     if expected == "imports":
         ok = r.returncode == 0
@@ -58,6 +60,9 @@ for row in rows:
         if not ok:
             continue
         total = json.loads(r.stdout).get("summary", {}).get("params_total", 0) / 1e9
+        print(f"     {name}: {total:.3f} B parameters (published {size})")
+        if "not checked" in size:
+            continue
         published = float(size)
         h.check(f"{name}: {total:.3f} B parameters within 1 % of the published {published} B",
                 abs(total / published - 1) <= 0.01, f"{total:.3f}")
@@ -201,4 +206,75 @@ r = h.run("model", "import", os.path.join(hf, "llama3.1-8b-instruct.json"), "-o"
 h.check("text summary on stdout with -o", r.returncode == 0 and re.search(
     r"8\.030 B parameters, 7\.505 B active per token, weights 16\.061 GB, KV cache 131072 bytes per token, "
     r"context limit 131072 tokens", r.stdout), r.stdout + r.stderr)
+# 6. What published files leave to transformers. Gemma 3's config.json states only what
+# differs from Gemma3TextConfig's defaults (no heads, head_dim, vocab_size): the importer
+# takes the class's defaults, as transformers does, and says which.
+r = do_import(os.path.join(hf, "gemma-3-4b-it.json"))
+ok = r.returncode == 0
+h.check("Gemma-3-4B-it (a text_config without heads or vocab_size): imports", ok, r.stderr)
+if ok:
+    out = json.loads(r.stdout)
+    m, s = out["model"], out["summary"]
+    h.check("Gemma-3-4B-it: Gemma3TextConfig's defaults (8/4 heads of 256, vocab 262208, 131072 tokens)",
+            m["attention"] == {"kind": "gqa", "heads": 8, "kv_heads": 4, "head_dim": 256} and m["vocab"] == 262208
+            and m["context_limit"] == 131072 and m.get("tie_embeddings") is True, str(m))
+    h.check("Gemma-3-4B-it: 29 of 34 layers windowed to 1024 tokens (the default pattern: every 6th is global)",
+            s.get("sliding_window") == {"size": 1024, "layers": 29}, str(s))
+    h.check("Gemma-3-4B-it: KV bytes per token 34 layers x 2 x 4 heads x 256 x 2 bytes",
+            s["kv_bytes_per_token"] == 34 * 2 * 4 * 256 * 2, str(s))
+    h.check("Gemma-3-4B-it: a note names the defaults taken", any(
+        "Gemma3TextConfig" in n and "vocab_size 262208" in n and "num_key_value_heads 4" in n for n in out["notes"]),
+        str(out["notes"]))
+
+# A key that is absent (and that the family has no default for) is reported at the object
+# that lacks it, with the file's line and column, not at 0:0.
+def absent_key(name, doc, drop, at):
+    path = os.path.join(tmp, name)
+    json.dump(doc, open(path, "w"), indent=2)
+    r = do_import(path)
+    h.check(f"{name}: without {drop}: exit 2 at {at}, naming the key",
+            r.returncode == 2 and f"{path}:{at}: " in r.stderr and f"missing required key '{drop}'" in r.stderr
+            and ":0:0:" not in r.stderr, r.stderr)
+
+
+no_vocab = dict(base)
+del no_vocab["vocab_size"]
+absent_key("no-vocab.json", no_vocab, "vocab_size", "1:1: $")
+dev = json.load(open(os.path.join(hf, "devstral-small-2-24b-instruct.json")))
+del dev["text_config"]["num_hidden_layers"]
+text_line = 1 + next(i for i, l in enumerate(json.dumps(dev, indent=2).splitlines()) if '"text_config"' in l)
+absent_key("no-layers.json", dev, "num_hidden_layers", f"{text_line}:18: $.text_config")
+
+# EXAONE 4.5: EXAONE 4's language model (text_config.architectures) beside a vision tower
+# and a multi-token-prediction module; its window pattern may come as a string.
+r = do_import(os.path.join(hf, "exaone-4.5-33b.json"))
+ok = r.returncode == 0
+h.check("EXAONE-4.5-33B: its text_config's Exaone4ForCausalLM imports", ok, r.stderr)
+if ok:
+    out = json.loads(r.stdout)
+    h.check("EXAONE-4.5-33B: 48 of 64 layers windowed to 4096 tokens",
+            out["summary"].get("sliding_window") == {"size": 4096, "layers": 48}, str(out["summary"]))
+    h.check("EXAONE-4.5-33B: the MTP module is named as not modelled",
+            any("_num_mtp_layers" in n for n in out["notes"]), str(out["notes"]))
+ex = json.load(open(os.path.join(hf, "exaone-4.5-33b.json")))
+del ex["text_config"]["layer_types"]
+r = import_doc("exaone-pattern.json", ex)
+h.check("sliding_window_pattern \"LLLG\" without layer_types: 48 of 64 layers windowed (3 in 4), not all 64",
+        r.returncode == 0 and json.loads(r.stdout)["summary"].get("sliding_window") == {"size": 4096, "layers": 48},
+        r.stdout[-300:] + r.stderr)
+ex["text_config"]["sliding_window_pattern"] = "LLXG"
+r = import_doc("exaone-bad-pattern.json", ex)
+h.check("sliding_window_pattern \"LLXG\": exit 2 naming the key", r.returncode == 2 and
+        "$.text_config.sliding_window_pattern" in r.stderr and ":0:0:" not in r.stderr, r.stderr)
+
+# Qwen3.5 and Qwen3-Next: three of every four layers are Gated DeltaNet linear attention
+# (a recurrent state, no KV cache): refused with that reason, not as an unknown class.
+r = do_import(os.path.join(hf, "qwen3.5-9b.json"))
+h.check("Qwen3.5-9B: refused as linear-attention layers, at $.architectures", r.returncode == 2 and
+        "linear-attention" in r.stderr and "$.architectures" in r.stderr and "known architecture" not in r.stderr,
+        r.stderr)
+nxt = dict(base, architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next")
+r = import_doc("qwen3-next.json", nxt)
+h.check("Qwen3-Next: refused as linear-attention layers", r.returncode == 2 and "linear-attention" in r.stderr,
+        r.stderr)
 h.finish()
