@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_internal.h"
@@ -54,18 +55,30 @@ static const cli_spec plan_spec = {.command = "plan", .run = plan_run, .init = p
 /* clang-format on */
 const cli_spec *const cli_plan_specs[] = {&plan_spec, NULL};
 
+/* Did a stop signal (SIGINT, SIGQUIT) come while the child ran? It waits, blocked, in
+ * this process: take it (it is not delivered later) and say so. */
+static bool took_stop_signal(const sigset_t *stop) {
+  const struct timespec now = {0, 0};
+  bool took = false;
+  int sig;
+  while ((sig = sigtimedwait(stop, NULL, &now)) > 0) took = true;
+  return took;
+}
+
 /* Run argv as a child with stdout and stderr shared; @return its exit status (a signal's
  * death: CLI_EXIT_INTERRUPTED), or CLI_EXIT_ENV when it could not start. */
 static int run_child(char *const argv[], bool stdout_to_stderr) {
   fflush(stdout), fflush(stderr);
-  /* A Ctrl-C reaches the whole foreground group: the step stops as it does alone (the
-   * farm with its checkpoint, exit 3) and this process lives on to say how to resume. */
-  struct sigaction ignore = {.sa_handler = SIG_IGN}, was_int, was_quit;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &was_int), sigaction(SIGQUIT, &ignore, &was_quit);
+  /* A Ctrl-C reaches the whole foreground group: the step stops as it does alone, and this
+   * process, with the signal blocked, lives on to say how to resume. The step's own exit
+   * status does not tell an interruption (mpirun exits 1 when its ranks stop), so the
+   * signal blocked here does: a step interrupted is CLI_EXIT_INTERRUPTED, whatever it says. */
+  sigset_t stop, was_mask;
+  sigemptyset(&stop), sigaddset(&stop, SIGINT), sigaddset(&stop, SIGQUIT);
+  sigprocmask(SIG_BLOCK, &stop, &was_mask);
   const pid_t pid = fork();
   if (pid == 0) {
-    sigaction(SIGINT, &was_int, NULL), sigaction(SIGQUIT, &was_quit, NULL);
+    sigprocmask(SIG_SETMASK, &was_mask, NULL);
     if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO); /* --json: one document on stdout, ours */
     if (geteuid() == 0) /* Open MPI refuses root without its two confirmations (as make farm) */
       setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0), setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -82,7 +95,11 @@ static int run_child(char *const argv[], bool stdout_to_stderr) {
       break;
     }
   if (pid > 0 && status != -1 && WIFEXITED(status)) rc = WEXITSTATUS(status);
-  sigaction(SIGINT, &was_int, NULL), sigaction(SIGQUIT, &was_quit, NULL);
+  if (took_stop_signal(&stop)) {
+    fprintf(stderr, "enpu plan: interrupted (a stop signal came while %s ran; it exited %d)\n", argv[0], rc);
+    rc = CLI_EXIT_INTERRUPTED;
+  }
+  sigprocmask(SIG_SETMASK, &was_mask, NULL);
   return rc;
 }
 
