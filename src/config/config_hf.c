@@ -54,8 +54,7 @@ static const hf_key hf_keys[] = {
                                "forward pass; the graph has the main layers only"},
   {"mtp_num_hidden_layers", HF_NOTE, "mtp_num_hidden_layers: the multi-token-prediction module is a draft head "
                                      "outside the forward pass; the graph has the main layers only"},
-  {"quantization_config", HF_NOTE, "quantization_config: weights and activations are modelled in the dtype of "
-                                   "torch_dtype (or --dtype-bytes), not the checkpoint's quantized format"},
+  {"quantization_config", HF_NOTE, NULL}, /* noted by quant_note, naming the method */
   {"vision_config", HF_NOTE, "vision_config: the vision tower is not modelled; the graph is the language model's "
                              "(text tokens in, text tokens out)"},
   {"attn_logit_softcapping", HF_NOTE, "attn_logit_softcapping: the tanh capping of the attention scores is not "
@@ -561,9 +560,27 @@ static int window_of(hf_ctx *c, const hf_arch *a, int layers, int *size, int *co
   return ENPU_OK;
 }
 
+/* A quantized checkpoint (Devstral 2's is fp8) is priced in torch_dtype's bytes unless
+ * --dtype-bytes says otherwise: the weights a job init places on chips would be twice
+ * an fp8 checkpoint's, so the note names the method and the option. */
+static void quant_note(hf_ctx *c) {
+  const json_t *q = get_lm(c, "quantization_config");
+  if (!json_is_object(q) || c->opt->dtype_bytes > 0) return;
+  const char *method = string_at(q, "quant_method");
+  char line[400];
+  snprintf(
+      line, sizeof line,
+      "quantization_config: the checkpoint is quantized (quant_method \"%s\"); weights, activations and the KV "
+      "cache are priced in the bytes of torch_dtype, not its format: --dtype-bytes 1 prices all three in one "
+      "byte (an fp8 checkpoint served with an fp8 KV cache)",
+      *method ? method : "not stated");
+  note(c, line);
+}
+
 /* Keys that must hold the value the graph builds. */
 static int check_values(hf_ctx *c, const hf_arch *a) {
   ENPU_FORWARD(check_activation(c));
+  quant_note(c);
   if (json_is_true(get(c, "mlp_bias"))) return fail_key(c, "mlp_bias", "false (the graph's MLPs have no bias)");
   int one = 1;
   if (a->moe) {

@@ -277,4 +277,15 @@ nxt = dict(base, architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next"
 r = import_doc("qwen3-next.json", nxt)
 h.check("Qwen3-Next: refused as linear-attention layers", r.returncode == 2 and "linear-attention" in r.stderr,
         r.stderr)
+# Devstral 2's checkpoint is fp8 (quantization_config): priced in torch_dtype's 2 bytes, the
+# note names the method and --dtype-bytes 1, which prices its weights at one byte each.
+r = do_import(os.path.join(hf, "devstral-2-123b-instruct.json"))
+notes = json.loads(r.stdout)["notes"] if r.returncode == 0 else []
+h.check("Devstral 2: the note names quant_method fp8 and --dtype-bytes 1",
+        any('quant_method "fp8"' in n and "--dtype-bytes 1" in n for n in notes), str(notes))
+r = do_import(os.path.join(hf, "devstral-2-123b-instruct.json"), "--dtype-bytes", "1")
+s = json.loads(r.stdout)["summary"] if r.returncode == 0 else {}
+h.check("Devstral 2 with --dtype-bytes 1: 125.0 GB of weights (one byte per parameter), no quantization note",
+        r.returncode == 0 and s["weight_bytes"] == s["params_total"] and abs(s["params_total"] / 125.03e9 - 1) < 1e-3
+        and not any("quantization_config" in n for n in json.loads(r.stdout)["notes"]), str(s))
 h.finish()
