@@ -36,6 +36,13 @@ def do_import(path, *extra):
     return h.run("model", "import", path, "--json", *extra)
 
 
+def imported(label, path):
+    """The --json document of a config that must import (checked), or None."""
+    r = do_import(path)
+    h.check(f"{label}: imports", r.returncode == 0, r.stderr)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
 def import_doc(name, doc):
     """do_import of a config document written to tmp/name."""
     path = os.path.join(tmp, name)
@@ -123,11 +130,8 @@ if ok:
     total = out["summary"]["params_total"] / 1e9
     h.check(f"kimi_k2: {total:.1f} B parameters within 1 % of the published 1026 B (1.03 T in its safetensors)",
             abs(total / 1026 - 1) <= 0.01, f"{total:.1f}")
-r = do_import(os.path.join(hf, "devstral-small-2-24b-instruct.json"))
-ok = r.returncode == 0
-h.check("text_config (Devstral Small 2): imports", ok, r.stderr)
-if ok:
-    out = json.loads(r.stdout)
+out = imported("text_config (Devstral Small 2)", os.path.join(hf, "devstral-small-2-24b-instruct.json"))
+if out:
     h.check("text_config: a note that the vision tower is not modelled",
             any("text_config" in n and "vision tower" in n for n in out["notes"]), str(out["notes"]))
     h.check("text_config: the language model's sizes", out["model"]["hidden"] == 5120 and
@@ -209,11 +213,8 @@ h.check("text summary on stdout with -o", r.returncode == 0 and re.search(
 # 6. What published files leave to transformers. Gemma 3's config.json states only what
 # differs from Gemma3TextConfig's defaults (no heads, head_dim, vocab_size): the importer
 # takes the class's defaults, as transformers does, and says which.
-r = do_import(os.path.join(hf, "gemma-3-4b-it.json"))
-ok = r.returncode == 0
-h.check("Gemma-3-4B-it (a text_config without heads or vocab_size): imports", ok, r.stderr)
-if ok:
-    out = json.loads(r.stdout)
+out = imported("Gemma-3-4B-it (a text_config without heads or vocab_size)", os.path.join(hf, "gemma-3-4b-it.json"))
+if out:
     m, s = out["model"], out["summary"]
     h.check("Gemma-3-4B-it: Gemma3TextConfig's defaults (8/4 heads of 256, vocab 262208, 131072 tokens)",
             m["attention"] == {"kind": "gqa", "heads": 8, "kv_heads": 4, "head_dim": 256} and m["vocab"] == 262208
@@ -247,11 +248,8 @@ absent_key("no-layers.json", dev, "num_hidden_layers", f"{text_line}:18: $.text_
 
 # EXAONE 4.5: EXAONE 4's language model (text_config.architectures) beside a vision tower
 # and a multi-token-prediction module; its window pattern may come as a string.
-r = do_import(os.path.join(hf, "exaone-4.5-33b.json"))
-ok = r.returncode == 0
-h.check("EXAONE-4.5-33B: its text_config's Exaone4ForCausalLM imports", ok, r.stderr)
-if ok:
-    out = json.loads(r.stdout)
+out = imported("EXAONE-4.5-33B: its text_config's Exaone4ForCausalLM", os.path.join(hf, "exaone-4.5-33b.json"))
+if out:
     h.check("EXAONE-4.5-33B: 48 of 64 layers windowed to 4096 tokens",
             out["summary"].get("sliding_window") == {"size": 4096, "layers": 48}, str(out["summary"]))
     h.check("EXAONE-4.5-33B: the MTP module is named as not modelled",
