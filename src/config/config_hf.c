@@ -44,6 +44,7 @@ static const hf_key hf_keys[] = {
   {"use_sliding_window", HF_CHECKED, NULL}, {"max_window_layers", HF_CHECKED, NULL},
   {"layer_types", HF_CHECKED, NULL}, {"sliding_window_pattern", HF_CHECKED, NULL},
   {"cross_attention_layers", HF_CHECKED, NULL}, {"cache_implementation", HF_INERT, NULL},
+  {"lm_head_bias", HF_CHECKED, NULL}, {"full_attn_mod", HF_CHECKED, NULL},
   {"_sliding_window_pattern", HF_INERT, NULL},
   /* approximated: reported */
   {"attention_bias", HF_NOTE, "attention_bias: the q/k/v bias vectors are not modelled (an add of heads x head_dim "
@@ -91,6 +92,12 @@ static const hf_key hf_keys[] = {
    * module itself is noted where its layer count is) */
   {"mtp_loss_scaling_factor", HF_INERT, NULL}, {"mtp_share_layers", HF_INERT, NULL},
   {"mtp_use_dedicated_embeddings", HF_INERT, NULL},
+  /* inert: Granite's scalar multipliers (of the embedding, the attention scores, each
+   * residual branch and the logits: one multiply per element, noted by the family) and
+   * Phi-4-mini's rope interpolation factor */
+  {"embedding_multiplier", HF_INERT, NULL}, {"attention_multiplier", HF_INERT, NULL},
+  {"residual_multiplier", HF_INERT, NULL}, {"logits_scaling", HF_INERT, NULL},
+  {"interpolate_factor", HF_INERT, NULL},
   /* inert: transformers' PretrainedConfig itself (output switches, generation defaults,
    * task heads, tokenizer names): none reaches a decoder's forward-pass operators */
   {"return_dict", HF_INERT, NULL}, {"output_hidden_states", HF_INERT, NULL},
@@ -144,6 +151,9 @@ typedef struct {
 static const hf_arch hf_archs[] = {
   {"llama", {"LlamaForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
   {"mistral", {"MistralForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
+  {"granite", {"GraniteForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "granite: the embedding, attention, residual and logit multipliers are not modelled (one multiply per element "
+   "beside the layer's matmuls)", false, 0},
   {"ministral3", {"Mistral3ForConditionalGeneration", "Ministral3ForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL,
    false, 0},
   {"qwen2", {"Qwen2ForCausalLM"}, CONFIG_ATTN_GQA, false, false, "qwen2: the q/k/v bias vectors are not modelled",
@@ -582,6 +592,11 @@ static int check_values(hf_ctx *c, const hf_arch *a) {
   ENPU_FORWARD(check_activation(c));
   quant_note(c);
   if (json_is_true(get(c, "mlp_bias"))) return fail_key(c, "mlp_bias", "false (the graph's MLPs have no bias)");
+  if (json_is_true(get(c, "lm_head_bias")))
+    return fail_key(c, "lm_head_bias", "false (the graph's LM head has no bias)");
+  const json_t *full = get(c, "full_attn_mod"); /* Phi-4-mini: every n-th layer full attention */
+  if (full && !(json_is_integer(full) && json_integer_value(full) == 1))
+    return fail_key(c, "full_attn_mod", "1 (every layer full attention)");
   int one = 1;
   if (a->moe) {
     ENPU_FORWARD(get_int(c, "moe_layer_freq", 1, &one));

@@ -286,4 +286,28 @@ s = json.loads(r.stdout)["summary"] if r.returncode == 0 else {}
 h.check("Devstral 2 with --dtype-bytes 1: 125.0 GB of weights (one byte per parameter), no quantization note",
         r.returncode == 0 and s["weight_bytes"] == s["params_total"] and abs(s["params_total"] / 125.03e9 - 1) < 1e-3
         and not any("quantization_config" in n for n in json.loads(r.stdout)["notes"]), str(s))
+# Granite 3 (GraniteForCausalLM): Llama's layers with four scalar multipliers, noted; the
+# sizes of granite-3.1-8b-instruct's published config (8.17 B on its card). Phi-4-mini's
+# config adds full_attn_mod 1 (every layer full attention), interpolate_factor and
+# lm_head_bias false: known, and a value the graph cannot build is an error naming the key.
+granite = dict(base, architectures=["GraniteForCausalLM"], model_type="granite", hidden_size=4096,
+               intermediate_size=12800, num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=8,
+               vocab_size=49159, tie_word_embeddings=True, max_position_embeddings=131072, rope_scaling=None,
+               attention_multiplier=0.0078125, embedding_multiplier=12.0, logits_scaling=16.0,
+               residual_multiplier=0.22)
+with open(os.path.join(tmp, "granite.json"), "w") as f:
+    json.dump(granite, f, indent=2)
+out = imported("Granite 3.1 8B", os.path.join(tmp, "granite.json"))
+if out:
+    total = out["summary"]["params_total"] / 1e9
+    h.check(f"Granite 3.1 8B: {total:.3f} B parameters within 1 % of the card's 8.17 B, the multipliers noted",
+            abs(total / 8.17 - 1) <= 0.01 and any("granite" in n and "multipliers" in n for n in out["notes"]),
+            str(out["notes"]))
+phi = json.load(open(os.path.join(hf, "phi-4.json")))
+for extra, ok_ in (({"full_attn_mod": 1, "interpolate_factor": 1, "lm_head_bias": False}, True),
+                   ({"full_attn_mod": 4}, False), ({"lm_head_bias": True}, False)):
+    r = import_doc("phi-mini-keys.json", dict(phi, **extra))
+    key = next(iter(extra))
+    h.check(f"Phi-4-mini's keys {extra}: {'imports' if ok_ else 'exit 2 naming ' + key}",
+            r.returncode == 0 if ok_ else r.returncode == 2 and f"$.{key}" in r.stderr, r.stderr)
 h.finish()
