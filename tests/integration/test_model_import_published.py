@@ -310,4 +310,10 @@ for extra, ok_ in (({"full_attn_mod": 1, "interpolate_factor": 1, "lm_head_bias"
     key = next(iter(extra))
     h.check(f"Phi-4-mini's keys {extra}: {'imports' if ok_ else 'exit 2 naming ' + key}",
             r.returncode == 0 if ok_ else r.returncode == 2 and f"$.{key}" in r.stderr, r.stderr)
+# A byte-order mark (an editor's UTF-8 "signature") before the JSON: said in words.
+with open(os.path.join(tmp, "bom.json"), "wb") as f:
+    f.write(b"\xef\xbb\xbf" + open(os.path.join(hf, "llama3.2-1b-instruct.json"), "rb").read())
+r = do_import(os.path.join(tmp, "bom.json"))
+h.check("a UTF-8 byte-order mark: exit 2 at 1:1 naming it", r.returncode == 2 and "bom.json:1:1:" in r.stderr
+        and "byte-order mark" in r.stderr, r.stderr)
 h.finish()
