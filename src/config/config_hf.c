@@ -193,6 +193,10 @@ static const hf_arch hf_archs[] = {
 #define HF_LINEAR_ATTENTION                                                                                         \
   "linear-attention layers (Gated DeltaNet, layer_types \"linear_attention\": a recurrent state updated per token " \
   "in place of a KV cache, on three of every four layers): the graph has softmax attention only"
+#define HF_CHUNKED_ATTENTION                                                                                     \
+  "chunked local attention on a MoE model (attention_chunk_size: three of every four layers attend only within " \
+  "their 8192-token chunk, without RoPE on the fourth): the graph's bounded attention is a sliding window, on "  \
+  "dense models"
 static const struct {
   const char *model_type, *cls, *why;
 } hf_rejected[] = {
@@ -205,6 +209,8 @@ static const struct {
     {"qwen3_5", "Qwen3_5ForConditionalGeneration", HF_LINEAR_ATTENTION},
     {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", HF_LINEAR_ATTENTION},
     {"qwen3_next", "Qwen3NextForCausalLM", HF_LINEAR_ATTENTION},
+    {"llama4", "Llama4ForConditionalGeneration", HF_CHUNKED_ATTENTION},
+    {"llama4_text", "Llama4ForCausalLM", HF_CHUNKED_ATTENTION},
 };
 
 /* Keys a family's published configs leave to its transformers class: Gemma 3's config.json

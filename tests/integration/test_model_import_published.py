@@ -271,6 +271,10 @@ r = do_import(os.path.join(hf, "qwen3.5-9b.json"))
 h.check("Qwen3.5-9B: refused as linear-attention layers, at $.architectures", r.returncode == 2 and
         "linear-attention" in r.stderr and "$.architectures" in r.stderr and "known architecture" not in r.stderr,
         r.stderr)
+for cls, mt in (("Llama4ForConditionalGeneration", "llama4"), ("Llama4ForCausalLM", "llama4_text")):
+    r = import_doc("llama4.json", dict(base, architectures=[cls], model_type=mt, attention_chunk_size=8192))
+    h.check(f"Llama 4 ({cls}): refused as chunked attention on a MoE model",
+            r.returncode == 2 and "chunked local attention" in r.stderr, r.stderr)
 nxt = dict(base, architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next")
 r = import_doc("qwen3-next.json", nxt)
 h.check("Qwen3-Next: refused as linear-attention layers", r.returncode == 2 and "linear-attention" in r.stderr,
