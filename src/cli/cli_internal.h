@@ -298,6 +298,10 @@ bool cli_has(const cli_parsed *p, const char *name);
 /* For a spec's check: fill msg and @return -1. */
 int cli_reject(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Split list ("a,b,c") into at most max keys pointing into buf (a copy of it). @return
+ * the count. */
+int cli_split_keys(const char *list, char *buf, size_t cap, const char **keys, int max);
+
 /* The help of s: synopsis, the command's section of commands.md, one entry per option
  * with its range and default, the section's exit status paragraph. */
 void cli_help(const cli_spec *s, FILE *out);
@@ -308,9 +312,11 @@ void cli_help(const cli_spec *s, FILE *out);
 #define CLI_DEFAULT_CHIP "jobs/chips/tpuv5p.json"
 
 typedef struct {
-  const char *model, *chip, *trace, *out, *name;
+  const char *model, *chip, *trace, *out, *name, *ignore;
   int tp, ep, json, from; /* from: a replay_format, -1 the replay's CSV */
   cli_numbers percentiles, ttft, tpot;
+  char ignore_buf[1024]; /* --ignore's keys, split into ignore_keys (o.ignore) */
+  const char *ignore_keys[64];
   char converted[CONFIG_PATH_LEN + 16]; /* the trace converted by --from */
   jobinit_options o; /* coverage, budget, max batch, headroom, scale, utilisation: set by the rows */
 } cli_job_init_args;
@@ -350,7 +356,11 @@ typedef struct {
    .range = CLI_CONFIG_RANGE("cluster", "$.slo[].tpot_ms"), .max_count = 8,                          \
    .help = "TPOT targets, one per class (default: the rule's)"},                                      \
   {.name = "utilisation", .type = CLI_DOUBLE, .at = offsetof(T, f o.utilisation), .meta = "F",      \
-   .range = CLI_RANGE(0.05, 1), .help = "decode nodes' utilisation at the busiest minute"}
+   .range = CLI_RANGE(0.05, 1), .help = "decode nodes' utilisation at the busiest minute"},           \
+  {.name = "dtype-bytes", .type = CLI_INT, .at = offsetof(T, f o.dtype_bytes), .meta = "N",         \
+   .range = CLI_RANGE(1, 4), .help = "a config.json's bytes per weight and activation, as\n`enpu model import --dtype-bytes` (default: from torch_dtype)"}, \
+  {.name = "ignore", .type = CLI_STRING, .at = offsetof(T, f ignore), .meta = "KEY[,KEY...]",       \
+   .help = "config.json keys to drop although the importer does not know\nthem, as `enpu model import --ignore`"}
 #define CLI_JOB_INIT_OPTS(T) CLI_JOB_INIT_OPTS_AT(T, )
 /* clang-format on */
 

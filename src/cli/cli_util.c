@@ -54,6 +54,14 @@ int cli_fail(const char *cmd, const char *msg) {
   return 1;
 }
 
+int cli_split_keys(const char *list, char *buf, size_t cap, const char **keys, int max) {
+  snprintf(buf, cap, "%s", list);
+  int n = 0;
+  for (char *save = NULL, *k = strtok_r(buf, ",", &save); k && n < max; k = strtok_r(NULL, ",", &save))
+    keys[n++] = k;
+  return n;
+}
+
 int cli_parse_int(const char *s, int *out) {
   char *end = NULL;
   errno = 0;

@@ -115,12 +115,7 @@ static int import_run(void *args) {
   }
   char keys[1024] = "";
   const char *ignore[64];
-  int nignore = 0;
-  if (a->ignore) {
-    snprintf(keys, sizeof keys, "%s", a->ignore);
-    for (char *save = NULL, *k = strtok_r(keys, ",", &save); k && nignore < 64; k = strtok_r(NULL, ",", &save))
-      ignore[nignore++] = k;
-  }
+  const int nignore = a->ignore ? cli_split_keys(a->ignore, keys, sizeof keys, ignore, 64) : 0;
   config_model *m = calloc(1, sizeof *m);
   if (!m) return cli_fail("model import", "out of memory (model)"), CLI_EXIT_FAILED;
   const config_hf_options o = {

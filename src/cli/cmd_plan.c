@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_internal.h"
@@ -54,18 +55,56 @@ static const cli_spec plan_spec = {.command = "plan", .run = plan_run, .init = p
 /* clang-format on */
 const cli_spec *const cli_plan_specs[] = {&plan_spec, NULL};
 
+typedef struct {
+  char exe[4096], dir[CONFIG_PATH_LEN], store[CONFIG_PATH_LEN + 16], replay[CONFIG_PATH_LEN + 16];
+  char report[CONFIG_PATH_LEN + 16], nodes[CONFIG_PATH_LEN + 16], np[16];
+  double t0;
+  /* A Ctrl-C reaches the whole foreground group. This process holds the stop signals
+   * (SIGINT, SIGQUIT) blocked from start to end, so it lives on to say how to resume, and
+   * it tells an interruption by the signal it holds, not by a step's exit status (mpirun
+   * exits 1 when its ranks stop). A child step gets the signal with the mask this process
+   * started with; a step of this process (job init, the node sizing) ends first. */
+  sigset_t stop, mask;
+} plan_paths;
+
+/* Did a stop signal come? It waits, blocked: take it, so it is not delivered later. */
+static bool plan_took_stop(const plan_paths *p) {
+  const struct timespec now = {0, 0};
+  bool took = false;
+  while (sigtimedwait(&p->stop, NULL, &now) > 0) took = true;
+  return took;
+}
+
+/* A test's hook (ENPU_PLAN_TEST_HOLD=STEP, STEP init or nodes: the steps of this process):
+ * at the end of STEP, say so and wait until a stop signal is pending, so that a test
+ * signals the plan in a step of its own without racing it (as ENPU_FARM_TEST_HOLD does
+ * the farm). Unset, it does nothing. */
+static void plan_test_hold(const char *step_name) {
+  const char *v = getenv("ENPU_PLAN_TEST_HOLD");
+  if (!v || strcmp(v, step_name)) return;
+  fprintf(stderr, "enpu plan: test hold at %s: waiting for a stop signal\n", step_name);
+  fflush(stderr);
+  const struct timespec pause = {0, 10000000};
+  for (sigset_t pending;
+       sigpending(&pending) == 0 && !sigismember(&pending, SIGINT) && !sigismember(&pending, SIGQUIT);)
+    nanosleep(&pause, NULL);
+}
+
+/* rc, or CLI_EXIT_INTERRUPTED (and a line saying so) when a stop signal came during what. */
+static int plan_stopped(const plan_paths *p, int rc, const char *what) {
+  if (!plan_took_stop(p)) return rc;
+  fprintf(stderr, "enpu plan: interrupted (a stop signal came during %s, which exited %d)\n", what, rc);
+  return CLI_EXIT_INTERRUPTED;
+}
+
 /* Run argv as a child with stdout and stderr shared; @return its exit status (a signal's
- * death: CLI_EXIT_INTERRUPTED), or CLI_EXIT_ENV when it could not start. */
-static int run_child(char *const argv[], bool stdout_to_stderr) {
+ * death, or a stop signal received meanwhile: CLI_EXIT_INTERRUPTED), or CLI_EXIT_ENV when
+ * it could not start. */
+static int run_child(const plan_paths *p, char *const argv[], bool stdout_to_stderr) {
   fflush(stdout), fflush(stderr);
-  /* A Ctrl-C reaches the whole foreground group: the step stops as it does alone (the
-   * farm with its checkpoint, exit 3) and this process lives on to say how to resume. */
-  struct sigaction ignore = {.sa_handler = SIG_IGN}, was_int, was_quit;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &was_int), sigaction(SIGQUIT, &ignore, &was_quit);
   const pid_t pid = fork();
   if (pid == 0) {
-    sigaction(SIGINT, &was_int, NULL), sigaction(SIGQUIT, &was_quit, NULL);
+    sigprocmask(SIG_SETMASK, &p->mask, NULL);
     if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO); /* --json: one document on stdout, ours */
     if (geteuid() == 0) /* Open MPI refuses root without its two confirmations (as make farm) */
       setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0), setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -82,8 +121,7 @@ static int run_child(char *const argv[], bool stdout_to_stderr) {
       break;
     }
   if (pid > 0 && status != -1 && WIFEXITED(status)) rc = WEXITSTATUS(status);
-  sigaction(SIGINT, &was_int, NULL), sigaction(SIGQUIT, &was_quit, NULL);
-  return rc;
+  return plan_stopped(p, rc, argv[0]);
 }
 
 /* What the replay and the report are made from: the bytes of the job, cluster, model
@@ -136,12 +174,6 @@ static int stamp(const char *dir, uint64_t inputs) {
   return cli_exit_status(err.code, CLI_EXIT_FAILED);
 }
 
-typedef struct {
-  char exe[4096], dir[CONFIG_PATH_LEN], store[CONFIG_PATH_LEN + 16], replay[CONFIG_PATH_LEN + 16];
-  char report[CONFIG_PATH_LEN + 16], nodes[CONFIG_PATH_LEN + 16], np[16];
-  double t0;
-} plan_paths;
-
 static void step(const plan_paths *p, int k, int n, const char *what) {
   fprintf(stderr, "enpu plan: [%d/%d] %s (%.1f s so far)\n", k, n, what, enpu_now_s() - p->t0);
 }
@@ -150,7 +182,7 @@ static int step_farm(const plan_args *a, const jobinit_result *r, plan_paths *p)
   step(p, 2, 5, "farm: compile every bucket x policy into the store, then validate it");
   char *argv[] = {"mpirun",    "-np",           p->np, "--oversubscribe", p->exe, "farm", (char *)r->job_path,
                   "--results", (char *)a->runs, NULL};
-  return run_child(argv, a->json);
+  return run_child(p, argv, a->json);
 }
 
 static int step_size(const plan_args *a, jobinit_result *r, plan_paths *p) {
@@ -192,7 +224,7 @@ static int step_replay_report(const plan_args *a, const jobinit_result *r, plan_
                     "--policy",  "all",
                     "--out",     p->replay,
                     NULL};
-    rc = run_child(argv, a->json);
+    rc = run_child(p, argv, a->json);
     if (!rc) rc = stamp(p->replay, inputs);
     if (rc) return rc;
   }
@@ -203,7 +235,7 @@ static int step_replay_report(const plan_args *a, const jobinit_result *r, plan_
   }
   char *argv[] = {
       p->exe, "report", p->store, "--out", p->report, "--replay", p->replay, "--job", (char *)r->job_path, NULL};
-  rc = run_child(argv, a->json);
+  rc = run_child(p, argv, a->json);
   return rc ? rc : stamp(p->report, inputs);
 }
 
@@ -241,6 +273,8 @@ static int plan_run(void *args) {
   jobinit_result *r = calloc(1, sizeof *r);
   if (!p || !r) return free(p), free(r), cli_fail("plan", "out of memory"), CLI_EXIT_ENV;
   p->t0 = enpu_now_s();
+  sigemptyset(&p->stop), sigaddset(&p->stop, SIGINT), sigaddset(&p->stop, SIGQUIT);
+  sigprocmask(SIG_BLOCK, &p->stop, &p->mask);
   char stem[CONFIG_PATH_LEN];
   int rc = cli_job_init_options(&a->init, a->runs, p->dir, sizeof p->dir);
   /* the job's name is its directory's: the farm writes its results to RUNS/<job name>/ */
@@ -261,6 +295,8 @@ static int plan_run(void *args) {
     } else {
       jobinit_write_summary(&a->init.o, r, stderr);
     }
+    plan_test_hold("init");
+    rc = plan_stopped(p, rc, "job init");
   }
   snprintf(p->np, sizeof p->np, "%d", a->np);
   snprintf(p->store, sizeof p->store, "%s/plans.h5", p->dir);
@@ -268,10 +304,17 @@ static int plan_run(void *args) {
   snprintf(p->report, sizeof p->report, "%s/report", p->dir);
   snprintf(p->nodes, sizeof p->nodes, "%s/nodes", p->dir);
   if (!rc) rc = step_farm(a, r, p);
-  if (!rc && !a->no_replay) rc = step_size(a, r, p);
+  if (!rc && !a->no_replay) {
+    rc = step_size(a, r, p);
+    plan_test_hold("nodes");
+    rc = plan_stopped(p, rc, "the node sizing");
+  }
   if (!rc && !a->no_replay) rc = step_replay_report(a, r, p);
   if (!rc) rc = print_where(a, r, p);
   else fprintf(stderr, "enpu plan: stopped (exit %d); rerun the same command to resume\n", rc);
+  if (plan_took_stop(p)) /* as the farm: a signal after the work does not undo it */
+    fprintf(stderr, "enpu plan: a stop signal came after the work (exit %d)\n", rc);
+  sigprocmask(SIG_SETMASK, &p->mask, NULL);
   free(p), free(r);
   return rc;
 }

@@ -22,7 +22,13 @@ int config_doc_open(config_doc *doc, config_files *files, const char *path, cons
   json_error_t jerr;
   doc->root = json_loadb(doc->text, doc->len, JSON_REJECT_DUPLICATES, &jerr);
   if (!doc->root) {
-    enpu_errorf(err, ENPU_ERR_PARSE, "%s:%d:%d: syntax error: %s", path, jerr.line, jerr.column, jerr.text);
+    /* an editor's UTF-8 byte-order mark: JSON has none, and jansson's message would show
+     * its three bytes as an unreadable character */
+    const bool bom = doc->len >= 3 && !memcmp(doc->text, "\xEF\xBB\xBF", 3);
+    enpu_errorf(err, ENPU_ERR_PARSE, "%s:%d:%d: syntax error: %s", path, jerr.line, jerr.column,
+                bom ? "the file opens with a UTF-8 byte-order mark (EF BB BF), which JSON does not allow: save it "
+                      "without one"
+                    : jerr.text);
     config_doc_close(doc);
     return ENPU_ERR_PARSE;
   }

@@ -29,7 +29,9 @@ static const char *const hf_known[] = {
   /* must hold a value the graph expresses */
   "hidden_act", "hidden_activation", "mlp_bias", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
   "sliding_window", "use_sliding_window", "max_window_layers", "layer_types", "sliding_window_pattern",
-  "cross_attention_layers",
+  "cross_attention_layers", "lm_head_bias", "full_attn_mod",
+  /* approximated: noted by quant_note, which names the method */
+  "quantization_config",
   /* inert, family keys: token ids, initialisation, norms' epsilon, rotary details, routing
    * losses and group routing (norm_topk_prob renormalises the k router weights), multimodal
    * token ids, the cache's implementation */
@@ -44,6 +46,13 @@ static const char *const hf_known[] = {
   "spatial_merge_size", "vision_feature_layer", "vision_feature_select_strategy", "image_seq_length",
   "attn_implementation", "_attn_implementation", "_commit_hash", "cache_implementation", "_sliding_window_pattern",
   "norm_topk_prob",
+  /* inert: the multi-token-prediction module's training loss and weight sharing (the
+   * module itself is noted where its layer count is) */
+  "mtp_loss_scaling_factor", "mtp_share_layers", "mtp_use_dedicated_embeddings",
+  /* inert: Granite's scalar multipliers (of the embedding, the attention scores, each
+   * residual branch and the logits: one multiply per element, noted by the family) and
+   * Phi-4-mini's rope interpolation factor */
+  "embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling", "interpolate_factor",
   /* inert: transformers' PretrainedConfig itself (output switches, generation defaults,
    * task heads, tokenizer names): none reaches a decoder's forward-pass operators */
   "return_dict", "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16", "tf_legacy_loss",
@@ -73,8 +82,10 @@ static const hf_note hf_notes[] = {
                        "per token beside a hidden x heads x head_dim matmul)"},
     {"num_nextn_predict_layers", "num_nextn_predict_layers: the multi-token-prediction module is a draft "
                                  "head outside the forward pass; the graph has the main layers only"},
-    {"quantization_config", "quantization_config: weights and activations are modelled in the dtype of "
-                            "torch_dtype (or --dtype-bytes), not the checkpoint's quantized format"},
+    {"_num_mtp_layers", "_num_mtp_layers: the multi-token-prediction module is a draft head outside the "
+                        "forward pass; the graph has the main layers only"},
+    {"mtp_num_hidden_layers", "mtp_num_hidden_layers: the multi-token-prediction module is a draft head "
+                              "outside the forward pass; the graph has the main layers only"},
     {"vision_config", "vision_config: the vision tower is not modelled; the graph is the language model's "
                       "(text tokens in, text tokens out)"},
     {"attn_logit_softcapping", "attn_logit_softcapping: the tanh capping of the attention scores is not "
@@ -103,6 +114,9 @@ typedef struct {
 static const hf_arch hf_archs[] = {
   {"llama", {"LlamaForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
   {"mistral", {"MistralForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL, false, 0},
+  {"granite", {"GraniteForCausalLM"}, CONFIG_ATTN_GQA, false, false,
+   "granite: the embedding, attention, residual and logit multipliers are not modelled (one multiply per element "
+   "beside the layer's matmuls)", false, 0},
   {"ministral3", {"Mistral3ForConditionalGeneration", "Ministral3ForCausalLM"}, CONFIG_ATTN_GQA, false, false, NULL,
    false, 0},
   {"qwen2", {"Qwen2ForCausalLM"}, CONFIG_ATTN_GQA, false, false, "qwen2: the q/k/v bias vectors are not modelled",
@@ -139,6 +153,13 @@ static const hf_arch hf_archs[] = {
 #define NARCH (sizeof hf_archs / sizeof hf_archs[0])
 
 /* Families the graph cannot express, with the feature it lacks. */
+#define HF_LINEAR_ATTENTION                                                                                         \
+  "linear-attention layers (Gated DeltaNet, layer_types \"linear_attention\": a recurrent state updated per token " \
+  "in place of a KV cache, on three of every four layers): the graph has softmax attention only"
+#define HF_CHUNKED_ATTENTION                                                                                     \
+  "chunked local attention on a MoE model (attention_chunk_size: three of every four layers attend only within " \
+  "their 8192-token chunk, without RoPE on the fourth): the graph's bounded attention is a sliding window, on "  \
+  "dense models"
 static const struct {
   const char *model_type, *cls, *why;
 } hf_rejected[] = {
@@ -148,6 +169,31 @@ static const struct {
     {"mllama", "MllamaForConditionalGeneration",
      "cross-attention layers (text attending to image tokens, cross_attention_layers): the graph has self-attention "
      "only"},
+    {"qwen3_5", "Qwen3_5ForConditionalGeneration", HF_LINEAR_ATTENTION},
+    {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", HF_LINEAR_ATTENTION},
+    {"qwen3_next", "Qwen3NextForCausalLM", HF_LINEAR_ATTENTION},
+    {"llama4", "Llama4ForConditionalGeneration", HF_CHUNKED_ATTENTION},
+    {"llama4_text", "Llama4ForCausalLM", HF_CHUNKED_ATTENTION},
+};
+
+/* Keys a family's published configs leave to its transformers class: Gemma 3's config.json
+ * states only what differs from Gemma3TextConfig (gemma-3-4b-it's text_config has no heads,
+ * head_dim or vocab_size). transformers fills them from the class's defaults; so does the
+ * importer, and it says which. The values are the class's __init__ defaults. */
+static const struct {
+  const char *model_type, *cls, *key, *value; /* value: JSON text */
+} hf_defaults[] = {
+    {"gemma3_text", "Gemma3TextConfig", "vocab_size", "262208"},
+    {"gemma3_text", "Gemma3TextConfig", "hidden_size", "2304"},
+    {"gemma3_text", "Gemma3TextConfig", "intermediate_size", "9216"},
+    {"gemma3_text", "Gemma3TextConfig", "num_hidden_layers", "26"},
+    {"gemma3_text", "Gemma3TextConfig", "num_attention_heads", "8"},
+    {"gemma3_text", "Gemma3TextConfig", "num_key_value_heads", "4"},
+    {"gemma3_text", "Gemma3TextConfig", "head_dim", "256"},
+    {"gemma3_text", "Gemma3TextConfig", "hidden_activation", "\"gelu_pytorch_tanh\""},
+    {"gemma3_text", "Gemma3TextConfig", "max_position_embeddings", "131072"},
+    {"gemma3_text", "Gemma3TextConfig", "sliding_window", "4096"},
+    {"gemma3_text", "Gemma3TextConfig", "sliding_window_pattern", "6"},
 };
 
 typedef struct {
@@ -158,7 +204,8 @@ typedef struct {
   config_path text_at; /* storage for $.text_config */
   const config_hf_options *opt;
   enpu_err *err;
-  int limit; /* the context limit, tokens (0: not stated) */
+  json_t *defaults; /* the family's class defaults of the keys the config omits (hf_defaults) */
+  int limit;        /* the context limit, tokens (0: not stated) */
   char *notes;
   size_t notes_len;
 } hf_ctx;
@@ -180,8 +227,10 @@ static bool ignored(const hf_ctx *c, const char *key) {
   return false;
 }
 
+/* A key of the language model: the config's, else (absent) its family's class default. */
 static const json_t *get(const hf_ctx *c, const char *key) {
   const json_t *v = json_object_get(c->cfg, key);
+  if (!v) v = json_object_get(c->defaults, key);
   return json_is_null(v) ? NULL : v;
 }
 
@@ -191,8 +240,16 @@ static const char *string_at(const json_t *obj, const char *key) {
   return json_is_string(v) ? json_string_value(v) : "";
 }
 
-/* An error at the key: "file:line:column: $.key: expected ..., got ...". */
+/* An error at the key: "file:line:column: $.key: expected ..., got ..."; a key the config
+ * lacks, at the object that lacks it (the text has no place for the key itself). */
 static int fail_key(hf_ctx *c, const char *key, const char *expected) {
+  if (json_is_object(c->cfg) && !json_object_get(c->cfg, key)) {
+    const json_t *dflt = json_object_get(c->defaults, key);
+    char got[96] = "";
+    if (dflt) config_describe(dflt, got, sizeof got);
+    return config_fail(&c->doc, &c->cfg_at, c->err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s%s%s)",
+                       key, expected, dflt ? "; the family's default is " : "", got);
+  }
   config_path p = CONFIG_KEY(&c->cfg_at, key);
   char got[96] = "nothing (missing or null)";
   if (get(c, key)) config_describe(json_object_get(c->cfg, key), got, sizeof got);
@@ -307,17 +364,49 @@ static int check_rejected(hf_ctx *c, const char *cls, const char *mt) {
   return ENPU_OK;
 }
 
-/* The family: architectures[0] first, model_type (the root's, then text_config's) as the
- * fallback. A known class under another model_type (Kimi-K2's kimi_k2 building
- * DeepseekV3ForCausalLM) is that class's graph, with a note. */
+static const hf_arch *arch_of_class(const char *cls) {
+  for (size_t i = 0; i < NARCH && *cls; i++)
+    for (int k = 0; k < 3 && hf_archs[i].classes[k]; k++)
+      if (!strcmp(hf_archs[i].classes[k], cls)) return &hf_archs[i];
+  return NULL;
+}
+
+/* The family's class defaults of the keys the config omits, in c->defaults, and a note
+ * naming each one taken. */
+static int take_defaults(hf_ctx *c, const hf_arch *a) {
+  char line[640] = "", *at = line;
+  const char *cls = NULL;
+  for (size_t i = 0; i < sizeof hf_defaults / sizeof *hf_defaults; i++) {
+    if (strcmp(hf_defaults[i].model_type, a->model_type) || json_object_get(c->cfg, hf_defaults[i].key)) continue;
+    if (!c->defaults) c->defaults = json_object();
+    json_t *v = json_loads(hf_defaults[i].value, JSON_DECODE_ANY, NULL);
+    ENPU_RETURN_IF(!c->defaults || !v || json_object_set_new(c->defaults, hf_defaults[i].key, v) < 0, c->err,
+                   ENPU_ERR_NOMEM, "out of memory (family defaults)");
+    at += snprintf(at, (size_t)(line + sizeof line - at), "%s%s %s", cls ? ", " : "", hf_defaults[i].key,
+                   hf_defaults[i].value);
+    cls = hf_defaults[i].cls;
+  }
+  if (!cls) return ENPU_OK;
+  char text[sizeof line + 160];
+  snprintf(text, sizeof text, "%s: absent from the config, taken as transformers' %s defaults (as it does): %s",
+           a->model_type, cls, line);
+  note(c, text);
+  return ENPU_OK;
+}
+
+/* The family: architectures[0] first (the root's, then text_config's), model_type (the
+ * root's, then text_config's) as the fallback. A known class under another model_type
+ * (Kimi-K2's kimi_k2 building DeepseekV3ForCausalLM, EXAONE 4.5's text_config building
+ * Exaone4ForCausalLM) is that class's graph, with a note. */
 static int find_arch(hf_ctx *c, const hf_arch **out) {
   const char *cls = string_at(c->doc.root, "architectures"), *mt = string_at(c->doc.root, "model_type");
   const char *text_mt = c->cfg != c->doc.root ? string_at(c->cfg, "model_type") : "";
   ENPU_FORWARD(check_rejected(c, cls, mt));
-  const hf_arch *a = NULL;
-  for (size_t i = 0; i < NARCH && !a && *cls; i++)
-    for (int k = 0; k < 3 && hf_archs[i].classes[k]; k++)
-      if (!strcmp(hf_archs[i].classes[k], cls)) a = &hf_archs[i];
+  const hf_arch *a = arch_of_class(cls);
+  if (!a && c->cfg != c->doc.root && (a = arch_of_class(string_at(c->cfg, "architectures")))) {
+    cls = string_at(c->cfg, "architectures");
+    mt = text_mt;
+  }
   for (size_t i = 0; i < NARCH && !a; i++)
     if (!strcmp(hf_archs[i].model_type, mt) || (*text_mt && !strcmp(hf_archs[i].model_type, text_mt)))
       a = &hf_archs[i];
@@ -339,7 +428,7 @@ static int find_arch(hf_ctx *c, const hf_arch **out) {
   }
   if (a->note) note(c, a->note);
   *out = a;
-  return ENPU_OK;
+  return take_defaults(c, a);
 }
 
 /* The context limit: max_position_embeddings, or the longer length a rope scaling
@@ -388,6 +477,18 @@ static int check_activation(hf_ctx *c) {
   return fail_key(c, key, "\"silu\" or \"gelu_pytorch_tanh\" (every FFN of the graph is a gated MLP)");
 }
 
+/* A window pattern as letters (EXAONE's "LLLG": a sliding layer, L, or a global one, G,
+ * repeated over the layers): how many layers are sliding. */
+static int pattern_count(hf_ctx *c, const char *pattern, int layers, int *count) {
+  const size_t n = strlen(pattern);
+  if (!n || strspn(pattern, "LG") != n)
+    return fail_key(c, "sliding_window_pattern",
+                    "an integer, or letters L (sliding) and G (global) repeated per layer");
+  *count = 0;
+  for (int i = 0; i < layers; i++) *count += pattern[(size_t)i % n] == 'L';
+  return ENPU_OK;
+}
+
 /* How many layers a window limits: layer_types' sliding ones (every other one a
  * full_attention), else the family's pattern (Gemma 2: every other layer; Gemma 3: all
  * but every sliding_window_pattern-th), else Qwen2's layers from max_window_layers on,
@@ -410,6 +511,7 @@ static int window_count(hf_ctx *c, const hf_arch *a, int layers, int *count) {
   v = get(c, "sliding_window_pattern");
   if (json_is_integer(v)) ENPU_FORWARD(get_count(c, "sliding_window_pattern", -1, &pattern));
   if (a->window_every) *count = (layers + a->window_every - 1) / a->window_every;
+  else if (json_is_string(v)) return pattern_count(c, json_string_value(v), layers, count);
   else if (pattern) *count = layers - layers / pattern;
   else if (json_is_true(get(c, "use_sliding_window"))) {
     ENPU_FORWARD(get_int(c, "max_window_layers", 0, &from));
@@ -444,10 +546,33 @@ static int window_of(hf_ctx *c, const hf_arch *a, int layers, int *size, int *co
   return ENPU_OK;
 }
 
+/* A quantized checkpoint (Devstral 2's is fp8) is priced in torch_dtype's bytes unless
+ * --dtype-bytes says otherwise: the weights a job init places on chips would be twice
+ * an fp8 checkpoint's, so the note names the method and the option. */
+static void quant_note(hf_ctx *c) {
+  const json_t *q = get_lm(c, "quantization_config");
+  if (!json_is_object(q) || c->opt->dtype_bytes > 0) return;
+  const char *method = string_at(q, "quant_method");
+  char line[400];
+  snprintf(
+      line, sizeof line,
+      "quantization_config: the checkpoint is quantized (quant_method \"%s\"); weights, activations and the KV "
+      "cache are priced in the bytes of torch_dtype, not its format: --dtype-bytes 1 prices all three in one "
+      "byte (an fp8 checkpoint served with an fp8 KV cache)",
+      *method ? method : "not stated");
+  note(c, line);
+}
+
 /* Keys that must hold the value the graph builds. */
 static int check_values(hf_ctx *c, const hf_arch *a) {
   ENPU_FORWARD(check_activation(c));
+  quant_note(c);
   if (json_is_true(get(c, "mlp_bias"))) return fail_key(c, "mlp_bias", "false (the graph's MLPs have no bias)");
+  if (json_is_true(get(c, "lm_head_bias")))
+    return fail_key(c, "lm_head_bias", "false (the graph's LM head has no bias)");
+  const json_t *full = get(c, "full_attn_mod"); /* Phi-4-mini: every n-th layer full attention */
+  if (full && !(json_is_integer(full) && json_integer_value(full) == 1))
+    return fail_key(c, "full_attn_mod", "1 (every layer full attention)");
   int one = 1;
   if (a->moe) {
     ENPU_FORWARD(get_int(c, "moe_layer_freq", 1, &one));
@@ -653,6 +778,7 @@ int config_model_import_hf(const char *path, const config_hf_options *opt, char 
   free(text);
   free(c.notes);
   json_decref(m);
+  json_decref(c.defaults);
   config_doc_close(&c.doc);
   return rc;
 }

@@ -36,9 +36,15 @@ static int read_model(jobinit_ctx *c, enpu_err *err) {
   config_model *m = calloc(1, sizeof *m);
   int rc = m ? 0 : enpu_errorf(err, ENPU_ERR_NOMEM, "out of memory (model)");
   c->r->imported = rc == 0 && is_hf_config(text);
+  if (rc == 0 && !c->r->imported && (c->o->dtype_bytes || c->o->nignore))
+    rc = enpu_errorf(err, ENPU_ERR_INVALID,
+                     "%s: --dtype-bytes and --ignore are the importer's options, for a Hugging Face config.json; "
+                     "this is a model file (its dtype_bytes is in it)",
+                     c->o->model_path);
   if (rc == 0 && c->r->imported) {
     char *notes = NULL;
-    const config_hf_options ho = {.model_out = m};
+    const config_hf_options ho = {
+        .dtype_bytes = c->o->dtype_bytes, .ignore = c->o->ignore, .nignore = c->o->nignore, .model_out = m};
     rc = config_model_import_hf(c->o->model_path, &ho, &c->model_json, &notes, err);
     free(notes);
   } else if (rc == 0) {

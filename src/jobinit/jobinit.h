@@ -64,6 +64,11 @@ typedef struct {
   double ttft_ms[CONFIG_MAX_SLO_CLASSES], tpot_ms[CONFIG_MAX_SLO_CLASSES];
   int nttft, ntpot; /* overrides, one per class (0: the rule's) */
   int validation_sample;
+  /* the importer's options, for a Hugging Face config.json (config_hf_options): bytes per
+   * weight and activation (0: torch_dtype's), keys to drop although it does not know them */
+  int dtype_bytes;
+  const char *const *ignore;
+  int nignore;
 } jobinit_options;
 
 /* The defaults above: coverage 0.999, budget 64, max_batch 32, headroom 0.10, scale 5,

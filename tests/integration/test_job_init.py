@@ -5,7 +5,8 @@ Azure conversation trace: every file it writes validates against schemas/ and lo
 coverage (>= 99.9 % of the requests inside both phases' largest buckets), the padding
 waste of each seq axis, the SLO classes' bounds at the nearest-rank percentiles with
 targets ceil(5 x NoDVFS), the headroom of the largest bucket. A rerun leaves every file
-as it was; overrides are taken; bad options are usage errors.
+as it was; overrides are taken, the importer's --ignore and --dtype-bytes included; bad
+options are usage errors.
 
 Usage: /usr/bin/python3 test_job_init.py ENPU_BINARY SOURCE_DIR"""
 import json
@@ -140,6 +141,36 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("--from mooncake: the trace converted into DIR/trace.csv and the job validates on it",
             doc.get("requests") == 8 and job.get("validation", {}).get("trace") == "trace.csv" and
             len(requests(os.path.join(out, "trace.csv"))) == 8, p.stdout[-400:] + p.stderr[-800:])
+    # The importer's own options reach it through job init (and so through enpu plan): a
+    # config with a key of its authors' (ALLaM's internal_version) is refused naming
+    # --ignore, which job init then takes; an fp8 checkpoint (Devstral 2, 125 B) is priced
+    # at one byte with --dtype-bytes 1, which halves its weights and its chips (4 -> 2).
+    allam = os.path.join(SRC, "tests/fixtures/hf/allam-7b-instruct-preview.json")
+    p = h.run("job", "init", allam, "--trace", os.path.join(tmp, "trace.csv"), "-o", tmp + "/allam")
+    h.check("ALLaM: exit 2 naming internal_version and --ignore", p.returncode == 2 and "internal_version" in p.stderr
+            and "--ignore" in p.stderr, p.stderr[-600:])
+    p = h.run("job", "init", allam, "--trace", os.path.join(tmp, "trace.csv"), "-o", tmp + "/allam", "--ignore",
+              "internal_version", "--json")
+    h.check("ALLaM with --ignore internal_version: job init exits 0", p.returncode == 0, p.stderr[-600:])
+    dev = os.path.join(SRC, "tests/fixtures/hf/devstral-2-123b-instruct.json")
+    chips = {}
+    for extra in ((), ("--dtype-bytes", "1")):
+        out = os.path.join(tmp, "devstral-2" + "".join(extra))
+        p = h.run("job", "init", dev, "--trace", os.path.join(tmp, "trace.csv"), "-o", out, "--json", *extra)
+        ok = p.returncode == 0
+        chips[extra] = json.loads(p.stdout)["chips"] if ok else 0
+        h.check(f"Devstral 2 {' '.join(extra) or '(bfloat16)'}: job init exits 0", ok, p.stderr[-600:])
+        if ok:
+            with open(os.path.join(out, "model.json")) as f:
+                want = int(extra[1]) if extra else 2
+                h.check(f"Devstral 2 {' '.join(extra)}: model.json has dtype_bytes {want}",
+                        json.load(f)["dtype_bytes"] == want)
+    h.check("Devstral 2: 4 chips in bfloat16, 2 with --dtype-bytes 1", chips == {(): 4, ("--dtype-bytes", "1"): 2},
+            str(chips))
+    p = h.run("job", "init", os.path.join(SRC, "jobs/models/llama3-70b.json"), "--trace", os.path.join(tmp, "trace.csv"),
+              "-o", tmp + "/x", "--dtype-bytes", "1")
+    h.check("--dtype-bytes on a model file (not a config.json): exit 2 saying so",
+            p.returncode == 2 and "Hugging Face config" in p.stderr, p.stderr[-600:])
     for args, why in (((model, "--trace", os.path.join(tmp, "trace.csv"), "--ttft-ms", "1,2", "-o", tmp + "/x"),
                        "a TTFT list shorter than the classes"),
                       ((model, "--trace", os.path.join(tmp, "trace.csv"), "--percentiles", "66,33", "-o", tmp + "/x"),

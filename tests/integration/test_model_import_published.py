@@ -54,8 +54,10 @@ rows = md_rows(open(os.path.join(hf, "README.md")).read(), "| file | repository 
 h.check("README lists at least 15 published files", len(rows) >= 15, str(len(rows)))
 for row in rows:
     name, repo, path, commit, size, expected = row[0].strip("`"), row[1], row[2], row[3], row[4], row[5]
+    quoted = re.fullmatch(r"\S+\.md \(its \S+ block\)", path)  # a config.json quoted whole in a document
     h.check(f"{name}: source stated (repository, path, 40-hex commit)",
-            "/" in repo and path.endswith("config.json") and re.fullmatch(r"[0-9a-f]{40}", commit), str(row))
+            "/" in repo and (path.endswith("config.json") or quoted) and re.fullmatch(r"[0-9a-f]{40}", commit),
+            str(row))
     r = do_import(os.path.join(hf, name))
     if expected == "imports":
         ok = r.returncode == 0
@@ -63,6 +65,9 @@ for row in rows:
         if not ok:
             continue
         total = json.loads(r.stdout).get("summary", {}).get("params_total", 0) / 1e9
+        print(f"     {name}: {total:.3f} B parameters (published {size})")
+        if "not checked" in size:
+            continue
         published = float(size)
         h.check(f"{name}: {total:.3f} B parameters within 1 % of the published {published} B",
                 abs(total / published - 1) <= 0.01, f"{total:.3f}")
@@ -201,4 +206,114 @@ r = h.run("model", "import", os.path.join(hf, "llama3.1-8b-instruct.json"), "-o"
 h.check("text summary on stdout with -o", r.returncode == 0 and re.search(
     r"8\.030 B parameters, 7\.505 B active per token, weights 16\.061 GB, KV cache 131072 bytes per token, "
     r"context limit 131072 tokens", r.stdout), r.stdout + r.stderr)
+# 6. What published files leave to transformers. Gemma 3's config.json states only what
+# differs from Gemma3TextConfig's defaults (no heads, head_dim, vocab_size): the importer
+# takes the class's defaults, as transformers does, and says which.
+out = imported("Gemma-3-4B-it (a text_config without heads or vocab_size): imports", do_import(os.path.join(hf, "gemma-3-4b-it.json")))
+if out:
+    m, s = out["model"], out["summary"]
+    h.check("Gemma-3-4B-it: Gemma3TextConfig's defaults (8/4 heads of 256, vocab 262208, 131072 tokens)",
+            m["attention"] == {"kind": "gqa", "heads": 8, "kv_heads": 4, "head_dim": 256} and m["vocab"] == 262208
+            and m["context_limit"] == 131072 and m.get("tie_embeddings") is True, str(m))
+    h.check("Gemma-3-4B-it: 29 of 34 layers windowed to 1024 tokens (the default pattern: every 6th is global)",
+            s.get("sliding_window") == {"size": 1024, "layers": 29}, str(s))
+    h.check("Gemma-3-4B-it: KV bytes per token 34 layers x 2 x 4 heads x 256 x 2 bytes",
+            s["kv_bytes_per_token"] == 34 * 2 * 4 * 256 * 2, str(s))
+    h.check("Gemma-3-4B-it: a note names the defaults taken", any(
+        "Gemma3TextConfig" in n and "vocab_size 262208" in n and "num_key_value_heads 4" in n for n in out["notes"]),
+        str(out["notes"]))
+
+# A key that is absent (and that the family has no default for) is reported at the object
+# that lacks it, with the file's line and column, not at 0:0.
+def absent_key(name, doc, drop, at):
+    path = os.path.join(tmp, name)
+    json.dump(doc, open(path, "w"), indent=2)
+    r = do_import(path)
+    h.check(f"{name}: without {drop}: exit 2 at {at}, naming the key",
+            r.returncode == 2 and f"{path}:{at}: " in r.stderr and f"missing required key '{drop}'" in r.stderr
+            and ":0:0:" not in r.stderr, r.stderr)
+
+
+no_vocab = dict(base)
+del no_vocab["vocab_size"]
+absent_key("no-vocab.json", no_vocab, "vocab_size", "1:1: $")
+dev = json.load(open(os.path.join(hf, "devstral-small-2-24b-instruct.json")))
+del dev["text_config"]["num_hidden_layers"]
+text_line = 1 + next(i for i, l in enumerate(json.dumps(dev, indent=2).splitlines()) if '"text_config"' in l)
+absent_key("no-layers.json", dev, "num_hidden_layers", f"{text_line}:18: $.text_config")
+
+# EXAONE 4.5: EXAONE 4's language model (text_config.architectures) beside a vision tower
+# and a multi-token-prediction module; its window pattern may come as a string.
+out = imported("EXAONE-4.5-33B: its text_config's Exaone4ForCausalLM: imports", do_import(os.path.join(hf, "exaone-4.5-33b.json")))
+if out:
+    h.check("EXAONE-4.5-33B: 48 of 64 layers windowed to 4096 tokens",
+            out["summary"].get("sliding_window") == {"size": 4096, "layers": 48}, str(out["summary"]))
+    h.check("EXAONE-4.5-33B: the MTP module is named as not modelled",
+            any("_num_mtp_layers" in n for n in out["notes"]), str(out["notes"]))
+ex = json.load(open(os.path.join(hf, "exaone-4.5-33b.json")))
+del ex["text_config"]["layer_types"]
+r = import_doc("exaone-pattern.json", ex)
+h.check("sliding_window_pattern \"LLLG\" without layer_types: 48 of 64 layers windowed (3 in 4), not all 64",
+        r.returncode == 0 and json.loads(r.stdout)["summary"].get("sliding_window") == {"size": 4096, "layers": 48},
+        r.stdout[-300:] + r.stderr)
+ex["text_config"]["sliding_window_pattern"] = "LLXG"
+r = import_doc("exaone-bad-pattern.json", ex)
+h.check("sliding_window_pattern \"LLXG\": exit 2 naming the key", r.returncode == 2 and
+        "$.text_config.sliding_window_pattern" in r.stderr and ":0:0:" not in r.stderr, r.stderr)
+
+# Qwen3.5 and Qwen3-Next: three of every four layers are Gated DeltaNet linear attention
+# (a recurrent state, no KV cache): refused with that reason, not as an unknown class.
+r = do_import(os.path.join(hf, "qwen3.5-9b.json"))
+h.check("Qwen3.5-9B: refused as linear-attention layers, at $.architectures", r.returncode == 2 and
+        "linear-attention" in r.stderr and "$.architectures" in r.stderr and "known architecture" not in r.stderr,
+        r.stderr)
+for cls, mt in (("Llama4ForConditionalGeneration", "llama4"), ("Llama4ForCausalLM", "llama4_text")):
+    r = import_doc("llama4.json", dict(base, architectures=[cls], model_type=mt, attention_chunk_size=8192))
+    h.check(f"Llama 4 ({cls}): refused as chunked attention on a MoE model",
+            r.returncode == 2 and "chunked local attention" in r.stderr, r.stderr)
+nxt = dict(base, architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next")
+r = import_doc("qwen3-next.json", nxt)
+h.check("Qwen3-Next: refused as linear-attention layers", r.returncode == 2 and "linear-attention" in r.stderr,
+        r.stderr)
+# Devstral 2's checkpoint is fp8 (quantization_config): priced in torch_dtype's 2 bytes, the
+# note names the method and --dtype-bytes 1, which prices its weights at one byte each.
+r = do_import(os.path.join(hf, "devstral-2-123b-instruct.json"))
+notes = json.loads(r.stdout)["notes"] if r.returncode == 0 else []
+h.check("Devstral 2: the note names quant_method fp8 and --dtype-bytes 1",
+        any('quant_method "fp8"' in n and "--dtype-bytes 1" in n for n in notes), str(notes))
+r = do_import(os.path.join(hf, "devstral-2-123b-instruct.json"), "--dtype-bytes", "1")
+s = json.loads(r.stdout)["summary"] if r.returncode == 0 else {}
+h.check("Devstral 2 with --dtype-bytes 1: 125.0 GB of weights (one byte per parameter), no quantization note",
+        r.returncode == 0 and s["weight_bytes"] == s["params_total"] and abs(s["params_total"] / 125.03e9 - 1) < 1e-3
+        and not any("quantization_config" in n for n in json.loads(r.stdout)["notes"]), str(s))
+# Granite 3 (GraniteForCausalLM): Llama's layers with four scalar multipliers, noted; the
+# sizes of granite-3.1-8b-instruct's published config (8.17 B on its card). Phi-4-mini's
+# config adds full_attn_mod 1 (every layer full attention), interpolate_factor and
+# lm_head_bias false: known, and a value the graph cannot build is an error naming the key.
+granite = dict(base, architectures=["GraniteForCausalLM"], model_type="granite", hidden_size=4096,
+               intermediate_size=12800, num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=8,
+               vocab_size=49159, tie_word_embeddings=True, max_position_embeddings=131072, rope_scaling=None,
+               attention_multiplier=0.0078125, embedding_multiplier=12.0, logits_scaling=16.0,
+               residual_multiplier=0.22)
+with open(os.path.join(tmp, "granite.json"), "w") as f:
+    json.dump(granite, f, indent=2)
+out = imported("Granite 3.1 8B: imports", do_import(os.path.join(tmp, "granite.json")))
+if out:
+    total = out["summary"]["params_total"] / 1e9
+    h.check(f"Granite 3.1 8B: {total:.3f} B parameters within 1 % of the card's 8.17 B, the multipliers noted",
+            abs(total / 8.17 - 1) <= 0.01 and any("granite" in n and "multipliers" in n for n in out["notes"]),
+            str(out["notes"]))
+phi = json.load(open(os.path.join(hf, "phi-4.json")))
+for extra, ok_ in (({"full_attn_mod": 1, "interpolate_factor": 1, "lm_head_bias": False}, True),
+                   ({"full_attn_mod": 4}, False), ({"lm_head_bias": True}, False)):
+    r = import_doc("phi-mini-keys.json", dict(phi, **extra))
+    key = next(iter(extra))
+    h.check(f"Phi-4-mini's keys {extra}: {'imports' if ok_ else 'exit 2 naming ' + key}",
+            r.returncode == 0 if ok_ else r.returncode == 2 and f"$.{key}" in r.stderr, r.stderr)
+# A byte-order mark (an editor's UTF-8 "signature") before the JSON: said in words.
+with open(os.path.join(tmp, "bom.json"), "wb") as f:
+    f.write(b"\xef\xbb\xbf" + open(os.path.join(hf, "llama3.2-1b-instruct.json"), "rb").read())
+r = do_import(os.path.join(tmp, "bom.json"))
+h.check("a UTF-8 byte-order mark: exit 2 at 1:1 naming it", r.returncode == 2 and "bom.json:1:1:" in r.stderr
+        and "byte-order mark" in r.stderr, r.stderr)
 h.finish()

@@ -5,17 +5,21 @@ batch 4, 8 buckets per phase) under the real mpirun: from nothing to a validated
 a replay of every policy and a report, each where it says; then the same command again,
 which recomputes nothing (the farm has 0 tasks to do, the measured nodes, the replay and
 the report are kept) and leaves job init's files as they were; then a changed SLO target,
-which keeps the store's plans but replays again. Last, Mooncake's heavy-tailed trace,
-where the node rules under-provision and the nodes measured on NoDVFS do not.
+which keeps the store's plans but replays again. A Ctrl-C (SIGINT to the process group)
+during the farm, job init or the node sizing: exit 3, and the same command resumes. Last, Mooncake's heavy-tailed
+trace, where the node rules under-provision and the nodes measured on NoDVFS do not.
 
 Usage: /usr/bin/python3 test_plan.py ENPU_BINARY SOURCE_DIR"""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 from harness import Harness
+from farm_harness import wait_for
 
 h = Harness(sys.argv[1], sys.argv[2])
 SRC = h.src
@@ -89,6 +93,42 @@ with tempfile.TemporaryDirectory() as tmp:
 
     p = plan(tmp, "--np", "0")
     h.check("--np 0: exit 2", p.returncode == 2, p.stderr[-300:])
+
+    # Ctrl-C: the terminal sends SIGINT to the whole foreground group (here: a session of
+    # its own). mpirun exits 1 when its ranks stop, and a step of enpu plan's own process
+    # (job init, the node sizing) would die of the signal; enpu plan holds the signal and
+    # tells the interruption by it: exit 3, and the same command resumes. Each run is held
+    # at a step (the farm's task phase by ENPU_FARM_TEST_HOLD, the end of job init or of
+    # the node sizing by ENPU_PLAN_TEST_HOLD) until the signal, which is sent once the
+    # hold is announced on stderr.
+    def ctrl_c(label, hold_env, hold_line, *extra):
+        cmd = [h.enpu, "plan", os.path.join(SRC, "tests/fixtures/hf/llama3.2-1b.json"), "--trace",
+               os.path.join(tmp, "trace.csv"), "--chip", os.path.join(SRC, "jobs/chips/tpuv5p.json"), "--np", "2",
+               "--max-batch", "4", "--bucket-budget", "8", "--runs", os.path.join(tmp, "runs4"), *extra]
+        held = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp,
+                                env=dict(ENV, **hold_env), start_new_session=True)
+        err = []
+        reader = threading.Thread(target=lambda: err.extend(held.stderr), daemon=True)
+        reader.start()
+        holding = wait_for(lambda: any(hold_line in line for line in list(err)) or held.poll() is not None, 600,
+                           0.05) and held.poll() is None
+        h.check(f"Ctrl-C during {label}: the run holds there", holding, "".join(err)[-1500:])
+        if holding:
+            os.killpg(held.pid, signal.SIGINT)
+        held.stdout.read()
+        held.wait(timeout=600)
+        reader.join(timeout=600)
+        text = "".join(err)
+        h.check(f"Ctrl-C during {label}: exit 3 (interrupted), and the resume line",
+                held.returncode == 3 and "interrupted" in text and "stopped (exit 3); rerun" in text,
+                f"exit {held.returncode}: {text[-800:]}")
+        p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=tmp, timeout=600)
+        h.check(f"Ctrl-C during {label}: the same command then finishes (exit 0)", p.returncode == 0,
+                p.stderr[-800:])
+
+    ctrl_c("the farm (mpirun's exit 1)", {"ENPU_FARM_TEST_HOLD": "tasks"}, "farm: test hold at tasks", "--no-replay")
+    ctrl_c("job init", {"ENPU_PLAN_TEST_HOLD": "init"}, "enpu plan: test hold at init", "--no-replay")
+    ctrl_c("the node sizing", {"ENPU_PLAN_TEST_HOLD": "nodes"}, "enpu plan: test hold at nodes")
 
     # The first 3,000 requests of Mooncake's conversation trace: a heavy tail of long
     # prompts. The node rules (from the busiest minute's mean) leave NoDVFS missing TTFT
