@@ -131,11 +131,11 @@ static void test_paper_equals_strict_without_overhead(void **state) {
   scratch sc = {0};
   search_units *u;
   assert_int_equal(search_units_of_ops(g, &u, &err), 0);
-  sc.req = calloc((size_t)nops, sizeof *sc.req);
-  sc.pos = calloc((size_t)n, sizeof *sc.pos);
-  sc.best_pos = calloc((size_t)n, sizeof *sc.best_pos);
-  sc.peak_state = calloc((size_t)n, sizeof *sc.peak_state);
-  sc.cand = calloc((size_t)n, sizeof *sc.cand);
+  /* One block owned by req, as the search allocates it (search_scratch_free frees req). */
+  assert_int_equal(ENPU_CALLOC_PARTS(ENPU_PART(sc.req, (size_t)nops), ENPU_PART(sc.pos, (size_t)n),
+                                     ENPU_PART(sc.best_pos, (size_t)n), ENPU_PART(sc.peak_state, (size_t)n),
+                                     ENPU_PART(sc.cand, (size_t)n)),
+                   0);
   search_bucket_result res = {0};
   for (int i = 0; i < nops; i++) {
     sets[i].count = 4;
