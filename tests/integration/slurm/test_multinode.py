@@ -91,6 +91,13 @@ def kill_mid_run(cluster, watch, store, victim, after, timeout_s=120):
     return held
 
 
+def ended_why(text):
+    """What a farm that ended early left: its last lines, and a crash's report whole (Open
+    MPI prints a signal's backtrace, srun which task died), however far up it is."""
+    crash = [ln for ln in text.splitlines() if re.search(r"Signal|signal|\[ *\d+\] |Segmentation|core dumped", ln)]
+    return "\n".join(crash[-40:]) + "\n...\n" + text[-1500:]
+
+
 def summary_count(summary_md, row):
     """A count of a farm summary's table: "tasks" (to do), "reused" (from the store and the
     journal, with the parts of op searches resumed part-way), "recomputed"."""
@@ -146,7 +153,7 @@ def trial_mpirun(h, c, s, n, victim, after):
         p.kill()
         p.wait()
         watch.thread.join(timeout=10)
-        h.fail(f"{name}: the farm got under way", watch.text()[-800:])
+        h.fail(f"{name}: the farm got under way", ended_why(watch.text()))
         return 0
     try:
         p.wait(timeout=120)
@@ -171,7 +178,7 @@ def trial_slurm(h, c, s, n, victim, after):
     if held is None:
         c.client(["scancel", jid])
         c.wait_job(jid, 60)
-        h.fail(f"{name}: the farm got under way", open(log).read()[-800:])
+        h.fail(f"{name}: the farm got under way", ended_why(open(log).read()))
         return 0
     c.revive_node(victim)
 
