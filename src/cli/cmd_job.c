@@ -84,7 +84,7 @@ int cli_job_init_trace(cli_job_init_args *a, const char *cmd) {
   char *text = NULL, *csv = NULL, *old = NULL;
   size_t len = 0, old_len = 0;
   snprintf(a->converted, sizeof a->converted, "%s/trace.csv", a->o.out_dir);
-  const replay_convert_options o = {.format = (replay_format)a->from};
+  const replay_convert_options o = {.format = (replay_format)a->from, .stop = a->o.stop};
   replay_convert_counts n;
   int rc = enpu_mkdir_p(a->o.out_dir, &err);
   if (!rc) rc = enpu_read_file_max(a->trace, ENPU_TRACE_MAX_BYTES, &text, &len, &err);

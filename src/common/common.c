@@ -282,6 +282,8 @@ void enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less) {
   if (*n) memcpy(b + i * size, last, size);
 }
 
+bool enpu_stop_asked(const enpu_stop *s) { return s && s->fn && s->fn(s->ctx); }
+
 void enpu_put_le32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
 }

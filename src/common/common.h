@@ -163,6 +163,16 @@ typedef int (*enpu_less)(const void *a, const void *b);
 void enpu_heap_push(void *v, size_t *n, size_t size, const void *e, enpu_less less);
 void enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less);
 
+/* A caller's "stop now?", which a long in-process step asks between units of work (a
+ * replay, a block of rows, a step of job init) and then returns ENPU_ERR_STOPPED. The
+ * command that holds the stop signals answers it (from its pending signals); a module
+ * reads no signal and no global itself. fn NULL (or no enpu_stop): never stop. */
+typedef struct {
+  bool (*fn)(void *ctx);
+  void *ctx;
+} enpu_stop;
+bool enpu_stop_asked(const enpu_stop *s);
+
 /* Fixed-width unsigned integers in a byte buffer, least significant byte first: the one
  * byte order of every binary record the project writes (the farm's journal and messages,
  * cache entries, hashed fields), whatever the host's. */
