@@ -240,20 +240,27 @@ static const char *string_at(const json_t *obj, const char *key) {
   return json_is_string(v) ? json_string_value(v) : "";
 }
 
-/* An error at the key: "file:line:column: $.key: expected ..., got ..."; a key the config
- * lacks, at the object that lacks it (the text has no place for the key itself). */
-static int fail_key(hf_ctx *c, const char *key, const char *expected) {
-  if (json_is_object(c->cfg) && !json_object_get(c->cfg, key)) {
+/* An error at the key of obj (at `at`): "file:line:column: $.key: expected ..., got ...";
+ * a key the config lacks, at the object that lacks it (the text has no place for the key
+ * itself). */
+static int fail_in(hf_ctx *c, const json_t *obj, const config_path *at, const char *key, const char *expected) {
+  if (json_is_object(obj) && !json_object_get(obj, key)) {
     const json_t *dflt = json_object_get(c->defaults, key);
     char got[96] = "";
     if (dflt) config_describe(dflt, got, sizeof got);
-    return config_fail(&c->doc, &c->cfg_at, c->err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s%s%s)",
-                       key, expected, dflt ? "; the family's default is " : "", got);
+    return config_fail(&c->doc, at, c->err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s%s%s)", key,
+                       expected, dflt ? "; the family's default is " : "", got);
   }
-  config_path p = CONFIG_KEY(&c->cfg_at, key);
+  config_path p = CONFIG_KEY(at, key);
   char got[96] = "nothing (missing or null)";
-  if (get(c, key)) config_describe(json_object_get(c->cfg, key), got, sizeof got);
+  const json_t *v = json_object_get(obj, key);
+  if (v && !json_is_null(v)) config_describe(v, got, sizeof got);
   return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "expected %s, got %s", expected, got);
+}
+
+/* An error at a key of the language model (get). */
+static int fail_key(hf_ctx *c, const char *key, const char *expected) {
+  return fail_in(c, c->cfg, &c->cfg_at, key, expected);
 }
 
 /* An integer from min (0 or 1) to 16777216 at key; absent or null: dflt, or an error when
@@ -286,6 +293,14 @@ static const json_t *get_lm(const hf_ctx *c, const char *key) {
   if (v || c->cfg == c->doc.root) return v;
   v = json_object_get(c->doc.root, key);
   return json_is_null(v) ? NULL : v;
+}
+
+/* An error at a key get_lm reads: where it is (text_config or, else, the root); missing
+ * from both, at the language model's object. */
+static int fail_lm_key(hf_ctx *c, const char *key, const char *expected) {
+  if (c->cfg != c->doc.root && !json_object_get(c->cfg, key) && json_object_get(c->doc.root, key))
+    return fail_in(c, c->doc.root, &c->root, key, expected);
+  return fail_key(c, key, expected);
 }
 
 #define NKNOWN (sizeof hf_known / sizeof hf_known[0])
@@ -591,7 +606,7 @@ static int dtype_bytes(hf_ctx *c, int *out) {
     *out = c->opt->dtype_bytes;
     return ENPU_OK;
   }
-  const char *key = get_lm(c, "torch_dtype") ? "torch_dtype" : "dtype";
+  const char *key = get_lm(c, "torch_dtype") || !get_lm(c, "dtype") ? "torch_dtype" : "dtype";
   const json_t *v = get_lm(c, key);
   static const struct {
     const char *name;
@@ -602,8 +617,7 @@ static int dtype_bytes(hf_ctx *c, int *out) {
       *out = names[i].bytes;
       return ENPU_OK;
     }
-  return fail_key(c, "torch_dtype",
-                  "bfloat16, float16, float32, float8_e4m3fn or float8_e5m2 (or give --dtype-bytes)");
+  return fail_lm_key(c, key, "bfloat16, float16, float32, float8_e4m3fn or float8_e5m2 (or give --dtype-bytes)");
 }
 
 static int gqa_attention(hf_ctx *c, int hidden, json_t **out) {
@@ -695,7 +709,7 @@ static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **
   ENPU_FORWARD(get_count(c, "intermediate_size", -1, &inter));
   ENPU_FORWARD(dtype_bytes(c, &dtype));
   const json_t *tie = get_lm(c, "tie_word_embeddings");
-  if (tie && !json_is_boolean(tie)) return fail_key(c, "tie_word_embeddings", "true or false");
+  if (tie && !json_is_boolean(tie)) return fail_lm_key(c, "tie_word_embeddings", "true or false");
   if (!tie)
     note(c, a->tie_default
                 ? "tie_word_embeddings: absent, taken as the family's true (the embedding is the LM head)"

@@ -242,6 +242,30 @@ del dev["text_config"]["num_hidden_layers"]
 text_line = 1 + next(i for i, l in enumerate(json.dumps(dev, indent=2).splitlines()) if '"text_config"' in l)
 absent_key("no-layers.json", dev, "num_hidden_layers", f"{text_line}:18: $.text_config")
 
+
+# A key the language model reads at the root of a vision-language config (the dtype, the
+# embedding tying) or under its other name (dtype for torch_dtype) is present with a bad
+# value: the error is at that key's value, with its value, not "missing" at text_config.
+def bad_value(name, doc, key, message):
+    path = os.path.join(tmp, name)
+    text = json.dumps(doc, indent=2)
+    open(path, "w").write(text)
+    line = next(i for i, l in enumerate(text.splitlines()) if l.startswith(f'  "{key}": '))
+    at = f"{line + 1}:{len(key) + 7}: $.{key}: "
+    r = do_import(path)
+    h.check(f"{name}: exit 2 at {at}{message}", r.returncode == 2 and f"{path}:{at}{message}" in r.stderr
+            and "missing required key" not in r.stderr, r.stderr)
+
+
+dtypes = "bfloat16, float16, float32, float8_e4m3fn or float8_e5m2 (or give --dtype-bytes)"
+gemma = json.load(open(os.path.join(hf, "gemma-3-4b-it.json")))
+bad_value("gemma-int8.json", dict(gemma, torch_dtype="int8"), "torch_dtype", f'expected {dtypes}, got "int8"')
+bad_value("gemma-tie.json", dict(gemma, tie_word_embeddings="yes"), "tie_word_embeddings",
+          'expected true or false, got "yes"')
+flat = {k: v for k, v in base.items() if k != "torch_dtype"}
+bad_value("flat-int4.json", dict(flat, dtype="int4"), "dtype", f'expected {dtypes}, got "int4"')
+absent_key("no-dtype.json", flat, "torch_dtype", "1:1: $")
+
 # EXAONE 4.5: EXAONE 4's language model (text_config.architectures) beside a vision tower
 # and a multi-token-prediction module; its window pattern may come as a string.
 out = imported("EXAONE-4.5-33B: its text_config's Exaone4ForCausalLM: imports", do_import(os.path.join(hf, "exaone-4.5-33b.json")))
