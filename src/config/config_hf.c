@@ -177,16 +177,16 @@ static const struct {
 };
 
 /* Keys a family's published configs leave to its transformers class: Gemma 3's config.json
- * states only what differs from Gemma3TextConfig (gemma-3-4b-it's text_config has no heads,
- * head_dim or vocab_size). transformers fills them from the class's defaults; so does the
- * importer, and it says which. The values are the class's __init__ defaults. */
+ * states only what differs from Gemma3TextConfig (tests/fixtures/hf/README.md: the
+ * gemma-3-4b-it and gemma-3-27b-it files omit the heads, head_dim, vocab_size, the
+ * activation, the context length and the window pattern). The importer takes the class's
+ * defaults for these keys only, and says which. The structural sizes (hidden_size,
+ * num_hidden_layers, intermediate_size) both files state: a config without them is
+ * truncated, an error, not a default-sized model. */
 static const struct {
   const char *model_type, *cls, *key, *value; /* value: JSON text */
 } hf_defaults[] = {
     {"gemma3_text", "Gemma3TextConfig", "vocab_size", "262208"},
-    {"gemma3_text", "Gemma3TextConfig", "hidden_size", "2304"},
-    {"gemma3_text", "Gemma3TextConfig", "intermediate_size", "9216"},
-    {"gemma3_text", "Gemma3TextConfig", "num_hidden_layers", "26"},
     {"gemma3_text", "Gemma3TextConfig", "num_attention_heads", "8"},
     {"gemma3_text", "Gemma3TextConfig", "num_key_value_heads", "4"},
     {"gemma3_text", "Gemma3TextConfig", "head_dim", "256"},

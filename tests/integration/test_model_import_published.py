@@ -266,6 +266,15 @@ flat = {k: v for k, v in base.items() if k != "torch_dtype"}
 bad_value("flat-int4.json", dict(flat, dtype="int4"), "dtype", f'expected {dtypes}, got "int4"')
 absent_key("no-dtype.json", flat, "torch_dtype", "1:1: $")
 
+# Gemma 3's defaults are only for the keys its published configs omit: a text_config
+# without one of the structural sizes both files state is truncated, an error at the
+# text_config (not a plausible 2B model from Gemma3TextConfig's sizes with a note).
+for drop in ("hidden_size", "num_hidden_layers", "intermediate_size"):
+    g3 = json.load(open(os.path.join(hf, "gemma-3-4b-it.json")))
+    del g3["text_config"][drop]
+    g3_line = 1 + next(i for i, l in enumerate(json.dumps(g3, indent=2).splitlines()) if '"text_config"' in l)
+    absent_key(f"gemma-no-{drop}.json", g3, drop, f"{g3_line}:18: $.text_config")
+
 # EXAONE 4.5: EXAONE 4's language model (text_config.architectures) beside a vision tower
 # and a multi-token-prediction module; its window pattern may come as a string.
 out = imported("EXAONE-4.5-33B: its text_config's Exaone4ForCausalLM: imports", do_import(os.path.join(hf, "exaone-4.5-33b.json")))
