@@ -77,15 +77,17 @@ typedef struct {
   const char *key, *note;
 } hf_note;
 
+/* The multi-token-prediction module, under any of its families' keys: one note (EXAONE
+ * 4.5 has two of the keys; note() keeps a line once). */
+#define HF_MTP_NOTE                                                                                           \
+  "num_nextn_predict_layers, _num_mtp_layers, mtp_num_hidden_layers: the multi-token-prediction module is a " \
+  "draft head outside the forward pass; the graph has the main layers only"
 static const hf_note hf_notes[] = {
     {"attention_bias", "attention_bias: the q/k/v bias vectors are not modelled (an add of heads x head_dim "
                        "per token beside a hidden x heads x head_dim matmul)"},
-    {"num_nextn_predict_layers", "num_nextn_predict_layers: the multi-token-prediction module is a draft "
-                                 "head outside the forward pass; the graph has the main layers only"},
-    {"_num_mtp_layers", "_num_mtp_layers: the multi-token-prediction module is a draft head outside the "
-                        "forward pass; the graph has the main layers only"},
-    {"mtp_num_hidden_layers", "mtp_num_hidden_layers: the multi-token-prediction module is a draft head "
-                              "outside the forward pass; the graph has the main layers only"},
+    {"num_nextn_predict_layers", HF_MTP_NOTE},
+    {"_num_mtp_layers", HF_MTP_NOTE},
+    {"mtp_num_hidden_layers", HF_MTP_NOTE},
     {"vision_config", "vision_config: the vision tower is not modelled; the graph is the language model's "
                       "(text tokens in, text tokens out)"},
     {"attn_logit_softcapping", "attn_logit_softcapping: the tanh capping of the attention scores is not "
@@ -210,8 +212,16 @@ typedef struct {
   size_t notes_len;
 } hf_ctx;
 
+/* Has note() already added this line? */
+static bool noted(const hf_ctx *c, const char *text, size_t n) {
+  for (const char *p = c->notes; p && (p = strstr(p, text)); p++)
+    if ((p == c->notes || p[-1] == '\n') && p[n] == '\n') return true;
+  return false;
+}
+
 static void note(hf_ctx *c, const char *text) {
   const size_t n = strlen(text);
+  if (noted(c, text, n)) return;
   char *p = realloc(c->notes, c->notes_len + n + 2);
   if (!p) return; /* notes are advisory: a failed allocation loses one line, nothing else */
   memcpy(p + c->notes_len, text, n);

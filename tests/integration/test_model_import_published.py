@@ -283,6 +283,8 @@ if out:
             out["summary"].get("sliding_window") == {"size": 4096, "layers": 48}, str(out["summary"]))
     h.check("EXAONE-4.5-33B: the MTP module is named as not modelled",
             any("_num_mtp_layers" in n for n in out["notes"]), str(out["notes"]))
+    h.check("EXAONE-4.5-33B: one note for the MTP module, though two of its keys are in the config",
+            sum("multi-token-prediction" in n for n in out["notes"]) == 1, str(out["notes"]))
 ex = json.load(open(os.path.join(hf, "exaone-4.5-33b.json")))
 del ex["text_config"]["layer_types"]
 r = import_doc("exaone-pattern.json", ex)
