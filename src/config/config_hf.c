@@ -377,12 +377,13 @@ static int check_keys(hf_ctx *c) {
                      c->doc.file, count, count > 1 ? "s" : "", count > 1 ? "them" : "it", list, more);
 }
 
-/* A rejected family, by class or model_type: the error names what the graph lacks. */
-static int check_rejected(hf_ctx *c, const char *cls, const char *mt) {
+/* A rejected family, by class or model_type (those of the object at `at`: the root or
+ * text_config): the error names what the graph lacks. */
+static int check_rejected(hf_ctx *c, const config_path *at, const char *cls, const char *mt) {
   for (size_t i = 0; i < sizeof hf_rejected / sizeof hf_rejected[0]; i++) {
     const bool by_cls = *cls && !strcmp(hf_rejected[i].cls, cls);
     if (!by_cls && strcmp(hf_rejected[i].model_type, mt)) continue;
-    config_path p = CONFIG_KEY(&c->root, by_cls ? "architectures" : "model_type");
+    config_path p = CONFIG_KEY(at, by_cls ? "architectures" : "model_type");
     return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "architecture \"%s\" cannot be expressed: %s",
                        by_cls ? cls : mt, hf_rejected[i].why);
   }
@@ -426,7 +427,7 @@ static int take_defaults(hf_ctx *c, const hf_arch *a) {
 static int find_arch(hf_ctx *c, const hf_arch **out) {
   const char *cls = string_at(c->doc.root, "architectures"), *mt = string_at(c->doc.root, "model_type");
   const char *text_mt = c->cfg != c->doc.root ? string_at(c->cfg, "model_type") : "";
-  ENPU_FORWARD(check_rejected(c, cls, mt));
+  ENPU_FORWARD(check_rejected(c, &c->root, cls, mt));
   const hf_arch *a = arch_of_class(cls);
   if (!a && c->cfg != c->doc.root && (a = arch_of_class(string_at(c->cfg, "architectures")))) {
     cls = string_at(c->cfg, "architectures");
@@ -436,7 +437,8 @@ static int find_arch(hf_ctx *c, const hf_arch **out) {
     if (!strcmp(hf_archs[i].model_type, mt) || (*text_mt && !strcmp(hf_archs[i].model_type, text_mt)))
       a = &hf_archs[i];
   if (!a) {
-    ENPU_FORWARD(check_rejected(c, "", text_mt));
+    if (c->cfg != c->doc.root)
+      ENPU_FORWARD(check_rejected(c, &c->cfg_at, string_at(c->cfg, "architectures"), text_mt));
     config_path p = CONFIG_KEY(&c->root, *cls ? "architectures" : "model_type");
     return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID,
                        "expected a known architecture (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "

@@ -310,6 +310,16 @@ nxt = dict(base, architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next"
 r = import_doc("qwen3-next.json", nxt)
 h.check("Qwen3-Next: refused as linear-attention layers", r.returncode == 2 and "linear-attention" in r.stderr,
         r.stderr)
+# The same language models inside a wrapper the importer does not know (its
+# text_config's architectures name them, its model_types do not): refused with the
+# reason, at the text_config's architectures, not as an unknown architecture.
+for cls, why in (("Qwen3NextForCausalLM", "linear-attention"), ("Llama4ForCausalLM", "chunked local attention")):
+    text = dict(base, architectures=[cls], model_type="custom_text")
+    r = import_doc("wrapper.json", {"architectures": ["CustomForConditionalGeneration"], "model_type": "custom",
+                                    "text_config": text, "torch_dtype": "bfloat16"})
+    h.check(f"a wrapper around {cls}: refused as {why} at $.text_config.architectures", r.returncode == 2
+            and why in r.stderr and "$.text_config.architectures" in r.stderr and "known architecture" not in r.stderr,
+            r.stderr)
 # Devstral 2's checkpoint is fp8 (quantization_config): priced in torch_dtype's 2 bytes, the
 # note names the method and --dtype-bytes 1, which prices its weights at one byte each.
 r = do_import(os.path.join(hf, "devstral-2-123b-instruct.json"))
