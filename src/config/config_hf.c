@@ -160,8 +160,8 @@ static const hf_arch hf_archs[] = {
   "in place of a KV cache, on three of every four layers): the graph has softmax attention only"
 #define HF_CHUNKED_ATTENTION                                                                                     \
   "chunked local attention on a MoE model (attention_chunk_size: three of every four layers attend only within " \
-  "their 8192-token chunk, without RoPE on the fourth): the graph's bounded attention is a sliding window, on "  \
-  "dense models"
+  "their chunk of that many tokens, without RoPE on the fourth): the graph's bounded attention is a sliding "    \
+  "window, on dense models"
 static const struct {
   const char *model_type, *cls, *why;
 } hf_rejected[] = {
@@ -408,8 +408,9 @@ static int take_defaults(hf_ctx *c, const hf_arch *a) {
     json_t *v = json_loads(hf_defaults[i].value, JSON_DECODE_ANY, NULL);
     ENPU_RETURN_IF(!c->defaults || !v || json_object_set_new(c->defaults, hf_defaults[i].key, v) < 0, c->err,
                    ENPU_ERR_NOMEM, "out of memory (family defaults)");
-    at += snprintf(at, (size_t)(line + sizeof line - at), "%s%s %s", cls ? ", " : "", hf_defaults[i].key,
-                   hf_defaults[i].value);
+    const size_t room = (size_t)(line + sizeof line - at); /* >= 1: at stops at the last byte */
+    const int n = snprintf(at, room, "%s%s %s", cls ? ", " : "", hf_defaults[i].key, hf_defaults[i].value);
+    if (n > 0) at += (size_t)n < room ? (size_t)n : room - 1;
     cls = hf_defaults[i].cls;
   }
   if (!cls) return ENPU_OK;
