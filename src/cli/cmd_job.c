@@ -52,7 +52,9 @@ int cli_job_init_options(cli_job_init_args *a, const char *runs, char *dir, size
   jobinit_options *o = &a->o;
   o->model_path = a->model, o->chip_path = a->chip, o->trace_path = a->trace, o->name = a->name;
   o->tp = a->tp, o->ep = a->ep;
-  o->nignore = a->ignore ? cli_split_keys(a->ignore, a->ignore_buf, sizeof a->ignore_buf, a->ignore_keys, 64) : 0;
+  o->nignore = a->ignore ? cli_split_keys(a->ignore, a->ignore_buf, sizeof a->ignore_buf, a->ignore_keys,
+                                          (int)(sizeof a->ignore_keys / sizeof *a->ignore_keys))
+                         : 0;
   o->ignore = a->ignore_keys;
   o->npercentiles = a->percentiles.n, o->nttft = a->ttft.n, o->ntpot = a->tpot.n;
   if (a->percentiles.n > CONFIG_MAX_SLO_CLASSES || a->ttft.n > CONFIG_MAX_SLO_CLASSES ||
@@ -84,7 +86,7 @@ int cli_job_init_trace(cli_job_init_args *a, const char *cmd) {
   char *text = NULL, *csv = NULL, *old = NULL;
   size_t len = 0, old_len = 0;
   snprintf(a->converted, sizeof a->converted, "%s/trace.csv", a->o.out_dir);
-  const replay_convert_options o = {.format = (replay_format)a->from};
+  const replay_convert_options o = {.format = (replay_format)a->from, .stop = a->o.stop};
   replay_convert_counts n;
   int rc = enpu_mkdir_p(a->o.out_dir, &err);
   if (!rc) rc = enpu_read_file_max(a->trace, ENPU_TRACE_MAX_BYTES, &text, &len, &err);

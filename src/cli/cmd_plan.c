@@ -59,12 +59,16 @@ typedef struct {
   char exe[4096], dir[CONFIG_PATH_LEN], store[CONFIG_PATH_LEN + 16], replay[CONFIG_PATH_LEN + 16];
   char report[CONFIG_PATH_LEN + 16], nodes[CONFIG_PATH_LEN + 16], np[16];
   double t0;
-  /* A Ctrl-C reaches the whole foreground group. This process holds the stop signals
-   * (SIGINT, SIGQUIT) blocked from start to end, so it lives on to say how to resume, and
-   * it tells an interruption by the signal it holds, not by a step's exit status (mpirun
-   * exits 1 when its ranks stop). A child step gets the signal with the mask this process
-   * started with; a step of this process (job init, the node sizing) ends first. */
+  /* A Ctrl-C reaches the whole foreground group. This process holds the stop signal
+   * (SIGINT, unless it started ignored, as in a script's `enpu plan ... &`) blocked from
+   * start to end, so it lives on to say how to resume, and it tells an interruption by the
+   * signal it holds, not by a step's exit status (mpirun exits 1 when its ranks stop). A
+   * child step gets the signal with the mask this process started with; a step of this
+   * process (job init, the --from conversion, the node sizing) asks plan_stop_asked
+   * between its units of work and returns ENPU_ERR_STOPPED. SIGQUIT (Ctrl-\) is not held:
+   * it still kills at once. */
   sigset_t stop, mask;
+  int sizing_asks; /* plan_sizing_stop's calls, for the nodes-round test hold */
 } plan_paths;
 
 /* Did a stop signal come? It waits, blocked: take it, so it is not delivered later. */
@@ -75,19 +79,36 @@ static bool plan_took_stop(const plan_paths *p) {
   return took;
 }
 
-/* A test's hook (ENPU_PLAN_TEST_HOLD=STEP, STEP init or nodes: the steps of this process):
- * at the end of STEP, say so and wait until a stop signal is pending, so that a test
- * signals the plan in a step of its own without racing it (as ENPU_FARM_TEST_HOLD does
- * the farm). Unset, it does nothing. */
-static void plan_test_hold(const char *step_name) {
+/* Is a stop signal pending (left pending: plan_took_stop takes it at the step's end)? */
+static bool plan_stop_asked(void *ctx) {
+  const plan_paths *p = ctx;
+  sigset_t pending;
+  return sigpending(&pending) == 0 && sigismember(&p->stop, SIGINT) && sigismember(&pending, SIGINT);
+}
+
+/* A test's hook (ENPU_PLAN_TEST_HOLD=STEP; STEP init or nodes: the ends of the steps of
+ * this process; nodes-round: inside the node sizing, after its first replay): say so and
+ * wait until a stop signal is pending, or SIGUSR2 comes (taken: the release of a test
+ * whose stop signal is ignored), so that a test signals the plan in a step of its own
+ * without racing it (as ENPU_FARM_TEST_HOLD does the farm). Unset, it does nothing. */
+static void plan_test_hold(const plan_paths *p, const char *step_name) {
   const char *v = getenv("ENPU_PLAN_TEST_HOLD");
   if (!v || strcmp(v, step_name)) return;
   fprintf(stderr, "enpu plan: test hold at %s: waiting for a stop signal\n", step_name);
   fflush(stderr);
+  sigset_t release, old;
+  sigemptyset(&release), sigaddset(&release, SIGUSR2);
+  sigprocmask(SIG_BLOCK, &release, &old);
   const struct timespec pause = {0, 10000000};
-  for (sigset_t pending;
-       sigpending(&pending) == 0 && !sigismember(&pending, SIGINT) && !sigismember(&pending, SIGQUIT);)
-    nanosleep(&pause, NULL);
+  while (!plan_stop_asked((void *)p) && sigtimedwait(&release, NULL, &pause) != SIGUSR2) continue;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The node sizing's question: plan_stop_asked, after the nodes-round hold on its first. */
+static bool plan_sizing_stop(void *ctx) {
+  plan_paths *p = ctx;
+  if (p->sizing_asks++ == 0) plan_test_hold(p, "nodes-round");
+  return plan_stop_asked(p);
 }
 
 /* rc, or CLI_EXIT_INTERRUPTED (and a line saying so) when a stop signal came during what. */
@@ -194,7 +215,9 @@ static int step_size(const plan_args *a, jobinit_result *r, plan_paths *p) {
     return 0;
   }
   enpu_err err = {0};
-  if (jobinit_size_nodes(&a->init.o, r, p->store, JOBINIT_SIZE_TARGET, p->nodes, &err) < 0) {
+  jobinit_options o = a->init.o;
+  o.stop = (enpu_stop){plan_sizing_stop, p};
+  if (jobinit_size_nodes(&o, r, p->store, JOBINIT_SIZE_TARGET, p->nodes, &err) < 0) {
     cli_fail("plan", err.msg);
     return cli_input_status(err.code);
   }
@@ -273,8 +296,11 @@ static int plan_run(void *args) {
   jobinit_result *r = calloc(1, sizeof *r);
   if (!p || !r) return free(p), free(r), cli_fail("plan", "out of memory"), CLI_EXIT_ENV;
   p->t0 = enpu_now_s();
-  sigemptyset(&p->stop), sigaddset(&p->stop, SIGINT), sigaddset(&p->stop, SIGQUIT);
+  struct sigaction started;
+  sigemptyset(&p->stop);
+  if (sigaction(SIGINT, NULL, &started) == 0 && started.sa_handler != SIG_IGN) sigaddset(&p->stop, SIGINT);
   sigprocmask(SIG_BLOCK, &p->stop, &p->mask);
+  a->init.o.stop = (enpu_stop){plan_stop_asked, p};
   char stem[CONFIG_PATH_LEN];
   int rc = cli_job_init_options(&a->init, a->runs, p->dir, sizeof p->dir);
   /* the job's name is its directory's: the farm writes its results to RUNS/<job name>/ */
@@ -295,7 +321,7 @@ static int plan_run(void *args) {
     } else {
       jobinit_write_summary(&a->init.o, r, stderr);
     }
-    plan_test_hold("init");
+    plan_test_hold(p, "init");
     rc = plan_stopped(p, rc, "job init");
   }
   snprintf(p->np, sizeof p->np, "%d", a->np);
@@ -306,7 +332,7 @@ static int plan_run(void *args) {
   if (!rc) rc = step_farm(a, r, p);
   if (!rc && !a->no_replay) {
     rc = step_size(a, r, p);
-    plan_test_hold("nodes");
+    plan_test_hold(p, "nodes");
     rc = plan_stopped(p, rc, "the node sizing");
   }
   if (!rc && !a->no_replay) rc = step_replay_report(a, r, p);

@@ -266,8 +266,9 @@ void enpu_heap_push(void *v, size_t *n, size_t size, const void *e, enpu_less le
   memcpy(b + i * size, e, size);
 }
 
-void enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less) {
+int enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less) {
   unsigned char *b = v, last[ENPU_HEAP_MAX_ELEM];
+  if (size > sizeof last || *n == 0) return ENPU_ERR_INVALID;
   memcpy(top, b, size);
   memcpy(last, b + --*n * size, size);
   size_t i = 0;
@@ -280,7 +281,10 @@ void enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less) {
     i = c;
   }
   if (*n) memcpy(b + i * size, last, size);
+  return ENPU_OK;
 }
+
+bool enpu_stop_asked(const enpu_stop *s) { return s && s->fn && s->fn(s->ctx); }
 
 void enpu_put_le32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));

@@ -156,12 +156,24 @@ int enpu_file_move_aside(const char *path, const char *suffix, char *aside, size
 /* A binary min-heap in a caller's array `v` of *n elements of `size` bytes each (at most
  * ENPU_HEAP_MAX_ELEM), ordered by `less` (nonzero: a before b). Equal elements leave in
  * no promised order, so a caller that needs one breaks ties inside less. Push copies *e
- * in (the array has room for one more); pop copies the least element out into *top
- * (*n > 0). */
+ * in (the array has room for one more); pop copies the least element out into *top and
+ * returns 0, or ENPU_ERR_INVALID with nothing done when the heap is empty or size is
+ * above ENPU_HEAP_MAX_ELEM (its stack copy of an element; a caller states its element
+ * fits with a _Static_assert). */
 #define ENPU_HEAP_MAX_ELEM 64
 typedef int (*enpu_less)(const void *a, const void *b);
 void enpu_heap_push(void *v, size_t *n, size_t size, const void *e, enpu_less less);
-void enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less);
+int enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less);
+
+/* A caller's "stop now?", which a long in-process step asks between units of work (a
+ * replay, a block of rows, a step of job init) and then returns ENPU_ERR_STOPPED. The
+ * command that holds the stop signals answers it (from its pending signals); a module
+ * reads no signal and no global itself. fn NULL (or no enpu_stop): never stop. */
+typedef struct {
+  bool (*fn)(void *ctx);
+  void *ctx;
+} enpu_stop;
+bool enpu_stop_asked(const enpu_stop *s);
 
 /* Fixed-width unsigned integers in a byte buffer, least significant byte first: the one
  * byte order of every binary record the project writes (the farm's journal and messages,

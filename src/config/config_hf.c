@@ -77,15 +77,17 @@ typedef struct {
   const char *key, *note;
 } hf_note;
 
+/* The multi-token-prediction module, under any of its families' keys: one note (EXAONE
+ * 4.5 has two of the keys; note() keeps a line once). */
+#define HF_MTP_NOTE                                                                                           \
+  "num_nextn_predict_layers, _num_mtp_layers, mtp_num_hidden_layers: the multi-token-prediction module is a " \
+  "draft head outside the forward pass; the graph has the main layers only"
 static const hf_note hf_notes[] = {
     {"attention_bias", "attention_bias: the q/k/v bias vectors are not modelled (an add of heads x head_dim "
                        "per token beside a hidden x heads x head_dim matmul)"},
-    {"num_nextn_predict_layers", "num_nextn_predict_layers: the multi-token-prediction module is a draft "
-                                 "head outside the forward pass; the graph has the main layers only"},
-    {"_num_mtp_layers", "_num_mtp_layers: the multi-token-prediction module is a draft head outside the "
-                        "forward pass; the graph has the main layers only"},
-    {"mtp_num_hidden_layers", "mtp_num_hidden_layers: the multi-token-prediction module is a draft head "
-                              "outside the forward pass; the graph has the main layers only"},
+    {"num_nextn_predict_layers", HF_MTP_NOTE},
+    {"_num_mtp_layers", HF_MTP_NOTE},
+    {"mtp_num_hidden_layers", HF_MTP_NOTE},
     {"vision_config", "vision_config: the vision tower is not modelled; the graph is the language model's "
                       "(text tokens in, text tokens out)"},
     {"attn_logit_softcapping", "attn_logit_softcapping: the tanh capping of the attention scores is not "
@@ -158,8 +160,8 @@ static const hf_arch hf_archs[] = {
   "in place of a KV cache, on three of every four layers): the graph has softmax attention only"
 #define HF_CHUNKED_ATTENTION                                                                                     \
   "chunked local attention on a MoE model (attention_chunk_size: three of every four layers attend only within " \
-  "their 8192-token chunk, without RoPE on the fourth): the graph's bounded attention is a sliding window, on "  \
-  "dense models"
+  "their chunk of that many tokens, without RoPE on the fourth): the graph's bounded attention is a sliding "    \
+  "window, on dense models"
 static const struct {
   const char *model_type, *cls, *why;
 } hf_rejected[] = {
@@ -177,16 +179,16 @@ static const struct {
 };
 
 /* Keys a family's published configs leave to its transformers class: Gemma 3's config.json
- * states only what differs from Gemma3TextConfig (gemma-3-4b-it's text_config has no heads,
- * head_dim or vocab_size). transformers fills them from the class's defaults; so does the
- * importer, and it says which. The values are the class's __init__ defaults. */
+ * states only what differs from Gemma3TextConfig (tests/fixtures/hf/README.md: the
+ * gemma-3-4b-it and gemma-3-27b-it files omit the heads, head_dim, vocab_size, the
+ * activation, the context length and the window pattern). The importer takes the class's
+ * defaults for these keys only, and says which. The structural sizes (hidden_size,
+ * num_hidden_layers, intermediate_size) both files state: a config without them is
+ * truncated, an error, not a default-sized model. */
 static const struct {
   const char *model_type, *cls, *key, *value; /* value: JSON text */
 } hf_defaults[] = {
     {"gemma3_text", "Gemma3TextConfig", "vocab_size", "262208"},
-    {"gemma3_text", "Gemma3TextConfig", "hidden_size", "2304"},
-    {"gemma3_text", "Gemma3TextConfig", "intermediate_size", "9216"},
-    {"gemma3_text", "Gemma3TextConfig", "num_hidden_layers", "26"},
     {"gemma3_text", "Gemma3TextConfig", "num_attention_heads", "8"},
     {"gemma3_text", "Gemma3TextConfig", "num_key_value_heads", "4"},
     {"gemma3_text", "Gemma3TextConfig", "head_dim", "256"},
@@ -210,8 +212,16 @@ typedef struct {
   size_t notes_len;
 } hf_ctx;
 
+/* Has note() already added this line? */
+static bool noted(const hf_ctx *c, const char *text, size_t n) {
+  for (const char *p = c->notes; p && (p = strstr(p, text)); p++)
+    if ((p == c->notes || p[-1] == '\n') && p[n] == '\n') return true;
+  return false;
+}
+
 static void note(hf_ctx *c, const char *text) {
   const size_t n = strlen(text);
+  if (noted(c, text, n)) return;
   char *p = realloc(c->notes, c->notes_len + n + 2);
   if (!p) return; /* notes are advisory: a failed allocation loses one line, nothing else */
   memcpy(p + c->notes_len, text, n);
@@ -240,20 +250,27 @@ static const char *string_at(const json_t *obj, const char *key) {
   return json_is_string(v) ? json_string_value(v) : "";
 }
 
-/* An error at the key: "file:line:column: $.key: expected ..., got ..."; a key the config
- * lacks, at the object that lacks it (the text has no place for the key itself). */
-static int fail_key(hf_ctx *c, const char *key, const char *expected) {
-  if (json_is_object(c->cfg) && !json_object_get(c->cfg, key)) {
+/* An error at the key of obj (at `at`): "file:line:column: $.key: expected ..., got ...";
+ * a key the config lacks, at the object that lacks it (the text has no place for the key
+ * itself). */
+static int fail_in(hf_ctx *c, const json_t *obj, const config_path *at, const char *key, const char *expected) {
+  if (json_is_object(obj) && !json_object_get(obj, key)) {
     const json_t *dflt = json_object_get(c->defaults, key);
     char got[96] = "";
     if (dflt) config_describe(dflt, got, sizeof got);
-    return config_fail(&c->doc, &c->cfg_at, c->err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s%s%s)",
-                       key, expected, dflt ? "; the family's default is " : "", got);
+    return config_fail(&c->doc, at, c->err, ENPU_ERR_INVALID, "missing required key '%s' (expected %s%s%s)", key,
+                       expected, dflt ? "; the family's default is " : "", got);
   }
-  config_path p = CONFIG_KEY(&c->cfg_at, key);
+  config_path p = CONFIG_KEY(at, key);
   char got[96] = "nothing (missing or null)";
-  if (get(c, key)) config_describe(json_object_get(c->cfg, key), got, sizeof got);
+  const json_t *v = json_object_get(obj, key);
+  if (v && !json_is_null(v)) config_describe(v, got, sizeof got);
   return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "expected %s, got %s", expected, got);
+}
+
+/* An error at a key of the language model (get). */
+static int fail_key(hf_ctx *c, const char *key, const char *expected) {
+  return fail_in(c, c->cfg, &c->cfg_at, key, expected);
 }
 
 /* An integer from min (0 or 1) to 16777216 at key; absent or null: dflt, or an error when
@@ -286,6 +303,14 @@ static const json_t *get_lm(const hf_ctx *c, const char *key) {
   if (v || c->cfg == c->doc.root) return v;
   v = json_object_get(c->doc.root, key);
   return json_is_null(v) ? NULL : v;
+}
+
+/* An error at a key get_lm reads: where it is (text_config or, else, the root); missing
+ * from both, at the language model's object. */
+static int fail_lm_key(hf_ctx *c, const char *key, const char *expected) {
+  if (c->cfg != c->doc.root && !json_object_get(c->cfg, key) && json_object_get(c->doc.root, key))
+    return fail_in(c, c->doc.root, &c->root, key, expected);
+  return fail_key(c, key, expected);
 }
 
 #define NKNOWN (sizeof hf_known / sizeof hf_known[0])
@@ -352,12 +377,13 @@ static int check_keys(hf_ctx *c) {
                      c->doc.file, count, count > 1 ? "s" : "", count > 1 ? "them" : "it", list, more);
 }
 
-/* A rejected family, by class or model_type: the error names what the graph lacks. */
-static int check_rejected(hf_ctx *c, const char *cls, const char *mt) {
+/* A rejected family, by class or model_type (those of the object at `at`: the root or
+ * text_config): the error names what the graph lacks. */
+static int check_rejected(hf_ctx *c, const config_path *at, const char *cls, const char *mt) {
   for (size_t i = 0; i < sizeof hf_rejected / sizeof hf_rejected[0]; i++) {
     const bool by_cls = *cls && !strcmp(hf_rejected[i].cls, cls);
     if (!by_cls && strcmp(hf_rejected[i].model_type, mt)) continue;
-    config_path p = CONFIG_KEY(&c->root, by_cls ? "architectures" : "model_type");
+    config_path p = CONFIG_KEY(at, by_cls ? "architectures" : "model_type");
     return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID, "architecture \"%s\" cannot be expressed: %s",
                        by_cls ? cls : mt, hf_rejected[i].why);
   }
@@ -382,8 +408,9 @@ static int take_defaults(hf_ctx *c, const hf_arch *a) {
     json_t *v = json_loads(hf_defaults[i].value, JSON_DECODE_ANY, NULL);
     ENPU_RETURN_IF(!c->defaults || !v || json_object_set_new(c->defaults, hf_defaults[i].key, v) < 0, c->err,
                    ENPU_ERR_NOMEM, "out of memory (family defaults)");
-    at += snprintf(at, (size_t)(line + sizeof line - at), "%s%s %s", cls ? ", " : "", hf_defaults[i].key,
-                   hf_defaults[i].value);
+    const size_t room = (size_t)(line + sizeof line - at); /* >= 1: at stops at the last byte */
+    const int n = snprintf(at, room, "%s%s %s", cls ? ", " : "", hf_defaults[i].key, hf_defaults[i].value);
+    if (n > 0) at += (size_t)n < room ? (size_t)n : room - 1;
     cls = hf_defaults[i].cls;
   }
   if (!cls) return ENPU_OK;
@@ -401,7 +428,7 @@ static int take_defaults(hf_ctx *c, const hf_arch *a) {
 static int find_arch(hf_ctx *c, const hf_arch **out) {
   const char *cls = string_at(c->doc.root, "architectures"), *mt = string_at(c->doc.root, "model_type");
   const char *text_mt = c->cfg != c->doc.root ? string_at(c->cfg, "model_type") : "";
-  ENPU_FORWARD(check_rejected(c, cls, mt));
+  ENPU_FORWARD(check_rejected(c, &c->root, cls, mt));
   const hf_arch *a = arch_of_class(cls);
   if (!a && c->cfg != c->doc.root && (a = arch_of_class(string_at(c->cfg, "architectures")))) {
     cls = string_at(c->cfg, "architectures");
@@ -411,7 +438,8 @@ static int find_arch(hf_ctx *c, const hf_arch **out) {
     if (!strcmp(hf_archs[i].model_type, mt) || (*text_mt && !strcmp(hf_archs[i].model_type, text_mt)))
       a = &hf_archs[i];
   if (!a) {
-    ENPU_FORWARD(check_rejected(c, "", text_mt));
+    if (c->cfg != c->doc.root)
+      ENPU_FORWARD(check_rejected(c, &c->cfg_at, string_at(c->cfg, "architectures"), text_mt));
     config_path p = CONFIG_KEY(&c->root, *cls ? "architectures" : "model_type");
     return config_fail(&c->doc, &p, c->err, ENPU_ERR_INVALID,
                        "expected a known architecture (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
@@ -591,7 +619,7 @@ static int dtype_bytes(hf_ctx *c, int *out) {
     *out = c->opt->dtype_bytes;
     return ENPU_OK;
   }
-  const char *key = get_lm(c, "torch_dtype") ? "torch_dtype" : "dtype";
+  const char *key = get_lm(c, "torch_dtype") || !get_lm(c, "dtype") ? "torch_dtype" : "dtype";
   const json_t *v = get_lm(c, key);
   static const struct {
     const char *name;
@@ -602,8 +630,7 @@ static int dtype_bytes(hf_ctx *c, int *out) {
       *out = names[i].bytes;
       return ENPU_OK;
     }
-  return fail_key(c, "torch_dtype",
-                  "bfloat16, float16, float32, float8_e4m3fn or float8_e5m2 (or give --dtype-bytes)");
+  return fail_lm_key(c, key, "bfloat16, float16, float32, float8_e4m3fn or float8_e5m2 (or give --dtype-bytes)");
 }
 
 static int gqa_attention(hf_ctx *c, int hidden, json_t **out) {
@@ -695,7 +722,7 @@ static int hf_model_doc(hf_ctx *c, const hf_arch *a, const char *name, json_t **
   ENPU_FORWARD(get_count(c, "intermediate_size", -1, &inter));
   ENPU_FORWARD(dtype_bytes(c, &dtype));
   const json_t *tie = get_lm(c, "tie_word_embeddings");
-  if (tie && !json_is_boolean(tie)) return fail_key(c, "tie_word_embeddings", "true or false");
+  if (tie && !json_is_boolean(tie)) return fail_lm_key(c, "tie_word_embeddings", "true or false");
   if (!tie)
     note(c, a->tie_default
                 ? "tie_word_embeddings: absent, taken as the family's true (the embedding is the LM head)"

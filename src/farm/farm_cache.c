@@ -10,16 +10,15 @@
  *  - compiled bucket results (kind FARM_CACHE_BUCKET): the policy code, phase, batch,
  *    seq and the bucket's input hash (its ops' keys and multiplicities, segments,
  *    slacks, chip, options). Failed buckets are not cached (their failure may pass).
- * An entry that passes its checksum but does not decode to the result asked for (one
- * written by a build with another codec) counts as damaged and is recomputed.
+ * An entry that passes its checksum but does not decode to the result asked for (its
+ * fields are compared with the ones asked: another result under the key, or one written
+ * by a build with another codec) counts as damaged and is recomputed.
  * A cache that cannot be written (disk full, permissions) is said once and then only
  * read: it is an optimisation, never a reason for a farm to fail. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "farm_job_internal.h"
-
-enum { FARM_CACHE_OP = 1, FARM_CACHE_BUCKET = 2 };
 
 static uint64_t op_cache_key(uint32_t policy, uint64_t key) {
   enpu_hasher h;
@@ -42,37 +41,52 @@ static uint64_t bucket_cache_key(uint32_t policy, int phase, int batch, int seq,
   return enpu_hasher_digest(&h);
 }
 
-/* Decodes an entry's bytes into *r if they are the result `key` asks for (a result's own
- * key, computed again from it, is key): 0, free *r after; else -1, nothing to free. */
-typedef int (*entry_decode)(const void *data, size_t bytes, uint64_t key, void *r);
+static int decode_op(const void *data, size_t bytes, const farm_cache_want *w, farm_op_result *r) {
+  enpu_err ignored;
+  if (farm_op_result_decode(data, bytes, r, &ignored) < 0) return -1;
+  if (r->policy == w->policy && r->key == w->op_key) return 0;
+  farm_op_result_free(r);
+  return -1;
+}
+
+/* Failed buckets are never stored: one that says it failed is not the result asked for. */
+static int decode_bucket(const void *data, size_t bytes, const farm_cache_want *w, farm_bucket_result *r) {
+  enpu_err ignored;
+  if (farm_bucket_result_decode(data, bytes, r, &ignored) < 0) return -1;
+  const store_bucket_rec *k = &r->bundle.bucket;
+  if (k->status == STORE_BUCKET_OK && r->policy == w->policy && k->phase == (uint8_t)w->phase &&
+      k->batch == w->batch && k->seq == w->seq && k->input_hash == w->input_hash)
+    return 0;
+  farm_bucket_result_free(r);
+  return -1;
+}
+
+/* The fields decoded are compared with the ones asked, not their digest (the key): two
+ * requests whose keys collide still never take each other's result. */
+int farm_cache_decode(const void *data, size_t bytes, const farm_cache_want *want, void *out) {
+  if (want->kind == FARM_CACHE_OP) return decode_op(data, bytes, want, out);
+  return want->kind == FARM_CACHE_BUCKET ? decode_bucket(data, bytes, want, out) : -1;
+}
 
 /* One lookup, counted. @return 1 with the entry decoded into *r (free it), 0 not there
- * or not the result asked for (damaged: one written by a build with another codec), or
- * an error. */
-static int lookup(farm_job *m, uint32_t kind, uint64_t key, entry_decode decode, void *r, enpu_err *err) {
+ * or not the result asked for (damaged: another result under the key, or one written by
+ * a build with another codec), or an error. */
+static int lookup(farm_job *m, const farm_cache_want *want, uint64_t key, void *r, enpu_err *err) {
   void *data;
   size_t bytes;
-  const int rc = opcache_get(m->cache, kind, key, &data, &bytes, err);
+  const int rc = opcache_get(m->cache, want->kind, key, &data, &bytes, err);
   if (rc < 0) return rc;
-  const int taken = rc == OPCACHE_HIT && decode(data, bytes, key, r) == 0;
+  const int taken = rc == OPCACHE_HIT && farm_cache_decode(data, bytes, want, r) == 0;
   if (rc == OPCACHE_HIT) free(data);
   m->sum->cache_misses += !taken;
   m->sum->cache_damaged += rc == OPCACHE_DAMAGED || (rc == OPCACHE_HIT && !taken);
   return taken;
 }
 
-static int decode_op(const void *data, size_t bytes, uint64_t key, void *out) {
-  farm_op_result *r = out;
-  enpu_err ignored;
-  if (farm_op_result_decode(data, bytes, r, &ignored) < 0) return -1;
-  if (op_cache_key(r->policy, r->key) == key) return 0;
-  farm_op_result_free(r);
-  return -1;
-}
-
 static int cached_op(farm_job *m, const mop *o, enpu_err *err) {
+  const farm_cache_want want = {.kind = FARM_CACHE_OP, .policy = o->policy, .op_key = o->key};
   farm_op_result r;
-  const int hit = lookup(m, FARM_CACHE_OP, op_cache_key(o->policy, o->key), decode_op, &r, err);
+  const int hit = lookup(m, &want, op_cache_key(o->policy, o->key), &r, err);
   if (hit <= 0) return hit;
   const int rc = farm_state_add_op(m->state, &r, err);
   farm_op_result_free(&r);
@@ -80,23 +94,16 @@ static int cached_op(farm_job *m, const mop *o, enpu_err *err) {
   return rc;
 }
 
-/* Failed buckets are never stored: one that says it failed is not the result asked for. */
-static int decode_bucket(const void *data, size_t bytes, uint64_t key, void *out) {
-  farm_bucket_result *r = out;
-  enpu_err ignored;
-  if (farm_bucket_result_decode(data, bytes, r, &ignored) < 0) return -1;
-  const store_bucket_rec *k = &r->bundle.bucket;
-  if (k->status == STORE_BUCKET_OK && bucket_cache_key(r->policy, k->phase, k->batch, k->seq, k->input_hash) == key)
-    return 0;
-  farm_bucket_result_free(r);
-  return -1;
-}
-
 static int cached_bucket(farm_job *m, const mtask *t, enpu_err *err) {
   const mbucket *b = &m->plan.buckets[t->bucket];
-  const uint64_t key = bucket_cache_key(t->policy, b->phase, b->batch, b->seq, t->input_hash);
+  const farm_cache_want want = {.kind = FARM_CACHE_BUCKET,
+                                .policy = t->policy,
+                                .phase = b->phase,
+                                .batch = b->batch,
+                                .seq = b->seq,
+                                .input_hash = t->input_hash};
   farm_bucket_result r;
-  const int hit = lookup(m, FARM_CACHE_BUCKET, key, decode_bucket, &r, err);
+  const int hit = lookup(m, &want, bucket_cache_key(t->policy, b->phase, b->batch, b->seq, t->input_hash), &r, err);
   if (hit <= 0) return hit;
   const int rc = farm_state_add_bucket(m->state, &r, err);
   farm_bucket_result_free(&r);

@@ -109,6 +109,20 @@ int farm_job_merge_ready(farm_job *m, enpu_err *err);
  * added to the state (farm_plan_mark_known then takes them as known); an op result and
  * a compiled bucket result (its codec record) stored as they arrive. */
 int farm_cache_lookup(farm_job *m, enpu_err *err);
+/* What a lookup asks for: an op result (FARM_CACHE_OP: policy, op_key) or a compiled
+ * bucket (FARM_CACHE_BUCKET: policy, phase, batch, seq, input_hash). */
+enum { FARM_CACHE_OP = 1, FARM_CACHE_BUCKET = 2 };
+typedef struct {
+  uint32_t kind, policy;
+  uint64_t op_key;
+  int phase, batch, seq;
+  uint64_t input_hash;
+} farm_cache_want;
+/* An entry's bytes decoded into *out (a farm_op_result or a farm_bucket_result, by
+ * want->kind) when its fields are the ones asked for (a bucket's status OK too): 0, free
+ * *out after; else -1 (damaged: another result under the key, or another codec's),
+ * nothing to free. */
+int farm_cache_decode(const void *data, size_t bytes, const farm_cache_want *want, void *out);
 int farm_cache_put_op(farm_job *m, const farm_op_result *r, enpu_err *err);
 void farm_cache_put_bucket(farm_job *m, const farm_bucket_result *r, const void *record, size_t bytes);
 

@@ -264,17 +264,30 @@ static int write_summary_file(const jobinit_ctx *c, enpu_err *err) {
   return rc;
 }
 
+/* Between two steps: did the caller ask to stop? */
+static int go_on(const jobinit_ctx *c, enpu_err *err) {
+  ENPU_RETURN_IF(enpu_stop_asked(&c->o->stop), err, ENPU_ERR_STOPPED, "job init: stopped (a stop signal)");
+  return 0;
+}
+
 static int run_steps(jobinit_ctx *c, enpu_err *err) {
   ENPU_FORWARD(read_model(c, err));
+  ENPU_FORWARD(go_on(c, err));
   ENPU_FORWARD(read_trace(c, err));
+  ENPU_FORWARD(go_on(c, err));
   ENPU_FORWARD(set_paths(c, err));
   ENPU_FORWARD(make_grid(c, err));
   slo_bounds(c);
   c->r->parallel = (config_parallel){1, 1, 1, 1}, c->r->chips = 1, c->r->nodes[0] = c->r->nodes[1] = 1;
+  ENPU_FORWARD(go_on(c, err));
   ENPU_FORWARD(load_draft(c, err)); /* measured as the farm will read it */
+  ENPU_FORWARD(go_on(c, err));
   ENPU_FORWARD(jobinit_choose_parallel(c, err));
+  ENPU_FORWARD(go_on(c, err));
   ENPU_FORWARD(slo_targets(c, err));
+  ENPU_FORWARD(go_on(c, err));
   ENPU_FORWARD(size_nodes(c, err));
+  ENPU_FORWARD(go_on(c, err));
   ENPU_FORWARD(write_files(c, err));
   config_job_free(c->job), c->job = NULL;
   ENPU_FORWARD(config_job_load(c->r->job_path, &c->job, err)); /* what was written loads */

@@ -69,6 +69,9 @@ typedef struct {
   int dtype_bytes;
   const char *const *ignore;
   int nignore;
+  /* asked between job init's steps and between the node sizing's replays: yes ends the
+   * run with ENPU_ERR_STOPPED (enpu plan's Ctrl-C); zeroed: never */
+  enpu_stop stop;
 } jobinit_options;
 
 /* The defaults above: coverage 0.999, budget 64, max_batch 32, headroom 0.10, scale 5,

@@ -56,6 +56,9 @@ static int grow(const jobinit_ctx *c, const size_inputs *in, double target, enpu
     const int rc = measure(c, in, text, met, err);
     free(text);
     ENPU_FORWARD(rc);
+    /* each round replays the whole trace: a stop waits for at most one */
+    ENPU_RETURN_IF(enpu_stop_asked(&c->o->stop), err, ENPU_ERR_STOPPED,
+                   "node sizing: stopped (a stop signal) after %s round", r->sized ? "a" : "the first");
     bool grew = false;
     for (int ph = 0; ph < CONFIG_NPHASE; ph++) {
       if (!r->sized) r->attainment_rule[ph] = r->attainment_sized[ph] = met[ph];

@@ -124,8 +124,10 @@ typedef struct {
   const char *map;
   const char *start;
   bool skip_bad_rows;
-  bool strict; /* refuse rows out of time order instead of sorting them */
+  bool strict;    /* refuse rows out of time order instead of sorting them */
+  enpu_stop stop; /* asked every REPLAY_CONVERT_STOP_ROWS lines: yes, ENPU_ERR_STOPPED */
 } replay_convert_options;
+#define REPLAY_CONVERT_STOP_ROWS 65536
 typedef struct {
   size_t rows, skipped;
   char first_skipped[ENPU_ERR_MSG_LEN];

@@ -346,6 +346,8 @@ static int convert_lines(conv *c, const char *p, const char *end, replay_convert
     eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol) eol = end;
     c->line++;
+    ENPU_RETURN_IF(c->line % REPLAY_CONVERT_STOP_ROWS == 0 && enpu_stop_asked(&c->o->stop), err, ENPU_ERR_STOPPED,
+                   "%s: conversion stopped at line %zu (a stop signal)", c->name, (size_t)c->line);
     if (eol == p || (eol == p + 1 && *p == '\r')) continue;
     enpu_err row_err = {0};
     const int rc = convert_row(c, p, (size_t)(eol - p), &row_err);

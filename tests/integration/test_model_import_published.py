@@ -242,6 +242,39 @@ del dev["text_config"]["num_hidden_layers"]
 text_line = 1 + next(i for i, l in enumerate(json.dumps(dev, indent=2).splitlines()) if '"text_config"' in l)
 absent_key("no-layers.json", dev, "num_hidden_layers", f"{text_line}:18: $.text_config")
 
+
+# A key the language model reads at the root of a vision-language config (the dtype, the
+# embedding tying) or under its other name (dtype for torch_dtype) is present with a bad
+# value: the error is at that key's value, with its value, not "missing" at text_config.
+def bad_value(name, doc, key, message):
+    path = os.path.join(tmp, name)
+    text = json.dumps(doc, indent=2)
+    open(path, "w").write(text)
+    line = next(i for i, l in enumerate(text.splitlines()) if l.startswith(f'  "{key}": '))
+    at = f"{line + 1}:{len(key) + 7}: $.{key}: "
+    r = do_import(path)
+    h.check(f"{name}: exit 2 at {at}{message}", r.returncode == 2 and f"{path}:{at}{message}" in r.stderr
+            and "missing required key" not in r.stderr, r.stderr)
+
+
+dtypes = "bfloat16, float16, float32, float8_e4m3fn or float8_e5m2 (or give --dtype-bytes)"
+gemma = json.load(open(os.path.join(hf, "gemma-3-4b-it.json")))
+bad_value("gemma-int8.json", dict(gemma, torch_dtype="int8"), "torch_dtype", f'expected {dtypes}, got "int8"')
+bad_value("gemma-tie.json", dict(gemma, tie_word_embeddings="yes"), "tie_word_embeddings",
+          'expected true or false, got "yes"')
+flat = {k: v for k, v in base.items() if k != "torch_dtype"}
+bad_value("flat-int4.json", dict(flat, dtype="int4"), "dtype", f'expected {dtypes}, got "int4"')
+absent_key("no-dtype.json", flat, "torch_dtype", "1:1: $")
+
+# Gemma 3's defaults are only for the keys its published configs omit: a text_config
+# without one of the structural sizes both files state is truncated, an error at the
+# text_config (not a plausible 2B model from Gemma3TextConfig's sizes with a note).
+for drop in ("hidden_size", "num_hidden_layers", "intermediate_size"):
+    g3 = json.load(open(os.path.join(hf, "gemma-3-4b-it.json")))
+    del g3["text_config"][drop]
+    g3_line = 1 + next(i for i, l in enumerate(json.dumps(g3, indent=2).splitlines()) if '"text_config"' in l)
+    absent_key(f"gemma-no-{drop}.json", g3, drop, f"{g3_line}:18: $.text_config")
+
 # EXAONE 4.5: EXAONE 4's language model (text_config.architectures) beside a vision tower
 # and a multi-token-prediction module; its window pattern may come as a string.
 out = imported("EXAONE-4.5-33B: its text_config's Exaone4ForCausalLM: imports", do_import(os.path.join(hf, "exaone-4.5-33b.json")))
@@ -250,6 +283,8 @@ if out:
             out["summary"].get("sliding_window") == {"size": 4096, "layers": 48}, str(out["summary"]))
     h.check("EXAONE-4.5-33B: the MTP module is named as not modelled",
             any("_num_mtp_layers" in n for n in out["notes"]), str(out["notes"]))
+    h.check("EXAONE-4.5-33B: one note for the MTP module, though two of its keys are in the config",
+            sum("multi-token-prediction" in n for n in out["notes"]) == 1, str(out["notes"]))
 ex = json.load(open(os.path.join(hf, "exaone-4.5-33b.json")))
 del ex["text_config"]["layer_types"]
 r = import_doc("exaone-pattern.json", ex)
@@ -275,6 +310,16 @@ nxt = dict(base, architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next"
 r = import_doc("qwen3-next.json", nxt)
 h.check("Qwen3-Next: refused as linear-attention layers", r.returncode == 2 and "linear-attention" in r.stderr,
         r.stderr)
+# The same language models inside a wrapper the importer does not know (its
+# text_config's architectures name them, its model_types do not): refused with the
+# reason, at the text_config's architectures, not as an unknown architecture.
+for cls, why in (("Qwen3NextForCausalLM", "linear-attention"), ("Llama4ForCausalLM", "chunked local attention")):
+    text = dict(base, architectures=[cls], model_type="custom_text")
+    r = import_doc("wrapper.json", {"architectures": ["CustomForConditionalGeneration"], "model_type": "custom",
+                                    "text_config": text, "torch_dtype": "bfloat16"})
+    h.check(f"a wrapper around {cls}: refused as {why} at $.text_config.architectures", r.returncode == 2
+            and why in r.stderr and "$.text_config.architectures" in r.stderr and "known architecture" not in r.stderr,
+            r.stderr)
 # Devstral 2's checkpoint is fp8 (quantization_config): priced in torch_dtype's 2 bytes, the
 # note names the method and --dtype-bytes 1, which prices its weights at one byte each.
 r = do_import(os.path.join(hf, "devstral-2-123b-instruct.json"))

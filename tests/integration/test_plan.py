@@ -6,8 +6,10 @@ a replay of every policy and a report, each where it says; then the same command
 which recomputes nothing (the farm has 0 tasks to do, the measured nodes, the replay and
 the report are kept) and leaves job init's files as they were; then a changed SLO target,
 which keeps the store's plans but replays again. A Ctrl-C (SIGINT to the process group)
-during the farm, job init or the node sizing: exit 3, and the same command resumes. Last, Mooncake's heavy-tailed
-trace, where the node rules under-provision and the nodes measured on NoDVFS do not.
+during the farm, job init or the node sizing (between two of its replays too): exit 3,
+and the same command resumes; Ctrl-\\ kills; a SIGINT ignored at start stays ignored.
+Last, Mooncake's heavy-tailed trace, where the node rules under-provision and the nodes
+measured on NoDVFS do not.
 
 Usage: /usr/bin/python3 test_plan.py ENPU_BINARY SOURCE_DIR"""
 import json
@@ -101,34 +103,79 @@ with tempfile.TemporaryDirectory() as tmp:
     # at a step (the farm's task phase by ENPU_FARM_TEST_HOLD, the end of job init or of
     # the node sizing by ENPU_PLAN_TEST_HOLD) until the signal, which is sent once the
     # hold is announced on stderr.
-    def ctrl_c(label, hold_env, hold_line, *extra):
+    def held_plan(hold_env, hold_line, *extra, preexec_fn=None):
+        """enpu plan on runs4, started in a session of its own with hold_env; returns the
+        process, its stderr lines so far (a thread reads them) and whether it holds."""
         cmd = [h.enpu, "plan", os.path.join(SRC, "tests/fixtures/hf/llama3.2-1b.json"), "--trace",
                os.path.join(tmp, "trace.csv"), "--chip", os.path.join(SRC, "jobs/chips/tpuv5p.json"), "--np", "2",
                "--max-batch", "4", "--bucket-budget", "8", "--runs", os.path.join(tmp, "runs4"), *extra]
         held = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp,
-                                env=dict(ENV, **hold_env), start_new_session=True)
+                                env=dict(ENV, **hold_env), start_new_session=True, preexec_fn=preexec_fn)
         err = []
-        reader = threading.Thread(target=lambda: err.extend(held.stderr), daemon=True)
-        reader.start()
+        held.reader = threading.Thread(target=lambda: err.extend(held.stderr), daemon=True)
+        held.reader.start()
         holding = wait_for(lambda: any(hold_line in line for line in list(err)) or held.poll() is not None, 600,
                            0.05) and held.poll() is None
+        return cmd, held, err, holding
+
+    def finish(held, err):
+        held.stdout.read()
+        held.wait(timeout=600)
+        held.reader.join(timeout=600)
+        return "".join(err)
+
+    def ctrl_c(label, hold_env, hold_line, *extra, check=None):
+        cmd, held, err, holding = held_plan(hold_env, hold_line, *extra)
         h.check(f"Ctrl-C during {label}: the run holds there", holding, "".join(err)[-1500:])
         if holding:
             os.killpg(held.pid, signal.SIGINT)
-        held.stdout.read()
-        held.wait(timeout=600)
-        reader.join(timeout=600)
-        text = "".join(err)
+        text = finish(held, err)
         h.check(f"Ctrl-C during {label}: exit 3 (interrupted), and the resume line",
                 held.returncode == 3 and "interrupted" in text and "stopped (exit 3); rerun" in text,
                 f"exit {held.returncode}: {text[-800:]}")
+        if check:
+            check(text)
         p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=tmp, timeout=600)
         h.check(f"Ctrl-C during {label}: the same command then finishes (exit 0)", p.returncode == 0,
                 p.stderr[-800:])
 
     ctrl_c("the farm (mpirun's exit 1)", {"ENPU_FARM_TEST_HOLD": "tasks"}, "farm: test hold at tasks", "--no-replay")
     ctrl_c("job init", {"ENPU_PLAN_TEST_HOLD": "init"}, "enpu plan: test hold at init", "--no-replay")
+
+    # Inside the node sizing, which replays the whole trace once per round: the stop is
+    # asked after each replay, so the sizing ends there (nothing of it written, no summary
+    # line), not after its last round.
+    def sizing_cut_short(text):
+        nodes = os.path.join(tmp, "runs4", "llama3.2-1b", "nodes")
+        h.check("Ctrl-C inside the node sizing: it stops after the round it is in",
+                "node sizing: stopped (a stop signal) after the first round" in text
+                and "enpu plan: nodes: prefill" not in text and not os.path.exists(os.path.join(nodes, "sizing.md"))
+                and not os.path.exists(os.path.join(nodes, "cluster.json")), text[-800:])
+
+    ctrl_c("a round of the node sizing", {"ENPU_PLAN_TEST_HOLD": "nodes-round"}, "enpu plan: test hold at nodes-round",
+           check=sizing_cut_short)
     ctrl_c("the node sizing", {"ENPU_PLAN_TEST_HOLD": "nodes"}, "enpu plan: test hold at nodes")
+
+    # Ctrl-\ (SIGQUIT) is not held: it kills the plan at once, as it kills any program.
+    _, held, err, holding = held_plan({"ENPU_PLAN_TEST_HOLD": "init"}, "enpu plan: test hold at init", "--no-replay")
+    h.check("Ctrl-\\: the run holds at job init's end", holding, "".join(err)[-1500:])
+    if holding:
+        os.killpg(held.pid, signal.SIGQUIT)
+    text = finish(held, err)
+    h.check("Ctrl-\\: the plan dies of SIGQUIT", held.returncode == -signal.SIGQUIT, f"exit {held.returncode}: {text[-800:]}")
+
+    # A plan started with SIGINT ignored (`enpu plan ... &` in a script) keeps ignoring it:
+    # a SIGINT during the hold is no stop; SIGUSR2 (the hold's release) lets the run go on
+    # to the end (the store is already farmed), exit 0.
+    _, held, err, holding = held_plan({"ENPU_PLAN_TEST_HOLD": "init"}, "enpu plan: test hold at init", "--no-replay",
+                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    h.check("SIGINT ignored at start: the run holds at job init's end", holding, "".join(err)[-1500:])
+    if holding:
+        os.killpg(held.pid, signal.SIGINT)  # delivered (here: discarded) before kill returns
+        os.kill(held.pid, signal.SIGUSR2)
+    text = finish(held, err)
+    h.check("SIGINT ignored at start: it stays ignored (exit 0, no interruption)",
+            held.returncode == 0 and "interrupted" not in text, f"exit {held.returncode}: {text[-800:]}")
 
     # The first 3,000 requests of Mooncake's conversation trace: a heavy tail of long
     # prompts. The node rules (from the busiest minute's mean) leave NoDVFS missing TTFT

@@ -305,25 +305,49 @@ static int pair_less(const void *pa, const void *pb) {
   return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]);
 }
 
-/* The heap gives its elements back least first, interleaved pushes and pops included,
- * and a tie broken in less (here by push order) comes out in that order. */
+/* The least of the n pairs in ref, removed from it (a heap's answer, found by a scan). */
+static void ref_take_least(double (*ref)[2], size_t *n, double out[2]) {
+  size_t k = 0;
+  for (size_t i = 1; i < *n; i++)
+    if (pair_less(ref[i], ref[k])) k = i;
+  memcpy(out, ref[k], sizeof ref[k]);
+  memmove(ref + k, ref + k + 1, (*n - k - 1) * sizeof *ref);
+  (*n)--;
+}
+
+/* The heap gives its elements back least first, interleaved pushes and pops included
+ * (each pop between pushes is the least of what is in at that time, as a scan of a
+ * plain copy finds it), and a tie broken in less (here by push order) comes out in that
+ * order. A pop from an empty heap, or of an element above ENPU_HEAP_MAX_ELEM bytes,
+ * is refused and changes nothing. */
 static void test_heap_orders(void **state) {
   (void)state;
-  double v[64][2], top[2], prev[2] = {-1, -1};
-  size_t n = 0;
+  double v[64][2], ref[64][2], top[2], want[2], prev[2] = {-1, -1};
+  size_t n = 0, nref = 0;
   uint64_t x = 7;
   for (int i = 0; i < 40; i++) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     const double e[2] = {(double)(x >> 60), i}; /* 16 keys: many ties */
     enpu_heap_push(v, &n, sizeof e, e, pair_less);
-    if (i % 5 == 4) enpu_heap_pop(v, &n, sizeof top, top, pair_less);
+    memcpy(ref[nref++], e, sizeof e);
+    if (i % 5 == 4) {
+      assert_int_equal(enpu_heap_pop(v, &n, sizeof top, top, pair_less), 0);
+      ref_take_least(ref, &nref, want);
+      assert_memory_equal(top, want, sizeof top);
+    }
   }
   assert_int_equal(n, 32);
   while (n > 0) {
-    enpu_heap_pop(v, &n, sizeof top, top, pair_less);
+    assert_int_equal(enpu_heap_pop(v, &n, sizeof top, top, pair_less), 0);
     assert_true(pair_less(prev, top));
     memcpy(prev, top, sizeof prev);
   }
+  assert_int_equal(enpu_heap_pop(v, &n, sizeof top, top, pair_less), ENPU_ERR_INVALID);
+  unsigned char big[2][ENPU_HEAP_MAX_ELEM + 1] = {{1}, {2}}, out[ENPU_HEAP_MAX_ELEM + 1] = {0};
+  n = 2;
+  assert_int_equal(enpu_heap_pop(big, &n, sizeof out, out, pair_less), ENPU_ERR_INVALID);
+  assert_int_equal(n, 2);
+  assert_int_equal(out[0], 0);
 }
 
 /* The one key=value parser: pairs in order, and every malformed value refused with what

@@ -65,6 +65,8 @@ static inline int test_setup_done(int rc, const enpu_err *err, void **state, voi
  * (JSON strings, comma-separated), then tail_fmt (further members, each after ",\n  ")
  * and the closing brace. One member a line, so tests may assert on line numbers. */
 static inline void test_write_llama_job(char *path, size_t cap, const char *name, const char *policies,
+                                        const char *tail_fmt, ...) __attribute__((format(printf, 5, 6)));
+static inline void test_write_llama_job(char *path, size_t cap, const char *name, const char *policies,
                                         const char *tail_fmt, ...) {
   snprintf(path, cap, "/tmp/enpu-test-%s-%d.json", name, (int)getpid());
   FILE *f = fopen(path, "w");
