@@ -7,7 +7,8 @@
  * jobs the exit status is the worst of theirs.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
- * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
+ * the farm broke while running, or a worker stayed silent past --worker-timeout (the
+ * stores complete when the others could do its work); 2 usage or input error (nothing written); 3 interrupted
  * by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same command again resumes
  * (a signal after every task was done stops nothing: the run finishes with 0 or 1);
  * 4 the environment refused (disk full, I/O error, the store locked by another writer):
