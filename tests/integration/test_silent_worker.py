@@ -60,33 +60,32 @@ def run_farm(h, tmp, job, store, stop=None, log=None):
                           cwd=tmp, timeout=HANG_S, start_new_session=True)
 
 
-def logged_once(h, name, log, total):
-    """Every task of the run is in the task log once (a duplicate result is not taken)."""
+def shared_checks(h, name, r, ref, store, log, status):
+    """What both cases promise: the exit status, rank 2 called overdue, every task done
+    and in the task log once (a duplicate result is not taken), the store equal to an
+    undisturbed run's, no rank left behind (the stopped one killed by mpirun's abort)."""
+    err = r.stderr
+    h.check(f"{name}: exit {status}", r.returncode == status, f"exit {r.returncode}: {err[-800:]}")
+    h.check(f"{name}: the log says rank 2 has not answered and its tasks go to the others",
+            "farm: rank 2 has not answered for" in err and "its tasks go to the other workers" in err, err[-800:])
+    t = tasks_of(r.stdout)
+    h.check(f"{name}: the summary says every task done", t.get("done") == t.get("total") and t.get("total"), t)
     rows = list(csv.DictReader(open(log))) if os.path.exists(log) else []
-    h.check(f"{name}: the task log has one line per task ({total})", len(rows) == total, f"{len(rows)} lines")
+    h.check(f"{name}: the task log has one line per task", len(rows) == t.get("total"), f"{len(rows)} lines, {t}")
+    h.check(f"{name}: store identical to an undisturbed run's", *same(h, ref, store))
+    h.check(f"{name}: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
 
 
 def stopped(h, tmp, job, ref):
     store, log = os.path.join(tmp, "stopped.h5"), os.path.join(tmp, "stopped.csv")
     try:
         r = run_farm(h, tmp, job, store, stop="2", log=log)
-        err = r.stderr
-        h.check("stopped: exit 1", r.returncode == 1, f"exit {r.returncode}: {err[-800:]}")
-        h.check("stopped: the log says rank 2 has not answered and its tasks go to the others",
-                "farm: rank 2 has not answered for" in err and "its tasks go to the other workers" in err,
-                err[-800:])
+        shared_checks(h, "stopped", r, ref, store, log, 1)
         h.check("stopped: the log names rank 2 as still silent at the end, the stores complete",
-                "farm: rank 2 is still silent: the other ranks computed its tasks and the stores are complete" in err,
-                err[-800:])
-        t = tasks_of(r.stdout)
-        h.check("stopped: the summary says every task done once", t.get("done") == t.get("total") and t.get("total"),
-                t)
-        h.check("stopped: store identical to an undisturbed run's", *same(h, ref, store))
-        logged_once(h, "stopped", log, t.get("total"))
+                "farm: rank 2 is still silent: the other ranks computed its tasks and the stores are complete"
+                in r.stderr, r.stderr[-800:])
         h.check("stopped: no journal record is left (the last checkpoint took them)", journal_kinds(store) == [],
                 journal_kinds(store))
-        h.check("stopped: no rank is left behind (mpirun's abort killed the stopped one)",
-                wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
         again = subprocess.run(farm_cmd(h, 3, store, tmp, job=job), capture_output=True, text=True, env=ENV, cwd=tmp,
                                timeout=HANG_S)
         h.check("stopped: a rerun exits 0 with nothing to do", again.returncode == 0
@@ -101,19 +100,12 @@ def late(h, tmp, job, ref):
     try:
         # Overdue after 2 s; rank 0 waits one more timeout for it at the end: it answers at 3 s.
         r = run_farm(h, tmp, job, store, stop="2:3", log=log)
-        err = r.stderr
-        h.check("late: exit 0", r.returncode == 0, f"exit {r.returncode}: {err[-800:]}")
-        h.check("late: the log says rank 2 was overdue", "farm: rank 2 has not answered for" in err, err[-800:])
-        h.check("late: the log says rank 2 answered after all", "farm: rank 2 answered after all" in err, err[-800:])
-        dups = re.search(r"answered after all \(results the other ranks had sent first, ignored: (\d+)\)", err)
-        h.check("late: its results the other worker had sent first were ignored (at least 1)",
-                dups and int(dups.group(1)) >= 1, err[-800:])
-        h.check("late: nothing is still silent at the end", "still silent" not in err, err[-800:])
-        t = tasks_of(r.stdout)
-        h.check("late: every task done and recomputed once", t.get("done") == t.get("total") and t.get("total"), t)
-        h.check("late: store identical to an undisturbed run's", *same(h, ref, store))
-        logged_once(h, "late", log, t.get("total"))
-        h.check("late: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
+        shared_checks(h, "late", r, ref, store, log, 0)
+        dups = re.search(r"farm: rank 2 answered after all \(results the other ranks had sent first, ignored: (\d+)\)",
+                         r.stderr)
+        h.check("late: rank 2 answered after all, its results the other worker had sent first ignored (1 or more)",
+                dups and int(dups.group(1)) >= 1, r.stderr[-800:])
+        h.check("late: nothing is still silent at the end", "still silent" not in r.stderr, r.stderr[-800:])
     finally:
         kill_ranks(store)
 
