@@ -12,7 +12,9 @@ hook ENPU_FARM_TEST_STOP_RANK makes worker 2 stop when its first batch comes:
     do, and no stopped rank is left behind (mpirun's abort killed it);
   - late (R:SEC, it sleeps past the timeout, then answers): exit 0, the log says it was
     overdue and answered after all, the store equals the undisturbed run's, each task
-    counted and logged once although two ranks computed some of them.
+    counted and logged once although two ranks computed some of them;
+  - alone (-np 2, the only worker stopped): no task can run: exit 1, the summary says
+    interrupted, and the same command computes the rest into the same store.
 Every wait is for an exit; bounds only guard against hangs.
 Usage: test_silent_worker.py ENPU SOURCE_DIR"""
 import csv
@@ -25,7 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from farm_harness import ENV, farm_cmd, journal_kinds, same, small_demo_variant, tasks_of, wait_for  # noqa: E402
+from farm_harness import ENV, farm_cmd, journal_kinds, same, small_demo_variant, summary, tasks_of, wait_for  # noqa: E402
 from harness import Harness  # noqa: E402
 
 HANG_S = 300
@@ -53,10 +55,10 @@ def kill_ranks(store):
             pass
 
 
-def run_farm(h, tmp, job, store, stop=None, log=None):
+def run_farm(h, tmp, job, store, stop=None, log=None, np_=3):
     env = dict(ENV, ENPU_FARM_TEST_STOP_RANK=stop) if stop else ENV
     extra = (*OPTS, *(("--task-log", log) if log else ()))
-    return subprocess.run(farm_cmd(h, 3, store, tmp, job=job, extra=extra), capture_output=True, text=True, env=env,
+    return subprocess.run(farm_cmd(h, np_, store, tmp, job=job, extra=extra), capture_output=True, text=True, env=env,
                           cwd=tmp, timeout=HANG_S, start_new_session=True)
 
 
@@ -110,6 +112,27 @@ def late(h, tmp, job, ref):
         kill_ranks(store)
 
 
+def alone(h, tmp, job, ref):
+    """The only worker stops: no task can run, so rank 0 checkpoints and ends (exit 1,
+    interrupted); the same command then computes the rest."""
+    store = os.path.join(tmp, "alone.h5")
+    try:
+        r = run_farm(h, tmp, job, store, stop="1", np_=2)
+        h.check("alone: exit 1", r.returncode == 1, f"exit {r.returncode}: {r.stderr[-800:]}")
+        h.check("alone: the log says every worker is silent and names rank 1",
+                "every worker is silent" in r.stderr and "farm: rank 1 is still silent: the stores are checkpointed"
+                in r.stderr, r.stderr[-800:])
+        h.check("alone: the summary says interrupted", summary(r.stdout).get("outcome") == "interrupted",
+                r.stdout[-300:])
+        h.check("alone: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
+        again = subprocess.run(farm_cmd(h, 2, store, tmp, job=job), capture_output=True, text=True, env=ENV, cwd=tmp,
+                               timeout=HANG_S)
+        h.check("alone: the same command then exits 0", again.returncode == 0, again.stderr[-800:])
+        h.check("alone: store identical to an undisturbed run's", *same(h, ref, store))
+    finally:
+        kill_ranks(store)
+
+
 def main():
     h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     tmp = tempfile.mkdtemp(prefix="enpu-silent-")
@@ -120,6 +143,7 @@ def main():
             r.stderr[-800:])
     stopped(h, tmp, job, ref)
     late(h, tmp, job, ref)
+    alone(h, tmp, job, ref)
     shutil.rmtree(tmp)
     h.finish()
 
