@@ -27,7 +27,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from farm_harness import ENV, farm_cmd, journal_kinds, same, small_demo_variant, summary, tasks_of, wait_for  # noqa: E402
+from farm_harness import (ENV, farm_cmd, journal_kinds, same, small_demo_variant, summary,  # noqa: E402
+                          tasks_of, wait_for)
 from harness import Harness  # noqa: E402
 
 HANG_S = 300
