@@ -418,6 +418,9 @@ static int feed_workers(master *m, links *l, enpu_err *err) {
   return 0;
 }
 
+/* A note's start: on a terminal, off the progress line it would end otherwise. */
+static const char *fresh_line(const master *m) { return !m->o.quiet && isatty(fileno(m->o.log)) ? "\n" : ""; }
+
 /* Take one result batch if one has come; a silent rank that answers is one again.
  * @return 1 taken, 0 none, or an error. */
 static int take_one(master *m, links *l, enpu_err *err) {
@@ -437,8 +440,8 @@ static int take_one(master *m, links *l, enpu_err *err) {
   if (m->silent[w]) {
     fprintf(
         m->o.log,
-        "farm: rank %d answered after all (results the other ranks had sent first, ignored: %d); it gets work again\n",
-        w, dups);
+        "%sfarm: rank %d answered after all (results the other ranks had sent first, ignored: %d); it gets work again\n",
+        fresh_line(m), w, dups);
     fflush(m->o.log);
     m->silent[w] = 0;
     m->wait_said = 0;
@@ -454,7 +457,7 @@ static double timeout_s(const master *m, const held_batch *b) {
 }
 
 /* Rank w is overdue: said once, its batches' tasks back in the queue for the others. */
-static int call_silent(master *m, links *l, int w, double now, int live, enpu_err *err) {
+static int call_silent(master *m, links *l, int w, double now, enpu_err *err) {
   const held_batch *oldest = &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2];
   char sent[32] = "?";
   const time_t at = time(NULL) - (time_t)(now - oldest->sent_s + 0.5);
@@ -463,7 +466,7 @@ static int call_silent(master *m, links *l, int w, double now, int live, enpu_er
   fprintf(m->o.log,
           "%sfarm: rank %d has not answered for %.0f s (batch of %d tasks sent at %s); its tasks go to the other "
           "workers\n",
-          live ? "\n" : "", w, now - l->since[w], oldest->n, sent);
+          fresh_line(m), w, now - l->since[w], oldest->n, sent);
   fflush(m->o.log);
   m->silent[w] = 1;
   l->give_up[w] = now + timeout_s(m, oldest);
@@ -478,14 +481,14 @@ static int call_silent(master *m, links *l, int w, double now, int live, enpu_er
 
 /* Every worker that holds a batch longer than its timeout is called silent. Timeouts are
  * seconds: a look every 0.1 s keeps the walk over the ranks off the per-message cost. */
-static int find_silent(master *m, links *l, const clocks *c, enpu_err *err) {
+static int find_silent(master *m, links *l, enpu_err *err) {
   const double now = enpu_now_s();
   if (m->o.worker_timeout_s <= 0 || now - l->checked_s < 0.1) return 0;
   l->checked_s = now;
   for (int w = 1; w < m->size; w++) {
     if (m->silent[w] || l->busy[w] == 0) continue;
     if (now - l->since[w] > timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2]))
-      ENPU_FORWARD(call_silent(m, l, w, now, c->live, err));
+      ENPU_FORWARD(call_silent(m, l, w, now, err));
   }
   return 0;
 }
@@ -507,7 +510,7 @@ static int wait_silent(master *m, const links *l, enpu_err *err) {
     ENPU_FORWARD(farm_job_sync(m->jobs[j], err));
     ENPU_FORWARD(farm_job_checkpoint(m->jobs[j], err));
   }
-  fprintf(m->o.log, "farm: %s; waiting up to %.0f s for the silent rank(s) to answer\n",
+  fprintf(m->o.log, "%sfarm: %s; waiting up to %.0f s for the silent rank(s) to answer\n", fresh_line(m),
           settled ? "every task is done and checkpointed" : "every worker is silent: no task can run", until - now);
   fflush(m->o.log);
   return 1;
@@ -545,7 +548,7 @@ static int master_loop_mpi(master *m, clocks *c, enpu_err *err) {
       pause = 50e-6;
       rc = 0;
     }
-    if (rc == 0) rc = find_silent(m, &l, c, err);
+    if (rc == 0) rc = find_silent(m, &l, err);
     if (rc == 0) rc = duties(m, c, err);
   }
   return links_close(&l, m, rc, err);
