@@ -1,13 +1,14 @@
 /* cmd_farm.c — `[mpirun -np N] enpu farm JOB [JOB...] [--store PATH] [--add-buckets
  * phase=P,batch=B,seq=S]... [--checkpoint-s SEC] [--lock-wait SEC] [--progress-s SEC]
  * [--results DIR] [--batch-s SEC] [--task-log PATH] [--quiet] [--capacity-factor F]
- * [--replace]`:
+ * [--replace] [--worker-timeout SEC]`:
  * compile each job's whole grid into its HDF5 plan store with the farm module, all jobs
  * sharing the ranks. Every rank runs this command; only rank 0 prints. With several
  * jobs the exit status is the worst of theirs.
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
- * the farm broke while running; 2 usage or input error (nothing written); 3 interrupted
+ * the farm broke while running, or a worker stayed silent past --worker-timeout (the
+ * stores complete when the others could do its work); 2 usage or input error (nothing written); 3 interrupted
  * by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same command again resumes
  * (a signal after every task was done stops nothing: the run finishes with 0 or 1);
  * 4 the environment refused (disk full, I/O error, the store locked by another writer):
@@ -90,6 +91,11 @@ static const cli_opt opts[] = {
                 "wait up to SEC seconds for another writer of the store (a farm,\n"
                 "enpu validate) to finish; then exit 4 naming it"),
     SECONDS_OPT("progress-s", progress_s, true, 1e9, "progress line interval when stderr is not a terminal"),
+    SECONDS_OPT("worker-timeout", worker_timeout_s, false, 1e9,
+                "a worker that holds a batch SEC seconds (or 10 x the longest\n"
+                "batch so far, when longer) is silent: its tasks go to the others;\n"
+                "still silent at the end, the job exits 1 with complete stores\n"
+                "(batches take 5 ms to 0.3 s; 0: never)"),
     {.name = "results", .type = CLI_STRING, .at = offsetof(farm_args, o.results_dir), .meta = "DIR",
      .help = "summary.md goes to DIR/<job>/ (default: beside the store)"},
     SECONDS_OPT("batch-s", batch_s, false, 3600,

@@ -11,7 +11,14 @@
  *    those Pareto sets with it, so workers hold no state between batches but the jobs
  *    and a graph cache.
  *  - With N >= 2 ranks the master does not compute and never busy-waits: it polls with
- *    MPI_Iprobe and sleeps with a back-off of at most 10 ms (workers at most 2 ms).
+ *    MPI_Iprobe and sleeps with a back-off of at most 10 ms (workers at most 2 ms),
+ *    also while it waits for silent ranks.
+ *  - A worker that holds a batch longer than its timeout (--worker-timeout) is silent:
+ *    said once on the log, sent nothing more, its batches' tasks back in the queue for
+ *    the others. Each task counts once: whichever of its results comes first is taken,
+ *    a later one is dropped before the journal (farm_job_take), and a silent rank that
+ *    answers gets work again. One still silent at the end could never finalize MPI:
+ *    after the last checkpoint and the summaries, farm_run aborts the ranks (exit 1).
  *  - Every result is in its job's journal before it counts as done; journals are synced
  *    at least every second while results arrive, at once when a stop signal is seen, and
  *    reset only after a checkpoint.
@@ -87,8 +94,12 @@ void farm_signals_catch(void) { catch_signals(NULL); }
 const volatile sig_atomic_t *farm_stop_flag(void) { return &farm_signal_seen; }
 
 void farm_options_default(farm_options *o) {
-  *o = (farm_options){
-      .checkpoint_s = 60, .progress_s = 10, .lock_wait_s = STORE_LOCK_WAIT_S, .batch_s = -1, .point = -1};
+  *o = (farm_options){.checkpoint_s = 60,
+                      .progress_s = 10,
+                      .lock_wait_s = STORE_LOCK_WAIT_S,
+                      .batch_s = -1,
+                      .point = -1,
+                      .worker_timeout_s = FARM_WORKER_TIMEOUT_S};
 }
 
 static void sleep_s(double s) {
@@ -113,6 +124,19 @@ static void test_hold(FILE *log, const char *phase) {
   fprintf(log, "farm: test hold at %s: waiting for a stop signal\n", phase);
   fflush(log);
   while (!farm_signal_seen) sleep_s(0.01);
+}
+
+/* A test's hook (ENPU_FARM_TEST_STOP_RANK=R[:SEC], docs/store.md "Failure semantics"):
+ * worker rank R stops answering when its first batch comes, as a frozen node looks to
+ * the master: SIGSTOP (it never answers; mpirun's abort kills it), or with SEC a sleep
+ * of SEC seconds (it answers late). Unset, it does nothing. */
+static void test_stop(MPI_Comm comm) {
+  const char *v = getenv("ENPU_FARM_TEST_STOP_RANK");
+  int rank = -1;
+  char *end = NULL;
+  if (!v || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || strtol(v, &end, 10) != rank || end == v) return;
+  if (*end == ':') sleep_s(strtod(end + 1, NULL));
+  else raise(SIGSTOP);
 }
 
 /* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off. */
@@ -154,6 +178,10 @@ typedef struct {
   int64_t batches;      /* task batches handed out */
   int results_seen;     /* a result batch was taken (ENPU_FARM_TEST_HOLD=tasks) */
   opcache *cache;       /* farm_options.cache_dir, open; NULL: none */
+  int *silent;          /* per rank: overdue with a batch (farm_options.worker_timeout_s)
+                           and not heard from since; still set at the end: farm_run aborts */
+  double longest_s;     /* the most compute seconds a result batch took so far */
+  int wait_said;        /* the wait for silent ranks at the end was announced */
 } master;
 
 typedef struct {
@@ -162,19 +190,40 @@ typedef struct {
   int live;
 } clocks;
 
+static int is_silent(const master *m, int rank) { return m->silent && m->silent[rank]; }
+
+static int silent_count(const master *m) {
+  int n = 0;
+  for (int w = 1; m->silent && w < m->size; w++) n += m->silent[w] != 0;
+  return n;
+}
+
 static int all_settled(const master *m) {
   for (int j = 0; j < m->njobs; j++)
     if (!farm_job_settled(m->jobs[j])) return 0;
   return 1;
 }
 
+enum { BATCH_MAX_TASKS = 256 };
+
+/* A batch out at a worker: its tasks (put back in the queue if the worker goes silent),
+ * when it was sent and how long it should take. */
+typedef struct {
+  uint32_t job[BATCH_MAX_TASKS], task[BATCH_MAX_TASKS];
+  int n;
+  double sent_s, est_s;
+  int requeued; /* its tasks went back to the queue */
+} held_batch;
+
 /* Fill a batch with ready tasks of any job, longest first, until it holds target_s of
- * work (or 256 tasks). @return tasks in the batch (0: nothing ready). */
-static int make_batch(master *m, double target_s, farm_buf *out, enpu_err *err) {
+ * work (or BATCH_MAX_TASKS tasks), noting them in *held (NULL: not noted).
+ * @return tasks in the batch (0: nothing ready). */
+static int make_batch(master *m, double target_s, farm_buf *out, held_batch *held, enpu_err *err) {
   out->len = 0;
   for (int j = 0; j < m->njobs; j++) farm_job_cursor(m->jobs[j], &m->cursor[j]);
   int n = 0;
-  for (double s = 0; (n == 0 || s < target_s) && n < 256; n++) {
+  double s = 0;
+  for (; (n == 0 || s < target_s) && n < BATCH_MAX_TASKS; n++) {
     int best = -1;
     double best_s = -1;
     for (int j = 0; j < m->njobs; j++) {
@@ -183,19 +232,27 @@ static int make_batch(master *m, double target_s, farm_buf *out, enpu_err *err) 
     }
     if (best < 0) break;
     ENPU_FORWARD(farm_job_put(m->jobs[best], &m->cursor[best], out, err));
+    if (held) held->job[n] = (uint32_t)best, held->task[n] = m->cursor[best].task;
     s += best_s;
   }
+  if (held) held->n = n, held->sent_s = enpu_now_s(), held->est_s = s, held->requeued = 0;
   return n;
 }
 
-static int take_results(master *m, const farm_buf *b, enpu_err *err) {
+/* Take a result batch; *dups counts the results ignored as duplicates (a requeued
+ * task's second result), *compute_s adds up the batch's task times. */
+static int take_results(master *m, const farm_buf *b, int *dups, double *compute_s, enpu_err *err) {
   size_t off = 0;
   farm_task_result tr;
   int rc;
+  *dups = 0, *compute_s = 0;
   while ((rc = farm_result_next(b->data, b->len, &off, &tr, err)) == 1) {
     ENPU_RETURN_IF(tr.job >= (uint32_t)m->njobs, err, ENPU_ERR_FORMAT, "a result for job %u of %d", tr.job,
                    m->njobs);
-    ENPU_FORWARD(farm_job_take(m->jobs[tr.job], &tr, err));
+    int dup = 0;
+    ENPU_FORWARD(farm_job_take(m->jobs[tr.job], &tr, &dup, err));
+    *dups += dup;
+    *compute_s += tr.compute_s;
   }
   if (rc == 0 && !m->results_seen++) test_hold(m->o.log, "tasks");
   return rc;
@@ -280,97 +337,208 @@ static double batch_target_s(const master *m, int nworkers) {
  * non-blocking: a worker may be sending its result (a rendezvous for large messages)
  * while the master sends it more work. Batch k of worker w uses buffer 2w + k % 2; when
  * it is refilled, the batch that used it before has been answered, so waiting on its
- * send returns at once. */
+ * send returns at once. A worker answers its batches in order (MPI does not overtake
+ * between two ranks), so its oldest batch out is the one the next answer is for. */
 typedef struct {
   int *busy, *sent;  /* per rank: batches out, batches sent so far */
+  double *since;     /* per rank: when its oldest batch out became the one it works on */
+  double *give_up;   /* per silent rank: when the master stops waiting for it */
+  double checked_s;  /* when find_silent last looked */
   farm_buf *out, in; /* 2 per rank; the last result received */
+  held_batch *held;  /* 2 per rank, as out */
   MPI_Request *req;  /* 2 per rank */
 } links;
 
-static int links_open(links *l, int size, enpu_err *err) {
-  l->busy = enpu_calloc((size_t)size, sizeof *l->busy);
-  l->sent = enpu_calloc((size_t)size, sizeof *l->sent);
-  l->out = enpu_calloc(2 * (size_t)size, sizeof *l->out);
-  l->req = enpu_calloc(2 * (size_t)size, sizeof *l->req);
-  for (int k = 0; l->req && k < 2 * size; k++) l->req[k] = MPI_REQUEST_NULL;
-  ENPU_RETURN_IF(!l->busy || !l->sent || !l->out || !l->req, err, ENPU_ERR_NOMEM, "out of memory");
+static int links_open(links *l, master *m, enpu_err *err) {
+  const size_t size = (size_t)m->size;
+  l->busy = enpu_calloc(size, sizeof *l->busy);
+  l->sent = enpu_calloc(size, sizeof *l->sent);
+  l->since = enpu_calloc(size, sizeof *l->since);
+  l->give_up = enpu_calloc(size, sizeof *l->give_up);
+  l->out = enpu_calloc(2 * size, sizeof *l->out);
+  l->held = enpu_calloc(2 * size, sizeof *l->held);
+  l->req = enpu_calloc(2 * size, sizeof *l->req);
+  m->silent = enpu_calloc(size, sizeof *m->silent);
+  for (size_t k = 0; l->req && k < 2 * size; k++) l->req[k] = MPI_REQUEST_NULL;
+  ENPU_RETURN_IF(!l->busy || !l->sent || !l->since || !l->give_up || !l->out || !l->held || !l->req || !m->silent,
+                 err, ENPU_ERR_NOMEM, "out of memory");
   return 0;
 }
 
 /* After an error, take the batches still running so every worker reaches TAG_STOP (a
- * broken link ends the wait: farm_run aborts the ranks then). */
-static int links_close(links *l, MPI_Comm comm, int size, int rc, enpu_err *err) {
+ * broken link ends the wait: farm_run aborts the ranks then). A silent rank is not
+ * waited for: farm_run aborts the ranks, so its sends stay as they are (their buffers
+ * too, which MPI may still read). */
+static int links_close(links *l, const master *m, int rc, enpu_err *err) {
   enpu_err ignored;
   enpu_err *e = rc < 0 ? &ignored : err;
-  for (int w = 1; l->busy && w < size; w++) {
-    for (int drc = 0; drc == 0 && l->busy[w] > 0; l->busy[w]--) {
+  for (int w = 1; l->busy && w < m->size; w++) {
+    for (int drc = 0; drc == 0 && !is_silent(m, w) && l->busy[w] > 0; l->busy[w]--) {
       MPI_Status st;
-      drc = wait_message(comm, w, 0.010, &st, e);
-      if (drc == 0) drc = recv_bytes(comm, &st, &l->in, e);
+      drc = wait_message(m->comm, w, 0.010, &st, e);
+      if (drc == 0) drc = recv_bytes(m->comm, &st, &l->in, e);
       if (drc < 0 && rc == 0) rc = drc;
     }
   }
-  for (int k = 0; l->req && k < 2 * size; k++) {
+  for (int k = 0; l->req && k < 2 * m->size; k++) {
+    if (is_silent(m, k / 2)) continue;
     const int mrc = MPI_Wait(&l->req[k], MPI_STATUS_IGNORE);
     if (mrc != MPI_SUCCESS && rc == 0) rc = mpi_error(mrc, "MPI_Wait", err);
+    if (l->out) farm_buf_free(&l->out[k]);
   }
-  for (int k = 0; l->out && k < 2 * size; k++) farm_buf_free(&l->out[k]);
+  if (!silent_count(m)) free(l->out);
   free(l->busy);
   free(l->sent);
-  free(l->out);
+  free(l->since);
+  free(l->give_up);
+  free(l->held);
   free(l->req);
   farm_buf_free(&l->in);
   return rc;
 }
 
 /* Hand every worker with a free slot a batch, first slots first so the longest tasks
- * spread over the workers. @return 0, or an error. */
+ * spread over the workers; a silent rank gets nothing. @return 0, or an error. */
 static int feed_workers(master *m, links *l, enpu_err *err) {
   for (int slot = 0, n = 1; n > 0 && slot < 2; slot++) {
     for (int w = 1; w < m->size; w++) {
-      if (l->busy[w] > slot) continue;
+      if (l->busy[w] > slot || m->silent[w]) continue;
       const double target = batch_target_s(m, m->size - 1);
       const int k = 2 * w + l->sent[w] % 2;
       MPI_CHECK(MPI_Wait(&l->req[k], MPI_STATUS_IGNORE), err);
-      n = make_batch(m, target, &l->out[k], err);
+      n = make_batch(m, target, &l->out[k], &l->held[k], err);
       ENPU_FORWARD(n);
       if (n == 0) break;
       m->batches++;
       MPI_CHECK(MPI_Isend(l->out[k].data, (int)l->out[k].len, MPI_BYTE, w, TAG_WORK, m->comm, &l->req[k]), err);
-      l->busy[w]++;
+      if (l->busy[w]++ == 0) l->since[w] = l->held[k].sent_s;
       l->sent[w]++;
     }
   }
   return 0;
 }
 
-/* Take one result batch if one has come. @return 1 taken, 0 none, or an error. */
+/* A note's start: on a terminal, off the progress line it would end otherwise. */
+static const char *fresh_line(const master *m) { return !m->o.quiet && isatty(fileno(m->o.log)) ? "\n" : ""; }
+
+/* Take one result batch if one has come; a silent rank that answers is one again.
+ * @return 1 taken, 0 none, or an error. */
 static int take_one(master *m, links *l, enpu_err *err) {
   int flag = 0;
   MPI_Status st;
   MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, TAG_RESULT, m->comm, &flag, &st), err);
   if (!flag) return 0;
-  int rc = recv_bytes(m->comm, &st, &l->in, err);
-  if (rc == 0) rc = take_results(m, &l->in, err);
-  l->busy[st.MPI_SOURCE]--;
+  const int w = st.MPI_SOURCE;
+  int rc = recv_bytes(m->comm, &st, &l->in, err), dups = 0;
+  double compute_s = 0;
+  if (rc == 0) rc = take_results(m, &l->in, &dups, &compute_s, err);
+  l->busy[w]--;
+  l->since[w] = enpu_now_s();
+  /* A late batch's time says nothing of the work: a rank stopped mid-task counts the
+   * stop in it. */
+  if (!m->silent[w]) m->longest_s = fmax(m->longest_s, compute_s);
+  if (m->silent[w]) {
+    fprintf(
+        m->o.log,
+        "%sfarm: rank %d answered after all (results the other ranks had sent first, ignored: %d); it gets work again\n",
+        fresh_line(m), w, dups);
+    fflush(m->o.log);
+    m->silent[w] = 0;
+    m->wait_said = 0;
+  }
   return rc < 0 ? rc : 1;
 }
 
-/* The master's loop with workers: keep every idle worker fed, take results. */
+/* How long a worker may hold a batch before the master calls it silent: --worker-timeout,
+ * or 10 times the longest batch seen so far or this one's estimate when that is longer
+ * (an `ideal` task can take seconds and is alone in its batch). */
+static double timeout_s(const master *m, const held_batch *b) {
+  return fmax(m->o.worker_timeout_s, 10 * fmax(m->longest_s, b->est_s));
+}
+
+/* Rank w is overdue: said once, its batches' tasks back in the queue for the others. */
+static int call_silent(master *m, links *l, int w, double now, enpu_err *err) {
+  const held_batch *oldest = &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2];
+  char sent[32] = "?";
+  const time_t at = time(NULL) - (time_t)(now - oldest->sent_s + 0.5);
+  struct tm tm;
+  if (localtime_r(&at, &tm)) strftime(sent, sizeof sent, "%H:%M:%S", &tm);
+  fprintf(m->o.log,
+          "%sfarm: rank %d has not answered for %.0f s (batch of %d tasks sent at %s); its tasks go to the other "
+          "workers\n",
+          fresh_line(m), w, now - l->since[w], oldest->n, sent);
+  fflush(m->o.log);
+  m->silent[w] = 1;
+  l->give_up[w] = now + timeout_s(m, oldest);
+  for (int i = l->sent[w] - l->busy[w]; i < l->sent[w]; i++) {
+    held_batch *b = &l->held[2 * w + i % 2];
+    for (int t = 0; !b->requeued && t < b->n; t++)
+      ENPU_FORWARD(farm_job_requeue(m->jobs[b->job[t]], b->task[t], err));
+    b->requeued = 1;
+  }
+  return 0;
+}
+
+/* Every worker that holds a batch longer than its timeout is called silent. Timeouts are
+ * seconds: a look every 0.1 s keeps the walk over the ranks off the per-message cost. */
+static int find_silent(master *m, links *l, enpu_err *err) {
+  const double now = enpu_now_s();
+  if (m->o.worker_timeout_s <= 0 || now - l->checked_s < 0.1) return 0;
+  l->checked_s = now;
+  for (int w = 1; w < m->size; w++) {
+    if (m->silent[w] || l->busy[w] == 0) continue;
+    if (now - l->since[w] > timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2]))
+      ENPU_FORWARD(call_silent(m, l, w, now, err));
+  }
+  return 0;
+}
+
+/* With nothing else to do, the master waits for silent ranks, each until a second
+ * timeout has passed (a rank that answers then ends the run normally); the first time,
+ * with every task done, it checkpoints (the stores are complete from then on) and says
+ * so. @return 1 waiting, 0 not (any more), or an error. */
+static int wait_silent(master *m, const links *l, enpu_err *err) {
+  const double now = enpu_now_s();
+  double until = 0;
+  for (int w = 1; w < m->size; w++)
+    if (m->silent[w] && now < l->give_up[w]) until = fmax(until, l->give_up[w]);
+  const int settled = all_settled(m);
+  if (until == 0 || (!settled && silent_count(m) < m->size - 1)) return 0;
+  if (m->wait_said) return 1;
+  m->wait_said = 1;
+  for (int j = 0; settled && j < m->njobs; j++) {
+    ENPU_FORWARD(farm_job_sync(m->jobs[j], err));
+    ENPU_FORWARD(farm_job_checkpoint(m->jobs[j], err));
+  }
+  fprintf(m->o.log, "%sfarm: %s; waiting up to %.0f s for the silent rank(s) to answer\n", fresh_line(m),
+          settled ? "every task is done and checkpointed" : "every worker is silent: no task can run", until - now);
+  fflush(m->o.log);
+  return 1;
+}
+
+static int live_busy(const master *m, const links *l) {
+  for (int w = 1; w < m->size; w++)
+    if (l->busy[w] && !m->silent[w]) return 1;
+  return 0;
+}
+
+/* The master's loop with workers: keep every idle worker fed, take results, call
+ * workers that hold a batch too long silent (farm_options.worker_timeout_s). */
 static int master_loop_mpi(master *m, clocks *c, enpu_err *err) {
   links l = {0};
-  int rc = links_open(&l, m->size, err);
+  int rc = links_open(&l, m, err);
   double pause = 50e-6;
   while (rc == 0) {
     const int stopping = farm_signal_seen != 0;
     if (!stopping) rc = feed_workers(m, &l, err);
     if (rc < 0) break;
-    int any = 0;
-    for (int w = 1; w < m->size; w++) any |= l.busy[w];
-    if (!any && (stopping || all_settled(m))) break;
-    if (!any && !stopping) {
-      rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "no task is ready and none is running");
-      break;
+    if (!live_busy(m, &l)) {
+      /* Nothing runs: done, stopping, or only silent ranks left to wait for. */
+      const int waiting = stopping ? 0 : wait_silent(m, &l, err);
+      if (waiting < 0) rc = waiting;
+      if (waiting < 0 || (!waiting && (stopping || all_settled(m) || silent_count(m) == m->size - 1))) break;
+      if (!waiting) rc = enpu_errorf(err, ENPU_ERR_INTERNAL, "no task is ready and none is running");
+      if (rc < 0) break;
     }
     rc = take_one(m, &l, err);
     if (rc == 0) {
@@ -380,9 +548,10 @@ static int master_loop_mpi(master *m, clocks *c, enpu_err *err) {
       pause = 50e-6;
       rc = 0;
     }
+    if (rc == 0) rc = find_silent(m, &l, err);
     if (rc == 0) rc = duties(m, c, err);
   }
-  return links_close(&l, m->comm, m->size, rc, err);
+  return links_close(&l, m, rc, err);
 }
 
 /* One rank: the master runs each task itself, checking the stop flag in between. */
@@ -390,7 +559,7 @@ static int master_loop_inline(master *m, clocks *c, enpu_err *err) {
   farm_buf out = {0}, in = {0};
   int rc = 0;
   while (rc == 0 && !farm_signal_seen && !all_settled(m)) {
-    const int n = make_batch(m, 0, &out, err);
+    const int n = make_batch(m, 0, &out, NULL, err);
     if (n <= 0) {
       rc = n < 0 ? n : enpu_errorf(err, ENPU_ERR_INTERNAL, "no task is ready");
       break;
@@ -398,7 +567,9 @@ static int master_loop_inline(master *m, clocks *c, enpu_err *err) {
     m->batches++;
     in.len = 0;
     rc = farm_exec_batch(m->exec, out.data, out.len, &in, err);
-    if (rc == 0) rc = take_results(m, &in, err);
+    int dups;
+    double compute_s;
+    if (rc == 0) rc = take_results(m, &in, &dups, &compute_s, err);
     if (rc == 0) rc = duties(m, c, err);
   }
   farm_buf_free(&out);
@@ -452,8 +623,10 @@ static int executors_ready(MPI_Comm comm, int rc, enpu_err *err) {
   return worst;
 }
 
+/* A silent rank is sent nothing: it may never receive (farm_run aborts the ranks). */
 static int stop_workers(const master *m, int outcome, enpu_err *err) {
-  for (int w = 1; w < m->size; w++) MPI_CHECK(MPI_Send(&outcome, 1, MPI_INT, w, TAG_STOP, m->comm), err);
+  for (int w = 1; w < m->size; w++)
+    if (!m->silent || !m->silent[w]) MPI_CHECK(MPI_Send(&outcome, 1, MPI_INT, w, TAG_STOP, m->comm), err);
   return 0;
 }
 
@@ -516,6 +689,7 @@ static void master_free(master *m) {
   for (int j = 0; m->jobs && j < m->njobs; j++) farm_job_free(m->jobs[j]);
   free(m->jobs);
   free(m->cursor);
+  free(m->silent);
   farm_exec_free(m->exec);
   opcache_close(m->cache);
   config_files_free(m->inputs);
@@ -612,7 +786,8 @@ static int run_master(master *m, enpu_err *err) {
 
 /* One message from the master: a batch run and answered, or the stop (*stop set;
  * @return the run's outcome >= 0, or the master's error). */
-static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out, int *stop, enpu_err *err) {
+static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out, int *stop, int64_t *batches,
+                       enpu_err *err) {
   MPI_Status st;
   ENPU_FORWARD(wait_message(comm, 0, 0.002, &st, err));
   if (st.MPI_TAG == TAG_STOP) {
@@ -622,6 +797,7 @@ static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out,
     return outcome < 0 ? enpu_errorf(err, outcome, "the master stopped on an error") : outcome;
   }
   ENPU_FORWARD(recv_bytes(comm, &st, in, err));
+  if ((*batches)++ == 0) test_stop(comm);
   out->len = 0;
   ENPU_FORWARD(farm_exec_batch(x, in->data, in->len, out, err));
   MPI_CHECK(MPI_Send(out->data, (int)out->len, MPI_BYTE, 0, TAG_RESULT, comm), err);
@@ -644,8 +820,9 @@ static int run_worker(const farm_options *o, MPI_Comm comm, farm_summary *sums, 
   rc = executors_ready(comm, rc, err);
   if (rc < 0) return rc;
   farm_buf in = {0}, out = {0};
+  int64_t batches = 0;
   for (int stop = 0; !stop;) {
-    rc = worker_step(comm, x, &in, &out, &stop, err);
+    rc = worker_step(comm, x, &in, &out, &stop, &batches, err);
     if (rc < 0 && !stop) {
       /* A batch this binary cannot read is a bug, a link that fails a broken run; either
        * way the master would wait for this rank forever. */
@@ -680,11 +857,37 @@ static int open_comm(master *m, int *own_mpi, enpu_err *err) {
   return 0;
 }
 
+/* Rank 0 at the end: the ranks still silent named, with what became of their work.
+ * @return how many there are. */
+static int say_silent(const master *m, int rc) {
+  const int n = silent_count(m);
+  if (!n) return 0;
+  char names[256] = "";
+  size_t len = 0;
+  for (int w = 1; w < m->size && len + 16 < sizeof names; w++)
+    if (m->silent[w]) len += (size_t)snprintf(names + len, sizeof names - len, "%s%d", len ? ", " : "", w);
+  const int complete = rc == 0 && run_outcome(m->sums, m->njobs) != FARM_INTERRUPTED;
+  fprintf(
+      m->o.log,
+      "farm: rank%s %s%s%s still silent: %s; MPI cannot end with a silent rank, so the job ends with exit status 1\n",
+      n > 1 ? "s" : "", names, len + 16 >= sizeof names ? "..." : "", n > 1 ? " are" : " is",
+      complete ? "the other ranks computed its tasks and the stores are complete"
+      : rc < 0 ? "the run stopped on the error above"
+               : "the stores are checkpointed and the same command computes the rest");
+  fflush(m->o.log);
+  return n;
+}
+
 /* Workers leave only when rank 0 is done with its summaries and validations: a worker
  * exiting with status 3 first would make mpirun kill rank 0 mid-way. A rank that cannot
- * reach the others any more stops them all: the top of the farm is where that is
- * decided. */
-static int close_comm(master *m, int own_mpi, int rc, enpu_err *err) {
+ * reach the others any more stops them all, and so does rank 0 when a worker is still
+ * silent (it would never reach the barrier, nor MPI_Finalize): the top of the farm is
+ * where that is decided. */
+static int close_comm(master *m, int own_mpi, int silent, int rc, enpu_err *err) {
+  if (silent) {
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   const int brc = MPI_Barrier(m->comm);
   if (brc != MPI_SUCCESS) {
     enpu_err e;
@@ -708,13 +911,14 @@ static int run_ranks(const farm_options *opt, farm_summary *sums, enpu_err *err)
   ENPU_FORWARD(open_comm(&m, &own_mpi, err));
   for (int j = 0; j < njobs; j++) sums[j].rank = m.rank, sums[j].ranks = m.size;
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sums, njobs, err);
+  const int silent = m.rank == 0 ? say_silent(&m, rc) : 0;
   if (m.rank == 0) master_free(&m);
   if (m.rank == 0 && rc < 0 && m.o.print_error) m.o.print_error(err, m.o.print_user);
   if (m.rank == 0 && rc == 0 && farm_signal_seen && run_outcome(sums, njobs) != FARM_INTERRUPTED)
     fprintf(m.o.log,
             "farm: signal %d came after every task was done: the run finished, nothing is left to resume\n",
             (int)farm_signal_seen);
-  return close_comm(&m, own_mpi, rc, err);
+  return close_comm(&m, own_mpi, silent, rc, err);
 }
 
 int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {

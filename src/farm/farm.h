@@ -74,6 +74,13 @@ typedef struct {
                                   filled as results arrive; NULL: none */
   int64_t cache_max_bytes;     /* pruned to this size (least recently used first) at
                                   the end of a run that stored entries; 0: no limit */
+  double worker_timeout_s;     /* a worker that holds a batch longer than this (or 10 x
+                                  the longest batch so far, or its estimate, when
+                                  longer) is silent: said on the log, its tasks go to
+                                  the others, its late results are ignored; still
+                                  silent at the end, the ranks are aborted (exit 1)
+                                  once the stores are checkpointed. 0: never
+                                  (default FARM_WORKER_TIMEOUT_S) */
   FILE *log;                   /* progress and notes (stderr when NULL) */
   /* Rank 0 calls it with every job's summary (NULL: none printed) before the ranks leave
    * farm_run: printed after it, a worker exiting first with a non-zero status can make
@@ -92,6 +99,11 @@ typedef struct {
   int (*finish_job)(const farm_finished_job *f, void *finish_user, enpu_err *err);
   void *finish_user;
 } farm_options;
+
+/* The default worker timeout: far beyond any batch's own time (5 to 50 ms, 0.3 s at
+ * 3,000 ranks; an `ideal` task's seconds are covered by the 10 x rule), and short
+ * against a Slurm time limit, so a frozen node costs minutes, not the allocation. */
+#define FARM_WORKER_TIMEOUT_S 600.0
 
 void farm_options_default(farm_options *o);
 

@@ -378,6 +378,7 @@ int farm_job_setup(const farm_options *o, config_files *inputs, const char *job_
 void farm_job_free(farm_job *m) {
   if (!m) return;
   farm_plan_free(&m->plan);
+  free(m->sched.reissued);
   free(m->added_json);
   farm_journal_free(m->journal);
   store_lock_release(m->lock);

@@ -38,9 +38,10 @@ const char *farm_job_store(const farm_job *j); /* the resolved store path */
 
 /* Scheduling, longest first: a cursor walks the job's queue; peek gives the estimated
  * seconds of the next ready task at or after it (-1: none), put appends that task to a
- * batch, marks it running and moves on. */
+ * batch, marks it running, notes it in the cursor and moves on. */
 typedef struct {
   int q;
+  uint32_t task; /* the task the last put appended (its id in the batch) */
 } farm_cursor;
 void farm_job_cursor(farm_job *j, farm_cursor *c);
 double farm_job_peek(const farm_job *j, farm_cursor *c);
@@ -49,8 +50,17 @@ int farm_job_put(farm_job *j, farm_cursor *c, farm_buf *batch, enpu_err *err);
 /* Log every task result of this job to f (farm_options.task_log; NULL: none). */
 void farm_job_log_to(farm_job *j, FILE *f);
 
-/* Take one result of this job (journal it, update the state, settle what waits on it). */
-int farm_job_take(farm_job *j, const farm_task_result *tr, enpu_err *err);
+/* Take one result of this job (journal it, update the state, settle what waits on it).
+ * A result of a task farm_job_requeue handed out again may come twice (the silent rank
+ * answering late, and the rank that took it over): the first one counts, a later one is
+ * ignored (*dup set; dup may be NULL), so nothing is counted, journalled or stored
+ * twice. */
+int farm_job_take(farm_job *j, const farm_task_result *tr, int *dup, enpu_err *err);
+/* A running task whose rank went silent goes back to the queue (at its place, longest
+ * first) for another rank; its result is then taken from whichever rank answers first.
+ * A task that is not running any more (its result came) is left as it is.
+ * @return 0, or ENPU_ERR_NOMEM. */
+int farm_job_requeue(farm_job *j, uint32_t task, enpu_err *err);
 
 int farm_job_settled(const farm_job *j);  /* every task done or failed */
 int farm_job_unsynced(const farm_job *j); /* results appended since the last sync */
@@ -75,6 +85,8 @@ typedef struct {
   int unsynced; /* results appended to the journal since the last sync */
   double est_total_s, est_done_s;
   double sec_per_est[2], est_seen[2]; /* calibration of estimates: op and part, bucket */
+  unsigned char *reissued;            /* per task id: requeued once (farm_job_requeue);
+                                         NULL until a task is */
 } farm_sched;
 
 /* The job: its inputs and files (farm_job.c), its task graph (farm_plan.c) and where

@@ -174,10 +174,42 @@ static void log_task(const farm_job *m, const farm_task_result *tr, int kind, in
           tr->cpu_s, (unsigned long long)tr->evaluations, tr->plain_bytes, tr->bytes);
 }
 
-int farm_job_take(farm_job *m, const farm_task_result *tr, enpu_err *err) {
+/* A result must be of a running task, but for a requeued one (farm_job_requeue): the
+ * first of its two results counts, taken as running even when it came before the task
+ * was handed out again; a later one is a duplicate. @return 0 to take it, 1 a
+ * duplicate, or ENPU_ERR_FORMAT. */
+static int check_running(farm_job *m, uint32_t id, enpu_err *err) {
   farm_plan *p = &m->plan;
-  ENPU_RETURN_IF(tr->id >= farm_task_count(p) || *farm_task_state(p, farm_task_at(p, tr->id)) != T_RUNNING, err,
-                 ENPU_ERR_FORMAT, "a result for task %u, which is not running", tr->id);
+  ENPU_RETURN_IF(id >= farm_task_count(p), err, ENPU_ERR_FORMAT, "a result for task %u of %u", id,
+                 farm_task_count(p));
+  int *status = farm_task_status(p, farm_task_at(p, id));
+  if (*status == T_RUNNING) return 0;
+  ENPU_RETURN_IF(!m->sched.reissued || !m->sched.reissued[id], err, ENPU_ERR_FORMAT,
+                 "a result for task %u, which is not running", id);
+  if (*status != T_TODO) return 1;
+  *status = T_RUNNING;
+  return 0;
+}
+
+int farm_job_requeue(farm_job *m, uint32_t task, enpu_err *err) {
+  farm_plan *p = &m->plan;
+  ENPU_RETURN_IF(task >= farm_task_count(p), err, ENPU_ERR_INTERNAL, "requeue of task %u of %u", task,
+                 farm_task_count(p));
+  int *status = farm_task_status(p, farm_task_at(p, task));
+  if (*status != T_RUNNING) return 0;
+  if (!m->sched.reissued) m->sched.reissued = enpu_calloc(farm_task_count(p), 1);
+  ENPU_RETURN_IF(!m->sched.reissued, err, ENPU_ERR_NOMEM, "out of memory (requeued tasks)");
+  m->sched.reissued[task] = 1;
+  *status = T_TODO;
+  m->sched.qhead = 0; /* the cursor walks to its place in the queue again */
+  return 0;
+}
+
+int farm_job_take(farm_job *m, const farm_task_result *tr, int *dup, enpu_err *err) {
+  farm_plan *p = &m->plan;
+  const int seen = check_running(m, tr->id, err);
+  if (dup) *dup = seen == 1;
+  if (seen != 0) return seen < 0 ? seen : 0;
   const farm_task_ref t = farm_task_at(p, tr->id);
   const int kind = t.kind;
   const double est = farm_task_est(p, t);
@@ -272,6 +304,7 @@ double farm_job_peek(const farm_job *m, farm_cursor *c) {
 int farm_job_put(farm_job *m, farm_cursor *c, farm_buf *out, enpu_err *err) {
   ENPU_RETURN_IF(farm_job_peek(m, c) < 0, err, ENPU_ERR_INTERNAL, "no task is ready");
   const uint32_t t = m->plan.queue[c->q++].task, job = (uint32_t)m->index;
+  c->task = t;
   const farm_task_ref r = farm_task_at(&m->plan, t);
   if (r.kind != K_BUCKET) {
     const int part = r.kind == K_PART ? m->plan.parts[r.index].part : -1;
