@@ -256,34 +256,6 @@ void enpu_hasher_bytes(enpu_hasher *hs, const void *data, size_t len) {
   hs->h = XXH3_64bits_withSeed(data, len, hs->h);
 }
 
-void enpu_heap_push(void *v, size_t *n, size_t size, const void *e, enpu_less less) {
-  unsigned char *b = v;
-  size_t i = (*n)++;
-  while (i > 0 && less(e, b + (i - 1) / 2 * size)) {
-    memcpy(b + i * size, b + (i - 1) / 2 * size, size);
-    i = (i - 1) / 2;
-  }
-  memcpy(b + i * size, e, size);
-}
-
-int enpu_heap_pop(void *v, size_t *n, size_t size, void *top, enpu_less less) {
-  unsigned char *b = v, last[ENPU_HEAP_MAX_ELEM];
-  if (size > sizeof last || *n == 0) return ENPU_ERR_INVALID;
-  memcpy(top, b, size);
-  memcpy(last, b + --*n * size, size);
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && less(b + (c + 1) * size, b + c * size)) c++;
-    if (!less(b + c * size, last)) break;
-    memcpy(b + i * size, b + c * size, size);
-    i = c;
-  }
-  if (*n) memcpy(b + i * size, last, size);
-  return ENPU_OK;
-}
-
 bool enpu_stop_asked(const enpu_stop *s) { return s && s->fn && s->fn(s->ctx); }
 
 void enpu_put_le32(unsigned char *p, uint32_t v) {
