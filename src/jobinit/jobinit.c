@@ -265,33 +265,33 @@ static int write_summary_file(const jobinit_ctx *c, enpu_err *err) {
 }
 
 /* Between two steps: did the caller ask to stop? */
-static int go_on(const jobinit_ctx *c, enpu_err *err) {
-  ENPU_RETURN_IF(enpu_stop_asked(&c->o->stop), err, ENPU_ERR_STOPPED, "job init: stopped (a stop signal)");
-  return 0;
-}
-
-static int run_steps(jobinit_ctx *c, enpu_err *err) {
-  ENPU_FORWARD(read_model(c, err));
-  ENPU_FORWARD(go_on(c, err));
-  ENPU_FORWARD(read_trace(c, err));
-  ENPU_FORWARD(go_on(c, err));
+/* The grid, its SLO bounds and a one-chip start: what load_draft measures. */
+static int grid_step(jobinit_ctx *c, enpu_err *err) {
   ENPU_FORWARD(set_paths(c, err));
   ENPU_FORWARD(make_grid(c, err));
   slo_bounds(c);
   c->r->parallel = (config_parallel){1, 1, 1, 1}, c->r->chips = 1, c->r->nodes[0] = c->r->nodes[1] = 1;
-  ENPU_FORWARD(go_on(c, err));
-  ENPU_FORWARD(load_draft(c, err)); /* measured as the farm will read it */
-  ENPU_FORWARD(go_on(c, err));
-  ENPU_FORWARD(jobinit_choose_parallel(c, err));
-  ENPU_FORWARD(go_on(c, err));
-  ENPU_FORWARD(slo_targets(c, err));
-  ENPU_FORWARD(go_on(c, err));
-  ENPU_FORWARD(size_nodes(c, err));
-  ENPU_FORWARD(go_on(c, err));
+  return 0;
+}
+
+/* The files, then the job loaded back (what was written loads) and the summary. */
+static int write_step(jobinit_ctx *c, enpu_err *err) {
   ENPU_FORWARD(write_files(c, err));
   config_job_free(c->job), c->job = NULL;
-  ENPU_FORWARD(config_job_load(c->r->job_path, &c->job, err)); /* what was written loads */
+  ENPU_FORWARD(config_job_load(c->r->job_path, &c->job, err));
   return write_summary_file(c, err);
+}
+
+/* Job init's steps in order; a stop asked for (c->o->stop) is taken between two. */
+static int run_steps(jobinit_ctx *c, enpu_err *err) {
+  static int (*const steps[])(jobinit_ctx *, enpu_err *) = {
+      read_model, read_trace, grid_step, load_draft, jobinit_choose_parallel, slo_targets, size_nodes, write_step};
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    ENPU_RETURN_IF(i > 0 && enpu_stop_asked(&c->o->stop), err, ENPU_ERR_STOPPED,
+                   "job init: stopped (a stop signal)");
+    ENPU_FORWARD(steps[i](c, err));
+  }
+  return 0;
 }
 
 int jobinit_run(const jobinit_options *o, jobinit_result *r, enpu_err *err) {
