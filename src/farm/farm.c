@@ -351,17 +351,13 @@ typedef struct {
 
 static int links_open(links *l, master *m, enpu_err *err) {
   const size_t size = (size_t)m->size;
-  l->busy = enpu_calloc(size, sizeof *l->busy);
-  l->sent = enpu_calloc(size, sizeof *l->sent);
-  l->since = enpu_calloc(size, sizeof *l->since);
-  l->give_up = enpu_calloc(size, sizeof *l->give_up);
-  l->out = enpu_calloc(2 * size, sizeof *l->out);
-  l->held = enpu_calloc(2 * size, sizeof *l->held);
-  l->req = enpu_calloc(2 * size, sizeof *l->req);
+  /* One block, owned by busy (links_close frees it). */
+  const int parts = ENPU_CALLOC_PARTS(ENPU_PART(l->busy, size), ENPU_PART(l->sent, size), ENPU_PART(l->since, size),
+                                      ENPU_PART(l->give_up, size), ENPU_PART(l->out, 2 * size),
+                                      ENPU_PART(l->held, 2 * size), ENPU_PART(l->req, 2 * size));
   m->silent = enpu_calloc(size, sizeof *m->silent);
-  for (size_t k = 0; l->req && k < 2 * size; k++) l->req[k] = MPI_REQUEST_NULL;
-  ENPU_RETURN_IF(!l->busy || !l->sent || !l->since || !l->give_up || !l->out || !l->held || !l->req || !m->silent,
-                 err, ENPU_ERR_NOMEM, "out of memory");
+  ENPU_RETURN_IF(parts < 0 || !m->silent, err, ENPU_ERR_NOMEM, "out of memory");
+  for (size_t k = 0; k < 2 * size; k++) l->req[k] = MPI_REQUEST_NULL;
   return 0;
 }
 
@@ -386,13 +382,7 @@ static int links_close(links *l, const master *m, int rc, enpu_err *err) {
     if (mrc != MPI_SUCCESS && rc == 0) rc = mpi_error(mrc, "MPI_Wait", err);
     if (l->out) farm_buf_free(&l->out[k]);
   }
-  if (!silent_count(m)) free(l->out);
-  free(l->busy);
-  free(l->sent);
-  free(l->since);
-  free(l->give_up);
-  free(l->held);
-  free(l->req);
+  free(l->busy); /* the block of every array (links_open); a silent rank's buffers stay */
   farm_buf_free(&l->in);
   return rc;
 }
