@@ -266,7 +266,7 @@ static int write_summary_file(const jobinit_ctx *c, enpu_err *err) {
 
 /* Between two steps: did the caller ask to stop? */
 /* The grid, its SLO bounds and a one-chip start: what load_draft measures. */
-static int grid_step(jobinit_ctx *c, enpu_err *err) {
+static int step_grid(jobinit_ctx *c, enpu_err *err) {
   ENPU_FORWARD(set_paths(c, err));
   ENPU_FORWARD(make_grid(c, err));
   slo_bounds(c);
@@ -275,7 +275,7 @@ static int grid_step(jobinit_ctx *c, enpu_err *err) {
 }
 
 /* The files, then the job loaded back (what was written loads) and the summary. */
-static int write_step(jobinit_ctx *c, enpu_err *err) {
+static int step_write(jobinit_ctx *c, enpu_err *err) {
   ENPU_FORWARD(write_files(c, err));
   config_job_free(c->job), c->job = NULL;
   ENPU_FORWARD(config_job_load(c->r->job_path, &c->job, err));
@@ -285,7 +285,7 @@ static int write_step(jobinit_ctx *c, enpu_err *err) {
 /* Job init's steps in order; a stop asked for (c->o->stop) is taken between two. */
 static int run_steps(jobinit_ctx *c, enpu_err *err) {
   static int (*const steps[])(jobinit_ctx *, enpu_err *) = {
-      read_model, read_trace, grid_step, load_draft, jobinit_choose_parallel, slo_targets, size_nodes, write_step};
+      read_model, read_trace, step_grid, load_draft, jobinit_choose_parallel, slo_targets, size_nodes, step_write};
   for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
     ENPU_RETURN_IF(i > 0 && enpu_stop_asked(&c->o->stop), err, ENPU_ERR_STOPPED,
                    "job init: stopped (a stop signal)");
