@@ -31,7 +31,10 @@
  *    (a request waits with probability safeguard2_miss_fraction, 1 %: β ≈ 2.37), since
  *    TTFT targets leave short prompts little room to queue; decode nodes
  *    ceil(λ · mean (generated − 1) × NoDVFS step of a full batch at the padded total
- *    length / (max_batch · utilisation)), continuous batching absorbing the arrivals. */
+ *    length / (max_batch · utilisation)), continuous batching absorbing the arrivals.
+ *  - Safeguards. A prefill pool of at most β² nodes gets the switching safeguards: the
+ *    predictive ones cap a batch's slow-down by 1 − β/√nodes, at or below 0 there, which
+ *    would run every prefill batch at its fastest plan (jobinit_write.c). */
 #ifndef ENPU_JOBINIT_H
 #define ENPU_JOBINIT_H
 

@@ -3,6 +3,7 @@
  * by hand, and its summary (init.md). A file is rewritten only when its bytes change. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,15 @@ static void put_node(text *t, const char *phase, int nodes, const jobinit_result
       phase, phase[0] == 'd' ? " " : "", nodes, r->chips, r->parallel.tp, r->parallel.ep, last ? "" : ",");
 }
 
+/* A prefill pool of at most beta^2 nodes: the predictive safeguards' cap 1 - beta/sqrt(nodes)
+ * (square-root staffing, replay_switch.c) is at or below 0 there, so they would hold every
+ * prefill batch at its fastest plan (prefill saves nothing, or loses in the regulators).
+ * Such a cluster gets the switching safeguards: the paper's safeguards 1 and 2 (§3.4), and a
+ * running batch sped up when the queue needs it. */
+static bool small_prefill_pool(const jobinit_result *r) {
+  return 1.0 - r->staffing_beta / sqrt((double)r->nodes[CONFIG_PREFILL]) <= 0;
+}
+
 int jobinit_cluster_text(const jobinit_ctx *c, char **out, enpu_err *err) {
   const jobinit_result *r = c->r;
   text t = {0};
@@ -92,6 +102,8 @@ int jobinit_cluster_text(const jobinit_ctx *c, char **out, enpu_err *err) {
   const int top = r->seq[CONFIG_PREFILL][r->nseq[CONFIG_PREFILL] - 1];
   put(&t, "  ],\n  \"batching\": { \"max_batch\": %d, \"max_batch_tokens\": %d },\n", r->batch[r->nbatch - 1],
       top > 16384 ? top : 16384);
+  if (small_prefill_pool(r))
+    put(&t, "  \"scheduler\": { \"safeguards\": \"%s\" },\n", config_safeguards_name(CONFIG_SAFEGUARDS_SWITCHING));
   put(&t, "  \"idle\": { \"mode\": \"lowest-state\" }\n}\n");
   return text_finish(&t, out, err);
 }
@@ -146,6 +158,17 @@ static void summary_grid(const jobinit_options *o, const jobinit_result *r, FILE
           r->capped ? " (the grid stops at the model's context limit)" : "");
 }
 
+/* Which safeguards the cluster file names, and why (small_prefill_pool). */
+static void safeguards_line(const jobinit_result *r, FILE *f) {
+  if (small_prefill_pool(r))
+    fprintf(f,
+            "- safeguards: switching (the cluster's scheduler): on %d prefill node(s), at most beta^2 = %.1f, the "
+            "predictive cap 1 - beta/sqrt(nodes) = %.2f would run every prefill batch at its fastest plan\n",
+            r->nodes[CONFIG_PREFILL], r->staffing_beta * r->staffing_beta,
+            1.0 - r->staffing_beta / sqrt((double)r->nodes[CONFIG_PREFILL]));
+  else fprintf(f, "- safeguards: the cluster default (predictive) on %d prefill nodes\n", r->nodes[CONFIG_PREFILL]);
+}
+
 static void summary_memory(const jobinit_options *o, const jobinit_result *r, FILE *f) {
   fprintf(f, "## Parallelism and memory\n\n");
   fprintf(f, "- node: %d chip(s), tp %d, ep %d (%s)\n", r->chips, r->parallel.tp, r->parallel.ep,
@@ -162,6 +185,7 @@ static void summary_memory(const jobinit_options *o, const jobinit_result *r, FI
       "NoDVFS TTFT of %.1f ms), %d decode (%.0f %% utilisation of batch %d, %.2f s of decode per request)\n",
       r->peak_rate_per_s, r->nodes[0], r->staffing_beta, r->mean_ttft_ms, r->nodes[1], 100 * o->utilisation,
       r->batch[r->nbatch - 1], r->mean_decode_s);
+  safeguards_line(r, f);
   fprintf(f, "\n");
 }
 
@@ -183,6 +207,7 @@ void jobinit_write_sizing(const jobinit_result *r, FILE *f) {
               "grid's padding (a coarse seq axis: raise --bucket-budget) or %s targets below the padded "
               "buckets' times (--slo-scale)\n",
               config_phase_name((config_phase)ph), ph == CONFIG_PREFILL ? "TTFT" : "TPOT");
+  safeguards_line(r, f);
   fprintf(f, "\nThe measured cluster: %s (job init's own: %s).\n", r->sized_cluster_path, r->cluster_path);
 }
 

@@ -60,6 +60,17 @@ with tempfile.TemporaryDirectory() as tmp:
                 {"nodvfs", "dvfs-c-walk", "enpu-c", "enpu-all"} <= set(json.dumps(doc).replace('"', " ").split()),
                 json.dumps(doc)[:400])
 
+        # 2 prefill nodes at most beta^2 (5.6): the predictive cap would hold every prefill
+        # batch at its fastest plan, so the cluster files name the switching safeguards.
+        clusters = [json.load(open(os.path.join(run, n))) for n in ("cluster.json", "nodes/cluster.json")]
+        small = [c["prefill"]["nodes"] <= 5 for c in clusters]
+        h.check("first run: a prefill pool of at most beta^2 nodes gets the switching safeguards, in both cluster "
+                "files, and the replay runs them",
+                all(small) and all(c.get("scheduler", {}).get("safeguards") == "switching" for c in clusters)
+                and doc["policies"]["enpu-all"]["safeguards"] == "switching"
+                and "safeguards: switching" in open(os.path.join(run, "init.md")).read(),
+                [(c["prefill"]["nodes"], c.get("scheduler")) for c in clusters])
+
     stamp = {n: os.stat(os.path.join(run, n)).st_mtime_ns for n in outputs if os.path.exists(os.path.join(run, n))}
     p = plan(tmp)
     h.check("second run: exit 0", p.returncode == 0, (p.stdout + p.stderr)[-2000:])
@@ -202,6 +213,11 @@ with tempfile.TemporaryDirectory() as tmp:
     h.check("  ... and NoDVFS then meets TTFT and TPOT for >= 99 % of the requests in the replay",
             nodvfs.get("ttft_attainment", 0) >= 0.99 and nodvfs.get("tpot_attainment", 0) >= 0.99,
             {k: nodvfs.get(k) for k in ("ttft_attainment", "tpot_attainment")})
+    h.check("  ... the rule's small pool runs the switching safeguards, the measured one (more than beta^2 "
+            "prefill nodes) the default",
+            rule.get("scheduler", {}).get("safeguards") == "switching" and rule.get("prefill", {}).get("nodes", 9) <= 5
+            and "scheduler" not in sized and sized.get("prefill", {}).get("nodes", 0) > 5,
+            (rule.get("prefill"), rule.get("scheduler"), sized.get("prefill"), sized.get("scheduler")))
     h.check("  ... with the rule's and the measured attainment in sizing.md",
             os.path.exists(os.path.join(mc, "nodes", "sizing.md"))
             and "TTFT met by" in open(os.path.join(mc, "nodes", "sizing.md")).read())
