@@ -348,7 +348,7 @@ typedef struct {
    .range = {.min = 0, .max = 100, .min_open = true}, .max_count = 8,                               \
    .help = "the SLO classes' length percentiles, increasing, at most 100\n(default 33,66,100: paper Table 2)"}, \
   {.name = "slo-scale", .type = CLI_DOUBLE, .at = offsetof(T, f o.slo_scale), .meta = "X",          \
-   .range = CLI_RANGE(1, 1000), .help = "targets as X times the NoDVFS single-request latency\n(paper §4.1: 5)"}, \
+   .range = CLI_RANGE(1, 1000), .help = "targets as X times the " ENPU_POLICY_DISPLAY_NODVFS " single-request latency\n(paper §4.1: 5)"}, \
   {.name = "ttft-ms", .type = CLI_LIST, .at = offsetof(T, f ttft), .meta = "MS,...",                 \
    .range = CLI_CONFIG_RANGE("cluster", "$.slo[].ttft_ms"), .max_count = 8,                          \
    .help = "TTFT targets, one per class (default: the rule's)"},                                      \

@@ -78,7 +78,7 @@ static const cli_opt opts[] = {
              "policies); " ENPU_POLICY_NAME_IDEAL " is the exact op-level set by branch and bound"},
     {.name = "request", .type = CLI_ENUM, .at = offsetof(compile_args, request), .choices = requests,
      .help = "policy (the GA for " ENPU_POLICY_NAME_DVFS_C ", the hull walk with LP bound for every\n"
-             "other policy), walk, greedy (the paper's) or ga (DVFS-C's genetic\n"
+             "other policy), walk, greedy (the paper's) or ga (" ENPU_POLICY_DISPLAY_DVFS_C "'s genetic\n"
              "algorithm: 1000 x 500, warm-started)"},
     {.name = "budget", .type = CLI_ENUM, .at = offsetof(compile_args, budget), .choices = budgets,
      .help = "the budget mode (default: the job's \"budget\", strict if absent)"},
@@ -107,7 +107,7 @@ static const cli_opt opts[] = {
      .help = "MoE expert load imbalance (paper §4.6, Figure 20): compile\n"
              "the bucket at each capacity factor (1 = balanced ... worst = E/k)\n"
              "and run the worst-case plans (eNPU's default provisioning) on each\n"
-             "factor's load; prints savings vs NoDVFS of both per policy and slack"},
+             "factor's load; prints savings vs " ENPU_POLICY_DISPLAY_NODVFS " of both per policy and slack"},
     {.name = "out", .type = CLI_STRING, .at = offsetof(compile_args, out), .meta = "DIR",
      .help = "with --capacity-factor: write DIR/figure20.{md,dat,gp,png}"},
     {.name = "numbers", .type = CLI_STRING, .at = offsetof(compile_args, numbers), .meta = "FILE",
@@ -393,7 +393,8 @@ static int sweep_rows(const config_job *job, const sweep_ctx *c, const graph *g,
 static int sweep_print(const compile_args *a, const config_job *job, const report_imbalance_row *rows, size_t n) {
   json_t *arr = a->json ? json_array() : NULL;
   if (!a->json)
-    printf("job %s: %s, batch %d, seq %d; savings vs NoDVFS at each expert capacity factor\n"
+    printf("job %s: %s, batch %d, seq %d; savings vs " ENPU_POLICY_DISPLAY_NODVFS
+           " at each expert capacity factor\n"
            "%8s %-9s %7s %14s %16s %11s\n",
            job->name, cli_phase_names[a->b.phase], a->b.batch, a->b.seq, "factor", "policy", "slack",
            "plan for load", "worst-case plan", "difference");

@@ -27,7 +27,7 @@ typedef struct {
 static const cli_opt opts[] = {
     CLI_BUCKET_OPTS(graph_args),
     {.name = "time", .type = CLI_FLAG, .at = offsetof(graph_args, time),
-     .help = "add each op's NoDVFS time_ns and energy_nj (one execution: all\n"
+     .help = "add each op's " ENPU_POLICY_DISPLAY_NODVFS " time_ns and energy_nj (one execution: all\n"
              "components at peak, fixed regulator, ctrl-only HBM) and their\n"
              "totals over the forward pass (x multiplicity)"},
     CLI_JSON_OPT(graph_args, "the graph"),
@@ -173,8 +173,8 @@ static void print_human(const config_job *job, const graph *g, const cost_result
          t->hbm_write_bytes / 1e9, t->weight_bytes / 1e9, t->ici_bytes / 1e9, t->kv_cache_bytes / 1e9,
          t->activation_bytes / 1e9);
   if (!tot) return;
-  printf("NoDVFS forward pass per chip: %.3f ms, %.3f J (dynamic %.1f%%, static %.1f%%);\n"
-         "  energy by component:",
+  printf(ENPU_POLICY_DISPLAY_NODVFS " forward pass per chip: %.3f ms, %.3f J (dynamic %.1f%%, static %.1f%%);\n"
+                                    "  energy by component:",
          tot->time_ns / 1e6, tot->energy_nj / 1e9, 100 * tot->dynamic_nj / tot->energy_nj,
          100 * tot->static_nj / tot->energy_nj);
   for (int k = 0; k < POWER_NSLOT; k++)

@@ -207,7 +207,8 @@ static int step_farm(const plan_args *a, const jobinit_result *r, plan_paths *p)
 }
 
 static int step_size(const plan_args *a, jobinit_result *r, plan_paths *p) {
-  step(p, 3, 5, "nodes: replay the trace on the store's NoDVFS plans, grow a pool that misses");
+  step(p, 3, 5,
+       "nodes: replay the trace on the store's " ENPU_POLICY_DISPLAY_NODVFS " plans, grow a pool that misses");
   const uint64_t inputs = inputs_hash(a, r, p->exe);
   snprintf(r->sized_cluster_path, sizeof r->sized_cluster_path, "%s/cluster.json", p->nodes);
   if (up_to_date(p->nodes, "cluster.json", inputs)) {

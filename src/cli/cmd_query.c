@@ -232,7 +232,7 @@ static int print_human(const query_args *a, const query_answer *ans, const plans
   printf("target %.6f ms", pl->target_ns / 1e6);
   if (!isnan(a->slack)) printf(" (slack %g%%)", 100 * a->slack);
   printf(": walk prefix %" PRIu64 " of %" PRIu64 " steps\n", pl->walk_prefix, pl->walk_steps);
-  printf("%s %.6f ms, energy %.6f mJ, lower bound %.6f mJ, savings %.2f%% vs NoDVFS\n",
+  printf("%s %.6f ms, energy %.6f mJ, lower bound %.6f mJ, savings %.2f%% vs " ENPU_POLICY_DISPLAY_NODVFS "\n",
          paper ? "critical-path time" : "time", pl->time_ns / 1e6, pl->energy_nj / 1e6, pl->lower_bound_nj / 1e6,
          100 * pl->savings_vs_nodvfs);
   if (!isnan(pl->overhead_pct))

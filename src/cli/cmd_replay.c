@@ -496,7 +496,8 @@ static void print_coverage(const replay_inputs *in) {
     }
   }
   printf("\nplan: every pass on a compiled plan; chunked: prefill longer than the largest seq bucket run\n"
-         "in chunks; fallback: a decode pass beyond the largest seq bucket at NoDVFS, extrapolated; both:\n"
+         "in chunks; fallback: a decode pass beyond the largest seq bucket at " ENPU_POLICY_DISPLAY_NODVFS
+         ", extrapolated; both:\n"
          "chunked and fallback. Class by input length. slack: mean (SLO - latency) / SLO of the served\n"
          "requests (" ENPU_POLICY_NAME_NODVFS
          "'s is the slack there is to spend); at 0 %%: %% of busy time at the fastest plan;\n"

@@ -181,8 +181,8 @@ static void summary_memory(const jobinit_options *o, const jobinit_result *r, FI
             r->activation_bytes[ph] / 1e9, r->hbm_bytes / 1e9, 100 * r->headroom[ph], 100 * o->headroom);
   fprintf(
       f,
-      "- nodes for the busiest minute's %.2f requests/s: %d prefill (square-root staffing, beta %.2f, of a mean "
-      "NoDVFS TTFT of %.1f ms), %d decode (%.0f %% utilisation of batch %d, %.2f s of decode per request)\n",
+      "- nodes for the busiest minute's %.2f requests/s: %d prefill (square-root staffing, beta %.2f, of a mean " ENPU_POLICY_DISPLAY_NODVFS
+      " TTFT of %.1f ms), %d decode (%.0f %% utilisation of batch %d, %.2f s of decode per request)\n",
       r->peak_rate_per_s, r->nodes[0], r->staffing_beta, r->mean_ttft_ms, r->nodes[1], 100 * o->utilisation,
       r->batch[r->nbatch - 1], r->mean_decode_s);
   safeguards_line(r, f);
@@ -193,7 +193,8 @@ void jobinit_write_sizing(const jobinit_result *r, FILE *f) {
   if (!r->sized) return;
   fprintf(f, "# Nodes of %s measured after the farm (enpu plan)\n\n", r->name);
   fprintf(f,
-          "- nodes measured after the farm (a replay of the trace on the store's NoDVFS plans, target %.1f %% of "
+          "- nodes measured after the farm (a replay of the trace on the store's " ENPU_POLICY_DISPLAY_NODVFS
+          " plans, target %.1f %% of "
           "the requests within their TTFT and their TPOT): prefill %d -> %d (TTFT met by %.2f -> %.2f %%), "
           "decode %d -> %d (TPOT met by %.2f -> %.2f %%)%s\n",
           100 * r->size_target, r->rule_nodes[0], r->nodes[0], 100 * r->attainment_rule[0],
@@ -221,7 +222,8 @@ void jobinit_write_summary(const jobinit_options *o, const jobinit_result *r, FI
   fprintf(f, "## SLO classes\n\n");
   fprintf(f,
           "Rule (paper §4.1, Table 2): classes at the trace's percentiles of the input (prefill) and total "
-          "(decode) lengths; each target %g x the model's NoDVFS single-request TTFT/TPOT on the node above "
+          "(decode) lengths; each target %g x the model's " ENPU_POLICY_DISPLAY_NODVFS
+          " single-request TTFT/TPOT on the node above "
           "(--slo-scale, --ttft-ms, --tpot-ms override it).\n\n",
           o->slo_scale);
   fprintf(f, "| class | prefill tokens | decode tokens | " ENPU_POLICY_DISPLAY_NODVFS

@@ -49,7 +49,8 @@ static int design_space(paper_ctx *x, FILE *md, enpu_err *err) {
                        "model; each run's `report.md` has every model's), `paper` mode.",
                        "request-paper", "breakdown_%s.png", true, err));
   ENPU_FORWARD(section(x, md, "13", "7. Figure 13: energy lost in the regulators",
-                       "Each plan's regulator loss in % of the NoDVFS energy against slack, per policy.",
+                       "Each plan's regulator loss in % of the " ENPU_POLICY_DISPLAY_NODVFS
+                       " energy against slack, per policy.",
                        "request-paper", "regulator_loss_%s.png", false, err));
   ENPU_FORWARD(section(x, md, "15", "8. Figure 15: VU shadow registers",
                        "Performance at 0 % slack per shadow vector register file size (`" ENPU_POLICY_NAME_ENPU_ALL
@@ -67,7 +68,8 @@ static int design_space(paper_ctx *x, FILE *md, enpu_err *err) {
                        "The grid's buckets at its smallest batch, per slack (`paper` mode).", "grid-paper",
                        "seq_%s.png", false, err));
   ENPU_FORWARD(section(x, md, "19", "12. Figure 19: chosen frequency against utilisation",
-                       "eNPU-All's states of every operator of the single request at 30 % slack against the "
+                       ENPU_POLICY_DISPLAY_ENPU_ALL
+                       "'s states of every operator of the single request at 30 % slack against the "
                        "component's utilisation at peak without DVFS (the first model).",
                        "request-paper", "freq_util_%s.png", true, err));
   return ENPU_OK;
@@ -101,9 +103,10 @@ static int replay(paper_ctx *x, FILE *md, enpu_err *err) {
       "window; busy batches only compare with §4.8 (the paper's simulator counts no idle "
       "energy). The run's `report.md` has the peak/off-peak table with idle energy.",
       im.ptr, im.n, err));
-  return paper_md_figure(
-      x, md, "5", "16. Figure 5: SLO slack over the day",
-      "The NoDVFS requests' SLO slack per 5-minute window (the second image of each pair above).", NULL, 0, err);
+  return paper_md_figure(x, md, "5", "16. Figure 5: SLO slack over the day",
+                         "The " ENPU_POLICY_DISPLAY_NODVFS
+                         " requests' SLO slack per 5-minute window (the second image of each pair above).",
+                         NULL, 0, err);
 }
 
 /* Beyond the paper: the replays with online governors, each with its own report. */
@@ -136,7 +139,8 @@ static void decompositions(paper_ctx *x, FILE *md) {
   fprintf(md, "## 18. Measured decompositions\n\n"
               "Where one plan's saving comes from, by op kind, component and cost-model term (switching, leakage, "
               "'other' static, V/f transitions), with each op kind's critical component and the plan's time "
-              "over NoDVFS (`bench_request decompose`, the pipeline's decompose stage). The reasons under the "
+              "over " ENPU_POLICY_DISPLAY_NODVFS
+              " (`bench_request decompose`, the pipeline's decompose stage). The reasons under the "
               "tables above point here.\n\n");
   int n = 0;
   for (int i = 0; i < x->nmodels; i++)

@@ -142,13 +142,15 @@ int paper_md_claims(paper_ctx *x, FILE *md, const char *figure, enpu_err *err) {
   for (int i = 0; i < p->nclaims; i++)
     if (figure_has(figure, &p->claims[i])) md_claim_row(x, md, i, cols, ncols, !figure, &over[i]);
   if (!figure)
-    fprintf(md, "\nGap: ours − paper (in points for percentages; ×: our value over the paper's for counts and "
-                "times); ✗: more than 5 points apart, or a stated bound that fails. *missing*: the pipeline has "
-                "no such output in this build (the note says which). R, S and D in the reasons are the three "
-                "measured terms of `results/figure11.md`: R, the DVFS regulator at peak costs more than NoDVFS's "
-                "fixed one; S, the SA is the critical component of prefill's matmuls; D, decode's ops are HBM- or "
-                "ICI-critical, which leaves the compute domain free. *figure*: the figure's section, its "
-                "images beside its claims.\n");
+    fprintf(
+        md,
+        "\nGap: ours − paper (in points for percentages; ×: our value over the paper's for counts and "
+        "times); ✗: more than 5 points apart, or a stated bound that fails. *missing*: the pipeline has "
+        "no such output in this build (the note says which). R, S and D in the reasons are the three "
+        "measured terms of `results/figure11.md`: R, the DVFS regulator at peak costs more than " ENPU_POLICY_DISPLAY_NODVFS
+        "'s fixed one; S, the SA is the critical component of prefill's matmuls; D, decode's ops are HBM- or "
+        "ICI-critical, which leaves the compute domain free. *figure*: the figure's section, its "
+        "images beside its claims.\n");
   fprintf(md, "\n");
   for (int i = 0; over && i < p->nclaims; i++) {
     if (!over[i] || !figure_has(figure, &p->claims[i])) continue;
@@ -223,7 +225,7 @@ void paper_md_method(paper_ctx *x, FILE *md) {
           "as overhead, as the paper does (§4.2, §4.4): the column to compare. `strict` holds the plan's "
           "whole time to the budget: what a serving runtime gets. Every store exists in both; every claim "
           "that reads one has both columns.\n"
-          "- **DVFS-C**: the paper's GA (`" ENPU_POLICY_NAME_DVFS_C
+          "- **" ENPU_POLICY_DISPLAY_DVFS_C "**: the paper's GA (`" ENPU_POLICY_NAME_DVFS_C
           "`, 1000 × 500 per slack, warm-started) runs on the single "
           "request of every model, where the figures use it (§4.2, Table 7 at 20 %%); the full grids and the "
           "replays use the same baseline with our hull walk (`" ENPU_POLICY_NAME_DVFS_C_WALK

@@ -37,15 +37,17 @@ static void table2_model(FILE *md, const paper_model *m, const config_cluster *c
 }
 
 int paper_md_table2(paper_ctx *x, FILE *md, enpu_err *err) {
-  fprintf(md, "## 2. Tables 2 and 3: SLOs and nodes\n\n"
-              "Table 2's SLOs are 5× the single-request TTFT/TPOT on the model's node (§2). Ours: 5× our NoDVFS "
-              "time of one request at each class's length (`enpu graph --time`; prefill at the input length, "
-              "decode one step at the total length), beside the paper's SLO, which the cluster files hold and "
-              "the replay uses. The ratio is the calibration of our cost model (`results/calibration.md` "
-              "decomposes every row outside ±25 %%).\n\n"
-              "| model | class | prefill tokens | 5 × our TTFT (ms) | paper TTFT SLO (ms) | ratio | decode tokens "
-              "| 5 × our TPOT (ms) | paper TPOT SLO (ms) | ratio |\n"
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  fprintf(
+      md,
+      "## 2. Tables 2 and 3: SLOs and nodes\n\n"
+      "Table 2's SLOs are 5× the single-request TTFT/TPOT on the model's node (§2). Ours: 5× our " ENPU_POLICY_DISPLAY_NODVFS
+      " time of one request at each class's length (`enpu graph --time`; prefill at the input length, "
+      "decode one step at the total length), beside the paper's SLO, which the cluster files hold and "
+      "the replay uses. The ratio is the calibration of our cost model (`results/calibration.md` "
+      "decomposes every row outside ±25 %%).\n\n"
+      "| model | class | prefill tokens | 5 × our TTFT (ms) | paper TTFT SLO (ms) | ratio | decode tokens "
+      "| 5 × our TPOT (ms) | paper TPOT SLO (ms) | ratio |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int i = 0; i < x->nmodels; i++) {
     config_job *job = NULL;
     ENPU_FORWARD(config_job_load(x->models[i].job, &job, err));
@@ -171,8 +173,10 @@ int paper_md_table7(paper_ctx *x, FILE *md, enpu_err *err) {
           "## 4. Table 7 and Figure 14: the search and its cost\n\n"
           "Explored plans of one request at %.0f %% slack in the budget mode `%s` (`enpu compile --json`): "
           "operator level = the evaluations of the unique operators' Pareto searches; request level = "
-          "the walk's moves and finalisations at that slack, for DVFS-C's GA generations × population "
-          "summed over the slacks up to it (it is warm-started from each). Ideal is the exact Pareto set "
+          "the walk's moves and finalisations at that slack, for " ENPU_POLICY_DISPLAY_DVFS_C
+          "'s GA generations × population "
+          "summed over the slacks up to it (it is warm-started from each). " ENPU_POLICY_DISPLAY_IDEAL
+          " is the exact Pareto set "
           "(the paper enumerates 34^5 ≈ 45 M plans per operator).\n\n| model | phase |",
           x->nmodels ? 100 * x->models[0].t7_slack : 0, x->nmodels ? x->models[0].t7_budget : "");
   for (size_t p = 0; p < 3; p++) fprintf(md, " %s op | paper | %s req | paper |", T7_NAME(p), T7_NAME(p));
@@ -373,16 +377,16 @@ int paper_plots(paper_ctx *x, enpu_err *err) {
 }
 
 int paper_md_figure11(paper_ctx *x, FILE *md, enpu_err *err) {
-  fprintf(
-      md,
-      "## 5. Figure 11: energy saving, power saving and overhead of one request against slack\n\n"
-      "Each model's single request (§4.1: 4096/512; prefill at 4096 tokens, decode the last step at 4608) "
-      "in both budget modes; `" ENPU_POLICY_NAME_DVFS_C "` is the paper's GA, `" ENPU_POLICY_NAME_DVFS_C_WALK
-      "` the same baseline with our hull "
-      "walk (what the grids and the replay use). The figures draw, as the paper does, a group of bars "
-      "per slack for NoDVFS, DVFS-C, eNPU-C, eNPU-All and Ideal (▲ `paper`: the paper's stated eNPU-All saving, "
-      "a mean over the four models); the design-space variants are in Figures 15–17 and 21. "
-      "Tables: energy saving (%%), `paper` / `strict` mode.\n\n");
+  fprintf(md, "## 5. Figure 11: energy saving, power saving and overhead of one request against slack\n\n"
+              "Each model's single request (§4.1: 4096/512; prefill at 4096 tokens, decode the last step at 4608) "
+              "in both budget modes; `" ENPU_POLICY_NAME_DVFS_C
+              "` is the paper's GA, `" ENPU_POLICY_NAME_DVFS_C_WALK "` the same baseline with our hull "
+              "walk (what the grids and the replay use). The figures draw, as the paper does, a group of bars "
+              "per slack for " ENPU_POLICY_DISPLAY_NODVFS ", " ENPU_POLICY_DISPLAY_DVFS_C
+              ", " ENPU_POLICY_DISPLAY_ENPU_C ", " ENPU_POLICY_DISPLAY_ENPU_ALL " and " ENPU_POLICY_DISPLAY_IDEAL
+              " (▲ `paper`: the paper's stated " ENPU_POLICY_DISPLAY_ENPU_ALL " saving, "
+              "a mean over the four models); the design-space variants are in Figures 15–17 and 21. "
+              "Tables: energy saving (%%), `paper` / `strict` mode.\n\n");
   for (int i = 0; i < x->nmodels; i++) {
     fprintf(md, "### %s\n\n", x->models[i].name);
     for (int b = 0; b < 2; b++) {

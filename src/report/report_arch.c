@@ -215,9 +215,9 @@ static void break_even(const arch_ctx *a, int param, const double *x, int nx, FI
       else if (!isnan(hi)) snprintf(keeps, sizeof keeps, "%.10g (smallest: %.10g)", hi, lo);
       fprintf(md, "| %s | %s | %g %% | %.2f %% | %s | %s |\n", config_sweep_param_path(param),
               ph ? "decode" : "prefill", 100 * a->slack[s], base, keeps,
-              !a->dvfs_c ? "no DVFS-C in the store"
+              !a->dvfs_c ? "no " ENPU_POLICY_DISPLAY_DVFS_C " in the store"
               : used     ? stops
-                         : "none: it beats DVFS-C at every value");
+                         : "none: it beats " ENPU_POLICY_DISPLAY_DVFS_C " at every value");
     }
 }
 
@@ -407,7 +407,7 @@ static int arch_setup(arch_ctx *a, const report_arch_options *o, enpu_err *err) 
   pick_bases(a);
   pick_slacks(a, o->slack);
   ENPU_RETURN_IF(a->nbases == 0 || a->nslack == 0, err, ENPU_ERR_NOT_FOUND,
-                 "the store has no compiled policy beside NoDVFS on the job's chip");
+                 "the store has no compiled policy beside " ENPU_POLICY_DISPLAY_NODVFS " on the job's chip");
   return ENPU_OK;
 }
 
@@ -424,7 +424,8 @@ int report_arch_write(const report_arch_options *o, char **md_path, enpu_err *er
   if (rc == 0) rc = report_file_open(o->out_dir, "sweep.md", &md, err);
   if (rc == 0) {
     fprintf(md,
-            "# Chip sweep of %s\n\nSavings vs NoDVFS on the same chip variant, the mean over the ok buckets "
+            "# Chip sweep of %s\n\nSavings vs " ENPU_POLICY_DISPLAY_NODVFS
+            " on the same chip variant, the mean over the ok buckets "
             "of each phase (%%); the job's chip is the point at its own value.\n",
             o->store_path);
     rc = sweeps(&a, md, err);

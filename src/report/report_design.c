@@ -224,7 +224,7 @@ static int fig13(const report_ctx *r, FILE *md, enpu_err *err) {
   fprintf(md, "### Energy lost in the regulators (Figure 13)\n\n"
               "Σ over components of each plan's `regulator_loss_nj` (energy its regulators lose, "
               "inside its energy), mean over the ok buckets, in two readings: in %% of the "
-              "bucket's NoDVFS energy, and in %% of the plan's own energy. The DVFS IVR's "
+              "bucket's " ENPU_POLICY_DISPLAY_NODVFS " energy, and in %% of the plan's own energy. The DVFS IVR's "
               "efficiency falls with its output voltage and rises with its load (Table 6); §4.4 "
               "has the conversion overhead grow slightly as the plans throttle more (~1.5 %% for "
               "prefill). A plan that throttles more also spends less, so its loss can fall in "
@@ -282,7 +282,8 @@ static int fig15(const report_ctx *r, FILE *md, enpu_err *err) {
   qsort(pts, n, sizeof *pts, cmp_shadow);
   fprintf(md,
           "%s with the VU shadow register file sizes the store holds (the chip's is %d). "
-          "`slowdown` is the plan's time over NoDVFS's at 0 %% slack (what Figure 15 plots) in the "
+          "`slowdown` is the plan's time over " ENPU_POLICY_DISPLAY_NODVFS
+          "'s at 0 %% slack (what Figure 15 plots) in the "
           "store's budget mode (paper: the critical path plus the paper's overhead), `overhead` its "
           "whole time beyond the critical path, `paper overhead` the V/f transitions and what domain "
           "crossings cost the loops' throughput (§4.4, Figure 7; without the pipeline fill/drain and "
@@ -365,7 +366,7 @@ static int fig21(const report_ctx *r, FILE *md, enpu_err *err) {
                         x ? x : config_policy_name(CONFIG_POLICY_ENPU_ALL), pgx};
   return fig_set(r, md, "DVFS and power gating (Figure 21)",
                  "None (`" ENPU_POLICY_NAME_NODVFS "`), PG only (`" ENPU_POLICY_GATE_ALONE
-                 "`: ReGate-style gating on the NoDVFS schedule), "
+                 "`: ReGate-style gating on the " ENPU_POLICY_DISPLAY_NODVFS " schedule), "
                  "DVFS only and PG + DVFS (the DVFS plan first, then gating on its schedule; "
                  "finalisation keeps the gated plan only when it fits and saves energy).",
                  "gating", want, 4, 3, err);
@@ -491,7 +492,7 @@ int report_design_section(const report_ctx *r, FILE *md, enpu_err *err) {
                        "`) against one V/f setting per "
                        "millisecond epoch (`" ENPU_POLICY_NAME_DVFS_C_MS "`, `" ENPU_POLICY_NAME_ENPU_MS
                        "`: operators merged into epochs of at "
-                       "least the job's `epoch_ms` of NoDVFS time, §4.6).",
+                       "least the job's `epoch_ms` of " ENPU_POLICY_DISPLAY_NODVFS " time, §4.6).",
                        "granularity", gran, 4, 2, err));
   const char *const doms[] = {config_policy_name(CONFIG_POLICY_ENPU_3DOM),
                               config_policy_name(CONFIG_POLICY_ENPU_4DOM),

@@ -115,7 +115,7 @@ static int write_md(const char *dir, const char *title, const imbalance_point *p
   ENPU_FORWARD(report_file_open(dir, "figure20.md", &md, err));
   fprintf(md,
           "# Figure 20: expert load imbalance — %s\n\n![Figure 20](figure20.png)\n\n"
-          "Savings vs NoDVFS (at the same load) by expert capacity factor: mean over the "
+          "Savings vs " ENPU_POLICY_DISPLAY_NODVFS " (at the same load) by expert capacity factor: mean over the "
           "slacks, min..max in brackets. \"For the load\": plans compiled for that factor "
           "(ideal provisioning); \"worst-case plan\": the plans compiled for the worst case "
           "(the default) run on that load. Data: `figure20.dat`.\n\n"

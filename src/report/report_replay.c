@@ -497,7 +497,8 @@ static void md_coverage(FILE *md, const json_t *pols) {
       md,
       "Every request is in the SLO attainment and the energy. Per SLO class (by input length): served on "
       "compiled plans only (plan), its prefill beyond the largest seq bucket run in chunks (chunked), a decode "
-      "pass beyond the largest seq bucket run at NoDVFS on the extrapolated fallback (fallback; a short "
+      "pass beyond the largest seq bucket run at " ENPU_POLICY_DISPLAY_NODVFS
+      " on the extrapolated fallback (fallback; a short "
       "request batched with a long one rides its passes), or both; unservable requests (KV beyond every "
       "compiled bucket's) are not run and count as misses: %lld here. Why savings differ between traces: the "
       "mean SLO slack left per class (" ENPU_POLICY_NAME_NODVFS

@@ -141,7 +141,8 @@ static int plot_savings(const report_ctx *r, const report_savings_row *rows, siz
 
 static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const int drawn[2]) {
   fprintf(md, "## 1. Energy savings vs SLO slack (Figure 11)\n\n"
-              "Per policy and phase, the energy saved against NoDVFS by the stored plan of every "
+              "Per policy and phase, the energy saved against " ENPU_POLICY_DISPLAY_NODVFS
+              " by the stored plan of every "
               "compiled bucket at each slack (mean over buckets, error bars from min to max). "
               "`budget` is the mode the plans were compiled in (docs/policies.md, Budget modes): strict fits "
               "the plan's whole time in max(T_nodvfs, T_peak) + slack · T_nodvfs; paper fits its "
@@ -150,8 +151,9 @@ static void md_savings(FILE *md, const report_savings_row *rows, size_t n, const
               "lengthen), in %% of T_nodvfs: in paper mode the plans run that much past their budget. "
               "`paper overhead` is the paper's (§4.4): the transitions and what crossings cost the loops' "
               "throughput (Figure 7's IPC), as the authors' simulator times an op (its slowest component's "
-              "time: no fill/drain, no warmup). The plots draw the compared policies (NoDVFS, "
-              "DVFS-C, eNPU-C, eNPU-All, Ideal); the design-space variants have their own figures "
+              "time: no fill/drain, no warmup). The plots draw the compared policies (" ENPU_POLICY_DISPLAY_NODVFS
+              ", " ENPU_POLICY_DISPLAY_DVFS_C ", " ENPU_POLICY_DISPLAY_ENPU_C ", " ENPU_POLICY_DISPLAY_ENPU_ALL
+              ", " ENPU_POLICY_DISPLAY_IDEAL "); the design-space variants have their own figures "
               "(section 4) and every policy is in the table.\n\n");
   for (int ph = 0; ph < 2; ph++)
     if (drawn[ph]) fprintf(md, "![%s savings vs slack](savings_%s.png)\n\n", phase_names[ph], phase_names[ph]);
@@ -232,10 +234,12 @@ static int has_median(const report_ctx *r, FILE *md, int ph) {
 /* Figure 12 for both phases; a phase without a common ok bucket gets a note. */
 static int section_breakdown(const report_ctx *r, FILE *md, enpu_err *err) {
   fprintf(md, "## 2. Energy by component (Figure 12)\n\n"
-              "For the median bucket of each phase (by NoDVFS time, among buckets compiled in every "
+              "For the median bucket of each phase (by " ENPU_POLICY_DISPLAY_NODVFS
+              " time, among buckets compiled in every "
               "policy), the energy of one forward pass by component: every op instance at the Pareto "
               "point its plan puts it on (the plan's walk prefix, or for a plan that is no walk "
-              "prefix, `—`, e.g. DVFS-C's GA, its stored runs), times that point's per-component "
+              "prefix, `—`, e.g. " ENPU_POLICY_DISPLAY_DVFS_C
+              "'s GA, its stored runs), times that point's per-component "
               "energy. `plan` is the stored plan energy on the real operator order; it differs "
               "from Σ slots by the V/f transitions between operators.\n\n"
               "The slots: SA, VU, SRAM, HBM and ICI are the five DVFS components (dynamic and "
