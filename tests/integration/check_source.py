@@ -15,13 +15,16 @@ Usage: /usr/bin/python3 check_source.py SOURCE_ROOT CTAGS
 2. Comments and scripts point only at what a clone of the repository has: no design
    document outside it (DESIGN.md), no issue numbers of a tracker, no paths of one
    machine (/work/...). They cite src/README.md, the paper by section, or results/.
-3. A policy's name is written once, in the one table (src/common/enpu_policy.h): no C
-   string literal in src/**/*.c|h elsewhere holds a policy's spelling as a whole word
-   (`nodvfs`, `pg+enpu-all`, `enpu-all@shadow=8`, `pg`), so renaming or adding a policy
+3. A policy's name and display name are written once, in the one table
+   (src/common/enpu_policy.h): no C string literal in src/**/*.c|h elsewhere holds a
+   policy's spelling as a whole word (`nodvfs`, `pg+enpu-all`, `enpu-all@shadow=8`, `pg`)
+   or its display name as a whole word, case and all (`NoDVFS`, `DVFS-C's`, `eNPU-All`,
+   `Ideal`; not `ideal` or `eNPU`, the architecture), so renaming or adding a policy
    cannot leave a stale copy in a help text, a report or a rule. Code names a policy with
-   config_policy_name() or the table's ENPU_POLICY_NAME_* macros
-   (help texts concatenate them). Comments may name policies: they are documentation.
-   A phrase where the word is English rather than a policy is listed in PROSE with why.
+   config_policy_name() or the table's ENPU_POLICY_NAME_*/ENPU_POLICY_DISPLAY_* macros
+   (help texts, printf formats and report prose concatenate them). Comments may name
+   policies: they are documentation. A phrase where a word is English rather than a
+   policy is listed in PROSE with why.
 Prints one line per offence and a final "N passed, M failed"; exits 1 on any failure.
 """
 import collections
@@ -44,6 +47,7 @@ CITATION_SUFFIXES = {".c", ".h", ".py", ".sh", ".txt", ".sbatch", ".in", ".md", 
 # The table of policies: the one file whose string literals spell the policies.
 POLICY_TABLE = "src/common/enpu_policy.h"
 POLICY_NAME = re.compile(r'#define ENPU_POLICY_NAME_\w+ "([^"]+)"')
+POLICY_DISPLAY = re.compile(r'#define ENPU_POLICY_DISPLAY_\w+ "([^"]+)"')
 # Phrases inside string literals where a policy's word is plain English (phrase: why).
 PROSE = {
     "ideal provisioning": "the paper's words for a capacity that predicts the load (report_imbalance.c)",
@@ -102,13 +106,16 @@ def citation_problems(root):
 
 
 def policy_word(root):
-    """The regex of a policy's spelling as a whole word: [pg+]<name>[@...], or pg."""
+    """The regex of a policy's spelling as a whole word: [pg+]<name>[@...], pg, or its
+    display name (case-sensitive, so the English "ideal" and "uniform" stay prose)."""
     table = root / POLICY_TABLE
-    names = POLICY_NAME.findall(table.read_text()) if table.is_file() else []
-    if len(names) < 5:  # the table was not read: fail rather than pass vacuously
+    text = table.read_text() if table.is_file() else ""
+    names, displays = POLICY_NAME.findall(text), POLICY_DISPLAY.findall(text)
+    if len(names) < 5 or len(displays) < 5:  # the table was not read: fail, not pass vacuously
         return None
     alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![\w-])(?:(?:pg\+)?(?:{alt})|pg)(?![\w-])")
+    shown = "|".join(re.escape(n) for n in sorted(displays, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:(?:pg\+)?(?:{alt})|pg|{shown})(?![\w-])")
 
 
 def spelled_literals(text, word):
@@ -128,14 +135,19 @@ def spelled_literals(text, word):
 SAMPLE = ('x = "nodvfs"; y = "a pg+enpu-all b"; z = "enpu-all@shadow=8";\n'
           '/* "nodvfs" in a comment */ // "ideal"\n'
           'w = "pg"; v = "T_nodvfs non-uniform ideal provisioning \\"quoted\\" uniformly"; c = \'"\';\n'
-          'u = "it is \\"uniform\\"";\n', [1, 1, 1, 3, 4])
+          'u = "it is \\"uniform\\"";\n'
+          'd = "savings vs NoDVFS (%)"; e = "DVFS-C\'s GA"; f = "eNPU-C";\n'
+          'g = "eNPU-All (ms epochs)"; h = "Ideal is exact"; i = "Uniform";\n'
+          'j = "Idealism, Idealised, Uniformly"; k = "eNPU with 3 domains, eNPU\'s default";\n'
+          'l = "NoDVFSx DVFS-Cs eNPU-Allx xNoDVFS"; /* "NoDVFS" */ // "Ideal"\n',
+          [1, 1, 1, 3, 4, 5, 5, 5, 6, 6, 6])
 
 
 def literal_problems(root):
     """[file:line: literal] of every string literal outside the table that spells a policy."""
     word = policy_word(root)
     if word is None:
-        return [f"{POLICY_TABLE}: fewer than 5 ENPU_POLICY_NAME_* macros read"]
+        return [f"{POLICY_TABLE}: fewer than 5 ENPU_POLICY_NAME_* or ENPU_POLICY_DISPLAY_* macros read"]
     sample = [no for no, _ in spelled_literals(SAMPLE[0], word)]
     if sample != SAMPLE[1]:
         return [f"the literal scanner on its sample found lines {sample}, not {SAMPLE[1]}"]
