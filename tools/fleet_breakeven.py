@@ -18,6 +18,8 @@ import json
 import subprocess
 import sys
 
+from policy_names import NAME
+
 WAKES = [10, 100, 1000, 2969, 10000, 30000, 60000, 120000]
 
 
@@ -37,7 +39,7 @@ def main():
     p.add_argument("--store", required=True)
     p.add_argument("--cluster", required=True)
     p.add_argument("--trace", required=True)
-    p.add_argument("--policy", default="enpu-all")
+    p.add_argument("--policy", default=NAME["ENPU_ALL"])
     p.add_argument("--fleet", default="+as", help="the autoscaled fleet (+as or @gated+as)")
     p.add_argument("--rates", default="1")
     p.add_argument("--wake-ms", default=",".join(map(str, WAKES)))

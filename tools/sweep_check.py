@@ -24,6 +24,8 @@ import sys
 
 import h5py
 
+from policy_names import NAME
+
 
 
 def same_content(a, b):
@@ -65,7 +67,7 @@ def main():
     chip = json.loads(f.attrs["chip_json"])
     own = chip_value(chip, path)
     bad = 0
-    for base in sorted(n for n in pols if ":" not in n and n not in ("nodvfs", "uniform")):
+    for base in sorted(n for n in pols if ":" not in n and n not in (NAME["NODVFS"], NAME["UNIFORM"])):
         points = {}
         for n in pols:
             if not n.startswith(base + ":"):

@@ -113,7 +113,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("store")
     ap.add_argument("trace")
-    ap.add_argument("--policy", default="enpu-all")
+    ap.add_argument("--policy", default=None, help="a policy of the store (default: the store's default, as enpu query)")
     ap.add_argument("--slack", default="0.05", help="a fraction (0.05) or a percent with its unit (5%%)")
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--window-ms", type=float, default=50.0)
@@ -128,6 +128,7 @@ def main():
         ap.error(e.message)
     rows = read_trace(a.trace, a.requests)
     with enpu_planstore.open(a.store) as store:
+        a.policy = a.policy or enpu_planstore.default_policy(store.policies())
         meter = Meter(store, a.policy, a.slack)
         serve(rows, meter, a.max_batch, a.window_ms / 1e3)
     out = report(rows, meter, a)
