@@ -18,7 +18,8 @@
  *    the others. Each task counts once: whichever of its results comes first is taken,
  *    a later one is dropped before the journal (farm_job_take), and a silent rank that
  *    answers gets work again. One still silent at the end could never finalize MPI:
- *    after the last checkpoint and the summaries, farm_run aborts the ranks (exit 1).
+ *    after the last checkpoint and the summaries, farm_run aborts the ranks with the
+ *    status the caller gives the run's outcome (farm_options.abort_status).
  *  - Every result is in its job's journal before it counts as done; journals are synced
  *    at least every second while results arrive, at once when a stop signal is seen, and
  *    reset only after a checkpoint.
@@ -108,7 +109,8 @@ static void sleep_s(double s) {
 }
 
 /* A test's hook (ENPU_FARM_TEST_HOLD=PHASE[:FILE], docs/store.md "Failure semantics"): at the
- * boundary PHASE (start, setup, tasks, validation, summary) wait until a stop signal
+ * boundary PHASE (start, setup, tasks, silent: a rank was just called silent, validation,
+ * summary) wait until a stop signal
  * comes, having said so on the log, so that a test signals a farm in a known phase
  * without racing it. With FILE, only when FILE does not exist yet (it is created): a
  * resumed run goes through. Unset, it does nothing. */
@@ -466,6 +468,7 @@ static int call_silent(master *m, links *l, int w, double now, enpu_err *err) {
       ENPU_FORWARD(farm_job_requeue(m->jobs[b->job[t]], b->task[t], err));
     b->requeued = 1;
   }
+  test_hold(m->o.log, "silent");
   return 0;
 }
 
@@ -847,9 +850,16 @@ static int open_comm(master *m, int *own_mpi, enpu_err *err) {
   return 0;
 }
 
+/* The status the ranks are aborted with when a worker is still silent at the end: what
+ * the caller maps the run's error or its stop signal to (farm_options.abort_status). */
+static int silent_status(const master *m, int rc) {
+  const int interrupted = rc == 0 && farm_signal_seen && run_outcome(m->sums, m->njobs) == FARM_INTERRUPTED;
+  return m->o.abort_status ? m->o.abort_status(rc, interrupted, m->o.print_user) : 1;
+}
+
 /* Rank 0 at the end: the ranks still silent named, with what became of their work.
  * @return how many there are. */
-static int say_silent(const master *m, int rc) {
+static int say_silent(const master *m, int rc, int status) {
   const int n = silent_count(m);
   if (!n) return 0;
   char names[256] = "";
@@ -859,11 +869,13 @@ static int say_silent(const master *m, int rc) {
   const int complete = rc == 0 && run_outcome(m->sums, m->njobs) != FARM_INTERRUPTED;
   fprintf(
       m->o.log,
-      "farm: rank%s %s%s%s still silent: %s; MPI cannot end with a silent rank, so the job ends with exit status 1\n",
+      "farm: rank%s %s%s%s still silent: %s; MPI cannot end with a silent rank, so the job ends with exit status "
+      "%d\n",
       n > 1 ? "s" : "", names, len + 16 >= sizeof names ? "..." : "", n > 1 ? " are" : " is",
       complete ? "the other ranks computed its tasks and the stores are complete"
       : rc < 0 ? "the run stopped on the error above"
-               : "the stores are checkpointed and the same command computes the rest");
+               : "the stores are checkpointed and the same command computes the rest",
+      status);
   fflush(m->o.log);
   return n;
 }
@@ -873,10 +885,10 @@ static int say_silent(const master *m, int rc) {
  * reach the others any more stops them all, and so does rank 0 when a worker is still
  * silent (it would never reach the barrier, nor MPI_Finalize): the top of the farm is
  * where that is decided. */
-static int close_comm(master *m, int own_mpi, int silent, int rc, enpu_err *err) {
+static int close_comm(master *m, int own_mpi, int silent, int status, int rc, enpu_err *err) {
   if (silent) {
     fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Abort(MPI_COMM_WORLD, status);
   }
   const int brc = MPI_Barrier(m->comm);
   if (brc != MPI_SUCCESS) {
@@ -901,14 +913,16 @@ static int run_ranks(const farm_options *opt, farm_summary *sums, enpu_err *err)
   ENPU_FORWARD(open_comm(&m, &own_mpi, err));
   for (int j = 0; j < njobs; j++) sums[j].rank = m.rank, sums[j].ranks = m.size;
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sums, njobs, err);
-  const int silent = m.rank == 0 ? say_silent(&m, rc) : 0;
-  if (m.rank == 0) master_free(&m);
+  /* The error first: the silent ranks' note refers to it. */
   if (m.rank == 0 && rc < 0 && m.o.print_error) m.o.print_error(err, m.o.print_user);
   if (m.rank == 0 && rc == 0 && farm_signal_seen && run_outcome(sums, njobs) != FARM_INTERRUPTED)
     fprintf(m.o.log,
             "farm: signal %d came after every task was done: the run finished, nothing is left to resume\n",
             (int)farm_signal_seen);
-  return close_comm(&m, own_mpi, silent, rc, err);
+  const int status = m.rank == 0 ? silent_status(&m, rc) : 0;
+  const int silent = m.rank == 0 ? say_silent(&m, rc, status) : 0;
+  if (m.rank == 0) master_free(&m);
+  return close_comm(&m, own_mpi, silent, status, rc, err);
 }
 
 int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {

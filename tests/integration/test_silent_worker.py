@@ -14,7 +14,11 @@ hook ENPU_FARM_TEST_STOP_RANK makes worker 2 stop when its first batch comes:
     overdue and answered after all, the store equals the undisturbed run's, each task
     counted and logged once although two ranks computed some of them;
   - alone (-np 2, the only worker stopped): no task can run: exit 1, the summary says
-    interrupted, and the same command computes the rest into the same store.
+    interrupted, and the same command computes the rest into the same store;
+  - interrupted (stopped as above, and SIGUSR1 to mpirun, as Slurm's warning, while rank
+    0 holds right after calling rank 2 silent: ENPU_FARM_TEST_HOLD=silent): the silent
+    rank does not hide the interruption: exit 3 (what slurm/enpu-slurm.sh requeues on),
+    and the same command completes the store.
 Every wait is for an exit; bounds only guard against hangs.
 Usage: test_silent_worker.py ENPU SOURCE_DIR"""
 import csv
@@ -134,6 +138,32 @@ def alone(h, tmp, job, ref):
         kill_ranks(store)
 
 
+def interrupted(h, tmp, job, ref):
+    store, err_path = os.path.join(tmp, "interrupted.h5"), os.path.join(tmp, "interrupted.err")
+    env = dict(ENV, ENPU_FARM_TEST_STOP_RANK="2", ENPU_FARM_TEST_HOLD="silent")
+    try:
+        with open(err_path, "w") as err, subprocess.Popen(farm_cmd(h, 3, store, tmp, job=job, extra=OPTS),
+                                                          stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                                          cwd=tmp, start_new_session=True) as p:
+            held = wait_for(lambda: "farm: test hold at silent" in open(err_path).read(), HANG_S)
+            h.check("interrupted: rank 0 holds after calling rank 2 silent", held, open(err_path).read()[-800:])
+            p.send_signal(signal.SIGUSR1)
+            out, _ = p.communicate(timeout=HANG_S)
+        log = open(err_path).read()
+        h.check("interrupted: exit 3 (interrupted), not 1", p.returncode == 3, f"exit {p.returncode}: {log[-800:]}")
+        h.check("interrupted: the summary says interrupted", summary(out).get("outcome") == "interrupted", out[-300:])
+        h.check("interrupted: the log names rank 2 as still silent and the status",
+                "farm: rank 2 is still silent: the stores are checkpointed and the same command computes the rest; "
+                "MPI cannot end with a silent rank, so the job ends with exit status 3" in log, log[-800:])
+        h.check("interrupted: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
+        again = subprocess.run(farm_cmd(h, 3, store, tmp, job=job), capture_output=True, text=True, env=ENV, cwd=tmp,
+                               timeout=HANG_S)
+        h.check("interrupted: the same command then exits 0", again.returncode == 0, again.stderr[-800:])
+        h.check("interrupted: store identical to an undisturbed run's", *same(h, ref, store))
+    finally:
+        kill_ranks(store)
+
+
 def main():
     h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     tmp = tempfile.mkdtemp(prefix="enpu-silent-")
@@ -145,6 +175,7 @@ def main():
     stopped(h, tmp, job, ref)
     late(h, tmp, job, ref)
     alone(h, tmp, job, ref)
+    interrupted(h, tmp, job, ref)
     shutil.rmtree(tmp)
     h.finish()
 
