@@ -242,12 +242,13 @@ static int make_batch(master *m, double target_s, farm_buf *out, held_batch *hel
 }
 
 /* Take a result batch; *dups counts the results ignored as duplicates (a requeued
- * task's second result), *compute_s adds up the batch's task times. */
-static int take_results(master *m, const farm_buf *b, int *dups, double *compute_s, enpu_err *err) {
+ * task's second result), *compute_s and *cpu_s add up the batch's task times (wall, and
+ * the tasks' threads' CPU). */
+static int take_results(master *m, const farm_buf *b, int *dups, double *compute_s, double *cpu_s, enpu_err *err) {
   size_t off = 0;
   farm_task_result tr;
   int rc;
-  *dups = 0, *compute_s = 0;
+  *dups = 0, *compute_s = 0, *cpu_s = 0;
   while ((rc = farm_result_next(b->data, b->len, &off, &tr, err)) == 1) {
     ENPU_RETURN_IF(tr.job >= (uint32_t)m->njobs, err, ENPU_ERR_FORMAT, "a result for job %u of %d", tr.job,
                    m->njobs);
@@ -255,6 +256,7 @@ static int take_results(master *m, const farm_buf *b, int *dups, double *compute
     ENPU_FORWARD(farm_job_take(m->jobs[tr.job], &tr, &dup, err));
     *dups += dup;
     *compute_s += tr.compute_s;
+    *cpu_s += tr.cpu_s;
   }
   if (rc == 0 && !m->results_seen++) test_hold(m->o.log, "tasks");
   return rc;
@@ -422,13 +424,15 @@ static int take_one(master *m, links *l, enpu_err *err) {
   if (!flag) return 0;
   const int w = st.MPI_SOURCE;
   int rc = recv_bytes(m->comm, &st, &l->in, err), dups = 0;
-  double compute_s = 0;
-  if (rc == 0) rc = take_results(m, &l->in, &dups, &compute_s, err);
+  double compute_s = 0, cpu_s = 0;
+  if (rc == 0) rc = take_results(m, &l->in, &dups, &compute_s, &cpu_s, err);
   l->busy[w]--;
   l->since[w] = enpu_now_s();
-  /* A late batch's time says nothing of the work: a rank stopped mid-task counts the
-   * stop in it. */
-  if (!m->silent[w]) m->longest_s = fmax(m->longest_s, compute_s);
+  /* A late batch's wall time may count a stop (a rank stopped mid-task), its tasks'
+   * thread CPU time does not: that much of it was work. Ignoring late batches would keep
+   * the timeout under tasks longer than it (`ideal`), which would go from rank to rank
+   * for ever. */
+  m->longest_s = fmax(m->longest_s, m->silent[w] ? fmin(compute_s, cpu_s) : compute_s);
   if (m->silent[w]) {
     fprintf(
         m->o.log,
@@ -473,15 +477,20 @@ static int call_silent(master *m, links *l, int w, double now, enpu_err *err) {
 }
 
 /* Every worker that holds a batch longer than its timeout is called silent. Timeouts are
- * seconds: a look every 0.1 s keeps the walk over the ranks off the per-message cost. */
+ * seconds: a look every 0.1 s keeps the walk over the ranks off the per-message cost.
+ * since[] moves only when the master takes an answer, so after the master was busy (a
+ * long checkpoint, a slow fsync) a rank whose answer is already waiting is not silent:
+ * only overdue ranks are probed. */
 static int find_silent(master *m, links *l, enpu_err *err) {
   const double now = enpu_now_s();
   if (m->o.worker_timeout_s <= 0 || now - l->checked_s < 0.1) return 0;
   l->checked_s = now;
   for (int w = 1; w < m->size; w++) {
     if (m->silent[w] || l->busy[w] == 0) continue;
-    if (now - l->since[w] > timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2]))
-      ENPU_FORWARD(call_silent(m, l, w, now, err));
+    if (now - l->since[w] <= timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2])) continue;
+    int waiting = 0;
+    MPI_CHECK(MPI_Iprobe(w, TAG_RESULT, m->comm, &waiting, MPI_STATUS_IGNORE), err);
+    if (!waiting) ENPU_FORWARD(call_silent(m, l, w, now, err));
   }
   return 0;
 }
@@ -561,8 +570,8 @@ static int master_loop_inline(master *m, clocks *c, enpu_err *err) {
     in.len = 0;
     rc = farm_exec_batch(m->exec, out.data, out.len, &in, err);
     int dups;
-    double compute_s;
-    if (rc == 0) rc = take_results(m, &in, &dups, &compute_s, err);
+    double compute_s, cpu_s;
+    if (rc == 0) rc = take_results(m, &in, &dups, &compute_s, &cpu_s, err);
     if (rc == 0) rc = duties(m, c, err);
   }
   farm_buf_free(&out);
