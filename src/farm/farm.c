@@ -141,13 +141,17 @@ static void test_stop(MPI_Comm comm) {
   else raise(SIGSTOP);
 }
 
-/* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off. */
-static int wait_message(MPI_Comm comm, int source, double max_sleep_s, MPI_Status *st, enpu_err *err) {
+/* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off,
+ * until deadline_s (enpu_now_s; 0: no limit). @return 1 a message, 0 none by the
+ * deadline, or an error. */
+static int wait_message(MPI_Comm comm, int source, double max_sleep_s, double deadline_s, MPI_Status *st,
+                        enpu_err *err) {
   double pause = 50e-6;
   for (;;) {
     int flag = 0;
     MPI_CHECK(MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, st), err);
-    if (flag) return 0;
+    if (flag) return 1;
+    if (deadline_s > 0 && enpu_now_s() > deadline_s) return 0;
     sleep_s(pause);
     pause = fmin(2 * pause, max_sleep_s);
   }
@@ -365,20 +369,44 @@ static int links_open(links *l, master *m, enpu_err *err) {
   return 0;
 }
 
+/* A note's start: on a terminal, off the progress line it would end otherwise. */
+static const char *fresh_line(const master *m) { return !m->o.quiet && isatty(fileno(m->o.log)) ? "\n" : ""; }
+
+static double timeout_s(const master *m, const held_batch *b);
+
+/* After an error, take rank w's batches still running so that it reaches TAG_STOP, each
+ * within the rank's timeout: one past it is silent (said on the log), as in the run,
+ * and farm_run aborts the ranks. @return 0, or an error. */
+static int drain_rank(links *l, master *m, int w, enpu_err *err) {
+  for (; l->busy[w] > 0; l->busy[w]--) {
+    const held_batch *oldest = &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2];
+    const double until = m->o.worker_timeout_s > 0 ? l->since[w] + timeout_s(m, oldest) : 0;
+    MPI_Status st;
+    const int got = wait_message(m->comm, w, 0.010, until, &st, err);
+    ENPU_FORWARD(got);
+    if (!got) {
+      fprintf(m->o.log, "%sfarm: rank %d has not answered for %.0f s; the run stops without it\n", fresh_line(m), w,
+              enpu_now_s() - l->since[w]);
+      fflush(m->o.log);
+      m->silent[w] = 1;
+      return 0;
+    }
+    ENPU_FORWARD(recv_bytes(m->comm, &st, &l->in, err));
+    l->since[w] = enpu_now_s();
+  }
+  return 0;
+}
+
 /* After an error, take the batches still running so every worker reaches TAG_STOP (a
  * broken link ends the wait: farm_run aborts the ranks then). A silent rank is not
  * waited for: farm_run aborts the ranks, so its sends stay as they are (their buffers
  * too, which MPI may still read). */
-static int links_close(links *l, const master *m, int rc, enpu_err *err) {
+static int links_close(links *l, master *m, int rc, enpu_err *err) {
   enpu_err ignored;
   enpu_err *e = rc < 0 ? &ignored : err;
   for (int w = 1; l->busy && w < m->size; w++) {
-    for (int drc = 0; drc == 0 && !is_silent(m, w) && l->busy[w] > 0; l->busy[w]--) {
-      MPI_Status st;
-      drc = wait_message(m->comm, w, 0.010, &st, e);
-      if (drc == 0) drc = recv_bytes(m->comm, &st, &l->in, e);
-      if (drc < 0 && rc == 0) rc = drc;
-    }
+    const int drc = is_silent(m, w) ? 0 : drain_rank(l, m, w, e);
+    if (drc < 0 && rc == 0) rc = drc;
   }
   for (int k = 0; l->req && k < 2 * m->size; k++) {
     if (is_silent(m, k / 2)) continue;
@@ -411,9 +439,6 @@ static int feed_workers(master *m, links *l, enpu_err *err) {
   }
   return 0;
 }
-
-/* A note's start: on a terminal, off the progress line it would end otherwise. */
-static const char *fresh_line(const master *m) { return !m->o.quiet && isatty(fileno(m->o.log)) ? "\n" : ""; }
 
 /* Take one result batch if one has come; a silent rank that answers is one again.
  * @return 1 taken, 0 none, or an error. */
@@ -791,7 +816,7 @@ static int run_master(master *m, enpu_err *err) {
 static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out, int *stop, int64_t *batches,
                        enpu_err *err) {
   MPI_Status st;
-  ENPU_FORWARD(wait_message(comm, 0, 0.002, &st, err));
+  ENPU_FORWARD(wait_message(comm, 0, 0.002, 0, &st, err));
   if (st.MPI_TAG == TAG_STOP) {
     int outcome;
     MPI_CHECK(MPI_Recv(&outcome, 1, MPI_INT, 0, TAG_STOP, comm, MPI_STATUS_IGNORE), err);
