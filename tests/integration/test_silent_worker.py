@@ -18,7 +18,12 @@ hook ENPU_FARM_TEST_STOP_RANK makes worker 2 stop when its first batch comes:
   - interrupted (stopped as above, and SIGUSR1 to mpirun, as Slurm's warning, while rank
     0 holds right after calling rank 2 silent: ENPU_FARM_TEST_HOLD=silent): the silent
     rank does not hide the interruption: exit 3 (what slurm/enpu-slurm.sh requeues on),
-    and the same command completes the store.
+    and the same command completes the store;
+  - full disk (stopped as above, the store on an 8 KiB tmpfs, a checkpoint every 0.2 s,
+    --worker-timeout 5: the first checkpoint fails while rank 2 is stopped and not yet
+    called silent): rank 0 waits for rank 2's batch at most its timeout instead of for
+    ever, then exits 4 (the environment), the error printed before the silent note.
+    Skipped when this process may not mount a tmpfs.
 Every wait is for an exit; bounds only guard against hangs.
 Usage: test_silent_worker.py ENPU SOURCE_DIR"""
 import csv
@@ -164,6 +169,33 @@ def interrupted(h, tmp, job, ref):
         kill_ranks(store)
 
 
+def full_disk(h, tmp, job):
+    mnt = os.path.join(tmp, "small")
+    os.mkdir(mnt)
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", mnt], capture_output=True, text=True)
+    if m.returncode != 0:
+        print(f"SKIP full disk: cannot mount a tmpfs ({m.stderr.strip()})")
+        return
+    store = os.path.join(mnt, "full.h5")
+    try:
+        cmd = farm_cmd(h, 3, store, tmp, job=job, extra=("--batch-s", "0", "--worker-timeout", "5", "--checkpoint-s",
+                                                         "0.2", "--results", mnt))
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, ENPU_FARM_TEST_STOP_RANK="2"), cwd=tmp,
+                           timeout=HANG_S, start_new_session=True)
+        err = r.stderr
+        h.check("full disk: exit 4 (the environment), not a hang nor 1", r.returncode == 4,
+                f"exit {r.returncode}: {err[-800:]}")
+        h.check("full disk: rank 0 gave up on rank 2's batch", "farm: rank 2 has not answered for" in err
+                and "the run stops without it" in err, err[-800:])
+        full, note = err.find("No space left on device"), err.find("farm: rank 2 is still silent: the run stopped on "
+                                                                   "the error above")
+        h.check("full disk: the error, then the silent note that refers to it", 0 <= full < note, err[-800:])
+        h.check("full disk: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
+    finally:
+        kill_ranks(store)
+        subprocess.run(["umount", mnt], capture_output=True)
+
+
 def main():
     h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     tmp = tempfile.mkdtemp(prefix="enpu-silent-")
@@ -176,6 +208,7 @@ def main():
     late(h, tmp, job, ref)
     alone(h, tmp, job, ref)
     interrupted(h, tmp, job, ref)
+    full_disk(h, tmp, job)
     shutil.rmtree(tmp)
     h.finish()
 
