@@ -250,6 +250,8 @@ static json_t *summary_json(const farm_summary *s) {
   if (j && json_object_set_new(j, "sweep", sweep) < 0) json_decref(j), j = NULL;
   if (j && json_object_set_new(j, "cache", summary_cache_json(s)) < 0) json_decref(j), j = NULL;
   if (j && json_object_set_new(j, "changes", changes_json(s)) < 0) json_decref(j), j = NULL;
+  if (j && json_object_set_new(j, "duplicates", json_integer((json_int_t)s->duplicates)) < 0)
+    json_decref(j), j = NULL;
   return j;
 }
 

@@ -188,6 +188,8 @@ typedef struct {
                            and not heard from since; still set at the end: farm_run aborts */
   double longest_s;     /* the most compute seconds a result batch took so far */
   int wait_said;        /* the wait for silent ranks at the end was announced */
+  int final_ckpt;       /* every job checkpointed with every task settled (wait_silent):
+                           nothing can change the stores any more */
 } master;
 
 typedef struct {
@@ -259,6 +261,7 @@ static int take_results(master *m, const farm_buf *b, int *dups, double *compute
     int dup = 0;
     ENPU_FORWARD(farm_job_take(m->jobs[tr.job], &tr, &dup, err));
     *dups += dup;
+    m->sums[tr.job].duplicates += dup;
     *compute_s += tr.compute_s;
     *cpu_s += tr.cpu_s;
   }
@@ -350,7 +353,7 @@ static double batch_target_s(const master *m, int nworkers) {
 typedef struct {
   int *busy, *sent;  /* per rank: batches out, batches sent so far */
   double *since;     /* per rank: when its oldest batch out became the one it works on */
-  double *give_up;   /* per silent rank: when the master stops waiting for it */
+  double idle_s;     /* when the work ended (only silent ranks hold batches); 0: it runs */
   double checked_s;  /* when find_silent last looked */
   farm_buf *out, in; /* 2 per rank; the last result received */
   held_batch *held;  /* 2 per rank, as out */
@@ -361,8 +364,8 @@ static int links_open(links *l, master *m, enpu_err *err) {
   const size_t size = (size_t)m->size;
   /* One block, owned by busy (links_close frees it). */
   const int parts = ENPU_CALLOC_PARTS(ENPU_PART(l->busy, size), ENPU_PART(l->sent, size), ENPU_PART(l->since, size),
-                                      ENPU_PART(l->give_up, size), ENPU_PART(l->out, 2 * size),
-                                      ENPU_PART(l->held, 2 * size), ENPU_PART(l->req, 2 * size));
+                                      ENPU_PART(l->out, 2 * size), ENPU_PART(l->held, 2 * size),
+                                      ENPU_PART(l->req, 2 * size));
   m->silent = enpu_calloc(size, sizeof *m->silent);
   ENPU_RETURN_IF(parts < 0 || !m->silent, err, ENPU_ERR_NOMEM, "out of memory");
   for (size_t k = 0; k < 2 * size; k++) l->req[k] = MPI_REQUEST_NULL;
@@ -490,7 +493,6 @@ static int call_silent(master *m, links *l, int w, double now, enpu_err *err) {
           fresh_line(m), w, now - l->since[w], oldest->n, sent);
   fflush(m->o.log);
   m->silent[w] = 1;
-  l->give_up[w] = now + timeout_s(m, oldest);
   for (int i = l->sent[w] - l->busy[w]; i < l->sent[w]; i++) {
     held_batch *b = &l->held[2 * w + i % 2];
     for (int t = 0; !b->requeued && t < b->n; t++)
@@ -520,23 +522,27 @@ static int find_silent(master *m, links *l, enpu_err *err) {
   return 0;
 }
 
-/* With nothing else to do, the master waits for silent ranks, each until a second
- * timeout has passed (a rank that answers then ends the run normally); the first time,
+/* With nothing else to do, the master waits for silent ranks, one more timeout from the
+ * end of the work (a rank that answers then ends the run normally); the first time,
  * with every task done, it checkpoints (the stores are complete from then on) and says
  * so. @return 1 waiting, 0 not (any more), or an error. */
-static int wait_silent(master *m, const links *l, enpu_err *err) {
+static int wait_silent(master *m, links *l, enpu_err *err) {
+  const int settled = all_settled(m);
+  if (!silent_count(m) || (!settled && silent_count(m) < m->size - 1)) return 0;
   const double now = enpu_now_s();
+  if (l->idle_s == 0) l->idle_s = now;
   double until = 0;
   for (int w = 1; w < m->size; w++)
-    if (m->silent[w] && now < l->give_up[w]) until = fmax(until, l->give_up[w]);
-  const int settled = all_settled(m);
-  if (until == 0 || (!settled && silent_count(m) < m->size - 1)) return 0;
+    if (m->silent[w])
+      until = fmax(until, l->idle_s + timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2]));
+  if (now >= until) return 0;
   if (m->wait_said) return 1;
   m->wait_said = 1;
   for (int j = 0; settled && j < m->njobs; j++) {
     ENPU_FORWARD(farm_job_sync(m->jobs[j], err));
     ENPU_FORWARD(farm_job_checkpoint(m->jobs[j], err));
   }
+  m->final_ckpt = settled;
   fprintf(m->o.log, "%sfarm: %s; waiting up to %.0f s for the silent rank(s) to answer\n", fresh_line(m),
           settled ? "every task is done and checkpointed" : "every worker is silent: no task can run", until - now);
   fflush(m->o.log);
@@ -559,7 +565,8 @@ static int master_loop_mpi(master *m, clocks *c, enpu_err *err) {
     const int stopping = farm_signal_seen != 0;
     if (!stopping) rc = feed_workers(m, &l, err);
     if (rc < 0) break;
-    if (!live_busy(m, &l)) {
+    if (live_busy(m, &l)) l.idle_s = 0;
+    else {
       /* Nothing runs: done, stopping, or only silent ranks left to wait for. */
       const int waiting = stopping ? 0 : wait_silent(m, &l, err);
       if (waiting < 0) rc = waiting;
@@ -797,8 +804,9 @@ static int run_master(master *m, enpu_err *err) {
   c.last_sync = c.last_ckpt = c.last_progress = enpu_now_s();
   test_hold(m->o.log, "setup");
   rc = m->size > 1 ? master_loop_mpi(m, &c, err) : master_loop_inline(m, &c, err);
-  for (int j = 0; rc == 0 && j < m->njobs; j++) rc = farm_job_sync(m->jobs[j], err);
-  for (int j = 0; rc == 0 && j < m->njobs; j++) rc = farm_job_checkpoint(m->jobs[j], err);
+  /* After wait_silent's checkpoint only duplicates can come, which change nothing. */
+  for (int j = 0; rc == 0 && !m->final_ckpt && j < m->njobs; j++) rc = farm_job_sync(m->jobs[j], err);
+  for (int j = 0; rc == 0 && !m->final_ckpt && j < m->njobs; j++) rc = farm_job_checkpoint(m->jobs[j], err);
   const int finished = rc == 0 && all_settled(m);
   for (int j = 0; j < m->njobs; j++)
     m->sums[j].outcome = !finished ? FARM_INTERRUPTED : m->sums[j].tasks_failed ? FARM_FAILED : FARM_DONE;

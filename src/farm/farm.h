@@ -179,6 +179,8 @@ typedef struct farm_summary {
                            checkpoints; with one rank also the compute) */
   double master_rss_mb; /* rank 0's peak resident memory */
   int64_t batches;      /* task batches rank 0 handed out (whole run) */
+  int64_t duplicates;   /* results dropped because another rank's came first (a rank
+                           called silent that answered late) */
   int jobs;             /* jobs of the run (the figures above are this one's,
                            the times and rank 0's use the whole run's) */
   /* What the run had to distrust and recompute (a damaged journal or store): printed on

@@ -10,9 +10,11 @@ hook ENPU_FARM_TEST_STOP_RANK makes worker 2 stop when its first batch comes:
     as still silent at the end, the stores are complete (equal to an undisturbed run's),
     each task is in the task log once, no journal record is left, a rerun has nothing to
     do, and no stopped rank is left behind (mpirun's abort killed it);
-  - late (R:SEC, it sleeps past the timeout, then answers): exit 0, the log says it was
-    overdue and answered after all, the store equals the undisturbed run's, each task
-    counted and logged once although two ranks computed some of them;
+  - late (R:SEC, it sleeps 7 s against --worker-timeout 5, then answers: 2 s of margin
+    on each side of the rule, overdue after the timeout and waited for one more from the
+    end of the work): exit 0, the log says it was overdue and answered after all, the
+    store equals the undisturbed run's, each task counted and logged once although two
+    ranks computed some of them, the summary's duplicates as the log's;
   - alone (-np 2, the only worker stopped): no task can run: exit 1, the summary says
     interrupted, and the same command computes the rest into the same store;
   - interrupted (stopped as above, and SIGUSR1 to mpirun, as Slurm's warning, while rank
@@ -65,9 +67,9 @@ def kill_ranks(store):
             pass
 
 
-def run_farm(h, tmp, job, store, stop=None, log=None, np_=3):
+def run_farm(h, tmp, job, store, stop=None, log=None, np_=3, opts=OPTS):
     env = dict(ENV, ENPU_FARM_TEST_STOP_RANK=stop) if stop else ENV
-    extra = (*OPTS, *(("--task-log", log) if log else ()))
+    extra = (*opts, *(("--task-log", log) if log else ()))
     return subprocess.run(farm_cmd(h, np_, store, tmp, job=job, extra=extra), capture_output=True, text=True, env=env,
                           cwd=tmp, timeout=HANG_S, start_new_session=True)
 
@@ -110,13 +112,20 @@ def stopped(h, tmp, job, ref):
 def late(h, tmp, job, ref):
     store, log = os.path.join(tmp, "late.h5"), os.path.join(tmp, "late.csv")
     try:
-        # Overdue after 2 s; rank 0 waits one more timeout for it at the end: it answers at 3 s.
-        r = run_farm(h, tmp, job, store, stop="2:3", log=log)
+        # Overdue after 5 s (when 10 x the longest batch stays under that: a margin of 2 s
+        # before the 7 s sleep ends); rank 0 waits one more timeout from the end of the work
+        # (which is past 5 s): it answers at 7 s, 3 s before that.
+        r = run_farm(h, tmp, job, store, stop="2:7", log=log, opts=("--batch-s", "0", "--worker-timeout", "5"))
         shared_checks(h, "late", r, ref, store, log, 0)
         dups = re.search(r"farm: rank 2 answered after all \(results the other ranks had sent first, ignored: (\d+)\)",
                          r.stderr)
         h.check("late: rank 2 answered after all, its results the other worker had sent first ignored (1 or more)",
                 dups and int(dups.group(1)) >= 1, r.stderr[-800:])
+        # The log counts the batch that ended the silence, the summary every duplicate (the
+        # rank's second batch too).
+        h.check("late: the summary counts the duplicates, at least those the log names", dups
+                and (summary(r.stdout).get("duplicates") or 0) >= int(dups.group(1)),
+                summary(r.stdout).get("duplicates"))
         h.check("late: nothing is still silent at the end", "still silent" not in r.stderr, r.stderr[-800:])
     finally:
         kill_ranks(store)
