@@ -131,6 +131,15 @@ def late(h, tmp, job, ref):
         kill_ranks(store)
 
 
+def resumes(h, name, tmp, job, ref, store, np_):
+    """No rank left behind, and the same command computes the rest into the store."""
+    h.check(f"{name}: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
+    again = subprocess.run(farm_cmd(h, np_, store, tmp, job=job), capture_output=True, text=True, env=ENV, cwd=tmp,
+                           timeout=HANG_S)
+    h.check(f"{name}: the same command then exits 0", again.returncode == 0, again.stderr[-800:])
+    h.check(f"{name}: store identical to an undisturbed run's", *same(h, ref, store))
+
+
 def alone(h, tmp, job, ref):
     """The only worker stops: no task can run, so rank 0 checkpoints and ends (exit 1,
     interrupted); the same command then computes the rest."""
@@ -143,11 +152,7 @@ def alone(h, tmp, job, ref):
                 in r.stderr, r.stderr[-800:])
         h.check("alone: the summary says interrupted", summary(r.stdout).get("outcome") == "interrupted",
                 r.stdout[-300:])
-        h.check("alone: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
-        again = subprocess.run(farm_cmd(h, 2, store, tmp, job=job), capture_output=True, text=True, env=ENV, cwd=tmp,
-                               timeout=HANG_S)
-        h.check("alone: the same command then exits 0", again.returncode == 0, again.stderr[-800:])
-        h.check("alone: store identical to an undisturbed run's", *same(h, ref, store))
+        resumes(h, "alone", tmp, job, ref, store, 2)
     finally:
         kill_ranks(store)
 
@@ -169,11 +174,7 @@ def interrupted(h, tmp, job, ref):
         h.check("interrupted: the log names rank 2 as still silent and the status",
                 "farm: rank 2 is still silent: the stores are checkpointed and the same command computes the rest; "
                 "MPI cannot end with a silent rank, so the job ends with exit status 3" in log, log[-800:])
-        h.check("interrupted: no rank is left behind", wait_for(lambda: not ranks_of(store), 30), ranks_of(store))
-        again = subprocess.run(farm_cmd(h, 3, store, tmp, job=job), capture_output=True, text=True, env=ENV, cwd=tmp,
-                               timeout=HANG_S)
-        h.check("interrupted: the same command then exits 0", again.returncode == 0, again.stderr[-800:])
-        h.check("interrupted: store identical to an undisturbed run's", *same(h, ref, store))
+        resumes(h, "interrupted", tmp, job, ref, store, 3)
     finally:
         kill_ranks(store)
 
