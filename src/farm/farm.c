@@ -141,6 +141,14 @@ static void test_stop(MPI_Comm comm) {
   else raise(SIGSTOP);
 }
 
+/* A test's hook (ENPU_FARM_TEST_STALL=SEC, docs/store.md "Failure semantics"): rank 0
+ * stalls SEC seconds after taking its first result batch, as a long checkpoint or a slow
+ * fsync would, while the workers' answers queue up. Unset, it does nothing. */
+static void test_stall(void) {
+  const char *v = getenv("ENPU_FARM_TEST_STALL");
+  if (v) sleep_s(fmax(0, strtod(v, NULL)));
+}
+
 /* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off,
  * until deadline_s (enpu_now_s; 0: no limit). @return 1 a message, 0 none by the
  * deadline, or an error. */
@@ -265,7 +273,7 @@ static int take_results(master *m, const farm_buf *b, int *dups, double *compute
     *compute_s += tr.compute_s;
     *cpu_s += tr.cpu_s;
   }
-  if (rc == 0 && !m->results_seen++) test_hold(m->o.log, "tasks");
+  if (rc == 0 && !m->results_seen++) test_hold(m->o.log, "tasks"), test_stall();
   return rc;
 }
 
@@ -355,6 +363,7 @@ typedef struct {
   double *since;     /* per rank: when its oldest batch out became the one it works on */
   double idle_s;     /* when the work ended (only silent ranks hold batches); 0: it runs */
   double checked_s;  /* when find_silent last looked */
+  double polled_s;   /* when find_silent was last called (once per turn of the loop) */
   farm_buf *out, in; /* 2 per rank; the last result received */
   held_batch *held;  /* 2 per rank, as out */
   MPI_Request *req;  /* 2 per rank */
@@ -505,11 +514,15 @@ static int call_silent(master *m, links *l, int w, double now, enpu_err *err) {
 
 /* Every worker that holds a batch longer than its timeout is called silent. Timeouts are
  * seconds: a look every 0.1 s keeps the walk over the ranks off the per-message cost.
- * since[] moves only when the master takes an answer, so after the master was busy (a
- * long checkpoint, a slow fsync) a rank whose answer is already waiting is not silent:
- * only overdue ranks are probed. */
+ * Time rank 0 spends away from its loop (a long checkpoint, a slow fsync) is nobody's
+ * silence: a batch too large to go out at once and the answers wait for it, so the
+ * batches' clocks stop meanwhile; and since[] moves only when rank 0 takes an answer,
+ * so a rank whose answer is already waiting is not silent either (only overdue ranks
+ * are probed). */
 static int find_silent(master *m, links *l, enpu_err *err) {
-  const double now = enpu_now_s();
+  const double now = enpu_now_s(), away_s = l->polled_s > 0 ? now - l->polled_s : 0;
+  l->polled_s = now;
+  for (int w = 1; away_s > 0.1 && w < m->size; w++) l->since[w] += away_s;
   if (m->o.worker_timeout_s <= 0 || now - l->checked_s < 0.1) return 0;
   l->checked_s = now;
   for (int w = 1; w < m->size; w++) {

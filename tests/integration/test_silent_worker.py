@@ -25,7 +25,10 @@ hook ENPU_FARM_TEST_STOP_RANK makes worker 2 stop when its first batch comes:
     --worker-timeout 5: the first checkpoint fails while rank 2 is stopped and not yet
     called silent): rank 0 waits for rank 2's batch at most its timeout instead of for
     ever, then exits 4 (the environment), the error printed before the silent note.
-    Skipped when this process may not mount a tmpfs.
+    Skipped when this process may not mount a tmpfs;
+  - stall (no rank stopped; rank 0 itself stalls 4 s after its first result, as a long
+    checkpoint would, ENPU_FARM_TEST_STALL=4, --worker-timeout 2): the workers' answers
+    waiting for it do not make them silent: exit 0, nothing called overdue.
 Every wait is for an exit; bounds only guard against hangs.
 Usage: test_silent_worker.py ENPU SOURCE_DIR"""
 import csv
@@ -206,6 +209,19 @@ def full_disk(h, tmp, job):
         subprocess.run(["umount", mnt], capture_output=True)
 
 
+def stall(h, tmp, job, ref):
+    store = os.path.join(tmp, "stall.h5")
+    try:
+        r = subprocess.run(farm_cmd(h, 3, store, tmp, job=job, extra=OPTS), capture_output=True, text=True,
+                           env=dict(ENV, ENPU_FARM_TEST_STALL="4"), cwd=tmp, timeout=HANG_S, start_new_session=True)
+        h.check("stall: exit 0", r.returncode == 0, f"exit {r.returncode}: {r.stderr[-800:]}")
+        h.check("stall: no worker is called silent for rank 0's own stall", "has not answered" not in r.stderr,
+                r.stderr[-800:])
+        h.check("stall: store identical to an undisturbed run's", *same(h, ref, store))
+    finally:
+        kill_ranks(store)
+
+
 def main():
     h = Harness(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     tmp = tempfile.mkdtemp(prefix="enpu-silent-")
@@ -219,6 +235,7 @@ def main():
     alone(h, tmp, job, ref)
     interrupted(h, tmp, job, ref)
     full_disk(h, tmp, job)
+    stall(h, tmp, job, ref)
     shutil.rmtree(tmp)
     h.finish()
 
