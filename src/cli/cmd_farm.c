@@ -8,11 +8,13 @@
  *
  * Exit status: 0 all done; 1 finished but some tasks failed (recorded in the store), or
  * the farm broke while running, or a worker stayed silent past --worker-timeout (the
- * stores complete when the others could do its work); 2 usage or input error (nothing written); 3 interrupted
- * by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same command again resumes
- * (a signal after every task was done stops nothing: the run finishes with 0 or 1);
- * 4 the environment refused (disk full, I/O error, the store locked by another writer):
- * the published store is intact and the same command resumes once that is fixed.
+ * stores complete when the others could do its work); 2 usage or input error (nothing
+ * written); 3 interrupted by SIGTERM/SIGINT/SIGUSR1 after a checkpoint — running the same
+ * command again resumes (a signal after every task was done stops nothing: the run
+ * finishes with 0 or 1); 4 the environment refused (disk full, I/O error, the store
+ * locked by another writer): the published store is intact and the same command resumes
+ * once that is fixed. A silent worker does not hide 3 or 4: the ranks are aborted with
+ * them (abort_status), and 1 only replaces 0 or 1.
  * Under mpirun only SIGUSR1 gives 3: mpirun turns SIGTERM/SIGINT into its own exit 1
  * (the farm still syncs its journal and checkpoints in the second it is given). */
 #include <stdlib.h>
@@ -131,6 +133,15 @@ static void print_error(const enpu_err *err, void *args) {
   a->error_printed = 1;
 }
 
+/* The status every rank is aborted with when a worker is still silent at the end: the
+ * one this command would have returned (an error's, 3 when a stop signal interrupted the
+ * work), and 1 where that would have been 0 or 1 (a rank stayed silent). */
+static int abort_status(int rc, int interrupted, void *args) {
+  (void)args;
+  if (rc < 0) return cli_exit_status(rc, CLI_EXIT_FAILED);
+  return interrupted ? CLI_EXIT_INTERRUPTED : CLI_EXIT_FAILED;
+}
+
 static void init(void *args) {
   farm_args *a = args;
   /* The command's first moment: from here to the exit a stop signal never kills a rank
@@ -141,6 +152,7 @@ static void init(void *args) {
   a->o.reuse = a->reuse.v;
   a->o.job_paths = a->jobs.v;
   a->o.print_summaries = print_summaries, a->o.print_error = print_error, a->o.print_user = a;
+  a->o.abort_status = abort_status;
   a->o.finish_job = cli_farm_finish_job, a->o.finish_user = &a->o; /* summary.md, validation */
 }
 
@@ -238,6 +250,8 @@ static json_t *summary_json(const farm_summary *s) {
   if (j && json_object_set_new(j, "sweep", sweep) < 0) json_decref(j), j = NULL;
   if (j && json_object_set_new(j, "cache", summary_cache_json(s)) < 0) json_decref(j), j = NULL;
   if (j && json_object_set_new(j, "changes", changes_json(s)) < 0) json_decref(j), j = NULL;
+  if (j && json_object_set_new(j, "duplicates", json_integer((json_int_t)s->duplicates)) < 0)
+    json_decref(j), j = NULL;
   return j;
 }
 

@@ -18,7 +18,8 @@
  *    the others. Each task counts once: whichever of its results comes first is taken,
  *    a later one is dropped before the journal (farm_job_take), and a silent rank that
  *    answers gets work again. One still silent at the end could never finalize MPI:
- *    after the last checkpoint and the summaries, farm_run aborts the ranks (exit 1).
+ *    after the last checkpoint and the summaries, farm_run aborts the ranks with the
+ *    status the caller gives the run's outcome (farm_options.abort_status).
  *  - Every result is in its job's journal before it counts as done; journals are synced
  *    at least every second while results arrive, at once when a stop signal is seen, and
  *    reset only after a checkpoint.
@@ -108,7 +109,8 @@ static void sleep_s(double s) {
 }
 
 /* A test's hook (ENPU_FARM_TEST_HOLD=PHASE[:FILE], docs/store.md "Failure semantics"): at the
- * boundary PHASE (start, setup, tasks, validation, summary) wait until a stop signal
+ * boundary PHASE (start, setup, tasks, silent: a rank was just called silent, validation,
+ * summary) wait until a stop signal
  * comes, having said so on the log, so that a test signals a farm in a known phase
  * without racing it. With FILE, only when FILE does not exist yet (it is created): a
  * resumed run goes through. Unset, it does nothing. */
@@ -139,13 +141,25 @@ static void test_stop(MPI_Comm comm) {
   else raise(SIGSTOP);
 }
 
-/* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off. */
-static int wait_message(MPI_Comm comm, int source, double max_sleep_s, MPI_Status *st, enpu_err *err) {
+/* A test's hook (ENPU_FARM_TEST_STALL=SEC, docs/store.md "Failure semantics"): rank 0
+ * stalls SEC seconds after taking its first result batch, as a long checkpoint or a slow
+ * fsync would, while the workers' answers queue up. Unset, it does nothing. */
+static void test_stall(void) {
+  const char *v = getenv("ENPU_FARM_TEST_STALL");
+  if (v) sleep_s(fmax(0, strtod(v, NULL)));
+}
+
+/* Wait for a message without spinning: MPI_Iprobe, then sleep with a doubling back-off,
+ * until deadline_s (enpu_now_s; 0: no limit). @return 1 a message, 0 none by the
+ * deadline, or an error. */
+static int wait_message(MPI_Comm comm, int source, double max_sleep_s, double deadline_s, MPI_Status *st,
+                        enpu_err *err) {
   double pause = 50e-6;
   for (;;) {
     int flag = 0;
     MPI_CHECK(MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, st), err);
-    if (flag) return 0;
+    if (flag) return 1;
+    if (deadline_s > 0 && enpu_now_s() > deadline_s) return 0;
     sleep_s(pause);
     pause = fmin(2 * pause, max_sleep_s);
   }
@@ -182,6 +196,8 @@ typedef struct {
                            and not heard from since; still set at the end: farm_run aborts */
   double longest_s;     /* the most compute seconds a result batch took so far */
   int wait_said;        /* the wait for silent ranks at the end was announced */
+  int final_ckpt;       /* every job checkpointed with every task settled (wait_silent):
+                           nothing can change the stores any more */
 } master;
 
 typedef struct {
@@ -240,21 +256,24 @@ static int make_batch(master *m, double target_s, farm_buf *out, held_batch *hel
 }
 
 /* Take a result batch; *dups counts the results ignored as duplicates (a requeued
- * task's second result), *compute_s adds up the batch's task times. */
-static int take_results(master *m, const farm_buf *b, int *dups, double *compute_s, enpu_err *err) {
+ * task's second result), *compute_s and *cpu_s add up the batch's task times (wall, and
+ * the tasks' threads' CPU). */
+static int take_results(master *m, const farm_buf *b, int *dups, double *compute_s, double *cpu_s, enpu_err *err) {
   size_t off = 0;
   farm_task_result tr;
   int rc;
-  *dups = 0, *compute_s = 0;
+  *dups = 0, *compute_s = 0, *cpu_s = 0;
   while ((rc = farm_result_next(b->data, b->len, &off, &tr, err)) == 1) {
     ENPU_RETURN_IF(tr.job >= (uint32_t)m->njobs, err, ENPU_ERR_FORMAT, "a result for job %u of %d", tr.job,
                    m->njobs);
     int dup = 0;
     ENPU_FORWARD(farm_job_take(m->jobs[tr.job], &tr, &dup, err));
     *dups += dup;
+    m->sums[tr.job].duplicates += dup;
     *compute_s += tr.compute_s;
+    *cpu_s += tr.cpu_s;
   }
-  if (rc == 0 && !m->results_seen++) test_hold(m->o.log, "tasks");
+  if (rc == 0 && !m->results_seen++) test_hold(m->o.log, "tasks"), test_stall();
   return rc;
 }
 
@@ -342,8 +361,9 @@ static double batch_target_s(const master *m, int nworkers) {
 typedef struct {
   int *busy, *sent;  /* per rank: batches out, batches sent so far */
   double *since;     /* per rank: when its oldest batch out became the one it works on */
-  double *give_up;   /* per silent rank: when the master stops waiting for it */
+  double idle_s;     /* when the work ended (only silent ranks hold batches); 0: it runs */
   double checked_s;  /* when find_silent last looked */
+  double polled_s;   /* when find_silent was last called (once per turn of the loop) */
   farm_buf *out, in; /* 2 per rank; the last result received */
   held_batch *held;  /* 2 per rank, as out */
   MPI_Request *req;  /* 2 per rank */
@@ -353,11 +373,39 @@ static int links_open(links *l, master *m, enpu_err *err) {
   const size_t size = (size_t)m->size;
   /* One block, owned by busy (links_close frees it). */
   const int parts = ENPU_CALLOC_PARTS(ENPU_PART(l->busy, size), ENPU_PART(l->sent, size), ENPU_PART(l->since, size),
-                                      ENPU_PART(l->give_up, size), ENPU_PART(l->out, 2 * size),
-                                      ENPU_PART(l->held, 2 * size), ENPU_PART(l->req, 2 * size));
+                                      ENPU_PART(l->out, 2 * size), ENPU_PART(l->held, 2 * size),
+                                      ENPU_PART(l->req, 2 * size));
   m->silent = enpu_calloc(size, sizeof *m->silent);
   ENPU_RETURN_IF(parts < 0 || !m->silent, err, ENPU_ERR_NOMEM, "out of memory");
   for (size_t k = 0; k < 2 * size; k++) l->req[k] = MPI_REQUEST_NULL;
+  return 0;
+}
+
+/* A note's start: on a terminal, off the progress line it would end otherwise. */
+static const char *fresh_line(const master *m) { return !m->o.quiet && isatty(fileno(m->o.log)) ? "\n" : ""; }
+
+static double timeout_s(const master *m, const held_batch *b);
+
+/* After an error, take rank w's batches still running so that it reaches TAG_STOP, each
+ * within the rank's timeout: one past it is silent (said on the log), as in the run,
+ * and farm_run aborts the ranks. @return 0, or an error. */
+static int drain_rank(links *l, master *m, int w, enpu_err *err) {
+  for (; l->busy[w] > 0; l->busy[w]--) {
+    const held_batch *oldest = &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2];
+    const double until = m->o.worker_timeout_s > 0 ? l->since[w] + timeout_s(m, oldest) : 0;
+    MPI_Status st;
+    const int got = wait_message(m->comm, w, 0.010, until, &st, err);
+    ENPU_FORWARD(got);
+    if (!got) {
+      fprintf(m->o.log, "%sfarm: rank %d has not answered for %.0f s; the run stops without it\n", fresh_line(m), w,
+              enpu_now_s() - l->since[w]);
+      fflush(m->o.log);
+      m->silent[w] = 1;
+      return 0;
+    }
+    ENPU_FORWARD(recv_bytes(m->comm, &st, &l->in, err));
+    l->since[w] = enpu_now_s();
+  }
   return 0;
 }
 
@@ -365,16 +413,12 @@ static int links_open(links *l, master *m, enpu_err *err) {
  * broken link ends the wait: farm_run aborts the ranks then). A silent rank is not
  * waited for: farm_run aborts the ranks, so its sends stay as they are (their buffers
  * too, which MPI may still read). */
-static int links_close(links *l, const master *m, int rc, enpu_err *err) {
+static int links_close(links *l, master *m, int rc, enpu_err *err) {
   enpu_err ignored;
   enpu_err *e = rc < 0 ? &ignored : err;
   for (int w = 1; l->busy && w < m->size; w++) {
-    for (int drc = 0; drc == 0 && !is_silent(m, w) && l->busy[w] > 0; l->busy[w]--) {
-      MPI_Status st;
-      drc = wait_message(m->comm, w, 0.010, &st, e);
-      if (drc == 0) drc = recv_bytes(m->comm, &st, &l->in, e);
-      if (drc < 0 && rc == 0) rc = drc;
-    }
+    const int drc = is_silent(m, w) ? 0 : drain_rank(l, m, w, e);
+    if (drc < 0 && rc == 0) rc = drc;
   }
   for (int k = 0; l->req && k < 2 * m->size; k++) {
     if (is_silent(m, k / 2)) continue;
@@ -408,9 +452,6 @@ static int feed_workers(master *m, links *l, enpu_err *err) {
   return 0;
 }
 
-/* A note's start: on a terminal, off the progress line it would end otherwise. */
-static const char *fresh_line(const master *m) { return !m->o.quiet && isatty(fileno(m->o.log)) ? "\n" : ""; }
-
 /* Take one result batch if one has come; a silent rank that answers is one again.
  * @return 1 taken, 0 none, or an error. */
 static int take_one(master *m, links *l, enpu_err *err) {
@@ -420,13 +461,15 @@ static int take_one(master *m, links *l, enpu_err *err) {
   if (!flag) return 0;
   const int w = st.MPI_SOURCE;
   int rc = recv_bytes(m->comm, &st, &l->in, err), dups = 0;
-  double compute_s = 0;
-  if (rc == 0) rc = take_results(m, &l->in, &dups, &compute_s, err);
+  double compute_s = 0, cpu_s = 0;
+  if (rc == 0) rc = take_results(m, &l->in, &dups, &compute_s, &cpu_s, err);
   l->busy[w]--;
   l->since[w] = enpu_now_s();
-  /* A late batch's time says nothing of the work: a rank stopped mid-task counts the
-   * stop in it. */
-  if (!m->silent[w]) m->longest_s = fmax(m->longest_s, compute_s);
+  /* A late batch's wall time may count a stop (a rank stopped mid-task), its tasks'
+   * thread CPU time does not: that much of it was work. Ignoring late batches would keep
+   * the timeout under tasks longer than it (`ideal`), which would go from rank to rank
+   * for ever. */
+  m->longest_s = fmax(m->longest_s, m->silent[w] ? fmin(compute_s, cpu_s) : compute_s);
   if (m->silent[w]) {
     fprintf(
         m->o.log,
@@ -459,47 +502,60 @@ static int call_silent(master *m, links *l, int w, double now, enpu_err *err) {
           fresh_line(m), w, now - l->since[w], oldest->n, sent);
   fflush(m->o.log);
   m->silent[w] = 1;
-  l->give_up[w] = now + timeout_s(m, oldest);
   for (int i = l->sent[w] - l->busy[w]; i < l->sent[w]; i++) {
     held_batch *b = &l->held[2 * w + i % 2];
     for (int t = 0; !b->requeued && t < b->n; t++)
       ENPU_FORWARD(farm_job_requeue(m->jobs[b->job[t]], b->task[t], err));
     b->requeued = 1;
   }
+  test_hold(m->o.log, "silent");
   return 0;
 }
 
 /* Every worker that holds a batch longer than its timeout is called silent. Timeouts are
- * seconds: a look every 0.1 s keeps the walk over the ranks off the per-message cost. */
+ * seconds: a look every 0.1 s keeps the walk over the ranks off the per-message cost.
+ * Time rank 0 spends away from its loop (a long checkpoint, a slow fsync) is nobody's
+ * silence: a batch too large to go out at once and the answers wait for it, so the
+ * batches' clocks stop meanwhile; and since[] moves only when rank 0 takes an answer,
+ * so a rank whose answer is already waiting is not silent either (only overdue ranks
+ * are probed). */
 static int find_silent(master *m, links *l, enpu_err *err) {
-  const double now = enpu_now_s();
+  const double now = enpu_now_s(), away_s = l->polled_s > 0 ? now - l->polled_s : 0;
+  l->polled_s = now;
+  for (int w = 1; away_s > 0.1 && w < m->size; w++) l->since[w] += away_s;
   if (m->o.worker_timeout_s <= 0 || now - l->checked_s < 0.1) return 0;
   l->checked_s = now;
   for (int w = 1; w < m->size; w++) {
     if (m->silent[w] || l->busy[w] == 0) continue;
-    if (now - l->since[w] > timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2]))
-      ENPU_FORWARD(call_silent(m, l, w, now, err));
+    if (now - l->since[w] <= timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2])) continue;
+    int waiting = 0;
+    MPI_CHECK(MPI_Iprobe(w, TAG_RESULT, m->comm, &waiting, MPI_STATUS_IGNORE), err);
+    if (!waiting) ENPU_FORWARD(call_silent(m, l, w, now, err));
   }
   return 0;
 }
 
-/* With nothing else to do, the master waits for silent ranks, each until a second
- * timeout has passed (a rank that answers then ends the run normally); the first time,
+/* With nothing else to do, the master waits for silent ranks, one more timeout from the
+ * end of the work (a rank that answers then ends the run normally); the first time,
  * with every task done, it checkpoints (the stores are complete from then on) and says
  * so. @return 1 waiting, 0 not (any more), or an error. */
-static int wait_silent(master *m, const links *l, enpu_err *err) {
+static int wait_silent(master *m, links *l, enpu_err *err) {
+  const int settled = all_settled(m);
+  if (!silent_count(m) || (!settled && silent_count(m) < m->size - 1)) return 0;
   const double now = enpu_now_s();
+  if (l->idle_s == 0) l->idle_s = now;
   double until = 0;
   for (int w = 1; w < m->size; w++)
-    if (m->silent[w] && now < l->give_up[w]) until = fmax(until, l->give_up[w]);
-  const int settled = all_settled(m);
-  if (until == 0 || (!settled && silent_count(m) < m->size - 1)) return 0;
+    if (m->silent[w])
+      until = fmax(until, l->idle_s + timeout_s(m, &l->held[2 * w + (l->sent[w] - l->busy[w]) % 2]));
+  if (now >= until) return 0;
   if (m->wait_said) return 1;
   m->wait_said = 1;
   for (int j = 0; settled && j < m->njobs; j++) {
     ENPU_FORWARD(farm_job_sync(m->jobs[j], err));
     ENPU_FORWARD(farm_job_checkpoint(m->jobs[j], err));
   }
+  m->final_ckpt = settled;
   fprintf(m->o.log, "%sfarm: %s; waiting up to %.0f s for the silent rank(s) to answer\n", fresh_line(m),
           settled ? "every task is done and checkpointed" : "every worker is silent: no task can run", until - now);
   fflush(m->o.log);
@@ -522,7 +578,8 @@ static int master_loop_mpi(master *m, clocks *c, enpu_err *err) {
     const int stopping = farm_signal_seen != 0;
     if (!stopping) rc = feed_workers(m, &l, err);
     if (rc < 0) break;
-    if (!live_busy(m, &l)) {
+    if (live_busy(m, &l)) l.idle_s = 0;
+    else {
       /* Nothing runs: done, stopping, or only silent ranks left to wait for. */
       const int waiting = stopping ? 0 : wait_silent(m, &l, err);
       if (waiting < 0) rc = waiting;
@@ -558,8 +615,8 @@ static int master_loop_inline(master *m, clocks *c, enpu_err *err) {
     in.len = 0;
     rc = farm_exec_batch(m->exec, out.data, out.len, &in, err);
     int dups;
-    double compute_s;
-    if (rc == 0) rc = take_results(m, &in, &dups, &compute_s, err);
+    double compute_s, cpu_s;
+    if (rc == 0) rc = take_results(m, &in, &dups, &compute_s, &cpu_s, err);
     if (rc == 0) rc = duties(m, c, err);
   }
   farm_buf_free(&out);
@@ -760,8 +817,9 @@ static int run_master(master *m, enpu_err *err) {
   c.last_sync = c.last_ckpt = c.last_progress = enpu_now_s();
   test_hold(m->o.log, "setup");
   rc = m->size > 1 ? master_loop_mpi(m, &c, err) : master_loop_inline(m, &c, err);
-  for (int j = 0; rc == 0 && j < m->njobs; j++) rc = farm_job_sync(m->jobs[j], err);
-  for (int j = 0; rc == 0 && j < m->njobs; j++) rc = farm_job_checkpoint(m->jobs[j], err);
+  /* After wait_silent's checkpoint only duplicates can come, which change nothing. */
+  for (int j = 0; rc == 0 && !m->final_ckpt && j < m->njobs; j++) rc = farm_job_sync(m->jobs[j], err);
+  for (int j = 0; rc == 0 && !m->final_ckpt && j < m->njobs; j++) rc = farm_job_checkpoint(m->jobs[j], err);
   const int finished = rc == 0 && all_settled(m);
   for (int j = 0; j < m->njobs; j++)
     m->sums[j].outcome = !finished ? FARM_INTERRUPTED : m->sums[j].tasks_failed ? FARM_FAILED : FARM_DONE;
@@ -779,7 +837,7 @@ static int run_master(master *m, enpu_err *err) {
 static int worker_step(MPI_Comm comm, farm_exec *x, farm_buf *in, farm_buf *out, int *stop, int64_t *batches,
                        enpu_err *err) {
   MPI_Status st;
-  ENPU_FORWARD(wait_message(comm, 0, 0.002, &st, err));
+  ENPU_FORWARD(wait_message(comm, 0, 0.002, 0, &st, err));
   if (st.MPI_TAG == TAG_STOP) {
     int outcome;
     MPI_CHECK(MPI_Recv(&outcome, 1, MPI_INT, 0, TAG_STOP, comm, MPI_STATUS_IGNORE), err);
@@ -847,9 +905,16 @@ static int open_comm(master *m, int *own_mpi, enpu_err *err) {
   return 0;
 }
 
+/* The status the ranks are aborted with when a worker is still silent at the end: what
+ * the caller maps the run's error or its stop signal to (farm_options.abort_status). */
+static int silent_status(const master *m, int rc) {
+  const int interrupted = rc == 0 && farm_signal_seen && run_outcome(m->sums, m->njobs) == FARM_INTERRUPTED;
+  return m->o.abort_status ? m->o.abort_status(rc, interrupted, m->o.print_user) : 1;
+}
+
 /* Rank 0 at the end: the ranks still silent named, with what became of their work.
  * @return how many there are. */
-static int say_silent(const master *m, int rc) {
+static int say_silent(const master *m, int rc, int status) {
   const int n = silent_count(m);
   if (!n) return 0;
   char names[256] = "";
@@ -859,11 +924,13 @@ static int say_silent(const master *m, int rc) {
   const int complete = rc == 0 && run_outcome(m->sums, m->njobs) != FARM_INTERRUPTED;
   fprintf(
       m->o.log,
-      "farm: rank%s %s%s%s still silent: %s; MPI cannot end with a silent rank, so the job ends with exit status 1\n",
+      "farm: rank%s %s%s%s still silent: %s; MPI cannot end with a silent rank, so the job ends with exit status "
+      "%d\n",
       n > 1 ? "s" : "", names, len + 16 >= sizeof names ? "..." : "", n > 1 ? " are" : " is",
       complete ? "the other ranks computed its tasks and the stores are complete"
       : rc < 0 ? "the run stopped on the error above"
-               : "the stores are checkpointed and the same command computes the rest");
+               : "the stores are checkpointed and the same command computes the rest",
+      status);
   fflush(m->o.log);
   return n;
 }
@@ -873,10 +940,10 @@ static int say_silent(const master *m, int rc) {
  * reach the others any more stops them all, and so does rank 0 when a worker is still
  * silent (it would never reach the barrier, nor MPI_Finalize): the top of the farm is
  * where that is decided. */
-static int close_comm(master *m, int own_mpi, int silent, int rc, enpu_err *err) {
+static int close_comm(master *m, int own_mpi, int silent, int status, int rc, enpu_err *err) {
   if (silent) {
     fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Abort(MPI_COMM_WORLD, status);
   }
   const int brc = MPI_Barrier(m->comm);
   if (brc != MPI_SUCCESS) {
@@ -901,14 +968,16 @@ static int run_ranks(const farm_options *opt, farm_summary *sums, enpu_err *err)
   ENPU_FORWARD(open_comm(&m, &own_mpi, err));
   for (int j = 0; j < njobs; j++) sums[j].rank = m.rank, sums[j].ranks = m.size;
   const int rc = m.rank == 0 ? run_master(&m, err) : run_worker(&m.o, m.comm, sums, njobs, err);
-  const int silent = m.rank == 0 ? say_silent(&m, rc) : 0;
-  if (m.rank == 0) master_free(&m);
+  /* The error first: the silent ranks' note refers to it. */
   if (m.rank == 0 && rc < 0 && m.o.print_error) m.o.print_error(err, m.o.print_user);
   if (m.rank == 0 && rc == 0 && farm_signal_seen && run_outcome(sums, njobs) != FARM_INTERRUPTED)
     fprintf(m.o.log,
             "farm: signal %d came after every task was done: the run finished, nothing is left to resume\n",
             (int)farm_signal_seen);
-  return close_comm(&m, own_mpi, silent, rc, err);
+  const int status = m.rank == 0 ? silent_status(&m, rc) : 0;
+  const int silent = m.rank == 0 ? say_silent(&m, rc, status) : 0;
+  if (m.rank == 0) master_free(&m);
+  return close_comm(&m, own_mpi, silent, status, rc, err);
 }
 
 int farm_run(const farm_options *opt, farm_summary *sums, enpu_err *err) {

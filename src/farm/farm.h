@@ -78,9 +78,9 @@ typedef struct {
                                   the longest batch so far, or its estimate, when
                                   longer) is silent: said on the log, its tasks go to
                                   the others, its late results are ignored; still
-                                  silent at the end, the ranks are aborted (exit 1)
-                                  once the stores are checkpointed. 0: never
-                                  (default FARM_WORKER_TIMEOUT_S) */
+                                  silent at the end, the ranks are aborted (status:
+                                  abort_status) once the stores are checkpointed.
+                                  0: never (default FARM_WORKER_TIMEOUT_S) */
   FILE *log;                   /* progress and notes (stderr when NULL) */
   /* Rank 0 calls it with every job's summary (NULL: none printed) before the ranks leave
    * farm_run: printed after it, a worker exiting first with a non-zero status can make
@@ -98,6 +98,13 @@ typedef struct {
    * finish_user is its second argument. */
   int (*finish_job)(const farm_finished_job *f, void *finish_user, enpu_err *err);
   void *finish_user;
+  /* The exit status of every rank when rank 0 aborts them because a worker is still
+   * silent at the end (farm_run does not return then): rc is the run's error (0 or a
+   * negative ENPU_ERR_*), interrupted is set when a stop signal ended the work before
+   * every task was done. The caller maps them as it maps farm_run's return, so the abort
+   * keeps what the run would have said (interrupted, the environment refused). NULL:
+   * status 1. print_user is its last argument. */
+  int (*abort_status)(int rc, int interrupted, void *print_user);
 } farm_options;
 
 /* The default worker timeout: far beyond any batch's own time (5 to 50 ms, 0.3 s at
@@ -172,6 +179,8 @@ typedef struct farm_summary {
                            checkpoints; with one rank also the compute) */
   double master_rss_mb; /* rank 0's peak resident memory */
   int64_t batches;      /* task batches rank 0 handed out (whole run) */
+  int64_t duplicates;   /* results dropped because another rank's came first (a rank
+                           called silent that answered late) */
   int jobs;             /* jobs of the run (the figures above are this one's,
                            the times and rank 0's use the whole run's) */
   /* What the run had to distrust and recompute (a damaged journal or store): printed on
@@ -186,6 +195,10 @@ typedef struct farm_summary {
  * checkpoints (its summary.md and validation are o->finish_job's). Master-side input errors (bad job, bad added
  * bucket, unreadable store, two jobs on one store) are returned as ENPU_ERR_* on every
  * rank with nothing written; task failures are not errors (outcome FARM_FAILED).
+ * It may not return: a worker still silent at the end (farm_options.worker_timeout_s)
+ * could never finalize MPI, so once the stores are checkpointed and the summaries and
+ * error printed rank 0 calls MPI_Abort on MPI_COMM_WORLD with o->abort_status's status,
+ * which ends every rank, also when the caller initialised MPI itself.
  * @return 0 with sums[0..njobs-1] filled, or a negative ENPU_ERR_* (err names the
  * problem; sums[0].rank and input_error are set). */
 int farm_run(const farm_options *o, farm_summary *sums, enpu_err *err);

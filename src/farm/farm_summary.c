@@ -54,6 +54,9 @@ void farm_summary_print(const farm_summary *s, FILE *out) {
           s->wall_s > 0 ? 100.0 * s->master_cpu_s / s->wall_s : 0.0, s->jobs > 1 ? ", the whole run's" : "");
   fprintf(out, "| master memory | %.1f MB peak resident |\n", s->master_rss_mb);
   fprintf(out, "| task batches | %lld%s |\n", (long long)s->batches, s->jobs > 1 ? ", the whole run's" : "");
+  if (s->duplicates)
+    fprintf(out, "| duplicates | %lld results dropped (another rank's came first: a silent rank answered late) |\n",
+            (long long)s->duplicates);
   for (int k = 0; k < s->nwarnings && k < FARM_WARNINGS_MAX; k++)
     fprintf(out, "| warning | %s |\n", s->warnings[k]);
   farm_changes_print(s, out);
