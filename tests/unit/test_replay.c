@@ -73,6 +73,13 @@ void setup_for(ctx *c, const config_cluster *cl, replay_setup *s) {
   if (replay_setup_init(s, cl, c->model, c->chip, &err) != 0) fail_msg("%s", err.msg);
 }
 
+void resized(ctx *c, config_cluster *cl, replay_setup *s, int prefill_nodes, int decode_nodes) {
+  *cl = *c->cluster;
+  if (prefill_nodes) cl->node[CONFIG_PREFILL].nodes = prefill_nodes;
+  if (decode_nodes) cl->node[CONFIG_DECODE].nodes = decode_nodes;
+  setup_for(c, cl, s);
+}
+
 double prefill_alone_ns(int context_tokens) {
   int seqs[64];
   const int n = synth_seqs(seqs);

@@ -49,6 +49,8 @@ void run_all(ctx *c, const replay_trace *t, const replay_setup *s, int threads, 
 void free_all(replay_result *runs[NPOL]);
 /* A set-up for a changed copy of the fixture's cluster (idle powers for its mode). */
 void setup_for(ctx *c, const config_cluster *cl, replay_setup *s);
+/* The fixture's cluster with other node counts (0: the fixture's), into *cl, and its set-up. */
+void resized(ctx *c, config_cluster *cl, replay_setup *s, int prefill_nodes, int decode_nodes);
 /* The scheduler's per-request view: T(1, bucket of seq) of the synthetic model. */
 double prefill_alone_ns(int context_tokens);
 

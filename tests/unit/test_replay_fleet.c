@@ -8,10 +8,7 @@
  * second of hysteresis, the instances the demand needs and no more; a sleeping chip
  * draws 10 W, waking takes 50 ms and 1 J per chip. */
 static void fleet_setup(ctx *c, config_cluster *cl, replay_setup *s, int prefill_nodes, int decode_nodes) {
-  *cl = *c->cluster;
-  cl->node[CONFIG_PREFILL].nodes = prefill_nodes;
-  cl->node[CONFIG_DECODE].nodes = decode_nodes;
-  setup_for(c, cl, s);
+  resized(c, cl, s, prefill_nodes, decode_nodes);
   s->fleet = (replay_fleet_params){.control_ms = 100,
                                    .window_s = 1,
                                    .hold_s = 1,

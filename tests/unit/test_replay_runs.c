@@ -17,13 +17,6 @@ static int policy_index(const char *name) {
 }
 
 /* The fixture's cluster with other node counts (0: unchanged) and its set-up. */
-static void resized(ctx *c, config_cluster *cl, replay_setup *s, int prefill_nodes, int decode_nodes) {
-  *cl = *c->cluster;
-  if (prefill_nodes) cl->node[CONFIG_PREFILL].nodes = prefill_nodes;
-  if (decode_nodes) cl->node[CONFIG_DECODE].nodes = decode_nodes;
-  setup_for(c, cl, s);
-}
-
 static void check_conservation(const replay_result *r, const replay_trace *t, const replay_setup *s) {
   const replay_summary *sm = replay_result_summary(r);
   const replay_request_result *q = replay_result_requests(r);
