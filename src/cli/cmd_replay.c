@@ -405,7 +405,8 @@ static int load_inputs(const replay_args *a, replay_inputs *in, enpu_err *err) {
   char warning[ENPU_ERR_MSG_LEN];
   ENPU_FORWARD(replay_check_store(a->store, in->cluster, in->model, in->chip, warning, sizeof warning, err));
   if (warning[0]) fprintf(stderr, "enpu replay: warning: %s\n", warning);
-  const double u_max = replay_predictive_u_max(in->cluster), beta = in->cluster->scheduler.predictive_beta;
+  const double beta = in->cluster->scheduler.predictive_beta,
+               u_max = replay_predictive_u_max(beta, in->cluster->node[CONFIG_PREFILL].nodes);
   if (in->setup.safeguards == CONFIG_SAFEGUARDS_PREDICTIVE && u_max <= 0)
     fprintf(stderr,
             "enpu replay: note: predictive safeguards on %d prefill nodes: square-root staffing leaves such a pool "

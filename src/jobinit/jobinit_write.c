@@ -3,7 +3,6 @@
  * by hand, and its summary (init.md). A file is rewritten only when its bytes change. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +81,7 @@ static void put_node(text *t, const char *phase, int nodes, const jobinit_result
  * Such a cluster gets the switching safeguards: the paper's safeguards 1 and 2 (§3.4), and a
  * running batch sped up when the queue needs it. */
 static bool small_prefill_pool(const jobinit_result *r) {
-  return 1.0 - r->staffing_beta / sqrt((double)r->nodes[CONFIG_PREFILL]) <= 0;
+  return replay_predictive_u_max(r->staffing_beta, r->nodes[CONFIG_PREFILL]) <= 0;
 }
 
 int jobinit_cluster_text(const jobinit_ctx *c, char **out, enpu_err *err) {
@@ -165,7 +164,7 @@ static void safeguards_line(const jobinit_result *r, FILE *f) {
             "- safeguards: switching (the cluster's scheduler): on %d prefill node(s), at most beta^2 = %.1f, the "
             "predictive cap 1 - beta/sqrt(nodes) = %.2f would run every prefill batch at its fastest plan\n",
             r->nodes[CONFIG_PREFILL], r->staffing_beta * r->staffing_beta,
-            1.0 - r->staffing_beta / sqrt((double)r->nodes[CONFIG_PREFILL]));
+            replay_predictive_u_max(r->staffing_beta, r->nodes[CONFIG_PREFILL]));
   else fprintf(f, "- safeguards: the cluster default (predictive) on %d prefill nodes\n", r->nodes[CONFIG_PREFILL]);
 }
 

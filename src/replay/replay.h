@@ -173,10 +173,12 @@ double replay_diurnal_factor(double hour);
 /* Peak hours of §4.8: 14:00 <= time of day < 20:00 (seconds after midnight, any value). */
 bool replay_is_peak(double time_of_day_s);
 
-/* The prefill pool's utilisation the predictive safeguard lets slowed batches reach:
- * 1 − β/√nodes (square-root staffing, replay_switch.c). At or below 0 (nodes ≤ β²,
- * about 6 at the default β) every prefill batch runs its fastest plan. */
-double replay_predictive_u_max(const config_cluster *cl);
+/* The prefill pool's utilisation the predictive safeguard lets slowed batches reach, for
+ * β (the cluster's predictive_beta) and its prefill nodes: 1 − β/√nodes (square-root
+ * staffing, replay_switch.c). At or below 0 (nodes ≤ β², about 6 at the default β) every
+ * prefill batch runs its fastest plan (job init gives such a pool the switching
+ * safeguards). */
+double replay_predictive_u_max(double beta, int prefill_nodes);
 
 /* @return 0 and a new trace; ENPU_ERR_INVALID for rate < 0, warp <= 0, non-finite values
  * or a result without requests; ENPU_ERR_RANGE when the result would hold more than

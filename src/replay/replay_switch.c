@@ -57,9 +57,7 @@ void replay_predict_dispatched(sim *s, size_t first, size_t count) {
   if (s->pq_head + count == s->pq_tail) s->queued_fast_ns = 0;
 }
 
-double replay_predictive_u_max(const config_cluster *cl) {
-  return 1.0 - cl->scheduler.predictive_beta / sqrt((double)cl->node[CONFIG_PREFILL].nodes);
-}
+double replay_predictive_u_max(double beta, int prefill_nodes) { return 1.0 - beta / sqrt((double)prefill_nodes); }
 
 double replay_predictive_cap_ns(sim *s, double fast_ns) {
   if (s->safeguards != CONFIG_SAFEGUARDS_PREDICTIVE) return INFINITY;
@@ -67,7 +65,7 @@ double replay_predictive_cap_ns(sim *s, double fast_ns) {
   predict_trim(s, sc->predictive_window_s, &s->rate_head, &s->recent_fast_ns);
   predict_trim(s, sc->predictive_hold_s, &s->hold_head, &s->hold_fast_ns);
   const double nodes = s->cl->node[CONFIG_PREFILL].nodes, queued = fmax(0.0, s->queued_fast_ns);
-  const double u_max = replay_predictive_u_max(s->cl);
+  const double u_max = replay_predictive_u_max(s->cl->scheduler.predictive_beta, s->cl->node[CONFIG_PREFILL].nodes);
   const double u = fmax((s->recent_fast_ns + queued) / (sc->predictive_window_s * 1e9),
                         (s->hold_fast_ns + queued) / (sc->predictive_hold_s * 1e9)) /
                    nodes;
