@@ -63,15 +63,15 @@ static int decode_bucket(const void *data, size_t bytes, const farm_cache_want *
 
 /* The fields decoded are compared with the ones asked, not their digest (the key): two
  * requests whose keys collide still never take each other's result. */
-int farm_cache_decode(const void *data, size_t bytes, const farm_cache_want *want, void *out) {
-  if (want->kind == FARM_CACHE_OP) return decode_op(data, bytes, want, out);
-  return want->kind == FARM_CACHE_BUCKET ? decode_bucket(data, bytes, want, out) : -1;
+int farm_cache_decode(const void *data, size_t bytes, const farm_cache_want *want, farm_cache_entry *out) {
+  if (want->kind == FARM_CACHE_OP) return decode_op(data, bytes, want, &out->op);
+  return want->kind == FARM_CACHE_BUCKET ? decode_bucket(data, bytes, want, &out->bucket) : -1;
 }
 
-/* One lookup, counted. @return 1 with the entry decoded into *r (free it), 0 not there
+/* One lookup, counted. @return 1 with the entry decoded into *r (free its result), 0 not there
  * or not the result asked for (damaged: another result under the key, or one written by
  * a build with another codec), or an error. */
-static int lookup(farm_job *m, const farm_cache_want *want, uint64_t key, void *r, enpu_err *err) {
+static int lookup(farm_job *m, const farm_cache_want *want, uint64_t key, farm_cache_entry *r, enpu_err *err) {
   void *data;
   size_t bytes;
   const int rc = opcache_get(m->cache, want->kind, key, &data, &bytes, err);
@@ -85,11 +85,11 @@ static int lookup(farm_job *m, const farm_cache_want *want, uint64_t key, void *
 
 static int cached_op(farm_job *m, const mop *o, enpu_err *err) {
   const farm_cache_want want = {.kind = FARM_CACHE_OP, .policy = o->policy, .op_key = o->key};
-  farm_op_result r;
+  farm_cache_entry r;
   const int hit = lookup(m, &want, op_cache_key(o->policy, o->key), &r, err);
   if (hit <= 0) return hit;
-  const int rc = farm_state_add_op(m->state, &r, err);
-  farm_op_result_free(&r);
+  const int rc = farm_state_add_op(m->state, &r.op, err);
+  farm_op_result_free(&r.op);
   m->sum->cache_hits_op += rc == 0;
   return rc;
 }
@@ -102,11 +102,11 @@ static int cached_bucket(farm_job *m, const mtask *t, enpu_err *err) {
                                 .batch = b->batch,
                                 .seq = b->seq,
                                 .input_hash = t->input_hash};
-  farm_bucket_result r;
+  farm_cache_entry r;
   const int hit = lookup(m, &want, bucket_cache_key(t->policy, b->phase, b->batch, b->seq, t->input_hash), &r, err);
   if (hit <= 0) return hit;
-  const int rc = farm_state_add_bucket(m->state, &r, err);
-  farm_bucket_result_free(&r);
+  const int rc = farm_state_add_bucket(m->state, &r.bucket, err);
+  farm_bucket_result_free(&r.bucket);
   m->sum->cache_hits_bucket += rc == 0;
   return rc;
 }

@@ -130,11 +130,15 @@ typedef struct {
   int phase, batch, seq;
   uint64_t input_hash;
 } farm_cache_want;
-/* An entry's bytes decoded into *out (a farm_op_result or a farm_bucket_result, by
- * want->kind) when its fields are the ones asked for (a bucket's status OK too): 0, free
- * *out after; else -1 (damaged: another result under the key, or another codec's),
- * nothing to free. */
-int farm_cache_decode(const void *data, size_t bytes, const farm_cache_want *want, void *out);
+/* A cache entry decoded: the op's or the bucket's result, by the want's kind. */
+typedef struct {
+  farm_op_result op;
+  farm_bucket_result bucket;
+} farm_cache_entry;
+/* An entry's bytes decoded into out->op or out->bucket (by want->kind) when its fields
+ * are the ones asked for (a bucket's status OK too): 0, free that result after; else -1
+ * (damaged: another result under the key, or another codec's), nothing to free. */
+int farm_cache_decode(const void *data, size_t bytes, const farm_cache_want *want, farm_cache_entry *out);
 int farm_cache_put_op(farm_job *m, const farm_op_result *r, enpu_err *err);
 void farm_cache_put_bucket(farm_job *m, const farm_bucket_result *r, const void *record, size_t bytes);
 

@@ -79,23 +79,23 @@ static void test_codec_bucket_round_trip(void **state) {
  * a file written in its place) is damaged, whatever the key says. */
 static void test_cache_entry_fields(void **state) {
   (void)state;
-  farm_op_result op = make_op(POLICY, 12345), d;
+  farm_op_result op = make_op(POLICY, 12345);
+  farm_cache_entry d;
   farm_buf b = encode_op(&op);
   farm_cache_want want = {.kind = FARM_CACHE_OP, .policy = POLICY, .op_key = 12345};
   assert_int_equal(farm_cache_decode(b.data, b.len, &want, &d), 0);
-  assert_true(d.key == 12345);
-  farm_op_result_free(&d);
+  assert_true(d.op.key == 12345);
+  farm_op_result_free(&d.op);
   want.op_key = 12346; /* stored under another op's key */
   assert_int_equal(farm_cache_decode(b.data, b.len, &want, &d), -1);
   want.op_key = 12345, want.policy = POLICY + 1;
   assert_int_equal(farm_cache_decode(b.data, b.len, &want, &d), -1);
-  want.kind = FARM_CACHE_BUCKET; /* an op's bytes asked as a bucket (decoded into a bucket's result) */
-  farm_bucket_result as_bucket;
-  assert_int_equal(farm_cache_decode(b.data, b.len, &want, &as_bucket), -1);
+  want.kind = FARM_CACHE_BUCKET; /* an op's bytes asked as a bucket */
+  assert_int_equal(farm_cache_decode(b.data, b.len, &want, &d), -1);
   farm_buf_free(&b);
   farm_op_result_free(&op);
 
-  farm_bucket_result bk = make_bucket(POLICY, STORE_PHASE_DECODE, 8, 2048, keys3, 3, 77), db;
+  farm_bucket_result bk = make_bucket(POLICY, STORE_PHASE_DECODE, 8, 2048, keys3, 3, 77);
   farm_buf bb = encode_bucket(&bk);
   const farm_cache_want asked = {.kind = FARM_CACHE_BUCKET,
                                  .policy = POLICY,
@@ -103,20 +103,20 @@ static void test_cache_entry_fields(void **state) {
                                  .batch = 8,
                                  .seq = 2048,
                                  .input_hash = 77};
-  assert_int_equal(farm_cache_decode(bb.data, bb.len, &asked, &db), 0);
-  farm_bucket_result_free(&db);
+  assert_int_equal(farm_cache_decode(bb.data, bb.len, &asked, &d), 0);
+  farm_bucket_result_free(&d.bucket);
   farm_cache_want other[5];
   for (int i = 0; i < 5; i++) other[i] = asked;
   other[0].policy++, other[1].phase = STORE_PHASE_PREFILL, other[2].batch = 16, other[3].seq = 4096;
   other[4].input_hash = 78;
-  for (int i = 0; i < 5; i++) assert_int_equal(farm_cache_decode(bb.data, bb.len, &other[i], &db), -1);
+  for (int i = 0; i < 5; i++) assert_int_equal(farm_cache_decode(bb.data, bb.len, &other[i], &d), -1);
   farm_buf_free(&bb);
   farm_bucket_result_free(&bk);
 
   /* a failed bucket is never a hit, even with every field asked */
   farm_bucket_result inf = make_infeasible(POLICY, STORE_PHASE_DECODE, 8, 2048, 77);
   farm_buf bi = encode_bucket(&inf);
-  assert_int_equal(farm_cache_decode(bi.data, bi.len, &asked, &db), -1);
+  assert_int_equal(farm_cache_decode(bi.data, bi.len, &asked, &d), -1);
   farm_buf_free(&bi);
   farm_bucket_result_free(&inf);
 }
